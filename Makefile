@@ -1,0 +1,224 @@
+# Proteus -- top-level Makefile.
+#
+#   make          build the programs (needs the Debian -dev packages: make deps)
+#   make demo     install what is missing, build, run the demo
+#   make test     install what is missing, build, run every test
+#   make check    the same suite under ASan + UBSan (build/asan)
+#   make bench    benchmarks (results go to docs/benchmarks.md by hand)
+#   make fuzz     run each fuzzer for FUZZ_SECONDS
+#   make install  PREFIX=/usr/local DESTDIR=
+#
+# Knobs: BUILD (output folder), SAN=1 (sanitizers), CUDA=0 (skip nvcc),
+# V=1 (echo commands).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+SAN ?= 0
+CUDA ?= auto
+FUZZ_SECONDS ?= 60
+SHARED ?= $(abspath ../shared)
+
+ifneq ($(filter-out 0 1,$(SAN)),)
+$(error SAN must be 0 or 1, not '$(SAN)')
+endif
+ifneq ($(filter-out auto 0,$(CUDA)),)
+$(error CUDA must be auto or 0, not '$(CUDA)')
+endif
+
+Q := @
+ifeq ($(V),1)
+Q :=
+endif
+
+CC ?= cc
+PKGS := libcurl openssl jansson sqlite3 nanomsg zlib libxml-2.0 yajl openblas
+TEST_PKGS := criterion
+
+# Evaluated lazily: `make deps` must be able to run before these exist.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+
+CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+	-D_GNU_SOURCE -g -MMD -MP
+ifeq ($(SAN),1)
+CFLAGS_OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined
+LDFLAGS_SAN := -fsanitize=address,undefined
+else
+CFLAGS_OPT := -O2
+LDFLAGS_SAN :=
+endif
+
+# CUDA: built when nvcc exists (PATH or /usr/local/cuda) unless CUDA=0.
+ifeq ($(CUDA),0)
+NVCC :=
+else
+NVCC := $(shell command -v nvcc 2>/dev/null || \
+	  { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+endif
+CU_SRC := $(wildcard trainer/*.cu)
+ifneq ($(NVCC),)
+CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_CFLAGS := -DPX_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
+	-lcublas -lcudart -lstdc++
+NVCCFLAGS := -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_80,code=compute_80 \
+	-Xcompiler -Wall,-fPIC -D_GNU_SOURCE -DPX_HAVE_CUDA=1
+CU_OBJ := $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
+else
+CUDA_CFLAGS :=
+CUDA_LIBS :=
+CU_OBJ :=
+endif
+
+CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS_OPT) $(CUDA_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+LDLIBS_ALL = -Wl,--as-needed $(PKG_LIBS) $(CUDA_LIBS) -lm -lpthread $(LDLIBS)
+
+MODULES := common db cloudapi bidbrain agent trainer
+# Program entry points are <module>/main_<program>.c.
+PROG_SRC := $(foreach m,$(MODULES),$(wildcard $(m)/main_*.c))
+LIB_SRC := $(foreach m,$(MODULES),$(filter-out $(m)/main_%.c,$(wildcard $(m)/*.c)))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(CU_OBJ)
+PROGS := $(foreach s,$(PROG_SRC),$(BUILD)/$(patsubst main_%.c,%,$(notdir $(s))))
+LIB := $(BUILD)/libproteus.a
+
+TEST_SRC := $(wildcard tests/unit/*.c tests/integration/*.c)
+TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(TEST_SRC))
+TEST_BIN := $(BUILD)/px_tests
+GPU_TEST_SRC := $(wildcard tests/gpu/*.c)
+GPU_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(GPU_TEST_SRC))
+GPU_TEST_BIN := $(BUILD)/px_gpu_tests
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+
+.PHONY: all deps check-pkgs test test-run test-gpu check demo bench fuzz \
+	install uninstall clean cuda-note
+
+all: check-pkgs cuda-note $(PROGS)
+
+check-pkgs:
+	@missing=""; for p in $(PKGS); do pkg-config --exists $$p || \
+	  missing="$$missing $$p"; done; if [ -n "$$missing" ]; then \
+	  echo "missing libraries:$$missing (run 'make deps')" >&2; exit 1; fi
+
+cuda-note:
+ifeq ($(NVCC),)
+	@echo "nvcc not found (or CUDA=0): building the CPU path only"
+endif
+
+deps:
+	@scripts/deps.sh build test
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+define prog_rule
+$(BUILD)/$(patsubst main_%.c,%,$(notdir $(1))): $(BUILD)/obj/$(1:.c=.o) $(LIB)
+	@$$(if $$(Q),echo "  LD      $$@")
+	$$(Q)$$(CC) $$(LDFLAGS_SAN) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS_ALL)
+endef
+$(foreach s,$(PROG_SRC),$(eval $(call prog_rule,$(s))))
+
+$(TEST_BIN): $(TEST_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) \
+		$(shell pkg-config --libs $(TEST_PKGS))
+
+$(GPU_TEST_BIN): $(GPU_TEST_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) \
+		$(shell pkg-config --libs $(TEST_PKGS))
+
+# The test environment: where the programs, the sources and shared data are.
+TEST_ENV = PX_BUILD=$(abspath $(BUILD)) PX_SRC=$(CURDIR) PX_SHARED=$(SHARED)
+
+test:
+	@scripts/deps.sh build test
+	@$(MAKE) --no-print-directory -j$$(nproc) all $(TEST_BIN)
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all $(TEST_BIN)
+	$(TEST_ENV) $(TEST_BIN) --jobs=$$(nproc) $(TEST_ARGS)
+
+# Where a GPU is present: the CUDA kernels against their CPU references.
+test-gpu:
+ifeq ($(NVCC),)
+	@echo "test-gpu: nvcc not found; nothing to run" >&2; exit 1
+else
+	@$(MAKE) --no-print-directory all $(GPU_TEST_BIN)
+	$(TEST_ENV) $(GPU_TEST_BIN) $(TEST_ARGS)
+endif
+
+# CUDA's runtime needs the shadow gap unprotected under ASan.
+check:
+	@scripts/deps.sh build test
+	@$(MAKE) --no-print-directory -j$$(nproc) BUILD=build/asan SAN=1 all \
+		build/asan/px_tests
+	@ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 \
+	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	 $(MAKE) --no-print-directory BUILD=build/asan SAN=1 test-run
+
+demo:
+	@scripts/deps.sh build test
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@BUILD=$(BUILD) SHARED=$(SHARED) scripts/demo.sh
+
+bench:
+	@scripts/deps.sh build test bench
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@BUILD=$(abspath $(BUILD)) SHARED=$(SHARED) tests/bench/run.sh $(BENCH)
+
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	$(PKG_CFLAGS)
+fuzz:
+	@scripts/deps.sh build fuzz
+	@mkdir -p $(BUILD)/fuzz
+	@for f in $(FUZZ_SRC); do \
+	  n=$$(basename $$f .c); \
+	  echo "  FUZZ    $$n ($(FUZZ_SECONDS) s)"; \
+	  clang $(FUZZ_CFLAGS) -o $(BUILD)/fuzz/$$n $$f \
+	    $(filter-out %/main_%.c,$(wildcard common/*.c db/*.c cloudapi/*.c bidbrain/*.c)) \
+	    $(PKG_LIBS) -lm || exit 1; \
+	  mkdir -p $(BUILD)/fuzz/$$n.corpus; \
+	  cp -n tests/fuzz/corpus/$$n/* $(BUILD)/fuzz/$$n.corpus/ 2>/dev/null; \
+	  $(BUILD)/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -print_final_stats=1 $(BUILD)/fuzz/$$n.corpus || exit 1; \
+	done
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/proteus \
+		$(DESTDIR)$(PREFIX)/share/proteus/ondemand
+	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 docs/man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	sed 's|@PREFIX@|$(PREFIX)|g' etc/proteusd.service > \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
+	test -e $(DESTDIR)/etc/proteus/proteusd.conf || \
+		install -m 0640 etc/proteusd.conf $(DESTDIR)/etc/proteus/proteusd.conf
+	install -m 0644 etc/ondemand/*.json $(DESTDIR)$(PREFIX)/share/proteus/ondemand/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(PROGS)))
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(GPU_TEST_OBJ:.o=.d) \
+	$(patsubst %.c,$(BUILD)/obj/%.d,$(PROG_SRC))

@@ -1,0 +1,91 @@
+/* px.h -- the project's one error type and small shared helpers.
+ *
+ * Library modules (db, cloudapi, bidbrain, trainer) return enum px_err and put
+ * the detail (file, record, field, SQL or AWS message) in an optional
+ * struct px_error out-param.  They never log and never exit; programs do.
+ */
+#ifndef PX_H
+#define PX_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PX_VERSION "0.1.0"
+
+enum px_err {
+	PX_OK = 0,
+	PX_ENOMEM,     /* out of memory */
+	PX_EINVAL,     /* bad input: file, spec, config, message */
+	PX_EIO,        /* read or write failed */
+	PX_ENOENT,     /* no such file, market, job, ... */
+	PX_EEXIST,     /* already there */
+	PX_ETOOBIG,    /* a size read from outside is over its bound */
+	PX_ETIMEDOUT,  /* a deadline passed */
+	PX_EHTTP,      /* transport-level HTTP failure */
+	PX_EAWS,       /* AWS answered with an error code */
+	PX_EDB,        /* SQLite failed */
+	PX_ECUDA,      /* CUDA or cuBLAS failed, or no device */
+	PX_EPROTO,     /* wire protocol violation */
+	PX_ECANCELED,  /* stopped on request (a callback said stop) */
+	PX_EUNSUPP,    /* not supported in this build or world */
+	PX_ERR_MAX,
+	PX_ESYS = 0x10000000 /* OR'ed with an errno value */
+};
+
+#define PX_ERRMSG_MAX 1024
+
+/* Error detail.  code mirrors the returned value; msg is a lower-case
+ * sentence without a full stop, naming the file/line/record/field. */
+struct px_error {
+	enum px_err code;
+	char msg[PX_ERRMSG_MAX];
+};
+
+const char *px_strerror(enum px_err e);
+
+/* Record an error in *e (which may be NULL) and return code, so that
+ * callers can write: return px_errorf(err, PX_EINVAL, "bad '%s'", x); */
+enum px_err px_errorf(struct px_error *e, enum px_err code,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Prepend context ("file 'x': ") to an existing message in *e. */
+void px_error_prefix(struct px_error *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Clear *e (may be NULL). */
+void px_error_clear(struct px_error *e);
+
+/* Money and time units used across the project. */
+#define PX_USEC_PER_SEC INT64_C(1000000)
+#define PX_UUSD_PER_USD INT64_C(1000000)
+
+/* Parse a decimal USD amount ("0.230000", "21", "1.5") into integer
+ * micro-USD without going through floating point.  Rejects signs, exponents,
+ * empty input, more than 6 non-zero decimals and values over 10^9 USD. */
+enum px_err px_parse_usd(const char *s, size_t len, int64_t *ret_uusd);
+
+/* Format micro-USD as "12.345678" into buf (at least 32 bytes). */
+char *px_format_usd(int64_t uusd, char *buf, size_t len);
+
+/* Parse an ISO-8601 UTC time: "YYYY-MM-DDTHH:MM:SS[.fff][Z|+HH:MM|-HH:MM]"
+ * (also "YYYY-MM-DD" and a space instead of 'T') or an integer Unix time
+ * ("@1456348253" or digits only), into Unix seconds. */
+enum px_err px_parse_time(const char *s, size_t len, int64_t *ret_s);
+
+/* Format Unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into buf (>= 24 bytes). */
+char *px_format_time(int64_t t_s, char *buf, size_t len);
+
+/* Overflow-checked allocation helpers; they return NULL only on OOM or
+ * overflow.  px_strndup copies at most n bytes and terminates. */
+void *px_calloc(size_t n, size_t size);
+void *px_reallocarray(void *p, size_t n, size_t size);
+char *px_strndup(const char *s, size_t n);
+
+/* Monotonic and wall clocks in microseconds. */
+uint64_t px_now_mono_us(void);
+int64_t px_now_wall_us(void);
+
+#endif
