@@ -190,7 +190,7 @@ fuzz:
 	  n=$$(basename $$f .c); \
 	  echo "  FUZZ    $$n ($(FUZZ_SECONDS) s)"; \
 	  clang $(FUZZ_CFLAGS) -o $(BUILD)/fuzz/$$n $$f \
-	    $(filter-out %/main_%.c,$(wildcard common/*.c db/*.c cloudapi/*.c bidbrain/*.c)) \
+	    $(filter-out agent/% trainer/%,$(LIB_SRC)) \
 	    $(PKG_LIBS) -lm || exit 1; \
 	  mkdir -p $(BUILD)/fuzz/$$n.corpus; \
 	  cp -n tests/fuzz/corpus/$$n/* $(BUILD)/fuzz/$$n.corpus/ 2>/dev/null; \
@@ -204,8 +204,9 @@ install: all
 		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/proteus \
 		$(DESTDIR)$(PREFIX)/share/proteus/ondemand
 	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 0644 docs/man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	$(if $(wildcard docs/man/*.8),install -m 0644 $(wildcard docs/man/*.8) \
+		$(DESTDIR)$(PREFIX)/share/man/man8/)
 	sed 's|@PREFIX@|$(PREFIX)|g' etc/proteusd.service > \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service

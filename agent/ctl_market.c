@@ -1,0 +1,572 @@
+/* ctl_market.c -- `proteusctl market`: import spot-price traces and
+ * on-demand price tables into the store, and summarize markets.
+ *
+ *   proteusctl market import [--db PATH] [--region R] FILE...
+ *   proteusctl market import [--db PATH] --ondemand FILE...
+ *   proteusctl market [show] [--db PATH] [--region R] [--type T] [--zone Z]
+ *                     [--product P] [--at TIME] [--json]
+ *
+ * An import is one transaction over all the files named: a bad record in
+ * any of them leaves the store as it was.  Records already stored (same
+ * market and time) are not stored twice.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cloudapi/ondemand.h"
+#include "../cloudapi/trace.h"
+#include "../common/log.h"
+#include "../db/store.h"
+#include "ctl.h"
+
+static const char market_usage[] =
+	"usage: proteusctl market import [--db PATH] [--region R] FILE...\n"
+	"       proteusctl market import [--db PATH] --ondemand FILE...\n"
+	"       proteusctl market [show] [--db PATH] [--region R] [--type T]\n"
+	"                         [--zone Z] [--product P] [--at TIME] [--json]\n"
+	"\n"
+	"import: read spot-price histories (the JSON of `aws ec2\n"
+	"  describe-spot-price-history`, plain or gzip, any order) or, with\n"
+	"  --ondemand, on-demand price tables ({region: {type: usd_per_hour}}),\n"
+	"  into the database, all files in one transaction.  --region sets the\n"
+	"  region instead of deriving it from each availability zone.\n"
+	"show (the default): per market, the price in force at TIME (default:\n"
+	"  now; ISO-8601 UTC or @unix-seconds), the time-weighted min, median\n"
+	"  and max over the stored range, and the share of that time the price\n"
+	"  was above the on-demand price (when known).\n"
+	"\n"
+	"  --db PATH   database (default $PROTEUS_DB or\n"
+	"              ~/.local/share/proteus/proteus.db)\n"
+	"  --json      one JSON array, an object per market\n"
+	"\n"
+	"exit: 0 ok, 1 failure, 2 usage, 3 bad input data, 4 no market matched\n";
+
+/* ---- import ---- */
+
+struct import_ctx {
+	struct store *st;
+	const char *region;     /* --region, or NULL to derive from zone */
+	char last_zone[TRACE_FIELD_MAX];
+	char last_region[TRACE_FIELD_MAX];
+	int64_t inserted;
+};
+
+static enum px_err import_record(const struct trace_record *r, void *arg,
+				 struct px_error *err)
+{
+	struct import_ctx *c = arg;
+	const char *region = c->region;
+	bool ins = false;
+	int64_t mid;
+	enum px_err e;
+
+	if (!region) {
+		if (strcmp(r->zone, c->last_zone)) {
+			e = trace_zone_region(r->zone, c->last_region,
+					      sizeof(c->last_region));
+			if (e != PX_OK)
+				return px_errorf(err, e,
+						 "record %llu: field "
+						 "'AvailabilityZone': no region "
+						 "in '%s' (use --region)",
+						 (unsigned long long)r->index,
+						 r->zone);
+			snprintf(c->last_zone, sizeof(c->last_zone), "%s",
+				 r->zone);
+		}
+		region = c->last_region;
+	}
+	e = store_market_get_or_add(c->st, region, r->zone, r->type,
+				    r->product, &mid, err);
+	if (e == PX_OK)
+		e = store_price_add(c->st, mid, r->t_s, r->price_uusd, &ins,
+				    err);
+	if (e != PX_OK)
+		return e;
+	c->inserted += ins;
+	return PX_OK;
+}
+
+/* Hex SHA-256 of a file's bytes, for the imports table; "" for stdin. */
+static enum px_err file_sha256(const char *path, char *hex, size_t len,
+			       struct px_error *err)
+{
+	unsigned char buf[1 << 16], md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *md_ctx;
+	FILE *f;
+	size_t n;
+	enum px_err e = PX_OK;
+
+	hex[0] = '\0';
+	if (!strcmp(path, "-"))
+		return PX_OK;
+	f = fopen(path, "rb");
+	if (!f)
+		return px_errorf(err, errno == ENOENT ? PX_ENOENT :
+				 PX_ESYS | errno, "%s: %s", path,
+				 strerror(errno));
+	md_ctx = EVP_MD_CTX_new();
+	if (!md_ctx || !EVP_DigestInit_ex(md_ctx, EVP_sha256(), NULL)) {
+		e = px_errorf(err, PX_ENOMEM, "%s: cannot start sha256", path);
+		goto out;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		EVP_DigestUpdate(md_ctx, buf, n);
+	if (ferror(f)) {
+		e = px_errorf(err, PX_EIO, "%s: read error", path);
+		goto out;
+	}
+	EVP_DigestFinal_ex(md_ctx, md, &mdlen);
+	for (unsigned int i = 0; i < mdlen && 2 * i + 2 < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+out:
+	EVP_MD_CTX_free(md_ctx);
+	fclose(f);
+	return e;
+}
+
+static enum px_err import_trace(struct store *st, const char *path,
+				const char *region, struct px_error *err)
+{
+	struct import_ctx c = {.st = st, .region = region};
+	struct trace_stats ts;
+	struct store_import imp;
+	char sha[2 * EVP_MAX_MD_SIZE + 1], a[32], b[32];
+	uint64_t t0 = px_now_mono_us();
+	double secs;
+	enum px_err e;
+
+	e = file_sha256(path, sha, sizeof(sha), err);
+	if (e != PX_OK)
+		return e;
+	e = trace_read_file(path, import_record, &c, &ts, err);
+	if (e != PX_OK)
+		return e;
+	imp = (struct store_import){
+		.path = path, .sha256 = sha, .records = (int64_t)ts.records,
+		.inserted = c.inserted, .first_s = ts.first_s,
+		.last_s = ts.last_s, .at_us = px_now_wall_us(),
+	};
+	e = store_import_add(st, &imp, err);
+	if (e != PX_OK)
+		return e;
+	secs = (double)(px_now_mono_us() - t0) / 1e6;
+	if (ts.records)
+		printf("%s: %llu records, %lld new, %s .. %s (%.2f s, %.0f "
+		       "records/s)\n", path, (unsigned long long)ts.records,
+		       (long long)c.inserted,
+		       px_format_time(ts.first_s, a, sizeof(a)),
+		       px_format_time(ts.last_s, b, sizeof(b)), secs,
+		       secs > 0 ? (double)ts.records / secs : 0.0);
+	else
+		printf("%s: no records\n", path);
+	return PX_OK;
+}
+
+static enum px_err import_ondemand(struct store *st, const char *path,
+				   struct px_error *err)
+{
+	struct ondemand_table t = {0};
+	enum px_err e;
+
+	e = ondemand_table_load(path, &t, err);
+	if (e != PX_OK)
+		return e;
+	for (size_t i = 0; i < t.n && e == PX_OK; i++)
+		e = store_ondemand_set(st, t.v[i].region, t.v[i].type,
+				       t.v[i].uusd_per_hour, path, err);
+	if (e == PX_OK)
+		printf("%s: %zu on-demand prices\n", path, t.n);
+	ondemand_table_release(&t);
+	return e;
+}
+
+static int open_store(const char *db, struct store **st)
+{
+	struct px_error err = {0};
+	char *path = db ? strdup(db) : ctl_default_db();
+	enum px_err e;
+
+	if (!path)
+		return CTL_EXIT_FAIL;
+	e = store_open(path, st, &err);
+	if (e != PX_OK) {
+		log_err("database '%s': %s", path, err.msg);
+		free(path);
+		return CTL_EXIT_FAIL;
+	}
+	free(path);
+	return CTL_EXIT_OK;
+}
+
+static int market_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},
+		{"ondemand", no_argument, NULL, 'o'},
+		{"region", required_argument, NULL, 'r'},
+		{0},
+	};
+	const char *db = NULL, *region = NULL;
+	bool ondemand = false;
+	struct px_error err = {0};
+	struct store *st = NULL;
+	enum px_err e = PX_OK;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:hor:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': db = optarg; break;
+		case 'h': fputs(market_usage, stdout); return CTL_EXIT_OK;
+		case 'o': ondemand = true; break;
+		case 'r': region = optarg; break;
+		default: fputs(market_usage, stderr); return CTL_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		log_err("market import: no file named");
+		fputs(market_usage, stderr);
+		return CTL_EXIT_USAGE;
+	}
+	rc = open_store(db, &st);
+	if (rc)
+		return rc;
+	e = store_begin(st, &err);
+	for (int i = optind; i < argc && e == PX_OK; i++)
+		e = ondemand ? import_ondemand(st, argv[i], &err) :
+			       import_trace(st, argv[i], region, &err);
+	if (e == PX_OK)
+		e = store_commit(st, &err);
+	if (e != PX_OK) {
+		store_rollback(st);
+		log_err("%s", err.msg);
+		log_err("nothing was imported");
+	}
+	store_close(st);
+	/* store and memory failures are ours; anything else is the input */
+	if (e == PX_EDB || e == PX_ENOMEM)
+		return CTL_EXIT_FAIL;
+	return e == PX_OK ? CTL_EXIT_OK : CTL_EXIT_DATA;
+}
+
+/* ---- show ---- */
+
+struct seg {
+	int64_t price_uusd;
+	int64_t dur_s;
+};
+
+struct stats_ctx {
+	struct seg *v;
+	size_t n, cap;
+	int64_t prev_t, prev_p;
+	bool have_prev;
+	struct px_error *err;
+};
+
+static enum px_err stats_price(int64_t t_s, int64_t price_uusd, void *arg)
+{
+	struct stats_ctx *c = arg;
+
+	if (c->have_prev) {
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? 2 * c->cap : 1024;
+			struct seg *v = px_reallocarray(c->v, cap,
+							sizeof(*v));
+			if (!v)
+				return px_errorf(c->err, PX_ENOMEM,
+						 "out of memory");
+			c->v = v;
+			c->cap = cap;
+		}
+		c->v[c->n++] = (struct seg){c->prev_p, t_s - c->prev_t};
+	}
+	c->prev_t = t_s;
+	c->prev_p = price_uusd;
+	c->have_prev = true;
+	return PX_OK;
+}
+
+static int seg_cmp(const void *a, const void *b)
+{
+	const struct seg *x = a, *y = b;
+
+	return (x->price_uusd > y->price_uusd) -
+	       (x->price_uusd < y->price_uusd);
+}
+
+struct market_row {
+	struct store_market m;
+	int64_t count, first_s, last_s;
+	bool have_at;
+	int64_t at_price, at_since;
+	int64_t min, median, max; /* time-weighted over [first, last] */
+	bool have_od;
+	int64_t od;
+	double above_od; /* share of [first, last] with price > od */
+};
+
+/* Time-weighted statistics: each record's price holds until the next
+ * record of the market; the last record has no known duration and only
+ * counts when it is the sole record. */
+static enum px_err row_stats(struct store *st, struct market_row *r,
+			     int64_t at_s, struct px_error *err)
+{
+	struct stats_ctx c = {.err = err};
+	int64_t total = 0, half, acc = 0, above = 0;
+	enum px_err e;
+
+	e = store_price_range(st, r->m.id, &r->first_s, &r->last_s, &r->count,
+			      err);
+	if (e != PX_OK)
+		return e;
+	e = store_price_at(st, r->m.id, at_s, &r->at_price, &r->at_since,
+			   err);
+	if (e != PX_OK && e != PX_ENOENT)
+		return e;
+	r->have_at = e == PX_OK;
+	e = store_ondemand_get(st, r->m.region, r->m.type, &r->od, err);
+	if (e != PX_OK && e != PX_ENOENT)
+		return e;
+	r->have_od = e == PX_OK;
+	e = store_prices_each(st, r->m.id, INT64_MIN, INT64_MAX, stats_price,
+			      &c, err);
+	if (e != PX_OK)
+		goto out;
+	/* the last record holds until the end of the range; a lone record
+	 * gets a nominal second so that it still has statistics */
+	if (c.have_prev && c.n == 0)
+		e = stats_price(c.prev_t + 1, c.prev_p, &c);
+	if (e != PX_OK)
+		goto out;
+	if (c.n == 0) {
+		e = px_errorf(err, PX_ENOENT, "market %lld has no prices",
+			      (long long)r->m.id);
+		goto out;
+	}
+	qsort(c.v, c.n, sizeof(*c.v), seg_cmp);
+	for (size_t i = 0; i < c.n; i++) {
+		total += c.v[i].dur_s;
+		if (r->have_od && c.v[i].price_uusd > r->od)
+			above += c.v[i].dur_s;
+	}
+	r->min = c.v[0].price_uusd;
+	r->max = c.v[c.n - 1].price_uusd;
+	/* the last record has no duration but is a price that was seen */
+	if (c.prev_p < r->min)
+		r->min = c.prev_p;
+	if (c.prev_p > r->max)
+		r->max = c.prev_p;
+	r->median = c.v[0].price_uusd;
+	half = (total + 1) / 2;
+	for (size_t i = 0; i < c.n; i++) {
+		acc += c.v[i].dur_s;
+		if (acc >= half) {
+			r->median = c.v[i].price_uusd;
+			break;
+		}
+	}
+	r->above_od = total > 0 ? (double)above / (double)total : 0.0;
+out:
+	free(c.v);
+	return e;
+}
+
+struct collect_ctx {
+	struct market_row *v;
+	size_t n, cap;
+};
+
+static enum px_err collect_market(const struct store_market *m, void *arg)
+{
+	struct collect_ctx *c = arg;
+
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct market_row *v = px_reallocarray(c->v, cap, sizeof(*v));
+		if (!v)
+			return PX_ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	memset(&c->v[c->n], 0, sizeof(c->v[0]));
+	c->v[c->n++].m = *m;
+	return PX_OK;
+}
+
+static void print_table(const struct market_row *v, size_t n, int64_t at_s)
+{
+	char t[32], a[32], b[32], p[5][32];
+
+	printf("price at %s; min/median/max and share above on-demand are "
+	       "time-weighted over each market's range\n\n",
+	       px_format_time(at_s, t, sizeof(t)));
+	printf("%-10s %-12s %-12s %10s %10s %10s %10s %10s %7s %8s  %s\n",
+	       "REGION", "ZONE", "TYPE", "PRICE", "MIN", "MEDIAN", "MAX",
+	       "ONDEMAND", ">OD", "RECORDS", "RANGE");
+	for (size_t i = 0; i < n; i++) {
+		const struct market_row *r = &v[i];
+		char above[16];
+
+		if (r->have_od)
+			snprintf(above, sizeof(above), "%.1f%%",
+				 100.0 * r->above_od);
+		else
+			snprintf(above, sizeof(above), "-");
+		printf("%-10s %-12s %-12s %10s %10s %10s %10s %10s %7s %8lld  "
+		       "%s..%s\n", r->m.region, r->m.zone, r->m.type,
+		       r->have_at ? px_format_usd(r->at_price, p[0], 32) : "-",
+		       px_format_usd(r->min, p[1], 32),
+		       px_format_usd(r->median, p[2], 32),
+		       px_format_usd(r->max, p[3], 32),
+		       r->have_od ? px_format_usd(r->od, p[4], 32) : "-",
+		       above, (long long)r->count,
+		       px_format_time(r->first_s, a, sizeof(a)),
+		       px_format_time(r->last_s, b, sizeof(b)));
+	}
+}
+
+static json_t *usd_json(int64_t uusd)
+{
+	return json_real((double)uusd / 1e6);
+}
+
+static int print_json(const struct market_row *v, size_t n, int64_t at_s)
+{
+	json_t *arr = json_array();
+	char t[32];
+	int rc = CTL_EXIT_OK;
+
+	if (!arr)
+		return CTL_EXIT_FAIL;
+	for (size_t i = 0; i < n; i++) {
+		const struct market_row *r = &v[i];
+		char f[32], l[32];
+		json_t *o = json_pack(
+			"{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:s, "
+			"s:s}",
+			"region", r->m.region, "zone", r->m.zone, "type",
+			r->m.type, "product", r->m.product, "at",
+			px_format_time(at_s, t, sizeof(t)), "records",
+			(json_int_t)r->count, "min_usd", usd_json(r->min),
+			"median_usd", usd_json(r->median), "max_usd",
+			usd_json(r->max), "first",
+			px_format_time(r->first_s, f, sizeof(f)), "last",
+			px_format_time(r->last_s, l, sizeof(l)));
+
+		if (!o) {
+			rc = CTL_EXIT_FAIL;
+			break;
+		}
+		json_object_set_new(o, "price_usd", r->have_at ?
+				    usd_json(r->at_price) : json_null());
+		json_object_set_new(o, "price_since", r->have_at ?
+				    json_string(px_format_time(r->at_since, l,
+							       sizeof(l))) :
+				    json_null());
+		json_object_set_new(o, "ondemand_usd", r->have_od ?
+				    usd_json(r->od) : json_null());
+		json_object_set_new(o, "above_ondemand_share", r->have_od ?
+				    json_real(r->above_od) : json_null());
+		json_array_append_new(arr, o);
+	}
+	if (rc == CTL_EXIT_OK &&
+	    json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)))
+		rc = CTL_EXIT_FAIL;
+	if (rc == CTL_EXIT_OK)
+		putchar('\n');
+	json_decref(arr);
+	return rc;
+}
+
+static int market_show(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"at", required_argument, NULL, 'a'},
+		{"db", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},
+		{"json", no_argument, NULL, 'j'},
+		{"product", required_argument, NULL, 'p'},
+		{"region", required_argument, NULL, 'r'},
+		{"type", required_argument, NULL, 't'},
+		{"zone", required_argument, NULL, 'z'},
+		{0},
+	};
+	struct store_market_filter f = {0};
+	struct collect_ctx c = {0};
+	struct px_error err = {0};
+	struct store *st = NULL;
+	const char *db = NULL;
+	int64_t at_s = px_now_wall_us() / PX_USEC_PER_SEC;
+	bool json = false;
+	enum px_err e;
+	int ch, rc;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "a:d:hjp:r:t:z:", opts, NULL)) !=
+	       -1) {
+		switch (ch) {
+		case 'a':
+			if (px_parse_time(optarg, strlen(optarg), &at_s)) {
+				log_err("--at: bad time '%s' (want e.g. "
+					"2016-03-01T12:00:00Z or @unix-seconds)",
+					optarg);
+				return CTL_EXIT_USAGE;
+			}
+			break;
+		case 'd': db = optarg; break;
+		case 'h': fputs(market_usage, stdout); return CTL_EXIT_OK;
+		case 'j': json = true; break;
+		case 'p': f.product = optarg; break;
+		case 'r': f.region = optarg; break;
+		case 't': f.type = optarg; break;
+		case 'z': f.zone = optarg; break;
+		default: fputs(market_usage, stderr); return CTL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		log_err("market: unexpected argument '%s'", argv[optind]);
+		return CTL_EXIT_USAGE;
+	}
+	rc = open_store(db, &st);
+	if (rc)
+		return rc;
+	e = store_markets_each(st, &f, collect_market, &c, &err);
+	for (size_t i = 0; i < c.n && e == PX_OK; i++)
+		e = row_stats(st, &c.v[i], at_s, &err);
+	if (e != PX_OK) {
+		log_err("%s", err.msg[0] ? err.msg : px_strerror(e));
+		rc = ctl_exit_for(e);
+	} else if (c.n == 0) {
+		log_err("no market matches%s%s%s%s%s%s (see 'proteusctl market' "
+			"for what is stored)",
+			f.region ? " region=" : "", f.region ? f.region : "",
+			f.zone ? " zone=" : "", f.zone ? f.zone : "",
+			f.type ? " type=" : "", f.type ? f.type : "");
+		rc = CTL_EXIT_NOTFOUND;
+	} else if (json) {
+		rc = print_json(c.v, c.n, at_s);
+	} else {
+		print_table(c.v, c.n, at_s);
+	}
+	free(c.v);
+	store_close(st);
+	return rc;
+}
+
+int ctl_market(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "import"))
+		return market_import(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "show"))
+		return market_show(argc - 1, argv + 1);
+	return market_show(argc, argv);
+}

@@ -1,0 +1,25 @@
+#!/bin/sh
+# demo.sh -- `make demo`: the main job on the embedded default world.
+# Until the daemon and the local world exist (docs/status.md), the demo
+# imports a shipped one-week slice of the real us-east-1 2016 spot-price
+# history with its era's on-demand prices into a fresh database, and prints
+# the market summary at a chosen time.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+: "${BUILD:=build}"
+case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
+ctl="$BUILD/proteusctl"
+db="$BUILD/demo.db"
+trace="$here/docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz"
+od="$here/etc/ondemand/us-east-1_2016-02_2016-04.json"
+
+rm -f "$db" "$db-wal" "$db-shm"
+echo "== importing a week of us-east-1 spot prices (2016-03-01 .. 03-08)"
+"$ctl" market import --db "$db" "$trace"
+echo "== importing the era's on-demand prices"
+"$ctl" market import --db "$db" --ondemand "$od"
+echo
+echo "== the market on 2016-03-04 12:00 UTC"
+"$ctl" market --db "$db" --at 2016-03-04T12:00:00Z
+echo
+echo "(database: $db; try: $ctl market --db $db --type g2.8xlarge --json)"

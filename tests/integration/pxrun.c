@@ -1,0 +1,144 @@
+/* pxrun.c -- spawn helpers for the integration tests. */
+#include "pxrun.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char *slurp(int fd)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	ssize_t k;
+
+	if (!buf)
+		return NULL;
+	lseek(fd, 0, SEEK_SET);
+	while ((k = read(fd, buf + n, cap - n - 1)) > 0) {
+		n += (size_t)k;
+		if (n + 1 == cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static int tmpfd(void)
+{
+	char path[] = "/tmp/pxrun.XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
+
+int pxrun(struct pxrun *r, int timeout_s, const char *prog,
+	  const char *const *argv)
+{
+	const char *build = getenv("PX_BUILD");
+	posix_spawn_file_actions_t fa;
+	char path[4096];
+	int ofd = tmpfd(), efd = tmpfd(), st = 0;
+	pid_t pid;
+	time_t deadline = time(NULL) + timeout_s;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(path, sizeof(path), "%s/%s", build ? build : "build", prog);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, ofd, 1);
+	posix_spawn_file_actions_adddup2(&fa, efd, 2);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (posix_spawn(&pid, path, &fa, NULL, (char *const *)argv, environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		close(ofd);
+		close(efd);
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	for (;;) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			break;
+		if (time(NULL) > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			break;
+		}
+		usleep(2000);
+	}
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r->out = slurp(ofd);
+	r->err = slurp(efd);
+	close(ofd);
+	close(efd);
+	return 0;
+}
+
+void pxrun_free(struct pxrun *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+static char *join(const char *env, const char *dflt, const char *rel)
+{
+	const char *base = getenv(env);
+	size_t n;
+	char *p;
+
+	if (!base)
+		base = dflt;
+	n = strlen(base) + strlen(rel) + 2;
+	p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/%s", base, rel);
+	return p;
+}
+
+char *px_src_path(const char *rel)
+{
+	return join("PX_SRC", ".", rel);
+}
+
+char *px_shared_path(const char *rel)
+{
+	return join("PX_SHARED", "../shared", rel);
+}
+
+char *px_tmpdir(void)
+{
+	char *d = strdup("/tmp/pxtest.XXXXXX");
+
+	if (d && !mkdtemp(d)) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+void px_rmtree(const char *dir)
+{
+	char cmd[4200];
+
+	if (!dir || strncmp(dir, "/tmp/pxtest.", 12))
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "pxrun: could not remove %s\n", dir);
+}

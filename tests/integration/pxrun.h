@@ -1,0 +1,24 @@
+/* pxrun.h -- run a built program for integration tests and capture its
+ * exit status, standard output and standard error. */
+#ifndef PX_PXRUN_H
+#define PX_PXRUN_H
+
+struct pxrun {
+	int status;  /* exit code, or 128+signal */
+	char *out;   /* captured stdout, NUL-terminated (free with pxrun_free) */
+	char *err;   /* captured stderr */
+};
+
+/* Run $PX_BUILD/<prog> with argv (NULL-terminated, argv[0] included) and
+ * wait for it, at most timeout_s seconds (then it is killed). */
+int pxrun(struct pxrun *r, int timeout_s, const char *prog,
+	  const char *const *argv);
+void pxrun_free(struct pxrun *r);
+
+/* Path helpers: $PX_SRC/<rel>, $PX_SHARED/<rel>, a fresh temp dir. */
+char *px_src_path(const char *rel);
+char *px_shared_path(const char *rel);
+char *px_tmpdir(void);
+void px_rmtree(const char *dir);
+
+#endif
