@@ -155,9 +155,7 @@ static enum px_err plan_markets(struct sim_plan *p, struct px_error *err)
 	for (size_t t = 0; t < j->spot.n_types; t++) {
 		size_t before = p->env.n_markets;
 		int ti = -1;
-		enum px_err r = add_type(p, j->spot.types[t], &ti, err);
-		if (r != PX_OK)
-			return r;
+		enum px_err r;
 		for (size_t z = 0; z < nz; z++) {
 			int mi = market_set_find(ms, zones[z],
 						 j->spot.types[t]);
@@ -165,7 +163,6 @@ static enum px_err plan_markets(struct sim_plan *p, struct px_error *err)
 				continue;
 			struct pol_market *m = &p->markets[p->env.n_markets++];
 			m->market = mi;
-			m->type = ti;
 			m->zone = ms->v[mi].zone;
 		}
 		if (p->env.n_markets == before) {
@@ -178,6 +175,11 @@ static enum px_err plan_markets(struct sim_plan *p, struct px_error *err)
 					 "trace: %s)", j->name, t,
 					 j->spot.types[t], have);
 		}
+		r = add_type(p, j->spot.types[t], &ti, err);
+		if (r != PX_OK)
+			return r;
+		for (size_t i = before; i < p->env.n_markets; i++)
+			p->markets[i].type = ti;
 	}
 	return PX_OK;
 }
@@ -841,8 +843,9 @@ static enum px_err run_loop(struct run *r)
 
 		if (r->rate > 0) {
 			double left = j->work_hours - r->work;
+			/* tolerance for rounding in the accumulated work */
 			int64_t td = r->now + (int64_t)ceil(left * 3600 /
-							    r->rate);
+							    r->rate - 1e-6);
 			if (left <= 0)
 				td = r->now;
 			if (td <= lim) {
