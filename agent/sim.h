@@ -1,0 +1,117 @@
+/* sim.h -- the "sim" world: a virtual clock that drives one policy over a
+ * replayed spot market, event to event (price changes, billing-hour ends,
+ * eviction notices and evictions, instance startup, ticks, job end), with
+ * the job's work model and the chosen billing model.  docs/simulate.md
+ * describes the model and every assumption.  No I/O, no logging; decisions
+ * and events can be streamed to a sink (for --db).
+ */
+#ifndef PX_SIM_H
+#define PX_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bidbrain/billing.h"
+#include "../bidbrain/jobspec.h"
+#include "../bidbrain/policy.h"
+#include "../cloudapi/market.h"
+#include "../cloudapi/ondemand.h"
+#include "../common/px.h"
+
+enum sim_event_kind {
+	SIM_EV_DECIDE_ACQUIRE = 0, /* the policy asked for instances */
+	SIM_EV_DECIDE_RELEASE,     /* the policy asked to release one */
+	SIM_EV_LAUNCH,             /* an instance started (billing starts) */
+	SIM_EV_REJECT,             /* an acquisition could not be served */
+	SIM_EV_READY,              /* startup done: it contributes work */
+	SIM_EV_WARNING,            /* eviction notice */
+	SIM_EV_EVICTION,           /* evicted / interrupted by the provider */
+	SIM_EV_RELEASE,            /* ended by us (policy or job end) */
+	SIM_EV_DONE,               /* the run ended */
+	SIM_EV_MAX
+};
+const char *sim_event_name(enum sim_event_kind k);
+
+struct sim_event {
+	int64_t t_s;
+	enum sim_event_kind kind;
+	uint64_t instance;         /* 0 when none */
+	const char *zone;          /* NULL for on-demand / none */
+	const char *type;          /* NULL when none */
+	bool reliable;
+	int count;                 /* decide-acquire: instances asked */
+	int64_t bid_uusd;
+	int64_t price_uusd;        /* market price at t (spot) */
+	int64_t amount_uusd;       /* release/eviction: final charge */
+	const char *detail;        /* short reason text, may be NULL */
+};
+
+/* Returning non-PX_OK stops the run with that error. */
+typedef enum px_err (*sim_sink_fn)(const struct sim_event *ev, void *ctx);
+
+struct sim_setup {
+	const struct market_set *ms;      /* sealed */
+	const struct ondemand_table *od;  /* prices for job->region */
+	const struct jobspec *job;
+	enum billing_model billing;
+	int64_t start_s;      /* 0: the trace's first record */
+	int64_t end_s;        /* 0: the trace's last record */
+	uint64_t seed;
+	bool series;          /* collect time series for plots */
+	sim_sink_fn sink;     /* may be NULL */
+	void *sink_ctx;
+};
+
+/* A validated setup: the job resolved against the markets and prices.
+ * Build once, run any number of policies. */
+struct sim_plan;
+
+/* Check the job against the market set and price table and resolve it:
+ * PX_EINVAL/PX_ENOENT with a message that names what is missing and what
+ * is available (a spot type or zone with no market, an on-demand price
+ * missing, a window outside the trace).  setup is copied; the market set,
+ * table and job it points to must outlive the plan. */
+enum px_err sim_plan_new(const struct sim_setup *setup, struct sim_plan **ret,
+			 struct px_error *err);
+void sim_plan_free(struct sim_plan *p);
+/* The resolved window and environment. */
+int64_t sim_plan_start(const struct sim_plan *p);
+int64_t sim_plan_end(const struct sim_plan *p);
+const struct pol_env *sim_plan_env(const struct sim_plan *p);
+
+struct sim_point {
+	int64_t t_s;
+	int64_t cost_uusd;    /* charged so far */
+	int spot;             /* live spot instances */
+	int ondemand;         /* live on-demand instances */
+	double work_done_h;
+};
+
+/* The result of one run: exactly the fields of `simulate --json`'s
+ * results[] entries, plus the cost in micro-USD and the series. */
+struct sim_result {
+	char policy[32];
+	bool completed;
+	double cost_usd;
+	double runtime_hours;
+	double work_done_hours;
+	double cost_per_work_usd; /* cost_usd / work_done_hours (0 if none) */
+	int64_t evictions;
+	int64_t instances_launched;
+	double instance_hours;
+	double free_hours;
+	int64_t cost_uusd;
+	int64_t decisions;        /* decide() calls */
+	struct sim_point *series; /* when setup.series */
+	size_t n_series;
+};
+
+/* Run policy over the plan's window.  *ret is the caller's
+ * (sim_result_release). */
+enum px_err sim_run(const struct sim_plan *plan,
+		    const struct policy_ops *policy, struct sim_result *ret,
+		    struct px_error *err);
+void sim_result_release(struct sim_result *r);
+
+#endif

@@ -1,0 +1,403 @@
+/* jobspec.c -- parse and validate job specs (jansson). */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "instances.h"
+#include "jobspec.h"
+
+/* Parsing context: the file name and error out-param. */
+struct jp {
+	const char *name;
+	struct px_error *err;
+};
+
+static enum px_err jp_fail(struct jp *p, const char *path, const char *fmt,
+			   ...) __attribute__((format(printf, 3, 4)));
+
+static enum px_err jp_fail(struct jp *p, const char *path, const char *fmt,
+			   ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return px_errorf(p->err, PX_EINVAL, "%s: %s: %s", p->name, path, msg);
+}
+
+static enum px_err get_string(struct jp *p, json_t *v, const char *path,
+			      char *buf, size_t len)
+{
+	const char *s;
+	size_t n;
+
+	if (!json_is_string(v))
+		return jp_fail(p, path, "must be a string");
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if (n == 0)
+		return jp_fail(p, path, "must not be empty");
+	if (n >= len || strlen(s) != n)
+		return jp_fail(p, path, "longer than %zu bytes or has a NUL",
+			       len - 1);
+	memcpy(buf, s, n + 1);
+	return PX_OK;
+}
+
+static enum px_err get_type(struct jp *p, json_t *v, const char *path,
+			    char *buf, size_t len)
+{
+	enum px_err r = get_string(p, v, path, buf, len);
+	if (r != PX_OK)
+		return r;
+	if (!inst_find(buf))
+		return jp_fail(p, path, "unknown instance type '%s'", buf);
+	return PX_OK;
+}
+
+static enum px_err get_int(struct jp *p, json_t *v, const char *path,
+			   long lo, long hi, int *ret)
+{
+	json_int_t x;
+
+	if (!json_is_integer(v))
+		return jp_fail(p, path, "must be an integer");
+	x = json_integer_value(v);
+	if (x < lo || x > hi)
+		return jp_fail(p, path, "%lld is out of range [%ld, %ld]",
+			       (long long)x, lo, hi);
+	*ret = (int)x;
+	return PX_OK;
+}
+
+/* A number in (lo, hi] (lo_open) or [lo, hi]. */
+static enum px_err get_num(struct jp *p, json_t *v, const char *path,
+			   double lo, bool lo_open, double hi, double *ret)
+{
+	double x;
+
+	if (!json_is_number(v))
+		return jp_fail(p, path, "must be a number");
+	x = json_number_value(v);
+	if (!isfinite(x) || x < lo || (lo_open && x == lo) || x > hi)
+		return jp_fail(p, path, "%g is out of range %s%g, %g]", x,
+			       lo_open ? "(" : "[", lo, hi);
+	*ret = x;
+	return PX_OK;
+}
+
+/* "speed" / "interruption_rates": object type -> number. */
+static enum px_err get_type_map(struct jp *p, json_t *v, const char *path,
+				double lo, double hi,
+				struct jobspec_type_value *out, size_t *ret_n,
+				double *ret_default)
+{
+	const char *k;
+	json_t *x;
+	size_t n = 0;
+	char sub[JOBSPEC_NAME_MAX + 64];
+	enum px_err r;
+
+	if (!json_is_object(v))
+		return jp_fail(p, path, "must be an object of type -> number");
+	json_object_foreach(v, k, x) {
+		snprintf(sub, sizeof sub, "%s.%s", path, k);
+		if (ret_default && !strcmp(k, "default")) {
+			r = get_num(p, x, sub, lo, false, hi, ret_default);
+			if (r != PX_OK)
+				return r;
+			continue;
+		}
+		if (n >= JOBSPEC_TYPES_MAX)
+			return jp_fail(p, path, "more than %d entries",
+				       JOBSPEC_TYPES_MAX);
+		if (strlen(k) >= JOBSPEC_NAME_MAX || !inst_find(k))
+			return jp_fail(p, sub, "unknown instance type '%.64s'",
+				       k);
+		memcpy(out[n].type, k, strlen(k) + 1);
+		r = get_num(p, x, sub, lo, ret_default == NULL, hi, &out[n].v);
+		if (r != PX_OK)
+			return r;
+		n++;
+	}
+	*ret_n = n;
+	return PX_OK;
+}
+
+static enum px_err get_list(struct jp *p, json_t *v, const char *path,
+			    size_t max, char (*out)[JOBSPEC_NAME_MAX],
+			    size_t *ret_n, bool types)
+{
+	char sub[128];
+	size_t i;
+	json_t *x;
+	enum px_err r;
+
+	if (!json_is_array(v))
+		return jp_fail(p, path, "must be an array of strings");
+	if (json_array_size(v) > max)
+		return jp_fail(p, path, "more than %zu entries", max);
+	json_array_foreach(v, i, x) {
+		snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+		if (types)
+			r = get_type(p, x, sub, out[i], JOBSPEC_NAME_MAX);
+		else
+			r = get_string(p, x, sub, out[i], JOBSPEC_NAME_MAX);
+		if (r != PX_OK)
+			return r;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(out[j], out[i]))
+				return jp_fail(p, sub, "'%s' listed twice",
+					       out[i]);
+	}
+	*ret_n = json_array_size(v);
+	return PX_OK;
+}
+
+static enum px_err parse_reliable(struct jp *p, json_t *v, struct jobspec *j)
+{
+	const char *k;
+	json_t *x;
+	enum px_err r = PX_OK;
+
+	if (!json_is_object(v))
+		return jp_fail(p, "reliable", "must be an object "
+			       "{\"type\", \"count\"}");
+	json_object_foreach(v, k, x) {
+		if (!strcmp(k, "type"))
+			r = get_type(p, x, "reliable.type", j->reliable.type,
+				     sizeof j->reliable.type);
+		else if (!strcmp(k, "count"))
+			r = get_int(p, x, "reliable.count", 0, 10000,
+				    &j->reliable.count);
+		else if (k[0] != '_')
+			r = jp_fail(p, "reliable", "unknown field '%s'", k);
+		if (r != PX_OK)
+			return r;
+	}
+	if (!j->reliable.type[0])
+		return jp_fail(p, "reliable.type", "missing");
+	if (j->reliable.count < 0)
+		return jp_fail(p, "reliable.count", "missing");
+	return PX_OK;
+}
+
+static enum px_err parse_spot(struct jp *p, json_t *v, struct jobspec *j)
+{
+	const char *k;
+	json_t *x;
+	enum px_err r = PX_OK;
+	bool have_types = false;
+	size_t rl = strlen(j->region);
+
+	if (!json_is_object(v))
+		return jp_fail(p, "spot", "must be an object "
+			       "{\"types\", \"zones\", \"max_instances\"}");
+	json_object_foreach(v, k, x) {
+		if (!strcmp(k, "types")) {
+			r = get_list(p, x, "spot.types", JOBSPEC_TYPES_MAX,
+				     j->spot.types, &j->spot.n_types, true);
+			have_types = true;
+		} else if (!strcmp(k, "zones")) {
+			r = get_list(p, x, "spot.zones", JOBSPEC_ZONES_MAX,
+				     j->spot.zones, &j->spot.n_zones, false);
+		} else if (!strcmp(k, "max_instances")) {
+			r = get_int(p, x, "spot.max_instances", 0, 10000,
+				    &j->spot.max_instances);
+		} else if (k[0] != '_') {
+			r = jp_fail(p, "spot", "unknown field '%s'", k);
+		}
+		if (r != PX_OK)
+			return r;
+	}
+	if (!have_types || j->spot.n_types == 0)
+		return jp_fail(p, "spot.types", "missing or empty");
+	if (j->spot.max_instances < 0)
+		return jp_fail(p, "spot.max_instances", "missing");
+	for (size_t i = 0; i < j->spot.n_zones; i++) {
+		const char *z = j->spot.zones[i];
+		char sub[64];
+		snprintf(sub, sizeof sub, "spot.zones[%zu]", i);
+		if (rl && (strncmp(z, j->region, rl) || !z[rl]))
+			return jp_fail(p, sub, "zone '%s' is not in region "
+				       "'%s'", z, j->region);
+	}
+	return PX_OK;
+}
+
+/* Parse the top-level object.  The region is read first so that zones can
+ * be checked against it. */
+static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
+{
+	const char *k;
+	json_t *x;
+	enum px_err r = PX_OK;
+	double budget = -1;
+	static const char *const required[] = {
+		"name", "region", "work_hours", "reference_type", "instances",
+		"reliable", "spot",
+	};
+
+	if (!json_is_object(root))
+		return px_errorf(p->err, PX_EINVAL,
+				 "%s: the job spec must be a JSON object",
+				 p->name);
+	for (size_t i = 0; i < sizeof required / sizeof *required; i++)
+		if (!json_object_get(root, required[i]))
+			return jp_fail(p, required[i], "missing");
+	r = get_string(p, json_object_get(root, "region"), "region",
+		       j->region, sizeof j->region);
+	if (r != PX_OK)
+		return r;
+	json_object_foreach(root, k, x) {
+		if (!strcmp(k, "name"))
+			r = get_string(p, x, "name", j->name, sizeof j->name);
+		else if (!strcmp(k, "region"))
+			r = PX_OK;
+		else if (!strcmp(k, "work_hours"))
+			r = get_num(p, x, k, 0, true, 1e7, &j->work_hours);
+		else if (!strcmp(k, "reference_type"))
+			r = get_type(p, x, k, j->reference_type,
+				     sizeof j->reference_type);
+		else if (!strcmp(k, "instances"))
+			r = get_int(p, x, k, 1, 10000, &j->instances);
+		else if (!strcmp(k, "reliable"))
+			r = parse_reliable(p, x, j);
+		else if (!strcmp(k, "spot"))
+			r = parse_spot(p, x, j);
+		else if (!strcmp(k, "speed"))
+			r = get_type_map(p, x, k, 0, 1000, j->speed,
+					 &j->n_speed, NULL);
+		else if (!strcmp(k, "scaling_efficiency"))
+			r = get_num(p, x, k, 0, true, 1,
+				    &j->scaling_efficiency);
+		else if (!strcmp(k, "startup_seconds"))
+			r = get_int(p, x, k, 0, 86400, &j->startup_seconds);
+		else if (!strcmp(k, "clock_seconds"))
+			r = get_int(p, x, k, 0, 86400, &j->clock_seconds);
+		else if (!strcmp(k, "warning_seconds"))
+			r = get_int(p, x, k, 0, 3600, &j->warning_seconds);
+		else if (!strcmp(k, "tick_seconds"))
+			r = get_int(p, x, k, 60, 86400, &j->tick_seconds);
+		else if (!strcmp(k, "budget_usd"))
+			r = get_num(p, x, k, 0, true, 1e9, &budget);
+		else if (!strcmp(k, "deadline_hours"))
+			r = get_num(p, x, k, 0, true, 1e6, &j->deadline_hours);
+		else if (!strcmp(k, "interruption_rates"))
+			r = get_type_map(p, x, k, 0, 100, j->rate, &j->n_rate,
+					 &j->rate_default);
+		else if (k[0] != '_')
+			r = jp_fail(p, k, "unknown field");
+		if (r != PX_OK)
+			return r;
+	}
+	if (budget > 0)
+		j->budget_uusd = llround(budget * 1e6);
+	return PX_OK;
+}
+
+enum px_err jobspec_parse(const char *buf, size_t len, const char *name,
+			  struct jobspec *ret, struct px_error *err)
+{
+	struct jp p = {.name = name, .err = err};
+	struct jobspec *j;
+	json_error_t je;
+	json_t *root;
+	enum px_err r;
+
+	if (len > JOBSPEC_FILE_MAX)
+		return px_errorf(err, PX_ETOOBIG, "%s: larger than %d bytes",
+				 name, JOBSPEC_FILE_MAX);
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return px_errorf(err, PX_EINVAL, "%s: line %d column %d: %s",
+				 name, je.line, je.column, je.text);
+	j = px_calloc(1, sizeof *j);
+	if (!j) {
+		json_decref(root);
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	j->reliable.count = -1;
+	j->spot.max_instances = -1;
+	j->scaling_efficiency = 0.9;
+	j->startup_seconds = 120;
+	j->clock_seconds = 60;
+	j->warning_seconds = 120;
+	j->tick_seconds = 600;
+	j->budget_uusd = -1;
+	j->rate_default = -1;
+	r = parse_root(&p, root, j);
+	json_decref(root);
+	if (r == PX_OK)
+		*ret = *j;
+	free(j);
+	return r;
+}
+
+enum px_err jobspec_load(const char *path, struct jobspec *ret,
+			 struct px_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n;
+	enum px_err r;
+
+	if (!f)
+		return px_errorf(err, errno == ENOENT ? PX_ENOENT :
+				 PX_ESYS | errno, "%s: cannot open: %s", path,
+				 strerror(errno));
+	buf = malloc(JOBSPEC_FILE_MAX + 1);
+	if (!buf) {
+		fclose(f);
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	n = fread(buf, 1, JOBSPEC_FILE_MAX + 1, f);
+	if (ferror(f))
+		r = px_errorf(err, PX_EIO, "%s: read failed", path);
+	else
+		r = jobspec_parse(buf, n, path, ret, err);
+	free(buf);
+	fclose(f);
+	return r;
+}
+
+double jobspec_speed(const struct jobspec *j, const char *type)
+{
+	const struct inst_type *t, *ref;
+
+	for (size_t i = 0; i < j->n_speed; i++)
+		if (!strcmp(j->speed[i].type, type))
+			return j->speed[i].v;
+	t = inst_find(type);
+	ref = inst_find(j->reference_type);
+	if (!t || !ref || ref->vcpus <= 0)
+		return 0;
+	return (double)t->vcpus / ref->vcpus;
+}
+
+double jobspec_interrupt_rate(const struct jobspec *j, const char *type)
+{
+	const struct inst_type *t;
+
+	for (size_t i = 0; i < j->n_rate; i++)
+		if (!strcmp(j->rate[i].type, type))
+			return j->rate[i].v;
+	if (j->rate_default >= 0)
+		return j->rate_default;
+	t = inst_find(type);
+	return t ? t->interrupt_per_h : 0;
+}
+
+double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum)
+{
+	if (n <= 0)
+		return 0;
+	if (n == 1 || j->scaling_efficiency >= 1)
+		return speed_sum;
+	return speed_sum * pow(j->scaling_efficiency, log2((double)n));
+}

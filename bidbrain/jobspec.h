@@ -1,0 +1,82 @@
+/* jobspec.h -- the job spec: a JSON file describing a training job for the
+ * simulator and the daemon (docs/jobspec.md is the reference).
+ *
+ * Parsing validates every field; errors name the file and the field's
+ * path, e.g. "job.json: spot.types[2]: unknown instance type 'x'".  The
+ * parsed spec is a flat struct with fixed-size arrays: nothing to free.
+ * No I/O beyond reading the file in jobspec_load; no logging.
+ */
+#ifndef PX_JOBSPEC_H
+#define PX_JOBSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/px.h"
+
+#define JOBSPEC_FILE_MAX (1024 * 1024)
+#define JOBSPEC_NAME_MAX 64       /* names, types, zones, with NUL */
+#define JOBSPEC_TYPES_MAX 64      /* spot.types, speed and rate entries */
+#define JOBSPEC_ZONES_MAX 32
+
+struct jobspec_type_value {
+	char type[JOBSPEC_NAME_MAX];
+	double v;
+};
+
+struct jobspec {
+	char name[JOBSPEC_NAME_MAX];
+	char region[JOBSPEC_NAME_MAX];        /* e.g. us-east-1 */
+	double work_hours;    /* total work, hours of one reference_type */
+	char reference_type[JOBSPEC_NAME_MAX];
+	int instances;        /* fleet of the ondemand/standard baselines */
+	struct {
+		char type[JOBSPEC_NAME_MAX];
+		int count;            /* on-demand instances, >= 0 */
+	} reliable;
+	struct {
+		char types[JOBSPEC_TYPES_MAX][JOBSPEC_NAME_MAX];
+		size_t n_types;
+		char zones[JOBSPEC_ZONES_MAX][JOBSPEC_NAME_MAX];
+		size_t n_zones;       /* 0: every zone of the region */
+		int max_instances;    /* transient instances at most */
+	} spot;
+	struct jobspec_type_value speed[JOBSPEC_TYPES_MAX]; /* explicit */
+	size_t n_speed;
+	double scaling_efficiency; /* per doubling of the fleet, (0, 1] */
+	int startup_seconds;  /* before a new instance contributes */
+	int clock_seconds;    /* work lost when an instance vanishes
+			       * without warning */
+	int warning_seconds;  /* eviction notice (120; 0: none) */
+	int tick_seconds;     /* periodic decision tick */
+	int64_t budget_uusd;  /* -1: none */
+	double deadline_hours; /* 0: none */
+	/* current-era interruptions per instance-hour */
+	struct jobspec_type_value rate[JOBSPEC_TYPES_MAX];
+	size_t n_rate;
+	double rate_default;  /* < 0: the instance table's per-type value */
+};
+
+/* Parse the spec in buf (len bytes, named name in errors) into *ret
+ * (written only on success).  PX_EINVAL with the field path on bad input. */
+enum px_err jobspec_parse(const char *buf, size_t len, const char *name,
+			  struct jobspec *ret, struct px_error *err);
+
+/* Read and parse the file at path (at most JOBSPEC_FILE_MAX bytes). */
+enum px_err jobspec_load(const char *path, struct jobspec *ret,
+			 struct px_error *err);
+
+/* Work rate of one instance of type relative to reference_type: the
+ * "speed" entry when there is one, else the ratio of vCPU counts from the
+ * instance table (0 for a type missing from the table). */
+double jobspec_speed(const struct jobspec *j, const char *type);
+
+/* Interruption rate per instance-hour of type (current era). */
+double jobspec_interrupt_rate(const struct jobspec *j, const char *type);
+
+/* Work per hour of n instances whose speeds sum to speed_sum:
+ * speed_sum * e^log2(n) (e = scaling_efficiency); 0 when n is 0. */
+double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum);
+
+#endif

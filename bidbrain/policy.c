@@ -1,0 +1,92 @@
+/* policy.c -- the policy registry and helpers shared by policies. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+
+static const struct policy_ops *const all[] = {
+	&pol_bidbrain_ops,
+	&pol_standard_ops,
+	&pol_ondemand_ops,
+	&pol_spread_ops,
+};
+
+size_t policy_count(void)
+{
+	return sizeof all / sizeof *all;
+}
+
+const struct policy_ops *policy_at(size_t i)
+{
+	return i < policy_count() ? all[i] : NULL;
+}
+
+enum px_err policy_lookup(const char *name, const struct policy_ops **ret,
+			  struct px_error *err)
+{
+	for (size_t i = 0; i < policy_count(); i++)
+		if (!strcmp(all[i]->name, name)) {
+			*ret = all[i];
+			return PX_OK;
+		}
+	return px_errorf(err, PX_EINVAL, "unknown policy '%s' (known: "
+			 "bidbrain, standard, ondemand, spread)", name);
+}
+
+enum px_err pol_actions_push(struct pol_actions *a,
+			     const struct pol_action *x)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 16;
+		struct pol_action *v = px_reallocarray(a->v, cap, sizeof *v);
+		if (!v)
+			return PX_ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = *x;
+	return PX_OK;
+}
+
+void pol_actions_release(struct pol_actions *a)
+{
+	free(a->v);
+	a->v = NULL;
+	a->n = a->cap = 0;
+}
+
+double pol_fleet_rate(const struct pol_env *env, const struct pol_fleet *f,
+		      int *ret_n, double *ret_speed)
+{
+	int n = 0;
+	double s = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->v[i].warned)
+			continue;
+		n++;
+		s += env->types[f->v[i].type].speed;
+	}
+	if (ret_n)
+		*ret_n = n;
+	if (ret_speed)
+		*ret_speed = s;
+	return jobspec_fleet_rate(env->job, n, s);
+}
+
+int pol_fleet_spot(const struct pol_fleet *f)
+{
+	int n = 0;
+	for (size_t i = 0; i < f->n; i++)
+		if (!f->v[i].reliable && f->v[i].market >= 0 &&
+		    !f->v[i].warned)
+			n++;
+	return n;
+}
+
+double pol_loss_s(const struct pol_env *env)
+{
+	if (env->warning_s >= env->job->clock_seconds)
+		return 0;
+	return env->job->clock_seconds;
+}

@@ -1,0 +1,59 @@
+/* risk.h -- eviction-risk estimator for bids of "current price + delta",
+ * learnt from price history before now only.
+ *
+ * For each market it keeps samples taken every RISK_STEP_S seconds: a
+ * sample at time s looks at the price p(s) and the prices over the next
+ * RISK_HORIZON_S (one billing hour) and records, for every delta d_k in the
+ * documented set, whether the price rose strictly above p(s) + d_k in that
+ * hour and after how long.  A sample is taken only once s + horizon <= now,
+ * so nothing after now is ever read; the last RISK_WINDOW_S of samples are
+ * kept.  From them: beta_k = P(evicted within the hour | bid p + d_k) with
+ * a Laplace prior ((evicted + 1) / (samples + 2)), and tau_k = the mean time
+ * to eviction when evicted.  Deltas are fractions of the type's on-demand
+ * price: RISK_DELTA_FRACS.  Pure code, no I/O, no logging.
+ */
+#ifndef PX_RISK_H
+#define PX_RISK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../cloudapi/market.h"
+#include "../common/px.h"
+
+#define RISK_DELTAS 8
+#define RISK_DELTA_FRACS {0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0}
+#define RISK_STEP_S 300
+#define RISK_HORIZON_S 3600
+#define RISK_WINDOW_S (14 * 86400)
+
+struct risk;
+
+/* Estimator for n markets: market_idx[i] is the i-th one's index in the
+ * market set, od_uusd[i] its type's on-demand price (the delta unit). */
+enum px_err risk_new(size_t n, const int *market_idx, const int64_t *od_uusd,
+		     struct risk **ret, struct px_error *err);
+void risk_free(struct risk *r);
+
+/* Take every sample that has become complete by mv->now_s.  Returns true
+ * when any market's estimates changed (*ret_changed[i] set per market when
+ * ret_changed is not NULL). */
+bool risk_update(struct risk *r, const struct market_view *mv,
+		 bool *ret_changed);
+
+struct risk_estimate {
+	double beta;         /* P(evicted within the hour) */
+	double tau_s;        /* mean seconds to eviction, when evicted */
+	uint32_t samples;    /* samples behind the estimate */
+};
+void risk_get(const struct risk *r, size_t i, int k,
+	      struct risk_estimate *ret);
+
+/* Delta k of market i in micro-USD. */
+int64_t risk_delta_uusd(const struct risk *r, size_t i, int k);
+
+/* The largest k whose delta is <= bid - price, or -1 when bid < price. */
+int risk_delta_index(const struct risk *r, size_t i, int64_t price_uusd,
+		     int64_t bid_uusd);
+
+#endif

@@ -1,0 +1,122 @@
+/* market.h -- the spot-market replayer: every (zone, type) price series of a
+ * trace, in memory, with the queries a simulator and a policy need.
+ *
+ * Build a set by adding records in any order (market_set_add), then seal it
+ * (market_set_seal) which sorts each market by time, drops repeated reports
+ * of an unchanged price and builds the indexes.  A price holds from its
+ * record's time until the next record of the same market; before the first
+ * record the price is unknown.  A policy sees a market only through struct
+ * market_view, which hides every record after the view's `now`.
+ * This module does no I/O and does not log.
+ */
+#ifndef PX_MARKET_H
+#define PX_MARKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/px.h"
+
+#define MARKET_NAME_MAX 64        /* longest zone/type/region, with NUL */
+#define MARKET_MAX 4096           /* markets in one set */
+#define MARKET_RECORDS_MAX (64u * 1024 * 1024) /* records in one set */
+#define MARKET_NONE INT64_MAX     /* "no such time" */
+
+/* One (zone, type) price series.  Read-only once sealed. */
+struct market {
+	char zone[MARKET_NAME_MAX];   /* e.g. us-east-1a */
+	char type[MARKET_NAME_MAX];   /* e.g. c4.xlarge */
+	char region[MARKET_NAME_MAX]; /* zone minus its letter: us-east-1 */
+	int64_t *t_s;         /* record times, ascending, Unix seconds */
+	int64_t *price_uusd;  /* price from t_s[i] on, micro-USD per hour */
+	size_t n;             /* records (after dropping unchanged repeats) */
+	size_t cap;
+	/* built by market_set_seal: */
+	int64_t *blockmax;    /* max price of each MARKET_BLOCK records */
+	int64_t *cum;         /* cum[i] = integral of price over [t_0, t_i),
+			       * in micro-USD-per-hour x seconds */
+};
+
+#define MARKET_BLOCK 64
+
+struct market_set {
+	struct market *v;     /* sorted by (zone, type) once sealed */
+	size_t n, cap;
+	size_t records;       /* records added */
+	int64_t first_s;      /* earliest record time (INT64_MAX if none) */
+	int64_t last_s;       /* latest record time (INT64_MIN if none) */
+	bool sealed;
+	int *hash;            /* while building: (zone, type) -> index + 1 */
+	size_t hash_cap;
+};
+
+/* Lifecycle: init an embedded set; release frees what it holds. */
+void market_set_init(struct market_set *ms);
+void market_set_release(struct market_set *ms);
+
+/* Add one record (any order).  Names longer than MARKET_NAME_MAX-1 and a
+ * negative price are PX_EINVAL, too many markets or records PX_ETOOBIG.
+ * Not allowed after market_set_seal (PX_EINVAL). */
+enum px_err market_set_add(struct market_set *ms, const char *zone,
+			   const char *type, int64_t t_s, int64_t price_uusd,
+			   struct px_error *err);
+
+/* Sort, check and index.  Two records of one market at the same time with
+ * different prices are PX_EINVAL (naming the market and time); identical
+ * ones are merged.  Consecutive records with an unchanged price are
+ * dropped (the first one stays). */
+enum px_err market_set_seal(struct market_set *ms, struct px_error *err);
+
+/* Copy of the sealed set src holding only the records with t_s <= t_s_max
+ * (what a world that stops at t_s_max would have seen); *ret is embedded
+ * storage the caller releases. */
+enum px_err market_set_truncate(const struct market_set *src, int64_t t_s_max,
+				struct market_set *ret, struct px_error *err);
+
+/* Index of market (zone, type) in a sealed set, or -1. */
+int market_set_find(const struct market_set *ms, const char *zone,
+		    const char *type);
+
+/* ---- queries on one sealed market (full knowledge: simulator side) ---- */
+
+/* Index of the record in force at t (the last with t_s <= t), or -1 when t
+ * is before the first record. */
+long market_index_at(const struct market *m, int64_t t);
+
+/* Price in force at t; false (and *ret untouched) before the first
+ * record. */
+bool market_price_at(const struct market *m, int64_t t, int64_t *ret_uusd);
+
+/* Time of the first record strictly after t, or MARKET_NONE. */
+int64_t market_next_change(const struct market *m, int64_t t);
+
+/* First time u >= t at which the price is strictly above bid_uusd (t itself
+ * when the price in force at t is already above), or MARKET_NONE.  Before
+ * the first record the price counts as unknown, not above. */
+int64_t market_first_above(const struct market *m, int64_t t,
+			   int64_t bid_uusd);
+
+/* Integral of the price over [a, b) in micro-USD-per-hour x seconds (divide
+ * by 3600 for micro-USD).  Requires first record <= a <= b. */
+int64_t market_integral(const struct market *m, int64_t a, int64_t b);
+
+/* ---- what a policy may see: history up to now ---- */
+
+struct market_view {
+	const struct market_set *ms;
+	int64_t now_s;        /* nothing after this time is visible */
+};
+
+/* Records of market idx visible at the view's now: *ret_t and *ret_p point
+ * at the first of *ret_n records, all with t_s <= now.  Returns false when
+ * there are none (the market has not started yet). */
+bool market_view_history(const struct market_view *v, int idx,
+			 const int64_t **ret_t, const int64_t **ret_p,
+			 size_t *ret_n);
+
+/* Price of market idx at now (false when not yet known). */
+bool market_view_price(const struct market_view *v, int idx,
+		       int64_t *ret_uusd);
+
+#endif

@@ -1,0 +1,311 @@
+/* test_sim_policy.c -- policies and the risk estimator, driven directly
+ * through the policy interface with hand-built fleets. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../agent/sim.h"
+#include "../../bidbrain/risk.h"
+
+static struct market_set ms;
+static struct jobspec job;
+static struct ondemand_entry od_v[3];
+static struct ondemand_table od = {.v = od_v, .n = 3};
+
+#define JOB \
+	"{\"name\": \"t\", \"region\": \"us-east-1\", \"work_hours\": 1000,"\
+	" \"reference_type\": \"c3.xlarge\", \"instances\": 4,"             \
+	" \"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1},"            \
+	" \"spot\": {\"types\": [\"c3.xlarge\", \"c3.2xlarge\"],"             \
+	" \"max_instances\": 8}, \"scaling_efficiency\": 1}"
+
+static void add(const char *z, const char *t, int64_t ts, int64_t p)
+{
+	struct px_error e = {0};
+	cr_assert_eq(market_set_add(&ms, z, t, ts, p, &e), PX_OK, "%s", e.msg);
+}
+
+static void setup(void)
+{
+	struct px_error e = {0};
+	market_set_init(&ms);
+	cr_assert_eq(jobspec_parse(JOB, strlen(JOB), "job.json", &job, &e),
+		     PX_OK, "%s", e.msg);
+	snprintf(od_v[0].region, sizeof od_v[0].region, "us-east-1");
+	snprintf(od_v[0].type, sizeof od_v[0].type, "c3.2xlarge");
+	od_v[0].uusd_per_hour = 420000;
+	snprintf(od_v[1].region, sizeof od_v[1].region, "us-east-1");
+	snprintf(od_v[1].type, sizeof od_v[1].type, "c3.xlarge");
+	od_v[1].uusd_per_hour = 210000;
+	snprintf(od_v[2].region, sizeof od_v[2].region, "us-west-2");
+	snprintf(od_v[2].type, sizeof od_v[2].type, "c3.xlarge");
+	od_v[2].uusd_per_hour = 999999;
+}
+
+static void teardown(void)
+{
+	market_set_release(&ms);
+}
+
+TestSuite(policy, .init = setup, .fini = teardown);
+
+static struct sim_plan *plan(enum billing_model b)
+{
+	struct sim_setup su = {
+		.ms = &ms, .od = &od, .job = &job, .billing = b,
+	};
+	struct sim_plan *p = NULL;
+	struct px_error e = {0};
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(sim_plan_new(&su, &p, &e), PX_OK, "%s", e.msg);
+	return p;
+}
+
+static void decide(const struct policy_ops *ops, const struct pol_env *env,
+		   void *st, int64_t now, unsigned why,
+		   const struct pol_instance *fl, size_t n,
+		   struct pol_actions *out)
+{
+	struct market_view mv = {.ms = &ms, .now_s = now};
+	struct pol_fleet f = {.v = fl, .n = n};
+	struct pol_progress pr = {.work_total_h = 1000};
+	struct pol_input in = {.now_s = now, .why = why, .mv = &mv,
+			       .fleet = &f, .progress = &pr};
+	struct px_error e = {0};
+	out->n = 0;
+	cr_assert_eq(ops->decide(st, &in, out, &e), PX_OK, "%s", e.msg);
+	(void)env;
+}
+
+Test(policy, ondemand_fixed_fleet)
+{
+	struct pol_actions a = {0};
+	void *st = NULL;
+	add("us-east-1a", "c3.xlarge", 0, 50000);
+	add("us-east-1a", "c3.2xlarge", 0, 90000);
+	add("us-east-1a", "c3.2xlarge", 86400, 91000);
+	struct sim_plan *p = plan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = sim_plan_env(p);
+	cr_assert_eq(pol_ondemand_ops.init(env, &st, NULL), PX_OK);
+	decide(&pol_ondemand_ops, env, st, 0, POL_WHY_START, NULL, 0, &a);
+	cr_assert_eq(a.n, 1);
+	cr_assert_eq(a.v[0].kind, POL_ACQUIRE);
+	cr_assert_eq(a.v[0].market, -1);
+	cr_assert_eq(a.v[0].count, 4);
+	cr_assert_str_eq(env->types[a.v[0].type].name, "c3.xlarge");
+	decide(&pol_ondemand_ops, env, st, 100, POL_WHY_TICK, NULL, 0, &a);
+	cr_assert_eq(a.n, 0);
+	pol_ondemand_ops.fini(st);
+	pol_actions_release(&a);
+	sim_plan_free(p);
+}
+
+Test(policy, standard_cheapest_zone_bid_ondemand_and_reacquire)
+{
+	struct pol_actions a = {0};
+	void *st = NULL;
+	add("us-east-1a", "c3.xlarge", 0, 60000);
+	add("us-east-1b", "c3.xlarge", 0, 40000);
+	add("us-east-1b", "c3.xlarge", 1000, 900000); /* b above the bid */
+	add("us-east-1b", "c3.xlarge", 2000, 30000);
+	add("us-east-1a", "c3.2xlarge", 0, 10000);    /* not its type */
+	struct sim_plan *p = plan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = sim_plan_env(p);
+	cr_assert_eq(pol_standard_ops.init(env, &st, NULL), PX_OK);
+
+	decide(&pol_standard_ops, env, st, 0, POL_WHY_START, NULL, 0, &a);
+	cr_assert_eq(a.n, 2);
+	cr_assert(a.v[0].market < 0 && a.v[0].reliable && a.v[0].count == 1);
+	cr_assert_str_eq(env->markets[a.v[1].market].zone, "us-east-1b");
+	cr_assert_eq(a.v[1].count, 4);
+	cr_assert_eq(a.v[1].bid_uusd, 210000);
+
+	/* two of four evicted while b is above the bid: refill in a */
+	struct pol_instance fl[2] = {
+		{.id = 1, .market = a.v[1].market, .bid_uusd = 210000},
+		{.id = 2, .market = a.v[1].market, .bid_uusd = 210000},
+	};
+	decide(&pol_standard_ops, env, st, 1500, POL_WHY_EVICTION, fl, 2, &a);
+	cr_assert_eq(a.n, 1);
+	cr_assert_str_eq(env->markets[a.v[0].market].zone, "us-east-1a");
+	cr_assert_eq(a.v[0].count, 2);
+	/* b falls back below a: the next refill goes to b */
+	decide(&pol_standard_ops, env, st, 2000, POL_WHY_PRICE, fl, 2, &a);
+	cr_assert_str_eq(env->markets[a.v[0].market].zone, "us-east-1b");
+	pol_standard_ops.fini(st);
+	pol_actions_release(&a);
+	sim_plan_free(p);
+}
+
+Test(policy, lookup_names)
+{
+	const struct policy_ops *ops = NULL;
+	struct px_error e = {0};
+	cr_assert_eq(policy_lookup("bidbrain", &ops, &e), PX_OK);
+	cr_assert_eq(ops, &pol_bidbrain_ops);
+	cr_assert_eq(policy_lookup("spread", &ops, &e), PX_OK);
+	cr_assert_eq(policy_lookup("greedy", &ops, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "'greedy'") && strstr(e.msg, "standard"),
+		  "%s", e.msg);
+}
+
+/* Base price 0.10 with a +0.05 spike over [1800, 2400) of every 2 h. */
+static void spiky(const char *zone, int64_t days)
+{
+	for (int64_t t = 0; t < days * 86400; t += 7200) {
+		add(zone, "c3.xlarge", t, 100000);
+		add(zone, "c3.xlarge", t + 1800, 150000);
+		add(zone, "c3.xlarge", t + 2400, 100000);
+	}
+}
+
+Test(policy, risk_estimates_match_hand_count)
+{
+	struct risk *r = NULL;
+	struct risk_estimate est;
+	struct px_error e = {0};
+	int idx = 0;
+	int64_t odp = 1000000;
+
+	spiky("us-east-1a", 10);
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	cr_assert_eq(risk_new(1, &idx, &odp, &r, &e), PX_OK);
+	struct market_view mv = {.ms = &ms, .now_s = 5 * 86400};
+	cr_assert(risk_update(r, &mv, NULL));
+	/* per 2 h, 24 samples: 12 see a rise within the hour (s mod 7200
+	 * in 0..1500 and 5400..7100), after 1800-s' and 9000-s' seconds:
+	 * mean (1050 + 2850) / 2 = 1950, less a partial last period */
+	risk_get(r, 0, 0, &est);
+	cr_assert_float_eq(est.beta, 0.5, 0.01, "beta %f", est.beta);
+	cr_assert_float_eq(est.tau_s, 1950, 10.0, "tau %f", est.tau_s);
+	risk_get(r, 0, 2, &est);   /* +0.02 */
+	cr_assert_float_eq(est.beta, 0.5, 0.01);
+	risk_get(r, 0, 3, &est);   /* +0.05: 0.15 is not above 0.15 */
+	cr_assert(est.beta < 0.01, "beta %f", est.beta);
+	/* only complete samples: s + 3600 <= now */
+	cr_assert_eq(est.samples, (5 * 86400 - 3600) / 300 + 1);
+	cr_assert_eq(risk_delta_index(r, 0, 100000, 120000), 2);
+	cr_assert_eq(risk_delta_index(r, 0, 100000, 99999), -1);
+	risk_free(r);
+}
+
+Test(policy, risk_sees_nothing_after_now)
+{
+	struct risk *a = NULL, *b = NULL;
+	struct market_set tr;
+	struct px_error e = {0};
+	struct risk_estimate x, y;
+	int idx = 0;
+	int64_t odp = 1000000, now = 3 * 86400 + 1234;
+
+	spiky("us-east-1a", 6);
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	cr_assert_eq(market_set_truncate(&ms, now, &tr, &e), PX_OK);
+	cr_assert_eq(risk_new(1, &idx, &odp, &a, &e), PX_OK);
+	cr_assert_eq(risk_new(1, &idx, &odp, &b, &e), PX_OK);
+	struct market_view va = {.ms = &ms, .now_s = now};
+	struct market_view vb = {.ms = &tr, .now_s = now};
+	risk_update(a, &va, NULL);
+	risk_update(b, &vb, NULL);
+	for (int k = 0; k < RISK_DELTAS; k++) {
+		risk_get(a, 0, k, &x);
+		risk_get(b, 0, k, &y);
+		cr_assert_eq(x.samples, y.samples);
+		cr_assert_eq(x.beta, y.beta);
+		cr_assert_eq(x.tau_s, y.tau_s);
+	}
+	risk_free(a);
+	risk_free(b);
+	market_set_release(&tr);
+}
+
+Test(policy, bidbrain_acquires_cheap_spot_and_drops_dear)
+{
+	struct pol_actions a = {0};
+	void *st = NULL;
+	int total = 0;
+
+	spiky("us-east-1a", 4);
+	add("us-east-1b", "c3.2xlarge", 0, 60000);
+	add("us-east-1b", "c3.2xlarge", 3 * 86400, 4000000); /* 10x OD */
+	struct sim_plan *p = plan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = sim_plan_env(p);
+	cr_assert_eq(pol_bidbrain_ops.init(env, &st, NULL), PX_OK);
+	decide(&pol_bidbrain_ops, env, st, 86400, POL_WHY_START, NULL, 0, &a);
+	cr_assert(a.n >= 2);
+	cr_assert(a.v[0].reliable && a.v[0].market < 0);
+	for (size_t i = 1; i < a.n; i++) {
+		int64_t price;
+		struct market_view mv = {.ms = &ms, .now_s = 86400};
+		cr_assert_eq(a.v[i].kind, POL_ACQUIRE);
+		cr_assert(market_view_price(&mv,
+			  env->markets[a.v[i].market].market, &price));
+		cr_assert(a.v[i].bid_uusd >= price);
+		total += a.v[i].count;
+	}
+	cr_assert(total > 0 && total <= job.spot.max_instances, "%d", total);
+
+	/* an instance in the now 10x-dear market at its hour end goes */
+	int dear = -1;
+	for (size_t i = 0; i < env->n_markets; i++)
+		if (!strcmp(env->types[env->markets[i].type].name,
+			    "c3.2xlarge"))
+			dear = (int)i;
+	struct pol_instance fl[2] = {
+		{.id = 1, .reliable = true, .type = env->reliable_type,
+		 .market = -1, .period_end_s = 3 * 86400 + 600},
+		{.id = 7, .type = env->markets[dear].type, .market = dear,
+		 .bid_uusd = 5000000, .period_end_s = 3 * 86400 + 600},
+	};
+	decide(&pol_bidbrain_ops, env, st, 3 * 86400 + 600,
+	       POL_WHY_HOUR_END, fl, 2, &a);
+	bool released = false;
+	for (size_t i = 0; i < a.n; i++)
+		if (a.v[i].kind == POL_RELEASE && a.v[i].instance == 7)
+			released = true;
+	cr_assert(released);
+	/* the same instance mid-hour is kept (its hour is paid) */
+	fl[1].period_end_s += 1800;
+	decide(&pol_bidbrain_ops, env, st, 3 * 86400 + 600, POL_WHY_PRICE,
+	       fl, 2, &a);
+	for (size_t i = 0; i < a.n; i++)
+		cr_assert_neq(a.v[i].kind, POL_RELEASE);
+	pol_bidbrain_ops.fini(st);
+	pol_actions_release(&a);
+	sim_plan_free(p);
+}
+
+Test(policy, spread_caps_share_per_market)
+{
+	struct pol_actions a = {0};
+	void *st = NULL;
+	int per[16] = {0};
+
+	add("us-east-1a", "c3.xlarge", 0, 30000);
+	add("us-east-1b", "c3.xlarge", 0, 31000);
+	add("us-east-1c", "c3.xlarge", 0, 32000);
+	add("us-east-1a", "c3.2xlarge", 0, 62000);
+	add("us-east-1b", "c3.2xlarge", 0, 64000);
+	add("us-east-1b", "c3.2xlarge", 86400, 65000);
+	struct sim_plan *p = plan(BILLING_PER_SECOND);
+	const struct pol_env *env = sim_plan_env(p);
+	cr_assert_eq(pol_spread_ops.init(env, &st, NULL), PX_OK);
+	decide(&pol_spread_ops, env, st, 10, POL_WHY_START, NULL, 0, &a);
+	int total = 0;
+	for (size_t i = 0; i < a.n; i++) {
+		if (a.v[i].market < 0)
+			continue;
+		cr_assert_eq(a.v[i].bid_uusd,
+			     env->types[env->markets[a.v[i].market].type]
+			     .od_uusd);
+		per[a.v[i].market] += a.v[i].count;
+		total += a.v[i].count;
+	}
+	/* 8 at most, ceil(0.25 * 8) = 2 per market, cheapest first */
+	cr_assert_eq(total, 8);
+	for (size_t i = 0; i < env->n_markets; i++)
+		cr_assert(per[i] <= 2, "market %zu has %d", i, per[i]);
+	pol_spread_ops.fini(st);
+	pol_actions_release(&a);
+	sim_plan_free(p);
+}

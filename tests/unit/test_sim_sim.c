@@ -1,0 +1,348 @@
+/* test_sim_sim.c -- the simulator end to end on synthetic markets: costs
+ * computed by hand, evictions, determinism, no peeking at the future, and
+ * the errors for jobs that cannot run. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../agent/sim.h"
+
+static struct market_set ms;
+static struct jobspec job;
+static struct ondemand_entry od_v[2];
+static struct ondemand_table od = {.v = od_v, .n = 2};
+
+static void add(const char *z, const char *t, int64_t ts, int64_t p)
+{
+	struct px_error e = {0};
+	cr_assert_eq(market_set_add(&ms, z, t, ts, p, &e), PX_OK, "%s", e.msg);
+}
+
+static void job_from(const char *extra)
+{
+	char buf[2048];
+	struct px_error e = {0};
+	snprintf(buf, sizeof buf,
+		 "{\"name\": \"t\", \"region\": \"us-east-1\", "
+		 "\"reference_type\": \"c3.xlarge\", \"scaling_efficiency\": 1,"
+		 " \"startup_seconds\": 0, %s}", extra);
+	cr_assert_eq(jobspec_parse(buf, strlen(buf), "job.json", &job, &e),
+		     PX_OK, "%s", e.msg);
+}
+
+static void setup(void)
+{
+	market_set_init(&ms);
+	snprintf(od_v[0].region, sizeof od_v[0].region, "us-east-1");
+	snprintf(od_v[0].type, sizeof od_v[0].type, "c3.2xlarge");
+	od_v[0].uusd_per_hour = 1000000;
+	snprintf(od_v[1].region, sizeof od_v[1].region, "us-east-1");
+	snprintf(od_v[1].type, sizeof od_v[1].type, "c3.xlarge");
+	od_v[1].uusd_per_hour = 500000;
+}
+
+static void teardown(void)
+{
+	market_set_release(&ms);
+}
+
+TestSuite(sim, .init = setup, .fini = teardown);
+
+struct log {
+	char (*line)[160];
+	size_t n, cap;
+	bool decisions_only;
+};
+
+static enum px_err sink(const struct sim_event *ev, void *ctx)
+{
+	struct log *l = ctx;
+	if (l->decisions_only && ev->kind != SIM_EV_DECIDE_ACQUIRE &&
+	    ev->kind != SIM_EV_DECIDE_RELEASE)
+		return PX_OK;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 256;
+		l->line = realloc(l->line, l->cap * sizeof *l->line);
+		cr_assert(l->line);
+	}
+	snprintf(l->line[l->n++], sizeof *l->line, "%lld %s %llu %s %s %d %lld",
+		 (long long)ev->t_s, sim_event_name(ev->kind),
+		 (unsigned long long)ev->instance, ev->zone ? ev->zone : "-",
+		 ev->type ? ev->type : "-", ev->count,
+		 (long long)ev->bid_uusd);
+	return PX_OK;
+}
+
+static struct sim_result run(const char *pol, enum billing_model b,
+			     int64_t start, int64_t end, uint64_t seed,
+			     struct log *lg)
+{
+	const struct policy_ops *ops = NULL;
+	struct sim_setup su = {
+		.ms = &ms, .od = &od, .job = &job, .billing = b,
+		.start_s = start, .end_s = end, .seed = seed, .series = true,
+		.sink = lg ? sink : NULL, .sink_ctx = lg,
+	};
+	struct sim_plan *p = NULL;
+	struct sim_result r;
+	struct px_error e = {0};
+
+	if (!ms.sealed)
+		cr_assert_eq(market_set_seal(&ms, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(policy_lookup(pol, &ops, &e), PX_OK);
+	cr_assert_eq(sim_plan_new(&su, &p, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(sim_run(p, ops, &r, &e), PX_OK, "%s", e.msg);
+	sim_plan_free(p);
+	return r;
+}
+
+static void flat(int64_t days)
+{
+	add("us-east-1a", "c3.xlarge", 0, 100000);
+	add("us-east-1a", "c3.xlarge", days * 86400, 100000 + 1);
+}
+
+Test(sim, ondemand_cost_by_hand)
+{
+	struct sim_result r;
+	flat(2);
+	job_from("\"work_hours\": 10, \"instances\": 4, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 4}");
+	/* 4 instances x 2.5 h: legacy 4 x 3 started hours x 0.50 = 6.00 */
+	r = run("ondemand", BILLING_LEGACY_HOURLY, 0, 0, 1, NULL);
+	cr_assert(r.completed);
+	cr_assert_float_eq(r.runtime_hours, 2.5, 1e-9, "rt %f cost %lld work %f", r.runtime_hours, (long long)r.cost_uusd, r.work_done_hours);
+	cr_assert_eq(r.cost_uusd, 6000000);
+	cr_assert_float_eq(r.runtime_hours, 2.5, 1e-9);
+	cr_assert_float_eq(r.work_done_hours, 10, 1e-9);
+	cr_assert_float_eq(r.cost_per_work_usd, 0.6, 1e-9);
+	cr_assert_float_eq(r.instance_hours, 10, 1e-9);
+	cr_assert_eq(r.instances_launched, 4);
+	cr_assert_eq(r.evictions, 0);
+	cr_assert(r.n_series >= 2);
+	cr_assert_eq(r.series[r.n_series - 1].cost_uusd, 6000000);
+	sim_result_release(&r);
+	/* per-second: 4 x 2.5 h x 0.50 = 5.00 */
+	r = run("ondemand", BILLING_PER_SECOND, 0, 0, 1, NULL);
+	cr_assert_eq(r.cost_uusd, 5000000);
+	sim_result_release(&r);
+}
+
+Test(sim, standard_eviction_free_hour_and_reacquire)
+{
+	struct sim_result r;
+	/* 0.10, above the 0.50 bid over [5400, 7200), then 0.10 again */
+	add("us-east-1a", "c3.xlarge", 0, 100000);
+	add("us-east-1a", "c3.xlarge", 5400, 1000000);
+	add("us-east-1a", "c3.xlarge", 7200, 100000);
+	add("us-east-1a", "c3.xlarge", 86400, 100001);
+	job_from("\"work_hours\": 8, \"instances\": 2, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 2}");
+	r = run("standard", BILLING_LEGACY_HOURLY, 0, 0, 1, NULL);
+	/* rate 3 until the notice at 5400 (4.5 h of work), 1 until 7200
+	 * (5.0), 3 again: done at 10800.  Reliable: 3 h x 0.50 = 1.50.
+	 * First spot pair: hour 0 at 0.10 each, hour 1 evicted at 5520:
+	 * free.  Second pair: 7200-10800, one hour at 0.10 each.  1.90. */
+	cr_assert(r.completed);
+	cr_assert_float_eq(r.runtime_hours, 3, 1e-9);
+	cr_assert_eq(r.cost_uusd, 1900000);
+	cr_assert_eq(r.evictions, 2);
+	cr_assert_eq(r.instances_launched, 5);
+	cr_assert_float_eq(r.free_hours, 2 * 1920 / 3600.0, 1e-9);
+	cr_assert_float_eq(r.instance_hours, 3 + 2 * 5520 / 3600.0 + 2,
+			   1e-9);
+	sim_result_release(&r);
+}
+
+Test(sim, eviction_without_warning_loses_a_clock)
+{
+	struct sim_result a, b;
+	add("us-east-1a", "c3.xlarge", 0, 100000);
+	add("us-east-1a", "c3.xlarge", 5400, 1000000);
+	add("us-east-1a", "c3.xlarge", 86400, 1000001);
+	job_from("\"work_hours\": 100, \"instances\": 1, "
+		 "\"clock_seconds\": 300, \"warning_seconds\": 0, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 1}");
+	a = run("standard", BILLING_LEGACY_HOURLY, 0, 7200, 1, NULL);
+	/* reliable 2 h + spot 1.5 h, less the spot's lost 300 s */
+	cr_assert_float_eq(a.work_done_hours, 3.5 - 300 / 3600.0, 1e-9);
+	cr_assert_not(a.completed);
+	job.warning_seconds = 300;
+	b = run("standard", BILLING_LEGACY_HOURLY, 0, 7200, 1, NULL);
+	cr_assert_float_eq(b.work_done_hours, 3.5, 1e-9);
+	sim_result_release(&a);
+	sim_result_release(&b);
+}
+
+/* Random walk with spikes over 2 zones x 2 types, 6 days. */
+static void volatile_market(void)
+{
+	uint64_t x = 42;
+	const char *z[] = {"us-east-1a", "us-east-1b"};
+	const char *t[] = {"c3.xlarge", "c3.2xlarge"};
+	for (int m = 0; m < 4; m++) {
+		int64_t base = m < 2 ? 60000 : 130000, p = base;
+		for (int64_t ts = 0; ts <= 6 * 86400; ts += 300 + m * 7) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			int r = (int)((x >> 33) % 1000);
+			if (r < 8)
+				p = base * 12;       /* spike over OD */
+			else if (r < 300)
+				p = base + (int64_t)((x >> 20) % 30000);
+			add(z[m % 2], t[m / 2], ts, p);
+		}
+	}
+}
+
+static void volatile_job(void)
+{
+	job_from("\"work_hours\": 2000, \"instances\": 8, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"clock_seconds\": 60, "
+		 "\"interruption_rates\": {\"default\": 0.05}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\", \"c3.2xlarge\"], "
+		 "\"max_instances\": 12}");
+	job.startup_seconds = 120;
+}
+
+/* Decisions made up to T over the full market equal those made over the
+ * market truncated at T: no policy sees the future. */
+static void no_future(const char *pol, enum billing_model b)
+{
+	struct market_set full, tr;
+	struct px_error e = {0};
+	struct log la = {.decisions_only = true}, lb = {.decisions_only = true};
+	int64_t T = 4 * 86400 + 3 * 3600 + 300;
+	struct sim_result r;
+
+	volatile_market();
+	volatile_job();
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	full = ms;
+	r = run(pol, b, 86400, 0, 7, &la);
+	sim_result_release(&r);
+	cr_assert_eq(market_set_truncate(&full, T, &tr, &e), PX_OK);
+	ms = tr;
+	r = run(pol, b, 86400, tr.last_s, 7, &lb);
+	sim_result_release(&r);
+	ms = full;
+	int64_t last = tr.last_s;
+	market_set_release(&tr);
+	size_t na = 0;
+	while (na < la.n && atoll(la.line[na]) <= last)
+		na++;
+	cr_assert_gt(na, 5, "%s made only %zu decisions", pol, na);
+	cr_assert_eq(lb.n, na, "%s: %zu vs %zu decisions", pol, lb.n, na);
+	for (size_t i = 0; i < na; i++)
+		cr_assert_str_eq(la.line[i], lb.line[i], "%s decision %zu",
+				 pol, i);
+	free(la.line);
+	free(lb.line);
+}
+
+Test(sim, no_future_bidbrain)
+{
+	no_future("bidbrain", BILLING_LEGACY_HOURLY);
+}
+
+Test(sim, no_future_standard)
+{
+	no_future("standard", BILLING_LEGACY_HOURLY);
+}
+
+Test(sim, no_future_spread_per_second)
+{
+	no_future("spread", BILLING_PER_SECOND);
+}
+
+Test(sim, no_future_bidbrain_per_second)
+{
+	no_future("bidbrain", BILLING_PER_SECOND);
+}
+
+Test(sim, deterministic_for_a_seed)
+{
+	struct sim_result a, b, c;
+	volatile_market();
+	volatile_job();
+	a = run("spread", BILLING_PER_SECOND, 0, 0, 11, NULL);
+	b = run("spread", BILLING_PER_SECOND, 0, 0, 11, NULL);
+	cr_assert_eq(a.cost_uusd, b.cost_uusd);
+	cr_assert_eq(a.evictions, b.evictions);
+	cr_assert_float_eq(a.work_done_hours, b.work_done_hours, 0);
+	cr_assert_gt(a.evictions, 0, "rate 0.05/h should interrupt");
+	c = run("spread", BILLING_PER_SECOND, 0, 0, 12, NULL);
+	cr_assert(c.evictions != a.evictions || c.cost_uusd != a.cost_uusd,
+		  "the seed changes the interruptions");
+	sim_result_release(&a);
+	sim_result_release(&b);
+	sim_result_release(&c);
+}
+
+Test(sim, bidbrain_cheaper_per_work_than_baselines)
+{
+	struct sim_result bb, od_r, st;
+	volatile_market();
+	volatile_job();
+	bb = run("bidbrain", BILLING_LEGACY_HOURLY, 86400, 0, 1, NULL);
+	od_r = run("ondemand", BILLING_LEGACY_HOURLY, 86400, 0, 1, NULL);
+	st = run("standard", BILLING_LEGACY_HOURLY, 86400, 0, 1, NULL);
+	cr_assert_lt(bb.cost_per_work_usd, od_r.cost_per_work_usd,
+		     "bidbrain %f ondemand %f", bb.cost_per_work_usd,
+		     od_r.cost_per_work_usd);
+	cr_assert_lt(bb.cost_per_work_usd, st.cost_per_work_usd,
+		     "bidbrain %f standard %f", bb.cost_per_work_usd,
+		     st.cost_per_work_usd);
+	cr_assert_gt(bb.free_hours, 0);
+	sim_result_release(&bb);
+	sim_result_release(&od_r);
+	sim_result_release(&st);
+}
+
+static void plan_err(const char *want, int64_t start, int64_t end)
+{
+	struct sim_setup su = {
+		.ms = &ms, .od = &od, .job = &job,
+		.billing = BILLING_LEGACY_HOURLY, .start_s = start,
+		.end_s = end,
+	};
+	struct sim_plan *p = NULL;
+	struct px_error e = {0};
+	if (!ms.sealed)
+		cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	cr_assert_neq(sim_plan_new(&su, &p, &e), PX_OK, "accepted");
+	cr_assert(strstr(e.msg, want), "'%s' lacks '%s'", e.msg, want);
+}
+
+Test(sim, errors_say_what_is_missing)
+{
+	flat(2);
+	add("us-east-1b", "m3.medium", 0, 1000);
+	job_from("\"work_hours\": 10, \"instances\": 1, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\", \"r3.large\"], "
+		 "\"max_instances\": 4}");
+	plan_err("spot.types[1]: no market for 'r3.large'", 0, 0);
+	plan_err("types in the trace: c3.xlarge, m3.medium", 0, 0);
+	job_from("\"work_hours\": 10, \"instances\": 1, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"zones\": "
+		 "[\"us-east-1a\", \"us-east-1e\"], \"max_instances\": 4}");
+	plan_err("spot.zones[1]: no market in zone 'us-east-1e'", 0, 0);
+	plan_err("us-east-1a, us-east-1b", 0, 0);
+	job_from("\"work_hours\": 10, \"instances\": 1, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"m3.medium\"], \"max_instances\": 4}");
+	plan_err("no price for 'm3.medium' in region 'us-east-1' (it has: "
+		 "c3.2xlarge, c3.xlarge)", 0, 0);
+	job_from("\"work_hours\": 10, \"instances\": 1, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 4}");
+	plan_err("outside the trace", 0, 3 * 86400);
+	plan_err("the trace covers 1970-01-01T00:00:00Z to "
+		 "1970-01-03T00:00:00Z", -5, 0);
+}
