@@ -763,6 +763,7 @@ def main():
     reset(a.region)
     srv = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
     srv.daemon_threads = True
+    srv.handle_error = lambda request, client_address: None  # resets from tests
 
     def watchdog():
         try:
