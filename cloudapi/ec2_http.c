@@ -1,0 +1,811 @@
+/* ec2_http.c -- the EC2 client's transport: libcurl multi handle, SigV4 by
+ * libcurl (CURLOPT_AWS_SIGV4), one state machine per call (attempt ->
+ * response -> retry timer -> attempt ... -> done), event-loop hooks and the
+ * blocking driver.  Retries wait on timers kept here, never in sleep().
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <libxml/parser.h>
+
+#include "ec2.h"
+
+struct ec2_call {
+	struct ec2_client *c;
+	struct ec2_call *prev, *next;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	char *body;
+	bool retry_not_found;
+	ec2_done_fn done;
+	void *ctx;
+	char *resp;
+	size_t resp_len, resp_cap;
+	bool too_big;
+	int attempts;
+	int retry_cost;   /* quota tokens taken by the last retry */
+	uint64_t due_us;  /* retry timer (monotonic); 0 when not waiting */
+	bool in_multi;
+	char action[64];
+};
+
+struct ec2_client {
+	CURLM *multi;
+	char *endpoint;
+	char sigv4[160];
+	struct awscred_provider *creds;
+	struct ec2_config cfg;
+	uint64_t rng;
+	struct ec2_quota quota;
+	struct ec2_call *calls;
+	size_t n_calls;
+	uint64_t curl_due_us; /* curl's timer (monotonic), 0 when none */
+	long last_timer_ms;
+};
+
+/* ------------------------------------------------------------ params */
+
+static void params_grow(struct ec2_params *p)
+{
+	char **kv;
+	size_t cap;
+
+	if (p->n < p->cap)
+		return;
+	cap = p->cap ? p->cap * 2 : 16;
+	kv = px_reallocarray(p->kv, cap, 2 * sizeof *kv);
+	if (!kv) {
+		p->oom = PX_ENOMEM;
+		return;
+	}
+	p->kv = kv;
+	p->cap = cap;
+}
+
+void ec2_params_add(struct ec2_params *p, const char *name,
+		    const char *value)
+{
+	char *k, *v;
+
+	if (p->oom)
+		return;
+	params_grow(p);
+	if (p->oom)
+		return;
+	k = strdup(name);
+	v = strdup(value ? value : "");
+	if (!k || !v) {
+		free(k);
+		free(v);
+		p->oom = PX_ENOMEM;
+		return;
+	}
+	p->kv[2 * p->n] = k;
+	p->kv[2 * p->n + 1] = v;
+	p->n++;
+}
+
+void ec2_params_addf(struct ec2_params *p, const char *value,
+		     const char *name_fmt, ...)
+{
+	char name[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, name_fmt);
+	n = vsnprintf(name, sizeof name, name_fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof name) {
+		p->oom = PX_EINVAL;
+		return;
+	}
+	ec2_params_add(p, name, value);
+}
+
+void ec2_params_init(struct ec2_params *p, const char *action)
+{
+	memset(p, 0, sizeof *p);
+	ec2_params_add(p, "Action", action);
+	ec2_params_add(p, "Version", EC2_API_VERSION);
+}
+
+void ec2_params_release(struct ec2_params *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < 2 * p->n; i++)
+		free(p->kv[i]);
+	free(p->kv);
+	memset(p, 0, sizeof *p);
+}
+
+enum px_err ec2_params_encode(const struct ec2_params *p, char **ret,
+			      struct px_error *err)
+{
+	char *out = NULL, *nout;
+	size_t len = 0, cap = 0;
+	enum px_err rc = PX_OK;
+	CURL *h;
+
+	if (p->oom)
+		return px_errorf(err, p->oom, "building request parameters");
+	h = curl_easy_init();
+	if (!h)
+		return px_errorf(err, PX_ENOMEM, "curl_easy_init");
+	for (size_t i = 0; i < 2 * p->n; i++) {
+		char *e = curl_easy_escape(h, p->kv[i], 0);
+		size_t el;
+
+		if (!e) {
+			rc = px_errorf(err, PX_ENOMEM, "escaping parameter");
+			goto out_free;
+		}
+		el = strlen(e);
+		if (len + el + 2 > cap) {
+			cap = (len + el + 2) * 2;
+			nout = realloc(out, cap);
+			if (!nout) {
+				curl_free(e);
+				rc = px_errorf(err, PX_ENOMEM, "request body");
+				goto out_free;
+			}
+			out = nout;
+		}
+		if (i > 0)
+			out[len++] = (i % 2) ? '=' : '&';
+		memcpy(out + len, e, el);
+		len += el;
+		out[len] = '\0';
+		curl_free(e);
+	}
+	*ret = out;
+	out = NULL;
+out_free:
+	free(out);
+	curl_easy_cleanup(h);
+	return rc;
+}
+
+/* ------------------------------------------------------------ responses */
+
+void ec2_response_release(struct ec2_response *r)
+{
+	if (!r)
+		return;
+	xmlFreeDoc(r->doc);
+	memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------ timers */
+
+static uint64_t next_due_us(const struct ec2_client *c)
+{
+	uint64_t due = c->curl_due_us;
+
+	for (const struct ec2_call *k = c->calls; k; k = k->next)
+		if (k->due_us && (!due || k->due_us < due))
+			due = k->due_us;
+	return due;
+}
+
+/* Tell the loop (hook mode) when to call ec2_client_on_timeout. */
+static void update_timer(struct ec2_client *c)
+{
+	uint64_t due, now;
+	long ms;
+
+	if (!c->cfg.timer_fn)
+		return;
+	due = next_due_us(c);
+	if (!due) {
+		ms = -1;
+	} else {
+		now = px_now_mono_us();
+		ms = due <= now ? 0 : (long)((due - now + 999) / 1000);
+	}
+	c->last_timer_ms = ms;
+	c->cfg.timer_fn(ms, c->cfg.hook_ctx);
+}
+
+static int curl_timer_cb(CURLM *m, long timeout_ms, void *ud)
+{
+	struct ec2_client *c = ud;
+
+	(void)m;
+	c->curl_due_us = timeout_ms < 0 ? 0 :
+		px_now_mono_us() + (uint64_t)timeout_ms * 1000 + 1;
+	update_timer(c);
+	return 0;
+}
+
+static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *ud,
+			  void *sp)
+{
+	struct ec2_client *c = ud;
+	int w = 0;
+
+	(void)e;
+	(void)sp;
+	if (what == CURL_POLL_REMOVE)
+		w = EC2_POLL_REMOVE;
+	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+		w |= EC2_POLL_IN;
+	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+		w |= EC2_POLL_OUT;
+	c->cfg.socket_fn((int)s, w, c->cfg.hook_ctx);
+	return 0;
+}
+
+/* ------------------------------------------------------------ calls */
+
+static size_t write_cb(char *p, size_t sz, size_t nm, void *ud)
+{
+	struct ec2_call *k = ud;
+	size_t n = sz * nm;
+	char *r;
+
+	if (n > k->c->cfg.response_max - k->resp_len) {
+		k->too_big = true;
+		return 0;
+	}
+	if (k->resp_len + n + 1 > k->resp_cap) {
+		size_t cap = (k->resp_len + n + 1) * 2;
+
+		if (cap > k->c->cfg.response_max + 1)
+			cap = k->c->cfg.response_max + 1;
+		r = realloc(k->resp, cap);
+		if (!r)
+			return 0;
+		k->resp = r;
+		k->resp_cap = cap;
+	}
+	memcpy(k->resp + k->resp_len, p, n);
+	k->resp_len += n;
+	k->resp[k->resp_len] = '\0';
+	return n;
+}
+
+/* Redact secrets from a trace chunk, then hand it to the debug hook. */
+static int debug_cb(CURL *h, curl_infotype t, char *data, size_t size,
+		    void *ud)
+{
+	static const char *const secret_hdrs[] = {
+		"authorization:", "x-amz-security-token:",
+	};
+	struct ec2_call *k = ud;
+	const char *p = data, *end = data + size;
+
+	(void)h;
+	if (t != CURLINFO_TEXT && t != CURLINFO_HEADER_IN &&
+	    t != CURLINFO_HEADER_OUT)
+		return 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl ? (size_t)(nl - p + 1) : (size_t)(end - p);
+		bool red = false;
+
+		for (size_t i = 0; i < 2; i++) {
+			size_t hl = strlen(secret_hdrs[i]);
+
+			if (ll >= hl && strncasecmp(p, secret_hdrs[i], hl) == 0) {
+				k->c->cfg.debug_fn(p, hl, k->c->cfg.debug_ctx);
+				k->c->cfg.debug_fn(" [redacted]\n", 12,
+						   k->c->cfg.debug_ctx);
+				red = true;
+			}
+		}
+		if (!red)
+			k->c->cfg.debug_fn(p, ll, k->c->cfg.debug_ctx);
+		p += ll;
+	}
+	return 0;
+}
+
+static void call_free(struct ec2_call *k)
+{
+	if (!k)
+		return;
+	if (k->easy) {
+		if (k->in_multi)
+			curl_multi_remove_handle(k->c->multi, k->easy);
+		curl_easy_cleanup(k->easy);
+	}
+	curl_slist_free_all(k->hdrs);
+	free(k->body);
+	free(k->resp);
+	free(k);
+}
+
+static void call_unlink(struct ec2_call *k)
+{
+	struct ec2_client *c = k->c;
+
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		c->calls = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	k->prev = k->next = NULL;
+	c->n_calls--;
+}
+
+/* One attempt: fresh credentials (they may have been refreshed) and a
+ * fresh signature date, then into the multi handle. */
+static enum px_err call_attempt(struct ec2_call *k, struct px_error *err)
+{
+	struct ec2_client *c = k->c;
+	struct awscred cr;
+	struct curl_slist *h = NULL, *t;
+	enum px_err rc;
+	char *tokhdr = NULL;
+
+	rc = awscred_provider_get(c->creds, px_now_wall_us() / PX_USEC_PER_SEC,
+				  &cr, err);
+	if (rc != PX_OK)
+		return rc;
+	t = curl_slist_append(h, "Content-Type: application/x-www-form-"
+			      "urlencoded; charset=utf-8");
+	if (!t)
+		goto out_oom;
+	h = t;
+	if (cr.session_token[0]) {
+		size_t n = strlen(cr.session_token) + 32;
+
+		tokhdr = malloc(n);
+		if (!tokhdr)
+			goto out_oom;
+		snprintf(tokhdr, n, "X-Amz-Security-Token: %s",
+			 cr.session_token);
+		t = curl_slist_append(h, tokhdr);
+		explicit_bzero(tokhdr, n);
+		free(tokhdr);
+		if (!t)
+			goto out_oom;
+		h = t;
+	}
+	curl_slist_free_all(k->hdrs);
+	k->hdrs = h;
+	h = NULL;
+	curl_easy_setopt(k->easy, CURLOPT_HTTPHEADER, k->hdrs);
+	curl_easy_setopt(k->easy, CURLOPT_USERNAME, cr.access_key_id);
+	curl_easy_setopt(k->easy, CURLOPT_PASSWORD, cr.secret_access_key);
+	awscred_clear(&cr);
+	k->resp_len = 0;
+	k->too_big = false;
+	k->due_us = 0;
+	k->attempts++;
+	if (curl_multi_add_handle(c->multi, k->easy) != CURLM_OK)
+		return px_errorf(err, PX_EHTTP, "curl_multi_add_handle failed");
+	k->in_multi = true;
+	return PX_OK;
+out_oom:
+	awscred_clear(&cr);
+	curl_slist_free_all(h);
+	return px_errorf(err, PX_ENOMEM, "request headers");
+}
+
+static void call_finish(struct ec2_call *k, enum px_err rc,
+			struct ec2_response *resp, struct px_error *err,
+			struct ec2_aws_error *aws)
+{
+	call_unlink(k);
+	if (k->done)
+		k->done(rc, resp, err, aws, k->ctx);
+	call_free(k);
+}
+
+static void explain(struct ec2_call *k, struct px_error *err,
+		    const struct ec2_aws_error *aws)
+{
+	if (!aws->code[0])
+		return;
+	px_errorf(err, PX_EAWS, "%s: aws error '%s' (http %ld, request id "
+		  "'%s', %d attempt%s): %s%s", k->action, aws->code,
+		  aws->http_status, aws->request_id, aws->attempts,
+		  aws->attempts == 1 ? "" : "s", aws->message,
+		  strcmp(aws->code, "RequestExpired") == 0 ?
+		  "; this host's clock differs from AWS's by more than 15 "
+		  "minutes: fix the clock (NTP, timedatectl) and retry" : "");
+}
+
+/* A finished transfer: success, final failure, or a retry timer. */
+static void call_done(struct ec2_call *k, CURLcode cc)
+{
+	struct ec2_client *c = k->c;
+	struct ec2_aws_error aws;
+	struct ec2_response resp;
+	struct px_error err;
+	enum px_err rc;
+	long status = 0;
+	bool timeout = false;
+	int cost;
+
+	memset(&aws, 0, sizeof aws);
+	memset(&resp, 0, sizeof resp);
+	px_error_clear(&err);
+	curl_multi_remove_handle(c->multi, k->easy);
+	k->in_multi = false;
+	aws.attempts = k->attempts;
+	if (cc != CURLE_OK) {
+		if (k->too_big) {
+			rc = px_errorf(&err, PX_ETOOBIG, "%s: response over "
+				       "%zu bytes", k->action,
+				       c->cfg.response_max);
+			goto out_final;
+		}
+		timeout = cc == CURLE_OPERATION_TIMEDOUT;
+		rc = px_errorf(&err, PX_EHTTP, "%s: %s (%s)", k->action,
+			       curl_easy_strerror(cc), c->endpoint);
+	} else {
+		curl_easy_getinfo(k->easy, CURLINFO_RESPONSE_CODE, &status);
+		aws.http_status = status;
+		rc = ec2_xml_parse(k->resp ? k->resp : "", k->resp_len, status,
+				   &resp.doc, &aws, &err);
+		if (rc == PX_OK) {
+			if (k->retry_cost || k->attempts == 1)
+				ec2_quota_success(&c->quota, k->retry_cost);
+			resp.http_status = status;
+			resp.root = xmlDocGetRootElement(resp.doc);
+			resp.attempts = k->attempts;
+			(void)ec2_xml_text(resp.root, "requestId",
+					   resp.request_id,
+					   sizeof resp.request_id, NULL);
+			call_finish(k, PX_OK, &resp, NULL, NULL);
+			ec2_response_release(&resp);
+			return;
+		}
+		if (rc == PX_EPROTO)
+			goto out_final; /* a 200 we cannot read: not retried */
+		if (rc != PX_EAWS)
+			px_error_prefix(&err, "%s: ", k->action);
+	}
+	if (k->attempts < c->cfg.max_attempts &&
+	    ec2_retry_is_retryable(status, aws.code, k->retry_not_found)) {
+		cost = 0;
+		if (c->cfg.no_retry_quota ||
+		    ec2_quota_acquire(&c->quota, timeout, &cost)) {
+			k->retry_cost = cost;
+			k->due_us = px_now_mono_us() + 1 +
+				ec2_retry_delay_us(k->attempts,
+						   c->cfg.backoff_base_us,
+						   c->cfg.backoff_cap_us,
+						   &c->rng);
+			return;
+		}
+	}
+out_final:
+	explain(k, &err, &aws);
+	if (rc == PX_EPROTO)
+		px_error_prefix(&err, "%s: ", k->action);
+	call_finish(k, rc, NULL, &err, &aws);
+}
+
+/* Drain curl's completion queue, then start retries that are due. */
+static void process(struct ec2_client *c)
+{
+	CURLMsg *m;
+	int left;
+	uint64_t now;
+	bool again = true;
+
+	while ((m = curl_multi_info_read(c->multi, &left))) {
+		struct ec2_call *k = NULL;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &k);
+		call_done(k, m->data.result);
+	}
+	while (again) {
+		again = false;
+		now = px_now_mono_us();
+		for (struct ec2_call *k = c->calls; k; k = k->next) {
+			struct px_error err;
+			enum px_err rc;
+
+			if (!k->due_us || k->due_us > now)
+				continue;
+			rc = call_attempt(k, &err);
+			if (rc != PX_OK) {
+				struct ec2_aws_error aws;
+
+				memset(&aws, 0, sizeof aws);
+				aws.attempts = k->attempts;
+				call_finish(k, rc, NULL, &err, &aws);
+				again = true; /* the list changed */
+				break;
+			}
+		}
+	}
+	update_timer(c);
+}
+
+enum px_err ec2_call_start(struct ec2_client *c, struct ec2_params *params,
+			   ec2_done_fn done, void *ctx, struct px_error *err)
+{
+	struct ec2_call *k;
+	enum px_err rc;
+
+	k = px_calloc(1, sizeof *k);
+	if (!k) {
+		ec2_params_release(params);
+		return px_errorf(err, PX_ENOMEM, "ec2 call");
+	}
+	k->c = c;
+	k->done = done;
+	k->ctx = ctx;
+	k->retry_not_found = params->retry_not_found;
+	snprintf(k->action, sizeof k->action, "%s",
+		 params->n ? params->kv[1] : "?");
+	rc = ec2_params_encode(params, &k->body, err);
+	ec2_params_release(params);
+	if (rc != PX_OK)
+		goto out_free;
+	k->easy = curl_easy_init();
+	if (!k->easy) {
+		rc = px_errorf(err, PX_ENOMEM, "curl_easy_init");
+		goto out_free;
+	}
+	curl_easy_setopt(k->easy, CURLOPT_URL, c->endpoint);
+	curl_easy_setopt(k->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(k->easy, CURLOPT_POSTFIELDS, k->body);
+	curl_easy_setopt(k->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(k->body));
+	curl_easy_setopt(k->easy, CURLOPT_AWS_SIGV4, c->sigv4);
+	curl_easy_setopt(k->easy, CURLOPT_USERAGENT, "proteus/" PX_VERSION);
+	curl_easy_setopt(k->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(k->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+	curl_easy_setopt(k->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(k->easy, CURLOPT_TIMEOUT_MS,
+			 (long)(c->cfg.timeout_us / 1000));
+	curl_easy_setopt(k->easy, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(c->cfg.connect_timeout_us / 1000));
+	curl_easy_setopt(k->easy, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(k->easy, CURLOPT_WRITEDATA, k);
+	curl_easy_setopt(k->easy, CURLOPT_PRIVATE, k);
+	if (c->cfg.debug_fn) {
+		curl_easy_setopt(k->easy, CURLOPT_DEBUGFUNCTION, debug_cb);
+		curl_easy_setopt(k->easy, CURLOPT_DEBUGDATA, k);
+		curl_easy_setopt(k->easy, CURLOPT_VERBOSE, 1L);
+	}
+	k->next = c->calls;
+	if (c->calls)
+		c->calls->prev = k;
+	c->calls = k;
+	c->n_calls++;
+	rc = call_attempt(k, err);
+	if (rc != PX_OK) {
+		call_unlink(k);
+		goto out_free;
+	}
+	return PX_OK;
+out_free:
+	call_free(k);
+	return rc;
+}
+
+/* ------------------------------------------------------------ client */
+
+enum px_err ec2_client_new(const struct ec2_config *cfg,
+			   struct ec2_client **ret, struct px_error *err)
+{
+	struct ec2_client *c;
+	const char *ep = cfg->endpoint;
+	enum px_err rc;
+	size_t n;
+
+	if (!cfg->region || !*cfg->region || strlen(cfg->region) > 64 ||
+	    strpbrk(cfg->region, ":/ "))
+		return px_errorf(err, PX_EINVAL, "bad or missing region '%s'",
+				 cfg->region ? cfg->region : "");
+	if (!cfg->creds)
+		return px_errorf(err, PX_EINVAL, "no credentials provider");
+	if (!cfg->socket_fn != !cfg->timer_fn)
+		return px_errorf(err, PX_EINVAL,
+				 "socket_fn and timer_fn go together");
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return px_errorf(err, PX_EHTTP, "curl_global_init failed");
+	xmlInitParser();
+	c = px_calloc(1, sizeof *c);
+	if (!c)
+		return px_errorf(err, PX_ENOMEM, "ec2 client");
+	c->cfg = *cfg;
+	c->cfg.endpoint = NULL;
+	if (!c->cfg.max_attempts)
+		c->cfg.max_attempts = 3;
+	if (!c->cfg.backoff_base_us)
+		c->cfg.backoff_base_us = PX_USEC_PER_SEC;
+	if (!c->cfg.backoff_cap_us)
+		c->cfg.backoff_cap_us = 20 * PX_USEC_PER_SEC;
+	if (!c->cfg.timeout_us)
+		c->cfg.timeout_us = 30 * PX_USEC_PER_SEC;
+	if (!c->cfg.connect_timeout_us)
+		c->cfg.connect_timeout_us = 10 * PX_USEC_PER_SEC;
+	if (!c->cfg.response_max)
+		c->cfg.response_max = EC2_RESPONSE_MAX;
+	c->rng = cfg->seed ? cfg->seed : px_now_mono_us() ^
+		(uint64_t)px_now_wall_us();
+	c->creds = cfg->creds;
+	ec2_quota_init(&c->quota);
+	if (!ep || !*ep)
+		ep = getenv("AWS_ENDPOINT_URL_EC2");
+	if (!ep || !*ep)
+		ep = getenv("AWS_ENDPOINT_URL");
+	if (ep && *ep) {
+		if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
+			rc = px_errorf(err, PX_EINVAL, "endpoint '%s': not an "
+				       "http(s) url", ep);
+			goto out_free;
+		}
+		c->endpoint = strdup(ep);
+	} else {
+		n = strlen(cfg->region) + 40;
+		c->endpoint = malloc(n);
+		if (c->endpoint)
+			snprintf(c->endpoint, n,
+				 "https://ec2.%s.amazonaws.com/", cfg->region);
+	}
+	if (!c->endpoint) {
+		rc = px_errorf(err, PX_ENOMEM, "ec2 endpoint");
+		goto out_free;
+	}
+	snprintf(c->sigv4, sizeof c->sigv4, "aws:amz:%s:ec2", cfg->region);
+	c->multi = curl_multi_init();
+	if (!c->multi) {
+		rc = px_errorf(err, PX_ENOMEM, "curl_multi_init");
+		goto out_free;
+	}
+	if (cfg->socket_fn) {
+		curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION,
+				  curl_socket_cb);
+		curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+		curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION,
+				  curl_timer_cb);
+		curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+	}
+	*ret = c;
+	return PX_OK;
+out_free:
+	ec2_client_free(c);
+	return rc;
+}
+
+void ec2_client_free(struct ec2_client *c)
+{
+	struct px_error err;
+	struct ec2_aws_error aws;
+
+	if (!c)
+		return;
+	memset(&aws, 0, sizeof aws);
+	while (c->calls) {
+		struct ec2_call *k = c->calls;
+
+		px_errorf(&err, PX_ECANCELED, "%s: client closed", k->action);
+		aws.attempts = k->attempts;
+		call_finish(k, PX_ECANCELED, NULL, &err, &aws);
+	}
+	if (c->multi)
+		curl_multi_cleanup(c->multi);
+	free(c->endpoint);
+	free(c);
+}
+
+const char *ec2_client_endpoint(const struct ec2_client *c)
+{
+	return c->endpoint;
+}
+
+size_t ec2_client_pending(const struct ec2_client *c)
+{
+	return c->n_calls;
+}
+
+enum px_err ec2_client_on_socket(struct ec2_client *c, int fd, int what)
+{
+	int running, ev = 0;
+
+	if (what & EC2_POLL_IN)
+		ev |= CURL_CSELECT_IN;
+	if (what & EC2_POLL_OUT)
+		ev |= CURL_CSELECT_OUT;
+	if (curl_multi_socket_action(c->multi, fd, ev, &running) != CURLM_OK)
+		return PX_EHTTP;
+	process(c);
+	return PX_OK;
+}
+
+enum px_err ec2_client_on_timeout(struct ec2_client *c)
+{
+	int running;
+
+	if (c->curl_due_us && c->curl_due_us <= px_now_mono_us() + 1000) {
+		c->curl_due_us = 0;
+		if (curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0,
+					     &running) != CURLM_OK)
+			return PX_EHTTP;
+	}
+	process(c);
+	return PX_OK;
+}
+
+enum px_err ec2_client_step(struct ec2_client *c, int timeout_ms)
+{
+	uint64_t due = next_due_us(c), now = px_now_mono_us();
+	int running;
+
+	if (c->cfg.socket_fn)
+		return PX_EINVAL;
+	if (due) {
+		uint64_t wait = due > now ? (due - now + 999) / 1000 : 0;
+
+		if ((uint64_t)timeout_ms > wait)
+			timeout_ms = (int)wait;
+	}
+	if (curl_multi_poll(c->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK)
+		return PX_EHTTP;
+	if (curl_multi_perform(c->multi, &running) != CURLM_OK)
+		return PX_EHTTP;
+	process(c);
+	/* A retry just started: let curl begin it now. */
+	if (curl_multi_perform(c->multi, &running) != CURLM_OK)
+		return PX_EHTTP;
+	return PX_OK;
+}
+
+/* ------------------------------------------------------------ blocking */
+
+struct sync_call {
+	bool done;
+	enum px_err rc;
+	struct ec2_response *resp;
+	struct px_error *err;
+	struct ec2_aws_error *aws;
+};
+
+static void sync_done(enum px_err rc, struct ec2_response *resp,
+		      const struct px_error *err,
+		      const struct ec2_aws_error *aws, void *ctx)
+{
+	struct sync_call *s = ctx;
+
+	s->done = true;
+	s->rc = rc;
+	if (rc == PX_OK) {
+		*s->resp = *resp;
+		resp->doc = NULL; /* taken */
+		return;
+	}
+	if (s->err && err)
+		*s->err = *err;
+	if (s->aws && aws)
+		*s->aws = *aws;
+}
+
+enum px_err ec2_call(struct ec2_client *c, struct ec2_params *params,
+		     struct ec2_response *ret, struct px_error *err,
+		     struct ec2_aws_error *ret_aws)
+{
+	struct sync_call s = { .resp = ret, .err = err, .aws = ret_aws };
+	enum px_err rc;
+
+	memset(ret, 0, sizeof *ret);
+	if (c->cfg.socket_fn) {
+		ec2_params_release(params);
+		return px_errorf(err, PX_EINVAL, "blocking ec2 call on a "
+				 "client driven by an event loop");
+	}
+	rc = ec2_call_start(c, params, sync_done, &s, err);
+	if (rc != PX_OK)
+		return rc;
+	while (!s.done) {
+		rc = ec2_client_step(c, 1000);
+		if (rc != PX_OK)
+			return px_errorf(err, rc, "driving the curl multi "
+					 "handle failed");
+	}
+	return s.rc;
+}

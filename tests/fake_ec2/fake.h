@@ -1,0 +1,34 @@
+/* fake.h -- start/stop tests/fake_ec2/fake_ec2.py from a Criterion test and
+ * talk to its control endpoint.  Test-only helpers (test_ec2_fake.c). */
+#ifndef PX_TEST_FAKE_H
+#define PX_TEST_FAKE_H
+
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "../../cloudapi/ec2.h"
+
+#define FAKE_AKID "AKIDEXAMPLE"
+#define FAKE_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+
+struct fake {
+	pid_t pid;
+	int in_fd;   /* the fake's stdin: closing it stops the fake */
+	int port;
+	char url[64];
+};
+
+/* Start the fake (asserts on failure); it dies by itself after 60 s. */
+void fake_start(struct fake *f);
+void fake_stop(struct fake *f);
+/* POST a JSON command to /_ctl; returns the state (json_decref it). */
+json_t *fake_ctl(struct fake *f, const char *json);
+/* A client on the fake with static keys and fast retries. */
+struct ec2_client *fake_client(struct fake *f, const char *akid,
+			       const char *secret, const char *token,
+			       struct awscred_provider **ret_prov);
+/* Count of fake state array key ("instances", "spot"). */
+size_t fake_count(struct fake *f, const char *key);
+
+#endif
