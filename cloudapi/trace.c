@@ -591,17 +591,107 @@ static enum px_err trace_src_read(struct trace_src *s, unsigned char *dst,
 	}
 }
 
-/* Count bytes counted via p->base; run the whole pipeline. */
+static const unsigned char trace_gz_magic[2] = {0x1f, 0x8b};
+
+/* Plain text: feed the first n bytes in buf, then the rest. */
+static enum px_err trace_pump_plain(struct trace_parser *p,
+				    struct trace_src *src, unsigned char *buf,
+				    size_t n)
+{
+	enum px_err rc;
+
+	while (n > 0) {
+		rc = trace_feed(p, buf, n);
+		if (rc != PX_OK)
+			return rc;
+		rc = trace_src_read(src, buf, TRACE_CHUNK, &n, p->err);
+		if (rc != PX_OK)
+			return rc;
+	}
+	return PX_OK;
+}
+
+/* gzip: inflate the first n bytes in in, then the rest, through out.  The
+ * input must end exactly at the end of a member. */
+static enum px_err trace_pump_gzip(struct trace_parser *p,
+				   struct trace_src *src, unsigned char *in,
+				   unsigned char *out, size_t n)
+{
+	struct px_error *err = p->err;
+	z_stream z;
+	bool drained = true; /* inflate left room in out: it wants input */
+	enum px_err rc;
+	int zr;
+
+	memset(&z, 0, sizeof(z));
+	if (inflateInit2(&z, 32 + 15) != Z_OK)
+		return px_errorf(err, PX_ENOMEM, "%s: out of memory",
+				 src->name);
+	z.next_in = in;
+	z.avail_in = (uInt)n;
+	for (;;) {
+		if (z.avail_in == 0 && drained) {
+			rc = trace_src_read(src, in, TRACE_CHUNK, &n, err);
+			if (rc != PX_OK)
+				goto out_end;
+			if (n == 0) {
+				rc = px_errorf(err, PX_EIO, "%s: truncated "
+					       "gzip stream (after %llu bytes "
+					       "of JSON)", src->name,
+					       (unsigned long long)p->base);
+				goto out_end;
+			}
+			z.next_in = in;
+			z.avail_in = (uInt)n;
+		}
+		z.next_out = out;
+		z.avail_out = TRACE_CHUNK;
+		zr = inflate(&z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+			rc = px_errorf(err, zr == Z_MEM_ERROR ? PX_ENOMEM :
+				       PX_EIO, "%s: corrupt gzip stream: %s",
+				       src->name, z.msg ? z.msg :
+				       "inflate failed");
+			goto out_end;
+		}
+		drained = z.avail_out > 0;
+		rc = trace_feed(p, out, TRACE_CHUNK - z.avail_out);
+		if (rc != PX_OK)
+			goto out_end;
+		if (zr != Z_STREAM_END)
+			continue;
+		/* Another gzip member may follow (as `cat a.gz b.gz`). */
+		if (z.avail_in == 0) {
+			rc = trace_src_read(src, in, TRACE_CHUNK, &n, err);
+			if (rc != PX_OK)
+				goto out_end;
+			if (n == 0)
+				break;
+			z.next_in = in;
+			z.avail_in = (uInt)n;
+		}
+		if (z.next_in[0] != trace_gz_magic[0]) {
+			rc = px_errorf(err, PX_EIO, "%s: trailing bytes after "
+				       "the gzip stream", src->name);
+			goto out_end;
+		}
+		inflateReset(&z);
+		drained = true;
+	}
+	rc = PX_OK;
+out_end:
+	inflateEnd(&z);
+	return rc;
+}
+
+/* Read src to the end through the parser. */
 static enum px_err trace_run(struct trace_src *src, trace_record_fn fn,
 			     void *ctx, struct trace_stats *ret_stats,
 			     struct px_error *err)
 {
-	static const unsigned char gz_magic[2] = {0x1f, 0x8b};
 	struct trace_parser *p;
-	unsigned char *in, *out;
+	unsigned char *in;
 	size_t n = 0;
-	z_stream z;
-	bool gz = false, z_live = false, eof = false;
 	enum px_err rc;
 
 	p = px_calloc(1, sizeof(*p));
@@ -610,7 +700,6 @@ static enum px_err trace_run(struct trace_src *src, trace_record_fn fn,
 		rc = px_errorf(err, PX_ENOMEM, "%s: out of memory", src->name);
 		goto out_free;
 	}
-	out = in + TRACE_CHUNK;
 	p->name = src->name;
 	p->fn = fn;
 	p->ctx = ctx;
@@ -618,19 +707,16 @@ static enum px_err trace_run(struct trace_src *src, trace_record_fn fn,
 	p->state = ST_TOP;
 	p->stats.first_s = INT64_MAX;
 	p->stats.last_s = INT64_MIN;
+	/* yajl's defaults refuse comments, trailing garbage, several
+	 * top-level values and a partial document. */
 	p->h = yajl_alloc(&trace_callbacks, NULL, p);
 	if (!p->h) {
 		rc = px_errorf(err, PX_ENOMEM, "%s: out of memory", src->name);
 		goto out_free;
 	}
-	/* Defaults already refuse comments, trailing garbage, several
-	 * top-level values and a partial document. */
 
-	rc = trace_src_read(src, in, TRACE_CHUNK, &n, err);
-	if (rc != PX_OK)
-		goto out_yajl;
-	/* A short first read from a pipe could split the magic: top up. */
-	while (n > 0 && n < 2) {
+	/* Read until the magic can be checked (a pipe may give 1 byte). */
+	do {
 		size_t m = 0;
 
 		rc = trace_src_read(src, in + n, TRACE_CHUNK - n, &m, err);
@@ -639,102 +725,27 @@ static enum px_err trace_run(struct trace_src *src, trace_record_fn fn,
 		if (m == 0)
 			break;
 		n += m;
-	}
+	} while (n < 2);
 	if (n == 0) {
 		rc = px_errorf(err, PX_EINVAL, "%s: empty file", src->name);
 		goto out_yajl;
 	}
-	gz = n >= 2 && memcmp(in, gz_magic, 2) == 0;
-	if (gz) {
-		memset(&z, 0, sizeof(z));
-		if (inflateInit2(&z, 32 + 15) != Z_OK) {
-			rc = px_errorf(err, PX_ENOMEM, "%s: inflateInit2 "
-				       "failed", src->name);
-			goto out_yajl;
-		}
-		z_live = true;
-		z.next_in = in;
-		z.avail_in = (uInt)n;
-	}
-
-	while (!eof) {
-		if (!gz) {
-			rc = trace_feed(p, in, n);
-			if (rc != PX_OK)
-				goto out_zlib;
-			rc = trace_src_read(src, in, TRACE_CHUNK, &n, err);
-			if (rc != PX_OK)
-				goto out_zlib;
-			eof = n == 0;
-			continue;
-		}
-		if (z.avail_in == 0) {
-			rc = trace_src_read(src, in, TRACE_CHUNK, &n, err);
-			if (rc != PX_OK)
-				goto out_zlib;
-			if (n == 0) {
-				rc = px_errorf(err, PX_EIO, "%s: truncated "
-					       "gzip stream (after %llu bytes "
-					       "of JSON)", src->name,
-					       (unsigned long long)p->base);
-				goto out_zlib;
-			}
-			z.next_in = in;
-			z.avail_in = (uInt)n;
-		}
-		z.next_out = out;
-		z.avail_out = TRACE_CHUNK;
-		int zr = inflate(&z, Z_NO_FLUSH);
-
-		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
-			rc = px_errorf(err, zr == Z_MEM_ERROR ? PX_ENOMEM :
-				       PX_EIO, "%s: corrupt gzip stream: %s",
-				       src->name, z.msg ? z.msg :
-				       "inflate failed");
-			goto out_zlib;
-		}
-		rc = trace_feed(p, out, TRACE_CHUNK - z.avail_out);
-		if (rc != PX_OK)
-			goto out_zlib;
-		if (zr != Z_STREAM_END)
-			continue;
-		/* Another gzip member may follow (as `cat a.gz b.gz`). */
-		if (z.avail_in == 0) {
-			rc = trace_src_read(src, in, TRACE_CHUNK, &n, err);
-			if (rc != PX_OK)
-				goto out_zlib;
-			z.next_in = in;
-			z.avail_in = (uInt)n;
-		}
-		if (z.avail_in == 0) {
-			eof = true;
-		} else if (z.next_in[0] == gz_magic[0]) {
-			inflateReset(&z);
-		} else {
-			rc = px_errorf(err, PX_EIO, "%s: trailing bytes after "
-				       "the gzip stream", src->name);
-			goto out_zlib;
-		}
-	}
-
+	if (n >= 2 && memcmp(in, trace_gz_magic, 2) == 0)
+		rc = trace_pump_gzip(p, src, in, in + TRACE_CHUNK, n);
+	else
+		rc = trace_pump_plain(p, src, in, n);
+	if (rc != PX_OK)
+		goto out_yajl;
+	/* The end of the top-level object checked SpotPriceHistory. */
 	if (yajl_complete_parse(p->h) != yajl_status_ok) {
 		rc = p->rc != PX_OK ? p->rc :
 			trace_json_error(p, NULL, 0, p->base);
-		goto out_zlib;
-	}
-	if (!p->seen_history) {
-		p->pos = p->base;
-		rc = px_errorf(err, PX_EINVAL, "%s: no 'SpotPriceHistory' "
-			       "array", src->name);
-		goto out_zlib;
+		goto out_yajl;
 	}
 	p->stats.bytes = p->base;
 	if (ret_stats)
 		*ret_stats = p->stats;
 	rc = PX_OK;
-out_zlib:
-	if (z_live)
-		inflateEnd(&z);
 out_yajl:
 	yajl_free(p->h);
 out_free:

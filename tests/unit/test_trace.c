@@ -244,6 +244,38 @@ Test(trace, gzip_buffer_and_members)
 	free(z);
 }
 
+/* Decompressed sizes at and around the 64 KiB chunk size: the end of the
+ * stream must be seen even when the last output exactly fills a chunk. */
+Test(trace, gzip_chunk_boundaries)
+{
+	static const size_t sizes[] = {65535, 65536, 65537, 131072, 196608};
+	const char *head = "{\"SpotPriceHistory\": [" GOOD "]";
+	size_t hl = strlen(head);
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		size_t len = sizes[i], zn;
+		char *json = malloc(len);
+		struct seen s = {0};
+		struct trace_stats st;
+		struct px_error err = {0};
+
+		/* whitespace padding, in runs shorter than TRACE_TOKEN_MAX */
+		memcpy(json, head, hl);
+		memset(json + hl, ' ', len - hl - 1);
+		for (size_t k = hl + 1000; k < len - 1; k += 30000)
+			memcpy(json + k, ",\"x\":1", 6);
+		json[len - 1] = '}';
+		unsigned char *z = gz(json, len, &zn);
+		cr_assert_eq(trace_read_buffer(z, zn, "b.gz", collect, &s,
+					       &st, &err), PX_OK,
+			     "size %zu: %s", len, err.msg);
+		cr_assert_eq(s.n, 1);
+		cr_assert_eq(st.bytes, len);
+		free(z);
+		free(json);
+	}
+}
+
 Test(trace, truncated_gzip_is_eio)
 {
 	char path[4096], tmp[] = "/tmp/px_trace_XXXXXX";
