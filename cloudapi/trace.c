@@ -1,6 +1,6 @@
 /* trace.c -- streaming spot-price history reader: zlib -> yajl -> callback.
  *
- * The input goes through inflate (when it starts with the gzip/zlib magic)
+ * The input goes through inflate (when it starts with the gzip magic)
  * in 64 KiB chunks into a yajl SAX parser whose callbacks fill one fixed
  * record and hand it on; nothing is allocated per record.
  */
