@@ -4,15 +4,23 @@
  *   {"SpotPriceHistory": [{"AvailabilityZone": "...", "InstanceType": "...",
  *     "ProductDescription": "...", "SpotPrice": "0.230000",
  *     "Timestamp": "2016-02-24T21:10:53.000Z"}, ...], "NextToken": "..."}
- * plain or gzip-compressed (detected from the bytes, not the name), records
- * in any time order.  It streams with a SAX parser (yajl) through zlib, so
+ * plain or gzip-compressed (detected from the bytes, not the name; several
+ * gzip members are read as one stream, as gzip -d does), records in any
+ * time order.  It streams with a SAX parser (yajl) through zlib, so
  * memory stays bounded whatever the file size; each record is handed to a
  * callback and forgotten.  Other top-level keys and unknown record fields
- * are ignored; the five fields above are required.
+ * (whatever their shape) are ignored; the five fields above are required,
+ * once each.  SpotPrice is a string or a JSON number, read exactly by
+ * px_parse_usd (at most 6 decimals, no sign or exponent); Timestamp is a
+ * string read by px_parse_time.
  *
  * Every error names the source, the record index (0-based) and the byte
  * offset in the decompressed stream, and the field, e.g.
  *   "t.json.gz: record 12 (byte 3456): field 'SpotPrice': negative price"
+ * The byte is where the problem was seen: just past the offending token,
+ * or where the JSON parser stopped.  Errors outside the array have no
+ * record ("t.json: byte 18: no 'SpotPriceHistory' array"); gzip errors name
+ * the source only.  docs/traces.md lists the messages.
  * This module does not log.
  */
 #ifndef PX_TRACE_H
@@ -24,7 +32,9 @@
 #include "../common/px.h"
 
 #define TRACE_FIELD_MAX 64            /* longest zone/type/product string */
-#define TRACE_TOKEN_MAX (64 * 1024)   /* longest token of any kind */
+/* Longest stretch of JSON text from the end of one token to the end of the
+ * next (whitespace included): bounds what the parser buffers. */
+#define TRACE_TOKEN_MAX (64 * 1024)
 
 /* One record.  The strings are borrowed: valid only during the callback. */
 struct trace_record {
@@ -38,7 +48,9 @@ struct trace_record {
 };
 
 /* Called once per record; returning non-PX_OK stops the read, and that
- * value (and err, if the callback filled it) is returned. */
+ * value is returned, with err set to the callback's message (or "stopped by
+ * the callback: <px_strerror>" if it left err empty) prefixed with the
+ * source, record and byte.  The callback's err is never NULL. */
 typedef enum px_err (*trace_record_fn)(const struct trace_record *rec,
 				       void *ctx, struct px_error *err);
 
@@ -49,10 +61,13 @@ struct trace_stats {
 	int64_t last_s;      /* latest record time (INT64_MIN if none) */
 };
 
-/* Read the file at path ("-" reads standard input).  ret_stats may be NULL.
- * Errors: PX_ENOENT/PX_ESYS|errno (open), PX_EIO (truncated or corrupt
- * gzip), PX_EINVAL (bad JSON or field), PX_ETOOBIG (a token over
- * TRACE_TOKEN_MAX or a field over TRACE_FIELD_MAX), or the callback's. */
+/* Read the file at path ("-" reads standard input).  fn may be NULL (just
+ * validate and count).  ret_stats may be NULL; it is written on success
+ * only.  Errors: PX_ENOENT/PX_ESYS|errno (open; a directory is
+ * PX_ESYS|EISDIR), PX_EIO (truncated or corrupt gzip, bytes after it),
+ * PX_EINVAL (bad JSON or field, an empty file), PX_ETOOBIG (more than
+ * TRACE_TOKEN_MAX bytes without a token, or a field over TRACE_FIELD_MAX),
+ * PX_ENOMEM, or the callback's. */
 enum px_err trace_read_file(const char *path, trace_record_fn fn, void *ctx,
 			    struct trace_stats *ret_stats,
 			    struct px_error *err);
@@ -65,8 +80,10 @@ enum px_err trace_read_buffer(const void *buf, size_t len, const char *name,
 			      struct px_error *err);
 
 /* Region of an availability zone: "us-east-1b" -> "us-east-1",
- * "us-west-2-lax-1a" -> "us-west-2".  PX_EINVAL when zone has no
- * "<letters>-...-<digits>" prefix. */
+ * "us-west-2-lax-1a" -> "us-west-2", "us-east-1" -> "us-east-1".  The
+ * region is the prefix [a-z]+(-[a-z]+)*-[0-9]+, which must be followed by
+ * the end, a letter or '-'.  PX_EINVAL when zone has no such prefix,
+ * PX_ETOOBIG when it does not fit in len bytes with its NUL. */
 enum px_err trace_zone_region(const char *zone, char *buf, size_t len);
 
 #endif
