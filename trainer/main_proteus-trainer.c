@@ -25,10 +25,10 @@ static void usage(FILE *f)
 		"[--batch N]\n"
 		"                       [--lr X] [--momentum X] "
 		"[--weight-decay X] [--threads N]\n"
-		"                       [--device cpu|cuda] [--seed N] "
-		"[--data DIR]\n"
-		"                       [--max-train N] [--max-test N] "
-		"[--json]\n");
+		"                       [--schedule const|cosine] "
+		"[--device cpu|cuda] [--seed N]\n"
+		"                       [--data DIR] "
+		"[--max-train N] [--max-test N] [--json]\n");
 }
 
 static int parse_u64(const char *name, const char *s, uint64_t max,
@@ -118,6 +118,7 @@ static int cmd_train(int argc, char **argv)
 		{ "max-train", required_argument, NULL, 'N' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "momentum", required_argument, NULL, 'M' },
+		{ "schedule", required_argument, NULL, 'S' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "weight-decay", required_argument, NULL, 'w' },
@@ -179,6 +180,12 @@ static int cmd_train(int argc, char **argv)
 			if (parse_u64("max-train", optarg, DATA_IDX_MAX_ITEMS,
 				      &max_train))
 				return 2;
+			break;
+		case 'S':
+			if (train_schedule_parse(optarg, &o.schedule, &err)) {
+				log_err("%s", err.msg);
+				return 2;
+			}
 			break;
 		case 's':
 			if (parse_u64("seed", optarg, UINT64_MAX, &o.seed))

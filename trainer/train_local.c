@@ -3,6 +3,7 @@
  */
 #include "train_local.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,29 @@ enum px_err train_device_parse(const char *s, enum train_device *ret,
 		return px_errorf(err, PX_EINVAL,
 				 "unknown device '%s' (cpu or cuda)", s);
 	return PX_OK;
+}
+
+enum px_err train_schedule_parse(const char *s, enum train_schedule *ret,
+				 struct px_error *err)
+{
+	if (!strcmp(s, "const"))
+		*ret = TRAIN_LR_CONST;
+	else if (!strcmp(s, "cosine"))
+		*ret = TRAIN_LR_COSINE;
+	else
+		return px_errorf(err, PX_EINVAL,
+				 "unknown schedule '%s' (const or cosine)", s);
+	return PX_OK;
+}
+
+/* The learning rate for step `step` of `steps`. */
+static float step_lr(const struct train_opts *o, uint64_t step,
+		     uint64_t steps)
+{
+	if (o->schedule != TRAIN_LR_COSINE || steps == 0)
+		return o->lr;
+	return o->lr * 0.5f *
+	       (1.0f + (float)cos(3.141592653589793 * (double)step / steps));
 }
 
 static void run_release(struct run *r)
@@ -195,6 +219,9 @@ static enum px_err check_opts(const struct train_opts *o,
 	    || !(o->weight_decay >= 0.0f))
 		return px_errorf(err, PX_EINVAL, "need lr > 0, momentum in "
 				 "[0, 1) and weight decay >= 0");
+	if (o->schedule != TRAIN_LR_CONST && o->schedule != TRAIN_LR_COSINE)
+		return px_errorf(err, PX_EINVAL, "bad schedule %d",
+				 (int)o->schedule);
 	if (o->device != TRAIN_DEV_CPU && o->device != TRAIN_DEV_CUDA)
 		return px_errorf(err, PX_EINVAL, "bad device %d",
 				 (int)o->device);
@@ -213,6 +240,7 @@ enum px_err train_local_run(const struct train_opts *o,
 			    struct train_result *ret, struct px_error *err)
 {
 	uint64_t t0 = px_now_mono_us(), train_us = 0, samples = 0;
+	uint64_t step = 0, steps_total;
 	struct train_result res;
 	struct run r;
 	enum px_err e;
@@ -225,6 +253,8 @@ enum px_err train_local_run(const struct train_opts *o,
 	if (e != PX_OK)
 		goto out_release;
 	res.n_params = r.d.n_params;
+	steps_total = (uint64_t)o->epochs *
+		      ((train->n + (uint64_t)o->batch - 1) / o->batch);
 	for (uint32_t ep = 1; ep <= o->epochs; ep++) {
 		struct train_epoch st = { .epoch = ep };
 		uint64_t t1 = px_now_mono_us(), dt;
@@ -245,7 +275,9 @@ enum px_err train_local_run(const struct train_opts *o,
 			if (e == PX_OK)
 				e = r.ops->sgd_momentum(r.kctx, r.params,
 							r.vel, r.grad,
-							r.d.n_params, o->lr,
+							r.d.n_params,
+							step_lr(o, step++,
+								steps_total),
 							o->momentum,
 							o->weight_decay, err);
 			if (e != PX_OK)

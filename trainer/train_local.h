@@ -19,6 +19,12 @@ enum train_device {
 	TRAIN_DEV_MAX
 };
 
+enum train_schedule {
+	TRAIN_LR_CONST,  /* lr throughout */
+	TRAIN_LR_COSINE, /* lr * (1 + cos(pi * step / steps)) / 2, to 0 */
+	TRAIN_LR_MAX
+};
+
 struct train_opts {
 	enum model_kind model;
 	uint32_t hidden[MODEL_MAX_LAYERS - 1]; /* MLP widths */
@@ -28,6 +34,7 @@ struct train_opts {
 	float lr;              /* learning rate */
 	float momentum;        /* 0 for plain SGD */
 	float weight_decay;    /* L2, added to the gradient */
+	enum train_schedule schedule; /* learning rate over the run */
 	int threads;           /* OpenBLAS threads; 0 leaves the default */
 	enum train_device device;
 	int cuda_device;       /* CUDA device ordinal */
@@ -35,12 +42,16 @@ struct train_opts {
 };
 
 /* Defaults: MLP 256-256, 5 epochs, batch 128, lr 0.05, momentum 0.9, no
- * weight decay, CPU, seed 1. */
+ * weight decay, constant lr, CPU, seed 1. */
 void train_opts_default(struct train_opts *o);
 
 /* "cpu" or "cuda". */
 enum px_err train_device_parse(const char *s, enum train_device *ret,
 			       struct px_error *err);
+
+/* "const" or "cosine". */
+enum px_err train_schedule_parse(const char *s, enum train_schedule *ret,
+				 struct px_error *err);
 
 /* Reported after each epoch. */
 struct train_epoch {
