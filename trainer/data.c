@@ -33,8 +33,9 @@ static enum px_err read_full(gzFile f, const char *path, void *buf,
 		if (got < 0) {
 			const char *m = gzerror(f, &zerr);
 
-			return px_errorf(err, PX_EIO, "file '%s': reading %s: %s",
-					 path, what, m ? m : "gzip error");
+			return px_errorf(err, PX_EIO,
+					 "file '%s': reading %s: %s", path,
+					 what, m ? m : "gzip error");
 		}
 		if (got == 0)
 			return px_errorf(err, PX_EINVAL,

@@ -34,8 +34,9 @@ float kern_rng_uniform(struct kern_rng *r)
 float kern_rng_normal(struct kern_rng *r)
 {
 	/* u1 in (0, 1] so that log() is finite. */
-	double u1 = ((double)(kern_rng_u64(r) >> 11) + 1.0) / 9007199254740992.0;
-	double u2 = (double)(kern_rng_u64(r) >> 11) / 9007199254740992.0;
+	const double two53 = 9007199254740992.0;
+	double u1 = ((double)(kern_rng_u64(r) >> 11) + 1.0) / two53;
+	double u2 = (double)(kern_rng_u64(r) >> 11) / two53;
 
 	return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }

@@ -23,7 +23,8 @@ struct kern_cuda {
 /* ==== CUDA kernels ==== */
 
 /* y[n,d] += b[d] */
-static __global__ void kc_bias_add_kernel(float *y, const float *b, int n, int d)
+static __global__ void
+kc_bias_add_kernel(float *y, const float *b, int n, int d)
 {
 	size_t total = (size_t)n * (size_t)d;
 	size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -35,7 +36,8 @@ static __global__ void kc_bias_add_kernel(float *y, const float *b, int n, int d
 
 /* db[d] = sum_i dy[i,d]: one thread per column, rows in order (as the CPU
  * reference, so the sums round identically). */
-static __global__ void kc_bias_grad_kernel(float *db, const float *dy, int n, int d)
+static __global__ void
+kc_bias_grad_kernel(float *db, const float *dy, int n, int d)
 {
 	int stride = gridDim.x * blockDim.x;
 
@@ -50,7 +52,8 @@ static __global__ void kc_bias_grad_kernel(float *db, const float *dy, int n, in
 }
 
 /* y[len] = max(x, 0) */
-static __global__ void kc_relu_fwd_kernel(float *y, const float *x, size_t len)
+static __global__ void
+kc_relu_fwd_kernel(float *y, const float *x, size_t len)
 {
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 
@@ -60,8 +63,9 @@ static __global__ void kc_relu_fwd_kernel(float *y, const float *x, size_t len)
 }
 
 /* dx[len] = dy * (y > 0) */
-static __global__ void kc_relu_bwd_kernel(float *dx, const float *dy, const float *y,
-				   size_t len)
+static __global__ void
+kc_relu_bwd_kernel(float *dx, const float *dy, const float *y,
+		   size_t len)
 {
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 
@@ -72,9 +76,10 @@ static __global__ void kc_relu_bwd_kernel(float *dx, const float *dy, const floa
 
 /* One thread per row: probs[n,c] = softmax(logits[n,c]) with the row max
  * subtracted, loss[n] = log(sum) - (z_y - max).  Fine for our c = 10. */
-static __global__ void kc_softmax_xent_fwd_kernel(float *probs, float *loss,
-					   const float *logits,
-					   const uint8_t *labels, int n, int c)
+static __global__ void
+kc_softmax_xent_fwd_kernel(float *probs, float *loss,
+			   const float *logits,
+			   const uint8_t *labels, int n, int c)
 {
 	int stride = gridDim.x * blockDim.x;
 
@@ -100,9 +105,10 @@ static __global__ void kc_softmax_xent_fwd_kernel(float *probs, float *loss,
 }
 
 /* dlogits[n,c] = (probs - onehot(labels)) * inv_n */
-static __global__ void kc_softmax_xent_bwd_kernel(float *dlogits, const float *probs,
-					   const uint8_t *labels, int n, int c,
-					   float inv_n)
+static __global__ void
+kc_softmax_xent_bwd_kernel(float *dlogits, const float *probs,
+			   const uint8_t *labels, int n, int c,
+			   float inv_n)
 {
 	size_t total = (size_t)n * (size_t)c;
 	size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -118,8 +124,9 @@ static __global__ void kc_softmax_xent_bwd_kernel(float *dlogits, const float *p
 }
 
 /* g' = g + wd*w; v = mu*v + g'; w -= lr*v */
-static __global__ void kc_sgd_momentum_kernel(float *w, float *v, const float *g,
-				       size_t len, float lr, float mu, float wd)
+static __global__ void
+kc_sgd_momentum_kernel(float *w, float *v, const float *g,
+		       size_t len, float lr, float mu, float wd)
 {
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 
@@ -417,7 +424,8 @@ enum px_err kern_cuda_new(int device, struct kern_cuda **ret,
 				 "cuda: no device %d (%d found)", device, n);
 	k = (struct kern_cuda *)px_calloc(1, sizeof(*k));
 	if (!k)
-		return px_errorf(err, PX_ENOMEM, "cannot allocate cuda context");
+		return px_errorf(err, PX_ENOMEM,
+				 "cannot allocate a cuda context");
 	k->device = device;
 	e = cudaSetDevice(device);
 	if (e != cudaSuccess) {

@@ -160,9 +160,16 @@ Test(train, rejects_bad_options)
 	te.dim = tr.dim;
 	cr_assert_eq(train_device_parse("tpu", &dev, &err), PX_EINVAL);
 	cr_assert(strstr(err.msg, "'tpu'"), "%s", err.msg);
+	enum train_schedule sch;
+
+	cr_assert_eq(train_schedule_parse("cosine", &sch, &err), PX_OK);
+	cr_assert_eq(sch, TRAIN_LR_COSINE);
+	cr_assert_eq(train_schedule_parse("step", &sch, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "'step'"), "%s", err.msg);
 	/* batch larger than the training set: one short step per epoch */
 	o.epochs = 1;
 	o.batch = 64;
+	o.schedule = TRAIN_LR_COSINE;
 	cr_assert_eq(train_local_run(&o, &tr, &te, NULL, NULL, &res, &err),
 		     PX_OK, "%s", err.msg);
 	data_release(&tr);
