@@ -1,0 +1,75 @@
+/* data.h -- training data: the IDX reader (Fashion-MNIST), partitioning
+ * across workers, shuffling and batch gathering.  Host memory only.
+ */
+#ifndef PX_DATA_H
+#define PX_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/px.h"
+
+/* Where Debian's dataset-fashion-mnist installs the files. */
+#define DATA_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+/* Bounds on what an IDX header may claim. */
+#define DATA_IDX_MAX_ITEMS 10000000u  /* images or labels per file */
+#define DATA_IDX_MAX_DIM 4096u        /* rows, columns */
+#define DATA_IDX_MAX_BYTES (UINT64_C(1) << 32) /* payload, 4 GiB */
+
+/* A labelled data set: n examples of dim features each, in [0, 1]. */
+struct data_set {
+	uint32_t n;         /* examples */
+	uint32_t dim;       /* features per example (rows * cols) */
+	uint32_t n_classes; /* labels are < n_classes */
+	float *x;           /* [n, dim], pixel / 255 */
+	uint8_t *y;         /* [n] */
+};
+
+/* Read an IDX file of unsigned bytes (magic 0x0000080N, N = ndims), plain
+ * or gzip-compressed (read through zlib).  expect_ndims must match; at
+ * most max_items (0: all) items of the first dimension are read.  The
+ * header is checked against the DATA_IDX_MAX_* bounds before anything is
+ * allocated; a missing, short or corrupt file is an error naming it.
+ * On success *ret_data (free() it) holds items * item_bytes bytes,
+ * *ret_items the items read and *ret_item_bytes the product of the other
+ * dimensions (1 for labels). */
+enum px_err data_idx_read(const char *path, uint32_t expect_ndims,
+			  uint32_t max_items, uint8_t **ret_data,
+			  uint32_t *ret_items, uint32_t *ret_item_bytes,
+			  struct px_error *err);
+
+/* Load an images file (3 dims) and its labels file (1 dim): counts must
+ * agree and every label must be < n_classes.  Reads at most max_n
+ * examples (0: all).  Release with data_release. */
+enum px_err data_load(const char *images_path, const char *labels_path,
+		      uint32_t n_classes, uint32_t max_n,
+		      struct data_set *ret, struct px_error *err);
+
+/* Load Fashion-MNIST's train (60,000) or test (10,000) split from dir
+ * (NULL: DATA_FASHION_MNIST_DIR).  PX_ENOENT, naming the file and the
+ * Debian package, when it is not installed. */
+enum px_err data_load_fashion_mnist(const char *dir, bool train,
+				    uint32_t max_n, struct data_set *ret,
+				    struct px_error *err);
+
+/* Free what data_load filled; safe on a zeroed or released set. */
+void data_release(struct data_set *d);
+
+/* Worker `part` of n_parts gets examples [*ret_lo, *ret_hi): contiguous,
+ * sizes differ by at most one, the union is [0, n).  PX_EINVAL when
+ * n_parts is 0 or part >= n_parts. */
+enum px_err data_partition(uint32_t n, uint32_t n_parts, uint32_t part,
+			   uint32_t *ret_lo, uint32_t *ret_hi,
+			   struct px_error *err);
+
+/* Fill idx[0..n) with lo, lo+1, ... and shuffle it (Fisher-Yates) with
+ * the seeded PRNG: the same seed gives the same order. */
+void data_shuffle(uint32_t *idx, uint32_t n, uint32_t lo, uint64_t seed);
+
+/* Copy examples idx[0..n) into x[n, dim] and y[n]. */
+void data_gather(const struct data_set *d, const uint32_t *idx, uint32_t n,
+		 float *x, uint8_t *y);
+
+#endif

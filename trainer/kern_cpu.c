@@ -1,0 +1,271 @@
+/* kern_cpu.c -- CPU reference kernels (plain loops), gemm via OpenBLAS,
+ * the seeded PRNG, and the CPU ops table.  These loops are the reference
+ * the CUDA kernels are tested against: keep them obvious.
+ */
+#include "kern.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- PRNG ---- */
+
+void kern_rng_seed(struct kern_rng *r, uint64_t seed)
+{
+	r->s = seed;
+}
+
+/* splitmix64 (Steele, Lea, Flood 2014). */
+uint64_t kern_rng_u64(struct kern_rng *r)
+{
+	uint64_t z = (r->s += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+float kern_rng_uniform(struct kern_rng *r)
+{
+	return (float)(kern_rng_u64(r) >> 40) * (1.0f / 16777216.0f);
+}
+
+float kern_rng_normal(struct kern_rng *r)
+{
+	/* u1 in (0, 1] so that log() is finite. */
+	const double two53 = 9007199254740992.0;
+	double u1 = ((double)(kern_rng_u64(r) >> 11) + 1.0) / two53;
+	double u2 = (double)(kern_rng_u64(r) >> 11) / two53;
+
+	return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+uint64_t kern_rng_below(struct kern_rng *r, uint64_t n)
+{
+	/* Rejection sampling: no modulo bias. */
+	uint64_t lim = UINT64_MAX - UINT64_MAX % n, x;
+
+	do
+		x = kern_rng_u64(r);
+	while (x >= lim);
+	return x % n;
+}
+
+/* ---- reference kernels ---- */
+
+void kern_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+	       const float *a, int lda, const float *b, int ldb, float beta,
+	       float *c, int ldc)
+{
+	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+		    trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a,
+		    lda, b, ldb, beta, c, ldc);
+}
+
+void kern_bias_add(float *y, const float *b, int n, int d)
+{
+	/* y[n,d], b[d] */
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < d; j++)
+			y[(size_t)i * d + j] += b[j];
+}
+
+void kern_bias_grad(float *db, const float *dy, int n, int d)
+{
+	/* db[d], dy[n,d]; summed in row order, like the CUDA kernel */
+	for (int j = 0; j < d; j++) {
+		float s = 0.0f;
+
+		for (int i = 0; i < n; i++)
+			s += dy[(size_t)i * d + j];
+		db[j] = s;
+	}
+}
+
+void kern_relu_fwd(float *y, const float *x, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void kern_relu_bwd(float *dx, const float *dy, const float *y, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void kern_softmax_xent_fwd(float *probs, float *loss, const float *logits,
+			   const uint8_t *labels, int n, int c)
+{
+	/* probs[n,c], loss[n], logits[n,c], labels[n] */
+	for (int i = 0; i < n; i++) {
+		const float *z = logits + (size_t)i * c;
+		float *p = probs + (size_t)i * c;
+		float mx = z[0], sum = 0.0f;
+
+		for (int j = 1; j < c; j++)
+			if (z[j] > mx)
+				mx = z[j];
+		for (int j = 0; j < c; j++) {
+			p[j] = expf(z[j] - mx);
+			sum += p[j];
+		}
+		for (int j = 0; j < c; j++)
+			p[j] /= sum;
+		/* -log p_y = log(sum) - (z_y - max): exact even when p_y
+		 * underflows to 0. */
+		if (labels[i] < c)
+			loss[i] = logf(sum) - (z[labels[i]] - mx);
+		else
+			loss[i] = NAN;
+	}
+}
+
+void kern_softmax_xent_bwd(float *dlogits, const float *probs,
+			   const uint8_t *labels, int n, int c)
+{
+	/* dlogits[n,c], probs[n,c], labels[n] */
+	float inv_n = 1.0f / (float)n;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < c; j++) {
+			size_t o = (size_t)i * c + j;
+			float t = labels[i] == j ? 1.0f : 0.0f;
+
+			dlogits[o] = (probs[o] - t) * inv_n;
+		}
+}
+
+void kern_sgd_momentum(float *w, float *v, const float *g, size_t len,
+		       float lr, float mu, float wd)
+{
+	for (size_t i = 0; i < len; i++) {
+		float gi = g[i] + wd * w[i];
+
+		v[i] = mu * v[i] + gi;
+		w[i] -= lr * v[i];
+	}
+}
+
+void kern_cpu_set_threads(int n)
+{
+	if (n >= 1)
+		openblas_set_num_threads(n);
+}
+
+/* ---- the CPU ops table: host memory, never fails except on OOM ---- */
+
+static enum px_err cpu_alloc(void *ctx, size_t bytes, void **ret,
+			     struct px_error *err)
+{
+	void *p = px_calloc(bytes ? bytes : 1, 1);
+
+	if (!p)
+		return px_errorf(err, PX_ENOMEM, "cannot allocate %zu bytes",
+				 bytes);
+	*ret = p;
+	return PX_OK;
+}
+
+static void cpu_free(void *ctx, void *p)
+{
+	free(p);
+}
+
+static enum px_err cpu_copy(void *ctx, void *dst, const void *src,
+			    size_t bytes, struct px_error *err)
+{
+	if (bytes)
+		memmove(dst, src, bytes);
+	return PX_OK;
+}
+
+static enum px_err cpu_zero(void *ctx, void *dst, size_t bytes,
+			    struct px_error *err)
+{
+	if (bytes)
+		memset(dst, 0, bytes);
+	return PX_OK;
+}
+
+static enum px_err cpu_gemm(void *ctx, bool trans_a, bool trans_b, int m,
+			    int n, int k, float alpha, const float *a, int lda,
+			    const float *b, int ldb, float beta, float *c,
+			    int ldc, struct px_error *err)
+{
+	kern_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+		  ldc);
+	return PX_OK;
+}
+
+static enum px_err cpu_bias_add(void *ctx, float *y, const float *b, int n,
+				int d, struct px_error *err)
+{
+	kern_bias_add(y, b, n, d);
+	return PX_OK;
+}
+
+static enum px_err cpu_bias_grad(void *ctx, float *db, const float *dy,
+				 int n, int d, struct px_error *err)
+{
+	kern_bias_grad(db, dy, n, d);
+	return PX_OK;
+}
+
+static enum px_err cpu_relu_fwd(void *ctx, float *y, const float *x,
+				size_t len, struct px_error *err)
+{
+	kern_relu_fwd(y, x, len);
+	return PX_OK;
+}
+
+static enum px_err cpu_relu_bwd(void *ctx, float *dx, const float *dy,
+				const float *y, size_t len,
+				struct px_error *err)
+{
+	kern_relu_bwd(dx, dy, y, len);
+	return PX_OK;
+}
+
+static enum px_err cpu_sm_fwd(void *ctx, float *probs, float *loss,
+			      const float *logits, const uint8_t *labels,
+			      int n, int c, struct px_error *err)
+{
+	kern_softmax_xent_fwd(probs, loss, logits, labels, n, c);
+	return PX_OK;
+}
+
+static enum px_err cpu_sm_bwd(void *ctx, float *dlogits, const float *probs,
+			      const uint8_t *labels, int n, int c,
+			      struct px_error *err)
+{
+	kern_softmax_xent_bwd(dlogits, probs, labels, n, c);
+	return PX_OK;
+}
+
+static enum px_err cpu_sgd(void *ctx, float *w, float *v, const float *g,
+			   size_t len, float lr, float mu, float wd,
+			   struct px_error *err)
+{
+	kern_sgd_momentum(w, v, g, len, lr, mu, wd);
+	return PX_OK;
+}
+
+const struct kern_ops kern_cpu_ops = {
+	.name = "cpu",
+	.alloc = cpu_alloc,
+	.free = cpu_free,
+	.upload = cpu_copy,
+	.download = cpu_copy,
+	.copy = cpu_copy,
+	.zero = cpu_zero,
+	.gemm = cpu_gemm,
+	.bias_add = cpu_bias_add,
+	.bias_grad = cpu_bias_grad,
+	.relu_fwd = cpu_relu_fwd,
+	.relu_bwd = cpu_relu_bwd,
+	.softmax_xent_fwd = cpu_sm_fwd,
+	.softmax_xent_bwd = cpu_sm_bwd,
+	.sgd_momentum = cpu_sgd,
+};

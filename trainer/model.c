@@ -1,0 +1,338 @@
+/* model.c -- MLR and MLP: layout, initialisation, forward, backward and
+ * evaluation, written once over struct kern_ops so that the CPU and CUDA
+ * paths run the same sequence of kernels.
+ */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct model_ctx {
+	struct model_desc d;         /* a copy */
+	const struct kern_ops *ops;  /* borrowed */
+	void *kctx;                  /* borrowed */
+	uint32_t max_batch;
+	uint32_t max_width;          /* widest layer input or output */
+	float *act[MODEL_MAX_LAYERS]; /* [max_batch, out_l]: layer outputs
+				       * (after ReLU); the last is logits */
+	float *probs;                /* [max_batch, n_out] */
+	float *loss;                 /* [max_batch] per-row loss */
+	float *delta[2];             /* [max_batch, max_width] ping-pong */
+	float *h_probs;              /* host copies for eval and loss */
+	float *h_loss;
+	uint8_t *h_y;
+};
+
+enum px_err model_kind_parse(const char *s, enum model_kind *ret,
+			     struct px_error *err)
+{
+	if (!strcmp(s, "mlr"))
+		*ret = MODEL_MLR;
+	else if (!strcmp(s, "mlp"))
+		*ret = MODEL_MLP;
+	else
+		return px_errorf(err, PX_EINVAL,
+				 "unknown model '%s' (mlr or mlp)", s);
+	return PX_OK;
+}
+
+const char *model_kind_name(enum model_kind k)
+{
+	return k == MODEL_MLR ? "mlr" : k == MODEL_MLP ? "mlp" : "?";
+}
+
+enum px_err model_desc_init(struct model_desc *d, enum model_kind kind,
+			    uint32_t n_in, uint32_t n_out,
+			    const uint32_t *hidden, uint32_t n_hidden,
+			    struct px_error *err)
+{
+	struct model_desc t;
+	uint64_t off = 0;
+
+	memset(&t, 0, sizeof(t));
+	if (kind == MODEL_MLR && n_hidden != 0)
+		return px_errorf(err, PX_EINVAL, "model 'mlr' takes no hidden "
+				 "layers (%u given)", n_hidden);
+	if (kind == MODEL_MLP && n_hidden == 0)
+		return px_errorf(err, PX_EINVAL,
+				 "model 'mlp' needs a hidden layer");
+	if (kind != MODEL_MLR && kind != MODEL_MLP)
+		return px_errorf(err, PX_EINVAL, "bad model kind %d",
+				 (int)kind);
+	if (n_hidden + 1 > MODEL_MAX_LAYERS)
+		return px_errorf(err, PX_ETOOBIG, "%u hidden layers, over %u",
+				 n_hidden, MODEL_MAX_LAYERS - 1);
+	if (n_out < 2 || n_out > 256)
+		return px_errorf(err, PX_EINVAL, "%u classes, not in 2..256",
+				 n_out);
+	t.kind = kind;
+	t.n_in = n_in;
+	t.n_out = n_out;
+	t.n_layers = n_hidden + 1;
+	for (uint32_t l = 0; l < t.n_layers; l++) {
+		struct model_layer *L = &t.layer[l];
+
+		L->in = l == 0 ? n_in : hidden[l - 1];
+		L->out = l == n_hidden ? n_out : hidden[l];
+		L->relu = l != n_hidden;
+		if (L->in == 0 || L->in > MODEL_MAX_WIDTH ||
+		    L->out == 0 || L->out > MODEL_MAX_WIDTH)
+			return px_errorf(err, PX_ETOOBIG, "layer %u is %u x %u,"
+					 " widths must be in 1..%u", l, L->in,
+					 L->out, MODEL_MAX_WIDTH);
+		L->w_off = (size_t)off;
+		L->b_off = (size_t)(off + (uint64_t)L->in * L->out);
+		off = L->b_off + (uint64_t)L->out;
+		if (off > MODEL_MAX_PARAMS)
+			return px_errorf(err, PX_ETOOBIG, "over %u parameters",
+					 MODEL_MAX_PARAMS);
+	}
+	t.n_params = (size_t)off;
+	*d = t;
+	return PX_OK;
+}
+
+void model_init_params(const struct model_desc *d, float *params,
+		       uint64_t seed)
+{
+	struct kern_rng rng;
+
+	kern_rng_seed(&rng, seed);
+	for (uint32_t l = 0; l < d->n_layers; l++) {
+		const struct model_layer *L = &d->layer[l];
+		size_t nw = (size_t)L->in * L->out;
+		float *w = params + L->w_off;
+
+		if (L->relu) {
+			float sd = sqrtf(2.0f / (float)L->in);
+
+			for (size_t i = 0; i < nw; i++)
+				w[i] = sd * kern_rng_normal(&rng);
+		} else {
+			float lim = sqrtf(6.0f / (float)(L->in + L->out));
+
+			for (size_t i = 0; i < nw; i++)
+				w[i] = lim * (2.0f * kern_rng_uniform(&rng) -
+					      1.0f);
+		}
+		memset(params + L->b_off, 0, L->out * sizeof(float));
+	}
+}
+
+void model_ctx_free(struct model_ctx *c)
+{
+	if (!c)
+		return;
+	for (uint32_t l = 0; l < MODEL_MAX_LAYERS; l++)
+		c->ops->free(c->kctx, c->act[l]);
+	c->ops->free(c->kctx, c->probs);
+	c->ops->free(c->kctx, c->loss);
+	c->ops->free(c->kctx, c->delta[0]);
+	c->ops->free(c->kctx, c->delta[1]);
+	free(c->h_probs);
+	free(c->h_loss);
+	free(c->h_y);
+	free(c);
+}
+
+static enum px_err dev_floats(struct model_ctx *c, size_t n, float **ret,
+			      struct px_error *err)
+{
+	void *p = NULL;
+	enum px_err r = c->ops->alloc(c->kctx, n * sizeof(float), &p, err);
+
+	if (r == PX_OK)
+		*ret = p;
+	return r;
+}
+
+enum px_err model_ctx_new(const struct model_desc *d,
+			  const struct kern_ops *ops, void *kctx,
+			  uint32_t max_batch, struct model_ctx **ret,
+			  struct px_error *err)
+{
+	struct model_ctx *c;
+	enum px_err r;
+	size_t b;
+
+	if (max_batch == 0 || max_batch > MODEL_MAX_BATCH)
+		return px_errorf(err, PX_EINVAL, "batch size %u not in 1..%u",
+				 max_batch, MODEL_MAX_BATCH);
+	c = px_calloc(1, sizeof(*c));
+	if (!c)
+		return px_errorf(err, PX_ENOMEM, "cannot allocate a model");
+	c->d = *d;
+	c->ops = ops;
+	c->kctx = kctx;
+	c->max_batch = max_batch;
+	b = max_batch;
+	for (uint32_t l = 0; l < d->n_layers; l++) {
+		if (d->layer[l].in > c->max_width)
+			c->max_width = d->layer[l].in;
+		if (d->layer[l].out > c->max_width)
+			c->max_width = d->layer[l].out;
+		r = dev_floats(c, b * d->layer[l].out, &c->act[l], err);
+		if (r != PX_OK)
+			goto out_free;
+	}
+	r = dev_floats(c, b * d->n_out, &c->probs, err);
+	if (r == PX_OK)
+		r = dev_floats(c, b, &c->loss, err);
+	if (r == PX_OK)
+		r = dev_floats(c, b * c->max_width, &c->delta[0], err);
+	if (r == PX_OK)
+		r = dev_floats(c, b * c->max_width, &c->delta[1], err);
+	if (r != PX_OK)
+		goto out_free;
+	c->h_probs = px_calloc(b * d->n_out, sizeof(float));
+	c->h_loss = px_calloc(b, sizeof(float));
+	c->h_y = px_calloc(b, 1);
+	if (!c->h_probs || !c->h_loss || !c->h_y) {
+		r = px_errorf(err, PX_ENOMEM, "cannot allocate a model");
+		goto out_free;
+	}
+	*ret = c;
+	return PX_OK;
+
+out_free:
+	model_ctx_free(c);
+	return r;
+}
+
+static enum px_err check_batch(const struct model_ctx *c, uint32_t n,
+			       struct px_error *err)
+{
+	if (n == 0 || n > c->max_batch)
+		return px_errorf(err, PX_EINVAL, "batch of %u, not in 1..%u",
+				 n, c->max_batch);
+	return PX_OK;
+}
+
+/* act[l] = relu?(in x W_l + b_l) for every layer, then probs and loss. */
+static enum px_err forward(struct model_ctx *c, const float *params,
+			   const float *x, const uint8_t *y, int n,
+			   struct px_error *err)
+{
+	const struct kern_ops *o = c->ops;
+	const float *in = x;
+	enum px_err r;
+
+	for (uint32_t l = 0; l < c->d.n_layers; l++) {
+		const struct model_layer *L = &c->d.layer[l];
+		int ni = (int)L->in, no = (int)L->out;
+
+		/* act[n, out] = in[n, in] * W[in, out] */
+		r = o->gemm(c->kctx, false, false, n, no, ni, 1.0f, in, ni,
+			    params + L->w_off, no, 0.0f, c->act[l], no, err);
+		if (r == PX_OK)
+			r = o->bias_add(c->kctx, c->act[l], params + L->b_off,
+					n, no, err);
+		if (r == PX_OK && L->relu)
+			r = o->relu_fwd(c->kctx, c->act[l], c->act[l],
+					(size_t)n * no, err);
+		if (r != PX_OK)
+			return r;
+		in = c->act[l];
+	}
+	return o->softmax_xent_fwd(c->kctx, c->probs, c->loss, in, y, n,
+				   (int)c->d.n_out, err);
+}
+
+static enum px_err mean_loss(struct model_ctx *c, uint32_t n,
+			     double *ret_loss, struct px_error *err)
+{
+	double s = 0.0;
+	enum px_err r;
+
+	r = c->ops->download(c->kctx, c->h_loss, c->loss, n * sizeof(float),
+			     err);
+	if (r != PX_OK)
+		return r;
+	for (uint32_t i = 0; i < n; i++)
+		s += c->h_loss[i];
+	*ret_loss = s / n;
+	return PX_OK;
+}
+
+enum px_err model_grad(struct model_ctx *c, const float *params,
+		       const float *x, const uint8_t *y, uint32_t n,
+		       float *grad, double *ret_loss, struct px_error *err)
+{
+	const struct kern_ops *o = c->ops;
+	int cur = 0, nn = (int)n;
+	enum px_err r;
+
+	r = check_batch(c, n, err);
+	if (r == PX_OK)
+		r = forward(c, params, x, y, nn, err);
+	if (r == PX_OK)
+		r = o->softmax_xent_bwd(c->kctx, c->delta[cur], c->probs, y, nn,
+					(int)c->d.n_out, err);
+	for (uint32_t l = c->d.n_layers; r == PX_OK && l-- > 0;) {
+		const struct model_layer *L = &c->d.layer[l];
+		const float *in = l == 0 ? x : c->act[l - 1];
+		int ni = (int)L->in, no = (int)L->out;
+		float *dy = c->delta[cur], *dx = c->delta[cur ^ 1];
+
+		/* dW[in, out] = in^T [in, n] * dy[n, out] */
+		r = o->gemm(c->kctx, true, false, ni, no, nn, 1.0f, in, ni, dy,
+			    no, 0.0f, grad + L->w_off, no, err);
+		/* db[out] = column sums of dy */
+		if (r == PX_OK)
+			r = o->bias_grad(c->kctx, grad + L->b_off, dy, nn, no,
+					 err);
+		if (r != PX_OK || l == 0)
+			break;
+		/* dx[n, in] = dy[n, out] * W^T [out, in], then through the
+		 * previous layer's ReLU (its output is act[l - 1]). */
+		r = o->gemm(c->kctx, false, true, nn, ni, no, 1.0f, dy, no,
+			    params + L->w_off, no, 0.0f, dx, ni, err);
+		if (r == PX_OK)
+			r = o->relu_bwd(c->kctx, dx, dx, c->act[l - 1],
+					(size_t)nn * ni, err);
+		cur ^= 1;
+	}
+	if (r == PX_OK && ret_loss)
+		r = mean_loss(c, n, ret_loss, err);
+	return r;
+}
+
+enum px_err model_eval(struct model_ctx *c, const float *params,
+		       const float *x, const uint8_t *y, uint32_t n,
+		       double *loss_sum, uint64_t *correct,
+		       struct px_error *err)
+{
+	const struct kern_ops *o = c->ops;
+	uint32_t k = c->d.n_out;
+	uint64_t ok = 0;
+	double s = 0.0;
+	enum px_err r;
+
+	r = check_batch(c, n, err);
+	if (r == PX_OK)
+		r = forward(c, params, x, y, (int)n, err);
+	if (r == PX_OK)
+		r = o->download(c->kctx, c->h_probs, c->probs,
+				(size_t)n * k * sizeof(float), err);
+	if (r == PX_OK)
+		r = o->download(c->kctx, c->h_loss, c->loss, n * sizeof(float),
+				err);
+	if (r == PX_OK)
+		r = o->download(c->kctx, c->h_y, y, n, err);
+	if (r != PX_OK)
+		return r;
+	for (uint32_t i = 0; i < n; i++) {
+		const float *p = c->h_probs + (size_t)i * k;
+		uint32_t best = 0;
+
+		for (uint32_t j = 1; j < k; j++)
+			if (p[j] > p[best])
+				best = j;
+		ok += best == c->h_y[i];
+		s += c->h_loss[i];
+	}
+	*loss_sum += s;
+	*correct += ok;
+	return PX_OK;
+}

@@ -1,0 +1,316 @@
+/* train_local.c -- the single-process training loop over model.h on the
+ * CPU ops table or the CUDA one.
+ */
+#include "train_local.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern_cuda.h"
+
+/* Everything one run allocates, so one function can free it. */
+struct run {
+	const struct kern_ops *ops;
+	void *kctx;
+	struct kern_cuda *cuda;
+	struct model_desc d;
+	struct model_ctx *m;
+	float *h_params;   /* host: initial values */
+	float *params;     /* ops memory from here on */
+	float *vel;
+	float *grad;
+	float *h_x;        /* host batch */
+	uint8_t *h_y;
+	float *x;          /* ops memory batch (aliases h_x on the CPU) */
+	uint8_t *y;
+	uint32_t *idx;     /* shuffled order */
+};
+
+void train_opts_default(struct train_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->model = MODEL_MLP;
+	o->hidden[0] = 256;
+	o->hidden[1] = 256;
+	o->n_hidden = 2;
+	o->epochs = 5;
+	o->batch = 128;
+	o->lr = 0.05f;
+	o->momentum = 0.9f;
+	o->device = TRAIN_DEV_CPU;
+	o->seed = 1;
+}
+
+enum px_err train_device_parse(const char *s, enum train_device *ret,
+			       struct px_error *err)
+{
+	if (!strcmp(s, "cpu"))
+		*ret = TRAIN_DEV_CPU;
+	else if (!strcmp(s, "cuda"))
+		*ret = TRAIN_DEV_CUDA;
+	else
+		return px_errorf(err, PX_EINVAL,
+				 "unknown device '%s' (cpu or cuda)", s);
+	return PX_OK;
+}
+
+enum px_err train_schedule_parse(const char *s, enum train_schedule *ret,
+				 struct px_error *err)
+{
+	if (!strcmp(s, "const"))
+		*ret = TRAIN_LR_CONST;
+	else if (!strcmp(s, "cosine"))
+		*ret = TRAIN_LR_COSINE;
+	else
+		return px_errorf(err, PX_EINVAL,
+				 "unknown schedule '%s' (const or cosine)", s);
+	return PX_OK;
+}
+
+/* The learning rate for step `step` of `steps`. */
+static float step_lr(const struct train_opts *o, uint64_t step,
+		     uint64_t steps)
+{
+	if (o->schedule != TRAIN_LR_COSINE || steps == 0)
+		return o->lr;
+	return o->lr * 0.5f *
+	       (1.0f + (float)cos(3.141592653589793 * (double)step / steps));
+}
+
+static void run_release(struct run *r)
+{
+	if (r->ops) {
+		r->ops->free(r->kctx, r->params);
+		r->ops->free(r->kctx, r->vel);
+		r->ops->free(r->kctx, r->grad);
+		if (r->x != r->h_x)
+			r->ops->free(r->kctx, r->x);
+		if (r->y != r->h_y)
+			r->ops->free(r->kctx, r->y);
+	}
+	model_ctx_free(r->m);
+	kern_cuda_free(r->cuda);
+	free(r->h_params);
+	free(r->h_x);
+	free(r->h_y);
+	free(r->idx);
+}
+
+static enum px_err ops_alloc(struct run *r, size_t bytes, void **ret,
+			     struct px_error *err)
+{
+	return r->ops->alloc(r->kctx, bytes, ret, err);
+}
+
+static enum px_err run_setup(struct run *r, const struct train_opts *o,
+			     const struct data_set *train,
+			     struct px_error *err)
+{
+	size_t pb;
+	enum px_err e;
+
+	e = model_desc_init(&r->d, o->model, train->dim, train->n_classes,
+			    o->hidden, o->model == MODEL_MLR ? 0 : o->n_hidden,
+			    err);
+	if (e != PX_OK)
+		return e;
+	if (o->device == TRAIN_DEV_CUDA) {
+		e = kern_cuda_new(o->cuda_device, &r->cuda, err);
+		if (e != PX_OK)
+			return e;
+#ifdef PX_HAVE_CUDA
+		r->ops = &kern_cuda_ops;
+		r->kctx = r->cuda;
+#endif
+	} else {
+		r->ops = &kern_cpu_ops;
+		kern_cpu_set_threads(o->threads);
+	}
+	pb = r->d.n_params * sizeof(float);
+	r->h_params = px_calloc(r->d.n_params, sizeof(float));
+	r->h_x = px_calloc((size_t)o->batch * train->dim, sizeof(float));
+	r->h_y = px_calloc(o->batch, 1);
+	/* evaluate() also puts up to a batch of test indices here */
+	r->idx = px_calloc(train->n > o->batch ? train->n : o->batch,
+			   sizeof(uint32_t));
+	if (!r->h_params || !r->h_x || !r->h_y || !r->idx)
+		return px_errorf(err, PX_ENOMEM, "cannot allocate the run");
+	e = ops_alloc(r, pb, (void **)&r->params, err);
+	if (e == PX_OK)
+		e = ops_alloc(r, pb, (void **)&r->vel, err);
+	if (e == PX_OK)
+		e = ops_alloc(r, pb, (void **)&r->grad, err);
+	if (e != PX_OK)
+		return e;
+	if (r->ops == &kern_cpu_ops) {
+		/* Host memory already: gather straight into the batch. */
+		r->x = r->h_x;
+		r->y = r->h_y;
+	} else {
+		e = ops_alloc(r, (size_t)o->batch * train->dim * sizeof(float),
+			      (void **)&r->x, err);
+		if (e == PX_OK)
+			e = ops_alloc(r, o->batch, (void **)&r->y, err);
+		if (e != PX_OK)
+			return e;
+	}
+	model_init_params(&r->d, r->h_params, o->seed);
+	e = r->ops->upload(r->kctx, r->params, r->h_params, pb, err);
+	if (e == PX_OK)
+		e = r->ops->zero(r->kctx, r->vel, pb, err);
+	if (e == PX_OK)
+		e = model_ctx_new(&r->d, r->ops, r->kctx, o->batch, &r->m,
+				  err);
+	return e;
+}
+
+/* Copy examples idx[0..n) to the batch buffers in ops memory. */
+static enum px_err load_batch(struct run *r, const struct data_set *ds,
+			      const uint32_t *idx, uint32_t n,
+			      struct px_error *err)
+{
+	enum px_err e;
+
+	data_gather(ds, idx, n, r->h_x, r->h_y);
+	if (r->x == r->h_x)
+		return PX_OK;
+	e = r->ops->upload(r->kctx, r->x, r->h_x,
+			   (size_t)n * ds->dim * sizeof(float), err);
+	if (e == PX_OK)
+		e = r->ops->upload(r->kctx, r->y, r->h_y, n, err);
+	return e;
+}
+
+static enum px_err evaluate(struct run *r, const struct data_set *test,
+			    uint32_t batch, double *ret_loss, double *ret_acc,
+			    struct px_error *err)
+{
+	uint64_t correct = 0;
+	double loss = 0.0;
+	enum px_err e = PX_OK;
+
+	for (uint32_t i = 0; i < test->n && e == PX_OK; i += batch) {
+		uint32_t n = test->n - i < batch ? test->n - i : batch;
+
+		for (uint32_t j = 0; j < n; j++)
+			r->idx[j] = i + j;
+		e = load_batch(r, test, r->idx, n, err);
+		if (e == PX_OK)
+			e = model_eval(r->m, r->params, r->x, r->y, n, &loss,
+				       &correct, err);
+	}
+	if (e != PX_OK)
+		return e;
+	*ret_loss = loss / test->n;
+	*ret_acc = (double)correct / test->n;
+	return PX_OK;
+}
+
+static enum px_err check_opts(const struct train_opts *o,
+			      const struct data_set *train,
+			      const struct data_set *test,
+			      struct px_error *err)
+{
+	if (o->epochs == 0 || o->batch == 0 || o->batch > MODEL_MAX_BATCH)
+		return px_errorf(err, PX_EINVAL, "need epochs >= 1 and batch "
+				 "in 1..%u", MODEL_MAX_BATCH);
+	if (!(o->lr > 0.0f) || !(o->momentum >= 0.0f && o->momentum < 1.0f)
+	    || !(o->weight_decay >= 0.0f))
+		return px_errorf(err, PX_EINVAL, "need lr > 0, momentum in "
+				 "[0, 1) and weight decay >= 0");
+	if (o->schedule != TRAIN_LR_CONST && o->schedule != TRAIN_LR_COSINE)
+		return px_errorf(err, PX_EINVAL, "bad schedule %d",
+				 (int)o->schedule);
+	if (o->device != TRAIN_DEV_CPU && o->device != TRAIN_DEV_CUDA)
+		return px_errorf(err, PX_EINVAL, "bad device %d",
+				 (int)o->device);
+	if (train->n == 0 || test->n == 0 || train->dim != test->dim ||
+	    train->n_classes != test->n_classes)
+		return px_errorf(err, PX_EINVAL, "train (%u x %u) and test "
+				 "(%u x %u) sets do not match or are empty",
+				 train->n, train->dim, test->n, test->dim);
+	return PX_OK;
+}
+
+enum px_err train_local_run(const struct train_opts *o,
+			    const struct data_set *train,
+			    const struct data_set *test,
+			    train_epoch_fn on_epoch, void *arg,
+			    struct train_result *ret, struct px_error *err)
+{
+	uint64_t t0 = px_now_mono_us(), train_us = 0, samples = 0;
+	uint64_t step = 0, steps_total;
+	struct train_result res;
+	struct run r;
+	enum px_err e;
+
+	memset(&r, 0, sizeof(r));
+	memset(&res, 0, sizeof(res));
+	e = check_opts(o, train, test, err);
+	if (e == PX_OK)
+		e = run_setup(&r, o, train, err);
+	if (e != PX_OK)
+		goto out_release;
+	res.n_params = r.d.n_params;
+	steps_total = (uint64_t)o->epochs *
+		      ((train->n + (uint64_t)o->batch - 1) / o->batch);
+	for (uint32_t ep = 1; ep <= o->epochs; ep++) {
+		struct train_epoch st = { .epoch = ep };
+		uint64_t t1 = px_now_mono_us(), dt;
+		double loss_sum = 0.0;
+		uint32_t steps = 0;
+
+		data_shuffle(r.idx, train->n, 0,
+			     o->seed ^ (UINT64_C(0x5851f42d4c957f2d) * ep));
+		for (uint32_t i = 0; i < train->n; i += o->batch, steps++) {
+			uint32_t n = train->n - i < o->batch ? train->n - i
+							     : o->batch;
+			double loss;
+
+			e = load_batch(&r, train, r.idx + i, n, err);
+			if (e == PX_OK)
+				e = model_grad(r.m, r.params, r.x, r.y, n,
+					       r.grad, &loss, err);
+			if (e == PX_OK)
+				e = r.ops->sgd_momentum(r.kctx, r.params,
+							r.vel, r.grad,
+							r.d.n_params,
+							step_lr(o, step++,
+								steps_total),
+							o->momentum,
+							o->weight_decay, err);
+			if (e != PX_OK)
+				goto out_release;
+			loss_sum += loss;
+		}
+		dt = px_now_mono_us() - t1;
+		train_us += dt;
+		samples += train->n;
+		/* evaluate() overwrites r.idx; the next epoch refills it */
+		e = evaluate(&r, test, o->batch, &st.test_loss,
+			     &st.test_accuracy, err);
+		if (e != PX_OK)
+			goto out_release;
+		st.train_loss = loss_sum / steps;
+		st.train_seconds = (double)dt / 1e6;
+		st.samples_per_sec = dt ? train->n / st.train_seconds : 0.0;
+		res.epochs = ep;
+		res.train_loss = st.train_loss;
+		res.test_loss = st.test_loss;
+		res.test_accuracy = st.test_accuracy;
+		res.train_seconds = (double)train_us / 1e6;
+		res.samples_per_sec = train_us ? samples / res.train_seconds
+					       : 0.0;
+		res.wall_seconds = (double)(px_now_mono_us() - t0) / 1e6;
+		if (on_epoch && !on_epoch(arg, &st)) {
+			e = px_errorf(err, PX_ECANCELED, "stopped after epoch "
+				      "%u", ep);
+			break;
+		}
+	}
+	*ret = res;
+out_release:
+	run_release(&r);
+	return e;
+}

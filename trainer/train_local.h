@@ -1,0 +1,89 @@
+/* train_local.h -- single-process training: a model, a data set, minibatch
+ * SGD with momentum for some epochs, evaluation after each, on the CPU
+ * (OpenBLAS) or one CUDA device.  No networking: the parameter-server
+ * trainer reuses model.h and kern.h directly.
+ */
+#ifndef PX_TRAIN_LOCAL_H
+#define PX_TRAIN_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../common/px.h"
+#include "data.h"
+#include "model.h"
+
+enum train_device {
+	TRAIN_DEV_CPU,
+	TRAIN_DEV_CUDA,
+	TRAIN_DEV_MAX
+};
+
+enum train_schedule {
+	TRAIN_LR_CONST,  /* lr throughout */
+	TRAIN_LR_COSINE, /* lr * (1 + cos(pi * step / steps)) / 2, to 0 */
+	TRAIN_LR_MAX
+};
+
+struct train_opts {
+	enum model_kind model;
+	uint32_t hidden[MODEL_MAX_LAYERS - 1]; /* MLP widths */
+	uint32_t n_hidden;     /* 0 for MLR */
+	uint32_t epochs;       /* passes over the training set, >= 1 */
+	uint32_t batch;        /* examples per step */
+	float lr;              /* learning rate */
+	float momentum;        /* 0 for plain SGD */
+	float weight_decay;    /* L2, added to the gradient */
+	enum train_schedule schedule; /* learning rate over the run */
+	int threads;           /* OpenBLAS threads; 0 leaves the default */
+	enum train_device device;
+	int cuda_device;       /* CUDA device ordinal */
+	uint64_t seed;         /* initialisation and shuffling */
+};
+
+/* Defaults: MLP 256-256, 5 epochs, batch 128, lr 0.05, momentum 0.9, no
+ * weight decay, constant lr, CPU, seed 1. */
+void train_opts_default(struct train_opts *o);
+
+/* "cpu" or "cuda". */
+enum px_err train_device_parse(const char *s, enum train_device *ret,
+			       struct px_error *err);
+
+/* "const" or "cosine". */
+enum px_err train_schedule_parse(const char *s, enum train_schedule *ret,
+				 struct px_error *err);
+
+/* Reported after each epoch. */
+struct train_epoch {
+	uint32_t epoch;          /* 1-based */
+	double train_loss;       /* mean over the epoch's batches */
+	double test_loss;        /* mean over the test set */
+	double test_accuracy;    /* fraction in [0, 1] */
+	double train_seconds;    /* this epoch's training time, no eval */
+	double samples_per_sec;  /* this epoch's training throughput */
+};
+
+struct train_result {
+	uint32_t epochs;         /* epochs completed */
+	double train_loss;       /* last epoch's */
+	double test_loss;        /* after the last epoch */
+	double test_accuracy;    /* after the last epoch, in [0, 1] */
+	double samples_per_sec;  /* all training samples / training time */
+	double train_seconds;    /* training time only */
+	double wall_seconds;     /* everything, setup and eval included */
+	size_t n_params;         /* model size in floats */
+};
+
+/* Called after each epoch; return false to stop (PX_ECANCELED). */
+typedef bool (*train_epoch_fn)(void *arg, const struct train_epoch *e);
+
+/* Train on `train`, evaluate on `test` (same dim and classes).  on_epoch
+ * may be NULL.  On success *ret holds the result; on PX_ECANCELED it holds
+ * the epochs done so far. */
+enum px_err train_local_run(const struct train_opts *o,
+			    const struct data_set *train,
+			    const struct data_set *test,
+			    train_epoch_fn on_epoch, void *arg,
+			    struct train_result *ret, struct px_error *err);
+
+#endif
