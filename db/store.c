@@ -196,6 +196,7 @@ static enum px_err store_fail(struct store *st, int rc, struct px_error *err,
 {
 	char what[PX_ERRMSG_MAX / 2];
 	const char *msg;
+	bool lost;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -204,7 +205,9 @@ static enum px_err store_fail(struct store *st, int rc, struct px_error *err,
 	msg = st->db && sqlite3_errcode(st->db) != SQLITE_OK ?
 		      sqlite3_errmsg(st->db) :
 		      sqlite3_errstr(rc);
-	px_errorf(err, code_of(rc), "%s: %s", what, msg);
+	lost = st->db && st->in_tx && sqlite3_get_autocommit(st->db);
+	px_errorf(err, code_of(rc), "%s: %s%s", what, msg,
+		  lost ? " (transaction rolled back)" : "");
 	tx_sync(st);
 	return code_of(rc);
 }
@@ -325,7 +328,15 @@ static enum px_err migrate(struct store *st, const char *path,
 		r = query_int(st, "PRAGMA user_version", &v, err);
 		if (r != PX_OK)
 			goto out_rollback;
-		if (v >= STORE_SCHEMA_VERSION)
+		if (v > STORE_SCHEMA_VERSION) {
+			/* A newer build migrated it after check_version. */
+			r = px_errorf(err, PX_EUNSUPP,
+				      "database '%s': schema version %" PRId64
+				      " is newer than this build's (%d)",
+				      path, v, STORE_SCHEMA_VERSION);
+			goto out_rollback;
+		}
+		if (v == STORE_SCHEMA_VERSION)
 			break;
 		r = exec_sql(st, store_migrations[v], "migrate schema", err);
 		if (r != PX_OK) {

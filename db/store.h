@@ -36,14 +36,19 @@
 struct store;
 
 /* Open (creating if needed) the database at path (":memory:" allowed) and
- * migrate it to STORE_SCHEMA_VERSION.  A database newer than this build is
- * refused with PX_EUNSUPP.  On success *ret is the caller's, freed with
- * store_close(). */
+ * migrate it to STORE_SCHEMA_VERSION, each step in its own transaction.  A
+ * database newer than this build is refused with PX_EUNSUPP, one that is
+ * not ours (tables but no version, or another application id) with
+ * PX_EINVAL, a file that is not SQLite with PX_EDB; a refused file is not
+ * changed.  A file database is put in WAL mode (path-wal and path-shm live
+ * beside it).  On success *ret is the caller's, freed with store_close();
+ * on failure *ret is untouched. */
 enum px_err store_open(const char *path, struct store **ret,
 		       struct px_error *err);
 /* Close; NULL is a no-op.  Rolls back an open transaction. */
 void store_close(struct store *st);
-/* The schema version stored in the file (PRAGMA user_version). */
+/* The schema version stored in the file (PRAGMA user_version); -1 when it
+ * cannot be read. */
 int store_schema_version(struct store *st);
 
 /* Explicit transactions (not nested: store_begin inside one is PX_EINVAL).
@@ -172,8 +177,9 @@ enum store_job_state {
  * jobs table); "unknown" for other values. */
 const char *store_job_state_name(enum store_job_state s);
 
-/* Add a job in state submitted; spec_json is the job spec as submitted
- * (kept verbatim; it must be valid JSON, PX_EINVAL otherwise).
+/* Add a job in state submitted; name is 1 to STORE_NAME_MAX-1 bytes;
+ * spec_json is the job spec as submitted (kept verbatim; it must be valid
+ * JSON, PX_EINVAL otherwise).
  *
  * store_job_set_state: done, failed and canceled are final: changing the
  * state of such a job is PX_EINVAL; an unknown job is PX_ENOENT. */

@@ -932,3 +932,34 @@ Test(store, job_input_checked)
 		     PX_EINVAL);
 	store_close(st);
 }
+
+/* Another connection holds the write lock: we wait the busy timeout
+ * (5 s), then fail with a message that says what we were doing. */
+Test(store, busy_error_names_the_work, .init = tmp_setup,
+     .fini = tmp_teardown, .timeout = 30)
+{
+	struct store *st = open_ok(db_path);
+	int64_t m = market(st, "us-east-1a", "c4.xlarge");
+	struct px_error err = {0};
+	sqlite3 *other = NULL;
+	uint64_t t0;
+
+	cr_assert_eq(sqlite3_open(db_path, &other), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+		     SQLITE_OK);
+	t0 = px_now_mono_us();
+	cr_assert_eq(store_price_add(st, m, 1456348253, 1, NULL, &err),
+		     PX_EDB);
+	cr_assert_geq(px_now_mono_us() - t0, 4 * PX_USEC_PER_SEC,
+		      "gave up before the busy timeout");
+	cr_assert_str_eq(err.msg, "insert price for market 1 at 1456348253: "
+				  "database is locked");
+	cr_assert_eq(err.code, PX_EDB);
+	sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(other);
+
+	/* The lock is gone: the same call works. */
+	cr_assert_eq(m, 1);
+	cr_assert(price_add(st, m, 1456348253, 1));
+	store_close(st);
+}
