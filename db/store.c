@@ -77,7 +77,8 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_PRICE_ADD] = "INSERT INTO prices (market_id, t_s, price_uusd) "
 			 "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
 	[ST_PRICE_AT] = "SELECT price_uusd, t_s FROM prices WHERE "
-			"market_id = ?1 AND t_s <= ?2 ORDER BY t_s DESC LIMIT 1",
+			"market_id = ?1 AND t_s <= ?2 "
+			"ORDER BY t_s DESC LIMIT 1",
 	[ST_PRICE_RANGE] = "SELECT min(t_s), max(t_s), count(*) FROM prices "
 			   "WHERE market_id = ?1",
 	[ST_ONDEMAND_SET] = "INSERT INTO ondemand_prices (region, type, "
@@ -771,8 +772,10 @@ enum px_err store_markets_each(struct store *st,
 {
 	static const char sql[] =
 		"SELECT id, region, zone, type, product FROM markets "
-		"WHERE (?1 IS NULL OR region = ?1) AND (?2 IS NULL OR zone = ?2) "
-		"AND (?3 IS NULL OR type = ?3) AND (?4 IS NULL OR product = ?4) "
+		"WHERE (?1 IS NULL OR region = ?1) "
+		"AND (?2 IS NULL OR zone = ?2) "
+		"AND (?3 IS NULL OR type = ?3) "
+		"AND (?4 IS NULL OR product = ?4) "
 		"ORDER BY region, type, zone, product";
 	struct store_market m;
 	sqlite3_stmt *s = NULL;
