@@ -11,8 +11,15 @@
  * The schema is documented in docs/schema.md.
  *
  * This module does not log.  Errors come back as enum px_err with detail
- * (the SQL error text and the statement's purpose) in struct px_error.
- * Not thread-safe: one struct store per thread.
+ * (the SQL error text and the statement's purpose) in struct px_error,
+ * e.g. "insert price for market 3 at 1456348253: database is locked".
+ * SQLite failures are PX_EDB, except constraint failures, which say what
+ * was wrong with the caller's data: a missing referenced row (job, market,
+ * allocation, instance) is PX_ENOENT, a CHECK/NOT NULL failure PX_EINVAL,
+ * a UNIQUE failure PX_EEXIST; PX_ENOMEM is out of memory.  Arguments are
+ * checked before SQL runs where we can (PX_EINVAL naming the field).
+ * Strings passed in are copied; nothing returned is borrowed beyond the
+ * callback that receives it.  Not thread-safe: one struct store per thread.
  */
 #ifndef PX_STORE_H
 #define PX_STORE_H
@@ -24,24 +31,38 @@
 
 #define STORE_SCHEMA_VERSION 1
 #define STORE_NAME_MAX 64 /* longest region/zone/type/product we accept */
+#define STORE_TEXT_MAX (1024 * 1024) /* longest spec/detail/note/path/source */
 
 struct store;
 
 /* Open (creating if needed) the database at path (":memory:" allowed) and
- * migrate it to STORE_SCHEMA_VERSION.  A database newer than this build is
- * refused with PX_EUNSUPP.  On success *ret is the caller's, freed with
- * store_close(). */
+ * migrate it to STORE_SCHEMA_VERSION, each step in its own transaction.  A
+ * database newer than this build is refused with PX_EUNSUPP, one that is
+ * not ours (tables but no version, or another application id) with
+ * PX_EINVAL, a file that is not SQLite with PX_EDB; a refused file is not
+ * changed.  A file database is put in WAL mode (path-wal and path-shm live
+ * beside it).  On success *ret is the caller's, freed with store_close();
+ * on failure *ret is untouched. */
 enum px_err store_open(const char *path, struct store **ret,
 		       struct px_error *err);
 /* Close; NULL is a no-op.  Rolls back an open transaction. */
 void store_close(struct store *st);
-/* The schema version stored in the file (PRAGMA user_version). */
+/* The schema version stored in the file (PRAGMA user_version); -1 when it
+ * cannot be read. */
 int store_schema_version(struct store *st);
 
-/* Explicit transactions (not nested).  store_rollback never fails. */
+/* Explicit transactions (not nested: store_begin inside one is PX_EINVAL).
+ * store_begin takes the write lock at once (BEGIN IMMEDIATE), waiting up to
+ * the busy timeout.  store_commit outside a transaction is PX_EINVAL; when
+ * the commit itself fails the transaction is rolled back.  store_rollback
+ * never fails and is a no-op outside a transaction.  If SQLite rolls a
+ * transaction back by itself (disk full, I/O error), the failing call says
+ * so and the store is back in autocommit mode. */
 enum px_err store_begin(struct store *st, struct px_error *err);
 enum px_err store_commit(struct store *st, struct px_error *err);
 void store_rollback(struct store *st);
+/* Whether a transaction is open (store_begin without commit/rollback). */
+bool store_in_transaction(struct store *st);
 
 /* ---- markets and prices ---- */
 
@@ -54,14 +75,17 @@ struct store_market {
 };
 
 /* Id of market (region, zone, type, product), created when new.  Names are
- * at most STORE_NAME_MAX-1 bytes (PX_EINVAL otherwise). */
+ * 1 to STORE_NAME_MAX-1 bytes (PX_EINVAL naming the field otherwise).  A
+ * bounded in-memory cache of recent markets makes repeat calls cheap; it is
+ * dropped on rollback, so it never hands out an id that was rolled back. */
 enum px_err store_market_get_or_add(struct store *st, const char *region,
 				    const char *zone, const char *type,
 				    const char *product, int64_t *ret_id,
 				    struct px_error *err);
 
 /* Add one price record; a record with the same (market, t_s) already there
- * is left alone and *ret_inserted (may be NULL) is false. */
+ * is left alone and *ret_inserted (may be NULL) is false.  A negative price
+ * is PX_EINVAL, an unknown market PX_ENOENT. */
 enum px_err store_price_add(struct store *st, int64_t market_id, int64_t t_s,
 			    int64_t price_uusd, bool *ret_inserted,
 			    struct px_error *err);
@@ -74,8 +98,10 @@ struct store_market_filter {
 	const char *product;
 };
 
-/* Call fn for each market matching filter, ordered by region, type, zone,
- * product.  fn returning non-PX_OK stops the walk and is returned. */
+/* Call fn for each market matching filter (NULL: all), ordered by region,
+ * type, zone, product.  fn returning non-PX_OK stops the walk and is
+ * returned (err untouched).  m is valid during the call only.  fn may call
+ * other store functions; rows it adds may or may not be seen by the walk. */
 typedef enum px_err (*store_market_fn)(const struct store_market *m,
 				       void *ctx);
 enum px_err store_markets_each(struct store *st,
@@ -84,7 +110,9 @@ enum px_err store_markets_each(struct store *st,
 			       struct px_error *err);
 
 /* Call fn for each price of market_id with from_s <= t_s < to_s in
- * ascending time (INT64_MIN/INT64_MAX for open ends). */
+ * ascending time (INT64_MIN/INT64_MAX for open ends; to_s == INT64_MAX
+ * includes a record at INT64_MAX).  Stopping and re-entry as for
+ * store_markets_each.  An unknown market simply has no prices. */
 typedef enum px_err (*store_price_fn)(int64_t t_s, int64_t price_uusd,
 				      void *ctx);
 enum px_err store_prices_each(struct store *st, int64_t market_id,
@@ -97,14 +125,17 @@ enum px_err store_price_at(struct store *st, int64_t market_id, int64_t t_s,
 			   int64_t *ret_price_uusd, int64_t *ret_since_s,
 			   struct px_error *err);
 
-/* First and last record time and the record count of a market. */
+/* First and last record time and the record count of a market.  A market
+ * without records is PX_ENOENT (no error text needed); outputs may be NULL.
+ */
 enum px_err store_price_range(struct store *st, int64_t market_id,
 			      int64_t *ret_first_s, int64_t *ret_last_s,
 			      int64_t *ret_count, struct px_error *err);
 
 /* ---- on-demand prices ---- */
 
-/* Set (insert or replace) the on-demand price of type in region. */
+/* Set (insert or replace) the on-demand price of type in region.  source
+ * says where the price came from (may be "", not NULL). */
 enum px_err store_ondemand_set(struct store *st, const char *region,
 			       const char *type, int64_t uusd_per_hour,
 			       const char *source, struct px_error *err);
@@ -120,12 +151,17 @@ struct store_import {
 	const char *sha256;   /* hex digest of the file's bytes */
 	int64_t records;      /* records read */
 	int64_t inserted;     /* records new to the store */
-	int64_t first_s;      /* earliest record time */
-	int64_t last_s;       /* latest record time */
+	int64_t first_s;      /* earliest record time (ignored if records 0) */
+	int64_t last_s;       /* latest record time (ignored if records 0) */
 	int64_t at_us;        /* wall time of the import */
 };
+/* Record one import.  sha256 must be 64 lower-case hex digits, inserted <=
+ * records, first_s <= last_s when records > 0 (PX_EINVAL otherwise). */
 enum px_err store_import_add(struct store *st, const struct store_import *imp,
 			     struct px_error *err);
+/* Whether a file with this sha256 was imported before. */
+enum px_err store_import_seen(struct store *st, const char *sha256,
+			      bool *ret_seen, struct px_error *err);
 
 /* ---- jobs, instances, allocations, events, cost ledger ---- */
 
@@ -137,9 +173,16 @@ enum store_job_state {
 	STORE_JOB_CANCELED,
 	STORE_JOB_STATE_MAX
 };
+/* "submitted", "running", "done", "failed", "canceled" (as stored in the
+ * jobs table); "unknown" for other values. */
 const char *store_job_state_name(enum store_job_state s);
 
-/* Add a job; spec_json is the job spec as submitted (kept verbatim). */
+/* Add a job in state submitted; name is 1 to STORE_NAME_MAX-1 bytes;
+ * spec_json is the job spec as submitted (kept verbatim; it must be valid
+ * JSON, PX_EINVAL otherwise).
+ *
+ * store_job_set_state: done, failed and canceled are final: changing the
+ * state of such a job is PX_EINVAL; an unknown job is PX_ENOENT. */
 enum px_err store_job_add(struct store *st, const char *name,
 			  const char *spec_json, int64_t created_us,
 			  int64_t *ret_job_id, struct px_error *err);
@@ -158,25 +201,30 @@ enum px_err store_allocation_add(struct store *st, int64_t job_id,
 enum px_err store_instance_add(struct store *st, int64_t alloc_id,
 			       const char *cloud_id, int64_t start_us,
 			       int64_t *ret_instance_id, struct px_error *err);
-/* Mark an instance ended; reason is "released", "evicted", "lost", ... */
+/* Mark an instance ended; reason is "released", "evicted", "lost", ...
+ * Unknown instance: PX_ENOENT; already ended: PX_EEXIST; end_us before the
+ * start: PX_EINVAL.  cloud_id and reason are 1 to STORE_NAME_MAX-1 bytes. */
 enum px_err store_instance_end(struct store *st, int64_t instance_id,
 			       int64_t end_us, const char *reason,
 			       struct px_error *err);
 
 /* Events: kind is one of "warning", "eviction", "join", "leave",
- * "stage", "decision", "error", ...; detail is free text or JSON. */
+ * "stage", "decision", "error", ... (a lower-case word: a-z, '_', '-');
+ * detail is free text or JSON (may be "", not NULL). */
 enum px_err store_event_add(struct store *st, int64_t job_id,
 			    int64_t instance_id, int64_t at_us,
 			    const char *kind, const char *detail,
 			    struct px_error *err);
 /* job_id/instance_id <= 0 mean "none" (stored as NULL). */
 
-/* One cost ledger line: amount charged for instance over [from, to). */
+/* One cost ledger line: amount charged for instance over [from, to).  As
+ * for events, job_id/instance_id <= 0 mean "none"; amount >= 0 and
+ * from_us <= to_us (PX_EINVAL otherwise); note may be "", not NULL. */
 enum px_err store_ledger_add(struct store *st, int64_t job_id,
 			     int64_t instance_id, int64_t from_us,
 			     int64_t to_us, int64_t amount_uusd,
 			     const char *note, struct px_error *err);
-/* Sum of a job's ledger lines. */
+/* Sum of a job's ledger lines (0 when none); unknown job: PX_ENOENT. */
 enum px_err store_job_cost(struct store *st, int64_t job_id,
 			   int64_t *ret_uusd, struct px_error *err);
 

@@ -1,0 +1,1392 @@
+/* store.c -- the SQLite store (see store.h and docs/schema.md).
+ *
+ * One connection, statements prepared once and kept (SQLITE_PREPARE_
+ * PERSISTENT) except for the two walkers, whose callbacks may re-enter the
+ * store.  Every state-changing call is a single SQL statement, so outside a
+ * caller's transaction SQLite's autocommit makes it one transaction.
+ */
+#include "store.h"
+
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema_v1.h"
+
+#define STORE_BUSY_TIMEOUT_MS 5000
+#define STORE_APPLICATION_ID 1347965745 /* 0x50585331, "PXS1" */
+
+/* Migration i takes a database from user_version i to i + 1. */
+static const char *const store_migrations[] = {
+	store_schema_v1,
+};
+_Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) ==
+		       STORE_SCHEMA_VERSION,
+	       "one migration step per schema version");
+
+/* Market cache: open addressing, wiped when 3/4 full (the real traces have
+ * at most a few hundred markets, so a wipe is rare). */
+#define MCACHE_SLOTS 512
+#define MCACHE_LIMIT (MCACHE_SLOTS * 3 / 4)
+#define MCACHE_KEY_MAX (4 * STORE_NAME_MAX)
+
+struct mcache_ent {
+	int64_t id;     /* 0: empty slot */
+	uint32_t hash;
+	uint16_t key_len;
+	char key[MCACHE_KEY_MAX]; /* region\0zone\0type\0product */
+};
+
+enum stmt_id {
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_MARKET_GET,
+	ST_MARKET_ADD,
+	ST_PRICE_ADD,
+	ST_PRICE_AT,
+	ST_PRICE_RANGE,
+	ST_ONDEMAND_SET,
+	ST_ONDEMAND_GET,
+	ST_IMPORT_ADD,
+	ST_IMPORT_SEEN,
+	ST_JOB_ADD,
+	ST_JOB_SET_STATE,
+	ST_JOB_STATE,
+	ST_ALLOC_ADD,
+	ST_INSTANCE_ADD,
+	ST_INSTANCE_END,
+	ST_INSTANCE_ENDED,
+	ST_EVENT_ADD,
+	ST_LEDGER_ADD,
+	ST_JOB_COST,
+	ST_MAX
+};
+
+static const char *const stmt_sql[ST_MAX] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_MARKET_GET] = "SELECT id FROM markets WHERE region = ?1 AND "
+			  "zone = ?2 AND type = ?3 AND product = ?4",
+	[ST_MARKET_ADD] = "INSERT INTO markets (region, zone, type, product) "
+			  "VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+	[ST_PRICE_ADD] = "INSERT INTO prices (market_id, t_s, price_uusd) "
+			 "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+	[ST_PRICE_AT] = "SELECT price_uusd, t_s FROM prices WHERE "
+			"market_id = ?1 AND t_s <= ?2 "
+			"ORDER BY t_s DESC LIMIT 1",
+	[ST_PRICE_RANGE] = "SELECT min(t_s), max(t_s), count(*) FROM prices "
+			   "WHERE market_id = ?1",
+	[ST_ONDEMAND_SET] = "INSERT INTO ondemand_prices (region, type, "
+			    "uusd_per_hour, source) VALUES (?1, ?2, ?3, ?4) "
+			    "ON CONFLICT (region, type) DO UPDATE SET "
+			    "uusd_per_hour = excluded.uusd_per_hour, "
+			    "source = excluded.source",
+	[ST_ONDEMAND_GET] = "SELECT uusd_per_hour FROM ondemand_prices "
+			    "WHERE region = ?1 AND type = ?2",
+	[ST_IMPORT_ADD] = "INSERT INTO imports (path, sha256, records, "
+			  "inserted, first_s, last_s, at_us) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_IMPORT_SEEN] = "SELECT 1 FROM imports WHERE sha256 = ?1 LIMIT 1",
+	[ST_JOB_ADD] = "INSERT INTO jobs (name, spec, state, created_us, "
+		       "updated_us) VALUES (?1, ?2, 'submitted', ?3, ?3)",
+	[ST_JOB_SET_STATE] = "UPDATE jobs SET state = ?2, updated_us = ?3 "
+			     "WHERE id = ?1 AND state IN "
+			     "('submitted', 'running')",
+	[ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
+	[ST_ALLOC_ADD] = "INSERT INTO allocations (job_id, market_id, tier, "
+			 "bid_uusd, count, at_us) "
+			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_INSTANCE_ADD] = "INSERT INTO instances (alloc_id, cloud_id, "
+			    "start_us) VALUES (?1, ?2, ?3)",
+	[ST_INSTANCE_END] = "UPDATE instances SET end_us = ?2, "
+			    "end_reason = ?3 WHERE id = ?1 AND end_us IS NULL",
+	[ST_INSTANCE_ENDED] = "SELECT start_us, end_us FROM instances "
+			      "WHERE id = ?1",
+	[ST_EVENT_ADD] = "INSERT INTO events (job_id, instance_id, at_us, "
+			 "kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_LEDGER_ADD] = "INSERT INTO ledger (job_id, instance_id, from_us, "
+			  "to_us, amount_uusd, note) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_JOB_COST] = "SELECT (SELECT 1 FROM jobs WHERE id = ?1), "
+			"(SELECT coalesce(sum(amount_uusd), 0) FROM ledger "
+			"WHERE job_id = ?1)",
+};
+
+struct store {
+	sqlite3 *db;
+	bool in_tx;            /* store_begin done, no commit/rollback yet */
+	bool mcache_tentative; /* cache entries added inside in_tx */
+	size_t mcache_used;
+	struct mcache_ent *mcache; /* MCACHE_SLOTS entries */
+	sqlite3_stmt *stmt[ST_MAX];
+};
+
+static const char *const job_state_names[STORE_JOB_STATE_MAX] = {
+	[STORE_JOB_SUBMITTED] = "submitted",
+	[STORE_JOB_RUNNING] = "running",
+	[STORE_JOB_DONE] = "done",
+	[STORE_JOB_FAILED] = "failed",
+	[STORE_JOB_CANCELED] = "canceled",
+};
+
+static const char *const tier_names[] = {
+	[STORE_TIER_RELIABLE] = "reliable",
+	[STORE_TIER_TRANSIENT] = "transient",
+};
+
+const char *store_job_state_name(enum store_job_state s)
+{
+	if ((int)s < 0 || s >= STORE_JOB_STATE_MAX)
+		return "unknown";
+	return job_state_names[s];
+}
+
+/* ---- errors ---- */
+
+static void mcache_wipe(struct store *st)
+{
+	if (st->mcache && st->mcache_used)
+		memset(st->mcache, 0, MCACHE_SLOTS * sizeof(*st->mcache));
+	st->mcache_used = 0;
+	st->mcache_tentative = false;
+}
+
+/* SQLite may end a transaction by itself on some errors (SQLITE_FULL,
+ * SQLITE_IOERR, SQLITE_NOMEM...): then forget what it undid. */
+static void tx_sync(struct store *st)
+{
+	if (st->in_tx && sqlite3_get_autocommit(st->db)) {
+		st->in_tx = false;
+		if (st->mcache_tentative)
+			mcache_wipe(st);
+	}
+}
+
+static enum px_err code_of(int rc)
+{
+	switch (rc) {
+	case SQLITE_CONSTRAINT_FOREIGNKEY:
+		return PX_ENOENT;
+	case SQLITE_CONSTRAINT_CHECK:
+	case SQLITE_CONSTRAINT_NOTNULL:
+	case SQLITE_CONSTRAINT_DATATYPE:
+		return PX_EINVAL;
+	case SQLITE_CONSTRAINT_UNIQUE:
+	case SQLITE_CONSTRAINT_PRIMARYKEY:
+		return PX_EEXIST;
+	case SQLITE_NOMEM:
+		return PX_ENOMEM;
+	default:
+		return PX_EDB;
+	}
+}
+
+/* Report a failed SQLite call rc while doing what (printf format): "what:
+ * sqlite message".  Call before resetting the statement, which would
+ * clear the message. */
+static enum px_err store_fail(struct store *st, int rc, struct px_error *err,
+			      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static enum px_err store_fail(struct store *st, int rc, struct px_error *err,
+			      const char *fmt, ...)
+{
+	char what[PX_ERRMSG_MAX / 2];
+	const char *msg;
+	bool lost;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	msg = st->db && sqlite3_errcode(st->db) != SQLITE_OK ?
+		      sqlite3_errmsg(st->db) :
+		      sqlite3_errstr(rc);
+	lost = st->db && st->in_tx && sqlite3_get_autocommit(st->db);
+	px_errorf(err, code_of(rc), "%s: %s%s", what, msg,
+		  lost ? " (transaction rolled back)" : "");
+	tx_sync(st);
+	return code_of(rc);
+}
+
+/* Check a name argument: 1 to STORE_NAME_MAX-1 bytes. */
+static enum px_err check_name(const char *what, const char *field,
+			      const char *s, struct px_error *err)
+{
+	size_t n;
+
+	if (!s)
+		return px_errorf(err, PX_EINVAL, "%s: field '%s' missing",
+				 what, field);
+	n = strnlen(s, STORE_NAME_MAX);
+	if (n == 0)
+		return px_errorf(err, PX_EINVAL, "%s: field '%s' empty", what,
+				 field);
+	if (n >= STORE_NAME_MAX)
+		return px_errorf(err, PX_EINVAL,
+				 "%s: field '%s' '%.20s...' longer than %d "
+				 "bytes",
+				 what, field, s, STORE_NAME_MAX - 1);
+	return PX_OK;
+}
+
+/* Check a free-text argument: not NULL, at most STORE_TEXT_MAX bytes. */
+static enum px_err check_text(const char *what, const char *field,
+			      const char *s, struct px_error *err)
+{
+	if (!s)
+		return px_errorf(err, PX_EINVAL, "%s: field '%s' missing",
+				 what, field);
+	if (strnlen(s, STORE_TEXT_MAX + 1) > STORE_TEXT_MAX)
+		return px_errorf(err, PX_ETOOBIG,
+				 "%s: field '%s' longer than %d bytes", what,
+				 field, STORE_TEXT_MAX);
+	return PX_OK;
+}
+
+/* ---- statements ---- */
+
+static sqlite3_stmt *stmt_get(struct store *st, enum stmt_id id,
+			      struct px_error *err)
+{
+	int rc;
+
+	if (st->stmt[id])
+		return st->stmt[id];
+	rc = sqlite3_prepare_v3(st->db, stmt_sql[id], -1,
+				SQLITE_PREPARE_PERSISTENT, &st->stmt[id],
+				NULL);
+	if (rc != SQLITE_OK) {
+		store_fail(st, rc, err, "prepare '%.60s'", stmt_sql[id]);
+		st->stmt[id] = NULL;
+		return NULL;
+	}
+	return st->stmt[id];
+}
+
+/* Execute SQL that returns no rows we need (pragmas, migrations). */
+static enum px_err exec_sql(struct store *st, const char *sql,
+			    const char *what, struct px_error *err)
+{
+	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "%s", what);
+	return PX_OK;
+}
+
+/* Run a one-row integer query (pragmas); *ret is column 0, 0 if no row. */
+static enum px_err query_int(struct store *st, const char *sql,
+			     int64_t *ret, struct px_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	int rc;
+
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "run '%s'", sql);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*ret = sqlite3_column_int64(s, 0);
+	else if (rc == SQLITE_DONE)
+		*ret = 0;
+	else
+		r = store_fail(st, rc, err, "run '%s'", sql);
+	sqlite3_finalize(s);
+	return r;
+}
+
+/* Bind an int64 that means "none" when <= 0. */
+static int bind_opt_id(sqlite3_stmt *s, int i, int64_t id)
+{
+	return id > 0 ? sqlite3_bind_int64(s, i, id) : sqlite3_bind_null(s, i);
+}
+
+static int bind_text(sqlite3_stmt *s, int i, const char *t)
+{
+	return sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
+}
+
+/* ---- open, close, migrations ---- */
+
+static enum px_err migrate(struct store *st, const char *path,
+			   struct px_error *err)
+{
+	int64_t v;
+	enum px_err r;
+
+	for (;;) {
+		r = exec_sql(st, "BEGIN IMMEDIATE", "begin migration", err);
+		if (r != PX_OK)
+			return r;
+		/* Read inside the write transaction: another process may
+		 * have migrated while we waited for the lock. */
+		r = query_int(st, "PRAGMA user_version", &v, err);
+		if (r != PX_OK)
+			goto out_rollback;
+		if (v > STORE_SCHEMA_VERSION) {
+			/* A newer build migrated it after check_version. */
+			r = px_errorf(err, PX_EUNSUPP,
+				      "database '%s': schema version %" PRId64
+				      " is newer than this build's (%d)",
+				      path, v, STORE_SCHEMA_VERSION);
+			goto out_rollback;
+		}
+		if (v == STORE_SCHEMA_VERSION)
+			break;
+		r = exec_sql(st, store_migrations[v], "migrate schema", err);
+		if (r != PX_OK) {
+			px_error_prefix(err, "database '%s': version %" PRId64
+					" to %" PRId64 ": ",
+					path, v, v + 1);
+			goto out_rollback;
+		}
+		char pragma[64];
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d",
+			 (int)v + 1);
+		r = exec_sql(st, pragma, "set schema version", err);
+		if (r != PX_OK)
+			goto out_rollback;
+		r = exec_sql(st, "COMMIT", "commit migration", err);
+		if (r != PX_OK)
+			goto out_rollback;
+	}
+	return exec_sql(st, "COMMIT", "end migration", err);
+
+out_rollback:
+	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
+/* Refuse files that are not ours or are newer than this build, before
+ * changing anything in them. */
+static enum px_err check_version(struct store *st, const char *path,
+				 struct px_error *err)
+{
+	int64_t v, app, n;
+	enum px_err r;
+
+	r = query_int(st, "PRAGMA user_version", &v, err);
+	if (r != PX_OK)
+		return r;
+	if (v > STORE_SCHEMA_VERSION)
+		return px_errorf(err, PX_EUNSUPP,
+				 "database '%s': schema version %" PRId64
+				 " is newer than this build's (%d)",
+				 path, v, STORE_SCHEMA_VERSION);
+	if (v == 0) {
+		r = query_int(st, "SELECT count(*) FROM sqlite_schema", &n,
+			      err);
+		if (r != PX_OK)
+			return r;
+		if (n > 0)
+			return px_errorf(err, PX_EINVAL,
+					 "database '%s': has tables but no "
+					 "schema version: not a proteus store",
+					 path);
+		return PX_OK;
+	}
+	r = query_int(st, "PRAGMA application_id", &app, err);
+	if (r != PX_OK)
+		return r;
+	if (app != STORE_APPLICATION_ID)
+		return px_errorf(err, PX_EINVAL,
+				 "database '%s': application id %" PRId64
+				 ": not a proteus store",
+				 path, app);
+	return PX_OK;
+}
+
+static enum px_err configure(struct store *st, const char *path,
+			     struct px_error *err)
+{
+	const char *fname = sqlite3_db_filename(st->db, "main");
+	sqlite3_stmt *s = NULL;
+	enum px_err r;
+	int rc;
+
+	r = exec_sql(st, "PRAGMA foreign_keys = ON", "enable foreign keys",
+		     err);
+	if (r != PX_OK)
+		return r;
+	r = exec_sql(st, "PRAGMA synchronous = NORMAL", "set synchronous",
+		     err);
+	if (r != PX_OK)
+		return r;
+	if (!fname || !fname[0])
+		return PX_OK; /* :memory: or temporary: no WAL */
+	rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s,
+				NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		r = store_fail(st, rc, err, "database '%s': set WAL mode",
+			       path);
+		goto out_finalize;
+	}
+	const unsigned char *mode = sqlite3_column_text(s, 0);
+	if (!mode || strcmp((const char *)mode, "wal") != 0)
+		r = px_errorf(err, PX_EDB,
+			      "database '%s': cannot use WAL mode (got '%s')",
+			      path, mode ? (const char *)mode : "?");
+out_finalize:
+	sqlite3_finalize(s);
+	return r;
+}
+
+enum px_err store_open(const char *path, struct store **ret,
+		       struct px_error *err)
+{
+	struct store *st;
+	enum px_err r;
+	int rc;
+
+	if (!path || !ret)
+		return px_errorf(err, PX_EINVAL, "open store: no path");
+	st = px_calloc(1, sizeof(*st));
+	if (!st)
+		return px_errorf(err, PX_ENOMEM, "open store '%s'", path);
+	st->mcache = px_calloc(MCACHE_SLOTS, sizeof(*st->mcache));
+	if (!st->mcache) {
+		r = px_errorf(err, PX_ENOMEM, "open store '%s'", path);
+		goto out_close;
+	}
+	rc = sqlite3_open_v2(path, &st->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				     SQLITE_OPEN_NOMUTEX |
+				     SQLITE_OPEN_EXRESCODE,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		r = store_fail(st, rc, err, "open database '%s'", path);
+		goto out_close;
+	}
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+	r = check_version(st, path, err);
+	if (r == PX_OK)
+		r = configure(st, path, err);
+	if (r == PX_OK)
+		r = migrate(st, path, err);
+	if (r != PX_OK)
+		goto out_close;
+	*ret = st;
+	return PX_OK;
+
+out_close:
+	store_close(st);
+	return r;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	if (st->db && !sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	for (int i = 0; i < ST_MAX; i++)
+		sqlite3_finalize(st->stmt[i]);
+	/* Everything is finalized, so this does close (and checkpoints). */
+	sqlite3_close(st->db);
+	free(st->mcache);
+	free(st);
+}
+
+int store_schema_version(struct store *st)
+{
+	int64_t v;
+
+	if (query_int(st, "PRAGMA user_version", &v, NULL) != PX_OK)
+		return -1;
+	return (int)v;
+}
+
+/* ---- transactions ---- */
+
+/* Run a cached statement that returns no rows. */
+static int step_done(struct store *st, enum stmt_id id, struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, id, err);
+	int rc;
+
+	if (!s)
+		return SQLITE_ERROR;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	return rc;
+}
+
+enum px_err store_begin(struct store *st, struct px_error *err)
+{
+	int rc;
+
+	if (!sqlite3_get_autocommit(st->db))
+		return px_errorf(err, PX_EINVAL,
+				 "begin transaction: one is already open");
+	rc = step_done(st, ST_BEGIN, err);
+	if (rc != SQLITE_OK) {
+		enum px_err r = store_fail(st, rc, err, "begin transaction");
+		sqlite3_reset(st->stmt[ST_BEGIN]);
+		return r;
+	}
+	sqlite3_reset(st->stmt[ST_BEGIN]);
+	st->in_tx = true;
+	return PX_OK;
+}
+
+enum px_err store_commit(struct store *st, struct px_error *err)
+{
+	enum px_err r = PX_OK;
+	int rc;
+
+	if (sqlite3_get_autocommit(st->db)) {
+		bool lost = st->in_tx;
+
+		tx_sync(st);
+		return px_errorf(err, PX_EINVAL, "commit: %s",
+				 lost ? "the transaction was rolled back "
+					"after an error" :
+					"no transaction open");
+	}
+	rc = step_done(st, ST_COMMIT, err);
+	if (rc != SQLITE_OK) {
+		r = store_fail(st, rc, err, "commit transaction");
+		if (st->stmt[ST_COMMIT])
+			sqlite3_reset(st->stmt[ST_COMMIT]);
+		store_rollback(st);
+		return r;
+	}
+	sqlite3_reset(st->stmt[ST_COMMIT]);
+	st->in_tx = false;
+	st->mcache_tentative = false;
+	return PX_OK;
+}
+
+void store_rollback(struct store *st)
+{
+	if (!sqlite3_get_autocommit(st->db)) {
+		sqlite3_stmt *s = stmt_get(st, ST_ROLLBACK, NULL);
+
+		if (s) {
+			sqlite3_step(s);
+			sqlite3_reset(s);
+		}
+		/* Should ROLLBACK fail to prepare (OOM), try the slow way. */
+		if (!sqlite3_get_autocommit(st->db))
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	st->in_tx = false;
+	if (st->mcache_tentative)
+		mcache_wipe(st);
+}
+
+bool store_in_transaction(struct store *st)
+{
+	return !sqlite3_get_autocommit(st->db);
+}
+
+/* ---- markets ---- */
+
+/* FNV-1a over the key bytes. */
+static uint32_t key_hash(const char *key, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)key[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* Build region\0zone\0type\0product into key (MCACHE_KEY_MAX bytes); the
+ * names have been checked to be under STORE_NAME_MAX. */
+static size_t key_make(char *key, const char *const names[4])
+{
+	size_t n = 0;
+
+	for (int i = 0; i < 4; i++) {
+		size_t l = strlen(names[i]);
+
+		memcpy(key + n, names[i], l + 1);
+		n += l + 1;
+	}
+	return n;
+}
+
+static struct mcache_ent *mcache_find(struct store *st, const char *key,
+				      size_t len, uint32_t h)
+{
+	size_t i = h & (MCACHE_SLOTS - 1);
+
+	for (;; i = (i + 1) & (MCACHE_SLOTS - 1)) {
+		struct mcache_ent *e = &st->mcache[i];
+
+		if (e->id == 0)
+			return e;
+		if (e->hash == h && e->key_len == len &&
+		    memcmp(e->key, key, len) == 0)
+			return e;
+	}
+}
+
+static void mcache_put(struct store *st, const char *key, size_t len,
+		       uint32_t h, int64_t id)
+{
+	struct mcache_ent *e;
+
+	if (st->mcache_used >= MCACHE_LIMIT)
+		mcache_wipe(st);
+	e = mcache_find(st, key, len, h);
+	if (e->id == 0)
+		st->mcache_used++;
+	e->id = id;
+	e->hash = h;
+	e->key_len = (uint16_t)len;
+	memcpy(e->key, key, len);
+	if (st->in_tx)
+		st->mcache_tentative = true;
+}
+
+/* Look the market up in the table: *ret_id 0 when absent. */
+static enum px_err market_select(struct store *st,
+				 const char *const names[4], int64_t *ret_id,
+				 struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, ST_MARKET_GET, err);
+	enum px_err r = PX_OK;
+	int rc;
+
+	if (!s)
+		return PX_EDB;
+	for (int i = 0; i < 4; i++)
+		bind_text(s, i + 1, names[i]);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*ret_id = sqlite3_column_int64(s, 0);
+	else if (rc == SQLITE_DONE)
+		*ret_id = 0;
+	else
+		r = store_fail(st, rc, err,
+			       "look up market '%s' '%s' '%s' '%s'", names[0],
+			       names[1], names[2], names[3]);
+	sqlite3_reset(s);
+	return r;
+}
+
+enum px_err store_market_get_or_add(struct store *st, const char *region,
+				    const char *zone, const char *type,
+				    const char *product, int64_t *ret_id,
+				    struct px_error *err)
+{
+	static const char *const fields[4] = {"region", "zone", "type",
+					      "product"};
+	const char *const names[4] = {region, zone, type, product};
+	char key[MCACHE_KEY_MAX];
+	struct mcache_ent *e;
+	sqlite3_stmt *s;
+	int64_t id = 0;
+	enum px_err r;
+	size_t len;
+	uint32_t h;
+	int rc;
+
+	for (int i = 0; i < 4; i++) {
+		r = check_name("market", fields[i], names[i], err);
+		if (r != PX_OK)
+			return r;
+	}
+	len = key_make(key, names);
+	h = key_hash(key, len);
+	e = mcache_find(st, key, len, h);
+	if (e->id != 0) {
+		*ret_id = e->id;
+		return PX_OK;
+	}
+
+	r = market_select(st, names, &id, err);
+	if (r != PX_OK)
+		return r;
+	if (id == 0) {
+		s = stmt_get(st, ST_MARKET_ADD, err);
+		if (!s)
+			return PX_EDB;
+		for (int i = 0; i < 4; i++)
+			bind_text(s, i + 1, names[i]);
+		rc = sqlite3_step(s);
+		if (rc != SQLITE_DONE) {
+			r = store_fail(st, rc, err,
+				       "add market '%s' '%s' '%s' '%s'",
+				       region, zone, type, product);
+			sqlite3_reset(s);
+			return r;
+		}
+		if (sqlite3_changes(st->db) == 1)
+			id = sqlite3_last_insert_rowid(st->db);
+		sqlite3_reset(s);
+		/* Another connection added it between our two steps. */
+		if (id == 0) {
+			r = market_select(st, names, &id, err);
+			if (r != PX_OK)
+				return r;
+			if (id == 0)
+				return px_errorf(err, PX_EDB,
+						 "add market '%s' '%s' '%s' "
+						 "'%s': vanished",
+						 region, zone, type, product);
+		}
+	}
+	mcache_put(st, key, len, h, id);
+	*ret_id = id;
+	return PX_OK;
+}
+
+static enum px_err copy_col(sqlite3_stmt *s, int col, char *dst,
+			    const char *field, int64_t id,
+			    struct px_error *err)
+{
+	const unsigned char *t = sqlite3_column_text(s, col);
+	int n = sqlite3_column_bytes(s, col);
+
+	if (!t)
+		return px_errorf(err, PX_ENOMEM, "read market %" PRId64, id);
+	if (n >= STORE_NAME_MAX)
+		return px_errorf(err, PX_EINVAL,
+				 "read market %" PRId64 ": field '%s' longer "
+				 "than %d bytes",
+				 id, field, STORE_NAME_MAX - 1);
+	memcpy(dst, t, (size_t)n);
+	dst[n] = '\0';
+	return PX_OK;
+}
+
+enum px_err store_markets_each(struct store *st,
+			       const struct store_market_filter *filter,
+			       store_market_fn fn, void *ctx,
+			       struct px_error *err)
+{
+	static const char sql[] =
+		"SELECT id, region, zone, type, product FROM markets "
+		"WHERE (?1 IS NULL OR region = ?1) "
+		"AND (?2 IS NULL OR zone = ?2) "
+		"AND (?3 IS NULL OR type = ?3) "
+		"AND (?4 IS NULL OR product = ?4) "
+		"ORDER BY region, type, zone, product";
+	struct store_market m;
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	int rc;
+
+	/* Not cached: fn may re-enter the store (even this function). */
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "list markets");
+	if (filter) {
+		bind_text(s, 1, filter->region);
+		bind_text(s, 2, filter->zone);
+		bind_text(s, 3, filter->type);
+		bind_text(s, 4, filter->product);
+	}
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&m, 0, sizeof(m));
+		m.id = sqlite3_column_int64(s, 0);
+		r = copy_col(s, 1, m.region, "region", m.id, err);
+		if (r == PX_OK)
+			r = copy_col(s, 2, m.zone, "zone", m.id, err);
+		if (r == PX_OK)
+			r = copy_col(s, 3, m.type, "type", m.id, err);
+		if (r == PX_OK)
+			r = copy_col(s, 4, m.product, "product", m.id, err);
+		if (r == PX_OK)
+			r = fn(&m, ctx);
+		if (r != PX_OK)
+			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "list markets");
+out_finalize:
+	sqlite3_finalize(s);
+	return r;
+}
+
+/* ---- prices ---- */
+
+enum px_err store_price_add(struct store *st, int64_t market_id, int64_t t_s,
+			    int64_t price_uusd, bool *ret_inserted,
+			    struct px_error *err)
+{
+	sqlite3_stmt *s;
+	enum px_err r = PX_OK;
+	int rc;
+
+	if (price_uusd < 0)
+		return px_errorf(err, PX_EINVAL,
+				 "insert price for market %" PRId64
+				 " at %" PRId64 ": negative price %" PRId64,
+				 market_id, t_s, price_uusd);
+	s = stmt_get(st, ST_PRICE_ADD, err);
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, market_id);
+	sqlite3_bind_int64(s, 2, t_s);
+	sqlite3_bind_int64(s, 3, price_uusd);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE) {
+		if (ret_inserted)
+			*ret_inserted = sqlite3_changes(st->db) == 1;
+	} else {
+		r = store_fail(st, rc, err,
+			       "insert price for market %" PRId64
+			       " at %" PRId64,
+			       market_id, t_s);
+	}
+	sqlite3_reset(s);
+	return r;
+}
+
+enum px_err store_prices_each(struct store *st, int64_t market_id,
+			      int64_t from_s, int64_t to_s, store_price_fn fn,
+			      void *ctx, struct px_error *err)
+{
+	static const char sql[] =
+		"SELECT t_s, price_uusd FROM prices WHERE market_id = ?1 "
+		"AND t_s BETWEEN ?2 AND ?3 ORDER BY t_s";
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	int rc;
+
+	if (from_s >= to_s)
+		return PX_OK;
+	/* Not cached: fn may re-enter the store (even this function). */
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err,
+				  "list prices of market %" PRId64,
+				  market_id);
+	sqlite3_bind_int64(s, 1, market_id);
+	sqlite3_bind_int64(s, 2, from_s);
+	sqlite3_bind_int64(s, 3, to_s == INT64_MAX ? INT64_MAX : to_s - 1);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		r = fn(sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
+		       ctx);
+		if (r != PX_OK)
+			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "list prices of market %" PRId64,
+			       market_id);
+out_finalize:
+	sqlite3_finalize(s);
+	return r;
+}
+
+enum px_err store_price_at(struct store *st, int64_t market_id, int64_t t_s,
+			   int64_t *ret_price_uusd, int64_t *ret_since_s,
+			   struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, ST_PRICE_AT, err);
+	enum px_err r = PX_OK;
+	int rc;
+
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, market_id);
+	sqlite3_bind_int64(s, 2, t_s);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		if (ret_price_uusd)
+			*ret_price_uusd = sqlite3_column_int64(s, 0);
+		if (ret_since_s)
+			*ret_since_s = sqlite3_column_int64(s, 1);
+	} else if (rc == SQLITE_DONE) {
+		r = px_errorf(err, PX_ENOENT,
+			      "price of market %" PRId64 " at %" PRId64
+			      ": no record at or before",
+			      market_id, t_s);
+	} else {
+		r = store_fail(st, rc, err,
+			       "price of market %" PRId64 " at %" PRId64,
+			       market_id, t_s);
+	}
+	sqlite3_reset(s);
+	return r;
+}
+
+enum px_err store_price_range(struct store *st, int64_t market_id,
+			      int64_t *ret_first_s, int64_t *ret_last_s,
+			      int64_t *ret_count, struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, ST_PRICE_RANGE, err);
+	enum px_err r = PX_OK;
+	int rc;
+
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, market_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && sqlite3_column_int64(s, 2) > 0) {
+		if (ret_first_s)
+			*ret_first_s = sqlite3_column_int64(s, 0);
+		if (ret_last_s)
+			*ret_last_s = sqlite3_column_int64(s, 1);
+		if (ret_count)
+			*ret_count = sqlite3_column_int64(s, 2);
+	} else if (rc == SQLITE_ROW) {
+		r = px_errorf(err, PX_ENOENT,
+			      "price range of market %" PRId64 ": no records",
+			      market_id);
+	} else {
+		r = store_fail(st, rc, err,
+			       "price range of market %" PRId64, market_id);
+	}
+	sqlite3_reset(s);
+	return r;
+}
+
+/* ---- on-demand prices ---- */
+
+enum px_err store_ondemand_set(struct store *st, const char *region,
+			       const char *type, int64_t uusd_per_hour,
+			       const char *source, struct px_error *err)
+{
+	static const char what[] = "set on-demand price";
+	sqlite3_stmt *s;
+	enum px_err r;
+	int rc;
+
+	if ((r = check_name(what, "region", region, err)) != PX_OK ||
+	    (r = check_name(what, "type", type, err)) != PX_OK ||
+	    (r = check_text(what, "source", source, err)) != PX_OK)
+		return r;
+	if (uusd_per_hour < 0)
+		return px_errorf(err, PX_EINVAL,
+				 "%s of '%s' in '%s': negative price %" PRId64,
+				 what, type, region, uusd_per_hour);
+	s = stmt_get(st, ST_ONDEMAND_SET, err);
+	if (!s)
+		return PX_EDB;
+	bind_text(s, 1, region);
+	bind_text(s, 2, type);
+	sqlite3_bind_int64(s, 3, uusd_per_hour);
+	bind_text(s, 4, source);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "%s of '%s' in '%s'", what, type,
+			       region);
+	sqlite3_reset(s);
+	return r;
+}
+
+enum px_err store_ondemand_get(struct store *st, const char *region,
+			       const char *type, int64_t *ret_uusd_per_hour,
+			       struct px_error *err)
+{
+	static const char what[] = "get on-demand price";
+	sqlite3_stmt *s;
+	enum px_err r;
+	int rc;
+
+	if ((r = check_name(what, "region", region, err)) != PX_OK ||
+	    (r = check_name(what, "type", type, err)) != PX_OK)
+		return r;
+	s = stmt_get(st, ST_ONDEMAND_GET, err);
+	if (!s)
+		return PX_EDB;
+	bind_text(s, 1, region);
+	bind_text(s, 2, type);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*ret_uusd_per_hour = sqlite3_column_int64(s, 0);
+	else if (rc == SQLITE_DONE)
+		r = px_errorf(err, PX_ENOENT, "%s of '%s' in '%s': not known",
+			      what, type, region);
+	else
+		r = store_fail(st, rc, err, "%s of '%s' in '%s'", what, type,
+			       region);
+	sqlite3_reset(s);
+	return r;
+}
+
+/* ---- imports ---- */
+
+static bool is_sha256_hex(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return s[i] == '\0';
+}
+
+enum px_err store_import_add(struct store *st, const struct store_import *imp,
+			     struct px_error *err)
+{
+	static const char what[] = "record import";
+	sqlite3_stmt *s;
+	enum px_err r;
+	int rc;
+
+	if ((r = check_text(what, "path", imp->path, err)) != PX_OK ||
+	    (r = check_text(what, "sha256", imp->sha256, err)) != PX_OK)
+		return r;
+	if (!is_sha256_hex(imp->sha256))
+		return px_errorf(err, PX_EINVAL,
+				 "%s of '%s': field 'sha256' is not 64 "
+				 "lower-case hex digits",
+				 what, imp->path);
+	if (imp->records < 0 || imp->inserted < 0 ||
+	    imp->inserted > imp->records)
+		return px_errorf(err, PX_EINVAL,
+				 "%s of '%s': fields 'records' %" PRId64
+				 " and 'inserted' %" PRId64 " do not fit",
+				 what, imp->path, imp->records, imp->inserted);
+	if (imp->records > 0 && imp->first_s > imp->last_s)
+		return px_errorf(err, PX_EINVAL,
+				 "%s of '%s': field 'first_s' after 'last_s'",
+				 what, imp->path);
+	s = stmt_get(st, ST_IMPORT_ADD, err);
+	if (!s)
+		return PX_EDB;
+	bind_text(s, 1, imp->path);
+	bind_text(s, 2, imp->sha256);
+	sqlite3_bind_int64(s, 3, imp->records);
+	sqlite3_bind_int64(s, 4, imp->inserted);
+	if (imp->records > 0) {
+		sqlite3_bind_int64(s, 5, imp->first_s);
+		sqlite3_bind_int64(s, 6, imp->last_s);
+	} else {
+		sqlite3_bind_null(s, 5);
+		sqlite3_bind_null(s, 6);
+	}
+	sqlite3_bind_int64(s, 7, imp->at_us);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "%s of '%s'", what, imp->path);
+	sqlite3_reset(s);
+	return r;
+}
+
+enum px_err store_import_seen(struct store *st, const char *sha256,
+			      bool *ret_seen, struct px_error *err)
+{
+	sqlite3_stmt *s;
+	enum px_err r;
+	int rc;
+
+	r = check_text("look up import", "sha256", sha256, err);
+	if (r != PX_OK)
+		return r;
+	s = stmt_get(st, ST_IMPORT_SEEN, err);
+	if (!s)
+		return PX_EDB;
+	bind_text(s, 1, sha256);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		*ret_seen = rc == SQLITE_ROW;
+	else
+		r = store_fail(st, rc, err, "look up import '%.64s'", sha256);
+	sqlite3_reset(s);
+	return r;
+}
+
+/* ---- jobs, allocations, instances, events, ledger ---- */
+
+/* Step a cached INSERT whose parameters are bound; *ret_id (may be NULL)
+ * gets the new row id.  what is the whole error prefix. */
+static enum px_err insert_step(struct store *st, sqlite3_stmt *s,
+			       int64_t *ret_id, const char *what,
+			       struct px_error *err)
+{
+	enum px_err r = PX_OK;
+	int rc = sqlite3_step(s);
+
+	if (rc == SQLITE_DONE) {
+		if (ret_id)
+			*ret_id = sqlite3_last_insert_rowid(st->db);
+	} else {
+		r = store_fail(st, rc, err, "%s", what);
+	}
+	sqlite3_reset(s);
+	return r;
+}
+
+enum px_err store_job_add(struct store *st, const char *name,
+			  const char *spec_json, int64_t created_us,
+			  int64_t *ret_job_id, struct px_error *err)
+{
+	char what[128];
+	sqlite3_stmt *s;
+	enum px_err r;
+
+	if ((r = check_name("add job", "name", name, err)) != PX_OK)
+		return r;
+	snprintf(what, sizeof(what), "add job '%s'", name);
+	if ((r = check_text(what, "spec", spec_json, err)) != PX_OK)
+		return r;
+	if (created_us < 0)
+		return px_errorf(err, PX_EINVAL, "%s: negative created_us",
+				 what);
+	s = stmt_get(st, ST_JOB_ADD, err);
+	if (!s)
+		return PX_EDB;
+	bind_text(s, 1, name);
+	bind_text(s, 2, spec_json);
+	sqlite3_bind_int64(s, 3, created_us);
+	return insert_step(st, s, ret_job_id, what, err);
+}
+
+enum px_err store_job_set_state(struct store *st, int64_t job_id,
+				enum store_job_state state, int64_t at_us,
+				struct px_error *err)
+{
+	sqlite3_stmt *s;
+	enum px_err r = PX_OK;
+	int rc;
+
+	if ((int)state < 0 || state >= STORE_JOB_STATE_MAX)
+		return px_errorf(err, PX_EINVAL,
+				 "set state of job %" PRId64 ": bad state %d",
+				 job_id, (int)state);
+	if (at_us < 0)
+		return px_errorf(err, PX_EINVAL,
+				 "set state of job %" PRId64 ": negative time",
+				 job_id);
+	s = stmt_get(st, ST_JOB_SET_STATE, err);
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, job_id);
+	bind_text(s, 2, job_state_names[state]);
+	sqlite3_bind_int64(s, 3, at_us);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err,
+			       "set state of job %" PRId64 " to '%s'", job_id,
+			       job_state_names[state]);
+	else if (sqlite3_changes(st->db) == 0)
+		r = PX_ENOENT; /* or final: told apart below */
+	sqlite3_reset(s);
+	if (r != PX_ENOENT)
+		return r;
+
+	s = stmt_get(st, ST_JOB_STATE, err);
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, job_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		r = px_errorf(err, PX_EINVAL,
+			      "set state of job %" PRId64 " to '%s': "
+			      "state '%s' is final",
+			      job_id, job_state_names[state],
+			      (const char *)sqlite3_column_text(s, 0));
+	else if (rc == SQLITE_DONE)
+		r = px_errorf(err, PX_ENOENT,
+			      "set state of job %" PRId64 ": no such job",
+			      job_id);
+	else
+		r = store_fail(st, rc, err, "read state of job %" PRId64,
+			       job_id);
+	sqlite3_reset(s);
+	return r;
+}
+
+enum px_err store_allocation_add(struct store *st, int64_t job_id,
+				 int64_t market_id, enum store_tier tier,
+				 int64_t bid_uusd, int count, int64_t at_us,
+				 int64_t *ret_alloc_id, struct px_error *err)
+{
+	char what[128];
+	sqlite3_stmt *s;
+
+	snprintf(what, sizeof(what),
+		 "add allocation for job %" PRId64 " in market %" PRId64,
+		 job_id, market_id);
+	if (tier != STORE_TIER_RELIABLE && tier != STORE_TIER_TRANSIENT)
+		return px_errorf(err, PX_EINVAL, "%s: bad tier %d", what,
+				 (int)tier);
+	if (bid_uusd < 0)
+		return px_errorf(err, PX_EINVAL, "%s: negative bid %" PRId64,
+				 what, bid_uusd);
+	if (count <= 0)
+		return px_errorf(err, PX_EINVAL, "%s: count %d not positive",
+				 what, count);
+	if (at_us < 0)
+		return px_errorf(err, PX_EINVAL, "%s: negative time", what);
+	s = stmt_get(st, ST_ALLOC_ADD, err);
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, job_id);
+	sqlite3_bind_int64(s, 2, market_id);
+	bind_text(s, 3, tier_names[tier]);
+	sqlite3_bind_int64(s, 4, bid_uusd);
+	sqlite3_bind_int(s, 5, count);
+	sqlite3_bind_int64(s, 6, at_us);
+	return insert_step(st, s, ret_alloc_id, what, err);
+}
+
+enum px_err store_instance_add(struct store *st, int64_t alloc_id,
+			       const char *cloud_id, int64_t start_us,
+			       int64_t *ret_instance_id, struct px_error *err)
+{
+	char what[128];
+	sqlite3_stmt *s;
+	enum px_err r;
+
+	snprintf(what, sizeof(what), "add instance of allocation %" PRId64,
+		 alloc_id);
+	if ((r = check_name(what, "cloud_id", cloud_id, err)) != PX_OK)
+		return r;
+	snprintf(what, sizeof(what),
+		 "add instance '%s' of allocation %" PRId64, cloud_id,
+		 alloc_id);
+	if (start_us < 0)
+		return px_errorf(err, PX_EINVAL, "%s: negative start", what);
+	s = stmt_get(st, ST_INSTANCE_ADD, err);
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, alloc_id);
+	bind_text(s, 2, cloud_id);
+	sqlite3_bind_int64(s, 3, start_us);
+	return insert_step(st, s, ret_instance_id, what, err);
+}
+
+enum px_err store_instance_end(struct store *st, int64_t instance_id,
+			       int64_t end_us, const char *reason,
+			       struct px_error *err)
+{
+	char what[128];
+	sqlite3_stmt *s;
+	enum px_err r = PX_OK;
+	int rc;
+
+	snprintf(what, sizeof(what), "end instance %" PRId64, instance_id);
+	if ((r = check_name(what, "reason", reason, err)) != PX_OK)
+		return r;
+	s = stmt_get(st, ST_INSTANCE_ENDED, err);
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, instance_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE)
+		r = px_errorf(err, PX_ENOENT, "%s: no such instance", what);
+	else if (rc != SQLITE_ROW)
+		r = store_fail(st, rc, err, "%s", what);
+	else if (sqlite3_column_type(s, 1) != SQLITE_NULL)
+		r = px_errorf(err, PX_EEXIST, "%s: already ended at %" PRId64,
+			      what, (int64_t)sqlite3_column_int64(s, 1));
+	else if (end_us < sqlite3_column_int64(s, 0))
+		r = px_errorf(err, PX_EINVAL,
+			      "%s: end %" PRId64 " before start %" PRId64,
+			      what, end_us,
+			      (int64_t)sqlite3_column_int64(s, 0));
+	sqlite3_reset(s);
+	if (r != PX_OK)
+		return r;
+
+	/* The checks above are for the message; the WHERE clause and the
+	 * CHECK constraints are what hold when another writer is racing. */
+	s = stmt_get(st, ST_INSTANCE_END, err);
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, instance_id);
+	sqlite3_bind_int64(s, 2, end_us);
+	bind_text(s, 3, reason);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "%s", what);
+	else if (sqlite3_changes(st->db) == 0)
+		r = px_errorf(err, PX_EEXIST, "%s: already ended", what);
+	sqlite3_reset(s);
+	return r;
+}
+
+enum px_err store_event_add(struct store *st, int64_t job_id,
+			    int64_t instance_id, int64_t at_us,
+			    const char *kind, const char *detail,
+			    struct px_error *err)
+{
+	char what[128];
+	sqlite3_stmt *s;
+	enum px_err r;
+
+	snprintf(what, sizeof(what),
+		 "add event for job %" PRId64 " instance %" PRId64, job_id,
+		 instance_id);
+	if ((r = check_name(what, "kind", kind, err)) != PX_OK ||
+	    (r = check_text(what, "detail", detail, err)) != PX_OK)
+		return r;
+	if (at_us < 0)
+		return px_errorf(err, PX_EINVAL, "%s: negative time", what);
+	s = stmt_get(st, ST_EVENT_ADD, err);
+	if (!s)
+		return PX_EDB;
+	bind_opt_id(s, 1, job_id);
+	bind_opt_id(s, 2, instance_id);
+	sqlite3_bind_int64(s, 3, at_us);
+	bind_text(s, 4, kind);
+	bind_text(s, 5, detail);
+	return insert_step(st, s, NULL, what, err);
+}
+
+enum px_err store_ledger_add(struct store *st, int64_t job_id,
+			     int64_t instance_id, int64_t from_us,
+			     int64_t to_us, int64_t amount_uusd,
+			     const char *note, struct px_error *err)
+{
+	char what[128];
+	sqlite3_stmt *s;
+	enum px_err r;
+
+	snprintf(what, sizeof(what),
+		 "add ledger line for job %" PRId64 " instance %" PRId64,
+		 job_id, instance_id);
+	if ((r = check_text(what, "note", note, err)) != PX_OK)
+		return r;
+	if (amount_uusd < 0)
+		return px_errorf(err, PX_EINVAL,
+				 "%s: negative amount %" PRId64, what,
+				 amount_uusd);
+	if (from_us < 0 || to_us < from_us)
+		return px_errorf(err, PX_EINVAL,
+				 "%s: bad interval [%" PRId64 ", %" PRId64 ")",
+				 what, from_us, to_us);
+	s = stmt_get(st, ST_LEDGER_ADD, err);
+	if (!s)
+		return PX_EDB;
+	bind_opt_id(s, 1, job_id);
+	bind_opt_id(s, 2, instance_id);
+	sqlite3_bind_int64(s, 3, from_us);
+	sqlite3_bind_int64(s, 4, to_us);
+	sqlite3_bind_int64(s, 5, amount_uusd);
+	bind_text(s, 6, note);
+	return insert_step(st, s, NULL, what, err);
+}
+
+enum px_err store_job_cost(struct store *st, int64_t job_id,
+			   int64_t *ret_uusd, struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, ST_JOB_COST, err);
+	enum px_err r = PX_OK;
+	int rc;
+
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, job_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_NULL)
+		r = px_errorf(err, PX_ENOENT,
+			      "cost of job %" PRId64 ": no such job", job_id);
+	else if (rc == SQLITE_ROW)
+		*ret_uusd = sqlite3_column_int64(s, 1);
+	else
+		r = store_fail(st, rc, err, "cost of job %" PRId64, job_id);
+	sqlite3_reset(s);
+	return r;
+}
