@@ -44,6 +44,8 @@ struct peer {
 	bool live;              /* session established */
 	bool hello_pending;     /* we sent HELLO, wait for CHALLENGE */
 	bool chal_pending;      /* we sent CHALLENGE, wait for REGISTER */
+	bool direct;            /* session from a handshake with us (not
+				   from MEMBERSHIP): may send to all */
 	struct wire_node node;
 	uint64_t session;
 	uint64_t floor;         /* seqs <= floor are refused */
@@ -640,9 +642,12 @@ static void put_hdr(struct wr *w, const struct wire_hdr *h)
 	put_u32(w, h->payload_len);
 	put_u64(w, h->job);
 	put_u64(w, h->session);
+	put_u64(w, h->dest_session);
 	put_u64(w, h->seq);
 	put_i64(w, h->clock);
 }
+
+static uint64_t peer_session(struct wire_ctx *ctx, struct wire_node node);
 
 static bool mac(const struct wire_ctx *ctx, const uint8_t *buf, size_t n,
 		uint8_t out[WIRE_MAC_LEN])
@@ -671,6 +676,10 @@ enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
 				 wire_type_name(m->hdr.type), len,
 				 WIRE_OVERHEAD + plen);
 	m->hdr.version = WIRE_VERSION;
+	if (wire_node_eq(m->hdr.dest, WIRE_NODE_ALL))
+		m->hdr.dest_session = 0;
+	else if (m->hdr.dest_session == 0)
+		m->hdr.dest_session = peer_session(ctx, m->hdr.dest);
 	m->hdr.sender = ctx->self;
 	m->hdr.job = ctx->job;
 	m->hdr.session = ctx->session;
@@ -946,10 +955,25 @@ static struct peer *peer_get(struct wire_ctx *ctx, struct wire_node node,
 	return victim;
 }
 
+/* The session we know for node, 0 if none (under no lock held). */
+static uint64_t peer_session(struct wire_ctx *ctx, struct wire_node node)
+{
+	struct peer *p;
+	uint64_t s = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	p = peer_find(ctx, node);
+	if (p && p->live)
+		s = p->session;
+	pthread_mutex_unlock(&ctx->lock);
+	return s;
+}
+
 static void peer_set_session(struct peer *p, uint64_t session,
 			     uint64_t floor)
 {
 	p->live = true;
+	p->direct = false;
 	p->session = session;
 	p->floor = floor;
 	p->max = floor;
@@ -992,12 +1016,14 @@ static bool window_accept(struct peer *p, uint64_t seq)
 	return true;
 }
 
+/* A session proven fresh by a handshake with us. */
 static void install(struct peer *p, uint64_t session, uint64_t seq)
 {
 	if (p->live && p->session == session)
 		(void)window_accept(p, seq);
 	else
 		peer_set_session(p, session, seq);
+	p->direct = true;
 }
 
 /* Session and replay rules of docs/protocol.md, for an authentic frame. */
@@ -1034,7 +1060,8 @@ static enum wire_drop peer_check(struct wire_ctx *ctx, const struct wire_msg *m,
 		install(p, h->session, h->seq);
 		break;
 	default:
-		if (!p || !p->live || p->session != h->session)
+		if (!p || !p->live || p->session != h->session ||
+		    (wire_node_eq(h->dest, WIRE_NODE_ALL) && !p->direct))
 			d = WIRE_DROP_NO_SESSION;
 		else if (!window_accept(p, h->seq))
 			d = WIRE_DROP_REPLAY;
@@ -1081,6 +1108,7 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 	h->payload_len = get_u32(&r);
 	h->job = get_u64(&r);
 	h->session = get_u64(&r);
+	h->dest_session = get_u64(&r);
 	h->seq = get_u64(&r);
 	h->clock = get_i64(&r);
 	if (h->payload_len > max_payload || h->payload_len > WIRE_PAYLOAD_MAX)
@@ -1105,6 +1133,12 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 		return drop(st, WIRE_DROP_NOT_FOR_US, ret_drop);
 	if (h->type <= WIRE_REGISTER && !wire_node_eq(h->dest, ctx->self))
 		return drop(st, WIRE_DROP_BAD_HEADER, ret_drop);
+	if (wire_node_eq(h->dest, WIRE_NODE_ALL) && h->dest_session != 0)
+		return drop(st, WIRE_DROP_BAD_HEADER, ret_drop);
+	/* Addressed to an earlier (or later) incarnation of this node. */
+	if (h->type != WIRE_HELLO && wire_node_eq(h->dest, ctx->self) &&
+	    h->dest_session != ctx->session)
+		return drop(st, WIRE_DROP_NOT_FOR_US, ret_drop);
 	r.left = h->payload_len;
 	if (!get_payload(&r, &m, &oom)) {
 		free(m.owned);
@@ -1277,6 +1311,7 @@ enum px_err wire_challenge_begin(struct wire_ctx *ctx,
 		return px_errorf(err, PX_EINVAL, "answering a %s, not a HELLO",
 				 wire_type_name(hello->hdr.type));
 	wire_msg_init(m, WIRE_CHALLENGE, peer, 0);
+	m->hdr.dest_session = hello->hdr.session;
 	memcpy(m->u.challenge.echo, hello->u.hello.nonce, WIRE_NONCE_LEN);
 	if (RAND_bytes(m->u.challenge.nonce, WIRE_NONCE_LEN) != 1)
 		return px_errorf(err, PX_EIO, "RAND_bytes failed");

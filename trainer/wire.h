@@ -16,7 +16,7 @@
 
 #define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
 #define WIRE_VERSION 1
-#define WIRE_HDR_LEN 56                 /* bytes before the payload */
+#define WIRE_HDR_LEN 64                 /* bytes before the payload */
 #define WIRE_MAC_LEN 32                 /* HMAC-SHA256 tag after it */
 #define WIRE_OVERHEAD (WIRE_HDR_LEN + WIRE_MAC_LEN)
 #define WIRE_NONCE_LEN 16               /* handshake nonces, bytes */
@@ -133,7 +133,8 @@ const char *wire_type_name(enum wire_type t);
 uint64_t wire_stats_dropped(const struct wire_stats *st);
 
 /* The fixed header.  On send the caller sets type, flags, dest and clock
- * (wire_msg_init does); wire_seal fills the rest. */
+ * (wire_msg_init does); wire_seal fills the rest (dest_session from the
+ * peer table when the caller left it 0). */
 struct wire_hdr {
 	uint16_t version;
 	uint16_t type;          /* enum wire_type */
@@ -143,6 +144,8 @@ struct wire_hdr {
 	uint32_t payload_len;   /* bytes */
 	uint64_t job;           /* job id */
 	uint64_t session;       /* sender's random per-process session id */
+	uint64_t dest_session;  /* receiver's session as the sender knows it;
+				   0 for HELLO and for WIRE_NODE_ALL */
 	uint64_t seq;           /* per sender, strictly increasing from 1 */
 	int64_t clock;          /* sender's training clock */
 };

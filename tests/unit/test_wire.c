@@ -128,9 +128,13 @@ Test(wire, header_layout)
 	cr_assert_eq(buf[16], 2);                   /* dest */
 	cr_assert_eq(buf[20], WIRE_RANGE_PREFIX + 4); /* payload length */
 	cr_assert_eq(buf[24], JOB);
-	cr_assert_eq(buf[40], m.hdr.seq);
-	cr_assert_eq(buf[48], 0xfb);                /* clock -5 */
-	cr_assert_eq(buf[55], 0xff);
+	uint64_t ds = 0;
+	for (int i = 7; i >= 0; i--)
+		ds = ds << 8 | buf[40 + i];
+	cr_assert_eq(ds, wire_ctx_session(b));      /* dest session */
+	cr_assert_eq(buf[48], m.hdr.seq);
+	cr_assert_eq(buf[56], 0xfb);                /* clock -5 */
+	cr_assert_eq(buf[63], 0xff);
 	cr_assert_arr_eq(buf + WIRE_HDR_LEN + WIRE_RANGE_PREFIX, one_le, 4);
 	/* The tag is HMAC-SHA256 under the derived key. */
 	uint8_t key[32], tag[32];
@@ -387,15 +391,23 @@ Test(wire, handshake_rules)
 	size_t clen, glen;
 	enum wire_drop d;
 
+	/* A does not know B's session yet: its frame is not for this B. */
 	wire_msg_init(&m, WIRE_HEARTBEAT, NODE_B, 0);
+	cr_assert_eq(xfer_at(a, b, &m, NOW, &st, &o), WIRE_DROP_NOT_FOR_US);
+	/* Told B's session, A is still unknown to B. */
+	wire_msg_init(&m, WIRE_HEARTBEAT, NODE_B, 0);
+	m.hdr.dest_session = wire_ctx_session(b);
 	cr_assert_eq(xfer_at(a, b, &m, NOW, &st, &o), WIRE_DROP_NO_SESSION);
 	cr_assert_eq(st.dropped[WIRE_DROP_NO_SESSION], 1);
+	cr_assert_eq(st.dropped[WIRE_DROP_NOT_FOR_US], 1);
 
 	/* An unsolicited CHALLENGE (no HELLO outstanding) is refused. */
 	wire_msg_init(&c, WIRE_CHALLENGE, NODE_A, 0);
+	c.hdr.dest_session = wire_ctx_session(a);
 	cr_assert_eq(xfer(b, a, &c, &o), WIRE_DROP_REPLAY);
 	/* So is a REGISTER answering no challenge. */
 	wire_msg_init(&g, WIRE_REGISTER, NODE_B, 0);
+	g.hdr.dest_session = wire_ctx_session(b);
 	cr_assert_eq(xfer(a, b, &g, &o), WIRE_DROP_REPLAY);
 
 	cr_assert_eq(wire_hello_begin(a, NODE_B, NOW, &h, NULL), PX_OK);
@@ -485,6 +497,7 @@ Test(wire, restart_needs_new_handshake)
 	a2 = ctx_new(NODE_A, KEY, JOB, 0);
 	cr_assert_neq(wire_ctx_session(a2), wire_ctx_session(a));
 	wire_msg_init(&m, WIRE_CLOCK, NODE_B, 1);
+	m.hdr.dest_session = wire_ctx_session(b);
 	cr_assert_eq(xfer(a2, b, &m, &o), WIRE_DROP_NO_SESSION);
 	handshake(a2, b);
 	cr_assert_eq(xfer(a2, b, &m, &o), WIRE_DROP_NONE);
@@ -826,7 +839,15 @@ Test(wire, membership_installs_sessions)
 
 	handshake(w, coord);
 	handshake(ps, coord);
-	/* The worker has never talked to the PS. */
+	/* The worker has never talked to the PS: it does not know the PS's
+	 * session (not for the PS) nor the PS the worker's. */
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
+	cr_assert_eq(xfer(w, ps, &m, &o), WIRE_DROP_NOT_FOR_US);
+	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, 0);
+	m.u.membership = (struct wire_membership){ 2, 2, mem };
+	cr_assert_eq(xfer(coord, w, &m, &mb), WIRE_DROP_NONE);
+	cr_assert_eq(wire_membership_apply(w, &mb, NOW), PX_OK);
+	wire_msg_release(&mb);
 	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
 	cr_assert_eq(xfer(w, ps, &m, &o), WIRE_DROP_NO_SESSION);
 	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, 0);
@@ -838,6 +859,9 @@ Test(wire, membership_installs_sessions)
 	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
 	cr_assert_eq(xfer(w, ps, &m, &o), WIRE_DROP_NONE);
 	wire_msg_release(&o);
+	/* Broadcasts need a handshake with the receiver itself. */
+	wire_msg_init(&m, WIRE_CLOCK_MIN, WIRE_NODE_ALL, 0);
+	cr_assert_eq(xfer(w, ps, &m, &o), WIRE_DROP_NO_SESSION);
 	cr_assert(!wire_peer_known(ps, NODE_B), "installed itself");
 	wire_peer_forget(ps, NODE_A);
 	cr_assert(!wire_peer_known(ps, NODE_A));
@@ -866,4 +890,43 @@ Test(wire, peer_table_bounded)
 	for (int i = 0; i < 3; i++)
 		wire_ctx_free(c[i]);
 	wire_ctx_free(srv);
+}
+
+/* Frames addressed to a node's earlier incarnation are refused by the
+ * restarted node even once it trusts the sender again. */
+Test(wire, restarted_receiver_refuses_old_frames)
+{
+	struct wire_ctx *coord = ctx_new((struct wire_node){ 0 }, KEY, JOB, 0);
+	struct wire_ctx *w = ctx_new(NODE_A, KEY, JOB, 0);
+	struct wire_ctx *ps = ctx_new(NODE_B, KEY, JOB, 0), *ps2;
+	struct wire_member mem[1] = {
+		{ NODE_A, WIRE_ROLE_WORKER, WIRE_MEMBER_ACTIVE,
+		  wire_ctx_session(w), 0, "" },
+	};
+	struct wire_msg m, o;
+	uint8_t *old;
+	size_t oldlen;
+	enum wire_drop d;
+
+	handshake(w, ps);
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
+	cr_assert_eq(wire_encode(w, &m, MAXP, &old, &oldlen, NULL), PX_OK);
+	/* The PS restarts and learns the worker's session from MEMBERSHIP
+	 * (floor 0: below the old frame's seq). */
+	ps2 = ctx_new(NODE_B, KEY, JOB, 0);
+	handshake(ps2, coord);
+	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, 0);
+	m.u.membership = (struct wire_membership){ 1, 1, mem };
+	cr_assert_eq(xfer(coord, ps2, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(wire_membership_apply(ps2, &o, NOW), PX_OK);
+	wire_msg_release(&o);
+	cr_assert(wire_peer_known(ps2, NODE_A));
+	cr_assert_eq(wire_open(ps2, old, oldlen, MAXP, NOW, NULL, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_NOT_FOR_US);
+	free(old);
+	wire_ctx_free(coord);
+	wire_ctx_free(w);
+	wire_ctx_free(ps);
+	wire_ctx_free(ps2);
 }
