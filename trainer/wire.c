@@ -376,8 +376,8 @@ static enum px_err check_members(const struct wire_member *mb, uint32_t n,
 		if (mb[i].roles & ~WIRE_ROLE_ALL ||
 		    mb[i].state == 0 || mb[i].state >= WIRE_MEMBER_STATE_MAX)
 			return px_errorf(err, PX_EINVAL,
-					 "%s: member %u: bad 'roles' or 'state'",
-					 type, mb[i].node.v);
+				"%s: member %u: bad 'roles' or 'state'",
+				type, mb[i].node.v);
 		if (!str_ok(mb[i].addr))
 			return px_errorf(err, PX_EINVAL,
 					 "%s: member %u: bad 'addr'",
@@ -410,7 +410,8 @@ enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 		break;
 	case WIRE_REGISTER:
 		if (m->u.reg.roles & ~WIRE_ROLE_ALL)
-			return px_errorf(err, PX_EINVAL, "REGISTER: bad 'roles'");
+			return px_errorf(err, PX_EINVAL,
+					 "REGISTER: bad 'roles'");
 		if (!str_ok(m->u.reg.instance) || !str_ok(m->u.reg.addr))
 			return px_errorf(err, PX_EINVAL,
 					 "REGISTER: bad 'instance' or 'addr'");

@@ -548,7 +548,8 @@ Test(net, pubsub_broadcast, .timeout = 10)
 	struct wire_ctx *w1 = ctx_new(WORKER, KEY);
 	struct wire_ctx *w2 = ctx_new((struct wire_node){ 8 }, KEY);
 	struct net_sock *pub = sock(cc, NET_PUB, 0);
-	struct net_sock *sub[2] = { sock(w1, NET_SUB, 0), sock(w2, NET_SUB, 0) };
+	struct net_sock *sub[2] = { sock(w1, NET_SUB, 0),
+				    sock(w2, NET_SUB, 0) };
 	struct wire_msg m, in;
 	struct px_error e;
 	char url[96];
