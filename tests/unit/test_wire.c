@@ -1,0 +1,932 @@
+/* test_wire.c -- wire frames: round trips of every type, handshakes,
+ * replay windows, drop reasons, truncations and bit flips. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/hmac.h>
+
+#include "../../trainer/wire.h"
+
+static const uint8_t KEY[32] = "proteus-test-job-key-0123456789";
+static const uint8_t KEY2[32] = "another-job-key-abcdefghijklmnop";
+#define JOB 77
+#define NODE_A ((struct wire_node){ 1 })
+#define NODE_B ((struct wire_node){ 2 })
+#define NODE_C ((struct wire_node){ 3 })
+#define MAXP WIRE_PAYLOAD_DEFAULT
+#define NOW 1000000u
+
+static struct wire_ctx *ctx_new(struct wire_node self, const uint8_t *key,
+				uint64_t job, uint32_t max_peers)
+{
+	struct wire_config c = { .self = self, .job = job, .job_key = key,
+				 .job_key_len = 32, .max_peers = max_peers };
+	struct wire_ctx *ctx = NULL;
+	struct px_error e;
+
+	cr_assert_eq(wire_ctx_new(&c, &ctx, &e), PX_OK, "%s", e.msg);
+	return ctx;
+}
+
+/* Seal m at from, open at to; the result keeps the frame alive. */
+static enum wire_drop xfer_at(struct wire_ctx *from, struct wire_ctx *to,
+			      struct wire_msg *m, uint64_t now,
+			      struct wire_stats *st, struct wire_msg *out)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	enum wire_drop d = WIRE_DROP_MAX;
+	struct px_error e;
+	enum px_err r;
+
+	cr_assert_eq(wire_encode(from, m, MAXP, &buf, &len, &e), PX_OK,
+		     "%s", e.msg);
+	r = wire_open(to, buf, len, MAXP, now, st, out, &d);
+	if (r == PX_OK) {
+		cr_assert_eq(d, WIRE_DROP_NONE);
+		out->frame = buf;
+		out->frame_free = free;
+	} else {
+		cr_assert_eq(r, PX_EPROTO);
+		cr_assert_neq(d, WIRE_DROP_NONE);
+		free(buf);
+	}
+	return d;
+}
+
+static enum wire_drop xfer(struct wire_ctx *from, struct wire_ctx *to,
+			   struct wire_msg *m, struct wire_msg *out)
+{
+	return xfer_at(from, to, m, NOW, NULL, out);
+}
+
+/* Client cli registers with server srv through the three frames. */
+static void handshake(struct wire_ctx *cli, struct wire_ctx *srv)
+{
+	struct wire_msg h, hin, c, cin, g, gin;
+	struct px_error e;
+
+	cr_assert_eq(wire_hello_begin(cli, wire_ctx_self(srv), NOW, &h, &e),
+		     PX_OK);
+	cr_assert_eq(xfer(cli, srv, &h, &hin), WIRE_DROP_NONE);
+	cr_assert_eq(wire_challenge_begin(srv, &hin, NOW, &c, &e), PX_OK);
+	cr_assert_eq(xfer(srv, cli, &c, &cin), WIRE_DROP_NONE);
+	wire_register_begin(&cin, &g);
+	g.u.reg.roles = WIRE_ROLE_WORKER;
+	cr_assert_eq(xfer(cli, srv, &g, &gin), WIRE_DROP_NONE);
+	cr_assert(wire_peer_known(srv, wire_ctx_self(cli)));
+	cr_assert(wire_peer_known(cli, wire_ctx_self(srv)));
+	wire_msg_release(&hin);
+	wire_msg_release(&cin);
+	wire_msg_release(&gin);
+}
+
+static void duo(struct wire_ctx **a, struct wire_ctx **b)
+{
+	*a = ctx_new(NODE_A, KEY, JOB, 0);
+	*b = ctx_new(NODE_B, KEY, JOB, 0);
+	handshake(*a, *b);
+}
+
+Test(wire, derive_key)
+{
+	uint8_t k1[32], k2[32], k3[32], k4[32];
+	struct px_error e;
+
+	cr_assert_eq(wire_derive_key(KEY, 32, 1, k1, &e), PX_OK);
+	cr_assert_eq(wire_derive_key(KEY, 32, 1, k2, &e), PX_OK);
+	cr_assert_eq(wire_derive_key(KEY, 32, 2, k3, &e), PX_OK);
+	cr_assert_eq(wire_derive_key(KEY2, 32, 1, k4, &e), PX_OK);
+	cr_assert_arr_eq(k1, k2, 32);
+	cr_assert(memcmp(k1, k3, 32) != 0, "job id not in the key");
+	cr_assert(memcmp(k1, k4, 32) != 0, "job key not in the key");
+	cr_assert(memcmp(k1, KEY, 32) != 0, "key used as is");
+	cr_assert_eq(wire_derive_key(KEY, 15, 1, k1, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "job key") != NULL, "%s", e.msg);
+}
+
+Test(wire, header_layout)
+{
+	struct wire_ctx *a, *b;
+	struct wire_msg m;
+	uint8_t *buf;
+	size_t len;
+	float one = 1.0f;
+	static const uint8_t one_le[4] = { 0x00, 0x00, 0x80, 0x3f };
+
+	duo(&a, &b);
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, -5);
+	m.u.range.data.f = &one;
+	m.u.range.data.n = 1;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL), PX_OK);
+	cr_assert_eq(len, WIRE_OVERHEAD + WIRE_RANGE_PREFIX + 4);
+	cr_assert_arr_eq(buf, "PXWP", 4);
+	cr_assert_eq(buf[4], WIRE_VERSION);
+	cr_assert_eq(buf[6], WIRE_PUSH);
+	cr_assert_eq(buf[12], 1);                   /* sender */
+	cr_assert_eq(buf[16], 2);                   /* dest */
+	cr_assert_eq(buf[20], WIRE_RANGE_PREFIX + 4); /* payload length */
+	cr_assert_eq(buf[24], JOB);
+	uint64_t ds = 0;
+	for (int i = 7; i >= 0; i--)
+		ds = ds << 8 | buf[40 + i];
+	cr_assert_eq(ds, wire_ctx_session(b));      /* dest session */
+	cr_assert_eq(buf[48], m.hdr.seq);
+	cr_assert_eq(buf[56], 0xfb);                /* clock -5 */
+	cr_assert_eq(buf[63], 0xff);
+	cr_assert_arr_eq(buf + WIRE_HDR_LEN + WIRE_RANGE_PREFIX, one_le, 4);
+	/* The tag is HMAC-SHA256 under the derived key. */
+	uint8_t key[32], tag[32];
+	unsigned int tlen;
+	cr_assert_eq(wire_derive_key(KEY, 32, JOB, key, NULL), PX_OK);
+	HMAC(EVP_sha256(), key, 32, buf, len - 32, tag, &tlen);
+	cr_assert_arr_eq(tag, buf + len - 32, 32);
+	free(buf);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+static void check_shards(const struct wire_shard *got,
+			 const struct wire_shard *want, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(got[i].shard, want[i].shard);
+		cr_assert_eq(got[i].active.v, want[i].active.v);
+		cr_assert_eq(got[i].backup.v, want[i].backup.v);
+		cr_assert_eq(got[i].offset, want[i].offset);
+		cr_assert_eq(got[i].count, want[i].count);
+	}
+}
+
+static void check_members(const struct wire_member *got,
+			  const struct wire_member *want, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		cr_assert_eq(got[i].node.v, want[i].node.v);
+		cr_assert_eq(got[i].roles, want[i].roles);
+		cr_assert_eq(got[i].state, want[i].state);
+		cr_assert_eq(got[i].session, want[i].session);
+		cr_assert_eq(got[i].floor, want[i].floor);
+		cr_assert_str_eq(got[i].addr, want[i].addr);
+	}
+}
+
+static const struct wire_shard SHARDS[3] = {
+	{ 0, { 1 }, { 2 }, 0, 1000 },
+	{ 1, { 3 }, { UINT32_MAX }, 1000, 2000 },
+	{ 7, { 9 }, { 4 }, UINT64_C(1) << 40, 5 },
+};
+
+static const struct wire_member MEMBERS[2] = {
+	{ { 1 }, WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP, WIRE_MEMBER_ACTIVE,
+	  0x1122334455667788u, 42, "tcp://10.0.0.1:7001" },
+	{ { 5 }, WIRE_ROLE_PS_ACTIVE, WIRE_MEMBER_LEAVING, 9, 1, "" },
+};
+
+/* Every type: encode at A, decode at B, compare every field. */
+Test(wire, round_trip_every_type)
+{
+	struct wire_ctx *a, *b;
+	struct wire_msg m, o;
+	float data[5] = { 1.5f, -2.25f, 0.0f, 3e-8f, 1e30f }, got[5];
+	int seen = 0;
+
+	duo(&a, &b);
+
+	wire_msg_init(&m, WIRE_ASSIGN, NODE_B, 3);
+	m.u.assign = (struct wire_assign){ WIRE_ROLE_WORKER, 2, 3, 17, 100,
+					   200, 3000, 3, SHARDS };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.hdr.type, WIRE_ASSIGN);
+	cr_assert_eq(o.hdr.clock, 3);
+	cr_assert_eq(o.hdr.sender.v, 1);
+	cr_assert_eq(o.hdr.session, wire_ctx_session(a));
+	cr_assert_eq(o.u.assign.roles, WIRE_ROLE_WORKER);
+	cr_assert_eq(o.u.assign.stage, 2);
+	cr_assert_eq(o.u.assign.staleness, 3);
+	cr_assert_eq(o.u.assign.start_clock, 17);
+	cr_assert_eq(o.u.assign.part_first, 100);
+	cr_assert_eq(o.u.assign.part_count, 200);
+	cr_assert_eq(o.u.assign.nparams, 3000);
+	cr_assert_eq(o.u.assign.nshards, 3);
+	check_shards(o.u.assign.shards, SHARDS, 3);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_HEARTBEAT, NODE_B, 4);
+	m.u.heartbeat.wall_us = -123456789012345;
+	m.u.heartbeat.status = 0xdeadbeef;
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.heartbeat.wall_us, -123456789012345);
+	cr_assert_eq(o.u.heartbeat.status, 0xdeadbeef);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_CLOCK, NODE_B, 9);
+	m.u.clock.samples = UINT64_MAX - 1;
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.hdr.clock, 9);
+	cr_assert_eq(o.u.clock.samples, UINT64_MAX - 1);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_CLOCK_MIN, WIRE_NODE_ALL, 9);
+	m.u.clock_min.min_clock = 7;
+	m.u.clock_min.staleness = 65535;
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.hdr.dest.v, UINT32_MAX);
+	cr_assert_eq(o.u.clock_min.min_clock, 7);
+	cr_assert_eq(o.u.clock_min.staleness, 65535);
+	wire_msg_release(&o);
+	seen++;
+
+	for (int t = WIRE_PUSH; t <= WIRE_FORWARD; t++) {
+		if (t == WIRE_PULL)
+			continue;
+		wire_msg_init(&m, t, NODE_B, 11);
+		m.hdr.flags = WIRE_F_MORE;
+		m.u.range.shard = 4;
+		m.u.range.offset = 123456789;
+		m.u.range.clock = 10;
+		m.u.range.data.f = data;
+		m.u.range.data.n = 5;
+		cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+		cr_assert_eq(o.hdr.type, t);
+		cr_assert_eq(o.hdr.flags, WIRE_F_MORE);
+		cr_assert_eq(o.u.range.shard, 4);
+		cr_assert_eq(o.u.range.offset, 123456789);
+		cr_assert_eq(o.u.range.clock, 10);
+		cr_assert_eq(o.u.range.data.n, 5);
+		cr_assert_null(o.u.range.data.f);
+		wire_f32_copy(&o.u.range.data, got);
+		cr_assert_arr_eq(got, data, sizeof(data));
+		wire_msg_release(&o);
+		seen++;
+	}
+
+	wire_msg_init(&m, WIRE_PULL, NODE_B, 0);
+	m.u.pull = (struct wire_pull){ 3, 99, 1000, 6 };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.pull.shard, 3);
+	cr_assert_eq(o.u.pull.offset, 99);
+	cr_assert_eq(o.u.pull.count, 1000);
+	cr_assert_eq(o.u.pull.min_clock, 6);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_STAGE, WIRE_NODE_ALL, 20);
+	m.u.stage = (struct wire_stage){ 3, 12, 21, 2, SHARDS };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.stage.stage, 3);
+	cr_assert_eq(o.u.stage.epoch, 12);
+	cr_assert_eq(o.u.stage.at_clock, 21);
+	cr_assert_eq(o.u.stage.nshards, 2);
+	check_shards(o.u.stage.shards, SHARDS, 2);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, 20);
+	m.u.membership = (struct wire_membership){ 5, 2, MEMBERS };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.membership.epoch, 5);
+	cr_assert_eq(o.u.membership.n, 2);
+	check_members(o.u.membership.members, MEMBERS, 2);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_PROGRESS, NODE_B, 20);
+	m.u.progress = (struct wire_progress){ 19, 1234.5f, 0.25f, 0.875f,
+					       5, 2, MEMBERS };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.progress.clock, 19);
+	cr_assert_eq(o.u.progress.samples_per_s, 1234.5f);
+	cr_assert_eq(o.u.progress.loss, 0.25f);
+	cr_assert_eq(o.u.progress.accuracy, 0.875f);
+	cr_assert_eq(o.u.progress.epoch, 5);
+	cr_assert_eq(o.u.progress.n, 2);
+	check_members(o.u.progress.members, MEMBERS, 2);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_LEAVE, NODE_B, 20);
+	m.u.leave.deadline_us = 1700000000000000;
+	m.u.leave.reason = WIRE_LEAVE_EVICTION;
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.leave.deadline_us, 1700000000000000);
+	cr_assert_eq(o.u.leave.reason, WIRE_LEAVE_EVICTION);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_SHUTDOWN, WIRE_NODE_ALL, 20);
+	m.u.shutdown.reason = WIRE_SHUTDOWN_DONE;
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.shutdown.reason, WIRE_SHUTDOWN_DONE);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_ACK, NODE_B, 20);
+	m.u.ack.ref_seq = 77;
+	m.u.ack.status = PX_ETIMEDOUT;
+	snprintf(m.u.ack.detail, sizeof(m.u.ack.detail), "shard '%d' busy",
+		 3);
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.ack.ref_seq, 77);
+	cr_assert_eq(o.u.ack.status, PX_ETIMEDOUT);
+	cr_assert_str_eq(o.u.ack.detail, "shard '3' busy");
+	wire_msg_release(&o);
+	seen++;
+
+	/* HELLO, CHALLENGE and REGISTER ran in the handshake. */
+	cr_assert_eq(seen + 3, WIRE_TYPE_MAX - 1);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+Test(wire, register_fields)
+{
+	struct wire_ctx *a = ctx_new(NODE_A, KEY, JOB, 0);
+	struct wire_ctx *b = ctx_new(NODE_B, KEY, JOB, 0);
+	struct wire_msg h, hin, c, cin, g, gin;
+
+	cr_assert_eq(wire_hello_begin(a, NODE_B, NOW, &h, NULL), PX_OK);
+	cr_assert_eq(xfer(a, b, &h, &hin), WIRE_DROP_NONE);
+	cr_assert_arr_eq(hin.u.hello.nonce, h.u.hello.nonce, WIRE_NONCE_LEN);
+	cr_assert_eq(wire_challenge_begin(b, &hin, NOW, &c, NULL), PX_OK);
+	cr_assert_eq(xfer(b, a, &c, &cin), WIRE_DROP_NONE);
+	cr_assert_arr_eq(cin.u.challenge.echo, h.u.hello.nonce,
+			 WIRE_NONCE_LEN);
+	wire_register_begin(&cin, &g);
+	g.u.reg.roles = WIRE_ROLE_WORKER | WIRE_ROLE_PS_ACTIVE;
+	g.u.reg.ncpu = 64;
+	g.u.reg.ngpu = 8;
+	g.u.reg.mem_mib = 491520;
+	snprintf(g.u.reg.instance, sizeof(g.u.reg.instance), "i-0abc");
+	snprintf(g.u.reg.addr, sizeof(g.u.reg.addr), "tcp://10.1.2.3:7000");
+	cr_assert_eq(xfer(a, b, &g, &gin), WIRE_DROP_NONE);
+	cr_assert_eq(gin.hdr.type, WIRE_REGISTER);
+	cr_assert_arr_eq(gin.u.reg.echo, c.u.challenge.nonce, WIRE_NONCE_LEN);
+	cr_assert_eq(gin.u.reg.roles, WIRE_ROLE_WORKER | WIRE_ROLE_PS_ACTIVE);
+	cr_assert_eq(gin.u.reg.ncpu, 64);
+	cr_assert_eq(gin.u.reg.ngpu, 8);
+	cr_assert_eq(gin.u.reg.mem_mib, 491520);
+	cr_assert_str_eq(gin.u.reg.instance, "i-0abc");
+	cr_assert_str_eq(gin.u.reg.addr, "tcp://10.1.2.3:7000");
+	wire_msg_release(&hin);
+	wire_msg_release(&cin);
+	wire_msg_release(&gin);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+/* Frames need an established session; handshake frames need fresh
+ * nonces: replays of each handshake step and stale answers are dropped. */
+Test(wire, handshake_rules)
+{
+	struct wire_ctx *a = ctx_new(NODE_A, KEY, JOB, 0);
+	struct wire_ctx *b = ctx_new(NODE_B, KEY, JOB, 0);
+	struct wire_msg m, o, h, hin, c, cin, g;
+	struct wire_stats st = { 0 };
+	uint8_t *cbuf, *gbuf;
+	size_t clen, glen;
+	enum wire_drop d;
+
+	/* A does not know B's session yet: its frame is not for this B. */
+	wire_msg_init(&m, WIRE_HEARTBEAT, NODE_B, 0);
+	cr_assert_eq(xfer_at(a, b, &m, NOW, &st, &o), WIRE_DROP_NOT_FOR_US);
+	/* Told B's session, A is still unknown to B. */
+	wire_msg_init(&m, WIRE_HEARTBEAT, NODE_B, 0);
+	m.hdr.dest_session = wire_ctx_session(b);
+	cr_assert_eq(xfer_at(a, b, &m, NOW, &st, &o), WIRE_DROP_NO_SESSION);
+	cr_assert_eq(st.dropped[WIRE_DROP_NO_SESSION], 1);
+	cr_assert_eq(st.dropped[WIRE_DROP_NOT_FOR_US], 1);
+
+	/* An unsolicited CHALLENGE (no HELLO outstanding) is refused. */
+	wire_msg_init(&c, WIRE_CHALLENGE, NODE_A, 0);
+	c.hdr.dest_session = wire_ctx_session(a);
+	cr_assert_eq(xfer(b, a, &c, &o), WIRE_DROP_REPLAY);
+	/* So is a REGISTER answering no challenge. */
+	wire_msg_init(&g, WIRE_REGISTER, NODE_B, 0);
+	g.hdr.dest_session = wire_ctx_session(b);
+	cr_assert_eq(xfer(a, b, &g, &o), WIRE_DROP_REPLAY);
+
+	cr_assert_eq(wire_hello_begin(a, NODE_B, NOW, &h, NULL), PX_OK);
+	cr_assert_eq(xfer(a, b, &h, &hin), WIRE_DROP_NONE);
+	cr_assert_eq(wire_challenge_begin(b, &hin, NOW, &c, NULL), PX_OK);
+	cr_assert_eq(wire_encode(b, &c, MAXP, &cbuf, &clen, NULL), PX_OK);
+	cr_assert_eq(wire_open(a, cbuf, clen, MAXP, NOW, NULL, &cin, &d),
+		     PX_OK);
+	/* The same CHALLENGE again: its nonce was used. */
+	cr_assert_eq(wire_open(a, cbuf, clen, MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_REPLAY);
+	wire_register_begin(&cin, &g);
+	cr_assert_eq(wire_encode(a, &g, MAXP, &gbuf, &glen, NULL), PX_OK);
+	/* The REGISTER arrives after the nonce's lifetime: refused. */
+	cr_assert_eq(wire_open(b, gbuf, glen, MAXP, NOW + 31000000, &st, &o,
+			       &d), PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_REPLAY);
+	cr_assert(!wire_peer_known(b, NODE_A));
+	/* A new challenge; the old REGISTER does not answer it. */
+	cr_assert_eq(wire_challenge_begin(b, &hin, NOW, &c, NULL), PX_OK);
+	cr_assert_eq(wire_open(b, gbuf, glen, MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_REPLAY);
+	free(gbuf);
+	free(cbuf);
+	wire_msg_release(&cin);
+	wire_msg_release(&hin);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+Test(wire, replay_window)
+{
+	struct wire_ctx *a, *b;
+	struct wire_msg m, o;
+	uint8_t *f[WIRE_WINDOW + 3];
+	size_t len[WIRE_WINDOW + 3];
+	struct wire_stats st = { 0 };
+	enum wire_drop d;
+	int n = WIRE_WINDOW + 3;
+
+	duo(&a, &b);
+	for (int i = 0; i < n; i++) {
+		wire_msg_init(&m, WIRE_CLOCK, NODE_B, i);
+		cr_assert_eq(wire_encode(a, &m, MAXP, &f[i], &len[i], NULL),
+			     PX_OK);
+	}
+	/* Frame 1 first, then the same bytes again. */
+	cr_assert_eq(wire_open(b, f[1], len[1], MAXP, NOW, &st, &o, &d), PX_OK);
+	cr_assert_eq(wire_open(b, f[1], len[1], MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_REPLAY);
+	/* Mild reordering: 0 after 1 is fine, once. */
+	cr_assert_eq(wire_open(b, f[0], len[0], MAXP, NOW, &st, &o, &d), PX_OK);
+	cr_assert_eq(wire_open(b, f[0], len[0], MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	/* Jump to the last: frame 2 is now more than a window behind. */
+	cr_assert_eq(wire_open(b, f[n - 1], len[n - 1], MAXP, NOW, &st, &o,
+			       &d), PX_OK);
+	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_REPLAY);
+	/* But frame 3 is exactly inside the window. */
+	cr_assert_eq(wire_open(b, f[3], len[3], MAXP, NOW, &st, &o, &d), PX_OK);
+	cr_assert_eq(st.accepted, 4);
+	cr_assert_eq(st.dropped[WIRE_DROP_REPLAY], 3);
+	for (int i = 0; i < n; i++)
+		free(f[i]);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+/* A restarted node (same id, new session, seq from 1 again) is refused
+ * until it registers again; afterwards its old frames stay refused. */
+Test(wire, restart_needs_new_handshake)
+{
+	struct wire_ctx *a, *b, *a2;
+	struct wire_msg m, o;
+	uint8_t *old;
+	size_t oldlen;
+	enum wire_drop d;
+
+	duo(&a, &b);
+	wire_msg_init(&m, WIRE_CLOCK, NODE_B, 1);
+	cr_assert_eq(wire_encode(a, &m, MAXP, &old, &oldlen, NULL), PX_OK);
+	a2 = ctx_new(NODE_A, KEY, JOB, 0);
+	cr_assert_neq(wire_ctx_session(a2), wire_ctx_session(a));
+	wire_msg_init(&m, WIRE_CLOCK, NODE_B, 1);
+	m.hdr.dest_session = wire_ctx_session(b);
+	cr_assert_eq(xfer(a2, b, &m, &o), WIRE_DROP_NO_SESSION);
+	handshake(a2, b);
+	cr_assert_eq(xfer(a2, b, &m, &o), WIRE_DROP_NONE);
+	wire_msg_release(&o);
+	cr_assert_eq(wire_open(b, old, oldlen, MAXP, NOW, NULL, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_NO_SESSION);
+	free(old);
+	wire_ctx_free(a);
+	wire_ctx_free(a2);
+	wire_ctx_free(b);
+}
+
+Test(wire, drop_reasons)
+{
+	struct wire_ctx *a, *b, *wrongkey, *otherjob, *c;
+	struct wire_msg m, o;
+	struct wire_stats st = { 0 };
+	uint8_t *buf;
+	size_t len;
+	enum wire_drop d;
+
+	duo(&a, &b);
+	wrongkey = ctx_new(NODE_A, KEY2, JOB, 0);
+	otherjob = ctx_new(NODE_A, KEY, JOB + 1, 0);
+	c = ctx_new(NODE_C, KEY, JOB, 0);
+	handshake(a, c);
+
+	wire_msg_init(&m, WIRE_CLOCK, NODE_B, 1);
+	cr_assert_eq(xfer_at(wrongkey, b, &m, NOW, &st, &o),
+		     WIRE_DROP_BAD_MAC);
+	cr_assert_eq(xfer_at(otherjob, b, &m, NOW, &st, &o),
+		     WIRE_DROP_BAD_JOB);
+	/* Addressed to B, replayed at C (which knows A): not for C. */
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL), PX_OK);
+	cr_assert_eq(wire_open(c, buf, len, MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_NOT_FOR_US);
+	cr_assert_eq(wire_open(b, buf, len, 4, NOW, &st, &o, &d), PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_TOO_BIG);
+	buf[0] ^= 1;
+	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_BAD_MAGIC);
+	buf[0] ^= 1;
+	buf[4] = 2;
+	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_BAD_VERSION);
+	buf[4] = 1;
+	cr_assert_eq(wire_open(b, buf, len - 1, MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_TOO_SHORT);
+	cr_assert_eq(wire_open(b, buf, 10, MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_TOO_SHORT);
+	/* Intact, it still passes after all that. */
+	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, &st, &o, &d), PX_OK);
+	cr_assert_eq(st.dropped[WIRE_DROP_BAD_MAC], 1);
+	cr_assert_eq(st.dropped[WIRE_DROP_BAD_JOB], 1);
+	cr_assert_eq(st.dropped[WIRE_DROP_NOT_FOR_US], 1);
+	cr_assert_eq(st.dropped[WIRE_DROP_TOO_BIG], 1);
+	cr_assert_eq(st.dropped[WIRE_DROP_BAD_MAGIC], 1);
+	cr_assert_eq(st.dropped[WIRE_DROP_BAD_VERSION], 1);
+	cr_assert_eq(st.dropped[WIRE_DROP_TOO_SHORT], 2);
+	cr_assert_eq(wire_stats_dropped(&st), 8);
+	cr_assert_eq(st.accepted, 1);
+	cr_assert_str_eq(wire_drop_name(WIRE_DROP_BAD_MAC), "bad_mac");
+	free(buf);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+	wire_ctx_free(c);
+	wire_ctx_free(wrongkey);
+	wire_ctx_free(otherjob);
+}
+
+/* Frames of several shapes (fixed, arrays, strings, floats). */
+static void sample_frames(struct wire_ctx *a, uint8_t *f[4], size_t len[4])
+{
+	static const float data[6] = { 1, 2, 3, 4, 5, 6 };
+	struct wire_msg m;
+
+	wire_msg_init(&m, WIRE_ASSIGN, NODE_B, 1);
+	m.u.assign = (struct wire_assign){ 1, 1, 2, 0, 0, 10, 100, 3, SHARDS };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &f[0], &len[0], NULL), PX_OK);
+	wire_msg_init(&m, WIRE_MEMBERSHIP, NODE_B, 1);
+	m.u.membership = (struct wire_membership){ 1, 2, MEMBERS };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &f[1], &len[1], NULL), PX_OK);
+	wire_msg_init(&m, WIRE_PARAMS, NODE_B, 1);
+	m.u.range.data.f = data;
+	m.u.range.data.n = 6;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &f[2], &len[2], NULL), PX_OK);
+	wire_msg_init(&m, WIRE_ACK, NODE_B, 1);
+	snprintf(m.u.ack.detail, sizeof(m.u.ack.detail), "ok");
+	cr_assert_eq(wire_encode(a, &m, MAXP, &f[3], &len[3], NULL), PX_OK);
+}
+
+/* Every truncation of a valid frame is dropped, and the decoder never
+ * reads past the end (the copy has exactly the truncated size, so ASan
+ * in make check catches an overread). */
+Test(wire, every_truncation_dropped)
+{
+	struct wire_ctx *a, *b;
+	struct wire_stats st = { 0 };
+	struct wire_msg o;
+	uint8_t *f[4];
+	size_t len[4];
+	enum wire_drop d;
+
+	duo(&a, &b);
+	sample_frames(a, f, len);
+	for (int k = 0; k < 4; k++) {
+		for (size_t n = 0; n < len[k]; n++) {
+			uint8_t *t = malloc(n ? n : 1);
+
+			memcpy(t, f[k], n);
+			cr_assert_eq(wire_open(b, t, n, MAXP, NOW, &st, &o,
+					       &d), PX_EPROTO,
+				     "frame %d cut to %zu accepted", k, n);
+			cr_assert(d == WIRE_DROP_TOO_SHORT ||
+				  d == WIRE_DROP_BAD_MAGIC, "%s",
+				  wire_drop_name(d));
+			free(t);
+		}
+		/* The whole frame is still good (nothing was recorded). */
+		cr_assert_eq(wire_open(b, f[k], len[k], MAXP, NOW, &st, &o,
+				       &d), PX_OK);
+		wire_msg_release(&o);
+		free(f[k]);
+	}
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+Test(wire, random_bit_flips_dropped)
+{
+	struct wire_ctx *a, *b;
+	struct wire_stats st = { 0 };
+	struct wire_msg o;
+	uint8_t *f[4];
+	size_t len[4];
+	enum wire_drop d;
+
+	srand(12345);
+	duo(&a, &b);
+	sample_frames(a, f, len);
+	for (int k = 0; k < 4; k++) {
+		uint8_t *t = malloc(len[k]);
+
+		for (int i = 0; i < 2000; i++) {
+			int flips = 1 + rand() % 3;
+
+			memcpy(t, f[k], len[k]);
+			for (int j = 0; j < flips; j++) {
+				size_t bit = (size_t)rand() % (len[k] * 8);
+
+				t[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+			}
+			if (memcmp(t, f[k], len[k]) == 0)
+				continue;
+			cr_assert_eq(wire_open(b, t, len[k], MAXP, NOW, &st,
+					       &o, &d), PX_EPROTO);
+		}
+		free(t);
+		free(f[k]);
+	}
+	cr_assert_eq(st.accepted, 0);
+	cr_assert_gt(st.dropped[WIRE_DROP_BAD_MAC], 4000);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+/* Re-seal a (mutated) frame with the real key so that it reaches the
+ * payload decoder: an insider's malformed frames must not crash it. */
+static void reseal(uint8_t *buf, size_t len)
+{
+	uint8_t key[32];
+	unsigned int tlen;
+	uint32_t plen = (uint32_t)(len - WIRE_OVERHEAD);
+
+	cr_assert_eq(wire_derive_key(KEY, 32, JOB, key, NULL), PX_OK);
+	for (int i = 0; i < 4; i++)
+		buf[20 + i] = (uint8_t)(plen >> (8 * i));
+	HMAC(EVP_sha256(), key, 32, buf, len - WIRE_MAC_LEN,
+	     buf + len - WIRE_MAC_LEN, &tlen);
+}
+
+Test(wire, authentic_malformed_payloads)
+{
+	struct wire_ctx *a, *b;
+	struct wire_stats st = { 0 };
+	struct wire_msg o;
+	uint8_t *f[4];
+	size_t len[4];
+	enum wire_drop d;
+
+	srand(777);
+	duo(&a, &b);
+	sample_frames(a, f, len);
+	for (int k = 0; k < 4; k++) {
+		size_t plen = len[k] - WIRE_OVERHEAD;
+
+		/* Every shorter payload, properly sealed: malformed. */
+		for (size_t n = 0; n < plen; n++) {
+			size_t fl = WIRE_OVERHEAD + n;
+			uint8_t *t = malloc(fl);
+
+			memcpy(t, f[k], WIRE_HDR_LEN + n);
+			reseal(t, fl);
+			cr_assert_eq(wire_open(b, t, fl, MAXP, NOW, &st, &o,
+					       &d), PX_EPROTO,
+				     "frame %d payload cut to %zu", k, n);
+			cr_assert_eq(d, WIRE_DROP_MALFORMED);
+			free(t);
+		}
+		/* Random payload bytes, sealed: dropped or decoded sanely. */
+		for (int i = 0; i < 3000; i++) {
+			uint8_t *t = malloc(len[k]);
+
+			memcpy(t, f[k], len[k]);
+			for (int j = 0; j < 1 + rand() % 4; j++)
+				t[WIRE_HDR_LEN + (size_t)rand() % plen] =
+					(uint8_t)rand();
+			reseal(t, len[k]);
+			if (wire_open(b, t, len[k], MAXP, NOW, &st, &o, &d) ==
+			    PX_OK)
+				wire_msg_release(&o);
+			else
+				cr_assert(d == WIRE_DROP_MALFORMED ||
+					  d == WIRE_DROP_REPLAY, "%s",
+					  wire_drop_name(d));
+			free(t);
+		}
+		free(f[k]);
+	}
+	cr_assert_gt(st.dropped[WIRE_DROP_MALFORMED], 1000);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+/* A count that the payload cannot hold is refused before allocating. */
+Test(wire, huge_counts_refused)
+{
+	struct wire_ctx *a, *b;
+	struct wire_msg m, o;
+	uint8_t *buf;
+	size_t len;
+	enum wire_drop d;
+
+	duo(&a, &b);
+	wire_msg_init(&m, WIRE_MEMBERSHIP, NODE_B, 1);
+	m.u.membership = (struct wire_membership){ 1, 1, MEMBERS };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL), PX_OK);
+	/* n sits at payload offset 8. */
+	memset(buf + WIRE_HDR_LEN + 8, 0xff, 4);
+	reseal(buf, len);
+	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, NULL, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_MALFORMED);
+	free(buf);
+
+	wire_msg_init(&m, WIRE_STAGE, NODE_B, 1);
+	m.u.stage = (struct wire_stage){ 1, 1, 1, 1, SHARDS };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL), PX_OK);
+	memset(buf + WIRE_HDR_LEN + 16, 0xff, 4); /* nshards */
+	reseal(buf, len);
+	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, NULL, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_MALFORMED);
+	free(buf);
+
+	float x = 1;
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, 1);
+	m.u.range.data.f = &x;
+	m.u.range.data.n = 1;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL), PX_OK);
+	memset(buf + WIRE_HDR_LEN + 4, 0xff, 4); /* count */
+	reseal(buf, len);
+	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, NULL, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_MALFORMED);
+	free(buf);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+Test(wire, seal_checks_fields)
+{
+	struct wire_ctx *a = ctx_new(NODE_A, KEY, JOB, 0);
+	struct wire_msg m;
+	struct px_error e;
+	uint8_t *buf;
+	size_t len, sz;
+	static float big[2000];
+
+	wire_msg_init(&m, WIRE_ACK, NODE_B, 0);
+	memset(m.u.ack.detail, 'x', WIRE_STR_MAX + 1);
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "detail") != NULL, "%s", e.msg);
+	m.u.ack.detail[0] = '\n';
+	m.u.ack.detail[1] = '\0';
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	wire_msg_init(&m, WIRE_LEAVE, NODE_B, 0);
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	wire_msg_init(&m, WIRE_STAGE, NODE_B, 0);
+	m.u.stage = (struct wire_stage){ 4, 0, 0, 0, NULL };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.stage = (struct wire_stage){ 1, 0, 0, WIRE_SHARDS_MAX + 1,
+					 SHARDS };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_ETOOBIG);
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
+	m.u.range.data.f = big;
+	m.u.range.data.n = 2000;
+	cr_assert_eq(wire_encode(a, &m, 4096, &buf, &len, &e), PX_ETOOBIG);
+	m.u.range.data.n = wire_range_chunk(4096);
+	cr_assert_eq(m.u.range.data.n, (4096 - WIRE_RANGE_PREFIX) / 4);
+	cr_assert_eq(wire_payload_size(&m, 4096, &sz, &e), PX_OK);
+	cr_assert_leq(sz, 4096);
+	m.hdr.flags = 0x80;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	wire_msg_init(&m, (enum wire_type)99, NODE_B, 0);
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	wire_ctx_free(a);
+}
+
+/* Sessions learned from a MEMBERSHIP message; stale epochs ignored. */
+Test(wire, membership_installs_sessions)
+{
+	struct wire_ctx *coord = ctx_new((struct wire_node){ 0 }, KEY, JOB, 0);
+	struct wire_ctx *w = ctx_new(NODE_A, KEY, JOB, 0);
+	struct wire_ctx *ps = ctx_new(NODE_B, KEY, JOB, 0);
+	struct wire_member mem[2] = {
+		{ NODE_A, WIRE_ROLE_WORKER, WIRE_MEMBER_ACTIVE,
+		  wire_ctx_session(w), 0, "" },
+		{ NODE_B, WIRE_ROLE_PS_ACTIVE, WIRE_MEMBER_ACTIVE,
+		  wire_ctx_session(ps), 0, "" },
+	};
+	struct wire_msg m, o, mb;
+
+	handshake(w, coord);
+	handshake(ps, coord);
+	/* The worker has never talked to the PS: it does not know the PS's
+	 * session (not for the PS) nor the PS the worker's. */
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
+	cr_assert_eq(xfer(w, ps, &m, &o), WIRE_DROP_NOT_FOR_US);
+	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, 0);
+	m.u.membership = (struct wire_membership){ 2, 2, mem };
+	cr_assert_eq(xfer(coord, w, &m, &mb), WIRE_DROP_NONE);
+	cr_assert_eq(wire_membership_apply(w, &mb, NOW), PX_OK);
+	wire_msg_release(&mb);
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
+	cr_assert_eq(xfer(w, ps, &m, &o), WIRE_DROP_NO_SESSION);
+	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, 0);
+	m.u.membership = (struct wire_membership){ 2, 2, mem };
+	cr_assert_eq(xfer(coord, ps, &m, &mb), WIRE_DROP_NONE);
+	cr_assert_eq(wire_membership_apply(ps, &mb, NOW), PX_OK);
+	cr_assert_eq(wire_membership_apply(ps, &mb, NOW), PX_EEXIST);
+	wire_msg_release(&mb);
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
+	cr_assert_eq(xfer(w, ps, &m, &o), WIRE_DROP_NONE);
+	wire_msg_release(&o);
+	/* Broadcasts need a handshake with the receiver itself. */
+	wire_msg_init(&m, WIRE_CLOCK_MIN, WIRE_NODE_ALL, 0);
+	cr_assert_eq(xfer(w, ps, &m, &o), WIRE_DROP_NO_SESSION);
+	cr_assert(!wire_peer_known(ps, NODE_B), "installed itself");
+	wire_peer_forget(ps, NODE_A);
+	cr_assert(!wire_peer_known(ps, NODE_A));
+	wire_ctx_free(coord);
+	wire_ctx_free(w);
+	wire_ctx_free(ps);
+}
+
+/* A bounded table: an evicted peer fails closed and can come back. */
+Test(wire, peer_table_bounded)
+{
+	struct wire_ctx *srv = ctx_new(NODE_B, KEY, JOB, 2);
+	struct wire_ctx *c[3];
+	struct wire_msg m, o;
+
+	for (int i = 0; i < 3; i++) {
+		c[i] = ctx_new((struct wire_node){ 10 + (uint32_t)i }, KEY,
+			       JOB, 0);
+		handshake(c[i], srv);
+	}
+	cr_assert(!wire_peer_known(srv, (struct wire_node){ 10 }));
+	wire_msg_init(&m, WIRE_CLOCK, NODE_B, 0);
+	cr_assert_eq(xfer(c[0], srv, &m, &o), WIRE_DROP_NO_SESSION);
+	cr_assert_eq(xfer(c[2], srv, &m, &o), WIRE_DROP_NONE);
+	wire_msg_release(&o);
+	for (int i = 0; i < 3; i++)
+		wire_ctx_free(c[i]);
+	wire_ctx_free(srv);
+}
+
+/* Frames addressed to a node's earlier incarnation are refused by the
+ * restarted node even once it trusts the sender again. */
+Test(wire, restarted_receiver_refuses_old_frames)
+{
+	struct wire_ctx *coord = ctx_new((struct wire_node){ 0 }, KEY, JOB, 0);
+	struct wire_ctx *w = ctx_new(NODE_A, KEY, JOB, 0);
+	struct wire_ctx *ps = ctx_new(NODE_B, KEY, JOB, 0), *ps2;
+	struct wire_member mem[1] = {
+		{ NODE_A, WIRE_ROLE_WORKER, WIRE_MEMBER_ACTIVE,
+		  wire_ctx_session(w), 0, "" },
+	};
+	struct wire_msg m, o;
+	uint8_t *old;
+	size_t oldlen;
+	enum wire_drop d;
+
+	handshake(w, ps);
+	wire_msg_init(&m, WIRE_PUSH, NODE_B, 0);
+	cr_assert_eq(wire_encode(w, &m, MAXP, &old, &oldlen, NULL), PX_OK);
+	/* The PS restarts and learns the worker's session from MEMBERSHIP
+	 * (floor 0: below the old frame's seq). */
+	ps2 = ctx_new(NODE_B, KEY, JOB, 0);
+	handshake(ps2, coord);
+	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, 0);
+	m.u.membership = (struct wire_membership){ 1, 1, mem };
+	cr_assert_eq(xfer(coord, ps2, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(wire_membership_apply(ps2, &o, NOW), PX_OK);
+	wire_msg_release(&o);
+	cr_assert(wire_peer_known(ps2, NODE_A));
+	cr_assert_eq(wire_open(ps2, old, oldlen, MAXP, NOW, NULL, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_NOT_FOR_US);
+	free(old);
+	wire_ctx_free(coord);
+	wire_ctx_free(w);
+	wire_ctx_free(ps);
+	wire_ctx_free(ps2);
+}

@@ -1,0 +1,407 @@
+/* wire.h -- the trainer's authenticated wire protocol (framing only).
+ *
+ * Encodes and decodes every message the coordinator, parameter servers,
+ * workers and the agent exchange, as flat little-endian frames sealed with
+ * HMAC-SHA256 under a per-job key, with per-sender replay protection.
+ * No sockets here (see net.h); the layout is documented in docs/protocol.md.
+ */
+#ifndef PX_WIRE_H
+#define PX_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/px.h"
+
+#define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
+#define WIRE_VERSION 1
+#define WIRE_HDR_LEN 64                 /* bytes before the payload */
+#define WIRE_MAC_LEN 32                 /* HMAC-SHA256 tag after it */
+#define WIRE_OVERHEAD (WIRE_HDR_LEN + WIRE_MAC_LEN)
+#define WIRE_NONCE_LEN 16               /* handshake nonces, bytes */
+#define WIRE_STR_MAX 127                /* strings: printable ASCII */
+#define WIRE_SHARDS_MAX 4096            /* entries in a shard map */
+#define WIRE_MEMBERS_MAX 4096           /* entries in a member list */
+#define WIRE_PAYLOAD_DEFAULT (64u << 20) /* default payload bound */
+#define WIRE_PAYLOAD_MIN 4096           /* smallest bound one may set */
+#define WIRE_PAYLOAD_MAX (1u << 30)     /* largest bound one may set */
+#define WIRE_RANGE_PREFIX 32            /* payload bytes before floats */
+#define WIRE_WINDOW 1024                /* replay window, frames */
+#define WIRE_JOB_KEY_MIN 16             /* job key length bounds, bytes */
+#define WIRE_JOB_KEY_MAX 1024
+
+/* A node of one job (assigned by the agent at launch, unique per job). */
+struct wire_node {
+	uint32_t v;
+};
+
+/* dest of a frame meant for every receiver (PUB, BUS). */
+#define WIRE_NODE_ALL ((struct wire_node){ UINT32_MAX })
+
+static inline bool wire_node_eq(struct wire_node a, struct wire_node b)
+{
+	return a.v == b.v;
+}
+
+/* Message types: the payload layout of each is in docs/protocol.md. */
+enum wire_type {
+	WIRE_HELLO = 1,     /* handshake 1: a fresh client nonce */
+	WIRE_CHALLENGE,     /* handshake 2: echo + server nonce */
+	WIRE_REGISTER,      /* handshake 3: echo + what the node offers */
+	WIRE_ASSIGN,        /* role, stage, data partition, shard map */
+	WIRE_HEARTBEAT,     /* liveness, with the sender's wall clock */
+	WIRE_CLOCK,         /* worker finished clock hdr.clock */
+	WIRE_CLOCK_MIN,     /* slowest worker clock and SSP bound */
+	WIRE_PUSH,          /* worker -> ActivePS: gradients of a range */
+	WIRE_PULL,          /* request a parameter range */
+	WIRE_PARAMS,        /* parameter range (reply, snapshot chunk) */
+	WIRE_FORWARD,       /* ActivePS -> BackupPS: a clock's updates */
+	WIRE_STAGE,         /* stage change and new shard map */
+	WIRE_MEMBERSHIP,    /* members with sessions and addresses */
+	WIRE_PROGRESS,      /* to the agent: clock, rates, loss, members */
+	WIRE_LEAVE,         /* leaving (eviction warning) by a deadline */
+	WIRE_SHUTDOWN,      /* stop the job */
+	WIRE_ACK,           /* generic reply: status for a request */
+	WIRE_TYPE_MAX
+};
+
+/* hdr.flags bits; unknown bits are a malformed header. */
+enum wire_flags {
+	WIRE_F_MORE = 1 << 0  /* more chunks of this range/clock follow */
+};
+#define WIRE_F_ALL ((uint32_t)WIRE_F_MORE)
+
+/* Roles, a mask (a reliable node may run a worker and a BackupPS). */
+enum wire_role {
+	WIRE_ROLE_WORKER = 1 << 0,
+	WIRE_ROLE_PS_ACTIVE = 1 << 1,
+	WIRE_ROLE_PS_BACKUP = 1 << 2,
+	WIRE_ROLE_COORD = 1 << 3,
+	WIRE_ROLE_AGENT = 1 << 4
+};
+#define WIRE_ROLE_ALL 0x1fu
+
+enum wire_member_state {
+	WIRE_MEMBER_JOINING = 1,
+	WIRE_MEMBER_ACTIVE,
+	WIRE_MEMBER_LEAVING,
+	WIRE_MEMBER_LOST,
+	WIRE_MEMBER_STATE_MAX
+};
+
+enum wire_leave_reason {
+	WIRE_LEAVE_EVICTION = 1, /* spot interruption notice */
+	WIRE_LEAVE_REBALANCE,    /* rebalance recommendation */
+	WIRE_LEAVE_RELEASE,      /* the controller releases the node */
+	WIRE_LEAVE_REASON_MAX
+};
+
+enum wire_shutdown_reason {
+	WIRE_SHUTDOWN_DONE = 1,  /* training finished */
+	WIRE_SHUTDOWN_CANCEL,    /* the user or the agent stopped it */
+	WIRE_SHUTDOWN_ERROR,     /* unrecoverable failure */
+	WIRE_SHUTDOWN_REASON_MAX
+};
+
+/* Why a frame was dropped; each has a counter in struct wire_stats. */
+enum wire_drop {
+	WIRE_DROP_NONE = 0,
+	WIRE_DROP_TOO_SHORT,  /* shorter than header + MAC or its length */
+	WIRE_DROP_TOO_BIG,    /* payload length over the bound */
+	WIRE_DROP_BAD_MAGIC,
+	WIRE_DROP_BAD_VERSION,
+	WIRE_DROP_BAD_JOB,    /* another job's frame */
+	WIRE_DROP_BAD_MAC,    /* wrong key or altered bytes */
+	WIRE_DROP_BAD_HEADER, /* authentic, but bad type, flags or sender */
+	WIRE_DROP_NOT_FOR_US, /* addressed to another node */
+	WIRE_DROP_MALFORMED,  /* payload does not match its type */
+	WIRE_DROP_NO_SESSION, /* sender's session not established */
+	WIRE_DROP_REPLAY,     /* seen, too old, or stale handshake */
+	WIRE_DROP_MAX
+};
+
+/* Per-socket counters (not atomic: one thread per socket). */
+struct wire_stats {
+	uint64_t accepted;                 /* frames handed to the caller */
+	uint64_t dropped[WIRE_DROP_MAX];   /* by reason; [0] unused */
+};
+
+const char *wire_drop_name(enum wire_drop d);
+const char *wire_type_name(enum wire_type t);
+/* Sum of all drop counters. */
+uint64_t wire_stats_dropped(const struct wire_stats *st);
+
+/* The fixed header.  On send the caller sets type, flags, dest and clock
+ * (wire_msg_init does); wire_seal fills the rest (dest_session from the
+ * peer table when the caller left it 0). */
+struct wire_hdr {
+	uint16_t version;
+	uint16_t type;          /* enum wire_type */
+	uint32_t flags;         /* enum wire_flags */
+	struct wire_node sender;
+	struct wire_node dest;  /* a node or WIRE_NODE_ALL */
+	uint32_t payload_len;   /* bytes */
+	uint64_t job;           /* job id */
+	uint64_t session;       /* sender's random per-process session id */
+	uint64_t dest_session;  /* receiver's session as the sender knows it;
+				   0 for HELLO and for WIRE_NODE_ALL */
+	uint64_t seq;           /* per sender, strictly increasing from 1 */
+	int64_t clock;          /* sender's training clock */
+};
+
+/* float32 vectors.  To send, set .f (host floats, n of them).  A decoded
+ * message sets .raw (n little-endian float32 inside the frame, maybe
+ * unaligned; read with wire_f32_copy) and leaves .f NULL. */
+struct wire_f32 {
+	const float *f;
+	const uint8_t *raw;
+	uint32_t n;             /* elements */
+};
+
+/* Copy a decoded (or to-be-sent) vector into dst[v->n]. */
+void wire_f32_copy(const struct wire_f32 *v, float *dst);
+
+struct wire_hello {
+	uint8_t nonce[WIRE_NONCE_LEN];    /* filled by wire_hello_begin */
+};
+
+struct wire_challenge {
+	uint8_t echo[WIRE_NONCE_LEN];     /* the HELLO's nonce */
+	uint8_t nonce[WIRE_NONCE_LEN];    /* fresh server nonce */
+};
+
+struct wire_register {
+	uint8_t echo[WIRE_NONCE_LEN];     /* the CHALLENGE's nonce */
+	uint8_t roles;                    /* WIRE_ROLE_* the node can take */
+	uint16_t ncpu;                    /* cores */
+	uint16_t ngpu;                    /* GPUs */
+	uint32_t mem_mib;                 /* memory, MiB */
+	char instance[WIRE_STR_MAX + 1];  /* e.g. "i-0abc...", may be "" */
+	char addr[WIRE_STR_MAX + 1];      /* where it listens, may be "" */
+};
+
+/* One shard of the parameter vector and where it lives. */
+struct wire_shard {
+	uint32_t shard;
+	struct wire_node active;          /* ActivePS (or the only PS) */
+	struct wire_node backup;          /* BackupPS, WIRE_NODE_ALL if none */
+	uint64_t offset;                  /* first parameter index */
+	uint64_t count;                   /* parameters */
+};
+
+struct wire_assign {
+	uint8_t roles;                    /* WIRE_ROLE_* to run */
+	uint8_t stage;                    /* 1, 2 or 3 */
+	uint16_t staleness;               /* SSP bound, clocks */
+	int64_t start_clock;              /* contribute from this clock */
+	uint64_t part_first;              /* data partition: first sample */
+	uint64_t part_count;              /* samples */
+	uint64_t nparams;                 /* model parameters in all */
+	uint32_t nshards;
+	const struct wire_shard *shards;
+};
+
+struct wire_heartbeat {
+	int64_t wall_us;                  /* sender's wall clock */
+	uint32_t status;                  /* application-defined bits */
+};
+
+struct wire_clock {
+	uint64_t samples;                 /* samples processed this clock */
+};
+
+struct wire_clock_min {
+	int64_t min_clock;                /* slowest worker's finished clock */
+	uint16_t staleness;               /* SSP bound, clocks */
+};
+
+/* PUSH, PARAMS and FORWARD: a chunk of a parameter range of one shard. */
+struct wire_range {
+	uint32_t shard;
+	uint64_t offset;                  /* first index within the shard */
+	int64_t clock;                    /* clock these values belong to */
+	struct wire_f32 data;
+};
+
+struct wire_pull {
+	uint32_t shard;
+	uint64_t offset;
+	uint64_t count;                   /* parameters wanted */
+	int64_t min_clock;                /* with updates up to this clock */
+};
+
+struct wire_stage {
+	uint8_t stage;                    /* 1, 2 or 3 */
+	uint32_t epoch;                   /* stage-change number */
+	int64_t at_clock;                 /* takes effect at this clock */
+	uint32_t nshards;
+	const struct wire_shard *shards;
+};
+
+struct wire_member {
+	struct wire_node node;
+	uint8_t roles;                    /* WIRE_ROLE_* */
+	uint8_t state;                    /* enum wire_member_state */
+	uint64_t session;                 /* its session (0: unknown) */
+	uint64_t floor;                   /* its REGISTER seq */
+	char addr[WIRE_STR_MAX + 1];
+};
+
+struct wire_membership {
+	uint64_t epoch;                   /* strictly increasing */
+	uint32_t n;
+	const struct wire_member *members;
+};
+
+struct wire_progress {
+	int64_t clock;                    /* min finished clock */
+	float samples_per_s;
+	float loss;
+	float accuracy;                   /* 0..1 */
+	uint64_t epoch;                   /* membership epoch */
+	uint32_t n;
+	const struct wire_member *members;
+};
+
+struct wire_leave {
+	int64_t deadline_us;              /* wall clock it will be gone */
+	uint8_t reason;                   /* enum wire_leave_reason */
+};
+
+struct wire_shutdown {
+	uint8_t reason;                   /* enum wire_shutdown_reason */
+};
+
+struct wire_ack {
+	uint64_t ref_seq;                 /* seq of the frame answered */
+	uint32_t status;                  /* enum px_err, 0 = ok */
+	char detail[WIRE_STR_MAX + 1];
+};
+
+/* A message.  To send: wire_msg_init, fill the union member for the type,
+ * then wire_seal/wire_encode (or net_send).  Pointers in the body (shards,
+ * members, data.f) are borrowed during the call.  A decoded message owns
+ * its shard/member arrays and borrows .raw from the frame buffer; the frame
+ * is owned too when frame_free is set (net_recv does that).  Release it
+ * with wire_msg_release. */
+struct wire_msg {
+	struct wire_hdr hdr;
+	union {
+		struct wire_hello hello;
+		struct wire_challenge challenge;
+		struct wire_register reg;
+		struct wire_assign assign;
+		struct wire_heartbeat heartbeat;
+		struct wire_clock clock;
+		struct wire_clock_min clock_min;
+		struct wire_range range;      /* PUSH, PARAMS, FORWARD */
+		struct wire_pull pull;
+		struct wire_stage stage;
+		struct wire_membership membership;
+		struct wire_progress progress;
+		struct wire_leave leave;
+		struct wire_shutdown shutdown;
+		struct wire_ack ack;
+	} u;
+	void *owned;                      /* private: decoded arrays */
+	void *frame;                      /* private: frame kept alive */
+	void (*frame_free)(void *frame);
+};
+
+/* Zero *m and set the header fields a sender chooses. */
+void wire_msg_init(struct wire_msg *m, enum wire_type type,
+		   struct wire_node dest, int64_t clock);
+
+/* Free what a decoded message owns; *m is zeroed.  NULL is a no-op. */
+void wire_msg_release(struct wire_msg *m);
+
+/* The per-process protocol state: identity, derived key, session id,
+ * sequence counter, peer table (replay windows, handshakes).  Thread-safe:
+ * several sockets and threads may share one. */
+struct wire_ctx;
+
+struct wire_config {
+	struct wire_node self;
+	uint64_t job;                     /* job id */
+	const uint8_t *job_key;           /* shared by all roles of the job */
+	size_t job_key_len;               /* WIRE_JOB_KEY_MIN..MAX bytes */
+	uint32_t max_peers;               /* peer table bound; 0: 1024 */
+	uint64_t handshake_ttl_us;        /* nonce lifetime; 0: 30 s */
+};
+
+/* Derive the key (HKDF-SHA256), draw a random session id.  *ret is freed
+ * with wire_ctx_free. */
+enum px_err wire_ctx_new(const struct wire_config *cfg,
+			 struct wire_ctx **ret, struct px_error *err);
+void wire_ctx_free(struct wire_ctx *ctx);
+
+struct wire_node wire_ctx_self(const struct wire_ctx *ctx);
+uint64_t wire_ctx_session(const struct wire_ctx *ctx);
+uint64_t wire_ctx_job(const struct wire_ctx *ctx);
+
+/* Derive the 32-byte MAC key of a job (exposed for tests and docs). */
+enum px_err wire_derive_key(const uint8_t *job_key, size_t len, uint64_t job,
+			    uint8_t ret_key[32], struct px_error *err);
+
+/* Handshake helpers (see docs/protocol.md).  Each fills *m for sending and
+ * remembers the nonce it drew, so that only the matching answer, once and
+ * within the TTL, establishes a session.  now_us is monotonic. */
+enum px_err wire_hello_begin(struct wire_ctx *ctx, struct wire_node dest,
+			     uint64_t now_us, struct wire_msg *m,
+			     struct px_error *err);
+enum px_err wire_challenge_begin(struct wire_ctx *ctx,
+				 const struct wire_msg *hello,
+				 uint64_t now_us, struct wire_msg *m,
+				 struct px_error *err);
+/* Fills type, dest and echo; the caller fills the rest of m->u.reg. */
+void wire_register_begin(const struct wire_msg *challenge,
+			 struct wire_msg *m);
+
+/* Trust a session learned from an accepted MEMBERSHIP message: frames of
+ * (node, session) with seq > floor are then accepted.  Keeps the current
+ * window when the session is unchanged. */
+enum px_err wire_peer_install(struct wire_ctx *ctx, struct wire_node node,
+			      uint64_t session, uint64_t floor,
+			      uint64_t now_us);
+/* Apply an accepted MEMBERSHIP message: install each member's session
+ * unless its epoch is not newer than the last one applied (then PX_EEXIST,
+ * nothing changes).  The receiver's own entry is skipped. */
+enum px_err wire_membership_apply(struct wire_ctx *ctx,
+				  const struct wire_msg *m, uint64_t now_us);
+/* Forget a peer (it left or was declared lost). */
+void wire_peer_forget(struct wire_ctx *ctx, struct wire_node node);
+/* Whether a session with node is established. */
+bool wire_peer_known(struct wire_ctx *ctx, struct wire_node node);
+
+/* Payload bytes m would take, after checking its fields (counts, strings,
+ * enums) and the bound; PX_EINVAL or PX_ETOOBIG otherwise. */
+enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
+			      size_t *ret, struct px_error *err);
+
+/* Seal m into buf[len] (len >= WIRE_OVERHEAD + payload size): fills the
+ * header (sender, job, session, next seq; written back into m->hdr),
+ * the payload and the MAC.  *ret_len is the frame length. */
+enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
+		      size_t max_payload, uint8_t *buf, size_t len,
+		      size_t *ret_len, struct px_error *err);
+
+/* wire_seal into a malloc'd buffer the caller frees. */
+enum px_err wire_encode(struct wire_ctx *ctx, struct wire_msg *m,
+			size_t max_payload, uint8_t **ret_buf,
+			size_t *ret_len, struct px_error *err);
+
+/* Verify and decode one frame: size, magic, version, job, MAC, header,
+ * payload, then session and replay (which it records).  Returns PX_OK with
+ * *ret filled (it borrows buf: keep buf alive until wire_msg_release), or
+ * PX_EPROTO with *ret_drop set and st->dropped counted (st may be NULL),
+ * or PX_ENOMEM.  Never reads outside buf[len]. */
+enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
+		      size_t max_payload, uint64_t now_us,
+		      struct wire_stats *st, struct wire_msg *ret,
+		      enum wire_drop *ret_drop);
+
+/* Most floats one PUSH/PARAMS/FORWARD chunk may carry under a bound. */
+uint32_t wire_range_chunk(size_t max_payload);
+
+#endif
