@@ -145,7 +145,7 @@ static enum px_err import_trace(struct store *st, const char *path,
 	e = file_sha256(path, sha, sizeof(sha), err);
 	if (e != PX_OK)
 		return e;
-	e = trace_read_file(path, import_record, &c, &ts, err);
+	e = trace_read_file_pipelined(path, import_record, &c, &ts, err);
 	if (e != PX_OK)
 		return e;
 	imp = (struct store_import){

@@ -79,6 +79,20 @@ enum px_err trace_read_buffer(const void *buf, size_t len, const char *name,
 			      struct trace_stats *ret_stats,
 			      struct px_error *err);
 
+/* trace_read_file with the parsing on a second thread: fn runs on the
+ * caller's thread, in file order, while the next records are being read
+ * and parsed.  Records travel in a bounded queue (TRACE_PIPE_BATCH records
+ * x TRACE_PIPE_DEPTH batches, about 3 MiB), so memory stays bounded.  Same
+ * results, stats and error messages as trace_read_file; an error from fn
+ * stops the reader thread.  Used by imports, where the consumer (SQLite)
+ * and the parser each take about half the time. */
+#define TRACE_PIPE_BATCH 2048
+#define TRACE_PIPE_DEPTH 4
+enum px_err trace_read_file_pipelined(const char *path, trace_record_fn fn,
+				      void *ctx,
+				      struct trace_stats *ret_stats,
+				      struct px_error *err);
+
 /* Region of an availability zone: "us-east-1b" -> "us-east-1",
  * "us-west-2-lax-1a" -> "us-west-2", "us-east-1" -> "us-east-1".  The
  * region is the prefix [a-z]+(-[a-z]+)*-[0-9]+, which must be followed by
