@@ -8,6 +8,7 @@
 #include "store.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -439,15 +440,26 @@ out_finalize:
 	return r;
 }
 
+/* SQLite keeps allocation statistics behind a global mutex taken on every
+ * malloc; nothing here reads them.  This is process-wide and only takes
+ * effect before SQLite initializes, so it is tried once and its result
+ * ignored (a program that initialized SQLite first keeps its setting). */
+static void store_tune_sqlite(void)
+{
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 enum px_err store_open(const char *path, struct store **ret,
 		       struct px_error *err)
 {
+	static pthread_once_t tune_once = PTHREAD_ONCE_INIT;
 	struct store *st;
 	enum px_err r;
 	int rc;
 
 	if (!path || !ret)
 		return px_errorf(err, PX_EINVAL, "open store: no path");
+	pthread_once(&tune_once, store_tune_sqlite);
 	st = px_calloc(1, sizeof(*st));
 	if (!st)
 		return px_errorf(err, PX_ENOMEM, "open store '%s'", path);
