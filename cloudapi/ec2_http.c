@@ -699,6 +699,11 @@ const char *ec2_client_endpoint(const struct ec2_client *c)
 	return c->endpoint;
 }
 
+bool ec2_client_hooked(const struct ec2_client *c)
+{
+	return c->cfg.socket_fn != NULL;
+}
+
 size_t ec2_client_pending(const struct ec2_client *c)
 {
 	return c->n_calls;
