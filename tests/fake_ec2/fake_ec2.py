@@ -585,6 +585,9 @@ def state():
 def take_fault(op):
     for f in S['faults']:
         if f['count'] > 0 and f['op'] in ('*', op):
+            if f.get('skip', 0) > 0:  # let this many calls through first
+                f['skip'] -= 1
+                continue
             f['count'] -= 1
             return dict(f)
     return None
