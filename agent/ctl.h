@@ -25,5 +25,7 @@ int ctl_exit_for(enum px_err e);
 char *ctl_default_db(void);
 
 int ctl_market(int argc, char **argv);
+/* `market fetch`: DescribeSpotPriceHistory into the store (ctl_fetch.c). */
+int ctl_market_fetch(int argc, char **argv);
 
 #endif

@@ -566,6 +566,8 @@ int ctl_market(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "import"))
 		return market_import(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "fetch"))
+		return ctl_market_fetch(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "show"))
 		return market_show(argc - 1, argv + 1);
 	return market_show(argc, argv);

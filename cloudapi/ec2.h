@@ -91,6 +91,9 @@ enum px_err ec2_client_new(const struct ec2_config *cfg,
 void ec2_client_free(struct ec2_client *c);
 /* The endpoint URL in use. */
 const char *ec2_client_endpoint(const struct ec2_client *c);
+/* Whether the client is driven through socket/timer hooks (then the
+ * blocking calls are refused). */
+bool ec2_client_hooked(const struct ec2_client *c);
 /* Calls started and not yet completed. */
 size_t ec2_client_pending(const struct ec2_client *c);
 
@@ -270,16 +273,74 @@ struct ec2_spot_request_list {
 };
 void ec2_spot_request_list_release(struct ec2_spot_request_list *l);
 
-/* DescribeSpotPriceHistory, every page.  types/zones may be empty (all);
- * product NULL means "Linux/UNIX"; start_s/end_s 0 mean unset.  fn is
- * called once per record (strings borrowed for the call; index counts
- * from 0 across pages); its non-PX_OK return stops the walk.  zones: one
- * call per zone (the API takes one AvailabilityZone). */
+/* DescribeSpotPriceHistory.  types/zones may be empty (all); product NULL
+ * means "Linux/UNIX"; start_s/end_s 0 mean unset; max_results is the page
+ * size (MaxResults, 1..1000; 0: 1000).  The API takes one
+ * AvailabilityZone, so each zone is its own chain of pages, walked one
+ * after the other in the order given. */
+struct ec2_sph_query {
+	const char *const *types;
+	size_t n_types;
+	const char *const *zones;
+	size_t n_zones;
+	const char *product;
+	int64_t start_s;
+	int64_t end_s;
+	int max_results;
+};
+
+/* What a walk delivered. */
+struct ec2_sph_stats {
+	uint64_t records;  /* records passed to fn */
+	uint64_t pages;    /* responses parsed */
+	int64_t first_s;   /* earliest record time (INT64_MAX if none) */
+	int64_t last_s;    /* latest record time (INT64_MIN if none) */
+};
+
+#define EC2_SPH_PAGES_MAX 100000 /* bound on pages per walk */
+
+/* Completion of an asynchronous walk: rc PX_OK after the last page of the
+ * last zone, else the first failure (a call's, with aws filled for AWS
+ * errors; the parser's; or fn's own return, with fn's err).  st counts
+ * what was delivered before the failure.  Runs once, from the event loop;
+ * the walk's memory is freed after it returns. */
+typedef void (*ec2_sph_done_fn)(enum px_err rc, const struct ec2_sph_stats *st,
+				const struct px_error *err,
+				const struct ec2_aws_error *aws, void *ctx);
+
+/* Start an asynchronous walk over every page (NextToken chaining, one
+ * ec2_call_start per page) for event-loop users such as the daemon.  The
+ * query is copied.  fn is called once per record from inside the event
+ * loop (strings borrowed for the call; index counts from 0 across pages
+ * and zones); its non-PX_OK return stops the walk.  fn must not block on
+ * this client.  On PX_OK done runs later, exactly once (PX_ECANCELED when
+ * the client is freed first); on an error return nothing was started and
+ * done never runs. */
+enum px_err ec2_sph_start(struct ec2_client *c, const struct ec2_sph_query *q,
+			  trace_record_fn fn, ec2_sph_done_fn done,
+			  void *ctx, struct px_error *err);
+
+/* The same, blocking (poll-mode clients only).  ret_stats and ret_aws may
+ * be NULL. */
+enum px_err ec2_describe_spot_price_history(
+	struct ec2_client *c, const struct ec2_sph_query *q,
+	trace_record_fn fn, void *ctx, struct ec2_sph_stats *ret_stats,
+	struct px_error *err, struct ec2_aws_error *ret_aws);
+
+/* Blocking walk with 1000-record pages (the original interface, kept for
+ * the trace import path). */
 enum px_err ec2_describe_spot_price_history_all(
 	struct ec2_client *c, const char *const *types, size_t n_types,
 	const char *const *zones, size_t n_zones, const char *product,
 	int64_t start_s, int64_t end_s, trace_record_fn fn, void *ctx,
 	struct px_error *err, struct ec2_aws_error *ret_aws);
+
+/* Parse one DescribeSpotPriceHistory page: fn for each record, *index
+ * advanced per record (used as trace_record.index).  A record missing a
+ * field or with a bad price or time is PX_EPROTO. */
+enum px_err ec2_parse_spot_prices(const xmlNode *root, uint64_t *index,
+				  trace_record_fn fn, void *ctx,
+				  struct px_error *err);
 
 struct ec2_run_req {
 	struct ec2_launch_spec spec;

@@ -484,13 +484,14 @@ out_final:
 	call_finish(k, rc, NULL, &err, &aws);
 }
 
-/* Drain curl's completion queue, then start retries that are due. */
-static void process(struct ec2_client *c)
+/* Drain curl's completion queue, then start retries that are due.  Says
+ * whether anything completed or started (then curl has new work). */
+static bool process(struct ec2_client *c)
 {
 	CURLMsg *m;
 	int left;
 	uint64_t now;
-	bool again = true;
+	bool again = true, busy = false;
 
 	while ((m = curl_multi_info_read(c->multi, &left))) {
 		struct ec2_call *k = NULL;
@@ -499,6 +500,7 @@ static void process(struct ec2_client *c)
 			continue;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &k);
 		call_done(k, m->data.result);
+		busy = true;
 	}
 	while (again) {
 		again = false;
@@ -509,6 +511,7 @@ static void process(struct ec2_client *c)
 
 			if (!k->due_us || k->due_us > now)
 				continue;
+			busy = true;
 			rc = call_attempt(k, &err);
 			if (rc != PX_OK) {
 				struct ec2_aws_error aws;
@@ -522,6 +525,7 @@ static void process(struct ec2_client *c)
 		}
 	}
 	update_timer(c);
+	return busy;
 }
 
 enum px_err ec2_call_start(struct ec2_client *c, struct ec2_params *params,
@@ -699,6 +703,11 @@ const char *ec2_client_endpoint(const struct ec2_client *c)
 	return c->endpoint;
 }
 
+bool ec2_client_hooked(const struct ec2_client *c)
+{
+	return c->cfg.socket_fn != NULL;
+}
+
 size_t ec2_client_pending(const struct ec2_client *c)
 {
 	return c->n_calls;
@@ -747,12 +756,14 @@ enum px_err ec2_client_step(struct ec2_client *c, int timeout_ms)
 	}
 	if (curl_multi_poll(c->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK)
 		return PX_EHTTP;
-	if (curl_multi_perform(c->multi, &running) != CURLM_OK)
-		return PX_EHTTP;
-	process(c);
-	/* A retry just started: let curl begin it now. */
-	if (curl_multi_perform(c->multi, &running) != CURLM_OK)
-		return PX_EHTTP;
+	/* Until nothing completes: a callback may start calls (or a retry
+	 * may be due) that curl must begin now, and a transfer that finishes
+	 * in that perform must be seen now, not after the next poll's whole
+	 * timeout (nothing would wake it: the socket has gone quiet). */
+	do {
+		if (curl_multi_perform(c->multi, &running) != CURLM_OK)
+			return PX_EHTTP;
+	} while (process(c));
 	return PX_OK;
 }
 

@@ -492,16 +492,10 @@ static enum px_err paginate(struct ec2_client *c, const struct ec2_params *p,
 	return rc;
 }
 
-struct sph_ctx {
-	trace_record_fn fn;
-	void *ctx;
-	uint64_t index;
-};
-
-static enum px_err sph_page(const xmlNode *root, void *vctx,
-			    struct px_error *err)
+enum px_err ec2_parse_spot_prices(const xmlNode *root, uint64_t *index,
+				  trace_record_fn fn, void *ctx,
+				  struct px_error *err)
 {
-	struct sph_ctx *s = vctx;
 	const xmlNode *set = ec2_xml_child(root, "spotPriceHistorySet");
 
 	if (!set)
@@ -525,57 +519,23 @@ static enum px_err sph_page(const xmlNode *root, void *vctx,
 				    !price[0]))
 			rc = px_errorf(err, PX_EPROTO, "price record %llu: "
 				       "missing field",
-				       (unsigned long long)s->index);
+				       (unsigned long long)*index);
 		if (rc == PX_OK && px_parse_usd(price, strlen(price),
 						&r.price_uusd) != PX_OK)
 			rc = px_errorf(err, PX_EPROTO, "price record %llu: "
 				       "bad spotPrice '%s'",
-				       (unsigned long long)s->index, price);
+				       (unsigned long long)*index, price);
 		if (rc != PX_OK)
 			return rc;
 		r.zone = zone;
 		r.type = type;
 		r.product = prod;
-		r.index = s->index++;
-		rc = s->fn(&r, s->ctx, err);
+		r.index = (*index)++;
+		rc = fn(&r, ctx, err);
 		if (rc != PX_OK)
 			return rc;
 	}
 	return PX_OK;
-}
-
-enum px_err ec2_describe_spot_price_history_all(
-	struct ec2_client *c, const char *const *types, size_t n_types,
-	const char *const *zones, size_t n_zones, const char *product,
-	int64_t start_s, int64_t end_s, trace_record_fn fn, void *ctx,
-	struct px_error *err, struct ec2_aws_error *ret_aws)
-{
-	struct sph_ctx s = { .fn = fn, .ctx = ctx };
-	enum px_err rc = PX_OK;
-	size_t nz = n_zones ? n_zones : 1;
-
-	for (size_t z = 0; z < nz && rc == PX_OK; z++) {
-		struct ec2_params p;
-		char b[32];
-
-		ec2_params_init(&p, "DescribeSpotPriceHistory");
-		add_list(&p, "InstanceType", types, n_types);
-		ec2_params_add(&p, "ProductDescription.1",
-			       product ? product : "Linux/UNIX");
-		if (n_zones)
-			ec2_params_add(&p, "AvailabilityZone", zones[z]);
-		if (start_s)
-			ec2_params_add(&p, "StartTime",
-				       px_format_time(start_s, b, sizeof b));
-		if (end_s)
-			ec2_params_add(&p, "EndTime",
-				       px_format_time(end_s, b, sizeof b));
-		ec2_params_add(&p, "MaxResults", "1000");
-		rc = p.oom ? px_errorf(err, p.oom, "request parameters") :
-			paginate(c, &p, sph_page, &s, err, ret_aws);
-		ec2_params_release(&p);
-	}
-	return rc;
 }
 
 /* One call, parsed by fn into ctx. */

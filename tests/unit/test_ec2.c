@@ -744,3 +744,46 @@ Test(ec2, free_cancels_pending)
 	ec2_client_free(C);
 	C = NULL;
 }
+
+/* A call started from a completion callback must go out at once: it used
+ * to wait for the next poll's whole timeout (1 s here), so a chain of
+ * calls (pagination, the daemon's loop) crawled at a few per second. */
+struct chain {
+	int left, done, failed;
+};
+
+static void chain_done(enum px_err rc, struct ec2_response *resp,
+		       const struct px_error *err,
+		       const struct ec2_aws_error *aws, void *ctx)
+{
+	struct chain *ch = ctx;
+	struct ec2_params p;
+	struct px_error e;
+
+	ch->done++;
+	ch->failed += rc != PX_OK;
+	if (rc != PX_OK || --ch->left <= 0)
+		return;
+	ec2_params_init(&p, "DescribeSpotPriceHistory");
+	ec2_params_add(&p, "MaxResults", "5");
+	cr_assert_eq(ec2_call_start(C, &p, chain_done, ch, &e), PX_OK);
+}
+
+Test(ec2, chained_calls_do_not_stall)
+{
+	struct chain ch = { .left = 200 };
+	uint64_t t0 = px_now_mono_us();
+	struct ec2_params p;
+	struct px_error err;
+
+	ec2_params_init(&p, "DescribeSpotPriceHistory");
+	ec2_params_add(&p, "MaxResults", "5");
+	cr_assert_eq(ec2_call_start(C, &p, chain_done, &ch, &err), PX_OK);
+	while (ec2_client_pending(C) > 0)
+		cr_assert_eq(ec2_client_step(C, 1000), PX_OK);
+	cr_assert_eq(ch.done, 200);
+	cr_assert_eq(ch.failed, 0);
+	cr_assert_lt(px_now_mono_us() - t0, 3 * PX_USEC_PER_SEC,
+		     "200 chained calls took %.1f s",
+		     (double)(px_now_mono_us() - t0) / 1e6);
+}
