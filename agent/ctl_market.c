@@ -27,6 +27,8 @@
 static const char market_usage[] =
 	"usage: proteusctl market import [--db PATH] [--region R] FILE...\n"
 	"       proteusctl market import [--db PATH] --ondemand FILE...\n"
+	"       proteusctl market fetch --types T1,T2 [--region R] [--zones Z,..]\n"
+	"                         [--days N] [--db PATH]   (see market fetch --help)\n"
 	"       proteusctl market [show] [--db PATH] [--region R] [--type T]\n"
 	"                         [--zone Z] [--product P] [--at TIME] [--json]\n"
 	"\n"
@@ -35,6 +37,8 @@ static const char market_usage[] =
 	"  --ondemand, on-demand price tables ({region: {type: usd_per_hour}}),\n"
 	"  into the database, all files in one transaction.  --region sets the\n"
 	"  region instead of deriving it from each availability zone.\n"
+	"fetch: read the price history from EC2 (DescribeSpotPriceHistory) with\n"
+	"  the AWS credential chain, and store it like an import.\n"
 	"show (the default): per market, the price in force at TIME (default:\n"
 	"  now; ISO-8601 UTC or @unix-seconds), the time-weighted min, median\n"
 	"  and max over the stored range, and the share of that time the price\n"

@@ -19,7 +19,7 @@ struct ctl_cmd {
 
 static const struct ctl_cmd ctl_cmds[] = {
 	{"market", ctl_market,
-	 "import spot-price traces and on-demand prices; show markets"},
+	 "import or fetch spot prices and on-demand prices; show markets"},
 };
 
 static void usage(FILE *f)
