@@ -25,5 +25,7 @@ int ctl_exit_for(enum px_err e);
 char *ctl_default_db(void);
 
 int ctl_market(int argc, char **argv);
+int ctl_simulate(int argc, char **argv);
+int ctl_history(int argc, char **argv);
 
 #endif

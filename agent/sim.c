@@ -191,6 +191,7 @@ enum px_err sim_plan_new(const struct sim_setup *setup, struct sim_plan **ret,
 	const struct jobspec *j = setup->job;
 	struct sim_plan *p;
 	char a[32], b[32], c[32], d[32];
+	int64_t first, last;
 	enum px_err r;
 
 	if (!ms->sealed || ms->records == 0)
@@ -219,16 +220,22 @@ enum px_err sim_plan_new(const struct sim_setup *setup, struct sim_plan **ret,
 	if (r != PX_OK)
 		goto out_free;
 	p->env.markets = p->markets;
-	p->start_s = setup->start_s ? setup->start_s : ms->first_s;
-	p->end_s = setup->end_s ? setup->end_s : ms->last_s;
-	if (p->start_s < ms->first_s || p->end_s > ms->last_s ||
+	first = setup->trace_first_s ? setup->trace_first_s : ms->first_s;
+	last = setup->trace_last_s ? setup->trace_last_s : ms->last_s;
+	if (first > ms->first_s)
+		first = ms->first_s;
+	if (last < ms->last_s)
+		last = ms->last_s;
+	p->start_s = setup->start_s ? setup->start_s : first;
+	p->end_s = setup->end_s ? setup->end_s : last;
+	if (p->start_s < first || p->end_s > last ||
 	    p->start_s >= p->end_s) {
 		r = px_errorf(err, PX_EINVAL, "window %s to %s is outside the "
 			      "trace or empty (the trace covers %s to %s)",
 			      px_format_time(p->start_s, a, sizeof a),
 			      px_format_time(p->end_s, b, sizeof b),
-			      px_format_time(ms->first_s, c, sizeof c),
-			      px_format_time(ms->last_s, d, sizeof d));
+			      px_format_time(first, c, sizeof c),
+			      px_format_time(last, d, sizeof d));
 		goto out_free;
 	}
 	*ret = p;
@@ -633,7 +640,7 @@ static enum px_err record(struct run *r)
 {
 	struct sim_result *res = r->res;
 	struct sim_point *pt;
-	int spot = 0;
+	int spot = 0, od = 0;
 
 	cost_now(r);
 	if (!r->p->setup.series)
@@ -652,12 +659,14 @@ static enum px_err record(struct run *r)
 		}
 		pt = &res->series[res->n_series++];
 	}
-	for (size_t i = 0; i < r->n; i++)
-		spot += r->pub[i].market >= 0;
+	for (size_t i = 0; i < r->n; i++) {
+		spot += r->pub[i].market >= 0 && !r->pub[i].warned;
+		od += r->pub[i].market < 0;
+	}
 	pt->t_s = r->now;
 	pt->cost_uusd = r->cost_now;
 	pt->spot = spot;
-	pt->ondemand = (int)r->n - spot;
+	pt->ondemand = od;
 	pt->work_done_h = r->work;
 	return PX_OK;
 }
