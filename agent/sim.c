@@ -289,6 +289,7 @@ struct inst {
 
 struct run {
 	const struct sim_plan *p;
+	long *cursor;                /* market_view index hints */
 	const struct pol_env *env;
 	const struct policy_ops *ops;
 	void *pstate;
@@ -673,7 +674,8 @@ static enum px_err record(struct run *r)
 
 static enum px_err decide(struct run *r, unsigned why)
 {
-	struct market_view mv = {.ms = r->p->setup.ms, .now_s = r->now};
+	struct market_view mv = {.ms = r->p->setup.ms, .now_s = r->now,
+				 .cursor = r->cursor};
 	struct pol_fleet f = {.v = r->pub, .n = r->n};
 	struct pol_progress pr = {
 		.start_s = r->p->start_s, .work_done_h = r->work,
@@ -904,8 +906,13 @@ enum px_err sim_run(const struct sim_plan *plan,
 	r.ops = policy;
 	r.res = &res;
 	r.err = err;
+	r.cursor = px_calloc(plan->setup.ms->n ? plan->setup.ms->n : 1,
+			     sizeof *r.cursor);
+	if (!r.cursor)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
 	e = policy->init(&plan->env, &r.pstate, err);
 	if (e != PX_OK) {
+		free(r.cursor);
 		px_error_prefix(err, "policy '%s': ", policy->name);
 		return e;
 	}
@@ -915,6 +922,7 @@ enum px_err sim_run(const struct sim_plan *plan,
 	free(r.priv);
 	free(r.h);
 	free(r.hour);
+	free(r.cursor);
 	pol_actions_release(&r.acts);
 	if (e != PX_OK) {
 		sim_result_release(&res);
