@@ -169,10 +169,9 @@ static enum px_err load_record(const struct trace_record *r, void *arg,
 	if ((c->total & 0xffff) == 0)
 		progress(c->pg, false, "reading %s: %llu records", c->path,
 			 (unsigned long long)c->total);
-	if (strcmp(r->product, c->product)) {
-		seen_add(&c->products, r->product);
+	seen_add(&c->products, r->product);
+	if (strcmp(r->product, c->product))
 		return PX_OK;
-	}
 	for (size_t i = 0; i < c->nzc && !z; i++)
 		if (!strcmp(c->zc[i].zone, r->zone))
 			z = &c->zc[i];
@@ -190,7 +189,6 @@ static enum px_err load_record(const struct trace_record *r, void *arg,
 	}
 	if (!z->in)
 		return PX_OK;
-	seen_add(&c->products, r->product);
 	if (r->t_s < c->first_s)
 		c->first_s = r->t_s;
 	if (r->t_s > c->last_s)
@@ -211,7 +209,6 @@ static enum px_err load_traces(struct load_ctx *c, const char *const *paths,
 
 	c->first_s = INT64_MAX;
 	c->last_s = INT64_MIN;
-	seen_add(&c->regions, c->region);
 	for (size_t i = 0; i < n; i++) {
 		c->path = paths[i];
 		e = trace_read_file(paths[i], load_record, c, NULL, err);
