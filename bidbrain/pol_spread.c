@@ -112,6 +112,11 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 
 	if (cap < 1)
 		cap = 1;
+	/* Only prices moved and the fleet is full: migrations happen at ticks
+	 * and acquisitions need room, so nothing can change (the per-market
+	 * figures below are rebuilt from scratch at every call). */
+	if (in->why == POL_WHY_PRICE && pol_fleet_spot(f) >= max)
+		return PX_OK;
 	if (in->why & POL_WHY_START && env->job->reliable.count > 0) {
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = -1,
