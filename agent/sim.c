@@ -92,7 +92,8 @@ static enum px_err add_type(struct sim_plan *p, const char *name,
 				list_add(have, sizeof have, &cnt,
 					 p->setup.od->v[i].type);
 		return px_errorf(err, PX_ENOENT, "on-demand price table has "
-				 "no price for '%s' in region '%s' (it has: %s)",
+				 "no price for '%s' in region '%s' "
+				 "(it has: %s)",
 				 name, j->region, cnt ? have : "none");
 	}
 	struct pol_type *t = &p->types[p->env.n_types];

@@ -139,7 +139,8 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 		    p > ty->od_uusd || ty->speed <= 0)
 			continue;
 		s->price[i] = p;
-		s->eff[i] = p / (ty->speed * sp_useful(env, env->markets[i].type));
+		s->eff[i] = p / (ty->speed *
+				 sp_useful(env, env->markets[i].type));
 	}
 	for (size_t i = 0; i < f->n; i++) {
 		const struct pol_instance *v = &f->v[i];
