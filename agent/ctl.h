@@ -27,5 +27,7 @@ char *ctl_default_db(void);
 int ctl_market(int argc, char **argv);
 /* `market fetch`: DescribeSpotPriceHistory into the store (ctl_fetch.c). */
 int ctl_market_fetch(int argc, char **argv);
+int ctl_simulate(int argc, char **argv);
+int ctl_history(int argc, char **argv);
 
 #endif

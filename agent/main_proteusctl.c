@@ -20,6 +20,10 @@ struct ctl_cmd {
 static const struct ctl_cmd ctl_cmds[] = {
 	{"market", ctl_market,
 	 "import or fetch spot prices and on-demand prices; show markets"},
+	{"simulate", ctl_simulate,
+	 "replay spot-price traces and compare allocation policies"},
+	{"history", ctl_history,
+	 "list stored runs; show one run's events and cost"},
 };
 
 static void usage(FILE *f)

@@ -92,7 +92,8 @@ static enum px_err add_type(struct sim_plan *p, const char *name,
 				list_add(have, sizeof have, &cnt,
 					 p->setup.od->v[i].type);
 		return px_errorf(err, PX_ENOENT, "on-demand price table has "
-				 "no price for '%s' in region '%s' (it has: %s)",
+				 "no price for '%s' in region '%s' "
+				 "(it has: %s)",
 				 name, j->region, cnt ? have : "none");
 	}
 	struct pol_type *t = &p->types[p->env.n_types];
@@ -191,6 +192,7 @@ enum px_err sim_plan_new(const struct sim_setup *setup, struct sim_plan **ret,
 	const struct jobspec *j = setup->job;
 	struct sim_plan *p;
 	char a[32], b[32], c[32], d[32];
+	int64_t first, last;
 	enum px_err r;
 
 	if (!ms->sealed || ms->records == 0)
@@ -219,16 +221,22 @@ enum px_err sim_plan_new(const struct sim_setup *setup, struct sim_plan **ret,
 	if (r != PX_OK)
 		goto out_free;
 	p->env.markets = p->markets;
-	p->start_s = setup->start_s ? setup->start_s : ms->first_s;
-	p->end_s = setup->end_s ? setup->end_s : ms->last_s;
-	if (p->start_s < ms->first_s || p->end_s > ms->last_s ||
+	first = setup->trace_first_s ? setup->trace_first_s : ms->first_s;
+	last = setup->trace_last_s ? setup->trace_last_s : ms->last_s;
+	if (first > ms->first_s)
+		first = ms->first_s;
+	if (last < ms->last_s)
+		last = ms->last_s;
+	p->start_s = setup->start_s ? setup->start_s : first;
+	p->end_s = setup->end_s ? setup->end_s : last;
+	if (p->start_s < first || p->end_s > last ||
 	    p->start_s >= p->end_s) {
 		r = px_errorf(err, PX_EINVAL, "window %s to %s is outside the "
 			      "trace or empty (the trace covers %s to %s)",
 			      px_format_time(p->start_s, a, sizeof a),
 			      px_format_time(p->end_s, b, sizeof b),
-			      px_format_time(ms->first_s, c, sizeof c),
-			      px_format_time(ms->last_s, d, sizeof d));
+			      px_format_time(first, c, sizeof c),
+			      px_format_time(last, d, sizeof d));
 		goto out_free;
 	}
 	*ret = p;
@@ -282,6 +290,7 @@ struct inst {
 
 struct run {
 	const struct sim_plan *p;
+	long *cursor;                /* market_view index hints */
 	const struct pol_env *env;
 	const struct policy_ops *ops;
 	void *pstate;
@@ -633,7 +642,7 @@ static enum px_err record(struct run *r)
 {
 	struct sim_result *res = r->res;
 	struct sim_point *pt;
-	int spot = 0;
+	int spot = 0, od = 0;
 
 	cost_now(r);
 	if (!r->p->setup.series)
@@ -652,19 +661,22 @@ static enum px_err record(struct run *r)
 		}
 		pt = &res->series[res->n_series++];
 	}
-	for (size_t i = 0; i < r->n; i++)
-		spot += r->pub[i].market >= 0;
+	for (size_t i = 0; i < r->n; i++) {
+		spot += r->pub[i].market >= 0 && !r->pub[i].warned;
+		od += r->pub[i].market < 0;
+	}
 	pt->t_s = r->now;
 	pt->cost_uusd = r->cost_now;
 	pt->spot = spot;
-	pt->ondemand = (int)r->n - spot;
+	pt->ondemand = od;
 	pt->work_done_h = r->work;
 	return PX_OK;
 }
 
 static enum px_err decide(struct run *r, unsigned why)
 {
-	struct market_view mv = {.ms = r->p->setup.ms, .now_s = r->now};
+	struct market_view mv = {.ms = r->p->setup.ms, .now_s = r->now,
+				 .cursor = r->cursor};
 	struct pol_fleet f = {.v = r->pub, .n = r->n};
 	struct pol_progress pr = {
 		.start_s = r->p->start_s, .work_done_h = r->work,
@@ -895,8 +907,13 @@ enum px_err sim_run(const struct sim_plan *plan,
 	r.ops = policy;
 	r.res = &res;
 	r.err = err;
+	r.cursor = px_calloc(plan->setup.ms->n ? plan->setup.ms->n : 1,
+			     sizeof *r.cursor);
+	if (!r.cursor)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
 	e = policy->init(&plan->env, &r.pstate, err);
 	if (e != PX_OK) {
+		free(r.cursor);
 		px_error_prefix(err, "policy '%s': ", policy->name);
 		return e;
 	}
@@ -906,6 +923,7 @@ enum px_err sim_run(const struct sim_plan *plan,
 	free(r.priv);
 	free(r.h);
 	free(r.hour);
+	free(r.cursor);
 	pol_actions_release(&r.acts);
 	if (e != PX_OK) {
 		sim_result_release(&res);

@@ -57,6 +57,11 @@ struct sim_setup {
 	enum billing_model billing;
 	int64_t start_s;      /* 0: the trace's first record */
 	int64_t end_s;        /* 0: the trace's last record */
+	/* The range of the trace the set was loaded from, when the loader
+	 * dropped records after end_s (0, 0: the set's own first and last
+	 * record).  The window is checked against it. */
+	int64_t trace_first_s;
+	int64_t trace_last_s;
 	uint64_t seed;
 	bool series;          /* collect time series for plots */
 	sim_sink_fn sink;     /* may be NULL */
@@ -83,7 +88,8 @@ const struct pol_env *sim_plan_env(const struct sim_plan *p);
 struct sim_point {
 	int64_t t_s;
 	int64_t cost_uusd;    /* charged so far */
-	int spot;             /* live spot instances */
+	int spot;             /* live spot instances, not counting those
+			       * under an eviction notice (leaving) */
 	int ondemand;         /* live on-demand instances */
 	double work_done_h;
 };

@@ -237,6 +237,12 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	int n = 0, spot = 0, best;
 	enum px_err r;
 
+	/* Only prices moved and the fleet is full: releases happen at hour
+	 * ends and acquisitions need room, so nothing can change.  Skipping
+	 * is exact: the estimator catches up on its samples at the next call
+	 * and candidates are recomputed when their market changed. */
+	if (in->why == POL_WHY_PRICE && pol_fleet_spot(f) >= max)
+		return PX_OK;
 	if (in->why & POL_WHY_START && env->job->reliable.count > 0) {
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = -1,

@@ -112,6 +112,11 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 
 	if (cap < 1)
 		cap = 1;
+	/* Only prices moved and the fleet is full: migrations happen at ticks
+	 * and acquisitions need room, so nothing can change (the per-market
+	 * figures below are rebuilt from scratch at every call). */
+	if (in->why == POL_WHY_PRICE && pol_fleet_spot(f) >= max)
+		return PX_OK;
 	if (in->why & POL_WHY_START && env->job->reliable.count > 0) {
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = -1,
@@ -134,7 +139,8 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 		    p > ty->od_uusd || ty->speed <= 0)
 			continue;
 		s->price[i] = p;
-		s->eff[i] = p / (ty->speed * sp_useful(env, env->markets[i].type));
+		s->eff[i] = p / (ty->speed *
+				 sp_useful(env, env->markets[i].type));
 	}
 	for (size_t i = 0; i < f->n; i++) {
 		const struct pol_instance *v = &f->v[i];

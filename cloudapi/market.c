@@ -414,6 +414,29 @@ int64_t market_integral(const struct market *m, int64_t a, int64_t b)
 	return market_cum_at(m, b) - market_cum_at(m, a);
 }
 
+/* market_index_at through the view's cursor: a few steps forward from the
+ * hint, else a binary search; the hint is updated. */
+static long view_index(const struct market_view *v, int idx)
+{
+	const struct market *m = &v->ms->v[idx];
+	long h, n = (long)m->n;
+
+	if (!v->cursor)
+		return market_index_at(m, v->now_s);
+	h = v->cursor[idx];
+	if (h >= -1 && h < n && (h < 0 || m->t_s[h] <= v->now_s)) {
+		for (int step = 0; step < 8; step++) {
+			if (h + 1 >= n || m->t_s[h + 1] > v->now_s)
+				return h;
+			h++;
+			v->cursor[idx] = h;
+		}
+	}
+	h = market_index_at(m, v->now_s);
+	v->cursor[idx] = h;
+	return h;
+}
+
 bool market_view_history(const struct market_view *v, int idx,
 			 const int64_t **ret_t, const int64_t **ret_p,
 			 size_t *ret_n)
@@ -424,7 +447,7 @@ bool market_view_history(const struct market_view *v, int idx,
 	if (idx < 0 || (size_t)idx >= v->ms->n)
 		return false;
 	m = &v->ms->v[idx];
-	last = market_index_at(m, v->now_s);
+	last = view_index(v, idx);
 	if (last < 0)
 		return false;
 	*ret_t = m->t_s;
@@ -436,7 +459,13 @@ bool market_view_history(const struct market_view *v, int idx,
 bool market_view_price(const struct market_view *v, int idx,
 		       int64_t *ret_uusd)
 {
+	long i;
+
 	if (idx < 0 || (size_t)idx >= v->ms->n)
 		return false;
-	return market_price_at(&v->ms->v[idx], v->now_s, ret_uusd);
+	i = view_index(v, idx);
+	if (i < 0)
+		return false;
+	*ret_uusd = v->ms->v[idx].price_uusd[i];
+	return true;
 }

@@ -106,6 +106,11 @@ int64_t market_integral(const struct market *m, int64_t a, int64_t b);
 struct market_view {
 	const struct market_set *ms;
 	int64_t now_s;        /* nothing after this time is visible */
+	/* Optional (NULL: none): one index hint per market of ms, any
+	 * initial values, kept by the queries below.  A caller whose now_s
+	 * only grows (the simulator) makes each lookup O(1) amortized instead
+	 * of a binary search.  It is a cache: answers never depend on it. */
+	long *cursor;
 };
 
 /* Records of market idx visible at the view's now: *ret_t and *ret_p point

@@ -171,3 +171,48 @@ Test(market, view_hides_future_and_truncate_keeps_prefix)
 	market_set_release(&tr);
 	market_set_release(&ms);
 }
+
+/* The view's cursor is only a cache: forward, backward and random queries
+ * with a cursor give what the plain binary search gives. */
+Test(market, view_cursor_matches_plain_lookup)
+{
+	struct market_set ms;
+	struct px_error e = {0};
+	long cursor[2] = {12345, -7}; /* garbage hints are allowed */
+	uint64_t x = 42;
+
+	market_set_init(&ms);
+	for (int64_t t = 100; t < 100 + 50 * 37; t += 37) {
+		add(&ms, "us-east-1a", "m3.large", t, t % 7);
+		add(&ms, "us-east-1b", "m3.large", t + 5, t % 5);
+	}
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK, "%s", e.msg);
+	for (int i = 0; i < 4000; i++) {
+		int64_t now;
+		if (i < 2000) {
+			now = 50 + i; /* forward, from before the first */
+		} else {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			now = 50 + (int64_t)((x >> 33) % 2100);
+		}
+		struct market_view plain = {.ms = &ms, .now_s = now};
+		struct market_view fast = {.ms = &ms, .now_s = now,
+					   .cursor = cursor};
+		for (int m = 0; m < 2; m++) {
+			int64_t a = -1, b = -1;
+			const int64_t *t1, *p1, *t2, *p2;
+			size_t n1 = 0, n2 = 0;
+			bool ha = market_view_price(&plain, m, &a);
+			bool hb = market_view_price(&fast, m, &b);
+			cr_assert_eq(ha, hb, "now %lld market %d",
+				     (long long)now, m);
+			cr_assert_eq(a, b, "now %lld market %d", (long long)now,
+				     m);
+			ha = market_view_history(&plain, m, &t1, &p1, &n1);
+			hb = market_view_history(&fast, m, &t2, &p2, &n2);
+			cr_assert_eq(ha, hb);
+			cr_assert_eq(n1, n2, "now %lld", (long long)now);
+		}
+	}
+	market_set_release(&ms);
+}

@@ -1,0 +1,1015 @@
+/* ctl_simulate.c -- `proteusctl simulate`: replay spot-price traces and run
+ * allocation policies (bidbrain, standard, ondemand, spread) on a job spec
+ * with the virtual-clock simulator (sim.h), then print a table, JSON, CSV
+ * and/or a plot, and optionally store every run in the database so that
+ * `proteusctl history` can show it.
+ *
+ * Everything is read and checked before the database is opened; all runs
+ * are stored in one transaction, so bad input or a failed run leaves the
+ * database as it was.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../cloudapi/trace.h"
+#include "../common/log.h"
+#include "../db/store.h"
+#include "ctl.h"
+#include "sim.h"
+#include "simplot.h"
+
+#define SIM_TRACES_MAX 64
+#define SIM_POLICIES_MAX 8
+#define SEEN_MAX 16           /* distinct regions/products named in errors */
+#define ZONE_CACHE 64
+/* per-second billing started on 2017-10-02 */
+#define PER_SECOND_FROM_S INT64_C(1506902400)
+
+static const char simulate_usage[] =
+	"usage: proteusctl simulate --trace FILE [--trace FILE...]\n"
+	"         --ondemand-prices FILE --job JOB.json\n"
+	"         [--policy bidbrain,standard,ondemand,spread]\n"
+	"         [--billing legacy-hourly|per-second] [--start TIME]\n"
+	"         [--end TIME] [--seed N] [--product P] [--json]\n"
+	"         [--csv FILE] [--plot FILE.png|FILE.svg] [--db PATH]\n"
+	"\n"
+	"Replays spot-price traces (the JSON of `aws ec2\n"
+	"describe-spot-price-history`, plain or gzip) and runs each policy on\n"
+	"the job (docs/jobspec.md) with a virtual clock, then prints per\n"
+	"policy the cost, runtime, work done, evictions and the savings\n"
+	"against ondemand and standard (docs/simulate.md).\n"
+	"\n"
+	"  --trace FILE        trace file; records of the job's region only\n"
+	"  --ondemand-prices FILE\n"
+	"                      {region: {type: usd_per_hour}} (etc/ondemand)\n"
+	"  --job FILE          the job spec\n"
+	"  --policy LIST       comma-separated (default: bidbrain,\n"
+	"                      standard,ondemand; spread too when per-second)\n"
+	"  --billing MODEL     default: legacy-hourly for windows starting\n"
+	"                      before 2017-10-02, per-second after\n"
+	"  --start, --end TIME window (ISO-8601 UTC or @unix-seconds; default\n"
+	"                      the trace's first and last record)\n"
+	"  --seed N            seed for per-second interruptions (default 1)\n"
+	"  --product P         product description (default Linux/UNIX)\n"
+	"  --json              print one JSON object instead of the table\n"
+	"  --csv FILE          write the results, a row per policy\n"
+	"  --plot FILE         cost and fleet size over time (.png or .svg;\n"
+	"                      needs gnuplot)\n"
+	"  --db PATH           store every run, decision and event\n"
+	"                      (see `proteusctl history`)\n"
+	"\n"
+	"exit: 0 ok, 1 failure, 2 usage, 3 bad input data\n";
+
+/* ---- progress on stderr (only when it is a terminal) ---- */
+
+struct progress {
+	bool on;
+	uint64_t last_us;
+	bool shown;
+};
+
+static void progress(struct progress *pg, bool force, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void progress(struct progress *pg, bool force, const char *fmt, ...)
+{
+	uint64_t now;
+	va_list ap;
+
+	if (!pg->on)
+		return;
+	now = px_now_mono_us();
+	if (!force && now - pg->last_us < 200000)
+		return;
+	pg->last_us = now;
+	fputs("\rproteusctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\033[K", stderr);
+	fflush(stderr);
+	pg->shown = true;
+}
+
+static void progress_clear(struct progress *pg)
+{
+	if (pg->on && pg->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		pg->shown = false;
+	}
+}
+
+/* ---- trace loading ---- */
+
+struct seen {
+	char v[SEEN_MAX][TRACE_FIELD_MAX];
+	size_t n;
+	bool more;
+};
+
+static void seen_add(struct seen *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i], name))
+			return;
+	if (s->n == SEEN_MAX) {
+		s->more = true;
+		return;
+	}
+	snprintf(s->v[s->n++], TRACE_FIELD_MAX, "%s", name);
+}
+
+static void seen_list(const struct seen *s, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < s->n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "",
+				      s->v[i]);
+	if (s->more && o < len)
+		snprintf(buf + o, len - o, ", ...");
+	if (!s->n)
+		snprintf(buf, len, "none");
+}
+
+struct zone_in {
+	char zone[TRACE_FIELD_MAX];
+	bool in;                 /* in the job's region */
+};
+
+struct load_ctx {
+	struct market_set *ms;
+	const char *region;
+	const char *product;
+	int64_t end_s;           /* records after it are dropped */
+	struct zone_in zc[ZONE_CACHE];
+	size_t nzc, next_zc;
+	int64_t first_s, last_s; /* region's records, dropped ones too */
+	uint64_t kept, total;
+	struct seen regions, products;
+	struct progress *pg;
+	const char *path;
+};
+
+static enum px_err load_record(const struct trace_record *r, void *arg,
+			       struct px_error *err)
+{
+	struct load_ctx *c = arg;
+	struct zone_in *z = NULL;
+	char reg[TRACE_FIELD_MAX];
+
+	c->total++;
+	if ((c->total & 0xffff) == 0)
+		progress(c->pg, false, "reading %s: %llu records", c->path,
+			 (unsigned long long)c->total);
+	seen_add(&c->products, r->product);
+	if (strcmp(r->product, c->product))
+		return PX_OK;
+	for (size_t i = 0; i < c->nzc && !z; i++)
+		if (!strcmp(c->zc[i].zone, r->zone))
+			z = &c->zc[i];
+	if (!z) {
+		z = &c->zc[c->nzc < ZONE_CACHE ? c->nzc++ :
+			   c->next_zc++ % ZONE_CACHE];
+		snprintf(z->zone, sizeof z->zone, "%s", r->zone);
+		if (trace_zone_region(r->zone, reg, sizeof reg) != PX_OK)
+			return px_errorf(err, PX_EINVAL, "field "
+					 "'AvailabilityZone': no region in "
+					 "'%s'", r->zone);
+		z->in = !strcmp(reg, c->region);
+		if (!z->in)
+			seen_add(&c->regions, reg);
+	}
+	if (!z->in)
+		return PX_OK;
+	if (r->t_s < c->first_s)
+		c->first_s = r->t_s;
+	if (r->t_s > c->last_s)
+		c->last_s = r->t_s;
+	if (r->t_s > c->end_s)
+		return PX_OK;
+	c->kept++;
+	return market_set_add(c->ms, r->zone, r->type, r->t_s, r->price_uusd,
+			      err);
+}
+
+/* Load the job region's records of every trace into ms and seal it. */
+static enum px_err load_traces(struct load_ctx *c, const char *const *paths,
+			       size_t n, struct px_error *err)
+{
+	char a[1024], b[1024];
+	enum px_err e;
+
+	c->first_s = INT64_MAX;
+	c->last_s = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		c->path = paths[i];
+		e = trace_read_file(paths[i], load_record, c, NULL, err);
+		if (e != PX_OK)
+			return e;
+	}
+	progress(c->pg, true, "sorting %llu records",
+		 (unsigned long long)c->kept);
+	if (c->first_s == INT64_MAX) {
+		seen_list(&c->regions, a, sizeof a);
+		seen_list(&c->products, b, sizeof b);
+		return px_errorf(err, PX_ENOENT, "the trace%s %s no '%s' "
+				 "record in region '%s' (regions in the "
+				 "trace: %s; products: %s)", n > 1 ? "s" : "",
+				 n > 1 ? "have" : "has", c->product,
+				 c->region, a, b);
+	}
+	if (c->kept == 0) {
+		char t[32];
+		return px_errorf(err, PX_EINVAL, "--end %s is before the "
+				 "trace's first record (%s)",
+				 px_format_time(c->end_s, a, 32),
+				 px_format_time(c->first_s, t, sizeof t));
+	}
+	return market_set_seal(c->ms, err);
+}
+
+/* ---- the database: one job row per policy run ---- */
+
+struct db_ctx {
+	struct store *st;         /* NULL: not storing */
+	int64_t job_id;
+	int64_t *launch_s;        /* by simulator instance id */
+	size_t n_launch;
+	struct px_error err;      /* why the sink stopped the run */
+	struct progress *pg;
+	const char *policy;
+	int64_t start_s, end_s;
+};
+
+static json_t *usd(int64_t uusd)
+{
+	return json_real((double)uusd / 1e6);
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* The event's detail as compact JSON (caller frees) or NULL on OOM. */
+static char *event_detail(const struct sim_event *ev)
+{
+	json_t *o = json_object();
+	char *s;
+
+	if (!o)
+		return NULL;
+	if (ev->kind == SIM_EV_DECIDE_ACQUIRE ||
+	    ev->kind == SIM_EV_DECIDE_RELEASE)
+		json_object_set_new(o, "action", json_string(
+			ev->kind == SIM_EV_DECIDE_ACQUIRE ? "acquire" :
+			"release"));
+	else
+		json_object_set_new(o, "event",
+				    json_string(sim_event_name(ev->kind)));
+	if (ev->instance)
+		json_object_set_new(o, "instance",
+				    json_integer((json_int_t)ev->instance));
+	if (ev->kind == SIM_EV_DECIDE_ACQUIRE)
+		json_object_set_new(o, "count", json_integer(ev->count));
+	if (ev->type)
+		json_object_set_new(o, "type", json_string(ev->type));
+	if (ev->type || ev->zone) {
+		json_object_set_new(o, "zone", str_or_null(ev->zone));
+		json_object_set_new(o, "market", json_string(
+			ev->zone ? "spot" : "on-demand"));
+		json_object_set_new(o, "reliable", json_boolean(ev->reliable));
+	}
+	if (ev->zone) {
+		json_object_set_new(o, "bid_usd", usd(ev->bid_uusd));
+		if (ev->kind != SIM_EV_DECIDE_ACQUIRE)
+			json_object_set_new(o, "price_usd",
+					    usd(ev->price_uusd));
+	}
+	if (ev->kind == SIM_EV_EVICTION || ev->kind == SIM_EV_RELEASE ||
+	    ev->kind == SIM_EV_DONE)
+		json_object_set_new(o, "charge_usd", usd(ev->amount_uusd));
+	if (ev->detail)
+		json_object_set_new(o, "reason", json_string(ev->detail));
+	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	json_decref(o);
+	return s;
+}
+
+static const char *event_kind(enum sim_event_kind k)
+{
+	switch (k) {
+	case SIM_EV_DECIDE_ACQUIRE:
+	case SIM_EV_DECIDE_RELEASE:
+		return "decision";
+	case SIM_EV_LAUNCH: return "launch";
+	case SIM_EV_REJECT: return "reject";
+	case SIM_EV_READY: return "ready";
+	case SIM_EV_WARNING: return "warning";
+	case SIM_EV_EVICTION: return "eviction";
+	case SIM_EV_RELEASE: return "release";
+	case SIM_EV_DONE: return "done";
+	default: return "other";
+	}
+}
+
+static enum px_err db_event(struct db_ctx *c, const struct sim_event *ev)
+{
+	char *detail, note[160];
+	int64_t from;
+	enum px_err e;
+
+	if (ev->kind == SIM_EV_LAUNCH) {
+		if (ev->instance >= c->n_launch) {
+			size_t n = c->n_launch ? 2 * c->n_launch : 256;
+			while (n <= ev->instance)
+				n *= 2;
+			int64_t *v = px_reallocarray(c->launch_s, n,
+						     sizeof *v);
+			if (!v)
+				return px_errorf(&c->err, PX_ENOMEM,
+						 "out of memory");
+			c->launch_s = v;
+			c->n_launch = n;
+		}
+		c->launch_s[ev->instance] = ev->t_s;
+	}
+	detail = event_detail(ev);
+	if (!detail)
+		return px_errorf(&c->err, PX_ENOMEM, "out of memory");
+	e = store_event_add(c->st, c->job_id, 0, ev->t_s * PX_USEC_PER_SEC,
+			    event_kind(ev->kind), detail, &c->err);
+	free(detail);
+	if (e != PX_OK || (ev->kind != SIM_EV_EVICTION &&
+			   ev->kind != SIM_EV_RELEASE))
+		return e;
+	from = ev->instance < c->n_launch ? c->launch_s[ev->instance] :
+	       ev->t_s;
+	snprintf(note, sizeof note, "instance %llu %s %s%s%s, %s",
+		 (unsigned long long)ev->instance,
+		 ev->type ? ev->type : "?", ev->zone ? "spot in " :
+		 "on-demand", ev->zone ? ev->zone : "",
+		 ev->reliable ? " (reliable)" : "",
+		 ev->kind == SIM_EV_EVICTION ? "evicted" : "released");
+	return store_ledger_add(c->st, c->job_id, 0, from * PX_USEC_PER_SEC,
+				ev->t_s * PX_USEC_PER_SEC, ev->amount_uusd,
+				note, &c->err);
+}
+
+static enum px_err sink(const struct sim_event *ev, void *arg)
+{
+	struct db_ctx *c = arg;
+
+	if (c->pg->on && c->end_s > c->start_s)
+		progress(c->pg, false, "simulating %s: %.0f%%", c->policy,
+			 100.0 * (double)(ev->t_s - c->start_s) /
+			 (double)(c->end_s - c->start_s));
+	return c->st ? db_event(c, ev) : PX_OK;
+}
+
+/* ---- output ---- */
+
+struct opts {
+	const char *traces[SIM_TRACES_MAX];
+	size_t n_traces;
+	const char *od_path, *job_path, *policies, *billing, *csv, *plot;
+	const char *db, *product;
+	bool have_billing, json;
+	int64_t start_s, end_s;
+	uint64_t seed;
+};
+
+/* 1 - a/b for cost per work (runs that did not complete compare fairly
+ * this way; completed runs of one job do the same work). */
+static bool saving(const struct sim_result *a, const struct sim_result *b,
+		   double *ret)
+{
+	if (!b || a == b || b->cost_per_work_usd <= 0 ||
+	    a->work_done_hours <= 0)
+		return false;
+	*ret = 1.0 - a->cost_per_work_usd / b->cost_per_work_usd;
+	return true;
+}
+
+static const struct sim_result *find_res(const struct sim_result *r,
+					 size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(r[i].policy, name))
+			return &r[i];
+	return NULL;
+}
+
+static json_t *result_json(const struct sim_result *r,
+			   const struct sim_result *all, size_t n)
+{
+	const struct sim_result *od = find_res(all, n, "ondemand");
+	const struct sim_result *sd = find_res(all, n, "standard");
+	double s;
+	json_t *o = json_pack(
+		"{s:s, s:b, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:f, s:I}",
+		"policy", r->policy, "completed", r->completed, "cost_usd",
+		r->cost_usd, "runtime_hours", r->runtime_hours,
+		"work_done_hours", r->work_done_hours, "cost_per_work_usd",
+		r->cost_per_work_usd, "evictions", (json_int_t)r->evictions,
+		"instances_launched", (json_int_t)r->instances_launched,
+		"instance_hours", r->instance_hours, "free_hours",
+		r->free_hours, "decisions", (json_int_t)r->decisions);
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "savings_vs_ondemand", saving(r, od, &s) ?
+			    json_real(s) : json_null());
+	json_object_set_new(o, "savings_vs_standard", saving(r, sd, &s) ?
+			    json_real(s) : json_null());
+	return o;
+}
+
+static int print_json(const struct jobspec *job, enum billing_model b,
+		      const struct sim_plan *plan, uint64_t seed,
+		      const struct sim_result *res, size_t n)
+{
+	char s[32], e[32];
+	json_t *arr = json_array(), *o;
+	int rc = CTL_EXIT_OK;
+
+	for (size_t i = 0; arr && i < n; i++)
+		if (json_array_append_new(arr, result_json(&res[i], res, n))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	if (!arr)
+		return CTL_EXIT_FAIL;
+	o = json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:o}", "job", job->name,
+		      "billing", billing_model_name(b), "start",
+		      px_format_time(sim_plan_start(plan), s, sizeof s), "end",
+		      px_format_time(sim_plan_end(plan), e, sizeof e),
+		      "work_hours", job->work_hours, "seed", (json_int_t)seed,
+		      "results", arr);
+	if (!o || json_dumpf(o, stdout, JSON_INDENT(2) |
+			     JSON_REAL_PRECISION(10)))
+		rc = CTL_EXIT_FAIL;
+	else
+		putchar('\n');
+	json_decref(o);
+	return rc;
+}
+
+static void fmt_saving(char *buf, size_t len, const struct sim_result *r,
+		       const struct sim_result *base)
+{
+	double s;
+
+	if (saving(r, base, &s))
+		snprintf(buf, len, "%.1f%%", 100.0 * s);
+	else
+		snprintf(buf, len, "-");
+}
+
+static void print_table(const struct jobspec *job, enum billing_model b,
+			const struct sim_plan *plan, uint64_t seed,
+			const struct sim_result *res, size_t n)
+{
+	const struct sim_result *od = find_res(res, n, "ondemand");
+	const struct sim_result *sd = find_res(res, n, "standard");
+	char s[32], e[32], so[16], ss[16];
+
+	printf("job '%s': %.6g work-hours of %s, %s billing, %s .. %s, "
+	       "seed %llu\n\n", job->name, job->work_hours,
+	       job->reference_type, billing_model_name(b),
+	       px_format_time(sim_plan_start(plan), s, sizeof s),
+	       px_format_time(sim_plan_end(plan), e, sizeof e),
+	       (unsigned long long)seed);
+	printf("%-9s %4s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s\n",
+	       "POLICY", "DONE", "COST_USD", "HOURS", "WORK_H", "USD/WORK_H",
+	       "EVICT", "LAUNCH", "INST_H", "FREE_H", "VS_OD", "VS_STD");
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_result *r = &res[i];
+		fmt_saving(so, sizeof so, r, od);
+		fmt_saving(ss, sizeof ss, r, sd);
+		printf("%-9s %4s %11.2f %9.2f %9.2f %10.5f %6lld %6lld %9.1f "
+		       "%8.1f %7s %7s\n", r->policy,
+		       r->completed ? "yes" : "no", r->cost_usd,
+		       r->runtime_hours, r->work_done_hours,
+		       r->cost_per_work_usd, (long long)r->evictions,
+		       (long long)r->instances_launched, r->instance_hours,
+		       r->free_hours, so, ss);
+	}
+	printf("\nVS_OD/VS_STD: saving in cost per work-hour against the "
+	       "ondemand/standard run (positive: cheaper)\n");
+}
+
+static enum px_err write_csv(const char *path, const struct sim_result *res,
+			     size_t n, struct px_error *err)
+{
+	const struct sim_result *od = find_res(res, n, "ondemand");
+	const struct sim_result *sd = find_res(res, n, "standard");
+	FILE *f = fopen(path, "w");
+	double s;
+
+	if (!f)
+		return px_errorf(err, PX_ESYS | errno, "csv file '%s': %s",
+				 path, strerror(errno));
+	fputs("policy,completed,cost_usd,runtime_hours,work_done_hours,"
+	      "cost_per_work_usd,evictions,instances_launched,instance_hours,"
+	      "free_hours,savings_vs_ondemand,savings_vs_standard\n", f);
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_result *r = &res[i];
+		fprintf(f, "%s,%s,%.6f,%.6f,%.6f,%.8f,%lld,%lld,%.6f,%.6f,",
+			r->policy, r->completed ? "true" : "false",
+			r->cost_usd, r->runtime_hours, r->work_done_hours,
+			r->cost_per_work_usd, (long long)r->evictions,
+			(long long)r->instances_launched, r->instance_hours,
+			r->free_hours);
+		if (saving(r, od, &s))
+			fprintf(f, "%.6f", s);
+		fputc(',', f);
+		if (saving(r, sd, &s))
+			fprintf(f, "%.6f", s);
+		fputc('\n', f);
+	}
+	if (fclose(f))
+		return px_errorf(err, PX_ESYS | errno, "csv file '%s': %s",
+				 path, strerror(errno));
+	return PX_OK;
+}
+
+/* ---- arguments ---- */
+
+static int parse_policies(const char *list, bool per_second,
+			  const struct policy_ops **v, size_t *ret_n)
+{
+	const char *def = per_second ? "bidbrain,standard,ondemand,spread" :
+			  "bidbrain,standard,ondemand";
+	const char *p = list ? list : def;
+	struct px_error err = {0};
+	size_t n = 0;
+
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		char name[32];
+
+		if (len == 0 || len >= sizeof name) {
+			log_err("--policy: bad list '%s' (want e.g. "
+				"bidbrain,standard,ondemand)", list);
+			return CTL_EXIT_USAGE;
+		}
+		memcpy(name, p, len);
+		name[len] = '\0';
+		if (policy_lookup(name, &v[n], &err) != PX_OK) {
+			log_err("--policy: %s", err.msg);
+			return CTL_EXIT_USAGE;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (v[i] == v[n]) {
+				log_err("--policy: '%s' named twice", name);
+				return CTL_EXIT_USAGE;
+			}
+		if (++n == SIM_POLICIES_MAX && comma) {
+			log_err("--policy: at most %d policies",
+				SIM_POLICIES_MAX);
+			return CTL_EXIT_USAGE;
+		}
+		p += len + (comma != NULL);
+	}
+	if (n == 0) {
+		log_err("--policy: no policy named");
+		return CTL_EXIT_USAGE;
+	}
+	*ret_n = n;
+	return CTL_EXIT_OK;
+}
+
+static int parse_time_opt(const char *name, const char *s, int64_t *ret)
+{
+	if (px_parse_time(s, strlen(s), ret) == PX_OK && *ret > 0)
+		return CTL_EXIT_OK;
+	log_err("--%s: bad time '%s' (want e.g. 2016-03-01T12:00:00Z or "
+		"@unix-seconds)", name, s);
+	return CTL_EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lopts[] = {
+		{"billing", required_argument, NULL, 'b'},
+		{"csv", required_argument, NULL, 'c'},
+		{"db", required_argument, NULL, 'd'},
+		{"end", required_argument, NULL, 'e'},
+		{"help", no_argument, NULL, 'h'},
+		{"job", required_argument, NULL, 'J'},
+		{"json", no_argument, NULL, 'j'},
+		{"ondemand-prices", required_argument, NULL, 'o'},
+		{"plot", required_argument, NULL, 'P'},
+		{"policy", required_argument, NULL, 'p'},
+		{"product", required_argument, NULL, 'r'},
+		{"seed", required_argument, NULL, 's'},
+		{"start", required_argument, NULL, 'S'},
+		{"trace", required_argument, NULL, 't'},
+		{0},
+	};
+	char *end;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'b': o->billing = optarg; o->have_billing = true; break;
+		case 'c': o->csv = optarg; break;
+		case 'd': o->db = optarg; break;
+		case 'e':
+			if ((rc = parse_time_opt("end", optarg, &o->end_s)))
+				return rc;
+			break;
+		case 'h': fputs(simulate_usage, stdout); return -1;
+		case 'J': o->job_path = optarg; break;
+		case 'j': o->json = true; break;
+		case 'o': o->od_path = optarg; break;
+		case 'P': o->plot = optarg; break;
+		case 'p': o->policies = optarg; break;
+		case 'r': o->product = optarg; break;
+		case 's':
+			errno = 0;
+			o->seed = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || *optarg == '-') {
+				log_err("--seed: want a non-negative integer, "
+					"not '%s'", optarg);
+				return CTL_EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			if ((rc = parse_time_opt("start", optarg,
+						 &o->start_s)))
+				return rc;
+			break;
+		case 't':
+			if (o->n_traces == SIM_TRACES_MAX) {
+				log_err("--trace: at most %d files",
+					SIM_TRACES_MAX);
+				return CTL_EXIT_USAGE;
+			}
+			o->traces[o->n_traces++] = optarg;
+			break;
+		default:
+			fputs(simulate_usage, stderr);
+			return CTL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		log_err("simulate: unexpected argument '%s'", argv[optind]);
+		return CTL_EXIT_USAGE;
+	}
+	if (!o->n_traces || !o->od_path || !o->job_path) {
+		log_err("simulate: --trace, --ondemand-prices and --job are "
+			"required (see 'proteusctl simulate --help')");
+		return CTL_EXIT_USAGE;
+	}
+	if (o->start_s && o->end_s && o->start_s >= o->end_s) {
+		log_err("--start must be before --end");
+		return CTL_EXIT_USAGE;
+	}
+	return CTL_EXIT_OK;
+}
+
+/* Read the job file (bounded) and parse it; *ret_text is the verbatim
+ * text for the database. */
+static enum px_err read_job(const char *path, struct jobspec *job,
+			    char **ret_text, struct px_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n;
+	enum px_err e;
+
+	if (!f)
+		return px_errorf(err, errno == ENOENT ? PX_ENOENT :
+				 PX_ESYS | errno, "%s: %s", path,
+				 strerror(errno));
+	buf = malloc(JOBSPEC_FILE_MAX + 1);
+	if (!buf) {
+		fclose(f);
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	n = fread(buf, 1, JOBSPEC_FILE_MAX + 1, f);
+	if (ferror(f))
+		e = px_errorf(err, PX_EIO, "%s: read error", path);
+	else if (n > JOBSPEC_FILE_MAX)
+		e = px_errorf(err, PX_ETOOBIG, "%s: larger than %d bytes",
+			      path, JOBSPEC_FILE_MAX);
+	else
+		e = jobspec_parse(buf, n, path, job, err);
+	fclose(f);
+	if (e != PX_OK) {
+		free(buf);
+		return e;
+	}
+	buf[n] = '\0';
+	*ret_text = buf;
+	return PX_OK;
+}
+
+/* ---- storing the runs ---- */
+
+static char *sim_params_json(const struct opts *o, const char *policy,
+			     enum billing_model b,
+			     const struct sim_plan *plan)
+{
+	char s[32], e[32];
+	json_t *tr = json_array(), *obj;
+	char *out;
+
+	for (size_t i = 0; tr && i < o->n_traces; i++)
+		json_array_append_new(tr, json_string(o->traces[i]));
+	obj = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:o*}",
+			"policy", policy, "billing", billing_model_name(b),
+			"start", px_format_time(sim_plan_start(plan), s,
+						sizeof s),
+			"end", px_format_time(sim_plan_end(plan), e, sizeof e),
+			"seed", (json_int_t)o->seed, "product", o->product,
+			"job_file", o->job_path, "ondemand_prices", o->od_path,
+			"traces", tr);
+	if (!obj)
+		return NULL;
+	out = json_dumps(obj, JSON_COMPACT);
+	json_decref(obj);
+	return out;
+}
+
+static enum px_err db_begin_run(struct db_ctx *c, const struct opts *o,
+				const struct jobspec *job,
+				const char *job_text, const char *policy,
+				enum billing_model b,
+				const struct sim_plan *plan)
+{
+	int64_t now = px_now_wall_us();
+	char *params;
+	enum px_err e;
+
+	e = store_job_add(c->st, job->name, job_text, now, &c->job_id,
+			  &c->err);
+	if (e == PX_OK)
+		e = store_job_set_state(c->st, c->job_id, STORE_JOB_RUNNING,
+					now, &c->err);
+	if (e != PX_OK)
+		return e;
+	params = sim_params_json(o, policy, b, plan);
+	if (!params)
+		return px_errorf(&c->err, PX_ENOMEM, "out of memory");
+	e = store_event_add(c->st, c->job_id, 0,
+			    sim_plan_start(plan) * PX_USEC_PER_SEC,
+			    "simulate", params, &c->err);
+	free(params);
+	return e;
+}
+
+static enum px_err db_end_run(struct db_ctx *c, const struct sim_result *r,
+			      const struct sim_result *all, size_t n,
+			      const struct sim_plan *plan)
+{
+	json_t *o = result_json(r, all, n);
+	char *s = o ? json_dumps(o, JSON_COMPACT |
+				 JSON_REAL_PRECISION(10)) : NULL;
+	int64_t end_s = sim_plan_start(plan) +
+			(int64_t)(r->runtime_hours * 3600.0 + 0.5);
+	enum px_err e;
+
+	json_decref(o);
+	if (!s)
+		return px_errorf(&c->err, PX_ENOMEM, "out of memory");
+	e = store_event_add(c->st, c->job_id, 0, end_s * PX_USEC_PER_SEC,
+			    "result", s, &c->err);
+	free(s);
+	if (e == PX_OK)
+		e = store_job_set_state(c->st, c->job_id, r->completed ?
+					STORE_JOB_DONE : STORE_JOB_FAILED,
+					px_now_wall_us(), &c->err);
+	return e;
+}
+
+/* Everything one command runs.  The "result" events are stored after all
+ * runs, since the savings need the baselines' results. */
+struct run_all {
+	const struct opts *o;
+	const struct jobspec *job;
+	const char *job_text;
+	enum billing_model billing;
+	struct sim_plan *plan;
+	const struct policy_ops **pols;
+	size_t n_pols;
+	struct sim_result *res;
+	int64_t *job_ids;
+	struct progress *pg;
+	struct db_ctx *dc;        /* the plan's sink context */
+};
+
+static int run_all(struct run_all *ra)
+{
+	struct db_ctx *dc = ra->dc;
+	struct px_error err = {0};
+	char *path = NULL;
+	enum px_err e = PX_OK;
+	int rc = CTL_EXIT_OK;
+
+	if (ra->o->db) {
+		path = strdup(ra->o->db);
+		if (!path) {
+			log_err("out of memory");
+			return CTL_EXIT_FAIL;
+		}
+		e = store_open(path, &dc->st, &err);
+		if (e != PX_OK) {
+			log_err("database '%s': %s", path, err.msg);
+			free(path);
+			return CTL_EXIT_FAIL;
+		}
+		e = store_begin(dc->st, &dc->err);
+	}
+	dc->start_s = sim_plan_start(ra->plan);
+	dc->end_s = sim_plan_end(ra->plan);
+	for (size_t i = 0; i < ra->n_pols && e == PX_OK; i++) {
+		dc->policy = ra->pols[i]->name;
+		if (dc->st)
+			e = db_begin_run(dc, ra->o, ra->job, ra->job_text,
+					 dc->policy, ra->billing, ra->plan);
+		if (e != PX_OK)
+			break;
+		ra->job_ids[i] = dc->job_id;
+		progress(ra->pg, true, "simulating %s", dc->policy);
+		e = sim_run(ra->plan, ra->pols[i], &ra->res[i], &err);
+		if (e != PX_OK) {
+			bool ours = e == PX_ECANCELED && dc->err.msg[0];
+			if (ours)
+				err = dc->err;
+			log_err("policy '%s': %s", dc->policy, err.msg);
+			rc = ours || e == PX_ENOMEM ? CTL_EXIT_FAIL :
+			     CTL_EXIT_DATA;
+			e = PX_OK;
+			goto out;
+		}
+	}
+	for (size_t i = 0; dc->st && i < ra->n_pols && e == PX_OK; i++) {
+		dc->job_id = ra->job_ids[i];
+		e = db_end_run(dc, &ra->res[i], ra->res, ra->n_pols,
+			       ra->plan);
+	}
+	if (dc->st && e == PX_OK)
+		e = store_commit(dc->st, &dc->err);
+	if (e != PX_OK) {
+		log_err("database '%s': %s", path, dc->err.msg);
+		rc = CTL_EXIT_FAIL;
+	}
+out:
+	progress_clear(ra->pg);
+	if (dc->st && rc != CTL_EXIT_OK) {
+		store_rollback(dc->st);
+		log_err("nothing was stored in '%s'", path);
+	}
+	store_close(dc->st);
+	free(dc->launch_s);
+	free(path);
+	return rc;
+}
+
+int ctl_simulate(int argc, char **argv)
+{
+	struct opts o = {.product = "Linux/UNIX", .seed = 1};
+	const struct policy_ops *pols[SIM_POLICIES_MAX];
+	struct progress pg = {.on = isatty(STDERR_FILENO) == 1};
+	struct ondemand_table od = {0};
+	struct market_set ms;
+	struct jobspec job;
+	struct load_ctx lc = {0};
+	struct db_ctx dc = {.pg = &pg};
+	struct sim_plan *plan = NULL;
+	struct sim_result res[SIM_POLICIES_MAX];
+	int64_t job_ids[SIM_POLICIES_MAX] = {0};
+	struct px_error err = {0};
+	enum billing_model billing = BILLING_LEGACY_HOURLY;
+	enum simplot_format pf = SIMPLOT_PNG;
+	char *job_text = NULL;
+	size_t n_pols = 0;
+	enum px_err e;
+	int rc;
+
+	memset(res, 0, sizeof res);
+	market_set_init(&ms);
+	rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? CTL_EXIT_OK : rc;
+	if (o.have_billing &&
+	    billing_model_parse(o.billing, &billing, &err) != PX_OK) {
+		log_err("--billing: %s", err.msg);
+		return CTL_EXIT_USAGE;
+	}
+	if (o.plot && simplot_format_of(o.plot, &pf, &err) != PX_OK) {
+		log_err("--plot: %s", err.msg);
+		return CTL_EXIT_USAGE;
+	}
+	/* the default model follows the window's start; the policy list
+	 * follows the model, so both wait for the trace when not given */
+	if (!o.have_billing && o.start_s)
+		billing = o.start_s >= PER_SECOND_FROM_S ? BILLING_PER_SECOND :
+			  BILLING_LEGACY_HOURLY;
+	if (o.policies || o.have_billing || o.start_s) {
+		rc = parse_policies(o.policies, billing == BILLING_PER_SECOND,
+				    pols, &n_pols);
+		if (rc)
+			return rc;
+	}
+
+	e = read_job(o.job_path, &job, &job_text, &err);
+	if (e == PX_OK)
+		e = ondemand_table_load(o.od_path, &od, &err);
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		rc = e == PX_ENOMEM ? CTL_EXIT_FAIL : CTL_EXIT_DATA;
+		goto out;
+	}
+	lc = (struct load_ctx){
+		.ms = &ms, .region = job.region, .product = o.product,
+		.end_s = o.end_s ? o.end_s : INT64_MAX, .pg = &pg,
+	};
+	e = load_traces(&lc, o.traces, o.n_traces, &err);
+	progress_clear(&pg);
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		rc = e == PX_ENOMEM ? CTL_EXIT_FAIL : CTL_EXIT_DATA;
+		goto out;
+	}
+	if (!o.have_billing && !o.start_s)
+		billing = lc.first_s >= PER_SECOND_FROM_S ?
+			  BILLING_PER_SECOND : BILLING_LEGACY_HOURLY;
+	if (!n_pols) {
+		rc = parse_policies(NULL, billing == BILLING_PER_SECOND, pols,
+				    &n_pols);
+		if (rc)
+			goto out;
+	}
+	{
+		struct sim_setup su = {
+			.ms = &ms, .od = &od, .job = &job, .billing = billing,
+			.start_s = o.start_s, .end_s = o.end_s,
+			.trace_first_s = lc.first_s,
+			.trace_last_s = lc.last_s, .seed = o.seed,
+			.series = o.plot != NULL,
+		};
+		if (o.db || pg.on) {
+			su.sink = sink;
+			su.sink_ctx = &dc;
+		}
+		e = sim_plan_new(&su, &plan, &err);
+	}
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		rc = e == PX_ENOMEM ? CTL_EXIT_FAIL : CTL_EXIT_DATA;
+		goto out;
+	}
+	{
+		struct run_all ra = {
+			.o = &o, .job = &job, .job_text = job_text,
+			.billing = billing, .plan = plan, .pols = pols,
+			.n_pols = n_pols, .res = res, .job_ids = job_ids,
+			.pg = &pg, .dc = &dc,
+		};
+		rc = run_all(&ra);
+	}
+	if (rc)
+		goto out;
+	if (o.json)
+		rc = print_json(&job, billing, plan, o.seed, res, n_pols);
+	else
+		print_table(&job, billing, plan, o.seed, res, n_pols);
+	if (o.csv && (e = write_csv(o.csv, res, n_pols, &err)) != PX_OK) {
+		log_err("%s", err.msg);
+		rc = CTL_EXIT_FAIL;
+	}
+	if (o.plot) {
+		char title[160];
+		snprintf(title, sizeof title, "job %s, %s billing", job.name,
+			 billing_model_name(billing));
+		e = simplot_draw(o.plot, pf, title, sim_plan_start(plan), res,
+				 n_pols, &err);
+		if (e != PX_OK) {
+			log_err("%s", err.msg);
+			rc = CTL_EXIT_FAIL;
+		}
+	}
+out:
+	for (size_t i = 0; i < SIM_POLICIES_MAX; i++)
+		sim_result_release(&res[i]);
+	sim_plan_free(plan);
+	ondemand_table_release(&od);
+	market_set_release(&ms);
+	free(job_text);
+	return rc;
+}

@@ -1,0 +1,36 @@
+/* simplot.h -- draw simulation results (cost and fleet size over time, one
+ * line per policy) to PNG or SVG by running gnuplot as a subprocess.
+ *
+ * The data and the script go to one temporary file (the data as gnuplot
+ * datablocks), gnuplot is started with posix_spawnp and no shell, and its
+ * standard output is the output file, opened here: no user-supplied string
+ * ever reaches a shell or the gnuplot script except the title, which is
+ * reduced to safe characters.  This module does not log.
+ */
+#ifndef PX_SIMPLOT_H
+#define PX_SIMPLOT_H
+
+#include <stddef.h>
+
+#include "../common/px.h"
+#include "sim.h"
+
+enum simplot_format { SIMPLOT_PNG = 0, SIMPLOT_SVG, SIMPLOT_FORMAT_MAX };
+
+/* The format named by path's extension (.png or .svg, any case);
+ * PX_EINVAL naming the path and the extensions known otherwise. */
+enum px_err simplot_format_of(const char *path, enum simplot_format *ret,
+			      struct px_error *err);
+
+/* Draw results[0..n) (each with its series; sim_setup.series) to path in
+ * format fmt.  title is free text (characters other than letters, digits,
+ * space and ".,:_/()+-" are replaced by '_').  The time axis is hours since
+ * start_s.  Errors: PX_ENOENT when gnuplot is not installed, PX_EIO when
+ * it fails (its stderr passes through to ours) or a file cannot be
+ * written, PX_ENOMEM.  A failed plot leaves no output file behind. */
+enum px_err simplot_draw(const char *path, enum simplot_format fmt,
+			 const char *title, int64_t start_s,
+			 const struct sim_result *results, size_t n,
+			 struct px_error *err);
+
+#endif

@@ -1,0 +1,492 @@
+/* test_ctl_simulate.c -- proteusctl simulate and history, end to end
+ * through the real binary, on the synthetic traces in tests/data/sim and
+ * the shipped 7-day slice. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pxrun.h"
+
+static char *tmp, *db;
+
+static void setup(void)
+{
+	tmp = px_tmpdir();
+	cr_assert_not_null(tmp);
+	cr_assert(asprintf(&db, "%s/t.db", tmp) > 0);
+}
+
+static void teardown(void)
+{
+	px_rmtree(tmp);
+	free(tmp);
+	free(db);
+}
+
+TestSuite(ctl_simulate, .init = setup, .fini = teardown, .timeout = 120);
+
+/* tests/data/sim/<name> (64 static buffers, rotated) */
+static const char *fx(const char *name)
+{
+	static char *bufs[64];
+	static int next;
+	char rel[256];
+
+	snprintf(rel, sizeof rel, "tests/data/sim/%s", name);
+	free(bufs[next]);
+	bufs[next] = px_src_path(rel);
+	const char *p = bufs[next];
+	next = (next + 1) % 64;
+	return p;
+}
+
+/* proteusctl <args...> (NULL-terminated, at most 30) */
+static int ctl(struct pxrun *r, const char *const *args)
+{
+	const char *argv[32] = {"proteusctl"};
+	int n = 1;
+
+	for (int i = 0; args[i]; i++) {
+		cr_assert_lt(n, 31);
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	cr_assert_eq(pxrun(r, 100, "proteusctl", argv), 0, "spawn failed");
+	return r->status;
+}
+
+/* simulate on a fixture trace, od table and job, plus extra args */
+static int sim(struct pxrun *r, const char *trace, const char *od,
+	       const char *job, const char *const *extra)
+{
+	const char *a[30] = {"simulate", "--trace", trace,
+			     "--ondemand-prices", od, "--job", job};
+	int n = 7;
+
+	for (int i = 0; extra && extra[i]; i++)
+		a[n++] = extra[i];
+	a[n] = NULL;
+	return ctl(r, a);
+}
+
+static json_t *parse(const char *s)
+{
+	json_error_t je;
+	json_t *j = json_loads(s, 0, &je);
+	cr_assert_not_null(j, "bad json: %s\n%s", je.text, s);
+	return j;
+}
+
+static double num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	cr_assert(json_is_number(v), "field %s not a number", k);
+	return json_number_value(v);
+}
+
+static json_t *result_of(json_t *top, const char *policy)
+{
+	json_t *arr = json_object_get(top, "results"), *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+		if (!strcmp(json_string_value(json_object_get(v, "policy")),
+			    policy))
+			return v;
+	cr_assert_fail("no result for %s", policy);
+	return NULL;
+}
+
+Test(ctl_simulate, json_keys_and_hand_computed_costs)
+{
+	const char *x[] = {"--json", NULL};
+	static const char *const keys[] = {
+		"policy", "completed", "cost_usd", "runtime_hours",
+		"work_done_hours", "cost_per_work_usd", "evictions",
+		"instances_launched", "instance_hours", "free_hours",
+	};
+	struct pxrun r;
+	json_t *j, *v;
+	size_t i;
+
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), fx("job.json"),
+			 x), 0, "%s", r.err);
+	/* stderr is not a terminal: no progress output */
+	cr_assert_str_eq(r.err, "");
+	j = parse(r.out);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "job")), "tiny");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "billing")),
+			 "legacy-hourly");
+	cr_assert_eq(json_array_size(json_object_get(j, "results")), 3);
+	json_array_foreach(json_object_get(j, "results"), i, v)
+		for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+			cr_assert_not_null(json_object_get(v, keys[k]),
+					   "missing %s", keys[k]);
+	/* 2 on-demand c3.xlarge at 0.50 do 4 work-hours in 2 h */
+	v = result_of(j, "ondemand");
+	cr_assert(json_is_true(json_object_get(v, "completed")));
+	cr_assert_float_eq(num(v, "cost_usd"), 2.0, 1e-9);
+	cr_assert_float_eq(num(v, "runtime_hours"), 2.0, 1e-9);
+	cr_assert_float_eq(num(v, "work_done_hours"), 4.0, 1e-9);
+	cr_assert_float_eq(num(v, "cost_per_work_usd"), 0.5, 1e-9);
+	cr_assert_float_eq(num(v, "instance_hours"), 4.0, 1e-9);
+	cr_assert_eq(num(v, "instances_launched"), 2);
+	/* standard: 2 spot bid at 0.50, in zone a (0.10, the cheapest;
+	 * the other region's 0.01 and the Windows 0.01 are not seen) */
+	v = result_of(j, "standard");
+	cr_assert_float_eq(num(v, "cost_usd"), 0.40, 1e-9);
+	cr_assert_float_eq(num(v, "runtime_hours"), 2.0, 1e-9);
+	cr_assert_eq(num(v, "evictions"), 0);
+	cr_assert_float_eq(num(v, "savings_vs_ondemand"), 0.8, 1e-9);
+	v = result_of(j, "bidbrain");
+	cr_assert(json_is_true(json_object_get(v, "completed")));
+	cr_assert_float_eq(num(v, "work_done_hours"), 4.0, 1e-9);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+Test(ctl_simulate, table_csv_and_window)
+{
+	char *csv;
+	const char *x[] = {"--policy", "ondemand,standard", "--csv", NULL,
+			   "--start", "2016-03-01T12:00:00Z", "--end",
+			   "2016-03-02T12:00:00Z", NULL};
+	struct pxrun r;
+	char line[512];
+	FILE *f;
+	int rows = 0;
+
+	cr_assert(asprintf(&csv, "%s/r.csv", tmp) > 0);
+	x[3] = csv;
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), fx("job.json"),
+			 x), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "2016-03-01T12:00:00Z .. "
+			 "2016-03-02T12:00:00Z"), "%s", r.out);
+	cr_assert(strstr(r.out, "POLICY"), "%s", r.out);
+	cr_assert(strstr(r.out, "ondemand"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "bidbrain"), "%s", r.out);
+	pxrun_free(&r);
+	f = fopen(csv, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(line, sizeof line, f));
+	cr_assert_str_eq(line, "policy,completed,cost_usd,runtime_hours,"
+			 "work_done_hours,cost_per_work_usd,evictions,"
+			 "instances_launched,instance_hours,free_hours,"
+			 "savings_vs_ondemand,savings_vs_standard\n");
+	while (fgets(line, sizeof line, f)) {
+		rows++;
+		if (!strncmp(line, "ondemand,", 9))
+			cr_assert_str_eq(line, "ondemand,true,2.000000,"
+					 "2.000000,4.000000,0.50000000,0,2,"
+					 "4.000000,0.000000,,-4.000000\n");
+		else
+			cr_assert_str_eq(line, "standard,true,0.400000,"
+					 "2.000000,4.000000,0.10000000,0,2,"
+					 "4.000000,0.000000,0.800000,\n");
+	}
+	cr_assert_eq(rows, 2);
+	fclose(f);
+	free(csv);
+}
+
+static bool have_gnuplot(void)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	while (path && *path) {
+		size_t n = strcspn(path, ":");
+		snprintf(buf, sizeof buf, "%.*s/gnuplot", (int)n, path);
+		if (access(buf, X_OK) == 0)
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
+static void check_plot(const char *ext, const char *magic)
+{
+	char *out, head[512] = "";
+	const char *x[] = {"--plot", NULL, NULL};
+	struct pxrun r;
+	FILE *f;
+	long size;
+
+	if (!have_gnuplot())
+		cr_skip_test("gnuplot is not installed");
+	cr_assert(asprintf(&out, "%s/p.%s", tmp, ext) > 0);
+	x[1] = out;
+	cr_assert_eq(sim(&r, fx("spike.json"), fx("od.json"),
+			 fx("job-long.json"), x), 0, "%s", r.err);
+	pxrun_free(&r);
+	f = fopen(out, "rb");
+	cr_assert_not_null(f, "no plot file %s", out);
+	cr_assert(fread(head, 1, sizeof head - 1, f) > 0);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fclose(f);
+	cr_assert_gt(size, 1000, "plot too small: %ld bytes", size);
+	cr_assert(memmem(head, sizeof head, magic, strlen(magic)),
+		  "not a %s file", ext);
+	free(out);
+}
+
+Test(ctl_simulate, plot_png)
+{
+	check_plot("png", "\x89PNG");
+}
+
+Test(ctl_simulate, plot_svg)
+{
+	check_plot("svg", "<svg");
+}
+
+Test(ctl_simulate, plot_bad_extension_is_usage)
+{
+	const char *x[] = {"--plot", "out.pdf", NULL};
+	struct pxrun r;
+
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), fx("job.json"),
+			 x), 2);
+	cr_assert(strstr(r.err, ".png or .svg"), "%s", r.err);
+	pxrun_free(&r);
+}
+
+/* exit code and a piece of stderr for bad input */
+static void bad(const char *trace, const char *od, const char *job,
+		const char *const *extra, int code, const char *want,
+		const char *want2)
+{
+	struct pxrun r;
+
+	cr_assert_eq(sim(&r, trace, od, job, extra), code,
+		     "exit %d, stderr: %s", r.status, r.err);
+	cr_assert(strstr(r.err, want), "want '%s' in: %s", want, r.err);
+	if (want2)
+		cr_assert(strstr(r.err, want2), "want '%s' in: %s", want2,
+			  r.err);
+	cr_assert_str_eq(r.out, "");
+	pxrun_free(&r);
+}
+
+Test(ctl_simulate, bad_input_says_what_is_missing)
+{
+	const char *early[] = {"--start", "2015-01-01", NULL};
+	const char *late[] = {"--end", "2017-01-01", NULL};
+	const char *pol[] = {"--policy", "bidbrain,greedy", NULL};
+	const char *bil[] = {"--billing", "per-minute", NULL};
+	const char *flat = fx("flat.json"), *od = fx("od.json");
+
+	bad(flat, od, fx("job-badtype.json"), NULL, 3,
+	    "no market for 'r3.large'", "types in the trace: c3.xlarge");
+	bad(flat, od, fx("job-badzone.json"), NULL, 3,
+	    "no market in zone 'us-east-1e'",
+	    "zones in the trace: us-east-1a, us-east-1b");
+	bad(flat, od, fx("job-badregion.json"), NULL, 3,
+	    "no 'Linux/UNIX' record in region 'us-west-1'", "us-west-2");
+	bad(flat, fx("od-missing.json"), fx("job.json"), NULL, 3,
+	    "no price for 'c3.xlarge' in region 'us-east-1'",
+	    "c3.2xlarge, m3.large");
+	bad(flat, od, fx("job.json"), early, 3, "outside the trace",
+	    "2016-03-01T00:00:00Z to 2016-03-03T00:00:00Z");
+	bad(flat, od, fx("job.json"), late, 3, "outside the trace",
+	    "2016-03-03T00:00:00Z");
+	bad(flat, od, fx("job.json"), pol, 2, "unknown policy 'greedy'",
+	    "bidbrain, standard, ondemand, spread");
+	bad(flat, od, fx("job.json"), bil, 2, "per-minute", "per-second");
+	bad(fx("nope.json"), od, fx("job.json"), NULL, 3, "nope.json", NULL);
+	bad(flat, od, fx("nope.json"), NULL, 3, "nope.json", NULL);
+	{
+		const char *a[] = {"simulate", "--trace", flat, NULL};
+		struct pxrun r;
+		cr_assert_eq(ctl(&r, a), 2);
+		cr_assert(strstr(r.err, "are required"), "%s", r.err);
+		pxrun_free(&r);
+	}
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc(*len + 1);
+	cr_assert_not_null(buf);
+	cr_assert_eq(fread(buf, 1, *len, f), *len);
+	fclose(f);
+	return buf;
+}
+
+static json_t *history(const char *job)
+{
+	const char *a[] = {"history", "--db", db, "--json", job ? "--job" :
+			   NULL, job, NULL};
+	struct pxrun r;
+	json_t *j;
+
+	cr_assert_eq(ctl(&r, a), 0, "history: %s", r.err);
+	j = parse(r.out);
+	pxrun_free(&r);
+	return j;
+}
+
+Test(ctl_simulate, db_and_history_round_trip)
+{
+	const char *x[] = {"--json", "--db", NULL, NULL};
+	struct pxrun r;
+	json_t *s, *h, *run, *ev;
+	size_t i;
+	char id[16], prev[32] = "";
+	bool seen_decision = false, seen_warning = false,
+	     seen_eviction = false;
+
+	x[2] = db;
+	cr_assert_eq(sim(&r, fx("spike.json"), fx("od.json"),
+			 fx("job-long.json"), x), 0, "%s", r.err);
+	s = parse(r.out);
+	pxrun_free(&r);
+
+	h = history(NULL);
+	cr_assert_eq(json_array_size(json_object_get(h, "runs")), 3);
+	run = json_array_get(json_object_get(h, "runs"), 1);
+	cr_assert_str_eq(json_string_value(json_object_get(run, "policy")),
+			 "standard");
+	cr_assert_str_eq(json_string_value(json_object_get(run, "name")),
+			 "spiky");
+	cr_assert_str_eq(json_string_value(json_object_get(run, "state")),
+			 "done");
+	/* the ledger adds up to the simulated cost */
+	cr_assert_float_eq(num(run, "cost_usd"),
+			   num(result_of(s, "standard"), "cost_usd"), 1e-6);
+	snprintf(id, sizeof id, "%lld", (long long)num(run, "id"));
+	json_decref(h);
+
+	h = history(id);
+	run = json_array_get(json_object_get(h, "runs"), 0);
+	cr_assert_not_null(run);
+	cr_assert_eq(num(json_object_get(run, "result"), "evictions"),
+		     num(result_of(s, "standard"), "evictions"));
+	json_array_foreach(json_object_get(run, "events"), i, ev) {
+		const char *at = json_string_value(json_object_get(ev, "at"));
+		const char *k = json_string_value(json_object_get(ev, "kind"));
+		cr_assert_geq(strcmp(at, prev), 0, "events out of order");
+		snprintf(prev, sizeof prev, "%s", at);
+		seen_decision |= !strcmp(k, "decision");
+		seen_warning |= !strcmp(k, "warning");
+		seen_eviction |= !strcmp(k, "eviction");
+	}
+	cr_assert(seen_decision && seen_warning && seen_eviction);
+	cr_assert_gt(num(result_of(s, "standard"), "evictions"), 0);
+	json_decref(h);
+
+	/* by name: all three runs, table form */
+	{
+		const char *a[] = {"history", "--db", db, "--job", "spiky",
+				   NULL};
+		cr_assert_eq(ctl(&r, a), 0, "%s", r.err);
+		cr_assert(strstr(r.out, "policy bidbrain"), "%s", r.out);
+		cr_assert(strstr(r.out, "policy ondemand"), "%s", r.out);
+		cr_assert(strstr(r.out, "eviction"), "%s", r.out);
+		pxrun_free(&r);
+	}
+	/* unknown job */
+	{
+		const char *a[] = {"history", "--db", db, "--job", "nosuch",
+				   NULL};
+		cr_assert_eq(ctl(&r, a), 4);
+		cr_assert(strstr(r.err, "no run with name 'nosuch'"), "%s",
+			  r.err);
+		pxrun_free(&r);
+	}
+	json_decref(s);
+}
+
+Test(ctl_simulate, bad_data_leaves_db_untouched)
+{
+	const char *x[] = {"--db", NULL, NULL};
+	struct pxrun r;
+	char *before, *after, *wal;
+	size_t nb, na;
+	json_t *h;
+
+	x[1] = db;
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), fx("job.json"),
+			 x), 0, "%s", r.err);
+	pxrun_free(&r);
+	before = slurp(db, &nb);
+	cr_assert_not_null(before);
+	cr_assert(asprintf(&wal, "%s-wal", db) > 0);
+	cr_assert(access(wal, F_OK) != 0, "WAL left behind");
+
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"),
+			 fx("job-badtype.json"), x), 3, "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od-missing.json"),
+			 fx("job.json"), x), 3, "%s", r.err);
+	pxrun_free(&r);
+	after = slurp(db, &na);
+	cr_assert_eq(na, nb);
+	cr_assert_eq(memcmp(before, after, nb), 0, "database changed");
+	cr_assert(access(wal, F_OK) != 0);
+	h = history(NULL);
+	cr_assert_eq(json_array_size(json_object_get(h, "runs")), 3);
+	json_decref(h);
+	free(before);
+	free(after);
+	free(wal);
+}
+
+Test(ctl_simulate, history_without_db_is_not_found)
+{
+	const char *a[] = {"history", "--db", db, NULL};
+	struct pxrun r;
+
+	cr_assert_eq(ctl(&r, a), 4);
+	cr_assert(strstr(r.err, "nothing stored yet"), "%s", r.err);
+	cr_assert(access(db, F_OK) != 0, "history created a database");
+	pxrun_free(&r);
+}
+
+/* The shipped 7-day slice: ondemand's cost and runtime follow from the
+ * job alone (16 m3.large at 0.133 USD/h, efficiency 0.9, 120 s startup);
+ * the window options narrow the run. */
+Test(ctl_simulate, shipped_slice)
+{
+	char *trace = px_src_path(
+		"docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz");
+	char *od = px_src_path("etc/ondemand/us-east-1_2016-02_2016-04.json");
+	char *job = px_src_path("docs/examples/job-2016-7d-m3large.json");
+	const char *x[] = {"--json", "--start", "2016-03-02T00:00:00Z",
+			   "--end", "2016-03-05T00:00:00Z", NULL};
+	struct pxrun r;
+	json_t *j, *v;
+	double rt = 96.0 / (16 * pow(0.9, 4)) + 120.0 / 3600;
+
+	cr_assert_eq(sim(&r, trace, od, job, x), 0, "%s", r.err);
+	j = parse(r.out);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "start")),
+			 "2016-03-02T00:00:00Z");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "end")),
+			 "2016-03-05T00:00:00Z");
+	v = result_of(j, "ondemand");
+	cr_assert_float_eq(num(v, "runtime_hours"), rt, 1e-3);
+	cr_assert_float_eq(num(v, "cost_usd"), 16 * ceil(rt) * 0.133, 1e-6);
+	v = result_of(j, "bidbrain");
+	cr_assert(json_is_true(json_object_get(v, "completed")));
+	cr_assert_lt(num(v, "cost_per_work_usd"),
+		     num(result_of(j, "ondemand"), "cost_per_work_usd"));
+	json_decref(j);
+	pxrun_free(&r);
+	free(trace);
+	free(od);
+	free(job);
+}
