@@ -2,8 +2,9 @@
 # demo.sh -- `make demo`: the main job on the embedded default world.
 # Until the daemon and the local world exist (docs/status.md), the demo
 # imports a shipped one-week slice of the real us-east-1 2016 spot-price
-# history with its era's on-demand prices into a fresh database, and prints
-# the market summary at a chosen time.
+# history with its era's on-demand prices into a fresh database, prints the
+# market summary at a chosen time, then replays the slice offline for a
+# small training job under each policy (proteusctl simulate) and plots it.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${BUILD:=build}"
@@ -22,4 +23,14 @@ echo
 echo "== the market on 2016-03-04 12:00 UTC"
 "$ctl" market --db "$db" --at 2016-03-04T12:00:00Z
 echo
-echo "(database: $db; try: $ctl market --db $db --type g2.8xlarge --json)"
+job="$here/docs/examples/job-2016-7d-m3large.json"
+plot="$BUILD/demo-simulate.png"
+echo "== replaying the slice for a 96 work-hour job, from 2016-03-03 (BidBrain"
+echo "   learns eviction risk from the two days before; other windows give other"
+echo "   results: see docs/benchmarks.md)"
+"$ctl" simulate --trace "$trace" --ondemand-prices "$od" --job "$job" \
+	--start 2016-03-03T00:00:00Z --db "$db" --plot "$plot"
+echo
+echo "(database: $db; plot: $plot)"
+echo "(try: $ctl market --db $db --type g2.8xlarge --json"
+echo "      $ctl history --db $db)"
