@@ -25,5 +25,8 @@ int ctl_exit_for(enum px_err e);
 char *ctl_default_db(void);
 
 int ctl_market(int argc, char **argv);
+/* ctl_daemon.c: ask a running proteusd over its control socket. */
+int ctl_status(int argc, char **argv);
+int ctl_ping(int argc, char **argv);
 
 #endif

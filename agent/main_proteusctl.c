@@ -20,6 +20,9 @@ struct ctl_cmd {
 static const struct ctl_cmd ctl_cmds[] = {
 	{"market", ctl_market,
 	 "import spot-price traces and on-demand prices; show markets"},
+	{"ping", ctl_ping, "check that proteusd answers on its socket"},
+	{"status", ctl_status,
+	 "proteusd's pid, uptime, database, world, clients, store counts"},
 };
 
 static void usage(FILE *f)
