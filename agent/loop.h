@@ -59,8 +59,10 @@ int64_t loop_timer_add(struct loop *l, int64_t delay_ms, loop_timer_fn *fn,
 /* Delete a timer; PX_ENOENT when id is unknown or already gone. */
 enum px_err loop_timer_del(struct loop *l, int64_t id);
 
-/* Deliver signo through the loop: blocks it for the process and adds it to
- * the loop's signalfd; fn replaces an earlier one for the same signal.
+/* Deliver signo through the loop: blocks it in the calling thread (call
+ * before any thread is started, so that they inherit the mask) and adds it
+ * to the loop's signalfd; fn replaces an earlier one for the same signal.
+ * Children started later inherit the blocked mask: unblock it in them.
  * PX_EINVAL for a bad signal, PX_ESYS|errno from signalfd. */
 enum px_err loop_signal_add(struct loop *l, int signo, loop_signal_fn *fn,
 			    void *ctx);
