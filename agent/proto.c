@@ -80,12 +80,12 @@ enum px_err proto_request_parse(const char *line, size_t len,
 				 "request has no integer field 'v'");
 	}
 	if (json_integer_value(v) != PROTO_VERSION) {
+		px_errorf(err, PX_EUNSUPP,
+			  "protocol version %lld not supported (this side "
+			  "speaks %d)",
+			  (long long)json_integer_value(v), PROTO_VERSION);
 		json_decref(req);
-		return px_errorf(err, PX_EUNSUPP,
-				 "protocol version %lld not supported "
-				 "(this side speaks %d)",
-				 (long long)json_integer_value(v),
-				 PROTO_VERSION);
+		return PX_EUNSUPP;
 	}
 	cmd = json_object_get(req, "cmd");
 	if (!json_is_string(cmd)) {
