@@ -155,7 +155,8 @@ Test(config, all_errors_collected)
 
 	memset(&c, 0x5a, sizeof(c));
 	cr_assert_eq(parse(text, &c, &d), PX_EINVAL);
-	dump(&d);
+	if (d.n != 8)
+		dump(&d);
 	cr_assert_eq(d.n, 8, "got %zu messages", d.n);
 	cr_assert(has_msg(&d, "t.conf:2: 'bogus': unknown key"));
 	cr_assert(has_msg(&d, "t.conf:3: 'world': 'mars' is not one of ec2,"));
