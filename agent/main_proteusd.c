@@ -731,6 +731,7 @@ int main(int argc, char **argv)
 	struct proteusd d = {.lfd = -1};
 	struct px_error err = {0};
 	uint64_t wd_us = 0;
+	enum px_err r;
 	int code;
 
 	log_init("proteusd", LOG_LVL_NOTICE);
@@ -744,8 +745,9 @@ int main(int argc, char **argv)
 	log_notice("proteusd %s starting: world %s, region %s, db '%s'",
 		   PX_VERSION, config_world_name(d.cfg.world), d.cfg.region,
 		   d.cfg.db);
-	if (loop_new(&d.loop) != PX_OK) {
-		log_err("cannot create the event loop: %s", strerror(errno));
+	r = loop_new(&d.loop);
+	if (r != PX_OK) {
+		log_err("cannot create the event loop: %s", px_strerror(r));
 		return PROTEUSD_EXIT_FAIL;
 	}
 	if (loop_signal_add(d.loop, SIGTERM, on_term, &d) != PX_OK ||
@@ -770,8 +772,9 @@ int main(int argc, char **argv)
 		log_warn("cannot notify '%s'", getenv("NOTIFY_SOCKET"));
 	notify_status(&d);
 	log_notice("ready");
-	if (loop_run(d.loop) != PX_OK) {
-		log_err("event loop: %s", strerror(errno));
+	r = loop_run(d.loop);
+	if (r != PX_OK) {
+		log_err("event loop: %s", px_strerror(r));
 		goto out_listen;
 	}
 	code = PROTEUSD_EXIT_OK;

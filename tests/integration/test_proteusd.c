@@ -234,7 +234,7 @@ Test(proteusd, ready_then_ping_and_status)
 	pxrun_free(&r);
 	free(trace);
 
-	start_ready(NULL, NULL);
+	start_ready("log_level info\n", NULL);
 	cr_assert_eq(ctl(&r, "ping", NULL), 0, "ping: %s", r.err);
 	cr_assert(strstr(r.out, "answers"), "%s", r.out);
 	pxrun_free(&r);
@@ -264,6 +264,17 @@ Test(proteusd, ready_then_ping_and_status)
 	cr_assert(strstr(r.out, t.sock), "%s", r.out);
 	cr_assert(strstr(r.out, "world    sim"), "%s", r.out);
 	pxrun_free(&r);
+
+	/* each peer's credentials are logged (SO_PEERCRED) */
+	{
+		char want[128], *log = read_log();
+
+		snprintf(want, sizeof(want), " uid %ld gid %ld",
+			 (long)getuid(), (long)getgid());
+		cr_assert(strstr(log, "client 1 connected: pid "), "%s", log);
+		cr_assert(strstr(log, want), "%s", log);
+		free(log);
+	}
 }
 
 Test(proteusd, ctl_says_which_socket_when_down)

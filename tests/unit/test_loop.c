@@ -165,7 +165,8 @@ static void sig_fn(struct loop *l, int signo, void *ctx)
 
 static int64_t raise_fn(struct loop *l, int64_t id, void *ctx)
 {
-	cr_assert_eq(raise(SIGUSR1), 0); /* to this thread: Criterion has others */
+	/* raise: to this thread, as Criterion runs others */
+	cr_assert_eq(raise(SIGUSR1), 0);
 	return LOOP_NOMORE;
 }
 
