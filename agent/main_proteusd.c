@@ -354,7 +354,8 @@ static int64_t client_timer(struct loop *l, int64_t id, void *ctx)
 
 	if (idle < limit)
 		return (int64_t)((limit - idle + 999) / 1000);
-	snprintf(why, sizeof(why), "no complete request in %" PRId64 " ms",
+	snprintf(why, sizeof(why), "%s in %" PRId64 " ms",
+		 c->out_len ? "replies not read" : "no complete request",
 		 c->d->cfg.client_timeout_ms);
 	c->timer = 0; /* this timer ends with the LOOP_NOMORE below */
 	client_fail(c, why);
