@@ -29,5 +29,8 @@ int ctl_market(int argc, char **argv);
 int ctl_market_fetch(int argc, char **argv);
 int ctl_simulate(int argc, char **argv);
 int ctl_history(int argc, char **argv);
+/* ctl_daemon.c: ask a running proteusd over its control socket. */
+int ctl_status(int argc, char **argv);
+int ctl_ping(int argc, char **argv);
 
 #endif

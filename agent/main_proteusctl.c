@@ -24,6 +24,9 @@ static const struct ctl_cmd ctl_cmds[] = {
 	 "replay spot-price traces and compare allocation policies"},
 	{"history", ctl_history,
 	 "list stored runs; show one run's events and cost"},
+	{"ping", ctl_ping, "check that proteusd answers on its socket"},
+	{"status", ctl_status,
+	 "proteusd's pid, uptime, database, world, clients, store counts"},
 };
 
 static void usage(FILE *f)

@@ -64,6 +64,7 @@ enum stmt_id {
 	ST_EVENT_ADD,
 	ST_LEDGER_ADD,
 	ST_JOB_COST,
+	ST_COUNTS,
 	ST_MAX
 };
 
@@ -116,6 +117,9 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_JOB_COST] = "SELECT (SELECT 1 FROM jobs WHERE id = ?1), "
 			"(SELECT coalesce(sum(amount_uusd), 0) FROM ledger "
 			"WHERE job_id = ?1)",
+	[ST_COUNTS] = "SELECT (SELECT count(*) FROM markets), "
+		      "(SELECT count(*) FROM prices), "
+		      "(SELECT count(*) FROM jobs)",
 };
 
 struct store {
@@ -515,6 +519,28 @@ int store_schema_version(struct store *st)
 	if (query_int(st, "PRAGMA user_version", &v, NULL) != PX_OK)
 		return -1;
 	return (int)v;
+}
+
+enum px_err store_counts(struct store *st, struct store_counts *ret,
+			 struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, ST_COUNTS, err);
+	int rc;
+
+	if (!s)
+		return PX_EDB;
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		enum px_err r = store_fail(st, rc, err, "count rows");
+
+		sqlite3_reset(s);
+		return r;
+	}
+	ret->markets = sqlite3_column_int64(s, 0);
+	ret->prices = sqlite3_column_int64(s, 1);
+	ret->jobs = sqlite3_column_int64(s, 2);
+	sqlite3_reset(s);
+	return PX_OK;
 }
 
 /* ---- transactions ---- */

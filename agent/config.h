@@ -1,0 +1,128 @@
+/* config.h -- proteusd's configuration: one table of keys (config.c) that
+ * parsing, defaults, range checks, --print-config, the "config" control
+ * command and SIGHUP reload all walk (after redis's static_configs[]).
+ *
+ * The file holds "key value" lines.  Blank lines and lines whose first
+ * non-blank is '#' are ignored, and a '#' after a blank ends the value
+ * (so values cannot contain " #").  Keys are lower-case; every key may be
+ * given at most once; unknown keys are errors.  Does not log: errors come
+ * back in a struct config_diag, each naming file:line: 'key'.
+ */
+#ifndef PX_CONFIG_H
+#define PX_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/px.h"
+
+#define CONFIG_PATH_MAX 4096   /* db path, with its NUL */
+#define CONFIG_SOCKET_MAX 108  /* sizeof(sun_path), with the NUL */
+#define CONFIG_NAME_MAX 64     /* region, with its NUL */
+#define CONFIG_FILE_MAX (1024 * 1024) /* longest config file read */
+#define CONFIG_LINE_MAX 8192   /* longest line in it */
+#define CONFIG_DIAG_MAX 64     /* messages kept; later ones are counted */
+
+enum proteusd_world { WORLD_EC2 = 0, WORLD_LOCAL, WORLD_SIM, WORLD_MAX };
+
+/* The whole configuration; plain values, so that it copies by assignment. */
+struct proteusd_config {
+	char db[CONFIG_PATH_MAX];             /* SQLite store path */
+	int world;                            /* enum proteusd_world */
+	char region[CONFIG_NAME_MAX];         /* e.g. us-east-1 */
+	int log_level;                        /* enum log_level (log.h) */
+	char control_socket[CONFIG_SOCKET_MAX]; /* AF_UNIX path */
+	int control_socket_mode;              /* permission bits, no o+w */
+	int64_t max_clients;                  /* control connections at once */
+	int64_t client_timeout_ms;            /* idle/stall limit per client */
+};
+
+enum config_type {
+	CONFIG_STR,  /* char array; min/max bound the length in bytes */
+	CONFIG_INT,  /* int64_t; decimal, min <= value <= max */
+	CONFIG_MODE, /* int; octal permission bits within max, never o+w */
+	CONFIG_ENUM, /* int; one of choices[] (name -> value) */
+};
+
+enum config_flags {
+	CONFIG_RELOADABLE = 1 << 0, /* SIGHUP applies a change */
+	CONFIG_IMMUTABLE = 1 << 1,  /* a change needs a restart */
+};
+
+struct config_choice {
+	const char *name;
+	int value;
+};
+
+/* One key.  dflt is the default as it would be written in the file; a NULL
+ * dflt means dflt_fn computes it (from the environment) into buf. */
+struct config_key {
+	const char *name;
+	enum config_type type;
+	size_t offset; /* offsetof(struct proteusd_config, field) */
+	int64_t min, max;
+	const char *dflt;
+	enum config_flags flags;
+	const char *help;
+	const struct config_choice *choices; /* CONFIG_ENUM: NULL-terminated */
+	enum px_err (*dflt_fn)(char *buf, size_t len);
+};
+
+/* Error messages, each "file:line: 'key': what" (or "file: what"). */
+struct config_diag {
+	char **msgs;    /* n messages, malloc'd */
+	size_t n;
+	size_t dropped; /* messages over CONFIG_DIAG_MAX, not kept */
+};
+void config_diag_release(struct config_diag *d);
+
+/* The table: *ret_n entries, static. */
+const struct config_key *config_keys(size_t *ret_n);
+/* The key called name, or NULL. */
+const struct config_key *config_key_find(const char *name);
+
+/* Fill cfg with every key's default.  PX_EINVAL (with messages in d) only
+ * if a computed default does not fit, e.g. a $RUNTIME_DIRECTORY so long
+ * that the socket path is over CONFIG_SOCKET_MAX - 1 bytes. */
+enum px_err config_defaults(struct proteusd_config *cfg,
+			    struct config_diag *d);
+
+/* Parse text (len bytes; name is used in messages) over the defaults.  All
+ * errors are collected in d before returning PX_EINVAL; *ret is written
+ * only on success. */
+enum px_err config_parse(const char *name, const char *text, size_t len,
+			 struct proteusd_config *ret, struct config_diag *d);
+/* Read the file at path (at most CONFIG_FILE_MAX bytes) and parse it. */
+enum px_err config_load(const char *path, struct proteusd_config *ret,
+			struct config_diag *d);
+
+/* Apply a freshly loaded config to the one in force: RELOADABLE keys that
+ * differ are copied, IMMUTABLE keys that differ are kept and named in
+ * refused ("'db' cannot change without a restart ...").  Returns the
+ * number of keys changed. */
+unsigned config_reload(struct proteusd_config *cur,
+		       const struct proteusd_config *next,
+		       struct config_diag *refused);
+
+/* key's value in cfg as it would be written in the file ("0660",
+ * "notice"), into buf; truncated to len. */
+void config_format(const struct config_key *k,
+		   const struct proteusd_config *cfg, char *buf, size_t len);
+/* key's default as it would be written in the file, into buf. */
+void config_format_default(const struct config_key *k, char *buf,
+			   size_t len);
+/* Whether key has the same value in a and b. */
+bool config_equal(const struct config_key *k, const struct proteusd_config *a,
+		  const struct proteusd_config *b);
+
+/* The configuration as a JSON object {key: value} (integers as numbers,
+ * the rest as strings); NULL on OOM.  The table holds no secrets (AWS
+ * credentials never come from this file). */
+json_t *config_to_json(const struct proteusd_config *cfg);
+
+/* The name of a world ("ec2") or log level ("notice"). */
+const char *config_world_name(int world);
+
+#endif

@@ -1,0 +1,198 @@
+/* ctl_daemon.c -- `proteusctl status` and `proteusctl ping`: ask a running
+ * proteusd over its control socket (protocol in proto.h).
+ *
+ *   proteusctl status [--socket PATH] [--json]
+ *   proteusctl ping [--socket PATH]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "ctl.h"
+#include "proto.h"
+
+#define CTL_DAEMON_TIMEOUT_MS 5000
+
+static const char daemon_usage[] =
+	"usage: proteusctl status [--socket PATH] [--json]\n"
+	"       proteusctl ping [--socket PATH]\n"
+	"\n"
+	"status: the daemon's pid, uptime, database and schema, world,\n"
+	"  reloads, connected clients and the store's market, price and job\n"
+	"  counts.\n"
+	"ping: check that the daemon answers.\n"
+	"\n"
+	"  --socket PATH  control socket (default: as proteusd's,\n"
+	"                 $RUNTIME_DIRECTORY/proteusd.sock, else\n"
+	"                 /run/proteus/proteusd.sock for root, else\n"
+	"                 $XDG_RUNTIME_DIR/proteusd.sock)\n"
+	"  --json         print the daemon's reply as JSON\n"
+	"\n"
+	"exit: 0 ok, 1 the daemon is not running or answered an error, "
+	"2 usage\n";
+
+/* Parse [--socket PATH] [--json] into buf; -1 to go on, else exit code. */
+static int daemon_args(int argc, char **argv, bool allow_json, char *buf,
+		       size_t len, bool *ret_json)
+{
+	static const struct option opts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"json", no_argument, NULL, 'j'},
+		{"socket", required_argument, NULL, 's'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *sock = NULL;
+	int o;
+
+	*ret_json = false;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'h':
+			fputs(daemon_usage, stdout);
+			return CTL_EXIT_OK;
+		case 'j':
+			if (!allow_json)
+				goto usage;
+			*ret_json = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind < argc) {
+		log_err("unexpected argument '%s'", argv[optind]);
+		goto usage;
+	}
+	if (sock) {
+		if (strlen(sock) >= len) {
+			log_err("socket path '%s' is too long", sock);
+			return CTL_EXIT_USAGE;
+		}
+		memcpy(buf, sock, strlen(sock) + 1);
+	} else if (proto_default_socket(buf, len) != PX_OK) {
+		log_err("the default socket path is too long; use --socket");
+		return CTL_EXIT_USAGE;
+	}
+	return -1;
+usage:
+	fputs(daemon_usage, stderr);
+	return CTL_EXIT_USAGE;
+}
+
+/* Send cmd; on success *ret is an "ok" reply.  Logs and returns the exit
+ * code otherwise. */
+static int daemon_call(const char *sock, enum proto_cmd cmd, json_t **ret)
+{
+	struct px_error err = {0};
+	json_t *req = proto_request_new(cmd), *reply = NULL;
+	enum px_err r;
+
+	if (!req) {
+		log_err("out of memory");
+		return CTL_EXIT_FAIL;
+	}
+	r = proto_call(sock, req, CTL_DAEMON_TIMEOUT_MS, &reply, &err);
+	json_decref(req);
+	if (r != PX_OK) {
+		bool down = r == PX_ENOENT || r == (PX_ESYS | ECONNREFUSED);
+
+		log_err("%s%s", err.msg,
+			down ? " (is proteusd running?)" : "");
+		return CTL_EXIT_FAIL;
+	}
+	if (!json_is_true(json_object_get(reply, "ok"))) {
+		const char *e = json_string_value(json_object_get(reply,
+								  "error"));
+
+		log_err("proteusd at '%s': %s", sock,
+			e ? e : "error without a message");
+		json_decref(reply);
+		return CTL_EXIT_FAIL;
+	}
+	*ret = reply;
+	return CTL_EXIT_OK;
+}
+
+static json_int_t num(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "?";
+}
+
+int ctl_status(int argc, char **argv)
+{
+	char sock[PX_ERRMSG_MAX];
+	json_t *r = NULL;
+	json_int_t up;
+	bool json;
+	int code;
+
+	code = daemon_args(argc, argv, true, sock, sizeof(sock), &json);
+	if (code >= 0)
+		return code;
+	code = daemon_call(sock, PROTO_CMD_status, &r);
+	if (code != CTL_EXIT_OK)
+		return code;
+	if (json) {
+		json_object_del(r, "v");
+		json_object_del(r, "ok");
+		json_dumpf(r, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		up = num(r, "uptime_s");
+		printf("proteusd %s, pid %lld, up %lldd %02lld:%02lld:%02lld\n"
+		       "socket   %s\n"
+		       "db       %s (schema %lld)\n"
+		       "world    %s, region %s\n"
+		       "log      %s; config reloaded %lld time%s\n"
+		       "clients  %lld\n"
+		       "store    %lld markets, %lld prices, %lld jobs\n",
+		       str(r, "version"), (long long)num(r, "pid"),
+		       (long long)(up / 86400), (long long)(up / 3600 % 24),
+		       (long long)(up / 60 % 60), (long long)(up % 60), sock,
+		       str(r, "db"), (long long)num(r, "schema_version"),
+		       str(r, "world"), str(r, "region"), str(r, "log_level"),
+		       (long long)num(r, "reloads"),
+		       num(r, "reloads") == 1 ? "" : "s",
+		       (long long)num(r, "clients"),
+		       (long long)num(r, "markets"),
+		       (long long)num(r, "prices"), (long long)num(r, "jobs"));
+	}
+	json_decref(r);
+	return CTL_EXIT_OK;
+}
+
+int ctl_ping(int argc, char **argv)
+{
+	char sock[PX_ERRMSG_MAX];
+	uint64_t t0 = px_now_mono_us();
+	json_t *r = NULL;
+	bool json;
+	int code;
+
+	code = daemon_args(argc, argv, false, sock, sizeof(sock), &json);
+	if (code >= 0)
+		return code;
+	code = daemon_call(sock, PROTO_CMD_ping, &r);
+	if (code != CTL_EXIT_OK)
+		return code;
+	printf("proteusd at '%s' answers: pid %lld, version %s, %.1f ms\n",
+	       sock, (long long)num(r, "pid"), str(r, "version"),
+	       (double)(px_now_mono_us() - t0) / 1000.0);
+	json_decref(r);
+	return CTL_EXIT_OK;
+}

@@ -1,0 +1,76 @@
+/* proto.h -- the control protocol spoken on proteusd's control socket,
+ * shared by the daemon (handlers) and proteusctl (client).
+ *
+ * Newline-delimited JSON over an AF_UNIX stream socket.  Each request is one
+ * line {"v": PROTO_VERSION, "cmd": NAME, ...}; each reply is one line
+ * {"v": PROTO_VERSION, "ok": true|false, "error": "...", ...}.  A line is at
+ * most PROTO_LINE_MAX bytes, newline included.  Described in docs/proteusd.md.
+ */
+#ifndef PX_PROTO_H
+#define PX_PROTO_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../common/px.h"
+
+#define PROTO_VERSION 1
+#define PROTO_LINE_MAX (64 * 1024) /* longest request/reply, newline incl. */
+
+/* The commands: X(name, summary).  The daemon builds its handler table from
+ * this list, proteusctl its help text; a new command is one line here. */
+#define PROTO_COMMANDS(X)                                                    \
+	X(ping, "check that the daemon answers")                             \
+	X(status, "uptime, pid, database, world, clients and store counts") \
+	X(config, "the configuration in force, as JSON")
+
+enum proto_cmd {
+#define PROTO_ENUM(name, summary) PROTO_CMD_##name,
+	PROTO_COMMANDS(PROTO_ENUM)
+#undef PROTO_ENUM
+	PROTO_CMD_MAX
+};
+
+/* The command's name ("ping"); NULL for an out-of-range value. */
+const char *proto_cmd_name(enum proto_cmd c);
+/* The command named name, or PROTO_CMD_MAX when there is none. */
+enum proto_cmd proto_cmd_find(const char *name);
+
+/* The default control socket path, the same for daemon and client:
+ * $RUNTIME_DIRECTORY/proteusd.sock (set by systemd's RuntimeDirectory=; the
+ * first entry when it lists several), else /run/proteus/proteusd.sock for
+ * root, else $XDG_RUNTIME_DIR/proteusd.sock, else
+ * /run/proteus/proteusd.sock.  Writes into buf; PX_ETOOBIG when the path
+ * does not fit (len is at most sizeof(sun_path) for a usable path). */
+enum px_err proto_default_socket(char *buf, size_t len);
+
+/* A new request object {"v": PROTO_VERSION, "cmd": cmd}; NULL on OOM.
+ * The caller owns it (json_decref). */
+json_t *proto_request_new(enum proto_cmd cmd);
+
+/* Parse one request line (without its newline) and check it: valid JSON,
+ * an object, "v" equal to PROTO_VERSION, "cmd" a string.  On success
+ * *ret_req is the caller's (json_decref) and *ret_cmd is the command, or
+ * PROTO_CMD_MAX when the name is not known (a valid request for an
+ * unknown command: the caller answers with an error).  PX_EPROTO with a
+ * message for garbage, PX_EUNSUPP for another protocol version. */
+enum px_err proto_request_parse(const char *line, size_t len,
+				json_t **ret_req, enum proto_cmd *ret_cmd,
+				struct px_error *err);
+
+/* Encode obj as one compact line ending in '\n' into a malloc'd string the
+ * caller frees; *ret_len is its length.  PX_ETOOBIG when it would be over
+ * PROTO_LINE_MAX, PX_ENOMEM on OOM.  obj is not consumed. */
+enum px_err proto_encode(json_t *obj, char **ret_line, size_t *ret_len,
+			 struct px_error *err);
+
+/* Client side: connect to the socket at path, send req, read one reply line
+ * and parse it, all within timeout_ms.  On success *ret_reply is the
+ * caller's (it may say "ok": false: check it).  Errors: PX_ENOENT or
+ * PX_ESYS|ECONNREFUSED etc. when nobody listens (the message names the
+ * socket), PX_ETIMEDOUT, PX_EPROTO for a reply that is not a JSON object
+ * or has another version.  req is not consumed. */
+enum px_err proto_call(const char *path, json_t *req, int timeout_ms,
+		       json_t **ret_reply, struct px_error *err);
+
+#endif
