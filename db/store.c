@@ -1,9 +1,11 @@
 /* store.c -- the SQLite store (see store.h and docs/schema.md).
  *
  * One connection, statements prepared once and kept (SQLITE_PREPARE_
- * PERSISTENT) except for the two walkers, whose callbacks may re-enter the
- * store.  Every state-changing call is a single SQL statement, so outside a
- * caller's transaction SQLite's autocommit makes it one transaction.
+ * PERSISTENT) except for the walkers (*_each), whose callbacks may
+ * re-enter the store.  A read-only store (store_open_readonly) is the same
+ * struct with SQLite refusing the writes.  Every state-changing call is a
+ * single SQL statement, so outside a caller's transaction SQLite's
+ * autocommit makes it one transaction.
  */
 #include "store.h"
 
