@@ -4,24 +4,19 @@
  *
  *   proteusctl history [--db PATH] [--job ID|NAME] [--json]
  *
- * It only reads: the file is opened read-only with SQLite directly (the
- * store API has no read side for jobs and events yet), after checking that
- * it is a Proteus store of a schema version this build knows.
+ * It only reads, through the store's read-only API (db/store.h), which
+ * also checks that the file is a Proteus store this build knows.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../common/log.h"
 #include "../db/store.h"
 #include "ctl.h"
-
-#define STORE_APP_ID 1347965745 /* "PXS1", see db/schema_v1.h */
 
 static const char history_usage[] =
 	"usage: proteusctl history [--db PATH] [--job ID|NAME] [--json]\n"
@@ -38,89 +33,38 @@ static const char history_usage[] =
 	"\n"
 	"exit: 0 ok, 1 failure, 2 usage, 4 no such database or job\n";
 
-static const char sql_runs[] =
-	"SELECT j.id, j.name, j.state, j.created_us,"
-	" (SELECT detail FROM events e WHERE e.job_id = j.id"
-	"   AND e.kind = 'simulate' ORDER BY e.id LIMIT 1),"
-	" (SELECT detail FROM events e WHERE e.job_id = j.id"
-	"   AND e.kind = 'result' ORDER BY e.id DESC LIMIT 1),"
-	" (SELECT COALESCE(SUM(amount_uusd), 0) FROM ledger l"
-	"   WHERE l.job_id = j.id),"
-	" (SELECT COUNT(*) FROM events e WHERE e.job_id = j.id)"
-	" FROM jobs j WHERE (?1 IS NULL OR j.id = ?1)"
-	" AND (?2 IS NULL OR j.name = ?2) ORDER BY j.id";
-
-static const char sql_events[] =
-	"SELECT at_us, kind, instance_id, detail FROM events"
-	" WHERE job_id = ?1 ORDER BY at_us, id";
-
 struct hrun {
 	int64_t id;
 	char name[STORE_NAME_MAX];
-	char state[16];
+	const char *state;       /* store_job_state_name() */
 	int64_t created_us;
-	json_t *sim;             /* the "simulate" event's detail, or NULL */
-	json_t *result;          /* the "result" event's detail, or NULL */
+	json_t *sim;             /* the first "simulate" event's detail */
+	int64_t sim_id;          /* that event's id, 0: none */
+	json_t *result;          /* the last "result" event's detail */
+	int64_t result_id;       /* that event's id, 0: none */
 	int64_t cost_uusd;
 	int64_t n_events;
 };
 
-static int open_db(const char *arg, sqlite3 **ret)
+static int open_db(const char *arg, struct store **ret)
 {
 	char *path = arg ? strdup(arg) : ctl_default_db();
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int app = 0, ver = -1, rc = CTL_EXIT_FAIL;
+	struct px_error err = {0};
+	enum px_err e;
 
 	if (!path)
 		return CTL_EXIT_FAIL;
-	if (access(path, F_OK)) {
-		log_err("database '%s': %s (nothing stored yet?)", path,
-			strerror(errno));
-		free(path);
-		return errno == ENOENT ? CTL_EXIT_NOTFOUND : CTL_EXIT_FAIL;
-	}
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) !=
-	    SQLITE_OK) {
-		log_err("database '%s': %s", path, db ? sqlite3_errmsg(db) :
-			"out of memory");
-		goto out;
-	}
-	sqlite3_busy_timeout(db, 5000);
-	if (sqlite3_prepare_v2(db, "SELECT (SELECT application_id FROM "
-			       "pragma_application_id), (SELECT user_version "
-			       "FROM pragma_user_version)", -1, &st,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW) {
-		log_err("database '%s': %s", path, sqlite3_errmsg(db));
-		goto out;
-	}
-	app = sqlite3_column_int(st, 0);
-	ver = sqlite3_column_int(st, 1);
-	if (app != STORE_APP_ID || ver < 1) {
-		log_err("database '%s': not a Proteus database", path);
-		goto out;
-	}
-	if (ver > STORE_SCHEMA_VERSION) {
-		log_err("database '%s': schema version %d is newer than this "
-			"build's (%d)", path, ver, STORE_SCHEMA_VERSION);
-		goto out;
-	}
-	rc = CTL_EXIT_OK;
-out:
-	sqlite3_finalize(st);
-	if (rc == CTL_EXIT_OK)
-		*ret = db;
-	else
-		sqlite3_close(db);
+	e = store_open_readonly(path, ret, &err);
 	free(path);
-	return rc;
-}
-
-static json_t *col_json(sqlite3_stmt *st, int i)
-{
-	const unsigned char *s = sqlite3_column_text(st, i);
-	return s ? json_loads((const char *)s, 0, NULL) : NULL;
+	if (e == PX_ENOENT) {
+		log_err("%s (nothing stored yet?)", err.msg);
+		return CTL_EXIT_NOTFOUND;
+	}
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		return CTL_EXIT_FAIL;
+	}
+	return CTL_EXIT_OK;
 }
 
 static void runs_free(struct hrun *v, size_t n)
@@ -132,57 +76,78 @@ static void runs_free(struct hrun *v, size_t n)
 	free(v);
 }
 
+/* Count a run's events and keep the details of its first "simulate" and
+ * last "result" event (by insertion order); a detail that is not JSON
+ * reads as NULL. */
+static enum px_err summarize_event(const struct store_event *ev, void *arg)
+{
+	struct hrun *r = arg;
+
+	r->n_events++;
+	if (!strcmp(ev->kind, "simulate") &&
+	    (!r->sim_id || ev->id < r->sim_id)) {
+		json_decref(r->sim);
+		r->sim = json_loads(ev->detail, 0, NULL);
+		r->sim_id = ev->id;
+	} else if (!strcmp(ev->kind, "result") && ev->id > r->result_id) {
+		json_decref(r->result);
+		r->result = json_loads(ev->detail, 0, NULL);
+		r->result_id = ev->id;
+	}
+	return PX_OK;
+}
+
+struct load_ctx {
+	struct store *st;
+	struct px_error *err;
+	struct hrun *v;
+	size_t n, cap;
+};
+
+/* One job: its row, then (in the same snapshot) its events and cost. */
+static enum px_err collect_run(const struct store_job *j, void *arg)
+{
+	struct load_ctx *c = arg;
+	struct hrun *r;
+	enum px_err e;
+
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 32;
+		struct hrun *w = px_reallocarray(c->v, cap, sizeof *w);
+
+		if (!w)
+			return px_errorf(c->err, PX_ENOMEM, "out of memory");
+		c->v = w;
+		c->cap = cap;
+	}
+	r = &c->v[c->n++];
+	memset(r, 0, sizeof *r);
+	r->id = j->id;
+	snprintf(r->name, sizeof r->name, "%s", j->name);
+	r->state = store_job_state_name(j->state);
+	r->created_us = j->created_us;
+	e = store_events_each(c->st, j->id, summarize_event, r, c->err);
+	if (e == PX_OK)
+		e = store_job_cost(c->st, j->id, &r->cost_uusd, c->err);
+	return e;
+}
+
 /* Runs matching id (> 0) or name (non-NULL), or all. */
-static int load_runs(sqlite3 *db, int64_t id, const char *name,
+static int load_runs(struct store *st, int64_t id, const char *name,
 		     struct hrun **ret, size_t *ret_n)
 {
-	sqlite3_stmt *st = NULL;
-	struct hrun *v = NULL;
-	size_t n = 0, cap = 0;
-	int s;
+	struct store_job_filter f = {.id = id, .name = name};
+	struct px_error err = {0};
+	struct load_ctx c = {.st = st, .err = &err};
 
-	if (sqlite3_prepare_v2(db, sql_runs, -1, &st, NULL) != SQLITE_OK)
-		goto fail;
-	if (id > 0)
-		sqlite3_bind_int64(st, 1, id);
-	if (name)
-		sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t c = cap ? 2 * cap : 32;
-			struct hrun *w = px_reallocarray(v, c, sizeof *w);
-			if (!w) {
-				log_err("out of memory");
-				goto out_free;
-			}
-			v = w;
-			cap = c;
-		}
-		struct hrun *r = &v[n++];
-		memset(r, 0, sizeof *r);
-		r->id = sqlite3_column_int64(st, 0);
-		snprintf(r->name, sizeof r->name, "%s",
-			 (const char *)sqlite3_column_text(st, 1));
-		snprintf(r->state, sizeof r->state, "%s",
-			 (const char *)sqlite3_column_text(st, 2));
-		r->created_us = sqlite3_column_int64(st, 3);
-		r->sim = col_json(st, 4);
-		r->result = col_json(st, 5);
-		r->cost_uusd = sqlite3_column_int64(st, 6);
-		r->n_events = sqlite3_column_int64(st, 7);
+	if (store_jobs_each(st, &f, collect_run, &c, &err) != PX_OK) {
+		log_err("database: %s", err.msg);
+		runs_free(c.v, c.n);
+		return CTL_EXIT_FAIL;
 	}
-	if (s != SQLITE_DONE)
-		goto fail;
-	sqlite3_finalize(st);
-	*ret = v;
-	*ret_n = n;
+	*ret = c.v;
+	*ret_n = c.n;
 	return CTL_EXIT_OK;
-fail:
-	log_err("database: reading jobs: %s", sqlite3_errmsg(db));
-out_free:
-	sqlite3_finalize(st);
-	runs_free(v, n);
-	return CTL_EXIT_FAIL;
 }
 
 static const char *jstr(json_t *o, const char *k, const char *def)
@@ -241,22 +206,43 @@ static json_t *run_json(const struct hrun *r)
 	return o;
 }
 
-/* The events of run r, printed (table) or added to o as "events". */
-static int show_events(sqlite3 *db, const struct hrun *r, json_t *o)
-{
-	sqlite3_stmt *st = NULL;
-	json_t *arr = o ? json_array() : NULL;
-	char t[32], cost[32];
-	int s, rc = CTL_EXIT_OK;
+struct events_ctx {
+	json_t *arr; /* NULL: print a table */
+};
 
-	if (o && !arr)
-		return CTL_EXIT_FAIL;
-	if (sqlite3_prepare_v2(db, sql_events, -1, &st, NULL) != SQLITE_OK) {
-		log_err("database: reading events: %s", sqlite3_errmsg(db));
-		json_decref(arr);
-		return CTL_EXIT_FAIL;
+static enum px_err show_event(const struct store_event *ev, void *arg)
+{
+	struct events_ctx *c = arg;
+	char t[32];
+
+	fmt_us(ev->at_us, t, sizeof t);
+	if (!c->arr) {
+		printf("%-20s %-9s %s\n", t, ev->kind, ev->detail);
+		return PX_OK;
 	}
-	sqlite3_bind_int64(st, 1, r->id);
+	json_t *d = json_loads(ev->detail, 0, NULL);
+	json_t *e = json_pack("{s:s, s:s}", "at", t, "kind", ev->kind);
+	if (!e || json_array_append_new(c->arr, e)) {
+		json_decref(d);
+		return PX_ENOMEM;
+	}
+	if (ev->instance_id > 0)
+		json_object_set_new(e, "instance_id",
+				    json_integer(ev->instance_id));
+	json_object_set_new(e, "detail", d ? d : json_string(ev->detail));
+	return PX_OK;
+}
+
+/* The events of run r, printed (table) or added to o as "events". */
+static int show_events(struct store *st, const struct hrun *r, json_t *o)
+{
+	struct events_ctx c = {.arr = o ? json_array() : NULL};
+	struct px_error err = {0};
+	char cost[32];
+	int rc = CTL_EXIT_OK;
+
+	if (o && !c.arr)
+		return CTL_EXIT_FAIL;
 	if (!o) {
 		printf("run %lld: job '%s', policy %s, %s, cost %s USD "
 		       "(ledger), %lld events\n\n", (long long)r->id, r->name,
@@ -265,35 +251,13 @@ static int show_events(sqlite3 *db, const struct hrun *r, json_t *o)
 		       (long long)r->n_events);
 		printf("%-20s %-9s %s\n", "TIME", "KIND", "DETAIL");
 	}
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *kind = (const char *)sqlite3_column_text(st, 1);
-		const char *det = (const char *)sqlite3_column_text(st, 3);
-
-		fmt_us(sqlite3_column_int64(st, 0), t, sizeof t);
-		if (!o) {
-			printf("%-20s %-9s %s\n", t, kind, det ? det : "");
-			continue;
-		}
-		json_t *d = det ? json_loads(det, 0, NULL) : NULL;
-		json_t *e = json_pack("{s:s, s:s}", "at", t, "kind", kind);
-		if (!e || json_array_append_new(arr, e)) {
-			json_decref(d);
-			rc = CTL_EXIT_FAIL;
-			break;
-		}
-		if (sqlite3_column_type(st, 2) != SQLITE_NULL)
-			json_object_set_new(e, "instance_id", json_integer(
-				sqlite3_column_int64(st, 2)));
-		json_object_set_new(e, "detail", d ? d : json_string(
-					    det ? det : ""));
-	}
-	if (rc == CTL_EXIT_OK && s != SQLITE_DONE) {
-		log_err("database: reading events: %s", sqlite3_errmsg(db));
+	if (store_events_each(st, r->id, show_event, &c, &err) != PX_OK) {
+		if (err.msg[0])
+			log_err("database: %s", err.msg);
 		rc = CTL_EXIT_FAIL;
 	}
-	sqlite3_finalize(st);
 	if (o)
-		json_object_set_new(o, "events", arr);
+		json_object_set_new(o, "events", c.arr);
 	else
 		printf("\n");
 	return rc;
@@ -309,7 +273,7 @@ int ctl_history(int argc, char **argv)
 		{0},
 	};
 	const char *dbpath = NULL, *job = NULL, *name = NULL;
-	sqlite3 *db = NULL;
+	struct store *st = NULL;
 	struct hrun *v = NULL;
 	size_t n = 0;
 	int64_t id = 0;
@@ -344,10 +308,10 @@ int ctl_history(int argc, char **argv)
 		else
 			name = job;
 	}
-	rc = open_db(dbpath, &db);
+	rc = open_db(dbpath, &st);
 	if (rc)
 		return rc;
-	rc = load_runs(db, id, name, &v, &n);
+	rc = load_runs(st, id, name, &v, &n);
 	if (rc)
 		goto out;
 	if (job && n == 0) {
@@ -360,7 +324,7 @@ int ctl_history(int argc, char **argv)
 		if (!job)
 			print_runs_table(v, n);
 		for (size_t i = 0; job && i < n && !rc; i++)
-			rc = show_events(db, &v[i], NULL);
+			rc = show_events(st, &v[i], NULL);
 		goto out;
 	}
 	arr = json_array();
@@ -376,7 +340,7 @@ int ctl_history(int argc, char **argv)
 			break;
 		}
 		if (job)
-			rc = show_events(db, &v[i], o);
+			rc = show_events(st, &v[i], o);
 	}
 	if (!rc && json_dumpf(out, stdout, JSON_INDENT(2) |
 			      JSON_REAL_PRECISION(10)))
@@ -386,6 +350,6 @@ int ctl_history(int argc, char **argv)
 out:
 	json_decref(out);
 	runs_free(v, n);
-	sqlite3_close(db);
+	store_close(st);
 	return rc;
 }

@@ -1,12 +1,15 @@
 /* store.c -- the SQLite store (see store.h and docs/schema.md).
  *
  * One connection, statements prepared once and kept (SQLITE_PREPARE_
- * PERSISTENT) except for the two walkers, whose callbacks may re-enter the
- * store.  Every state-changing call is a single SQL statement, so outside a
- * caller's transaction SQLite's autocommit makes it one transaction.
+ * PERSISTENT) except for the walkers (*_each), whose callbacks may
+ * re-enter the store.  A read-only store (store_open_readonly) is the same
+ * struct with SQLite refusing the writes.  Every state-changing call is a
+ * single SQL statement, so outside a caller's transaction SQLite's
+ * autocommit makes it one transaction.
  */
 #include "store.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -124,6 +127,7 @@ static const char *const stmt_sql[ST_MAX] = {
 
 struct store {
 	sqlite3 *db;
+	bool readonly;         /* store_open_readonly */
 	bool in_tx;            /* store_begin done, no commit/rollback yet */
 	bool mcache_tentative; /* cache entries added inside in_tx */
 	size_t mcache_used;
@@ -378,7 +382,7 @@ static enum px_err check_version(struct store *st, const char *path,
 
 	r = query_int(st, "PRAGMA user_version", &v, err);
 	if (r != PX_OK)
-		return r;
+		goto out_name;
 	if (v > STORE_SCHEMA_VERSION)
 		return px_errorf(err, PX_EUNSUPP,
 				 "database '%s': schema version %" PRId64
@@ -388,7 +392,7 @@ static enum px_err check_version(struct store *st, const char *path,
 		r = query_int(st, "SELECT count(*) FROM sqlite_schema", &n,
 			      err);
 		if (r != PX_OK)
-			return r;
+			goto out_name;
 		if (n > 0)
 			return px_errorf(err, PX_EINVAL,
 					 "database '%s': has tables but no "
@@ -398,13 +402,17 @@ static enum px_err check_version(struct store *st, const char *path,
 	}
 	r = query_int(st, "PRAGMA application_id", &app, err);
 	if (r != PX_OK)
-		return r;
+		goto out_name;
 	if (app != STORE_APPLICATION_ID)
 		return px_errorf(err, PX_EINVAL,
 				 "database '%s': application id %" PRId64
 				 ": not a proteus store",
 				 path, app);
 	return PX_OK;
+
+out_name: /* e.g. "database 'x': run 'PRAGMA ...': not a database" */
+	px_error_prefix(err, "database '%s': ", path);
+	return r;
 }
 
 static enum px_err configure(struct store *st, const char *path,
@@ -453,10 +461,35 @@ static void store_tune_sqlite(void)
 	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
-enum px_err store_open(const char *path, struct store **ret,
-		       struct px_error *err)
+/* A read-only store must be at this build's version already: it cannot
+ * be migrated.  check_version has refused newer and foreign files. */
+static enum px_err check_current(struct store *st, const char *path,
+				 struct px_error *err)
+{
+	int64_t v;
+	enum px_err r = query_int(st, "PRAGMA user_version", &v, err);
+
+	if (r != PX_OK)
+		return r;
+	if (v == 0)
+		return px_errorf(err, PX_EINVAL,
+				 "database '%s': empty: not a proteus store",
+				 path);
+	if (v < STORE_SCHEMA_VERSION)
+		return px_errorf(err, PX_EUNSUPP,
+				 "database '%s': schema version %" PRId64
+				 " is older than this build's (%d) and cannot "
+				 "be migrated read-only",
+				 path, v, STORE_SCHEMA_VERSION);
+	return PX_OK;
+}
+
+/* Open path; read-only: never create, configure or migrate. */
+static enum px_err open_mode(const char *path, bool readonly,
+			     struct store **ret, struct px_error *err)
 {
 	static pthread_once_t tune_once = PTHREAD_ONCE_INIT;
+	const char *how = readonly ? " read-only" : "";
 	struct store *st;
 	enum px_err r;
 	int rc;
@@ -473,20 +506,31 @@ enum px_err store_open(const char *path, struct store **ret,
 		goto out_close;
 	}
 	rc = sqlite3_open_v2(path, &st->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			     (readonly ? SQLITE_OPEN_READONLY :
+					 SQLITE_OPEN_READWRITE |
+						 SQLITE_OPEN_CREATE) |
 				     SQLITE_OPEN_NOMUTEX |
 				     SQLITE_OPEN_EXRESCODE,
 			     NULL);
 	if (rc != SQLITE_OK) {
-		r = store_fail(st, rc, err, "open database '%s'", path);
+		if (readonly && (rc & 0xff) == SQLITE_CANTOPEN && st->db &&
+		    sqlite3_system_errno(st->db) == ENOENT)
+			r = px_errorf(err, PX_ENOENT,
+				      "database '%s': no such file", path);
+		else
+			r = store_fail(st, rc, err, "open database '%s'%s",
+				       path, how);
 		goto out_close;
 	}
+	st->readonly = readonly;
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
 	r = check_version(st, path, err);
-	if (r == PX_OK)
+	if (r == PX_OK && readonly)
+		r = check_current(st, path, err);
+	if (r == PX_OK && !readonly)
 		r = configure(st, path, err);
-	if (r == PX_OK)
+	if (r == PX_OK && !readonly)
 		r = migrate(st, path, err);
 	if (r != PX_OK)
 		goto out_close;
@@ -496,6 +540,18 @@ enum px_err store_open(const char *path, struct store **ret,
 out_close:
 	store_close(st);
 	return r;
+}
+
+enum px_err store_open(const char *path, struct store **ret,
+		       struct px_error *err)
+{
+	return open_mode(path, false, ret, err);
+}
+
+enum px_err store_open_readonly(const char *path, struct store **ret,
+				struct px_error *err)
+{
+	return open_mode(path, true, ret, err);
 }
 
 void store_close(struct store *st)
@@ -566,6 +622,9 @@ enum px_err store_begin(struct store *st, struct px_error *err)
 	if (!sqlite3_get_autocommit(st->db))
 		return px_errorf(err, PX_EINVAL,
 				 "begin transaction: one is already open");
+	if (st->readonly)
+		return px_errorf(err, PX_EINVAL,
+				 "begin transaction: store opened read-only");
 	rc = step_done(st, ST_BEGIN, err);
 	if (rc != SQLITE_OK) {
 		enum px_err r = store_fail(st, rc, err, "begin transaction");
@@ -784,20 +843,22 @@ enum px_err store_market_get_or_add(struct store *st, const char *region,
 	return PX_OK;
 }
 
+/* Copy name column col of record (what, id) into dst (STORE_NAME_MAX). */
 static enum px_err copy_col(sqlite3_stmt *s, int col, char *dst,
-			    const char *field, int64_t id,
+			    const char *what, const char *field, int64_t id,
 			    struct px_error *err)
 {
 	const unsigned char *t = sqlite3_column_text(s, col);
 	int n = sqlite3_column_bytes(s, col);
 
 	if (!t)
-		return px_errorf(err, PX_ENOMEM, "read market %" PRId64, id);
+		return px_errorf(err, PX_ENOMEM, "read %s %" PRId64, what,
+				 id);
 	if (n >= STORE_NAME_MAX)
 		return px_errorf(err, PX_EINVAL,
-				 "read market %" PRId64 ": field '%s' longer "
+				 "read %s %" PRId64 ": field '%s' longer "
 				 "than %d bytes",
-				 id, field, STORE_NAME_MAX - 1);
+				 what, id, field, STORE_NAME_MAX - 1);
 	memcpy(dst, t, (size_t)n);
 	dst[n] = '\0';
 	return PX_OK;
@@ -833,13 +894,16 @@ enum px_err store_markets_each(struct store *st,
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		memset(&m, 0, sizeof(m));
 		m.id = sqlite3_column_int64(s, 0);
-		r = copy_col(s, 1, m.region, "region", m.id, err);
+		r = copy_col(s, 1, m.region, "market", "region", m.id, err);
 		if (r == PX_OK)
-			r = copy_col(s, 2, m.zone, "zone", m.id, err);
+			r = copy_col(s, 2, m.zone, "market", "zone", m.id,
+				     err);
 		if (r == PX_OK)
-			r = copy_col(s, 3, m.type, "type", m.id, err);
+			r = copy_col(s, 3, m.type, "market", "type", m.id,
+				     err);
 		if (r == PX_OK)
-			r = copy_col(s, 4, m.product, "product", m.id, err);
+			r = copy_col(s, 4, m.product, "market", "product",
+				     m.id, err);
 		if (r == PX_OK)
 			r = fn(&m, ctx);
 		if (r != PX_OK)
@@ -1426,5 +1490,193 @@ enum px_err store_job_cost(struct store *st, int64_t job_id,
 	else
 		r = store_fail(st, rc, err, "cost of job %" PRId64, job_id);
 	sqlite3_reset(s);
+	return r;
+}
+
+/* ---- reading jobs, events and ledger lines back ---- */
+
+/* Borrow text column col of record (what, id) into *ret (valid until the
+ * statement moves): at most STORE_TEXT_MAX bytes, "" for NULL. */
+static enum px_err borrow_text(sqlite3_stmt *s, int col, const char **ret,
+			       size_t *ret_len, const char *what,
+			       const char *field, int64_t id,
+			       struct px_error *err)
+{
+	const unsigned char *t = sqlite3_column_text(s, col);
+	int n = sqlite3_column_bytes(s, col);
+
+	if (!t && sqlite3_column_type(s, col) != SQLITE_NULL)
+		return px_errorf(err, PX_ENOMEM, "read %s %" PRId64, what,
+				 id);
+	if (n > STORE_TEXT_MAX)
+		return px_errorf(err, PX_ETOOBIG,
+				 "read %s %" PRId64 ": field '%s' longer "
+				 "than %d bytes",
+				 what, id, field, STORE_TEXT_MAX);
+	*ret = t ? (const char *)t : "";
+	*ret_len = t ? (size_t)n : 0;
+	return PX_OK;
+}
+
+/* "job 12" or "no job", for messages about a job_id that may be none. */
+static const char *job_label(int64_t job_id, char *buf, size_t len)
+{
+	if (job_id > 0)
+		snprintf(buf, len, "job %" PRId64, job_id);
+	else
+		snprintf(buf, len, "no job");
+	return buf;
+}
+
+/* Column col as an id where NULL means none (0). */
+static int64_t col_opt_id(sqlite3_stmt *s, int col)
+{
+	return sqlite3_column_type(s, col) == SQLITE_NULL ?
+		       0 :
+		       sqlite3_column_int64(s, col);
+}
+
+enum px_err store_jobs_each(struct store *st,
+			    const struct store_job_filter *filter,
+			    store_job_fn fn, void *ctx, struct px_error *err)
+{
+	static const char sql[] =
+		"SELECT id, name, state, created_us, updated_us, spec "
+		"FROM jobs WHERE (?1 IS NULL OR id = ?1) "
+		"AND (?2 IS NULL OR name = ?2) ORDER BY id";
+	char state[STORE_NAME_MAX];
+	struct store_job j;
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	int rc, i;
+
+	if (filter && filter->name) {
+		size_t n = strnlen(filter->name, STORE_NAME_MAX);
+
+		if (n == 0 || n >= STORE_NAME_MAX)
+			return PX_OK; /* no job has such a name */
+	}
+	/* Not cached: fn may re-enter the store (even this function). */
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "list jobs");
+	if (filter && filter->id > 0)
+		sqlite3_bind_int64(s, 1, filter->id);
+	if (filter && filter->name)
+		bind_text(s, 2, filter->name);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&j, 0, sizeof(j));
+		j.id = sqlite3_column_int64(s, 0);
+		r = copy_col(s, 1, j.name, "job", "name", j.id, err);
+		if (r == PX_OK)
+			r = copy_col(s, 2, state, "job", "state", j.id, err);
+		if (r != PX_OK)
+			goto out_finalize;
+		for (i = 0; i < STORE_JOB_STATE_MAX; i++)
+			if (strcmp(state, job_state_names[i]) == 0)
+				break;
+		if (i == STORE_JOB_STATE_MAX) {
+			r = px_errorf(err, PX_EINVAL,
+				      "read job %" PRId64 ": field 'state' "
+				      "'%.16s' unknown",
+				      j.id, state);
+			goto out_finalize;
+		}
+		j.state = (enum store_job_state)i;
+		j.created_us = sqlite3_column_int64(s, 3);
+		j.updated_us = sqlite3_column_int64(s, 4);
+		r = borrow_text(s, 5, &j.spec_json, &j.spec_len, "job",
+				"spec", j.id, err);
+		if (r == PX_OK)
+			r = fn(&j, ctx);
+		if (r != PX_OK)
+			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "list jobs");
+out_finalize:
+	sqlite3_finalize(s);
+	return r;
+}
+
+enum px_err store_events_each(struct store *st, int64_t job_id,
+			      store_event_fn fn, void *ctx,
+			      struct px_error *err)
+{
+	static const char sql[] =
+		"SELECT id, job_id, instance_id, at_us, kind, detail "
+		"FROM events WHERE job_id IS ?1 ORDER BY at_us, id";
+	struct store_event ev;
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	char who[32];
+	int rc;
+
+	job_label(job_id, who, sizeof(who));
+	/* Not cached: fn may re-enter the store (even this function). */
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "list events of %s", who);
+	bind_opt_id(s, 1, job_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&ev, 0, sizeof(ev));
+		ev.id = sqlite3_column_int64(s, 0);
+		ev.job_id = col_opt_id(s, 1);
+		ev.instance_id = col_opt_id(s, 2);
+		ev.at_us = sqlite3_column_int64(s, 3);
+		r = copy_col(s, 4, ev.kind, "event", "kind", ev.id, err);
+		if (r == PX_OK)
+			r = borrow_text(s, 5, &ev.detail, &ev.detail_len,
+					"event", "detail", ev.id, err);
+		if (r == PX_OK)
+			r = fn(&ev, ctx);
+		if (r != PX_OK)
+			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "list events of %s", who);
+out_finalize:
+	sqlite3_finalize(s);
+	return r;
+}
+
+enum px_err store_ledger_each(struct store *st, int64_t job_id,
+			      store_ledger_fn fn, void *ctx,
+			      struct px_error *err)
+{
+	static const char sql[] =
+		"SELECT id, job_id, instance_id, from_us, to_us, amount_uusd, "
+		"note FROM ledger WHERE job_id IS ?1 ORDER BY from_us, id";
+	struct store_ledger_line l;
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	char who[32];
+	int rc;
+
+	job_label(job_id, who, sizeof(who));
+	/* Not cached: fn may re-enter the store (even this function). */
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "list ledger of %s", who);
+	bind_opt_id(s, 1, job_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&l, 0, sizeof(l));
+		l.id = sqlite3_column_int64(s, 0);
+		l.job_id = col_opt_id(s, 1);
+		l.instance_id = col_opt_id(s, 2);
+		l.from_us = sqlite3_column_int64(s, 3);
+		l.to_us = sqlite3_column_int64(s, 4);
+		l.amount_uusd = sqlite3_column_int64(s, 5);
+		r = borrow_text(s, 6, &l.note, &l.note_len,
+				"ledger line", "note", l.id, err);
+		if (r == PX_OK)
+			r = fn(&l, ctx);
+		if (r != PX_OK)
+			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "list ledger of %s", who);
+out_finalize:
+	sqlite3_finalize(s);
 	return r;
 }

@@ -45,6 +45,19 @@ struct store;
  * on failure *ret is untouched. */
 enum px_err store_open(const char *path, struct store **ret,
 		       struct px_error *err);
+/* Open an existing store for reading only (SQLITE_OPEN_READONLY), e.g. for
+ * a command that shows what the daemon stored.  Nothing is ever created,
+ * migrated or configured: a missing file is PX_ENOENT ("database '...': no
+ * such file"); a file refused by store_open is refused alike (newer:
+ * PX_EUNSUPP; not ours, including an empty SQLite file: PX_EINVAL; not
+ * SQLite: PX_EDB); a Proteus store at an older schema version is
+ * PX_EUNSUPP (store_open migrates it).  Every call that writes fails on
+ * such a store with PX_EDB ("...: attempt to write a readonly database")
+ * and changes nothing; store_begin is PX_EINVAL (it would take the write
+ * lock).  A store in WAL mode can be read while another
+ * process writes it.  *ret as for store_open. */
+enum px_err store_open_readonly(const char *path, struct store **ret,
+				struct px_error *err);
 /* Close; NULL is a no-op.  Rolls back an open transaction. */
 void store_close(struct store *st);
 /* The schema version stored in the file (PRAGMA user_version); -1 when it
@@ -240,5 +253,80 @@ enum px_err store_ledger_add(struct store *st, int64_t job_id,
 /* Sum of a job's ledger lines (0 when none); unknown job: PX_ENOENT. */
 enum px_err store_job_cost(struct store *st, int64_t job_id,
 			   int64_t *ret_uusd, struct px_error *err);
+
+/* ---- reading jobs, events and ledger lines back ----
+ *
+ * The walkers below call fn once per row; fn returning non-PX_OK stops the
+ * walk and is returned (err untouched).  The struct passed to fn and every
+ * string it points to are valid during that call only (copy what you
+ * keep).  fn may call other store functions, walkers included.  A walk
+ * and the reads fn makes see one snapshot: what other connections commit
+ * meanwhile is not seen (rows fn itself adds may or may not be).  Text
+ * read back is bounded as on the way in: a name longer than
+ * STORE_NAME_MAX-1 bytes is PX_EINVAL, a spec/detail/note longer than
+ * STORE_TEXT_MAX bytes PX_ETOOBIG, each naming the record and field. */
+
+struct store_job {
+	int64_t id;
+	char name[STORE_NAME_MAX];
+	enum store_job_state state;
+	int64_t created_us;    /* submission time, Unix microseconds */
+	int64_t updated_us;    /* last state change, Unix microseconds */
+	const char *spec_json; /* the spec as submitted (borrowed) */
+	size_t spec_len;       /* its length, bytes */
+};
+
+/* Which jobs to walk: zero fields match everything; both set must both
+ * match.  A name no job can have (empty or too long) matches nothing. */
+struct store_job_filter {
+	int64_t id;       /* > 0: only the job with this id */
+	const char *name; /* non-NULL: only the jobs with this name */
+};
+
+/* Call fn for each job matching filter (NULL: all) in id order, which is
+ * the order of submission. */
+typedef enum px_err (*store_job_fn)(const struct store_job *job, void *ctx);
+enum px_err store_jobs_each(struct store *st,
+			    const struct store_job_filter *filter,
+			    store_job_fn fn, void *ctx, struct px_error *err);
+
+struct store_event {
+	int64_t id;             /* also the order of insertion */
+	int64_t job_id;         /* 0: not about one job */
+	int64_t instance_id;    /* 0: not about one instance */
+	int64_t at_us;          /* Unix microseconds */
+	char kind[STORE_NAME_MAX];
+	const char *detail;     /* free text or JSON, maybe "" (borrowed) */
+	size_t detail_len;      /* its length, bytes */
+};
+
+/* Call fn for each event of job_id (<= 0: the events about no job) in time
+ * order: by at_us, then by id (insertion order).  An unknown job simply
+ * has no events. */
+typedef enum px_err (*store_event_fn)(const struct store_event *ev,
+				      void *ctx);
+enum px_err store_events_each(struct store *st, int64_t job_id,
+			      store_event_fn fn, void *ctx,
+			      struct px_error *err);
+
+struct store_ledger_line {
+	int64_t id;
+	int64_t job_id;      /* 0: not charged to a job */
+	int64_t instance_id; /* 0: not for one instance */
+	int64_t from_us;     /* start of the charged interval, Unix us */
+	int64_t to_us;       /* its end (excluded), Unix microseconds */
+	int64_t amount_uusd; /* micro-USD */
+	const char *note;    /* maybe "" (borrowed) */
+	size_t note_len;     /* its length, bytes */
+};
+
+/* Call fn for each ledger line of job_id (<= 0: the lines charged to no
+ * job) by from_us, then id.  An unknown job simply has no lines; their
+ * amounts add up to store_job_cost. */
+typedef enum px_err (*store_ledger_fn)(const struct store_ledger_line *l,
+				       void *ctx);
+enum px_err store_ledger_each(struct store *st, int64_t job_id,
+			      store_ledger_fn fn, void *ctx,
+			      struct px_error *err);
 
 #endif
