@@ -8,17 +8,31 @@
  * history before now (risk.h), counting an evicted partial hour as free
  * (billing_expect_hour) and a new instance's startup and lost clock as
  * useless time.  Each market's best delta is the one with the lowest
- * expected cost per speed-second.  Then:
- *  - at the end of a spot instance's billing hour it is released when its
- *    expected cost per marginal work for the next hour is above the
- *    fleet's average (it no longer pays for itself), or, when the fleet is
- *    at spot.max_instances, above 1.2x the best candidate's;
- *  - it acquires, one instance at a time, the candidate with the lowest
- *    expected cost per marginal work while that is below the fleet's
- *    average cost per work (so each acquisition lowers the average), up to
- *    spot.max_instances.
- * Marginal work uses the job's scaling model (jobspec_fleet_rate).  Under
- * per-second billing the per-type interruption rate is folded into beta.
+ * expected cost per speed-second.
+ *
+ * Decisions plan the fleet by the expected cost to finish the job
+ * (bb_finish): with the remaining work R and the planned fleet's rate w
+ * (jobspec_fleet_rate) the job ends in T = R / w, and each instance pays
+ * its expected hourly charge for the hours it would still start: under
+ * legacy billing any part of an hour beyond what is already paid is a full
+ * hour, plus on average half a wasted last hour (bb_hours).  For a long
+ * job this is the fleet's cost rate x T, i.e. the average cost per work of
+ * the original rule; near the end it stops renting hours the job cannot
+ * use.  Then:
+ *  - at the end of a spot instance's billing hour it is released when the
+ *    cost to finish is lower without it (it no longer pays for itself), or,
+ *    when the fleet is at spot.max_instances, when swapping it for the
+ *    best candidate saves 20% of what it would cost until the end;
+ *  - it acquires, one instance at a time, the best candidate (by cost per
+ *    marginal work, or by cost to finish within END_S of the end: see
+ *    bb_pick) while that lowers the cost to finish, up to
+ *    spot.max_instances;
+ *  - before the last END_S it keeps the planned rate at least the
+ *    baselines' (instances of reference_type plus the reliable tier) with
+ *    spot that costs no more per work than reference_type on demand, so
+ *    its runtime is not longer than standard's by plan.
+ * Under per-second billing the per-type interruption rate is folded into
+ * beta and nothing is prepaid.
  */
 #include <math.h>
 #include <stdint.h>
@@ -392,7 +406,8 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		if (v->market >= 0)
 			spot++;
 	}
-	/* the rate of the baselines' fleet: never plan a slower one */
+	/* the rate of the baselines' fleet: never plan a slower one, except
+	 * in the last END_S where the cost to finish alone decides */
 	w_min = jobspec_fleet_rate(job, job->instances + job->reliable.count,
 				   job->instances *
 				   env->types[env->ref_type].speed +
@@ -406,7 +421,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	for (size_t j = 0; j < n; j++) {
 		struct bb_item *it = &s->items[j];
 		const struct pol_instance *v;
-		double f1, fs;
+		double f1, fs, T1;
 		bool drop;
 		if (it->inst == SIZE_MAX || it->paid_s > 0)
 			continue;
@@ -414,8 +429,11 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		if (v->market < 0 || v->period_end_s != in->now_s)
 			continue;
 		it->gone = true;
-		f1 = bb_finish(s, s->items, n, rem, NULL);
-		drop = f1 < f0;
+		f1 = bb_finish(s, s->items, n, rem, &T1);
+		/* before the end game, not below the baselines' rate */
+		drop = f1 < f0 && (T0 <= END_S ||
+				   rem / T1 * BILLING_HOUR_S >= w_min ||
+				   it->cost > cap_per_speed * it->speed);
 		/* full fleet: swap for a candidate that saves a good part of
 		 * what this instance would cost until the end */
 		if (!drop && spot >= max) {
@@ -452,7 +470,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		if (best < 0)
 			break;
 		c = &s->cand[best];
-		if (f1 >= f0 && (w >= w_min ||
+		if (f1 >= f0 && (w >= w_min || T0 <= END_S ||
 		    c->score * BILLING_HOUR_S > cap_per_speed))
 			break;
 		struct pol_action a = {
