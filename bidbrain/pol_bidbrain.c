@@ -318,7 +318,7 @@ static int bb_pick(const struct bb_state *s, size_t n, double rem_h,
 				 c->useful_s / BILLING_HOUR_S,
 			.inst = SIZE_MAX,
 		};
-		f = bb_finish(s, v, n + 1, rem_h, NULL);
+		f = end ? bb_finish(s, v, n + 1, rem_h, NULL) : 0;
 		if (end) {
 			key = f;
 		} else {
@@ -331,6 +331,16 @@ static int bb_pick(const struct bb_state *s, size_t n, double rem_h,
 			best_key = key;
 			best_f = f;
 		}
+	}
+	if (best >= 0 && !end) {
+		const struct bb_cand *c = &s->cand[best];
+		v[n] = (struct bb_item){
+			.cost = c->cost,
+			.speed = env->types[env->markets[best].type].speed *
+				 c->useful_s / BILLING_HOUR_S,
+			.inst = SIZE_MAX,
+		};
+		best_f = bb_finish(s, v, n + 1, rem_h, NULL);
 	}
 	*ret_f = best_f;
 	return best;
