@@ -8,25 +8,41 @@
  * history before now (risk.h), counting an evicted partial hour as free
  * (billing_expect_hour) and a new instance's startup and lost clock as
  * useless time.  Each market's best delta is the one with the lowest
- * expected cost per speed-second.  Then:
- *  - at the end of a spot instance's billing hour it is released when its
- *    expected cost per marginal work for the next hour is above the
- *    fleet's average (it no longer pays for itself), or, when the fleet is
- *    at spot.max_instances, above 1.2x the best candidate's;
- *  - it acquires, one instance at a time, the candidate with the lowest
- *    expected cost per marginal work while that is below the fleet's
- *    average cost per work (so each acquisition lowers the average), up to
- *    spot.max_instances.
- * Marginal work uses the job's scaling model (jobspec_fleet_rate).  Under
- * per-second billing the per-type interruption rate is folded into beta.
+ * expected cost per speed-second.
+ *
+ * Decisions plan the fleet by the expected cost to finish the job
+ * (bb_finish): with the remaining work R and the planned fleet's rate w
+ * (jobspec_fleet_rate) the job ends in T = R / w, and each instance pays
+ * its expected hourly charge for the hours it would still start: under
+ * legacy billing any part of an hour beyond what is already paid is a full
+ * hour, plus on average half a wasted last hour (bb_hours).  For a long
+ * job this is the fleet's cost rate x T, i.e. the average cost per work of
+ * the original rule; near the end it stops renting hours the job cannot
+ * use.  Then:
+ *  - at the end of a spot instance's billing hour it is released when the
+ *    cost to finish is lower without it (it no longer pays for itself), or,
+ *    when the fleet is at spot.max_instances, when swapping it for the
+ *    best candidate saves 20% of what it would cost until the end;
+ *  - it acquires, one instance at a time, the best candidate (by cost per
+ *    marginal work, or by cost to finish within END_S of the end: see
+ *    bb_pick) while that lowers the cost to finish, up to
+ *    spot.max_instances;
+ *  - before the last END_S it keeps the planned rate at least the
+ *    baselines' (instances of reference_type plus the reliable tier) with
+ *    spot that costs no more per work than reference_type on demand, so
+ *    its runtime is not longer than standard's by plan.
+ * Under per-second billing the per-type interruption rate is folded into
+ * beta and nothing is prepaid.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "policy.h"
 #include "risk.h"
 
 #define SWAP_MARGIN 1.2
+#define END_S (2 * 3600.0)  /* "near the end": see bb_pick */
 
 struct bb_cand {
 	bool valid;
@@ -38,11 +54,23 @@ struct bb_cand {
 	double score;            /* cost / (speed * useful_s) */
 };
 
+/* One instance of the fleet being planned: expected charge of its next
+ * billing hour, effective speed, and seconds already paid from now. */
+struct bb_item {
+	double cost;
+	double speed;
+	double paid_s;
+	size_t inst;             /* index in the fleet; SIZE_MAX: planned */
+	bool gone;
+};
+
 struct bb_state {
 	const struct pol_env *env;
 	struct risk *risk;
 	struct bb_cand *cand;    /* per env market */
 	bool *changed;
+	struct bb_item *items;   /* decide's scratch: the planned fleet */
+	size_t cap;
 };
 
 static enum px_err bb_init(const struct pol_env *env, void **ret_state,
@@ -89,6 +117,7 @@ static void bb_fini(void *state)
 	if (!s)
 		return;
 	risk_free(s->risk);
+	free(s->items);
 	free(s->cand);
 	free(s->changed);
 	free(s);
@@ -181,36 +210,6 @@ static void bb_inst(const struct bb_state *s, const struct pol_input *in,
 		     BILLING_HOUR_S;
 }
 
-/* Best candidate for the next acquisition given fleet (n, S); its cost per
- * marginal work in *ret_cpw. */
-static int bb_best(const struct bb_state *s, int n, double S,
-		   double *ret_cpw)
-{
-	const struct pol_env *env = s->env;
-	double w0 = jobspec_fleet_rate(env->job, n, S);
-	int best = -1;
-	double best_cpw = 0;
-
-	for (size_t i = 0; i < env->n_markets; i++) {
-		const struct bb_cand *c = &s->cand[i];
-		double sp, dw, cpw;
-		if (!c->valid)
-			continue;
-		sp = env->types[env->markets[i].type].speed * c->useful_s /
-		     BILLING_HOUR_S;
-		dw = jobspec_fleet_rate(env->job, n + 1, S + sp) - w0;
-		if (dw <= 0)
-			continue;
-		cpw = c->cost / dw;
-		if (best < 0 || cpw < best_cpw) {
-			best = (int)i;
-			best_cpw = cpw;
-		}
-	}
-	*ret_cpw = best_cpw;
-	return best;
-}
-
 static enum px_err push(struct pol_actions *out, const struct pol_action *a,
 			struct px_error *err)
 {
@@ -226,15 +225,140 @@ static enum px_err push(struct pol_actions *out, const struct pol_action *a,
 	return PX_OK;
 }
 
+
+/* Expected billed hours for running x more seconds past what is paid.
+ * Legacy-hourly: every started hour is charged, so anything in (0, 1 h]
+ * costs a full hour, and beyond that the last hour is on average half
+ * wasted (x/h + 0.5, a smooth stand-in for ceil whose exact value depends
+ * on evictions still to come).  Per-second: x/h. */
+static double bb_hours(enum billing_model b, double x)
+{
+	double h;
+	if (x <= 0)
+		return 0;
+	h = x / BILLING_HOUR_S;
+	if (b != BILLING_LEGACY_HOURLY)
+		return h;
+	return h + 0.5 < 1 ? 1 : h + 0.5;
+}
+
+/* Expected cost to finish the remaining work rem_h (work-hours) with the
+ * live items of v: the fleet runs T = rem_h / rate, and each instance pays
+ * bb_hours(T - paid) hours at its expected hourly charge.  INFINITY when
+ * the fleet does no work. */
+static double bb_finish(const struct bb_state *s, const struct bb_item *v,
+			size_t n, double rem_h, double *ret_T)
+{
+	const struct pol_env *env = s->env;
+	double S = 0, w, T, f = 0;
+	int cnt = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].gone) {
+			S += v[i].speed;
+			cnt++;
+		}
+	w = jobspec_fleet_rate(env->job, cnt, S);
+	if (ret_T)
+		*ret_T = w > 0 ? rem_h / w * BILLING_HOUR_S : INFINITY;
+	if (w <= 0)
+		return INFINITY;
+	T = rem_h / w * BILLING_HOUR_S;
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].gone)
+			f += v[i].cost * bb_hours(env->billing,
+						  T - v[i].paid_s);
+	return f;
+}
+
+static enum px_err bb_grow(struct bb_state *s, size_t n,
+			   struct px_error *err)
+{
+	struct bb_item *v;
+	if (n <= s->cap)
+		return PX_OK;
+	v = px_reallocarray(s->items, n, sizeof *v);
+	if (!v)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	s->items = v;
+	s->cap = n;
+	return PX_OK;
+}
+
+/* The candidate market to add to the planned fleet v[0..n): while the
+ * fleet would run longer than END_S, the one with the lowest expected cost
+ * per marginal work (c / (rate with it - rate without)); near the end, the
+ * one that gives the lowest expected cost to finish (a fast instance that
+ * ends the job inside paid hours can beat a cheap one that adds an hour).
+ * Its cost to finish in *ret_f; -1 when none is valid.  Uses v[n] as
+ * scratch. */
+static int bb_pick(const struct bb_state *s, size_t n, double rem_h,
+		   double T_s, double *ret_f)
+{
+	const struct pol_env *env = s->env;
+	struct bb_item *v = s->items;
+	bool end = T_s <= END_S;
+	double S0 = 0, w0, best_key = INFINITY, best_f = INFINITY;
+	int c0 = 0, best = -1;
+
+	for (size_t j = 0; j < n; j++)
+		if (!v[j].gone) {
+			S0 += v[j].speed;
+			c0++;
+		}
+	w0 = jobspec_fleet_rate(env->job, c0, S0);
+	for (size_t i = 0; i < env->n_markets; i++) {
+		const struct bb_cand *c = &s->cand[i];
+		double f, key;
+		if (!c->valid)
+			continue;
+		v[n] = (struct bb_item){
+			.cost = c->cost,
+			.speed = env->types[env->markets[i].type].speed *
+				 c->useful_s / BILLING_HOUR_S,
+			.inst = SIZE_MAX,
+		};
+		f = end ? bb_finish(s, v, n + 1, rem_h, NULL) : 0;
+		if (end) {
+			key = f;
+		} else {
+			double dw = jobspec_fleet_rate(env->job, c0 + 1,
+						       S0 + v[n].speed) - w0;
+			key = dw > 0 ? c->cost / dw : INFINITY;
+		}
+		if (best < 0 || key < best_key) {
+			best = (int)i;
+			best_key = key;
+			best_f = f;
+		}
+	}
+	if (best >= 0 && !end) {
+		const struct bb_cand *c = &s->cand[best];
+		v[n] = (struct bb_item){
+			.cost = c->cost,
+			.speed = env->types[env->markets[best].type].speed *
+				 c->useful_s / BILLING_HOUR_S,
+			.inst = SIZE_MAX,
+		};
+		best_f = bb_finish(s, v, n + 1, rem_h, NULL);
+	}
+	*ret_f = best_f;
+	return best;
+}
+
 static enum px_err bb_decide(void *state, const struct pol_input *in,
 			     struct pol_actions *out, struct px_error *err)
 {
 	struct bb_state *s = state;
 	const struct pol_env *env = s->env;
+	const struct jobspec *job = env->job;
 	const struct pol_fleet *f = in->fleet;
-	int max = env->job->spot.max_instances;
-	double C = 0, S = 0, cpw;
-	int n = 0, spot = 0, best;
+	int max = job->spot.max_instances;
+	bool legacy = env->billing == BILLING_LEGACY_HOURLY;
+	double rem = in->progress->work_total_h - in->progress->work_done_h;
+	double f0, T0, w_min, cap_per_speed;
+	size_t n = 0;
+	int spot = 0, best;
 	enum px_err r;
 
 	/* Only prices moved and the fleet is full: releases happen at hour
@@ -243,19 +367,29 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	 * and candidates are recomputed when their market changed. */
 	if (in->why == POL_WHY_PRICE && pol_fleet_spot(f) >= max)
 		return PX_OK;
-	if (in->why & POL_WHY_START && env->job->reliable.count > 0) {
+	if (rem <= 0)
+		return PX_OK;
+	r = bb_grow(s, f->n + (size_t)job->reliable.count + (size_t)max + 2,
+		    err);
+	if (r != PX_OK)
+		return r;
+	if (in->why & POL_WHY_START && job->reliable.count > 0) {
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = -1,
 			.type = env->reliable_type, .reliable = true,
-			.count = env->job->reliable.count,
+			.count = job->reliable.count,
 		};
 		r = push(out, &a, err);
 		if (r != PX_OK)
 			return r;
 		/* count the tier as if it were already in the fleet */
-		n = env->job->reliable.count;
-		S = n * env->types[env->reliable_type].speed;
-		C = n * (double)env->types[env->reliable_type].od_uusd;
+		for (int i = 0; i < job->reliable.count; i++)
+			s->items[n++] = (struct bb_item){
+				.cost = (double)env->types[
+					env->reliable_type].od_uusd,
+				.speed = env->types[env->reliable_type].speed,
+				.inst = SIZE_MAX,
+			};
 	}
 	risk_update(s->risk, in->mv, s->changed);
 	for (size_t i = 0; i < env->n_markets; i++) {
@@ -269,50 +403,86 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 			bb_candidate(s, i, p);
 	}
 	for (size_t i = 0; i < f->n; i++) {
-		double c, sp;
-		if (f->v[i].warned)
+		const struct pol_instance *v = &f->v[i];
+		struct bb_item *it = &s->items[n];
+		if (v->warned)
 			continue;
-		bb_inst(s, in, &f->v[i], &c, &sp);
-		C += c;
-		S += sp;
+		bb_inst(s, in, v, &it->cost, &it->speed);
+		it->paid_s = legacy && v->period_end_s > in->now_s ?
+			     (double)(v->period_end_s - in->now_s) : 0;
+		it->gone = false;
+		it->inst = i;
 		n++;
-		if (f->v[i].market >= 0)
+		if (v->market >= 0)
 			spot++;
 	}
+	/* the rate of the baselines' fleet: never plan a slower one, except
+	 * in the last END_S where the cost to finish alone decides */
+	w_min = jobspec_fleet_rate(job, job->instances + job->reliable.count,
+				   job->instances *
+				   env->types[env->ref_type].speed +
+				   job->reliable.count *
+				   env->types[env->reliable_type].speed);
+	/* ... and never pay more per work than on-demand for that */
+	cap_per_speed = (double)env->types[env->ref_type].od_uusd /
+			env->types[env->ref_type].speed;
 	/* releases at the end of billing hours */
-	for (size_t i = 0; i < f->n; i++) {
-		const struct pol_instance *v = &f->v[i];
-		double c, sp, w, wo, mine;
-		if (v->warned || v->market < 0 || v->period_end_s != in->now_s)
+	f0 = bb_finish(s, s->items, n, rem, &T0);
+	for (size_t j = 0; j < n; j++) {
+		struct bb_item *it = &s->items[j];
+		const struct pol_instance *v;
+		double f1, fs, T1;
+		bool drop;
+		if (it->inst == SIZE_MAX || it->paid_s > 0)
 			continue;
-		bb_inst(s, in, v, &c, &sp);
-		w = jobspec_fleet_rate(env->job, n, S);
-		wo = jobspec_fleet_rate(env->job, n - 1, S - sp);
-		mine = w - wo > 0 ? c / (w - wo) : INFINITY;
-		bool drop = mine > C / w;
+		v = &f->v[it->inst];
+		if (v->market < 0 || v->period_end_s != in->now_s)
+			continue;
+		it->gone = true;
+		f1 = bb_finish(s, s->items, n, rem, &T1);
+		/* before the end game, not below the baselines' rate */
+		drop = f1 < f0 && (T0 <= END_S ||
+				   rem / T1 * BILLING_HOUR_S >= w_min ||
+				   it->cost > cap_per_speed * it->speed);
+		/* full fleet: swap for a candidate that saves a good part of
+		 * what this instance would cost until the end */
 		if (!drop && spot >= max) {
-			best = bb_best(s, n - 1, S - sp, &cpw);
-			drop = best >= 0 && mine > SWAP_MARGIN * cpw;
+			best = bb_pick(s, n, rem, T0, &fs);
+			drop = best >= 0 &&
+			       fs < f0 - (SWAP_MARGIN - 1) * it->cost *
+			       bb_hours(env->billing, T0);
 		}
-		if (!drop)
+		if (!drop) {
+			it->gone = false;
 			continue;
+		}
+		bb_finish(s, s->items, n, rem, &T0);
 		struct pol_action a = {.kind = POL_RELEASE, .instance = v->id};
 		r = push(out, &a, err);
 		if (r != PX_OK)
 			return r;
-		C -= c;
-		S -= sp;
-		n--;
+		f0 = f1;
 		spot--;
 	}
-	/* acquisitions while they lower the average cost per work */
+	/* acquisitions while they lower the expected cost to finish, or
+	 * while the fleet is slower than the baselines' */
 	while (spot < max) {
-		double w = jobspec_fleet_rate(env->job, n, S);
 		const struct bb_cand *c;
-		best = bb_best(s, n, S, &cpw);
-		if (best < 0 || (w > 0 && cpw >= C / w))
+		double f1, S = 0, w;
+		int cnt = 0;
+		for (size_t j = 0; j < n; j++)
+			if (!s->items[j].gone) {
+				S += s->items[j].speed;
+				cnt++;
+			}
+		w = jobspec_fleet_rate(job, cnt, S);
+		best = bb_pick(s, n, rem, T0, &f1);
+		if (best < 0)
 			break;
 		c = &s->cand[best];
+		if (f1 >= f0 && (w >= w_min || T0 <= END_S ||
+		    c->score * BILLING_HOUR_S > cap_per_speed))
+			break;
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = best, .count = 1,
 			.bid_uusd = c->bid,
@@ -320,10 +490,15 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		r = push(out, &a, err);
 		if (r != PX_OK)
 			return r;
-		C += c->cost;
-		S += env->types[env->markets[best].type].speed * c->useful_s /
-		     BILLING_HOUR_S;
+		s->items[n] = (struct bb_item){
+			.cost = c->cost,
+			.speed = env->types[env->markets[best].type].speed *
+				 c->useful_s / BILLING_HOUR_S,
+			.inst = SIZE_MAX,
+		};
 		n++;
+		f0 = f1;
+		bb_finish(s, s->items, n, rem, &T0);
 		spot++;
 	}
 	return PX_OK;

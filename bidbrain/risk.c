@@ -163,7 +163,7 @@ void risk_get(const struct risk *r, size_t i, int k,
 	uint32_t e = m->evicted[k];
 
 	ret->samples = (uint32_t)m->count;
-	ret->beta = (e + 1.0) / (m->count + 2.0);
+	ret->beta = (e + RISK_PRIOR_EVICTED) / (m->count + RISK_PRIOR_SAMPLES);
 	ret->tau_s = e ? (double)m->tau_sum[k] / e : RISK_HORIZON_S / 2.0;
 }
 

@@ -8,7 +8,8 @@
  * hour and after how long.  A sample is taken only once s + horizon <= now,
  * so nothing after now is ever read; the last RISK_WINDOW_S of samples are
  * kept.  From them: beta_k = P(evicted within the hour | bid p + d_k) with
- * a Laplace prior ((evicted + 1) / (samples + 2)), and tau_k = the mean time
+ * a prior ((evicted + RISK_PRIOR_EVICTED) / (samples + RISK_PRIOR_SAMPLES)),
+ * and tau_k = the mean time
  * to eviction when evicted.  Deltas are fractions of the type's on-demand
  * price: RISK_DELTA_FRACS.  Pure code, no I/O, no logging.
  */
@@ -26,6 +27,11 @@
 #define RISK_STEP_S 300
 #define RISK_HORIZON_S 3600
 #define RISK_WINDOW_S (14 * 86400)
+/* Prior of beta: as if RISK_PRIOR_SAMPLES samples had been seen, of which
+ * RISK_PRIOR_EVICTED were evicted (about 4%): with no history BidBrain does
+ * not count on free evicted hours. */
+#define RISK_PRIOR_EVICTED 0.5
+#define RISK_PRIOR_SAMPLES 12.0
 
 struct risk;
 

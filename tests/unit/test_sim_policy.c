@@ -309,3 +309,82 @@ Test(policy, spread_caps_share_per_market)
 	pol_actions_release(&a);
 	sim_plan_free(p);
 }
+
+/* decide() with the job rem_h work-hours from its end. */
+static void decide_rem(void *st, int64_t now, unsigned why,
+		       const struct pol_instance *fl, size_t n, double rem_h,
+		       struct pol_actions *out)
+{
+	struct market_view mv = {.ms = &ms, .now_s = now};
+	struct pol_fleet f = {.v = fl, .n = n};
+	struct pol_progress pr = {.work_total_h = 1000,
+				  .work_done_h = 1000 - rem_h};
+	struct pol_input in = {.now_s = now, .why = why, .mv = &mv,
+			       .fleet = &f, .progress = &pr};
+	struct px_error e = {0};
+	out->n = 0;
+	cr_assert_eq(pol_bidbrain_ops.decide(st, &in, out, &e), PX_OK, "%s",
+		     e.msg);
+}
+
+static int acquired(const struct pol_actions *a)
+{
+	int n = 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].kind == POL_ACQUIRE && a->v[i].market >= 0)
+			n += a->v[i].count;
+	return n;
+}
+
+Test(policy, bidbrain_no_hours_the_job_cannot_use)
+{
+	struct pol_actions a = {0};
+	void *st = NULL;
+	int64_t now = 2 * 86400;
+
+	/* one cheap, steady market (a quarter of on-demand), one dear */
+	add("us-east-1a", "c3.xlarge", 0, 50000);
+	add("us-east-1a", "c3.xlarge", 3 * 86400, 50000);
+	add("us-east-1a", "c3.2xlarge", 0, 400000);
+	struct sim_plan *p = plan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = sim_plan_env(p);
+	int m = -1;
+	for (size_t i = 0; i < env->n_markets; i++)
+		if (!strcmp(env->types[env->markets[i].type].name,
+			    "c3.xlarge"))
+			m = (int)i;
+	cr_assert(m >= 0);
+	cr_assert_eq(pol_bidbrain_ops.init(env, &st, NULL), PX_OK);
+	/* reliable + 4 spot, every hour paid for 30 more minutes */
+	struct pol_instance fl[5];
+	for (int i = 0; i < 5; i++)
+		fl[i] = (struct pol_instance){
+			.id = (uint64_t)i + 1, .reliable = i == 0,
+			.type = env->markets[m].type, .market = i ? m : -1,
+			.bid_uusd = i ? 60000 : 0,
+			.period_end_s = now + 1800,
+		};
+	/* a long way to go: cheap spot lowers the cost, so it grows */
+	decide_rem(st, now, POL_WHY_TICK, fl, 5, 500, &a);
+	cr_assert_eq(acquired(&a), job.spot.max_instances - 4);
+	/* 1 work-hour left: the fleet (rate 5) ends in 12 minutes, inside
+	 * the paid hours; another instance would be a wasted hour */
+	decide_rem(st, now, POL_WHY_TICK, fl, 5, 1, &a);
+	cr_assert_eq(a.n, 0, "%zu actions", a.n);
+	/* one spot hour ends now and the other four finish the last
+	 * 1 work-hour inside their paid half hour: it is released, and
+	 * nothing is acquired for it */
+	fl[4].period_end_s = now;
+	decide_rem(st, now, POL_WHY_HOUR_END, fl, 5, 1, &a);
+	cr_assert_eq(a.n, 1, "%zu actions", a.n);
+	cr_assert_eq(a.v[0].kind, POL_RELEASE);
+	cr_assert_eq(a.v[0].instance, 5);
+	/* with 20 work-hours left it still pays for itself: kept (it
+	 * shortens the reliable tier's on-demand hours) */
+	decide_rem(st, now, POL_WHY_HOUR_END, fl, 5, 20, &a);
+	for (size_t i = 0; i < a.n; i++)
+		cr_assert_neq(a.v[i].kind, POL_RELEASE);
+	pol_bidbrain_ops.fini(st);
+	pol_actions_release(&a);
+	sim_plan_free(p);
+}
