@@ -109,6 +109,7 @@ struct dist_local {
 	const char *dir;           /* socket dir; NULL: a private temp dir */
 	uint32_t reliable;         /* reliable PS nodes */
 	double kill_worker_every;  /* s; 0: never.  Replaced at once */
+	double kill_worker_at;     /* s; 0: never.  Once, replaced */
 	double kill_ps_at;         /* s; 0: never.  An ActivePS (transient) */
 	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
 	double add_worker_at;      /* s; 0: never.  One extra worker */

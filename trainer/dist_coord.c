@@ -564,7 +564,7 @@ static void progress(struct coord *c, bool eval)
 		for (uint32_t i = 0; i < c->n; i++)
 			c->m[i].last_us += t;
 	}
-	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, test loss "
+	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last test loss "
 	    "%.4f, accuracy %.2f%%, %u workers, %u PS, stage %u, epoch "
 	    "%" PRIu64, c->min_clock, c->total,
 	    secs > 0 ? c->samples / secs : 0.0, c->last_loss,
@@ -730,8 +730,11 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 		now = px_now_mono_us();
 		if (now >= next_hb) {
 			check_timeouts(c, now);
+			/* Before the start this is the nodes' sign of life. */
 			if (c->started)
 				announce(c);
+			else
+				send_clock_min(c);
 			next_hb = now + (uint64_t)o->hb_ms * 1000;
 		}
 		if (!c->started)

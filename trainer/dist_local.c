@@ -236,6 +236,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		goto out_kill;
 	if (l->kill_worker_every > 0)
 		next_kill = t0 + (uint64_t)(l->kill_worker_every * 1e6);
+	else if (l->kill_worker_at > 0)
+		next_kill = t0 + (uint64_t)(l->kill_worker_at * 1e6);
 	for (;;) {
 		uint64_t now = px_now_mono_us();
 		double el = (double)(now - t0) / 1e6;
@@ -271,8 +273,9 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 				if (e != PX_OK)
 					break;
 			}
-			next_kill = now + (uint64_t)(l->kill_worker_every *
-						     1e6);
+			next_kill = l->kill_worker_every > 0
+				? now + (uint64_t)(l->kill_worker_every * 1e6)
+				: 0;
 		}
 		if (l->kill_ps_at > 0 && !ps_killed && el >= l->kill_ps_at) {
 			ps_killed = true;
@@ -281,6 +284,9 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 				dist_logf(o, 6, "churn: SIGKILL ps %u at "
 					  "%.1f s", c->node, el);
 				kill(c->pid, SIGKILL);
+				e = spawn(s, CH_PS, s->next_ps++, false, err);
+				if (e != PX_OK)
+					break;
 			}
 		}
 		if (l->leave_worker_at > 0 && !left &&

@@ -25,8 +25,16 @@ struct pshard {
 	uint64_t pushes;     /* applied */
 };
 
+/* The last clock a worker pushed, per shard (read-my-writes). */
+struct pusher {
+	struct wire_node node;
+	bool used;
+	int64_t clock[DIST_MAX_SHARDS];
+};
+
 struct ps {
 	const struct dist_opts *o;
+	struct pusher pushers[DIST_MAX_NODES];
 	struct wire_ctx *ctx;
 	struct net_sock *rep, *pull, *sub, *creq, *cpush;
 	struct dist_links links;
@@ -223,6 +231,36 @@ static void on_sub(struct ps *p)
 	}
 }
 
+static struct pusher *pusher(struct ps *p, struct wire_node n, bool add)
+{
+	struct pusher *free_p = NULL;
+
+	for (size_t i = 0; i < DIST_MAX_NODES; i++) {
+		if (p->pushers[i].used && wire_node_eq(p->pushers[i].node, n))
+			return &p->pushers[i];
+		if (!p->pushers[i].used && !free_p)
+			free_p = &p->pushers[i];
+	}
+	if (!add)
+		return NULL;
+	if (!free_p)
+		free_p = &p->pushers[n.v % DIST_MAX_NODES]; /* reuse one */
+	free_p->used = true;
+	free_p->node = n;
+	for (size_t s = 0; s < DIST_MAX_SHARDS; s++)
+		free_p->clock[s] = -1;
+	return free_p;
+}
+
+static void note_push(struct ps *p, struct wire_node n, uint32_t s,
+		      int64_t clock)
+{
+	struct pusher *u = pusher(p, n, true);
+
+	if (clock > u->clock[s])
+		u->clock[s] = clock;
+}
+
 /* Apply a range (PUSH: gradient, FORWARD: delta, PARAMS: snapshot). */
 static void on_range(struct ps *p, const struct wire_msg *m)
 {
@@ -250,6 +288,8 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 				  p->o->train.weight_decay);
 		free(g);
 		sh->pushes++;
+		if (!(m->hdr.flags & WIRE_F_MORE))
+			note_push(p, m->hdr.sender, r->shard, r->clock);
 		break;
 	case WIRE_FORWARD:
 		if (!sh->have || sh->active)
@@ -291,6 +331,29 @@ static void on_pull(struct ps *p)
 	}
 }
 
+/* A worker reads its own writes: before answering its PULL, apply the
+ * pushes it sent up to clock `upto` (they travel on another socket), for
+ * at most 100 ms. */
+static void wait_own_push(struct ps *p, struct wire_node n, uint32_t s,
+			  int64_t upto)
+{
+	uint64_t until = px_now_mono_us() + 100000;
+	struct pusher *u;
+
+	on_pull(p);
+	for (;;) {
+		struct nn_pollfd pf = { .fd = net_nn_socket(p->pull),
+					.events = NN_POLLIN };
+
+		u = pusher(p, n, false);
+		if (upto < 0 || (u && u->clock[s] >= upto) ||
+		    px_now_mono_us() >= until)
+			return;
+		if (nn_poll(&pf, 1, dist_ms_until(until, 100)) > 0)
+			on_pull(p);
+	}
+}
+
 static void on_rep(struct ps *p)
 {
 	struct px_error err;
@@ -301,7 +364,16 @@ static void on_rep(struct ps *p)
 		struct pshard *sh = q->shard < p->nshards ? &p->sh[q->shard]
 							  : NULL;
 
-		if (m.hdr.type == WIRE_PULL && sh && sh->active && sh->have &&
+		if (m.hdr.type == WIRE_PULL && sh && sh->active)
+			wait_own_push(p, m.hdr.sender, q->shard,
+				      q->min_clock);
+		/* Workers and the coordinator read active shards; the new
+		 * active of a shard may read its backup's copy. */
+		bool serve = sh && sh->have &&
+			     (sh->active || wire_node_eq(m.hdr.sender,
+						p->map[q->shard].active));
+
+		if (m.hdr.type == WIRE_PULL && serve &&
 		    q->offset <= sh->cnt && q->count <= sh->cnt - q->offset) {
 			if (net_send_range(p->rep, WIRE_PARAMS, m.hdr.sender,
 					   p->clock_min, q->shard, q->offset,
@@ -319,6 +391,47 @@ static void on_rep(struct ps *p)
 			(void)net_send(p->rep, &a, 100, &err);
 		}
 		wire_msg_release(&m);
+	}
+}
+
+/* An active shard without state (its old active died before handing it
+ * over): fetch the backup's copy, at most one clock behind. */
+static void fetch_missing(struct ps *p)
+{
+	struct px_error err;
+
+	for (uint32_t s = 0; s < p->nshards; s++) {
+		const struct wire_shard *ws = &p->map[s];
+		struct pshard *sh = &p->sh[s];
+		const char *addr;
+		struct net_sock *q;
+		struct wire_msg m, r;
+
+		if (!sh->active || sh->have || !sh->w ||
+		    wire_node_eq(ws->backup, WIRE_NODE_ALL) ||
+		    wire_node_eq(ws->backup, p->o->node))
+			continue;
+		addr = addr_of(p, ws->backup);
+		if (!addr)
+			continue;
+		q = dist_link_get(&p->links, ws->backup, addr, true, &err);
+		if (!q)
+			continue;
+		wire_msg_init(&m, WIRE_PULL, ws->backup, p->clock_min);
+		m.u.pull.shard = s;
+		m.u.pull.count = sh->cnt;
+		if (net_send(q, &m, 100, &err) != PX_OK ||
+		    net_recv(q, &r, 200, &err) != PX_OK) {
+			dist_link_reset_req(&p->links, ws->backup);
+			continue;
+		}
+		if (r.hdr.type == WIRE_PARAMS && r.u.range.shard == s &&
+		    r.u.range.offset == 0 && r.u.range.data.n == sh->cnt) {
+			on_range(p, &r);
+			dist_logf(p->o, 5, "shard %u: state fetched from "
+				  "backup %u", s, ws->backup.v);
+		}
+		wire_msg_release(&r);
 	}
 }
 
@@ -431,6 +544,7 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 		now = px_now_mono_us();
 		if (now >= next_hb) {
 			heartbeat(p);
+			fetch_missing(p);
 			next_hb = now + (uint64_t)o->hb_ms * 1000;
 		}
 		if (o->stop && *o->stop && !p->leaving) {

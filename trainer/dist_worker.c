@@ -45,6 +45,8 @@ struct worker {
 	uint8_t *h_y, *y;
 	uint64_t t0_us;
 	uint32_t hotadd_ms;        /* process start to first push */
+	bool pushed;               /* pushed to the current map's shards */
+	int64_t last_push;         /* clock of the last push */
 	uint64_t next_hb, last_coord;
 };
 
@@ -80,6 +82,7 @@ static void on_sub(struct worker *w)
 				w->nshards = m.u.stage.nshards;
 				w->stage_epoch = m.u.stage.epoch;
 				w->stage = m.u.stage.stage;
+				w->pushed = false; /* new holders */
 			}
 			break;
 		case WIRE_CLOCK_MIN:
@@ -159,7 +162,8 @@ static bool pull_all(struct worker *w)
 		wire_msg_init(&m, WIRE_PULL, sh->active, w->clock);
 		m.u.pull.shard = s;
 		m.u.pull.count = sh->count;
-		m.u.pull.min_clock = w->clock - w->o->slack;
+		/* "with my pushes up to": read-my-writes at the PS */
+		m.u.pull.min_clock = w->pushed ? w->last_push : -1;
 		e = net_send(q, &m, 100, &err);
 		if (e == PX_OK)
 			e = net_recv(q, &r, 250, &err);
@@ -420,6 +424,8 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 			e = push_all(w, n, err);
 		if (e != PX_OK)
 			break;
+		w->pushed = true;
+		w->last_push = w->clock;
 		if (!w->hotadd_ms) {
 			uint64_t ms = (px_now_mono_us() - w->t0_us) / 1000;
 

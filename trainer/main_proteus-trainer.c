@@ -36,6 +36,7 @@ static void usage(FILE *f)
 		"[--slack S] [--stage 1|2|3]\n"
 		"                       [--stage-at CLOCK:STAGE] "
 		"[--shards N] [--kill-worker-every S]\n"
+		"                       [--kill-worker-at S]\n"
 		"                       [--kill-ps-at S] [--leave-worker-at S] "
 		"[--add-worker-at S]\n"
 		"                       [--dir DIR] [--timeout S] "
@@ -322,12 +323,13 @@ enum {
 	O_ADD_WORKER = 0x200, O_COORD, O_DIR, O_EVAL, O_HB, O_HBTO, O_JOB,
 	O_KILL_PS, O_KILL_W, O_LEAVE_W, O_LISTEN, O_NODE, O_PS, O_RELIABLE,
 	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
+	O_KILL_WAT,
 };
 
 static bool local_only(int c)
 {
 	return c == O_ADD_WORKER || c == O_DIR || c == O_KILL_PS ||
-	       c == O_KILL_W || c == O_LEAVE_W || c == O_RELIABLE ||
+	       c == O_KILL_W || c == O_KILL_WAT || c == O_LEAVE_W || c == O_RELIABLE ||
 	       c == O_TIMEOUT;
 }
 
@@ -349,6 +351,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "job", required_argument, NULL, O_JOB },
 		{ "json", no_argument, NULL, 'j' },
 		{ "kill-ps-at", required_argument, NULL, O_KILL_PS },
+		{ "kill-worker-at", required_argument, NULL, O_KILL_WAT },
 		{ "kill-worker-every", required_argument, NULL, O_KILL_W },
 		{ "leave-worker-at", required_argument, NULL, O_LEAVE_W },
 		{ "listen", required_argument, NULL, O_LISTEN },
@@ -510,6 +513,11 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 				       &l.kill_worker_every))
 				goto out;
 			break;
+		case O_KILL_WAT:
+			if (parse_secs("kill-worker-at", optarg,
+				       &l.kill_worker_at))
+				goto out;
+			break;
 		case O_LEAVE_W:
 			if (parse_secs("leave-worker-at", optarg,
 				       &l.leave_worker_at))
@@ -529,7 +537,15 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 			if (!local) {
 				o.reliable = true;
 			} else {
-				if (!optarg || parse_u64("reliable", optarg,
+				/* an optional_argument only takes
+				 * "--reliable=R"; accept "--reliable R" */
+				if (!optarg && optind < argc)
+					optarg = argv[optind++];
+				if (!optarg) {
+					log_err("local needs --reliable R");
+					goto out;
+				}
+				if (parse_u64("reliable", optarg,
 							 DIST_MAX_NODES, &v))
 					goto out;
 				l.reliable = (uint32_t)v;
