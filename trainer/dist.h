@@ -51,6 +51,8 @@ struct dist_opts {
 	bool json;                 /* coordinator: JSON result on out */
 	bool eval_epochs;          /* coordinator: test after each epoch */
 	int out_fd;                /* coordinator: progress and result */
+	int ready_fd;              /* coordinator: one byte here when the
+				      job starts, then closed; -1: none */
 	dist_log_fn log;           /* may be NULL */
 	void *log_arg;
 	volatile sig_atomic_t *stop; /* set on SIGTERM: leave gracefully */

@@ -25,6 +25,7 @@ void dist_opts_default(struct dist_opts *o)
 	o->hb_ms = 100;
 	o->hb_timeout_ms = 800;
 	o->out_fd = 1;
+	o->ready_fd = -1;
 }
 
 void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)

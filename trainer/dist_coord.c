@@ -334,6 +334,12 @@ static void maybe_start(struct coord *c)
 	    "%" PRId64 " clocks", nw, nps, c->nshards, c->stage, c->total);
 	c->epoch++;
 	announce(c);
+	if (c->o->ready_fd >= 0) {
+		/* tell the launcher (churn clocks start now) */
+		if (write(c->o->ready_fd, "s", 1) != 1)
+			dist_logf(c->o, 4, "ready fd: write failed");
+		close(c->o->ready_fd);
+	}
 }
 
 static void on_register(struct coord *c, struct wire_msg *req)

@@ -7,6 +7,7 @@
 #include "dist_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/rand.h>
 #include <signal.h>
 #include <spawn.h>
@@ -45,6 +46,7 @@ struct local {
 	struct child ch[LOCAL_MAX_CHILDREN];
 	uint32_t nch;
 	uint32_t next_worker, next_ps;
+	int ready[2];            /* pipe: the coordinator says "started" */
 };
 
 static volatile sig_atomic_t local_stop;
@@ -61,6 +63,7 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 	char nodearg[16], listen[300], coord[300];
 	const char *argv[LOCAL_MAX_ARGS];
 	static const char *const role[] = { "coordinator", "ps", "worker" };
+	posix_spawn_file_actions_t fa;
 	struct child *c;
 	size_t k = 0;
 	pid_t pid;
@@ -88,8 +91,16 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 	argv[k++] = listen;
 	if (reliable)
 		argv[k++] = "--reliable";
+	posix_spawn_file_actions_init(&fa);
+	if (kind == CH_COORD) {
+		/* the pipe's write end as fd 3 of the coordinator only */
+		argv[k++] = "--ready-fd";
+		argv[k++] = "3";
+		posix_spawn_file_actions_adddup2(&fa, s->ready[1], 3);
+	}
 	argv[k] = NULL;
-	r = posix_spawn(&pid, s->l->self, NULL, NULL, (char **)argv, s->envp);
+	r = posix_spawn(&pid, s->l->self, &fa, NULL, (char **)argv, s->envp);
+	posix_spawn_file_actions_destroy(&fa);
 	if (r != 0)
 		return px_errorf(err, PX_ESYS | r, "spawn '%s': %s",
 				 s->l->self, strerror(r));
@@ -193,8 +204,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 {
 	struct local *s = px_calloc(1, sizeof(*s));
 	struct sigaction sa, old_int, old_term;
-	uint64_t t0 = px_now_mono_us(), next_kill = 0;
-	bool ps_killed = false, left = false, added = false;
+	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
+	bool ps_killed = false, left = false, added = false, started = false;
 	int rc = 1;
 	enum px_err e;
 
@@ -221,6 +232,10 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 	e = make_env(s, err);
 	if (e != PX_OK)
 		goto out_free;
+	if (pipe2(s->ready, O_CLOEXEC | O_NONBLOCK) != 0) {
+		px_errorf(err, PX_ESYS | errno, "pipe: %s", strerror(errno));
+		goto out_free;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, &old_int);
@@ -234,16 +249,27 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		e = spawn(s, CH_WORKER, s->next_worker++, false, err);
 	if (e != PX_OK)
 		goto out_kill;
-	if (l->kill_worker_every > 0)
-		next_kill = t0 + (uint64_t)(l->kill_worker_every * 1e6);
-	else if (l->kill_worker_at > 0)
-		next_kill = t0 + (uint64_t)(l->kill_worker_at * 1e6);
+	close(s->ready[1]);
+	s->ready[1] = -1;
 	for (;;) {
 		uint64_t now = px_now_mono_us();
 		double el = (double)(now - t0) / 1e6;
 		struct child *c;
+		char b;
 
 		reap(s);
+		if (!started && read(s->ready[0], &b, 1) == 1) {
+			/* churn times count from the job's start */
+			started = true;
+			t0 = now;
+			el = 0;
+			if (l->kill_worker_every > 0)
+				next_kill = t0 + (uint64_t)(
+					l->kill_worker_every * 1e6);
+			else if (l->kill_worker_at > 0)
+				next_kill = t0 + (uint64_t)(
+					l->kill_worker_at * 1e6);
+		}
 		if (!s->ch[0].pid) {
 			int st = s->ch[0].status;
 
@@ -256,7 +282,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 			rc = 130;
 			break;
 		}
-		if (l->timeout_s > 0 && el > l->timeout_s) {
+		if (l->timeout_s > 0 &&
+		    (double)(now - t_begin) / 1e6 > l->timeout_s) {
 			px_errorf(err, PX_ETIMEDOUT, "job ran past %.0f s",
 				  l->timeout_s);
 			rc = 124;
@@ -277,7 +304,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 				? now + (uint64_t)(l->kill_worker_every * 1e6)
 				: 0;
 		}
-		if (l->kill_ps_at > 0 && !ps_killed && el >= l->kill_ps_at) {
+		if (l->kill_ps_at > 0 && started && !ps_killed &&
+		    el >= l->kill_ps_at) {
 			ps_killed = true;
 			c = pick(s, CH_PS);
 			if (c) {
@@ -289,7 +317,7 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 					break;
 			}
 		}
-		if (l->leave_worker_at > 0 && !left &&
+		if (l->leave_worker_at > 0 && started && !left &&
 		    el >= l->leave_worker_at) {
 			left = true;
 			c = pick(s, CH_WORKER);
@@ -303,7 +331,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 					break;
 			}
 		}
-		if (l->add_worker_at > 0 && !added && el >= l->add_worker_at) {
+		if (l->add_worker_at > 0 && started && !added &&
+		    el >= l->add_worker_at) {
 			added = true;
 			dist_logf(o, 6, "adding worker %u at %.1f s",
 				  s->next_worker, el);
@@ -331,6 +360,10 @@ out_free:
 		}
 		(void)rmdir(s->dir);
 	}
+	if (s->ready[0] > 0)
+		close(s->ready[0]);
+	if (s->ready[1] > 0)
+		close(s->ready[1]);
 	free(s->envp);
 	free(s);
 	return rc;

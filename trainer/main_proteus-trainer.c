@@ -323,7 +323,7 @@ enum {
 	O_ADD_WORKER = 0x200, O_COORD, O_DIR, O_EVAL, O_HB, O_HBTO, O_JOB,
 	O_KILL_PS, O_KILL_W, O_LEAVE_W, O_LISTEN, O_NODE, O_PS, O_RELIABLE,
 	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
-	O_KILL_WAT,
+	O_KILL_WAT, O_READY,
 };
 
 static bool local_only(int c)
@@ -362,6 +362,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "momentum", required_argument, NULL, 'M' },
 		{ "node", required_argument, NULL, O_NODE },
 		{ "ps", required_argument, NULL, O_PS },
+		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "reliable", optional_argument, NULL, O_RELIABLE },
 		{ "schedule", required_argument, NULL, 'S' },
 		{ "seed", required_argument, NULL, 's' },
@@ -532,6 +533,11 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 			if (parse_u64("ps", optarg, DIST_MAX_NODES, &v))
 				goto out;
 			o.ps = (uint32_t)v;
+			break;
+		case O_READY:
+			if (parse_u64("ready-fd", optarg, 1023, &v) || v < 3)
+				goto out;
+			o.ready_fd = (int)v;
 			break;
 		case O_RELIABLE:
 			if (!local) {

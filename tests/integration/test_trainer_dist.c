@@ -140,7 +140,7 @@ Test(trainer_dist, worker_sigkill_survived, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
-				"16", "--kill-worker-at", "1.2", NULL };
+				"30", "--kill-worker-at", "0.8", NULL };
 	json_t *j = run_local(extra);
 
 	cr_assert_eq(num(j, "losses"), 1);
@@ -154,8 +154,8 @@ Test(trainer_dist, active_ps_sigkill_promotes_backup, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "2", "--reliable",
-				"1", "--stage", "2", "--epochs", "16",
-				"--kill-ps-at", "1.2", NULL };
+				"1", "--stage", "2", "--epochs", "30",
+				"--kill-ps-at", "0.8", NULL };
 	json_t *j = run_local(extra);
 
 	cr_assert_eq(num(j, "losses"), 1);
@@ -168,8 +168,8 @@ Test(trainer_dist, join_and_leave_counted, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
-				"16", "--add-worker-at", "1.0",
-				"--leave-worker-at", "1.5", NULL };
+				"30", "--add-worker-at", "0.6",
+				"--leave-worker-at", "1.0", NULL };
 	json_t *j = run_local(extra);
 
 	/* the added worker and the leaver's replacement */
@@ -209,7 +209,10 @@ static void *attacker(void *arg)
 	size_t len;
 	int push, req;
 
-	usleep(500000);
+	/* wait for the coordinator's sockets (slow under ASan) */
+	snprintf(url, sizeof(url), "%s/n0.pull", dir);
+	for (int i = 0; i < 300 && access(url, F_OK) != 0; i++)
+		usleep(50000);
 	if (wire_ctx_new(&wc, &ctx, NULL) != PX_OK)
 		return (void *)1;
 	push = nn_socket(AF_SP, NN_PUSH);
@@ -220,16 +223,18 @@ static void *attacker(void *arg)
 	nn_connect(req, url);
 	for (int i = 0; i < 20; i++) {
 		struct wire_msg m;
-		int to = 100;
+		int to = 200;
 
+		nn_setsockopt(push, NN_SOL_SOCKET, NN_SNDTIMEO, &to,
+			      sizeof(to));
 		memset(junk, i, sizeof(junk));
 		memcpy(junk, "PXWP", 4);
-		nn_send(push, junk, sizeof(junk), NN_DONTWAIT);
+		nn_send(push, junk, sizeof(junk), 0);
 		wire_msg_init(&m, WIRE_CLOCK, (struct wire_node){ 0 }, 1000);
 		m.u.clock.samples = 1u << 30;
 		if (wire_encode(ctx, &m, WIRE_PAYLOAD_DEFAULT, &buf, &len,
 				NULL) == PX_OK) {
-			nn_send(push, buf, len, NN_DONTWAIT);
+			nn_send(push, buf, len, 0);
 			free(buf);
 		}
 		if (wire_hello_begin(ctx, (struct wire_node){ 0 },
