@@ -1,16 +1,16 @@
 #!/bin/sh
 # bench_trainer.sh -- the distributed trainer (`proteus-trainer local`) on
 # full Fashion-MNIST: accuracy against the single-process `train`, churn
-# (a worker SIGKILLed every 10 s and replaced, one ActivePS SIGKILLed)
-# against no churn, hot-add latency, recovery time, and 1/2/4-worker
+# on the MLP (a worker SIGKILLed every 10 s and replaced, one ActivePS
+# SIGKILLed and replaced) against no churn, hot-add latency, recovery time, and 1/2/4-worker
 # scaling on loopback.  Prints markdown tables.
 #   env: BUILD (default build), EPOCHS (MLR epochs, default 15),
-#   MLP_EPOCHS (default 0: skip the MLP run).
+#   MLP_EPOCHS (MLP epochs, default 6: the churn runs last ~35 s).
 set -eu
 
 BUILD=${BUILD:-build}
 EPOCHS=${EPOCHS:-15}
-MLP_EPOCHS=${MLP_EPOCHS:-0}
+MLP_EPOCHS=${MLP_EPOCHS:-6}
 T="$BUILD/proteus-trainer"
 DATA=/usr/share/datasets/fashion-mnist
 
@@ -27,32 +27,28 @@ command -v jq >/dev/null 2>&1 || {
 	exit 2
 }
 
-COMMON="--batch 128 --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --json"
+COMMON="--timeout 300 --batch 128 --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --json"
+TCOMMON="--batch 128 --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --json"
 row() { # label json
 	echo "$2" | jq -r --arg l "$1" '"| \($l) | \(.test_accuracy*10000|round/100)% | \(.samples_per_sec|round) | \(.clocks // .epochs) | \(.joins // "-") | \(.losses // "-") | \(.recovery_ms_max // "-" | if type=="number" then round else . end) | \(.hotadd_ms_max // "-" | if type=="number" then round else . end) | \(.wall_seconds*10|round/10) |"'
 }
 
 echo "| run | test accuracy | samples/s | clocks | joins | losses | recovery ms (max) | hot-add ms (max) | wall s |"
 echo "|---|---|---|---|---|---|---|---|---|"
-r=$("$T" train --model mlr --epochs "$EPOCHS" $COMMON 2>/dev/null)
-row "MLR train (1 process)" "$r"
+r=$("$T" train --model mlr --epochs "$EPOCHS" $TCOMMON 2>/dev/null)
+row "MLR train (1 process), $EPOCHS epochs" "$r"
 r=$("$T" local --model mlr --epochs "$EPOCHS" --workers 2 --ps 2 $COMMON 2>/dev/null)
 row "MLR local 2 workers, 2 PS (stage 1)" "$r"
-base=$("$T" local --model mlr --epochs "$EPOCHS" --workers 2 --ps 2 --reliable 1 --stage 2 $COMMON 2>/dev/null)
-row "MLR stage 2, no churn" "$base"
-churn=$("$T" local --model mlr --epochs "$EPOCHS" --workers 2 --ps 2 --reliable 1 --stage 2 \
+r=$("$T" train --model mlp --epochs "$MLP_EPOCHS" $TCOMMON 2>/dev/null)
+row "MLP train (1 process), $MLP_EPOCHS epochs" "$r"
+base=$("$T" local --model mlp --epochs "$MLP_EPOCHS" --workers 2 --ps 2 --reliable 1 --stage 2 $COMMON 2>/dev/null)
+row "MLP local 2 workers, 2 PS, stage 2, no churn" "$base"
+churn=$("$T" local --model mlp --epochs "$MLP_EPOCHS" --workers 2 --ps 2 --reliable 1 --stage 2 \
 	--kill-worker-every 10 --kill-ps-at 15 $COMMON 2>/dev/null)
-row "MLR stage 2, churn (worker SIGKILL /10 s, ActivePS SIGKILL at 15 s)" "$churn"
+row "same, churn (worker SIGKILL every 10 s, ActivePS SIGKILL at 15 s)" "$churn"
 d=$(jq -n --argjson a "$base" --argjson b "$churn" '(($a.test_accuracy - $b.test_accuracy)*10000|round)/100')
 echo
 echo "churn costs $d accuracy points (issue bound: 0.5)"
-if [ "$MLP_EPOCHS" -gt 0 ]; then
-	r=$("$T" train --model mlp --epochs "$MLP_EPOCHS" $COMMON 2>/dev/null)
-	row "MLP train (1 process)" "$r"
-	r=$("$T" local --model mlp --epochs "$MLP_EPOCHS" --workers 2 --ps 2 $COMMON 2>/dev/null)
-	row "MLP local 2 workers, 2 PS" "$r"
-fi
-
 echo
 echo "Scaling (MLR, 2 epochs, 1 PS per 2 workers, BSP):"
 echo
