@@ -1,10 +1,12 @@
-/* main_proteus-trainer.c -- the trainer program.  For now one subcommand,
- * `train`: single-process training on Fashion-MNIST (no workers or
- * parameter servers yet), printing progress per epoch and optionally one
- * JSON summary object on stdout.
+/* main_proteus-trainer.c -- the trainer program: `train` (single
+ * process), the distributed roles `coordinator`, `ps` and `worker` (see
+ * docs/trainer.md), and `local`, which starts a whole job on this host.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "../common/log.h"
 #include "../common/px.h"
 #include "data.h"
+#include "dist.h"
 #include "train_local.h"
 
 #define PROG "proteus-trainer"
@@ -28,7 +31,21 @@ static void usage(FILE *f)
 		"                       [--schedule const|cosine] "
 		"[--device cpu|cuda] [--seed N]\n"
 		"                       [--data DIR] "
-		"[--max-train N] [--max-test N] [--json]\n");
+		"[--max-train N] [--max-test N] [--json]\n"
+		"       " PROG " local --workers N --ps M [--reliable R] "
+		"[--slack S] [--stage 1|2|3]\n"
+		"                       [--stage-at CLOCK:STAGE] "
+		"[--shards N] [--kill-worker-every S]\n"
+		"                       [--kill-worker-at S]\n"
+		"                       [--kill-ps-at S] [--leave-worker-at S] "
+		"[--add-worker-at S]\n"
+		"                       [--dir DIR] [--timeout S] "
+		"[--heartbeat MS] [--hb-timeout MS]\n"
+		"                       [--eval-epochs] + the train options\n"
+		"       " PROG " coordinator|ps|worker --node N --job ID "
+		"--coord ADDR --listen ADDR\n"
+		"                       [--reliable] + the local options "
+		"(job key in $" DIST_KEY_ENV ")\n");
 }
 
 static int parse_u64(const char *name, const char *s, uint64_t max,
@@ -250,6 +267,385 @@ out_release:
 	return rc;
 }
 
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void log_cb(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	log_msg((enum log_level)level, "%s", msg);
+}
+
+/* "CLOCK:STAGE" */
+static int parse_stage_at(const char *s, struct dist_opts *o)
+{
+	char *end;
+	long long c;
+	unsigned long st;
+
+	errno = 0;
+	c = strtoll(s, &end, 10);
+	if (errno || end == s || *end != ':' || c < 0)
+		goto bad;
+	st = strtoul(end + 1, &end, 10);
+	if (errno || *end || st < 1 || st > 3)
+		goto bad;
+	o->stage_at = c;
+	o->stage_to = (uint8_t)st;
+	return 0;
+bad:
+	log_err("bad --stage-at '%s' (CLOCK:STAGE, stage 1..3)", s);
+	return -1;
+}
+
+static int parse_secs(const char *name, const char *s, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0.0) || v > 1e6) {
+		log_err("bad --%s '%s' (seconds >= 0)", name, s);
+		return -1;
+	}
+	*ret = v;
+	return 0;
+}
+
+enum {
+	O_LOCAL_ONLY = 0x100, /* not passed on to the roles */
+	O_ADD_WORKER = 0x200, O_COORD, O_DIR, O_EVAL, O_HB, O_HBTO, O_JOB,
+	O_KILL_PS, O_KILL_W, O_LEAVE_W, O_LISTEN, O_NODE, O_PS, O_RELIABLE,
+	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
+	O_KILL_WAT, O_READY,
+};
+
+static bool local_only(int c)
+{
+	return c == O_ADD_WORKER || c == O_DIR || c == O_KILL_PS ||
+	       c == O_KILL_W || c == O_KILL_WAT || c == O_LEAVE_W || c == O_RELIABLE ||
+	       c == O_TIMEOUT;
+}
+
+/* coordinator | ps | worker | local */
+static int cmd_dist(const char *cmd, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "add-worker-at", required_argument, NULL, O_ADD_WORKER },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "coord", required_argument, NULL, O_COORD },
+		{ "data", required_argument, NULL, 'D' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "dir", required_argument, NULL, O_DIR },
+		{ "epochs", required_argument, NULL, 'e' },
+		{ "eval-epochs", no_argument, NULL, O_EVAL },
+		{ "hb-timeout", required_argument, NULL, O_HBTO },
+		{ "heartbeat", required_argument, NULL, O_HB },
+		{ "help", no_argument, NULL, 'h' },
+		{ "job", required_argument, NULL, O_JOB },
+		{ "json", no_argument, NULL, 'j' },
+		{ "kill-ps-at", required_argument, NULL, O_KILL_PS },
+		{ "kill-worker-at", required_argument, NULL, O_KILL_WAT },
+		{ "kill-worker-every", required_argument, NULL, O_KILL_W },
+		{ "leave-worker-at", required_argument, NULL, O_LEAVE_W },
+		{ "listen", required_argument, NULL, O_LISTEN },
+		{ "lr", required_argument, NULL, 'l' },
+		{ "max-test", required_argument, NULL, 'T' },
+		{ "max-train", required_argument, NULL, 'N' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "momentum", required_argument, NULL, 'M' },
+		{ "node", required_argument, NULL, O_NODE },
+		{ "ps", required_argument, NULL, O_PS },
+		{ "ready-fd", required_argument, NULL, O_READY },
+		{ "reliable", optional_argument, NULL, O_RELIABLE },
+		{ "schedule", required_argument, NULL, 'S' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "shards", required_argument, NULL, O_SHARDS },
+		{ "slack", required_argument, NULL, O_SLACK },
+		{ "stage", required_argument, NULL, O_STAGE },
+		{ "stage-at", required_argument, NULL, O_STAGE_AT },
+		{ "threads", required_argument, NULL, 't' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "weight-decay", required_argument, NULL, 'w' },
+		{ "workers", required_argument, NULL, O_WORKERS },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool local = !strcmp(cmd, "local");
+	struct dist_local l = { .self = "/proc/self/exe" };
+	struct dist_opts o;
+	struct px_error err = { 0 };
+	char **role_args;
+	size_t nargs = 0;
+	uint64_t v;
+	int c, rc = 2, prev = 1;
+	enum px_err e;
+
+	dist_opts_default(&o);
+	o.log = log_cb;
+	o.stop = &stop_flag;
+	role_args = px_calloc((size_t)argc + 1, sizeof(char *));
+	if (!role_args)
+		return 1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (parse_u64("batch", optarg, MODEL_MAX_BATCH, &v))
+				goto out;
+			o.train.batch = (uint32_t)v;
+			break;
+		case 'D':
+			o.data_dir = optarg;
+			break;
+		case 'd':
+			if (train_device_parse(optarg, &o.train.device,
+					       &err)) {
+				log_err("%s", err.msg);
+				goto out;
+			}
+			break;
+		case 'e':
+			if (parse_u64("epochs", optarg, 100000, &v))
+				goto out;
+			o.train.epochs = (uint32_t)v;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = 0;
+			goto out;
+		case 'j':
+			o.json = true;
+			break;
+		case 'l':
+			if (parse_float("lr", optarg, &o.train.lr))
+				goto out;
+			break;
+		case 'M':
+			if (parse_float("momentum", optarg,
+					&o.train.momentum))
+				goto out;
+			break;
+		case 'm':
+			if (model_kind_parse(optarg, &o.train.model, &err)) {
+				log_err("%s", err.msg);
+				goto out;
+			}
+			break;
+		case 'N':
+			if (parse_u64("max-train", optarg, DATA_IDX_MAX_ITEMS,
+				      &v))
+				goto out;
+			o.max_train = (uint32_t)v;
+			break;
+		case 'S':
+			if (train_schedule_parse(optarg, &o.train.schedule,
+						 &err)) {
+				log_err("%s", err.msg);
+				goto out;
+			}
+			break;
+		case 's':
+			if (parse_u64("seed", optarg, UINT64_MAX,
+				      &o.train.seed))
+				goto out;
+			break;
+		case 'T':
+			if (parse_u64("max-test", optarg, DATA_IDX_MAX_ITEMS,
+				      &v))
+				goto out;
+			o.max_test = (uint32_t)v;
+			break;
+		case 't':
+			if (parse_u64("threads", optarg, 1024, &v))
+				goto out;
+			o.train.threads = (int)v;
+			break;
+		case 'w':
+			if (parse_float("weight-decay", optarg,
+					&o.train.weight_decay))
+				goto out;
+			break;
+		case O_ADD_WORKER:
+			if (parse_secs("add-worker-at", optarg,
+				       &l.add_worker_at))
+				goto out;
+			break;
+		case O_COORD:
+		case O_LISTEN:
+			if (strlen(optarg) > DIST_ADDR_MAX) {
+				log_err("address '%s' too long", optarg);
+				goto out;
+			}
+			snprintf(c == O_COORD ? o.coord : o.listen,
+				 DIST_ADDR_MAX + 1, "%s", optarg);
+			break;
+		case O_DIR:
+			l.dir = optarg;
+			break;
+		case O_EVAL:
+			o.eval_epochs = true;
+			break;
+		case O_HB:
+			if (parse_u64("heartbeat", optarg, 60000, &v) || !v)
+				goto out;
+			o.hb_ms = (uint32_t)v;
+			break;
+		case O_HBTO:
+			if (parse_u64("hb-timeout", optarg, 600000, &v) || !v)
+				goto out;
+			o.hb_timeout_ms = (uint32_t)v;
+			break;
+		case O_JOB:
+			if (parse_u64("job", optarg, UINT64_MAX, &o.job))
+				goto out;
+			break;
+		case O_KILL_PS:
+			if (parse_secs("kill-ps-at", optarg, &l.kill_ps_at))
+				goto out;
+			break;
+		case O_KILL_W:
+			if (parse_secs("kill-worker-every", optarg,
+				       &l.kill_worker_every))
+				goto out;
+			break;
+		case O_KILL_WAT:
+			if (parse_secs("kill-worker-at", optarg,
+				       &l.kill_worker_at))
+				goto out;
+			break;
+		case O_LEAVE_W:
+			if (parse_secs("leave-worker-at", optarg,
+				       &l.leave_worker_at))
+				goto out;
+			break;
+		case O_NODE:
+			if (parse_u64("node", optarg, UINT32_MAX - 1, &v))
+				goto out;
+			o.node.v = (uint32_t)v;
+			break;
+		case O_PS:
+			if (parse_u64("ps", optarg, DIST_MAX_NODES, &v))
+				goto out;
+			o.ps = (uint32_t)v;
+			break;
+		case O_READY:
+			if (parse_u64("ready-fd", optarg, 1023, &v) || v < 3)
+				goto out;
+			o.ready_fd = (int)v;
+			break;
+		case O_RELIABLE:
+			if (!local) {
+				o.reliable = true;
+			} else {
+				/* an optional_argument only takes
+				 * "--reliable=R"; accept "--reliable R" */
+				if (!optarg && optind < argc)
+					optarg = argv[optind++];
+				if (!optarg) {
+					log_err("local needs --reliable R");
+					goto out;
+				}
+				if (parse_u64("reliable", optarg,
+							 DIST_MAX_NODES, &v))
+					goto out;
+				l.reliable = (uint32_t)v;
+			}
+			break;
+		case O_SHARDS:
+			if (parse_u64("shards", optarg, DIST_MAX_SHARDS, &v))
+				goto out;
+			o.shards = (uint32_t)v;
+			break;
+		case O_SLACK:
+			if (parse_u64("slack", optarg, UINT16_MAX, &v))
+				goto out;
+			o.slack = (uint16_t)v;
+			break;
+		case O_STAGE:
+			if (parse_u64("stage", optarg, 3, &v) || !v)
+				goto out;
+			o.stage = (uint8_t)v;
+			break;
+		case O_STAGE_AT:
+			if (parse_stage_at(optarg, &o))
+				goto out;
+			break;
+		case O_TIMEOUT:
+			if (parse_secs("timeout", optarg, &l.timeout_s))
+				goto out;
+			break;
+		case O_WORKERS:
+			if (parse_u64("workers", optarg, DIST_MAX_NODES, &v) ||
+			    !v)
+				goto out;
+			o.workers = (uint32_t)v;
+			break;
+		default:
+			usage(stderr);
+			goto out;
+		}
+		if (!local_only(c) && c != 'h')
+			for (int i = prev; i < optind; i++)
+				role_args[nargs++] = argv[i];
+		prev = optind;
+	}
+	if (optind != argc) {
+		usage(stderr);
+		goto out;
+	}
+	if (local) {
+		if (l.reliable > o.ps) {
+			log_err("--reliable %u is more than --ps %u",
+				l.reliable, o.ps);
+			goto out;
+		}
+		l.role_args = role_args;
+		rc = dist_local_run(&o, &l, &err);
+		if (rc != 0 && err.msg[0])
+			log_err("%s", err.msg);
+		goto out;
+	}
+	/* A role dies with whoever started it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1) {
+		rc = 1;
+		goto out;
+	}
+	signal(SIGTERM, on_stop);
+	signal(SIGINT, on_stop);
+	signal(SIGPIPE, SIG_IGN);
+	if (!o.coord[0] || !o.listen[0]) {
+		log_err("%s needs --coord and --listen", cmd);
+		goto out;
+	}
+	if (dist_key_from_env(&o, &err) != PX_OK) {
+		log_err("%s", err.msg);
+		goto out;
+	}
+	log_init(cmd, strcmp(cmd, "coordinator") ? LOG_LVL_NOTICE
+						 : LOG_LVL_INFO);
+	if (!strcmp(cmd, "coordinator"))
+		e = dist_coord_run(&o, &err);
+	else if (!strcmp(cmd, "ps"))
+		e = dist_ps_run(&o, &err);
+	else
+		e = dist_worker_run(&o, &err);
+	rc = 0;
+	if (e != PX_OK && !(e == PX_ECANCELED && strcmp(cmd, "coordinator"))) {
+		log_err("%s %u: %s", cmd, o.node.v, err.msg);
+		rc = 1;
+	}
+out:
+	free(role_args);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	log_init(PROG, LOG_LVL_INFO);
@@ -259,6 +655,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "train"))
 		return cmd_train(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "local") || !strcmp(argv[1], "coordinator") ||
+	    !strcmp(argv[1], "ps") || !strcmp(argv[1], "worker"))
+		return cmd_dist(argv[1], argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;

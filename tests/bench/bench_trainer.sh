@@ -1,0 +1,64 @@
+#!/bin/sh
+# bench_trainer.sh -- the distributed trainer (`proteus-trainer local`) on
+# full Fashion-MNIST: accuracy against the single-process `train`, churn
+# on the MLP (a worker SIGKILLed every 10 s and replaced, one ActivePS
+# SIGKILLed and replaced) against no churn, hot-add latency, recovery time, and 1/2/4-worker
+# scaling on loopback.  Prints markdown tables.
+#   env: BUILD (default build), EPOCHS (MLR epochs, default 15),
+#   MLP_EPOCHS (MLP epochs, default 6: the churn runs last ~35 s).
+set -eu
+
+BUILD=${BUILD:-build}
+EPOCHS=${EPOCHS:-15}
+MLP_EPOCHS=${MLP_EPOCHS:-6}
+T="$BUILD/proteus-trainer"
+DATA=/usr/share/datasets/fashion-mnist
+
+if [ ! -x "$T" ]; then
+	echo "bench_trainer: '$T' not built (run make)" >&2
+	exit 2
+fi
+if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ]; then
+	echo "bench_trainer: dataset-fashion-mnist not installed" >&2
+	exit 2
+fi
+command -v jq >/dev/null 2>&1 || {
+	echo "bench_trainer: needs jq (scripts/deps.sh bench)" >&2
+	exit 2
+}
+
+COMMON="--timeout 300 --batch 128 --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --json"
+TCOMMON="--batch 128 --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --json"
+row() { # label json
+	echo "$2" | jq -r --arg l "$1" '"| \($l) | \(.test_accuracy*10000|round/100)% | \(.samples_per_sec|round) | \(.clocks // .epochs) | \(.joins // "-") | \(.losses // "-") | \(.recovery_ms_max // "-" | if type=="number" then round else . end) | \(.hotadd_ms_max // "-" | if type=="number" then round else . end) | \(.wall_seconds*10|round/10) |"'
+}
+
+echo "| run | test accuracy | samples/s | clocks | joins | losses | recovery ms (max) | hot-add ms (max) | wall s |"
+echo "|---|---|---|---|---|---|---|---|---|"
+r=$("$T" train --model mlr --epochs "$EPOCHS" $TCOMMON 2>/dev/null)
+row "MLR train (1 process), $EPOCHS epochs" "$r"
+r=$("$T" local --model mlr --epochs "$EPOCHS" --workers 2 --ps 2 $COMMON 2>/dev/null)
+row "MLR local 2 workers, 2 PS (stage 1)" "$r"
+r=$("$T" train --model mlp --epochs "$MLP_EPOCHS" $TCOMMON 2>/dev/null)
+row "MLP train (1 process), $MLP_EPOCHS epochs" "$r"
+base=$("$T" local --model mlp --epochs "$MLP_EPOCHS" --workers 2 --ps 2 --reliable 1 --stage 2 $COMMON 2>/dev/null)
+row "MLP local 2 workers, 2 PS, stage 2, no churn" "$base"
+churn=$("$T" local --model mlp --epochs "$MLP_EPOCHS" --workers 2 --ps 2 --reliable 1 --stage 2 \
+	--kill-worker-every 10 --kill-ps-at 15 $COMMON 2>/dev/null)
+row "same, churn (worker SIGKILL every 10 s, ActivePS SIGKILL at 15 s)" "$churn"
+d=$(jq -n --argjson a "$base" --argjson b "$churn" '(($a.test_accuracy - $b.test_accuracy)*10000|round)/100')
+echo
+echo "churn costs $d accuracy points (issue bound: 0.5)"
+echo
+echo "Scaling (MLR, 2 epochs, 1 PS per 2 workers, BSP):"
+echo
+echo "| workers | samples/s | efficiency vs 1 |"
+echo "|---|---|---|"
+one=0
+for w in 1 2 4; do
+	ps=$(( (w + 1) / 2 ))
+	r=$("$T" local --model mlr --epochs 2 --workers "$w" --ps "$ps" $COMMON 2>/dev/null)
+	s=$(echo "$r" | jq '.samples_per_sec|round')
+	[ "$w" = 1 ] && one=$s
+	echo "| $w | $s | $(jq -n "($s / $one / $w * 100)|round")% |"
+done

@@ -1,0 +1,276 @@
+/* test_trainer_dist.c -- the distributed trainer end to end: `proteus-trainer
+ * local` on small Fashion-MNIST subsets, with SIGKILLed workers and PS
+ * nodes, joins, a graceful leave, a stage change, BSP, and frames from a
+ * process without the job key.  Each run checks the JSON result and that
+ * no process of the job is left behind.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/pipeline.h>
+#include <nanomsg/reqrep.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../trainer/wire.h"
+#include "pxrun.h"
+
+static char *tmp;
+
+static void setup(void)
+{
+	tmp = px_tmpdir();
+	cr_assert_not_null(tmp);
+}
+
+static void teardown(void)
+{
+	px_rmtree(tmp);
+	free(tmp);
+}
+
+/* Processes whose command line mentions s (the job's socket dir). */
+static int count_procs(const char *s)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[4096];
+		ssize_t k;
+		int fd;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		for (ssize_t i = 0; i < k; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[k] = 0;
+		if (strstr(buf, s))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Run `proteus-trainer local` with the common small settings plus extra
+ * (NULL-terminated) and return its JSON result. */
+static json_t *run_local(const char *const *extra)
+{
+	const char *argv[64] = {
+		"proteus-trainer", "local", "--model", "mlr", "--batch", "64",
+		"--max-train", "6000", "--max-test", "1000", "--threads", "1",
+		"--schedule", "cosine", "--json", "--timeout", "60",
+		"--dir", tmp,
+	};
+	size_t n = 19;
+	struct pxrun r;
+	json_error_t je;
+	json_t *j;
+
+	for (size_t i = 0; extra[i]; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	cr_assert_eq(pxrun(&r, 90, "proteus-trainer", argv), 0);
+	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
+	j = json_loads(r.out, 0, &je);
+	cr_assert_not_null(j, "not JSON: %s\nstderr: %s", r.out, r.err);
+	cr_log_info("%s", r.out);
+	pxrun_free(&r);
+	/* local reaped every role; PDEATHSIG covers a killed local */
+	usleep(100000);
+	cr_assert_eq(count_procs(tmp), 0, "processes left behind");
+	return j;
+}
+
+static double num(json_t *j, const char *k)
+{
+	json_t *v = json_object_get(j, k);
+
+	cr_assert(json_is_number(v), "no '%s' in the result", k);
+	return json_number_value(v);
+}
+
+Test(trainer_dist, converges_2w_2ps, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "2", "--epochs",
+				"4", NULL };
+	json_t *j = run_local(extra);
+
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	/* 4 epochs of ceil(3000 / 64) clocks */
+	cr_assert_eq(num(j, "clocks"), 4 * 47);
+	cr_assert_eq(num(j, "samples"), 4 * 6000);
+	cr_assert_eq(num(j, "losses"), 0);
+	cr_assert_eq(num(j, "joins"), 0);
+	cr_assert_eq(num(j, "frames_dropped"), 0);
+	json_decref(j);
+}
+
+Test(trainer_dist, bsp_keeps_workers_in_step, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "3", "--ps", "1", "--epochs",
+				"2", "--slack", "0", NULL };
+	json_t *j = run_local(extra);
+
+	cr_assert_eq(num(j, "max_staleness"), 0);
+	cr_assert_gt(num(j, "test_accuracy"), 0.6);
+	json_decref(j);
+}
+
+Test(trainer_dist, worker_sigkill_survived, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"30", "--kill-worker-at", "0.8", NULL };
+	json_t *j = run_local(extra);
+
+	cr_assert_eq(num(j, "losses"), 1);
+	cr_assert_eq(num(j, "joins"), 1, "the replacement joins");
+	cr_assert_gt(num(j, "recovery_ms_max"), 0);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+}
+
+Test(trainer_dist, active_ps_sigkill_promotes_backup, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "2", "--reliable",
+				"1", "--stage", "2", "--epochs", "30",
+				"--kill-ps-at", "0.8", NULL };
+	json_t *j = run_local(extra);
+
+	cr_assert_eq(num(j, "losses"), 1);
+	cr_assert_geq(num(j, "promotions"), 1);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+}
+
+Test(trainer_dist, join_and_leave_counted, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"30", "--add-worker-at", "0.6",
+				"--leave-worker-at", "1.0", NULL };
+	json_t *j = run_local(extra);
+
+	/* the added worker and the leaver's replacement */
+	cr_assert_eq(num(j, "joins"), 2);
+	cr_assert_eq(num(j, "leaves"), 1);
+	cr_assert_eq(num(j, "losses"), 0, "a warned leave is no loss");
+	cr_assert_lt(num(j, "hotadd_ms_max"), 2000);
+	cr_assert_gt(num(j, "hotadd_ms_max"), 0);
+	json_decref(j);
+}
+
+Test(trainer_dist, stage_change_while_training, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "3", "--reliable",
+				"1", "--stage", "1", "--shards", "2",
+				"--stage-at", "60:2", "--epochs", "6", NULL };
+	json_t *j = run_local(extra);
+
+	cr_assert_eq(num(j, "stage_changes"), 1);
+	cr_assert_eq(num(j, "stage"), 2);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+}
+
+/* Without the job key: garbage, and frames sealed under another key
+ * (a thread of the test: forking a threaded test process is unsafe). */
+static void *attacker(void *arg)
+{
+	const char *dir = arg;
+	static const uint8_t key[32] = { 1, 2, 3 };
+	struct wire_config wc = { .self = { 7 }, .job = 1, .job_key = key,
+				  .job_key_len = sizeof(key) };
+	char url[512];
+	struct wire_ctx *ctx;
+	uint8_t junk[200], *buf;
+	size_t len;
+	int push, req;
+
+	/* wait for the coordinator's sockets (slow under ASan) */
+	snprintf(url, sizeof(url), "%s/n0.pull", dir);
+	for (int i = 0; i < 300 && access(url, F_OK) != 0; i++)
+		usleep(50000);
+	if (wire_ctx_new(&wc, &ctx, NULL) != PX_OK)
+		return (void *)1;
+	push = nn_socket(AF_SP, NN_PUSH);
+	req = nn_socket(AF_SP, NN_REQ);
+	snprintf(url, sizeof(url), "ipc://%s/n0.pull", dir);
+	nn_connect(push, url);
+	snprintf(url, sizeof(url), "ipc://%s/n0.rep", dir);
+	nn_connect(req, url);
+	for (int i = 0; i < 20; i++) {
+		struct wire_msg m;
+		int to = 200;
+
+		nn_setsockopt(push, NN_SOL_SOCKET, NN_SNDTIMEO, &to,
+			      sizeof(to));
+		memset(junk, i, sizeof(junk));
+		memcpy(junk, "PXWP", 4);
+		nn_send(push, junk, sizeof(junk), 0);
+		wire_msg_init(&m, WIRE_CLOCK, (struct wire_node){ 0 }, 1000);
+		m.u.clock.samples = 1u << 30;
+		if (wire_encode(ctx, &m, WIRE_PAYLOAD_DEFAULT, &buf, &len,
+				NULL) == PX_OK) {
+			nn_send(push, buf, len, 0);
+			free(buf);
+		}
+		if (wire_hello_begin(ctx, (struct wire_node){ 0 },
+				     px_now_mono_us(), &m, NULL) == PX_OK &&
+		    wire_encode(ctx, &m, WIRE_PAYLOAD_DEFAULT, &buf, &len,
+				NULL) == PX_OK) {
+			nn_setsockopt(req, NN_SOL_SOCKET, NN_SNDTIMEO, &to,
+				      sizeof(to));
+			nn_send(req, buf, len, 0);
+			free(buf);
+		}
+		usleep(50000);
+	}
+	usleep(200000);
+	nn_close(push);
+	nn_close(req);
+	wire_ctx_free(ctx);
+	return NULL;
+}
+
+Test(trainer_dist, unauthenticated_frames_dropped, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"12", NULL };
+	pthread_t t;
+	void *ret;
+	json_t *j;
+
+	cr_assert_eq(pthread_create(&t, NULL, attacker, tmp), 0);
+	j = run_local(extra);
+	cr_assert_eq(pthread_join(t, &ret), 0);
+	cr_assert_null(ret);
+	cr_assert_gt(num(j, "frames_dropped"), 0);
+	cr_assert_eq(num(j, "samples"), 12 * 6000, "forged clocks counted");
+	cr_assert_eq(num(j, "joins"), 0);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+}

@@ -1,0 +1,126 @@
+/* dist.h -- the distributed elastic trainer's roles: coordinator,
+ * parameter server (ActivePS / BackupPS) and worker, each a single-threaded
+ * loop over nanomsg sockets (nn_poll) speaking the wire protocol, plus the
+ * `local` launcher that starts a whole job on one host.  The design is in
+ * docs/trainer.md.
+ */
+#ifndef PX_DIST_H
+#define PX_DIST_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/px.h"
+#include "net.h"
+#include "train_local.h"
+#include "wire.h"
+
+#define DIST_ADDR_MAX 120        /* a base address, bytes (< WIRE_STR_MAX) */
+#define DIST_MAX_NODES 1024      /* members a coordinator tracks */
+#define DIST_MAX_SHARDS 64       /* shards of the parameter vector */
+#define DIST_COORD_NODE 0u       /* the coordinator's node id */
+#define DIST_KEY_ENV "PX_JOB_KEY" /* job key, hex, in the environment */
+
+/* Log callback: roles never write to stderr themselves. */
+typedef void (*dist_log_fn)(void *arg, int level, const char *msg);
+
+/* Options common to every role (one table filled by the program). */
+struct dist_opts {
+	struct wire_node node;     /* this process's node id */
+	uint64_t job;              /* job id */
+	uint8_t key[WIRE_JOB_KEY_MAX]; /* job key (never from argv) */
+	size_t key_len;            /* bytes */
+	char coord[DIST_ADDR_MAX + 1];  /* coordinator's base address */
+	char listen[DIST_ADDR_MAX + 1]; /* this node's base address */
+	bool reliable;             /* a reliable (on-demand) node */
+	struct train_opts train;   /* model, epochs, batch, lr, ... */
+	const char *data_dir;      /* Fashion-MNIST dir; NULL: default */
+	uint32_t max_train;        /* examples used (0: all) */
+	uint32_t max_test;
+	uint32_t workers;          /* initial workers (partitions, clocks) */
+	uint32_t ps;               /* coordinator: PS nodes to wait for */
+	uint32_t shards;           /* coordinator: shards (0: automatic) */
+	uint16_t slack;            /* SSP bound, clocks (0 = BSP) */
+	uint8_t stage;             /* coordinator: initial stage 1..3 */
+	int64_t stage_at;          /* coordinator: switch at this clock */
+	uint8_t stage_to;          /* ... to this stage (0: never) */
+	uint32_t hb_ms;            /* heartbeat interval, ms */
+	uint32_t hb_timeout_ms;    /* declared lost after this, ms */
+	bool json;                 /* coordinator: JSON result on out */
+	bool eval_epochs;          /* coordinator: test after each epoch */
+	int out_fd;                /* coordinator: progress and result */
+	int ready_fd;              /* coordinator: one byte here when the
+				      job starts, then closed; -1: none */
+	dist_log_fn log;           /* may be NULL */
+	void *log_arg;
+	volatile sig_atomic_t *stop; /* set on SIGTERM: leave gracefully */
+};
+
+/* Defaults: MLP, 5 epochs, batch 128, 1 worker, 1 PS, slack 0, stage 1,
+ * heartbeat 100 ms, timeout 800 ms. */
+void dist_opts_default(struct dist_opts *o);
+
+/* Read the job key from the environment variable DIST_KEY_ENV (hex,
+ * WIRE_JOB_KEY_MIN..MAX bytes) and remove it from the environment. */
+enum px_err dist_key_from_env(struct dist_opts *o, struct px_error *err);
+
+/* The endpoints of a base address: "ipc:///dir/n3" gives
+ * "ipc:///dir/n3.rep" etc.; "tcp://host:P" gives ports P, P+1, P+2. */
+enum dist_ep {
+	DIST_EP_REP,   /* handshakes (coordinator), PULL requests (PS) */
+	DIST_EP_PULL,  /* one-way inbox: CLOCK, HEARTBEAT, PUSH, FORWARD */
+	DIST_EP_PUB,   /* coordinator broadcasts */
+	DIST_EP_MAX
+};
+enum px_err dist_endpoint(const char *base, enum dist_ep ep, char *buf,
+			  size_t len, struct px_error *err);
+
+/* Clocks in the whole run: epochs * ceil(ceil(n / workers) / batch). */
+int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,
+			  uint32_t epochs, uint32_t batch);
+
+/* Training examples in the data set (reads the labels file's header). */
+enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
+			     struct px_error *err);
+
+/* The learning rate the PS applies to an update of clock c of total. */
+float dist_lr(const struct train_opts *t, int64_t c, int64_t total);
+
+/* Placement of shards (docs/trainer.md, "Stages").  ps[] are the live PS
+ * nodes, rel[i] whether ps[i] is reliable.  Splits nparams into nshards
+ * contiguous ranges and fills map[nshards] for the stage. */
+void dist_place(uint8_t stage, const struct wire_node *ps, const bool *rel,
+		uint32_t nps, uint64_t nparams, uint32_t nshards,
+		struct wire_shard *map);
+
+/* The roles.  Each runs until the job ends (SHUTDOWN), it has left, or a
+ * fatal error; PX_OK on a normal end. */
+enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err);
+enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err);
+enum px_err dist_worker_run(const struct dist_opts *o,
+			    struct px_error *err);
+
+/* `local`: start a coordinator, ps PS nodes (the first `reliable` of them
+ * reliable) and `workers` workers on this host, as children running
+ * `self` (this program), over ipc:// sockets in a private directory (or
+ * dir), with a fresh job key in each child's environment. */
+struct dist_local {
+	const char *self;          /* path of proteus-trainer */
+	const char *dir;           /* socket dir; NULL: a private temp dir */
+	uint32_t reliable;         /* reliable PS nodes */
+	double kill_worker_every;  /* s; 0: never.  Replaced at once */
+	double kill_worker_at;     /* s; 0: never.  Once, replaced */
+	double kill_ps_at;         /* s; 0: never.  An ActivePS (transient) */
+	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
+	double add_worker_at;      /* s; 0: never.  One extra worker */
+	double timeout_s;          /* kill everything after this; 0: none */
+	char *const *role_args;    /* argv tail passed to every role */
+};
+
+/* Run the job; returns the coordinator's exit status (0 on success). */
+int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
+		   struct px_error *err);
+
+#endif

@@ -1,0 +1,391 @@
+/* dist_common.c -- what the trainer's roles share: options, the job key
+ * from the environment, endpoints, the clock count, the learning rate,
+ * shard placement per stage, peer links and the membership copy.
+ */
+#include "dist_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "data.h"
+
+void dist_opts_default(struct dist_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	train_opts_default(&o->train);
+	o->workers = 1;
+	o->ps = 1;
+	o->stage = 1;
+	o->hb_ms = 100;
+	o->hb_timeout_ms = 800;
+	o->out_fd = 1;
+	o->ready_fd = -1;
+}
+
+void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!o->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	o->log(o->log_arg, level, buf);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+enum px_err dist_key_from_env(struct dist_opts *o, struct px_error *err)
+{
+	const char *s = getenv(DIST_KEY_ENV);
+	size_t len, n;
+
+	if (!s)
+		return px_errorf(err, PX_EINVAL, "no job key: set '%s' (hex)",
+				 DIST_KEY_ENV);
+	len = strlen(s);
+	n = len / 2;
+	if (len % 2 || n < WIRE_JOB_KEY_MIN || n > WIRE_JOB_KEY_MAX)
+		return px_errorf(err, PX_EINVAL, "job key in '%s': need %d "
+				 "to %d bytes in hex", DIST_KEY_ENV,
+				 WIRE_JOB_KEY_MIN, WIRE_JOB_KEY_MAX);
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return px_errorf(err, PX_EINVAL, "job key in '%s': "
+					 "not hex at %zu", DIST_KEY_ENV,
+					 2 * i);
+		o->key[i] = (uint8_t)(hi << 4 | lo);
+	}
+	o->key_len = n;
+	unsetenv(DIST_KEY_ENV);
+	return PX_OK;
+}
+
+enum px_err dist_endpoint(const char *base, enum dist_ep ep, char *buf,
+			  size_t len, struct px_error *err)
+{
+	static const char *const suffix[DIST_EP_MAX] = { "rep", "pull",
+							 "pub" };
+	int n;
+
+	if (ep >= DIST_EP_MAX)
+		return px_errorf(err, PX_EINVAL, "bad endpoint %d", (int)ep);
+	if (!strncmp(base, "tcp://", 6)) {
+		const char *colon = strrchr(base, ':');
+		char *end;
+		unsigned long port;
+
+		if (!colon || colon < base + 6)
+			return px_errorf(err, PX_EINVAL, "address '%s' has no "
+					 "port", base);
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+		if (errno || *end || port == 0 || port + ep > 65535)
+			return px_errorf(err, PX_EINVAL, "address '%s': bad "
+					 "port", base);
+		n = snprintf(buf, len, "%.*s:%lu", (int)(colon - base), base,
+			     port + ep);
+	} else if (!strncmp(base, "ipc://", 6) ||
+		   !strncmp(base, "inproc://", 9)) {
+		n = snprintf(buf, len, "%s.%s", base, suffix[ep]);
+	} else {
+		return px_errorf(err, PX_EINVAL, "address '%s': need tcp://, "
+				 "ipc:// or inproc://", base);
+	}
+	if (n < 0 || (size_t)n >= len)
+		return px_errorf(err, PX_ETOOBIG, "address '%s' too long",
+				 base);
+	return PX_OK;
+}
+
+int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,
+			  uint32_t epochs, uint32_t batch)
+{
+	uint64_t part;
+
+	if (workers == 0 || batch == 0)
+		return 0;
+	part = (n_train + (uint64_t)workers - 1) / workers;
+	return (int64_t)epochs * (int64_t)((part + batch - 1) / batch);
+}
+
+enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
+			     struct px_error *err)
+{
+	char path[4096];
+	uint8_t *labels = NULL;
+	uint32_t items, bytes;
+	const char *dir = o->data_dir ? o->data_dir : DATA_FASHION_MNIST_DIR;
+	enum px_err e;
+
+	if ((size_t)snprintf(path, sizeof(path),
+			     "%s/train-labels-idx1-ubyte.gz", dir) >=
+	    sizeof(path))
+		return px_errorf(err, PX_EINVAL, "data dir '%s' too long",
+				 dir);
+	e = data_idx_read(path, 1, o->max_train, &labels, &items, &bytes,
+			  err);
+	if (e != PX_OK)
+		return e;
+	free(labels);
+	*ret = items;
+	return PX_OK;
+}
+
+float dist_lr(const struct train_opts *t, int64_t c, int64_t total)
+{
+	if (t->schedule != TRAIN_LR_COSINE || total <= 0)
+		return t->lr;
+	if (c >= total)
+		c = total - 1;
+	if (c < 0)
+		c = 0;
+	return t->lr * 0.5f *
+	       (1.0f + (float)cos(3.141592653589793 * (double)c / total));
+}
+
+void dist_place(uint8_t stage, const struct wire_node *ps, const bool *rel,
+		uint32_t nps, uint64_t nparams, uint32_t nshards,
+		struct wire_shard *map)
+{
+	struct wire_node r[DIST_MAX_NODES], t[DIST_MAX_NODES];
+	uint32_t nr = 0, nt = 0;
+
+	for (uint32_t i = 0; i < nps && i < DIST_MAX_NODES; i++) {
+		if (rel[i])
+			r[nr++] = ps[i];
+		else
+			t[nt++] = ps[i];
+	}
+	for (uint32_t s = 0; s < nshards; s++) {
+		uint64_t lo = nparams * s / nshards;
+		uint64_t hi = nparams * (s + 1) / nshards;
+
+		map[s].shard = s;
+		map[s].offset = lo;
+		map[s].count = hi - lo;
+		map[s].backup = WIRE_NODE_ALL;
+		if (nps == 0) {
+			map[s].active = WIRE_NODE_ALL;
+		} else if (stage == 1 || nt == 0) {
+			/* Stage 1: shards on reliable nodes only. */
+			map[s].active = nr ? r[s % nr] : t[s % nt];
+		} else {
+			/* Stages 2 and 3: ActivePS on transient nodes, each
+			 * backed up on a reliable one. */
+			map[s].active = t[s % nt];
+			if (nr)
+				map[s].backup = r[s % nr];
+		}
+	}
+}
+
+struct net_sock *dist_link_get(struct dist_links *t, struct wire_node node,
+			       const char *addr, bool req,
+			       struct px_error *err)
+{
+	struct dist_link *free_l = NULL, *l = NULL;
+	struct net_sock **s;
+	enum px_err e;
+
+	for (size_t i = 0; i < DIST_MAX_NODES; i++) {
+		if (t->l[i].used && wire_node_eq(t->l[i].node, node)) {
+			l = &t->l[i];
+			break;
+		}
+		if (!t->l[i].used && !free_l)
+			free_l = &t->l[i];
+	}
+	if (!l) {
+		if (!free_l) {
+			px_errorf(err, PX_ETOOBIG, "too many peers");
+			return NULL;
+		}
+		l = free_l;
+		memset(l, 0, sizeof(*l));
+		l->used = true;
+		l->node = node;
+		snprintf(l->addr, sizeof(l->addr), "%s", addr);
+	}
+	s = req ? &l->req : &l->push;
+	if (!*s) {
+		e = dist_sock(t->ctx, req ? NET_REQ : NET_PUSH, l->addr,
+			      req ? DIST_EP_REP : DIST_EP_PULL, false, s, err);
+		if (e != PX_OK)
+			return NULL;
+	}
+	return *s;
+}
+
+void dist_link_reset_req(struct dist_links *t, struct wire_node node)
+{
+	for (size_t i = 0; i < DIST_MAX_NODES; i++) {
+		if (t->l[i].used && wire_node_eq(t->l[i].node, node)) {
+			net_close(t->l[i].req);
+			t->l[i].req = NULL;
+		}
+	}
+}
+
+void dist_links_close(struct dist_links *t)
+{
+	for (size_t i = 0; i < DIST_MAX_NODES; i++) {
+		if (!t->l[i].used)
+			continue;
+		net_close(t->l[i].req);
+		net_close(t->l[i].push);
+		t->l[i].used = false;
+	}
+}
+
+bool dist_members_take(struct dist_members *mb, const struct wire_msg *m)
+{
+	const struct wire_membership *w = &m->u.membership;
+
+	if (m->hdr.type != WIRE_MEMBERSHIP || w->epoch <= mb->epoch)
+		return false;
+	mb->epoch = w->epoch;
+	mb->n = 0;
+	for (uint32_t i = 0; i < w->n && mb->n < DIST_MAX_NODES; i++) {
+		struct dist_member *d = &mb->m[mb->n++];
+
+		d->node = w->members[i].node;
+		d->roles = w->members[i].roles;
+		d->state = w->members[i].state;
+		snprintf(d->addr, sizeof(d->addr), "%.*s", DIST_ADDR_MAX,
+			 w->members[i].addr);
+	}
+	return true;
+}
+
+const struct dist_member *dist_members_find(const struct dist_members *mb,
+					    struct wire_node node)
+{
+	for (uint32_t i = 0; i < mb->n; i++)
+		if (wire_node_eq(mb->m[i].node, node))
+			return &mb->m[i];
+	return NULL;
+}
+
+uint32_t dist_members_workers(const struct dist_members *mb, uint8_t st,
+			      struct wire_node self, uint32_t *ret_index)
+{
+	uint32_t n = 0, idx = UINT32_MAX;
+	bool self_in = false;
+
+	/* The index of self is the number of partition holders with a
+	 * smaller node id. */
+	for (uint32_t i = 0; i < mb->n; i++) {
+		const struct dist_member *d = &mb->m[i];
+
+		if (!(d->roles & WIRE_ROLE_WORKER) ||
+		    d->state != WIRE_MEMBER_ACTIVE)
+			continue;
+		if (st == 3 && (d->roles & WIRE_ROLE_PS_BACKUP))
+			continue;
+		n++;
+		if (wire_node_eq(d->node, self))
+			self_in = true;
+	}
+	if (self_in) {
+		idx = 0;
+		for (uint32_t i = 0; i < mb->n; i++) {
+			const struct dist_member *d = &mb->m[i];
+
+			if (!(d->roles & WIRE_ROLE_WORKER) ||
+			    d->state != WIRE_MEMBER_ACTIVE ||
+			    (st == 3 && (d->roles & WIRE_ROLE_PS_BACKUP)))
+				continue;
+			if (d->node.v < self.v)
+				idx++;
+		}
+	}
+	*ret_index = idx;
+	return n;
+}
+
+enum px_err dist_sock(struct wire_ctx *ctx, enum net_pattern p,
+		      const char *base, enum dist_ep ep, bool bind,
+		      struct net_sock **ret, struct px_error *err)
+{
+	char url[256];
+	struct net_sock *s;
+	enum px_err e;
+
+	e = dist_endpoint(base, ep, url, sizeof(url), err);
+	if (e != PX_OK)
+		return e;
+	e = net_open(ctx, p, NULL, &s, err);
+	if (e != PX_OK)
+		return e;
+	e = bind ? net_bind(s, url, err) : net_connect(s, url, err);
+	if (e != PX_OK) {
+		net_close(s);
+		return e;
+	}
+	*ret = s;
+	return PX_OK;
+}
+
+enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
+			  uint8_t roles, int timeout_ms,
+			  struct wire_msg *ret_reply, struct px_error *err)
+{
+	uint64_t deadline = px_now_mono_us() + (uint64_t)timeout_ms * 1000;
+	struct wire_register info;
+	struct wire_msg reply;
+	enum px_err e;
+
+	memset(&info, 0, sizeof(info));
+	info.roles = roles;
+	info.ncpu = 1;
+	snprintf(info.instance, sizeof(info.instance), "%s",
+		 o->reliable ? "reliable" : "transient");
+	snprintf(info.addr, sizeof(info.addr), "%s", o->listen);
+	for (;;) {
+		e = net_register(req, (struct wire_node){ DIST_COORD_NODE },
+				 &info, 300, &reply, err);
+		if (e == PX_OK && reply.hdr.type == WIRE_ASSIGN) {
+			*ret_reply = reply;
+			return PX_OK;
+		}
+		if (e == PX_OK) {
+			e = px_errorf(err, PX_EPROTO, "coordinator refused: "
+				      "%s", reply.u.ack.detail);
+			wire_msg_release(&reply);
+			return e;
+		}
+		if (e != PX_ETIMEDOUT || px_now_mono_us() >= deadline)
+			return e;
+	}
+}
+
+int dist_ms_until(uint64_t deadline_us, int cap)
+{
+	uint64_t now = px_now_mono_us();
+	uint64_t ms;
+
+	if (deadline_us <= now)
+		return 0;
+	ms = (deadline_us - now + 999) / 1000;
+	return ms > (uint64_t)cap ? cap : (int)ms;
+}

@@ -1,0 +1,791 @@
+/* dist_coord.c -- the coordinator: admits nodes (handshake, ASSIGN),
+ * tracks membership and heartbeats, places shards per stage, computes the
+ * SSP clock, declares losses, evaluates the model and reports progress.
+ * One thread, one nn_poll loop.
+ */
+#include "dist_int.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <nanomsg/nn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "model.h"
+
+struct cmember {
+	struct wire_member w;      /* as broadcast */
+	uint64_t last_us;          /* last frame from it, monotonic */
+	int64_t next_clock;        /* workers: next clock to run */
+	bool late;                 /* registered after the start */
+	bool hotadd_seen;          /* its hot-add latency was counted */
+};
+
+struct coord {
+	const struct dist_opts *o;
+	struct wire_ctx *ctx;
+	struct net_sock *rep, *pull, *pub;
+	struct dist_links links;
+	struct cmember m[DIST_MAX_NODES];
+	uint32_t n;
+	uint64_t epoch;            /* membership epoch */
+	uint8_t stage;
+	uint32_t stage_epoch;
+	struct wire_shard map[DIST_MAX_SHARDS];
+	uint32_t nshards;
+	bool started;
+	int64_t min_clock, total;
+	uint64_t nparams;
+	uint32_t n_train;
+	/* measurements */
+	uint64_t t0_us, t_start_us, t_end_us, last_adv_us, stall_from_us;
+	bool recovering;
+	uint64_t samples;
+	uint32_t joins, losses, leaves, promotions, stage_changes;
+	int64_t max_staleness;
+	double recovery_ms_max, hotadd_ms_max;
+	double last_loss, last_acc;
+	/* evaluation */
+	struct data_set test;
+	struct model_desc d;
+	struct model_ctx *mc;
+	float *params;
+	bool done;
+	struct wire_member list[DIST_MAX_NODES]; /* MEMBERSHIP scratch */
+};
+
+static void out(struct coord *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void out(struct coord *c, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (c->o->json)
+		dist_logf(c->o, 6, "%s", buf);
+	else
+		dprintf(c->o->out_fd, "%s\n", buf);
+}
+
+static struct cmember *find(struct coord *c, struct wire_node n)
+{
+	for (uint32_t i = 0; i < c->n; i++)
+		if (wire_node_eq(c->m[i].w.node, n))
+			return &c->m[i];
+	return NULL;
+}
+
+static bool alive(const struct cmember *m)
+{
+	return m->w.state == WIRE_MEMBER_ACTIVE ||
+	       m->w.state == WIRE_MEMBER_JOINING;
+}
+
+static bool is_ps(const struct cmember *m)
+{
+	return m->w.roles & (WIRE_ROLE_PS_ACTIVE | WIRE_ROLE_PS_BACKUP) &&
+	       !(m->w.roles & WIRE_ROLE_WORKER);
+}
+
+static bool is_worker(const struct cmember *m)
+{
+	return m->w.roles & WIRE_ROLE_WORKER;
+}
+
+/* Whether a worker holds a partition and counts for the SSP clock. */
+static bool counts(const struct coord *c, const struct cmember *m)
+{
+	return is_worker(m) && m->w.state == WIRE_MEMBER_ACTIVE &&
+	       !(c->stage == 3 && (m->w.roles & WIRE_ROLE_PS_BACKUP));
+}
+
+static void broadcast(struct coord *c, struct wire_msg *m)
+{
+	struct px_error err;
+
+	if (net_send(c->pub, m, 100, &err) != PX_OK)
+		dist_logf(c->o, 4, "broadcast %s: %s",
+			  wire_type_name(m->hdr.type), err.msg);
+}
+
+static void send_membership(struct coord *c)
+{
+	struct wire_member *list = c->list;
+	struct wire_msg m;
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < c->n; i++)
+		list[k++] = c->m[i].w;
+	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, c->min_clock);
+	m.u.membership.epoch = c->epoch;
+	m.u.membership.n = k;
+	m.u.membership.members = list;
+	broadcast(c, &m);
+}
+
+static void send_stage(struct coord *c)
+{
+	struct wire_msg m;
+
+	if (!c->stage_epoch)
+		return;
+	wire_msg_init(&m, WIRE_STAGE, WIRE_NODE_ALL, c->min_clock);
+	m.u.stage.stage = c->stage;
+	m.u.stage.epoch = c->stage_epoch;
+	m.u.stage.at_clock = c->min_clock;
+	m.u.stage.nshards = c->nshards;
+	m.u.stage.shards = c->map;
+	broadcast(c, &m);
+}
+
+static void send_clock_min(struct coord *c)
+{
+	struct wire_msg m;
+
+	wire_msg_init(&m, WIRE_CLOCK_MIN, WIRE_NODE_ALL, c->min_clock);
+	m.u.clock_min.min_clock = c->min_clock;
+	m.u.clock_min.staleness = c->o->slack;
+	broadcast(c, &m);
+}
+
+static void announce(struct coord *c)
+{
+	send_membership(c);
+	send_stage(c);
+	send_clock_min(c);
+}
+
+/* Place every shard anew for the current stage over the live PS nodes
+ * (a join, a graceful leave, a stage change). */
+static void replace_all(struct coord *c)
+{
+	struct wire_node ps[DIST_MAX_NODES];
+	bool rel[DIST_MAX_NODES];
+	uint32_t nps = 0;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (!is_ps(&c->m[i]) || !alive(&c->m[i]))
+			continue;
+		ps[nps] = c->m[i].w.node;
+		rel[nps++] = c->m[i].w.roles & WIRE_ROLE_PS_BACKUP;
+	}
+	dist_place(c->stage, ps, rel, nps, c->nparams, c->nshards, c->map);
+	c->stage_epoch++;
+}
+
+/* A live reliable PS other than not, for a new backup. */
+static struct wire_node pick_backup(struct coord *c, struct wire_node not,
+				    uint32_t s)
+{
+	struct wire_node r[DIST_MAX_NODES];
+	uint32_t nr = 0;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct cmember *m = &c->m[i];
+
+		if (is_ps(m) && alive(m) && (m->w.roles & WIRE_ROLE_PS_BACKUP)
+		    && !wire_node_eq(m->w.node, not))
+			r[nr++] = m->w.node;
+	}
+	return nr ? r[s % nr] : WIRE_NODE_ALL;
+}
+
+/* A PS is gone without handing off: promote backups of its shards.
+ * Returns false when a shard has no copy left. */
+static bool ps_lost(struct coord *c, struct wire_node n)
+{
+	bool ok = true;
+
+	for (uint32_t s = 0; s < c->nshards; s++) {
+		struct wire_shard *sh = &c->map[s];
+
+		if (wire_node_eq(sh->active, n)) {
+			if (wire_node_eq(sh->backup, WIRE_NODE_ALL)) {
+				ok = false;
+				continue;
+			}
+			sh->active = sh->backup;
+			sh->backup = pick_backup(c, sh->active, s);
+			c->promotions++;
+			out(c, "shard %u: backup %u promoted to active", s,
+			    sh->active.v);
+		} else if (wire_node_eq(sh->backup, n)) {
+			sh->backup = pick_backup(c, sh->active, s);
+		}
+	}
+	c->stage_epoch++;
+	return ok;
+}
+
+static void recompute_clock(struct coord *c)
+{
+	int64_t mn = INT64_MAX;
+	uint64_t now = px_now_mono_us();
+
+	for (uint32_t i = 0; i < c->n; i++)
+		if (counts(c, &c->m[i]) && c->m[i].next_clock < mn)
+			mn = c->m[i].next_clock;
+	if (mn == INT64_MAX || mn <= c->min_clock)
+		return;
+	c->min_clock = mn;
+	if (c->recovering) {
+		double ms = (double)(now - c->stall_from_us) / 1000.0;
+
+		if (ms > c->recovery_ms_max)
+			c->recovery_ms_max = ms;
+		out(c, "progress again %.0f ms after the last clock before "
+		    "the loss", ms);
+		c->recovering = false;
+	}
+	c->last_adv_us = now;
+	send_clock_min(c);
+}
+
+static void mark_gone(struct coord *c, struct cmember *m, bool lost)
+{
+	bool was_leaving = m->w.state == WIRE_MEMBER_LEAVING;
+
+	m->w.state = WIRE_MEMBER_LOST;
+	wire_peer_forget(c->ctx, m->w.node);
+	c->epoch++;
+	if (lost && !was_leaving) {
+		c->losses++;
+		if (!c->recovering) {
+			c->recovering = true;
+			c->stall_from_us = c->last_adv_us;
+		}
+	}
+	if (is_ps(m) && c->started) {
+		if (!ps_lost(c, m->w.node)) {
+			out(c, "PS %u lost with a shard that has no backup",
+			    m->w.node.v);
+			c->done = true;
+		}
+	}
+	recompute_clock(c);
+	announce(c);
+}
+
+static enum px_err check_timeouts(struct coord *c, uint64_t now)
+{
+	uint64_t lim = (uint64_t)c->o->hb_timeout_ms * 1000;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct cmember *m = &c->m[i];
+
+		if (m->w.state == WIRE_MEMBER_LOST || now - m->last_us <= lim)
+			continue;
+		out(c, "node %u (%s) %s: no heartbeat for %" PRIu64 " ms",
+		    m->w.node.v, is_ps(m) ? "ps" : "worker",
+		    m->w.state == WIRE_MEMBER_LEAVING ? "left" : "lost",
+		    (now - m->last_us) / 1000);
+		mark_gone(c, m, true);
+	}
+	return PX_OK;
+}
+
+/* Partition index of a worker among the holders (sorted by node). */
+static void partition_of(struct coord *c, struct wire_node n,
+			 uint64_t *ret_first, uint64_t *ret_count)
+{
+	uint32_t k = 0, idx = 0, lo, hi;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (!counts(c, &c->m[i]))
+			continue;
+		k++;
+		if (c->m[i].w.node.v < n.v)
+			idx++;
+	}
+	*ret_first = *ret_count = 0;
+	if (k && data_partition(c->n_train, k, idx, &lo, &hi, NULL) ==
+			 PX_OK) {
+		*ret_first = lo;
+		*ret_count = hi - lo;
+	}
+}
+
+static void maybe_start(struct coord *c)
+{
+	uint32_t nw = 0, nps = 0;
+
+	if (c->started)
+		return;
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (!alive(&c->m[i]))
+			continue;
+		if (is_ps(&c->m[i]))
+			nps++;
+		else if (is_worker(&c->m[i]))
+			nw++;
+	}
+	if (nps < c->o->ps || nw < c->o->workers)
+		return;
+	c->started = true;
+	replace_all(c);
+	c->t_start_us = c->last_adv_us = px_now_mono_us();
+	out(c, "job started: %u workers, %u PS, %u shards, stage %u, "
+	    "%" PRId64 " clocks", nw, nps, c->nshards, c->stage, c->total);
+	c->epoch++;
+	announce(c);
+	if (c->o->ready_fd >= 0) {
+		/* tell the launcher (churn clocks start now) */
+		if (write(c->o->ready_fd, "s", 1) != 1)
+			dist_logf(c->o, 4, "ready fd: write failed");
+		close(c->o->ready_fd);
+	}
+}
+
+static void on_register(struct coord *c, struct wire_msg *req)
+{
+	const struct wire_register *r = &req->u.reg;
+	struct cmember *m = find(c, req->hdr.sender);
+	struct px_error err;
+	struct wire_msg a;
+
+	if (!m && c->n < DIST_MAX_NODES)
+		m = &c->m[c->n++];
+	if (!m) {
+		wire_msg_init(&a, WIRE_ACK, req->hdr.sender, c->min_clock);
+		a.u.ack.ref_seq = req->hdr.seq;
+		a.u.ack.status = PX_ETOOBIG;
+		snprintf(a.u.ack.detail, sizeof(a.u.ack.detail), "full");
+		(void)net_send(c->rep, &a, 100, &err);
+		return;
+	}
+	memset(m, 0, sizeof(*m));
+	m->w.node = req->hdr.sender;
+	m->w.roles = r->roles;
+	m->w.state = WIRE_MEMBER_ACTIVE;
+	m->w.session = req->hdr.session;
+	m->w.floor = req->hdr.seq;
+	snprintf(m->w.addr, sizeof(m->w.addr), "%s", r->addr);
+	m->last_us = px_now_mono_us();
+	m->next_clock = c->min_clock;
+	m->late = c->started;
+	c->epoch++;
+	if (c->started)
+		c->joins++;
+	out(c, "node %u registered as %s%s", m->w.node.v,
+	    is_ps(m) ? "ps" : "worker", m->late ? " (join)" : "");
+	if (c->started && is_ps(m))
+		replace_all(c);
+	wire_msg_init(&a, WIRE_ASSIGN, req->hdr.sender, c->min_clock);
+	a.u.assign.roles = r->roles;
+	a.u.assign.stage = c->stage;
+	a.u.assign.staleness = c->o->slack;
+	a.u.assign.start_clock = c->min_clock;
+	a.u.assign.nparams = c->nparams;
+	a.u.assign.nshards = c->stage_epoch ? c->nshards : 0;
+	a.u.assign.shards = c->map;
+	if (is_worker(m))
+		partition_of(c, m->w.node, &a.u.assign.part_first,
+			     &a.u.assign.part_count);
+	if (net_send(c->rep, &a, 100, &err) != PX_OK)
+		dist_logf(c->o, 4, "assign to %u: %s", m->w.node.v, err.msg);
+	maybe_start(c);
+	if (c->started)
+		announce(c);
+}
+
+static void on_rep(struct coord *c)
+{
+	struct px_error err;
+	struct wire_msg m, a;
+
+	while (net_recv(c->rep, &m, 0, &err) == PX_OK) {
+		if (m.hdr.type == WIRE_HELLO) {
+			if (wire_challenge_begin(c->ctx, &m, px_now_mono_us(),
+						 &a, &err) == PX_OK)
+				(void)net_send(c->rep, &a, 100, &err);
+		} else if (m.hdr.type == WIRE_REGISTER) {
+			on_register(c, &m);
+		} else {
+			wire_msg_init(&a, WIRE_ACK, m.hdr.sender, c->min_clock);
+			a.u.ack.ref_seq = m.hdr.seq;
+			a.u.ack.status = PX_EINVAL;
+			snprintf(a.u.ack.detail, sizeof(a.u.ack.detail),
+				 "unexpected %s", wire_type_name(m.hdr.type));
+			(void)net_send(c->rep, &a, 100, &err);
+		}
+		wire_msg_release(&m);
+	}
+}
+
+static void on_clock(struct coord *c, struct cmember *m,
+		     const struct wire_msg *w)
+{
+	int64_t done = w->hdr.clock;
+
+	if (!is_worker(m) || done + 1 <= m->next_clock)
+		return;
+	if (counts(c, m) && done - c->min_clock > c->max_staleness)
+		c->max_staleness = done - c->min_clock;
+	m->next_clock = done + 1;
+	c->samples += w->u.clock.samples;
+	recompute_clock(c);
+}
+
+static void on_pull(struct coord *c)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	while (net_recv(c->pull, &m, 0, &err) == PX_OK) {
+		struct cmember *mb = find(c, m.hdr.sender);
+
+		if (!mb || mb->w.state == WIRE_MEMBER_LOST) {
+			wire_msg_release(&m);
+			continue;
+		}
+		mb->last_us = px_now_mono_us();
+		switch (m.hdr.type) {
+		case WIRE_CLOCK:
+			on_clock(c, mb, &m);
+			break;
+		case WIRE_HEARTBEAT:
+			if (mb->late && !mb->hotadd_seen &&
+			    m.u.heartbeat.status) {
+				mb->hotadd_seen = true;
+				if (m.u.heartbeat.status > c->hotadd_ms_max)
+					c->hotadd_ms_max =
+						m.u.heartbeat.status;
+				out(c, "node %u: first update %u ms after "
+				    "its start", mb->w.node.v,
+				    m.u.heartbeat.status);
+			}
+			break;
+		case WIRE_LEAVE:
+			if (mb->w.state != WIRE_MEMBER_LEAVING) {
+				out(c, "node %u leaving (reason %u)",
+				    mb->w.node.v, m.u.leave.reason);
+				mb->w.state = WIRE_MEMBER_LEAVING;
+				c->leaves++;
+				c->epoch++;
+				if (is_ps(mb) && c->started)
+					replace_all(c);
+				recompute_clock(c);
+				announce(c);
+			}
+			break;
+		default:
+			break;
+		}
+		wire_msg_release(&m);
+	}
+}
+
+/* Pull every shard from its active PS and evaluate on the test set. */
+static enum px_err evaluate(struct coord *c, double *ret_loss,
+			    double *ret_acc, struct px_error *err)
+{
+	uint64_t correct = 0;
+	double loss = 0.0;
+	uint32_t batch = 1000;
+	enum px_err e;
+
+	for (uint32_t s = 0; s < c->nshards; s++) {
+		const struct wire_shard *sh = &c->map[s];
+		struct cmember *ps = find(c, sh->active);
+		struct net_sock *q;
+		struct wire_msg m, r;
+		bool got = false;
+
+		if (!ps)
+			return px_errorf(err, PX_ENOENT, "shard %u has no PS",
+					 s);
+		for (int tries = 0; tries < 10 && !got; tries++) {
+			q = dist_link_get(&c->links, sh->active, ps->w.addr,
+					  true, err);
+			if (!q)
+				return err->code;
+			wire_msg_init(&m, WIRE_PULL, sh->active, c->min_clock);
+			m.u.pull.shard = s;
+			m.u.pull.count = sh->count;
+			m.u.pull.min_clock = c->min_clock;
+			e = net_send(q, &m, 200, err);
+			if (e == PX_OK)
+				e = net_recv(q, &r, 300, err);
+			if (e != PX_OK) {
+				dist_link_reset_req(&c->links, sh->active);
+				continue;
+			}
+			if (r.hdr.type == WIRE_PARAMS &&
+			    r.u.range.data.n == sh->count) {
+				wire_f32_copy(&r.u.range.data,
+					      c->params + sh->offset);
+				got = true;
+			} else {
+				usleep(20000);
+			}
+			wire_msg_release(&r);
+		}
+		if (!got)
+			return px_errorf(err, PX_ETIMEDOUT, "shard %u: no "
+					 "parameters from PS %u", s,
+					 sh->active.v);
+	}
+	for (uint32_t i = 0; i < c->test.n; i += batch) {
+		uint32_t n = c->test.n - i < batch ? c->test.n - i : batch;
+
+		e = model_eval(c->mc, c->params,
+			       c->test.x + (size_t)i * c->test.dim,
+			       c->test.y + i, n, &loss, &correct, err);
+		if (e != PX_OK)
+			return e;
+	}
+	*ret_loss = loss / c->test.n;
+	*ret_acc = (double)correct / c->test.n;
+	return PX_OK;
+}
+
+static void progress(struct coord *c, bool eval)
+{
+	uint64_t now = px_now_mono_us();
+	double secs = (double)(now - c->t_start_us) / 1e6;
+	uint32_t nw = 0, nps = 0;
+	struct px_error err;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (!alive(&c->m[i]))
+			continue;
+		if (is_ps(&c->m[i]))
+			nps++;
+		else
+			nw++;
+	}
+	if (eval) {
+		uint64_t t = px_now_mono_us();
+
+		if (evaluate(c, &c->last_loss, &c->last_acc, &err) != PX_OK)
+			dist_logf(c->o, 4, "evaluation: %s", err.msg);
+		/* The loop stalled: do not count it against heartbeats. */
+		t = px_now_mono_us() - t;
+		for (uint32_t i = 0; i < c->n; i++)
+			c->m[i].last_us += t;
+	}
+	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last test loss "
+	    "%.4f, accuracy %.2f%%, %u workers, %u PS, stage %u, epoch "
+	    "%" PRIu64, c->min_clock, c->total,
+	    secs > 0 ? c->samples / secs : 0.0, c->last_loss,
+	    100.0 * c->last_acc, nw, nps, c->stage, c->epoch);
+}
+
+static void shutdown_all(struct coord *c, uint8_t reason)
+{
+	struct wire_msg m;
+
+	for (int i = 0; i < 3; i++) {
+		wire_msg_init(&m, WIRE_SHUTDOWN, WIRE_NODE_ALL, c->min_clock);
+		m.u.shutdown.reason = reason;
+		broadcast(c, &m);
+		usleep(20000);
+	}
+}
+
+static int print_result(struct coord *c)
+{
+	double train_s = (double)(c->t_end_us - c->t_start_us) / 1e6;
+	uint64_t dropped = wire_stats_dropped(net_stats(c->rep)) +
+			   wire_stats_dropped(net_stats(c->pull));
+	json_t *j;
+	char *s;
+
+	j = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:I, s:I, s:i, "
+		      "s:i, s:i, s:i, s:i, s:I, s:f, s:f, s:I, s:i, s:f, "
+		      "s:f}",
+		      "model", model_kind_name(c->o->train.model),
+		      "workers", (int)c->o->workers, "ps", (int)c->o->ps,
+		      "batch", (int)c->o->train.batch,
+		      "test_accuracy", c->last_acc, "test_loss", c->last_loss,
+		      "samples_per_sec", train_s > 0 ? c->samples / train_s
+						     : 0.0,
+		      "samples", (json_int_t)c->samples,
+		      "clocks", (json_int_t)c->min_clock,
+		      "joins", (int)c->joins, "losses", (int)c->losses,
+		      "leaves", (int)c->leaves,
+		      "promotions", (int)c->promotions,
+		      "stage_changes", (int)c->stage_changes,
+		      "max_staleness", (json_int_t)c->max_staleness,
+		      "recovery_ms_max", c->recovery_ms_max,
+		      "hotadd_ms_max", c->hotadd_ms_max,
+		      "frames_dropped", (json_int_t)dropped,
+		      "stage", (int)c->stage,
+		      "train_seconds", train_s,
+		      "wall_seconds",
+		      (double)(px_now_mono_us() - c->t0_us) / 1e6);
+	if (!j)
+		return -1;
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (!s)
+		return -1;
+	if (c->o->json)
+		dprintf(c->o->out_fd, "%s\n", s);
+	else
+		dprintf(c->o->out_fd, "test accuracy %.2f%%, %.0f samples/s, "
+			"%" PRId64 " clocks, %u joins, %u losses, %.1f s\n",
+			100.0 * c->last_acc,
+			train_s > 0 ? c->samples / train_s : 0.0,
+			c->min_clock, c->joins, c->losses,
+			(double)(px_now_mono_us() - c->t0_us) / 1e6);
+	free(s);
+	return 0;
+}
+
+static enum px_err setup(struct coord *c, struct px_error *err)
+{
+	const struct dist_opts *o = c->o;
+	struct wire_config wc = {
+		.self = { DIST_COORD_NODE }, .job = o->job,
+		.job_key = o->key, .job_key_len = o->key_len,
+	};
+	enum px_err e;
+
+	e = wire_ctx_new(&wc, &c->ctx, err);
+	if (e != PX_OK)
+		return e;
+	c->links.ctx = c->ctx;
+	e = dist_sock(c->ctx, NET_REP, o->listen, DIST_EP_REP, true, &c->rep,
+		      err);
+	if (e == PX_OK)
+		e = dist_sock(c->ctx, NET_PULL, o->listen, DIST_EP_PULL, true,
+			      &c->pull, err);
+	if (e == PX_OK)
+		e = dist_sock(c->ctx, NET_PUB, o->listen, DIST_EP_PUB, true,
+			      &c->pub, err);
+	if (e == PX_OK)
+		e = dist_train_count(o, &c->n_train, err);
+	if (e == PX_OK)
+		e = data_load_fashion_mnist(o->data_dir, false, o->max_test,
+					    &c->test, err);
+	if (e == PX_OK)
+		e = model_desc_init(&c->d, o->train.model, c->test.dim,
+				    c->test.n_classes, o->train.hidden,
+				    o->train.model == MODEL_MLR
+					    ? 0 : o->train.n_hidden, err);
+	if (e != PX_OK)
+		return e;
+	kern_cpu_set_threads(o->train.threads > 0 ? o->train.threads : 1);
+	c->nparams = c->d.n_params;
+	c->params = px_calloc(c->nparams, sizeof(float));
+	if (!c->params)
+		return px_errorf(err, PX_ENOMEM, "parameters");
+	e = model_ctx_new(&c->d, &kern_cpu_ops, NULL, 1000, &c->mc, err);
+	if (e != PX_OK)
+		return e;
+	c->total = dist_total_clocks(c->n_train, o->workers, o->train.epochs,
+				     o->train.batch);
+	c->nshards = o->shards ? o->shards : (o->ps ? o->ps : 1);
+	if (c->nshards > DIST_MAX_SHARDS)
+		c->nshards = DIST_MAX_SHARDS;
+	if (c->nparams / c->nshards + 1 > wire_range_chunk(WIRE_PAYLOAD_DEFAULT))
+		return px_errorf(err, PX_ETOOBIG, "shards of %" PRIu64
+				 " parameters do not fit a frame: use more",
+				 c->nparams / c->nshards);
+	c->stage = o->stage;
+	return PX_OK;
+}
+
+enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
+{
+	struct coord *c = px_calloc(1, sizeof(*c));
+	uint64_t next_hb, next_prog, clocks_per_epoch;
+	int64_t next_eval;
+	enum px_err e;
+
+	if (!c)
+		return px_errorf(err, PX_ENOMEM, "coordinator");
+	c->o = o;
+	c->t0_us = px_now_mono_us();
+	e = setup(c, err);
+	if (e != PX_OK)
+		goto out_free;
+	clocks_per_epoch = o->train.epochs ? (uint64_t)c->total /
+					     o->train.epochs : 1;
+	next_eval = (int64_t)clocks_per_epoch;
+	next_hb = px_now_mono_us();
+	next_prog = next_hb + 1000000;
+	dist_logf(o, 6, "coordinator on %s: %" PRIu64 " parameters, "
+		  "%u training examples", o->listen, c->nparams, c->n_train);
+	while (!c->done) {
+		struct nn_pollfd pf[2] = {
+			{ .fd = net_nn_socket(c->rep), .events = NN_POLLIN },
+			{ .fd = net_nn_socket(c->pull), .events = NN_POLLIN },
+		};
+		uint64_t now;
+
+		if (nn_poll(pf, 2, dist_ms_until(next_hb, 50)) > 0) {
+			if (pf[0].revents & NN_POLLIN)
+				on_rep(c);
+			if (pf[1].revents & NN_POLLIN)
+				on_pull(c);
+		}
+		if (o->stop && *o->stop) {
+			out(c, "stopped by a signal");
+			shutdown_all(c, WIRE_SHUTDOWN_CANCEL);
+			e = px_errorf(err, PX_ECANCELED, "stopped");
+			goto out_free;
+		}
+		now = px_now_mono_us();
+		if (now >= next_hb) {
+			check_timeouts(c, now);
+			/* Before the start this is the nodes' sign of life. */
+			if (c->started)
+				announce(c);
+			else
+				send_clock_min(c);
+			next_hb = now + (uint64_t)o->hb_ms * 1000;
+		}
+		if (!c->started)
+			continue;
+		if (o->stage_to && c->stage != o->stage_to &&
+		    c->min_clock >= o->stage_at) {
+			out(c, "stage %u -> %u at clock %" PRId64, c->stage,
+			    o->stage_to, c->min_clock);
+			c->stage = o->stage_to;
+			c->stage_changes++;
+			c->epoch++;
+			replace_all(c);
+			announce(c);
+		}
+		if (c->min_clock >= c->total) {
+			c->t_end_us = px_now_mono_us();
+			break;
+		}
+		if (o->eval_epochs && c->min_clock >= next_eval) {
+			progress(c, true);
+			next_eval += (int64_t)clocks_per_epoch;
+			next_prog = now + 1000000;
+		} else if (now >= next_prog) {
+			progress(c, false);
+			next_prog = now + 1000000;
+		}
+	}
+	if (c->done) {
+		shutdown_all(c, WIRE_SHUTDOWN_ERROR);
+		e = px_errorf(err, PX_EIO, "job failed: a shard was lost");
+		goto out_free;
+	}
+	progress(c, true);
+	shutdown_all(c, WIRE_SHUTDOWN_DONE);
+	if (print_result(c) != 0)
+		e = px_errorf(err, PX_ENOMEM, "result");
+out_free:
+	dist_links_close(&c->links);
+	net_close(c->rep);
+	net_close(c->pull);
+	net_close(c->pub);
+	model_ctx_free(c->mc);
+	free(c->params);
+	data_release(&c->test);
+	wire_ctx_free(c->ctx);
+	free(c);
+	return e;
+}

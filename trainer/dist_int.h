@@ -1,0 +1,76 @@
+/* dist_int.h -- private helpers shared by the trainer's roles (dist_*.c):
+ * logging through the callback, lazily connected links to peers, a copy
+ * of the membership, and small socket/poll helpers.
+ */
+#ifndef PX_DIST_INT_H
+#define PX_DIST_INT_H
+
+#include "dist.h"
+
+void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Sockets to one peer node, opened on first use. */
+struct dist_link {
+	struct wire_node node;
+	char addr[DIST_ADDR_MAX + 1];  /* its base address */
+	struct net_sock *req;          /* to its REP endpoint */
+	struct net_sock *push;         /* to its PULL endpoint */
+	bool used;
+};
+
+struct dist_links {
+	struct wire_ctx *ctx;          /* borrowed */
+	struct dist_link l[DIST_MAX_NODES];
+};
+
+/* The REQ or PUSH socket to node at addr (connected now if need be);
+ * NULL with *err set on failure. */
+struct net_sock *dist_link_get(struct dist_links *t, struct wire_node node,
+			       const char *addr, bool req,
+			       struct px_error *err);
+/* Close the REQ socket to node (after a timeout, to drop a stale
+ * request). */
+void dist_link_reset_req(struct dist_links *t, struct wire_node node);
+void dist_links_close(struct dist_links *t);
+
+/* A copy of the latest MEMBERSHIP (what the receiver needs of it). */
+struct dist_member {
+	struct wire_node node;
+	uint8_t roles;       /* offered roles; PS_BACKUP marks reliable */
+	uint8_t state;       /* enum wire_member_state */
+	char addr[DIST_ADDR_MAX + 1];
+};
+
+struct dist_members {
+	uint64_t epoch;      /* 0: none yet */
+	uint32_t n;
+	struct dist_member m[DIST_MAX_NODES];
+};
+
+/* Copy an accepted MEMBERSHIP message if its epoch is newer; returns
+ * whether it was. */
+bool dist_members_take(struct dist_members *mb, const struct wire_msg *m);
+const struct dist_member *dist_members_find(const struct dist_members *mb,
+					    struct wire_node node);
+/* Workers that hold a data partition in stage st, sorted by node id:
+ * ACTIVE workers, less reliable ones in stage 3.  Returns the count and
+ * sets *ret_index to self's position (or UINT32_MAX). */
+uint32_t dist_members_workers(const struct dist_members *mb, uint8_t st,
+			      struct wire_node self, uint32_t *ret_index);
+
+/* Open a socket and bind or connect it to base's endpoint ep. */
+enum px_err dist_sock(struct wire_ctx *ctx, enum net_pattern p,
+		      const char *base, enum dist_ep ep, bool bind,
+		      struct net_sock **ret, struct px_error *err);
+
+/* Handshake with the coordinator over req, retrying for up to
+ * timeout_ms; *ret_reply is the ASSIGN. */
+enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
+			  uint8_t roles, int timeout_ms,
+			  struct wire_msg *ret_reply, struct px_error *err);
+
+/* Milliseconds from now to deadline_us (0 if past), capped at cap. */
+int dist_ms_until(uint64_t deadline_us, int cap);
+
+#endif

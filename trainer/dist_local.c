@@ -1,0 +1,370 @@
+/* dist_local.c -- `proteus-trainer local`: a whole job on this host.  Acts
+ * as the agent: draws the job key (RAND_bytes) and id, posix_spawns the
+ * coordinator, PS nodes and workers (the key goes in the children's
+ * environment, never argv), injects churn (SIGKILL / SIGTERM of workers,
+ * SIGKILL of an ActivePS) with replacements, and reaps everything.
+ */
+#include "dist_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define LOCAL_MAX_CHILDREN 256
+#define LOCAL_MAX_ARGS 96
+
+enum child_kind { CH_COORD, CH_PS, CH_WORKER };
+
+struct child {
+	pid_t pid;               /* 0: reaped */
+	enum child_kind kind;
+	uint32_t node;
+	bool reliable;
+	uint64_t started_us;     /* monotonic */
+	int status;              /* wait status once reaped */
+};
+
+struct local {
+	const struct dist_opts *o;
+	const struct dist_local *l;
+	char dir[256];
+	bool own_dir;
+	char keyenv[2 * 32 + sizeof(DIST_KEY_ENV) + 2];
+	char jobarg[24];
+	char **envp;
+	struct child ch[LOCAL_MAX_CHILDREN];
+	uint32_t nch;
+	uint32_t next_worker, next_ps;
+	int ready[2];            /* pipe: the coordinator says "started" */
+};
+
+static volatile sig_atomic_t local_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	local_stop = 1;
+}
+
+static enum px_err spawn(struct local *s, enum child_kind kind,
+			 uint32_t node, bool reliable, struct px_error *err)
+{
+	char nodearg[16], listen[300], coord[300];
+	const char *argv[LOCAL_MAX_ARGS];
+	static const char *const role[] = { "coordinator", "ps", "worker" };
+	posix_spawn_file_actions_t fa;
+	struct child *c;
+	size_t k = 0;
+	pid_t pid;
+	int r;
+
+	if (s->nch >= LOCAL_MAX_CHILDREN)
+		return px_errorf(err, PX_ETOOBIG, "too many children");
+	snprintf(nodearg, sizeof(nodearg), "%u", node);
+	snprintf(coord, sizeof(coord), "ipc://%s/n0", s->dir);
+	snprintf(listen, sizeof(listen), "ipc://%s/n%u", s->dir, node);
+	argv[k++] = s->l->self;
+	argv[k++] = role[kind];
+	for (char *const *a = s->l->role_args; a && *a; a++) {
+		if (k >= LOCAL_MAX_ARGS - 12)
+			return px_errorf(err, PX_ETOOBIG, "too many options");
+		argv[k++] = *a;
+	}
+	argv[k++] = "--node";
+	argv[k++] = nodearg;
+	argv[k++] = "--job";
+	argv[k++] = s->jobarg;
+	argv[k++] = "--coord";
+	argv[k++] = coord;
+	argv[k++] = "--listen";
+	argv[k++] = listen;
+	if (reliable)
+		argv[k++] = "--reliable";
+	posix_spawn_file_actions_init(&fa);
+	if (kind == CH_COORD) {
+		/* the pipe's write end as fd 3 of the coordinator only */
+		argv[k++] = "--ready-fd";
+		argv[k++] = "3";
+		posix_spawn_file_actions_adddup2(&fa, s->ready[1], 3);
+	}
+	argv[k] = NULL;
+	r = posix_spawn(&pid, s->l->self, &fa, NULL, (char **)argv, s->envp);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r != 0)
+		return px_errorf(err, PX_ESYS | r, "spawn '%s': %s",
+				 s->l->self, strerror(r));
+	c = &s->ch[s->nch++];
+	c->pid = pid;
+	c->kind = kind;
+	c->node = node;
+	c->reliable = reliable;
+	c->started_us = px_now_mono_us();
+	dist_logf(s->o, 7, "started %s node %u (pid %d)", role[kind], node,
+		  (int)pid);
+	return PX_OK;
+}
+
+static void reap(struct local *s)
+{
+	for (uint32_t i = 0; i < s->nch; i++) {
+		int st;
+
+		if (s->ch[i].pid && waitpid(s->ch[i].pid, &st, WNOHANG) ==
+					    s->ch[i].pid) {
+			s->ch[i].pid = 0;
+			s->ch[i].status = st;
+		}
+	}
+}
+
+/* The oldest live child of a kind (for PS: a transient one). */
+static struct child *pick(struct local *s, enum child_kind kind)
+{
+	for (uint32_t i = 0; i < s->nch; i++)
+		if (s->ch[i].pid && s->ch[i].kind == kind &&
+		    !(kind == CH_PS && s->ch[i].reliable))
+			return &s->ch[i];
+	return NULL;
+}
+
+static void kill_all(struct local *s)
+{
+	uint64_t until;
+
+	for (uint32_t i = 0; i < s->nch; i++)
+		if (s->ch[i].pid)
+			kill(s->ch[i].pid, SIGTERM);
+	until = px_now_mono_us() + 2000000;
+	while (px_now_mono_us() < until) {
+		bool any = false;
+
+		reap(s);
+		for (uint32_t i = 0; i < s->nch; i++)
+			any |= s->ch[i].pid != 0;
+		if (!any)
+			return;
+		usleep(10000);
+	}
+	for (uint32_t i = 0; i < s->nch; i++) {
+		if (s->ch[i].pid) {
+			kill(s->ch[i].pid, SIGKILL);
+			waitpid(s->ch[i].pid, &s->ch[i].status, 0);
+			s->ch[i].pid = 0;
+		}
+	}
+}
+
+static enum px_err make_env(struct local *s, struct px_error *err)
+{
+	uint8_t key[32], job[8];
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0, k = 0, off;
+	uint64_t jid = 0;
+
+	if (RAND_bytes(key, sizeof(key)) != 1 ||
+	    RAND_bytes(job, sizeof(job)) != 1)
+		return px_errorf(err, PX_EIO, "RAND_bytes failed");
+	off = (size_t)snprintf(s->keyenv, sizeof(s->keyenv), "%s=",
+			       DIST_KEY_ENV);
+	for (size_t i = 0; i < sizeof(key); i++) {
+		s->keyenv[off++] = hex[key[i] >> 4];
+		s->keyenv[off++] = hex[key[i] & 15];
+	}
+	s->keyenv[off] = 0;
+	memcpy(&jid, job, sizeof(jid));
+	snprintf(s->jobarg, sizeof(s->jobarg), "%llu",
+		 (unsigned long long)(jid >> 1));
+	while (environ[n])
+		n++;
+	s->envp = px_calloc(n + 2, sizeof(char *));
+	if (!s->envp)
+		return px_errorf(err, PX_ENOMEM, "environment");
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], DIST_KEY_ENV "=",
+			    sizeof(DIST_KEY_ENV)))
+			s->envp[k++] = environ[i];
+	s->envp[k++] = s->keyenv;
+	s->envp[k] = NULL;
+	return PX_OK;
+}
+
+int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
+		   struct px_error *err)
+{
+	struct local *s = px_calloc(1, sizeof(*s));
+	struct sigaction sa, old_int, old_term;
+	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
+	bool ps_killed = false, left = false, added = false, started = false;
+	int rc = 1;
+	enum px_err e;
+
+	if (!s) {
+		px_errorf(err, PX_ENOMEM, "launcher");
+		return 1;
+	}
+	s->o = o;
+	s->l = l;
+	if (l->dir) {
+		snprintf(s->dir, sizeof(s->dir), "%s", l->dir);
+	} else {
+		const char *t = getenv("TMPDIR");
+
+		snprintf(s->dir, sizeof(s->dir), "%s/pxtrainer.XXXXXX",
+			 t && *t ? t : "/tmp");
+		if (!mkdtemp(s->dir)) {
+			px_errorf(err, PX_ESYS | errno, "mkdtemp '%s': %s",
+				  s->dir, strerror(errno));
+			goto out_free;
+		}
+		s->own_dir = true;
+	}
+	e = make_env(s, err);
+	if (e != PX_OK)
+		goto out_free;
+	if (pipe2(s->ready, O_CLOEXEC | O_NONBLOCK) != 0) {
+		px_errorf(err, PX_ESYS | errno, "pipe: %s", strerror(errno));
+		goto out_free;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	e = spawn(s, CH_COORD, DIST_COORD_NODE, false, err);
+	for (uint32_t i = 0; e == PX_OK && i < o->ps; i++)
+		e = spawn(s, CH_PS, 1 + i, i < l->reliable, err);
+	s->next_ps = 1 + o->ps;
+	s->next_worker = 1000;
+	for (uint32_t i = 0; e == PX_OK && i < o->workers; i++)
+		e = spawn(s, CH_WORKER, s->next_worker++, false, err);
+	if (e != PX_OK)
+		goto out_kill;
+	close(s->ready[1]);
+	s->ready[1] = -1;
+	for (;;) {
+		uint64_t now = px_now_mono_us();
+		double el = (double)(now - t0) / 1e6;
+		struct child *c;
+		char b;
+
+		reap(s);
+		if (!started && read(s->ready[0], &b, 1) == 1) {
+			/* churn times count from the job's start */
+			started = true;
+			t0 = now;
+			el = 0;
+			if (l->kill_worker_every > 0)
+				next_kill = t0 + (uint64_t)(
+					l->kill_worker_every * 1e6);
+			else if (l->kill_worker_at > 0)
+				next_kill = t0 + (uint64_t)(
+					l->kill_worker_at * 1e6);
+		}
+		if (!s->ch[0].pid) {
+			int st = s->ch[0].status;
+
+			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 +
+			     (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+			break;
+		}
+		if (local_stop) {
+			px_errorf(err, PX_ECANCELED, "interrupted");
+			rc = 130;
+			break;
+		}
+		if (l->timeout_s > 0 &&
+		    (double)(now - t_begin) / 1e6 > l->timeout_s) {
+			px_errorf(err, PX_ETIMEDOUT, "job ran past %.0f s",
+				  l->timeout_s);
+			rc = 124;
+			break;
+		}
+		if (next_kill && now >= next_kill) {
+			c = pick(s, CH_WORKER);
+			if (c) {
+				dist_logf(o, 6, "churn: SIGKILL worker %u at "
+					  "%.1f s", c->node, el);
+				kill(c->pid, SIGKILL);
+				e = spawn(s, CH_WORKER, s->next_worker++,
+					  false, err);
+				if (e != PX_OK)
+					break;
+			}
+			next_kill = l->kill_worker_every > 0
+				? now + (uint64_t)(l->kill_worker_every * 1e6)
+				: 0;
+		}
+		if (l->kill_ps_at > 0 && started && !ps_killed &&
+		    el >= l->kill_ps_at) {
+			ps_killed = true;
+			c = pick(s, CH_PS);
+			if (c) {
+				dist_logf(o, 6, "churn: SIGKILL ps %u at "
+					  "%.1f s", c->node, el);
+				kill(c->pid, SIGKILL);
+				e = spawn(s, CH_PS, s->next_ps++, false, err);
+				if (e != PX_OK)
+					break;
+			}
+		}
+		if (l->leave_worker_at > 0 && started && !left &&
+		    el >= l->leave_worker_at) {
+			left = true;
+			c = pick(s, CH_WORKER);
+			if (c) {
+				dist_logf(o, 6, "churn: SIGTERM worker %u at "
+					  "%.1f s", c->node, el);
+				kill(c->pid, SIGTERM);
+				e = spawn(s, CH_WORKER, s->next_worker++,
+					  false, err);
+				if (e != PX_OK)
+					break;
+			}
+		}
+		if (l->add_worker_at > 0 && started && !added &&
+		    el >= l->add_worker_at) {
+			added = true;
+			dist_logf(o, 6, "adding worker %u at %.1f s",
+				  s->next_worker, el);
+			e = spawn(s, CH_WORKER, s->next_worker++, false, err);
+			if (e != PX_OK)
+				break;
+		}
+		usleep(10000);
+	}
+out_kill:
+	kill_all(s);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+out_free:
+	if (s->own_dir) {
+		static const char *const suf[] = { "rep", "pull", "pub" };
+		char path[600];
+
+		for (uint32_t i = 0; i < s->nch; i++) {
+			for (int ep = 0; ep < DIST_EP_MAX; ep++) {
+				snprintf(path, sizeof(path), "%s/n%u.%s",
+					 s->dir, s->ch[i].node, suf[ep]);
+				(void)unlink(path);
+			}
+		}
+		(void)rmdir(s->dir);
+	}
+	if (s->ready[0] > 0)
+		close(s->ready[0]);
+	if (s->ready[1] > 0)
+		close(s->ready[1]);
+	free(s->envp);
+	free(s);
+	return rc;
+}

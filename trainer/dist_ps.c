@@ -1,0 +1,589 @@
+/* dist_ps.c -- the parameter server: holds the shards the coordinator's
+ * map gives it, as ActivePS (serves PULL, applies PUSH with server-side
+ * momentum, FORWARDs each clock's aggregated update to the backup) or as
+ * BackupPS (applies FORWARDs), and hands shards over on a map change.
+ * One thread, one nn_poll loop.
+ */
+#include "dist_int.h"
+
+#include <inttypes.h>
+#include <nanomsg/nn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+
+struct pshard {
+	bool have;           /* state present (else awaiting a snapshot) */
+	bool active, backup; /* my role for it in the current map */
+	uint64_t off, cnt;   /* range of the flat vector */
+	float *w;            /* parameters [cnt] */
+	float *v;            /* momentum [cnt] (active only) */
+	float *base;         /* w at the last FORWARD [cnt] (active) */
+	uint64_t pushes;     /* applied */
+};
+
+/* The last clock a worker pushed, per shard (read-my-writes). */
+struct pusher {
+	struct wire_node node;
+	bool used;
+	int64_t clock[DIST_MAX_SHARDS];
+};
+
+struct ps {
+	const struct dist_opts *o;
+	struct pusher pushers[DIST_MAX_NODES];
+	struct wire_ctx *ctx;
+	struct net_sock *rep, *pull, *sub, *creq, *cpush;
+	struct dist_links links;
+	struct dist_members mb;
+	struct wire_shard map[DIST_MAX_SHARDS];
+	uint32_t nshards;
+	uint32_t stage_epoch;    /* 0: no map yet */
+	struct pshard sh[DIST_MAX_SHARDS];
+	struct model_desc d;
+	float *init;             /* the seeded initial vector (epoch 1) */
+	int64_t clock_min, fwd_clock, total;
+	uint64_t forwards, snapshots;
+	bool leaving, shutdown;
+};
+
+static void shard_free(struct pshard *s)
+{
+	free(s->w);
+	free(s->v);
+	free(s->base);
+	memset(s, 0, sizeof(*s));
+}
+
+static enum px_err shard_alloc(struct pshard *s, uint64_t off, uint64_t cnt,
+			       struct px_error *err)
+{
+	shard_free(s);
+	s->off = off;
+	s->cnt = cnt;
+	s->w = px_calloc(cnt ? cnt : 1, sizeof(float));
+	s->v = px_calloc(cnt ? cnt : 1, sizeof(float));
+	s->base = px_calloc(cnt ? cnt : 1, sizeof(float));
+	if (!s->w || !s->v || !s->base) {
+		shard_free(s);
+		return px_errorf(err, PX_ENOMEM, "shard of %" PRIu64
+				 " parameters", cnt);
+	}
+	return PX_OK;
+}
+
+static const char *addr_of(struct ps *p, struct wire_node n)
+{
+	const struct dist_member *m = dist_members_find(&p->mb, n);
+
+	return m ? m->addr : NULL;
+}
+
+static bool node_alive(struct ps *p, struct wire_node n)
+{
+	const struct dist_member *m = dist_members_find(&p->mb, n);
+
+	return m && m->state != WIRE_MEMBER_LOST;
+}
+
+static void send_range(struct ps *p, enum wire_type t, struct wire_node to,
+		       uint32_t s, const float *f)
+{
+	const char *addr = addr_of(p, to);
+	struct px_error err;
+	struct net_sock *q;
+
+	if (!addr) {
+		dist_logf(p->o, 4, "no address for node %u", to.v);
+		return;
+	}
+	q = dist_link_get(&p->links, to, addr, false, &err);
+	if (!q || net_send_range(q, t, to, p->clock_min, s, 0, f,
+				 p->sh[s].cnt, 1000, &err) != PX_OK)
+		dist_logf(p->o, 4, "%s of shard %u to %u: %s",
+			  wire_type_name(t), s, to.v, err.msg);
+}
+
+/* A new shard map: hand over what moves, take up new roles. */
+static void on_stage(struct ps *p, const struct wire_msg *m)
+{
+	const struct wire_stage *st = &m->u.stage;
+	struct wire_node me = p->o->node;
+	bool had_map = p->stage_epoch != 0;
+	struct px_error err;
+
+	if (st->epoch <= p->stage_epoch || st->nshards > DIST_MAX_SHARDS)
+		return;
+	for (uint32_t s = 0; s < st->nshards; s++) {
+		const struct wire_shard *nw = &st->shards[s];
+		const struct wire_shard *old = had_map && s < p->nshards
+						       ? &p->map[s] : NULL;
+		struct pshard *sh = &p->sh[s];
+		bool in_new = wire_node_eq(nw->active, me) ||
+			      wire_node_eq(nw->backup, me);
+		bool source = false;
+
+		if (old && sh->have) {
+			if (wire_node_eq(old->active, me))
+				source = true;
+			else if (wire_node_eq(old->backup, me) &&
+				 !node_alive(p, old->active) &&
+				 !wire_node_eq(nw->active, old->active))
+				source = true;
+		}
+		if (source && old && (!wire_node_eq(old->active, nw->active) ||
+				      !wire_node_eq(old->backup,
+						    nw->backup))) {
+			/* Flush: the new holders get the state as it is. */
+			if (!wire_node_eq(nw->active, me) &&
+			    !wire_node_eq(nw->active, WIRE_NODE_ALL))
+				send_range(p, WIRE_PARAMS, nw->active, s,
+					   sh->w);
+			if (!wire_node_eq(nw->backup, me) &&
+			    !wire_node_eq(nw->backup, WIRE_NODE_ALL))
+				send_range(p, WIRE_PARAMS, nw->backup, s,
+					   sh->w);
+			memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
+			p->snapshots++;
+		}
+		if (!in_new) {
+			if (sh->w)
+				shard_free(sh);
+			continue;
+		}
+		if (!sh->w || sh->off != nw->offset || sh->cnt != nw->count) {
+			if (shard_alloc(sh, nw->offset, nw->count, &err) !=
+			    PX_OK) {
+				dist_logf(p->o, 3, "%s", err.msg);
+				continue;
+			}
+		}
+		if (!sh->have && st->epoch == 1) {
+			/* The job's first map: every holder starts from the
+			 * same seeded vector. */
+			memcpy(sh->w, p->init + sh->off,
+			       sh->cnt * sizeof(float));
+			memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
+			sh->have = true;
+		}
+		if (wire_node_eq(nw->active, me) && !sh->active)
+			dist_logf(p->o, 6, "shard %u: now active%s", s,
+				  sh->have ? "" : " (awaiting state)");
+		sh->active = wire_node_eq(nw->active, me);
+		sh->backup = !sh->active;
+	}
+	memcpy(p->map, st->shards, st->nshards * sizeof(*p->map));
+	p->nshards = st->nshards;
+	p->stage_epoch = st->epoch;
+}
+
+/* Each clock: send the backup what changed since the last FORWARD. */
+static void forward_all(struct ps *p)
+{
+	for (uint32_t s = 0; s < p->nshards; s++) {
+		struct pshard *sh = &p->sh[s];
+		const struct wire_shard *ws = &p->map[s];
+
+		if (!sh->active || !sh->have ||
+		    wire_node_eq(ws->backup, WIRE_NODE_ALL))
+			continue;
+		/* base becomes the delta, is sent, then becomes w again */
+		for (uint64_t i = 0; i < sh->cnt; i++)
+			sh->base[i] = sh->w[i] - sh->base[i];
+		send_range(p, WIRE_FORWARD, ws->backup, s, sh->base);
+		memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
+		p->forwards++;
+	}
+}
+
+static void on_sub(struct ps *p)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	while (net_recv(p->sub, &m, 0, &err) == PX_OK) {
+		switch (m.hdr.type) {
+		case WIRE_MEMBERSHIP:
+			if (dist_members_take(&p->mb, &m))
+				(void)wire_membership_apply(p->ctx, &m,
+							    px_now_mono_us());
+			break;
+		case WIRE_STAGE:
+			on_stage(p, &m);
+			break;
+		case WIRE_CLOCK_MIN:
+			p->clock_min = m.u.clock_min.min_clock;
+			if (p->clock_min > p->fwd_clock) {
+				forward_all(p);
+				p->fwd_clock = p->clock_min;
+			}
+			break;
+		case WIRE_SHUTDOWN:
+			p->shutdown = true;
+			break;
+		default:
+			break;
+		}
+		wire_msg_release(&m);
+	}
+}
+
+static struct pusher *pusher(struct ps *p, struct wire_node n, bool add)
+{
+	struct pusher *free_p = NULL;
+
+	for (size_t i = 0; i < DIST_MAX_NODES; i++) {
+		if (p->pushers[i].used && wire_node_eq(p->pushers[i].node, n))
+			return &p->pushers[i];
+		if (!p->pushers[i].used && !free_p)
+			free_p = &p->pushers[i];
+	}
+	if (!add)
+		return NULL;
+	if (!free_p)
+		free_p = &p->pushers[n.v % DIST_MAX_NODES]; /* reuse one */
+	free_p->used = true;
+	free_p->node = n;
+	for (size_t s = 0; s < DIST_MAX_SHARDS; s++)
+		free_p->clock[s] = -1;
+	return free_p;
+}
+
+static void note_push(struct ps *p, struct wire_node n, uint32_t s,
+		      int64_t clock)
+{
+	struct pusher *u = pusher(p, n, true);
+
+	if (clock > u->clock[s])
+		u->clock[s] = clock;
+}
+
+/* Apply a range (PUSH: gradient, FORWARD: delta, PARAMS: snapshot). */
+static void on_range(struct ps *p, const struct wire_msg *m)
+{
+	const struct wire_range *r = &m->u.range;
+	struct pshard *sh;
+	float *g;
+
+	if (r->shard >= p->nshards)
+		return;
+	sh = &p->sh[r->shard];
+	if (!sh->w || r->offset > sh->cnt || r->data.n > sh->cnt - r->offset)
+		return;
+	switch (m->hdr.type) {
+	case WIRE_PUSH:
+		if (!sh->active || !sh->have)
+			return;
+		g = malloc(r->data.n * sizeof(float) + 1);
+		if (!g)
+			return;
+		wire_f32_copy(&r->data, g);
+		kern_sgd_momentum(sh->w + r->offset, sh->v + r->offset, g,
+				  r->data.n,
+				  dist_lr(&p->o->train, r->clock, p->total),
+				  p->o->train.momentum,
+				  p->o->train.weight_decay);
+		free(g);
+		sh->pushes++;
+		if (!(m->hdr.flags & WIRE_F_MORE))
+			note_push(p, m->hdr.sender, r->shard, r->clock);
+		break;
+	case WIRE_FORWARD:
+		if (!sh->have || sh->active)
+			return;
+		g = malloc(r->data.n * sizeof(float) + 1);
+		if (!g)
+			return;
+		wire_f32_copy(&r->data, g);
+		for (uint32_t i = 0; i < r->data.n; i++)
+			sh->w[r->offset + i] += g[i];
+		free(g);
+		break;
+	case WIRE_PARAMS:
+		wire_f32_copy(&r->data, sh->w + r->offset);
+		memcpy(sh->base + r->offset, sh->w + r->offset,
+		       r->data.n * sizeof(float));
+		memset(sh->v + r->offset, 0, r->data.n * sizeof(float));
+		if (!(m->hdr.flags & WIRE_F_MORE)) {
+			if (!sh->have)
+				dist_logf(p->o, 6, "shard %u: state received "
+					  "from %u", r->shard,
+					  m->hdr.sender.v);
+			sh->have = true;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_pull(struct ps *p)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	while (net_recv(p->pull, &m, 0, &err) == PX_OK) {
+		on_range(p, &m);
+		wire_msg_release(&m);
+	}
+}
+
+/* A worker reads its own writes: before answering its PULL, apply the
+ * pushes it sent up to clock `upto` (they travel on another socket), for
+ * at most 100 ms. */
+static void wait_own_push(struct ps *p, struct wire_node n, uint32_t s,
+			  int64_t upto)
+{
+	uint64_t until = px_now_mono_us() + 100000;
+	struct pusher *u;
+
+	on_pull(p);
+	for (;;) {
+		struct nn_pollfd pf = { .fd = net_nn_socket(p->pull),
+					.events = NN_POLLIN };
+
+		u = pusher(p, n, false);
+		if (upto < 0 || (u && u->clock[s] >= upto) ||
+		    px_now_mono_us() >= until)
+			return;
+		if (nn_poll(&pf, 1, dist_ms_until(until, 100)) > 0)
+			on_pull(p);
+	}
+}
+
+static void on_rep(struct ps *p)
+{
+	struct px_error err;
+	struct wire_msg m, a;
+
+	while (net_recv(p->rep, &m, 0, &err) == PX_OK) {
+		const struct wire_pull *q = &m.u.pull;
+		struct pshard *sh = q->shard < p->nshards ? &p->sh[q->shard]
+							  : NULL;
+
+		if (m.hdr.type == WIRE_PULL && sh && sh->active)
+			wait_own_push(p, m.hdr.sender, q->shard,
+				      q->min_clock);
+		/* Workers and the coordinator read active shards; the new
+		 * active of a shard may read its backup's copy. */
+		bool serve = sh && sh->have &&
+			     (sh->active || wire_node_eq(m.hdr.sender,
+						p->map[q->shard].active));
+
+		if (m.hdr.type == WIRE_PULL && serve &&
+		    q->offset <= sh->cnt && q->count <= sh->cnt - q->offset) {
+			if (net_send_range(p->rep, WIRE_PARAMS, m.hdr.sender,
+					   p->clock_min, q->shard, q->offset,
+					   sh->w + q->offset, q->count, 1000,
+					   &err) != PX_OK)
+				dist_logf(p->o, 4, "params to %u: %s",
+					  m.hdr.sender.v, err.msg);
+		} else {
+			wire_msg_init(&a, WIRE_ACK, m.hdr.sender,
+				      p->clock_min);
+			a.u.ack.ref_seq = m.hdr.seq;
+			a.u.ack.status = PX_ENOENT;
+			snprintf(a.u.ack.detail, sizeof(a.u.ack.detail),
+				 "shard not served here");
+			(void)net_send(p->rep, &a, 100, &err);
+		}
+		wire_msg_release(&m);
+	}
+}
+
+/* An active shard without state (its old active died before handing it
+ * over): fetch the backup's copy, at most one clock behind. */
+static void fetch_missing(struct ps *p)
+{
+	struct px_error err;
+
+	for (uint32_t s = 0; s < p->nshards; s++) {
+		const struct wire_shard *ws = &p->map[s];
+		struct pshard *sh = &p->sh[s];
+		const char *addr;
+		struct net_sock *q;
+		struct wire_msg m, r;
+
+		if (!sh->active || sh->have || !sh->w ||
+		    wire_node_eq(ws->backup, WIRE_NODE_ALL) ||
+		    wire_node_eq(ws->backup, p->o->node))
+			continue;
+		addr = addr_of(p, ws->backup);
+		if (!addr)
+			continue;
+		q = dist_link_get(&p->links, ws->backup, addr, true, &err);
+		if (!q)
+			continue;
+		wire_msg_init(&m, WIRE_PULL, ws->backup, p->clock_min);
+		m.u.pull.shard = s;
+		m.u.pull.count = sh->cnt;
+		if (net_send(q, &m, 100, &err) != PX_OK ||
+		    net_recv(q, &r, 200, &err) != PX_OK) {
+			dist_link_reset_req(&p->links, ws->backup);
+			continue;
+		}
+		if (r.hdr.type == WIRE_PARAMS && r.u.range.shard == s &&
+		    r.u.range.offset == 0 && r.u.range.data.n == sh->cnt) {
+			on_range(p, &r);
+			dist_logf(p->o, 5, "shard %u: state fetched from "
+				  "backup %u", s, ws->backup.v);
+		}
+		wire_msg_release(&r);
+	}
+}
+
+static void heartbeat(struct ps *p)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	wire_msg_init(&m, WIRE_HEARTBEAT, (struct wire_node){ DIST_COORD_NODE },
+		      p->clock_min);
+	m.u.heartbeat.wall_us = px_now_wall_us();
+	(void)net_send(p->cpush, &m, 0, &err);
+}
+
+static bool holds_any(const struct ps *p)
+{
+	for (uint32_t s = 0; s < p->nshards; s++)
+		if (p->sh[s].w)
+			return true;
+	return false;
+}
+
+static enum px_err setup(struct ps *p, struct px_error *err)
+{
+	const struct dist_opts *o = p->o;
+	struct wire_config wc = {
+		.self = o->node, .job = o->job,
+		.job_key = o->key, .job_key_len = o->key_len,
+	};
+	uint32_t n_train;
+	struct wire_msg a;
+	enum px_err e;
+
+	e = wire_ctx_new(&wc, &p->ctx, err);
+	if (e != PX_OK)
+		return e;
+	p->links.ctx = p->ctx;
+	e = model_desc_init(&p->d, o->train.model, 784, 10, o->train.hidden,
+			    o->train.model == MODEL_MLR ? 0
+							: o->train.n_hidden,
+			    err);
+	if (e == PX_OK)
+		e = dist_train_count(o, &n_train, err);
+	if (e != PX_OK)
+		return e;
+	p->total = dist_total_clocks(n_train, o->workers, o->train.epochs,
+				     o->train.batch);
+	p->init = px_calloc(p->d.n_params, sizeof(float));
+	if (!p->init)
+		return px_errorf(err, PX_ENOMEM, "parameters");
+	model_init_params(&p->d, p->init, o->train.seed);
+	e = dist_sock(p->ctx, NET_REP, o->listen, DIST_EP_REP, true, &p->rep,
+		      err);
+	if (e == PX_OK)
+		e = dist_sock(p->ctx, NET_PULL, o->listen, DIST_EP_PULL, true,
+			      &p->pull, err);
+	if (e == PX_OK)
+		e = dist_sock(p->ctx, NET_SUB, o->coord, DIST_EP_PUB, false,
+			      &p->sub, err);
+	if (e == PX_OK)
+		e = dist_sock(p->ctx, NET_PUSH, o->coord, DIST_EP_PULL, false,
+			      &p->cpush, err);
+	if (e == PX_OK)
+		e = dist_sock(p->ctx, NET_REQ, o->coord, DIST_EP_REP, false,
+			      &p->creq, err);
+	if (e == PX_OK)
+		e = dist_register(o, p->creq, WIRE_ROLE_PS_ACTIVE |
+				  (o->reliable ? WIRE_ROLE_PS_BACKUP : 0),
+				  10000, &a, err);
+	if (e != PX_OK)
+		return e;
+	wire_msg_release(&a);
+	return PX_OK;
+}
+
+enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
+{
+	struct ps *p = px_calloc(1, sizeof(*p));
+	uint64_t next_hb, last_coord, leave_at = 0;
+	enum px_err e;
+
+	if (!p)
+		return px_errorf(err, PX_ENOMEM, "parameter server");
+	p->o = o;
+	p->fwd_clock = -1;
+	e = setup(p, err);
+	if (e != PX_OK)
+		goto out_free;
+	dist_logf(o, 6, "ps %u on %s (%s)", o->node.v, o->listen,
+		  o->reliable ? "reliable" : "transient");
+	next_hb = last_coord = px_now_mono_us();
+	while (!p->shutdown) {
+		struct nn_pollfd pf[3] = {
+			{ .fd = net_nn_socket(p->rep), .events = NN_POLLIN },
+			{ .fd = net_nn_socket(p->pull), .events = NN_POLLIN },
+			{ .fd = net_nn_socket(p->sub), .events = NN_POLLIN },
+		};
+		uint64_t now;
+
+		if (nn_poll(pf, 3, dist_ms_until(next_hb, 50)) > 0) {
+			if (pf[2].revents & NN_POLLIN) {
+				on_sub(p);
+				last_coord = px_now_mono_us();
+			}
+			if (pf[1].revents & NN_POLLIN)
+				on_pull(p);
+			if (pf[0].revents & NN_POLLIN)
+				on_rep(p);
+		}
+		now = px_now_mono_us();
+		if (now >= next_hb) {
+			heartbeat(p);
+			fetch_missing(p);
+			next_hb = now + (uint64_t)o->hb_ms * 1000;
+		}
+		if (o->stop && *o->stop && !p->leaving) {
+			struct wire_msg m;
+
+			p->leaving = true;
+			leave_at = now;
+			wire_msg_init(&m, WIRE_LEAVE,
+				      (struct wire_node){ DIST_COORD_NODE },
+				      p->clock_min);
+			m.u.leave.deadline_us = px_now_wall_us() + 2000000;
+			m.u.leave.reason = WIRE_LEAVE_EVICTION;
+			(void)net_send(p->cpush, &m, 100, err);
+			dist_logf(o, 6, "ps %u leaving", o->node.v);
+		}
+		if (p->leaving && ((!holds_any(p) && now - leave_at > 100000)
+				   || now - leave_at > 2000000))
+			break;
+		if (now - last_coord > 5000000) {
+			e = px_errorf(err, PX_ETIMEDOUT, "coordinator silent "
+				      "for 5 s");
+			break;
+		}
+	}
+	/* Let queued hand-offs drain before the sockets close. */
+	usleep(200000);
+	dist_logf(o, 6, "ps %u done: %" PRIu64 " snapshots sent",
+		  o->node.v, p->snapshots);
+out_free:
+	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
+		shard_free(&p->sh[s]);
+	dist_links_close(&p->links);
+	net_close(p->rep);
+	net_close(p->pull);
+	net_close(p->sub);
+	net_close(p->creq);
+	net_close(p->cpush);
+	free(p->init);
+	wire_ctx_free(p->ctx);
+	free(p);
+	return e;
+}

@@ -1,0 +1,443 @@
+/* dist_worker.c -- a worker: registers, derives its data partition from
+ * the membership, and per clock waits for the SSP bound, pulls every
+ * shard from its ActivePS, computes the gradient of one batch, pushes it
+ * per shard and reports the clock.  One thread; waits go through nn_poll.
+ */
+#include "dist_int.h"
+
+#include <inttypes.h>
+#include <nanomsg/nn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "kern_cuda.h"
+#include "model.h"
+
+struct worker {
+	const struct dist_opts *o;
+	struct wire_ctx *ctx;
+	struct net_sock *sub, *creq, *cpush;
+	struct dist_links links;
+	struct dist_members mb;
+	struct wire_shard map[DIST_MAX_SHARDS];
+	uint32_t nshards;
+	uint32_t stage_epoch;
+	uint8_t stage;
+	int64_t clock, clock_min, total;
+	bool have_min, shutdown, leaving;
+	/* data and partition */
+	struct data_set train;
+	uint64_t part_epoch;       /* membership epoch it was derived from */
+	uint32_t lo, hi, pos, pass;
+	uint32_t *idx;
+	/* compute */
+	const struct kern_ops *ops;
+	void *kctx;
+	struct kern_cuda *cuda;
+	struct model_desc d;
+	struct model_ctx *mc;
+	float *params, *grad;      /* host */
+	float *d_params, *d_grad;  /* ops memory (alias host on CPU) */
+	float *h_x, *x;
+	uint8_t *h_y, *y;
+	uint64_t t0_us;
+	uint32_t hotadd_ms;        /* process start to first push */
+	bool pushed;               /* pushed to the current map's shards */
+	int64_t last_push;         /* clock of the last push */
+	uint64_t next_hb, last_coord;
+};
+
+static void heartbeat(struct worker *w)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	wire_msg_init(&m, WIRE_HEARTBEAT, (struct wire_node){ DIST_COORD_NODE },
+		      w->clock);
+	m.u.heartbeat.wall_us = px_now_wall_us();
+	m.u.heartbeat.status = w->hotadd_ms;
+	(void)net_send(w->cpush, &m, 0, &err);
+}
+
+static void on_sub(struct worker *w)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	while (net_recv(w->sub, &m, 0, &err) == PX_OK) {
+		switch (m.hdr.type) {
+		case WIRE_MEMBERSHIP:
+			if (dist_members_take(&w->mb, &m))
+				(void)wire_membership_apply(w->ctx, &m,
+							    px_now_mono_us());
+			break;
+		case WIRE_STAGE:
+			if (m.u.stage.epoch > w->stage_epoch &&
+			    m.u.stage.nshards <= DIST_MAX_SHARDS) {
+				memcpy(w->map, m.u.stage.shards,
+				       m.u.stage.nshards * sizeof(*w->map));
+				w->nshards = m.u.stage.nshards;
+				w->stage_epoch = m.u.stage.epoch;
+				w->stage = m.u.stage.stage;
+				w->pushed = false; /* new holders */
+			}
+			break;
+		case WIRE_CLOCK_MIN:
+			w->clock_min = m.u.clock_min.min_clock;
+			w->have_min = true;
+			break;
+		case WIRE_SHUTDOWN:
+			w->shutdown = true;
+			break;
+		default:
+			break;
+		}
+		wire_msg_release(&m);
+		w->last_coord = px_now_mono_us();
+	}
+}
+
+/* Run the loop's housekeeping and wait up to ms for broadcasts. */
+static void pump(struct worker *w, int ms)
+{
+	struct nn_pollfd pf = { .fd = net_nn_socket(w->sub),
+				.events = NN_POLLIN };
+	uint64_t now;
+
+	if (nn_poll(&pf, 1, ms) > 0)
+		on_sub(w);
+	now = px_now_mono_us();
+	if (now >= w->next_hb) {
+		heartbeat(w);
+		w->next_hb = now + (uint64_t)w->o->hb_ms * 1000;
+	}
+}
+
+/* Recompute the partition when the membership changed.  Returns false
+ * while this worker holds none. */
+static bool partition(struct worker *w)
+{
+	uint32_t idx, k, lo, hi;
+
+	if (w->mb.epoch == w->part_epoch)
+		return w->hi > w->lo;
+	w->part_epoch = w->mb.epoch;
+	k = dist_members_workers(&w->mb, w->stage, w->o->node, &idx);
+	if (idx == UINT32_MAX ||
+	    data_partition(w->train.n, k, idx, &lo, &hi, NULL) != PX_OK) {
+		w->lo = w->hi = 0;
+		return false;
+	}
+	if (lo != w->lo || hi != w->hi) {
+		w->lo = lo;
+		w->hi = hi;
+		w->pos = hi - lo; /* reshuffle before the next batch */
+		dist_logf(w->o, 7, "worker %u: partition [%u, %u) of %u",
+			  w->o->node.v, lo, hi, k);
+	}
+	return hi > lo;
+}
+
+/* Pull every shard into w->params.  Returns false to retry later. */
+static bool pull_all(struct worker *w)
+{
+	struct px_error err;
+
+	for (uint32_t s = 0; s < w->nshards; s++) {
+		const struct wire_shard *sh = &w->map[s];
+		const struct dist_member *ps = dist_members_find(&w->mb,
+								 sh->active);
+		struct net_sock *q;
+		struct wire_msg m, r;
+		enum px_err e;
+
+		if (!ps || ps->state == WIRE_MEMBER_LOST)
+			return false;
+		q = dist_link_get(&w->links, sh->active, ps->addr, true, &err);
+		if (!q)
+			return false;
+		wire_msg_init(&m, WIRE_PULL, sh->active, w->clock);
+		m.u.pull.shard = s;
+		m.u.pull.count = sh->count;
+		/* "with my pushes up to": read-my-writes at the PS */
+		m.u.pull.min_clock = w->pushed ? w->last_push : -1;
+		e = net_send(q, &m, 100, &err);
+		if (e == PX_OK)
+			e = net_recv(q, &r, 250, &err);
+		if (e != PX_OK) {
+			dist_link_reset_req(&w->links, sh->active);
+			return false;
+		}
+		if (r.hdr.type != WIRE_PARAMS || r.u.range.shard != s ||
+		    r.u.range.data.n != sh->count) {
+			wire_msg_release(&r);
+			return false;
+		}
+		wire_f32_copy(&r.u.range.data, w->params + sh->offset);
+		wire_msg_release(&r);
+	}
+	return true;
+}
+
+static enum px_err compute(struct worker *w, uint32_t *ret_n,
+			   struct px_error *err)
+{
+	uint32_t part = w->hi - w->lo, n = w->o->train.batch;
+	size_t pb = w->d.n_params * sizeof(float);
+	enum px_err e;
+
+	if (w->pos >= part) {
+		w->pass++;
+		data_shuffle(w->idx, part, w->lo, w->o->train.seed ^
+			     (UINT64_C(0x9e3779b97f4a7c15) * w->pass) ^
+			     ((uint64_t)w->o->node.v << 32));
+		w->pos = 0;
+	}
+	if (n > part - w->pos)
+		n = part - w->pos;
+	data_gather(&w->train, w->idx + w->pos, n, w->h_x, w->h_y);
+	w->pos += n;
+	e = PX_OK;
+	if (w->x != w->h_x) {
+		e = w->ops->upload(w->kctx, w->x, w->h_x,
+				   (size_t)n * w->train.dim * sizeof(float),
+				   err);
+		if (e == PX_OK)
+			e = w->ops->upload(w->kctx, w->y, w->h_y, n, err);
+		if (e == PX_OK)
+			e = w->ops->upload(w->kctx, w->d_params, w->params, pb,
+					   err);
+	}
+	if (e == PX_OK)
+		e = model_grad(w->mc, w->d_params, w->x, w->y, n, w->d_grad,
+			       NULL, err);
+	if (e == PX_OK && w->d_grad != w->grad)
+		e = w->ops->download(w->kctx, w->grad, w->d_grad, pb, err);
+	*ret_n = n;
+	return e;
+}
+
+static enum px_err push_all(struct worker *w, uint32_t n,
+			    struct px_error *err)
+{
+	struct wire_msg m;
+	enum px_err e;
+
+	for (uint32_t s = 0; s < w->nshards; s++) {
+		const struct wire_shard *sh = &w->map[s];
+		const struct dist_member *ps = dist_members_find(&w->mb,
+								 sh->active);
+		struct net_sock *q;
+
+		if (!ps)
+			continue;
+		q = dist_link_get(&w->links, sh->active, ps->addr, false, err);
+		if (!q)
+			return err->code;
+		e = net_send_range(q, WIRE_PUSH, sh->active, w->clock, s, 0,
+				   w->grad + sh->offset, sh->count, 1000, err);
+		if (e != PX_OK && e != PX_ETIMEDOUT)
+			return e;
+	}
+	wire_msg_init(&m, WIRE_CLOCK, (struct wire_node){ DIST_COORD_NODE },
+		      w->clock);
+	m.u.clock.samples = n;
+	return net_send(w->cpush, &m, 1000, err);
+}
+
+static enum px_err setup(struct worker *w, struct px_error *err)
+{
+	const struct dist_opts *o = w->o;
+	struct wire_config wc = {
+		.self = o->node, .job = o->job,
+		.job_key = o->key, .job_key_len = o->key_len,
+	};
+	uint32_t batch = o->train.batch;
+	size_t pb;
+	struct wire_msg a;
+	enum px_err e;
+
+	e = wire_ctx_new(&wc, &w->ctx, err);
+	if (e != PX_OK)
+		return e;
+	w->links.ctx = w->ctx;
+	e = dist_sock(w->ctx, NET_SUB, o->coord, DIST_EP_PUB, false, &w->sub,
+		      err);
+	if (e == PX_OK)
+		e = dist_sock(w->ctx, NET_PUSH, o->coord, DIST_EP_PULL, false,
+			      &w->cpush, err);
+	if (e == PX_OK)
+		e = dist_sock(w->ctx, NET_REQ, o->coord, DIST_EP_REP, false,
+			      &w->creq, err);
+	if (e == PX_OK)
+		e = dist_register(o, w->creq, WIRE_ROLE_WORKER |
+				  (o->reliable ? WIRE_ROLE_PS_BACKUP : 0),
+				  10000, &a, err);
+	if (e != PX_OK)
+		return e;
+	w->clock = a.u.assign.start_clock;
+	wire_msg_release(&a);
+	e = data_load_fashion_mnist(o->data_dir, true, o->max_train, &w->train,
+				    err);
+	if (e == PX_OK)
+		e = model_desc_init(&w->d, o->train.model, w->train.dim,
+				    w->train.n_classes, o->train.hidden,
+				    o->train.model == MODEL_MLR
+					    ? 0 : o->train.n_hidden, err);
+	if (e != PX_OK)
+		return e;
+	w->total = dist_total_clocks(w->train.n, o->workers, o->train.epochs,
+				     batch);
+	pb = w->d.n_params * sizeof(float);
+	w->params = px_calloc(w->d.n_params, sizeof(float));
+	w->grad = px_calloc(w->d.n_params, sizeof(float));
+	w->idx = px_calloc(w->train.n, sizeof(uint32_t));
+	w->h_x = px_calloc((size_t)batch * w->train.dim, sizeof(float));
+	w->h_y = px_calloc(batch, 1);
+	if (!w->params || !w->grad || !w->idx || !w->h_x || !w->h_y)
+		return px_errorf(err, PX_ENOMEM, "worker buffers");
+	if (o->train.device == TRAIN_DEV_CUDA) {
+		e = kern_cuda_new(o->train.cuda_device, &w->cuda, err);
+		if (e != PX_OK)
+			return e;
+#ifdef PX_HAVE_CUDA
+		w->ops = &kern_cuda_ops;
+		w->kctx = w->cuda;
+#endif
+		if (!w->ops)
+			return px_errorf(err, PX_EUNSUPP, "no CUDA build");
+		e = w->ops->alloc(w->kctx, pb, (void **)&w->d_params, err);
+		if (e == PX_OK)
+			e = w->ops->alloc(w->kctx, pb, (void **)&w->d_grad,
+					  err);
+		if (e == PX_OK)
+			e = w->ops->alloc(w->kctx, (size_t)batch *
+					  w->train.dim * sizeof(float),
+					  (void **)&w->x, err);
+		if (e == PX_OK)
+			e = w->ops->alloc(w->kctx, batch, (void **)&w->y, err);
+		if (e != PX_OK)
+			return e;
+	} else {
+		w->ops = &kern_cpu_ops;
+		kern_cpu_set_threads(o->train.threads > 0 ? o->train.threads
+							  : 1);
+		w->d_params = w->params;
+		w->d_grad = w->grad;
+		w->x = w->h_x;
+		w->y = w->h_y;
+	}
+	return model_ctx_new(&w->d, w->ops, w->kctx, batch, &w->mc, err);
+}
+
+static void release(struct worker *w)
+{
+	if (w->ops && w->ops != &kern_cpu_ops) {
+		w->ops->free(w->kctx, w->d_params);
+		w->ops->free(w->kctx, w->d_grad);
+		w->ops->free(w->kctx, w->x);
+		w->ops->free(w->kctx, w->y);
+	}
+	model_ctx_free(w->mc);
+	kern_cuda_free(w->cuda);
+	free(w->params);
+	free(w->grad);
+	free(w->idx);
+	free(w->h_x);
+	free(w->h_y);
+	data_release(&w->train);
+	dist_links_close(&w->links);
+	net_close(w->sub);
+	net_close(w->creq);
+	net_close(w->cpush);
+	wire_ctx_free(w->ctx);
+}
+
+static void start_leave(struct worker *w)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	w->leaving = true;
+	wire_msg_init(&m, WIRE_LEAVE, (struct wire_node){ DIST_COORD_NODE },
+		      w->clock);
+	m.u.leave.deadline_us = px_now_wall_us() + 2000000;
+	m.u.leave.reason = WIRE_LEAVE_EVICTION;
+	(void)net_send(w->cpush, &m, 100, &err);
+	dist_logf(w->o, 6, "worker %u leaving at clock %" PRId64,
+		  w->o->node.v, w->clock);
+}
+
+enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
+{
+	struct worker *w = px_calloc(1, sizeof(*w));
+	enum px_err e;
+
+	if (!w)
+		return px_errorf(err, PX_ENOMEM, "worker");
+	w->o = o;
+	w->t0_us = px_now_mono_us();
+	e = setup(w, err);
+	if (e != PX_OK)
+		goto out_free;
+	w->next_hb = w->last_coord = px_now_mono_us();
+	while (!w->shutdown) {
+		uint32_t n;
+
+		if (o->stop && *o->stop && !w->leaving)
+			start_leave(w);
+		if (w->leaving) {
+			/* Partition handed off once the coordinator
+			 * dropped us from the holders. */
+			const struct dist_member *me =
+				dist_members_find(&w->mb, o->node);
+
+			pump(w, 20);
+			if (!me || me->state != WIRE_MEMBER_ACTIVE)
+				break;
+			continue;
+		}
+		if (px_now_mono_us() - w->last_coord > 5000000) {
+			e = px_errorf(err, PX_ETIMEDOUT, "coordinator silent "
+				      "for 5 s");
+			break;
+		}
+		/* Ready: a map, a partition, and within the SSP bound. */
+		if (!w->stage_epoch || !w->have_min || !partition(w) ||
+		    w->clock >= w->total ||
+		    w->clock - w->clock_min > (int64_t)o->slack) {
+			pump(w, 20);
+			continue;
+		}
+		if (w->clock < w->clock_min)
+			w->clock = w->clock_min; /* joined behind */
+		pump(w, 0);
+		if (!pull_all(w)) {
+			pump(w, 10);
+			continue;
+		}
+		e = compute(w, &n, err);
+		if (e == PX_OK)
+			e = push_all(w, n, err);
+		if (e != PX_OK)
+			break;
+		w->pushed = true;
+		w->last_push = w->clock;
+		if (!w->hotadd_ms) {
+			uint64_t ms = (px_now_mono_us() - w->t0_us) / 1000;
+
+			w->hotadd_ms = ms ? (uint32_t)ms : 1;
+			heartbeat(w);
+		}
+		w->clock++;
+	}
+	dist_logf(o, 7, "worker %u done at clock %" PRId64, o->node.v,
+		  w->clock);
+out_free:
+	release(w);
+	free(w);
+	return e;
+}
