@@ -686,34 +686,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
 static enum px_err read_job(const char *path, struct jobspec *job,
 			    char **ret_text, struct px_error *err)
 {
-	FILE *f = fopen(path, "rb");
 	char *buf;
 	size_t n;
 	enum px_err e;
 
-	if (!f)
-		return px_errorf(err, errno == ENOENT ? PX_ENOENT :
-				 PX_ESYS | errno, "%s: %s", path,
-				 strerror(errno));
-	buf = malloc(JOBSPEC_FILE_MAX + 1);
-	if (!buf) {
-		fclose(f);
-		return px_errorf(err, PX_ENOMEM, "out of memory");
-	}
-	n = fread(buf, 1, JOBSPEC_FILE_MAX + 1, f);
-	if (ferror(f))
-		e = px_errorf(err, PX_EIO, "%s: read error", path);
-	else if (n > JOBSPEC_FILE_MAX)
-		e = px_errorf(err, PX_ETOOBIG, "%s: larger than %d bytes",
-			      path, JOBSPEC_FILE_MAX);
-	else
-		e = jobspec_parse(buf, n, path, job, err);
-	fclose(f);
+	e = px_read_file(path, JOBSPEC_FILE_MAX, &buf, &n, err);
+	if (e != PX_OK)
+		return e;
+	e = jobspec_parse(buf, n, path, job, err);
 	if (e != PX_OK) {
 		free(buf);
 		return e;
 	}
-	buf[n] = '\0';
 	*ret_text = buf;
 	return PX_OK;
 }

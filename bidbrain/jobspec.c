@@ -342,27 +342,15 @@ enum px_err jobspec_parse(const char *buf, size_t len, const char *name,
 enum px_err jobspec_load(const char *path, struct jobspec *ret,
 			 struct px_error *err)
 {
-	FILE *f = fopen(path, "rb");
 	char *buf;
 	size_t n;
 	enum px_err r;
 
-	if (!f)
-		return px_errorf(err, errno == ENOENT ? PX_ENOENT :
-				 PX_ESYS | errno, "%s: cannot open: %s", path,
-				 strerror(errno));
-	buf = malloc(JOBSPEC_FILE_MAX + 1);
-	if (!buf) {
-		fclose(f);
-		return px_errorf(err, PX_ENOMEM, "out of memory");
-	}
-	n = fread(buf, 1, JOBSPEC_FILE_MAX + 1, f);
-	if (ferror(f))
-		r = px_errorf(err, PX_EIO, "%s: read failed", path);
-	else
-		r = jobspec_parse(buf, n, path, ret, err);
+	r = px_read_file(path, JOBSPEC_FILE_MAX, &buf, &n, err);
+	if (r != PX_OK)
+		return r;
+	r = jobspec_parse(buf, n, path, ret, err);
 	free(buf);
-	fclose(f);
 	return r;
 }
 

@@ -205,82 +205,15 @@ out_free:
 enum px_err ondemand_table_load(const char *path, struct ondemand_table *ret,
 				struct px_error *err)
 {
-	struct stat st;
 	char *buf;
-	size_t len = 0, cap;
+	size_t len;
 	enum px_err rc;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0) {
-		int e = errno;
-
-		return px_errorf(err, e == ENOENT ? PX_ENOENT : PX_ESYS | e,
-				 "%s: %s", path, strerror(e));
-	}
-	if (fstat(fd, &st) != 0) {
-		rc = px_errorf(err, PX_ESYS | errno, "%s: stat: %s", path,
-			       strerror(errno));
-		goto out_close;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		rc = px_errorf(err, PX_ESYS | EISDIR, "%s: %s", path,
-			       strerror(EISDIR));
-		goto out_close;
-	}
-	if (S_ISREG(st.st_mode) && st.st_size > (off_t)ONDEMAND_FILE_MAX) {
-		rc = px_errorf(err, PX_ETOOBIG, "%s: %lld bytes, over the "
-			       "limit of %u", path, (long long)st.st_size,
-			       ONDEMAND_FILE_MAX);
-		goto out_close;
-	}
-	/* Read until EOF or one byte past the bound, whatever fstat said
-	 * (the file may grow, or be a pipe). */
-	cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 64 * 1024;
-	buf = malloc(cap);
-	if (!buf) {
-		rc = px_errorf(err, PX_ENOMEM, "%s: out of memory", path);
-		goto out_close;
-	}
-	while (len <= ONDEMAND_FILE_MAX) {
-		ssize_t r;
-
-		if (len == cap) {
-			size_t ncap = 2 * cap;
-			char *nb;
-
-			if (ncap > (size_t)ONDEMAND_FILE_MAX + 1)
-				ncap = (size_t)ONDEMAND_FILE_MAX + 1;
-			nb = realloc(buf, ncap);
-			if (!nb) {
-				rc = px_errorf(err, PX_ENOMEM, "%s: out of "
-					       "memory", path);
-				goto out_free;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = px_errorf(err, PX_ESYS | errno, "%s: read: %s",
-				       path, strerror(errno));
-			goto out_free;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	if (len > ONDEMAND_FILE_MAX) {
-		rc = px_errorf(err, PX_ETOOBIG, "%s: over the limit of %u "
-			       "bytes", path, ONDEMAND_FILE_MAX);
-		goto out_free;
-	}
+	rc = px_read_file(path, ONDEMAND_FILE_MAX, &buf, &len, err);
+	if (rc != PX_OK)
+		return rc;
 	rc = ondemand_table_parse(buf, len, path, ret, err);
-out_free:
 	free(buf);
-out_close:
-	close(fd);
 	return rc;
 }
 

@@ -2,10 +2,13 @@
 #include "px.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *const px_err_names[PX_ERR_MAX] = {
 	[PX_OK] = "success",
@@ -262,6 +265,89 @@ void *px_reallocarray(void *p, size_t n, size_t size)
 char *px_strndup(const char *s, size_t n)
 {
 	return strndup(s, n);
+}
+
+enum px_err px_read_file(const char *path, size_t max, char **ret_buf,
+			 size_t *ret_len, struct px_error *err)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0, cap;
+	enum px_err rc = PX_OK;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+
+		return px_errorf(err, e == ENOENT ? PX_ENOENT : PX_ESYS | e,
+				 "%s: %s", path, strerror(e));
+	}
+	if (fstat(fd, &st) != 0) {
+		rc = px_errorf(err, PX_ESYS | errno, "%s: stat: %s", path,
+			       strerror(errno));
+		goto out_close;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = px_errorf(err, PX_ESYS | EISDIR, "%s: %s", path,
+			       strerror(EISDIR));
+		goto out_close;
+	}
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
+		rc = px_errorf(err, PX_ETOOBIG, "%s: %lld bytes, over the "
+			       "limit of %zu", path, (long long)st.st_size, max);
+		goto out_close;
+	}
+	/* Read until EOF or one byte past the bound, whatever fstat said
+	 * (the file may grow, or be a pipe). */
+	cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 64 * 1024;
+	if (cap > max + 1)
+		cap = max + 1;
+	for (;;) {
+		ssize_t r;
+
+		if (!buf || len == cap) {
+			size_t ncap = buf ? 2 * cap : cap;
+			char *nb;
+
+			if (ncap > max + 1)
+				ncap = max + 1;
+			if (buf && ncap == cap)
+				break; /* read max + 1 bytes: too big */
+			nb = realloc(buf, ncap + 1);
+			if (!nb) {
+				rc = px_errorf(err, PX_ENOMEM, "%s: out of "
+					       "memory", path);
+				goto out_free;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = px_errorf(err, PX_ESYS | errno, "%s: read: %s",
+				       path, strerror(errno));
+			goto out_free;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	if (len > max) {
+		rc = px_errorf(err, PX_ETOOBIG, "%s: over the limit of %zu "
+			       "bytes", path, max);
+		goto out_free;
+	}
+	buf[len] = '\0';
+	*ret_buf = buf;
+	*ret_len = len;
+	buf = NULL;
+out_free:
+	free(buf);
+out_close:
+	close(fd);
+	return rc;
 }
 
 uint64_t px_now_mono_us(void)

@@ -84,6 +84,14 @@ void *px_calloc(size_t n, size_t size);
 void *px_reallocarray(void *p, size_t n, size_t size);
 char *px_strndup(const char *s, size_t n);
 
+/* Read the whole file at path into a malloc'd buffer (*ret_buf, freed by
+ * the caller; NUL-terminated, the NUL not counted in *ret_len).  Works for
+ * pipes too.  Errors name path: PX_ENOENT, PX_ESYS|errno (open, read, and
+ * EISDIR for a directory), PX_ETOOBIG for more than max bytes (checked
+ * before reading when the size is known, and again while reading). */
+enum px_err px_read_file(const char *path, size_t max, char **ret_buf,
+			 size_t *ret_len, struct px_error *err);
+
 /* Monotonic and wall clocks in microseconds. */
 uint64_t px_now_mono_us(void);
 int64_t px_now_wall_us(void);

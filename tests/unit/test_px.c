@@ -1,6 +1,10 @@
-/* test_px.c -- money/time parsing and error helpers. */
+/* test_px.c -- money/time parsing, error helpers, bounded file reads. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../common/px.h"
 
@@ -110,4 +114,40 @@ Test(px, errors)
 	cr_assert_eq(px_errorf(NULL, PX_EIO, "x"), PX_EIO);
 	cr_assert_str_eq(px_strerror(PX_ENOMEM), "out of memory");
 	cr_assert_str_eq(px_strerror(PX_ESYS | 2), "No such file or directory");
+}
+
+Test(px, read_file)
+{
+	char dir[] = "/tmp/pxread.XXXXXX", path[64];
+	char *buf = NULL;
+	size_t len = 0;
+	struct px_error e = {0};
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("0123456789", f);
+	fclose(f);
+	cr_assert_eq(px_read_file(path, 10, &buf, &len, &e), PX_OK, "%s",
+		     e.msg);
+	cr_assert_eq(len, 10);
+	cr_assert_str_eq(buf, "0123456789");
+	free(buf);
+	buf = NULL;
+	cr_assert_eq(px_read_file(path, 9, &buf, &len, &e), PX_ETOOBIG);
+	cr_assert(strstr(e.msg, path) && strstr(e.msg, "limit of 9"), "%s",
+		  e.msg);
+	cr_assert_null(buf);
+	cr_assert_eq(px_read_file(dir, 100, &buf, &len, &e), PX_ESYS | EISDIR);
+	snprintf(path, sizeof(path), "%s/none", dir);
+	cr_assert_eq(px_read_file(path, 100, &buf, &len, &e), PX_ENOENT);
+	cr_assert(strstr(e.msg, "/none"), "%s", e.msg);
+	/* a pipe has no size up front: the bound holds while reading */
+	cr_assert_eq(px_read_file("/dev/zero", 4096, &buf, &len, &e),
+		     PX_ETOOBIG);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	unlink(path);
+	rmdir(dir);
 }
