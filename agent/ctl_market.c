@@ -10,10 +10,8 @@
  * any of them leaves the store as it was.  Records already stored (same
  * market and time) are not stored twice.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,62 +94,24 @@ static enum px_err import_record(const struct trace_record *r, void *arg,
 	return PX_OK;
 }
 
-/* Hex SHA-256 of a file's bytes, for the imports table; "" for stdin. */
-static enum px_err file_sha256(const char *path, char *hex, size_t len,
-			       struct px_error *err)
-{
-	unsigned char buf[1 << 16], md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *md_ctx;
-	FILE *f;
-	size_t n;
-	enum px_err e = PX_OK;
-
-	hex[0] = '\0';
-	if (!strcmp(path, "-"))
-		return PX_OK;
-	f = fopen(path, "rb");
-	if (!f)
-		return px_errorf(err, errno == ENOENT ? PX_ENOENT :
-				 PX_ESYS | errno, "%s: %s", path,
-				 strerror(errno));
-	md_ctx = EVP_MD_CTX_new();
-	if (!md_ctx || !EVP_DigestInit_ex(md_ctx, EVP_sha256(), NULL)) {
-		e = px_errorf(err, PX_ENOMEM, "%s: cannot start sha256", path);
-		goto out;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		EVP_DigestUpdate(md_ctx, buf, n);
-	if (ferror(f)) {
-		e = px_errorf(err, PX_EIO, "%s: read error", path);
-		goto out;
-	}
-	EVP_DigestFinal_ex(md_ctx, md, &mdlen);
-	for (unsigned int i = 0; i < mdlen && 2 * i + 2 < len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-out:
-	EVP_MD_CTX_free(md_ctx);
-	fclose(f);
-	return e;
-}
-
 static enum px_err import_trace(struct store *st, const char *path,
 				const char *region, struct px_error *err)
 {
 	struct import_ctx c = {.st = st, .region = region};
 	struct trace_stats ts;
 	struct store_import imp;
-	char sha[2 * EVP_MAX_MD_SIZE + 1], a[32], b[32];
+	char sha[2 * TRACE_SHA256_LEN + 1], a[32], b[32];
 	uint64_t t0 = px_now_mono_us();
 	double secs;
 	enum px_err e;
 
-	e = file_sha256(path, sha, sizeof(sha), err);
+	/* the reader digests the bytes as it reads them, on its thread */
+	e = trace_read_file_pipelined(path, TRACE_SHA256, import_record, &c,
+				      &ts, err);
 	if (e != PX_OK)
 		return e;
-	e = trace_read_file_pipelined(path, import_record, &c, &ts, err);
-	if (e != PX_OK)
-		return e;
+	for (size_t i = 0; i < TRACE_SHA256_LEN; i++)
+		snprintf(sha + 2 * i, 3, "%02x", ts.sha256[i]);
 	imp = (struct store_import){
 		.path = path, .sha256 = sha, .records = (int64_t)ts.records,
 		.inserted = c.inserted, .first_s = ts.first_s,

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
@@ -561,6 +562,7 @@ struct trace_src {
 	const unsigned char *buf;
 	size_t len, off;
 	const char *name;
+	EVP_MD_CTX *md;           /* digest of the bytes read, or NULL */
 };
 
 /* Read up to cap bytes; 0 at the end. */
@@ -576,6 +578,8 @@ static enum px_err trace_src_read(struct trace_src *s, unsigned char *dst,
 		memcpy(dst, s->buf + s->off, n);
 		s->off += n;
 		*ret_n = n;
+		if (s->md && n)
+			EVP_DigestUpdate(s->md, dst, n);
 		return PX_OK;
 	}
 	for (;;) {
@@ -583,6 +587,8 @@ static enum px_err trace_src_read(struct trace_src *s, unsigned char *dst,
 
 		if (r >= 0) {
 			*ret_n = (size_t)r;
+			if (s->md && r > 0)
+				EVP_DigestUpdate(s->md, dst, (size_t)r);
 			return PX_OK;
 		}
 		if (errno != EINTR)
@@ -685,8 +691,9 @@ out_end:
 }
 
 /* Read src to the end through the parser. */
-static enum px_err trace_run(struct trace_src *src, trace_record_fn fn,
-			     void *ctx, struct trace_stats *ret_stats,
+static enum px_err trace_run(struct trace_src *src, unsigned flags,
+			     trace_record_fn fn, void *ctx,
+			     struct trace_stats *ret_stats,
 			     struct px_error *err)
 {
 	struct trace_parser *p;
@@ -699,6 +706,15 @@ static enum px_err trace_run(struct trace_src *src, trace_record_fn fn,
 	if (!p || !in) {
 		rc = px_errorf(err, PX_ENOMEM, "%s: out of memory", src->name);
 		goto out_free;
+	}
+	if (flags & TRACE_SHA256) {
+		src->md = EVP_MD_CTX_new();
+		if (!src->md ||
+		    !EVP_DigestInit_ex(src->md, EVP_sha256(), NULL)) {
+			rc = px_errorf(err, PX_ENOMEM, "%s: cannot start "
+				       "sha256", src->name);
+			goto out_free;
+		}
 	}
 	p->name = src->name;
 	p->fn = fn;
@@ -743,12 +759,16 @@ static enum px_err trace_run(struct trace_src *src, trace_record_fn fn,
 		goto out_yajl;
 	}
 	p->stats.bytes = p->base;
+	if (src->md)
+		EVP_DigestFinal_ex(src->md, p->stats.sha256, NULL);
 	if (ret_stats)
 		*ret_stats = p->stats;
 	rc = PX_OK;
 out_yajl:
 	yajl_free(p->h);
 out_free:
+	EVP_MD_CTX_free(src->md);
+	src->md = NULL;
 	free(in);
 	free(p);
 	return rc;
@@ -763,12 +783,20 @@ enum px_err trace_read_buffer(const void *buf, size_t len, const char *name,
 		.fd = -1, .buf = buf, .len = len, .name = name ? name : "buffer"
 	};
 
-	return trace_run(&src, fn, ctx, ret_stats, err);
+	return trace_run(&src, 0, fn, ctx, ret_stats, err);
 }
 
 enum px_err trace_read_file(const char *path, trace_record_fn fn, void *ctx,
 			    struct trace_stats *ret_stats,
 			    struct px_error *err)
+{
+	return trace_read_file_flags(path, 0, fn, ctx, ret_stats, err);
+}
+
+enum px_err trace_read_file_flags(const char *path, unsigned flags,
+				  trace_record_fn fn, void *ctx,
+				  struct trace_stats *ret_stats,
+				  struct px_error *err)
 {
 	struct trace_src src = {.fd = 0, .name = path};
 	struct stat st;
@@ -792,7 +820,7 @@ enum px_err trace_read_file(const char *path, trace_record_fn fn, void *ctx,
 			       strerror(EISDIR));
 		goto out_close;
 	}
-	rc = trace_run(&src, fn, ctx, ret_stats, err);
+	rc = trace_run(&src, flags, fn, ctx, ret_stats, err);
 out_close:
 	if (!is_stdin)
 		close(src.fd);

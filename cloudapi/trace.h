@@ -54,11 +54,21 @@ struct trace_record {
 typedef enum px_err (*trace_record_fn)(const struct trace_record *rec,
 				       void *ctx, struct px_error *err);
 
+#define TRACE_SHA256_LEN 32
+
 struct trace_stats {
 	uint64_t records;    /* records delivered */
 	uint64_t bytes;      /* bytes of JSON text parsed */
 	int64_t first_s;     /* earliest record time (INT64_MAX if none) */
 	int64_t last_s;      /* latest record time (INT64_MIN if none) */
+	/* with TRACE_SHA256: SHA-256 of the file's bytes as read (the
+	 * compressed bytes for a gzip file), for provenance */
+	unsigned char sha256[TRACE_SHA256_LEN];
+};
+
+/* Flags for trace_read_file_flags and trace_read_file_pipelined. */
+enum trace_flags {
+	TRACE_SHA256 = 1 << 0, /* fill stats.sha256 while reading */
 };
 
 /* Read the file at path ("-" reads standard input).  fn may be NULL (just
@@ -71,6 +81,12 @@ struct trace_stats {
 enum px_err trace_read_file(const char *path, trace_record_fn fn, void *ctx,
 			    struct trace_stats *ret_stats,
 			    struct px_error *err);
+
+/* trace_read_file with flags (enum trace_flags). */
+enum px_err trace_read_file_flags(const char *path, unsigned flags,
+				  trace_record_fn fn, void *ctx,
+				  struct trace_stats *ret_stats,
+				  struct px_error *err);
 
 /* The same over an in-memory buffer (plain or gzip), named name in errors;
  * used by tests and the fuzzer. */
@@ -88,8 +104,8 @@ enum px_err trace_read_buffer(const void *buf, size_t len, const char *name,
  * and the parser each take about half the time. */
 #define TRACE_PIPE_BATCH 2048
 #define TRACE_PIPE_DEPTH 4
-enum px_err trace_read_file_pipelined(const char *path, trace_record_fn fn,
-				      void *ctx,
+enum px_err trace_read_file_pipelined(const char *path, unsigned flags,
+				      trace_record_fn fn, void *ctx,
 				      struct trace_stats *ret_stats,
 				      struct px_error *err);
 

@@ -28,6 +28,7 @@ struct pipe_batch {
  * for the consumer.  All fields below mu are guarded by it. */
 struct pipe {
 	const char *path;
+	unsigned flags;
 	const char *name;            /* path as error messages show it */
 	struct pipe_batch *fill;     /* the reader's current batch */
 	pthread_mutex_t mu;
@@ -99,7 +100,8 @@ static void *pipe_reader(void *arg)
 	struct pipe *p = arg;
 	enum px_err rc;
 
-	rc = trace_read_file(p->path, pipe_collect, p, &p->stats, &p->err);
+	rc = trace_read_file_flags(p->path, p->flags, pipe_collect, p,
+				   &p->stats, &p->err);
 	/* deliver what was read before an error too, as the plain reader
 	 * does; the consumer sees the records, then the error */
 	pipe_flush(p, false);
@@ -170,20 +172,21 @@ static enum px_err pipe_consume(struct pipe *p, trace_record_fn fn,
 	return PX_OK;
 }
 
-enum px_err trace_read_file_pipelined(const char *path, trace_record_fn fn,
-				      void *ctx,
+enum px_err trace_read_file_pipelined(const char *path, unsigned flags,
+				      trace_record_fn fn, void *ctx,
 				      struct trace_stats *ret_stats,
 				      struct px_error *err)
 {
 	struct pipe_batch *batches;
 	struct pipe p = {
-		.path = path, .name = strcmp(path, "-") ? path : "<stdin>"
+		.path = path, .flags = flags, .name = strcmp(path, "-") ? path : "<stdin>"
 	};
 	pthread_t th;
 	enum px_err rc;
 
 	if (!fn)
-		return trace_read_file(path, fn, ctx, ret_stats, err);
+		return trace_read_file_flags(path, flags, fn, ctx, ret_stats,
+					     err);
 	batches = px_calloc(NSLOTS, sizeof(*batches));
 	if (!batches)
 		return px_errorf(err, PX_ENOMEM, "%s: out of memory", path);

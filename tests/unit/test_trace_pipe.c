@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "../../cloudapi/trace.h"
 
 struct digest {
@@ -53,7 +55,7 @@ static void same_as_plain(const char *path, uint64_t expect)
 
 	cr_assert_eq(trace_read_file(path, digest_rec, &a, &sa, &err), PX_OK,
 		     "%s", err.msg);
-	cr_assert_eq(trace_read_file_pipelined(path, digest_rec, &b, &sb,
+	cr_assert_eq(trace_read_file_pipelined(path, 0, digest_rec, &b, &sb,
 					       &err), PX_OK, "%s", err.msg);
 	cr_assert_eq(a.n, expect);
 	cr_assert_eq(b.n, a.n);
@@ -98,7 +100,7 @@ Test(trace_pipe, consumer_error_stops, .timeout = 60)
 		 getenv("PX_SHARED") ? getenv("PX_SHARED") : "../shared");
 	if (access(path, R_OK))
 		cr_skip("shared traces not present");
-	cr_assert_eq(trace_read_file_pipelined(path, digest_rec, &d, NULL,
+	cr_assert_eq(trace_read_file_pipelined(path, 0, digest_rec, &d, NULL,
 					       &err), PX_EINVAL);
 	cr_assert_eq(d.n, 5000);
 	cr_assert(strstr(err.msg, "record 5000 (byte "), "%s", err.msg);
@@ -117,15 +119,59 @@ Test(trace_pipe, reader_error_identical)
 	snprintf(path, sizeof(path), "%s/tests/data/ctl/bad-price.json",
 		 getenv("PX_SRC") ? getenv("PX_SRC") : ".");
 	ra = trace_read_file(path, digest_rec, &a, NULL, &ea);
-	rb = trace_read_file_pipelined(path, digest_rec, &b, NULL, &eb);
+	rb = trace_read_file_pipelined(path, 0, digest_rec, &b, NULL, &eb);
 	cr_assert_eq(ra, PX_EINVAL);
 	cr_assert_eq(rb, ra);
 	cr_assert_str_eq(eb.msg, ea.msg);
 	cr_assert_eq(b.n, 2, "records before the bad one are delivered");
 
 	ra = trace_read_file("/nonexistent.json", digest_rec, &a, NULL, &ea);
-	rb = trace_read_file_pipelined("/nonexistent.json", digest_rec, &b,
+	rb = trace_read_file_pipelined("/nonexistent.json", 0, digest_rec, &b,
 				       NULL, &eb);
 	cr_assert_eq(rb, ra);
 	cr_assert_str_eq(eb.msg, ea.msg);
+}
+
+/* TRACE_SHA256: the digest of the bytes as read equals the file's SHA-256
+ * computed in one go, for gzip and plain files, plain and pipelined. */
+static void check_digest(const char *path)
+{
+	unsigned char want[EVP_MAX_MD_SIZE];
+	unsigned int wlen = 0;
+	struct trace_stats a, b;
+	struct px_error err = {0};
+	char *buf;
+	size_t len;
+	FILE *f = fopen(path, "rb");
+
+	cr_assert_not_null(f, "%s", path);
+	buf = malloc(1 << 20);
+	cr_assert_not_null(buf);
+	len = fread(buf, 1, 1 << 20, f);
+	fclose(f);
+	cr_assert(len > 0 && len < (1 << 20));
+	cr_assert(EVP_Digest(buf, len, want, &wlen, EVP_sha256(), NULL));
+	free(buf);
+	cr_assert_eq(wlen, TRACE_SHA256_LEN);
+	cr_assert_eq(trace_read_file_flags(path, TRACE_SHA256, NULL, NULL, &a,
+					   &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(memcmp(a.sha256, want, wlen), 0, "plain digest of %s",
+		     path);
+	cr_assert_eq(trace_read_file_pipelined(path, TRACE_SHA256, digest_rec,
+					       &(struct digest){
+						       .stop_at = UINT64_MAX},
+					       &b, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(memcmp(b.sha256, want, wlen), 0,
+		     "pipelined digest of %s", path);
+}
+
+Test(trace_pipe, sha256_of_bytes_read)
+{
+	char path[4096];
+	const char *src = getenv("PX_SRC") ? getenv("PX_SRC") : ".";
+
+	snprintf(path, sizeof(path), "%s/tests/data/ctl/small.json.gz", src);
+	check_digest(path);
+	snprintf(path, sizeof(path), "%s/tests/data/ctl/small.json", src);
+	check_digest(path);
 }
