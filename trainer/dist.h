@@ -48,6 +48,9 @@ struct dist_opts {
 	uint8_t stage_to;          /* ... to this stage (0: never) */
 	uint32_t hb_ms;            /* heartbeat interval, ms */
 	uint32_t hb_timeout_ms;    /* declared lost after this, ms */
+	uint32_t stall_timeout_s;  /* coordinator: fail the job after this
+				      long without a clock advance (or
+				      without starting); 0: never */
 	bool json;                 /* coordinator: JSON result on out */
 	bool eval_epochs;          /* coordinator: test after each epoch */
 	int out_fd;                /* coordinator: progress and result */
@@ -59,7 +62,7 @@ struct dist_opts {
 };
 
 /* Defaults: MLP, 5 epochs, batch 128, 1 worker, 1 PS, slack 0, stage 1,
- * heartbeat 100 ms, timeout 800 ms. */
+ * heartbeat 100 ms, timeout 800 ms, stall timeout 60 s. */
 void dist_opts_default(struct dist_opts *o);
 
 /* Read the job key from the environment variable DIST_KEY_ENV (hex,
@@ -115,6 +118,9 @@ struct dist_local {
 	double kill_ps_at;         /* s; 0: never.  An ActivePS (transient) */
 	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
 	double add_worker_at;      /* s; 0: never.  One extra worker */
+	double pause_worker_at;    /* s; 0: never.  SIGSTOP one worker ... */
+	double pause_for;          /* ... for this long, then SIGCONT;
+				      0: never resumed */
 	double timeout_s;          /* kill everything after this; 0: none */
 	char *const *role_args;    /* argv tail passed to every role */
 };

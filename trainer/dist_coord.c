@@ -43,6 +43,7 @@ struct coord {
 	/* measurements */
 	uint64_t t0_us, t_start_us, t_end_us, last_adv_us, stall_from_us;
 	bool recovering;
+	bool stall_warned;         /* the watchdog warned for this stall */
 	uint64_t samples;
 	uint32_t joins, losses, leaves, promotions, stage_changes;
 	int64_t max_staleness;
@@ -244,6 +245,7 @@ static void recompute_clock(struct coord *c)
 		c->recovering = false;
 	}
 	c->last_adv_us = now;
+	c->stall_warned = false;
 	send_clock_min(c);
 }
 
@@ -349,6 +351,8 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	struct px_error err;
 	struct wire_msg a;
 
+	bool rejoin = m && m->w.state == WIRE_MEMBER_LOST;
+
 	if (!m && c->n < DIST_MAX_NODES)
 		m = &c->m[c->n++];
 	if (!m) {
@@ -373,7 +377,8 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	if (c->started)
 		c->joins++;
 	out(c, "node %u registered as %s%s", m->w.node.v,
-	    is_ps(m) ? "ps" : "worker", m->late ? " (join)" : "");
+	    is_ps(m) ? "ps" : "worker", rejoin ? " (rejoin after a loss)" :
+	    m->late ? " (join)" : "");
 	if (c->started && is_ps(m))
 		replace_all(c);
 	wire_msg_init(&a, WIRE_ASSIGN, req->hdr.sender, c->min_clock);
@@ -481,6 +486,60 @@ static void on_pull(struct coord *c)
 	}
 }
 
+/* Watchdog: no clock advance (or no start) for a quarter of
+ * --stall-timeout logs who holds the job back; the whole of it fails the
+ * job with that as the error, instead of waiting forever.  Returns
+ * whether the job failed. */
+static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
+{
+	uint64_t lim = (uint64_t)c->o->stall_timeout_s * 1000000;
+	uint64_t ref = c->started ? c->last_adv_us : c->t0_us;
+	uint64_t idle = now > ref ? now - ref : 0; /* ref may be newer */
+	uint32_t nw = 0, nps = 0, active = 0;
+	const struct cmember *slow = NULL;
+	char why[200];
+
+	if (!lim || idle < lim / 4 || (idle < lim && c->stall_warned))
+		return false;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct cmember *m = &c->m[i];
+
+		if (is_ps(m) && alive(m))
+			nps++;
+		if (!is_worker(m))
+			continue;
+		nw += alive(m);
+		if (!counts(c, m))
+			continue;
+		active++;
+		if (!slow || m->next_clock < slow->next_clock)
+			slow = m;
+	}
+	if (!c->started)
+		snprintf(why, sizeof(why), "job not started: %u of %u "
+			 "workers and %u of %u PS registered", nw,
+			 c->o->workers, nps, c->o->ps);
+	else if (slow)
+		snprintf(why, sizeof(why), "stuck at clock %" PRId64 "/%"
+			 PRId64 ": %u workers hold partitions, node %u is "
+			 "slowest (next clock %" PRId64 "), %u PS", c->min_clock,
+			 c->total, active, slow->w.node.v, slow->next_clock,
+			 nps);
+	else
+		snprintf(why, sizeof(why), "stuck at clock %" PRId64 "/%"
+			 PRId64 ": no worker holds a partition (%u live), "
+			 "%u PS", c->min_clock, c->total, nw, nps);
+	if (idle < lim) {
+		c->stall_warned = true;
+		dist_logf(c->o, 4, "watchdog: no progress for %.1f s, %s",
+			  (double)idle / 1e6, why);
+		return false;
+	}
+	px_errorf(err, PX_ETIMEDOUT, "no progress for %u s (--stall-timeout)"
+		  ", %s", c->o->stall_timeout_s, why);
+	return true;
+}
+
 /* Pull every shard from its active PS and evaluate on the test set. */
 static enum px_err evaluate(struct coord *c, double *ret_loss,
 			    double *ret_acc, struct px_error *err)
@@ -569,6 +628,7 @@ static void progress(struct coord *c, bool eval)
 		t = px_now_mono_us() - t;
 		for (uint32_t i = 0; i < c->n; i++)
 			c->m[i].last_us += t;
+		c->last_adv_us += t;
 	}
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last test loss "
 	    "%.4f, accuracy %.2f%%, %u workers, %u PS, stage %u, epoch "
@@ -742,6 +802,12 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 			else
 				send_clock_min(c);
 			next_hb = now + (uint64_t)o->hb_ms * 1000;
+		}
+		if (watchdog(c, now, err)) {
+			dist_logf(o, 3, "%s", err->msg);
+			shutdown_all(c, WIRE_SHUTDOWN_ERROR);
+			e = err->code;
+			goto out_free;
 		}
 		if (!c->started)
 			continue;

@@ -142,9 +142,12 @@ static void kill_all(struct local *s)
 {
 	uint64_t until;
 
-	for (uint32_t i = 0; i < s->nch; i++)
-		if (s->ch[i].pid)
+	for (uint32_t i = 0; i < s->nch; i++) {
+		if (s->ch[i].pid) {
 			kill(s->ch[i].pid, SIGTERM);
+			kill(s->ch[i].pid, SIGCONT); /* a paused one */
+		}
+	}
 	until = px_now_mono_us() + 2000000;
 	while (px_now_mono_us() < until) {
 		bool any = false;
@@ -206,6 +209,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 	struct sigaction sa, old_int, old_term;
 	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
 	bool ps_killed = false, left = false, added = false, started = false;
+	struct child *paused = NULL;
+	uint64_t resume_at = 0;
 	int rc = 1;
 	enum px_err e;
 
@@ -330,6 +335,26 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 				if (e != PX_OK)
 					break;
 			}
+		}
+		if (l->pause_worker_at > 0 && started && !resume_at &&
+		    !paused && el >= l->pause_worker_at) {
+			paused = pick(s, CH_WORKER);
+			if (paused) {
+				dist_logf(o, 6, "churn: SIGSTOP worker %u at "
+					  "%.1f s", paused->node, el);
+				kill(paused->pid, SIGSTOP);
+				resume_at = l->pause_for > 0
+					? now + (uint64_t)(l->pause_for * 1e6)
+					: UINT64_MAX;
+			}
+		}
+		if (paused && now >= resume_at) {
+			if (paused->pid) {
+				dist_logf(o, 6, "churn: SIGCONT worker %u",
+					  paused->node);
+				kill(paused->pid, SIGCONT);
+			}
+			paused = NULL;
 		}
 		if (l->add_worker_at > 0 && started && !added &&
 		    el >= l->add_worker_at) {
