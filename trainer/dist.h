@@ -22,6 +22,7 @@
 #define DIST_MAX_SHARDS 64       /* shards of the parameter vector */
 #define DIST_COORD_NODE 0u       /* the coordinator's node id */
 #define DIST_KEY_ENV "PX_JOB_KEY" /* job key, hex, in the environment */
+#define DIST_AGENT_NODE 0xfffffffeu /* the agent's node id (PROGRESS) */
 
 /* Log callback: roles never write to stderr themselves. */
 typedef void (*dist_log_fn)(void *arg, int level, const char *msg);
@@ -34,6 +35,8 @@ struct dist_opts {
 	size_t key_len;            /* bytes */
 	char coord[DIST_ADDR_MAX + 1];  /* coordinator's base address */
 	char listen[DIST_ADDR_MAX + 1]; /* this node's base address */
+	char agent[DIST_ADDR_MAX + 1];  /* coordinator: the agent's PULL
+					   endpoint for PROGRESS; "": none */
 	bool reliable;             /* a reliable (on-demand) node */
 	struct train_opts train;   /* model, epochs, batch, lr, ... */
 	const char *data_dir;      /* Fashion-MNIST dir; NULL: default */

@@ -28,6 +28,9 @@ struct coord {
 	const struct dist_opts *o;
 	struct wire_ctx *ctx;
 	struct net_sock *rep, *pull, *pub;
+	struct net_sock *agent;    /* PUSH to the agent (PROGRESS), or NULL */
+	bool agent_known;          /* the agent registered (its session) */
+	uint64_t progress_sent;    /* PROGRESS frames sent */
 	struct dist_links links;
 	struct cmember m[DIST_MAX_NODES];
 	uint32_t n;
@@ -344,6 +347,48 @@ static void maybe_start(struct coord *c)
 	}
 }
 
+/* The agent registered (handshake done, its session installed): it gets
+ * an ACK, not an ASSIGN, and is no member of the job. */
+static void on_agent_register(struct coord *c, struct wire_msg *req)
+{
+	struct px_error err;
+	struct wire_msg a;
+
+	c->agent_known = true;
+	out(c, "agent %u registered for progress", req->hdr.sender.v);
+	wire_msg_init(&a, WIRE_ACK, req->hdr.sender, c->min_clock);
+	a.u.ack.ref_seq = req->hdr.seq;
+	a.u.ack.status = PX_OK;
+	if (net_send(c->rep, &a, 100, &err) != PX_OK)
+		dist_logf(c->o, 4, "ack to the agent: %s", err.msg);
+}
+
+/* PROGRESS to the agent: clock, throughput, last test loss and accuracy,
+ * and the membership. */
+static void send_progress(struct coord *c, double rate)
+{
+	struct wire_msg m;
+	struct px_error err;
+
+	if (!c->agent || !c->agent_known)
+		return;
+	for (uint32_t i = 0; i < c->n; i++)
+		c->list[i] = c->m[i].w;
+	wire_msg_init(&m, WIRE_PROGRESS,
+		      (struct wire_node){ DIST_AGENT_NODE }, c->min_clock);
+	m.u.progress.clock = c->min_clock;
+	m.u.progress.samples_per_s = (float)rate;
+	m.u.progress.loss = (float)c->last_loss;
+	m.u.progress.accuracy = (float)c->last_acc;
+	m.u.progress.epoch = c->epoch;
+	m.u.progress.n = c->n;
+	m.u.progress.members = c->list;
+	if (net_send(c->agent, &m, 100, &err) == PX_OK)
+		c->progress_sent++;
+	else
+		dist_logf(c->o, 4, "progress to the agent: %s", err.msg);
+}
+
 static void on_register(struct coord *c, struct wire_msg *req)
 {
 	const struct wire_register *r = &req->u.reg;
@@ -409,6 +454,9 @@ static void on_rep(struct coord *c)
 			if (wire_challenge_begin(c->ctx, &m, px_now_mono_us(),
 						 &a, &err) == PX_OK)
 				(void)net_send(c->rep, &a, 100, &err);
+		} else if (m.hdr.type == WIRE_REGISTER &&
+			   (m.u.reg.roles & WIRE_ROLE_AGENT)) {
+			on_agent_register(c, &m);
 		} else if (m.hdr.type == WIRE_REGISTER) {
 			on_register(c, &m);
 		} else {
@@ -630,6 +678,11 @@ static void progress(struct coord *c, bool eval)
 			c->m[i].last_us += t;
 		c->last_adv_us += t;
 	}
+	if (c->agent && c->agent_known) {
+		/* the agent reports it */
+		send_progress(c, secs > 0 ? c->samples / secs : 0.0);
+		return;
+	}
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last test loss "
 	    "%.4f, accuracy %.2f%%, %u workers, %u PS, stage %u, epoch "
 	    "%" PRIu64, c->min_clock, c->total,
@@ -720,6 +773,11 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 	if (e == PX_OK)
 		e = dist_sock(c->ctx, NET_PUB, o->listen, DIST_EP_PUB, true,
 			      &c->pub, err);
+	if (e == PX_OK && o->agent[0]) {
+		e = net_open(c->ctx, NET_PUSH, NULL, &c->agent, err);
+		if (e == PX_OK)
+			e = net_connect(c->agent, o->agent, err);
+	}
 	if (e == PX_OK)
 		e = dist_train_count(o, &c->n_train, err);
 	if (e == PX_OK)
@@ -848,6 +906,9 @@ out_free:
 	net_close(c->rep);
 	net_close(c->pull);
 	net_close(c->pub);
+	if (c->agent) /* let the last PROGRESS go out */
+		usleep(c->progress_sent ? 100000 : 0);
+	net_close(c->agent);
 	model_ctx_free(c->mc);
 	free(c->params);
 	data_release(&c->test);

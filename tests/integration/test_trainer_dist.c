@@ -244,6 +244,53 @@ Test(trainer_dist, watchdog_fails_stuck_job, .init = setup,
 	pxrun_free(&r);
 }
 
+/* `local` is the agent: the coordinator sends it PROGRESS frames (over
+ * nanomsg, authenticated), which it prints; the clocks must increase up
+ * to the last one, which carries the final test accuracy. */
+Test(trainer_dist, agent_receives_progress, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *argv[] = {
+		"proteus-trainer", "local", "--model", "mlr", "--batch", "64",
+		"--max-train", "6000", "--max-test", "1000", "--threads", "1",
+		"--workers", "2", "--ps", "1", "--epochs", "6",
+		"--eval-epochs", "--timeout", "60", "--dir", tmp, NULL,
+	};
+	int64_t prev = -1, n = 0, clock = -1;
+	double acc = -1, final_acc = -2;
+	struct pxrun r;
+	char *line, *nl;
+
+	cr_assert_eq(pxrun(&r, 90, "proteus-trainer", argv), 0);
+	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
+	cr_assert(strstr(r.out, "registered for progress"), "%s", r.out);
+	for (line = r.out; line && *line; line = nl ? nl + 1 : NULL) {
+		long long c;
+		double a;
+
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		if (sscanf(line, "progress: clock %lld, %*f samples/s, test "
+			   "loss %*f, accuracy %lf%%", &c, &a) == 2) {
+			cr_assert_geq(c, prev, "clock went back: %s", line);
+			cr_assert(strstr(line, "2 workers, 1 PS"), "%s", line);
+			prev = clock = c;
+			acc = a;
+			n++;
+		} else if (sscanf(line, "test accuracy %lf%%", &a) == 1) {
+			final_acc = a;
+		}
+	}
+	cr_assert_geq(n, 6, "%lld PROGRESS lines: %s", (long long)n, r.out);
+	cr_assert_eq(clock, 6 * 47, "the last PROGRESS is the end");
+	cr_assert_float_eq(acc, final_acc, 0.001);
+	cr_assert_gt(acc, 70.0);
+	pxrun_free(&r);
+	usleep(100000);
+	cr_assert_eq(count_procs(tmp), 0, "processes left behind");
+}
+
 /* Without the job key: garbage, and frames sealed under another key
  * (a thread of the test: forking a threaded test process is unsafe). */
 static void *attacker(void *arg)
