@@ -51,7 +51,7 @@ struct local {
 	/* the agent's end of PROGRESS */
 	uint8_t key[32];         /* job key */
 	uint64_t job;            /* job id */
-	char agent_ep[300];      /* ipc://dir/agent.pull */
+	char agent_ep[DIST_ADDR_MAX + 1]; /* ipc://dir/agent.pull */
 	struct wire_ctx *ctx;
 	struct net_sock *apull;  /* PROGRESS inbox */
 	struct net_sock *areq;   /* REQ to the coordinator (handshake) */
@@ -227,10 +227,10 @@ static enum px_err agent_open(struct local *s, struct px_error *err)
 	};
 	char coord[300];
 	enum px_err e;
+	int n = snprintf(s->agent_ep, sizeof(s->agent_ep),
+			 "ipc://%s/agent.pull", s->dir);
 
-	snprintf(s->agent_ep, sizeof(s->agent_ep), "ipc://%s/agent.pull",
-		 s->dir);
-	if (strlen(s->agent_ep) > DIST_ADDR_MAX)
+	if (n < 0 || (size_t)n >= sizeof(s->agent_ep))
 		return px_errorf(err, PX_ETOOBIG, "socket dir '%s' too long",
 				 s->dir);
 	snprintf(coord, sizeof(coord), "ipc://%s/n0", s->dir);
@@ -257,7 +257,7 @@ static void agent_register(struct local *s)
 	snprintf(info.instance, sizeof(info.instance), "local");
 	snprintf(info.addr, sizeof(info.addr), "%s", s->agent_ep);
 	if (net_register(s->areq, (struct wire_node){ DIST_COORD_NODE },
-			 &info, 200, &r, &err) != PX_OK)
+			 &info, 1000, &r, &err) != PX_OK)
 		return;
 	if (r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK)
 		s->registered = true;
