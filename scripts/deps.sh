@@ -10,7 +10,7 @@ libjansson-dev libsqlite3-dev libnanomsg-dev zlib1g-dev libxml2-dev \
 libyajl-dev libopenblas-dev"
 test="libcriterion-dev python3 python3-botocore dataset-fashion-mnist \
 sqlite3 gnuplot-nox"
-bench="jq bc hyperfine time"
+bench="jq bc hyperfine time python3-torch"
 fuzz="clang libclang-rt-14-dev"
 
 [ $# -gt 0 ] || set -- build test

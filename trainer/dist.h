@@ -22,6 +22,7 @@
 #define DIST_MAX_SHARDS 64       /* shards of the parameter vector */
 #define DIST_COORD_NODE 0u       /* the coordinator's node id */
 #define DIST_KEY_ENV "PX_JOB_KEY" /* job key, hex, in the environment */
+#define DIST_AGENT_NODE 0xfffffffeu /* the agent's node id (PROGRESS) */
 
 /* Log callback: roles never write to stderr themselves. */
 typedef void (*dist_log_fn)(void *arg, int level, const char *msg);
@@ -34,6 +35,8 @@ struct dist_opts {
 	size_t key_len;            /* bytes */
 	char coord[DIST_ADDR_MAX + 1];  /* coordinator's base address */
 	char listen[DIST_ADDR_MAX + 1]; /* this node's base address */
+	char agent[DIST_ADDR_MAX + 1];  /* coordinator: the agent's PULL
+					   endpoint for PROGRESS; "": none */
 	bool reliable;             /* a reliable (on-demand) node */
 	struct train_opts train;   /* model, epochs, batch, lr, ... */
 	const char *data_dir;      /* Fashion-MNIST dir; NULL: default */
@@ -48,6 +51,9 @@ struct dist_opts {
 	uint8_t stage_to;          /* ... to this stage (0: never) */
 	uint32_t hb_ms;            /* heartbeat interval, ms */
 	uint32_t hb_timeout_ms;    /* declared lost after this, ms */
+	uint32_t stall_timeout_s;  /* coordinator: fail the job after this
+				      long without a clock advance (or
+				      without starting); 0: never */
 	bool json;                 /* coordinator: JSON result on out */
 	bool eval_epochs;          /* coordinator: test after each epoch */
 	int out_fd;                /* coordinator: progress and result */
@@ -59,7 +65,7 @@ struct dist_opts {
 };
 
 /* Defaults: MLP, 5 epochs, batch 128, 1 worker, 1 PS, slack 0, stage 1,
- * heartbeat 100 ms, timeout 800 ms. */
+ * heartbeat 100 ms, timeout 800 ms, stall timeout 60 s. */
 void dist_opts_default(struct dist_opts *o);
 
 /* Read the job key from the environment variable DIST_KEY_ENV (hex,
@@ -115,6 +121,9 @@ struct dist_local {
 	double kill_ps_at;         /* s; 0: never.  An ActivePS (transient) */
 	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
 	double add_worker_at;      /* s; 0: never.  One extra worker */
+	double pause_worker_at;    /* s; 0: never.  SIGSTOP one worker ... */
+	double pause_for;          /* ... for this long, then SIGCONT;
+				      0: never resumed */
 	double timeout_s;          /* kill everything after this; 0: none */
 	char *const *role_args;    /* argv tail passed to every role */
 };

@@ -24,6 +24,7 @@ void dist_opts_default(struct dist_opts *o)
 	o->stage = 1;
 	o->hb_ms = 100;
 	o->hb_timeout_ms = 800;
+	o->stall_timeout_s = 60;
 	o->out_fd = 1;
 	o->ready_fd = -1;
 }

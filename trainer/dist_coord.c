@@ -28,6 +28,9 @@ struct coord {
 	const struct dist_opts *o;
 	struct wire_ctx *ctx;
 	struct net_sock *rep, *pull, *pub;
+	struct net_sock *agent;    /* PUSH to the agent (PROGRESS), or NULL */
+	bool agent_known;          /* the agent registered (its session) */
+	uint64_t progress_sent;    /* PROGRESS frames sent */
 	struct dist_links links;
 	struct cmember m[DIST_MAX_NODES];
 	uint32_t n;
@@ -43,6 +46,7 @@ struct coord {
 	/* measurements */
 	uint64_t t0_us, t_start_us, t_end_us, last_adv_us, stall_from_us;
 	bool recovering;
+	bool stall_warned;         /* the watchdog warned for this stall */
 	uint64_t samples;
 	uint32_t joins, losses, leaves, promotions, stage_changes;
 	int64_t max_staleness;
@@ -244,6 +248,7 @@ static void recompute_clock(struct coord *c)
 		c->recovering = false;
 	}
 	c->last_adv_us = now;
+	c->stall_warned = false;
 	send_clock_min(c);
 }
 
@@ -342,12 +347,56 @@ static void maybe_start(struct coord *c)
 	}
 }
 
+/* The agent registered (handshake done, its session installed): it gets
+ * an ACK, not an ASSIGN, and is no member of the job. */
+static void on_agent_register(struct coord *c, struct wire_msg *req)
+{
+	struct px_error err;
+	struct wire_msg a;
+
+	c->agent_known = true;
+	out(c, "agent %u registered for progress", req->hdr.sender.v);
+	wire_msg_init(&a, WIRE_ACK, req->hdr.sender, c->min_clock);
+	a.u.ack.ref_seq = req->hdr.seq;
+	a.u.ack.status = PX_OK;
+	if (net_send(c->rep, &a, 100, &err) != PX_OK)
+		dist_logf(c->o, 4, "ack to the agent: %s", err.msg);
+}
+
+/* PROGRESS to the agent: clock, throughput, last test loss and accuracy,
+ * and the membership. */
+static void send_progress(struct coord *c, double rate)
+{
+	struct wire_msg m;
+	struct px_error err;
+
+	if (!c->agent || !c->agent_known)
+		return;
+	for (uint32_t i = 0; i < c->n; i++)
+		c->list[i] = c->m[i].w;
+	wire_msg_init(&m, WIRE_PROGRESS,
+		      (struct wire_node){ DIST_AGENT_NODE }, c->min_clock);
+	m.u.progress.clock = c->min_clock;
+	m.u.progress.samples_per_s = (float)rate;
+	m.u.progress.loss = (float)c->last_loss;
+	m.u.progress.accuracy = (float)c->last_acc;
+	m.u.progress.epoch = c->epoch;
+	m.u.progress.n = c->n;
+	m.u.progress.members = c->list;
+	if (net_send(c->agent, &m, 100, &err) == PX_OK)
+		c->progress_sent++;
+	else
+		dist_logf(c->o, 4, "progress to the agent: %s", err.msg);
+}
+
 static void on_register(struct coord *c, struct wire_msg *req)
 {
 	const struct wire_register *r = &req->u.reg;
 	struct cmember *m = find(c, req->hdr.sender);
 	struct px_error err;
 	struct wire_msg a;
+
+	bool rejoin = m && m->w.state == WIRE_MEMBER_LOST;
 
 	if (!m && c->n < DIST_MAX_NODES)
 		m = &c->m[c->n++];
@@ -373,7 +422,8 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	if (c->started)
 		c->joins++;
 	out(c, "node %u registered as %s%s", m->w.node.v,
-	    is_ps(m) ? "ps" : "worker", m->late ? " (join)" : "");
+	    is_ps(m) ? "ps" : "worker", rejoin ? " (rejoin after a loss)" :
+	    m->late ? " (join)" : "");
 	if (c->started && is_ps(m))
 		replace_all(c);
 	wire_msg_init(&a, WIRE_ASSIGN, req->hdr.sender, c->min_clock);
@@ -404,6 +454,9 @@ static void on_rep(struct coord *c)
 			if (wire_challenge_begin(c->ctx, &m, px_now_mono_us(),
 						 &a, &err) == PX_OK)
 				(void)net_send(c->rep, &a, 100, &err);
+		} else if (m.hdr.type == WIRE_REGISTER &&
+			   (m.u.reg.roles & WIRE_ROLE_AGENT)) {
+			on_agent_register(c, &m);
 		} else if (m.hdr.type == WIRE_REGISTER) {
 			on_register(c, &m);
 		} else {
@@ -479,6 +532,60 @@ static void on_pull(struct coord *c)
 		}
 		wire_msg_release(&m);
 	}
+}
+
+/* Watchdog: no clock advance (or no start) for a quarter of
+ * --stall-timeout logs who holds the job back; the whole of it fails the
+ * job with that as the error, instead of waiting forever.  Returns
+ * whether the job failed. */
+static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
+{
+	uint64_t lim = (uint64_t)c->o->stall_timeout_s * 1000000;
+	uint64_t ref = c->started ? c->last_adv_us : c->t0_us;
+	uint64_t idle = now > ref ? now - ref : 0; /* ref may be newer */
+	uint32_t nw = 0, nps = 0, active = 0;
+	const struct cmember *slow = NULL;
+	char why[200];
+
+	if (!lim || idle < lim / 4 || (idle < lim && c->stall_warned))
+		return false;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct cmember *m = &c->m[i];
+
+		if (is_ps(m) && alive(m))
+			nps++;
+		if (!is_worker(m))
+			continue;
+		nw += alive(m);
+		if (!counts(c, m))
+			continue;
+		active++;
+		if (!slow || m->next_clock < slow->next_clock)
+			slow = m;
+	}
+	if (!c->started)
+		snprintf(why, sizeof(why), "job not started: %u of %u "
+			 "workers and %u of %u PS registered", nw,
+			 c->o->workers, nps, c->o->ps);
+	else if (slow)
+		snprintf(why, sizeof(why), "stuck at clock %" PRId64 "/%"
+			 PRId64 ": %u workers hold partitions, node %u is "
+			 "slowest (next clock %" PRId64 "), %u PS", c->min_clock,
+			 c->total, active, slow->w.node.v, slow->next_clock,
+			 nps);
+	else
+		snprintf(why, sizeof(why), "stuck at clock %" PRId64 "/%"
+			 PRId64 ": no worker holds a partition (%u live), "
+			 "%u PS", c->min_clock, c->total, nw, nps);
+	if (idle < lim) {
+		c->stall_warned = true;
+		dist_logf(c->o, 4, "watchdog: no progress for %.1f s, %s",
+			  (double)idle / 1e6, why);
+		return false;
+	}
+	px_errorf(err, PX_ETIMEDOUT, "no progress for %u s (--stall-timeout)"
+		  ", %s", c->o->stall_timeout_s, why);
+	return true;
 }
 
 /* Pull every shard from its active PS and evaluate on the test set. */
@@ -569,6 +676,12 @@ static void progress(struct coord *c, bool eval)
 		t = px_now_mono_us() - t;
 		for (uint32_t i = 0; i < c->n; i++)
 			c->m[i].last_us += t;
+		c->last_adv_us += t;
+	}
+	if (c->agent && c->agent_known) {
+		/* the agent reports it */
+		send_progress(c, secs > 0 ? c->samples / secs : 0.0);
+		return;
 	}
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last test loss "
 	    "%.4f, accuracy %.2f%%, %u workers, %u PS, stage %u, epoch "
@@ -660,6 +773,11 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 	if (e == PX_OK)
 		e = dist_sock(c->ctx, NET_PUB, o->listen, DIST_EP_PUB, true,
 			      &c->pub, err);
+	if (e == PX_OK && o->agent[0]) {
+		e = net_open(c->ctx, NET_PUSH, NULL, &c->agent, err);
+		if (e == PX_OK)
+			e = net_connect(c->agent, o->agent, err);
+	}
 	if (e == PX_OK)
 		e = dist_train_count(o, &c->n_train, err);
 	if (e == PX_OK)
@@ -743,6 +861,12 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 				send_clock_min(c);
 			next_hb = now + (uint64_t)o->hb_ms * 1000;
 		}
+		if (watchdog(c, now, err)) {
+			dist_logf(o, 3, "%s", err->msg);
+			shutdown_all(c, WIRE_SHUTDOWN_ERROR);
+			e = err->code;
+			goto out_free;
+		}
 		if (!c->started)
 			continue;
 		if (o->stage_to && c->stage != o->stage_to &&
@@ -782,6 +906,9 @@ out_free:
 	net_close(c->rep);
 	net_close(c->pull);
 	net_close(c->pub);
+	if (c->agent) /* let the last PROGRESS go out */
+		usleep(c->progress_sent ? 100000 : 0);
+	net_close(c->agent);
 	model_ctx_free(c->mc);
 	free(c->params);
 	data_release(&c->test);

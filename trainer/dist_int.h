@@ -7,6 +7,11 @@
 
 #include "dist.h"
 
+/* A worker blocked this long re-sends what it waits on (its last CLOCK);
+ * the coordinator warns after a quarter of --stall-timeout without a
+ * clock advance and fails the job after all of it. */
+#define DIST_WATCHDOG_US 1000000
+
 void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <openssl/rand.h>
 #include <signal.h>
 #include <spawn.h>
@@ -47,6 +48,16 @@ struct local {
 	uint32_t nch;
 	uint32_t next_worker, next_ps;
 	int ready[2];            /* pipe: the coordinator says "started" */
+	/* the agent's end of PROGRESS */
+	uint8_t key[32];         /* job key */
+	uint64_t job;            /* job id */
+	char agent_ep[DIST_ADDR_MAX + 1]; /* ipc://dir/agent.pull */
+	struct wire_ctx *ctx;
+	struct net_sock *apull;  /* PROGRESS inbox */
+	struct net_sock *areq;   /* REQ to the coordinator (handshake) */
+	bool registered;
+	uint64_t progress_n;     /* PROGRESS frames received */
+	int64_t last_clock;
 };
 
 static volatile sig_atomic_t local_stop;
@@ -96,6 +107,8 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 		/* the pipe's write end as fd 3 of the coordinator only */
 		argv[k++] = "--ready-fd";
 		argv[k++] = "3";
+		argv[k++] = "--agent";
+		argv[k++] = s->agent_ep;
 		posix_spawn_file_actions_adddup2(&fa, s->ready[1], 3);
 	}
 	argv[k] = NULL;
@@ -142,9 +155,12 @@ static void kill_all(struct local *s)
 {
 	uint64_t until;
 
-	for (uint32_t i = 0; i < s->nch; i++)
-		if (s->ch[i].pid)
+	for (uint32_t i = 0; i < s->nch; i++) {
+		if (s->ch[i].pid) {
 			kill(s->ch[i].pid, SIGTERM);
+			kill(s->ch[i].pid, SIGCONT); /* a paused one */
+		}
+	}
 	until = px_now_mono_us() + 2000000;
 	while (px_now_mono_us() < until) {
 		bool any = false;
@@ -175,6 +191,7 @@ static enum px_err make_env(struct local *s, struct px_error *err)
 	if (RAND_bytes(key, sizeof(key)) != 1 ||
 	    RAND_bytes(job, sizeof(job)) != 1)
 		return px_errorf(err, PX_EIO, "RAND_bytes failed");
+	memcpy(s->key, key, sizeof(key));
 	off = (size_t)snprintf(s->keyenv, sizeof(s->keyenv), "%s=",
 			       DIST_KEY_ENV);
 	for (size_t i = 0; i < sizeof(key); i++) {
@@ -183,8 +200,9 @@ static enum px_err make_env(struct local *s, struct px_error *err)
 	}
 	s->keyenv[off] = 0;
 	memcpy(&jid, job, sizeof(jid));
+	s->job = jid >> 1;
 	snprintf(s->jobarg, sizeof(s->jobarg), "%llu",
-		 (unsigned long long)(jid >> 1));
+		 (unsigned long long)s->job);
 	while (environ[n])
 		n++;
 	s->envp = px_calloc(n + 2, sizeof(char *));
@@ -199,6 +217,104 @@ static enum px_err make_env(struct local *s, struct px_error *err)
 	return PX_OK;
 }
 
+/* The agent's sockets: a PULL for PROGRESS (bound before the
+ * coordinator starts) and a REQ to the coordinator for the handshake. */
+static enum px_err agent_open(struct local *s, struct px_error *err)
+{
+	struct wire_config wc = {
+		.self = { DIST_AGENT_NODE }, .job = s->job,
+		.job_key = s->key, .job_key_len = sizeof(s->key),
+	};
+	char coord[300];
+	enum px_err e;
+	int n = snprintf(s->agent_ep, sizeof(s->agent_ep),
+			 "ipc://%s/agent.pull", s->dir);
+
+	if (n < 0 || (size_t)n >= sizeof(s->agent_ep))
+		return px_errorf(err, PX_ETOOBIG, "socket dir '%s' too long",
+				 s->dir);
+	snprintf(coord, sizeof(coord), "ipc://%s/n0", s->dir);
+	e = wire_ctx_new(&wc, &s->ctx, err);
+	if (e == PX_OK)
+		e = net_open(s->ctx, NET_PULL, NULL, &s->apull, err);
+	if (e == PX_OK)
+		e = net_bind(s->apull, s->agent_ep, err);
+	if (e == PX_OK)
+		e = dist_sock(s->ctx, NET_REQ, coord, DIST_EP_REP, false,
+			      &s->areq, err);
+	return e;
+}
+
+/* One handshake attempt with the coordinator (it may not be up yet). */
+static void agent_register(struct local *s)
+{
+	struct wire_register info;
+	struct wire_msg r;
+	struct px_error err;
+
+	memset(&info, 0, sizeof(info));
+	info.roles = WIRE_ROLE_AGENT;
+	snprintf(info.instance, sizeof(info.instance), "local");
+	snprintf(info.addr, sizeof(info.addr), "%s", s->agent_ep);
+	if (net_register(s->areq, (struct wire_node){ DIST_COORD_NODE },
+			 &info, 1000, &r, &err) != PX_OK)
+		return;
+	if (r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK)
+		s->registered = true;
+	else
+		dist_logf(s->o, 4, "agent: coordinator refused the "
+			  "registration");
+	wire_msg_release(&r);
+}
+
+/* Print the PROGRESS frames that came in within ms. */
+static void agent_poll(struct local *s, int ms)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	while (net_recv(s->apull, &m, ms, &err) == PX_OK) {
+		const struct wire_progress *p = &m.u.progress;
+		uint32_t nw = 0, nps = 0;
+
+		ms = 0;
+		if (m.hdr.type != WIRE_PROGRESS ||
+		    m.hdr.sender.v != DIST_COORD_NODE) {
+			wire_msg_release(&m);
+			continue;
+		}
+		for (uint32_t i = 0; i < p->n; i++) {
+			const struct wire_member *w = &p->members[i];
+
+			if (w->state != WIRE_MEMBER_ACTIVE &&
+			    w->state != WIRE_MEMBER_JOINING)
+				continue;
+			if (w->roles & WIRE_ROLE_WORKER)
+				nw++;
+			else
+				nps++;
+		}
+		s->progress_n++;
+		s->last_clock = p->clock;
+		if (s->o->json)
+			dist_logf(s->o, 6, "progress: clock %" PRId64 ", %.0f "
+				  "samples/s, test loss %.4f, accuracy %.2f%%, "
+				  "%u workers, %u PS, membership epoch %"
+				  PRIu64, p->clock, (double)p->samples_per_s,
+				  (double)p->loss, 100.0 * p->accuracy, nw,
+				  nps, p->epoch);
+		else
+			printf("progress: clock %" PRId64 ", %.0f samples/s, "
+			       "test loss %.4f, accuracy %.2f%%, %u workers, "
+			       "%u PS, membership epoch %" PRIu64 "\n",
+			       p->clock, (double)p->samples_per_s,
+			       (double)p->loss, 100.0 * p->accuracy, nw, nps,
+			       p->epoch);
+		fflush(stdout);
+		wire_msg_release(&m);
+	}
+}
+
 int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		   struct px_error *err)
 {
@@ -206,6 +322,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 	struct sigaction sa, old_int, old_term;
 	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
 	bool ps_killed = false, left = false, added = false, started = false;
+	struct child *paused = NULL;
+	uint64_t resume_at = 0;
 	int rc = 1;
 	enum px_err e;
 
@@ -240,6 +358,9 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	e = agent_open(s, err);
+	if (e != PX_OK)
+		goto out_free;
 	e = spawn(s, CH_COORD, DIST_COORD_NODE, false, err);
 	for (uint32_t i = 0; e == PX_OK && i < o->ps; i++)
 		e = spawn(s, CH_PS, 1 + i, i < l->reliable, err);
@@ -272,6 +393,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		}
 		if (!s->ch[0].pid) {
 			int st = s->ch[0].status;
+
+			agent_poll(s, 0); /* the last PROGRESS */
 
 			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 +
 			     (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -331,6 +454,26 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 					break;
 			}
 		}
+		if (l->pause_worker_at > 0 && started && !resume_at &&
+		    !paused && el >= l->pause_worker_at) {
+			paused = pick(s, CH_WORKER);
+			if (paused) {
+				dist_logf(o, 6, "churn: SIGSTOP worker %u at "
+					  "%.1f s", paused->node, el);
+				kill(paused->pid, SIGSTOP);
+				resume_at = l->pause_for > 0
+					? now + (uint64_t)(l->pause_for * 1e6)
+					: UINT64_MAX;
+			}
+		}
+		if (paused && now >= resume_at) {
+			if (paused->pid) {
+				dist_logf(o, 6, "churn: SIGCONT worker %u",
+					  paused->node);
+				kill(paused->pid, SIGCONT);
+			}
+			paused = NULL;
+		}
 		if (l->add_worker_at > 0 && started && !added &&
 		    el >= l->add_worker_at) {
 			added = true;
@@ -340,7 +483,9 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 			if (e != PX_OK)
 				break;
 		}
-		usleep(10000);
+		if (!s->registered)
+			agent_register(s);
+		agent_poll(s, 10);
 	}
 out_kill:
 	kill_all(s);
@@ -358,12 +503,20 @@ out_free:
 				(void)unlink(path);
 			}
 		}
+		snprintf(path, sizeof(path), "%s/agent.pull", s->dir);
+		(void)unlink(path);
 		(void)rmdir(s->dir);
 	}
 	if (s->ready[0] > 0)
 		close(s->ready[0]);
 	if (s->ready[1] > 0)
 		close(s->ready[1]);
+	if (s->ctx)
+		dist_logf(o, 7, "agent: %" PRIu64 " progress reports, last "
+			  "clock %" PRId64, s->progress_n, s->last_clock);
+	net_close(s->apull);
+	net_close(s->areq);
+	wire_ctx_free(s->ctx);
 	free(s->envp);
 	free(s);
 	return rc;

@@ -446,6 +446,13 @@ static void heartbeat(struct ps *p)
 	(void)net_send(p->cpush, &m, 0, &err);
 }
 
+static bool self_lost(const struct ps *p)
+{
+	const struct dist_member *me = dist_members_find(&p->mb, p->o->node);
+
+	return me && me->state == WIRE_MEMBER_LOST;
+}
+
 static bool holds_any(const struct ps *p)
 {
 	for (uint32_t s = 0; s < p->nshards; s++)
@@ -563,6 +570,13 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 		if (p->leaving && ((!holds_any(p) && now - leave_at > 100000)
 				   || now - leave_at > 2000000))
 			break;
+		if (!p->leaving && self_lost(p)) {
+			/* Stalled past the heartbeat timeout: the coordinator
+			 * has moved this node's shards and forgotten it. */
+			e = px_errorf(err, PX_ETIMEDOUT, "declared lost by "
+				      "the coordinator");
+			break;
+		}
 		if (now - last_coord > 5000000) {
 			e = px_errorf(err, PX_ETIMEDOUT, "coordinator silent "
 				      "for 5 s");

@@ -48,6 +48,10 @@ struct worker {
 	bool pushed;               /* pushed to the current map's shards */
 	int64_t last_push;         /* clock of the last push */
 	uint64_t next_hb, last_coord;
+	uint64_t last_progress;    /* last clock done or watchdog, mono us */
+	uint32_t rejoins, reclocks; /* watchdog actions */
+	uint32_t last_n;           /* samples of the last clock */
+	uint64_t rejoin_epoch;     /* membership epoch seen at the rejoin */
 };
 
 static void heartbeat(struct worker *w)
@@ -272,16 +276,12 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	if (e == PX_OK)
 		e = dist_sock(w->ctx, NET_REQ, o->coord, DIST_EP_REP, false,
 			      &w->creq, err);
+	/* Load the data before registering: a registered node must
+	 * heartbeat, and a long silent load got workers declared lost
+	 * before their first clock (the job then waited forever). */
 	if (e == PX_OK)
-		e = dist_register(o, w->creq, WIRE_ROLE_WORKER |
-				  (o->reliable ? WIRE_ROLE_PS_BACKUP : 0),
-				  10000, &a, err);
-	if (e != PX_OK)
-		return e;
-	w->clock = a.u.assign.start_clock;
-	wire_msg_release(&a);
-	e = data_load_fashion_mnist(o->data_dir, true, o->max_train, &w->train,
-				    err);
+		e = data_load_fashion_mnist(o->data_dir, true, o->max_train,
+					    &w->train, err);
 	if (e == PX_OK)
 		e = model_desc_init(&w->d, o->train.model, w->train.dim,
 				    w->train.n_classes, o->train.hidden,
@@ -330,7 +330,77 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 		w->x = w->h_x;
 		w->y = w->h_y;
 	}
-	return model_ctx_new(&w->d, w->ops, w->kctx, batch, &w->mc, err);
+	e = model_ctx_new(&w->d, w->ops, w->kctx, batch, &w->mc, err);
+	if (e != PX_OK)
+		return e;
+	e = dist_register(o, w->creq, WIRE_ROLE_WORKER |
+			  (o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 10000, &a,
+			  err);
+	if (e != PX_OK)
+		return e;
+	w->clock = a.u.assign.start_clock;
+	wire_msg_release(&a);
+	return PX_OK;
+}
+
+/* The coordinator declared this worker lost (it was stalled past the
+ * heartbeat timeout) and forgot its session: register again, as a join
+ * at the current minimum clock.  Without this the worker would wait for
+ * a partition forever. */
+static enum px_err rejoin(struct worker *w, struct px_error *err)
+{
+	struct wire_msg a;
+	enum px_err e;
+
+	dist_logf(w->o, 5, "worker %u: declared lost at clock %" PRId64
+		  ", registering again", w->o->node.v, w->clock);
+	e = dist_register(w->o, w->creq, WIRE_ROLE_WORKER |
+			  (w->o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 5000,
+			  &a, err);
+	if (e != PX_OK)
+		return e;
+	w->clock = a.u.assign.start_clock;
+	w->pushed = false;
+	w->have_min = false;
+	w->rejoins++;
+	w->hotadd_ms = 0; /* report rejoin-to-first-push */
+	w->t0_us = px_now_mono_us();
+	w->rejoin_epoch = w->mb.epoch; /* that copy still says lost */
+	wire_msg_release(&a);
+	w->last_coord = w->last_progress = px_now_mono_us();
+	return PX_OK;
+}
+
+/* Whether the latest membership lists this worker as lost. */
+static bool declared_lost(const struct worker *w)
+{
+	const struct dist_member *me = dist_members_find(&w->mb, w->o->node);
+
+	return me && me->state == WIRE_MEMBER_LOST &&
+	       w->mb.epoch > w->rejoin_epoch;
+}
+
+/* Watchdog: blocked on the SSP bound for a while, send the last CLOCK
+ * again (a fresh frame; the coordinator ignores a clock it has), so a
+ * lost CLOCK cannot stall the job. */
+static void reclock(struct worker *w)
+{
+	uint64_t now = px_now_mono_us();
+	struct px_error err;
+	struct wire_msg m;
+
+	if (!w->pushed || now - w->last_progress < DIST_WATCHDOG_US)
+		return;
+	w->last_progress = now;
+	w->reclocks++;
+	wire_msg_init(&m, WIRE_CLOCK, (struct wire_node){ DIST_COORD_NODE },
+		      w->last_push);
+	m.u.clock.samples = w->last_n;
+	(void)net_send(w->cpush, &m, 100, &err);
+	dist_logf(w->o, 5, "worker %u: no progress for %d ms at clock "
+		  "%" PRId64 " (min %" PRId64 "), clock %" PRId64 " sent "
+		  "again", w->o->node.v, DIST_WATCHDOG_US / 1000, w->clock,
+		  w->clock_min, w->last_push);
 }
 
 static void release(struct worker *w)
@@ -383,7 +453,7 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 	e = setup(w, err);
 	if (e != PX_OK)
 		goto out_free;
-	w->next_hb = w->last_coord = px_now_mono_us();
+	w->next_hb = w->last_coord = w->last_progress = px_now_mono_us();
 	while (!w->shutdown) {
 		uint32_t n;
 
@@ -405,10 +475,19 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 				      "for 5 s");
 			break;
 		}
+		if (declared_lost(w)) {
+			e = rejoin(w, err);
+			if (e != PX_OK)
+				break;
+			continue;
+		}
 		/* Ready: a map, a partition, and within the SSP bound. */
 		if (!w->stage_epoch || !w->have_min || !partition(w) ||
 		    w->clock >= w->total ||
 		    w->clock - w->clock_min > (int64_t)o->slack) {
+			if (w->stage_epoch && w->have_min &&
+			    w->clock < w->total)
+				reclock(w);
 			pump(w, 20);
 			continue;
 		}
@@ -426,6 +505,8 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 			break;
 		w->pushed = true;
 		w->last_push = w->clock;
+		w->last_progress = px_now_mono_us();
+		w->last_n = n;
 		if (!w->hotadd_ms) {
 			uint64_t ms = (px_now_mono_us() - w->t0_us) / 1000;
 
@@ -434,8 +515,9 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 		}
 		w->clock++;
 	}
-	dist_logf(o, 7, "worker %u done at clock %" PRId64, o->node.v,
-		  w->clock);
+	dist_logf(o, 7, "worker %u done at clock %" PRId64 " (%u rejoins, "
+		  "%u clocks re-sent)", o->node.v, w->clock, w->rejoins,
+		  w->reclocks);
 out_free:
 	release(w);
 	free(w);

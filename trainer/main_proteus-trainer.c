@@ -39,11 +39,15 @@ static void usage(FILE *f)
 		"                       [--kill-worker-at S]\n"
 		"                       [--kill-ps-at S] [--leave-worker-at S] "
 		"[--add-worker-at S]\n"
+		"                       [--pause-worker-at S] "
+		"[--pause-for S] [--stall-timeout S]\n"
 		"                       [--dir DIR] [--timeout S] "
 		"[--heartbeat MS] [--hb-timeout MS]\n"
 		"                       [--eval-epochs] + the train options\n"
 		"       " PROG " coordinator|ps|worker --node N --job ID "
 		"--coord ADDR --listen ADDR\n"
+		"                       [--agent ENDPOINT] (coordinator: "
+		"PROGRESS to the agent)\n"
 		"                       [--reliable] + the local options "
 		"(job key in $" DIST_KEY_ENV ")\n");
 }
@@ -323,14 +327,15 @@ enum {
 	O_ADD_WORKER = 0x200, O_COORD, O_DIR, O_EVAL, O_HB, O_HBTO, O_JOB,
 	O_KILL_PS, O_KILL_W, O_LEAVE_W, O_LISTEN, O_NODE, O_PS, O_RELIABLE,
 	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
-	O_KILL_WAT, O_READY,
+	O_KILL_WAT, O_READY, O_STALL, O_PAUSE_W, O_PAUSE_FOR, O_AGENT,
 };
 
 static bool local_only(int c)
 {
 	return c == O_ADD_WORKER || c == O_DIR || c == O_KILL_PS ||
-	       c == O_KILL_W || c == O_KILL_WAT || c == O_LEAVE_W || c == O_RELIABLE ||
-	       c == O_TIMEOUT;
+	       c == O_KILL_W || c == O_KILL_WAT || c == O_LEAVE_W ||
+	       c == O_RELIABLE || c == O_TIMEOUT || c == O_PAUSE_W ||
+	       c == O_PAUSE_FOR || c == O_AGENT;
 }
 
 /* coordinator | ps | worker | local */
@@ -338,6 +343,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "add-worker-at", required_argument, NULL, O_ADD_WORKER },
+		{ "agent", required_argument, NULL, O_AGENT },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "coord", required_argument, NULL, O_COORD },
 		{ "data", required_argument, NULL, 'D' },
@@ -361,6 +367,8 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "model", required_argument, NULL, 'm' },
 		{ "momentum", required_argument, NULL, 'M' },
 		{ "node", required_argument, NULL, O_NODE },
+		{ "pause-for", required_argument, NULL, O_PAUSE_FOR },
+		{ "pause-worker-at", required_argument, NULL, O_PAUSE_W },
 		{ "ps", required_argument, NULL, O_PS },
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "reliable", optional_argument, NULL, O_RELIABLE },
@@ -370,6 +378,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "slack", required_argument, NULL, O_SLACK },
 		{ "stage", required_argument, NULL, O_STAGE },
 		{ "stage-at", required_argument, NULL, O_STAGE_AT },
+		{ "stall-timeout", required_argument, NULL, O_STALL },
 		{ "threads", required_argument, NULL, 't' },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "weight-decay", required_argument, NULL, 'w' },
@@ -578,6 +587,28 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 			break;
 		case O_TIMEOUT:
 			if (parse_secs("timeout", optarg, &l.timeout_s))
+				goto out;
+			break;
+		case O_AGENT:
+			if (local || strlen(optarg) > DIST_ADDR_MAX) {
+				log_err("--agent: %s", local ? "local is the "
+					"agent" : "endpoint too long");
+				goto out;
+			}
+			snprintf(o.agent, sizeof(o.agent), "%s", optarg);
+			break;
+		case O_STALL:
+			if (parse_u64("stall-timeout", optarg, 86400, &v))
+				goto out;
+			o.stall_timeout_s = (uint32_t)v;
+			break;
+		case O_PAUSE_W:
+			if (parse_secs("pause-worker-at", optarg,
+				       &l.pause_worker_at))
+				goto out;
+			break;
+		case O_PAUSE_FOR:
+			if (parse_secs("pause-for", optarg, &l.pause_for))
 				goto out;
 			break;
 		case O_WORKERS:

@@ -70,8 +70,8 @@ static int count_procs(const char *s)
 }
 
 /* Run `proteus-trainer local` with the common small settings plus extra
- * (NULL-terminated) and return its JSON result. */
-static json_t *run_local(const char *const *extra)
+ * (NULL-terminated) into *r, and check no process is left behind. */
+static void run_local_raw(const char *const *extra, struct pxrun *r)
 {
 	const char *argv[64] = {
 		"proteus-trainer", "local", "--model", "mlr", "--batch", "64",
@@ -80,22 +80,29 @@ static json_t *run_local(const char *const *extra)
 		"--dir", tmp,
 	};
 	size_t n = 19;
-	struct pxrun r;
-	json_error_t je;
-	json_t *j;
 
 	for (size_t i = 0; extra[i]; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
-	cr_assert_eq(pxrun(&r, 90, "proteus-trainer", argv), 0);
+	cr_assert_eq(pxrun(r, 90, "proteus-trainer", argv), 0);
+	/* local reaped every role; PDEATHSIG covers a killed local */
+	usleep(100000);
+	cr_assert_eq(count_procs(tmp), 0, "processes left behind");
+}
+
+/* The same, for a run that must succeed: its JSON result. */
+static json_t *run_local(const char *const *extra)
+{
+	struct pxrun r;
+	json_error_t je;
+	json_t *j;
+
+	run_local_raw(extra, &r);
 	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
 	j = json_loads(r.out, 0, &je);
 	cr_assert_not_null(j, "not JSON: %s\nstderr: %s", r.out, r.err);
 	cr_log_info("%s", r.out);
 	pxrun_free(&r);
-	/* local reaped every role; PDEATHSIG covers a killed local */
-	usleep(100000);
-	cr_assert_eq(count_procs(tmp), 0, "processes left behind");
 	return j;
 }
 
@@ -193,6 +200,95 @@ Test(trainer_dist, stage_change_while_training, .init = setup,
 	cr_assert_eq(num(j, "stage"), 2);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	json_decref(j);
+}
+
+/* A worker stalled past the heartbeat timeout (SIGSTOP, then SIGCONT)
+ * is declared lost; it must notice and register again, not wait for a
+ * partition forever (the hang of a loaded run: workers that loaded the
+ * data set after registering were declared lost before their first
+ * clock and the job sat idle). */
+Test(trainer_dist, stalled_worker_rejoins, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"40", "--pause-worker-at", "0.5",
+				"--pause-for", "1.2", "--stall-timeout", "20",
+				NULL };
+	json_t *j = run_local(extra);
+
+	cr_assert_eq(num(j, "losses"), 1);
+	cr_assert_eq(num(j, "joins"), 1, "the stalled worker rejoins");
+	cr_assert_eq(num(j, "clocks"), 40 * 47);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+}
+
+/* A job that cannot progress (its only worker stopped for good) fails
+ * with a clear error after --stall-timeout instead of hanging. */
+Test(trainer_dist, watchdog_fails_stuck_job, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "1", "--ps", "1", "--epochs",
+				"200", "--pause-worker-at", "0.3",
+				"--pause-for", "0", "--stall-timeout", "2",
+				NULL };
+	struct pxrun r;
+
+	run_local_raw(extra, &r);
+	cr_assert_neq(r.status, 0, "a stuck job reported success");
+	cr_assert_neq(r.status, 124, "it ran into --timeout: no watchdog");
+	cr_assert_not_null(strstr(r.err, "no progress for 2 s"), "stderr: %s",
+			   r.err);
+	cr_assert_not_null(strstr(r.err, "no worker holds a partition"),
+			   "stderr: %s", r.err);
+	pxrun_free(&r);
+}
+
+/* `local` is the agent: the coordinator sends it PROGRESS frames (over
+ * nanomsg, authenticated), which it prints; the clocks must increase up
+ * to the last one, which carries the final test accuracy. */
+Test(trainer_dist, agent_receives_progress, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *argv[] = {
+		"proteus-trainer", "local", "--model", "mlr", "--batch", "64",
+		"--max-train", "6000", "--max-test", "1000", "--threads", "1",
+		"--workers", "2", "--ps", "1", "--epochs", "6",
+		"--eval-epochs", "--timeout", "60", "--dir", tmp, NULL,
+	};
+	int64_t prev = -1, n = 0, clock = -1;
+	double acc = -1, final_acc = -2;
+	struct pxrun r;
+	char *line, *nl;
+
+	cr_assert_eq(pxrun(&r, 90, "proteus-trainer", argv), 0);
+	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
+	cr_assert(strstr(r.out, "registered for progress"), "%s", r.out);
+	for (line = r.out; line && *line; line = nl ? nl + 1 : NULL) {
+		long long c;
+		double a;
+
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		if (sscanf(line, "progress: clock %lld, %*f samples/s, test "
+			   "loss %*f, accuracy %lf%%", &c, &a) == 2) {
+			cr_assert_geq(c, prev, "clock went back: %s", line);
+			cr_assert(strstr(line, "2 workers, 1 PS"), "%s", line);
+			prev = clock = c;
+			acc = a;
+			n++;
+		} else if (sscanf(line, "test accuracy %lf%%", &a) == 1) {
+			final_acc = a;
+		}
+	}
+	cr_assert_geq(n, 6, "%lld PROGRESS lines: %s", (long long)n, r.out);
+	cr_assert_eq(clock, 6 * 47, "the last PROGRESS is the end");
+	cr_assert_float_eq(acc, final_acc, 0.001);
+	cr_assert_gt(acc, 70.0);
+	pxrun_free(&r);
+	usleep(100000);
+	cr_assert_eq(count_procs(tmp), 0, "processes left behind");
 }
 
 /* Without the job key: garbage, and frames sealed under another key

@@ -1,0 +1,84 @@
+#!/bin/bash
+# bench_trainer_peers.sh -- our trainer against PyTorch (CPU) on the same
+# machine in one run: one-worker training throughput (`proteus-trainer
+# train` vs tests/bench/torch_mlp.py: same model, batch, lr schedule,
+# momentum and thread count), and elastic recovery after a SIGKILLed
+# worker (`proteus-trainer local` vs torch.distributed.run with
+# --max-restarts).  Recovery for both: the last training step before the
+# kill to the first step after it (docs/benchmarks.md).  Prints markdown.
+#   env: BUILD (default build), EPOCHS (throughput epochs, default 2),
+#   THREADS (default 1).
+set -eu
+
+BUILD=${BUILD:-build}
+EPOCHS=${EPOCHS:-2}
+THREADS=${THREADS:-1}
+T="$BUILD/proteus-trainer"
+PY=/usr/bin/python3
+HERE=$(cd "$(dirname "$0")" && pwd)
+DATA=/usr/share/datasets/fashion-mnist
+
+[ -x "$T" ] || { echo "bench_trainer_peers: '$T' not built" >&2; exit 2; }
+[ -r "$DATA/train-images-idx3-ubyte.gz" ] || {
+	echo "bench_trainer_peers: dataset-fashion-mnist not installed" >&2
+	exit 2
+}
+command -v jq >/dev/null || { echo "needs jq (scripts/deps.sh bench)" >&2; exit 2; }
+$PY -c 'import torch' 2>/dev/null || {
+	echo "bench_trainer_peers: needs python3-torch (scripts/deps.sh bench)" >&2
+	exit 2
+}
+TV=$($PY -c 'import torch; print(torch.__version__)')
+
+echo "Throughput, one worker, $EPOCHS epochs, batch 128, lr 0.05 cosine, momentum 0.9, $THREADS thread(s); torch $TV:"
+echo
+echo "| model | proteus-trainer train samples/s | PyTorch samples/s | ours / torch | accuracy ours / torch |"
+echo "|---|---|---|---|---|"
+for m in ${MODELS:-mlr mlp}; do
+	a=$("$T" train --model $m --epochs "$EPOCHS" --batch 128 --lr 0.05 \
+		--momentum 0.9 --schedule cosine --threads "$THREADS" --json 2>/dev/null)
+	b=$($PY "$HERE/torch_mlp.py" --model $m --epochs "$EPOCHS" --batch 128 \
+		--lr 0.05 --momentum 0.9 --threads "$THREADS")
+	jq -rn --argjson a "$a" --argjson b "$b" --arg m $m \
+		'"| \($m) | \($a.samples_per_sec|round) | \($b.samples_per_sec|round) | \(($a.samples_per_sec/$b.samples_per_sec*100|round)/100)x | \($a.test_accuracy*1000|round/10)% / \($b.test_accuracy*1000|round/10)% |"'
+done
+
+echo
+echo "Recovery after SIGKILL of one of 2 workers (MLP, full data):"
+echo
+# ours: the coordinator measures last clock advance before the loss to the
+# first after it
+r=$("$T" local --model mlp --epochs 3 --workers 2 --ps 1 --batch 128 --lr 0.05 \
+	--momentum 0.9 --schedule cosine --threads 1 --kill-worker-at 3 \
+	--timeout 300 --json 2>/dev/null)
+ours=$(echo "$r" | jq '.recovery_ms_max|round')
+# torch: the elastic agent restarts the whole group (max-restarts), the
+# workers reload the last per-epoch checkpoint; steps are traced
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+(cd "$W" && timeout 300 $PY -m torch.distributed.run --nnodes=1 \
+	--nproc_per_node=2 --max_restarts=3 --redirects 2 --tee 2 \
+	--log_dir "$W/logs" --rdzv_backend=c10d \
+	--rdzv_endpoint=127.0.0.1:$((29500 + RANDOM % 400)) \
+	"$HERE/torch_mlp.py" --model mlp --epochs 6 --batch 128 --threads 1 \
+	--elastic --ckpt "$W/ck.pt" --trace "$W/trace" >"$W/out" 2>"$W/err") &
+# kill one worker 3 s after its first step
+for _ in $(seq 600); do [ -s "$W/trace" ] && break; sleep 0.1; done
+sleep 3
+pid=$(pgrep -f "torch_mlp.py --model mlp --epochs 6" | while read -r p; do
+	grep -q distributed.run /proc/$p/cmdline 2>/dev/null || echo $p; done | tail -1)
+$PY -c 'import time; print("kill %.6f" % time.monotonic())' >>"$W/trace"
+kill -9 "$pid"
+wait
+grep -q "restart" "$W/err" || echo "warning: torchrun restarted nothing" >&2
+# the first step of a process that did not exist before the kill
+tr=$(awk '/^kill/ {k=$2; next}
+	/^step/ { if (!k) { last=$2; ls=$4; old[$5]=1 }
+		  else if (!first && !($5 in old)) { first=$2; fs=$4 } }
+	END { printf "%d %d\n", (first-last)*1000, ls-fs+1 }' "$W/trace")
+tms=${tr% *}
+redo=${tr#* }
+echo "| trainer | what restarts | recovery ms | steps redone | final accuracy |"
+echo "|---|---|---|---|---|"
+echo "| proteus-trainer local (2 workers, 1 PS) | nothing: the survivor takes the partition, the replacement joins | $ours | 0 (the lost worker's last clock) | $(echo "$r" | jq '.test_accuracy*1000|round/10')% |"
+echo "| torch.distributed.run, max-restarts 3 (2 workers, gloo) | the whole group, from the last epoch checkpoint | $tms | $redo | $(jq '.test_accuracy*1000|round/10' "$W/out")% |"
