@@ -609,6 +609,39 @@ enum px_err ec2_request_spot_instances(struct ec2_client *c,
 	return PX_OK;
 }
 
+/* A Describe* call over ids or filters, every page into list via page:
+ * MaxResults is only allowed (and then set to the maximum) without ids. */
+struct describe_req {
+	const char *action;
+	const char *id_name;          /* e.g. "InstanceId" */
+	const char *const *ids;
+	size_t n_ids;
+	const struct ec2_filter *filters;
+	size_t n_filters;
+	bool retry_not_found;
+	page_fn page;
+};
+
+static enum px_err describe_all(struct ec2_client *c,
+				const struct describe_req *d, void *list,
+				struct px_error *err,
+				struct ec2_aws_error *ret_aws)
+{
+	struct ec2_params p;
+	enum px_err rc;
+
+	ec2_params_init(&p, d->action);
+	add_list(&p, d->id_name, d->ids, d->n_ids);
+	add_filters(&p, d->filters, d->n_filters);
+	if (!d->n_ids)
+		ec2_params_add(&p, "MaxResults", "1000");
+	p.retry_not_found = d->retry_not_found;
+	rc = p.oom ? px_errorf(err, p.oom, "request parameters") :
+		paginate(c, &p, d->page, list, err, ret_aws);
+	ec2_params_release(&p);
+	return rc;
+}
+
 enum px_err ec2_describe_spot_requests(struct ec2_client *c,
 				       const char *const *ids, size_t n_ids,
 				       const struct ec2_filter *filters,
@@ -618,18 +651,15 @@ enum px_err ec2_describe_spot_requests(struct ec2_client *c,
 				       struct ec2_aws_error *ret_aws)
 {
 	struct ec2_spot_request_list l = { 0 };
-	struct ec2_params p;
+	const struct describe_req d = {
+		.action = "DescribeSpotInstanceRequests",
+		.id_name = "SpotInstanceRequestId", .ids = ids, .n_ids = n_ids,
+		.filters = filters, .n_filters = n_filters,
+		.retry_not_found = retry_not_found, .page = sir_page,
+	};
 	enum px_err rc;
 
-	ec2_params_init(&p, "DescribeSpotInstanceRequests");
-	add_list(&p, "SpotInstanceRequestId", ids, n_ids);
-	add_filters(&p, filters, n_filters);
-	if (!n_ids)
-		ec2_params_add(&p, "MaxResults", "1000");
-	p.retry_not_found = retry_not_found;
-	rc = p.oom ? px_errorf(err, p.oom, "request parameters") :
-		paginate(c, &p, sir_page, &l, err, ret_aws);
-	ec2_params_release(&p);
+	rc = describe_all(c, &d, &l, err, ret_aws);
 	if (rc != PX_OK) {
 		ec2_spot_request_list_release(&l);
 		return rc;
@@ -647,18 +677,15 @@ enum px_err ec2_describe_instances(struct ec2_client *c,
 				   struct ec2_aws_error *ret_aws)
 {
 	struct ec2_instance_list l = { 0 };
-	struct ec2_params p;
+	const struct describe_req d = {
+		.action = "DescribeInstances", .id_name = "InstanceId",
+		.ids = ids, .n_ids = n_ids, .filters = filters,
+		.n_filters = n_filters, .retry_not_found = retry_not_found,
+		.page = inst_page,
+	};
 	enum px_err rc;
 
-	ec2_params_init(&p, "DescribeInstances");
-	add_list(&p, "InstanceId", ids, n_ids);
-	add_filters(&p, filters, n_filters);
-	if (!n_ids)
-		ec2_params_add(&p, "MaxResults", "1000");
-	p.retry_not_found = retry_not_found;
-	rc = p.oom ? px_errorf(err, p.oom, "request parameters") :
-		paginate(c, &p, inst_page, &l, err, ret_aws);
-	ec2_params_release(&p);
+	rc = describe_all(c, &d, &l, err, ret_aws);
 	if (rc != PX_OK) {
 		ec2_instance_list_release(&l);
 		return rc;
