@@ -2,13 +2,10 @@
  * file, config file, IMDSv2 role) and the region lookup.  Secrets stay in
  * struct awscred, are wiped when released, and never reach an error text.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "awscred.h"
 #include "imds.h"
@@ -86,45 +83,13 @@ static enum px_err read_file(const char *path, char **ret, bool *insecure,
 			     struct px_error *err)
 {
 	struct stat st;
-	char *buf = NULL;
-	size_t len = 0;
-	ssize_t n;
-	enum px_err rc = PX_OK;
-	int fd;
+	size_t len;
+	enum px_err rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return px_errorf(err, errno == ENOENT ? PX_ENOENT :
-				 PX_ESYS | errno, "cannot open '%s': %s", path,
-				 strerror(errno));
-	if (fstat(fd, &st) != 0) {
-		rc = px_errorf(err, PX_ESYS | errno, "cannot stat '%s'", path);
-		goto out_close;
-	}
-	if (insecure)
-		*insecure = (st.st_mode & 077) != 0;
-	if (st.st_size < 0 || (uint64_t)st.st_size > AWSCRED_FILE_MAX) {
-		rc = px_errorf(err, PX_ETOOBIG, "'%s': over %u bytes", path,
-			       AWSCRED_FILE_MAX);
-		goto out_close;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = px_errorf(err, PX_ENOMEM, "reading '%s'", path);
-		goto out_close;
-	}
-	while (len < (size_t)st.st_size) {
-		n = read(fd, buf + len, (size_t)st.st_size - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-out_close:
-	close(fd);
+	rc = px_read_file(path, AWSCRED_FILE_MAX, ret, &len, err);
+	/* advisory only: the warning names a file others can read */
+	if (rc == PX_OK && insecure)
+		*insecure = stat(path, &st) == 0 && (st.st_mode & 077) != 0;
 	return rc;
 }
 
