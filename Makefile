@@ -50,7 +50,14 @@ CFLAGS_OPT := -O2
 LDFLAGS_SAN :=
 endif
 
-# CUDA: built when nvcc exists (PATH or /usr/local/cuda) unless CUDA=0.
+# CUDA: three cases, decided here and told by `make cuda-note`.
+#  - nvcc, the CUDA headers and libcudart + libcublas found: the CUDA kernels
+#    are built and linked (PX_HAVE_CUDA); GPU tests run with `make test-gpu`.
+#  - nvcc and the headers but not the libraries (a compiler-only install):
+#    the .cu files are still compiled, as a check, but the programs link the
+#    CPU path only.
+#  - no nvcc, or CUDA=0: CPU path only.
+# The libraries are looked for where NVIDIA's installers and Debian put them.
 ifeq ($(CUDA),0)
 NVCC :=
 else
@@ -58,19 +65,34 @@ NVCC := $(shell command -v nvcc 2>/dev/null || \
 	  { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 endif
 CU_SRC := $(wildcard trainer/*.cu)
+CUDA_MODE := none
+CU_OBJ :=
+CU_CHECK_OBJ :=
+CUDA_CFLAGS :=
+CUDA_LIBS :=
 ifneq ($(NVCC),)
-CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_CFLAGS := -DPX_HAVE_CUDA=1 -I$(CUDA_HOME)/include
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 \
-	-lcublas -lcudart -lstdc++
+CUDA_HOME := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CUDA_INC := $(firstword $(dir $(wildcard $(CUDA_HOME)/include/cuda_runtime.h \
+	$(CUDA_HOME)/targets/*/include/cuda_runtime.h /usr/include/cuda_runtime.h)))
+CUDA_LIBDIR := $(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libcublas.so \
+	$(CUDA_HOME)/lib/libcublas.so $(CUDA_HOME)/targets/*/lib/libcublas.so \
+	/usr/lib/*-linux-gnu/libcublas.so)))
+ifneq ($(and $(CUDA_INC),$(wildcard $(CUDA_INC)cublas_v2.h)),)
 NVCCFLAGS := -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_80,code=compute_80 \
 	-Xcompiler -Wall,-fPIC -D_GNU_SOURCE -DPX_HAVE_CUDA=1
+ifneq ($(and $(CUDA_LIBDIR),$(wildcard $(CUDA_LIBDIR)libcudart.so)),)
+CUDA_MODE := full
+CUDA_LIBDIR := $(patsubst %/,%,$(CUDA_LIBDIR))
+CUDA_CFLAGS := -DPX_HAVE_CUDA=1 -I$(CUDA_INC)
+CUDA_LIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) \
+	-lcublas -lcudart -lstdc++
 CU_OBJ := $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
 else
-CUDA_CFLAGS :=
-CUDA_LIBS :=
-CU_OBJ :=
+CUDA_MODE := compile-only
+CU_CHECK_OBJ := $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
+endif
+endif
 endif
 
 CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS_OPT) $(CUDA_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
@@ -93,9 +115,9 @@ GPU_TEST_BIN := $(BUILD)/px_gpu_tests
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all deps check-pkgs test test-run test-gpu check demo bench fuzz \
-	install uninstall clean cuda-note
+	install uninstall clean cuda-note print-ldlibs
 
-all: check-pkgs cuda-note $(PROGS)
+all: check-pkgs cuda-note $(PROGS) $(CU_CHECK_OBJ)
 
 check-pkgs:
 	@missing=""; for p in $(PKGS); do pkg-config --exists $$p || \
@@ -103,12 +125,18 @@ check-pkgs:
 	  echo "missing libraries:$$missing (run 'make deps')" >&2; exit 1; fi
 
 cuda-note:
-ifeq ($(NVCC),)
-	@echo "nvcc not found (or CUDA=0): building the CPU path only"
+ifeq ($(CUDA_MODE),none)
+	@echo "nvcc (with the CUDA headers) not found, or CUDA=0: building the CPU path only"
+else ifeq ($(CUDA_MODE),compile-only)
+	@echo "nvcc found but not libcudart/libcublas: CUDA kernels compiled as a check, programs use the CPU path"
 endif
 
 deps:
 	@scripts/deps.sh build test
+
+# What a program linked against $(LIB) needs (used by tests/bench/*.sh).
+print-ldlibs:
+	@echo '$(LDLIBS_ALL)'
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -154,8 +182,8 @@ test-run: all $(TEST_BIN)
 
 # Where a GPU is present: the CUDA kernels against their CPU references.
 test-gpu:
-ifeq ($(NVCC),)
-	@echo "test-gpu: nvcc not found; nothing to run" >&2; exit 1
+ifneq ($(CUDA_MODE),full)
+	@echo "test-gpu: no CUDA build here (mode: $(CUDA_MODE)); nothing to run" >&2; exit 1
 else
 	@$(MAKE) --no-print-directory all $(GPU_TEST_BIN)
 	$(TEST_ENV) $(GPU_TEST_BIN) $(TEST_ARGS)

@@ -20,13 +20,12 @@ trap cleanup EXIT
 TOTAL=${EC2_BENCH_CALLS:-3000}
 
 pkgs="libcurl openssl jansson sqlite3 nanomsg zlib libxml-2.0 yajl openblas"
-cuda=""
-[ -d /usr/local/cuda/lib64 ] && cuda="-L/usr/local/cuda/lib64 -Wl,-rpath,/usr/local/cuda/lib64 -lcublas -lcudart -lstdc++"
+# The same libraries the Makefile links the programs with (CUDA or not).
+ldlibs=$(make -s -C "$src" --no-print-directory BUILD="$BUILD" print-ldlibs)
 # shellcheck disable=SC2046,SC2086
 cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
 	$(pkg-config --cflags $pkgs) -o "$work/ec2_bench" "$here/ec2_bench.c" \
-	"$BUILD/libproteus.a" -Wl,--as-needed $(pkg-config --libs $pkgs) \
-	$cuda -lm -lpthread
+	"$BUILD/libproteus.a" $ldlibs
 
 mkfifo "$work/stdin"
 /usr/bin/python3 "$src/tests/fake_ec2/fake_ec2.py" --timeout 900 \
