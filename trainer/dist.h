@@ -54,6 +54,9 @@ struct dist_opts {
 	uint32_t stall_timeout_s;  /* coordinator: fail the job after this
 				      long without a clock advance (or
 				      without starting); 0: never */
+	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
+				      before the pushes, which follow this
+				      much later (pushes in flight) */
 	bool json;                 /* coordinator: JSON result on out */
 	bool eval_epochs;          /* coordinator: test after each epoch */
 	int out_fd;                /* coordinator: progress and result */
@@ -122,6 +125,8 @@ struct dist_local {
 	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
 	double add_worker_at;      /* s; 0: never.  One extra worker */
 	double pause_worker_at;    /* s; 0: never.  SIGSTOP one worker ... */
+	double pause_ps_at;        /* s; 0: never.  ... or one transient PS
+				      (the worker if both are set) ... */
 	double pause_for;          /* ... for this long, then SIGCONT;
 				      0: never resumed */
 	double timeout_s;          /* kill everything after this; 0: none */

@@ -22,6 +22,8 @@ struct cmember {
 	int64_t next_clock;        /* workers: next clock to run */
 	bool late;                 /* registered after the start */
 	bool hotadd_seen;          /* its hot-add latency was counted */
+	bool silent;               /* a sole-copy PS past the heartbeat
+				      timeout, waited for */
 };
 
 struct coord {
@@ -277,15 +279,42 @@ static void mark_gone(struct coord *c, struct cmember *m, bool lost)
 	announce(c);
 }
 
+/* The first shard whose only copy node n holds (active, no backup), or
+ * -1. */
+static int sole_copy(const struct coord *c, struct wire_node n)
+{
+	for (uint32_t s = 0; s < c->nshards; s++)
+		if (wire_node_eq(c->map[s].active, n) &&
+		    wire_node_eq(c->map[s].backup, WIRE_NODE_ALL))
+			return (int)s;
+	return -1;
+}
+
 static enum px_err check_timeouts(struct coord *c, uint64_t now)
 {
 	uint64_t lim = (uint64_t)c->o->hb_timeout_ms * 1000;
 
 	for (uint32_t i = 0; i < c->n; i++) {
 		struct cmember *m = &c->m[i];
+		int s;
 
 		if (m->w.state == WIRE_MEMBER_LOST || now - m->last_us <= lim)
 			continue;
+		/* Declaring this PS lost would lose a shard and end the job;
+		 * a reliable node silent this long is far likelier stalled
+		 * than gone: wait for it (the watchdog bounds the wait). */
+		if (c->started && is_ps(m) &&
+		    m->w.state != WIRE_MEMBER_LEAVING &&
+		    (s = sole_copy(c, m->w.node)) >= 0) {
+			if (!m->silent)
+				out(c, "PS %u silent for %" PRIu64 " ms holds "
+				    "the only copy of shard %d: waiting for it"
+				    " (--stall-timeout bounds the wait)",
+				    m->w.node.v, (now - m->last_us) / 1000,
+				    s);
+			m->silent = true;
+			continue;
+		}
 		out(c, "node %u (%s) %s: no heartbeat for %" PRIu64 " ms",
 		    m->w.node.v, is_ps(m) ? "ps" : "worker",
 		    m->w.state == WIRE_MEMBER_LEAVING ? "left" : "lost",
@@ -498,6 +527,10 @@ static void on_pull(struct coord *c)
 			continue;
 		}
 		mb->last_us = px_now_mono_us();
+		if (mb->silent) {
+			mb->silent = false;
+			out(c, "PS %u is back", mb->w.node.v);
+		}
 		switch (m.hdr.type) {
 		case WIRE_CLOCK:
 			on_clock(c, mb, &m);
@@ -544,8 +577,8 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 	uint64_t ref = c->started ? c->last_adv_us : c->t0_us;
 	uint64_t idle = now > ref ? now - ref : 0; /* ref may be newer */
 	uint32_t nw = 0, nps = 0, active = 0;
-	const struct cmember *slow = NULL;
-	char why[200];
+	const struct cmember *slow = NULL, *silent = NULL;
+	char why[200], more[100] = "";
 
 	if (!lim || idle < lim / 4 || (idle < lim && c->stall_warned))
 		return false;
@@ -554,6 +587,8 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 
 		if (is_ps(m) && alive(m))
 			nps++;
+		if (m->silent)
+			silent = m;
 		if (!is_worker(m))
 			continue;
 		nw += alive(m);
@@ -577,14 +612,19 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 		snprintf(why, sizeof(why), "stuck at clock %" PRId64 "/%"
 			 PRId64 ": no worker holds a partition (%u live), "
 			 "%u PS", c->min_clock, c->total, nw, nps);
+	if (silent)
+		snprintf(more, sizeof(more), "; PS %u, the only copy of shard "
+			 "%d, silent for %.1f s", silent->w.node.v,
+			 sole_copy(c, silent->w.node),
+			 (double)(now - silent->last_us) / 1e6);
 	if (idle < lim) {
 		c->stall_warned = true;
-		dist_logf(c->o, 4, "watchdog: no progress for %.1f s, %s",
-			  (double)idle / 1e6, why);
+		dist_logf(c->o, 4, "watchdog: no progress for %.1f s, %s%s",
+			  (double)idle / 1e6, why, more);
 		return false;
 	}
 	px_errorf(err, PX_ETIMEDOUT, "no progress for %u s (--stall-timeout)"
-		  ", %s", c->o->stall_timeout_s, why);
+		  ", %s%s", c->o->stall_timeout_s, why, more);
 	return true;
 }
 
@@ -615,7 +655,9 @@ static enum px_err evaluate(struct coord *c, double *ret_loss,
 			wire_msg_init(&m, WIRE_PULL, sh->active, c->min_clock);
 			m.u.pull.shard = s;
 			m.u.pull.count = sh->count;
-			m.u.pull.min_clock = c->min_clock;
+			/* no pushes of its own; hdr.clock: every update
+			 * before min_clock */
+			m.u.pull.min_clock = -1;
 			e = net_send(q, &m, 200, err);
 			if (e == PX_OK)
 				e = net_recv(q, &r, 300, err);

@@ -324,6 +324,10 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 	bool ps_killed = false, left = false, added = false, started = false;
 	struct child *paused = NULL;
 	uint64_t resume_at = 0;
+	double pause_at = l->pause_worker_at > 0 ? l->pause_worker_at
+						 : l->pause_ps_at;
+	enum child_kind pause_kind = l->pause_worker_at > 0 ? CH_WORKER
+								 : CH_PS;
 	int rc = 1;
 	enum px_err e;
 
@@ -454,12 +458,13 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 					break;
 			}
 		}
-		if (l->pause_worker_at > 0 && started && !resume_at &&
-		    !paused && el >= l->pause_worker_at) {
-			paused = pick(s, CH_WORKER);
+		if (pause_at > 0 && started && !resume_at && !paused &&
+		    el >= pause_at) {
+			paused = pick(s, pause_kind);
 			if (paused) {
-				dist_logf(o, 6, "churn: SIGSTOP worker %u at "
-					  "%.1f s", paused->node, el);
+				dist_logf(o, 6, "churn: SIGSTOP %s %u at "
+					  "%.1f s", pause_kind == CH_PS ? "ps" :
+					  "worker", paused->node, el);
 				kill(paused->pid, SIGSTOP);
 				resume_at = l->pause_for > 0
 					? now + (uint64_t)(l->pause_for * 1e6)
@@ -468,7 +473,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		}
 		if (paused && now >= resume_at) {
 			if (paused->pid) {
-				dist_logf(o, 6, "churn: SIGCONT worker %u",
+				dist_logf(o, 6, "churn: SIGCONT %s %u",
+					  pause_kind == CH_PS ? "ps" : "worker",
 					  paused->node);
 				kill(paused->pid, SIGCONT);
 			}

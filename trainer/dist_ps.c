@@ -7,6 +7,7 @@
 #include "dist_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <nanomsg/nn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@ struct pshard {
 	bool active, backup; /* my role for it in the current map */
 	uint64_t off, cnt;   /* range of the flat vector */
 	float *w;            /* parameters [cnt] */
-	float *v;            /* momentum [cnt] (active only) */
+	float *v;            /* momentum [cnt]; on a backup, the active's
+				copy as of the last FORWARD */
 	float *base;         /* w at the last FORWARD [cnt] (active) */
 	uint64_t pushes;     /* applied */
 };
@@ -46,7 +48,13 @@ struct ps {
 	struct model_desc d;
 	float *init;             /* the seeded initial vector (epoch 1) */
 	int64_t clock_min, fwd_clock, total;
+	uint32_t slack;          /* SSP bound (ASSIGN, then CLOCK_MIN) */
+	uint8_t stage;           /* of the current map */
 	uint64_t forwards, snapshots;
+	uint64_t reads_waited;   /* PULLs that waited for others' pushes */
+	uint64_t reads_late;     /* ... and were served without them */
+	uint64_t rejoin_epoch;   /* membership epoch at the last rejoin */
+	uint32_t rejoins;
 	bool leaving, shutdown;
 };
 
@@ -89,8 +97,8 @@ static bool node_alive(struct ps *p, struct wire_node n)
 	return m && m->state != WIRE_MEMBER_LOST;
 }
 
-static void send_range(struct ps *p, enum wire_type t, struct wire_node to,
-		       uint32_t s, const float *f)
+static void send_range(struct ps *p, enum wire_type t, uint32_t flags,
+		       struct wire_node to, uint32_t s, const float *f)
 {
 	const char *addr = addr_of(p, to);
 	struct px_error err;
@@ -101,10 +109,29 @@ static void send_range(struct ps *p, enum wire_type t, struct wire_node to,
 		return;
 	}
 	q = dist_link_get(&p->links, to, addr, false, &err);
-	if (!q || net_send_range(q, t, to, p->clock_min, s, 0, f,
+	if (!q || net_send_range(q, t, flags, to, p->clock_min, s, 0, f,
 				 p->sh[s].cnt, 1000, &err) != PX_OK)
-		dist_logf(p->o, 4, "%s of shard %u to %u: %s",
-			  wire_type_name(t), s, to.v, err.msg);
+		dist_logf(p->o, 4, "%s%s of shard %u to %u: %s",
+			  wire_type_name(t), flags & WIRE_F_MOMENTUM ?
+			  " (momentum)" : "", s, to.v, err.msg);
+}
+
+/* A shard's whole state to a new holder: parameters, then momentum (the
+ * PARAMS reset it; the same PUSH socket keeps the order). */
+static void send_state(struct ps *p, struct wire_node to, uint32_t s)
+{
+	send_range(p, WIRE_PARAMS, 0, to, s, p->sh[s].w);
+	send_range(p, WIRE_PARAMS, WIRE_F_MOMENTUM, to, s, p->sh[s].v);
+}
+
+/* Root mean square of a shard's momentum (for the logs and tests). */
+static double rms(const float *v, uint64_t n)
+{
+	double a = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		a += (double)v[i] * v[i];
+	return n ? sqrt(a / (double)n) : 0;
 }
 
 /* A new shard map: hand over what moves, take up new roles. */
@@ -140,12 +167,10 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 			/* Flush: the new holders get the state as it is. */
 			if (!wire_node_eq(nw->active, me) &&
 			    !wire_node_eq(nw->active, WIRE_NODE_ALL))
-				send_range(p, WIRE_PARAMS, nw->active, s,
-					   sh->w);
+				send_state(p, nw->active, s);
 			if (!wire_node_eq(nw->backup, me) &&
 			    !wire_node_eq(nw->backup, WIRE_NODE_ALL))
-				send_range(p, WIRE_PARAMS, nw->backup, s,
-					   sh->w);
+				send_state(p, nw->backup, s);
 			memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
 			p->snapshots++;
 		}
@@ -169,18 +194,26 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 			memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
 			sh->have = true;
 		}
-		if (wire_node_eq(nw->active, me) && !sh->active)
-			dist_logf(p->o, 6, "shard %u: now active%s", s,
-				  sh->have ? "" : " (awaiting state)");
+		if (wire_node_eq(nw->active, me) && !sh->active) {
+			if (sh->have)
+				dist_logf(p->o, had_map ? 5 : 6, "shard %u: "
+					  "now active (momentum rms %.3g)", s,
+					  rms(sh->v, sh->cnt));
+			else
+				dist_logf(p->o, 6, "shard %u: now active "
+					  "(awaiting state)", s);
+		}
 		sh->active = wire_node_eq(nw->active, me);
 		sh->backup = !sh->active;
 	}
 	memcpy(p->map, st->shards, st->nshards * sizeof(*p->map));
 	p->nshards = st->nshards;
+	p->stage = st->stage;
 	p->stage_epoch = st->epoch;
 }
 
-/* Each clock: send the backup what changed since the last FORWARD. */
+/* Each clock: send the backup what changed since the last FORWARD, and
+ * the momentum as it is (so a promoted backup goes on with it). */
 static void forward_all(struct ps *p)
 {
 	for (uint32_t s = 0; s < p->nshards; s++) {
@@ -193,7 +226,9 @@ static void forward_all(struct ps *p)
 		/* base becomes the delta, is sent, then becomes w again */
 		for (uint64_t i = 0; i < sh->cnt; i++)
 			sh->base[i] = sh->w[i] - sh->base[i];
-		send_range(p, WIRE_FORWARD, ws->backup, s, sh->base);
+		send_range(p, WIRE_FORWARD, 0, ws->backup, s, sh->base);
+		send_range(p, WIRE_FORWARD, WIRE_F_MOMENTUM, ws->backup, s,
+			   sh->v);
 		memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
 		p->forwards++;
 	}
@@ -216,6 +251,7 @@ static void on_sub(struct ps *p)
 			break;
 		case WIRE_CLOCK_MIN:
 			p->clock_min = m.u.clock_min.min_clock;
+			p->slack = m.u.clock_min.staleness;
 			if (p->clock_min > p->fwd_clock) {
 				forward_all(p);
 				p->fwd_clock = p->clock_min;
@@ -261,7 +297,8 @@ static void note_push(struct ps *p, struct wire_node n, uint32_t s,
 		u->clock[s] = clock;
 }
 
-/* Apply a range (PUSH: gradient, FORWARD: delta, PARAMS: snapshot). */
+/* Apply a range (PUSH: gradient, FORWARD: delta, PARAMS: snapshot; with
+ * WIRE_F_MOMENTUM, FORWARD and PARAMS carry the momentum to copy). */
 static void on_range(struct ps *p, const struct wire_msg *m)
 {
 	const struct wire_range *r = &m->u.range;
@@ -294,6 +331,10 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 	case WIRE_FORWARD:
 		if (!sh->have || sh->active)
 			return;
+		if (m->hdr.flags & WIRE_F_MOMENTUM) {
+			wire_f32_copy(&r->data, sh->v + r->offset);
+			break;
+		}
 		g = malloc(r->data.n * sizeof(float) + 1);
 		if (!g)
 			return;
@@ -303,6 +344,15 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 		free(g);
 		break;
 	case WIRE_PARAMS:
+		if (m->hdr.flags & WIRE_F_MOMENTUM) {
+			wire_f32_copy(&r->data, sh->v + r->offset);
+			if (!(m->hdr.flags & WIRE_F_MORE) && sh->active)
+				dist_logf(p->o, 6, "shard %u: momentum "
+					  "received from %u (rms %.3g)",
+					  r->shard, m->hdr.sender.v,
+					  rms(sh->v, sh->cnt));
+			break;
+		}
 		wire_f32_copy(&r->data, sh->w + r->offset);
 		memcpy(sh->base + r->offset, sh->w + r->offset,
 		       r->data.n * sizeof(float));
@@ -331,27 +381,65 @@ static void on_pull(struct ps *p)
 	}
 }
 
-/* A worker reads its own writes: before answering its PULL, apply the
- * pushes it sent up to clock `upto` (they travel on another socket), for
- * at most 100 ms. */
-static void wait_own_push(struct ps *p, struct wire_node n, uint32_t s,
-			  int64_t upto)
+/* Whether shard s holds what a PULL from n at clock c must see: n's own
+ * pushes up to `own` (read-my-writes), and under SSP every update up to
+ * clock c - slack - 1 from every worker that holds a partition.  The
+ * coordinator's CLOCK_MIN says those workers finished that clock, but
+ * their pushes travel on other sockets and may still be in flight.  A
+ * worker that has not pushed to this shard yet (it joined, or the shard
+ * moved here) is not waited for.  A reader that is no worker (the
+ * coordinator evaluating) sees every update up to c - 1. */
+static bool reads_ready(struct ps *p, struct wire_node n, uint32_t s,
+			int64_t own, int64_t c)
+{
+	const struct dist_member *r = dist_members_find(&p->mb, n);
+	bool worker = r && (r->roles & WIRE_ROLE_WORKER);
+	int64_t need = c - (worker ? (int64_t)p->slack : 0) - 1;
+	struct pusher *u = pusher(p, n, false);
+
+	if (own >= 0 && (!u || u->clock[s] < own))
+		return false;
+	if (need < 0)
+		return true;
+	for (uint32_t i = 0; i < p->mb.n; i++) {
+		const struct dist_member *d = &p->mb.m[i];
+
+		if (!(d->roles & WIRE_ROLE_WORKER) ||
+		    d->state != WIRE_MEMBER_ACTIVE ||
+		    (p->stage == 3 && (d->roles & WIRE_ROLE_PS_BACKUP)))
+			continue;
+		u = pusher(p, d->node, false);
+		if (u && u->clock[s] >= 0 && u->clock[s] < need)
+			return false;
+	}
+	return true;
+}
+
+/* Before answering a PULL, apply the pushes reads_ready asks for, for at
+ * most 100 ms (the worker retries its pull after 250 ms); then serve
+ * what there is and count the read as late. */
+static void wait_reads(struct ps *p, struct wire_node n, uint32_t s,
+		       int64_t own, int64_t c)
 {
 	uint64_t until = px_now_mono_us() + 100000;
-	struct pusher *u;
+	bool waited = false;
 
 	on_pull(p);
-	for (;;) {
+	while (!reads_ready(p, n, s, own, c)) {
 		struct nn_pollfd pf = { .fd = net_nn_socket(p->pull),
 					.events = NN_POLLIN };
 
-		u = pusher(p, n, false);
-		if (upto < 0 || (u && u->clock[s] >= upto) ||
-		    px_now_mono_us() >= until)
-			return;
+		waited = true;
+		if (px_now_mono_us() >= until) {
+			on_pull(p);  /* what arrived while descheduled */
+			if (!reads_ready(p, n, s, own, c))
+				p->reads_late++;
+			break;
+		}
 		if (nn_poll(&pf, 1, dist_ms_until(until, 100)) > 0)
 			on_pull(p);
 	}
+	p->reads_waited += waited;
 }
 
 static void on_rep(struct ps *p)
@@ -365,8 +453,8 @@ static void on_rep(struct ps *p)
 							  : NULL;
 
 		if (m.hdr.type == WIRE_PULL && sh && sh->active)
-			wait_own_push(p, m.hdr.sender, q->shard,
-				      q->min_clock);
+			wait_reads(p, m.hdr.sender, q->shard, q->min_clock,
+				   m.hdr.clock);
 		/* Workers and the coordinator read active shards; the new
 		 * active of a shard may read its backup's copy. */
 		bool serve = sh && sh->have &&
@@ -375,10 +463,13 @@ static void on_rep(struct ps *p)
 
 		if (m.hdr.type == WIRE_PULL && serve &&
 		    q->offset <= sh->cnt && q->count <= sh->cnt - q->offset) {
-			if (net_send_range(p->rep, WIRE_PARAMS, m.hdr.sender,
-					   p->clock_min, q->shard, q->offset,
-					   sh->w + q->offset, q->count, 1000,
-					   &err) != PX_OK)
+			uint32_t fl = m.hdr.flags & WIRE_F_MOMENTUM;
+
+			if (net_send_range(p->rep, WIRE_PARAMS, fl,
+					   m.hdr.sender, p->clock_min,
+					   q->shard, q->offset,
+					   (fl ? sh->v : sh->w) + q->offset,
+					   q->count, 1000, &err) != PX_OK)
 				dist_logf(p->o, 4, "params to %u: %s",
 					  m.hdr.sender.v, err.msg);
 		} else {
@@ -394,44 +485,60 @@ static void on_rep(struct ps *p)
 	}
 }
 
+/* Pull shard s (its parameters, or with WIRE_F_MOMENTUM its momentum)
+ * from its backup and apply the reply; whether that worked. */
+static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
+{
+	const struct wire_shard *ws = &p->map[s];
+	const char *addr = addr_of(p, ws->backup);
+	struct px_error err;
+	struct net_sock *q;
+	struct wire_msg m, r;
+	bool ok;
+
+	if (!addr)
+		return false;
+	q = dist_link_get(&p->links, ws->backup, addr, true, &err);
+	if (!q)
+		return false;
+	wire_msg_init(&m, WIRE_PULL, ws->backup, p->clock_min);
+	m.hdr.flags = flags;
+	m.u.pull.shard = s;
+	m.u.pull.count = p->sh[s].cnt;
+	if (net_send(q, &m, 100, &err) != PX_OK ||
+	    net_recv(q, &r, 200, &err) != PX_OK) {
+		dist_link_reset_req(&p->links, ws->backup);
+		return false;
+	}
+	ok = r.hdr.type == WIRE_PARAMS && r.u.range.shard == s &&
+	     (r.hdr.flags & WIRE_F_MOMENTUM) == flags &&
+	     r.u.range.offset == 0 && r.u.range.data.n == p->sh[s].cnt;
+	if (ok)
+		on_range(p, &r);
+	wire_msg_release(&r);
+	return ok;
+}
+
 /* An active shard without state (its old active died before handing it
- * over): fetch the backup's copy, at most one clock behind. */
+ * over): fetch the backup's copy, at most one clock behind, parameters
+ * first, then the momentum (best effort: without it, it starts at 0). */
 static void fetch_missing(struct ps *p)
 {
-	struct px_error err;
-
 	for (uint32_t s = 0; s < p->nshards; s++) {
 		const struct wire_shard *ws = &p->map[s];
 		struct pshard *sh = &p->sh[s];
-		const char *addr;
-		struct net_sock *q;
-		struct wire_msg m, r;
+		bool mom;
 
 		if (!sh->active || sh->have || !sh->w ||
 		    wire_node_eq(ws->backup, WIRE_NODE_ALL) ||
 		    wire_node_eq(ws->backup, p->o->node))
 			continue;
-		addr = addr_of(p, ws->backup);
-		if (!addr)
+		if (!fetch_from_backup(p, s, 0))
 			continue;
-		q = dist_link_get(&p->links, ws->backup, addr, true, &err);
-		if (!q)
-			continue;
-		wire_msg_init(&m, WIRE_PULL, ws->backup, p->clock_min);
-		m.u.pull.shard = s;
-		m.u.pull.count = sh->cnt;
-		if (net_send(q, &m, 100, &err) != PX_OK ||
-		    net_recv(q, &r, 200, &err) != PX_OK) {
-			dist_link_reset_req(&p->links, ws->backup);
-			continue;
-		}
-		if (r.hdr.type == WIRE_PARAMS && r.u.range.shard == s &&
-		    r.u.range.offset == 0 && r.u.range.data.n == sh->cnt) {
-			on_range(p, &r);
-			dist_logf(p->o, 5, "shard %u: state fetched from "
-				  "backup %u", s, ws->backup.v);
-		}
-		wire_msg_release(&r);
+		mom = fetch_from_backup(p, s, WIRE_F_MOMENTUM);
+		dist_logf(p->o, 5, "shard %u: state fetched from backup %u "
+			  "(momentum %s, rms %.3g)", s, ws->backup.v,
+			  mom ? "too" : "not", rms(sh->v, sh->cnt));
 	}
 }
 
@@ -446,11 +553,40 @@ static void heartbeat(struct ps *p)
 	(void)net_send(p->cpush, &m, 0, &err);
 }
 
+/* Whether a membership newer than the last registration lists this PS
+ * as lost. */
 static bool self_lost(const struct ps *p)
 {
 	const struct dist_member *me = dist_members_find(&p->mb, p->o->node);
 
-	return me && me->state == WIRE_MEMBER_LOST;
+	return me && me->state == WIRE_MEMBER_LOST &&
+	       p->mb.epoch > p->rejoin_epoch;
+}
+
+/* Declared lost while alive (stalled past the heartbeat timeout): the
+ * coordinator has promoted this node's shards to their backups, so what
+ * it holds is stale.  Drop it all, register again, and take whatever the
+ * next placement gives, from the shards' current holders. */
+static enum px_err rejoin(struct ps *p, struct px_error *err)
+{
+	struct wire_msg a;
+	enum px_err e;
+
+	dist_logf(p->o, 5, "ps %u: declared lost at clock %" PRId64
+		  ", dropping its shards and registering again", p->o->node.v,
+		  p->clock_min);
+	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
+		shard_free(&p->sh[s]);
+	memset(p->pushers, 0, sizeof(p->pushers));
+	e = dist_register(p->o, p->creq, WIRE_ROLE_PS_ACTIVE |
+			  (p->o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 5000,
+			  &a, err);
+	if (e != PX_OK)
+		return e;
+	wire_msg_release(&a);
+	p->rejoin_epoch = p->mb.epoch;
+	p->rejoins++;
+	return PX_OK;
 }
 
 static bool holds_any(const struct ps *p)
@@ -510,6 +646,7 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 				  10000, &a, err);
 	if (e != PX_OK)
 		return e;
+	p->slack = a.u.assign.staleness;
 	wire_msg_release(&a);
 	return PX_OK;
 }
@@ -543,6 +680,14 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 				on_sub(p);
 				last_coord = px_now_mono_us();
 			}
+			/* Before serving anything from a stale copy. */
+			if (!p->leaving && self_lost(p)) {
+				e = rejoin(p, err);
+				if (e != PX_OK)
+					break;
+				last_coord = px_now_mono_us();
+				continue;
+			}
 			if (pf[1].revents & NN_POLLIN)
 				on_pull(p);
 			if (pf[0].revents & NN_POLLIN)
@@ -570,13 +715,6 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 		if (p->leaving && ((!holds_any(p) && now - leave_at > 100000)
 				   || now - leave_at > 2000000))
 			break;
-		if (!p->leaving && self_lost(p)) {
-			/* Stalled past the heartbeat timeout: the coordinator
-			 * has moved this node's shards and forgotten it. */
-			e = px_errorf(err, PX_ETIMEDOUT, "declared lost by "
-				      "the coordinator");
-			break;
-		}
 		if (now - last_coord > 5000000) {
 			e = px_errorf(err, PX_ETIMEDOUT, "coordinator silent "
 				      "for 5 s");
@@ -585,8 +723,10 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 	}
 	/* Let queued hand-offs drain before the sockets close. */
 	usleep(200000);
-	dist_logf(o, 6, "ps %u done: %" PRIu64 " snapshots sent",
-		  o->node.v, p->snapshots);
+	dist_logf(o, 5, "ps %u done: %" PRIu64 " snapshots sent, %" PRIu64
+		  " reads waited for pushes in flight, %" PRIu64 " served "
+		  "past the SSP bound", o->node.v, p->snapshots,
+		  p->reads_waited, p->reads_late);
 out_free:
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
 		shard_free(&p->sh[s]);

@@ -224,12 +224,31 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 	return e;
 }
 
+static enum px_err send_clock(struct worker *w, uint32_t n,
+			      struct px_error *err)
+{
+	struct wire_msg m;
+
+	wire_msg_init(&m, WIRE_CLOCK, (struct wire_node){ DIST_COORD_NODE },
+		      w->clock);
+	m.u.clock.samples = n;
+	return net_send(w->cpush, &m, 1000, err);
+}
+
+/* The clock's gradients to each shard's active, then CLOCK (or, with the
+ * test fault --fault-late-push, CLOCK first). */
 static enum px_err push_all(struct worker *w, uint32_t n,
 			    struct px_error *err)
 {
-	struct wire_msg m;
+	uint32_t late = w->o->fault_late_push_ms;
 	enum px_err e;
 
+	if (late) {
+		e = send_clock(w, n, err);
+		if (e != PX_OK)
+			return e;
+		usleep(late * 1000);
+	}
 	for (uint32_t s = 0; s < w->nshards; s++) {
 		const struct wire_shard *sh = &w->map[s];
 		const struct dist_member *ps = dist_members_find(&w->mb,
@@ -241,15 +260,12 @@ static enum px_err push_all(struct worker *w, uint32_t n,
 		q = dist_link_get(&w->links, sh->active, ps->addr, false, err);
 		if (!q)
 			return err->code;
-		e = net_send_range(q, WIRE_PUSH, sh->active, w->clock, s, 0,
+		e = net_send_range(q, WIRE_PUSH, 0, sh->active, w->clock, s, 0,
 				   w->grad + sh->offset, sh->count, 1000, err);
 		if (e != PX_OK && e != PX_ETIMEDOUT)
 			return e;
 	}
-	wire_msg_init(&m, WIRE_CLOCK, (struct wire_node){ DIST_COORD_NODE },
-		      w->clock);
-	m.u.clock.samples = n;
-	return net_send(w->cpush, &m, 1000, err);
+	return late ? PX_OK : send_clock(w, n, err);
 }
 
 static enum px_err setup(struct worker *w, struct px_error *err)

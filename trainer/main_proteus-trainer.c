@@ -40,7 +40,9 @@ static void usage(FILE *f)
 		"                       [--kill-ps-at S] [--leave-worker-at S] "
 		"[--add-worker-at S]\n"
 		"                       [--pause-worker-at S] "
-		"[--pause-for S] [--stall-timeout S]\n"
+		"[--pause-ps-at S] [--pause-for S]\n"
+		"                       [--stall-timeout S] "
+		"[--fault-late-push MS]\n"
 		"                       [--dir DIR] [--timeout S] "
 		"[--heartbeat MS] [--hb-timeout MS]\n"
 		"                       [--eval-epochs] + the train options\n"
@@ -328,6 +330,7 @@ enum {
 	O_KILL_PS, O_KILL_W, O_LEAVE_W, O_LISTEN, O_NODE, O_PS, O_RELIABLE,
 	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
 	O_KILL_WAT, O_READY, O_STALL, O_PAUSE_W, O_PAUSE_FOR, O_AGENT,
+	O_LATE_PUSH, O_PAUSE_PS,
 };
 
 static bool local_only(int c)
@@ -335,7 +338,7 @@ static bool local_only(int c)
 	return c == O_ADD_WORKER || c == O_DIR || c == O_KILL_PS ||
 	       c == O_KILL_W || c == O_KILL_WAT || c == O_LEAVE_W ||
 	       c == O_RELIABLE || c == O_TIMEOUT || c == O_PAUSE_W ||
-	       c == O_PAUSE_FOR || c == O_AGENT;
+	       c == O_PAUSE_FOR || c == O_AGENT || c == O_PAUSE_PS;
 }
 
 /* coordinator | ps | worker | local */
@@ -351,6 +354,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "eval-epochs", no_argument, NULL, O_EVAL },
+		{ "fault-late-push", required_argument, NULL, O_LATE_PUSH },
 		{ "hb-timeout", required_argument, NULL, O_HBTO },
 		{ "heartbeat", required_argument, NULL, O_HB },
 		{ "help", no_argument, NULL, 'h' },
@@ -368,6 +372,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "momentum", required_argument, NULL, 'M' },
 		{ "node", required_argument, NULL, O_NODE },
 		{ "pause-for", required_argument, NULL, O_PAUSE_FOR },
+		{ "pause-ps-at", required_argument, NULL, O_PAUSE_PS },
 		{ "pause-worker-at", required_argument, NULL, O_PAUSE_W },
 		{ "ps", required_argument, NULL, O_PS },
 		{ "ready-fd", required_argument, NULL, O_READY },
@@ -610,6 +615,15 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		case O_PAUSE_FOR:
 			if (parse_secs("pause-for", optarg, &l.pause_for))
 				goto out;
+			break;
+		case O_PAUSE_PS:
+			if (parse_secs("pause-ps-at", optarg, &l.pause_ps_at))
+				goto out;
+			break;
+		case O_LATE_PUSH:
+			if (parse_u64("fault-late-push", optarg, 90, &v))
+				goto out;
+			o.fault_late_push_ms = (uint32_t)v;
 			break;
 		case O_WORKERS:
 			if (parse_u64("workers", optarg, DIST_MAX_NODES, &v) ||

@@ -273,9 +273,10 @@ enum px_err net_recv(struct net_sock *s, struct wire_msg *ret,
 }
 
 enum px_err net_send_range(struct net_sock *s, enum wire_type type,
-			   struct wire_node dest, int64_t clock,
-			   uint32_t shard, uint64_t offset, const float *f,
-			   size_t n, int timeout_ms, struct px_error *err)
+			   uint32_t flags, struct wire_node dest,
+			   int64_t clock, uint32_t shard, uint64_t offset,
+			   const float *f, size_t n, int timeout_ms,
+			   struct px_error *err)
 {
 	uint32_t chunk = wire_range_chunk(s->max_payload);
 	struct wire_msg m;
@@ -291,6 +292,7 @@ enum px_err net_send_range(struct net_sock *s, enum wire_type type,
 		size_t k = n - done < chunk ? n - done : chunk;
 
 		wire_msg_init(&m, type, dest, clock);
+		m.hdr.flags = flags & ~(uint32_t)WIRE_F_MORE;
 		m.u.range.shard = shard;
 		m.u.range.offset = offset + done;
 		m.u.range.clock = clock;

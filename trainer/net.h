@@ -69,12 +69,14 @@ enum px_err net_recv(struct net_sock *s, struct wire_msg *ret,
 		     int timeout_ms, struct px_error *err);
 
 /* Send a float range (PUSH, PARAMS or FORWARD) of n values in chunks
- * under the socket's payload bound; every chunk but the last has
- * WIRE_F_MORE.  Each chunk is a frame with its own seq. */
+ * under the socket's payload bound; every chunk carries flags
+ * (WIRE_F_MOMENTUM or 0) and every chunk but the last WIRE_F_MORE.
+ * Each chunk is a frame with its own seq. */
 enum px_err net_send_range(struct net_sock *s, enum wire_type type,
-			   struct wire_node dest, int64_t clock,
-			   uint32_t shard, uint64_t offset, const float *f,
-			   size_t n, int timeout_ms, struct px_error *err);
+			   uint32_t flags, struct wire_node dest,
+			   int64_t clock, uint32_t shard, uint64_t offset,
+			   const float *f, size_t n, int timeout_ms,
+			   struct px_error *err);
 
 /* Client side of the handshake on a REQ (or PAIR) socket: HELLO, wait for
  * the CHALLENGE, send REGISTER with *info's fields (its echo is filled

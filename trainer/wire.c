@@ -401,6 +401,9 @@ enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 	if (m->hdr.flags & ~WIRE_F_ALL)
 		return px_errorf(err, PX_EINVAL, "%s: unknown flags 0x%x",
 				 tn, m->hdr.flags);
+	if (!wire_flags_ok(m->hdr.type, m->hdr.flags))
+		return px_errorf(err, PX_EINVAL, "%s: flag MOMENTUM on a "
+				 "message that carries no range", tn);
 	switch (m->hdr.type) {
 	case WIRE_HELLO:
 		sz = WIRE_NONCE_LEN;
@@ -1126,7 +1129,8 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 		return drop(st, WIRE_DROP_BAD_MAC, ret_drop);
 	/* Authentic from here on: a holder of the job key sent it. */
 	if (h->type == 0 || h->type >= WIRE_TYPE_MAX ||
-	    h->flags & ~WIRE_F_ALL || h->seq == 0 || h->session == 0 ||
+	    h->flags & ~WIRE_F_ALL || !wire_flags_ok(h->type, h->flags) ||
+	    h->seq == 0 || h->session == 0 ||
 	    wire_node_eq(h->sender, WIRE_NODE_ALL))
 		return drop(st, WIRE_DROP_BAD_HEADER, ret_drop);
 	if (!wire_node_eq(h->dest, ctx->self) &&

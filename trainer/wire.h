@@ -68,9 +68,11 @@ enum wire_type {
 
 /* hdr.flags bits; unknown bits are a malformed header. */
 enum wire_flags {
-	WIRE_F_MORE = 1 << 0  /* more chunks of this range/clock follow */
+	WIRE_F_MORE = 1 << 0,     /* more chunks of this range/clock follow */
+	WIRE_F_MOMENTUM = 1 << 1  /* PARAMS, FORWARD, PULL: the range is the
+				   * optimizer's momentum, not parameters */
 };
-#define WIRE_F_ALL ((uint32_t)WIRE_F_MORE)
+#define WIRE_F_ALL ((uint32_t)(WIRE_F_MORE | WIRE_F_MOMENTUM))
 
 /* Roles, a mask (a reliable node may run a worker and a BackupPS). */
 enum wire_role {
@@ -129,6 +131,14 @@ struct wire_stats {
 
 const char *wire_drop_name(enum wire_drop d);
 const char *wire_type_name(enum wire_type t);
+
+/* Whether hdr.flags suit the type: MOMENTUM only on PARAMS, FORWARD and
+ * PULL (unknown bits are checked apart). */
+static inline bool wire_flags_ok(uint16_t type, uint32_t flags)
+{
+	return !(flags & WIRE_F_MOMENTUM) || type == WIRE_PARAMS ||
+	       type == WIRE_FORWARD || type == WIRE_PULL;
+}
 /* Sum of all drop counters. */
 uint64_t wire_stats_dropped(const struct wire_stats *st);
 

@@ -143,6 +143,58 @@ Test(trainer_dist, bsp_keeps_workers_in_step, .init = setup,
 	json_decref(j);
 }
 
+/* Sum of the number before `tail` in each "ps N done: ..." line (the
+ * PS's counters at exit); *ret_lines is how many lines there were. */
+static long ps_counter(const char *err, const char *tail, int *ret_lines)
+{
+	long sum = 0;
+	int n = 0;
+
+	for (const char *at = err; (at = strstr(at, " done: ")); at++) {
+		const char *eol = strchr(at, '\n');
+		const char *t = strstr(at, tail);
+
+		if (!t || (eol && t > eol))
+			continue;
+		while (t > at && t[-1] == ' ')
+			t--;
+		while (t > at && t[-1] >= '0' && t[-1] <= '9')
+			t--;
+		sum += strtol(t, NULL, 10);
+		n++;
+	}
+	*ret_lines = n;
+	return sum;
+}
+
+/* BSP with each worker's pushes sent 10 ms after its CLOCK (a test
+ * fault): the PS holds a pull until the other workers' pushes of the
+ * previous clock are in, so no read misses them. */
+Test(trainer_dist, bsp_reads_wait_for_pushes_in_flight, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "3", "--ps", "2", "--epochs",
+				"1", "--slack", "0", "--fault-late-push", "10",
+				NULL };
+	struct pxrun r;
+	json_t *j;
+	int lines;
+
+	run_local_raw(extra, &r);
+	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "not JSON: %s", r.out);
+	cr_assert_eq(num(j, "max_staleness"), 0);
+	cr_assert_gt(ps_counter(r.err, " reads waited", &lines), 0,
+		     "no pull met a push in flight: %s", r.err);
+	cr_assert_eq(lines, 2, "%s", r.err);
+	cr_assert_eq(ps_counter(r.err, " served past", &lines), 0,
+		     "%s", r.err);
+	cr_assert_eq(lines, 2);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
 Test(trainer_dist, worker_sigkill_survived, .init = setup,
      .fini = teardown, .timeout = 60)
 {
@@ -157,18 +209,35 @@ Test(trainer_dist, worker_sigkill_survived, .init = setup,
 	json_decref(j);
 }
 
+/* The promoted backup goes on with the momentum the active forwarded
+ * (the PS logs its RMS when it takes a shard over). */
 Test(trainer_dist, active_ps_sigkill_promotes_backup, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "2", "--reliable",
 				"1", "--stage", "2", "--epochs", "30",
 				"--kill-ps-at", "0.8", NULL };
-	json_t *j = run_local(extra);
+	struct pxrun r;
+	json_t *j;
+	const char *at;
+	int n = 0;
 
+	run_local_raw(extra, &r);
+	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "not JSON: %s", r.out);
 	cr_assert_eq(num(j, "losses"), 1);
 	cr_assert_geq(num(j, "promotions"), 1);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	for (at = r.err; (at = strstr(at, "now active (momentum rms "));
+	     at++) {
+		n++;
+		cr_assert_gt(strtod(at + 25, NULL), 0.0,
+			     "a promoted shard without momentum: %s", r.err);
+	}
+	cr_assert_geq(n, 1, "no promotion logged: %s", r.err);
 	json_decref(j);
+	pxrun_free(&r);
 }
 
 Test(trainer_dist, join_and_leave_counted, .init = setup,
@@ -221,6 +290,58 @@ Test(trainer_dist, stalled_worker_rejoins, .init = setup,
 	cr_assert_eq(num(j, "clocks"), 40 * 47);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	json_decref(j);
+}
+
+/* An ActivePS stalled past the heartbeat timeout in stage 2 is declared
+ * lost, its shards go to their backups; when it runs again it drops its
+ * stale copy and registers again instead of exiting. */
+Test(trainer_dist, stalled_ps_rejoins, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "2", "--reliable",
+				"1", "--stage", "2", "--epochs", "30",
+				"--pause-ps-at", "0.5", "--pause-for", "1.2",
+				"--stall-timeout", "20", NULL };
+	struct pxrun r;
+	json_t *j;
+
+	run_local_raw(extra, &r);
+	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "not JSON: %s", r.out);
+	cr_assert_eq(num(j, "losses"), 1);
+	cr_assert_geq(num(j, "promotions"), 1);
+	cr_assert_eq(num(j, "joins"), 1, "the stalled PS rejoins");
+	cr_assert_eq(num(j, "clocks"), 30 * 47);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	cr_assert_not_null(strstr(r.err, "registering again"), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+/* In stage 1 a PS holds the only copy of its shards: past the heartbeat
+ * timeout the coordinator waits for it rather than end the job. */
+Test(trainer_dist, stalled_sole_ps_waited_for, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"30", "--pause-ps-at", "0.5", "--pause-for",
+				"1.2", "--stall-timeout", "20", NULL };
+	struct pxrun r;
+	json_t *j;
+
+	run_local_raw(extra, &r);
+	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "not JSON: %s", r.out);
+	cr_assert_eq(num(j, "losses"), 0);
+	cr_assert_eq(num(j, "clocks"), 30 * 47);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	cr_assert_not_null(strstr(r.err, "holds the only copy of shard 0"),
+			   "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "PS 1 is back"), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
 }
 
 /* A job that cannot progress (its only worker stopped for good) fails

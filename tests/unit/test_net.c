@@ -481,7 +481,7 @@ Test(net, range_chunks, .timeout = 10)
 	cr_assert_eq(net_bind(pull, url, NULL), PX_OK);
 	cr_assert_eq(net_connect(push, url, NULL), PX_OK);
 	handshake(wc, cc);
-	cr_assert_eq(net_send_range(push, WIRE_PUSH, COORD, 6, 2, 1000, src,
+	cr_assert_eq(net_send_range(push, WIRE_PUSH, 0, COORD, 6, 2, 1000, src,
 				    N, WAIT, &e), PX_OK, "%s", e.msg);
 	for (;;) {
 		cr_assert_eq(net_recv(pull, &m, WAIT, &e), PX_OK, "%s", e.msg);

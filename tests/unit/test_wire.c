@@ -738,6 +738,36 @@ Test(wire, authentic_malformed_payloads)
 	wire_ctx_free(b);
 }
 
+/* An authentic frame with MOMENTUM on a type that carries no range is a
+ * bad header; on PARAMS the flag comes through. */
+Test(wire, momentum_flag_only_on_ranges)
+{
+	struct wire_ctx *a, *b;
+	struct wire_stats st = { 0 };
+	struct wire_msg o;
+	uint8_t *f[4];
+	size_t len[4];
+	enum wire_drop d;
+
+	duo(&a, &b);
+	sample_frames(a, f, len);
+	f[3][8] |= WIRE_F_MOMENTUM;     /* ACK; flags are bytes 8-11 (LE) */
+	reseal(f[3], len[3]);
+	cr_assert_eq(wire_open(b, f[3], len[3], MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_BAD_HEADER);
+	f[2][8] |= WIRE_F_MOMENTUM;     /* PARAMS */
+	reseal(f[2], len[2]);
+	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
+		     PX_OK);
+	cr_assert_eq(o.hdr.flags, WIRE_F_MOMENTUM);
+	wire_msg_release(&o);
+	for (int k = 0; k < 4; k++)
+		free(f[k]);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
 /* A count that the payload cannot hold is refused before allocating. */
 Test(wire, huge_counts_refused)
 {
@@ -818,6 +848,14 @@ Test(wire, seal_checks_fields)
 	cr_assert_leq(sz, 4096);
 	m.hdr.flags = 0x80;
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	/* MOMENTUM marks a range of optimizer state: not on a PUSH. */
+	m.hdr.flags = WIRE_F_MOMENTUM;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "MOMENTUM") != NULL, "%s", e.msg);
+	m.hdr.type = WIRE_FORWARD;
+	m.hdr.flags = WIRE_F_MOMENTUM | WIRE_F_MORE;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_OK);
+	free(buf);
 	wire_msg_init(&m, (enum wire_type)99, NODE_B, 0);
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
 	wire_ctx_free(a);
