@@ -21,6 +21,7 @@
 #define DIST_MAX_NODES 1024      /* members a coordinator tracks */
 #define DIST_MAX_SHARDS 64       /* shards of the parameter vector */
 #define DIST_COORD_NODE 0u       /* the coordinator's node id */
+#define DIST_MOMENTUM_EVERY 8    /* default --momentum-every (clocks) */
 #define DIST_KEY_ENV "PX_JOB_KEY" /* job key, hex, in the environment */
 #define DIST_AGENT_NODE 0xfffffffeu /* the agent's node id (PROGRESS) */
 
@@ -54,6 +55,8 @@ struct dist_opts {
 	uint32_t stall_timeout_s;  /* coordinator: fail the job after this
 				      long without a clock advance (or
 				      without starting); 0: never */
+	uint32_t momentum_every;   /* PS: FORWARD the momentum every this
+				      many clocks (1: each; 0: never) */
 	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
 				      before the pushes, which follow this
 				      much later (pushes in flight) */

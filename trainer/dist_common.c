@@ -24,6 +24,7 @@ void dist_opts_default(struct dist_opts *o)
 	o->stage = 1;
 	o->hb_ms = 100;
 	o->hb_timeout_ms = 800;
+	o->momentum_every = DIST_MOMENTUM_EVERY;
 	o->stall_timeout_s = 60;
 	o->out_fd = 1;
 	o->ready_fd = -1;
@@ -389,4 +390,14 @@ int dist_ms_until(uint64_t deadline_us, int cap)
 		return 0;
 	ms = (deadline_us - now + 999) / 1000;
 	return ms > (uint64_t)cap ? cap : (int)ms;
+}
+
+const char *dist_fmt_eval(char *buf, size_t n, double loss, double acc)
+{
+	if (isnan(acc))
+		snprintf(buf, n, "test: not evaluated yet");
+	else
+		snprintf(buf, n, "test loss %.4f, accuracy %.2f%%", loss,
+			 100.0 * acc);
+	return buf;
 }

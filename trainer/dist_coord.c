@@ -6,6 +6,7 @@
 #include "dist_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <jansson.h>
 #include <nanomsg/nn.h>
 #include <stdio.h>
@@ -700,6 +701,7 @@ static void progress(struct coord *c, bool eval)
 	double secs = (double)(now - c->t_start_us) / 1e6;
 	uint32_t nw = 0, nps = 0;
 	struct px_error err;
+	char ev[80];
 
 	for (uint32_t i = 0; i < c->n; i++) {
 		if (!alive(&c->m[i]))
@@ -725,11 +727,11 @@ static void progress(struct coord *c, bool eval)
 		send_progress(c, secs > 0 ? c->samples / secs : 0.0);
 		return;
 	}
-	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last test loss "
-	    "%.4f, accuracy %.2f%%, %u workers, %u PS, stage %u, epoch "
-	    "%" PRIu64, c->min_clock, c->total,
-	    secs > 0 ? c->samples / secs : 0.0, c->last_loss,
-	    100.0 * c->last_acc, nw, nps, c->stage, c->epoch);
+	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last %s, %u "
+	    "workers, %u PS, stage %u, epoch %" PRIu64, c->min_clock,
+	    c->total, secs > 0 ? c->samples / secs : 0.0,
+	    dist_fmt_eval(ev, sizeof(ev), c->last_loss, c->last_acc), nw,
+	    nps, c->stage, c->epoch);
 }
 
 static void shutdown_all(struct coord *c, uint8_t reason)
@@ -752,13 +754,17 @@ static int print_result(struct coord *c)
 	json_t *j;
 	char *s;
 
-	j = json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:I, s:I, s:i, "
+	/* null when the test set was never evaluated (an error) */
+	j = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:f, s:I, s:I, s:i, "
 		      "s:i, s:i, s:i, s:i, s:I, s:f, s:f, s:I, s:i, s:f, "
 		      "s:f}",
 		      "model", model_kind_name(c->o->train.model),
 		      "workers", (int)c->o->workers, "ps", (int)c->o->ps,
 		      "batch", (int)c->o->train.batch,
-		      "test_accuracy", c->last_acc, "test_loss", c->last_loss,
+		      "test_accuracy", isnan(c->last_acc) ? json_null()
+				       : json_real(c->last_acc),
+		      "test_loss", isnan(c->last_loss) ? json_null()
+				   : json_real(c->last_loss),
 		      "samples_per_sec", train_s > 0 ? c->samples / train_s
 						     : 0.0,
 		      "samples", (json_int_t)c->samples,
@@ -863,6 +869,7 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 	if (!c)
 		return px_errorf(err, PX_ENOMEM, "coordinator");
 	c->o = o;
+	c->last_loss = c->last_acc = NAN; /* not evaluated yet */
 	c->t0_us = px_now_mono_us();
 	e = setup(c, err);
 	if (e != PX_OK)

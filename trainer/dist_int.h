@@ -78,4 +78,8 @@ enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
 /* Milliseconds from now to deadline_us (0 if past), capped at cap. */
 int dist_ms_until(uint64_t deadline_us, int cap);
 
+/* "test loss L, accuracy A%" for progress lines, or "not evaluated yet"
+ * when acc is NaN (no evaluation so far). */
+const char *dist_fmt_eval(char *buf, size_t n, double loss, double acc);
+
 #endif

@@ -276,6 +276,7 @@ static void agent_poll(struct local *s, int ms)
 	while (net_recv(s->apull, &m, ms, &err) == PX_OK) {
 		const struct wire_progress *p = &m.u.progress;
 		uint32_t nw = 0, nps = 0;
+		char ev[80];
 
 		ms = 0;
 		if (m.hdr.type != WIRE_PROGRESS ||
@@ -296,19 +297,18 @@ static void agent_poll(struct local *s, int ms)
 		}
 		s->progress_n++;
 		s->last_clock = p->clock;
+		dist_fmt_eval(ev, sizeof(ev), p->loss, p->accuracy);
 		if (s->o->json)
 			dist_logf(s->o, 6, "progress: clock %" PRId64 ", %.0f "
-				  "samples/s, test loss %.4f, accuracy %.2f%%, "
-				  "%u workers, %u PS, membership epoch %"
-				  PRIu64, p->clock, (double)p->samples_per_s,
-				  (double)p->loss, 100.0 * p->accuracy, nw,
-				  nps, p->epoch);
+				  "samples/s, %s, %u workers, %u PS, "
+				  "membership epoch %" PRIu64, p->clock,
+				  (double)p->samples_per_s, ev, nw, nps,
+				  p->epoch);
 		else
 			printf("progress: clock %" PRId64 ", %.0f samples/s, "
-			       "test loss %.4f, accuracy %.2f%%, %u workers, "
-			       "%u PS, membership epoch %" PRIu64 "\n",
-			       p->clock, (double)p->samples_per_s,
-			       (double)p->loss, 100.0 * p->accuracy, nw, nps,
+			       "%s, %u workers, %u PS, membership epoch %"
+			       PRIu64 "\n", p->clock,
+			       (double)p->samples_per_s, ev, nw, nps,
 			       p->epoch);
 		fflush(stdout);
 		wire_msg_release(&m);

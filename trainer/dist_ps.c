@@ -51,6 +51,7 @@ struct ps {
 	uint32_t slack;          /* SSP bound (ASSIGN, then CLOCK_MIN) */
 	uint8_t stage;           /* of the current map */
 	uint64_t forwards, snapshots;
+	uint64_t fwd_rounds;     /* forward_all calls */
 	uint64_t reads_waited;   /* PULLs that waited for others' pushes */
 	uint64_t reads_late;     /* ... and were served without them */
 	uint64_t rejoin_epoch;   /* membership epoch at the last rejoin */
@@ -213,7 +214,8 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 }
 
 /* Each clock: send the backup what changed since the last FORWARD, and
- * the momentum as it is (so a promoted backup goes on with it). */
+ * every --momentum-every clocks the momentum as it is (so a promoted
+ * backup goes on with it; it changes slowly, and it doubles the bytes). */
 static void forward_all(struct ps *p)
 {
 	for (uint32_t s = 0; s < p->nshards; s++) {
@@ -227,11 +229,14 @@ static void forward_all(struct ps *p)
 		for (uint64_t i = 0; i < sh->cnt; i++)
 			sh->base[i] = sh->w[i] - sh->base[i];
 		send_range(p, WIRE_FORWARD, 0, ws->backup, s, sh->base);
-		send_range(p, WIRE_FORWARD, WIRE_F_MOMENTUM, ws->backup, s,
-			   sh->v);
+		if (p->o->momentum_every &&
+		    p->fwd_rounds % p->o->momentum_every == 0)
+			send_range(p, WIRE_FORWARD, WIRE_F_MOMENTUM,
+				   ws->backup, s, sh->v);
 		memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
 		p->forwards++;
 	}
+	p->fwd_rounds++;
 }
 
 static void on_sub(struct ps *p)

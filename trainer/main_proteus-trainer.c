@@ -42,7 +42,7 @@ static void usage(FILE *f)
 		"                       [--pause-worker-at S] "
 		"[--pause-ps-at S] [--pause-for S]\n"
 		"                       [--stall-timeout S] "
-		"[--fault-late-push MS]\n"
+		"[--momentum-every N] [--fault-late-push MS]\n"
 		"                       [--dir DIR] [--timeout S] "
 		"[--heartbeat MS] [--hb-timeout MS]\n"
 		"                       [--eval-epochs] + the train options\n"
@@ -330,7 +330,7 @@ enum {
 	O_KILL_PS, O_KILL_W, O_LEAVE_W, O_LISTEN, O_NODE, O_PS, O_RELIABLE,
 	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
 	O_KILL_WAT, O_READY, O_STALL, O_PAUSE_W, O_PAUSE_FOR, O_AGENT,
-	O_LATE_PUSH, O_PAUSE_PS,
+	O_LATE_PUSH, O_PAUSE_PS, O_MOM_EVERY,
 };
 
 static bool local_only(int c)
@@ -370,6 +370,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "max-train", required_argument, NULL, 'N' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "momentum", required_argument, NULL, 'M' },
+		{ "momentum-every", required_argument, NULL, O_MOM_EVERY },
 		{ "node", required_argument, NULL, O_NODE },
 		{ "pause-for", required_argument, NULL, O_PAUSE_FOR },
 		{ "pause-ps-at", required_argument, NULL, O_PAUSE_PS },
@@ -619,6 +620,11 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		case O_PAUSE_PS:
 			if (parse_secs("pause-ps-at", optarg, &l.pause_ps_at))
 				goto out;
+			break;
+		case O_MOM_EVERY:
+			if (parse_u64("momentum-every", optarg, 1000000, &v))
+				goto out;
+			o.momentum_every = (uint32_t)v;
 			break;
 		case O_LATE_PUSH:
 			if (parse_u64("fault-late-push", optarg, 90, &v))
