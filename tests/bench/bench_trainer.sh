@@ -5,7 +5,9 @@
 # SIGKILLed and replaced) against no churn, hot-add latency, recovery time, and 1/2/4-worker
 # scaling on loopback.  Prints markdown tables.
 #   env: BUILD (default build), EPOCHS (MLR epochs, default 15),
-#   MLP_EPOCHS (MLP epochs, default 6: the churn runs last ~35 s).
+#   MLP_EPOCHS (MLP epochs, default 6: the churn runs last ~35 s),
+#   SCALE_EPOCHS (scaling runs, default 6; 2 epochs took 0.7 s, too short
+#   to time against the coordinator's 50 ms loop).
 set -eu
 
 BUILD=${BUILD:-build}
@@ -50,14 +52,15 @@ d=$(jq -n --argjson a "$base" --argjson b "$churn" '(($a.test_accuracy - $b.test
 echo
 echo "churn costs $d accuracy points (issue bound: 0.5)"
 echo
-echo "Scaling (MLR, 2 epochs, 1 PS per 2 workers, BSP):"
+SCALE_EPOCHS=${SCALE_EPOCHS:-6}
+echo "Scaling (MLR, $SCALE_EPOCHS epochs, 1 PS per 2 workers, BSP):"
 echo
 echo "| workers | samples/s | efficiency vs 1 |"
 echo "|---|---|---|"
 one=0
 for w in 1 2 4; do
 	ps=$(( (w + 1) / 2 ))
-	r=$("$T" local --model mlr --epochs 2 --workers "$w" --ps "$ps" $COMMON 2>/dev/null)
+	r=$("$T" local --model mlr --epochs "$SCALE_EPOCHS" --workers "$w" --ps "$ps" $COMMON 2>/dev/null)
 	s=$(echo "$r" | jq '.samples_per_sec|round')
 	[ "$w" = 1 ] && one=$s
 	echo "| $w | $s | $(jq -n "($s / $one / $w * 100)|round")% |"
