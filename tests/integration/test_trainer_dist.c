@@ -90,18 +90,27 @@ static void run_local_raw(const char *const *extra, struct pxrun *r)
 	cr_assert_eq(count_procs(tmp), 0, "processes left behind");
 }
 
-/* The same, for a run that must succeed: its JSON result. */
-static json_t *run_local(const char *const *extra)
+/* The same, for a run that must succeed: its JSON result, and in *r its
+ * output (the caller frees it). */
+static json_t *run_local_keep(const char *const *extra, struct pxrun *r)
 {
-	struct pxrun r;
 	json_error_t je;
 	json_t *j;
 
-	run_local_raw(extra, &r);
-	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
-	j = json_loads(r.out, 0, &je);
-	cr_assert_not_null(j, "not JSON: %s\nstderr: %s", r.out, r.err);
-	cr_log_info("%s", r.out);
+	run_local_raw(extra, r);
+	cr_assert_eq(r->status, 0, "local failed (%d): %s", r->status,
+		     r->err);
+	j = json_loads(r->out, 0, &je);
+	cr_assert_not_null(j, "not JSON: %s\nstderr: %s", r->out, r->err);
+	cr_log_info("%s", r->out);
+	return j;
+}
+
+static json_t *run_local(const char *const *extra)
+{
+	struct pxrun r;
+	json_t *j = run_local_keep(extra, &r);
+
 	pxrun_free(&r);
 	return j;
 }
@@ -180,10 +189,7 @@ Test(trainer_dist, bsp_reads_wait_for_pushes_in_flight, .init = setup,
 	json_t *j;
 	int lines;
 
-	run_local_raw(extra, &r);
-	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
-	j = json_loads(r.out, 0, NULL);
-	cr_assert_not_null(j, "not JSON: %s", r.out);
+	j = run_local_keep(extra, &r);
 	cr_assert_eq(num(j, "max_staleness"), 0);
 	cr_assert_gt(ps_counter(r.err, " reads waited", &lines), 0,
 		     "no pull met a push in flight: %s", r.err);
@@ -222,10 +228,7 @@ Test(trainer_dist, active_ps_sigkill_promotes_backup, .init = setup,
 	const char *at;
 	int n = 0;
 
-	run_local_raw(extra, &r);
-	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
-	j = json_loads(r.out, 0, NULL);
-	cr_assert_not_null(j, "not JSON: %s", r.out);
+	j = run_local_keep(extra, &r);
 	cr_assert_eq(num(j, "losses"), 1);
 	cr_assert_geq(num(j, "promotions"), 1);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
@@ -305,10 +308,7 @@ Test(trainer_dist, stalled_ps_rejoins, .init = setup, .fini = teardown,
 	struct pxrun r;
 	json_t *j;
 
-	run_local_raw(extra, &r);
-	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
-	j = json_loads(r.out, 0, NULL);
-	cr_assert_not_null(j, "not JSON: %s", r.out);
+	j = run_local_keep(extra, &r);
 	cr_assert_eq(num(j, "losses"), 1);
 	cr_assert_geq(num(j, "promotions"), 1);
 	cr_assert_eq(num(j, "joins"), 1, "the stalled PS rejoins");
@@ -330,10 +330,7 @@ Test(trainer_dist, stalled_sole_ps_waited_for, .init = setup,
 	struct pxrun r;
 	json_t *j;
 
-	run_local_raw(extra, &r);
-	cr_assert_eq(r.status, 0, "local failed (%d): %s", r.status, r.err);
-	j = json_loads(r.out, 0, NULL);
-	cr_assert_not_null(j, "not JSON: %s", r.out);
+	j = run_local_keep(extra, &r);
 	cr_assert_eq(num(j, "losses"), 0);
 	cr_assert_eq(num(j, "clocks"), 30 * 47);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
