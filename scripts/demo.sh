@@ -4,7 +4,9 @@
 # imports a shipped one-week slice of the real us-east-1 2016 spot-price
 # history with its era's on-demand prices into a fresh database, prints the
 # market summary at a chosen time, then replays the slice offline for a
-# small training job under each policy (proteusctl simulate) and plots it.
+# small training job under each policy (proteusctl simulate) and plots it,
+# then trains a model with the elastic trainer on this host while a worker
+# and a parameter server are killed (proteus-trainer local).
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${BUILD:=build}"
@@ -30,6 +32,14 @@ echo "   learns eviction risk from the two days before; other windows give other
 echo "   results: see docs/benchmarks.md)"
 "$ctl" simulate --trace "$trace" --ondemand-prices "$od" --job "$job" \
 	--start 2016-03-03T00:00:00Z --db "$db" --plot "$plot"
+echo
+echo "== the elastic trainer on this host: MLR on Fashion-MNIST, 2 workers, 2 PS"
+echo "   (stage 2: a backup on the reliable PS); a worker is SIGKILLed at 1 s"
+echo "   and replaced, the transient ActivePS at 2 s: training goes on"
+"$BUILD/proteus-trainer" local --model mlr --workers 2 --ps 2 --reliable 1 \
+	--stage 2 --epochs 8 --batch 128 --lr 0.05 --schedule cosine \
+	--threads 1 --eval-epochs --kill-worker-at 1 --kill-ps-at 2 \
+	--timeout 120
 echo
 echo "(database: $db; plot: $plot)"
 echo "(try: $ctl market --db $db --type g2.8xlarge --json"
