@@ -125,7 +125,9 @@ check-pkgs:
 	  echo "missing libraries:$$missing (run 'make deps')" >&2; exit 1; fi
 
 cuda-note:
-ifeq ($(CUDA_MODE),none)
+ifeq ($(CUDA_MODE),full)
+	@echo "CUDA: $(NVCC) with the libraries in $(CUDA_LIBDIR): building the CUDA path too"
+else ifeq ($(CUDA_MODE),none)
 	@echo "nvcc (with the CUDA headers) not found, or CUDA=0: building the CPU path only"
 else ifeq ($(CUDA_MODE),compile-only)
 	@echo "nvcc found but not libcudart/libcublas: CUDA kernels compiled as a check, programs use the CPU path"
