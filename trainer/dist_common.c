@@ -288,10 +288,17 @@ const struct dist_member *dist_members_find(const struct dist_members *mb,
 	return NULL;
 }
 
+bool dist_member_holds_partition(const struct dist_member *d, uint8_t st)
+{
+	return (d->roles & WIRE_ROLE_WORKER) &&
+	       d->state == WIRE_MEMBER_ACTIVE &&
+	       !(st == 3 && (d->roles & WIRE_ROLE_PS_BACKUP));
+}
+
 uint32_t dist_members_workers(const struct dist_members *mb, uint8_t st,
 			      struct wire_node self, uint32_t *ret_index)
 {
-	uint32_t n = 0, idx = UINT32_MAX;
+	uint32_t n = 0, below = 0;
 	bool self_in = false;
 
 	/* The index of self is the number of partition holders with a
@@ -299,29 +306,15 @@ uint32_t dist_members_workers(const struct dist_members *mb, uint8_t st,
 	for (uint32_t i = 0; i < mb->n; i++) {
 		const struct dist_member *d = &mb->m[i];
 
-		if (!(d->roles & WIRE_ROLE_WORKER) ||
-		    d->state != WIRE_MEMBER_ACTIVE)
-			continue;
-		if (st == 3 && (d->roles & WIRE_ROLE_PS_BACKUP))
+		if (!dist_member_holds_partition(d, st))
 			continue;
 		n++;
 		if (wire_node_eq(d->node, self))
 			self_in = true;
+		else if (d->node.v < self.v)
+			below++;
 	}
-	if (self_in) {
-		idx = 0;
-		for (uint32_t i = 0; i < mb->n; i++) {
-			const struct dist_member *d = &mb->m[i];
-
-			if (!(d->roles & WIRE_ROLE_WORKER) ||
-			    d->state != WIRE_MEMBER_ACTIVE ||
-			    (st == 3 && (d->roles & WIRE_ROLE_PS_BACKUP)))
-				continue;
-			if (d->node.v < self.v)
-				idx++;
-		}
-	}
-	*ret_index = idx;
+	*ret_index = self_in ? below : UINT32_MAX;
 	return n;
 }
 

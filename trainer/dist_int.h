@@ -58,6 +58,10 @@ struct dist_members {
 bool dist_members_take(struct dist_members *mb, const struct wire_msg *m);
 const struct dist_member *dist_members_find(const struct dist_members *mb,
 					    struct wire_node node);
+/* Whether member d holds a data partition in stage st: an ACTIVE worker,
+ * not a reliable one in stage 3. */
+bool dist_member_holds_partition(const struct dist_member *d, uint8_t st);
+
 /* Workers that hold a data partition in stage st, sorted by node id:
  * ACTIVE workers, less reliable ones in stage 3.  Returns the count and
  * sets *ret_index to self's position (or UINT32_MAX). */

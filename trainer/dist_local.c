@@ -62,6 +62,9 @@ struct local {
 
 static volatile sig_atomic_t local_stop;
 
+/* The role argument of each child_kind, also used in the logs. */
+static const char *const role[] = { "coordinator", "ps", "worker" };
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -73,7 +76,6 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 {
 	char nodearg[16], listen[300], coord[300];
 	const char *argv[LOCAL_MAX_ARGS];
-	static const char *const role[] = { "coordinator", "ps", "worker" };
 	posix_spawn_file_actions_t fa;
 	struct child *c;
 	size_t k = 0;
@@ -463,8 +465,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 			paused = pick(s, pause_kind);
 			if (paused) {
 				dist_logf(o, 6, "churn: SIGSTOP %s %u at "
-					  "%.1f s", pause_kind == CH_PS ? "ps" :
-					  "worker", paused->node, el);
+					  "%.1f s", role[pause_kind],
+					  paused->node, el);
 				kill(paused->pid, SIGSTOP);
 				resume_at = l->pause_for > 0
 					? now + (uint64_t)(l->pause_for * 1e6)
@@ -474,8 +476,7 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		if (paused && now >= resume_at) {
 			if (paused->pid) {
 				dist_logf(o, 6, "churn: SIGCONT %s %u",
-					  pause_kind == CH_PS ? "ps" : "worker",
-					  paused->node);
+					  role[pause_kind], paused->node);
 				kill(paused->pid, SIGCONT);
 			}
 			paused = NULL;

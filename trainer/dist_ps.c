@@ -55,7 +55,6 @@ struct ps {
 	uint64_t reads_waited;   /* PULLs that waited for others' pushes */
 	uint64_t reads_late;     /* ... and were served without them */
 	uint64_t rejoin_epoch;   /* membership epoch at the last rejoin */
-	uint32_t rejoins;
 	bool leaving, shutdown;
 };
 
@@ -409,9 +408,7 @@ static bool reads_ready(struct ps *p, struct wire_node n, uint32_t s,
 	for (uint32_t i = 0; i < p->mb.n; i++) {
 		const struct dist_member *d = &p->mb.m[i];
 
-		if (!(d->roles & WIRE_ROLE_WORKER) ||
-		    d->state != WIRE_MEMBER_ACTIVE ||
-		    (p->stage == 3 && (d->roles & WIRE_ROLE_PS_BACKUP)))
+		if (!dist_member_holds_partition(d, p->stage))
 			continue;
 		u = pusher(p, d->node, false);
 		if (u && u->clock[s] >= 0 && u->clock[s] < need)
@@ -558,6 +555,12 @@ static void heartbeat(struct ps *p)
 	(void)net_send(p->cpush, &m, 0, &err);
 }
 
+/* What a PS offers when it registers: a reliable one can hold backups. */
+static uint8_t ps_roles(const struct dist_opts *o)
+{
+	return WIRE_ROLE_PS_ACTIVE | (o->reliable ? WIRE_ROLE_PS_BACKUP : 0);
+}
+
 /* Whether a membership newer than the last registration lists this PS
  * as lost. */
 static bool self_lost(const struct ps *p)
@@ -583,14 +586,12 @@ static enum px_err rejoin(struct ps *p, struct px_error *err)
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
 		shard_free(&p->sh[s]);
 	memset(p->pushers, 0, sizeof(p->pushers));
-	e = dist_register(p->o, p->creq, WIRE_ROLE_PS_ACTIVE |
-			  (p->o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 5000,
+	e = dist_register(p->o, p->creq, ps_roles(p->o), 5000,
 			  &a, err);
 	if (e != PX_OK)
 		return e;
 	wire_msg_release(&a);
 	p->rejoin_epoch = p->mb.epoch;
-	p->rejoins++;
 	return PX_OK;
 }
 
@@ -646,9 +647,8 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 		e = dist_sock(p->ctx, NET_REQ, o->coord, DIST_EP_REP, false,
 			      &p->creq, err);
 	if (e == PX_OK)
-		e = dist_register(o, p->creq, WIRE_ROLE_PS_ACTIVE |
-				  (o->reliable ? WIRE_ROLE_PS_BACKUP : 0),
-				  10000, &a, err);
+		e = dist_register(o, p->creq, ps_roles(o), 10000, &a,
+				  err);
 	if (e != PX_OK)
 		return e;
 	p->slack = a.u.assign.staleness;
