@@ -7,6 +7,7 @@
  */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "kern_cuda.h"
@@ -15,6 +16,7 @@ struct kern_cuda {
 	int device;           /* CUDA device ordinal */
 	cudaStream_t stream;  /* every op runs here */
 	cublasHandle_t blas;  /* bound to stream */
+	char name[256];       /* cudaDeviceProp.name, e.g. "NVIDIA H100 ..." */
 };
 
 #define KC_THREADS 256
@@ -144,9 +146,15 @@ kc_sgd_momentum_kernel(float *w, float *v, const float *g,
 
 extern "C" {
 
+/* A failed runtime call (cudaMalloc out of memory, say) also records its
+ * error as the thread's "last error", which the next kc_check_launch would
+ * then report against an innocent kernel: read it back here to clear it.
+ * Sticky errors (a fault inside a kernel) cannot be cleared and keep
+ * failing every later call, which is what we want. */
 static enum px_err kc_cuda_err(struct px_error *err, cudaError_t e,
 			       const char *what)
 {
+	(void)cudaGetLastError();
 	return px_errorf(err, PX_ECUDA, "cuda: %s: %s", what,
 			 cudaGetErrorString(e));
 }
@@ -193,11 +201,17 @@ static enum px_err kc_alloc(void *ctx, size_t bytes, void **ret,
 	return PX_OK;
 }
 
+/* Wait for the stream first: a kernel queued on it may still use p.
+ * (cudaFree waits for the device in practice; this does not rely on it.) */
 static void kc_free(void *ctx, void *p)
 {
-	(void)ctx;
-	if (p)
-		(void)cudaFree(p);
+	struct kern_cuda *k = (struct kern_cuda *)ctx;
+
+	if (!p)
+		return;
+	if (k)
+		(void)cudaStreamSynchronize(k->stream);
+	(void)cudaFree(p);
 }
 
 static enum px_err kc_memcpy(struct kern_cuda *k, void *dst, const void *src,
@@ -282,12 +296,13 @@ static enum px_err kc_bias_add(void *ctx, float *y, const float *b, int n,
 			       int d, struct px_error *err)
 {
 	struct kern_cuda *k = (struct kern_cuda *)ctx;
-	size_t work = (size_t)n * (size_t)d;
 
-	if (!work)
+	/* The reference does nothing for n or d <= 0; a negative one cast
+	 * to size_t would launch over a huge range and write out of bounds. */
+	if (n <= 0 || d <= 0)
 		return PX_OK;
-	kc_bias_add_kernel<<<kc_blocks(work), KC_THREADS, 0, k->stream>>>(
-		y, b, n, d);
+	kc_bias_add_kernel<<<kc_blocks((size_t)n * (size_t)d), KC_THREADS, 0,
+			     k->stream>>>(y, b, n, d);
 	return kc_check_launch(err, "bias_add");
 }
 
@@ -409,6 +424,7 @@ enum px_err kern_cuda_new(int device, struct kern_cuda **ret,
 			  struct px_error *err)
 {
 	struct kern_cuda *k;
+	struct cudaDeviceProp prop;
 	cudaError_t e;
 	cublasStatus_t s;
 	enum px_err r;
@@ -432,6 +448,12 @@ enum px_err kern_cuda_new(int device, struct kern_cuda **ret,
 		r = kc_cuda_err(err, e, "cudaSetDevice");
 		goto out_free_k;
 	}
+	e = cudaGetDeviceProperties(&prop, device);
+	if (e != cudaSuccess) {
+		r = kc_cuda_err(err, e, "cudaGetDeviceProperties");
+		goto out_free_k;
+	}
+	snprintf(k->name, sizeof(k->name), "%s", prop.name);
 	e = cudaStreamCreateWithFlags(&k->stream, cudaStreamNonBlocking);
 	if (e != cudaSuccess) {
 		r = kc_cuda_err(err, e, "cudaStreamCreate");
@@ -461,6 +483,11 @@ out_destroy_stream:
 out_free_k:
 	free(k);
 	return r;
+}
+
+const char *kern_cuda_name(const struct kern_cuda *k)
+{
+	return k->name;
 }
 
 void kern_cuda_free(struct kern_cuda *k)

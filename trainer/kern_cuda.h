@@ -32,10 +32,16 @@ enum px_err kern_cuda_new(int device, struct kern_cuda **ret,
 /* Destroy the handle and stream; NULL is a no-op. */
 void kern_cuda_free(struct kern_cuda *k);
 
+/* The device's name as the driver reports it ("NVIDIA H100 80GB HBM3");
+ * valid until kern_cuda_free. */
+const char *kern_cuda_name(const struct kern_cuda *k);
+
 /* The CUDA ops table; pass the struct kern_cuda * as its ctx.  All
  * pointers given to its ops are device pointers (from its alloc) except
  * the host side of upload/download.  Ops run on the context's stream;
- * download synchronizes it. */
+ * upload and download synchronize it.  kern_cuda_new selects the device
+ * for the calling thread only (cudaSetDevice): run the ops on that thread,
+ * or on one whose current device is the same. */
 extern const struct kern_ops kern_cuda_ops;
 
 #else /* !PX_HAVE_CUDA */
@@ -57,6 +63,12 @@ static inline enum px_err kern_cuda_new(int device, struct kern_cuda **ret,
 static inline void kern_cuda_free(struct kern_cuda *k)
 {
 	(void)k;
+}
+
+static inline const char *kern_cuda_name(const struct kern_cuda *k)
+{
+	(void)k;
+	return "";
 }
 
 #endif /* PX_HAVE_CUDA */
