@@ -1,9 +1,12 @@
-/* test_gpu_kern.c -- every CUDA kernel against its CPU reference on seeded
- * random inputs, |gpu - ref| <= tol + |ref| * eps (tolerances in
- * docs/trainer-compute.md), printing the first pairs and the max diff; then
- * N SGD steps of the MLP on CPU and GPU.  Built by `make test-gpu` into
- * build/px_gpu_tests; every test skips when no CUDA device is found. */
+/* test_gpu_kern.c -- every op of the CUDA ops table against its CPU
+ * reference on seeded random inputs, |gpu - ref| <= tol + |ref| * eps
+ * (tolerances in docs/trainer-compute.md), printing the first pairs and the
+ * max diff; sizes past the launch cap (grid-stride loops), empty sizes,
+ * error mapping; then the MLP's gradient, evaluation and N SGD steps on CPU
+ * and GPU.  Built by `make test-gpu` into build/px_gpu_tests; every test
+ * skips when no CUDA device is found, and the run then says so. */
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +14,20 @@
 
 #include "../../trainer/kern_cuda.h"
 #include "../../trainer/model.h"
+
+/* In the runner process, after every test: make a run where nothing ran
+ * visible without --verbose.  No CUDA call here: the runner forks the
+ * tests, and a CUDA context made before a fork is unusable in the child. */
+ReportHook(POST_ALL)(struct criterion_global_stats *st)
+{
+	if (st->nb_tests > 0 && st->tests_skipped == st->nb_tests)
+		fprintf(stderr, "px_gpu_tests: all %zu tests SKIPPED (no CUDA "
+			"device, or built without CUDA): nothing was checked "
+			"on a GPU\n", st->nb_tests);
+	else if (st->tests_skipped > 0)
+		fprintf(stderr, "px_gpu_tests: %zu of %zu tests skipped\n",
+			st->tests_skipped, st->nb_tests);
+}
 
 #ifdef PX_HAVE_CUDA
 
@@ -144,6 +161,48 @@ Test(gpu, gemm_vs_cpu)
 	check_gemm(false, true, 128, 784, 256, 0);
 	for (int t = 0; t < 4; t++)
 		check_gemm(t & 1, t & 2, 33, 17, 65, 3);
+	/* the bench's batch, and k = 1 */
+	check_gemm(false, false, 1024, 256, 784, 0);
+	check_gemm(true, false, 256, 10, 1024, 0);
+	check_gemm(false, false, 5, 7, 1, 2);
+}
+
+/* k = 0 leaves c = beta * c; beta = 0 overwrites c without reading it
+ * (NAN there does not propagate), as BLAS does. */
+Test(gpu, gemm_edges)
+{
+	enum { M = 6, N = 5, K = 4 };
+	struct px_error err = { 0 };
+	float a[M * K], b[K * N], c[M * N], ref[M * N], got[M * N];
+	float *da, *db, *dc;
+
+	need_gpu();
+	for (int i = 0; i < M * K; i++)
+		a[i] = (float)(i % 7) - 3.0f;
+	for (int i = 0; i < K * N; i++)
+		b[i] = (float)(i % 5) - 2.0f;
+	for (int i = 0; i < M * N; i++)
+		c[i] = (float)i;
+	da = to_dev(a, sizeof(a));
+	db = to_dev(b, sizeof(b));
+	dc = to_dev(c, sizeof(c));
+	memcpy(ref, c, sizeof(c));
+	kern_gemm(false, false, M, N, 0, 1.0f, a, 1, b, N, 0.5f, ref, N);
+	cr_assert_eq(G->gemm(gpu, false, false, M, N, 0, 1.0f, da, 1, db, N,
+			     0.5f, dc, N, &err), PX_OK, "%s", err.msg);
+	from_dev(got, dc, sizeof(got));
+	validate("gemm k=0", got, ref, M * N, 0.0, 0.0);
+	for (int i = 0; i < M * N; i++)
+		c[i] = NAN;
+	cr_assert_eq(G->upload(gpu, dc, c, sizeof(c), &err), PX_OK);
+	kern_gemm(false, false, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+	cr_assert_eq(G->gemm(gpu, false, false, M, N, K, 1.0f, da, K, db, N,
+			     0.0f, dc, N, &err), PX_OK, "%s", err.msg);
+	from_dev(got, dc, sizeof(got));
+	validate("gemm beta=0 over NAN", got, c, M * N, 0.0, 0.0);
+	G->free(gpu, da);
+	G->free(gpu, db);
+	G->free(gpu, dc);
 }
 
 Test(gpu, bias_add_and_grad_vs_cpu)
@@ -171,6 +230,37 @@ Test(gpu, bias_add_and_grad_vs_cpu)
 	free(y);
 	free(b);
 	free(got);
+}
+
+/* bias_grad sums each column in row order on both paths, so the results
+ * are identical whatever n (the kernel loads rows 16 at a time: n = 1, 15,
+ * 17 and 1027 exercise the remainder). */
+Test(gpu, bias_grad_shapes)
+{
+	static const int shape[][2] = { { 1, 3 }, { 15, 10 }, { 17, 300 },
+					{ 1024, 10 }, { 1027, 256 } };
+	struct px_error err = { 0 };
+
+	need_gpu();
+	for (size_t t = 0; t < sizeof(shape) / sizeof(shape[0]); t++) {
+		int n = shape[t][0], d = shape[t][1];
+		float *dy = rand_floats((size_t)n * d, 40 + t, 1.0f);
+		float *ref = malloc(d * 4), *got = malloc(d * 4);
+		float *ddy = to_dev(dy, (size_t)n * d * 4), *ddb = dev_alloc(d * 4);
+		char what[64];
+
+		kern_bias_grad(ref, dy, n, d);
+		cr_assert_eq(G->bias_grad(gpu, ddb, ddy, n, d, &err), PX_OK,
+			     "%s", err.msg);
+		from_dev(got, ddb, d * 4);
+		snprintf(what, sizeof(what), "bias_grad %dx%d", n, d);
+		validate(what, got, ref, d, 0.0, 0.0);
+		G->free(gpu, ddy);
+		G->free(gpu, ddb);
+		free(dy);
+		free(ref);
+		free(got);
+	}
 }
 
 Test(gpu, relu_vs_cpu)
@@ -245,6 +335,185 @@ Test(gpu, softmax_xent_vs_cpu)
 	free(z);
 }
 
+/* Other class counts (2 and 256, the most labels a byte holds) and more
+ * rows than one block has threads.  (Few rows would need a looser bwd
+ * tolerance: p_y near 1 gives p - 1 with the ulps of p, not divided by a
+ * large n.) */
+Test(gpu, softmax_xent_shapes)
+{
+	static const int shape[][2] = { { 1025, 2 }, { 257, 256 } };
+	struct px_error err = { 0 };
+
+	need_gpu();
+	for (size_t t = 0; t < sizeof(shape) / sizeof(shape[0]); t++) {
+		int n = shape[t][0], c = shape[t][1];
+		size_t nc = (size_t)n * c;
+		float *z = rand_floats(nc, 50 + t, 6.0f);
+		float *p = malloc(nc * 4), *l = malloc(n * 4), *d = malloc(nc * 4);
+		float *gp = malloc(nc * 4), *gl = malloc(n * 4);
+		float *gd = malloc(nc * 4);
+		uint8_t *y = malloc(n), *dyl;
+		float *dz, *dp, *dl, *dd;
+		struct kern_rng r;
+
+		kern_rng_seed(&r, 60 + t);
+		for (int i = 0; i < n; i++)
+			y[i] = (uint8_t)kern_rng_below(&r, c);
+		dz = to_dev(z, nc * 4);
+		dyl = to_dev(y, n);
+		dp = dev_alloc(nc * 4);
+		dl = dev_alloc(n * 4);
+		dd = dev_alloc(nc * 4);
+		kern_softmax_xent_fwd(p, l, z, y, n, c);
+		kern_softmax_xent_bwd(d, p, y, n, c);
+		cr_assert_eq(G->softmax_xent_fwd(gpu, dp, dl, dz, dyl, n, c,
+						 &err), PX_OK, "%s", err.msg);
+		cr_assert_eq(G->softmax_xent_bwd(gpu, dd, dp, dyl, n, c, &err),
+			     PX_OK, "%s", err.msg);
+		from_dev(gp, dp, nc * 4);
+		from_dev(gl, dl, n * 4);
+		from_dev(gd, dd, nc * 4);
+		validate("softmax probs", gp, p, nc, 1e-6, 1e-5);
+		validate("xent loss", gl, l, n, 1e-5, 1e-5);
+		validate("softmax_xent_bwd", gd, d, nc, 1e-8, 1e-5);
+		G->free(gpu, dz);
+		G->free(gpu, dyl);
+		G->free(gpu, dp);
+		G->free(gpu, dl);
+		G->free(gpu, dd);
+		free(z);
+		free(p);
+		free(l);
+		free(d);
+		free(gp);
+		free(gl);
+		free(gd);
+		free(y);
+	}
+}
+
+/* upload, device-to-device copy, zero and download move bytes exactly. */
+Test(gpu, copy_and_zero)
+{
+	const size_t n = 100001;
+	struct px_error err = { 0 };
+	float *a = rand_floats(n, 13, 1.0f), *ref = malloc(n * 4);
+	float *got = malloc(n * 4), *da, *db;
+
+	need_gpu();
+	da = to_dev(a, n * 4);
+	db = dev_alloc(n * 4);
+	cr_assert_eq(G->copy(gpu, db, da, n * 4, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(G->zero(gpu, da + 10, 1000 * 4, &err), PX_OK, "%s",
+		     err.msg);
+	from_dev(got, db, n * 4);
+	validate("copy", got, a, n, 0.0, 0.0);
+	memcpy(ref, a, n * 4);
+	memset(ref + 10, 0, 1000 * 4);
+	from_dev(got, da, n * 4);
+	validate("zero", got, ref, n, 0.0, 0.0);
+	G->free(gpu, da);
+	G->free(gpu, db);
+	free(a);
+	free(ref);
+	free(got);
+}
+
+/* The elementwise kernels cap their grid at 65535 blocks of 256 threads
+ * (16,776,960) and loop past it: check every element beyond the cap. */
+Test(gpu, grid_stride_past_the_launch_cap)
+{
+	const size_t n = (size_t)65535 * 256 + 4099;
+	enum { R = 65537, D = 256 }; /* bias_add: over the cap, within n */
+	struct px_error err = { 0 };
+	float *w = rand_floats(n, 14, 1.0f), *v = rand_floats(n, 15, 0.1f);
+	float *g = rand_floats(n, 16, 1.0f), *got = malloc(n * 4);
+	float *b = rand_floats(D, 17, 1.0f), *dw, *dv, *dg, *dbias;
+
+	need_gpu();
+	cr_assert_not_null(got);
+	dw = to_dev(w, n * 4);
+	dv = to_dev(v, n * 4);
+	dg = to_dev(g, n * 4);
+	kern_sgd_momentum(w, v, g, n, 0.1f, 0.9f, 1e-3f);
+	cr_assert_eq(G->sgd_momentum(gpu, dw, dv, dg, n, 0.1f, 0.9f, 1e-3f,
+				     &err), PX_OK, "%s", err.msg);
+	from_dev(got, dw, n * 4);
+	validate("sgd w, past the cap", got, w, n, 1e-6, 1e-5);
+	from_dev(got, dv, n * 4);
+	validate("sgd v, past the cap", got, v, n, 1e-6, 1e-5);
+	/* relu on g (in place), then its backward against it; w and v
+	 * differ by FMA ulps after the step, so each op below starts from
+	 * the CPU's values to be compared exactly */
+	cr_assert_eq(G->upload(gpu, dw, w, n * 4, &err), PX_OK);
+	cr_assert_eq(G->upload(gpu, dv, v, n * 4, &err), PX_OK);
+	kern_relu_fwd(g, g, n);
+	cr_assert_eq(G->relu_fwd(gpu, dg, dg, n, &err), PX_OK, "%s", err.msg);
+	from_dev(got, dg, n * 4);
+	validate("relu_fwd, past the cap", got, g, n, 0.0, 0.0);
+	kern_relu_bwd(v, v, g, n);
+	cr_assert_eq(G->relu_bwd(gpu, dv, dv, dg, n, &err), PX_OK, "%s",
+		     err.msg);
+	from_dev(got, dv, n * 4);
+	validate("relu_bwd, past the cap", got, v, n, 0.0, 0.0);
+	/* bias_add over R x D = 16,777,472 values, on w */
+	dbias = to_dev(b, D * 4);
+	kern_bias_add(w, b, R, D);
+	cr_assert_eq(G->bias_add(gpu, dw, dbias, R, D, &err), PX_OK, "%s",
+		     err.msg);
+	from_dev(got, dw, (size_t)R * D * 4);
+	validate("bias_add, past the cap", got, w, (size_t)R * D, 0.0, 1e-7);
+	G->free(gpu, dw);
+	G->free(gpu, dv);
+	G->free(gpu, dg);
+	G->free(gpu, dbias);
+	free(w);
+	free(v);
+	free(g);
+	free(b);
+	free(got);
+}
+
+/* Empty sizes (and a negative row count, which the reference loops skip)
+ * launch nothing, return PX_OK and leave memory alone. */
+Test(gpu, empty_sizes_are_no_ops)
+{
+	const size_t n = 64;
+	struct px_error err = { 0 };
+	float *a = rand_floats(n, 18, 1.0f), got[64], *da;
+	uint8_t y[8] = { 0 }, *dyl;
+
+	need_gpu();
+	da = to_dev(a, n * 4);
+	dyl = to_dev(y, sizeof(y));
+	cr_assert_eq(G->upload(gpu, da, a, 0, &err), PX_OK);
+	cr_assert_eq(G->download(gpu, got, da, 0, &err), PX_OK);
+	cr_assert_eq(G->copy(gpu, da, da + 1, 0, &err), PX_OK);
+	cr_assert_eq(G->zero(gpu, da, 0, &err), PX_OK);
+	cr_assert_eq(G->gemm(gpu, false, false, 0, 4, 4, 1.0f, da, 4, da, 4,
+			     0.0f, da, 4, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(G->gemm(gpu, false, false, 4, 0, 4, 1.0f, da, 4, da, 4,
+			     0.0f, da, 4, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(G->bias_add(gpu, da, da, 0, 8, &err), PX_OK);
+	cr_assert_eq(G->bias_add(gpu, da, da, 8, 0, &err), PX_OK);
+	cr_assert_eq(G->bias_add(gpu, da, da, -1, 8, &err), PX_OK);
+	cr_assert_eq(G->bias_grad(gpu, da, da, 8, 0, &err), PX_OK);
+	cr_assert_eq(G->relu_fwd(gpu, da, da, 0, &err), PX_OK);
+	cr_assert_eq(G->relu_bwd(gpu, da, da, da, 0, &err), PX_OK);
+	cr_assert_eq(G->softmax_xent_fwd(gpu, da, da, da, dyl, 0, 10, &err),
+		     PX_OK);
+	cr_assert_eq(G->softmax_xent_bwd(gpu, da, da, dyl, 0, 10, &err),
+		     PX_OK);
+	cr_assert_eq(G->sgd_momentum(gpu, da, da, da, 0, 0.1f, 0.9f, 0.0f,
+				     &err), PX_OK);
+	from_dev(got, da, n * 4);
+	validate("untouched", got, a, n, 0.0, 0.0);
+	G->free(gpu, da);
+	G->free(gpu, dyl);
+	G->free(gpu, NULL);
+	free(a);
+}
+
 Test(gpu, sgd_momentum_vs_cpu)
 {
 	const size_t n = 269322;
@@ -290,6 +559,14 @@ Test(gpu, errors_map_to_px_ecuda)
 	cr_assert_eq(G->alloc(gpu, (size_t)1 << 50, &p, &err), PX_ECUDA);
 	cr_assert(strstr(err.msg, "cudaMalloc"), "%s", err.msg);
 	cr_log_info("oversized alloc: %s", err.msg);
+	/* The failed cudaMalloc is the runtime's "last error" too; the next
+	 * launch must not report it as its own. */
+	p = dev_alloc(1024 * 4);
+	cr_assert_eq(G->relu_fwd(gpu, p, p, 1024, &err), PX_OK, "%s",
+		     err.msg);
+	G->free(gpu, p);
+	cr_assert(kern_cuda_name(gpu)[0] != '\0');
+	cr_log_info("device 0: %s", kern_cuda_name(gpu));
 }
 
 /* The MLP (784-256-256-10) trained for STEPS SGD steps on CPU and GPU from
@@ -361,6 +638,106 @@ Test(gpu, mlp_sgd_steps_cpu_vs_gpu)
 	free(g);
 	free(gp);
 	free(x);
+}
+
+/* One batch through the MLP: every parameter's gradient and the
+ * evaluation (summed loss, correct count) on CPU and GPU.  With seed 81 no
+ * hidden pre-activation lies within 2e-5 of the ReLU kink, about 10x the
+ * largest float error of a pre-activation here (2.4e-6 against double);
+ * closer, a rounding difference could flip one ReLU and move a gradient
+ * column by ~1e-4, which would say nothing about the kernels.  The test
+ * checks that on the CPU first.  Float against double, this gradient is
+ * off by 1e-7 at most, 30x inside the tolerance; the top two
+ * probabilities of every row are at least 7e-3 apart, so the argmax
+ * counts must agree exactly. */
+Test(gpu, mlp_grad_and_eval_cpu_vs_gpu)
+{
+	enum { B = 32, IN = 784 };
+	const uint32_t hidden[2] = { 256, 256 };
+	struct px_error err = { 0 };
+	struct model_desc d;
+	struct model_ctx *mc = NULL, *mg = NULL;
+	float *p, *g, *gg, *x, *h[2], minpre = INFINITY;
+	float *dp, *dg, *dx;
+	uint8_t y[B], *dy;
+	double lc, lg, sc = 0.0, sg = 0.0;
+	uint64_t cc = 0, cg = 0;
+	struct kern_rng r;
+
+	need_gpu();
+	cr_assert_eq(model_desc_init(&d, MODEL_MLP, IN, 10, hidden, 2, &err),
+		     PX_OK);
+	p = malloc(d.n_params * 4);
+	g = malloc(d.n_params * 4);
+	gg = malloc(d.n_params * 4);
+	model_init_params(&d, p, 81);
+	x = rand_floats((size_t)B * IN, 82, 0.5f);
+	for (size_t i = 0; i < (size_t)B * IN; i++)
+		x[i] += 0.5f;
+	kern_rng_seed(&r, 83);
+	for (int i = 0; i < B; i++)
+		y[i] = (uint8_t)kern_rng_below(&r, 10);
+	/* the precondition: hidden pre-activations away from the kink */
+	for (int l = 0; l < 2; l++) {
+		const struct model_layer *L = &d.layer[l];
+
+		h[l] = malloc((size_t)B * L->out * 4);
+		kern_gemm(false, false, B, L->out, L->in, 1.0f,
+			  l ? h[0] : x, L->in, p + L->w_off, L->out, 0.0f,
+			  h[l], L->out);
+		kern_bias_add(h[l], p + L->b_off, B, L->out);
+		for (size_t i = 0; i < (size_t)B * L->out; i++)
+			if (fabsf(h[l][i]) < minpre)
+				minpre = fabsf(h[l][i]);
+		kern_relu_fwd(h[l], h[l], (size_t)B * L->out);
+	}
+	cr_log_info("min |hidden pre-activation| %.3g", minpre);
+	cr_assert(minpre > 2e-5f, "seeds put a pre-activation at %g of the "
+		  "ReLU kink: choose others", minpre);
+	dp = to_dev(p, d.n_params * 4);
+	dx = to_dev(x, (size_t)B * IN * 4);
+	dy = to_dev(y, B);
+	dg = dev_alloc(d.n_params * 4);
+	cr_assert_eq(model_ctx_new(&d, &kern_cpu_ops, NULL, B, &mc, &err),
+		     PX_OK);
+	cr_assert_eq(model_ctx_new(&d, G, gpu, B, &mg, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(model_grad(mc, p, x, y, B, g, &lc, &err), PX_OK);
+	cr_assert_eq(model_grad(mg, dp, dx, dy, B, dg, &lg, &err), PX_OK, "%s",
+		     err.msg);
+	from_dev(gg, dg, d.n_params * 4);
+	for (uint32_t l = 0; l < d.n_layers; l++) {
+		const struct model_layer *L = &d.layer[l];
+		char what[64];
+
+		snprintf(what, sizeof(what), "grad W%u", l);
+		validate(what, gg + L->w_off, g + L->w_off,
+			 (size_t)L->in * L->out, 1e-6, 1e-3);
+		snprintf(what, sizeof(what), "grad b%u", l);
+		validate(what, gg + L->b_off, g + L->b_off, L->out, 1e-6,
+			 1e-3);
+	}
+	cr_assert(fabs(lg - lc) <= 1e-5 + 1e-5 * fabs(lc), "loss gpu %.9g "
+		  "cpu %.9g", lg, lc);
+	cr_assert_eq(model_eval(mc, p, x, y, B, &sc, &cc, &err), PX_OK);
+	cr_assert_eq(model_eval(mg, dp, dx, dy, B, &sg, &cg, &err), PX_OK,
+		     "%s", err.msg);
+	cr_log_info("eval: loss sum gpu %.9g cpu %.9g, correct %llu / %llu",
+		    sg, sc, (unsigned long long)cg, (unsigned long long)cc);
+	cr_assert(fabs(sg - sc) <= B * 1e-5 + 1e-5 * fabs(sc));
+	cr_assert_eq(cg, cc);
+	model_ctx_free(mc);
+	model_ctx_free(mg);
+	G->free(gpu, dp);
+	G->free(gpu, dg);
+	G->free(gpu, dx);
+	G->free(gpu, dy);
+	free(p);
+	free(g);
+	free(gg);
+	free(x);
+	free(h[0]);
+	free(h[1]);
 }
 
 #else /* !PX_HAVE_CUDA */
