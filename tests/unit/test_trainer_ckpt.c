@@ -1,0 +1,344 @@
+/* test_trainer_ckpt.c -- checkpoint files: a round trip bit for bit, the
+ * atomic write (no temporary left, mode 0600, an old file replaced whole),
+ * every truncation and a flipped byte refused, header fields checked by
+ * name, and a job of another shape refused with the field that differs. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../trainer/ckpt.h"
+
+static char dir[64];
+static char path[128];
+
+static void mk_tmp(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/px_ckpt_XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/job.pxc", dir);
+}
+
+static void rm_tmp(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(ckpt, .init = mk_tmp, .fini = rm_tmp);
+
+/* A small MLP (5 -> 3 -> 2: 26 parameters) at clock 7 of 20. */
+static void meta(struct ckpt_meta *m)
+{
+	static const uint32_t hidden[] = { 3 };
+
+	memset(m, 0, sizeof(*m));
+	cr_assert_eq(model_desc_init(&m->d, MODEL_MLP, 5, 2, hidden, 1, NULL),
+		     PX_OK);
+	m->clock = 7;
+	m->total = 20;
+	m->workers = 2;
+	m->batch = 4;
+	m->epochs = 5;
+	m->n_train = 16;
+	m->test_accuracy = NAN;
+	m->written_s = 1795000000;
+}
+
+static void fill(float *w, float *v, size_t n, float k)
+{
+	for (size_t i = 0; i < n; i++) {
+		w[i] = k * (float)i - 3.25f;
+		v[i] = -k / (float)(i + 1);
+	}
+	w[0] = -0.0f;
+	v[n - 1] = 1e-38f; /* subnormal-adjacent: bits must survive */
+}
+
+static void *slurp(const char *p, size_t *len)
+{
+	FILE *f = fopen(p, "rb");
+	void *buf;
+	long n;
+
+	cr_assert_not_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void spit(const char *p, const void *buf, size_t len)
+{
+	FILE *f = fopen(p, "wb");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(buf, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+}
+
+static void write_good(const struct ckpt_meta *m)
+{
+	float w[26], v[26];
+
+	fill(w, v, m->d.n_params, 0.5f);
+	cr_assert_eq(ckpt_write(path, m, w, v, NULL), PX_OK);
+}
+
+Test(ckpt, round_trip_bit_for_bit)
+{
+	struct ckpt_meta m, r;
+	float w[26], v[26], *rw, *rv;
+	struct px_error err;
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int files = 0;
+
+	meta(&m);
+	cr_assert_eq(m.d.n_params, 26);
+	fill(w, v, 26, 0.5f);
+	cr_assert_eq(ckpt_write(path, &m, w, v, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(ckpt_read(path, &r, &rw, &rv, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(memcmp(rw, w, sizeof(w)), 0);
+	cr_assert_eq(memcmp(rv, v, sizeof(v)), 0);
+	cr_assert_eq(r.d.kind, MODEL_MLP);
+	cr_assert_eq(r.d.n_layers, 2);
+	cr_assert_eq(r.d.layer[0].out, 3);
+	cr_assert_eq(r.clock, 7);
+	cr_assert_eq(r.total, 20);
+	cr_assert_eq(r.workers, 2);
+	cr_assert_eq(r.batch, 4);
+	cr_assert_eq(r.epochs, 5);
+	cr_assert_eq(r.n_train, 16);
+	cr_assert(isnan(r.test_accuracy));
+	cr_assert_eq(r.written_s, 1795000000);
+	cr_assert_eq(ckpt_check_job(path, &r, &m, &err), PX_OK, "%s",
+		     err.msg);
+	free(rw);
+	free(rv);
+	/* private, and nothing but the file itself in the directory */
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	d = opendir(dir);
+	while ((e = readdir(d)))
+		files += e->d_name[0] != '.';
+	closedir(d);
+	cr_assert_eq(files, 1, "a temporary file was left behind");
+}
+
+/* A second write replaces the first whole (rename, not rewrite). */
+Test(ckpt, rewrite_replaces_whole)
+{
+	struct ckpt_meta m, r;
+	float w[26], v[26], *rw, *rv;
+	struct stat a, b;
+
+	meta(&m);
+	write_good(&m);
+	cr_assert_eq(stat(path, &a), 0);
+	m.clock = 12;
+	m.test_accuracy = 0.8125;
+	fill(w, v, 26, 2.0f);
+	cr_assert_eq(ckpt_write(path, &m, w, v, NULL), PX_OK);
+	cr_assert_eq(stat(path, &b), 0);
+	cr_assert_neq(a.st_ino, b.st_ino, "written in place, not renamed");
+	cr_assert_eq(ckpt_read(path, &r, &rw, &rv, NULL), PX_OK);
+	cr_assert_eq(r.clock, 12);
+	cr_assert_float_eq(r.test_accuracy, 0.8125, 1e-12);
+	cr_assert_eq(memcmp(rw, w, sizeof(w)), 0);
+	free(rw);
+	free(rv);
+}
+
+/* Every truncation fails with an error naming the file; nothing leaks
+ * (make check runs this under ASan). */
+Test(ckpt, every_truncation_refused)
+{
+	struct ckpt_meta m, r;
+	struct px_error err;
+	float *rw, *rv;
+	uint8_t *buf;
+	size_t len;
+
+	meta(&m);
+	write_good(&m);
+	buf = slurp(path, &len);
+	for (size_t n = 0; n < len; n++) {
+		spit(path, buf, n);
+		cr_assert_neq(ckpt_read(path, &r, &rw, &rv, &err), PX_OK,
+			      "%zu of %zu bytes accepted", n, len);
+		cr_assert_null(rw);
+		cr_assert_not_null(strstr(err.msg, path), "%s", err.msg);
+	}
+	free(buf);
+}
+
+/* One flipped bit anywhere after the header line: the SHA-256 says so. */
+Test(ckpt, flipped_byte_refused)
+{
+	struct ckpt_meta m, r;
+	struct px_error err;
+	float *rw, *rv;
+	uint8_t *buf;
+	size_t len, hl;
+
+	meta(&m);
+	write_good(&m);
+	buf = slurp(path, &len);
+	hl = (size_t)((uint8_t *)memchr(buf, '\n', len) - buf) + 1;
+	for (size_t at = hl; at < len; at += 7) {
+		buf[at] ^= 0x10;
+		spit(path, buf, len);
+		cr_assert_eq(ckpt_read(path, &r, &rw, &rv, &err), PX_EINVAL);
+		cr_assert_not_null(strstr(err.msg, "SHA-256 does not match"),
+				   "byte %zu: %s", at, err.msg);
+		buf[at] ^= 0x10;
+	}
+	free(buf);
+}
+
+/* Rewrite the header line of a good file with one edit (the SHA-256 then
+ * no longer matches, but the header is checked first). */
+static enum px_err edited(const char *from, const char *to,
+			  struct px_error *err)
+{
+	struct ckpt_meta m, r;
+	char *buf, *out, *at;
+	float *rw = NULL, *rv = NULL;
+	size_t len, fl = strlen(from), tl = strlen(to);
+	enum px_err e;
+
+	meta(&m);
+	write_good(&m);
+	buf = slurp(path, &len);
+	at = memmem(buf, len, from, fl);
+	cr_assert_not_null(at, "'%s' not in the header", from);
+	out = malloc(len + tl);
+	memcpy(out, buf, (size_t)(at - buf));
+	memcpy(out + (at - buf), to, tl);
+	memcpy(out + (at - buf) + tl, at + fl, len - (size_t)(at - buf) - fl);
+	spit(path, out, len - fl + tl);
+	e = ckpt_read(path, &r, &rw, &rv, err);
+	cr_assert_null(rw);
+	free(buf);
+	free(out);
+	return e;
+}
+
+Test(ckpt, header_fields_named)
+{
+	static const struct {
+		const char *from, *to, *says;
+	} c[] = {
+		{ "\"clock\":7,", "", "field 'clock' missing" },
+		{ "\"clock\":7", "\"clock\":-1", "field 'clock': not an integer" },
+		{ "\"clock\":7", "\"clock\":21", "'clock': 21 is past 'total'" },
+		{ "\"version\":1", "\"version\":2", "version 2, this build "
+						     "reads 1" },
+		{ "\"params\":26", "\"params\":27", "'params': 27, but the "
+						     "model it names has 26" },
+		{ "\"model\":\"mlp\"", "\"model\":\"cnn\"", "field 'model'" },
+		{ "\"hidden\":[3]", "\"hidden\":[0]", "'hidden[0]'" },
+		{ "\"hidden\":[3]", "\"hidden\":3", "field 'hidden'" },
+		{ "\"batch\":4", "\"batch\":\"4\"", "field 'batch'" },
+		{ "proteus-checkpoint", "proteus-checkpoinT", "'format'" },
+		{ "{\"format\"", "[\"format\"", "header, byte" },
+		/* a header that claims fewer parameters than the file has */
+		{ "\"hidden\":[3],\"params\":26", "\"hidden\":[2],\"params\":"
+		  "18", "truncated or damaged" },
+	};
+	struct px_error err;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		cr_assert_eq(edited(c[i].from, c[i].to, &err), PX_EINVAL,
+			     "case %zu", i);
+		cr_assert_not_null(strstr(err.msg, c[i].says),
+				   "case %zu: %s", i, err.msg);
+		cr_assert_not_null(strstr(err.msg, path), "%s", err.msg);
+	}
+}
+
+Test(ckpt, not_a_checkpoint)
+{
+	struct ckpt_meta r;
+	struct px_error err;
+	float *rw, *rv;
+	char big[5000];
+
+	cr_assert_eq(ckpt_read("/nonexistent/x.pxc", &r, &rw, &rv, &err),
+		     PX_ENOENT);
+	cr_assert_not_null(strstr(err.msg, "/nonexistent/x.pxc"));
+	memset(big, 'a', sizeof(big));
+	spit(path, big, sizeof(big));
+	cr_assert_eq(ckpt_read(path, &r, &rw, &rv, &err), PX_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "no header line"), "%s", err.msg);
+	cr_assert_eq(ckpt_read(dir, &r, &rw, &rv, &err), PX_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "not a regular file"), "%s",
+			   err.msg);
+}
+
+/* A checkpoint of another job's shape, or of a finished job, is refused
+ * with what differs. */
+Test(ckpt, other_job_refused)
+{
+	struct ckpt_meta have, want;
+	struct px_error err;
+
+	meta(&have);
+	want = have;
+	want.workers = 3;
+	cr_assert_eq(ckpt_check_job("f", &have, &want, &err), PX_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "2 workers (--workers), this one "
+				  "has 3"), "%s", err.msg);
+	want = have;
+	cr_assert_eq(model_desc_init(&want.d, MODEL_MLR, 5, 2, NULL, 0, NULL),
+		     PX_OK);
+	cr_assert_eq(ckpt_check_job("f", &have, &want, &err), PX_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "an mlp model, this job trains an "
+				  "mlr"), "%s", err.msg);
+	want = have;
+	want.epochs = 6;
+	cr_assert_eq(ckpt_check_job("f", &have, &want, &err), PX_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "epochs"), "%s", err.msg);
+	want = have;
+	have.clock = have.total;
+	cr_assert_eq(ckpt_check_job("f", &have, &want, &err), PX_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "finished job"), "%s", err.msg);
+}
+
+/* A directory that cannot be written: the error names the file, and an
+ * existing checkpoint there is untouched. */
+Test(ckpt, unwritable_keeps_old)
+{
+	struct ckpt_meta m, r;
+	struct px_error err;
+	float w[26], v[26], *rw, *rv;
+
+	if (geteuid() == 0)
+		cr_skip_test("root ignores directory permissions");
+	meta(&m);
+	write_good(&m);
+	cr_assert_eq(chmod(dir, 0500), 0);
+	m.clock = 9;
+	fill(w, v, 26, 1.0f);
+	cr_assert_neq(ckpt_write(path, &m, w, v, &err), PX_OK);
+	cr_assert_not_null(strstr(err.msg, path), "%s", err.msg);
+	cr_assert_eq(chmod(dir, 0700), 0);
+	cr_assert_eq(ckpt_read(path, &r, &rw, &rv, NULL), PX_OK);
+	cr_assert_eq(r.clock, 7);
+	free(rw);
+	free(rv);
+}

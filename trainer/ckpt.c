@@ -1,0 +1,533 @@
+/* ckpt.c -- training checkpoints (ckpt.h): a JSON header line, two float32
+ * arrays, a SHA-256; written atomically, read with every field checked.
+ */
+#include "ckpt.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DIGEST_LEN 32
+#define CHUNK 16384 /* floats converted per write */
+
+static enum px_err sys_err(struct px_error *err, const char *path,
+			   const char *what)
+{
+	int e = errno;
+
+	return px_errorf(err, PX_ESYS | e, "checkpoint '%s': %s: %s", path,
+			 what, strerror(e));
+}
+
+static enum px_err write_all(int fd, const void *buf, size_t len,
+			     EVP_MD_CTX *md, const char *path,
+			     struct px_error *err)
+{
+	const uint8_t *p = buf;
+
+	if (EVP_DigestUpdate(md, buf, len) != 1)
+		return px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256",
+				 path);
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sys_err(err, path, "write");
+		p += n;
+		len -= (size_t)n;
+	}
+	return PX_OK;
+}
+
+/* n floats, little-endian on disk whatever the host is. */
+static enum px_err write_floats(int fd, const float *f, uint64_t n,
+				EVP_MD_CTX *md, const char *path,
+				struct px_error *err)
+{
+	uint32_t buf[CHUNK];
+
+	for (uint64_t i = 0; i < n; i += CHUNK) {
+		uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+		enum px_err e;
+
+		memcpy(buf, f + i, k * sizeof(float));
+		for (uint64_t j = 0; j < k; j++)
+			buf[j] = htole32(buf[j]);
+		e = write_all(fd, buf, k * sizeof(float), md, path, err);
+		if (e != PX_OK)
+			return e;
+	}
+	return PX_OK;
+}
+
+static char *header(const struct ckpt_meta *m)
+{
+	json_t *j, *hid = json_array();
+	char when[32];
+	char *s;
+
+	if (!hid)
+		return NULL;
+	for (uint32_t i = 0; i + 1 < m->d.n_layers; i++)
+		json_array_append_new(hid, json_integer(m->d.layer[i].out));
+	px_format_time(m->written_s, when, sizeof(when));
+	j = json_pack("{s:s, s:i, s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:I, "
+		      "s:I, s:I, s:I, s:o, s:s}",
+		      "format", CKPT_FORMAT, "version", CKPT_VERSION,
+		      "model", model_kind_name(m->d.kind),
+		      "inputs", (json_int_t)m->d.n_in,
+		      "classes", (json_int_t)m->d.n_out,
+		      "hidden", hid,
+		      "params", (json_int_t)m->d.n_params,
+		      "clock", (json_int_t)m->clock,
+		      "total", (json_int_t)m->total,
+		      "workers", (json_int_t)m->workers,
+		      "batch", (json_int_t)m->batch,
+		      "epochs", (json_int_t)m->epochs,
+		      "train_examples", (json_int_t)m->n_train,
+		      "test_accuracy", isnan(m->test_accuracy)
+			      ? json_null() : json_real(m->test_accuracy),
+		      "written", when);
+	if (!j)
+		return NULL;
+	s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	return s;
+}
+
+/* fsync the directory holding path, so that the rename is durable. */
+static enum px_err sync_dir(const char *path, struct px_error *err)
+{
+	char *copy = strdup(path);
+	int fd;
+
+	if (!copy)
+		return px_errorf(err, PX_ENOMEM, "checkpoint path");
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(copy);
+	if (fd < 0)
+		return sys_err(err, path, "open its directory");
+	if (fsync(fd) != 0 && errno != EINVAL) {
+		close(fd);
+		return sys_err(err, path, "fsync its directory");
+	}
+	close(fd);
+	return PX_OK;
+}
+
+enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
+		       const float *params, const float *momentum,
+		       struct px_error *err)
+{
+	uint8_t digest[DIGEST_LEN];
+	char tmp[4200];
+	EVP_MD_CTX *md = NULL;
+	char *h = NULL;
+	enum px_err e;
+	int fd = -1;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path,
+			     (long)getpid()) >= sizeof(tmp))
+		return px_errorf(err, PX_ETOOBIG, "checkpoint path too long");
+	h = header(m);
+	md = EVP_MD_CTX_new();
+	if (!h || !md) {
+		e = px_errorf(err, PX_ENOMEM, "checkpoint '%s'", path);
+		goto out;
+	}
+	if (strlen(h) >= CKPT_HEADER_MAX) {
+		e = px_errorf(err, PX_ETOOBIG, "checkpoint '%s': header of "
+			      "%zu bytes", path, strlen(h));
+		goto out;
+	}
+	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", path);
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0) {
+		e = sys_err(err, tmp, "create");
+		goto out;
+	}
+	e = write_all(fd, h, strlen(h), md, tmp, err);
+	if (e == PX_OK)
+		e = write_all(fd, "\n", 1, md, tmp, err);
+	if (e == PX_OK)
+		e = write_floats(fd, params, m->d.n_params, md, tmp, err);
+	if (e == PX_OK)
+		e = write_floats(fd, momentum, m->d.n_params, md, tmp, err);
+	if (e == PX_OK && EVP_DigestFinal_ex(md, digest, NULL) != 1)
+		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", path);
+	if (e == PX_OK) {
+		ssize_t n = write(fd, digest, DIGEST_LEN);
+
+		if (n != DIGEST_LEN)
+			e = n < 0 ? sys_err(err, tmp, "write")
+				  : px_errorf(err, PX_EIO, "checkpoint '%s':"
+					      " short write", tmp);
+	}
+	if (e == PX_OK && fsync(fd) != 0)
+		e = sys_err(err, tmp, "fsync");
+	if (close(fd) != 0 && e == PX_OK)
+		e = sys_err(err, tmp, "close");
+	fd = -1;
+	if (e == PX_OK && rename(tmp, path) != 0)
+		e = sys_err(err, path, "rename the new file over it");
+	if (e == PX_OK)
+		e = sync_dir(path, err);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (e != PX_OK)
+		(void)unlink(tmp);
+	EVP_MD_CTX_free(md);
+	free(h);
+	return e;
+}
+
+/* Read exactly len bytes at the current offset, hashing them. */
+static enum px_err read_exact(int fd, void *buf, size_t len, EVP_MD_CTX *md,
+			      const char *path, const char *what,
+			      struct px_error *err)
+{
+	uint8_t *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, p + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sys_err(err, path, what);
+		if (n == 0)
+			return px_errorf(err, PX_EINVAL, "checkpoint '%s': "
+					 "ends inside %s", path, what);
+		done += (size_t)n;
+	}
+	if (md && EVP_DigestUpdate(md, buf, len) != 1)
+		return px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256",
+				 path);
+	return PX_OK;
+}
+
+static enum px_err read_floats(int fd, float *f, uint64_t n, EVP_MD_CTX *md,
+			       const char *path, const char *what,
+			       struct px_error *err)
+{
+	enum px_err e = read_exact(fd, f, n * sizeof(float), md, path, what,
+				   err);
+	uint32_t u;
+
+	for (uint64_t i = 0; e == PX_OK && i < n; i++) {
+		memcpy(&u, f + i, sizeof(u));
+		u = le32toh(u);
+		memcpy(f + i, &u, sizeof(u));
+	}
+	return e;
+}
+
+/* An integer field in [lo, hi]. */
+static enum px_err get_int(json_t *j, const char *path, const char *key,
+			   int64_t lo, int64_t hi, int64_t *ret,
+			   struct px_error *err)
+{
+	json_t *v = json_object_get(j, key);
+
+	if (!v)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field '%s' missing", path, key);
+	if (!json_is_integer(v) || json_integer_value(v) < lo ||
+	    json_integer_value(v) > hi)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field '%s': not an integer in [%" PRId64
+				 ", %" PRId64 "]", path, key, lo, hi);
+	*ret = json_integer_value(v);
+	return PX_OK;
+}
+
+static enum px_err parse_header(json_t *j, const char *path,
+				struct ckpt_meta *m, struct px_error *err)
+{
+	uint32_t hidden[MODEL_MAX_LAYERS - 1];
+	const char *fmt, *model;
+	enum model_kind kind;
+	json_t *hid, *acc, *wr;
+	int64_t v[10];
+	size_t nh;
+	enum px_err e;
+	static const struct {
+		const char *key;
+		int64_t lo, hi;
+	} f[] = {
+		{ "version", 1, INT32_MAX },
+		{ "inputs", 1, MODEL_MAX_WIDTH },
+		{ "classes", 2, MODEL_MAX_WIDTH },
+		{ "params", 1, MODEL_MAX_PARAMS },
+		{ "clock", 0, INT64_MAX },
+		{ "total", 1, INT64_MAX },
+		{ "workers", 1, UINT32_MAX },
+		{ "batch", 1, MODEL_MAX_BATCH },
+		{ "epochs", 1, UINT32_MAX },
+		{ "train_examples", 1, UINT32_MAX },
+	};
+
+	fmt = json_string_value(json_object_get(j, "format"));
+	if (!fmt || strcmp(fmt, CKPT_FORMAT) != 0)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'format': not \"%s\"", path,
+				 CKPT_FORMAT);
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		e = get_int(j, path, f[i].key, f[i].lo, f[i].hi, &v[i], err);
+		if (e != PX_OK)
+			return e;
+	}
+	if (v[0] != CKPT_VERSION)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': version "
+				 "%" PRId64 ", this build reads %d", path,
+				 v[0], CKPT_VERSION);
+	model = json_string_value(json_object_get(j, "model"));
+	if (!model)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'model' missing or not a string",
+				 path);
+	e = model_kind_parse(model, &kind, err);
+	if (e != PX_OK) {
+		px_error_prefix(err, "checkpoint '%s': header field 'model': ",
+				path);
+		return e;
+	}
+	hid = json_object_get(j, "hidden");
+	nh = json_array_size(hid);
+	if (!json_is_array(hid) || nh > MODEL_MAX_LAYERS - 1)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'hidden': not an array of at most %d "
+				 "widths", path, MODEL_MAX_LAYERS - 1);
+	for (size_t i = 0; i < nh; i++) {
+		json_t *w = json_array_get(hid, i);
+
+		if (!json_is_integer(w) || json_integer_value(w) < 1 ||
+		    json_integer_value(w) > MODEL_MAX_WIDTH)
+			return px_errorf(err, PX_EINVAL, "checkpoint '%s': "
+					 "header field 'hidden[%zu]': not a "
+					 "width in [1, %u]", path, i,
+					 MODEL_MAX_WIDTH);
+		hidden[i] = (uint32_t)json_integer_value(w);
+	}
+	e = model_desc_init(&m->d, kind, (uint32_t)v[1], (uint32_t)v[2],
+			    hidden, (uint32_t)nh, err);
+	if (e != PX_OK) {
+		px_error_prefix(err, "checkpoint '%s': the model: ", path);
+		return e;
+	}
+	if ((int64_t)m->d.n_params != v[3])
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'params': %" PRId64 ", but the model "
+				 "it names has %zu", path, v[3],
+				 m->d.n_params);
+	if (v[4] > v[5])
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'clock': %" PRId64 " is past 'total' %"
+				 PRId64, path, v[4], v[5]);
+	m->clock = v[4];
+	m->total = v[5];
+	m->workers = (uint32_t)v[6];
+	m->batch = (uint32_t)v[7];
+	m->epochs = (uint32_t)v[8];
+	m->n_train = (uint32_t)v[9];
+	acc = json_object_get(j, "test_accuracy");
+	m->test_accuracy = json_is_number(acc) ? json_number_value(acc) : NAN;
+	wr = json_object_get(j, "written");
+	if (!json_is_string(wr) ||
+	    px_parse_time(json_string_value(wr), json_string_length(wr),
+			  &m->written_s) != PX_OK)
+		m->written_s = 0; /* informative only */
+	return PX_OK;
+}
+
+enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
+		      float **ret_params, float **ret_momentum,
+		      struct px_error *err)
+{
+	uint8_t digest[DIGEST_LEN], want[DIGEST_LEN];
+	char hbuf[CKPT_HEADER_MAX + 1];
+	float *w = NULL, *v = NULL;
+	EVP_MD_CTX *md = NULL;
+	json_error_t je;
+	size_t hlen = 0;
+	json_t *j = NULL;
+	struct stat st;
+	uint64_t need;
+	enum px_err e;
+	ssize_t n;
+	char *nl;
+	int fd;
+
+	*ret_params = *ret_momentum = NULL;
+	memset(m, 0, sizeof(*m));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT
+			? px_errorf(err, PX_ENOENT, "checkpoint '%s': no such "
+				    "file", path)
+			: sys_err(err, path, "open");
+	if (fstat(fd, &st) != 0) {
+		e = sys_err(err, path, "fstat");
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': not a regular "
+			      "file", path);
+		goto out;
+	}
+	/* The header line: read what may hold it, find its end. */
+	while (hlen < sizeof(hbuf) - 1) {
+		n = read(fd, hbuf + hlen, sizeof(hbuf) - 1 - hlen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = sys_err(err, path, "read");
+			goto out;
+		}
+		if (n == 0)
+			break;
+		hlen += (size_t)n;
+	}
+	hbuf[hlen] = '\0';
+	nl = memchr(hbuf, '\n', hlen);
+	if (!nl) {
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': no header "
+			      "line in the first %d bytes (not a checkpoint?)",
+			      path, CKPT_HEADER_MAX);
+		goto out;
+	}
+	j = json_loadb(hbuf, (size_t)(nl - hbuf), 0, &je);
+	if (!j || !json_is_object(j)) {
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': header, byte "
+			      "%d: %s", path, j ? 0 : je.position,
+			      j ? "not a JSON object" : je.text);
+		goto out;
+	}
+	e = parse_header(j, path, m, err);
+	if (e != PX_OK)
+		goto out;
+	hlen = (size_t)(nl - hbuf) + 1;
+	need = hlen + 2 * (uint64_t)m->d.n_params * sizeof(float) +
+	       DIGEST_LEN;
+	if ((uint64_t)st.st_size != need) {
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': %jd bytes, "
+			      "but its header (%zu parameters) makes it %"
+			      PRIu64 ": truncated or damaged", path,
+			      (intmax_t)st.st_size, m->d.n_params, need);
+		goto out;
+	}
+	md = EVP_MD_CTX_new();
+	w = px_calloc(m->d.n_params, sizeof(float));
+	v = px_calloc(m->d.n_params, sizeof(float));
+	if (!md || !w || !v) {
+		e = px_errorf(err, PX_ENOMEM, "checkpoint '%s': %zu "
+			      "parameters", path, m->d.n_params);
+		goto out;
+	}
+	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+	    EVP_DigestUpdate(md, hbuf, hlen) != 1) {
+		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", path);
+		goto out;
+	}
+	if (lseek(fd, (off_t)hlen, SEEK_SET) != (off_t)hlen) {
+		e = sys_err(err, path, "seek");
+		goto out;
+	}
+	e = read_floats(fd, w, m->d.n_params, md, path, "the parameters",
+			err);
+	if (e == PX_OK)
+		e = read_floats(fd, v, m->d.n_params, md, path,
+				"the momentum", err);
+	if (e == PX_OK)
+		e = read_exact(fd, want, DIGEST_LEN, NULL, path,
+			       "the SHA-256", err);
+	if (e != PX_OK)
+		goto out;
+	if (EVP_DigestFinal_ex(md, digest, NULL) != 1) {
+		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", path);
+		goto out;
+	}
+	if (memcmp(digest, want, DIGEST_LEN) != 0) {
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': SHA-256 does "
+			      "not match its contents: the file is damaged",
+			      path);
+		goto out;
+	}
+	*ret_params = w;
+	*ret_momentum = v;
+	w = v = NULL;
+out:
+	close(fd);
+	json_decref(j);
+	EVP_MD_CTX_free(md);
+	free(w);
+	free(v);
+	return e;
+}
+
+enum px_err ckpt_check_job(const char *path, const struct ckpt_meta *have,
+			   const struct ckpt_meta *want,
+			   struct px_error *err)
+{
+	const struct {
+		const char *what;
+		uint64_t h, w;
+	} f[] = {
+		{ "inputs", have->d.n_in, want->d.n_in },
+		{ "classes", have->d.n_out, want->d.n_out },
+		{ "layers (--hidden)", have->d.n_layers, want->d.n_layers },
+		{ "parameters (--hidden)", have->d.n_params,
+		  want->d.n_params },
+		{ "workers (--workers)", have->workers, want->workers },
+		{ "batch (--batch)", have->batch, want->batch },
+		{ "epochs (--epochs)", have->epochs, want->epochs },
+		{ "training examples (--max-train)", have->n_train,
+		  want->n_train },
+		{ "total clocks", (uint64_t)have->total,
+		  (uint64_t)want->total },
+	};
+
+	if (have->d.kind != want->d.kind)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s' is of an %s"
+				 " model, this job trains an %s (--model)",
+				 path, model_kind_name(have->d.kind),
+				 model_kind_name(want->d.kind));
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (f[i].h != f[i].w)
+			return px_errorf(err, PX_EINVAL, "checkpoint '%s' is "
+					 "of a job with %" PRIu64 " %s, this "
+					 "one has %" PRIu64, path, f[i].h,
+					 f[i].what, f[i].w);
+	for (uint32_t i = 0; i < have->d.n_layers; i++)
+		if (have->d.layer[i].out != want->d.layer[i].out)
+			return px_errorf(err, PX_EINVAL, "checkpoint '%s': "
+					 "layer %u has %u outputs, this job's "
+					 "%u (--hidden)", path, i + 1,
+					 have->d.layer[i].out,
+					 want->d.layer[i].out);
+	if (have->clock >= have->total)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s' is of a "
+				 "finished job (clock %" PRId64 " of %" PRId64
+				 "): nothing to resume", path, have->clock,
+				 have->total);
+	return PX_OK;
+}

@@ -1,0 +1,58 @@
+/* ckpt.h -- training checkpoints: the whole parameter vector and the
+ * optimizer's momentum at a clock, with what the job was, in one file.
+ *
+ * The format (docs/trainer.md, "Checkpoints"): one line of JSON (at most
+ * CKPT_HEADER_MAX bytes, then '\n') naming the model, the job's shape and
+ * the clock; the parameters, n_params float32 little-endian; the momentum,
+ * likewise; the SHA-256 of everything before it (32 bytes).  A file is
+ * written to a temporary name, synced and renamed over the old one, so a
+ * crash leaves the old checkpoint or the new, never half of one.
+ */
+#ifndef PX_CKPT_H
+#define PX_CKPT_H
+
+#include <stdint.h>
+
+#include "../common/px.h"
+#include "model.h"
+
+#define CKPT_HEADER_MAX 4096
+#define CKPT_FORMAT "proteus-checkpoint"
+#define CKPT_VERSION 1
+
+/* What a checkpoint says of itself.  The job's shape (workers, batch,
+ * epochs, n_train) fixes what a clock means, so a resumed job must have
+ * the same; the model must match the parameter vector. */
+struct ckpt_meta {
+	struct model_desc d;    /* model (kind, widths, n_params) */
+	int64_t clock;          /* every update of clocks < clock is in;
+				   some of the next 1 + slack may be too */
+	int64_t total;          /* clocks of the whole job */
+	uint32_t workers;       /* initial workers (partitions) */
+	uint32_t batch;
+	uint32_t epochs;
+	uint32_t n_train;       /* training examples used */
+	double test_accuracy;   /* at clock; NaN: not evaluated */
+	int64_t written_s;      /* Unix time it was written */
+};
+
+/* Write params and momentum (m->d.n_params floats each) to path, atomically
+ * (path.tmp.PID, fsync, rename, fsync of the directory); mode 0600. */
+enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
+		       const float *params, const float *momentum,
+		       struct px_error *err);
+
+/* Read and verify a checkpoint: header fields, exact size, SHA-256.  On
+ * success *ret_params and *ret_momentum are malloc'd (freed by the
+ * caller).  Errors name the file and the field or byte. */
+enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
+		      float **ret_params, float **ret_momentum,
+		      struct px_error *err);
+
+/* Whether a checkpoint fits a job: same model and shape.  Errors name the
+ * file and the first field that differs, with both values. */
+enum px_err ckpt_check_job(const char *path, const struct ckpt_meta *have,
+			   const struct ckpt_meta *want,
+			   struct px_error *err);
+
+#endif
