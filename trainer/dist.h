@@ -60,6 +60,14 @@ struct dist_opts {
 	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
 				      before the pushes, which follow this
 				      much later (pushes in flight) */
+	int64_t fault_crash_at;    /* coordinator, tests only: SIGKILL
+				      itself at this clock (0: never) */
+	const char *checkpoint;    /* coordinator: write checkpoints here
+				      (ckpt.h); NULL: none */
+	uint32_t checkpoint_every; /* ... every this many clocks (0: after
+				      each evaluation only) */
+	const char *resume;        /* coordinator: resume the job from this
+				      checkpoint; NULL: start afresh */
 	bool json;                 /* coordinator: JSON result on out */
 	bool eval_epochs;          /* coordinator: test after each epoch */
 	int out_fd;                /* coordinator: progress and result */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckpt.h"
 #include "data.h"
 #include "model.h"
 
@@ -60,6 +61,13 @@ struct coord {
 	struct model_desc d;
 	struct model_ctx *mc;
 	float *params;
+	/* checkpoints */
+	struct ckpt_meta meta;     /* this job's shape */
+	float *mom;                /* momentum pulled for a checkpoint */
+	float *ck_w, *ck_v;        /* --resume: what the PS nodes fetch */
+	int64_t resumed_from;      /* clock resumed at; -1: a fresh job */
+	int64_t ckpt_clock;        /* clock of the last checkpoint; -1 */
+	uint32_t ckpts;            /* checkpoints written */
 	bool done;
 	struct wire_member list[DIST_MAX_NODES]; /* MEMBERSHIP scratch */
 };
@@ -457,6 +465,8 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	if (c->started && is_ps(m))
 		replace_all(c);
 	wire_msg_init(&a, WIRE_ASSIGN, req->hdr.sender, c->min_clock);
+	if (c->ck_w && !c->started && is_ps(m))
+		a.hdr.flags |= WIRE_F_RESUME; /* state from us, not seeded */
 	a.u.assign.roles = r->roles;
 	a.u.assign.stage = c->stage;
 	a.u.assign.staleness = c->o->slack;
@@ -474,6 +484,36 @@ static void on_register(struct coord *c, struct wire_msg *req)
 		announce(c);
 }
 
+/* A PS of a resumed job fetches the state of its first shards here:
+ * the checkpoint's parameters, or with WIRE_F_MOMENTUM its momentum. */
+static void serve_resume(struct coord *c, const struct wire_msg *m)
+{
+	const struct wire_pull *q = &m->u.pull;
+	const struct cmember *mb = find(c, m->hdr.sender);
+	uint32_t fl = m->hdr.flags & WIRE_F_MOMENTUM;
+	const struct wire_shard *sh = q->shard < c->nshards
+					      ? &c->map[q->shard] : NULL;
+	struct px_error err;
+	struct wire_msg a;
+
+	if (mb && is_ps(mb) && alive(mb) && c->stage_epoch && sh &&
+	    q->offset <= sh->count && q->count <= sh->count - q->offset) {
+		if (net_send_range(c->rep, WIRE_PARAMS, fl, m->hdr.sender,
+				   c->min_clock, q->shard, q->offset,
+				   (fl ? c->ck_v : c->ck_w) + sh->offset +
+					   q->offset,
+				   q->count, 1000, &err) != PX_OK)
+			dist_logf(c->o, 4, "checkpoint state to %u: %s",
+				  m->hdr.sender.v, err.msg);
+		return;
+	}
+	wire_msg_init(&a, WIRE_ACK, m->hdr.sender, c->min_clock);
+	a.u.ack.ref_seq = m->hdr.seq;
+	a.u.ack.status = PX_ENOENT;
+	snprintf(a.u.ack.detail, sizeof(a.u.ack.detail), "no such shard");
+	(void)net_send(c->rep, &a, 100, &err);
+}
+
 static void on_rep(struct coord *c)
 {
 	struct px_error err;
@@ -489,6 +529,8 @@ static void on_rep(struct coord *c)
 			on_agent_register(c, &m);
 		} else if (m.hdr.type == WIRE_REGISTER) {
 			on_register(c, &m);
+		} else if (m.hdr.type == WIRE_PULL && c->ck_w) {
+			serve_resume(c, &m);
 		} else {
 			wire_msg_init(&a, WIRE_ACK, m.hdr.sender, c->min_clock);
 			a.u.ack.ref_seq = m.hdr.seq;
@@ -568,6 +610,18 @@ static void on_pull(struct coord *c)
 	}
 }
 
+/* Where to resume from, for the message of a failed job. */
+static void ckpt_hint(const struct coord *c, char *buf, size_t len)
+{
+	if (c->ckpt_clock >= 0)
+		snprintf(buf, len, "; the checkpoint of clock %" PRId64
+			 " is in %s: run the job again with --resume %s",
+			 c->ckpt_clock, c->o->checkpoint, c->o->checkpoint);
+	else
+		snprintf(buf, len, "%s", c->o->checkpoint ? "; no checkpoint "
+			 "written yet" : "");
+}
+
 /* Watchdog: no clock advance (or no start) for a quarter of
  * --stall-timeout logs who holds the job back; the whole of it fails the
  * job with that as the error, instead of waiting forever.  Returns
@@ -579,7 +633,7 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 	uint64_t idle = now > ref ? now - ref : 0; /* ref may be newer */
 	uint32_t nw = 0, nps = 0, active = 0;
 	const struct cmember *slow = NULL, *silent = NULL;
-	char why[200], more[100] = "";
+	char why[200], more[100] = "", hint[PX_ERRMSG_MAX / 2];
 
 	if (!lim || idle < lim / 4 || (idle < lim && c->stall_warned))
 		return false;
@@ -624,63 +678,84 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 			  (double)idle / 1e6, why, more);
 		return false;
 	}
+	ckpt_hint(c, hint, sizeof(hint));
 	px_errorf(err, PX_ETIMEDOUT, "no progress for %u s (--stall-timeout)"
-		  ", %s%s", c->o->stall_timeout_s, why, more);
+		  ", %s%s%s", c->o->stall_timeout_s, why, more, hint);
 	return true;
 }
 
-/* Pull every shard from its active PS and evaluate on the test set. */
-static enum px_err evaluate(struct coord *c, double *ret_loss,
-			    double *ret_acc, struct px_error *err)
+/* Pull shard s from its active PS into dst: its parameters (flags 0) or
+ * its momentum (WIRE_F_MOMENTUM), with every update before min_clock. */
+static enum px_err pull_shard(struct coord *c, uint32_t s, uint32_t flags,
+			      float *dst, struct px_error *err)
+{
+	const struct wire_shard *sh = &c->map[s];
+	struct cmember *ps = find(c, sh->active);
+	enum px_err e;
+
+	if (!ps)
+		return px_errorf(err, PX_ENOENT, "shard %u has no PS", s);
+	for (int tries = 0; tries < 10; tries++) {
+		struct net_sock *q;
+		struct wire_msg m, r;
+		bool got;
+
+		q = dist_link_get(&c->links, sh->active, ps->w.addr, true,
+				  err);
+		if (!q)
+			return err->code;
+		wire_msg_init(&m, WIRE_PULL, sh->active, c->min_clock);
+		m.hdr.flags = flags;
+		m.u.pull.shard = s;
+		m.u.pull.count = sh->count;
+		/* no pushes of its own; hdr.clock: every update before
+		 * min_clock */
+		m.u.pull.min_clock = -1;
+		e = net_send(q, &m, 200, err);
+		if (e == PX_OK)
+			e = net_recv(q, &r, 300, err);
+		if (e != PX_OK) {
+			dist_link_reset_req(&c->links, sh->active);
+			continue;
+		}
+		got = r.hdr.type == WIRE_PARAMS &&
+		      (r.hdr.flags & WIRE_F_MOMENTUM) == flags &&
+		      r.u.range.data.n == sh->count;
+		if (got)
+			wire_f32_copy(&r.u.range.data, dst + sh->offset);
+		wire_msg_release(&r);
+		if (got)
+			return PX_OK;
+		usleep(20000);
+	}
+	return px_errorf(err, PX_ETIMEDOUT, "shard %u: no %s from PS %u", s,
+			 flags ? "momentum" : "parameters", sh->active.v);
+}
+
+/* The whole parameter vector into c->params, and with momentum the
+ * optimizer's state into c->mom (for a checkpoint). */
+static enum px_err pull_state(struct coord *c, bool momentum,
+			      struct px_error *err)
+{
+	enum px_err e = PX_OK;
+
+	for (uint32_t s = 0; e == PX_OK && s < c->nshards; s++) {
+		e = pull_shard(c, s, 0, c->params, err);
+		if (e == PX_OK && momentum)
+			e = pull_shard(c, s, WIRE_F_MOMENTUM, c->mom, err);
+	}
+	return e;
+}
+
+/* Evaluate c->params on the test set. */
+static enum px_err test_eval(struct coord *c, double *ret_loss,
+			     double *ret_acc, struct px_error *err)
 {
 	uint64_t correct = 0;
 	double loss = 0.0;
 	uint32_t batch = 1000;
 	enum px_err e;
 
-	for (uint32_t s = 0; s < c->nshards; s++) {
-		const struct wire_shard *sh = &c->map[s];
-		struct cmember *ps = find(c, sh->active);
-		struct net_sock *q;
-		struct wire_msg m, r;
-		bool got = false;
-
-		if (!ps)
-			return px_errorf(err, PX_ENOENT, "shard %u has no PS",
-					 s);
-		for (int tries = 0; tries < 10 && !got; tries++) {
-			q = dist_link_get(&c->links, sh->active, ps->w.addr,
-					  true, err);
-			if (!q)
-				return err->code;
-			wire_msg_init(&m, WIRE_PULL, sh->active, c->min_clock);
-			m.u.pull.shard = s;
-			m.u.pull.count = sh->count;
-			/* no pushes of its own; hdr.clock: every update
-			 * before min_clock */
-			m.u.pull.min_clock = -1;
-			e = net_send(q, &m, 200, err);
-			if (e == PX_OK)
-				e = net_recv(q, &r, 300, err);
-			if (e != PX_OK) {
-				dist_link_reset_req(&c->links, sh->active);
-				continue;
-			}
-			if (r.hdr.type == WIRE_PARAMS &&
-			    r.u.range.data.n == sh->count) {
-				wire_f32_copy(&r.u.range.data,
-					      c->params + sh->offset);
-				got = true;
-			} else {
-				usleep(20000);
-			}
-			wire_msg_release(&r);
-		}
-		if (!got)
-			return px_errorf(err, PX_ETIMEDOUT, "shard %u: no "
-					 "parameters from PS %u", s,
-					 sh->active.v);
-	}
 	for (uint32_t i = 0; i < c->test.n; i += batch) {
 		uint32_t n = c->test.n - i < batch ? c->test.n - i : batch;
 
@@ -693,6 +768,50 @@ static enum px_err evaluate(struct coord *c, double *ret_loss,
 	*ret_loss = loss / c->test.n;
 	*ret_acc = (double)correct / c->test.n;
 	return PX_OK;
+}
+
+/* The state just pulled (c->params, c->mom) to --checkpoint, as of
+ * min_clock; acc is the test accuracy of that state (NaN: none). */
+static void write_checkpoint(struct coord *c, double acc)
+{
+	struct ckpt_meta m = c->meta;
+	struct px_error err;
+
+	m.clock = c->min_clock;
+	m.test_accuracy = acc;
+	m.written_s = px_now_wall_us() / 1000000;
+	if (ckpt_write(c->o->checkpoint, &m, c->params, c->mom, &err) !=
+	    PX_OK) {
+		dist_logf(c->o, 4, "%s", err.msg);
+		return;
+	}
+	c->ckpt_clock = m.clock;
+	c->ckpts++;
+	dist_logf(c->o, 6, "checkpoint at clock %" PRId64 " written to %s",
+		  m.clock, c->o->checkpoint);
+}
+
+/* The loop stalled for the time since t: do not count it against the
+ * members' heartbeats or the clock's progress. */
+static void stalled_since(struct coord *c, uint64_t t)
+{
+	t = px_now_mono_us() - t;
+	for (uint32_t i = 0; i < c->n; i++)
+		c->m[i].last_us += t;
+	c->last_adv_us += t;
+}
+
+/* A checkpoint between evaluations (--checkpoint-every). */
+static void snapshot(struct coord *c)
+{
+	uint64_t t = px_now_mono_us();
+	struct px_error err;
+
+	if (pull_state(c, true, &err) == PX_OK)
+		write_checkpoint(c, NAN);
+	else
+		dist_logf(c->o, 4, "checkpoint: %s", err.msg);
+	stalled_since(c, t);
 }
 
 static void progress(struct coord *c, bool eval)
@@ -713,14 +832,14 @@ static void progress(struct coord *c, bool eval)
 	}
 	if (eval) {
 		uint64_t t = px_now_mono_us();
+		bool ck = c->o->checkpoint != NULL;
 
-		if (evaluate(c, &c->last_loss, &c->last_acc, &err) != PX_OK)
+		if (pull_state(c, ck, &err) != PX_OK ||
+		    test_eval(c, &c->last_loss, &c->last_acc, &err) != PX_OK)
 			dist_logf(c->o, 4, "evaluation: %s", err.msg);
-		/* The loop stalled: do not count it against heartbeats. */
-		t = px_now_mono_us() - t;
-		for (uint32_t i = 0; i < c->n; i++)
-			c->m[i].last_us += t;
-		c->last_adv_us += t;
+		else if (ck)
+			write_checkpoint(c, c->last_acc);
+		stalled_since(c, t);
 	}
 	if (c->agent && c->agent_known) {
 		/* the agent reports it */
@@ -757,7 +876,7 @@ static int print_result(struct coord *c)
 	/* null when the test set was never evaluated (an error) */
 	j = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:f, s:I, s:I, s:i, "
 		      "s:i, s:i, s:i, s:i, s:I, s:f, s:f, s:I, s:i, s:f, "
-		      "s:f}",
+		      "s:f, s:o, s:i}",
 		      "model", model_kind_name(c->o->train.model),
 		      "workers", (int)c->o->workers, "ps", (int)c->o->ps,
 		      "batch", (int)c->o->train.batch,
@@ -780,7 +899,10 @@ static int print_result(struct coord *c)
 		      "stage", (int)c->stage,
 		      "train_seconds", train_s,
 		      "wall_seconds",
-		      (double)(px_now_mono_us() - c->t0_us) / 1e6);
+		      (double)(px_now_mono_us() - c->t0_us) / 1e6,
+		      "resumed_from", c->resumed_from < 0 ? json_null()
+				      : json_integer(c->resumed_from),
+		      "checkpoints", (int)c->ckpts);
 	if (!j)
 		return -1;
 	s = json_dumps(j, JSON_COMPACT);
@@ -856,6 +978,33 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 				 " parameters do not fit a frame: use more",
 				 c->nparams / c->nshards);
 	c->stage = o->stage;
+	c->meta = (struct ckpt_meta){
+		.d = c->d, .total = c->total, .workers = o->workers,
+		.batch = o->train.batch, .epochs = o->train.epochs,
+		.n_train = c->n_train,
+	};
+	if (o->checkpoint) {
+		c->mom = px_calloc(c->nparams, sizeof(float));
+		if (!c->mom)
+			return px_errorf(err, PX_ENOMEM, "momentum");
+	}
+	if (o->resume) {
+		struct ckpt_meta have;
+
+		e = ckpt_read(o->resume, &have, &c->ck_w, &c->ck_v, err);
+		if (e == PX_OK)
+			e = ckpt_check_job(o->resume, &have, &c->meta, err);
+		if (e != PX_OK)
+			return e;
+		c->min_clock = c->resumed_from = have.clock;
+		memcpy(c->params, c->ck_w, c->nparams * sizeof(float));
+		e = test_eval(c, &c->last_loss, &c->last_acc, err);
+		if (e != PX_OK)
+			return e;
+		out(c, "resuming from %s: clock %" PRId64 " of %" PRId64
+		    ", test accuracy %.2f%% there", o->resume, have.clock,
+		    have.total, 100.0 * c->last_acc);
+	}
 	return PX_OK;
 }
 
@@ -863,20 +1012,26 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 {
 	struct coord *c = px_calloc(1, sizeof(*c));
 	uint64_t next_hb, next_prog, clocks_per_epoch;
-	int64_t next_eval;
+	int64_t next_eval, next_ckpt;
 	enum px_err e;
 
 	if (!c)
 		return px_errorf(err, PX_ENOMEM, "coordinator");
 	c->o = o;
 	c->last_loss = c->last_acc = NAN; /* not evaluated yet */
+	c->resumed_from = c->ckpt_clock = -1;
 	c->t0_us = px_now_mono_us();
 	e = setup(c, err);
 	if (e != PX_OK)
 		goto out_free;
 	clocks_per_epoch = o->train.epochs ? (uint64_t)c->total /
 					     o->train.epochs : 1;
-	next_eval = (int64_t)clocks_per_epoch;
+	/* the first epoch's end after the start (a resumed job's too) */
+	next_eval = (c->min_clock / (int64_t)clocks_per_epoch + 1) *
+		    (int64_t)clocks_per_epoch;
+	next_ckpt = o->checkpoint_every
+		? (c->min_clock / o->checkpoint_every + 1) *
+			  (int64_t)o->checkpoint_every : INT64_MAX;
 	next_hb = px_now_mono_us();
 	next_prog = next_hb + 1000000;
 	dist_logf(o, 6, "coordinator on %s: %" PRIu64 " parameters, "
@@ -911,7 +1066,7 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 			next_hb = now + (uint64_t)o->hb_ms * 1000;
 		}
 		if (watchdog(c, now, err)) {
-			dist_logf(o, 3, "%s", err->msg);
+			/* the caller reports err */
 			shutdown_all(c, WIRE_SHUTDOWN_ERROR);
 			e = err->code;
 			goto out_free;
@@ -940,10 +1095,25 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 			progress(c, false);
 			next_prog = now + 1000000;
 		}
+		if (c->min_clock >= next_ckpt) {
+			if (c->ckpt_clock != c->min_clock)
+				snapshot(c);
+			next_ckpt = (c->min_clock / o->checkpoint_every + 1) *
+				    (int64_t)o->checkpoint_every;
+		}
+		if (o->fault_crash_at && c->min_clock >= o->fault_crash_at) {
+			dist_logf(o, 4, "test fault: coordinator SIGKILLs "
+				  "itself at clock %" PRId64, c->min_clock);
+			raise(SIGKILL);
+		}
 	}
 	if (c->done) {
+		char hint[PX_ERRMSG_MAX / 2];
+
 		shutdown_all(c, WIRE_SHUTDOWN_ERROR);
-		e = px_errorf(err, PX_EIO, "job failed: a shard was lost");
+		ckpt_hint(c, hint, sizeof(hint));
+		e = px_errorf(err, PX_EIO, "job failed: a shard was lost%s",
+			      hint);
 		goto out_free;
 	}
 	progress(c, true);
@@ -960,6 +1130,9 @@ out_free:
 	net_close(c->agent);
 	model_ctx_free(c->mc);
 	free(c->params);
+	free(c->mom);
+	free(c->ck_w);
+	free(c->ck_v);
 	data_release(&c->test);
 	wire_ctx_free(c->ctx);
 	free(c);

@@ -404,6 +404,11 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 
 			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 +
 			     (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+			if (WIFSIGNALED(st))
+				px_errorf(err, PX_EIO, "the coordinator was "
+					  "killed by signal %d (%s)",
+					  WTERMSIG(st),
+					  strsignal(WTERMSIG(st)));
 			break;
 		}
 		if (local_stop) {

@@ -19,6 +19,8 @@
 struct pshard {
 	bool have;           /* state present (else awaiting a snapshot) */
 	bool active, backup; /* my role for it in the current map */
+	bool from_coord;     /* a resumed job's first map: the state comes
+				from the coordinator's checkpoint */
 	uint64_t off, cnt;   /* range of the flat vector */
 	float *w;            /* parameters [cnt] */
 	float *v;            /* momentum [cnt]; on a backup, the active's
@@ -55,6 +57,8 @@ struct ps {
 	uint64_t reads_waited;   /* PULLs that waited for others' pushes */
 	uint64_t reads_late;     /* ... and were served without them */
 	uint64_t rejoin_epoch;   /* membership epoch at the last rejoin */
+	bool resume;             /* ASSIGN said: the job resumes from a
+				    checkpoint (WIRE_F_RESUME) */
 	bool leaving, shutdown;
 };
 
@@ -186,7 +190,11 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 				continue;
 			}
 		}
-		if (!sh->have && st->epoch == 1) {
+		if (!sh->have && st->epoch == 1 && p->resume) {
+			/* A resumed job's first map: fetch_missing asks the
+			 * coordinator for the checkpoint's state. */
+			sh->from_coord = true;
+		} else if (!sh->have && st->epoch == 1) {
 			/* The job's first map: every holder starts from the
 			 * same seeded vector. */
 			memcpy(sh->w, p->init + sh->off,
@@ -488,30 +496,22 @@ static void on_rep(struct ps *p)
 }
 
 /* Pull shard s (its parameters, or with WIRE_F_MOMENTUM its momentum)
- * from its backup and apply the reply; whether that worked. */
-static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
+ * from node `from` over the request socket q and apply the reply;
+ * whether that worked. */
+static bool fetch_state(struct ps *p, struct net_sock *q,
+			struct wire_node from, uint32_t s, uint32_t flags)
 {
-	const struct wire_shard *ws = &p->map[s];
-	const char *addr = addr_of(p, ws->backup);
 	struct px_error err;
-	struct net_sock *q;
 	struct wire_msg m, r;
 	bool ok;
 
-	if (!addr)
-		return false;
-	q = dist_link_get(&p->links, ws->backup, addr, true, &err);
-	if (!q)
-		return false;
-	wire_msg_init(&m, WIRE_PULL, ws->backup, p->clock_min);
+	wire_msg_init(&m, WIRE_PULL, from, p->clock_min);
 	m.hdr.flags = flags;
 	m.u.pull.shard = s;
 	m.u.pull.count = p->sh[s].cnt;
 	if (net_send(q, &m, 100, &err) != PX_OK ||
-	    net_recv(q, &r, 200, &err) != PX_OK) {
-		dist_link_reset_req(&p->links, ws->backup);
+	    net_recv(q, &r, 200, &err) != PX_OK)
 		return false;
-	}
 	ok = r.hdr.type == WIRE_PARAMS && r.u.range.shard == s &&
 	     (r.hdr.flags & WIRE_F_MOMENTUM) == flags &&
 	     r.u.range.offset == 0 && r.u.range.data.n == p->sh[s].cnt;
@@ -521,18 +521,50 @@ static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
 	return ok;
 }
 
-/* An active shard without state (its old active died before handing it
- * over): fetch the backup's copy, at most one clock behind, parameters
- * first, then the momentum (best effort: without it, it starts at 0). */
+static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
+{
+	const struct wire_node b = p->map[s].backup;
+	const char *addr = addr_of(p, b);
+	struct px_error err;
+	struct net_sock *q;
+
+	q = addr ? dist_link_get(&p->links, b, addr, true, &err) : NULL;
+	if (!q)
+		return false;
+	if (fetch_state(p, q, b, s, flags))
+		return true;
+	dist_link_reset_req(&p->links, b);
+	return false;
+}
+
+/* A shard without state: in a resumed job's first map, fetch the
+ * checkpoint's from the coordinator (every holder); an active shard whose
+ * old active died before handing it over fetches the backup's copy, at
+ * most one clock behind.  Parameters first, then the momentum (best
+ * effort: without it, it starts at 0). */
 static void fetch_missing(struct ps *p)
 {
+	const struct wire_node coord = { DIST_COORD_NODE };
+
 	for (uint32_t s = 0; s < p->nshards; s++) {
 		const struct wire_shard *ws = &p->map[s];
 		struct pshard *sh = &p->sh[s];
 		bool mom;
 
-		if (!sh->active || sh->have || !sh->w ||
-		    wire_node_eq(ws->backup, WIRE_NODE_ALL) ||
+		if (sh->have || !sh->w)
+			continue;
+		if (sh->from_coord) {
+			if (!fetch_state(p, p->creq, coord, s, 0))
+				continue;
+			mom = fetch_state(p, p->creq, coord, s,
+					  WIRE_F_MOMENTUM);
+			sh->from_coord = false;
+			dist_logf(p->o, 5, "shard %u: state from the "
+				  "checkpoint (momentum %s, rms %.3g)", s,
+				  mom ? "too" : "not", rms(sh->v, sh->cnt));
+			continue;
+		}
+		if (!sh->active || wire_node_eq(ws->backup, WIRE_NODE_ALL) ||
 		    wire_node_eq(ws->backup, p->o->node))
 			continue;
 		if (!fetch_from_backup(p, s, 0))
@@ -590,6 +622,7 @@ static enum px_err rejoin(struct ps *p, struct px_error *err)
 			  &a, err);
 	if (e != PX_OK)
 		return e;
+	p->resume = a.hdr.flags & WIRE_F_RESUME;
 	wire_msg_release(&a);
 	p->rejoin_epoch = p->mb.epoch;
 	return PX_OK;
@@ -652,6 +685,7 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 	if (e != PX_OK)
 		return e;
 	p->slack = a.u.assign.staleness;
+	p->resume = a.hdr.flags & WIRE_F_RESUME;
 	wire_msg_release(&a);
 	return PX_OK;
 }

@@ -43,6 +43,9 @@ static void usage(FILE *f)
 		"[--pause-ps-at S] [--pause-for S]\n"
 		"                       [--stall-timeout S] "
 		"[--momentum-every N] [--fault-late-push MS]\n"
+		"                       [--checkpoint FILE "
+		"[--checkpoint-every CLOCKS]] [--resume FILE]\n"
+		"                       [--fault-crash-at CLOCK]\n"
 		"                       [--dir DIR] [--timeout S] "
 		"[--heartbeat MS] [--hb-timeout MS]\n"
 		"                       [--eval-epochs] + the train options\n"
@@ -330,7 +333,8 @@ enum {
 	O_KILL_PS, O_KILL_W, O_LEAVE_W, O_LISTEN, O_NODE, O_PS, O_RELIABLE,
 	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
 	O_KILL_WAT, O_READY, O_STALL, O_PAUSE_W, O_PAUSE_FOR, O_AGENT,
-	O_LATE_PUSH, O_PAUSE_PS, O_MOM_EVERY,
+	O_LATE_PUSH, O_PAUSE_PS, O_MOM_EVERY, O_CKPT, O_CKPT_EVERY, O_RESUME,
+	O_CRASH_AT,
 };
 
 static bool local_only(int c)
@@ -348,12 +352,15 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "add-worker-at", required_argument, NULL, O_ADD_WORKER },
 		{ "agent", required_argument, NULL, O_AGENT },
 		{ "batch", required_argument, NULL, 'b' },
+		{ "checkpoint", required_argument, NULL, O_CKPT },
+		{ "checkpoint-every", required_argument, NULL, O_CKPT_EVERY },
 		{ "coord", required_argument, NULL, O_COORD },
 		{ "data", required_argument, NULL, 'D' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "epochs", required_argument, NULL, 'e' },
 		{ "eval-epochs", no_argument, NULL, O_EVAL },
+		{ "fault-crash-at", required_argument, NULL, O_CRASH_AT },
 		{ "fault-late-push", required_argument, NULL, O_LATE_PUSH },
 		{ "hb-timeout", required_argument, NULL, O_HBTO },
 		{ "heartbeat", required_argument, NULL, O_HB },
@@ -378,6 +385,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "ps", required_argument, NULL, O_PS },
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "reliable", optional_argument, NULL, O_RELIABLE },
+		{ "resume", required_argument, NULL, O_RESUME },
 		{ "schedule", required_argument, NULL, 'S' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "shards", required_argument, NULL, O_SHARDS },
@@ -631,6 +639,23 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 				goto out;
 			o.fault_late_push_ms = (uint32_t)v;
 			break;
+		case O_CKPT:
+			o.checkpoint = optarg;
+			break;
+		case O_CKPT_EVERY:
+			if (parse_u64("checkpoint-every", optarg, INT32_MAX,
+				      &v))
+				goto out;
+			o.checkpoint_every = (uint32_t)v;
+			break;
+		case O_RESUME:
+			o.resume = optarg;
+			break;
+		case O_CRASH_AT:
+			if (parse_u64("fault-crash-at", optarg, INT32_MAX, &v))
+				goto out;
+			o.fault_crash_at = (int64_t)v;
+			break;
 		case O_WORKERS:
 			if (parse_u64("workers", optarg, DIST_MAX_NODES, &v) ||
 			    !v)
@@ -648,6 +673,10 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 	}
 	if (optind != argc) {
 		usage(stderr);
+		goto out;
+	}
+	if (o.checkpoint_every && !o.checkpoint) {
+		log_err("--checkpoint-every needs --checkpoint FILE");
 		goto out;
 	}
 	if (local) {

@@ -69,10 +69,14 @@ enum wire_type {
 /* hdr.flags bits; unknown bits are a malformed header. */
 enum wire_flags {
 	WIRE_F_MORE = 1 << 0,     /* more chunks of this range/clock follow */
-	WIRE_F_MOMENTUM = 1 << 1  /* PARAMS, FORWARD, PULL: the range is the
+	WIRE_F_MOMENTUM = 1 << 1, /* PARAMS, FORWARD, PULL: the range is the
 				   * optimizer's momentum, not parameters */
+	WIRE_F_RESUME = 1 << 2    /* ASSIGN: the job resumes from a
+				   * checkpoint; a PS takes its first shards'
+				   * state from the coordinator */
 };
-#define WIRE_F_ALL ((uint32_t)(WIRE_F_MORE | WIRE_F_MOMENTUM))
+#define WIRE_F_ALL ((uint32_t)(WIRE_F_MORE | WIRE_F_MOMENTUM | \
+			       WIRE_F_RESUME))
 
 /* Roles, a mask (a reliable node may run a worker and a BackupPS). */
 enum wire_role {
@@ -133,9 +137,11 @@ const char *wire_drop_name(enum wire_drop d);
 const char *wire_type_name(enum wire_type t);
 
 /* Whether hdr.flags suit the type: MOMENTUM only on PARAMS, FORWARD and
- * PULL (unknown bits are checked apart). */
+ * PULL, RESUME only on ASSIGN (unknown bits are checked apart). */
 static inline bool wire_flags_ok(uint16_t type, uint32_t flags)
 {
+	if ((flags & WIRE_F_RESUME) && type != WIRE_ASSIGN)
+		return false;
 	return !(flags & WIRE_F_MOMENTUM) || type == WIRE_PARAMS ||
 	       type == WIRE_FORWARD || type == WIRE_PULL;
 }

@@ -362,6 +362,198 @@ Test(trainer_dist, watchdog_fails_stuck_job, .init = setup,
 	pxrun_free(&r);
 }
 
+/* The checkpoint file's header line, as JSON. */
+static json_t *ckpt_header(const char *path)
+{
+	char line[4096];
+	json_error_t je;
+	FILE *f = fopen(path, "rb");
+	json_t *j;
+
+	cr_assert_not_null(f, "no checkpoint at %s", path);
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	j = json_loads(line, 0, &je);
+	cr_assert_not_null(j, "header not JSON: %s", line);
+	return j;
+}
+
+/* The smallest momentum RMS in the PS lines "state from the checkpoint
+ * (momentum too, rms X)"; -1 when there is none. */
+static double resumed_rms(const char *err, int *lines)
+{
+	const char *at = err, *key = "state from the checkpoint (momentum "
+				     "too, rms ";
+	double lo = -1;
+
+	*lines = 0;
+	while ((at = strstr(at, key))) {
+		double v = strtod(at + strlen(key), NULL);
+
+		if (lo < 0 || v < lo)
+			lo = v;
+		(*lines)++;
+		at++;
+	}
+	return lo;
+}
+
+/* The coordinator dies (SIGKILL, a test fault at clock 100): the job
+ * fails, and run again with --resume it goes on from the last checkpoint
+ * (clock 80: every 40) and finishes: every PS takes the checkpoint's
+ * parameters and momentum from the coordinator, the workers start at its
+ * clock, and the result is as good as an uninterrupted run's. */
+Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
+     .init = setup, .fini = teardown, .timeout = 90)
+{
+	char ck[600];
+	const char *crash[] = { "--workers", "2", "--ps", "2", "--reliable",
+				"1", "--stage", "2", "--epochs", "6",
+				"--checkpoint", ck, "--checkpoint-every", "40",
+				"--fault-crash-at", "100", NULL };
+	const char *resume[] = { "--workers", "2", "--ps", "2", "--reliable",
+				 "1", "--stage", "2", "--epochs", "6",
+				 "--checkpoint", ck, "--resume", ck, NULL };
+	const char *whole[] = { "--workers", "2", "--ps", "2", "--reliable",
+				"1", "--stage", "2", "--epochs", "6", NULL };
+	double rms, there = 0, acc_whole;
+	struct pxrun r;
+	json_t *j, *h;
+	int64_t at;
+	int lines;
+	char *p;
+
+	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
+	run_local_raw(crash, &r);
+	cr_assert_eq(r.status, 128 + 9, "status %d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "coordinator was killed by signal 9"),
+			   "%s", r.err);
+	pxrun_free(&r);
+	h = ckpt_header(ck);
+	at = json_integer_value(json_object_get(h, "clock"));
+	cr_assert(at >= 80 && at < 100, "checkpoint at clock %lld",
+		  (long long)at);
+	cr_assert_eq(json_integer_value(json_object_get(h, "total")), 6 * 47);
+	cr_assert(json_is_null(json_object_get(h, "test_accuracy")));
+	json_decref(h);
+
+	j = run_local_keep(resume, &r);
+	cr_assert_eq(num(j, "resumed_from"), (double)at);
+	cr_assert_eq(num(j, "clocks"), 6 * 47);
+	/* only the clocks after the checkpoint ran: 2 workers x 64 */
+	cr_assert_leq(num(j, "samples"), (6 * 47 - at) * 128.0);
+	cr_assert_gt(num(j, "samples"), (6 * 47 - at - 6) * 128.0);
+	p = strstr(r.err, "test accuracy ");
+	cr_assert(p && sscanf(p, "test accuracy %lf%% there", &there) == 1,
+		  "%s", r.err);
+	cr_assert_gt(there, 50.0, "the checkpoint's parameters were not used");
+	rms = resumed_rms(r.err, &lines);
+	cr_assert_eq(lines, 4, "2 shards x (active + backup): %s", r.err);
+	cr_assert_gt(rms, 0.0, "momentum not restored: %s", r.err);
+	pxrun_free(&r);
+	/* the final checkpoint: the end of the job, with its accuracy */
+	h = ckpt_header(ck);
+	cr_assert_eq(json_integer_value(json_object_get(h, "clock")), 6 * 47);
+	cr_assert_float_eq(json_real_value(json_object_get(h,
+			   "test_accuracy")), num(j, "test_accuracy"), 1e-9);
+	json_decref(h);
+	/* as good as the same job run through (MLR with a cosine schedule
+	 * ends within a point of itself run to run) */
+	h = run_local(whole);
+	acc_whole = num(h, "test_accuracy");
+	cr_assert_float_eq(num(j, "test_accuracy"), acc_whole, 0.015,
+			   "resumed %.4f, uninterrupted %.4f",
+			   num(j, "test_accuracy"), acc_whole);
+	json_decref(h);
+	json_decref(j);
+	/* once more: a finished job is refused, its checkpoint untouched */
+	run_local_raw(resume, &r);
+	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "is of a finished job"), "%s", r.err);
+	pxrun_free(&r);
+	h = ckpt_header(ck);
+	cr_assert_eq(json_integer_value(json_object_get(h, "clock")), 6 * 47);
+	json_decref(h);
+}
+
+/* Bad --resume files: a clear error naming the file and what is wrong,
+ * a non-zero exit, and the file left as it was. */
+Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	char ck[600], big[600];
+	const char *args[] = { "--workers", "1", "--ps", "1", "--epochs", "2",
+			       "--checkpoint", ck, "--resume", ck, NULL };
+	const char *six[] = { "--workers", "1", "--ps", "1", "--epochs", "6",
+			      "--checkpoint", big, NULL };
+	struct pxrun r;
+	json_t *j;
+	FILE *f;
+
+	snprintf(ck, sizeof(ck), "%s/junk.pxc", tmp);
+	snprintf(big, sizeof(big), "%s/six.pxc", tmp);
+	f = fopen(ck, "w");
+	cr_assert_not_null(f);
+	fputs("not a checkpoint\n", f);
+	fclose(f);
+	run_local_raw(args, &r);
+	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, ck), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "header, byte"), "%s", r.err);
+	pxrun_free(&r);
+	f = fopen(ck, "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fgetc(f), 'n', "the bad file was overwritten");
+	fclose(f);
+	/* a good checkpoint of another job (6 epochs, not 2) */
+	j = run_local(six);
+	json_decref(j);
+	args[7] = args[9] = big;
+	run_local_raw(args, &r);
+	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "6 epochs (--epochs), this one has 2"),
+			   "%s", r.err);
+	pxrun_free(&r);
+}
+
+/* In stage 1 a PS that really died (SIGKILL) holds the only copy of a
+ * shard: the job fails at --stall-timeout, naming the checkpoint to
+ * resume from, and resumed from it, it finishes. */
+Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
+     .fini = teardown, .timeout = 90)
+{
+	char ck[600], hint[700];
+	const char *die[] = { "--workers", "2", "--ps", "2", "--epochs", "40",
+			      "--kill-ps-at", "0.5", "--stall-timeout", "2",
+			      "--checkpoint", ck, "--checkpoint-every", "20",
+			      NULL };
+	const char *resume[] = { "--workers", "2", "--ps", "2", "--epochs",
+				 "40", "--resume", ck, NULL };
+	struct pxrun r;
+	json_t *j, *h;
+	int64_t at;
+
+	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
+	snprintf(hint, sizeof(hint), "run the job again with --resume %s", ck);
+	run_local_raw(die, &r);
+	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "no progress for 2 s"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "the only copy of shard"), "%s",
+			   r.err);
+	cr_assert_not_null(strstr(r.err, hint), "%s", r.err);
+	pxrun_free(&r);
+	h = ckpt_header(ck);
+	at = json_integer_value(json_object_get(h, "clock"));
+	cr_assert(at > 0 && at < 40 * 47, "clock %lld", (long long)at);
+	json_decref(h);
+	j = run_local_keep(resume, &r);
+	cr_assert_eq(num(j, "resumed_from"), (double)at);
+	cr_assert_eq(num(j, "clocks"), 40 * 47);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
 /* `local` is the agent: the coordinator sends it PROGRESS frames (over
  * nanomsg, authenticated), which it prints; the clocks must increase up
  * to the last one, which carries the final test accuracy. */

@@ -740,7 +740,7 @@ Test(wire, authentic_malformed_payloads)
 
 /* An authentic frame with MOMENTUM on a type that carries no range is a
  * bad header; on PARAMS the flag comes through. */
-Test(wire, momentum_flag_only_on_ranges)
+Test(wire, flags_only_on_their_types)
 {
 	struct wire_ctx *a, *b;
 	struct wire_stats st = { 0 };
@@ -756,11 +756,22 @@ Test(wire, momentum_flag_only_on_ranges)
 	cr_assert_eq(wire_open(b, f[3], len[3], MAXP, NOW, &st, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_BAD_HEADER);
-	f[2][8] |= WIRE_F_MOMENTUM;     /* PARAMS */
+	f[2][8] |= WIRE_F_RESUME;       /* PARAMS: RESUME is ASSIGN's */
+	reseal(f[2], len[2]);
+	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_BAD_HEADER);
+	f[2][8] = WIRE_F_MOMENTUM;      /* PARAMS */
 	reseal(f[2], len[2]);
 	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
 		     PX_OK);
 	cr_assert_eq(o.hdr.flags, WIRE_F_MOMENTUM);
+	wire_msg_release(&o);
+	f[0][8] |= WIRE_F_RESUME;       /* ASSIGN */
+	reseal(f[0], len[0]);
+	cr_assert_eq(wire_open(b, f[0], len[0], MAXP, NOW, &st, &o, &d),
+		     PX_OK);
+	cr_assert_eq(o.hdr.flags, WIRE_F_RESUME);
 	wire_msg_release(&o);
 	for (int k = 0; k < 4; k++)
 		free(f[k]);
