@@ -14,7 +14,7 @@
 #   it); DEVICE (cuda or cpu; default cuda when nvidia-smi lists a GPU);
 #   BATCHES ("256 1024"), MODES ("sync async upload"), STEPS, ROUNDS,
 #   WARMUP (per mode: 100, 5, 20 on a GPU; 10, 3, 2 on the CPU), THREADS
-#   (CPU only, default 1).
+#   (CPU only, default 1), COMMIT (to print; default git's HEAD).
 # Exit 2 when something needed is missing (nothing built, no torch, a GPU
 # but a build without the CUDA path).
 set -eu
@@ -89,7 +89,7 @@ done
 	--mode "$(echo $MODES | tr ' ' ,)" >"$work/torch.json" ||
 	die "torch_step.py failed"
 
-commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')
+commit=${COMMIT:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')}
 GPU="$gpu" COMMIT="$commit" "$PYTHON" - "$work/ours.json" "$work/torch.json" <<'EOF'
 import json, os, sys
 

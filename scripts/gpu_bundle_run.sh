@@ -1,0 +1,193 @@
+#!/bin/sh
+# gpu_bundle_run.sh -- copied as run.sh into the bundle that
+# scripts/gpu_bundle.sh makes; run on the lent GPU machine as
+#   sh build/gpu-bundle/run.sh          (results under $OUT)
+# Steps, each with its own time limit so the whole stays under the tool's
+# 10 minutes: the GPU's name and the software found; the GPU tests
+# (px_gpu_tests --verbose: every max diff); the step benchmark, ours and
+# PyTorch at batch 256 and 1024 (bench_trainer_gpu.sh); one
+# `proteus-trainer train --device cuda --model mlp --epochs 2 --json`; and,
+# with the time left, the GPU tests under compute-sanitizer memcheck.
+# Without a GPU the tests run and skip, the benchmark runs on the CPU as a
+# harness check and the training run is a small CPU one: each is labelled,
+# nothing is reported as a GPU result.  Writes run.log, summary.md,
+# env.txt, gpu_tests.log, bench.md, train.json, train.log, sanitizer.log;
+# exit 1 when a step that ran failed.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-$here/out}
+mkdir -p "$OUT"
+tmp=$(mktemp -d /tmp/pxgpu.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+t_start=$(date +%s)
+commit=$(sed -n 's/^commit //p' "$here/MANIFEST" 2>/dev/null)
+
+# ---- libraries: ours from the bundle, CUDA's from this machine ----
+setup_libs() {
+	tar -xzf "$here/lib.tar.gz" -C "$tmp" || return 1
+	libs=$tmp/lib
+	if ! ldconfig -p 2>/dev/null | grep -q 'libstdc++\.so\.6 '; then
+		libs=$libs:$tmp/lib-gcc
+	fi
+	sites=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
+	for name in libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
+		ldconfig -p 2>/dev/null | grep -q "$name " && continue
+		[ -e "/usr/local/cuda-13.0/lib64/$name" ] && continue # RUNPATH
+		# shellcheck disable=SC2086
+		f=$(find /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib \
+			$sites -maxdepth 5 -name "$name" 2>/dev/null | head -1)
+		if [ -n "$f" ]; then
+			libs=$libs:$(dirname "$f")
+		else
+			echo "warning: $name not found on this machine" >&2
+		fi
+	done
+	mkdir -p "$tmp/bin"
+	for b in "$here"/bin/*; do
+		n=$(basename "$b")
+		# shellcheck disable=SC2016
+		printf '#!/bin/sh\nexport LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\nexec %s "$@"\n' \
+			"$libs" "$b" >"$tmp/bin/$n"
+		chmod +x "$tmp/bin/$n"
+	done
+	echo "LD_LIBRARY_PATH for our binaries: $libs"
+}
+
+status() { # step, text: one summary row
+	echo "| $1 | $2 |" >>"$tmp/summary"
+	echo "== $1: $2"
+}
+
+left() { # seconds left of a 560 s budget
+	echo $((560 - ($(date +%s) - t_start)))
+}
+
+main() {
+	failed=0
+	echo "# GPU bundle run, commit ${commit:-?}, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	gpu=$(nvidia-smi -L 2>/dev/null | sed -n '1s/^GPU 0: \(.*\) (UUID.*/\1/p')
+	{
+		echo "== uname"; uname -a
+		echo "== nvidia-smi -L"; nvidia-smi -L 2>&1
+		echo "== nvidia-smi"; nvidia-smi 2>&1
+		echo "== nvcc"; nvcc --version 2>&1 || /usr/local/cuda/bin/nvcc --version 2>&1
+		echo "== python3 / torch"
+		python3 -c 'import sys, torch; print(sys.executable, torch.__version__, torch.version.cuda, torch.cuda.is_available())' 2>&1
+		echo "== glibc"; ldd --version 2>&1 | head -1
+	} >"$OUT/env.txt" 2>&1
+	if ! setup_libs >>"$OUT/env.txt" 2>&1; then
+		status "bundle libraries" "FAILED (see env.txt)"
+		return 1
+	fi
+	# setup_libs ran in this shell: $libs is what the wrappers use
+	for b in "$here"/bin/*; do
+		echo "== ldd $(basename "$b")"
+		LD_LIBRARY_PATH=$libs ldd "$b"
+	done >"$tmp/ldd" 2>&1
+	cat "$tmp/ldd" >>"$OUT/env.txt"
+	if grep -q "=> not found" "$tmp/ldd"; then
+		status "bundle libraries" "MISSING: $(grep '=> not found' "$tmp/ldd" | sort -u | tr -s '\t\n' '  ')(env.txt)"
+	else
+		status "bundle libraries" "ok: every library resolves (env.txt)"
+	fi
+	if [ -n "$gpu" ]; then
+		status "GPU" "$gpu (nvidia-smi -L)"
+	else
+		status "GPU" "none found (nvidia-smi -L): GPU steps are SKIPPED"
+	fi
+
+	# GPU tests: every op of the CUDA table against the CPU reference
+	timeout 150 "$tmp/bin/px_gpu_tests" --verbose --jobs=1 \
+		>"$OUT/gpu_tests.log" 2>&1
+	rc=$?
+	syn=$(grep 'Synthesis' "$OUT/gpu_tests.log" | sed 's/^\[====\] //')
+	if [ -z "$gpu" ]; then
+		status "GPU tests" "SKIPPED, no GPU (rc $rc; $syn)"
+	elif [ $rc -eq 0 ]; then
+		status "GPU tests" "ok on $gpu: $syn"
+	else
+		status "GPU tests" "FAILED rc $rc on $gpu: $syn"
+		failed=1
+	fi
+
+	# step time, ours against PyTorch (a CPU harness check without a GPU)
+	GPU_STEP_BENCH=$tmp/bin/gpu_step_bench TORCH_STEP=$here/torch_step.py \
+		COMMIT=$commit timeout 200 sh "$here/bench_trainer_gpu.sh" \
+		>"$OUT/bench.md" 2>&1
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		status "step bench" "FAILED rc $rc (bench.md)"
+		failed=1
+	elif [ -z "$gpu" ]; then
+		status "step bench" "CPU harness check only, not a result (bench.md)"
+	else
+		status "step bench" "ok on $gpu (bench.md)"
+	fi
+
+	# one CUDA training run on Fashion-MNIST
+	if [ -n "$gpu" ]; then
+		timeout 150 "$tmp/bin/proteus-trainer" train --device cuda \
+			--model mlp --epochs 2 --json --data "$here/data" \
+			>"$OUT/train.json" 2>"$OUT/train.log"
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			status "train --device cuda" "ok: $(cat "$OUT/train.json")"
+		else
+			status "train --device cuda" "FAILED rc $rc: $(tail -1 "$OUT/train.log")"
+			failed=1
+		fi
+	else
+		timeout 150 "$tmp/bin/proteus-trainer" train --device cpu \
+			--model mlp --epochs 1 --max-train 2000 --max-test 1000 \
+			--json --data "$here/data" >"$OUT/train.json" \
+			2>"$OUT/train.log"
+		rc=$?
+		status "train --device cuda" "SKIPPED, no GPU; CPU harness check (2000 examples, 1 epoch) rc $rc: $(cat "$OUT/train.json")"
+		[ $rc -eq 0 ] || failed=1
+	fi
+
+	# with the time left: the GPU tests under compute-sanitizer memcheck
+	cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+	t=$(left)
+	if [ -z "$gpu" ]; then
+		status "compute-sanitizer" "SKIPPED, no GPU"
+	elif [ -z "$cs" ]; then
+		status "compute-sanitizer" "SKIPPED, not installed"
+	elif [ "$t" -lt 60 ]; then
+		status "compute-sanitizer" "SKIPPED, only $t s left"
+	else
+		timeout "$t" "$cs" --tool memcheck --target-processes all \
+			--error-exitcode 9 "$tmp/bin/px_gpu_tests" --jobs=1 \
+			>"$OUT/sanitizer.log" 2>&1
+		rc=$?
+		s=$(grep -E 'ERROR SUMMARY|Synthesis' "$OUT/sanitizer.log" | sort | uniq -c | tr '\n' ' ')
+		if [ $rc -eq 0 ]; then
+			status "compute-sanitizer" "ok: $s"
+		elif [ $rc -eq 124 ]; then
+			status "compute-sanitizer" "did not finish in $t s: $s"
+		else
+			status "compute-sanitizer" "FAILED rc $rc: $s"
+			failed=1
+		fi
+	fi
+	echo "# done in $(($(date +%s) - t_start)) s"
+	return $failed
+}
+
+{
+	main
+	echo $? >"$tmp/rc"
+} 2>&1 | tee "$OUT/run.log"
+{
+	echo "GPU bundle run, commit ${commit:-?}"
+	echo
+	echo "| step | result |"
+	echo "|---|---|"
+	cat "$tmp/summary" 2>/dev/null
+	echo
+	echo "## bench.md"
+	echo
+	cat "$OUT/bench.md" 2>/dev/null
+} >"$OUT/summary.md"
+cat "$OUT/summary.md"
+exit "$(cat "$tmp/rc" 2>/dev/null || echo 1)"
