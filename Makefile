@@ -199,6 +199,7 @@ check:
 	@ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 \
 	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	 PX_CHILD_LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan-children.supp \
 	 $(MAKE) --no-print-directory BUILD=build/asan SAN=1 test-run
 
 demo:

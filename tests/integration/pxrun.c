@@ -47,12 +47,51 @@ static int tmpfd(void)
 	return fd;
 }
 
+/* The programs' environment: ours, except that under `make check`
+ * PX_CHILD_LSAN_OPTIONS, when set, becomes their LSAN_OPTIONS (the
+ * nanomsg suppression, tests/lsan-children.supp, is for the spawned
+ * processes only: the in-process tests keep full leak checking). */
+static char **child_env(void)
+{
+	const char *lsan = getenv("PX_CHILD_LSAN_OPTIONS");
+	size_t n = 0, k = 0;
+	char **envp;
+
+	while (environ[n])
+		n++;
+	envp = calloc(n + 2, sizeof(char *));
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!lsan || strncmp(environ[i], "LSAN_OPTIONS=", 13) != 0)
+			envp[k++] = strdup(environ[i]);
+	if (lsan && asprintf(&envp[k++], "LSAN_OPTIONS=%s", lsan) < 0)
+		envp[k - 1] = NULL;
+	for (size_t i = 0; i < k; i++) {
+		if (!envp[i]) {
+			for (size_t j = 0; j < k; j++)
+				free(envp[j]);
+			free(envp);
+			return NULL;
+		}
+	}
+	return envp;
+}
+
+static void free_env(char **envp)
+{
+	for (size_t i = 0; envp && envp[i]; i++)
+		free(envp[i]);
+	free(envp);
+}
+
 int pxrun(struct pxrun *r, int timeout_s, const char *prog,
 	  const char *const *argv)
 {
 	const char *build = getenv("PX_BUILD");
 	posix_spawn_file_actions_t fa;
 	char path[4096];
+	char **envp;
 	int ofd = tmpfd(), efd = tmpfd(), st = 0;
 	pid_t pid;
 	time_t deadline = time(NULL) + timeout_s;
@@ -63,13 +102,17 @@ int pxrun(struct pxrun *r, int timeout_s, const char *prog,
 	posix_spawn_file_actions_adddup2(&fa, ofd, 1);
 	posix_spawn_file_actions_adddup2(&fa, efd, 2);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (posix_spawn(&pid, path, &fa, NULL, (char *const *)argv, environ)) {
+	envp = child_env();
+	if (!envp || posix_spawn(&pid, path, &fa, NULL, (char *const *)argv,
+				 envp)) {
 		posix_spawn_file_actions_destroy(&fa);
+		free_env(envp);
 		close(ofd);
 		close(efd);
 		return -1;
 	}
 	posix_spawn_file_actions_destroy(&fa);
+	free_env(envp);
 	for (;;) {
 		pid_t w = waitpid(pid, &st, WNOHANG);
 		if (w == pid)
