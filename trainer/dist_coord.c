@@ -770,10 +770,12 @@ static enum px_err test_eval(struct coord *c, double *ret_loss,
 	return PX_OK;
 }
 
-/* The state just pulled (c->params, c->mom) to --checkpoint, as of
- * min_clock; acc is the test accuracy of that state (NaN: none). */
-static void write_checkpoint(struct coord *c, double acc)
+/* The state just pulled (c->params, c->mom; the pull began at t0) to
+ * --checkpoint, as of min_clock; acc is the test accuracy of that state
+ * (NaN: none). */
+static void write_checkpoint(struct coord *c, double acc, uint64_t t0)
 {
+	uint64_t t1 = px_now_mono_us();
 	struct ckpt_meta m = c->meta;
 	struct px_error err;
 
@@ -787,8 +789,11 @@ static void write_checkpoint(struct coord *c, double acc)
 	}
 	c->ckpt_clock = m.clock;
 	c->ckpts++;
-	dist_logf(c->o, 6, "checkpoint at clock %" PRId64 " written to %s",
-		  m.clock, c->o->checkpoint);
+	dist_logf(c->o, 6, "checkpoint at clock %" PRId64 " written to %s "
+		  "(%.1f MB; pull %.0f ms, write %.0f ms)", m.clock,
+		  c->o->checkpoint, 8e-6 * (double)c->nparams,
+		  (double)(t1 - t0) / 1e3,
+		  (double)(px_now_mono_us() - t1) / 1e3);
 }
 
 /* The loop stalled for the time since t: do not count it against the
@@ -808,7 +813,7 @@ static void snapshot(struct coord *c)
 	struct px_error err;
 
 	if (pull_state(c, true, &err) == PX_OK)
-		write_checkpoint(c, NAN);
+		write_checkpoint(c, NAN, t);
 	else
 		dist_logf(c->o, 4, "checkpoint: %s", err.msg);
 	stalled_since(c, t);
@@ -838,7 +843,7 @@ static void progress(struct coord *c, bool eval)
 		    test_eval(c, &c->last_loss, &c->last_acc, &err) != PX_OK)
 			dist_logf(c->o, 4, "evaluation: %s", err.msg);
 		else if (ck)
-			write_checkpoint(c, c->last_acc);
+			write_checkpoint(c, c->last_acc, t);
 		stalled_since(c, t);
 	}
 	if (c->agent && c->agent_known) {
