@@ -141,10 +141,17 @@ struct dist_local {
 	double pause_for;          /* ... for this long, then SIGCONT;
 				      0: never resumed */
 	double timeout_s;          /* kill everything after this; 0: none */
-	char *const *role_args;    /* argv tail passed to every role */
+	uint32_t max_restarts;     /* a failed job (coordinator dead or
+				      failed) is started again from
+				      o->checkpoint up to this many times,
+				      without the churn and test faults */
+	char *const *role_args;    /* argv tail passed to every role (not
+				      --resume and --fault-crash-at: the
+				      coordinator gets those from o) */
 };
 
-/* Run the job; returns the coordinator's exit status (0 on success). */
+/* Run the job; returns the coordinator's exit status (0 on success), that
+ * of the last attempt with restarts. */
 int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		   struct px_error *err);
 

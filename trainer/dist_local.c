@@ -5,6 +5,7 @@
  * SIGKILL of an ActivePS) with replacements, and reaps everything.
  */
 #include "dist_int.h"
+#include "ckpt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +59,9 @@ struct local {
 	bool registered;
 	uint64_t progress_n;     /* PROGRESS frames received */
 	int64_t last_clock;
+	/* the coordinator's own options */
+	const char *resume;      /* --resume FILE, or NULL */
+	char crash_at[24];       /* --fault-crash-at CLOCK, or "" */
 };
 
 static volatile sig_atomic_t local_stop;
@@ -111,6 +115,14 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 		argv[k++] = "3";
 		argv[k++] = "--agent";
 		argv[k++] = s->agent_ep;
+		if (s->resume) {
+			argv[k++] = "--resume";
+			argv[k++] = s->resume;
+		}
+		if (s->crash_at[0]) {
+			argv[k++] = "--fault-crash-at";
+			argv[k++] = s->crash_at;
+		}
 		posix_spawn_file_actions_adddup2(&fa, s->ready[1], 3);
 	}
 	argv[k] = NULL;
@@ -317,8 +329,9 @@ static void agent_poll(struct local *s, int ms)
 	}
 }
 
-int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
-		   struct px_error *err)
+static int run_once(const struct dist_opts *o, const struct dist_local *l,
+		    const char *resume, int64_t crash_at,
+		    struct px_error *err)
 {
 	struct local *s = px_calloc(1, sizeof(*s));
 	struct sigaction sa, old_int, old_term;
@@ -339,6 +352,10 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 	}
 	s->o = o;
 	s->l = l;
+	s->resume = resume;
+	if (crash_at)
+		snprintf(s->crash_at, sizeof(s->crash_at), "%lld",
+			 (long long)crash_at);
 	if (l->dir) {
 		snprintf(s->dir, sizeof(s->dir), "%s", l->dir);
 	} else {
@@ -532,4 +549,56 @@ out_free:
 	free(s->envp);
 	free(s);
 	return rc;
+}
+
+/* Whether a failed attempt that began at start_s (Unix seconds) left a
+ * checkpoint to go on from: written since, readable, not finished. */
+static bool resumable(const struct dist_opts *o, int64_t start_s,
+		      int64_t *ret_clock)
+{
+	struct ckpt_meta m;
+	struct px_error err;
+	float *w, *v;
+	struct stat st;
+
+	if (!o->checkpoint || stat(o->checkpoint, &st) != 0 ||
+	    st.st_mtim.tv_sec < start_s)
+		return false;
+	if (ckpt_read(o->checkpoint, &m, &w, &v, &err) != PX_OK) {
+		dist_logf(o, 4, "no restart: %s", err.msg);
+		return false;
+	}
+	free(w);
+	free(v);
+	*ret_clock = m.clock;
+	return m.clock < m.total;
+}
+
+int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
+		   struct px_error *err)
+{
+	struct dist_local cur = *l;
+	const char *resume = o->resume;
+	int64_t crash_at = o->fault_crash_at;
+
+	for (uint32_t attempt = 0;; attempt++) {
+		int64_t start_s = px_now_wall_us() / 1000000, clock = 0;
+		int rc = run_once(o, &cur, resume, crash_at, err);
+
+		if (rc == 0 || rc == 124 || rc == 130 || local_stop ||
+		    attempt >= l->max_restarts ||
+		    !resumable(o, start_s, &clock))
+			return rc;
+		dist_logf(o, 4, "the job failed (%s); restart %u of %u from "
+			  "the checkpoint of clock %" PRId64 " in %s",
+			  err->msg[0] ? err->msg : "see above", attempt + 1,
+			  l->max_restarts, clock, o->checkpoint);
+		px_error_clear(err);
+		/* A restart recovers: no more churn, no test fault. */
+		resume = o->checkpoint;
+		crash_at = 0;
+		cur.kill_worker_every = cur.kill_worker_at = 0;
+		cur.kill_ps_at = cur.leave_worker_at = cur.add_worker_at = 0;
+		cur.pause_worker_at = cur.pause_ps_at = 0;
+	}
 }

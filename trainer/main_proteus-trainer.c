@@ -45,7 +45,8 @@ static void usage(FILE *f)
 		"[--momentum-every N] [--fault-late-push MS]\n"
 		"                       [--checkpoint FILE "
 		"[--checkpoint-every CLOCKS]] [--resume FILE]\n"
-		"                       [--fault-crash-at CLOCK]\n"
+		"                       [--max-restarts N] "
+		"[--fault-crash-at CLOCK]\n"
 		"                       [--dir DIR] [--timeout S] "
 		"[--heartbeat MS] [--hb-timeout MS]\n"
 		"                       [--eval-epochs] + the train options\n"
@@ -334,7 +335,7 @@ enum {
 	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
 	O_KILL_WAT, O_READY, O_STALL, O_PAUSE_W, O_PAUSE_FOR, O_AGENT,
 	O_LATE_PUSH, O_PAUSE_PS, O_MOM_EVERY, O_CKPT, O_CKPT_EVERY, O_RESUME,
-	O_CRASH_AT,
+	O_CRASH_AT, O_RESTARTS,
 };
 
 static bool local_only(int c)
@@ -342,7 +343,8 @@ static bool local_only(int c)
 	return c == O_ADD_WORKER || c == O_DIR || c == O_KILL_PS ||
 	       c == O_KILL_W || c == O_KILL_WAT || c == O_LEAVE_W ||
 	       c == O_RELIABLE || c == O_TIMEOUT || c == O_PAUSE_W ||
-	       c == O_PAUSE_FOR || c == O_AGENT || c == O_PAUSE_PS;
+	       c == O_PAUSE_FOR || c == O_AGENT || c == O_PAUSE_PS ||
+	       c == O_RESTARTS;
 }
 
 /* coordinator | ps | worker | local */
@@ -373,6 +375,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "leave-worker-at", required_argument, NULL, O_LEAVE_W },
 		{ "listen", required_argument, NULL, O_LISTEN },
 		{ "lr", required_argument, NULL, 'l' },
+		{ "max-restarts", required_argument, NULL, O_RESTARTS },
 		{ "max-test", required_argument, NULL, 'T' },
 		{ "max-train", required_argument, NULL, 'N' },
 		{ "model", required_argument, NULL, 'm' },
@@ -651,6 +654,11 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		case O_RESUME:
 			o.resume = optarg;
 			break;
+		case O_RESTARTS:
+			if (parse_u64("max-restarts", optarg, 100, &v))
+				goto out;
+			l.max_restarts = (uint32_t)v;
+			break;
 		case O_CRASH_AT:
 			if (parse_u64("fault-crash-at", optarg, INT32_MAX, &v))
 				goto out;
@@ -666,7 +674,10 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 			usage(stderr);
 			goto out;
 		}
-		if (!local_only(c) && c != 'h')
+		/* local gives the coordinator its --resume and
+		 * --fault-crash-at itself (not to a restarted job) */
+		if (!local_only(c) && c != 'h' &&
+		    !(local && (c == O_RESUME || c == O_CRASH_AT)))
 			for (int i = prev; i < optind; i++)
 				role_args[nargs++] = argv[i];
 		prev = optind;
@@ -677,6 +688,11 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 	}
 	if (o.checkpoint_every && !o.checkpoint) {
 		log_err("--checkpoint-every needs --checkpoint FILE");
+		goto out;
+	}
+	if (l.max_restarts && !o.checkpoint) {
+		log_err("--max-restarts needs --checkpoint FILE (a restart "
+			"resumes from it)");
 		goto out;
 	}
 	if (local) {

@@ -476,6 +476,35 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	json_decref(h);
 }
 
+/* `local --max-restarts` is the agent that resumes by itself: the same
+ * crash, and the job goes on from the checkpoint in one command (the
+ * test fault and churn do not follow into the restart). */
+Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
+     .fini = teardown, .timeout = 90)
+{
+	char ck[600];
+	const char *extra[] = { "--workers", "2", "--ps", "2", "--epochs", "6",
+				"--checkpoint", ck, "--checkpoint-every", "40",
+				"--fault-crash-at", "100", "--kill-worker-at",
+				"0.05", "--max-restarts", "1", NULL };
+	struct pxrun r;
+	json_t *j;
+
+	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
+	j = run_local_keep(extra, &r);
+	cr_assert_not_null(strstr(r.err, "coordinator was killed by signal 9"),
+			   "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "restart 1 of 1 from the checkpoint "
+				  "of clock"), "%s", r.err);
+	cr_assert_geq(num(j, "resumed_from"), 80);
+	cr_assert_lt(num(j, "resumed_from"), 100);
+	cr_assert_eq(num(j, "clocks"), 6 * 47);
+	cr_assert_eq(num(j, "losses"), 0, "churn followed into the restart");
+	cr_assert_gt(num(j, "test_accuracy"), 0.72);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
 /* Bad --resume files: a clear error naming the file and what is wrong,
  * a non-zero exit, and the file left as it was. */
 Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
