@@ -751,23 +751,8 @@ static enum px_err pull_state(struct coord *c, bool momentum,
 static enum px_err test_eval(struct coord *c, double *ret_loss,
 			     double *ret_acc, struct px_error *err)
 {
-	uint64_t correct = 0;
-	double loss = 0.0;
-	uint32_t batch = 1000;
-	enum px_err e;
-
-	for (uint32_t i = 0; i < c->test.n; i += batch) {
-		uint32_t n = c->test.n - i < batch ? c->test.n - i : batch;
-
-		e = model_eval(c->mc, c->params,
-			       c->test.x + (size_t)i * c->test.dim,
-			       c->test.y + i, n, &loss, &correct, err);
-		if (e != PX_OK)
-			return e;
-	}
-	*ret_loss = loss / c->test.n;
-	*ret_acc = (double)correct / c->test.n;
-	return PX_OK;
+	return train_eval_host(c->mc, c->params, &c->test, ret_loss, ret_acc,
+			       err);
 }
 
 /* The state just pulled (c->params, c->mom; the pull began at t0) to
@@ -970,7 +955,8 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 	c->params = px_calloc(c->nparams, sizeof(float));
 	if (!c->params)
 		return px_errorf(err, PX_ENOMEM, "parameters");
-	e = model_ctx_new(&c->d, &kern_cpu_ops, NULL, 1000, &c->mc, err);
+	e = model_ctx_new(&c->d, &kern_cpu_ops, NULL, TRAIN_EVAL_BATCH,
+			  &c->mc, err);
 	if (e != PX_OK)
 		return e;
 	c->total = dist_total_clocks(c->n_train, o->workers, o->train.epochs,

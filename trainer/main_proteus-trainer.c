@@ -9,12 +9,14 @@
 #include <unistd.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/log.h"
 #include "../common/px.h"
+#include "ckpt.h"
 #include "data.h"
 #include "dist.h"
 #include "train_local.h"
@@ -50,6 +52,8 @@ static void usage(FILE *f)
 		"                       [--dir DIR] [--timeout S] "
 		"[--heartbeat MS] [--hb-timeout MS]\n"
 		"                       [--eval-epochs] + the train options\n"
+		"       " PROG " eval FILE [--data DIR] [--max-test N] "
+		"[--threads N] [--json]\n"
 		"       " PROG " coordinator|ps|worker --node N --job ID "
 		"--coord ADDR --listen ADDR\n"
 		"                       [--agent ENDPOINT] (coordinator: "
@@ -274,6 +278,129 @@ static int cmd_train(int argc, char **argv)
 out_release:
 	data_release(&train);
 	data_release(&test);
+	return rc;
+}
+
+/* eval FILE: what a checkpoint is, and its accuracy on the test set. */
+static int cmd_eval(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "data", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "max-test", required_argument, NULL, 'T' },
+		{ "threads", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct data_set test = { 0 };
+	struct model_ctx *mc = NULL;
+	struct px_error err = { 0 };
+	struct ckpt_meta m;
+	float *w = NULL, *v = NULL;
+	const char *dir = NULL, *file;
+	uint64_t max_test = 0, threads = 1;
+	double loss, acc;
+	char when[32], widths[160];
+	bool json = false;
+	size_t off = 0;
+	int c, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'D':
+			dir = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'j':
+			json = true;
+			break;
+		case 'T':
+			if (parse_u64("max-test", optarg, DATA_IDX_MAX_ITEMS,
+				      &max_test))
+				return 2;
+			break;
+		case 't':
+			if (parse_u64("threads", optarg, 1024, &threads))
+				return 2;
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	file = argv[optind];
+	if (ckpt_read(file, &m, &w, &v, &err) != PX_OK ||
+	    data_load_fashion_mnist(dir, false, (uint32_t)max_test, &test,
+				    &err) != PX_OK)
+		goto out;
+	if (test.dim != m.d.n_in || test.n_classes != m.d.n_out) {
+		px_errorf(&err, PX_EINVAL, "checkpoint '%s' is of a model with "
+			  "%u inputs and %u classes, the test set has %u and "
+			  "%u", file, m.d.n_in, m.d.n_out, test.dim,
+			  test.n_classes);
+		goto out;
+	}
+	kern_cpu_set_threads(threads ? (int)threads : 1);
+	if (model_ctx_new(&m.d, &kern_cpu_ops, NULL, TRAIN_EVAL_BATCH, &mc,
+			  &err) != PX_OK ||
+	    train_eval_host(mc, w, &test, &loss, &acc, &err) != PX_OK)
+		goto out;
+	off = (size_t)snprintf(widths, sizeof(widths), "%u", m.d.n_in);
+	for (uint32_t i = 0; i < m.d.n_layers && off < sizeof(widths); i++)
+		off += (size_t)snprintf(widths + off, sizeof(widths) - off,
+					"-%u", m.d.layer[i].out);
+	px_format_time(m.written_s, when, sizeof(when));
+	if (json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i, "
+				      "s:i, s:i, s:o, s:s, s:f, s:f, s:i}",
+				      "file", file,
+				      "model", model_kind_name(m.d.kind),
+				      "layers", widths,
+				      "params", (json_int_t)m.d.n_params,
+				      "clock", (json_int_t)m.clock,
+				      "total", (json_int_t)m.total,
+				      "workers", (int)m.workers,
+				      "batch", (int)m.batch,
+				      "epochs", (int)m.epochs,
+				      "train_examples", (int)m.n_train,
+				      "recorded_test_accuracy",
+				      isnan(m.test_accuracy) ? json_null()
+					      : json_real(m.test_accuracy),
+				      "written", when,
+				      "test_accuracy", acc, "test_loss", loss,
+				      "test_examples", (int)test.n);
+		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+		json_decref(j);
+		if (!s) {
+			px_errorf(&err, PX_ENOMEM, "result");
+			goto out;
+		}
+		printf("%s\n", s);
+		free(s);
+	} else {
+		printf("%s: %s %s (%zu parameters), clock %" PRId64 " of %"
+		       PRId64 " (%u workers, batch %u, %u epochs, %u "
+		       "examples), written %s\n"
+		       "test accuracy %.2f%%, loss %.4f, on %u examples\n",
+		       file, model_kind_name(m.d.kind), widths, m.d.n_params,
+		       m.clock, m.total, m.workers, m.batch, m.epochs,
+		       m.n_train, when, 100.0 * acc, loss, test.n);
+	}
+	rc = 0;
+out:
+	if (rc)
+		log_err("%s", err.msg);
+	model_ctx_free(mc);
+	data_release(&test);
+	free(w);
+	free(v);
 	return rc;
 }
 
@@ -751,6 +878,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "train"))
 		return cmd_train(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "eval"))
+		return cmd_eval(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "local") || !strcmp(argv[1], "coordinator") ||
 	    !strcmp(argv[1], "ps") || !strcmp(argv[1], "worker"))
 		return cmd_dist(argv[1], argc - 1, argv + 1);

@@ -314,3 +314,27 @@ out_release:
 	run_release(&r);
 	return e;
 }
+
+enum px_err train_eval_host(struct model_ctx *mc, const float *params,
+			    const struct data_set *set, double *ret_loss,
+			    double *ret_acc, struct px_error *err)
+{
+	uint64_t correct = 0;
+	double loss = 0.0;
+	enum px_err e;
+
+	if (!set->n)
+		return px_errorf(err, PX_EINVAL, "no examples to evaluate");
+	for (uint32_t i = 0; i < set->n; i += TRAIN_EVAL_BATCH) {
+		uint32_t n = set->n - i < TRAIN_EVAL_BATCH ? set->n - i
+							   : TRAIN_EVAL_BATCH;
+
+		e = model_eval(mc, params, set->x + (size_t)i * set->dim,
+			       set->y + i, n, &loss, &correct, err);
+		if (e != PX_OK)
+			return e;
+	}
+	*ret_loss = loss / set->n;
+	*ret_acc = (double)correct / set->n;
+	return PX_OK;
+}

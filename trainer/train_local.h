@@ -86,4 +86,12 @@ enum px_err train_local_run(const struct train_opts *o,
 			    train_epoch_fn on_epoch, void *arg,
 			    struct train_result *ret, struct px_error *err);
 
+/* Evaluate params on a data set held in host memory with a model context
+ * on the host (CPU ops) made for batches of at least TRAIN_EVAL_BATCH:
+ * mean loss and accuracy in [0, 1].  The coordinator and `eval` use it. */
+#define TRAIN_EVAL_BATCH 1000u
+enum px_err train_eval_host(struct model_ctx *mc, const float *params,
+			    const struct data_set *set, double *ret_loss,
+			    double *ret_acc, struct px_error *err);
+
 #endif

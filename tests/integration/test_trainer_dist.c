@@ -457,6 +457,25 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	cr_assert_float_eq(json_real_value(json_object_get(h,
 			   "test_accuracy")), num(j, "test_accuracy"), 1e-9);
 	json_decref(h);
+	/* `eval` of that file gives the job's own final numbers */
+	{
+		const char *ev[] = { "proteus-trainer", "eval", ck,
+				     "--max-test", "1000", "--json", NULL };
+		json_t *e;
+
+		cr_assert_eq(pxrun(&r, 60, "proteus-trainer", ev), 0);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		e = json_loads(r.out, 0, NULL);
+		cr_assert_not_null(e, "%s", r.out);
+		cr_assert_eq(num(e, "clock"), 6 * 47);
+		cr_assert_eq(num(e, "test_examples"), 1000);
+		cr_assert_float_eq(num(e, "test_accuracy"),
+				   num(j, "test_accuracy"), 1e-12);
+		cr_assert_float_eq(num(e, "test_loss"), num(j, "test_loss"),
+				   1e-9);
+		json_decref(e);
+		pxrun_free(&r);
+	}
 	/* as good as the same job run through (MLR with a cosine schedule
 	 * ends within a point of itself run to run) */
 	h = run_local(whole);
@@ -530,6 +549,14 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 	cr_assert_not_null(strstr(r.err, ck), "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "header, byte"), "%s", r.err);
 	pxrun_free(&r);
+	{
+		const char *ev[] = { "proteus-trainer", "eval", ck, NULL };
+
+		cr_assert_eq(pxrun(&r, 60, "proteus-trainer", ev), 0);
+		cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+		cr_assert_not_null(strstr(r.err, "header, byte"), "%s", r.err);
+		pxrun_free(&r);
+	}
 	f = fopen(ck, "r");
 	cr_assert_not_null(f);
 	cr_assert_eq(fgetc(f), 'n', "the bad file was overwritten");
