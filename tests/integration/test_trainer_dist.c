@@ -581,7 +581,7 @@ Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
 	char ck[600], hint[700];
 	const char *die[] = { "--workers", "2", "--ps", "2", "--epochs", "40",
 			      "--kill-ps-at", "0.5", "--stall-timeout", "2",
-			      "--checkpoint", ck, "--checkpoint-every", "20",
+			      "--checkpoint", ck, "--checkpoint-every", "5",
 			      NULL };
 	const char *resume[] = { "--workers", "2", "--ps", "2", "--epochs",
 				 "40", "--resume", ck, NULL };
