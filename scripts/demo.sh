@@ -6,7 +6,8 @@
 # market summary at a chosen time, then replays the slice offline for a
 # small training job under each policy (proteusctl simulate) and plots it,
 # then trains a model with the elastic trainer on this host while a worker
-# and a parameter server are killed (proteus-trainer local).
+# and a parameter server are killed (proteus-trainer local), checkpointing
+# after each epoch, and evaluates the checkpoint it leaves.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${BUILD:=build}"
@@ -39,7 +40,10 @@ echo "   and replaced, the transient ActivePS at 2 s: training goes on"
 "$BUILD/proteus-trainer" local --model mlr --workers 2 --ps 2 --reliable 1 \
 	--stage 2 --epochs 8 --batch 128 --lr 0.05 --schedule cosine \
 	--threads 1 --eval-epochs --kill-worker-at 1 --kill-ps-at 2 \
-	--timeout 120
+	--checkpoint "$BUILD/demo.pxc" --max-restarts 1 --timeout 120
+echo
+echo "== the model it left: the checkpoint written after the last epoch"
+"$BUILD/proteus-trainer" eval "$BUILD/demo.pxc"
 echo
 echo "(database: $db; plot: $plot)"
 echo "(try: $ctl market --db $db --type g2.8xlarge --json"
