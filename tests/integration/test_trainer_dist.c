@@ -404,7 +404,7 @@ static double resumed_rms(const char *err, int *lines)
  * parameters and momentum from the coordinator, the workers start at its
  * clock, and the result is as good as an uninterrupted run's. */
 Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
-     .init = setup, .fini = teardown, .timeout = 90)
+     .init = setup, .fini = teardown, .timeout = 60)
 {
 	char ck[600];
 	const char *crash[] = { "--workers", "2", "--ps", "2", "--reliable",
@@ -499,7 +499,7 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
  * crash, and the job goes on from the checkpoint in one command (the
  * test fault and churn do not follow into the restart). */
 Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
-     .fini = teardown, .timeout = 90)
+     .fini = teardown, .timeout = 60)
 {
 	char ck[600];
 	const char *extra[] = { "--workers", "2", "--ps", "2", "--epochs", "6",
@@ -576,7 +576,7 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
  * shard: the job fails at --stall-timeout, naming the checkpoint to
  * resume from, and resumed from it, it finishes. */
 Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
-     .fini = teardown, .timeout = 90)
+     .fini = teardown, .timeout = 60)
 {
 	char ck[600], hint[700];
 	const char *die[] = { "--workers", "2", "--ps", "2", "--epochs", "40",
