@@ -55,6 +55,11 @@ struct dist_opts {
 	uint32_t stall_timeout_s;  /* coordinator: fail the job after this
 				      long without a clock advance (or
 				      without starting); 0: never */
+	uint32_t sole_copy_timeout_s; /* coordinator: a PS holding a shard's
+				      only copy silent this long fails the
+				      job at once when a checkpoint of
+				      this run exists; 0: wait for
+				      stall_timeout_s */
 	uint32_t momentum_every;   /* PS: FORWARD the momentum every this
 				      many clocks (1: each; 0: never) */
 	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
@@ -79,7 +84,8 @@ struct dist_opts {
 };
 
 /* Defaults: MLP, 5 epochs, batch 128, 1 worker, 1 PS, slack 0, stage 1,
- * heartbeat 100 ms, timeout 800 ms, stall timeout 60 s. */
+ * heartbeat 100 ms, timeout 800 ms, stall timeout 60 s, sole-copy
+ * timeout 10 s. */
 void dist_opts_default(struct dist_opts *o);
 
 /* Read the job key from the environment variable DIST_KEY_ENV (hex,

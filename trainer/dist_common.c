@@ -26,6 +26,7 @@ void dist_opts_default(struct dist_opts *o)
 	o->hb_timeout_ms = 800;
 	o->momentum_every = DIST_MOMENTUM_EVERY;
 	o->stall_timeout_s = 60;
+	o->sole_copy_timeout_s = 10;
 	o->out_fd = 1;
 	o->ready_fd = -1;
 }

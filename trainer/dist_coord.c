@@ -684,6 +684,33 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 	return true;
 }
 
+/* A PS holding the only copy of a shard, silent past --sole-copy-timeout
+ * while a checkpoint of this run exists: most likely gone, so the job
+ * fails now, naming the checkpoint to resume from (local --max-restarts
+ * does), instead of waiting --stall-timeout.  Whether the job failed. */
+static bool sole_copy_gone(struct coord *c, uint64_t now,
+			   struct px_error *err)
+{
+	uint64_t lim = (uint64_t)c->o->sole_copy_timeout_s * 1000000;
+	char hint[PX_ERRMSG_MAX / 2];
+
+	if (!lim || c->ckpt_clock < 0)
+		return false;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct cmember *m = &c->m[i];
+
+		if (!m->silent || now - m->last_us < lim)
+			continue;
+		ckpt_hint(c, hint, sizeof(hint));
+		px_errorf(err, PX_ETIMEDOUT, "PS %u, the only copy of shard "
+			  "%d, silent for %.1f s (--sole-copy-timeout)%s",
+			  m->w.node.v, sole_copy(c, m->w.node),
+			  (double)(now - m->last_us) / 1e6, hint);
+		return true;
+	}
+	return false;
+}
+
 /* Pull shard s from its active PS into dst: its parameters (flags 0) or
  * its momentum (WIRE_F_MOMENTUM), with every update before min_clock. */
 static enum px_err pull_shard(struct coord *c, uint32_t s, uint32_t flags,
@@ -1056,7 +1083,7 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 				send_clock_min(c);
 			next_hb = now + (uint64_t)o->hb_ms * 1000;
 		}
-		if (watchdog(c, now, err)) {
+		if (watchdog(c, now, err) || sole_copy_gone(c, now, err)) {
 			/* the caller reports err */
 			shutdown_all(c, WIRE_SHUTDOWN_ERROR);
 			e = err->code;

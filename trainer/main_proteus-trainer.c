@@ -48,7 +48,7 @@ static void usage(FILE *f)
 		"                       [--checkpoint FILE "
 		"[--checkpoint-every CLOCKS]] [--resume FILE]\n"
 		"                       [--max-restarts N] "
-		"[--fault-crash-at CLOCK]\n"
+		"[--sole-copy-timeout S] [--fault-crash-at CLOCK]\n"
 		"                       [--dir DIR] [--timeout S] "
 		"[--heartbeat MS] [--hb-timeout MS]\n"
 		"                       [--eval-epochs] + the train options\n"
@@ -462,7 +462,7 @@ enum {
 	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
 	O_KILL_WAT, O_READY, O_STALL, O_PAUSE_W, O_PAUSE_FOR, O_AGENT,
 	O_LATE_PUSH, O_PAUSE_PS, O_MOM_EVERY, O_CKPT, O_CKPT_EVERY, O_RESUME,
-	O_CRASH_AT, O_RESTARTS,
+	O_CRASH_AT, O_RESTARTS, O_SOLE,
 };
 
 static bool local_only(int c)
@@ -520,6 +520,7 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "shards", required_argument, NULL, O_SHARDS },
 		{ "slack", required_argument, NULL, O_SLACK },
+		{ "sole-copy-timeout", required_argument, NULL, O_SOLE },
 		{ "stage", required_argument, NULL, O_STAGE },
 		{ "stage-at", required_argument, NULL, O_STAGE_AT },
 		{ "stall-timeout", required_argument, NULL, O_STALL },
@@ -780,6 +781,11 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 			break;
 		case O_RESUME:
 			o.resume = optarg;
+			break;
+		case O_SOLE:
+			if (parse_u64("sole-copy-timeout", optarg, 86400, &v))
+				goto out;
+			o.sole_copy_timeout_s = (uint32_t)v;
 			break;
 		case O_RESTARTS:
 			if (parse_u64("max-restarts", optarg, 100, &v))

@@ -573,14 +573,16 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 }
 
 /* In stage 1 a PS that really died (SIGKILL) holds the only copy of a
- * shard: the job fails at --stall-timeout, naming the checkpoint to
- * resume from, and resumed from it, it finishes. */
+ * shard: with a checkpoint written, the job fails at --sole-copy-timeout
+ * (not the far longer --stall-timeout), naming the checkpoint to resume
+ * from, and resumed from it, it finishes. */
 Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	char ck[600], hint[700];
 	const char *die[] = { "--workers", "2", "--ps", "2", "--epochs", "40",
-			      "--kill-ps-at", "0.5", "--stall-timeout", "2",
+			      "--kill-ps-at", "0.5", "--stall-timeout", "50",
+			      "--sole-copy-timeout", "2",
 			      "--checkpoint", ck, "--checkpoint-every", "5",
 			      NULL };
 	const char *resume[] = { "--workers", "2", "--ps", "2", "--epochs",
@@ -593,7 +595,8 @@ Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
 	snprintf(hint, sizeof(hint), "run the job again with --resume %s", ck);
 	run_local_raw(die, &r);
 	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
-	cr_assert_not_null(strstr(r.err, "no progress for 2 s"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "(--sole-copy-timeout); the "
+				  "checkpoint of clock"), "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "the only copy of shard"), "%s",
 			   r.err);
 	cr_assert_not_null(strstr(r.err, hint), "%s", r.err);
