@@ -212,6 +212,8 @@ bench:
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@BUILD=$(abspath $(BUILD)) SHARED=$(SHARED) tests/bench/run.sh $(BENCH)
 
+# the trainer's pure parsers (no nanomsg, no CUDA) for fuzz_ckpt
+FUZZ_TRAINER_SRC = trainer/ckpt.c trainer/model.c trainer/kern_cpu.c
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	$(PKG_CFLAGS)
 fuzz:
@@ -221,7 +223,7 @@ fuzz:
 	  n=$$(basename $$f .c); \
 	  echo "  FUZZ    $$n ($(FUZZ_SECONDS) s)"; \
 	  clang $(FUZZ_CFLAGS) -o $(BUILD)/fuzz/$$n $$f \
-	    $(filter-out agent/% trainer/%,$(LIB_SRC)) \
+	    $(filter-out agent/% trainer/%,$(LIB_SRC)) $(FUZZ_TRAINER_SRC) \
 	    $(PKG_LIBS) -lm || exit 1; \
 	  mkdir -p $(BUILD)/fuzz/$$n.corpus; \
 	  cp -n tests/fuzz/corpus/$$n/* $(BUILD)/fuzz/$$n.corpus/ 2>/dev/null; \
