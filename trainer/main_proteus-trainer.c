@@ -62,22 +62,42 @@ static void usage(FILE *f)
 		"(job key in $" DIST_KEY_ENV ")\n");
 }
 
-static int parse_u64(const char *name, const char *s, uint64_t max,
-		     uint64_t *ret)
+static int parse_range(const char *name, const char *s, uint64_t min,
+		       uint64_t max, uint64_t *ret)
 {
 	char *end;
 	unsigned long long v;
 
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v > max) {
-		log_err("bad --%s '%s' (an integer in 0..%" PRIu64 ")", name,
-			s, max);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max) {
+		log_err("bad --%s '%s' (an integer in %" PRIu64 "..%" PRIu64
+			")", name, s, min, max);
 		return -1;
 	}
 	*ret = v;
 	return 0;
 }
+
+static int parse_u64(const char *name, const char *s, uint64_t max,
+		     uint64_t *ret)
+{
+	return parse_range(name, s, 0, max, ret);
+}
+
+/* The distributed roles' plain numeric options, by table. */
+struct u32_opt {
+	int opt;
+	const char *name;
+	uint32_t min, max;
+	uint32_t *dst;
+};
+
+struct secs_opt {
+	int opt;
+	const char *name;
+	double *dst;
+};
 
 static int parse_float(const char *name, const char *s, float *ret)
 {
@@ -540,6 +560,39 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 	int c, rc = 2, prev = 1;
 	enum px_err e;
 
+	const struct u32_opt u32s[] = {
+		{ 'e', "epochs", 1, 100000, &o.train.epochs },
+		{ 'N', "max-train", 0, DATA_IDX_MAX_ITEMS, &o.max_train },
+		{ 'T', "max-test", 0, DATA_IDX_MAX_ITEMS, &o.max_test },
+		{ O_HB, "heartbeat", 1, 60000, &o.hb_ms },
+		{ O_HBTO, "hb-timeout", 1, 600000, &o.hb_timeout_ms },
+		{ O_NODE, "node", 0, UINT32_MAX - 1, &o.node.v },
+		{ O_PS, "ps", 0, DIST_MAX_NODES, &o.ps },
+		{ O_SHARDS, "shards", 0, DIST_MAX_SHARDS, &o.shards },
+		{ O_STALL, "stall-timeout", 0, 86400, &o.stall_timeout_s },
+		{ O_MOM_EVERY, "momentum-every", 0, 1000000,
+		  &o.momentum_every },
+		{ O_LATE_PUSH, "fault-late-push", 0, 90,
+		  &o.fault_late_push_ms },
+		{ O_CKPT_EVERY, "checkpoint-every", 0, INT32_MAX,
+		  &o.checkpoint_every },
+		{ O_SOLE, "sole-copy-timeout", 0, 86400,
+		  &o.sole_copy_timeout_s },
+		{ O_RESTARTS, "max-restarts", 0, 100, &l.max_restarts },
+		{ O_WORKERS, "workers", 1, DIST_MAX_NODES, &o.workers },
+	};
+	const struct secs_opt secs[] = {
+		{ O_ADD_WORKER, "add-worker-at", &l.add_worker_at },
+		{ O_KILL_PS, "kill-ps-at", &l.kill_ps_at },
+		{ O_KILL_W, "kill-worker-every", &l.kill_worker_every },
+		{ O_KILL_WAT, "kill-worker-at", &l.kill_worker_at },
+		{ O_LEAVE_W, "leave-worker-at", &l.leave_worker_at },
+		{ O_TIMEOUT, "timeout", &l.timeout_s },
+		{ O_PAUSE_W, "pause-worker-at", &l.pause_worker_at },
+		{ O_PAUSE_FOR, "pause-for", &l.pause_for },
+		{ O_PAUSE_PS, "pause-ps-at", &l.pause_ps_at },
+	};
+
 	dist_opts_default(&o);
 	o.log = log_cb;
 	o.stop = &stop_flag;
@@ -548,7 +601,23 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		return 1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		switch (c) {
+		const struct u32_opt *u = NULL;
+		const struct secs_opt *t = NULL;
+
+		for (size_t k = 0; k < sizeof(u32s) / sizeof(u32s[0]); k++)
+			if (u32s[k].opt == c)
+				u = &u32s[k];
+		for (size_t k = 0; k < sizeof(secs) / sizeof(secs[0]); k++)
+			if (secs[k].opt == c)
+				t = &secs[k];
+		if (u) {
+			if (parse_range(u->name, optarg, u->min, u->max, &v))
+				goto out;
+			*u->dst = (uint32_t)v;
+		} else if (t) {
+			if (parse_secs(t->name, optarg, t->dst))
+				goto out;
+		} else switch (c) {
 		case 'b':
 			if (parse_u64("batch", optarg, MODEL_MAX_BATCH, &v))
 				goto out;
@@ -563,11 +632,6 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 				log_err("%s", err.msg);
 				goto out;
 			}
-			break;
-		case 'e':
-			if (parse_u64("epochs", optarg, 100000, &v))
-				goto out;
-			o.train.epochs = (uint32_t)v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -591,12 +655,6 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 				goto out;
 			}
 			break;
-		case 'N':
-			if (parse_u64("max-train", optarg, DATA_IDX_MAX_ITEMS,
-				      &v))
-				goto out;
-			o.max_train = (uint32_t)v;
-			break;
 		case 'S':
 			if (train_schedule_parse(optarg, &o.train.schedule,
 						 &err)) {
@@ -609,12 +667,6 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 				      &o.train.seed))
 				goto out;
 			break;
-		case 'T':
-			if (parse_u64("max-test", optarg, DATA_IDX_MAX_ITEMS,
-				      &v))
-				goto out;
-			o.max_test = (uint32_t)v;
-			break;
 		case 't':
 			if (parse_u64("threads", optarg, 1024, &v))
 				goto out;
@@ -623,11 +675,6 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		case 'w':
 			if (parse_float("weight-decay", optarg,
 					&o.train.weight_decay))
-				goto out;
-			break;
-		case O_ADD_WORKER:
-			if (parse_secs("add-worker-at", optarg,
-				       &l.add_worker_at))
 				goto out;
 			break;
 		case O_COORD:
@@ -645,48 +692,9 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 		case O_EVAL:
 			o.eval_epochs = true;
 			break;
-		case O_HB:
-			if (parse_u64("heartbeat", optarg, 60000, &v) || !v)
-				goto out;
-			o.hb_ms = (uint32_t)v;
-			break;
-		case O_HBTO:
-			if (parse_u64("hb-timeout", optarg, 600000, &v) || !v)
-				goto out;
-			o.hb_timeout_ms = (uint32_t)v;
-			break;
 		case O_JOB:
 			if (parse_u64("job", optarg, UINT64_MAX, &o.job))
 				goto out;
-			break;
-		case O_KILL_PS:
-			if (parse_secs("kill-ps-at", optarg, &l.kill_ps_at))
-				goto out;
-			break;
-		case O_KILL_W:
-			if (parse_secs("kill-worker-every", optarg,
-				       &l.kill_worker_every))
-				goto out;
-			break;
-		case O_KILL_WAT:
-			if (parse_secs("kill-worker-at", optarg,
-				       &l.kill_worker_at))
-				goto out;
-			break;
-		case O_LEAVE_W:
-			if (parse_secs("leave-worker-at", optarg,
-				       &l.leave_worker_at))
-				goto out;
-			break;
-		case O_NODE:
-			if (parse_u64("node", optarg, UINT32_MAX - 1, &v))
-				goto out;
-			o.node.v = (uint32_t)v;
-			break;
-		case O_PS:
-			if (parse_u64("ps", optarg, DIST_MAX_NODES, &v))
-				goto out;
-			o.ps = (uint32_t)v;
 			break;
 		case O_READY:
 			if (parse_u64("ready-fd", optarg, 1023, &v) || v < 3)
@@ -711,11 +719,6 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 				l.reliable = (uint32_t)v;
 			}
 			break;
-		case O_SHARDS:
-			if (parse_u64("shards", optarg, DIST_MAX_SHARDS, &v))
-				goto out;
-			o.shards = (uint32_t)v;
-			break;
 		case O_SLACK:
 			if (parse_u64("slack", optarg, UINT16_MAX, &v))
 				goto out;
@@ -730,10 +733,6 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 			if (parse_stage_at(optarg, &o))
 				goto out;
 			break;
-		case O_TIMEOUT:
-			if (parse_secs("timeout", optarg, &l.timeout_s))
-				goto out;
-			break;
 		case O_AGENT:
 			if (local || strlen(optarg) > DIST_ADDR_MAX) {
 				log_err("--agent: %s", local ? "local is the "
@@ -742,66 +741,16 @@ static int cmd_dist(const char *cmd, int argc, char **argv)
 			}
 			snprintf(o.agent, sizeof(o.agent), "%s", optarg);
 			break;
-		case O_STALL:
-			if (parse_u64("stall-timeout", optarg, 86400, &v))
-				goto out;
-			o.stall_timeout_s = (uint32_t)v;
-			break;
-		case O_PAUSE_W:
-			if (parse_secs("pause-worker-at", optarg,
-				       &l.pause_worker_at))
-				goto out;
-			break;
-		case O_PAUSE_FOR:
-			if (parse_secs("pause-for", optarg, &l.pause_for))
-				goto out;
-			break;
-		case O_PAUSE_PS:
-			if (parse_secs("pause-ps-at", optarg, &l.pause_ps_at))
-				goto out;
-			break;
-		case O_MOM_EVERY:
-			if (parse_u64("momentum-every", optarg, 1000000, &v))
-				goto out;
-			o.momentum_every = (uint32_t)v;
-			break;
-		case O_LATE_PUSH:
-			if (parse_u64("fault-late-push", optarg, 90, &v))
-				goto out;
-			o.fault_late_push_ms = (uint32_t)v;
-			break;
 		case O_CKPT:
 			o.checkpoint = optarg;
 			break;
-		case O_CKPT_EVERY:
-			if (parse_u64("checkpoint-every", optarg, INT32_MAX,
-				      &v))
-				goto out;
-			o.checkpoint_every = (uint32_t)v;
-			break;
 		case O_RESUME:
 			o.resume = optarg;
-			break;
-		case O_SOLE:
-			if (parse_u64("sole-copy-timeout", optarg, 86400, &v))
-				goto out;
-			o.sole_copy_timeout_s = (uint32_t)v;
-			break;
-		case O_RESTARTS:
-			if (parse_u64("max-restarts", optarg, 100, &v))
-				goto out;
-			l.max_restarts = (uint32_t)v;
 			break;
 		case O_CRASH_AT:
 			if (parse_u64("fault-crash-at", optarg, INT32_MAX, &v))
 				goto out;
 			o.fault_crash_at = (int64_t)v;
-			break;
-		case O_WORKERS:
-			if (parse_u64("workers", optarg, DIST_MAX_NODES, &v) ||
-			    !v)
-				goto out;
-			o.workers = (uint32_t)v;
 			break;
 		default:
 			usage(stderr);
