@@ -212,8 +212,8 @@ bench:
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@BUILD=$(abspath $(BUILD)) SHARED=$(SHARED) tests/bench/run.sh $(BENCH)
 
-# the trainer's pure parsers (no nanomsg, no CUDA) for fuzz_ckpt
-FUZZ_TRAINER_SRC = trainer/ckpt.c trainer/model.c trainer/kern_cpu.c
+# the trainer's pure parsers (no nanomsg, no CUDA) for fuzz_ckpt, fuzz_wire
+FUZZ_TRAINER_SRC = trainer/ckpt.c trainer/model.c trainer/kern_cpu.c trainer/wire.c
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 	$(PKG_CFLAGS)
 fuzz:
