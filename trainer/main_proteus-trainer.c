@@ -34,6 +34,8 @@ static void usage(FILE *f)
 		"[--device cpu|cuda] [--seed N]\n"
 		"                       [--data DIR] "
 		"[--max-train N] [--max-test N] [--json]\n"
+		"                       [--checkpoint FILE] [--resume FILE] "
+		"[--fault-crash-after EPOCH]\n"
 		"       " PROG " local --workers N --ps M [--reliable R] "
 		"[--slack S] [--stage 1|2|3]\n"
 		"                       [--stage-at CLOCK:STAGE] "
@@ -130,7 +132,7 @@ static int print_json(const struct train_opts *o,
 		      const struct train_result *r)
 {
 	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:f, s:f, s:I, s:I, "
-			      "s:f, s:f, s:f, s:f, s:f}",
+			      "s:f, s:f, s:f, s:f, s:f, s:I}",
 			      "model", model_kind_name(o->model),
 			      "device", o->device == TRAIN_DEV_CUDA ? "cuda"
 								   : "cpu",
@@ -144,7 +146,8 @@ static int print_json(const struct train_opts *o,
 			      "test_loss", r->test_loss,
 			      "samples_per_sec", r->samples_per_sec,
 			      "train_seconds", r->train_seconds,
-			      "wall_seconds", r->wall_seconds);
+			      "wall_seconds", r->wall_seconds,
+			      "resumed_from", (json_int_t)r->resumed_from);
 	int rc = -1;
 
 	if (j && json_dumpf(j, stdout, JSON_COMPACT) == 0) {
@@ -159,6 +162,9 @@ static int cmd_train(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, 'b' },
+		{ "checkpoint", required_argument, NULL, 'C' },
+		{ "fault-crash-after", required_argument, NULL, 'F' },
+		{ "resume", required_argument, NULL, 'R' },
 		{ "data", required_argument, NULL, 'D' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "epochs", required_argument, NULL, 'e' },
@@ -192,6 +198,17 @@ static int cmd_train(int argc, char **argv)
 			if (parse_u64("batch", optarg, MODEL_MAX_BATCH, &v))
 				return 2;
 			o.batch = (uint32_t)v;
+			break;
+		case 'C':
+			o.checkpoint = optarg;
+			break;
+		case 'F':
+			if (parse_u64("fault-crash-after", optarg, 100000, &v))
+				return 2;
+			o.fault_crash_after = (uint32_t)v;
+			break;
+		case 'R':
+			o.resume = optarg;
 			break;
 		case 'D':
 			dir = optarg;

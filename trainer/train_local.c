@@ -3,10 +3,13 @@
  */
 #include "train_local.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt.h"
 #include "kern_cuda.h"
 
 /* Everything one run allocates, so one function can free it. */
@@ -233,6 +236,73 @@ static enum px_err check_opts(const struct train_opts *o,
 	return PX_OK;
 }
 
+/* This run's shape, as a checkpoint records it (one worker). */
+static struct ckpt_meta run_meta(const struct run *r,
+				 const struct train_opts *o,
+				 const struct data_set *train,
+				 uint64_t steps_total)
+{
+	return (struct ckpt_meta){
+		.d = r->d, .total = (int64_t)steps_total, .workers = 1,
+		.batch = o->batch, .epochs = o->epochs, .n_train = train->n,
+		.test_accuracy = NAN,
+	};
+}
+
+/* The state after `step` steps (an epoch's end) to o->checkpoint. */
+static enum px_err save(struct run *r, const struct train_opts *o,
+			struct ckpt_meta m, uint64_t step, double acc,
+			struct px_error *err)
+{
+	size_t pb = r->d.n_params * sizeof(float);
+	float *v = px_calloc(r->d.n_params, sizeof(float));
+	enum px_err e;
+
+	if (!v)
+		return px_errorf(err, PX_ENOMEM, "checkpoint");
+	m.clock = (int64_t)step;
+	m.test_accuracy = acc;
+	m.written_s = px_now_wall_us() / 1000000;
+	e = r->ops->download(r->kctx, r->h_params, r->params, pb, err);
+	if (e == PX_OK)
+		e = r->ops->download(r->kctx, v, r->vel, pb, err);
+	if (e == PX_OK)
+		e = ckpt_write(o->checkpoint, &m, r->h_params, v, err);
+	free(v);
+	return e;
+}
+
+/* Go on from o->resume: its state into ops memory; the epochs it has
+ * done in *ret_done. */
+static enum px_err restore(struct run *r, const struct train_opts *o,
+			   const struct ckpt_meta *want,
+			   uint64_t steps_per_epoch, uint32_t *ret_done,
+			   struct px_error *err)
+{
+	size_t pb = r->d.n_params * sizeof(float);
+	struct ckpt_meta have;
+	float *w, *v;
+	enum px_err e;
+
+	e = ckpt_read(o->resume, &have, &w, &v, err);
+	if (e != PX_OK)
+		return e;
+	e = ckpt_check_job(o->resume, &have, want, err);
+	if (e == PX_OK && have.clock % (int64_t)steps_per_epoch)
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': clock %" PRId64
+			      " is not at an epoch's end (%" PRIu64 " steps "
+			      "each)", o->resume, have.clock,
+			      steps_per_epoch);
+	if (e == PX_OK)
+		e = r->ops->upload(r->kctx, r->params, w, pb, err);
+	if (e == PX_OK)
+		e = r->ops->upload(r->kctx, r->vel, v, pb, err);
+	*ret_done = (uint32_t)(have.clock / (int64_t)steps_per_epoch);
+	free(w);
+	free(v);
+	return e;
+}
+
 enum px_err train_local_run(const struct train_opts *o,
 			    const struct data_set *train,
 			    const struct data_set *test,
@@ -240,8 +310,10 @@ enum px_err train_local_run(const struct train_opts *o,
 			    struct train_result *ret, struct px_error *err)
 {
 	uint64_t t0 = px_now_mono_us(), train_us = 0, samples = 0;
-	uint64_t step = 0, steps_total;
+	uint64_t step = 0, steps_total, per_epoch;
 	struct train_result res;
+	struct ckpt_meta meta;
+	uint32_t done = 0;
 	struct run r;
 	enum px_err e;
 
@@ -253,9 +325,17 @@ enum px_err train_local_run(const struct train_opts *o,
 	if (e != PX_OK)
 		goto out_release;
 	res.n_params = r.d.n_params;
-	steps_total = (uint64_t)o->epochs *
-		      ((train->n + (uint64_t)o->batch - 1) / o->batch);
-	for (uint32_t ep = 1; ep <= o->epochs; ep++) {
+	per_epoch = (train->n + (uint64_t)o->batch - 1) / o->batch;
+	steps_total = (uint64_t)o->epochs * per_epoch;
+	meta = run_meta(&r, o, train, steps_total);
+	if (o->resume) {
+		e = restore(&r, o, &meta, per_epoch, &done, err);
+		if (e != PX_OK)
+			goto out_release;
+		step = (uint64_t)done * per_epoch;
+		res.resumed_from = done;
+	}
+	for (uint32_t ep = done + 1; ep <= o->epochs; ep++) {
 		struct train_epoch st = { .epoch = ep };
 		uint64_t t1 = px_now_mono_us(), dt;
 		double loss_sum = 0.0;
@@ -303,6 +383,13 @@ enum px_err train_local_run(const struct train_opts *o,
 		res.samples_per_sec = train_us ? samples / res.train_seconds
 					       : 0.0;
 		res.wall_seconds = (double)(px_now_mono_us() - t0) / 1e6;
+		if (o->checkpoint) {
+			e = save(&r, o, meta, step, st.test_accuracy, err);
+			if (e != PX_OK)
+				goto out_release;
+			if (o->fault_crash_after == ep)
+				raise(SIGKILL);
+		}
 		if (on_epoch && !on_epoch(arg, &st)) {
 			e = px_errorf(err, PX_ECANCELED, "stopped after epoch "
 				      "%u", ep);

@@ -39,6 +39,13 @@ struct train_opts {
 	enum train_device device;
 	int cuda_device;       /* CUDA device ordinal */
 	uint64_t seed;         /* initialisation and shuffling */
+	const char *checkpoint; /* write one here after each epoch (ckpt.h);
+				   NULL: none */
+	const char *resume;    /* go on from this checkpoint (written by a
+				   run of the same shape, at an epoch's end);
+				   NULL: start afresh */
+	uint32_t fault_crash_after; /* tests only: SIGKILL itself after this
+				   epoch's checkpoint (0: never) */
 };
 
 /* Defaults: MLP 256-256, 5 epochs, batch 128, lr 0.05, momentum 0.9, no
@@ -72,6 +79,7 @@ struct train_result {
 	double train_seconds;    /* training time only */
 	double wall_seconds;     /* everything, setup and eval included */
 	size_t n_params;         /* model size in floats */
+	uint32_t resumed_from;   /* epochs done before (--resume), or 0 */
 };
 
 /* Called after each epoch; return false to stop (PX_ECANCELED). */
