@@ -136,11 +136,12 @@ enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 	char tmp[4200];
 	EVP_MD_CTX *md = NULL;
 	char *h = NULL;
+	bool made = false;
 	enum px_err e;
 	int fd = -1;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path,
-			     (long)getpid()) >= sizeof(tmp))
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >=
+	    sizeof(tmp))
 		return px_errorf(err, PX_ETOOBIG, "checkpoint path too long");
 	h = header(m);
 	md = EVP_MD_CTX_new();
@@ -157,8 +158,9 @@ enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", path);
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		  0600);
+	/* a fresh name, O_EXCL, mode 0600: nothing planted there is used */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	made = fd >= 0;
 	if (fd < 0) {
 		e = sys_err(err, tmp, "create");
 		goto out;
@@ -192,8 +194,8 @@ enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 out:
 	if (fd >= 0)
 		close(fd);
-	if (e != PX_OK)
-		(void)unlink(tmp);
+	if (e != PX_OK && made)
+		(void)unlink(tmp); /* created, not renamed */
 	EVP_MD_CTX_free(md);
 	free(h);
 	return e;

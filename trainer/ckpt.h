@@ -5,8 +5,9 @@
  * CKPT_HEADER_MAX bytes, then '\n') naming the model, the job's shape and
  * the clock; the parameters, n_params float32 little-endian; the momentum,
  * likewise; the SHA-256 of everything before it (32 bytes).  A file is
- * written to a temporary name, synced and renamed over the old one, so a
- * crash leaves the old checkpoint or the new, never half of one.
+ * written to a fresh temporary name beside it (mkostemp: O_EXCL, 0600),
+ * synced and renamed over the old one, so a crash leaves the old
+ * checkpoint or the new, never half of one.
  */
 #ifndef PX_CKPT_H
 #define PX_CKPT_H
@@ -37,7 +38,7 @@ struct ckpt_meta {
 };
 
 /* Write params and momentum (m->d.n_params floats each) to path, atomically
- * (path.tmp.PID, fsync, rename, fsync of the directory); mode 0600. */
+ * (path.tmp.XXXXXX, fsync, rename, fsync of the directory); mode 0600. */
 enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 		       const float *params, const float *momentum,
 		       struct px_error *err);
