@@ -8,6 +8,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <pmmintrin.h>
+#include <xmmintrin.h>
+#endif
 
 /* ---- PRNG ---- */
 
@@ -83,16 +87,25 @@ void kern_bias_grad(float *db, const float *dy, int n, int d)
 	}
 }
 
+/* The elementwise loops below run in place (y == x, dx == dy) or on
+ * disjoint arrays, never on partly overlapping ones: `ivdep` lets GCC
+ * vectorize them (blends instead of a branch per element, which
+ * mispredicted half the time in relu_bwd) without an overlap check. */
 void kern_relu_fwd(float *y, const float *x, size_t len)
 {
+#pragma GCC ivdep
 	for (size_t i = 0; i < len; i++)
 		y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 void kern_relu_bwd(float *dx, const float *dy, const float *y, size_t len)
 {
-	for (size_t i = 0; i < len; i++)
-		dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+#pragma GCC ivdep
+	for (size_t i = 0; i < len; i++) {
+		float d = dy[i]; /* loaded either way: a select, no branch */
+
+		dx[i] = y[i] > 0.0f ? d : 0.0f;
+	}
 }
 
 void kern_softmax_xent_fwd(float *probs, float *loss, const float *logits,
@@ -140,12 +153,21 @@ void kern_softmax_xent_bwd(float *dlogits, const float *probs,
 void kern_sgd_momentum(float *w, float *v, const float *g, size_t len,
 		       float lr, float mu, float wd)
 {
+#pragma GCC ivdep
 	for (size_t i = 0; i < len; i++) {
 		float gi = g[i] + wd * w[i];
 
 		v[i] = mu * v[i] + gi;
 		w[i] -= lr * v[i];
 	}
+}
+
+void kern_cpu_flush_denormals(void)
+{
+#if defined(__SSE2__)
+	_MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
+	_MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
+#endif
 }
 
 void kern_cpu_set_threads(int n)

@@ -844,6 +844,7 @@ out:
 int main(int argc, char **argv)
 {
 	log_init(PROG, LOG_LVL_INFO);
+	kern_cpu_flush_denormals(); /* every role trains on this thread */
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
