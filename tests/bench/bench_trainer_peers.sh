@@ -7,7 +7,7 @@
 # --max-restarts).  Recovery for both: the last training step before the
 # kill to the first step after it (docs/benchmarks.md).  Prints markdown.
 #   env: BUILD (default build), EPOCHS (throughput epochs, default 2),
-#   THREADS (default 1).
+#   THREADS (default 1), REPS (runs of each, default 3; medians).
 set -eu
 
 BUILD=${BUILD:-build}
@@ -29,18 +29,32 @@ $PY -c 'import torch' 2>/dev/null || {
 	exit 2
 }
 TV=$($PY -c 'import torch; print(torch.__version__)')
+# Both on the same THREADS cores: torch.set_num_threads(1) alone still
+# let PyTorch use ~1.6 cores here (measured with time(1)).
+PIN=
+command -v taskset >/dev/null && PIN="taskset -c 0-$((THREADS - 1))"
 
-echo "Throughput, one worker, $EPOCHS epochs, batch 128, lr 0.05 cosine, momentum 0.9, $THREADS thread(s); torch $TV:"
+REPS=${REPS:-3}
+echo "Throughput, one worker, $EPOCHS epochs, batch 128, lr 0.05 cosine, momentum 0.9, $THREADS thread(s)${PIN:+ (both under $PIN)}; torch $TV; median of $REPS runs each, alternating (this VM's throughput swings 1.5x run to run):"
 echo
-echo "| model | proteus-trainer train samples/s | PyTorch samples/s | ours / torch | accuracy ours / torch |"
-echo "|---|---|---|---|---|"
+echo "| model | proteus-trainer train samples/s | PyTorch samples/s | ours / torch (of the medians) | ours / torch, each pair | accuracy ours / torch |"
+echo "|---|---|---|---|---|---|"
 for m in ${MODELS:-mlr mlp}; do
-	a=$("$T" train --model $m --epochs "$EPOCHS" --batch 128 --lr 0.05 \
-		--momentum 0.9 --schedule cosine --threads "$THREADS" --json 2>/dev/null)
-	b=$($PY "$HERE/torch_mlp.py" --model $m --epochs "$EPOCHS" --batch 128 \
-		--lr 0.05 --momentum 0.9 --threads "$THREADS")
-	jq -rn --argjson a "$a" --argjson b "$b" --arg m $m \
-		'"| \($m) | \($a.samples_per_sec|round) | \($b.samples_per_sec|round) | \(($a.samples_per_sec/$b.samples_per_sec*100|round)/100)x | \($a.test_accuracy*1000|round/10)% / \($b.test_accuracy*1000|round/10)% |"'
+	A='[]' B='[]'
+	for i in $(seq "$REPS"); do
+		a=$($PIN "$T" train --model $m --epochs "$EPOCHS" --batch 128 --lr 0.05 \
+			--momentum 0.9 --schedule cosine --threads "$THREADS" --json 2>/dev/null)
+		b=$($PIN $PY "$HERE/torch_mlp.py" --model $m --epochs "$EPOCHS" --batch 128 \
+			--lr 0.05 --momentum 0.9 --threads "$THREADS")
+		A=$(echo "$A" | jq -c --argjson x "$a" '. + [$x]')
+		B=$(echo "$B" | jq -c --argjson x "$b" '. + [$x]')
+	done
+	jq -rn --argjson a "$A" --argjson b "$B" --arg m $m '
+		def med: sort | .[(length / 2 | floor)];
+		($a | map(.samples_per_sec) | med) as $x |
+		($b | map(.samples_per_sec) | med) as $y |
+		[range(0; $a | length) | ($a[.].samples_per_sec / $b[.].samples_per_sec * 100 | round) / 100 | tostring + "x"] as $pairs |
+		"| \($m) | \($x|round) | \($y|round) | \(($x / $y * 100 | round) / 100)x | \($pairs | join(", ")) | \($a[0].test_accuracy*1000|round/10)% / \($b[0].test_accuracy*1000|round/10)% |"'
 done
 
 echo
@@ -70,7 +84,10 @@ pid=$(pgrep -f "torch_mlp.py --model mlp --epochs 6" | while read -r p; do
 $PY -c 'import time; print("kill %.6f" % time.monotonic())' >>"$W/trace"
 kill -9 "$pid"
 wait
-grep -q "restart" "$W/err" || echo "warning: torchrun restarted nothing" >&2
+# (torchrun logs its restarts at INFO, which it does not print: the
+# evidence is a step by a process that did not exist before the kill)
+awk '/^kill/ {k=1; next} /^step/ && k && !($5 in old) {n++} /^step/ && !k {old[$5]=1}
+	END { exit !n }' "$W/trace" || echo "warning: torchrun restarted nothing" >&2
 # the first step of a process that did not exist before the kill
 tr=$(awk '/^kill/ {k=$2; next}
 	/^step/ { if (!k) { last=$2; ls=$4; old[$5]=1 }
