@@ -160,7 +160,6 @@ enum px_err data_load(const char *images_path, const char *labels_path,
 {
 	uint8_t *pix = NULL, *lab = NULL;
 	uint32_t n_img, dim, n_lab, one;
-	float *x;
 	enum px_err r;
 
 	r = data_idx_read(images_path, 3, max_n, &pix, &n_img, &dim, err);
@@ -182,19 +181,12 @@ enum px_err data_load(const char *images_path, const char *labels_path,
 				      lab[i], i, n_classes);
 			goto out_free_lab;
 		}
-	x = px_calloc((size_t)n_img * dim, sizeof(*x));
-	if (!x) {
-		r = px_errorf(err, PX_ENOMEM, "file '%s': cannot allocate "
-			      "%u x %u floats", images_path, n_img, dim);
-		goto out_free_lab;
-	}
-	for (size_t i = 0; i < (size_t)n_img * dim; i++)
-		x[i] = (float)pix[i] * (1.0f / 255.0f);
-	free(pix);
+	/* kept as bytes: data_gather makes the floats of a batch */
 	ret->n = n_img;
 	ret->dim = dim;
 	ret->n_classes = n_classes;
-	ret->x = x;
+	ret->x = NULL;
+	ret->xb = pix;
 	ret->y = lab;
 	return PX_OK;
 
@@ -252,6 +244,7 @@ void data_release(struct data_set *d)
 	if (!d)
 		return;
 	free(d->x);
+	free(d->xb);
 	free(d->y);
 	memset(d, 0, sizeof(*d));
 }
@@ -293,8 +286,17 @@ void data_gather(const struct data_set *d, const uint32_t *idx, uint32_t n,
 		 float *x, uint8_t *y)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		memcpy(x + (size_t)i * d->dim, d->x + (size_t)idx[i] * d->dim,
-		       d->dim * sizeof(*x));
+		float *to = x + (size_t)i * d->dim;
+
+		if (d->xb) {
+			const uint8_t *b = d->xb + (size_t)idx[i] * d->dim;
+
+			for (uint32_t j = 0; j < d->dim; j++)
+				to[j] = (float)b[j] * (1.0f / 255.0f);
+		} else {
+			memcpy(to, d->x + (size_t)idx[i] * d->dim,
+			       d->dim * sizeof(*x));
+		}
 		y[i] = d->y[idx[i]];
 	}
 }

@@ -406,22 +406,44 @@ enum px_err train_eval_host(struct model_ctx *mc, const float *params,
 			    const struct data_set *set, double *ret_loss,
 			    double *ret_acc, struct px_error *err)
 {
+	uint32_t batch = TRAIN_EVAL_BATCH, idx[TRAIN_EVAL_BATCH];
+	float *buf = NULL;
+	uint8_t *yb = NULL;
 	uint64_t correct = 0;
 	double loss = 0.0;
-	enum px_err e;
+	enum px_err e = PX_OK;
 
 	if (!set->n)
 		return px_errorf(err, PX_EINVAL, "no examples to evaluate");
-	for (uint32_t i = 0; i < set->n; i += TRAIN_EVAL_BATCH) {
-		uint32_t n = set->n - i < TRAIN_EVAL_BATCH ? set->n - i
-							   : TRAIN_EVAL_BATCH;
-
-		e = model_eval(mc, params, set->x + (size_t)i * set->dim,
-			       set->y + i, n, &loss, &correct, err);
-		if (e != PX_OK)
-			return e;
+	if (!set->x) { /* bytes: a batch of floats at a time */
+		buf = px_calloc((size_t)batch * set->dim, sizeof(float));
+		yb = px_calloc(batch, 1);
+		if (!buf || !yb) {
+			e = px_errorf(err, PX_ENOMEM, "evaluation batch");
+			goto out;
+		}
 	}
-	*ret_loss = loss / set->n;
-	*ret_acc = (double)correct / set->n;
-	return PX_OK;
+	for (uint32_t i = 0; i < set->n && e == PX_OK; i += batch) {
+		uint32_t n = set->n - i < batch ? set->n - i : batch;
+		const float *x = buf;
+		const uint8_t *y = yb;
+
+		if (buf) {
+			for (uint32_t j = 0; j < n; j++)
+				idx[j] = i + j;
+			data_gather(set, idx, n, buf, yb);
+		} else {
+			x = set->x + (size_t)i * set->dim;
+			y = set->y + i;
+		}
+		e = model_eval(mc, params, x, y, n, &loss, &correct, err);
+	}
+	if (e == PX_OK) {
+		*ret_loss = loss / set->n;
+		*ret_acc = (double)correct / set->n;
+	}
+out:
+	free(buf);
+	free(yb);
+	return e;
 }

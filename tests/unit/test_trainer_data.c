@@ -189,7 +189,20 @@ Test(data, load_checks_labels)
 	cr_assert_eq(ds.n, 4);
 	cr_assert_eq(ds.dim, 4);
 	cr_assert_eq(ds.y[3], 3);
-	cr_assert_float_eq(ds.x[5], 5.0f / 255.0f, 1e-7);
+	cr_assert_null(ds.x, "kept as bytes");
+	cr_assert_eq(ds.xb[5], 5);
+	{
+		/* gathered as floats: byte / 255, exactly as before */
+		uint32_t idx[2] = { 1, 0 };
+		float x[8];
+		uint8_t y[2];
+
+		data_gather(&ds, idx, 2, x, y);
+		cr_assert_eq(x[1], 5.0f * (1.0f / 255.0f));
+		cr_assert_eq(x[4], 0.0f);
+		cr_assert_eq(y[0], 1);
+		cr_assert_eq(y[1], 0);
+	}
 	data_release(&ds);
 	data_release(&ds); /* twice is harmless */
 
@@ -280,8 +293,18 @@ Test(data, fashion_mnist_installed)
 		     PX_OK, "%s", err.msg);
 	cr_assert_eq(ds.n, 1000);
 	cr_assert_eq(ds.dim, 784);
-	for (size_t i = 0; i < (size_t)ds.n * ds.dim; i++)
-		cr_assert(ds.x[i] >= 0.0f && ds.x[i] <= 1.0f);
+	{
+		float *x = malloc((size_t)ds.dim * sizeof(float));
+		uint8_t y;
+
+		for (uint32_t i = 0; i < ds.n; i++) {
+			data_gather(&ds, &i, 1, x, &y);
+			for (uint32_t j = 0; j < ds.dim; j++)
+				cr_assert(x[j] >= 0.0f && x[j] <= 1.0f);
+			cr_assert_eq(y, ds.y[i]);
+		}
+		free(x);
+	}
 	for (uint32_t i = 0; i < ds.n; i++)
 		counts[ds.y[i]]++;
 	for (int c = 0; c < 10; c++)

@@ -57,6 +57,7 @@ static void synth(struct data_set *ds, uint32_t n, uint64_t seed)
 	struct kern_rng r, wr;
 	float w[DIM * K];
 
+	*ds = (struct data_set){ 0 }; /* float features: no bytes (xb) */
 	ds->n = n;
 	ds->dim = DIM;
 	ds->n_classes = K;
