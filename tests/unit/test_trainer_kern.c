@@ -136,6 +136,57 @@ Test(kern, relu_fwd_bwd)
 	cr_assert_eq(memcmp(x, y, sizeof(y)), 0);
 }
 
+/* The vectorized loops (ivdep) on lengths that leave a tail, in place and
+ * on disjoint arrays, against the plain definitions. */
+Test(kern, elementwise_long_in_place_and_apart)
+{
+	enum { N = 1003 };
+	static float x[N], y[N], dy[N], g[N], w[N], v[N], w2[N], v2[N];
+	struct kern_rng r;
+
+	kern_rng_seed(&r, 5);
+	for (int i = 0; i < N; i++) {
+		x[i] = kern_rng_normal(&r);
+		dy[i] = kern_rng_normal(&r);
+		g[i] = kern_rng_normal(&r);
+		w[i] = w2[i] = kern_rng_normal(&r);
+		v[i] = v2[i] = kern_rng_normal(&r);
+	}
+	kern_relu_fwd(y, x, N);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(y[i], x[i] > 0.0f ? x[i] : 0.0f, "relu %d", i);
+	kern_relu_bwd(dy, dy, y, N); /* in place, as model.c calls it */
+	for (int i = 0; i < N; i++)
+		cr_assert(y[i] > 0.0f || dy[i] == 0.0f, "relu_bwd %d", i);
+	kern_relu_fwd(x, x, N);
+	cr_assert_eq(memcmp(x, y, sizeof(y)), 0);
+	kern_sgd_momentum(w, v, g, N, 0.05f, 0.9f, 1e-4f);
+	for (int i = 0; i < N; i++) {
+		float gi = g[i] + 1e-4f * w2[i];
+
+		v2[i] = 0.9f * v2[i] + gi;
+		w2[i] -= 0.05f * v2[i];
+	}
+	cr_assert_eq(memcmp(v, v2, sizeof(v)), 0, "sgd momentum");
+	cr_assert_eq(memcmp(w, w2, sizeof(w)), 0, "sgd weights");
+}
+
+/* After kern_cpu_flush_denormals a result below FLT_MIN is 0 (x86). */
+Test(kern, denormals_flushed)
+{
+	volatile float tiny = 1e-30f, k = 1e-10f;
+	float r;
+
+#if !defined(__SSE2__)
+	cr_skip_test("no FTZ control on this CPU");
+#endif
+	r = tiny * k; /* 1e-40: a denormal */
+	cr_assert_neq(r, 0.0f, "denormals already flushed");
+	kern_cpu_flush_denormals();
+	r = tiny * k;
+	cr_assert_eq(r, 0.0f);
+}
+
 /* -log softmax(z)[y] in double. */
 static double ref_xent(const float *z, int c, int y, double *p)
 {
