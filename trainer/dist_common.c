@@ -375,6 +375,53 @@ enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
 	}
 }
 
+enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
+		      uint32_t s, uint64_t count, uint32_t flags,
+		      int64_t min_clock, int send_ms, int recv_ms,
+		      struct wire_msg *ret, struct px_error *err)
+{
+	struct wire_msg m, r;
+	enum px_err e;
+
+	wire_msg_init(&m, WIRE_PULL, to, clock);
+	m.hdr.flags = flags;
+	m.u.pull.shard = s;
+	m.u.pull.count = count;
+	m.u.pull.min_clock = min_clock;
+	e = net_send(q, &m, send_ms, err);
+	if (e == PX_OK)
+		e = net_recv(q, &r, recv_ms, err);
+	if (e != PX_OK)
+		return e;
+	if (r.hdr.type != WIRE_PARAMS || r.u.range.shard != s ||
+	    r.u.range.offset != 0 || r.u.range.data.n != count ||
+	    (r.hdr.flags & WIRE_F_MOMENTUM) != flags) {
+		e = px_errorf(err, PX_EPROTO, "shard %u: %s from %u, not the "
+			      "range asked for", s, wire_type_name(r.hdr.type),
+			      to.v);
+		wire_msg_release(&r);
+		return e;
+	}
+	*ret = r;
+	return PX_OK;
+}
+
+enum px_err dist_ack(struct net_sock *rep, const struct wire_msg *req,
+		     int64_t clock, uint32_t status, struct px_error *err,
+		     const char *fmt, ...)
+{
+	struct wire_msg a;
+	va_list ap;
+
+	wire_msg_init(&a, WIRE_ACK, req->hdr.sender, clock);
+	a.u.ack.ref_seq = req->hdr.seq;
+	a.u.ack.status = status;
+	va_start(ap, fmt);
+	vsnprintf(a.u.ack.detail, sizeof(a.u.ack.detail), fmt, ap);
+	va_end(ap);
+	return net_send(rep, &a, 100, err);
+}
+
 int dist_ms_until(uint64_t deadline_us, int cap)
 {
 	uint64_t now = px_now_mono_us();

@@ -390,14 +390,11 @@ static void maybe_start(struct coord *c)
 static void on_agent_register(struct coord *c, struct wire_msg *req)
 {
 	struct px_error err;
-	struct wire_msg a;
 
 	c->agent_known = true;
 	out(c, "agent %u registered for progress", req->hdr.sender.v);
-	wire_msg_init(&a, WIRE_ACK, req->hdr.sender, c->min_clock);
-	a.u.ack.ref_seq = req->hdr.seq;
-	a.u.ack.status = PX_OK;
-	if (net_send(c->rep, &a, 100, &err) != PX_OK)
+	if (dist_ack(c->rep, req, c->min_clock, PX_OK, &err, "%s", "") !=
+	    PX_OK)
 		dist_logf(c->o, 4, "ack to the agent: %s", err.msg);
 }
 
@@ -439,11 +436,8 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	if (!m && c->n < DIST_MAX_NODES)
 		m = &c->m[c->n++];
 	if (!m) {
-		wire_msg_init(&a, WIRE_ACK, req->hdr.sender, c->min_clock);
-		a.u.ack.ref_seq = req->hdr.seq;
-		a.u.ack.status = PX_ETOOBIG;
-		snprintf(a.u.ack.detail, sizeof(a.u.ack.detail), "full");
-		(void)net_send(c->rep, &a, 100, &err);
+		(void)dist_ack(c->rep, req, c->min_clock, PX_ETOOBIG, &err,
+			       "full");
 		return;
 	}
 	memset(m, 0, sizeof(*m));
@@ -494,7 +488,6 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 	const struct wire_shard *sh = q->shard < c->nshards
 					      ? &c->map[q->shard] : NULL;
 	struct px_error err;
-	struct wire_msg a;
 
 	if (mb && is_ps(mb) && alive(mb) && c->stage_epoch && sh &&
 	    q->offset <= sh->count && q->count <= sh->count - q->offset) {
@@ -507,11 +500,8 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 				  m->hdr.sender.v, err.msg);
 		return;
 	}
-	wire_msg_init(&a, WIRE_ACK, m->hdr.sender, c->min_clock);
-	a.u.ack.ref_seq = m->hdr.seq;
-	a.u.ack.status = PX_ENOENT;
-	snprintf(a.u.ack.detail, sizeof(a.u.ack.detail), "no such shard");
-	(void)net_send(c->rep, &a, 100, &err);
+	(void)dist_ack(c->rep, m, c->min_clock, PX_ENOENT, &err,
+		       "no such shard");
 }
 
 static void on_rep(struct coord *c)
@@ -532,12 +522,9 @@ static void on_rep(struct coord *c)
 		} else if (m.hdr.type == WIRE_PULL && c->ck_w) {
 			serve_resume(c, &m);
 		} else {
-			wire_msg_init(&a, WIRE_ACK, m.hdr.sender, c->min_clock);
-			a.u.ack.ref_seq = m.hdr.seq;
-			a.u.ack.status = PX_EINVAL;
-			snprintf(a.u.ack.detail, sizeof(a.u.ack.detail),
-				 "unexpected %s", wire_type_name(m.hdr.type));
-			(void)net_send(c->rep, &a, 100, &err);
+			(void)dist_ack(c->rep, &m, c->min_clock, PX_EINVAL,
+				       &err, "unexpected %s",
+				       wire_type_name(m.hdr.type));
 		}
 		wire_msg_release(&m);
 	}
@@ -724,36 +711,25 @@ static enum px_err pull_shard(struct coord *c, uint32_t s, uint32_t flags,
 		return px_errorf(err, PX_ENOENT, "shard %u has no PS", s);
 	for (int tries = 0; tries < 10; tries++) {
 		struct net_sock *q;
-		struct wire_msg m, r;
-		bool got;
+		struct wire_msg r;
 
 		q = dist_link_get(&c->links, sh->active, ps->w.addr, true,
 				  err);
 		if (!q)
 			return err->code;
-		wire_msg_init(&m, WIRE_PULL, sh->active, c->min_clock);
-		m.hdr.flags = flags;
-		m.u.pull.shard = s;
-		m.u.pull.count = sh->count;
-		/* no pushes of its own; hdr.clock: every update before
+		/* no pushes of its own; the clock: every update before
 		 * min_clock */
-		m.u.pull.min_clock = -1;
-		e = net_send(q, &m, 200, err);
-		if (e == PX_OK)
-			e = net_recv(q, &r, 300, err);
-		if (e != PX_OK) {
-			dist_link_reset_req(&c->links, sh->active);
-			continue;
-		}
-		got = r.hdr.type == WIRE_PARAMS &&
-		      (r.hdr.flags & WIRE_F_MOMENTUM) == flags &&
-		      r.u.range.data.n == sh->count;
-		if (got)
+		e = dist_pull(q, sh->active, c->min_clock, s, sh->count, flags,
+			      -1, 200, 300, &r, err);
+		if (e == PX_OK) {
 			wire_f32_copy(&r.u.range.data, dst + sh->offset);
-		wire_msg_release(&r);
-		if (got)
+			wire_msg_release(&r);
 			return PX_OK;
-		usleep(20000);
+		}
+		if (e == PX_EPROTO)
+			usleep(20000);
+		else
+			dist_link_reset_req(&c->links, sh->active);
 	}
 	return px_errorf(err, PX_ETIMEDOUT, "shard %u: no %s from PS %u", s,
 			 flags ? "momentum" : "parameters", sh->active.v);

@@ -79,6 +79,26 @@ enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
 			  uint8_t roles, int timeout_ms,
 			  struct wire_msg *ret_reply, struct px_error *err);
 
+/* PULL shard s of `to` over the REQ socket q: the range [0, count), its
+ * parameters or (flags WIRE_F_MOMENTUM) its momentum, at the requester's
+ * clock, seeing the requester's own pushes up to min_clock (-1: none);
+ * then check the reply is that range: PARAMS, shard s, offset 0, count
+ * floats, the same MOMENTUM flag.  PX_OK: *ret holds it (release it).
+ * PX_EPROTO: another answer (a PS's ACK "not served here"), the socket
+ * is fine.  Anything else: the send or receive failed, and the REQ
+ * socket must be reset (dist_link_reset_req) before the next request. */
+enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
+		      uint32_t s, uint64_t count, uint32_t flags,
+		      int64_t min_clock, int send_ms, int recv_ms,
+		      struct wire_msg *ret, struct px_error *err);
+
+/* Answer the request req on the REP socket rep with an ACK of status and
+ * a printf-style detail. */
+enum px_err dist_ack(struct net_sock *rep, const struct wire_msg *req,
+		     int64_t clock, uint32_t status, struct px_error *err,
+		     const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
 /* Milliseconds from now to deadline_us (0 if past), capped at cap. */
 int dist_ms_until(uint64_t deadline_us, int cap);
 

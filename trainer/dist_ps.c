@@ -455,7 +455,7 @@ static void wait_reads(struct ps *p, struct wire_node n, uint32_t s,
 static void on_rep(struct ps *p)
 {
 	struct px_error err;
-	struct wire_msg m, a;
+	struct wire_msg m;
 
 	while (net_recv(p->rep, &m, 0, &err) == PX_OK) {
 		const struct wire_pull *q = &m.u.pull;
@@ -483,42 +483,32 @@ static void on_rep(struct ps *p)
 				dist_logf(p->o, 4, "params to %u: %s",
 					  m.hdr.sender.v, err.msg);
 		} else {
-			wire_msg_init(&a, WIRE_ACK, m.hdr.sender,
-				      p->clock_min);
-			a.u.ack.ref_seq = m.hdr.seq;
-			a.u.ack.status = PX_ENOENT;
-			snprintf(a.u.ack.detail, sizeof(a.u.ack.detail),
-				 "shard not served here");
-			(void)net_send(p->rep, &a, 100, &err);
+			(void)dist_ack(p->rep, &m, p->clock_min, PX_ENOENT,
+				       &err, "shard not served here");
 		}
 		wire_msg_release(&m);
 	}
 }
 
 /* Pull shard s (its parameters, or with WIRE_F_MOMENTUM its momentum)
- * from node `from` over the request socket q and apply the reply;
- * whether that worked. */
-static bool fetch_state(struct ps *p, struct net_sock *q,
-			struct wire_node from, uint32_t s, uint32_t flags)
+ * from node `from` over the request socket q and apply the reply (see
+ * dist_pull for what else it returns). */
+static enum px_err fetch_state(struct ps *p, struct net_sock *q,
+			       struct wire_node from, uint32_t s,
+			       uint32_t flags)
 {
 	struct px_error err;
-	struct wire_msg m, r;
-	bool ok;
+	struct wire_msg r;
+	enum px_err e;
 
-	wire_msg_init(&m, WIRE_PULL, from, p->clock_min);
-	m.hdr.flags = flags;
-	m.u.pull.shard = s;
-	m.u.pull.count = p->sh[s].cnt;
-	if (net_send(q, &m, 100, &err) != PX_OK ||
-	    net_recv(q, &r, 200, &err) != PX_OK)
-		return false;
-	ok = r.hdr.type == WIRE_PARAMS && r.u.range.shard == s &&
-	     (r.hdr.flags & WIRE_F_MOMENTUM) == flags &&
-	     r.u.range.offset == 0 && r.u.range.data.n == p->sh[s].cnt;
-	if (ok)
+	/* no pushes of its own to wait for */
+	e = dist_pull(q, from, p->clock_min, s, p->sh[s].cnt, flags, -1, 100,
+		      200, &r, &err);
+	if (e == PX_OK) {
 		on_range(p, &r);
-	wire_msg_release(&r);
-	return ok;
+		wire_msg_release(&r);
+	}
+	return e;
 }
 
 static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
@@ -527,14 +517,15 @@ static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
 	const char *addr = addr_of(p, b);
 	struct px_error err;
 	struct net_sock *q;
+	enum px_err e;
 
 	q = addr ? dist_link_get(&p->links, b, addr, true, &err) : NULL;
 	if (!q)
 		return false;
-	if (fetch_state(p, q, b, s, flags))
-		return true;
-	dist_link_reset_req(&p->links, b);
-	return false;
+	e = fetch_state(p, q, b, s, flags);
+	if (e != PX_OK && e != PX_EPROTO)
+		dist_link_reset_req(&p->links, b);
+	return e == PX_OK;
 }
 
 /* A shard without state: in a resumed job's first map, fetch the
@@ -554,10 +545,10 @@ static void fetch_missing(struct ps *p)
 		if (sh->have || !sh->w)
 			continue;
 		if (sh->from_coord) {
-			if (!fetch_state(p, p->creq, coord, s, 0))
+			if (fetch_state(p, p->creq, coord, s, 0) != PX_OK)
 				continue;
 			mom = fetch_state(p, p->creq, coord, s,
-					  WIRE_F_MOMENTUM);
+					  WIRE_F_MOMENTUM) == PX_OK;
 			sh->from_coord = false;
 			dist_logf(p->o, 5, "shard %u: state from the "
 				  "checkpoint (momentum %s, rms %.3g)", s,

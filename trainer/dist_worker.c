@@ -155,7 +155,7 @@ static bool pull_all(struct worker *w)
 		const struct dist_member *ps = dist_members_find(&w->mb,
 								 sh->active);
 		struct net_sock *q;
-		struct wire_msg m, r;
+		struct wire_msg r;
 		enum px_err e;
 
 		if (!ps || ps->state == WIRE_MEMBER_LOST)
@@ -163,21 +163,13 @@ static bool pull_all(struct worker *w)
 		q = dist_link_get(&w->links, sh->active, ps->addr, true, &err);
 		if (!q)
 			return false;
-		wire_msg_init(&m, WIRE_PULL, sh->active, w->clock);
-		m.u.pull.shard = s;
-		m.u.pull.count = sh->count;
 		/* "with my pushes up to": read-my-writes at the PS */
-		m.u.pull.min_clock = w->pushed ? w->last_push : -1;
-		e = net_send(q, &m, 100, &err);
-		if (e == PX_OK)
-			e = net_recv(q, &r, 250, &err);
+		e = dist_pull(q, sh->active, w->clock, s, sh->count, 0,
+			      w->pushed ? w->last_push : -1, 100, 250, &r,
+			      &err);
 		if (e != PX_OK) {
-			dist_link_reset_req(&w->links, sh->active);
-			return false;
-		}
-		if (r.hdr.type != WIRE_PARAMS || r.u.range.shard != s ||
-		    r.u.range.data.n != sh->count) {
-			wire_msg_release(&r);
+			if (e != PX_EPROTO)
+				dist_link_reset_req(&w->links, sh->active);
 			return false;
 		}
 		wire_f32_copy(&r.u.range.data, w->params + sh->offset);
