@@ -10,24 +10,9 @@
 #   to time against the coordinator's 50 ms loop).
 set -eu
 
-BUILD=${BUILD:-build}
 EPOCHS=${EPOCHS:-15}
 MLP_EPOCHS=${MLP_EPOCHS:-6}
-T="$BUILD/proteus-trainer"
-DATA=/usr/share/datasets/fashion-mnist
-
-if [ ! -x "$T" ]; then
-	echo "bench_trainer: '$T' not built (run make)" >&2
-	exit 2
-fi
-if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ]; then
-	echo "bench_trainer: dataset-fashion-mnist not installed" >&2
-	exit 2
-fi
-command -v jq >/dev/null 2>&1 || {
-	echo "bench_trainer: needs jq (scripts/deps.sh bench)" >&2
-	exit 2
-}
+. "$(dirname "$0")/trainer_needs.sh"
 
 COMMON="--timeout 300 --batch 128 --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --json"
 TCOMMON="--batch 128 --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --json"

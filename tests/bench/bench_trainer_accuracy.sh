@@ -8,29 +8,14 @@
 # or MLP < 88% test accuracy.
 set -eu
 
-BUILD=${BUILD:-build}
 THREADS=${THREADS:-$(nproc)}
 DEVICE=${DEVICE:-cpu}
-TRAINER="$BUILD/proteus-trainer"
-DATA=/usr/share/datasets/fashion-mnist
-
-if [ ! -x "$TRAINER" ]; then
-	echo "bench_trainer_accuracy: '$TRAINER' not built (run make)" >&2
-	exit 2
-fi
-if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ]; then
-	echo "bench_trainer_accuracy: dataset-fashion-mnist not installed" >&2
-	exit 2
-fi
-command -v jq >/dev/null 2>&1 || {
-	echo "bench_trainer_accuracy: needs jq (make deps / scripts/deps.sh bench)" >&2
-	exit 2
-}
+. "$(dirname "$0")/trainer_needs.sh"
 
 status=0
 # model target epochs lr batch
 while read -r model target epochs lr batch; do
-	out=$("$TRAINER" train --model "$model" --epochs "$epochs" --lr "$lr" \
+	out=$("$T" train --model "$model" --epochs "$epochs" --lr "$lr" \
 		--momentum 0.9 --batch "$batch" --schedule cosine \
 		--threads "$THREADS" --device "$DEVICE" --seed 1 --json "$@")
 	echo "$out"

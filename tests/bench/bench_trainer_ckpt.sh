@@ -9,18 +9,9 @@
 #   env: BUILD (default build), EPOCHS (default 4), EVERY (default 100).
 set -eu
 
-BUILD=${BUILD:-build}
 EPOCHS=${EPOCHS:-4}
 EVERY=${EVERY:-100}
-T="$BUILD/proteus-trainer"
-DATA=/usr/share/datasets/fashion-mnist
-
-[ -x "$T" ] || { echo "bench_trainer_ckpt: '$T' not built (run make)" >&2; exit 2; }
-[ -r "$DATA/train-images-idx3-ubyte.gz" ] || {
-	echo "bench_trainer_ckpt: dataset-fashion-mnist not installed" >&2
-	exit 2
-}
-command -v jq >/dev/null 2>&1 || { echo "needs jq (scripts/deps.sh bench)" >&2; exit 2; }
+. "$(dirname "$0")/trainer_needs.sh"
 
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT

@@ -10,20 +10,11 @@
 #   THREADS (default 1), REPS (runs of each, default 3; medians).
 set -eu
 
-BUILD=${BUILD:-build}
 EPOCHS=${EPOCHS:-2}
 THREADS=${THREADS:-1}
-T="$BUILD/proteus-trainer"
 PY=/usr/bin/python3
 HERE=$(cd "$(dirname "$0")" && pwd)
-DATA=/usr/share/datasets/fashion-mnist
-
-[ -x "$T" ] || { echo "bench_trainer_peers: '$T' not built" >&2; exit 2; }
-[ -r "$DATA/train-images-idx3-ubyte.gz" ] || {
-	echo "bench_trainer_peers: dataset-fashion-mnist not installed" >&2
-	exit 2
-}
-command -v jq >/dev/null || { echo "needs jq (scripts/deps.sh bench)" >&2; exit 2; }
+. "$(dirname "$0")/trainer_needs.sh"
 $PY -c 'import torch' 2>/dev/null || {
 	echo "bench_trainer_peers: needs python3-torch (scripts/deps.sh bench)" >&2
 	exit 2
