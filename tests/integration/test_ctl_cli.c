@@ -250,3 +250,61 @@ Test(ctl_cli, exit_codes)
 	pxrun_free(&r);
 	free(bad);
 }
+
+/* What the completion function in etc/bash-completion/PROG offers for the
+ * words (the last one is the word being completed), space-separated and
+ * sorted, into out.  With bash-completion installed it is loaded first, as
+ * in an interactive shell; the scripts also work without it. */
+static void complete(const char *prog, const char *words, char *out,
+		     size_t len)
+{
+	char *dir = px_src_path("etc/bash-completion"), *cmd;
+	FILE *p;
+	size_t n;
+
+	cr_assert(asprintf(&cmd,
+		"bash --norc --noprofile -c '"
+		"bc=/usr/share/bash-completion/bash_completion; "
+		"[ -r $bc ] && . $bc; . %s/%s || exit 9; "
+		"COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+		"[ \"${COMP_WORDS[COMP_CWORD]+x}\" ] || COMP_WORDS+=(\"\"); "
+		"cd %s && _%s; printf \"%%s\\n\" \"${COMPREPLY[@]}\" | sort | "
+		"tr \"\\n\" \" \"'", dir, prog, words, tmp, prog) > 0);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	cr_assert_eq(pclose(p), 0, "%s", cmd);
+	free(cmd);
+	free(dir);
+}
+
+Test(ctl_cli, bash_completion)
+{
+	char got[4096];
+
+	if (access("/bin/bash", X_OK))
+		cr_skip_test("no bash");
+	complete("proteusctl", "proteusctl \"\"", got, sizeof(got));
+	cr_assert_str_eq(got, "help history market ping simulate status ");
+	complete("proteusctl", "proteusctl --db x.db ma", got, sizeof(got));
+	cr_assert_str_eq(got, "market ");
+	complete("proteusctl", "proteusctl market \"\"", got, sizeof(got));
+	cr_assert_str_eq(got, "fetch import show ");
+	complete("proteusctl", "proteusctl market import --onde", got,
+		 sizeof(got));
+	cr_assert_str_eq(got, "--ondemand --ondemand-prices ");
+	complete("proteusctl", "proteusctl market fetch --ty", got,
+		 sizeof(got));
+	cr_assert_str_eq(got, "--types ");
+	complete("proteusctl", "proteusctl simulate --policy bid", got,
+		 sizeof(got));
+	cr_assert_str_eq(got, "bidbrain ");
+	complete("proteusctl", "proteusctl ping --", got, sizeof(got));
+	cr_assert_str_eq(got, "--help --json --socket ");
+	/* files after --db: the test's folder holds c.db's neighbour c4.json */
+	complete("proteusctl", "proteusctl --db c4", got, sizeof(got));
+	cr_assert_str_eq(got, "c4.json ");
+	complete("proteusd", "proteusd --print", got, sizeof(got));
+	cr_assert_str_eq(got, "--print-config ");
+}
