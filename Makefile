@@ -236,10 +236,18 @@ fuzz:
 	    -print_final_stats=1 $(BUILD)/fuzz/$$n.corpus || exit 1; \
 	done
 
+# System files: the unit, sysusers.d and the completions go under $(PREFIX)
+# (so `make install PREFIX=~/.local` works as a user); the configuration goes
+# to $(SYSCONFDIR)/proteus, skipped with a note when that is not writable.
+SYSCONFDIR ?= /etc
+COMPLETIONS := $(wildcard etc/bash-completion/*)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man8 \
-		$(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)/etc/proteus \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/lib/sysusers.d \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/proteus/ondemand
 	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
@@ -248,13 +256,34 @@ install: all
 	sed 's|@PREFIX@|$(PREFIX)|g' etc/proteusd.service > \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
-	test -e $(DESTDIR)/etc/proteus/proteusd.conf || \
-		install -m 0640 etc/proteusd.conf $(DESTDIR)/etc/proteus/proteusd.conf
+	install -m 0644 etc/sysusers.d/proteus.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/
+	install -m 0644 $(COMPLETIONS) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/
 	install -m 0644 etc/ondemand/*.json $(DESTDIR)$(PREFIX)/share/proteus/ondemand/
+	@if install -d $(DESTDIR)$(SYSCONFDIR)/proteus 2>/dev/null && \
+	    test -w $(DESTDIR)$(SYSCONFDIR)/proteus; then \
+		test -e $(DESTDIR)$(SYSCONFDIR)/proteus/proteusd.conf || \
+		install -m 0640 etc/proteusd.conf \
+			$(DESTDIR)$(SYSCONFDIR)/proteus/proteusd.conf; \
+	else \
+		echo "note: $(DESTDIR)$(SYSCONFDIR)/proteus is not writable:" \
+		     "proteusd.conf not installed (the built-in defaults apply;" \
+		     "SYSCONFDIR=DIR puts it elsewhere)"; \
+	fi
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	*) echo "note: $(PREFIX)/bin is not on PATH";; esac
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(PROGS)))
 	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
+	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/proteus.conf
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,\
+		$(notdir $(COMPLETIONS)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,\
+		$(notdir $(wildcard docs/man/*.1)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,\
+		$(notdir $(wildcard docs/man/*.8)))
+	rm -rf $(DESTDIR)$(PREFIX)/share/proteus
 
 clean:
 	rm -rf build

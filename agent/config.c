@@ -32,10 +32,14 @@ static const struct config_choice level_choices[] = {
 /* The one table.  Keep docs/proteusd.md, proteusd(8) and
  * etc/proteusd.conf in step with it. */
 static const struct config_key config_table[] = {
-	{"db", CONFIG_STR, CFG(db), 1, CONFIG_PATH_MAX - 1,
-	 "/var/lib/proteus/proteus.db", CONFIG_IMMUTABLE,
-	 "SQLite database: markets, prices, jobs, instances, events, costs",
-	 NULL, NULL},
+	{"db", CONFIG_STR, CFG(db), 1, CONFIG_PATH_MAX - 1, NULL,
+	 CONFIG_IMMUTABLE,
+	 "SQLite database: markets, prices, jobs, instances, events, costs "
+	 "(default $PROTEUS_DB, $STATE_DIRECTORY/proteus.db, "
+	 "/var/lib/proteus/proteus.db for root, else "
+	 "$XDG_DATA_HOME/proteus/proteus.db or "
+	 "~/.local/share/proteus/proteus.db)",
+	 NULL, proto_default_db},
 	{"world", CONFIG_ENUM, CFG(world), 0, 0, "local", CONFIG_IMMUTABLE,
 	 "where instances come from: ec2, local (processes here) or sim",
 	 world_choices, NULL},
@@ -48,7 +52,8 @@ static const struct config_key config_table[] = {
 	 level_choices, NULL},
 	{"control_socket", CONFIG_STR, CFG(control_socket), 1,
 	 CONFIG_SOCKET_MAX - 1, NULL, CONFIG_IMMUTABLE,
-	 "control socket path (default $RUNTIME_DIRECTORY/proteusd.sock, "
+	 "control socket path (default $PROTEUS_SOCKET, "
+	 "$RUNTIME_DIRECTORY/proteusd.sock, "
 	 "/run/proteus/proteusd.sock for root, $XDG_RUNTIME_DIR/"
 	 "proteusd.sock otherwise)",
 	 NULL, proto_default_socket},
@@ -202,21 +207,24 @@ void config_format_default(const struct config_key *k, char *buf,
 	if (k->dflt)
 		snprintf(buf, len, "%s", k->dflt);
 	else if (k->dflt_fn(buf, len) != PX_OK)
-		snprintf(buf, len, "(too long)");
+		snprintf(buf, len, "(none)");
 }
 
 enum px_err config_defaults(struct proteusd_config *cfg,
 			    struct config_diag *d)
 {
 	char buf[CONFIG_PATH_MAX], why[256];
-	enum px_err r = PX_OK;
+	enum px_err r = PX_OK, e;
 
 	memset(cfg, 0, sizeof(*cfg));
 	for (size_t i = 0; i < CONFIG_NKEYS; i++) {
 		const struct config_key *k = &config_table[i];
 
-		if (!k->dflt && k->dflt_fn(buf, sizeof(buf)) != PX_OK) {
-			diag_add(d, "'%s': default is too long", k->name);
+		if (!k->dflt && (e = k->dflt_fn(buf, sizeof(buf))) != PX_OK) {
+			diag_add(d, "'%s': %s", k->name,
+				 e == PX_ETOOBIG ?
+					 "default is too long" :
+					 "no default: set PROTEUS_DB or HOME");
 			r = PX_EINVAL;
 			continue;
 		}

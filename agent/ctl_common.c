@@ -1,12 +1,20 @@
 /* ctl_common.c -- helpers shared by proteusctl's commands. */
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../common/log.h"
 #include "ctl.h"
+#include "proto.h"
+
+/* How long `proteusctl` waits for the daemon when it asks which database
+ * it uses: a daemon that does not answer this fast is not asked. */
+#define CTL_DB_ASK_TIMEOUT_MS 1000
+
+struct ctl_globals ctl_g;
 
 int ctl_exit_for(enum px_err e)
 {
@@ -23,57 +31,146 @@ int ctl_exit_for(enum px_err e)
 	}
 }
 
-/* mkdir -p for the folders above path's last component. */
-static int make_parents(char *path)
+int ctl_usage(const char *cmd, const char *fmt, ...)
 {
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0700) && errno != EEXIST) {
-			log_err("cannot create '%s': %s", path,
-				strerror(errno));
-			*p = '/';
-			return -1;
-		}
-		*p = '/';
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_err("%s (see 'proteusctl %s --help')", msg, cmd);
+	return CTL_EXIT_USAGE;
+}
+
+int ctl_bad_option(const char *cmd, char **argv, int c)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	char shortopt[3] = {'-', (char)optopt, '\0'};
+	const char *name = arg;
+
+	/* a short option in a cluster (-xv): name the letter, not the word */
+	if (strncmp(arg, "--", 2) && optopt > 0 && optopt < 128)
+		name = shortopt;
+	if (c == ':')
+		return ctl_usage(cmd, "option '%s' for '%s' needs a value",
+				 name, cmd);
+	return ctl_usage(cmd, "unknown option '%s' for '%s'", name, cmd);
+}
+
+int ctl_split_list(const char *flag, const char *arg, char **ret_buf,
+		   char **v, size_t *ret_n)
+{
+	char *buf, *p, *save = NULL;
+	size_t n = 0;
+
+	*ret_buf = NULL;
+	*ret_n = 0;
+	if (!arg)
+		return -1;
+	if (!*arg || arg[0] == ',' || arg[strlen(arg) - 1] == ',' ||
+	    strstr(arg, ",,")) {
+		log_err("%s: empty item in '%s'", flag, arg);
+		return CTL_EXIT_USAGE;
 	}
-	return 0;
+	buf = strdup(arg);
+	if (!buf) {
+		log_err("out of memory");
+		return CTL_EXIT_FAIL;
+	}
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (n == CTL_LIST_MAX) {
+			log_err("%s: more than %d items", flag, CTL_LIST_MAX);
+			free(buf);
+			return CTL_EXIT_USAGE;
+		}
+		v[n++] = p;
+	}
+	*ret_buf = buf;
+	*ret_n = n;
+	return -1;
+}
+
+/* The database the daemon on the default socket uses, if one answers
+ * there quickly: an absolute path, malloc'd; NULL otherwise. */
+static char *daemon_db(void)
+{
+	char sock[CTL_SOCKET_MAX];
+	struct px_error err = {0};
+	json_t *req, *reply = NULL;
+	const char *db;
+	char *path = NULL;
+
+	if (ctl_g.socket)
+		snprintf(sock, sizeof(sock), "%s", ctl_g.socket);
+	else if (proto_default_socket(sock, sizeof(sock)) != PX_OK)
+		return NULL;
+	req = proto_request_new(PROTO_CMD_status);
+	if (!req)
+		return NULL;
+	if (proto_call(sock, req, CTL_DB_ASK_TIMEOUT_MS, &reply, &err) ==
+		    PX_OK &&
+	    json_is_true(json_object_get(reply, "ok"))) {
+		db = json_string_value(json_object_get(reply, "db"));
+		if (db && db[0] == '/') {
+			path = strdup(db);
+			log_info("database '%s', from proteusd at '%s'", db,
+				 sock);
+		}
+	}
+	json_decref(req);
+	json_decref(reply);
+	return path;
 }
 
 char *ctl_default_db(void)
 {
+	char buf[4096];
+	struct px_error err = {0};
 	const char *env = getenv("PROTEUS_DB");
-	const char *xdg = getenv("XDG_DATA_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL;
-	size_t n;
+	char *path;
+	enum px_err e;
 
+	if (ctl_g.db)
+		return strdup(ctl_g.db);
 	if (env && *env)
 		return strdup(env);
-	if (xdg && *xdg) {
-		n = strlen(xdg) + 32;
-		path = malloc(n);
-		if (path)
-			snprintf(path, n, "%s/proteus/proteus.db", xdg);
-	} else if (home && *home) {
-		n = strlen(home) + 48;
-		path = malloc(n);
-		if (path)
-			snprintf(path, n, "%s/.local/share/proteus/proteus.db",
-				 home);
-	} else {
+	path = daemon_db();
+	if (path)
+		return path;
+	e = proto_default_db(buf, sizeof(buf));
+	if (e == PX_ENOENT) {
 		log_err("no database path: set PROTEUS_DB or HOME, or pass "
 			"--db");
 		return NULL;
 	}
-	if (!path) {
+	if (e != PX_OK) {
+		log_err("the default database path is too long: pass --db");
+		return NULL;
+	}
+	if (proto_make_parents(buf, 0700, &err) != PX_OK) {
+		log_err("%s", err.msg);
+		return NULL;
+	}
+	path = strdup(buf);
+	if (!path)
 		log_err("out of memory");
-		return NULL;
-	}
-	if (make_parents(path)) {
-		free(path);
-		return NULL;
-	}
 	return path;
+}
+
+int ctl_socket_path(char *buf, size_t len)
+{
+	const char *sock = ctl_g.socket;
+
+	if (sock) {
+		if (strlen(sock) >= len) {
+			log_err("socket path '%s' is too long", sock);
+			return CTL_EXIT_USAGE;
+		}
+		memcpy(buf, sock, strlen(sock) + 1);
+	} else if (proto_default_socket(buf, len) != PX_OK) {
+		log_err("the default socket path is too long; use --socket");
+		return CTL_EXIT_USAGE;
+	}
+	return -1;
 }

@@ -2,7 +2,7 @@
  * proteusd over its control socket (protocol in proto.h).
  *
  *   proteusctl status [--socket PATH] [--json]
- *   proteusctl ping [--socket PATH]
+ *   proteusctl ping [--socket PATH] [--json]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,15 +19,15 @@
 
 static const char daemon_usage[] =
 	"usage: proteusctl status [--socket PATH] [--json]\n"
-	"       proteusctl ping [--socket PATH]\n"
+	"       proteusctl ping [--socket PATH] [--json]\n"
 	"\n"
 	"status: the daemon's pid, uptime, database and schema, world,\n"
 	"  reloads, connected clients and the store's market, price and job\n"
 	"  counts.\n"
 	"ping: check that the daemon answers.\n"
 	"\n"
-	"  --socket PATH  control socket (default: as proteusd's,\n"
-	"                 $RUNTIME_DIRECTORY/proteusd.sock, else\n"
+	"  --socket PATH  control socket (default: $PROTEUS_SOCKET, else as\n"
+	"                 proteusd's: $RUNTIME_DIRECTORY/proteusd.sock, else\n"
 	"                 /run/proteus/proteusd.sock for root, else\n"
 	"                 $XDG_RUNTIME_DIR/proteusd.sock)\n"
 	"  --json         print the daemon's reply as JSON\n"
@@ -36,7 +36,7 @@ static const char daemon_usage[] =
 	"2 usage\n";
 
 /* Parse [--socket PATH] [--json] into buf; -1 to go on, else exit code. */
-static int daemon_args(int argc, char **argv, bool allow_json, char *buf,
+static int daemon_args(const char *cmd, int argc, char **argv, char *buf,
 		       size_t len, bool *ret_json)
 {
 	static const struct option opts[] = {
@@ -48,43 +48,35 @@ static int daemon_args(int argc, char **argv, bool allow_json, char *buf,
 	const char *sock = NULL;
 	int o;
 
-	*ret_json = false;
+	*ret_json = ctl_g.json;
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'h':
 			fputs(daemon_usage, stdout);
 			return CTL_EXIT_OK;
 		case 'j':
-			if (!allow_json)
-				goto usage;
 			*ret_json = true;
 			break;
 		case 's':
 			sock = optarg;
 			break;
 		default:
-			goto usage;
+			return ctl_bad_option(cmd, argv, o);
 		}
 	}
-	if (optind < argc) {
-		log_err("unexpected argument '%s'", argv[optind]);
-		goto usage;
-	}
+	if (optind < argc)
+		return ctl_usage(cmd, "unexpected argument '%s'",
+				 argv[optind]);
 	if (sock) {
 		if (strlen(sock) >= len) {
 			log_err("socket path '%s' is too long", sock);
 			return CTL_EXIT_USAGE;
 		}
 		memcpy(buf, sock, strlen(sock) + 1);
-	} else if (proto_default_socket(buf, len) != PX_OK) {
-		log_err("the default socket path is too long; use --socket");
-		return CTL_EXIT_USAGE;
+		return -1;
 	}
-	return -1;
-usage:
-	fputs(daemon_usage, stderr);
-	return CTL_EXIT_USAGE;
+	return ctl_socket_path(buf, len);
 }
 
 /* Send cmd; on success *ret is an "ok" reply.  Logs and returns the exit
@@ -135,13 +127,13 @@ static const char *str(json_t *o, const char *k)
 
 int ctl_status(int argc, char **argv)
 {
-	char sock[PX_ERRMSG_MAX];
+	char sock[CTL_SOCKET_MAX];
 	json_t *r = NULL;
 	json_int_t up;
 	bool json;
 	int code;
 
-	code = daemon_args(argc, argv, true, sock, sizeof(sock), &json);
+	code = daemon_args("status", argc, argv, sock, sizeof(sock), &json);
 	if (code >= 0)
 		return code;
 	code = daemon_call(sock, PROTO_CMD_status, &r);
@@ -178,21 +170,38 @@ int ctl_status(int argc, char **argv)
 
 int ctl_ping(int argc, char **argv)
 {
-	char sock[PX_ERRMSG_MAX];
+	char sock[CTL_SOCKET_MAX];
 	uint64_t t0 = px_now_mono_us();
 	json_t *r = NULL;
+	double ms;
 	bool json;
 	int code;
 
-	code = daemon_args(argc, argv, false, sock, sizeof(sock), &json);
+	code = daemon_args("ping", argc, argv, sock, sizeof(sock), &json);
 	if (code >= 0)
 		return code;
 	code = daemon_call(sock, PROTO_CMD_ping, &r);
 	if (code != CTL_EXIT_OK)
 		return code;
-	printf("proteusd at '%s' answers: pid %lld, version %s, %.1f ms\n",
-	       sock, (long long)num(r, "pid"), str(r, "version"),
-	       (double)(px_now_mono_us() - t0) / 1000.0);
+	ms = (double)(px_now_mono_us() - t0) / 1000.0;
+	if (json) {
+		json_t *o = json_pack("{s:s, s:I, s:s, s:f}", "socket", sock,
+				      "pid", num(r, "pid"), "version",
+				      str(r, "version"), "ms", ms);
+
+		if (!o || json_dumpf(o, stdout, JSON_INDENT(2))) {
+			json_decref(o);
+			json_decref(r);
+			log_err("out of memory");
+			return CTL_EXIT_FAIL;
+		}
+		putchar('\n');
+		json_decref(o);
+	} else {
+		printf("proteusd at '%s' answers: pid %lld, version %s, "
+		       "%.1f ms\n",
+		       sock, (long long)num(r, "pid"), str(r, "version"), ms);
+	}
 	json_decref(r);
 	return CTL_EXIT_OK;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,23 +27,25 @@ static const char fetch_usage[] =
 	"usage: proteusctl market fetch --types T1[,T2...] [--region R]\n"
 	"                               [--zones Z1[,Z2...]] [--days N]\n"
 	"                               [--product P] [--page-size N]\n"
-	"                               [--db PATH] [--endpoint URL]\n"
+	"                               [--db PATH] [--endpoint URL] [--json]\n"
 	"\n"
 	"Fetch spot price history from EC2 (DescribeSpotPriceHistory, every\n"
 	"page) for the last N days (default 7, at most 90) and store it, in\n"
 	"one transaction: when any request fails nothing is stored.  Records\n"
 	"already stored are not stored twice.\n"
 	"\n"
-	"  --types LIST   instance types, comma-separated (required)\n"
-	"  --zones LIST   availability zones (default: every zone)\n"
+	"  --types LIST   instance types, comma-separated (required;\n"
+	"                 --type is the same option)\n"
+	"  --zones LIST   availability zones (default: every zone; --zone\n"
+	"                 is the same option)\n"
 	"  --region R     default $AWS_REGION, $AWS_DEFAULT_REGION, then the\n"
 	"                 profile's region in ~/.aws/config\n"
 	"  --product P    default Linux/UNIX\n"
 	"  --page-size N  records per request, 1..1000 (default 1000)\n"
 	"  --endpoint URL default $AWS_ENDPOINT_URL_EC2, $AWS_ENDPOINT_URL,\n"
 	"                 then https://ec2.REGION.amazonaws.com/\n"
-	"  --db PATH      database (default $PROTEUS_DB or\n"
-	"                 ~/.local/share/proteus/proteus.db)\n"
+	"  --db PATH      database (default: see 'proteusctl --help')\n"
+	"  --json         print the summary as one JSON object\n"
 	"\n"
 	"Credentials: the AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
 	"AWS_SESSION_TOKEN, ~/.aws/credentials and ~/.aws/config with\n"
@@ -210,6 +213,7 @@ struct fetch_opts {
 	const char *db, *endpoint, *product, *region;
 	struct strv types, zones;
 	long days, page_size;
+	bool json;
 };
 
 static int fetch_parse(int argc, char **argv, struct fetch_opts *o)
@@ -222,7 +226,10 @@ static int fetch_parse(int argc, char **argv, struct fetch_opts *o)
 		{"page-size", required_argument, NULL, 's'},
 		{"product", required_argument, NULL, 'p'},
 		{"region", required_argument, NULL, 'r'},
+		{"json", no_argument, NULL, 'j'},
+		{"type", required_argument, NULL, 't'},
 		{"types", required_argument, NULL, 't'},
+		{"zone", required_argument, NULL, 'z'},
 		{"zones", required_argument, NULL, 'z'},
 		{0},
 	};
@@ -231,13 +238,15 @@ static int fetch_parse(int argc, char **argv, struct fetch_opts *o)
 	o->days = FETCH_DAYS_DEFAULT;
 	o->page_size = 1000;
 	o->product = "Linux/UNIX";
+	o->json = ctl_g.json;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:e:hn:p:r:s:t:z:", opts,
+	while ((c = getopt_long(argc, argv, ":d:e:hn:p:r:s:t:z:", opts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'd': o->db = optarg; break;
 		case 'e': o->endpoint = optarg; break;
 		case 'h': fputs(fetch_usage, stdout); return -1;
+		case 'j': o->json = true; break;
 		case 'n':
 			if (parse_int("days", optarg, 1, FETCH_DAYS_MAX,
 				      &o->days))
@@ -258,20 +267,17 @@ static int fetch_parse(int argc, char **argv, struct fetch_opts *o)
 			if (split_list("zones", optarg, &o->zones))
 				return CTL_EXIT_USAGE;
 			break;
-		default: fputs(fetch_usage, stderr); return CTL_EXIT_USAGE;
+		default: return ctl_bad_option("market fetch", argv, c);
 		}
 	}
-	if (optind < argc) {
+	if (optind < argc)
 		/* not echoed: it may be a secret pasted by mistake */
-		log_err("market fetch: unexpected argument %d (credentials "
-			"are never taken from the command line)", optind);
-		return CTL_EXIT_USAGE;
-	}
-	if (!o->types.n) {
-		log_err("market fetch: --types is required (e.g. --types "
-			"c4.large,c4.xlarge)");
-		return CTL_EXIT_USAGE;
-	}
+		return ctl_usage("market fetch", "unexpected argument %d "
+				 "(credentials are never taken from the "
+				 "command line)", optind);
+	if (!o->types.n)
+		return ctl_usage("market fetch", "--types is required (e.g. "
+				 "--types c4.large,c4.xlarge)");
 	if (!*o->product || strlen(o->product) >= STORE_NAME_MAX) {
 		log_err("--product: '%s' is empty or longer than %d bytes",
 			o->product, STORE_NAME_MAX - 1);
@@ -447,12 +453,29 @@ int ctl_market_fetch(int argc, char **argv)
 		rc = fetch_exit(e);
 		goto out;
 	}
-	printf("%s: %" PRIu64 " records, %" PRId64 " new, %s .. %s "
-	       "(%" PRIu64 " pages, %.2f s)\n", source, ss.records,
-	       fc.inserted, px_format_time(ss.first_s, a, sizeof(a)),
-	       px_format_time(ss.last_s, b, sizeof(b)), ss.pages,
-	       (double)(px_now_mono_us() - t0) / 1e6);
 	rc = CTL_EXIT_OK;
+	if (o.json) {
+		json_t *j = json_pack(
+			"{s:s, s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:f}",
+			"source", source, "region", region, "records",
+			(json_int_t)ss.records, "new", (json_int_t)fc.inserted,
+			"first", px_format_time(ss.first_s, a, sizeof(a)),
+			"last", px_format_time(ss.last_s, b, sizeof(b)),
+			"pages", (json_int_t)ss.pages, "sha256", sha,
+			"seconds", (double)(px_now_mono_us() - t0) / 1e6);
+
+		if (!j || json_dumpf(j, stdout, JSON_INDENT(2)))
+			rc = CTL_EXIT_FAIL;
+		else
+			putchar('\n');
+		json_decref(j);
+	} else {
+		printf("%s: %" PRIu64 " records, %" PRId64 " new, %s .. %s "
+		       "(%" PRIu64 " pages, %.2f s)\n", source, ss.records,
+		       fc.inserted, px_format_time(ss.first_s, a, sizeof(a)),
+		       px_format_time(ss.last_s, b, sizeof(b)), ss.pages,
+		       (double)(px_now_mono_us() - t0) / 1e6);
+	}
 out:
 	store_close(st);
 	ec2_client_free(ec2);

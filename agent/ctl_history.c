@@ -277,24 +277,23 @@ int ctl_history(int argc, char **argv)
 	struct hrun *v = NULL;
 	size_t n = 0;
 	int64_t id = 0;
-	bool json = false;
+	bool json = ctl_g.json;
 	json_t *out = NULL, *arr;
 	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': dbpath = optarg; break;
 		case 'h': fputs(history_usage, stdout); return CTL_EXIT_OK;
 		case 'J': job = optarg; break;
 		case 'j': json = true; break;
-		default: fputs(history_usage, stderr); return CTL_EXIT_USAGE;
+		default: return ctl_bad_option("history", argv, c);
 		}
 	}
-	if (optind < argc) {
-		log_err("history: unexpected argument '%s'", argv[optind]);
-		return CTL_EXIT_USAGE;
-	}
+	if (optind < argc)
+		return ctl_usage("history", "unexpected argument '%s'",
+				 argv[optind]);
 	if (job) {
 		char *end;
 		errno = 0;

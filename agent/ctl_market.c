@@ -23,28 +23,32 @@
 #include "ctl.h"
 
 static const char market_usage[] =
-	"usage: proteusctl market import [--db PATH] [--region R] FILE...\n"
-	"       proteusctl market import [--db PATH] --ondemand FILE...\n"
+	"usage: proteusctl market import [--db PATH] [--region R] [--json]\n"
+	"                         [--ondemand-prices FILE]... [FILE...]\n"
 	"       proteusctl market fetch --types T1,T2 [--region R] [--zones Z,..]\n"
-	"                         [--days N] [--db PATH]   (see market fetch --help)\n"
-	"       proteusctl market [show] [--db PATH] [--region R] [--type T]\n"
-	"                         [--zone Z] [--product P] [--at TIME] [--json]\n"
+	"                         [--days N] [--db PATH] [--json]\n"
+	"                         (see market fetch --help)\n"
+	"       proteusctl market [show] [--db PATH] [--region R] [--types T,..]\n"
+	"                         [--zones Z,..] [--product P] [--at TIME] [--json]\n"
 	"\n"
 	"import: read spot-price histories (the JSON of `aws ec2\n"
-	"  describe-spot-price-history`, plain or gzip, any order) or, with\n"
-	"  --ondemand, on-demand price tables ({region: {type: usd_per_hour}}),\n"
-	"  into the database, all files in one transaction.  --region sets the\n"
-	"  region instead of deriving it from each availability zone.\n"
+	"  describe-spot-price-history`, plain or gzip, any order) and, with\n"
+	"  --ondemand-prices, on-demand price tables ({region: {type:\n"
+	"  usd_per_hour}}) into the database, all files in one transaction.\n"
+	"  --region sets the region instead of deriving it from each zone.\n"
+	"  --ondemand (old spelling) makes every FILE an on-demand table.\n"
 	"fetch: read the price history from EC2 (DescribeSpotPriceHistory) with\n"
 	"  the AWS credential chain, and store it like an import.\n"
 	"show (the default): per market, the price in force at TIME (default:\n"
 	"  now; ISO-8601 UTC or @unix-seconds), the time-weighted min, median\n"
 	"  and max over the stored range, and the share of that time the price\n"
-	"  was above the on-demand price (when known).\n"
+	"  was above the on-demand price (when known).  --types and --zones\n"
+	"  take comma-separated lists (--type, --zone: old spellings).\n"
 	"\n"
-	"  --db PATH   database (default $PROTEUS_DB or\n"
-	"              ~/.local/share/proteus/proteus.db)\n"
-	"  --json      one JSON array, an object per market\n"
+	"  --db PATH   database (default: $PROTEUS_DB, else the running\n"
+	"              proteusd's, else as proteusd's; see proteusctl(1))\n"
+	"  --json      import: {\"files\": [...]}; show: an array, an object\n"
+	"              per market\n"
 	"\n"
 	"exit: 0 ok, 1 failure, 2 usage, 3 bad input data, 4 no market matched\n";
 
@@ -95,7 +99,8 @@ static enum px_err import_record(const struct trace_record *r, void *arg,
 }
 
 static enum px_err import_trace(struct store *st, const char *path,
-				const char *region, struct px_error *err)
+				const char *region, json_t *out,
+				struct px_error *err)
 {
 	struct import_ctx c = {.st = st, .region = region};
 	struct trace_stats ts;
@@ -121,7 +126,22 @@ static enum px_err import_trace(struct store *st, const char *path,
 	if (e != PX_OK)
 		return e;
 	secs = (double)(px_now_mono_us() - t0) / 1e6;
-	if (ts.records)
+	if (out) {
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:f}", "path",
+				      path, "kind", "spot", "records",
+				      (json_int_t)ts.records, "new",
+				      (json_int_t)c.inserted, "sha256", sha,
+				      "seconds", secs);
+
+		if (o && ts.records) {
+			json_object_set_new(o, "first", json_string(
+				px_format_time(ts.first_s, a, sizeof(a))));
+			json_object_set_new(o, "last", json_string(
+				px_format_time(ts.last_s, b, sizeof(b))));
+		}
+		if (!o || json_array_append_new(out, o))
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+	} else if (ts.records)
 		printf("%s: %llu records, %lld new, %s .. %s (%.2f s, %.0f "
 		       "records/s)\n", path, (unsigned long long)ts.records,
 		       (long long)c.inserted,
@@ -134,7 +154,7 @@ static enum px_err import_trace(struct store *st, const char *path,
 }
 
 static enum px_err import_ondemand(struct store *st, const char *path,
-				   struct px_error *err)
+				   json_t *out, struct px_error *err)
 {
 	struct ondemand_table t = {0};
 	enum px_err e;
@@ -145,8 +165,14 @@ static enum px_err import_ondemand(struct store *st, const char *path,
 	for (size_t i = 0; i < t.n && e == PX_OK; i++)
 		e = store_ondemand_set(st, t.v[i].region, t.v[i].type,
 				       t.v[i].uusd_per_hour, path, err);
-	if (e == PX_OK)
+	if (e == PX_OK && out) {
+		if (json_array_append_new(out, json_pack(
+			    "{s:s, s:s, s:I}", "path", path, "kind", "ondemand",
+			    "prices", (json_int_t)t.n)))
+			e = px_errorf(err, PX_ENOMEM, "out of memory");
+	} else if (e == PX_OK) {
 		printf("%s: %zu on-demand prices\n", path, t.n);
+	}
 	ondemand_table_release(&t);
 	return e;
 }
@@ -174,47 +200,84 @@ static int market_import(int argc, char **argv)
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"help", no_argument, NULL, 'h'},
+		{"json", no_argument, NULL, 'j'},
 		{"ondemand", no_argument, NULL, 'o'},
+		{"ondemand-prices", required_argument, NULL, 'O'},
 		{"region", required_argument, NULL, 'r'},
 		{0},
 	};
 	const char *db = NULL, *region = NULL;
-	bool ondemand = false;
+	bool ondemand = false, json = ctl_g.json;
 	struct px_error err = {0};
 	struct store *st = NULL;
 	enum px_err e = PX_OK;
-	int c, rc;
+	const char **tables = NULL;
+	json_t *out = NULL;
+	int c, rc, ntables = 0;
 
+	/* at most one --ondemand-prices per argument */
+	tables = calloc((size_t)argc, sizeof(*tables));
+	if (!tables) {
+		log_err("out of memory");
+		return CTL_EXIT_FAIL;
+	}
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "d:hor:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":d:hor:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db = optarg; break;
-		case 'h': fputs(market_usage, stdout); return CTL_EXIT_OK;
+		case 'h':
+			fputs(market_usage, stdout);
+			free(tables);
+			return CTL_EXIT_OK;
+		case 'j': json = true; break;
 		case 'o': ondemand = true; break;
+		case 'O': tables[ntables++] = optarg; break;
 		case 'r': region = optarg; break;
-		default: fputs(market_usage, stderr); return CTL_EXIT_USAGE;
+		default:
+			free(tables);
+			return ctl_bad_option("market import", argv, c);
 		}
 	}
-	if (optind >= argc) {
-		log_err("market import: no file named");
-		fputs(market_usage, stderr);
-		return CTL_EXIT_USAGE;
+	if (optind >= argc && ntables == 0) {
+		free(tables);
+		return ctl_usage("market import", "no file named");
+	}
+	if (json && !(out = json_array())) {
+		free(tables);
+		log_err("out of memory");
+		return CTL_EXIT_FAIL;
 	}
 	rc = open_store(db, &st);
-	if (rc)
+	if (rc) {
+		free(tables);
+		json_decref(out);
 		return rc;
+	}
 	e = store_begin(st, &err);
+	for (int i = 0; i < ntables && e == PX_OK; i++)
+		e = import_ondemand(st, tables[i], out, &err);
+	/* --ondemand (the old spelling): the FILEs are on-demand tables */
 	for (int i = optind; i < argc && e == PX_OK; i++)
-		e = ondemand ? import_ondemand(st, argv[i], &err) :
-			       import_trace(st, argv[i], region, &err);
+		e = ondemand ? import_ondemand(st, argv[i], out, &err) :
+			       import_trace(st, argv[i], region, out, &err);
 	if (e == PX_OK)
 		e = store_commit(st, &err);
 	if (e != PX_OK) {
 		store_rollback(st);
 		log_err("%s", err.msg);
 		log_err("nothing was imported");
+	} else if (out) {
+		json_t *o = json_pack("{s:O}", "files", out);
+
+		if (!o || json_dumpf(o, stdout, JSON_INDENT(2)))
+			e = PX_ENOMEM;
+		else
+			putchar('\n');
+		json_decref(o);
 	}
 	store_close(st);
+	free(tables);
+	json_decref(out);
 	/* store and memory failures are ours; anything else is the input */
 	if (e == PX_EDB || e == PX_ENOMEM)
 		return CTL_EXIT_FAIL;
@@ -461,21 +524,27 @@ static int market_show(int argc, char **argv)
 		{"product", required_argument, NULL, 'p'},
 		{"region", required_argument, NULL, 'r'},
 		{"type", required_argument, NULL, 't'},
+		{"types", required_argument, NULL, 't'},
 		{"zone", required_argument, NULL, 'z'},
+		{"zones", required_argument, NULL, 'z'},
 		{0},
 	};
+	char *types[CTL_LIST_MAX], *zones[CTL_LIST_MAX];
+	char *tbuf = NULL, *zbuf = NULL;
+	size_t nt = 0, nz = 0;
+	const char *type_arg, *zone_arg;
 	struct store_market_filter f = {0};
 	struct collect_ctx c = {0};
 	struct px_error err = {0};
 	struct store *st = NULL;
 	const char *db = NULL;
 	int64_t at_s = px_now_wall_us() / PX_USEC_PER_SEC;
-	bool json = false;
-	enum px_err e;
+	bool json = ctl_g.json;
+	enum px_err e = PX_OK;
 	int ch, rc;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "a:d:hjp:r:t:z:", opts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, ":a:d:hjp:r:t:z:", opts, NULL)) !=
 	       -1) {
 		switch (ch) {
 		case 'a':
@@ -493,17 +562,35 @@ static int market_show(int argc, char **argv)
 		case 'r': f.region = optarg; break;
 		case 't': f.type = optarg; break;
 		case 'z': f.zone = optarg; break;
-		default: fputs(market_usage, stderr); return CTL_EXIT_USAGE;
+		default: return ctl_bad_option("market show", argv, ch);
 		}
 	}
-	if (optind < argc) {
-		log_err("market: unexpected argument '%s'", argv[optind]);
-		return CTL_EXIT_USAGE;
-	}
-	rc = open_store(db, &st);
-	if (rc)
+	if (optind < argc)
+		return ctl_usage("market show", "unexpected argument '%s'",
+				 argv[optind]);
+	/* --types/--zones take comma-separated lists: one query per pair */
+	type_arg = f.type;
+	zone_arg = f.zone;
+	rc = ctl_split_list("--types", f.type, &tbuf, types, &nt);
+	if (rc < 0)
+		rc = ctl_split_list("--zones", f.zone, &zbuf, zones, &nz);
+	if (rc < 0)
+		rc = open_store(db, &st);
+	if (rc) {
+		free(tbuf);
+		free(zbuf);
 		return rc;
-	e = store_markets_each(st, &f, collect_market, &c, &err);
+	}
+	for (size_t i = 0; i < (nt ? nt : 1) && e == PX_OK; i++) {
+		f.type = nt ? types[i] : NULL;
+		for (size_t j = 0; j < (nz ? nz : 1) && e == PX_OK; j++) {
+			f.zone = nz ? zones[j] : NULL;
+			e = store_markets_each(st, &f, collect_market, &c,
+					       &err);
+		}
+	}
+	f.type = type_arg;
+	f.zone = zone_arg;
 	for (size_t i = 0; i < c.n && e == PX_OK; i++)
 		e = row_stats(st, &c.v[i], at_s, &err);
 	if (e != PX_OK) {
@@ -522,6 +609,8 @@ static int market_show(int argc, char **argv)
 		print_table(c.v, c.n, at_s);
 	}
 	free(c.v);
+	free(tbuf);
+	free(zbuf);
 	store_close(st);
 	return rc;
 }

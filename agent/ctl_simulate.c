@@ -621,8 +621,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	char *end;
 	int c, rc;
 
+	o->db = ctl_g.db;
+	o->json = ctl_g.json;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'b': o->billing = optarg; o->have_billing = true; break;
 		case 'c': o->csv = optarg; break;
@@ -661,14 +663,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->traces[o->n_traces++] = optarg;
 			break;
 		default:
-			fputs(simulate_usage, stderr);
-			return CTL_EXIT_USAGE;
+			return ctl_bad_option("simulate", argv, c);
 		}
 	}
-	if (optind < argc) {
-		log_err("simulate: unexpected argument '%s'", argv[optind]);
-		return CTL_EXIT_USAGE;
-	}
+	if (optind < argc)
+		return ctl_usage("simulate", "unexpected argument '%s'",
+				 argv[optind]);
 	if (!o->n_traces || !o->od_path || !o->job_path) {
 		log_err("simulate: --trace, --ondemand-prices and --job are "
 			"required (see 'proteusctl simulate --help')");

@@ -4,6 +4,7 @@
  * Each command lives in its own ctl_<name>.c; this file only dispatches.
  * Exit codes: see enum ctl_exit in ctl.h and docs/proteusctl.md.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,37 +32,103 @@ static const struct ctl_cmd ctl_cmds[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: proteusctl [--version] [--help] COMMAND [ARGS]\n\n"
+	fprintf(f, "usage: proteusctl [--db PATH] [--socket PATH] [--json] "
+		   "COMMAND [ARGS]\n"
+		   "       proteusctl --help | --version\n\n"
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
 		fprintf(f, "  %-10s %s\n", ctl_cmds[i].name,
 			ctl_cmds[i].summary);
-	fprintf(f, "\n'proteusctl COMMAND --help' tells more about one "
-		   "command.\n");
+	fprintf(f, "\n"
+		   "  --db PATH      database for every command (default\n"
+		   "                 $PROTEUS_DB, else the running proteusd's,\n"
+		   "                 else as proteusd's default)\n"
+		   "  --socket PATH  proteusd's control socket (default\n"
+		   "                 $PROTEUS_SOCKET, else as proteusd's)\n"
+		   "  --json         print the result as JSON\n"
+		   "\n'proteusctl COMMAND --help' tells more about one "
+		   "command.\n"
+		   "exit: 0 ok, 1 failure, 2 usage, 3 bad input data, "
+		   "4 nothing matched\n");
+}
+
+/* A global option's value: "--db=X" or "--db X"; NULL when arg is not
+ * that option.  *i moves past what was used. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name,
+			     bool *missing)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+
+	if (strncmp(a, name, n))
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n])
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = true;
+		return NULL;
+	}
+	return argv[++*i];
 }
 
 int main(int argc, char **argv)
 {
 	const char *lvl = getenv("PROTEUS_LOG_LEVEL");
 	int l = lvl ? log_level_parse(lvl) : -1;
+	bool missing = false;
+	const char *v;
+	int i;
 
 	log_init("proteusctl", l >= 0 ? (enum log_level)l : LOG_LVL_NOTICE);
-	if (argc < 2) {
-		usage(stderr);
+	/* the commands report bad options themselves (ctl_bad_option) */
+	opterr = 0;
+	/* global options, before the command; the command's own come after
+	 * it (parsed by hand: each command restarts getopt_long) */
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return CTL_EXIT_OK;
+		}
+		if (!strcmp(a, "--version")) {
+			printf("proteusctl %s\n", PX_VERSION);
+			return CTL_EXIT_OK;
+		}
+		if (!strcmp(a, "--json")) {
+			ctl_g.json = true;
+		} else if ((v = opt_value(argc, argv, &i, "--db", &missing))) {
+			ctl_g.db = v;
+		} else if ((v = opt_value(argc, argv, &i, "--socket",
+					  &missing))) {
+			ctl_g.socket = v;
+		} else if (missing) {
+			log_err("option '%s' needs a value (see 'proteusctl "
+				"--help')", a);
+			return CTL_EXIT_USAGE;
+		} else {
+			log_err("unknown option '%s' before the command (see "
+				"'proteusctl --help')", a);
+			return CTL_EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		log_err("no command given (see 'proteusctl --help')");
 		return CTL_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-	    !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[i], "help")) {
 		usage(stdout);
 		return CTL_EXIT_OK;
 	}
-	if (!strcmp(argv[1], "--version")) {
-		printf("proteusctl %s\n", PX_VERSION);
-		return CTL_EXIT_OK;
-	}
-	for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
-		if (!strcmp(argv[1], ctl_cmds[i].name))
-			return ctl_cmds[i].run(argc - 1, argv + 1);
-	log_err("unknown command '%s' (see 'proteusctl --help')", argv[1]);
+	for (size_t k = 0; k < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); k++)
+		if (!strcmp(argv[i], ctl_cmds[k].name))
+			return ctl_cmds[k].run(argc - i, argv + i);
+	log_err("unknown command '%s' (see 'proteusctl --help')", argv[i]);
 	return CTL_EXIT_USAGE;
 }

@@ -622,7 +622,7 @@ static int64_t watchdog_timer(struct loop *l, int64_t id, void *ctx)
 
 static const char usage_text[] =
 	"usage: proteusd [--check-config] [--config FILE] [--foreground]\n"
-	"                [--print-config] [--help] [--version]\n"
+	"                [--print-config [--json]] [--help] [--version]\n"
 	"\n"
 	"The Proteus head-node daemon (see proteusd(8)).  It runs in the\n"
 	"foreground, under systemd as Type=notify.\n"
@@ -632,9 +632,47 @@ static const char usage_text[] =
 	"  --check-config   check the configuration and exit: 0 good, 3 bad\n"
 	"  --print-config   print every key with its value, its default and\n"
 	"                   whether SIGHUP reloads it, then exit\n"
+	"  --json           with --print-config: as one JSON object\n"
 	"  --foreground     accepted for clarity: the only mode\n"
 	"\n"
 	"exit: 0 ok, 1 failure, 2 usage, 3 bad configuration\n";
+
+/* --print-config --json: {"version", "from", "keys": {name: {"value",
+ * "default", "reloadable"}}}; values typed as in config_to_json. */
+static int print_config_json(const struct proteusd *d)
+{
+	char dflt[CONFIG_PATH_MAX];
+	const struct config_key *keys;
+	json_t *vals = config_to_json(&d->cfg), *o = NULL, *ks = NULL;
+	size_t n;
+	int rc = PROTEUSD_EXIT_FAIL;
+
+	keys = config_keys(&n);
+	if (!vals || !(ks = json_object()))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		config_format_default(&keys[i], dflt, sizeof(dflt));
+		if (json_object_set_new(ks, keys[i].name, json_pack(
+			    "{s:O, s:s, s:b}", "value",
+			    json_object_get(vals, keys[i].name), "default",
+			    dflt, "reloadable",
+			    (keys[i].flags & CONFIG_RELOADABLE) != 0)))
+			goto out;
+	}
+	o = json_pack("{s:s, s:s?, s:O}", "version", PX_VERSION, "from",
+		      d->config_path, "keys", ks);
+	if (o && !json_dumpf(o, stdout, JSON_INDENT(2))) {
+		putchar('\n');
+		rc = PROTEUSD_EXIT_OK;
+	}
+out:
+	if (rc != PROTEUSD_EXIT_OK)
+		log_err("out of memory");
+	json_decref(o);
+	json_decref(ks);
+	json_decref(vals);
+	return rc;
+}
 
 static void print_config(const struct proteusd *d)
 {
@@ -659,22 +697,24 @@ static void print_config(const struct proteusd *d)
  * to go on, or the exit code. */
 static int setup(struct proteusd *d, int argc, char **argv)
 {
-	enum { OPT_CHECK = 1, OPT_PRINT };
+	enum { OPT_CHECK = 1, OPT_PRINT, OPT_JSON };
 	static const struct option opts[] = {
 		{"check-config", no_argument, NULL, OPT_CHECK},
 		{"config", required_argument, NULL, 'c'},
 		{"foreground", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
+		{"json", no_argument, NULL, OPT_JSON},
 		{"print-config", no_argument, NULL, OPT_PRINT},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	struct config_diag dg = {0};
-	bool check = false, print = false;
+	bool check = false, print = false, json = false;
 	enum px_err r;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "c:fh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":c:fh", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_CHECK:
 			check = true;
@@ -690,17 +730,29 @@ static int setup(struct proteusd *d, int argc, char **argv)
 		case OPT_PRINT:
 			print = true;
 			break;
+		case OPT_JSON:
+			json = true;
+			break;
 		case 'V':
 			printf("proteusd %s\n", PX_VERSION);
 			return PROTEUSD_EXIT_OK;
 		default:
-			fputs(usage_text, stderr);
+			/* one line and a hint, not the whole help */
+			log_err("%s '%s' (see 'proteusd --help')",
+				o == ':' ? "missing value for option"
+					 : "unknown option",
+				argv[optind - 1]);
 			return PROTEUSD_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
-		log_err("unexpected argument '%s'", argv[optind]);
-		fputs(usage_text, stderr);
+		log_err("unexpected argument '%s' (see 'proteusd --help')",
+			argv[optind]);
+		return PROTEUSD_EXIT_USAGE;
+	}
+	if (json && !print) {
+		log_err("--json goes with --print-config (see 'proteusd "
+			"--help')");
 		return PROTEUSD_EXIT_USAGE;
 	}
 	r = d->config_path ? config_load(d->config_path, &d->cfg, &dg)
@@ -716,6 +768,8 @@ static int setup(struct proteusd *d, int argc, char **argv)
 	}
 	config_diag_release(&dg);
 	if (print) {
+		if (json)
+			return print_config_json(d);
 		print_config(d);
 		return PROTEUSD_EXIT_OK;
 	}
@@ -757,7 +811,10 @@ int main(int argc, char **argv)
 		log_err("cannot set up signal handling");
 		goto out_loop;
 	}
-	if (store_open(d.cfg.db, &d.st, &err) != PX_OK) {
+	/* the default paths' folders may not exist outside systemd */
+	if (proto_make_parents(d.cfg.db, 0700, &err) != PX_OK ||
+	    proto_make_parents(d.cfg.control_socket, 0755, &err) != PX_OK ||
+	    store_open(d.cfg.db, &d.st, &err) != PX_OK) {
 		log_err("%s", err.msg);
 		goto out_loop;
 	}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -32,20 +33,79 @@ enum proto_cmd proto_cmd_find(const char *name)
 	return PROTO_CMD_MAX;
 }
 
+/* The first entry of a colon-separated systemd directory list. */
+static int first_entry(const char *list)
+{
+	return (int)strcspn(list, ":");
+}
+
 enum px_err proto_default_socket(char *buf, size_t len)
 {
+	const char *env = getenv("PROTEUS_SOCKET");
 	const char *rt = getenv("RUNTIME_DIRECTORY");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	int n;
 
-	if (rt && *rt)
-		n = snprintf(buf, len, "%.*s/proteusd.sock",
-			     (int)strcspn(rt, ":"), rt);
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if (rt && *rt)
+		n = snprintf(buf, len, "%.*s/proteusd.sock", first_entry(rt),
+			     rt);
 	else if (geteuid() != 0 && xdg && *xdg)
 		n = snprintf(buf, len, "%s/proteusd.sock", xdg);
 	else
 		n = snprintf(buf, len, "/run/proteus/proteusd.sock");
 	return n < 0 || (size_t)n >= len ? PX_ETOOBIG : PX_OK;
+}
+
+enum px_err proto_default_db(char *buf, size_t len)
+{
+	const char *env = getenv("PROTEUS_DB");
+	const char *state = getenv("STATE_DIRECTORY");
+	const char *xdg = getenv("XDG_DATA_HOME");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if (state && *state)
+		n = snprintf(buf, len, "%.*s/proteus.db", first_entry(state),
+			     state);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/lib/proteus/proteus.db");
+	else if (xdg && *xdg == '/')
+		n = snprintf(buf, len, "%s/proteus/proteus.db", xdg);
+	else if (home && *home)
+		n = snprintf(buf, len, "%s/.local/share/proteus/proteus.db",
+			     home);
+	else
+		return PX_ENOENT;
+	return n < 0 || (size_t)n >= len ? PX_ETOOBIG : PX_OK;
+}
+
+enum px_err proto_make_parents(const char *path, mode_t mode,
+			       struct px_error *err)
+{
+	char *p = strdup(path);
+
+	if (!p)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	for (char *q = p + 1; *q; q++) {
+		if (*q != '/')
+			continue;
+		*q = '\0';
+		if (mkdir(p, mode) && errno != EEXIST) {
+			int e = errno;
+
+			px_errorf(err, PX_ESYS | e, "cannot create '%s': %s",
+				  p, strerror(e));
+			free(p);
+			return PX_ESYS | e;
+		}
+		*q = '/';
+	}
+	free(p);
+	return PX_OK;
 }
 
 json_t *proto_request_new(enum proto_cmd cmd)

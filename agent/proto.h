@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "../common/px.h"
 
@@ -36,13 +37,28 @@ const char *proto_cmd_name(enum proto_cmd c);
 /* The command named name, or PROTO_CMD_MAX when there is none. */
 enum proto_cmd proto_cmd_find(const char *name);
 
-/* The default control socket path, the same for daemon and client:
- * $RUNTIME_DIRECTORY/proteusd.sock (set by systemd's RuntimeDirectory=; the
- * first entry when it lists several), else /run/proteus/proteusd.sock for
- * root, else $XDG_RUNTIME_DIR/proteusd.sock, else
- * /run/proteus/proteusd.sock.  Writes into buf; PX_ETOOBIG when the path
- * does not fit (len is at most sizeof(sun_path) for a usable path). */
+/* The paths both proteusd and proteusctl use when none is given, each
+ * computed in one place so that the two sides meet (docs/proteusd.md,
+ * "Where the database and the socket are").
+ *
+ * The control socket: $PROTEUS_SOCKET, else $RUNTIME_DIRECTORY/proteusd.sock
+ * (set by systemd's RuntimeDirectory=; the first entry when it lists
+ * several), else /run/proteus/proteusd.sock for root, else
+ * $XDG_RUNTIME_DIR/proteusd.sock, else /run/proteus/proteusd.sock.
+ * Writes into buf; PX_ETOOBIG when the path does not fit (len is at most
+ * sizeof(sun_path) for a usable path). */
 enum px_err proto_default_socket(char *buf, size_t len);
+
+/* The database: $PROTEUS_DB, else $STATE_DIRECTORY/proteus.db (systemd's
+ * StateDirectory=, first entry), else /var/lib/proteus/proteus.db for
+ * root, else $XDG_DATA_HOME/proteus/proteus.db, else
+ * $HOME/.local/share/proteus/proteus.db.  PX_ENOENT when none applies (no
+ * HOME), PX_ETOOBIG when it does not fit in len. */
+enum px_err proto_default_db(char *buf, size_t len);
+
+/* mkdir -p, with mode, for the folders above path's last component. */
+enum px_err proto_make_parents(const char *path, mode_t mode,
+			       struct px_error *err);
 
 /* A new request object {"v": PROTO_VERSION, "cmd": cmd}; NULL on OOM.
  * The caller owns it (json_decref). */

@@ -366,3 +366,60 @@ Test(ctl_fetch, no_record_exits_4)
 	pxrun_free(&r);
 	cr_assert_null(show());
 }
+
+/* The summary as JSON; both spellings of the list options (--type/--zone
+ * are the old ones of --types/--zones) fetch the same records, and the
+ * global options before the command work like the command's own. */
+Test(ctl_fetch, json_summary_and_both_spellings)
+{
+	struct pxrun r;
+	json_error_t je;
+	json_t *j;
+	json_int_t recs;
+
+	cr_assert_eq(fetch(&r, "--region", "us-east-1", "--type", "c4.large",
+			   "--zone", "us-east-1a", "--json", NULL), 0, "%s",
+		     r.err);
+	j = json_loads(r.out, 0, &je);
+	cr_assert_not_null(j, "%s: %s", je.text, r.out);
+	pxrun_free(&r);
+	recs = json_integer_value(json_object_get(j, "records"));
+	/* every 9th record of the fake is c4.large in us-east-1a, and the
+	 * one 3 days old is in the default 7 days */
+	cr_assert_eq(recs, (NREC + 8) / 9 + 1, "%lld", (long long)recs);
+	cr_assert_eq(json_integer_value(json_object_get(j, "new")), recs);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "region")),
+			 "us-east-1");
+	cr_assert_eq(strlen(json_string_value(json_object_get(j, "sha256"))),
+		     64);
+	json_decref(j);
+	{
+		const char *argv[] = {"proteusctl", "--db", db, "--json",
+				      "market", "fetch", "--region",
+				      "us-east-1", "--types", "c4.large",
+				      "--zones", "us-east-1a", NULL};
+
+		cr_assert_eq(pxrun(&r, 60, "proteusctl", argv), 0);
+	}
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = json_loads(r.out, 0, &je);
+	cr_assert_not_null(j, "%s: %s", je.text, r.out);
+	pxrun_free(&r);
+	cr_assert_eq(json_integer_value(json_object_get(j, "records")), recs);
+	cr_assert_eq(json_integer_value(json_object_get(j, "new")), 0);
+	json_decref(j);
+}
+
+/* A bad option is one line and a hint, not the help text. */
+Test(ctl_fetch, bad_option_is_one_line)
+{
+	struct pxrun r;
+
+	cr_assert_eq(fetch(&r, "--types", "c4.large", "--bogus", NULL), 2);
+	cr_assert_str_eq(r.err, "proteusctl: error: unknown option '--bogus' "
+			 "for 'market fetch' (see 'proteusctl market fetch "
+			 "--help')\n");
+	cr_assert_str_empty(r.out);
+	pxrun_free(&r);
+	cr_assert_eq(dsph_calls(), 0);
+}

@@ -688,3 +688,194 @@ Test(proteusd, watchdog_pings)
 	cr_assert_geq(px_now_mono_us() - t0, 150000);
 	cr_assert_lt(px_now_mono_us() - t0, 1000000);
 }
+
+/* ---- the default paths, shared by proteusd and proteusctl ---- */
+
+/* A fresh environment of HOME and XDG folders under t.tmp, without any of
+ * the variables that name a database or a socket. */
+static void clean_env(void)
+{
+	char *p;
+
+	unsetenv("PROTEUS_DB");
+	unsetenv("PROTEUS_SOCKET");
+	unsetenv("STATE_DIRECTORY");
+	unsetenv("RUNTIME_DIRECTORY");
+	unsetenv("XDG_DATA_HOME");
+	cr_assert(asprintf(&p, "%s/home", t.tmp) > 0);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	setenv("HOME", p, 1);
+	free(p);
+	cr_assert(asprintf(&p, "%s/xdg-run", t.tmp) > 0);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	setenv("XDG_RUNTIME_DIR", p, 1);
+	free(p);
+}
+
+/* The README's path: import with no --db, start proteusd with the
+ * defaults, and `proteusctl status` (no --socket) shows the markets. */
+Test(proteusd, default_db_and_socket_meet)
+{
+	char *trace = px_src_path("tests/data/ctl/small.json");
+	const char *imp[] = {"proteusctl", "market", "import", trace, NULL};
+	const char *st[] = {"proteusctl", "status", "--json", NULL};
+	char *want_db, *want_sock;
+	struct pxrun r;
+	json_t *j;
+	FILE *f;
+
+	clean_env();
+	if (geteuid() == 0) {
+		/* root's default is /var/lib/proteus: test the systemd
+		 * branch instead, with what the unit sets */
+		char *state, *rt;
+
+		cr_assert(asprintf(&state, "%s/state", t.tmp) > 0);
+		cr_assert(asprintf(&rt, "%s/rt", t.tmp) > 0);
+		setenv("STATE_DIRECTORY", state, 1);
+		setenv("RUNTIME_DIRECTORY", rt, 1);
+		cr_assert(asprintf(&want_db, "%s/proteus.db", state) > 0);
+		cr_assert(asprintf(&want_sock, "%s/proteusd.sock", rt) > 0);
+		free(state);
+		free(rt);
+	} else {
+		cr_assert(asprintf(&want_db,
+				   "%s/home/.local/share/proteus/proteus.db",
+				   t.tmp) > 0);
+		cr_assert(asprintf(&want_sock, "%s/xdg-run/proteusd.sock",
+				   t.tmp) > 0);
+	}
+	cr_assert_eq(pxrun(&r, 30, "proteusctl", imp), 0);
+	cr_assert_eq(r.status, 0, "import: %s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(access(want_db, F_OK), 0, "no %s", want_db);
+
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fputs("# the defaults\n", f);
+	fclose(f);
+	start(NULL);
+	cr_assert(wait_notify("READY=1", 10000), "no READY=1");
+
+	cr_assert_eq(pxrun(&r, 20, "proteusctl", st), 0);
+	cr_assert_eq(r.status, 0, "status: %s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "%s", r.out);
+	pxrun_free(&r);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "db")), want_db);
+	cr_assert_eq(json_integer_value(json_object_get(j, "markets")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(j, "prices")), 4);
+	json_decref(j);
+	cr_assert_eq(access(want_sock, F_OK), 0, "no %s", want_sock);
+	free(want_db);
+	free(want_sock);
+	free(trace);
+}
+
+/* proteusctl without --db or $PROTEUS_DB uses the running daemon's
+ * database, found on $PROTEUS_SOCKET. */
+Test(proteusd, ctl_uses_the_daemons_db)
+{
+	char *trace = px_src_path("tests/data/ctl/small.json");
+	const char *imp[] = {"proteusctl", "market", "import", trace, NULL};
+	char *elsewhere;
+	struct pxrun r;
+
+	start_ready(NULL, NULL);
+	clean_env();
+	cr_assert(asprintf(&elsewhere, "%s/elsewhere", t.tmp) > 0);
+	setenv("STATE_DIRECTORY", elsewhere, 1); /* the fallback, unused */
+	setenv("PROTEUS_SOCKET", t.sock, 1);
+	cr_assert_eq(pxrun(&r, 30, "proteusctl", imp), 0);
+	cr_assert_eq(r.status, 0, "import: %s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(sql_count("markets"), 1);
+	cr_assert_eq(sql_count("prices"), 4);
+	cr_assert_neq(access(elsewhere, F_OK), 0);
+	free(elsewhere);
+	free(trace);
+}
+
+/* ping --json; the socket from --socket (before or after the command),
+ * else $PROTEUS_SOCKET; --socket wins over the variable. */
+Test(proteusd, ping_json_and_socket_precedence)
+{
+	const char *g[] = {"proteusctl", "--socket", t.sock, "--json", "ping",
+			   NULL};
+	const char *plain[] = {"proteusctl", "ping", NULL};
+	char *none;
+	struct pxrun r;
+	json_t *j;
+
+	start_ready(NULL, NULL);
+	cr_assert_eq(pxrun(&r, 20, "proteusctl", g), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "%s", r.out);
+	pxrun_free(&r);
+	cr_assert_eq(json_integer_value(json_object_get(j, "pid")), t.pid);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "socket")),
+			 t.sock);
+	cr_assert_geq(json_real_value(json_object_get(j, "ms")), 0.0);
+	json_decref(j);
+
+	setenv("PROTEUS_SOCKET", t.sock, 1);
+	cr_assert_eq(pxrun(&r, 20, "proteusctl", plain), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, t.sock), "%s", r.out);
+	pxrun_free(&r);
+	cr_assert(asprintf(&none, "%s/none.sock", t.tmp) > 0);
+	{
+		const char *a[] = {"proteusctl", "ping", "--socket", none,
+				   NULL};
+
+		cr_assert_eq(pxrun(&r, 20, "proteusctl", a), 0);
+	}
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, none), "%s", r.err);
+	pxrun_free(&r);
+	free(none);
+}
+
+/* --print-config --json; a bad option is one line, exit 2. */
+Test(proteusd, print_config_json_and_usage_errors)
+{
+	const char *argv[] = {"proteusd", "--config", t.conf,
+			      "--print-config", "--json", NULL};
+	const char *bad[] = {"proteusd", "--bogus", NULL};
+	const char *lone[] = {"proteusd", "--json", NULL};
+	struct pxrun r;
+	json_t *j, *k;
+
+	write_conf("max_clients 8\n");
+	cr_assert_eq(pxrun(&r, 20, "proteusd", argv), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "%s", r.out);
+	pxrun_free(&r);
+	k = json_object_get(j, "keys");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "from")),
+			 t.conf);
+	cr_assert_eq(json_integer_value(json_object_get(
+		json_object_get(k, "max_clients"), "value")), 8);
+	cr_assert_str_eq(json_string_value(json_object_get(
+		json_object_get(k, "max_clients"), "default")), "64");
+	cr_assert(json_is_true(json_object_get(
+		json_object_get(k, "max_clients"), "reloadable")));
+	cr_assert_str_eq(json_string_value(json_object_get(
+		json_object_get(k, "db"), "value")), t.db);
+	cr_assert(json_is_false(json_object_get(json_object_get(k, "db"),
+						"reloadable")));
+	json_decref(j);
+
+	cr_assert_eq(pxrun(&r, 20, "proteusd", bad), 0);
+	cr_assert_eq(r.status, 2);
+	cr_assert_str_eq(r.err, "proteusd: error: unknown option '--bogus' "
+			 "(see 'proteusd --help')\n");
+	pxrun_free(&r);
+	cr_assert_eq(pxrun(&r, 20, "proteusd", lone), 0);
+	cr_assert_eq(r.status, 2);
+	cr_assert(strstr(r.err, "--json goes with --print-config"), "%s",
+		  r.err);
+	pxrun_free(&r);
+}

@@ -77,9 +77,12 @@ Test(config, defaults)
 	struct proteusd_config c;
 	struct config_diag d = {0};
 
+	unsetenv("PROTEUS_DB");
+	unsetenv("PROTEUS_SOCKET");
+	setenv("STATE_DIRECTORY", "/var/lib/px-test:/var/lib/other", 1);
 	setenv("RUNTIME_DIRECTORY", "/run/px-test:/run/other", 1);
 	cr_assert_eq(config_defaults(&c, &d), PX_OK);
-	cr_assert_str_eq(c.db, "/var/lib/proteus/proteus.db");
+	cr_assert_str_eq(c.db, "/var/lib/px-test/proteus.db");
 	cr_assert_eq(c.world, WORLD_LOCAL);
 	cr_assert_str_eq(c.region, "us-east-1");
 	cr_assert_eq(c.log_level, LOG_LVL_NOTICE);
@@ -333,4 +336,48 @@ Test(config, proto_request_checks)
 					 &err), PX_EPROTO);
 	cr_assert_str_eq(proto_cmd_name(PROTO_CMD_ping), "ping");
 	cr_assert_null(proto_cmd_name(PROTO_CMD_MAX));
+}
+
+/* The one rule both proteusd and proteusctl use (proto_default_db and
+ * proto_default_socket), step by step. */
+Test(config, default_db_and_socket_rule)
+{
+	struct proteusd_config c;
+	struct config_diag d = {0};
+
+	unsetenv("STATE_DIRECTORY");
+	unsetenv("RUNTIME_DIRECTORY");
+	setenv("HOME", "/home/px", 1);
+	setenv("XDG_DATA_HOME", "/data/px", 1);
+	setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
+	setenv("PROTEUS_DB", "/env/p.db", 1);
+	setenv("PROTEUS_SOCKET", "/env/p.sock", 1);
+	cr_assert_eq(config_defaults(&c, &d), PX_OK);
+	cr_assert_str_eq(c.db, "/env/p.db");
+	cr_assert_str_eq(c.control_socket, "/env/p.sock");
+
+	unsetenv("PROTEUS_DB");
+	unsetenv("PROTEUS_SOCKET");
+	cr_assert_eq(config_defaults(&c, &d), PX_OK);
+	cr_assert_str_eq(c.db, geteuid() ? "/data/px/proteus/proteus.db"
+					 : "/var/lib/proteus/proteus.db");
+	unsetenv("XDG_DATA_HOME");
+	cr_assert_eq(config_defaults(&c, &d), PX_OK);
+	cr_assert_str_eq(c.db, geteuid() ?
+			 "/home/px/.local/share/proteus/proteus.db" :
+			 "/var/lib/proteus/proteus.db");
+	cr_assert_eq(d.n, 0);
+
+	/* the file's value beats the default */
+	cr_assert_eq(config_parse("t.conf", "db /f.db\n", 9, &c, &d), PX_OK);
+	cr_assert_str_eq(c.db, "/f.db");
+
+	/* no HOME and not root: no default, and a message saying so */
+	if (geteuid()) {
+		unsetenv("HOME");
+		cr_assert_eq(config_defaults(&c, &d), PX_EINVAL);
+		cr_assert(has_msg(&d, "'db': no default: set PROTEUS_DB or "
+				  "HOME"));
+	}
+	config_diag_release(&d);
 }
