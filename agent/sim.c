@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "controller.h"
+#include "evq.h"
 #include "sim.h"
+#include "world.h"
 
 #define LIST_MAX 40   /* names listed in an error message */
 
@@ -260,13 +262,6 @@ const struct pol_env *sim_plan_env(const struct sim_plan *p)
 
 enum ev_kind { EV_PRICE, EV_READY, EV_WARN, EV_EVICT, EV_HOUR, EV_TICK };
 
-struct ev {
-	int64_t t;
-	uint64_t seq;
-	enum ev_kind kind;
-	uint64_t id;             /* instance, or env market for EV_PRICE */
-};
-
 /* The world's side of one instance the controller launched. */
 struct winst {
 	uint64_t id;
@@ -283,9 +278,7 @@ struct run {
 	struct ctrl *c;
 	struct winst *v;
 	size_t n, cap;
-	struct ev *h;
-	size_t hn, hcap;
-	uint64_t seq;
+	struct evq q;
 	int64_t now;
 	double work, rate, s_contrib;
 	int n_contrib;
@@ -293,60 +286,11 @@ struct run {
 	struct px_error *err;
 };
 
-static bool ev_less(const struct ev *a, const struct ev *b)
-{
-	return a->t != b->t ? a->t < b->t : a->seq < b->seq;
-}
-
+/* Queue an event unless it falls after the window. */
 static enum px_err heap_push(struct run *r, int64_t t, enum ev_kind k,
 			     uint64_t id, struct px_error *err)
 {
-	size_t i;
-
-	if (t > r->p->end_s)
-		return PX_OK;
-	if (r->hn == r->hcap) {
-		size_t cap = r->hcap ? r->hcap * 2 : 256;
-		struct ev *v = px_reallocarray(r->h, cap, sizeof *v);
-		if (!v)
-			return px_errorf(err, PX_ENOMEM, "out of memory");
-		r->h = v;
-		r->hcap = cap;
-	}
-	i = r->hn++;
-	r->h[i] = (struct ev){.t = t, .seq = r->seq++, .kind = k, .id = id};
-	while (i > 0) {
-		size_t up = (i - 1) / 2;
-		if (!ev_less(&r->h[i], &r->h[up]))
-			break;
-		struct ev tmp = r->h[i];
-		r->h[i] = r->h[up];
-		r->h[up] = tmp;
-		i = up;
-	}
-	return PX_OK;
-}
-
-static struct ev heap_pop(struct run *r)
-{
-	struct ev top = r->h[0];
-	size_t i = 0;
-
-	r->h[0] = r->h[--r->hn];
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < r->hn && ev_less(&r->h[l], &r->h[m]))
-			m = l;
-		if (l + 1 < r->hn && ev_less(&r->h[l + 1], &r->h[m]))
-			m = l + 1;
-		if (m == i)
-			break;
-		struct ev tmp = r->h[i];
-		r->h[i] = r->h[m];
-		r->h[m] = tmp;
-		i = m;
-	}
-	return top;
+	return t > r->p->end_s ? PX_OK : evq_push(&r->q, t, k, id, err);
 }
 
 static struct winst *find_inst(struct run *r, uint64_t id)
@@ -389,14 +333,6 @@ static void stop_contrib(struct run *r, struct winst *w, bool lose)
 	update_rate(r);
 }
 
-static uint64_t splitmix(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ull;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	return x ^ (x >> 31);
-}
-
 /* world op: the instance runs from now.  Its eviction notice comes when
  * the price first rises above the bid or, per-second, at an exponential
  * interruption time drawn from (seed, id). */
@@ -422,20 +358,10 @@ static enum px_err w_acquire(void *ctx, const struct world_req *q,
 	w->speed = env->types[q->type].speed;
 	w->ready_s = r->now + env->job->startup_seconds;
 	w->warn_s = w->evict_s = MARKET_NONE;
-	if (q->market >= 0) {
-		const struct market *m = &r->p->setup.ms->v[
-			env->markets[q->market].market];
-		w->warn_s = market_first_above(m, r->now, q->bid_uusd);
-		if (env->billing == BILLING_PER_SECOND &&
-		    env->types[q->type].interrupt_per_h > 0) {
-			uint64_t x = splitmix(env->seed ^ splitmix(q->id));
-			double u = ((x >> 11) + 1.0) / 9007199254740993.0;
-			double h = -log(u) / env->types[q->type].interrupt_per_h;
-			int64_t t = r->now + (int64_t)ceil(h * 3600);
-			if (h < 1e9 && t < w->warn_s)
-				w->warn_s = t;
-		}
-	}
+	if (q->market >= 0)
+		w->warn_s = world_notice_at(env, &r->p->setup.ms->v[
+			env->markets[q->market].market], q->type, q->id,
+			r->now, q->bid_uusd);
 	if (w->ready_s <= r->now) {
 		w->ready = true;
 		r->n_contrib++;
@@ -532,7 +458,8 @@ static enum px_err record(struct run *r)
 }
 
 /* Handle one popped event; sets the world's bits (price, tick) in *why. */
-static enum px_err handle(struct run *r, const struct ev *ev, unsigned *why)
+static enum px_err handle(struct run *r, const struct evq_ev *ev,
+			  unsigned *why)
 {
 	const struct pol_env *env = r->env;
 	struct winst *w;
@@ -649,7 +576,7 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 	if (e == PX_OK)
 		e = record(r);
 	while (e == PX_OK) {
-		int64_t tn = r->hn ? r->h[0].t : INT64_MAX;
+		int64_t tn = r->q.n ? evq_top(&r->q)->t : INT64_MAX;
 		int64_t lim = tn < end ? tn : end;
 		unsigned why = 0;
 
@@ -674,8 +601,8 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 		r->work += r->rate * (double)(tn - r->now) / 3600;
 		r->now = tn;
 		ctrl_take_changed(r->c);
-		while (e == PX_OK && r->hn && r->h[0].t == r->now) {
-			struct ev ev = heap_pop(r);
+		while (e == PX_OK && r->q.n && evq_top(&r->q)->t == r->now) {
+			struct evq_ev ev = evq_pop(&r->q);
 			e = handle(r, &ev, &why);
 		}
 		pg = (struct ctrl_progress){.work_done_h = r->work,
@@ -720,7 +647,7 @@ enum px_err sim_run(const struct sim_plan *plan,
 	e = run_loop(&r, policy->wants);
 	ctrl_free(r.c);
 	free(r.v);
-	free(r.h);
+	evq_release(&r.q);
 	if (e != PX_OK) {
 		sim_result_release(&res);
 		return e;

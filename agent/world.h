@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../bidbrain/policy.h"
+#include "../cloudapi/market.h"
 #include "../common/px.h"
 
 /* One instance the controller wants.  Strings are borrowed for the call. */
@@ -60,5 +62,13 @@ struct world_ops {
 	enum px_err (*timer)(void *w, int64_t t_s, enum ctrl_timer_kind kind,
 			     uint64_t id, struct px_error *err);
 };
+
+/* When a spot instance launched at now with this bid gets its eviction
+ * notice (MARKET_NONE: never, in the trace): legacy, the first time the
+ * market's price rises above the bid; per-second, also an exponential
+ * interruption time at the type's rate, drawn from (env seed, id) so that
+ * every world draws the same one.  docs/simulate.md has the model. */
+int64_t world_notice_at(const struct pol_env *env, const struct market *m,
+			int type, uint64_t id, int64_t now, int64_t bid_uusd);
 
 #endif
