@@ -261,25 +261,25 @@ static json_t *str_or_null(const char *s)
 }
 
 /* The event's detail as compact JSON (caller frees) or NULL on OOM. */
-static char *event_detail(const struct sim_event *ev)
+static char *event_detail(const struct ctrl_event *ev)
 {
 	json_t *o = json_object();
 	char *s;
 
 	if (!o)
 		return NULL;
-	if (ev->kind == SIM_EV_DECIDE_ACQUIRE ||
-	    ev->kind == SIM_EV_DECIDE_RELEASE)
+	if (ev->kind == CTRL_EV_DECIDE_ACQUIRE ||
+	    ev->kind == CTRL_EV_DECIDE_RELEASE)
 		json_object_set_new(o, "action", json_string(
-			ev->kind == SIM_EV_DECIDE_ACQUIRE ? "acquire" :
+			ev->kind == CTRL_EV_DECIDE_ACQUIRE ? "acquire" :
 			"release"));
 	else
 		json_object_set_new(o, "event",
-				    json_string(sim_event_name(ev->kind)));
+				    json_string(ctrl_event_name(ev->kind)));
 	if (ev->instance)
 		json_object_set_new(o, "instance",
 				    json_integer((json_int_t)ev->instance));
-	if (ev->kind == SIM_EV_DECIDE_ACQUIRE)
+	if (ev->kind == CTRL_EV_DECIDE_ACQUIRE)
 		json_object_set_new(o, "count", json_integer(ev->count));
 	if (ev->type)
 		json_object_set_new(o, "type", json_string(ev->type));
@@ -291,12 +291,12 @@ static char *event_detail(const struct sim_event *ev)
 	}
 	if (ev->zone) {
 		json_object_set_new(o, "bid_usd", usd(ev->bid_uusd));
-		if (ev->kind != SIM_EV_DECIDE_ACQUIRE)
+		if (ev->kind != CTRL_EV_DECIDE_ACQUIRE)
 			json_object_set_new(o, "price_usd",
 					    usd(ev->price_uusd));
 	}
-	if (ev->kind == SIM_EV_EVICTION || ev->kind == SIM_EV_RELEASE ||
-	    ev->kind == SIM_EV_DONE)
+	if (ev->kind == CTRL_EV_EVICTION || ev->kind == CTRL_EV_RELEASE ||
+	    ev->kind == CTRL_EV_DONE)
 		json_object_set_new(o, "charge_usd", usd(ev->amount_uusd));
 	if (ev->detail)
 		json_object_set_new(o, "reason", json_string(ev->detail));
@@ -305,30 +305,30 @@ static char *event_detail(const struct sim_event *ev)
 	return s;
 }
 
-static const char *event_kind(enum sim_event_kind k)
+static const char *event_kind(enum ctrl_event_kind k)
 {
 	switch (k) {
-	case SIM_EV_DECIDE_ACQUIRE:
-	case SIM_EV_DECIDE_RELEASE:
+	case CTRL_EV_DECIDE_ACQUIRE:
+	case CTRL_EV_DECIDE_RELEASE:
 		return "decision";
-	case SIM_EV_LAUNCH: return "launch";
-	case SIM_EV_REJECT: return "reject";
-	case SIM_EV_READY: return "ready";
-	case SIM_EV_WARNING: return "warning";
-	case SIM_EV_EVICTION: return "eviction";
-	case SIM_EV_RELEASE: return "release";
-	case SIM_EV_DONE: return "done";
+	case CTRL_EV_LAUNCH: return "launch";
+	case CTRL_EV_REJECT: return "reject";
+	case CTRL_EV_READY: return "ready";
+	case CTRL_EV_WARNING: return "warning";
+	case CTRL_EV_EVICTION: return "eviction";
+	case CTRL_EV_RELEASE: return "release";
+	case CTRL_EV_DONE: return "done";
 	default: return "other";
 	}
 }
 
-static enum px_err db_event(struct db_ctx *c, const struct sim_event *ev)
+static enum px_err db_event(struct db_ctx *c, const struct ctrl_event *ev)
 {
 	char *detail, note[160];
 	int64_t from;
 	enum px_err e;
 
-	if (ev->kind == SIM_EV_LAUNCH) {
+	if (ev->kind == CTRL_EV_LAUNCH) {
 		if (ev->instance >= c->n_launch) {
 			size_t n = c->n_launch ? 2 * c->n_launch : 256;
 			while (n <= ev->instance)
@@ -349,8 +349,8 @@ static enum px_err db_event(struct db_ctx *c, const struct sim_event *ev)
 	e = store_event_add(c->st, c->job_id, 0, ev->t_s * PX_USEC_PER_SEC,
 			    event_kind(ev->kind), detail, &c->err);
 	free(detail);
-	if (e != PX_OK || (ev->kind != SIM_EV_EVICTION &&
-			   ev->kind != SIM_EV_RELEASE))
+	if (e != PX_OK || (ev->kind != CTRL_EV_EVICTION &&
+			   ev->kind != CTRL_EV_RELEASE))
 		return e;
 	from = ev->instance < c->n_launch ? c->launch_s[ev->instance] :
 	       ev->t_s;
@@ -359,13 +359,13 @@ static enum px_err db_event(struct db_ctx *c, const struct sim_event *ev)
 		 ev->type ? ev->type : "?", ev->zone ? "spot in " :
 		 "on-demand", ev->zone ? ev->zone : "",
 		 ev->reliable ? " (reliable)" : "",
-		 ev->kind == SIM_EV_EVICTION ? "evicted" : "released");
+		 ev->kind == CTRL_EV_EVICTION ? "evicted" : "released");
 	return store_ledger_add(c->st, c->job_id, 0, from * PX_USEC_PER_SEC,
 				ev->t_s * PX_USEC_PER_SEC, ev->amount_uusd,
 				note, &c->err);
 }
 
-static enum px_err sink(const struct sim_event *ev, void *arg)
+static enum px_err sink(const struct ctrl_event *ev, void *arg)
 {
 	struct db_ctx *c = arg;
 

@@ -1,15 +1,20 @@
-/* sim.c -- the virtual-clock simulator: one policy, one replayed market,
- * event to event (see sim.h and docs/simulate.md). */
+/* sim.c -- the `sim` world: a virtual clock that jumps event to event over
+ * a replayed market and drives the controller (controller.h) with the job's
+ * work model (see sim.h, docs/simulate.md and docs/controller.md).  The
+ * world's own part: when instances become ready, are warned and evicted
+ * (the trace's prices against the bid; per-second interruptions from the
+ * job's hazard), and how much work the fleet does and loses. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bidbrain/instances.h"
+#include "controller.h"
+#include "evq.h"
 #include "sim.h"
+#include "world.h"
 
 #define LIST_MAX 40   /* names listed in an error message */
-#define FLEET_MAX 100000
 
 struct sim_plan {
 	struct sim_setup setup;
@@ -18,23 +23,6 @@ struct sim_plan {
 	struct pol_market *markets;
 	int64_t start_s, end_s;
 };
-
-static const char *const ev_names[SIM_EV_MAX] = {
-	[SIM_EV_DECIDE_ACQUIRE] = "decide-acquire",
-	[SIM_EV_DECIDE_RELEASE] = "decide-release",
-	[SIM_EV_LAUNCH] = "launch",
-	[SIM_EV_REJECT] = "reject",
-	[SIM_EV_READY] = "ready",
-	[SIM_EV_WARNING] = "warning",
-	[SIM_EV_EVICTION] = "eviction",
-	[SIM_EV_RELEASE] = "release",
-	[SIM_EV_DONE] = "done",
-};
-
-const char *sim_event_name(enum sim_event_kind k)
-{
-	return (unsigned)k < SIM_EV_MAX ? ev_names[k] : "?";
-}
 
 /* ---- plan: the job resolved against markets and prices ---- */
 
@@ -270,139 +258,52 @@ const struct pol_env *sim_plan_env(const struct sim_plan *p)
 	return &p->env;
 }
 
-/* ---- the run ---- */
+/* ---- the run: the sim world ---- */
 
 enum ev_kind { EV_PRICE, EV_READY, EV_WARN, EV_EVICT, EV_HOUR, EV_TICK };
 
-struct ev {
-	int64_t t;
-	uint64_t seq;
-	enum ev_kind kind;
-	uint64_t id;             /* instance, or env market for EV_PRICE */
-};
-
-struct inst {
-	struct billing_acct bill;
+/* The world's side of one instance the controller launched. */
+struct winst {
+	uint64_t id;
+	double speed;            /* its type's speed */
+	int64_t ready_s;         /* contributes work from here */
 	int64_t warn_s;          /* MARKET_NONE when not scheduled */
 	int64_t evict_s;
-	bool ready;
+	bool ready, warned;
 };
 
 struct run {
 	const struct sim_plan *p;
-	long *cursor;                /* market_view index hints */
 	const struct pol_env *env;
-	const struct policy_ops *ops;
-	void *pstate;
-	struct pol_instance *pub;    /* live instances, compact */
-	struct inst *priv;
+	struct ctrl *c;
+	struct winst *v;
 	size_t n, cap;
-	struct ev *h;
-	size_t hn, hcap;
-	uint64_t seq, next_id;
+	struct evq q;
 	int64_t now;
 	double work, rate, s_contrib;
 	int n_contrib;
-	int64_t cost_ended, cost_now;
-	struct pol_actions acts;
-	uint64_t *hour;              /* instances whose hour ends now */
-	size_t n_hour, cap_hour;
-	bool fleet_changed;
 	struct sim_result *res;
 	struct px_error *err;
 };
 
-static bool ev_less(const struct ev *a, const struct ev *b)
-{
-	return a->t != b->t ? a->t < b->t : a->seq < b->seq;
-}
-
+/* Queue an event unless it falls after the window. */
 static enum px_err heap_push(struct run *r, int64_t t, enum ev_kind k,
-			     uint64_t id)
+			     uint64_t id, struct px_error *err)
 {
-	size_t i;
-
-	if (t > r->p->end_s)
-		return PX_OK;
-	if (r->hn == r->hcap) {
-		size_t cap = r->hcap ? r->hcap * 2 : 256;
-		struct ev *v = px_reallocarray(r->h, cap, sizeof *v);
-		if (!v)
-			return px_errorf(r->err, PX_ENOMEM, "out of memory");
-		r->h = v;
-		r->hcap = cap;
-	}
-	i = r->hn++;
-	r->h[i] = (struct ev){.t = t, .seq = r->seq++, .kind = k, .id = id};
-	while (i > 0) {
-		size_t up = (i - 1) / 2;
-		if (!ev_less(&r->h[i], &r->h[up]))
-			break;
-		struct ev tmp = r->h[i];
-		r->h[i] = r->h[up];
-		r->h[up] = tmp;
-		i = up;
-	}
-	return PX_OK;
+	return t > r->p->end_s ? PX_OK : evq_push(&r->q, t, k, id, err);
 }
 
-static struct ev heap_pop(struct run *r)
-{
-	struct ev top = r->h[0];
-	size_t i = 0;
-
-	r->h[0] = r->h[--r->hn];
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < r->hn && ev_less(&r->h[l], &r->h[m]))
-			m = l;
-		if (l + 1 < r->hn && ev_less(&r->h[l + 1], &r->h[m]))
-			m = l + 1;
-		if (m == i)
-			break;
-		struct ev tmp = r->h[i];
-		r->h[i] = r->h[m];
-		r->h[m] = tmp;
-		i = m;
-	}
-	return top;
-}
-
-static enum px_err emit(struct run *r, enum sim_event_kind k, size_t slot,
-			const char *detail, int64_t amount)
-{
-	const struct pol_instance *v = slot < r->n ? &r->pub[slot] : NULL;
-	struct sim_event e = {
-		.t_s = r->now, .kind = k, .detail = detail,
-		.amount_uusd = amount,
-	};
-
-	if (!r->p->setup.sink)
-		return PX_OK;
-	if (v) {
-		e.instance = v->id;
-		e.reliable = v->reliable;
-		e.type = r->env->types[v->type].name;
-		e.bid_uusd = v->bid_uusd;
-		if (v->market >= 0) {
-			const struct market *m = &r->p->setup.ms->v[
-				r->env->markets[v->market].market];
-			e.zone = m->zone;
-			market_price_at(m, r->now, &e.price_uusd);
-		}
-	}
-	if (r->p->setup.sink(&e, r->p->setup.sink_ctx) != PX_OK)
-		return px_errorf(r->err, PX_ECANCELED, "event sink stopped "
-				 "the run at %s", sim_event_name(k));
-	return PX_OK;
-}
-
-static long find_slot(const struct run *r, uint64_t id)
+static struct winst *find_inst(struct run *r, uint64_t id)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (r->pub[i].id == id)
-			return (long)i;
-	return -1;
+		if (r->v[i].id == id)
+			return &r->v[i];
+	return NULL;
+}
+
+static void drop_inst(struct run *r, struct winst *w)
+{
+	*w = r->v[--r->n];
 }
 
 static void update_rate(struct run *r)
@@ -410,241 +311,123 @@ static void update_rate(struct run *r)
 	r->rate = jobspec_fleet_rate(r->env->job, r->n_contrib, r->s_contrib);
 }
 
-/* The instance in slot stops contributing; lose its unsynced work. */
-static void stop_contrib(struct run *r, size_t slot, bool lose)
+/* The instance stops contributing; lose its unsynced work. */
+static void stop_contrib(struct run *r, struct winst *w, bool lose)
 {
-	struct pol_instance *v = &r->pub[slot];
-	double sp = r->env->types[v->type].speed;
-
-	if (!r->priv[slot].ready)
+	if (!w->ready)
 		return;
 	if (lose && r->s_contrib > 0) {
-		double share = r->rate * sp / r->s_contrib;
+		double share = r->rate * w->speed / r->s_contrib;
 		double lost_s = pol_loss_s(r->env);
-		if (lost_s > r->now - v->ready_s)
-			lost_s = (double)(r->now - v->ready_s);
+		if (lost_s > r->now - w->ready_s)
+			lost_s = (double)(r->now - w->ready_s);
 		r->work -= share * lost_s / BILLING_HOUR_S;
 		if (r->work < 0)
 			r->work = 0;
 	}
-	r->priv[slot].ready = false;
+	w->ready = false;
 	r->n_contrib--;
-	r->s_contrib -= sp;
+	r->s_contrib -= w->speed;
 	if (r->n_contrib == 0)
 		r->s_contrib = 0;
 	update_rate(r);
 }
 
-/* End the instance in slot now; provider says who ended it. */
-static enum px_err end_inst(struct run *r, size_t slot, bool provider,
-			    const char *why)
+/* world op: the instance runs from now.  Its eviction notice comes when
+ * the price first rises above the bid or, per-second, at an exponential
+ * interruption time drawn from (seed, id). */
+static enum px_err w_acquire(void *ctx, const struct world_req *q,
+			     struct px_error *err)
 {
-	struct inst *in = &r->priv[slot];
-	struct pol_instance *v = &r->pub[slot];
-	int64_t c;
-	enum px_err e;
-
-	stop_contrib(r, slot, provider);
-	c = billing_acct_end(&in->bill, r->now, provider ?
-			     BILLING_END_PROVIDER : BILLING_END_USER);
-	r->cost_ended += c;
-	r->res->instance_hours += (double)(r->now - v->launch_s) /
-				  BILLING_HOUR_S;
-	r->res->free_hours += (double)in->bill.free_s / BILLING_HOUR_S;
-	if (provider)
-		r->res->evictions++;
-	e = emit(r, provider ? SIM_EV_EVICTION : SIM_EV_RELEASE, slot, why,
-		 c);
-	r->n--;
-	if (slot != r->n) {
-		r->pub[slot] = r->pub[r->n];
-		r->priv[slot] = r->priv[r->n];
-	}
-	r->fleet_changed = true;
-	return e;
-}
-
-static uint64_t splitmix(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ull;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	return x ^ (x >> 31);
-}
-
-static enum px_err launch(struct run *r, int market, int type, bool reliable,
-			  int64_t bid)
-{
+	struct run *r = ctx;
 	const struct pol_env *env = r->env;
-	const struct market *m = NULL;
-	struct pol_instance *v;
-	struct inst *in;
-	int64_t p = 0;
+	struct winst *w;
 	enum px_err e;
 
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 64;
-		struct pol_instance *a = px_reallocarray(r->pub, cap,
-							 sizeof *a);
+		struct winst *a = px_reallocarray(r->v, cap, sizeof *a);
 		if (!a)
-			return px_errorf(r->err, PX_ENOMEM, "out of memory");
-		r->pub = a;
-		struct inst *b = px_reallocarray(r->priv, cap, sizeof *b);
-		if (!b)
-			return px_errorf(r->err, PX_ENOMEM, "out of memory");
-		r->priv = b;
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		r->v = a;
 		r->cap = cap;
 	}
-	v = &r->pub[r->n];
-	in = &r->priv[r->n];
-	memset(v, 0, sizeof *v);
-	memset(in, 0, sizeof *in);
-	v->id = ++r->next_id;
-	v->reliable = reliable;
-	v->type = type;
-	v->market = market;
-	v->bid_uusd = market >= 0 ? bid : 0;
-	v->launch_s = r->now;
-	v->ready_s = r->now + env->job->startup_seconds;
-	v->period_end_s = r->now + BILLING_HOUR_S;
-	in->warn_s = in->evict_s = MARKET_NONE;
-	if (market >= 0) {
-		m = &r->p->setup.ms->v[env->markets[market].market];
-		market_price_at(m, r->now, &p);
-		in->warn_s = market_first_above(m, r->now, bid);
-		if (env->billing == BILLING_PER_SECOND &&
-		    env->types[type].interrupt_per_h > 0) {
-			uint64_t x = splitmix(env->seed ^
-					      splitmix(v->id));
-			double u = ((x >> 11) + 1.0) / 9007199254740993.0;
-			double h = -log(u) / env->types[type].interrupt_per_h;
-			int64_t t = r->now + (int64_t)ceil(h * 3600);
-			if (h < 1e9 && t < in->warn_s)
-				in->warn_s = t;
-		}
-	}
-	billing_acct_start(&in->bill, env->billing, m,
-			   env->types[type].od_uusd, r->now);
-	v->hour_uusd = m ? p : env->types[type].od_uusd;
-	r->n++;
-	r->res->instances_launched++;
-	r->fleet_changed = true;
-	e = emit(r, SIM_EV_LAUNCH, r->n - 1, NULL, 0);
-	if (e != PX_OK)
-		return e;
-	if (v->ready_s <= r->now) {
-		in->ready = true;
+	w = &r->v[r->n++];
+	memset(w, 0, sizeof *w);
+	w->id = q->id;
+	w->speed = env->types[q->type].speed;
+	w->ready_s = r->now + env->job->startup_seconds;
+	w->warn_s = w->evict_s = MARKET_NONE;
+	if (q->market >= 0)
+		w->warn_s = world_notice_at(env, &r->p->setup.ms->v[
+			env->markets[q->market].market], q->type, q->id,
+			r->now, q->bid_uusd);
+	if (w->ready_s <= r->now) {
+		w->ready = true;
 		r->n_contrib++;
-		r->s_contrib += env->types[type].speed;
+		r->s_contrib += w->speed;
 		update_rate(r);
-	} else if ((e = heap_push(r, v->ready_s, EV_READY, v->id)) != PX_OK) {
+	} else if ((e = heap_push(r, w->ready_s, EV_READY, q->id, err)) !=
+		   PX_OK) {
 		return e;
 	}
-	e = heap_push(r, v->period_end_s, EV_HOUR, v->id);
-	if (e == PX_OK && in->warn_s != MARKET_NONE)
-		e = heap_push(r, in->warn_s, EV_WARN, v->id);
+	int64_t warn_s = w->warn_s;
+
+	/* the controller opens the bill and asks for its hour timer (after
+	 * READY, before WARN: same-instant events keep this order) */
+	e = ctrl_launched(r->c, r->now, q->id);
+	if (e != PX_OK)
+		return e;  /* the message is in err, the controller's */
+	if (warn_s != MARKET_NONE)
+		e = heap_push(r, warn_s, EV_WARN, q->id, err);
 	return e;
 }
 
-static int live_spot(const struct run *r)
+/* world op: the controller ended it (policy or job end). */
+static enum px_err w_release(void *ctx, uint64_t id, struct px_error *err)
 {
-	int n = 0;
-	for (size_t i = 0; i < r->n; i++)
-		if (r->pub[i].market >= 0 && !r->pub[i].warned)
-			n++;
-	return n;
-}
+	struct run *r = ctx;
+	struct winst *w = find_inst(r, id);
 
-static enum px_err reject(struct run *r, const char *why)
-{
-	return emit(r, SIM_EV_REJECT, SIZE_MAX, why, 0);
-}
-
-static enum px_err apply(struct run *r)
-{
-	const struct pol_env *env = r->env;
-	enum px_err e = PX_OK;
-
-	for (size_t i = 0; i < r->acts.n && e == PX_OK; i++) {
-		const struct pol_action *a = &r->acts.v[i];
-		if (a->kind == POL_RELEASE) {
-			long s = find_slot(r, a->instance);
-			e = emit(r, SIM_EV_DECIDE_RELEASE, s < 0 ? SIZE_MAX :
-				 (size_t)s, NULL, 0);
-			if (e == PX_OK && s >= 0)
-				e = end_inst(r, (size_t)s, false, "policy");
-			continue;
-		}
-		if (r->p->setup.sink) {
-			struct sim_event ev = {
-				.t_s = r->now, .kind = SIM_EV_DECIDE_ACQUIRE,
-				.reliable = a->reliable, .count = a->count,
-				.bid_uusd = a->bid_uusd,
-			};
-			if (a->market >= 0 && (size_t)a->market <
-			    env->n_markets) {
-				ev.zone = env->markets[a->market].zone;
-				ev.type = env->types[
-					env->markets[a->market].type].name;
-			} else if (a->type >= 0 &&
-				   (size_t)a->type < env->n_types) {
-				ev.type = env->types[a->type].name;
-			}
-			if (r->p->setup.sink(&ev, r->p->setup.sink_ctx) !=
-			    PX_OK)
-				return px_errorf(r->err, PX_ECANCELED,
-						 "event sink stopped the run");
-		}
-		for (int c = 0; c < a->count && e == PX_OK; c++) {
-			if (a->market < 0) {
-				if (a->type < 0 || (size_t)a->type >=
-				    env->n_types || r->n >= FLEET_MAX)
-					e = reject(r, "bad on-demand request");
-				else
-					e = launch(r, -1, a->type, true, 0);
-				continue;
-			}
-			if ((size_t)a->market >= env->n_markets) {
-				e = reject(r, "no such market");
-				continue;
-			}
-			const struct market *m = &r->p->setup.ms->v[
-				env->markets[a->market].market];
-			int64_t p;
-			int cap = env->job->spot.max_instances >
-				  env->job->instances ?
-				  env->job->spot.max_instances :
-				  env->job->instances;
-			if (live_spot(r) >= cap)
-				e = reject(r, "spot.max_instances reached");
-			else if (!market_price_at(m, r->now, &p) ||
-				 p > a->bid_uusd)
-				e = reject(r, "bid below the market price");
-			else
-				e = launch(r, a->market,
-					   env->markets[a->market].type,
-					   false, a->bid_uusd);
-		}
+	(void)err;
+	if (w) {
+		stop_contrib(r, w, false);
+		drop_inst(r, w);
 	}
-	return e;
+	return PX_OK;
 }
 
-static int64_t cost_now(struct run *r)
+/* world op: a controller timer, in the one event queue. */
+static enum px_err w_timer(void *ctx, int64_t t_s, enum ctrl_timer_kind kind,
+			   uint64_t id, struct px_error *err)
 {
-	int64_t c = r->cost_ended;
-	for (size_t i = 0; i < r->n; i++)
-		c += billing_acct_advance(&r->priv[i].bill, r->now);
-	r->cost_now = c;
-	return c;
+	(void)kind;
+	return heap_push(ctx, t_s, EV_HOUR, id, err);
+}
+
+static const struct world_ops sim_world_ops = {
+	.name = "sim",
+	.acquire = w_acquire,
+	.release = w_release,
+	.timer = w_timer,
+};
+
+/* A controller call's result, with its message moved to the run's. */
+static enum px_err cc(struct run *r, enum px_err e)
+{
+	if (e != PX_OK && r->err)
+		px_errorf(r->err, e, "%s", ctrl_error(r->c)->msg);
+	return e;
 }
 
 static enum px_err record(struct run *r)
 {
 	struct sim_result *res = r->res;
+	const struct pol_fleet *f;
 	struct sim_point *pt;
 	int spot = 0, od = 0;
+	int64_t cost = ctrl_cost(r->c, r->now);
 
-	cost_now(r);
 	if (!r->p->setup.series)
 		return PX_OK;
 	if (res->n_series && res->series[res->n_series - 1].t_s == r->now) {
@@ -661,47 +444,26 @@ static enum px_err record(struct run *r)
 		}
 		pt = &res->series[res->n_series++];
 	}
-	for (size_t i = 0; i < r->n; i++) {
-		spot += r->pub[i].market >= 0 && !r->pub[i].warned;
-		od += r->pub[i].market < 0;
+	f = ctrl_fleet(r->c);
+	for (size_t i = 0; i < f->n; i++) {
+		spot += f->v[i].market >= 0 && !f->v[i].warned;
+		od += f->v[i].market < 0;
 	}
 	pt->t_s = r->now;
-	pt->cost_uusd = r->cost_now;
+	pt->cost_uusd = cost;
 	pt->spot = spot;
 	pt->ondemand = od;
 	pt->work_done_h = r->work;
 	return PX_OK;
 }
 
-static enum px_err decide(struct run *r, unsigned why)
-{
-	struct market_view mv = {.ms = r->p->setup.ms, .now_s = r->now,
-				 .cursor = r->cursor};
-	struct pol_fleet f = {.v = r->pub, .n = r->n};
-	struct pol_progress pr = {
-		.start_s = r->p->start_s, .work_done_h = r->work,
-		.work_total_h = r->env->job->work_hours, .rate_h = r->rate,
-		.cost_uusd = r->cost_now,
-	};
-	struct pol_input in = {
-		.now_s = r->now, .why = why, .mv = &mv, .fleet = &f,
-		.progress = &pr,
-	};
-	enum px_err e;
-
-	r->acts.n = 0;
-	r->res->decisions++;
-	e = r->ops->decide(r->pstate, &in, &r->acts, r->err);
-	if (e != PX_OK)
-		return e;
-	return apply(r);
-}
-
-/* Handle one popped event; sets bits in *why. */
-static enum px_err handle(struct run *r, const struct ev *ev, unsigned *why)
+/* Handle one popped event; sets the world's bits (price, tick) in *why. */
+static enum px_err handle(struct run *r, const struct evq_ev *ev,
+			  unsigned *why)
 {
 	const struct pol_env *env = r->env;
-	long s;
+	struct winst *w;
+	uint64_t id = ev->id;
 
 	switch (ev->kind) {
 	case EV_PRICE: {
@@ -709,147 +471,112 @@ static enum px_err handle(struct run *r, const struct ev *ev, unsigned *why)
 			env->markets[ev->id].market];
 		*why |= POL_WHY_PRICE;
 		return heap_push(r, market_next_change(m, r->now), EV_PRICE,
-				 ev->id);
+				 ev->id, r->err);
 	}
 	case EV_TICK:
 		*why |= POL_WHY_TICK;
 		return heap_push(r, r->now + env->job->tick_seconds, EV_TICK,
-				 0);
+				 0, r->err);
+	case EV_HOUR:
+		return cc(r, ctrl_timer(r->c, r->now, CTRL_TIMER_HOUR, id));
 	default:
 		break;
 	}
-	s = find_slot(r, ev->id);
-	if (s < 0)
+	w = find_inst(r, id);
+	if (!w)
 		return PX_OK;
-	struct pol_instance *v = &r->pub[s];
-	struct inst *in = &r->priv[s];
 	switch (ev->kind) {
 	case EV_READY:
-		if (in->ready || v->warned)
+		if (w->ready || w->warned)
 			return PX_OK;
-		in->ready = true;
+		w->ready = true;
 		r->n_contrib++;
-		r->s_contrib += env->types[v->type].speed;
+		r->s_contrib += w->speed;
 		update_rate(r);
-		return emit(r, SIM_EV_READY, (size_t)s, NULL, 0);
+		return cc(r, ctrl_ready(r->c, r->now, id));
 	case EV_WARN:
-		if (v->warned || in->warn_s != r->now)
+		if (w->warned || w->warn_s != r->now)
 			return PX_OK;
 		if (env->warning_s <= 0) {
-			*why |= POL_WHY_EVICTION;
-			return end_inst(r, (size_t)s, true, "no warning");
+			stop_contrib(r, w, true);
+			drop_inst(r, w);
+			return cc(r, ctrl_gone(r->c, r->now, id,
+					       "no warning"));
 		}
-		v->warned = true;
-		*why |= POL_WHY_WARNING;
-		stop_contrib(r, (size_t)s, true);
-		in->evict_s = r->now + env->warning_s;
-		r->fleet_changed = true;
-		enum px_err e = emit(r, SIM_EV_WARNING, (size_t)s, NULL, 0);
-		if (e != PX_OK)
+		w->warned = true;
+		stop_contrib(r, w, true);
+		w->evict_s = r->now + env->warning_s;
+		int64_t evict_s = w->evict_s;
+		enum px_err e = cc(r, ctrl_warned(r->c, r->now, id, evict_s));
+		if (e != PX_OK || evict_s > r->p->end_s)
 			return e;
-		if (in->evict_s > r->p->end_s)
-			return PX_OK;
-		return heap_push(r, in->evict_s, EV_EVICT, v->id);
+		return heap_push(r, evict_s, EV_EVICT, id, r->err);
 	case EV_EVICT:
-		if (in->evict_s != r->now)
+		if (w->evict_s != r->now)
 			return PX_OK;
-		*why |= POL_WHY_EVICTION;
-		return end_inst(r, (size_t)s, true, "price above bid or "
-				"capacity");
-	case EV_HOUR:
-		if (v->period_end_s != r->now)
-			return PX_OK;
-		*why |= POL_WHY_HOUR_END;
-		if (r->n_hour == r->cap_hour) {
-			size_t cap = r->cap_hour ? r->cap_hour * 2 : 16;
-			uint64_t *a = px_reallocarray(r->hour, cap, sizeof *a);
-			if (!a)
-				return px_errorf(r->err, PX_ENOMEM,
-						 "out of memory");
-			r->hour = a;
-			r->cap_hour = cap;
-		}
-		r->hour[r->n_hour++] = v->id;
-		return PX_OK;
+		stop_contrib(r, w, true);
+		drop_inst(r, w);
+		return cc(r, ctrl_gone(r->c, r->now, id, "price above bid or "
+				       "capacity"));
 	default:
 		return PX_OK;
 	}
-}
-
-/* Charge the new hour of instances whose hour ended now and kept going. */
-static enum px_err next_hours(struct run *r)
-{
-	for (size_t i = 0; i < r->n_hour; i++) {
-		long s = find_slot(r, r->hour[i]);
-		if (s < 0)
-			continue;
-		struct pol_instance *v = &r->pub[s];
-		struct inst *in = &r->priv[s];
-		billing_acct_advance(&in->bill, r->now);
-		v->hour_uusd = in->bill.model == BILLING_LEGACY_HOURLY ?
-			       in->bill.last_hour_uusd : v->hour_uusd;
-		if (v->market >= 0 && in->bill.model != BILLING_LEGACY_HOURLY)
-			market_price_at(in->bill.m, r->now, &v->hour_uusd);
-		v->period_end_s = r->now + BILLING_HOUR_S;
-		enum px_err e = heap_push(r, v->period_end_s, EV_HOUR, v->id);
-		if (e != PX_OK)
-			return e;
-	}
-	r->n_hour = 0;
-	return PX_OK;
 }
 
 static enum px_err finish(struct run *r, bool completed)
 {
-	enum px_err e = PX_OK;
 	struct sim_result *res = r->res;
+	const struct ctrl_stats *st = ctrl_stats(r->c);
+	int64_t cost;
+	enum px_err e;
 
-	while (r->n > 0 && e == PX_OK)
-		e = end_inst(r, r->n - 1, false, completed ? "job done" :
-			     "run ended");
-	if (e != PX_OK)
-		return e;
-	e = record(r);
+	e = cc(r, ctrl_finish(r->c, r->now, completed, &cost));
+	if (e == PX_OK)
+		e = record(r);
 	if (e != PX_OK)
 		return e;
 	res->completed = completed;
-	res->cost_uusd = r->cost_ended;
-	res->cost_usd = (double)r->cost_ended / PX_UUSD_PER_USD;
+	res->cost_uusd = cost;
+	res->cost_usd = (double)cost / PX_UUSD_PER_USD;
 	res->runtime_hours = (double)(r->now - r->p->start_s) /
 			     BILLING_HOUR_S;
 	res->work_done_hours = r->work;
 	res->cost_per_work_usd = r->work > 0 ? res->cost_usd / r->work : 0;
-	return emit(r, SIM_EV_DONE, SIZE_MAX, completed ? "completed" :
-		    "not completed", r->cost_ended);
+	res->evictions = st->evictions;
+	res->instances_launched = st->instances_launched;
+	res->instance_hours = st->instance_hours;
+	res->free_hours = st->free_hours;
+	res->decisions = st->decisions;
+	return PX_OK;
 }
 
-static enum px_err run_loop(struct run *r)
+static enum px_err run_loop(struct run *r, unsigned wants)
 {
 	const struct sim_plan *p = r->p;
 	const struct jobspec *j = r->env->job;
-	int64_t end = p->end_s;
+	int64_t end = ctrl_end(r->c);
+	struct ctrl_progress pg;
 	enum px_err e;
-	unsigned wants = r->ops->wants;
 
-	if (j->deadline_hours > 0 &&
-	    p->start_s + (int64_t)(j->deadline_hours * 3600) < end)
-		end = p->start_s + (int64_t)(j->deadline_hours * 3600);
 	r->now = p->start_s;
 	for (size_t i = 0; (wants & POL_WHY_PRICE) && i < r->env->n_markets;
 	     i++) {
 		const struct market *m = &p->setup.ms->v[
 			r->env->markets[i].market];
-		e = heap_push(r, market_next_change(m, r->now), EV_PRICE, i);
+		e = heap_push(r, market_next_change(m, r->now), EV_PRICE, i,
+			      r->err);
 		if (e != PX_OK)
 			return e;
 	}
-	e = heap_push(r, r->now + j->tick_seconds, EV_TICK, 0);
+	e = heap_push(r, r->now + j->tick_seconds, EV_TICK, 0, r->err);
+	pg = (struct ctrl_progress){.work_done_h = r->work,
+				    .rate_h = r->rate};
 	if (e == PX_OK)
-		e = decide(r, POL_WHY_START);
+		e = cc(r, ctrl_step(r->c, r->now, POL_WHY_START, &pg));
 	if (e == PX_OK)
 		e = record(r);
 	while (e == PX_OK) {
-		int64_t tn = r->hn ? r->h[0].t : INT64_MAX;
+		int64_t tn = r->q.n ? evq_top(&r->q)->t : INT64_MAX;
 		int64_t lim = tn < end ? tn : end;
 		unsigned why = 0;
 
@@ -873,19 +600,20 @@ static enum px_err run_loop(struct run *r)
 		}
 		r->work += r->rate * (double)(tn - r->now) / 3600;
 		r->now = tn;
-		r->fleet_changed = false;
-		while (e == PX_OK && r->hn && r->h[0].t == r->now) {
-			struct ev ev = heap_pop(r);
+		ctrl_take_changed(r->c);
+		while (e == PX_OK && r->q.n && evq_top(&r->q)->t == r->now) {
+			struct evq_ev ev = evq_pop(&r->q);
 			e = handle(r, &ev, &why);
 		}
-		if (e == PX_OK && (why & wants))
-			e = decide(r, why);
-		if (e == PX_OK && r->n_hour)
-			e = next_hours(r);
-		if (e == PX_OK && (r->fleet_changed || (why & POL_WHY_TICK)))
+		pg = (struct ctrl_progress){.work_done_h = r->work,
+					    .rate_h = r->rate};
+		if (e == PX_OK)
+			e = cc(r, ctrl_step(r->c, r->now, why, &pg));
+		if (e == PX_OK && (ctrl_take_changed(r->c) ||
+				   (why & POL_WHY_TICK)))
 			e = record(r);
-		if (e == PX_OK && j->budget_uusd > 0 &&
-		    r->cost_now >= j->budget_uusd)
+		if (e == PX_OK &&
+		    ctrl_stop(r->c, r->now, &pg) == CTRL_STOP_BUDGET)
 			return finish(r, false);
 	}
 	return e;
@@ -897,6 +625,12 @@ enum px_err sim_run(const struct sim_plan *plan,
 {
 	struct run r;
 	struct sim_result res;
+	struct ctrl_setup cs = {
+		.env = &plan->env, .ms = plan->setup.ms, .policy = policy,
+		.world = &sim_world_ops, .start_s = plan->start_s,
+		.window_end_s = plan->end_s,
+		.sink = plan->setup.sink, .sink_ctx = plan->setup.sink_ctx,
+	};
 	enum px_err e;
 
 	memset(&r, 0, sizeof r);
@@ -904,27 +638,16 @@ enum px_err sim_run(const struct sim_plan *plan,
 	snprintf(res.policy, sizeof res.policy, "%s", policy->name);
 	r.p = plan;
 	r.env = &plan->env;
-	r.ops = policy;
 	r.res = &res;
 	r.err = err;
-	r.cursor = px_calloc(plan->setup.ms->n ? plan->setup.ms->n : 1,
-			     sizeof *r.cursor);
-	if (!r.cursor)
-		return px_errorf(err, PX_ENOMEM, "out of memory");
-	e = policy->init(&plan->env, &r.pstate, err);
-	if (e != PX_OK) {
-		free(r.cursor);
-		px_error_prefix(err, "policy '%s': ", policy->name);
+	cs.world_ctx = &r;
+	e = ctrl_new(&cs, &r.c, err);
+	if (e != PX_OK)
 		return e;
-	}
-	e = run_loop(&r);
-	policy->fini(r.pstate);
-	free(r.pub);
-	free(r.priv);
-	free(r.h);
-	free(r.hour);
-	free(r.cursor);
-	pol_actions_release(&r.acts);
+	e = run_loop(&r, policy->wants);
+	ctrl_free(r.c);
+	free(r.v);
+	evq_release(&r.q);
 	if (e != PX_OK) {
 		sim_result_release(&res);
 		return e;

@@ -1,6 +1,7 @@
-/* sim.h -- the "sim" world: a virtual clock that drives one policy over a
- * replayed spot market, event to event (price changes, billing-hour ends,
- * eviction notices and evictions, instance startup, ticks, job end), with
+/* sim.h -- the "sim" world: a virtual clock that drives the controller
+ * (controller.h) and one policy over a replayed spot market, event to
+ * event (price changes, billing-hour ends, eviction notices and
+ * evictions, instance startup, ticks, job end), with
  * the job's work model and the chosen billing model.  docs/simulate.md
  * describes the model and every assumption.  No I/O, no logging; decisions
  * and events can be streamed to a sink (for --db).
@@ -18,37 +19,9 @@
 #include "../cloudapi/market.h"
 #include "../cloudapi/ondemand.h"
 #include "../common/px.h"
+#include "controller.h"
 
-enum sim_event_kind {
-	SIM_EV_DECIDE_ACQUIRE = 0, /* the policy asked for instances */
-	SIM_EV_DECIDE_RELEASE,     /* the policy asked to release one */
-	SIM_EV_LAUNCH,             /* an instance started (billing starts) */
-	SIM_EV_REJECT,             /* an acquisition could not be served */
-	SIM_EV_READY,              /* startup done: it contributes work */
-	SIM_EV_WARNING,            /* eviction notice */
-	SIM_EV_EVICTION,           /* evicted / interrupted by the provider */
-	SIM_EV_RELEASE,            /* ended by us (policy or job end) */
-	SIM_EV_DONE,               /* the run ended */
-	SIM_EV_MAX
-};
-const char *sim_event_name(enum sim_event_kind k);
-
-struct sim_event {
-	int64_t t_s;
-	enum sim_event_kind kind;
-	uint64_t instance;         /* 0 when none */
-	const char *zone;          /* NULL for on-demand / none */
-	const char *type;          /* NULL when none */
-	bool reliable;
-	int count;                 /* decide-acquire: instances asked */
-	int64_t bid_uusd;
-	int64_t price_uusd;        /* market price at t (spot) */
-	int64_t amount_uusd;       /* release/eviction: final charge */
-	const char *detail;        /* short reason text, may be NULL */
-};
-
-/* Returning non-PX_OK stops the run with that error. */
-typedef enum px_err (*sim_sink_fn)(const struct sim_event *ev, void *ctx);
+/* The simulator reports the controller's events (controller.h). */
 
 struct sim_setup {
 	const struct market_set *ms;      /* sealed */
@@ -64,7 +37,7 @@ struct sim_setup {
 	int64_t trace_last_s;
 	uint64_t seed;
 	bool series;          /* collect time series for plots */
-	sim_sink_fn sink;     /* may be NULL */
+	ctrl_sink_fn sink;    /* may be NULL */
 	void *sink_ctx;
 };
 

@@ -55,11 +55,11 @@ struct log {
 	bool decisions_only;
 };
 
-static enum px_err sink(const struct sim_event *ev, void *ctx)
+static enum px_err sink(const struct ctrl_event *ev, void *ctx)
 {
 	struct log *l = ctx;
-	if (l->decisions_only && ev->kind != SIM_EV_DECIDE_ACQUIRE &&
-	    ev->kind != SIM_EV_DECIDE_RELEASE)
+	if (l->decisions_only && ev->kind != CTRL_EV_DECIDE_ACQUIRE &&
+	    ev->kind != CTRL_EV_DECIDE_RELEASE)
 		return PX_OK;
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap * 2 : 256;
@@ -67,7 +67,7 @@ static enum px_err sink(const struct sim_event *ev, void *ctx)
 		cr_assert(l->line);
 	}
 	snprintf(l->line[l->n++], sizeof *l->line, "%lld %s %llu %s %s %d %lld",
-		 (long long)ev->t_s, sim_event_name(ev->kind),
+		 (long long)ev->t_s, ctrl_event_name(ev->kind),
 		 (unsigned long long)ev->instance, ev->zone ? ev->zone : "-",
 		 ev->type ? ev->type : "-", ev->count,
 		 (long long)ev->bid_uusd);

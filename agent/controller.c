@@ -1,0 +1,670 @@
+/* controller.c -- the decision step for every world (controller.h,
+ * docs/controller.md).  Moved out of the simulator: the fleet table, the
+ * policy's input, the checks on its actions, the bills, the stop rules. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller.h"
+
+#define FLEET_MAX 100000
+
+/* The controller's side of one instance (beside its public pol_instance,
+ * same slot). */
+struct cinst {
+	struct billing_acct bill;
+	bool launched;           /* the world confirmed it: bill open */
+	bool ready;              /* contributes work */
+};
+
+struct ctrl {
+	struct ctrl_setup s;
+	const struct pol_env *env;
+	void *pstate;
+	long *cursor;                /* market_view index hints */
+	struct pol_instance *pub;    /* live instances, compact */
+	struct cinst *priv;
+	size_t n, cap;
+	struct pol_fleet fleet;
+	uint64_t next_id;
+	int64_t cost_ended, cost_now;
+	struct pol_actions acts;
+	uint64_t *hour;              /* instances whose hour ended now */
+	size_t n_hour, cap_hour;
+	unsigned why;                /* bits the world's reports added */
+	bool changed;
+	int stage;
+	struct ctrl_stats st;
+	struct px_error err;         /* why a call failed (ctrl_error) */
+};
+
+static const char *const ev_names[CTRL_EV_MAX] = {
+	[CTRL_EV_DECIDE_ACQUIRE] = "decide-acquire",
+	[CTRL_EV_DECIDE_RELEASE] = "decide-release",
+	[CTRL_EV_LAUNCH] = "launch",
+	[CTRL_EV_REJECT] = "reject",
+	[CTRL_EV_READY] = "ready",
+	[CTRL_EV_WARNING] = "warning",
+	[CTRL_EV_EVICTION] = "eviction",
+	[CTRL_EV_RELEASE] = "release",
+	[CTRL_EV_DONE] = "done",
+	[CTRL_EV_STAGE] = "stage",
+};
+
+const char *ctrl_event_name(enum ctrl_event_kind k)
+{
+	return (unsigned)k < CTRL_EV_MAX ? ev_names[k] : "?";
+}
+
+static const char *const stop_names[] = {
+	[CTRL_RUN] = "running", [CTRL_STOP_DONE] = "done",
+	[CTRL_STOP_DEADLINE] = "deadline", [CTRL_STOP_BUDGET] = "budget",
+};
+
+const char *ctrl_stop_name(enum ctrl_stop s)
+{
+	return (unsigned)s <= CTRL_STOP_BUDGET ? stop_names[s] : "?";
+}
+
+/* ---- tiers ---- */
+
+int ctrl_stage_for(const struct ctrl_tiers *t, int reliable, int transient,
+		   int current)
+{
+	double ratio, down = 1.0 - t->hysteresis;
+	int up;
+
+	if (reliable <= 0)
+		return transient > 0 ? 3 : 1;  /* nothing reliable to back */
+	ratio = (double)transient / reliable;
+	up = ratio >= t->stage3_ratio ? 3 : ratio >= t->stage2_ratio ? 2 : 1;
+	if (current < 1 || current > 3 || up >= current)
+		return up;
+	/* moving down: only once clearly below the current stage's bar */
+	if (current == 3 && ratio >= t->stage3_ratio * down)
+		return 3;
+	if (current >= 2 && ratio >= t->stage2_ratio * down)
+		return 2;
+	return 1;
+}
+
+/* ---- the fleet table ---- */
+
+static const struct market *mkt(const struct ctrl *c, int market)
+{
+	return &c->s.ms->v[c->env->markets[market].market];
+}
+
+static long find_slot(const struct ctrl *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->pub[i].id == id)
+			return (long)i;
+	return -1;
+}
+
+static enum px_err emit_ev(struct ctrl *c, const struct ctrl_event *e,
+			   struct px_error *err)
+{
+	if (!c->s.sink || c->s.sink(e, c->s.sink_ctx) == PX_OK)
+		return PX_OK;
+	return px_errorf(err, PX_ECANCELED, "event sink stopped the run at "
+			 "%s", ctrl_event_name(e->kind));
+}
+
+/* An event about the instance in slot (SIZE_MAX: none). */
+static enum px_err emit(struct ctrl *c, int64_t now, enum ctrl_event_kind k,
+			size_t slot, const char *detail, int64_t amount,
+			struct px_error *err)
+{
+	const struct pol_instance *v = slot < c->n ? &c->pub[slot] : NULL;
+	struct ctrl_event e = {
+		.t_s = now, .kind = k, .detail = detail,
+		.amount_uusd = amount,
+	};
+
+	if (!c->s.sink)
+		return PX_OK;
+	if (v) {
+		e.instance = v->id;
+		e.reliable = v->reliable;
+		e.type = c->env->types[v->type].name;
+		e.bid_uusd = v->bid_uusd;
+		if (v->market >= 0) {
+			const struct market *m = mkt(c, v->market);
+
+			e.zone = m->zone;
+			market_price_at(m, now, &e.price_uusd);
+		}
+	}
+	return emit_ev(c, &e, err);
+}
+
+/* The stage for the ready instances now; an event when it moves.  Off
+ * when the setup has no tiers (stage2_ratio 0: sim models no PS). */
+static enum px_err restage(struct ctrl *c, int64_t now, struct px_error *err)
+{
+	int r = 0, t = 0, st;
+
+	if (c->s.tiers.stage2_ratio <= 0)
+		return PX_OK;
+	for (size_t i = 0; i < c->n; i++) {
+		if (!c->priv[i].ready || c->pub[i].warned)
+			continue;
+		if (c->pub[i].reliable)
+			r++;
+		else
+			t++;
+	}
+	st = ctrl_stage_for(&c->s.tiers, r, t, c->stage);
+	if (st == c->stage)
+		return PX_OK;
+	c->stage = st;
+	struct ctrl_event e = {.t_s = now, .kind = CTRL_EV_STAGE,
+			       .count = st};
+	return emit_ev(c, &e, err);
+}
+
+/* Remove slot (swap with the last: the fleet's order is part of what
+ * policies see, and the simulator's results depend on it). */
+static void drop_slot(struct ctrl *c, size_t slot)
+{
+	c->n--;
+	if (slot != c->n) {
+		c->pub[slot] = c->pub[c->n];
+		c->priv[slot] = c->priv[c->n];
+	}
+	c->changed = true;
+}
+
+/* End the instance in slot now; provider says who ended it. */
+static enum px_err end_inst(struct ctrl *c, int64_t now, size_t slot,
+			    bool provider, const char *why,
+			    struct px_error *err)
+{
+	struct cinst *in = &c->priv[slot];
+	struct pol_instance *v = &c->pub[slot];
+	int64_t amount = 0;
+	enum px_err e;
+
+	if (in->launched) {
+		amount = billing_acct_end(&in->bill, now, provider ?
+					  BILLING_END_PROVIDER :
+					  BILLING_END_USER);
+		c->cost_ended += amount;
+		c->st.instance_hours += (double)(now - v->launch_s) /
+					BILLING_HOUR_S;
+		c->st.free_hours += (double)in->bill.free_s / BILLING_HOUR_S;
+	}
+	if (provider)
+		c->st.evictions++;
+	e = emit(c, now, provider ? CTRL_EV_EVICTION : CTRL_EV_RELEASE, slot,
+		 why, amount, err);
+	drop_slot(c, slot);
+	return e;
+}
+
+/* Ask the world for one instance; the world answers with ctrl_launched
+ * (sim: before it returns) or ctrl_rejected. */
+static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
+			  bool reliable, int64_t bid, struct px_error *err)
+{
+	const struct pol_env *env = c->env;
+	struct pol_instance *v;
+	struct world_req req;
+
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		struct pol_instance *a = px_reallocarray(c->pub, cap,
+							 sizeof *a);
+		if (!a)
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		c->pub = a;
+		struct cinst *b = px_reallocarray(c->priv, cap, sizeof *b);
+		if (!b)
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		c->priv = b;
+		c->cap = cap;
+	}
+	v = &c->pub[c->n];
+	memset(v, 0, sizeof *v);
+	memset(&c->priv[c->n], 0, sizeof c->priv[c->n]);
+	v->id = ++c->next_id;
+	v->reliable = reliable;
+	v->type = type;
+	v->market = market;
+	v->bid_uusd = market >= 0 ? bid : 0;
+	v->launch_s = now;
+	v->ready_s = now + env->job->startup_seconds;
+	v->period_end_s = now + BILLING_HOUR_S;
+	c->n++;
+	req = (struct world_req){
+		.id = v->id, .market = market, .type = type,
+		.reliable = reliable, .bid_uusd = v->bid_uusd,
+		.type_name = env->types[type].name,
+		.zone = market >= 0 ? env->markets[market].zone : NULL,
+	};
+	return c->s.world->acquire(c->s.world_ctx, &req, err);
+}
+
+enum px_err ctrl_launched(struct ctrl *c, int64_t now, uint64_t id)
+{
+	long s = find_slot(c, id);
+	struct px_error *err = &c->err;
+	const struct market *m = NULL;
+	struct pol_instance *v;
+	struct cinst *in;
+	int64_t p = 0;
+	enum px_err e;
+
+	if (s < 0 || c->priv[s].launched)
+		return PX_OK;
+	v = &c->pub[s];
+	in = &c->priv[s];
+	if (v->market >= 0) {
+		m = mkt(c, v->market);
+		market_price_at(m, now, &p);
+	}
+	v->launch_s = now;
+	v->ready_s = now + c->env->job->startup_seconds;
+	v->period_end_s = now + BILLING_HOUR_S;
+	billing_acct_start(&in->bill, c->env->billing, m,
+			   c->env->types[v->type].od_uusd, now);
+	v->hour_uusd = m ? p : c->env->types[v->type].od_uusd;
+	in->launched = true;
+	c->st.instances_launched++;
+	c->changed = true;
+	e = emit(c, now, CTRL_EV_LAUNCH, (size_t)s, NULL, 0, err);
+	if (e != PX_OK)
+		return e;
+	if (v->ready_s <= now) {
+		in->ready = true;
+		e = restage(c, now, err);
+		if (e != PX_OK)
+			return e;
+	}
+	return c->s.world->timer(c->s.world_ctx, v->period_end_s,
+				 CTRL_TIMER_HOUR, id, err);
+}
+
+enum px_err ctrl_rejected(struct ctrl *c, int64_t now, uint64_t id,
+			  const char *why)
+{
+	long s = find_slot(c, id);
+	struct px_error *err = &c->err;
+
+	if (s < 0 || c->priv[s].launched)
+		return PX_OK;
+	drop_slot(c, (size_t)s);
+	return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, why, 0, err);
+}
+
+enum px_err ctrl_ready(struct ctrl *c, int64_t now, uint64_t id)
+{
+	long s = find_slot(c, id);
+	struct px_error *err = &c->err;
+	enum px_err e;
+
+	if (s < 0 || c->priv[s].ready || c->pub[s].warned)
+		return PX_OK;
+	c->priv[s].ready = true;
+	e = emit(c, now, CTRL_EV_READY, (size_t)s, NULL, 0, err);
+	return e == PX_OK ? restage(c, now, err) : e;
+}
+
+enum px_err ctrl_warned(struct ctrl *c, int64_t now, uint64_t id,
+			int64_t gone_s)
+{
+	long s = find_slot(c, id);
+	struct px_error *err = &c->err;
+	enum px_err e;
+
+	(void)gone_s;
+	if (s < 0 || c->pub[s].warned)
+		return PX_OK;
+	c->pub[s].warned = true;
+	c->why |= POL_WHY_WARNING;
+	c->changed = true;
+	e = emit(c, now, CTRL_EV_WARNING, (size_t)s, NULL, 0, err);
+	return e == PX_OK ? restage(c, now, err) : e;
+}
+
+enum px_err ctrl_gone(struct ctrl *c, int64_t now, uint64_t id,
+		      const char *why)
+{
+	long s = find_slot(c, id);
+	struct px_error *err = &c->err;
+	bool reliable;
+	int type;
+	enum px_err e;
+
+	if (s < 0)
+		return PX_OK;
+	reliable = c->pub[s].reliable && c->pub[s].market < 0;
+	type = c->pub[s].type;
+	c->why |= POL_WHY_EVICTION;
+	e = end_inst(c, now, (size_t)s, true, why, err);
+	if (e == PX_OK && reliable && c->s.replace_reliable) {
+		/* the reliable tier holds the parameters: keep its size */
+		c->st.replaced++;
+		e = launch(c, now, -1, type, true, 0, err);
+	}
+	return e == PX_OK ? restage(c, now, err) : e;
+}
+
+enum px_err ctrl_timer(struct ctrl *c, int64_t now,
+		       enum ctrl_timer_kind kind, uint64_t id)
+{
+	long s = find_slot(c, id);
+	struct px_error *err = &c->err;
+
+	if (kind != CTRL_TIMER_HOUR || s < 0 ||
+	    c->pub[s].period_end_s != now)
+		return PX_OK;
+	c->why |= POL_WHY_HOUR_END;
+	if (c->n_hour == c->cap_hour) {
+		size_t cap = c->cap_hour ? c->cap_hour * 2 : 16;
+		uint64_t *a = px_reallocarray(c->hour, cap, sizeof *a);
+
+		if (!a)
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		c->hour = a;
+		c->cap_hour = cap;
+	}
+	c->hour[c->n_hour++] = id;
+	return PX_OK;
+}
+
+/* ---- actions ---- */
+
+static int live_spot(const struct ctrl *c)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < c->n; i++)
+		if (c->pub[i].market >= 0 && !c->pub[i].warned)
+			n++;
+	return n;
+}
+
+static enum px_err reject(struct ctrl *c, int64_t now, const char *why,
+			  struct px_error *err)
+{
+	return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, why, 0, err);
+}
+
+/* The decide-acquire event for action a. */
+static enum px_err emit_acquire(struct ctrl *c, int64_t now,
+				const struct pol_action *a,
+				struct px_error *err)
+{
+	const struct pol_env *env = c->env;
+	struct ctrl_event ev = {
+		.t_s = now, .kind = CTRL_EV_DECIDE_ACQUIRE,
+		.reliable = a->reliable, .count = a->count,
+		.bid_uusd = a->bid_uusd,
+	};
+
+	if (!c->s.sink)
+		return PX_OK;
+	if (a->market >= 0 && (size_t)a->market < env->n_markets) {
+		ev.zone = env->markets[a->market].zone;
+		ev.type = env->types[env->markets[a->market].type].name;
+	} else if (a->type >= 0 && (size_t)a->type < env->n_types) {
+		ev.type = env->types[a->type].name;
+	}
+	return emit_ev(c, &ev, err);
+}
+
+/* Check and carry out the policy's actions, in order. */
+static enum px_err apply(struct ctrl *c, int64_t now, struct px_error *err)
+{
+	const struct pol_env *env = c->env;
+	const struct jobspec *j = env->job;
+	int cap = j->spot.max_instances > j->instances ?
+		  j->spot.max_instances : j->instances;
+	enum px_err e = PX_OK;
+
+	for (size_t i = 0; i < c->acts.n && e == PX_OK; i++) {
+		const struct pol_action *a = &c->acts.v[i];
+
+		if (a->kind == POL_RELEASE) {
+			long s = find_slot(c, a->instance);
+
+			e = emit(c, now, CTRL_EV_DECIDE_RELEASE, s < 0 ?
+				 SIZE_MAX : (size_t)s, NULL, 0, err);
+			if (e == PX_OK && s >= 0) {
+				uint64_t id = a->instance;
+
+				e = end_inst(c, now, (size_t)s, false,
+					     "policy", err);
+				if (e == PX_OK)
+					e = c->s.world->release(
+						c->s.world_ctx, id, err);
+			}
+			continue;
+		}
+		e = emit_acquire(c, now, a, err);
+		for (int k = 0; k < a->count && e == PX_OK; k++) {
+			int64_t p;
+
+			if (a->market < 0) {
+				if (a->type < 0 || (size_t)a->type >=
+				    env->n_types || c->n >= FLEET_MAX)
+					e = reject(c, now, "bad on-demand "
+						   "request", err);
+				else
+					e = launch(c, now, -1, a->type, true,
+						   0, err);
+				continue;
+			}
+			if ((size_t)a->market >= env->n_markets)
+				e = reject(c, now, "no such market", err);
+			else if (live_spot(c) >= cap)
+				e = reject(c, now, "spot.max_instances "
+					   "reached", err);
+			else if (!market_price_at(mkt(c, a->market), now,
+						  &p) || p > a->bid_uusd)
+				e = reject(c, now, "bid below the market "
+					   "price", err);
+			else
+				e = launch(c, now, a->market,
+					   env->markets[a->market].type,
+					   false, a->bid_uusd, err);
+		}
+	}
+	return e;
+}
+
+/* Charge the new hour of the instances whose hour ended now and that kept
+ * going; ask for the next hour's timer. */
+static enum px_err next_hours(struct ctrl *c, int64_t now,
+			      struct px_error *err)
+{
+	for (size_t i = 0; i < c->n_hour; i++) {
+		long s = find_slot(c, c->hour[i]);
+
+		if (s < 0)
+			continue;
+		struct pol_instance *v = &c->pub[s];
+		struct cinst *in = &c->priv[s];
+
+		billing_acct_advance(&in->bill, now);
+		if (in->bill.model == BILLING_LEGACY_HOURLY)
+			v->hour_uusd = in->bill.last_hour_uusd;
+		else if (v->market >= 0)
+			market_price_at(in->bill.m, now, &v->hour_uusd);
+		v->period_end_s = now + BILLING_HOUR_S;
+		enum px_err e = c->s.world->timer(c->s.world_ctx,
+						  v->period_end_s,
+						  CTRL_TIMER_HOUR, v->id, err);
+		if (e != PX_OK)
+			return e;
+	}
+	c->n_hour = 0;
+	return PX_OK;
+}
+
+enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
+		      const struct ctrl_progress *p)
+{
+	struct px_error *err = &c->err;
+	enum px_err e = PX_OK;
+	unsigned all = why | c->why;
+
+	c->why = 0;
+	if (all & (c->s.policy->wants | POL_WHY_START)) {
+		struct market_view mv = {.ms = c->s.ms, .now_s = now,
+					 .cursor = c->cursor};
+		struct pol_progress pr = {
+			.start_s = c->s.start_s, .work_done_h = p->work_done_h,
+			.work_total_h = c->env->job->work_hours,
+			.rate_h = p->rate_h, .cost_uusd = c->cost_now,
+		};
+		struct pol_input in = {
+			.now_s = now, .why = all, .mv = &mv,
+			.fleet = ctrl_fleet(c), .progress = &pr,
+		};
+
+		c->acts.n = 0;
+		c->st.decisions++;
+		e = c->s.policy->decide(c->pstate, &in, &c->acts, err);
+		if (e == PX_OK)
+			e = apply(c, now, err);
+	}
+	if (e == PX_OK && c->n_hour)
+		e = next_hours(c, now, err);
+	return e;
+}
+
+int64_t ctrl_cost(struct ctrl *c, int64_t now)
+{
+	int64_t cost = c->cost_ended;
+
+	for (size_t i = 0; i < c->n; i++)
+		if (c->priv[i].launched)
+			cost += billing_acct_advance(&c->priv[i].bill, now);
+	c->cost_now = cost;
+	return cost;
+}
+
+bool ctrl_take_changed(struct ctrl *c)
+{
+	bool ch = c->changed;
+
+	c->changed = false;
+	return ch;
+}
+
+int64_t ctrl_end(const struct ctrl *c)
+{
+	const struct jobspec *j = c->env->job;
+	int64_t end = c->s.window_end_s;
+
+	if (j->deadline_hours > 0 &&
+	    c->s.start_s + (int64_t)(j->deadline_hours * 3600) < end)
+		end = c->s.start_s + (int64_t)(j->deadline_hours * 3600);
+	return end;
+}
+
+enum ctrl_stop ctrl_stop(const struct ctrl *c, int64_t now,
+			 const struct ctrl_progress *p)
+{
+	const struct jobspec *j = c->env->job;
+
+	if (p->work_done_h >= j->work_hours)
+		return CTRL_STOP_DONE;
+	if (j->budget_uusd > 0 && c->cost_now >= j->budget_uusd)
+		return CTRL_STOP_BUDGET;
+	if (now >= ctrl_end(c))
+		return CTRL_STOP_DEADLINE;
+	return CTRL_RUN;
+}
+
+enum px_err ctrl_finish(struct ctrl *c, int64_t now, bool completed,
+			int64_t *ret_uusd)
+{
+	struct px_error *err = &c->err;
+	enum px_err e = PX_OK;
+
+	while (c->n > 0 && e == PX_OK) {
+		uint64_t id = c->pub[c->n - 1].id;
+
+		e = end_inst(c, now, c->n - 1, false, completed ? "job done" :
+			     "run ended", err);
+		if (e == PX_OK)
+			e = c->s.world->release(c->s.world_ctx, id, err);
+	}
+	if (e != PX_OK)
+		return e;
+	c->cost_now = c->cost_ended;
+	*ret_uusd = c->cost_ended;
+	return emit(c, now, CTRL_EV_DONE, SIZE_MAX, completed ? "completed" :
+		    "not completed", c->cost_ended, err);
+}
+
+/* ---- life ---- */
+
+enum px_err ctrl_new(const struct ctrl_setup *s, struct ctrl **ret,
+		     struct px_error *err)
+{
+	struct ctrl *c = px_calloc(1, sizeof *c);
+	enum px_err e;
+
+	if (!c)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	c->s = *s;
+	c->env = s->env;
+	c->cursor = px_calloc(s->ms->n ? s->ms->n : 1, sizeof *c->cursor);
+	if (!c->cursor) {
+		free(c);
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	e = s->policy->init(s->env, &c->pstate, err);
+	if (e != PX_OK) {
+		free(c->cursor);
+		free(c);
+		px_error_prefix(err, "policy '%s': ", s->policy->name);
+		return e;
+	}
+	*ret = c;
+	return PX_OK;
+}
+
+void ctrl_free(struct ctrl *c)
+{
+	if (!c)
+		return;
+	c->s.policy->fini(c->pstate);
+	free(c->pub);
+	free(c->priv);
+	free(c->hour);
+	free(c->cursor);
+	pol_actions_release(&c->acts);
+	free(c);
+}
+
+const struct pol_fleet *ctrl_fleet(const struct ctrl *c)
+{
+	struct ctrl *m = (struct ctrl *)c;
+
+	m->fleet.v = c->pub;
+	m->fleet.n = c->n;
+	return &m->fleet;
+}
+
+const struct ctrl_stats *ctrl_stats(const struct ctrl *c)
+{
+	return &c->st;
+}
+
+int ctrl_stage(const struct ctrl *c)
+{
+	return c->stage;
+}
+
+const struct px_error *ctrl_error(const struct ctrl *c)
+{
+	return &c->err;
+}

@@ -1,0 +1,196 @@
+/* controller.h -- the decision step, written once for every world.
+ *
+ * The controller keeps the fleet table (every live instance as the policy
+ * sees it, with its running bill), builds the policy's input, checks the
+ * policy's actions (fleet cap, bids below the market price, unknown
+ * markets) and carries them out through the world's ops (world.h),
+ * charges what runs under the job's billing model, replaces a reliable
+ * instance the world lost, applies the stop rules (work done, deadline,
+ * budget) and picks the reliability stage (AgileML tiers).  It does no
+ * I/O and has no clock: every call takes the world's `now`, and the
+ * billing-hour timers it needs are asked of the world.
+ *
+ * Calls and their contract (docs/controller.md):
+ *   ctrl_new            once, before anything else
+ *   ctrl_step(START)    the first decision, at the job's start
+ *   ctrl_launched ...   what the world reports, as it happens, in order
+ *   ctrl_step           after the world's events of one instant: decides
+ *                       when `why` wakes the policy, then charges the
+ *                       billing hours that ended at that instant
+ *   ctrl_stop           whether a stop rule holds
+ *   ctrl_finish         releases everything and closes every bill
+ * Events (launch, release, eviction, decisions...) go to the sink in the
+ * order they happen; agent/journal.c (simulate --db and the daemon) turns
+ * them into store rows.
+ */
+#ifndef PX_CONTROLLER_H
+#define PX_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bidbrain/policy.h"
+#include "../cloudapi/market.h"
+#include "../common/px.h"
+#include "world.h"
+
+enum ctrl_event_kind {
+	CTRL_EV_DECIDE_ACQUIRE = 0, /* the policy asked for instances */
+	CTRL_EV_DECIDE_RELEASE,     /* the policy asked to release one */
+	CTRL_EV_LAUNCH,             /* an instance started (billing starts) */
+	CTRL_EV_REJECT,             /* an acquisition could not be served */
+	CTRL_EV_READY,              /* startup done: it contributes work */
+	CTRL_EV_WARNING,            /* eviction notice */
+	CTRL_EV_EVICTION,           /* evicted / interrupted by the provider */
+	CTRL_EV_RELEASE,            /* ended by us (policy or job end) */
+	CTRL_EV_DONE,               /* the run ended */
+	CTRL_EV_STAGE,              /* the reliability stage changed */
+	CTRL_EV_MAX
+};
+const char *ctrl_event_name(enum ctrl_event_kind k);
+
+struct ctrl_event {
+	int64_t t_s;
+	enum ctrl_event_kind kind;
+	uint64_t instance;         /* 0 when none */
+	const char *zone;          /* NULL for on-demand / none */
+	const char *type;          /* NULL when none */
+	bool reliable;
+	int count;                 /* decide-acquire: instances asked;
+				    * stage: the new stage */
+	int64_t bid_uusd;
+	int64_t price_uusd;        /* market price at t (spot) */
+	int64_t amount_uusd;       /* release/eviction: final charge */
+	const char *detail;        /* short reason text, may be NULL */
+};
+
+/* Returning non-PX_OK stops the run with that error. */
+typedef enum px_err (*ctrl_sink_fn)(const struct ctrl_event *ev, void *ctx);
+
+/* AgileML's reliability tiers: with R reliable and T transient instances
+ * ready, stage 1 while T/R < stage2_ratio, stage 2 from there, stage 3 from
+ * stage3_ratio (docs/controller.md).  A stage moves down only when the
+ * ratio falls below its threshold by `hysteresis` (a fraction), so that one
+ * eviction near a threshold does not flap the trainer's roles. */
+struct ctrl_tiers {
+	double stage2_ratio;       /* e.g. 1.0 */
+	double stage3_ratio;       /* e.g. 8.0 */
+	double hysteresis;         /* e.g. 0.25 */
+};
+#define CTRL_TIERS_DEFAULT {1.0, 8.0, 0.25}
+
+/* Stage for R reliable and T transient ready instances, given the current
+ * stage (1-3; 0: none yet). */
+int ctrl_stage_for(const struct ctrl_tiers *t, int reliable, int transient,
+		   int current);
+
+struct ctrl_setup {
+	const struct pol_env *env;        /* borrowed for the run */
+	const struct market_set *ms;      /* sealed; prices for bills */
+	const struct policy_ops *policy;
+	const struct world_ops *world;
+	void *world_ctx;
+	int64_t start_s;                  /* the job's start */
+	int64_t window_end_s;             /* the world's end (sim: the
+					   * window's end); INT64_MAX: none */
+	struct ctrl_tiers tiers;
+	/* On-demand reliable instances the world loses (ctrl_gone) are
+	 * replaced by one of the same type. */
+	bool replace_reliable;
+	ctrl_sink_fn sink;                /* may be NULL */
+	void *sink_ctx;
+};
+
+/* What the world knows of the job's progress (sim: its work model; local
+ * and ec2: the trainer's reports). */
+struct ctrl_progress {
+	double work_done_h;       /* reference-instance hours done */
+	double rate_h;            /* work per hour of the fleet now */
+};
+
+/* Counters of a run: what simulate prints. */
+struct ctrl_stats {
+	int64_t evictions;
+	int64_t instances_launched;
+	double instance_hours;
+	double free_hours;
+	int64_t decisions;        /* decide() calls */
+	int64_t replaced;         /* reliable instances replaced */
+};
+
+struct ctrl;
+
+/* Build a controller; runs the policy's init.  The setup's pointers must
+ * outlive it.  PX_EINVAL (policy refuses the job), PX_ENOMEM. */
+enum px_err ctrl_new(const struct ctrl_setup *s, struct ctrl **ret,
+		     struct px_error *err);
+/* Free it; the policy's fini.  Does not release instances (ctrl_finish). */
+void ctrl_free(struct ctrl *c);
+
+/* The instant the run must end by: the window's end or the job's deadline,
+ * whichever comes first. */
+int64_t ctrl_end(const struct ctrl *c);
+
+/* ---- what the world reports (ids unknown to the controller are ignored:
+ * a report may cross a release) ---- */
+
+/* Instance id runs from now: its bill opens. */
+enum px_err ctrl_launched(struct ctrl *c, int64_t now, uint64_t id);
+/* The world could not serve the request for id. */
+enum px_err ctrl_rejected(struct ctrl *c, int64_t now, uint64_t id,
+			  const char *why);
+/* Startup done: it contributes work from now. */
+enum px_err ctrl_ready(struct ctrl *c, int64_t now, uint64_t id);
+/* Eviction notice: it will be gone at gone_s.  Wakes the policy with
+ * POL_WHY_WARNING. */
+enum px_err ctrl_warned(struct ctrl *c, int64_t now, uint64_t id,
+			int64_t gone_s);
+/* The provider ended it now (evicted, interrupted, lost): its bill closes
+ * under the provider's rules.  Wakes the policy with POL_WHY_EVICTION. */
+enum px_err ctrl_gone(struct ctrl *c, int64_t now, uint64_t id,
+		      const char *why);
+/* A timer asked of the world fired. */
+enum px_err ctrl_timer(struct ctrl *c, int64_t now,
+		       enum ctrl_timer_kind kind, uint64_t id);
+
+/* ---- the step ---- */
+
+/* After the world's events at now: when (why | what the reports above
+ * added) wakes the policy, decide and carry out its actions; then charge
+ * the billing hours that ended at now.  POL_WHY_START for the first call. */
+enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
+		      const struct ctrl_progress *p);
+/* The bills brought up to now; the value the policy sees as cost until
+ * the next call. */
+int64_t ctrl_cost(struct ctrl *c, int64_t now);
+/* Whether the fleet changed (launch, end, warning) since the last call. */
+bool ctrl_take_changed(struct ctrl *c);
+
+enum ctrl_stop {
+	CTRL_RUN = 0,
+	CTRL_STOP_DONE,           /* the work is done */
+	CTRL_STOP_DEADLINE,       /* ctrl_end() reached */
+	CTRL_STOP_BUDGET          /* the cost seen reached the budget */
+};
+/* Which stop rule holds at now (budget: against the cost of the last
+ * ctrl_cost call). */
+enum ctrl_stop ctrl_stop(const struct ctrl *c, int64_t now,
+			 const struct ctrl_progress *p);
+const char *ctrl_stop_name(enum ctrl_stop s);
+
+/* End the run: release every instance (reason: "job done" when completed,
+ * else "run ended"), close every bill, emit DONE.  Returns the final cost
+ * in *ret_uusd. */
+enum px_err ctrl_finish(struct ctrl *c, int64_t now, bool completed,
+			int64_t *ret_uusd);
+
+/* ---- views ---- */
+const struct pol_fleet *ctrl_fleet(const struct ctrl *c);
+const struct ctrl_stats *ctrl_stats(const struct ctrl *c);
+int ctrl_stage(const struct ctrl *c);
+/* Why the last failing call failed (calls return the code; the message is
+ * kept here, since world callbacks have no error argument). */
+const struct px_error *ctrl_error(const struct ctrl *c);
+
+#endif

@@ -1,0 +1,376 @@
+/* test_controller.c -- the controller (agent/controller.c) through a fake
+ * world that records what it is asked and answers when the test says so:
+ * asynchronous launches and rejections (as EC2 answers), the reliable
+ * tier kept whole, the checks on a policy's actions, the stop rules, the
+ * bills, and the reliability stage. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../agent/controller.h"
+#include "../../agent/sim.h"
+
+static struct market_set ms;
+static struct jobspec job;
+static struct ondemand_entry od_v[2];
+static struct ondemand_table od = {.v = od_v, .n = 2};
+static struct sim_plan *plan;
+
+#define JOB_FMT \
+	"{\"name\": \"t\", \"region\": \"us-east-1\", \"work_hours\": 10,"   \
+	" \"reference_type\": \"c3.xlarge\", \"instances\": 2,"            \
+	" \"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1},"           \
+	" \"spot\": {\"types\": [\"c3.2xlarge\"], \"max_instances\": 3},"  \
+	" \"startup_seconds\": 0 %s}"
+
+/* ---- a fake world ---- */
+
+struct fw {
+	struct ctrl *c;
+	bool sync;                 /* confirm launches at once, at now */
+	int64_t now;
+	int acquired, released, timers;
+	uint64_t ids[64];          /* acquired, in order */
+	struct world_req reqs[64];
+};
+
+static enum px_err fw_acquire(void *w, const struct world_req *q,
+			      struct px_error *err)
+{
+	struct fw *f = w;
+
+	(void)err;
+	cr_assert_lt(f->acquired, 64);
+	f->reqs[f->acquired] = *q;
+	f->ids[f->acquired++] = q->id;
+	return f->sync ? ctrl_launched(f->c, f->now, q->id) : PX_OK;
+}
+
+static enum px_err fw_release(void *w, uint64_t id, struct px_error *err)
+{
+	(void)id;
+	(void)err;
+	((struct fw *)w)->released++;
+	return PX_OK;
+}
+
+static enum px_err fw_timer(void *w, int64_t t, enum ctrl_timer_kind k,
+			    uint64_t id, struct px_error *err)
+{
+	(void)t, (void)k, (void)id, (void)err;
+	((struct fw *)w)->timers++;
+	return PX_OK;
+}
+
+static const struct world_ops fw_ops = {
+	.name = "fake", .acquire = fw_acquire, .release = fw_release,
+	.timer = fw_timer,
+};
+
+/* ---- a policy that asks for what the test puts here, once ---- */
+
+static struct pol_action want[8];
+static size_t n_want;
+
+static enum px_err tp_init(const struct pol_env *env, void **st,
+			   struct px_error *err)
+{
+	(void)env, (void)err;
+	*st = NULL;
+	return PX_OK;
+}
+
+static enum px_err tp_decide(void *st, const struct pol_input *in,
+			     struct pol_actions *out, struct px_error *err)
+{
+	(void)st, (void)err;
+	if (!(in->why & POL_WHY_START))
+		return PX_OK;
+	for (size_t i = 0; i < n_want; i++)
+		if (pol_actions_push(out, &want[i]) != PX_OK)
+			return PX_ENOMEM;
+	return PX_OK;
+}
+
+static void tp_fini(void *st)
+{
+	(void)st;
+}
+
+static const struct policy_ops test_pol = {
+	.name = "test", .wants = POL_WHY_EVICTION, .init = tp_init,
+	.decide = tp_decide, .fini = tp_fini,
+};
+
+/* ---- the events ---- */
+
+static int n_ev[CTRL_EV_MAX];
+static int64_t released_uusd, done_uusd;
+static int last_stage;
+
+static enum px_err sink(const struct ctrl_event *e, void *ctx)
+{
+	(void)ctx;
+	n_ev[e->kind]++;
+	if (e->kind == CTRL_EV_RELEASE || e->kind == CTRL_EV_EVICTION)
+		released_uusd += e->amount_uusd;
+	if (e->kind == CTRL_EV_DONE)
+		done_uusd = e->amount_uusd;
+	if (e->kind == CTRL_EV_STAGE)
+		last_stage = e->count;
+	return PX_OK;
+}
+
+static void setup_job(const char *extra)
+{
+	char js[1024];
+	struct px_error e = {0};
+	struct sim_setup su = {.ms = &ms, .od = &od, .job = &job,
+			       .billing = BILLING_LEGACY_HOURLY};
+
+	snprintf(js, sizeof js, JOB_FMT, extra);
+	cr_assert_eq(jobspec_parse(js, strlen(js), "job.json", &job, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert_eq(sim_plan_new(&su, &plan, &e), PX_OK, "%s", e.msg);
+}
+
+static void setup(void)
+{
+	struct px_error e = {0};
+
+	market_set_init(&ms);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge", 0,
+				    100000, &e), PX_OK);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge", 36000,
+				    100000, &e), PX_OK);
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK, "%s", e.msg);
+	snprintf(od_v[0].region, sizeof od_v[0].region, "us-east-1");
+	snprintf(od_v[0].type, sizeof od_v[0].type, "c3.xlarge");
+	od_v[0].uusd_per_hour = 210000;
+	snprintf(od_v[1].region, sizeof od_v[1].region, "us-east-1");
+	snprintf(od_v[1].type, sizeof od_v[1].type, "c3.2xlarge");
+	od_v[1].uusd_per_hour = 420000;
+	memset(n_ev, 0, sizeof n_ev);
+	released_uusd = done_uusd = 0;
+	last_stage = 0;
+	n_want = 0;
+	plan = NULL;
+}
+
+static void teardown(void)
+{
+	sim_plan_free(plan);
+	market_set_release(&ms);
+}
+
+TestSuite(controller, .init = setup, .fini = teardown);
+
+static struct ctrl *mk(struct fw *f, bool replace, bool tiers)
+{
+	struct ctrl_setup s = {
+		.env = sim_plan_env(plan), .ms = &ms, .policy = &test_pol,
+		.world = &fw_ops, .world_ctx = f, .start_s = 0,
+		.window_end_s = 36000, .replace_reliable = replace,
+		.sink = sink,
+	};
+	struct ctrl *c = NULL;
+	struct px_error e = {0};
+
+	if (tiers)
+		s.tiers = (struct ctrl_tiers)CTRL_TIERS_DEFAULT;
+	cr_assert_eq(ctrl_new(&s, &c, &e), PX_OK, "%s", e.msg);
+	f->c = c;
+	return c;
+}
+
+/* one reliable on-demand and n spot at bid */
+static void want_fleet(int n_spot, int64_t bid)
+{
+	const struct pol_env *env = sim_plan_env(plan);
+
+	want[0] = (struct pol_action){.kind = POL_ACQUIRE, .market = -1,
+				      .type = env->reliable_type,
+				      .reliable = true, .count = 1};
+	want[1] = (struct pol_action){.kind = POL_ACQUIRE, .market = 0,
+				      .count = n_spot, .bid_uusd = bid};
+	n_want = 2;
+}
+
+static const struct ctrl_progress none = {0, 0};
+
+Test(controller, stage_thresholds_and_hysteresis)
+{
+	struct ctrl_tiers t = CTRL_TIERS_DEFAULT;   /* 1, 8, 0.25 */
+
+	cr_assert_eq(ctrl_stage_for(&t, 2, 1, 0), 1);
+	cr_assert_eq(ctrl_stage_for(&t, 2, 2, 0), 2);
+	cr_assert_eq(ctrl_stage_for(&t, 2, 16, 0), 3);
+	cr_assert_eq(ctrl_stage_for(&t, 2, 15, 0), 2);
+	/* down only below the bar by the hysteresis: 8 * 0.75 = 6 */
+	cr_assert_eq(ctrl_stage_for(&t, 2, 13, 3), 3);
+	cr_assert_eq(ctrl_stage_for(&t, 2, 11, 3), 2);
+	cr_assert_eq(ctrl_stage_for(&t, 4, 3, 2), 2);   /* 0.75 >= 0.75 */
+	cr_assert_eq(ctrl_stage_for(&t, 4, 2, 2), 1);
+	/* no reliable node: nothing can back a shard */
+	cr_assert_eq(ctrl_stage_for(&t, 0, 3, 1), 3);
+	cr_assert_eq(ctrl_stage_for(&t, 0, 0, 2), 1);
+}
+
+/* A world that answers later (EC2): nothing is billed before the launch
+ * is confirmed, and a rejected request leaves the fleet. */
+Test(controller, async_launch_and_rejection)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	int64_t cost;
+
+	setup_job("");
+	c = mk(&f, false, false);
+	want_fleet(2, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 3);
+	cr_assert_eq(ctrl_fleet(c)->n, 3, "pending requests count");
+	cr_assert_eq(ctrl_cost(c, 100), 0, "nothing billed before launch");
+	cr_assert_eq(ctrl_launched(c, 100, f.ids[0]), PX_OK);
+	cr_assert_eq(ctrl_launched(c, 100, f.ids[1]), PX_OK);
+	cr_assert_eq(ctrl_rejected(c, 100, f.ids[2], "no capacity"), PX_OK);
+	cr_assert_eq(ctrl_fleet(c)->n, 2);
+	cr_assert_eq(n_ev[CTRL_EV_REJECT], 1);
+	cr_assert_eq(n_ev[CTRL_EV_LAUNCH], 2);
+	cr_assert_eq(ctrl_stats(c)->instances_launched, 2);
+	/* legacy hourly: the first hour of each is charged at its start */
+	cr_assert_eq(ctrl_cost(c, 200), 210000 + 100000);
+	/* a late answer about an id it no longer has is ignored */
+	cr_assert_eq(ctrl_launched(c, 300, f.ids[2]), PX_OK);
+	cr_assert_eq(ctrl_fleet(c)->n, 2);
+	cr_assert_eq(ctrl_finish(c, 1000, false, &cost), PX_OK);
+	cr_assert_eq(cost, 310000);
+	cr_assert_eq(f.released, 2);
+	cr_assert_eq(released_uusd, cost, "the bills add up to the total");
+	cr_assert_eq(done_uusd, cost);
+	ctrl_free(c);
+}
+
+/* The reliable tier holds the parameters: a lost reliable instance is
+ * replaced by one of its type (and only when the setup says so). */
+Test(controller, lost_reliable_instance_replaced)
+{
+	for (int replace = 0; replace <= 1; replace++) {
+		struct fw f = {.sync = true};
+		struct ctrl *c;
+		uint64_t rel;
+
+		teardown();
+		setup();
+		setup_job("");
+		c = mk(&f, replace, false);
+		want_fleet(1, 200000);
+		cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+		cr_assert_eq(f.acquired, 2);
+		rel = f.ids[0];
+		cr_assert(f.reqs[0].reliable);
+		f.now = 500;
+		cr_assert_eq(ctrl_gone(c, 500, rel, "lost"), PX_OK);
+		cr_assert_eq(ctrl_stats(c)->evictions, 1);
+		if (replace) {
+			cr_assert_eq(f.acquired, 3);
+			cr_assert(f.reqs[2].reliable);
+			cr_assert_eq(f.reqs[2].market, -1);
+			cr_assert_str_eq(f.reqs[2].type_name, "c3.xlarge");
+			cr_assert_neq(f.ids[2], rel, "ids are never reused");
+			cr_assert_eq(ctrl_stats(c)->replaced, 1);
+			cr_assert_eq(ctrl_fleet(c)->n, 2);
+		} else {
+			cr_assert_eq(f.acquired, 2);
+			cr_assert_eq(ctrl_fleet(c)->n, 1);
+		}
+		/* the eviction woke the policy */
+		cr_assert_eq(ctrl_step(c, 500, 0, &none), PX_OK);
+		cr_assert_eq(ctrl_stats(c)->decisions, 2);
+		ctrl_free(c);
+	}
+}
+
+/* A bid below the market and a request past the fleet cap are refused
+ * without reaching the world. */
+Test(controller, actions_checked_before_the_world)
+{
+	struct fw f = {.sync = true};
+	struct ctrl *c;
+
+	setup_job("");
+	c = mk(&f, false, false);
+	want_fleet(1, 99999);                  /* the price is 100000 */
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 1, "only the on-demand one");
+	cr_assert_eq(n_ev[CTRL_EV_REJECT], 1);
+	ctrl_free(c);
+
+	teardown();
+	setup();
+	setup_job("");
+	memset(&f, 0, sizeof f);
+	f.sync = true;
+	c = mk(&f, false, false);
+	want_fleet(5, 200000);                 /* max_instances 3 */
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 1 + 3);
+	cr_assert_eq(n_ev[CTRL_EV_REJECT], 2);
+	ctrl_free(c);
+}
+
+Test(controller, stop_rules)
+{
+	struct fw f = {.sync = true};
+	struct ctrl *c;
+	struct ctrl_progress half = {5, 1}, all = {10, 1};
+
+	setup_job(", \"budget_usd\": 0.5, \"deadline_hours\": 5");
+	c = mk(&f, false, false);
+	cr_assert_eq(ctrl_end(c), 5 * 3600, "the deadline before the window");
+	want_fleet(1, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	ctrl_cost(c, 0);                     /* 0.31 USD: the first hours */
+	cr_assert_eq(ctrl_stop(c, 10, &half), CTRL_RUN);
+	cr_assert_eq(ctrl_stop(c, 10, &all), CTRL_STOP_DONE);
+	ctrl_cost(c, 3600);                  /* second hours: 0.62 USD */
+	cr_assert_eq(ctrl_stop(c, 3600, &half), CTRL_STOP_BUDGET);
+	ctrl_free(c);
+
+	teardown();
+	setup();
+	setup_job(", \"deadline_hours\": 5");
+	memset(&f, 0, sizeof f);
+	f.sync = true;
+	c = mk(&f, false, false);
+	cr_assert_eq(ctrl_stop(c, 5 * 3600 - 1, &half), CTRL_RUN);
+	cr_assert_eq(ctrl_stop(c, 5 * 3600, &half), CTRL_STOP_DEADLINE);
+	cr_assert_str_eq(ctrl_stop_name(CTRL_STOP_DEADLINE), "deadline");
+	ctrl_free(c);
+}
+
+/* With tiers on, the stage follows the ready reliable and transient
+ * instances, warned ones not counted. */
+Test(controller, stage_follows_the_fleet)
+{
+	struct fw f = {.sync = true};
+	struct ctrl *c;
+
+	setup_job("");
+	c = mk(&f, false, true);
+	want_fleet(3, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 4);
+	/* startup 0: ready at launch */
+	cr_assert_eq(ctrl_stage(c), 2, "1 reliable, 3 transient ready");
+	cr_assert_eq(last_stage, 2);
+	cr_assert_eq(ctrl_warned(c, 20, f.ids[1], 140), PX_OK);
+	cr_assert_eq(ctrl_gone(c, 140, f.ids[2], "evicted"), PX_OK);
+	cr_assert_eq(ctrl_stage(c), 2, "1:1 is still stage 2");
+	cr_assert_eq(ctrl_gone(c, 150, f.ids[3], "evicted"), PX_OK);
+	cr_assert_eq(ctrl_stage(c), 1, "no transient left");
+	cr_assert_eq(last_stage, 1);
+	/* 1 (the reliable one ready), 2 (transients), back to 1 */
+	cr_assert_eq(n_ev[CTRL_EV_STAGE], 3);
+	ctrl_free(c);
+}
