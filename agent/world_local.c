@@ -1,0 +1,455 @@
+/* world_local.c -- the `local` world (world_local.h, docs/controller.md). */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "evq.h"
+#include "world_local.h"
+
+extern char **environ;
+
+enum lw_kind { LW_PRICE, LW_READY, LW_WARN, LW_EVICT, LW_HOUR, LW_TICK,
+	       LW_END };
+
+struct node {
+	uint64_t id;
+	pid_t pid;               /* also the process group */
+	int64_t warn_s, evict_s; /* market time; MARKET_NONE: none */
+	bool warned;
+};
+
+struct lworld {
+	struct lw_setup s;
+	struct ctrl *c;
+	struct evq q;
+	struct node *v;
+	size_t n, cap;
+	int64_t mono0_ns;
+	int64_t step_t;          /* the instant of the step running now */
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t lworld_now(const struct lworld *w)
+{
+	double el = (double)(mono_ns() - w->mono0_ns) / 1e9 * w->s.speedup;
+
+	return w->s.t0_s + (int64_t)floor(el);
+}
+
+/* Real ms from now until market instant t (0 when due). */
+static int64_t real_ms_until(const struct lworld *w, int64_t t)
+{
+	double due_ns = (double)(t - w->s.t0_s) / w->s.speedup * 1e9;
+	double left = due_ns - (double)(mono_ns() - w->mono0_ns);
+
+	return left <= 0 ? 0 : (int64_t)ceil(left / 1e6);
+}
+
+static enum px_err push(struct lworld *w, int64_t t, enum lw_kind k,
+			uint64_t id, struct px_error *err)
+{
+	return t > w->s.end_s ? PX_OK : evq_push(&w->q, t, k, id, err);
+}
+
+static struct node *find(const struct lworld *w, uint64_t id)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (w->v[i].id == id)
+			return &w->v[i];
+	return NULL;
+}
+
+pid_t lworld_pgid(const struct lworld *w, uint64_t id)
+{
+	const struct node *nd = find(w, id);
+
+	return nd ? nd->pid : -1;
+}
+
+size_t lworld_nodes(const struct lworld *w)
+{
+	return w->n;
+}
+
+/* SIGKILL the node's process group, reap it, forget it. */
+static void kill_node(struct lworld *w, struct node *nd)
+{
+	int st;
+
+	kill(-nd->pid, SIGKILL);
+	while (waitpid(nd->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	*nd = w->v[--w->n];
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* posix_spawn argv in a process group of its own, with every signal
+ * unblocked and at its default action (proteusd blocks the ones its loop
+ * takes through a signalfd, and children inherit the mask). */
+static enum px_err spawn(char **argv, char **env_add, pid_t *ret,
+			 struct px_error *err)
+{
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	size_t ne = 0, na = 0;
+	char **envp;
+	int rc;
+
+	while (environ[ne])
+		ne++;
+	while (env_add && env_add[na])
+		na++;
+	envp = px_calloc(ne + na + 1, sizeof *envp);
+	if (!envp)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	memcpy(envp, environ, ne * sizeof *envp);
+	if (na)
+		memcpy(envp + ne, env_add, na * sizeof *envp);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+				 POSIX_SPAWN_SETSIGMASK |
+				 POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	rc = posix_spawn(ret, argv[0], NULL, &at, argv, envp);
+	posix_spawnattr_destroy(&at);
+	free(envp);
+	if (rc)
+		return px_errorf(err, PX_ESYS | rc, "cannot start '%s': %s",
+				 argv[0], strerror(rc));
+	return PX_OK;
+}
+
+/* ---- world ops ---- */
+
+static enum px_err w_acquire(void *ctx, const struct world_req *q,
+			     struct px_error *err)
+{
+	struct lworld *w = ctx;
+	char **argv = NULL, **env_add = NULL;
+	struct node *nd;
+	enum px_err e;
+	pid_t pid;
+
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 16;
+		struct node *a = px_reallocarray(w->v, cap, sizeof *a);
+
+		if (!a)
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		w->v = a;
+		w->cap = cap;
+	}
+	e = w->s.hooks.command(w->s.hooks.ctx, q, &argv, &env_add, err);
+	if (e == PX_OK)
+		e = spawn(argv, env_add, &pid, err);
+	free_strv(argv);
+	free_strv(env_add);
+	if (e != PX_OK)
+		return ctrl_rejected(w->c, w->step_t, q->id, err->msg) ==
+		       PX_OK ? PX_OK : e;
+	nd = &w->v[w->n++];
+	memset(nd, 0, sizeof *nd);
+	nd->id = q->id;
+	nd->pid = pid;
+	nd->warn_s = nd->evict_s = MARKET_NONE;
+	return PX_OK;
+}
+
+static enum px_err launched(struct lworld *w, const struct world_req *q,
+			    int64_t t, struct px_error *err)
+{
+	const struct pol_env *env = w->s.env;
+	struct node *nd = find(w, q->id);
+	enum px_err e;
+
+	if (!nd)
+		return PX_OK;
+	if (q->market >= 0)
+		nd->warn_s = world_notice_at(env, &w->s.ms->v[
+			env->markets[q->market].market], q->type, q->id, t,
+			q->bid_uusd);
+	if (!w->s.hooks.ready_on_report) {
+		e = push(w, t + env->job->startup_seconds, LW_READY, q->id,
+			 err);
+		if (e != PX_OK)
+			return e;
+	}
+	e = ctrl_launched(w->c, t, q->id);
+	if (e != PX_OK)
+		return px_errorf(err, e, "%s", ctrl_error(w->c)->msg);
+	return nd->warn_s == MARKET_NONE ? PX_OK :
+	       push(w, nd->warn_s, LW_WARN, q->id, err);
+}
+
+static enum px_err w_acquire_now(void *ctx, const struct world_req *q,
+				 struct px_error *err)
+{
+	struct lworld *w = ctx;
+	enum px_err e = w_acquire(ctx, q, err);
+
+	/* a local process starts at once: confirm at the decision's instant
+	 * (an event's, which may be a little behind the clock) */
+	if (e == PX_OK && find(w, q->id))
+		e = launched(w, q, w->step_t, err);
+	return e;
+}
+
+static enum px_err w_release(void *ctx, uint64_t id, struct px_error *err)
+{
+	struct lworld *w = ctx;
+	struct node *nd = find(w, id);
+
+	(void)err;
+	if (nd)
+		kill_node(w, nd);
+	return PX_OK;
+}
+
+static enum px_err w_timer(void *ctx, int64_t t, enum ctrl_timer_kind kind,
+			   uint64_t id, struct px_error *err)
+{
+	(void)kind;
+	return push(ctx, t, LW_HOUR, id, err);
+}
+
+const struct world_ops lworld_ops = {
+	.name = "local",
+	.acquire = w_acquire_now,
+	.release = w_release,
+	.timer = w_timer,
+};
+
+/* ---- driving ---- */
+
+enum px_err lworld_new(const struct lw_setup *s, struct lworld **ret,
+		       struct px_error *err)
+{
+	struct lworld *w;
+
+	if (!(s->speedup >= 1) || !isfinite(s->speedup))
+		return px_errorf(err, PX_EINVAL, "local world: speedup %g: "
+				 "must be a finite number >= 1", s->speedup);
+	if (s->end_s <= s->t0_s)
+		return px_errorf(err, PX_EINVAL, "local world: empty window");
+	if (!s->hooks.command)
+		return px_errorf(err, PX_EINVAL, "local world: no command");
+	w = px_calloc(1, sizeof *w);
+	if (!w)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	w->s = *s;
+	w->mono0_ns = mono_ns();
+	*ret = w;
+	return PX_OK;
+}
+
+void lworld_attach(struct lworld *w, struct ctrl *c)
+{
+	w->c = c;
+	w->step_t = w->s.t0_s;
+}
+
+void lworld_free(struct lworld *w)
+{
+	if (!w)
+		return;
+	while (w->n)
+		kill_node(w, &w->v[w->n - 1]);
+	free(w->v);
+	evq_release(&w->q);
+	free(w);
+}
+
+int64_t lworld_next_ms(const struct lworld *w)
+{
+	return w->q.n ? real_ms_until(w, evq_top(&w->q)->t) : -1;
+}
+
+enum px_err lworld_ready(struct lworld *w, uint64_t id, struct px_error *err)
+{
+	int64_t t = lworld_now(w);
+	enum px_err e;
+
+	if (!find(w, id))
+		return PX_OK;
+	e = ctrl_ready(w->c, t, id);
+	return e == PX_OK ? PX_OK : px_errorf(err, e, "%s",
+					      ctrl_error(w->c)->msg);
+}
+
+static enum px_err ctrl_err(struct lworld *w, enum px_err e,
+			    struct px_error *err)
+{
+	return e == PX_OK ? e : px_errorf(err, e, "%s",
+					  ctrl_error(w->c)->msg);
+}
+
+enum px_err lworld_start(struct lworld *w, const struct ctrl_progress *p,
+			 struct px_error *err)
+{
+	const struct pol_env *env = w->s.env;
+	int64_t t0 = w->s.t0_s, end = ctrl_end(w->c);
+	enum px_err e = PX_OK;
+
+	/* the order sim queues them in: prices, the tick, then what the
+	 * first decision starts */
+	for (size_t i = 0; (w->s.wants & POL_WHY_PRICE) &&
+	     i < env->n_markets && e == PX_OK; i++)
+		e = push(w, market_next_change(&w->s.ms->v[
+				env->markets[i].market], t0),
+			 LW_PRICE, i, err);
+	if (e == PX_OK && w->s.tick_s > 0)
+		e = push(w, t0 + w->s.tick_s, LW_TICK, 0, err);
+	w->step_t = t0;
+	if (e == PX_OK)
+		e = ctrl_err(w, ctrl_step(w->c, t0, POL_WHY_START, p), err);
+	if (e == PX_OK) {
+		ctrl_take_changed(w->c);
+		ctrl_cost(w->c, t0);
+		e = evq_push(&w->q, end < w->s.end_s ? end : w->s.end_s,
+			     LW_END, 0, err);
+	}
+	return e;
+}
+
+static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
+			  unsigned *why, struct px_error *err)
+{
+	const struct pol_env *env = w->s.env;
+	int64_t t = ev->t;
+	struct node *nd;
+
+	switch (ev->kind) {
+	case LW_PRICE:
+		*why |= POL_WHY_PRICE;
+		return push(w, market_next_change(&w->s.ms->v[
+				env->markets[ev->id].market], t),
+			    LW_PRICE, ev->id, err);
+	case LW_TICK:
+		*why |= POL_WHY_TICK;
+		return push(w, t + w->s.tick_s, LW_TICK, 0, err);
+	case LW_HOUR:
+		return ctrl_err(w, ctrl_timer(w->c, t, CTRL_TIMER_HOUR,
+					      ev->id), err);
+	case LW_END:
+		return PX_OK;
+	default:
+		break;
+	}
+	nd = find(w, ev->id);
+	if (!nd)
+		return PX_OK;
+	switch (ev->kind) {
+	case LW_READY:
+		return ctrl_err(w, ctrl_ready(w->c, t, ev->id), err);
+	case LW_WARN:
+		if (nd->warned || nd->warn_s != t)
+			return PX_OK;
+		if (env->warning_s <= 0) {
+			kill_node(w, nd);
+			return ctrl_err(w, ctrl_gone(w->c, t, ev->id,
+						     "no warning"), err);
+		}
+		nd->warned = true;
+		nd->evict_s = t + env->warning_s;
+		if (w->s.hooks.notice)
+			w->s.hooks.notice(w->s.hooks.ctx, ev->id, nd->pid,
+					  real_ms_until(w, nd->evict_s));
+		int64_t evict_s = nd->evict_s;
+		enum px_err e = ctrl_err(w, ctrl_warned(w->c, t, ev->id,
+							evict_s), err);
+		return e != PX_OK ? e : push(w, evict_s, LW_EVICT, ev->id,
+					     err);
+	case LW_EVICT:
+		if (nd->evict_s != t)
+			return PX_OK;
+		kill_node(w, nd);
+		return ctrl_err(w, ctrl_gone(w->c, t, ev->id, "price above "
+					     "bid or capacity"), err);
+	default:
+		return PX_OK;
+	}
+}
+
+/* Nodes that died on their own: gone, "lost" (the trainer recovers). */
+static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
+{
+	for (size_t i = 0; i < w->n;) {
+		int st;
+		pid_t p = waitpid(w->v[i].pid, &st, WNOHANG);
+
+		if (p != w->v[i].pid) {
+			i++;
+			continue;
+		}
+		uint64_t id = w->v[i].id;
+
+		kill(-w->v[i].pid, SIGKILL);  /* what it left in its group */
+		w->v[i] = w->v[--w->n];
+		enum px_err e = ctrl_err(w, ctrl_gone(w->c, t, id, "lost"),
+					 err);
+		if (e != PX_OK)
+			return e;
+	}
+	return PX_OK;
+}
+
+enum px_err lworld_run_due(struct lworld *w, const struct ctrl_progress *p,
+			   int64_t *ret_t, enum ctrl_stop *ret_stop,
+			   struct px_error *err)
+{
+	int64_t now = lworld_now(w);
+	enum px_err e = PX_OK;
+
+	*ret_stop = CTRL_RUN;
+	*ret_t = now;
+	while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= now) {
+		int64_t t = evq_top(&w->q)->t;
+		unsigned why = 0;
+
+		ctrl_take_changed(w->c);
+		while (e == PX_OK && w->q.n && evq_top(&w->q)->t == t) {
+			struct evq_ev ev = evq_pop(&w->q);
+
+			e = handle(w, &ev, &why, err);
+		}
+		w->step_t = t;
+		if (e == PX_OK)
+			e = ctrl_err(w, ctrl_step(w->c, t, why, p), err);
+		if (e == PX_OK && (ctrl_take_changed(w->c) ||
+				   (why & POL_WHY_TICK)))
+			ctrl_cost(w->c, t);
+		*ret_t = t;
+		if (e == PX_OK) {
+			*ret_stop = ctrl_stop(w->c, t, p);
+			if (*ret_stop != CTRL_RUN)
+				return PX_OK;
+		}
+	}
+	if (e == PX_OK)
+		e = reap(w, now, err);
+	if (e == PX_OK && !*ret_stop)
+		*ret_stop = ctrl_stop(w->c, *ret_t, p);
+	return e;
+}

@@ -1,0 +1,99 @@
+/* world_local.h -- the `local` world: instances are process groups on this
+ * host, the market is a trace replayed on an accelerated clock.
+ *
+ * Market time runs `speedup` times faster than the monotonic clock from
+ * t0_s.  Every event (a price change, a node ready, an eviction notice, an
+ * eviction, a billing hour, a tick) is kept in market time and reaches the
+ * controller with its own scheduled instant as `now`, however late the
+ * process handling it runs, so a run is charged exactly as `simulate`
+ * charges the same decisions.  Evictions come from the same model as sim
+ * (world_notice_at): legacy, the trace's price rising above the bid;
+ * per-second, the job's interruption hazard.  A notice reaches the node
+ * through the owner's `notice` hook with the real time left; at the
+ * eviction the node's process group is SIGKILLed.  A node that dies on its
+ * own is reported gone ("lost").
+ *
+ * The owner (proteusd's job, or a test) builds each node's command line,
+ * drives the world from its event loop (lworld_next_ms, lworld_run_due)
+ * and may report readiness itself (a trainer node that registered) instead
+ * of the startup delay of the job spec.  No threads; no signal handlers:
+ * children are reaped with waitpid(WNOHANG) in lworld_run_due.
+ */
+#ifndef PX_WORLD_LOCAL_H
+#define PX_WORLD_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../bidbrain/policy.h"
+#include "../cloudapi/market.h"
+#include "controller.h"
+#include "world.h"
+
+struct lw_hooks {
+	/* The command instance req runs, argv[0] a path; *ret_argv and its
+	 * strings are freed by the world with free().  The environment is
+	 * the owner's, plus what env_add lists ("K=V", may be NULL; freed
+	 * likewise). */
+	enum px_err (*command)(void *ctx, const struct world_req *req,
+			       char ***ret_argv, char ***ret_env_add,
+			       struct px_error *err);
+	/* Eviction notice for instance id: gone in gone_ms real ms.  May be
+	 * NULL (then the node learns of it only by being killed). */
+	void (*notice)(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms);
+	void *ctx;
+	/* Readiness: false, after the job's startup_seconds of market time;
+	 * true, only when the owner calls lworld_ready. */
+	bool ready_on_report;
+};
+
+struct lw_setup {
+	const struct pol_env *env;
+	const struct market_set *ms;      /* sealed */
+	int64_t t0_s;                     /* market time at the start */
+	int64_t end_s;                    /* no event after this */
+	double speedup;                   /* market s per real s, >= 1 */
+	int64_t tick_s;                   /* POL_WHY_TICK period, market s */
+	unsigned wants;                   /* the policy's wants (price
+					   * changes are queued only if
+					   * asked) */
+	struct lw_hooks hooks;
+};
+
+struct lworld;
+
+/* PX_EINVAL for a speedup < 1 or not finite, an empty window. */
+enum px_err lworld_new(const struct lw_setup *s, struct lworld **ret,
+		       struct px_error *err);
+/* SIGKILL every process group still running and reap them. */
+void lworld_free(struct lworld *w);
+/* The controller it reports to (set before the first acquire). */
+void lworld_attach(struct lworld *w, struct ctrl *c);
+extern const struct world_ops lworld_ops;
+
+/* The first decision (POL_WHY_START) at t0, after queueing the first
+ * price changes, the tick and the end of the run. */
+enum px_err lworld_start(struct lworld *w, const struct ctrl_progress *p,
+			 struct px_error *err);
+/* Market time now (t0_s + elapsed * speedup). */
+int64_t lworld_now(const struct lworld *w);
+/* Real ms until the next event is due (0: now; -1: none queued). */
+int64_t lworld_next_ms(const struct lworld *w);
+/* Reap nodes that died (reported gone, "lost"), then hand every event due
+ * by now to the controller in order, each followed by ctrl_step at its
+ * instant.  *ret_t is the market instant of the last event handled (or
+ * now when none).  Stops early when a stop rule holds (*ret_stop). */
+enum px_err lworld_run_due(struct lworld *w,
+			   const struct ctrl_progress *p,
+			   int64_t *ret_t, enum ctrl_stop *ret_stop,
+			   struct px_error *err);
+/* The owner's readiness report for id (with ready_on_report). */
+enum px_err lworld_ready(struct lworld *w, uint64_t id,
+			 struct px_error *err);
+/* The process group of id, or -1. */
+pid_t lworld_pgid(const struct lworld *w, uint64_t id);
+/* Live node processes. */
+size_t lworld_nodes(const struct lworld *w);
+
+#endif

@@ -1,0 +1,283 @@
+/* test_world_local.c -- the local world: instances are real process
+ * groups, the market a trace replayed on an accelerated clock.  A stand-in
+ * node (sleep) is enough here: the checks are on processes, evictions and
+ * money.  With a policy that does not look at progress (standard), the
+ * local world must charge exactly what `simulate` charges for the same
+ * trace, to the micro-dollar. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../../agent/controller.h"
+#include "../../agent/sim.h"
+#include "../../agent/world_local.h"
+
+#define H 3600
+#define T0 1000000000   /* market time of the trace's start */
+
+static struct market_set ms;
+static struct jobspec job;
+static struct ondemand_entry od_v[2];
+static struct ondemand_table od = {.v = od_v, .n = 2};
+static struct sim_plan *plan;
+
+/* c3.2xlarge spot at 0.10; 0.50 (above the on-demand bid of 0.42) from
+ * T0+2h to T0+3h; 0.10 again after. */
+static void setup(void)
+{
+	struct px_error e = {0};
+	const char *js =
+		"{\"name\": \"lw\", \"region\": \"us-east-1\","
+		" \"work_hours\": 1000000, \"reference_type\": \"c3.2xlarge\","
+		" \"instances\": 2, \"deadline_hours\": 5,"
+		" \"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1},"
+		" \"spot\": {\"types\": [\"c3.2xlarge\"], \"max_instances\": 4},"
+		" \"startup_seconds\": 120, \"scaling_efficiency\": 1}";
+	struct sim_setup su = {.ms = &ms, .od = &od, .job = &job,
+			       .billing = BILLING_LEGACY_HOURLY,
+			       .start_s = T0, .end_s = T0 + 6 * H};
+
+	market_set_init(&ms);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge", T0,
+				    100000, &e), PX_OK);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge",
+				    T0 + 2 * H, 500000, &e), PX_OK);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge",
+				    T0 + 3 * H, 100000, &e), PX_OK);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge",
+				    T0 + 6 * H, 100000, &e), PX_OK);
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK, "%s", e.msg);
+	snprintf(od_v[0].region, sizeof od_v[0].region, "us-east-1");
+	snprintf(od_v[0].type, sizeof od_v[0].type, "c3.xlarge");
+	od_v[0].uusd_per_hour = 210000;
+	snprintf(od_v[1].region, sizeof od_v[1].region, "us-east-1");
+	snprintf(od_v[1].type, sizeof od_v[1].type, "c3.2xlarge");
+	od_v[1].uusd_per_hour = 420000;
+	cr_assert_eq(jobspec_parse(js, strlen(js), "lw.json", &job, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert_eq(sim_plan_new(&su, &plan, &e), PX_OK, "%s", e.msg);
+}
+
+static void teardown(void)
+{
+	sim_plan_free(plan);
+	market_set_release(&ms);
+}
+
+TestSuite(world_local, .init = setup, .fini = teardown, .timeout = 60);
+
+/* ---- the owner's hooks ---- */
+
+struct own {
+	int spawned, notices;
+	pid_t pgids[64];
+	int64_t notice_ms;
+};
+
+static char *dup_s(const char *s)
+{
+	char *d = strdup(s);
+
+	cr_assert_not_null(d);
+	return d;
+}
+
+static enum px_err cmd(void *ctx, const struct world_req *q, char ***argv,
+		       char ***env_add, struct px_error *err)
+{
+	char **v = calloc(3, sizeof *v), **e = calloc(2, sizeof *e);
+	char node[64];
+
+	(void)ctx, (void)err;
+	cr_assert(v && e);
+	v[0] = dup_s("/bin/sleep");
+	v[1] = dup_s("1000");
+	snprintf(node, sizeof node, "PX_TEST_NODE=%llu",
+		 (unsigned long long)q->id);
+	e[0] = dup_s(node);
+	*argv = v;
+	*env_add = e;
+	return PX_OK;
+}
+
+static void notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms)
+{
+	struct own *o = ctx;
+
+	(void)id;
+	cr_assert_gt(pgid, 0);
+	o->notices++;
+	o->notice_ms = gone_ms;
+}
+
+static bool alive(pid_t pgid)
+{
+	return kill(-pgid, 0) == 0;
+}
+
+static int64_t events_seen[CTRL_EV_MAX];
+
+static enum px_err count(const struct ctrl_event *e, void *ctx)
+{
+	(void)ctx;
+	events_seen[e->kind]++;
+	return PX_OK;
+}
+
+static void sleep_ms(int64_t d)
+{
+	struct timespec ts = {d / 1000, (d % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+Test(world_local, processes_evictions_and_the_same_bill_as_sim)
+{
+	const struct policy_ops *std = &pol_standard_ops;
+	const struct pol_env *env = sim_plan_env(plan);
+	struct own o = {0};
+	struct lw_setup ls = {
+		.env = env, .ms = &ms, .t0_s = T0, .end_s = T0 + 6 * H,
+		.speedup = 36000, .tick_s = job.tick_seconds,
+		.wants = std->wants,
+		.hooks = {.command = cmd, .notice = notice, .ctx = &o},
+	};
+	struct lworld *w = NULL;
+	struct ctrl *c = NULL;
+	struct px_error e = {0};
+	struct ctrl_progress pg = {0, 0};
+	struct sim_result sr;
+	int64_t t = 0, cost = -1;
+	enum ctrl_stop stop = CTRL_RUN;
+	pid_t spot_pgid = -1;
+	size_t polls = 0;
+
+	memset(events_seen, 0, sizeof events_seen);
+	cr_assert_eq(lworld_new(&ls, &w, &e), PX_OK, "%s", e.msg);
+	struct ctrl_setup cs = {
+		.env = env, .ms = &ms, .policy = std, .world = &lworld_ops,
+		.world_ctx = w, .start_s = T0, .window_end_s = T0 + 6 * H,
+		.sink = count,
+	};
+	cr_assert_eq(ctrl_new(&cs, &c, &e), PX_OK, "%s", e.msg);
+	lworld_attach(w, c);
+	cr_assert_eq(lworld_start(w, &pg, &e), PX_OK, "%s", e.msg);
+
+	/* every instance the controller has is a live process group */
+	const struct pol_fleet *f = ctrl_fleet(c);
+	cr_assert_gt(f->n, 1);
+	cr_assert_eq(lworld_nodes(w), f->n);
+	for (size_t i = 0; i < f->n; i++) {
+		pid_t g = lworld_pgid(w, f->v[i].id);
+
+		cr_assert(alive(g), "instance %zu has no process", i);
+		o.pgids[o.spawned++] = g;
+		if (f->v[i].market >= 0)
+			spot_pgid = g;
+	}
+	cr_assert_gt(spot_pgid, 0, "standard rents spot at 0.10");
+
+	while (stop == CTRL_RUN && polls++ < 10000) {
+		int64_t due = lworld_next_ms(w);
+
+		sleep_ms(due < 0 || due > 20 ? 20 : due);
+		cr_assert_eq(lworld_run_due(w, &pg, &t, &stop, &e), PX_OK,
+			     "%s", e.msg);
+	}
+	cr_assert_eq(stop, CTRL_STOP_DEADLINE);
+	cr_assert_eq(t, T0 + 5 * H, "stopped at the job's deadline");
+	/* the spike above the bid evicted the spot node: notice first, then
+	 * its process group killed */
+	cr_assert_geq(o.notices, 1);
+	cr_assert_leq(o.notice_ms, 120 * 1000 / 36000 + 1);
+	cr_assert_not(alive(spot_pgid), "the evicted node still runs");
+	cr_assert_geq(ctrl_stats(c)->evictions, 1);
+
+	cr_assert_eq(ctrl_finish(c, t, false, &cost), PX_OK);
+	cr_assert_eq(lworld_nodes(w), 0, "every node released");
+	for (int i = 0; i < o.spawned; i++)
+		cr_assert_not(alive(o.pgids[i]), "process group %d left",
+			      o.pgids[i]);
+
+	/* the same trace, policy and window in sim: the same bill */
+	cr_assert_eq(sim_run(plan, std, &sr, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(sr.cost_uusd, cost, "sim %lld, local %lld",
+		     (long long)sr.cost_uusd, (long long)cost);
+	cr_assert_eq(sr.evictions, ctrl_stats(c)->evictions);
+	cr_assert_eq(sr.instances_launched,
+		     ctrl_stats(c)->instances_launched);
+	sim_result_release(&sr);
+	ctrl_free(c);
+	lworld_free(w);
+}
+
+/* A node that dies on its own is reported gone ("lost"); freeing the
+ * world leaves no process behind. */
+Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
+{
+	const struct pol_env *env = sim_plan_env(plan);
+	struct own o = {0};
+	struct lw_setup ls = {
+		.env = env, .ms = &ms, .t0_s = T0, .end_s = T0 + 6 * H,
+		.speedup = 60, .tick_s = job.tick_seconds,
+		.wants = pol_ondemand_ops.wants,
+		.hooks = {.command = cmd, .ctx = &o},
+	};
+	struct lworld *w = NULL;
+	struct ctrl *c = NULL;
+	struct px_error e = {0};
+	struct ctrl_progress pg = {0, 0};
+	pid_t g[8];
+	size_t n;
+	int64_t t;
+	enum ctrl_stop stop;
+
+	memset(events_seen, 0, sizeof events_seen);
+	cr_assert_eq(lworld_new(&ls, &w, &e), PX_OK, "%s", e.msg);
+	struct ctrl_setup cs = {
+		.env = env, .ms = &ms, .policy = &pol_ondemand_ops,
+		.world = &lworld_ops, .world_ctx = w, .start_s = T0,
+		.window_end_s = T0 + 6 * H, .replace_reliable = true,
+		.sink = count,
+	};
+	cr_assert_eq(ctrl_new(&cs, &c, &e), PX_OK, "%s", e.msg);
+	lworld_attach(w, c);
+	cr_assert_eq(lworld_start(w, &pg, &e), PX_OK, "%s", e.msg);
+	n = ctrl_fleet(c)->n;
+	cr_assert_eq(n, 2, "ondemand: the job's 2 instances");
+	for (size_t i = 0; i < n; i++)
+		g[i] = lworld_pgid(w, ctrl_fleet(c)->v[i].id);
+	kill(-g[0], SIGKILL);
+	for (int i = 0; i < 200 && ctrl_stats(c)->evictions == 0; i++) {
+		sleep_ms(10);
+		cr_assert_eq(lworld_run_due(w, &pg, &t, &stop, &e), PX_OK,
+			     "%s", e.msg);
+	}
+	cr_assert_eq(ctrl_stats(c)->evictions, 1, "the dead node is gone");
+	cr_assert_eq(ctrl_stats(c)->replaced, 1, "and replaced (reliable)");
+	cr_assert_eq(lworld_nodes(w), 2);
+	ctrl_free(c);
+	lworld_free(w);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_not(alive(g[i]), "process group %d left", g[i]);
+	(void)o;
+}
+
+Test(world_local, refuses_a_bad_speedup)
+{
+	struct lw_setup ls = {
+		.env = sim_plan_env(plan), .ms = &ms, .t0_s = T0,
+		.end_s = T0 + H, .speedup = 0.5,
+		.hooks = {.command = cmd},
+	};
+	struct lworld *w = NULL;
+	struct px_error e = {0};
+
+	cr_assert_eq(lworld_new(&ls, &w, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "speedup"), "%s", e.msg);
+	ls.speedup = 1.0 / 0.0;
+	cr_assert_eq(lworld_new(&ls, &w, &e), PX_EINVAL);
+}
