@@ -1,0 +1,241 @@
+/* jobreq.c -- the submit request: job spec + trainer + world (jobreq.h). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jobreq.h"
+
+static const char *const world_names[JOB_WORLD_MAX] = {
+	[JOB_WORLD_LOCAL] = "local", [JOB_WORLD_EC2] = "ec2",
+};
+
+const char *job_world_name(enum job_world_kind k)
+{
+	return (unsigned)k < JOB_WORLD_MAX ? world_names[k] : "?";
+}
+
+static enum px_err bad(struct px_error *err, const char *name,
+		       const char *sec, const char *key, const char *what)
+{
+	return px_errorf(err, PX_EINVAL, "%s: %s.%s: %s", name, sec, key,
+			 what);
+}
+
+/* A number in [lo, hi] (lo excluded when open_lo). */
+static enum px_err num(json_t *v, const char *name, const char *sec,
+		       const char *key, double lo, bool open_lo, double hi,
+		       double *ret, struct px_error *err)
+{
+	double x;
+	char what[128];
+
+	if (!json_is_number(v))
+		return bad(err, name, sec, key, "must be a number");
+	x = json_number_value(v);
+	if (!isfinite(x) || (open_lo ? x <= lo : x < lo) || x > hi) {
+		snprintf(what, sizeof what, "%g is out of range (%s%g to %g)",
+			 x, open_lo ? "above " : "", lo, hi);
+		return bad(err, name, sec, key, what);
+	}
+	*ret = x;
+	return PX_OK;
+}
+
+static enum px_err whole(json_t *v, const char *name, const char *sec,
+			 const char *key, long lo, long hi, int *ret,
+			 struct px_error *err)
+{
+	char what[128];
+
+	if (!json_is_integer(v))
+		return bad(err, name, sec, key, "must be a whole number");
+	json_int_t x = json_integer_value(v);
+	if (x < lo || x > hi) {
+		snprintf(what, sizeof what, "%lld is out of range (%ld to %ld)",
+			 (long long)x, lo, hi);
+		return bad(err, name, sec, key, what);
+	}
+	*ret = (int)x;
+	return PX_OK;
+}
+
+/* A string of printable characters that fits len bytes. */
+static enum px_err text(json_t *v, const char *name, const char *sec,
+			const char *key, char *out, size_t len,
+			struct px_error *err)
+{
+	const char *s;
+
+	if (!json_is_string(v))
+		return bad(err, name, sec, key, "must be a string");
+	s = json_string_value(v);
+	if (json_string_length(v) >= len)
+		return bad(err, name, sec, key, "is too long");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return bad(err, name, sec, key, "has a control "
+				   "character");
+	snprintf(out, len, "%s", s);
+	return PX_OK;
+}
+
+static enum px_err parse_trainer(json_t *o, const char *name,
+				 struct job_trainer *t, struct px_error *err)
+{
+	const char *k;
+	json_t *v;
+	enum px_err r = PX_OK;
+
+	*t = (struct job_trainer){.model = "mlr", .epochs = 1, .batch = 128,
+				  .lr = 0.05, .workers_per_instance = 1};
+	if (!o)
+		return PX_OK;
+	if (!json_is_object(o))
+		return px_errorf(err, PX_EINVAL, "%s: trainer: must be an "
+				 "object", name);
+	json_object_foreach(o, k, v) {
+		if (!strcmp(k, "model")) {
+			r = text(v, name, "trainer", k, t->model,
+				 sizeof t->model, err);
+			if (r == PX_OK && strcmp(t->model, "mlr") &&
+			    strcmp(t->model, "mlp"))
+				r = bad(err, name, "trainer", k, "must be "
+					"\"mlr\" or \"mlp\"");
+		} else if (!strcmp(k, "epochs")) {
+			r = whole(v, name, "trainer", k, 1, 1000, &t->epochs,
+				  err);
+		} else if (!strcmp(k, "target_accuracy")) {
+			r = num(v, name, "trainer", k, 0, true, 1,
+				&t->target_accuracy, err);
+		} else if (!strcmp(k, "batch")) {
+			r = whole(v, name, "trainer", k, 1, 65536, &t->batch,
+				  err);
+		} else if (!strcmp(k, "lr")) {
+			r = num(v, name, "trainer", k, 0, true, 10, &t->lr,
+				err);
+		} else if (!strcmp(k, "workers_per_instance")) {
+			r = whole(v, name, "trainer", k, 1, 64,
+				  &t->workers_per_instance, err);
+		} else if (!strcmp(k, "checkpoint_every")) {
+			r = whole(v, name, "trainer", k, 0, 1000000,
+				  &t->checkpoint_every, err);
+		} else {
+			r = bad(err, name, "trainer", k, "unknown field");
+		}
+		if (r != PX_OK)
+			return r;
+	}
+	return PX_OK;
+}
+
+static enum px_err parse_world(json_t *o, const char *name,
+			       struct job_world *w, struct px_error *err)
+{
+	const char *k;
+	json_t *v;
+	enum px_err r = PX_OK;
+	char buf[64];
+
+	memset(w, 0, sizeof *w);
+	if (!o)
+		return PX_OK;
+	if (json_is_string(o)) {           /* "world": "local" */
+		json_t *tmp = json_pack("{s:O}", "name", o);
+
+		r = tmp ? parse_world(tmp, name, w, err) :
+			  px_errorf(err, PX_ENOMEM, "out of memory");
+		json_decref(tmp);
+		return r;
+	}
+	if (!json_is_object(o))
+		return px_errorf(err, PX_EINVAL, "%s: world: must be a name or "
+				 "an object", name);
+	json_object_foreach(o, k, v) {
+		if (!strcmp(k, "name")) {
+			r = text(v, name, "world", k, buf, sizeof buf, err);
+			if (r == PX_OK && !strcmp(buf, "local"))
+				w->kind = JOB_WORLD_LOCAL;
+			else if (r == PX_OK && !strcmp(buf, "ec2"))
+				w->kind = JOB_WORLD_EC2;
+			else if (r == PX_OK)
+				r = bad(err, name, "world", k, "must be "
+					"\"local\" or \"ec2\"");
+		} else if (!strcmp(k, "speedup")) {
+			r = num(v, name, "world", k, 1, false, 1e6,
+				&w->speedup, err);
+		} else if (!strcmp(k, "start")) {
+			r = text(v, name, "world", k, buf, sizeof buf, err);
+			if (r == PX_OK && px_parse_time(buf, strlen(buf),
+							&w->start_s) != PX_OK)
+				r = bad(err, name, "world", k, "must be a "
+					"time like 2016-03-01 or "
+					"2016-03-01T12:00:00Z");
+		} else if (!strcmp(k, "billing")) {
+			r = text(v, name, "world", k, buf, sizeof buf, err);
+			if (r == PX_OK) {
+				struct px_error e2;
+
+				if (billing_model_parse(buf, &w->billing,
+							&e2) != PX_OK)
+					r = bad(err, name, "world", k, e2.msg);
+				w->have_billing = true;
+			}
+		} else if (!strcmp(k, "trace")) {
+			r = text(v, name, "world", k, w->trace,
+				 sizeof w->trace, err);
+		} else if (!strcmp(k, "ondemand_prices")) {
+			r = text(v, name, "world", k, w->ondemand,
+				 sizeof w->ondemand, err);
+		} else {
+			r = bad(err, name, "world", k, "unknown field");
+		}
+		if (r != PX_OK)
+			return r;
+	}
+	return PX_OK;
+}
+
+enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
+			 struct job_request *ret, struct px_error *err)
+{
+	json_error_t je;
+	json_t *root, *tr, *wo;
+	char *rest = NULL;
+	enum px_err r;
+
+	if (len > JOBSPEC_FILE_MAX)
+		return px_errorf(err, PX_ETOOBIG, "%s: %zu bytes, more than "
+				 "the %d a job may have", name, len,
+				 JOBSPEC_FILE_MAX);
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return px_errorf(err, PX_EINVAL, "%s:%d:%d: %s", name,
+				 je.line, je.column, je.text);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return px_errorf(err, PX_EINVAL, "%s: a job is a JSON object",
+				 name);
+	}
+	memset(ret, 0, sizeof *ret);
+	tr = json_incref(json_object_get(root, "trainer"));
+	wo = json_incref(json_object_get(root, "world"));
+	json_object_del(root, "trainer");
+	json_object_del(root, "world");
+	r = parse_trainer(tr, name, &ret->trainer, err);
+	if (r == PX_OK)
+		r = parse_world(wo, name, &ret->world, err);
+	if (r == PX_OK) {
+		/* the rest is simulate's job spec, with its own checks */
+		rest = json_dumps(root, JSON_COMPACT);
+		r = rest ? jobspec_parse(rest, strlen(rest), name, &ret->spec,
+					 err) :
+			   px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	free(rest);
+	json_decref(tr);
+	json_decref(wo);
+	json_decref(root);
+	return r;
+}

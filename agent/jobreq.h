@@ -1,0 +1,60 @@
+/* jobreq.h -- what `proteusctl submit` sends: the job spec of `simulate`
+ * (bidbrain/jobspec.h, docs/jobspec.md) plus two sections of its own,
+ * `trainer` (what runs on the instances) and `world` (where they run).
+ * Strict: an unknown field, a value of the wrong type or out of range is
+ * refused with the field's path ("trainer.epochs: ...").  Pure: no I/O.
+ * docs/jobspec.md, "Jobs for proteusd", lists every field and default.
+ */
+#ifndef PX_JOBREQ_H
+#define PX_JOBREQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bidbrain/billing.h"
+#include "../bidbrain/jobspec.h"
+#include "../common/px.h"
+
+#define JOBREQ_PATH_MAX 1024
+
+struct job_trainer {
+	char model[8];              /* "mlr" or "mlp" */
+	int epochs;                 /* 1..1000 */
+	double target_accuracy;     /* 0: none; else stop once reached */
+	int batch;                  /* 1..65536 */
+	double lr;                  /* (0, 10] */
+	int workers_per_instance;   /* 1..64 */
+	int checkpoint_every;       /* clocks; 0: after each evaluation */
+};
+
+enum job_world_kind { JOB_WORLD_LOCAL = 0, JOB_WORLD_EC2, JOB_WORLD_MAX };
+
+struct job_world {
+	enum job_world_kind kind;   /* "local" (default) or "ec2" */
+	double speedup;             /* local: market s per real s, 1..1e6;
+				     * 0: the daemon's local_speedup */
+	int64_t start_s;            /* local: where in the trace the job
+				     * starts; 0: the trace's start */
+	enum billing_model billing; /* local: legacy-hourly or per-second */
+	bool have_billing;          /* else the daemon's default */
+	char trace[JOBREQ_PATH_MAX];    /* local: spot-price trace; "":
+					 * the daemon's */
+	char ondemand[JOBREQ_PATH_MAX]; /* local: on-demand prices; "":
+					 * the daemon's */
+};
+
+struct job_request {
+	struct jobspec spec;
+	struct job_trainer trainer;
+	struct job_world world;
+};
+
+/* Parse a submit request of len bytes (at most JOBSPEC_FILE_MAX) named
+ * `name` in messages.  PX_EINVAL with the field's path, PX_ETOOBIG. */
+enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
+			 struct job_request *ret, struct px_error *err);
+
+const char *job_world_name(enum job_world_kind k);
+
+#endif
