@@ -93,7 +93,9 @@ NVCCFLAGS := -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 \
 ifneq ($(and $(CUDA_LIBDIR),$(wildcard $(CUDA_LIBDIR)libcudart.so)),)
 CUDA_MODE := full
 CUDA_LIBDIR := $(patsubst %/,%,$(CUDA_LIBDIR))
-CUDA_CFLAGS := -DPX_HAVE_CUDA=1
+# PX_CUDA_LIBDIR: the loader's last place to look for $(CUDA_SO), where
+# `make install` puts it (build with the PREFIX you install with).
+CUDA_CFLAGS := -DPX_HAVE_CUDA=1 -DPX_CUDA_LIBDIR='"$(PREFIX)/lib/proteus"'
 CU_OBJ := $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
 CUDA_SO := $(BUILD)/libproteus-cuda.so
 else
@@ -103,13 +105,8 @@ endif
 endif
 endif
 
-CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS_OPT) $(CUDA_CFLAGS) $(CFLAGS_FILE) \
-	$(PKG_CFLAGS) $(CFLAGS)
+CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS_OPT) $(CUDA_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 LDLIBS_ALL = -Wl,--as-needed $(PKG_LIBS) -lm -lpthread -ldl $(LDLIBS)
-# The loader's last place to look for $(CUDA_SO): where `make install`
-# puts it (build with the PREFIX you install with).
-$(BUILD)/obj/trainer/kern_load.o: CFLAGS_FILE := \
-	-DPX_CUDA_LIBDIR='"$(PREFIX)/lib/proteus"'
 
 MODULES := common db cloudapi bidbrain agent trainer
 # Program entry points are <module>/main_<program>.c.
