@@ -122,10 +122,8 @@ static enum px_err run_setup(struct run *r, const struct train_opts *o,
 		e = kern_cuda_new(o->cuda_device, &r->cuda, err);
 		if (e != PX_OK)
 			return e;
-#ifdef PX_HAVE_CUDA
-		r->ops = &kern_cuda_ops;
+		r->ops = kern_cuda_ops();
 		r->kctx = r->cuda;
-#endif
 	} else {
 		r->ops = &kern_cpu_ops;
 		kern_cpu_set_threads(o->threads);
