@@ -151,7 +151,10 @@ static enum px_err import_ondemand(struct store *st, const char *path,
 	return e;
 }
 
-static int open_store(const char *db, struct store **st)
+/* Open the store; to read only (show), never create, configure or
+ * migrate it: a missing or empty file is "nothing stored" (exit 4), and
+ * a user who may only read the file can still read it. */
+static int open_store(const char *db, bool readonly, struct store **st)
 {
 	struct px_error err = {0};
 	char *path = db ? strdup(db) : ctl_default_db();
@@ -159,13 +162,18 @@ static int open_store(const char *db, struct store **st)
 
 	if (!path)
 		return CTL_EXIT_FAIL;
-	e = store_open(path, st, &err);
+	e = readonly ? store_open_readonly(path, st, &err) :
+		       store_open(path, st, &err);
+	free(path);
+	if (e == PX_ENOENT && readonly) {
+		log_err("%s (import a trace first: proteusctl market import)",
+			err.msg);
+		return CTL_EXIT_NOTFOUND;
+	}
 	if (e != PX_OK) {
-		log_err("database '%s': %s", path, err.msg);
-		free(path);
+		log_err("%s", err.msg);
 		return CTL_EXIT_FAIL;
 	}
-	free(path);
 	return CTL_EXIT_OK;
 }
 
@@ -200,7 +208,7 @@ static int market_import(int argc, char **argv)
 		fputs(market_usage, stderr);
 		return CTL_EXIT_USAGE;
 	}
-	rc = open_store(db, &st);
+	rc = open_store(db, false, &st);
 	if (rc)
 		return rc;
 	e = store_begin(st, &err);
@@ -500,7 +508,7 @@ static int market_show(int argc, char **argv)
 		log_err("market: unexpected argument '%s'", argv[optind]);
 		return CTL_EXIT_USAGE;
 	}
-	rc = open_store(db, &st);
+	rc = open_store(db, true, &st);
 	if (rc)
 		return rc;
 	e = store_markets_each(st, &f, collect_market, &c, &err);

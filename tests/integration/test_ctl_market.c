@@ -1,8 +1,13 @@
 /* test_ctl_market.c -- proteusctl market import/show, end to end. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pxrun.h"
@@ -215,4 +220,168 @@ Test(ctl_market, shipped_trace_imports)
 	cr_assert(strstr(r.out, "us-east-1f"), "%s", r.out);
 	pxrun_free(&r);
 	free(tr);
+}
+
+/* ---- concurrency, read-only readers, missing databases ---- */
+
+/* Start $PX_BUILD/proteusctl argv with stdout to /dev/null and stderr to
+ * errpath; uid >= 0: as that user (the test runs as root).  Returns the
+ * child's pid. */
+static pid_t spawn_ctl(const char *const *argv, const char *errpath,
+		       int uid)
+{
+	const char *build = getenv("PX_BUILD");
+	char prog[512];
+	pid_t pid;
+
+	cr_assert_not_null(build, "PX_BUILD not set");
+	snprintf(prog, sizeof(prog), "%s/proteusctl", build);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int o = open("/dev/null", O_WRONLY);
+		int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(126);
+		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) ||
+				 setuid((uid_t)uid)))
+			_exit(125);
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int ws;
+
+	cr_assert_eq(waitpid(pid, &ws, 0), pid);
+	return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 65536);
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_not_null(buf);
+	fread(buf, 1, 65535, f);
+	fclose(f);
+	return buf;
+}
+
+/* An import into a fresh database while other commands open it: each
+ * opener makes or checks the schema in one transaction, so none sees the
+ * tables of another before its schema version ("has tables but no
+ * schema version").  Two imports both succeed; a show in between sees
+ * the markets, or nothing yet (exit 4), never an error. */
+Test(ctl_market, concurrent_first_open_of_a_fresh_database)
+{
+	char *small = fixture("small.json"), *nf = fixture("newest-first.json");
+	char e1[512], e2[512], e3[512];
+	const char *imp1[] = {"proteusctl", "market", "import", "--db", db,
+			      small, NULL};
+	const char *imp2[] = {"proteusctl", "market", "import", "--db", db,
+			      nf, NULL};
+	const char *show[] = {"proteusctl", "market", "--db", db, NULL};
+
+	snprintf(e1, sizeof(e1), "%s/e1", tmp);
+	snprintf(e2, sizeof(e2), "%s/e2", tmp);
+	snprintf(e3, sizeof(e3), "%s/e3", tmp);
+	for (int round = 0; round < 25; round++) {
+		char sfx[160];
+		pid_t a, b, c;
+		int sa, sb, sc;
+
+		for (const char *const *x = (const char *const[]){
+			     "", "-wal", "-shm", NULL};
+		     *x; x++) {
+			snprintf(sfx, sizeof(sfx), "%s%s", db, *x);
+			unlink(sfx);
+		}
+		a = spawn_ctl(imp1, e1, -1);
+		c = spawn_ctl(show, e3, -1);
+		b = spawn_ctl(imp2, e2, -1);
+		sa = wait_status(a);
+		sb = wait_status(b);
+		sc = wait_status(c);
+		char *t1 = read_text(e1), *t2 = read_text(e2),
+		     *t3 = read_text(e3);
+		cr_assert_eq(sa, 0, "round %d: import 1: %d: %s", round, sa,
+			     t1);
+		cr_assert_eq(sb, 0, "round %d: import 2: %d: %s", round, sb,
+			     t2);
+		cr_assert(sc == 0 || sc == 4, "round %d: show: %d: %s", round,
+			  sc, t3);
+		cr_assert_null(strstr(t3, "not a proteus store"), "%s", t3);
+		free(t1);
+		free(t2);
+		free(t3);
+	}
+	free(small);
+	free(nf);
+}
+
+/* Reading needs no write access: a user who may read the database but
+ * not write it or its folder (the shipped unit's group setup) can show
+ * markets and history; nothing is created or changed. */
+Test(ctl_market, show_and_history_read_only_user)
+{
+	char *small = fixture("small.json");
+	char dir[512], path[600], errp[512];
+	const char *show[] = {"proteusctl", "market", "--db", path,
+			      "--at=2016-03-01T03:30:00Z", NULL};
+	const char *hist[] = {"proteusctl", "history", "--db", path, NULL};
+	struct pxrun r;
+	struct stat sb, sa;
+	int uid = geteuid() == 0 ? 65534 : -1;
+	char *t;
+	int s;
+
+	snprintf(dir, sizeof(dir), "%s/ro", tmp);
+	snprintf(path, sizeof(path), "%s/p.db", dir);
+	snprintf(errp, sizeof(errp), "%s/err", tmp);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	{
+		const char *argv[] = {"proteusctl", "market", "import",
+				      "--db", path, small, NULL};
+		cr_assert_eq(pxrun(&r, 60, "proteusctl", argv), 0);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		pxrun_free(&r);
+	}
+	/* the WAL and -shm are gone after the last close */
+	cr_assert_eq(chmod(path, 0444), 0);
+	cr_assert_eq(chmod(dir, 0555), 0);
+	cr_assert_eq(chmod(tmp, 0755), 0);
+	cr_assert_eq(stat(path, &sb), 0);
+
+	s = wait_status(spawn_ctl(show, errp, uid));
+	t = read_text(errp);
+	cr_assert_eq(s, 0, "show: status %d: %s", s, t);
+	free(t);
+	s = wait_status(spawn_ctl(hist, errp, uid));
+	t = read_text(errp);
+	cr_assert_eq(s, 0, "history: status %d: %s", s, t);
+	free(t);
+	cr_assert_eq(stat(path, &sa), 0);
+	cr_assert_eq(sa.st_mtime, sb.st_mtime, "the database was written");
+	cr_assert_eq(sa.st_size, sb.st_size);
+	chmod(dir, 0755);
+	free(small);
+}
+
+/* Showing a database that does not exist creates nothing. */
+Test(ctl_market, show_missing_database_creates_nothing)
+{
+	struct pxrun r;
+
+	cr_assert_eq(ctl(&r, "market", NULL, NULL, NULL, NULL), 4,
+		     "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, db), "%s", r.err);
+	cr_assert(strstr(r.err, "no such file"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_neq(access(db, F_OK), 0, "show created the database");
 }
