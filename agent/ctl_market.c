@@ -88,6 +88,9 @@ static enum px_err import_record(const struct trace_record *r, void *arg,
 	if (e == PX_OK)
 		e = store_price_add(c->st, mid, r->t_s, r->price_uusd, &ins,
 				    err);
+	if (e == PX_EEXIST) /* another price for this market and second */
+		px_error_prefix(err, "field 'SpotPrice': market %s %s %s %s: ",
+				region, r->zone, r->type, r->product);
 	if (e != PX_OK)
 		return e;
 	c->inserted += ins;
@@ -133,21 +136,78 @@ static enum px_err import_trace(struct store *st, const char *path,
 	return PX_OK;
 }
 
+/* Store table t (from path); tabs[0..nprev) are the tables named before
+ * it in the same command.  A different price for a (region, type) that
+ * one of them has is refused, naming both files; the same price is fine.
+ * A price stored by an earlier command is replaced (one era per (region,
+ * type): loading a table chooses it), and the replacements are counted
+ * out loud. */
 static enum px_err import_ondemand(struct store *st, const char *path,
+				   const struct ondemand_table *t,
+				   const struct ondemand_table *tabs,
+				   char *const *paths, size_t nprev,
 				   struct px_error *err)
 {
-	struct ondemand_table t = {0};
-	enum px_err e;
+	size_t replaced = 0;
+	enum px_err e = PX_OK;
 
-	e = ondemand_table_load(path, &t, err);
+	for (size_t i = 0; i < t->n && e == PX_OK; i++) {
+		const struct ondemand_entry *x = &t->v[i];
+		int64_t old;
+		char a[32], b[32];
+
+		for (size_t k = 0; k < nprev; k++) {
+			const struct ondemand_entry *y = ondemand_table_find(
+				&tabs[k], x->region, x->type);
+
+			if (y && y->uusd_per_hour != x->uusd_per_hour)
+				return px_errorf(
+					err, PX_EEXIST,
+					"%s: %s.%s: price %s conflicts with "
+					"%s in %s (named before it)",
+					path, x->region, x->type,
+					px_format_usd(x->uusd_per_hour, a,
+						      sizeof(a)),
+					px_format_usd(y->uusd_per_hour, b,
+						      sizeof(b)),
+					paths[k]);
+		}
+		e = store_ondemand_get(st, x->region, x->type, &old, err);
+		if (e == PX_OK && old != x->uusd_per_hour)
+			replaced++;
+		if (e == PX_OK || e == PX_ENOENT)
+			e = store_ondemand_set(st, x->region, x->type,
+					       x->uusd_per_hour, path, err);
+	}
 	if (e != PX_OK)
 		return e;
-	for (size_t i = 0; i < t.n && e == PX_OK; i++)
-		e = store_ondemand_set(st, t.v[i].region, t.v[i].type,
-				       t.v[i].uusd_per_hour, path, err);
-	if (e == PX_OK)
-		printf("%s: %zu on-demand prices\n", path, t.n);
-	ondemand_table_release(&t);
+	printf("%s: %zu on-demand prices", path, t->n);
+	if (replaced)
+		printf(", %zu replacing a different price stored before",
+		       replaced);
+	putchar('\n');
+	return PX_OK;
+}
+
+static enum px_err import_ondemand_all(struct store *st, int n,
+				       char *const *paths,
+				       struct px_error *err)
+{
+	struct ondemand_table *tabs = px_calloc((size_t)n, sizeof(*tabs));
+	enum px_err e = PX_OK;
+	int i;
+
+	if (!tabs)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	for (i = 0; i < n && e == PX_OK; i++) {
+		e = ondemand_table_load(paths[i], &tabs[i], err);
+		if (e == PX_OK)
+			e = import_ondemand(st, paths[i], &tabs[i], tabs,
+					    paths, (size_t)i, err);
+	}
+	for (int k = 0; k < n; k++)
+		ondemand_table_release(&tabs[k]);
+	free(tabs);
 	return e;
 }
 
@@ -212,9 +272,10 @@ static int market_import(int argc, char **argv)
 	if (rc)
 		return rc;
 	e = store_begin(st, &err);
-	for (int i = optind; i < argc && e == PX_OK; i++)
-		e = ondemand ? import_ondemand(st, argv[i], &err) :
-			       import_trace(st, argv[i], region, &err);
+	if (e == PX_OK && ondemand)
+		e = import_ondemand_all(st, argc - optind, argv + optind, &err);
+	for (int i = optind; i < argc && e == PX_OK && !ondemand; i++)
+		e = import_trace(st, argv[i], region, &err);
 	if (e == PX_OK)
 		e = store_commit(st, &err);
 	if (e != PX_OK) {

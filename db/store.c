@@ -53,6 +53,7 @@ enum stmt_id {
 	ST_MARKET_GET,
 	ST_MARKET_ADD,
 	ST_PRICE_ADD,
+	ST_PRICE_GET,
 	ST_PRICE_AT,
 	ST_PRICE_RANGE,
 	ST_ONDEMAND_SET,
@@ -83,6 +84,8 @@ static const char *const stmt_sql[ST_MAX] = {
 			  "VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
 	[ST_PRICE_ADD] = "INSERT INTO prices (market_id, t_s, price_uusd) "
 			 "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+	[ST_PRICE_GET] = "SELECT price_uusd FROM prices WHERE market_id = ?1 "
+			 "AND t_s = ?2",
 	[ST_PRICE_AT] = "SELECT price_uusd, t_s FROM prices WHERE "
 			"market_id = ?1 AND t_s <= ?2 "
 			"ORDER BY t_s DESC LIMIT 1",
@@ -1020,6 +1023,41 @@ out_finalize:
 
 /* ---- prices ---- */
 
+/* A record (market_id, t_s) is already stored: fine when it has the same
+ * price, PX_EEXIST naming both prices when not. */
+static enum px_err price_same(struct store *st, int64_t market_id,
+			      int64_t t_s, int64_t price_uusd,
+			      struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, ST_PRICE_GET, err);
+	char a[32], b[32], t[32];
+	enum px_err r = PX_OK;
+	int64_t have;
+	int rc;
+
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, market_id);
+	sqlite3_bind_int64(s, 2, t_s);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		r = store_fail(st, rc, err, "read price for market %" PRId64
+			       " at %" PRId64, market_id, t_s);
+		goto out;
+	}
+	have = sqlite3_column_int64(s, 0);
+	if (have != price_uusd)
+		r = px_errorf(err, PX_EEXIST,
+			      "price %s at %s conflicts with %s already "
+			      "stored for this market and second",
+			      px_format_usd(price_uusd, a, sizeof(a)),
+			      px_format_time(t_s, t, sizeof(t)),
+			      px_format_usd(have, b, sizeof(b)));
+out:
+	sqlite3_reset(s);
+	return r;
+}
+
 enum px_err store_price_add(struct store *st, int64_t market_id, int64_t t_s,
 			    int64_t price_uusd, bool *ret_inserted,
 			    struct px_error *err)
@@ -1041,14 +1079,17 @@ enum px_err store_price_add(struct store *st, int64_t market_id, int64_t t_s,
 	sqlite3_bind_int64(s, 3, price_uusd);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_DONE) {
+		bool ins = sqlite3_changes(st->db) == 1;
+
 		if (ret_inserted)
-			*ret_inserted = sqlite3_changes(st->db) == 1;
-	} else {
-		r = store_fail(st, rc, err,
-			       "insert price for market %" PRId64
-			       " at %" PRId64,
-			       market_id, t_s);
+			*ret_inserted = ins;
+		sqlite3_reset(s);
+		return ins ? PX_OK : price_same(st, market_id, t_s, price_uusd,
+					       err);
 	}
+	r = store_fail(st, rc, err,
+		       "insert price for market %" PRId64 " at %" PRId64,
+		       market_id, t_s);
 	sqlite3_reset(s);
 	return r;
 }

@@ -385,3 +385,72 @@ Test(ctl_market, show_missing_database_creates_nothing)
 	pxrun_free(&r);
 	cr_assert_neq(access(db, F_OK), 0, "show created the database");
 }
+
+static char *write_tmp(const char *name, const char *text)
+{
+	char *path;
+	FILE *f;
+
+	cr_assert(asprintf(&path, "%s/%s", tmp, name) > 0);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+#define ONE_RECORD(price)                                                    \
+	"{\"SpotPriceHistory\":[{\"AvailabilityZone\":\"us-east-1a\","     \
+	"\"InstanceType\":\"m3.medium\",\"ProductDescription\":"           \
+	"\"Linux/UNIX\",\"SpotPrice\":\"" price "\",\"Timestamp\":"        \
+	"\"2016-03-01T00:00:00Z\"}]}"
+
+/* One rule for two prices of one key: the same value twice is fine, a
+ * different one is refused naming both, and nothing is imported. */
+Test(ctl_market, conflicting_prices_refused)
+{
+	char *a = write_tmp("a.json", ONE_RECORD("0.010000"));
+	char *b = write_tmp("b.json", ONE_RECORD("0.020000"));
+	char *o1 = write_tmp("o1.json", "{\"us-east-1\":{\"m3.medium\":0.067}}");
+	char *o2 = write_tmp("o2.json", "{\"us-east-1\":{\"m3.medium\":0.07}}");
+	struct pxrun r;
+	json_t *j;
+
+	cr_assert_eq(ctl(&r, "market", "import", a, a, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	/* in one command and against what an earlier one stored */
+	cr_assert_eq(ctl(&r, "market", "import", b, NULL, NULL), 3,
+		     "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "b.json: record 0"), "%s", r.err);
+	cr_assert(strstr(r.err, "0.020000"), "%s", r.err);
+	cr_assert(strstr(r.err, "0.010000"), "%s", r.err);
+	cr_assert(strstr(r.err, "nothing was imported"), "%s", r.err);
+	pxrun_free(&r);
+	j = show_json("us-east-1a", "--at=2016-03-01T01:00:00Z");
+	cr_assert_float_eq(num(json_array_get(j, 0), "price_usd"), 0.01, 1e-9);
+	json_decref(j);
+
+	/* on-demand tables: the same in two files is fine; two different
+	 * prices in one import are refused, naming both files */
+	cr_assert_eq(ctl(&r, "market", "import", "--ondemand", o1, o1), 0,
+		     "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, "market", "import", "--ondemand", o1, o2), 3,
+		     "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "o2.json: us-east-1.m3.medium"), "%s", r.err);
+	cr_assert(strstr(r.err, "o1.json"), "%s", r.err);
+	pxrun_free(&r);
+	j = show_json("us-east-1a", "--at=2016-03-01T01:00:00Z");
+	cr_assert_float_eq(num(json_array_get(j, 0), "ondemand_usd"), 0.067,
+			   1e-9);
+	json_decref(j);
+	/* a later table replaces an earlier one, and says so */
+	cr_assert_eq(ctl(&r, "market", "import", "--ondemand", o2, NULL), 0,
+		     "%s", r.err);
+	cr_assert(strstr(r.out, "1 replacing a different price"), "%s", r.out);
+	pxrun_free(&r);
+	free(a);
+	free(b);
+	free(o1);
+	free(o2);
+}
