@@ -108,10 +108,12 @@ enum px_err px_parse_usd(const char *s, size_t len, int64_t *ret_uusd)
 	}
 	if (i != len || (nint == 0 && nfrac == 0))
 		return PX_EINVAL;
-	if (whole > INT64_C(1000000000))
-		return PX_EINVAL;
 	for (size_t k = nfrac; k < 6; k++)
 		frac *= 10;
+	/* the bound is 10^9 USD to the last micro-dollar */
+	if (whole > INT64_C(1000000000) ||
+	    (whole == INT64_C(1000000000) && frac > 0))
+		return PX_EINVAL;
 	*ret_uusd = whole * PX_UUSD_PER_USD + frac;
 	return PX_OK;
 }

@@ -41,6 +41,13 @@ Test(px, parse_usd)
 	usd_bad(".");
 	usd_bad("0.0000001");
 	usd_bad("99999999999999");
+	/* the bound, 10^9 USD, holds to the last digit */
+	cr_assert_eq(usd("1000000000"), INT64_C(1000000000000000));
+	cr_assert_eq(usd("1000000000.000000"), INT64_C(1000000000000000));
+	cr_assert_eq(usd("999999999.999999"), INT64_C(999999999999999));
+	usd_bad("1000000000.000001");
+	usd_bad("1000000000.5");
+	usd_bad("1000000001");
 	usd_bad("1 ");
 }
 
