@@ -435,28 +435,58 @@ static enum px_err collect_market(const struct store_market *m, void *arg)
 	return PX_OK;
 }
 
+/* How old a price is: "42 s", "17 min", "5 h", "12 d", "10 y". */
+static char *format_age(int64_t s, char *buf, size_t len)
+{
+	if (s < 0)
+		s = 0;
+	if (s < 120)
+		snprintf(buf, len, "%lld s", (long long)s);
+	else if (s < 120 * 60)
+		snprintf(buf, len, "%lld min", (long long)(s / 60));
+	else if (s < 48 * 3600)
+		snprintf(buf, len, "%lld h", (long long)(s / 3600));
+	else if (s < 730 * 86400)
+		snprintf(buf, len, "%lld d", (long long)(s / 86400));
+	else
+		snprintf(buf, len, "%lld y", (long long)(s / 31557600));
+	return buf;
+}
+
 static void print_table(const struct market_row *v, size_t n, int64_t at_s)
 {
 	char t[32], a[32], b[32], p[5][32];
+	char q[3][PX_TERM_SAFE_LEN(STORE_NAME_MAX)];
 
 	printf("price at %s; min/median/max and share above on-demand are "
 	       "time-weighted over each market's range\n\n",
 	       px_format_time(at_s, t, sizeof(t)));
-	printf("%-10s %-12s %-12s %10s %10s %10s %10s %10s %7s %8s  %s\n",
-	       "REGION", "ZONE", "TYPE", "PRICE", "MIN", "MEDIAN", "MAX",
-	       "ONDEMAND", ">OD", "RECORDS", "RANGE");
+	printf("%-10s %-12s %-12s %10s %-32s %10s %10s %10s %10s %7s %8s  "
+	       "%s\n", "REGION", "ZONE", "TYPE", "PRICE", "SINCE (AGE)", "MIN",
+	       "MEDIAN", "MAX", "ONDEMAND", ">OD", "RECORDS", "RANGE");
 	for (size_t i = 0; i < n; i++) {
 		const struct market_row *r = &v[i];
-		char above[16];
+		char above[16], since[64], age[32];
 
 		if (r->have_od)
 			snprintf(above, sizeof(above), "%.1f%%",
 				 100.0 * r->above_od);
 		else
 			snprintf(above, sizeof(above), "-");
-		printf("%-10s %-12s %-12s %10s %10s %10s %10s %10s %7s %8lld  "
-		       "%s..%s\n", r->m.region, r->m.zone, r->m.type,
+		if (r->have_at)
+			snprintf(since, sizeof(since), "%s (%s ago)",
+				 px_format_time(r->at_since, a, sizeof(a)),
+				 format_age(at_s - r->at_since, age,
+					    sizeof(age)));
+		else
+			snprintf(since, sizeof(since), "-");
+		printf("%-10s %-12s %-12s %10s %-32s %10s %10s %10s %10s %7s "
+		       "%8lld  %s..%s\n",
+		       px_term_safe(r->m.region, q[0], sizeof(q[0])),
+		       px_term_safe(r->m.zone, q[1], sizeof(q[1])),
+		       px_term_safe(r->m.type, q[2], sizeof(q[2])),
 		       r->have_at ? px_format_usd(r->at_price, p[0], 32) : "-",
+		       since,
 		       px_format_usd(r->min, p[1], 32),
 		       px_format_usd(r->median, p[2], 32),
 		       px_format_usd(r->max, p[3], 32),
@@ -504,6 +534,14 @@ static int print_json(const struct market_row *v, size_t n, int64_t at_s)
 		json_object_set_new(o, "price_since", r->have_at ?
 				    json_string(px_format_time(r->at_since, l,
 							       sizeof(l))) :
+				    json_null());
+		/* the time the price in force was set, and its age at "at" */
+		json_object_set_new(o, "price_time", r->have_at ?
+				    json_string(px_format_time(r->at_since, l,
+							       sizeof(l))) :
+				    json_null());
+		json_object_set_new(o, "price_age_s", r->have_at ?
+				    json_integer(at_s - r->at_since) :
 				    json_null());
 		json_object_set_new(o, "ondemand_usd", r->have_od ?
 				    usd_json(r->od) : json_null());

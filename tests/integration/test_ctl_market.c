@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,10 @@ Test(ctl_market, import_and_show_time_weighted)
 	cr_assert_float_eq(num(m, "price_usd"), 0.10, 1e-9);
 	cr_assert_str_eq(json_string_value(json_object_get(m, "price_since")),
 			 "2016-03-01T03:00:00Z");
+	/* the price's time and its age at --at */
+	cr_assert_str_eq(json_string_value(json_object_get(m, "price_time")),
+			 "2016-03-01T03:00:00Z");
+	cr_assert_eq(num(m, "price_age_s"), 1800);
 	cr_assert_float_eq(num(m, "min_usd"), 0.01, 1e-9);
 	cr_assert_float_eq(num(m, "median_usd"), 0.02, 1e-9);
 	cr_assert_float_eq(num(m, "max_usd"), 0.10, 1e-9);
@@ -218,6 +223,9 @@ Test(ctl_market, shipped_trace_imports)
 	pxrun_free(&r);
 	cr_assert_eq(ctl(&r, "market", "--type", "c4.xlarge", NULL, NULL), 0);
 	cr_assert(strstr(r.out, "us-east-1f"), "%s", r.out);
+	/* an old price says how old it is */
+	cr_assert(strstr(r.out, "Z (") && strstr(r.out, " y ago)"), "%s",
+		  r.out);
 	pxrun_free(&r);
 	free(tr);
 }
@@ -453,4 +461,56 @@ Test(ctl_market, conflicting_prices_refused)
 	free(b);
 	free(o1);
 	free(o2);
+}
+
+/* Strings stored before the import checks (or by other means) never
+ * reach the terminal raw: every table escapes them.  history --job
+ * prints one readable line per event. */
+Test(ctl_market, stored_control_characters_are_escaped)
+{
+	char *small = fixture("small.json");
+	struct pxrun r;
+	sqlite3 *h = NULL;
+	const char *argv[] = {"proteusctl", "history", "--db", db, "--job",
+			      "1", NULL};
+
+	cr_assert_eq(ctl(&r, "market", "import", small, NULL, NULL), 0, "%s",
+		     r.err);
+	pxrun_free(&r);
+	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h,
+		"INSERT INTO markets (region, zone, type, product) VALUES "
+		"('us-east-1', 'us-east-1z', 'c4' || char(9) || 'x' || "
+		"char(27) || '[2J', 'Linux/UNIX');"
+		"INSERT INTO prices SELECT id, 1456790400, 10000 FROM markets "
+		"WHERE zone = 'us-east-1z';"
+		"INSERT INTO jobs (name, spec, state, created_us, updated_us) "
+		"VALUES ('j' || char(10) || 'x', '{}', 'done', 1, 1);"
+		"INSERT INTO events (job_id, at_us, kind, detail) VALUES "
+		"(1, 1456790400000000, 'stage', "
+		"'{\"stage\": \"bid\", \"n\": 3, \"why\": \"a\\u001bb\"}'), "
+		"(1, 1456790401000000, 'warning', 'plain text');"
+		"INSERT INTO events (job_id, at_us, kind, detail) VALUES "
+		"(1, 1456790402000000, 'error', 'raw' || char(27) || '[2J');",
+		NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+	sqlite3_close(h);
+
+	cr_assert_eq(ctl(&r, "market", "--zone", "us-east-1z", NULL, NULL), 0,
+		     "%s", r.err);
+	cr_assert_null(strchr(r.out, 0x1b), "raw ESC: %s", r.out);
+	cr_assert(strstr(r.out, "c4\\tx\\x1b[2J"), "%s", r.out);
+	pxrun_free(&r);
+
+	cr_assert_eq(pxrun(&r, 60, "proteusctl", argv), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strchr(r.out, 0x1b), "raw ESC: %s", r.out);
+	cr_assert(strstr(r.out, "job 'j\\nx'"), "%s", r.out);
+	cr_assert(strstr(r.out, "2016-03-01T00:00:00Z stage     stage=bid n=3 "
+			 "why=a\\x1bb\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "2016-03-01T00:00:01Z warning   plain text\n"),
+		  "%s", r.out);
+	cr_assert(strstr(r.out, "2016-03-01T00:00:02Z error     raw\\x1b[2J\n"),
+		  "%s", r.out);
+	pxrun_free(&r);
+	free(small);
 }
