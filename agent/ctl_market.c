@@ -297,11 +297,20 @@ struct seg {
 	int64_t dur_s;
 };
 
+/* A price holds until the market's next record, but at most this long:
+ * beyond it the data is missing (two traces years apart, a collector
+ * that stopped), a gap excluded from the time-weighted statistics and
+ * reported.  A week is longer than any silence within the shipped
+ * traces' collection windows, and far shorter than the months between
+ * them. */
+#define PRICE_HOLD_MAX_S (7 * 86400)
+
 struct stats_ctx {
 	struct seg *v;
 	size_t n, cap;
 	int64_t prev_t, prev_p;
 	bool have_prev;
+	int64_t gap_s, gaps;    /* time beyond PRICE_HOLD_MAX_S, and count */
 	struct px_error *err;
 };
 
@@ -320,7 +329,14 @@ static enum px_err stats_price(int64_t t_s, int64_t price_uusd, void *arg)
 			c->v = v;
 			c->cap = cap;
 		}
-		c->v[c->n++] = (struct seg){c->prev_p, t_s - c->prev_t};
+		int64_t dur = t_s - c->prev_t;
+
+		if (dur > PRICE_HOLD_MAX_S) {
+			c->gap_s += dur - PRICE_HOLD_MAX_S;
+			c->gaps++;
+			dur = PRICE_HOLD_MAX_S;
+		}
+		c->v[c->n++] = (struct seg){c->prev_p, dur};
 	}
 	c->prev_t = t_s;
 	c->prev_p = price_uusd;
@@ -345,6 +361,7 @@ struct market_row {
 	bool have_od;
 	int64_t od;
 	double above_od; /* share of [first, last] with price > od */
+	int64_t gap_s, gaps; /* data missing: excluded from the above */
 };
 
 /* Time-weighted statistics: each record's price holds until the next
@@ -408,6 +425,8 @@ static enum px_err row_stats(struct store *st, struct market_row *r,
 		}
 	}
 	r->above_od = total > 0 ? (double)above / (double)total : 0.0;
+	r->gap_s = c.gap_s;
+	r->gaps = c.gaps;
 out:
 	free(c.v);
 	return e;
@@ -435,7 +454,8 @@ static enum px_err collect_market(const struct store_market *m, void *arg)
 	return PX_OK;
 }
 
-/* How old a price is: "42 s", "17 min", "5 h", "12 d", "10 y". */
+/* A duration, rounded to its unit: "42 s", "17 min", "5 h", "12 d",
+ * "10 y". */
 static char *format_age(int64_t s, char *buf, size_t len)
 {
 	if (s < 0)
@@ -443,24 +463,38 @@ static char *format_age(int64_t s, char *buf, size_t len)
 	if (s < 120)
 		snprintf(buf, len, "%lld s", (long long)s);
 	else if (s < 120 * 60)
-		snprintf(buf, len, "%lld min", (long long)(s / 60));
+		snprintf(buf, len, "%lld min", (long long)((s + 30) / 60));
 	else if (s < 48 * 3600)
-		snprintf(buf, len, "%lld h", (long long)(s / 3600));
+		snprintf(buf, len, "%lld h", (long long)((s + 1800) / 3600));
 	else if (s < 730 * 86400)
-		snprintf(buf, len, "%lld d", (long long)(s / 86400));
-	else
-		snprintf(buf, len, "%lld y", (long long)(s / 31557600));
+		snprintf(buf, len, "%lld d", (long long)((s + 43200) / 86400));
+	else /* Julian years, rounded */
+		snprintf(buf, len, "%lld y",
+			 (long long)((s + 15778800) / 31557600));
+	return buf;
+}
+
+static const char *gap_note(const struct market_row *r, char *buf,
+			    size_t len)
+{
+	char g[32];
+
+	snprintf(buf, len, " (%lld gap%s, %s without data, excluded)",
+		 (long long)r->gaps, r->gaps == 1 ? "" : "s",
+		 format_age(r->gap_s, g, sizeof(g)));
 	return buf;
 }
 
 static void print_table(const struct market_row *v, size_t n, int64_t at_s)
 {
+	char gn[96];
 	char t[32], a[32], b[32], p[5][32];
 	char q[3][PX_TERM_SAFE_LEN(STORE_NAME_MAX)];
 
 	printf("price at %s; min/median/max and share above on-demand are "
-	       "time-weighted over each market's range\n\n",
-	       px_format_time(at_s, t, sizeof(t)));
+	       "time-weighted over each market's range (a price holds until "
+	       "the next record, at most %d days; longer is a gap)\n\n",
+	       px_format_time(at_s, t, sizeof(t)), PRICE_HOLD_MAX_S / 86400);
 	printf("%-10s %-12s %-12s %10s %-32s %10s %10s %10s %10s %7s %8s  "
 	       "%s\n", "REGION", "ZONE", "TYPE", "PRICE", "SINCE (AGE)", "MIN",
 	       "MEDIAN", "MAX", "ONDEMAND", ">OD", "RECORDS", "RANGE");
@@ -481,7 +515,7 @@ static void print_table(const struct market_row *v, size_t n, int64_t at_s)
 		else
 			snprintf(since, sizeof(since), "-");
 		printf("%-10s %-12s %-12s %10s %-32s %10s %10s %10s %10s %7s "
-		       "%8lld  %s..%s\n",
+		       "%8lld  %s..%s%s\n",
 		       px_term_safe(r->m.region, q[0], sizeof(q[0])),
 		       px_term_safe(r->m.zone, q[1], sizeof(q[1])),
 		       px_term_safe(r->m.type, q[2], sizeof(q[2])),
@@ -493,7 +527,8 @@ static void print_table(const struct market_row *v, size_t n, int64_t at_s)
 		       r->have_od ? px_format_usd(r->od, p[4], 32) : "-",
 		       above, (long long)r->count,
 		       px_format_time(r->first_s, a, sizeof(a)),
-		       px_format_time(r->last_s, b, sizeof(b)));
+		       px_format_time(r->last_s, b, sizeof(b)),
+		       r->gaps ? gap_note(r, gn, sizeof(gn)) : "");
 	}
 }
 
@@ -543,6 +578,8 @@ static int print_json(const struct market_row *v, size_t n, int64_t at_s)
 		json_object_set_new(o, "price_age_s", r->have_at ?
 				    json_integer(at_s - r->at_since) :
 				    json_null());
+		json_object_set_new(o, "gaps", json_integer(r->gaps));
+		json_object_set_new(o, "gap_s", json_integer(r->gap_s));
 		json_object_set_new(o, "ondemand_usd", r->have_od ?
 				    usd_json(r->od) : json_null());
 		json_object_set_new(o, "above_ondemand_share", r->have_od ?

@@ -514,3 +514,46 @@ Test(ctl_market, stored_control_characters_are_escaped)
 	pxrun_free(&r);
 	free(small);
 }
+
+#define REC_AT(price, time)                                                  \
+	"{\"AvailabilityZone\":\"us-east-1a\",\"InstanceType\":\"m3.medium\"," \
+	"\"ProductDescription\":\"Linux/UNIX\",\"SpotPrice\":\"" price "\","  \
+	"\"Timestamp\":\"" time "\"}"
+
+/* The 2016 and 2021 traces in one database: the years between them are
+ * a gap, not the last 2016 price holding.  A price holds until the next
+ * record, at most 7 days; the rest is excluded and reported. */
+Test(ctl_market, gap_between_traces_is_not_a_price)
+{
+	char *a = write_tmp("2016.json", "{\"SpotPriceHistory\":["
+		REC_AT("0.01", "2016-03-01T00:00:00Z") ","
+		REC_AT("0.02", "2016-03-01T01:00:00Z") "]}");
+	char *b = write_tmp("2021.json", "{\"SpotPriceHistory\":["
+		REC_AT("0.05", "2021-03-01T00:00:00Z") ","
+		REC_AT("0.05", "2021-03-03T00:00:00Z") ","
+		REC_AT("0.05", "2021-03-05T00:00:00Z") ","
+		REC_AT("0.05", "2021-03-07T00:00:00Z") ","
+		REC_AT("0.05", "2021-03-09T00:00:00Z") ","
+		REC_AT("0.06", "2021-03-11T00:00:00Z") "]}");
+	struct pxrun r;
+	json_t *j, *m;
+
+	cr_assert_eq(ctl(&r, "market", "import", a, b, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	j = show_json("us-east-1a", "--at=2021-03-11T00:00:00Z");
+	m = json_array_get(j, 0);
+	/* 0.01 for 1 h, 0.02 for 7 d (then a gap), 0.05 for 10 d */
+	cr_assert_float_eq(num(m, "median_usd"), 0.05, 1e-9);
+	cr_assert_float_eq(num(m, "min_usd"), 0.01, 1e-9);
+	cr_assert_float_eq(num(m, "max_usd"), 0.06, 1e-9);
+	cr_assert_eq(num(m, "gaps"), 1);
+	cr_assert_eq(num(m, "gap_s"), 1614556800 - 1456794000 - 7 * 86400);
+	json_decref(j);
+	cr_assert_eq(ctl(&r, "market", "--zone", "us-east-1a",
+			 "--at=2021-03-11T00:00:00Z", NULL), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "(1 gap, 5 y without data, excluded)"), "%s",
+		  r.out);
+	pxrun_free(&r);
+	free(a);
+	free(b);
+}
