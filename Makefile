@@ -57,10 +57,13 @@ endif
 
 # CUDA: three cases, decided here and told by `make cuda-note`.
 #  - nvcc, the CUDA headers and libcudart + libcublas found: the CUDA kernels
-#    are built and linked (PX_HAVE_CUDA); GPU tests run with `make test-gpu`.
+#    are built into $(CUDA_SO), the one object linked against cuBLAS and
+#    cudart; the programs (PX_HAVE_CUDA) dlopen it on `--device cuda` only
+#    (trainer/kern_load.c), so no CPU run loads CUDA.  GPU tests run with
+#    `make test-gpu`.
 #  - nvcc and the headers but not the libraries (a compiler-only install):
-#    the .cu files are still compiled, as a check, but the programs link the
-#    CPU path only.
+#    the .cu files are still compiled, as a check, but the programs have
+#    the CPU path only.
 #  - no nvcc, or CUDA=0: CPU path only.
 # The libraries are looked for where NVIDIA's installers and Debian put them.
 ifeq ($(CUDA),0)
@@ -74,7 +77,7 @@ CUDA_MODE := none
 CU_OBJ :=
 CU_CHECK_OBJ :=
 CUDA_CFLAGS :=
-CUDA_LIBS :=
+CUDA_SO :=
 ifneq ($(NVCC),)
 CUDA_HOME := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CUDA_INC := $(firstword $(dir $(wildcard $(CUDA_HOME)/include/cuda_runtime.h \
@@ -85,14 +88,16 @@ CUDA_LIBDIR := $(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libcublas.so \
 ifneq ($(and $(CUDA_INC),$(wildcard $(CUDA_INC)cublas_v2.h)),)
 NVCCFLAGS := -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_80,code=compute_80 \
-	-Xcompiler -Wall,-fPIC -D_GNU_SOURCE -DPX_HAVE_CUDA=1
+	-Xcompiler -Wall,-fPIC,-fvisibility=hidden -D_GNU_SOURCE \
+	-DPX_HAVE_CUDA=1
 ifneq ($(and $(CUDA_LIBDIR),$(wildcard $(CUDA_LIBDIR)libcudart.so)),)
 CUDA_MODE := full
 CUDA_LIBDIR := $(patsubst %/,%,$(CUDA_LIBDIR))
-CUDA_CFLAGS := -DPX_HAVE_CUDA=1 -I$(CUDA_INC)
-CUDA_LIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) \
-	-lcublas -lcudart -lstdc++
+# PX_CUDA_LIBDIR: the loader's last place to look for $(CUDA_SO), where
+# `make install` puts it (build with the PREFIX you install with).
+CUDA_CFLAGS := -DPX_HAVE_CUDA=1 -DPX_CUDA_LIBDIR='"$(PREFIX)/lib/proteus"'
 CU_OBJ := $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
+CUDA_SO := $(BUILD)/libproteus-cuda.so
 else
 CUDA_MODE := compile-only
 CU_CHECK_OBJ := $(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(CU_SRC))
@@ -101,13 +106,13 @@ endif
 endif
 
 CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS_OPT) $(CUDA_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
-LDLIBS_ALL = -Wl,--as-needed $(PKG_LIBS) $(CUDA_LIBS) -lm -lpthread $(LDLIBS)
+LDLIBS_ALL = -Wl,--as-needed $(PKG_LIBS) -lm -lpthread -ldl $(LDLIBS)
 
 MODULES := common db cloudapi bidbrain agent trainer
 # Program entry points are <module>/main_<program>.c.
 PROG_SRC := $(foreach m,$(MODULES),$(wildcard $(m)/main_*.c))
 LIB_SRC := $(foreach m,$(MODULES),$(filter-out $(m)/main_%.c,$(wildcard $(m)/*.c)))
-LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(CU_OBJ)
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 PROGS := $(foreach s,$(PROG_SRC),$(BUILD)/$(patsubst main_%.c,%,$(notdir $(s))))
 LIB := $(BUILD)/libproteus.a
 
@@ -122,7 +127,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 .PHONY: all deps check-pkgs test test-run test-gpu check demo bench fuzz \
 	install uninstall clean cuda-note print-ldlibs
 
-all: check-pkgs cuda-note $(PROGS) $(CU_CHECK_OBJ)
+all: check-pkgs cuda-note $(PROGS) $(CUDA_SO) $(CU_CHECK_OBJ)
 
 check-pkgs:
 	@missing=""; for p in $(PKGS); do pkg-config --exists $$p || \
@@ -131,7 +136,7 @@ check-pkgs:
 
 cuda-note:
 ifeq ($(CUDA_MODE),full)
-	@echo "CUDA: $(NVCC) with the libraries in $(CUDA_LIBDIR): building the CUDA path too"
+	@echo "CUDA: $(NVCC) with the libraries in $(CUDA_LIBDIR): building the CUDA path too ($(CUDA_SO), loaded on --device cuda)"
 else ifeq ($(CUDA_MODE),none)
 	@echo "nvcc (with the CUDA headers) not found, or CUDA=0: building the CPU path only"
 else ifeq ($(CUDA_MODE),compile-only)
@@ -150,10 +155,18 @@ $(BUILD)/obj/%.o: %.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
-$(BUILD)/obj/%.cu.o: %.cu
+# nvcc writes no .d files: the headers a .cu includes, by hand.
+$(BUILD)/obj/%.cu.o: %.cu $(wildcard trainer/*.h) common/px.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+# -z defs: the library must need nothing of libproteus or the program.
+$(CUDA_SO): $(CU_OBJ)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -Wl,-z,defs -o $@ $^ -L$(CUDA_LIBDIR) \
+		-Wl,-rpath,$(CUDA_LIBDIR) -Wl,--as-needed -lcublas -lcudart \
+		-lstdc++
 
 $(LIB): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
@@ -171,7 +184,8 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 	$(Q)$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) \
 		$(shell pkg-config --libs $(TEST_PKGS))
 
-$(GPU_TEST_BIN): $(GPU_TEST_OBJ) $(LIB)
+# Through the loader, like the trainer: it finds $(CUDA_SO) beside it.
+$(GPU_TEST_BIN): $(GPU_TEST_OBJ) $(LIB) | $(CUDA_SO)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS_SAN) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) \
 		$(shell pkg-config --libs $(TEST_PKGS))
@@ -260,6 +274,7 @@ install: all
 	install -m 0644 $(COMPLETIONS) \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/
 	install -m 0644 etc/ondemand/*.json $(DESTDIR)$(PREFIX)/share/proteus/ondemand/
+	$(if $(CUDA_SO),install -D -m 0755 $(CUDA_SO) $(DESTDIR)$(PREFIX)/lib/proteus/$(notdir $(CUDA_SO)))
 	@if install -d $(DESTDIR)$(SYSCONFDIR)/proteus 2>/dev/null && \
 	    test -w $(DESTDIR)$(SYSCONFDIR)/proteus; then \
 		test -e $(DESTDIR)$(SYSCONFDIR)/proteus/proteusd.conf || \
@@ -276,6 +291,7 @@ install: all
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(PROGS)))
 	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
+	rm -f $(DESTDIR)$(PREFIX)/lib/proteus/libproteus-cuda.so
 	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/proteus.conf
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,\
 		$(notdir $(COMPLETIONS)))

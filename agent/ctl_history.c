@@ -156,6 +156,29 @@ static const char *jstr(json_t *o, const char *k, const char *def)
 	return s ? s : def;
 }
 
+/* s made terminal-safe (px_term_safe) into a buffer that lives until the
+ * next call with the same slot; long strings are cut at 255 bytes. */
+static const char *safe(int slot, const char *s)
+{
+	static char buf[6][PX_TERM_SAFE_LEN(255)];
+
+	return px_term_safe(s, buf[slot], sizeof(buf[slot]));
+}
+
+/* Print s terminal-safe, whatever its length. */
+static void put_safe(const char *s)
+{
+	size_t n = strlen(s);
+	char *b = px_calloc(1, PX_TERM_SAFE_LEN(n));
+
+	if (!b) {
+		fputs("?", stdout);
+		return;
+	}
+	fputs(px_term_safe(s, b, PX_TERM_SAFE_LEN(n)), stdout);
+	free(b);
+}
+
 static void fmt_us(int64_t us, char *buf, size_t len)
 {
 	px_format_time(us / PX_USEC_PER_SEC, buf, len);
@@ -178,9 +201,10 @@ static void print_runs_table(const struct hrun *v, size_t n)
 		else
 			snprintf(rt, sizeof rt, "-");
 		printf("%5lld %-16s %-9s %-9s %-13s %-20s %9s %12s %7lld  %s\n",
-		       (long long)r->id, r->name, jstr(r->sim, "policy", "-"),
-		       r->state, jstr(r->sim, "billing", "-"),
-		       jstr(r->sim, "start", "-"), rt,
+		       (long long)r->id, safe(0, r->name),
+		       safe(1, jstr(r->sim, "policy", "-")), safe(2, r->state),
+		       safe(3, jstr(r->sim, "billing", "-")),
+		       safe(4, jstr(r->sim, "start", "-")), rt,
 		       px_format_usd(r->cost_uusd, cost, sizeof cost),
 		       (long long)r->n_events, c);
 	}
@@ -206,6 +230,37 @@ static json_t *run_json(const struct hrun *r)
 	return o;
 }
 
+/* One event, one line: time, kind, then its detail: a JSON object as
+ * key=value pairs (strings bare, other values as compact JSON), anything
+ * else as its text; all terminal-safe. */
+static void print_event(const char *t, const struct store_event *ev)
+{
+	json_t *d = json_loads(ev->detail, JSON_DECODE_ANY, NULL);
+	const char *k;
+	json_t *v;
+
+	printf("%-20s %-9s", t, safe(0, ev->kind));
+	if (ev->instance_id > 0)
+		printf(" instance=%lld", (long long)ev->instance_id);
+	if (json_is_object(d)) {
+		json_object_foreach(d, k, v) {
+			char *txt = json_is_string(v) ? NULL :
+				    json_dumps(v, JSON_COMPACT |
+						     JSON_ENCODE_ANY);
+
+			printf(" %s=", safe(1, k));
+			put_safe(txt ? txt : json_is_string(v) ?
+				 json_string_value(v) : "?");
+			free(txt);
+		}
+	} else if (ev->detail[0]) {
+		putchar(' ');
+		put_safe(ev->detail);
+	}
+	putchar('\n');
+	json_decref(d);
+}
+
 struct events_ctx {
 	json_t *arr; /* NULL: print a table */
 };
@@ -217,7 +272,7 @@ static enum px_err show_event(const struct store_event *ev, void *arg)
 
 	fmt_us(ev->at_us, t, sizeof t);
 	if (!c->arr) {
-		printf("%-20s %-9s %s\n", t, ev->kind, ev->detail);
+		print_event(t, ev);
 		return PX_OK;
 	}
 	json_t *d = json_loads(ev->detail, 0, NULL);
@@ -245,11 +300,13 @@ static int show_events(struct store *st, const struct hrun *r, json_t *o)
 		return CTL_EXIT_FAIL;
 	if (!o) {
 		printf("run %lld: job '%s', policy %s, %s, cost %s USD "
-		       "(ledger), %lld events\n\n", (long long)r->id, r->name,
-		       jstr(r->sim, "policy", "-"), r->state,
+		       "(ledger), %lld events\n\n", (long long)r->id,
+		       safe(0, r->name), safe(1, jstr(r->sim, "policy", "-")),
+		       safe(2, r->state),
 		       px_format_usd(r->cost_uusd, cost, sizeof cost),
 		       (long long)r->n_events);
-		printf("%-20s %-9s %s\n", "TIME", "KIND", "DETAIL");
+		printf("%-20s %-9s %s\n", "TIME", "KIND",
+		       "DETAIL (key=value)");
 	}
 	if (store_events_each(st, r->id, show_event, &c, &err) != PX_OK) {
 		if (err.msg[0])

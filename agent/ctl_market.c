@@ -92,6 +92,9 @@ static enum px_err import_record(const struct trace_record *r, void *arg,
 	if (e == PX_OK)
 		e = store_price_add(c->st, mid, r->t_s, r->price_uusd, &ins,
 				    err);
+	if (e == PX_EEXIST) /* another price for this market and second */
+		px_error_prefix(err, "field 'SpotPrice': market %s %s %s %s: ",
+				region, r->zone, r->type, r->product);
 	if (e != PX_OK)
 		return e;
 	c->inserted += ins;
@@ -153,31 +156,98 @@ static enum px_err import_trace(struct store *st, const char *path,
 	return PX_OK;
 }
 
+/* Store table t (from path); tabs[0..nprev) are the tables named before
+ * it in the same command.  A different price for a (region, type) that
+ * one of them has is refused, naming both files; the same price is fine.
+ * A price stored by an earlier command is replaced (one era per (region,
+ * type): loading a table chooses it), and the replacements are counted
+ * out loud. */
 static enum px_err import_ondemand(struct store *st, const char *path,
+				   const struct ondemand_table *t,
+				   const struct ondemand_table *tabs,
+				   const char *const *paths, size_t nprev,
 				   json_t *out, struct px_error *err)
 {
-	struct ondemand_table t = {0};
-	enum px_err e;
+	size_t replaced = 0;
+	enum px_err e = PX_OK;
 
-	e = ondemand_table_load(path, &t, err);
+	for (size_t i = 0; i < t->n && e == PX_OK; i++) {
+		const struct ondemand_entry *x = &t->v[i];
+		int64_t old;
+		char a[32], b[32];
+
+		for (size_t k = 0; k < nprev; k++) {
+			const struct ondemand_entry *y = ondemand_table_find(
+				&tabs[k], x->region, x->type);
+
+			if (y && y->uusd_per_hour != x->uusd_per_hour)
+				return px_errorf(
+					err, PX_EEXIST,
+					"%s: %s.%s: price %s conflicts with "
+					"%s in %s (named before it)",
+					path, x->region, x->type,
+					px_format_usd(x->uusd_per_hour, a,
+						      sizeof(a)),
+					px_format_usd(y->uusd_per_hour, b,
+						      sizeof(b)),
+					paths[k]);
+		}
+		e = store_ondemand_get(st, x->region, x->type, &old, err);
+		if (e == PX_OK && old != x->uusd_per_hour)
+			replaced++;
+		if (e == PX_OK || e == PX_ENOENT)
+			e = store_ondemand_set(st, x->region, x->type,
+					       x->uusd_per_hour, path, err);
+	}
 	if (e != PX_OK)
 		return e;
-	for (size_t i = 0; i < t.n && e == PX_OK; i++)
-		e = store_ondemand_set(st, t.v[i].region, t.v[i].type,
-				       t.v[i].uusd_per_hour, path, err);
-	if (e == PX_OK && out) {
+	if (out) {
 		if (json_array_append_new(out, json_pack(
-			    "{s:s, s:s, s:I}", "path", path, "kind", "ondemand",
-			    "prices", (json_int_t)t.n)))
-			e = px_errorf(err, PX_ENOMEM, "out of memory");
-	} else if (e == PX_OK) {
-		printf("%s: %zu on-demand prices\n", path, t.n);
+			    "{s:s, s:s, s:I, s:I}", "path", path, "kind",
+			    "ondemand", "prices", (json_int_t)t->n, "replaced",
+			    (json_int_t)replaced)))
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		return PX_OK;
 	}
-	ondemand_table_release(&t);
+	printf("%s: %zu on-demand prices", path, t->n);
+	if (replaced)
+		printf(", %zu replacing a different price stored before",
+		       replaced);
+	putchar('\n');
+	return PX_OK;
+}
+
+/* The on-demand tables paths[0..n), each checked against those before it
+ * (one rule: the same price twice is fine, a different one is refused). */
+static enum px_err import_ondemand_all(struct store *st, int n,
+				       const char *const *paths, json_t *out,
+				       struct px_error *err)
+{
+	struct ondemand_table *tabs;
+	enum px_err e = PX_OK;
+	int i;
+
+	if (n == 0)
+		return PX_OK;
+	tabs = px_calloc((size_t)n, sizeof(*tabs));
+	if (!tabs)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	for (i = 0; i < n && e == PX_OK; i++) {
+		e = ondemand_table_load(paths[i], &tabs[i], err);
+		if (e == PX_OK)
+			e = import_ondemand(st, paths[i], &tabs[i], tabs,
+					    paths, (size_t)i, out, err);
+	}
+	for (int k = 0; k < n; k++)
+		ondemand_table_release(&tabs[k]);
+	free(tabs);
 	return e;
 }
 
-static int open_store(const char *db, struct store **st)
+/* Open the store; to read only (show), never create, configure or
+ * migrate it: a missing or empty file is "nothing stored" (exit 4), and
+ * a user who may only read the file can still read it. */
+static int open_store(const char *db, bool readonly, struct store **st)
 {
 	struct px_error err = {0};
 	char *path = db ? strdup(db) : ctl_default_db();
@@ -185,13 +255,18 @@ static int open_store(const char *db, struct store **st)
 
 	if (!path)
 		return CTL_EXIT_FAIL;
-	e = store_open(path, st, &err);
+	e = readonly ? store_open_readonly(path, st, &err) :
+		       store_open(path, st, &err);
+	free(path);
+	if (e == PX_ENOENT && readonly) {
+		log_err("%s (import a trace first: proteusctl market import)",
+			err.msg);
+		return CTL_EXIT_NOTFOUND;
+	}
 	if (e != PX_OK) {
-		log_err("database '%s': %s", path, err.msg);
-		free(path);
+		log_err("%s", err.msg);
 		return CTL_EXIT_FAIL;
 	}
-	free(path);
 	return CTL_EXIT_OK;
 }
 
@@ -247,19 +322,21 @@ static int market_import(int argc, char **argv)
 		log_err("out of memory");
 		return CTL_EXIT_FAIL;
 	}
-	rc = open_store(db, &st);
+	rc = open_store(db, false, &st);
 	if (rc) {
 		free(tables);
 		json_decref(out);
 		return rc;
 	}
 	e = store_begin(st, &err);
-	for (int i = 0; i < ntables && e == PX_OK; i++)
-		e = import_ondemand(st, tables[i], out, &err);
-	/* --ondemand (the old spelling): the FILEs are on-demand tables */
-	for (int i = optind; i < argc && e == PX_OK; i++)
-		e = ondemand ? import_ondemand(st, argv[i], out, &err) :
-			       import_trace(st, argv[i], region, out, &err);
+	/* --ondemand (the old spelling): the FILEs are on-demand tables,
+	 * checked together with the --ondemand-prices ones */
+	for (int i = optind; ondemand && i < argc; i++)
+		tables[ntables++] = argv[i];
+	if (e == PX_OK)
+		e = import_ondemand_all(st, ntables, tables, out, &err);
+	for (int i = optind; i < argc && e == PX_OK && !ondemand; i++)
+		e = import_trace(st, argv[i], region, out, &err);
 	if (e == PX_OK)
 		e = store_commit(st, &err);
 	if (e != PX_OK) {
@@ -291,11 +368,20 @@ struct seg {
 	int64_t dur_s;
 };
 
+/* A price holds until the market's next record, but at most this long:
+ * beyond it the data is missing (two traces years apart, a collector
+ * that stopped), a gap excluded from the time-weighted statistics and
+ * reported.  A week is longer than any silence within the shipped
+ * traces' collection windows, and far shorter than the months between
+ * them. */
+#define PRICE_HOLD_MAX_S (7 * 86400)
+
 struct stats_ctx {
 	struct seg *v;
 	size_t n, cap;
 	int64_t prev_t, prev_p;
 	bool have_prev;
+	int64_t gap_s, gaps;    /* time beyond PRICE_HOLD_MAX_S, and count */
 	struct px_error *err;
 };
 
@@ -314,7 +400,14 @@ static enum px_err stats_price(int64_t t_s, int64_t price_uusd, void *arg)
 			c->v = v;
 			c->cap = cap;
 		}
-		c->v[c->n++] = (struct seg){c->prev_p, t_s - c->prev_t};
+		int64_t dur = t_s - c->prev_t;
+
+		if (dur > PRICE_HOLD_MAX_S) {
+			c->gap_s += dur - PRICE_HOLD_MAX_S;
+			c->gaps++;
+			dur = PRICE_HOLD_MAX_S;
+		}
+		c->v[c->n++] = (struct seg){c->prev_p, dur};
 	}
 	c->prev_t = t_s;
 	c->prev_p = price_uusd;
@@ -339,6 +432,7 @@ struct market_row {
 	bool have_od;
 	int64_t od;
 	double above_od; /* share of [first, last] with price > od */
+	int64_t gap_s, gaps; /* data missing: excluded from the above */
 };
 
 /* Time-weighted statistics: each record's price holds until the next
@@ -402,6 +496,8 @@ static enum px_err row_stats(struct store *st, struct market_row *r,
 		}
 	}
 	r->above_od = total > 0 ? (double)above / (double)total : 0.0;
+	r->gap_s = c.gap_s;
+	r->gaps = c.gaps;
 out:
 	free(c.v);
 	return e;
@@ -429,35 +525,81 @@ static enum px_err collect_market(const struct store_market *m, void *arg)
 	return PX_OK;
 }
 
+/* A duration, rounded to its unit: "42 s", "17 min", "5 h", "12 d",
+ * "10 y". */
+static char *format_age(int64_t s, char *buf, size_t len)
+{
+	if (s < 0)
+		s = 0;
+	if (s < 120)
+		snprintf(buf, len, "%lld s", (long long)s);
+	else if (s < 120 * 60)
+		snprintf(buf, len, "%lld min", (long long)((s + 30) / 60));
+	else if (s < 48 * 3600)
+		snprintf(buf, len, "%lld h", (long long)((s + 1800) / 3600));
+	else if (s < 730 * 86400)
+		snprintf(buf, len, "%lld d", (long long)((s + 43200) / 86400));
+	else /* Julian years, rounded */
+		snprintf(buf, len, "%lld y",
+			 (long long)((s + 15778800) / 31557600));
+	return buf;
+}
+
+static const char *gap_note(const struct market_row *r, char *buf,
+			    size_t len)
+{
+	char g[32];
+
+	snprintf(buf, len, " (%lld gap%s, %s without data, excluded)",
+		 (long long)r->gaps, r->gaps == 1 ? "" : "s",
+		 format_age(r->gap_s, g, sizeof(g)));
+	return buf;
+}
+
 static void print_table(const struct market_row *v, size_t n, int64_t at_s)
 {
+	char gn[96];
 	char t[32], a[32], b[32], p[5][32];
+	char q[3][PX_TERM_SAFE_LEN(STORE_NAME_MAX)];
 
 	printf("price at %s; min/median/max and share above on-demand are "
-	       "time-weighted over each market's range\n\n",
-	       px_format_time(at_s, t, sizeof(t)));
-	printf("%-10s %-12s %-12s %10s %10s %10s %10s %10s %7s %8s  %s\n",
-	       "REGION", "ZONE", "TYPE", "PRICE", "MIN", "MEDIAN", "MAX",
-	       "ONDEMAND", ">OD", "RECORDS", "RANGE");
+	       "time-weighted over each market's range (a price holds until "
+	       "the next record, at most %d days; longer is a gap)\n\n",
+	       px_format_time(at_s, t, sizeof(t)), PRICE_HOLD_MAX_S / 86400);
+	printf("%-10s %-12s %-12s %10s %-32s %10s %10s %10s %10s %7s %8s  "
+	       "%s\n", "REGION", "ZONE", "TYPE", "PRICE", "SINCE (AGE)", "MIN",
+	       "MEDIAN", "MAX", "ONDEMAND", ">OD", "RECORDS", "RANGE");
 	for (size_t i = 0; i < n; i++) {
 		const struct market_row *r = &v[i];
-		char above[16];
+		char above[16], since[64], age[32];
 
 		if (r->have_od)
 			snprintf(above, sizeof(above), "%.1f%%",
 				 100.0 * r->above_od);
 		else
 			snprintf(above, sizeof(above), "-");
-		printf("%-10s %-12s %-12s %10s %10s %10s %10s %10s %7s %8lld  "
-		       "%s..%s\n", r->m.region, r->m.zone, r->m.type,
+		if (r->have_at)
+			snprintf(since, sizeof(since), "%s (%s ago)",
+				 px_format_time(r->at_since, a, sizeof(a)),
+				 format_age(at_s - r->at_since, age,
+					    sizeof(age)));
+		else
+			snprintf(since, sizeof(since), "-");
+		printf("%-10s %-12s %-12s %10s %-32s %10s %10s %10s %10s %7s "
+		       "%8lld  %s..%s%s\n",
+		       px_term_safe(r->m.region, q[0], sizeof(q[0])),
+		       px_term_safe(r->m.zone, q[1], sizeof(q[1])),
+		       px_term_safe(r->m.type, q[2], sizeof(q[2])),
 		       r->have_at ? px_format_usd(r->at_price, p[0], 32) : "-",
+		       since,
 		       px_format_usd(r->min, p[1], 32),
 		       px_format_usd(r->median, p[2], 32),
 		       px_format_usd(r->max, p[3], 32),
 		       r->have_od ? px_format_usd(r->od, p[4], 32) : "-",
 		       above, (long long)r->count,
 		       px_format_time(r->first_s, a, sizeof(a)),
-		       px_format_time(r->last_s, b, sizeof(b)));
+		       px_format_time(r->last_s, b, sizeof(b)),
+		       r->gaps ? gap_note(r, gn, sizeof(gn)) : "");
 	}
 }
 
@@ -499,6 +641,16 @@ static int print_json(const struct market_row *v, size_t n, int64_t at_s)
 				    json_string(px_format_time(r->at_since, l,
 							       sizeof(l))) :
 				    json_null());
+		/* the time the price in force was set, and its age at "at" */
+		json_object_set_new(o, "price_time", r->have_at ?
+				    json_string(px_format_time(r->at_since, l,
+							       sizeof(l))) :
+				    json_null());
+		json_object_set_new(o, "price_age_s", r->have_at ?
+				    json_integer(at_s - r->at_since) :
+				    json_null());
+		json_object_set_new(o, "gaps", json_integer(r->gaps));
+		json_object_set_new(o, "gap_s", json_integer(r->gap_s));
 		json_object_set_new(o, "ondemand_usd", r->have_od ?
 				    usd_json(r->od) : json_null());
 		json_object_set_new(o, "above_ondemand_share", r->have_od ?
@@ -575,7 +727,7 @@ static int market_show(int argc, char **argv)
 	if (rc < 0)
 		rc = ctl_split_list("--zones", f.zone, &zbuf, zones, &nz);
 	if (rc < 0)
-		rc = open_store(db, &st);
+		rc = open_store(db, true, &st);
 	if (rc) {
 		free(tbuf);
 		free(zbuf);

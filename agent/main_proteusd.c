@@ -7,6 +7,7 @@
  * 1 on a runtime failure (database, socket), 2 usage, 3 bad config.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -37,6 +39,7 @@ enum proteusd_exit {
 #define ACCEPT_BATCH 16          /* accepts per readable event */
 #define ACCEPT_PAUSE_MS 1000     /* after EMFILE and friends */
 #define CLIENT_OUT_HIGH (64 * 1024) /* stop answering above this backlog */
+#define REFUSED_LOG_MS 5000      /* at most one line per this on refusals */
 
 struct proteusd;
 
@@ -72,6 +75,9 @@ struct proteusd {
 	uint64_t last_client_id;
 	uint64_t start_us;       /* monotonic */
 	unsigned reloads;        /* successful SIGHUP reloads */
+	int lockfd;              /* DB.lock, flock'd for our life; -1: none */
+	uint64_t refused;        /* clients refused since the last line */
+	bool refused_timer;      /* a summary line is scheduled */
 };
 
 /* ---- clients ---- */
@@ -173,15 +179,21 @@ static bool client_flush(struct client *c)
 	return true;
 }
 
-/* A client that broke the protocol or stalled: tell it why (best effort,
- * without waiting) and drop it.  Others are not affected. */
+/* Tell a client why (best effort, without waiting) and drop it. */
+static void client_drop(struct client *c, const char *why)
+{
+	if (client_error(c, why))
+		(void)client_flush(c);
+	client_close(c);
+}
+
+/* A client that broke the protocol or stalled: say so and drop it.
+ * Others are not affected. */
 static void client_fail(struct client *c, const char *why)
 {
 	log_notice("client %" PRIu64 " (pid %ld uid %ld): %s; disconnecting",
 		   c->id, (long)c->pid, (long)c->uid, why);
-	if (client_error(c, why))
-		(void)client_flush(c);
-	client_close(c);
+	client_drop(c, why);
 }
 
 static json_t *cmd_ping(struct proteusd *d, json_t *req,
@@ -362,6 +374,47 @@ static int64_t client_timer(struct loop *l, int64_t id, void *ctx)
 	return LOOP_NOMORE;
 }
 
+/* The end of a window after a refusal: one line for those refused in
+ * it, if any. */
+static int64_t refused_summary(struct loop *l, int64_t id, void *ctx)
+{
+	struct proteusd *d = ctx;
+
+	(void)l;
+	(void)id;
+	if (!d->refused) {
+		d->refused_timer = false;
+		return LOOP_NOMORE;
+	}
+	log_notice("%" PRIu64 " more client%s refused in the last %d s: too "
+		   "many clients (max_clients %" PRId64 ")",
+		   d->refused, d->refused == 1 ? "" : "s",
+		   REFUSED_LOG_MS / 1000, d->cfg.max_clients);
+	d->refused = 0;
+	return REFUSED_LOG_MS; /* a quiet window ends the series */
+}
+
+/* Refuse a client over max_clients.  A flood of them logs the first
+ * refusal, then at most one line per REFUSED_LOG_MS with the count. */
+static void client_refuse(struct proteusd *d, struct client *c)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "too many clients (max_clients "
+		 "%" PRId64 ")", d->cfg.max_clients);
+	if (!d->refused_timer) {
+		log_notice("client %" PRIu64 " (pid %ld uid %ld): %s; "
+			   "disconnecting (more refusals are counted, one "
+			   "line per %d s)", c->id, (long)c->pid,
+			   (long)c->uid, why, REFUSED_LOG_MS / 1000);
+		d->refused_timer = loop_timer_add(d->loop, REFUSED_LOG_MS,
+						  refused_summary, d) >= 0;
+	} else {
+		d->refused++;
+	}
+	client_drop(c, why);
+}
+
 static void client_add(struct proteusd *d, int fd)
 {
 	struct ucred cr = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
@@ -389,11 +442,7 @@ static void client_add(struct proteusd *d, int fd)
 	log_info("client %" PRIu64 " connected: pid %ld uid %ld gid %ld",
 		 c->id, (long)cr.pid, (long)cr.uid, (long)cr.gid);
 	if ((int64_t)d->nclients > d->cfg.max_clients) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "too many clients (max_clients "
-			 "%" PRId64 ")", d->cfg.max_clients);
-		client_fail(c, why);
+		client_refuse(d, c);
 		return;
 	}
 	c->timer = loop_timer_add(d->loop, d->cfg.client_timeout_ms,
@@ -404,6 +453,57 @@ static void client_add(struct proteusd *d, int fd)
 		log_err("cannot watch client %" PRIu64, c->id);
 		client_close(c);
 	}
+}
+
+/* ---- the database lock ---- */
+
+/* One daemon per database: an exclusive flock on "DB.lock", held for the
+ * daemon's life.  The kernel drops it when the process dies, so a crash
+ * or kill -9 never blocks a restart; the file (never removed: removing
+ * it would let two daemons lock two different files) keeps the holder's
+ * pid for the message. */
+static bool db_lock(struct proteusd *d)
+{
+	char *path = NULL, holder[32] = "";
+	ssize_t n;
+	int fd;
+
+	if (asprintf(&path, "%s.lock", d->cfg.db) < 0) {
+		log_err("out of memory");
+		return false;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		log_err("database lock '%s': %s", path, strerror(errno));
+		goto out_fail;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno != EWOULDBLOCK) {
+			log_err("database lock '%s': %s", path,
+				strerror(errno));
+			goto out_fail;
+		}
+		n = pread(fd, holder, sizeof(holder) - 1, 0);
+		holder[n > 0 ? n : 0] = '\0';
+		holder[strcspn(holder, "\n")] = '\0';
+		log_err("database '%s' is in use by another proteusd (pid %s, "
+			"lock '%s'); one daemon per database", d->cfg.db,
+			holder[0] ? holder : "unknown", path);
+		goto out_fail;
+	}
+	n = snprintf(holder, sizeof(holder), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, holder, (size_t)n, 0) != n)
+		log_warn("database lock '%s': cannot record our pid: %s",
+			 path, strerror(errno));
+	d->lockfd = fd;
+	free(path);
+	return true;
+
+out_fail:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return false;
 }
 
 /* ---- the listening socket ---- */
@@ -783,7 +883,7 @@ static int setup(struct proteusd *d, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct proteusd d = {.lfd = -1};
+	struct proteusd d = {.lfd = -1, .lockfd = -1};
 	struct px_error err = {0};
 	uint64_t wd_us = 0;
 	enum px_err r;
@@ -813,8 +913,13 @@ int main(int argc, char **argv)
 	}
 	/* the default paths' folders may not exist outside systemd */
 	if (proto_make_parents(d.cfg.db, 0700, &err) != PX_OK ||
-	    proto_make_parents(d.cfg.control_socket, 0755, &err) != PX_OK ||
-	    store_open(d.cfg.db, &d.st, &err) != PX_OK) {
+	    proto_make_parents(d.cfg.control_socket, 0755, &err) != PX_OK) {
+		log_err("%s", err.msg);
+		goto out_loop;
+	}
+	if (!db_lock(&d))
+		goto out_loop;
+	if (store_open(d.cfg.db, &d.st, &err) != PX_OK) {
 		log_err("%s", err.msg);
 		goto out_loop;
 	}
@@ -843,6 +948,8 @@ out_listen:
 	store_close(d.st);
 out_loop:
 	loop_free(d.loop);
+	if (d.lockfd >= 0)
+		close(d.lockfd); /* drops the lock */
 	if (code == PROTEUSD_EXIT_OK)
 		log_notice("stopped");
 	return code;

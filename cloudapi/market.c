@@ -230,12 +230,21 @@ static enum px_err market_sort(struct market *m, struct px_error *err)
 	/* merge same-time duplicates, drop unchanged repeats */
 	for (size_t i = 0; i < m->n; i++) {
 		if (k > 0 && m->t_s[i] == m->t_s[k - 1]) {
-			if (m->price_uusd[i] != m->price_uusd[k - 1])
+			if (m->price_uusd[i] != m->price_uusd[k - 1]) {
+				char a[32], b[32];
+
 				return px_errorf(err, PX_EINVAL,
-					"market '%s' '%s': two prices at %s",
+					"market '%s' '%s': two prices at %s: "
+					"%s and %s (a different price for the "
+					"same market and second is refused)",
 					m->zone, m->type,
 					px_format_time(m->t_s[i], tb,
-						       sizeof tb));
+						       sizeof tb),
+					px_format_usd(m->price_uusd[k - 1], a,
+						      sizeof a),
+					px_format_usd(m->price_uusd[i], b,
+						      sizeof b));
+			}
 			continue;
 		}
 		if (k > 0 && m->price_uusd[i] == m->price_uusd[k - 1])

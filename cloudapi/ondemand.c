@@ -73,7 +73,8 @@ static const char *ondemand_kind(const json_t *v)
 /* Check a region or type name: non-empty, bounded, no NUL. */
 static bool ondemand_name_ok(const char *s, size_t len)
 {
-	return len > 0 && len < ONDEMAND_NAME_MAX && !memchr(s, '\0', len);
+	return len > 0 && len < ONDEMAND_NAME_MAX && !memchr(s, '\0', len) &&
+	       px_ctrl_at(s, len) < 0;
 }
 
 static int ondemand_cmp(const void *a, const void *b)
@@ -144,9 +145,12 @@ enum px_err ondemand_table_parse(const char *buf, size_t len,
 		if (region[0] == '_')
 			continue;
 		if (!ondemand_name_ok(region, rlen)) {
-			rc = px_errorf(err, PX_EINVAL, "%s: region '%.*s': "
-				       "empty, too long or has a NUL", name,
-				       (int)(rlen < 80 ? rlen : 80), region);
+			char q[PX_TERM_SAFE_LEN(80)];
+
+			rc = px_errorf(err, PX_EINVAL, "%s: region '%s': "
+				       "empty, too long or has a NUL or "
+				       "control character", name,
+				       px_term_safe(region, q, sizeof(q)));
 			goto out_free;
 		}
 		if (!json_is_object(types)) {
@@ -161,11 +165,14 @@ enum px_err ondemand_table_parse(const char *buf, size_t len,
 			if (type[0] == '_')
 				continue;
 			if (!ondemand_name_ok(type, tlen)) {
+				char q[PX_TERM_SAFE_LEN(80)];
+
 				rc = px_errorf(err, PX_EINVAL, "%s: %s: type "
-					       "'%.*s': empty, too long or "
-					       "has a NUL", name, region,
-					       (int)(tlen < 80 ? tlen : 80),
-					       type);
+					       "'%s': empty, too long or has "
+					       "a NUL or control character",
+					       name, region,
+					       px_term_safe(type, q,
+							    sizeof(q)));
 				goto out_free;
 			}
 			if (t.n == cap) {

@@ -217,6 +217,23 @@ static int trace_field_string(struct trace_parser *p, const char *s,
 		if (memchr(s, '\0', len))
 			return trace_fail(p, PX_EINVAL, "field '%s': contains "
 					  "a NUL", trace_field_names[f]);
+		long at = px_ctrl_at(s, len);
+		if (at >= 0) {
+			/* a tab, newline or ESC would break tables and
+			 * reach terminals: refused, shown escaped */
+			char q[PX_TERM_SAFE_LEN(TRACE_FIELD_MAX)];
+			char one[3] = {s[at], 0, 0}, c[8];
+
+			if ((unsigned char)s[at] == 0xc2) /* a C1 control */
+				one[1] = s[at + 1];
+			px_term_safe(one, c, sizeof(c));
+			memcpy(dst, s, len);
+			dst[len] = '\0';
+			return trace_fail(p, PX_EINVAL, "field '%s': control "
+					  "character '%s' at byte %ld of "
+					  "'%s'", trace_field_names[f], c, at,
+					  px_term_safe(dst, q, sizeof(q)));
+		}
 		memcpy(dst, s, len);
 		dst[len] = '\0';
 	}

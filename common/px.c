@@ -108,10 +108,12 @@ enum px_err px_parse_usd(const char *s, size_t len, int64_t *ret_uusd)
 	}
 	if (i != len || (nint == 0 && nfrac == 0))
 		return PX_EINVAL;
-	if (whole > INT64_C(1000000000))
-		return PX_EINVAL;
 	for (size_t k = nfrac; k < 6; k++)
 		frac *= 10;
+	/* the bound is 10^9 USD to the last micro-dollar */
+	if (whole > INT64_C(1000000000) ||
+	    (whole == INT64_C(1000000000) && frac > 0))
+		return PX_EINVAL;
 	*ret_uusd = whole * PX_UUSD_PER_USD + frac;
 	return PX_OK;
 }
@@ -364,4 +366,56 @@ int64_t px_now_wall_us(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+long px_ctrl_at(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len; i++) {
+		if (u[i] < 0x20 || u[i] == 0x7f)
+			return (long)i;
+		if (u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 &&
+		    u[i + 1] <= 0x9f)
+			return (long)i;
+	}
+	return -1;
+}
+
+char *px_term_safe(const char *s, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t j = 0;
+
+	if (!len)
+		return buf;
+	for (size_t i = 0; s && u[i]; i++) {
+		char e[5];
+		size_t n = 0;
+
+		if (u[i] == '\t' || u[i] == '\n' || u[i] == '\r' ||
+		    u[i] == '\\') {
+			e[n++] = '\\';
+			e[n++] = u[i] == '\t' ? 't' : u[i] == '\n' ? 'n' :
+				 u[i] == '\r' ? 'r' : '\\';
+		} else if (u[i] < 0x20 || u[i] == 0x7f ||
+			   (u[i] == 0xc2 && u[i + 1] >= 0x80 &&
+			    u[i + 1] <= 0x9f)) {
+			unsigned char c = u[i] == 0xc2 ? u[++i] : u[i];
+
+			e[n++] = '\\';
+			e[n++] = 'x';
+			e[n++] = hex[c >> 4];
+			e[n++] = hex[c & 15];
+		} else {
+			e[n++] = (char)u[i];
+		}
+		if (j + n >= len)
+			break;
+		memcpy(buf + j, e, n);
+		j += n;
+	}
+	buf[j] = '\0';
+	return buf;
 }

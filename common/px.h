@@ -78,6 +78,17 @@ enum px_err px_parse_time(const char *s, size_t len, int64_t *ret_s);
 /* Format Unix seconds as "YYYY-MM-DDTHH:MM:SSZ" into buf (>= 24 bytes). */
 char *px_format_time(int64_t t_s, char *buf, size_t len);
 
+/* Terminal-safe text.  px_ctrl_at: the offset of the first control
+ * character in s[0..len) (a byte below 0x20, 0x7f, or a UTF-8 C1 control
+ * U+0080..U+009F), or -1 when there is none.  px_term_safe: s as text
+ * that cannot move the cursor or start an escape sequence, for every
+ * table and message that prints a stored or read string: \t, \n, \r,
+ * \\ and \xNN for the other control bytes; truncated to fit buf
+ * (len >= 1), always terminated.  Returns buf. */
+long px_ctrl_at(const char *s, size_t len);
+char *px_term_safe(const char *s, char *buf, size_t len);
+#define PX_TERM_SAFE_LEN(n) (4 * (n) + 1) /* room for n bytes escaped */
+
 /* Overflow-checked allocation helpers; they return NULL only on OOM or
  * overflow.  px_strndup copies at most n bytes and terminates. */
 void *px_calloc(size_t n, size_t size);

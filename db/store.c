@@ -11,12 +11,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "schema_v1.h"
 
@@ -51,6 +53,7 @@ enum stmt_id {
 	ST_MARKET_GET,
 	ST_MARKET_ADD,
 	ST_PRICE_ADD,
+	ST_PRICE_GET,
 	ST_PRICE_AT,
 	ST_PRICE_RANGE,
 	ST_ONDEMAND_SET,
@@ -81,6 +84,8 @@ static const char *const stmt_sql[ST_MAX] = {
 			  "VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
 	[ST_PRICE_ADD] = "INSERT INTO prices (market_id, t_s, price_uusd) "
 			 "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+	[ST_PRICE_GET] = "SELECT price_uusd FROM prices WHERE market_id = ?1 "
+			 "AND t_s = ?2",
 	[ST_PRICE_AT] = "SELECT price_uusd, t_s FROM prices WHERE "
 			"market_id = ?1 AND t_s <= ?2 "
 			"ORDER BY t_s DESC LIMIT 1",
@@ -128,6 +133,7 @@ static const char *const stmt_sql[ST_MAX] = {
 struct store {
 	sqlite3 *db;
 	bool readonly;         /* store_open_readonly */
+	int check_rc;          /* SQLite's code when check_version failed */
 	bool in_tx;            /* store_begin done, no commit/rollback yet */
 	bool mcache_tentative; /* cache entries added inside in_tx */
 	size_t mcache_used;
@@ -348,6 +354,19 @@ static enum px_err migrate(struct store *st, const char *path,
 		}
 		if (v == STORE_SCHEMA_VERSION)
 			break;
+		if (v == 0) {
+			int64_t n;
+
+			r = query_int(st, "SELECT count(*) FROM sqlite_schema",
+				      &n, err);
+			if (r == PX_OK && n > 0)
+				r = px_errorf(err, PX_EINVAL,
+					      "database '%s': has tables but "
+					      "no schema version: not a "
+					      "proteus store", path);
+			if (r != PX_OK)
+				goto out_rollback;
+		}
 		r = exec_sql(st, store_migrations[v], "migrate schema", err);
 		if (r != PX_OK) {
 			px_error_prefix(err, "database '%s': version %" PRId64
@@ -373,9 +392,11 @@ out_rollback:
 }
 
 /* Refuse files that are not ours or are newer than this build, before
- * changing anything in them. */
-static enum px_err check_version(struct store *st, const char *path,
-				 struct px_error *err)
+ * changing anything in them.  The reads share one read transaction: read
+ * one by one, a version of 0 followed by the tables another process
+ * committed in between looked like a foreign file. */
+static enum px_err check_version_tx(struct store *st, const char *path,
+				    struct px_error *err)
 {
 	int64_t v, app, n;
 	enum px_err r;
@@ -412,6 +433,24 @@ static enum px_err check_version(struct store *st, const char *path,
 
 out_name: /* e.g. "database 'x': run 'PRAGMA ...': not a database" */
 	px_error_prefix(err, "database '%s': ", path);
+	return r;
+}
+
+static enum px_err check_version(struct store *st, const char *path,
+				 struct px_error *err)
+{
+	enum px_err r = exec_sql(st, "BEGIN", "begin", err);
+
+	if (r != PX_OK) {
+		st->check_rc = sqlite3_extended_errcode(st->db);
+		px_error_prefix(err, "database '%s': ", path);
+		return r;
+	}
+	r = check_version_tx(st, path, err);
+	st->check_rc = r != PX_OK ? sqlite3_extended_errcode(st->db) :
+				    SQLITE_OK;
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
 	return r;
 }
 
@@ -471,9 +510,9 @@ static enum px_err check_current(struct store *st, const char *path,
 
 	if (r != PX_OK)
 		return r;
-	if (v == 0)
-		return px_errorf(err, PX_EINVAL,
-				 "database '%s': empty: not a proteus store",
+	if (v == 0) /* check_version saw no tables: a store yet to be made */
+		return px_errorf(err, PX_ENOENT,
+				 "database '%s': empty, no store in it yet",
 				 path);
 	if (v < STORE_SCHEMA_VERSION)
 		return px_errorf(err, PX_EUNSUPP,
@@ -482,6 +521,60 @@ static enum px_err check_current(struct store *st, const char *path,
 				 "be migrated read-only",
 				 path, v, STORE_SCHEMA_VERSION);
 	return PX_OK;
+}
+
+/* True when path's write-ahead log is missing or empty, so that the main
+ * file alone holds every committed transaction. */
+static bool wal_is_empty(const char *path)
+{
+	char wal[PATH_MAX];
+	struct stat sb;
+
+	if ((size_t)snprintf(wal, sizeof(wal), "%s-wal", path) >= sizeof(wal))
+		return false;
+	if (stat(wal, &sb) != 0)
+		return errno == ENOENT;
+	return sb.st_size == 0;
+}
+
+/* Reopen a read-only store as "immutable" (SQLite's URI parameter): no
+ * locks, no -shm.  Only for a WAL file whose -shm this user can neither
+ * read nor create (a database readable through its group in a folder
+ * it cannot write) and whose WAL is empty: nothing is then written
+ * anywhere, and only a writer that starts during the read can make the
+ * read fail (SQLITE_CORRUPT or stale rows; never damage). */
+static int reopen_immutable(struct store *st, const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(path), j = 0;
+	char *uri = px_calloc(1, 3 * n + 32);
+	int rc;
+
+	if (!uri)
+		return SQLITE_NOMEM;
+	j += (size_t)sprintf(uri, "file:");
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (c == '?' || c == '#' || c == '%' || c < 0x20 ||
+		    c >= 0x7f) {
+			uri[j++] = '%';
+			uri[j++] = hex[c >> 4];
+			uri[j++] = hex[c & 15];
+		} else {
+			uri[j++] = (char)c;
+		}
+	}
+	strcpy(uri + j, "?immutable=1");
+	sqlite3_close_v2(st->db);
+	st->db = NULL;
+	rc = sqlite3_open_v2(uri, &st->db,
+			     SQLITE_OPEN_READONLY | SQLITE_OPEN_URI |
+				     SQLITE_OPEN_NOMUTEX |
+				     SQLITE_OPEN_EXRESCODE,
+			     NULL);
+	free(uri);
+	return rc;
 }
 
 /* Open path; read-only: never create, configure or migrate. */
@@ -526,6 +619,18 @@ static enum px_err open_mode(const char *path, bool readonly,
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
 	r = check_version(st, path, err);
+	if (r != PX_OK && readonly &&
+	    (st->check_rc & 0xff) == SQLITE_READONLY &&
+	    wal_is_empty(path)) {
+		rc = reopen_immutable(st, path);
+		if (rc != SQLITE_OK) {
+			r = store_fail(st, rc, err, "open database '%s'%s",
+				       path, how);
+			goto out_close;
+		}
+		sqlite3_extended_result_codes(st->db, 1);
+		r = check_version(st, path, err);
+	}
 	if (r == PX_OK && readonly)
 		r = check_current(st, path, err);
 	if (r == PX_OK && !readonly)
@@ -918,6 +1023,41 @@ out_finalize:
 
 /* ---- prices ---- */
 
+/* A record (market_id, t_s) is already stored: fine when it has the same
+ * price, PX_EEXIST naming both prices when not. */
+static enum px_err price_same(struct store *st, int64_t market_id,
+			      int64_t t_s, int64_t price_uusd,
+			      struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, ST_PRICE_GET, err);
+	char a[32], b[32], t[32];
+	enum px_err r = PX_OK;
+	int64_t have;
+	int rc;
+
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, market_id);
+	sqlite3_bind_int64(s, 2, t_s);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		r = store_fail(st, rc, err, "read price for market %" PRId64
+			       " at %" PRId64, market_id, t_s);
+		goto out;
+	}
+	have = sqlite3_column_int64(s, 0);
+	if (have != price_uusd)
+		r = px_errorf(err, PX_EEXIST,
+			      "price %s at %s conflicts with %s already "
+			      "stored for this market and second",
+			      px_format_usd(price_uusd, a, sizeof(a)),
+			      px_format_time(t_s, t, sizeof(t)),
+			      px_format_usd(have, b, sizeof(b)));
+out:
+	sqlite3_reset(s);
+	return r;
+}
+
 enum px_err store_price_add(struct store *st, int64_t market_id, int64_t t_s,
 			    int64_t price_uusd, bool *ret_inserted,
 			    struct px_error *err)
@@ -939,14 +1079,17 @@ enum px_err store_price_add(struct store *st, int64_t market_id, int64_t t_s,
 	sqlite3_bind_int64(s, 3, price_uusd);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_DONE) {
+		bool ins = sqlite3_changes(st->db) == 1;
+
 		if (ret_inserted)
-			*ret_inserted = sqlite3_changes(st->db) == 1;
-	} else {
-		r = store_fail(st, rc, err,
-			       "insert price for market %" PRId64
-			       " at %" PRId64,
-			       market_id, t_s);
+			*ret_inserted = ins;
+		sqlite3_reset(s);
+		return ins ? PX_OK : price_same(st, market_id, t_s, price_uusd,
+					       err);
 	}
+	r = store_fail(st, rc, err,
+		       "insert price for market %" PRId64 " at %" PRId64,
+		       market_id, t_s);
 	sqlite3_reset(s);
 	return r;
 }

@@ -109,8 +109,10 @@ enum px_err store_market_get_or_add(struct store *st, const char *region,
 				    const char *product, int64_t *ret_id,
 				    struct px_error *err);
 
-/* Add one price record; a record with the same (market, t_s) already there
- * is left alone and *ret_inserted (may be NULL) is false.  A negative price
+/* Add one price record; a record with the same (market, t_s) and the same
+ * price already there is left alone and *ret_inserted (may be NULL) is
+ * false; one with another price is PX_EEXIST ("price X at T conflicts
+ * with Y already stored ...") and the stored one stays.  A negative price
  * is PX_EINVAL, an unknown market PX_ENOENT. */
 enum px_err store_price_add(struct store *st, int64_t market_id, int64_t t_s,
 			    int64_t price_uusd, bool *ret_inserted,

@@ -9,6 +9,8 @@
 #   run(command="sh build/gpu-bundle/run.sh", carry=["build/gpu-bundle"])
 #
 # The folder holds bin/ (px_gpu_tests, gpu_step_bench, proteus-trainer),
+# lib/proteus/libproteus-cuda.so (the CUDA kernels, which the programs
+# dlopen on --device cuda from ../lib/proteus/ beside them),
 # lib.tar.gz (every shared library they need except glibc's and CUDA's, as
 # real files under their sonames; GCC's runtime apart, used only where the
 # machine has none), data/ (Fashion-MNIST), torch_step.py,
@@ -41,18 +43,20 @@ make -s --no-print-directory -j"$(nproc)" BUILD="$BUILD" all \
 	"$BUILD/px_gpu_tests" >/dev/null
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/data" "$out/stage/lib" "$out/stage/lib-gcc"
+mkdir -p "$out/bin" "$out/lib/proteus" "$out/data" "$out/stage/lib" \
+	"$out/stage/lib-gcc"
 cp "$BUILD/proteus-trainer" "$BUILD/px_gpu_tests" "$out/bin/"
+cp "$BUILD/libproteus-cuda.so" "$out/lib/proteus/"
 # shellcheck disable=SC2046
 cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
-	-DPX_HAVE_CUDA=1 -o "$out/bin/gpu_step_bench" \
+	-o "$out/bin/gpu_step_bench" \
 	tests/bench/gpu_step_bench.c "$BUILD/libproteus.a" \
 	$(make -s --no-print-directory BUILD="$BUILD" print-ldlibs)
 
 # Every library the binaries load, by the name the loader asks for, minus
 # glibc's (the GPU machine's newer glibc runs our binaries) and CUDA's (the
 # machine's own CUDA 13 runtime and cuBLAS must match its driver).
-for b in "$out"/bin/*; do
+for b in "$out"/bin/* "$out"/lib/proteus/*.so; do
 	ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
 done | sort -u | while read -r name path; do
 	case $name in

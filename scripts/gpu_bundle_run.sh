@@ -80,7 +80,9 @@ main() {
 		return 1
 	fi
 	# setup_libs ran in this shell: $libs is what the wrappers use
-	for b in "$here"/bin/*; do
+	# the CUDA library too: the programs dlopen it on --device cuda, and
+	# it is what needs this machine's libcudart/libcublas
+	for b in "$here"/bin/* "$here"/lib/proteus/*.so; do
 		echo "== ldd $(basename "$b")"
 		LD_LIBRARY_PATH=$libs ldd "$b"
 	done >"$tmp/ldd" 2>&1

@@ -6,6 +6,7 @@
  */
 #include "dist_int.h"
 #include "ckpt.h"
+#include "kern_cuda.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -581,6 +582,10 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 	const char *resume = o->resume;
 	int64_t crash_at = o->fault_crash_at;
 
+	/* Workers without CUDA would exit at once and the job wait for
+	 * them: no role starts unless the library loads and sees a GPU. */
+	if (o->train.device == TRAIN_DEV_CUDA && kern_cuda_check(err) != PX_OK)
+		return 1;
 	for (uint32_t attempt = 0;; attempt++) {
 		int64_t start_s = px_now_wall_us() / 1000000, clock = 0;
 		int rc = run_once(o, &cur, resume, crash_at, err);

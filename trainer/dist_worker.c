@@ -272,6 +272,15 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	struct wire_msg a;
 	enum px_err e;
 
+	/* The GPU first: without one (or without the CUDA library) the
+	 * role fails at once, before it loads data or registers. */
+	if (o->train.device == TRAIN_DEV_CUDA) {
+		e = kern_cuda_new(o->train.cuda_device, &w->cuda, err);
+		if (e != PX_OK)
+			return e;
+		w->ops = kern_cuda_ops();
+		w->kctx = w->cuda;
+	}
 	e = wire_ctx_new(&wc, &w->ctx, err);
 	if (e != PX_OK)
 		return e;
@@ -308,15 +317,6 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	if (!w->params || !w->grad || !w->idx || !w->h_x || !w->h_y)
 		return px_errorf(err, PX_ENOMEM, "worker buffers");
 	if (o->train.device == TRAIN_DEV_CUDA) {
-		e = kern_cuda_new(o->train.cuda_device, &w->cuda, err);
-		if (e != PX_OK)
-			return e;
-#ifdef PX_HAVE_CUDA
-		w->ops = &kern_cuda_ops;
-		w->kctx = w->cuda;
-#endif
-		if (!w->ops)
-			return px_errorf(err, PX_EUNSUPP, "no CUDA build");
 		e = w->ops->alloc(w->kctx, pb, (void **)&w->d_params, err);
 		if (e == PX_OK)
 			e = w->ops->alloc(w->kctx, pb, (void **)&w->d_grad,

@@ -4,9 +4,15 @@
  * that mirror the CPU references in kern_cpu.c loop for loop (same
  * summation order), so results differ only by expf/logf and FMA rounding.
  * Errors become PX_ECUDA with the CUDA/cuBLAS error string; nothing exits.
+ *
+ * Built into libproteus-cuda.so, which exports one symbol,
+ * px_kern_cuda_entry (everything else is hidden), returning the table of
+ * kern_cuda.h; the trainer dlopens it (kern_load.c).  It uses nothing of
+ * libproteus, so that it depends only on CUDA and the C/C++ runtimes.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -162,6 +168,25 @@ kc_sgd_momentum_kernel(float *w, float *v, const float *g,
 
 extern "C" {
 
+/* px_errorf's contract, here so that the library needs no libproteus. */
+static enum px_err kc_errorf(struct px_error *e, enum px_err code,
+			     const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum px_err kc_errorf(struct px_error *e, enum px_err code,
+			     const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!e)
+		return code;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
 /* A failed runtime call (cudaMalloc out of memory, say) also records its
  * error as the thread's "last error", which the next kc_check_launch would
  * then report against an innocent kernel: read it back here to clear it.
@@ -171,14 +196,14 @@ static enum px_err kc_cuda_err(struct px_error *err, cudaError_t e,
 			       const char *what)
 {
 	(void)cudaGetLastError();
-	return px_errorf(err, PX_ECUDA, "cuda: %s: %s", what,
+	return kc_errorf(err, PX_ECUDA, "cuda: %s: %s", what,
 			 cudaGetErrorString(e));
 }
 
 static enum px_err kc_blas_err(struct px_error *err, cublasStatus_t s,
 			       const char *what)
 {
-	return px_errorf(err, PX_ECUDA, "cublas: %s: %s", what,
+	return kc_errorf(err, PX_ECUDA, "cublas: %s: %s", what,
 			 cublasGetStatusString(s));
 }
 
@@ -405,7 +430,7 @@ static enum px_err kc_sgd_momentum(void *ctx, float *w, float *v,
 
 /* Positional: C++17 has no designated initializers.  The order is that of
  * struct kern_ops in kern.h (the compiler checks each pointer's type). */
-const struct kern_ops kern_cuda_ops = {
+static const struct kern_ops kc_ops = {
 	"cuda",
 	kc_alloc,
 	kc_free,
@@ -423,7 +448,7 @@ const struct kern_ops kern_cuda_ops = {
 	kc_sgd_momentum,
 };
 
-int kern_cuda_device_count(struct px_error *err)
+static int kc_device_count(struct px_error *err)
 {
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
@@ -436,8 +461,8 @@ int kern_cuda_device_count(struct px_error *err)
 	return n;
 }
 
-enum px_err kern_cuda_new(int device, struct kern_cuda **ret,
-			  struct px_error *err)
+static enum px_err kc_open(int device, struct kern_cuda **ret,
+			   struct px_error *err)
 {
 	struct kern_cuda *k;
 	struct cudaDeviceProp prop;
@@ -452,11 +477,11 @@ enum px_err kern_cuda_new(int device, struct kern_cuda **ret,
 		return kc_cuda_err(err, e, "no usable device");
 	}
 	if (device < 0 || device >= n)
-		return px_errorf(err, PX_ECUDA,
+		return kc_errorf(err, PX_ECUDA,
 				 "cuda: no device %d (%d found)", device, n);
-	k = (struct kern_cuda *)px_calloc(1, sizeof(*k));
+	k = (struct kern_cuda *)calloc(1, sizeof(*k));
 	if (!k)
-		return px_errorf(err, PX_ENOMEM,
+		return kc_errorf(err, PX_ENOMEM,
 				 "cannot allocate a cuda context");
 	k->device = device;
 	e = cudaSetDevice(device);
@@ -501,12 +526,12 @@ out_free_k:
 	return r;
 }
 
-const char *kern_cuda_name(const struct kern_cuda *k)
+static const char *kc_name(const struct kern_cuda *k)
 {
 	return k->name;
 }
 
-void kern_cuda_free(struct kern_cuda *k)
+static void kc_close(struct kern_cuda *k)
 {
 	if (!k)
 		return;
@@ -514,6 +539,25 @@ void kern_cuda_free(struct kern_cuda *k)
 	(void)cublasDestroy(k->blas);
 	(void)cudaStreamDestroy(k->stream);
 	free(k);
+}
+
+static const struct kern_cuda_api kc_api = {
+	KERN_CUDA_ABI,
+	(uint32_t)sizeof(struct kern_cuda_api),
+	(uint32_t)sizeof(struct kern_ops),
+	(uint32_t)sizeof(struct px_error),
+	&kc_ops,
+	kc_device_count,
+	kc_open,
+	kc_close,
+	kc_name,
+};
+
+/* The library's one exported symbol (KERN_CUDA_ENTRY). */
+__attribute__((visibility("default"))) const struct kern_cuda_api *
+px_kern_cuda_entry(void)
+{
+	return &kc_api;
 }
 
 } /* extern "C" */

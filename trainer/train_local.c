@@ -19,7 +19,8 @@ struct run {
 	struct kern_cuda *cuda;
 	struct model_desc d;
 	struct model_ctx *m;
-	float *h_params;   /* host: initial values */
+	struct model_ctx *em; /* host, TRAIN_EVAL_BATCH: evaluation */
+	float *h_params;   /* host: initial values, then a scratch copy */
 	float *params;     /* ops memory from here on */
 	float *vel;
 	float *grad;
@@ -93,6 +94,7 @@ static void run_release(struct run *r)
 			r->ops->free(r->kctx, r->y);
 	}
 	model_ctx_free(r->m);
+	model_ctx_free(r->em);
 	kern_cuda_free(r->cuda);
 	free(r->h_params);
 	free(r->h_x);
@@ -122,10 +124,8 @@ static enum px_err run_setup(struct run *r, const struct train_opts *o,
 		e = kern_cuda_new(o->cuda_device, &r->cuda, err);
 		if (e != PX_OK)
 			return e;
-#ifdef PX_HAVE_CUDA
-		r->ops = &kern_cuda_ops;
+		r->ops = kern_cuda_ops();
 		r->kctx = r->cuda;
-#endif
 	} else {
 		r->ops = &kern_cpu_ops;
 		kern_cpu_set_threads(o->threads);
@@ -134,7 +134,6 @@ static enum px_err run_setup(struct run *r, const struct train_opts *o,
 	r->h_params = px_calloc(r->d.n_params, sizeof(float));
 	r->h_x = px_calloc((size_t)o->batch * train->dim, sizeof(float));
 	r->h_y = px_calloc(o->batch, 1);
-	/* evaluate() also puts up to a batch of test indices here */
 	r->idx = px_calloc(train->n > o->batch ? train->n : o->batch,
 			   sizeof(uint32_t));
 	if (!r->h_params || !r->h_x || !r->h_y || !r->idx)
@@ -165,6 +164,11 @@ static enum px_err run_setup(struct run *r, const struct train_opts *o,
 	if (e == PX_OK)
 		e = model_ctx_new(&r->d, r->ops, r->kctx, o->batch, &r->m,
 				  err);
+	/* evaluation goes through train_eval_host, as in the coordinator
+	 * and `eval`: one code path, so one result for one checkpoint */
+	if (e == PX_OK)
+		e = model_ctx_new(&r->d, &kern_cpu_ops, NULL,
+				  TRAIN_EVAL_BATCH, &r->em, err);
 	return e;
 }
 
@@ -185,29 +189,17 @@ static enum px_err load_batch(struct run *r, const struct data_set *ds,
 	return e;
 }
 
+/* Test loss and accuracy of the current parameters: copied to the host
+ * and evaluated there by train_eval_host, whatever the device. */
 static enum px_err evaluate(struct run *r, const struct data_set *test,
-			    uint32_t batch, double *ret_loss, double *ret_acc,
+			    double *ret_loss, double *ret_acc,
 			    struct px_error *err)
 {
-	uint64_t correct = 0;
-	double loss = 0.0;
-	enum px_err e = PX_OK;
+	enum px_err e = r->ops->download(r->kctx, r->h_params, r->params,
+					 r->d.n_params * sizeof(float), err);
 
-	for (uint32_t i = 0; i < test->n && e == PX_OK; i += batch) {
-		uint32_t n = test->n - i < batch ? test->n - i : batch;
-
-		for (uint32_t j = 0; j < n; j++)
-			r->idx[j] = i + j;
-		e = load_batch(r, test, r->idx, n, err);
-		if (e == PX_OK)
-			e = model_eval(r->m, r->params, r->x, r->y, n, &loss,
-				       &correct, err);
-	}
-	if (e != PX_OK)
-		return e;
-	*ret_loss = loss / test->n;
-	*ret_acc = (double)correct / test->n;
-	return PX_OK;
+	return e != PX_OK ? e : train_eval_host(r->em, r->h_params, test,
+						ret_loss, ret_acc, err);
 }
 
 static enum px_err check_opts(const struct train_opts *o,
@@ -367,9 +359,8 @@ enum px_err train_local_run(const struct train_opts *o,
 		dt = px_now_mono_us() - t1;
 		train_us += dt;
 		samples += train->n;
-		/* evaluate() overwrites r.idx; the next epoch refills it */
-		e = evaluate(&r, test, o->batch, &st.test_loss,
-			     &st.test_accuracy, err);
+		e = evaluate(&r, test, &st.test_loss, &st.test_accuracy,
+			     err);
 		if (e != PX_OK)
 			goto out_release;
 		st.train_loss = loss_sum / steps;

@@ -58,9 +58,11 @@ if [ -n "${GPU_STEP_BENCH:-}" ]; then
 	[ -x "$drv" ] || die "GPU_STEP_BENCH='$drv' is not an executable"
 else
 	[ -r "$BUILD/libproteus.a" ] || die "'$BUILD/libproteus.a' not built (run make)"
-	cflag=""
-	if nm -g "$BUILD/libproteus.a" 2>/dev/null | grep -q ' [DR] kern_cuda_ops$'; then
-		cflag=-DPX_HAVE_CUDA=1
+	# The CUDA path is a library the program loads; built here, it is
+	# not beside the program, so say where it is.
+	if [ -r "$BUILD/libproteus-cuda.so" ]; then
+		PROTEUS_CUDA_LIB=${PROTEUS_CUDA_LIB:-$BUILD/libproteus-cuda.so}
+		export PROTEUS_CUDA_LIB
 	elif [ "$DEVICE" = cuda ]; then
 		die "a GPU ($gpu) but $BUILD was built without the CUDA path (make cuda-note)"
 	fi
@@ -68,7 +70,7 @@ else
 	ldlibs=$(make -s -C "$src" --no-print-directory BUILD="$BUILD" print-ldlibs)
 	# shellcheck disable=SC2086
 	cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror \
-		-Wno-unused-parameter $cflag -o "$work/gpu_step_bench" \
+		-Wno-unused-parameter -o "$work/gpu_step_bench" \
 		"$here/gpu_step_bench.c" "$BUILD/libproteus.a" $ldlibs ||
 		die "cannot build gpu_step_bench"
 	drv=$work/gpu_step_bench

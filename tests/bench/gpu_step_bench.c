@@ -183,10 +183,8 @@ static enum px_err bench_setup(struct bench *b, const struct opts *o,
 		e = kern_cuda_new(0, &b->cuda, err);
 		if (e != PX_OK)
 			return e;
-#ifdef PX_HAVE_CUDA
-		b->ops = &kern_cuda_ops;
+		b->ops = kern_cuda_ops();
 		b->kctx = b->cuda;
-#endif
 	} else {
 		b->ops = &kern_cpu_ops;
 		kern_cpu_set_threads(o->threads);

@@ -4,7 +4,10 @@
  * max diff; sizes past the launch cap (grid-stride loops), empty sizes,
  * error mapping; then the MLP's gradient, evaluation and N SGD steps on CPU
  * and GPU.  Built by `make test-gpu` into build/px_gpu_tests; every test
- * skips when no CUDA device is found, and the run then says so. */
+ * skips when no CUDA device is found, and the run then says so.  The CUDA
+ * table comes through the trainer's loader (kern_load.c), which finds
+ * build/libproteus-cuda.so beside this program (or $PROTEUS_CUDA_LIB): a
+ * library that does not load fails every test rather than skipping. */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <math.h>
@@ -32,14 +35,18 @@ ReportHook(POST_ALL)(struct criterion_global_stats *st)
 #ifdef PX_HAVE_CUDA
 
 static struct kern_cuda *gpu;
+static const struct kern_ops *G; /* the loaded library's table */
 
 static void gpu_open(void)
 {
 	struct px_error err = { 0 };
 
+	cr_assert_eq(kern_cuda_load(&err), PX_OK, "%s", err.msg);
 	if (kern_cuda_device_count(NULL) <= 0)
 		return;
 	cr_assert_eq(kern_cuda_new(0, &gpu, &err), PX_OK, "%s", err.msg);
+	G = kern_cuda_ops();
+	cr_assert(G && !strcmp(G->name, "cuda"));
 }
 
 static void gpu_close(void)
@@ -56,7 +63,6 @@ static void need_gpu(void)
 		cr_skip_test("no CUDA device (cudaGetDeviceCount)");
 }
 
-static const struct kern_ops *G = &kern_cuda_ops;
 
 static void *to_dev(const void *h, size_t bytes)
 {

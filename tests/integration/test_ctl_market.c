@@ -1,8 +1,14 @@
 /* test_ctl_market.c -- proteusctl market import/show, end to end. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pxrun.h"
@@ -97,6 +103,10 @@ Test(ctl_market, import_and_show_time_weighted)
 	cr_assert_float_eq(num(m, "price_usd"), 0.10, 1e-9);
 	cr_assert_str_eq(json_string_value(json_object_get(m, "price_since")),
 			 "2016-03-01T03:00:00Z");
+	/* the price's time and its age at --at */
+	cr_assert_str_eq(json_string_value(json_object_get(m, "price_time")),
+			 "2016-03-01T03:00:00Z");
+	cr_assert_eq(num(m, "price_age_s"), 1800);
 	cr_assert_float_eq(num(m, "min_usd"), 0.01, 1e-9);
 	cr_assert_float_eq(num(m, "median_usd"), 0.02, 1e-9);
 	cr_assert_float_eq(num(m, "max_usd"), 0.10, 1e-9);
@@ -213,6 +223,337 @@ Test(ctl_market, shipped_trace_imports)
 	pxrun_free(&r);
 	cr_assert_eq(ctl(&r, "market", "--type", "c4.xlarge", NULL, NULL), 0);
 	cr_assert(strstr(r.out, "us-east-1f"), "%s", r.out);
+	/* an old price says how old it is */
+	cr_assert(strstr(r.out, "Z (") && strstr(r.out, " y ago)"), "%s",
+		  r.out);
 	pxrun_free(&r);
 	free(tr);
+}
+
+/* ---- concurrency, read-only readers, missing databases ---- */
+
+/* Start $PX_BUILD/proteusctl argv with stdout to /dev/null and stderr to
+ * errpath; uid >= 0: as that user (the test runs as root).  Returns the
+ * child's pid. */
+static pid_t spawn_ctl(const char *const *argv, const char *errpath,
+		       int uid)
+{
+	const char *build = getenv("PX_BUILD");
+	char prog[512];
+	pid_t pid;
+
+	cr_assert_not_null(build, "PX_BUILD not set");
+	snprintf(prog, sizeof(prog), "%s/proteusctl", build);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int o = open("/dev/null", O_WRONLY);
+		int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(126);
+		if (uid >= 0 && (setgroups(0, NULL) || setgid((gid_t)uid) ||
+				 setuid((uid_t)uid)))
+			_exit(125);
+		execv(prog, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+	int ws;
+
+	cr_assert_eq(waitpid(pid, &ws, 0), pid);
+	return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 65536);
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_not_null(buf);
+	fread(buf, 1, 65535, f);
+	fclose(f);
+	return buf;
+}
+
+/* An import into a fresh database while other commands open it: each
+ * opener makes or checks the schema in one transaction, so none sees the
+ * tables of another before its schema version ("has tables but no
+ * schema version").  Two imports both succeed; a show in between sees
+ * the markets, or nothing yet (exit 4), never an error. */
+Test(ctl_market, concurrent_first_open_of_a_fresh_database)
+{
+	char *small = fixture("small.json"), *nf = fixture("newest-first.json");
+	char e1[512], e2[512], e3[512];
+	const char *imp1[] = {"proteusctl", "market", "import", "--db", db,
+			      small, NULL};
+	const char *imp2[] = {"proteusctl", "market", "import", "--db", db,
+			      nf, NULL};
+	const char *show[] = {"proteusctl", "market", "--db", db, NULL};
+
+	snprintf(e1, sizeof(e1), "%s/e1", tmp);
+	snprintf(e2, sizeof(e2), "%s/e2", tmp);
+	snprintf(e3, sizeof(e3), "%s/e3", tmp);
+	for (int round = 0; round < 25; round++) {
+		char sfx[160];
+		pid_t a, b, c;
+		int sa, sb, sc;
+
+		for (const char *const *x = (const char *const[]){
+			     "", "-wal", "-shm", NULL};
+		     *x; x++) {
+			snprintf(sfx, sizeof(sfx), "%s%s", db, *x);
+			unlink(sfx);
+		}
+		a = spawn_ctl(imp1, e1, -1);
+		c = spawn_ctl(show, e3, -1);
+		b = spawn_ctl(imp2, e2, -1);
+		sa = wait_status(a);
+		sb = wait_status(b);
+		sc = wait_status(c);
+		char *t1 = read_text(e1), *t2 = read_text(e2),
+		     *t3 = read_text(e3);
+		cr_assert_eq(sa, 0, "round %d: import 1: %d: %s", round, sa,
+			     t1);
+		cr_assert_eq(sb, 0, "round %d: import 2: %d: %s", round, sb,
+			     t2);
+		cr_assert(sc == 0 || sc == 4, "round %d: show: %d: %s", round,
+			  sc, t3);
+		cr_assert_null(strstr(t3, "not a proteus store"), "%s", t3);
+		free(t1);
+		free(t2);
+		free(t3);
+	}
+	free(small);
+	free(nf);
+}
+
+/* Reading needs no write access: a user who may read the database but
+ * not write it or its folder (the shipped unit's group setup) can show
+ * markets and history; nothing is created or changed. */
+Test(ctl_market, show_and_history_read_only_user)
+{
+	char *small = fixture("small.json");
+	char dir[512], path[600], errp[512];
+	const char *show[] = {"proteusctl", "market", "--db", path,
+			      "--at=2016-03-01T03:30:00Z", NULL};
+	const char *hist[] = {"proteusctl", "history", "--db", path, NULL};
+	struct pxrun r;
+	struct stat sb, sa;
+	int uid = geteuid() == 0 ? 65534 : -1;
+	char *t;
+	int s;
+
+	snprintf(dir, sizeof(dir), "%s/ro", tmp);
+	snprintf(path, sizeof(path), "%s/p.db", dir);
+	snprintf(errp, sizeof(errp), "%s/err", tmp);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	{
+		const char *argv[] = {"proteusctl", "market", "import",
+				      "--db", path, small, NULL};
+		cr_assert_eq(pxrun(&r, 60, "proteusctl", argv), 0);
+		cr_assert_eq(r.status, 0, "%s", r.err);
+		pxrun_free(&r);
+	}
+	/* the WAL and -shm are gone after the last close */
+	cr_assert_eq(chmod(path, 0444), 0);
+	cr_assert_eq(chmod(dir, 0555), 0);
+	cr_assert_eq(chmod(tmp, 0755), 0);
+	cr_assert_eq(stat(path, &sb), 0);
+
+	s = wait_status(spawn_ctl(show, errp, uid));
+	t = read_text(errp);
+	cr_assert_eq(s, 0, "show: status %d: %s", s, t);
+	free(t);
+	s = wait_status(spawn_ctl(hist, errp, uid));
+	t = read_text(errp);
+	cr_assert_eq(s, 0, "history: status %d: %s", s, t);
+	free(t);
+	cr_assert_eq(stat(path, &sa), 0);
+	cr_assert_eq(sa.st_mtime, sb.st_mtime, "the database was written");
+	cr_assert_eq(sa.st_size, sb.st_size);
+	chmod(dir, 0755);
+	free(small);
+}
+
+/* Showing a database that does not exist creates nothing. */
+Test(ctl_market, show_missing_database_creates_nothing)
+{
+	struct pxrun r;
+
+	cr_assert_eq(ctl(&r, "market", NULL, NULL, NULL, NULL), 4,
+		     "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, db), "%s", r.err);
+	cr_assert(strstr(r.err, "no such file"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_neq(access(db, F_OK), 0, "show created the database");
+}
+
+static char *write_tmp(const char *name, const char *text)
+{
+	char *path;
+	FILE *f;
+
+	cr_assert(asprintf(&path, "%s/%s", tmp, name) > 0);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+#define ONE_RECORD(price)                                                    \
+	"{\"SpotPriceHistory\":[{\"AvailabilityZone\":\"us-east-1a\","     \
+	"\"InstanceType\":\"m3.medium\",\"ProductDescription\":"           \
+	"\"Linux/UNIX\",\"SpotPrice\":\"" price "\",\"Timestamp\":"        \
+	"\"2016-03-01T00:00:00Z\"}]}"
+
+/* One rule for two prices of one key: the same value twice is fine, a
+ * different one is refused naming both, and nothing is imported. */
+Test(ctl_market, conflicting_prices_refused)
+{
+	char *a = write_tmp("a.json", ONE_RECORD("0.010000"));
+	char *b = write_tmp("b.json", ONE_RECORD("0.020000"));
+	char *o1 = write_tmp("o1.json", "{\"us-east-1\":{\"m3.medium\":0.067}}");
+	char *o2 = write_tmp("o2.json", "{\"us-east-1\":{\"m3.medium\":0.07}}");
+	struct pxrun r;
+	json_t *j;
+
+	cr_assert_eq(ctl(&r, "market", "import", a, a, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	/* in one command and against what an earlier one stored */
+	cr_assert_eq(ctl(&r, "market", "import", b, NULL, NULL), 3,
+		     "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "b.json: record 0"), "%s", r.err);
+	cr_assert(strstr(r.err, "0.020000"), "%s", r.err);
+	cr_assert(strstr(r.err, "0.010000"), "%s", r.err);
+	cr_assert(strstr(r.err, "nothing was imported"), "%s", r.err);
+	pxrun_free(&r);
+	j = show_json("us-east-1a", "--at=2016-03-01T01:00:00Z");
+	cr_assert_float_eq(num(json_array_get(j, 0), "price_usd"), 0.01, 1e-9);
+	json_decref(j);
+
+	/* on-demand tables: the same in two files is fine; two different
+	 * prices in one import are refused, naming both files */
+	cr_assert_eq(ctl(&r, "market", "import", "--ondemand", o1, o1), 0,
+		     "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, "market", "import", "--ondemand", o1, o2), 3,
+		     "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, "o2.json: us-east-1.m3.medium"), "%s", r.err);
+	cr_assert(strstr(r.err, "o1.json"), "%s", r.err);
+	pxrun_free(&r);
+	j = show_json("us-east-1a", "--at=2016-03-01T01:00:00Z");
+	cr_assert_float_eq(num(json_array_get(j, 0), "ondemand_usd"), 0.067,
+			   1e-9);
+	json_decref(j);
+	/* a later table replaces an earlier one, and says so */
+	cr_assert_eq(ctl(&r, "market", "import", "--ondemand", o2, NULL), 0,
+		     "%s", r.err);
+	cr_assert(strstr(r.out, "1 replacing a different price"), "%s", r.out);
+	pxrun_free(&r);
+	free(a);
+	free(b);
+	free(o1);
+	free(o2);
+}
+
+/* Strings stored before the import checks (or by other means) never
+ * reach the terminal raw: every table escapes them.  history --job
+ * prints one readable line per event. */
+Test(ctl_market, stored_control_characters_are_escaped)
+{
+	char *small = fixture("small.json");
+	struct pxrun r;
+	sqlite3 *h = NULL;
+	const char *argv[] = {"proteusctl", "history", "--db", db, "--job",
+			      "1", NULL};
+
+	cr_assert_eq(ctl(&r, "market", "import", small, NULL, NULL), 0, "%s",
+		     r.err);
+	pxrun_free(&r);
+	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(h,
+		"INSERT INTO markets (region, zone, type, product) VALUES "
+		"('us-east-1', 'us-east-1z', 'c4' || char(9) || 'x' || "
+		"char(27) || '[2J', 'Linux/UNIX');"
+		"INSERT INTO prices SELECT id, 1456790400, 10000 FROM markets "
+		"WHERE zone = 'us-east-1z';"
+		"INSERT INTO jobs (name, spec, state, created_us, updated_us) "
+		"VALUES ('j' || char(10) || 'x', '{}', 'done', 1, 1);"
+		"INSERT INTO events (job_id, at_us, kind, detail) VALUES "
+		"(1, 1456790400000000, 'stage', "
+		"'{\"stage\": \"bid\", \"n\": 3, \"why\": \"a\\u001bb\"}'), "
+		"(1, 1456790401000000, 'warning', 'plain text');"
+		"INSERT INTO events (job_id, at_us, kind, detail) VALUES "
+		"(1, 1456790402000000, 'error', 'raw' || char(27) || '[2J');",
+		NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+	sqlite3_close(h);
+
+	cr_assert_eq(ctl(&r, "market", "--zone", "us-east-1z", NULL, NULL), 0,
+		     "%s", r.err);
+	cr_assert_null(strchr(r.out, 0x1b), "raw ESC: %s", r.out);
+	cr_assert(strstr(r.out, "c4\\tx\\x1b[2J"), "%s", r.out);
+	pxrun_free(&r);
+
+	cr_assert_eq(pxrun(&r, 60, "proteusctl", argv), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strchr(r.out, 0x1b), "raw ESC: %s", r.out);
+	cr_assert(strstr(r.out, "job 'j\\nx'"), "%s", r.out);
+	cr_assert(strstr(r.out, "2016-03-01T00:00:00Z stage     stage=bid n=3 "
+			 "why=a\\x1bb\n"), "%s", r.out);
+	cr_assert(strstr(r.out, "2016-03-01T00:00:01Z warning   plain text\n"),
+		  "%s", r.out);
+	cr_assert(strstr(r.out, "2016-03-01T00:00:02Z error     raw\\x1b[2J\n"),
+		  "%s", r.out);
+	pxrun_free(&r);
+	free(small);
+}
+
+#define REC_AT(price, time)                                                  \
+	"{\"AvailabilityZone\":\"us-east-1a\",\"InstanceType\":\"m3.medium\"," \
+	"\"ProductDescription\":\"Linux/UNIX\",\"SpotPrice\":\"" price "\","  \
+	"\"Timestamp\":\"" time "\"}"
+
+/* The 2016 and 2021 traces in one database: the years between them are
+ * a gap, not the last 2016 price holding.  A price holds until the next
+ * record, at most 7 days; the rest is excluded and reported. */
+Test(ctl_market, gap_between_traces_is_not_a_price)
+{
+	char *a = write_tmp("2016.json", "{\"SpotPriceHistory\":["
+		REC_AT("0.01", "2016-03-01T00:00:00Z") ","
+		REC_AT("0.02", "2016-03-01T01:00:00Z") "]}");
+	char *b = write_tmp("2021.json", "{\"SpotPriceHistory\":["
+		REC_AT("0.05", "2021-03-01T00:00:00Z") ","
+		REC_AT("0.05", "2021-03-03T00:00:00Z") ","
+		REC_AT("0.05", "2021-03-05T00:00:00Z") ","
+		REC_AT("0.05", "2021-03-07T00:00:00Z") ","
+		REC_AT("0.05", "2021-03-09T00:00:00Z") ","
+		REC_AT("0.06", "2021-03-11T00:00:00Z") "]}");
+	struct pxrun r;
+	json_t *j, *m;
+
+	cr_assert_eq(ctl(&r, "market", "import", a, b, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	j = show_json("us-east-1a", "--at=2021-03-11T00:00:00Z");
+	m = json_array_get(j, 0);
+	/* 0.01 for 1 h, 0.02 for 7 d (then a gap), 0.05 for 10 d */
+	cr_assert_float_eq(num(m, "median_usd"), 0.05, 1e-9);
+	cr_assert_float_eq(num(m, "min_usd"), 0.01, 1e-9);
+	cr_assert_float_eq(num(m, "max_usd"), 0.06, 1e-9);
+	cr_assert_eq(num(m, "gaps"), 1);
+	cr_assert_eq(num(m, "gap_s"), 1614556800 - 1456794000 - 7 * 86400);
+	json_decref(j);
+	cr_assert_eq(ctl(&r, "market", "--zone", "us-east-1a",
+			 "--at=2021-03-11T00:00:00Z", NULL), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "(1 gap, 5 y without data, excluded)"), "%s",
+		  r.out);
+	pxrun_free(&r);
+	free(a);
+	free(b);
 }

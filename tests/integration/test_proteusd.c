@@ -656,12 +656,27 @@ Test(proteusd, stale_socket_replaced_live_one_kept)
 	start_ready(NULL, NULL);
 	json_decref(call(PROTO_CMD_ping));
 
-	/* a second daemon on a live socket refuses to start */
-	cr_assert_eq(pxrun(&r, 20, "proteusd", argv), 0);
-	cr_assert_eq(r.status, 1);
-	cr_assert(strstr(r.err, "another proteusd is listening"), "%s",
-		  r.err);
-	pxrun_free(&r);
+	/* a second daemon on a live socket (with a database of its own,
+	 * else the database lock refuses it first) refuses to start */
+	{
+		const char *argv2[] = {"proteusd", "--config", NULL, NULL};
+		char *conf2;
+		FILE *f;
+
+		cr_assert(asprintf(&conf2, "%s/p2.conf", t.tmp) > 0);
+		f = fopen(conf2, "w");
+		cr_assert_not_null(f);
+		fprintf(f, "db %s/p2.db\ncontrol_socket %s\nworld sim\n",
+			t.tmp, t.sock);
+		fclose(f);
+		argv2[2] = conf2;
+		cr_assert_eq(pxrun(&r, 20, "proteusd", argv2), 0);
+		cr_assert_eq(r.status, 1);
+		cr_assert(strstr(r.err, "another proteusd is listening"),
+			  "%s", r.err);
+		pxrun_free(&r);
+		free(conf2);
+	}
 	json_decref(call(PROTO_CMD_ping));
 
 	/* a file that is not a socket is never removed */
@@ -878,4 +893,105 @@ Test(proteusd, print_config_json_and_usage_errors)
 	cr_assert(strstr(r.err, "--json goes with --print-config"), "%s",
 		  r.err);
 	pxrun_free(&r);
+}
+
+static int count_lines_with(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* A flood of refused clients logs the first refusal, then one summary
+ * line per window with the count, not one line per client. */
+Test(proteusd, refused_clients_are_logged_rate_limited, .timeout = 40)
+{
+	enum { N = 300 };
+	uint64_t end;
+	char *log;
+	int a, fd, lines;
+
+	start_ready("max_clients 1\n", NULL);
+	a = raw_connect();
+	raw_ping(a);
+	for (int i = 0; i < N; i++) {
+		fd = raw_connect();
+		close(fd);
+	}
+	raw_ping(a); /* the daemon has handled the flood */
+	/* the summary comes at the end of the window (5 s) */
+	end = px_now_mono_us() + 15 * 1000000ull;
+	do {
+		usleep(100000);
+		log = read_log();
+		lines = count_lines_with(log, "more clients refused");
+		if (lines > 0 || px_now_mono_us() > end)
+			break;
+		free(log);
+	} while (1);
+	cr_assert_geq(lines, 1, "no summary line; log:\n%s", log);
+	lines = count_lines_with(log, "too many clients");
+	cr_assert_leq(lines, 4, "%d lines for %d refused clients:\n%s", lines,
+		      N, log);
+	/* the counts add up to the clients refused (first one + summaries) */
+	{
+		long sum = 1;
+		const char *p = log;
+
+		while ((p = strstr(p, " more client"))) {
+			const char *q = p;
+
+			while (q > log && q[-1] >= '0' && q[-1] <= '9')
+				q--;
+			sum += strtol(q, NULL, 10);
+			p++;
+		}
+		cr_assert_eq(sum, N, "counted %ld of %d:\n%s", sum, N, log);
+	}
+	free(log);
+	raw_ping(a);
+	close(a);
+}
+
+/* One daemon per database: a second one with the same db and another
+ * socket refuses, naming the holder; after a kill -9 of the first, a
+ * new one starts at once. */
+Test(proteusd, second_daemon_on_one_database_refused)
+{
+	char *conf2, *sock2;
+	const char *argv[] = {"proteusd", "--config", NULL, "--foreground",
+			      NULL};
+	char pid[32];
+	struct pxrun r;
+	FILE *f;
+
+	cr_assert(asprintf(&conf2, "%s/p2.conf", t.tmp) > 0);
+	cr_assert(asprintf(&sock2, "%s/p2.sock", t.tmp) > 0);
+	f = fopen(conf2, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nworld sim\n", t.db, sock2);
+	fclose(f);
+	argv[2] = conf2;
+
+	start_ready(NULL, NULL);
+	cr_assert_eq(pxrun(&r, 20, "proteusd", argv), 0);
+	cr_assert_eq(r.status, 1, "second daemon: status %d: %s", r.status,
+		     r.err);
+	snprintf(pid, sizeof(pid), "pid %ld", (long)t.pid);
+	cr_assert(strstr(r.err, "in use by another proteusd"), "%s", r.err);
+	cr_assert(strstr(r.err, pid), "want '%s' in: %s", pid, r.err);
+	cr_assert_neq(access(sock2, F_OK), 0, "second socket created");
+	pxrun_free(&r);
+	json_decref(call(PROTO_CMD_ping));
+
+	/* kill -9: the kernel drops the lock; a restart is not blocked */
+	kill(t.pid, SIGKILL);
+	waitpid(t.pid, NULL, 0);
+	t.pid = 0;
+	start_ready(NULL, NULL);
+	json_decref(call(PROTO_CMD_ping));
+	free(conf2);
+	free(sock2);
 }

@@ -41,7 +41,34 @@ Test(px, parse_usd)
 	usd_bad(".");
 	usd_bad("0.0000001");
 	usd_bad("99999999999999");
+	/* the bound, 10^9 USD, holds to the last digit */
+	cr_assert_eq(usd("1000000000"), INT64_C(1000000000000000));
+	cr_assert_eq(usd("1000000000.000000"), INT64_C(1000000000000000));
+	cr_assert_eq(usd("999999999.999999"), INT64_C(999999999999999));
+	usd_bad("1000000000.000001");
+	usd_bad("1000000000.5");
+	usd_bad("1000000001");
 	usd_bad("1 ");
+}
+
+Test(px, term_safe)
+{
+	char b[64];
+
+	cr_assert_str_eq(px_term_safe("c4.xlarge", b, sizeof b), "c4.xlarge");
+	cr_assert_str_eq(px_term_safe("a\tb\nc\rd\\e", b, sizeof b),
+			 "a\\tb\\nc\\rd\\\\e");
+	cr_assert_str_eq(px_term_safe("x\x1b[31my\x7f", b, sizeof b),
+			 "x\\x1b[31my\\x7f");
+	/* UTF-8 passes, its C1 controls (U+009B, a CSI) do not */
+	cr_assert_str_eq(px_term_safe("\xc3\xa9\xc2\x9b", b, sizeof b),
+			 "\xc3\xa9\\x9b");
+	/* cut whole: never half an escape */
+	cr_assert_str_eq(px_term_safe("ab\x1b", b, 5), "ab");
+	cr_assert_eq(px_ctrl_at("abc", 3), -1);
+	cr_assert_eq(px_ctrl_at("ab\tc", 4), 2);
+	cr_assert_eq(px_ctrl_at("a\xc2\x85", 3), 1);
+	cr_assert_eq(px_ctrl_at("\xc3\xa9", 2), -1);
 }
 
 Test(px, format_usd)

@@ -65,6 +65,8 @@ Test(market, conflicting_duplicate_rejected)
 	cr_assert_eq(market_set_seal(&ms, &e), PX_EINVAL);
 	cr_assert(strstr(e.msg, "'r3.large'"), "%s", e.msg);
 	cr_assert(strstr(e.msg, "2016-02-24T21:10:53Z"), "%s", e.msg);
+	/* both prices named, as market import names both */
+	cr_assert(strstr(e.msg, "0.000010 and 0.000011"), "%s", e.msg);
 	market_set_release(&ms);
 
 	market_set_init(&ms);

@@ -341,8 +341,19 @@ Test(store, price_dedup)
 	int64_t m = market(st, "us-east-1a", "c4.xlarge"), p = 0;
 	int64_t n = market(st, "us-east-1b", "c4.xlarge");
 
+	struct px_error err = {0};
+	bool ins = true;
+
 	cr_assert(price_add(st, m, 1456348253, 230000));
-	cr_assert_not(price_add(st, m, 1456348253, 999999));
+	/* the same record again: fine, not stored twice */
+	cr_assert_not(price_add(st, m, 1456348253, 230000));
+	/* another price for the same market and second: refused, named */
+	cr_assert_eq(store_price_add(st, m, 1456348253, 999999, &ins, &err),
+		     PX_EEXIST);
+	cr_assert_not(ins);
+	cr_assert(strstr(err.msg, "0.999999"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "0.230000"), "%s", err.msg);
+	cr_assert(strstr(err.msg, "2016-02-24T21:10:53Z"), "%s", err.msg);
 	cr_assert(price_add(st, n, 1456348253, 5), "other market, same time");
 	cr_assert_eq(store_price_at(st, m, 1456348253, &p, NULL, NULL), PX_OK);
 	cr_assert_eq(p, 230000, "the first record must stay");

@@ -415,6 +415,32 @@ Test(trace, field_errors)
 	    PX_EINVAL, "field 'AvailabilityZone'", "NUL", NULL);
 	bad(DOC(GOOD ",{\"AvailabilityZone\": \"a-1a\"}"),
 	    PX_EINVAL, "record 1", "field 'InstanceType': missing", NULL);
+	/* control characters would break tables and reach terminals:
+	 * refused, and the message shows them escaped */
+	bad(DOC(GOOD "," REC("\"us-east-1a\"", "\"c4.x\\tlarge\"", "\"0.1\"",
+			     "\"2016-01-01\"")),
+	    PX_EINVAL, "record 1", "field 'InstanceType': control "
+	    "character '\\t' at byte 4", "'c4.x\\tlarge'");
+	bad(DOC(REC("\"us-east-1a\\n\"", "\"c4\"", "\"0.1\"",
+		    "\"2016-01-01\"")),
+	    PX_EINVAL, "field 'AvailabilityZone'", "'\\n' at byte 10", NULL);
+	bad(DOC(REC("\"us-east-1a\"", "\"c4\"", "\"0.1\"",
+		    "\"2016-01-01\"") "," REC("\"us-east-1a\"", "\"c4\"",
+		    "\"0.1\"", "\"2016-01-01\"")
+		"," "{\"ProductDescription\": \"Linux\\u001b[31m\"}"),
+	    PX_EINVAL, "record 2", "field 'ProductDescription'",
+	    "'\\x1b' at byte 5 of 'Linux\\x1b[31m'");
+	bad(DOC(REC("\"us-east-1a\"", "\"c4\\u009b\"", "\"0.1\"",
+		    "\"2016-01-01\"")),
+	    PX_EINVAL, "field 'InstanceType'", "'\\x9b' at byte 2", NULL);
+	{
+		struct seen sn;
+		struct px_error e;
+
+		rd(DOC(REC("\"us-east-1a\"", "\"c4\\u001b\"", "\"0.1\"",
+			   "\"2016-01-01\"")), &sn, &e);
+		cr_assert_null(strchr(e.msg, 0x1b), "raw ESC in '%s'", e.msg);
+	}
 	bad(DOC("{\"SpotPrice\": \"1\", \"SpotPrice\": \"2\"}"),
 	    PX_EINVAL, "record 0", "field 'SpotPrice': duplicate", NULL);
 }
