@@ -739,7 +739,8 @@ static enum px_err db_begin_run(struct db_ctx *c, const struct opts *o,
 	char *params;
 	enum px_err e;
 
-	e = store_job_add(c->st, job->name, job_text, now, &c->job_id,
+	e = store_job_add(c->st, job->name, job_text, STORE_WORLD_SIM, now,
+			  &c->job_id,
 			  &c->err);
 	if (e == PX_OK)
 		e = store_job_set_state(c->st, c->job_id, STORE_JOB_RUNNING,

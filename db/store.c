@@ -21,13 +21,19 @@
 #include <sys/stat.h>
 
 #include "schema_v1.h"
+#include "schema_v2.h"
 
 #define STORE_BUSY_TIMEOUT_MS 5000
 #define STORE_APPLICATION_ID 1347965745 /* 0x50585331, "PXS1" */
 
-/* Migration i takes a database from user_version i to i + 1. */
-static const char *const store_migrations[] = {
-	store_schema_v1,
+/* Migration i takes a database from user_version i to i + 1; steps that
+ * rebuild a table run with foreign keys off (SQLite's documented way). */
+static const struct {
+	const char *sql;
+	bool rebuilds;
+} store_migrations[] = {
+	{store_schema_v1, false},
+	{store_schema_v2, true},
 };
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) ==
 		       STORE_SCHEMA_VERSION,
@@ -102,17 +108,18 @@ static const char *const stmt_sql[ST_MAX] = {
 			  "inserted, first_s, last_s, at_us) "
 			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_IMPORT_SEEN] = "SELECT 1 FROM imports WHERE sha256 = ?1 LIMIT 1",
-	[ST_JOB_ADD] = "INSERT INTO jobs (name, spec, state, created_us, "
-		       "updated_us) VALUES (?1, ?2, 'submitted', ?3, ?3)",
+	[ST_JOB_ADD] = "INSERT INTO jobs (name, spec, state, world, "
+		       "created_us, updated_us) "
+		       "VALUES (?1, ?2, 'queued', ?4, ?3, ?3)",
 	[ST_JOB_SET_STATE] = "UPDATE jobs SET state = ?2, updated_us = ?3 "
 			     "WHERE id = ?1 AND state IN "
-			     "('submitted', 'running')",
+			     "('queued', 'running')",
 	[ST_JOB_STATE] = "SELECT state FROM jobs WHERE id = ?1",
-	[ST_ALLOC_ADD] = "INSERT INTO allocations (job_id, market_id, tier, "
-			 "bid_uusd, count, at_us) "
-			 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_ALLOC_ADD] = "INSERT INTO allocations (job_id, market_id, type, "
+			 "tier, bid_uusd, count, at_us) "
+			 "VALUES (?1, ?2, ?7, ?3, ?4, ?5, ?6)",
 	[ST_INSTANCE_ADD] = "INSERT INTO instances (alloc_id, cloud_id, "
-			    "start_us) VALUES (?1, ?2, ?3)",
+			    "start_us, ctrl_id) VALUES (?1, ?2, ?3, ?4)",
 	[ST_INSTANCE_END] = "UPDATE instances SET end_us = ?2, "
 			    "end_reason = ?3 WHERE id = ?1 AND end_us IS NULL",
 	[ST_INSTANCE_ENDED] = "SELECT start_us, end_us FROM instances "
@@ -142,11 +149,11 @@ struct store {
 };
 
 static const char *const job_state_names[STORE_JOB_STATE_MAX] = {
-	[STORE_JOB_SUBMITTED] = "submitted",
+	[STORE_JOB_QUEUED] = "queued",
 	[STORE_JOB_RUNNING] = "running",
 	[STORE_JOB_DONE] = "done",
 	[STORE_JOB_FAILED] = "failed",
-	[STORE_JOB_CANCELED] = "canceled",
+	[STORE_JOB_CANCELLED] = "cancelled",
 };
 
 static const char *const tier_names[] = {
@@ -335,10 +342,16 @@ static enum px_err migrate(struct store *st, const char *path,
 	int64_t v;
 	enum px_err r;
 
-	for (;;) {
+	/* foreign keys cannot be switched inside a transaction: off for the
+	 * migration (nothing else runs on this connection yet), checked by
+	 * foreign_key_check after each step that rebuilds a table */
+	r = exec_sql(st, "PRAGMA foreign_keys = OFF", "disable foreign keys",
+		     err);
+	if (r == PX_OK)
 		r = exec_sql(st, "BEGIN IMMEDIATE", "begin migration", err);
-		if (r != PX_OK)
-			return r;
+	if (r != PX_OK)
+		return r;
+	for (;;) {
 		/* Read inside the write transaction: another process may
 		 * have migrated while we waited for the lock. */
 		r = query_int(st, "PRAGMA user_version", &v, err);
@@ -367,7 +380,18 @@ static enum px_err migrate(struct store *st, const char *path,
 			if (r != PX_OK)
 				goto out_rollback;
 		}
-		r = exec_sql(st, store_migrations[v], "migrate schema", err);
+		r = exec_sql(st, store_migrations[v].sql, "migrate schema",
+			     err);
+		if (r == PX_OK && store_migrations[v].rebuilds) {
+			int64_t bad;
+
+			r = query_int(st, "SELECT count(*) FROM "
+				      "pragma_foreign_key_check", &bad, err);
+			if (r == PX_OK && bad)
+				r = px_errorf(err, PX_EINVAL, "%" PRId64
+					      " rows break a foreign key",
+					      bad);
+		}
 		if (r != PX_OK) {
 			px_error_prefix(err, "database '%s': version %" PRId64
 					" to %" PRId64 ": ",
@@ -380,14 +404,18 @@ static enum px_err migrate(struct store *st, const char *path,
 		r = exec_sql(st, pragma, "set schema version", err);
 		if (r != PX_OK)
 			goto out_rollback;
-		r = exec_sql(st, "COMMIT", "commit migration", err);
-		if (r != PX_OK)
-			goto out_rollback;
+		/* every step in this one transaction: a reader never sees
+		 * a version between the file's and this build's */
 	}
-	return exec_sql(st, "COMMIT", "end migration", err);
+	r = exec_sql(st, "COMMIT", "end migration", err);
+	if (r == PX_OK)
+		r = exec_sql(st, "PRAGMA foreign_keys = ON",
+			     "enable foreign keys", err);
+	return r;
 
 out_rollback:
 	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_exec(st->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
 	return r;
 }
 
@@ -1362,9 +1390,21 @@ static enum px_err insert_step(struct store *st, sqlite3_stmt *s,
 	return r;
 }
 
+static const char *const world_names[STORE_WORLD_MAX] = {
+	[STORE_WORLD_SIM] = "sim",
+	[STORE_WORLD_LOCAL] = "local",
+	[STORE_WORLD_EC2] = "ec2",
+};
+
+const char *store_world_name(enum store_world w)
+{
+	return (unsigned)w < STORE_WORLD_MAX ? world_names[w] : "unknown";
+}
+
 enum px_err store_job_add(struct store *st, const char *name,
-			  const char *spec_json, int64_t created_us,
-			  int64_t *ret_job_id, struct px_error *err)
+			  const char *spec_json, enum store_world world,
+			  int64_t created_us, int64_t *ret_job_id,
+			  struct px_error *err)
 {
 	char what[128];
 	sqlite3_stmt *s;
@@ -1378,12 +1418,16 @@ enum px_err store_job_add(struct store *st, const char *name,
 	if (created_us < 0)
 		return px_errorf(err, PX_EINVAL, "%s: negative created_us",
 				 what);
+	if ((unsigned)world >= STORE_WORLD_MAX)
+		return px_errorf(err, PX_EINVAL, "%s: bad world %d", what,
+				 (int)world);
 	s = stmt_get(st, ST_JOB_ADD, err);
 	if (!s)
 		return PX_EDB;
 	bind_text(s, 1, name);
 	bind_text(s, 2, spec_json);
 	sqlite3_bind_int64(s, 3, created_us);
+	bind_text(s, 4, world_names[world]);
 	return insert_step(st, s, ret_job_id, what, err);
 }
 
@@ -1410,7 +1454,12 @@ enum px_err store_job_set_state(struct store *st, int64_t job_id,
 	bind_text(s, 2, job_state_names[state]);
 	sqlite3_bind_int64(s, 3, at_us);
 	rc = sqlite3_step(s);
-	if (rc != SQLITE_DONE)
+	if (rc != SQLITE_DONE &&
+	    sqlite3_extended_errcode(st->db) == SQLITE_CONSTRAINT_TRIGGER)
+		r = px_errorf(err, PX_EINVAL, "set state of job %" PRId64
+			      " to '%s': %s", job_id, job_state_names[state],
+			      sqlite3_errmsg(st->db));
+	else if (rc != SQLITE_DONE)
 		r = store_fail(st, rc, err,
 			       "set state of job %" PRId64 " to '%s'", job_id,
 			       job_state_names[state]);
@@ -1443,12 +1492,14 @@ enum px_err store_job_set_state(struct store *st, int64_t job_id,
 }
 
 enum px_err store_allocation_add(struct store *st, int64_t job_id,
-				 int64_t market_id, enum store_tier tier,
-				 int64_t bid_uusd, int count, int64_t at_us,
+				 int64_t market_id, const char *type,
+				 enum store_tier tier, int64_t bid_uusd,
+				 int count, int64_t at_us,
 				 int64_t *ret_alloc_id, struct px_error *err)
 {
 	char what[128];
 	sqlite3_stmt *s;
+	enum px_err r;
 
 	snprintf(what, sizeof(what),
 		 "add allocation for job %" PRId64 " in market %" PRId64,
@@ -1464,11 +1515,17 @@ enum px_err store_allocation_add(struct store *st, int64_t job_id,
 				 what, count);
 	if (at_us < 0)
 		return px_errorf(err, PX_EINVAL, "%s: negative time", what);
+	if ((r = check_name(what, "type", type, err)) != PX_OK)
+		return r;
 	s = stmt_get(st, ST_ALLOC_ADD, err);
 	if (!s)
 		return PX_EDB;
 	sqlite3_bind_int64(s, 1, job_id);
-	sqlite3_bind_int64(s, 2, market_id);
+	if (market_id > 0)
+		sqlite3_bind_int64(s, 2, market_id);
+	else
+		sqlite3_bind_null(s, 2);
+	bind_text(s, 7, type);
 	bind_text(s, 3, tier_names[tier]);
 	sqlite3_bind_int64(s, 4, bid_uusd);
 	sqlite3_bind_int(s, 5, count);
@@ -1478,7 +1535,8 @@ enum px_err store_allocation_add(struct store *st, int64_t job_id,
 
 enum px_err store_instance_add(struct store *st, int64_t alloc_id,
 			       const char *cloud_id, int64_t start_us,
-			       int64_t *ret_instance_id, struct px_error *err)
+			       uint64_t ctrl_id, int64_t *ret_instance_id,
+			       struct px_error *err)
 {
 	char what[128];
 	sqlite3_stmt *s;
@@ -1499,6 +1557,10 @@ enum px_err store_instance_add(struct store *st, int64_t alloc_id,
 	sqlite3_bind_int64(s, 1, alloc_id);
 	bind_text(s, 2, cloud_id);
 	sqlite3_bind_int64(s, 3, start_us);
+	if (ctrl_id > 0 && ctrl_id <= INT64_MAX)
+		sqlite3_bind_int64(s, 4, (int64_t)ctrl_id);
+	else
+		sqlite3_bind_null(s, 4);
 	return insert_step(st, s, ret_instance_id, what, err);
 }
 
@@ -1684,7 +1746,7 @@ enum px_err store_jobs_each(struct store *st,
 			    store_job_fn fn, void *ctx, struct px_error *err)
 {
 	static const char sql[] =
-		"SELECT id, name, state, created_us, updated_us, spec "
+		"SELECT id, name, state, created_us, updated_us, spec, world "
 		"FROM jobs WHERE (?1 IS NULL OR id = ?1) "
 		"AND (?2 IS NULL OR name = ?2) ORDER BY id";
 	char state[STORE_NAME_MAX];
@@ -1728,6 +1790,15 @@ enum px_err store_jobs_each(struct store *st,
 		j.state = (enum store_job_state)i;
 		j.created_us = sqlite3_column_int64(s, 3);
 		j.updated_us = sqlite3_column_int64(s, 4);
+		{
+			const char *w = (const char *)sqlite3_column_text(s, 6);
+
+			for (i = 0; w && i < STORE_WORLD_MAX; i++)
+				if (!strcmp(w, world_names[i]))
+					break;
+			j.world = w && i < STORE_WORLD_MAX ?
+				  (enum store_world)i : STORE_WORLD_MAX;
+		}
 		r = borrow_text(s, 5, &j.spec_json, &j.spec_len, "job",
 				"spec", j.id, err);
 		if (r == PX_OK)

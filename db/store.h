@@ -29,7 +29,7 @@
 
 #include "../common/px.h"
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_NAME_MAX 64 /* longest region/zone/type/product we accept */
 #define STORE_TEXT_MAX (1024 * 1024) /* longest spec/detail/note/path/source */
 
@@ -194,41 +194,56 @@ enum px_err store_import_seen(struct store *st, const char *sha256,
 /* ---- jobs, instances, allocations, events, cost ledger ---- */
 
 enum store_job_state {
-	STORE_JOB_SUBMITTED = 0,
+	STORE_JOB_QUEUED = 0,
 	STORE_JOB_RUNNING,
 	STORE_JOB_DONE,
 	STORE_JOB_FAILED,
-	STORE_JOB_CANCELED,
+	STORE_JOB_CANCELLED,
 	STORE_JOB_STATE_MAX
 };
-/* "submitted", "running", "done", "failed", "canceled" (as stored in the
- * jobs table); "unknown" for other values. */
+/* "queued", "running", "done", "failed", "cancelled" (as stored in the
+ * jobs table); "unknown" for other values.  The legal changes (queued to
+ * running, failed or cancelled; running to done, failed or cancelled) are
+ * enforced by the schema itself (a trigger; docs/schema.md). */
 const char *store_job_state_name(enum store_job_state s);
 
-/* Add a job in state submitted; name is 1 to STORE_NAME_MAX-1 bytes;
+enum store_world {
+	STORE_WORLD_SIM = 0,      /* simulate --db */
+	STORE_WORLD_LOCAL,        /* proteusd, process groups on its host */
+	STORE_WORLD_EC2,          /* proteusd, real EC2 */
+	STORE_WORLD_MAX
+};
+const char *store_world_name(enum store_world w);
+
+/* Add a job in state queued; name is 1 to STORE_NAME_MAX-1 bytes;
  * spec_json is the job spec as submitted (kept verbatim; it must be valid
  * JSON, PX_EINVAL otherwise).
  *
- * store_job_set_state: done, failed and canceled are final: changing the
+ * store_job_set_state: done, failed and cancelled are final: changing the
  * state of such a job is PX_EINVAL; an unknown job is PX_ENOENT. */
 enum px_err store_job_add(struct store *st, const char *name,
-			  const char *spec_json, int64_t created_us,
-			  int64_t *ret_job_id, struct px_error *err);
+			  const char *spec_json, enum store_world world,
+			  int64_t created_us, int64_t *ret_job_id,
+			  struct px_error *err);
 enum px_err store_job_set_state(struct store *st, int64_t job_id,
 				enum store_job_state state, int64_t at_us,
 				struct px_error *err);
 
 enum store_tier { STORE_TIER_RELIABLE = 0, STORE_TIER_TRANSIENT = 1 };
 
-/* An allocation is one bid/request: count instances of a market at a bid
- * (0 = none/on-demand).  Instances point to their allocation. */
+/* An allocation is one bid/request: count instances of type in a market
+ * at a bid (0 = none/on-demand); market_id <= 0: on-demand, no market.
+ * Instances point to their allocation; ctrl_id is the controller's id of
+ * the instance in its job (0: none), for a restarted daemon to adopt it. */
 enum px_err store_allocation_add(struct store *st, int64_t job_id,
-				 int64_t market_id, enum store_tier tier,
-				 int64_t bid_uusd, int count, int64_t at_us,
+				 int64_t market_id, const char *type,
+				 enum store_tier tier, int64_t bid_uusd,
+				 int count, int64_t at_us,
 				 int64_t *ret_alloc_id, struct px_error *err);
 enum px_err store_instance_add(struct store *st, int64_t alloc_id,
 			       const char *cloud_id, int64_t start_us,
-			       int64_t *ret_instance_id, struct px_error *err);
+			       uint64_t ctrl_id, int64_t *ret_instance_id,
+			       struct px_error *err);
 /* Mark an instance ended; reason is "released", "evicted", "lost", ...
  * Unknown instance: PX_ENOENT; already ended: PX_EEXIST; end_us before the
  * start: PX_EINVAL.  cloud_id and reason are 1 to STORE_NAME_MAX-1 bytes. */
@@ -272,6 +287,7 @@ struct store_job {
 	int64_t id;
 	char name[STORE_NAME_MAX];
 	enum store_job_state state;
+	enum store_world world;
 	int64_t created_us;    /* submission time, Unix microseconds */
 	int64_t updated_us;    /* last state change, Unix microseconds */
 	const char *spec_json; /* the spec as submitted (borrowed) */

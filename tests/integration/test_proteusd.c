@@ -20,6 +20,7 @@
 
 #include "../../agent/config.h"
 #include "../../agent/proto.h"
+#include "../../db/store.h"
 #include "pxrun.h"
 
 extern char **environ;
@@ -248,7 +249,7 @@ Test(proteusd, ready_then_ping_and_status)
 	cr_assert_str_eq(json_string_value(json_object_get(j, "world")),
 			 "sim");
 	cr_assert_eq(json_integer_value(json_object_get(j, "schema_version")),
-		     1);
+		     STORE_SCHEMA_VERSION);
 	cr_assert_eq(json_integer_value(json_object_get(j, "reloads")), 0);
 	cr_assert_eq(json_integer_value(json_object_get(j, "clients")), 1);
 	cr_assert_gt(json_integer_value(json_object_get(j, "prices")), 0);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../db/schema_v1.h"
 #include "../../db/store.h"
 
 /* ---- fixtures: a temp dir per test for file databases ---- */
@@ -128,21 +129,35 @@ static void raw_exec(const char *path, const char *sql)
 	sqlite3_close(db);
 }
 
+/* sqlite3_exec's code for sql on a plain connection (foreign keys on). */
+static int raw_exec_rc(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	int rc;
+
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+	rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return rc;
+}
+
 /* ---- migrations ---- */
 
-Test(store, fresh_db_gets_version_1, .init = tmp_setup,
+Test(store, fresh_db_gets_this_version, .init = tmp_setup,
      .fini = tmp_teardown)
 {
 	struct store *st = open_ok(":memory:");
 
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
-	cr_assert_eq(STORE_SCHEMA_VERSION, 1);
+	cr_assert_eq(STORE_SCHEMA_VERSION, 2);
 	store_close(st);
 
 	st = open_ok(db_path);
-	cr_assert_eq(store_schema_version(st), 1);
+	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	store_close(st);
-	cr_assert_eq(raw_int(db_path, "PRAGMA user_version"), 1);
+	cr_assert_eq(raw_int(db_path, "PRAGMA user_version"),
+		     STORE_SCHEMA_VERSION);
 	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM sqlite_schema "
 				      "WHERE type = 'table'"),
 		     9);
@@ -157,7 +172,7 @@ Test(store, reopen_keeps_data, .init = tmp_setup, .fini = tmp_teardown)
 	store_close(st);
 
 	st = open_ok(db_path);
-	cr_assert_eq(store_schema_version(st), 1);
+	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	cr_assert_eq(market(st, "us-east-1a", "c4.xlarge"), m);
 	cr_assert_eq(store_price_at(st, m, 2000, &p, &since, NULL), PX_OK);
 	cr_assert_eq(p, 230000);
@@ -682,7 +697,7 @@ Test(store, wal_mode_on_file, .init = tmp_setup, .fini = tmp_teardown)
 			 "wal");
 	/* :memory: has no WAL but works. */
 	st = open_ok(":memory:");
-	cr_assert_eq(store_schema_version(st), 1);
+	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	store_close(st);
 	store_close(NULL);
 }
@@ -780,25 +795,25 @@ Test(store, job_round_trip, .init = tmp_setup, .fini = tmp_teardown)
 	int64_t job = 0, job2 = 0, al = 0, al2 = 0, i1 = 0, i2 = 0, cost = -1;
 	char buf[256];
 
-	cr_assert_eq(store_job_add(st, "mlr", "{\"model\": \"mlr\"}", 1000,
+	cr_assert_eq(store_job_add(st, "mlr", "{\"model\": \"mlr\"}", STORE_WORLD_SIM, 1000,
 				   &job, &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_job_add(st, "other", "{}", 1000, &job2, &err),
+	cr_assert_eq(store_job_add(st, "other", "{}", STORE_WORLD_SIM, 1000, &job2, &err),
 		     PX_OK);
 	cr_assert_neq(job, job2);
 	cr_assert_eq(store_job_set_state(st, job, STORE_JOB_RUNNING, 2000,
 					 &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_allocation_add(st, job, m, STORE_TIER_TRANSIENT,
+	cr_assert_eq(store_allocation_add(st, job, m, "m3.large", STORE_TIER_TRANSIENT,
 					  50000, 4, 2000, &al, &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_allocation_add(st, job, m, STORE_TIER_RELIABLE, 0,
+	cr_assert_eq(store_allocation_add(st, job, m, "m3.large", STORE_TIER_RELIABLE, 0,
 					  1, 2000, &al2, &err),
 		     PX_OK, "%s", err.msg);
 	cr_assert_eq(store_instance_add(st, al, "i-0123456789abcdef0", 3000,
-					&i1, &err),
+					1, &i1, &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_instance_add(st, al2, "i-1", 3000, &i2, &err),
+	cr_assert_eq(store_instance_add(st, al2, "i-1", 3000, 0, &i2, &err),
 		     PX_OK, "%s", err.msg);
 	cr_assert_eq(store_event_add(st, job, i1, 4000, "warning",
 				     "{\"action\": \"terminate\"}", &err),
@@ -880,7 +895,7 @@ Test(store, job_round_trip, .init = tmp_setup, .fini = tmp_teardown)
 				      "job_id IS NULL AND instance_id IS "
 				      "NULL AND kind = 'decision'"),
 		     1);
-	cr_assert_str_eq(store_job_state_name(STORE_JOB_CANCELED), "canceled");
+	cr_assert_str_eq(store_job_state_name(STORE_JOB_CANCELLED), "cancelled");
 	cr_assert_str_eq(store_job_state_name(STORE_JOB_STATE_MAX), "unknown");
 }
 
@@ -895,19 +910,20 @@ Test(store, foreign_keys_enforced)
 	cr_assert(strstr(err.msg, "add event for job 42"), "%s", err.msg);
 	cr_assert(strstr(err.msg, "FOREIGN KEY constraint failed"), "%s",
 		  err.msg);
-	cr_assert_eq(store_job_add(st, "j", "{}", 1, &job, NULL), PX_OK);
+	cr_assert_eq(store_job_add(st, "j", "{}", STORE_WORLD_SIM, 1, &job,
+				   NULL), PX_OK);
 	cr_assert_eq(store_event_add(st, job, 77, 1, "join", "", &err),
 		     PX_ENOENT, "missing instance");
-	cr_assert_eq(store_allocation_add(st, job + 1, m,
+	cr_assert_eq(store_allocation_add(st, job + 1, m, "m3.large",
 					  STORE_TIER_RELIABLE, 0, 1, 1, &id,
 					  &err),
 		     PX_ENOENT);
 	cr_assert_eq(id, -5);
-	cr_assert_eq(store_allocation_add(st, job, m + 1,
+	cr_assert_eq(store_allocation_add(st, job, m + 1, "m3.large",
 					  STORE_TIER_RELIABLE, 0, 1, 1, &id,
 					  &err),
 		     PX_ENOENT, "missing market");
-	cr_assert_eq(store_instance_add(st, 5, "i-1", 1, &id, &err),
+	cr_assert_eq(store_instance_add(st, 5, "i-1", 1, 0, &id, &err),
 		     PX_ENOENT);
 	cr_assert_eq(store_ledger_add(st, job + 1, 0, 0, 1, 1, "", &err),
 		     PX_ENOENT);
@@ -920,20 +936,20 @@ Test(store, job_input_checked)
 	struct px_error err = {0};
 	int64_t job = 0, m = market(st, "us-east-1a", "c4.xlarge"), id;
 
-	cr_assert_eq(store_job_add(st, "j", "{not json", 1, &job, &err),
+	cr_assert_eq(store_job_add(st, "j", "{not json", STORE_WORLD_SIM, 1, &job, &err),
 		     PX_EINVAL);
 	cr_assert(strstr(err.msg, "spec_is_json"), "%s", err.msg);
-	cr_assert_eq(store_job_add(st, "", "{}", 1, &job, &err), PX_EINVAL);
-	cr_assert_eq(store_job_add(st, "j", NULL, 1, &job, &err), PX_EINVAL);
-	cr_assert_eq(store_job_add(st, "j", "{}", -1, &job, &err), PX_EINVAL);
-	cr_assert_eq(store_job_add(st, "j", "{}", 1, &job, &err), PX_OK);
-	cr_assert_eq(store_allocation_add(st, job, m, STORE_TIER_RELIABLE, 0,
+	cr_assert_eq(store_job_add(st, "", "{}", STORE_WORLD_SIM, 1, &job, &err), PX_EINVAL);
+	cr_assert_eq(store_job_add(st, "j", NULL, STORE_WORLD_SIM, 1, &job, &err), PX_EINVAL);
+	cr_assert_eq(store_job_add(st, "j", "{}", STORE_WORLD_SIM, -1, &job, &err), PX_EINVAL);
+	cr_assert_eq(store_job_add(st, "j", "{}", STORE_WORLD_SIM, 1, &job, &err), PX_OK);
+	cr_assert_eq(store_allocation_add(st, job, m, "m3.large", STORE_TIER_RELIABLE, 0,
 					  0, 1, &id, &err),
 		     PX_EINVAL, "count 0");
-	cr_assert_eq(store_allocation_add(st, job, m, STORE_TIER_RELIABLE, -1,
+	cr_assert_eq(store_allocation_add(st, job, m, "m3.large", STORE_TIER_RELIABLE, -1,
 					  1, 1, &id, &err),
 		     PX_EINVAL, "negative bid");
-	cr_assert_eq(store_allocation_add(st, job, m, (enum store_tier)2, 0,
+	cr_assert_eq(store_allocation_add(st, job, m, "m3.large", (enum store_tier)2, 0,
 					  1, 1, &id, &err),
 		     PX_EINVAL, "bad tier");
 	cr_assert_eq(store_event_add(st, job, 0, 1, "Bad Kind", "", &err),
@@ -973,4 +989,117 @@ Test(store, busy_error_names_the_work, .init = tmp_setup,
 	cr_assert_eq(m, 1);
 	cr_assert(price_add(st, m, 1456348253, 1));
 	store_close(st);
+}
+
+/* ---- schema version 2 (issue 10): jobs for proteusd ---- */
+
+/* A version-1 file with a job in each old state, an allocation, an
+ * instance, events and ledger lines: opened by this build, it is version
+ * 2 with everything kept, the states renamed and the type on the
+ * allocation. */
+Test(store, v1_file_migrated_to_v2_keeps_everything, .init = tmp_setup,
+     .fini = tmp_teardown)
+{
+	struct store *st;
+	char sql[4096];
+
+	snprintf(sql, sizeof sql, "%s"
+		 "PRAGMA user_version = 1;"
+		 "INSERT INTO markets VALUES (1, 'us-east-1', 'us-east-1a',"
+		 " 'm3.large', 'Linux/UNIX');"
+		 "INSERT INTO jobs VALUES (1, 'a', '{}', 'submitted', 5, 5),"
+		 " (2, 'b', '{}', 'canceled', 5, 6),"
+		 " (3, 'c', '{}', 'done', 5, 7);"
+		 "INSERT INTO allocations VALUES (1, 3, 1, 'transient', 42, 1,"
+		 " 9);"
+		 "INSERT INTO instances VALUES (1, 1, 'i-1', 10, 20,"
+		 " 'released');"
+		 "INSERT INTO events VALUES (1, 3, 1, 11, 'warning', '');"
+		 "INSERT INTO ledger VALUES (1, 3, 1, 10, 20, 99, '');",
+		 store_schema_v1);
+	raw_exec(db_path, sql);
+	st = open_ok(db_path);
+	cr_assert_eq(store_schema_version(st), 2);
+	store_close(st);
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM jobs WHERE "
+			     "state = 'queued' AND id = 1 AND world = 'sim'"), 1);
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM jobs WHERE "
+			     "state = 'cancelled' AND id = 2"), 1);
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM allocations "
+			     "WHERE type = 'm3.large' AND market_id = 1 AND "
+			     "bid_uusd = 42"), 1);
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM instances WHERE "
+			     "ctrl_id IS NULL AND alloc_id = 1"), 1);
+	cr_assert_eq(raw_int(db_path, "SELECT sum(amount_uusd) FROM ledger"),
+		     99);
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM "
+			     "pragma_foreign_key_check"), 0);
+	/* the job's rows still point to it */
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM events e JOIN "
+			     "jobs j ON j.id = e.job_id WHERE j.name = 'c'"),
+		     1);
+}
+
+/* The legal changes of a job's state live in the schema: an illegal one
+ * is refused by the store whoever asks, a final state never changes. */
+Test(store, job_state_changes_enforced, .init = tmp_setup,
+     .fini = tmp_teardown)
+{
+	struct store *st = open_ok(db_path);
+	struct px_error err = {0};
+	int64_t a, b;
+
+	cr_assert_eq(store_job_add(st, "a", "{}", STORE_WORLD_LOCAL, 1, &a,
+				   &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(store_job_add(st, "b", "{}", STORE_WORLD_LOCAL, 1, &b,
+				   &err), PX_OK, "%s", err.msg);
+	/* queued cannot be done without running */
+	cr_assert_eq(store_job_set_state(st, a, STORE_JOB_DONE, 2, &err),
+		     PX_EINVAL);
+	cr_assert(strstr(err.msg, "illegal"), "%s", err.msg);
+	cr_assert_eq(store_job_set_state(st, a, STORE_JOB_RUNNING, 2, &err),
+		     PX_OK, "%s", err.msg);
+	cr_assert_eq(store_job_set_state(st, a, STORE_JOB_QUEUED, 3, &err),
+		     PX_EINVAL, "running does not go back to queued");
+	cr_assert_eq(store_job_set_state(st, a, STORE_JOB_DONE, 3, &err),
+		     PX_OK, "%s", err.msg);
+	cr_assert_eq(store_job_set_state(st, a, STORE_JOB_FAILED, 4, &err),
+		     PX_EINVAL);
+	cr_assert_eq(store_job_set_state(st, b, STORE_JOB_CANCELLED, 2, &err),
+		     PX_OK, "%s", err.msg);
+	store_close(st);
+	/* not even raw SQL moves a final state */
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM jobs WHERE "
+			     "state = 'done'"), 1);
+	cr_assert_neq(raw_exec_rc(db_path, "UPDATE jobs SET state = 'running' "
+				  "WHERE state = 'done'"), 0);
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM jobs WHERE "
+			     "world = 'local'"), 2);
+	cr_assert_neq(raw_exec_rc(db_path, "UPDATE jobs SET world = 'gcp'"),
+		      0);
+}
+
+/* An on-demand request has no market; its type is on the row. */
+Test(store, ondemand_allocation_without_market, .init = tmp_setup,
+     .fini = tmp_teardown)
+{
+	struct store *st = open_ok(db_path);
+	struct px_error err = {0};
+	int64_t job, al, inst;
+
+	cr_assert_eq(store_job_add(st, "j", "{}", STORE_WORLD_LOCAL, 1, &job,
+				   &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(store_allocation_add(st, job, 0, "m3.large",
+					  STORE_TIER_RELIABLE, 0, 1, 5, &al,
+					  &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(store_instance_add(st, al, "local:123", 5, 7, &inst,
+					&err), PX_OK, "%s", err.msg);
+	cr_assert_eq(store_allocation_add(st, job, 0, "",
+					  STORE_TIER_RELIABLE, 0, 1, 5, &al,
+					  &err), PX_EINVAL, "a type is needed");
+	store_close(st);
+	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM allocations "
+			     "WHERE market_id IS NULL AND type = 'm3.large'"),
+		     1);
+	cr_assert_eq(raw_int(db_path, "SELECT ctrl_id FROM instances"), 7);
 }

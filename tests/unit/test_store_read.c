@@ -75,7 +75,7 @@ static int64_t job_add(struct store *st, const char *name, const char *spec,
 	struct px_error err = {0};
 	int64_t id = 0;
 
-	cr_assert_eq(store_job_add(st, name, spec, at_us, &id, &err), PX_OK,
+	cr_assert_eq(store_job_add(st, name, spec, STORE_WORLD_SIM, at_us, &id, &err), PX_OK,
 		     "add job '%s': %s", name, err.msg);
 	cr_assert_gt(id, 0);
 	return id;
@@ -175,7 +175,7 @@ Test(store_read, jobs_round_trip)
 		     PX_OK, "%s", err.msg);
 	cr_assert_eq(store_job_set_state(st, a, STORE_JOB_DONE, 2500, &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_job_set_state(st, d, STORE_JOB_CANCELED, 2600,
+	cr_assert_eq(store_job_set_state(st, d, STORE_JOB_CANCELLED, 2600,
 					 &err),
 		     PX_OK, "%s", err.msg);
 
@@ -188,8 +188,8 @@ Test(store_read, jobs_round_trip)
 	cr_assert_str_eq(c->v[0].name, "alpha");
 	cr_assert_str_eq(c->v[1].name, "beta");
 	cr_assert_eq(c->v[0].state, STORE_JOB_DONE);
-	cr_assert_eq(c->v[1].state, STORE_JOB_SUBMITTED);
-	cr_assert_eq(c->v[2].state, STORE_JOB_CANCELED);
+	cr_assert_eq(c->v[1].state, STORE_JOB_QUEUED);
+	cr_assert_eq(c->v[2].state, STORE_JOB_CANCELLED);
 	cr_assert_eq(c->v[0].created_us, 1000);
 	cr_assert_eq(c->v[0].updated_us, 2500);
 	cr_assert_eq(c->v[1].created_us, 500);
@@ -285,10 +285,10 @@ Test(store_read, events_in_time_order)
 					     "c4.xlarge", "Linux/UNIX", &m,
 					     &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_allocation_add(st, a, m, STORE_TIER_TRANSIENT,
+	cr_assert_eq(store_allocation_add(st, a, m, "m3.large", STORE_TIER_TRANSIENT,
 					  100000, 1, 10, &alloc, &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_instance_add(st, alloc, "i-1", 10, &inst, &err),
+	cr_assert_eq(store_instance_add(st, alloc, "i-1", 10, 0, &inst, &err),
 		     PX_OK, "%s", err.msg);
 
 	/* inserted out of time order, with a tie at 300 */
@@ -607,10 +607,10 @@ Test(store_read, readonly_refuses_writes, .init = tmp_setup,
 	cr_assert_eq(store_market_get_or_add(st, "r", "z", "t", "p", &m,
 					     &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_allocation_add(st, job, m, STORE_TIER_RELIABLE, 0,
+	cr_assert_eq(store_allocation_add(st, job, m, "m3.large", STORE_TIER_RELIABLE, 0,
 					  1, 0, &alloc, &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_instance_add(st, alloc, "i-1", 0, &inst, &err),
+	cr_assert_eq(store_instance_add(st, alloc, "i-1", 0, 0, &inst, &err),
 		     PX_OK, "%s", err.msg);
 	store_close(st);
 	before = slurp(db_path, &nb);
@@ -627,11 +627,11 @@ Test(store_read, readonly_refuses_writes, .init = tmp_setup,
 	r[1] = store_price_add(st, m, 1, 1, &ins, NULL);
 	r[2] = store_ondemand_set(st, "r", "t", 1, "", NULL);
 	r[3] = store_import_add(st, &imp, NULL);
-	r[4] = store_job_add(st, "k", "{}", 0, &id, NULL);
+	r[4] = store_job_add(st, "k", "{}", STORE_WORLD_SIM, 0, &id, NULL);
 	r[5] = store_job_set_state(st, job, STORE_JOB_RUNNING, 1, NULL);
-	r[6] = store_allocation_add(st, job, m, STORE_TIER_RELIABLE, 0, 1, 0,
+	r[6] = store_allocation_add(st, job, m, "m3.large", STORE_TIER_RELIABLE, 0, 1, 0,
 				    &id, NULL);
-	r[7] = store_instance_add(st, alloc, "i-2", 0, &id, NULL);
+	r[7] = store_instance_add(st, alloc, "i-2", 0, 0, &id, NULL);
 	r[8] = store_instance_end(st, inst, 5, "released", NULL);
 	r[9] = store_event_add(st, job, 0, 0, "stage", "", NULL);
 	r[10] = store_ledger_add(st, job, 0, 0, 1, 1, "", NULL);
@@ -645,7 +645,7 @@ Test(store_read, readonly_refuses_writes, .init = tmp_setup,
 	cr_assert_not(store_in_transaction(st));
 	/* still usable for reading after the refusals */
 	cr_assert_eq(jobs(st, NULL)->n, 1);
-	cr_assert_eq(jobs(st, NULL)->v[0].state, STORE_JOB_SUBMITTED);
+	cr_assert_eq(jobs(st, NULL)->v[0].state, STORE_JOB_QUEUED);
 	store_close(st);
 
 	after = slurp(db_path, &na);
