@@ -21,6 +21,7 @@
 #include "../common/log.h"
 #include "../db/store.h"
 #include "ctl.h"
+#include "journal.h"
 #include "sim.h"
 #include "simplot.h"
 
@@ -242,128 +243,12 @@ static enum px_err load_traces(struct load_ctx *c, const char *const *paths,
 struct db_ctx {
 	struct store *st;         /* NULL: not storing */
 	int64_t job_id;
-	int64_t *launch_s;        /* by simulator instance id */
-	size_t n_launch;
+	struct journal *jn;       /* this run's rows (agent/journal.c) */
 	struct px_error err;      /* why the sink stopped the run */
 	struct progress *pg;
 	const char *policy;
 	int64_t start_s, end_s;
 };
-
-static json_t *usd(int64_t uusd)
-{
-	return json_real((double)uusd / 1e6);
-}
-
-static json_t *str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
-/* The event's detail as compact JSON (caller frees) or NULL on OOM. */
-static char *event_detail(const struct ctrl_event *ev)
-{
-	json_t *o = json_object();
-	char *s;
-
-	if (!o)
-		return NULL;
-	if (ev->kind == CTRL_EV_DECIDE_ACQUIRE ||
-	    ev->kind == CTRL_EV_DECIDE_RELEASE)
-		json_object_set_new(o, "action", json_string(
-			ev->kind == CTRL_EV_DECIDE_ACQUIRE ? "acquire" :
-			"release"));
-	else
-		json_object_set_new(o, "event",
-				    json_string(ctrl_event_name(ev->kind)));
-	if (ev->instance)
-		json_object_set_new(o, "instance",
-				    json_integer((json_int_t)ev->instance));
-	if (ev->kind == CTRL_EV_DECIDE_ACQUIRE)
-		json_object_set_new(o, "count", json_integer(ev->count));
-	if (ev->type)
-		json_object_set_new(o, "type", json_string(ev->type));
-	if (ev->type || ev->zone) {
-		json_object_set_new(o, "zone", str_or_null(ev->zone));
-		json_object_set_new(o, "market", json_string(
-			ev->zone ? "spot" : "on-demand"));
-		json_object_set_new(o, "reliable", json_boolean(ev->reliable));
-	}
-	if (ev->zone) {
-		json_object_set_new(o, "bid_usd", usd(ev->bid_uusd));
-		if (ev->kind != CTRL_EV_DECIDE_ACQUIRE)
-			json_object_set_new(o, "price_usd",
-					    usd(ev->price_uusd));
-	}
-	if (ev->kind == CTRL_EV_EVICTION || ev->kind == CTRL_EV_RELEASE ||
-	    ev->kind == CTRL_EV_DONE)
-		json_object_set_new(o, "charge_usd", usd(ev->amount_uusd));
-	if (ev->detail)
-		json_object_set_new(o, "reason", json_string(ev->detail));
-	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
-	json_decref(o);
-	return s;
-}
-
-static const char *event_kind(enum ctrl_event_kind k)
-{
-	switch (k) {
-	case CTRL_EV_DECIDE_ACQUIRE:
-	case CTRL_EV_DECIDE_RELEASE:
-		return "decision";
-	case CTRL_EV_LAUNCH: return "launch";
-	case CTRL_EV_REJECT: return "reject";
-	case CTRL_EV_READY: return "ready";
-	case CTRL_EV_WARNING: return "warning";
-	case CTRL_EV_EVICTION: return "eviction";
-	case CTRL_EV_RELEASE: return "release";
-	case CTRL_EV_DONE: return "done";
-	default: return "other";
-	}
-}
-
-static enum px_err db_event(struct db_ctx *c, const struct ctrl_event *ev)
-{
-	char *detail, note[160];
-	int64_t from;
-	enum px_err e;
-
-	if (ev->kind == CTRL_EV_LAUNCH) {
-		if (ev->instance >= c->n_launch) {
-			size_t n = c->n_launch ? 2 * c->n_launch : 256;
-			while (n <= ev->instance)
-				n *= 2;
-			int64_t *v = px_reallocarray(c->launch_s, n,
-						     sizeof *v);
-			if (!v)
-				return px_errorf(&c->err, PX_ENOMEM,
-						 "out of memory");
-			c->launch_s = v;
-			c->n_launch = n;
-		}
-		c->launch_s[ev->instance] = ev->t_s;
-	}
-	detail = event_detail(ev);
-	if (!detail)
-		return px_errorf(&c->err, PX_ENOMEM, "out of memory");
-	e = store_event_add(c->st, c->job_id, 0, ev->t_s * PX_USEC_PER_SEC,
-			    event_kind(ev->kind), detail, &c->err);
-	free(detail);
-	if (e != PX_OK || (ev->kind != CTRL_EV_EVICTION &&
-			   ev->kind != CTRL_EV_RELEASE))
-		return e;
-	from = ev->instance < c->n_launch ? c->launch_s[ev->instance] :
-	       ev->t_s;
-	snprintf(note, sizeof note, "instance %llu %s %s%s%s, %s",
-		 (unsigned long long)ev->instance,
-		 ev->type ? ev->type : "?", ev->zone ? "spot in " :
-		 "on-demand", ev->zone ? ev->zone : "",
-		 ev->reliable ? " (reliable)" : "",
-		 ev->kind == CTRL_EV_EVICTION ? "evicted" : "released");
-	return store_ledger_add(c->st, c->job_id, 0, from * PX_USEC_PER_SEC,
-				ev->t_s * PX_USEC_PER_SEC, ev->amount_uusd,
-				note, &c->err);
-}
 
 static enum px_err sink(const struct ctrl_event *ev, void *arg)
 {
@@ -373,7 +258,7 @@ static enum px_err sink(const struct ctrl_event *ev, void *arg)
 		progress(c->pg, false, "simulating %s: %.0f%%", c->policy,
 			 100.0 * (double)(ev->t_s - c->start_s) /
 			 (double)(c->end_s - c->start_s));
-	return c->st ? db_event(c, ev) : PX_OK;
+	return c->jn ? journal_event(c->jn, ev, &c->err) : PX_OK;
 }
 
 /* ---- output ---- */
@@ -747,6 +632,19 @@ static enum px_err db_begin_run(struct db_ctx *c, const struct opts *o,
 					now, &c->err);
 	if (e != PX_OK)
 		return e;
+	journal_free(c->jn);
+	c->jn = NULL;
+	{
+		struct journal_setup js = {
+			.st = c->st, .job_id = c->job_id,
+			.region = job->region, .product = o->product,
+			.world = "sim",
+		};
+
+		e = journal_new(&js, &c->jn, &c->err);
+		if (e != PX_OK)
+			return e;
+	}
 	params = sim_params_json(o, policy, b, plan);
 	if (!params)
 		return px_errorf(&c->err, PX_ENOMEM, "out of memory");
@@ -860,7 +758,7 @@ out:
 		log_err("nothing was stored in '%s'", path);
 	}
 	store_close(dc->st);
-	free(dc->launch_s);
+	journal_free(dc->jn);
 	free(path);
 	return rc;
 }
