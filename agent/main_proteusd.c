@@ -1,6 +1,7 @@
-/* proteusd -- the Proteus head-node daemon.  Today it is the foundation the
- * controller will run in: the config, the store, the control socket (see
- * proto.h), sd_notify, SIGHUP reload and a clean SIGTERM.
+/* proteusd -- the Proteus head-node daemon: the config, the store and its
+ * lock, the control commands (the socket itself is server.c, the protocol
+ * proto.h), sd_notify, SIGHUP reload and a clean SIGTERM.  Jobs (the
+ * controller, agent/controller.h, on a world) are still to be wired in.
  *
  * Runs in the foreground only (Type=notify; it never forks) on one event
  * loop (loop.h).  Exit: 0 after SIGTERM/SIGINT or a good --check-config,
@@ -16,9 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -27,6 +26,7 @@
 #include "loop.h"
 #include "proto.h"
 #include "sdnotify.h"
+#include "server.h"
 
 enum proteusd_exit {
 	PROTEUSD_EXIT_OK = 0,
@@ -35,177 +35,30 @@ enum proteusd_exit {
 	PROTEUSD_EXIT_CONFIG = 3,
 };
 
-#define LISTEN_BACKLOG 64
-#define ACCEPT_BATCH 16          /* accepts per readable event */
-#define ACCEPT_PAUSE_MS 1000     /* after EMFILE and friends */
-#define CLIENT_OUT_HIGH (64 * 1024) /* stop answering above this backlog */
-#define REFUSED_LOG_MS 5000      /* at most one line per this on refusals */
-
-struct proteusd;
-
-/* One control connection. */
-struct client {
-	struct proteusd *d;
-	struct client *prev, *next;
-	int fd;
-	uint64_t id;       /* connection number, for the log */
-	pid_t pid;         /* peer credentials (SO_PEERCRED) */
-	uid_t uid;
-	gid_t gid;
-	char *in;          /* PROTO_LINE_MAX bytes of unanswered input */
-	size_t in_len;
-	char *out;         /* replies not yet sent: out[out_off..out_len) */
-	size_t out_len, out_off, out_cap;
-	uint64_t last_us;  /* monotonic time of the last progress */
-	int64_t timer;     /* idle/stall timer id */
-	bool eof;          /* peer shut down its side: close once drained */
-};
-
 /* The daemon: main() owns the one instance and passes it down. */
 struct proteusd {
 	struct proteusd_config cfg;
 	const char *config_path; /* --config, or NULL for built-in defaults */
 	struct loop *loop;
 	struct store *st;
-	int lfd;                 /* listening socket, -1 when not open */
-	dev_t sock_dev;          /* the socket file we made, to unlink it */
-	ino_t sock_ino;
-	struct client *clients;
-	size_t nclients;
-	uint64_t last_client_id;
+	struct server *srv;      /* the control socket */
 	uint64_t start_us;       /* monotonic */
 	unsigned reloads;        /* successful SIGHUP reloads */
 	int lockfd;              /* DB.lock, flock'd for our life; -1: none */
-	uint64_t refused;        /* clients refused since the last line */
-	bool refused_timer;      /* a summary line is scheduled */
 };
 
-/* ---- clients ---- */
-
-static void client_close(struct client *c)
-{
-	struct proteusd *d = c->d;
-
-	log_info("client %" PRIu64 " disconnected", c->id);
-	loop_fd_del(d->loop, c->fd);
-	(void)loop_timer_del(d->loop, c->timer);
-	close(c->fd);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		d->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	d->nclients--;
-	free(c->in);
-	free(c->out);
-	free(c);
-}
-
-/* Queue line (len bytes) for sending. */
-static bool client_queue(struct client *c, const char *line, size_t len)
-{
-	if (c->out_len + len > c->out_cap) {
-		size_t cap = c->out_len + len + 4096;
-		char *n = realloc(c->out, cap);
-
-		if (!n)
-			return false;
-		c->out = n;
-		c->out_cap = cap;
-	}
-	memcpy(c->out + c->out_len, line, len);
-	c->out_len += len;
-	return true;
-}
-
-/* Queue obj as a reply with "v" and "ok" set; obj is consumed. */
-static bool client_reply(struct client *c, json_t *obj, bool ok)
-{
-	json_t *head = json_pack("{s:i, s:b}", "v", PROTO_VERSION, "ok", ok);
-	struct px_error err = {0};
-	char *line = NULL;
-	size_t len;
-	bool done;
-
-	if (!obj || !head || json_object_update(head, obj) < 0) {
-		json_decref(head);
-		json_decref(obj);
-		return false;
-	}
-	json_decref(obj);
-	obj = head;
-	if (proto_encode(obj, &line, &len, &err) != PX_OK) {
-		json_decref(obj);
-		obj = json_pack("{s:i, s:b, s:s}", "v", PROTO_VERSION, "ok", 0,
-				"error", err.msg);
-		if (!obj || proto_encode(obj, &line, &len, NULL) != PX_OK) {
-			json_decref(obj);
-			return false;
-		}
-	}
-	json_decref(obj);
-	done = client_queue(c, line, len);
-	free(line);
-	return done;
-}
-
-static bool client_error(struct client *c, const char *msg)
-{
-	return client_reply(c, json_pack("{s:s}", "error", msg), false);
-}
-
-/* Send what we can; false when the connection is dead. */
-static bool client_flush(struct client *c)
-{
-	ssize_t k;
-
-	while (c->out_off < c->out_len) {
-		k = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0 && errno == EAGAIN)
-			return true;
-		if (k < 0) {
-			log_info("client %" PRIu64 ": send: %s", c->id,
-				 strerror(errno));
-			return false;
-		}
-		c->out_off += (size_t)k;
-		c->last_us = px_now_mono_us();
-	}
-	c->out_off = c->out_len = 0;
-	return true;
-}
-
-/* Tell a client why (best effort, without waiting) and drop it. */
-static void client_drop(struct client *c, const char *why)
-{
-	if (client_error(c, why))
-		(void)client_flush(c);
-	client_close(c);
-}
-
-/* A client that broke the protocol or stalled: say so and drop it.
- * Others are not affected. */
-static void client_fail(struct client *c, const char *why)
-{
-	log_notice("client %" PRIu64 " (pid %ld uid %ld): %s; disconnecting",
-		   c->id, (long)c->pid, (long)c->uid, why);
-	client_drop(c, why);
-}
-
-static json_t *cmd_ping(struct proteusd *d, json_t *req,
+static json_t *cmd_ping(void *app, json_t *req,
 			struct px_error *err)
 {
+	(void)app;
 	return json_pack("{s:b, s:I, s:s}", "pong", 1, "pid",
 			 (json_int_t)getpid(), "version", PX_VERSION);
 }
 
-static json_t *cmd_status(struct proteusd *d, json_t *req,
+static json_t *cmd_status(void *app, json_t *req,
 			  struct px_error *err)
 {
+	struct proteusd *d = app;
 	struct store_counts n;
 	char level[32];
 	const struct config_key *k = config_key_find("log_level");
@@ -227,15 +80,16 @@ static json_t *cmd_status(struct proteusd *d, json_t *req,
 			 "log_level", level,
 			 "socket", d->cfg.control_socket,
 			 "reloads", (int)d->reloads,
-			 "clients", (json_int_t)d->nclients,
+			 "clients", (json_int_t)server_clients(d->srv),
 			 "markets", (json_int_t)n.markets,
 			 "prices", (json_int_t)n.prices,
 			 "jobs", (json_int_t)n.jobs);
 }
 
-static json_t *cmd_config(struct proteusd *d, json_t *req,
+static json_t *cmd_config(void *app, json_t *req,
 			  struct px_error *err)
 {
+	const struct proteusd *d = app;
 	json_t *cfg = config_to_json(&d->cfg);
 
 	if (!cfg)
@@ -244,216 +98,11 @@ static json_t *cmd_config(struct proteusd *d, json_t *req,
 			 d->config_path);
 }
 
-typedef json_t *cmd_fn(struct proteusd *d, json_t *req,
-		       struct px_error *err);
-static cmd_fn *const cmd_handlers[PROTO_CMD_MAX] = {
+static server_cmd_fn *const cmd_handlers[PROTO_CMD_MAX] = {
 #define PROTO_HANDLER(name, summary) [PROTO_CMD_##name] = cmd_##name,
 	PROTO_COMMANDS(PROTO_HANDLER)
 #undef PROTO_HANDLER
 };
-
-/* Answer one request line.  False when the client was dropped. */
-static bool client_request(struct client *c, const char *line, size_t len)
-{
-	struct px_error err = {0};
-	enum proto_cmd cmd;
-	json_t *req = NULL, *reply;
-	bool ok;
-
-	if (proto_request_parse(line, len, &req, &cmd, &err) != PX_OK) {
-		client_fail(c, err.msg);
-		return false;
-	}
-	if (cmd == PROTO_CMD_MAX) {
-		snprintf(err.msg, sizeof(err.msg), "unknown command '%.64s'",
-			 json_string_value(json_object_get(req, "cmd")));
-		ok = client_error(c, err.msg);
-	} else {
-		log_debug("client %" PRIu64 ": %s", c->id,
-			  proto_cmd_name(cmd));
-		reply = cmd_handlers[cmd](c->d, req, &err);
-		if (reply)
-			ok = client_reply(c, reply, true);
-		else
-			ok = client_error(c, err.msg[0] ? err.msg
-							: "out of memory");
-	}
-	json_decref(req);
-	if (!ok) {
-		client_fail(c, "out of memory");
-		return false;
-	}
-	c->last_us = px_now_mono_us();
-	return true;
-}
-
-/* Answer the complete lines in c->in while the reply backlog is small,
- * then watch for what comes next.  False when the client was dropped. */
-static bool client_process(struct client *c)
-{
-	char *nl;
-	size_t used = 0, n;
-	int mask;
-
-	while (c->out_len - c->out_off < CLIENT_OUT_HIGH &&
-	       (nl = memchr(c->in + used, '\n', c->in_len - used))) {
-		n = (size_t)(nl - (c->in + used));
-		if (!client_request(c, c->in + used, n))
-			return false;
-		used += n + 1;
-	}
-	memmove(c->in, c->in + used, c->in_len - used);
-	c->in_len -= used;
-	if (c->in_len == PROTO_LINE_MAX) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "request line is over %d bytes",
-			 PROTO_LINE_MAX);
-		client_fail(c, why);
-		return false;
-	}
-	if (!client_flush(c)) {
-		client_close(c);
-		return false;
-	}
-	if (c->eof && c->out_len == 0 && !memchr(c->in, '\n', c->in_len)) {
-		client_close(c);
-		return false;
-	}
-	mask = c->out_len ? LOOP_WRITABLE : c->eof ? 0 : LOOP_READABLE;
-	if (loop_fd_mask(c->d->loop, c->fd, mask) != PX_OK) {
-		client_close(c);
-		return false;
-	}
-	return true;
-}
-
-static void client_event(struct loop *l, int fd, int mask, void *ctx)
-{
-	struct client *c = ctx;
-	ssize_t k;
-
-	if ((mask & LOOP_WRITABLE) && !client_flush(c)) {
-		client_close(c);
-		return;
-	}
-	if ((mask & LOOP_READABLE) && !c->eof &&
-	    c->out_len - c->out_off < CLIENT_OUT_HIGH) {
-		k = recv(fd, c->in + c->in_len, PROTO_LINE_MAX - c->in_len,
-			 MSG_DONTWAIT);
-		if (k < 0 && errno != EAGAIN && errno != EINTR) {
-			log_info("client %" PRIu64 ": receive: %s", c->id,
-				 strerror(errno));
-			client_close(c);
-			return;
-		}
-		if (k == 0)
-			c->eof = true;
-		if (k > 0)
-			c->in_len += (size_t)k;
-	}
-	(void)client_process(c);
-}
-
-/* The idle/stall timer: a client that has made no progress for
- * client_timeout_ms is dropped (read again each time: it is reloadable). */
-static int64_t client_timer(struct loop *l, int64_t id, void *ctx)
-{
-	struct client *c = ctx;
-	uint64_t limit = (uint64_t)c->d->cfg.client_timeout_ms * 1000;
-	uint64_t idle = px_now_mono_us() - c->last_us;
-	char why[96];
-
-	if (idle < limit)
-		return (int64_t)((limit - idle + 999) / 1000);
-	snprintf(why, sizeof(why), "%s in %" PRId64 " ms",
-		 c->out_len ? "replies not read" : "no complete request",
-		 c->d->cfg.client_timeout_ms);
-	c->timer = 0; /* this timer ends with the LOOP_NOMORE below */
-	client_fail(c, why);
-	return LOOP_NOMORE;
-}
-
-/* The end of a window after a refusal: one line for those refused in
- * it, if any. */
-static int64_t refused_summary(struct loop *l, int64_t id, void *ctx)
-{
-	struct proteusd *d = ctx;
-
-	(void)l;
-	(void)id;
-	if (!d->refused) {
-		d->refused_timer = false;
-		return LOOP_NOMORE;
-	}
-	log_notice("%" PRIu64 " more client%s refused in the last %d s: too "
-		   "many clients (max_clients %" PRId64 ")",
-		   d->refused, d->refused == 1 ? "" : "s",
-		   REFUSED_LOG_MS / 1000, d->cfg.max_clients);
-	d->refused = 0;
-	return REFUSED_LOG_MS; /* a quiet window ends the series */
-}
-
-/* Refuse a client over max_clients.  A flood of them logs the first
- * refusal, then at most one line per REFUSED_LOG_MS with the count. */
-static void client_refuse(struct proteusd *d, struct client *c)
-{
-	char why[96];
-
-	snprintf(why, sizeof(why), "too many clients (max_clients "
-		 "%" PRId64 ")", d->cfg.max_clients);
-	if (!d->refused_timer) {
-		log_notice("client %" PRIu64 " (pid %ld uid %ld): %s; "
-			   "disconnecting (more refusals are counted, one "
-			   "line per %d s)", c->id, (long)c->pid,
-			   (long)c->uid, why, REFUSED_LOG_MS / 1000);
-		d->refused_timer = loop_timer_add(d->loop, REFUSED_LOG_MS,
-						  refused_summary, d) >= 0;
-	} else {
-		d->refused++;
-	}
-	client_drop(c, why);
-}
-
-static void client_add(struct proteusd *d, int fd)
-{
-	struct ucred cr = {.pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1};
-	socklen_t crlen = sizeof(cr);
-	struct client *c = px_calloc(1, sizeof(*c));
-
-	if (c)
-		c->in = malloc(PROTO_LINE_MAX);
-	if (!c || !c->in) {
-		log_err("out of memory accepting a client");
-		if (c)
-			free(c);
-		close(fd);
-		return;
-	}
-	(void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen);
-	*c = (struct client){.d = d, .fd = fd, .id = ++d->last_client_id,
-			     .pid = cr.pid, .uid = cr.uid, .gid = cr.gid,
-			     .in = c->in, .last_us = px_now_mono_us()};
-	c->next = d->clients;
-	if (d->clients)
-		d->clients->prev = c;
-	d->clients = c;
-	d->nclients++;
-	log_info("client %" PRIu64 " connected: pid %ld uid %ld gid %ld",
-		 c->id, (long)cr.pid, (long)cr.uid, (long)cr.gid);
-	if ((int64_t)d->nclients > d->cfg.max_clients) {
-		client_refuse(d, c);
-		return;
-	}
-	c->timer = loop_timer_add(d->loop, d->cfg.client_timeout_ms,
-				  client_timer, c);
-	if (c->timer < 0 ||
-	    loop_fd_add(d->loop, fd, LOOP_READABLE, client_event, c) !=
-		    PX_OK) {
-		log_err("cannot watch client %" PRIu64, c->id);
-		client_close(c);
-	}
-}
 
 /* ---- the database lock ---- */
 
@@ -507,138 +156,6 @@ out_fail:
 }
 
 /* ---- the listening socket ---- */
-
-static void listen_event(struct loop *l, int fd, int mask, void *ctx);
-
-static int64_t accept_resume(struct loop *l, int64_t id, void *ctx)
-{
-	struct proteusd *d = ctx;
-
-	if (loop_fd_mask(l, d->lfd, LOOP_READABLE) != PX_OK)
-		return ACCEPT_PAUSE_MS;
-	return LOOP_NOMORE;
-}
-
-static void listen_event(struct loop *l, int fd, int mask, void *ctx)
-{
-	struct proteusd *d = ctx;
-	int cfd;
-
-	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (cfd >= 0) {
-			client_add(d, cfd);
-			continue;
-		}
-		if (errno == EAGAIN || errno == EINTR ||
-		    errno == ECONNABORTED)
-			return;
-		/* EMFILE and the like: stop accepting for a while rather
-		 * than spin on a listener that stays readable. */
-		log_warn("accept on '%s': %s; pausing %d ms",
-			 d->cfg.control_socket, strerror(errno),
-			 ACCEPT_PAUSE_MS);
-		if (loop_fd_mask(l, fd, 0) == PX_OK &&
-		    loop_timer_add(l, ACCEPT_PAUSE_MS, accept_resume, d) < 0)
-			(void)loop_fd_mask(l, fd, LOOP_READABLE);
-		return;
-	}
-}
-
-/* An existing file at path: refuse it unless it is a socket nobody
- * listens on, which a crashed daemon left behind. */
-static bool clear_stale_socket(const char *path, struct sockaddr_un *sa)
-{
-	struct stat sb;
-	int fd;
-
-	if (lstat(path, &sb) < 0)
-		return errno == ENOENT ||
-		       (log_err("control socket '%s': %s", path,
-				strerror(errno)),
-			false);
-	if (!S_ISSOCK(sb.st_mode)) {
-		log_err("control socket '%s' exists and is not a socket",
-			path);
-		return false;
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		log_err("socket: %s", strerror(errno));
-		return false;
-	}
-	if (connect(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0) {
-		close(fd);
-		log_err("another proteusd is listening on '%s'", path);
-		return false;
-	}
-	if (errno != ECONNREFUSED) {
-		log_err("control socket '%s': %s", path, strerror(errno));
-		close(fd);
-		return false;
-	}
-	close(fd);
-	log_notice("removing stale control socket '%s'", path);
-	if (unlink(path) < 0 && errno != ENOENT) {
-		log_err("cannot remove '%s': %s", path, strerror(errno));
-		return false;
-	}
-	return true;
-}
-
-static bool listen_open(struct proteusd *d)
-{
-	const char *path = d->cfg.control_socket;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct stat sb;
-	mode_t old;
-	int fd, r;
-
-	memcpy(sa.sun_path, path, strlen(path) + 1); /* length checked */
-	if (!clear_stale_socket(path, &sa))
-		return false;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		log_err("socket: %s", strerror(errno));
-		return false;
-	}
-	/* bind creates the file with 0777 & ~umask: make that the mode
-	 * asked for, so that it is never looser, even for an instant. */
-	old = umask(0777 & ~(mode_t)d->cfg.control_socket_mode);
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (r < 0 || listen(fd, LISTEN_BACKLOG) < 0 || stat(path, &sb) < 0) {
-		log_err("control socket '%s': %s", path, strerror(errno));
-		close(fd);
-		return false;
-	}
-	d->sock_dev = sb.st_dev;
-	d->sock_ino = sb.st_ino;
-	d->lfd = fd;
-	if (loop_fd_add(d->loop, fd, LOOP_READABLE, listen_event, d) !=
-	    PX_OK) {
-		log_err("cannot watch the control socket");
-		return false;
-	}
-	log_notice("listening on '%s' (mode %04o)", path,
-		   (unsigned)(sb.st_mode & 0777));
-	return true;
-}
-
-/* Close the listener and remove the socket file if it is still ours. */
-static void listen_close(struct proteusd *d)
-{
-	struct stat sb;
-
-	if (d->lfd < 0)
-		return;
-	loop_fd_del(d->loop, d->lfd);
-	close(d->lfd);
-	d->lfd = -1;
-	if (stat(d->cfg.control_socket, &sb) == 0 &&
-	    sb.st_dev == d->sock_dev && sb.st_ino == d->sock_ino)
-		unlink(d->cfg.control_socket);
-}
 
 /* ---- signals, watchdog, status ---- */
 
@@ -883,7 +400,7 @@ static int setup(struct proteusd *d, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	struct proteusd d = {.lfd = -1, .lockfd = -1};
+	struct proteusd d = {.lockfd = -1};
 	struct px_error err = {0};
 	uint64_t wd_us = 0;
 	enum px_err r;
@@ -923,8 +440,13 @@ int main(int argc, char **argv)
 		log_err("%s", err.msg);
 		goto out_loop;
 	}
-	if (!listen_open(&d))
-		goto out_listen;
+	{
+		struct server_setup ss = {.loop = d.loop, .cfg = &d.cfg,
+					  .handlers = cmd_handlers, .app = &d};
+
+		if (!server_open(&ss, &d.srv))
+			goto out_listen;
+	}
 	if (sdnotify_watchdog_usec(&wd_us)) {
 		if (loop_timer_add(d.loop, 0, watchdog_timer, &wd_us) < 0)
 			goto out_listen;
@@ -942,9 +464,7 @@ int main(int argc, char **argv)
 	}
 	code = PROTEUSD_EXIT_OK;
 out_listen:
-	while (d.clients)
-		client_close(d.clients);
-	listen_close(&d);
+	server_close(d.srv);
 	store_close(d.st);
 out_loop:
 	loop_free(d.loop);
