@@ -1,8 +1,8 @@
 /* proteusctl -- the command-line client: submit and watch jobs, read the
  * market and cost history, replay a spot-price trace offline.
  *
- * Each command lives in its own ctl_<name>.c; this file only dispatches.
- * Exit codes: see enum ctl_exit in ctl.h and docs/proteusctl.md.
+ * Each command lives in its own cli_<name>.c; this file only dispatches.
+ * Exit codes: see enum cli_exit in cli.h and docs/proteusctl.md.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,23 +10,23 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "ctl.h"
+#include "cli.h"
 
-struct ctl_cmd {
+struct cli_cmd {
 	const char *name;
 	int (*run)(int argc, char **argv);
 	const char *summary;
 };
 
-static const struct ctl_cmd ctl_cmds[] = {
-	{"market", ctl_market,
+static const struct cli_cmd cli_cmds[] = {
+	{"market", cli_market,
 	 "import or fetch spot prices and on-demand prices; show markets"},
-	{"simulate", ctl_simulate,
+	{"simulate", cli_simulate,
 	 "replay spot-price traces and compare allocation policies"},
-	{"history", ctl_history,
+	{"history", cli_history,
 	 "list stored runs; show one run's events and cost"},
-	{"ping", ctl_ping, "check that proteusd answers on its socket"},
-	{"status", ctl_status,
+	{"ping", cli_ping, "check that proteusd answers on its socket"},
+	{"status", cli_status,
 	 "proteusd's pid, uptime, database, world, clients, store counts"},
 };
 
@@ -36,9 +36,9 @@ static void usage(FILE *f)
 		   "COMMAND [ARGS]\n"
 		   "       proteusctl --help | --version\n\n"
 		   "commands:\n");
-	for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
-		fprintf(f, "  %-10s %s\n", ctl_cmds[i].name,
-			ctl_cmds[i].summary);
+	for (size_t i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
+		fprintf(f, "  %-10s %s\n", cli_cmds[i].name,
+			cli_cmds[i].summary);
 	fprintf(f, "\n"
 		   "  --db PATH      database for every command (default\n"
 		   "                 $PROTEUS_DB, else the running proteusd's,\n"
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 	int i;
 
 	log_init("proteusctl", l >= 0 ? (enum log_level)l : LOG_LVL_NOTICE);
-	/* the commands report bad options themselves (ctl_bad_option) */
+	/* the commands report bad options themselves (cli_bad_option) */
 	opterr = 0;
 	/* global options, before the command; the command's own come after
 	 * it (parsed by hand: each command restarts getopt_long) */
@@ -95,40 +95,40 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
-			return CTL_EXIT_OK;
+			return CLI_EXIT_OK;
 		}
 		if (!strcmp(a, "--version")) {
 			printf("proteusctl %s\n", PX_VERSION);
-			return CTL_EXIT_OK;
+			return CLI_EXIT_OK;
 		}
 		if (!strcmp(a, "--json")) {
-			ctl_g.json = true;
+			cli_g.json = true;
 		} else if ((v = opt_value(argc, argv, &i, "--db", &missing))) {
-			ctl_g.db = v;
+			cli_g.db = v;
 		} else if ((v = opt_value(argc, argv, &i, "--socket",
 					  &missing))) {
-			ctl_g.socket = v;
+			cli_g.socket = v;
 		} else if (missing) {
 			log_err("option '%s' needs a value (see 'proteusctl "
 				"--help')", a);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		} else {
 			log_err("unknown option '%s' before the command (see "
 				"'proteusctl --help')", a);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 	}
 	if (i >= argc) {
 		log_err("no command given (see 'proteusctl --help')");
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (!strcmp(argv[i], "help")) {
 		usage(stdout);
-		return CTL_EXIT_OK;
+		return CLI_EXIT_OK;
 	}
-	for (size_t k = 0; k < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); k++)
-		if (!strcmp(argv[i], ctl_cmds[k].name))
-			return ctl_cmds[k].run(argc - i, argv + i);
+	for (size_t k = 0; k < sizeof(cli_cmds) / sizeof(cli_cmds[0]); k++)
+		if (!strcmp(argv[i], cli_cmds[k].name))
+			return cli_cmds[k].run(argc - i, argv + i);
 	log_err("unknown command '%s' (see 'proteusctl --help')", argv[i]);
-	return CTL_EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }

@@ -1,4 +1,4 @@
-/* ctl_daemon.c -- `proteusctl status` and `proteusctl ping`: ask a running
+/* cli_status.c -- `proteusctl status` and `proteusctl ping`: ask a running
  * proteusd over its control socket (protocol in proto.h).
  *
  *   proteusctl status [--socket PATH] [--json]
@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "ctl.h"
+#include "cli.h"
 #include "proto.h"
 
-#define CTL_DAEMON_TIMEOUT_MS 5000
+#define CLI_DAEMON_TIMEOUT_MS 5000
 
 static const char daemon_usage[] =
 	"usage: proteusctl status [--socket PATH] [--json]\n"
@@ -48,13 +48,13 @@ static int daemon_args(const char *cmd, int argc, char **argv, char *buf,
 	const char *sock = NULL;
 	int o;
 
-	*ret_json = ctl_g.json;
+	*ret_json = cli_g.json;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'h':
 			fputs(daemon_usage, stdout);
-			return CTL_EXIT_OK;
+			return CLI_EXIT_OK;
 		case 'j':
 			*ret_json = true;
 			break;
@@ -62,21 +62,21 @@ static int daemon_args(const char *cmd, int argc, char **argv, char *buf,
 			sock = optarg;
 			break;
 		default:
-			return ctl_bad_option(cmd, argv, o);
+			return cli_bad_option(cmd, argv, o);
 		}
 	}
 	if (optind < argc)
-		return ctl_usage(cmd, "unexpected argument '%s'",
+		return cli_usage(cmd, "unexpected argument '%s'",
 				 argv[optind]);
 	if (sock) {
 		if (strlen(sock) >= len) {
 			log_err("socket path '%s' is too long", sock);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		memcpy(buf, sock, strlen(sock) + 1);
 		return -1;
 	}
-	return ctl_socket_path(buf, len);
+	return cli_socket_path(buf, len);
 }
 
 /* Send cmd; on success *ret is an "ok" reply.  Logs and returns the exit
@@ -89,16 +89,16 @@ static int daemon_call(const char *sock, enum proto_cmd cmd, json_t **ret)
 
 	if (!req) {
 		log_err("out of memory");
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
-	r = proto_call(sock, req, CTL_DAEMON_TIMEOUT_MS, &reply, &err);
+	r = proto_call(sock, req, CLI_DAEMON_TIMEOUT_MS, &reply, &err);
 	json_decref(req);
 	if (r != PX_OK) {
 		bool down = r == PX_ENOENT || r == (PX_ESYS | ECONNREFUSED);
 
 		log_err("%s%s", err.msg,
 			down ? " (is proteusd running?)" : "");
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
 	if (!json_is_true(json_object_get(reply, "ok"))) {
 		const char *e = json_string_value(json_object_get(reply,
@@ -107,10 +107,10 @@ static int daemon_call(const char *sock, enum proto_cmd cmd, json_t **ret)
 		log_err("proteusd at '%s': %s", sock,
 			e ? e : "error without a message");
 		json_decref(reply);
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
 	*ret = reply;
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 static json_int_t num(json_t *o, const char *k)
@@ -125,9 +125,9 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "?";
 }
 
-int ctl_status(int argc, char **argv)
+int cli_status(int argc, char **argv)
 {
-	char sock[CTL_SOCKET_MAX];
+	char sock[CLI_SOCKET_MAX];
 	json_t *r = NULL;
 	json_int_t up;
 	bool json;
@@ -137,7 +137,7 @@ int ctl_status(int argc, char **argv)
 	if (code >= 0)
 		return code;
 	code = daemon_call(sock, PROTO_CMD_status, &r);
-	if (code != CTL_EXIT_OK)
+	if (code != CLI_EXIT_OK)
 		return code;
 	if (json) {
 		json_object_del(r, "v");
@@ -165,12 +165,12 @@ int ctl_status(int argc, char **argv)
 		       (long long)num(r, "prices"), (long long)num(r, "jobs"));
 	}
 	json_decref(r);
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
-int ctl_ping(int argc, char **argv)
+int cli_ping(int argc, char **argv)
 {
-	char sock[CTL_SOCKET_MAX];
+	char sock[CLI_SOCKET_MAX];
 	uint64_t t0 = px_now_mono_us();
 	json_t *r = NULL;
 	double ms;
@@ -181,7 +181,7 @@ int ctl_ping(int argc, char **argv)
 	if (code >= 0)
 		return code;
 	code = daemon_call(sock, PROTO_CMD_ping, &r);
-	if (code != CTL_EXIT_OK)
+	if (code != CLI_EXIT_OK)
 		return code;
 	ms = (double)(px_now_mono_us() - t0) / 1000.0;
 	if (json) {
@@ -193,7 +193,7 @@ int ctl_ping(int argc, char **argv)
 			json_decref(o);
 			json_decref(r);
 			log_err("out of memory");
-			return CTL_EXIT_FAIL;
+			return CLI_EXIT_FAIL;
 		}
 		putchar('\n');
 		json_decref(o);
@@ -203,5 +203,5 @@ int ctl_ping(int argc, char **argv)
 		       sock, (long long)num(r, "pid"), str(r, "version"), ms);
 	}
 	json_decref(r);
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }

@@ -1,4 +1,4 @@
-/* test_sim_policy.c -- policies and the risk estimator, driven directly
+/* test_policy.c -- policies and the risk estimator, driven directly
  * through the policy interface with hand-built fleets. */
 #include <criterion/criterion.h>
 #include <stdio.h>

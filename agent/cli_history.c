@@ -1,4 +1,4 @@
-/* ctl_history.c -- `proteusctl history`: list the runs stored in the
+/* cli_history.c -- `proteusctl history`: list the runs stored in the
  * database (by `proteusctl simulate --db`, later by the daemon) and show
  * one run's events in time order with its cost.
  *
@@ -16,7 +16,7 @@
 
 #include "../common/log.h"
 #include "../db/store.h"
-#include "ctl.h"
+#include "cli.h"
 
 static const char history_usage[] =
 	"usage: proteusctl history [--db PATH] [--job ID|NAME] [--json]\n"
@@ -48,23 +48,23 @@ struct hrun {
 
 static int open_db(const char *arg, struct store **ret)
 {
-	char *path = arg ? strdup(arg) : ctl_default_db();
+	char *path = arg ? strdup(arg) : cli_default_db();
 	struct px_error err = {0};
 	enum px_err e;
 
 	if (!path)
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	e = store_open_readonly(path, ret, &err);
 	free(path);
 	if (e == PX_ENOENT) {
 		log_err("%s (nothing stored yet?)", err.msg);
-		return CTL_EXIT_NOTFOUND;
+		return CLI_EXIT_NOTFOUND;
 	}
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 static void runs_free(struct hrun *v, size_t n)
@@ -143,11 +143,11 @@ static int load_runs(struct store *st, int64_t id, const char *name,
 	if (store_jobs_each(st, &f, collect_run, &c, &err) != PX_OK) {
 		log_err("database: %s", err.msg);
 		runs_free(c.v, c.n);
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
 	*ret = c.v;
 	*ret_n = c.n;
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 static const char *jstr(json_t *o, const char *k, const char *def)
@@ -294,10 +294,10 @@ static int show_events(struct store *st, const struct hrun *r, json_t *o)
 	struct events_ctx c = {.arr = o ? json_array() : NULL};
 	struct px_error err = {0};
 	char cost[32];
-	int rc = CTL_EXIT_OK;
+	int rc = CLI_EXIT_OK;
 
 	if (o && !c.arr)
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	if (!o) {
 		printf("run %lld: job '%s', policy %s, %s, cost %s USD "
 		       "(ledger), %lld events\n\n", (long long)r->id,
@@ -311,7 +311,7 @@ static int show_events(struct store *st, const struct hrun *r, json_t *o)
 	if (store_events_each(st, r->id, show_event, &c, &err) != PX_OK) {
 		if (err.msg[0])
 			log_err("database: %s", err.msg);
-		rc = CTL_EXIT_FAIL;
+		rc = CLI_EXIT_FAIL;
 	}
 	if (o)
 		json_object_set_new(o, "events", c.arr);
@@ -320,7 +320,7 @@ static int show_events(struct store *st, const struct hrun *r, json_t *o)
 	return rc;
 }
 
-int ctl_history(int argc, char **argv)
+int cli_history(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, 'd'},
@@ -334,7 +334,7 @@ int ctl_history(int argc, char **argv)
 	struct hrun *v = NULL;
 	size_t n = 0;
 	int64_t id = 0;
-	bool json = ctl_g.json;
+	bool json = cli_g.json;
 	json_t *out = NULL, *arr;
 	int c, rc;
 
@@ -342,14 +342,14 @@ int ctl_history(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': dbpath = optarg; break;
-		case 'h': fputs(history_usage, stdout); return CTL_EXIT_OK;
+		case 'h': fputs(history_usage, stdout); return CLI_EXIT_OK;
 		case 'J': job = optarg; break;
 		case 'j': json = true; break;
-		default: return ctl_bad_option("history", argv, c);
+		default: return cli_bad_option("history", argv, c);
 		}
 	}
 	if (optind < argc)
-		return ctl_usage("history", "unexpected argument '%s'",
+		return cli_usage("history", "unexpected argument '%s'",
 				 argv[optind]);
 	if (job) {
 		char *end;
@@ -357,7 +357,7 @@ int ctl_history(int argc, char **argv)
 		long long x = strtoll(job, &end, 10);
 		if (!*job) {
 			log_err("--job: empty");
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		if (!errno && !*end && x > 0)
 			id = x;
@@ -373,7 +373,7 @@ int ctl_history(int argc, char **argv)
 	if (job && n == 0) {
 		log_err("no run with %s '%s' (see 'proteusctl history')",
 			id ? "id" : "name", job);
-		rc = CTL_EXIT_NOTFOUND;
+		rc = CLI_EXIT_NOTFOUND;
 		goto out;
 	}
 	if (!json) {
@@ -386,13 +386,13 @@ int ctl_history(int argc, char **argv)
 	arr = json_array();
 	out = json_pack("{s:o*}", "runs", arr);
 	if (!out) {
-		rc = CTL_EXIT_FAIL;
+		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		json_t *o = run_json(&v[i]);
 		if (!o || json_array_append_new(arr, o)) {
-			rc = CTL_EXIT_FAIL;
+			rc = CLI_EXIT_FAIL;
 			break;
 		}
 		if (job)
@@ -400,7 +400,7 @@ int ctl_history(int argc, char **argv)
 	}
 	if (!rc && json_dumpf(out, stdout, JSON_INDENT(2) |
 			      JSON_REAL_PRECISION(10)))
-		rc = CTL_EXIT_FAIL;
+		rc = CLI_EXIT_FAIL;
 	if (!rc)
 		putchar('\n');
 out:

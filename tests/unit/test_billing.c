@@ -1,4 +1,4 @@
-/* test_sim_billing.c -- legacy-hourly and per-second bills, with expected
+/* test_billing.c -- legacy-hourly and per-second bills, with expected
  * amounts computed by hand in the comments. */
 #include <criterion/criterion.h>
 #include <string.h>

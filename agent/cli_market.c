@@ -1,4 +1,4 @@
-/* ctl_market.c -- `proteusctl market`: import spot-price traces and
+/* cli_market.c -- `proteusctl market`: import spot-price traces and
  * on-demand price tables into the store, and summarize markets.
  *
  *   proteusctl market import [--db PATH] [--region R] FILE...
@@ -20,7 +20,7 @@
 #include "../cloudapi/trace.h"
 #include "../common/log.h"
 #include "../db/store.h"
-#include "ctl.h"
+#include "cli.h"
 
 static const char market_usage[] =
 	"usage: proteusctl market import [--db PATH] [--region R] [--json]\n"
@@ -250,24 +250,24 @@ static enum px_err import_ondemand_all(struct store *st, int n,
 static int open_store(const char *db, bool readonly, struct store **st)
 {
 	struct px_error err = {0};
-	char *path = db ? strdup(db) : ctl_default_db();
+	char *path = db ? strdup(db) : cli_default_db();
 	enum px_err e;
 
 	if (!path)
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	e = readonly ? store_open_readonly(path, st, &err) :
 		       store_open(path, st, &err);
 	free(path);
 	if (e == PX_ENOENT && readonly) {
 		log_err("%s (import a trace first: proteusctl market import)",
 			err.msg);
-		return CTL_EXIT_NOTFOUND;
+		return CLI_EXIT_NOTFOUND;
 	}
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 static int market_import(int argc, char **argv)
@@ -282,7 +282,7 @@ static int market_import(int argc, char **argv)
 		{0},
 	};
 	const char *db = NULL, *region = NULL;
-	bool ondemand = false, json = ctl_g.json;
+	bool ondemand = false, json = cli_g.json;
 	struct px_error err = {0};
 	struct store *st = NULL;
 	enum px_err e = PX_OK;
@@ -294,7 +294,7 @@ static int market_import(int argc, char **argv)
 	tables = calloc((size_t)argc, sizeof(*tables));
 	if (!tables) {
 		log_err("out of memory");
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":d:hor:", opts, NULL)) != -1) {
@@ -303,24 +303,24 @@ static int market_import(int argc, char **argv)
 		case 'h':
 			fputs(market_usage, stdout);
 			free(tables);
-			return CTL_EXIT_OK;
+			return CLI_EXIT_OK;
 		case 'j': json = true; break;
 		case 'o': ondemand = true; break;
 		case 'O': tables[ntables++] = optarg; break;
 		case 'r': region = optarg; break;
 		default:
 			free(tables);
-			return ctl_bad_option("market import", argv, c);
+			return cli_bad_option("market import", argv, c);
 		}
 	}
 	if (optind >= argc && ntables == 0) {
 		free(tables);
-		return ctl_usage("market import", "no file named");
+		return cli_usage("market import", "no file named");
 	}
 	if (json && !(out = json_array())) {
 		free(tables);
 		log_err("out of memory");
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
 	rc = open_store(db, false, &st);
 	if (rc) {
@@ -357,8 +357,8 @@ static int market_import(int argc, char **argv)
 	json_decref(out);
 	/* store and memory failures are ours; anything else is the input */
 	if (e == PX_EDB || e == PX_ENOMEM)
-		return CTL_EXIT_FAIL;
-	return e == PX_OK ? CTL_EXIT_OK : CTL_EXIT_DATA;
+		return CLI_EXIT_FAIL;
+	return e == PX_OK ? CLI_EXIT_OK : CLI_EXIT_DATA;
 }
 
 /* ---- show ---- */
@@ -612,10 +612,10 @@ static int print_json(const struct market_row *v, size_t n, int64_t at_s)
 {
 	json_t *arr = json_array();
 	char t[32];
-	int rc = CTL_EXIT_OK;
+	int rc = CLI_EXIT_OK;
 
 	if (!arr)
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	for (size_t i = 0; i < n; i++) {
 		const struct market_row *r = &v[i];
 		char f[32], l[32];
@@ -632,7 +632,7 @@ static int print_json(const struct market_row *v, size_t n, int64_t at_s)
 			px_format_time(r->last_s, l, sizeof(l)));
 
 		if (!o) {
-			rc = CTL_EXIT_FAIL;
+			rc = CLI_EXIT_FAIL;
 			break;
 		}
 		json_object_set_new(o, "price_usd", r->have_at ?
@@ -657,10 +657,10 @@ static int print_json(const struct market_row *v, size_t n, int64_t at_s)
 				    json_real(r->above_od) : json_null());
 		json_array_append_new(arr, o);
 	}
-	if (rc == CTL_EXIT_OK &&
+	if (rc == CLI_EXIT_OK &&
 	    json_dumpf(arr, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)))
-		rc = CTL_EXIT_FAIL;
-	if (rc == CTL_EXIT_OK)
+		rc = CLI_EXIT_FAIL;
+	if (rc == CLI_EXIT_OK)
 		putchar('\n');
 	json_decref(arr);
 	return rc;
@@ -681,7 +681,7 @@ static int market_show(int argc, char **argv)
 		{"zones", required_argument, NULL, 'z'},
 		{0},
 	};
-	char *types[CTL_LIST_MAX], *zones[CTL_LIST_MAX];
+	char *types[CLI_LIST_MAX], *zones[CLI_LIST_MAX];
 	char *tbuf = NULL, *zbuf = NULL;
 	size_t nt = 0, nz = 0;
 	const char *type_arg, *zone_arg;
@@ -691,7 +691,7 @@ static int market_show(int argc, char **argv)
 	struct store *st = NULL;
 	const char *db = NULL;
 	int64_t at_s = px_now_wall_us() / PX_USEC_PER_SEC;
-	bool json = ctl_g.json;
+	bool json = cli_g.json;
 	enum px_err e = PX_OK;
 	int ch, rc;
 
@@ -704,28 +704,28 @@ static int market_show(int argc, char **argv)
 				log_err("--at: bad time '%s' (want e.g. "
 					"2016-03-01T12:00:00Z or @unix-seconds)",
 					optarg);
-				return CTL_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			}
 			break;
 		case 'd': db = optarg; break;
-		case 'h': fputs(market_usage, stdout); return CTL_EXIT_OK;
+		case 'h': fputs(market_usage, stdout); return CLI_EXIT_OK;
 		case 'j': json = true; break;
 		case 'p': f.product = optarg; break;
 		case 'r': f.region = optarg; break;
 		case 't': f.type = optarg; break;
 		case 'z': f.zone = optarg; break;
-		default: return ctl_bad_option("market show", argv, ch);
+		default: return cli_bad_option("market show", argv, ch);
 		}
 	}
 	if (optind < argc)
-		return ctl_usage("market show", "unexpected argument '%s'",
+		return cli_usage("market show", "unexpected argument '%s'",
 				 argv[optind]);
 	/* --types/--zones take comma-separated lists: one query per pair */
 	type_arg = f.type;
 	zone_arg = f.zone;
-	rc = ctl_split_list("--types", f.type, &tbuf, types, &nt);
+	rc = cli_split_list("--types", f.type, &tbuf, types, &nt);
 	if (rc < 0)
-		rc = ctl_split_list("--zones", f.zone, &zbuf, zones, &nz);
+		rc = cli_split_list("--zones", f.zone, &zbuf, zones, &nz);
 	if (rc < 0)
 		rc = open_store(db, true, &st);
 	if (rc) {
@@ -747,14 +747,14 @@ static int market_show(int argc, char **argv)
 		e = row_stats(st, &c.v[i], at_s, &err);
 	if (e != PX_OK) {
 		log_err("%s", err.msg[0] ? err.msg : px_strerror(e));
-		rc = ctl_exit_for(e);
+		rc = cli_exit_for(e);
 	} else if (c.n == 0) {
 		log_err("no market matches%s%s%s%s%s%s (see 'proteusctl market' "
 			"for what is stored)",
 			f.region ? " region=" : "", f.region ? f.region : "",
 			f.zone ? " zone=" : "", f.zone ? f.zone : "",
 			f.type ? " type=" : "", f.type ? f.type : "");
-		rc = CTL_EXIT_NOTFOUND;
+		rc = CLI_EXIT_NOTFOUND;
 	} else if (json) {
 		rc = print_json(c.v, c.n, at_s);
 	} else {
@@ -767,12 +767,12 @@ static int market_show(int argc, char **argv)
 	return rc;
 }
 
-int ctl_market(int argc, char **argv)
+int cli_market(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "import"))
 		return market_import(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "fetch"))
-		return ctl_market_fetch(argc - 1, argv + 1);
+		return cli_market_fetch(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "show"))
 		return market_show(argc - 1, argv + 1);
 	return market_show(argc, argv);

@@ -1,4 +1,4 @@
-/* ctl_simulate.c -- `proteusctl simulate`: replay spot-price traces and run
+/* cli_simulate.c -- `proteusctl simulate`: replay spot-price traces and run
  * allocation policies (bidbrain, standard, ondemand, spread) on a job spec
  * with the virtual-clock simulator (sim.h), then print a table, JSON, CSV
  * and/or a plot, and optionally store every run in the database so that
@@ -20,7 +20,7 @@
 #include "../cloudapi/trace.h"
 #include "../common/log.h"
 #include "../db/store.h"
-#include "ctl.h"
+#include "cli.h"
 #include "journal.h"
 #include "sim.h"
 #include "simplot.h"
@@ -325,7 +325,7 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 {
 	char s[32], e[32];
 	json_t *arr = json_array(), *o;
-	int rc = CTL_EXIT_OK;
+	int rc = CLI_EXIT_OK;
 
 	for (size_t i = 0; arr && i < n; i++)
 		if (json_array_append_new(arr, result_json(&res[i], res, n))) {
@@ -333,7 +333,7 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 			arr = NULL;
 		}
 	if (!arr)
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	o = json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:o}", "job", job->name,
 		      "billing", billing_model_name(b), "start",
 		      px_format_time(sim_plan_start(plan), s, sizeof s), "end",
@@ -342,7 +342,7 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 		      "results", arr);
 	if (!o || json_dumpf(o, stdout, JSON_INDENT(2) |
 			     JSON_REAL_PRECISION(10)))
-		rc = CTL_EXIT_FAIL;
+		rc = CLI_EXIT_FAIL;
 	else
 		putchar('\n');
 	json_decref(o);
@@ -447,41 +447,41 @@ static int parse_policies(const char *list, bool per_second,
 		if (len == 0 || len >= sizeof name) {
 			log_err("--policy: bad list '%s' (want e.g. "
 				"bidbrain,standard,ondemand)", list);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		memcpy(name, p, len);
 		name[len] = '\0';
 		if (policy_lookup(name, &v[n], &err) != PX_OK) {
 			log_err("--policy: %s", err.msg);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		for (size_t i = 0; i < n; i++)
 			if (v[i] == v[n]) {
 				log_err("--policy: '%s' named twice", name);
-				return CTL_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			}
 		if (++n == SIM_POLICIES_MAX && comma) {
 			log_err("--policy: at most %d policies",
 				SIM_POLICIES_MAX);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		p += len + (comma != NULL);
 	}
 	if (n == 0) {
 		log_err("--policy: no policy named");
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	*ret_n = n;
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 static int parse_time_opt(const char *name, const char *s, int64_t *ret)
 {
 	if (px_parse_time(s, strlen(s), ret) == PX_OK && *ret > 0)
-		return CTL_EXIT_OK;
+		return CLI_EXIT_OK;
 	log_err("--%s: bad time '%s' (want e.g. 2016-03-01T12:00:00Z or "
 		"@unix-seconds)", name, s);
-	return CTL_EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -506,8 +506,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	char *end;
 	int c, rc;
 
-	o->db = ctl_g.db;
-	o->json = ctl_g.json;
+	o->db = cli_g.db;
+	o->json = cli_g.json;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
 		switch (c) {
@@ -531,7 +531,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			if (errno || end == optarg || *end || *optarg == '-') {
 				log_err("--seed: want a non-negative integer, "
 					"not '%s'", optarg);
-				return CTL_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			}
 			break;
 		case 'S':
@@ -543,27 +543,27 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			if (o->n_traces == SIM_TRACES_MAX) {
 				log_err("--trace: at most %d files",
 					SIM_TRACES_MAX);
-				return CTL_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			}
 			o->traces[o->n_traces++] = optarg;
 			break;
 		default:
-			return ctl_bad_option("simulate", argv, c);
+			return cli_bad_option("simulate", argv, c);
 		}
 	}
 	if (optind < argc)
-		return ctl_usage("simulate", "unexpected argument '%s'",
+		return cli_usage("simulate", "unexpected argument '%s'",
 				 argv[optind]);
 	if (!o->n_traces || !o->od_path || !o->job_path) {
 		log_err("simulate: --trace, --ondemand-prices and --job are "
 			"required (see 'proteusctl simulate --help')");
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (o->start_s && o->end_s && o->start_s >= o->end_s) {
 		log_err("--start must be before --end");
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 /* Read the job file (bounded) and parse it; *ret_text is the verbatim
@@ -701,19 +701,19 @@ static int run_all(struct run_all *ra)
 	struct px_error err = {0};
 	char *path = NULL;
 	enum px_err e = PX_OK;
-	int rc = CTL_EXIT_OK;
+	int rc = CLI_EXIT_OK;
 
 	if (ra->o->db) {
 		path = strdup(ra->o->db);
 		if (!path) {
 			log_err("out of memory");
-			return CTL_EXIT_FAIL;
+			return CLI_EXIT_FAIL;
 		}
 		e = store_open(path, &dc->st, &err);
 		if (e != PX_OK) {
 			log_err("database '%s': %s", path, err.msg);
 			free(path);
-			return CTL_EXIT_FAIL;
+			return CLI_EXIT_FAIL;
 		}
 		e = store_begin(dc->st, &dc->err);
 	}
@@ -734,8 +734,8 @@ static int run_all(struct run_all *ra)
 			if (ours)
 				err = dc->err;
 			log_err("policy '%s': %s", dc->policy, err.msg);
-			rc = ours || e == PX_ENOMEM ? CTL_EXIT_FAIL :
-			     CTL_EXIT_DATA;
+			rc = ours || e == PX_ENOMEM ? CLI_EXIT_FAIL :
+			     CLI_EXIT_DATA;
 			e = PX_OK;
 			goto out;
 		}
@@ -749,11 +749,11 @@ static int run_all(struct run_all *ra)
 		e = store_commit(dc->st, &dc->err);
 	if (e != PX_OK) {
 		log_err("database '%s': %s", path, dc->err.msg);
-		rc = CTL_EXIT_FAIL;
+		rc = CLI_EXIT_FAIL;
 	}
 out:
 	progress_clear(ra->pg);
-	if (dc->st && rc != CTL_EXIT_OK) {
+	if (dc->st && rc != CLI_EXIT_OK) {
 		store_rollback(dc->st);
 		log_err("nothing was stored in '%s'", path);
 	}
@@ -763,7 +763,7 @@ out:
 	return rc;
 }
 
-int ctl_simulate(int argc, char **argv)
+int cli_simulate(int argc, char **argv)
 {
 	struct opts o = {.product = "Linux/UNIX", .seed = 1};
 	const struct policy_ops *pols[SIM_POLICIES_MAX];
@@ -788,15 +788,15 @@ int ctl_simulate(int argc, char **argv)
 	market_set_init(&ms);
 	rc = parse_args(argc, argv, &o);
 	if (rc)
-		return rc < 0 ? CTL_EXIT_OK : rc;
+		return rc < 0 ? CLI_EXIT_OK : rc;
 	if (o.have_billing &&
 	    billing_model_parse(o.billing, &billing, &err) != PX_OK) {
 		log_err("--billing: %s", err.msg);
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	if (o.plot && simplot_format_of(o.plot, &pf, &err) != PX_OK) {
 		log_err("--plot: %s", err.msg);
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	/* the default model follows the window's start; the policy list
 	 * follows the model, so both wait for the trace when not given */
@@ -815,7 +815,7 @@ int ctl_simulate(int argc, char **argv)
 		e = ondemand_table_load(o.od_path, &od, &err);
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
-		rc = e == PX_ENOMEM ? CTL_EXIT_FAIL : CTL_EXIT_DATA;
+		rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
 		goto out;
 	}
 	lc = (struct load_ctx){
@@ -826,7 +826,7 @@ int ctl_simulate(int argc, char **argv)
 	progress_clear(&pg);
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
-		rc = e == PX_ENOMEM ? CTL_EXIT_FAIL : CTL_EXIT_DATA;
+		rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
 		goto out;
 	}
 	if (!o.have_billing && !o.start_s)
@@ -854,7 +854,7 @@ int ctl_simulate(int argc, char **argv)
 	}
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
-		rc = e == PX_ENOMEM ? CTL_EXIT_FAIL : CTL_EXIT_DATA;
+		rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
 		goto out;
 	}
 	{
@@ -874,7 +874,7 @@ int ctl_simulate(int argc, char **argv)
 		print_table(&job, billing, plan, o.seed, res, n_pols);
 	if (o.csv && (e = write_csv(o.csv, res, n_pols, &err)) != PX_OK) {
 		log_err("%s", err.msg);
-		rc = CTL_EXIT_FAIL;
+		rc = CLI_EXIT_FAIL;
 	}
 	if (o.plot) {
 		char title[160];
@@ -884,7 +884,7 @@ int ctl_simulate(int argc, char **argv)
 				 n_pols, &err);
 		if (e != PX_OK) {
 			log_err("%s", err.msg);
-			rc = CTL_EXIT_FAIL;
+			rc = CLI_EXIT_FAIL;
 		}
 	}
 out:

@@ -1,4 +1,4 @@
-/* ctl_fetch.c -- `proteusctl market fetch`: DescribeSpotPriceHistory from
+/* cli_market_fetch.c -- `proteusctl market fetch`: DescribeSpotPriceHistory from
  * EC2 into the store, the same rows `aws ec2 describe-spot-price-history`
  * returns, in one transaction (nothing is stored when any page fails).
  * Credentials come from the AWS chain (awscred.h), never the command line.
@@ -17,7 +17,7 @@
 #include "../cloudapi/trace.h"
 #include "../common/log.h"
 #include "../db/store.h"
-#include "ctl.h"
+#include "cli.h"
 
 #define FETCH_LIST_MAX 64   /* --types / --zones entries */
 #define FETCH_DAYS_MAX 90   /* EC2 keeps 90 days of spot price history */
@@ -238,7 +238,7 @@ static int fetch_parse(int argc, char **argv, struct fetch_opts *o)
 	o->days = FETCH_DAYS_DEFAULT;
 	o->page_size = 1000;
 	o->product = "Linux/UNIX";
-	o->json = ctl_g.json;
+	o->json = cli_g.json;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":d:e:hn:p:r:s:t:z:", opts,
 				NULL)) != -1) {
@@ -250,40 +250,40 @@ static int fetch_parse(int argc, char **argv, struct fetch_opts *o)
 		case 'n':
 			if (parse_int("days", optarg, 1, FETCH_DAYS_MAX,
 				      &o->days))
-				return CTL_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			break;
 		case 'p': o->product = optarg; break;
 		case 'r': o->region = optarg; break;
 		case 's':
 			if (parse_int("page-size", optarg, 1, 1000,
 				      &o->page_size))
-				return CTL_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			break;
 		case 't':
 			if (split_list("types", optarg, &o->types))
-				return CTL_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			break;
 		case 'z':
 			if (split_list("zones", optarg, &o->zones))
-				return CTL_EXIT_USAGE;
+				return CLI_EXIT_USAGE;
 			break;
-		default: return ctl_bad_option("market fetch", argv, c);
+		default: return cli_bad_option("market fetch", argv, c);
 		}
 	}
 	if (optind < argc)
 		/* not echoed: it may be a secret pasted by mistake */
-		return ctl_usage("market fetch", "unexpected argument %d "
+		return cli_usage("market fetch", "unexpected argument %d "
 				 "(credentials are never taken from the "
 				 "command line)", optind);
 	if (!o->types.n)
-		return ctl_usage("market fetch", "--types is required (e.g. "
+		return cli_usage("market fetch", "--types is required (e.g. "
 				 "--types c4.large,c4.xlarge)");
 	if (!*o->product || strlen(o->product) >= STORE_NAME_MAX) {
 		log_err("--product: '%s' is empty or longer than %d bytes",
 			o->product, STORE_NAME_MAX - 1);
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 /* The region: --region, else the AWS chain's.  Zones must be in it. */
@@ -296,12 +296,12 @@ static int fetch_region(struct fetch_opts *o, char *buf, size_t len)
 		if (!*o->region || strlen(o->region) >= STORE_NAME_MAX) {
 			log_err("--region: '%s' is empty or too long",
 				o->region);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		snprintf(buf, len, "%s", o->region);
 	} else if (awscred_region(buf, len, &err) != PX_OK) {
 		log_err("no region: pass --region or set AWS_REGION");
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	o->region = buf;
 	for (size_t i = 0; i < o->zones.n; i++) {
@@ -309,29 +309,29 @@ static int fetch_region(struct fetch_opts *o, char *buf, size_t len)
 		    PX_OK || strcmp(zr, buf)) {
 			log_err("--zones: '%s' is not a zone of region '%s'",
 				o->zones.v[i], buf);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 	}
-	return CTL_EXIT_OK;
+	return CLI_EXIT_OK;
 }
 
 static int fetch_exit(enum px_err e)
 {
 	switch (e) {
 	case PX_OK:
-		return CTL_EXIT_OK;
+		return CLI_EXIT_OK;
 	case PX_EAWS:
 	case PX_EHTTP:
 	case PX_EPROTO:
 	case PX_ETOOBIG:
 	case PX_ENOENT:
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	default:
-		return ctl_exit_for(e);
+		return cli_exit_for(e);
 	}
 }
 
-int ctl_market_fetch(int argc, char **argv)
+int cli_market_fetch(int argc, char **argv)
 {
 	struct fetch_opts o = {0};
 	struct px_error err = {0};
@@ -359,7 +359,7 @@ int ctl_market_fetch(int argc, char **argv)
 
 	rc = fetch_parse(argc, argv, &o);
 	if (rc) {
-		rc = rc < 0 ? CTL_EXIT_OK : rc;
+		rc = rc < 0 ? CLI_EXIT_OK : rc;
 		goto out;
 	}
 	rc = fetch_region(&o, region, sizeof(region));
@@ -368,7 +368,7 @@ int ctl_market_fetch(int argc, char **argv)
 	end_s = px_now_wall_us() / PX_USEC_PER_SEC;
 	start_s = end_s - (int64_t)o.days * 86400;
 
-	rc = CTL_EXIT_FAIL;
+	rc = CLI_EXIT_FAIL;
 	e = awscred_provider_new(&copts, &prov, &err);
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
@@ -391,7 +391,7 @@ int ctl_market_fetch(int argc, char **argv)
 	log_info("fetching from %s with credentials from %s",
 		 ec2_client_endpoint(ec2), awscred_source_name(src));
 
-	path = o.db ? strdup(o.db) : ctl_default_db();
+	path = o.db ? strdup(o.db) : cli_default_db();
 	if (!path)
 		goto out;
 	e = store_open(path, &st, &err);
@@ -427,7 +427,7 @@ int ctl_market_fetch(int argc, char **argv)
 		store_rollback(st);
 		log_err("%s: no records (check the instance types, zones and "
 			"product; nothing was stored)", source);
-		rc = CTL_EXIT_NOTFOUND;
+		rc = CLI_EXIT_NOTFOUND;
 		goto out;
 	}
 	if (e == PX_OK) {
@@ -453,7 +453,7 @@ int ctl_market_fetch(int argc, char **argv)
 		rc = fetch_exit(e);
 		goto out;
 	}
-	rc = CTL_EXIT_OK;
+	rc = CLI_EXIT_OK;
 	if (o.json) {
 		json_t *j = json_pack(
 			"{s:s, s:s, s:I, s:I, s:s, s:s, s:I, s:s, s:f}",
@@ -465,7 +465,7 @@ int ctl_market_fetch(int argc, char **argv)
 			"seconds", (double)(px_now_mono_us() - t0) / 1e6);
 
 		if (!j || json_dumpf(j, stdout, JSON_INDENT(2)))
-			rc = CTL_EXIT_FAIL;
+			rc = CLI_EXIT_FAIL;
 		else
 			putchar('\n');
 		json_decref(j);

@@ -1,4 +1,4 @@
-/* test_sim_jobspec.c -- job spec parsing, validation messages, the
+/* test_jobspec.c -- job spec parsing, validation messages, the
  * instance table and the work model helpers. */
 #include <criterion/criterion.h>
 #include <stdio.h>

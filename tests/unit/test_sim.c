@@ -1,4 +1,4 @@
-/* test_sim_sim.c -- the simulator end to end on synthetic markets: costs
+/* test_sim.c -- the simulator end to end on synthetic markets: costs
  * computed by hand, evictions, determinism, no peeking at the future, and
  * the errors for jobs that cannot run. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* test_ctl_simulate.c -- proteusctl simulate and history, end to end
+/* test_cli_simulate.c -- proteusctl simulate and history, end to end
  * through the real binary, on the synthetic traces in tests/data/sim and
  * the shipped 7-day slice. */
 #include <criterion/criterion.h>
@@ -27,7 +27,7 @@ static void teardown(void)
 	free(db);
 }
 
-TestSuite(ctl_simulate, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(cli_simulate, .init = setup, .fini = teardown, .timeout = 120);
 
 /* tests/data/sim/<name> (64 static buffers, rotated) */
 static const char *fx(const char *name)
@@ -101,7 +101,7 @@ static json_t *result_of(json_t *top, const char *policy)
 	return NULL;
 }
 
-Test(ctl_simulate, json_keys_and_hand_computed_costs)
+Test(cli_simulate, json_keys_and_hand_computed_costs)
 {
 	const char *x[] = {"--json", NULL};
 	static const char *const keys[] = {
@@ -149,7 +149,7 @@ Test(ctl_simulate, json_keys_and_hand_computed_costs)
 	pxrun_free(&r);
 }
 
-Test(ctl_simulate, table_csv_and_window)
+Test(cli_simulate, table_csv_and_window)
 {
 	char *csv;
 	const char *x[] = {"--policy", "ondemand,standard", "--csv", NULL,
@@ -235,17 +235,17 @@ static void check_plot(const char *ext, const char *magic)
 	free(out);
 }
 
-Test(ctl_simulate, plot_png)
+Test(cli_simulate, plot_png)
 {
 	check_plot("png", "\x89PNG");
 }
 
-Test(ctl_simulate, plot_svg)
+Test(cli_simulate, plot_svg)
 {
 	check_plot("svg", "<svg");
 }
 
-Test(ctl_simulate, plot_bad_extension_is_usage)
+Test(cli_simulate, plot_bad_extension_is_usage)
 {
 	const char *x[] = {"--plot", "out.pdf", NULL};
 	struct pxrun r;
@@ -273,7 +273,7 @@ static void bad(const char *trace, const char *od, const char *job,
 	pxrun_free(&r);
 }
 
-Test(ctl_simulate, bad_input_says_what_is_missing)
+Test(cli_simulate, bad_input_says_what_is_missing)
 {
 	const char *early[] = {"--start", "2015-01-01", NULL};
 	const char *late[] = {"--end", "2017-01-01", NULL};
@@ -339,7 +339,7 @@ static json_t *history(const char *job)
 	return j;
 }
 
-Test(ctl_simulate, db_and_history_round_trip)
+Test(cli_simulate, db_and_history_round_trip)
 {
 	const char *x[] = {"--json", "--db", NULL, NULL};
 	struct pxrun r;
@@ -410,7 +410,7 @@ Test(ctl_simulate, db_and_history_round_trip)
 	json_decref(s);
 }
 
-Test(ctl_simulate, bad_data_leaves_db_untouched)
+Test(cli_simulate, bad_data_leaves_db_untouched)
 {
 	const char *x[] = {"--db", NULL, NULL};
 	struct pxrun r;
@@ -445,7 +445,7 @@ Test(ctl_simulate, bad_data_leaves_db_untouched)
 	free(wal);
 }
 
-Test(ctl_simulate, history_without_db_is_not_found)
+Test(cli_simulate, history_without_db_is_not_found)
 {
 	const char *a[] = {"history", "--db", db, NULL};
 	struct pxrun r;
@@ -459,7 +459,7 @@ Test(ctl_simulate, history_without_db_is_not_found)
 /* The shipped 7-day slice: ondemand's cost and runtime follow from the
  * job alone (16 m3.large at 0.133 USD/h, efficiency 0.9, 120 s startup);
  * the window options narrow the run. */
-Test(ctl_simulate, shipped_slice)
+Test(cli_simulate, shipped_slice)
 {
 	char *trace = px_src_path(
 		"docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz");

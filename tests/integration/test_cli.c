@@ -1,4 +1,4 @@
-/* test_ctl_cli.c -- proteusctl's vocabulary: options given before the
+/* test_cli.c -- proteusctl's vocabulary: options given before the
  * command, old and new spellings of the same option, --json on import,
  * one-line usage errors with exit 2, and the bash completions. */
 #include <criterion/criterion.h>
@@ -41,7 +41,7 @@ static void teardown(void)
 	free(trace2);
 }
 
-TestSuite(ctl_cli, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
 
 /* proteusctl ARGS... (NULL-terminated); its exit status. */
 static int ctl(struct pxrun *r, ...)
@@ -81,7 +81,7 @@ static int lines(const char *s)
 
 /* `market import --json`: one object per file, the counts the database
  * got; the on-demand tables by both spellings. */
-Test(ctl_cli, import_json_and_ondemand_spellings)
+Test(cli, import_json_and_ondemand_spellings)
 {
 	char *small = px_src_path("tests/data/ctl/small.json");
 	char *od = px_src_path("tests/data/ctl/od.json");
@@ -131,7 +131,7 @@ Test(ctl_cli, import_json_and_ondemand_spellings)
 
 /* --types takes a list; --type is its old spelling; the global --db
  * before the command is the command's --db. */
-Test(ctl_cli, types_list_and_global_db)
+Test(cli, types_list_and_global_db)
 {
 	char *small = px_src_path("tests/data/ctl/small.json");
 	struct pxrun r;
@@ -174,7 +174,7 @@ Test(ctl_cli, types_list_and_global_db)
 
 /* Usage errors: one line naming the option and the command, with a hint,
  * nothing on stdout, exit 2; the help itself still exits 0. */
-Test(ctl_cli, usage_errors_are_one_line)
+Test(cli, usage_errors_are_one_line)
 {
 	static const struct {
 		const char *a[6];
@@ -235,7 +235,7 @@ Test(ctl_cli, usage_errors_are_one_line)
 
 /* Exit codes as docs/proteusctl.md lists them: 3 bad data (nothing
  * stored), 4 nothing matched, 1 no daemon. */
-Test(ctl_cli, exit_codes)
+Test(cli, exit_codes)
 {
 	char *bad = px_src_path("tests/data/ctl/bad-price.json");
 	struct pxrun r;
@@ -279,7 +279,7 @@ static void complete(const char *prog, const char *words, char *out,
 	free(dir);
 }
 
-Test(ctl_cli, bash_completion)
+Test(cli, bash_completion)
 {
 	char got[4096];
 

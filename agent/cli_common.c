@@ -1,4 +1,4 @@
-/* ctl_common.c -- helpers shared by proteusctl's commands. */
+/* cli_common.c -- helpers shared by proteusctl's commands. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -7,31 +7,31 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "ctl.h"
+#include "cli.h"
 #include "proto.h"
 
 /* How long `proteusctl` waits for the daemon when it asks which database
  * it uses: a daemon that does not answer this fast is not asked. */
-#define CTL_DB_ASK_TIMEOUT_MS 1000
+#define CLI_DB_ASK_TIMEOUT_MS 1000
 
-struct ctl_globals ctl_g;
+struct cli_globals cli_g;
 
-int ctl_exit_for(enum px_err e)
+int cli_exit_for(enum px_err e)
 {
 	switch (e) {
 	case PX_OK:
-		return CTL_EXIT_OK;
+		return CLI_EXIT_OK;
 	case PX_EINVAL:
 	case PX_ETOOBIG:
-		return CTL_EXIT_DATA;
+		return CLI_EXIT_DATA;
 	case PX_ENOENT:
-		return CTL_EXIT_NOTFOUND;
+		return CLI_EXIT_NOTFOUND;
 	default:
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
 }
 
-int ctl_usage(const char *cmd, const char *fmt, ...)
+int cli_usage(const char *cmd, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -40,10 +40,10 @@ int ctl_usage(const char *cmd, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	log_err("%s (see 'proteusctl %s --help')", msg, cmd);
-	return CTL_EXIT_USAGE;
+	return CLI_EXIT_USAGE;
 }
 
-int ctl_bad_option(const char *cmd, char **argv, int c)
+int cli_bad_option(const char *cmd, char **argv, int c)
 {
 	const char *arg = optind > 0 ? argv[optind - 1] : "?";
 	char shortopt[3] = {'-', (char)optopt, '\0'};
@@ -53,12 +53,12 @@ int ctl_bad_option(const char *cmd, char **argv, int c)
 	if (strncmp(arg, "--", 2) && optopt > 0 && optopt < 128)
 		name = shortopt;
 	if (c == ':')
-		return ctl_usage(cmd, "option '%s' for '%s' needs a value",
+		return cli_usage(cmd, "option '%s' for '%s' needs a value",
 				 name, cmd);
-	return ctl_usage(cmd, "unknown option '%s' for '%s'", name, cmd);
+	return cli_usage(cmd, "unknown option '%s' for '%s'", name, cmd);
 }
 
-int ctl_split_list(const char *flag, const char *arg, char **ret_buf,
+int cli_split_list(const char *flag, const char *arg, char **ret_buf,
 		   char **v, size_t *ret_n)
 {
 	char *buf, *p, *save = NULL;
@@ -71,18 +71,18 @@ int ctl_split_list(const char *flag, const char *arg, char **ret_buf,
 	if (!*arg || arg[0] == ',' || arg[strlen(arg) - 1] == ',' ||
 	    strstr(arg, ",,")) {
 		log_err("%s: empty item in '%s'", flag, arg);
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	buf = strdup(arg);
 	if (!buf) {
 		log_err("out of memory");
-		return CTL_EXIT_FAIL;
+		return CLI_EXIT_FAIL;
 	}
 	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-		if (n == CTL_LIST_MAX) {
-			log_err("%s: more than %d items", flag, CTL_LIST_MAX);
+		if (n == CLI_LIST_MAX) {
+			log_err("%s: more than %d items", flag, CLI_LIST_MAX);
 			free(buf);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		v[n++] = p;
 	}
@@ -95,20 +95,20 @@ int ctl_split_list(const char *flag, const char *arg, char **ret_buf,
  * there quickly: an absolute path, malloc'd; NULL otherwise. */
 static char *daemon_db(void)
 {
-	char sock[CTL_SOCKET_MAX];
+	char sock[CLI_SOCKET_MAX];
 	struct px_error err = {0};
 	json_t *req, *reply = NULL;
 	const char *db;
 	char *path = NULL;
 
-	if (ctl_g.socket)
-		snprintf(sock, sizeof(sock), "%s", ctl_g.socket);
+	if (cli_g.socket)
+		snprintf(sock, sizeof(sock), "%s", cli_g.socket);
 	else if (proto_default_socket(sock, sizeof(sock)) != PX_OK)
 		return NULL;
 	req = proto_request_new(PROTO_CMD_status);
 	if (!req)
 		return NULL;
-	if (proto_call(sock, req, CTL_DB_ASK_TIMEOUT_MS, &reply, &err) ==
+	if (proto_call(sock, req, CLI_DB_ASK_TIMEOUT_MS, &reply, &err) ==
 		    PX_OK &&
 	    json_is_true(json_object_get(reply, "ok"))) {
 		db = json_string_value(json_object_get(reply, "db"));
@@ -123,7 +123,7 @@ static char *daemon_db(void)
 	return path;
 }
 
-char *ctl_default_db(void)
+char *cli_default_db(void)
 {
 	char buf[4096];
 	struct px_error err = {0};
@@ -131,8 +131,8 @@ char *ctl_default_db(void)
 	char *path;
 	enum px_err e;
 
-	if (ctl_g.db)
-		return strdup(ctl_g.db);
+	if (cli_g.db)
+		return strdup(cli_g.db);
 	if (env && *env)
 		return strdup(env);
 	path = daemon_db();
@@ -158,19 +158,19 @@ char *ctl_default_db(void)
 	return path;
 }
 
-int ctl_socket_path(char *buf, size_t len)
+int cli_socket_path(char *buf, size_t len)
 {
-	const char *sock = ctl_g.socket;
+	const char *sock = cli_g.socket;
 
 	if (sock) {
 		if (strlen(sock) >= len) {
 			log_err("socket path '%s' is too long", sock);
-			return CTL_EXIT_USAGE;
+			return CLI_EXIT_USAGE;
 		}
 		memcpy(buf, sock, strlen(sock) + 1);
 	} else if (proto_default_socket(buf, len) != PX_OK) {
 		log_err("the default socket path is too long; use --socket");
-		return CTL_EXIT_USAGE;
+		return CLI_EXIT_USAGE;
 	}
 	return -1;
 }

@@ -1,4 +1,4 @@
-/* test_ctl_market.c -- proteusctl market import/show, end to end. */
+/* test_cli_market.c -- proteusctl market import/show, end to end. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -76,9 +76,9 @@ static double num(json_t *o, const char *k)
 	return json_number_value(v);
 }
 
-TestSuite(ctl_market, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(cli_market, .init = setup, .fini = teardown, .timeout = 60);
 
-Test(ctl_market, import_and_show_time_weighted)
+Test(cli_market, import_and_show_time_weighted)
 {
 	char *small = fixture("small.json.gz"), *od = fixture("od.json");
 	struct pxrun r;
@@ -124,7 +124,7 @@ Test(ctl_market, import_and_show_time_weighted)
 	free(od);
 }
 
-Test(ctl_market, newest_first_and_twice_stores_once)
+Test(cli_market, newest_first_and_twice_stores_once)
 {
 	char *nf = fixture("newest-first.json");
 	struct pxrun r;
@@ -147,7 +147,7 @@ Test(ctl_market, newest_first_and_twice_stores_once)
 	free(nf);
 }
 
-Test(ctl_market, bad_record_names_it_and_imports_nothing)
+Test(cli_market, bad_record_names_it_and_imports_nothing)
 {
 	char *small = fixture("small.json"), *bad = fixture("bad-price.json");
 	struct pxrun r;
@@ -173,7 +173,7 @@ Test(ctl_market, bad_record_names_it_and_imports_nothing)
 	free(bad);
 }
 
-Test(ctl_market, truncated_gzip_is_an_error)
+Test(cli_market, truncated_gzip_is_an_error)
 {
 	char *tr = fixture("truncated.json.gz");
 	struct pxrun r;
@@ -186,7 +186,7 @@ Test(ctl_market, truncated_gzip_is_an_error)
 	free(tr);
 }
 
-Test(ctl_market, missing_file_and_usage)
+Test(cli_market, missing_file_and_usage)
 {
 	struct pxrun r;
 
@@ -210,7 +210,7 @@ Test(ctl_market, missing_file_and_usage)
 	pxrun_free(&r);
 }
 
-Test(ctl_market, shipped_trace_imports)
+Test(cli_market, shipped_trace_imports)
 {
 	char *tr = px_shared_path("traces/us-east-1_2021-03_2021-05_linux.json.gz");
 	struct pxrun r;
@@ -286,7 +286,7 @@ static char *read_text(const char *path)
  * tables of another before its schema version ("has tables but no
  * schema version").  Two imports both succeed; a show in between sees
  * the markets, or nothing yet (exit 4), never an error. */
-Test(ctl_market, concurrent_first_open_of_a_fresh_database)
+Test(cli_market, concurrent_first_open_of_a_fresh_database)
 {
 	char *small = fixture("small.json"), *nf = fixture("newest-first.json");
 	char e1[512], e2[512], e3[512];
@@ -336,7 +336,7 @@ Test(ctl_market, concurrent_first_open_of_a_fresh_database)
 /* Reading needs no write access: a user who may read the database but
  * not write it or its folder (the shipped unit's group setup) can show
  * markets and history; nothing is created or changed. */
-Test(ctl_market, show_and_history_read_only_user)
+Test(cli_market, show_and_history_read_only_user)
 {
 	char *small = fixture("small.json");
 	char dir[512], path[600], errp[512];
@@ -382,7 +382,7 @@ Test(ctl_market, show_and_history_read_only_user)
 }
 
 /* Showing a database that does not exist creates nothing. */
-Test(ctl_market, show_missing_database_creates_nothing)
+Test(cli_market, show_missing_database_creates_nothing)
 {
 	struct pxrun r;
 
@@ -415,7 +415,7 @@ static char *write_tmp(const char *name, const char *text)
 
 /* One rule for two prices of one key: the same value twice is fine, a
  * different one is refused naming both, and nothing is imported. */
-Test(ctl_market, conflicting_prices_refused)
+Test(cli_market, conflicting_prices_refused)
 {
 	char *a = write_tmp("a.json", ONE_RECORD("0.010000"));
 	char *b = write_tmp("b.json", ONE_RECORD("0.020000"));
@@ -466,7 +466,7 @@ Test(ctl_market, conflicting_prices_refused)
 /* Strings stored before the import checks (or by other means) never
  * reach the terminal raw: every table escapes them.  history --job
  * prints one readable line per event. */
-Test(ctl_market, stored_control_characters_are_escaped)
+Test(cli_market, stored_control_characters_are_escaped)
 {
 	char *small = fixture("small.json");
 	struct pxrun r;
@@ -523,7 +523,7 @@ Test(ctl_market, stored_control_characters_are_escaped)
 /* The 2016 and 2021 traces in one database: the years between them are
  * a gap, not the last 2016 price holding.  A price holds until the next
  * record, at most 7 days; the rest is excluded and reported. */
-Test(ctl_market, gap_between_traces_is_not_a_price)
+Test(cli_market, gap_between_traces_is_not_a_price)
 {
 	char *a = write_tmp("2016.json", "{\"SpotPriceHistory\":["
 		REC_AT("0.01", "2016-03-01T00:00:00Z") ","

@@ -1,4 +1,4 @@
-/* test_ctl_fetch.c -- proteusctl market fetch against the fake EC2, end to
+/* test_cli_market_fetch.c -- proteusctl market fetch against the fake EC2, end to
  * end: credentials from the environment (or a credentials file), the
  * endpoint from AWS_ENDPOINT_URL_EC2, several pages, rows checked through
  * `proteusctl market --json`, no duplicates on a second fetch, nothing
@@ -85,7 +85,7 @@ static void teardown(void)
 	free(db);
 }
 
-TestSuite(ctl_fetch, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(cli_market_fetch, .init = setup, .fini = teardown, .timeout = 60);
 
 static void no_secret(const struct pxrun *r)
 {
@@ -169,7 +169,7 @@ static double num(json_t *o, const char *k)
 	return json_number_value(v);
 }
 
-Test(ctl_fetch, pages_rows_and_no_duplicates)
+Test(cli_market_fetch, pages_rows_and_no_duplicates)
 {
 	const char *zones[] = {"us-east-1a", "us-east-1b"};
 	const char *types[] = {"c4.large", "c4.xlarge"};
@@ -247,7 +247,7 @@ Test(ctl_fetch, pages_rows_and_no_duplicates)
 	json_decref(j);
 }
 
-Test(ctl_fetch, auth_failure_stores_nothing)
+Test(cli_market_fetch, auth_failure_stores_nothing)
 {
 	struct pxrun r;
 
@@ -273,7 +273,7 @@ Test(ctl_fetch, auth_failure_stores_nothing)
 	cr_assert_null(show(), "something was stored");
 }
 
-Test(ctl_fetch, failure_on_a_later_page_stores_nothing)
+Test(cli_market_fetch, failure_on_a_later_page_stores_nothing)
 {
 	struct pxrun r;
 
@@ -290,7 +290,7 @@ Test(ctl_fetch, failure_on_a_later_page_stores_nothing)
 	cr_assert_null(show(), "something was stored");
 }
 
-Test(ctl_fetch, request_expired_is_explained)
+Test(cli_market_fetch, request_expired_is_explained)
 {
 	struct pxrun r;
 
@@ -303,7 +303,7 @@ Test(ctl_fetch, request_expired_is_explained)
 	cr_assert_null(show());
 }
 
-Test(ctl_fetch, credentials_file_readable_by_others_warns)
+Test(cli_market_fetch, credentials_file_readable_by_others_warns)
 {
 	struct pxrun r;
 	char *path;
@@ -329,7 +329,7 @@ Test(ctl_fetch, credentials_file_readable_by_others_warns)
 	free(path);
 }
 
-Test(ctl_fetch, usage_errors)
+Test(cli_market_fetch, usage_errors)
 {
 	struct pxrun r;
 
@@ -356,7 +356,7 @@ Test(ctl_fetch, usage_errors)
 	pxrun_free(&r);
 }
 
-Test(ctl_fetch, no_record_exits_4)
+Test(cli_market_fetch, no_record_exits_4)
 {
 	struct pxrun r;
 
@@ -370,7 +370,7 @@ Test(ctl_fetch, no_record_exits_4)
 /* The summary as JSON; both spellings of the list options (--type/--zone
  * are the old ones of --types/--zones) fetch the same records, and the
  * global options before the command work like the command's own. */
-Test(ctl_fetch, json_summary_and_both_spellings)
+Test(cli_market_fetch, json_summary_and_both_spellings)
 {
 	struct pxrun r;
 	json_error_t je;
@@ -411,7 +411,7 @@ Test(ctl_fetch, json_summary_and_both_spellings)
 }
 
 /* A bad option is one line and a hint, not the help text. */
-Test(ctl_fetch, bad_option_is_one_line)
+Test(cli_market_fetch, bad_option_is_one_line)
 {
 	struct pxrun r;
 

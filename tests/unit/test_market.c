@@ -1,4 +1,4 @@
-/* test_sim_market.c -- the market replayer (cloudapi/market.c). */
+/* test_market.c -- the market replayer (cloudapi/market.c). */
 #include <criterion/criterion.h>
 #include <string.h>
 

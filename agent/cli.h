@@ -1,0 +1,74 @@
+/* cli.h -- proteusctl's commands: one file per command, named after it
+ * (cli_market_fetch.c is `market fetch`, cli_status.c is `status` and
+ * `ping`), each exporting `int cli_<name>(int argc, char **argv)` that returns an
+ * exit code (enum cli_exit).  main_proteusctl.c holds the dispatch table.
+ */
+#ifndef PX_CLI_H
+#define PX_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../common/px.h"
+
+/* Exit codes, documented in docs/proteusctl.md and proteusctl(1). */
+enum cli_exit {
+	CLI_EXIT_OK = 0,      /* success */
+	CLI_EXIT_FAIL = 1,    /* the operation failed (I/O, database, ...) */
+	CLI_EXIT_USAGE = 2,   /* bad command line */
+	CLI_EXIT_DATA = 3,    /* bad input data: trace, table, job spec */
+	CLI_EXIT_NOTFOUND = 4 /* nothing matched (market, job, ...) */
+};
+
+/* Map a library error to the exit code a command returns. */
+int cli_exit_for(enum px_err e);
+
+/* The options given before the command (`proteusctl --db X market`):
+ * they apply to every command, which may override them with its own. */
+struct cli_globals {
+	const char *db;     /* --db PATH */
+	const char *socket; /* --socket PATH */
+	bool json;          /* --json */
+};
+extern struct cli_globals cli_g;
+
+#define CLI_SOCKET_MAX 1024
+
+/* A usage error: one line naming the problem, and a hint to
+ * 'proteusctl CMD --help'.  Returns CLI_EXIT_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* After getopt_long returned c ('?' or ':'; the optstring starts with ':'):
+ * the usage error for the option it refused.  Returns CLI_EXIT_USAGE. */
+int cli_bad_option(const char *cmd, char **argv, int c);
+
+/* Split a comma-separated list (the value of flag, or NULL for none) into
+ * at most CLI_LIST_MAX items, pointers into *ret_buf (malloc'd, the
+ * caller frees it).  -1 to go on, else an exit code (already reported):
+ * an empty item or too many items is a usage error. */
+#define CLI_LIST_MAX 64
+int cli_split_list(const char *flag, const char *arg, char **ret_buf,
+		   char **v, size_t *ret_n);
+
+/* Database path when the command has no --db: the global --db, else
+ * $PROTEUS_DB, else the database of the proteusd answering on the default
+ * socket (or the global --socket), else proto_default_db()'s rule (its
+ * folder is created, mode 0700).  Returns a malloc'd string or NULL (and
+ * says why on stderr). */
+char *cli_default_db(void);
+
+/* The control socket into buf when the command has no --socket: the
+ * global --socket, else proto_default_socket() ($PROTEUS_SOCKET, ...).
+ * -1 to go on, else an exit code (already reported). */
+int cli_socket_path(char *buf, size_t len);
+
+int cli_market(int argc, char **argv);
+/* `market fetch`: DescribeSpotPriceHistory into the store (cli_market_fetch.c). */
+int cli_market_fetch(int argc, char **argv);
+int cli_simulate(int argc, char **argv);
+int cli_history(int argc, char **argv);
+/* cli_status.c: ask a running proteusd over its control socket. */
+int cli_status(int argc, char **argv);
+int cli_ping(int argc, char **argv);
+
+#endif
