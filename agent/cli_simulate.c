@@ -30,7 +30,7 @@
 #define SEEN_MAX 16           /* distinct regions/products named in errors */
 #define ZONE_CACHE 64
 /* per-second billing started on 2017-10-02 */
-#define PER_SECOND_FROM_S INT64_C(1506902400)
+#define PER_SECOND_FROM_S BILLING_PER_SECOND_FROM_S
 
 static const char simulate_usage[] =
 	"usage: proteusctl simulate --trace FILE [--trace FILE...]\n"

@@ -69,6 +69,37 @@ static const struct config_key config_table[] = {
 	 "a control client silent this long, or stuck mid-request, is "
 	 "disconnected",
 	 NULL, NULL},
+	{"max_jobs", CONFIG_INT, CFG(max_jobs), 1, 256, "4",
+	 CONFIG_RELOADABLE,
+	 "jobs running at once; later submissions wait, queued", NULL, NULL},
+	{"local_speedup", CONFIG_INT, CFG(local_speedup), 1, 1000000, "3600",
+	 CONFIG_RELOADABLE,
+	 "local world: market seconds per real second (3600: a trace hour "
+	 "per second), for jobs that do not set world.speedup", NULL, NULL},
+	{"local_trace", CONFIG_STR, CFG(local_trace), 0, CONFIG_PATH_MAX - 1,
+	 "", CONFIG_RELOADABLE,
+	 "local world: the spot-price trace jobs replay unless they name "
+	 "one (empty: the shipped 7-day us-east-1 2016 slice)", NULL, NULL},
+	{"local_ondemand_prices", CONFIG_STR, CFG(local_ondemand_prices), 0,
+	 CONFIG_PATH_MAX - 1, "", CONFIG_RELOADABLE,
+	 "local world: the on-demand price table (empty: the shipped one "
+	 "of the shipped trace's era)", NULL, NULL},
+	{"job_dir", CONFIG_STR, CFG(job_dir), 0, CONFIG_PATH_MAX - 1, "",
+	 CONFIG_IMMUTABLE,
+	 "where each job keeps its sockets and checkpoint (empty: "
+	 "<db>.jobs beside the database)", NULL, NULL},
+	{"trainer", CONFIG_STR, CFG(trainer), 0, CONFIG_PATH_MAX - 1, "",
+	 CONFIG_RELOADABLE,
+	 "the proteus-trainer program (empty: the one beside proteusd)",
+	 NULL, NULL},
+	{"stage2_ratio_pct", CONFIG_INT, CFG(stage2_ratio_pct), 1, 100000,
+	 "100", CONFIG_RELOADABLE,
+	 "reliability tiers: stage 2 once transient/reliable nodes reach "
+	 "this, in percent", NULL, NULL},
+	{"stage3_ratio_pct", CONFIG_INT, CFG(stage3_ratio_pct), 1, 100000,
+	 "800", CONFIG_RELOADABLE,
+	 "reliability tiers: stage 3 from this ratio, in percent", NULL,
+	 NULL},
 };
 
 #define CONFIG_NKEYS (sizeof(config_table) / sizeof(config_table[0]))

@@ -37,6 +37,15 @@ struct proteusd_config {
 	int control_socket_mode;              /* permission bits, no o+w */
 	int64_t max_clients;                  /* control connections at once */
 	int64_t client_timeout_ms;            /* idle/stall limit per client */
+	/* jobs (agent/jobs.c) */
+	int64_t max_jobs;                     /* running at once */
+	int64_t local_speedup;                /* market s per real s */
+	char local_trace[CONFIG_PATH_MAX];    /* "": the shipped slice */
+	char local_ondemand_prices[CONFIG_PATH_MAX]; /* "": shipped */
+	char job_dir[CONFIG_PATH_MAX];        /* "": <db>.jobs */
+	char trainer[CONFIG_PATH_MAX];        /* "": beside proteusd */
+	int64_t stage2_ratio_pct;             /* AgileML tier thresholds */
+	int64_t stage3_ratio_pct;
 };
 
 enum config_type {

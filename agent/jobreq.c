@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bidbrain/policy.h"
 #include "jobreq.h"
 
 static const char *const world_names[JOB_WORLD_MAX] = {
@@ -197,11 +198,32 @@ static enum px_err parse_world(json_t *o, const char *name,
 	return PX_OK;
 }
 
+/* "policy": one of the policies simulate knows; default bidbrain. */
+static enum px_err parse_policy(json_t *v, const char *name, char *buf,
+				size_t len, struct px_error *err)
+{
+	const struct policy_ops *p;
+	struct px_error e2 = {0};
+
+	snprintf(buf, len, "bidbrain");
+	if (!v)
+		return PX_OK;
+	if (!json_is_string(v))
+		return px_errorf(err, PX_EINVAL, "%s: policy: must be a "
+				 "string", name);
+	if (json_string_length(v) >= len ||
+	    policy_lookup(json_string_value(v), &p, &e2) != PX_OK)
+		return px_errorf(err, PX_EINVAL, "%s: policy: %s", name,
+				 e2.msg[0] ? e2.msg : "unknown policy");
+	snprintf(buf, len, "%s", json_string_value(v));
+	return PX_OK;
+}
+
 enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err)
 {
 	json_error_t je;
-	json_t *root, *tr, *wo;
+	json_t *root, *tr, *wo, *po;
 	char *rest = NULL;
 	enum px_err r;
 
@@ -221,9 +243,13 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	memset(ret, 0, sizeof *ret);
 	tr = json_incref(json_object_get(root, "trainer"));
 	wo = json_incref(json_object_get(root, "world"));
+	po = json_incref(json_object_get(root, "policy"));
 	json_object_del(root, "trainer");
 	json_object_del(root, "world");
-	r = parse_trainer(tr, name, &ret->trainer, err);
+	json_object_del(root, "policy");
+	r = parse_policy(po, name, ret->policy, sizeof ret->policy, err);
+	if (r == PX_OK)
+		r = parse_trainer(tr, name, &ret->trainer, err);
 	if (r == PX_OK)
 		r = parse_world(wo, name, &ret->world, err);
 	if (r == PX_OK) {
@@ -236,6 +262,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	free(rest);
 	json_decref(tr);
 	json_decref(wo);
+	json_decref(po);
 	json_decref(root);
 	return r;
 }

@@ -46,6 +46,7 @@ struct job_world {
 
 struct job_request {
 	struct jobspec spec;
+	char policy[32];            /* "policy": default "bidbrain" */
 	struct job_trainer trainer;
 	struct job_world world;
 };

@@ -23,6 +23,7 @@
 #include "../common/log.h"
 #include "../db/store.h"
 #include "config.h"
+#include "jobs.h"
 #include "loop.h"
 #include "proto.h"
 #include "sdnotify.h"
@@ -45,6 +46,12 @@ struct proteusd {
 	uint64_t start_us;       /* monotonic */
 	unsigned reloads;        /* successful SIGHUP reloads */
 	int lockfd;              /* DB.lock, flock'd for our life; -1: none */
+	struct jobs *jobs;
+	/* what empty config values stand for (resolve_paths) */
+	char trainer[CONFIG_PATH_MAX];
+	char trace[CONFIG_PATH_MAX];
+	char ondemand[CONFIG_PATH_MAX];
+	char job_dir[CONFIG_PATH_MAX];
 };
 
 static json_t *cmd_ping(void *app, json_t *req,
@@ -67,7 +74,7 @@ static json_t *cmd_status(void *app, json_t *req,
 		return NULL;
 	config_format(k, &d->cfg, level, sizeof(level));
 	return json_pack("{s:s, s:I, s:I, s:s, s:i, s:s, s:s, s:s, s:s, s:i, "
-			 "s:I, s:I, s:I, s:I}",
+			 "s:I, s:I, s:I, s:I, s:I}",
 			 "version", PX_VERSION,
 			 "pid", (json_int_t)getpid(),
 			 "uptime_s",
@@ -83,7 +90,8 @@ static json_t *cmd_status(void *app, json_t *req,
 			 "clients", (json_int_t)server_clients(d->srv),
 			 "markets", (json_int_t)n.markets,
 			 "prices", (json_int_t)n.prices,
-			 "jobs", (json_int_t)n.jobs);
+			 "jobs", (json_int_t)n.jobs,
+			 "jobs_running", (json_int_t)jobs_running(d->jobs));
 }
 
 static json_t *cmd_config(void *app, json_t *req,
@@ -96,6 +104,23 @@ static json_t *cmd_config(void *app, json_t *req,
 		return NULL;
 	return json_pack("{s:o, s:s?}", "config", cfg, "file",
 			 d->config_path);
+}
+
+#define JOBS_CMD(name)                                                    \
+	static json_t *cmd_##name(void *app, json_t *req,                 \
+				  struct px_error *err)                   \
+	{                                                                 \
+		return jobs_cmd_##name(((struct proteusd *)app)->jobs, req, \
+				       err);                              \
+	}
+JOBS_CMD(submit)
+JOBS_CMD(jobs)
+JOBS_CMD(events)
+JOBS_CMD(cancel)
+
+static json_t *cmd_job(void *app, json_t *req, struct px_error *err)
+{
+	return jobs_cmd_status(((struct proteusd *)app)->jobs, req, err);
 }
 
 static server_cmd_fn *const cmd_handlers[PROTO_CMD_MAX] = {
@@ -312,6 +337,75 @@ static void print_config(const struct proteusd *d)
 
 /* Parse the command line and load the configuration into d.  Returns -1
  * to go on, or the exit code. */
+/* The first of the candidates (relative to the folder proteusd runs
+ * from) that exists, into buf; false when none does. */
+static bool find_beside(const char *exe_dir, const char *const *cands,
+			char *buf, size_t len)
+{
+	for (const char *const *c = cands; *c; c++) {
+		snprintf(buf, len, "%s/%s", exe_dir, *c);
+		if (access(buf, R_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* What the empty job settings stand for: the trainer beside proteusd,
+ * the shipped trace slice and price table (installed under
+ * PREFIX/share/proteus, or in the source tree beside build/), and
+ * <db>.jobs for the job directories. */
+static bool resolve_paths(struct proteusd *d)
+{
+	static const char *const trainer[] = { "proteus-trainer", NULL };
+	static const char *const trace[] = {
+		"../share/proteus/traces/us-east-1_2016-03-01_7d_linux.json.gz",
+		"../docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz",
+		NULL };
+	static const char *const od[] = {
+		"../share/proteus/ondemand/us-east-1_2016-02_2016-04.json",
+		"../etc/ondemand/us-east-1_2016-02_2016-04.json", NULL };
+	char exe[CONFIG_PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char *slash;
+
+	if (n <= 0)
+		snprintf(exe, sizeof exe, ".");
+	else
+		exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+#define PICK(key, cands, what)                                             \
+	if (d->cfg.key[0])                                                 \
+		snprintf(d->key, sizeof d->key, "%s", d->cfg.key);         \
+	else if (!find_beside(exe, cands, d->key, sizeof d->key)) {        \
+		log_warn("no %s found beside %s: set '%s' for jobs", what, \
+			 exe, #key);                                       \
+		d->key[0] = 0;                                             \
+	}
+	PICK(trainer, trainer, "proteus-trainer")
+#undef PICK
+	if (d->cfg.local_trace[0])
+		snprintf(d->trace, sizeof d->trace, "%s", d->cfg.local_trace);
+	else if (!find_beside(exe, trace, d->trace, sizeof d->trace))
+		log_warn("no shipped trace beside %s: set 'local_trace' for "
+			 "jobs", exe);
+	if (d->cfg.local_ondemand_prices[0])
+		snprintf(d->ondemand, sizeof d->ondemand, "%s",
+			 d->cfg.local_ondemand_prices);
+	else if (!find_beside(exe, od, d->ondemand, sizeof d->ondemand))
+		log_warn("no shipped on-demand prices beside %s: set "
+			 "'local_ondemand_prices' for jobs", exe);
+	if (d->cfg.job_dir[0])
+		snprintf(d->job_dir, sizeof d->job_dir, "%s", d->cfg.job_dir);
+	else if (snprintf(d->job_dir, sizeof d->job_dir, "%s.jobs",
+			  d->cfg.db) >= (int)sizeof d->job_dir) {
+		log_err("'db' too long for its job directory; set 'job_dir'");
+		return false;
+	}
+	return true;
+}
+
 static int setup(struct proteusd *d, int argc, char **argv)
 {
 	enum { OPT_CHECK = 1, OPT_PRINT, OPT_JSON };
@@ -441,6 +535,18 @@ int main(int argc, char **argv)
 		goto out_loop;
 	}
 	{
+		struct jobs_setup js = {
+			.loop = d.loop, .st = d.st, .cfg = &d.cfg,
+			.trainer = d.trainer, .trace = d.trace,
+			.ondemand = d.ondemand, .dir = d.job_dir,
+		};
+
+		if (!resolve_paths(&d) || jobs_new(&js, &d.jobs, &err) != PX_OK)
+			goto out_listen;
+		if (jobs_recover(d.jobs, &err) != PX_OK)
+			log_err("taking up the stored jobs: %s", err.msg);
+	}
+	{
 		struct server_setup ss = {.loop = d.loop, .cfg = &d.cfg,
 					  .handlers = cmd_handlers, .app = &d};
 
@@ -465,6 +571,7 @@ int main(int argc, char **argv)
 	code = PROTEUSD_EXIT_OK;
 out_listen:
 	server_close(d.srv);
+	jobs_free(d.jobs);
 	store_close(d.st);
 out_loop:
 	loop_free(d.loop);

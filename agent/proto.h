@@ -23,7 +23,12 @@
 #define PROTO_COMMANDS(X)                                                    \
 	X(ping, "check that the daemon answers")                             \
 	X(status, "uptime, pid, database, world, clients and store counts") \
-	X(config, "the configuration in force, as JSON")
+	X(config, "the configuration in force, as JSON")                     \
+	X(submit, "queue a job (the request's \"spec\"); answers its id")      \
+	X(jobs, "every job: id, name, state, cost")                         \
+	X(job, "one job's state, progress, fleet and cost")                 \
+	X(events, "one job's events (after an event id)")                   \
+	X(cancel, "end a job, releasing every instance")
 
 enum proto_cmd {
 #define PROTO_ENUM(name, summary) PROTO_CMD_##name,

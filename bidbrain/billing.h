@@ -29,6 +29,10 @@ enum billing_model {
 };
 
 /* "legacy-hourly" / "per-second". */
+/* EC2 bills Linux instances by the second from 2017-10-02 00:00 UTC: the
+ * default model of a run that starts there or later. */
+#define BILLING_PER_SECOND_FROM_S INT64_C(1506902400)
+
 const char *billing_model_name(enum billing_model b);
 /* Parse a model name; PX_EINVAL names the input and the known models. */
 enum px_err billing_model_parse(const char *s, enum billing_model *ret,

@@ -1894,3 +1894,56 @@ out_finalize:
 	sqlite3_finalize(s);
 	return r;
 }
+
+enum px_err store_open_instances_each(struct store *st, int64_t job_id,
+				      store_open_instance_fn fn, void *ctx,
+				      struct px_error *err)
+{
+	static const char sql[] =
+		"SELECT i.id, i.ctrl_id, i.cloud_id, i.start_us, "
+		"coalesce(m.zone, ''), a.type, a.tier, a.bid_uusd "
+		"FROM instances i JOIN allocations a ON a.id = i.alloc_id "
+		"LEFT JOIN markets m ON m.id = a.market_id "
+		"WHERE a.job_id = ?1 AND i.end_us IS NULL ORDER BY i.id";
+	struct store_open_instance in;
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	char who[32];
+	int rc;
+
+	job_label(job_id, who, sizeof(who));
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "list open instances of %s",
+				  who);
+	sqlite3_bind_int64(s, 1, job_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const unsigned char *t;
+
+		memset(&in, 0, sizeof(in));
+		in.id = sqlite3_column_int64(s, 0);
+		in.ctrl_id = (uint64_t)sqlite3_column_int64(s, 1);
+		t = sqlite3_column_text(s, 2);
+		snprintf(in.cloud_id, sizeof in.cloud_id, "%s",
+			 t ? (const char *)t : "");
+		in.start_us = sqlite3_column_int64(s, 3);
+		t = sqlite3_column_text(s, 4);
+		snprintf(in.zone, sizeof in.zone, "%s",
+			 t ? (const char *)t : "");
+		t = sqlite3_column_text(s, 5);
+		snprintf(in.type, sizeof in.type, "%s",
+			 t ? (const char *)t : "");
+		t = sqlite3_column_text(s, 6);
+		in.tier = t && !strcmp((const char *)t, "reliable") ?
+			  STORE_TIER_RELIABLE : STORE_TIER_TRANSIENT;
+		in.bid_uusd = sqlite3_column_int64(s, 7);
+		r = fn(&in, ctx);
+		if (r != PX_OK)
+			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "list open instances of %s", who);
+out_finalize:
+	sqlite3_finalize(s);
+	return r;
+}

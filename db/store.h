@@ -347,4 +347,24 @@ enum px_err store_ledger_each(struct store *st, int64_t job_id,
 			      store_ledger_fn fn, void *ctx,
 			      struct px_error *err);
 
+/* An instance still open (no end) of a job, with what a restarted daemon
+ * needs to close its bill: the market (zone empty for on-demand), type,
+ * tier and bid of its allocation. */
+struct store_open_instance {
+	int64_t id;
+	uint64_t ctrl_id;                /* 0: none */
+	char cloud_id[STORE_NAME_MAX];
+	int64_t start_us;
+	char zone[STORE_NAME_MAX];       /* "" for on-demand */
+	char type[STORE_NAME_MAX];
+	enum store_tier tier;
+	int64_t bid_uusd;
+};
+typedef enum px_err (*store_open_instance_fn)(
+	const struct store_open_instance *in, void *ctx);
+/* Call fn for each instance of job_id that has no end, by id. */
+enum px_err store_open_instances_each(struct store *st, int64_t job_id,
+				      store_open_instance_fn fn, void *ctx,
+				      struct px_error *err);
+
 #endif

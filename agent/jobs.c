@@ -1,0 +1,1498 @@
+/* jobs.c -- proteusd's jobs (jobs.h; docs/jobs.md).
+ *
+ * One job, from submit to its end:
+ *
+ *   submit      jobreq_parse, the trace and prices loaded and the plan
+ *               checked (markets, window), a queued row; reply {"job": id}
+ *   start       (a loop turn later) job directory, key, coordinator
+ *               process, the local world and the controller, first
+ *               decision; state running
+ *   tick        (a loop timer) the trainer's PROGRESS frames (clock,
+ *               accuracy, members: a node that registered is ready), the
+ *               world's due events through the controller, the stop rules
+ *   finish      ctrl_finish releases every instance and closes each bill;
+ *               state done / failed / cancelled
+ *
+ * The controller's events go through the journal (journal.c) into the
+ * store, one transaction per event, so that what the store says is what
+ * happened even when the daemon is killed between two events.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../bidbrain/billing.h"
+#include "../cloudapi/market_load.h"
+#include "../cloudapi/ondemand.h"
+#include "../common/log.h"
+#include "../trainer/dist.h"
+#include "../trainer/dist_int.h"
+#include "../trainer/net.h"
+#include "controller.h"
+#include "jobreq.h"
+#include "jobs.h"
+#include "journal.h"
+#include "sim.h"
+#include "world_local.h"
+
+/* Error texts are cut to fit their buffers on purpose; paths are checked
+ * for length where it matters (job_start). */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define JOB_PATH_MAX 1024
+#define TICK_MS 50               /* the longest a job's timer sleeps */
+#define PROGRESS_EVENT_MS 2000   /* a "progress" event at most this often */
+#define NODE_STRIDE 100          /* node ids of instance i: i*100 + k */
+#define MAX_SEEN 1024            /* trainer nodes remembered per job */
+#define COORD_RESTARTS 3         /* coordinator restarts from checkpoint */
+#define PRODUCT "Linux/UNIX"
+
+extern char **environ;
+
+struct seen_node {
+	uint32_t node;
+	uint8_t state;           /* enum wire_member_state */
+};
+
+struct job {
+	struct jobs *js;
+	struct job *next;
+	int64_t id;
+	enum store_job_state state;
+	struct job_request req;
+	char dir[JOB_PATH_MAX];
+	char ckpt[JOB_PATH_MAX + 16];
+	/* the market */
+	struct market_set ms;
+	struct ondemand_table od;
+	struct market_load ld;
+	enum billing_model billing;
+	struct sim_plan *plan;
+	int64_t start_s;         /* market time the world starts at */
+	double speedup;
+	/* the run */
+	struct ctrl *c;
+	struct lworld *w;
+	struct journal *jn;
+	int64_t timer;           /* loop timer id, -1 when none */
+	int64_t t;               /* market time of the last event handled */
+	bool started;
+	enum ctrl_stop stop;
+	char why[256];           /* why it failed */
+	/* the trainer */
+	char keyenv[sizeof(DIST_KEY_ENV) + 65];
+	uint8_t key[32];
+	uint64_t token;          /* the trainer's job id */
+	pid_t coord;             /* coordinator pid (its own group), 0 */
+	int restarts;
+	struct wire_ctx *wctx;
+	struct net_sock *apull, *areq;
+	char agent_ep[JOB_PATH_MAX + 32];
+	bool registered;
+	int64_t total_clocks;
+	/* progress */
+	int64_t clock;
+	double acc, loss, sps;   /* NaN until evaluated */
+	int workers, ps;
+	double frac;             /* of the work, 0..1 */
+	double work_h, rate_h;
+	int64_t rate_t;          /* market time of the last rate sample */
+	double rate_w;           /* work at rate_t */
+	int64_t joins, losses;
+	struct seen_node *seen;
+	size_t n_seen;
+	bool trainer_done;       /* the coordinator ended the job */
+	uint64_t last_ev_us;     /* last "progress" event (monotonic) */
+	int64_t cost_uusd;       /* final, once ended */
+};
+
+struct jobs {
+	struct jobs_setup s;
+	struct job *list;
+};
+
+/* ---- small helpers ---- */
+
+static int64_t now_us(void)
+{
+	return px_now_wall_us();
+}
+
+static struct job *job_find(struct jobs *js, int64_t id)
+{
+	for (struct job *j = js->list; j; j = j->next)
+		if (j->id == id)
+			return j;
+	return NULL;
+}
+
+size_t jobs_running(const struct jobs *js)
+{
+	size_t n = 0;
+
+	for (const struct job *j = js->list; j; j = j->next)
+		n += j->state == STORE_JOB_RUNNING;
+	return n;
+}
+
+/* An event row of the job, in its own transaction (market time). */
+static void job_event(struct job *j, const char *kind, const char *detail)
+{
+	struct store *st = j->js->s.st;
+	struct px_error err = {0};
+	int64_t at = (j->t ? j->t : j->start_s) * 1000000;
+
+	if (store_event_add(st, j->id, 0, at, kind, detail, &err) != PX_OK)
+		log_warn("job %" PRId64 ": event '%s' not stored: %s", j->id,
+			 kind, err.msg);
+}
+
+static void job_eventf(struct job *j, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void job_eventf(struct job *j, const char *kind, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	job_event(j, kind, buf);
+}
+
+static bool set_state(struct job *j, enum store_job_state s)
+{
+	struct px_error err = {0};
+
+	if (store_job_set_state(j->js->s.st, j->id, s, now_us(), &err) !=
+	    PX_OK) {
+		log_err("job %" PRId64 ": state %s not stored: %s", j->id,
+			store_job_state_name(s), err.msg);
+		return false;
+	}
+	j->state = s;
+	return true;
+}
+
+/* ---- the market of a job ---- */
+
+static enum px_err job_load_market(struct job *j, struct px_error *err)
+{
+	const struct jobs_setup *s = &j->js->s;
+	const char *trace = j->req.world.trace[0] ? j->req.world.trace :
+			    s->trace;
+	const char *od = j->req.world.ondemand[0] ? j->req.world.ondemand :
+			 s->ondemand;
+	enum px_err e;
+
+	market_set_init(&j->ms);
+	j->ld = (struct market_load){ .region = j->req.spec.region,
+				      .product = PRODUCT };
+	e = market_load_files(&j->ms, &trace, 1, &j->ld, err);
+	if (e == PX_OK)
+		e = ondemand_table_load(od, &j->od, err);
+	if (e != PX_OK)
+		return e;
+	j->start_s = j->req.world.start_s ? j->req.world.start_s :
+		     j->ld.first_s;
+	if (j->req.world.have_billing)
+		j->billing = j->req.world.billing;
+	else
+		j->billing = j->start_s >= BILLING_PER_SECOND_FROM_S ?
+			     BILLING_PER_SECOND : BILLING_LEGACY_HOURLY;
+	j->speedup = j->req.world.speedup > 0 ? j->req.world.speedup :
+		     (double)s->cfg->local_speedup;
+	{
+		struct sim_setup su = {
+			.ms = &j->ms, .od = &j->od, .job = &j->req.spec,
+			.billing = j->billing, .start_s = j->start_s,
+			.trace_first_s = j->ld.first_s,
+			.trace_last_s = j->ld.last_s, .seed = (uint64_t)j->id,
+		};
+		e = sim_plan_new(&su, &j->plan, err);
+	}
+	return e;
+}
+
+/* ---- processes ---- */
+
+static void argv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+/* argv of a trainer role: the program, the role, the job's options, then
+ * extra (NULL-terminated).  NULL on OOM. */
+static char **role_argv(struct job *j, const char *role, const char *node,
+			const char *listen, const char *const *extra)
+{
+	const struct job_trainer *t = &j->req.trainer;
+	char epochs[16], batch[16], lr[32], token[24], coord[JOB_PATH_MAX + 8];
+	const char *fixed[] = {
+		j->js->s.trainer, role, "--model", t->model, "--epochs",
+		epochs, "--batch", batch, "--lr", lr, "--threads", "1",
+		"--workers", "1", "--ps", "1", "--job", token, "--node", node,
+		"--coord", coord, "--listen", listen, NULL,
+	};
+	size_t n = 0, k = 0;
+	char **v;
+
+	snprintf(epochs, sizeof epochs, "%d", t->epochs);
+	snprintf(batch, sizeof batch, "%d", t->batch);
+	snprintf(lr, sizeof lr, "%.9g", t->lr);
+	snprintf(token, sizeof token, "%" PRIu64, j->token);
+	snprintf(coord, sizeof coord, "ipc://%s/n0", j->dir);
+	while (fixed[n])
+		n++;
+	for (const char *const *e = extra; e && *e; e++)
+		n++;
+	v = calloc(n + 1, sizeof *v);
+	if (!v)
+		return NULL;
+	for (const char *const *f = fixed; *f; f++)
+		if (!(v[k++] = strdup(*f)))
+			goto oom;
+	for (const char *const *e = extra; e && *e; e++)
+		if (!(v[k++] = strdup(*e)))
+			goto oom;
+	return v;
+oom:
+	argv_free(v);
+	return NULL;
+}
+
+/* The environment of every trainer process: ours, less any stale key,
+ * plus the job's key and the parent watch.  Pointers into environ and
+ * the job; free the array only. */
+static char **role_env(struct job *j)
+{
+	size_t n = 0, k = 0;
+	char **v;
+
+	while (environ[n])
+		n++;
+	v = calloc(n + 3, sizeof *v);
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], DIST_KEY_ENV "=",
+			    sizeof(DIST_KEY_ENV)) &&
+		    strncmp(environ[i], "PX_PARENT_WATCH=", 16))
+			v[k++] = environ[i];
+	v[k++] = j->keyenv;
+	v[k++] = "PX_PARENT_WATCH=1";
+	return v;
+}
+
+static enum px_err start_coordinator(struct job *j, bool resume,
+				     struct px_error *err)
+{
+	char listen[JOB_PATH_MAX + 8], every[24];
+	const char *extra[8];
+	posix_spawnattr_t at;
+	sigset_t none;
+	char **argv, **envp;
+	size_t k = 0;
+	pid_t pid;
+	int r;
+
+	snprintf(listen, sizeof listen, "ipc://%s/n0", j->dir);
+	snprintf(every, sizeof every, "%d", j->req.trainer.checkpoint_every);
+	extra[k++] = "--agent";
+	extra[k++] = j->agent_ep;
+	extra[k++] = "--checkpoint";
+	extra[k++] = j->ckpt;
+	if (j->req.trainer.checkpoint_every) {
+		extra[k++] = "--checkpoint-every";
+		extra[k++] = every;
+	}
+	if (resume && access(j->ckpt, R_OK) == 0) {
+		extra[k++] = "--resume";
+		extra[k++] = j->ckpt;
+	}
+	extra[k] = NULL;
+	argv = role_argv(j, "coordinator", "0", listen, extra);
+	envp = role_env(j);
+	if (!argv || !envp) {
+		argv_free(argv);
+		free(envp);
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	sigemptyset(&none);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+				 POSIX_SPAWN_SETSIGMASK);
+	r = posix_spawn(&pid, argv[0], NULL, &at, argv, envp);
+	posix_spawnattr_destroy(&at);
+	argv_free(argv);
+	free(envp);
+	if (r != 0)
+		return px_errorf(err, PX_ESYS | r, "start '%s': %s",
+				 j->js->s.trainer, strerror(r));
+	j->coord = pid;
+	return PX_OK;
+}
+
+static void stop_coordinator(struct job *j)
+{
+	if (j->coord <= 0)
+		return;
+	kill(-j->coord, SIGKILL);
+	(void)waitpid(j->coord, NULL, 0);
+	j->coord = 0;
+}
+
+/* ---- the world's hooks ---- */
+
+static enum px_err node_command(void *ctx, const struct world_req *q,
+				char ***ret_argv, char ***ret_env,
+				struct px_error *err)
+{
+	struct job *j = ctx;
+	char node[24], listen[JOB_PATH_MAX + 32];
+	const char *extra[2] = { NULL, NULL };
+	uint64_t id = q->id * NODE_STRIDE;
+	char **env;
+
+	if (q->id >= UINT32_MAX / NODE_STRIDE)
+		return px_errorf(err, PX_ETOOBIG, "instance id %" PRIu64
+				 " past the trainer's node ids", q->id);
+	snprintf(node, sizeof node, "%" PRIu64, id);
+	snprintf(listen, sizeof listen, "ipc://%s/n%s", j->dir, node);
+	if (q->reliable)
+		extra[0] = "--reliable";
+	*ret_argv = role_argv(j, q->reliable ? "ps" : "worker", node, listen,
+			      extra);
+	env = calloc(3, sizeof *env);
+	if (env) {
+		env[0] = strdup(j->keyenv);
+		env[1] = strdup("PX_PARENT_WATCH=1");
+	}
+	*ret_env = env;
+	if (!*ret_argv || !env || !env[0] || !env[1]) {
+		argv_free(*ret_argv);
+		argv_free(env);
+		*ret_argv = *ret_env = NULL;
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	return PX_OK;
+}
+
+/* An eviction notice: the node's group gets SIGTERM with the real
+ * milliseconds left as the signal's value (the trainer's warned leave). */
+static void node_notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms)
+{
+	struct job *j = ctx;
+	union sigval v = { .sival_int = gone_ms > INT32_MAX ? INT32_MAX :
+				       (int)gone_ms };
+
+	(void)j;
+	(void)id;
+	if (pgid > 0 && sigqueue(pgid, SIGTERM, v) != 0)
+		kill(-pgid, SIGTERM);
+}
+
+static void cloud_id(void *ctx, uint64_t ctrl_id, char *buf, size_t len)
+{
+	struct job *j = ctx;
+	pid_t g = j->w ? lworld_pgid(j->w, ctrl_id) : -1;
+
+	snprintf(buf, len, "local-%" PRId64 "-%" PRIu64 "-pg%d", j->id,
+		 ctrl_id, (int)g);
+}
+
+/* The controller's events: into the store, and a stage change to the
+ * trainer too. */
+static enum px_err job_sink(const struct ctrl_event *ev, void *ctx)
+{
+	struct job *j = ctx;
+	struct store *st = j->js->s.st;
+	struct px_error err = {0};
+	enum px_err e = store_begin(st, &err);
+
+	if (e == PX_OK)
+		e = journal_event(j->jn, ev, &err);
+	if (e == PX_OK)
+		e = store_commit(st, &err);
+	else
+		store_rollback(st);
+	if (e != PX_OK) {
+		snprintf(j->why, sizeof j->why, "the store: %s", err.msg);
+		log_err("job %" PRId64 ": %s", j->id, j->why);
+	}
+	if (ev->kind == CTRL_EV_STAGE)
+		log_info("job %" PRId64 ": stage %d", j->id, ev->count);
+	return e;
+}
+
+/* ---- the trainer's progress ---- */
+
+static enum px_err agent_open(struct job *j, struct px_error *err)
+{
+	struct wire_config wc = {
+		.self = { DIST_AGENT_NODE }, .job = j->token,
+		.job_key = j->key, .job_key_len = sizeof j->key,
+	};
+	char coord[JOB_PATH_MAX + 8];
+	enum px_err e;
+
+	snprintf(j->agent_ep, sizeof j->agent_ep, "ipc://%s/agent.pull",
+		 j->dir);
+	snprintf(coord, sizeof coord, "ipc://%s/n0", j->dir);
+	e = wire_ctx_new(&wc, &j->wctx, err);
+	if (e == PX_OK)
+		e = net_open(j->wctx, NET_PULL, NULL, &j->apull, err);
+	if (e == PX_OK)
+		e = net_bind(j->apull, j->agent_ep, err);
+	if (e == PX_OK)
+		e = dist_sock(j->wctx, NET_REQ, coord, DIST_EP_REP, false,
+			      &j->areq, err);
+	return e;
+}
+
+static void agent_close(struct job *j)
+{
+	net_close(j->areq);
+	net_close(j->apull);
+	wire_ctx_free(j->wctx);
+	j->areq = j->apull = NULL;
+	j->wctx = NULL;
+	j->registered = false;
+}
+
+/* One short handshake attempt (the coordinator answers in a few ms once
+ * it is up; until then this costs the timeout). */
+static void agent_register(struct job *j)
+{
+	struct wire_register info;
+	struct px_error err;
+	struct wire_msg r;
+
+	memset(&info, 0, sizeof info);
+	info.roles = WIRE_ROLE_AGENT;
+	snprintf(info.instance, sizeof info.instance, "proteusd");
+	snprintf(info.addr, sizeof info.addr, "%s", j->agent_ep);
+	if (net_register(j->areq, (struct wire_node){ DIST_COORD_NODE },
+			 &info, 20, &r, &err) != PX_OK)
+		return;
+	j->registered = r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK;
+	wire_msg_release(&r);
+}
+
+static struct seen_node *seen_get(struct job *j, uint32_t node)
+{
+	for (size_t i = 0; i < j->n_seen; i++)
+		if (j->seen[i].node == node)
+			return &j->seen[i];
+	if (j->n_seen == MAX_SEEN)
+		return NULL;
+	j->seen[j->n_seen] = (struct seen_node){ node, 0 };
+	return &j->seen[j->n_seen++];
+}
+
+/* Members of a PROGRESS frame: joins (a node first seen after the job
+ * began), losses, and readiness of the instance a node runs on. */
+static void take_members(struct job *j, const struct wire_progress *p)
+{
+	j->workers = j->ps = 0;
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct wire_member *m = &p->members[i];
+		struct seen_node *s = seen_get(j, m->node.v);
+		struct px_error err;
+		bool live = m->state == WIRE_MEMBER_ACTIVE ||
+			    m->state == WIRE_MEMBER_JOINING;
+
+		if (live && (m->roles & WIRE_ROLE_WORKER))
+			j->workers++;
+		else if (live)
+			j->ps++;
+		if (!s || s->state == m->state)
+			continue;
+		if (!s->state && live && p->clock > 0)
+			j->joins++;
+		if (m->state == WIRE_MEMBER_LOST)
+			j->losses++;
+		if (!s->state && live && j->w)
+			(void)lworld_ready(j->w, m->node.v / NODE_STRIDE,
+					   &err);
+		s->state = m->state;
+	}
+}
+
+static void take_progress(struct job *j, const struct wire_progress *p)
+{
+	double f;
+
+	j->clock = p->clock;
+	j->sps = p->samples_per_s;
+	if (isfinite(p->accuracy)) {
+		j->acc = p->accuracy;
+		j->loss = p->loss;
+	}
+	take_members(j, p);
+	f = j->total_clocks > 0 ? (double)p->clock / (double)j->total_clocks :
+	    0;
+	if (f > 1)
+		f = 1;
+	if (f > j->frac)
+		j->frac = f;
+}
+
+static void agent_poll(struct job *j)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	if (!j->registered)
+		agent_register(j);
+	while (net_recv(j->apull, &m, 0, &err) == PX_OK) {
+		if (m.hdr.type == WIRE_PROGRESS &&
+		    m.hdr.sender.v == DIST_COORD_NODE)
+			take_progress(j, &m.u.progress);
+		wire_msg_release(&m);
+	}
+}
+
+/* What the controller sees: work done in reference hours, and the rate
+ * measured over the last market hour of progress. */
+static void job_ctrl_progress(struct job *j, int64_t t,
+			      struct ctrl_progress *p)
+{
+	double w = j->frac * j->req.spec.work_hours;
+
+	if (t - j->rate_t >= 3600 || !j->rate_t) {
+		if (j->rate_t && t > j->rate_t)
+			j->rate_h = (w - j->rate_w) * 3600.0 /
+				    (double)(t - j->rate_t);
+		j->rate_t = t;
+		j->rate_w = w;
+	}
+	j->work_h = w;
+	p->work_done_h = w;
+	p->rate_h = j->rate_h > 0 ? j->rate_h : 0;
+}
+
+/* ---- start, tick, finish ---- */
+
+static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
+
+static void job_release_run(struct job *j)
+{
+	if (j->timer > 0)
+		(void)loop_timer_del(j->js->s.loop, j->timer);
+	j->timer = -1;
+	stop_coordinator(j);
+	if (j->w)
+		lworld_free(j->w);
+	j->w = NULL;
+	ctrl_free(j->c);
+	j->c = NULL;
+	journal_free(j->jn);
+	j->jn = NULL;
+	agent_close(j);
+}
+
+static void job_end(struct job *j, enum store_job_state s, const char *why)
+{
+	bool completed = s == STORE_JOB_DONE;
+	int64_t cost = 0;
+	struct px_error err = {0};
+
+	if (j->c && ctrl_finish(j->c, j->t, completed, &cost) != PX_OK)
+		log_err("job %" PRId64 ": closing the bills: %s", j->id,
+			ctrl_error(j->c)->msg);
+	if (store_job_cost(j->js->s.st, j->id, &j->cost_uusd, &err) != PX_OK)
+		j->cost_uusd = cost;
+	if (why && *why)
+		job_eventf(j, s == STORE_JOB_FAILED ? "error" : "end", "%s",
+			   why);
+	job_release_run(j);
+	set_state(j, s);
+	log_notice("job %" PRId64 " %s%s%s (cost $%.6f)", j->id,
+		   store_job_state_name(s), why && *why ? ": " : "",
+		   why ? why : "", (double)j->cost_uusd / 1e6);
+}
+
+static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
+{
+	const struct jobs_setup *s = &j->js->s;
+	const struct pol_env *env = sim_plan_env(j->plan);
+	const struct policy_ops *pol = NULL;
+	struct ctrl_progress pg = {0, 0};
+	enum px_err e;
+	uint32_t n_train = 60000;
+	static const char hex[] = "0123456789abcdef";
+	size_t off;
+
+	if (snprintf(j->dir, sizeof j->dir, "%s/%" PRId64, s->dir, j->id) >=
+	    (int)sizeof j->dir)
+		return px_errorf(err, PX_ETOOBIG, "job_dir too long");
+	snprintf(j->ckpt, sizeof j->ckpt, "%s/model.pxc", j->dir);
+	if (mkdir(s->dir, 0700) != 0 && errno != EEXIST)
+		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", s->dir,
+				 strerror(errno));
+	if (mkdir(j->dir, 0700) != 0 && errno != EEXIST)
+		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", j->dir,
+				 strerror(errno));
+	/* a fresh key and trainer job id for each (re)start */
+	if (RAND_bytes(j->key, sizeof j->key) != 1 ||
+	    RAND_bytes((unsigned char *)&j->token, sizeof j->token) != 1)
+		return px_errorf(err, PX_EIO, "RAND_bytes failed");
+	j->token >>= 1;
+	off = (size_t)snprintf(j->keyenv, sizeof j->keyenv, "%s=",
+			       DIST_KEY_ENV);
+	for (size_t i = 0; i < sizeof j->key; i++) {
+		j->keyenv[off++] = hex[j->key[i] >> 4];
+		j->keyenv[off++] = hex[j->key[i] & 15];
+	}
+	j->keyenv[off] = 0;
+	j->total_clocks = dist_total_clocks(n_train, 1,
+					    (uint32_t)j->req.trainer.epochs,
+					    (uint32_t)j->req.trainer.batch);
+	j->acc = j->loss = NAN;
+	e = policy_lookup(j->req.policy, &pol, err);
+	if (e == PX_OK)
+		e = agent_open(j, err);
+	if (e == PX_OK)
+		e = start_coordinator(j, resume, err);
+	if (e != PX_OK)
+		return e;
+	{
+		struct journal_setup js = {
+			.st = s->st, .job_id = j->id,
+			.region = j->req.spec.region, .product = PRODUCT,
+			.world = "local", .cloud_id = cloud_id, .ctx = j,
+		};
+		struct lw_setup ls = {
+			.env = env, .ms = &j->ms, .t0_s = j->t,
+			.end_s = sim_plan_end(j->plan),
+			.speedup = j->speedup,
+			.tick_s = j->req.spec.tick_seconds,
+			.wants = pol->wants,
+			.hooks = { .command = node_command,
+				   .notice = node_notice, .ctx = j,
+				   .ready_on_report = true },
+		};
+		struct ctrl_setup cs = {
+			.env = env, .ms = &j->ms, .policy = pol,
+			.world = &lworld_ops, .start_s = j->t,
+			.window_end_s = sim_plan_end(j->plan),
+			.tiers = {
+				(double)s->cfg->stage2_ratio_pct / 100.0,
+				(double)s->cfg->stage3_ratio_pct / 100.0,
+				0.25 },
+			.replace_reliable = true,
+			.sink = job_sink, .sink_ctx = j,
+		};
+		e = journal_new(&js, &j->jn, err);
+		if (e == PX_OK)
+			e = lworld_new(&ls, &j->w, err);
+		if (e != PX_OK)
+			return e;
+		cs.world_ctx = j->w;
+		e = ctrl_new(&cs, &j->c, err);
+		if (e != PX_OK)
+			return e;
+	}
+	lworld_attach(j->w, j->c);
+	job_ctrl_progress(j, j->t, &pg);
+	e = lworld_start(j->w, &pg, err);
+	if (e != PX_OK)
+		return e;
+	j->started = true;
+	j->timer = loop_timer_add(s->loop, TICK_MS, job_tick, j);
+	if (j->timer < 0)
+		return px_errorf(err, PX_ENOMEM, "timer");
+	return PX_OK;
+}
+
+/* The coordinator's end: done, or a restart from the checkpoint. */
+static bool check_coordinator(struct job *j)
+{
+	int st;
+	struct px_error err = {0};
+
+	if (j->coord <= 0 || waitpid(j->coord, &st, WNOHANG) != j->coord)
+		return true;
+	j->coord = 0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		j->trainer_done = true;
+		j->frac = 1;
+		return true;
+	}
+	if (j->restarts++ < COORD_RESTARTS) {
+		job_eventf(j, "error", "the coordinator %s %d; restarting "
+			   "from the checkpoint (%d of %d)",
+			   WIFEXITED(st) ? "exited with" : "died of signal",
+			   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+			   j->restarts, COORD_RESTARTS);
+		kill(-j->coord, SIGKILL);
+		if (start_coordinator(j, true, &err) == PX_OK)
+			return true;
+	}
+	snprintf(j->why, sizeof j->why, "the trainer's coordinator %s %d%s%s",
+		 WIFEXITED(st) ? "exited with" : "died of signal",
+		 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+		 err.msg[0] ? ": " : "", err.msg);
+	return false;
+}
+
+static void progress_event(struct job *j)
+{
+	uint64_t now = px_now_mono_us();
+	char acc[32];
+
+	if (now - j->last_ev_us < PROGRESS_EVENT_MS * 1000ull)
+		return;
+	j->last_ev_us = now;
+	if (isfinite(j->acc))
+		snprintf(acc, sizeof acc, "%.4f", j->acc);
+	else
+		snprintf(acc, sizeof acc, "null");
+	job_eventf(j, "progress", "{\"clock\": %" PRId64 ", \"work\": %.4f, "
+		   "\"test_accuracy\": %s, \"workers\": %d, \"ps\": %d, "
+		   "\"stage\": %d, \"cost_usd\": %.6f}", j->clock, j->frac,
+		   acc, j->workers, j->ps, ctrl_stage(j->c),
+		   (double)ctrl_cost(j->c, j->t) / 1e6);
+}
+
+static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
+{
+	struct job *j = ctx;
+	struct ctrl_progress pg;
+	struct px_error err = {0};
+	enum ctrl_stop stop = CTRL_RUN;
+	int64_t next, t = j->t;
+	const double target = j->req.trainer.target_accuracy;
+
+	(void)l;
+	(void)id;
+	agent_poll(j);
+	if (!check_coordinator(j)) {
+		j->timer = -1;
+		job_end(j, STORE_JOB_FAILED, j->why);
+		return LOOP_NOMORE;
+	}
+	job_ctrl_progress(j, lworld_now(j->w), &pg);
+	if (lworld_run_due(j->w, &pg, &t, &stop, &err) != PX_OK) {
+		j->timer = -1;
+		job_end(j, STORE_JOB_FAILED, err.msg[0] ? err.msg : j->why);
+		return LOOP_NOMORE;
+	}
+	j->t = t;
+	if (target > 0 && isfinite(j->acc) && j->acc >= target)
+		j->trainer_done = true;
+	if (j->trainer_done)
+		stop = CTRL_STOP_DONE;
+	progress_event(j);
+	if (stop != CTRL_RUN) {
+		char why[128];
+
+		snprintf(why, sizeof why, "%s", ctrl_stop_name(stop));
+		if (stop == CTRL_STOP_DONE && isfinite(j->acc))
+			snprintf(why, sizeof why, "done: test accuracy %.4f",
+				 j->acc);
+		j->timer = -1;
+		job_end(j, stop == CTRL_STOP_DONE ? STORE_JOB_DONE :
+			   STORE_JOB_FAILED, why);
+		return LOOP_NOMORE;
+	}
+	next = lworld_next_ms(j->w);
+	return next < 0 || next > TICK_MS ? TICK_MS : next;
+}
+
+/* ---- queue ---- */
+
+static void job_free(struct job *j)
+{
+	job_release_run(j);
+	sim_plan_free(j->plan);
+	market_set_release(&j->ms);
+	ondemand_table_release(&j->od);
+	free(j->seen);
+	free(j);
+}
+
+/* Drop what an ended job no longer needs (its market); keep its figures. */
+static void job_trim(struct job *j)
+{
+	sim_plan_free(j->plan);
+	j->plan = NULL;
+	market_set_release(&j->ms);
+	market_set_init(&j->ms);
+	ondemand_table_release(&j->od);
+	memset(&j->od, 0, sizeof j->od);
+}
+
+static int64_t pump(struct loop *l, int64_t id, void *ctx);
+
+static void pump_soon(struct jobs *js)
+{
+	(void)loop_timer_add(js->s.loop, 0, pump, js);
+}
+
+/* Start queued jobs, oldest first, while fewer than max_jobs run. */
+static int64_t pump(struct loop *l, int64_t id, void *ctx)
+{
+	struct jobs *js = ctx;
+	struct px_error err = {0};
+
+	(void)l;
+	(void)id;
+	for (struct job *j = js->list; j; j = j->next) {
+		if (j->state != STORE_JOB_QUEUED)
+			continue;
+		if ((int64_t)jobs_running(js) >= js->s.cfg->max_jobs)
+			break;
+		if (!set_state(j, STORE_JOB_RUNNING))
+			continue;
+		if (!j->t)
+			j->t = j->start_s;
+		job_eventf(j, "start", "{\"market_start\": %" PRId64 ", "
+			   "\"speedup\": %.9g, \"billing\": \"%s\", "
+			   "\"policy\": \"%s\", \"resumed\": %s}", j->t,
+			   j->speedup, billing_model_name(j->billing),
+			   j->req.policy, j->restarts ? "true" : "false");
+		if (job_start(j, j->restarts > 0, &err) != PX_OK) {
+			snprintf(j->why, sizeof j->why, "%s", err.msg);
+			job_end(j, STORE_JOB_FAILED, j->why);
+			job_trim(j);
+		}
+	}
+	return LOOP_NOMORE;
+}
+
+/* ---- commands ---- */
+
+static json_t *reply_err(struct px_error *err, enum px_err e, const char *fmt,
+			 ...) __attribute__((format(printf, 3, 4)));
+static json_t *reply_err(struct px_error *err, enum px_err e, const char *fmt,
+			 ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	err->code = e;
+	return NULL;
+}
+
+static bool req_job_id(json_t *req, int64_t *ret, struct px_error *err)
+{
+	json_t *v = json_object_get(req, "job");
+
+	if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+		px_errorf(err, PX_EINVAL, "'job': a job id (a positive "
+			  "integer) is needed");
+		return false;
+	}
+	*ret = json_integer_value(v);
+	return true;
+}
+
+json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
+{
+	json_t *spec = json_object_get(req, "spec");
+	json_t *file = json_object_get(req, "file");
+	const char *name = json_is_string(file) ? json_string_value(file) :
+			   "job";
+	struct job *j;
+	char *text;
+	enum px_err e;
+
+	if (!json_is_object(spec))
+		return reply_err(err, PX_EINVAL, "'spec': the job (a JSON "
+				 "object) is needed");
+	text = json_dumps(spec, JSON_COMPACT);
+	if (!text)
+		return reply_err(err, PX_ENOMEM, "out of memory");
+	j = calloc(1, sizeof *j);
+	if (j)
+		j->seen = calloc(MAX_SEEN, sizeof *j->seen);
+	if (!j || !j->seen) {
+		free(text);
+		free(j);
+		return reply_err(err, PX_ENOMEM, "out of memory");
+	}
+	j->js = js;
+	j->timer = -1;
+	market_set_init(&j->ms);
+	e = jobreq_parse(text, strlen(text), name, &j->req, err);
+	if (e == PX_OK && j->req.world.kind != JOB_WORLD_LOCAL)
+		e = px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
+			      "supported by this daemon yet (local is)", name,
+			      job_world_name(j->req.world.kind));
+	if (e == PX_OK)
+		e = job_load_market(j, err);
+	if (e == PX_OK)
+		e = store_job_add(js->s.st, j->req.spec.name, text,
+				  STORE_WORLD_LOCAL, now_us(), &j->id, err);
+	free(text);
+	if (e != PX_OK) {
+		job_free(j);
+		return NULL;
+	}
+	j->state = STORE_JOB_QUEUED;
+	j->next = NULL;
+	{
+		struct job **p = &js->list;
+
+		while (*p)
+			p = &(*p)->next;
+		*p = j;
+	}
+	log_notice("job %" PRId64 " '%s' queued", j->id, j->req.spec.name);
+	pump_soon(js);
+	return json_pack("{s:I}", "job", (json_int_t)j->id);
+}
+
+json_t *jobs_cmd_cancel(struct jobs *js, json_t *req, struct px_error *err)
+{
+	struct job *j;
+	int64_t id;
+
+	if (!req_job_id(req, &id, err))
+		return NULL;
+	j = job_find(js, id);
+	if (!j)
+		return reply_err(err, PX_ENOENT, "no job %" PRId64
+				 " running or queued", id);
+	if (j->state != STORE_JOB_QUEUED && j->state != STORE_JOB_RUNNING)
+		return reply_err(err, PX_EINVAL, "job %" PRId64 " already "
+				 "ended (%s)", id,
+				 store_job_state_name(j->state));
+	job_end(j, STORE_JOB_CANCELLED, "cancelled");
+	job_trim(j);
+	pump_soon(js);
+	return json_pack("{s:I, s:s}", "job", (json_int_t)id, "state",
+			 "cancelled");
+}
+
+/* {"tier": .., "type": .., "zone": .., "count": n} per group. */
+static json_t *fleet_json(struct job *j)
+{
+	const struct pol_fleet *f = j->c ? ctrl_fleet(j->c) : NULL;
+	const struct pol_env *env = j->plan ? sim_plan_env(j->plan) : NULL;
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && f && env && i < f->n; i++) {
+		const struct pol_instance *in = &f->v[i];
+		const char *type = env->types[in->type].name;
+		const char *zone = in->market >= 0 ?
+				   env->markets[in->market].zone : NULL;
+		const char *tier = in->reliable ? "reliable" : "transient";
+		json_t *g = NULL, *x;
+		size_t k;
+
+		json_array_foreach(a, k, x) {
+			json_t *z = json_object_get(x, "zone");
+
+			if (!strcmp(json_string_value(json_object_get(x,
+				    "tier")), tier) &&
+			    !strcmp(json_string_value(json_object_get(x,
+				    "type")), type) &&
+			    (zone ? json_is_string(z) &&
+			     !strcmp(json_string_value(z), zone) :
+			     json_is_null(z))) {
+				g = x;
+				break;
+			}
+		}
+		if (g) {
+			json_object_set_new(g, "count", json_integer(
+				json_integer_value(json_object_get(g,
+					"count")) + 1));
+			continue;
+		}
+		json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:i}",
+			"tier", tier, "type", type, "zone",
+			zone ? json_string(zone) : json_null(), "count", 1));
+	}
+	return a;
+}
+
+static double usd(int64_t uusd)
+{
+	return uusd < 0 ? 0 : (double)uusd / 1e6;
+}
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* The on-demand price of the reference type: what the work would cost on
+ * on-demand instances of that type, at one reference hour per hour. */
+static int64_t ref_od_uusd(struct job *j)
+{
+	const struct pol_env *env = j->plan ? sim_plan_env(j->plan) : NULL;
+
+	return env ? env->types[env->ref_type].od_uusd : 0;
+}
+
+static json_t *status_live(struct job *j)
+{
+	const struct ctrl_stats *cs = j->c ? ctrl_stats(j->c) : NULL;
+	int64_t cost = j->c ? ctrl_cost(j->c, j->t) : j->cost_uusd;
+	double od = usd(ref_od_uusd(j));
+	double proj = j->frac > 0.02 ? usd(cost) / j->frac : NAN;
+	json_t *o;
+
+	if (j->state == STORE_JOB_DONE)
+		proj = usd(cost);
+	o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:I, s:I, s:o, s:o, s:f, "
+		      "s:o, s:f, s:o, s:I, s:I, s:I, s:i, s:i, s:f, s:s}",
+		      "job", (json_int_t)j->id, "name", j->req.spec.name,
+		      "state", store_job_state_name(j->state),
+		      "world", "local",
+		      "stage", j->c ? ctrl_stage(j->c) : 0,
+		      "clock", (json_int_t)j->clock,
+		      "clocks_total", (json_int_t)j->total_clocks,
+		      "test_accuracy", num_or_null(j->acc),
+		      "test_loss", num_or_null(j->loss),
+		      "work_done", j->frac,
+		      "fleet", fleet_json(j),
+		      "cost_usd", usd(cost),
+		      "projected_cost_usd", num_or_null(proj),
+		      "evictions", (json_int_t)(cs ? cs->evictions : 0),
+		      "joins", (json_int_t)j->joins,
+		      "losses", (json_int_t)j->losses,
+		      "workers", j->workers, "ps", j->ps,
+		      "samples_per_s", isfinite(j->sps) && j->sps > 0 ?
+				       j->sps : 0.0,
+		      "policy", j->req.policy);
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "ondemand_cost_usd",
+			    json_real(od * j->frac * j->req.spec.work_hours));
+	json_object_set_new(o, "market_time", json_integer(j->t ? j->t :
+							  j->start_s));
+	json_object_set_new(o, "restarts", json_integer(j->restarts));
+	if (j->why[0] && j->state == STORE_JOB_FAILED)
+		json_object_set_new(o, "error", json_string(j->why));
+	return o;
+}
+
+/* A job this daemon has not run (ended before it started): what the
+ * store says. */
+struct stored {
+	json_t *o;
+	int64_t evictions;
+	char last_progress[512];
+};
+
+static enum px_err stored_job(const struct store_job *sj, void *ctx)
+{
+	struct stored *s = ctx;
+
+	s->o = json_pack("{s:I, s:s, s:s, s:s}", "job", (json_int_t)sj->id,
+			 "name", sj->name, "state",
+			 store_job_state_name(sj->state), "world",
+			 store_world_name(sj->world));
+	return s->o ? PX_OK : PX_ENOMEM;
+}
+
+static enum px_err stored_event(const struct store_event *ev, void *ctx)
+{
+	struct stored *s = ctx;
+
+	if (!strcmp(ev->kind, "eviction"))
+		s->evictions++;
+	else if (!strcmp(ev->kind, "progress") && ev->detail_len <
+		 sizeof s->last_progress)
+		snprintf(s->last_progress, sizeof s->last_progress, "%s",
+			 ev->detail);
+	return PX_OK;
+}
+
+static json_t *status_stored(struct jobs *js, int64_t id,
+			     struct px_error *err)
+{
+	struct store_job_filter f = { .id = id };
+	struct stored s = {0};
+	int64_t cost = 0;
+	json_t *p;
+
+	if (store_jobs_each(js->s.st, &f, stored_job, &s, err) != PX_OK)
+		return NULL;
+	if (!s.o)
+		return reply_err(err, PX_ENOENT, "no job %" PRId64, id);
+	if (store_events_each(js->s.st, id, stored_event, &s, err) != PX_OK ||
+	    store_job_cost(js->s.st, id, &cost, err) != PX_OK) {
+		json_decref(s.o);
+		return NULL;
+	}
+	json_object_set_new(s.o, "cost_usd", json_real(usd(cost)));
+	json_object_set_new(s.o, "evictions", json_integer(s.evictions));
+	p = json_loads(s.last_progress, 0, NULL);
+	if (json_is_object(p)) {
+		json_t *v;
+
+		if ((v = json_object_get(p, "clock")))
+			json_object_set(s.o, "clock", v);
+		if ((v = json_object_get(p, "test_accuracy")))
+			json_object_set(s.o, "test_accuracy", v);
+		if ((v = json_object_get(p, "stage")))
+			json_object_set(s.o, "stage", v);
+	}
+	json_decref(p);
+	return s.o;
+}
+
+json_t *jobs_cmd_status(struct jobs *js, json_t *req, struct px_error *err)
+{
+	struct job *j;
+	int64_t id;
+
+	if (!req_job_id(req, &id, err))
+		return NULL;
+	j = job_find(js, id);
+	if (!j)
+		return status_stored(js, id, err);
+	return status_live(j);
+}
+
+static enum px_err list_job(const struct store_job *sj, void *ctx)
+{
+	json_t *a = ctx;
+	struct job *j = NULL;
+
+	(void)j;
+	return json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:I}",
+		"job", (json_int_t)sj->id, "name", sj->name, "state",
+		store_job_state_name(sj->state), "world",
+		store_world_name(sj->world), "created_us",
+		(json_int_t)sj->created_us)) ? PX_ENOMEM : PX_OK;
+}
+
+json_t *jobs_cmd_jobs(struct jobs *js, json_t *req, struct px_error *err)
+{
+	json_t *a = json_array();
+	size_t i;
+	json_t *x;
+
+	(void)req;
+	if (!a)
+		return reply_err(err, PX_ENOMEM, "out of memory");
+	if (store_jobs_each(js->s.st, NULL, list_job, a, err) != PX_OK) {
+		json_decref(a);
+		return NULL;
+	}
+	/* live figures for the jobs this daemon runs */
+	json_array_foreach(a, i, x) {
+		struct job *j = job_find(js, json_integer_value(
+			json_object_get(x, "job")));
+
+		if (!j)
+			continue;
+		json_object_set_new(x, "cost_usd", json_real(usd(j->c ?
+			ctrl_cost(j->c, j->t) : j->cost_uusd)));
+		json_object_set_new(x, "test_accuracy", num_or_null(j->acc));
+		json_object_set_new(x, "work_done", json_real(j->frac));
+	}
+	return json_pack("{s:o}", "jobs", a);
+}
+
+struct ev_walk {
+	json_t *a;
+	int64_t after;       /* event ids <= this are skipped */
+	size_t max;
+};
+
+static enum px_err walk_event(const struct store_event *ev, void *ctx)
+{
+	struct ev_walk *w = ctx;
+
+	if (ev->id <= w->after)
+		return PX_OK;
+	if (json_array_size(w->a) >= w->max)
+		return PX_OK;
+	return json_array_append_new(w->a, json_pack("{s:I, s:I, s:I, s:s, "
+		"s:s%}", "id", (json_int_t)ev->id, "at", (json_int_t)(
+		ev->at_us / 1000000), "instance", (json_int_t)ev->instance_id,
+		"kind", ev->kind, "detail", ev->detail, ev->detail_len)) ?
+		PX_ENOMEM : PX_OK;
+}
+
+json_t *jobs_cmd_events(struct jobs *js, json_t *req, struct px_error *err)
+{
+	json_t *after = json_object_get(req, "after");
+	struct store_job_filter f;
+	struct stored s = {0};
+	struct ev_walk w = { .after = 0, .max = 200 };
+	struct job *j;
+	int64_t id;
+
+	if (!req_job_id(req, &id, err))
+		return NULL;
+	if (after && !(json_is_integer(after) &&
+		       json_integer_value(after) >= 0))
+		return reply_err(err, PX_EINVAL, "'after': an event id (an "
+				 "integer >= 0) is needed");
+	w.after = after ? json_integer_value(after) : 0;
+	f = (struct store_job_filter){ .id = id };
+	if (store_jobs_each(js->s.st, &f, stored_job, &s, err) != PX_OK)
+		return NULL;
+	if (!s.o)
+		return reply_err(err, PX_ENOENT, "no job %" PRId64, id);
+	w.a = json_array();
+	if (!w.a || store_events_each(js->s.st, id, walk_event, &w, err) !=
+		    PX_OK) {
+		json_decref(w.a);
+		json_decref(s.o);
+		return NULL;
+	}
+	j = job_find(js, id);
+	json_object_set_new(s.o, "events", w.a);
+	if (j)
+		json_object_set_new(s.o, "state", json_string(
+			store_job_state_name(j->state)));
+	return s.o;
+}
+
+/* ---- restart ---- */
+
+struct recover {
+	struct job *j;
+	int64_t first_us, last_us;
+	double spent_uusd;
+};
+
+static enum px_err rec_event(const struct store_event *ev, void *ctx)
+{
+	struct recover *r = ctx;
+
+	if (!r->first_us || ev->at_us < r->first_us)
+		r->first_us = ev->at_us;
+	if (ev->at_us > r->last_us)
+		r->last_us = ev->at_us;
+	return PX_OK;
+}
+
+/* The process group in a cloud id "local-J-I-pgG", killed if it is still
+ * a trainer node (the parent watch should have ended it already). */
+static void kill_leftover(const char *cloud_id)
+{
+	const char *p = strstr(cloud_id, "-pg");
+	char path[64], cmd[256] = "";
+	long g;
+	FILE *f;
+
+	if (!p || (g = strtol(p + 3, NULL, 10)) <= 1)
+		return;
+	snprintf(path, sizeof path, "/proc/%ld/cmdline", g);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fread(cmd, 1, sizeof cmd - 1, f) > 0 &&
+	    strstr(cmd, "proteus-trainer"))
+		kill(-(pid_t)g, SIGKILL);
+	fclose(f);
+}
+
+/* An instance a killed daemon left open: ended at the job's last
+ * recorded instant, charged under the job's billing for its run. */
+static enum px_err rec_instance(const struct store_open_instance *in,
+				void *ctx)
+{
+	struct recover *r = ctx;
+	struct job *j = r->j;
+	struct store *st = j->js->s.st;
+	struct billing_acct a;
+	struct px_error err = {0};
+	int64_t end_s = r->last_us / 1000000, start_s = in->start_us / 1000000;
+	int mi = in->zone[0] ? market_set_find(&j->ms, in->zone, in->type) : -1;
+	const struct ondemand_entry *od = ondemand_table_find(&j->od,
+		j->req.spec.region, in->type);
+	int64_t amount = 0;
+	enum px_err e;
+
+	kill_leftover(in->cloud_id);
+	if (end_s < start_s)
+		end_s = start_s;
+	if (in->zone[0] && mi >= 0) {
+		billing_acct_start(&a, j->billing, &j->ms.v[mi], 0, start_s);
+		amount = billing_acct_end(&a, end_s, BILLING_END_USER);
+	} else if (!in->zone[0] && od) {
+		billing_acct_start(&a, j->billing, NULL, od->uusd_per_hour,
+				   start_s);
+		amount = billing_acct_end(&a, end_s, BILLING_END_USER);
+	}
+	e = store_instance_end(st, in->id, end_s * 1000000, "lost", &err);
+	if (e == PX_OK)
+		e = store_ledger_add(st, j->id, in->id, in->start_us,
+				     end_s * 1000000, amount,
+				     "closed by a restarted proteusd", &err);
+	if (e == PX_OK)
+		e = store_event_add(st, j->id, in->id, end_s * 1000000, "lost",
+				    "its node died with proteusd", &err);
+	if (e != PX_OK)
+		log_err("job %" PRId64 ": instance %" PRId64 ": %s", j->id,
+			in->id, err.msg);
+	return e;
+}
+
+struct rec_list {
+	struct jobs *js;
+	int64_t ids[1024];
+	size_t n;
+};
+
+static enum px_err rec_job(const struct store_job *sj, void *ctx)
+{
+	struct rec_list *l = ctx;
+
+	if (sj->world != STORE_WORLD_LOCAL ||
+	    (sj->state != STORE_JOB_QUEUED && sj->state != STORE_JOB_RUNNING))
+		return PX_OK;
+	if (l->n < sizeof l->ids / sizeof l->ids[0])
+		l->ids[l->n++] = sj->id;
+	return PX_OK;
+}
+
+struct rec_spec {
+	char *text;
+	enum store_job_state state;
+};
+
+static enum px_err rec_spec(const struct store_job *sj, void *ctx)
+{
+	struct rec_spec *r = ctx;
+
+	r->state = sj->state;
+	r->text = strndup(sj->spec_json, sj->spec_len);
+	return r->text ? PX_OK : PX_ENOMEM;
+}
+
+static void recover_one(struct jobs *js, int64_t id)
+{
+	struct store_job_filter f = { .id = id };
+	struct rec_spec rs = {0};
+	struct recover r = {0};
+	struct px_error err = {0};
+	int64_t spent = 0;
+	char name[32];
+	struct job *j = calloc(1, sizeof *j);
+	enum px_err e = PX_ENOMEM;
+
+	if (!j || !(j->seen = calloc(MAX_SEEN, sizeof *j->seen))) {
+		free(j);
+		log_err("job %" PRId64 ": out of memory", id);
+		return;
+	}
+	j->js = js;
+	j->id = id;
+	j->timer = -1;
+	market_set_init(&j->ms);
+	snprintf(name, sizeof name, "job %" PRId64, id);
+	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
+	if (e == PX_OK)
+		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
+	free(rs.text);
+	j->state = rs.state;
+	if (e == PX_OK)
+		e = job_load_market(j, &err);
+	r.j = j;
+	if (e == PX_OK)
+		e = store_events_each(js->s.st, id, rec_event, &r, &err);
+	if (e == PX_OK && j->state == STORE_JOB_RUNNING) {
+		if (!r.last_us)
+			r.last_us = j->start_s * 1000000;
+		e = store_begin(js->s.st, &err);
+		if (e == PX_OK)
+			e = store_open_instances_each(js->s.st, id,
+						      rec_instance, &r, &err);
+		if (e == PX_OK)
+			e = store_commit(js->s.st, &err);
+		else
+			store_rollback(js->s.st);
+	}
+	if (e == PX_OK)
+		e = store_job_cost(js->s.st, id, &spent, &err);
+	j->next = js->list;
+	js->list = j;
+	if (e != PX_OK) {
+		snprintf(j->why, sizeof j->why, "cannot resume: %s", err.msg);
+		if (j->state == STORE_JOB_RUNNING || j->state ==
+		    STORE_JOB_QUEUED)
+			job_end(j, STORE_JOB_FAILED, j->why);
+		job_trim(j);
+		return;
+	}
+	if (j->state == STORE_JOB_RUNNING) {
+		/* what is left of the budget and the deadline */
+		if (j->req.spec.budget_uusd >= 0)
+			j->req.spec.budget_uusd = j->req.spec.budget_uusd >
+				spent ? j->req.spec.budget_uusd - spent : 0;
+		if (j->req.spec.deadline_hours > 0) {
+			double used = (double)(r.last_us - r.first_us) / 3.6e9;
+
+			j->req.spec.deadline_hours = j->req.spec.deadline_hours
+				> used + 1.0 / 3600 ?
+				j->req.spec.deadline_hours - used : 1.0 / 3600;
+		}
+		j->t = r.last_us / 1000000;
+		j->restarts = 1;
+		/* back to queued, started by the pump like a new one */
+		j->state = STORE_JOB_QUEUED;
+		log_notice("job %" PRId64 ": resuming at market time %"
+			   PRId64 " after a restart", id, j->t);
+	}
+	pump_soon(js);
+}
+
+enum px_err jobs_recover(struct jobs *js, struct px_error *err)
+{
+	struct rec_list *l = calloc(1, sizeof *l);
+
+	if (!l)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	if (store_jobs_each(js->s.st, NULL, rec_job, l, err) != PX_OK) {
+		free(l);
+		return err->code;
+	}
+	for (size_t i = 0; i < l->n; i++)
+		recover_one(js, l->ids[i]);
+	free(l);
+	return PX_OK;
+}
+
+enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
+		     struct px_error *err)
+{
+	struct jobs *js = calloc(1, sizeof *js);
+
+	if (!js)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	js->s = *s;
+	*ret = js;
+	return PX_OK;
+}
+
+void jobs_free(struct jobs *js)
+{
+	if (!js)
+		return;
+	while (js->list) {
+		struct job *j = js->list;
+
+		js->list = j->next;
+		job_free(j);
+	}
+	free(js);
+}

@@ -1,0 +1,65 @@
+/* jobs.h -- proteusd's jobs: what `proteusctl submit` hands the daemon,
+ * run on a world by the controller, with the elastic trainer on the
+ * instances (docs/jobs.md).
+ *
+ * A job is submitted (validated, stored queued, answered with its id at
+ * once), started on a later turn of the loop (its trace loaded, its
+ * coordinator started, the controller's first decision), driven by a
+ * timer of the loop (the world's due events, the trainer's progress), and
+ * ended at its target, by cancel, or at its budget or deadline; every
+ * instance is released then and the store says how it ended.  Each job
+ * has its own controller, world, fleet and budget.
+ *
+ * Restart: jobs the store says are queued or running when the daemon
+ * starts are taken up again (jobs_recover): instances a killed daemon
+ * left open are closed and charged up to the job's last recorded instant
+ * (their processes died with it: every node watches its parent), and the
+ * trainer resumes from the job's last checkpoint.
+ *
+ * Everything runs on the daemon's loop; nothing here blocks for long
+ * (starting a job reads its trace: a few tens of ms for the shipped
+ * slice; see docs/benchmarks.md).
+ */
+#ifndef PX_JOBS_H
+#define PX_JOBS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "../common/px.h"
+#include "../db/store.h"
+#include "config.h"
+#include "loop.h"
+
+struct jobs_setup {
+	struct loop *loop;
+	struct store *st;
+	const struct proteusd_config *cfg; /* live; outlives the jobs */
+	const char *trainer;               /* proteus-trainer's path */
+	const char *trace;                 /* default trace (resolved) */
+	const char *ondemand;              /* default on-demand table */
+	const char *dir;                   /* job directories' parent */
+};
+
+struct jobs;
+
+enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
+		     struct px_error *err);
+/* Stop every running job's processes (the store keeps them running, for
+ * the next start to resume) and free. */
+void jobs_free(struct jobs *j);
+/* Take up the store's queued and running jobs (once, after jobs_new). */
+enum px_err jobs_recover(struct jobs *j, struct px_error *err);
+
+/* The control commands (docs/proteusd.md): each returns the reply's
+ * fields, or NULL with err set.  req is the request object. */
+json_t *jobs_cmd_submit(struct jobs *j, json_t *req, struct px_error *err);
+json_t *jobs_cmd_jobs(struct jobs *j, json_t *req, struct px_error *err);
+json_t *jobs_cmd_status(struct jobs *j, json_t *req, struct px_error *err);
+json_t *jobs_cmd_events(struct jobs *j, json_t *req, struct px_error *err);
+json_t *jobs_cmd_cancel(struct jobs *j, json_t *req, struct px_error *err);
+
+/* Jobs running now. */
+size_t jobs_running(const struct jobs *j);
+
+#endif
