@@ -6,6 +6,7 @@
 #ifndef PX_CLI_H
 #define PX_CLI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -70,5 +71,21 @@ int cli_history(int argc, char **argv);
 /* cli_status.c: ask a running proteusd over its control socket. */
 int cli_status(int argc, char **argv);
 int cli_ping(int argc, char **argv);
+
+/* How long a command waits for proteusd's answer. */
+#define CLI_DAEMON_TIMEOUT_MS 5000
+
+/* Send req (not consumed) to the daemon at sock; on success *ret is the
+ * reply without "v" and "ok".  Otherwise logs the error and returns the
+ * exit code: 1 daemon down or failed, 3 request refused as invalid, 4 not
+ * found. */
+int cli_daemon_call(const char *sock, json_t *req, json_t **ret);
+
+/* proteusd's jobs (cli_jobs.c); `status ID` comes here from cli_status. */
+int cli_submit(int argc, char **argv);
+int cli_jobs(int argc, char **argv);
+int cli_events(int argc, char **argv);
+int cli_cancel(int argc, char **argv);
+int cli_job_status(int argc, char **argv);
 
 #endif

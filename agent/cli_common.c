@@ -174,3 +174,38 @@ int cli_socket_path(char *buf, size_t len)
 	}
 	return -1;
 }
+
+int cli_daemon_call(const char *sock, json_t *req, json_t **ret)
+{
+	struct px_error err = {0};
+	json_t *reply = NULL;
+	const char *e, *kind;
+	enum px_err r;
+	int code;
+
+	r = proto_call(sock, req, CLI_DAEMON_TIMEOUT_MS, &reply, &err);
+	if (r != PX_OK) {
+		bool down = r == PX_ENOENT || r == (PX_ESYS | ECONNREFUSED);
+
+		log_err("%s%s", err.msg,
+			down ? " (is proteusd running?)" : "");
+		return CLI_EXIT_FAIL;
+	}
+	if (!json_is_true(json_object_get(reply, "ok"))) {
+		e = json_string_value(json_object_get(reply, "error"));
+		kind = json_string_value(json_object_get(reply, "kind"));
+		log_err("%s", e ? e : "proteusd answered an error without a "
+			"message");
+		code = CLI_EXIT_FAIL;
+		if (kind && !strcmp(kind, "notfound"))
+			code = CLI_EXIT_NOTFOUND;
+		else if (kind && !strcmp(kind, "invalid"))
+			code = CLI_EXIT_DATA;
+		json_decref(reply);
+		return code;
+	}
+	json_object_del(reply, "v");
+	json_object_del(reply, "ok");
+	*ret = reply;
+	return CLI_EXIT_OK;
+}

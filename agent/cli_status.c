@@ -15,10 +15,9 @@
 #include "cli.h"
 #include "proto.h"
 
-#define CLI_DAEMON_TIMEOUT_MS 5000
-
 static const char daemon_usage[] =
 	"usage: proteusctl status [--socket PATH] [--json]\n"
+	"       proteusctl status ID [--watch] [--json]  (a job: 'submit --help')\n"
 	"       proteusctl ping [--socket PATH] [--json]\n"
 	"\n"
 	"status: the daemon's pid, uptime, database and schema, world,\n"
@@ -83,34 +82,16 @@ static int daemon_args(const char *cmd, int argc, char **argv, char *buf,
  * code otherwise. */
 static int daemon_call(const char *sock, enum proto_cmd cmd, json_t **ret)
 {
-	struct px_error err = {0};
-	json_t *req = proto_request_new(cmd), *reply = NULL;
-	enum px_err r;
+	json_t *req = proto_request_new(cmd);
+	int code;
 
 	if (!req) {
 		log_err("out of memory");
 		return CLI_EXIT_FAIL;
 	}
-	r = proto_call(sock, req, CLI_DAEMON_TIMEOUT_MS, &reply, &err);
+	code = cli_daemon_call(sock, req, ret);
 	json_decref(req);
-	if (r != PX_OK) {
-		bool down = r == PX_ENOENT || r == (PX_ESYS | ECONNREFUSED);
-
-		log_err("%s%s", err.msg,
-			down ? " (is proteusd running?)" : "");
-		return CLI_EXIT_FAIL;
-	}
-	if (!json_is_true(json_object_get(reply, "ok"))) {
-		const char *e = json_string_value(json_object_get(reply,
-								  "error"));
-
-		log_err("proteusd at '%s': %s", sock,
-			e ? e : "error without a message");
-		json_decref(reply);
-		return CLI_EXIT_FAIL;
-	}
-	*ret = reply;
-	return CLI_EXIT_OK;
+	return code;
 }
 
 static json_int_t num(json_t *o, const char *k)
@@ -133,6 +114,16 @@ int cli_status(int argc, char **argv)
 	bool json;
 	int code;
 
+	/* `status ID`: a job's (cli_jobs.c) */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--socket") || !strcmp(argv[i],
+							    "--interval")) {
+			i++;
+			continue;
+		}
+		if (argv[i][0] != '-')
+			return cli_job_status(argc, argv);
+	}
 	code = daemon_args("status", argc, argv, sock, sizeof(sock), &json);
 	if (code >= 0)
 		return code;

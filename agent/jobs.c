@@ -114,6 +114,8 @@ struct job {
 	bool trainer_done;       /* the coordinator ended the job */
 	uint64_t last_ev_us;     /* last "progress" event (monotonic) */
 	int64_t cost_uusd;       /* final, once ended */
+	int final_stage;         /* once ended: the last stage */
+	int64_t final_evictions; /* and evictions */
 };
 
 struct jobs {
@@ -300,7 +302,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 				     struct px_error *err)
 {
 	char listen[JOB_PATH_MAX + 8], every[24];
-	const char *extra[8];
+	const char *extra[10];
 	posix_spawnattr_t at;
 	sigset_t none;
 	char **argv, **envp;
@@ -312,6 +314,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	snprintf(every, sizeof every, "%d", j->req.trainer.checkpoint_every);
 	extra[k++] = "--agent";
 	extra[k++] = j->agent_ep;
+	extra[k++] = "--eval-epochs";
 	extra[k++] = "--checkpoint";
 	extra[k++] = j->ckpt;
 	if (j->req.trainer.checkpoint_every) {
@@ -606,17 +609,44 @@ static void job_release_run(struct job *j)
 	agent_close(j);
 }
 
+static void progress_event(struct job *j, bool force)
+{
+	uint64_t now = px_now_mono_us();
+	char acc[32];
+
+	if (!force && now - j->last_ev_us < PROGRESS_EVENT_MS * 1000ull)
+		return;
+	j->last_ev_us = now;
+	if (isfinite(j->acc))
+		snprintf(acc, sizeof acc, "%.4f", j->acc);
+	else
+		snprintf(acc, sizeof acc, "null");
+	job_eventf(j, "progress", "{\"clock\": %" PRId64 ", \"clocks_total\": "
+		   "%" PRId64 ", \"work_done\": %.4f, \"test_accuracy\": %s, "
+		   "\"workers\": %d, \"ps\": %d, \"stage\": %d, \"joins\": %"
+		   PRId64 ", \"losses\": %" PRId64 ", \"cost_usd\": %.6f}",
+		   j->clock, j->total_clocks, j->frac, acc, j->workers, j->ps,
+		   ctrl_stage(j->c), j->joins, j->losses,
+		   (double)ctrl_cost(j->c, j->t) / 1e6);
+}
+
 static void job_end(struct job *j, enum store_job_state s, const char *why)
 {
 	bool completed = s == STORE_JOB_DONE;
 	int64_t cost = 0;
 	struct px_error err = {0};
 
+	if (j->c)
+		progress_event(j, true);
 	if (j->c && ctrl_finish(j->c, j->t, completed, &cost) != PX_OK)
 		log_err("job %" PRId64 ": closing the bills: %s", j->id,
 			ctrl_error(j->c)->msg);
 	if (store_job_cost(j->js->s.st, j->id, &j->cost_uusd, &err) != PX_OK)
 		j->cost_uusd = cost;
+	if (j->c) {
+		j->final_stage = ctrl_stage(j->c);
+		j->final_evictions = ctrl_stats(j->c)->evictions;
+	}
 	if (why && *why)
 		job_eventf(j, s == STORE_JOB_FAILED ? "error" : "end", "%s",
 			   why);
@@ -751,25 +781,6 @@ static bool check_coordinator(struct job *j)
 	return false;
 }
 
-static void progress_event(struct job *j)
-{
-	uint64_t now = px_now_mono_us();
-	char acc[32];
-
-	if (now - j->last_ev_us < PROGRESS_EVENT_MS * 1000ull)
-		return;
-	j->last_ev_us = now;
-	if (isfinite(j->acc))
-		snprintf(acc, sizeof acc, "%.4f", j->acc);
-	else
-		snprintf(acc, sizeof acc, "null");
-	job_eventf(j, "progress", "{\"clock\": %" PRId64 ", \"work\": %.4f, "
-		   "\"test_accuracy\": %s, \"workers\": %d, \"ps\": %d, "
-		   "\"stage\": %d, \"cost_usd\": %.6f}", j->clock, j->frac,
-		   acc, j->workers, j->ps, ctrl_stage(j->c),
-		   (double)ctrl_cost(j->c, j->t) / 1e6);
-}
-
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 {
 	struct job *j = ctx;
@@ -798,7 +809,8 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 		j->trainer_done = true;
 	if (j->trainer_done)
 		stop = CTRL_STOP_DONE;
-	progress_event(j);
+	if (stop == CTRL_RUN)
+		progress_event(j, false);
 	if (stop != CTRL_RUN) {
 		char why[128];
 
@@ -1060,7 +1072,7 @@ static json_t *status_live(struct job *j)
 		      "job", (json_int_t)j->id, "name", j->req.spec.name,
 		      "state", store_job_state_name(j->state),
 		      "world", "local",
-		      "stage", j->c ? ctrl_stage(j->c) : 0,
+		      "stage", j->c ? ctrl_stage(j->c) : j->final_stage,
 		      "clock", (json_int_t)j->clock,
 		      "clocks_total", (json_int_t)j->total_clocks,
 		      "test_accuracy", num_or_null(j->acc),
@@ -1069,7 +1081,8 @@ static json_t *status_live(struct job *j)
 		      "fleet", fleet_json(j),
 		      "cost_usd", usd(cost),
 		      "projected_cost_usd", num_or_null(proj),
-		      "evictions", (json_int_t)(cs ? cs->evictions : 0),
+		      "evictions", (json_int_t)(cs ? cs->evictions :
+						j->final_evictions),
 		      "joins", (json_int_t)j->joins,
 		      "losses", (json_int_t)j->losses,
 		      "workers", j->workers, "ps", j->ps,
@@ -1139,16 +1152,11 @@ static json_t *status_stored(struct jobs *js, int64_t id,
 	}
 	json_object_set_new(s.o, "cost_usd", json_real(usd(cost)));
 	json_object_set_new(s.o, "evictions", json_integer(s.evictions));
+	/* the figures of its last progress event */
 	p = json_loads(s.last_progress, 0, NULL);
 	if (json_is_object(p)) {
-		json_t *v;
-
-		if ((v = json_object_get(p, "clock")))
-			json_object_set(s.o, "clock", v);
-		if ((v = json_object_get(p, "test_accuracy")))
-			json_object_set(s.o, "test_accuracy", v);
-		if ((v = json_object_get(p, "stage")))
-			json_object_set(s.o, "stage", v);
+		json_object_del(p, "cost_usd");
+		json_object_update_missing(s.o, p);
 	}
 	json_decref(p);
 	return s.o;

@@ -27,7 +27,11 @@ static const struct cli_cmd cli_cmds[] = {
 	 "list stored runs; show one run's events and cost"},
 	{"ping", cli_ping, "check that proteusd answers on its socket"},
 	{"status", cli_status,
-	 "proteusd's pid, uptime, database, world, clients, store counts"},
+	 "proteusd's pid, uptime, store counts; with a job id, the job's"},
+	{"submit", cli_submit, "queue a job on proteusd; prints its id"},
+	{"jobs", cli_jobs, "proteusd's jobs, their states and costs"},
+	{"events", cli_events, "a job's events (--follow: as they come)"},
+	{"cancel", cli_cancel, "end a job, releasing its instances"},
 };
 
 static void usage(FILE *f)

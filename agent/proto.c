@@ -20,6 +20,20 @@ static const char *const proto_names[PROTO_CMD_MAX] = {
 #undef PROTO_NAME
 };
 
+const char *proto_err_kind(enum px_err e)
+{
+	switch (e) {
+	case PX_ENOENT:
+		return "notfound";
+	case PX_EINVAL:
+	case PX_ETOOBIG:
+	case PX_EUNSUPP:
+		return "invalid";
+	default:
+		return "failed";
+	}
+}
+
 const char *proto_cmd_name(enum proto_cmd c)
 {
 	return (unsigned)c < PROTO_CMD_MAX ? proto_names[c] : NULL;

@@ -37,6 +37,12 @@ enum proto_cmd {
 	PROTO_CMD_MAX
 };
 
+/* An error reply's "kind", from the handler's code: "notfound"
+ * (PX_ENOENT), "invalid" (PX_EINVAL, PX_ETOOBIG, PX_EUNSUPP: the request
+ * or its data is wrong), "failed" (anything else: the daemon could not do
+ * it).  proteusctl maps them to exit codes 4, 3 and 1. */
+const char *proto_err_kind(enum px_err e);
+
 /* The command's name ("ping"); NULL for an out-of-range value. */
 const char *proto_cmd_name(enum proto_cmd c);
 /* The command named name, or PROTO_CMD_MAX when there is none. */

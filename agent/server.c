@@ -194,8 +194,9 @@ static bool client_request(struct client *c, const char *line, size_t len)
 		if (reply)
 			ok = client_reply(c, reply, true);
 		else
-			ok = client_error(c, err.msg[0] ? err.msg
-							: "out of memory");
+			ok = client_reply(c, json_pack("{s:s, s:s}", "error",
+				err.msg[0] ? err.msg : "out of memory",
+				"kind", proto_err_kind(err.code)), false);
 	}
 	json_decref(req);
 	if (!ok) {

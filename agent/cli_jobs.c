@@ -1,0 +1,539 @@
+/* cli_jobs.c -- proteusctl's job commands, answered by a running proteusd
+ * over its control socket (docs/proteusctl.md, "Jobs"):
+ *
+ *   proteusctl submit FILE [--json]        queue a job; prints its id
+ *   proteusctl jobs [--json]               every job
+ *   proteusctl status ID [--watch] [--interval S] [--json]
+ *   proteusctl events ID [--follow] [--json]
+ *   proteusctl cancel ID [--json]
+ *
+ * Every command also takes --socket PATH.  Text output escapes what came
+ * from outside (names, event details) with px_term_safe.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../bidbrain/jobspec.h"
+#include "../common/log.h"
+#include "cli.h"
+#include "proto.h"
+
+#define EVENTS_PAGE 200          /* the daemon's events per answer */
+
+static const char jobs_usage[] =
+	"usage: proteusctl submit FILE [--json] [--socket PATH]\n"
+	"       proteusctl jobs [--json] [--socket PATH]\n"
+	"       proteusctl status ID [--watch] [--interval S] [--json] "
+	"[--socket PATH]\n"
+	"       proteusctl events ID [--follow] [--json] [--socket PATH]\n"
+	"       proteusctl cancel ID [--json] [--socket PATH]\n"
+	"\n"
+	"submit: send the job in FILE (a job spec with 'trainer' and 'world'\n"
+	"  sections: docs/jobspec.md) to proteusd; prints the job's id (with\n"
+	"  --json: {\"job\": ID}) as soon as it is queued.\n"
+	"jobs: every job with its state and cost.\n"
+	"status ID: the job's state, stage, clock, test accuracy, fleet, cost,\n"
+	"  projected cost, what on-demand would cost, evictions, joins, losses.\n"
+	"  --watch redraws it in place until the job ends (one line per change\n"
+	"  when the output is not a terminal); --interval S (default 1).\n"
+	"events ID: the job's events; --follow waits for more until it ends.\n"
+	"cancel ID: end the job now, releasing every instance.\n"
+	"\n"
+	"  --socket PATH  control socket (default: $PROTEUS_SOCKET, else\n"
+	"                 proteusd's default)\n"
+	"  --json         JSON (events: one object per line)\n"
+	"\n"
+	"exit: 0 ok (status --watch: the job is done), 1 the daemon is not\n"
+	"running, failed, or the watched job failed or was cancelled, 2 usage,\n"
+	"3 the job was refused (the message names the field), 4 no such job\n";
+
+struct jargs {
+	const char *cmd;
+	char sock[CLI_SOCKET_MAX];
+	bool json, watch, follow;
+	double interval_s;
+	const char *pos;         /* the one positional argument */
+	int64_t id;
+};
+
+/* Parse the options every job command shares; -1 to go on, else the exit
+ * code.  want_pos: the command takes one positional argument (an id,
+ * unless it is submit's FILE). */
+static int jargs_parse(struct jargs *a, int argc, char **argv, bool want_pos)
+{
+	static const struct option opts[] = {
+		{"follow", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{"interval", required_argument, NULL, 'i'},
+		{"json", no_argument, NULL, 'j'},
+		{"socket", required_argument, NULL, 's'},
+		{"watch", no_argument, NULL, 'w'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *sock = NULL;
+	char *end;
+	int o;
+
+	a->json = cli_g.json;
+	a->interval_s = 1;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, ":hfw", opts, NULL)) != -1) {
+		switch (o) {
+		case 'h':
+			fputs(jobs_usage, stdout);
+			return CLI_EXIT_OK;
+		case 'f':
+			if (strcmp(a->cmd, "events"))
+				return cli_usage(a->cmd, "--follow goes with "
+						 "'events'");
+			a->follow = true;
+			break;
+		case 'w':
+			if (strcmp(a->cmd, "status"))
+				return cli_usage(a->cmd, "--watch goes with "
+						 "'status ID'");
+			a->watch = true;
+			break;
+		case 'i':
+			errno = 0;
+			a->interval_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(a->interval_s >= 0.1 && a->interval_s <= 3600))
+				return cli_usage(a->cmd, "--interval '%s': "
+						 "seconds from 0.1 to 3600",
+						 optarg);
+			break;
+		case 'j':
+			a->json = true;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		default:
+			return cli_bad_option(a->cmd, argv, o);
+		}
+	}
+	if (want_pos) {
+		if (optind >= argc)
+			return cli_usage(a->cmd, "'%s' needs %s", a->cmd,
+					 strcmp(a->cmd, "submit") ? "a job id" :
+					 "a job file");
+		a->pos = argv[optind++];
+		if (strcmp(a->cmd, "submit")) {
+			errno = 0;
+			a->id = strtoll(a->pos, &end, 10);
+			if (errno || end == a->pos || *end || a->id <= 0)
+				return cli_usage(a->cmd, "'%s' is not a job "
+						 "id (a positive integer)",
+						 a->pos);
+		}
+	}
+	if (optind < argc)
+		return cli_usage(a->cmd, "unexpected argument '%s'",
+				 argv[optind]);
+	if (sock) {
+		if (strlen(sock) >= sizeof a->sock)
+			return cli_usage(a->cmd, "socket path '%s' is too "
+					 "long", sock);
+		snprintf(a->sock, sizeof a->sock, "%s", sock);
+		return -1;
+	}
+	return cli_socket_path(a->sock, sizeof a->sock);
+}
+
+/* Ask the daemon: a request for cmd with "job" set when id > 0. */
+static int ask(struct jargs *a, enum proto_cmd cmd, int64_t id,
+	       json_t *extra, json_t **ret)
+{
+	json_t *req = proto_request_new(cmd);
+	int code;
+
+	if (!req || (id > 0 && json_object_set_new(req, "job",
+						   json_integer(id))) ||
+	    (extra && json_object_update(req, extra))) {
+		json_decref(req);
+		json_decref(extra);
+		log_err("out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	json_decref(extra);
+	code = cli_daemon_call(a->sock, req, ret);
+	json_decref(req);
+	return code;
+}
+
+static int print_json(json_t *o, size_t flags)
+{
+	if (json_dumpf(o, stdout, flags)) {
+		log_err("cannot write the output");
+		return CLI_EXIT_FAIL;
+	}
+	putchar('\n');
+	return CLI_EXIT_OK;
+}
+
+/* A string from the daemon, terminal-safe, in one of four rotating
+ * buffers (enough for one printf). */
+static const char *safe(json_t *o, const char *k)
+{
+	static char buf[4][PX_TERM_SAFE_LEN(256)];
+	static int slot;
+	const char *s = json_string_value(json_object_get(o, k));
+
+	slot = (slot + 1) % 4;
+	return px_term_safe(s ? s : "?", buf[slot], sizeof buf[slot]);
+}
+
+static double real_of(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static long long int_of(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+/* A figure that cannot be negative: never printed as such. */
+static double nonneg(double v)
+{
+	return isfinite(v) && v > 0 ? v : 0;
+}
+
+/* ---- submit ---- */
+
+int cli_submit(int argc, char **argv)
+{
+	struct jargs a = { .cmd = "submit" };
+	json_error_t je;
+	json_t *spec, *extra, *r = NULL;
+	const char *base;
+	int code = jargs_parse(&a, argc, argv, true);
+
+	if (code >= 0)
+		return code;
+	spec = json_load_file(a.pos, JSON_REJECT_DUPLICATES, &je);
+	if (!spec) {
+		bool missing = je.line < 1 && strstr(je.text, "unable to open");
+
+		log_err("%s%s%d:%d: %s", a.pos, missing ? "" : ":",
+			missing ? 0 : je.line, missing ? 0 : je.column,
+			je.text);
+		return missing ? CLI_EXIT_NOTFOUND : CLI_EXIT_DATA;
+	}
+	if (!json_is_object(spec)) {
+		json_decref(spec);
+		log_err("%s: a job is a JSON object", a.pos);
+		return CLI_EXIT_DATA;
+	}
+	base = strrchr(a.pos, '/');
+	base = base ? base + 1 : a.pos;
+	extra = json_pack("{s:o, s:s}", "spec", spec, "file", base);
+	code = ask(&a, PROTO_CMD_submit, 0, extra, &r);
+	if (code != CLI_EXIT_OK)
+		return code;
+	if (a.json)
+		code = print_json(r, JSON_COMPACT);
+	else
+		printf("%lld\n", int_of(r, "job"));
+	json_decref(r);
+	return code;
+}
+
+/* ---- jobs ---- */
+
+int cli_jobs(int argc, char **argv)
+{
+	struct jargs a = { .cmd = "jobs" };
+	json_t *r = NULL, *list, *x;
+	size_t i;
+	int code = jargs_parse(&a, argc, argv, false);
+
+	if (code >= 0)
+		return code;
+	code = ask(&a, PROTO_CMD_jobs, 0, NULL, &r);
+	if (code != CLI_EXIT_OK)
+		return code;
+	if (a.json) {
+		code = print_json(r, JSON_INDENT(2));
+		json_decref(r);
+		return code;
+	}
+	list = json_object_get(r, "jobs");
+	printf("%-6s %-24s %-10s %-6s %10s %9s\n", "JOB", "NAME", "STATE",
+	       "WORLD", "COST_USD", "ACCURACY");
+	json_array_foreach(list, i, x) {
+		double acc = real_of(x, "test_accuracy");
+		char accs[16] = "-";
+		json_t *c = json_object_get(x, "cost_usd");
+		char costs[24] = "-";
+
+		if (isfinite(acc))
+			snprintf(accs, sizeof accs, "%.2f%%", 100 * acc);
+		if (json_is_number(c))
+			snprintf(costs, sizeof costs, "%.4f",
+				 nonneg(json_number_value(c)));
+		printf("%-6lld %-24.24s %-10s %-6s %10s %9s\n",
+		       int_of(x, "job"), safe(x, "name"), safe(x, "state"),
+		       safe(x, "world"), costs, accs);
+	}
+	json_decref(r);
+	return CLI_EXIT_OK;
+}
+
+/* ---- status ---- */
+
+static bool final_state(const char *s)
+{
+	return s && (!strcmp(s, "done") || !strcmp(s, "failed") ||
+		     !strcmp(s, "cancelled"));
+}
+
+static void fmt_time(long long t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm))
+		snprintf(buf, len, "-");
+	else
+		strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm);
+}
+
+/* The fleet as "reliable m3.large x1; transient m3.large us-east-1a x2". */
+static void fmt_fleet(json_t *fleet, char *buf, size_t len)
+{
+	size_t i, off = 0;
+	json_t *g;
+
+	buf[0] = 0;
+	json_array_foreach(fleet, i, g) {
+		json_t *z = json_object_get(g, "zone");
+		int n = snprintf(buf + off, len - off, "%s%s %s%s%s x%lld",
+				 i ? "; " : "", safe(g, "tier"),
+				 safe(g, "type"), json_is_string(z) ? " " : "",
+				 json_is_string(z) ? safe(g, "zone") : "",
+				 int_of(g, "count"));
+
+		if (n < 0 || (size_t)n >= len - off)
+			break;
+		off += (size_t)n;
+	}
+	if (!off)
+		snprintf(buf, len, "none");
+}
+
+/* The status as lines; returns how many it printed. */
+static int print_status(json_t *r)
+{
+	double acc = real_of(r, "test_accuracy"), loss = real_of(r,
+							       "test_loss");
+	double proj = real_of(r, "projected_cost_usd");
+	char fleet[1024], when[40], accs[64], projs[40];
+
+	fmt_fleet(json_object_get(r, "fleet"), fleet, sizeof fleet);
+	fmt_time(int_of(r, "market_time"), when, sizeof when);
+	if (isfinite(acc))
+		snprintf(accs, sizeof accs, "%.2f%% (loss %.4f)", 100 * acc,
+			 nonneg(loss));
+	else
+		snprintf(accs, sizeof accs, "not evaluated yet");
+	if (isfinite(proj))
+		snprintf(projs, sizeof projs, "$%.4f", nonneg(proj));
+	else
+		snprintf(projs, sizeof projs, "not known yet");
+	printf("job %lld %s: %s, stage %lld, clock %lld of %lld (%.0f%% of the "
+	       "work)\n", int_of(r, "job"), safe(r, "name"), safe(r, "state"),
+	       int_of(r, "stage"), int_of(r, "clock"),
+	       int_of(r, "clocks_total"), 100 * nonneg(real_of(r,
+							       "work_done")));
+	printf("accuracy %s\n", accs);
+	printf("fleet    %s; %lld workers, %lld PS, %.0f samples/s\n", fleet,
+	       int_of(r, "workers"), int_of(r, "ps"),
+	       nonneg(real_of(r, "samples_per_s")));
+	printf("cost     $%.4f so far, projected %s; on-demand: $%.4f for "
+	       "the same work\n", nonneg(real_of(r, "cost_usd")), projs,
+	       nonneg(real_of(r, "ondemand_cost_usd")));
+	printf("churn    %lld evictions, %lld joins, %lld losses\n",
+	       int_of(r, "evictions"), int_of(r, "joins"),
+	       int_of(r, "losses"));
+	printf("market   %s (%s world, policy %s)\n", when, safe(r, "world"),
+	       safe(r, "policy"));
+	if (json_is_string(json_object_get(r, "error"))) {
+		printf("error    %s\n", safe(r, "error"));
+		return 7;
+	}
+	return 6;
+}
+
+/* One line, for a pipe. */
+static void print_status_line(json_t *r)
+{
+	double acc = real_of(r, "test_accuracy");
+	char accs[16] = "-";
+
+	if (isfinite(acc))
+		snprintf(accs, sizeof accs, "%.2f%%", 100 * acc);
+	printf("job %lld %s stage %lld clock %lld work %.0f%% accuracy %s "
+	       "workers %lld cost $%.4f evictions %lld joins %lld losses "
+	       "%lld\n", int_of(r, "job"), safe(r, "state"),
+	       int_of(r, "stage"), int_of(r, "clock"),
+	       100 * nonneg(real_of(r, "work_done")), accs,
+	       int_of(r, "workers"), nonneg(real_of(r, "cost_usd")),
+	       int_of(r, "evictions"), int_of(r, "joins"),
+	       int_of(r, "losses"));
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) *
+						 1e9) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+int cli_job_status(int argc, char **argv)
+{
+	struct jargs a = { .cmd = "status" };
+	bool tty = isatty(STDOUT_FILENO);
+	char last[4096] = "";
+	int code = jargs_parse(&a, argc, argv, true), lines = 0;
+
+	if (code >= 0)
+		return code;
+	for (;;) {
+		json_t *r = NULL;
+		const char *state;
+		bool end;
+
+		code = ask(&a, PROTO_CMD_job, a.id, NULL, &r);
+		if (code != CLI_EXIT_OK)
+			return code;
+		state = json_string_value(json_object_get(r, "state"));
+		end = final_state(state);
+		if (a.json) {
+			code = print_json(r, a.watch ? JSON_COMPACT :
+					  JSON_INDENT(2));
+		} else if (!a.watch) {
+			print_status(r);
+		} else if (tty) {
+			/* back to the first line of the last drawing */
+			if (lines)
+				printf("\033[%dA\033[J", lines);
+			lines = print_status(r);
+		} else {
+			/* a line when something changed */
+			char *now = json_dumps(json_object_get(r, "clock"), 0);
+			char key[4096];
+
+			snprintf(key, sizeof key, "%s/%s/%lld/%lld", state,
+				 now ? now : "", int_of(r, "evictions"),
+				 int_of(r, "workers"));
+			free(now);
+			if (strcmp(key, last) || end)
+				print_status_line(r);
+			snprintf(last, sizeof last, "%s", key);
+		}
+		fflush(stdout);
+		if (!a.watch) {
+			json_decref(r);
+			return code;
+		}
+		if (end) {
+			code = !strcmp(state, "done") ? CLI_EXIT_OK :
+			       CLI_EXIT_FAIL;
+			json_decref(r);
+			return code;
+		}
+		json_decref(r);
+		sleep_s(a.interval_s);
+	}
+}
+
+/* ---- events ---- */
+
+static void print_event(json_t *ev, bool json)
+{
+	char when[40];
+	time_t t = (time_t)int_of(ev, "at");
+	struct tm tm;
+
+	if (json) {
+		json_dumpf(ev, stdout, JSON_COMPACT);
+		putchar('\n');
+		return;
+	}
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	else
+		snprintf(when, sizeof when, "-");
+	printf("%-6lld %s  %-10s %s\n", int_of(ev, "id"), when,
+	       safe(ev, "kind"), safe(ev, "detail"));
+}
+
+int cli_events(int argc, char **argv)
+{
+	struct jargs a = { .cmd = "events" };
+	long long after = 0;
+	int code = jargs_parse(&a, argc, argv, true);
+
+	if (code >= 0)
+		return code;
+	for (;;) {
+		json_t *r = NULL, *evs, *ev;
+		size_t i, n;
+		bool end;
+
+		code = ask(&a, PROTO_CMD_events, a.id,
+			   json_pack("{s:I}", "after", (json_int_t)after), &r);
+		if (code != CLI_EXIT_OK)
+			return code;
+		evs = json_object_get(r, "events");
+		n = json_array_size(evs);
+		json_array_foreach(evs, i, ev) {
+			print_event(ev, a.json);
+			after = int_of(ev, "id");
+		}
+		fflush(stdout);
+		end = final_state(json_string_value(json_object_get(r,
+								   "state")));
+		json_decref(r);
+		if (n >= EVENTS_PAGE)
+			continue;       /* more right away */
+		if (!a.follow || end)
+			return CLI_EXIT_OK;
+		sleep_s(0.5);
+	}
+}
+
+/* ---- cancel ---- */
+
+int cli_cancel(int argc, char **argv)
+{
+	struct jargs a = { .cmd = "cancel" };
+	json_t *r = NULL;
+	int code = jargs_parse(&a, argc, argv, true);
+
+	if (code >= 0)
+		return code;
+	code = ask(&a, PROTO_CMD_cancel, a.id, NULL, &r);
+	if (code != CLI_EXIT_OK)
+		return code;
+	if (a.json)
+		code = print_json(r, JSON_COMPACT);
+	else
+		printf("job %lld cancelled\n", int_of(r, "job"));
+	json_decref(r);
+	return code;
+}

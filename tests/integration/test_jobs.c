@@ -1,0 +1,436 @@
+/* test_jobs.c -- proteusd runs jobs: a real daemon, the local world on the
+ * shipped trace slice and the real trainer, driven through proteusctl.
+ * Checks the outcome (state, accuracy), the money (cost = the ledger's
+ * sum, every instance closed once), the processes (none left), bad
+ * submissions, cancel, and kill -9 of the daemon mid-job. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/px.h"
+#include "pxrun.h"
+
+extern char **environ;
+
+static struct {
+	char *tmp, *conf, *sock, *db, *log, *job;
+	pid_t pid;
+} t;
+
+static void setup(void)
+{
+	t.tmp = px_tmpdir();
+	cr_assert_not_null(t.tmp);
+	cr_assert(asprintf(&t.conf, "%s/p.conf", t.tmp) > 0);
+	cr_assert(asprintf(&t.sock, "%s/p.sock", t.tmp) > 0);
+	cr_assert(asprintf(&t.db, "%s/p.db", t.tmp) > 0);
+	cr_assert(asprintf(&t.log, "%s/log", t.tmp) > 0);
+	cr_assert(asprintf(&t.job, "%s/job.json", t.tmp) > 0);
+}
+
+/* Trainer processes whose command line names our temp dir. */
+static int our_processes(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[8192];
+		size_t k;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		k = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < k; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[k] = 0;
+		if (strstr(buf, "proteus-trainer") && strstr(buf, t.tmp))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Processes die with the daemon (each node watches its parent): wait a
+ * little for the kernel to deliver that. */
+static int processes_after(int ms)
+{
+	int n = our_processes();
+
+	for (int i = 0; i < ms / 50 && n; i++) {
+		sleep_ms(50);
+		n = our_processes();
+	}
+	return n;
+}
+
+static void stop_daemon(int sig)
+{
+	if (t.pid > 0) {
+		kill(t.pid, sig);
+		waitpid(t.pid, NULL, 0);
+		t.pid = 0;
+	}
+}
+
+static void teardown(void)
+{
+	stop_daemon(SIGKILL);
+	(void)processes_after(2000);
+	px_rmtree(t.tmp);
+	free(t.tmp);
+	free(t.conf);
+	free(t.sock);
+	free(t.db);
+	free(t.log);
+	free(t.job);
+}
+
+TestSuite(jobs, .init = setup, .fini = teardown, .timeout = 240);
+
+static int ctl(struct pxrun *r, int timeout_s, const char *a1,
+	       const char *a2, const char *a3, const char *a4)
+{
+	const char *argv[] = { "proteusctl", "--socket", t.sock, a1, a2, a3,
+			       a4, NULL };
+
+	cr_assert_eq(pxrun(r, timeout_s, "proteusctl", argv), 0);
+	return r->status;
+}
+
+static void start_daemon(void)
+{
+	const char *build = getenv("PX_BUILD");
+	char path[4096];
+	char *argv[] = { "proteusd", "--config", t.conf, NULL };
+	posix_spawn_file_actions_t fa;
+	struct pxrun r;
+
+	snprintf(path, sizeof path, "%s/proteusd", build ? build : "build");
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, t.log,
+					 O_WRONLY | O_CREAT | O_APPEND, 0644);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	cr_assert_eq(posix_spawn(&t.pid, path, &fa, NULL, argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	for (int i = 0; i < 100; i++) {
+		int rc = ctl(&r, 5, "ping", NULL, NULL, NULL);
+
+		pxrun_free(&r);
+		if (rc == 0)
+			return;
+		sleep_ms(50);
+	}
+	cr_assert_fail("proteusd did not answer");
+}
+
+/* Config with the daemon's defaults but our paths (the shipped trace and
+ * prices are found beside build/). */
+static void daemon_up(void)
+{
+	FILE *f = fopen(t.conf, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n", t.db,
+		t.sock);
+	fclose(f);
+	start_daemon();
+}
+
+/* The shipped example with the epochs set; "" extra, or more fields. */
+static void write_job(int epochs, const char *extra)
+{
+	char *src = px_src_path("docs/examples/job-local-mlr.json");
+	json_error_t je;
+	json_t *j = json_load_file(src, 0, &je), *x;
+
+	cr_assert_not_null(j, "%s", je.text);
+	json_object_set_new(json_object_get(j, "trainer"), "epochs",
+			    json_integer(epochs));
+	if (extra && *extra) {
+		x = json_loads(extra, 0, &je);
+		cr_assert_not_null(x, "%s", je.text);
+		json_object_update(j, x);
+		json_decref(x);
+	}
+	cr_assert_eq(json_dump_file(j, t.job, 0), 0);
+	json_decref(j);
+	free(src);
+}
+
+static int64_t submit(void)
+{
+	struct pxrun r;
+	int64_t id;
+
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s",
+		     r.err);
+	id = strtoll(r.out, NULL, 10);
+	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
+	pxrun_free(&r);
+	return id;
+}
+
+static json_t *status(int64_t id)
+{
+	char ids[24];
+	struct pxrun r;
+	json_error_t je;
+	json_t *o;
+
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s",
+		     r.err);
+	o = json_loads(r.out, 0, &je);
+	cr_assert_not_null(o, "%s: %s", je.text, r.out);
+	pxrun_free(&r);
+	return o;
+}
+
+static const char *state_of(json_t *o)
+{
+	return json_string_value(json_object_get(o, "state"));
+}
+
+static int64_t sql_int(const char *q)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	cr_assert_eq(sqlite3_open_v2(t.db, &db, SQLITE_OPEN_READONLY, NULL),
+		     SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK,
+		     "%s: %s", q, sqlite3_errmsg(db));
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/* The money of job id adds up: the cost status reports is the ledger's
+ * sum, every instance is closed and charged by exactly one line. */
+static void check_books(int64_t id, json_t *st)
+{
+	char q[512];
+	int64_t sum, open, lines, inst, dup;
+
+	snprintf(q, sizeof q, "SELECT coalesce(sum(amount_uusd), 0) FROM "
+		 "ledger WHERE job_id = %lld", (long long)id);
+	sum = sql_int(q);
+	cr_assert_float_eq(json_number_value(json_object_get(st, "cost_usd")),
+			   (double)sum / 1e6, 1e-6);
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
+		 "AND i.end_us IS NULL", (long long)id);
+	open = sql_int(q);
+	cr_assert_eq(open, 0, "%lld instances never closed", (long long)open);
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld",
+		 (long long)id);
+	inst = sql_int(q);
+	snprintf(q, sizeof q, "SELECT count(*) FROM ledger WHERE job_id = "
+		 "%lld AND instance_id IS NOT NULL", (long long)id);
+	lines = sql_int(q);
+	cr_assert_gt(inst, 0);
+	cr_assert_eq(lines, inst, "%lld instances, %lld ledger lines",
+		     (long long)inst, (long long)lines);
+	snprintf(q, sizeof q, "SELECT count(*) FROM (SELECT instance_id FROM "
+		 "ledger WHERE job_id = %lld GROUP BY instance_id HAVING "
+		 "count(*) > 1)", (long long)id);
+	dup = sql_int(q);
+	cr_assert_eq(dup, 0, "an instance charged twice");
+}
+
+static json_t *wait_end(int64_t id, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 10; i++) {
+		json_t *o = status(id);
+		const char *s = state_of(o);
+
+		if (strcmp(s, "queued") && strcmp(s, "running"))
+			return o;
+		json_decref(o);
+		sleep_ms(100);
+	}
+	cr_assert_fail("job %lld did not end in %d s", (long long)id,
+		       timeout_s);
+	return NULL;
+}
+
+Test(jobs, a_job_runs_to_its_end_and_the_books_add_up)
+{
+	struct pxrun r;
+	char ids[24];
+	json_t *st;
+	int64_t id;
+
+	daemon_up();
+	write_job(2, NULL);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	/* --watch piped: lines, and exit 0 once done */
+	cr_assert_eq(ctl(&r, 180, "status", ids, "--watch", NULL), 0,
+		     "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, " done "), "%s", r.out);
+	pxrun_free(&r);
+	st = status(id);
+	cr_assert_str_eq(state_of(st), "done");
+	cr_assert_gt(json_number_value(json_object_get(st, "test_accuracy")),
+		     0.75, "MLR after 2 epochs");
+	cr_assert_gt(json_number_value(json_object_get(st, "cost_usd")), 0);
+	cr_assert_gt(json_number_value(json_object_get(st,
+						       "ondemand_cost_usd")),
+		     0);
+	check_books(id, st);
+	json_decref(st);
+	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+	/* its events, readable */
+	cr_assert_eq(ctl(&r, 10, "events", ids, NULL, NULL), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "launch") && strstr(r.out, "progress"),
+		  "%s", r.out);
+	pxrun_free(&r);
+}
+
+Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
+{
+	static const struct {
+		const char *extra, *needle;
+	} bad[] = {
+		{ "{\"trainer\": {\"epochs\": 0}}", "trainer.epochs" },
+		{ "{\"trainer\": {\"model\": \"resnet\"}}", "trainer.model" },
+		{ "{\"frobnicate\": 1}", "frobnicate" },
+		{ "{\"world\": {\"name\": \"mars\"}}", "world" },
+		{ "{\"world\": \"ec2\"}", "ec2" },
+		{ "{\"policy\": \"magic\"}", "policy" },
+		{ "{\"spot\": {\"types\": [\"x9.huge\"]}}", "x9.huge" },
+	};
+	struct pxrun r;
+	FILE *f;
+
+	daemon_up();
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		write_job(1, bad[i].extra);
+		int rc = ctl(&r, 10, "submit", t.job, NULL, NULL);
+
+		cr_assert_eq(rc, 3, "%s: exit %d: %s", bad[i].extra, rc,
+			     r.err);
+		cr_assert(strstr(r.err, bad[i].needle), "%s: %s",
+			  bad[i].extra, r.err);
+		pxrun_free(&r);
+	}
+	f = fopen(t.job, "w");
+	fputs("{\"name\": \"x\",", f);
+	fclose(f);
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3);
+	cr_assert(strstr(r.err, "job.json:1:"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "status", "999", NULL, NULL), 4);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "status", "x1", NULL, NULL), 2);
+	pxrun_free(&r);
+	/* the daemon is still there, and no job was written */
+	cr_assert_eq(ctl(&r, 10, "ping", NULL, NULL, NULL), 0);
+	pxrun_free(&r);
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+}
+
+Test(jobs, cancel_ends_the_job_and_every_process)
+{
+	struct pxrun r;
+	char ids[24];
+	json_t *st;
+	int64_t id;
+
+	daemon_up();
+	write_job(200, NULL);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	for (int i = 0; i < 100; i++) {
+		st = status(id);
+		if (json_integer_value(json_object_get(st, "clock")) > 0)
+			break;
+		json_decref(st);
+		st = NULL;
+		sleep_ms(100);
+	}
+	cr_assert_not_null(st, "no progress in 10 s");
+	json_decref(st);
+	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	st = status(id);
+	cr_assert_str_eq(state_of(st), "cancelled");
+	check_books(id, st);
+	json_decref(st);
+	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 3, "twice");
+	pxrun_free(&r);
+}
+
+/* kill -9 of the daemon at random moments: each restart takes the job up
+ * again (the nodes died with the daemon; the trainer resumes from its
+ * checkpoint) and the job completes with its books straight.  The test
+ * kills 4 times; tests/bench/bench_jobs_kill9.sh does it 20 times. */
+Test(jobs, kill_9_of_the_daemon_mid_job)
+{
+	const char *n_env = getenv("PX_KILL9_ROUNDS");
+	int rounds = n_env ? atoi(n_env) : 4;
+	json_t *st;
+	int64_t id;
+	unsigned seed = (unsigned)time(NULL);
+
+	daemon_up();
+	write_job(6, NULL);
+	id = submit();
+	for (int k = 0; k < rounds; k++) {
+		json_t *o;
+
+		sleep_ms(300 + (int)(rand_r(&seed) % 1200));
+		o = status(id);
+		if (strcmp(state_of(o), "running") &&
+		    strcmp(state_of(o), "queued")) {
+			json_decref(o);
+			break;
+		}
+		json_decref(o);
+		stop_daemon(SIGKILL);
+		cr_assert_eq(processes_after(3000), 0, "round %d: nodes "
+			     "outlived the daemon", k);
+		start_daemon();
+	}
+	st = wait_end(id, 180);
+	cr_assert_str_eq(state_of(st), "done", "%s",
+			 json_string_value(json_object_get(st, "error")));
+	check_books(id, st);
+	json_decref(st);
+	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+}
