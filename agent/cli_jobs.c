@@ -361,9 +361,14 @@ static int print_status(json_t *r)
 	printf("fleet    %s; %lld workers, %lld PS, %.0f samples/s\n", fleet,
 	       int_of(r, "workers"), int_of(r, "ps"),
 	       nonneg(real_of(r, "samples_per_s")));
-	printf("cost     $%.4f so far, projected %s; on-demand: $%.4f for "
-	       "the same work\n", nonneg(real_of(r, "cost_usd")), projs,
-	       nonneg(real_of(r, "ondemand_cost_usd")));
+	if (final_state(json_string_value(json_object_get(r, "state"))))
+		printf("cost     $%.4f; on-demand: $%.4f for the same work\n",
+		       nonneg(real_of(r, "cost_usd")),
+		       nonneg(real_of(r, "ondemand_cost_usd")));
+	else
+		printf("cost     $%.4f so far, projected %s; on-demand: $%.4f "
+		       "for the same work\n", nonneg(real_of(r, "cost_usd")),
+		       projs, nonneg(real_of(r, "ondemand_cost_usd")));
 	printf("churn    %lld evictions, %lld joins, %lld losses\n",
 	       int_of(r, "evictions"), int_of(r, "joins"),
 	       int_of(r, "losses"));

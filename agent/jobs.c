@@ -244,7 +244,7 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	char epochs[16], batch[16], lr[32], token[24], coord[JOB_PATH_MAX + 8];
 	const char *fixed[] = {
 		j->js->s.trainer, role, "--model", t->model, "--epochs",
-		epochs, "--batch", batch, "--lr", lr, "--threads", "1",
+		epochs, "--batch", batch, "--lr", lr, "--schedule", "cosine", "--threads", "1",
 		"--workers", "1", "--ps", "1", "--job", token, "--node", node,
 		"--coord", coord, "--listen", listen, NULL,
 	};

@@ -1,50 +1,76 @@
 #!/bin/sh
 # demo.sh -- `make demo`: the main job on the embedded default world.
-# Until the daemon and the local world exist (docs/status.md), the demo
-# imports a shipped one-week slice of the real us-east-1 2016 spot-price
-# history with its era's on-demand prices into a fresh database, prints the
-# market summary at a chosen time, then replays the slice offline for a
-# small training job under each policy (proteusctl simulate) and plots it,
-# then trains a model with the elastic trainer on this host while a worker
-# and a parameter server are killed (proteus-trainer local), checkpointing
-# after each epoch, and evaluates the checkpoint it leaves.
+#
+# The offline half first, briefly: a shipped week of real us-east-1 2016
+# spot prices replayed for a small job under each policy (proteusctl
+# simulate).  Then the product: proteusd on the local world (a private
+# socket and database under build/), a Fashion-MNIST MLR job submitted
+# with `proteusctl submit`, its progress live (clock, accuracy, fleet,
+# evictions, joins, cost so far) while BidBrain rents spot instances that
+# the replayed market evicts (each instance is a process group running a
+# trainer node here), and at the end the test accuracy, the job's cost and
+# what on-demand would have cost.  The daemon is stopped; no process is
+# left behind.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 : "${BUILD:=build}"
 case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
 ctl="$BUILD/proteusctl"
-db="$BUILD/demo.db"
 trace="$here/docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz"
 od="$here/etc/ondemand/us-east-1_2016-02_2016-04.json"
+run="$BUILD/demo"
+db="$run/proteus.db"
+sock="$run/proteusd.sock"
 
-rm -f "$db" "$db-wal" "$db-shm"
-echo "== importing a week of us-east-1 spot prices (2016-03-01 .. 03-08)"
-"$ctl" market import --db "$db" "$trace"
-echo "== importing the era's on-demand prices"
-"$ctl" market import --db "$db" --ondemand "$od"
+rm -rf "$run"
+mkdir -p "$run"
+echo "== offline: replaying a week of us-east-1 spot prices (2016-03-01..08)"
+echo "   for a 96 work-hour job under each policy (proteusctl simulate)"
+"$ctl" simulate --trace "$trace" --ondemand-prices "$od" \
+	--job "$here/docs/examples/job-2016-7d-m3large.json" \
+	--start 2016-03-03T00:00:00Z
 echo
-echo "== the market on 2016-03-04 12:00 UTC"
-"$ctl" market --db "$db" --at 2016-03-04T12:00:00Z
+echo "== online: proteusd on the local world (instances are process groups"
+echo "   here; the market is the same trace replayed at one hour per second)"
+printf 'db %s\ncontrol_socket %s\nlog_level notice\n' "$db" "$sock" \
+	> "$run/proteusd.conf"
+"$BUILD/proteusd" --config "$run/proteusd.conf" > "$run/proteusd.log" 2>&1 &
+daemon=$!
+stop() {
+	kill "$daemon" 2>/dev/null || true
+	wait "$daemon" 2>/dev/null || true
+}
+trap stop EXIT INT TERM
+i=0
+until "$ctl" --socket "$sock" ping > /dev/null 2>&1; do
+	i=$((i + 1))
+	if [ "$i" -gt 100 ]; then
+		echo "proteusd did not start; its log:" >&2
+		cat "$run/proteusd.log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+job="$here/docs/examples/job-local-mlr.json"
+echo "== proteusctl submit $(basename "$job")"
+id=$("$ctl" --socket "$sock" submit "$job")
+echo "job $id queued"
 echo
-job="$here/docs/examples/job-2016-7d-m3large.json"
-plot="$BUILD/demo-simulate.png"
-echo "== replaying the slice for a 96 work-hour job, from 2016-03-03 (BidBrain"
-echo "   learns eviction risk from the two days before; other windows give other"
-echo "   results: see docs/benchmarks.md)"
-"$ctl" simulate --trace "$trace" --ondemand-prices "$od" --job "$job" \
-	--start 2016-03-03T00:00:00Z --db "$db" --plot "$plot"
+echo "== proteusctl status $id --watch"
+"$ctl" --socket "$sock" status "$id" --watch --interval 0.5 || true
 echo
-echo "== the elastic trainer on this host: MLR on Fashion-MNIST, 2 workers, 2 PS"
-echo "   (stage 2: a backup on the reliable PS); a worker is SIGKILLed at 1 s"
-echo "   and replaced, the transient ActivePS at 2 s: training goes on"
-"$BUILD/proteus-trainer" local --model mlr --workers 2 --ps 2 --reliable 1 \
-	--stage 2 --epochs 8 --batch 128 --lr 0.05 --schedule cosine \
-	--threads 1 --eval-epochs --kill-worker-at 1 --kill-ps-at 2 \
-	--checkpoint "$BUILD/demo.pxc" --max-restarts 1 --timeout 120
+echo "== the job's decisions and evictions (proteusctl events $id, first lines)"
+"$ctl" --socket "$sock" events "$id" | grep -v ' progress ' | head -12
 echo
-echo "== the model it left: the checkpoint written after the last epoch"
-"$BUILD/proteus-trainer" eval "$BUILD/demo.pxc"
+echo "== the result"
+"$ctl" --socket "$sock" status "$id"
+stop
+trap - EXIT INT TERM
+left=$(pgrep -f "$run" || true)
+if [ -n "$left" ]; then
+	echo "processes left: $left" >&2
+	exit 1
+fi
 echo
-echo "(database: $db; plot: $plot)"
-echo "(try: $ctl market --db $db --type g2.8xlarge --json"
-echo "      $ctl history --db $db)"
+echo "(daemon log: $run/proteusd.log; database: $db)"
+echo "(try: $ctl history --db $db)"
