@@ -949,6 +949,11 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		e = px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
 			      "supported by this daemon yet (local is)", name,
 			      job_world_name(j->req.world.kind));
+	if (e == PX_OK && j->req.trainer.workers_per_instance != 1)
+		e = px_errorf(err, PX_EUNSUPP, "%s: trainer."
+			      "workers_per_instance: the local world runs one "
+			      "node per instance (1), not %d", name,
+			      j->req.trainer.workers_per_instance);
 	if (e == PX_OK)
 		e = job_load_market(j, err);
 	if (e == PX_OK)
