@@ -286,7 +286,12 @@ Test(cli, bash_completion)
 	if (access("/bin/bash", X_OK))
 		cr_skip_test("no bash");
 	complete("proteusctl", "proteusctl \"\"", got, sizeof(got));
-	cr_assert_str_eq(got, "help history market ping simulate status ");
+	cr_assert_str_eq(got, "cancel events help history jobs market ping "
+			 "simulate status submit ");
+	complete("proteusctl", "proteusctl status 3 --wa", got, sizeof(got));
+	cr_assert_str_eq(got, "--watch ");
+	complete("proteusctl", "proteusctl events 3 --fo", got, sizeof(got));
+	cr_assert_str_eq(got, "--follow ");
 	complete("proteusctl", "proteusctl --db x.db ma", got, sizeof(got));
 	cr_assert_str_eq(got, "market ");
 	complete("proteusctl", "proteusctl market \"\"", got, sizeof(got));
