@@ -408,8 +408,11 @@ Test(jobs, kill_9_of_the_daemon_mid_job)
 	int64_t id;
 	unsigned seed = (unsigned)time(NULL);
 
+	int kills = 0;
+
 	daemon_up();
-	write_job(6, NULL);
+	/* long enough for every kill to land mid-job */
+	write_job(rounds + 4, NULL);
 	id = submit();
 	for (int k = 0; k < rounds; k++) {
 		json_t *o;
@@ -423,10 +426,13 @@ Test(jobs, kill_9_of_the_daemon_mid_job)
 		}
 		json_decref(o);
 		stop_daemon(SIGKILL);
+		kills++;
 		cr_assert_eq(processes_after(3000), 0, "round %d: nodes "
 			     "outlived the daemon", k);
 		start_daemon();
 	}
+	cr_assert_eq(kills, rounds, "the job ended after %d of %d kills",
+		     kills, rounds);
 	st = wait_end(id, 180);
 	cr_assert_str_eq(state_of(st), "done", "%s",
 			 json_string_value(json_object_get(st, "error")));
