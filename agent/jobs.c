@@ -172,17 +172,21 @@ static void job_eventf(struct job *j, const char *kind, const char *fmt, ...)
 	job_event(j, kind, buf);
 }
 
+/* The job's state, in the store and here.  When the store cannot take it
+ * (a full disk), this daemon still treats the job as being in state s (an
+ * ended job is not run again by it); the store keeps the state it had, and
+ * a restarted daemon takes a job it says is running up again. */
 static bool set_state(struct job *j, enum store_job_state s)
 {
 	struct px_error err = {0};
 
+	j->state = s;
 	if (store_job_set_state(j->js->s.st, j->id, s, now_us(), &err) !=
 	    PX_OK) {
 		log_err("job %" PRId64 ": state %s not stored: %s", j->id,
 			store_job_state_name(s), err.msg);
 		return false;
 	}
-	j->state = s;
 	return true;
 }
 
@@ -870,8 +874,10 @@ static int64_t pump(struct loop *l, int64_t id, void *ctx)
 			continue;
 		if ((int64_t)jobs_running(js) >= js->s.cfg->max_jobs)
 			break;
-		if (!set_state(j, STORE_JOB_RUNNING))
-			continue;
+		if (!set_state(j, STORE_JOB_RUNNING)) {
+			j->state = STORE_JOB_QUEUED;
+			break;          /* the store failed: try later */
+		}
 		if (!j->t)
 			j->t = j->start_s;
 		job_eventf(j, "start", "{\"market_start\": %" PRId64 ", "

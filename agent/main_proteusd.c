@@ -508,6 +508,9 @@ int main(int argc, char **argv)
 	log_set_level((enum log_level)d.cfg.log_level);
 	d.start_us = px_now_mono_us();
 	signal(SIGPIPE, SIG_IGN);
+	/* a file-size limit (RLIMIT_FSIZE) must fail the write that passes
+	 * it (EFBIG: the store reports a full disk), not kill the daemon */
+	signal(SIGXFSZ, SIG_IGN);
 	log_notice("proteusd %s starting: world %s, region %s, db '%s'",
 		   PX_VERSION, config_world_name(d.cfg.world), d.cfg.region,
 		   d.cfg.db);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,22 +125,34 @@ static int ctl(struct pxrun *r, int timeout_s, const char *a1,
 	return r->status;
 }
 
-static void start_daemon(void)
+/* Start proteusd; fsize > 0: with that RLIMIT_FSIZE (a full disk: writes
+ * past it fail with EFBIG). */
+static void start_daemon_limited(rlim_t fsize)
 {
 	const char *build = getenv("PX_BUILD");
 	char path[4096];
 	char *argv[] = { "proteusd", "--config", t.conf, NULL };
-	posix_spawn_file_actions_t fa;
 	struct pxrun r;
+	int fd;
 
 	snprintf(path, sizeof path, "%s/proteusd", build ? build : "build");
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, t.log,
-					 O_WRONLY | O_CREAT | O_APPEND, 0644);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	cr_assert_eq(posix_spawn(&t.pid, path, &fa, NULL, argv, environ), 0);
-	posix_spawn_file_actions_destroy(&fa);
+	fd = open(t.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	cr_assert_geq(fd, 0);
+	t.pid = fork();
+	cr_assert_geq(t.pid, 0);
+	if (t.pid == 0) {
+		struct rlimit rl = { fsize, fsize };
+
+		if (fsize && setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(127);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(0);
+		(void)open("/dev/null", O_RDONLY);
+		execv(path, argv);
+		_exit(127);
+	}
+	close(fd);
 	for (int i = 0; i < 100; i++) {
 		int rc = ctl(&r, 5, "ping", NULL, NULL, NULL);
 
@@ -149,6 +162,11 @@ static void start_daemon(void)
 		sleep_ms(50);
 	}
 	cr_assert_fail("proteusd did not answer");
+}
+
+static void start_daemon(void)
+{
+	start_daemon_limited(0);
 }
 
 /* Config with the daemon's defaults but our paths (the shipped trace and
@@ -439,4 +457,60 @@ Test(jobs, kill_9_of_the_daemon_mid_job)
 	check_books(id, st);
 	json_decref(st);
 	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+}
+
+/* A full disk (the daemon's file-size limit reached mid-job): the job
+ * stops with the store's error, the daemon stays up and answers, a new
+ * submission is refused and writes nothing; with room again, a restarted
+ * daemon takes the job up and its books add up. */
+Test(jobs, a_full_disk_fails_cleanly)
+{
+	struct pxrun r;
+	char ids[24];
+	json_t *st;
+	int64_t id, jobs_before;
+
+	{
+		FILE *f = fopen(t.conf, "w");
+
+		cr_assert_not_null(f);
+		fprintf(f, "db %s\ncontrol_socket %s\n", t.db, t.sock);
+		fclose(f);
+	}
+	start_daemon_limited(400 * 1024);
+	write_job(200, NULL);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "failed");
+	cr_assert(strstr(json_string_value(json_object_get(st, "error")),
+			 "store"), "%s",
+		  json_string_value(json_object_get(st, "error")));
+	json_decref(st);
+	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+	cr_assert_eq(ctl(&r, 10, "ping", NULL, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 1);
+	cr_assert(strstr(r.err, "I/O") || strstr(r.err, "full"), "%s", r.err);
+	pxrun_free(&r);
+	stop_daemon(SIGTERM);
+	jobs_before = sql_int("SELECT count(*) FROM jobs");
+	cr_assert_eq(jobs_before, 1, "the refused submission wrote a row");
+	/* room again: the job is taken up, then cancelled; books straight */
+	start_daemon();
+	for (int i = 0; i < 100; i++) {
+		st = status(id);
+		if (!strcmp(state_of(st), "running"))
+			break;
+		json_decref(st);
+		st = NULL;
+		sleep_ms(100);
+	}
+	cr_assert_not_null(st, "the job was not taken up again");
+	json_decref(st);
+	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	st = status(id);
+	check_books(id, st);
+	json_decref(st);
 }
