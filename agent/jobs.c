@@ -42,7 +42,7 @@
 #include "jobreq.h"
 #include "jobs.h"
 #include "journal.h"
-#include "sim.h"
+#include "plan.h"
 #include "world_local.h"
 
 /* Error texts are cut to fit their buffers on purpose; paths are checked
@@ -77,7 +77,7 @@ struct job {
 	struct ondemand_table od;
 	struct market_load ld;
 	enum billing_model billing;
-	struct sim_plan *plan;
+	struct plan *plan;
 	int64_t start_s;         /* market time the world starts at */
 	double speedup;
 	/* the run */
@@ -219,13 +219,13 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 	j->speedup = j->req.world.speedup > 0 ? j->req.world.speedup :
 		     (double)s->cfg->local_speedup;
 	{
-		struct sim_setup su = {
+		struct plan_setup su = {
 			.ms = &j->ms, .od = &j->od, .job = &j->req.spec,
 			.billing = j->billing, .start_s = j->start_s,
 			.trace_first_s = j->ld.first_s,
 			.trace_last_s = j->ld.last_s, .seed = (uint64_t)j->id,
 		};
-		e = sim_plan_new(&su, &j->plan, err);
+		e = plan_new(&su, &j->plan, err);
 	}
 	return e;
 }
@@ -664,7 +664,7 @@ static void job_end(struct job *j, enum store_job_state s, const char *why)
 static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 {
 	const struct jobs_setup *s = &j->js->s;
-	const struct pol_env *env = sim_plan_env(j->plan);
+	const struct pol_env *env = plan_env(j->plan);
 	const struct policy_ops *pol = NULL;
 	struct ctrl_progress pg = {0, 0};
 	enum px_err e;
@@ -713,7 +713,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		};
 		struct lw_setup ls = {
 			.env = env, .ms = &j->ms, .t0_s = j->t,
-			.end_s = sim_plan_end(j->plan),
+			.end_s = plan_end(j->plan),
 			.speedup = j->speedup,
 			.tick_s = j->req.spec.tick_seconds,
 			.wants = pol->wants,
@@ -724,7 +724,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		struct ctrl_setup cs = {
 			.env = env, .ms = &j->ms, .policy = pol,
 			.world = &lworld_ops, .start_s = j->t,
-			.window_end_s = sim_plan_end(j->plan),
+			.window_end_s = plan_end(j->plan),
 			.tiers = {
 				(double)s->cfg->stage2_ratio_pct / 100.0,
 				(double)s->cfg->stage3_ratio_pct / 100.0,
@@ -836,7 +836,7 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 static void job_free(struct job *j)
 {
 	job_release_run(j);
-	sim_plan_free(j->plan);
+	plan_free(j->plan);
 	market_set_release(&j->ms);
 	ondemand_table_release(&j->od);
 	free(j->seen);
@@ -846,7 +846,7 @@ static void job_free(struct job *j)
 /* Drop what an ended job no longer needs (its market); keep its figures. */
 static void job_trim(struct job *j)
 {
-	sim_plan_free(j->plan);
+	plan_free(j->plan);
 	j->plan = NULL;
 	market_set_release(&j->ms);
 	market_set_init(&j->ms);
@@ -1010,7 +1010,7 @@ json_t *jobs_cmd_cancel(struct jobs *js, json_t *req, struct px_error *err)
 static json_t *fleet_json(struct job *j)
 {
 	const struct pol_fleet *f = j->c ? ctrl_fleet(j->c) : NULL;
-	const struct pol_env *env = j->plan ? sim_plan_env(j->plan) : NULL;
+	const struct pol_env *env = j->plan ? plan_env(j->plan) : NULL;
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && f && env && i < f->n; i++) {
@@ -1063,7 +1063,7 @@ static json_t *num_or_null(double v)
  * on-demand instances of that type, at one reference hour per hour. */
 static int64_t ref_od_uusd(struct job *j)
 {
-	const struct pol_env *env = j->plan ? sim_plan_env(j->plan) : NULL;
+	const struct pol_env *env = j->plan ? plan_env(j->plan) : NULL;
 
 	return env ? env->types[env->ref_type].od_uusd : 0;
 }

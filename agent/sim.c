@@ -14,232 +14,45 @@
 #include "sim.h"
 #include "world.h"
 
-#define LIST_MAX 40   /* names listed in an error message */
-
 struct sim_plan {
 	struct sim_setup setup;
-	struct pol_env env;
-	struct pol_type *types;
-	struct pol_market *markets;
+	struct plan *plan;
+	const struct pol_env *env;
 	int64_t start_s, end_s;
 };
-
-/* ---- plan: the job resolved against markets and prices ---- */
-
-static const struct ondemand_entry *od_find(const struct ondemand_table *t,
-					    const char *region,
-					    const char *type)
-{
-	for (size_t i = 0; t && i < t->n; i++)
-		if (!strcmp(t->v[i].region, region) &&
-		    !strcmp(t->v[i].type, type))
-			return &t->v[i];
-	return NULL;
-}
-
-/* Append name to a ", "-separated list in buf unless already there. */
-static void list_add(char *buf, size_t len, int *count, const char *name)
-{
-	size_t n = strlen(buf), l = strlen(name);
-	const char *p = buf;
-
-	while ((p = strstr(p, name))) {
-		if ((p == buf || p[-1] == ' ') && (p[l] == ',' || !p[l]))
-			return;
-		p++;
-	}
-	if (*count == LIST_MAX) {
-		if (n + 5 < len)
-			memcpy(buf + n, ", ...", 6);
-		(*count)++;
-		return;
-	}
-	if (*count > LIST_MAX)
-		return;
-	snprintf(buf + n, len - n, "%s%s", n ? ", " : "", name);
-	(*count)++;
-}
-
-static enum px_err add_type(struct sim_plan *p, const char *name,
-			    int *ret_idx, struct px_error *err)
-{
-	const struct jobspec *j = p->setup.job;
-	const struct ondemand_entry *e;
-	char have[2048] = "";
-	int cnt = 0;
-
-	for (size_t i = 0; i < p->env.n_types; i++)
-		if (!strcmp(p->types[i].name, name)) {
-			*ret_idx = (int)i;
-			return PX_OK;
-		}
-	e = od_find(p->setup.od, j->region, name);
-	if (!e) {
-		for (size_t i = 0; p->setup.od && i < p->setup.od->n; i++)
-			if (!strcmp(p->setup.od->v[i].region, j->region))
-				list_add(have, sizeof have, &cnt,
-					 p->setup.od->v[i].type);
-		return px_errorf(err, PX_ENOENT, "on-demand price table has "
-				 "no price for '%s' in region '%s' "
-				 "(it has: %s)",
-				 name, j->region, cnt ? have : "none");
-	}
-	struct pol_type *t = &p->types[p->env.n_types];
-	t->name = name;
-	t->speed = jobspec_speed(j, name);
-	t->od_uusd = e->uusd_per_hour;
-	t->interrupt_per_h = jobspec_interrupt_rate(j, name);
-	*ret_idx = (int)p->env.n_types++;
-	return PX_OK;
-}
-
-static enum px_err plan_markets(struct sim_plan *p, struct px_error *err)
-{
-	const struct jobspec *j = p->setup.job;
-	const struct market_set *ms = p->setup.ms;
-	const char *zones[MARKET_MAX];
-	size_t nz = 0;
-	char have[2048] = "";
-	int cnt = 0;
-
-	if (j->spot.n_zones) {
-		for (size_t z = 0; z < j->spot.n_zones; z++) {
-			bool found = false;
-			for (size_t i = 0; i < ms->n && !found; i++)
-				found = !strcmp(ms->v[i].zone,
-						j->spot.zones[z]) &&
-					ms->v[i].n > 0;
-			if (!found) {
-				for (size_t i = 0; i < ms->n; i++)
-					list_add(have, sizeof have, &cnt,
-						 ms->v[i].zone);
-				return px_errorf(err, PX_ENOENT,
-					"job '%s': spot.zones[%zu]: no market "
-					"in zone '%s' in the trace (zones in "
-					"the trace: %s)", j->name, z,
-					j->spot.zones[z], cnt ? have : "none");
-			}
-			zones[nz++] = j->spot.zones[z];
-		}
-	} else {
-		for (size_t i = 0; i < ms->n && nz < MARKET_MAX; i++) {
-			if (strcmp(ms->v[i].region, j->region) ||
-			    (nz && !strcmp(zones[nz - 1], ms->v[i].zone)))
-				continue;
-			zones[nz++] = ms->v[i].zone;
-		}
-		if (nz == 0) {
-			for (size_t i = 0; i < ms->n; i++)
-				list_add(have, sizeof have, &cnt,
-					 ms->v[i].region);
-			return px_errorf(err, PX_ENOENT, "job '%s': region "
-					 "'%s' has no market in the trace "
-					 "(regions in the trace: %s)", j->name,
-					 j->region, cnt ? have : "none");
-		}
-	}
-	p->markets = px_calloc(j->spot.n_types * nz, sizeof *p->markets);
-	if (!p->markets)
-		return px_errorf(err, PX_ENOMEM, "out of memory");
-	for (size_t t = 0; t < j->spot.n_types; t++) {
-		size_t before = p->env.n_markets;
-		int ti = -1;
-		enum px_err r;
-		for (size_t z = 0; z < nz; z++) {
-			int mi = market_set_find(ms, zones[z],
-						 j->spot.types[t]);
-			if (mi < 0 || ms->v[mi].n == 0)
-				continue;
-			struct pol_market *m = &p->markets[p->env.n_markets++];
-			m->market = mi;
-			m->zone = ms->v[mi].zone;
-		}
-		if (p->env.n_markets == before) {
-			for (size_t i = 0; i < ms->n; i++)
-				list_add(have, sizeof have, &cnt,
-					 ms->v[i].type);
-			return px_errorf(err, PX_ENOENT, "job '%s': "
-					 "spot.types[%zu]: no market for '%s' "
-					 "in the job's zones (types in the "
-					 "trace: %s)", j->name, t,
-					 j->spot.types[t], have);
-		}
-		r = add_type(p, j->spot.types[t], &ti, err);
-		if (r != PX_OK)
-			return r;
-		for (size_t i = before; i < p->env.n_markets; i++)
-			p->markets[i].type = ti;
-	}
-	return PX_OK;
-}
 
 enum px_err sim_plan_new(const struct sim_setup *setup, struct sim_plan **ret,
 			 struct px_error *err)
 {
-	const struct market_set *ms = setup->ms;
-	const struct jobspec *j = setup->job;
-	struct sim_plan *p;
-	char a[32], b[32], c[32], d[32];
-	int64_t first, last;
-	enum px_err r;
+	struct plan_setup ps = {
+		.ms = setup->ms, .od = setup->od, .job = setup->job,
+		.billing = setup->billing, .start_s = setup->start_s,
+		.end_s = setup->end_s, .trace_first_s = setup->trace_first_s,
+		.trace_last_s = setup->trace_last_s, .seed = setup->seed,
+	};
+	struct sim_plan *p = px_calloc(1, sizeof *p);
+	enum px_err e;
 
-	if (!ms->sealed || ms->records == 0)
-		return px_errorf(err, PX_EINVAL, "the trace has no records");
-	p = px_calloc(1, sizeof *p);
 	if (!p)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
+	e = plan_new(&ps, &p->plan, err);
+	if (e != PX_OK) {
+		free(p);
+		return e;
+	}
 	p->setup = *setup;
-	p->types = px_calloc(j->spot.n_types + 2, sizeof *p->types);
-	if (!p->types) {
-		r = px_errorf(err, PX_ENOMEM, "out of memory");
-		goto out_free;
-	}
-	p->env.job = j;
-	p->env.billing = setup->billing;
-	p->env.types = p->types;
-	p->env.warning_s = j->warning_seconds;
-	p->env.seed = setup->seed;
-	r = plan_markets(p, err);
-	if (r != PX_OK)
-		goto out_free;
-	r = add_type(p, j->reference_type, &p->env.ref_type, err);
-	if (r != PX_OK)
-		goto out_free;
-	r = add_type(p, j->reliable.type, &p->env.reliable_type, err);
-	if (r != PX_OK)
-		goto out_free;
-	p->env.markets = p->markets;
-	first = setup->trace_first_s ? setup->trace_first_s : ms->first_s;
-	last = setup->trace_last_s ? setup->trace_last_s : ms->last_s;
-	if (first > ms->first_s)
-		first = ms->first_s;
-	if (last < ms->last_s)
-		last = ms->last_s;
-	p->start_s = setup->start_s ? setup->start_s : first;
-	p->end_s = setup->end_s ? setup->end_s : last;
-	if (p->start_s < first || p->end_s > last ||
-	    p->start_s >= p->end_s) {
-		r = px_errorf(err, PX_EINVAL, "window %s to %s is outside the "
-			      "trace or empty (the trace covers %s to %s)",
-			      px_format_time(p->start_s, a, sizeof a),
-			      px_format_time(p->end_s, b, sizeof b),
-			      px_format_time(first, c, sizeof c),
-			      px_format_time(last, d, sizeof d));
-		goto out_free;
-	}
+	p->env = plan_env(p->plan);
+	p->start_s = plan_start(p->plan);
+	p->end_s = plan_end(p->plan);
 	*ret = p;
 	return PX_OK;
-out_free:
-	sim_plan_free(p);
-	return r;
 }
 
 void sim_plan_free(struct sim_plan *p)
 {
 	if (!p)
 		return;
-	free(p->types);
-	free(p->markets);
+	plan_free(p->plan);
 	free(p);
 }
 
@@ -255,7 +68,7 @@ int64_t sim_plan_end(const struct sim_plan *p)
 
 const struct pol_env *sim_plan_env(const struct sim_plan *p)
 {
-	return &p->env;
+	return p->env;
 }
 
 /* ---- the run: the sim world ---- */
@@ -626,7 +439,7 @@ enum px_err sim_run(const struct sim_plan *plan,
 	struct run r;
 	struct sim_result res;
 	struct ctrl_setup cs = {
-		.env = &plan->env, .ms = plan->setup.ms, .policy = policy,
+		.env = plan->env, .ms = plan->setup.ms, .policy = policy,
 		.world = &sim_world_ops, .start_s = plan->start_s,
 		.window_end_s = plan->end_s,
 		.sink = plan->setup.sink, .sink_ctx = plan->setup.sink_ctx,
@@ -637,7 +450,7 @@ enum px_err sim_run(const struct sim_plan *plan,
 	memset(&res, 0, sizeof res);
 	snprintf(res.policy, sizeof res.policy, "%s", policy->name);
 	r.p = plan;
-	r.env = &plan->env;
+	r.env = plan->env;
 	r.res = &res;
 	r.err = err;
 	cs.world_ctx = &r;

@@ -20,6 +20,7 @@
 #include "../cloudapi/ondemand.h"
 #include "../common/px.h"
 #include "controller.h"
+#include "plan.h"
 
 /* The simulator reports the controller's events (controller.h). */
 
@@ -41,15 +42,13 @@ struct sim_setup {
 	void *sink_ctx;
 };
 
-/* A validated setup: the job resolved against the markets and prices.
- * Build once, run any number of policies. */
+/* A validated setup: the job resolved against the markets and prices
+ * (a plan, plan.h) with the sim world's own settings.  Build once, run any
+ * number of policies. */
 struct sim_plan;
 
-/* Check the job against the market set and price table and resolve it:
- * PX_EINVAL/PX_ENOENT with a message that names what is missing and what
- * is available (a spot type or zone with no market, an on-demand price
- * missing, a window outside the trace).  setup is copied; the market set,
- * table and job it points to must outlive the plan. */
+/* plan_new's checks and errors (plan.h).  setup is copied; the market
+ * set, table and job it points to must outlive the plan. */
 enum px_err sim_plan_new(const struct sim_setup *setup, struct sim_plan **ret,
 			 struct px_error *err);
 void sim_plan_free(struct sim_plan *p);

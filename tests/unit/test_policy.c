@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../agent/sim.h"
+#include "../../agent/plan.h"
 #include "../../bidbrain/risk.h"
 
 static struct market_set ms;
@@ -49,15 +49,16 @@ static void teardown(void)
 
 TestSuite(policy, .init = setup, .fini = teardown);
 
-static struct sim_plan *plan(enum billing_model b)
+/* The policies' environment, with no world at all (plan.h). */
+static struct plan *mkplan(enum billing_model b)
 {
-	struct sim_setup su = {
+	struct plan_setup su = {
 		.ms = &ms, .od = &od, .job = &job, .billing = b,
 	};
-	struct sim_plan *p = NULL;
+	struct plan *p = NULL;
 	struct px_error e = {0};
 	cr_assert_eq(market_set_seal(&ms, &e), PX_OK, "%s", e.msg);
-	cr_assert_eq(sim_plan_new(&su, &p, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(plan_new(&su, &p, &e), PX_OK, "%s", e.msg);
 	return p;
 }
 
@@ -84,8 +85,8 @@ Test(policy, ondemand_fixed_fleet)
 	add("us-east-1a", "c3.xlarge", 0, 50000);
 	add("us-east-1a", "c3.2xlarge", 0, 90000);
 	add("us-east-1a", "c3.2xlarge", 86400, 91000);
-	struct sim_plan *p = plan(BILLING_LEGACY_HOURLY);
-	const struct pol_env *env = sim_plan_env(p);
+	struct plan *p = mkplan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = plan_env(p);
 	cr_assert_eq(pol_ondemand_ops.init(env, &st, NULL), PX_OK);
 	decide(&pol_ondemand_ops, env, st, 0, POL_WHY_START, NULL, 0, &a);
 	cr_assert_eq(a.n, 1);
@@ -97,7 +98,7 @@ Test(policy, ondemand_fixed_fleet)
 	cr_assert_eq(a.n, 0);
 	pol_ondemand_ops.fini(st);
 	pol_actions_release(&a);
-	sim_plan_free(p);
+	plan_free(p);
 }
 
 Test(policy, standard_cheapest_zone_bid_ondemand_and_reacquire)
@@ -109,8 +110,8 @@ Test(policy, standard_cheapest_zone_bid_ondemand_and_reacquire)
 	add("us-east-1b", "c3.xlarge", 1000, 900000); /* b above the bid */
 	add("us-east-1b", "c3.xlarge", 2000, 30000);
 	add("us-east-1a", "c3.2xlarge", 0, 10000);    /* not its type */
-	struct sim_plan *p = plan(BILLING_LEGACY_HOURLY);
-	const struct pol_env *env = sim_plan_env(p);
+	struct plan *p = mkplan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = plan_env(p);
 	cr_assert_eq(pol_standard_ops.init(env, &st, NULL), PX_OK);
 
 	decide(&pol_standard_ops, env, st, 0, POL_WHY_START, NULL, 0, &a);
@@ -134,7 +135,7 @@ Test(policy, standard_cheapest_zone_bid_ondemand_and_reacquire)
 	cr_assert_str_eq(env->markets[a.v[0].market].zone, "us-east-1b");
 	pol_standard_ops.fini(st);
 	pol_actions_release(&a);
-	sim_plan_free(p);
+	plan_free(p);
 }
 
 Test(policy, lookup_names)
@@ -228,8 +229,8 @@ Test(policy, bidbrain_acquires_cheap_spot_and_drops_dear)
 	spiky("us-east-1a", 4);
 	add("us-east-1b", "c3.2xlarge", 0, 60000);
 	add("us-east-1b", "c3.2xlarge", 3 * 86400, 4000000); /* 10x OD */
-	struct sim_plan *p = plan(BILLING_LEGACY_HOURLY);
-	const struct pol_env *env = sim_plan_env(p);
+	struct plan *p = mkplan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = plan_env(p);
 	cr_assert_eq(pol_bidbrain_ops.init(env, &st, NULL), PX_OK);
 	decide(&pol_bidbrain_ops, env, st, 86400, POL_WHY_START, NULL, 0, &a);
 	cr_assert(a.n >= 2);
@@ -272,7 +273,7 @@ Test(policy, bidbrain_acquires_cheap_spot_and_drops_dear)
 		cr_assert_neq(a.v[i].kind, POL_RELEASE);
 	pol_bidbrain_ops.fini(st);
 	pol_actions_release(&a);
-	sim_plan_free(p);
+	plan_free(p);
 }
 
 Test(policy, spread_caps_share_per_market)
@@ -287,8 +288,8 @@ Test(policy, spread_caps_share_per_market)
 	add("us-east-1a", "c3.2xlarge", 0, 62000);
 	add("us-east-1b", "c3.2xlarge", 0, 64000);
 	add("us-east-1b", "c3.2xlarge", 86400, 65000);
-	struct sim_plan *p = plan(BILLING_PER_SECOND);
-	const struct pol_env *env = sim_plan_env(p);
+	struct plan *p = mkplan(BILLING_PER_SECOND);
+	const struct pol_env *env = plan_env(p);
 	cr_assert_eq(pol_spread_ops.init(env, &st, NULL), PX_OK);
 	decide(&pol_spread_ops, env, st, 10, POL_WHY_START, NULL, 0, &a);
 	int total = 0;
@@ -307,7 +308,7 @@ Test(policy, spread_caps_share_per_market)
 		cr_assert(per[i] <= 2, "market %zu has %d", i, per[i]);
 	pol_spread_ops.fini(st);
 	pol_actions_release(&a);
-	sim_plan_free(p);
+	plan_free(p);
 }
 
 /* decide() with the job rem_h work-hours from its end. */
@@ -346,8 +347,8 @@ Test(policy, bidbrain_no_hours_the_job_cannot_use)
 	add("us-east-1a", "c3.xlarge", 0, 50000);
 	add("us-east-1a", "c3.xlarge", 3 * 86400, 50000);
 	add("us-east-1a", "c3.2xlarge", 0, 400000);
-	struct sim_plan *p = plan(BILLING_LEGACY_HOURLY);
-	const struct pol_env *env = sim_plan_env(p);
+	struct plan *p = mkplan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = plan_env(p);
 	int m = -1;
 	for (size_t i = 0; i < env->n_markets; i++)
 		if (!strcmp(env->types[env->markets[i].type].name,
@@ -386,5 +387,5 @@ Test(policy, bidbrain_no_hours_the_job_cannot_use)
 		cr_assert_neq(a.v[i].kind, POL_RELEASE);
 	pol_bidbrain_ops.fini(st);
 	pol_actions_release(&a);
-	sim_plan_free(p);
+	plan_free(p);
 }
