@@ -72,6 +72,7 @@ struct job {
 	struct job_request req;
 	char dir[JOB_PATH_MAX];
 	char ckpt[JOB_PATH_MAX + 16];
+	char log[JOB_PATH_MAX + 16];     /* the trainer processes' output */
 	/* the market */
 	struct market_set ms;
 	struct ondemand_table od;
@@ -307,8 +308,9 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 {
 	char listen[JOB_PATH_MAX + 8], every[24];
 	const char *extra[10];
+	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	sigset_t none;
+	sigset_t none, all;
 	char **argv, **envp;
 	size_t k = 0;
 	pid_t pid;
@@ -338,12 +340,20 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	}
 	sigemptyset(&none);
+	sigfillset(&all);
 	posix_spawnattr_init(&at);
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-				 POSIX_SPAWN_SETSIGMASK);
-	r = posix_spawn(&pid, argv[0], NULL, &at, argv, envp);
+				 POSIX_SPAWN_SETSIGMASK |
+				 POSIX_SPAWN_SETSIGDEF);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT |
+					 O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	r = posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	argv_free(argv);
 	free(envp);
@@ -676,6 +686,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 	    (int)sizeof j->dir)
 		return px_errorf(err, PX_ETOOBIG, "job_dir too long");
 	snprintf(j->ckpt, sizeof j->ckpt, "%s/model.pxc", j->dir);
+	snprintf(j->log, sizeof j->log, "%s/trainer.log", j->dir);
 	if (mkdir(s->dir, 0700) != 0 && errno != EEXIST)
 		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", s->dir,
 				 strerror(errno));
@@ -719,7 +730,8 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 			.wants = pol->wants,
 			.hooks = { .command = node_command,
 				   .notice = node_notice, .ctx = j,
-				   .ready_on_report = true },
+				   .ready_on_report = true,
+				   .log_path = j->log },
 		};
 		struct ctrl_setup cs = {
 			.env = env, .ms = &j->ms, .policy = pol,

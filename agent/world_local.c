@@ -1,5 +1,6 @@
 /* world_local.c -- the `local` world (world_local.h, docs/controller.md). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
@@ -104,12 +105,25 @@ static void free_strv(char **v)
 /* posix_spawn argv in a process group of its own, with every signal
  * unblocked and at its default action (proteusd blocks the ones its loop
  * takes through a signalfd, and children inherit the mask). */
-static enum px_err spawn(char **argv, char **env_add, pid_t *ret,
-			 struct px_error *err)
+/* Whether environment entry e ("K=V") names a variable env_add sets. */
+static bool overridden(const char *e, char **env_add)
 {
+	const char *eq = strchr(e, '=');
+	size_t n = eq ? (size_t)(eq - e) + 1 : strlen(e);
+
+	for (char **a = env_add; a && *a; a++)
+		if (!strncmp(*a, e, n))
+			return true;
+	return false;
+}
+
+static enum px_err spawn(char **argv, char **env_add, const char *log_path,
+			 pid_t *ret, struct px_error *err)
+{
+	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
-	size_t ne = 0, na = 0;
+	size_t ne = 0, na = 0, k = 0;
 	char **envp;
 	int rc;
 
@@ -120,9 +134,12 @@ static enum px_err spawn(char **argv, char **env_add, pid_t *ret,
 	envp = px_calloc(ne + na + 1, sizeof *envp);
 	if (!envp)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
-	memcpy(envp, environ, ne * sizeof *envp);
+	/* what env_add sets replaces the owner's value */
+	for (size_t i = 0; i < ne; i++)
+		if (!overridden(environ[i], env_add))
+			envp[k++] = environ[i];
 	if (na)
-		memcpy(envp + ne, env_add, na * sizeof *envp);
+		memcpy(envp + k, env_add, na * sizeof *envp);
 	sigemptyset(&none);
 	sigfillset(&all);
 	posix_spawnattr_init(&at);
@@ -132,7 +149,14 @@ static enum px_err spawn(char **argv, char **env_add, pid_t *ret,
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &all);
-	rc = posix_spawn(ret, argv[0], NULL, &at, argv, envp);
+	posix_spawn_file_actions_init(&fa);
+	if (log_path) {
+		posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY |
+						 O_CREAT | O_APPEND, 0600);
+		posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	}
+	rc = posix_spawn(ret, argv[0], &fa, &at, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	free(envp);
 	if (rc)
@@ -163,7 +187,7 @@ static enum px_err w_acquire(void *ctx, const struct world_req *q,
 	}
 	e = w->s.hooks.command(w->s.hooks.ctx, q, &argv, &env_add, err);
 	if (e == PX_OK)
-		e = spawn(argv, env_add, &pid, err);
+		e = spawn(argv, env_add, w->s.hooks.log_path, &pid, err);
 	free_strv(argv);
 	free_strv(env_add);
 	if (e != PX_OK)

@@ -46,6 +46,9 @@ struct lw_hooks {
 	/* Readiness: false, after the job's startup_seconds of market time;
 	 * true, only when the owner calls lworld_ready. */
 	bool ready_on_report;
+	/* The nodes' standard output and error, appended to (NULL: the
+	 * owner's). */
+	const char *log_path;
 };
 
 struct lw_setup {
