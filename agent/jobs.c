@@ -605,6 +605,8 @@ static void job_ctrl_progress(struct job *j, int64_t t,
 
 /* ---- start, tick, finish ---- */
 
+static void pump_soon(struct jobs *js);
+
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
 
 static void job_release_run(struct job *j)
@@ -666,6 +668,7 @@ static void job_end(struct job *j, enum store_job_state s, const char *why)
 			   why);
 	job_release_run(j);
 	set_state(j, s);
+	pump_soon(j->js);       /* a queued job may start now */
 	log_notice("job %" PRId64 " %s%s%s (cost $%.6f)", j->id,
 		   store_job_state_name(s), why && *why ? ": " : "",
 		   why ? why : "", (double)j->cost_uusd / 1e6);

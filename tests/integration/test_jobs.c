@@ -514,3 +514,33 @@ Test(jobs, a_full_disk_fails_cleanly)
 	check_books(id, st);
 	json_decref(st);
 }
+
+/* max_jobs 1: a second job waits queued and starts when the first ends. */
+Test(jobs, a_second_job_waits_for_max_jobs)
+{
+	json_t *st;
+	int64_t a, b;
+
+	{
+		FILE *f = fopen(t.conf, "w");
+
+		cr_assert_not_null(f);
+		fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", t.db,
+			t.sock);
+		fclose(f);
+	}
+	start_daemon();
+	write_job(1, NULL);
+	a = submit();
+	b = submit();
+	st = status(b);
+	cr_assert_str_eq(state_of(st), "queued");
+	json_decref(st);
+	st = wait_end(a, 120);
+	cr_assert_str_eq(state_of(st), "done");
+	json_decref(st);
+	st = wait_end(b, 120);
+	cr_assert_str_eq(state_of(st), "done", "the queued job never ran");
+	check_books(b, st);
+	json_decref(st);
+}
