@@ -17,6 +17,7 @@
  * store, one transaction per event, so that what the store says is what
  * happened even when the daemon is killed between two events.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -498,13 +499,19 @@ static void agent_register(struct job *j)
 	struct wire_register info;
 	struct px_error err;
 	struct wire_msg r;
+	char rep[JOB_PATH_MAX + 16];
 
+	/* not before the coordinator has bound its socket: a handshake
+	 * attempt blocks the loop for its timeout */
+	snprintf(rep, sizeof rep, "%s/n0.rep", j->dir);
+	if (access(rep, F_OK) != 0)
+		return;
 	memset(&info, 0, sizeof info);
 	info.roles = WIRE_ROLE_AGENT;
 	snprintf(info.instance, sizeof info.instance, "proteusd");
 	snprintf(info.addr, sizeof info.addr, "%s", j->agent_ep);
 	if (net_register(j->areq, (struct wire_node){ DIST_COORD_NODE },
-			 &info, 20, &r, &err) != PX_OK)
+			 &info, 10, &r, &err) != PX_OK)
 		return;
 	j->registered = r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK;
 	wire_msg_release(&r);
@@ -674,6 +681,26 @@ static void job_end(struct job *j, enum store_job_state s, const char *why)
 		   why ? why : "", (double)j->cost_uusd / 1e6);
 }
 
+/* Socket files an earlier run of the job left (a killed daemon's). */
+static void clean_sockets(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[JOB_PATH_MAX + 300];
+
+	while (d && (e = readdir(d))) {
+		const char *dot = strrchr(e->d_name, '.');
+
+		if (!dot || (strcmp(dot, ".rep") && strcmp(dot, ".pull") &&
+			     strcmp(dot, ".pub")))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		(void)unlink(path);
+	}
+	if (d)
+		closedir(d);
+}
+
 static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 {
 	const struct jobs_setup *s = &j->js->s;
@@ -696,6 +723,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 	if (mkdir(j->dir, 0700) != 0 && errno != EEXIST)
 		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", j->dir,
 				 strerror(errno));
+	clean_sockets(j->dir);
 	/* a fresh key and trainer job id for each (re)start */
 	if (RAND_bytes(j->key, sizeof j->key) != 1 ||
 	    RAND_bytes((unsigned char *)&j->token, sizeof j->token) != 1)
