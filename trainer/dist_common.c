@@ -1,5 +1,5 @@
-/* dist_common.c -- what the trainer's roles share: options, the job key
- * from the environment, endpoints, the clock count, the learning rate,
+/* dist_common.c -- what the trainer's roles share: the job key from the
+ * environment, endpoints, the clock count, the learning rate,
  * shard placement per stage, peer links and the membership copy.
  */
 #include "dist_int.h"
@@ -12,24 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "data.h"
-
-void dist_opts_default(struct dist_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	train_opts_default(&o->train);
-	o->workers = 1;
-	o->ps = 1;
-	o->stage = 1;
-	o->hb_ms = 100;
-	o->hb_timeout_ms = 800;
-	o->momentum_every = DIST_MOMENTUM_EVERY;
-	o->stall_timeout_s = 60;
-	o->sole_copy_timeout_s = 10;
-	o->out_fd = 1;
-	o->ready_fd = -1;
-}
 
 void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
 {
@@ -129,29 +111,6 @@ int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,
 		return 0;
 	part = (n_train + (uint64_t)workers - 1) / workers;
 	return (int64_t)epochs * (int64_t)((part + batch - 1) / batch);
-}
-
-enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
-			     struct px_error *err)
-{
-	char path[4096];
-	uint8_t *labels = NULL;
-	uint32_t items, bytes;
-	const char *dir = o->data_dir ? o->data_dir : DATA_FASHION_MNIST_DIR;
-	enum px_err e;
-
-	if ((size_t)snprintf(path, sizeof(path),
-			     "%s/train-labels-idx1-ubyte.gz", dir) >=
-	    sizeof(path))
-		return px_errorf(err, PX_EINVAL, "data dir '%s' too long",
-				 dir);
-	e = data_idx_read(path, 1, o->max_train, &labels, &items, &bytes,
-			  err);
-	if (e != PX_OK)
-		return e;
-	free(labels);
-	*ret = items;
-	return PX_OK;
 }
 
 float dist_lr(const struct train_opts *t, int64_t c, int64_t total)

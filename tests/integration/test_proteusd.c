@@ -2,6 +2,7 @@
  * the test owns, ping/status through proteusctl, SIGHUP reload, config
  * errors, bad clients, the socket's mode, SIGTERM, the watchdog. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -642,6 +643,51 @@ Test(proteusd, sigterm_stops_within_a_second)
 	cr_assert_neq(access(t.sock, F_OK), 0, "socket file left behind");
 }
 
+
+/* The loop takes SIGTERM, SIGINT and SIGHUP through a signalfd, which
+ * works only while every thread blocks them: a thread a library starts
+ * before main (OpenBLAS starts one per core when it is loaded) would get
+ * a process-directed signal at its default action and kill the daemon.
+ * Checked on the local world, the one that runs jobs. */
+Test(proteusd, every_thread_blocks_the_loop_signals)
+{
+	char dir[64], path[512], line[256];
+	unsigned long long mask = (1ull << (SIGTERM - 1)) |
+				  (1ull << (SIGINT - 1)) |
+				  (1ull << (SIGHUP - 1));
+	struct dirent *e;
+	unsigned threads = 0;
+	DIR *d;
+
+	start_ready("world local\n", NULL);
+	snprintf(dir, sizeof dir, "/proc/%d/task", (int)t.pid);
+	d = opendir(dir);
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		unsigned long long blk = 0;
+		bool seen = false;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s/status", dir, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread ended meanwhile */
+		while (fgets(line, sizeof line, f))
+			if (sscanf(line, "SigBlk: %llx", &blk) == 1)
+				seen = true;
+		fclose(f);
+		cr_assert(seen, "no SigBlk in %s", path);
+		cr_assert_eq(blk & mask, mask, "thread %s blocks %llx only",
+			     e->d_name, blk);
+		threads++;
+	}
+	closedir(d);
+	cr_assert_geq(threads, 1);
+	cr_assert_eq(kill(t.pid, SIGTERM), 0);
+	cr_assert_eq(wait_exit(2000), 0);
+}
 Test(proteusd, stale_socket_replaced_live_one_kept)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};

@@ -1,0 +1,53 @@
+/* dist_opts.c -- the roles' default options and the size of the training
+ * set.  Apart from dist_common.c because both reach the training code
+ * (train_opts_default, the IDX reader and so the BLAS kernels): proteusd
+ * links dist_common.o for its sockets and clock count, and must not load
+ * OpenBLAS, whose threads start before main and would take the signals
+ * the daemon blocks for its signalfd.
+ */
+#include "dist_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data.h"
+
+void dist_opts_default(struct dist_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	train_opts_default(&o->train);
+	o->workers = 1;
+	o->ps = 1;
+	o->stage = 1;
+	o->hb_ms = 100;
+	o->hb_timeout_ms = 800;
+	o->momentum_every = DIST_MOMENTUM_EVERY;
+	o->stall_timeout_s = 60;
+	o->sole_copy_timeout_s = 10;
+	o->out_fd = 1;
+	o->ready_fd = -1;
+}
+
+enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
+			     struct px_error *err)
+{
+	char path[4096];
+	uint8_t *labels = NULL;
+	uint32_t items, bytes;
+	const char *dir = o->data_dir ? o->data_dir : DATA_FASHION_MNIST_DIR;
+	enum px_err e;
+
+	if ((size_t)snprintf(path, sizeof(path),
+			     "%s/train-labels-idx1-ubyte.gz", dir) >=
+	    sizeof(path))
+		return px_errorf(err, PX_EINVAL, "data dir '%s' too long",
+				 dir);
+	e = data_idx_read(path, 1, o->max_train, &labels, &items, &bytes,
+			  err);
+	if (e != PX_OK)
+		return e;
+	free(labels);
+	*ret = items;
+	return PX_OK;
+}
