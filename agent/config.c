@@ -346,7 +346,13 @@ enum px_err config_parse(const char *name, const char *text, size_t len,
 			continue;
 		}
 		seen[k - config_table] = lineno;
-		if (!*val) {
+		/* "" is the empty string, for the keys that may be empty
+		 * (what config_format writes for one) */
+		if (k->type == CONFIG_STR && !strcmp(val, "\"\""))
+			val[0] = '\0';
+		else if (!*val)
+			val = NULL;
+		if (!val) {
 			diag_add(d, "%s:%u: '%s': no value", name, lineno,
 				 k->name);
 			bad = true;
@@ -455,7 +461,7 @@ void config_format(const struct config_key *k,
 
 	switch (k->type) {
 	case CONFIG_STR:
-		snprintf(buf, len, "%s", f);
+		snprintf(buf, len, "%s", *f ? f : "\"\"");
 		return;
 	case CONFIG_INT:
 		memcpy(&i64, f, sizeof(i64));
@@ -492,6 +498,8 @@ json_t *config_to_json(const struct proteusd_config *cfg)
 			memcpy(&i64, (const char *)cfg + k->offset,
 			       sizeof(i64));
 			v = json_integer(i64);
+		} else if (k->type == CONFIG_STR) {
+			v = json_string((const char *)cfg + k->offset);
 		} else {
 			config_format(k, cfg, buf, sizeof(buf));
 			v = json_string(buf);

@@ -287,6 +287,16 @@ Test(config, format_round_trips)
 	cr_assert_str_eq(val, "0600");
 	config_format_default(config_key_find("log_level"), val, sizeof(val));
 	cr_assert_str_eq(val, "notice");
+	/* an empty value is written "" and read back as empty; a key
+	 * that may not be empty refuses it */
+	config_format(config_key_find("job_dir"), &a, val, sizeof(val));
+	cr_assert_str_eq(val, "\"\"");
+	cr_assert_eq(parse("job_dir /j\ntrainer \"\"\n", &b, &d), PX_OK);
+	cr_assert_str_eq(b.job_dir, "/j");
+	cr_assert_str_eq(b.trainer, "");
+	cr_assert_eq(parse("region \"\"\n", &b, &d), PX_EINVAL);
+	cr_assert(has_msg(&d, "'region': length 0 is outside"));
+	config_diag_release(&d);
 }
 
 Test(config, to_json)
