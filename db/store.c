@@ -502,8 +502,19 @@ static enum px_err configure(struct store *st, const char *path,
 		return PX_OK; /* :memory: or temporary: no WAL */
 	rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s,
 				NULL);
-	if (rc == SQLITE_OK)
+	/* Leaving rollback mode takes an exclusive lock, and SQLite answers
+	 * SQLITE_BUSY at once, without the busy handler, while another
+	 * process opening the same fresh file holds a shared one: retried
+	 * here up to the busy timeout. */
+	for (uint64_t t0 = px_now_mono_us(); rc == SQLITE_OK;) {
 		rc = sqlite3_step(s);
+		if ((rc & 0xff) != SQLITE_BUSY ||
+		    px_now_mono_us() - t0 > STORE_BUSY_TIMEOUT_MS * 1000ull)
+			break;
+		sqlite3_reset(s);
+		rc = SQLITE_OK;
+		sqlite3_sleep(5);
+	}
 	if (rc != SQLITE_ROW) {
 		r = store_fail(st, rc, err, "database '%s': set WAL mode",
 			       path);
