@@ -83,7 +83,8 @@ Test(trainer_cli, train_resumed_ends_where_straight_run_ends)
 	/* eval of the resumed run's last checkpoint: the same numbers */
 	{
 		const char *argv[] = { "proteus-trainer", "eval", fin,
-				       "--max-test", "1000", "--json", NULL };
+				       "--max-test", "1000", "--threads", "1",
+				       "--json", NULL };
 
 		cr_assert_eq(pxrun(&r, 60, "proteus-trainer", argv), 0);
 		cr_assert_eq(r.status, 0, "%s", r.err);
