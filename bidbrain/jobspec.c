@@ -91,7 +91,7 @@ static enum px_err get_num(struct jp *p, json_t *v, const char *path,
 	return PX_OK;
 }
 
-/* "speed" / "interruption_rates": object type -> number. */
+/* "speed" / "interruption_rates": object type -> number in [lo, hi]. */
 static enum px_err get_type_map(struct jp *p, json_t *v, const char *path,
 				double lo, double hi,
 				struct jobspec_type_value *out, size_t *ret_n,
@@ -120,7 +120,7 @@ static enum px_err get_type_map(struct jp *p, json_t *v, const char *path,
 			return jp_fail(p, sub, "unknown instance type '%.64s'",
 				       k);
 		memcpy(out[n].type, k, strlen(k) + 1);
-		r = get_num(p, x, sub, lo, ret_default == NULL, hi, &out[n].v);
+		r = get_num(p, x, sub, lo, false, hi, &out[n].v);
 		if (r != PX_OK)
 			return r;
 		n++;
@@ -260,7 +260,8 @@ static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
 		else if (!strcmp(k, "region"))
 			r = PX_OK;
 		else if (!strcmp(k, "work_hours"))
-			r = get_num(p, x, k, 0, true, 1e7, &j->work_hours);
+			r = get_num(p, x, k, JOBSPEC_HOURS_MIN, false, 1e7,
+				    &j->work_hours);
 		else if (!strcmp(k, "reference_type"))
 			r = get_type(p, x, k, j->reference_type,
 				     sizeof j->reference_type);
@@ -271,10 +272,10 @@ static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
 		else if (!strcmp(k, "spot"))
 			r = parse_spot(p, x, j);
 		else if (!strcmp(k, "speed"))
-			r = get_type_map(p, x, k, 0, 1000, j->speed,
-					 &j->n_speed, NULL);
+			r = get_type_map(p, x, k, JOBSPEC_SPEED_MIN, 1000,
+					 j->speed, &j->n_speed, NULL);
 		else if (!strcmp(k, "scaling_efficiency"))
-			r = get_num(p, x, k, 0, true, 1,
+			r = get_num(p, x, k, JOBSPEC_EFFICIENCY_MIN, false, 1,
 				    &j->scaling_efficiency);
 		else if (!strcmp(k, "startup_seconds"))
 			r = get_int(p, x, k, 0, 86400, &j->startup_seconds);
@@ -285,9 +286,11 @@ static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
 		else if (!strcmp(k, "tick_seconds"))
 			r = get_int(p, x, k, 60, 86400, &j->tick_seconds);
 		else if (!strcmp(k, "budget_usd"))
-			r = get_num(p, x, k, 0, true, 1e9, &budget);
+			r = get_num(p, x, k, JOBSPEC_BUDGET_MIN, false, 1e9,
+				    &budget);
 		else if (!strcmp(k, "deadline_hours"))
-			r = get_num(p, x, k, 0, true, 1e6, &j->deadline_hours);
+			r = get_num(p, x, k, JOBSPEC_HOURS_MIN, false, 1e6,
+				    &j->deadline_hours);
 		else if (!strcmp(k, "interruption_rates"))
 			r = get_type_map(p, x, k, 0, 100, j->rate, &j->n_rate,
 					 &j->rate_default);

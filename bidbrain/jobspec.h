@@ -20,6 +20,22 @@
 #define JOBSPEC_TYPES_MAX 64      /* spot.types, speed and rate entries */
 #define JOBSPEC_ZONES_MAX 32
 
+/* Lower bounds of the numbers whose small values break the work model
+ * (docs/jobspec.md says why):
+ *  - work_hours and deadline_hours: the simulator's clock counts whole
+ *    seconds; 0.001 h is 3.6 s;
+ *  - speed: the slowest type in the instance table runs at 1/40 of the
+ *    fastest, so 0.001 leaves room; smaller rates make a job's time to
+ *    finish overflow any clock;
+ *  - scaling_efficiency: n instances do S * e^log2(n) = S * n^log2(e)
+ *    work per hour; below 0.5 adding instances would make the fleet do
+ *    less work in all (at 0.5 it does the same);
+ *  - budget_usd: money is counted in micro-dollars. */
+#define JOBSPEC_HOURS_MIN 0.001
+#define JOBSPEC_SPEED_MIN 0.001
+#define JOBSPEC_EFFICIENCY_MIN 0.5
+#define JOBSPEC_BUDGET_MIN 0.000001
+
 struct jobspec_type_value {
 	char type[JOBSPEC_NAME_MAX];
 	double v;
@@ -44,7 +60,7 @@ struct jobspec {
 	} spot;
 	struct jobspec_type_value speed[JOBSPEC_TYPES_MAX]; /* explicit */
 	size_t n_speed;
-	double scaling_efficiency; /* per doubling of the fleet, (0, 1] */
+	double scaling_efficiency; /* per doubling of the fleet, [0.5, 1] */
 	int startup_seconds;  /* before a new instance contributes */
 	int clock_seconds;    /* work lost when an instance vanishes
 			       * without warning */

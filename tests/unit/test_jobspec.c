@@ -129,6 +129,58 @@ Test(jobspec, errors_name_the_field)
 	bad("{\"name\": \"x\", \"name\": \"y\"}", "duplicate");
 }
 
+/* Values inside the old ranges that made the simulator overflow its clock
+ * (scaling_efficiency 1e-300: a runtime of -2.5e15 h) or divide by
+ * nearly nothing (work_hours 5e-324: cost per work inf), and a budget
+ * that rounded to no budget at all: refused, naming the field. */
+Test(jobspec, values_that_break_the_work_model_are_refused)
+{
+	static const char *const wh[] = {"5e-324", "1e-300", "0.000999"};
+	static const struct {
+		const char *extra, *want;
+	} cases[] = {
+		{", \"scaling_efficiency\": 1e-300",
+		 "scaling_efficiency: 1e-300 is out of range [0.5, 1]"},
+		{", \"scaling_efficiency\": 1e-4", "scaling_efficiency"},
+		{", \"scaling_efficiency\": 0.49", "scaling_efficiency"},
+		{", \"speed\": {\"c4.2xlarge\": 1e-300}",
+		 "speed.c4.2xlarge: 1e-300 is out of range [0.001, 1000]"},
+		{", \"speed\": {\"c4.2xlarge\": 5e-324}", "speed.c4.2xlarge"},
+		{", \"budget_usd\": 1e-300",
+		 "budget_usd: 1e-300 is out of range [1e-06, 1e+09]"},
+		{", \"budget_usd\": 4e-7", "budget_usd"},
+		{", \"deadline_hours\": 1e-300",
+		 "deadline_hours: 1e-300 is out of range [0.001, 1e+06]"},
+		{", \"interruption_rates\": {\"default\": 101}",
+		 "interruption_rates.default"},
+	};
+	struct jobspec j;
+	struct px_error e = {0};
+	char buf[1024];
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		bad_extra(cases[i].extra, cases[i].want);
+	for (size_t i = 0; i < sizeof wh / sizeof *wh; i++) {
+		snprintf(buf, sizeof buf, "{\"name\": \"x\", \"region\": "
+			 "\"us-east-1\", \"work_hours\": %s, "
+			 "\"reference_type\": \"c4.xlarge\", \"instances\": 1, "
+			 "\"reliable\": {\"type\": \"c4.xlarge\", \"count\": 1},"
+			 " \"spot\": {\"types\": [\"c4.xlarge\"], "
+			 "\"max_instances\": 4}}", wh[i]);
+		bad(buf, "work_hours: ");
+		bad(buf, "is out of range [0.001, 1e+07]");
+	}
+	/* the bounds themselves are valid */
+	cr_assert_eq(parse_with(", \"scaling_efficiency\": 0.5, "
+				"\"speed\": {\"c4.2xlarge\": 0.001}, "
+				"\"budget_usd\": 0.000001, "
+				"\"deadline_hours\": 0.001, "
+				"\"interruption_rates\": {\"default\": 1e-300}",
+				&j, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(j.budget_uusd, 1);
+	cr_assert_float_eq(j.scaling_efficiency, 0.5, 1e-12);
+}
+
 Test(jobspec, load_missing_file)
 {
 	struct jobspec j;
