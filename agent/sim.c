@@ -395,11 +395,17 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 
 		if (r->rate > 0) {
 			double left = j->work_hours - r->work;
-			/* tolerance for rounding in the accumulated work */
-			int64_t td = r->now + (int64_t)ceil(left * 3600 /
-							    r->rate - 1e-6);
+			/* seconds to finish at this rate (tolerance for
+			 * rounding in the accumulated work), compared before
+			 * it becomes a time: a rate too slow to finish inside
+			 * the window must not overflow the clock */
+			double ds = ceil(left * 3600 / r->rate - 1e-6);
+			int64_t td = INT64_MAX;
+
 			if (left <= 0)
 				td = r->now;
+			else if (ds <= (double)(lim - r->now))
+				td = r->now + (int64_t)ds;
 			if (td <= lim) {
 				r->work = j->work_hours;
 				r->now = td;

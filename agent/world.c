@@ -22,10 +22,10 @@ int64_t world_notice_at(const struct pol_env *env, const struct market *m,
 		uint64_t x = splitmix(env->seed ^ splitmix(id));
 		double u = ((x >> 11) + 1.0) / 9007199254740993.0;
 		double h = -log(u) / rate;
-		int64_t t = now + (int64_t)ceil(h * 3600);
 
-		if (h < 1e9 && t < at)
-			at = t;
+		/* a tiny rate draws a time no int64 holds: never, then */
+		if (h < 1e9 && now + (int64_t)ceil(h * 3600) < at)
+			at = now + (int64_t)ceil(h * 3600);
 	}
 	return at;
 }
