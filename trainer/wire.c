@@ -36,7 +36,8 @@
 #define ASSIGN_FIXED 40
 #define STAGE_FIXED 20
 #define MEMBERSHIP_FIXED 12
-#define PROGRESS_FIXED 32
+#define PROGRESS_FIXED 60
+#define COMMAND_LEN 16
 #define ACK_MIN 13
 
 struct peer {
@@ -96,7 +97,7 @@ static const char *const type_names[WIRE_TYPE_MAX] = {
 	[WIRE_FORWARD] = "FORWARD", [WIRE_STAGE] = "STAGE",
 	[WIRE_MEMBERSHIP] = "MEMBERSHIP", [WIRE_PROGRESS] = "PROGRESS",
 	[WIRE_LEAVE] = "LEAVE", [WIRE_SHUTDOWN] = "SHUTDOWN",
-	[WIRE_ACK] = "ACK",
+	[WIRE_ACK] = "ACK", [WIRE_COMMAND] = "COMMAND",
 };
 
 const char *wire_drop_name(enum wire_drop d)
@@ -388,6 +389,18 @@ static enum px_err check_members(const struct wire_member *mb, uint32_t n,
 	return PX_OK;
 }
 
+/* COMMAND fields: a known op; STAGE names a stage 1..3, the others none;
+ * roles within the mask, only on EXPECT. */
+static bool command_ok(const struct wire_command *c)
+{
+	if (c->op == 0 || c->op >= WIRE_CMD_OP_MAX ||
+	    c->roles & ~WIRE_ROLE_ALL)
+		return false;
+	if (c->op == WIRE_CMD_STAGE)
+		return c->stage >= 1 && c->stage <= 3 && !c->roles;
+	return c->stage == 0 && (c->op == WIRE_CMD_EXPECT || !c->roles);
+}
+
 enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 			      size_t *ret, struct px_error *err)
 {
@@ -440,7 +453,7 @@ enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 		sz = 8;
 		break;
 	case WIRE_CLOCK_MIN:
-		sz = 10;
+		sz = 18;
 		break;
 	case WIRE_PUSH:
 	case WIRE_PARAMS:
@@ -475,6 +488,9 @@ enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 		sz = MEMBERSHIP_FIXED + msz;
 		break;
 	case WIRE_PROGRESS:
+		if (m->u.progress.stage < 1 || m->u.progress.stage > 3)
+			return px_errorf(err, PX_EINVAL,
+					 "PROGRESS: bad 'stage'");
 		r = check_members(m->u.progress.members, m->u.progress.n,
 				  tn, &msz, err);
 		if (r != PX_OK)
@@ -498,6 +514,12 @@ enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 		if (!str_ok(m->u.ack.detail))
 			return px_errorf(err, PX_EINVAL, "ACK: bad 'detail'");
 		sz = ACK_MIN + strlen(m->u.ack.detail);
+		break;
+	case WIRE_COMMAND:
+		if (!command_ok(&m->u.command))
+			return px_errorf(err, PX_EINVAL, "COMMAND: bad 'op', "
+					 "'stage' or 'roles'");
+		sz = COMMAND_LEN;
 		break;
 	default:
 		return px_errorf(err, PX_EINVAL, "unknown message type %u",
@@ -577,6 +599,7 @@ static void put_payload(struct wr *w, const struct wire_msg *m)
 		break;
 	case WIRE_CLOCK_MIN:
 		put_i64(w, m->u.clock_min.min_clock);
+		put_i64(w, m->u.clock_min.total_clock);
 		put_u16(w, m->u.clock_min.staleness);
 		break;
 	case WIRE_PUSH:
@@ -614,7 +637,12 @@ static void put_payload(struct wr *w, const struct wire_msg *m)
 		put_f32(w, m->u.progress.samples_per_s);
 		put_f32(w, m->u.progress.loss);
 		put_f32(w, m->u.progress.accuracy);
+		put_u8(w, m->u.progress.stage);
+		put_le(w, 0, 3);
 		put_u64(w, m->u.progress.epoch);
+		put_u64(w, m->u.progress.samples);
+		put_u64(w, m->u.progress.total_samples);
+		put_i64(w, m->u.progress.total_clock);
 		put_u32(w, m->u.progress.n);
 		put_members(w, m->u.progress.members, m->u.progress.n);
 		break;
@@ -629,6 +657,14 @@ static void put_payload(struct wr *w, const struct wire_msg *m)
 		put_u64(w, m->u.ack.ref_seq);
 		put_u32(w, m->u.ack.status);
 		put_str(w, m->u.ack.detail);
+		break;
+	case WIRE_COMMAND:
+		put_u8(w, m->u.command.op);
+		put_u8(w, m->u.command.stage);
+		put_u8(w, m->u.command.roles);
+		put_u8(w, 0);
+		put_u32(w, m->u.command.node.v);
+		put_i64(w, m->u.command.deadline_us);
 		break;
 	default:
 		w->bad = true;
@@ -840,6 +876,7 @@ static bool get_payload(struct rd *r, struct wire_msg *m, bool *oom)
 		break;
 	case WIRE_CLOCK_MIN:
 		m->u.clock_min.min_clock = get_i64(r);
+		m->u.clock_min.total_clock = get_i64(r);
 		m->u.clock_min.staleness = get_u16(r);
 		break;
 	case WIRE_PUSH:
@@ -892,9 +929,15 @@ static bool get_payload(struct rd *r, struct wire_msg *m, bool *oom)
 		m->u.progress.samples_per_s = get_f32(r);
 		m->u.progress.loss = get_f32(r);
 		m->u.progress.accuracy = get_f32(r);
+		m->u.progress.stage = get_u8(r);
+		get_zero(r, 3);
 		m->u.progress.epoch = get_u64(r);
+		m->u.progress.samples = get_u64(r);
+		m->u.progress.total_samples = get_u64(r);
+		m->u.progress.total_clock = get_i64(r);
 		n = get_u32(r);
-		if (r->bad)
+		if (r->bad || m->u.progress.stage < 1 ||
+		    m->u.progress.stage > 3)
 			return false;
 		m->u.progress.n = n;
 		if (!get_members(r, n, m, &m->u.progress.members, oom))
@@ -917,6 +960,16 @@ static bool get_payload(struct rd *r, struct wire_msg *m, bool *oom)
 		m->u.ack.ref_seq = get_u64(r);
 		m->u.ack.status = get_u32(r);
 		get_str(r, m->u.ack.detail);
+		break;
+	case WIRE_COMMAND:
+		m->u.command.op = get_u8(r);
+		m->u.command.stage = get_u8(r);
+		m->u.command.roles = get_u8(r);
+		get_zero(r, 1);
+		m->u.command.node.v = get_u32(r);
+		m->u.command.deadline_us = get_i64(r);
+		if (!command_ok(&m->u.command))
+			return false;
 		break;
 	default:
 		return false;

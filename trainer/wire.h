@@ -15,7 +15,7 @@
 #include "../common/px.h"
 
 #define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2
 #define WIRE_HDR_LEN 64                 /* bytes before the payload */
 #define WIRE_MAC_LEN 32                 /* HMAC-SHA256 tag after it */
 #define WIRE_OVERHEAD (WIRE_HDR_LEN + WIRE_MAC_LEN)
@@ -63,6 +63,7 @@ enum wire_type {
 	WIRE_LEAVE,         /* leaving (eviction warning) by a deadline */
 	WIRE_SHUTDOWN,      /* stop the job */
 	WIRE_ACK,           /* generic reply: status for a request */
+	WIRE_COMMAND,       /* agent -> coordinator: stage, expect, leave */
 	WIRE_TYPE_MAX
 };
 
@@ -101,6 +102,16 @@ enum wire_leave_reason {
 	WIRE_LEAVE_REBALANCE,    /* rebalance recommendation */
 	WIRE_LEAVE_RELEASE,      /* the controller releases the node */
 	WIRE_LEAVE_REASON_MAX
+};
+
+/* What the agent (proteusd) asks of a running job's coordinator. */
+enum wire_command_op {
+	WIRE_CMD_STAGE = 1,      /* run in stage `stage` from now */
+	WIRE_CMD_EXPECT,         /* node will register, with at most `roles`;
+				  * once any is expected, only expected nodes
+				  * may register */
+	WIRE_CMD_LEAVE,          /* node is warned: gone by deadline_us */
+	WIRE_CMD_OP_MAX
 };
 
 enum wire_shutdown_reason {
@@ -229,6 +240,8 @@ struct wire_clock {
 
 struct wire_clock_min {
 	int64_t min_clock;                /* slowest worker's finished clock */
+	int64_t total_clock;              /* the job's last clock as now
+					   * foreseen (the lr schedule's end) */
 	uint16_t staleness;               /* SSP bound, clocks */
 };
 
@@ -275,7 +288,11 @@ struct wire_progress {
 	float samples_per_s;
 	float loss;
 	float accuracy;                   /* 0..1 */
+	uint8_t stage;                    /* the stage the trainer runs */
 	uint64_t epoch;                   /* membership epoch */
+	uint64_t samples;                 /* training samples done */
+	uint64_t total_samples;           /* the job's length in samples */
+	int64_t total_clock;              /* last clock as now foreseen */
 	uint32_t n;
 	const struct wire_member *members;
 };
@@ -287,6 +304,14 @@ struct wire_leave {
 
 struct wire_shutdown {
 	uint8_t reason;                   /* enum wire_shutdown_reason */
+};
+
+struct wire_command {
+	uint8_t op;                       /* enum wire_command_op */
+	uint8_t stage;                    /* STAGE: 1..3; else 0 */
+	uint8_t roles;                    /* EXPECT: WIRE_ROLE_* allowed */
+	struct wire_node node;            /* EXPECT, LEAVE: the node */
+	int64_t deadline_us;              /* LEAVE: wall clock it is gone */
 };
 
 struct wire_ack {
@@ -319,6 +344,7 @@ struct wire_msg {
 		struct wire_leave leave;
 		struct wire_shutdown shutdown;
 		struct wire_ack ack;
+		struct wire_command command;
 	} u;
 	void *owned;                      /* private: decoded arrays */
 	void *frame;                      /* private: frame kept alive */

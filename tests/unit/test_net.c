@@ -270,6 +270,7 @@ Test(net, every_type_round_trip, .timeout = 10)
 			m.u.membership = (struct wire_membership){ 1, 1, mb };
 			break;
 		case WIRE_PROGRESS:
+			m.u.progress.stage = 1;
 			m.u.progress.loss = 0.5f;
 			m.u.progress.n = 1;
 			m.u.progress.members = mb;
@@ -279,6 +280,10 @@ Test(net, every_type_round_trip, .timeout = 10)
 			break;
 		case WIRE_SHUTDOWN:
 			m.u.shutdown.reason = WIRE_SHUTDOWN_CANCEL;
+			break;
+		case WIRE_COMMAND:
+			m.u.command.op = WIRE_CMD_STAGE;
+			m.u.command.stage = 2;
 			break;
 		default:
 			break;

@@ -233,10 +233,12 @@ Test(wire, round_trip_every_type)
 
 	wire_msg_init(&m, WIRE_CLOCK_MIN, WIRE_NODE_ALL, 9);
 	m.u.clock_min.min_clock = 7;
+	m.u.clock_min.total_clock = -3;
 	m.u.clock_min.staleness = 65535;
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
 	cr_assert_eq(o.hdr.dest.v, UINT32_MAX);
 	cr_assert_eq(o.u.clock_min.min_clock, 7);
+	cr_assert_eq(o.u.clock_min.total_clock, -3);
 	cr_assert_eq(o.u.clock_min.staleness, 65535);
 	wire_msg_release(&o);
 	seen++;
@@ -296,9 +298,16 @@ Test(wire, round_trip_every_type)
 	seen++;
 
 	wire_msg_init(&m, WIRE_PROGRESS, NODE_B, 20);
-	m.u.progress = (struct wire_progress){ 19, 1234.5f, 0.25f, 0.875f,
-					       5, 2, MEMBERS };
+	m.u.progress = (struct wire_progress){
+		.clock = 19, .samples_per_s = 1234.5f, .loss = 0.25f,
+		.accuracy = 0.875f, .stage = 3, .epoch = 5,
+		.samples = UINT64_MAX - 2, .total_samples = 600000,
+		.total_clock = 4690, .n = 2, .members = MEMBERS };
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.progress.stage, 3);
+	cr_assert_eq(o.u.progress.samples, UINT64_MAX - 2);
+	cr_assert_eq(o.u.progress.total_samples, 600000);
+	cr_assert_eq(o.u.progress.total_clock, 4690);
 	cr_assert_eq(o.u.progress.clock, 19);
 	cr_assert_eq(o.u.progress.samples_per_s, 1234.5f);
 	cr_assert_eq(o.u.progress.loss, 0.25f);
@@ -334,6 +343,22 @@ Test(wire, round_trip_every_type)
 	cr_assert_eq(o.u.ack.ref_seq, 77);
 	cr_assert_eq(o.u.ack.status, PX_ETIMEDOUT);
 	cr_assert_str_eq(o.u.ack.detail, "shard '3' busy");
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_COMMAND, NODE_B, 20);
+	m.u.command = (struct wire_command){ WIRE_CMD_EXPECT, 0,
+					     WIRE_ROLE_WORKER, { 4201 }, 0 };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.command.op, WIRE_CMD_EXPECT);
+	cr_assert_eq(o.u.command.roles, WIRE_ROLE_WORKER);
+	cr_assert_eq(o.u.command.node.v, 4201);
+	wire_msg_release(&o);
+	wire_msg_init(&m, WIRE_COMMAND, NODE_B, 20);
+	m.u.command = (struct wire_command){ WIRE_CMD_LEAVE, 0, 0, { 7 },
+					     -1700000000000001 };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.command.deadline_us, -1700000000000001);
 	wire_msg_release(&o);
 	seen++;
 
@@ -543,11 +568,11 @@ Test(wire, drop_reasons)
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_BAD_MAGIC);
 	buf[0] ^= 1;
-	buf[4] = 2;
+	buf[4] = WIRE_VERSION + 1;
 	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, &st, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_BAD_VERSION);
-	buf[4] = 1;
+	buf[4] = WIRE_VERSION;
 	cr_assert_eq(wire_open(b, buf, len - 1, MAXP, NOW, &st, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_TOO_SHORT);
@@ -842,6 +867,27 @@ Test(wire, seal_checks_fields)
 	m.u.ack.detail[1] = '\0';
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
 	wire_msg_init(&m, WIRE_LEAVE, NODE_B, 0);
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	/* COMMAND: a known op, STAGE with a stage 1..3, roles on EXPECT
+	 * only; a PROGRESS names the stage it runs */
+	wire_msg_init(&m, WIRE_COMMAND, NODE_B, 0);
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 0, 0, {1}, 0 };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 4, 0, {1}, 0 };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.command = (struct wire_command){ WIRE_CMD_LEAVE, 0,
+					     WIRE_ROLE_WORKER, {1}, 0 };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.command = (struct wire_command){ WIRE_CMD_EXPECT, 0, 0x20, {1},
+					     0 };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.command = (struct wire_command){ WIRE_CMD_OP_MAX, 0, 0, {1}, 0 };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 2, 0, {1}, 0 };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_OK);
+	free(buf);
+	wire_msg_init(&m, WIRE_PROGRESS, NODE_B, 0);
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
 	wire_msg_init(&m, WIRE_STAGE, NODE_B, 0);
 	m.u.stage = (struct wire_stage){ 4, 0, 0, 0, NULL };
