@@ -44,7 +44,24 @@ struct coord {
 	struct wire_shard map[DIST_MAX_SHARDS];
 	uint32_t nshards;
 	bool started;
-	int64_t min_clock, total;
+	int64_t min_clock, total;  /* total: the job's clocks at the start
+				    * (the checkpoint's shape) */
+	/* The job's length is epochs passes over the training set; in
+	 * clocks that depends on how many workers share a clock, so when
+	 * their number changes the last clock is foreseen anew from the
+	 * samples left (total_est), and the lr schedule and evaluations
+	 * follow it. */
+	uint64_t total_samples;
+	uint64_t samples_base;     /* done before a resume */
+	int64_t total_est;         /* the last clock as now foreseen */
+	uint32_t est_workers;      /* workers total_est was foreseen for */
+	int64_t clocks_per_epoch;  /* with est_workers */
+	/* commands of the agent (proteusd) */
+	uint8_t want_stage;        /* 0: none */
+	bool expecting;            /* only expected nodes may register */
+	struct { struct wire_node node; uint8_t roles; }
+		expect[DIST_MAX_NODES];
+	uint32_t n_expect;
 	uint64_t nparams;
 	uint32_t n_train;
 	/* measurements */
@@ -96,6 +113,9 @@ static struct cmember *find(struct coord *c, struct wire_node n)
 	return NULL;
 }
 
+static void member_leaving(struct coord *c, struct cmember *mb,
+			   uint8_t reason, int64_t deadline_us);
+
 static bool alive(const struct cmember *m)
 {
 	return m->w.state == WIRE_MEMBER_ACTIVE ||
@@ -118,6 +138,34 @@ static bool counts(const struct coord *c, const struct cmember *m)
 {
 	return is_worker(m) && m->w.state == WIRE_MEMBER_ACTIVE &&
 	       !(c->stage == 3 && (m->w.roles & WIRE_ROLE_PS_BACKUP));
+}
+
+static uint64_t samples_done(const struct coord *c)
+{
+	return c->samples_base + c->samples;
+}
+
+/* Foresee the last clock anew when the number of workers sharing a
+ * clock changed: the samples left, at this many workers' clocks per
+ * epoch.  A job whose workers never change keeps the clock count it
+ * started with. */
+static void reestimate(struct coord *c)
+{
+	uint32_t w = 0;
+	uint64_t done = samples_done(c), left;
+	int64_t cpe;
+
+	for (uint32_t i = 0; i < c->n; i++)
+		w += counts(c, &c->m[i]);
+	if (!w || w == c->est_workers || !c->n_train)
+		return;
+	cpe = dist_total_clocks(c->n_train, w, 1, c->o->train.batch);
+	left = done < c->total_samples ? c->total_samples - done : 0;
+	c->est_workers = w;
+	c->clocks_per_epoch = cpe > 0 ? cpe : 1;
+	c->total_est = c->min_clock +
+		       (int64_t)ceil((double)left * (double)cpe /
+				     (double)c->n_train);
 }
 
 static void broadcast(struct coord *c, struct wire_msg *m)
@@ -165,12 +213,15 @@ static void send_clock_min(struct coord *c)
 
 	wire_msg_init(&m, WIRE_CLOCK_MIN, WIRE_NODE_ALL, c->min_clock);
 	m.u.clock_min.min_clock = c->min_clock;
+	m.u.clock_min.total_clock = c->total_est;
 	m.u.clock_min.staleness = c->o->slack;
 	broadcast(c, &m);
 }
 
 static void announce(struct coord *c)
 {
+	if (c->started)
+		reestimate(c);
 	send_membership(c);
 	send_stage(c);
 	send_clock_min(c);
@@ -415,13 +466,34 @@ static void send_progress(struct coord *c, double rate)
 	m.u.progress.samples_per_s = (float)rate;
 	m.u.progress.loss = (float)c->last_loss;
 	m.u.progress.accuracy = (float)c->last_acc;
+	m.u.progress.stage = c->stage;
 	m.u.progress.epoch = c->epoch;
+	m.u.progress.samples = samples_done(c);
+	m.u.progress.total_samples = c->total_samples;
+	m.u.progress.total_clock = c->total_est;
 	m.u.progress.n = c->n;
 	m.u.progress.members = c->list;
 	if (net_send(c->agent, &m, 100, &err) == PX_OK)
 		c->progress_sent++;
 	else
 		dist_logf(c->o, 4, "progress to the agent: %s", err.msg);
+}
+
+/* Once the agent named the nodes it starts (EXPECT), only those may
+ * register, each with at most the roles it was given (a spot instance's
+ * node cannot claim a reliable node's BackupPS).  NULL when n may come
+ * in, else why not. */
+static const char *expected(const struct coord *c, struct wire_node n,
+			    uint8_t roles)
+{
+	if (!c->expecting)
+		return NULL;
+	for (uint32_t i = 0; i < c->n_expect; i++)
+		if (wire_node_eq(c->expect[i].node, n))
+			return roles & ~c->expect[i].roles ?
+				       "roles beyond what the agent granted" :
+				       NULL;
+	return "not a node the agent started";
 }
 
 static void on_register(struct coord *c, struct wire_msg *req)
@@ -432,7 +504,14 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	struct wire_msg a;
 
 	bool rejoin = m && m->w.state == WIRE_MEMBER_LOST;
+	const char *why = expected(c, req->hdr.sender, r->roles);
 
+	if (why) {
+		out(c, "node %u refused: %s", req->hdr.sender.v, why);
+		(void)dist_ack(c->rep, req, c->min_clock, PX_EPROTO, &err,
+			       "%s", why);
+		return;
+	}
 	if (!m && c->n < DIST_MAX_NODES)
 		m = &c->m[c->n++];
 	if (!m) {
@@ -504,6 +583,60 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 		       "no such shard");
 }
 
+/* A command of the agent: the stage to run, a node to expect, a node
+ * warned of its end.  Answered with an ACK. */
+static void on_command(struct coord *c, const struct wire_msg *m)
+{
+	const struct wire_command *q = &m->u.command;
+	struct cmember *mb;
+	struct px_error err;
+	enum px_err st = PX_OK;
+	const char *why = "";
+
+	if (m->hdr.sender.v != DIST_AGENT_NODE || !c->agent_known) {
+		(void)dist_ack(c->rep, m, c->min_clock, PX_EPROTO, &err,
+			       "commands come from the registered agent");
+		return;
+	}
+	switch (q->op) {
+	case WIRE_CMD_STAGE:
+		c->want_stage = q->stage;
+		if (!c->started)
+			c->stage = q->stage;
+		break;
+	case WIRE_CMD_EXPECT:
+		for (uint32_t i = 0; i < c->n_expect; i++)
+			if (wire_node_eq(c->expect[i].node, q->node)) {
+				c->expect[i].roles = q->roles;
+				goto expected;
+			}
+		if (c->n_expect == DIST_MAX_NODES) {
+			st = PX_ETOOBIG;
+			why = "too many nodes";
+			break;
+		}
+		c->expect[c->n_expect].node = q->node;
+		c->expect[c->n_expect++].roles = q->roles;
+expected:
+		c->expecting = true;
+		break;
+	case WIRE_CMD_LEAVE:
+		mb = find(c, q->node);
+		if (!mb) {
+			st = PX_ENOENT;
+			why = "no such node";
+			break;
+		}
+		member_leaving(c, mb, WIRE_LEAVE_EVICTION, q->deadline_us);
+		break;
+	default:
+		st = PX_EINVAL;
+		why = "unknown command";
+	}
+	if (dist_ack(c->rep, m, c->min_clock, st, &err, "%s", why) != PX_OK)
+		dist_logf(c->o, 4, "ack to the agent: %s", err.msg);
+}
+
 static void on_rep(struct coord *c)
 {
 	struct px_error err;
@@ -519,6 +652,8 @@ static void on_rep(struct coord *c)
 			on_agent_register(c, &m);
 		} else if (m.hdr.type == WIRE_REGISTER) {
 			on_register(c, &m);
+		} else if (m.hdr.type == WIRE_COMMAND) {
+			on_command(c, &m);
 		} else if (m.hdr.type == WIRE_PULL && c->ck_w) {
 			serve_resume(c, &m);
 		} else {
@@ -542,6 +677,24 @@ static void on_clock(struct coord *c, struct cmember *m,
 	m->next_clock = done + 1;
 	c->samples += w->u.clock.samples;
 	recompute_clock(c);
+}
+
+/* Node mb says (or the agent says for it) that it will be gone by
+ * deadline_us (wall clock): its partition and shards move now. */
+static void member_leaving(struct coord *c, struct cmember *mb,
+			   uint8_t reason, int64_t deadline_us)
+{
+	if (mb->w.state == WIRE_MEMBER_LEAVING || !alive(mb))
+		return;
+	out(c, "node %u leaving (reason %u, gone in %.1f s)", mb->w.node.v,
+	    reason, (double)(deadline_us - px_now_wall_us()) / 1e6);
+	mb->w.state = WIRE_MEMBER_LEAVING;
+	c->leaves++;
+	c->epoch++;
+	if (is_ps(mb) && c->started)
+		replace_all(c);
+	recompute_clock(c);
+	announce(c);
 }
 
 static void on_pull(struct coord *c)
@@ -578,17 +731,8 @@ static void on_pull(struct coord *c)
 			}
 			break;
 		case WIRE_LEAVE:
-			if (mb->w.state != WIRE_MEMBER_LEAVING) {
-				out(c, "node %u leaving (reason %u)",
-				    mb->w.node.v, m.u.leave.reason);
-				mb->w.state = WIRE_MEMBER_LEAVING;
-				c->leaves++;
-				c->epoch++;
-				if (is_ps(mb) && c->started)
-					replace_all(c);
-				recompute_clock(c);
-				announce(c);
-			}
+			member_leaving(c, mb, m.u.leave.reason,
+				       m.u.leave.deadline_us);
 			break;
 		default:
 			break;
@@ -648,12 +792,12 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 		snprintf(why, sizeof(why), "stuck at clock %" PRId64 "/%"
 			 PRId64 ": %u workers hold partitions, node %u is "
 			 "slowest (next clock %" PRId64 "), %u PS", c->min_clock,
-			 c->total, active, slow->w.node.v, slow->next_clock,
+			 c->total_est, active, slow->w.node.v, slow->next_clock,
 			 nps);
 	else
 		snprintf(why, sizeof(why), "stuck at clock %" PRId64 "/%"
 			 PRId64 ": no worker holds a partition (%u live), "
-			 "%u PS", c->min_clock, c->total, nw, nps);
+			 "%u PS", c->min_clock, c->total_est, nw, nps);
 	if (silent)
 		snprintf(more, sizeof(more), "; PS %u, the only copy of shard "
 			 "%d, silent for %.1f s", silent->w.node.v,
@@ -841,7 +985,7 @@ static void progress(struct coord *c, bool eval)
 	}
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last %s, %u "
 	    "workers, %u PS, stage %u, epoch %" PRIu64, c->min_clock,
-	    c->total, secs > 0 ? c->samples / secs : 0.0,
+	    c->total_est, secs > 0 ? c->samples / secs : 0.0,
 	    dist_fmt_eval(ev, sizeof(ev), c->last_loss, c->last_acc), nw,
 	    nps, c->stage, c->epoch);
 }
@@ -867,7 +1011,7 @@ static int print_result(struct coord *c)
 	char *s;
 
 	/* null when the test set was never evaluated (an error) */
-	j = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:f, s:I, s:I, s:i, "
+	j = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:f, s:I, s:I, s:I, s:i, "
 		      "s:i, s:i, s:i, s:i, s:I, s:f, s:f, s:I, s:i, s:f, "
 		      "s:f, s:o, s:i}",
 		      "model", model_kind_name(c->o->train.model),
@@ -880,6 +1024,7 @@ static int print_result(struct coord *c)
 		      "samples_per_sec", train_s > 0 ? c->samples / train_s
 						     : 0.0,
 		      "samples", (json_int_t)c->samples,
+		      "job_samples", (json_int_t)samples_done(c),
 		      "clocks", (json_int_t)c->min_clock,
 		      "joins", (int)c->joins, "losses", (int)c->losses,
 		      "leaves", (int)c->leaves,
@@ -964,6 +1109,13 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 		return e;
 	c->total = dist_total_clocks(c->n_train, o->workers, o->train.epochs,
 				     o->train.batch);
+	c->total_est = c->total;
+	c->total_samples = (uint64_t)o->train.epochs * c->n_train;
+	c->est_workers = o->workers;
+	c->clocks_per_epoch = o->train.epochs ? c->total / o->train.epochs
+					      : 1;
+	if (c->clocks_per_epoch < 1)
+		c->clocks_per_epoch = 1;
 	c->nshards = o->shards ? o->shards : (o->ps ? o->ps : 1);
 	if (c->nshards > DIST_MAX_SHARDS)
 		c->nshards = DIST_MAX_SHARDS;
@@ -991,6 +1143,11 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 		if (e != PX_OK)
 			return e;
 		c->min_clock = c->resumed_from = have.clock;
+		/* the samples of the clocks before: epochs' worth at the
+		 * checkpoint's shape */
+		c->samples_base = (uint64_t)((double)have.clock /
+					     (double)c->clocks_per_epoch *
+					     (double)c->n_train);
 		memcpy(c->params, c->ck_w, c->nparams * sizeof(float));
 		e = test_eval(c, &c->last_loss, &c->last_acc, err);
 		if (e != PX_OK)
@@ -1005,7 +1162,7 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 {
 	struct coord *c = px_calloc(1, sizeof(*c));
-	uint64_t next_hb, next_prog, clocks_per_epoch;
+	uint64_t next_hb, next_prog;
 	int64_t next_eval, next_ckpt;
 	enum px_err e;
 
@@ -1018,11 +1175,9 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 	e = setup(c, err);
 	if (e != PX_OK)
 		goto out_free;
-	clocks_per_epoch = o->train.epochs ? (uint64_t)c->total /
-					     o->train.epochs : 1;
 	/* the first epoch's end after the start (a resumed job's too) */
-	next_eval = (c->min_clock / (int64_t)clocks_per_epoch + 1) *
-		    (int64_t)clocks_per_epoch;
+	next_eval = (c->min_clock / c->clocks_per_epoch + 1) *
+		    c->clocks_per_epoch;
 	next_ckpt = o->checkpoint_every
 		? (c->min_clock / o->checkpoint_every + 1) *
 			  (int64_t)o->checkpoint_every : INT64_MAX;
@@ -1067,23 +1222,25 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 		}
 		if (!c->started)
 			continue;
-		if (o->stage_to && c->stage != o->stage_to &&
-		    c->min_clock >= o->stage_at) {
+		if (o->stage_to && c->min_clock >= o->stage_at &&
+		    !c->want_stage)
+			c->want_stage = o->stage_to;
+		if (c->want_stage && c->stage != c->want_stage) {
 			out(c, "stage %u -> %u at clock %" PRId64, c->stage,
-			    o->stage_to, c->min_clock);
-			c->stage = o->stage_to;
+			    c->want_stage, c->min_clock);
+			c->stage = c->want_stage;
 			c->stage_changes++;
 			c->epoch++;
 			replace_all(c);
 			announce(c);
 		}
-		if (c->min_clock >= c->total) {
+		if (c->min_clock >= c->total_est) {
 			c->t_end_us = px_now_mono_us();
 			break;
 		}
 		if (o->eval_epochs && c->min_clock >= next_eval) {
 			progress(c, true);
-			next_eval += (int64_t)clocks_per_epoch;
+			next_eval += c->clocks_per_epoch;
 			next_prog = now + 1000000;
 		} else if (now >= next_prog) {
 			progress(c, false);

@@ -264,6 +264,10 @@ static void on_sub(struct ps *p)
 		case WIRE_CLOCK_MIN:
 			p->clock_min = m.u.clock_min.min_clock;
 			p->slack = m.u.clock_min.staleness;
+			/* the lr schedule ends where the coordinator now
+			 * foresees the job's last clock */
+			if (m.u.clock_min.total_clock > 0)
+				p->total = m.u.clock_min.total_clock;
 			if (p->clock_min > p->fwd_clock) {
 				forward_all(p);
 				p->fwd_clock = p->clock_min;

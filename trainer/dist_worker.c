@@ -92,6 +92,10 @@ static void on_sub(struct worker *w)
 		case WIRE_CLOCK_MIN:
 			w->clock_min = m.u.clock_min.min_clock;
 			w->have_min = true;
+			/* the job's end as the coordinator now foresees it
+			 * (it moves when the number of workers changes) */
+			if (m.u.clock_min.total_clock > 0)
+				w->total = m.u.clock_min.total_clock;
 			break;
 		case WIRE_SHUTDOWN:
 			w->shutdown = true;
