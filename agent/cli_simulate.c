@@ -11,10 +11,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../cloudapi/trace.h"
@@ -274,15 +276,51 @@ struct opts {
 };
 
 /* 1 - a/b for cost per work (runs that did not complete compare fairly
- * this way; completed runs of one job do the same work). */
+ * this way; completed runs of one job do the same work).  Undefined
+ * (false) when either cost per work is, or b's is 0. */
 static bool saving(const struct sim_result *a, const struct sim_result *b,
 		   double *ret)
 {
-	if (!b || a == b || b->cost_per_work_usd <= 0 ||
-	    a->work_done_hours <= 0)
+	double ca, cb, s;
+
+	if (!b || a == b || !sim_result_cost_per_work(a, &ca) ||
+	    !sim_result_cost_per_work(b, &cb) || cb <= 0)
 		return false;
-	*ret = 1.0 - a->cost_per_work_usd / b->cost_per_work_usd;
+	s = 1.0 - ca / cb;
+	if (!isfinite(s))
+		return false;
+	*ret = s;
 	return true;
+}
+
+/* A figure for JSON: null when it is not a finite number (sim_run says
+ * they all are; this keeps a bad one from failing the whole output). */
+static json_t *jnum(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* A figure for the table or CSV with printf format fmt ("%.2f"); undef
+ * (the table's "-", the CSV's empty field) when it is not finite. */
+static const char *fmt_num(char *buf, size_t len, const char *fmt, double x,
+			   const char *undef)
+	__attribute__((format(printf, 3, 0)));
+
+static const char *fmt_num(char *buf, size_t len, const char *fmt, double x,
+			   const char *undef)
+{
+	if (!isfinite(x))
+		return undef;
+	snprintf(buf, len, fmt, x);
+	return buf;
+}
+
+/* r's cost per work-hour, NAN when it is undefined (no work done). */
+static double cpw(const struct sim_result *r)
+{
+	double c;
+
+	return sim_result_cost_per_work(r, &c) ? c : NAN;
 }
 
 static const struct sim_result *find_res(const struct sim_result *r,
@@ -301,21 +339,25 @@ static json_t *result_json(const struct sim_result *r,
 	const struct sim_result *sd = find_res(all, n, "standard");
 	double s;
 	json_t *o = json_pack(
-		"{s:s, s:b, s:f, s:f, s:f, s:f, s:I, s:I, s:f, s:f, s:I}",
+		"{s:s, s:b, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}",
 		"policy", r->policy, "completed", r->completed, "cost_usd",
-		r->cost_usd, "runtime_hours", r->runtime_hours,
-		"work_done_hours", r->work_done_hours, "cost_per_work_usd",
-		r->cost_per_work_usd, "evictions", (json_int_t)r->evictions,
+		jnum(r->cost_usd), "runtime_hours", jnum(r->runtime_hours),
+		"work_done_hours", jnum(r->work_done_hours),
+		"cost_per_work_usd", jnum(cpw(r)),
+		"evictions", (json_int_t)r->evictions,
 		"instances_launched", (json_int_t)r->instances_launched,
-		"instance_hours", r->instance_hours, "free_hours",
-		r->free_hours, "decisions", (json_int_t)r->decisions);
+		"instance_hours", jnum(r->instance_hours), "free_hours",
+		jnum(r->free_hours), "decisions", (json_int_t)r->decisions);
 
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "savings_vs_ondemand", saving(r, od, &s) ?
-			    json_real(s) : json_null());
-	json_object_set_new(o, "savings_vs_standard", saving(r, sd, &s) ?
-			    json_real(s) : json_null());
+	if (json_object_set_new(o, "savings_vs_ondemand", saving(r, od, &s) ?
+				json_real(s) : json_null()) ||
+	    json_object_set_new(o, "savings_vs_standard", saving(r, sd, &s) ?
+				json_real(s) : json_null())) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 
@@ -332,19 +374,26 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 			json_decref(arr);
 			arr = NULL;
 		}
-	if (!arr)
+	if (!arr) {
+		log_err("out of memory");
 		return CLI_EXIT_FAIL;
-	o = json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:o}", "job", job->name,
+	}
+	o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:o}", "job", job->name,
 		      "billing", billing_model_name(b), "start",
 		      px_format_time(sim_plan_start(plan), s, sizeof s), "end",
 		      px_format_time(sim_plan_end(plan), e, sizeof e),
-		      "work_hours", job->work_hours, "seed", (json_int_t)seed,
-		      "results", arr);
-	if (!o || json_dumpf(o, stdout, JSON_INDENT(2) |
-			     JSON_REAL_PRECISION(10)))
+		      "work_hours", jnum(job->work_hours), "seed",
+		      (json_int_t)seed, "results", arr);
+	if (!o) {
+		log_err("out of memory");
 		rc = CLI_EXIT_FAIL;
-	else
+	} else if (json_dumpf(o, stdout, JSON_INDENT(2) |
+			      JSON_REAL_PRECISION(10))) {
+		log_err("writing the results: %s", strerror(errno));
+		rc = CLI_EXIT_FAIL;
+	} else {
 		putchar('\n');
+	}
 	json_decref(o);
 	return rc;
 }
@@ -354,7 +403,7 @@ static void fmt_saving(char *buf, size_t len, const struct sim_result *r,
 {
 	double s;
 
-	if (saving(r, base, &s))
+	if (saving(r, base, &s) && isfinite(100.0 * s))
 		snprintf(buf, len, "%.1f%%", 100.0 * s);
 	else
 		snprintf(buf, len, "-");
@@ -366,7 +415,7 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 {
 	const struct sim_result *od = find_res(res, n, "ondemand");
 	const struct sim_result *sd = find_res(res, n, "standard");
-	char s[32], e[32], so[16], ss[16];
+	char s[32], e[32], so[320], ss[320], f[6][320];
 
 	printf("job '%s': %.6g work-hours of %s, %s billing, %s .. %s, "
 	       "seed %llu\n\n", job->name, job->work_hours,
@@ -381,13 +430,20 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		const struct sim_result *r = &res[i];
 		fmt_saving(so, sizeof so, r, od);
 		fmt_saving(ss, sizeof ss, r, sd);
-		printf("%-9s %4s %11.2f %9.2f %9.2f %10.5f %6lld %6lld %9.1f "
-		       "%8.1f %7s %7s\n", r->policy,
-		       r->completed ? "yes" : "no", r->cost_usd,
-		       r->runtime_hours, r->work_done_hours,
-		       r->cost_per_work_usd, (long long)r->evictions,
-		       (long long)r->instances_launched, r->instance_hours,
-		       r->free_hours, so, ss);
+		printf("%-9s %4s %11s %9s %9s %10s %6lld %6lld %9s %8s %7s "
+		       "%7s\n", r->policy, r->completed ? "yes" : "no",
+		       fmt_num(f[0], sizeof f[0], "%.2f", r->cost_usd, "-"),
+		       fmt_num(f[1], sizeof f[1], "%.2f", r->runtime_hours,
+			       "-"),
+		       fmt_num(f[2], sizeof f[2], "%.2f", r->work_done_hours,
+			       "-"),
+		       fmt_num(f[3], sizeof f[3], "%.5f", cpw(r), "-"),
+		       (long long)r->evictions,
+		       (long long)r->instances_launched,
+		       fmt_num(f[4], sizeof f[4], "%.1f", r->instance_hours,
+			       "-"),
+		       fmt_num(f[5], sizeof f[5], "%.1f", r->free_hours, "-"),
+		       so, ss);
 	}
 	printf("\nVS_OD/VS_STD: saving in cost per work-hour against the "
 	       "ondemand/standard run (positive: cheaper)\n");
@@ -399,6 +455,7 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 	const struct sim_result *od = find_res(res, n, "ondemand");
 	const struct sim_result *sd = find_res(res, n, "standard");
 	FILE *f = fopen(path, "w");
+	char v[6][320];
 	double s;
 
 	if (!f)
@@ -409,12 +466,19 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 	      "free_hours,savings_vs_ondemand,savings_vs_standard\n", f);
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
-		fprintf(f, "%s,%s,%.6f,%.6f,%.6f,%.8f,%lld,%lld,%.6f,%.6f,",
-			r->policy, r->completed ? "true" : "false",
-			r->cost_usd, r->runtime_hours, r->work_done_hours,
-			r->cost_per_work_usd, (long long)r->evictions,
-			(long long)r->instances_launched, r->instance_hours,
-			r->free_hours);
+		fprintf(f, "%s,%s,%s,%s,%s,%s,%lld,%lld,%s,%s,", r->policy,
+			r->completed ? "true" : "false",
+			fmt_num(v[0], sizeof v[0], "%.6f", r->cost_usd, ""),
+			fmt_num(v[1], sizeof v[1], "%.6f", r->runtime_hours,
+				""),
+			fmt_num(v[2], sizeof v[2], "%.6f", r->work_done_hours,
+				""),
+			fmt_num(v[3], sizeof v[3], "%.8f", cpw(r), ""),
+			(long long)r->evictions,
+			(long long)r->instances_launched,
+			fmt_num(v[4], sizeof v[4], "%.6f", r->instance_hours,
+				""),
+			fmt_num(v[5], sizeof v[5], "%.6f", r->free_hours, ""));
 		if (saving(r, od, &s))
 			fprintf(f, "%.6f", s);
 		fputc(',', f);
@@ -695,20 +759,38 @@ struct run_all {
 	struct db_ctx *dc;        /* the plan's sink context */
 };
 
+/* Remove the database file at path and its companions: one this command
+ * created for runs that failed, so that a failed run leaves no trace. */
+static void remove_new_db(const char *path)
+{
+	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+	char buf[4096];
+
+	for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++)
+		if ((size_t)snprintf(buf, sizeof buf, "%s%s", path, sfx[i]) <
+		    sizeof buf)
+			(void)unlink(buf);
+}
+
 static int run_all(struct run_all *ra)
 {
 	struct db_ctx *dc = ra->dc;
 	struct px_error err = {0};
 	char *path = NULL;
+	bool created = false;
 	enum px_err e = PX_OK;
 	int rc = CLI_EXIT_OK;
 
 	if (ra->o->db) {
+		struct stat sb;
+
 		path = strdup(ra->o->db);
 		if (!path) {
 			log_err("out of memory");
 			return CLI_EXIT_FAIL;
 		}
+		created = strcmp(path, ":memory:") && stat(path, &sb) != 0 &&
+			  errno == ENOENT;
 		e = store_open(path, &dc->st, &err);
 		if (e != PX_OK) {
 			log_err("database '%s': %s", path, err.msg);
@@ -733,7 +815,12 @@ static int run_all(struct run_all *ra)
 			bool ours = e == PX_ECANCELED && dc->err.msg[0];
 			if (ours)
 				err = dc->err;
-			log_err("policy '%s': %s", dc->policy, err.msg);
+			/* the controller names the policy that refused */
+			if (strncmp(err.msg, "policy '", 8))
+				log_err("policy '%s': %s", dc->policy,
+					err.msg);
+			else
+				log_err("%s", err.msg);
 			rc = ours || e == PX_ENOMEM ? CLI_EXIT_FAIL :
 			     CLI_EXIT_DATA;
 			e = PX_OK;
@@ -757,7 +844,11 @@ out:
 		store_rollback(dc->st);
 		log_err("nothing was stored in '%s'", path);
 	}
+	created = created && dc->st && rc != CLI_EXIT_OK;
 	store_close(dc->st);
+	dc->st = NULL;
+	if (created)
+		remove_new_db(path);
 	journal_free(dc->jn);
 	free(path);
 	return rc;

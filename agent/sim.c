@@ -336,6 +336,37 @@ static enum px_err handle(struct run *r, const struct evq_ev *ev,
 	}
 }
 
+/* The figures of a finished run, each finite and not negative (the job
+ * spec's bounds and run_loop's overflow check keep them so; this says
+ * which one is not, rather than print it). */
+static enum px_err check_result(const struct sim_result *res,
+				struct px_error *err)
+{
+	const struct {
+		const char *name;
+		double v;
+	} f[] = {
+		{"cost_usd", res->cost_usd},
+		{"runtime_hours", res->runtime_hours},
+		{"work_done_hours", res->work_done_hours},
+		{"cost_per_work_usd", res->cost_per_work_usd},
+		{"instance_hours", res->instance_hours},
+		{"free_hours", res->free_hours},
+	};
+
+	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+		if (!isfinite(f[i].v) || f[i].v < 0)
+			return px_errorf(err, PX_EINVAL, "%s %g is out of "
+					 "range: the job cannot be simulated "
+					 "in this window", f[i].name, f[i].v);
+	if (res->cost_uusd < 0 || res->evictions < 0 ||
+	    res->instances_launched < 0)
+		return px_errorf(err, PX_EINVAL, "a count or the cost is "
+				 "negative: the job cannot be simulated in "
+				 "this window");
+	return PX_OK;
+}
+
 static enum px_err finish(struct run *r, bool completed)
 {
 	struct sim_result *res = r->res;
@@ -360,7 +391,7 @@ static enum px_err finish(struct run *r, bool completed)
 	res->instance_hours = st->instance_hours;
 	res->free_hours = st->free_hours;
 	res->decisions = st->decisions;
-	return PX_OK;
+	return check_result(res, r->err);
 }
 
 static enum px_err run_loop(struct run *r, unsigned wants)
@@ -482,4 +513,12 @@ void sim_result_release(struct sim_result *r)
 	free(r->series);
 	r->series = NULL;
 	r->n_series = 0;
+}
+
+bool sim_result_cost_per_work(const struct sim_result *r, double *ret)
+{
+	if (!(r->work_done_hours > 0) || !isfinite(r->cost_per_work_usd))
+		return false;
+	*ret = r->cost_per_work_usd;
+	return true;
 }

@@ -74,7 +74,8 @@ struct sim_result {
 	double cost_usd;
 	double runtime_hours;
 	double work_done_hours;
-	double cost_per_work_usd; /* cost_usd / work_done_hours (0 if none) */
+	double cost_per_work_usd; /* cost_usd / work_done_hours; 0 when
+				   * undefined (sim_result_cost_per_work) */
 	int64_t evictions;
 	int64_t instances_launched;
 	double instance_hours;
@@ -86,10 +87,17 @@ struct sim_result {
 };
 
 /* Run policy over the plan's window.  *ret is the caller's
- * (sim_result_release). */
+ * (sim_result_release).  Every figure of a result is finite and none is
+ * negative; a run whose figures would not be is PX_EINVAL naming the
+ * figure (it cannot be simulated in this window), never a result. */
 enum px_err sim_run(const struct sim_plan *plan,
 		    const struct policy_ops *policy, struct sim_result *ret,
 		    struct px_error *err);
 void sim_result_release(struct sim_result *r);
+
+/* Whether r's cost per work-hour is defined (some work was done), and its
+ * value in *ret.  Printers show an undefined one as '-' (JSON null, an
+ * empty CSV field), never as 0, inf or nan. */
+bool sim_result_cost_per_work(const struct sim_result *r, double *ret);
 
 #endif

@@ -34,9 +34,10 @@ static enum px_err std_init(const struct pol_env *env, void **ret_state,
 	if (s->n == 0) {
 		free(s->markets);
 		free(s);
-		return px_errorf(err, PX_EINVAL, "policy 'standard' needs a "
-				 "spot market for reference_type '%s' in the "
-				 "job's zones", env->job->reference_type);
+		/* the controller prefixes "policy 'standard': " */
+		return px_errorf(err, PX_EINVAL, "it needs a spot market for "
+				 "reference_type '%s' in the job's zones",
+				 env->job->reference_type);
 	}
 	*ret_state = s;
 	return PX_OK;

@@ -39,7 +39,7 @@ cost() {
 			  (.results[] | select(.policy == "standard") | .runtime_hours) as $srt |
 			  .results[] |
 			  def pct: if . == null then "-" else (. * 1000 | round / 10 | tostring) + "%" end;
-			  "| \($wh) | \($cap) | \(.policy) | \(if .completed then "yes" else "no" end) | \(.cost_usd * 100 | round / 100) | \(.runtime_hours * 100 | round / 100) | \(.cost_per_work_usd * 10000 | round / 10000) | \(.evictions) | \(.savings_vs_ondemand | pct) | \(.savings_vs_standard | pct) | \(if .policy == "standard" then "-" else ((1 - .runtime_hours / $srt) | pct) end) |"' "$work/r.json"
+			  "| \($wh) | \($cap) | \(.policy) | \(if .completed then "yes" else "no" end) | \(.cost_usd * 100 | round / 100) | \(.runtime_hours * 100 | round / 100) | \(if .cost_per_work_usd == null then "-" else (.cost_per_work_usd * 10000 | round / 10000) end) | \(.evictions) | \(.savings_vs_ondemand | pct) | \(.savings_vs_standard | pct) | \(if .policy == "standard" then "-" else ((1 - .runtime_hours / $srt) | pct) end) |"' "$work/r.json"
 		done
 	done
 }

@@ -490,3 +490,257 @@ Test(cli_simulate, shipped_slice)
 	free(od);
 	free(job);
 }
+
+/* tests/data/sim/<base> with the top-level fields of patch (a JSON
+ * object) replaced, written to the temp folder as <name>.json. */
+static char *job_patched(const char *base, const char *name,
+			 const char *patch)
+{
+	json_error_t je;
+	json_t *j = json_load_file(fx(base), 0, &je);
+	json_t *p = json_loads(patch, 0, &je);
+	char *path;
+
+	cr_assert_not_null(j);
+	cr_assert_not_null(p, "bad patch %s: %s", patch, je.text);
+	cr_assert_eq(json_object_update(j, p), 0);
+	cr_assert(asprintf(&path, "%s/%s.json", tmp, name) > 0);
+	cr_assert_eq(json_dump_file(j, path, JSON_INDENT(1)), 0);
+	json_decref(j);
+	json_decref(p);
+	return path;
+}
+
+/* No "inf"/"nan" anywhere in text (any case). */
+static void no_inf_nan(const char *what, const char *text)
+{
+	for (const char *p = text; *p; p++)
+		cr_assert(strncasecmp(p, "inf", 3) && strncasecmp(p, "nan", 3),
+			  "%s prints '%.8s': %s", what, p, text);
+}
+
+/* The figures of --json: numbers, none negative except the savings; the
+ * cost per work null exactly when no work was done. */
+static void json_figures_ok(const char *out)
+{
+	static const char *const keys[] = {
+		"cost_usd", "runtime_hours", "work_done_hours",
+		"cost_per_work_usd", "evictions", "instances_launched",
+		"instance_hours", "free_hours", "decisions",
+	};
+	json_t *j = parse(out), *v;
+	size_t i;
+
+	no_inf_nan("--json", out);
+	json_array_foreach(json_object_get(j, "results"), i, v) {
+		double work = num(v, "work_done_hours");
+
+		for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+			json_t *x = json_object_get(v, keys[k]);
+
+			if (!strcmp(keys[k], "cost_per_work_usd") &&
+			    json_is_null(x)) {
+				cr_assert_eq(work, 0, "null cost per work "
+					     "with work %g", work);
+				continue;
+			}
+			cr_assert(json_is_number(x), "%s: %s", keys[k], out);
+			cr_assert_geq(json_number_value(x), 0, "%s: %s",
+				      keys[k], out);
+		}
+		if (work == 0)
+			cr_assert(json_is_null(json_object_get(
+				v, "cost_per_work_usd")), "%s", out);
+		if (json_is_true(json_object_get(v, "completed")))
+			cr_assert_float_eq(work, num(j, "work_hours"),
+					   1e-9 * num(j, "work_hours"));
+	}
+	json_decref(j);
+}
+
+/* The table: every figure column a number >= 0 or '-' (the savings may
+ * be negative). */
+static void table_figures_ok(const char *out)
+{
+	const char *l = strstr(out, "\nPOLICY");
+
+	no_inf_nan("the table", out);
+	cr_assert_not_null(l, "%s", out);
+	l = strchr(l + 1, '\n');
+	while (l && l[1] && l[1] != '\n') {
+		char name[32], done[8], f[10][64];
+		int n = sscanf(l + 1, "%31s %7s %63s %63s %63s %63s %63s %63s "
+			       "%63s %63s %63s %63s", name, done, f[0], f[1],
+			       f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9]);
+
+		cr_assert_eq(n, 12, "bad row: %s", l + 1);
+		for (int k = 0; k < 8; k++)
+			cr_assert(!strcmp(f[k], "-") || f[k][0] != '-',
+				  "negative figure in: %s", l + 1);
+		l = strchr(l + 1, '\n');
+	}
+}
+
+/* The CSV: every figure field a number >= 0 or empty (savings aside). */
+static void csv_figures_ok(const char *path)
+{
+	size_t len;
+	char *text = slurp(path, &len), *line, *save = NULL;
+
+	cr_assert_not_null(text, "no %s", path);
+	no_inf_nan("--csv", text);
+	line = strtok_r(text, "\n", &save);
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		char *p = line;
+
+		for (int k = 0; k < 10; k++) {
+			p = strchr(p, ',') + 1;
+			cr_assert(k >= 9 || *p != '-', "negative field %d: %s",
+				  k, line);
+		}
+	}
+	free(text);
+}
+
+/* A run that did no work (startup outlasts the window): USD/WORK_H and
+ * the savings are undefined, shown as '-', null and empty, not 0, inf or
+ * -nan%. */
+Test(cli_simulate, no_work_done_has_no_cost_per_work)
+{
+	char *job = job_patched("job.json", "slow", "{\"startup_seconds\": "
+				"86400}");
+	char *csv;
+	const char *x[] = {"--end", "2016-03-01T12:00:00Z", "--csv", NULL,
+			   NULL, NULL};
+	struct pxrun r;
+	json_t *j, *v;
+	size_t i;
+
+	cr_assert(asprintf(&csv, "%s/r.csv", tmp) > 0);
+	x[3] = csv;
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), job, x), 0, "%s",
+		     r.err);
+	table_figures_ok(r.out);
+	cr_assert(strstr(r.out, "ondemand    no       13.00     12.00      "
+			 "0.00          -      0      2      24.0      0.0   "
+			 "    -       -"), "%s", r.out);
+	pxrun_free(&r);
+	csv_figures_ok(csv);
+	{
+		size_t len;
+		char *t = slurp(csv, &len);
+
+		cr_assert(strstr(t, "\nondemand,false,13.000000,12.000000,"
+				 "0.000000,,0,2,24.000000,0.000000,,\n"), "%s",
+			  t);
+		free(t);
+	}
+	x[2] = "--json";
+	x[3] = NULL;
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), job, x), 0, "%s",
+		     r.err);
+	json_figures_ok(r.out);
+	j = parse(r.out);
+	json_array_foreach(json_object_get(j, "results"), i, v) {
+		cr_assert(json_is_null(json_object_get(v, "cost_per_work_usd")));
+		cr_assert(json_is_null(json_object_get(v,
+						       "savings_vs_ondemand")));
+		cr_assert(json_is_null(json_object_get(v,
+						       "savings_vs_standard")));
+	}
+	json_decref(j);
+	pxrun_free(&r);
+	free(csv);
+	free(job);
+}
+
+/* Extreme values the spec allows, each at its bound: the run ends with
+ * finite, non-negative figures (or an error naming the field). */
+Test(cli_simulate, job_at_its_bounds_prints_finite_figures)
+{
+	static const char *const patches[] = {
+		"{\"work_hours\": 10000000, \"scaling_efficiency\": 0.5, "
+		"\"speed\": {\"c3.xlarge\": 0.001}}",
+		"{\"work_hours\": 0.001, \"speed\": {\"c3.xlarge\": 1000}}",
+		"{\"budget_usd\": 0.000001}",
+		"{\"deadline_hours\": 0.001}",
+		/* 10000 instances take 30 s (the fleet tables are scanned
+		 * per event): 500 for the same arithmetic, fast */
+		"{\"instances\": 500, \"spot\": {\"types\": [\"c3.xlarge\"], "
+		"\"max_instances\": 500}, \"work_hours\": 10000000}",
+		"{\"startup_seconds\": 86400, \"clock_seconds\": 86400, "
+		"\"warning_seconds\": 0, \"tick_seconds\": 60}",
+		"{\"interruption_rates\": {\"default\": 100}}",
+		"{\"interruption_rates\": {\"default\": 1e-300}}",
+	};
+	static const char *const bill[] = {"legacy-hourly", "per-second"};
+
+	for (size_t i = 0; i < sizeof patches / sizeof *patches; i++)
+		for (int b = 0; b < 2; b++) {
+			char *job = job_patched("job-long.json", "edge",
+						patches[i]);
+			const char *x[] = {"--billing", bill[b], "--policy",
+					   "bidbrain,standard,ondemand,spread",
+					   "--json", NULL};
+			struct pxrun r;
+
+			cr_assert_eq(sim(&r, fx("spike.json"), fx("od.json"),
+					 job, x), 0, "%s: %s", patches[i],
+				     r.err);
+			json_figures_ok(r.out);
+			pxrun_free(&r);
+			x[4] = NULL;
+			cr_assert_eq(sim(&r, fx("spike.json"), fx("od.json"),
+					 job, x), 0, "%s: %s", patches[i],
+				     r.err);
+			table_figures_ok(r.out);
+			pxrun_free(&r);
+			free(job);
+		}
+}
+
+/* A run that fails after others were stored (standard refuses a job whose
+ * reference_type has no spot market) stores nothing: an existing database
+ * keeps its bytes, a new one is not left behind (it used to be created,
+ * schema and all, with no run in it). */
+Test(cli_simulate, failed_run_leaves_no_database_behind)
+{
+	char *job = job_patched("job.json", "nostd",
+				"{\"reference_type\": \"c3.2xlarge\"}");
+	const char *x[] = {"--policy", "bidbrain,standard", "--db", NULL,
+			   NULL};
+	struct pxrun r;
+	char *before, *after, *wal;
+	size_t nb, na;
+
+	x[3] = db;
+	cr_assert(asprintf(&wal, "%s-wal", db) > 0);
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), job, x), 3, "%s",
+		     r.err);
+	cr_assert(strstr(r.err, "needs a spot market for reference_type "
+			 "'c3.2xlarge'"), "%s", r.err);
+	cr_assert(strstr(r.err, "nothing was stored"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "policy 'standard': policy"), "%s",
+		       r.err);
+	cr_assert_str_eq(r.out, "");
+	pxrun_free(&r);
+	cr_assert(access(db, F_OK) != 0, "a new database was left behind");
+	cr_assert(access(wal, F_OK) != 0);
+
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), fx("job.json"),
+			 x + 2), 0, "%s", r.err);
+	pxrun_free(&r);
+	before = slurp(db, &nb);
+	cr_assert_not_null(before);
+	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), job, x), 3, "%s",
+		     r.err);
+	pxrun_free(&r);
+	after = slurp(db, &na);
+	cr_assert_not_null(after);
+	cr_assert(na == nb && !memcmp(before, after, nb), "database changed");
+	cr_assert(access(wal, F_OK) != 0);
+	free(before);
+	free(after);
+	free(wal);
+	free(job);
+}

@@ -2,6 +2,7 @@
  * computed by hand, evictions, determinism, no peeking at the future, and
  * the errors for jobs that cannot run. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,37 @@ Test(sim, too_slow_to_finish_runs_to_the_window_end)
 	cr_assert_eq(r.cost_uusd, 2 * 24 * 500000);
 	cr_assert(r.work_done_hours >= 0 && r.work_done_hours < 1e-290);
 	sim_result_release(&r);
+}
+
+/* The last line of defence: a figure that is not finite (here a NaN speed
+ * set behind the parser's back) fails the run with the figure's name; it
+ * is never returned as a result to print. */
+Test(sim, a_figure_out_of_range_is_an_error_not_a_result)
+{
+	const struct policy_ops *ops = NULL;
+	struct sim_setup su = {
+		.ms = &ms, .od = &od, .job = &job,
+		.billing = BILLING_LEGACY_HOURLY, .end_s = 86400,
+	};
+	struct sim_plan *p = NULL;
+	struct sim_result r;
+	struct px_error e = {0};
+
+	flat(2);
+	job_from("\"work_hours\": 10, \"instances\": 2, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 0}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 2}");
+	snprintf(job.speed[0].type, sizeof job.speed[0].type, "c3.xlarge");
+	job.speed[0].v = NAN;
+	job.n_speed = 1;
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(policy_lookup("ondemand", &ops, &e), PX_OK);
+	cr_assert_eq(sim_plan_new(&su, &p, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(sim_run(p, ops, &r, &e), PX_EINVAL, "ran: work %g",
+		     r.work_done_hours);
+	cr_assert(strstr(e.msg, "work_done_hours nan is out of range"), "%s",
+		  e.msg);
+	sim_plan_free(p);
 }
 
 /* Random walk with spikes over 2 zones x 2 types, 6 days. */
