@@ -201,6 +201,31 @@ out:
 	return e;
 }
 
+enum px_err ckpt_check_writable(const char *path, struct px_error *err)
+{
+	char tmp[4200];
+	struct stat st;
+	int fd, e;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >=
+	    sizeof(tmp))
+		return px_errorf(err, PX_ETOOBIG, "checkpoint path too long");
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': a directory, "
+				 "not a file", path);
+	/* what ckpt_write does first: the same name, the same flags */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		return px_errorf(err, PX_ESYS | e, "checkpoint '%s': cannot "
+				 "create a file in its directory: %s", path,
+				 strerror(e));
+	}
+	close(fd);
+	(void)unlink(tmp);
+	return PX_OK;
+}
+
 /* Read exactly len bytes at the current offset, hashing them. */
 static enum px_err read_exact(int fd, void *buf, size_t len, EVP_MD_CTX *md,
 			      const char *path, const char *what,

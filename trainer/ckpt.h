@@ -43,6 +43,12 @@ enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 		       const float *params, const float *momentum,
 		       struct px_error *err);
 
+/* Whether ckpt_write could write path: it is not a directory and a
+ * fresh path.tmp.XXXXXX can be created beside it (it is, then removed).
+ * Programs call this before training, so that a checkpoint that could
+ * never be written fails the run at its start, naming the path. */
+enum px_err ckpt_check_writable(const char *path, struct px_error *err);
+
 /* Read and verify a checkpoint: header fields, exact size, SHA-256.  On
  * success *ret_params and *ret_momentum are malloc'd (freed by the
  * caller).  Errors name the file and the field or byte. */
