@@ -23,6 +23,10 @@
 #define DIST_COORD_NODE 0u       /* the coordinator's node id */
 #define DIST_MOMENTUM_EVERY 8    /* default --momentum-every (clocks) */
 #define DIST_KEY_ENV "PX_JOB_KEY" /* job key, hex, in the environment */
+#define DIST_PARENT_ENV "PX_PARENT_WATCH" /* a role's parent: its pid (the
+					   role exits if its parent is
+					   another), or 1 (exits if its
+					   parent is gone) */
 #define DIST_AGENT_NODE 0xfffffffeu /* the agent's node id (PROGRESS) */
 
 /* Log callback: roles never write to stderr themselves. */
@@ -156,8 +160,12 @@ struct dist_local {
 				      coordinator gets those from o) */
 };
 
-/* Run the job; returns the coordinator's exit status (0 on success), that
- * of the last attempt with restarts. */
+/* Run the job; returns the exit status (docs/trainer.md, "Exit codes"):
+ * the coordinator's (0 on success; 128 + N when killed by signal N), that
+ * of a PS or worker that ended on its own and left the job unable to go
+ * on (1..3), 124 past timeout_s, 130 on SIGINT/SIGTERM; with restarts,
+ * the last attempt's.  On a failure err holds the clearest reason (the
+ * failed role's own last error line). */
 int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		   struct px_error *err);
 

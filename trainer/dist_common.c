@@ -317,6 +317,11 @@ enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
 		 o->reliable ? "reliable" : "transient");
 	snprintf(info.addr, sizeof(info.addr), "%s", o->listen);
 	for (;;) {
+		/* stopped (SIGTERM) before the coordinator answered: not a
+		 * failure, whatever call the signal cut short */
+		if (o->stop && *o->stop)
+			return px_errorf(err, PX_ECANCELED, "stopped while "
+					 "registering");
 		e = net_register(req, (struct wire_node){ DIST_COORD_NODE },
 				 &info, 300, &reply, err);
 		if (e == PX_OK && reply.hdr.type == WIRE_ASSIGN) {
@@ -329,6 +334,8 @@ enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
 			wire_msg_release(&reply);
 			return e;
 		}
+		if (o->stop && *o->stop)
+			continue; /* the check above */
 		if (e != PX_ETIMEDOUT || px_now_mono_us() >= deadline)
 			return e;
 	}

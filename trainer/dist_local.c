@@ -3,11 +3,20 @@
  * coordinator, PS nodes and workers (the key goes in the children's
  * environment, never argv), injects churn (SIGKILL / SIGTERM of workers,
  * SIGKILL of an ActivePS) with replacements, and reaps everything.
+ *
+ * Each role's stderr comes through a pipe that local copies to its own
+ * line by line, keeping the role's last error line: a role that dies on
+ * its own is noticed at once (SIGCHLD) and its error becomes the job's.
+ * The sockets live in TMPDIR/pxtrainer.PID.XXXXXX, with an `owner` file
+ * (pid, start time, pid namespace); a run removes its own at the end and
+ * those of owners that are gone (a SIGKILLed local) at its start
+ * (docs/trainer.md, "The socket directory").
  */
 #include "dist_int.h"
 #include "ckpt.h"
 #include "kern_cuda.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -26,6 +35,10 @@ extern char **environ;
 
 #define LOCAL_MAX_CHILDREN 256
 #define LOCAL_MAX_ARGS 96
+#define LOCAL_LINE_MAX 1280      /* a role's stderr line, bytes */
+#define LOCAL_DIR_PREFIX "pxtrainer."
+#define LOCAL_OWNER "owner"      /* the socket dir's owner file */
+#define LOCAL_GRACE_US 3000000   /* no worker (or PS) left: fail after */
 
 enum child_kind { CH_COORD, CH_PS, CH_WORKER };
 
@@ -34,8 +47,15 @@ struct child {
 	enum child_kind kind;
 	uint32_t node;
 	bool reliable;
+	bool stopped;            /* local signalled it on purpose */
+	bool seen;               /* its end was looked at */
 	uint64_t started_us;     /* monotonic */
 	int status;              /* wait status once reaped */
+	int errfd;               /* its stderr, read end; -1: at EOF */
+	size_t nline;            /* bytes in line */
+	char line[LOCAL_LINE_MAX];     /* its stderr line being read */
+	char last_err[LOCAL_LINE_MAX]; /* its last error line ("" none) */
+	bool err_tagged;         /* last_err is a logged error */
 };
 
 struct local {
@@ -44,6 +64,7 @@ struct local {
 	char dir[256];
 	bool own_dir;
 	char keyenv[2 * 32 + sizeof(DIST_KEY_ENV) + 2];
+	char watchenv[40];       /* PX_PARENT_WATCH=<our pid> */
 	char jobarg[24];
 	char **envp;
 	struct child ch[LOCAL_MAX_CHILDREN];
@@ -60,6 +81,12 @@ struct local {
 	bool registered;
 	uint64_t progress_n;     /* PROGRESS frames received */
 	int64_t last_clock;
+	/* a role that ended on its own and left the job unable to go on */
+	uint64_t fail_at;        /* monotonic us: fail then; 0: none */
+	struct px_error fail;    /* why */
+	int fail_rc;
+	enum child_kind fail_kind;
+	bool fail_late;          /* after the start (none of its kind left) */
 	/* the coordinator's own options */
 	const char *resume;      /* --resume FILE, or NULL */
 	char crash_at[24];       /* --fault-crash-at CLOCK, or "" */
@@ -76,6 +103,84 @@ static void on_signal(int sig)
 	local_stop = 1;
 }
 
+/* SIGCHLD only interrupts what the loop waits in (a handshake, a
+ * receive), so that a role's death is looked at at once. */
+static void on_child(int sig)
+{
+	(void)sig;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
+/* A whole line of a role's stderr: to ours, and remembered when it is
+ * an error: "prog: error: text" or "<3>text" (the journal's form), else,
+ * until one of those came, a line that says "error" (the dynamic
+ * loader's, say). */
+static void end_line(struct child *c)
+{
+	const char *t = NULL;
+	char *l = c->line;
+	bool tagged = true;
+
+	if (l[c->nline - 1] != '\n')
+		l[c->nline++] = '\n';
+	write_all(2, l, c->nline);
+	l[c->nline - 1] = 0;
+	c->nline = 0;
+	if ((t = strstr(l, ": error: ")))
+		t += 9;
+	else if (l[0] == '<' && l[1] >= '0' && l[1] <= '3' && l[2] == '>')
+		t = l + 3;
+	else if (!c->err_tagged && strstr(l, "error")) {
+		t = l;
+		tagged = false;
+	}
+	if (t && *t) {
+		snprintf(c->last_err, sizeof(c->last_err), "%s", t);
+		c->err_tagged |= tagged;
+	}
+}
+
+/* What a role wrote to its stderr so far, line by line; at EOF (it is
+ * gone) the pipe is closed. */
+static void pump_child(struct child *c)
+{
+	char buf[4096];
+
+	while (c->errfd >= 0) {
+		ssize_t n = read(c->errfd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			if (c->nline)
+				end_line(c);
+			close(c->errfd);
+			c->errfd = -1;
+			return;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			c->line[c->nline++] = buf[i];
+			if (buf[i] == '\n' || c->nline == sizeof(c->line) - 1)
+				end_line(c);
+		}
+	}
+}
+
 static enum px_err spawn(struct local *s, enum child_kind kind,
 			 uint32_t node, bool reliable, struct px_error *err)
 {
@@ -85,7 +190,7 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 	struct child *c;
 	size_t k = 0;
 	pid_t pid;
-	int r;
+	int r, efd[2];
 
 	if (s->nch >= LOCAL_MAX_CHILDREN)
 		return px_errorf(err, PX_ETOOBIG, "too many children");
@@ -109,7 +214,14 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 	argv[k++] = listen;
 	if (reliable)
 		argv[k++] = "--reliable";
+	/* its stderr: a pipe whose read end (ours, non-blocking) no other
+	 * child inherits; its end stays blocking */
+	if (pipe2(efd, O_CLOEXEC) != 0)
+		return px_errorf(err, PX_ESYS | errno, "pipe: %s",
+				 strerror(errno));
+	(void)fcntl(efd[0], F_SETFL, O_NONBLOCK);
 	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, efd[1], 2);
 	if (kind == CH_COORD) {
 		/* the pipe's write end as fd 3 of the coordinator only */
 		argv[k++] = "--ready-fd";
@@ -129,20 +241,26 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 	argv[k] = NULL;
 	r = posix_spawn(&pid, s->l->self, &fa, NULL, (char **)argv, s->envp);
 	posix_spawn_file_actions_destroy(&fa);
-	if (r != 0)
+	close(efd[1]);
+	if (r != 0) {
+		close(efd[0]);
 		return px_errorf(err, PX_ESYS | r, "spawn '%s': %s",
 				 s->l->self, strerror(r));
+	}
 	c = &s->ch[s->nch++];
 	c->pid = pid;
 	c->kind = kind;
 	c->node = node;
 	c->reliable = reliable;
 	c->started_us = px_now_mono_us();
+	c->errfd = efd[0];
 	dist_logf(s->o, 7, "started %s node %u (pid %d)", role[kind], node,
 		  (int)pid);
 	return PX_OK;
 }
 
+/* Reap the children that ended and copy out what they all wrote (all
+ * of it for a reaped one: its pipe is at EOF). */
 static void reap(struct local *s)
 {
 	for (uint32_t i = 0; i < s->nch; i++) {
@@ -153,7 +271,90 @@ static void reap(struct local *s)
 			s->ch[i].pid = 0;
 			s->ch[i].status = st;
 		}
+		pump_child(&s->ch[i]);
 	}
+}
+
+/* Signal a child on purpose: its end is then no failure. */
+static void stop_child(struct child *c, int sig)
+{
+	c->stopped = true;
+	kill(c->pid, sig);
+}
+
+static bool any_live(const struct local *s, enum child_kind kind)
+{
+	for (uint32_t i = 0; i < s->nch; i++)
+		if (s->ch[i].pid && s->ch[i].kind == kind)
+			return true;
+	return false;
+}
+
+/* "exited with status 1", "was killed by signal 9 (Killed)" */
+static void describe_end(int st, char *buf, size_t len)
+{
+	if (WIFEXITED(st))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+	else
+		snprintf(buf, len, "was killed by signal %d (%s)",
+			 WTERMSIG(st), strsignal(WTERMSIG(st)));
+}
+
+/* A PS or worker that ended on its own.  Before the job started, the
+ * job cannot start without it: it fails at once.  After, the job goes
+ * on without it (a lost node, docs/trainer.md), unless none of its kind
+ * is left: then it fails LOCAL_GRACE_US later if none came back and the
+ * coordinator has not ended by then (at the job's end the roles may go
+ * first).  On a failure: true, the role's last error line (or how it
+ * ended) in err, and *ret_rc its exit status when that is 1..3, else 1. */
+static bool role_ended(struct local *s, bool started, int *ret_rc,
+		       struct px_error *err)
+{
+	uint64_t now = px_now_mono_us();
+
+	for (uint32_t i = 1; i < s->nch; i++) {
+		struct child *c = &s->ch[i];
+		int st = c->status;
+		char how[80];
+
+		if (c->pid || c->seen)
+			continue;
+		c->seen = true;
+		if (c->stopped || (s->fail_at && !s->fail_late) ||
+		    (started && WIFEXITED(st) && WEXITSTATUS(st) == 0))
+			continue;
+		describe_end(st, how, sizeof(how));
+		if (started && any_live(s, c->kind)) {
+			dist_logf(s->o, 4, "%s %u %s%s%s; the job goes on "
+				  "without it", role[c->kind], c->node, how,
+				  c->last_err[0] ? ": " : "", c->last_err);
+			continue;
+		}
+		if (c->last_err[0])
+			px_errorf(&s->fail, PX_EIO, "%s (%s %u %s %s)",
+				  c->last_err, role[c->kind], c->node, how,
+				  started ? "and none is left" :
+					    "before the job started");
+		else
+			px_errorf(&s->fail, PX_EIO, "%s %u %s %s",
+				  role[c->kind], c->node, how,
+				  started ? "and none is left" :
+					    "before the job started");
+		s->fail_rc = WIFEXITED(st) && WEXITSTATUS(st) >= 1 &&
+			     WEXITSTATUS(st) <= 3 ? WEXITSTATUS(st) : 1;
+		s->fail_kind = c->kind;
+		s->fail_late = started;
+		s->fail_at = started ? now + LOCAL_GRACE_US : now;
+	}
+	if (!s->fail_at || now < s->fail_at)
+		return false;
+	if (s->fail_late && any_live(s, s->fail_kind)) { /* one came */
+		s->fail_at = 0;
+		return false;
+	}
+	*err = s->fail;
+	*ret_rc = s->fail_rc;
+	return true;
 }
 
 /* The oldest live child of a kind (for PS: a transient one). */
@@ -172,7 +373,7 @@ static void kill_all(struct local *s)
 
 	for (uint32_t i = 0; i < s->nch; i++) {
 		if (s->ch[i].pid) {
-			kill(s->ch[i].pid, SIGTERM);
+			stop_child(&s->ch[i], SIGTERM);
 			kill(s->ch[i].pid, SIGCONT); /* a paused one */
 		}
 	}
@@ -193,6 +394,7 @@ static void kill_all(struct local *s)
 			waitpid(s->ch[i].pid, &s->ch[i].status, 0);
 			s->ch[i].pid = 0;
 		}
+		pump_child(&s->ch[i]);
 	}
 }
 
@@ -220,15 +422,192 @@ static enum px_err make_env(struct local *s, struct px_error *err)
 		 (unsigned long long)s->job);
 	while (environ[n])
 		n++;
-	s->envp = px_calloc(n + 2, sizeof(char *));
+	s->envp = px_calloc(n + 3, sizeof(char *));
 	if (!s->envp)
 		return px_errorf(err, PX_ENOMEM, "environment");
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], DIST_KEY_ENV "=",
-			    sizeof(DIST_KEY_ENV)))
+			    sizeof(DIST_KEY_ENV)) &&
+		    strncmp(environ[i], DIST_PARENT_ENV "=",
+			    sizeof(DIST_PARENT_ENV)))
 			s->envp[k++] = environ[i];
 	s->envp[k++] = s->keyenv;
+	/* a role started after we died exits at once (PDEATHSIG is set
+	 * only once it runs) */
+	snprintf(s->watchenv, sizeof(s->watchenv), DIST_PARENT_ENV "=%ld",
+		 (long)getpid());
+	s->envp[k++] = s->watchenv;
 	s->envp[k] = NULL;
+	return PX_OK;
+}
+
+/* ---- the socket directory ---- */
+
+/* The start time of process pid (clock ticks since boot, /proc/PID/stat
+ * field 22): with the pid, it names one process for good. */
+static bool proc_start(long pid, unsigned long long *ret)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and ')' */
+	for (int f = 2; p && f < 22; f++)
+		p = strchr(p + 1, ' ');
+	return p && sscanf(p + 1, "%llu", ret) == 1;
+}
+
+/* Our pid namespace (its inode): pids mean something only in one. */
+static unsigned long long pid_ns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)
+							st.st_ino : 0;
+}
+
+/* Whether a name is one local makes in its socket dir. */
+static bool own_file(const char *n)
+{
+	const char *dot;
+
+	if (!strcmp(n, LOCAL_OWNER) || !strcmp(n, "agent.pull"))
+		return true;
+	if (n[0] != 'n' || n[1] < '0' || n[1] > '9')
+		return false;
+	dot = n + 1 + strspn(n + 1, "0123456789");
+	return !strcmp(dot, ".rep") || !strcmp(dot, ".pull") ||
+	       !strcmp(dot, ".pub");
+}
+
+/* Remove a socket dir (name under dirfd at): the files local makes
+ * there, then the dir itself, which fails (and stays) if anything else
+ * is in it.  Never follows a link. */
+static void remove_dir(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				  O_CLOEXEC);
+	struct dirent *e;
+	DIR *d;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (own_file(e->d_name))
+			(void)unlinkat(fd, e->d_name, 0);
+	closedir(d);
+	(void)unlinkat(at, name, AT_REMOVEDIR);
+}
+
+/* Whether the local that made dir `name` (pid in its name) may still
+ * run.  The owner file, when there, tells a recycled pid (another start
+ * time) and another pid namespace (then we cannot tell: yes). */
+static bool owner_alive(int at, const char *name, long pid)
+{
+	unsigned long long start, ns, now;
+	char path[300], buf[128];
+	long opid;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" LOCAL_OWNER, name);
+	fd = openat(at, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		buf[n] = 0;
+		if (sscanf(buf, "%ld %llu %llu", &opid, &start, &ns) == 3 &&
+		    opid == pid) {
+			if (ns != pid_ns())
+				return true;
+			return proc_start(pid, &now) && now == start;
+		}
+	}
+	/* no owner file yet (or a foreign one): the pid alone */
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+/* Remove the socket dirs under base whose local is gone (SIGKILLed: it
+ * could not clean up; its roles died with it).  Only ours (our uid),
+ * only dirs named pxtrainer.PID.XXXXXX. */
+static void sweep_stale(const struct dist_opts *o, const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+		struct stat st;
+		char *end;
+		long pid;
+
+		if (strncmp(n, LOCAL_DIR_PREFIX, sizeof(LOCAL_DIR_PREFIX) - 1))
+			continue;
+		errno = 0;
+		pid = strtol(n + sizeof(LOCAL_DIR_PREFIX) - 1, &end, 10);
+		if (errno || pid <= 1 || end == n + sizeof(LOCAL_DIR_PREFIX) -
+						 1 || *end != '.' ||
+		    strlen(end + 1) != 6 || pid == (long)getpid())
+			continue;
+		if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+		    owner_alive(dirfd(d), n, pid))
+			continue;
+		dist_logf(o, 7, "removing '%s/%s': its local (pid %ld) is "
+			  "gone", base, n, pid);
+		remove_dir(dirfd(d), n);
+	}
+	closedir(d);
+}
+
+/* A private socket dir TMPDIR/pxtrainer.PID.XXXXXX (mode 0700), with
+ * its owner file, after removing stale ones. */
+static enum px_err make_dir(struct local *s, struct px_error *err)
+{
+	const char *t = getenv("TMPDIR");
+	const char *base = t && *t ? t : "/tmp";
+	unsigned long long start = 0;
+	char path[300], line[96];
+	int fd, n;
+
+	sweep_stale(s->o, base);
+	n = snprintf(s->dir, sizeof(s->dir), "%s/" LOCAL_DIR_PREFIX
+		     "%ld.XXXXXX", base, (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof(s->dir) - 32)
+		return px_errorf(err, PX_ETOOBIG, "TMPDIR '%s' too long",
+				 base);
+	if (!mkdtemp(s->dir))
+		return px_errorf(err, PX_ESYS | errno, "mkdtemp '%s': %s",
+				 s->dir, strerror(errno));
+	s->own_dir = true;
+	(void)proc_start(getpid(), &start);
+	snprintf(path, sizeof(path), "%s/" LOCAL_OWNER, s->dir);
+	n = snprintf(line, sizeof(line), "%ld %llu %llu\n", (long)getpid(),
+		     start, pid_ns());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0)
+		return px_errorf(err, PX_ESYS | errno, "create '%s': %s",
+				 path, strerror(errno));
+	write_all(fd, line, (size_t)n);
+	close(fd);
 	return PX_OK;
 }
 
@@ -335,7 +714,7 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		    struct px_error *err)
 {
 	struct local *s = px_calloc(1, sizeof(*s));
-	struct sigaction sa, old_int, old_term;
+	struct sigaction sa, old_int, old_term, old_chld;
 	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
 	bool ps_killed = false, left = false, added = false, started = false;
 	struct child *paused = NULL;
@@ -357,19 +736,11 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 	if (crash_at)
 		snprintf(s->crash_at, sizeof(s->crash_at), "%lld",
 			 (long long)crash_at);
+	s->ready[0] = s->ready[1] = -1;
 	if (l->dir) {
 		snprintf(s->dir, sizeof(s->dir), "%s", l->dir);
-	} else {
-		const char *t = getenv("TMPDIR");
-
-		snprintf(s->dir, sizeof(s->dir), "%s/pxtrainer.XXXXXX",
-			 t && *t ? t : "/tmp");
-		if (!mkdtemp(s->dir)) {
-			px_errorf(err, PX_ESYS | errno, "mkdtemp '%s': %s",
-				  s->dir, strerror(errno));
-			goto out_free;
-		}
-		s->own_dir = true;
+	} else if (make_dir(s, err) != PX_OK) {
+		goto out_free;
 	}
 	e = make_env(s, err);
 	if (e != PX_OK)
@@ -382,9 +753,12 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+	sigaction(SIGCHLD, &sa, &old_chld);
 	e = agent_open(s, err);
 	if (e != PX_OK)
-		goto out_free;
+		goto out_kill;
 	e = spawn(s, CH_COORD, DIST_COORD_NODE, false, err);
 	for (uint32_t i = 0; e == PX_OK && i < o->ps; i++)
 		e = spawn(s, CH_PS, 1 + i, i < l->reliable, err);
@@ -427,8 +801,17 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 					  "killed by signal %d (%s)",
 					  WTERMSIG(st),
 					  strsignal(WTERMSIG(st)));
+			else if (rc != 0)
+				/* its own words, last, after the noise of
+				 * the others stopping */
+				px_errorf(err, PX_EIO, "%s",
+					  s->ch[0].last_err[0]
+					  ? s->ch[0].last_err
+					  : "the coordinator failed");
 			break;
 		}
+		if (role_ended(s, started, &rc, err))
+			break;
 		if (local_stop) {
 			px_errorf(err, PX_ECANCELED, "interrupted");
 			rc = 130;
@@ -446,7 +829,7 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 			if (c) {
 				dist_logf(o, 6, "churn: SIGKILL worker %u at "
 					  "%.1f s", c->node, el);
-				kill(c->pid, SIGKILL);
+				stop_child(c, SIGKILL);
 				e = spawn(s, CH_WORKER, s->next_worker++,
 					  false, err);
 				if (e != PX_OK)
@@ -463,7 +846,7 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 			if (c) {
 				dist_logf(o, 6, "churn: SIGKILL ps %u at "
 					  "%.1f s", c->node, el);
-				kill(c->pid, SIGKILL);
+				stop_child(c, SIGKILL);
 				e = spawn(s, CH_PS, s->next_ps++, false, err);
 				if (e != PX_OK)
 					break;
@@ -476,7 +859,7 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 			if (c) {
 				dist_logf(o, 6, "churn: SIGTERM worker %u at "
 					  "%.1f s", c->node, el);
-				kill(c->pid, SIGTERM);
+				stop_child(c, SIGTERM);
 				e = spawn(s, CH_WORKER, s->next_worker++,
 					  false, err);
 				if (e != PX_OK)
@@ -521,25 +904,16 @@ out_kill:
 	kill_all(s);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
 out_free:
-	if (s->own_dir) {
-		static const char *const suf[] = { "rep", "pull", "pub" };
-		char path[600];
-
-		for (uint32_t i = 0; i < s->nch; i++) {
-			for (int ep = 0; ep < DIST_EP_MAX; ep++) {
-				snprintf(path, sizeof(path), "%s/n%u.%s",
-					 s->dir, s->ch[i].node, suf[ep]);
-				(void)unlink(path);
-			}
-		}
-		snprintf(path, sizeof(path), "%s/agent.pull", s->dir);
-		(void)unlink(path);
-		(void)rmdir(s->dir);
-	}
-	if (s->ready[0] > 0)
+	for (uint32_t i = 0; i < s->nch; i++)
+		if (s->ch[i].errfd >= 0)
+			close(s->ch[i].errfd);
+	if (s->own_dir)
+		remove_dir(AT_FDCWD, s->dir);
+	if (s->ready[0] >= 0)
 		close(s->ready[0]);
-	if (s->ready[1] > 0)
+	if (s->ready[1] >= 0)
 		close(s->ready[1]);
 	if (s->ctx)
 		dist_logf(o, 7, "agent: %" PRIu64 " progress reports, last "
@@ -590,7 +964,9 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		int64_t start_s = px_now_wall_us() / 1000000, clock = 0;
 		int rc = run_once(o, &cur, resume, crash_at, err);
 
-		if (rc == 0 || rc == 124 || rc == 130 || local_stop ||
+		/* not for a bad command line or bad input: no use */
+		if (rc == 0 || rc == 2 || rc == 3 || rc == 124 || rc == 130 ||
+		    local_stop ||
 		    attempt >= l->max_restarts ||
 		    !resumable(o, start_s, &clock))
 			return rc;
