@@ -1,119 +1,811 @@
 /* main_proteus-trainer.c -- the trainer program: `train` (single
- * process), the distributed roles `coordinator`, `ps` and `worker` (see
- * docs/trainer.md), and `local`, which starts a whole job on this host.
+ * process), `eval` (a checkpoint), the distributed roles `coordinator`,
+ * `ps` and `worker` (see docs/trainer.md), and `local`, which starts a
+ * whole job on this host.
+ *
+ * Every option of every command is one row of topts[]: parsing, range
+ * checks, --help (with each default) and which options `local` passes on
+ * to the roles all read it.  Exit codes (docs/trainer.md, "Exit codes"):
+ * 0 ok, 1 failure, 2 usage, 3 bad input data; `local` also 124 (its
+ * --timeout), 130 (interrupted), 128+N (the coordinator killed by N).
  */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <unistd.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 #include "../common/px.h"
 #include "ckpt.h"
 #include "data.h"
 #include "dist.h"
+#include "kern_cuda.h"
 #include "train_local.h"
 
 #define PROG "proteus-trainer"
 
-static void usage(FILE *f)
+enum tx_exit {
+	TX_OK = 0,
+	TX_FAIL = 1,   /* the run failed (not the input's fault) */
+	TX_USAGE = 2,  /* bad command line */
+	TX_DATA = 3,   /* bad input data: data set, checkpoint */
+};
+
+/* The exit status for a run's error: bad input files are TX_DATA, as
+ * proteusctl's cli_exit_for has it. */
+static int exit_for(enum px_err e)
 {
-	fprintf(f,
-		"usage: " PROG " train [--model mlr|mlp] [--epochs N] "
-		"[--batch N]\n"
-		"                       [--lr X] [--momentum X] "
-		"[--weight-decay X] [--threads N]\n"
-		"                       [--schedule const|cosine] "
-		"[--device cpu|cuda] [--seed N]\n"
-		"                       [--data DIR] "
-		"[--max-train N] [--max-test N] [--json]\n"
-		"                       [--checkpoint FILE] [--resume FILE] "
-		"[--fault-crash-after EPOCH]\n"
-		"       " PROG " local --workers N --ps M [--reliable R] "
-		"[--slack S] [--stage 1|2|3]\n"
-		"                       [--stage-at CLOCK:STAGE] "
-		"[--shards N] [--kill-worker-every S]\n"
-		"                       [--kill-worker-at S]\n"
-		"                       [--kill-ps-at S] [--leave-worker-at S] "
-		"[--add-worker-at S]\n"
-		"                       [--pause-worker-at S] "
-		"[--pause-ps-at S] [--pause-for S]\n"
-		"                       [--stall-timeout S] "
-		"[--momentum-every N] [--fault-late-push MS]\n"
-		"                       [--checkpoint FILE "
-		"[--checkpoint-every CLOCKS]] [--resume FILE]\n"
-		"                       [--max-restarts N] "
-		"[--sole-copy-timeout S] [--fault-crash-at CLOCK]\n"
-		"                       [--dir DIR] [--timeout S] "
-		"[--heartbeat MS] [--hb-timeout MS]\n"
-		"                       [--eval-epochs] + the train options\n"
-		"       " PROG " eval FILE [--data DIR] [--max-test N] "
-		"[--threads N] [--json]\n"
-		"       " PROG " coordinator|ps|worker --node N --job ID "
-		"--coord ADDR --listen ADDR\n"
-		"                       [--agent ENDPOINT] (coordinator: "
-		"PROGRESS to the agent)\n"
-		"                       [--reliable] + the local options "
-		"(job key in $" DIST_KEY_ENV ")\n");
+	switch (e) {
+	case PX_OK:
+		return TX_OK;
+	case PX_EINVAL:
+	case PX_ETOOBIG:
+	case PX_ENOENT:
+		return TX_DATA;
+	default:
+		return TX_FAIL;
+	}
 }
 
-static int parse_range(const char *name, const char *s, uint64_t min,
-		       uint64_t max, uint64_t *ret)
+/* ---- the commands and their options ---- */
+
+enum {
+	C_TRAIN = 1 << 0,
+	C_LOCAL = 1 << 1,
+	C_ROLE = 1 << 2,  /* coordinator, ps, worker */
+	C_EVAL = 1 << 3,
+	C_DIST = C_LOCAL | C_ROLE,
+	C_RUN = C_TRAIN | C_DIST,
+};
+
+struct subcmd {
+	const char *name;
+	unsigned mask;        /* C_* */
+	const char *synopsis; /* after "usage: proteus-trainer NAME" */
+	const char *summary;  /* one line */
+	const char *more;     /* printed after the options; may be NULL */
+};
+
+static const struct subcmd subcmds[] = {
+	{ "train", C_TRAIN, "[OPTIONS]",
+	  "train a model in this one process, testing it after each epoch",
+	  NULL },
+	{ "local", C_LOCAL, "[OPTIONS]",
+	  "run a whole elastic parameter-server job on this host "
+	  "(coordinator, parameter servers, workers)",
+	  "The roles' output comes through local; a role that dies on its "
+	  "own ends the job at once with its error when the job cannot go "
+	  "on without it.  Also exits 124 (--timeout), 130 (interrupted), "
+	  "128+N (the coordinator killed by signal N)." },
+	{ "eval", C_EVAL, "FILE [OPTIONS]",
+	  "say what a checkpoint is and evaluate it on the test set",
+	  NULL },
+	{ "coordinator", C_ROLE, "--node N --job ID --coord ADDR "
+	  "--listen ADDR [OPTIONS]",
+	  "a job's coordinator: membership, clock, placement, evaluation "
+	  "(started by local or proteusd)",
+	  "The job key is read from $" DIST_KEY_ENV " (hex), never from the "
+	  "command line." },
+	{ "ps", C_ROLE, "--node N --job ID --coord ADDR --listen ADDR "
+	  "[OPTIONS]",
+	  "a parameter server holding shards of the model (started by local "
+	  "or proteusd)",
+	  "The job key is read from $" DIST_KEY_ENV " (hex), never from the "
+	  "command line." },
+	{ "worker", C_ROLE, "--node N --job ID --coord ADDR --listen ADDR "
+	  "[OPTIONS]",
+	  "a worker computing gradients on its partition (started by local "
+	  "or proteusd)",
+	  "The job key is read from $" DIST_KEY_ENV " (hex), never from the "
+	  "command line." },
+};
+
+#define N_SUBCMDS (sizeof(subcmds) / sizeof(subcmds[0]))
+
+/* Where options land: everything a command may be given. */
+struct tcli {
+	struct dist_opts o;  /* train's options are o.train, o.data_dir,
+				o.max_train, o.max_test, o.json */
+	struct dist_local l; /* local's own */
+};
+
+enum opt_kind {
+	K_UINT,      /* unsigned integer of .size bytes in [min, max] */
+	K_SECS,      /* double, seconds in [0, 1e6] */
+	K_FLOAT,     /* float in [min, max] (see F_*_OPEN) */
+	K_STR,       /* const char *, not empty */
+	K_FLAG,      /* bool, no value */
+	K_MODEL,     /* enum model_kind */
+	K_DEVICE,    /* enum train_device */
+	K_SCHEDULE,  /* enum train_schedule */
+	K_ADDR,      /* char[.size]: a base address (dist_endpoint) */
+	K_ENDPOINT,  /* char[.size]: an endpoint */
+	K_STAGE_AT,  /* "CLOCK:STAGE" into o.stage_at, o.stage_to */
+};
+
+enum {
+	F_MIN_OPEN = 1 << 0, /* K_FLOAT: > min, not >= */
+	F_MAX_OPEN = 1 << 1, /* K_FLOAT: < max, not <= */
+	F_NOPASS = 1 << 2,   /* local keeps it (the coordinator gets it
+				from local itself, not on restarts) */
+	F_HIDDEN = 1 << 3,   /* not in --help (between local and roles) */
+	F_NORANGE = 1 << 4,  /* K_UINT: the range is not worth printing */
+};
+
+struct topt {
+	const char *name;  /* long option, without "--" */
+	const char *arg;   /* its value in --help; NULL: a switch */
+	unsigned cmds;     /* C_*: the commands that take it */
+	enum opt_kind kind;
+	size_t off;        /* where in struct tcli */
+	size_t size;       /* bytes there */
+	double min, max;   /* K_UINT, K_FLOAT */
+	unsigned flags;    /* F_* */
+	const char *help;  /* what it does (--help) */
+	const char *def;   /* the default as --help says it; NULL: the
+			      value in the defaults (see tcli_default) */
+};
+
+#define OPT(n, a, c, k, f, lo, hi, fl, h, d) \
+	{ .name = n, .arg = a, .cmds = c, .kind = k, \
+	  .off = offsetof(struct tcli, f), \
+	  .size = sizeof(((struct tcli *)0)->f), .min = lo, .max = hi, \
+	  .flags = fl, .help = h, .def = d }
+
+static const struct topt topts[] = {
+	/* the model and its training */
+	OPT("model", "mlr|mlp", C_RUN, K_MODEL, o.train.model, 0, 0, 0,
+	    "multinomial logistic regression, or an MLP 784-256-256-10",
+	    NULL),
+	OPT("epochs", "N", C_RUN, K_UINT, o.train.epochs, 1, 100000, 0,
+	    "passes over the training set", NULL),
+	OPT("batch", "N", C_RUN, K_UINT, o.train.batch, 1, MODEL_MAX_BATCH,
+	    0, "examples per step, per worker and clock", NULL),
+	OPT("lr", "X", C_RUN, K_FLOAT, o.train.lr, 0, 1e6, F_MIN_OPEN,
+	    "learning rate, > 0", NULL),
+	OPT("momentum", "X", C_RUN, K_FLOAT, o.train.momentum, 0, 1,
+	    F_MAX_OPEN, "SGD momentum, in [0, 1)", NULL),
+	OPT("weight-decay", "X", C_RUN, K_FLOAT, o.train.weight_decay, 0,
+	    1e6, 0, "L2 weight decay, >= 0", NULL),
+	OPT("schedule", "const|cosine", C_RUN, K_SCHEDULE, o.train.schedule,
+	    0, 0, 0, "learning rate over the run", NULL),
+	OPT("device", "cpu|cuda", C_RUN, K_DEVICE, o.train.device, 0, 0, 0,
+	    "where the gradients are computed; cuda needs a GPU and "
+	    KERN_CUDA_LIB, NULL),
+	OPT("threads", "N", C_RUN | C_EVAL, K_UINT, o.train.threads, 0, 1024,
+	    0, "OpenBLAS threads, 0: its default", NULL),
+	OPT("seed", "N", C_RUN, K_UINT, o.train.seed, 0, (double)UINT64_MAX,
+	    F_NORANGE, "initial parameters and shuffles", NULL),
+	/* data */
+	OPT("data", "DIR", C_RUN | C_EVAL, K_STR, o.data_dir, 0, 0, 0,
+	    "the Fashion-MNIST files", DATA_FASHION_MNIST_DIR),
+	OPT("max-train", "N", C_RUN, K_UINT, o.max_train, 0,
+	    DATA_IDX_MAX_ITEMS, F_NORANGE,
+	    "training examples used, 0: all", NULL),
+	OPT("max-test", "N", C_RUN | C_EVAL, K_UINT, o.max_test, 0,
+	    DATA_IDX_MAX_ITEMS, F_NORANGE, "test examples used, 0: all",
+	    NULL),
+	OPT("json", NULL, C_RUN | C_EVAL, K_FLAG, o.json, 0, 0, 0,
+	    "print the result as one JSON object on stdout, progress on "
+	    "stderr",
+	    NULL),
+	/* train's checkpoints */
+	OPT("checkpoint", "FILE", C_TRAIN, K_STR, o.train.checkpoint, 0, 0, 0,
+	    "write a checkpoint here after each epoch; its directory must "
+	    "be writable", "none"),
+	OPT("resume", "FILE", C_TRAIN, K_STR, o.train.resume, 0, 0, 0,
+	    "go on from this checkpoint of a run of the same shape", "none"),
+	OPT("fault-crash-after", "EPOCH", C_TRAIN, K_UINT,
+	    o.train.fault_crash_after, 0, 100000, F_NORANGE,
+	    "test fault: SIGKILL itself after this epoch's checkpoint, "
+	    "0: never", NULL),
+	/* the distributed job */
+	OPT("workers", "N", C_DIST, K_UINT, o.workers, 1, DIST_MAX_NODES, 0,
+	    "workers at the start (the partitions)", NULL),
+	OPT("ps", "N", C_DIST, K_UINT, o.ps, 1, DIST_MAX_NODES, 0,
+	    "parameter servers", NULL),
+	OPT("reliable", "R", C_LOCAL, K_UINT, l.reliable, 0, DIST_MAX_NODES,
+	    F_NORANGE, "how many of the PS are reliable, at most --ps",
+	    NULL),
+	OPT("reliable", NULL, C_ROLE, K_FLAG, o.reliable, 0, 0, 0,
+	    "this node is reliable (on-demand)", NULL),
+	OPT("slack", "S", C_DIST, K_UINT, o.slack, 0, UINT16_MAX, 0,
+	    "SSP staleness bound in clocks, 0: BSP", NULL),
+	OPT("stage", "N", C_DIST, K_UINT, o.stage, 1, 3, 0,
+	    "placement stage: 1 PS on reliable nodes, 2 with backups, "
+	    "3 and reliable workers hold no partition", NULL),
+	OPT("stage-at", "CLOCK:STAGE", C_DIST, K_STAGE_AT, o.stage_at, 0, 0,
+	    0, "switch to STAGE (1..3) at CLOCK", "never"),
+	OPT("shards", "N", C_DIST, K_UINT, o.shards, 0, DIST_MAX_SHARDS, 0,
+	    "shards of the parameter vector, 0: one per PS", NULL),
+	OPT("eval-epochs", NULL, C_DIST, K_FLAG, o.eval_epochs, 0, 0, 0,
+	    "evaluate on the test set after each epoch", NULL),
+	OPT("heartbeat", "MS", C_DIST, K_UINT, o.hb_ms, 1, 60000, 0,
+	    "heartbeat interval", NULL),
+	OPT("hb-timeout", "MS", C_DIST, K_UINT, o.hb_timeout_ms, 1, 600000,
+	    0, "a node silent this long is lost; more than --heartbeat",
+	    NULL),
+	OPT("stall-timeout", "S", C_DIST, K_UINT, o.stall_timeout_s, 0,
+	    86400, 0, "fail the job after this long without progress, "
+	    "0: never", NULL),
+	OPT("sole-copy-timeout", "S", C_DIST, K_UINT, o.sole_copy_timeout_s,
+	    0, 86400, 0, "with a checkpoint, fail at once when a PS holding "
+	    "a shard's only copy is silent this long, 0: --stall-timeout",
+	    NULL),
+	OPT("momentum-every", "N", C_DIST, K_UINT, o.momentum_every, 0,
+	    1000000, F_NORANGE, "an ActivePS forwards its momentum to the "
+	    "backup every N clocks, 0: never", NULL),
+	OPT("checkpoint", "FILE", C_DIST, K_STR, o.checkpoint, 0, 0, 0,
+	    "the coordinator writes checkpoints here after each evaluation; "
+	    "its directory must be writable", "none"),
+	OPT("checkpoint-every", "CLOCKS", C_DIST, K_UINT, o.checkpoint_every,
+	    0, INT32_MAX, F_NORANGE, "and every CLOCKS clocks, 0: after "
+	    "evaluations only; needs --checkpoint", NULL),
+	OPT("resume", "FILE", C_DIST, K_STR, o.resume, 0, 0, F_NOPASS,
+	    "go on from this checkpoint of a job of the same shape", "none"),
+	OPT("max-restarts", "N", C_LOCAL, K_UINT, l.max_restarts, 0, 100, 0,
+	    "restart a failed job from its checkpoint up to N times; needs "
+	    "--checkpoint", NULL),
+	OPT("timeout", "S", C_LOCAL, K_SECS, l.timeout_s, 0, 0, 0,
+	    "stop the job after S seconds, exit 124", "none"),
+	OPT("dir", "DIR", C_LOCAL, K_STR, l.dir, 0, 0, 0,
+	    "the sockets' directory", "$TMPDIR/pxtrainer.PID.XXXXXX"),
+	/* local's churn */
+	OPT("kill-worker-every", "S", C_LOCAL, K_SECS, l.kill_worker_every,
+	    0, 0, 0, "SIGKILL a worker every S s and start another",
+	    "never"),
+	OPT("kill-worker-at", "S", C_LOCAL, K_SECS, l.kill_worker_at, 0, 0,
+	    0, "SIGKILL a worker once, S s into the job, and start another",
+	    "never"),
+	OPT("kill-ps-at", "S", C_LOCAL, K_SECS, l.kill_ps_at, 0, 0, 0,
+	    "SIGKILL a transient PS at S s and start another", "never"),
+	OPT("leave-worker-at", "S", C_LOCAL, K_SECS, l.leave_worker_at, 0, 0,
+	    0, "SIGTERM a worker (it leaves) at S s and start another",
+	    "never"),
+	OPT("add-worker-at", "S", C_LOCAL, K_SECS, l.add_worker_at, 0, 0, 0,
+	    "start one more worker at S s", "never"),
+	OPT("pause-worker-at", "S", C_LOCAL, K_SECS, l.pause_worker_at, 0, 0,
+	    0, "SIGSTOP a worker at S s", "never"),
+	OPT("pause-ps-at", "S", C_LOCAL, K_SECS, l.pause_ps_at, 0, 0, 0,
+	    "SIGSTOP a transient PS at S s", "never"),
+	OPT("pause-for", "S", C_LOCAL, K_SECS, l.pause_for, 0, 0, 0,
+	    "SIGCONT it S s later, 0: never", NULL),
+	/* test faults */
+	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
+	    90, 0, "test fault: workers send CLOCK first, their pushes MS "
+	    "later, 0: off", NULL),
+	OPT("fault-crash-at", "CLOCK", C_DIST, K_UINT, o.fault_crash_at, 0,
+	    INT32_MAX, F_NOPASS | F_NORANGE, "test fault: the coordinator "
+	    "SIGKILLs itself at CLOCK, 0: never", NULL),
+	/* a role's place in the job (local and proteusd give them) */
+	OPT("node", "N", C_ROLE, K_UINT, o.node.v, 0, UINT32_MAX - 1,
+	    F_NORANGE, "this node's id; the coordinator is 0", NULL),
+	OPT("job", "ID", C_ROLE, K_UINT, o.job, 0, (double)UINT64_MAX,
+	    F_NORANGE, "the job's id", NULL),
+	OPT("coord", "ADDR", C_ROLE, K_ADDR, o.coord, 0, 0, 0,
+	    "the coordinator's base address: ipc:///dir/n0 or "
+	    "tcp://host:port", "none"),
+	OPT("listen", "ADDR", C_ROLE, K_ADDR, o.listen, 0, 0, 0,
+	    "this node's base address", "none"),
+	OPT("agent", "ENDPOINT", C_ROLE, K_ENDPOINT, o.agent, 0, 0, 0,
+	    "coordinator: PUSH PROGRESS frames to the agent's PULL here",
+	    "none"),
+	OPT("ready-fd", "FD", C_ROLE, K_UINT, o.ready_fd, 3, 1023, F_HIDDEN,
+	    "coordinator: one byte there when the job starts", NULL),
+};
+
+#define N_TOPTS (sizeof(topts) / sizeof(topts[0]))
+#define OPT_BASE 0x100 /* getopt_long's val for topts[i]: OPT_BASE + i */
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void log_cb(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	log_msg((enum log_level)level, "%s", msg);
+}
+
+/* Every option at its default for command sc (eval: one thread). */
+static void tcli_default(struct tcli *t, const struct subcmd *sc)
+{
+	memset(t, 0, sizeof(*t));
+	dist_opts_default(&t->o);
+	t->o.log = log_cb;
+	t->o.stop = &stop_flag;
+	t->l.self = "/proc/self/exe";
+	if (sc->mask == C_EVAL)
+		t->o.train.threads = 1;
+}
+
+static const struct subcmd *find_subcmd(const char *name)
+{
+	for (size_t i = 0; i < N_SUBCMDS; i++)
+		if (!strcmp(subcmds[i].name, name))
+			return &subcmds[i];
+	return NULL;
+}
+
+/* A usage error: one line, and where to read more.  Returns TX_USAGE. */
+static int usage_error(const struct subcmd *sc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int usage_error(const struct subcmd *sc, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_err("%s (see '" PROG "%s%s --help')", msg, sc ? " " : "",
+		sc ? sc->name : "");
+	return TX_USAGE;
+}
+
+/* text from column col (the cursor is there), wrapped at 79 columns,
+ * continued at column indent. */
+static void print_wrapped(FILE *f, const char *text, int col, int indent)
+{
+	const char *p = text;
+
+	while (*p) {
+		size_t w = strcspn(p, " ");
+
+		if (col > indent && col + 1 + (int)w > 79) {
+			fprintf(f, "\n%*s", indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", (int)w, p);
+		col += (int)w;
+		p += w;
+		p += strspn(p, " ");
+	}
+	fputc('\n', f);
+}
+
+static uint64_t get_uint(const void *p, size_t size)
+{
+	uint8_t u8;
+	uint16_t u16;
+	uint32_t u32;
+	uint64_t u64 = 0;
+
+	switch (size) {
+	case 1:
+		memcpy(&u8, p, 1);
+		return u8;
+	case 2:
+		memcpy(&u16, p, 2);
+		return u16;
+	case 4:
+		memcpy(&u32, p, 4);
+		return u32;
+	default:
+		memcpy(&u64, p, sizeof(u64));
+		return u64;
+	}
+}
+
+static void set_uint(void *p, size_t size, uint64_t v)
+{
+	uint8_t u8 = (uint8_t)v;
+	uint16_t u16 = (uint16_t)v;
+	uint32_t u32 = (uint32_t)v;
+
+	switch (size) {
+	case 1:
+		memcpy(p, &u8, 1);
+		break;
+	case 2:
+		memcpy(p, &u16, 2);
+		break;
+	case 4:
+		memcpy(p, &u32, 4);
+		break;
+	default:
+		memcpy(p, &v, sizeof(v));
+		break;
+	}
+}
+
+/* A float as the user would type it: the fewest digits that read back
+ * as f (0.05, not 0.0500000007). */
+static double float_as_typed(float f)
+{
+	char buf[32];
+
+	for (int p = 1; p <= 9; p++) {
+		snprintf(buf, sizeof(buf), "%.*g", p, (double)f);
+		if (strtof(buf, NULL) == f)
+			break;
+	}
+	return strtod(buf, NULL);
+}
+
+/* The default of option o as --help says it. */
+static void default_text(const struct topt *o, const struct tcli *d,
+			 char *buf, size_t len)
+{
+	const void *p = (const char *)d + o->off;
+
+	if (o->def) {
+		snprintf(buf, len, "%s", o->def);
+		return;
+	}
+	switch (o->kind) {
+	case K_UINT:
+		snprintf(buf, len, "%" PRIu64, get_uint(p, o->size));
+		break;
+	case K_SECS:
+		snprintf(buf, len, "%g", *(const double *)p);
+		break;
+	case K_FLOAT:
+		snprintf(buf, len, "%g", float_as_typed(*(const float *)p));
+		break;
+	case K_FLAG:
+		snprintf(buf, len, "off");
+		break;
+	case K_MODEL:
+		snprintf(buf, len, "%s",
+			 model_kind_name(*(const enum model_kind *)p));
+		break;
+	case K_DEVICE:
+		snprintf(buf, len, "%s", *(const enum train_device *)p ==
+			 TRAIN_DEV_CUDA ? "cuda" : "cpu");
+		break;
+	case K_SCHEDULE:
+		snprintf(buf, len, "%s", *(const enum train_schedule *)p ==
+			 TRAIN_LR_COSINE ? "cosine" : "const");
+		break;
+	default:
+		snprintf(buf, len, "none");
+		break;
+	}
+}
+
+/* `proteus-trainer CMD --help`: synopsis, what it is, every option with
+ * its default. */
+static void help(const struct subcmd *sc, FILE *f)
+{
+	struct tcli d;
+
+	tcli_default(&d, sc);
+	fprintf(f, "usage: " PROG " %s %s\n", sc->name, sc->synopsis);
+	print_wrapped(f, sc->summary, 0, 0);
+	fprintf(f, "\noptions:\n");
+	for (size_t i = 0; i < N_TOPTS; i++) {
+		const struct topt *o = &topts[i];
+		char name[64], def[96], text[400];
+		int col;
+
+		if (!(o->cmds & sc->mask) || (o->flags & F_HIDDEN))
+			continue;
+		col = snprintf(name, sizeof(name), "  --%s%s%s", o->name,
+			       o->arg ? " " : "", o->arg ? o->arg : "");
+		default_text(o, &d, def, sizeof(def));
+		if (o->kind == K_UINT && !(o->flags & F_NORANGE))
+			snprintf(text, sizeof(text), "%s (%.0f..%.0f; default "
+				 "%s)", o->help, o->min, o->max, def);
+		else
+			snprintf(text, sizeof(text), "%s (default %s)",
+				 o->help, def);
+		fputs(name, f);
+		if (col >= 27) {
+			fprintf(f, "\n%*s", 28, "");
+		} else {
+			fprintf(f, "%*s", 28 - col, "");
+		}
+		print_wrapped(f, text, 28, 28);
+	}
+	fprintf(f, "  --help                    this help\n");
+	if (sc->more) {
+		fputc('\n', f);
+		print_wrapped(f, sc->more, 0, 0);
+	}
+	fprintf(f, "\nexit: 0 ok, 1 failure, 2 usage, 3 bad input data "
+		   "(docs/trainer.md, \"Exit codes\")\n");
+}
+
+/* `proteus-trainer --help`: the commands. */
+static void help_all(FILE *f)
+{
+	fprintf(f, "usage: " PROG " COMMAND [OPTIONS]\n"
+		   "       " PROG " --help | --version\n\n"
+		   "commands:\n");
+	for (size_t i = 0; i < N_SUBCMDS; i++) {
+		fprintf(f, "  %-12s ", subcmds[i].name);
+		print_wrapped(f, subcmds[i].summary, 15, 15);
+	}
+	fprintf(f, "\n'" PROG " COMMAND --help' describes a command's "
+		   "options and\ntheir defaults.\n"
+		   "exit: 0 ok, 1 failure, 2 usage, 3 bad input data; local "
+		   "also 124 timeout,\n"
+		   "      130 interrupted, 128+N coordinator killed by signal "
+		   "N\n");
+}
+
+/* "CLOCK:STAGE" */
+static int parse_stage_at(const char *s, struct dist_opts *o)
 {
 	char *end;
-	unsigned long long v;
+	long long c;
+	unsigned long st;
 
 	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max) {
-		log_err("bad --%s '%s' (an integer in %" PRIu64 "..%" PRIu64
-			")", name, s, min, max);
+	c = strtoll(s, &end, 10);
+	if (errno || end == s || *end != ':' || c < 0 || s[0] == '-')
 		return -1;
-	}
-	*ret = v;
+	st = strtoul(end + 1, &end, 10);
+	if (errno || *end || end[-1] == ':' || st < 1 || st > 3)
+		return -1;
+	o->stage_at = c;
+	o->stage_to = (uint8_t)st;
 	return 0;
 }
 
-static int parse_u64(const char *name, const char *s, uint64_t max,
-		     uint64_t *ret)
+/* The value of option o into t; a usage error on a bad one. */
+static int set_opt(const struct subcmd *sc, const struct topt *o,
+		   const char *arg, struct tcli *t)
 {
-	return parse_range(name, s, 0, max, ret);
-}
-
-/* The distributed roles' plain numeric options, by table. */
-struct u32_opt {
-	int opt;
-	const char *name;
-	uint32_t min, max;
-	uint32_t *dst;
-};
-
-struct secs_opt {
-	int opt;
-	const char *name;
-	double *dst;
-};
-
-static int parse_float(const char *name, const char *s, float *ret)
-{
-	char *end;
-	float v;
+	void *p = (char *)t + o->off;
+	struct px_error err = { 0 };
+	char *end, buf[DIST_ADDR_MAX + 16];
+	enum px_err e = PX_OK;
 
 	errno = 0;
-	v = strtof(s, &end);
-	if (errno || end == s || *end || !(v >= 0.0f) || v > 1e6f) {
-		log_err("bad --%s '%s' (a number >= 0)", name, s);
-		return -1;
+	switch (o->kind) {
+	case K_UINT: {
+		unsigned long long v = strtoull(arg, &end, 10);
+
+		if (errno || end == arg || *end || arg[0] < '0' ||
+		    arg[0] > '9' || (double)v < o->min || (double)v > o->max)
+			return usage_error(sc, "bad --%s '%s' (an integer in "
+					   "%.0f..%.0f)", o->name, arg,
+					   o->min, o->max);
+		set_uint(p, o->size, v);
+		return 0;
 	}
-	*ret = v;
+	case K_SECS: {
+		double v = strtod(arg, &end);
+
+		if (errno || end == arg || *end || !(v >= 0.0) || v > 1e6)
+			return usage_error(sc, "bad --%s '%s' (seconds, 0 to "
+					   "1000000)", o->name, arg);
+		*(double *)p = v;
+		return 0;
+	}
+	case K_FLOAT: {
+		float v = strtof(arg, &end);
+		bool lo = (o->flags & F_MIN_OPEN) ? v > o->min : v >= o->min;
+		bool hi = (o->flags & F_MAX_OPEN) ? v < o->max : v <= o->max;
+
+		if (errno || end == arg || *end || !isfinite(v) || !lo || !hi)
+			return usage_error(sc, "bad --%s '%s' (a number %s %.10g "
+					   "and %s %.10g)", o->name, arg,
+					   (o->flags & F_MIN_OPEN) ? ">" : ">=",
+					   o->min,
+					   (o->flags & F_MAX_OPEN) ? "<" : "<=",
+					   o->max);
+		*(float *)p = v;
+		return 0;
+	}
+	case K_STR:
+		if (!arg[0])
+			return usage_error(sc, "--%s needs a value, not ''",
+					   o->name);
+		*(const char **)p = arg;
+		return 0;
+	case K_FLAG:
+		*(bool *)p = true;
+		return 0;
+	case K_MODEL:
+		e = model_kind_parse(arg, (enum model_kind *)p, &err);
+		break;
+	case K_DEVICE:
+		e = train_device_parse(arg, (enum train_device *)p, &err);
+		break;
+	case K_SCHEDULE:
+		e = train_schedule_parse(arg, (enum train_schedule *)p, &err);
+		break;
+	case K_ADDR:
+	case K_ENDPOINT:
+		if (strlen(arg) >= o->size)
+			return usage_error(sc, "--%s '%s': longer than %zu "
+					   "bytes", o->name, arg, o->size - 1);
+		if (o->kind == K_ADDR)
+			e = dist_endpoint(arg, DIST_EP_REP, buf, sizeof(buf),
+					  &err);
+		if (e == PX_OK)
+			snprintf(p, o->size, "%s", arg);
+		break;
+	case K_STAGE_AT:
+		if (parse_stage_at(arg, &t->o))
+			return usage_error(sc, "bad --stage-at '%s' "
+					   "(CLOCK:STAGE, stage 1..3)", arg);
+		return 0;
+	}
+	if (e != PX_OK)
+		return usage_error(sc, "--%s: %s", o->name, err.msg);
 	return 0;
+}
+
+/* Parse sc's options (argv[0] is the command) into t.  For local, the
+ * arguments the roles take are appended to role_args (*nargs of them).
+ * Returns -1 to go on, else the exit status (TX_OK after --help). */
+static int parse(const struct subcmd *sc, int argc, char **argv,
+		 struct tcli *t, char **role_args, size_t *nargs)
+{
+	struct option lo[N_TOPTS + 2];
+	size_t n = 0;
+	int c, prev = 1, rc;
+
+	for (size_t i = 0; i < N_TOPTS; i++)
+		if (topts[i].cmds & sc->mask)
+			lo[n++] = (struct option){
+				topts[i].name, topts[i].arg
+					? required_argument : no_argument,
+				NULL, OPT_BASE + (int)i };
+	lo[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+	opterr = 0; /* our own one-line errors */
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+		const struct topt *o;
+
+		if (c == 'h') {
+			help(sc, stdout);
+			return TX_OK;
+		}
+		if (c == '?' || c == ':' || c < OPT_BASE ||
+		    c >= OPT_BASE + (int)N_TOPTS)
+			return usage_error(sc, c == ':' ? "option '%s' for "
+					   "'%s' needs a value" :
+					   "unknown option '%s' for '%s'",
+					   argv[optind - 1], sc->name);
+		o = &topts[c - OPT_BASE];
+		rc = set_opt(sc, o, optarg, t);
+		if (rc)
+			return rc;
+		if (role_args && (o->cmds & C_ROLE) && !(o->flags & F_NOPASS))
+			for (int i = prev; i < optind; i++)
+				role_args[(*nargs)++] = argv[i];
+		prev = optind;
+	}
+	if (sc->mask == C_EVAL && optind == argc)
+		return usage_error(sc, "eval needs a checkpoint FILE");
+	if (optind < argc - (sc->mask == C_EVAL))
+		return usage_error(sc, "unexpected argument '%s' for '%s'",
+				   argv[sc->mask == C_EVAL ? optind + 1
+							   : optind],
+				   sc->name);
+	return -1;
+}
+
+/* What no single option's range says.  -1: fine, else the exit status. */
+static int check_combination(const struct subcmd *sc, const struct tcli *t)
+{
+	const struct dist_opts *o = &t->o;
+
+	if (!(sc->mask & C_DIST))
+		return -1;
+	if (o->checkpoint_every && !o->checkpoint)
+		return usage_error(sc, "--checkpoint-every needs --checkpoint "
+				   "FILE");
+	if (t->l.max_restarts && !o->checkpoint)
+		return usage_error(sc, "--max-restarts needs --checkpoint FILE "
+				   "(a restart resumes from it)");
+	if (t->l.reliable > o->ps)
+		return usage_error(sc, "--reliable %u is more than --ps %u",
+				   t->l.reliable, o->ps);
+	if (o->hb_timeout_ms <= o->hb_ms)
+		return usage_error(sc, "--hb-timeout %u must be more than "
+				   "--heartbeat %u", o->hb_timeout_ms,
+				   o->hb_ms);
+	if (sc->mask == C_ROLE && (!o->coord[0] || !o->listen[0]))
+		return usage_error(sc, "%s needs --coord and --listen",
+				   sc->name);
+	return -1;
+}
+
+/* The files named on the command line, before anything starts: a
+ * checkpoint to write must be writable (exit 2), one to resume from
+ * must read back whole (exit 3).  -1: fine, else the exit status. */
+static int check_files(const char *ckpt, const char *resume)
+{
+	struct px_error err = { 0 };
+	struct ckpt_meta m;
+	float *w, *v;
+	enum px_err e;
+
+	if (ckpt && ckpt_check_writable(ckpt, &err) != PX_OK) {
+		log_err("--checkpoint: %s", err.msg);
+		return TX_USAGE;
+	}
+	if (!resume)
+		return -1;
+	e = ckpt_read(resume, &m, &w, &v, &err);
+	if (e != PX_OK) {
+		log_err("--resume: %s", err.msg);
+		return e == PX_ENOMEM ? TX_FAIL : TX_DATA;
+	}
+	free(w);
+	free(v);
+	return -1;
+}
+
+/* ---- results ---- */
+
+/* The fewest significant digits that read back as v, and no fewer than
+ * its integer digits (100.0, not 1e2). */
+static int real_digits(double v)
+{
+	double a = fabs(v);
+	char buf[40];
+	int p = 1;
+
+	while (p < 17 && a >= pow(10.0, p))
+		p++;
+	for (; p < 17; p++) {
+		snprintf(buf, sizeof(buf), "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	return p;
+}
+
+/* Print a flat JSON object and a newline, each real in the fewest
+ * digits that read back exactly (jansson alone prints 17: 0.05 would be
+ * 0.050000000000000003). */
+static int print_json(FILE *f, json_t *j)
+{
+	const char *k;
+	json_t *v;
+	bool first = true;
+
+	if (!j)
+		return -1;
+	fputc('{', f);
+	json_object_foreach(j, k, v) {
+		json_t *key = json_string(k);
+		size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
+		char *ks, *vs;
+
+		if (json_is_real(v))
+			flags |= JSON_REAL_PRECISION(
+				real_digits(json_real_value(v)));
+		ks = key ? json_dumps(key, JSON_ENCODE_ANY) : NULL;
+		vs = json_dumps(v, flags);
+		json_decref(key);
+		if (!ks || !vs) {
+			free(ks);
+			free(vs);
+			return -1;
+		}
+		fprintf(f, "%s%s:%s", first ? "" : ",", ks, vs);
+		first = false;
+		free(ks);
+		free(vs);
+	}
+	fputs("}\n", f);
+	return fflush(f) == 0 ? 0 : -1;
 }
 
 static bool print_epoch(void *arg, const struct train_epoch *e)
@@ -128,18 +820,21 @@ static bool print_epoch(void *arg, const struct train_epoch *e)
 	return true;
 }
 
-static int print_json(const struct train_opts *o,
-		      const struct train_result *r)
+/* train's result: the options as given, resumed_from the epochs done
+ * before --resume (null without). */
+static int print_train_json(const struct train_opts *o,
+			    const struct train_result *r)
 {
-	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:f, s:f, s:I, s:I, "
-			      "s:f, s:f, s:f, s:f, s:f, s:I}",
+	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o, s:I, s:I, "
+			      "s:f, s:f, s:f, s:f, s:f, s:o}",
 			      "model", model_kind_name(o->model),
 			      "device", o->device == TRAIN_DEV_CUDA ? "cuda"
 								   : "cpu",
 			      "epochs", (json_int_t)r->epochs,
 			      "threads", o->threads,
-			      "lr", (double)o->lr,
-			      "momentum", (double)o->momentum,
+			      "lr", json_real(float_as_typed(o->lr)),
+			      "momentum",
+			      json_real(float_as_typed(o->momentum)),
 			      "batch", (json_int_t)o->batch,
 			      "params", (json_int_t)r->n_params,
 			      "test_accuracy", r->test_accuracy,
@@ -147,253 +842,118 @@ static int print_json(const struct train_opts *o,
 			      "samples_per_sec", r->samples_per_sec,
 			      "train_seconds", r->train_seconds,
 			      "wall_seconds", r->wall_seconds,
-			      "resumed_from", (json_int_t)r->resumed_from);
-	int rc = -1;
+			      "resumed_from", o->resume
+				      ? json_integer(r->resumed_from)
+				      : json_null());
+	int rc = print_json(stdout, j);
 
-	if (j && json_dumpf(j, stdout, JSON_COMPACT) == 0) {
-		fputc('\n', stdout);
-		rc = 0;
-	}
 	json_decref(j);
 	return rc;
 }
 
-static int cmd_train(int argc, char **argv)
+/* ---- the commands ---- */
+
+static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "batch", required_argument, NULL, 'b' },
-		{ "checkpoint", required_argument, NULL, 'C' },
-		{ "fault-crash-after", required_argument, NULL, 'F' },
-		{ "resume", required_argument, NULL, 'R' },
-		{ "data", required_argument, NULL, 'D' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "epochs", required_argument, NULL, 'e' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "lr", required_argument, NULL, 'l' },
-		{ "max-test", required_argument, NULL, 'T' },
-		{ "max-train", required_argument, NULL, 'N' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "momentum", required_argument, NULL, 'M' },
-		{ "schedule", required_argument, NULL, 'S' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "weight-decay", required_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct data_set train = { 0 }, test = { 0 };
-	struct train_result res;
-	struct train_opts o;
 	struct px_error err = { 0 };
-	const char *dir = NULL;
-	uint64_t v, max_train = 0, max_test = 0;
-	bool json = false;
-	int c, rc = 1;
+	struct train_result res;
+	struct tcli t;
+	struct train_opts *o = &t.o.train;
+	int rc;
 	enum px_err e;
 
-	train_opts_default(&o);
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			if (parse_u64("batch", optarg, MODEL_MAX_BATCH, &v))
-				return 2;
-			o.batch = (uint32_t)v;
-			break;
-		case 'C':
-			o.checkpoint = optarg;
-			break;
-		case 'F':
-			if (parse_u64("fault-crash-after", optarg, 100000, &v))
-				return 2;
-			o.fault_crash_after = (uint32_t)v;
-			break;
-		case 'R':
-			o.resume = optarg;
-			break;
-		case 'D':
-			dir = optarg;
-			break;
-		case 'd':
-			if (train_device_parse(optarg, &o.device, &err)) {
-				log_err("%s", err.msg);
-				return 2;
-			}
-			break;
-		case 'e':
-			if (parse_u64("epochs", optarg, 100000, &v))
-				return 2;
-			o.epochs = (uint32_t)v;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'j':
-			json = true;
-			break;
-		case 'l':
-			if (parse_float("lr", optarg, &o.lr))
-				return 2;
-			break;
-		case 'M':
-			if (parse_float("momentum", optarg, &o.momentum))
-				return 2;
-			break;
-		case 'm':
-			if (model_kind_parse(optarg, &o.model, &err)) {
-				log_err("%s", err.msg);
-				return 2;
-			}
-			break;
-		case 'N':
-			if (parse_u64("max-train", optarg, DATA_IDX_MAX_ITEMS,
-				      &max_train))
-				return 2;
-			break;
-		case 'S':
-			if (train_schedule_parse(optarg, &o.schedule, &err)) {
-				log_err("%s", err.msg);
-				return 2;
-			}
-			break;
-		case 's':
-			if (parse_u64("seed", optarg, UINT64_MAX, &o.seed))
-				return 2;
-			break;
-		case 'T':
-			if (parse_u64("max-test", optarg, DATA_IDX_MAX_ITEMS,
-				      &max_test))
-				return 2;
-			break;
-		case 't':
-			if (parse_u64("threads", optarg, 1024, &v))
-				return 2;
-			o.threads = (int)v;
-			break;
-		case 'w':
-			if (parse_float("weight-decay", optarg,
-					&o.weight_decay))
-				return 2;
-			break;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	e = data_load_fashion_mnist(dir, true, (uint32_t)max_train, &train,
-				    &err);
+	tcli_default(&t, sc);
+	rc = parse(sc, argc, argv, &t, NULL, NULL);
+	if (rc < 0)
+		rc = check_files(o->checkpoint, o->resume);
+	if (rc >= 0)
+		return rc;
+	e = data_load_fashion_mnist(t.o.data_dir, true, t.o.max_train,
+				    &train, &err);
 	if (e == PX_OK)
-		e = data_load_fashion_mnist(dir, false, (uint32_t)max_test,
+		e = data_load_fashion_mnist(t.o.data_dir, false, t.o.max_test,
 					    &test, &err);
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
 		goto out_release;
 	}
-	if (!json)
+	if (!t.o.json)
 		printf("training %s on %u examples (%u test), device %s, "
 		       "batch %u, lr %g, momentum %g\n",
-		       model_kind_name(o.model), train.n, test.n,
-		       o.device == TRAIN_DEV_CUDA ? "cuda" : "cpu", o.batch,
-		       (double)o.lr, (double)o.momentum);
-	e = train_local_run(&o, &train, &test, print_epoch, &json, &res,
+		       model_kind_name(o->model), train.n, test.n,
+		       o->device == TRAIN_DEV_CUDA ? "cuda" : "cpu", o->batch,
+		       float_as_typed(o->lr), float_as_typed(o->momentum));
+	e = train_local_run(o, &train, &test, print_epoch, &t.o.json, &res,
 			    &err);
 	if (e != PX_OK) {
 		log_err("training failed: %s", err.msg);
 		goto out_release;
 	}
-	if (json)
-		rc = print_json(&o, &res) ? 1 : 0;
-	else {
+	if (t.o.json) {
+		if (print_train_json(o, &res)) {
+			e = px_errorf(&err, PX_EIO, "result: %s",
+				      strerror(errno));
+			log_err("%s", err.msg);
+		}
+	} else {
 		printf("test accuracy %.2f%%, %.0f samples/s, %.1f s\n",
 		       100.0 * res.test_accuracy, res.samples_per_sec,
 		       res.wall_seconds);
-		rc = 0;
 	}
 out_release:
 	data_release(&train);
 	data_release(&test);
-	return rc;
+	return exit_for(e);
 }
 
 /* eval FILE: what a checkpoint is, and its accuracy on the test set. */
-static int cmd_eval(int argc, char **argv)
+static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "data", required_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "max-test", required_argument, NULL, 'T' },
-		{ "threads", required_argument, NULL, 't' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct data_set test = { 0 };
 	struct model_ctx *mc = NULL;
 	struct px_error err = { 0 };
 	struct ckpt_meta m;
+	struct tcli t;
 	float *w = NULL, *v = NULL;
-	const char *dir = NULL, *file;
-	uint64_t max_test = 0, threads = 1;
+	const char *file;
 	double loss, acc;
 	char when[32], widths[160];
-	bool json = false;
 	size_t off = 0;
-	int c, rc = 1;
+	int rc;
+	enum px_err e;
 
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'D':
-			dir = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'j':
-			json = true;
-			break;
-		case 'T':
-			if (parse_u64("max-test", optarg, DATA_IDX_MAX_ITEMS,
-				      &max_test))
-				return 2;
-			break;
-		case 't':
-			if (parse_u64("threads", optarg, 1024, &threads))
-				return 2;
-			break;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
-	file = argv[optind];
-	if (ckpt_read(file, &m, &w, &v, &err) != PX_OK ||
-	    data_load_fashion_mnist(dir, false, (uint32_t)max_test, &test,
-				    &err) != PX_OK)
+	tcli_default(&t, sc);
+	rc = parse(sc, argc, argv, &t, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	file = argv[argc - 1];
+	e = ckpt_read(file, &m, &w, &v, &err);
+	if (e == PX_OK)
+		e = data_load_fashion_mnist(t.o.data_dir, false, t.o.max_test,
+					    &test, &err);
+	if (e != PX_OK)
 		goto out;
 	if (test.dim != m.d.n_in || test.n_classes != m.d.n_out) {
-		px_errorf(&err, PX_EINVAL, "checkpoint '%s' is of a model with "
-			  "%u inputs and %u classes, the test set has %u and "
-			  "%u", file, m.d.n_in, m.d.n_out, test.dim,
-			  test.n_classes);
+		e = px_errorf(&err, PX_EINVAL, "checkpoint '%s' is of a model "
+			      "with %u inputs and %u classes, the test set has "
+			      "%u and %u", file, m.d.n_in, m.d.n_out, test.dim,
+			      test.n_classes);
 		goto out;
 	}
-	kern_cpu_set_threads(threads ? (int)threads : 1);
-	if (model_ctx_new(&m.d, &kern_cpu_ops, NULL, TRAIN_EVAL_BATCH, &mc,
-			  &err) != PX_OK ||
-	    train_eval_host(mc, w, &test, &loss, &acc, &err) != PX_OK)
+	kern_cpu_set_threads(t.o.train.threads ? t.o.train.threads : 1);
+	e = model_ctx_new(&m.d, &kern_cpu_ops, NULL, TRAIN_EVAL_BATCH, &mc,
+			  &err);
+	if (e == PX_OK)
+		e = train_eval_host(mc, w, &test, &loss, &acc, &err);
+	if (e != PX_OK)
 		goto out;
 	off = (size_t)snprintf(widths, sizeof(widths), "%u", m.d.n_in);
 	for (uint32_t i = 0; i < m.d.n_layers && off < sizeof(widths); i++)
 		off += (size_t)snprintf(widths + off, sizeof(widths) - off,
 					"-%u", m.d.layer[i].out);
 	px_format_time(m.written_s, when, sizeof(when));
-	if (json) {
+	if (t.o.json) {
 		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i, "
 				      "s:i, s:i, s:o, s:s, s:f, s:f, s:i}",
 				      "file", file,
@@ -412,15 +972,11 @@ static int cmd_eval(int argc, char **argv)
 				      "written", when,
 				      "test_accuracy", acc, "test_loss", loss,
 				      "test_examples", (int)test.n);
-		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
+		if (print_json(stdout, j))
+			e = px_errorf(&err, PX_EIO, "result: %s",
+				      strerror(errno));
 		json_decref(j);
-		if (!s) {
-			px_errorf(&err, PX_ENOMEM, "result");
-			goto out;
-		}
-		printf("%s\n", s);
-		free(s);
 	} else {
 		printf("%s: %s %s (%zu parameters), clock %" PRId64 " of %"
 		       PRId64 " (%u workers, batch %u, %u epochs, %u "
@@ -430,412 +986,101 @@ static int cmd_eval(int argc, char **argv)
 		       m.clock, m.total, m.workers, m.batch, m.epochs,
 		       m.n_train, when, 100.0 * acc, loss, test.n);
 	}
-	rc = 0;
 out:
-	if (rc)
+	if (e != PX_OK)
 		log_err("%s", err.msg);
 	model_ctx_free(mc);
 	data_release(&test);
 	free(w);
 	free(v);
-	return rc;
+	return exit_for(e);
 }
 
-static volatile sig_atomic_t stop_flag;
-
-static void on_stop(int sig)
+/* Whether whoever started this role is gone already (it died before
+ * PR_SET_PDEATHSIG took effect).  DIST_PARENT_ENV names the parent's pid
+ * (local), or is 1 (proteusd): then being adopted by init means gone. */
+static bool parent_gone(void)
 {
-	(void)sig;
-	stop_flag = 1;
-}
-
-static void log_cb(void *arg, int level, const char *msg)
-{
-	(void)arg;
-	log_msg((enum log_level)level, "%s", msg);
-}
-
-/* "CLOCK:STAGE" */
-static int parse_stage_at(const char *s, struct dist_opts *o)
-{
+	const char *w = getenv(DIST_PARENT_ENV);
 	char *end;
-	long long c;
-	unsigned long st;
+	long long p = 0;
 
 	errno = 0;
-	c = strtoll(s, &end, 10);
-	if (errno || end == s || *end != ':' || c < 0)
-		goto bad;
-	st = strtoul(end + 1, &end, 10);
-	if (errno || *end || st < 1 || st > 3)
-		goto bad;
-	o->stage_at = c;
-	o->stage_to = (uint8_t)st;
-	return 0;
-bad:
-	log_err("bad --stage-at '%s' (CLOCK:STAGE, stage 1..3)", s);
-	return -1;
+	if (w)
+		p = strtoll(w, &end, 10);
+	if (w && !errno && end != w && !*end && p > 1)
+		return getppid() != (pid_t)p;
+	return getppid() == 1;
 }
 
-static int parse_secs(const char *name, const char *s, double *ret)
+/* coordinator | ps | worker, once the options are checked. */
+static int run_role(const struct subcmd *sc, struct dist_opts *o)
 {
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0.0) || v > 1e6) {
-		log_err("bad --%s '%s' (seconds >= 0)", name, s);
-		return -1;
-	}
-	*ret = v;
-	return 0;
-}
-
-enum {
-	O_LOCAL_ONLY = 0x100, /* not passed on to the roles */
-	O_ADD_WORKER = 0x200, O_COORD, O_DIR, O_EVAL, O_HB, O_HBTO, O_JOB,
-	O_KILL_PS, O_KILL_W, O_LEAVE_W, O_LISTEN, O_NODE, O_PS, O_RELIABLE,
-	O_SHARDS, O_SLACK, O_STAGE, O_STAGE_AT, O_TIMEOUT, O_WORKERS,
-	O_KILL_WAT, O_READY, O_STALL, O_PAUSE_W, O_PAUSE_FOR, O_AGENT,
-	O_LATE_PUSH, O_PAUSE_PS, O_MOM_EVERY, O_CKPT, O_CKPT_EVERY, O_RESUME,
-	O_CRASH_AT, O_RESTARTS, O_SOLE,
-};
-
-static bool local_only(int c)
-{
-	return c == O_ADD_WORKER || c == O_DIR || c == O_KILL_PS ||
-	       c == O_KILL_W || c == O_KILL_WAT || c == O_LEAVE_W ||
-	       c == O_RELIABLE || c == O_TIMEOUT || c == O_PAUSE_W ||
-	       c == O_PAUSE_FOR || c == O_AGENT || c == O_PAUSE_PS ||
-	       c == O_RESTARTS;
-}
-
-/* coordinator | ps | worker | local */
-static int cmd_dist(const char *cmd, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "add-worker-at", required_argument, NULL, O_ADD_WORKER },
-		{ "agent", required_argument, NULL, O_AGENT },
-		{ "batch", required_argument, NULL, 'b' },
-		{ "checkpoint", required_argument, NULL, O_CKPT },
-		{ "checkpoint-every", required_argument, NULL, O_CKPT_EVERY },
-		{ "coord", required_argument, NULL, O_COORD },
-		{ "data", required_argument, NULL, 'D' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "dir", required_argument, NULL, O_DIR },
-		{ "epochs", required_argument, NULL, 'e' },
-		{ "eval-epochs", no_argument, NULL, O_EVAL },
-		{ "fault-crash-at", required_argument, NULL, O_CRASH_AT },
-		{ "fault-late-push", required_argument, NULL, O_LATE_PUSH },
-		{ "hb-timeout", required_argument, NULL, O_HBTO },
-		{ "heartbeat", required_argument, NULL, O_HB },
-		{ "help", no_argument, NULL, 'h' },
-		{ "job", required_argument, NULL, O_JOB },
-		{ "json", no_argument, NULL, 'j' },
-		{ "kill-ps-at", required_argument, NULL, O_KILL_PS },
-		{ "kill-worker-at", required_argument, NULL, O_KILL_WAT },
-		{ "kill-worker-every", required_argument, NULL, O_KILL_W },
-		{ "leave-worker-at", required_argument, NULL, O_LEAVE_W },
-		{ "listen", required_argument, NULL, O_LISTEN },
-		{ "lr", required_argument, NULL, 'l' },
-		{ "max-restarts", required_argument, NULL, O_RESTARTS },
-		{ "max-test", required_argument, NULL, 'T' },
-		{ "max-train", required_argument, NULL, 'N' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "momentum", required_argument, NULL, 'M' },
-		{ "momentum-every", required_argument, NULL, O_MOM_EVERY },
-		{ "node", required_argument, NULL, O_NODE },
-		{ "pause-for", required_argument, NULL, O_PAUSE_FOR },
-		{ "pause-ps-at", required_argument, NULL, O_PAUSE_PS },
-		{ "pause-worker-at", required_argument, NULL, O_PAUSE_W },
-		{ "ps", required_argument, NULL, O_PS },
-		{ "ready-fd", required_argument, NULL, O_READY },
-		{ "reliable", optional_argument, NULL, O_RELIABLE },
-		{ "resume", required_argument, NULL, O_RESUME },
-		{ "schedule", required_argument, NULL, 'S' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "shards", required_argument, NULL, O_SHARDS },
-		{ "slack", required_argument, NULL, O_SLACK },
-		{ "sole-copy-timeout", required_argument, NULL, O_SOLE },
-		{ "stage", required_argument, NULL, O_STAGE },
-		{ "stage-at", required_argument, NULL, O_STAGE_AT },
-		{ "stall-timeout", required_argument, NULL, O_STALL },
-		{ "threads", required_argument, NULL, 't' },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "weight-decay", required_argument, NULL, 'w' },
-		{ "workers", required_argument, NULL, O_WORKERS },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool local = !strcmp(cmd, "local");
-	struct dist_local l = { .self = "/proc/self/exe" };
-	struct dist_opts o;
 	struct px_error err = { 0 };
-	char **role_args;
-	size_t nargs = 0;
-	uint64_t v;
-	int c, rc = 2, prev = 1;
+	bool coord = !strcmp(sc->name, "coordinator");
 	enum px_err e;
 
-	const struct u32_opt u32s[] = {
-		{ 'e', "epochs", 1, 100000, &o.train.epochs },
-		{ 'N', "max-train", 0, DATA_IDX_MAX_ITEMS, &o.max_train },
-		{ 'T', "max-test", 0, DATA_IDX_MAX_ITEMS, &o.max_test },
-		{ O_HB, "heartbeat", 1, 60000, &o.hb_ms },
-		{ O_HBTO, "hb-timeout", 1, 600000, &o.hb_timeout_ms },
-		{ O_NODE, "node", 0, UINT32_MAX - 1, &o.node.v },
-		{ O_PS, "ps", 0, DIST_MAX_NODES, &o.ps },
-		{ O_SHARDS, "shards", 0, DIST_MAX_SHARDS, &o.shards },
-		{ O_STALL, "stall-timeout", 0, 86400, &o.stall_timeout_s },
-		{ O_MOM_EVERY, "momentum-every", 0, 1000000,
-		  &o.momentum_every },
-		{ O_LATE_PUSH, "fault-late-push", 0, 90,
-		  &o.fault_late_push_ms },
-		{ O_CKPT_EVERY, "checkpoint-every", 0, INT32_MAX,
-		  &o.checkpoint_every },
-		{ O_SOLE, "sole-copy-timeout", 0, 86400,
-		  &o.sole_copy_timeout_s },
-		{ O_RESTARTS, "max-restarts", 0, 100, &l.max_restarts },
-		{ O_WORKERS, "workers", 1, DIST_MAX_NODES, &o.workers },
-	};
-	const struct secs_opt secs[] = {
-		{ O_ADD_WORKER, "add-worker-at", &l.add_worker_at },
-		{ O_KILL_PS, "kill-ps-at", &l.kill_ps_at },
-		{ O_KILL_W, "kill-worker-every", &l.kill_worker_every },
-		{ O_KILL_WAT, "kill-worker-at", &l.kill_worker_at },
-		{ O_LEAVE_W, "leave-worker-at", &l.leave_worker_at },
-		{ O_TIMEOUT, "timeout", &l.timeout_s },
-		{ O_PAUSE_W, "pause-worker-at", &l.pause_worker_at },
-		{ O_PAUSE_FOR, "pause-for", &l.pause_for },
-		{ O_PAUSE_PS, "pause-ps-at", &l.pause_ps_at },
-	};
-
-	dist_opts_default(&o);
-	o.log = log_cb;
-	o.stop = &stop_flag;
-	role_args = px_calloc((size_t)argc + 1, sizeof(char *));
-	if (!role_args)
-		return 1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		const struct u32_opt *u = NULL;
-		const struct secs_opt *t = NULL;
-
-		for (size_t k = 0; k < sizeof(u32s) / sizeof(u32s[0]); k++)
-			if (u32s[k].opt == c)
-				u = &u32s[k];
-		for (size_t k = 0; k < sizeof(secs) / sizeof(secs[0]); k++)
-			if (secs[k].opt == c)
-				t = &secs[k];
-		if (u) {
-			if (parse_range(u->name, optarg, u->min, u->max, &v))
-				goto out;
-			*u->dst = (uint32_t)v;
-		} else if (t) {
-			if (parse_secs(t->name, optarg, t->dst))
-				goto out;
-		} else switch (c) {
-		case 'b':
-			if (parse_u64("batch", optarg, MODEL_MAX_BATCH, &v))
-				goto out;
-			o.train.batch = (uint32_t)v;
-			break;
-		case 'D':
-			o.data_dir = optarg;
-			break;
-		case 'd':
-			if (train_device_parse(optarg, &o.train.device,
-					       &err)) {
-				log_err("%s", err.msg);
-				goto out;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			rc = 0;
-			goto out;
-		case 'j':
-			o.json = true;
-			break;
-		case 'l':
-			if (parse_float("lr", optarg, &o.train.lr))
-				goto out;
-			break;
-		case 'M':
-			if (parse_float("momentum", optarg,
-					&o.train.momentum))
-				goto out;
-			break;
-		case 'm':
-			if (model_kind_parse(optarg, &o.train.model, &err)) {
-				log_err("%s", err.msg);
-				goto out;
-			}
-			break;
-		case 'S':
-			if (train_schedule_parse(optarg, &o.train.schedule,
-						 &err)) {
-				log_err("%s", err.msg);
-				goto out;
-			}
-			break;
-		case 's':
-			if (parse_u64("seed", optarg, UINT64_MAX,
-				      &o.train.seed))
-				goto out;
-			break;
-		case 't':
-			if (parse_u64("threads", optarg, 1024, &v))
-				goto out;
-			o.train.threads = (int)v;
-			break;
-		case 'w':
-			if (parse_float("weight-decay", optarg,
-					&o.train.weight_decay))
-				goto out;
-			break;
-		case O_COORD:
-		case O_LISTEN:
-			if (strlen(optarg) > DIST_ADDR_MAX) {
-				log_err("address '%s' too long", optarg);
-				goto out;
-			}
-			snprintf(c == O_COORD ? o.coord : o.listen,
-				 DIST_ADDR_MAX + 1, "%s", optarg);
-			break;
-		case O_DIR:
-			l.dir = optarg;
-			break;
-		case O_EVAL:
-			o.eval_epochs = true;
-			break;
-		case O_JOB:
-			if (parse_u64("job", optarg, UINT64_MAX, &o.job))
-				goto out;
-			break;
-		case O_READY:
-			if (parse_u64("ready-fd", optarg, 1023, &v) || v < 3)
-				goto out;
-			o.ready_fd = (int)v;
-			break;
-		case O_RELIABLE:
-			if (!local) {
-				o.reliable = true;
-			} else {
-				/* an optional_argument only takes
-				 * "--reliable=R"; accept "--reliable R" */
-				if (!optarg && optind < argc)
-					optarg = argv[optind++];
-				if (!optarg) {
-					log_err("local needs --reliable R");
-					goto out;
-				}
-				if (parse_u64("reliable", optarg,
-							 DIST_MAX_NODES, &v))
-					goto out;
-				l.reliable = (uint32_t)v;
-			}
-			break;
-		case O_SLACK:
-			if (parse_u64("slack", optarg, UINT16_MAX, &v))
-				goto out;
-			o.slack = (uint16_t)v;
-			break;
-		case O_STAGE:
-			if (parse_u64("stage", optarg, 3, &v) || !v)
-				goto out;
-			o.stage = (uint8_t)v;
-			break;
-		case O_STAGE_AT:
-			if (parse_stage_at(optarg, &o))
-				goto out;
-			break;
-		case O_AGENT:
-			if (local || strlen(optarg) > DIST_ADDR_MAX) {
-				log_err("--agent: %s", local ? "local is the "
-					"agent" : "endpoint too long");
-				goto out;
-			}
-			snprintf(o.agent, sizeof(o.agent), "%s", optarg);
-			break;
-		case O_CKPT:
-			o.checkpoint = optarg;
-			break;
-		case O_RESUME:
-			o.resume = optarg;
-			break;
-		case O_CRASH_AT:
-			if (parse_u64("fault-crash-at", optarg, INT32_MAX, &v))
-				goto out;
-			o.fault_crash_at = (int64_t)v;
-			break;
-		default:
-			usage(stderr);
-			goto out;
-		}
-		/* local gives the coordinator its --resume and
-		 * --fault-crash-at itself (not to a restarted job) */
-		if (!local_only(c) && c != 'h' &&
-		    !(local && (c == O_RESUME || c == O_CRASH_AT)))
-			for (int i = prev; i < optind; i++)
-				role_args[nargs++] = argv[i];
-		prev = optind;
-	}
-	if (optind != argc) {
-		usage(stderr);
-		goto out;
-	}
-	if (o.checkpoint_every && !o.checkpoint) {
-		log_err("--checkpoint-every needs --checkpoint FILE");
-		goto out;
-	}
-	if (l.max_restarts && !o.checkpoint) {
-		log_err("--max-restarts needs --checkpoint FILE (a restart "
-			"resumes from it)");
-		goto out;
-	}
-	if (local) {
-		if (l.reliable > o.ps) {
-			log_err("--reliable %u is more than --ps %u",
-				l.reliable, o.ps);
-			goto out;
-		}
-		l.role_args = role_args;
-		rc = dist_local_run(&o, &l, &err);
-		if (rc != 0 && err.msg[0])
-			log_err("%s", err.msg);
-		goto out;
-	}
 	/* A role dies with whoever started it. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() == 1) {
-		rc = 1;
-		goto out;
-	}
+	if (parent_gone())
+		return TX_FAIL;
 	signal(SIGTERM, on_stop);
 	signal(SIGINT, on_stop);
 	signal(SIGPIPE, SIG_IGN);
-	if (!o.coord[0] || !o.listen[0]) {
-		log_err("%s needs --coord and --listen", cmd);
-		goto out;
-	}
-	if (dist_key_from_env(&o, &err) != PX_OK) {
+	if (dist_key_from_env(o, &err) != PX_OK) {
 		log_err("%s", err.msg);
+		return TX_USAGE;
+	}
+	log_init(sc->name, coord ? LOG_LVL_INFO : LOG_LVL_NOTICE);
+	if (coord)
+		e = dist_coord_run(o, &err);
+	else if (!strcmp(sc->name, "ps"))
+		e = dist_ps_run(o, &err);
+	else
+		e = dist_worker_run(o, &err);
+	if (e == PX_OK)
+		return TX_OK;
+	/* Stopped on purpose (SIGTERM from local or the agent): no error
+	 * of its own, whatever call the signal cut short.  The coordinator
+	 * has said "stopped by a signal"; its job did not end. */
+	if (e == PX_ECANCELED ||
+	    (stop_flag && e == (enum px_err)(PX_ESYS | EINTR)))
+		return coord ? TX_FAIL : TX_OK;
+	log_err("%s %u: %s", sc->name, o->node.v, err.msg);
+	return exit_for(e);
+}
+
+/* coordinator | ps | worker | local */
+static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
+{
+	struct px_error err = { 0 };
+	struct tcli t;
+	bool local = sc->mask == C_LOCAL;
+	char **role_args;
+	size_t nargs = 0;
+	int rc;
+
+	tcli_default(&t, sc);
+	role_args = px_calloc((size_t)argc + 1, sizeof(char *));
+	if (!role_args) {
+		log_err("out of memory");
+		return TX_FAIL;
+	}
+	rc = parse(sc, argc, argv, &t, local ? role_args : NULL, &nargs);
+	if (rc < 0)
+		rc = check_combination(sc, &t);
+	if (rc < 0 && (local || !strcmp(sc->name, "coordinator")))
+		rc = check_files(t.o.checkpoint, t.o.resume);
+	if (rc >= 0)
+		goto out;
+	if (!local) {
+		rc = run_role(sc, &t.o);
 		goto out;
 	}
-	log_init(cmd, strcmp(cmd, "coordinator") ? LOG_LVL_NOTICE
-						 : LOG_LVL_INFO);
-	if (!strcmp(cmd, "coordinator"))
-		e = dist_coord_run(&o, &err);
-	else if (!strcmp(cmd, "ps"))
-		e = dist_ps_run(&o, &err);
-	else
-		e = dist_worker_run(&o, &err);
-	rc = 0;
-	if (e != PX_OK && !(e == PX_ECANCELED && strcmp(cmd, "coordinator"))) {
-		log_err("%s %u: %s", cmd, o.node.v, err.msg);
-		rc = 1;
-	}
+	t.l.role_args = role_args;
+	rc = dist_local_run(&t.o, &t.l, &err);
+	if (rc != 0 && err.msg[0])
+		log_err("%s", err.msg);
 out:
 	free(role_args);
 	return rc;
@@ -843,24 +1088,40 @@ out:
 
 int main(int argc, char **argv)
 {
+	const struct subcmd *sc;
+
 	log_init(PROG, LOG_LVL_INFO);
 	kern_cpu_flush_denormals(); /* every role trains on this thread */
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(argv[1], "train"))
-		return cmd_train(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "eval"))
-		return cmd_eval(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "local") || !strcmp(argv[1], "coordinator") ||
-	    !strcmp(argv[1], "ps") || !strcmp(argv[1], "worker"))
-		return cmd_dist(argv[1], argc - 1, argv + 1);
+	if (argc < 2)
+		return usage_error(NULL, "no command given");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		usage(stdout);
-		return 0;
+		help_all(stdout);
+		return TX_OK;
 	}
-	log_err("unknown command '%s'", argv[1]);
-	usage(stderr);
-	return 2;
+	if (!strcmp(argv[1], "--version")) {
+		printf(PROG " %s\n", PX_VERSION);
+		return TX_OK;
+	}
+	if (!strcmp(argv[1], "help")) {
+		if (argc < 3) {
+			help_all(stdout);
+			return TX_OK;
+		}
+		sc = find_subcmd(argv[2]);
+		if (!sc)
+			return usage_error(NULL, "unknown command '%s'",
+					   argv[2]);
+		help(sc, stdout);
+		return TX_OK;
+	}
+	sc = find_subcmd(argv[1]);
+	if (!sc)
+		return usage_error(NULL, argv[1][0] == '-'
+				   ? "unknown option '%s'"
+				   : "unknown command '%s'", argv[1]);
+	if (sc->mask == C_TRAIN)
+		return cmd_train(sc, argc - 1, argv + 1);
+	if (sc->mask == C_EVAL)
+		return cmd_eval(sc, argc - 1, argv + 1);
+	return cmd_dist(sc, argc - 1, argv + 1);
 }

@@ -110,7 +110,7 @@ Test(trainer_cli, train_resumed_ends_where_straight_run_ends)
 }
 
 /* A checkpoint of another shape (here: 3 epochs, not 4) is refused with
- * the field, exit 1; a finished run's final one too. */
+ * the field, exit 3 (bad input data); a finished run's final one too. */
 Test(trainer_cli, train_resume_refuses_other_shape)
 {
 	char ck[600];
@@ -124,11 +124,11 @@ Test(trainer_cli, train_resume_refuses_other_shape)
 	cr_assert_eq(train(three, &j, &r), 0, "%s", r.err);
 	json_decref(j);
 	pxrun_free(&r);
-	cr_assert_eq(train(resume, &j, &r), 1);
+	cr_assert_eq(train(resume, &j, &r), 3);
 	cr_assert_not_null(strstr(r.err, "3 epochs (--epochs), this one has "
 				  "4"), "%s", r.err);
 	pxrun_free(&r);
-	cr_assert_eq(train(again, &j, &r), 1);
+	cr_assert_eq(train(again, &j, &r), 3);
 	cr_assert_not_null(strstr(r.err, "finished job"), "%s", r.err);
 	pxrun_free(&r);
 }

@@ -63,9 +63,15 @@ static void assert_no_cuda_loaded(const struct pxrun *r)
 Test(trainer_cuda, help_loads_no_cuda)
 {
 	const char *argv[] = { "proteus-trainer", "--help", NULL };
+	const char *train[] = { "proteus-trainer", "train", "--help", NULL };
 	struct pxrun r;
 
 	run_traced(&r, 30, argv);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "train"), "%s", r.out);
+	assert_no_cuda_loaded(&r);
+	pxrun_free(&r);
+	run_traced(&r, 30, train);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert(strstr(r.out, "--device"), "%s", r.out);
 	assert_no_cuda_loaded(&r);

@@ -511,9 +511,10 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 			   num(j, "test_accuracy"), acc_whole);
 	json_decref(h);
 	json_decref(j);
-	/* once more: a finished job is refused, its checkpoint untouched */
+	/* once more: a finished job is refused (bad input: exit 3), its
+	 * checkpoint untouched */
 	run_local_raw(resume, &r);
-	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert_eq(r.status, 3, "%d: %s", r.status, r.err);
 	cr_assert_not_null(strstr(r.err, "is of a finished job"), "%s", r.err);
 	pxrun_free(&r);
 	h = ckpt_header(ck);
@@ -551,7 +552,7 @@ Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
 }
 
 /* Bad --resume files: a clear error naming the file and what is wrong,
- * a non-zero exit, and the file left as it was. */
+ * exit 3 (bad input data), and the file left as it was. */
 Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
      .fini = teardown, .timeout = 60)
 {
@@ -571,7 +572,7 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 	fputs("not a checkpoint\n", f);
 	fclose(f);
 	run_local_raw(args, &r);
-	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert_eq(r.status, 3, "%d: %s", r.status, r.err);
 	cr_assert_not_null(strstr(r.err, ck), "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "header, byte"), "%s", r.err);
 	pxrun_free(&r);
@@ -579,7 +580,7 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 		const char *ev[] = { "proteus-trainer", "eval", ck, NULL };
 
 		cr_assert_eq(pxrun(&r, 60, "proteus-trainer", ev), 0);
-		cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+		cr_assert_eq(r.status, 3, "%d: %s", r.status, r.err);
 		cr_assert_not_null(strstr(r.err, "header, byte"), "%s", r.err);
 		pxrun_free(&r);
 	}
@@ -592,7 +593,7 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 	json_decref(j);
 	args[7] = args[9] = big;
 	run_local_raw(args, &r);
-	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
+	cr_assert_eq(r.status, 3, "%d: %s", r.status, r.err);
 	cr_assert_not_null(strstr(r.err, "6 epochs (--epochs), this one has 2"),
 			   "%s", r.err);
 	pxrun_free(&r);
