@@ -4,7 +4,8 @@
  * checked before training, exit 3 for bad input files, a role that dies
  * at its start ending `local` at once with that role's own error, roles
  * stopped on purpose exiting quietly, a SIGKILLed `local` leaving neither
- * processes nor socket directories behind, and values printed as typed. */
+ * processes nor socket directories behind, values printed as typed, and
+ * the bash completion. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -551,4 +552,111 @@ Test(trainer_usage, json_prints_values_as_typed)
 	cr_assert_not_null(strstr(r.out, "\"resumed_from\":null"), "%s",
 			   r.out);
 	pxrun_free(&r);
+}
+
+/* What etc/bash-completion/proteus-trainer offers for the words (the
+ * last one is being completed), sorted, space-separated (as test_cli.c
+ * does for proteusctl's). */
+static void complete(const char *words, char *out, size_t len)
+{
+	char *dir = px_src_path("etc/bash-completion"), *cmd;
+	FILE *p;
+	size_t n;
+
+	cr_assert(asprintf(&cmd,
+		"bash --norc --noprofile -c '"
+		"bc=/usr/share/bash-completion/bash_completion; "
+		"[ -r $bc ] && . $bc; . %s/proteus-trainer || exit 9; "
+		"COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+		"[ \"${COMP_WORDS[COMP_CWORD]+x}\" ] || COMP_WORDS+=(\"\"); "
+		"cd %s && _proteus_trainer; printf \"%%s\\n\" "
+		"\"${COMPREPLY[@]}\" | sort | tr \"\\n\" \" \"'", dir, words,
+		tmp) > 0);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	cr_assert_eq(pclose(p), 0, "%s", cmd);
+	free(cmd);
+	free(dir);
+}
+
+Test(trainer_usage, bash_completion)
+{
+	char got[4096];
+	FILE *f;
+
+	if (access("/bin/bash", X_OK))
+		cr_skip_test("no bash");
+	complete("proteus-trainer \"\"", got, sizeof(got));
+	cr_assert_str_eq(got, "coordinator eval help local ps train worker ");
+	complete("proteus-trainer --", got, sizeof(got));
+	cr_assert_str_eq(got, "--help --version ");
+	complete("proteus-trainer local --max-r", got, sizeof(got));
+	cr_assert_str_eq(got, "--max-restarts ");
+	complete("proteus-trainer train --max-r", got, sizeof(got));
+	cr_assert_str_eq(got, " "); /* none */
+	complete("proteus-trainer train --ep", got, sizeof(got));
+	cr_assert_str_eq(got, "--epochs ");
+	complete("proteus-trainer local --model m", got, sizeof(got));
+	cr_assert_str_eq(got, "mlp mlr ");
+	complete("proteus-trainer train --device c", got, sizeof(got));
+	cr_assert_str_eq(got, "cpu cuda ");
+	complete("proteus-trainer local --schedule \"\"", got, sizeof(got));
+	cr_assert_str_eq(got, "const cosine ");
+	complete("proteus-trainer ps --rel", got, sizeof(got));
+	cr_assert_str_eq(got, "--reliable ");
+	/* files (in tmp, where complete() runs): after eval, and after
+	 * --checkpoint */
+	{
+		char path[700];
+
+		snprintf(path, sizeof(path), "%s/job.pxc", tmp);
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fclose(f);
+	}
+	complete("proteus-trainer eval jo", got, sizeof(got));
+	cr_assert_str_eq(got, "job.pxc ");
+	complete("proteus-trainer local --checkpoint jo", got, sizeof(got));
+	cr_assert_str_eq(got, "job.pxc ");
+	/* what every command offers is what it takes: its --help */
+	{
+		static const char *const cmds[] = { "train", "local", "eval",
+						    "coordinator", "ps",
+						    "worker" };
+
+		for (size_t i = 0; i < 6; i++) {
+			char words[64], *p, *tok, *save = NULL;
+			struct pxrun r;
+
+			snprintf(words, sizeof(words), "proteus-trainer %s --",
+				 cmds[i]);
+			complete(words, got, sizeof(got));
+			cr_assert_eq(trainer(&r, cmds[i], "--help", NULL), 0);
+			p = strdup(got);
+			for (tok = strtok_r(p, " ", &save); tok;
+			     tok = strtok_r(NULL, " ", &save)) {
+				char want[80];
+
+				snprintf(want, sizeof(want), "  %s", tok);
+				cr_assert_not_null(strstr(r.out, want),
+						   "%s: %s completed, not in "
+						   "--help", cmds[i], tok);
+			}
+			free(p);
+			/* and the other way round */
+			for (char *o = strstr(r.out, "\n  --"); o;
+			     o = strstr(o + 1, "\n  --")) {
+				char opt[80], want[90];
+
+				sscanf(o + 3, "%79s", opt);
+				snprintf(want, sizeof(want), "%s ", opt);
+				cr_assert_not_null(strstr(got, want),
+						   "%s: %s not completed",
+						   cmds[i], opt);
+			}
+			pxrun_free(&r);
+		}
+	}
 }
