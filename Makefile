@@ -270,7 +270,8 @@ install: all
 	sed 's|@PREFIX@|$(PREFIX)|g' etc/proteusd.service > \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
-	install -m 0644 etc/sysusers.d/proteus.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/
+	$(if $(wildcard etc/sysusers.d/proteus.conf),install -m 0644 \
+		etc/sysusers.d/proteus.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/)
 	install -m 0644 $(COMPLETIONS) \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/
 	install -m 0644 etc/ondemand/*.json $(DESTDIR)$(PREFIX)/share/proteus/ondemand/
