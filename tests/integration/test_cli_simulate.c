@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,6 +323,7 @@ static char *slurp(const char *path, size_t *len)
 	buf = malloc(*len + 1);
 	cr_assert_not_null(buf);
 	cr_assert_eq(fread(buf, 1, *len, f), *len);
+	buf[*len] = '\0';
 	fclose(f);
 	return buf;
 }
@@ -743,4 +745,107 @@ Test(cli_simulate, failed_run_leaves_no_database_behind)
 	free(after);
 	free(wal);
 	free(job);
+}
+
+static uint64_t rnd_next(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9E3779B97F4A7C15ull);
+
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+/* Log-uniform in [lo, hi], the bounds themselves one time in four. */
+static double rnd_logu(uint64_t *s, double lo, double hi)
+{
+	double u = (double)(rnd_next(s) >> 11) / 9007199254740992.0;
+
+	if (u < 0.125)
+		return lo;
+	if (u > 0.875)
+		return hi;
+	u = (double)(rnd_next(s) >> 11) / 9007199254740992.0;
+	return exp(log(lo) + u * (log(hi) - log(lo)));
+}
+
+/* Random valid specs (extremes at the bounds included) through the
+ * program: the table, --json and --csv print no inf, nan or negative
+ * figure, and what --db stores adds up to the printed cost.  Seeded:
+ * PX_PROP_SEED=N reruns a failure (its seed is in the message). */
+Test(cli_simulate, random_specs_print_finite_figures)
+{
+	const char *env = getenv("PX_PROP_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 10) : 20240611;
+	static const char *const bill[] = {"legacy-hourly", "per-second"};
+
+	for (int i = 0; i < 8; i++) {
+		uint64_t s = seed + (uint64_t)i;
+		char patch[1024], *job, *csv;
+		const char *x[] = {"--billing", bill[rnd_next(&s) % 2],
+				   "--policy",
+				   "bidbrain,standard,ondemand,spread",
+				   "--seed", "7", "--json", "--csv", NULL,
+				   "--db", db, NULL};
+		struct pxrun r;
+		json_t *j, *h, *v, *run;
+		size_t k;
+
+		/* drawn in this order (not as arguments: their order of
+		 * evaluation is unspecified) */
+		double wh = rnd_logu(&s, 0.001, 1e7);
+		int n = 1 + (int)(rnd_next(&s) % 8);
+		int cap = (int)(rnd_next(&s) % 9);
+		double speed = rnd_logu(&s, 0.001, 1000);
+		double eff = 0.5 + 0.5 * (double)(rnd_next(&s) % 5) / 4;
+		int up = (int)(rnd_next(&s) % 4) * 28800;
+		int clk = (int)(rnd_next(&s) % 4) * 28800;
+		int warn = (int)(rnd_next(&s) % 3) * 1800;
+		double budget = rnd_logu(&s, 0.000001, 1e9);
+		double dl = rnd_logu(&s, 0.001, 1e6);
+		double rate = rnd_logu(&s, 1e-300, 10);
+
+		snprintf(patch, sizeof patch,
+			 "{\"work_hours\": %.17g, \"instances\": %d, "
+			 "\"spot\": {\"types\": [\"c3.xlarge\"], "
+			 "\"max_instances\": %d}, \"speed\": {\"c3.xlarge\": "
+			 "%.17g}, \"scaling_efficiency\": %.17g, "
+			 "\"startup_seconds\": %d, \"clock_seconds\": %d, "
+			 "\"warning_seconds\": %d, \"budget_usd\": %.17g, "
+			 "\"deadline_hours\": %.17g, \"interruption_rates\": "
+			 "{\"default\": %.17g}}", wh, n, cap, speed, eff, up,
+			 clk, warn, budget, dl, rate);
+		job = job_patched("job-long.json", "rnd", patch);
+		cr_assert(asprintf(&csv, "%s/rnd.csv", tmp) > 0);
+		x[8] = csv;
+		remove(db);
+		cr_assert_eq(sim(&r, fx("spike.json"), fx("od.json"), job, x),
+			     0, "PX_PROP_SEED=%llu: %s: %s",
+			     (unsigned long long)(seed + i), patch, r.err);
+		json_figures_ok(r.out);
+		csv_figures_ok(csv);
+		j = parse(r.out);
+		pxrun_free(&r);
+		/* the ledger of each stored run adds up to its cost */
+		h = history(NULL);
+		json_array_foreach(json_object_get(h, "runs"), k, run) {
+			v = json_array_get(json_object_get(j, "results"), k);
+			cr_assert_not_null(v);
+			cr_assert_float_eq(num(run, "cost_usd"),
+					   num(v, "cost_usd"), 1e-9,
+					   "PX_PROP_SEED=%llu: %s",
+					   (unsigned long long)(seed + i),
+					   patch);
+		}
+		cr_assert_eq(json_array_size(json_object_get(h, "runs")), 4);
+		json_decref(h);
+		json_decref(j);
+		x[6] = NULL;
+		cr_assert_eq(sim(&r, fx("spike.json"), fx("od.json"), job, x),
+			     0, "%s", r.err);
+		table_figures_ok(r.out);
+		pxrun_free(&r);
+		free(csv);
+		free(job);
+	}
 }
