@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,12 @@ struct hrun {
 	int64_t sim_id;          /* that event's id, 0: none */
 	json_t *result;          /* the last "result" event's detail */
 	int64_t result_id;       /* that event's id, 0: none */
+	json_t *start;           /* a daemon run's first "start" event's
+				  * detail (policy, billing, market_start) */
+	int64_t start_id;        /* that event's id, 0: none */
+	int64_t done_us;         /* its last "done" event's time (market
+				  * time, as the events'); 0: none */
+	int64_t done_id;         /* that event's id, 0: none */
 	int64_t cost_uusd;
 	int64_t n_events;
 };
@@ -72,13 +79,15 @@ static void runs_free(struct hrun *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		json_decref(v[i].sim);
 		json_decref(v[i].result);
+		json_decref(v[i].start);
 	}
 	free(v);
 }
 
 /* Count a run's events and keep the details of its first "simulate" and
- * last "result" event (by insertion order); a detail that is not JSON
- * reads as NULL. */
+ * last "result" event (simulate --db), of its first "start" and the time
+ * of its last "done" event (proteusd's jobs; docs/jobs.md), by insertion
+ * order; a detail that is not JSON reads as NULL. */
 static enum px_err summarize_event(const struct store_event *ev, void *arg)
 {
 	struct hrun *r = arg;
@@ -93,6 +102,14 @@ static enum px_err summarize_event(const struct store_event *ev, void *arg)
 		json_decref(r->result);
 		r->result = json_loads(ev->detail, 0, NULL);
 		r->result_id = ev->id;
+	} else if (!strcmp(ev->kind, "start") &&
+		   (!r->start_id || ev->id < r->start_id)) {
+		json_decref(r->start);
+		r->start = json_loads(ev->detail, 0, NULL);
+		r->start_id = ev->id;
+	} else if (!strcmp(ev->kind, "done") && ev->id > r->done_id) {
+		r->done_us = ev->at_us;
+		r->done_id = ev->id;
 	}
 	return PX_OK;
 }
@@ -156,6 +173,51 @@ static const char *jstr(json_t *o, const char *k, const char *def)
 	return s ? s : def;
 }
 
+/* A run's policy or billing model: simulate's "simulate" event says it,
+ * a daemon's "start" event too; def when neither does. */
+static const char *run_field(const struct hrun *r, const char *k,
+			     const char *def)
+{
+	return jstr(r->sim, k, jstr(r->start, k, def));
+}
+
+/* Where the run started in market time: simulate's window start, or the
+ * daemon's market_start (Unix seconds); def when unknown. */
+static const char *run_start(const struct hrun *r, char *buf, size_t len,
+			     const char *def)
+{
+	json_t *t = json_object_get(r->start, "market_start");
+
+	if (json_string_value(json_object_get(r->sim, "start")))
+		return jstr(r->sim, "start", def);
+	if (json_is_integer(t) && json_integer_value(t) > 0)
+		return px_format_time(json_integer_value(t), buf, len);
+	return def;
+}
+
+/* How long the run ran, in hours: simulate's result, or from the daemon's
+ * first start to its "done" event (both market time).  false: unknown
+ * (still running, or it never started). */
+static bool run_hours(const struct hrun *r, double *ret)
+{
+	json_t *h = json_object_get(r->result, "runtime_hours");
+	json_t *t = json_object_get(r->start, "market_start");
+	double x;
+
+	if (json_is_number(h)) {
+		*ret = json_number_value(h);
+		return isfinite(*ret) && *ret >= 0;
+	}
+	if (!json_is_integer(t) || !r->done_id)
+		return false;
+	x = ((double)r->done_us / PX_USEC_PER_SEC -
+	     (double)json_integer_value(t)) / 3600.0;
+	if (!isfinite(x) || x < 0)
+		return false;
+	*ret = x;
+	return true;
+}
+
 /* s made terminal-safe (px_term_safe) into a buffer that lives until the
  * next call with the same slot; long strings are cut at 255 bytes. */
 static const char *safe(int slot, const char *s)
@@ -193,18 +255,19 @@ static void print_runs_table(const struct hrun *v, size_t n)
 	       "COST_USD", "EVENTS", "STORED");
 	for (size_t i = 0; i < n; i++) {
 		const struct hrun *r = &v[i];
-		json_t *h = json_object_get(r->result, "runtime_hours");
+		char st[32];
+		double h;
 
 		fmt_us(r->created_us, c, sizeof c);
-		if (json_is_number(h))
-			snprintf(rt, sizeof rt, "%.2f", json_number_value(h));
+		if (run_hours(r, &h))
+			snprintf(rt, sizeof rt, "%.2f", h);
 		else
 			snprintf(rt, sizeof rt, "-");
 		printf("%5lld %-16s %-9s %-9s %-13s %-20s %9s %12s %7lld  %s\n",
 		       (long long)r->id, safe(0, r->name),
-		       safe(1, jstr(r->sim, "policy", "-")), safe(2, r->state),
-		       safe(3, jstr(r->sim, "billing", "-")),
-		       safe(4, jstr(r->sim, "start", "-")), rt,
+		       safe(1, run_field(r, "policy", "-")), safe(2, r->state),
+		       safe(3, run_field(r, "billing", "-")),
+		       safe(4, run_start(r, st, sizeof st, "-")), rt,
 		       px_format_usd(r->cost_uusd, cost, sizeof cost),
 		       (long long)r->n_events, c);
 	}
@@ -222,17 +285,106 @@ static json_t *run_json(const struct hrun *r)
 			      (json_int_t)r->n_events);
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "policy", r->sim && json_object_get(r->sim,
-			    "policy") ? json_string(jstr(r->sim, "policy",
-			    "")) : json_null());
+	json_object_set_new(o, "policy", run_field(r, "policy", NULL) ?
+			    json_string(run_field(r, "policy", "")) :
+			    json_null());
 	json_object_set(o, "simulation", r->sim ? r->sim : json_null());
 	json_object_set(o, "result", r->result ? r->result : json_null());
 	return o;
 }
 
+/* x in the fewest significant digits that read back as x (%.15g, else
+ * %.16g, else %.17g, which always does): 0.0179, not jansson's
+ * 0.017899999999999999. */
+static void put_real(FILE *f, double x)
+{
+	char buf[40];
+
+	if (!isfinite(x)) {
+		fputs("null", f);     /* JSON has no inf or nan */
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, sizeof buf, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			break;
+	}
+	fputs(buf, f);
+}
+
+/* v as compact JSON to f, reals in their shortest form (put_real). */
+static void put_json(FILE *f, json_t *v)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+	char *s;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		fputc('{', f);
+		i = 0;
+		json_object_foreach(v, k, x) {
+			json_t *key = json_string(k);
+
+			s = key ? json_dumps(key, JSON_ENCODE_ANY) : NULL;
+			fprintf(f, "%s%s:", i++ ? "," : "", s ? s : "\"?\"");
+			free(s);
+			json_decref(key);
+			put_json(f, x);
+		}
+		fputc('}', f);
+		break;
+	case JSON_ARRAY:
+		fputc('[', f);
+		json_array_foreach(v, i, x) {
+			if (i)
+				fputc(',', f);
+			put_json(f, x);
+		}
+		fputc(']', f);
+		break;
+	case JSON_REAL:
+		put_real(f, json_real_value(v));
+		break;
+	default:
+		s = json_dumps(v, JSON_ENCODE_ANY);
+		fputs(s ? s : "?", f);
+		free(s);
+		break;
+	}
+}
+
+/* One detail value, terminal-safe: a string bare, anything else as
+ * compact JSON with the shortest reals. */
+static void put_value(json_t *v)
+{
+	char *txt = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	if (json_is_string(v)) {
+		put_safe(json_string_value(v));
+		return;
+	}
+	m = open_memstream(&txt, &len);
+	if (!m) {
+		fputs("?", stdout);
+		return;
+	}
+	put_json(m, v);
+	if (fclose(m) == 0 && txt)
+		put_safe(txt);
+	else
+		fputs("?", stdout);
+	free(txt);
+}
+
 /* One event, one line: time, kind, then its detail: a JSON object as
- * key=value pairs (strings bare, other values as compact JSON), anything
- * else as its text; all terminal-safe. */
+ * key=value pairs (strings bare, other values as compact JSON, numbers in
+ * their shortest form), anything else as its text; all terminal-safe.
+ * The event's instance row (instance_id, as in --json) only when the
+ * detail does not name the instance itself: each is printed once. */
 static void print_event(const char *t, const struct store_event *ev)
 {
 	json_t *d = json_loads(ev->detail, JSON_DECODE_ANY, NULL);
@@ -240,18 +392,12 @@ static void print_event(const char *t, const struct store_event *ev)
 	json_t *v;
 
 	printf("%-20s %-9s", t, safe(0, ev->kind));
-	if (ev->instance_id > 0)
-		printf(" instance=%lld", (long long)ev->instance_id);
+	if (ev->instance_id > 0 && !json_object_get(d, "instance"))
+		printf(" instance_id=%lld", (long long)ev->instance_id);
 	if (json_is_object(d)) {
 		json_object_foreach(d, k, v) {
-			char *txt = json_is_string(v) ? NULL :
-				    json_dumps(v, JSON_COMPACT |
-						     JSON_ENCODE_ANY);
-
 			printf(" %s=", safe(1, k));
-			put_safe(txt ? txt : json_is_string(v) ?
-				 json_string_value(v) : "?");
-			free(txt);
+			put_value(v);
 		}
 	} else if (ev->detail[0]) {
 		putchar(' ');
@@ -301,7 +447,7 @@ static int show_events(struct store *st, const struct hrun *r, json_t *o)
 	if (!o) {
 		printf("run %lld: job '%s', policy %s, %s, cost %s USD "
 		       "(ledger), %lld events\n\n", (long long)r->id,
-		       safe(0, r->name), safe(1, jstr(r->sim, "policy", "-")),
+		       safe(0, r->name), safe(1, run_field(r, "policy", "-")),
 		       safe(2, r->state),
 		       px_format_usd(r->cost_uusd, cost, sizeof cost),
 		       (long long)r->n_events);
