@@ -3,9 +3,10 @@
 #   make          build the programs (needs the Debian -dev packages: make deps)
 #   make demo     install what is missing, build, run the demo
 #   make test     install what is missing, build, run every test
-#   make check    the same suite under ASan + UBSan (build/asan)
+#   make check    the same suite under ASan + UBSan (build/asan), then each
+#                 fuzzer for CHECK_FUZZ_SECONDS (10) when clang has libFuzzer
 #   make bench    benchmarks (results go to docs/benchmarks.md by hand)
-#   make fuzz     run each fuzzer for FUZZ_SECONDS
+#   make fuzz     run each fuzzer for FUZZ_SECONDS (60)
 #   make install  PREFIX=/usr/local DESTDIR=
 #
 # Knobs: BUILD (output folder), SAN=1 (sanitizers), CUDA=0 (skip nvcc),
@@ -124,7 +125,8 @@ GPU_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(GPU_TEST_SRC))
 GPU_TEST_BIN := $(BUILD)/px_gpu_tests
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
-.PHONY: all deps check-pkgs test test-run test-gpu check demo bench fuzz \
+.PHONY: all deps check-pkgs test test-run test-gpu check check-fuzz demo \
+	bench fuzz fuzz-run \
 	install uninstall clean cuda-note print-ldlibs
 
 all: check-pkgs cuda-note $(PROGS) $(CUDA_SO) $(CU_CHECK_OBJ)
@@ -210,16 +212,19 @@ else
 	$(TEST_ENV) $(GPU_TEST_BIN) $(TEST_ARGS)
 endif
 
-# CUDA's runtime needs the shadow gap unprotected under ASan.
+# CUDA's runtime needs the shadow gap unprotected under ASan.  Then the
+# fuzzers, CHECK_FUZZ_SECONDS each (check-fuzz).  The ASan build goes to
+# $(BUILD)/asan.
 check:
 	@scripts/deps.sh build test
-	@$(MAKE) --no-print-directory -j$$(nproc) BUILD=build/asan SAN=1 all \
-		build/asan/px_tests
+	@$(MAKE) --no-print-directory -j$$(nproc) BUILD=$(BUILD)/asan SAN=1 all \
+		$(BUILD)/asan/px_tests
 	@ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 \
 	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	 PX_CHILD_LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan-children.supp \
-	 $(MAKE) --no-print-directory BUILD=build/asan SAN=1 test-run
+	 $(MAKE) --no-print-directory BUILD=$(BUILD)/asan SAN=1 test-run
+	@$(MAKE) --no-print-directory check-fuzz
 
 demo:
 	@scripts/deps.sh build test
@@ -231,24 +236,64 @@ bench:
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@BUILD=$(abspath $(BUILD)) SHARED=$(SHARED) tests/bench/run.sh $(BENCH)
 
+# The fuzzers: libFuzzer harnesses built with clang, the library sources
+# they need compiled once into $(BUILD)/fuzz/obj (instrumented, not linked
+# with libFuzzer's main), each harness linked against them.  `make fuzz`
+# installs clang when missing and runs each for FUZZ_SECONDS; `make check`
+# runs each for CHECK_FUZZ_SECONDS when clang with libFuzzer is there and
+# says it skips them otherwise.  A crash input is kept as
+# $(BUILD)/fuzz/<fuzzer>-crash-<sha1> and fails the target.
 # the trainer's pure parsers (no nanomsg, no CUDA) for fuzz_ckpt, fuzz_wire
 FUZZ_TRAINER_SRC = trainer/ckpt.c trainer/model.c trainer/kern_cpu.c trainer/wire.c
-FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	$(PKG_CFLAGS)
+FUZZ_LIB_SRC = $(filter-out agent/% trainer/%,$(LIB_SRC)) $(FUZZ_TRAINER_SRC)
+FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
+FUZZ_BIN = $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+FUZZ_SAN = address,undefined
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 $(PKG_CFLAGS)
+CHECK_FUZZ_SECONDS ?= 10
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CLANG   $<")
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -MMD -MP \
+		-c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	@$(if $(Q),echo "  CLANG   $@")
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< \
+		$(FUZZ_OBJ) $(PKG_LIBS) -lm
+
 fuzz:
 	@scripts/deps.sh build fuzz
-	@mkdir -p $(BUILD)/fuzz
-	@for f in $(FUZZ_SRC); do \
-	  n=$$(basename $$f .c); \
+	@$(MAKE) --no-print-directory fuzz-run
+
+# Build the fuzzers and run each for FUZZ_SECONDS on a copy of its seeds.
+fuzz-run: $(FUZZ_BIN)
+	@for b in $(FUZZ_BIN); do \
+	  n=$$(basename $$b); \
 	  echo "  FUZZ    $$n ($(FUZZ_SECONDS) s)"; \
-	  clang $(FUZZ_CFLAGS) -o $(BUILD)/fuzz/$$n $$f \
-	    $(filter-out agent/% trainer/%,$(LIB_SRC)) $(FUZZ_TRAINER_SRC) \
-	    $(PKG_LIBS) -lm || exit 1; \
-	  mkdir -p $(BUILD)/fuzz/$$n.corpus; \
-	  cp -n tests/fuzz/corpus/$$n/* $(BUILD)/fuzz/$$n.corpus/ 2>/dev/null; \
-	  $(BUILD)/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-	    -print_final_stats=1 $(BUILD)/fuzz/$$n.corpus || exit 1; \
+	  mkdir -p $$b.corpus; \
+	  cp -n tests/fuzz/corpus/$$n/* $$b.corpus/ 2>/dev/null; \
+	  $$b -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	    -print_final_stats=1 -artifact_prefix=$$b- $$b.corpus \
+	    > $$b.log 2>&1 || { tail -n 40 $$b.log; \
+	    echo "$$n failed: the input is in $$b-crash-* (log: $$b.log)" >&2; \
+	    exit 1; }; \
+	  grep -E '^(stat::number_of_executed_units|Done)' $$b.log | tr '\n' ' '; \
+	  echo; \
 	done
+
+# Whether clang can link a libFuzzer program (clang, libclang-rt-*-dev).
+check-fuzz:
+	@if printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' | \
+	    clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_BIN) && \
+	  $(MAKE) --no-print-directory fuzz-run \
+		FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS); \
+	else \
+	  echo "check: clang with libFuzzer not found (scripts/deps.sh fuzz" \
+	       "installs clang and libclang-rt-14-dev): fuzzers skipped"; \
+	fi
 
 # System files: the unit, sysusers.d and the completions go under $(PREFIX)
 # (so `make install PREFIX=~/.local` works as a user); the configuration goes
@@ -306,4 +351,5 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(GPU_TEST_OBJ:.o=.d) \
+	$(FUZZ_OBJ:.o=.d) \
 	$(patsubst %.c,$(BUILD)/obj/%.d,$(PROG_SRC))

@@ -1,7 +1,9 @@
 /* fuzz_ckpt.c -- libFuzzer harness for the checkpoint reader: any file
  * gives a checkpoint whose header, size and SHA-256 agree, or an error
  * naming the file.  The input goes into a memfd read by path. */
+#ifndef _GNU_SOURCE           /* the Makefile defines it too */
 #define _GNU_SOURCE
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
