@@ -126,7 +126,7 @@ GPU_TEST_BIN := $(BUILD)/px_gpu_tests
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all deps check-pkgs test test-run test-gpu check check-fuzz demo \
-	bench fuzz fuzz-run \
+	bench fuzz fuzz-build fuzz-run \
 	install uninstall clean cuda-note print-ldlibs
 
 all: check-pkgs cuda-note $(PROGS) $(CUDA_SO) $(CU_CHECK_OBJ)
@@ -267,6 +267,8 @@ fuzz:
 	@scripts/deps.sh build fuzz
 	@$(MAKE) --no-print-directory fuzz-run
 
+fuzz-build: $(FUZZ_BIN)
+
 # Build the fuzzers and run each for FUZZ_SECONDS on a copy of its seeds.
 fuzz-run: $(FUZZ_BIN)
 	@for b in $(FUZZ_BIN); do \
@@ -287,7 +289,7 @@ fuzz-run: $(FUZZ_BIN)
 check-fuzz:
 	@if printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' | \
 	    clang -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1; then \
-	  $(MAKE) --no-print-directory -j$$(nproc) $(FUZZ_BIN) && \
+	  $(MAKE) --no-print-directory -j$$(nproc) fuzz-build && \
 	  $(MAKE) --no-print-directory fuzz-run \
 		FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS); \
 	else \
