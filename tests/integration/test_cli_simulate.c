@@ -644,7 +644,8 @@ Test(cli_simulate, no_work_done_has_no_cost_per_work)
 	json_figures_ok(r.out);
 	j = parse(r.out);
 	json_array_foreach(json_object_get(j, "results"), i, v) {
-		cr_assert(json_is_null(json_object_get(v, "cost_per_work_usd")));
+		cr_assert(json_is_null(json_object_get(v,
+						       "cost_per_work_usd")));
 		cr_assert(json_is_null(json_object_get(v,
 						       "savings_vs_ondemand")));
 		cr_assert(json_is_null(json_object_get(v,

@@ -190,7 +190,8 @@ Test(sim, too_slow_to_finish_runs_to_the_window_end)
 	flat(2);
 	job_from("\"work_hours\": 10, \"instances\": 2, "
 		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 0}, "
-		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 2}");
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
+		 "\"max_instances\": 2}");
 	job.scaling_efficiency = 1e-300;
 	r = run("ondemand", BILLING_LEGACY_HOURLY, 0, 84600, 1, NULL);
 	cr_assert_not(r.completed);
@@ -218,7 +219,8 @@ Test(sim, a_figure_out_of_range_is_an_error_not_a_result)
 	flat(2);
 	job_from("\"work_hours\": 10, \"instances\": 2, "
 		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 0}, "
-		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 2}");
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
+		 "\"max_instances\": 2}");
 	snprintf(job.speed[0].type, sizeof job.speed[0].type, "c3.xlarge");
 	job.speed[0].v = NAN;
 	job.n_speed = 1;

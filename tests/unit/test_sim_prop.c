@@ -185,10 +185,12 @@ static size_t types_in(const struct market_set *ms, json_t *za,
 			if (strcmp(ms->v[m].type, types[i]) || !ms->v[m].n)
 				continue;
 			found = !za;
-			for (size_t z = 0; za && z < json_array_size(za); z++)
+			for (size_t z = 0; za && z < json_array_size(za); z++) {
+				json_t *zn = json_array_get(za, z);
+
 				found |= !strcmp(ms->v[m].zone,
-						 json_string_value(
-							 json_array_get(za, z)));
+						 json_string_value(zn));
+			}
 		}
 		if (found)
 			out[n++] = types[i];
@@ -504,7 +506,9 @@ static void run_case(uint64_t seed, const struct market_set *slice,
 		market_set_release(&rnd);
 }
 
-Test(sim_prop, random_specs_windows_and_policies, .timeout = 120)
+TestSuite(sim_prop, .timeout = 120);
+
+Test(sim_prop, random_specs_windows_and_policies)
 {
 	uint64_t seed = env_u64("PX_PROP_SEED", PROP_SEED_DEFAULT);
 	uint64_t cases = env_u64("PX_PROP_CASES", PROP_CASES_DEFAULT);
