@@ -85,7 +85,7 @@ static char *header(const struct ckpt_meta *m)
 		json_array_append_new(hid, json_integer(m->d.layer[i].out));
 	px_format_time(m->written_s, when, sizeof(when));
 	j = json_pack("{s:s, s:i, s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:I, "
-		      "s:I, s:I, s:I, s:o, s:s}",
+		      "s:I, s:I, s:I, s:I, s:o, s:s}",
 		      "format", CKPT_FORMAT, "version", CKPT_VERSION,
 		      "model", model_kind_name(m->d.kind),
 		      "inputs", (json_int_t)m->d.n_in,
@@ -98,6 +98,7 @@ static char *header(const struct ckpt_meta *m)
 		      "batch", (json_int_t)m->batch,
 		      "epochs", (json_int_t)m->epochs,
 		      "train_examples", (json_int_t)m->n_train,
+		      "samples", (json_int_t)m->samples,
 		      "test_accuracy", isnan(m->test_accuracy)
 			      ? json_null() : json_real(m->test_accuracy),
 		      "written", when);
@@ -293,7 +294,7 @@ static enum px_err parse_header(json_t *j, const char *path,
 	uint32_t hidden[MODEL_MAX_LAYERS - 1];
 	const char *fmt, *model;
 	enum model_kind kind;
-	json_t *hid, *acc, *wr;
+	json_t *hid, *acc, *wr, *samples;
 	int64_t v[10];
 	size_t nh;
 	enum px_err e;
@@ -366,16 +367,24 @@ static enum px_err parse_header(json_t *j, const char *path,
 				 "field 'params': %" PRId64 ", but the model "
 				 "it names has %zu", path, v[3],
 				 m->d.n_params);
-	if (v[4] > v[5])
+	/* an elastic job may run past 'total' (its clocks at the initial
+	 * workers) while fewer work, never past its clocks at one */
+	if ((v[4] - 1) / v[6] + 1 > v[5] && v[4] > 0)
 		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
 				 "field 'clock': %" PRId64 " is past 'total' %"
-				 PRId64, path, v[4], v[5]);
+				 PRId64 " times 'workers' %" PRId64, path, v[4],
+				 v[5], v[6]);
 	m->clock = v[4];
 	m->total = v[5];
 	m->workers = (uint32_t)v[6];
 	m->batch = (uint32_t)v[7];
 	m->epochs = (uint32_t)v[8];
 	m->n_train = (uint32_t)v[9];
+	/* samples trained up to clock (0: not said, an older file) */
+	samples = json_object_get(j, "samples");
+	m->samples = json_is_integer(samples) &&
+		     json_integer_value(samples) > 0 ?
+			     (uint64_t)json_integer_value(samples) : 0;
 	acc = json_object_get(j, "test_accuracy");
 	m->test_accuracy = json_is_number(acc) ? json_number_value(acc) : NAN;
 	wr = json_object_get(j, "written");

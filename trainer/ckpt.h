@@ -33,6 +33,9 @@ struct ckpt_meta {
 	uint32_t batch;
 	uint32_t epochs;
 	uint32_t n_train;       /* training examples used */
+	uint64_t samples;       /* samples trained before clock (the job's
+				   progress whatever its workers); 0: not
+				   said */
 	double test_accuracy;   /* at clock; NaN: not evaluated */
 	int64_t written_s;      /* Unix time it was written */
 };

@@ -85,6 +85,11 @@ struct dist_opts {
 	dist_log_fn log;           /* may be NULL */
 	void *log_arg;
 	volatile sig_atomic_t *stop; /* set on SIGTERM: leave gracefully */
+	volatile sig_atomic_t *leave_ms; /* ms left to leave in, from a
+				      sigqueue'd SIGTERM (an eviction
+				      notice); 0 or NULL: unknown */
+	bool expect_joins;         /* coordinator: admit only the nodes the
+				      agent names (WIRE_CMD_EXPECT) */
 };
 
 /* Defaults: MLP, 5 epochs, batch 128, 1 worker, 1 PS, slack 0, stage 1,
@@ -114,6 +119,11 @@ int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,
 /* Training examples in the data set (reads the labels file's header). */
 enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
 			     struct px_error *err);
+
+/* When a role told to stop must be gone (wall clock, us): the deadline
+ * of the eviction notice it got, else DIST_LEAVE_DEFAULT_MS from now. */
+#define DIST_LEAVE_DEFAULT_MS 2000
+int64_t dist_leave_deadline_us(const struct dist_opts *o);
 
 /* The learning rate the PS applies to an update of clock c of total. */
 float dist_lr(const struct train_opts *t, int64_t c, int64_t total);

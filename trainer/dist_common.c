@@ -113,6 +113,14 @@ int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,
 	return (int64_t)epochs * (int64_t)((part + batch - 1) / batch);
 }
 
+int64_t dist_leave_deadline_us(const struct dist_opts *o)
+{
+	int64_t ms = o->leave_ms && *o->leave_ms > 0 ? *o->leave_ms
+						      : DIST_LEAVE_DEFAULT_MS;
+
+	return px_now_wall_us() + ms * 1000;
+}
+
 float dist_lr(const struct train_opts *t, int64_t c, int64_t total)
 {
 	if (t->schedule != TRAIN_LR_COSINE || total <= 0)

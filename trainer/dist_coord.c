@@ -59,6 +59,7 @@ struct coord {
 	/* commands of the agent (proteusd) */
 	uint8_t want_stage;        /* 0: none */
 	bool expecting;            /* only expected nodes may register */
+	uint32_t last_deferred;    /* node last told to wait (logged once) */
 	struct { struct wire_node node; uint8_t roles; }
 		expect[DIST_MAX_NODES];
 	uint32_t n_expect;
@@ -483,6 +484,8 @@ static void send_progress(struct coord *c, double rate)
  * register, each with at most the roles it was given (a spot instance's
  * node cannot claim a reliable node's BackupPS).  NULL when n may come
  * in, else why not. */
+static const char not_expected[] = "not a node the agent started";
+
 static const char *expected(const struct coord *c, struct wire_node n,
 			    uint8_t roles)
 {
@@ -493,7 +496,7 @@ static const char *expected(const struct coord *c, struct wire_node n,
 			return roles & ~c->expect[i].roles ?
 				       "roles beyond what the agent granted" :
 				       NULL;
-	return "not a node the agent started";
+	return not_expected;
 }
 
 static void on_register(struct coord *c, struct wire_msg *req)
@@ -506,6 +509,15 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	bool rejoin = m && m->w.state == WIRE_MEMBER_LOST;
 	const char *why = expected(c, req->hdr.sender, r->roles);
 
+	if (why == not_expected) {
+		/* no answer: the agent's EXPECT may still be on its way;
+		 * the node asks again until its registration times out */
+		if (c->last_deferred != req->hdr.sender.v)
+			dist_logf(c->o, 6, "node %u: %s (yet): waiting",
+				  req->hdr.sender.v, why);
+		c->last_deferred = req->hdr.sender.v;
+		return;
+	}
 	if (why) {
 		out(c, "node %u refused: %s", req->hdr.sender.v, why);
 		(void)dist_ack(c->rep, req, c->min_clock, PX_EPROTO, &err,
@@ -514,6 +526,10 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	}
 	if (!m && c->n < DIST_MAX_NODES)
 		m = &c->m[c->n++];
+	/* a long job with churn: a lost node's slot takes the new one */
+	for (uint32_t i = 0; !m && i < c->n; i++)
+		if (c->m[i].w.state == WIRE_MEMBER_LOST)
+			m = &c->m[i];
 	if (!m) {
 		(void)dist_ack(c->rep, req, c->min_clock, PX_ETOOBIG, &err,
 			       "full");
@@ -583,6 +599,20 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 		       "no such shard");
 }
 
+/* Room in a full list of expected nodes: those whose node is lost. */
+static void forget_lost_expected(struct coord *c)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < c->n_expect; i++) {
+		const struct cmember *m = find(c, c->expect[i].node);
+
+		if (!m || m->w.state != WIRE_MEMBER_LOST)
+			c->expect[k++] = c->expect[i];
+	}
+	c->n_expect = k;
+}
+
 /* A command of the agent: the stage to run, a node to expect, a node
  * warned of its end.  Answered with an ACK. */
 static void on_command(struct coord *c, const struct wire_msg *m)
@@ -610,6 +640,8 @@ static void on_command(struct coord *c, const struct wire_msg *m)
 				c->expect[i].roles = q->roles;
 				goto expected;
 			}
+		if (c->n_expect == DIST_MAX_NODES)
+			forget_lost_expected(c);
 		if (c->n_expect == DIST_MAX_NODES) {
 			st = PX_ETOOBIG;
 			why = "too many nodes";
@@ -622,12 +654,15 @@ expected:
 		break;
 	case WIRE_CMD_LEAVE:
 		mb = find(c, q->node);
-		if (!mb) {
-			st = PX_ENOENT;
-			why = "no such node";
+		if (mb) {
+			member_leaving(c, mb, WIRE_LEAVE_EVICTION,
+				       q->deadline_us);
 			break;
 		}
-		member_leaving(c, mb, WIRE_LEAVE_EVICTION, q->deadline_us);
+		/* not registered yet: it will not be */
+		for (uint32_t i = 0; i < c->n_expect; i++)
+			if (wire_node_eq(c->expect[i].node, q->node))
+				c->expect[i] = c->expect[--c->n_expect];
 		break;
 	default:
 		st = PX_EINVAL;
@@ -828,8 +863,10 @@ static bool sole_copy_gone(struct coord *c, uint64_t now,
 	if (!lim || c->ckpt_clock < 0)
 		return false;
 	for (uint32_t i = 0; i < c->n; i++) {
-		const struct cmember *m = &c->m[i];
+		struct cmember *m = &c->m[i];
 
+		if (m->silent && sole_copy(c, m->w.node) < 0)
+			m->silent = false; /* its shards moved meanwhile */
 		if (!m->silent || now - m->last_us < lim)
 			continue;
 		ckpt_hint(c, hint, sizeof(hint));
@@ -912,6 +949,7 @@ static void write_checkpoint(struct coord *c, double acc, uint64_t t0)
 	struct px_error err;
 
 	m.clock = c->min_clock;
+	m.samples = samples_done(c);
 	m.test_accuracy = acc;
 	m.written_s = px_now_wall_us() / 1000000;
 	if (ckpt_write(c->o->checkpoint, &m, c->params, c->mom, &err) !=
@@ -1124,6 +1162,7 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 				 " parameters do not fit a frame: use more",
 				 c->nparams / c->nshards);
 	c->stage = o->stage;
+	c->expecting = o->expect_joins;
 	c->meta = (struct ckpt_meta){
 		.d = c->d, .total = c->total, .workers = o->workers,
 		.batch = o->train.batch, .epochs = o->train.epochs,
@@ -1143,11 +1182,12 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 		if (e != PX_OK)
 			return e;
 		c->min_clock = c->resumed_from = have.clock;
-		/* the samples of the clocks before: epochs' worth at the
-		 * checkpoint's shape */
-		c->samples_base = (uint64_t)((double)have.clock /
-					     (double)c->clocks_per_epoch *
-					     (double)c->n_train);
+		/* the samples of the clocks before (an older file does not
+		 * say: epochs' worth at the checkpoint's shape) */
+		c->samples_base = have.samples ? have.samples :
+			(uint64_t)((double)have.clock /
+				   (double)c->clocks_per_epoch *
+				   (double)c->n_train);
 		memcpy(c->params, c->ck_w, c->nparams * sizeof(float));
 		e = test_eval(c, &c->last_loss, &c->last_acc, err);
 		if (e != PX_OK)

@@ -688,7 +688,7 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 {
 	struct ps *p = px_calloc(1, sizeof(*p));
-	uint64_t next_hb, last_coord, leave_at = 0;
+	uint64_t next_hb, last_coord, leave_at = 0, leave_by = 0;
 	enum px_err e;
 
 	if (!p)
@@ -741,13 +741,20 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			wire_msg_init(&m, WIRE_LEAVE,
 				      (struct wire_node){ DIST_COORD_NODE },
 				      p->clock_min);
-			m.u.leave.deadline_us = px_now_wall_us() + 2000000;
+			m.u.leave.deadline_us = dist_leave_deadline_us(o);
 			m.u.leave.reason = WIRE_LEAVE_EVICTION;
+			/* hand-offs must be done 0.3 s before the deadline
+			 * (the sockets drain 0.2 s), and take 0.1 s at least */
+			leave_by = now + (uint64_t)(m.u.leave.deadline_us -
+						    px_now_wall_us());
+			leave_by = leave_by > now + 400000 ? leave_by - 300000
+							   : now + 100000;
 			(void)net_send(p->cpush, &m, 100, err);
-			dist_logf(o, 6, "ps %u leaving", o->node.v);
+			dist_logf(o, 6, "ps %u leaving, gone in %.1f s",
+				  o->node.v, (double)(leave_by - now) / 1e6);
 		}
 		if (p->leaving && ((!holds_any(p) && now - leave_at > 100000)
-				   || now - leave_at > 2000000))
+				   || now >= leave_by))
 			break;
 		if (now - last_coord > 5000000) {
 			e = px_errorf(err, PX_ETIMEDOUT, "coordinator silent "

@@ -446,11 +446,12 @@ static void start_leave(struct worker *w)
 	w->leaving = true;
 	wire_msg_init(&m, WIRE_LEAVE, (struct wire_node){ DIST_COORD_NODE },
 		      w->clock);
-	m.u.leave.deadline_us = px_now_wall_us() + 2000000;
+	m.u.leave.deadline_us = dist_leave_deadline_us(w->o);
 	m.u.leave.reason = WIRE_LEAVE_EVICTION;
 	(void)net_send(w->cpush, &m, 100, &err);
-	dist_logf(w->o, 6, "worker %u leaving at clock %" PRId64,
-		  w->o->node.v, w->clock);
+	dist_logf(w->o, 6, "worker %u leaving at clock %" PRId64 ", gone in "
+		  "%.1f s", w->o->node.v, w->clock,
+		  (double)(m.u.leave.deadline_us - px_now_wall_us()) / 1e6);
 }
 
 enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)

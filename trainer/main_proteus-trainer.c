@@ -28,6 +28,7 @@
 #include "ckpt.h"
 #include "data.h"
 #include "dist.h"
+#include "dist_node.h"
 #include "kern_cuda.h"
 #include "train_local.h"
 
@@ -63,6 +64,8 @@ enum {
 	C_LOCAL = 1 << 1,
 	C_ROLE = 1 << 2,  /* coordinator, ps, worker */
 	C_EVAL = 1 << 3,
+	C_NODE = 1 << 4,  /* node: the roles of one instance; it takes
+			     the roles' options and passes them on */
 	C_DIST = C_LOCAL | C_ROLE,
 	C_RUN = C_TRAIN | C_DIST,
 };
@@ -107,6 +110,17 @@ static const struct subcmd subcmds[] = {
 	  "or proteusd)",
 	  "The job key is read from $" DIST_KEY_ENV " (hex), never from the "
 	  "command line." },
+	{ "node", C_ROLE | C_NODE, "--node N --job ID --coord ADDR --listen "
+	  "ADDR [--with-ps] [--node-workers K] [--reliable] [OPTIONS]",
+	  "the roles of one instance, started, signalled and stopped "
+	  "together: a parameter server (node N) and K workers (N+1..N+K) "
+	  "(started by proteusd)",
+	  "Every other option goes to the roles.  Role k listens on ADDR-k "
+	  "(ipc://) or ADDR's port + 3k (tcp://).  SIGTERM reaches every "
+	  "role with the value it was sent with (sigqueue: the milliseconds "
+	  "left before an eviction); when one role fails the others are "
+	  "stopped and the node exits 1.  The job key is read from $"
+	  DIST_KEY_ENV " and passed on in the environment." },
 };
 
 #define N_SUBCMDS (sizeof(subcmds) / sizeof(subcmds[0]))
@@ -116,6 +130,7 @@ struct tcli {
 	struct dist_opts o;  /* train's options are o.train, o.data_dir,
 				o.max_train, o.max_test, o.json */
 	struct dist_local l; /* local's own */
+	struct dist_node n;  /* node's own */
 };
 
 enum opt_kind {
@@ -139,6 +154,8 @@ enum {
 				from local itself, not on restarts) */
 	F_HIDDEN = 1 << 3,   /* not in --help (between local and roles) */
 	F_NORANGE = 1 << 4,  /* K_UINT: the range is not worth printing */
+	F_OWN = 1 << 5,      /* a node keeps it (it gives each role its
+				own), not passed on to its roles */
 };
 
 struct topt {
@@ -216,7 +233,7 @@ static const struct topt topts[] = {
 	OPT("reliable", "R", C_LOCAL, K_UINT, l.reliable, 0, DIST_MAX_NODES,
 	    F_NORANGE, "how many of the PS are reliable, at most --ps",
 	    NULL),
-	OPT("reliable", NULL, C_ROLE, K_FLAG, o.reliable, 0, 0, 0,
+	OPT("reliable", NULL, C_ROLE, K_FLAG, o.reliable, 0, 0, F_OWN,
 	    "this node is reliable (on-demand)", NULL),
 	OPT("slack", "S", C_DIST, K_UINT, o.slack, 0, UINT16_MAX, 0,
 	    "SSP staleness bound in clocks, 0: BSP", NULL),
@@ -288,14 +305,22 @@ static const struct topt topts[] = {
 	    "SIGKILLs itself at CLOCK, 0: never", NULL),
 	/* a role's place in the job (local and proteusd give them) */
 	OPT("node", "N", C_ROLE, K_UINT, o.node.v, 0, UINT32_MAX - 1,
-	    F_NORANGE, "this node's id; the coordinator is 0", NULL),
+	    F_NORANGE | F_OWN, "this node's id; the coordinator is 0", NULL),
 	OPT("job", "ID", C_ROLE, K_UINT, o.job, 0, (double)UINT64_MAX,
 	    F_NORANGE, "the job's id", NULL),
 	OPT("coord", "ADDR", C_ROLE, K_ADDR, o.coord, 0, 0, 0,
 	    "the coordinator's base address: ipc:///dir/n0 or "
 	    "tcp://host:port", "none"),
-	OPT("listen", "ADDR", C_ROLE, K_ADDR, o.listen, 0, 0, 0,
+	OPT("listen", "ADDR", C_ROLE, K_ADDR, o.listen, 0, 0, F_OWN,
 	    "this node's base address", "none"),
+	OPT("expect-joins", NULL, C_ROLE, K_FLAG, o.expect_joins, 0, 0, 0,
+	    "coordinator: admit only the nodes the agent names (EXPECT), "
+	    "each with the roles it grants; others wait", NULL),
+	OPT("with-ps", NULL, C_NODE, K_FLAG, n.ps, 0, 0, F_OWN,
+	    "node: run a parameter server (node N)", NULL),
+	OPT("node-workers", "K", C_NODE, K_UINT, n.workers, 0,
+	    DIST_NODE_MAX_WORKERS, F_OWN,
+	    "node: run K workers (nodes N+1..N+K)", NULL),
 	OPT("agent", "ENDPOINT", C_ROLE, K_ENDPOINT, o.agent, 0, 0, 0,
 	    "coordinator: PUSH PROGRESS frames to the agent's PULL here",
 	    "none"),
@@ -307,11 +332,30 @@ static const struct topt topts[] = {
 #define OPT_BASE 0x100 /* getopt_long's val for topts[i]: OPT_BASE + i */
 
 static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t leave_ms; /* ms left, from a sigqueue'd
+					  SIGTERM (an eviction notice) */
 
-static void on_stop(int sig)
+static void on_stop(int sig, siginfo_t *si, void *uc)
 {
-	(void)sig;
+	(void)uc;
+	if (sig == SIGTERM && si && si->si_code == SI_QUEUE &&
+	    si->si_value.sival_int > 0)
+		leave_ms = si->si_value.sival_int;
 	stop_flag = 1;
+}
+
+/* SIGTERM and SIGINT ask a role to leave; a SIGTERM sent with sigqueue
+ * says by when (proteusd: the eviction's real deadline). */
+static void take_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_stop;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 }
 
 static void log_cb(void *arg, int level, const char *msg)
@@ -327,6 +371,8 @@ static void tcli_default(struct tcli *t, const struct subcmd *sc)
 	dist_opts_default(&t->o);
 	t->o.log = log_cb;
 	t->o.stop = &stop_flag;
+	t->o.leave_ms = &leave_ms;
+	t->n.workers = 1;
 	t->l.self = "/proc/self/exe";
 	if (sc->mask == C_EVAL)
 		t->o.train.threads = 1;
@@ -684,7 +730,8 @@ static int parse(const struct subcmd *sc, int argc, char **argv,
 		rc = set_opt(sc, o, optarg, t);
 		if (rc)
 			return rc;
-		if (role_args && (o->cmds & C_ROLE) && !(o->flags & F_NOPASS))
+		if (role_args && (o->cmds & C_ROLE) &&
+		    !(o->flags & (F_NOPASS | F_OWN)))
 			for (int i = prev; i < optind; i++)
 				role_args[(*nargs)++] = argv[i];
 		prev = optind;
@@ -719,7 +766,7 @@ static int check_combination(const struct subcmd *sc, const struct tcli *t)
 		return usage_error(sc, "--hb-timeout %u must be more than "
 				   "--heartbeat %u", o->hb_timeout_ms,
 				   o->hb_ms);
-	if (sc->mask == C_ROLE && (!o->coord[0] || !o->listen[0]))
+	if ((sc->mask & C_ROLE) && (!o->coord[0] || !o->listen[0]))
 		return usage_error(sc, "%s needs --coord and --listen",
 				   sc->name);
 	return -1;
@@ -996,21 +1043,26 @@ out:
 	return exit_for(e);
 }
 
-/* Whether whoever started this role is gone already (it died before
- * PR_SET_PDEATHSIG took effect).  DIST_PARENT_ENV names the parent's pid
- * (local), or is 1 (proteusd): then being adopted by init means gone. */
-static bool parent_gone(void)
+/* With DIST_PARENT_ENV set, a role dies with whoever started it: it
+ * exits if that one is gone already (it died before PR_SET_PDEATHSIG
+ * took effect).  The variable names the parent's pid (local, a node), or
+ * is 1 (proteusd): then being adopted by init means gone.  Unset (a role
+ * started by systemd, cloud-init or by hand), a role outlives its parent.
+ * Whether to go on. */
+static bool watch_parent(void)
 {
 	const char *w = getenv(DIST_PARENT_ENV);
 	char *end;
 	long long p = 0;
 
+	if (!w || !*w)
+		return true;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	errno = 0;
-	if (w)
-		p = strtoll(w, &end, 10);
-	if (w && !errno && end != w && !*end && p > 1)
-		return getppid() != (pid_t)p;
-	return getppid() == 1;
+	p = strtoll(w, &end, 10);
+	if (!errno && end != w && !*end && p > 1)
+		return getppid() == (pid_t)p;
+	return getppid() != 1;
 }
 
 /* coordinator | ps | worker, once the options are checked. */
@@ -1020,12 +1072,9 @@ static int run_role(const struct subcmd *sc, struct dist_opts *o)
 	bool coord = !strcmp(sc->name, "coordinator");
 	enum px_err e;
 
-	/* A role dies with whoever started it. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (parent_gone())
+	if (!watch_parent())
 		return TX_FAIL;
-	signal(SIGTERM, on_stop);
-	signal(SIGINT, on_stop);
+	take_stop_signals();
 	signal(SIGPIPE, SIG_IGN);
 	if (dist_key_from_env(o, &err) != PX_OK) {
 		log_err("%s", err.msg);
@@ -1050,6 +1099,32 @@ static int run_role(const struct subcmd *sc, struct dist_opts *o)
 	return exit_for(e);
 }
 
+/* node: its roles, with the options it was given (less its own). */
+static int run_node(struct tcli *t, char **role_args)
+{
+	struct px_error err = { 0 };
+	int rc;
+
+	if (!watch_parent())
+		return TX_FAIL;
+	log_init("node", LOG_LVL_NOTICE);
+	t->n.exe = "/proc/self/exe";
+	t->n.base = t->o.node.v;
+	t->n.listen = t->o.listen;
+	t->n.reliable = t->o.reliable;
+	t->n.role_args = role_args;
+	if (!t->n.ps && !t->n.workers)
+		return usage_error(find_subcmd("node"), "a node needs "
+				   "--with-ps or --node-workers K");
+	if ((uint64_t)t->n.base + t->n.workers >= UINT32_MAX - 1)
+		return usage_error(find_subcmd("node"), "--node %u: its "
+				   "workers' ids are past the last", t->n.base);
+	rc = dist_node_run(&t->n, &err);
+	if (rc != 0 && err.msg[0])
+		log_err("node %u: %s", t->n.base, err.msg);
+	return rc;
+}
+
 /* coordinator | ps | worker | local */
 static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
 {
@@ -1066,13 +1141,18 @@ static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
 		log_err("out of memory");
 		return TX_FAIL;
 	}
-	rc = parse(sc, argc, argv, &t, local ? role_args : NULL, &nargs);
+	rc = parse(sc, argc, argv, &t,
+		   local || (sc->mask & C_NODE) ? role_args : NULL, &nargs);
 	if (rc < 0)
 		rc = check_combination(sc, &t);
 	if (rc < 0 && (local || !strcmp(sc->name, "coordinator")))
 		rc = check_files(t.o.checkpoint, t.o.resume);
 	if (rc >= 0)
 		goto out;
+	if (sc->mask & C_NODE) {
+		rc = run_node(&t, role_args);
+		goto out;
+	}
 	if (!local) {
 		rc = run_role(sc, &t.o);
 		goto out;

@@ -589,7 +589,7 @@ Test(trainer_usage, bash_completion)
 	if (access("/bin/bash", X_OK))
 		cr_skip_test("no bash");
 	complete("proteus-trainer \"\"", got, sizeof(got));
-	cr_assert_str_eq(got, "coordinator eval help local ps train worker ");
+	cr_assert_str_eq(got, "coordinator eval help local node ps train worker ");
 	complete("proteus-trainer --", got, sizeof(got));
 	cr_assert_str_eq(got, "--help --version ");
 	complete("proteus-trainer local --max-r", got, sizeof(got));
@@ -624,9 +624,9 @@ Test(trainer_usage, bash_completion)
 	{
 		static const char *const cmds[] = { "train", "local", "eval",
 						    "coordinator", "ps",
-						    "worker" };
+						    "worker", "node" };
 
-		for (size_t i = 0; i < 6; i++) {
+		for (size_t i = 0; i < 7; i++) {
 			char words[64], *p, *tok, *save = NULL;
 			struct pxrun r;
 

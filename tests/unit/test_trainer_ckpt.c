@@ -245,7 +245,8 @@ Test(ckpt, header_fields_named)
 	} c[] = {
 		{ "\"clock\":7,", "", "field 'clock' missing" },
 		{ "\"clock\":7", "\"clock\":-1", "field 'clock': not an integer" },
-		{ "\"clock\":7", "\"clock\":21", "'clock': 21 is past 'total'" },
+		{ "\"clock\":7", "\"clock\":41", "'clock': 41 is past 'total' "
+						   "20 times 'workers' 2" },
 		{ "\"version\":1", "\"version\":2", "version 2, this build "
 						     "reads 1" },
 		{ "\"params\":26", "\"params\":27", "'params': 27, but the "

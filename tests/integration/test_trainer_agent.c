@@ -1,0 +1,365 @@
+/* test_trainer_agent.c -- a running job steered by its agent, as proteusd
+ * steers it: the test is the agent (registers, sends COMMANDs, reads
+ * PROGRESS) of a real coordinator, and the instances are real
+ * `proteus-trainer node` programs.
+ *
+ *  - EXPECT: with --expect-joins only the nodes the agent names come in,
+ *    each with at most the roles it was granted;
+ *  - STAGE: the coordinator moves to the stage the agent says, and its
+ *    PROGRESS says so;
+ *  - a SIGTERM sent to a node with sigqueue carries the milliseconds left:
+ *    every role of the node leaves by that deadline (not the default 2 s)
+ *    and the node exits 0;
+ *  - a node whose role dies stops the others and exits 1 naming it.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/px.h"
+#include "../../trainer/dist.h"
+#include "../../trainer/dist_int.h"
+#include "../../trainer/net.h"
+#include "../../trainer/wire.h"
+#include "pxrun.h"
+
+extern char **environ;
+
+#define JOB 77
+#define KEYHEX "00112233445566778899aabbccddeeff" \
+	       "00112233445566778899aabbccddeeff"
+
+static struct {
+	char *tmp;
+	char coord[600], agent_ep[600];
+	pid_t pids[8];
+	int n;
+	struct wire_ctx *ctx;
+	struct net_sock *pull, *req;
+} t;
+
+static void setup(void)
+{
+	t.tmp = px_tmpdir();
+	cr_assert_not_null(t.tmp);
+	snprintf(t.coord, sizeof t.coord, "ipc://%s/n0", t.tmp);
+	snprintf(t.agent_ep, sizeof t.agent_ep, "ipc://%s/agent.pull", t.tmp);
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < t.n; i++)
+		if (t.pids[i] > 0) {
+			kill(-t.pids[i], SIGKILL);
+			waitpid(t.pids[i], NULL, 0);
+		}
+	net_close(t.req);
+	net_close(t.pull);
+	wire_ctx_free(t.ctx);
+	px_rmtree(t.tmp);
+	free(t.tmp);
+	memset(&t, 0, sizeof t);
+}
+
+TestSuite(trainer_agent, .init = setup, .fini = teardown, .timeout = 60);
+
+/* proteus-trainer ARGV in a process group of its own, stderr to
+ * tmp/NAME.err, with the job key (and a parent watch on us). */
+static pid_t start(const char *name, const char *const *argv)
+{
+	char path[4096], err[700], *envp[512];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	size_t n = 0;
+	pid_t pid;
+
+	snprintf(path, sizeof path, "%s/proteus-trainer", getenv("PX_BUILD"));
+	snprintf(err, sizeof err, "%s/%s.err", t.tmp, name);
+	for (char **e = environ; *e && n < 500; e++)
+		if (strncmp(*e, DIST_PARENT_ENV "=", sizeof(DIST_PARENT_ENV)))
+			envp[n++] = *e;
+	envp[n++] = "PX_JOB_KEY=" KEYHEX;
+	envp[n++] = DIST_PARENT_ENV "=1";
+	envp[n] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT |
+					 O_TRUNC | O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	cr_assert_eq(posix_spawn(&pid, path, &fa, &at, (char **)argv, envp),
+		     0);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	t.pids[t.n++] = pid;
+	return pid;
+}
+
+#define COMMON "--model", "mlr", "--epochs", "500", "--max-train", "600", \
+	"--max-test", "100", "--batch", "32", "--threads", "1", \
+	"--job", "77", "--coord", t.coord
+
+static void start_coordinator(void)
+{
+	const char *argv[] = { "proteus-trainer", "coordinator", COMMON,
+			       "--node", "0", "--listen", t.coord,
+			       "--workers", "1", "--ps", "1", "--agent",
+			       t.agent_ep, "--expect-joins", NULL };
+
+	start("coordinator", argv);
+}
+
+/* A node: base id, its PS (with_ps), one worker, reliable or not. */
+static pid_t start_node(const char *base, bool with_ps, bool reliable)
+{
+	char listen[700], name[32];
+	const char *argv[40] = { "proteus-trainer", "node", COMMON, "--node",
+				 base, "--listen", listen, "--node-workers",
+				 "1" };
+	int n = 24;
+
+	snprintf(listen, sizeof listen, "ipc://%s/n%s", t.tmp, base);
+	snprintf(name, sizeof name, "node%s", base);
+	if (with_ps)
+		argv[n++] = "--with-ps";
+	if (reliable)
+		argv[n++] = "--reliable";
+	argv[n] = NULL;
+	return start(name, argv);
+}
+
+static char *slurp(const char *name)
+{
+	char path[700];
+	FILE *f;
+	char *buf = calloc(1, 1 << 20);
+	size_t n;
+
+	snprintf(path, sizeof path, "%s/%s.err", t.tmp, name);
+	f = fopen(path, "r");
+	cr_assert_not_null(buf);
+	if (f) {
+		n = fread(buf, 1, (1 << 20) - 1, f);
+		buf[n] = 0;
+		fclose(f);
+	}
+	return buf;
+}
+
+/* Wait up to ms for text in NAME.err. */
+static bool wait_log(const char *name, const char *text, int ms)
+{
+	for (int i = 0; i < ms / 20; i++) {
+		char *s = slurp(name);
+		bool hit = strstr(s, text) != NULL;
+
+		free(s);
+		if (hit)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+/* Exit status of pid within ms, or -1. */
+static int wait_exit(pid_t pid, int ms)
+{
+	int st;
+
+	for (int i = 0; i < ms / 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			for (int k = 0; k < t.n; k++)
+				if (t.pids[k] == pid)
+					t.pids[k] = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st)
+					     : 128 + WTERMSIG(st);
+		}
+		usleep(10000);
+	}
+	return -1;
+}
+
+/* Register with the coordinator as its agent, as proteusd does. */
+static void agent_up(void)
+{
+	static uint8_t key[32];
+	struct wire_config wc = { .self = { DIST_AGENT_NODE }, .job = JOB,
+				  .job_key = key, .job_key_len = sizeof key };
+	struct wire_register info = { .roles = WIRE_ROLE_AGENT };
+	struct px_error err = { 0 };
+	struct wire_msg r;
+
+	for (int i = 0; i < 32; i++)
+		key[i] = (uint8_t)(i % 16 * 0x11);
+	cr_assert_eq(wire_ctx_new(&wc, &t.ctx, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(net_open(t.ctx, NET_PULL, NULL, &t.pull, &err), PX_OK);
+	cr_assert_eq(net_bind(t.pull, t.agent_ep, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(dist_sock(t.ctx, NET_REQ, t.coord, DIST_EP_REP, false,
+			       &t.req, &err), PX_OK, "%s", err.msg);
+	snprintf(info.instance, sizeof info.instance, "test");
+	cr_assert_lt(strlen(t.agent_ep), sizeof info.addr);
+	memcpy(info.addr, t.agent_ep, strlen(t.agent_ep) + 1);
+	for (int i = 0; i < 100; i++) {
+		if (net_register(t.req, (struct wire_node){ DIST_COORD_NODE },
+				 &info, 200, &r, &err) == PX_OK)
+			break;
+		usleep(50000);
+	}
+	cr_assert_eq(r.hdr.type, WIRE_ACK, "%s", err.msg);
+	cr_assert_eq(r.u.ack.status, PX_OK, "%s", r.u.ack.detail);
+	wire_msg_release(&r);
+}
+
+/* One COMMAND; the status of the coordinator's ACK. */
+static uint32_t command(struct wire_command c)
+{
+	struct px_error err = { 0 };
+	struct wire_msg m;
+	uint32_t st;
+
+	wire_msg_init(&m, WIRE_COMMAND, (struct wire_node){ DIST_COORD_NODE },
+		      0);
+	m.u.command = c;
+	cr_assert_eq(net_send(t.req, &m, 1000, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(net_recv(t.req, &m, 2000, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(m.hdr.type, WIRE_ACK);
+	st = m.u.ack.status;
+	wire_msg_release(&m);
+	return st;
+}
+
+static void expect(uint32_t node, uint8_t roles)
+{
+	cr_assert_eq(command((struct wire_command){ .op = WIRE_CMD_EXPECT,
+						    .roles = roles,
+						    .node = { node } }),
+		     PX_OK);
+}
+
+/* The next PROGRESS frame whose stage is stage, within ms. */
+static bool progress_stage(int stage, int ms)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	for (int i = 0; i < ms / 100; i++) {
+		if (net_recv(t.pull, &m, 100, &err) != PX_OK)
+			continue;
+		if (m.hdr.type == WIRE_PROGRESS && m.u.progress.stage == stage &&
+		    m.u.progress.total_samples == 500 * 600ull) {
+			wire_msg_release(&m);
+			return true;
+		}
+		wire_msg_release(&m);
+	}
+	return false;
+}
+
+Test(trainer_agent, expect_stage_and_a_warned_node)
+{
+	const uint8_t rel = WIRE_ROLE_PS_BACKUP;
+	union sigval v = { .sival_int = 3000 };
+	pid_t reliable, spot, stranger, greedy;
+	double gone = 0;
+	char *log, *at;
+
+	start_coordinator();
+	agent_up();
+	/* the reliable instance: PS 100 (may hold backups), worker 101 */
+	expect(100, WIRE_ROLE_PS_ACTIVE | rel);
+	expect(101, WIRE_ROLE_WORKER | rel);
+	/* a spot instance: PS 200, worker 201 */
+	expect(200, WIRE_ROLE_PS_ACTIVE);
+	expect(201, WIRE_ROLE_WORKER);
+	/* one whose node 400 the agent grants a worker's roles only, and
+	 * that runs a PS there */
+	expect(400, WIRE_ROLE_WORKER);
+	expect(401, WIRE_ROLE_WORKER);
+	reliable = start_node("100", true, true);
+	spot = start_node("200", true, false);
+	stranger = start_node("300", false, false);
+	greedy = start_node("400", true, false);
+	cr_assert(wait_log("coordinator", "job started", 15000),
+		  "the job did not start");
+	cr_assert(wait_log("coordinator", "node 201 registered", 15000));
+	/* not named: waits, never admitted */
+	cr_assert(wait_log("coordinator", "node 301: not a node the agent "
+			   "started (yet)", 5000));
+	/* a PS the agent did not grant: refused, its node ends with 1 */
+	cr_assert_eq(wait_exit(greedy, 15000), 1);
+	log = slurp("node400");
+	cr_assert_not_null(strstr(log, "refused"), "%s", log);
+	free(log);
+	log = slurp("coordinator");
+	cr_assert_null(strstr(log, "node 301 registered"), "%s", log);
+	cr_assert_null(strstr(log, "node 400 registered"), "%s", log);
+	free(log);
+
+	/* STAGE: the coordinator moves and reports it */
+	cr_assert_eq(command((struct wire_command){ .op = WIRE_CMD_STAGE,
+						    .stage = 2 }), PX_OK);
+	cr_assert(wait_log("coordinator", "-> 2 at clock", 5000));
+	cr_assert(progress_stage(2, 5000), "no PROGRESS in stage 2");
+
+	/* an eviction notice with 3 s left: the spot node's roles leave
+	 * by then, not by the default 2 s */
+	cr_assert_eq(sigqueue(spot, SIGTERM, v), 0);
+	cr_assert(wait_log("coordinator", "node 201 leaving", 5000));
+	log = slurp("coordinator");
+	at = strstr(log, "node 201 leaving (reason 1, gone in ");
+	cr_assert_not_null(at, "%s", log);
+	gone = strtod(at + strlen("node 201 leaving (reason 1, gone in "),
+		      NULL);
+	cr_assert(gone > 2.4 && gone <= 3.0, "gone in %.1f s", gone);
+	free(log);
+	cr_assert_eq(wait_exit(spot, 5000), 0, "the warned node ends well");
+	cr_assert_eq(kill(reliable, 0), 0, "the reliable node runs on");
+	/* a LEAVE for a node that never came: nothing to move, no error,
+	 * and it is no longer expected */
+	cr_assert_eq(command((struct wire_command){ .op = WIRE_CMD_LEAVE,
+						    .node = { 401 } }),
+		     PX_OK);
+	(void)stranger;
+}
+
+/* A role of a node dies: the node stops the others and exits 1 saying
+ * which. */
+Test(trainer_agent, a_dead_role_takes_its_node_down)
+{
+	pid_t node;
+	char *log;
+	int st;
+
+	start_coordinator();
+	agent_up();
+	expect(7100, WIRE_ROLE_PS_ACTIVE | WIRE_ROLE_PS_BACKUP);
+	expect(7101, WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP);
+	node = start_node("7100", true, true);
+	cr_assert(wait_log("coordinator", "job started", 15000));
+	{
+		char cmd[800];
+
+		snprintf(cmd, sizeof cmd, "pkill -KILL -g %d -f 'worker "
+			 "--node 7101'", (int)node);
+		cr_assert_eq(system(cmd), 0, "no worker 7101 to kill");
+	}
+	st = wait_exit(node, 8000);
+	cr_assert_eq(st, 1);
+	log = slurp("node7100");
+	cr_assert_not_null(strstr(log, "worker 7101 was killed by signal 9"),
+			   "%s", log);
+	free(log);
+	usleep(100000);
+	cr_assert_neq(system("pgrep -f '[p]s --node 7100 ' >/dev/null"), 0,
+		      "the PS outlived its node");
+}
