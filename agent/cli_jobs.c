@@ -334,6 +334,25 @@ static void fmt_fleet(json_t *fleet, char *buf, size_t len)
 }
 
 /* The status as lines; returns how many it printed. */
+/* What on-demand would have cost: the same instance-time at on-demand
+ * prices (and the saving), and the job spec's own estimate for the work
+ * done (work_hours of its reference type). */
+static void print_ondemand(json_t *r)
+{
+	double fleet = real_of(r, "fleet_ondemand_usd");
+	double cost = nonneg(real_of(r, "cost_usd"));
+	char saved[48] = "";
+
+	if (isfinite(fleet) && fleet > 0)
+		snprintf(saved, sizeof saved, " (%.0f%% %s)",
+			 fabs(100 * (1 - cost / fleet)),
+			 cost <= fleet ? "less" : "more");
+	printf("ondemand $%.4f for the same instance-time%s; $%.4f by the "
+	       "job's estimate of its work\n",
+	       isfinite(fleet) ? nonneg(fleet) : 0.0, saved,
+	       nonneg(real_of(r, "ondemand_cost_usd")));
+}
+
 static int print_status(json_t *r)
 {
 	double acc = real_of(r, "test_accuracy"), loss = real_of(r,
@@ -362,13 +381,11 @@ static int print_status(json_t *r)
 	       int_of(r, "workers"), int_of(r, "ps"),
 	       nonneg(real_of(r, "samples_per_s")));
 	if (final_state(json_string_value(json_object_get(r, "state"))))
-		printf("cost     $%.4f; on-demand: $%.4f for the same work\n",
-		       nonneg(real_of(r, "cost_usd")),
-		       nonneg(real_of(r, "ondemand_cost_usd")));
+		printf("cost     $%.4f\n", nonneg(real_of(r, "cost_usd")));
 	else
-		printf("cost     $%.4f so far, projected %s; on-demand: $%.4f "
-		       "for the same work\n", nonneg(real_of(r, "cost_usd")),
-		       projs, nonneg(real_of(r, "ondemand_cost_usd")));
+		printf("cost     $%.4f so far, projected %s\n",
+		       nonneg(real_of(r, "cost_usd")), projs);
+	print_ondemand(r);
 	printf("churn    %lld evictions, %lld joins, %lld losses\n",
 	       int_of(r, "evictions"), int_of(r, "joins"),
 	       int_of(r, "losses"));
@@ -376,9 +393,9 @@ static int print_status(json_t *r)
 	       safe(r, "policy"));
 	if (json_is_string(json_object_get(r, "error"))) {
 		printf("error    %s\n", safe(r, "error"));
-		return 7;
+		return 8;
 	}
-	return 6;
+	return 7;
 }
 
 /* One line, for a pipe. */

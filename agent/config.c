@@ -72,10 +72,11 @@ static const struct config_key config_table[] = {
 	{"max_jobs", CONFIG_INT, CFG(max_jobs), 1, 256, "4",
 	 CONFIG_RELOADABLE,
 	 "jobs running at once; later submissions wait, queued", NULL, NULL},
-	{"local_speedup", CONFIG_INT, CFG(local_speedup), 1, 1000000, "3600",
+	{"local_speedup", CONFIG_INT, CFG(local_speedup), 1, 1000000, "60",
 	 CONFIG_RELOADABLE,
-	 "local world: market seconds per real second (3600: a trace hour "
-	 "per second), for jobs that do not set world.speedup", NULL, NULL},
+	 "local world: market seconds per real second (60: a trace minute "
+	 "per second, so that a 2-minute notice leaves the trainer 2 s), "
+	 "for jobs that do not set world.speedup", NULL, NULL},
 	{"local_trace", CONFIG_STR, CFG(local_trace), 0, CONFIG_PATH_MAX - 1,
 	 "", CONFIG_RELOADABLE,
 	 "local world: the spot-price trace jobs replay unless they name "

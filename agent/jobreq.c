@@ -117,7 +117,7 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 			r = num(v, name, "trainer", k, 0, true, 10, &t->lr,
 				err);
 		} else if (!strcmp(k, "workers_per_instance")) {
-			r = whole(v, name, "trainer", k, 1, 64,
+			r = whole(v, name, "trainer", k, 1, 16,
 				  &t->workers_per_instance, err);
 		} else if (!strcmp(k, "checkpoint_every")) {
 			r = whole(v, name, "trainer", k, 0, 1000000,

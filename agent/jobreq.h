@@ -24,7 +24,7 @@ struct job_trainer {
 	double target_accuracy;     /* 0: none; else stop once reached */
 	int batch;                  /* 1..65536 */
 	double lr;                  /* (0, 10] */
-	int workers_per_instance;   /* 1..64 */
+	int workers_per_instance;   /* 1..16 (DIST_NODE_MAX_WORKERS) */
 	int checkpoint_every;       /* clocks; 0: after each evaluation */
 };
 

@@ -56,6 +56,8 @@
 #define NODE_STRIDE 100          /* node ids of instance i: i*100 + k */
 #define MAX_SEEN 1024            /* trainer nodes remembered per job */
 #define COORD_RESTARTS 3         /* coordinator restarts from checkpoint */
+#define CMDQ_MAX 256             /* commands to the coordinator in flight */
+#define CMD_GIVE_UP_MS 5000      /* a command unanswered this long is dropped */
 #define PRODUCT "Linux/UNIX"
 
 extern char **environ;
@@ -101,11 +103,18 @@ struct job {
 	struct net_sock *apull, *areq;
 	char agent_ep[JOB_PATH_MAX + 32];
 	bool registered;
+	/* commands to the coordinator (stage, expect, leave), one at a time
+	 * on the REQ socket, in order; the loop never waits for a reply */
+	struct wire_command cmdq[CMDQ_MAX];
+	size_t cmd_head, cmd_n;
+	bool cmd_out;            /* cmdq[cmd_head] sent, no reply yet */
+	uint64_t cmd_sent_us;
 	int64_t total_clocks;
 	/* progress */
 	int64_t clock;
 	double acc, loss, sps;   /* NaN until evaluated */
 	int workers, ps;
+	int trainer_stage;       /* the stage the trainer reports */
 	double frac;             /* of the work, 0..1 */
 	double work_h, rate_h;
 	int64_t rate_t;          /* market time of the last rate sample */
@@ -116,6 +125,12 @@ struct job {
 	bool trainer_done;       /* the coordinator ended the job */
 	uint64_t last_ev_us;     /* last "progress" event (monotonic) */
 	int64_t cost_uusd;       /* final, once ended */
+	/* the same instance-time at on-demand prices (per second): what
+	 * renting this fleet on demand would have cost */
+	struct od_run { uint64_t id; int64_t from_s, uusd_h; } *od_open;
+	size_t n_od_open, cap_od_open;
+	double od_fleet_uusd;    /* of the instances that ended */
+	double od_before_usd;    /* the same, of the daemon's earlier lives */
 	int final_stage;         /* once ended: the last stage */
 	int64_t final_evictions; /* and evictions */
 };
@@ -251,7 +266,8 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	const char *fixed[] = {
 		j->js->s.trainer, role, "--model", t->model, "--epochs",
 		epochs, "--batch", batch, "--lr", lr, "--schedule", "cosine", "--threads", "1",
-		"--workers", "1", "--ps", "1", "--job", token, "--node", node,
+		"--workers", "1", "--ps", "1", "--shards", "4",
+		"--job", token, "--node", node,
 		"--coord", coord, "--listen", listen, NULL,
 	};
 	size_t n = 0, k = 0;
@@ -308,7 +324,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 				     struct px_error *err)
 {
 	char listen[JOB_PATH_MAX + 8], every[24];
-	const char *extra[10];
+	const char *extra[12];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
@@ -321,6 +337,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	snprintf(every, sizeof every, "%d", j->req.trainer.checkpoint_every);
 	extra[k++] = "--agent";
 	extra[k++] = j->agent_ep;
+	extra[k++] = "--expect-joins";
 	extra[k++] = "--eval-epochs";
 	extra[k++] = "--checkpoint";
 	extra[k++] = j->ckpt;
@@ -376,13 +393,38 @@ static void stop_coordinator(struct job *j)
 
 /* ---- the world's hooks ---- */
 
+static void cmd_queue(struct job *j, const struct wire_command *c);
+
+/* Tell the coordinator which nodes instance q runs and what each may
+ * be: a reliable instance's PS may hold backups and its workers say they
+ * sit on a reliable node (stage 3 keeps them idle); a spot instance's PS
+ * may only be an ActivePS. */
+static void expect_nodes(struct job *j, const struct world_req *q,
+			 uint32_t base)
+{
+	struct wire_command c = { .op = WIRE_CMD_EXPECT };
+	uint8_t rel = q->reliable ? WIRE_ROLE_PS_BACKUP : 0;
+
+	c.node.v = base;
+	c.roles = WIRE_ROLE_PS_ACTIVE | rel;
+	cmd_queue(j, &c);
+	for (int k = 1; k <= j->req.trainer.workers_per_instance; k++) {
+		c.node.v = base + (uint32_t)k;
+		c.roles = WIRE_ROLE_WORKER | rel;
+		cmd_queue(j, &c);
+	}
+}
+
+/* An instance runs one trainer node (`proteus-trainer node`): a PS and
+ * workers_per_instance workers, node ids id*NODE_STRIDE + 0, 1, ... */
 static enum px_err node_command(void *ctx, const struct world_req *q,
 				char ***ret_argv, char ***ret_env,
 				struct px_error *err)
 {
 	struct job *j = ctx;
-	char node[24], listen[JOB_PATH_MAX + 32];
-	const char *extra[2] = { NULL, NULL };
+	char node[24], listen[JOB_PATH_MAX + 32], per[16];
+	const char *extra[6] = { "--with-ps", "--node-workers", per, NULL,
+				 NULL, NULL };
 	uint64_t id = q->id * NODE_STRIDE;
 	char **env;
 
@@ -390,11 +432,12 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 		return px_errorf(err, PX_ETOOBIG, "instance id %" PRIu64
 				 " past the trainer's node ids", q->id);
 	snprintf(node, sizeof node, "%" PRIu64, id);
+	snprintf(per, sizeof per, "%d", j->req.trainer.workers_per_instance);
 	snprintf(listen, sizeof listen, "ipc://%s/n%s", j->dir, node);
 	if (q->reliable)
-		extra[0] = "--reliable";
-	*ret_argv = role_argv(j, q->reliable ? "ps" : "worker", node, listen,
-			      extra);
+		extra[3] = "--reliable";
+	expect_nodes(j, q, (uint32_t)id);
+	*ret_argv = role_argv(j, "node", node, listen, extra);
 	env = calloc(3, sizeof *env);
 	if (env) {
 		env[0] = strdup(j->keyenv);
@@ -417,11 +460,20 @@ static void node_notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms)
 	struct job *j = ctx;
 	union sigval v = { .sival_int = gone_ms > INT32_MAX ? INT32_MAX :
 				       (int)gone_ms };
+	struct wire_command c = {
+		.op = WIRE_CMD_LEAVE,
+		.deadline_us = px_now_wall_us() + gone_ms * 1000,
+	};
 
-	(void)j;
-	(void)id;
+	/* the node's program (its group's leader) passes it to its roles */
 	if (pgid > 0 && sigqueue(pgid, SIGTERM, v) != 0)
 		kill(-pgid, SIGTERM);
+	/* and the coordinator moves their partitions and shards now, even
+	 * if a role is too busy to say it leaves */
+	for (int k = 0; k <= j->req.trainer.workers_per_instance; k++) {
+		c.node.v = (uint32_t)(id * NODE_STRIDE) + (uint32_t)k;
+		cmd_queue(j, &c);
+	}
 }
 
 static void cloud_id(void *ctx, uint64_t ctrl_id, char *buf, size_t len)
@@ -433,6 +485,65 @@ static void cloud_id(void *ctx, uint64_t ctrl_id, char *buf, size_t len)
 		 ctrl_id, (int)g);
 }
 
+static void cmd_stage(struct job *j, int stage);
+
+/* On-demand price of type name, micro-USD per hour (0: unknown). */
+static int64_t od_price(struct job *j, const char *name)
+{
+	const struct pol_env *env = j->plan ? plan_env(j->plan) : NULL;
+
+	for (size_t i = 0; env && name && i < env->n_types; i++)
+		if (!strcmp(env->types[i].name, name))
+			return env->types[i].od_uusd;
+	return 0;
+}
+
+/* Keep the on-demand price of the fleet's instance-time. */
+static void od_account(struct job *j, const struct ctrl_event *ev)
+{
+	if (ev->kind == CTRL_EV_LAUNCH) {
+		if (j->n_od_open == j->cap_od_open) {
+			size_t cap = j->cap_od_open ? 2 * j->cap_od_open : 16;
+			struct od_run *a = px_reallocarray(j->od_open, cap,
+							   sizeof *a);
+
+			if (!a)
+				return; /* a figure short, nothing worse */
+			j->od_open = a;
+			j->cap_od_open = cap;
+		}
+		j->od_open[j->n_od_open++] = (struct od_run){
+			ev->instance, ev->t_s, od_price(j, ev->type) };
+		return;
+	}
+	if (ev->kind != CTRL_EV_RELEASE && ev->kind != CTRL_EV_EVICTION)
+		return;
+	for (size_t i = 0; i < j->n_od_open; i++) {
+		struct od_run *r = &j->od_open[i];
+
+		if (r->id != ev->instance)
+			continue;
+		if (ev->t_s > r->from_s)
+			j->od_fleet_uusd += (double)r->uusd_h *
+					    (double)(ev->t_s - r->from_s) /
+					    3600.0;
+		*r = j->od_open[--j->n_od_open];
+		return;
+	}
+}
+
+/* That figure up to market time t, in USD. */
+static double od_fleet_usd(const struct job *j, int64_t t)
+{
+	double u = j->od_fleet_uusd;
+
+	for (size_t i = 0; i < j->n_od_open; i++)
+		if (t > j->od_open[i].from_s)
+			u += (double)j->od_open[i].uusd_h *
+			     (double)(t - j->od_open[i].from_s) / 3600.0;
+	return u / 1e6 + j->od_before_usd;
+}
+
 /* The controller's events: into the store, and a stage change to the
  * trainer too. */
 static enum px_err job_sink(const struct ctrl_event *ev, void *ctx)
@@ -442,6 +553,7 @@ static enum px_err job_sink(const struct ctrl_event *ev, void *ctx)
 	struct px_error err = {0};
 	enum px_err e = store_begin(st, &err);
 
+	od_account(j, ev);
 	if (e == PX_OK)
 		e = journal_event(j->jn, ev, &err);
 	if (e == PX_OK)
@@ -452,8 +564,10 @@ static enum px_err job_sink(const struct ctrl_event *ev, void *ctx)
 		snprintf(j->why, sizeof j->why, "the store: %s", err.msg);
 		log_err("job %" PRId64 ": %s", j->id, j->why);
 	}
-	if (ev->kind == CTRL_EV_STAGE)
+	if (ev->kind == CTRL_EV_STAGE) {
 		log_info("job %" PRId64 ": stage %d", j->id, ev->count);
+		cmd_stage(j, ev->count);
+	}
 	return e;
 }
 
@@ -490,6 +604,8 @@ static void agent_close(struct job *j)
 	j->areq = j->apull = NULL;
 	j->wctx = NULL;
 	j->registered = false;
+	j->cmd_out = false;
+	j->cmd_n = j->cmd_head = 0;
 }
 
 /* One short handshake attempt (the coordinator answers in a few ms once
@@ -515,6 +631,80 @@ static void agent_register(struct job *j)
 		return;
 	j->registered = r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK;
 	wire_msg_release(&r);
+}
+
+/* Queue a command for the coordinator.  A full queue drops the oldest:
+ * the commands are idempotent and the newest stage is the one that
+ * counts. */
+static void cmd_queue(struct job *j, const struct wire_command *c)
+{
+	if (j->cmd_n == CMDQ_MAX) {
+		log_warn("job %" PRId64 ": command queue full; dropping the "
+			 "oldest", j->id);
+		if (j->cmd_out)
+			return;
+		j->cmd_head = (j->cmd_head + 1) % CMDQ_MAX;
+		j->cmd_n--;
+	}
+	j->cmdq[(j->cmd_head + j->cmd_n) % CMDQ_MAX] = *c;
+	j->cmd_n++;
+}
+
+static void cmd_pop(struct job *j)
+{
+	j->cmd_out = false;
+	j->cmd_head = (j->cmd_head + 1) % CMDQ_MAX;
+	j->cmd_n--;
+}
+
+/* Take the reply of the command in flight and send the next one; never
+ * blocks.  A command the coordinator refuses is logged; one that gets no
+ * answer for CMD_GIVE_UP_MS is dropped (the coordinator is restarting:
+ * the socket is made anew with the next registration). */
+static void cmd_pump(struct job *j)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	while (j->registered && j->cmd_n) {
+		const struct wire_command *c = &j->cmdq[j->cmd_head];
+
+		if (j->cmd_out) {
+			if (net_recv(j->areq, &m, 0, &err) != PX_OK) {
+				if (px_now_mono_us() - j->cmd_sent_us <
+				    CMD_GIVE_UP_MS * 1000ull)
+					return;
+				log_warn("job %" PRId64 ": the coordinator did "
+					 "not answer command %u", j->id,
+					 c->op);
+				cmd_pop(j);
+				continue;
+			}
+			if (m.hdr.type == WIRE_ACK && m.u.ack.status != PX_OK)
+				log_warn("job %" PRId64 ": the coordinator "
+					 "refused command %u: %s", j->id,
+					 c->op, m.u.ack.detail);
+			wire_msg_release(&m);
+			cmd_pop(j);
+			continue;
+		}
+		wire_msg_init(&m, WIRE_COMMAND,
+			      (struct wire_node){ DIST_COORD_NODE }, 0);
+		m.u.command = *c;
+		if (net_send(j->areq, &m, 0, &err) != PX_OK)
+			return; /* not now: the next tick */
+		j->cmd_out = true;
+		j->cmd_sent_us = px_now_mono_us();
+	}
+}
+
+static void cmd_stage(struct job *j, int stage)
+{
+	struct wire_command c = { .op = WIRE_CMD_STAGE,
+				  .stage = (uint8_t)stage };
+
+	if (stage >= 1 && stage <= 3)
+		cmd_queue(j, &c);
 }
 
 static struct seen_node *seen_get(struct job *j, uint32_t node)
@@ -568,8 +758,13 @@ static void take_progress(struct job *j, const struct wire_progress *p)
 		j->loss = p->loss;
 	}
 	take_members(j, p);
-	f = j->total_clocks > 0 ? (double)p->clock / (double)j->total_clocks :
-	    0;
+	j->trainer_stage = p->stage;
+	if (p->total_clock > 0)
+		j->total_clocks = p->total_clock;
+	/* the work is the share of the job's samples trained: with more
+	 * workers a clock holds more of them */
+	f = p->total_samples ? (double)p->samples /
+				       (double)p->total_samples : 0;
 	if (f > 1)
 		f = 1;
 	if (f > j->frac)
@@ -583,6 +778,7 @@ static void agent_poll(struct job *j)
 
 	if (!j->registered)
 		agent_register(j);
+	cmd_pump(j);
 	while (net_recv(j->apull, &m, 0, &err) == PX_OK) {
 		if (m.hdr.type == WIRE_PROGRESS &&
 		    m.hdr.sender.v == DIST_COORD_NODE)
@@ -613,6 +809,7 @@ static void job_ctrl_progress(struct job *j, int64_t t,
 /* ---- start, tick, finish ---- */
 
 static void pump_soon(struct jobs *js);
+static void cmd_stage(struct job *j, int stage);
 
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
 
@@ -647,10 +844,12 @@ static void progress_event(struct job *j, bool force)
 	job_eventf(j, "progress", "{\"clock\": %" PRId64 ", \"clocks_total\": "
 		   "%" PRId64 ", \"work_done\": %.4f, \"test_accuracy\": %s, "
 		   "\"workers\": %d, \"ps\": %d, \"stage\": %d, \"joins\": %"
-		   PRId64 ", \"losses\": %" PRId64 ", \"cost_usd\": %.6f}",
+		   PRId64 ", \"losses\": %" PRId64 ", \"cost_usd\": %.6f, "
+		   "\"fleet_ondemand_usd\": %.6f}",
 		   j->clock, j->total_clocks, j->frac, acc, j->workers, j->ps,
 		   ctrl_stage(j->c), j->joins, j->losses,
-		   (double)ctrl_cost(j->c, j->t) / 1e6);
+		   (double)ctrl_cost(j->c, j->t) / 1e6,
+		   od_fleet_usd(j, j->t));
 }
 
 static void job_end(struct job *j, enum store_job_state s, const char *why)
@@ -797,13 +996,28 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 	return PX_OK;
 }
 
+/* The socket files of a killed coordinator and of the agent (the nodes'
+ * own stay: they live on). */
+static void remove_coord_sockets(struct job *j)
+{
+	static const char *const names[] = { "n0.rep", "n0.pull", "n0.pub",
+					     "agent.pull", NULL };
+	char path[JOB_PATH_MAX + 32];
+
+	for (const char *const *n = names; *n; n++) {
+		snprintf(path, sizeof path, "%s/%s", j->dir, *n);
+		(void)unlink(path);
+	}
+}
+
 /* The coordinator's end: done, or a restart from the checkpoint. */
 static bool check_coordinator(struct job *j)
 {
 	int st;
 	struct px_error err = {0};
+	pid_t pid = j->coord;
 
-	if (j->coord <= 0 || waitpid(j->coord, &st, WNOHANG) != j->coord)
+	if (pid <= 0 || waitpid(pid, &st, WNOHANG) != pid)
 		return true;
 	j->coord = 0;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
@@ -817,9 +1031,20 @@ static bool check_coordinator(struct job *j)
 			   WIFEXITED(st) ? "exited with" : "died of signal",
 			   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
 			   j->restarts, COORD_RESTARTS);
-		kill(-j->coord, SIGKILL);
-		if (start_coordinator(j, true, &err) == PX_OK)
-			return true;
+		kill(-pid, SIGKILL);    /* what is left of its group */
+		/* the new coordinator knows neither the agent nor what it
+		 * was told: register again, and tell it again */
+		agent_close(j);
+		remove_coord_sockets(j);
+		if (agent_open(j, &err) == PX_OK &&
+		    start_coordinator(j, true, &err) == PX_OK) {
+			if (j->c)
+				cmd_stage(j, ctrl_stage(j->c));
+			/* the nodes' sessions were with the old one: they
+			 * start anew (and are expected anew) */
+			if (!j->w || lworld_respawn(j->w, &err) == PX_OK)
+				return true;
+		}
 	}
 	snprintf(j->why, sizeof j->why, "the trainer's coordinator %s %d%s%s",
 		 WIFEXITED(st) ? "exited with" : "died of signal",
@@ -883,6 +1108,7 @@ static void job_free(struct job *j)
 	market_set_release(&j->ms);
 	ondemand_table_release(&j->od);
 	free(j->seen);
+	free(j->od_open);
 	free(j);
 }
 
@@ -998,11 +1224,6 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		e = px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
 			      "supported by this daemon yet (local is)", name,
 			      job_world_name(j->req.world.kind));
-	if (e == PX_OK && j->req.trainer.workers_per_instance != 1)
-		e = px_errorf(err, PX_EUNSUPP, "%s: trainer."
-			      "workers_per_instance: the local world runs one "
-			      "node per instance (1), not %d", name,
-			      j->req.trainer.workers_per_instance);
 	if (e == PX_OK)
 		e = job_load_market(j, err);
 	if (e == PX_OK)
@@ -1147,6 +1368,11 @@ static json_t *status_live(struct job *j)
 		return NULL;
 	json_object_set_new(o, "ondemand_cost_usd",
 			    json_real(od * j->frac * j->req.spec.work_hours));
+	json_object_set_new(o, "fleet_ondemand_usd",
+			    json_real(od_fleet_usd(j, j->t ? j->t :
+							     j->start_s)));
+	json_object_set_new(o, "trainer_stage", j->trainer_stage ?
+			    json_integer(j->trainer_stage) : json_null());
 	json_object_set_new(o, "market_time", json_integer(j->t ? j->t :
 							  j->start_s));
 	json_object_set_new(o, "restarts", json_integer(j->restarts));
@@ -1339,6 +1565,14 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 {
 	struct recover *r = ctx;
 
+	if (!strcmp(ev->kind, "progress")) {
+		json_t *p = json_loads(ev->detail, 0, NULL);
+		json_t *v = json_object_get(p, "fleet_ondemand_usd");
+
+		if (json_is_number(v) && json_number_value(v) >= 0)
+			r->j->od_before_usd = json_number_value(v);
+		json_decref(p);
+	}
 	if (!r->first_us || ev->at_us < r->first_us)
 		r->first_us = ev->at_us;
 	if (ev->at_us > r->last_us)

@@ -19,7 +19,9 @@ enum lw_kind { LW_PRICE, LW_READY, LW_WARN, LW_EVICT, LW_HOUR, LW_TICK,
 
 struct node {
 	uint64_t id;
-	pid_t pid;               /* also the process group */
+	struct world_req req;    /* what it was started for (no strings) */
+	pid_t pid;               /* also the process group; 0 once a
+				  * warned node ended and was reaped */
 	int64_t warn_s, evict_s; /* market time; MARKET_NONE: none */
 	bool warned;
 };
@@ -89,9 +91,11 @@ static void kill_node(struct lworld *w, struct node *nd)
 {
 	int st;
 
-	kill(-nd->pid, SIGKILL);
-	while (waitpid(nd->pid, &st, 0) < 0 && errno == EINTR)
-		;
+	if (nd->pid > 0) {
+		kill(-nd->pid, SIGKILL);
+		while (waitpid(nd->pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
 	*nd = w->v[--w->n];
 }
 
@@ -196,6 +200,8 @@ static enum px_err w_acquire(void *ctx, const struct world_req *q,
 	nd = &w->v[w->n++];
 	memset(nd, 0, sizeof *nd);
 	nd->id = q->id;
+	nd->req = *q;
+	nd->req.type_name = nd->req.zone = NULL;
 	nd->pid = pid;
 	nd->warn_s = nd->evict_s = MARKET_NONE;
 	return PX_OK;
@@ -310,6 +316,32 @@ int64_t lworld_next_ms(const struct lworld *w)
 	return w->q.n ? real_ms_until(w, evq_top(&w->q)->t) : -1;
 }
 
+enum px_err lworld_respawn(struct lworld *w, struct px_error *err)
+{
+	enum px_err e = PX_OK;
+
+	for (size_t i = 0; i < w->n && e == PX_OK; i++) {
+		struct node *nd = &w->v[i];
+		char **argv = NULL, **env_add = NULL;
+		int st;
+
+		if (nd->pid <= 0)
+			continue;
+		kill(-nd->pid, SIGKILL);
+		while (waitpid(nd->pid, &st, 0) < 0 && errno == EINTR)
+			;
+		nd->pid = 0;
+		e = w->s.hooks.command(w->s.hooks.ctx, &nd->req, &argv,
+				       &env_add, err);
+		if (e == PX_OK)
+			e = spawn(argv, env_add, w->s.hooks.log_path, &nd->pid,
+				  err);
+		free_strv(argv);
+		free_strv(env_add);
+	}
+	return e;
+}
+
 enum px_err lworld_ready(struct lworld *w, uint64_t id, struct px_error *err)
 {
 	int64_t t = lworld_now(w);
@@ -416,20 +448,28 @@ static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
 	}
 }
 
-/* Nodes that died on their own: gone, "lost" (the trainer recovers). */
+/* Nodes that died on their own: gone, "lost" (the trainer recovers).  A
+ * warned node that ended (its roles left in time) is the provider's
+ * until the eviction instant: it stays on the books till then. */
 static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 {
 	for (size_t i = 0; i < w->n;) {
 		int st;
-		pid_t p = waitpid(w->v[i].pid, &st, WNOHANG);
+		pid_t p = w->v[i].pid > 0 ? waitpid(w->v[i].pid, &st, WNOHANG)
+					  : 0;
 
-		if (p != w->v[i].pid) {
+		if (p <= 0 || p != w->v[i].pid) {
 			i++;
 			continue;
 		}
 		uint64_t id = w->v[i].id;
 
 		kill(-w->v[i].pid, SIGKILL);  /* what it left in its group */
+		if (w->v[i].warned) {
+			w->v[i].pid = 0;
+			i++;
+			continue;
+		}
 		w->v[i] = w->v[--w->n];
 		enum px_err e = ctrl_err(w, ctrl_gone(w->c, t, id, "lost"),
 					 err);

@@ -96,6 +96,11 @@ enum px_err lworld_ready(struct lworld *w, uint64_t id,
 			 struct px_error *err);
 /* The process group of id, or -1. */
 pid_t lworld_pgid(const struct lworld *w, uint64_t id);
+/* Start every live instance's command again (SIGKILL of its group, then
+ * the command hook anew), as an instance's init would restart its
+ * program: after the job's coordinator was restarted, the nodes must
+ * register with the new one.  The instances and their bills go on. */
+enum px_err lworld_respawn(struct lworld *w, struct px_error *err);
 /* Live node processes. */
 size_t lworld_nodes(const struct lworld *w);
 

@@ -544,3 +544,55 @@ Test(jobs, a_second_job_waits_for_max_jobs)
 	check_books(b, st);
 	json_decref(st);
 }
+
+/* The trainer runs what the controller decides: the stage it picks (the
+ * trainer's PROGRESS says which it runs: status's trainer_stage) and
+ * trainer.workers_per_instance workers on each instance (node ids
+ * instance*100 + 1..k beside its PS).  The job still ends done, with the
+ * fleet's on-demand price reported. */
+Test(jobs, the_trainer_follows_the_controller)
+{
+	json_t *st;
+	int64_t id;
+	bool both = false;
+	int max_workers = 0;
+
+	daemon_up();
+	write_job(6, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": 6, "
+		  "\"workers_per_instance\": 2}}");
+	id = submit();
+	for (int i = 0; i < 1200; i++) {
+		json_t *o = status(id);
+		json_t *ts = json_object_get(o, "trainer_stage");
+		int stage = (int)json_integer_value(json_object_get(o,
+								  "stage"));
+		int w = (int)json_integer_value(json_object_get(o,
+							       "workers"));
+
+		if (w > max_workers)
+			max_workers = w;
+		if (json_is_integer(ts) && json_integer_value(ts) == stage &&
+		    stage >= 2)
+			both = true;
+		if (strcmp(state_of(o), "running") &&
+		    strcmp(state_of(o), "queued")) {
+			json_decref(o);
+			break;
+		}
+		json_decref(o);
+		sleep_ms(50);
+	}
+	cr_assert(both, "the trainer never ran the controller's stage 2 or 3");
+	/* one reliable and up to 4 spot instances: more workers than
+	 * instances only with 2 per instance */
+	cr_assert_gt(max_workers, 5, "at most %d workers", max_workers);
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s",
+			 json_string_value(json_object_get(st, "error")));
+	cr_assert_gt(json_number_value(json_object_get(st,
+						       "fleet_ondemand_usd")),
+		     0);
+	check_books(id, st);
+	json_decref(st);
+	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+}
