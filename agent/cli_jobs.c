@@ -347,7 +347,7 @@ static void print_ondemand(json_t *r)
 		snprintf(saved, sizeof saved, " (%.0f%% %s)",
 			 fabs(100 * (1 - cost / fleet)),
 			 cost <= fleet ? "less" : "more");
-	printf("ondemand $%.4f for the same instance-time%s; $%.4f by the "
+	printf("ondemand $%.4f for the same instances and hours%s; $%.4f by the "
 	       "job's estimate of its work\n",
 	       isfinite(fleet) ? nonneg(fleet) : 0.0, saved,
 	       nonneg(real_of(r, "ondemand_cost_usd")));

@@ -125,11 +125,12 @@ struct job {
 	bool trainer_done;       /* the coordinator ended the job */
 	uint64_t last_ev_us;     /* last "progress" event (monotonic) */
 	int64_t cost_uusd;       /* final, once ended */
-	/* the same instance-time at on-demand prices (per second): what
-	 * renting this fleet on demand would have cost */
-	struct od_run { uint64_t id; int64_t from_s, uusd_h; } *od_open;
+	/* the same instances for the same times at on-demand prices, under
+	 * the job's billing model: what renting this fleet on demand would
+	 * have cost */
+	struct od_run { uint64_t id; struct billing_acct a; } *od_open;
 	size_t n_od_open, cap_od_open;
-	double od_fleet_uusd;    /* of the instances that ended */
+	int64_t od_fleet_uusd;   /* of the instances that ended */
 	double od_before_usd;    /* the same, of the daemon's earlier lives */
 	int final_stage;         /* once ended: the last stage */
 	int64_t final_evictions; /* and evictions */
@@ -512,8 +513,11 @@ static void od_account(struct job *j, const struct ctrl_event *ev)
 			j->od_open = a;
 			j->cap_od_open = cap;
 		}
-		j->od_open[j->n_od_open++] = (struct od_run){
-			ev->instance, ev->t_s, od_price(j, ev->type) };
+		struct od_run *r = &j->od_open[j->n_od_open++];
+
+		r->id = ev->instance;
+		billing_acct_start(&r->a, j->billing, NULL,
+				   od_price(j, ev->type), ev->t_s);
 		return;
 	}
 	if (ev->kind != CTRL_EV_RELEASE && ev->kind != CTRL_EV_EVICTION)
@@ -523,25 +527,23 @@ static void od_account(struct job *j, const struct ctrl_event *ev)
 
 		if (r->id != ev->instance)
 			continue;
-		if (ev->t_s > r->from_s)
-			j->od_fleet_uusd += (double)r->uusd_h *
-					    (double)(ev->t_s - r->from_s) /
-					    3600.0;
+		/* on demand, nobody evicts it: we end it then */
+		j->od_fleet_uusd += billing_acct_end(&r->a, ev->t_s,
+						     BILLING_END_USER);
 		*r = j->od_open[--j->n_od_open];
 		return;
 	}
 }
 
 /* That figure up to market time t, in USD. */
-static double od_fleet_usd(const struct job *j, int64_t t)
+static double od_fleet_usd(struct job *j, int64_t t)
 {
-	double u = j->od_fleet_uusd;
+	int64_t u = j->od_fleet_uusd;
 
 	for (size_t i = 0; i < j->n_od_open; i++)
-		if (t > j->od_open[i].from_s)
-			u += (double)j->od_open[i].uusd_h *
-			     (double)(t - j->od_open[i].from_s) / 3600.0;
-	return u / 1e6 + j->od_before_usd;
+		if (t >= j->od_open[i].a.start_s)
+			u += billing_acct_advance(&j->od_open[i].a, t);
+	return (double)u / 1e6 + j->od_before_usd;
 }
 
 /* The controller's events: into the store, and a stage change to the

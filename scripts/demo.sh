@@ -31,7 +31,8 @@ echo "   for a 96 work-hour job under each policy (proteusctl simulate)"
 	--start 2016-03-03T00:00:00Z
 echo
 echo "== online: proteusd on the local world (instances are process groups"
-echo "   here; the market is the same trace replayed at one hour per second)"
+echo "   here, each running a trainer node: a parameter server and a worker;"
+echo "   the market is the same trace replayed at a minute per second)"
 printf 'db %s\ncontrol_socket %s\nlog_level notice\n' "$db" "$sock" \
 	> "$run/proteusd.conf"
 "$BUILD/proteusd" --config "$run/proteusd.conf" > "$run/proteusd.log" 2>&1 &
