@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/jsonout.h"
 #include "../common/log.h"
 #include "../db/store.h"
 #include "cli.h"
@@ -293,68 +294,6 @@ static json_t *run_json(const struct hrun *r)
 	return o;
 }
 
-/* x in the fewest significant digits that read back as x (%.15g, else
- * %.16g, else %.17g, which always does): 0.0179, not jansson's
- * 0.017899999999999999. */
-static void put_real(FILE *f, double x)
-{
-	char buf[40];
-
-	if (!isfinite(x)) {
-		fputs("null", f);     /* JSON has no inf or nan */
-		return;
-	}
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, sizeof buf, "%.*g", prec, x);
-		if (strtod(buf, NULL) == x)
-			break;
-	}
-	fputs(buf, f);
-}
-
-/* v as compact JSON to f, reals in their shortest form (put_real). */
-static void put_json(FILE *f, json_t *v)
-{
-	const char *k;
-	json_t *x;
-	size_t i;
-	char *s;
-
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		fputc('{', f);
-		i = 0;
-		json_object_foreach(v, k, x) {
-			json_t *key = json_string(k);
-
-			s = key ? json_dumps(key, JSON_ENCODE_ANY) : NULL;
-			fprintf(f, "%s%s:", i++ ? "," : "", s ? s : "\"?\"");
-			free(s);
-			json_decref(key);
-			put_json(f, x);
-		}
-		fputc('}', f);
-		break;
-	case JSON_ARRAY:
-		fputc('[', f);
-		json_array_foreach(v, i, x) {
-			if (i)
-				fputc(',', f);
-			put_json(f, x);
-		}
-		fputc(']', f);
-		break;
-	case JSON_REAL:
-		put_real(f, json_real_value(v));
-		break;
-	default:
-		s = json_dumps(v, JSON_ENCODE_ANY);
-		fputs(s ? s : "?", f);
-		free(s);
-		break;
-	}
-}
-
 /* One detail value, terminal-safe: a string bare, anything else as
  * compact JSON with the shortest reals. */
 static void put_value(json_t *v)
@@ -372,7 +311,7 @@ static void put_value(json_t *v)
 		fputs("?", stdout);
 		return;
 	}
-	put_json(m, v);
+	(void)px_json_put(m, v);
 	if (fclose(m) == 0 && txt)
 		put_safe(txt);
 	else

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/jsonout.h"
 #include "ckpt.h"
 #include "data.h"
 #include "model.h"
@@ -1081,7 +1082,21 @@ static int print_result(struct coord *c)
 		      "checkpoints", (int)c->ckpts);
 	if (!j)
 		return -1;
-	s = json_dumps(j, JSON_COMPACT);
+	s = NULL;
+	{
+		size_t len = 0;
+		FILE *m = open_memstream(&s, &len);
+
+		if (!m || px_json_put(m, j) < 0) {
+			if (m)
+				fclose(m);
+			free(s);
+			s = NULL;
+		} else if (fclose(m) != 0) {
+			free(s);
+			s = NULL;
+		}
+	}
 	json_decref(j);
 	if (!s)
 		return -1;

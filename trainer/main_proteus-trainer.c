@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "../common/jsonout.h"
 #include "../common/log.h"
 #include "../common/px.h"
 #include "ckpt.h"
@@ -800,58 +801,12 @@ static int check_files(const char *ckpt, const char *resume)
 
 /* ---- results ---- */
 
-/* The fewest significant digits that read back as v, and no fewer than
- * its integer digits (100.0, not 1e2). */
-static int real_digits(double v)
-{
-	double a = fabs(v);
-	char buf[40];
-	int p = 1;
-
-	while (p < 17 && a >= pow(10.0, p))
-		p++;
-	for (; p < 17; p++) {
-		snprintf(buf, sizeof(buf), "%.*g", p, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
-	return p;
-}
-
-/* Print a flat JSON object and a newline, each real in the fewest
- * digits that read back exactly (jansson alone prints 17: 0.05 would be
- * 0.050000000000000003). */
+/* A flat JSON object and a newline, each real in its shortest form. */
 static int print_json(FILE *f, json_t *j)
 {
-	const char *k;
-	json_t *v;
-	bool first = true;
-
-	if (!j)
+	if (!j || px_json_put(f, j) < 0)
 		return -1;
-	fputc('{', f);
-	json_object_foreach(j, k, v) {
-		json_t *key = json_string(k);
-		size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
-		char *ks, *vs;
-
-		if (json_is_real(v))
-			flags |= JSON_REAL_PRECISION(
-				real_digits(json_real_value(v)));
-		ks = key ? json_dumps(key, JSON_ENCODE_ANY) : NULL;
-		vs = json_dumps(v, flags);
-		json_decref(key);
-		if (!ks || !vs) {
-			free(ks);
-			free(vs);
-			return -1;
-		}
-		fprintf(f, "%s%s:%s", first ? "" : ",", ks, vs);
-		first = false;
-		free(ks);
-		free(vs);
-	}
-	fputs("}\n", f);
+	fputc('\n', f);
 	return fflush(f) == 0 ? 0 : -1;
 }
 

@@ -101,7 +101,7 @@ Test(cli_history, details_once_and_shortest_numbers)
 	l = line_with(r.out, "launch    ");
 	cr_assert(strstr(l, " bid_usd=0.0179 "), "%s", l);
 	cr_assert(strstr(l, " price_usd=0.1 "), "%s", l);
-	cr_assert(strstr(l, " charge_usd=2 "), "%s", l);
+	cr_assert(strstr(l, " charge_usd=2.0 "), "%s", l);
 	cr_assert(strstr(l, " n=[0.30000000000000004,1e-300,{\"x\":0.0179}]"),
 		  "%s", l);
 	cr_assert_null(strstr(l, "0.01789999"), "%s", l);
