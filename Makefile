@@ -309,7 +309,8 @@ install: all
 		$(DESTDIR)$(PREFIX)/lib/systemd/system \
 		$(DESTDIR)$(PREFIX)/lib/sysusers.d \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
-		$(DESTDIR)$(PREFIX)/share/proteus/ondemand
+		$(DESTDIR)$(PREFIX)/share/proteus/ondemand \
+		$(DESTDIR)$(PREFIX)/share/proteus/traces
 	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	$(if $(wildcard docs/man/*.8),install -m 0644 $(wildcard docs/man/*.8) \
@@ -317,11 +318,13 @@ install: all
 	sed 's|@PREFIX@|$(PREFIX)|g' etc/proteusd.service > \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
-	$(if $(wildcard etc/sysusers.d/proteus.conf),install -m 0644 \
-		etc/sysusers.d/proteus.conf $(DESTDIR)$(PREFIX)/lib/sysusers.d/)
+	install -m 0644 etc/sysusers.d/proteus.conf \
+		$(DESTDIR)$(PREFIX)/lib/sysusers.d/
 	install -m 0644 $(COMPLETIONS) \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/
 	install -m 0644 etc/ondemand/*.json $(DESTDIR)$(PREFIX)/share/proteus/ondemand/
+	install -m 0644 docs/examples/traces/*.json.gz \
+		$(DESTDIR)$(PREFIX)/share/proteus/traces/
 	$(if $(CUDA_SO),install -D -m 0755 $(CUDA_SO) $(DESTDIR)$(PREFIX)/lib/proteus/$(notdir $(CUDA_SO)))
 	@if install -d $(DESTDIR)$(SYSCONFDIR)/proteus 2>/dev/null && \
 	    test -w $(DESTDIR)$(SYSCONFDIR)/proteus; then \

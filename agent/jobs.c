@@ -1090,7 +1090,7 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 
 		snprintf(why, sizeof why, "%s", ctrl_stop_name(stop));
 		if (stop == CTRL_STOP_DONE && isfinite(j->acc))
-			snprintf(why, sizeof why, "done: test accuracy %.4f",
+			snprintf(why, sizeof why, "test accuracy %.4f",
 				 j->acc);
 		j->timer = -1;
 		job_end(j, stop == CTRL_STOP_DONE ? STORE_JOB_DONE :
