@@ -23,11 +23,13 @@
 #include <inttypes.h>
 #include <math.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +46,7 @@
 #include "jobs.h"
 #include "journal.h"
 #include "plan.h"
+#include "server.h"
 #include "world_local.h"
 
 /* Error texts are cut to fit their buffers on purpose; paths are checked
@@ -136,9 +139,26 @@ struct job {
 	int64_t final_evictions; /* and evictions */
 };
 
+/* A submitted job whose trace and prices are read on a thread of its
+ * own (a 2-month trace takes most of a second): the loop goes on, and the
+ * submitter gets its answer once the job is checked and stored. */
+struct loading {
+	struct loading *next;
+	struct jobs *js;
+	struct job *j;
+	char *text;              /* the spec as submitted */
+	char name[256];          /* its file, for messages */
+	struct server_ticket ticket;
+	pthread_t th;
+	int efd;                 /* the thread says it is done here */
+	enum px_err e;
+	struct px_error err;
+};
+
 struct jobs {
 	struct jobs_setup s;
 	struct job *list;
+	struct loading *loading;
 };
 
 /* ---- small helpers ---- */
@@ -1194,12 +1214,76 @@ static bool req_job_id(json_t *req, int64_t *ret, struct px_error *err)
 	return true;
 }
 
+/* A checked, loaded job: stored queued, added to the list (or freed with
+ * the reason in err).  Returns the reply, or NULL. */
+static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
+			    enum px_err e, struct px_error *err)
+{
+	if (e == PX_OK)
+		e = store_job_add(js->s.st, j->req.spec.name, text,
+				  STORE_WORLD_LOCAL, now_us(), &j->id, err);
+	if (e != PX_OK) {
+		job_free(j);
+		return NULL;
+	}
+	/* the per-second interruption draws follow the job's id, as after
+	 * a restart */
+	plan_set_seed(j->plan, (uint64_t)j->id);
+	j->state = STORE_JOB_QUEUED;
+	j->next = NULL;
+	{
+		struct job **p = &js->list;
+
+		while (*p)
+			p = &(*p)->next;
+		*p = j;
+	}
+	log_notice("job %" PRId64 " '%s' queued", j->id, j->req.spec.name);
+	pump_soon(js);
+	return json_pack("{s:I}", "job", (json_int_t)j->id);
+}
+
+static void *load_thread(void *arg)
+{
+	struct loading *ld = arg;
+	uint64_t one = 1;
+
+	ld->e = job_load_market(ld->j, &ld->err);
+	if (write(ld->efd, &one, sizeof one) != sizeof one)
+		abort(); /* an eventfd write of 1 cannot fail */
+	return NULL;
+}
+
+/* The loading thread is done: store the job and answer the submitter. */
+static void loaded(struct loop *l, int fd, int mask, void *ctx)
+{
+	struct loading *ld = ctx;
+	struct jobs *js = ld->js;
+	struct px_error err = ld->err;
+	json_t *reply;
+
+	(void)mask;
+	(void)pthread_join(ld->th, NULL);
+	loop_fd_del(l, fd);
+	close(fd);
+	for (struct loading **p = &js->loading; *p; p = &(*p)->next)
+		if (*p == ld) {
+			*p = ld->next;
+			break;
+		}
+	reply = submit_store(js, ld->j, ld->text, ld->e, &err);
+	server_answer(&ld->ticket, reply, &err);
+	free(ld->text);
+	free(ld);
+}
+
 json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 {
 	json_t *spec = json_object_get(req, "spec");
 	json_t *file = json_object_get(req, "file");
 	const char *name = json_is_string(file) ? json_string_value(file) :
 			   "job";
+	struct loading *ld = NULL;
 	struct job *j;
 	char *text;
 	enum px_err e;
@@ -1226,28 +1310,42 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		e = px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
 			      "supported by this daemon yet (local is)", name,
 			      job_world_name(j->req.world.kind));
-	if (e == PX_OK)
-		e = job_load_market(j, err);
-	if (e == PX_OK)
-		e = store_job_add(js->s.st, j->req.spec.name, text,
-				  STORE_WORLD_LOCAL, now_us(), &j->id, err);
-	free(text);
 	if (e != PX_OK) {
+		free(text);
 		job_free(j);
 		return NULL;
 	}
-	j->state = STORE_JOB_QUEUED;
-	j->next = NULL;
-	{
-		struct job **p = &js->list;
-
-		while (*p)
-			p = &(*p)->next;
-		*p = j;
+	/* the trace and prices on a thread, the answer later; without a
+	 * server to answer later (or a thread), here and now */
+	ld = calloc(1, sizeof *ld);
+	if (ld && server_defer(&ld->ticket)) {
+		ld->js = js;
+		ld->j = j;
+		ld->text = text;
+		snprintf(ld->name, sizeof ld->name, "%s", name);
+		ld->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (ld->efd >= 0 && loop_fd_add(js->s.loop, ld->efd,
+						LOOP_READABLE, loaded, ld) ==
+					    PX_OK) {
+			if (pthread_create(&ld->th, NULL, load_thread, ld) ==
+			    0) {
+				ld->next = js->loading;
+				js->loading = ld;
+				return SERVER_DEFERRED;
+			}
+			loop_fd_del(js->s.loop, ld->efd);
+		}
+		if (ld->efd >= 0)
+			close(ld->efd);
 	}
-	log_notice("job %" PRId64 " '%s' queued", j->id, j->req.spec.name);
-	pump_soon(js);
-	return json_pack("{s:I}", "job", (json_int_t)j->id);
+	free(ld);
+	e = job_load_market(j, err);
+	{
+		json_t *reply = submit_store(js, j, text, e, err);
+
+		free(text);
+		return reply;
+	}
 }
 
 json_t *jobs_cmd_cancel(struct jobs *js, json_t *req, struct px_error *err)
@@ -1786,6 +1884,18 @@ void jobs_free(struct jobs *js)
 {
 	if (!js)
 		return;
+	/* submissions still loading: let their threads end, answer none */
+	while (js->loading) {
+		struct loading *ld = js->loading;
+
+		js->loading = ld->next;
+		(void)pthread_join(ld->th, NULL);
+		loop_fd_del(js->s.loop, ld->efd);
+		close(ld->efd);
+		job_free(ld->j);
+		free(ld->text);
+		free(ld);
+	}
 	while (js->list) {
 		struct job *j = js->list;
 

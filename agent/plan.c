@@ -255,3 +255,9 @@ const struct plan_setup *plan_setup(const struct plan *p)
 {
 	return &p->setup;
 }
+
+void plan_set_seed(struct plan *p, uint64_t seed)
+{
+	if (p)
+		p->env.seed = seed;
+}

@@ -48,4 +48,8 @@ int64_t plan_end(const struct plan *p);
 const struct pol_env *plan_env(const struct plan *p);
 const struct plan_setup *plan_setup(const struct plan *p);
 
+/* The env's seed: the job's id once it has one (per-second interruption
+ * draws). */
+void plan_set_seed(struct plan *p, uint64_t seed);
+
 #endif

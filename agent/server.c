@@ -53,7 +53,14 @@ struct client {
 	uint64_t last_us;  /* monotonic time of the last progress */
 	int64_t timer;     /* idle/stall timer id */
 	bool eof;          /* peer shut down its side: close once drained */
+	bool pending;      /* a deferred request awaits its answer */
 };
+
+static char deferred_tag;
+json_t *const SERVER_DEFERRED = (json_t *)&deferred_tag;
+static struct client *serving; /* the client whose handler runs */
+
+static bool client_process(struct client *c);
 
 /* ---- clients ---- */
 
@@ -190,7 +197,14 @@ static bool client_request(struct client *c, const char *line, size_t len)
 	} else {
 		log_debug("client %" PRIu64 ": %s", c->id,
 			  proto_cmd_name(cmd));
+		serving = c;
 		reply = c->d->handlers[cmd](c->d->app, req, &err);
+		serving = NULL;
+		if (reply == SERVER_DEFERRED) {
+			c->pending = true;
+			json_decref(req);
+			return true;
+		}
 		if (reply)
 			ok = client_reply(c, reply, true);
 		else
@@ -207,6 +221,43 @@ static bool client_request(struct client *c, const char *line, size_t len)
 	return true;
 }
 
+bool server_defer(struct server_ticket *ret)
+{
+	if (!serving)
+		return false;
+	ret->s = serving->d;
+	ret->client = serving->id;
+	return true;
+}
+
+void server_answer(const struct server_ticket *t, json_t *reply,
+		   const struct px_error *err)
+{
+	struct client *c = t && t->s ? t->s->clients : NULL;
+	bool ok;
+
+	while (c && c->id != t->client)
+		c = c->next;
+	if (!c || !c->pending) {
+		json_decref(reply);
+		return;
+	}
+	c->pending = false;
+	if (reply)
+		ok = client_reply(c, reply, true);
+	else
+		ok = client_reply(c, json_pack("{s:s, s:s}", "error",
+			err && err->msg[0] ? err->msg : "out of memory",
+			"kind", proto_err_kind(err ? err->code : PX_ENOMEM)),
+			false);
+	if (!ok) {
+		client_fail(c, "out of memory");
+		return;
+	}
+	c->last_us = px_now_mono_us();
+	(void)client_process(c);
+}
+
 /* Answer the complete lines in c->in while the reply backlog is small,
  * then watch for what comes next.  False when the client was dropped. */
 static bool client_process(struct client *c)
@@ -215,7 +266,7 @@ static bool client_process(struct client *c)
 	size_t used = 0, n;
 	int mask;
 
-	while (c->out_len - c->out_off < CLIENT_OUT_HIGH &&
+	while (!c->pending && c->out_len - c->out_off < CLIENT_OUT_HIGH &&
 	       (nl = memchr(c->in + used, '\n', c->in_len - used))) {
 		n = (size_t)(nl - (c->in + used));
 		if (!client_request(c, c->in + used, n))
@@ -236,7 +287,8 @@ static bool client_process(struct client *c)
 		client_close(c);
 		return false;
 	}
-	if (c->eof && c->out_len == 0 && !memchr(c->in, '\n', c->in_len)) {
+	if (c->eof && !c->pending && c->out_len == 0 &&
+	    !memchr(c->in, '\n', c->in_len)) {
 		client_close(c);
 		return false;
 	}
@@ -284,6 +336,8 @@ static int64_t client_timer(struct loop *l, int64_t id, void *ctx)
 	uint64_t idle = px_now_mono_us() - c->last_us;
 	char why[96];
 
+	if (c->pending) /* the wait is ours, not the client's */
+		idle = 0;
 	if (idle < limit)
 		return (int64_t)((limit - idle + 999) / 1000);
 	snprintf(why, sizeof(why), "%s in %" PRId64 " ms",

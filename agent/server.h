@@ -22,6 +22,24 @@
  * err set (answered as {"ok": false, "error": ...}). */
 typedef json_t *server_cmd_fn(void *app, json_t *req, struct px_error *err);
 
+/* A command that needs time (submit: reading a trace) does not block the
+ * loop: its handler takes the request's ticket with server_defer (only
+ * while it runs) and returns SERVER_DEFERRED; the client's later requests
+ * wait, unanswered, and its idle timer does not run; server_answer sends
+ * the reply (or err) once it is ready, or drops it if the client has gone
+ * meanwhile. */
+struct server_ticket {
+	struct server *s;
+	uint64_t client;          /* connection number; 0: none */
+};
+extern json_t *const SERVER_DEFERRED;
+/* The ticket of the request being handled; false outside a handler. */
+bool server_defer(struct server_ticket *ret);
+/* Answer a deferred request: reply (consumed), or err when reply is
+ * NULL. */
+void server_answer(const struct server_ticket *t, json_t *reply,
+		   const struct px_error *err);
+
 struct server_setup {
 	struct loop *loop;
 	const struct proteusd_config *cfg; /* outlives the server */

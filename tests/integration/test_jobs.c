@@ -13,11 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../../agent/proto.h"
 #include "../../common/px.h"
 #include "pxrun.h"
 
@@ -595,4 +599,60 @@ Test(jobs, the_trainer_follows_the_controller)
 	check_books(id, st);
 	json_decref(st);
 	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+}
+
+/* A submission reads its trace on a thread: while a 2-month trace loads
+ * (most of a second), the daemon answers others.  Checked by order, not
+ * by time: a ping sent after the submission is answered before it. */
+Test(jobs, a_long_submission_does_not_block_the_daemon)
+{
+	char *trace = px_shared_path(
+		"traces/us-east-1_2016-02_2016-04_linux.json.gz");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct px_error err = { 0 };
+	json_t *req, *reply = NULL;
+	char *line = NULL, buf[4096];
+	size_t len;
+	struct pollfd p;
+	int fd;
+	ssize_t k;
+
+	daemon_up();
+	write_job(2, NULL);
+	{
+		json_error_t je;
+		json_t *j = json_load_file(t.job, 0, &je);
+
+		cr_assert_not_null(j);
+		json_object_set_new(json_object_get(j, "world"), "trace",
+				    json_string(trace));
+		req = proto_request_new(PROTO_CMD_submit);
+		json_object_set_new(req, "spec", j);
+		json_object_set_new(req, "file", json_string("big.json"));
+	}
+	cr_assert_eq(proto_encode(req, &line, &len, &err), PX_OK, "%s",
+		     err.msg);
+	json_decref(req);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", t.sock);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	cr_assert_eq(write(fd, line, len), (ssize_t)len);
+	free(line);
+	/* another client, meanwhile */
+	req = proto_request_new(PROTO_CMD_ping);
+	cr_assert_eq(proto_call(t.sock, req, 5000, &reply, &err), PX_OK, "%s",
+		     err.msg);
+	json_decref(req);
+	json_decref(reply);
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 0, "the submission was answered before "
+		     "a ping sent after it");
+	/* and then it is answered: a job id */
+	cr_assert_eq(poll(&p, 1, 30000), 1);
+	k = read(fd, buf, sizeof buf - 1);
+	cr_assert_gt(k, 0);
+	buf[k] = 0;
+	cr_assert_not_null(strstr(buf, "\"job\""), "%s", buf);
+	close(fd);
+	free(trace);
 }
