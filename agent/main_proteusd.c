@@ -352,7 +352,8 @@ static bool find_beside(const char *exe_dir, const char *const *cands,
 
 /* What the empty job settings stand for: the trainer beside proteusd,
  * the shipped trace slice and price table (installed under
- * PREFIX/share/proteus, or in the source tree beside build/), and
+ * PREFIX/share/proteus, or in the source tree beside build/ or
+ * build/asan/), and
  * <db>.jobs for the job directories. */
 static bool resolve_paths(struct proteusd *d)
 {
@@ -360,10 +361,13 @@ static bool resolve_paths(struct proteusd *d)
 	static const char *const trace[] = {
 		"../share/proteus/traces/us-east-1_2016-03-01_7d_linux.json.gz",
 		"../docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz",
+		/* a build folder one deeper: make check's build/asan */
+		"../../docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz",
 		NULL };
 	static const char *const od[] = {
 		"../share/proteus/ondemand/us-east-1_2016-02_2016-04.json",
-		"../etc/ondemand/us-east-1_2016-02_2016-04.json", NULL };
+		"../etc/ondemand/us-east-1_2016-02_2016-04.json",
+		"../../etc/ondemand/us-east-1_2016-02_2016-04.json", NULL };
 	char exe[CONFIG_PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	char *slash;
