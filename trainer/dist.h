@@ -111,6 +111,11 @@ enum dist_ep {
 };
 enum px_err dist_endpoint(const char *base, enum dist_ep ep, char *buf,
 			  size_t len, struct px_error *err);
+/* The port of a "tcp://host:P" address, checked to leave `more` ports
+ * after it, and the length of "tcp://host". */
+enum px_err dist_tcp_port(const char *base, unsigned long more,
+			  size_t *ret_host_len, unsigned long *ret_port,
+			  struct px_error *err);
 
 /* Clocks in the whole run: epochs * ceil(ceil(n / workers) / batch). */
 int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,

@@ -65,6 +65,29 @@ enum px_err dist_key_from_env(struct dist_opts *o, struct px_error *err)
 	return PX_OK;
 }
 
+enum px_err dist_tcp_port(const char *base, unsigned long more,
+			  size_t *ret_host_len, unsigned long *ret_port,
+			  struct px_error *err)
+{
+	const char *colon = strrchr(base, ':');
+	char *end;
+	unsigned long port;
+
+	if (!colon || colon < base + 6)
+		return px_errorf(err, PX_EINVAL, "address '%s' has no port",
+				 base);
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || *end || colon[1] < '0' || colon[1] > '9' || port == 0 ||
+	    port > 65535 || more > 65535 - port)
+		return px_errorf(err, PX_EINVAL, "address '%s': bad port, or "
+				 "its next %lu ports are past 65535", base,
+				 more);
+	*ret_host_len = (size_t)(colon - base);
+	*ret_port = port;
+	return PX_OK;
+}
+
 enum px_err dist_endpoint(const char *base, enum dist_ep ep, char *buf,
 			  size_t len, struct px_error *err)
 {
@@ -75,20 +98,13 @@ enum px_err dist_endpoint(const char *base, enum dist_ep ep, char *buf,
 	if (ep >= DIST_EP_MAX)
 		return px_errorf(err, PX_EINVAL, "bad endpoint %d", (int)ep);
 	if (!strncmp(base, "tcp://", 6)) {
-		const char *colon = strrchr(base, ':');
-		char *end;
+		size_t host;
 		unsigned long port;
+		enum px_err e = dist_tcp_port(base, ep, &host, &port, err);
 
-		if (!colon || colon < base + 6)
-			return px_errorf(err, PX_EINVAL, "address '%s' has no "
-					 "port", base);
-		errno = 0;
-		port = strtoul(colon + 1, &end, 10);
-		if (errno || *end || port == 0 || port + ep > 65535)
-			return px_errorf(err, PX_EINVAL, "address '%s': bad "
-					 "port", base);
-		n = snprintf(buf, len, "%.*s:%lu", (int)(colon - base), base,
-			     port + ep);
+		if (e != PX_OK)
+			return e;
+		n = snprintf(buf, len, "%.*s:%lu", (int)host, base, port + ep);
 	} else if (!strncmp(base, "ipc://", 6) ||
 		   !strncmp(base, "inproc://", 9)) {
 		n = snprintf(buf, len, "%s.%s", base, suffix[ep]);

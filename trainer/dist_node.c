@@ -42,21 +42,14 @@ enum px_err dist_node_addr(const char *base, uint32_t k, char *buf,
 	int n;
 
 	if (!strncmp(base, "tcp://", 6)) {
-		const char *colon = strrchr(base, ':');
-		char *end;
+		size_t host;
 		unsigned long port;
+		enum px_err e = dist_tcp_port(base, 3ul * k + DIST_EP_MAX - 1,
+					      &host, &port, err);
 
-		if (!colon || colon < base + 6)
-			return px_errorf(err, PX_EINVAL, "--listen '%s' has no "
-					 "port", base);
-		errno = 0;
-		port = strtoul(colon + 1, &end, 10);
-		if (errno || *end || port == 0 ||
-		    port + 3ul * k + DIST_EP_MAX - 1 > 65535)
-			return px_errorf(err, PX_EINVAL, "--listen '%s': the "
-					 "ports of role %u are past 65535",
-					 base, k);
-		n = snprintf(buf, len, "%.*s:%lu", (int)(colon - base), base,
+		if (e != PX_OK)
+			return e;
+		n = snprintf(buf, len, "%.*s:%lu", (int)host, base,
 			     port + 3ul * k);
 	} else if (!strncmp(base, "ipc://", 6) ||
 		   !strncmp(base, "inproc://", 9)) {
