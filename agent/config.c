@@ -101,6 +101,10 @@ static const struct config_key config_table[] = {
 	 "800", CONFIG_RELOADABLE,
 	 "reliability tiers: stage 3 from this ratio, in percent", NULL,
 	 NULL},
+	{"stage_up_after_s", CONFIG_INT, CFG(stage_up_after_s), 0, 86400,
+	 "120", CONFIG_RELOADABLE,
+	 "reliability tiers: a spot instance counts towards a higher stage "
+	 "once it has been ready this many market seconds", NULL, NULL},
 };
 
 #define CONFIG_NKEYS (sizeof(config_table) / sizeof(config_table[0]))

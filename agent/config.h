@@ -46,6 +46,8 @@ struct proteusd_config {
 	char trainer[CONFIG_PATH_MAX];        /* "": beside proteusd */
 	int64_t stage2_ratio_pct;             /* AgileML tier thresholds */
 	int64_t stage3_ratio_pct;
+	int64_t stage_up_after_s;             /* market s a transient lasts
+					       * before it moves a stage up */
 };
 
 enum config_type {

@@ -145,19 +145,26 @@ static enum px_err emit(struct ctrl *c, int64_t now, enum ctrl_event_kind k,
  * when the setup has no tiers (stage2_ratio 0: sim models no PS). */
 static enum px_err restage(struct ctrl *c, int64_t now, struct px_error *err)
 {
-	int r = 0, t = 0, st;
+	int r = 0, t = 0, t_old = 0, st, up;
 
 	if (c->s.tiers.stage2_ratio <= 0)
 		return PX_OK;
 	for (size_t i = 0; i < c->n; i++) {
 		if (!c->priv[i].ready || c->pub[i].warned)
 			continue;
-		if (c->pub[i].reliable)
+		if (c->pub[i].reliable) {
 			r++;
-		else
-			t++;
+			continue;
+		}
+		t++;
+		if (now - c->pub[i].ready_s >= c->s.tiers.up_after_s)
+			t_old++;
 	}
+	/* down on what is there; up only on transients that have lasted */
 	st = ctrl_stage_for(&c->s.tiers, r, t, c->stage);
+	up = ctrl_stage_for(&c->s.tiers, r, t_old, c->stage);
+	if (st > c->stage)
+		st = up > c->stage ? up : c->stage;
 	if (st == c->stage)
 		return PX_OK;
 	c->stage = st;
@@ -535,6 +542,9 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 	}
 	if (e == PX_OK && c->n_hour)
 		e = next_hours(c, now, err);
+	/* transients that have lasted long enough may move the stage up */
+	if (e == PX_OK)
+		e = restage(c, now, err);
 	return e;
 }
 

@@ -72,13 +72,17 @@ typedef enum px_err (*ctrl_sink_fn)(const struct ctrl_event *ev, void *ctx);
  * ready, stage 1 while T/R < stage2_ratio, stage 2 from there, stage 3 from
  * stage3_ratio (docs/controller.md).  A stage moves down only when the
  * ratio falls below its threshold by `hysteresis` (a fraction), so that one
- * eviction near a threshold does not flap the trainer's roles. */
+ * eviction near a threshold does not flap the trainer's roles; it moves up
+ * only on transients ready for `up_after_s` market seconds at least, so
+ * that an instance evicted soon after it came (as at-price bids are) never
+ * holds an ActivePS. */
 struct ctrl_tiers {
 	double stage2_ratio;       /* e.g. 1.0 */
 	double stage3_ratio;       /* e.g. 8.0 */
 	double hysteresis;         /* e.g. 0.25 */
+	int64_t up_after_s;        /* e.g. 120: an eviction notice's length */
 };
-#define CTRL_TIERS_DEFAULT {1.0, 8.0, 0.25}
+#define CTRL_TIERS_DEFAULT {1.0, 8.0, 0.25, 120}
 
 /* Stage for R reliable and T transient ready instances, given the current
  * stage (1-3; 0: none yet). */

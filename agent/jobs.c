@@ -992,7 +992,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 			.tiers = {
 				(double)s->cfg->stage2_ratio_pct / 100.0,
 				(double)s->cfg->stage3_ratio_pct / 100.0,
-				0.25 },
+				0.25, s->cfg->stage_up_after_s },
 			.replace_reliable = true,
 			.sink = job_sink, .sink_ctx = j,
 		};

@@ -165,6 +165,8 @@ static void teardown(void)
 
 TestSuite(controller, .init = setup, .fini = teardown);
 
+static int64_t up_after = -1; /* mk's tiers: up_after_s, -1: default */
+
 static struct ctrl *mk(struct fw *f, bool replace, bool tiers)
 {
 	struct ctrl_setup s = {
@@ -178,6 +180,8 @@ static struct ctrl *mk(struct fw *f, bool replace, bool tiers)
 
 	if (tiers)
 		s.tiers = (struct ctrl_tiers)CTRL_TIERS_DEFAULT;
+	if (tiers && up_after >= 0)
+		s.tiers.up_after_s = up_after;
 	cr_assert_eq(ctrl_new(&s, &c, &e), PX_OK, "%s", e.msg);
 	f->c = c;
 	return c;
@@ -357,7 +361,9 @@ Test(controller, stage_follows_the_fleet)
 	struct ctrl *c;
 
 	setup_job("");
+	up_after = 0;
 	c = mk(&f, false, true);
+	up_after = -1;
 	want_fleet(3, 200000);
 	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
 	cr_assert_eq(f.acquired, 4);
@@ -372,5 +378,35 @@ Test(controller, stage_follows_the_fleet)
 	cr_assert_eq(last_stage, 1);
 	/* 1 (the reliable one ready), 2 (transients), back to 1 */
 	cr_assert_eq(n_ev[CTRL_EV_STAGE], 3);
+	ctrl_free(c);
+}
+
+/* Up only on transients that have lasted up_after_s (here 300 s): a spot
+ * instance evicted a minute after it came never holds an ActivePS; down
+ * at once. */
+Test(controller, stage_moves_up_on_transients_that_lasted)
+{
+	struct fw f = {.sync = true};
+	struct ctrl *c;
+
+	setup_job("");
+	up_after = 300;
+	c = mk(&f, false, true);
+	up_after = -1;
+	want_fleet(3, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(ctrl_stage(c), 1, "transients ready for 0 s");
+	n_want = 0;
+	cr_assert_eq(ctrl_gone(c, 60, f.ids[1], "evicted"), PX_OK);
+	cr_assert_eq(ctrl_step(c, 60, 0, &none), PX_OK);
+	cr_assert_eq(ctrl_stage(c), 1, "at 60 s");
+	cr_assert_eq(ctrl_step(c, 299, POL_WHY_TICK, &none), PX_OK);
+	cr_assert_eq(ctrl_stage(c), 1, "at 299 s");
+	cr_assert_eq(ctrl_step(c, 300, POL_WHY_TICK, &none), PX_OK);
+	cr_assert_eq(ctrl_stage(c), 2, "2 transients ready for 300 s");
+	cr_assert_eq(last_stage, 2);
+	cr_assert_eq(ctrl_gone(c, 400, f.ids[2], "evicted"), PX_OK);
+	cr_assert_eq(ctrl_gone(c, 401, f.ids[3], "evicted"), PX_OK);
+	cr_assert_eq(ctrl_stage(c), 1, "down at once");
 	ctrl_free(c);
 }
