@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
@@ -24,6 +25,27 @@ void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	o->log(o->log_arg, level, buf);
+}
+
+void dist_log_wire(const struct dist_opts *o, int level, const char *role,
+		   struct wire_ctx *ctx)
+{
+	struct wire_counters wc;
+	struct rusage ru;
+	double cpu_ms = 0;
+
+	if (!ctx)
+		return;
+	wire_ctx_counters(ctx, &wc);
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+			 1e3 + (double)(ru.ru_utime.tv_usec +
+					ru.ru_stime.tv_usec) / 1e3;
+	dist_logf(o, level, "%s %u wire: sent %" PRIu64 " frames, %" PRIu64
+		  " bytes; received %" PRIu64 " frames, %" PRIu64 " bytes; "
+		  "authentication %.1f ms of %.1f ms CPU", role, o->node.v,
+		  wc.sealed_frames, wc.sealed_bytes, wc.opened_frames,
+		  wc.opened_bytes, (double)wc.mac_ns / 1e6, cpu_ms);
 }
 
 static int hexval(char c)

@@ -1327,6 +1327,7 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 	if (print_result(c) != 0)
 		e = px_errorf(err, PX_ENOMEM, "result");
 out_free:
+	dist_log_wire(o, 6, "coordinator", c->ctx);
 	dist_links_close(&c->links);
 	net_close(c->rep);
 	net_close(c->pull);

@@ -768,6 +768,7 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 		  " reads waited for pushes in flight, %" PRIu64 " served "
 		  "past the SSP bound", o->node.v, p->snapshots,
 		  p->reads_waited, p->reads_late);
+	dist_log_wire(o, 5, "ps", p->ctx);
 out_free:
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
 		shard_free(&p->sh[s]);

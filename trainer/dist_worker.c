@@ -531,6 +531,7 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 	dist_logf(o, 7, "worker %u done at clock %" PRId64 " (%u rejoins, "
 		  "%u clocks re-sent)", o->node.v, w->clock, w->rejoins,
 		  w->reclocks);
+	dist_log_wire(o, 5, "worker", w->ctx);
 out_free:
 	release(w);
 	free(w);

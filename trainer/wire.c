@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -65,6 +66,8 @@ struct wire_ctx {
 	uint64_t session;
 	uint8_t key[KEY_LEN];
 	_Atomic uint64_t seq;   /* last seq used */
+	/* struct wire_counters, relaxed */
+	_Atomic uint64_t n_sealed, b_sealed, n_opened, b_opened, mac_ns;
 	uint64_t ttl_us;
 	pthread_mutex_t lock;   /* guards everything below */
 	bool have_epoch;
@@ -689,14 +692,30 @@ static void put_hdr(struct wr *w, const struct wire_hdr *h)
 
 static uint64_t peer_session(struct wire_ctx *ctx, struct wire_node node);
 
-static bool mac(const struct wire_ctx *ctx, const uint8_t *buf, size_t n,
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void count(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+static bool mac(struct wire_ctx *ctx, const uint8_t *buf, size_t n,
 		uint8_t out[WIRE_MAC_LEN])
 {
+	uint64_t t0 = now_ns();
 	unsigned int len = 0;
+	bool ok;
 
-	if (!HMAC(EVP_sha256(), ctx->key, KEY_LEN, buf, n, out, &len))
-		return false;
-	return len == WIRE_MAC_LEN;
+	ok = HMAC(EVP_sha256(), ctx->key, KEY_LEN, buf, n, out, &len) &&
+	     len == WIRE_MAC_LEN;
+	count(&ctx->mac_ns, now_ns() - t0);
+	return ok;
 }
 
 enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
@@ -732,6 +751,8 @@ enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
 				 wire_type_name(m->hdr.type));
 	if (!mac(ctx, buf, WIRE_HDR_LEN + plen, w.p))
 		return px_errorf(err, PX_EINVAL, "HMAC-SHA256 failed");
+	count(&ctx->n_sealed, 1);
+	count(&ctx->b_sealed, WIRE_OVERHEAD + plen);
 	*ret_len = WIRE_OVERHEAD + plen;
 	return PX_OK;
 }
@@ -1176,6 +1197,8 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 		return drop(st, WIRE_DROP_MALFORMED, ret_drop);
 	if (h->job != ctx->job)
 		return drop(st, WIRE_DROP_BAD_JOB, ret_drop);
+	count(&ctx->n_opened, 1);
+	count(&ctx->b_opened, len);
 	if (!mac(ctx, buf, WIRE_HDR_LEN + h->payload_len, tag) ||
 	    CRYPTO_memcmp(tag, buf + WIRE_HDR_LEN + h->payload_len,
 			  WIRE_MAC_LEN) != 0)
@@ -1286,6 +1309,11 @@ enum px_err wire_ctx_new(const struct wire_config *cfg,
 	ctx->ttl_us = cfg->handshake_ttl_us ? cfg->handshake_ttl_us
 					     : (uint64_t)DEFAULT_TTL_US;
 	atomic_init(&ctx->seq, 0);
+	atomic_init(&ctx->n_sealed, 0);
+	atomic_init(&ctx->b_sealed, 0);
+	atomic_init(&ctx->n_opened, 0);
+	atomic_init(&ctx->b_opened, 0);
+	atomic_init(&ctx->mac_ns, 0);
 	r = wire_derive_key(cfg->job_key, cfg->job_key_len, cfg->job,
 			    ctx->key, err);
 	if (r != PX_OK)
@@ -1320,6 +1348,20 @@ void wire_ctx_free(struct wire_ctx *ctx)
 	OPENSSL_cleanse(ctx->key, sizeof(ctx->key));
 	free(ctx->peers);
 	free(ctx);
+}
+
+void wire_ctx_counters(struct wire_ctx *ctx, struct wire_counters *ret)
+{
+	ret->sealed_frames = atomic_load_explicit(&ctx->n_sealed,
+						  memory_order_relaxed);
+	ret->sealed_bytes = atomic_load_explicit(&ctx->b_sealed,
+						 memory_order_relaxed);
+	ret->opened_frames = atomic_load_explicit(&ctx->n_opened,
+						  memory_order_relaxed);
+	ret->opened_bytes = atomic_load_explicit(&ctx->b_opened,
+						 memory_order_relaxed);
+	ret->mac_ns = atomic_load_explicit(&ctx->mac_ns,
+					   memory_order_relaxed);
 }
 
 struct wire_node wire_ctx_self(const struct wire_ctx *ctx)

@@ -382,6 +382,17 @@ struct wire_node wire_ctx_self(const struct wire_ctx *ctx);
 uint64_t wire_ctx_session(const struct wire_ctx *ctx);
 uint64_t wire_ctx_job(const struct wire_ctx *ctx);
 
+/* What a context sealed and opened so far (relaxed atomics: a view for
+ * reports, not for decisions). */
+struct wire_counters {
+	uint64_t sealed_frames;           /* frames sealed (sent) */
+	uint64_t sealed_bytes;            /* their bytes, header and tag too */
+	uint64_t opened_frames;           /* frames whose tag was checked */
+	uint64_t opened_bytes;            /* their bytes */
+	uint64_t mac_ns;                  /* time computing tags, both ways */
+};
+void wire_ctx_counters(struct wire_ctx *ctx, struct wire_counters *ret);
+
 /* Derive the 32-byte MAC key of a job (exposed for tests and docs). */
 enum px_err wire_derive_key(const uint8_t *job_key, size_t len, uint64_t job,
 			    uint8_t ret_key[32], struct px_error *err);
