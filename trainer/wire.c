@@ -31,15 +31,8 @@
 #define DEFAULT_TTL_US (30 * PX_USEC_PER_SEC)
 
 /* Fixed payload sizes (bytes) before variable parts. */
-#define SHARD_LEN 32
-#define MEMBER_MIN 23
-#define REGISTER_MIN 27
-#define ASSIGN_FIXED 40
-#define STAGE_FIXED 20
-#define MEMBERSHIP_FIXED 12
-#define PROGRESS_FIXED 60
-#define COMMAND_LEN 16
-#define ACK_MIN 13
+#define SHARD_LEN 32   /* bytes of a shard (shard_f) */
+#define MEMBER_MIN 23  /* bytes of a member with an empty addr (member_f) */
 
 struct peer {
 	bool used;
@@ -92,15 +85,9 @@ static const char *const drop_names[WIRE_DROP_MAX] = {
 };
 
 static const char *const type_names[WIRE_TYPE_MAX] = {
-	[WIRE_HELLO] = "HELLO", [WIRE_CHALLENGE] = "CHALLENGE",
-	[WIRE_REGISTER] = "REGISTER", [WIRE_ASSIGN] = "ASSIGN",
-	[WIRE_HEARTBEAT] = "HEARTBEAT", [WIRE_CLOCK] = "CLOCK",
-	[WIRE_CLOCK_MIN] = "CLOCK_MIN", [WIRE_PUSH] = "PUSH",
-	[WIRE_PULL] = "PULL", [WIRE_PARAMS] = "PARAMS",
-	[WIRE_FORWARD] = "FORWARD", [WIRE_STAGE] = "STAGE",
-	[WIRE_MEMBERSHIP] = "MEMBERSHIP", [WIRE_PROGRESS] = "PROGRESS",
-	[WIRE_LEAVE] = "LEAVE", [WIRE_SHUTDOWN] = "SHUTDOWN",
-	[WIRE_ACK] = "ACK", [WIRE_COMMAND] = "COMMAND",
+#define TYPE_NAME(name, num, what) [WIRE_##name] = #name,
+	WIRE_TYPES(TYPE_NAME)
+#undef TYPE_NAME
 };
 
 const char *wire_drop_name(enum wire_drop d)
@@ -161,6 +148,7 @@ static void put_u32(struct wr *w, uint32_t v) { put_le(w, v, 4); }
 static void put_u64(struct wr *w, uint64_t v) { put_le(w, v, 8); }
 static void put_i64(struct wr *w, int64_t v) { put_le(w, (uint64_t)v, 8); }
 
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 static void put_f32(struct wr *w, float f)
 {
 	uint32_t u;
@@ -168,6 +156,7 @@ static void put_f32(struct wr *w, float f)
 	memcpy(&u, &f, 4);
 	put_u32(w, u);
 }
+#endif
 
 static void put_str(struct wr *w, const char *s)
 {
@@ -234,6 +223,7 @@ static uint32_t get_u32(struct rd *r) { return (uint32_t)get_le(r, 4); }
 static uint64_t get_u64(struct rd *r) { return get_le(r, 8); }
 static int64_t get_i64(struct rd *r) { return (int64_t)get_le(r, 8); }
 
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 static float get_f32(struct rd *r)
 {
 	uint32_t u = get_u32(r);
@@ -242,6 +232,7 @@ static float get_f32(struct rd *r)
 	memcpy(&f, &u, 4);
 	return f;
 }
+#endif
 
 /* A zero field (padding); anything else makes the payload malformed. */
 static void get_zero(struct rd *r, size_t n)
@@ -251,22 +242,6 @@ static void get_zero(struct rd *r, size_t n)
 	for (size_t i = 0; b && i < n; i++)
 		if (b[i])
 			r->bad = true;
-}
-
-static void get_nonce(struct rd *r, uint8_t dst[WIRE_NONCE_LEN])
-{
-	const uint8_t *b = get_bytes(r, WIRE_NONCE_LEN);
-
-	if (b)
-		memcpy(dst, b, WIRE_NONCE_LEN);
-}
-
-static bool printable(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (s[i] < 0x20 || s[i] > 0x7e)
-			return false;
-	return true;
 }
 
 static void get_str(struct rd *r, char dst[WIRE_STR_MAX + 1])
@@ -283,9 +258,7 @@ static void get_str(struct rd *r, char dst[WIRE_STR_MAX + 1])
 	if (!b)
 		return;
 	memcpy(dst, b, n);
-	dst[n] = '\0';
-	if (!printable(dst, n))
-		r->bad = true;
+	dst[n] = '\0'; /* printable or not: fields_check judges */
 }
 
 void wire_f32_copy(const struct wire_f32 *v, float *dst)
@@ -337,6 +310,303 @@ uint32_t wire_range_chunk(size_t max_payload)
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+/* ---- the message table ----
+ *
+ * Each message type's payload is one list of fields, in wire order
+ * (docs/protocol.md, "Message types").  The same list sizes, writes,
+ * reads and checks it: field_check is the only judge of a field's value,
+ * for a frame being sealed and for one just opened, and a type's `check`
+ * adds what involves two fields. */
+
+/* What a field is on the wire. */
+enum fkind {
+	F_U8, F_U16, F_U32, F_U64, F_I64, F_F32,
+	F_PAD,     /* arg bytes that must be zero */
+	F_NONCE,   /* WIRE_NONCE_LEN bytes */
+	F_STR,     /* length byte (<= WIRE_STR_MAX), printable ASCII */
+	F_ROLES,   /* u8, a mask within WIRE_ROLE_ALL */
+	F_ENUM,    /* u8 in 1 .. arg - 1 */
+	F_COUNT,   /* u32: the length of the array or floats that end it */
+	F_SHARDS,  /* count shards (32 bytes each), the payload's end */
+	F_MEMBERS, /* count members (23 bytes + addr each), the end */
+	F_FLOATS   /* count float32, the end (struct wire_f32) */
+};
+
+struct field {
+	const char *name;  /* as in error messages */
+	uint8_t kind;      /* enum fkind */
+	uint8_t arg;       /* F_PAD: bytes; F_ENUM: its _MAX */
+	uint16_t off;      /* offset of the value in the described struct */
+	uint16_t cnt;      /* arrays: offset of their uint32_t count */
+};
+
+struct layout {
+	const struct field *f;
+	uint8_t n;
+	/* checks between fields; NULL: none.  Returns the bad field's
+	 * name, NULL when fine. */
+	const char *(*check)(const struct wire_msg *m);
+};
+
+#define NF(a) ((uint8_t)(sizeof(a) / sizeof((a)[0])))
+#define FM(kind, arg, name, member)                                          \
+	{ #name, kind, arg, (uint16_t)offsetof(struct wire_msg, u.member.name), \
+	  0 }
+#define FA(kind, name, member, count)                                        \
+	{ #name, kind, 0, (uint16_t)offsetof(struct wire_msg, u.member.name),   \
+	  (uint16_t)offsetof(struct wire_msg, u.member.count) }
+#define FE(kind, arg, type, name, field)                                     \
+	{ #name, kind, arg, (uint16_t)offsetof(type, field), 0 }
+#define PAD(n) { "pad", F_PAD, n, 0, 0 }
+
+static const struct field shard_f[] = {
+	FE(F_U32, 0, struct wire_shard, shard, shard),
+	FE(F_U32, 0, struct wire_shard, active, active.v),
+	FE(F_U32, 0, struct wire_shard, backup, backup.v),
+	PAD(4),
+	FE(F_U64, 0, struct wire_shard, offset, offset),
+	FE(F_U64, 0, struct wire_shard, count, count),
+};
+
+static const struct field member_f[] = {
+	FE(F_U32, 0, struct wire_member, node, node.v),
+	FE(F_ROLES, 0, struct wire_member, roles, roles),
+	FE(F_ENUM, WIRE_MEMBER_STATE_MAX, struct wire_member, state, state),
+	FE(F_U64, 0, struct wire_member, session, session),
+	FE(F_U64, 0, struct wire_member, floor, floor),
+	FE(F_STR, 0, struct wire_member, addr, addr),
+};
+
+#define STAGE_END 4 /* stages are 1..3 */
+
+static const struct field hello_f[] = { FM(F_NONCE, 0, nonce, hello) };
+static const struct field challenge_f[] = {
+	FM(F_NONCE, 0, echo, challenge), FM(F_NONCE, 0, nonce, challenge),
+};
+static const struct field register_f[] = {
+	FM(F_NONCE, 0, echo, reg), FM(F_U32, 0, mem_mib, reg),
+	FM(F_U16, 0, ncpu, reg), FM(F_U16, 0, ngpu, reg),
+	FM(F_ROLES, 0, roles, reg), FM(F_STR, 0, instance, reg),
+	FM(F_STR, 0, addr, reg),
+};
+static const struct field assign_f[] = {
+	FM(F_ROLES, 0, roles, assign), FM(F_ENUM, STAGE_END, stage, assign),
+	FM(F_U16, 0, staleness, assign), FM(F_COUNT, 0, nshards, assign),
+	FM(F_I64, 0, start_clock, assign), FM(F_U64, 0, part_first, assign),
+	FM(F_U64, 0, part_count, assign), FM(F_U64, 0, nparams, assign),
+	FA(F_SHARDS, shards, assign, nshards),
+};
+static const struct field heartbeat_f[] = {
+	FM(F_I64, 0, wall_us, heartbeat), FM(F_U32, 0, status, heartbeat),
+};
+static const struct field clock_f[] = { FM(F_U64, 0, samples, clock) };
+static const struct field clock_min_f[] = {
+	FM(F_I64, 0, min_clock, clock_min), FM(F_I64, 0, total_clock, clock_min),
+	FM(F_U16, 0, staleness, clock_min),
+};
+static const struct field range_f[] = {
+	FM(F_U32, 0, shard, range),
+	{ "count", F_COUNT, 0,
+	  (uint16_t)offsetof(struct wire_msg, u.range.data.n), 0 },
+	FM(F_U64, 0, offset, range), FM(F_I64, 0, clock, range), PAD(8),
+	{ "data", F_FLOATS, 0, (uint16_t)offsetof(struct wire_msg, u.range.data),
+	  (uint16_t)offsetof(struct wire_msg, u.range.data.n) },
+};
+static const struct field pull_f[] = {
+	FM(F_U32, 0, shard, pull), PAD(4), FM(F_U64, 0, offset, pull),
+	FM(F_U64, 0, count, pull), FM(F_I64, 0, min_clock, pull),
+};
+static const struct field stage_f[] = {
+	FM(F_ENUM, STAGE_END, stage, stage), PAD(3), FM(F_U32, 0, epoch, stage),
+	FM(F_I64, 0, at_clock, stage), FM(F_COUNT, 0, nshards, stage),
+	FA(F_SHARDS, shards, stage, nshards),
+};
+static const struct field membership_f[] = {
+	FM(F_U64, 0, epoch, membership), FM(F_COUNT, 0, n, membership),
+	FA(F_MEMBERS, members, membership, n),
+};
+static const struct field progress_f[] = {
+	FM(F_I64, 0, clock, progress), FM(F_F32, 0, samples_per_s, progress),
+	FM(F_F32, 0, loss, progress), FM(F_F32, 0, accuracy, progress),
+	FM(F_ENUM, STAGE_END, stage, progress), PAD(3),
+	FM(F_U64, 0, epoch, progress), FM(F_U64, 0, samples, progress),
+	FM(F_U64, 0, total_samples, progress),
+	FM(F_I64, 0, total_clock, progress), FM(F_COUNT, 0, n, progress),
+	FA(F_MEMBERS, members, progress, n),
+};
+static const struct field leave_f[] = {
+	FM(F_I64, 0, deadline_us, leave),
+	FM(F_ENUM, WIRE_LEAVE_REASON_MAX, reason, leave),
+};
+static const struct field shutdown_f[] = {
+	FM(F_ENUM, WIRE_SHUTDOWN_REASON_MAX, reason, shutdown),
+};
+static const struct field ack_f[] = {
+	FM(F_U64, 0, ref_seq, ack), FM(F_U32, 0, status, ack),
+	FM(F_STR, 0, detail, ack),
+};
+static const struct field command_f[] = {
+	FM(F_U8, 0, op, command), FM(F_U8, 0, stage, command),
+	FM(F_U8, 0, roles, command), PAD(1), FM(F_U32, 0, node.v, command),
+	FM(F_I64, 0, deadline_us, command),
+};
+
+static bool range_ok(uint64_t offset, uint64_t count)
+{
+	return offset <= UINT64_MAX - count;
+}
+
+static const char *assign_check(const struct wire_msg *m)
+{
+	return range_ok(m->u.assign.part_first, m->u.assign.part_count)
+		       ? NULL : "part_count";
+}
+
+static const char *range_check(const struct wire_msg *m)
+{
+	return range_ok(m->u.range.offset, m->u.range.data.n) ? NULL
+							       : "offset";
+}
+
+static const char *pull_check(const struct wire_msg *m)
+{
+	return range_ok(m->u.pull.offset, m->u.pull.count) ? NULL : "offset";
+}
+
+/* COMMAND: a known op; STAGE names a stage 1..3, the others none; roles
+ * within the mask, only on EXPECT. */
+static const char *command_check(const struct wire_msg *m)
+{
+	const struct wire_command *c = &m->u.command;
+
+	if (c->op == 0 || c->op >= WIRE_CMD_OP_MAX)
+		return "op";
+	if (c->roles & ~WIRE_ROLE_ALL ||
+	    (c->roles && c->op != WIRE_CMD_EXPECT))
+		return "roles";
+	if (c->op == WIRE_CMD_STAGE ? c->stage < 1 || c->stage > 3
+				    : c->stage != 0)
+		return "stage";
+	return NULL;
+}
+
+static const struct layout layouts[WIRE_TYPE_MAX] = {
+	[WIRE_HELLO] = { hello_f, NF(hello_f), NULL },
+	[WIRE_CHALLENGE] = { challenge_f, NF(challenge_f), NULL },
+	[WIRE_REGISTER] = { register_f, NF(register_f), NULL },
+	[WIRE_ASSIGN] = { assign_f, NF(assign_f), assign_check },
+	[WIRE_HEARTBEAT] = { heartbeat_f, NF(heartbeat_f), NULL },
+	[WIRE_CLOCK] = { clock_f, NF(clock_f), NULL },
+	[WIRE_CLOCK_MIN] = { clock_min_f, NF(clock_min_f), NULL },
+	[WIRE_PUSH] = { range_f, NF(range_f), range_check },
+	[WIRE_PULL] = { pull_f, NF(pull_f), pull_check },
+	[WIRE_PARAMS] = { range_f, NF(range_f), range_check },
+	[WIRE_FORWARD] = { range_f, NF(range_f), range_check },
+	[WIRE_STAGE] = { stage_f, NF(stage_f), NULL },
+	[WIRE_MEMBERSHIP] = { membership_f, NF(membership_f), NULL },
+	[WIRE_PROGRESS] = { progress_f, NF(progress_f), NULL },
+	[WIRE_LEAVE] = { leave_f, NF(leave_f), NULL },
+	[WIRE_SHUTDOWN] = { shutdown_f, NF(shutdown_f), NULL },
+	[WIRE_ACK] = { ack_f, NF(ack_f), NULL },
+	[WIRE_COMMAND] = { command_f, NF(command_f), command_check },
+};
+
+static const struct layout *layout_of(uint16_t type)
+{
+	if (type >= WIRE_TYPE_MAX || !layouts[type].f)
+		return NULL;
+	return &layouts[type];
+}
+
+/* Bytes of a fixed-size field (0 for strings and arrays). */
+static size_t fixed_size(const struct field *f)
+{
+	static const uint8_t sz[] = {
+		[F_U8] = 1, [F_U16] = 2, [F_U32] = 4, [F_U64] = 8, [F_I64] = 8,
+		[F_F32] = 4, [F_NONCE] = WIRE_NONCE_LEN, [F_ROLES] = 1,
+		[F_ENUM] = 1, [F_COUNT] = 4,
+	};
+
+	if (f->kind == F_PAD)
+		return f->arg;
+	return f->kind < sizeof(sz) ? sz[f->kind] : 0;
+}
+
+#define AT(base, off, type) ((type *)(void *)((char *)(base) + (off)))
+#define CAT(base, off, type) \
+	((const type *)(const void *)((const char *)(base) + (off)))
+
+/* A fixed-size field's value as an integer (a float's bits), and back:
+ * copied, as the struct member's type may be a float or a struct. */
+static uint64_t get_uint(const void *base, const struct field *f)
+{
+	const char *p = (const char *)base + f->off;
+	uint8_t v8;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
+
+	switch (fixed_size(f)) {
+	case 1:
+		memcpy(&v8, p, 1);
+		return v8;
+	case 2:
+		memcpy(&v16, p, 2);
+		return v16;
+	case 4:
+		memcpy(&v32, p, 4);
+		return v32;
+	default:
+		memcpy(&v64, p, 8);
+		return v64;
+	}
+}
+
+static void set_uint(void *base, const struct field *f, uint64_t v)
+{
+	char *p = (char *)base + f->off;
+	uint8_t v8 = (uint8_t)v;
+	uint16_t v16 = (uint16_t)v;
+	uint32_t v32 = (uint32_t)v;
+
+	switch (fixed_size(f)) {
+	case 1:
+		memcpy(p, &v8, 1);
+		break;
+	case 2:
+		memcpy(p, &v16, 2);
+		break;
+	case 4:
+		memcpy(p, &v32, 4);
+		break;
+	default:
+		memcpy(p, &v, 8);
+	}
+}
+
+/* An array field's pointer (a const struct wire_shard * or a const
+ * struct wire_member *), read and written as bytes. */
+static const void *get_ptr(const void *base, const struct field *f)
+{
+	const void *a;
+
+	memcpy(&a, (const char *)base + f->off, sizeof(a));
+	return a;
+}
+
+static void set_ptr(void *base, const struct field *f, const void *a)
+{
+	memcpy((char *)base + f->off, &a, sizeof(a));
+}
+
+static bool printable(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return true;
+}
+
 static bool str_ok(const char *s)
 {
 	size_t n = strnlen(s, WIRE_STR_MAX + 1);
@@ -344,190 +614,132 @@ static bool str_ok(const char *s)
 	return n <= WIRE_STR_MAX && printable(s, n);
 }
 
-static bool range_ok(uint64_t offset, uint64_t count)
-{
-	return offset <= UINT64_MAX - count;
-}
+static const char *fields_check(const struct field *f, uint8_t n,
+				const void *base, size_t *ret_var);
 
-static enum px_err check_shards(const struct wire_shard *s, uint32_t n,
-				const char *type, struct px_error *err)
+/* Check one array element by element; adds its bytes to *var. */
+static const char *array_check(const struct field *f, const void *base,
+			       size_t *var)
 {
-	if (n > WIRE_SHARDS_MAX)
-		return px_errorf(err, PX_ETOOBIG, "%s: %u shards, over %u",
-				 type, n, WIRE_SHARDS_MAX);
-	if (n && !s)
-		return px_errorf(err, PX_EINVAL, "%s: no shard array", type);
-	for (uint32_t i = 0; i < n; i++)
-		if (!range_ok(s[i].offset, s[i].count))
-			return px_errorf(err, PX_EINVAL,
-					 "%s: shard %u range overflows",
-					 type, s[i].shard);
-	return PX_OK;
-}
+	uint32_t n = *CAT(base, f->cnt, uint32_t);
+	const void *a = get_ptr(base, f);
+	bool shards = f->kind == F_SHARDS;
+	const char *bad;
 
-static enum px_err check_members(const struct wire_member *mb, uint32_t n,
-				 const char *type, size_t *ret,
-				 struct px_error *err)
-{
-	size_t sz = 0;
+	*var += (size_t)n * (shards ? SHARD_LEN : MEMBER_MIN - 1);
 
-	if (n > WIRE_MEMBERS_MAX)
-		return px_errorf(err, PX_ETOOBIG, "%s: %u members, over %u",
-				 type, n, WIRE_MEMBERS_MAX);
-	if (n && !mb)
-		return px_errorf(err, PX_EINVAL, "%s: no member array", type);
+	if (n > (shards ? WIRE_SHARDS_MAX : WIRE_MEMBERS_MAX))
+		return f->name; /* too many: PX_ETOOBIG */
+	if (n && !a)
+		return "array";
 	for (uint32_t i = 0; i < n; i++) {
-		if (mb[i].roles & ~WIRE_ROLE_ALL ||
-		    mb[i].state == 0 || mb[i].state >= WIRE_MEMBER_STATE_MAX)
-			return px_errorf(err, PX_EINVAL,
-				"%s: member %u: bad 'roles' or 'state'",
-				type, mb[i].node.v);
-		if (!str_ok(mb[i].addr))
-			return px_errorf(err, PX_EINVAL,
-					 "%s: member %u: bad 'addr'",
-					 type, mb[i].node.v);
-		sz += MEMBER_MIN + strlen(mb[i].addr);
+		if (shards) {
+			const struct wire_shard *s =
+				(const struct wire_shard *)a + i;
+
+			bad = fields_check(shard_f, NF(shard_f), s, var);
+			if (!bad && !range_ok(s->offset, s->count))
+				bad = "shard count";
+		} else {
+			bad = fields_check(member_f, NF(member_f),
+					   (const struct wire_member *)a + i,
+					   var);
+		}
+		if (bad)
+			return bad;
 	}
-	*ret = sz;
-	return PX_OK;
+	return NULL;
 }
 
-/* COMMAND fields: a known op; STAGE names a stage 1..3, the others none;
- * roles within the mask, only on EXPECT. */
-static bool command_ok(const struct wire_command *c)
+/* The one judge of field values: a mask, an enum, a string, an array's
+ * count and elements; NULL when fine, else the first bad field's name.
+ * *ret_var grows by the bytes of strings and arrays. */
+static const char *fields_check(const struct field *f, uint8_t n,
+				const void *base, size_t *ret_var)
 {
-	if (c->op == 0 || c->op >= WIRE_CMD_OP_MAX ||
-	    c->roles & ~WIRE_ROLE_ALL)
-		return false;
-	if (c->op == WIRE_CMD_STAGE)
-		return c->stage >= 1 && c->stage <= 3 && !c->roles;
-	return c->stage == 0 && (c->op == WIRE_CMD_EXPECT || !c->roles);
+	for (uint8_t i = 0; i < n; i++, f++) {
+		const char *bad;
+		uint64_t v;
+
+		switch (f->kind) {
+		case F_ROLES:
+			if (get_uint(base, f) & ~(uint64_t)WIRE_ROLE_ALL)
+				return f->name;
+			break;
+		case F_ENUM:
+			v = get_uint(base, f);
+			if (v == 0 || v >= f->arg)
+				return f->name;
+			break;
+		case F_STR:
+			if (!str_ok(CAT(base, f->off, char)))
+				return f->name;
+			*ret_var += 1 + strlen(CAT(base, f->off, char));
+			break;
+		case F_SHARDS:
+		case F_MEMBERS:
+			bad = array_check(f, base, ret_var);
+			if (bad)
+				return bad;
+			break;
+		case F_FLOATS: {
+			const struct wire_f32 *d = CAT(base, f->off,
+						       struct wire_f32);
+
+			if (d->n && !d->f && !d->raw)
+				return f->name;
+			*ret_var += (size_t)d->n * 4;
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Payload bytes of m, after checking every field; NULL, or the name of
+ * the bad field. */
+static const char *payload_check(const struct wire_msg *m, size_t *ret)
+{
+	const struct layout *l = layout_of(m->hdr.type);
+	size_t sz = 0;
+	const char *bad;
+
+	for (uint8_t i = 0; i < l->n; i++)
+		sz += fixed_size(&l->f[i]);
+	bad = fields_check(l->f, l->n, m, &sz);
+	if (!bad && l->check)
+		bad = l->check(m);
+	*ret = sz;
+	return bad;
 }
 
 enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 			      size_t *ret, struct px_error *err)
 {
-	const char *tn = wire_type_name(m->hdr.type);
-	size_t sz = 0, msz = 0;
-	enum px_err r;
+	const char *tn = wire_type_name(m->hdr.type), *bad;
+	size_t sz;
 
 	if (max_payload > WIRE_PAYLOAD_MAX)
 		return px_errorf(err, PX_EINVAL, "payload bound %zu over %u",
 				 max_payload, WIRE_PAYLOAD_MAX);
+	if (!layout_of(m->hdr.type))
+		return px_errorf(err, PX_EINVAL, "unknown message type %u",
+				 m->hdr.type);
 	if (m->hdr.flags & ~WIRE_F_ALL)
 		return px_errorf(err, PX_EINVAL, "%s: unknown flags 0x%x",
 				 tn, m->hdr.flags);
 	if (!wire_flags_ok(m->hdr.type, m->hdr.flags))
-		return px_errorf(err, PX_EINVAL, "%s: flag MOMENTUM on a "
-				 "message that carries no range", tn);
-	switch (m->hdr.type) {
-	case WIRE_HELLO:
-		sz = WIRE_NONCE_LEN;
-		break;
-	case WIRE_CHALLENGE:
-		sz = 2 * WIRE_NONCE_LEN;
-		break;
-	case WIRE_REGISTER:
-		if (m->u.reg.roles & ~WIRE_ROLE_ALL)
-			return px_errorf(err, PX_EINVAL,
-					 "REGISTER: bad 'roles'");
-		if (!str_ok(m->u.reg.instance) || !str_ok(m->u.reg.addr))
-			return px_errorf(err, PX_EINVAL,
-					 "REGISTER: bad 'instance' or 'addr'");
-		sz = REGISTER_MIN + strlen(m->u.reg.instance) +
-		     strlen(m->u.reg.addr);
-		break;
-	case WIRE_ASSIGN:
-		if (m->u.assign.roles & ~WIRE_ROLE_ALL ||
-		    m->u.assign.stage < 1 || m->u.assign.stage > 3 ||
-		    !range_ok(m->u.assign.part_first, m->u.assign.part_count))
-			return px_errorf(err, PX_EINVAL,
-				"ASSIGN: bad 'roles', 'stage' or partition");
-		r = check_shards(m->u.assign.shards, m->u.assign.nshards,
-				 tn, err);
-		if (r != PX_OK)
-			return r;
-		sz = ASSIGN_FIXED + (size_t)m->u.assign.nshards * SHARD_LEN;
-		break;
-	case WIRE_HEARTBEAT:
-		sz = 12;
-		break;
-	case WIRE_CLOCK:
-		sz = 8;
-		break;
-	case WIRE_CLOCK_MIN:
-		sz = 18;
-		break;
-	case WIRE_PUSH:
-	case WIRE_PARAMS:
-	case WIRE_FORWARD:
-		if (m->u.range.data.n && !m->u.range.data.f)
-			return px_errorf(err, PX_EINVAL, "%s: no data", tn);
-		if (!range_ok(m->u.range.offset, m->u.range.data.n))
-			return px_errorf(err, PX_EINVAL,
-					 "%s: range overflows", tn);
-		sz = WIRE_RANGE_PREFIX + (size_t)m->u.range.data.n * 4;
-		break;
-	case WIRE_PULL:
-		if (!range_ok(m->u.pull.offset, m->u.pull.count))
-			return px_errorf(err, PX_EINVAL,
-					 "PULL: range overflows");
-		sz = 32;
-		break;
-	case WIRE_STAGE:
-		if (m->u.stage.stage < 1 || m->u.stage.stage > 3)
-			return px_errorf(err, PX_EINVAL, "STAGE: bad 'stage'");
-		r = check_shards(m->u.stage.shards, m->u.stage.nshards, tn,
-				 err);
-		if (r != PX_OK)
-			return r;
-		sz = STAGE_FIXED + (size_t)m->u.stage.nshards * SHARD_LEN;
-		break;
-	case WIRE_MEMBERSHIP:
-		r = check_members(m->u.membership.members, m->u.membership.n,
-				  tn, &msz, err);
-		if (r != PX_OK)
-			return r;
-		sz = MEMBERSHIP_FIXED + msz;
-		break;
-	case WIRE_PROGRESS:
-		if (m->u.progress.stage < 1 || m->u.progress.stage > 3)
-			return px_errorf(err, PX_EINVAL,
-					 "PROGRESS: bad 'stage'");
-		r = check_members(m->u.progress.members, m->u.progress.n,
-				  tn, &msz, err);
-		if (r != PX_OK)
-			return r;
-		sz = PROGRESS_FIXED + msz;
-		break;
-	case WIRE_LEAVE:
-		if (m->u.leave.reason == 0 ||
-		    m->u.leave.reason >= WIRE_LEAVE_REASON_MAX)
-			return px_errorf(err, PX_EINVAL, "LEAVE: bad 'reason'");
-		sz = 9;
-		break;
-	case WIRE_SHUTDOWN:
-		if (m->u.shutdown.reason == 0 ||
-		    m->u.shutdown.reason >= WIRE_SHUTDOWN_REASON_MAX)
-			return px_errorf(err, PX_EINVAL,
-					 "SHUTDOWN: bad 'reason'");
-		sz = 1;
-		break;
-	case WIRE_ACK:
-		if (!str_ok(m->u.ack.detail))
-			return px_errorf(err, PX_EINVAL, "ACK: bad 'detail'");
-		sz = ACK_MIN + strlen(m->u.ack.detail);
-		break;
-	case WIRE_COMMAND:
-		if (!command_ok(&m->u.command))
-			return px_errorf(err, PX_EINVAL, "COMMAND: bad 'op', "
-					 "'stage' or 'roles'");
-		sz = COMMAND_LEN;
-		break;
-	default:
-		return px_errorf(err, PX_EINVAL, "unknown message type %u",
-				 m->hdr.type);
-	}
+		return px_errorf(err, PX_EINVAL, "%s: flag %s not for this "
+				 "message", tn, m->hdr.flags & WIRE_F_RESUME
+				 ? "RESUME" : "MOMENTUM");
+	bad = payload_check(m, &sz);
+	if (bad)
+		return px_errorf(err, strstr(bad, "shards") ||
+				 strstr(bad, "members") ? PX_ETOOBIG
+							: PX_EINVAL,
+				 "%s: bad '%s'", tn, bad);
 	if (sz > max_payload)
 		return px_errorf(err, PX_ETOOBIG,
 				 "%s: payload of %zu bytes over the bound %zu",
@@ -536,142 +748,141 @@ enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 	return PX_OK;
 }
 
-static void put_shards(struct wr *w, const struct wire_shard *s, uint32_t n)
+static void put_fields(struct wr *w, const struct field *f, uint8_t n,
+		       const void *base)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		put_u32(w, s[i].shard);
-		put_u32(w, s[i].active.v);
-		put_u32(w, s[i].backup.v);
-		put_u32(w, 0);
-		put_u64(w, s[i].offset);
-		put_u64(w, s[i].count);
+	for (uint8_t i = 0; i < n; i++, f++) {
+		const void *a;
+		uint32_t k;
+
+		switch (f->kind) {
+		case F_PAD:
+			put_le(w, 0, f->arg);
+			break;
+		case F_NONCE:
+			put_bytes(w, CAT(base, f->off, uint8_t),
+				  WIRE_NONCE_LEN);
+			break;
+		case F_STR:
+			put_str(w, CAT(base, f->off, char));
+			break;
+		case F_SHARDS:
+		case F_MEMBERS:
+			k = *CAT(base, f->cnt, uint32_t);
+			a = get_ptr(base, f);
+			for (uint32_t j = 0; j < k; j++) {
+				if (f->kind == F_SHARDS)
+					put_fields(w, shard_f, NF(shard_f),
+						   (const struct wire_shard *)
+							   a + j);
+				else
+					put_fields(w, member_f, NF(member_f),
+						   (const struct wire_member *)
+							   a + j);
+			}
+			break;
+		case F_FLOATS: {
+			const struct wire_f32 *d = CAT(base, f->off,
+						       struct wire_f32);
+
+			put_f32v(w, d->f, d->n);
+			break;
+		}
+		default:
+			put_le(w, get_uint(base, f), fixed_size(f));
+		}
 	}
 }
 
-static void put_members(struct wr *w, const struct wire_member *mb,
-			uint32_t n)
+/* Read fields into base from r; sizes are checked against what is left
+ * before anything is allocated (the one array of a message goes to
+ * m->owned).  Values are judged later, by fields_check. */
+static bool get_fields(struct rd *r, const struct field *f, uint8_t n,
+		       void *base, struct wire_msg *m, bool *oom)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		put_u32(w, mb[i].node.v);
-		put_u8(w, mb[i].roles);
-		put_u8(w, mb[i].state);
-		put_u64(w, mb[i].session);
-		put_u64(w, mb[i].floor);
-		put_str(w, mb[i].addr);
+	for (uint8_t i = 0; i < n && !r->bad; i++, f++) {
+		const uint8_t *b;
+		uint32_t k;
+		size_t esz, emin;
+		void *a;
+
+		switch (f->kind) {
+		case F_PAD:
+			get_zero(r, f->arg);
+			break;
+		case F_NONCE:
+			b = get_bytes(r, WIRE_NONCE_LEN);
+			if (b)
+				memcpy(AT(base, f->off, uint8_t), b,
+				       WIRE_NONCE_LEN);
+			break;
+		case F_STR:
+			get_str(r, AT(base, f->off, char));
+			break;
+		case F_SHARDS:
+		case F_MEMBERS:
+			k = *AT(base, f->cnt, uint32_t);
+			esz = f->kind == F_SHARDS ? sizeof(struct wire_shard)
+						  : sizeof(struct wire_member);
+			emin = f->kind == F_SHARDS ? SHARD_LEN : MEMBER_MIN;
+			if (k > (f->kind == F_SHARDS ? WIRE_SHARDS_MAX
+						     : WIRE_MEMBERS_MAX) ||
+			    (size_t)k * emin > r->left)
+				return false;
+			set_ptr(base, f, NULL);
+			if (!k)
+				break;
+			a = px_calloc(k, esz);
+			if (!a) {
+				*oom = true;
+				return false;
+			}
+			m->owned = a;
+			set_ptr(base, f, a);
+			for (uint32_t j = 0; j < k && !r->bad; j++) {
+				if (f->kind == F_SHARDS)
+					get_fields(r, shard_f, NF(shard_f),
+						   (struct wire_shard *)a + j,
+						   m, oom);
+				else
+					get_fields(r, member_f, NF(member_f),
+						   (struct wire_member *)a + j,
+						   m, oom);
+			}
+			break;
+		case F_FLOATS: {
+			struct wire_f32 *d = AT(base, f->off, struct wire_f32);
+
+			if ((size_t)d->n * 4 != r->left)
+				return false;
+			d->f = NULL;
+			d->raw = get_bytes(r, (size_t)d->n * 4);
+			break;
+		}
+		default:
+			b = get_bytes(r, fixed_size(f));
+			if (b) {
+				uint64_t v = 0;
+
+				for (size_t j = 0; j < fixed_size(f); j++)
+					v |= (uint64_t)b[j] << (8 * j);
+				set_uint(base, f, v);
+			}
+		}
 	}
+	return !r->bad;
 }
 
-static void put_payload(struct wr *w, const struct wire_msg *m)
+/* Decode m's payload from r and judge it as a sender's would be; false
+ * if malformed (or *oom). */
+static bool get_payload(struct rd *r, struct wire_msg *m, bool *oom)
 {
-	const struct wire_range *rg = &m->u.range;
+	const struct layout *l = layout_of(m->hdr.type);
+	size_t sz;
 
-	switch (m->hdr.type) {
-	case WIRE_HELLO:
-		put_bytes(w, m->u.hello.nonce, WIRE_NONCE_LEN);
-		break;
-	case WIRE_CHALLENGE:
-		put_bytes(w, m->u.challenge.echo, WIRE_NONCE_LEN);
-		put_bytes(w, m->u.challenge.nonce, WIRE_NONCE_LEN);
-		break;
-	case WIRE_REGISTER:
-		put_bytes(w, m->u.reg.echo, WIRE_NONCE_LEN);
-		put_u32(w, m->u.reg.mem_mib);
-		put_u16(w, m->u.reg.ncpu);
-		put_u16(w, m->u.reg.ngpu);
-		put_u8(w, m->u.reg.roles);
-		put_str(w, m->u.reg.instance);
-		put_str(w, m->u.reg.addr);
-		break;
-	case WIRE_ASSIGN:
-		put_u8(w, m->u.assign.roles);
-		put_u8(w, m->u.assign.stage);
-		put_u16(w, m->u.assign.staleness);
-		put_u32(w, m->u.assign.nshards);
-		put_i64(w, m->u.assign.start_clock);
-		put_u64(w, m->u.assign.part_first);
-		put_u64(w, m->u.assign.part_count);
-		put_u64(w, m->u.assign.nparams);
-		put_shards(w, m->u.assign.shards, m->u.assign.nshards);
-		break;
-	case WIRE_HEARTBEAT:
-		put_i64(w, m->u.heartbeat.wall_us);
-		put_u32(w, m->u.heartbeat.status);
-		break;
-	case WIRE_CLOCK:
-		put_u64(w, m->u.clock.samples);
-		break;
-	case WIRE_CLOCK_MIN:
-		put_i64(w, m->u.clock_min.min_clock);
-		put_i64(w, m->u.clock_min.total_clock);
-		put_u16(w, m->u.clock_min.staleness);
-		break;
-	case WIRE_PUSH:
-	case WIRE_PARAMS:
-	case WIRE_FORWARD:
-		put_u32(w, rg->shard);
-		put_u32(w, rg->data.n);
-		put_u64(w, rg->offset);
-		put_i64(w, rg->clock);
-		put_u64(w, 0);
-		put_f32v(w, rg->data.f, rg->data.n);
-		break;
-	case WIRE_PULL:
-		put_u32(w, m->u.pull.shard);
-		put_u32(w, 0);
-		put_u64(w, m->u.pull.offset);
-		put_u64(w, m->u.pull.count);
-		put_i64(w, m->u.pull.min_clock);
-		break;
-	case WIRE_STAGE:
-		put_u8(w, m->u.stage.stage);
-		put_le(w, 0, 3);
-		put_u32(w, m->u.stage.epoch);
-		put_i64(w, m->u.stage.at_clock);
-		put_u32(w, m->u.stage.nshards);
-		put_shards(w, m->u.stage.shards, m->u.stage.nshards);
-		break;
-	case WIRE_MEMBERSHIP:
-		put_u64(w, m->u.membership.epoch);
-		put_u32(w, m->u.membership.n);
-		put_members(w, m->u.membership.members, m->u.membership.n);
-		break;
-	case WIRE_PROGRESS:
-		put_i64(w, m->u.progress.clock);
-		put_f32(w, m->u.progress.samples_per_s);
-		put_f32(w, m->u.progress.loss);
-		put_f32(w, m->u.progress.accuracy);
-		put_u8(w, m->u.progress.stage);
-		put_le(w, 0, 3);
-		put_u64(w, m->u.progress.epoch);
-		put_u64(w, m->u.progress.samples);
-		put_u64(w, m->u.progress.total_samples);
-		put_i64(w, m->u.progress.total_clock);
-		put_u32(w, m->u.progress.n);
-		put_members(w, m->u.progress.members, m->u.progress.n);
-		break;
-	case WIRE_LEAVE:
-		put_i64(w, m->u.leave.deadline_us);
-		put_u8(w, m->u.leave.reason);
-		break;
-	case WIRE_SHUTDOWN:
-		put_u8(w, m->u.shutdown.reason);
-		break;
-	case WIRE_ACK:
-		put_u64(w, m->u.ack.ref_seq);
-		put_u32(w, m->u.ack.status);
-		put_str(w, m->u.ack.detail);
-		break;
-	case WIRE_COMMAND:
-		put_u8(w, m->u.command.op);
-		put_u8(w, m->u.command.stage);
-		put_u8(w, m->u.command.roles);
-		put_u8(w, 0);
-		put_u32(w, m->u.command.node.v);
-		put_i64(w, m->u.command.deadline_us);
-		break;
-	default:
-		w->bad = true;
-	}
+	if (!l || !get_fields(r, l->f, l->n, m, m, oom) || r->left != 0)
+		return false;
+	return !payload_check(m, &sz);
 }
 
 static void put_hdr(struct wr *w, const struct wire_hdr *h)
@@ -745,7 +956,8 @@ enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
 	m->hdr.payload_len = (uint32_t)plen;
 	m->hdr.seq = atomic_fetch_add(&ctx->seq, 1) + 1;
 	put_hdr(&w, &m->hdr);
-	put_payload(&w, m);
+	put_fields(&w, layout_of(m->hdr.type)->f, layout_of(m->hdr.type)->n,
+		   m);
 	if (w.bad || (size_t)(w.p - buf) != WIRE_HDR_LEN + plen)
 		return px_errorf(err, PX_EINVAL, "%s: encoding failed",
 				 wire_type_name(m->hdr.type));
@@ -780,222 +992,6 @@ enum px_err wire_encode(struct wire_ctx *ctx, struct wire_msg *m,
 	*ret_buf = buf;
 	*ret_len = flen;
 	return PX_OK;
-}
-
-/* ---- decoding ---- */
-
-/* Decode a shard array after checking its count against what is left. */
-static bool get_shards(struct rd *r, uint32_t n, struct wire_msg *m,
-		       const struct wire_shard **ret, bool *oom)
-{
-	struct wire_shard *s;
-
-	if (n > WIRE_SHARDS_MAX || (size_t)n * SHARD_LEN != r->left)
-		return false;
-	*ret = NULL;
-	if (!n)
-		return true;
-	s = px_calloc(n, sizeof(*s));
-	if (!s) {
-		*oom = true;
-		return false;
-	}
-	m->owned = s;
-	for (uint32_t i = 0; i < n; i++) {
-		s[i].shard = get_u32(r);
-		s[i].active.v = get_u32(r);
-		s[i].backup.v = get_u32(r);
-		get_zero(r, 4);
-		s[i].offset = get_u64(r);
-		s[i].count = get_u64(r);
-		if (!range_ok(s[i].offset, s[i].count))
-			return false;
-	}
-	*ret = s;
-	return !r->bad;
-}
-
-static bool get_members(struct rd *r, uint32_t n, struct wire_msg *m,
-			const struct wire_member **ret, bool *oom)
-{
-	struct wire_member *mb;
-
-	if (n > WIRE_MEMBERS_MAX || (size_t)n * MEMBER_MIN > r->left)
-		return false;
-	*ret = NULL;
-	if (!n)
-		return true;
-	mb = px_calloc(n, sizeof(*mb));
-	if (!mb) {
-		*oom = true;
-		return false;
-	}
-	m->owned = mb;
-	for (uint32_t i = 0; i < n && !r->bad; i++) {
-		mb[i].node.v = get_u32(r);
-		mb[i].roles = get_u8(r);
-		mb[i].state = get_u8(r);
-		mb[i].session = get_u64(r);
-		mb[i].floor = get_u64(r);
-		get_str(r, mb[i].addr);
-		if (mb[i].roles & ~WIRE_ROLE_ALL || mb[i].state == 0 ||
-		    mb[i].state >= WIRE_MEMBER_STATE_MAX)
-			return false;
-	}
-	*ret = mb;
-	return !r->bad;
-}
-
-/* Decode m's payload from r; false if malformed (or *oom). */
-static bool get_payload(struct rd *r, struct wire_msg *m, bool *oom)
-{
-	struct wire_range *rg = &m->u.range;
-	uint32_t n;
-
-	switch (m->hdr.type) {
-	case WIRE_HELLO:
-		get_nonce(r, m->u.hello.nonce);
-		break;
-	case WIRE_CHALLENGE:
-		get_nonce(r, m->u.challenge.echo);
-		get_nonce(r, m->u.challenge.nonce);
-		break;
-	case WIRE_REGISTER:
-		get_nonce(r, m->u.reg.echo);
-		m->u.reg.mem_mib = get_u32(r);
-		m->u.reg.ncpu = get_u16(r);
-		m->u.reg.ngpu = get_u16(r);
-		m->u.reg.roles = get_u8(r);
-		get_str(r, m->u.reg.instance);
-		get_str(r, m->u.reg.addr);
-		if (m->u.reg.roles & ~WIRE_ROLE_ALL)
-			return false;
-		break;
-	case WIRE_ASSIGN:
-		m->u.assign.roles = get_u8(r);
-		m->u.assign.stage = get_u8(r);
-		m->u.assign.staleness = get_u16(r);
-		n = get_u32(r);
-		m->u.assign.start_clock = get_i64(r);
-		m->u.assign.part_first = get_u64(r);
-		m->u.assign.part_count = get_u64(r);
-		m->u.assign.nparams = get_u64(r);
-		if (r->bad || m->u.assign.roles & ~WIRE_ROLE_ALL ||
-		    m->u.assign.stage < 1 || m->u.assign.stage > 3 ||
-		    !range_ok(m->u.assign.part_first, m->u.assign.part_count))
-			return false;
-		m->u.assign.nshards = n;
-		if (!get_shards(r, n, m, &m->u.assign.shards, oom))
-			return false;
-		break;
-	case WIRE_HEARTBEAT:
-		m->u.heartbeat.wall_us = get_i64(r);
-		m->u.heartbeat.status = get_u32(r);
-		break;
-	case WIRE_CLOCK:
-		m->u.clock.samples = get_u64(r);
-		break;
-	case WIRE_CLOCK_MIN:
-		m->u.clock_min.min_clock = get_i64(r);
-		m->u.clock_min.total_clock = get_i64(r);
-		m->u.clock_min.staleness = get_u16(r);
-		break;
-	case WIRE_PUSH:
-	case WIRE_PARAMS:
-	case WIRE_FORWARD:
-		rg->shard = get_u32(r);
-		n = get_u32(r);
-		rg->offset = get_u64(r);
-		rg->clock = get_i64(r);
-		get_zero(r, 8);
-		if (r->bad || (size_t)n * 4 != r->left ||
-		    !range_ok(rg->offset, n))
-			return false;
-		rg->data.n = n;
-		rg->data.f = NULL;
-		rg->data.raw = get_bytes(r, (size_t)n * 4);
-		break;
-	case WIRE_PULL:
-		m->u.pull.shard = get_u32(r);
-		get_zero(r, 4);
-		m->u.pull.offset = get_u64(r);
-		m->u.pull.count = get_u64(r);
-		m->u.pull.min_clock = get_i64(r);
-		if (!range_ok(m->u.pull.offset, m->u.pull.count))
-			return false;
-		break;
-	case WIRE_STAGE:
-		m->u.stage.stage = get_u8(r);
-		get_zero(r, 3);
-		m->u.stage.epoch = get_u32(r);
-		m->u.stage.at_clock = get_i64(r);
-		n = get_u32(r);
-		if (r->bad || m->u.stage.stage < 1 || m->u.stage.stage > 3)
-			return false;
-		m->u.stage.nshards = n;
-		if (!get_shards(r, n, m, &m->u.stage.shards, oom))
-			return false;
-		break;
-	case WIRE_MEMBERSHIP:
-		m->u.membership.epoch = get_u64(r);
-		n = get_u32(r);
-		if (r->bad)
-			return false;
-		m->u.membership.n = n;
-		if (!get_members(r, n, m, &m->u.membership.members, oom))
-			return false;
-		break;
-	case WIRE_PROGRESS:
-		m->u.progress.clock = get_i64(r);
-		m->u.progress.samples_per_s = get_f32(r);
-		m->u.progress.loss = get_f32(r);
-		m->u.progress.accuracy = get_f32(r);
-		m->u.progress.stage = get_u8(r);
-		get_zero(r, 3);
-		m->u.progress.epoch = get_u64(r);
-		m->u.progress.samples = get_u64(r);
-		m->u.progress.total_samples = get_u64(r);
-		m->u.progress.total_clock = get_i64(r);
-		n = get_u32(r);
-		if (r->bad || m->u.progress.stage < 1 ||
-		    m->u.progress.stage > 3)
-			return false;
-		m->u.progress.n = n;
-		if (!get_members(r, n, m, &m->u.progress.members, oom))
-			return false;
-		break;
-	case WIRE_LEAVE:
-		m->u.leave.deadline_us = get_i64(r);
-		m->u.leave.reason = get_u8(r);
-		if (m->u.leave.reason == 0 ||
-		    m->u.leave.reason >= WIRE_LEAVE_REASON_MAX)
-			return false;
-		break;
-	case WIRE_SHUTDOWN:
-		m->u.shutdown.reason = get_u8(r);
-		if (m->u.shutdown.reason == 0 ||
-		    m->u.shutdown.reason >= WIRE_SHUTDOWN_REASON_MAX)
-			return false;
-		break;
-	case WIRE_ACK:
-		m->u.ack.ref_seq = get_u64(r);
-		m->u.ack.status = get_u32(r);
-		get_str(r, m->u.ack.detail);
-		break;
-	case WIRE_COMMAND:
-		m->u.command.op = get_u8(r);
-		m->u.command.stage = get_u8(r);
-		m->u.command.roles = get_u8(r);
-		get_zero(r, 1);
-		m->u.command.node.v = get_u32(r);
-		m->u.command.deadline_us = get_i64(r);
-		if (!command_ok(&m->u.command))
-			return false;
-		break;
-	default:
-		return false;
-	}
-	return !r->bad && r->left == 0;
 }
 
 /* ---- peer table: sessions, replay windows, handshakes ---- */

@@ -44,26 +44,33 @@ static inline bool wire_node_eq(struct wire_node a, struct wire_node b)
 	return a.v == b.v;
 }
 
-/* Message types: the payload layout of each is in docs/protocol.md. */
+/* Message types: X(NAME, number, what it is).  The enum and the names
+ * come from this list; each payload's layout is one field list in wire.c,
+ * and docs/protocol.md tells it in words. */
+#define WIRE_TYPES(X)                                                        \
+	X(HELLO, 1, "handshake 1: a fresh client nonce")                     \
+	X(CHALLENGE, 2, "handshake 2: echo + server nonce")                  \
+	X(REGISTER, 3, "handshake 3: echo + what the node offers")           \
+	X(ASSIGN, 4, "role, stage, data partition, shard map")               \
+	X(HEARTBEAT, 5, "liveness, with the sender's wall clock")            \
+	X(CLOCK, 6, "worker finished clock hdr.clock")                       \
+	X(CLOCK_MIN, 7, "slowest worker clock and SSP bound")                \
+	X(PUSH, 8, "worker -> ActivePS: a clock's update of a range")        \
+	X(PULL, 9, "request a parameter range")                              \
+	X(PARAMS, 10, "parameter range (reply, snapshot chunk)")             \
+	X(FORWARD, 11, "ActivePS -> BackupPS: a clock's updates")            \
+	X(STAGE, 12, "stage change and new shard map")                       \
+	X(MEMBERSHIP, 13, "members with sessions and addresses")             \
+	X(PROGRESS, 14, "to the agent: clock, rates, loss, members")         \
+	X(LEAVE, 15, "leaving (eviction warning) by a deadline")             \
+	X(SHUTDOWN, 16, "stop the job")                                      \
+	X(ACK, 17, "generic reply: status for a request")                    \
+	X(COMMAND, 18, "agent -> coordinator: stage, expect, leave")
+
 enum wire_type {
-	WIRE_HELLO = 1,     /* handshake 1: a fresh client nonce */
-	WIRE_CHALLENGE,     /* handshake 2: echo + server nonce */
-	WIRE_REGISTER,      /* handshake 3: echo + what the node offers */
-	WIRE_ASSIGN,        /* role, stage, data partition, shard map */
-	WIRE_HEARTBEAT,     /* liveness, with the sender's wall clock */
-	WIRE_CLOCK,         /* worker finished clock hdr.clock */
-	WIRE_CLOCK_MIN,     /* slowest worker clock and SSP bound */
-	WIRE_PUSH,          /* worker -> ActivePS: gradients of a range */
-	WIRE_PULL,          /* request a parameter range */
-	WIRE_PARAMS,        /* parameter range (reply, snapshot chunk) */
-	WIRE_FORWARD,       /* ActivePS -> BackupPS: a clock's updates */
-	WIRE_STAGE,         /* stage change and new shard map */
-	WIRE_MEMBERSHIP,    /* members with sessions and addresses */
-	WIRE_PROGRESS,      /* to the agent: clock, rates, loss, members */
-	WIRE_LEAVE,         /* leaving (eviction warning) by a deadline */
-	WIRE_SHUTDOWN,      /* stop the job */
-	WIRE_ACK,           /* generic reply: status for a request */
-	WIRE_COMMAND,       /* agent -> coordinator: stage, expect, leave */
+#define WIRE_TYPE_ENUM(name, num, what) WIRE_##name = num,
+	WIRE_TYPES(WIRE_TYPE_ENUM)
+#undef WIRE_TYPE_ENUM
 	WIRE_TYPE_MAX
 };
 
