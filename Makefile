@@ -310,6 +310,7 @@ install: all
 		$(DESTDIR)$(PREFIX)/lib/sysusers.d \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(PREFIX)/share/proteus/ondemand \
+		$(DESTDIR)$(PREFIX)/share/proteus/spot-advisor \
 		$(DESTDIR)$(PREFIX)/share/proteus/traces
 	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
@@ -323,6 +324,8 @@ install: all
 	install -m 0644 $(COMPLETIONS) \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/
 	install -m 0644 etc/ondemand/*.json $(DESTDIR)$(PREFIX)/share/proteus/ondemand/
+	install -m 0644 etc/spot-advisor/linux_*.json \
+		$(DESTDIR)$(PREFIX)/share/proteus/spot-advisor/
 	install -m 0644 docs/examples/traces/*.json.gz \
 		$(DESTDIR)$(PREFIX)/share/proteus/traces/
 	$(if $(CUDA_SO),install -D -m 0755 $(CUDA_SO) $(DESTDIR)$(PREFIX)/lib/proteus/$(notdir $(CUDA_SO)))

@@ -28,7 +28,7 @@
 #include "simplot.h"
 
 #define SIM_TRACES_MAX 64
-#define SIM_POLICIES_MAX 8
+#define SIM_POLICIES_MAX 16
 #define SEEN_MAX 16           /* distinct regions/products named in errors */
 #define ZONE_CACHE 64
 /* per-second billing started on 2017-10-02 */
@@ -37,9 +37,10 @@
 static const char simulate_usage[] =
 	"usage: proteusctl simulate --trace FILE [--trace FILE...]\n"
 	"         --ondemand-prices FILE --job JOB.json\n"
-	"         [--policy bidbrain,standard,ondemand,spread]\n"
+	"         [--policy bidbrain,standard,ondemand,spread,oracle,...]\n"
 	"         [--billing legacy-hourly|per-second] [--start TIME]\n"
-	"         [--end TIME] [--seed N] [--product P] [--json]\n"
+	"         [--end TIME] [--seed N] [--spot-advisor FILE]\n"
+	"         [--product P] [--json]\n"
 	"         [--csv FILE] [--plot FILE.png|FILE.svg] [--db PATH]\n"
 	"\n"
 	"Replays spot-price traces (the JSON of `aws ec2\n"
@@ -53,12 +54,18 @@ static const char simulate_usage[] =
 	"                      {region: {type: usd_per_hour}} (etc/ondemand)\n"
 	"  --job FILE          the job spec\n"
 	"  --policy LIST       comma-separated (default: bidbrain,\n"
-	"                      standard,ondemand; spread too when per-second)\n"
+	"                      standard,ondemand,oracle; spread too when\n"
+	"                      per-second); oracle is the hindsight bound,\n"
+	"                      oracle-paid the same without waived hours\n"
 	"  --billing MODEL     default: legacy-hourly for windows starting\n"
 	"                      before 2017-10-02, per-second after\n"
 	"  --start, --end TIME window (ISO-8601 UTC or @unix-seconds; default\n"
 	"                      the trace's first and last record)\n"
 	"  --seed N            seed for per-second interruptions (default 1)\n"
+	"  --spot-advisor FILE per-second: the Spot Instance Advisor snapshot\n"
+	"                      the interruption hazards come from (default:\n"
+	"                      the job's spot_advisor, else the shipped one\n"
+	"                      of the window's start, etc/spot-advisor)\n"
 	"  --product P         product description (default Linux/UNIX)\n"
 	"  --json              print one JSON object instead of the table\n"
 	"  --csv FILE          write the results, a row per policy\n"
@@ -269,7 +276,7 @@ struct opts {
 	const char *traces[SIM_TRACES_MAX];
 	size_t n_traces;
 	const char *od_path, *job_path, *policies, *billing, *csv, *plot;
-	const char *db, *product;
+	const char *db, *product, *advisor;
 	bool have_billing, json;
 	int64_t start_s, end_s;
 	uint64_t seed;
@@ -332,11 +339,27 @@ static const struct sim_result *find_res(const struct sim_result *r,
 	return NULL;
 }
 
+/* r's cost per work as a multiple of the oracle's bound (>= 1 for a run
+ * that completed); undefined when either is. */
+static bool oracle_ratio(const struct sim_result *r,
+			 const struct sim_result *orc, double *ret)
+{
+	double a, b;
+
+	if (!orc || !sim_result_cost_per_work(r, &a) ||
+	    !sim_result_cost_per_work(orc, &b) || !(b > 0) ||
+	    !isfinite(a / b))
+		return false;
+	*ret = a / b;
+	return true;
+}
+
 static json_t *result_json(const struct sim_result *r,
 			   const struct sim_result *all, size_t n)
 {
 	const struct sim_result *od = find_res(all, n, "ondemand");
 	const struct sim_result *sd = find_res(all, n, "standard");
+	const struct sim_result *orc = find_res(all, n, "oracle");
 	double s;
 	json_t *o = json_pack(
 		"{s:s, s:b, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}",
@@ -354,16 +377,28 @@ static json_t *result_json(const struct sim_result *r,
 	if (json_object_set_new(o, "savings_vs_ondemand", saving(r, od, &s) ?
 				json_real(s) : json_null()) ||
 	    json_object_set_new(o, "savings_vs_standard", saving(r, sd, &s) ?
-				json_real(s) : json_null())) {
+				json_real(s) : json_null()) ||
+	    (orc && json_object_set_new(o, "ratio_to_oracle",
+					oracle_ratio(r, orc, &s) ?
+					json_real(s) : json_null()))) {
 		json_decref(o);
 		return NULL;
 	}
 	return o;
 }
 
+/* The file name of path (the snapshot, named in the output). */
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
 static int print_json(const struct jobspec *job, enum billing_model b,
 		      const struct sim_plan *plan, uint64_t seed,
-		      const struct sim_result *res, size_t n)
+		      const char *adv, const struct sim_result *res,
+		      size_t n)
 {
 	char s[32], e[32];
 	json_t *arr = json_array(), *o;
@@ -384,6 +419,11 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 		      px_format_time(sim_plan_end(plan), e, sizeof e),
 		      "work_hours", jnum(job->work_hours), "seed",
 		      (json_int_t)seed, "results", arr);
+	if (o && adv[0] && json_object_set_new(o, "spot_advisor",
+					       json_string(base_name(adv)))) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (!o) {
 		log_err("out of memory");
 		rc = CLI_EXIT_FAIL;
@@ -411,27 +451,45 @@ static void fmt_saving(char *buf, size_t len, const struct sim_result *r,
 
 static void print_table(const struct jobspec *job, enum billing_model b,
 			const struct sim_plan *plan, uint64_t seed,
-			const struct sim_result *res, size_t n)
+			const char *adv, const struct sim_result *res,
+			size_t n)
 {
 	const struct sim_result *od = find_res(res, n, "ondemand");
 	const struct sim_result *sd = find_res(res, n, "standard");
-	char s[32], e[32], so[320], ss[320], f[6][320];
+	const struct sim_result *orc = find_res(res, n, "oracle");
+	char s[32], e[32], so[320], ss[320], f[6][320], ro[32];
+	int wn = 9;
+	double x;
+
+	for (size_t i = 0; i < n; i++)
+		if ((int)strlen(res[i].policy) > wn)
+			wn = (int)strlen(res[i].policy);
 
 	printf("job '%s': %.6g work-hours of %s, %s billing, %s .. %s, "
-	       "seed %llu\n\n", job->name, job->work_hours,
+	       "seed %llu", job->name, job->work_hours,
 	       job->reference_type, billing_model_name(b),
 	       px_format_time(sim_plan_start(plan), s, sizeof s),
 	       px_format_time(sim_plan_end(plan), e, sizeof e),
 	       (unsigned long long)seed);
-	printf("%-9s %4s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s\n",
-	       "POLICY", "DONE", "COST_USD", "HOURS", "WORK_H", "USD/WORK_H",
-	       "EVICT", "LAUNCH", "INST_H", "FREE_H", "VS_OD", "VS_STD");
+	if (adv[0])
+		printf(", interruptions from %s", base_name(adv));
+	printf("\n\n");
+	printf("%-*s %4s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s\n",
+	       wn, "POLICY", "DONE", "COST_USD", "HOURS", "WORK_H", "USD/WORK_H",
+	       "EVICT", "LAUNCH", "INST_H", "FREE_H", "VS_OD", "VS_STD",
+	       orc ? "  X_ORACLE" : "");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
 		fmt_saving(so, sizeof so, r, od);
 		fmt_saving(ss, sizeof ss, r, sd);
-		printf("%-9s %4s %11s %9s %9s %10s %6lld %6lld %9s %8s %7s "
-		       "%7s\n", r->policy, r->completed ? "yes" : "no",
+		if (!orc)
+			ro[0] = '\0';
+		else if (oracle_ratio(r, orc, &x))
+			snprintf(ro, sizeof ro, " %9.2fx", x);
+		else
+			snprintf(ro, sizeof ro, " %10s", "-");
+		printf("%-*s %4s %11s %9s %9s %10s %6lld %6lld %9s %8s %7s "
+		       "%7s%s\n", wn, r->policy, r->completed ? "yes" : "no",
 		       fmt_num(f[0], sizeof f[0], "%.2f", r->cost_usd, "-"),
 		       fmt_num(f[1], sizeof f[1], "%.2f", r->runtime_hours,
 			       "-"),
@@ -443,10 +501,14 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		       fmt_num(f[4], sizeof f[4], "%.1f", r->instance_hours,
 			       "-"),
 		       fmt_num(f[5], sizeof f[5], "%.1f", r->free_hours, "-"),
-		       so, ss);
+		       so, ss, ro);
 	}
 	printf("\nVS_OD/VS_STD: saving in cost per work-hour against the "
 	       "ondemand/standard run (positive: cheaper)\n");
+	if (orc)
+		printf("X_ORACLE: cost per work-hour as a multiple of the "
+		       "oracle's, a lower bound on any plan's (docs/simulate.md)"
+		       "\n");
 }
 
 static enum px_err write_csv(const char *path, const struct sim_result *res,
@@ -454,6 +516,7 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 {
 	const struct sim_result *od = find_res(res, n, "ondemand");
 	const struct sim_result *sd = find_res(res, n, "standard");
+	const struct sim_result *orc = find_res(res, n, "oracle");
 	FILE *f = fopen(path, "w");
 	char v[6][320];
 	double s;
@@ -463,7 +526,8 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 				 path, strerror(errno));
 	fputs("policy,completed,cost_usd,runtime_hours,work_done_hours,"
 	      "cost_per_work_usd,evictions,instances_launched,instance_hours,"
-	      "free_hours,savings_vs_ondemand,savings_vs_standard\n", f);
+	      "free_hours,savings_vs_ondemand,savings_vs_standard", f);
+	fputs(orc ? ",ratio_to_oracle\n" : "\n", f);
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
 		fprintf(f, "%s,%s,%s,%s,%s,%s,%lld,%lld,%s,%s,", r->policy,
@@ -484,6 +548,11 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 		fputc(',', f);
 		if (saving(r, sd, &s))
 			fprintf(f, "%.6f", s);
+		if (orc) {
+			fputc(',', f);
+			if (oracle_ratio(r, orc, &s))
+				fprintf(f, "%.6f", s);
+		}
 		fputc('\n', f);
 	}
 	if (fclose(f))
@@ -497,8 +566,9 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 static int parse_policies(const char *list, bool per_second,
 			  const struct policy_ops **v, size_t *ret_n)
 {
-	const char *def = per_second ? "bidbrain,standard,ondemand,spread" :
-			  "bidbrain,standard,ondemand";
+	const char *def = per_second ?
+			  "bidbrain,standard,ondemand,spread,oracle" :
+			  "bidbrain,standard,ondemand,oracle";
 	const char *p = list ? list : def;
 	struct px_error err = {0};
 	size_t n = 0;
@@ -515,8 +585,13 @@ static int parse_policies(const char *list, bool per_second,
 		}
 		memcpy(name, p, len);
 		name[len] = '\0';
-		if (policy_lookup(name, &v[n], &err) != PX_OK) {
-			log_err("--policy: %s", err.msg);
+		if (!strcmp(name, sim_oracle_ops.name)) {
+			v[n] = &sim_oracle_ops;
+		} else if (!strcmp(name, sim_oracle_paid_ops.name)) {
+			v[n] = &sim_oracle_paid_ops;
+		} else if (policy_lookup(name, &v[n], &err) != PX_OK) {
+			log_err("--policy: %s (simulate also has oracle, "
+				"oracle-paid)", err.msg);
 			return CLI_EXIT_USAGE;
 		}
 		for (size_t i = 0; i < n; i++)
@@ -563,6 +638,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"policy", required_argument, NULL, 'p'},
 		{"product", required_argument, NULL, 'r'},
 		{"seed", required_argument, NULL, 's'},
+		{"spot-advisor", required_argument, NULL, 'A'},
 		{"start", required_argument, NULL, 'S'},
 		{"trace", required_argument, NULL, 't'},
 		{0},
@@ -575,6 +651,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
 		switch (c) {
+		case 'A': o->advisor = optarg; break;
 		case 'b': o->billing = optarg; o->have_billing = true; break;
 		case 'c': o->csv = optarg; break;
 		case 'd': o->db = optarg; break;
@@ -649,6 +726,73 @@ static enum px_err read_job(const char *path, struct jobspec *job,
 	}
 	*ret_text = buf;
 	return PX_OK;
+}
+
+/* ---- the per-second interruption model ---- */
+
+/* Where the shipped snapshots are: installed under PREFIX/share/proteus,
+ * or in the source tree beside build/ (or build/asan/). */
+static enum px_err default_advisor_dir(char *buf, size_t len,
+				       struct px_error *err)
+{
+	static const char *const cands[] = {
+		"../share/proteus/spot-advisor", "../etc/spot-advisor",
+		"../../etc/spot-advisor", NULL,
+	};
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char *slash;
+
+	if (n <= 0)
+		snprintf(exe, sizeof exe, ".");
+	else
+		exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	for (const char *const *c = cands; *c; c++) {
+		struct stat sb;
+
+		if ((size_t)snprintf(buf, len, "%s/%s", exe, *c) < len &&
+		    stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode))
+			return PX_OK;
+	}
+	return px_errorf(err, PX_ENOENT, "no shipped spot advisor snapshots "
+			 "beside %s (etc/spot-advisor; make install puts them "
+			 "in PREFIX/share/proteus/spot-advisor): give "
+			 "--spot-advisor FILE or the job's interruption_rates",
+			 exe);
+}
+
+/* The snapshot a per-second run uses: --spot-advisor, else the job's
+ * spot_advisor (relative to the job file's folder), else the shipped one
+ * for the window's start.  Its path in buf. */
+static enum px_err advisor_path(const struct opts *o,
+				const struct jobspec *job, int64_t start_s,
+				char *buf, size_t len, struct px_error *err)
+{
+	char dir[4096];
+	const char *slash;
+	enum px_err e;
+
+	if (o->advisor) {
+		snprintf(buf, len, "%s", o->advisor);
+		return PX_OK;
+	}
+	if (job->spot_advisor[0]) {
+		slash = strrchr(o->job_path, '/');
+		if (job->spot_advisor[0] == '/' || !slash)
+			snprintf(buf, len, "%s", job->spot_advisor);
+		else
+			snprintf(buf, len, "%.*s/%s",
+				 (int)(slash - o->job_path), o->job_path,
+				 job->spot_advisor);
+		return PX_OK;
+	}
+	e = default_advisor_dir(dir, sizeof dir, err);
+	if (e == PX_OK)
+		e = advisor_pick(dir, start_s, buf, len, err);
+	return e;
 }
 
 /* ---- storing the runs ---- */
@@ -772,6 +916,11 @@ static void remove_new_db(const char *path)
 			(void)unlink(buf);
 }
 
+static bool is_oracle(const struct policy_ops *p)
+{
+	return p == &sim_oracle_ops || p == &sim_oracle_paid_ops;
+}
+
 static int run_all(struct run_all *ra)
 {
 	struct db_ctx *dc = ra->dc;
@@ -803,7 +952,8 @@ static int run_all(struct run_all *ra)
 	dc->end_s = sim_plan_end(ra->plan);
 	for (size_t i = 0; i < ra->n_pols && e == PX_OK; i++) {
 		dc->policy = ra->pols[i]->name;
-		if (dc->st)
+		/* the oracles are bounds, not runs: not stored */
+		if (dc->st && !is_oracle(ra->pols[i]))
 			e = db_begin_run(dc, ra->o, ra->job, ra->job_text,
 					 dc->policy, ra->billing, ra->plan);
 		if (e != PX_OK)
@@ -828,6 +978,8 @@ static int run_all(struct run_all *ra)
 		}
 	}
 	for (size_t i = 0; dc->st && i < ra->n_pols && e == PX_OK; i++) {
+		if (is_oracle(ra->pols[i]))
+			continue;
 		dc->job_id = ra->job_ids[i];
 		e = db_end_run(dc, &ra->res[i], ra->res, ra->n_pols,
 			       ra->plan);
@@ -865,6 +1017,9 @@ int cli_simulate(int argc, char **argv)
 	struct load_ctx lc = {0};
 	struct db_ctx dc = {.pg = &pg};
 	struct sim_plan *plan = NULL;
+	struct advisor adv = {0};
+	bool have_adv = false;
+	char adv_path[4096] = "";
 	struct sim_result res[SIM_POLICIES_MAX];
 	int64_t job_ids[SIM_POLICIES_MAX] = {0};
 	struct px_error err = {0};
@@ -929,12 +1084,27 @@ int cli_simulate(int argc, char **argv)
 		if (rc)
 			goto out;
 	}
+	/* per-second hazards from a snapshot, unless the job gives every
+	 * rate itself */
+	if (billing == BILLING_PER_SECOND && job.rate_default < 0) {
+		e = advisor_path(&o, &job, o.start_s ? o.start_s : lc.first_s,
+				 adv_path, sizeof adv_path, &err);
+		if (e == PX_OK)
+			e = advisor_load(adv_path, job.region, &adv, &err);
+		if (e != PX_OK) {
+			log_err("%s", err.msg);
+			rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
+			goto out;
+		}
+		have_adv = true;
+	}
 	{
 		struct sim_setup su = {
 			.ms = &ms, .od = &od, .job = &job, .billing = billing,
 			.start_s = o.start_s, .end_s = o.end_s,
 			.trace_first_s = lc.first_s,
 			.trace_last_s = lc.last_s, .seed = o.seed,
+			.advisor = have_adv ? &adv : NULL,
 			.series = o.plot != NULL,
 		};
 		if (o.db || pg.on) {
@@ -960,9 +1130,11 @@ int cli_simulate(int argc, char **argv)
 	if (rc)
 		goto out;
 	if (o.json)
-		rc = print_json(&job, billing, plan, o.seed, res, n_pols);
+		rc = print_json(&job, billing, plan, o.seed, adv_path, res,
+				n_pols);
 	else
-		print_table(&job, billing, plan, o.seed, res, n_pols);
+		print_table(&job, billing, plan, o.seed, adv_path, res,
+			    n_pols);
 	if (o.csv && (e = write_csv(o.csv, res, n_pols, &err)) != PX_OK) {
 		log_err("%s", err.msg);
 		rc = CLI_EXIT_FAIL;
@@ -982,6 +1154,7 @@ out:
 	for (size_t i = 0; i < SIM_POLICIES_MAX; i++)
 		sim_result_release(&res[i]);
 	sim_plan_free(plan);
+	advisor_release(&adv);
 	ondemand_table_release(&od);
 	market_set_release(&ms);
 	free(job_text);

@@ -52,6 +52,35 @@ static void list_add(char *buf, size_t len, int *count, const char *name)
 	(*count)++;
 }
 
+/* The job's own rate for type when it gives one; else the advisor
+ * snapshot's hazard when the plan has one; else the instance table's
+ * default.  PX_ENOENT when the snapshot lacks the type. */
+static enum px_err interrupt_rate(const struct plan *p, const char *type,
+				  double *ret, struct px_error *err)
+{
+	const struct jobspec *j = p->setup.job;
+	const struct advisor *a = p->setup.advisor;
+	const struct advisor_entry *e;
+
+	for (size_t i = 0; i < j->n_rate; i++)
+		if (!strcmp(j->rate[i].type, type)) {
+			*ret = j->rate[i].v;
+			return PX_OK;
+		}
+	if (j->rate_default >= 0 || !a) {
+		*ret = jobspec_interrupt_rate(j, type);
+		return PX_OK;
+	}
+	e = advisor_find(a, type);
+	if (!e)
+		return px_errorf(err, PX_ENOENT, "spot advisor snapshot '%s' "
+				 "has no '%s' in region '%s': give the job "
+				 "interruption_rates.%s, or another snapshot",
+				 a->name, type, a->region, type);
+	*ret = advisor_hazard(a, e->bucket);
+	return PX_OK;
+}
+
 static enum px_err add_type(struct plan *p, const char *name,
 			    int *ret_idx, struct px_error *err)
 {
@@ -77,10 +106,13 @@ static enum px_err add_type(struct plan *p, const char *name,
 				 name, j->region, cnt ? have : "none");
 	}
 	struct pol_type *t = &p->types[p->env.n_types];
+	enum px_err r = interrupt_rate(p, name, &t->interrupt_per_h, err);
+
+	if (r != PX_OK)
+		return r;
 	t->name = name;
 	t->speed = jobspec_speed(j, name);
 	t->od_uusd = e->uusd_per_hour;
-	t->interrupt_per_h = jobspec_interrupt_rate(j, name);
 	*ret_idx = (int)p->env.n_types++;
 	return PX_OK;
 }
@@ -191,6 +223,8 @@ enum px_err plan_new(const struct plan_setup *setup, struct plan **ret,
 	p->env.types = p->types;
 	p->env.warning_s = j->warning_seconds;
 	p->env.seed = setup->seed;
+	p->env.pool_share = j->pool_share > 0 ? j->pool_share :
+			    JOBSPEC_POOL_SHARE;
 	r = plan_markets(p, err);
 	if (r != PX_OK)
 		goto out_free;

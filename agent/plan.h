@@ -13,6 +13,7 @@
 #include "../bidbrain/billing.h"
 #include "../bidbrain/jobspec.h"
 #include "../bidbrain/policy.h"
+#include "../cloudapi/advisor.h"
 #include "../cloudapi/market.h"
 #include "../cloudapi/ondemand.h"
 #include "../common/px.h"
@@ -30,6 +31,10 @@ struct plan_setup {
 	int64_t trace_first_s;
 	int64_t trace_last_s;
 	uint64_t seed;        /* the env's seed (per-second interruptions) */
+	/* Interruption hazards per type from a Spot Instance Advisor
+	 * snapshot, for the types the job gives no rate for (NULL: the
+	 * instance table's defaults).  Every type of the job must be in it. */
+	const struct advisor *advisor;
 };
 
 struct plan;
@@ -37,7 +42,8 @@ struct plan;
 /* Check the job against the market set and price table and resolve it:
  * PX_EINVAL/PX_ENOENT with a message that names what is missing and what
  * is available (a spot type or zone with no market, an on-demand price
- * missing, a window outside the trace).  setup is copied; the market set,
+ * missing, a type the advisor snapshot lacks, a window outside the
+ * trace).  setup is copied; the market set,
  * table and job it points to must outlive the plan. */
 enum px_err plan_new(const struct plan_setup *setup, struct plan **ret,
 		     struct px_error *err);

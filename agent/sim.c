@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bidbrain/oracle.h"
 #include "controller.h"
 #include "evq.h"
 #include "sim.h"
@@ -29,6 +30,7 @@ enum px_err sim_plan_new(const struct sim_setup *setup, struct sim_plan **ret,
 		.billing = setup->billing, .start_s = setup->start_s,
 		.end_s = setup->end_s, .trace_first_s = setup->trace_first_s,
 		.trace_last_s = setup->trace_last_s, .seed = setup->seed,
+		.advisor = setup->advisor,
 	};
 	struct sim_plan *p = px_calloc(1, sizeof *p);
 	enum px_err e;
@@ -469,6 +471,124 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 	return e;
 }
 
+/* ---- the oracle ---- */
+
+static enum px_err or_init(const struct pol_env *env, void **ret_state,
+			   struct px_error *err)
+{
+	(void)env;
+	(void)ret_state;
+	return px_errorf(err, PX_EINVAL, "the oracle sees the future: it "
+			 "runs only in simulate");
+}
+
+static enum px_err or_decide(void *state, const struct pol_input *in,
+			     struct pol_actions *out, struct px_error *err)
+{
+	(void)state;
+	(void)in;
+	(void)out;
+	return px_errorf(err, PX_EINVAL, "the oracle does not decide");
+}
+
+static void or_fini(void *state)
+{
+	(void)state;
+}
+
+const struct policy_ops sim_oracle_ops = {
+	.name = "oracle",
+	.summary = "hindsight lower bound on the cost of finishing the job "
+		   "(simulate only)",
+	.wants = 0,
+	.init = or_init,
+	.decide = or_decide,
+	.fini = or_fini,
+};
+
+const struct policy_ops sim_oracle_paid_ops = {
+	.name = "oracle-paid",
+	.summary = "the hindsight bound when no bill is ever waived "
+		   "(simulate only)",
+	.wants = 0,
+	.init = or_init,
+	.decide = or_decide,
+	.fini = or_fini,
+};
+
+/* The end of a run of this plan: the window's end or the deadline. */
+static int64_t plan_run_end(const struct sim_plan *p)
+{
+	const struct jobspec *j = p->env->job;
+	int64_t end = p->end_s;
+
+	if (j->deadline_hours > 0 &&
+	    p->start_s + (int64_t)(j->deadline_hours * 3600) < end)
+		end = p->start_s + (int64_t)(j->deadline_hours * 3600);
+	return end;
+}
+
+static enum px_err run_oracle(const struct sim_plan *p, bool paid_only,
+			      struct sim_result *res, struct px_error *err)
+{
+	const struct pol_env *env = p->env;
+	struct oracle_setup os = {
+		.env = env, .ms = p->setup.ms, .start_s = p->start_s,
+		.end_s = plan_run_end(p),
+		.paid_only = paid_only,
+	};
+	size_t nm = env->n_markets ? env->n_markets : 1;
+	int64_t **ev = px_calloc(nm, sizeof *ev);
+	size_t *nev = px_calloc(nm, sizeof *nev);
+	struct oracle_result o;
+	enum px_err e = PX_OK;
+
+	if (!ev || !nev)
+		e = px_errorf(err, PX_ENOMEM, "out of memory");
+	/* the capacity events of every pool: any instance there may be
+	 * interrupted at one of them */
+	for (size_t i = 0; e == PX_OK && i < env->n_markets; i++)
+		e = world_pool_events(env, &p->setup.ms->v[
+			env->markets[i].market], env->markets[i].type,
+			p->start_s, os.end_s, &ev[i], &nev[i], err);
+	os.notices = (const int64_t *const *)ev;
+	os.n_notices = nev;
+	if (e == PX_OK)
+		e = oracle_bound(&os, &o, err);
+	for (size_t i = 0; ev && i < env->n_markets; i++)
+		free(ev[i]);
+	free(ev);
+	free(nev);
+	if (e != PX_OK)
+		return e;
+	if (!o.done) {
+		/* no plan can finish: nothing to bound, no work done */
+		res->runtime_hours = (double)(os.end_s - p->start_s) /
+				     BILLING_HOUR_S;
+		return check_result(res, err);
+	}
+	res->completed = true;
+	res->cost_uusd = (int64_t)o.cost_uusd;
+	res->cost_usd = (double)res->cost_uusd / PX_UUSD_PER_USD;
+	res->runtime_hours = (double)(o.end_s - p->start_s) / BILLING_HOUR_S;
+	res->work_done_hours = env->job->work_hours;
+	res->cost_per_work_usd = res->cost_usd / res->work_done_hours;
+	res->instance_hours = o.instance_hours;
+	res->free_hours = o.free_hours;
+	if (p->setup.series) {
+		res->series = px_calloc(2, sizeof *res->series);
+		if (!res->series)
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		res->n_series = 2;
+		res->series[0] = (struct sim_point){.t_s = p->start_s};
+		res->series[1] = (struct sim_point){
+			.t_s = o.end_s, .cost_uusd = res->cost_uusd,
+			.work_done_h = res->work_done_hours,
+		};
+	}
+	return check_result(res, err);
+}
+
 enum px_err sim_run(const struct sim_plan *plan,
 		    const struct policy_ops *policy, struct sim_result *ret,
 		    struct px_error *err)
@@ -486,6 +606,16 @@ enum px_err sim_run(const struct sim_plan *plan,
 	memset(&r, 0, sizeof r);
 	memset(&res, 0, sizeof res);
 	snprintf(res.policy, sizeof res.policy, "%s", policy->name);
+	if (policy == &sim_oracle_ops || policy == &sim_oracle_paid_ops) {
+		e = run_oracle(plan, policy == &sim_oracle_paid_ops, &res,
+			       err);
+		if (e != PX_OK) {
+			sim_result_release(&res);
+			return e;
+		}
+		*ret = res;
+		return PX_OK;
+	}
 	r.p = plan;
 	r.env = plan->env;
 	r.res = &res;

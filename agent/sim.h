@@ -37,6 +37,9 @@ struct sim_setup {
 	int64_t trace_first_s;
 	int64_t trace_last_s;
 	uint64_t seed;
+	/* per-second hazards from a Spot Instance Advisor snapshot (plan.h);
+	 * NULL: the job's rates or the instance table's */
+	const struct advisor *advisor;
 	bool series;          /* collect time series for plots */
 	ctrl_sink_fn sink;    /* may be NULL */
 	void *sink_ctx;
@@ -85,6 +88,17 @@ struct sim_result {
 	struct sim_point *series; /* when setup.series */
 	size_t n_series;
 };
+
+/* The hindsight bound (bidbrain/oracle.h) as a policy for sim_run only:
+ * sim_run computes the bound instead of running a controller, and its
+ * result row is "oracle" (cost: the bound; runtime: the end of the plan
+ * that attains it; work: the job's; completed; no evictions, launches or
+ * decisions).  Its init refuses every world: it reads the future. */
+extern const struct policy_ops sim_oracle_ops;
+/* The same bound counting every instance-second as paid ("oracle-paid"):
+ * what foresight of prices alone is worth; a bound only on plans that
+ * never get a bill waived. */
+extern const struct policy_ops sim_oracle_paid_ops;
 
 /* Run policy over the plan's window.  *ret is the caller's
  * (sim_result_release).  Every figure of a result is finite and none is

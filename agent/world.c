@@ -1,8 +1,15 @@
 /* world.c -- what the worlds share: when a spot instance gets its eviction
- * notice (world.h). */
+ * notice (world.h): the trace's price against its bid, and per-second
+ * capacity events per pool. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "world.h"
+
+/* Buckets of pool events: the mean count per bucket stays at most this,
+ * so that drawing it by inversion is short and exact. */
+#define POOL_BUCKET_MEAN 4.0
 
 static uint64_t splitmix(uint64_t x)
 {
@@ -12,20 +19,175 @@ static uint64_t splitmix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* Uniform in (0, 1]. */
+static double unit(uint64_t x)
+{
+	return ((x >> 11) + 1.0) / 9007199254740993.0;
+}
+
+/* A pool's key: its zone and type (not a market index, which depends on
+ * the job). */
+static uint64_t pool_key(const struct market *m)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = m->zone; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ '/') * 1099511628211ull;
+	for (const char *p = m->type; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+/* The pool process of one market under env: events per second, bucket
+ * length and the per-bucket mean. */
+struct pool {
+	uint64_t seed;           /* env seed mixed with the pool's key */
+	int64_t bucket_s;
+	double mean;             /* events per bucket */
+	double share;            /* chance an event takes a given instance */
+};
+
+static bool pool_of(const struct pol_env *env, const struct market *m,
+		    int type, struct pool *ret)
+{
+	double rate = env->types[type].interrupt_per_h, q = env->pool_share;
+	double ev_h, per;
+
+	if (env->billing != BILLING_PER_SECOND || !(rate > 0))
+		return false;
+	if (!(q > 0) || q > 1)
+		q = 1;
+	ev_h = rate / q;
+	if (!isfinite(ev_h))
+		return false;
+	per = ceil(ev_h / POOL_BUCKET_MEAN);
+	ret->bucket_s = per > BILLING_HOUR_S ? 1 :
+			(int64_t)(BILLING_HOUR_S / per);
+	ret->mean = ev_h * (double)ret->bucket_s / BILLING_HOUR_S;
+	ret->seed = splitmix(env->seed ^ splitmix(pool_key(m)));
+	ret->share = q;
+	return true;
+}
+
+/* Events of bucket b: their count, and the j-th one's time. */
+static int pool_count(const struct pool *pl, int64_t b)
+{
+	double u = unit(splitmix(pl->seed ^ splitmix((uint64_t)b * 2 + 1)));
+	double pk = exp(-pl->mean), cum = pk;
+	int k = 0;
+
+	while (u > cum && k < 1000) {
+		k++;
+		pk *= pl->mean / k;
+		cum += pk;
+	}
+	return k;
+}
+
+static uint64_t event_hash(const struct pool *pl, int64_t b, int j)
+{
+	return splitmix(pl->seed ^ splitmix((uint64_t)b * 2 + 2) ^
+			splitmix((uint64_t)j + 0x51ull));
+}
+
+static int64_t pool_time(const struct pool *pl, int64_t b, int j)
+{
+	double u = unit(event_hash(pl, b, j));
+	int64_t off = (int64_t)((1 - u) * (double)pl->bucket_s);
+
+	if (off >= pl->bucket_s)
+		off = pl->bucket_s - 1;
+	return b * pl->bucket_s + off;
+}
+
+static bool pool_takes(const struct pool *pl, int64_t b, int j, uint64_t id)
+{
+	return unit(splitmix(event_hash(pl, b, j) ^ splitmix(id))) <=
+	       pl->share;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
 int64_t world_notice_at(const struct pol_env *env, const struct market *m,
 			int type, uint64_t id, int64_t now, int64_t bid_uusd)
 {
 	int64_t at = market_first_above(m, now, bid_uusd);
-	double rate = env->types[type].interrupt_per_h;
+	int64_t last = m->n ? m->t_s[m->n - 1] : now;
+	struct pool pl;
 
-	if (env->billing == BILLING_PER_SECOND && rate > 0) {
-		uint64_t x = splitmix(env->seed ^ splitmix(id));
-		double u = ((x >> 11) + 1.0) / 9007199254740993.0;
-		double h = -log(u) / rate;
+	if (!pool_of(env, m, type, &pl))
+		return at;
+	/* no world runs past the trace's last record */
+	if (last < now)
+		last = now;
+	for (int64_t b = floor_div(now, pl.bucket_s);
+	     b * pl.bucket_s < at && b * pl.bucket_s <= last; b++) {
+		int n = pool_count(&pl, b);
+		int64_t first = MARKET_NONE;
 
-		/* a tiny rate draws a time no int64 holds: never, then */
-		if (h < 1e9 && now + (int64_t)ceil(h * 3600) < at)
-			at = now + (int64_t)ceil(h * 3600);
+		for (int j = 0; j < n; j++) {
+			int64_t t = pool_time(&pl, b, j);
+
+			if (t > now && t < first && pool_takes(&pl, b, j, id))
+				first = t;
+		}
+		if (first != MARKET_NONE)
+			return first < at ? first : at;
 	}
 	return at;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+enum px_err world_pool_events(const struct pol_env *env,
+			      const struct market *m, int type, int64_t from,
+			      int64_t to, int64_t **ret, size_t *ret_n,
+			      struct px_error *err)
+{
+	int64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	struct pool pl;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (!pool_of(env, m, type, &pl) || to <= from)
+		return PX_OK;
+	for (int64_t b = floor_div(from, pl.bucket_s); b * pl.bucket_s <= to;
+	     b++) {
+		int k = pool_count(&pl, b);
+		size_t n0 = n;
+
+		for (int j = 0; j < k; j++) {
+			int64_t t = pool_time(&pl, b, j);
+
+			if (t <= from || t > to)
+				continue;
+			if (n == cap) {
+				size_t c = cap ? cap * 2 : 256;
+				int64_t *a = px_reallocarray(v, c, sizeof *a);
+
+				if (!a) {
+					free(v);
+					return px_errorf(err, PX_ENOMEM,
+							 "out of memory");
+				}
+				v = a;
+				cap = c;
+			}
+			v[n++] = t;
+		}
+		qsort(v + n0, n - n0, sizeof *v, cmp_i64);
+	}
+	*ret = v;
+	*ret_n = n;
+	return PX_OK;
 }

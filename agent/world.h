@@ -65,10 +65,25 @@ struct world_ops {
 
 /* When a spot instance launched at now with this bid gets its eviction
  * notice (MARKET_NONE: never, in the trace): legacy, the first time the
- * market's price rises above the bid; per-second, also an exponential
- * interruption time at the type's rate, drawn from (env seed, id) so that
- * every world draws the same one.  docs/simulate.md has the model. */
+ * market's price rises above the bid; per-second, also the first capacity
+ * event of its pool (the market's zone and type) after now that takes it.
+ * A pool's capacity events come at env->pool_rate_per_h(type) =
+ * interrupt_per_h / pool_share per hour (a Poisson process drawn from the
+ * env seed and the pool's name), and each takes each instance of the pool
+ * with chance pool_share (drawn from the seed, the event and the id): an
+ * instance's hazard is interrupt_per_h, and instances of one pool are
+ * interrupted together.  Every world draws the same times.
+ * docs/simulate.md ("Interruptions") has the model and where its numbers
+ * come from. */
 int64_t world_notice_at(const struct pol_env *env, const struct market *m,
 			int type, uint64_t id, int64_t now, int64_t bid_uusd);
+
+/* The capacity events of market m's pool in (from, to], ascending, for a
+ * run under env (per-second billing; none under legacy or at a zero
+ * rate): *ret (caller frees) and *ret_n.  PX_ENOMEM. */
+enum px_err world_pool_events(const struct pol_env *env,
+			      const struct market *m, int type, int64_t from,
+			      int64_t to, int64_t **ret, size_t *ret_n,
+			      struct px_error *err);
 
 #endif

@@ -294,6 +294,11 @@ static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
 		else if (!strcmp(k, "interruption_rates"))
 			r = get_type_map(p, x, k, 0, 100, j->rate, &j->n_rate,
 					 &j->rate_default);
+		else if (!strcmp(k, "interruption_pool_share"))
+			r = get_num(p, x, k, 0, true, 1, &j->pool_share);
+		else if (!strcmp(k, "spot_advisor"))
+			r = get_string(p, x, k, j->spot_advisor,
+				       sizeof j->spot_advisor);
 		else if (k[0] != '_')
 			r = jp_fail(p, k, "unknown field");
 		if (r != PX_OK)
@@ -334,6 +339,7 @@ enum px_err jobspec_parse(const char *buf, size_t len, const char *name,
 	j->tick_seconds = 600;
 	j->budget_uusd = -1;
 	j->rate_default = -1;
+	j->pool_share = JOBSPEC_POOL_SHARE;
 	r = parse_root(&p, root, j);
 	json_decref(root);
 	if (r == PX_OK)

@@ -35,6 +35,11 @@
 #define JOBSPEC_SPEED_MIN 0.001
 #define JOBSPEC_EFFICIENCY_MIN 0.5
 #define JOBSPEC_BUDGET_MIN 0.000001
+#define JOBSPEC_PATH_MAX 1024
+/* The chance that one capacity event of a pool takes a given instance of
+ * it, fitted to Bamboo's measured traces (docs/simulate.md,
+ * "Interruptions"). */
+#define JOBSPEC_POOL_SHARE 0.094
 
 struct jobspec_type_value {
 	char type[JOBSPEC_NAME_MAX];
@@ -71,7 +76,12 @@ struct jobspec {
 	/* current-era interruptions per instance-hour */
 	struct jobspec_type_value rate[JOBSPEC_TYPES_MAX];
 	size_t n_rate;
-	double rate_default;  /* < 0: the instance table's per-type value */
+	double rate_default;  /* < 0: the snapshot's or the instance table's */
+	/* a Spot Instance Advisor snapshot for the per-second hazards, as
+	 * written in the spec (relative to the spec's folder); "": the
+	 * shipped default */
+	char spot_advisor[JOBSPEC_PATH_MAX];
+	double pool_share;    /* interruption_pool_share, (0, 1] */
 };
 
 /* Parse the spec in buf (len bytes, named name in errors) into *ret

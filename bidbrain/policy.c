@@ -1,4 +1,5 @@
 /* policy.c -- the policy registry and helpers shared by policies. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,13 +25,20 @@ const struct policy_ops *policy_at(size_t i)
 enum px_err policy_lookup(const char *name, const struct policy_ops **ret,
 			  struct px_error *err)
 {
+	char known[512];
+	size_t o = 0;
+
 	for (size_t i = 0; i < policy_count(); i++)
 		if (!strcmp(all[i]->name, name)) {
 			*ret = all[i];
 			return PX_OK;
 		}
-	return px_errorf(err, PX_EINVAL, "unknown policy '%s' (known: "
-			 "bidbrain, standard, ondemand, spread)", name);
+	known[0] = '\0';
+	for (size_t i = 0; i < policy_count() && o < sizeof known; i++)
+		o += (size_t)snprintf(known + o, sizeof known - o, "%s%s",
+				      i ? ", " : "", all[i]->name);
+	return px_errorf(err, PX_EINVAL, "unknown policy '%.64s' (known: %s)",
+			 name, known);
 }
 
 enum px_err pol_actions_push(struct pol_actions *a,

@@ -48,6 +48,9 @@ struct pol_env {
 	int reliable_type;       /* index of job->reliable.type in types */
 	int64_t warning_s;       /* eviction notice */
 	uint64_t seed;           /* for policies that randomise */
+	/* per-second capacity events: the chance that one event of a pool
+	 * takes a given instance of it (0, 1] (world.h) */
+	double pool_share;
 };
 
 /* One live instance as a policy sees it. */

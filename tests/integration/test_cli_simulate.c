@@ -122,11 +122,19 @@ Test(cli_simulate, json_keys_and_hand_computed_costs)
 	cr_assert_str_eq(json_string_value(json_object_get(j, "job")), "tiny");
 	cr_assert_str_eq(json_string_value(json_object_get(j, "billing")),
 			 "legacy-hourly");
-	cr_assert_eq(json_array_size(json_object_get(j, "results")), 3);
-	json_array_foreach(json_object_get(j, "results"), i, v)
+	/* bidbrain, standard, ondemand and the oracle by default */
+	cr_assert_eq(json_array_size(json_object_get(j, "results")), 4);
+	json_array_foreach(json_object_get(j, "results"), i, v) {
 		for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
 			cr_assert_not_null(json_object_get(v, keys[k]),
 					   "missing %s", keys[k]);
+		/* no run is cheaper per work than the bound */
+		cr_assert_geq(num(v, "ratio_to_oracle"), 1 - 1e-9);
+	}
+	/* flat 0.10, 2 spot at most, no tier: 4 work-hours at 0.10 */
+	v = result_of(j, "oracle");
+	cr_assert_float_eq(num(v, "cost_usd"), 0.40, 1e-9);
+	cr_assert_float_eq(num(v, "ratio_to_oracle"), 1, 1e-12);
 	/* 2 on-demand c3.xlarge at 0.50 do 4 work-hours in 2 h */
 	v = result_of(j, "ondemand");
 	cr_assert(json_is_true(json_object_get(v, "completed")));
@@ -298,6 +306,8 @@ Test(cli_simulate, bad_input_says_what_is_missing)
 	    "2016-03-03T00:00:00Z");
 	bad(flat, od, fx("job.json"), pol, 2, "unknown policy 'greedy'",
 	    "bidbrain, standard, ondemand, spread");
+	bad(flat, od, fx("job.json"), pol, 2, "unknown policy 'greedy'",
+	    "simulate also has oracle, oracle-paid");
 	bad(flat, od, fx("job.json"), bil, 2, "per-minute", "per-second");
 	bad(fx("nope.json"), od, fx("job.json"), NULL, 3, "nope.json", NULL);
 	bad(flat, od, fx("nope.json"), NULL, 3, "nope.json", NULL);
@@ -632,8 +642,12 @@ Test(cli_simulate, no_work_done_has_no_cost_per_work)
 		size_t len;
 		char *t = slurp(csv, &len);
 
+		/* the oracle ran by default: a ratio column, empty too */
 		cr_assert(strstr(t, "\nondemand,false,13.000000,12.000000,"
-				 "0.000000,,0,2,24.000000,0.000000,,\n"), "%s",
+				 "0.000000,,0,2,24.000000,0.000000,,,\n"), "%s",
+			  t);
+		cr_assert(strstr(t, "\noracle,false,0.000000,12.000000,"
+				 "0.000000,,0,0,0.000000,0.000000,,,\n"), "%s",
 			  t);
 		free(t);
 	}
@@ -849,4 +863,89 @@ Test(cli_simulate, random_specs_print_finite_figures)
 		free(csv);
 		free(job);
 	}
+}
+
+/* Per-second hazards come from an Advisor snapshot: the shipped one for
+ * the window's start by default, the job's spot_advisor (relative to the
+ * job file) or --spot-advisor; a bad snapshot names the file and field
+ * and exits 3; a job that gives every rate needs none. */
+Test(cli_simulate, spot_advisor_snapshot)
+{
+	const char *ps[] = {"--billing", "per-second", "--policy", "standard",
+			    NULL};
+	const char *flat = fx("flat.json"), *od = fx("od.json");
+	char *bad_snap, *job2, *job3, *arg;
+	struct pxrun r;
+	FILE *f;
+
+	/* the flat trace is from 2016: the earliest snapshot */
+	cr_assert_eq(sim(&r, flat, od, fx("job.json"), ps), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "interruptions from linux_2021-02.json"),
+		  "%s", r.out);
+	pxrun_free(&r);
+	/* a bad file: named, with the field */
+	cr_assert(asprintf(&bad_snap, "%s/snap.json", tmp) > 0);
+	f = fopen(bad_snap, "w");
+	cr_assert_not_null(f);
+	fputs("{\"ranges\": [{\"index\": 0, \"max\": 100}], "
+	      "\"spot_advisor\": {\"us-east-1\": {\"Linux\": "
+	      "{\"c3.xlarge\": {\"r\": 7}}}}}", f);
+	fclose(f);
+	{
+		const char *x[] = {"--billing", "per-second", "--spot-advisor",
+				   bad_snap, NULL};
+
+		cr_assert_eq(sim(&r, flat, od, fx("job.json"), x), 3);
+		cr_assert(strstr(r.err, bad_snap) &&
+			  strstr(r.err, "spot_advisor.us-east-1.Linux."
+				 "c3.xlarge.r"), "%s", r.err);
+		cr_assert_str_eq(r.out, "");
+		pxrun_free(&r);
+	}
+	/* the job's own snapshot, relative to the job file: a good one
+	 * that lacks the type is named too */
+	f = fopen(bad_snap, "w");
+	fputs("{\"ranges\": [{\"index\": 0, \"max\": 100}], "
+	      "\"spot_advisor\": {\"us-east-1\": {\"Linux\": "
+	      "{\"c4.xlarge\": {\"r\": 0}}}}}", f);
+	fclose(f);
+	cr_assert(asprintf(&job2, "%s/job2.json", tmp) > 0);
+	f = fopen(job2, "w");
+	fputs("{\"name\": \"tiny\", \"region\": \"us-east-1\", "
+	      "\"work_hours\": 4, \"reference_type\": \"c3.xlarge\", "
+	      "\"instances\": 2, \"reliable\": {\"type\": \"c3.xlarge\", "
+	      "\"count\": 0}, \"spot\": {\"types\": [\"c3.xlarge\"], "
+	      "\"max_instances\": 2}, \"spot_advisor\": \"snap.json\"}", f);
+	fclose(f);
+	cr_assert_eq(sim(&r, flat, od, job2, ps), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "snap.json' has no 'c3.xlarge' in region "
+			 "'us-east-1'"), "%s", r.err);
+	pxrun_free(&r);
+	/* every rate given: no snapshot read, none named */
+	cr_assert(asprintf(&job3, "%s/job3.json", tmp) > 0);
+	f = fopen(job3, "w");
+	fputs("{\"name\": \"tiny\", \"region\": \"us-east-1\", "
+	      "\"work_hours\": 4, \"reference_type\": \"c3.xlarge\", "
+	      "\"instances\": 2, \"reliable\": {\"type\": \"c3.xlarge\", "
+	      "\"count\": 0}, \"spot\": {\"types\": [\"c3.xlarge\"], "
+	      "\"max_instances\": 2}, \"spot_advisor\": \"nope.json\", "
+	      "\"interruption_rates\": {\"default\": 0.01}}", f);
+	fclose(f);
+	cr_assert_eq(sim(&r, flat, od, job3, ps), 0, "%s", r.err);
+	cr_assert_null(strstr(r.out, "interruptions from"), "%s", r.out);
+	pxrun_free(&r);
+	/* a missing --spot-advisor file */
+	cr_assert(asprintf(&arg, "%s/missing.json", tmp) > 0);
+	{
+		const char *x[] = {"--billing", "per-second", "--spot-advisor",
+				   arg, NULL};
+
+		cr_assert_eq(sim(&r, flat, od, fx("job.json"), x), 3);
+		cr_assert(strstr(r.err, "missing.json"), "%s", r.err);
+		pxrun_free(&r);
+	}
+	free(arg);
+	free(job3);
+	free(job2);
+	free(bad_snap);
 }

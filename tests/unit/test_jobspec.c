@@ -153,6 +153,12 @@ Test(jobspec, values_that_break_the_work_model_are_refused)
 		 "deadline_hours: 1e-300 is out of range [0.001, 1e+06]"},
 		{", \"interruption_rates\": {\"default\": 101}",
 		 "interruption_rates.default"},
+		{", \"interruption_pool_share\": 0",
+		 "interruption_pool_share: 0 is out of range (0, 1]"},
+		{", \"interruption_pool_share\": 1.5",
+		 "interruption_pool_share"},
+		{", \"spot_advisor\": 3", "spot_advisor: must be a string"},
+		{", \"spot_advisor\": \"\"", "spot_advisor: must not be empty"},
 	};
 	struct jobspec j;
 	struct px_error e = {0};

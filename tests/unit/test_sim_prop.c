@@ -8,7 +8,11 @@
  *  - the cost the run reports equals the sum of the ledger lines its
  *    journal wrote to the store, to the micro-dollar;
  *  - a run that says done did exactly its work_hours, one that does not
- *    did less, within the window and the deadline.
+ *    did less, within the window and the deadline;
+ *  - the oracle's bound (and oracle-paid's) has finite figures, and no
+ *    completed run of a policy that keeps the reliable tier (all but
+ *    ondemand) costs less than the bound (per-second bills round each
+ *    instance to the micro-dollar: one per instance of slack).
  * Seeded and reproducible: PX_PROP_SEED=N (default below) and
  * PX_PROP_CASES=N (default 48) choose the cases; a failure prints the
  * case's seed, the spec and the window. */
@@ -424,7 +428,8 @@ static void run_case(uint64_t seed, const struct market_set *slice,
 	struct px_error e = {0};
 	struct sim_plan *plan = NULL;
 	char *spec, ctx[4096];
-	int64_t start = 0, end = 0;
+	int64_t start = 0, end = 0, bound = 0, paid = 0;
+	bool oracle_done = false;
 
 	if (own) {
 		random_trace(&s, &rnd, od);
@@ -446,6 +451,41 @@ static void run_case(uint64_t seed, const struct market_set *slice,
 		if (b == BILLING_PER_SECOND && churns(&job) && most > 5 * 3600)
 			most = 5 * 3600;
 		end = start + 3600 + (int64_t)(unif(&s) * (double)most);
+	}
+	{
+		struct sim_setup su = {
+			.ms = ms, .od = od, .job = &job, .billing = b,
+			.start_s = start, .end_s = end, .seed = s % 1000,
+		};
+		struct sim_result r;
+
+		snprintf(ctx, sizeof ctx, "PX_PROP_SEED=%llu PX_PROP_CASES=1 "
+			 "(this case): the oracle, %s billing, window "
+			 "%lld..%lld, spec %s", (unsigned long long)seed,
+			 billing_model_name(b), (long long)start,
+			 (long long)end, spec);
+		cr_assert_eq(sim_plan_new(&su, &plan, &e), PX_OK, "%s: %s",
+			     ctx, e.msg);
+		cr_assert_eq(sim_run(plan, &sim_oracle_paid_ops, &r, &e),
+			     PX_OK, "%s: %s", ctx, e.msg);
+		paid = r.cost_uusd;
+		sim_result_release(&r);
+		cr_assert_eq(sim_run(plan, &sim_oracle_ops, &r, &e), PX_OK,
+			     "%s: %s", ctx, e.msg);
+		cr_assert(ok_figure(r.cost_usd) && ok_figure(r.runtime_hours) &&
+			  ok_figure(r.instance_hours) &&
+			  ok_figure(r.free_hours) &&
+			  ok_figure(r.cost_per_work_usd) &&
+			  (r.completed || r.work_done_hours == 0) &&
+			  r.cost_uusd <= paid, "%s: cost %g runtime %g inst_h "
+			  "%g free_h %g, paid %lld", ctx, r.cost_usd,
+			  r.runtime_hours, r.instance_hours, r.free_hours,
+			  (long long)paid);
+		bound = r.cost_uusd;
+		oracle_done = r.completed;
+		sim_result_release(&r);
+		sim_plan_free(plan);
+		plan = NULL;
 	}
 	for (size_t p = 0; p < policy_count(); p++) {
 		const struct policy_ops *pol = policy_at(p);
@@ -493,6 +533,15 @@ static void run_case(uint64_t seed, const struct market_set *slice,
 		}
 		cr_assert_eq(rc, PX_OK, "%s: %s", ctx, e.msg);
 		check_run(ctx, &job, plan, &r, st, js.job_id);
+		/* no plan finishes when the oracle says none can */
+		cr_assert(!r.completed || oracle_done || !strcmp(pol->name,
+			  "ondemand"), "%s: completed where the oracle says "
+			  "no plan can", ctx);
+		if (r.completed && strcmp(pol->name, "ondemand"))
+			cr_assert(r.cost_uusd + r.instances_launched >= bound,
+				  "%s: cost %lld below the oracle's bound %lld",
+				  ctx, (long long)r.cost_uusd,
+				  (long long)bound);
 		tally.runs++;
 		tally.completed += r.completed;
 		tally.no_work += r.work_done_hours == 0;
