@@ -1,5 +1,6 @@
-/* wire.c -- frames of the trainer protocol: encode, seal (HMAC-SHA256),
- * verify, decode, and the per-sender replay windows and handshakes.
+/* wire.c -- frames of the trainer protocol: encode, seal (AES-256-GMAC
+ * under a key per sender session), verify, decode, and the per-sender
+ * replay windows and handshakes.
  *
  * Integers are written byte by byte (little-endian on any host); floats
  * are IEEE-754 float32, copied as-is on little-endian hosts.
@@ -24,8 +25,10 @@
 #endif
 
 #define KEY_LEN 32
-#define HKDF_SALT "proteus/wire/v1"
+#define HKDF_SALT "proteus/wire/v3"     /* binds the protocol version */
 #define HKDF_INFO "proteus job mac key"
+#define FRAME_INFO "proteus frame key"  /* a sender session's key */
+#define NONCE_LEN 12                    /* GCM's IV: seq, then zeros */
 #define DEFAULT_PEERS 1024
 #define MAX_PEERS 65536
 #define DEFAULT_TTL_US (30 * PX_USEC_PER_SEC)
@@ -51,14 +54,29 @@ struct peer {
 	uint64_t hello_deadline_us;
 	uint64_t chal_deadline_us;
 	uint64_t last_us;       /* last use, monotonic, for eviction */
+	uint64_t key_session;   /* fkey is this session's frame key ... */
+	bool key_ok;            /* ... when set */
+	uint8_t fkey[KEY_LEN];
+};
+
+/* What one tag computation needs (an EVP context set to AES-256-GCM and
+ * the key last given to it); the context keeps a few for its threads. */
+struct tagger {
+	EVP_CIPHER_CTX *c;
+	uint8_t key[KEY_LEN];
+	bool keyed;
+	struct tagger *next;    /* in the pool */
 };
 
 struct wire_ctx {
 	struct wire_node self;
 	uint64_t job;
 	uint64_t session;
-	uint8_t key[KEY_LEN];
+	uint8_t key[KEY_LEN];   /* the job's MAC key (HKDF) */
+	uint8_t fkey[KEY_LEN];  /* this session's frame key */
 	_Atomic uint64_t seq;   /* last seq used */
+	pthread_mutex_t pool_lock; /* guards pool */
+	struct tagger *pool;    /* idle taggers */
 	/* struct wire_counters, relaxed */
 	_Atomic uint64_t n_sealed, b_sealed, n_opened, b_opened, mac_ns;
 	uint64_t ttl_us;
@@ -916,15 +934,105 @@ static void count(_Atomic uint64_t *c, uint64_t v)
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
 }
 
-static bool mac(struct wire_ctx *ctx, const uint8_t *buf, size_t n,
+/* The frame key of a sender session: HKDF-Expand (RFC 5869) of the
+ * job's MAC key with info = FRAME_INFO || job || node || session (LE), one
+ * block: HMAC-SHA256(key, info || 0x01).  Each session numbers its frames
+ * from 1 without repeating, so under its own key seq is a nonce. */
+static bool frame_key(const uint8_t mac_key[KEY_LEN], uint64_t job,
+		      struct wire_node node, uint64_t session,
+		      uint8_t ret[KEY_LEN])
+{
+	uint8_t info[sizeof(FRAME_INFO) - 1 + 8 + 4 + 8 + 1], *p = info;
+	unsigned int len = 0;
+
+	memcpy(p, FRAME_INFO, sizeof(FRAME_INFO) - 1);
+	p += sizeof(FRAME_INFO) - 1;
+	for (int i = 0; i < 8; i++)
+		*p++ = (uint8_t)(job >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		*p++ = (uint8_t)(node.v >> (8 * i));
+	for (int i = 0; i < 8; i++)
+		*p++ = (uint8_t)(session >> (8 * i));
+	*p = 1;
+	return HMAC(EVP_sha256(), mac_key, KEY_LEN, info, sizeof(info), ret,
+		    &len) && len == KEY_LEN;
+}
+
+static void tagger_free(struct tagger *t)
+{
+	if (!t)
+		return;
+	EVP_CIPHER_CTX_free(t->c);
+	OPENSSL_cleanse(t->key, sizeof(t->key));
+	free(t);
+}
+
+/* An idle tagger of ctx's, or a new one (NULL on OOM); give it back with
+ * tagger_put.  Steady state: no allocation per frame. */
+static struct tagger *tagger_get(struct wire_ctx *ctx)
+{
+	struct tagger *t;
+
+	pthread_mutex_lock(&ctx->pool_lock);
+	t = ctx->pool;
+	if (t)
+		ctx->pool = t->next;
+	pthread_mutex_unlock(&ctx->pool_lock);
+	if (t)
+		return t;
+	t = px_calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->c = EVP_CIPHER_CTX_new();
+	if (!t->c || EVP_EncryptInit_ex(t->c, EVP_aes_256_gcm(), NULL, NULL,
+					NULL) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(t->c, EVP_CTRL_GCM_SET_IVLEN, NONCE_LEN,
+				NULL) != 1) {
+		tagger_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void tagger_put(struct wire_ctx *ctx, struct tagger *t)
+{
+	pthread_mutex_lock(&ctx->pool_lock);
+	t->next = ctx->pool;
+	ctx->pool = t;
+	pthread_mutex_unlock(&ctx->pool_lock);
+}
+
+/* AES-256-GMAC of buf[n] (header and payload, all of it additional
+ * data, nothing encrypted) under key, nonce seq || 0^32. */
+static bool mac(struct wire_ctx *ctx, const uint8_t key[KEY_LEN],
+		uint64_t seq, const uint8_t *buf, size_t n,
 		uint8_t out[WIRE_MAC_LEN])
 {
 	uint64_t t0 = now_ns();
-	unsigned int len = 0;
+	uint8_t iv[NONCE_LEN] = { 0 };
+	struct tagger *t = tagger_get(ctx);
+	bool same;
+	int len;
 	bool ok;
 
-	ok = HMAC(EVP_sha256(), ctx->key, KEY_LEN, buf, n, out, &len) &&
-	     len == WIRE_MAC_LEN;
+	if (!t)
+		return false;
+	for (int i = 0; i < 8; i++)
+		iv[i] = (uint8_t)(seq >> (8 * i));
+	same = t->keyed && CRYPTO_memcmp(t->key, key, KEY_LEN) == 0;
+	ok = n <= INT32_MAX &&
+	     EVP_EncryptInit_ex(t->c, NULL, NULL, same ? NULL : key, iv) == 1 &&
+	     EVP_EncryptUpdate(t->c, NULL, &len, buf, (int)n) == 1 &&
+	     EVP_EncryptFinal_ex(t->c, NULL, &len) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(t->c, EVP_CTRL_GCM_GET_TAG, WIRE_MAC_LEN,
+				 out) == 1;
+	if (ok && !same) {
+		memcpy(t->key, key, KEY_LEN);
+		t->keyed = true;
+	} else if (!ok) {
+		t->keyed = false;
+	}
+	tagger_put(ctx, t);
 	count(&ctx->mac_ns, now_ns() - t0);
 	return ok;
 }
@@ -961,8 +1069,8 @@ enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
 	if (w.bad || (size_t)(w.p - buf) != WIRE_HDR_LEN + plen)
 		return px_errorf(err, PX_EINVAL, "%s: encoding failed",
 				 wire_type_name(m->hdr.type));
-	if (!mac(ctx, buf, WIRE_HDR_LEN + plen, w.p))
-		return px_errorf(err, PX_EINVAL, "HMAC-SHA256 failed");
+	if (!mac(ctx, ctx->fkey, m->hdr.seq, buf, WIRE_HDR_LEN + plen, w.p))
+		return px_errorf(err, PX_ENOMEM, "AES-256-GMAC failed");
 	count(&ctx->n_sealed, 1);
 	count(&ctx->b_sealed, WIRE_OVERHEAD + plen);
 	*ret_len = WIRE_OVERHEAD + plen;
@@ -1146,6 +1254,46 @@ static enum wire_drop peer_check(struct wire_ctx *ctx, const struct wire_msg *m,
 	return d;
 }
 
+/* The frame key of (node, session): from the peer table when it holds
+ * it, else derived (a new session, a handshake, or a forgery). */
+static bool sender_key(struct wire_ctx *ctx, struct wire_node node,
+		       uint64_t session, uint8_t ret[KEY_LEN])
+{
+	uint64_t t0 = now_ns();
+	struct peer *p;
+	bool have = false, ok;
+
+	pthread_mutex_lock(&ctx->lock);
+	p = peer_find(ctx, node);
+	if (p && p->key_ok && p->key_session == session) {
+		memcpy(ret, p->fkey, KEY_LEN);
+		have = true;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (have)
+		return true;
+	ok = frame_key(ctx->key, ctx->job, node, session, ret);
+	count(&ctx->mac_ns, now_ns() - t0);
+	return ok;
+}
+
+/* Keep the key of a session whose frame was just accepted. */
+static void remember_key(struct wire_ctx *ctx, struct wire_node node,
+			 uint64_t session, const uint8_t key[KEY_LEN])
+{
+	struct peer *p;
+
+	pthread_mutex_lock(&ctx->lock);
+	p = peer_find(ctx, node);
+	if (p && p->live && p->session == session &&
+	    !(p->key_ok && p->key_session == session)) {
+		memcpy(p->fkey, key, KEY_LEN);
+		p->key_session = session;
+		p->key_ok = true;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 static enum px_err drop(struct wire_stats *st, enum wire_drop d,
 			enum wire_drop *ret_drop)
 {
@@ -1161,7 +1309,7 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 		      enum wire_drop *ret_drop)
 {
 	struct rd r = { buf, len, false };
-	uint8_t tag[WIRE_MAC_LEN];
+	uint8_t tag[WIRE_MAC_LEN], key[KEY_LEN];
 	struct wire_msg m;
 	struct wire_hdr *h = &m.hdr;
 	bool oom = false;
@@ -1195,7 +1343,13 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 		return drop(st, WIRE_DROP_BAD_JOB, ret_drop);
 	count(&ctx->n_opened, 1);
 	count(&ctx->b_opened, len);
-	if (!mac(ctx, buf, WIRE_HDR_LEN + h->payload_len, tag) ||
+	/* sender, session and seq pick the key and the nonce; nothing else
+	 * of the header is looked at before the tag is checked */
+	if (!sender_key(ctx, h->sender, h->session, key)) {
+		*ret_drop = WIRE_DROP_NONE;
+		return PX_ENOMEM;
+	}
+	if (!mac(ctx, key, h->seq, buf, WIRE_HDR_LEN + h->payload_len, tag) ||
 	    CRYPTO_memcmp(tag, buf + WIRE_HDR_LEN + h->payload_len,
 			  WIRE_MAC_LEN) != 0)
 		return drop(st, WIRE_DROP_BAD_MAC, ret_drop);
@@ -1230,6 +1384,7 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 		free(m.owned);
 		return drop(st, d, ret_drop);
 	}
+	remember_key(ctx, h->sender, h->session, key);
 	if (st)
 		st->accepted++;
 	*ret = m;
@@ -1321,17 +1476,29 @@ enum px_err wire_ctx_new(const struct wire_config *cfg,
 			goto out_free_peers;
 		}
 	} while (ctx->session == 0);
+	if (!frame_key(ctx->key, ctx->job, ctx->self, ctx->session,
+		       ctx->fkey)) {
+		r = px_errorf(err, PX_EINVAL, "frame key: HMAC-SHA256 failed");
+		goto out_free_peers;
+	}
 	if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
 		r = px_errorf(err, PX_ENOMEM, "pthread_mutex_init failed");
 		goto out_free_peers;
 	}
+	if (pthread_mutex_init(&ctx->pool_lock, NULL) != 0) {
+		r = px_errorf(err, PX_ENOMEM, "pthread_mutex_init failed");
+		goto out_destroy_lock;
+	}
 	*ret = ctx;
 	return PX_OK;
 
+out_destroy_lock:
+	pthread_mutex_destroy(&ctx->lock);
 out_free_peers:
 	free(ctx->peers);
 out_free_ctx:
 	OPENSSL_cleanse(ctx->key, sizeof(ctx->key));
+	OPENSSL_cleanse(ctx->fkey, sizeof(ctx->fkey));
 	free(ctx);
 	return r;
 }
@@ -1340,10 +1507,44 @@ void wire_ctx_free(struct wire_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	while (ctx->pool) {
+		struct tagger *t = ctx->pool;
+
+		ctx->pool = t->next;
+		tagger_free(t);
+	}
+	pthread_mutex_destroy(&ctx->pool_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	OPENSSL_cleanse(ctx->key, sizeof(ctx->key));
+	OPENSSL_cleanse(ctx->fkey, sizeof(ctx->fkey));
+	if (ctx->peers)
+		OPENSSL_cleanse(ctx->peers, ctx->npeers * sizeof(*ctx->peers));
 	free(ctx->peers);
 	free(ctx);
+}
+
+enum px_err wire_retag(struct wire_ctx *ctx, uint8_t *buf, size_t len)
+{
+	struct rd r = { buf, len, false };
+	uint64_t session, seq;
+	uint32_t sender, plen;
+
+	if (len < WIRE_OVERHEAD)
+		return PX_EINVAL;
+	r.p += 12;
+	r.left -= 12;
+	sender = get_u32(&r);
+	(void)get_u32(&r);      /* dest */
+	plen = get_u32(&r);
+	(void)get_u64(&r);      /* job */
+	session = get_u64(&r);
+	(void)get_u64(&r);      /* dest_session */
+	seq = get_u64(&r);
+	if (sender != ctx->self.v || session != ctx->session ||
+	    len != WIRE_OVERHEAD + (size_t)plen)
+		return PX_EINVAL;
+	return mac(ctx, ctx->fkey, seq, buf, WIRE_HDR_LEN + plen,
+		   buf + WIRE_HDR_LEN + plen) ? PX_OK : PX_ENOMEM;
 }
 
 void wire_ctx_counters(struct wire_ctx *ctx, struct wire_counters *ret)

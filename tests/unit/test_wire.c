@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
 #include <openssl/hmac.h>
 
 #include "../../trainer/wire.h"
@@ -136,12 +137,31 @@ Test(wire, header_layout)
 	cr_assert_eq(buf[56], 0xfb);                /* clock -5 */
 	cr_assert_eq(buf[63], 0xff);
 	cr_assert_arr_eq(buf + WIRE_HDR_LEN + WIRE_RANGE_PREFIX, one_le, 4);
-	/* The tag is HMAC-SHA256 under the derived key. */
-	uint8_t key[32], tag[32];
+	/* The tag is AES-256-GMAC over header and payload, under the
+	 * sender session's frame key (HKDF-Expand of the job's MAC key),
+	 * nonce seq || 0 (docs/protocol.md, "Keys"). */
+	uint8_t key[32], fkey[32], tag[16], iv[12] = { 0 };
+	uint8_t info[17 + 8 + 4 + 8 + 1] = "proteus frame key";
 	unsigned int tlen;
+	uint64_t sess = wire_ctx_session(a);
+	int outl;
 	cr_assert_eq(wire_derive_key(KEY, 32, JOB, key, NULL), PX_OK);
-	HMAC(EVP_sha256(), key, 32, buf, len - 32, tag, &tlen);
-	cr_assert_arr_eq(tag, buf + len - 32, 32);
+	for (int i = 0; i < 8; i++) {
+		info[17 + i] = (uint8_t)((uint64_t)JOB >> (8 * i));
+		info[29 + i] = (uint8_t)(sess >> (8 * i));
+		iv[i] = (uint8_t)(m.hdr.seq >> (8 * i));
+	}
+	info[25] = 1;                                /* node 1 */
+	info[37] = 1;                                /* HKDF block 1 */
+	HMAC(EVP_sha256(), key, 32, info, sizeof(info), fkey, &tlen);
+	EVP_CIPHER_CTX *g = EVP_CIPHER_CTX_new();
+	cr_assert(EVP_EncryptInit_ex(g, EVP_aes_256_gcm(), NULL, fkey, iv));
+	cr_assert(EVP_EncryptUpdate(g, NULL, &outl, buf, (int)len - 16));
+	cr_assert(EVP_EncryptFinal_ex(g, NULL, &outl));
+	cr_assert(EVP_CIPHER_CTX_ctrl(g, EVP_CTRL_GCM_GET_TAG, 16, tag));
+	EVP_CIPHER_CTX_free(g);
+	cr_assert_eq(WIRE_MAC_LEN, 16);
+	cr_assert_arr_eq(tag, buf + len - 16, 16);
 	free(buf);
 	wire_ctx_free(a);
 	wire_ctx_free(b);
@@ -695,19 +715,15 @@ Test(wire, random_bit_flips_dropped)
 	wire_ctx_free(b);
 }
 
-/* Re-seal a (mutated) frame with the real key so that it reaches the
- * payload decoder: an insider's malformed frames must not crash it. */
-static void reseal(uint8_t *buf, size_t len)
+/* Re-seal a (mutated) frame of a's with the real key so that it reaches
+ * the payload decoder: an insider's malformed frames must not crash it. */
+static void reseal(struct wire_ctx *a, uint8_t *buf, size_t len)
 {
-	uint8_t key[32];
-	unsigned int tlen;
 	uint32_t plen = (uint32_t)(len - WIRE_OVERHEAD);
 
-	cr_assert_eq(wire_derive_key(KEY, 32, JOB, key, NULL), PX_OK);
 	for (int i = 0; i < 4; i++)
 		buf[20 + i] = (uint8_t)(plen >> (8 * i));
-	HMAC(EVP_sha256(), key, 32, buf, len - WIRE_MAC_LEN,
-	     buf + len - WIRE_MAC_LEN, &tlen);
+	cr_assert_eq(wire_retag(a, buf, len), PX_OK);
 }
 
 Test(wire, authentic_malformed_payloads)
@@ -731,7 +747,7 @@ Test(wire, authentic_malformed_payloads)
 			uint8_t *t = malloc(fl);
 
 			memcpy(t, f[k], WIRE_HDR_LEN + n);
-			reseal(t, fl);
+			reseal(a, t, fl);
 			cr_assert_eq(wire_open(b, t, fl, MAXP, NOW, &st, &o,
 					       &d), PX_EPROTO,
 				     "frame %d payload cut to %zu", k, n);
@@ -746,7 +762,7 @@ Test(wire, authentic_malformed_payloads)
 			for (int j = 0; j < 1 + rand() % 4; j++)
 				t[WIRE_HDR_LEN + (size_t)rand() % plen] =
 					(uint8_t)rand();
-			reseal(t, len[k]);
+			reseal(a, t, len[k]);
 			if (wire_open(b, t, len[k], MAXP, NOW, &st, &o, &d) ==
 			    PX_OK)
 				wire_msg_release(&o);
@@ -777,23 +793,23 @@ Test(wire, flags_only_on_their_types)
 	duo(&a, &b);
 	sample_frames(a, f, len);
 	f[3][8] |= WIRE_F_MOMENTUM;     /* ACK; flags are bytes 8-11 (LE) */
-	reseal(f[3], len[3]);
+	reseal(a, f[3], len[3]);
 	cr_assert_eq(wire_open(b, f[3], len[3], MAXP, NOW, &st, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_BAD_HEADER);
 	f[2][8] |= WIRE_F_RESUME;       /* PARAMS: RESUME is ASSIGN's */
-	reseal(f[2], len[2]);
+	reseal(a, f[2], len[2]);
 	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_BAD_HEADER);
 	f[2][8] = WIRE_F_MOMENTUM;      /* PARAMS */
-	reseal(f[2], len[2]);
+	reseal(a, f[2], len[2]);
 	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
 		     PX_OK);
 	cr_assert_eq(o.hdr.flags, WIRE_F_MOMENTUM);
 	wire_msg_release(&o);
 	f[0][8] |= WIRE_F_RESUME;       /* ASSIGN */
-	reseal(f[0], len[0]);
+	reseal(a, f[0], len[0]);
 	cr_assert_eq(wire_open(b, f[0], len[0], MAXP, NOW, &st, &o, &d),
 		     PX_OK);
 	cr_assert_eq(o.hdr.flags, WIRE_F_RESUME);
@@ -819,7 +835,7 @@ Test(wire, huge_counts_refused)
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL), PX_OK);
 	/* n sits at payload offset 8. */
 	memset(buf + WIRE_HDR_LEN + 8, 0xff, 4);
-	reseal(buf, len);
+	reseal(a, buf, len);
 	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, NULL, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_MALFORMED);
@@ -829,7 +845,7 @@ Test(wire, huge_counts_refused)
 	m.u.stage = (struct wire_stage){ 1, 1, 1, 1, SHARDS };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL), PX_OK);
 	memset(buf + WIRE_HDR_LEN + 16, 0xff, 4); /* nshards */
-	reseal(buf, len);
+	reseal(a, buf, len);
 	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, NULL, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_MALFORMED);
@@ -841,7 +857,7 @@ Test(wire, huge_counts_refused)
 	m.u.range.data.n = 1;
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL), PX_OK);
 	memset(buf + WIRE_HDR_LEN + 4, 0xff, 4); /* count */
-	reseal(buf, len);
+	reseal(a, buf, len);
 	cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, NULL, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_MALFORMED);
