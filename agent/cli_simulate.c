@@ -1,5 +1,6 @@
 /* cli_simulate.c -- `proteusctl simulate`: replay spot-price traces and run
- * allocation policies (bidbrain, standard, ondemand, spread) on a job spec
+ * allocation policies (bidbrain, standard, ondemand, spread, EC2 Fleet's
+ * strategies, and the hindsight bounds) on a job spec
  * with the virtual-clock simulator (sim.h), then print a table, JSON, CSV
  * and/or a plot, and optionally store every run in the database so that
  * `proteusctl history` can show it.
@@ -54,8 +55,10 @@ static const char simulate_usage[] =
 	"                      {region: {type: usd_per_hour}} (etc/ondemand)\n"
 	"  --job FILE          the job spec\n"
 	"  --policy LIST       comma-separated (default: bidbrain,\n"
-	"                      standard,ondemand,oracle; spread too when\n"
-	"                      per-second); oracle is the hindsight bound,\n"
+	"                      standard,ondemand,oracle; per-second adds\n"
+	"                      spread and EC2 Fleet's lowest-price,\n"
+	"                      capacity-optimized, price-capacity-optimized,\n"
+	"                      diversified); oracle is the hindsight bound,\n"
 	"                      oracle-paid the same without waived hours\n"
 	"  --billing MODEL     default: legacy-hourly for windows starting\n"
 	"                      before 2017-10-02, per-second after\n"
@@ -567,7 +570,9 @@ static int parse_policies(const char *list, bool per_second,
 			  const struct policy_ops **v, size_t *ret_n)
 {
 	const char *def = per_second ?
-			  "bidbrain,standard,ondemand,spread,oracle" :
+			  "bidbrain,standard,ondemand,spread,lowest-price,"
+			  "capacity-optimized,price-capacity-optimized,"
+			  "diversified,oracle" :
 			  "bidbrain,standard,ondemand,oracle";
 	const char *p = list ? list : def;
 	struct px_error err = {0};

@@ -10,6 +10,10 @@ static const struct policy_ops *const all[] = {
 	&pol_standard_ops,
 	&pol_ondemand_ops,
 	&pol_spread_ops,
+	&pol_lowest_price_ops,
+	&pol_capacity_optimized_ops,
+	&pol_price_capacity_optimized_ops,
+	&pol_diversified_ops,
 };
 
 size_t policy_count(void)

@@ -142,6 +142,11 @@ extern const struct policy_ops pol_ondemand_ops;
 extern const struct policy_ops pol_standard_ops;
 extern const struct policy_ops pol_bidbrain_ops;
 extern const struct policy_ops pol_spread_ops;
+/* EC2 Fleet's spot allocation strategies (pol_fleet.c) */
+extern const struct policy_ops pol_lowest_price_ops;
+extern const struct policy_ops pol_capacity_optimized_ops;
+extern const struct policy_ops pol_price_capacity_optimized_ops;
+extern const struct policy_ops pol_diversified_ops;
 
 /* The registered policies, in a stable order. */
 size_t policy_count(void);

@@ -389,3 +389,101 @@ Test(policy, bidbrain_no_hours_the_job_cannot_use)
 	pol_actions_release(&a);
 	plan_free(p);
 }
+
+/* Acquisitions of a: instances per (zone, type) into per[market]. */
+static int acquired_per(const struct pol_env *env, const struct pol_actions *a,
+		    int *per)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < env->n_markets; i++)
+		per[i] = 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].kind == POL_ACQUIRE && a->v[i].market >= 0) {
+			per[a->v[i].market] += a->v[i].count;
+			cr_assert_eq(a->v[i].bid_uusd, env->types[
+				env->markets[a->v[i].market].type].od_uusd,
+				"the max price is the on-demand price");
+			n += a->v[i].count;
+		}
+	return n;
+}
+
+static int market_of(const struct pol_env *env, const char *zone,
+		     const char *type)
+{
+	for (size_t i = 0; i < env->n_markets; i++)
+		if (!strcmp(env->markets[i].zone, zone) &&
+		    !strcmp(env->types[env->markets[i].type].name, type))
+			return (int)i;
+	cr_assert_fail("no market %s %s", zone, type);
+	return -1;
+}
+
+/* EC2 Fleet's strategies on three eligible pools and one above its
+ * on-demand price: weighted capacity 4 (instances x reference speed),
+ * c3.2xlarge counting 2 and cheapest per unit but interrupted 15 times
+ * as often; interrupted instances are replaced in the strategy's pool. */
+Test(policy, fleet_strategies_pick_their_pools)
+{
+	static const struct {
+		const struct policy_ops *ops;
+		int want[4];     /* 1a x, 1b x, 1a 2x, 1b 2x */
+	} cases[] = {
+		{&pol_lowest_price_ops, {0, 0, 2, 0}},
+		{&pol_capacity_optimized_ops, {2, 2, 0, 0}},
+		{&pol_price_capacity_optimized_ops, {4, 0, 0, 0}},
+		{&pol_diversified_ops, {1, 1, 1, 0}},
+	};
+	struct pol_actions a = {0};
+	int per[8], m[4];
+
+	add("us-east-1a", "c3.xlarge", 0, 40000);
+	add("us-east-1b", "c3.xlarge", 0, 50000);
+	add("us-east-1a", "c3.2xlarge", 0, 60000);
+	add("us-east-1b", "c3.2xlarge", 0, 500000);  /* above on-demand */
+	add("us-east-1b", "c3.2xlarge", 86400, 500001);
+	snprintf(job.rate[0].type, sizeof job.rate[0].type, "c3.2xlarge");
+	job.rate[0].v = 0.3;
+	job.n_rate = 1;
+	job.rate_default = 0.02;
+	struct plan *p = mkplan(BILLING_PER_SECOND);
+	const struct pol_env *env = plan_env(p);
+
+	m[0] = market_of(env, "us-east-1a", "c3.xlarge");
+	m[1] = market_of(env, "us-east-1b", "c3.xlarge");
+	m[2] = market_of(env, "us-east-1a", "c3.2xlarge");
+	m[3] = market_of(env, "us-east-1b", "c3.2xlarge");
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		const struct policy_ops *ops = cases[c].ops;
+		struct pol_instance fl[8];
+		void *st = NULL;
+		size_t n = 0;
+
+		cr_assert_eq(ops->init(env, &st, NULL), PX_OK);
+		decide(ops, env, st, 0, POL_WHY_START, NULL, 0, &a);
+		cr_assert(a.v[0].market < 0 && a.v[0].reliable &&
+			  a.v[0].count == 1, "%s: the tier first", ops->name);
+		acquired_per(env, &a, per);
+		for (int k = 0; k < 4; k++)
+			cr_assert_eq(per[m[k]], cases[c].want[k], "%s: pool %d "
+				     "has %d", ops->name, k, per[m[k]]);
+		/* the fleet as asked; one of the first pool's is gone */
+		for (int k = 0; k < 4; k++)
+			for (int i = 0; i < per[m[k]]; i++)
+				fl[n] = (struct pol_instance){
+					.id = n + 10, .market = m[k],
+					.type = env->markets[m[k]].type,
+				}, n++;
+		decide(ops, env, st, 100, POL_WHY_TICK, fl, n, &a);
+		cr_assert_eq(a.n, 0, "%s: full, nothing to do", ops->name);
+		fl[0].warned = true;
+		decide(ops, env, st, 200, POL_WHY_WARNING, fl, n, &a);
+		cr_assert_eq(acquired_per(env, &a, per), 1, "%s", ops->name);
+		cr_assert_eq(per[fl[0].market], 1, "%s: replaced in its pool",
+			     ops->name);
+		ops->fini(st);
+	}
+	pol_actions_release(&a);
+	plan_free(p);
+}

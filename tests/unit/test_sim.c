@@ -402,3 +402,8 @@ Test(sim, errors_say_what_is_missing)
 	plan_err("the trace covers 1970-01-01T00:00:00Z to "
 		 "1970-01-03T00:00:00Z", -5, 0);
 }
+
+Test(sim, no_future_fleet_strategies_per_second)
+{
+	no_future("price-capacity-optimized", BILLING_PER_SECOND);
+}
