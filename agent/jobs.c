@@ -957,9 +957,10 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		j->keyenv[off++] = hex[j->key[i] & 15];
 	}
 	j->keyenv[off] = 0;
-	j->total_clocks = dist_total_clocks(n_train, 1,
-					    (uint32_t)j->req.trainer.epochs,
-					    (uint32_t)j->req.trainer.batch);
+	j->total_clocks = dist_job_clocks(n_train, 1,
+					  (uint32_t)j->req.trainer.epochs,
+					  (uint32_t)j->req.trainer.batch,
+					  DIST_CLOCK_BATCHES);
 	j->acc = j->loss = NAN;
 	e = policy_lookup(j->req.policy, &pol, err);
 	if (e == PX_OK)

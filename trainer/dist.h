@@ -21,7 +21,8 @@
 #define DIST_MAX_NODES 1024      /* members a coordinator tracks */
 #define DIST_MAX_SHARDS 64       /* shards of the parameter vector */
 #define DIST_COORD_NODE 0u       /* the coordinator's node id */
-#define DIST_MOMENTUM_EVERY 8    /* default --momentum-every (clocks) */
+#define DIST_CLOCK_BATCHES 4     /* default --clock-batches */
+#define DIST_CLOCK_BATCHES_MAX 4096 /* most minibatches in a clock */
 #define DIST_KEY_ENV "PX_JOB_KEY" /* job key, hex, in the environment */
 #define DIST_PARENT_ENV "PX_PARENT_WATCH" /* a role's parent: its pid (the
 					   role exits if its parent is
@@ -51,6 +52,9 @@ struct dist_opts {
 	uint32_t ps;               /* coordinator: PS nodes to wait for */
 	uint32_t shards;           /* coordinator: shards (0: automatic) */
 	uint16_t slack;            /* SSP bound, clocks (0 = BSP) */
+	uint32_t clock_batches;    /* coordinator: minibatches a worker
+				      trains between two pushes (a clock);
+				      the others take it from ASSIGN */
 	uint8_t stage;             /* coordinator: initial stage 1..3 */
 	int64_t stage_at;          /* coordinator: switch at this clock */
 	uint8_t stage_to;          /* ... to this stage (0: never) */
@@ -64,8 +68,6 @@ struct dist_opts {
 				      job at once when a checkpoint of
 				      this run exists; 0: wait for
 				      stall_timeout_s */
-	uint32_t momentum_every;   /* PS: FORWARD the momentum every this
-				      many clocks (1: each; 0: never) */
 	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
 				      before the pushes, which follow this
 				      much later (pushes in flight) */
@@ -117,9 +119,14 @@ enum px_err dist_tcp_port(const char *base, unsigned long more,
 			  size_t *ret_host_len, unsigned long *ret_port,
 			  struct px_error *err);
 
-/* Clocks in the whole run: epochs * ceil(ceil(n / workers) / batch). */
+/* Minibatches a worker trains in the whole run:
+ * epochs * ceil(ceil(n / workers) / batch). */
 int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,
 			  uint32_t epochs, uint32_t batch);
+/* Clocks in the whole run, clock_batches minibatches each:
+ * ceil(dist_total_clocks(...) / clock_batches). */
+int64_t dist_job_clocks(uint32_t n_train, uint32_t workers, uint32_t epochs,
+			uint32_t batch, uint32_t clock_batches);
 
 /* Training examples in the data set (reads the labels file's header). */
 enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
@@ -130,8 +137,10 @@ enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
 #define DIST_LEAVE_DEFAULT_MS 2000
 int64_t dist_leave_deadline_us(const struct dist_opts *o);
 
-/* The learning rate the PS applies to an update of clock c of total. */
-float dist_lr(const struct train_opts *t, int64_t c, int64_t total);
+/* The learning rate of a worker's minibatch step `step` of `steps` (step
+ * = clock * clock_batches + the minibatch in the clock), as `train`
+ * computes it for its steps. */
+float dist_lr(const struct train_opts *t, int64_t step, int64_t steps);
 
 /* Placement of shards (docs/trainer.md, "Stages").  ps[] are the live PS
  * nodes, rel[i] whether ps[i] is reliable.  Splits nparams into nshards

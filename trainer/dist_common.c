@@ -151,6 +151,16 @@ int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,
 	return (int64_t)epochs * (int64_t)((part + batch - 1) / batch);
 }
 
+int64_t dist_job_clocks(uint32_t n_train, uint32_t workers, uint32_t epochs,
+			uint32_t batch, uint32_t clock_batches)
+{
+	int64_t b = dist_total_clocks(n_train, workers, epochs, batch);
+
+	if (clock_batches == 0)
+		return b;
+	return (b + clock_batches - 1) / clock_batches;
+}
+
 int64_t dist_leave_deadline_us(const struct dist_opts *o)
 {
 	int64_t ms = o->leave_ms && *o->leave_ms > 0 ? *o->leave_ms
@@ -159,16 +169,16 @@ int64_t dist_leave_deadline_us(const struct dist_opts *o)
 	return px_now_wall_us() + ms * 1000;
 }
 
-float dist_lr(const struct train_opts *t, int64_t c, int64_t total)
+float dist_lr(const struct train_opts *t, int64_t step, int64_t steps)
 {
-	if (t->schedule != TRAIN_LR_COSINE || total <= 0)
+	if (t->schedule != TRAIN_LR_COSINE || steps <= 0)
 		return t->lr;
-	if (c >= total)
-		c = total - 1;
-	if (c < 0)
-		c = 0;
+	if (step >= steps)
+		step = steps - 1;
+	if (step < 0)
+		step = 0;
 	return t->lr * 0.5f *
-	       (1.0f + (float)cos(3.141592653589793 * (double)c / total));
+	       (1.0f + (float)cos(3.141592653589793 * (double)step / steps));
 }
 
 void dist_place(uint8_t stage, const struct wire_node *ps, const bool *rel,
@@ -388,15 +398,14 @@ enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
 }
 
 enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
-		      uint32_t s, uint64_t count, uint32_t flags,
-		      int64_t min_clock, int send_ms, int recv_ms,
-		      struct wire_msg *ret, struct px_error *err)
+		      uint32_t s, uint64_t count, int64_t min_clock,
+		      int send_ms, int recv_ms, struct wire_msg *ret,
+		      struct px_error *err)
 {
 	struct wire_msg m, r;
 	enum px_err e;
 
 	wire_msg_init(&m, WIRE_PULL, to, clock);
-	m.hdr.flags = flags;
 	m.u.pull.shard = s;
 	m.u.pull.count = count;
 	m.u.pull.min_clock = min_clock;
@@ -406,8 +415,7 @@ enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
 	if (e != PX_OK)
 		return e;
 	if (r.hdr.type != WIRE_PARAMS || r.u.range.shard != s ||
-	    r.u.range.offset != 0 || r.u.range.data.n != count ||
-	    (r.hdr.flags & WIRE_F_MOMENTUM) != flags) {
+	    r.u.range.offset != 0 || r.u.range.data.n != count) {
 		e = px_errorf(err, PX_EPROTO, "shard %u: %s from %u, not the "
 			      "range asked for", s, wire_type_name(r.hdr.type),
 			      to.v);

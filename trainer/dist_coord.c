@@ -82,7 +82,8 @@ struct coord {
 	float *params;
 	/* checkpoints */
 	struct ckpt_meta meta;     /* this job's shape */
-	float *mom;                /* momentum pulled for a checkpoint */
+	float *mom;                /* a checkpoint's momentum: zeros (the
+				      optimizer's runs on the workers) */
 	float *ck_w, *ck_v;        /* --resume: what the PS nodes fetch */
 	int64_t resumed_from;      /* clock resumed at; -1: a fresh job */
 	int64_t ckpt_clock;        /* clock of the last checkpoint; -1 */
@@ -155,19 +156,23 @@ static void reestimate(struct coord *c)
 {
 	uint32_t w = 0;
 	uint64_t done = samples_done(c), left;
-	int64_t cpe;
+	int64_t bpe, cpe;
 
 	for (uint32_t i = 0; i < c->n; i++)
 		w += counts(c, &c->m[i]);
 	if (!w || w == c->est_workers || !c->n_train)
 		return;
-	cpe = dist_total_clocks(c->n_train, w, 1, c->o->train.batch);
+	/* minibatches per epoch for each worker, and clocks of them */
+	bpe = dist_total_clocks(c->n_train, w, 1, c->o->train.batch);
+	cpe = dist_job_clocks(c->n_train, w, 1, c->o->train.batch,
+			      c->o->clock_batches);
 	left = done < c->total_samples ? c->total_samples - done : 0;
 	c->est_workers = w;
 	c->clocks_per_epoch = cpe > 0 ? cpe : 1;
 	c->total_est = c->min_clock +
-		       (int64_t)ceil((double)left * (double)cpe /
-				     (double)c->n_train);
+		       (int64_t)ceil((double)left * (double)bpe /
+				     ((double)c->n_train *
+				      c->o->clock_batches));
 }
 
 static void broadcast(struct coord *c, struct wire_msg *m)
@@ -560,6 +565,7 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	a.u.assign.roles = r->roles;
 	a.u.assign.stage = c->stage;
 	a.u.assign.staleness = c->o->slack;
+	a.u.assign.clock_batches = (uint16_t)c->o->clock_batches;
 	a.u.assign.start_clock = c->min_clock;
 	a.u.assign.nparams = c->nparams;
 	a.u.assign.nshards = c->stage_epoch ? c->nshards : 0;
@@ -574,23 +580,21 @@ static void on_register(struct coord *c, struct wire_msg *req)
 		announce(c);
 }
 
-/* A PS of a resumed job fetches the state of its first shards here:
- * the checkpoint's parameters, or with WIRE_F_MOMENTUM its momentum. */
+/* A PS of a resumed job fetches the state of its first shards here: the
+ * checkpoint's parameters. */
 static void serve_resume(struct coord *c, const struct wire_msg *m)
 {
 	const struct wire_pull *q = &m->u.pull;
 	const struct cmember *mb = find(c, m->hdr.sender);
-	uint32_t fl = m->hdr.flags & WIRE_F_MOMENTUM;
 	const struct wire_shard *sh = q->shard < c->nshards
 					      ? &c->map[q->shard] : NULL;
 	struct px_error err;
 
 	if (mb && is_ps(mb) && alive(mb) && c->stage_epoch && sh &&
 	    q->offset <= sh->count && q->count <= sh->count - q->offset) {
-		if (net_send_range(c->rep, WIRE_PARAMS, fl, m->hdr.sender,
+		if (net_send_range(c->rep, WIRE_PARAMS, 0, m->hdr.sender,
 				   c->min_clock, q->shard, q->offset,
-				   (fl ? c->ck_v : c->ck_w) + sh->offset +
-					   q->offset,
+				   c->ck_w + sh->offset + q->offset,
 				   q->count, 1000, &err) != PX_OK)
 			dist_logf(c->o, 4, "checkpoint state to %u: %s",
 				  m->hdr.sender.v, err.msg);
@@ -880,10 +884,10 @@ static bool sole_copy_gone(struct coord *c, uint64_t now,
 	return false;
 }
 
-/* Pull shard s from its active PS into dst: its parameters (flags 0) or
- * its momentum (WIRE_F_MOMENTUM), with every update before min_clock. */
-static enum px_err pull_shard(struct coord *c, uint32_t s, uint32_t flags,
-			      float *dst, struct px_error *err)
+/* Pull shard s's parameters from its active PS into dst, with every
+ * update before min_clock. */
+static enum px_err pull_shard(struct coord *c, uint32_t s, float *dst,
+			      struct px_error *err)
 {
 	const struct wire_shard *sh = &c->map[s];
 	struct cmember *ps = find(c, sh->active);
@@ -901,8 +905,8 @@ static enum px_err pull_shard(struct coord *c, uint32_t s, uint32_t flags,
 			return err->code;
 		/* no pushes of its own; the clock: every update before
 		 * min_clock */
-		e = dist_pull(q, sh->active, c->min_clock, s, sh->count, flags,
-			      -1, 200, 300, &r, err);
+		e = dist_pull(q, sh->active, c->min_clock, s, sh->count, -1,
+			      200, 300, &r, err);
 		if (e == PX_OK) {
 			wire_f32_copy(&r.u.range.data, dst + sh->offset);
 			wire_msg_release(&r);
@@ -913,22 +917,17 @@ static enum px_err pull_shard(struct coord *c, uint32_t s, uint32_t flags,
 		else
 			dist_link_reset_req(&c->links, sh->active);
 	}
-	return px_errorf(err, PX_ETIMEDOUT, "shard %u: no %s from PS %u", s,
-			 flags ? "momentum" : "parameters", sh->active.v);
+	return px_errorf(err, PX_ETIMEDOUT, "shard %u: no parameters from PS "
+			 "%u", s, sh->active.v);
 }
 
-/* The whole parameter vector into c->params, and with momentum the
- * optimizer's state into c->mom (for a checkpoint). */
-static enum px_err pull_state(struct coord *c, bool momentum,
-			      struct px_error *err)
+/* The whole parameter vector into c->params. */
+static enum px_err pull_state(struct coord *c, struct px_error *err)
 {
 	enum px_err e = PX_OK;
 
-	for (uint32_t s = 0; e == PX_OK && s < c->nshards; s++) {
-		e = pull_shard(c, s, 0, c->params, err);
-		if (e == PX_OK && momentum)
-			e = pull_shard(c, s, WIRE_F_MOMENTUM, c->mom, err);
-	}
+	for (uint32_t s = 0; e == PX_OK && s < c->nshards; s++)
+		e = pull_shard(c, s, c->params, err);
 	return e;
 }
 
@@ -983,7 +982,7 @@ static void snapshot(struct coord *c)
 	uint64_t t = px_now_mono_us();
 	struct px_error err;
 
-	if (pull_state(c, true, &err) == PX_OK)
+	if (pull_state(c, &err) == PX_OK)
 		write_checkpoint(c, NAN, t);
 	else
 		dist_logf(c->o, 4, "checkpoint: %s", err.msg);
@@ -1010,7 +1009,7 @@ static void progress(struct coord *c, bool eval)
 		uint64_t t = px_now_mono_us();
 		bool ck = c->o->checkpoint != NULL;
 
-		if (pull_state(c, ck, &err) != PX_OK ||
+		if (pull_state(c, &err) != PX_OK ||
 		    test_eval(c, &c->last_loss, &c->last_acc, &err) != PX_OK)
 			dist_logf(c->o, 4, "evaluation: %s", err.msg);
 		else if (ck)
@@ -1160,8 +1159,8 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 			  &c->mc, err);
 	if (e != PX_OK)
 		return e;
-	c->total = dist_total_clocks(c->n_train, o->workers, o->train.epochs,
-				     o->train.batch);
+	c->total = dist_job_clocks(c->n_train, o->workers, o->train.epochs,
+				   o->train.batch, o->clock_batches);
 	c->total_est = c->total;
 	c->total_samples = (uint64_t)o->train.epochs * c->n_train;
 	c->est_workers = o->workers;

@@ -85,18 +85,18 @@ enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
 			  uint8_t roles, int timeout_ms,
 			  struct wire_msg *ret_reply, struct px_error *err);
 
-/* PULL shard s of `to` over the REQ socket q: the range [0, count), its
- * parameters or (flags WIRE_F_MOMENTUM) its momentum, at the requester's
- * clock, seeing the requester's own pushes up to min_clock (-1: none);
- * then check the reply is that range: PARAMS, shard s, offset 0, count
- * floats, the same MOMENTUM flag.  PX_OK: *ret holds it (release it).
- * PX_EPROTO: another answer (a PS's ACK "not served here"), the socket
- * is fine.  Anything else: the send or receive failed, and the REQ
+/* PULL shard s of `to` over the REQ socket q: the range [0, count) of its
+ * parameters, at the requester's clock, seeing the requester's own pushes
+ * up to min_clock (-1: none); then check the reply is that range: PARAMS,
+ * shard s, offset 0, count floats.  PX_OK: *ret holds it (release it);
+ * its range.clock is the clock up to which it holds every other worker's
+ * updates.  PX_EPROTO: another answer (a PS's ACK "not served here"), the
+ * socket is fine.  Anything else: the send or receive failed, and the REQ
  * socket must be reset (dist_link_reset_req) before the next request. */
 enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
-		      uint32_t s, uint64_t count, uint32_t flags,
-		      int64_t min_clock, int send_ms, int recv_ms,
-		      struct wire_msg *ret, struct px_error *err);
+		      uint32_t s, uint64_t count, int64_t min_clock,
+		      int send_ms, int recv_ms, struct wire_msg *ret,
+		      struct px_error *err);
 
 /* Answer the request req on the REP socket rep with an ACK of status and
  * a printf-style detail. */

@@ -22,7 +22,7 @@ void dist_opts_default(struct dist_opts *o)
 	o->stage = 1;
 	o->hb_ms = 100;
 	o->hb_timeout_ms = 800;
-	o->momentum_every = DIST_MOMENTUM_EVERY;
+	o->clock_batches = DIST_CLOCK_BATCHES;
 	o->stall_timeout_s = 60;
 	o->sole_copy_timeout_s = 10;
 	o->out_fd = 1;

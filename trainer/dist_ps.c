@@ -1,13 +1,13 @@
 /* dist_ps.c -- the parameter server: holds the shards the coordinator's
- * map gives it, as ActivePS (serves PULL, applies PUSH with server-side
- * momentum, FORWARDs each clock's aggregated update to the backup) or as
- * BackupPS (applies FORWARDs), and hands shards over on a map change.
- * One thread, one nn_poll loop.
+ * map gives it, as ActivePS (serves PULL, adds the workers' PUSHed
+ * updates, FORWARDs what a clock changed to the backup) or as BackupPS
+ * (adds FORWARDs), and hands shards over on a map change.  The optimizer
+ * (momentum, learning rate) runs on the workers.  One thread, one nn_poll
+ * loop.
  */
 #include "dist_int.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <nanomsg/nn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +23,6 @@ struct pshard {
 				from the coordinator's checkpoint */
 	uint64_t off, cnt;   /* range of the flat vector */
 	float *w;            /* parameters [cnt] */
-	float *v;            /* momentum [cnt]; on a backup, the active's
-				copy as of the last FORWARD */
 	float *base;         /* w at the last FORWARD [cnt] (active) */
 	uint64_t pushes;     /* applied */
 };
@@ -65,7 +63,6 @@ struct ps {
 static void shard_free(struct pshard *s)
 {
 	free(s->w);
-	free(s->v);
 	free(s->base);
 	memset(s, 0, sizeof(*s));
 }
@@ -77,9 +74,8 @@ static enum px_err shard_alloc(struct pshard *s, uint64_t off, uint64_t cnt,
 	s->off = off;
 	s->cnt = cnt;
 	s->w = px_calloc(cnt ? cnt : 1, sizeof(float));
-	s->v = px_calloc(cnt ? cnt : 1, sizeof(float));
 	s->base = px_calloc(cnt ? cnt : 1, sizeof(float));
-	if (!s->w || !s->v || !s->base) {
+	if (!s->w || !s->base) {
 		shard_free(s);
 		return px_errorf(err, PX_ENOMEM, "shard of %" PRIu64
 				 " parameters", cnt);
@@ -101,7 +97,7 @@ static bool node_alive(struct ps *p, struct wire_node n)
 	return m && m->state != WIRE_MEMBER_LOST;
 }
 
-static void send_range(struct ps *p, enum wire_type t, uint32_t flags,
+static void send_range(struct ps *p, enum wire_type t,
 		       struct wire_node to, uint32_t s, const float *f)
 {
 	const char *addr = addr_of(p, to);
@@ -113,29 +109,16 @@ static void send_range(struct ps *p, enum wire_type t, uint32_t flags,
 		return;
 	}
 	q = dist_link_get(&p->links, to, addr, false, &err);
-	if (!q || net_send_range(q, t, flags, to, p->clock_min, s, 0, f,
+	if (!q || net_send_range(q, t, 0, to, p->clock_min, s, 0, f,
 				 p->sh[s].cnt, 1000, &err) != PX_OK)
-		dist_logf(p->o, 4, "%s%s of shard %u to %u: %s",
-			  wire_type_name(t), flags & WIRE_F_MOMENTUM ?
-			  " (momentum)" : "", s, to.v, err.msg);
+		dist_logf(p->o, 4, "%s of shard %u to %u: %s",
+			  wire_type_name(t), s, to.v, err.msg);
 }
 
-/* A shard's whole state to a new holder: parameters, then momentum (the
- * PARAMS reset it; the same PUSH socket keeps the order). */
+/* A shard's state to a new holder: its parameters. */
 static void send_state(struct ps *p, struct wire_node to, uint32_t s)
 {
-	send_range(p, WIRE_PARAMS, 0, to, s, p->sh[s].w);
-	send_range(p, WIRE_PARAMS, WIRE_F_MOMENTUM, to, s, p->sh[s].v);
-}
-
-/* Root mean square of a shard's momentum (for the logs and tests). */
-static double rms(const float *v, uint64_t n)
-{
-	double a = 0;
-
-	for (uint64_t i = 0; i < n; i++)
-		a += (double)v[i] * v[i];
-	return n ? sqrt(a / (double)n) : 0;
+	send_range(p, WIRE_PARAMS, to, s, p->sh[s].w);
 }
 
 /* A new shard map: hand over what moves, take up new roles. */
@@ -202,15 +185,9 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 			memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
 			sh->have = true;
 		}
-		if (wire_node_eq(nw->active, me) && !sh->active) {
-			if (sh->have)
-				dist_logf(p->o, had_map ? 5 : 6, "shard %u: "
-					  "now active (momentum rms %.3g)", s,
-					  rms(sh->v, sh->cnt));
-			else
-				dist_logf(p->o, 6, "shard %u: now active "
-					  "(awaiting state)", s);
-		}
+		if (wire_node_eq(nw->active, me) && !sh->active)
+			dist_logf(p->o, had_map ? 5 : 6, "shard %u: now active"
+				  "%s", s, sh->have ? "" : " (awaiting state)");
 		sh->active = wire_node_eq(nw->active, me);
 		sh->backup = !sh->active;
 	}
@@ -220,9 +197,7 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 	p->stage_epoch = st->epoch;
 }
 
-/* Each clock: send the backup what changed since the last FORWARD, and
- * every --momentum-every clocks the momentum as it is (so a promoted
- * backup goes on with it; it changes slowly, and it doubles the bytes). */
+/* Each clock: send the backup what changed since the last FORWARD. */
 static void forward_all(struct ps *p)
 {
 	for (uint32_t s = 0; s < p->nshards; s++) {
@@ -233,13 +208,8 @@ static void forward_all(struct ps *p)
 		    wire_node_eq(ws->backup, WIRE_NODE_ALL))
 			continue;
 		/* base becomes the delta, is sent, then becomes w again */
-		for (uint64_t i = 0; i < sh->cnt; i++)
-			sh->base[i] = sh->w[i] - sh->base[i];
-		send_range(p, WIRE_FORWARD, 0, ws->backup, s, sh->base);
-		if (p->o->momentum_every &&
-		    p->fwd_rounds % p->o->momentum_every == 0)
-			send_range(p, WIRE_FORWARD, WIRE_F_MOMENTUM,
-				   ws->backup, s, sh->v);
+		kern_sub(sh->base, sh->w, sh->base, sh->cnt);
+		send_range(p, WIRE_FORWARD, ws->backup, s, sh->base);
 		memcpy(sh->base, sh->w, sh->cnt * sizeof(float));
 		p->forwards++;
 	}
@@ -313,13 +283,32 @@ static void note_push(struct ps *p, struct wire_node n, uint32_t s,
 		u->clock[s] = clock;
 }
 
-/* Apply a range (PUSH: gradient, FORWARD: delta, PARAMS: snapshot; with
- * WIRE_F_MOMENTUM, FORWARD and PARAMS carry the momentum to copy). */
+/* Add a range's floats to dst[n], straight from the frame when they are
+ * aligned (they start 96 bytes into it), else through a copy. */
+static void add_range(float *dst, const struct wire_f32 *v)
+{
+	float tmp[1024];
+
+	if (((uintptr_t)v->raw & 3) == 0 &&
+	    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
+		kern_add(dst, (const float *)(const void *)v->raw, v->n);
+		return;
+	}
+	for (uint32_t i = 0; i < v->n; i += 1024) {
+		struct wire_f32 part = { NULL, v->raw + (size_t)i * 4,
+					 v->n - i < 1024 ? v->n - i : 1024 };
+
+		wire_f32_copy(&part, tmp);
+		kern_add(dst + i, tmp, part.n);
+	}
+}
+
+/* Apply a range (PUSH: a worker's update, FORWARD: what the active's
+ * copy changed by, PARAMS: a snapshot). */
 static void on_range(struct ps *p, const struct wire_msg *m)
 {
 	const struct wire_range *r = &m->u.range;
 	struct pshard *sh;
-	float *g;
 
 	if (r->shard >= p->nshards)
 		return;
@@ -330,16 +319,7 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 	case WIRE_PUSH:
 		if (!sh->active || !sh->have)
 			return;
-		g = malloc(r->data.n * sizeof(float) + 1);
-		if (!g)
-			return;
-		wire_f32_copy(&r->data, g);
-		kern_sgd_momentum(sh->w + r->offset, sh->v + r->offset, g,
-				  r->data.n,
-				  dist_lr(&p->o->train, r->clock, p->total),
-				  p->o->train.momentum,
-				  p->o->train.weight_decay);
-		free(g);
+		add_range(sh->w + r->offset, &r->data);
 		sh->pushes++;
 		if (!(m->hdr.flags & WIRE_F_MORE))
 			note_push(p, m->hdr.sender, r->shard, r->clock);
@@ -347,32 +327,12 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 	case WIRE_FORWARD:
 		if (!sh->have || sh->active)
 			return;
-		if (m->hdr.flags & WIRE_F_MOMENTUM) {
-			wire_f32_copy(&r->data, sh->v + r->offset);
-			break;
-		}
-		g = malloc(r->data.n * sizeof(float) + 1);
-		if (!g)
-			return;
-		wire_f32_copy(&r->data, g);
-		for (uint32_t i = 0; i < r->data.n; i++)
-			sh->w[r->offset + i] += g[i];
-		free(g);
+		add_range(sh->w + r->offset, &r->data);
 		break;
 	case WIRE_PARAMS:
-		if (m->hdr.flags & WIRE_F_MOMENTUM) {
-			wire_f32_copy(&r->data, sh->v + r->offset);
-			if (!(m->hdr.flags & WIRE_F_MORE) && sh->active)
-				dist_logf(p->o, 6, "shard %u: momentum "
-					  "received from %u (rms %.3g)",
-					  r->shard, m->hdr.sender.v,
-					  rms(sh->v, sh->cnt));
-			break;
-		}
 		wire_f32_copy(&r->data, sh->w + r->offset);
 		memcpy(sh->base + r->offset, sh->w + r->offset,
 		       r->data.n * sizeof(float));
-		memset(sh->v + r->offset, 0, r->data.n * sizeof(float));
 		if (!(m->hdr.flags & WIRE_F_MORE)) {
 			if (!sh->have)
 				dist_logf(p->o, 6, "shard %u: state received "
@@ -429,6 +389,30 @@ static bool reads_ready(struct ps *p, struct wire_node n, uint32_t s,
 	return true;
 }
 
+/* What a reply to a PULL of shard s from n holds: every update of the
+ * other partition holders up to this clock.  Each has finished the
+ * clocks before clock_min (CLOCK_MIN); one whose pushes are still on the
+ * way counts with the last one applied.  A holder that has not pushed
+ * here yet (it just joined, or the shard just moved) is not waited for,
+ * as in reads_ready. */
+static int64_t fresh_clock(struct ps *p, struct wire_node n, uint32_t s)
+{
+	int64_t g = p->clock_min - 1;
+
+	for (uint32_t i = 0; i < p->mb.n; i++) {
+		const struct dist_member *d = &p->mb.m[i];
+		struct pusher *u;
+
+		if (!dist_member_holds_partition(d, p->stage) ||
+		    wire_node_eq(d->node, n))
+			continue;
+		u = pusher(p, d->node, false);
+		if (u && u->clock[s] >= 0 && u->clock[s] < g)
+			g = u->clock[s];
+	}
+	return g;
+}
+
 /* Before answering a PULL, apply the pushes reads_ready asks for, for at
  * most 100 ms (the worker retries its pull after 250 ms); then serve
  * what there is and count the read as late. */
@@ -477,13 +461,13 @@ static void on_rep(struct ps *p)
 
 		if (m.hdr.type == WIRE_PULL && serve &&
 		    q->offset <= sh->cnt && q->count <= sh->cnt - q->offset) {
-			uint32_t fl = m.hdr.flags & WIRE_F_MOMENTUM;
-
-			if (net_send_range(p->rep, WIRE_PARAMS, fl,
-					   m.hdr.sender, p->clock_min,
+			if (net_send_range(p->rep, WIRE_PARAMS, 0,
+					   m.hdr.sender,
+					   fresh_clock(p, m.hdr.sender,
+						       q->shard),
 					   q->shard, q->offset,
-					   (fl ? sh->v : sh->w) + q->offset,
-					   q->count, 1000, &err) != PX_OK)
+					   sh->w + q->offset, q->count, 1000,
+					   &err) != PX_OK)
 				dist_logf(p->o, 4, "params to %u: %s",
 					  m.hdr.sender.v, err.msg);
 		} else {
@@ -494,20 +478,18 @@ static void on_rep(struct ps *p)
 	}
 }
 
-/* Pull shard s (its parameters, or with WIRE_F_MOMENTUM its momentum)
- * from node `from` over the request socket q and apply the reply (see
- * dist_pull for what else it returns). */
+/* Pull shard s's parameters from node `from` over the request socket q
+ * and apply the reply (see dist_pull for what else it returns). */
 static enum px_err fetch_state(struct ps *p, struct net_sock *q,
-			       struct wire_node from, uint32_t s,
-			       uint32_t flags)
+			       struct wire_node from, uint32_t s)
 {
 	struct px_error err;
 	struct wire_msg r;
 	enum px_err e;
 
 	/* no pushes of its own to wait for */
-	e = dist_pull(q, from, p->clock_min, s, p->sh[s].cnt, flags, -1, 100,
-		      200, &r, &err);
+	e = dist_pull(q, from, p->clock_min, s, p->sh[s].cnt, -1, 100, 200,
+		      &r, &err);
 	if (e == PX_OK) {
 		on_range(p, &r);
 		wire_msg_release(&r);
@@ -515,7 +497,7 @@ static enum px_err fetch_state(struct ps *p, struct net_sock *q,
 	return e;
 }
 
-static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
+static bool fetch_from_backup(struct ps *p, uint32_t s)
 {
 	const struct wire_node b = p->map[s].backup;
 	const char *addr = addr_of(p, b);
@@ -526,7 +508,7 @@ static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
 	q = addr ? dist_link_get(&p->links, b, addr, true, &err) : NULL;
 	if (!q)
 		return false;
-	e = fetch_state(p, q, b, s, flags);
+	e = fetch_state(p, q, b, s);
 	if (e != PX_OK && e != PX_EPROTO)
 		dist_link_reset_req(&p->links, b);
 	return e == PX_OK;
@@ -535,8 +517,7 @@ static bool fetch_from_backup(struct ps *p, uint32_t s, uint32_t flags)
 /* A shard without state: in a resumed job's first map, fetch the
  * checkpoint's from the coordinator (every holder); an active shard whose
  * old active died before handing it over fetches the backup's copy, at
- * most one clock behind.  Parameters first, then the momentum (best
- * effort: without it, it starts at 0). */
+ * most one clock behind. */
 static void fetch_missing(struct ps *p)
 {
 	const struct wire_node coord = { DIST_COORD_NODE };
@@ -544,30 +525,23 @@ static void fetch_missing(struct ps *p)
 	for (uint32_t s = 0; s < p->nshards; s++) {
 		const struct wire_shard *ws = &p->map[s];
 		struct pshard *sh = &p->sh[s];
-		bool mom;
 
 		if (sh->have || !sh->w)
 			continue;
 		if (sh->from_coord) {
-			if (fetch_state(p, p->creq, coord, s, 0) != PX_OK)
+			if (fetch_state(p, p->creq, coord, s) != PX_OK)
 				continue;
-			mom = fetch_state(p, p->creq, coord, s,
-					  WIRE_F_MOMENTUM) == PX_OK;
 			sh->from_coord = false;
 			dist_logf(p->o, 5, "shard %u: state from the "
-				  "checkpoint (momentum %s, rms %.3g)", s,
-				  mom ? "too" : "not", rms(sh->v, sh->cnt));
+				  "checkpoint", s);
 			continue;
 		}
 		if (!sh->active || wire_node_eq(ws->backup, WIRE_NODE_ALL) ||
 		    wire_node_eq(ws->backup, p->o->node))
 			continue;
-		if (!fetch_from_backup(p, s, 0))
-			continue;
-		mom = fetch_from_backup(p, s, WIRE_F_MOMENTUM);
-		dist_logf(p->o, 5, "shard %u: state fetched from backup %u "
-			  "(momentum %s, rms %.3g)", s, ws->backup.v,
-			  mom ? "too" : "not", rms(sh->v, sh->cnt));
+		if (fetch_from_backup(p, s))
+			dist_logf(p->o, 5, "shard %u: state fetched from "
+				  "backup %u", s, ws->backup.v);
 	}
 }
 

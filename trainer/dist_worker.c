@@ -1,7 +1,9 @@
 /* dist_worker.c -- a worker: registers, derives its data partition from
  * the membership, and per clock waits for the SSP bound, pulls every
- * shard from its ActivePS, computes the gradient of one batch, pushes it
- * per shard and reports the clock.  One thread; waits go through nn_poll.
+ * shard from its ActivePS, trains --clock-batches minibatches on its copy
+ * with its own optimizer (SGD with momentum, the lr schedule of the
+ * job's steps), pushes what its copy changed by per shard and reports
+ * the clock.  One thread; waits go through nn_poll.
  */
 #include "dist_int.h"
 
@@ -40,7 +42,12 @@ struct worker {
 	struct model_desc d;
 	struct model_ctx *mc;
 	float *params, *grad;      /* host */
+	float *base;               /* host: params as of the last pull or
+				      push (the update is params - base) */
+	float *upd;                /* host: the update being pushed */
 	float *d_params, *d_grad;  /* ops memory (alias host on CPU) */
+	float *d_mom;              /* the optimizer's momentum, ops memory */
+	uint32_t kb;               /* minibatches in a clock (ASSIGN) */
 	float *h_x, *x;
 	uint8_t *h_y, *y;
 	uint64_t t0_us;
@@ -168,7 +175,7 @@ static bool pull_all(struct worker *w)
 		if (!q)
 			return false;
 		/* "with my pushes up to": read-my-writes at the PS */
-		e = dist_pull(q, sh->active, w->clock, s, sh->count, 0,
+		e = dist_pull(q, sh->active, w->clock, s, sh->count,
 			      w->pushed ? w->last_push : -1, 100, 250, &r,
 			      &err);
 		if (e != PX_OK) {
@@ -179,15 +186,14 @@ static bool pull_all(struct worker *w)
 		wire_f32_copy(&r.u.range.data, w->params + sh->offset);
 		wire_msg_release(&r);
 	}
+	memcpy(w->base, w->params, w->d.n_params * sizeof(float));
 	return true;
 }
 
-static enum px_err compute(struct worker *w, uint32_t *ret_n,
-			   struct px_error *err)
+/* One minibatch of the partition into the batch buffers; its size. */
+static uint32_t next_batch(struct worker *w)
 {
 	uint32_t part = w->hi - w->lo, n = w->o->train.batch;
-	size_t pb = w->d.n_params * sizeof(float);
-	enum px_err e;
 
 	if (w->pos >= part) {
 		w->pass++;
@@ -200,23 +206,50 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 		n = part - w->pos;
 	data_gather(&w->train, w->idx + w->pos, n, w->h_x, w->h_y);
 	w->pos += n;
-	e = PX_OK;
-	if (w->x != w->h_x) {
-		e = w->ops->upload(w->kctx, w->x, w->h_x,
-				   (size_t)n * w->train.dim * sizeof(float),
-				   err);
+	return n;
+}
+
+/* A clock's training: kb minibatches, each a gradient and a step of SGD
+ * with momentum on the worker's copy (as `train` does), the lr of the
+ * job's step clock * kb + j.  *ret_n: the samples. */
+static enum px_err compute(struct worker *w, uint32_t *ret_n,
+			   struct px_error *err)
+{
+	size_t pb = w->d.n_params * sizeof(float);
+	int64_t steps = w->total * (int64_t)w->kb;
+	enum px_err e = PX_OK;
+	uint32_t done = 0;
+
+	if (w->d_params != w->params)
+		e = w->ops->upload(w->kctx, w->d_params, w->params, pb, err);
+	for (uint32_t j = 0; e == PX_OK && j < w->kb; j++) {
+		uint32_t n = next_batch(w);
+		float lr = dist_lr(&w->o->train, w->clock * (int64_t)w->kb + j,
+				   steps);
+
+		if (w->x != w->h_x) {
+			e = w->ops->upload(w->kctx, w->x, w->h_x, (size_t)n *
+					   w->train.dim * sizeof(float), err);
+			if (e == PX_OK)
+				e = w->ops->upload(w->kctx, w->y, w->h_y, n,
+						   err);
+		}
 		if (e == PX_OK)
-			e = w->ops->upload(w->kctx, w->y, w->h_y, n, err);
+			e = model_grad(w->mc, w->d_params, w->x, w->y, n,
+				       w->d_grad, NULL, err);
 		if (e == PX_OK)
-			e = w->ops->upload(w->kctx, w->d_params, w->params, pb,
-					   err);
+			e = w->ops->sgd_momentum(w->kctx, w->d_params,
+						 w->d_mom, w->d_grad,
+						 w->d.n_params, lr,
+						 w->o->train.momentum,
+						 w->o->train.weight_decay,
+						 err);
+		done += n;
 	}
-	if (e == PX_OK)
-		e = model_grad(w->mc, w->d_params, w->x, w->y, n, w->d_grad,
-			       NULL, err);
-	if (e == PX_OK && w->d_grad != w->grad)
-		e = w->ops->download(w->kctx, w->grad, w->d_grad, pb, err);
-	*ret_n = n;
+	if (e == PX_OK && w->d_params != w->params)
+		e = w->ops->download(w->kctx, w->params, w->d_params, pb,
+				     err);
+	*ret_n = done;
 	return e;
 }
 
@@ -231,8 +264,9 @@ static enum px_err send_clock(struct worker *w, uint32_t n,
 	return net_send(w->cpush, &m, 1000, err);
 }
 
-/* The clock's gradients to each shard's active, then CLOCK (or, with the
- * test fault --fault-late-push, CLOCK first). */
+/* The clock's update (what the copy changed by since the last pull or
+ * push) to each shard's active, then CLOCK (or, with the test fault
+ * --fault-late-push, CLOCK first). */
 static enum px_err push_all(struct worker *w, uint32_t n,
 			    struct px_error *err)
 {
@@ -245,6 +279,8 @@ static enum px_err push_all(struct worker *w, uint32_t n,
 			return e;
 		usleep(late * 1000);
 	}
+	kern_sub(w->upd, w->params, w->base, w->d.n_params);
+	memcpy(w->base, w->params, w->d.n_params * sizeof(float));
 	for (uint32_t s = 0; s < w->nshards; s++) {
 		const struct wire_shard *sh = &w->map[s];
 		const struct dist_member *ps = dist_members_find(&w->mb,
@@ -257,11 +293,23 @@ static enum px_err push_all(struct worker *w, uint32_t n,
 		if (!q)
 			return err->code;
 		e = net_send_range(q, WIRE_PUSH, 0, sh->active, w->clock, s, 0,
-				   w->grad + sh->offset, sh->count, 1000, err);
+				   w->upd + sh->offset, sh->count, 1000, err);
 		if (e != PX_OK && e != PX_ETIMEDOUT)
 			return e;
 	}
 	return late ? PX_OK : send_clock(w, n, err);
+}
+
+/* What ASSIGN says: the clock to start from, the clock's length, and
+ * the job's length in clocks as foreseen at the start. */
+static void take_assign(struct worker *w, const struct wire_msg *a)
+{
+	w->clock = a->u.assign.start_clock;
+	w->kb = a->u.assign.clock_batches ? a->u.assign.clock_batches : 1;
+	if (w->total <= 0)
+		w->total = dist_job_clocks(w->train.n, w->o->workers,
+					   w->o->train.epochs,
+					   w->o->train.batch, w->kb);
 }
 
 static enum px_err setup(struct worker *w, struct px_error *err)
@@ -310,21 +358,27 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 					    ? 0 : o->train.n_hidden, err);
 	if (e != PX_OK)
 		return e;
-	w->total = dist_total_clocks(w->train.n, o->workers, o->train.epochs,
-				     batch);
 	pb = w->d.n_params * sizeof(float);
 	w->params = px_calloc(w->d.n_params, sizeof(float));
 	w->grad = px_calloc(w->d.n_params, sizeof(float));
+	w->base = px_calloc(w->d.n_params, sizeof(float));
+	w->upd = px_calloc(w->d.n_params, sizeof(float));
 	w->idx = px_calloc(w->train.n, sizeof(uint32_t));
 	w->h_x = px_calloc((size_t)batch * w->train.dim, sizeof(float));
 	w->h_y = px_calloc(batch, 1);
-	if (!w->params || !w->grad || !w->idx || !w->h_x || !w->h_y)
+	if (!w->params || !w->grad || !w->base || !w->upd || !w->idx ||
+	    !w->h_x || !w->h_y)
 		return px_errorf(err, PX_ENOMEM, "worker buffers");
 	if (o->train.device == TRAIN_DEV_CUDA) {
 		e = w->ops->alloc(w->kctx, pb, (void **)&w->d_params, err);
 		if (e == PX_OK)
 			e = w->ops->alloc(w->kctx, pb, (void **)&w->d_grad,
 					  err);
+		if (e == PX_OK)
+			e = w->ops->alloc(w->kctx, pb, (void **)&w->d_mom,
+					  err);
+		if (e == PX_OK)
+			e = w->ops->zero(w->kctx, w->d_mom, pb, err);
 		if (e == PX_OK)
 			e = w->ops->alloc(w->kctx, (size_t)batch *
 					  w->train.dim * sizeof(float),
@@ -339,6 +393,9 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 							  : 1);
 		w->d_params = w->params;
 		w->d_grad = w->grad;
+		w->d_mom = px_calloc(w->d.n_params, sizeof(float));
+		if (!w->d_mom)
+			return px_errorf(err, PX_ENOMEM, "worker buffers");
 		w->x = w->h_x;
 		w->y = w->h_y;
 	}
@@ -350,7 +407,7 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 			  err);
 	if (e != PX_OK)
 		return e;
-	w->clock = a.u.assign.start_clock;
+	take_assign(w, &a);
 	wire_msg_release(&a);
 	return PX_OK;
 }
@@ -371,7 +428,7 @@ static enum px_err rejoin(struct worker *w, struct px_error *err)
 			  &a, err);
 	if (e != PX_OK)
 		return e;
-	w->clock = a.u.assign.start_clock;
+	take_assign(w, &a);
 	w->pushed = false;
 	w->have_min = false;
 	w->rejoins++;
@@ -420,13 +477,18 @@ static void release(struct worker *w)
 	if (w->ops && w->ops != &kern_cpu_ops) {
 		w->ops->free(w->kctx, w->d_params);
 		w->ops->free(w->kctx, w->d_grad);
+		w->ops->free(w->kctx, w->d_mom);
 		w->ops->free(w->kctx, w->x);
 		w->ops->free(w->kctx, w->y);
 	}
 	model_ctx_free(w->mc);
 	kern_cuda_free(w->cuda);
+	if (w->ops == &kern_cpu_ops)
+		free(w->d_mom);
 	free(w->params);
 	free(w->grad);
+	free(w->base);
+	free(w->upd);
 	free(w->idx);
 	free(w->h_x);
 	free(w->h_y);

