@@ -769,6 +769,20 @@ static enum px_err default_advisor_dir(char *buf, size_t len,
 			 exe);
 }
 
+/* A file a job spec names: relative to the spec's folder unless
+ * absolute. */
+static void job_relative(const char *job_path, const char *name, char *buf,
+			 size_t len)
+{
+	const char *slash = strrchr(job_path, '/');
+
+	if (name[0] == '/' || !slash)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "%.*s/%s", (int)(slash - job_path),
+			 job_path, name);
+}
+
 /* The snapshot a per-second run uses: --spot-advisor, else the job's
  * spot_advisor (relative to the job file's folder), else the shipped one
  * for the window's start.  Its path in buf. */
@@ -777,7 +791,6 @@ static enum px_err advisor_path(const struct opts *o,
 				char *buf, size_t len, struct px_error *err)
 {
 	char dir[4096];
-	const char *slash;
 	enum px_err e;
 
 	if (o->advisor) {
@@ -785,13 +798,7 @@ static enum px_err advisor_path(const struct opts *o,
 		return PX_OK;
 	}
 	if (job->spot_advisor[0]) {
-		slash = strrchr(o->job_path, '/');
-		if (job->spot_advisor[0] == '/' || !slash)
-			snprintf(buf, len, "%s", job->spot_advisor);
-		else
-			snprintf(buf, len, "%.*s/%s",
-				 (int)(slash - o->job_path), o->job_path,
-				 job->spot_advisor);
+		job_relative(o->job_path, job->spot_advisor, buf, len);
 		return PX_OK;
 	}
 	e = default_advisor_dir(dir, sizeof dir, err);
@@ -1062,6 +1069,12 @@ int cli_simulate(int argc, char **argv)
 	}
 
 	e = read_job(o.job_path, &job, &job_text, &err);
+	if (e == PX_OK && job.profile_path[0]) {
+		char pp[4096];
+
+		job_relative(o.job_path, job.profile_path, pp, sizeof pp);
+		e = jobspec_profile_load(pp, &job, &err);
+	}
 	if (e == PX_OK)
 		e = ondemand_table_load(o.od_path, &od, &err);
 	if (e != PX_OK) {

@@ -129,6 +129,80 @@ static enum px_err get_type_map(struct jp *p, json_t *v, const char *path,
 	return PX_OK;
 }
 
+/* An array of n numbers, each in (0, hi]. */
+static enum px_err get_nums(struct jp *p, json_t *v, const char *path,
+			    double hi, double *out, int *ret_n)
+{
+	char sub[128];
+	size_t i;
+	json_t *x;
+	enum px_err r;
+
+	if (!json_is_array(v) || json_array_size(v) == 0 ||
+	    json_array_size(v) > JOBSPEC_PROFILE_MAX)
+		return jp_fail(p, path, "must be an array of 1 to %d numbers",
+			       JOBSPEC_PROFILE_MAX);
+	json_array_foreach(v, i, x) {
+		snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+		r = get_num(p, x, sub, 0, true, hi, &out[i]);
+		if (r != PX_OK)
+			return r;
+	}
+	*ret_n = (int)json_array_size(v);
+	return PX_OK;
+}
+
+/* "scaling_profile": {"workers": [1, 2, 4], "samples_per_s": [...],
+ * "accuracy_per_sample": [...]} (keys starting with '_' are comments). */
+static enum px_err parse_profile(struct jp *p, json_t *v, const char *path,
+				 struct jobspec_profile *ret)
+{
+	struct jobspec_profile pr;
+	double w[JOBSPEC_PROFILE_MAX];
+	int nw = 0, ns = 0, na = 0;
+	const char *k;
+	json_t *x;
+	char sub[160];
+	enum px_err r = PX_OK;
+
+	memset(&pr, 0, sizeof pr);
+	if (!json_is_object(v))
+		return jp_fail(p, path, "must be an object {\"workers\", "
+			       "\"samples_per_s\", \"accuracy_per_sample\"} "
+			       "or a file name");
+	json_object_foreach(v, k, x) {
+		snprintf(sub, sizeof sub, "%s.%s", path, k);
+		if (!strcmp(k, "workers"))
+			r = get_nums(p, x, sub, 10000, w, &nw);
+		else if (!strcmp(k, "samples_per_s"))
+			r = get_nums(p, x, sub, 1e12, pr.samples_per_s, &ns);
+		else if (!strcmp(k, "accuracy_per_sample"))
+			r = get_nums(p, x, sub, 1, pr.accuracy_per_sample, &na);
+		else if (k[0] != '_')
+			r = jp_fail(p, sub, "unknown field");
+		if (r != PX_OK)
+			return r;
+	}
+	if (!nw || !ns || !na)
+		return jp_fail(p, path, "needs workers, samples_per_s and "
+			       "accuracy_per_sample");
+	if (ns != nw || na != nw)
+		return jp_fail(p, path, "workers, samples_per_s and "
+			       "accuracy_per_sample must have as many entries "
+			       "(%d, %d, %d)", nw, ns, na);
+	for (int i = 0; i < nw; i++) {
+		snprintf(sub, sizeof sub, "%s.workers[%d]", path, i);
+		if (w[i] != floor(w[i]) || (i == 0 && w[i] != 1) ||
+		    (i > 0 && w[i] <= w[i - 1]))
+			return jp_fail(p, sub, "workers must be whole numbers, "
+				       "increasing, starting at 1");
+		pr.workers[i] = (int)w[i];
+	}
+	pr.n = nw;
+	*ret = pr;
+	return PX_OK;
+}
+
 static enum px_err get_list(struct jp *p, json_t *v, const char *path,
 			    size_t max, char (*out)[JOBSPEC_NAME_MAX],
 			    size_t *ret_n, bool types)
@@ -299,6 +373,11 @@ static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
 		else if (!strcmp(k, "spot_advisor"))
 			r = get_string(p, x, k, j->spot_advisor,
 				       sizeof j->spot_advisor);
+		else if (!strcmp(k, "scaling_profile") && json_is_string(x))
+			r = get_string(p, x, k, j->profile_path,
+				       sizeof j->profile_path);
+		else if (!strcmp(k, "scaling_profile"))
+			r = parse_profile(p, x, k, &j->profile);
 		else if (k[0] != '_')
 			r = jp_fail(p, k, "unknown field");
 		if (r != PX_OK)
@@ -306,6 +385,10 @@ static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
 	}
 	if (budget > 0)
 		j->budget_uusd = llround(budget * 1e6);
+	if ((j->profile.n || j->profile_path[0]) &&
+	    json_object_get(root, "scaling_efficiency"))
+		return jp_fail(p, "scaling_profile", "give scaling_profile or "
+			       "scaling_efficiency, not both");
 	return PX_OK;
 }
 
@@ -390,11 +473,63 @@ double jobspec_interrupt_rate(const struct jobspec *j, const char *type)
 	return t ? t->interrupt_per_h : 0;
 }
 
+/* Efficiency of n >= 1 instances under profile pr: eff at the measured
+ * points, log-linear in log2(n) between them, and beyond the last point
+ * the last interval's factor per doubling (the first point's, 1, below
+ * two points); at most 1. */
+static double profile_eff(const struct jobspec_profile *pr, int n)
+{
+	double x = log2((double)n), le[JOBSPEC_PROFILE_MAX], e;
+	int k;
+
+	for (int i = 0; i < pr->n; i++)
+		le[i] = log(pr->samples_per_s[i] /
+			    (pr->workers[i] * pr->samples_per_s[0]) *
+			    pr->accuracy_per_sample[i] /
+			    pr->accuracy_per_sample[0]);
+	if (pr->n == 1)
+		return 1;
+	for (k = 1; k < pr->n - 1 && pr->workers[k] < n; k++)
+		;
+	/* the interval [k-1, k] holds n, or is the last one */
+	double x0 = log2((double)pr->workers[k - 1]);
+	double x1 = log2((double)pr->workers[k]);
+
+	e = exp(le[k - 1] + (le[k] - le[k - 1]) * (x - x0) / (x1 - x0));
+	return e < 1 ? e : 1;
+}
+
 double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum)
 {
 	if (n <= 0)
 		return 0;
+	if (j->profile.n > 0)
+		return n == 1 ? speed_sum : speed_sum * profile_eff(&j->profile,
+								    n);
 	if (n == 1 || j->scaling_efficiency >= 1)
 		return speed_sum;
 	return speed_sum * pow(j->scaling_efficiency, log2((double)n));
+}
+
+enum px_err jobspec_profile_load(const char *path, struct jobspec *j,
+				 struct px_error *err)
+{
+	struct jp p = {.name = path, .err = err};
+	json_error_t je;
+	json_t *root;
+	char *buf;
+	size_t n;
+	enum px_err r;
+
+	r = px_read_file(path, JOBSPEC_FILE_MAX, &buf, &n, err);
+	if (r != PX_OK)
+		return r;
+	root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
+	free(buf);
+	if (!root)
+		return px_errorf(err, PX_EINVAL, "%s: line %d column %d: %s",
+				 path, je.line, je.column, je.text);
+	r = parse_profile(&p, root, "scaling_profile", &j->profile);
+	json_decref(root);
+	return r;
 }

@@ -41,6 +41,22 @@
  * "Interruptions"). */
 #define JOBSPEC_POOL_SHARE 0.094
 
+#define JOBSPEC_PROFILE_MAX 8     /* points of a scaling profile */
+
+/* A scaling profile measured by the trainer's benchmark: at workers[k]
+ * instances (1 first, increasing) the job did samples_per_s[k] samples a
+ * second and reached accuracy_per_sample[k] test accuracy per sample
+ * trained (at an equal number of samples).  n instances do
+ * eff(n) = samples_per_s(n) / (n samples_per_s(1)) x
+ * accuracy_per_sample(n) / accuracy_per_sample(1) of n lone instances'
+ * work (docs/jobspec.md has the interpolation). */
+struct jobspec_profile {
+	int n;                 /* points; 0: none (scaling_efficiency) */
+	int workers[JOBSPEC_PROFILE_MAX];
+	double samples_per_s[JOBSPEC_PROFILE_MAX];
+	double accuracy_per_sample[JOBSPEC_PROFILE_MAX];
+};
+
 struct jobspec_type_value {
 	char type[JOBSPEC_NAME_MAX];
 	double v;
@@ -82,6 +98,11 @@ struct jobspec {
 	 * shipped default */
 	char spot_advisor[JOBSPEC_PATH_MAX];
 	double pool_share;    /* interruption_pool_share, (0, 1] */
+	/* scaling_profile: inline (profile.n > 0), or a file named in the
+	 * spec (profile_path, relative to the spec's folder) that the reader
+	 * loads with jobspec_profile_load */
+	struct jobspec_profile profile;
+	char profile_path[JOBSPEC_PATH_MAX];
 };
 
 /* Parse the spec in buf (len bytes, named name in errors) into *ret
@@ -102,7 +123,13 @@ double jobspec_speed(const struct jobspec *j, const char *type);
 double jobspec_interrupt_rate(const struct jobspec *j, const char *type);
 
 /* Work per hour of n instances whose speeds sum to speed_sum:
- * speed_sum * e^log2(n) (e = scaling_efficiency); 0 when n is 0. */
+ * speed_sum * eff(n), with eff(n) = e^log2(n) (e = scaling_efficiency)
+ * or the scaling profile's (at most 1); 0 when n is 0. */
 double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum);
+
+/* Parse a scaling profile file (the object `scaling_profile` takes) into
+ * j->profile; errors name the file and the field. */
+enum px_err jobspec_profile_load(const char *path, struct jobspec *j,
+				 struct px_error *err);
 
 #endif

@@ -29,8 +29,11 @@
  *    spot.max_instances;
  *  - before the last END_S it keeps the planned rate at least the
  *    baselines' (instances of reference_type plus the reliable tier) with
- *    spot that costs no more per work than reference_type on demand, so
- *    its runtime is not longer than standard's by plan.
+ *    spot that costs no more per work than reference_type on demand and
+ *    whose marginal work per dollar is at least the fleet's (under a
+ *    scaling profile the last instances may add almost nothing), so its
+ *    runtime is not longer than standard's by plan unless that would
+ *    take instances worth less than the fleet.
  * Under per-second billing the per-type interruption rate is folded into
  * beta and nothing is prepaid.
  */
@@ -468,11 +471,12 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	 * while the fleet is slower than the baselines' */
 	while (spot < max) {
 		const struct bb_cand *c;
-		double f1, S = 0, w;
+		double f1, S = 0, w, C = 0, dw;
 		int cnt = 0;
 		for (size_t j = 0; j < n; j++)
 			if (!s->items[j].gone) {
 				S += s->items[j].speed;
+				C += s->items[j].cost;
 				cnt++;
 			}
 		w = jobspec_fleet_rate(job, cnt, S);
@@ -480,8 +484,15 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		if (best < 0)
 			break;
 		c = &s->cand[best];
+		/* the floor never adds an instance that does less work per
+		 * dollar than the fleet does (a scaling profile can make the
+		 * last instances nearly useless) */
+		dw = jobspec_fleet_rate(job, cnt + 1, S + env->types[
+			env->markets[best].type].speed * c->useful_s /
+			BILLING_HOUR_S) - w;
 		if (f1 >= f0 && (w >= w_min || T0 <= END_S ||
-		    c->score * BILLING_HOUR_S > cap_per_speed))
+		    c->score * BILLING_HOUR_S > cap_per_speed ||
+		    (w > 0 && !(dw > 0 && c->cost / dw <= C / w))))
 			break;
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = best, .count = 1,

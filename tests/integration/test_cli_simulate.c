@@ -949,3 +949,51 @@ Test(cli_simulate, spot_advisor_snapshot)
 	free(job2);
 	free(bad_snap);
 }
+
+/* A job names a scaling profile file (relative to the job file): the
+ * runs use it (with a profile where two instances do no more than one,
+ * ondemand's 2 instances take twice as long as with linear scaling); a
+ * bad profile file exits 3 naming the file and field. */
+Test(cli_simulate, scaling_profile_file)
+{
+	const char *pol[] = {"--policy", "ondemand", "--json", NULL};
+	const char *flat = fx("flat.json"), *od = fx("od.json");
+	char *prof, *jobp;
+	struct pxrun r;
+	json_t *j;
+	FILE *f;
+
+	cr_assert(asprintf(&prof, "%s/prof.json", tmp) > 0);
+	cr_assert(asprintf(&jobp, "%s/job.json", tmp) > 0);
+	f = fopen(prof, "w");
+	fputs("{\"_source\": \"test\", \"workers\": [1, 2], "
+	      "\"samples_per_s\": [100, 100], "
+	      "\"accuracy_per_sample\": [1e-6, 1e-6]}", f);
+	fclose(f);
+	f = fopen(jobp, "w");
+	fputs("{\"name\": \"tiny\", \"region\": \"us-east-1\", "
+	      "\"work_hours\": 4, \"reference_type\": \"c3.xlarge\", "
+	      "\"instances\": 2, \"reliable\": {\"type\": \"c3.xlarge\", "
+	      "\"count\": 0}, \"spot\": {\"types\": [\"c3.xlarge\"], "
+	      "\"max_instances\": 2}, \"startup_seconds\": 0, "
+	      "\"scaling_profile\": \"prof.json\"}", f);
+	fclose(f);
+	cr_assert_eq(sim(&r, flat, od, jobp, pol), 0, "%s", r.err);
+	j = parse(r.out);
+	/* linear: 4 work-hours in 2 h; this profile: in 4 h */
+	cr_assert_float_eq(num(result_of(j, "ondemand"), "runtime_hours"), 4,
+			   1e-9);
+	json_decref(j);
+	pxrun_free(&r);
+	f = fopen(prof, "w");
+	fputs("{\"workers\": [1, 2], \"samples_per_s\": [100, -1], "
+	      "\"accuracy_per_sample\": [1e-6, 1e-6]}", f);
+	fclose(f);
+	cr_assert_eq(sim(&r, flat, od, jobp, pol), 3);
+	cr_assert(strstr(r.err, prof) &&
+		  strstr(r.err, "scaling_profile.samples_per_s[1]"), "%s",
+		  r.err);
+	pxrun_free(&r);
+	free(prof);
+	free(jobp);
+}

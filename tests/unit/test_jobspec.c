@@ -159,6 +159,28 @@ Test(jobspec, values_that_break_the_work_model_are_refused)
 		 "interruption_pool_share"},
 		{", \"spot_advisor\": 3", "spot_advisor: must be a string"},
 		{", \"spot_advisor\": \"\"", "spot_advisor: must not be empty"},
+		{", \"scaling_profile\": {\"workers\": [1, 2], "
+		 "\"samples_per_s\": [1, 2]}",
+		 "scaling_profile: needs workers, samples_per_s and "
+		 "accuracy_per_sample"},
+		{", \"scaling_profile\": {\"workers\": [1, 2], "
+		 "\"samples_per_s\": [1, 2], \"accuracy_per_sample\": [1]}",
+		 "must have as many entries (2, 2, 1)"},
+		{", \"scaling_profile\": {\"workers\": [2, 4], "
+		 "\"samples_per_s\": [1, 2], \"accuracy_per_sample\": [1, 1]}",
+		 "scaling_profile.workers[0]: workers must be whole numbers"},
+		{", \"scaling_profile\": {\"workers\": [1, 1.5], "
+		 "\"samples_per_s\": [1, 2], \"accuracy_per_sample\": [1, 1]}",
+		 "scaling_profile.workers[1]"},
+		{", \"scaling_profile\": {\"workers\": [1, 2], "
+		 "\"samples_per_s\": [1, 0], \"accuracy_per_sample\": [1, 1]}",
+		 "scaling_profile.samples_per_s[1]: 0 is out of range (0, 1e+12]"},
+		{", \"scaling_profile\": {\"workers\": [1], "
+		 "\"samples_per_s\": [1], \"accuracy_per_sample\": [1], "
+		 "\"speedup\": 3}", "scaling_profile.speedup: unknown field"},
+		{", \"scaling_profile\": 4", "scaling_profile: must be an object"},
+		{", \"scaling_profile\": \"p.json\", \"scaling_efficiency\": 0.9",
+		 "give scaling_profile or scaling_efficiency, not both"},
 	};
 	struct jobspec j;
 	struct px_error e = {0};

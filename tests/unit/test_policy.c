@@ -1,6 +1,7 @@
 /* test_policy.c -- policies and the risk estimator, driven directly
  * through the policy interface with hand-built fleets. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -484,6 +485,58 @@ Test(policy, fleet_strategies_pick_their_pools)
 			     ops->name);
 		ops->fini(st);
 	}
+	pol_actions_release(&a);
+	plan_free(p);
+}
+
+/* A measured scaling profile (docs/jobspec.md) where a third instance
+ * adds 3% to the fleet's work: BidBrain takes one spot instance beside
+ * the reliable one and stops, although the baselines' 5 instances do a
+ * little more work an hour (its floor would otherwise add instances
+ * that do less work per dollar than the fleet: up to the cap of 8). */
+Test(policy, bidbrain_stops_where_the_profile_says_instances_add_little)
+{
+	static const char spec[] =
+		"{\"name\": \"t\", \"region\": \"us-east-1\", "
+		"\"work_hours\": 1000, \"reference_type\": \"c3.xlarge\", "
+		"\"instances\": 4, \"reliable\": {\"type\": \"c3.xlarge\", "
+		"\"count\": 1}, \"spot\": {\"types\": [\"c3.xlarge\", "
+		"\"c3.2xlarge\"], \"max_instances\": 8}, "
+		"\"scaling_profile\": {\"workers\": [1, 2, 4], "
+		"\"samples_per_s\": [100, 150, 160], "
+		"\"accuracy_per_sample\": [1e-6, 1e-6, 1e-6]}}";
+	struct pol_actions a = {0};
+	struct px_error e = {0};
+	void *st = NULL;
+	int spot = 0;
+
+	add("us-east-1a", "c3.xlarge", 0, 50000);
+	add("us-east-1a", "c3.2xlarge", 0, 400000);
+	add("us-east-1a", "c3.2xlarge", 86400, 400001);
+	cr_assert_eq(jobspec_parse(spec, strlen(spec), "job.json", &job, &e),
+		     PX_OK, "%s", e.msg);
+	/* 2 instances do 1.5 of one, 4 do 1.6; 3 do 2^(log-linear) 1.56 */
+	cr_assert_float_eq(jobspec_fleet_rate(&job, 2, 2), 1.5, 1e-12);
+	cr_assert_float_eq(jobspec_fleet_rate(&job, 4, 4), 1.6, 1e-12);
+	cr_assert_float_eq(jobspec_fleet_rate(&job, 3, 3),
+			   3 * exp(log(0.75) + log(0.4 / 0.75) *
+				   (log2(3) - 1)), 1e-12);
+	/* beyond the last point: its factor per doubling */
+	cr_assert_float_eq(jobspec_fleet_rate(&job, 8, 8),
+			   8 * 0.4 * (0.4 / 0.75), 1e-12);
+	struct plan *p = mkplan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = plan_env(p);
+
+	cr_assert_eq(pol_bidbrain_ops.init(env, &st, &e), PX_OK, "%s", e.msg);
+	decide(&pol_bidbrain_ops, env, st, 3600, POL_WHY_START, NULL, 0, &a);
+	for (size_t i = 0; i < a.n; i++)
+		if (a.v[i].kind == POL_ACQUIRE && a.v[i].market >= 0) {
+			cr_assert_str_eq(env->types[env->markets[
+				a.v[i].market].type].name, "c3.xlarge");
+			spot += a.v[i].count;
+		}
+	cr_assert_eq(spot, 1, "%d spot instances", spot);
+	pol_bidbrain_ops.fini(st);
 	pol_actions_release(&a);
 	plan_free(p);
 }

@@ -263,11 +263,30 @@ static char *random_spec(uint64_t *s, const struct market_set *ms)
 					    json_real(logu(s, 0.001, 1000)));
 		json_object_set_new(j, "speed", sp);
 	}
-	if (chance(s, 0.5))
+	if (chance(s, 0.5)) {
 		json_object_set_new(j, "scaling_efficiency",
 				    json_real(chance(s, 0.2) ? 0.5 :
 					      chance(s, 0.2) ? 1 :
 					      0.5 + 0.5 * unif(s)));
+	} else if (chance(s, 0.4)) {
+		/* a measured profile: 1..4 points, throughput and accuracy
+		 * per sample anywhere in their ranges (superlinear too) */
+		json_t *pr = json_object(), *w = json_array(),
+		       *sps = json_array(), *aps = json_array();
+		int np = irand(s, 1, 4);
+
+		for (int k = 0; k < np; k++) {
+			json_array_append_new(w, json_integer(1 << k));
+			json_array_append_new(sps, json_real(
+				logu(s, 1e-3, 1e9)));
+			json_array_append_new(aps, json_real(
+				logu(s, 1e-12, 1)));
+		}
+		json_object_set_new(pr, "workers", w);
+		json_object_set_new(pr, "samples_per_s", sps);
+		json_object_set_new(pr, "accuracy_per_sample", aps);
+		json_object_set_new(j, "scaling_profile", pr);
+	}
 	if (chance(s, 0.4))
 		json_object_set_new(j, "startup_seconds", json_integer(
 			chance(s, 0.2) ? 86400 : irand(s, 0, 600)));
