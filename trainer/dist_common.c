@@ -397,21 +397,27 @@ enum px_err dist_register(const struct dist_opts *o, struct net_sock *req,
 	}
 }
 
-enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
-		      uint32_t s, uint64_t count, int64_t min_clock,
-		      int send_ms, int recv_ms, struct wire_msg *ret,
-		      struct px_error *err)
+enum px_err dist_pull_send(struct net_sock *q, struct wire_node to,
+			   int64_t clock, uint32_t s, uint64_t count,
+			   int64_t min_clock, int send_ms, struct px_error *err)
 {
-	struct wire_msg m, r;
-	enum px_err e;
+	struct wire_msg m;
 
 	wire_msg_init(&m, WIRE_PULL, to, clock);
 	m.u.pull.shard = s;
 	m.u.pull.count = count;
 	m.u.pull.min_clock = min_clock;
-	e = net_send(q, &m, send_ms, err);
-	if (e == PX_OK)
-		e = net_recv(q, &r, recv_ms, err);
+	return net_send(q, &m, send_ms, err);
+}
+
+enum px_err dist_pull_recv(struct net_sock *q, struct wire_node to,
+			   uint32_t s, uint64_t count, int recv_ms,
+			   struct wire_msg *ret, struct px_error *err)
+{
+	struct wire_msg r;
+	enum px_err e;
+
+	e = net_recv(q, &r, recv_ms, err);
 	if (e != PX_OK)
 		return e;
 	if (r.hdr.type != WIRE_PARAMS || r.u.range.shard != s ||
@@ -424,6 +430,19 @@ enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
 	}
 	*ret = r;
 	return PX_OK;
+}
+
+enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
+		      uint32_t s, uint64_t count, int64_t min_clock,
+		      int send_ms, int recv_ms, struct wire_msg *ret,
+		      struct px_error *err)
+{
+	enum px_err e;
+
+	e = dist_pull_send(q, to, clock, s, count, min_clock, send_ms, err);
+	if (e == PX_OK)
+		e = dist_pull_recv(q, to, s, count, recv_ms, ret, err);
+	return e;
 }
 
 enum px_err dist_ack(struct net_sock *rep, const struct wire_msg *req,

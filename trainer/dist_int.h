@@ -98,6 +98,16 @@ enum px_err dist_pull(struct net_sock *q, struct wire_node to, int64_t clock,
 		      int send_ms, int recv_ms, struct wire_msg *ret,
 		      struct px_error *err);
 
+/* dist_pull's two halves, for a worker that sends its PULLs for every
+ * shard at once and takes the replies later. */
+enum px_err dist_pull_send(struct net_sock *q, struct wire_node to,
+			   int64_t clock, uint32_t s, uint64_t count,
+			   int64_t min_clock, int send_ms,
+			   struct px_error *err);
+enum px_err dist_pull_recv(struct net_sock *q, struct wire_node to,
+			   uint32_t s, uint64_t count, int recv_ms,
+			   struct wire_msg *ret, struct px_error *err);
+
 /* Answer the request req on the REP socket rep with an ACK of status and
  * a printf-style detail. */
 enum px_err dist_ack(struct net_sock *rep, const struct wire_msg *req,

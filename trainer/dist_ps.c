@@ -389,26 +389,29 @@ static bool reads_ready(struct ps *p, struct wire_node n, uint32_t s,
 	return true;
 }
 
-/* What a reply to a PULL of shard s from n holds: every update of the
- * other partition holders up to this clock.  Each has finished the
- * clocks before clock_min (CLOCK_MIN); one whose pushes are still on the
- * way counts with the last one applied.  A holder that has not pushed
- * here yet (it just joined, or the shard just moved) is not waited for,
- * as in reads_ready. */
-static int64_t fresh_clock(struct ps *p, struct wire_node n, uint32_t s)
+/* What a reply to a PULL of shard s from n at clock c holds: every
+ * update of the other partition holders up to this clock (PARAMS's
+ * range.clock), at most c - 1.  A holder counts with the last clock it
+ * pushed here; one that has not pushed here yet (it just joined, or the
+ * shard just moved) with the clocks the coordinator says every worker
+ * has finished, as reads_ready does not wait for it. */
+static int64_t fresh_clock(struct ps *p, struct wire_node n, uint32_t s,
+			   int64_t c)
 {
-	int64_t g = p->clock_min - 1;
+	int64_t g = c - 1;
 
 	for (uint32_t i = 0; i < p->mb.n; i++) {
 		const struct dist_member *d = &p->mb.m[i];
 		struct pusher *u;
+		int64_t v;
 
 		if (!dist_member_holds_partition(d, p->stage) ||
 		    wire_node_eq(d->node, n))
 			continue;
 		u = pusher(p, d->node, false);
-		if (u && u->clock[s] >= 0 && u->clock[s] < g)
-			g = u->clock[s];
+		v = u && u->clock[s] >= 0 ? u->clock[s] : p->clock_min - 1;
+		if (v < g)
+			g = v;
 	}
 	return g;
 }
@@ -464,7 +467,8 @@ static void on_rep(struct ps *p)
 			if (net_send_range(p->rep, WIRE_PARAMS, 0,
 					   m.hdr.sender,
 					   fresh_clock(p, m.hdr.sender,
-						       q->shard),
+						       q->shard,
+						       m.hdr.clock),
 					   q->shard, q->offset,
 					   sh->w + q->offset, q->count, 1000,
 					   &err) != PX_OK)

@@ -1,7 +1,9 @@
 /* dist_worker.c -- a worker: registers, derives its data partition from
- * the membership, and per clock waits for the SSP bound, pulls every
- * shard from its ActivePS, trains --clock-batches minibatches on its copy
- * with its own optimizer (SGD with momentum, the lr schedule of the
+ * the membership, and per clock waits for the SSP bound, brings its copy
+ * of the parameters up to date if the bound needs it (an SSP client
+ * cache: a pull of every shard from its ActivePS, or the one it sent
+ * during the clock before), trains --clock-batches minibatches on its
+ * copy with its own optimizer (SGD with momentum, the lr schedule of the
  * job's steps), pushes what its copy changed by per shard and reports
  * the clock.  One thread; waits go through nn_poll.
  */
@@ -48,6 +50,24 @@ struct worker {
 	float *d_params, *d_grad;  /* ops memory (alias host on CPU) */
 	float *d_mom;              /* the optimizer's momentum, ops memory */
 	uint32_t kb;               /* minibatches in a clock (ASSIGN) */
+	/* the copy as an SSP client cache (docs/trainer.md, "Consistency") */
+	bool cache_ok;             /* params hold a pull of every shard of
+				      the current map and membership, and
+				      this worker's updates since */
+	uint64_t cache_mb;         /* membership epoch of that pull */
+	int64_t fresh;             /* every other worker's updates up to
+				      this clock are in params (INT64_MAX:
+				      no other worker holds a partition) */
+	/* one REQ socket per shard, so that the PULLs of all shards are out
+	 * at once; a prefetch's replies wait in pq_reply until the next
+	 * clock, which adds this worker's update (upd) to them */
+	struct net_sock *pq[DIST_MAX_SHARDS];
+	struct wire_node pq_to[DIST_MAX_SHARDS];
+	struct wire_msg pq_reply[DIST_MAX_SHARDS];
+	bool prefetch_out;         /* a PULL of every shard is out */
+	bool prefetched;           /* ... and its replies are in pq_reply */
+	uint64_t pulls, prefetches, cached; /* clocks that pulled, that took
+				      a prefetch, that pulled nothing */
 	float *h_x, *x;
 	uint8_t *h_y, *y;
 	uint64_t t0_us;
@@ -73,6 +93,8 @@ static void heartbeat(struct worker *w)
 	(void)net_send(w->cpush, &m, 0, &err);
 }
 
+static void pulls_drop(struct worker *w);
+
 static void on_sub(struct worker *w)
 {
 	struct px_error err;
@@ -94,6 +116,8 @@ static void on_sub(struct worker *w)
 				w->stage_epoch = m.u.stage.epoch;
 				w->stage = m.u.stage.stage;
 				w->pushed = false; /* new holders */
+				w->cache_ok = false;
+				pulls_drop(w); /* asked of the old ones */
 			}
 			break;
 		case WIRE_CLOCK_MIN:
@@ -156,50 +180,187 @@ static bool partition(struct worker *w)
 	return hi > lo;
 }
 
-/* Pull every shard into w->params.  Returns false to retry later. */
-static bool pull_all(struct worker *w)
+/* The REQ socket for shard s, to its active in the current map (opened
+ * now, or again when the active changed); NULL when it has none. */
+static struct net_sock *shard_sock(struct worker *w, uint32_t s)
+{
+	const struct wire_shard *sh = &w->map[s];
+	const struct dist_member *ps = dist_members_find(&w->mb, sh->active);
+	struct px_error err;
+
+	if (w->pq[s] && wire_node_eq(w->pq_to[s], sh->active))
+		return w->pq[s];
+	net_close(w->pq[s]);
+	w->pq[s] = NULL;
+	if (!ps || ps->state == WIRE_MEMBER_LOST)
+		return NULL;
+	if (dist_sock(w->ctx, NET_REQ, ps->addr, DIST_EP_REP, false, &w->pq[s],
+		      &err) != PX_OK) {
+		dist_logf(w->o, 4, "worker %u: shard %u: %s", w->o->node.v, s,
+			  err.msg);
+		return NULL;
+	}
+	w->pq_to[s] = sh->active;
+	return w->pq[s];
+}
+
+/* Forget the PULLs out and the replies kept; close the sockets that had
+ * a request out (a late reply must not answer the next request). */
+static void pulls_drop(struct worker *w)
+{
+	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++) {
+		if (w->prefetch_out && !w->prefetched && w->pq[s]) {
+			net_close(w->pq[s]);
+			w->pq[s] = NULL;
+		}
+		wire_msg_release(&w->pq_reply[s]);
+	}
+	w->prefetch_out = w->prefetched = false;
+}
+
+/* A PULL of every shard at this worker's clock, "with my pushes up to
+ * the last" (read-my-writes at the PS). */
+static bool pulls_send(struct worker *w)
 {
 	struct px_error err;
 
 	for (uint32_t s = 0; s < w->nshards; s++) {
-		const struct wire_shard *sh = &w->map[s];
-		const struct dist_member *ps = dist_members_find(&w->mb,
-								 sh->active);
-		struct net_sock *q;
-		struct wire_msg r;
-		enum px_err e;
+		struct net_sock *q = shard_sock(w, s);
 
-		if (!ps || ps->state == WIRE_MEMBER_LOST)
-			return false;
-		q = dist_link_get(&w->links, sh->active, ps->addr, true, &err);
-		if (!q)
-			return false;
-		/* "with my pushes up to": read-my-writes at the PS */
-		e = dist_pull(q, sh->active, w->clock, s, sh->count,
-			      w->pushed ? w->last_push : -1, 100, 250, &r,
-			      &err);
-		if (e != PX_OK) {
-			if (e != PX_EPROTO)
-				dist_link_reset_req(&w->links, sh->active);
+		if (!q || dist_pull_send(q, w->map[s].active, w->clock, s,
+					 w->map[s].count,
+					 w->pushed ? w->last_push : -1, 100,
+					 &err) != PX_OK) {
+			net_close(w->pq[s]);
+			w->pq[s] = NULL;
 			return false;
 		}
-		wire_f32_copy(&r.u.range.data, w->params + sh->offset);
-		wire_msg_release(&r);
 	}
-	memcpy(w->base, w->params, w->d.n_params * sizeof(float));
 	return true;
 }
 
-/* One minibatch of the partition into the batch buffers; its size. */
+/* The replies to pulls_send into pq_reply; false (the sockets that
+ * failed closed) when one did not come within 250 ms or was not the
+ * range asked for. */
+static bool pulls_recv(struct worker *w)
+{
+	struct px_error err;
+
+	for (uint32_t s = 0; s < w->nshards; s++) {
+		if (!w->pq[s] ||
+		    dist_pull_recv(w->pq[s], w->map[s].active, s,
+				   w->map[s].count, 250, &w->pq_reply[s],
+				   &err) != PX_OK) {
+			for (uint32_t t = s; t < w->nshards; t++) {
+				net_close(w->pq[t]);
+				w->pq[t] = NULL;
+			}
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Make the replies in pq_reply the copy: each shard's parameters, plus
+ * upd when they were asked for before upd was pushed (a prefetch);
+ * fresh is the oldest clock they all hold. */
+static void pulls_install(struct worker *w, bool add_upd)
+{
+	uint32_t idx, k = dist_members_workers(&w->mb, w->stage, w->o->node,
+					       &idx);
+
+	w->fresh = INT64_MAX;
+	for (uint32_t s = 0; s < w->nshards; s++) {
+		const struct wire_range *r = &w->pq_reply[s].u.range;
+		float *p = w->params + w->map[s].offset;
+
+		wire_f32_copy(&r->data, p);
+		if (add_upd)
+			kern_add(p, w->upd + w->map[s].offset, r->data.n);
+		if (r->clock < w->fresh)
+			w->fresh = r->clock;
+		wire_msg_release(&w->pq_reply[s]);
+	}
+	if (k <= 1)
+		w->fresh = INT64_MAX; /* no other worker's updates to wait for */
+	memcpy(w->base, w->params, w->d.n_params * sizeof(float));
+	w->cache_ok = true;
+	w->cache_mb = w->mb.epoch;
+	w->prefetch_out = w->prefetched = false;
+}
+
+/* Whether the copy may serve this clock: it holds every other worker's
+ * updates up to clock - slack - 1 (SSP), and the membership and the map
+ * are those of its last pull. */
+static bool cache_fresh(const struct worker *w, int64_t clock)
+{
+	return w->cache_ok && w->cache_mb == w->mb.epoch &&
+	       (w->fresh == INT64_MAX ||
+		w->fresh >= clock - (int64_t)w->o->slack - 1);
+}
+
+/* Bring the copy up to date for this clock if SSP needs it: from the
+ * prefetch's replies when they are fresh enough, else by pulling every
+ * shard now.  Returns false to retry later. */
+static bool sync_params(struct worker *w)
+{
+	if (w->prefetched && w->cache_mb == w->mb.epoch) {
+		pulls_install(w, true);
+		w->prefetches++;
+	}
+	pulls_drop(w);
+	if (cache_fresh(w, w->clock)) {
+		w->cached++;
+		return true;
+	}
+	if (!pulls_send(w) || !pulls_recv(w)) {
+		pulls_drop(w);
+		return false;
+	}
+	pulls_install(w, false);
+	w->pulls++;
+	return true;
+}
+
+/* Under SSP (slack >= 1) a copy that the next clock will find too old is
+ * pulled during this one: the PULLs go out now, the replies are taken
+ * before this clock's push (so they do not hold it) and installed at the
+ * next clock's start with this clock's update added. */
+static void prefetch_start(struct worker *w)
+{
+	if (!w->o->slack || w->prefetch_out || cache_fresh(w, w->clock + 1))
+		return;
+	w->prefetch_out = pulls_send(w);
+	if (!w->prefetch_out)
+		pulls_drop(w);
+}
+
+static void prefetch_collect(struct worker *w)
+{
+	if (!w->prefetch_out || w->prefetched)
+		return;
+	w->prefetched = pulls_recv(w);
+	if (!w->prefetched)
+		pulls_drop(w);
+}
+
+/* One minibatch of the partition into the batch buffers; its size.  A
+ * pass over the partition is shuffled as `train` shuffles its epoch of
+ * the same number, the worker's rank among the partition holders mixed
+ * in: a job's only worker sees `train`'s batches in `train`'s order. */
 static uint32_t next_batch(struct worker *w)
 {
-	uint32_t part = w->hi - w->lo, n = w->o->train.batch;
+	uint32_t part = w->hi - w->lo, n = w->o->train.batch, rank;
 
 	if (w->pos >= part) {
 		w->pass++;
+		(void)dist_members_workers(&w->mb, w->stage, w->o->node,
+					   &rank);
+		if (rank == UINT32_MAX)
+			rank = 0;
 		data_shuffle(w->idx, part, w->lo, w->o->train.seed ^
-			     (UINT64_C(0x9e3779b97f4a7c15) * w->pass) ^
-			     ((uint64_t)w->o->node.v << 32));
+			     (UINT64_C(0x5851f42d4c957f2d) * w->pass) ^
+			     ((uint64_t)rank << 32));
 		w->pos = 0;
 	}
 	if (n > part - w->pos)
@@ -224,6 +385,9 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 		e = w->ops->upload(w->kctx, w->d_params, w->params, pb, err);
 	for (uint32_t j = 0; e == PX_OK && j < w->kb; j++) {
 		uint32_t n = next_batch(w);
+
+		if (j == w->kb / 2)
+			prefetch_start(w);
 		float lr = dist_lr(&w->o->train, w->clock * (int64_t)w->kb + j,
 				   steps);
 
@@ -249,6 +413,7 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 	if (e == PX_OK && w->d_params != w->params)
 		e = w->ops->download(w->kctx, w->params, w->d_params, pb,
 				     err);
+	prefetch_collect(w);
 	*ret_n = done;
 	return e;
 }
@@ -264,9 +429,30 @@ static enum px_err send_clock(struct worker *w, uint32_t n,
 	return net_send(w->cpush, &m, 1000, err);
 }
 
-/* The clock's update (what the copy changed by since the last pull or
- * push) to each shard's active, then CLOCK (or, with the test fault
- * --fault-late-push, CLOCK first). */
+/* The clock's update: what the copy changed by since the last pull or
+ * push, over the number of workers holding a partition (k), as
+ * DistributedDataParallel averages its workers' gradients: with k
+ * workers in step a clock moves the parameters by the mean of their
+ * updates, and one clock of one worker is one clock of `train`.  The
+ * copy then keeps only that share of its own update, as the PS does
+ * (once the others' come in, it is what a pull would give). */
+static void make_update(struct worker *w)
+{
+	uint32_t idx, k = dist_members_workers(&w->mb, w->stage, w->o->node,
+					       &idx);
+	size_t n = w->d.n_params;
+
+	kern_sub(w->upd, w->params, w->base, n);
+	if (k > 1) {
+		kern_scale(w->upd, 1.0f / (float)k, n);
+		memcpy(w->params, w->base, n * sizeof(float));
+		kern_add(w->params, w->upd, n);
+	}
+	memcpy(w->base, w->params, n * sizeof(float));
+}
+
+/* The clock's update (make_update) to each shard's active, then CLOCK
+ * (or, with the test fault --fault-late-push, CLOCK first). */
 static enum px_err push_all(struct worker *w, uint32_t n,
 			    struct px_error *err)
 {
@@ -279,8 +465,7 @@ static enum px_err push_all(struct worker *w, uint32_t n,
 			return e;
 		usleep(late * 1000);
 	}
-	kern_sub(w->upd, w->params, w->base, w->d.n_params);
-	memcpy(w->base, w->params, w->d.n_params * sizeof(float));
+	make_update(w);
 	for (uint32_t s = 0; s < w->nshards; s++) {
 		const struct wire_shard *sh = &w->map[s];
 		const struct dist_member *ps = dist_members_find(&w->mb,
@@ -430,6 +615,8 @@ static enum px_err rejoin(struct worker *w, struct px_error *err)
 		return e;
 	take_assign(w, &a);
 	w->pushed = false;
+	w->cache_ok = false;
+	pulls_drop(w);
 	w->have_min = false;
 	w->rejoins++;
 	w->hotadd_ms = 0; /* report rejoin-to-first-push */
@@ -493,6 +680,9 @@ static void release(struct worker *w)
 	free(w->h_x);
 	free(w->h_y);
 	data_release(&w->train);
+	pulls_drop(w);
+	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
+		net_close(w->pq[s]);
 	dist_links_close(&w->links);
 	net_close(w->sub);
 	net_close(w->creq);
@@ -569,7 +759,7 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 		if (w->clock < w->clock_min)
 			w->clock = w->clock_min; /* joined behind */
 		pump(w, 0);
-		if (!pull_all(w)) {
+		if (!sync_params(w)) {
 			pump(w, 10);
 			continue;
 		}
@@ -590,9 +780,11 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 		}
 		w->clock++;
 	}
-	dist_logf(o, 7, "worker %u done at clock %" PRId64 " (%u rejoins, "
-		  "%u clocks re-sent)", o->node.v, w->clock, w->rejoins,
-		  w->reclocks);
+	dist_logf(o, 5, "worker %u done at clock %" PRId64 ": %" PRIu64
+		  " clocks pulled, %" PRIu64 " took a prefetch, %" PRIu64
+		  " on the copy alone; %u rejoins, %u clocks re-sent",
+		  o->node.v, w->clock, w->pulls, w->prefetches, w->cached,
+		  w->rejoins, w->reclocks);
 	dist_log_wire(o, 5, "worker", w->ctx);
 out_free:
 	release(w);

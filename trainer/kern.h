@@ -73,13 +73,16 @@ void kern_softmax_xent_bwd(float *dlogits, const float *probs,
 void kern_sgd_momentum(float *w, float *v, const float *g, size_t len,
 		       float lr, float mu, float wd);
 
-/* y[len] += x[len] (cblas_saxpy, in pieces of at most INT_MAX): a
- * parameter server adding a worker's update.  x may be any float32
- * array aligned to 4 bytes. */
+/* y[len] += x[len]: a parameter server adding a worker's update.  A
+ * loop the compiler vectorizes (kern_cpu.c is built -O3), not
+ * cblas_saxpy: OpenBLAS would wake its threads in the PS for it. */
 void kern_add(float *y, const float *x, size_t len);
 
 /* d[len] = a[len] - b[len]: a worker's update since its last push. */
 void kern_sub(float *d, const float *a, const float *b, size_t len);
+
+/* x[len] *= s. */
+void kern_scale(float *x, float s, size_t len);
 
 /* ---- the ops table the model runs on ---- */
 

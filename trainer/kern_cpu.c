@@ -5,7 +5,6 @@
 #include "kern.h"
 
 #include <cblas.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,14 +164,16 @@ void kern_sgd_momentum(float *w, float *v, const float *g, size_t len,
 
 void kern_add(float *y, const float *x, size_t len)
 {
-	while (len > 0) {
-		int n = len > INT_MAX ? INT_MAX : (int)len;
+#pragma GCC ivdep
+	for (size_t i = 0; i < len; i++)
+		y[i] += x[i];
+}
 
-		cblas_saxpy(n, 1.0f, x, 1, y, 1);
-		x += n;
-		y += n;
-		len -= (size_t)n;
-	}
+void kern_scale(float *x, float s, size_t len)
+{
+#pragma GCC ivdep
+	for (size_t i = 0; i < len; i++)
+		x[i] *= s;
 }
 
 void kern_sub(float *d, const float *a, const float *b, size_t len)

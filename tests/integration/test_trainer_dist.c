@@ -158,26 +158,16 @@ Test(trainer_dist, converges_2w_2ps, .init = setup, .fini = teardown,
 	json_decref(j);
 }
 
-Test(trainer_dist, bsp_keeps_workers_in_step, .init = setup,
-     .fini = teardown, .timeout = 60)
-{
-	const char *extra[] = { "--workers", "3", "--ps", "1", "--epochs",
-				"2", "--slack", "0", NULL };
-	json_t *j = run_local(extra);
-
-	cr_assert_eq(num(j, "max_staleness"), 0);
-	cr_assert_gt(num(j, "test_accuracy"), 0.6);
-	json_decref(j);
-}
-
-/* Sum of the number before `tail` in each "ps N done: ..." line (the
- * PS's counters at exit); *ret_lines is how many lines there were. */
-static long ps_counter(const char *err, const char *tail, int *ret_lines)
+/* Sum of the number before `tail` in each line with `key` (a role's
+ * counters at exit: "ps N done: ..." or "worker N done at clock C: ...");
+ * *ret_lines is how many lines there were. */
+static long counter(const char *err, const char *key, const char *tail,
+		    int *ret_lines)
 {
 	long sum = 0;
 	int n = 0;
 
-	for (const char *at = err; (at = strstr(at, " done: ")); at++) {
+	for (const char *at = err; (at = strstr(at, key)); at++) {
 		const char *eol = strchr(at, '\n');
 		const char *t = strstr(at, tail);
 
@@ -192,6 +182,118 @@ static long ps_counter(const char *err, const char *tail, int *ret_lines)
 	}
 	*ret_lines = n;
 	return sum;
+}
+
+static long ps_counter(const char *err, const char *tail, int *ret_lines)
+{
+	return counter(err, " done: ", tail, ret_lines);
+}
+
+static long worker_counter(const char *err, const char *tail,
+			   int *ret_lines)
+{
+	return counter(err, " done at clock ", tail, ret_lines);
+}
+
+/* BSP: every clock needs the others' updates of the clock before, so
+ * each worker pulls at every clock; its copy never serves a clock alone
+ * and nothing is prefetched (the next clock's reads are not there yet). */
+Test(trainer_dist, bsp_keeps_workers_in_step, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "3", "--ps", "1", "--epochs",
+				"2", "--slack", "0", NULL };
+	struct pxrun r;
+	json_t *j = run_local_keep(extra, &r);
+	int lines;
+
+	cr_assert_eq(num(j, "max_staleness"), 0);
+	cr_assert_gt(num(j, "test_accuracy"), 0.6);
+	cr_assert_geq(worker_counter(r.err, " clocks pulled", &lines),
+		      3 * (num(j, "clocks") - 1), "%s", r.err);
+	cr_assert_eq(lines, 3, "%s", r.err);
+	cr_assert_eq(worker_counter(r.err, " took a prefetch", &lines), 0,
+		     "%s", r.err);
+	cr_assert_eq(worker_counter(r.err, " on the copy alone", &lines), 0,
+		     "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+/* SSP with slack 2: a worker's copy holds everyone's updates up to the
+ * clock its last pull said, and serves the clocks the bound allows
+ * without pulling; the pulls it needs go out during the clock before
+ * (prefetch).  Reads it makes are never served past the bound. */
+Test(trainer_dist, ssp_copy_saves_pulls, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"6", "--slack", "2", NULL };
+	struct pxrun r;
+	json_t *j = run_local_keep(extra, &r);
+	long pulled, cached, fetched;
+	int lines;
+
+	cr_assert_leq(num(j, "max_staleness"), 2);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	pulled = worker_counter(r.err, " clocks pulled", &lines);
+	cr_assert_eq(lines, 2, "%s", r.err);
+	fetched = worker_counter(r.err, " took a prefetch", &lines);
+	cached = worker_counter(r.err, " on the copy alone", &lines);
+	cr_assert_gt(cached, 0, "the copy never served a clock: %s", r.err);
+	cr_assert_gt(fetched, 0, "nothing prefetched: %s", r.err);
+	cr_assert_lt(pulled, 2 * num(j, "clocks") / 2, "%s", r.err);
+	cr_assert_eq(ps_counter(r.err, " served past", &lines), 0, "%s",
+		     r.err);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+/* A job's only worker is `train`: the same initial parameters, batches
+ * in the same order, the same steps of SGD with momentum and cosine lr
+ * on its own copy, which it never needs to pull again (no other worker
+ * has updates for it); the PS's copy, the sum of its pushed updates, is
+ * `train`'s parameters but for float rounding of those sums. */
+Test(trainer_dist, one_worker_is_train, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	const char *common[] = { "--model", "mlp", "--epochs", "2", "--batch",
+				 "100", "--max-train", "2000", "--max-test",
+				 "1000", "--threads", "1", "--schedule",
+				 "cosine", "--lr", "0.05", "--json" };
+	const char *argv[40] = { "proteus-trainer", "train" };
+	size_t n = 2;
+	struct pxrun r;
+	json_t *t, *j;
+	int lines;
+
+	for (size_t i = 0; i < sizeof(common) / sizeof(*common); i++)
+		argv[n++] = common[i];
+	argv[n] = NULL;
+	cr_assert_eq(pxrun(&r, 60, "proteus-trainer", argv), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	t = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(t, "%s", r.out);
+	pxrun_free(&r);
+	/* 2 epochs of 20 minibatches: 10 clocks of 4 */
+	const char *extra[] = { "--model", "mlp", "--epochs", "2", "--batch",
+				"100", "--max-train", "2000", "--workers",
+				"1", "--ps", "1", "--clock-batches", "4",
+				NULL };
+	j = run_local_keep(extra, &r);
+	cr_assert_eq(num(j, "clocks"), 10);
+	cr_assert_float_eq(num(j, "test_loss"), num(t, "test_loss"), 1e-6,
+			   "job %.9f, train %.9f", num(j, "test_loss"),
+			   num(t, "test_loss"));
+	cr_assert_float_eq(num(j, "test_accuracy"), num(t, "test_accuracy"),
+			   0.0015);
+	cr_assert_leq(worker_counter(r.err, " clocks pulled", &lines), 2,
+		      "%s", r.err);
+	cr_assert_geq(worker_counter(r.err, " on the copy alone", &lines), 8,
+		      "%s", r.err);
+	json_decref(j);
+	json_decref(t);
+	pxrun_free(&r);
 }
 
 /* BSP with each worker's pushes sent 10 ms after its CLOCK (a test
