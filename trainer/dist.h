@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/log.h"
 #include "../common/px.h"
 #include "net.h"
 #include "train_local.h"
@@ -30,8 +31,10 @@
 					   parent is gone) */
 #define DIST_AGENT_NODE 0xfffffffeu /* the agent's node id (PROGRESS) */
 
-/* Log callback: roles never write to stderr themselves. */
-typedef void (*dist_log_fn)(void *arg, int level, const char *msg);
+/* Log callback: roles never write to stderr themselves.  level is one of
+ * the project's (common/log.h). */
+typedef void (*dist_log_fn)(void *arg, enum log_level level,
+			    const char *msg);
 
 /* Options common to every role (one table filled by the program). */
 struct dist_opts {

@@ -14,7 +14,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
+void dist_logf(const struct dist_opts *o, enum log_level level,
+	       const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -27,8 +28,8 @@ void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
 	o->log(o->log_arg, level, buf);
 }
 
-void dist_log_wire(const struct dist_opts *o, int level, const char *role,
-		   struct wire_ctx *ctx)
+void dist_log_wire(const struct dist_opts *o, enum log_level level,
+		   const char *role, struct wire_ctx *ctx)
 {
 	struct wire_counters wc;
 	struct rusage ru;

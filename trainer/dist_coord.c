@@ -103,7 +103,7 @@ static void out(struct coord *c, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	if (c->o->json)
-		dist_logf(c->o, 6, "%s", buf);
+		dist_logf(c->o, LOG_LVL_INFO, "%s", buf);
 	else
 		dprintf(c->o->out_fd, "%s\n", buf);
 }
@@ -180,7 +180,7 @@ static void broadcast(struct coord *c, struct wire_msg *m)
 	struct px_error err;
 
 	if (net_send(c->pub, m, 100, &err) != PX_OK)
-		dist_logf(c->o, 4, "broadcast %s: %s",
+		dist_logf(c->o, LOG_LVL_WARN, "broadcast %s: %s",
 			  wire_type_name(m->hdr.type), err.msg);
 }
 
@@ -438,7 +438,7 @@ static void maybe_start(struct coord *c)
 	if (c->o->ready_fd >= 0) {
 		/* tell the launcher (churn clocks start now) */
 		if (write(c->o->ready_fd, "s", 1) != 1)
-			dist_logf(c->o, 4, "ready fd: write failed");
+			dist_logf(c->o, LOG_LVL_WARN, "ready fd: write failed");
 		close(c->o->ready_fd);
 	}
 }
@@ -453,7 +453,7 @@ static void on_agent_register(struct coord *c, struct wire_msg *req)
 	out(c, "agent %u registered for progress", req->hdr.sender.v);
 	if (dist_ack(c->rep, req, c->min_clock, PX_OK, &err, "%s", "") !=
 	    PX_OK)
-		dist_logf(c->o, 4, "ack to the agent: %s", err.msg);
+		dist_logf(c->o, LOG_LVL_WARN, "ack to the agent: %s", err.msg);
 }
 
 /* PROGRESS to the agent: clock, throughput, last test loss and accuracy,
@@ -483,7 +483,8 @@ static void send_progress(struct coord *c, double rate)
 	if (net_send(c->agent, &m, 100, &err) == PX_OK)
 		c->progress_sent++;
 	else
-		dist_logf(c->o, 4, "progress to the agent: %s", err.msg);
+		dist_logf(c->o, LOG_LVL_WARN,
+			  "progress to the agent: %s", err.msg);
 }
 
 /* Once the agent named the nodes it starts (EXPECT), only those may
@@ -519,7 +520,8 @@ static void on_register(struct coord *c, struct wire_msg *req)
 		/* no answer: the agent's EXPECT may still be on its way;
 		 * the node asks again until its registration times out */
 		if (c->last_deferred != req->hdr.sender.v)
-			dist_logf(c->o, 6, "node %u: %s (yet): waiting",
+			dist_logf(c->o, LOG_LVL_INFO,
+				  "node %u: %s (yet): waiting",
 				  req->hdr.sender.v, why);
 		c->last_deferred = req->hdr.sender.v;
 		return;
@@ -574,7 +576,8 @@ static void on_register(struct coord *c, struct wire_msg *req)
 		partition_of(c, m->w.node, &a.u.assign.part_first,
 			     &a.u.assign.part_count);
 	if (net_send(c->rep, &a, 100, &err) != PX_OK)
-		dist_logf(c->o, 4, "assign to %u: %s", m->w.node.v, err.msg);
+		dist_logf(c->o, LOG_LVL_WARN,
+			  "assign to %u: %s", m->w.node.v, err.msg);
 	maybe_start(c);
 	if (c->started)
 		announce(c);
@@ -596,7 +599,8 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 				   c->min_clock, q->shard, q->offset,
 				   c->ck_w + sh->offset + q->offset,
 				   q->count, 1000, &err) != PX_OK)
-			dist_logf(c->o, 4, "checkpoint state to %u: %s",
+			dist_logf(c->o, LOG_LVL_WARN,
+				  "checkpoint state to %u: %s",
 				  m->hdr.sender.v, err.msg);
 		return;
 	}
@@ -674,7 +678,7 @@ expected:
 		why = "unknown command";
 	}
 	if (dist_ack(c->rep, m, c->min_clock, st, &err, "%s", why) != PX_OK)
-		dist_logf(c->o, 4, "ack to the agent: %s", err.msg);
+		dist_logf(c->o, LOG_LVL_WARN, "ack to the agent: %s", err.msg);
 }
 
 static void on_rep(struct coord *c)
@@ -845,7 +849,8 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 			 (double)(now - silent->last_us) / 1e6);
 	if (idle < lim) {
 		c->stall_warned = true;
-		dist_logf(c->o, 4, "watchdog: no progress for %.1f s, %s%s",
+		dist_logf(c->o, LOG_LVL_WARN,
+			  "watchdog: no progress for %.1f s, %s%s",
 			  (double)idle / 1e6, why, more);
 		return false;
 	}
@@ -954,12 +959,13 @@ static void write_checkpoint(struct coord *c, double acc, uint64_t t0)
 	m.written_s = px_now_wall_us() / 1000000;
 	if (ckpt_write(c->o->checkpoint, &m, c->params, c->mom, &err) !=
 	    PX_OK) {
-		dist_logf(c->o, 4, "%s", err.msg);
+		dist_logf(c->o, LOG_LVL_WARN, "%s", err.msg);
 		return;
 	}
 	c->ckpt_clock = m.clock;
 	c->ckpts++;
-	dist_logf(c->o, 6, "checkpoint at clock %" PRId64 " written to %s "
+	dist_logf(c->o, LOG_LVL_INFO,
+		  "checkpoint at clock %" PRId64 " written to %s "
 		  "(%.1f MB; pull %.0f ms, write %.0f ms)", m.clock,
 		  c->o->checkpoint, 8e-6 * (double)c->nparams,
 		  (double)(t1 - t0) / 1e3,
@@ -985,7 +991,7 @@ static void snapshot(struct coord *c)
 	if (pull_state(c, &err) == PX_OK)
 		write_checkpoint(c, NAN, t);
 	else
-		dist_logf(c->o, 4, "checkpoint: %s", err.msg);
+		dist_logf(c->o, LOG_LVL_WARN, "checkpoint: %s", err.msg);
 	stalled_since(c, t);
 }
 
@@ -1011,7 +1017,8 @@ static void progress(struct coord *c, bool eval)
 
 		if (pull_state(c, &err) != PX_OK ||
 		    test_eval(c, &c->last_loss, &c->last_acc, &err) != PX_OK)
-			dist_logf(c->o, 4, "evaluation: %s", err.msg);
+			dist_logf(c->o, LOG_LVL_WARN,
+				  "evaluation: %s", err.msg);
 		else if (ck)
 			write_checkpoint(c, c->last_acc, t);
 		stalled_since(c, t);
@@ -1237,7 +1244,7 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 			  (int64_t)o->checkpoint_every : INT64_MAX;
 	next_hb = px_now_mono_us();
 	next_prog = next_hb + 1000000;
-	dist_logf(o, 6, "coordinator on %s: %" PRIu64 " parameters, "
+	dist_logf(o, LOG_LVL_INFO, "coordinator on %s: %" PRIu64 " parameters, "
 		  "%u training examples", o->listen, c->nparams, c->n_train);
 	while (!c->done) {
 		struct nn_pollfd pf[2] = {
@@ -1307,7 +1314,8 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 				    (int64_t)o->checkpoint_every;
 		}
 		if (o->fault_crash_at && c->min_clock >= o->fault_crash_at) {
-			dist_logf(o, 4, "test fault: coordinator SIGKILLs "
+			dist_logf(o, LOG_LVL_WARN,
+				  "test fault: coordinator SIGKILLs "
 				  "itself at clock %" PRId64, c->min_clock);
 			raise(SIGKILL);
 		}
@@ -1326,7 +1334,7 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 	if (print_result(c) != 0)
 		e = px_errorf(err, PX_ENOMEM, "result");
 out_free:
-	dist_log_wire(o, 6, "coordinator", c->ctx);
+	dist_log_wire(o, LOG_LVL_INFO, "coordinator", c->ctx);
 	dist_links_close(&c->links);
 	net_close(c->rep);
 	net_close(c->pull);

@@ -12,14 +12,14 @@
  * clock advance and fails the job after all of it. */
 #define DIST_WATCHDOG_US 1000000
 
-void dist_logf(const struct dist_opts *o, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void dist_logf(const struct dist_opts *o, enum log_level level,
+	       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* One line with what ctx sent and received and the share of this
  * process's CPU time spent on frame tags ("ROLE N wire: ..."), at the
  * end of a role: the benchmarks add these up. */
-void dist_log_wire(const struct dist_opts *o, int level, const char *role,
-		   struct wire_ctx *ctx);
+void dist_log_wire(const struct dist_opts *o, enum log_level level,
+		   const char *role, struct wire_ctx *ctx);
 
 /* Sockets to one peer node, opened on first use. */
 struct dist_link {

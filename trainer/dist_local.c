@@ -254,7 +254,8 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 	c->reliable = reliable;
 	c->started_us = px_now_mono_us();
 	c->errfd = efd[0];
-	dist_logf(s->o, 7, "started %s node %u (pid %d)", role[kind], node,
+	dist_logf(s->o, LOG_LVL_DEBUG,
+		  "started %s node %u (pid %d)", role[kind], node,
 		  (int)pid);
 	return PX_OK;
 }
@@ -325,7 +326,8 @@ static bool role_ended(struct local *s, bool started, int *ret_rc,
 			continue;
 		describe_end(st, how, sizeof(how));
 		if (started && any_live(s, c->kind)) {
-			dist_logf(s->o, 4, "%s %u %s%s%s; the job goes on "
+			dist_logf(s->o, LOG_LVL_WARN,
+				  "%s %u %s%s%s; the job goes on "
 				  "without it", role[c->kind], c->node, how,
 				  c->last_err[0] ? ": " : "", c->last_err);
 			continue;
@@ -570,7 +572,8 @@ static void sweep_stale(const struct dist_opts *o, const char *base)
 		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 		    owner_alive(dirfd(d), n, pid))
 			continue;
-		dist_logf(o, 7, "removing '%s/%s': its local (pid %ld) is "
+		dist_logf(o, LOG_LVL_DEBUG,
+			  "removing '%s/%s': its local (pid %ld) is "
 			  "gone", base, n, pid);
 		remove_dir(dirfd(d), n);
 	}
@@ -656,7 +659,7 @@ static void agent_register(struct local *s)
 	if (r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK)
 		s->registered = true;
 	else
-		dist_logf(s->o, 4, "agent: coordinator refused the "
+		dist_logf(s->o, LOG_LVL_WARN, "agent: coordinator refused the "
 			  "registration");
 	wire_msg_release(&r);
 }
@@ -693,7 +696,8 @@ static void agent_poll(struct local *s, int ms)
 		s->last_clock = p->clock;
 		dist_fmt_eval(ev, sizeof(ev), p->loss, p->accuracy);
 		if (s->o->json)
-			dist_logf(s->o, 6, "progress: clock %" PRId64 ", %.0f "
+			dist_logf(s->o, LOG_LVL_INFO,
+				  "progress: clock %" PRId64 ", %.0f "
 				  "samples/s, %s, %u workers, %u PS, "
 				  "membership epoch %" PRIu64, p->clock,
 				  (double)p->samples_per_s, ev, nw, nps,
@@ -827,7 +831,8 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		if (next_kill && now >= next_kill) {
 			c = pick(s, CH_WORKER);
 			if (c) {
-				dist_logf(o, 6, "churn: SIGKILL worker %u at "
+				dist_logf(o, LOG_LVL_INFO,
+					  "churn: SIGKILL worker %u at "
 					  "%.1f s", c->node, el);
 				stop_child(c, SIGKILL);
 				e = spawn(s, CH_WORKER, s->next_worker++,
@@ -844,7 +849,8 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 			ps_killed = true;
 			c = pick(s, CH_PS);
 			if (c) {
-				dist_logf(o, 6, "churn: SIGKILL ps %u at "
+				dist_logf(o, LOG_LVL_INFO,
+					  "churn: SIGKILL ps %u at "
 					  "%.1f s", c->node, el);
 				stop_child(c, SIGKILL);
 				e = spawn(s, CH_PS, s->next_ps++, false, err);
@@ -857,7 +863,8 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 			left = true;
 			c = pick(s, CH_WORKER);
 			if (c) {
-				dist_logf(o, 6, "churn: SIGTERM worker %u at "
+				dist_logf(o, LOG_LVL_INFO,
+					  "churn: SIGTERM worker %u at "
 					  "%.1f s", c->node, el);
 				stop_child(c, SIGTERM);
 				e = spawn(s, CH_WORKER, s->next_worker++,
@@ -870,7 +877,8 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		    el >= pause_at) {
 			paused = pick(s, pause_kind);
 			if (paused) {
-				dist_logf(o, 6, "churn: SIGSTOP %s %u at "
+				dist_logf(o, LOG_LVL_INFO,
+					  "churn: SIGSTOP %s %u at "
 					  "%.1f s", role[pause_kind],
 					  paused->node, el);
 				kill(paused->pid, SIGSTOP);
@@ -881,7 +889,8 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		}
 		if (paused && now >= resume_at) {
 			if (paused->pid) {
-				dist_logf(o, 6, "churn: SIGCONT %s %u",
+				dist_logf(o, LOG_LVL_INFO,
+					  "churn: SIGCONT %s %u",
 					  role[pause_kind], paused->node);
 				kill(paused->pid, SIGCONT);
 			}
@@ -890,7 +899,7 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		if (l->add_worker_at > 0 && started && !added &&
 		    el >= l->add_worker_at) {
 			added = true;
-			dist_logf(o, 6, "adding worker %u at %.1f s",
+			dist_logf(o, LOG_LVL_INFO, "adding worker %u at %.1f s",
 				  s->next_worker, el);
 			e = spawn(s, CH_WORKER, s->next_worker++, false, err);
 			if (e != PX_OK)
@@ -916,7 +925,8 @@ out_free:
 	if (s->ready[1] >= 0)
 		close(s->ready[1]);
 	if (s->ctx)
-		dist_logf(o, 7, "agent: %" PRIu64 " progress reports, last "
+		dist_logf(o, LOG_LVL_DEBUG,
+			  "agent: %" PRIu64 " progress reports, last "
 			  "clock %" PRId64, s->progress_n, s->last_clock);
 	net_close(s->apull);
 	net_close(s->areq);
@@ -940,7 +950,7 @@ static bool resumable(const struct dist_opts *o, int64_t start_s,
 	    st.st_mtim.tv_sec < start_s)
 		return false;
 	if (ckpt_read(o->checkpoint, &m, &w, &v, &err) != PX_OK) {
-		dist_logf(o, 4, "no restart: %s", err.msg);
+		dist_logf(o, LOG_LVL_WARN, "no restart: %s", err.msg);
 		return false;
 	}
 	free(w);
@@ -970,7 +980,8 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		    attempt >= l->max_restarts ||
 		    !resumable(o, start_s, &clock))
 			return rc;
-		dist_logf(o, 4, "the job failed (%s); restart %u of %u from "
+		dist_logf(o, LOG_LVL_WARN,
+			  "the job failed (%s); restart %u of %u from "
 			  "the checkpoint of clock %" PRId64 " in %s",
 			  err->msg[0] ? err->msg : "see above", attempt + 1,
 			  l->max_restarts, clock, o->checkpoint);

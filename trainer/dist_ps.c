@@ -105,13 +105,13 @@ static void send_range(struct ps *p, enum wire_type t,
 	struct net_sock *q;
 
 	if (!addr) {
-		dist_logf(p->o, 4, "no address for node %u", to.v);
+		dist_logf(p->o, LOG_LVL_WARN, "no address for node %u", to.v);
 		return;
 	}
 	q = dist_link_get(&p->links, to, addr, false, &err);
 	if (!q || net_send_range(q, t, 0, to, p->clock_min, s, 0, f,
 				 p->sh[s].cnt, 1000, &err) != PX_OK)
-		dist_logf(p->o, 4, "%s of shard %u to %u: %s",
+		dist_logf(p->o, LOG_LVL_WARN, "%s of shard %u to %u: %s",
 			  wire_type_name(t), s, to.v, err.msg);
 }
 
@@ -169,7 +169,7 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 		if (!sh->w || sh->off != nw->offset || sh->cnt != nw->count) {
 			if (shard_alloc(sh, nw->offset, nw->count, &err) !=
 			    PX_OK) {
-				dist_logf(p->o, 3, "%s", err.msg);
+				dist_logf(p->o, LOG_LVL_ERR, "%s", err.msg);
 				continue;
 			}
 		}
@@ -186,7 +186,8 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 			sh->have = true;
 		}
 		if (wire_node_eq(nw->active, me) && !sh->active)
-			dist_logf(p->o, had_map ? 5 : 6, "shard %u: now active"
+			dist_logf(p->o, had_map ? LOG_LVL_NOTICE : LOG_LVL_INFO,
+				  "shard %u: now active"
 				  "%s", s, sh->have ? "" : " (awaiting state)");
 		sh->active = wire_node_eq(nw->active, me);
 		sh->backup = !sh->active;
@@ -335,7 +336,8 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 		       r->data.n * sizeof(float));
 		if (!(m->hdr.flags & WIRE_F_MORE)) {
 			if (!sh->have)
-				dist_logf(p->o, 6, "shard %u: state received "
+				dist_logf(p->o, LOG_LVL_INFO,
+					  "shard %u: state received "
 					  "from %u", r->shard,
 					  m->hdr.sender.v);
 			sh->have = true;
@@ -472,7 +474,8 @@ static void on_rep(struct ps *p)
 					   q->shard, q->offset,
 					   sh->w + q->offset, q->count, 1000,
 					   &err) != PX_OK)
-				dist_logf(p->o, 4, "params to %u: %s",
+				dist_logf(p->o, LOG_LVL_WARN,
+					  "params to %u: %s",
 					  m.hdr.sender.v, err.msg);
 		} else {
 			(void)dist_ack(p->rep, &m, p->clock_min, PX_ENOENT,
@@ -536,7 +539,8 @@ static void fetch_missing(struct ps *p)
 			if (fetch_state(p, p->creq, coord, s) != PX_OK)
 				continue;
 			sh->from_coord = false;
-			dist_logf(p->o, 5, "shard %u: state from the "
+			dist_logf(p->o, LOG_LVL_NOTICE,
+				  "shard %u: state from the "
 				  "checkpoint", s);
 			continue;
 		}
@@ -544,7 +548,8 @@ static void fetch_missing(struct ps *p)
 		    wire_node_eq(ws->backup, p->o->node))
 			continue;
 		if (fetch_from_backup(p, s))
-			dist_logf(p->o, 5, "shard %u: state fetched from "
+			dist_logf(p->o, LOG_LVL_NOTICE,
+				  "shard %u: state fetched from "
 				  "backup %u", s, ws->backup.v);
 	}
 }
@@ -585,7 +590,7 @@ static enum px_err rejoin(struct ps *p, struct px_error *err)
 	struct wire_msg a;
 	enum px_err e;
 
-	dist_logf(p->o, 5, "ps %u: declared lost at clock %" PRId64
+	dist_logf(p->o, LOG_LVL_NOTICE, "ps %u: declared lost at clock %" PRId64
 		  ", dropping its shards and registering again", p->o->node.v,
 		  p->clock_min);
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
@@ -676,7 +681,7 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 	e = setup(p, err);
 	if (e != PX_OK)
 		goto out_free;
-	dist_logf(o, 6, "ps %u on %s (%s)", o->node.v, o->listen,
+	dist_logf(o, LOG_LVL_INFO, "ps %u on %s (%s)", o->node.v, o->listen,
 		  o->reliable ? "reliable" : "transient");
 	next_hb = last_coord = px_now_mono_us();
 	while (!p->shutdown) {
@@ -728,7 +733,8 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			leave_by = leave_by > now + 400000 ? leave_by - 300000
 							   : now + 100000;
 			(void)net_send(p->cpush, &m, 100, err);
-			dist_logf(o, 6, "ps %u leaving, gone in %.1f s",
+			dist_logf(o, LOG_LVL_INFO,
+				  "ps %u leaving, gone in %.1f s",
 				  o->node.v, (double)(leave_by - now) / 1e6);
 		}
 		if (p->leaving && ((!holds_any(p) && now - leave_at > 100000)
@@ -742,11 +748,12 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 	}
 	/* Let queued hand-offs drain before the sockets close. */
 	usleep(200000);
-	dist_logf(o, 5, "ps %u done: %" PRIu64 " snapshots sent, %" PRIu64
+	dist_logf(o, LOG_LVL_NOTICE,
+		  "ps %u done: %" PRIu64 " snapshots sent, %" PRIu64
 		  " reads waited for pushes in flight, %" PRIu64 " served "
 		  "past the SSP bound", o->node.v, p->snapshots,
 		  p->reads_waited, p->reads_late);
-	dist_log_wire(o, 5, "ps", p->ctx);
+	dist_log_wire(o, LOG_LVL_NOTICE, "ps", p->ctx);
 out_free:
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
 		shard_free(&p->sh[s]);

@@ -174,7 +174,8 @@ static bool partition(struct worker *w)
 		w->lo = lo;
 		w->hi = hi;
 		w->pos = hi - lo; /* reshuffle before the next batch */
-		dist_logf(w->o, 7, "worker %u: partition [%u, %u) of %u",
+		dist_logf(w->o, LOG_LVL_DEBUG,
+			  "worker %u: partition [%u, %u) of %u",
 			  w->o->node.v, lo, hi, k);
 	}
 	return hi > lo;
@@ -196,7 +197,8 @@ static struct net_sock *shard_sock(struct worker *w, uint32_t s)
 		return NULL;
 	if (dist_sock(w->ctx, NET_REQ, ps->addr, DIST_EP_REP, false, &w->pq[s],
 		      &err) != PX_OK) {
-		dist_logf(w->o, 4, "worker %u: shard %u: %s", w->o->node.v, s,
+		dist_logf(w->o, LOG_LVL_WARN,
+			  "worker %u: shard %u: %s", w->o->node.v, s,
 			  err.msg);
 		return NULL;
 	}
@@ -281,8 +283,8 @@ static void pulls_install(struct worker *w, bool add_upd)
 			w->fresh = r->clock;
 		wire_msg_release(&w->pq_reply[s]);
 	}
-	if (k <= 1)
-		w->fresh = INT64_MAX; /* no other worker's updates to wait for */
+	if (k <= 1) /* no other worker has updates to wait for */
+		w->fresh = INT64_MAX;
 	memcpy(w->base, w->params, w->d.n_params * sizeof(float));
 	w->cache_ok = true;
 	w->cache_mb = w->mb.epoch;
@@ -606,7 +608,8 @@ static enum px_err rejoin(struct worker *w, struct px_error *err)
 	struct wire_msg a;
 	enum px_err e;
 
-	dist_logf(w->o, 5, "worker %u: declared lost at clock %" PRId64
+	dist_logf(w->o, LOG_LVL_NOTICE,
+		  "worker %u: declared lost at clock %" PRId64
 		  ", registering again", w->o->node.v, w->clock);
 	e = dist_register(w->o, w->creq, WIRE_ROLE_WORKER |
 			  (w->o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 5000,
@@ -653,7 +656,8 @@ static void reclock(struct worker *w)
 		      w->last_push);
 	m.u.clock.samples = w->last_n;
 	(void)net_send(w->cpush, &m, 100, &err);
-	dist_logf(w->o, 5, "worker %u: no progress for %d ms at clock "
+	dist_logf(w->o, LOG_LVL_NOTICE,
+		  "worker %u: no progress for %d ms at clock "
 		  "%" PRId64 " (min %" PRId64 "), clock %" PRId64 " sent "
 		  "again", w->o->node.v, DIST_WATCHDOG_US / 1000, w->clock,
 		  w->clock_min, w->last_push);
@@ -701,7 +705,8 @@ static void start_leave(struct worker *w)
 	m.u.leave.deadline_us = dist_leave_deadline_us(w->o);
 	m.u.leave.reason = WIRE_LEAVE_EVICTION;
 	(void)net_send(w->cpush, &m, 100, &err);
-	dist_logf(w->o, 6, "worker %u leaving at clock %" PRId64 ", gone in "
+	dist_logf(w->o, LOG_LVL_INFO,
+		  "worker %u leaving at clock %" PRId64 ", gone in "
 		  "%.1f s", w->o->node.v, w->clock,
 		  (double)(m.u.leave.deadline_us - px_now_wall_us()) / 1e6);
 }
@@ -780,12 +785,13 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 		}
 		w->clock++;
 	}
-	dist_logf(o, 5, "worker %u done at clock %" PRId64 ": %" PRIu64
+	dist_logf(o, LOG_LVL_NOTICE,
+		  "worker %u done at clock %" PRId64 ": %" PRIu64
 		  " clocks pulled, %" PRIu64 " took a prefetch, %" PRIu64
 		  " on the copy alone; %u rejoins, %u clocks re-sent",
 		  o->node.v, w->clock, w->pulls, w->prefetches, w->cached,
 		  w->rejoins, w->reclocks);
-	dist_log_wire(o, 5, "worker", w->ctx);
+	dist_log_wire(o, LOG_LVL_NOTICE, "worker", w->ctx);
 out_free:
 	release(w);
 	free(w);

@@ -360,10 +360,10 @@ static void take_stop_signals(void)
 	sigaction(SIGINT, &sa, NULL);
 }
 
-static void log_cb(void *arg, int level, const char *msg)
+static void log_cb(void *arg, enum log_level level, const char *msg)
 {
 	(void)arg;
-	log_msg((enum log_level)level, "%s", msg);
+	log_msg(level, "%s", msg);
 }
 
 /* Every option at its default for command sc (eval: one thread). */

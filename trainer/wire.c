@@ -367,12 +367,11 @@ struct layout {
 };
 
 #define NF(a) ((uint8_t)(sizeof(a) / sizeof((a)[0])))
-#define FM(kind, arg, name, member)                                          \
-	{ #name, kind, arg, (uint16_t)offsetof(struct wire_msg, u.member.name), \
-	  0 }
-#define FA(kind, name, member, count)                                        \
-	{ #name, kind, 0, (uint16_t)offsetof(struct wire_msg, u.member.name),   \
-	  (uint16_t)offsetof(struct wire_msg, u.member.count) }
+#define MOFF(path) ((uint16_t)offsetof(struct wire_msg, u.path))
+#define FM(kind, arg, name, member) \
+	{ #name, kind, arg, MOFF(member.name), 0 }
+#define FA(kind, name, member, count) \
+	{ #name, kind, 0, MOFF(member.name), MOFF(member.count) }
 #define FE(kind, arg, type, name, field)                                     \
 	{ #name, kind, arg, (uint16_t)offsetof(type, field), 0 }
 #define PAD(n) { "pad", F_PAD, n, 0, 0 }
@@ -420,16 +419,15 @@ static const struct field heartbeat_f[] = {
 };
 static const struct field clock_f[] = { FM(F_U64, 0, samples, clock) };
 static const struct field clock_min_f[] = {
-	FM(F_I64, 0, min_clock, clock_min), FM(F_I64, 0, total_clock, clock_min),
+	FM(F_I64, 0, min_clock, clock_min),
+	FM(F_I64, 0, total_clock, clock_min),
 	FM(F_U16, 0, staleness, clock_min),
 };
 static const struct field range_f[] = {
 	FM(F_U32, 0, shard, range),
-	{ "count", F_COUNT, 0,
-	  (uint16_t)offsetof(struct wire_msg, u.range.data.n), 0 },
+	{ "count", F_COUNT, 0, MOFF(range.data.n), 0 },
 	FM(F_U64, 0, offset, range), FM(F_I64, 0, clock, range), PAD(8),
-	{ "data", F_FLOATS, 0, (uint16_t)offsetof(struct wire_msg, u.range.data),
-	  (uint16_t)offsetof(struct wire_msg, u.range.data.n) },
+	{ "data", F_FLOATS, 0, MOFF(range.data), MOFF(range.data.n) },
 };
 static const struct field pull_f[] = {
 	FM(F_U32, 0, shard, pull), PAD(4), FM(F_U64, 0, offset, pull),

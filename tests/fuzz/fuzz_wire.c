@@ -2,8 +2,9 @@
  * the input is a frame's type (2 bytes), flags (4) and payload (the rest),
  * put under a real header of an established session with a fresh seq and
  * sealed with the sender's key (wire_retag), so every input reaches the
- * header checks and the payload decoder.  Any input is decoded (and released) or dropped
- * with a reason; never a crash, an overread or a leak. */
+ * header checks and the payload decoder.  Any input is decoded (and
+ * released) or dropped with a reason; never a crash, an overread or a
+ * leak. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -568,7 +568,8 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	at = json_integer_value(json_object_get(h, "clock"));
 	cr_assert(at >= 40 && at < 45, "checkpoint at clock %lld",
 		  (long long)at);
-	cr_assert_eq(json_integer_value(json_object_get(h, "total")), CLOCKS(6));
+	cr_assert_eq(json_integer_value(json_object_get(h, "total")),
+		     CLOCKS(6));
 	cr_assert(json_is_null(json_object_get(h, "test_accuracy")));
 	json_decref(h);
 
@@ -589,7 +590,8 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	pxrun_free(&r);
 	/* the final checkpoint: the end of the job, with its accuracy */
 	h = ckpt_header(ck);
-	cr_assert_eq(json_integer_value(json_object_get(h, "clock")), CLOCKS(6));
+	cr_assert_eq(json_integer_value(json_object_get(h, "clock")),
+		     CLOCKS(6));
 	cr_assert_float_eq(json_real_value(json_object_get(h,
 			   "test_accuracy")), num(j, "test_accuracy"), 1e-9);
 	json_decref(h);
@@ -630,7 +632,8 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	cr_assert_not_null(strstr(r.err, "is of a finished job"), "%s", r.err);
 	pxrun_free(&r);
 	h = ckpt_header(ck);
-	cr_assert_eq(json_integer_value(json_object_get(h, "clock")), CLOCKS(6));
+	cr_assert_eq(json_integer_value(json_object_get(h, "clock")),
+		     CLOCKS(6));
 	json_decref(h);
 }
 
