@@ -58,6 +58,7 @@ struct ps {
 	bool resume;             /* ASSIGN said: the job resumes from a
 				    checkpoint (WIRE_F_RESUME) */
 	bool leaving, shutdown;
+	bool fwd_due;            /* a CLOCK_MIN advance wants a FORWARD */
 };
 
 static void shard_free(struct pshard *s)
@@ -239,8 +240,9 @@ static void on_sub(struct ps *p)
 			 * foresees the job's last clock */
 			if (m.u.clock_min.total_clock > 0)
 				p->total = m.u.clock_min.total_clock;
+			/* forwarded once the PULLs waiting are answered */
 			if (p->clock_min > p->fwd_clock) {
-				forward_all(p);
+				p->fwd_due = true;
 				p->fwd_clock = p->clock_min;
 			}
 			break;
@@ -709,6 +711,13 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 				on_pull(p);
 			if (pf[0].revents & NN_POLLIN)
 				on_rep(p);
+		}
+		/* The backup's copy after the workers' reads: a FORWARD
+		 * seals a shard, which a PULL waiting should not wait for. */
+		if (p->fwd_due) {
+			p->fwd_due = false;
+			on_rep(p);
+			forward_all(p);
 		}
 		now = px_now_mono_us();
 		if (now >= next_hb) {
