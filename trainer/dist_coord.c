@@ -85,6 +85,9 @@ struct coord {
 	float *mom;                /* a checkpoint's momentum: zeros (the
 				      optimizer's runs on the workers) */
 	float *ck_w, *ck_v;        /* --resume: what the PS nodes fetch */
+	int64_t pulled_at;         /* c->params holds every update before
+				      this clock ... */
+	uint64_t pulled_samples;   /* ... after this many samples */
 	int64_t resumed_from;      /* clock resumed at; -1: a fresh job */
 	int64_t ckpt_clock;        /* clock of the last checkpoint; -1 */
 	uint32_t ckpts;            /* checkpoints written */
@@ -889,50 +892,82 @@ static bool sole_copy_gone(struct coord *c, uint64_t now,
 	return false;
 }
 
-/* Pull shard s's parameters from its active PS into dst, with every
- * update before min_clock. */
-static enum px_err pull_shard(struct coord *c, uint32_t s, float *dst,
-			      struct px_error *err)
+/* Go on answering the sockets for ms: the coordinator waiting for
+ * something (a shard's new holder, a SHUTDOWN to spread, the last
+ * PROGRESS to leave) stays the job's clock and membership meanwhile. */
+static void serve_for(struct coord *c, int ms)
 {
-	const struct wire_shard *sh = &c->map[s];
-	struct cmember *ps = find(c, sh->active);
-	enum px_err e;
+	uint64_t until = px_now_mono_us() + (uint64_t)ms * 1000;
+	int left;
 
-	if (!ps)
-		return px_errorf(err, PX_ENOENT, "shard %u has no PS", s);
+	if (!c->rep || !c->pull)
+		return;
+	while ((left = dist_ms_until(until, ms)) > 0) {
+		struct nn_pollfd pf[2] = {
+			{ .fd = net_nn_socket(c->rep), .events = NN_POLLIN },
+			{ .fd = net_nn_socket(c->pull), .events = NN_POLLIN },
+		};
+
+		if (nn_poll(pf, 2, left) <= 0)
+			continue;
+		if (pf[0].revents & NN_POLLIN)
+			on_rep(c);
+		if (pf[1].revents & NN_POLLIN)
+			on_pull(c);
+	}
+}
+
+/* Pull shard s's parameters from its active PS into dst, with every
+ * update before clock `at`. */
+static enum px_err pull_shard(struct coord *c, uint32_t s, int64_t at,
+			      float *dst, struct px_error *err)
+{
+	enum px_err e = PX_OK;
+
 	for (int tries = 0; tries < 10; tries++) {
+		/* the map may change while we wait (a PS leaves) */
+		const struct wire_shard *sh = &c->map[s];
+		struct cmember *ps = find(c, sh->active);
 		struct net_sock *q;
 		struct wire_msg r;
 
+		if (!ps)
+			return px_errorf(err, PX_ENOENT, "shard %u has no PS",
+					 s);
 		q = dist_link_get(&c->links, sh->active, ps->w.addr, true,
 				  err);
 		if (!q)
 			return err->code;
 		/* no pushes of its own; the clock: every update before
-		 * min_clock */
-		e = dist_pull(q, sh->active, c->min_clock, s, sh->count, -1,
-			      200, 300, &r, err);
+		 * `at` */
+		e = dist_pull(q, sh->active, at, s, sh->count, -1, 200, 300,
+			      &r, err);
 		if (e == PX_OK) {
 			wire_f32_copy(&r.u.range.data, dst + sh->offset);
 			wire_msg_release(&r);
 			return PX_OK;
 		}
 		if (e == PX_EPROTO)
-			usleep(20000);
+			serve_for(c, 20); /* it has no state yet */
 		else
 			dist_link_reset_req(&c->links, sh->active);
 	}
 	return px_errorf(err, PX_ETIMEDOUT, "shard %u: no parameters from PS "
-			 "%u", s, sh->active.v);
+			 "%u", s, c->map[s].active.v);
 }
 
-/* The whole parameter vector into c->params. */
+/* The whole parameter vector into c->params, with every update of the
+ * clocks before the current minimum, which (with the samples trained by
+ * then) is what a checkpoint of it records: clocks may advance while it
+ * waits. */
 static enum px_err pull_state(struct coord *c, struct px_error *err)
 {
 	enum px_err e = PX_OK;
 
+	c->pulled_at = c->min_clock;
+	c->pulled_samples = samples_done(c);
 	for (uint32_t s = 0; e == PX_OK && s < c->nshards; s++)
-		e = pull_shard(c, s, c->params, err);
+		e = pull_shard(c, s, c->pulled_at, c->params, err);
 	return e;
 }
 
@@ -953,8 +988,8 @@ static void write_checkpoint(struct coord *c, double acc, uint64_t t0)
 	struct ckpt_meta m = c->meta;
 	struct px_error err;
 
-	m.clock = c->min_clock;
-	m.samples = samples_done(c);
+	m.clock = c->pulled_at;
+	m.samples = c->pulled_samples;
 	m.test_accuracy = acc;
 	m.written_s = px_now_wall_us() / 1000000;
 	if (ckpt_write(c->o->checkpoint, &m, c->params, c->mom, &err) !=
@@ -972,14 +1007,18 @@ static void write_checkpoint(struct coord *c, double acc, uint64_t t0)
 		  (double)(px_now_mono_us() - t1) / 1e3);
 }
 
-/* The loop stalled for the time since t: do not count it against the
- * members' heartbeats or the clock's progress. */
+/* The loop was busy since t (an evaluation, a checkpoint's write):
+ * do not count it against the heartbeats of members not heard since,
+ * or against the clock's progress. */
 static void stalled_since(struct coord *c, uint64_t t)
 {
-	t = px_now_mono_us() - t;
+	uint64_t d = px_now_mono_us() - t;
+
 	for (uint32_t i = 0; i < c->n; i++)
-		c->m[i].last_us += t;
-	c->last_adv_us += t;
+		if (c->m[i].last_us < t)
+			c->m[i].last_us += d;
+	if (c->last_adv_us < t)
+		c->last_adv_us += d;
 }
 
 /* A checkpoint between evaluations (--checkpoint-every). */
@@ -1043,7 +1082,7 @@ static void shutdown_all(struct coord *c, uint8_t reason)
 		wire_msg_init(&m, WIRE_SHUTDOWN, WIRE_NODE_ALL, c->min_clock);
 		m.u.shutdown.reason = reason;
 		broadcast(c, &m);
-		usleep(20000);
+		serve_for(c, 20); /* late subscribers get the next one */
 	}
 }
 
@@ -1335,12 +1374,12 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 		e = px_errorf(err, PX_ENOMEM, "result");
 out_free:
 	dist_log_wire(o, LOG_LVL_INFO, "coordinator", c->ctx);
+	if (c->agent && c->progress_sent)
+		serve_for(c, 100); /* let the last PROGRESS go out */
 	dist_links_close(&c->links);
 	net_close(c->rep);
 	net_close(c->pull);
 	net_close(c->pub);
-	if (c->agent) /* let the last PROGRESS go out */
-		usleep(c->progress_sent ? 100000 : 0);
 	net_close(c->agent);
 	model_ctx_free(c->mc);
 	free(c->params);

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/rand.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -379,16 +380,27 @@ static void kill_all(struct local *s)
 			kill(s->ch[i].pid, SIGCONT); /* a paused one */
 		}
 	}
+	/* Wait on the children's stderr pipes (each reaches its end when
+	 * its role exits) and SIGCHLD (which interrupts poll), not in
+	 * sleeps. */
 	until = px_now_mono_us() + 2000000;
-	while (px_now_mono_us() < until) {
+	for (;;) {
+		struct pollfd pf[LOCAL_MAX_CHILDREN];
+		nfds_t n = 0;
 		bool any = false;
+		int ms;
 
 		reap(s);
-		for (uint32_t i = 0; i < s->nch; i++)
+		for (uint32_t i = 0; i < s->nch; i++) {
 			any |= s->ch[i].pid != 0;
-		if (!any)
-			return;
-		usleep(10000);
+			if (s->ch[i].pid && s->ch[i].errfd >= 0)
+				pf[n++] = (struct pollfd){
+					.fd = s->ch[i].errfd, .events = POLLIN };
+		}
+		ms = dist_ms_until(until, 100);
+		if (!any || ms == 0)
+			break;
+		(void)poll(pf, n, ms);
 	}
 	for (uint32_t i = 0; i < s->nch; i++) {
 		if (s->ch[i].pid) {

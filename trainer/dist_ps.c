@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "model.h"
 
@@ -567,6 +566,31 @@ static void heartbeat(struct ps *p)
 	(void)net_send(p->cpush, &m, 0, &err);
 }
 
+/* Answer what comes on the sockets for ms, applying pushes and serving
+ * reads (a leaving PS drains its sockets this way). */
+static void serve_for(struct ps *p, int ms)
+{
+	uint64_t until = px_now_mono_us() + (uint64_t)ms * 1000;
+	int left;
+
+	while ((left = dist_ms_until(until, ms)) > 0) {
+		struct nn_pollfd pf[3] = {
+			{ .fd = net_nn_socket(p->rep), .events = NN_POLLIN },
+			{ .fd = net_nn_socket(p->pull), .events = NN_POLLIN },
+			{ .fd = net_nn_socket(p->sub), .events = NN_POLLIN },
+		};
+
+		if (nn_poll(pf, 3, left) <= 0)
+			continue;
+		if (pf[2].revents & NN_POLLIN)
+			on_sub(p);
+		if (pf[1].revents & NN_POLLIN)
+			on_pull(p);
+		if (pf[0].revents & NN_POLLIN)
+			on_rep(p);
+	}
+}
+
 /* What a PS offers when it registers: a reliable one can hold backups. */
 static uint8_t ps_roles(const struct dist_opts *o)
 {
@@ -755,8 +779,9 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			break;
 		}
 	}
-	/* Let queued hand-offs drain before the sockets close. */
-	usleep(200000);
+	/* Let queued hand-offs drain before the sockets close, answering
+	 * meanwhile. */
+	serve_for(p, 200);
 	dist_logf(o, LOG_LVL_NOTICE,
 		  "ps %u done: %" PRIu64 " snapshots sent, %" PRIu64
 		  " reads waited for pushes in flight, %" PRIu64 " served "

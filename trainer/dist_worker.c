@@ -462,10 +462,13 @@ static enum px_err push_all(struct worker *w, uint32_t n,
 	enum px_err e;
 
 	if (late) {
+		uint64_t until = px_now_mono_us() + (uint64_t)late * 1000;
+
 		e = send_clock(w, n, err);
 		if (e != PX_OK)
 			return e;
-		usleep(late * 1000);
+		while (px_now_mono_us() < until)
+			pump(w, dist_ms_until(until, late));
 	}
 	make_update(w);
 	for (uint32_t s = 0; s < w->nshards; s++) {
