@@ -4,8 +4,10 @@
  * expected cost per unit of work.  For every market it may use and every
  * bid delta of the risk estimator (bid = current price + delta) it computes
  * the expected charge and useful time of the next billing hour from the
- * eviction probability beta and mean time to eviction tau learnt from
- * history before now (risk.h), counting an evicted partial hour as free
+ * eviction probability beta and mean time to eviction tau of a bid at
+ * that level, learnt from history before now (risk.h, risk_get_at: the
+ * price level matters, not only the delta), counting an evicted partial
+ * hour as free
  * (billing_expect_hour) and a new instance's startup and lost clock as
  * useless time.  Each market's best delta is the one with the lowest
  * expected cost per speed-second.
@@ -22,7 +24,7 @@
  *  - at the end of a spot instance's billing hour it is released when the
  *    cost to finish is lower without it (it no longer pays for itself), or,
  *    when the fleet is at spot.max_instances, when swapping it for the
- *    best candidate saves 20% of what it would cost until the end;
+ *    best candidate lowers the expected cost to finish;
  *  - it acquires, one instance at a time, the best candidate (by cost per
  *    marginal work, or by cost to finish within END_S of the end: see
  *    bb_pick) while that lowers the cost to finish, up to
@@ -44,8 +46,22 @@
 #include "policy.h"
 #include "risk.h"
 
-#define SWAP_MARGIN 1.2
-#define END_S (2 * 3600.0)  /* "near the end": see bb_pick */
+/* No hand-picked constants: a swap is made when it lowers the expected
+ * cost to finish at all (margin 1, as every other decision; the swapped-in
+ * instance's startup is in its estimate), and the end game is the last
+ * billing hour, where the rounding of the last hour rather than cost per
+ * work decides (bb_pick).  tests/bench/bench_bidbrain_sweep.sh builds
+ * BidBrain with other values (-DBB_SWAP_MARGIN=, -DBB_END_S=): the
+ * benchmark windows' savings are flat for margins 1.0 to 1.2 and ends
+ * 0.5 to 8 h, lower for larger margins (docs/benchmarks.md). */
+#ifndef BB_SWAP_MARGIN
+#define BB_SWAP_MARGIN 1.0
+#endif
+#ifndef BB_END_S
+#define BB_END_S ((double)BILLING_HOUR_S)
+#endif
+#define SWAP_MARGIN BB_SWAP_MARGIN
+#define END_S BB_END_S
 
 struct bb_cand {
 	bool valid;
@@ -126,17 +142,19 @@ static void bb_fini(void *state)
 	free(s);
 }
 
-/* beta and tau of market i at delta k, with current-era interruptions
- * folded in under per-second billing. */
-static void bb_estimate(const struct bb_state *s, size_t i, int k,
-			double *ret_beta, double *ret_tau)
+/* beta and tau of market i for a bid at bid_uusd when the price is
+ * price_uusd (risk_get_at: the chance that the price rises above that
+ * level within the hour, from the samples taken at or below it), with
+ * current-era interruptions folded in under per-second billing. */
+static void bb_estimate(const struct bb_state *s, size_t i, int64_t price,
+			int64_t bid, double *ret_beta, double *ret_tau)
 {
 	const struct pol_env *env = s->env;
 	struct risk_estimate e;
 	double b = 0, t = RISK_HORIZON_S / 2.0;
 
-	if (k >= 0) {
-		risk_get(s->risk, i, k, &e);
+	if (bid >= price) {
+		risk_get_at(s->risk, i, bid, &e);
 		b = e.beta;
 		t = e.tau_s;
 	} else {
@@ -169,7 +187,8 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p)
 		struct billing_expect x;
 		double beta, tau, useful, score;
 
-		bb_estimate(s, i, k, &beta, &tau);
+		bb_estimate(s, i, p, p + risk_delta_uusd(s->risk, i, k),
+			    &beta, &tau);
 		billing_expect_hour(env->billing, p, beta, tau, true, &x);
 		useful = x.run_s - env->job->startup_seconds - beta * loss;
 		if (useful <= 0 || ty->speed <= 0)
@@ -196,7 +215,6 @@ static void bb_inst(const struct bb_state *s, const struct pol_input *in,
 	struct billing_expect x;
 	int64_t p = 0;
 	double beta, tau;
-	int k;
 
 	if (v->market < 0) {
 		*ret_cost = (double)env->types[v->type].od_uusd;
@@ -205,8 +223,7 @@ static void bb_inst(const struct bb_state *s, const struct pol_input *in,
 	}
 	if (!market_view_price(in->mv, env->markets[v->market].market, &p))
 		p = v->hour_uusd;
-	k = risk_delta_index(s->risk, (size_t)v->market, p, v->bid_uusd);
-	bb_estimate(s, (size_t)v->market, k, &beta, &tau);
+	bb_estimate(s, (size_t)v->market, p, v->bid_uusd, &beta, &tau);
 	billing_expect_hour(env->billing, p, beta, tau, false, &x);
 	*ret_cost = x.cost_uusd;
 	*ret_speed = speed * (x.run_s - beta * pol_loss_s(env)) /

@@ -1,4 +1,5 @@
 /* risk.c -- sliding-window eviction statistics per (market, bid delta). */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,11 +8,22 @@
 #define RING (RISK_WINDOW_S / RISK_STEP_S)
 #define NOT_EVICTED UINT16_MAX
 
+/* The samples taken at one price. */
+struct risk_level {
+	int64_t p;                    /* micro-USD */
+	uint32_t n;
+	uint32_t evicted[RISK_DELTAS];
+	uint64_t tau_sum[RISK_DELTAS];
+};
+
 struct risk_market {
 	int idx;                      /* in the market set */
 	int64_t delta[RISK_DELTAS];   /* micro-USD */
 	int64_t next_s;               /* next sample time; INT64_MIN: unset */
 	uint16_t (*ring)[RISK_DELTAS]; /* tau or NOT_EVICTED per sample */
+	int64_t *p0;                  /* price at each sample; -1: none */
+	struct risk_level *lv;        /* by price, ascending */
+	size_t nlv, caplv;
 	size_t head, count;
 	uint32_t evicted[RISK_DELTAS];
 	uint64_t tau_sum[RISK_DELTAS];
@@ -43,7 +55,8 @@ enum px_err risk_new(size_t n, const int *market_idx, const int64_t *od_uusd,
 			m->delta[k] = (int64_t)(fracs[k] *
 						(double)od_uusd[i] + 0.5);
 		m->ring = px_calloc(RING, sizeof *m->ring);
-		if (!m->ring)
+		m->p0 = px_calloc(RING, sizeof *m->p0);
+		if (!m->ring || !m->p0)
 			goto out_nomem;
 	}
 	*ret = r;
@@ -57,8 +70,11 @@ void risk_free(struct risk *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; r->m && i < r->n; i++)
+	for (size_t i = 0; r->m && i < r->n; i++) {
 		free(r->m[i].ring);
+		free(r->m[i].p0);
+		free(r->m[i].lv);
+	}
 	free(r->m);
 	free(r);
 }
@@ -77,7 +93,69 @@ static long last_le(const int64_t *t, size_t n, int64_t x)
 	return (long)lo - 1;
 }
 
-static void push_sample(struct risk_market *m, const uint16_t *tau)
+/* The level of price p: its index, or where it would go (*ret_found). */
+static size_t level_find(const struct risk_market *m, int64_t p,
+			 bool *ret_found)
+{
+	size_t lo = 0, hi = m->nlv;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->lv[mid].p < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*ret_found = lo < m->nlv && m->lv[lo].p == p;
+	return lo;
+}
+
+/* Add (sign 1) or remove (-1) one sample at price p to its level. */
+static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
+		      int sign)
+{
+	bool found;
+	size_t i;
+	struct risk_level *l;
+
+	if (p < 0)
+		return true;
+	i = level_find(m, p, &found);
+	if (!found) {
+		if (sign < 0)
+			return true;
+		if (m->nlv == m->caplv) {
+			size_t cap = m->caplv ? m->caplv * 2 : 16;
+			struct risk_level *v = px_reallocarray(m->lv, cap,
+							       sizeof *v);
+			if (!v)
+				return false;
+			m->lv = v;
+			m->caplv = cap;
+		}
+		memmove(&m->lv[i + 1], &m->lv[i],
+			(m->nlv - i) * sizeof *m->lv);
+		memset(&m->lv[i], 0, sizeof m->lv[i]);
+		m->lv[i].p = p;
+		m->nlv++;
+	}
+	l = &m->lv[i];
+	l->n += (uint32_t)sign;
+	for (int k = 0; k < RISK_DELTAS; k++)
+		if (tau[k] != NOT_EVICTED) {
+			l->evicted[k] += (uint32_t)sign;
+			l->tau_sum[k] += (uint64_t)(int64_t)sign * tau[k];
+		}
+	if (l->n == 0) {
+		memmove(&m->lv[i], &m->lv[i + 1],
+			(m->nlv - i - 1) * sizeof *m->lv);
+		m->nlv--;
+	}
+	return true;
+}
+
+static bool push_sample(struct risk_market *m, const uint16_t *tau,
+			int64_t p0)
 {
 	size_t slot;
 
@@ -88,17 +166,20 @@ static void push_sample(struct risk_market *m, const uint16_t *tau)
 				m->evicted[k]--;
 				m->tau_sum[k] -= old[k];
 			}
+		level_add(m, m->p0[m->head], old, -1);
 		m->head = (m->head + 1) % RING;
 		m->count--;
 	}
 	slot = (m->head + m->count) % RING;
 	memcpy(m->ring[slot], tau, sizeof m->ring[slot]);
+	m->p0[slot] = p0;
 	m->count++;
 	for (int k = 0; k < RISK_DELTAS; k++)
 		if (tau[k] != NOT_EVICTED) {
 			m->evicted[k]++;
 			m->tau_sum[k] += tau[k];
 		}
+	return level_add(m, p0, tau, 1);
 }
 
 static bool market_update(struct risk_market *m, const struct market_view *mv)
@@ -123,11 +204,14 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 		long i0 = last_le(t, n, s);
 		uint16_t tau[RISK_DELTAS];
 		int kk = 0;
+		int64_t pp = -1;
 
 		for (int k = 0; k < RISK_DELTAS; k++)
 			tau[k] = NOT_EVICTED;
 		if (i0 >= 0) {
 			int64_t p0 = p[i0];
+
+			pp = p0;
 			for (size_t j = (size_t)i0 + 1;
 			     j < n && t[j] <= end && kk < RISK_DELTAS; j++)
 				while (kk < RISK_DELTAS &&
@@ -136,7 +220,9 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 					kk++;
 				}
 		}
-		push_sample(m, tau);
+		/* a level that cannot grow (out of memory) only leaves the
+		 * absolute estimate with fewer samples */
+		(void)push_sample(m, tau, pp);
 		m->next_s += RISK_STEP_S;
 		changed = true;
 	}
@@ -165,6 +251,27 @@ void risk_get(const struct risk *r, size_t i, int k,
 	ret->samples = (uint32_t)m->count;
 	ret->beta = (e + RISK_PRIOR_EVICTED) / (m->count + RISK_PRIOR_SAMPLES);
 	ret->tau_s = e ? (double)m->tau_sum[k] / e : RISK_HORIZON_S / 2.0;
+}
+
+void risk_get_at(const struct risk *r, size_t i, int64_t bid_uusd,
+		 struct risk_estimate *ret)
+{
+	const struct risk_market *m = &r->m[i];
+	uint64_t n = 0, ev = 0, ts = 0;
+
+	for (size_t l = 0; l < m->nlv && m->lv[l].p <= bid_uusd; l++) {
+		int64_t room = bid_uusd - m->lv[l].p;
+		int k = 0;
+
+		while (k + 1 < RISK_DELTAS && m->delta[k + 1] <= room)
+			k++;
+		n += m->lv[l].n;
+		ev += m->lv[l].evicted[k];
+		ts += m->lv[l].tau_sum[k];
+	}
+	ret->samples = (uint32_t)n;
+	ret->beta = (ev + RISK_PRIOR_EVICTED) / (n + RISK_PRIOR_SAMPLES);
+	ret->tau_s = ev ? (double)ts / (double)ev : RISK_HORIZON_S / 2.0;
 }
 
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k)

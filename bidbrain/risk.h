@@ -11,7 +11,18 @@
  * a prior ((evicted + RISK_PRIOR_EVICTED) / (samples + RISK_PRIOR_SAMPLES)),
  * and tau_k = the mean time
  * to eviction when evicted.  Deltas are fractions of the type's on-demand
- * price: RISK_DELTA_FRACS.  Pure code, no I/O, no logging.
+ * price: RISK_DELTA_FRACS.
+ *
+ * risk_get_at answers for a bid at an absolute level B instead: of the
+ * samples whose price p(s) was at most B (an instance bidding B could
+ * have been launched then), the share whose price rose above B within
+ * the hour, and after how long.  Spot prices revert to a base rather
+ * than drift, so a bid at the current price when that price is low is
+ * evicted far sooner than one when it is high; the relative estimate
+ * cannot tell them apart.  A sample's rise above B is read from its
+ * largest delta d_k <= B - p(s) (so it errs towards evictions).  The
+ * samples are kept grouped by their price, so a query costs the number
+ * of distinct prices in the window.  Pure code, no I/O, no logging.
  */
 #ifndef PX_RISK_H
 #define PX_RISK_H
@@ -54,6 +65,10 @@ struct risk_estimate {
 };
 void risk_get(const struct risk *r, size_t i, int k,
 	      struct risk_estimate *ret);
+
+/* The estimate for market i and a bid at bid_uusd (see above). */
+void risk_get_at(const struct risk *r, size_t i, int64_t bid_uusd,
+		 struct risk_estimate *ret);
 
 /* Delta k of market i in micro-USD. */
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k);

@@ -540,3 +540,50 @@ Test(policy, bidbrain_stops_where_the_profile_says_instances_add_little)
 	pol_actions_release(&a);
 	plan_free(p);
 }
+
+/* risk_get_at: a bid at an absolute level.  On the spiky market (0.10,
+ * 0.15 over [1800, 2400) of every 2 h) a bid at 0.10 was launchable at
+ * the 22 low samples of each period, 12 of which saw the spike within
+ * the hour; a bid at 0.15 (the price during a spike) was never exceeded,
+ * where the relative estimate at delta 0 says one in two for any price. */
+Test(policy, risk_at_an_absolute_bid)
+{
+	struct risk *r = NULL;
+	struct risk_estimate est, rel;
+	struct px_error e = {0};
+	int idx = 0;
+	int64_t odp = 1000000;
+
+	spiky("us-east-1a", 20);
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	cr_assert_eq(risk_new(1, &idx, &odp, &r, &e), PX_OK);
+	struct market_view mv = {.ms = &ms, .now_s = 5 * 86400};
+	cr_assert(risk_update(r, &mv, NULL));
+	risk_get_at(r, 0, 100000, &est);
+	cr_assert_float_eq(est.beta, 12.0 / 22, 0.01, "beta %f", est.beta);
+	cr_assert_float_eq(est.tau_s, 1950, 10.0, "tau %f", est.tau_s);
+	risk_get_at(r, 0, 120000, &est);   /* 0.02 above: still the spike */
+	cr_assert_float_eq(est.beta, 12.0 / 22, 0.01, "beta %f", est.beta);
+	risk_get_at(r, 0, 150000, &est);
+	risk_get(r, 0, 0, &rel);
+	cr_assert(est.beta < 0.01 && rel.beta > 0.45, "at %f, relative %f",
+		  est.beta, rel.beta);
+	cr_assert_eq(est.samples, rel.samples, "every sample was at most "
+		     "0.15");
+	/* below every price seen: no sample, the prior */
+	risk_get_at(r, 0, 99999, &est);
+	cr_assert_eq(est.samples, 0);
+	cr_assert_float_eq(est.beta, RISK_PRIOR_EVICTED / RISK_PRIOR_SAMPLES,
+			   1e-12);
+	/* 18 days in: the 14-day window has dropped samples; the levels
+	 * still hold exactly the window's */
+	mv.now_s = 18 * 86400;
+	cr_assert(risk_update(r, &mv, NULL));
+	risk_get_at(r, 0, 150000, &est);
+	risk_get(r, 0, 0, &rel);
+	cr_assert_eq(est.samples, rel.samples);
+	cr_assert_eq(est.samples, RISK_WINDOW_S / RISK_STEP_S);
+	risk_get_at(r, 0, 100000, &est);
+	cr_assert_float_eq(est.beta, 12.0 / 22, 0.01, "beta %f", est.beta);
+	risk_free(r);
+}
