@@ -22,7 +22,7 @@
 #define DIST_MAX_NODES 1024      /* members a coordinator tracks */
 #define DIST_MAX_SHARDS 64       /* shards of the parameter vector */
 #define DIST_COORD_NODE 0u       /* the coordinator's node id */
-#define DIST_CLOCK_BATCHES 4     /* default --clock-batches */
+#define DIST_CLOCK_BATCHES 8     /* default --clock-batches */
 #define DIST_CLOCK_BATCHES_MAX 4096 /* most minibatches in a clock */
 #define DIST_KEY_ENV "PX_JOB_KEY" /* job key, hex, in the environment */
 #define DIST_PARENT_ENV "PX_PARENT_WATCH" /* a role's parent: its pid (the

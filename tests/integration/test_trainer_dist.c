@@ -26,6 +26,10 @@
  * (3000 examples each, batch 64), DIST_CLOCK_BATCHES of them a clock. */
 #define CLOCKS(epochs) \
 	(((epochs) * 47 + DIST_CLOCK_BATCHES - 1) / DIST_CLOCK_BATCHES)
+/* A 6-epoch job's checkpoints (every CKPT_EVERY clocks) and the clock
+ * its coordinator SIGKILLs itself at, past its second checkpoint. */
+#define CKPT_EVERY (CLOCKS(6) / 3)
+#define CRASH_AT (2 * CKPT_EVERY + CKPT_EVERY / 2)
 
 static char *tmp;
 
@@ -121,6 +125,23 @@ static json_t *run_local(const char *const *extra)
 	return j;
 }
 
+/* The samples `workers` workers train in `clocks` clocks over 6000
+ * examples, batch 64: each pass over a partition of 6000 / workers
+ * ends in a short minibatch, and a job's last clock may run into the
+ * next pass (its length is whole clocks). */
+static double samples_of(int64_t clocks, int workers)
+{
+	int64_t part = 6000 / workers, n = 0, pos = part;
+
+	for (int64_t b = 0; b < clocks * DIST_CLOCK_BATCHES; b++) {
+		if (pos >= part)
+			pos = 0;
+		n += part - pos < 64 ? part - pos : 64;
+		pos += part - pos < 64 ? part - pos : 64;
+	}
+	return (double)(n * workers);
+}
+
 static double num(json_t *j, const char *k)
 {
 	json_t *v = json_object_get(j, k);
@@ -149,9 +170,9 @@ Test(trainer_dist, converges_2w_2ps, .init = setup, .fini = teardown,
 	json_t *j = run_local(extra);
 
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
-	/* 4 epochs of ceil(3000 / 64) clocks */
+	/* 4 epochs of ceil(3000 / 64) minibatches, in whole clocks */
 	cr_assert_eq(num(j, "clocks"), CLOCKS(4));
-	cr_assert_eq(num(j, "samples"), 4 * 6000);
+	cr_assert_eq(num(j, "samples"), samples_of(CLOCKS(4), 2));
 	cr_assert_eq(num(j, "losses"), 0);
 	cr_assert_eq(num(j, "joins"), 0);
 	cr_assert_eq(num(j, "frames_dropped"), 0);
@@ -398,11 +419,14 @@ Test(trainer_dist, join_and_leave_counted, .init = setup,
 Test(trainer_dist, stage_change_while_training, .init = setup,
      .fini = teardown, .timeout = 60)
 {
+	char at[32];
 	const char *extra[] = { "--workers", "2", "--ps", "3", "--reliable",
 				"1", "--stage", "1", "--shards", "2",
-				"--stage-at", "60:2", "--epochs", "6", NULL };
-	json_t *j = run_local(extra);
+				"--stage-at", at, "--epochs", "6", NULL };
+	json_t *j;
 
+	snprintf(at, sizeof(at), "%d:2", CLOCKS(6) / 2);
+	j = run_local(extra);
 	cr_assert_eq(num(j, "stage_changes"), 1);
 	cr_assert_eq(num(j, "stage"), 2);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
@@ -533,20 +557,20 @@ static int resumed_shards(const char *err)
 	return n;
 }
 
-/* The coordinator dies (SIGKILL, a test fault at clock 45): the job
+/* The coordinator dies (SIGKILL, a test fault at CRASH_AT): the job
  * fails, and run again with --resume it goes on from the last checkpoint
- * (clock 40: every 20) and finishes: every PS takes the checkpoint's
+ * (2 * CKPT_EVERY) and finishes: every PS takes the checkpoint's
  * parameters from the coordinator, the workers start at its clock (with
  * a fresh momentum: theirs is not in the file), and the result is as
  * good as an uninterrupted run's. */
 Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
      .init = setup, .fini = teardown, .timeout = 60)
 {
-	char ck[600];
+	char ck[600], every[24], crash_at[24];
 	const char *crash[] = { "--workers", "2", "--ps", "2", "--reliable",
 				"1", "--stage", "2", "--epochs", "6",
-				"--checkpoint", ck, "--checkpoint-every", "20",
-				"--fault-crash-at", "45", NULL };
+				"--checkpoint", ck, "--checkpoint-every", every,
+				"--fault-crash-at", crash_at, NULL };
 	const char *resume[] = { "--workers", "2", "--ps", "2", "--reliable",
 				 "1", "--stage", "2", "--epochs", "6",
 				 "--checkpoint", ck, "--resume", ck, NULL };
@@ -559,6 +583,8 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	char *p;
 
 	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
+	snprintf(every, sizeof(every), "%d", CKPT_EVERY);
+	snprintf(crash_at, sizeof(crash_at), "%d", CRASH_AT);
 	run_local_raw(crash, &r);
 	cr_assert_eq(r.status, 128 + 9, "status %d: %s", r.status, r.err);
 	cr_assert_not_null(strstr(r.err, "coordinator was killed by signal 9"),
@@ -566,8 +592,8 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 	pxrun_free(&r);
 	h = ckpt_header(ck);
 	at = json_integer_value(json_object_get(h, "clock"));
-	cr_assert(at >= 40 && at < 45, "checkpoint at clock %lld",
-		  (long long)at);
+	cr_assert(at >= 2 * CKPT_EVERY && at < CRASH_AT, "checkpoint at clock "
+		  "%lld", (long long)at);
 	cr_assert_eq(json_integer_value(json_object_get(h, "total")),
 		     CLOCKS(6));
 	cr_assert(json_is_null(json_object_get(h, "test_accuracy")));
@@ -643,22 +669,24 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
      .fini = teardown, .timeout = 60)
 {
-	char ck[600];
+	char ck[600], every[24], crash_at[24];
 	const char *extra[] = { "--workers", "2", "--ps", "2", "--epochs", "6",
-				"--checkpoint", ck, "--checkpoint-every", "10",
-				"--fault-crash-at", "25", "--kill-worker-at",
+				"--checkpoint", ck, "--checkpoint-every", every,
+				"--fault-crash-at", crash_at, "--kill-worker-at",
 				"0.05", "--max-restarts", "1", NULL };
 	struct pxrun r;
 	json_t *j;
 
 	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
+	snprintf(every, sizeof(every), "%d", CKPT_EVERY);
+	snprintf(crash_at, sizeof(crash_at), "%d", CRASH_AT);
 	j = run_local_keep(extra, &r);
 	cr_assert_not_null(strstr(r.err, "coordinator was killed by signal 9"),
 			   "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "restart 1 of 1 from the checkpoint "
 				  "of clock"), "%s", r.err);
-	cr_assert_geq(num(j, "resumed_from"), 20);
-	cr_assert_lt(num(j, "resumed_from"), 25);
+	cr_assert_geq(num(j, "resumed_from"), 2 * CKPT_EVERY);
+	cr_assert_lt(num(j, "resumed_from"), CRASH_AT);
 	cr_assert_eq(num(j, "clocks"), CLOCKS(6));
 	cr_assert_eq(num(j, "losses"), 0, "churn followed into the restart");
 	cr_assert_gt(num(j, "test_accuracy"), 0.72);
@@ -866,7 +894,7 @@ Test(trainer_dist, unauthenticated_frames_dropped, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
-				"12", NULL };
+				"40", NULL };
 	pthread_t t;
 	void *ret;
 	json_t *j;
@@ -876,7 +904,8 @@ Test(trainer_dist, unauthenticated_frames_dropped, .init = setup,
 	cr_assert_eq(pthread_join(t, &ret), 0);
 	cr_assert_null(ret);
 	cr_assert_gt(num(j, "frames_dropped"), 0);
-	cr_assert_eq(num(j, "samples"), 12 * 6000, "forged clocks counted");
+	cr_assert_eq(num(j, "samples"), samples_of(CLOCKS(40), 2),
+		     "forged clocks counted");
 	cr_assert_eq(num(j, "joins"), 0);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	json_decref(j);
