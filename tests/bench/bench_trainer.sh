@@ -6,8 +6,11 @@
 # scaling on loopback.  Prints markdown tables.
 #   env: BUILD (default build), EPOCHS (MLR epochs, default 15),
 #   MLP_EPOCHS (MLP epochs, default 6: the churn runs last ~35 s),
-#   SCALE_EPOCHS (scaling runs, default 6; 2 epochs took 0.7 s, too short
-#   to time against the coordinator's 50 ms loop).
+#   SCALE_EPOCHS (MLR scaling runs, default 6; 2 epochs took 0.7 s, too
+#   short to time against the coordinator's 50 ms loop), SCALE_MLP_EPOCHS
+#   (MLP scaling runs, default 2).  The scaling table gives bytes on the
+#   wire per sample and the share of the roles' CPU time in frame tags
+#   (their "wire:" lines).
 set -eu
 
 EPOCHS=${EPOCHS:-15}
@@ -38,15 +41,32 @@ echo
 echo "churn costs $d accuracy points (issue bound: 0.5)"
 echo
 SCALE_EPOCHS=${SCALE_EPOCHS:-6}
-echo "Scaling (MLR, $SCALE_EPOCHS epochs, 1 PS per 2 workers, BSP):"
+SCALE_MLP_EPOCHS=${SCALE_MLP_EPOCHS:-2}
+# bytes on the wire per sample and the share of the roles' CPU time in
+# frame tags, from their "wire:" lines (stderr of local)
+wire() { # stderr-file samples
+	awk -v n="$2" '/ wire: sent / {
+		for (i = 1; i <= NF; i++) {
+			if ($i == "sent") { sub(",", "", $(i+3)); b += $(i+3) }
+			if ($i == "authentication") { a += $(i+1); c += $(i+4) }
+		}
+	} END { if (c) printf "%.0f | %.1f%%", b / n, 100 * a / c; else printf "- | -" }' "$1"
+}
+W=$(mktemp)
+trap 'rm -f "$W"' EXIT
+echo "Scaling (BSP, 1 PS per 2 workers; MLR $SCALE_EPOCHS epochs, MLP $SCALE_MLP_EPOCHS epochs):"
 echo
-echo "| workers | samples/s | efficiency vs 1 |"
-echo "|---|---|---|"
-one=0
-for w in 1 2 4; do
-	ps=$(( (w + 1) / 2 ))
-	r=$("$T" local --model mlr --epochs "$SCALE_EPOCHS" --workers "$w" --ps "$ps" $COMMON 2>/dev/null)
-	s=$(echo "$r" | jq '.samples_per_sec|round')
-	[ "$w" = 1 ] && one=$s
-	echo "| $w | $s | $(jq -n "($s / $one / $w * 100)|round")% |"
+echo "| model | workers | samples/s | efficiency vs 1 | test accuracy | bytes on the wire / sample | CPU in tags |"
+echo "|---|---|---|---|---|---|---|"
+for m in mlr mlp; do
+	one=0
+	e=$SCALE_EPOCHS
+	[ $m = mlp ] && e=$SCALE_MLP_EPOCHS
+	for w in 1 2 4; do
+		ps=$(( (w + 1) / 2 ))
+		r=$("$T" local --model $m --epochs "$e" --workers "$w" --ps "$ps" $COMMON 2>"$W")
+		s=$(echo "$r" | jq '.samples_per_sec|round')
+		[ "$w" = 1 ] && one=$s
+		echo "| $m | $w | $s | $(jq -n "($s / $one / $w * 100)|round")% | $(echo "$r" | jq '.test_accuracy*10000|round/100')% | $(wire "$W" "$(echo "$r" | jq .samples)") |"
+	done
 done
