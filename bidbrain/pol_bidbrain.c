@@ -66,6 +66,7 @@
 struct bb_cand {
 	bool valid;
 	int64_t price;           /* price when computed */
+	int64_t at_s;            /* when computed */
 	int k;                   /* best delta */
 	int64_t bid;
 	double cost;             /* expected charge of the first hour, uusd */
@@ -83,10 +84,22 @@ struct bb_item {
 	bool gone;
 };
 
+/* Estimates of a market's bid levels, kept for up to an hour of new
+ * samples (each moves a 14-day estimate by 1/4032): live instances share
+ * bids, and prices that oscillate bring the same candidate bids back. */
+#define BB_MEMO 32
+struct bb_memo {
+	int64_t bid[BB_MEMO];
+	struct risk_estimate e[BB_MEMO];
+	int n, next;
+	int64_t at_s;            /* when the entries were first computed */
+};
+
 struct bb_state {
 	const struct pol_env *env;
 	struct risk *risk;
 	struct bb_cand *cand;    /* per env market */
+	struct bb_memo *memo;    /* per env market */
 	bool *changed;
 	struct bb_item *items;   /* decide's scratch: the planned fleet */
 	size_t cap;
@@ -105,10 +118,11 @@ static enum px_err bb_init(const struct pol_env *env, void **ret_state,
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	s->env = env;
 	s->cand = px_calloc(n, sizeof *s->cand);
+	s->memo = px_calloc(n, sizeof *s->memo);
 	s->changed = px_calloc(n, sizeof *s->changed);
 	idx = px_calloc(n, sizeof *idx);
 	od = px_calloc(n, sizeof *od);
-	if (!s->cand || !s->changed || !idx || !od) {
+	if (!s->cand || !s->memo || !s->changed || !idx || !od) {
 		r = px_errorf(err, PX_ENOMEM, "out of memory");
 		goto out_free;
 	}
@@ -122,6 +136,7 @@ out_free:
 	free(od);
 	if (r != PX_OK) {
 		free(s->cand);
+		free(s->memo);
 		free(s->changed);
 		free(s);
 		return r;
@@ -138,6 +153,7 @@ static void bb_fini(void *state)
 	risk_free(s->risk);
 	free(s->items);
 	free(s->cand);
+	free(s->memo);
 	free(s->changed);
 	free(s);
 }
@@ -146,15 +162,24 @@ static void bb_fini(void *state)
  * price_uusd (risk_get_at: the chance that the price rises above that
  * level within the hour, from the samples taken at or below it), with
  * current-era interruptions folded in under per-second billing. */
-static void bb_estimate(const struct bb_state *s, size_t i, int64_t price,
+static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
 			int64_t bid, double *ret_beta, double *ret_tau)
 {
 	const struct pol_env *env = s->env;
+	struct bb_memo *mo = &s->memo[i];
 	struct risk_estimate e;
 	double b = 0, t = RISK_HORIZON_S / 2.0;
+	int j;
 
 	if (bid >= price) {
-		risk_get_at(s->risk, i, bid, &e);
+		for (j = 0; j < mo->n && mo->bid[j] != bid; j++)
+			;
+		if (j == mo->n) {
+			j = mo->n < BB_MEMO ? mo->n++ : mo->next++ % BB_MEMO;
+			mo->bid[j] = bid;
+			risk_get_at(s->risk, i, bid, &mo->e[j]);
+		}
+		e = mo->e[j];
 		b = e.beta;
 		t = e.tau_s;
 	} else {
@@ -174,7 +199,8 @@ static void bb_estimate(const struct bb_state *s, size_t i, int64_t price,
 }
 
 /* Recompute the best delta of market i at price p. */
-static void bb_candidate(struct bb_state *s, size_t i, int64_t p)
+static void bb_candidate(struct bb_state *s, size_t i, int64_t p,
+			 int64_t now)
 {
 	const struct pol_env *env = s->env;
 	const struct pol_type *ty = &env->types[env->markets[i].type];
@@ -183,6 +209,7 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p)
 
 	c->valid = false;
 	c->price = p;
+	c->at_s = now;
 	for (int k = 0; k < RISK_DELTAS; k++) {
 		struct billing_expect x;
 		double beta, tau, useful, score;
@@ -206,7 +233,7 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p)
 }
 
 /* Expected next-hour charge and effective speed of a live instance. */
-static void bb_inst(const struct bb_state *s, const struct pol_input *in,
+static void bb_inst(struct bb_state *s, const struct pol_input *in,
 		    const struct pol_instance *v, double *ret_cost,
 		    double *ret_speed)
 {
@@ -366,6 +393,26 @@ static int bb_pick(const struct bb_state *s, size_t n, double rem_h,
 	return best;
 }
 
+/* The candidates of every market at now, redone where the price changed
+ * or the estimates were renewed (hourly); only when a decision needs
+ * them (a full fleet with no hour ending needs none). */
+static void bb_refresh(struct bb_state *s, const struct pol_input *in)
+{
+	const struct pol_env *env = s->env;
+
+	for (size_t i = 0; i < env->n_markets; i++) {
+		int64_t p;
+
+		if (!market_view_price(in->mv, env->markets[i].market, &p)) {
+			s->cand[i].valid = false;
+			continue;
+		}
+		if (p != s->cand[i].price || !s->cand[i].valid ||
+		    s->cand[i].at_s < s->memo[i].at_s)
+			bb_candidate(s, i, p, in->now_s);
+	}
+}
+
 static enum px_err bb_decide(void *state, const struct pol_input *in,
 			     struct pol_actions *out, struct px_error *err)
 {
@@ -379,6 +426,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	double f0, T0, w_min, cap_per_speed;
 	size_t n = 0;
 	int spot = 0, best;
+	bool fresh = false;       /* candidates refreshed in this call */
 	enum px_err r;
 
 	/* Only prices moved and the fleet is full: releases happen at hour
@@ -412,16 +460,12 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 			};
 	}
 	risk_update(s->risk, in->mv, s->changed);
-	for (size_t i = 0; i < env->n_markets; i++) {
-		int64_t p;
-		if (!market_view_price(in->mv, env->markets[i].market, &p)) {
-			s->cand[i].valid = false;
-			continue;
+	for (size_t i = 0; i < env->n_markets; i++)
+		if (s->changed[i] &&
+		    in->now_s - s->memo[i].at_s >= RISK_HORIZON_S) {
+			s->memo[i].n = 0;
+			s->memo[i].at_s = in->now_s;
 		}
-		if (s->changed[i] || p != s->cand[i].price ||
-		    !s->cand[i].valid)
-			bb_candidate(s, i, p);
-	}
 	for (size_t i = 0; i < f->n; i++) {
 		const struct pol_instance *v = &f->v[i];
 		struct bb_item *it = &s->items[n];
@@ -467,6 +511,10 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		/* full fleet: swap for a candidate that saves a good part of
 		 * what this instance would cost until the end */
 		if (!drop && spot >= max) {
+			if (!fresh) {
+				bb_refresh(s, in);
+				fresh = true;
+			}
 			best = bb_pick(s, n, rem, T0, &fs);
 			drop = best >= 0 &&
 			       fs < f0 - (SWAP_MARGIN - 1) * it->cost *
@@ -486,6 +534,8 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	}
 	/* acquisitions while they lower the expected cost to finish, or
 	 * while the fleet is slower than the baselines' */
+	if (spot < max && !fresh)
+		bb_refresh(s, in);
 	while (spot < max) {
 		const struct bb_cand *c;
 		double f1, S = 0, w, C = 0, dw;

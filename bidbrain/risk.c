@@ -24,6 +24,14 @@ struct risk_market {
 	int64_t *p0;                  /* price at each sample; -1: none */
 	struct risk_level *lv;        /* by price, ascending */
 	size_t nlv, caplv;
+	/* Fenwick trees over lv's positions (1-based) of n, evicted[k] and
+	 * tau_sum[k]: updated in place when a level's counts change, rebuilt
+	 * when a level comes or goes (fw_dirty) */
+	uint64_t *cum_n;
+	uint64_t (*cum_ev)[RISK_DELTAS];
+	uint64_t (*cum_tau)[RISK_DELTAS];
+	size_t capcum;
+	bool fw_dirty, fw_ok;
 	size_t head, count;
 	uint32_t evicted[RISK_DELTAS];
 	uint64_t tau_sum[RISK_DELTAS];
@@ -74,6 +82,9 @@ void risk_free(struct risk *r)
 		free(r->m[i].ring);
 		free(r->m[i].p0);
 		free(r->m[i].lv);
+		free(r->m[i].cum_n);
+		free(r->m[i].cum_ev);
+		free(r->m[i].cum_tau);
 	}
 	free(r->m);
 	free(r);
@@ -146,6 +157,21 @@ static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
 			l->evicted[k] += (uint32_t)sign;
 			l->tau_sum[k] += (uint64_t)(int64_t)sign * tau[k];
 		}
+	if (!found || l->n == 0) {
+		m->fw_dirty = true;
+	} else if (!m->fw_dirty && m->fw_ok) {
+		for (size_t j = i + 1; j <= m->nlv; j += j & (~j + 1)) {
+			m->cum_n[j] += (uint64_t)(int64_t)sign;
+			for (int k = 0; k < RISK_DELTAS; k++)
+				if (tau[k] != NOT_EVICTED) {
+					m->cum_ev[j][k] +=
+						(uint64_t)(int64_t)sign;
+					m->cum_tau[j][k] +=
+						(uint64_t)(int64_t)sign *
+						tau[k];
+				}
+		}
+	}
 	if (l->n == 0) {
 		memmove(&m->lv[i], &m->lv[i + 1],
 			(m->nlv - i - 1) * sizeof *m->lv);
@@ -180,6 +206,52 @@ static bool push_sample(struct risk_market *m, const uint16_t *tau,
 			m->tau_sum[k] += tau[k];
 		}
 	return level_add(m, p0, tau, 1);
+}
+
+/* Rebuild the Fenwick trees over the levels (false on OOM: then queries
+ * see no samples until the next rebuild). */
+static bool rebuild_cum(struct risk_market *m)
+{
+	m->fw_dirty = false;
+	m->fw_ok = false;
+	if (m->nlv + 1 > m->capcum) {
+		size_t cap = (m->nlv + 1) * 2;
+		uint64_t *a = px_reallocarray(m->cum_n, cap, sizeof *a);
+		uint64_t (*b)[RISK_DELTAS];
+
+		if (!a)
+			return false;
+		m->cum_n = a;
+		b = px_reallocarray(m->cum_ev, cap, sizeof *b);
+		if (!b)
+			return false;
+		m->cum_ev = b;
+		b = px_reallocarray(m->cum_tau, cap, sizeof *b);
+		if (!b)
+			return false;
+		m->cum_tau = b;
+		m->capcum = cap;
+	}
+	for (size_t l = 0; l < m->nlv; l++) {
+		m->cum_n[l + 1] = m->lv[l].n;
+		for (int k = 0; k < RISK_DELTAS; k++) {
+			m->cum_ev[l + 1][k] = m->lv[l].evicted[k];
+			m->cum_tau[l + 1][k] = m->lv[l].tau_sum[k];
+		}
+	}
+	for (size_t j = 1; j <= m->nlv; j++) {
+		size_t up = j + (j & (~j + 1));
+
+		if (up > m->nlv)
+			continue;
+		m->cum_n[up] += m->cum_n[j];
+		for (int k = 0; k < RISK_DELTAS; k++) {
+			m->cum_ev[up][k] += m->cum_ev[j][k];
+			m->cum_tau[up][k] += m->cum_tau[j][k];
+		}
+	}
+	m->fw_ok = true;
+	return true;
 }
 
 static bool market_update(struct risk_market *m, const struct market_view *mv)
@@ -253,21 +325,68 @@ void risk_get(const struct risk *r, size_t i, int k,
 	ret->tau_s = e ? (double)m->tau_sum[k] / e : RISK_HORIZON_S / 2.0;
 }
 
-void risk_get_at(const struct risk *r, size_t i, int64_t bid_uusd,
+/* Levels with a price at most x. */
+static size_t levels_upto(const struct risk_market *m, int64_t x)
+{
+	size_t lo = 0, hi = m->nlv;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->lv[mid].p <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Sums of the first j levels' n (k < 0) or evicted[k] / tau_sum[k]. */
+static void fw_sum(const struct risk_market *m, size_t j, int k,
+		   uint64_t *ret_a, uint64_t *ret_b)
+{
+	uint64_t a = 0, b = 0;
+
+	for (; j > 0; j -= j & (~j + 1)) {
+		if (k < 0) {
+			a += m->cum_n[j];
+		} else {
+			a += m->cum_ev[j][k];
+			b += m->cum_tau[j][k];
+		}
+	}
+	*ret_a = a;
+	*ret_b = b;
+}
+
+void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
 		 struct risk_estimate *ret)
 {
-	const struct risk_market *m = &r->m[i];
-	uint64_t n = 0, ev = 0, ts = 0;
+	struct risk_market *m = &r->m[i];
+	uint64_t n = 0, ev = 0, ts = 0, x, y, x0, y0;
 
-	for (size_t l = 0; l < m->nlv && m->lv[l].p <= bid_uusd; l++) {
-		int64_t room = bid_uusd - m->lv[l].p;
-		int k = 0;
+	/* levels came or went since the trees were built: rebuild them now,
+	 * once for the queries until the next change */
+	if (m->fw_dirty)
+		(void)rebuild_cum(m);
+	if (m->nlv && m->fw_ok && !m->fw_dirty) {
+		/* a level at p uses delta k when d_k <= B - p < d_k+1, i.e.
+		 * p in (B - d_k+1, B - d_k] */
+		size_t hi = levels_upto(m, bid_uusd);
 
-		while (k + 1 < RISK_DELTAS && m->delta[k + 1] <= room)
-			k++;
-		n += m->lv[l].n;
-		ev += m->lv[l].evicted[k];
-		ts += m->lv[l].tau_sum[k];
+		fw_sum(m, hi, -1, &n, &y);
+		for (int k = 0; k < RISK_DELTAS && hi > 0; k++) {
+			size_t lo = k + 1 < RISK_DELTAS ?
+				    levels_upto(m, bid_uusd -
+						m->delta[k + 1]) : 0;
+
+			if (lo > hi)
+				lo = hi;
+			fw_sum(m, hi, k, &x, &y);
+			fw_sum(m, lo, k, &x0, &y0);
+			ev += x - x0;
+			ts += y - y0;
+			hi = lo;
+		}
 	}
 	ret->samples = (uint32_t)n;
 	ret->beta = (ev + RISK_PRIOR_EVICTED) / (n + RISK_PRIOR_SAMPLES);

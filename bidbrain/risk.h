@@ -21,8 +21,10 @@
  * evicted far sooner than one when it is high; the relative estimate
  * cannot tell them apart.  A sample's rise above B is read from its
  * largest delta d_k <= B - p(s) (so it errs towards evictions).  The
- * samples are kept grouped by their price, so a query costs the number
- * of distinct prices in the window.  Pure code, no I/O, no logging.
+ * samples are counted per distinct price in Fenwick trees, updated in
+ * place as samples come and go and rebuilt at the next query when a
+ * price level comes or goes, so a query costs a few dozen steps.  Pure
+ * code, no I/O, no logging.
  */
 #ifndef PX_RISK_H
 #define PX_RISK_H
@@ -66,8 +68,9 @@ struct risk_estimate {
 void risk_get(const struct risk *r, size_t i, int k,
 	      struct risk_estimate *ret);
 
-/* The estimate for market i and a bid at bid_uusd (see above). */
-void risk_get_at(const struct risk *r, size_t i, int64_t bid_uusd,
+/* The estimate for market i and a bid at bid_uusd (see above).  Not
+ * const: it may rebuild the market's trees first. */
+void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
 		 struct risk_estimate *ret);
 
 /* Delta k of market i in micro-USD. */
