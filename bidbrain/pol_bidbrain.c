@@ -7,9 +7,8 @@
  * eviction probability beta and mean time to eviction tau of a bid at
  * that level, learnt from history before now (risk.h, risk_get_at: the
  * price level matters, not only the delta), counting an evicted partial
- * hour as free
- * (billing_expect_hour) and a new instance's startup and lost clock as
- * useless time.  Each market's best delta is the one with the lowest
+ * hour as free (billing_expect_hour) and a new instance's startup and
+ * lost clock as useless time.  Each market's best delta is the one with the lowest
  * expected cost per speed-second.
  *
  * Decisions plan the fleet by the expected cost to finish the job

@@ -1,7 +1,10 @@
 #!/bin/sh
-# bench_simulate.sh -- issue 3: what the policies cost on the shared traces
-# (legacy-hourly 2015 and 2016, per-second 2021; three job sizes; the
-# shipped fleet cap of 32 spot instances and an equal-fleet cap of 16), and
+# bench_simulate.sh -- issues 3 and 12: what the policies cost on the
+# shared traces (legacy-hourly 2015 and 2016, per-second 2021; three
+# windows, three job sizes, the shipped fleet cap of 32 spot instances and
+# an equal-fleet cap of 16; then windows, sizes and caps outside that set)
+# against the oracle's hindsight bound, one plot per trace of cost per
+# work-hour against job size (PLOT_DIR), and
 # how fast `proteusctl simulate` is: all policies over the 60-day, 20-type
 # 2016 trace (trace loading included) side by side with
 # `jq -c '.SpotPriceHistory[]'` on the same decompressed file, then the
@@ -19,47 +22,61 @@ trap 'rm -rf "$work"' EXIT
 
 # ---- cost ----
 
-# cost TITLE TRACE OD JOB START POLICIES BILLING
-cost() {
-	title=$1 trace=$2 odf=$3 job=$4 start=$5 pols=$6 bill=$7
+# windows TITLE TRACE OD JOB BILLING POLICIES STARTS SIZES CAPS [PLOT]:
+# every policy and the oracle on each (start, job size, spot cap)
+windows() {
+	"$here/sim_windows.py" "$ctl" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" \
+		> "$work/runs.jsonl"
 	echo
-	echo "### $title"
+	echo "\`proteusctl simulate --trace $(basename "$2") --ondemand-prices etc/ondemand/$(basename "$3") --job J --start S --billing $5 --policy $6 --json\`, J = \`$(basename "$4")\` with work_hours and spot.max_instances as in the table, S each start"
 	echo
-	echo "\`proteusctl simulate --trace $(basename "$trace") --ondemand-prices etc/ondemand/$(basename "$odf") --job J --start $start --billing $bill --policy $pols --json\`, J = \`$(basename "$job")\` with work_hours and spot.max_instances as in the table"
-	echo
-	echo "| work-h | spot cap | policy | done | cost USD | runtime h | USD/work-h | evictions | vs ondemand | vs standard | runtime vs standard |"
-	echo "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"
-	for wh in 192 768 3072; do
-		for cap in 32 16; do
-			jq ".work_hours = $wh | .spot.max_instances = $cap" "$job" > "$work/job.json"
-			"$ctl" simulate --trace "$trace" --ondemand-prices "$odf" \
-				--job "$work/job.json" --start "$start" \
-				--billing "$bill" --policy "$pols" --json > "$work/r.json"
-			jq -r --arg wh "$wh" --arg cap "$cap" '
-			  (.results[] | select(.policy == "standard") | .runtime_hours) as $srt |
-			  .results[] |
-			  def pct: if . == null then "-" else (. * 1000 | round / 10 | tostring) + "%" end;
-			  "| \($wh) | \($cap) | \(.policy) | \(if .completed then "yes" else "no" end) | \(.cost_usd * 100 | round / 100) | \(.runtime_hours * 100 | round / 100) | \(if .cost_per_work_usd == null then "-" else (.cost_per_work_usd * 10000 | round / 10000) end) | \(.evictions) | \(.savings_vs_ondemand | pct) | \(.savings_vs_standard | pct) | \(if .policy == "standard" then "-" else ((1 - .runtime_hours / $srt) | pct) end) |"' "$work/r.json"
-		done
-	done
+	python3 "$here/sim_tables.py" "$1" "$5" "$work/runs.jsonl" ${10:-}
 }
 
-echo "Savings are in cost per work-hour (1 - ours / theirs; positive: cheaper);"
-echo "\"runtime vs standard\" is 1 - runtime / standard's runtime (positive: shorter)."
-echo "Windows start 14 days into each trace so that BidBrain's estimator has"
-echo "history and every market has a price."
-[ -n "${SKIP_COST:-}" ] || cost "2015 trace, legacy-hourly (c3.xlarge job, 5 types x 3 zones)" \
-	"$tr/us-east-1_2015-03_2015-08_linux.json.gz" \
-	"$od/us-east-1_2015-03_2015-08.json" "$ex/job-2015-c3xlarge.json" \
-	2015-03-25 bidbrain,standard,ondemand legacy-hourly
-[ -n "${SKIP_COST:-}" ] || cost "2016 trace, legacy-hourly (m3.large job, 17 types x 3 zones)" \
-	"$tr/us-east-1_2016-02_2016-04_linux.json.gz" \
-	"$od/us-east-1_2016-02_2016-04.json" "$ex/job-2016-m3large.json" \
-	2016-03-09 bidbrain,standard,ondemand legacy-hourly
-[ -n "${SKIP_COST:-}" ] || cost "2021 trace, per-second (c4.xlarge job, 13 types x 6 zones)" \
-	"$tr/us-east-1_2021-03_2021-05_linux.json.gz" \
-	"$od/us-east-1_2021-03_2021-05.json" "$ex/job-2021-c4xlarge.json" \
-	2021-03-16 bidbrain,standard,ondemand,spread per-second
+LEG=bidbrain,standard,ondemand,oracle,oracle-paid
+PS=bidbrain,standard,ondemand,spread,lowest-price,capacity-optimized,price-capacity-optimized,diversified,oracle,oracle-paid
+PLOT_DIR=${PLOT_DIR:-$work}
+T15="$tr/us-east-1_2015-03_2015-08_linux.json.gz"
+T16="$tr/us-east-1_2016-02_2016-04_linux.json.gz"
+T21="$tr/us-east-1_2021-03_2021-05_linux.json.gz"
+O15="$od/us-east-1_2015-03_2015-08.json"
+O16="$od/us-east-1_2016-02_2016-04.json"
+O21="$od/us-east-1_2021-03_2021-05.json"
+
+echo "The benchmark windows start 14, 30 and 45 days into each trace (so that"
+echo "BidBrain's estimator has history and every market has a price); job"
+echo "sizes 192, 768 and 3072 work-hours (12, 48, 192 h of a 16-instance"
+echo "job); spot caps 32 (shipped) and 16 (equal fleet).  Savings are in cost"
+echo "per work-hour (1 - ours / theirs; positive: cheaper)."
+if [ -z "${SKIP_COST:-}" ]; then
+	windows "2015 trace, legacy-hourly (c3.xlarge job, 5 types x 3 zones)" \
+		"$T15" "$O15" "$ex/job-2015-c3xlarge.json" legacy-hourly "$LEG" \
+		2015-03-25,2015-04-10,2015-04-25 192,768,3072 32,16 \
+		"$PLOT_DIR/simulate-2015.png"
+	windows "2016 trace, legacy-hourly (m3.large job, 17 types x 3 zones)" \
+		"$T16" "$O16" "$ex/job-2016-m3large.json" legacy-hourly "$LEG" \
+		2016-03-09,2016-03-25,2016-04-09 192,768,3072 32,16 \
+		"$PLOT_DIR/simulate-2016.png"
+	windows "2021 trace, per-second (c4.xlarge job, 13 types x 6 zones)" \
+		"$T21" "$O21" "$ex/job-2021-c4xlarge.json" per-second "$PS" \
+		2021-03-16,2021-04-01,2021-04-16 192,768,3072 32,16 \
+		"$PLOT_DIR/simulate-2021.png"
+	echo
+	echo "Outside the benchmark set (other starts, job sizes and caps, never"
+	echo "looked at while changing BidBrain):"
+	SUMMARY_ONLY=1 windows "2015 trace, unseen windows" "$T15" "$O15" \
+		"$ex/job-2015-c3xlarge.json" legacy-hourly "$LEG" \
+		2015-05-12,2015-06-03,2015-07-01,2015-08-02 96,400,1500 24,20
+	SUMMARY_ONLY=1 windows "2016 trace, unseen windows" "$T16" "$O16" \
+		"$ex/job-2016-m3large.json" legacy-hourly "$LEG" \
+		2016-03-03,2016-03-17,2016-04-02,2016-04-15 96,400,1500 24,20
+	SUMMARY_ONLY=1 windows "2021 trace, unseen windows" "$T21" "$O21" \
+		"$ex/job-2021-c4xlarge.json" per-second "$PS" \
+		2021-03-20,2021-04-08,2021-04-28,2021-05-10 96,400,1500 24,20
+	SUMMARY_ONLY=1 windows "2016 trace, the measured scaling profile (job-2016-m3large-profile.json)" \
+		"$T16" "$O16" "$ex/job-2016-m3large-profile.json" legacy-hourly \
+		"$LEG" 2016-03-09,2016-03-25,2016-04-09 192,768,3072 32,16
+fi
 
 # ---- speed ----
 
@@ -90,7 +107,7 @@ records=$(grep -c '"Timestamp"' "$work/t.json")
 # a job that never completes runs the whole window: the worst case
 jq '.work_hours = 1000000' "$ex/job-2016-m3large.json" > "$work/big.json"
 odf="$od/us-east-1_2016-02_2016-04.json"
-pols=bidbrain,standard,ondemand,spread
+pols=${SPEED_POLICIES:-bidbrain,standard,ondemand,spread}
 # sim TRACE JOB [ARGS]: a script, so that /usr/bin/time can run it
 cat > "$work/sim" <<SH
 #!/bin/sh
@@ -118,7 +135,9 @@ echo "| \`proteusctl simulate --trace t.json ... --policy $pols\` | $sw | $(mb "
 echo "| \`jq -c '.SpotPriceHistory[]' t.json > /dev/null\` | $jw | $(mb "$jm") | 1.00 |"
 r=$(best 3 "$ctl" simulate --trace "$work/t.json" --ondemand-prices "$odf" --job "$work/big.json" --billing legacy-hourly --policy ondemand)
 echo "| of which trace loading (the same with --policy ondemand) | ${r% *} | $(mb "${r#* }") | $(echo "scale=2; ${r% *} / $jw" | bc) |"
-for p in standard bidbrain spread; do
+r=$(best 3 "$ctl" simulate --trace "$work/t.json" --ondemand-prices "$odf" --job "$work/big.json" --billing legacy-hourly --policy "$PS")
+echo "| every policy and both oracles (\`--policy $PS\`) | ${r% *} | $(mb "${r#* }") | $(echo "scale=2; ${r% *} / $jw" | bc) |"
+for p in standard bidbrain spread oracle; do
 	r=$(best 1 "$ctl" simulate --trace "$work/t.json" --ondemand-prices "$odf" --job "$work/big.json" --billing legacy-hourly --policy "$p")
 	echo "| --policy $p alone (loading included) | ${r% *} | $(mb "${r#* }") | $(echo "scale=2; ${r% *} / $jw" | bc) |"
 done

@@ -44,6 +44,11 @@ def main(argv):
         else:
             sys.exit("unknown argument " + rest[0])
     base = json.load(open(jobf))
+    # files the job names are relative to it, not to the temporary copy
+    for k in ("scaling_profile", "spot_advisor"):
+        if isinstance(base.get(k), str):
+            base[k] = os.path.join(os.path.dirname(os.path.abspath(jobf)),
+                                   base[k])
     rows = []
     for start in starts.split(","):
         for wh in sizes.split(","):
