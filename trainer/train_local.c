@@ -38,10 +38,13 @@ void train_opts_default(struct train_opts *o)
 	o->hidden[0] = 256;
 	o->hidden[1] = 256;
 	o->n_hidden = 2;
-	o->epochs = 5;
+	/* 10 epochs and a cosine schedule: what reaches the accuracy targets
+	 * (MLR 84%, MLP 88%, docs/trainer.md) with the other defaults */
+	o->epochs = 10;
 	o->batch = 128;
 	o->lr = 0.05f;
 	o->momentum = 0.9f;
+	o->schedule = TRAIN_LR_COSINE;
 	o->device = TRAIN_DEV_CPU;
 	o->seed = 1;
 }
