@@ -14,10 +14,12 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,6 +214,85 @@ static double nonneg(double v)
 
 /* ---- submit ---- */
 
+/* A path the job file names, relative to the file's folder unless
+ * absolute, made absolute (the daemon runs elsewhere).  false with the
+ * error logged when it does not exist. */
+static bool abs_path(const char *file, const char *field, const char *name,
+		     char *buf, size_t len)
+{
+	char tmp[PATH_MAX + 1], *r;
+	const char *slash = strrchr(file, '/');
+
+	if (name[0] == '/' || !slash)
+		snprintf(tmp, sizeof tmp, "%s", name);
+	else
+		snprintf(tmp, sizeof tmp, "%.*s/%s", (int)(slash - file), file,
+			 name);
+	r = realpath(tmp, NULL);
+	if (!r || strlen(r) >= len) {
+		log_err("%s: %s: '%s': %s", file, field, tmp,
+			r ? "path too long" : strerror(errno));
+		free(r);
+		return false;
+	}
+	snprintf(buf, len, "%s", r);
+	free(r);
+	return true;
+}
+
+/* Make the files the job names travel with it: world.trace,
+ * world.ondemand_prices and spot_advisor as absolute paths, a
+ * scaling_profile file inlined (the stored job then needs no file of the
+ * submitter's).  false with the error logged. */
+static bool resolve_files(const char *file, json_t *spec)
+{
+	static const char *const world_keys[] = { "trace", "ondemand_prices",
+						  NULL };
+	json_t *w = json_object_get(spec, "world"), *v;
+	char buf[PATH_MAX + 1];
+	json_error_t je;
+
+	for (const char *const *k = world_keys; json_is_object(w) && *k; k++) {
+		v = json_object_get(w, *k);
+		if (!json_is_string(v) || !json_string_length(v))
+			continue;
+		if (!abs_path(file, *k, json_string_value(v), buf,
+			      sizeof buf) ||
+		    json_object_set_new(w, *k, json_string(buf)))
+			return false;
+	}
+	v = json_object_get(spec, "spot_advisor");
+	if (json_is_string(v) && json_string_length(v) &&
+	    (!abs_path(file, "spot_advisor", json_string_value(v), buf,
+		       sizeof buf) ||
+	     json_object_set_new(spec, "spot_advisor", json_string(buf))))
+		return false;
+	v = json_object_get(spec, "scaling_profile");
+	if (json_is_string(v)) {
+		struct stat sb;
+		json_t *prof;
+
+		if (!abs_path(file, "scaling_profile", json_string_value(v),
+			      buf, sizeof buf))
+			return false;
+		errno = 0;
+		if (stat(buf, &sb) || sb.st_size > JOBSPEC_FILE_MAX) {
+			log_err("%s: scaling_profile: '%s': %s", file, buf,
+				errno ? strerror(errno) : "too big");
+			return false;
+		}
+		prof = json_load_file(buf, JSON_REJECT_DUPLICATES, &je);
+		if (!prof) {
+			log_err("%s: scaling_profile: %s:%d:%d: %s", file, buf,
+				je.line, je.column, je.text);
+			return false;
+		}
+		if (json_object_set_new(spec, "scaling_profile", prof))
+			return false;
+	}
+	return true;
+}
+
 int cli_submit(int argc, char **argv)
 {
 	struct jargs a = { .cmd = "submit" };
@@ -234,6 +315,10 @@ int cli_submit(int argc, char **argv)
 	if (!json_is_object(spec)) {
 		json_decref(spec);
 		log_err("%s: a job is a JSON object", a.pos);
+		return CLI_EXIT_DATA;
+	}
+	if (!resolve_files(a.pos, spec)) {
+		json_decref(spec);
 		return CLI_EXIT_DATA;
 	}
 	base = strrchr(a.pos, '/');

@@ -735,40 +735,6 @@ static enum px_err read_job(const char *path, struct jobspec *job,
 
 /* ---- the per-second interruption model ---- */
 
-/* Where the shipped snapshots are: installed under PREFIX/share/proteus,
- * or in the source tree beside build/ (or build/asan/). */
-static enum px_err default_advisor_dir(char *buf, size_t len,
-				       struct px_error *err)
-{
-	static const char *const cands[] = {
-		"../share/proteus/spot-advisor", "../etc/spot-advisor",
-		"../../etc/spot-advisor", NULL,
-	};
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	char *slash;
-
-	if (n <= 0)
-		snprintf(exe, sizeof exe, ".");
-	else
-		exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
-	for (const char *const *c = cands; *c; c++) {
-		struct stat sb;
-
-		if ((size_t)snprintf(buf, len, "%s/%s", exe, *c) < len &&
-		    stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode))
-			return PX_OK;
-	}
-	return px_errorf(err, PX_ENOENT, "no shipped spot advisor snapshots "
-			 "beside %s (etc/spot-advisor; make install puts them "
-			 "in PREFIX/share/proteus/spot-advisor): give "
-			 "--spot-advisor FILE or the job's interruption_rates",
-			 exe);
-}
-
 /* A file a job spec names: relative to the spec's folder unless
  * absolute. */
 static void job_relative(const char *job_path, const char *name, char *buf,
@@ -790,9 +756,6 @@ static enum px_err advisor_path(const struct opts *o,
 				const struct jobspec *job, int64_t start_s,
 				char *buf, size_t len, struct px_error *err)
 {
-	char dir[4096];
-	enum px_err e;
-
 	if (o->advisor) {
 		snprintf(buf, len, "%s", o->advisor);
 		return PX_OK;
@@ -801,10 +764,7 @@ static enum px_err advisor_path(const struct opts *o,
 		job_relative(o->job_path, job->spot_advisor, buf, len);
 		return PX_OK;
 	}
-	e = default_advisor_dir(dir, sizeof dir, err);
-	if (e == PX_OK)
-		e = advisor_pick(dir, start_s, buf, len, err);
-	return e;
+	return advisor_shipped(start_s, buf, len, err);
 }
 
 /* ---- storing the runs ---- */

@@ -85,6 +85,12 @@ static const struct config_key config_table[] = {
 	 CONFIG_PATH_MAX - 1, "", CONFIG_RELOADABLE,
 	 "local world: the on-demand price table (empty: the shipped one "
 	 "of the shipped trace's era)", NULL, NULL},
+	{"spot_advisor", CONFIG_STR, CFG(spot_advisor), 0,
+	 CONFIG_PATH_MAX - 1, "", CONFIG_RELOADABLE,
+	 "per-second billing: the Spot Instance Advisor snapshot whose "
+	 "interruption buckets give each type's hazard, for jobs that name "
+	 "none (empty: the shipped snapshot of the job's start month)",
+	 NULL, NULL},
 	{"job_dir", CONFIG_STR, CFG(job_dir), 0, CONFIG_PATH_MAX - 1, "",
 	 CONFIG_IMMUTABLE,
 	 "where each job keeps its sockets and checkpoint (empty: "

@@ -259,6 +259,20 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 					 err) :
 			   px_errorf(err, PX_ENOMEM, "out of memory");
 	}
+	/* the daemon reads no file a job names by a relative path (whose
+	 * folder would it be?), and keeps no profile outside the job:
+	 * proteusctl submit inlines the profile and makes paths absolute */
+	if (r == PX_OK && ret->spec.profile_path[0])
+		r = px_errorf(err, PX_EINVAL, "%s: scaling_profile: a file "
+			      "name ('%s') is for simulate; a submitted job "
+			      "carries the profile itself (proteusctl submit "
+			      "inlines the file)", name,
+			      ret->spec.profile_path);
+	if (r == PX_OK && ret->spec.spot_advisor[0] &&
+	    ret->spec.spot_advisor[0] != '/')
+		r = px_errorf(err, PX_EINVAL, "%s: spot_advisor: '%s' must be "
+			      "an absolute path here (proteusctl submit makes "
+			      "it one)", name, ret->spec.spot_advisor);
 	free(rest);
 	json_decref(tr);
 	json_decref(wo);

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "../bidbrain/billing.h"
+#include "../cloudapi/advisor.h"
 #include "../cloudapi/market_load.h"
 #include "../cloudapi/ondemand.h"
 #include "../common/log.h"
@@ -84,6 +85,12 @@ struct job {
 	struct ondemand_table od;
 	struct market_load ld;
 	enum billing_model billing;
+	/* per-second: the Spot Instance Advisor snapshot the hazards come
+	 * from (adv_cfg: the daemon's spot_advisor when the job came) */
+	char adv_cfg[CONFIG_PATH_MAX];
+	char adv_path[CONFIG_PATH_MAX];
+	struct advisor adv;
+	bool have_adv;
 	struct plan *plan;
 	int64_t start_s;         /* market time the world starts at */
 	double speedup;
@@ -256,12 +263,32 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 			     BILLING_PER_SECOND : BILLING_LEGACY_HOURLY;
 	j->speedup = j->req.world.speedup > 0 ? j->req.world.speedup :
 		     (double)s->cfg->local_speedup;
+	/* per-second hazards from a snapshot (as simulate), unless the job
+	 * gives every rate itself: the job's, else the daemon's, else the
+	 * shipped one of the start's month */
+	if (j->billing == BILLING_PER_SECOND && j->req.spec.rate_default < 0) {
+		const char *p = j->req.spec.spot_advisor[0] ?
+				j->req.spec.spot_advisor : j->adv_cfg;
+
+		if (p[0])
+			snprintf(j->adv_path, sizeof j->adv_path, "%s", p);
+		else
+			e = advisor_shipped(j->start_s, j->adv_path,
+					    sizeof j->adv_path, err);
+		if (e == PX_OK)
+			e = advisor_load(j->adv_path, j->req.spec.region,
+					 &j->adv, err);
+		if (e != PX_OK)
+			return e;
+		j->have_adv = true;
+	}
 	{
 		struct plan_setup su = {
 			.ms = &j->ms, .od = &j->od, .job = &j->req.spec,
 			.billing = j->billing, .start_s = j->start_s,
 			.trace_first_s = j->ld.first_s,
 			.trace_last_s = j->ld.last_s, .seed = (uint64_t)j->id,
+			.advisor = j->have_adv ? &j->adv : NULL,
 		};
 		e = plan_new(&su, &j->plan, err);
 	}
@@ -1130,6 +1157,8 @@ static void job_free(struct job *j)
 	plan_free(j->plan);
 	market_set_release(&j->ms);
 	ondemand_table_release(&j->od);
+	if (j->have_adv)
+		advisor_release(&j->adv);
 	free(j->seen);
 	free(j->od_open);
 	free(j);
@@ -1144,6 +1173,9 @@ static void job_trim(struct job *j)
 	market_set_init(&j->ms);
 	ondemand_table_release(&j->od);
 	memset(&j->od, 0, sizeof j->od);
+	if (j->have_adv)
+		advisor_release(&j->adv);
+	j->have_adv = false;
 }
 
 static int64_t pump(struct loop *l, int64_t id, void *ctx);
@@ -1306,6 +1338,7 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 	j->js = js;
 	j->timer = -1;
 	market_set_init(&j->ms);
+	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	e = jobreq_parse(text, strlen(text), name, &j->req, err);
 	if (e == PX_OK && j->req.world.kind != JOB_WORLD_LOCAL)
 		e = px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
@@ -1477,6 +1510,10 @@ static json_t *status_live(struct job *j)
 	json_object_set_new(o, "market_time", json_integer(j->t ? j->t :
 							  j->start_s));
 	json_object_set_new(o, "restarts", json_integer(j->restarts));
+	json_object_set_new(o, "billing",
+			    json_string(billing_model_name(j->billing)));
+	json_object_set_new(o, "spot_advisor", j->adv_path[0] ?
+			    json_string(j->adv_path) : json_null());
 	if (j->why[0] && j->state == STORE_JOB_FAILED)
 		json_object_set_new(o, "error", json_string(j->why));
 	return o;
@@ -1796,6 +1833,7 @@ static void recover_one(struct jobs *js, int64_t id)
 	j->id = id;
 	j->timer = -1;
 	market_set_init(&j->ms);
+	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(name, sizeof name, "job %" PRId64, id);
 	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
 	if (e == PX_OK)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "advisor.h"
 
@@ -233,4 +235,36 @@ enum px_err advisor_pick(const char *dir, int64_t t_s, char *buf, size_t len,
 			     first_name) >= len)
 		return px_errorf(err, PX_EINVAL, "path too long: '%s'", dir);
 	return PX_OK;
+}
+
+enum px_err advisor_shipped(int64_t t_s, char *buf, size_t len,
+			    struct px_error *err)
+{
+	static const char *const cands[] = {
+		"../share/proteus/spot-advisor", "../etc/spot-advisor",
+		"../../etc/spot-advisor", NULL,
+	};
+	char exe[4096], dir[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char *slash;
+
+	if (n <= 0)
+		snprintf(exe, sizeof exe, ".");
+	else
+		exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	for (const char *const *c = cands; *c; c++) {
+		struct stat sb;
+
+		if ((size_t)snprintf(dir, sizeof dir, "%s/%s", exe, *c) <
+			    sizeof dir &&
+		    stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+			return advisor_pick(dir, t_s, buf, len, err);
+	}
+	return px_errorf(err, PX_ENOENT, "no shipped spot advisor snapshots "
+			 "beside %s (etc/spot-advisor; make install puts them "
+			 "in PREFIX/share/proteus/spot-advisor): name a "
+			 "snapshot, or give the job's interruption_rates", exe);
 }

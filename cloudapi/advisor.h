@@ -76,5 +76,11 @@ double advisor_hazard(const struct advisor *a, int b);
  * earliest.  Its path into buf.  PX_ENOENT when dir has none. */
 enum px_err advisor_pick(const char *dir, int64_t t_s, char *buf, size_t len,
 			 struct px_error *err);
+/* The shipped snapshot for a run that starts at t_s (advisor_pick in the
+ * folder beside the running program: PREFIX/share/proteus/spot-advisor
+ * installed, etc/spot-advisor from build/ or build/asan/ in the source
+ * tree).  PX_ENOENT naming where it looked when there is none. */
+enum px_err advisor_shipped(int64_t t_s, char *buf, size_t len,
+			    struct px_error *err);
 
 #endif

@@ -656,3 +656,145 @@ Test(jobs, a_long_submission_does_not_block_the_daemon)
 	close(fd);
 	free(trace);
 }
+
+/* A copy of a shipped file into our temp dir, under name. */
+static char *copy_src(const char *rel, const char *name)
+{
+	char *src = px_src_path(rel), *dst, buf[65536];
+	FILE *in = fopen(src, "rb"), *out;
+	size_t k;
+
+	cr_assert_not_null(in, "%s", src);
+	cr_assert(asprintf(&dst, "%s/%s", t.tmp, name) > 0);
+	out = fopen(dst, "wb");
+	cr_assert_not_null(out);
+	while ((k = fread(buf, 1, sizeof buf, in)) > 0)
+		cr_assert_eq(fwrite(buf, 1, k, out), k);
+	fclose(in);
+	fclose(out);
+	free(src);
+	return dst;
+}
+
+static void cancel(int64_t id)
+{
+	char ids[24];
+	struct pxrun r;
+
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 20, "cancel", ids, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+}
+
+/* Per-second billing takes each type's hazard from a Spot Instance
+ * Advisor snapshot, as simulate does: the job's (a path relative to the
+ * job file, made absolute by submit), else the daemon's spot_advisor,
+ * else the shipped one of the start's month (none before 2021-02: the
+ * earliest); one that is missing or malformed refuses the job, naming the
+ * field; legacy billing reads none.  A scaling profile file travels
+ * inlined in the stored job. */
+Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
+{
+	const char *ps = "{\"world\": {\"name\": \"local\", \"start\": "
+			 "\"2016-03-02T00:00:00Z\", \"billing\": \"per-second\"}";
+	char *cfg_adv = copy_src("etc/spot-advisor/linux_2025-06.json",
+				 "cfg-adv.json");
+	char *job_adv = copy_src("etc/spot-advisor/linux_2021-02.json",
+				 "job-adv.json");
+	char *prof = copy_src("docs/examples/scaling-mlr-2core.json",
+			      "prof.json");
+	char extra[512];
+	struct pxrun r;
+	json_t *st;
+	int64_t id;
+	FILE *f;
+
+	/* no daemon setting: the shipped snapshot */
+	daemon_up();
+	snprintf(extra, sizeof extra, "%s}", ps);
+	write_job(200, extra);
+	id = submit();
+	st = status(id);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "billing")),
+			 "per-second");
+	cr_assert_not_null(strstr(json_string_value(json_object_get(st,
+		"spot_advisor")), "spot-advisor/linux_2021-02.json"));
+	json_decref(st);
+	cancel(id);
+	/* legacy: no snapshot */
+	write_job(200, NULL);
+	id = submit();
+	st = status(id);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "billing")),
+			 "legacy-hourly");
+	cr_assert(json_is_null(json_object_get(st, "spot_advisor")));
+	json_decref(st);
+	cancel(id);
+	stop_daemon(SIGTERM);
+
+	/* the daemon's setting, then the job's over it */
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nspot_advisor %s\n", t.db,
+		t.sock, cfg_adv);
+	fclose(f);
+	start_daemon();
+	write_job(200, extra);
+	id = submit();
+	st = status(id);
+	cr_assert_str_eq(json_string_value(json_object_get(st,
+		"spot_advisor")), cfg_adv);
+	json_decref(st);
+	cancel(id);
+	snprintf(extra, sizeof extra, "%s, \"spot_advisor\": \"job-adv.json\"}",
+		 ps);
+	write_job(200, extra);
+	id = submit();
+	st = status(id);
+	cr_assert_str_eq(json_string_value(json_object_get(st,
+		"spot_advisor")), job_adv);
+	json_decref(st);
+	cancel(id);
+
+	/* missing and malformed snapshots: refused, naming what */
+	snprintf(extra, sizeof extra, "%s, \"spot_advisor\": \"nope.json\"}",
+		 ps);
+	write_job(200, extra);
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3);
+	cr_assert(strstr(r.err, "spot_advisor") && strstr(r.err, "nope.json"),
+		  "%s", r.err);
+	pxrun_free(&r);
+	f = fopen(job_adv, "w");
+	fputs("{\"spot_advisor\": {\"us-east-1\": {\"Linux\": {\"m3.large\": "
+	      "{\"r\": 9}}}}}", f);
+	fclose(f);
+	snprintf(extra, sizeof extra, "%s, \"spot_advisor\": \"job-adv.json\"}",
+		 ps);
+	write_job(200, extra);
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3);
+	cr_assert(strstr(r.err, "job-adv.json"), "%s", r.err);
+	pxrun_free(&r);
+
+	/* a profile file, inlined: the stored job holds its figures */
+	{
+		char *src = px_src_path("docs/examples/job-local-mlr.json");
+		json_error_t je;
+		json_t *j = json_load_file(src, 0, &je);
+
+		cr_assert_not_null(j, "%s", je.text);
+		json_object_del(j, "scaling_efficiency");
+		json_object_set_new(j, "scaling_profile",
+				    json_string("prof.json"));
+		cr_assert_eq(json_dump_file(j, t.job, 0), 0);
+		json_decref(j);
+		free(src);
+	}
+	id = submit();
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs WHERE spec LIKE "
+			     "'%samples_per_s%' AND spec NOT LIKE "
+			     "'%prof.json%'"), 1);
+	cancel(id);
+	free(cfg_adv);
+	free(job_adv);
+	free(prof);
+}
