@@ -686,6 +686,25 @@ static void cancel(int64_t id)
 	pxrun_free(&r);
 }
 
+/* Submit the example job with extra, and return what its status says of
+ * field (a copy; NULL for null), then cancel it. */
+static char *submitted_field(const char *extra, const char *field)
+{
+	json_t *st, *v;
+	char *ret;
+	int64_t id;
+
+	write_job(200, extra);
+	id = submit();
+	st = status(id);
+	v = json_object_get(st, field);
+	cr_assert(json_is_string(v) || json_is_null(v), "%s", field);
+	ret = json_is_string(v) ? strdup(json_string_value(v)) : NULL;
+	json_decref(st);
+	cancel(id);
+	return ret;
+}
+
 /* Per-second billing takes each type's hazard from a Spot Instance
  * Advisor snapshot, as simulate does: the job's (a path relative to the
  * job file, made absolute by submit), else the daemon's spot_advisor,
@@ -703,33 +722,22 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 				 "job-adv.json");
 	char *prof = copy_src("docs/examples/scaling-mlr-2core.json",
 			      "prof.json");
-	char extra[512];
+	char extra[512], *got;
 	struct pxrun r;
-	json_t *st;
 	int64_t id;
 	FILE *f;
 
-	/* no daemon setting: the shipped snapshot */
+	/* no daemon setting: the shipped snapshot; legacy: none */
 	daemon_up();
 	snprintf(extra, sizeof extra, "%s}", ps);
-	write_job(200, extra);
-	id = submit();
-	st = status(id);
-	cr_assert_str_eq(json_string_value(json_object_get(st, "billing")),
-			 "per-second");
-	cr_assert_not_null(strstr(json_string_value(json_object_get(st,
-		"spot_advisor")), "spot-advisor/linux_2021-02.json"));
-	json_decref(st);
-	cancel(id);
-	/* legacy: no snapshot */
-	write_job(200, NULL);
-	id = submit();
-	st = status(id);
-	cr_assert_str_eq(json_string_value(json_object_get(st, "billing")),
-			 "legacy-hourly");
-	cr_assert(json_is_null(json_object_get(st, "spot_advisor")));
-	json_decref(st);
-	cancel(id);
+	got = submitted_field(extra, "billing");
+	cr_assert_str_eq(got, "per-second");
+	free(got);
+	got = submitted_field(extra, "spot_advisor");
+	cr_assert(got && strstr(got, "spot-advisor/linux_2021-02.json"), "%s",
+		  got);
+	free(got);
+	cr_assert_null(submitted_field(NULL, "spot_advisor"));
 	stop_daemon(SIGTERM);
 
 	/* the daemon's setting, then the job's over it */
@@ -739,22 +747,14 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 		t.sock, cfg_adv);
 	fclose(f);
 	start_daemon();
-	write_job(200, extra);
-	id = submit();
-	st = status(id);
-	cr_assert_str_eq(json_string_value(json_object_get(st,
-		"spot_advisor")), cfg_adv);
-	json_decref(st);
-	cancel(id);
+	got = submitted_field(extra, "spot_advisor");
+	cr_assert_str_eq(got, cfg_adv);
+	free(got);
 	snprintf(extra, sizeof extra, "%s, \"spot_advisor\": \"job-adv.json\"}",
 		 ps);
-	write_job(200, extra);
-	id = submit();
-	st = status(id);
-	cr_assert_str_eq(json_string_value(json_object_get(st,
-		"spot_advisor")), job_adv);
-	json_decref(st);
-	cancel(id);
+	got = submitted_field(extra, "spot_advisor");
+	cr_assert_str_eq(got, job_adv);
+	free(got);
 
 	/* missing and malformed snapshots: refused, naming what */
 	snprintf(extra, sizeof extra, "%s, \"spot_advisor\": \"nope.json\"}",
