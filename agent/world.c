@@ -185,7 +185,8 @@ enum px_err world_pool_events(const struct pol_env *env,
 			}
 			v[n++] = t;
 		}
-		qsort(v + n0, n - n0, sizeof *v, cmp_i64);
+		if (n > n0)
+			qsort(v + n0, n - n0, sizeof *v, cmp_i64);
 	}
 	*ret = v;
 	*ret_n = n;

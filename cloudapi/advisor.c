@@ -201,10 +201,11 @@ static long snap_month(const char *name)
 enum px_err advisor_pick(const char *dir, int64_t t_s, char *buf, size_t len,
 			 struct px_error *err)
 {
+	struct dirent *de;
 	char when[32];
 	long want, best = -1, first = -1;
-	char best_name[64] = "", first_name[64] = "";
-	struct dirent *de;
+	char best_name[sizeof de->d_name] = "";
+	char first_name[sizeof de->d_name] = "";
 	DIR *d = opendir(dir);
 
 	if (!d)
