@@ -540,14 +540,17 @@ int cli_job_status(int argc, char **argv)
 				printf("\033[%dA\033[J", lines);
 			lines = print_status(r);
 		} else {
-			/* a line when something changed */
-			char *now = json_dumps(json_object_get(r, "clock"), 0);
+			/* a line when something changed (json_dumps of a bare
+			 * number is NULL without JSON_ENCODE_ANY: the clock was
+			 * never part of this key, so piped output showed a line
+			 * per state change only) */
 			char key[4096];
 
-			snprintf(key, sizeof key, "%s/%s/%lld/%lld", state,
-				 now ? now : "", int_of(r, "evictions"),
-				 int_of(r, "workers"));
-			free(now);
+			snprintf(key, sizeof key, "%s/%lld/%lld/%lld/%lld/%lld/"
+				 "%lld", state, int_of(r, "stage"),
+				 int_of(r, "clock"), int_of(r, "evictions"),
+				 int_of(r, "workers"), int_of(r, "joins"),
+				 int_of(r, "losses"));
 			if (strcmp(key, last) || end)
 				print_status_line(r);
 			snprintf(last, sizeof last, "%s", key);

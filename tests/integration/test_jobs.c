@@ -317,13 +317,28 @@ Test(jobs, a_job_runs_to_its_end_and_the_books_add_up)
 	int64_t id;
 
 	daemon_up();
-	write_job(2, NULL);
+	write_job(20, NULL);
 	id = submit();
 	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	/* --watch piped: lines, and exit 0 once done */
-	cr_assert_eq(ctl(&r, 180, "status", ids, "--watch", NULL), 0,
-		     "%s%s", r.out, r.err);
+	/* --watch piped: a line per change (the clock moves: several running
+	 * lines, each with a clock other than the line before; a key without
+	 * the clock gave two, when the workers came), exit 0 once done */
+	cr_assert_eq(ctl(&r, 180, "status", ids, "--watch", "--interval=0.1"),
+		     0, "%s%s", r.out, r.err);
 	cr_assert(strstr(r.out, " done "), "%s", r.out);
+	{
+		long last = -1, moves = 0;
+
+		for (char *p = r.out; (p = strstr(p, " running ")); p++) {
+			char *c = strstr(p, " clock ");
+			long v = c ? strtol(c + 7, NULL, 10) : -1;
+
+			moves += last >= 0 && v != last;
+			last = v;
+		}
+		cr_assert_geq(moves, 3, "the clock moved %ld times in the "
+			      "watch: %s", moves, r.out);
+	}
 	pxrun_free(&r);
 	st = status(id);
 	cr_assert_str_eq(state_of(st), "done");
