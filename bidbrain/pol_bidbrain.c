@@ -5,8 +5,10 @@
  * bid delta of the risk estimator (bid = current price + delta) it computes
  * the expected charge and useful time of the next billing hour from the
  * eviction probability beta and mean time to eviction tau of a bid at
- * that level, learnt from history before now (risk.h, risk_get_at: the
- * price level matters, not only the delta), counting an evicted partial
+ * that level when the price is what it is now, learnt from history
+ * before now (risk.h, risk_get_level: the samples taken at the current
+ * price, leaning on those at or below the bid, risk_get_at, where that
+ * price was seen less than a day), counting an evicted partial
  * hour as free (billing_expect_hour) and a new instance's startup and
  * lost clock as useless time.  Each market's best delta is the one with the lowest
  * expected cost per speed-second.
@@ -89,6 +91,7 @@ struct bb_item {
 #define BB_MEMO 32
 struct bb_memo {
 	int64_t bid[BB_MEMO];
+	int64_t price[BB_MEMO];
 	struct risk_estimate e[BB_MEMO];
 	int n, next;
 	int64_t at_s;            /* when the entries were first computed */
@@ -158,8 +161,9 @@ static void bb_fini(void *state)
 }
 
 /* beta and tau of market i for a bid at bid_uusd when the price is
- * price_uusd (risk_get_at: the chance that the price rises above that
- * level within the hour, from the samples taken at or below it), with
+ * price_uusd (risk_get_level: the chance that the price rises above the
+ * bid within the hour, from the samples taken at that price, shrunk
+ * towards those taken at or below the bid), with
  * current-era interruptions folded in under per-second billing. */
 static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
 			int64_t bid, double *ret_beta, double *ret_tau)
@@ -171,12 +175,14 @@ static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
 	int j;
 
 	if (bid >= price) {
-		for (j = 0; j < mo->n && mo->bid[j] != bid; j++)
+		for (j = 0; j < mo->n && (mo->bid[j] != bid ||
+					  mo->price[j] != price); j++)
 			;
 		if (j == mo->n) {
 			j = mo->n < BB_MEMO ? mo->n++ : mo->next++ % BB_MEMO;
 			mo->bid[j] = bid;
-			risk_get_at(s->risk, i, bid, &mo->e[j]);
+			mo->price[j] = price;
+			risk_get_level(s->risk, i, price, bid, &mo->e[j]);
 		}
 		e = mo->e[j];
 		b = e.beta;

@@ -393,6 +393,35 @@ void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
 	ret->tau_s = ev ? (double)ts / (double)ev : RISK_HORIZON_S / 2.0;
 }
 
+void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
+		    int64_t bid_uusd, struct risk_estimate *ret)
+{
+	const struct risk_market *m = &r->m[i];
+	struct risk_estimate at;
+	double w = RISK_LEVEL_W, ev = 0, ts = 0, n = 0, wev;
+	int k = risk_delta_index(r, i, price_uusd, bid_uusd);
+	bool found;
+	size_t l;
+
+	risk_get_at(r, i, bid_uusd, &at);
+	if (k < 0) {
+		*ret = at;
+		return;
+	}
+	l = level_find(m, price_uusd, &found);
+	if (found) {
+		n = m->lv[l].n;
+		ev = m->lv[l].evicted[k];
+		ts = (double)m->lv[l].tau_sum[k];
+	}
+	/* the level's own samples, shrunk towards the absolute estimate
+	 * with the weight of RISK_LEVEL_W samples */
+	wev = w * at.beta;
+	ret->samples = (uint32_t)n;
+	ret->beta = (ev + wev) / (n + w);
+	ret->tau_s = (ts + wev * at.tau_s) / (ev + wev);
+}
+
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k)
 {
 	return r->m[i].delta[k];

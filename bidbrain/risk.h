@@ -45,6 +45,14 @@
  * not count on free evicted hours. */
 #define RISK_PRIOR_EVICTED 0.5
 #define RISK_PRIOR_SAMPLES 12.0
+/* risk_get_level's weight of the absolute estimate, in samples: a day of
+ * them, so a price level seen for less than a day leans on the absolute
+ * estimate and one seen for days speaks for itself.  The benchmark
+ * windows' savings are flat from 4 h to a day of samples
+ * (tests/bench/bench_bidbrain_sweep.sh, -DRISK_LEVEL_W=). */
+#ifndef RISK_LEVEL_W
+#define RISK_LEVEL_W (86400.0 / RISK_STEP_S)
+#endif
 
 struct risk;
 
@@ -72,6 +80,18 @@ void risk_get(const struct risk *r, size_t i, int k,
  * const: it may rebuild the market's trees first. */
 void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
 		 struct risk_estimate *ret);
+
+/* The estimate for market i and a bid at bid_uusd when the price is
+ * price_uusd: the samples taken at exactly that price, with the delta
+ * d_k <= bid - price (the largest), shrunk towards risk_get_at(bid) with
+ * the weight of RISK_LEVEL_W samples (a level seen rarely gets the
+ * absolute estimate).  Spot prices of the legacy era move in small steps
+ * around a level, and the chance that the price rises above a bid within
+ * the hour depends on the price now much more than on the levels below
+ * the bid that risk_get_at also counts.  A bid below the price gets
+ * risk_get_at's answer. */
+void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
+		    int64_t bid_uusd, struct risk_estimate *ret);
 
 /* Delta k of market i in micro-USD. */
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k);

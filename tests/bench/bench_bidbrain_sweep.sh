@@ -1,12 +1,14 @@
 #!/bin/sh
-# bench_bidbrain_sweep.sh -- does BidBrain's result depend on its two
+# bench_bidbrain_sweep.sh -- does BidBrain's result depend on its
 # hand-picked constants (issue 12)?  Builds proteusctl in its own folder
-# with BB_END_S (the end game, seconds) and BB_SWAP_MARGIN (a swap must
-# save this factor) set to each value in turn, and prints the mean and
+# with BB_END_S (the end game, seconds), BB_SWAP_MARGIN (a swap must
+# save this factor) and RISK_LEVEL_W (the weight, in samples, of the
+# pooled estimate in the risk estimator's estimate at the current price
+# level) set to each value in turn, and prints the mean and
 # worst saving against standard over the 18 benchmark windows of the 2015
 # and 2016 traces (tests/bench/sim_windows.py) for each.
 #   env: SHARED (../shared), SWEEP_BUILD (default build-sweep; removed
-#   at the end), END_VALUES, SWAP_VALUES.
+#   at the end), END_VALUES, SWAP_VALUES, LEVEL_VALUES.
 set -eu
 : "${SHARED:?}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,12 +16,13 @@ src=$(cd "$here/../.." && pwd)
 B=${SWEEP_BUILD:-build-sweep}
 END_VALUES=${END_VALUES:-"0 1800 3600 7200 14400 28800"}
 SWAP_VALUES=${SWAP_VALUES:-"1.0 1.1 1.2 1.5 2.0 1e9"}
+LEVEL_VALUES=${LEVEL_VALUES:-"12 48 96 288 1152"}
 tr="$SHARED/traces"
 cd "$src"
 trap 'rm -rf "$B"' EXIT
 
-build() { # CFLAGS for BidBrain
-	rm -f "$B/obj/bidbrain/pol_bidbrain.o"
+build() { # CFLAGS for BidBrain and its risk estimator
+	rm -f "$B/obj/bidbrain/pol_bidbrain.o" "$B/obj/bidbrain/risk.o"
 	make -s BUILD="$B" CFLAGS_OPT="-O2 $1" "$B/proteusctl" >/dev/null
 }
 row() { # label
@@ -47,4 +50,8 @@ done
 for v in $SWAP_VALUES; do
 	build "-DBB_SWAP_MARGIN=$v"
 	row "BB_SWAP_MARGIN=$v"
+done
+for v in $LEVEL_VALUES; do
+	build "-DRISK_LEVEL_W=$v"
+	row "RISK_LEVEL_W=$v"
 done

@@ -587,3 +587,58 @@ Test(policy, risk_at_an_absolute_bid)
 	cr_assert_float_eq(est.beta, 12.0 / 22, 0.01, "beta %f", est.beta);
 	risk_free(r);
 }
+
+/* risk_get_level: the price now matters.  Every 2 h the price is 0.10 for
+ * 90 min, 0.11 for 20 min, 0.12 for 10 min.  A bid at 0.11 when the price
+ * is 0.11 is evicted within the hour every time (at 6600 s, after 1200,
+ * 900, 600 or 300 s: 750 s on average), while the samples at or below
+ * 0.11 that risk_get_at pools are mostly at 0.10, of which fewer than
+ * half see 0.12 within the hour. */
+Test(policy, risk_at_the_current_price_level)
+{
+	struct risk *r = NULL;
+	struct risk_estimate lv, at;
+	struct px_error e = {0};
+	int idx = 0;
+	int64_t odp = 1000000;       /* deltas 0, 0.01, 0.02, ... */
+	double w = RISK_LEVEL_W, n;
+
+	for (int64_t t = 0; t < 20 * 86400; t += 7200) {
+		add("us-east-1a", "c3.xlarge", t, 100000);
+		add("us-east-1a", "c3.xlarge", t + 5400, 110000);
+		add("us-east-1a", "c3.xlarge", t + 6600, 120000);
+	}
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	cr_assert_eq(risk_new(1, &idx, &odp, &r, &e), PX_OK);
+	struct market_view mv = {.ms = &ms, .now_s = 5 * 86400};
+	cr_assert(risk_update(r, &mv, NULL));
+	risk_get_at(r, 0, 110000, &at);
+	risk_get_level(r, 0, 110000, 110000, &lv);
+	/* 4 samples at 0.11 in each of the 59 whole periods before now - 1 h */
+	n = lv.samples;
+	cr_assert_eq(lv.samples, 4 * 59, "%u samples at 0.11", lv.samples);
+	cr_assert(at.beta < 0.6 && at.samples > lv.samples, "at %f (%u)",
+		  at.beta, at.samples);
+	/* all n evicted, shrunk towards risk_get_at with weight w */
+	cr_assert_float_eq(lv.beta, (n + w * at.beta) / (n + w), 1e-9,
+			   "level %f at %f", lv.beta, at.beta);
+	cr_assert_float_eq(lv.tau_s, (750 * n + w * at.beta * at.tau_s) /
+			   (n + w * at.beta), 1e-6, "tau %f", lv.tau_s);
+	cr_assert(lv.beta > at.beta + 0.15, "level %f at %f", lv.beta,
+		  at.beta);
+	/* a bid at 0.11 when the price is 0.10: the 0.10 level's own samples
+	 * (delta 0.01: rises above 0.11 within the hour from 3000 s on, 8 of
+	 * 18) pull it below the pooled estimate */
+	risk_get_level(r, 0, 100000, 110000, &lv);
+	cr_assert(lv.beta < at.beta && lv.beta > 8.0 / 18 - 0.05,
+		  "level %f at %f", lv.beta, at.beta);
+	/* a price never seen: the absolute estimate; a bid below the price:
+	 * risk_get_at's answer */
+	risk_get_level(r, 0, 105000, 110000, &lv);
+	cr_assert_eq(lv.samples, 0);
+	cr_assert_float_eq(lv.beta, at.beta, 1e-12);
+	cr_assert_float_eq(lv.tau_s, at.tau_s, 1e-9);
+	risk_get_level(r, 0, 120000, 110000, &lv);
+	cr_assert_float_eq(lv.beta, at.beta, 1e-12);
+	risk_free(r);
+}
