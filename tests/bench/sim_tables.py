@@ -131,7 +131,7 @@ def draw(title, rows, pols, sizes, out):
         script = """
 set terminal pngcairo size 900,600
 set output '%s'
-set title "%s: mean cost per work-hour over the windows (spot cap %d)"
+set title "%s\\nmean cost per work-hour over the windows, spot cap %d" font ",10"
 set xlabel 'job size (work-hours)'
 set ylabel 'USD per work-hour'
 set logscale xy
