@@ -69,6 +69,8 @@ extern char **environ;
 struct seen_node {
 	uint32_t node;
 	uint8_t state;           /* enum wire_member_state */
+	bool warned;             /* its instance got an eviction notice:
+				  * gone is a leave, not a loss */
 };
 
 struct job {
@@ -501,6 +503,8 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 	return PX_OK;
 }
 
+static struct seen_node *seen_get(struct job *j, uint32_t node);
+
 /* An eviction notice: the node's group gets SIGTERM with the real
  * milliseconds left as the signal's value (the trainer's warned leave). */
 static void node_notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms)
@@ -519,8 +523,12 @@ static void node_notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms)
 	/* and the coordinator moves their partitions and shards now, even
 	 * if a role is too busy to say it leaves */
 	for (int k = 0; k <= j->req.trainer.workers_per_instance; k++) {
+		struct seen_node *s;
+
 		c.node.v = (uint32_t)(id * NODE_STRIDE) + (uint32_t)k;
 		cmd_queue(j, &c);
+		if ((s = seen_get(j, c.node.v)))
+			s->warned = true;
 	}
 }
 
@@ -763,7 +771,7 @@ static struct seen_node *seen_get(struct job *j, uint32_t node)
 			return &j->seen[i];
 	if (j->n_seen == MAX_SEEN)
 		return NULL;
-	j->seen[j->n_seen] = (struct seen_node){ node, 0 };
+	j->seen[j->n_seen] = (struct seen_node){ node, 0, false };
 	return &j->seen[j->n_seen++];
 }
 
@@ -787,7 +795,11 @@ static void take_members(struct job *j, const struct wire_progress *p)
 			continue;
 		if (!s->state && live && p->clock > 0)
 			j->joins++;
-		if (m->state == WIRE_MEMBER_LOST)
+		/* a warned node's roles leave, and the coordinator reports
+		 * them LOST once gone, as it does a lost one: that is a
+		 * leave (the coordinator does not count it either) */
+		if (m->state == WIRE_MEMBER_LOST && !s->warned &&
+		    s->state != WIRE_MEMBER_LEAVING)
 			j->losses++;
 		if (!s->state && live && j->w)
 			(void)lworld_ready(j->w, m->node.v / NODE_STRIDE,

@@ -813,3 +813,42 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 	free(job_adv);
 	free(prof);
 }
+
+/* A warned node's roles leave within the notice; the coordinator then
+ * reports them gone (LOST) as it would a lost node: status counts that as
+ * a leave, not a loss (it counted every warned node as lost).  The shipped
+ * example's BidBrain bids at the price, and the first rise, a market
+ * minute in, warns its first spot instances. */
+Test(jobs, warned_leaves_are_not_losses)
+{
+	json_t *st = NULL;
+	int64_t id, ev = 0, ev0 = -1;
+
+	daemon_up();
+	write_job(200, NULL);
+	id = submit();
+	/* an eviction once the trainer runs (those before it starts take
+	 * nodes that never trained) */
+	for (int i = 0; i < 1200 && (ev0 < 0 || ev <= ev0); i++) {
+		sleep_ms(50);
+		json_decref(st);
+		st = status(id);
+		cr_assert_str_eq(state_of(st), "running");
+		ev = json_integer_value(json_object_get(st, "evictions"));
+		if (ev0 < 0 && json_integer_value(json_object_get(st,
+								  "clock")) > 0)
+			ev0 = ev;
+	}
+	cr_assert(ev0 >= 0 && ev > ev0, "no eviction in 60 s of training to "
+		  "check the count with");
+	/* the coordinator notices the leavers gone within a second or two */
+	sleep_ms(3000);
+	json_decref(st);
+	st = status(id);
+	cr_assert_eq(json_integer_value(json_object_get(st, "losses")), 0,
+		     "losses %lld with every eviction warned",
+		     (long long)json_integer_value(json_object_get(st,
+								   "losses")));
+	json_decref(st);
+	cancel(id);
+}
