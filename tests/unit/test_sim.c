@@ -7,48 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/sim.h"
+#include "sim_fixture.h"
 
-static struct market_set ms;
-static struct jobspec job;
-static struct ondemand_entry od_v[2];
-static struct ondemand_table od = {.v = od_v, .n = 2};
-
-static void add(const char *z, const char *t, int64_t ts, int64_t p)
-{
-	struct px_error e = {0};
-	cr_assert_eq(market_set_add(&ms, z, t, ts, p, &e), PX_OK, "%s", e.msg);
-}
-
-static void job_from(const char *extra)
-{
-	char buf[2048];
-	struct px_error e = {0};
-	snprintf(buf, sizeof buf,
-		 "{\"name\": \"t\", \"region\": \"us-east-1\", "
-		 "\"reference_type\": \"c3.xlarge\", \"scaling_efficiency\": 1,"
-		 " \"startup_seconds\": 0, %s}", extra);
-	cr_assert_eq(jobspec_parse(buf, strlen(buf), "job.json", &job, &e),
-		     PX_OK, "%s", e.msg);
-}
-
-static void setup(void)
-{
-	market_set_init(&ms);
-	snprintf(od_v[0].region, sizeof od_v[0].region, "us-east-1");
-	snprintf(od_v[0].type, sizeof od_v[0].type, "c3.2xlarge");
-	od_v[0].uusd_per_hour = 1000000;
-	snprintf(od_v[1].region, sizeof od_v[1].region, "us-east-1");
-	snprintf(od_v[1].type, sizeof od_v[1].type, "c3.xlarge");
-	od_v[1].uusd_per_hour = 500000;
-}
-
-static void teardown(void)
-{
-	market_set_release(&ms);
-}
-
-TestSuite(sim, .init = setup, .fini = teardown);
+TestSuite(sim, .init = sim_fixture_setup, .fini = sim_fixture_teardown);
 
 struct log {
 	char (*line)[160];
