@@ -58,6 +58,11 @@ int cli_split_list(const char *flag, const char *arg, char **ret_buf,
  * says why on stderr). */
 char *cli_default_db(void);
 
+/* A file that file (a job spec) names: name itself when absolute or when
+ * file has no folder, else name in file's folder.  Into buf. */
+void cli_file_relative(const char *file, const char *name, char *buf,
+		       size_t len);
+
 /* The control socket into buf when the command has no --socket: the
  * global --socket, else proto_default_socket() ($PROTEUS_SOCKET, ...).
  * -1 to go on, else an exit code (already reported). */

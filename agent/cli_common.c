@@ -209,3 +209,14 @@ int cli_daemon_call(const char *sock, json_t *req, json_t **ret)
 	*ret = reply;
 	return CLI_EXIT_OK;
 }
+
+void cli_file_relative(const char *file, const char *name, char *buf,
+		       size_t len)
+{
+	const char *slash = strrchr(file, '/');
+
+	if (name[0] == '/' || !slash)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "%.*s/%s", (int)(slash - file), file, name);
+}

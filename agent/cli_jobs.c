@@ -221,13 +221,8 @@ static bool abs_path(const char *file, const char *field, const char *name,
 		     char *buf, size_t len)
 {
 	char tmp[PATH_MAX + 1], *r;
-	const char *slash = strrchr(file, '/');
 
-	if (name[0] == '/' || !slash)
-		snprintf(tmp, sizeof tmp, "%s", name);
-	else
-		snprintf(tmp, sizeof tmp, "%.*s/%s", (int)(slash - file), file,
-			 name);
+	cli_file_relative(file, name, tmp, sizeof tmp);
 	r = realpath(tmp, NULL);
 	if (!r || strlen(r) >= len) {
 		log_err("%s: %s: '%s': %s", file, field, tmp,
@@ -240,32 +235,31 @@ static bool abs_path(const char *file, const char *field, const char *name,
 	return true;
 }
 
+/* obj's member key, when a non-empty string, made an absolute path. */
+static bool abs_member(const char *file, json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	char buf[PATH_MAX + 1];
+
+	if (!json_is_string(v) || !json_string_length(v))
+		return true;
+	return abs_path(file, key, json_string_value(v), buf, sizeof buf) &&
+	       !json_object_set_new(obj, key, json_string(buf));
+}
+
 /* Make the files the job names travel with it: world.trace,
  * world.ondemand_prices and spot_advisor as absolute paths, a
  * scaling_profile file inlined (the stored job then needs no file of the
  * submitter's).  false with the error logged. */
 static bool resolve_files(const char *file, json_t *spec)
 {
-	static const char *const world_keys[] = { "trace", "ondemand_prices",
-						  NULL };
 	json_t *w = json_object_get(spec, "world"), *v;
 	char buf[PATH_MAX + 1];
 	json_error_t je;
 
-	for (const char *const *k = world_keys; json_is_object(w) && *k; k++) {
-		v = json_object_get(w, *k);
-		if (!json_is_string(v) || !json_string_length(v))
-			continue;
-		if (!abs_path(file, *k, json_string_value(v), buf,
-			      sizeof buf) ||
-		    json_object_set_new(w, *k, json_string(buf)))
-			return false;
-	}
-	v = json_object_get(spec, "spot_advisor");
-	if (json_is_string(v) && json_string_length(v) &&
-	    (!abs_path(file, "spot_advisor", json_string_value(v), buf,
-		       sizeof buf) ||
-	     json_object_set_new(spec, "spot_advisor", json_string(buf))))
+	if (!abs_member(file, w, "trace") ||
+	    !abs_member(file, w, "ondemand_prices") ||
+	    !abs_member(file, spec, "spot_advisor"))
 		return false;
 	v = json_object_get(spec, "scaling_profile");
 	if (json_is_string(v)) {

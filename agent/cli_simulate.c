@@ -735,20 +735,6 @@ static enum px_err read_job(const char *path, struct jobspec *job,
 
 /* ---- the per-second interruption model ---- */
 
-/* A file a job spec names: relative to the spec's folder unless
- * absolute. */
-static void job_relative(const char *job_path, const char *name, char *buf,
-			 size_t len)
-{
-	const char *slash = strrchr(job_path, '/');
-
-	if (name[0] == '/' || !slash)
-		snprintf(buf, len, "%s", name);
-	else
-		snprintf(buf, len, "%.*s/%s", (int)(slash - job_path),
-			 job_path, name);
-}
-
 /* The snapshot a per-second run uses: --spot-advisor, else the job's
  * spot_advisor (relative to the job file's folder), else the shipped one
  * for the window's start.  Its path in buf. */
@@ -761,7 +747,7 @@ static enum px_err advisor_path(const struct opts *o,
 		return PX_OK;
 	}
 	if (job->spot_advisor[0]) {
-		job_relative(o->job_path, job->spot_advisor, buf, len);
+		cli_file_relative(o->job_path, job->spot_advisor, buf, len);
 		return PX_OK;
 	}
 	return advisor_shipped(start_s, buf, len, err);
@@ -1032,7 +1018,7 @@ int cli_simulate(int argc, char **argv)
 	if (e == PX_OK && job.profile_path[0]) {
 		char pp[4096];
 
-		job_relative(o.job_path, job.profile_path, pp, sizeof pp);
+		cli_file_relative(o.job_path, job.profile_path, pp, sizeof pp);
 		e = jobspec_profile_load(pp, &job, &err);
 	}
 	if (e == PX_OK)
