@@ -814,41 +814,56 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 	free(prof);
 }
 
+/* Lines of the job's trainer log (its coordinator's words) holding
+ * needle. */
+static int log_count(int64_t id, const char *needle)
+{
+	char path[4200];
+	char *buf = NULL;
+	size_t n;
+	struct px_error e = {0};
+	int k = 0;
+
+	snprintf(path, sizeof path, "%s.jobs/%lld/trainer.log", t.db,
+		 (long long)id);
+	if (px_read_file(path, 64 << 20, &buf, &n, &e) != PX_OK)
+		return 0;
+	for (char *p = buf; (p = strstr(p, needle)); p++)
+		k++;
+	free(buf);
+	return k;
+}
+
 /* A warned node's roles leave within the notice; the coordinator then
- * reports them gone (LOST) as it would a lost node: status counts that as
- * a leave, not a loss (it counted every warned node as lost).  The shipped
- * example's BidBrain bids at the price, and the first rise, a market
- * minute in, warns its first spot instances. */
+ * reports them gone (LOST) as it would a lost node, and status counted
+ * every one as a loss.  Compared with the coordinator's own words, which
+ * load does not change: status's losses are at most the nodes it says
+ * were "lost" (not "left"), once some warned node has left.  (Under load
+ * a node may be lost for real: a missed heartbeat.)  The shipped
+ * example's BidBrain bids at the price, so rises warn its spot instances
+ * while the trainer runs. */
 Test(jobs, warned_leaves_are_not_losses)
 {
-	json_t *st = NULL;
-	int64_t id, ev = 0, ev0 = -1;
+	json_t *st;
+	int64_t id, losses;
+	int left = 0, lost;
 
 	daemon_up();
 	write_job(200, NULL);
 	id = submit();
-	/* an eviction once the trainer runs (those before it starts take
-	 * nodes that never trained) */
-	for (int i = 0; i < 1200 && (ev0 < 0 || ev <= ev0); i++) {
+	for (int i = 0; i < 1200 && !left; i++) {
 		sleep_ms(50);
-		json_decref(st);
-		st = status(id);
-		cr_assert_str_eq(state_of(st), "running");
-		ev = json_integer_value(json_object_get(st, "evictions"));
-		if (ev0 < 0 && json_integer_value(json_object_get(st,
-								  "clock")) > 0)
-			ev0 = ev;
+		left = log_count(id, ") left: no heartbeat");
 	}
-	cr_assert(ev0 >= 0 && ev > ev0, "no eviction in 60 s of training to "
-		  "check the count with");
-	/* the coordinator notices the leavers gone within a second or two */
-	sleep_ms(3000);
-	json_decref(st);
+	cr_assert_gt(left, 0, "no warned node left in 60 s");
+	/* the next PROGRESS has it */
+	sleep_ms(1500);
 	st = status(id);
-	cr_assert_eq(json_integer_value(json_object_get(st, "losses")), 0,
-		     "losses %lld with every eviction warned",
-		     (long long)json_integer_value(json_object_get(st,
-								   "losses")));
+	losses = json_integer_value(json_object_get(st, "losses"));
 	json_decref(st);
+	lost = log_count(id, ") lost: no heartbeat");
+	cr_assert_leq(losses, lost, "status: %lld losses; the coordinator: %d "
+		      "lost, %d left", (long long)losses, lost,
+		      log_count(id, ") left: no heartbeat"));
 	cancel(id);
 }
