@@ -317,7 +317,7 @@ Test(jobs, a_job_runs_to_its_end_and_the_books_add_up)
 	int64_t id;
 
 	daemon_up();
-	write_job(20, NULL);
+	write_job(40, NULL);
 	id = submit();
 	snprintf(ids, sizeof ids, "%lld", (long long)id);
 	/* --watch piped: a line per change (the clock moves: several running
