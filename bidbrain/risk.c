@@ -7,6 +7,18 @@
 
 #define RING (RISK_WINDOW_S / RISK_STEP_S)
 #define NOT_EVICTED UINT16_MAX
+/* Side levels: at most RISK_SIDE_MAX, folded into the trees once queries
+ * have scanned RISK_SIDE_WORK times as many levels as a rebuild touches
+ * (a scanned level costs a few steps, a rebuilt one 17 sums). */
+#define RISK_SIDE_MAX 64
+#define RISK_SIDE_WORK 4
+
+/* A Fenwick node: sums of n and, per delta, of evicted and tau_sum side
+ * by side (a query's walk reads two deltas' pairs: 32 bytes). */
+struct risk_node {
+	uint64_t n;
+	uint64_t et[RISK_DELTAS][2];
+};
 
 /* The samples taken at one price. */
 struct risk_level {
@@ -22,15 +34,22 @@ struct risk_market {
 	int64_t next_s;               /* next sample time; INT64_MIN: unset */
 	uint16_t (*ring)[RISK_DELTAS]; /* tau or NOT_EVICTED per sample */
 	int64_t *p0;                  /* price at each sample; -1: none */
-	struct risk_level *lv;        /* by price, ascending */
-	size_t nlv, caplv;
+	/* Levels in the trees: by price, ascending; a level whose samples
+	 * have all gone stays (n == 0, nempty of them) until the next
+	 * rebuild, so that positions hold */
+	struct risk_level *lv;
+	int64_t *lvp;                 /* lv[i].p, dense for the searches */
+	size_t nlv, caplv, nempty;
+	/* Levels that came since the last rebuild, by price, ascending:
+	 * queries scan them (side_work counts the levels scanned) until
+	 * that costs more than a rebuild */
+	struct risk_level *side;
+	size_t nside, capside;
+	uint64_t side_work;
 	/* Fenwick trees over lv's positions (1-based) of n, evicted[k] and
-	 * tau_sum[k]: updated in place when a level's counts change, rebuilt
-	 * when a level comes or goes (fw_dirty) */
-	uint64_t *cum_n;
-	uint64_t (*cum_ev)[RISK_DELTAS];
-	uint64_t (*cum_tau)[RISK_DELTAS];
-	size_t capcum;
+	 * tau_sum[k], updated in place when a level's counts change */
+	struct risk_node *fw;
+	size_t capfw;
 	bool fw_dirty, fw_ok;
 	size_t head, count;
 	uint32_t evicted[RISK_DELTAS];
@@ -82,100 +101,168 @@ void risk_free(struct risk *r)
 		free(r->m[i].ring);
 		free(r->m[i].p0);
 		free(r->m[i].lv);
-		free(r->m[i].cum_n);
-		free(r->m[i].cum_ev);
-		free(r->m[i].cum_tau);
+		free(r->m[i].lvp);
+		free(r->m[i].side);
+		free(r->m[i].fw);
 	}
 	free(r->m);
 	free(r);
 }
 
-/* Index of the last of t[0..n) that is <= x (-1 if none). */
+/* Index of the last of t[0..n) (ascending) that is <= x (-1 if none);
+ * branch-free: the queries' bids land anywhere, and a mispredicted
+ * branch per step cost more than the step. */
 static long last_le(const int64_t *t, size_t n, int64_t x)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t[mid] <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
+	const int64_t *b = t;
+
+	if (n == 0)
+		return -1;
+	while (n > 1) {
+		size_t half = n / 2;
+
+		b = b[half] <= x ? b + half : b;
+		n -= half;
 	}
-	return (long)lo - 1;
+	return (long)(b - t) + (*b <= x) - 1;
 }
 
-/* The level of price p: its index, or where it would go (*ret_found). */
-static size_t level_find(const struct risk_market *m, int64_t p,
+/* Where price p is in v[0..n) (by price): its index, or where it would
+ * go (*ret_found false). */
+static size_t level_find(const struct risk_level *v, size_t n, int64_t p,
 			 bool *ret_found)
 {
-	size_t lo = 0, hi = m->nlv;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (m->lv[mid].p < p)
+		if (v[mid].p < p)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	*ret_found = lo < m->nlv && m->lv[lo].p == p;
+	*ret_found = lo < n && v[lo].p == p;
 	return lo;
 }
 
-/* Add (sign 1) or remove (-1) one sample at price p to its level. */
-static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
-		      int sign)
+/* Count one sample in (sign 1) or out of (-1) level l. */
+static void level_count(struct risk_level *l, const uint16_t *tau, int sign)
 {
-	bool found;
-	size_t i;
-	struct risk_level *l;
-
-	if (p < 0)
-		return true;
-	i = level_find(m, p, &found);
-	if (!found) {
-		if (sign < 0)
-			return true;
-		if (m->nlv == m->caplv) {
-			size_t cap = m->caplv ? m->caplv * 2 : 16;
-			struct risk_level *v = px_reallocarray(m->lv, cap,
-							       sizeof *v);
-			if (!v)
-				return false;
-			m->lv = v;
-			m->caplv = cap;
-		}
-		memmove(&m->lv[i + 1], &m->lv[i],
-			(m->nlv - i) * sizeof *m->lv);
-		memset(&m->lv[i], 0, sizeof m->lv[i]);
-		m->lv[i].p = p;
-		m->nlv++;
-	}
-	l = &m->lv[i];
 	l->n += (uint32_t)sign;
 	for (int k = 0; k < RISK_DELTAS; k++)
 		if (tau[k] != NOT_EVICTED) {
 			l->evicted[k] += (uint32_t)sign;
 			l->tau_sum[k] += (uint64_t)(int64_t)sign * tau[k];
 		}
-	if (!found || l->n == 0) {
-		m->fw_dirty = true;
-	} else if (!m->fw_dirty && m->fw_ok) {
+}
+
+/* Fold the side levels into lv, dropping lv's empty levels; the trees
+ * are rebuilt at the next query (false on OOM: nothing changed). */
+static bool merge_side(struct risk_market *m)
+{
+	size_t keep = 0, i, j, out;
+
+	if (m->nlv + m->nside > m->caplv) {
+		size_t cap = (m->nlv + m->nside) * 2;
+		struct risk_level *v = px_reallocarray(m->lv, cap, sizeof *v);
+		int64_t *vp;
+
+		if (!v)
+			return false;
+		m->lv = v;
+		vp = px_reallocarray(m->lvp, cap, sizeof *vp);
+		if (!vp)
+			return false;
+		m->lvp = vp;
+		m->caplv = cap;
+	}
+	for (i = 0; i < m->nlv; i++)
+		if (m->lv[i].n)
+			m->lv[keep++] = m->lv[i];
+	/* merge from the back: both runs are ascending, prices distinct */
+	i = keep;
+	j = m->nside;
+	out = keep + m->nside;
+	while (j > 0) {
+		if (i > 0 && m->lv[i - 1].p > m->side[j - 1].p)
+			m->lv[--out] = m->lv[--i];
+		else
+			m->lv[--out] = m->side[--j];
+	}
+	m->nlv = keep + m->nside;
+	for (i = 0; i < m->nlv; i++)
+		m->lvp[i] = m->lv[i].p;
+	m->nside = 0;
+	m->nempty = 0;
+	m->side_work = 0;
+	m->fw_dirty = true;
+	return true;
+}
+
+/* Add (sign 1) or remove (-1) one sample at price p to its level: a
+ * level in the trees is updated in place, a new one goes to the side
+ * levels. */
+static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
+		      int sign)
+{
+	bool found;
+	size_t i;
+	long j0;
+	struct risk_level *l;
+
+	if (p < 0)
+		return true;
+	j0 = last_le(m->lvp, m->nlv, p);
+	if (j0 >= 0 && m->lvp[j0] == p) {
+		i = (size_t)j0;
+		l = &m->lv[i];
+		if (sign < 0 && l->n == 0)
+			return true;
+		m->nempty -= l->n == 0;
+		level_count(l, tau, sign);
+		m->nempty += l->n == 0;
+		if (m->fw_dirty || !m->fw_ok)
+			return true;
 		for (size_t j = i + 1; j <= m->nlv; j += j & (~j + 1)) {
-			m->cum_n[j] += (uint64_t)(int64_t)sign;
+			m->fw[j].n += (uint64_t)(int64_t)sign;
 			for (int k = 0; k < RISK_DELTAS; k++)
 				if (tau[k] != NOT_EVICTED) {
-					m->cum_ev[j][k] +=
+					m->fw[j].et[k][0] +=
 						(uint64_t)(int64_t)sign;
-					m->cum_tau[j][k] +=
+					m->fw[j].et[k][1] +=
 						(uint64_t)(int64_t)sign *
 						tau[k];
 				}
 		}
+		return true;
 	}
+	i = level_find(m->side, m->nside, p, &found);
+	if (!found) {
+		if (sign < 0)
+			return true;
+		if (m->nside == RISK_SIDE_MAX && merge_side(m))
+			i = 0;
+		if (m->nside == m->capside) {
+			size_t cap = m->capside ? m->capside * 2 : 16;
+			struct risk_level *v = px_reallocarray(m->side, cap,
+							       sizeof *v);
+			if (!v)
+				return false;
+			m->side = v;
+			m->capside = cap;
+		}
+		memmove(&m->side[i + 1], &m->side[i],
+			(m->nside - i) * sizeof *m->side);
+		memset(&m->side[i], 0, sizeof m->side[i]);
+		m->side[i].p = p;
+		m->nside++;
+	}
+	l = &m->side[i];
+	level_count(l, tau, sign);
 	if (l->n == 0) {
-		memmove(&m->lv[i], &m->lv[i + 1],
-			(m->nlv - i - 1) * sizeof *m->lv);
-		m->nlv--;
+		memmove(&m->side[i], &m->side[i + 1],
+			(m->nside - i - 1) * sizeof *m->side);
+		m->nside--;
 	}
 	return true;
 }
@@ -208,35 +295,27 @@ static bool push_sample(struct risk_market *m, const uint16_t *tau,
 	return level_add(m, p0, tau, 1);
 }
 
-/* Rebuild the Fenwick trees over the levels (false on OOM: then queries
- * see no samples until the next rebuild). */
+/* Rebuild the Fenwick trees over lv (false on OOM: then queries count
+ * the side levels only, and the next one tries again). */
 static bool rebuild_cum(struct risk_market *m)
 {
-	m->fw_dirty = false;
 	m->fw_ok = false;
-	if (m->nlv + 1 > m->capcum) {
+	if (m->nlv + 1 > m->capfw) {
 		size_t cap = (m->nlv + 1) * 2;
-		uint64_t *a = px_reallocarray(m->cum_n, cap, sizeof *a);
-		uint64_t (*b)[RISK_DELTAS];
+		struct risk_node *v = px_reallocarray(m->fw, cap, sizeof *v);
 
-		if (!a)
+		if (!v)
 			return false;
-		m->cum_n = a;
-		b = px_reallocarray(m->cum_ev, cap, sizeof *b);
-		if (!b)
-			return false;
-		m->cum_ev = b;
-		b = px_reallocarray(m->cum_tau, cap, sizeof *b);
-		if (!b)
-			return false;
-		m->cum_tau = b;
-		m->capcum = cap;
+		m->fw = v;
+		m->capfw = cap;
 	}
 	for (size_t l = 0; l < m->nlv; l++) {
-		m->cum_n[l + 1] = m->lv[l].n;
+		struct risk_node *d = &m->fw[l + 1];
+
+		d->n = m->lv[l].n;
 		for (int k = 0; k < RISK_DELTAS; k++) {
-			m->cum_ev[l + 1][k] = m->lv[l].evicted[k];
-			m->cum_tau[l + 1][k] = m->lv[l].tau_sum[k];
+			d->et[k][0] = m->lv[l].evicted[k];
+			d->et[k][1] = m->lv[l].tau_sum[k];
 		}
 	}
 	for (size_t j = 1; j <= m->nlv; j++) {
@@ -244,12 +323,13 @@ static bool rebuild_cum(struct risk_market *m)
 
 		if (up > m->nlv)
 			continue;
-		m->cum_n[up] += m->cum_n[j];
+		m->fw[up].n += m->fw[j].n;
 		for (int k = 0; k < RISK_DELTAS; k++) {
-			m->cum_ev[up][k] += m->cum_ev[j][k];
-			m->cum_tau[up][k] += m->cum_tau[j][k];
+			m->fw[up].et[k][0] += m->fw[j].et[k][0];
+			m->fw[up].et[k][1] += m->fw[j].et[k][1];
 		}
 	}
+	m->fw_dirty = false;
 	m->fw_ok = true;
 	return true;
 }
@@ -328,65 +408,82 @@ void risk_get(const struct risk *r, size_t i, int k,
 /* Levels with a price at most x. */
 static size_t levels_upto(const struct risk_market *m, int64_t x)
 {
-	size_t lo = 0, hi = m->nlv;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->lv[mid].p <= x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (size_t)(last_le(m->lvp, m->nlv, x) + 1);
 }
 
-/* Sums of the first j levels' n (k < 0) or evicted[k] / tau_sum[k]. */
-static void fw_sum(const struct risk_market *m, size_t j, int k,
-		   uint64_t *ret_a, uint64_t *ret_b)
+/* Of t[0..h) (ascending), how many are <= x, searching back from h:
+ * the next delta's boundary is mostly a few levels below the last. */
+static size_t upto_below(const int64_t *t, size_t h, int64_t x)
 {
-	uint64_t a = 0, b = 0;
+	size_t step = 1, lo;
 
-	for (; j > 0; j -= j & (~j + 1)) {
-		if (k < 0) {
-			a += m->cum_n[j];
-		} else {
-			a += m->cum_ev[j][k];
-			b += m->cum_tau[j][k];
-		}
-	}
-	*ret_a = a;
-	*ret_b = b;
+	while (step <= h && t[h - step] > x)
+		step *= 2;
+	lo = step <= h ? h - step : 0;
+	/* t[lo] <= x unless lo == 0; the answer is in [lo, h - step/2] */
+	return lo + (size_t)(last_le(t + lo, h - step / 2 - lo, x) + 1);
+}
+
+/* The delta a sample at price p uses for a bid at b >= p: the largest k
+ * with d_k <= b - p. */
+static int level_delta(const struct risk_market *m, int64_t p, int64_t b)
+{
+	int k = 0;
+
+	while (k + 1 < RISK_DELTAS && m->delta[k + 1] <= b - p)
+		k++;
+	return k;
 }
 
 void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
 		 struct risk_estimate *ret)
 {
 	struct risk_market *m = &r->m[i];
-	uint64_t n = 0, ev = 0, ts = 0, x, y, x0, y0;
+	uint64_t n = 0, ev = 0, ts = 0;
 
-	/* levels came or went since the trees were built: rebuild them now,
-	 * once for the queries until the next change */
+	/* the side levels cost a scan per query: once the scans have cost
+	 * about what a rebuild does, fold them in (and drop empty levels
+	 * once they are half of the trees') */
+	if ((m->nside && m->side_work > RISK_SIDE_WORK * (m->nlv + m->nside)) ||
+	    (m->nempty && 2 * m->nempty > m->nlv))
+		(void)merge_side(m);
 	if (m->fw_dirty)
 		(void)rebuild_cum(m);
-	if (m->nlv && m->fw_ok && !m->fw_dirty) {
+	if (m->nlv && m->fw_ok) {
 		/* a level at p uses delta k when d_k <= B - p < d_k+1, i.e.
-		 * p in (B - d_k+1, B - d_k] */
-		size_t hi = levels_upto(m, bid_uusd);
+		 * p in (B - d_k+1, B - d_k]: with h_k the levels at most
+		 * B - d_k, delta k's sums over the first h_k levels less
+		 * those over the first h_k+1.  One walk per h_k adds delta
+		 * k's and takes delta k-1's (modulo 2^64: the totals are
+		 * right however the terms fall). */
+		size_t h = levels_upto(m, bid_uusd);
 
-		fw_sum(m, hi, -1, &n, &y);
-		for (int k = 0; k < RISK_DELTAS && hi > 0; k++) {
-			size_t lo = k + 1 < RISK_DELTAS ?
-				    levels_upto(m, bid_uusd -
-						m->delta[k + 1]) : 0;
+		for (int k = 0; k < RISK_DELTAS && h > 0; k++) {
+			for (size_t j = h; j > 0; j -= j & (~j + 1)) {
+				const struct risk_node *d = &m->fw[j];
 
-			if (lo > hi)
-				lo = hi;
-			fw_sum(m, hi, k, &x, &y);
-			fw_sum(m, lo, k, &x0, &y0);
-			ev += x - x0;
-			ts += y - y0;
-			hi = lo;
+				ev += d->et[k][0];
+				ts += d->et[k][1];
+				if (k > 0) {
+					ev -= d->et[k - 1][0];
+					ts -= d->et[k - 1][1];
+				} else {
+					n += d->n;
+				}
+			}
+			if (k + 1 < RISK_DELTAS)
+				h = upto_below(m->lvp, h, bid_uusd -
+					       m->delta[k + 1]);
 		}
+	}
+	for (size_t j = 0; j < m->nside && m->side[j].p <= bid_uusd; j++) {
+		const struct risk_level *l = &m->side[j];
+		int k = level_delta(m, l->p, bid_uusd);
+
+		n += l->n;
+		ev += l->evicted[k];
+		ts += l->tau_sum[k];
+		m->side_work++;
 	}
 	ret->samples = (uint32_t)n;
 	ret->beta = (ev + RISK_PRIOR_EVICTED) / (n + RISK_PRIOR_SAMPLES);
@@ -397,22 +494,30 @@ void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 		    int64_t bid_uusd, struct risk_estimate *ret)
 {
 	const struct risk_market *m = &r->m[i];
+	const struct risk_level *l = NULL;
 	struct risk_estimate at;
 	double w = RISK_LEVEL_W, ev = 0, ts = 0, n = 0, wev;
 	int k = risk_delta_index(r, i, price_uusd, bid_uusd);
 	bool found;
-	size_t l;
+	size_t j;
 
 	risk_get_at(r, i, bid_uusd, &at);
 	if (k < 0) {
 		*ret = at;
 		return;
 	}
-	l = level_find(m, price_uusd, &found);
-	if (found) {
-		n = m->lv[l].n;
-		ev = m->lv[l].evicted[k];
-		ts = (double)m->lv[l].tau_sum[k];
+	j = levels_upto(m, price_uusd);
+	if (j > 0 && m->lvp[j - 1] == price_uusd) {
+		l = &m->lv[j - 1];
+	} else {
+		j = level_find(m->side, m->nside, price_uusd, &found);
+		if (found)
+			l = &m->side[j];
+	}
+	if (l) {
+		n = l->n;
+		ev = l->evicted[k];
+		ts = (double)l->tau_sum[k];
 	}
 	/* the level's own samples, shrunk towards the absolute estimate
 	 * with the weight of RISK_LEVEL_W samples */

@@ -22,9 +22,11 @@
  * cannot tell them apart.  A sample's rise above B is read from its
  * largest delta d_k <= B - p(s) (so it errs towards evictions).  The
  * samples are counted per distinct price in Fenwick trees, updated in
- * place as samples come and go and rebuilt at the next query when a
- * price level comes or goes, so a query costs a few dozen steps.  Pure
- * code, no I/O, no logging.
+ * place as samples come and go; a level that empties keeps its place,
+ * and a new level waits in a short sorted side list that queries scan,
+ * folded into the trees once the scans have cost about a rebuild or the
+ * list is full (risk.c).  A query costs 8 searches, 8 tree walks and the
+ * side scan.  Pure code, no I/O, no logging.
  */
 #ifndef PX_RISK_H
 #define PX_RISK_H

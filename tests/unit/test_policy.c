@@ -642,3 +642,101 @@ Test(policy, risk_at_the_current_price_level)
 	cr_assert_float_eq(lv.beta, at.beta, 1e-12);
 	risk_free(r);
 }
+
+/* The reference count of risk_get_at for a bid at b, straight from the
+ * definition (risk.h) over the price history t/p[0..n): every sample
+ * time s in the window before now, the price at s, and whether the price
+ * rose above the bid's delta within the hour, and when. */
+static void risk_brute(const int64_t *t, const int64_t *p, size_t n,
+		       int64_t now, int64_t odp, int64_t b, uint64_t *ret_n,
+		       uint64_t *ret_ev, uint64_t *ret_tau)
+{
+	static const double fr[RISK_DELTAS] = RISK_DELTA_FRACS;
+	int64_t first = (t[0] + RISK_STEP_S - 1) / RISK_STEP_S * RISK_STEP_S;
+	int64_t last = (now - RISK_HORIZON_S) / RISK_STEP_S * RISK_STEP_S;
+	int64_t from = last - (RISK_WINDOW_S / RISK_STEP_S - 1) * RISK_STEP_S;
+
+	*ret_n = *ret_ev = *ret_tau = 0;
+	for (int64_t s = from > first ? from : first; s <= last;
+	     s += RISK_STEP_S) {
+		size_t i0 = 0;
+		int k = 0;
+
+		while (i0 + 1 < n && t[i0 + 1] <= s)
+			i0++;
+		if (t[i0] > s || p[i0] > b)
+			continue;
+		while (k + 1 < RISK_DELTAS &&
+		       (int64_t)(fr[k + 1] * (double)odp + 0.5) <= b - p[i0])
+			k++;
+		++*ret_n;
+		for (size_t j = i0 + 1; j < n && t[j] <= s + RISK_HORIZON_S;
+		     j++)
+			if (p[j] > p[i0] + (int64_t)(fr[k] * (double)odp +
+						     0.5)) {
+				++*ret_ev;
+				*ret_tau += (uint64_t)(t[j] - s);
+				break;
+			}
+	}
+}
+
+/* risk_get_at against the definition on a market that wanders over
+ * hundreds of price levels, so that levels come and go as the 14-day
+ * window slides and new ones wait beside the trees (risk.c's side
+ * levels) between queries: every count matches at every query. */
+Test(policy, risk_at_matches_the_definition_as_levels_come_and_go)
+{
+	enum { N = 12000 };
+	static int64_t t[N], p[N];
+	struct risk *r = NULL;
+	struct risk_estimate est;
+	struct px_error e = {0};
+	int idx = 0;
+	int64_t odp = 200000, x = 400, now;
+	uint32_t seed = 12345;
+	size_t q = 0;
+
+	for (size_t i = 0; i < N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		t[i] = (int64_t)i * 240 + (seed >> 16) % 200;
+		/* a random walk over 0.04 + 0.0001 x, x in [0, 1200], with
+		 * spikes of up to 0.2 above it one time in 40 */
+		x += (int64_t)((seed >> 8) % 41) - 20;
+		x = x < 0 ? -x : x > 1200 ? 2400 - x : x;
+		p[i] = 40000 + 100 * x +
+		       ((seed >> 4) % 40 == 0 ? (int64_t)(seed % 2000) * 100 : 0);
+		add("us-east-1a", "c3.xlarge", t[i], p[i]);
+	}
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	cr_assert_eq(risk_new(1, &idx, &odp, &r, &e), PX_OK);
+	for (now = 86400; now < t[N - 1]; now += 1800 + (now / 7) % 9000) {
+		struct market_view mv = {.ms = &ms, .now_s = now};
+		size_t n = 0;
+
+		while (n < N && t[n] <= now)
+			n++;
+		(void)risk_update(r, &mv, NULL);
+		for (int j = 0; j < 6; j++, q++) {
+			uint64_t bn, bev, btau;
+			int64_t b;
+
+			seed = seed * 1103515245u + 12345u;
+			b = 40000 + (int64_t)(seed >> 8) % 200000;
+			risk_get_at(r, 0, b, &est);
+			risk_brute(t, p, n, now, odp, b, &bn, &bev, &btau);
+			cr_assert_eq(est.samples, bn, "now %ld bid %ld: %u "
+				     "samples, %lu by definition", (long)now,
+				     (long)b, est.samples, (unsigned long)bn);
+			cr_assert_float_eq(est.beta, (bev + RISK_PRIOR_EVICTED) /
+					   (bn + RISK_PRIOR_SAMPLES), 1e-12,
+					   "now %ld bid %ld", (long)now,
+					   (long)b);
+			if (bev)
+				cr_assert_float_eq(est.tau_s, (double)btau /
+						   (double)bev, 1e-9);
+		}
+	}
+	cr_assert_gt(q, 1000);
+	risk_free(r);
+}
