@@ -76,6 +76,27 @@ if [ -z "${SKIP_COST:-}" ]; then
 	SUMMARY_ONLY=1 windows "2016 trace, the measured scaling profile (job-2016-m3large-profile.json)" \
 		"$T16" "$O16" "$ex/job-2016-m3large-profile.json" legacy-hourly \
 		"$LEG" 2016-03-09,2016-03-25,2016-04-09 192,768,3072 32,16
+	echo
+	echo "### Where the money goes, and what 43% against standard would need"
+	echo
+	echo "(\`tests/bench/sim_ceiling.py\`: each run's ledger from \`--db\`; the floor is"
+	echo "the lowest price per speed-hour of the job's spot markets during"
+	echo "BidBrain's run; free share = evicted partial hours over spot speed-hours"
+	echo "run; the any-fleet columns are an upper bound on what any fleet of the"
+	echo "tier plus up to cap spot instances saves when every paid hour costs its"
+	echo "type's floor, with no startup, lost clock or rounding; see the script.)"
+	for t in 2015 2016; do
+		if [ $t = 2015 ]; then
+			set -- "$T15" "$O15" "$ex/job-2015-c3xlarge.json" 2015-03-25,2015-04-10,2015-04-25
+		else
+			set -- "$T16" "$O16" "$ex/job-2016-m3large.json" 2016-03-09,2016-03-25,2016-04-09
+		fi
+		echo
+		echo "#### $t trace, benchmark windows"
+		echo
+		"$here/sim_ceiling.py" "$ctl" "$src" "$1" "$2" "$3" "$4" \
+			192,768,3072 32,16 2>/dev/null
+	done
 fi
 
 # ---- speed ----
