@@ -58,6 +58,9 @@ struct ps {
 				    checkpoint (WIRE_F_RESUME) */
 	bool leaving, shutdown;
 	bool fwd_due;            /* a CLOCK_MIN advance wants a FORWARD */
+	bool map_new;            /* a map came: fetch what it leaves
+				    without state now, not at the next
+				    heartbeat */
 };
 
 static void shard_free(struct pshard *s)
@@ -193,6 +196,7 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 		sh->backup = !sh->active;
 	}
 	memcpy(p->map, st->shards, st->nshards * sizeof(*p->map));
+	p->map_new = true;
 	p->nshards = st->nshards;
 	p->stage = st->stage;
 	p->stage_epoch = st->epoch;
@@ -305,6 +309,8 @@ static void add_range(float *dst, const struct wire_f32 *v)
 	}
 }
 
+static void fetch_missing(struct ps *p);
+
 /* Apply a range (PUSH: a worker's update, FORWARD: what the active's
  * copy changed by, PARAMS: a snapshot). */
 static void on_range(struct ps *p, const struct wire_msg *m)
@@ -327,6 +333,11 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 			note_push(p, m->hdr.sender, r->shard, r->clock);
 		break;
 	case WIRE_FORWARD:
+		/* A resumed job's backup whose checkpoint state is still to
+		 * come: fetch it before this delta, which applies to it
+		 * (dropping the delta would leave the copy behind for good) */
+		if (!sh->have && sh->from_coord && !sh->active)
+			fetch_missing(p);
 		if (!sh->have || sh->active)
 			return;
 		add_range(sh->w + r->offset, &r->data);
@@ -722,6 +733,10 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			if (pf[2].revents & NN_POLLIN) {
 				on_sub(p);
 				last_coord = px_now_mono_us();
+				if (p->map_new) {
+					p->map_new = false;
+					fetch_missing(p);
+				}
 			}
 			/* Before serving anything from a stale copy. */
 			if (!p->leaving && self_lost(p)) {
