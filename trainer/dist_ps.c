@@ -694,9 +694,24 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 	if (e == PX_OK)
 		e = dist_sock(p->ctx, NET_REQ, o->coord, DIST_EP_REP, false,
 			      &p->creq, err);
-	if (e == PX_OK)
+	if (e == PX_OK) {
+		/* Register once the subscription carries the coordinator's
+		 * broadcasts (every heartbeat, before the start too): the
+		 * job's first map is broadcast when the last node registers,
+		 * and a PS still connecting would miss it and drop the
+		 * FORWARDs that come before the rebroadcast.  At most 2 s;
+		 * the message stays queued for the loop. */
+		struct nn_pollfd pf = { .fd = net_nn_socket(p->sub),
+					.events = NN_POLLIN };
+		uint64_t until = px_now_mono_us() + 2000000;
+		int left;
+
+		while ((left = dist_ms_until(until, 2000)) > 0 &&
+		       nn_poll(&pf, 1, left) <= 0)
+			;
 		e = dist_register(o, p->creq, ps_roles(o), 10000, &a,
 				  err);
+	}
 	if (e != PX_OK)
 		return e;
 	p->slack = a.u.assign.staleness;
