@@ -47,10 +47,11 @@ struct risk_market {
 	size_t nside, capside;
 	uint64_t side_work;
 	/* Fenwick trees over lv's positions (1-based) of n, evicted[k] and
-	 * tau_sum[k], updated in place when a level's counts change */
+	 * tau_sum[k], updated in place when a level's counts change; stale
+	 * (fw_dirty) from a merge until a rebuild succeeds */
 	struct risk_node *fw;
 	size_t capfw;
-	bool fw_dirty, fw_ok;
+	bool fw_dirty;
 	size_t head, count;
 	uint32_t evicted[RISK_DELTAS];
 	uint64_t tau_sum[RISK_DELTAS];
@@ -221,7 +222,7 @@ static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
 		m->nempty -= l->n == 0;
 		level_count(l, tau, sign);
 		m->nempty += l->n == 0;
-		if (m->fw_dirty || !m->fw_ok)
+		if (m->fw_dirty)
 			return true;
 		for (size_t j = i + 1; j <= m->nlv; j += j & (~j + 1)) {
 			m->fw[j].n += (uint64_t)(int64_t)sign;
@@ -299,7 +300,6 @@ static bool push_sample(struct risk_market *m, const uint16_t *tau,
  * the side levels only, and the next one tries again). */
 static bool rebuild_cum(struct risk_market *m)
 {
-	m->fw_ok = false;
 	if (m->nlv + 1 > m->capfw) {
 		size_t cap = (m->nlv + 1) * 2;
 		struct risk_node *v = px_reallocarray(m->fw, cap, sizeof *v);
@@ -330,7 +330,6 @@ static bool rebuild_cum(struct risk_market *m)
 		}
 	}
 	m->fw_dirty = false;
-	m->fw_ok = true;
 	return true;
 }
 
@@ -449,7 +448,7 @@ void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
 		(void)merge_side(m);
 	if (m->fw_dirty)
 		(void)rebuild_cum(m);
-	if (m->nlv && m->fw_ok) {
+	if (m->nlv && !m->fw_dirty) {
 		/* a level at p uses delta k when d_k <= B - p < d_k+1, i.e.
 		 * p in (B - d_k+1, B - d_k]: with h_k the levels at most
 		 * B - d_k, delta k's sums over the first h_k levels less
