@@ -58,9 +58,6 @@ struct ps {
 				    checkpoint (WIRE_F_RESUME) */
 	bool leaving, shutdown;
 	bool fwd_due;            /* a CLOCK_MIN advance wants a FORWARD */
-	bool map_new;            /* a map came: fetch what it leaves
-				    without state now, not at the next
-				    heartbeat */
 };
 
 static void shard_free(struct pshard *s)
@@ -123,6 +120,8 @@ static void send_state(struct ps *p, struct wire_node to, uint32_t s)
 {
 	send_range(p, WIRE_PARAMS, to, s, p->sh[s].w);
 }
+
+static void fetch_missing(struct ps *p);
 
 /* A new shard map: hand over what moves, take up new roles. */
 static void on_stage(struct ps *p, const struct wire_msg *m)
@@ -196,10 +195,12 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 		sh->backup = !sh->active;
 	}
 	memcpy(p->map, st->shards, st->nshards * sizeof(*p->map));
-	p->map_new = true;
 	p->nshards = st->nshards;
 	p->stage = st->stage;
 	p->stage_epoch = st->epoch;
+	/* what the map leaves without state: now, not at the next
+	 * heartbeat */
+	fetch_missing(p);
 }
 
 /* Each clock: send the backup what changed since the last FORWARD. */
@@ -308,8 +309,6 @@ static void add_range(float *dst, const struct wire_f32 *v)
 		kern_add(dst + i, tmp, part.n);
 	}
 }
-
-static void fetch_missing(struct ps *p);
 
 /* Apply a range (PUSH: a worker's update, FORWARD: what the active's
  * copy changed by, PARAMS: a snapshot). */
@@ -748,10 +747,6 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			if (pf[2].revents & NN_POLLIN) {
 				on_sub(p);
 				last_coord = px_now_mono_us();
-				if (p->map_new) {
-					p->map_new = false;
-					fetch_missing(p);
-				}
 			}
 			/* Before serving anything from a stale copy. */
 			if (!p->leaving && self_lost(p)) {
