@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -263,19 +262,22 @@ static bool resolve_files(const char *file, json_t *spec)
 		return false;
 	v = json_object_get(spec, "scaling_profile");
 	if (json_is_string(v)) {
-		struct stat sb;
+		struct px_error err;
 		json_t *prof;
+		char *text;
+		size_t n;
 
 		if (!abs_path(file, "scaling_profile", json_string_value(v),
 			      buf, sizeof buf))
 			return false;
-		errno = 0;
-		if (stat(buf, &sb) || sb.st_size > JOBSPEC_FILE_MAX) {
-			log_err("%s: scaling_profile: '%s': %s", file, buf,
-				errno ? strerror(errno) : "too big");
+		/* bounded as the daemon bounds the job it is inlined into */
+		if (px_read_file(buf, JOBSPEC_FILE_MAX, &text, &n, &err) !=
+		    PX_OK) {
+			log_err("%s: scaling_profile: %s", file, err.msg);
 			return false;
 		}
-		prof = json_load_file(buf, JSON_REJECT_DUPLICATES, &je);
+		prof = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+		free(text);
 		if (!prof) {
 			log_err("%s: scaling_profile: %s:%d:%d: %s", file, buf,
 				je.line, je.column, je.text);
