@@ -369,16 +369,8 @@ static bool resolve_paths(struct proteusd *d)
 		"../etc/ondemand/us-east-1_2016-02_2016-04.json",
 		"../../etc/ondemand/us-east-1_2016-02_2016-04.json", NULL };
 	char exe[CONFIG_PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	char *slash;
 
-	if (n <= 0)
-		snprintf(exe, sizeof exe, ".");
-	else
-		exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = 0;
+	px_exe_dir(exe, sizeof exe);
 #define PICK(key, cands, what)                                             \
 	if (d->cfg.key[0])                                                 \
 		snprintf(d->key, sizeof d->key, "%s", d->cfg.key);         \

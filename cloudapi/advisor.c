@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "advisor.h"
 
@@ -246,16 +245,8 @@ enum px_err advisor_shipped(int64_t t_s, char *buf, size_t len,
 		"../../etc/spot-advisor", NULL,
 	};
 	char exe[4096], dir[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	char *slash;
 
-	if (n <= 0)
-		snprintf(exe, sizeof exe, ".");
-	else
-		exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = '\0';
+	px_exe_dir(exe, sizeof exe);
 	for (const char *const *c = cands; *c; c++) {
 		struct stat sb;
 

@@ -419,3 +419,18 @@ char *px_term_safe(const char *s, char *buf, size_t len)
 	buf[j] = '\0';
 	return buf;
 }
+
+void px_exe_dir(char *buf, size_t len)
+{
+	ssize_t n = len ? readlink("/proc/self/exe", buf, len - 1) : -1;
+	char *slash;
+
+	if (n <= 0) {
+		snprintf(buf, len, ".");
+		return;
+	}
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+}

@@ -103,6 +103,11 @@ char *px_strndup(const char *s, size_t n);
 enum px_err px_read_file(const char *path, size_t max, char **ret_buf,
 			 size_t *ret_len, struct px_error *err);
 
+/* The folder of the running program (/proc/self/exe without its last
+ * component), where shipped files are looked for beside it; "." when the
+ * link cannot be read. */
+void px_exe_dir(char *buf, size_t len);
+
 /* Monotonic and wall clocks in microseconds. */
 uint64_t px_now_mono_us(void);
 int64_t px_now_wall_us(void);
