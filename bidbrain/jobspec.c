@@ -198,6 +198,13 @@ static enum px_err parse_profile(struct jp *p, json_t *v, const char *path,
 				       "increasing, starting at 1");
 		pr.workers[i] = (int)w[i];
 	}
+	for (int i = 0; i < nw; i++) {
+		pr.log_eff[i] = log(pr.samples_per_s[i] /
+				    (pr.workers[i] * pr.samples_per_s[0]) *
+				    pr.accuracy_per_sample[i] /
+				    pr.accuracy_per_sample[0]);
+		pr.log2_workers[i] = log2((double)pr.workers[i]);
+	}
 	pr.n = nw;
 	*ret = pr;
 	return PX_OK;
@@ -479,23 +486,17 @@ double jobspec_interrupt_rate(const struct jobspec *j, const char *type)
  * two points); at most 1. */
 static double profile_eff(const struct jobspec_profile *pr, int n)
 {
-	double x = log2((double)n), le[JOBSPEC_PROFILE_MAX], e;
+	const double *le = pr->log_eff, *lw = pr->log2_workers;
+	double e;
 	int k;
 
-	for (int i = 0; i < pr->n; i++)
-		le[i] = log(pr->samples_per_s[i] /
-			    (pr->workers[i] * pr->samples_per_s[0]) *
-			    pr->accuracy_per_sample[i] /
-			    pr->accuracy_per_sample[0]);
 	if (pr->n == 1)
 		return 1;
 	for (k = 1; k < pr->n - 1 && pr->workers[k] < n; k++)
 		;
 	/* the interval [k-1, k] holds n, or is the last one */
-	double x0 = log2((double)pr->workers[k - 1]);
-	double x1 = log2((double)pr->workers[k]);
-
-	e = exp(le[k - 1] + (le[k] - le[k - 1]) * (x - x0) / (x1 - x0));
+	e = exp(le[k - 1] + (le[k] - le[k - 1]) *
+		(log2((double)n) - lw[k - 1]) / (lw[k] - lw[k - 1]));
 	return e < 1 ? e : 1;
 }
 

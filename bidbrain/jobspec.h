@@ -55,6 +55,10 @@ struct jobspec_profile {
 	int workers[JOBSPEC_PROFILE_MAX];
 	double samples_per_s[JOBSPEC_PROFILE_MAX];
 	double accuracy_per_sample[JOBSPEC_PROFILE_MAX];
+	/* derived when parsed: log of each point's efficiency (work per
+	 * worker against one worker's), log2 of its workers */
+	double log_eff[JOBSPEC_PROFILE_MAX];
+	double log2_workers[JOBSPEC_PROFILE_MAX];
 };
 
 struct jobspec_type_value {
