@@ -494,17 +494,17 @@ void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 {
 	const struct risk_market *m = &r->m[i];
 	const struct risk_level *l = NULL;
-	struct risk_estimate at;
+	struct risk_estimate pool;
 	double w = RISK_LEVEL_W, ev = 0, ts = 0, n = 0, wev;
 	int k = risk_delta_index(r, i, price_uusd, bid_uusd);
 	bool found;
 	size_t j;
 
-	risk_get_at(r, i, bid_uusd, &at);
 	if (k < 0) {
-		*ret = at;
+		risk_get_at(r, i, bid_uusd, ret);
 		return;
 	}
+	risk_get(r, i, k, &pool);
 	j = levels_upto(m, price_uusd);
 	if (j > 0 && m->lvp[j - 1] == price_uusd) {
 		l = &m->lv[j - 1];
@@ -518,12 +518,13 @@ void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 		ev = l->evicted[k];
 		ts = (double)l->tau_sum[k];
 	}
-	/* the level's own samples, shrunk towards the absolute estimate
-	 * with the weight of RISK_LEVEL_W samples */
-	wev = w * at.beta;
+	/* the level's own samples, shrunk towards the market's pooled
+	 * estimate for the same delta with the weight of RISK_LEVEL_W
+	 * samples */
+	wev = w * pool.beta;
 	ret->samples = (uint32_t)n;
 	ret->beta = (ev + wev) / (n + w);
-	ret->tau_s = (ts + wev * at.tau_s) / (ev + wev);
+	ret->tau_s = (ts + wev * pool.tau_s) / (ev + wev);
 }
 
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k)

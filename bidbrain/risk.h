@@ -11,7 +11,10 @@
  * a prior ((evicted + RISK_PRIOR_EVICTED) / (samples + RISK_PRIOR_SAMPLES)),
  * and tau_k = the mean time
  * to eviction when evicted.  Deltas are fractions of the type's on-demand
- * price: RISK_DELTA_FRACS.
+ * price: RISK_DELTA_FRACS.  The small ones matter: legacy-era prices move
+ * by 0.0001 USD steps (0.02-0.05% of on-demand), so with 1% as the
+ * smallest step above 0 a bid a few steps above a price that fell was
+ * read as a bid at the price, and its eviction risk overstated.
  *
  * risk_get_at answers for a bid at an absolute level B instead: of the
  * samples whose price p(s) was at most B (an instance bidding B could
@@ -37,8 +40,8 @@
 #include "../cloudapi/market.h"
 #include "../common/px.h"
 
-#define RISK_DELTAS 8
-#define RISK_DELTA_FRACS {0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0}
+#define RISK_DELTAS 13
+#define RISK_DELTA_FRACS {0.0, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0}
 #define RISK_STEP_S 300
 #define RISK_HORIZON_S 3600
 #define RISK_WINDOW_S (14 * 86400)
@@ -47,11 +50,11 @@
  * not count on free evicted hours. */
 #define RISK_PRIOR_EVICTED 0.5
 #define RISK_PRIOR_SAMPLES 12.0
-/* risk_get_level's weight of the absolute estimate, in samples: a day of
- * them, so a price level seen for less than a day leans on the absolute
+/* risk_get_level's weight of the pooled estimate, in samples: a day of
+ * them, so a price level seen for less than a day leans on the pooled
  * estimate and one seen for days speaks for itself.  The benchmark
- * windows' savings are flat from 4 h to a day of samples
- * (tests/bench/bench_bidbrain_sweep.sh, -DRISK_LEVEL_W=). */
+ * windows' savings are flat from 4 h to a day of samples and lower at 3
+ * days (tests/bench/bench_bidbrain_sweep.sh, -DRISK_LEVEL_W=). */
 #ifndef RISK_LEVEL_W
 #define RISK_LEVEL_W (86400.0 / RISK_STEP_S)
 #endif
@@ -85,13 +88,16 @@ void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
 
 /* The estimate for market i and a bid at bid_uusd when the price is
  * price_uusd: the samples taken at exactly that price, with the delta
- * d_k <= bid - price (the largest), shrunk towards risk_get_at(bid) with
- * the weight of RISK_LEVEL_W samples (a level seen rarely gets the
- * absolute estimate).  Spot prices of the legacy era move in small steps
- * around a level, and the chance that the price rises above a bid within
- * the hour depends on the price now much more than on the levels below
- * the bid that risk_get_at also counts.  A bid below the price gets
- * risk_get_at's answer. */
+ * d_k <= bid - price (the largest), shrunk towards risk_get(k), the
+ * market's samples at every price for the same delta, with the weight of
+ * RISK_LEVEL_W samples (a level seen rarely gets the pooled estimate).
+ * Spot prices of the legacy era move in small steps around a level, and
+ * the chance that the price rises above a bid within the hour depends on
+ * the price now.  risk_get_at(bid) is not the shrink target: it pools
+ * samples at lower prices, most of which needed a larger rise, and so
+ * predicted about 0.2 where 0.47-0.56 of bids at the price were evicted
+ * within the hour on the 2015 and 2016 traces (docs/benchmarks.md).  A bid below the
+ * price gets risk_get_at's answer. */
 void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 		    int64_t bid_uusd, struct risk_estimate *ret);
 

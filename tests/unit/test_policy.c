@@ -166,7 +166,7 @@ Test(policy, risk_estimates_match_hand_count)
 	struct risk *r = NULL;
 	struct risk_estimate est;
 	struct px_error e = {0};
-	int idx = 0;
+	int idx = 0, k2, k5;
 	int64_t odp = 1000000;
 
 	spiky("us-east-1a", 10);
@@ -180,13 +180,19 @@ Test(policy, risk_estimates_match_hand_count)
 	risk_get(r, 0, 0, &est);
 	cr_assert_float_eq(est.beta, 0.5, 0.01, "beta %f", est.beta);
 	cr_assert_float_eq(est.tau_s, 1950, 10.0, "tau %f", est.tau_s);
-	risk_get(r, 0, 2, &est);   /* +0.02 */
+	k2 = risk_delta_index(r, 0, 100000, 120000);
+	cr_assert_eq(risk_delta_uusd(r, 0, k2), 20000);
+	risk_get(r, 0, k2, &est);   /* +0.02 */
 	cr_assert_float_eq(est.beta, 0.5, 0.01);
-	risk_get(r, 0, 3, &est);   /* +0.05: 0.15 is not above 0.15 */
+	k5 = risk_delta_index(r, 0, 100000, 150000);
+	cr_assert_eq(risk_delta_uusd(r, 0, k5), 50000);
+	risk_get(r, 0, k5, &est);   /* +0.05: 0.15 is not above 0.15 */
 	cr_assert(est.beta < 0.01, "beta %f", est.beta);
 	/* only complete samples: s + 3600 <= now */
 	cr_assert_eq(est.samples, (5 * 86400 - 3600) / 300 + 1);
-	cr_assert_eq(risk_delta_index(r, 0, 100000, 120000), 2);
+	/* the deltas between 0 and 0.02 of the on-demand price */
+	cr_assert_eq(risk_delta_index(r, 0, 100000, 100200), 1);
+	cr_assert_eq(risk_delta_uusd(r, 0, 1), 200);
 	cr_assert_eq(risk_delta_index(r, 0, 100000, 99999), -1);
 	risk_free(r);
 }
@@ -591,16 +597,16 @@ Test(policy, risk_at_an_absolute_bid)
 /* risk_get_level: the price now matters.  Every 2 h the price is 0.10 for
  * 90 min, 0.11 for 20 min, 0.12 for 10 min.  A bid at 0.11 when the price
  * is 0.11 is evicted within the hour every time (at 6600 s, after 1200,
- * 900, 600 or 300 s: 750 s on average), while the samples at or below
- * 0.11 that risk_get_at pools are mostly at 0.10, of which fewer than
- * half see 0.12 within the hour. */
+ * 900, 600 or 300 s: 750 s on average), while of all the samples, which
+ * risk_get pools for a bid at the price (delta 0), two thirds are: the
+ * 0.10 ones from 1800 s on, and none at 0.12. */
 Test(policy, risk_at_the_current_price_level)
 {
 	struct risk *r = NULL;
-	struct risk_estimate lv, at;
+	struct risk_estimate lv, pool, at;
 	struct px_error e = {0};
-	int idx = 0;
-	int64_t odp = 1000000;       /* deltas 0, 0.01, 0.02, ... */
+	int idx = 0, k;
+	int64_t odp = 1000000;       /* deltas 0, 0.0002, ..., 0.01, ... */
 	double w = RISK_LEVEL_W, n;
 
 	for (int64_t t = 0; t < 20 * 86400; t += 7200) {
@@ -612,32 +618,40 @@ Test(policy, risk_at_the_current_price_level)
 	cr_assert_eq(risk_new(1, &idx, &odp, &r, &e), PX_OK);
 	struct market_view mv = {.ms = &ms, .now_s = 5 * 86400};
 	cr_assert(risk_update(r, &mv, NULL));
-	risk_get_at(r, 0, 110000, &at);
+	risk_get(r, 0, 0, &pool);
 	risk_get_level(r, 0, 110000, 110000, &lv);
 	/* 4 samples at 0.11 in each of the 59 whole periods before now - 1 h */
 	n = lv.samples;
 	cr_assert_eq(lv.samples, 4 * 59, "%u samples at 0.11", lv.samples);
-	cr_assert(at.beta < 0.6 && at.samples > lv.samples, "at %f (%u)",
-		  at.beta, at.samples);
-	/* all n evicted, shrunk towards risk_get_at with weight w */
-	cr_assert_float_eq(lv.beta, (n + w * at.beta) / (n + w), 1e-9,
-			   "level %f at %f", lv.beta, at.beta);
-	cr_assert_float_eq(lv.tau_s, (750 * n + w * at.beta * at.tau_s) /
-			   (n + w * at.beta), 1e-6, "tau %f", lv.tau_s);
-	cr_assert(lv.beta > at.beta + 0.15, "level %f at %f", lv.beta,
-		  at.beta);
-	/* a bid at 0.11 when the price is 0.10: the 0.10 level's own samples
-	 * (delta 0.01: rises above 0.11 within the hour from 3000 s on, 8 of
-	 * 18) pull it below the pooled estimate */
+	cr_assert_float_eq(pool.beta, 2.0 / 3, 0.02, "pool %f", pool.beta);
+	cr_assert(pool.samples > lv.samples);
+	/* all n evicted, shrunk towards the pooled estimate with weight w */
+	cr_assert_float_eq(lv.beta, (n + w * pool.beta) / (n + w), 1e-9,
+			   "level %f pool %f", lv.beta, pool.beta);
+	cr_assert_float_eq(lv.tau_s, (750 * n + w * pool.beta * pool.tau_s) /
+			   (n + w * pool.beta), 1e-6, "tau %f", lv.tau_s);
+	cr_assert(lv.beta > pool.beta + 0.1, "level %f pool %f", lv.beta,
+		  pool.beta);
+	/* a bid at 0.11 when the price is 0.10 (delta 0.01): the 0.10
+	 * level's own samples rise above 0.11 within the hour from 3000 s
+	 * on, 8 of 18; pooled over every level a third do (none at 0.11 or
+	 * 0.12 rise by 0.01) */
+	k = risk_delta_index(r, 0, 100000, 110000);
+	cr_assert_eq(risk_delta_uusd(r, 0, k), 10000);
+	risk_get(r, 0, k, &pool);
 	risk_get_level(r, 0, 100000, 110000, &lv);
-	cr_assert(lv.beta < at.beta && lv.beta > 8.0 / 18 - 0.05,
-		  "level %f at %f", lv.beta, at.beta);
-	/* a price never seen: the absolute estimate; a bid below the price:
-	 * risk_get_at's answer */
+	cr_assert(lv.beta > pool.beta + 0.03 && lv.beta < 8.0 / 18,
+		  "level %f pool %f", lv.beta, pool.beta);
+	/* a price never seen: the pooled estimate for its delta (0.005) */
+	k = risk_delta_index(r, 0, 105000, 110000);
+	cr_assert_eq(risk_delta_uusd(r, 0, k), 5000);
+	risk_get(r, 0, k, &pool);
 	risk_get_level(r, 0, 105000, 110000, &lv);
 	cr_assert_eq(lv.samples, 0);
-	cr_assert_float_eq(lv.beta, at.beta, 1e-12);
-	cr_assert_float_eq(lv.tau_s, at.tau_s, 1e-9);
+	cr_assert_float_eq(lv.beta, pool.beta, 1e-12);
+	cr_assert_float_eq(lv.tau_s, pool.tau_s, 1e-9);
+	/* a bid below the price: risk_get_at's answer */
+	risk_get_at(r, 0, 110000, &at);
 	risk_get_level(r, 0, 120000, 110000, &lv);
 	cr_assert_float_eq(lv.beta, at.beta, 1e-12);
 	risk_free(r);
