@@ -7,11 +7,19 @@
  * eviction probability beta and mean time to eviction tau of a bid at
  * that level when the price is what it is now, learnt from history
  * before now (risk.h, risk_get_level: the samples taken at the current
- * price, leaning on those at or below the bid, risk_get_at, where that
- * price was seen less than a day), counting an evicted partial
+ * price, shrunk towards the market's pooled estimate for the same delta
+ * where that price was seen less than a day), counting an evicted partial
  * hour as free (billing_expect_hour) and a new instance's startup and
- * lost clock as useless time.  Each market's best delta is the one with the lowest
- * expected cost per speed-second.
+ * lost clock as useless time.  Each market's best delta is the one with
+ * the lowest expected cost per speed-second.
+ *
+ * An instance slot is planned as a renewal process: an evicted instance
+ * is replaced at once, so a slot's cost per hour is the expected charge
+ * of a launch over its expected running time, and its effective speed
+ * the useful share of that time (bb_candidate, bb_inst).  A bid evicted
+ * within minutes is nearly free but does little work per hour of the
+ * slot; the fleet's rate, and so the runtime and the tier's hours, count
+ * that.
  *
  * Decisions plan the fleet by the expected cost to finish the job
  * (bb_finish): with the remaining work R and the planned fleet's rate w
@@ -23,20 +31,30 @@
  * the original rule; near the end it stops renting hours the job cannot
  * use.  Then:
  *  - at the end of a spot instance's billing hour it is released when the
- *    cost to finish is lower without it (it no longer pays for itself), or,
- *    when the fleet is at spot.max_instances, when swapping it for the
- *    best candidate lowers the expected cost to finish;
+ *    cost to finish is lower without it (it no longer pays for itself),
+ *    or when swapping it for what the acquisitions would take instead
+ *    (bb_choose) lowers the expected cost to finish: a bid far above a
+ *    price that fell is rarely evicted, and a new bid at the price may
+ *    win free hours again;
  *  - it acquires, one instance at a time, the best candidate (by cost per
  *    marginal work, or by cost to finish within END_S of the end: see
  *    bb_pick) while that lowers the cost to finish, up to
  *    spot.max_instances;
- *  - before the last END_S it keeps the planned rate at least the
- *    baselines' (instances of reference_type plus the reliable tier) with
- *    spot that costs no more per work than reference_type on demand and
- *    whose marginal work per dollar is at least the fleet's (under a
- *    scaling profile the last instances may add almost nothing), so its
- *    runtime is not longer than standard's by plan unless that would
- *    take instances worth less than the fleet.
+ *  - the runtime floor: before the last END_S it keeps the planned rate
+ *    at least the baselines' (instances of reference_type plus the
+ *    reliable tier; more when the job is behind their schedule, so that
+ *    it still ends within their planned runtime) with spot that costs no
+ *    more per work than reference_type on demand and whose marginal work
+ *    per dollar is at least the fleet's (under a scaling profile the last
+ *    instances may add almost nothing).  When a fleet filled to
+ *    spot.max_instances with the best candidate would be slower than
+ *    that, it takes a candidate whose effective speed is enough (the
+ *    cheapest per work of each market's best and least-churning delta),
+ *    else the fastest, and at the cap it swaps instances slower than that
+ *    for faster ones (bb_choose, bb_pick_rate).  So its runtime is not
+ *    longer than standard's by plan, unless that would take instances
+ *    worth less than the fleet; in the last END_S the cost to finish
+ *    alone decides.
  * Under per-second billing the per-type interruption rate is folded into
  * beta and nothing is prepaid.
  */
@@ -73,6 +91,9 @@ struct bb_cand {
 	double cost;             /* expected charge of the first hour, uusd */
 	double useful_s;         /* expected useful seconds in it */
 	double score;            /* cost / (speed * useful_s) */
+	/* the delta with the most useful seconds (the least churn) */
+	int64_t f_bid;
+	double f_cost, f_useful_s, f_score;
 };
 
 /* One instance of the fleet being planned: expected charge of its next
@@ -105,6 +126,19 @@ struct bb_state {
 	bool *changed;
 	struct bb_item *items;   /* decide's scratch: the planned fleet */
 	size_t cap;
+	/* this decision's runtime floor: the baselines' rate, the most per
+	 * speed-hour it may cost (reference_type on demand), and the
+	 * effective speed each spot slot needs for that rate at the cap */
+	double w_min, cap_per_speed, need;
+};
+
+/* What an acquisition would add to the planned fleet (bb_choose). */
+struct bb_choice {
+	int m;                   /* market; -1: none */
+	int64_t bid;
+	double cost, useful_s, score;
+	double speed;            /* effective: speed x useful_s / hour */
+	double f;                /* expected cost to finish with it */
 };
 
 static enum px_err bb_init(const struct pol_env *env, void **ret_state,
@@ -226,6 +260,15 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p,
 		if (useful <= 0 || ty->speed <= 0)
 			continue;
 		score = x.cost_uusd / (ty->speed * useful);
+		x.cost_uusd *= BILLING_HOUR_S / x.run_s;
+		useful *= BILLING_HOUR_S / x.run_s;
+		if (!c->valid || useful > c->f_useful_s ||
+		    (useful == c->f_useful_s && score < c->f_score)) {
+			c->f_bid = p + risk_delta_uusd(s->risk, i, k);
+			c->f_cost = x.cost_uusd;
+			c->f_useful_s = useful;
+			c->f_score = score;
+		}
 		if (!c->valid || score < c->score) {
 			c->valid = true;
 			c->k = k;
@@ -257,9 +300,14 @@ static void bb_inst(struct bb_state *s, const struct pol_input *in,
 		p = v->hour_uusd;
 	bb_estimate(s, (size_t)v->market, p, v->bid_uusd, &beta, &tau);
 	billing_expect_hour(env->billing, p, beta, tau, false, &x);
-	*ret_cost = x.cost_uusd;
-	*ret_speed = speed * (x.run_s - beta * pol_loss_s(env)) /
-		     BILLING_HOUR_S;
+	if (x.run_s < 1) {         /* bid below the price: going now */
+		*ret_cost = 0;
+		*ret_speed = 0;
+		return;
+	}
+	*ret_cost = x.cost_uusd * BILLING_HOUR_S / x.run_s;
+	*ret_speed = speed * (x.run_s - beta * (pol_loss_s(env) +
+		     env->job->startup_seconds)) / x.run_s;
 }
 
 static enum px_err push(struct pol_actions *out, const struct pol_action *a,
@@ -398,6 +446,92 @@ static int bb_pick(const struct bb_state *s, size_t n, double rem_h,
 	return best;
 }
 
+/* The runtime floor's pick: of every market's two candidates (the lowest
+ * cost per work and the least churn) that cost no more per work than
+ * cap_per_speed, the cheapest per work whose effective speed is at least
+ * need, else the fastest.  -1 when none; *ret_fast says which of the two. */
+static int bb_pick_rate(const struct bb_state *s, double need,
+			double cap_per_speed, bool *ret_fast)
+{
+	const struct pol_env *env = s->env;
+	double best_v = 0, best_score = INFINITY;
+	bool best_ok = false;
+	int best = -1;
+
+	for (size_t i = 0; i < env->n_markets; i++) {
+		const struct bb_cand *c = &s->cand[i];
+		double speed = env->types[env->markets[i].type].speed;
+
+		if (!c->valid)
+			continue;
+		for (int f = 0; f < 2; f++) {
+			double score = f ? c->f_score : c->score;
+			double v = speed * (f ? c->f_useful_s : c->useful_s) /
+				   BILLING_HOUR_S;
+			bool ok = v >= need;
+
+			if (score * BILLING_HOUR_S > cap_per_speed)
+				continue;
+			if (best < 0 || (ok && !best_ok) ||
+			    (ok == best_ok && (ok ? score < best_score :
+					       v > best_v))) {
+				best = (int)i;
+				best_v = v;
+				best_score = score;
+				best_ok = ok;
+				*ret_fast = f;
+			}
+		}
+	}
+	return best;
+}
+
+/* The instance the acquisitions would add to the planned fleet v[0..n),
+ * of which spot are spot instances: bb_pick's candidate or, before the
+ * end game, when a fleet filled to spot.max_instances with it would run
+ * slower than the baselines' fleet, bb_pick_rate's.  Uses v[n]. */
+static void bb_choose(struct bb_state *s, size_t n, int spot, double rem_h,
+		      double T_s, struct bb_choice *ch)
+{
+	const struct pol_env *env = s->env;
+	const struct jobspec *job = env->job;
+	const struct bb_cand *c;
+	int slots = job->spot.max_instances - spot, cnt = 0;
+	double S = 0, sp;
+	bool fast = false;
+
+	ch->m = bb_pick(s, n, rem_h, T_s, &ch->f);
+	if (ch->m < 0)
+		return;
+	c = &s->cand[ch->m];
+	sp = env->types[env->markets[ch->m].type].speed;
+	for (size_t j = 0; j < n; j++)
+		if (!s->items[j].gone) {
+			S += s->items[j].speed;
+			cnt++;
+		}
+	if (T_s > END_S && slots > 0 && sp * c->useful_s / BILLING_HOUR_S <
+	    s->need && jobspec_fleet_rate(job, cnt + slots, S + slots * sp *
+					  c->useful_s / BILLING_HOUR_S) <
+	    s->w_min) {
+		int m = bb_pick_rate(s, s->need, s->cap_per_speed, &fast);
+		if (m >= 0) {
+			ch->m = m;
+			c = &s->cand[m];
+			sp = env->types[env->markets[m].type].speed;
+		}
+	}
+	ch->bid = fast ? c->f_bid : c->bid;
+	ch->cost = fast ? c->f_cost : c->cost;
+	ch->useful_s = fast ? c->f_useful_s : c->useful_s;
+	ch->score = fast ? c->f_score : c->score;
+	ch->speed = sp * ch->useful_s / BILLING_HOUR_S;
+	s->items[n] = (struct bb_item){
+		.cost = ch->cost, .speed = ch->speed, .inst = SIZE_MAX,
+	};
+	ch->f = bb_finish(s, s->items, n + 1, rem_h, NULL);
+}
+
 /* The candidates of every market at now, redone where the price changed
  * or the estimates were renewed (hourly); only when a decision needs
  * them (a full fleet with no hour ending needs none). */
@@ -429,8 +563,9 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	bool legacy = env->billing == BILLING_LEGACY_HOURLY;
 	double rem = in->progress->work_total_h - in->progress->work_done_h;
 	double f0, T0, w_min, cap_per_speed;
+	struct bb_choice ch;
 	size_t n = 0;
-	int spot = 0, best;
+	int spot = 0;
 	bool fresh = false;       /* candidates refreshed in this call */
 	enum px_err r;
 
@@ -492,15 +627,37 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 				   env->types[env->ref_type].speed +
 				   job->reliable.count *
 				   env->types[env->reliable_type].speed);
+	/* behind the baselines' schedule (their planned runtime, one
+	 * startup included), the rate that still ends the job in it */
+	{
+		double left = (double)(in->progress->start_s - in->now_s) +
+			      job->startup_seconds + (w_min > 0 ?
+			      in->progress->work_total_h / w_min *
+			      BILLING_HOUR_S : 0);
+		double w_req = left > 0 ? rem / left * BILLING_HOUR_S :
+			       INFINITY;
+		if (w_req > w_min)
+			w_min = w_req;
+	}
 	/* ... and never pay more per work than on-demand for that */
 	cap_per_speed = (double)env->types[env->ref_type].od_uusd /
 			env->types[env->ref_type].speed;
+	/* the effective speed each of spot.max_instances needs for that
+	 * rate; below it at the cap, the floor swaps slow (churning)
+	 * instances for faster ones */
+	s->w_min = w_min;
+	s->cap_per_speed = cap_per_speed;
+	s->need = max > 0 ? (w_min / jobspec_fleet_rate(job,
+			     job->reliable.count + max, 1.0) -
+			     job->reliable.count *
+			     env->types[env->reliable_type].speed) / max :
+		  INFINITY;
 	/* releases at the end of billing hours */
 	f0 = bb_finish(s, s->items, n, rem, &T0);
 	for (size_t j = 0; j < n; j++) {
 		struct bb_item *it = &s->items[j];
 		const struct pol_instance *v;
-		double f1, fs, T1;
+		double f1, T1;
 		bool drop;
 		if (it->inst == SIZE_MAX || it->paid_s > 0)
 			continue;
@@ -513,17 +670,22 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		drop = f1 < f0 && (T0 <= END_S ||
 				   rem / T1 * BILLING_HOUR_S >= w_min ||
 				   it->cost > cap_per_speed * it->speed);
-		/* full fleet: swap for a candidate that saves a good part of
-		 * what this instance would cost until the end */
-		if (!drop && spot >= max) {
+		/* swap for what the acquisitions would take instead when
+		 * that lowers the expected cost to finish, or, with the fleet
+		 * full and slower than the baselines', when it is faster */
+		if (!drop) {
 			if (!fresh) {
 				bb_refresh(s, in);
 				fresh = true;
 			}
-			best = bb_pick(s, n, rem, T0, &fs);
-			drop = best >= 0 &&
-			       fs < f0 - (SWAP_MARGIN - 1) * it->cost *
-			       bb_hours(env->billing, T0);
+			bb_choose(s, n, spot - 1, rem, T0, &ch);
+			drop = ch.m >= 0 &&
+			       (ch.f < f0 - (SWAP_MARGIN - 1) * it->cost *
+				bb_hours(env->billing, T0) ||
+				(spot >= max && T0 > END_S &&
+				 rem / T0 * BILLING_HOUR_S < w_min &&
+				 it->speed < s->need &&
+				 ch.speed > it->speed));
 		}
 		if (!drop) {
 			it->gone = false;
@@ -542,7 +704,6 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	if (spot < max && !fresh)
 		bb_refresh(s, in);
 	while (spot < max) {
-		const struct bb_cand *c;
 		double f1, S = 0, w, C = 0, dw;
 		int cnt = 0;
 		for (size_t j = 0; j < n; j++)
@@ -552,32 +713,27 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 				cnt++;
 			}
 		w = jobspec_fleet_rate(job, cnt, S);
-		best = bb_pick(s, n, rem, T0, &f1);
-		if (best < 0)
+		bb_choose(s, n, spot, rem, T0, &ch);
+		if (ch.m < 0)
 			break;
-		c = &s->cand[best];
+		f1 = ch.f;
 		/* the floor never adds an instance that does less work per
 		 * dollar than the fleet does (a scaling profile can make the
 		 * last instances nearly useless) */
-		dw = jobspec_fleet_rate(job, cnt + 1, S + env->types[
-			env->markets[best].type].speed * c->useful_s /
-			BILLING_HOUR_S) - w;
+		dw = jobspec_fleet_rate(job, cnt + 1, S + ch.speed) - w;
 		if (f1 >= f0 && (w >= w_min || T0 <= END_S ||
-		    c->score * BILLING_HOUR_S > cap_per_speed ||
-		    (w > 0 && !(dw > 0 && c->cost / dw <= C / w))))
+		    ch.score * BILLING_HOUR_S > cap_per_speed ||
+		    (w > 0 && !(dw > 0 && ch.cost / dw <= C / w))))
 			break;
 		struct pol_action a = {
-			.kind = POL_ACQUIRE, .market = best, .count = 1,
-			.bid_uusd = c->bid,
+			.kind = POL_ACQUIRE, .market = ch.m, .count = 1,
+			.bid_uusd = ch.bid,
 		};
 		r = push(out, &a, err);
 		if (r != PX_OK)
 			return r;
 		s->items[n] = (struct bb_item){
-			.cost = c->cost,
-			.speed = env->types[env->markets[best].type].speed *
-				 c->useful_s / BILLING_HOUR_S,
-			.inst = SIZE_MAX,
+			.cost = ch.cost, .speed = ch.speed, .inst = SIZE_MAX,
 		};
 		n++;
 		f0 = f1;
