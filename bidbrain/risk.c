@@ -20,12 +20,13 @@ struct risk_node {
 	uint64_t et[RISK_DELTAS][2];
 };
 
-/* The samples taken at one price. */
+/* The samples taken at one price, and of them those taken when the
+ * price had come there by a rise (_up). */
 struct risk_level {
 	int64_t p;                    /* micro-USD */
-	uint32_t n;
-	uint32_t evicted[RISK_DELTAS];
-	uint64_t tau_sum[RISK_DELTAS];
+	uint32_t n, n_up;
+	uint32_t evicted[RISK_DELTAS], evicted_up[RISK_DELTAS];
+	uint64_t tau_sum[RISK_DELTAS], tau_up[RISK_DELTAS];
 };
 
 struct risk_market {
@@ -34,6 +35,10 @@ struct risk_market {
 	int64_t next_s;               /* next sample time; INT64_MIN: unset */
 	uint16_t (*ring)[RISK_DELTAS]; /* tau or NOT_EVICTED per sample */
 	int64_t *p0;                  /* price at each sample; -1: none */
+	bool *up;                     /* each sample's price came by a rise */
+	long now_i;                   /* history index of the price now */
+	int64_t now_p;                /* the price at the last update; -1 */
+	bool now_up;                  /* ... and whether it came by a rise */
 	/* Levels in the trees: by price, ascending; a level whose samples
 	 * have all gone stays (n == 0, nempty of them) until the next
 	 * rebuild, so that positions hold */
@@ -82,9 +87,12 @@ enum px_err risk_new(size_t n, const int *market_idx, const int64_t *od_uusd,
 		for (int k = 0; k < RISK_DELTAS; k++)
 			m->delta[k] = (int64_t)(fracs[k] *
 						(double)od_uusd[i] + 0.5);
+		m->now_i = -1;
+		m->now_p = -1;
 		m->ring = px_calloc(RING, sizeof *m->ring);
 		m->p0 = px_calloc(RING, sizeof *m->p0);
-		if (!m->ring || !m->p0)
+		m->up = px_calloc(RING, sizeof *m->up);
+		if (!m->ring || !m->p0 || !m->up)
 			goto out_nomem;
 	}
 	*ret = r;
@@ -101,6 +109,7 @@ void risk_free(struct risk *r)
 	for (size_t i = 0; r->m && i < r->n; i++) {
 		free(r->m[i].ring);
 		free(r->m[i].p0);
+		free(r->m[i].up);
 		free(r->m[i].lv);
 		free(r->m[i].lvp);
 		free(r->m[i].side);
@@ -147,13 +156,20 @@ static size_t level_find(const struct risk_level *v, size_t n, int64_t p,
 }
 
 /* Count one sample in (sign 1) or out of (-1) level l. */
-static void level_count(struct risk_level *l, const uint16_t *tau, int sign)
+static void level_count(struct risk_level *l, const uint16_t *tau, bool up,
+			int sign)
 {
 	l->n += (uint32_t)sign;
+	l->n_up += up ? (uint32_t)sign : 0;
 	for (int k = 0; k < RISK_DELTAS; k++)
 		if (tau[k] != NOT_EVICTED) {
 			l->evicted[k] += (uint32_t)sign;
 			l->tau_sum[k] += (uint64_t)(int64_t)sign * tau[k];
+			if (up) {
+				l->evicted_up[k] += (uint32_t)sign;
+				l->tau_up[k] += (uint64_t)(int64_t)sign *
+						tau[k];
+			}
 		}
 }
 
@@ -204,7 +220,7 @@ static bool merge_side(struct risk_market *m)
  * level in the trees is updated in place, a new one goes to the side
  * levels. */
 static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
-		      int sign)
+		      bool up, int sign)
 {
 	bool found;
 	size_t i;
@@ -220,7 +236,7 @@ static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
 		if (sign < 0 && l->n == 0)
 			return true;
 		m->nempty -= l->n == 0;
-		level_count(l, tau, sign);
+		level_count(l, tau, up, sign);
 		m->nempty += l->n == 0;
 		if (m->fw_dirty)
 			return true;
@@ -259,7 +275,7 @@ static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
 		m->nside++;
 	}
 	l = &m->side[i];
-	level_count(l, tau, sign);
+	level_count(l, tau, up, sign);
 	if (l->n == 0) {
 		memmove(&m->side[i], &m->side[i + 1],
 			(m->nside - i - 1) * sizeof *m->side);
@@ -269,7 +285,7 @@ static bool level_add(struct risk_market *m, int64_t p, const uint16_t *tau,
 }
 
 static bool push_sample(struct risk_market *m, const uint16_t *tau,
-			int64_t p0)
+			int64_t p0, bool up)
 {
 	size_t slot;
 
@@ -280,20 +296,21 @@ static bool push_sample(struct risk_market *m, const uint16_t *tau,
 				m->evicted[k]--;
 				m->tau_sum[k] -= old[k];
 			}
-		level_add(m, m->p0[m->head], old, -1);
+		level_add(m, m->p0[m->head], old, m->up[m->head], -1);
 		m->head = (m->head + 1) % RING;
 		m->count--;
 	}
 	slot = (m->head + m->count) % RING;
 	memcpy(m->ring[slot], tau, sizeof m->ring[slot]);
 	m->p0[slot] = p0;
+	m->up[slot] = up;
 	m->count++;
 	for (int k = 0; k < RISK_DELTAS; k++)
 		if (tau[k] != NOT_EVICTED) {
 			m->evicted[k]++;
 			m->tau_sum[k] += tau[k];
 		}
-	return level_add(m, p0, tau, 1);
+	return level_add(m, p0, tau, up, 1);
 }
 
 /* Rebuild the Fenwick trees over lv (false on OOM: then queries count
@@ -333,6 +350,17 @@ static bool rebuild_cum(struct risk_market *m)
 	return true;
 }
 
+/* Whether the price of record i came by a rise: the last different
+ * price before it was lower (looking back at most 64 records; false when
+ * none is found). */
+static bool came_up(const int64_t *p, long i)
+{
+	for (long j = i - 1; j >= 0 && j >= i - 64; j--)
+		if (p[j] != p[i])
+			return p[j] < p[i];
+	return false;
+}
+
 static bool market_update(struct risk_market *m, const struct market_view *mv)
 {
 	const int64_t *t, *p;
@@ -356,6 +384,7 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 		uint16_t tau[RISK_DELTAS];
 		int kk = 0;
 		int64_t pp = -1;
+		bool up = false;
 
 		for (int k = 0; k < RISK_DELTAS; k++)
 			tau[k] = NOT_EVICTED;
@@ -363,6 +392,7 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 			int64_t p0 = p[i0];
 
 			pp = p0;
+			up = came_up(p, i0);
 			for (size_t j = (size_t)i0 + 1;
 			     j < n && t[j] <= end && kk < RISK_DELTAS; j++)
 				while (kk < RISK_DELTAS &&
@@ -373,9 +403,24 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 		}
 		/* a level that cannot grow (out of memory) only leaves the
 		 * absolute estimate with fewer samples */
-		(void)push_sample(m, tau, pp);
+		(void)push_sample(m, tau, pp, up);
 		m->next_s += RISK_STEP_S;
 		changed = true;
+	}
+	/* the price now and how it came: a cursor that moves with time
+	 * (searched again should the history or time go back) */
+	if (m->now_i >= 0 && ((size_t)m->now_i >= n || t[m->now_i] > now))
+		m->now_i = -1;
+	{
+		long i = m->now_i < 0 ? last_le(t, n, now) : m->now_i;
+
+		while (i + 1 < (long)n && t[i + 1] <= now)
+			i++;
+		if (i != m->now_i) {
+			m->now_i = i;
+			m->now_p = i >= 0 ? p[i] : -1;
+			m->now_up = i >= 0 && came_up(p, i);
+		}
 	}
 	return changed;
 }
@@ -489,42 +534,68 @@ void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
 	ret->tau_s = ev ? (double)ts / (double)ev : RISK_HORIZON_S / 2.0;
 }
 
+/* Samples (n, evicted ev, tau sum ts) shrunk towards the estimate t with
+ * the weight of w samples. */
+static void shrink(double n, double ev, double ts, double w,
+		   const struct risk_estimate *t, struct risk_estimate *ret)
+{
+	double wev = w * t->beta;
+
+	ret->samples = (uint32_t)n;
+	ret->beta = (ev + wev) / (n + w);
+	ret->tau_s = ev + wev > 0 ? (ts + wev * t->tau_s) / (ev + wev) :
+		     t->tau_s;
+}
+
+/* The level at price p (in the trees or the side list), NULL if none. */
+static const struct risk_level *level_at(const struct risk_market *m,
+					 int64_t p)
+{
+	size_t j = levels_upto(m, p);
+	bool found;
+
+	if (j > 0 && m->lvp[j - 1] == p)
+		return &m->lv[j - 1];
+	j = level_find(m->side, m->nside, p, &found);
+	return found ? &m->side[j] : NULL;
+}
+
 void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 		    int64_t bid_uusd, struct risk_estimate *ret)
 {
 	const struct risk_market *m = &r->m[i];
-	const struct risk_level *l = NULL;
-	struct risk_estimate pool;
-	double w = RISK_LEVEL_W, ev = 0, ts = 0, n = 0, wev;
+	const struct risk_level *l;
+	struct risk_estimate pool, lev;
+	double w = RISK_LEVEL_W;
 	int k = risk_delta_index(r, i, price_uusd, bid_uusd);
-	bool found;
-	size_t j;
 
 	if (k < 0) {
 		risk_get_at(r, i, bid_uusd, ret);
 		return;
 	}
 	risk_get(r, i, k, &pool);
-	j = levels_upto(m, price_uusd);
-	if (j > 0 && m->lvp[j - 1] == price_uusd) {
-		l = &m->lv[j - 1];
-	} else {
-		j = level_find(m->side, m->nside, price_uusd, &found);
-		if (found)
-			l = &m->side[j];
-	}
-	if (l) {
-		n = l->n;
-		ev = l->evicted[k];
-		ts = (double)l->tau_sum[k];
+	l = level_at(m, price_uusd);
+	if (!l) {
+		*ret = pool;
+		ret->samples = 0;
+		return;
 	}
 	/* the level's own samples, shrunk towards the market's pooled
-	 * estimate for the same delta with the weight of RISK_LEVEL_W
-	 * samples */
-	wev = w * pool.beta;
-	ret->samples = (uint32_t)n;
-	ret->beta = (ev + wev) / (n + w);
-	ret->tau_s = (ts + wev * pool.tau_s) / (ev + wev);
+	 * estimate for the same delta */
+	shrink(l->n, l->evicted[k], (double)l->tau_sum[k], w, &pool, &lev);
+	if (price_uusd != m->now_p) {
+		*ret = lev;
+		return;
+	}
+	/* at the price now: the samples that came to it the way the price
+	 * now did (by a rise, or not), shrunk towards the level's */
+	if (m->now_up)
+		shrink(l->n_up, l->evicted_up[k], (double)l->tau_up[k], w,
+		       &lev, ret);
+	else
+		shrink(l->n - l->n_up, l->evicted[k] - l->evicted_up[k],
+		       (double)(l->tau_sum[k] - l->tau_up[k]), w, &lev, ret);
+	ret->samples = l->n;
 }
 
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k)

@@ -96,8 +96,15 @@ void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
  * the price now.  risk_get_at(bid) is not the shrink target: it pools
  * samples at lower prices, most of which needed a larger rise, and so
  * predicted about 0.2 where 0.47-0.56 of bids at the price were evicted
- * within the hour on the 2015 and 2016 traces (docs/benchmarks.md).  A bid below the
- * price gets risk_get_at's answer. */
+ * within the hour on the 2015 and 2016 traces (docs/benchmarks.md).
+ * At the market's price now (as of the last risk_update), the level's
+ * samples taken when the price had come there the same way (by a rise,
+ * or not) are shrunk in turn towards the level's estimate, with the same
+ * weight: prices often fall back after a rise and rise after a fall (of
+ * bids at the price on the 2015 job's markets, 0.39-0.67 were evicted
+ * within the hour after a rise against 0.53-0.83 after a fall, one market
+ * the other way round).  A bid below the price gets risk_get_at's
+ * answer. */
 void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 		    int64_t bid_uusd, struct risk_estimate *ret);
 

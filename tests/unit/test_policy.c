@@ -657,6 +657,63 @@ Test(policy, risk_at_the_current_price_level)
 	risk_free(r);
 }
 
+/* risk_get_level at the price now: the way the price came there.  Every
+ * 2 h the price is 0.10, rises to 0.11 at 2400 s and 0.12 at 3600 s, falls
+ * back to 0.11 at 4200 s and to 0.10 at 6600 s.  At 0.11 reached by the
+ * rise (4 samples a period) a bid at 0.11 is always evicted within the
+ * hour, after (3600 - s) s; at 0.11 reached by the fall (8) never. */
+Test(policy, risk_at_the_price_now_by_the_way_it_came)
+{
+	struct risk *r = NULL;
+	struct risk_estimate pool, up, down, lv;
+	struct px_error e = {0};
+	int idx = 0;
+	int64_t odp = 1000000, base = 60 * 7200;
+	double w = RISK_LEVEL_W, n, nd, lb;
+
+	for (int64_t t = 0; t < 20 * 86400; t += 7200) {
+		add("us-east-1a", "c3.xlarge", t, 100000);
+		add("us-east-1a", "c3.xlarge", t + 2400, 110000);
+		add("us-east-1a", "c3.xlarge", t + 3600, 120000);
+		add("us-east-1a", "c3.xlarge", t + 4200, 110000);
+		add("us-east-1a", "c3.xlarge", t + 6600, 100000);
+	}
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	cr_assert_eq(risk_new(1, &idx, &odp, &r, &e), PX_OK);
+	/* now: 0.11 reached by the rise.  Complete samples (s + 3600 <=
+	 * now): those of 60 periods, but the last period's falling ones
+	 * from 6300 s on */
+	struct market_view mv = {.ms = &ms, .now_s = base + 2500};
+	risk_update(r, &mv, NULL);
+	risk_get(r, 0, 0, &pool);
+	risk_get_level(r, 0, 110000, 110000, &up);
+	n = 4 * 60;
+	nd = 8 * 60 - 1;
+	cr_assert_eq(up.samples, n + nd, "%u", up.samples);
+	/* the level: n of n + nd evicted, shrunk towards the pool; the
+	 * rising samples: all n, shrunk towards the level */
+	lb = (n + w * pool.beta) / (n + nd + w);
+	cr_assert_float_eq(up.beta, (n + w * lb) / (n + w), 1e-9,
+			   "up %f level %f", up.beta, lb);
+	/* a bid at another price than now's gets the level's estimate */
+	risk_get_level(r, 0, 100000, 100000, &lv);
+	cr_assert(lv.samples > 0);
+	/* now: 0.11 reached by the fall; one more period seen */
+	mv.now_s = base + 7200 + 4300;
+	risk_update(r, &mv, NULL);
+	risk_get(r, 0, 0, &pool);
+	risk_get_level(r, 0, 110000, 110000, &down);
+	n = 4 * 61;
+	nd = 8 * 61;
+	cr_assert_eq(down.samples, n + nd, "%u", down.samples);
+	lb = (n + w * pool.beta) / (n + nd + w);
+	cr_assert_float_eq(down.beta, w * lb / (nd + w), 1e-9,
+			   "down %f level %f", down.beta, lb);
+	cr_assert(up.beta > lb + 0.1 && down.beta < lb - 0.1,
+		  "up %f level %f down %f", up.beta, lb, down.beta);
+	risk_free(r);
+}
+
 /* The reference count of risk_get_at for a bid at b, straight from the
  * definition (risk.h) over the price history t/p[0..n): every sample
  * time s in the window before now, the price at s, and whether the price
