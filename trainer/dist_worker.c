@@ -139,20 +139,26 @@ static void on_sub(struct worker *w)
 	}
 }
 
+/* A heartbeat when one is due. */
+static void beat(struct worker *w)
+{
+	uint64_t now = px_now_mono_us();
+
+	if (now >= w->next_hb) {
+		heartbeat(w);
+		w->next_hb = now + (uint64_t)w->o->hb_ms * 1000;
+	}
+}
+
 /* Run the loop's housekeeping and wait up to ms for broadcasts. */
 static void pump(struct worker *w, int ms)
 {
 	struct nn_pollfd pf = { .fd = net_nn_socket(w->sub),
 				.events = NN_POLLIN };
-	uint64_t now;
 
 	if (nn_poll(&pf, 1, ms) > 0)
 		on_sub(w);
-	now = px_now_mono_us();
-	if (now >= w->next_hb) {
-		heartbeat(w);
-		w->next_hb = now + (uint64_t)w->o->hb_ms * 1000;
-	}
+	beat(w);
 }
 
 /* Recompute the partition when the membership changed.  Returns false
@@ -455,6 +461,15 @@ static void make_update(struct worker *w)
 
 /* The clock's update (make_update) to each shard's active, then CLOCK
  * (or, with the test fault --fault-late-push, CLOCK first). */
+/* How long a push to one PS may block: half the heartbeat timeout (the
+ * send comes right after a heartbeat when one is due), at most 1 s. */
+static int push_timeout_ms(const struct dist_opts *o)
+{
+	uint32_t ms = o->hb_timeout_ms / 2;
+
+	return ms > 1000 ? 1000 : ms ? (int)ms : 1;
+}
+
 static enum px_err push_all(struct worker *w, uint32_t n,
 			    struct px_error *err)
 {
@@ -482,8 +497,14 @@ static enum px_err push_all(struct worker *w, uint32_t n,
 		q = dist_link_get(&w->links, sh->active, ps->addr, false, err);
 		if (!q)
 			return err->code;
+		/* a PS that just died can stall the send, and a worker
+		 * silent for hb_timeout_ms is lost: a heartbeat when due,
+		 * then at most half that (a shard's update that times out
+		 * is dropped, as a lost clock would be) */
+		beat(w);
 		e = net_send_range(q, WIRE_PUSH, 0, sh->active, w->clock, s, 0,
-				   w->upd + sh->offset, sh->count, 1000, err);
+				   w->upd + sh->offset, sh->count,
+				   push_timeout_ms(w->o), err);
 		if (e != PX_OK && e != PX_ETIMEDOUT)
 			return e;
 	}

@@ -377,7 +377,7 @@ Test(trainer_dist, active_ps_sigkill_promotes_backup, .init = setup,
 	int n = 0;
 
 	j = run_local_keep(extra, &r);
-	cr_assert_eq(num(j, "losses"), 1);
+	cr_assert_eq(num(j, "losses"), 1, "%s", r.err);
 	cr_assert_geq(num(j, "promotions"), 1);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	for (at = r.err; (at = strstr(at, "ps: notice: shard ")); at++) {
@@ -486,7 +486,7 @@ Test(trainer_dist, stalled_ps_rejoins, .init = setup, .fini = teardown,
 	/* 120 epochs: about 4 s of training here, the rejoin (after 0.5 +
 	 * 1.2 s) well inside it on a CPU twice as fast */
 	j = run_local_keep(extra, &r);
-	cr_assert_eq(num(j, "losses"), 1);
+	cr_assert_eq(num(j, "losses"), 1, "%s", r.err);
 	cr_assert_geq(num(j, "promotions"), 1);
 	cr_assert_eq(num(j, "joins"), 1, "the stalled PS rejoins");
 	cr_assert_eq(num(j, "clocks"), CLOCKS(120));
