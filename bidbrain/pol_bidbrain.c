@@ -629,11 +629,11 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 				   env->types[env->reliable_type].speed);
 	/* behind the baselines' schedule (their planned runtime, one
 	 * startup included), the rate that still ends the job in it */
-	{
+	if (w_min > 0) {
 		double left = (double)(in->progress->start_s - in->now_s) +
-			      job->startup_seconds + (w_min > 0 ?
+			      job->startup_seconds +
 			      in->progress->work_total_h / w_min *
-			      BILLING_HOUR_S : 0);
+			      BILLING_HOUR_S;
 		double w_req = left > 0 ? rem / left * BILLING_HOUR_S :
 			       INFINITY;
 		if (w_req > w_min)
