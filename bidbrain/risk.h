@@ -52,9 +52,10 @@
 #define RISK_PRIOR_SAMPLES 12.0
 /* risk_get_level's weight of the pooled estimate, in samples: a day of
  * them, so a price level seen for less than a day leans on the pooled
- * estimate and one seen for days speaks for itself.  The benchmark
- * windows' savings are flat from 4 h to a day of samples and lower at 3
- * days (tests/bench/bench_bidbrain_sweep.sh, -DRISK_LEVEL_W=). */
+ * estimate and one seen for days speaks for itself.  Swept with
+ * tests/bench/bench_bidbrain_sweep.sh (-DRISK_LEVEL_W=): an hour of
+ * samples (12) loses much, 4 days (1152) some; from 8 h to a day the
+ * savings over 208 windows are within 0.6 points (docs/benchmarks.md). */
 #ifndef RISK_LEVEL_W
 #define RISK_LEVEL_W (86400.0 / RISK_STEP_S)
 #endif
