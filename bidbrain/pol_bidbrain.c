@@ -82,18 +82,20 @@
 #define SWAP_MARGIN BB_SWAP_MARGIN
 #define END_S BB_END_S
 
+/* One bid of a market, its slot planned as a renewal (see the head). */
+struct bb_opt {
+	int64_t bid;
+	double cost;             /* expected charge per hour of the slot, uusd */
+	double useful_s;         /* expected useful seconds per hour of it */
+	double score;            /* cost per speed-second of useful work */
+};
+
 struct bb_cand {
 	bool valid;
 	int64_t price;           /* price when computed */
 	int64_t at_s;            /* when computed */
-	int k;                   /* best delta */
-	int64_t bid;
-	double cost;             /* expected charge of the first hour, uusd */
-	double useful_s;         /* expected useful seconds in it */
-	double score;            /* cost / (speed * useful_s) */
-	/* the delta with the most useful seconds (the least churn) */
-	int64_t f_bid;
-	double f_cost, f_useful_s, f_score;
+	struct bb_opt best;      /* the delta with the lowest score */
+	struct bb_opt fast;      /* the most useful seconds (least churn) */
 };
 
 /* One instance of the fleet being planned: expected charge of its next
@@ -135,8 +137,7 @@ struct bb_state {
 /* What an acquisition would add to the planned fleet (bb_choose). */
 struct bb_choice {
 	int m;                   /* market; -1: none */
-	int64_t bid;
-	double cost, useful_s, score;
+	struct bb_opt o;
 	double speed;            /* effective: speed x useful_s / hour */
 	double f;                /* expected cost to finish with it */
 };
@@ -251,7 +252,8 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p,
 	c->at_s = now;
 	for (int k = 0; k < RISK_DELTAS; k++) {
 		struct billing_expect x;
-		double beta, tau, useful, score;
+		struct bb_opt o;
+		double beta, tau, useful;
 
 		bb_estimate(s, i, p, p + risk_delta_uusd(s->risk, i, k),
 			    &beta, &tau);
@@ -259,24 +261,19 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p,
 		useful = x.run_s - env->job->startup_seconds - beta * loss;
 		if (useful <= 0 || ty->speed <= 0)
 			continue;
-		score = x.cost_uusd / (ty->speed * useful);
-		x.cost_uusd *= BILLING_HOUR_S / x.run_s;
-		useful *= BILLING_HOUR_S / x.run_s;
-		if (!c->valid || useful > c->f_useful_s ||
-		    (useful == c->f_useful_s && score < c->f_score)) {
-			c->f_bid = p + risk_delta_uusd(s->risk, i, k);
-			c->f_cost = x.cost_uusd;
-			c->f_useful_s = useful;
-			c->f_score = score;
-		}
-		if (!c->valid || score < c->score) {
-			c->valid = true;
-			c->k = k;
-			c->bid = p + risk_delta_uusd(s->risk, i, k);
-			c->cost = x.cost_uusd;
-			c->useful_s = useful;
-			c->score = score;
-		}
+		o = (struct bb_opt){
+			.bid = p + risk_delta_uusd(s->risk, i, k),
+			.cost = x.cost_uusd * BILLING_HOUR_S / x.run_s,
+			.useful_s = useful * BILLING_HOUR_S / x.run_s,
+			.score = x.cost_uusd / (ty->speed * useful),
+		};
+		if (!c->valid || o.useful_s > c->fast.useful_s ||
+		    (o.useful_s == c->fast.useful_s &&
+		     o.score < c->fast.score))
+			c->fast = o;
+		if (!c->valid || o.score < c->best.score)
+			c->best = o;
+		c->valid = true;
 	}
 }
 
@@ -385,64 +382,45 @@ static enum px_err bb_grow(struct bb_state *s, size_t n,
 	return PX_OK;
 }
 
-/* The candidate market to add to the planned fleet v[0..n): while the
- * fleet would run longer than END_S, the one with the lowest expected cost
- * per marginal work (c / (rate with it - rate without)); near the end, the
- * one that gives the lowest expected cost to finish (a fast instance that
- * ends the job inside paid hours can beat a cheap one that adds an hour).
- * Its cost to finish in *ret_f; -1 when none is valid.  Uses v[n] as
- * scratch. */
-static int bb_pick(const struct bb_state *s, size_t n, double rem_h,
-		   double T_s, double *ret_f)
+/* The candidate market to add to the planned fleet v[0..n), whose live
+ * items number c0 with speeds summing to S0: while the fleet would run
+ * longer than END_S, the one with the lowest expected cost per marginal
+ * work (c / (rate with it - rate without)); near the end, the one that
+ * gives the lowest expected cost to finish (a fast instance that ends the
+ * job inside paid hours can beat a cheap one that adds an hour).  -1 when
+ * none is valid.  Uses v[n] as scratch. */
+static int bb_pick(const struct bb_state *s, size_t n, int c0, double S0,
+		   double rem_h, double T_s)
 {
 	const struct pol_env *env = s->env;
 	struct bb_item *v = s->items;
 	bool end = T_s <= END_S;
-	double S0 = 0, w0, best_key = INFINITY, best_f = INFINITY;
-	int c0 = 0, best = -1;
+	double w0 = jobspec_fleet_rate(env->job, c0, S0), best_key = INFINITY;
+	int best = -1;
 
-	for (size_t j = 0; j < n; j++)
-		if (!v[j].gone) {
-			S0 += v[j].speed;
-			c0++;
-		}
-	w0 = jobspec_fleet_rate(env->job, c0, S0);
 	for (size_t i = 0; i < env->n_markets; i++) {
 		const struct bb_cand *c = &s->cand[i];
-		double f, key;
+		double key;
 		if (!c->valid)
 			continue;
 		v[n] = (struct bb_item){
-			.cost = c->cost,
+			.cost = c->best.cost,
 			.speed = env->types[env->markets[i].type].speed *
-				 c->useful_s / BILLING_HOUR_S,
+				 c->best.useful_s / BILLING_HOUR_S,
 			.inst = SIZE_MAX,
 		};
-		f = end ? bb_finish(s, v, n + 1, rem_h, NULL) : 0;
 		if (end) {
-			key = f;
+			key = bb_finish(s, v, n + 1, rem_h, NULL);
 		} else {
 			double dw = jobspec_fleet_rate(env->job, c0 + 1,
 						       S0 + v[n].speed) - w0;
-			key = dw > 0 ? c->cost / dw : INFINITY;
+			key = dw > 0 ? c->best.cost / dw : INFINITY;
 		}
 		if (best < 0 || key < best_key) {
 			best = (int)i;
 			best_key = key;
-			best_f = f;
 		}
 	}
-	if (best >= 0 && !end) {
-		const struct bb_cand *c = &s->cand[best];
-		v[n] = (struct bb_item){
-			.cost = c->cost,
-			.speed = env->types[env->markets[best].type].speed *
-				 c->useful_s / BILLING_HOUR_S,
-			.inst = SIZE_MAX,
-		};
-		best_f = bb_finish(s, v, n + 1, rem_h, NULL);
-	}
-	*ret_f = best_f;
 	return best;
 }
 
@@ -465,19 +443,18 @@ static int bb_pick_rate(const struct bb_state *s, double need,
 		if (!c->valid)
 			continue;
 		for (int f = 0; f < 2; f++) {
-			double score = f ? c->f_score : c->score;
-			double v = speed * (f ? c->f_useful_s : c->useful_s) /
-				   BILLING_HOUR_S;
+			const struct bb_opt *o = f ? &c->fast : &c->best;
+			double v = speed * o->useful_s / BILLING_HOUR_S;
 			bool ok = v >= need;
 
-			if (score * BILLING_HOUR_S > cap_per_speed)
+			if (o->score * BILLING_HOUR_S > cap_per_speed)
 				continue;
 			if (best < 0 || (ok && !best_ok) ||
-			    (ok == best_ok && (ok ? score < best_score :
+			    (ok == best_ok && (ok ? o->score < best_score :
 					       v > best_v))) {
 				best = (int)i;
 				best_v = v;
-				best_score = score;
+				best_score = o->score;
 				best_ok = ok;
 				*ret_fast = f;
 			}
@@ -495,39 +472,34 @@ static void bb_choose(struct bb_state *s, size_t n, int spot, double rem_h,
 {
 	const struct pol_env *env = s->env;
 	const struct jobspec *job = env->job;
-	const struct bb_cand *c;
 	int slots = job->spot.max_instances - spot, cnt = 0;
 	double S = 0, sp;
 	bool fast = false;
 
-	ch->m = bb_pick(s, n, rem_h, T_s, &ch->f);
-	if (ch->m < 0)
-		return;
-	c = &s->cand[ch->m];
-	sp = env->types[env->markets[ch->m].type].speed;
 	for (size_t j = 0; j < n; j++)
 		if (!s->items[j].gone) {
 			S += s->items[j].speed;
 			cnt++;
 		}
-	if (T_s > END_S && slots > 0 && sp * c->useful_s / BILLING_HOUR_S <
+	ch->m = bb_pick(s, n, cnt, S, rem_h, T_s);
+	if (ch->m < 0)
+		return;
+	ch->o = s->cand[ch->m].best;
+	sp = env->types[env->markets[ch->m].type].speed;
+	if (T_s > END_S && slots > 0 && sp * ch->o.useful_s / BILLING_HOUR_S <
 	    s->need && jobspec_fleet_rate(job, cnt + slots, S + slots * sp *
-					  c->useful_s / BILLING_HOUR_S) <
+					  ch->o.useful_s / BILLING_HOUR_S) <
 	    s->w_min) {
 		int m = bb_pick_rate(s, s->need, s->cap_per_speed, &fast);
 		if (m >= 0) {
 			ch->m = m;
-			c = &s->cand[m];
+			ch->o = fast ? s->cand[m].fast : s->cand[m].best;
 			sp = env->types[env->markets[m].type].speed;
 		}
 	}
-	ch->bid = fast ? c->f_bid : c->bid;
-	ch->cost = fast ? c->f_cost : c->cost;
-	ch->useful_s = fast ? c->f_useful_s : c->useful_s;
-	ch->score = fast ? c->f_score : c->score;
-	ch->speed = sp * ch->useful_s / BILLING_HOUR_S;
+	ch->speed = sp * ch->o.useful_s / BILLING_HOUR_S;
 	s->items[n] = (struct bb_item){
-		.cost = ch->cost, .speed = ch->speed, .inst = SIZE_MAX,
+		.cost = ch->o.cost, .speed = ch->speed, .inst = SIZE_MAX,
 	};
 	ch->f = bb_finish(s, s->items, n + 1, rem_h, NULL);
 }
@@ -722,18 +694,18 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		 * last instances nearly useless) */
 		dw = jobspec_fleet_rate(job, cnt + 1, S + ch.speed) - w;
 		if (f1 >= f0 && (w >= w_min || T0 <= END_S ||
-		    ch.score * BILLING_HOUR_S > cap_per_speed ||
-		    (w > 0 && !(dw > 0 && ch.cost / dw <= C / w))))
+		    ch.o.score * BILLING_HOUR_S > cap_per_speed ||
+		    (w > 0 && !(dw > 0 && ch.o.cost / dw <= C / w))))
 			break;
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = ch.m, .count = 1,
-			.bid_uusd = ch.bid,
+			.bid_uusd = ch.o.bid,
 		};
 		r = push(out, &a, err);
 		if (r != PX_OK)
 			return r;
 		s->items[n] = (struct bb_item){
-			.cost = ch.cost, .speed = ch.speed, .inst = SIZE_MAX,
+			.cost = ch.o.cost, .speed = ch.speed, .inst = SIZE_MAX,
 		};
 		n++;
 		f0 = f1;

@@ -36,7 +36,7 @@ struct risk_market {
 	uint16_t (*ring)[RISK_DELTAS]; /* tau or NOT_EVICTED per sample */
 	int64_t *p0;                  /* price at each sample; -1: none */
 	bool *up;                     /* each sample's price came by a rise */
-	long now_i;                   /* history index of the price now */
+	long now_i;                   /* history index of now_p; -1: none */
 	int64_t now_p;                /* the price at the last update; -1 */
 	bool now_up;                  /* ... and whether it came by a rise */
 	/* Levels in the trees: by price, ascending; a level whose samples
@@ -407,20 +407,12 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 		m->next_s += RISK_STEP_S;
 		changed = true;
 	}
-	/* the price now and how it came: a cursor that moves with time
-	 * (searched again should the history or time go back) */
-	if (m->now_i >= 0 && ((size_t)m->now_i >= n || t[m->now_i] > now))
-		m->now_i = -1;
-	{
-		long i = m->now_i < 0 ? last_le(t, n, now) : m->now_i;
-
-		while (i + 1 < (long)n && t[i + 1] <= now)
-			i++;
-		if (i != m->now_i) {
-			m->now_i = i;
-			m->now_p = i >= 0 ? p[i] : -1;
-			m->now_up = i >= 0 && came_up(p, i);
-		}
+	/* the price now (the history ends at now) and how it came, looked
+	 * back for only when a record came */
+	if ((long)n - 1 != m->now_i) {
+		m->now_i = (long)n - 1;
+		m->now_p = p[n - 1];
+		m->now_up = came_up(p, m->now_i);
 	}
 	return changed;
 }
