@@ -19,7 +19,11 @@
  * the useful share of that time (bb_candidate, bb_inst).  A bid evicted
  * within minutes is nearly free but does little work per hour of the
  * slot; the fleet's rate, and so the runtime and the tier's hours, count
- * that.
+ * that.  A launch pays its startup once and lives on through the hours
+ * it is not evicted in (1 / beta of them on average), so each hour of the
+ * slot carries beta x (startup + lost clock), for a candidate as for a
+ * live instance (a candidate used to carry a whole startup every hour,
+ * which made bids that are rarely evicted look 3% slower than they are).
  *
  * Decisions plan the fleet by the expected cost to finish the job
  * (bb_finish): with the remaining work R and the planned fleet's rate w
@@ -36,9 +40,9 @@
  *    (bb_choose) lowers the expected cost to finish: a bid far above a
  *    price that fell is rarely evicted, and a new bid at the price may
  *    win free hours again;
- *  - it acquires, one instance at a time, the best candidate (by cost per
- *    marginal work, or by cost to finish within END_S of the end: see
- *    bb_pick) while that lowers the cost to finish, up to
+ *  - it acquires, one instance at a time, the best candidate (the one
+ *    whose copies fill the free slots into the fleet with the lowest cost
+ *    to finish: see bb_pick) while that lowers the cost to finish, up to
  *    spot.max_instances;
  *  - the runtime floor: before the last END_S it keeps the planned rate
  *    at least the baselines' (instances of reference_type plus the
@@ -132,6 +136,13 @@ struct bb_state {
 	 * speed-hour it may cost (reference_type on demand), and the
 	 * effective speed each spot slot needs for that rate at the cap */
 	double w_min, cap_per_speed, need;
+	/* per env market: the candidate as a planned item; the markets
+	 * sorted by its charge (bb_before), each one's place in that
+	 * order, and those on the front (bb_front) */
+	struct bb_item *pick;
+	int *order, *pos, *front;
+	size_t n_front;
+	double *eff;             /* bb_pick: rate per speed with k more */
 };
 
 /* What an acquisition would add to the planned fleet (bb_choose). */
@@ -140,6 +151,7 @@ struct bb_choice {
 	struct bb_opt o;
 	double speed;            /* effective: speed x useful_s / hour */
 	double f;                /* expected cost to finish with it */
+	int k;                   /* how many of it bb_pick's fleet adds */
 };
 
 static enum px_err bb_init(const struct pol_env *env, void **ret_state,
@@ -157,9 +169,17 @@ static enum px_err bb_init(const struct pol_env *env, void **ret_state,
 	s->cand = px_calloc(n, sizeof *s->cand);
 	s->memo = px_calloc(n, sizeof *s->memo);
 	s->changed = px_calloc(n, sizeof *s->changed);
+	s->pick = px_calloc(n, sizeof *s->pick);
+	s->order = px_calloc(n, sizeof *s->order);
+	s->pos = px_calloc(n, sizeof *s->pos);
+	s->eff = px_calloc((size_t)env->job->spot.max_instances + 2,
+			   sizeof *s->eff);
+	s->front = px_calloc(n, sizeof *s->front);
 	idx = px_calloc(n, sizeof *idx);
 	od = px_calloc(n, sizeof *od);
-	if (!s->cand || !s->memo || !s->changed || !idx || !od) {
+	if (!s->cand || !s->memo || !s->changed || !s->pick || !s->order ||
+	    !s->pos || !s->front || !s->eff ||
+	    !idx || !od) {
 		r = px_errorf(err, PX_ENOMEM, "out of memory");
 		goto out_free;
 	}
@@ -175,8 +195,18 @@ out_free:
 		free(s->cand);
 		free(s->memo);
 		free(s->changed);
+		free(s->pick);
+		free(s->order);
+		free(s->pos);
+		free(s->front);
+		free(s->eff);
 		free(s);
 		return r;
+	}
+	for (size_t i = 0; i < env->n_markets; i++) {
+		s->pick[i].cost = INFINITY;
+		s->order[i] = (int)i;
+		s->pos[i] = (int)i;
 	}
 	*ret_state = s;
 	return PX_OK;
@@ -192,6 +222,11 @@ static void bb_fini(void *state)
 	free(s->cand);
 	free(s->memo);
 	free(s->changed);
+	free(s->pick);
+	free(s->order);
+	free(s->pos);
+	free(s->front);
+	free(s->eff);
 	free(s);
 }
 
@@ -258,7 +293,7 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p,
 		bb_estimate(s, i, p, p + risk_delta_uusd(s->risk, i, k),
 			    &beta, &tau);
 		billing_expect_hour(env->billing, p, beta, tau, true, &x);
-		useful = x.run_s - env->job->startup_seconds - beta * loss;
+		useful = x.run_s - beta * (loss + env->job->startup_seconds);
 		if (useful <= 0 || ty->speed <= 0)
 			continue;
 		o = (struct bb_opt){
@@ -368,6 +403,60 @@ static double bb_finish(const struct bb_state *s, const struct bb_item *v,
 	return f;
 }
 
+/* The live items of a planned fleet summed once, so that bb_pick can
+ * price the fleet with k more instances without a pass over it. */
+struct bb_sums {
+	int cnt;
+	double S;                /* speed */
+	double C;                /* expected hourly charge */
+	double CP;               /* charge x seconds already paid */
+	double paid_max;
+};
+
+static void bb_sum(const struct bb_item *v, size_t n, struct bb_sums *u)
+{
+	*u = (struct bb_sums){0};
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].gone)
+			continue;
+		u->cnt++;
+		u->S += v[i].speed;
+		u->C += v[i].cost;
+		u->CP += v[i].cost * v[i].paid_s;
+		if (v[i].paid_s > u->paid_max)
+			u->paid_max = v[i].paid_s;
+	}
+}
+
+/* bb_finish of the fleet summed in u (v[0..n)) with k copies of it added;
+ * eff[k] is the fleet's rate per unit of speed with them
+ * (jobspec_fleet_rate(job, u->cnt + k, 1): the rate is linear in the
+ * speed).  Where every instance still runs past the rounding of its first
+ * unpaid hour (legacy: T - paid >= half an hour, so bb_hours is x/h +
+ * 0.5; per-second: past what is paid) the sum is linear in T and costs
+ * nothing to evaluate; otherwise it is bb_finish over v[0..n+k). */
+static double bb_finish_with(const struct bb_state *s, struct bb_item *v,
+			     size_t n, const struct bb_sums *u,
+			     const double *eff, const struct bb_item *it,
+			     int k, double rem_h)
+{
+	double w = (u->S + k * it->speed) * eff[k], T, C;
+
+	if (w <= 0)
+		return INFINITY;
+	T = rem_h / w * BILLING_HOUR_S;
+	C = u->C + k * it->cost;
+	if (s->env->billing == BILLING_LEGACY_HOURLY) {
+		if (T - u->paid_max >= BILLING_HOUR_S / 2.0)
+			return (C * T - u->CP) / BILLING_HOUR_S + 0.5 * C;
+	} else if (T > u->paid_max) {
+		return (C * T - u->CP) / BILLING_HOUR_S;
+	}
+	for (int j = 0; j < k; j++)
+		v[n + (size_t)j] = *it;
+	return bb_finish(s, v, n + (size_t)k, rem_h, NULL);
+}
+
 static enum px_err bb_grow(struct bb_state *s, size_t n,
 			   struct px_error *err)
 {
@@ -382,46 +471,136 @@ static enum px_err bb_grow(struct bb_state *s, size_t n,
 	return PX_OK;
 }
 
-/* The candidate market to add to the planned fleet v[0..n), whose live
- * items number c0 with speeds summing to S0: while the fleet would run
- * longer than END_S, the one with the lowest expected cost per marginal
- * work (c / (rate with it - rate without)); near the end, the one that
- * gives the lowest expected cost to finish (a fast instance that ends the
- * job inside paid hours can beat a cheap one that adds an hour).  -1 when
- * none is valid.  Uses v[n] as scratch. */
-static int bb_pick(const struct bb_state *s, size_t n, int c0, double S0,
-		   double rem_h, double T_s)
+/* The lowest expected cost to finish of the fleet summed in u (v[0..n))
+ * with k = 1 .. slots copies of it added, and that k.  The cost falls
+ * with k, then rises (each copy cuts the time to finish by less and pays
+ * as much), so the first k after which it rises is found by bisection. */
+static double bb_fill(const struct bb_state *s, struct bb_item *v, size_t n,
+		      const struct bb_sums *u, const double *eff,
+		      const struct bb_item *it, int slots, double rem_h,
+		      int *ret_k)
 {
-	const struct pol_env *env = s->env;
-	struct bb_item *v = s->items;
-	bool end = T_s <= END_S;
-	double w0 = jobspec_fleet_rate(env->job, c0, S0), best_key = INFINITY;
-	int best = -1;
+	int lo = 1, hi = slots;
 
-	for (size_t i = 0; i < env->n_markets; i++) {
-		const struct bb_cand *c = &s->cand[i];
-		double key;
-		if (!c->valid)
-			continue;
-		v[n] = (struct bb_item){
-			.cost = c->best.cost,
-			.speed = env->types[env->markets[i].type].speed *
-				 c->best.useful_s / BILLING_HOUR_S,
-			.inst = SIZE_MAX,
-		};
-		if (end) {
-			key = bb_finish(s, v, n + 1, rem_h, NULL);
-		} else {
-			double dw = jobspec_fleet_rate(env->job, c0 + 1,
-						       S0 + v[n].speed) - w0;
-			key = dw > 0 ? c->best.cost / dw : INFINITY;
-		}
-		if (best < 0 || key < best_key) {
-			best = (int)i;
+	/* often it still falls at the last slot */
+	if (slots > 1 && bb_finish_with(s, v, n, u, eff, it, slots, rem_h) <
+	    bb_finish_with(s, v, n, u, eff, it, slots - 1, rem_h))
+		lo = slots;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (bb_finish_with(s, v, n, u, eff, it, mid + 1, rem_h) <
+		    bb_finish_with(s, v, n, u, eff, it, mid, rem_h))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*ret_k = lo;
+	return bb_finish_with(s, v, n, u, eff, it, lo, rem_h);
+}
+
+/* The candidate market to add to the planned fleet v[0..n), which has
+ * `slots` free spot slots: each market's candidate (its delta with the
+ * lowest cost per work) is judged by the fleet it would fill, the lowest
+ * expected cost to finish with k = 1 .. slots copies of it (bb_fill), and
+ * the market whose fleet is cheapest wins (*ret_k: its k).  Judged by
+ * its own cost per marginal work instead, a slow instance that wins free
+ * hours looks cheap to an empty fleet, and the cap filled with them runs
+ * at a fraction of the rate of faster ones while the reliable tier's
+ * hours go on (on the 2016 trace, 32 m1.large where 26 c1.xlarge did 3
+ * times the work).  Near the end, k = 1 is the cost to finish of one
+ * more instance: a fast one that ends the job inside paid hours can beat
+ * a cheap one that adds an hour.  Only the markets on the front
+ * (bb_front) can win.  -1 when none is valid.  Uses v[n..n+slots) as
+ * scratch. */
+static int bb_pick(const struct bb_state *s, size_t n, int slots,
+		   double rem_h, int *ret_k)
+{
+	struct bb_item *v = s->items;
+	double best_key = INFINITY;
+	struct bb_sums u;
+	int best = -1, k;
+
+	if (slots < 1)
+		slots = 1;
+	bb_sum(v, n, &u);
+	for (int j = 1; j <= slots; j++)
+		s->eff[j] = jobspec_fleet_rate(s->env->job, u.cnt + j, 1.0);
+	for (size_t j = 0; j < s->n_front; j++) {
+		int i = s->front[j];
+		double key = bb_fill(s, v, n, &u, s->eff, &s->pick[i], slots,
+				     rem_h, &k);
+		if (key < best_key || (key == best_key && i < best)) {
+			best = i;
 			best_key = key;
+			*ret_k = k;
 		}
 	}
 	return best;
+}
+
+/* Whether market a's candidate goes before b's on the front's order:
+ * lower charge, then faster, then the lower index (invalid candidates
+ * have an infinite charge and go last). */
+static bool bb_before(const struct bb_state *s, int a, int b)
+{
+	const struct bb_item *x = &s->pick[a], *y = &s->pick[b];
+
+	if (x->cost != y->cost)
+		return x->cost < y->cost;
+	if (x->speed != y->speed)
+		return x->speed > y->speed;
+	return a < b;
+}
+
+/* Market i's candidate changed: its planned item, and its place in the
+ * order (moved left or right, the rest stays sorted). */
+static void bb_reorder(struct bb_state *s, size_t i)
+{
+	const struct pol_env *env = s->env;
+	const struct bb_cand *c = &s->cand[i];
+	int p = s->pos[i];
+
+	s->pick[i] = (struct bb_item){
+		.cost = c->valid ? c->best.cost : INFINITY,
+		.speed = c->valid ? env->types[env->markets[i].type].speed *
+			 c->best.useful_s / BILLING_HOUR_S : 0,
+		.inst = SIZE_MAX,
+	};
+	while (p > 0 && bb_before(s, (int)i, s->order[p - 1])) {
+		s->order[p] = s->order[p - 1];
+		s->pos[s->order[p]] = p;
+		p--;
+	}
+	while (p + 1 < (int)env->n_markets &&
+	       bb_before(s, s->order[p + 1], (int)i)) {
+		s->order[p] = s->order[p + 1];
+		s->pos[s->order[p]] = p;
+		p++;
+	}
+	s->order[p] = (int)i;
+	s->pos[i] = p;
+}
+
+/* The markets whose candidate no other one beats in both expected charge
+ * and effective speed (ties: the lower index), the only ones bb_pick
+ * needs: the cost to finish only grows with an instance's charge and
+ * only falls with its speed, so a dominated candidate never fills a
+ * cheaper fleet.  In the order by charge, a market is on the front when
+ * it is faster than every one before it. */
+static void bb_front(struct bb_state *s)
+{
+	double fastest = -INFINITY;
+
+	s->n_front = 0;
+	for (size_t j = 0; j < s->env->n_markets; j++) {
+		int i = s->order[j];
+		if (s->pick[i].cost == INFINITY)
+			break;
+		if (s->pick[i].speed <= fastest)
+			continue;
+		fastest = s->pick[i].speed;
+		s->front[s->n_front++] = i;
+	}
 }
 
 /* The runtime floor's pick: of every market's two candidates (the lowest
@@ -481,7 +660,8 @@ static void bb_choose(struct bb_state *s, size_t n, int spot, double rem_h,
 			S += s->items[j].speed;
 			cnt++;
 		}
-	ch->m = bb_pick(s, n, cnt, S, rem_h, T_s);
+	ch->k = 1;
+	ch->m = bb_pick(s, n, slots, rem_h, &ch->k);
 	if (ch->m < 0)
 		return;
 	ch->o = s->cand[ch->m].best;
@@ -492,6 +672,7 @@ static void bb_choose(struct bb_state *s, size_t n, int spot, double rem_h,
 	    s->w_min) {
 		int m = bb_pick_rate(s, s->need, s->cap_per_speed, &fast);
 		if (m >= 0) {
+			ch->k = 1;
 			ch->m = m;
 			ch->o = fast ? s->cand[m].fast : s->cand[m].best;
 			sp = env->types[env->markets[m].type].speed;
@@ -510,18 +691,28 @@ static void bb_choose(struct bb_state *s, size_t n, int spot, double rem_h,
 static void bb_refresh(struct bb_state *s, const struct pol_input *in)
 {
 	const struct pol_env *env = s->env;
+	bool changed = false;
 
 	for (size_t i = 0; i < env->n_markets; i++) {
 		int64_t p;
 
 		if (!market_view_price(in->mv, env->markets[i].market, &p)) {
-			s->cand[i].valid = false;
+			if (s->cand[i].valid) {
+				s->cand[i].valid = false;
+				bb_reorder(s, i);
+				changed = true;
+			}
 			continue;
 		}
 		if (p != s->cand[i].price || !s->cand[i].valid ||
-		    s->cand[i].at_s < s->memo[i].at_s)
+		    s->cand[i].at_s < s->memo[i].at_s) {
 			bb_candidate(s, i, p, in->now_s);
+			bb_reorder(s, i);
+			changed = true;
+		}
 	}
+	if (changed)
+		bb_front(s);
 }
 
 static enum px_err bb_decide(void *state, const struct pol_input *in,
@@ -537,7 +728,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	double f0, T0, w_min, cap_per_speed;
 	struct bb_choice ch;
 	size_t n = 0;
-	int spot = 0;
+	int spot = 0, again;
 	bool fresh = false;       /* candidates refreshed in this call */
 	enum px_err r;
 
@@ -675,6 +866,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	 * while the fleet is slower than the baselines' */
 	if (spot < max && !fresh)
 		bb_refresh(s, in);
+	again = 0;
 	while (spot < max) {
 		double f1, S = 0, w, C = 0, dw;
 		int cnt = 0;
@@ -685,9 +877,18 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 				cnt++;
 			}
 		w = jobspec_fleet_rate(job, cnt, S);
-		bb_choose(s, n, spot, rem, T0, &ch);
-		if (ch.m < 0)
-			break;
+		if (again > 0) {
+			/* the rest of the fleet bb_pick planned: the same
+			 * candidate, judged again as one more instance */
+			s->items[n] = s->items[n - 1];
+			ch.f = bb_finish(s, s->items, n + 1, rem, NULL);
+			again--;
+		} else {
+			bb_choose(s, n, spot, rem, T0, &ch);
+			if (ch.m < 0)
+				break;
+			again = ch.k - 1;
+		}
 		f1 = ch.f;
 		/* the floor never adds an instance that does less work per
 		 * dollar than the fleet does (a scaling profile can make the
