@@ -19,11 +19,15 @@
  * the useful share of that time (bb_candidate, bb_inst).  A bid evicted
  * within minutes is nearly free but does little work per hour of the
  * slot; the fleet's rate, and so the runtime and the tier's hours, count
- * that.  A launch pays its startup once and lives on through the hours
- * it is not evicted in (1 / beta of them on average), so each hour of the
- * slot carries beta x (startup + lost clock), for a candidate as for a
- * live instance (a candidate used to carry a whole startup every hour,
- * which made bids that are rarely evicted look 3% slower than they are).
+ * that.  Under legacy billing every hour that ends in an eviction is
+ * free, whatever the launch's age, and a launch pays its startup once and
+ * lives on through the hours it is not evicted in (1 / beta of them on
+ * average), so each hour of the slot carries beta x (startup + lost
+ * clock), for a candidate as for a live instance (a candidate used to
+ * carry a whole startup every hour, which made bids that are rarely
+ * evicted look 3% slower than they are).  Under per-second billing only
+ * an interruption in a launch's first hour is free, so a candidate is
+ * judged by that first hour, startup and all.
  *
  * Decisions plan the fleet by the expected cost to finish the job
  * (bb_finish): with the remaining work R and the planned fleet's rate w
@@ -293,7 +297,8 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p,
 		bb_estimate(s, i, p, p + risk_delta_uusd(s->risk, i, k),
 			    &beta, &tau);
 		billing_expect_hour(env->billing, p, beta, tau, true, &x);
-		useful = x.run_s - beta * (loss + env->job->startup_seconds);
+		useful = x.run_s - beta * loss - env->job->startup_seconds *
+			 (env->billing == BILLING_LEGACY_HOURLY ? beta : 1);
 		if (useful <= 0 || ty->speed <= 0)
 			continue;
 		o = (struct bb_opt){
