@@ -75,9 +75,11 @@
 
 /* No hand-picked constants: a swap is made when it lowers the expected
  * cost to finish at all (margin 1, as every other decision; the swapped-in
- * instance's startup is in its estimate), and the end game is the last
- * billing hour, where the rounding of the last hour rather than cost per
- * work decides (bb_pick).  tests/bench/bench_bidbrain_sweep.sh builds
+ * instance's startup is in its estimate), and the end game, where the
+ * runtime floor gives way to the cost to finish alone, is the last
+ * billing hour, where the rounding of the last hour decides.  (bb_pick
+ * judges by the cost to finish throughout, so the end game no longer
+ * changes how it picks.)  tests/bench/bench_bidbrain_sweep.sh builds
  * BidBrain with other values (-DBB_SWAP_MARGIN=, -DBB_END_S=): the
  * benchmark windows' savings are flat for margins 1.0 to 1.2 and ends
  * 0.5 to 8 h, lower for larger margins (docs/benchmarks.md). */
@@ -145,6 +147,7 @@ struct bb_state {
 	 * order, and those on the front (bb_front) */
 	struct bb_item *pick;
 	int *order, *pos, *front;
+	int *kfill;              /* per market: bb_fill's last k */
 	size_t n_front;
 	double *eff;             /* bb_pick: rate per speed with k more */
 };
@@ -176,13 +179,14 @@ static enum px_err bb_init(const struct pol_env *env, void **ret_state,
 	s->pick = px_calloc(n, sizeof *s->pick);
 	s->order = px_calloc(n, sizeof *s->order);
 	s->pos = px_calloc(n, sizeof *s->pos);
+	s->kfill = px_calloc(n, sizeof *s->kfill);
 	s->eff = px_calloc((size_t)env->job->spot.max_instances + 2,
 			   sizeof *s->eff);
 	s->front = px_calloc(n, sizeof *s->front);
 	idx = px_calloc(n, sizeof *idx);
 	od = px_calloc(n, sizeof *od);
 	if (!s->cand || !s->memo || !s->changed || !s->pick || !s->order ||
-	    !s->pos || !s->front || !s->eff ||
+	    !s->pos || !s->kfill || !s->front || !s->eff ||
 	    !idx || !od) {
 		r = px_errorf(err, PX_ENOMEM, "out of memory");
 		goto out_free;
@@ -202,6 +206,7 @@ out_free:
 		free(s->pick);
 		free(s->order);
 		free(s->pos);
+		free(s->kfill);
 		free(s->front);
 		free(s->eff);
 		free(s);
@@ -229,6 +234,7 @@ static void bb_fini(void *state)
 	free(s->pick);
 	free(s->order);
 	free(s->pos);
+	free(s->kfill);
 	free(s->front);
 	free(s->eff);
 	free(s);
@@ -479,18 +485,36 @@ static enum px_err bb_grow(struct bb_state *s, size_t n,
 /* The lowest expected cost to finish of the fleet summed in u (v[0..n))
  * with k = 1 .. slots copies of it added, and that k.  The cost falls
  * with k, then rises (each copy cuts the time to finish by less and pays
- * as much), so the first k after which it rises is found by bisection. */
+ * as much), so the first k after which it rises is found by bisection,
+ * started from *ret_k. */
 static double bb_fill(const struct bb_state *s, struct bb_item *v, size_t n,
 		      const struct bb_sums *u, const double *eff,
 		      const struct bb_item *it, int slots, double rem_h,
 		      int *ret_k)
 {
-	int lo = 1, hi = slots;
+	int k = *ret_k, lo = 1, hi = slots;
+	double f, fl, fr;
 
-	/* often it still falls at the last slot */
-	if (slots > 1 && bb_finish_with(s, v, n, u, eff, it, slots, rem_h) <
-	    bb_finish_with(s, v, n, u, eff, it, slots - 1, rem_h))
-		lo = slots;
+	/* *ret_k holds the k found last time for this market, which moves
+	 * little from one pick to the next: first see whether it (clamped
+	 * to the slots) is still where the cost turns */
+	if (k < 1)
+		k = 1;
+	if (k > slots)
+		k = slots;
+	f = bb_finish_with(s, v, n, u, eff, it, k, rem_h);
+	fl = k > 1 ? bb_finish_with(s, v, n, u, eff, it, k - 1, rem_h) :
+	     INFINITY;
+	fr = k < slots ? bb_finish_with(s, v, n, u, eff, it, k + 1, rem_h) :
+	     INFINITY;
+	if (!(fl <= f) && !(fr < f)) {
+		*ret_k = k;
+		return f;
+	}
+	if (fl <= f)
+		hi = k - 1;
+	else
+		lo = k + 1;
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
 		if (bb_finish_with(s, v, n, u, eff, it, mid + 1, rem_h) <
@@ -517,13 +541,13 @@ static double bb_fill(const struct bb_state *s, struct bb_item *v, size_t n,
  * a cheap one that adds an hour.  Only the markets on the front
  * (bb_front) can win.  -1 when none is valid.  Uses v[n..n+slots) as
  * scratch. */
-static int bb_pick(const struct bb_state *s, size_t n, int slots,
+static int bb_pick(struct bb_state *s, size_t n, int slots,
 		   double rem_h, int *ret_k)
 {
 	struct bb_item *v = s->items;
 	double best_key = INFINITY;
 	struct bb_sums u;
-	int best = -1, k;
+	int best = -1;
 
 	if (slots < 1)
 		slots = 1;
@@ -533,11 +557,11 @@ static int bb_pick(const struct bb_state *s, size_t n, int slots,
 	for (size_t j = 0; j < s->n_front; j++) {
 		int i = s->front[j];
 		double key = bb_fill(s, v, n, &u, s->eff, &s->pick[i], slots,
-				     rem_h, &k);
+				     rem_h, &s->kfill[i]);
 		if (key < best_key || (key == best_key && i < best)) {
 			best = i;
 			best_key = key;
-			*ret_k = k;
+			*ret_k = s->kfill[i];
 		}
 	}
 	return best;
@@ -732,6 +756,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	double rem = in->progress->work_total_h - in->progress->work_done_h;
 	double f0, T0, w_min, cap_per_speed;
 	struct bb_choice ch;
+	const struct bb_item *kept;
 	size_t n = 0;
 	int spot = 0, again;
 	bool fresh = false;       /* candidates refreshed in this call */
@@ -822,6 +847,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		  INFINITY;
 	/* releases at the end of billing hours */
 	f0 = bb_finish(s, s->items, n, rem, &T0);
+	kept = NULL;
 	for (size_t j = 0; j < n; j++) {
 		struct bb_item *it = &s->items[j];
 		const struct pol_instance *v;
@@ -831,6 +857,12 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 			continue;
 		v = &f->v[it->inst];
 		if (v->market < 0 || v->period_end_s != in->now_s)
+			continue;
+		/* instances launched together end their hours together: one
+		 * just like the last one kept, in the same fleet, is kept
+		 * too (every number below would be the same) */
+		if (kept && kept->cost == it->cost &&
+		    kept->speed == it->speed)
 			continue;
 		it->gone = true;
 		f1 = bb_finish(s, s->items, n, rem, &T1);
@@ -857,8 +889,10 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		}
 		if (!drop) {
 			it->gone = false;
+			kept = it;
 			continue;
 		}
+		kept = NULL;
 		bb_finish(s, s->items, n, rem, &T0);
 		struct pol_action a = {.kind = POL_RELEASE, .instance = v->id};
 		r = push(out, &a, err);
