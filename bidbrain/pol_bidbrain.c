@@ -161,6 +161,25 @@ struct bb_choice {
 	int k;                   /* how many of it bb_pick's fleet adds */
 };
 
+static void bb_fini(void *state)
+{
+	struct bb_state *s = state;
+	if (!s)
+		return;
+	risk_free(s->risk);
+	free(s->items);
+	free(s->cand);
+	free(s->memo);
+	free(s->changed);
+	free(s->pick);
+	free(s->order);
+	free(s->pos);
+	free(s->kfill);
+	free(s->front);
+	free(s->eff);
+	free(s);
+}
+
 static enum px_err bb_init(const struct pol_env *env, void **ret_state,
 			   struct px_error *err)
 {
@@ -200,16 +219,7 @@ out_free:
 	free(idx);
 	free(od);
 	if (r != PX_OK) {
-		free(s->cand);
-		free(s->memo);
-		free(s->changed);
-		free(s->pick);
-		free(s->order);
-		free(s->pos);
-		free(s->kfill);
-		free(s->front);
-		free(s->eff);
-		free(s);
+		bb_fini(s);
 		return r;
 	}
 	for (size_t i = 0; i < env->n_markets; i++) {
@@ -219,25 +229,6 @@ out_free:
 	}
 	*ret_state = s;
 	return PX_OK;
-}
-
-static void bb_fini(void *state)
-{
-	struct bb_state *s = state;
-	if (!s)
-		return;
-	risk_free(s->risk);
-	free(s->items);
-	free(s->cand);
-	free(s->memo);
-	free(s->changed);
-	free(s->pick);
-	free(s->order);
-	free(s->pos);
-	free(s->kfill);
-	free(s->front);
-	free(s->eff);
-	free(s);
 }
 
 /* beta and tau of market i for a bid at bid_uusd when the price is

@@ -114,7 +114,8 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 		cap = 1;
 	/* Only prices moved and the fleet is full: migrations happen at ticks
 	 * and acquisitions need room, so nothing can change (the per-market
-	 * figures below are rebuilt from scratch at every call). */
+	 * figures below are rebuilt at every call, each market's effective
+	 * cost only when its price changed). */
 	if (in->why == POL_WHY_PRICE && pol_fleet_spot(f) >= max)
 		return PX_OK;
 	if (in->why & POL_WHY_START && env->job->reliable.count > 0) {
@@ -134,9 +135,13 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 		const struct pol_type *ty = &env->types[env->markets[i].type];
 		int64_t p;
 		s->count[i] = 0;
-		s->eff[i] = -1;
 		if (!market_view_price(in->mv, env->markets[i].market, &p) ||
-		    p > ty->od_uusd || ty->speed <= 0)
+		    p > ty->od_uusd || ty->speed <= 0) {
+			s->eff[i] = -1;
+			continue;
+		}
+		/* most calls see most prices unchanged */
+		if (s->eff[i] >= 0 && p == s->price[i])
 			continue;
 		s->price[i] = p;
 		s->eff[i] = p / (ty->speed *
