@@ -50,14 +50,16 @@
  * not count on free evicted hours. */
 #define RISK_PRIOR_EVICTED 0.5
 #define RISK_PRIOR_SAMPLES 12.0
-/* risk_get_level's weight of the pooled estimate, in samples: a day of
- * them, so a price level seen for less than a day leans on the pooled
- * estimate and one seen for days speaks for itself.  Swept with
- * tests/bench/bench_bidbrain_sweep.sh (-DRISK_LEVEL_W=): an hour of
- * samples (12) loses much, 4 days (1152) some; from 8 h to a day the
- * savings over 208 windows are within 0.6 points (docs/benchmarks.md). */
+/* risk_get_level's weight of the pooled estimate, in samples: 8 hours of
+ * them, so a price level seen for less than that leans on the pooled
+ * estimate and one seen for a day or more speaks for itself.  Chosen on
+ * windows outside the benchmark (tests/bench/sim_windows.py; 208 wide
+ * and 48 unseen ones), since BidBrain picks by the fleet it fills
+ * (docs/benchmarks.md): 96 samples (8 h) gave the best mean saving on
+ * both, ahead of 144, 288 (a day, the value before), 64 and 48; an hour
+ * (12) loses much, 4 days (1152) some. */
 #ifndef RISK_LEVEL_W
-#define RISK_LEVEL_W (86400.0 / RISK_STEP_S)
+#define RISK_LEVEL_W (8 * 3600.0 / RISK_STEP_S)
 #endif
 
 struct risk;
