@@ -81,8 +81,9 @@
  * judges by the cost to finish throughout, so the end game no longer
  * changes how it picks.)  tests/bench/bench_bidbrain_sweep.sh builds
  * BidBrain with other values (-DBB_SWAP_MARGIN=, -DBB_END_S=): the
- * benchmark windows' savings are flat for margins 1.0 to 1.2 and ends
- * 0.5 to 8 h, lower for larger margins (docs/benchmarks.md). */
+ * benchmark windows' savings are flat for ends 0 to 4 h and lower for
+ * margins above 1; margins below 1 gain on the benchmark windows but not
+ * on windows outside it (docs/benchmarks.md). */
 #ifndef BB_SWAP_MARGIN
 #define BB_SWAP_MARGIN 1.0
 #endif
@@ -272,6 +273,15 @@ static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
 	}
 	*ret_beta = b;
 	*ret_tau = t;
+}
+
+/* Effective speed of option o of market m: its type's speed x the useful
+ * share of an hour of its slot. */
+static double bb_opt_speed(const struct pol_env *env, size_t m,
+			   const struct bb_opt *o)
+{
+	return env->types[env->markets[m].type].speed * o->useful_s /
+	       BILLING_HOUR_S;
 }
 
 /* Recompute the best delta of market i at price p. */
@@ -530,24 +540,22 @@ static double bb_fill(const struct bb_state *s, struct bb_item *v, size_t n,
  * times the work).  Near the end, k = 1 is the cost to finish of one
  * more instance: a fast one that ends the job inside paid hours can beat
  * a cheap one that adds an hour.  Only the markets on the front
- * (bb_front) can win.  -1 when none is valid.  Uses v[n..n+slots) as
- * scratch. */
-static int bb_pick(struct bb_state *s, size_t n, int slots,
-		   double rem_h, int *ret_k)
+ * (bb_front) can win.  u is bb_sum of v[0..n).  -1 when none is valid.
+ * Uses v[n..n+slots) as scratch. */
+static int bb_pick(struct bb_state *s, size_t n, const struct bb_sums *u,
+		   int slots, double rem_h, int *ret_k)
 {
 	struct bb_item *v = s->items;
 	double best_key = INFINITY;
-	struct bb_sums u;
 	int best = -1;
 
 	if (slots < 1)
 		slots = 1;
-	bb_sum(v, n, &u);
 	for (int j = 1; j <= slots; j++)
-		s->eff[j] = jobspec_fleet_rate(s->env->job, u.cnt + j, 1.0);
+		s->eff[j] = jobspec_fleet_rate(s->env->job, u->cnt + j, 1.0);
 	for (size_t j = 0; j < s->n_front; j++) {
 		int i = s->front[j];
-		double key = bb_fill(s, v, n, &u, s->eff, &s->pick[i], slots,
+		double key = bb_fill(s, v, n, u, s->eff, &s->pick[i], slots,
 				     rem_h, &s->kfill[i]);
 		if (key < best_key || (key == best_key && i < best)) {
 			best = i;
@@ -582,8 +590,7 @@ static void bb_reorder(struct bb_state *s, size_t i)
 
 	s->pick[i] = (struct bb_item){
 		.cost = c->valid ? c->best.cost : INFINITY,
-		.speed = c->valid ? env->types[env->markets[i].type].speed *
-			 c->best.useful_s / BILLING_HOUR_S : 0,
+		.speed = c->valid ? bb_opt_speed(env, i, &c->best) : 0,
 		.inst = SIZE_MAX,
 	};
 	while (p > 0 && bb_before(s, (int)i, s->order[p - 1])) {
@@ -637,13 +644,12 @@ static int bb_pick_rate(const struct bb_state *s, double need,
 
 	for (size_t i = 0; i < env->n_markets; i++) {
 		const struct bb_cand *c = &s->cand[i];
-		double speed = env->types[env->markets[i].type].speed;
 
 		if (!c->valid)
 			continue;
 		for (int f = 0; f < 2; f++) {
 			const struct bb_opt *o = f ? &c->fast : &c->best;
-			double v = speed * o->useful_s / BILLING_HOUR_S;
+			double v = bb_opt_speed(env, i, o);
 			bool ok = v >= need;
 
 			if (o->score * BILLING_HOUR_S > cap_per_speed)
@@ -662,43 +668,37 @@ static int bb_pick_rate(const struct bb_state *s, double need,
 	return best;
 }
 
-/* The instance the acquisitions would add to the planned fleet v[0..n),
- * of which spot are spot instances: bb_pick's candidate or, before the
+/* The instance the acquisitions would add to the planned fleet v[0..n)
+ * (u: its bb_sum), of which spot are spot instances: bb_pick's candidate or, before the
  * end game, when a fleet filled to spot.max_instances with it would run
  * slower than the baselines' fleet, bb_pick_rate's.  Uses v[n]. */
-static void bb_choose(struct bb_state *s, size_t n, int spot, double rem_h,
-		      double T_s, struct bb_choice *ch)
+static void bb_choose(struct bb_state *s, size_t n, const struct bb_sums *u,
+		      int spot, double rem_h, double T_s, struct bb_choice *ch)
 {
 	const struct pol_env *env = s->env;
 	const struct jobspec *job = env->job;
-	int slots = job->spot.max_instances - spot, cnt = 0;
-	double S = 0, sp;
+	int slots = job->spot.max_instances - spot;
+	double sp;
 	bool fast = false;
 
-	for (size_t j = 0; j < n; j++)
-		if (!s->items[j].gone) {
-			S += s->items[j].speed;
-			cnt++;
-		}
 	ch->k = 1;
-	ch->m = bb_pick(s, n, slots, rem_h, &ch->k);
+	ch->m = bb_pick(s, n, u, slots, rem_h, &ch->k);
 	if (ch->m < 0)
 		return;
 	ch->o = s->cand[ch->m].best;
 	sp = env->types[env->markets[ch->m].type].speed;
-	if (T_s > END_S && slots > 0 && sp * ch->o.useful_s / BILLING_HOUR_S <
-	    s->need && jobspec_fleet_rate(job, cnt + slots, S + slots * sp *
-					  ch->o.useful_s / BILLING_HOUR_S) <
-	    s->w_min) {
+	if (T_s > END_S && slots > 0 &&
+	    bb_opt_speed(env, (size_t)ch->m, &ch->o) < s->need &&
+	    jobspec_fleet_rate(job, u->cnt + slots, u->S + slots * sp *
+			       ch->o.useful_s / BILLING_HOUR_S) < s->w_min) {
 		int m = bb_pick_rate(s, s->need, s->cap_per_speed, &fast);
 		if (m >= 0) {
 			ch->k = 1;
 			ch->m = m;
 			ch->o = fast ? s->cand[m].fast : s->cand[m].best;
-			sp = env->types[env->markets[m].type].speed;
 		}
 	}
-	ch->speed = sp * ch->o.useful_s / BILLING_HOUR_S;
+	ch->speed = bb_opt_speed(env, (size_t)ch->m, &ch->o);
 	s->items[n] = (struct bb_item){
 		.cost = ch->o.cost, .speed = ch->speed, .inst = SIZE_MAX,
 	};
@@ -747,6 +747,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	double rem = in->progress->work_total_h - in->progress->work_done_h;
 	double f0, T0, w_min, cap_per_speed;
 	struct bb_choice ch;
+	struct bb_sums u;
 	const struct bb_item *kept;
 	size_t n = 0;
 	int spot = 0, again;
@@ -869,7 +870,8 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 				bb_refresh(s, in);
 				fresh = true;
 			}
-			bb_choose(s, n, spot - 1, rem, T0, &ch);
+			bb_sum(s->items, n, &u);
+			bb_choose(s, n, &u, spot - 1, rem, T0, &ch);
 			drop = ch.m >= 0 &&
 			       (ch.f < f0 - (SWAP_MARGIN - 1) * it->cost *
 				bb_hours(env->billing, T0) ||
@@ -898,15 +900,10 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		bb_refresh(s, in);
 	again = 0;
 	while (spot < max) {
-		double f1, S = 0, w, C = 0, dw;
-		int cnt = 0;
-		for (size_t j = 0; j < n; j++)
-			if (!s->items[j].gone) {
-				S += s->items[j].speed;
-				C += s->items[j].cost;
-				cnt++;
-			}
-		w = jobspec_fleet_rate(job, cnt, S);
+		double f1, w, dw;
+
+		bb_sum(s->items, n, &u);
+		w = jobspec_fleet_rate(job, u.cnt, u.S);
 		if (again > 0) {
 			/* the rest of the fleet bb_pick planned: the same
 			 * candidate, judged again as one more instance */
@@ -914,7 +911,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 			ch.f = bb_finish(s, s->items, n + 1, rem, NULL);
 			again--;
 		} else {
-			bb_choose(s, n, spot, rem, T0, &ch);
+			bb_choose(s, n, &u, spot, rem, T0, &ch);
 			if (ch.m < 0)
 				break;
 			again = ch.k - 1;
@@ -923,10 +920,10 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		/* the floor never adds an instance that does less work per
 		 * dollar than the fleet does (a scaling profile can make the
 		 * last instances nearly useless) */
-		dw = jobspec_fleet_rate(job, cnt + 1, S + ch.speed) - w;
+		dw = jobspec_fleet_rate(job, u.cnt + 1, u.S + ch.speed) - w;
 		if (f1 >= f0 && (w >= w_min || T0 <= END_S ||
 		    ch.o.score * BILLING_HOUR_S > cap_per_speed ||
-		    (w > 0 && !(dw > 0 && ch.o.cost / dw <= C / w))))
+		    (w > 0 && !(dw > 0 && ch.o.cost / dw <= u.C / w))))
 			break;
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = ch.m, .count = 1,
