@@ -90,9 +90,10 @@ struct dist_opts {
 	dist_log_fn log;           /* may be NULL */
 	void *log_arg;
 	volatile sig_atomic_t *stop; /* set on SIGTERM: leave gracefully */
-	volatile sig_atomic_t *leave_ms; /* ms left to leave in, from a
-				      sigqueue'd SIGTERM (an eviction
-				      notice); 0 or NULL: unknown */
+	volatile sig_atomic_t *leave_ms; /* a sigqueue'd SIGTERM's value
+				      (dist_leave_sigval: the ms left to
+				      leave in and why); 0 or NULL:
+				      unknown */
 	bool expect_joins;         /* coordinator: admit only the nodes the
 				      agent names (WIRE_CMD_EXPECT) */
 };
@@ -139,6 +140,23 @@ enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
  * of the eviction notice it got, else DIST_LEAVE_DEFAULT_MS from now. */
 #define DIST_LEAVE_DEFAULT_MS 2000
 int64_t dist_leave_deadline_us(const struct dist_opts *o);
+/* Why it leaves (enum wire_leave_reason): what the signal said, else an
+ * eviction. */
+uint8_t dist_leave_reason(const struct dist_opts *o);
+
+/* The value of the sigqueue'd SIGTERM that tells a node to leave
+ * (proteusd -> node -> roles): the ms left in the low 24 bits (capped at
+ * 4.6 h), the reason (enum wire_leave_reason; 0: an eviction) above them.
+ * A plain ms count is an eviction notice. */
+#define DIST_LEAVE_MS_MASK 0xffffff
+static inline int dist_leave_sigval(int64_t ms, uint8_t reason)
+{
+	if (ms < 1)
+		ms = 1;
+	if (ms > DIST_LEAVE_MS_MASK)
+		ms = DIST_LEAVE_MS_MASK;
+	return (int)(((unsigned)reason & 0x3f) << 24 | (unsigned)ms);
+}
 
 /* The learning rate of a worker's minibatch step `step` of `steps` (step
  * = clock * clock_batches + the minibatch in the clock), as `train`

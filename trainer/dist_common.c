@@ -164,10 +164,18 @@ int64_t dist_job_clocks(uint32_t n_train, uint32_t workers, uint32_t epochs,
 
 int64_t dist_leave_deadline_us(const struct dist_opts *o)
 {
-	int64_t ms = o->leave_ms && *o->leave_ms > 0 ? *o->leave_ms
-						      : DIST_LEAVE_DEFAULT_MS;
+	int64_t ms = o->leave_ms && *o->leave_ms > 0
+			     ? *o->leave_ms & DIST_LEAVE_MS_MASK : 0;
 
-	return px_now_wall_us() + ms * 1000;
+	return px_now_wall_us() + (ms ? ms : DIST_LEAVE_DEFAULT_MS) * 1000;
+}
+
+uint8_t dist_leave_reason(const struct dist_opts *o)
+{
+	int r = o->leave_ms && *o->leave_ms > 0 ? *o->leave_ms >> 24 : 0;
+
+	return r > 0 && r < WIRE_LEAVE_REASON_MAX ? (uint8_t)r
+						  : WIRE_LEAVE_EVICTION;
 }
 
 float dist_lr(const struct train_opts *t, int64_t step, int64_t steps)

@@ -667,8 +667,8 @@ expected:
 	case WIRE_CMD_LEAVE:
 		mb = find(c, q->node);
 		if (mb) {
-			member_leaving(c, mb, WIRE_LEAVE_EVICTION,
-				       q->deadline_us);
+			member_leaving(c, mb, q->reason ? q->reason :
+				       WIRE_LEAVE_EVICTION, q->deadline_us);
 			break;
 		}
 		/* not registered yet: it will not be */

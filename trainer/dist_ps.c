@@ -783,7 +783,7 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 				      (struct wire_node){ DIST_COORD_NODE },
 				      p->clock_min);
 			m.u.leave.deadline_us = dist_leave_deadline_us(o);
-			m.u.leave.reason = WIRE_LEAVE_EVICTION;
+			m.u.leave.reason = dist_leave_reason(o);
 			/* hand-offs must be done 0.3 s before the deadline
 			 * (the sockets drain 0.2 s), and take 0.1 s at least */
 			leave_by = now + (uint64_t)(m.u.leave.deadline_us -

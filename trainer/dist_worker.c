@@ -727,7 +727,7 @@ static void start_leave(struct worker *w)
 	wire_msg_init(&m, WIRE_LEAVE, (struct wire_node){ DIST_COORD_NODE },
 		      w->clock);
 	m.u.leave.deadline_us = dist_leave_deadline_us(w->o);
-	m.u.leave.reason = WIRE_LEAVE_EVICTION;
+	m.u.leave.reason = dist_leave_reason(w->o);
 	(void)net_send(w->cpush, &m, 100, &err);
 	dist_logf(w->o, LOG_LVL_INFO,
 		  "worker %u leaving at clock %" PRId64 ", gone in "

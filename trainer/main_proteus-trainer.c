@@ -334,8 +334,8 @@ static const struct topt topts[] = {
 #define OPT_BASE 0x100 /* getopt_long's val for topts[i]: OPT_BASE + i */
 
 static volatile sig_atomic_t stop_flag;
-static volatile sig_atomic_t leave_ms; /* ms left, from a sigqueue'd
-					  SIGTERM (an eviction notice) */
+static volatile sig_atomic_t leave_ms; /* a sigqueue'd SIGTERM's value:
+					  ms left and why (dist_leave_sigval) */
 
 static void on_stop(int sig, siginfo_t *si, void *uc)
 {

@@ -464,7 +464,8 @@ static const struct field ack_f[] = {
 };
 static const struct field command_f[] = {
 	FM(F_U8, 0, op, command), FM(F_U8, 0, stage, command),
-	FM(F_U8, 0, roles, command), PAD(1), FM(F_U32, 0, node.v, command),
+	FM(F_U8, 0, roles, command), FM(F_U8, 0, reason, command),
+	FM(F_U32, 0, node.v, command),
 	FM(F_I64, 0, deadline_us, command),
 };
 
@@ -493,7 +494,7 @@ static const char *pull_check(const struct wire_msg *m)
 }
 
 /* COMMAND: a known op; STAGE names a stage 1..3, the others none; roles
- * within the mask, only on EXPECT. */
+ * within the mask, only on EXPECT; a leave reason only on LEAVE. */
 static const char *command_check(const struct wire_msg *m)
 {
 	const struct wire_command *c = &m->u.command;
@@ -506,6 +507,9 @@ static const char *command_check(const struct wire_msg *m)
 	if (c->op == WIRE_CMD_STAGE ? c->stage < 1 || c->stage > 3
 				    : c->stage != 0)
 		return "stage";
+	if (c->reason >= WIRE_LEAVE_REASON_MAX ||
+	    (c->reason && c->op != WIRE_CMD_LEAVE))
+		return "reason";
 	return NULL;
 }
 

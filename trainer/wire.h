@@ -324,6 +324,9 @@ struct wire_command {
 	uint8_t roles;                    /* EXPECT: WIRE_ROLE_* allowed */
 	struct wire_node node;            /* EXPECT, LEAVE: the node */
 	int64_t deadline_us;              /* LEAVE: wall clock it is gone */
+	uint8_t reason;                   /* LEAVE: enum wire_leave_reason
+					   * (0: an eviction); else 0.  On
+					   * the wire, the byte after roles */
 };
 
 struct wire_ack {

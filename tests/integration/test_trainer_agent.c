@@ -269,7 +269,7 @@ Test(trainer_agent, expect_stage_and_a_warned_node)
 {
 	const uint8_t rel = WIRE_ROLE_PS_BACKUP;
 	union sigval v = { .sival_int = 3000 };
-	pid_t reliable, spot, stranger, greedy;
+	pid_t reliable, spot, spot2, stranger, greedy;
 	double gone = 0;
 	char *log, *at;
 
@@ -278,20 +278,24 @@ Test(trainer_agent, expect_stage_and_a_warned_node)
 	/* the reliable instance: PS 100 (may hold backups), worker 101 */
 	expect(100, WIRE_ROLE_PS_ACTIVE | rel);
 	expect(101, WIRE_ROLE_WORKER | rel);
-	/* a spot instance: PS 200, worker 201 */
+	/* spot instances: PS 200, worker 201; PS 500, worker 501 */
 	expect(200, WIRE_ROLE_PS_ACTIVE);
 	expect(201, WIRE_ROLE_WORKER);
+	expect(500, WIRE_ROLE_PS_ACTIVE);
+	expect(501, WIRE_ROLE_WORKER);
 	/* one whose node 400 the agent grants a worker's roles only, and
 	 * that runs a PS there */
 	expect(400, WIRE_ROLE_WORKER);
 	expect(401, WIRE_ROLE_WORKER);
 	reliable = start_node("100", true, true);
 	spot = start_node("200", true, false);
+	spot2 = start_node("500", true, false);
 	stranger = start_node("300", false, false);
 	greedy = start_node("400", true, false);
 	cr_assert(wait_log("coordinator", "job started", 15000),
 		  "the job did not start");
 	cr_assert(wait_log("coordinator", "node 201 registered", 15000));
+	cr_assert(wait_log("coordinator", "node 501 registered", 15000));
 	/* not named: waits, never admitted */
 	cr_assert(wait_log("coordinator", "node 301: not a node the agent "
 			   "started (yet)", 5000));
@@ -323,6 +327,20 @@ Test(trainer_agent, expect_stage_and_a_warned_node)
 	cr_assert(gone > 2.4 && gone <= 3.0, "gone in %.1f s", gone);
 	free(log);
 	cr_assert_eq(wait_exit(spot, 5000), 0, "the warned node ends well");
+	/* a release (proteusd's signal value says so): the roles leave as
+	 * warned ones do, and say why */
+	v.sival_int = dist_leave_sigval(2500, WIRE_LEAVE_RELEASE);
+	cr_assert_eq(sigqueue(spot2, SIGTERM, v), 0);
+	cr_assert(wait_log("coordinator", "node 501 leaving", 5000));
+	log = slurp("coordinator");
+	at = strstr(log, "node 501 leaving (reason 3, gone in ");
+	cr_assert_not_null(at, "%s", log);
+	gone = strtod(at + strlen("node 501 leaving (reason 3, gone in "),
+		      NULL);
+	cr_assert(gone > 1.9 && gone <= 2.5, "gone in %.1f s", gone);
+	free(log);
+	cr_assert_eq(wait_exit(spot2, 5000), 0, "the released node ends "
+		     "well");
 	cr_assert_eq(kill(reliable, 0), 0, "the reliable node runs on");
 	/* a LEAVE for a node that never came: nothing to move, no error,
 	 * and it is no longer expected */

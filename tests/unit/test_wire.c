@@ -369,7 +369,7 @@ Test(wire, round_trip_every_type)
 
 	wire_msg_init(&m, WIRE_COMMAND, NODE_B, 20);
 	m.u.command = (struct wire_command){ WIRE_CMD_EXPECT, 0,
-					     WIRE_ROLE_WORKER, { 4201 }, 0 };
+					     WIRE_ROLE_WORKER, { 4201 }, 0, 0 };
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
 	cr_assert_eq(o.u.command.op, WIRE_CMD_EXPECT);
 	cr_assert_eq(o.u.command.roles, WIRE_ROLE_WORKER);
@@ -377,9 +377,18 @@ Test(wire, round_trip_every_type)
 	wire_msg_release(&o);
 	wire_msg_init(&m, WIRE_COMMAND, NODE_B, 20);
 	m.u.command = (struct wire_command){ WIRE_CMD_LEAVE, 0, 0, { 7 },
-					     -1700000000000001 };
+					     -1700000000000001, 0 };
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
 	cr_assert_eq(o.u.command.deadline_us, -1700000000000001);
+	cr_assert_eq(o.u.command.reason, 0, "0: an eviction");
+	wire_msg_release(&o);
+	wire_msg_init(&m, WIRE_COMMAND, NODE_B, 20);
+	m.u.command = (struct wire_command){ WIRE_CMD_LEAVE, 0, 0, { 7 },
+					     1700000000000001,
+					     WIRE_LEAVE_RELEASE };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.command.reason, WIRE_LEAVE_RELEASE);
+	cr_assert_eq(o.u.command.node.v, 7);
 	wire_msg_release(&o);
 	seen++;
 
@@ -896,19 +905,26 @@ Test(wire, seal_checks_fields)
 	 * only; a PROGRESS names the stage it runs */
 	wire_msg_init(&m, WIRE_COMMAND, NODE_B, 0);
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
-	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 0, 0, {1}, 0 };
+	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 0, 0, {1}, 0, 0 };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
-	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 4, 0, {1}, 0 };
+	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 4, 0, {1}, 0, 0 };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
 	m.u.command = (struct wire_command){ WIRE_CMD_LEAVE, 0,
-					     WIRE_ROLE_WORKER, {1}, 0 };
+					     WIRE_ROLE_WORKER, {1}, 0, 0 };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
 	m.u.command = (struct wire_command){ WIRE_CMD_EXPECT, 0, 0x20, {1},
-					     0 };
+					     0, 0 };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
-	m.u.command = (struct wire_command){ WIRE_CMD_OP_MAX, 0, 0, {1}, 0 };
+	m.u.command = (struct wire_command){ WIRE_CMD_OP_MAX, 0, 0, {1}, 0, 0 };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
-	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 2, 0, {1}, 0 };
+	/* a leave reason on LEAVE only, and a known one */
+	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 2, 0, {1}, 0,
+					     WIRE_LEAVE_RELEASE };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.command = (struct wire_command){ WIRE_CMD_LEAVE, 0, 0, {1}, 0,
+					     WIRE_LEAVE_REASON_MAX };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.command = (struct wire_command){ WIRE_CMD_STAGE, 2, 0, {1}, 0, 0 };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_OK);
 	free(buf);
 	wire_msg_init(&m, WIRE_PROGRESS, NODE_B, 0);
