@@ -505,15 +505,19 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 
 static struct seen_node *seen_get(struct job *j, uint32_t node);
 
-/* An eviction notice: the node's group gets SIGTERM with the real
- * milliseconds left as the signal's value (the trainer's warned leave). */
-static void node_notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms)
+/* An eviction notice or a release: the node's group gets SIGTERM with the
+ * real milliseconds left and the reason as the signal's value
+ * (dist_leave_sigval; the trainer's warned leave). */
+static void node_notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms,
+			enum lw_leave why)
 {
 	struct job *j = ctx;
-	union sigval v = { .sival_int = gone_ms > INT32_MAX ? INT32_MAX :
-				       (int)gone_ms };
+	uint8_t reason = why == LW_LEAVE_RELEASE ? WIRE_LEAVE_RELEASE
+						 : WIRE_LEAVE_EVICTION;
+	union sigval v = { .sival_int = dist_leave_sigval(gone_ms, reason) };
 	struct wire_command c = {
 		.op = WIRE_CMD_LEAVE,
+		.reason = reason,
 		.deadline_us = px_now_wall_us() + gone_ms * 1000,
 	};
 
@@ -1020,6 +1024,10 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 			.speedup = j->speedup,
 			.tick_s = j->req.spec.tick_seconds,
 			.wants = pol->wants,
+			/* a released node's roles hand over their work,
+			 * as a warned one's do, in the trainer's own
+			 * leave time */
+			.release_ms = DIST_LEAVE_DEFAULT_MS,
 			.hooks = { .command = node_command,
 				   .notice = node_notice, .ctx = j,
 				   .ready_on_report = true,

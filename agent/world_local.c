@@ -24,6 +24,10 @@ struct node {
 				  * warned node ended and was reaped */
 	int64_t warn_s, evict_s; /* market time; MARKET_NONE: none */
 	bool warned;
+	bool released;           /* the controller let it go: it is leaving
+				  * and no longer reported */
+	int64_t kill_ns;         /* released: monotonic instant its group is
+				  * killed if still running */
 };
 
 struct lworld {
@@ -66,10 +70,11 @@ static enum px_err push(struct lworld *w, int64_t t, enum lw_kind k,
 	return t > w->s.end_s ? PX_OK : evq_push(&w->q, t, k, id, err);
 }
 
+/* The node of id that the controller holds (not a released one). */
 static struct node *find(const struct lworld *w, uint64_t id)
 {
 	for (size_t i = 0; i < w->n; i++)
-		if (w->v[i].id == id)
+		if (w->v[i].id == id && !w->v[i].released)
 			return &w->v[i];
 	return NULL;
 }
@@ -83,7 +88,16 @@ pid_t lworld_pgid(const struct lworld *w, uint64_t id)
 
 size_t lworld_nodes(const struct lworld *w)
 {
-	return w->n;
+	size_t k = 0;
+
+	for (size_t i = 0; i < w->n; i++)
+		k += !w->v[i].released;
+	return k;
+}
+
+size_t lworld_leaving(const struct lworld *w)
+{
+	return w->n - lworld_nodes(w);
 }
 
 /* SIGKILL the node's process group, reap it, forget it. */
@@ -246,14 +260,27 @@ static enum px_err w_acquire_now(void *ctx, const struct world_req *q,
 	return e;
 }
 
+/* A release is a leave: the node is told (unless an eviction notice
+ * already told it), gets release_ms real ms to leave and end, then its
+ * group is killed (reap).  Its roles hand their work over instead of
+ * being declared lost. */
 static enum px_err w_release(void *ctx, uint64_t id, struct px_error *err)
 {
 	struct lworld *w = ctx;
 	struct node *nd = find(w, id);
 
 	(void)err;
-	if (nd)
+	if (!nd)
+		return PX_OK;
+	if (w->s.release_ms <= 0 || !w->s.hooks.notice || nd->pid <= 0) {
 		kill_node(w, nd);
+		return PX_OK;
+	}
+	if (!nd->warned)
+		w->s.hooks.notice(w->s.hooks.ctx, id, nd->pid,
+				  w->s.release_ms, LW_LEAVE_RELEASE);
+	nd->released = true;
+	nd->kill_ns = mono_ns() + w->s.release_ms * 1000000;
 	return PX_OK;
 }
 
@@ -313,18 +340,36 @@ void lworld_free(struct lworld *w)
 
 int64_t lworld_next_ms(const struct lworld *w)
 {
-	return w->q.n ? real_ms_until(w, evq_top(&w->q)->t) : -1;
+	int64_t ms = w->q.n ? real_ms_until(w, evq_top(&w->q)->t) : -1;
+	int64_t now = mono_ns();
+
+	for (size_t i = 0; i < w->n; i++) {
+		int64_t d;
+
+		if (!w->v[i].released)
+			continue;
+		d = w->v[i].kill_ns <= now ? 0 :
+		    (w->v[i].kill_ns - now + 999999) / 1000000;
+		if (ms < 0 || d < ms)
+			ms = d;
+	}
+	return ms;
 }
 
 enum px_err lworld_respawn(struct lworld *w, struct px_error *err)
 {
 	enum px_err e = PX_OK;
 
-	for (size_t i = 0; i < w->n && e == PX_OK; i++) {
+	for (size_t i = 0; i < w->n && e == PX_OK;) {
 		struct node *nd = &w->v[i];
 		char **argv = NULL, **env_add = NULL;
 		int st;
 
+		if (nd->released) {   /* it was leaving the old coordinator */
+			kill_node(w, nd);
+			continue;
+		}
+		i++;
 		if (nd->pid <= 0)
 			continue;
 		kill(-nd->pid, SIGKILL);
@@ -431,7 +476,8 @@ static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
 		nd->evict_s = t + env->warning_s;
 		if (w->s.hooks.notice)
 			w->s.hooks.notice(w->s.hooks.ctx, ev->id, nd->pid,
-					  real_ms_until(w, nd->evict_s));
+					  real_ms_until(w, nd->evict_s),
+					  LW_LEAVE_EVICTION);
 		int64_t evict_s = nd->evict_s;
 		enum px_err e = ctrl_err(w, ctrl_warned(w->c, t, ev->id,
 							evict_s), err);
@@ -450,14 +496,28 @@ static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
 
 /* Nodes that died on their own: gone, "lost" (the trainer recovers).  A
  * warned node that ended (its roles left in time) is the provider's
- * until the eviction instant: it stays on the books till then. */
+ * until the eviction instant: it stays on the books till then.  A
+ * released node that ended, or whose time to leave is up, is forgotten
+ * (its group killed): the controller is done with it. */
 static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 {
+	int64_t now = mono_ns();
+
 	for (size_t i = 0; i < w->n;) {
 		int st;
 		pid_t p = w->v[i].pid > 0 ? waitpid(w->v[i].pid, &st, WNOHANG)
 					  : 0;
 
+		if (w->v[i].released && (p == w->v[i].pid ||
+					 w->v[i].pid <= 0 ||
+					 now >= w->v[i].kill_ns)) {
+			if (p == w->v[i].pid) {  /* reaped: its group only */
+				kill(-w->v[i].pid, SIGKILL);
+				w->v[i].pid = 0;
+			}
+			kill_node(w, &w->v[i]);
+			continue;
+		}
 		if (p <= 0 || p != w->v[i].pid) {
 			i++;
 			continue;

@@ -11,7 +11,10 @@
  * per-second, the job's interruption hazard.  A notice reaches the node
  * through the owner's `notice` hook with the real time left; at the
  * eviction the node's process group is SIGKILLed.  A node that dies on its
- * own is reported gone ("lost").
+ * own is reported gone ("lost").  A release (the controller's) is a leave
+ * too: the same hook tells the node, it gets release_ms real ms to leave
+ * and end by itself, then its group is SIGKILLed; the controller closed its
+ * bill at the release and hears nothing more of it.
  *
  * The owner (proteusd's job, or a test) builds each node's command line,
  * drives the world from its event loop (lworld_next_ms, lworld_run_due)
@@ -31,6 +34,12 @@
 #include "controller.h"
 #include "world.h"
 
+/* Why a node is told to leave. */
+enum lw_leave {
+	LW_LEAVE_EVICTION = 0,   /* the market takes it (a notice) */
+	LW_LEAVE_RELEASE,        /* the controller gives it back */
+};
+
 struct lw_hooks {
 	/* The command instance req runs, argv[0] a path; *ret_argv and its
 	 * strings are freed by the world with free().  The environment is
@@ -39,9 +48,11 @@ struct lw_hooks {
 	enum px_err (*command)(void *ctx, const struct world_req *req,
 			       char ***ret_argv, char ***ret_env_add,
 			       struct px_error *err);
-	/* Eviction notice for instance id: gone in gone_ms real ms.  May be
-	 * NULL (then the node learns of it only by being killed). */
-	void (*notice)(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms);
+	/* Instance id must leave: an eviction notice or a release; gone in
+	 * gone_ms real ms.  May be NULL (then the node learns of it only by
+	 * being killed). */
+	void (*notice)(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms,
+		       enum lw_leave why);
 	void *ctx;
 	/* Readiness: false, after the job's startup_seconds of market time;
 	 * true, only when the owner calls lworld_ready. */
@@ -61,6 +72,8 @@ struct lw_setup {
 	unsigned wants;                   /* the policy's wants (price
 					   * changes are queued only if
 					   * asked) */
+	int64_t release_ms;               /* real ms a released node has to
+					   * leave (0: killed at once) */
 	struct lw_hooks hooks;
 };
 
@@ -81,9 +94,12 @@ enum px_err lworld_start(struct lworld *w, const struct ctrl_progress *p,
 			 struct px_error *err);
 /* Market time now (t0_s + elapsed * speedup). */
 int64_t lworld_now(const struct lworld *w);
-/* Real ms until the next event is due (0: now; -1: none queued). */
+/* Real ms until the next event is due, or a released node's time to
+ * leave is up (0: now; -1: none). */
 int64_t lworld_next_ms(const struct lworld *w);
-/* Reap nodes that died (reported gone, "lost"), then hand every event due
+/* Reap nodes that died (reported gone, "lost"; released ones are only
+ * forgotten) and kill released nodes whose time to leave is up, then hand
+ * every event due
  * by now to the controller in order, each followed by ctrl_step at its
  * instant.  *ret_t is the market instant of the last event handled (or
  * now when none).  Stops early when a stop rule holds (*ret_stop). */
@@ -94,14 +110,16 @@ enum px_err lworld_run_due(struct lworld *w,
 /* The owner's readiness report for id (with ready_on_report). */
 enum px_err lworld_ready(struct lworld *w, uint64_t id,
 			 struct px_error *err);
-/* The process group of id, or -1. */
+/* The process group of id (the controller holds it), or -1. */
 pid_t lworld_pgid(const struct lworld *w, uint64_t id);
 /* Start every live instance's command again (SIGKILL of its group, then
  * the command hook anew), as an instance's init would restart its
  * program: after the job's coordinator was restarted, the nodes must
  * register with the new one.  The instances and their bills go on. */
 enum px_err lworld_respawn(struct lworld *w, struct px_error *err);
-/* Live node processes. */
+/* Nodes the controller holds (a released node no longer counts). */
 size_t lworld_nodes(const struct lworld *w);
+/* Released nodes still leaving (their processes not yet ended). */
+size_t lworld_leaving(const struct lworld *w);
 
 #endif

@@ -103,12 +103,15 @@ static enum px_err cmd(void *ctx, const struct world_req *q, char ***argv,
 	return PX_OK;
 }
 
-static void notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms)
+static void notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms,
+		   enum lw_leave why)
 {
 	struct own *o = ctx;
 
 	(void)id;
 	cr_assert_gt(pgid, 0);
+	cr_assert_eq(why, LW_LEAVE_EVICTION, "standard releases nothing "
+		     "before the end");
 	o->notices++;
 	o->notice_ms = gone_ms;
 }
@@ -264,6 +267,103 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 	for (size_t i = 0; i < n; i++)
 		cr_assert_not(alive(g[i]), "process group %d left", g[i]);
 	(void)o;
+}
+
+/* A release is a leave: the node is told (LW_LEAVE_RELEASE) with the time
+ * it has, the controller hears no more of it, a node that ends by itself
+ * is forgotten at once, and one that does not is killed when its time is
+ * up. */
+struct leaver {
+	int n;
+	pid_t g[4];
+	int64_t ms[4];
+	enum lw_leave why[4];
+};
+
+static void leave_hook(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms,
+		       enum lw_leave why)
+{
+	struct leaver *l = ctx;
+
+	(void)id;
+	cr_assert_lt(l->n, 4);
+	cr_assert(alive(pgid), "told to leave after it was killed");
+	l->g[l->n] = pgid;
+	l->ms[l->n] = gone_ms;
+	l->why[l->n++] = why;
+	if (l->n == 1)          /* the first leaves as told; the other not */
+		kill(-pgid, SIGTERM);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+Test(world_local, a_released_node_leaves_then_is_killed)
+{
+	const struct pol_env *env = sim_plan_env(plan);
+	struct leaver l = {0};
+	struct lw_setup ls = {
+		.env = env, .ms = &ms, .t0_s = T0, .end_s = T0 + 6 * H,
+		.speedup = 60, .tick_s = job.tick_seconds,
+		.wants = pol_ondemand_ops.wants, .release_ms = 500,
+		.hooks = {.command = cmd, .notice = leave_hook, .ctx = &l},
+	};
+	struct lworld *w = NULL;
+	struct ctrl *c = NULL;
+	struct px_error e = {0};
+	struct ctrl_progress pg = {0, 0};
+	int64_t t, cost, t0, first = -1, last = -1;
+	enum ctrl_stop stop;
+
+	memset(events_seen, 0, sizeof events_seen);
+	cr_assert_eq(lworld_new(&ls, &w, &e), PX_OK, "%s", e.msg);
+	struct ctrl_setup cs = {
+		.env = env, .ms = &ms, .policy = &pol_ondemand_ops,
+		.world = &lworld_ops, .world_ctx = w, .start_s = T0,
+		.window_end_s = T0 + 6 * H, .sink = count,
+	};
+	cr_assert_eq(ctrl_new(&cs, &c, &e), PX_OK, "%s", e.msg);
+	lworld_attach(w, c);
+	cr_assert_eq(lworld_start(w, &pg, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(lworld_nodes(w), 2);
+	t0 = now_ms();
+	cr_assert_eq(ctrl_finish(c, T0, false, &cost), PX_OK);
+	cr_assert_eq(l.n, 2, "each released node is told");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(l.why[i], LW_LEAVE_RELEASE);
+		cr_assert_eq(l.ms[i], 500);
+	}
+	cr_assert_eq(lworld_nodes(w), 0, "the controller holds none");
+	cr_assert_eq(lworld_leaving(w), 2);
+	cr_assert(alive(l.g[1]), "killed before its time was up");
+	cr_assert_leq(lworld_next_ms(w), 500);
+	while (lworld_leaving(w) && now_ms() - t0 < 3000) {
+		int64_t due = lworld_next_ms(w);
+
+		sleep_ms(due < 0 || due > 5 ? 5 : due);
+		cr_assert_eq(lworld_run_due(w, &pg, &t, &stop, &e), PX_OK,
+			     "%s", e.msg);
+		if (lworld_leaving(w) < 2 && first < 0)
+			first = now_ms() - t0;
+		if (!lworld_leaving(w))
+			last = now_ms() - t0;
+	}
+	cr_assert_eq(lworld_leaving(w), 0);
+	cr_assert_lt(first, 400, "the node that ended was kept %lld ms",
+		     (long long)first);
+	cr_assert_geq(last, 500, "killed after %lld ms", (long long)last);
+	cr_assert_not(alive(l.g[0]));
+	cr_assert_not(alive(l.g[1]), "its time is up, and it still runs");
+	cr_assert_eq(events_seen[CTRL_EV_EVICTION], 0, "a release reported "
+		     "gone");
+	cr_assert_eq(events_seen[CTRL_EV_RELEASE], 2);
+	ctrl_free(c);
+	lworld_free(w);
 }
 
 Test(world_local, refuses_a_bad_speedup)
