@@ -232,37 +232,13 @@ out_free:
 	return PX_OK;
 }
 
-/* beta and tau of market i for a bid at bid_uusd when the price is
- * price_uusd (risk_get_level: the chance that the price rises above the
- * bid within the hour, from the samples taken at that price, shrunk
- * towards those taken at or below the bid), with
- * current-era interruptions folded in under per-second billing. */
-static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
-			int64_t bid, double *ret_beta, double *ret_tau)
+/* Fold the current-era interruption rate of market i's type into beta
+ * and tau (per-second billing only). */
+static void bb_fold(const struct pol_env *env, size_t i, double *beta,
+		    double *tau)
 {
-	const struct pol_env *env = s->env;
-	struct bb_memo *mo = &s->memo[i];
-	struct risk_estimate e;
-	double b = 0, t = RISK_HORIZON_S / 2.0;
-	int j;
+	double b = *beta, t = *tau;
 
-	if (bid >= price) {
-		for (j = 0; j < mo->n && (mo->bid[j] != bid ||
-					  mo->price[j] != price); j++)
-			;
-		if (j == mo->n) {
-			j = mo->n < BB_MEMO ? mo->n++ : mo->next++ % BB_MEMO;
-			mo->bid[j] = bid;
-			mo->price[j] = price;
-			risk_get_level(s->risk, i, price, bid, &mo->e[j]);
-		}
-		e = mo->e[j];
-		b = e.beta;
-		t = e.tau_s;
-	} else {
-		b = 1;
-		t = 0;
-	}
 	if (env->billing == BILLING_PER_SECOND) {
 		double r = env->types[env->markets[i].type].interrupt_per_h;
 		double bi = 1 - exp(-r);
@@ -271,8 +247,96 @@ static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
 			t = (b * t + bi * RISK_HORIZON_S / 2.0) / (b + bi);
 		b = tot;
 	}
-	*ret_beta = b;
-	*ret_tau = t;
+	*beta = b;
+	*tau = t;
+}
+
+/* A new memo slot of market i for (bid, price) holding e (NULL: computed
+ * now), in place of the oldest when the memo is full. */
+static int bb_memo_put(struct bb_state *s, size_t i, int64_t price,
+		       int64_t bid, const struct risk_estimate *e)
+{
+	struct bb_memo *mo = &s->memo[i];
+	int j = mo->n < BB_MEMO ? mo->n++ : mo->next++ % BB_MEMO;
+
+	mo->bid[j] = bid;
+	mo->price[j] = price;
+	if (e)
+		mo->e[j] = *e;
+	else
+		risk_get_level(s->risk, i, price, bid, &mo->e[j]);
+	return j;
+}
+
+/* beta and tau of market i for a bid at bid_uusd when the price is
+ * price_uusd (risk_get_level: the chance that the price rises above the
+ * bid within the hour, from the samples taken at that price, shrunk
+ * towards those taken at or below the bid), with
+ * current-era interruptions folded in under per-second billing. */
+static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
+			int64_t bid, double *ret_beta, double *ret_tau)
+{
+	struct bb_memo *mo = &s->memo[i];
+	int j;
+
+	*ret_beta = 1;
+	*ret_tau = 0;
+	if (bid >= price) {
+		for (j = 0; j < mo->n && (mo->bid[j] != bid ||
+					  mo->price[j] != price); j++)
+			;
+		if (j == mo->n)
+			j = bb_memo_put(s, i, price, bid, NULL);
+		*ret_beta = mo->e[j].beta;
+		*ret_tau = mo->e[j].tau_s;
+	}
+	bb_fold(s->env, i, ret_beta, ret_tau);
+}
+
+/* bb_estimate for the bids price + d_k of every delta k, in one pass
+ * over the memo: the same answers, the memo left the same, as
+ * bb_estimate called for k = 0, 1, ... in turn (the estimator does not
+ * change between those calls, so what is missing is computed at once). */
+static void bb_estimate_deltas(struct bb_state *s, size_t i, int64_t price,
+			       double *beta, double *tau)
+{
+	struct bb_memo *mo = &s->memo[i];
+	struct risk_estimate e[RISK_DELTAS];
+	bool have = false;
+	int64_t bid[RISK_DELTAS];
+	int at[RISK_DELTAS];
+
+	for (int k = 0; k < RISK_DELTAS; k++) {
+		bid[k] = price + risk_delta_uusd(s->risk, i, k);
+		at[k] = -1;
+	}
+	for (int j = 0; j < mo->n; j++)
+		if (mo->price[j] == price)
+			for (int k = 0; k < RISK_DELTAS; k++)
+				if (bid[k] == mo->bid[j])
+					at[k] = j;
+	for (int k = 0; k < RISK_DELTAS; k++) {
+		if (at[k] < 0) {
+			int j;
+
+			if (!have)
+				risk_get_level_deltas(s->risk, i, price, e);
+			have = true;
+			j = bb_memo_put(s, i, price, bid[k], &e[k]);
+
+			/* the slot it took held no other bid looked for
+			 * yet, and one equal to it is found there */
+			for (int q = k + 1; q < RISK_DELTAS; q++)
+				if (bid[q] == bid[k])
+					at[q] = j;
+				else if (at[q] == j)
+					at[q] = -1;
+			at[k] = j;
+		}
+		beta[k] = mo->e[at[k]].beta;
+		tau[k] = mo->e[at[k]].tau_s;
+		bb_fold(s->env, i, &beta[k], &tau[k]);
+	}
 }
 
 /* Effective speed of option o of market m: its type's speed x the useful
@@ -292,17 +356,17 @@ static void bb_candidate(struct bb_state *s, size_t i, int64_t p,
 	const struct pol_type *ty = &env->types[env->markets[i].type];
 	struct bb_cand *c = &s->cand[i];
 	double loss = pol_loss_s(env);
+	double beta_k[RISK_DELTAS], tau_k[RISK_DELTAS];
 
 	c->valid = false;
 	c->price = p;
 	c->at_s = now;
+	bb_estimate_deltas(s, i, p, beta_k, tau_k);
 	for (int k = 0; k < RISK_DELTAS; k++) {
 		struct billing_expect x;
 		struct bb_opt o;
-		double beta, tau, useful;
+		double beta = beta_k[k], tau = tau_k[k], useful;
 
-		bb_estimate(s, i, p, p + risk_delta_uusd(s->risk, i, k),
-			    &beta, &tau);
 		billing_expect_hour(env->billing, p, beta, tau, true, &x);
 		useful = x.run_s - beta * loss - env->job->startup_seconds *
 			 (env->billing == BILLING_LEGACY_HOURLY ? beta : 1);

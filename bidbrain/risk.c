@@ -65,6 +65,7 @@ struct risk_market {
 struct risk {
 	struct risk_market *m;
 	size_t n;
+	const struct market_view *mv; /* the last risk_update's */
 };
 
 static const double fracs[RISK_DELTAS] = RISK_DELTA_FRACS;
@@ -368,6 +369,10 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 	bool changed = false;
 	int64_t now = mv->now_s, oldest;
 
+	/* no sample due: nothing to read (the price now is read when a
+	 * query needs it, now_at) */
+	if (m->next_s != INT64_MIN && m->next_s + RISK_HORIZON_S > now)
+		return false;
 	if (!market_view_history(mv, m->idx, &t, &p, &n))
 		return false;
 	if (m->next_s == INT64_MIN)
@@ -407,20 +412,31 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 		m->next_s += RISK_STEP_S;
 		changed = true;
 	}
-	/* the price now (the history ends at now) and how it came, looked
-	 * back for only when a record came */
+	return changed;
+}
+
+/* The price now in the last risk_update's view (its history ends at now)
+ * and how it came, looked back for only when a record came. */
+static void now_at(const struct risk *r, struct risk_market *m)
+{
+	const int64_t *t, *p;
+	size_t n;
+
+	if (!r->mv || !market_view_history(r->mv, m->idx, &t, &p, &n))
+		return;
 	if ((long)n - 1 != m->now_i) {
 		m->now_i = (long)n - 1;
 		m->now_p = p[n - 1];
 		m->now_up = came_up(p, m->now_i);
 	}
-	return changed;
 }
 
 bool risk_update(struct risk *r, const struct market_view *mv,
 		 bool *ret_changed)
 {
 	bool any = false;
+
+	r->mv = mv;
 	for (size_t i = 0; i < r->n; i++) {
 		bool c = market_update(&r->m[i], mv);
 		if (ret_changed)
@@ -552,21 +568,17 @@ static const struct risk_level *level_at(const struct risk_market *m,
 	return found ? &m->side[j] : NULL;
 }
 
-void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
-		    int64_t bid_uusd, struct risk_estimate *ret)
+/* risk_get_level for delta k >= 0 of market i at price p, whose level is
+ * l (NULL: none). */
+static void level_estimate(struct risk *r, size_t i, int64_t price_uusd,
+			   const struct risk_level *l, int k,
+			   struct risk_estimate *ret)
 {
-	const struct risk_market *m = &r->m[i];
-	const struct risk_level *l;
+	struct risk_market *m = &r->m[i];
 	struct risk_estimate pool, lev;
 	double w = RISK_LEVEL_W;
-	int k = risk_delta_index(r, i, price_uusd, bid_uusd);
 
-	if (k < 0) {
-		risk_get_at(r, i, bid_uusd, ret);
-		return;
-	}
 	risk_get(r, i, k, &pool);
-	l = level_at(m, price_uusd);
 	if (!l) {
 		*ret = pool;
 		ret->samples = 0;
@@ -575,6 +587,7 @@ void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 	/* the level's own samples, shrunk towards the market's pooled
 	 * estimate for the same delta */
 	shrink(l->n, l->evicted[k], (double)l->tau_sum[k], w, &pool, &lev);
+	now_at(r, m);
 	if (price_uusd != m->now_p) {
 		*ret = lev;
 		return;
@@ -588,6 +601,30 @@ void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 		shrink(l->n - l->n_up, l->evicted[k] - l->evicted_up[k],
 		       (double)(l->tau_sum[k] - l->tau_up[k]), w, &lev, ret);
 	ret->samples = l->n;
+}
+
+void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
+		    int64_t bid_uusd, struct risk_estimate *ret)
+{
+	int k = risk_delta_index(r, i, price_uusd, bid_uusd);
+
+	if (k < 0) {
+		risk_get_at(r, i, bid_uusd, ret);
+		return;
+	}
+	level_estimate(r, i, price_uusd, level_at(&r->m[i], price_uusd), k,
+		       ret);
+}
+
+void risk_get_level_deltas(struct risk *r, size_t i, int64_t price_uusd,
+			   struct risk_estimate *ret)
+{
+	const struct risk_level *l = level_at(&r->m[i], price_uusd);
+
+	for (int k = 0; k < RISK_DELTAS; k++)
+		level_estimate(r, i, price_uusd, l, risk_delta_index(r, i,
+			       price_uusd, price_uusd + r->m[i].delta[k]),
+			       &ret[k]);
 }
 
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k)

@@ -72,7 +72,9 @@ void risk_free(struct risk *r);
 
 /* Take every sample that has become complete by mv->now_s.  Returns true
  * when any market's estimates changed (*ret_changed[i] set per market when
- * ret_changed is not NULL). */
+ * ret_changed is not NULL).  risk_get_level reads the price now from mv
+ * when it needs it: mv must stay valid, at the same instant, until the
+ * queries that follow are done (a policy's decision). */
 bool risk_update(struct risk *r, const struct market_view *mv,
 		 bool *ret_changed);
 
@@ -110,6 +112,11 @@ void risk_get_at(struct risk *r, size_t i, int64_t bid_uusd,
  * answer. */
 void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 		    int64_t bid_uusd, struct risk_estimate *ret);
+
+/* risk_get_level for the bids price_uusd + d_k of every delta k, at once
+ * (one level lookup): ret[RISK_DELTAS]. */
+void risk_get_level_deltas(struct risk *r, size_t i, int64_t price_uusd,
+			   struct risk_estimate *ret);
 
 /* Delta k of market i in micro-USD. */
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k);
