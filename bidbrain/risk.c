@@ -33,6 +33,8 @@ struct risk_market {
 	int idx;                      /* in the market set */
 	int64_t delta[RISK_DELTAS];   /* micro-USD */
 	int64_t next_s;               /* next sample time; INT64_MIN: unset */
+	long last_i;                  /* history index of the last sample's
+				       * price record (a hint; -1: none) */
 	uint16_t (*ring)[RISK_DELTAS]; /* tau or NOT_EVICTED per sample */
 	int64_t *p0;                  /* price at each sample; -1: none */
 	bool *up;                     /* each sample's price came by a rise */
@@ -90,6 +92,7 @@ enum px_err risk_new(size_t n, const int *market_idx, const int64_t *od_uusd,
 						(double)od_uusd[i] + 0.5);
 		m->now_i = -1;
 		m->now_p = -1;
+		m->last_i = -1;
 		m->ring = px_calloc(RING, sizeof *m->ring);
 		m->p0 = px_calloc(RING, sizeof *m->p0);
 		m->up = px_calloc(RING, sizeof *m->up);
@@ -362,6 +365,24 @@ static bool came_up(const int64_t *p, long i)
 	return false;
 }
 
+/* The index of the last of t[0..n) at or before s (-1: none): samples
+ * come 5 minutes apart, a few records at most, so it walks on from the
+ * last sample's record, and searches only when that is far or stale. */
+static long record_at(struct risk_market *m, const int64_t *t, size_t n,
+		      int64_t s)
+{
+	long h = m->last_i;
+
+	if (h >= 0 && (size_t)h < n && t[h] <= s) {
+		for (int step = 0; step < 8; step++) {
+			if ((size_t)h + 1 >= n || t[h + 1] > s)
+				return m->last_i = h;
+			h++;
+		}
+	}
+	return m->last_i = last_le(t, n, s);
+}
+
 static bool market_update(struct risk_market *m, const struct market_view *mv)
 {
 	const int64_t *t, *p;
@@ -385,7 +406,7 @@ static bool market_update(struct risk_market *m, const struct market_view *mv)
 			    RISK_STEP_S;
 	while (m->next_s + RISK_HORIZON_S <= now) {
 		int64_t s = m->next_s, end = s + RISK_HORIZON_S;
-		long i0 = last_le(t, n, s);
+		long i0 = record_at(m, t, n, s);
 		uint16_t tau[RISK_DELTAS];
 		int kk = 0;
 		int64_t pp = -1;
@@ -569,7 +590,7 @@ static const struct risk_level *level_at(const struct risk_market *m,
 }
 
 /* risk_get_level for delta k >= 0 of market i at price p, whose level is
- * l (NULL: none). */
+ * l (NULL: none; else now_at was called for this query). */
 static void level_estimate(struct risk *r, size_t i, int64_t price_uusd,
 			   const struct risk_level *l, int k,
 			   struct risk_estimate *ret)
@@ -587,7 +608,6 @@ static void level_estimate(struct risk *r, size_t i, int64_t price_uusd,
 	/* the level's own samples, shrunk towards the market's pooled
 	 * estimate for the same delta */
 	shrink(l->n, l->evicted[k], (double)l->tau_sum[k], w, &pool, &lev);
-	now_at(r, m);
 	if (price_uusd != m->now_p) {
 		*ret = lev;
 		return;
@@ -607,24 +627,35 @@ void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 		    int64_t bid_uusd, struct risk_estimate *ret)
 {
 	int k = risk_delta_index(r, i, price_uusd, bid_uusd);
+	const struct risk_level *l;
 
 	if (k < 0) {
 		risk_get_at(r, i, bid_uusd, ret);
 		return;
 	}
-	level_estimate(r, i, price_uusd, level_at(&r->m[i], price_uusd), k,
-		       ret);
+	l = level_at(&r->m[i], price_uusd);
+	if (l)
+		now_at(r, &r->m[i]);
+	level_estimate(r, i, price_uusd, l, k, ret);
 }
 
 void risk_get_level_deltas(struct risk *r, size_t i, int64_t price_uusd,
 			   struct risk_estimate *ret)
 {
-	const struct risk_level *l = level_at(&r->m[i], price_uusd);
+	struct risk_market *m = &r->m[i];
+	const struct risk_level *l = level_at(m, price_uusd);
 
-	for (int k = 0; k < RISK_DELTAS; k++)
-		level_estimate(r, i, price_uusd, l, risk_delta_index(r, i,
-			       price_uusd, price_uusd + r->m[i].delta[k]),
-			       &ret[k]);
+	if (l)
+		now_at(r, m);
+	for (int k = 0; k < RISK_DELTAS; k++) {
+		/* risk_delta_index of price + d_k: the deltas ascend, so the
+		 * last one equal to d_k */
+		int kk = k;
+
+		while (kk + 1 < RISK_DELTAS && m->delta[kk + 1] <= m->delta[k])
+			kk++;
+		level_estimate(r, i, price_uusd, l, kk, &ret[k]);
+	}
 }
 
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k)
