@@ -22,7 +22,7 @@ struct ctrl {
 	struct ctrl_setup s;
 	const struct pol_env *env;
 	void *pstate;
-	long *cursor;                /* market_view index hints */
+	struct market_cursor *cursor; /* market_view caches */
 	struct pol_instance *pub;    /* live instances, compact */
 	struct cinst *priv;
 	size_t n, cap;

@@ -427,22 +427,34 @@ int64_t market_integral(const struct market *m, int64_t a, int64_t b)
  * hint, else a binary search; the hint is updated. */
 static long view_index(const struct market_view *v, int idx)
 {
-	const struct market *m = &v->ms->v[idx];
-	long h, n = (long)m->n;
+	const struct market *m;
+	struct market_cursor *c;
+	long h, n;
 
 	if (!v->cursor)
-		return market_index_at(m, v->now_s);
-	h = v->cursor[idx];
-	if (h >= -1 && h < n && (h < 0 || m->t_s[h] <= v->now_s)) {
-		for (int step = 0; step < 8; step++) {
-			if (h + 1 >= n || m->t_s[h + 1] > v->now_s)
-				return h;
+		return market_index_at(&v->ms->v[idx], v->now_s);
+	c = &v->cursor[idx];
+	if (c->lo_s <= v->now_s && v->now_s < c->hi_s &&
+	    c->records == v->ms->records)
+		return c->i;
+	m = &v->ms->v[idx];
+	n = (long)m->n;
+	h = c->i;
+	if (c->records != v->ms->records || h < -1 || h >= n ||
+	    (h >= 0 && m->t_s[h] > v->now_s)) {
+		h = market_index_at(m, v->now_s);
+	} else {
+		int step = 0;
+
+		while (h + 1 < n && m->t_s[h + 1] <= v->now_s && step++ < 8)
 			h++;
-			v->cursor[idx] = h;
-		}
+		if (h + 1 < n && m->t_s[h + 1] <= v->now_s)
+			h = market_index_at(m, v->now_s);
 	}
-	h = market_index_at(m, v->now_s);
-	v->cursor[idx] = h;
+	c->i = h;
+	c->lo_s = h >= 0 ? m->t_s[h] : INT64_MIN;
+	c->hi_s = h + 1 < n ? m->t_s[h + 1] : INT64_MAX;
+	c->records = v->ms->records;
 	return h;
 }
 

@@ -103,14 +103,24 @@ int64_t market_integral(const struct market *m, int64_t a, int64_t b);
 
 /* ---- what a policy may see: history up to now ---- */
 
+/* A view's cache for one market: record i is the last at or before any
+ * time in [lo_s, hi_s), while the set holds `records` records. */
+struct market_cursor {
+	long i;
+	int64_t lo_s, hi_s;
+	size_t records;
+};
+
 struct market_view {
 	const struct market_set *ms;
 	int64_t now_s;        /* nothing after this time is visible */
-	/* Optional (NULL: none): one index hint per market of ms, any
-	 * initial values, kept by the queries below.  A caller whose now_s
+	/* Optional (NULL: none): one per market of ms, zeroed before the
+	 * first query, kept by the queries below.  A caller whose now_s
 	 * only grows (the simulator) makes each lookup O(1) amortized instead
-	 * of a binary search.  It is a cache: answers never depend on it. */
-	long *cursor;
+	 * of a binary search, and a query at a time whose record is the one
+	 * of the last query compares two times.  It is a cache: answers
+	 * never depend on it. */
+	struct market_cursor *cursor;
 };
 
 /* Records of market idx visible at the view's now: *ret_t and *ret_p point

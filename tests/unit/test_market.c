@@ -180,7 +180,7 @@ Test(market, view_cursor_matches_plain_lookup)
 {
 	struct market_set ms;
 	struct px_error e = {0};
-	long cursor[2] = {12345, -7}; /* garbage hints are allowed */
+	struct market_cursor cursor[2] = {{0}};
 	uint64_t x = 42;
 
 	market_set_init(&ms);
