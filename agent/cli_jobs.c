@@ -292,21 +292,29 @@ static bool resolve_files(const char *file, json_t *spec)
 int cli_submit(int argc, char **argv)
 {
 	struct jargs a = { .cmd = "submit" };
+	struct px_error err;
 	json_error_t je;
 	json_t *spec, *extra, *r = NULL;
 	const char *base;
+	char *text;
+	size_t n;
 	int code = jargs_parse(&a, argc, argv, true);
+	enum px_err e;
 
 	if (code >= 0)
 		return code;
-	spec = json_load_file(a.pos, JSON_REJECT_DUPLICATES, &je);
+	/* bounded as the daemon bounds the job it receives */
+	e = px_read_file(a.pos, JOBSPEC_FILE_MAX, &text, &n, &err);
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		return e == PX_ENOENT ? CLI_EXIT_NOTFOUND :
+		       e == PX_ETOOBIG ? CLI_EXIT_DATA : CLI_EXIT_FAIL;
+	}
+	spec = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+	free(text);
 	if (!spec) {
-		bool missing = je.line < 1 && strstr(je.text, "unable to open");
-
-		log_err("%s%s%d:%d: %s", a.pos, missing ? "" : ":",
-			missing ? 0 : je.line, missing ? 0 : je.column,
-			je.text);
-		return missing ? CLI_EXIT_NOTFOUND : CLI_EXIT_DATA;
+		log_err("%s:%d:%d: %s", a.pos, je.line, je.column, je.text);
+		return CLI_EXIT_DATA;
 	}
 	if (!json_is_object(spec)) {
 		json_decref(spec);

@@ -391,6 +391,21 @@ Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
 	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3);
 	cr_assert(strstr(r.err, "job.json:1:"), "%s", r.err);
 	pxrun_free(&r);
+	/* a job file is bounded before it is read (JOBSPEC_FILE_MAX) */
+	f = fopen(t.job, "w");
+	fputs("{\"name\": \"", f);
+	for (int i = 0; i < 1100; i++)
+		fprintf(f, "%01023d", 0);
+	fputs("\"}", f);
+	fclose(f);
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s",
+		     r.err);
+	cr_assert(strstr(r.err, "over the limit"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "submit", "/nonexistent/job.json", NULL,
+			 NULL), 4, "%s", r.err);
+	cr_assert(strstr(r.err, "/nonexistent/job.json"), "%s", r.err);
+	pxrun_free(&r);
 	cr_assert_eq(ctl(&r, 10, "status", "999", NULL, NULL), 4);
 	pxrun_free(&r);
 	cr_assert_eq(ctl(&r, 10, "status", "x1", NULL, NULL), 2);
