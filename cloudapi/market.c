@@ -452,6 +452,7 @@ static long view_index(const struct market_view *v, int idx)
 			h = market_index_at(m, v->now_s);
 	}
 	c->i = h;
+	c->price_uusd = h >= 0 ? m->price_uusd[h] : 0;
 	c->lo_s = h >= 0 ? m->t_s[h] : INT64_MIN;
 	c->hi_s = h + 1 < n ? m->t_s[h + 1] : INT64_MAX;
 	c->records = v->ms->records;
@@ -477,8 +478,8 @@ bool market_view_history(const struct market_view *v, int idx,
 	return true;
 }
 
-bool market_view_price(const struct market_view *v, int idx,
-		       int64_t *ret_uusd)
+bool market_view_price_at(const struct market_view *v, int idx,
+			  int64_t *ret_uusd)
 {
 	long i;
 

@@ -103,10 +103,12 @@ int64_t market_integral(const struct market *m, int64_t a, int64_t b);
 
 /* ---- what a policy may see: history up to now ---- */
 
-/* A view's cache for one market: record i is the last at or before any
- * time in [lo_s, hi_s), while the set holds `records` records. */
+/* A view's cache for one market: record i (price price_uusd) is the last
+ * at or before any time in [lo_s, hi_s), while the set holds `records`
+ * records. */
 struct market_cursor {
 	long i;
+	int64_t price_uusd;
 	int64_t lo_s, hi_s;
 	size_t records;
 };
@@ -130,8 +132,25 @@ bool market_view_history(const struct market_view *v, int idx,
 			 const int64_t **ret_t, const int64_t **ret_p,
 			 size_t *ret_n);
 
-/* Price of market idx at now (false when not yet known). */
-bool market_view_price(const struct market_view *v, int idx,
-		       int64_t *ret_uusd);
+/* Price of market idx at now (false when not yet known).  Policies ask it
+ * of every market at every decision: a time inside the span of the
+ * cursor's record is answered here, the rest by market_view_price_at. */
+bool market_view_price_at(const struct market_view *v, int idx,
+			  int64_t *ret_uusd);
+static inline bool market_view_price(const struct market_view *v, int idx,
+				     int64_t *ret_uusd)
+{
+	const struct market_cursor *c;
+
+	if (v->cursor && idx >= 0 && (size_t)idx < v->ms->n) {
+		c = &v->cursor[idx];
+		if (c->i >= 0 && c->lo_s <= v->now_s && v->now_s < c->hi_s &&
+		    c->records == v->ms->records) {
+			*ret_uusd = c->price_uusd;
+			return true;
+		}
+	}
+	return market_view_price_at(v, idx, ret_uusd);
+}
 
 #endif
