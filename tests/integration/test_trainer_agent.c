@@ -265,13 +265,31 @@ static bool progress_stage(int stage, int ms)
 	return false;
 }
 
+/* The time left that the coordinator logged for node's leave, with the
+ * reason it gave (waits for the line). */
+static double leave_gone_s(unsigned node, int reason)
+{
+	char what[80], *log, *at;
+	double gone;
+
+	snprintf(what, sizeof what, "node %u leaving (reason %d, gone in ",
+		 node, reason);
+	cr_assert(wait_log("coordinator", what, 5000), "no '%s'", what);
+	log = slurp("coordinator");
+	at = strstr(log, what);
+	cr_assert_not_null(at, "%s", log);
+	gone = strtod(at + strlen(what), NULL);
+	free(log);
+	return gone;
+}
+
 Test(trainer_agent, expect_stage_and_a_warned_node)
 {
 	const uint8_t rel = WIRE_ROLE_PS_BACKUP;
 	union sigval v = { .sival_int = 3000 };
 	pid_t reliable, spot, spot2, stranger, greedy;
 	double gone = 0;
-	char *log, *at;
+	char *log;
 
 	start_coordinator();
 	agent_up();
@@ -323,23 +341,11 @@ Test(trainer_agent, expect_stage_and_a_warned_node)
 	cr_assert_eq(sigqueue(spot2, SIGTERM, (union sigval){
 		.sival_int = dist_leave_sigval(2500, WIRE_LEAVE_RELEASE) }),
 		0);
-	cr_assert(wait_log("coordinator", "node 201 leaving", 5000));
-	log = slurp("coordinator");
-	at = strstr(log, "node 201 leaving (reason 1, gone in ");
-	cr_assert_not_null(at, "%s", log);
-	gone = strtod(at + strlen("node 201 leaving (reason 1, gone in "),
-		      NULL);
+	gone = leave_gone_s(201, 1);
 	cr_assert(gone > 2.4 && gone <= 3.0, "gone in %.1f s", gone);
-	free(log);
 	cr_assert_eq(wait_exit(spot, 5000), 0, "the warned node ends well");
-	cr_assert(wait_log("coordinator", "node 501 leaving", 5000));
-	log = slurp("coordinator");
-	at = strstr(log, "node 501 leaving (reason 3, gone in ");
-	cr_assert_not_null(at, "%s", log);
-	gone = strtod(at + strlen("node 501 leaving (reason 3, gone in "),
-		      NULL);
+	gone = leave_gone_s(501, 3);
 	cr_assert(gone > 1.4 && gone <= 2.5, "gone in %.1f s", gone);
-	free(log);
 	cr_assert_eq(wait_exit(spot2, 5000), 0, "the released node ends "
 		     "well");
 	cr_assert_eq(kill(reliable, 0), 0, "the reliable node runs on");

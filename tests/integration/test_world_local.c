@@ -217,18 +217,39 @@ Test(world_local, processes_evictions_and_the_same_bill_as_sim)
 	lworld_free(w);
 }
 
+/* A local world at 60x with these hooks and the ondemand policy over the
+ * whole window, started (events counted from zero). */
+static void ondemand_up(struct lw_hooks hooks, int64_t release_ms,
+			bool replace, struct lworld **w, struct ctrl **c)
+{
+	const struct pol_env *env = sim_plan_env(plan);
+	struct lw_setup ls = {
+		.env = env, .ms = &ms, .t0_s = T0, .end_s = T0 + 6 * H,
+		.speedup = 60, .tick_s = job.tick_seconds,
+		.wants = pol_ondemand_ops.wants, .release_ms = release_ms,
+		.hooks = hooks,
+	};
+	struct px_error e = {0};
+	struct ctrl_progress pg = {0, 0};
+
+	memset(events_seen, 0, sizeof events_seen);
+	cr_assert_eq(lworld_new(&ls, w, &e), PX_OK, "%s", e.msg);
+	struct ctrl_setup cs = {
+		.env = env, .ms = &ms, .policy = &pol_ondemand_ops,
+		.world = &lworld_ops, .world_ctx = *w, .start_s = T0,
+		.window_end_s = T0 + 6 * H, .replace_reliable = replace,
+		.sink = count,
+	};
+	cr_assert_eq(ctrl_new(&cs, c, &e), PX_OK, "%s", e.msg);
+	lworld_attach(*w, *c);
+	cr_assert_eq(lworld_start(*w, &pg, &e), PX_OK, "%s", e.msg);
+}
+
 /* A node that dies on its own is reported gone ("lost"); freeing the
  * world leaves no process behind. */
 Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 {
-	const struct pol_env *env = sim_plan_env(plan);
 	struct own o = {0};
-	struct lw_setup ls = {
-		.env = env, .ms = &ms, .t0_s = T0, .end_s = T0 + 6 * H,
-		.speedup = 60, .tick_s = job.tick_seconds,
-		.wants = pol_ondemand_ops.wants,
-		.hooks = {.command = cmd, .ctx = &o},
-	};
 	struct lworld *w = NULL;
 	struct ctrl *c = NULL;
 	struct px_error e = {0};
@@ -238,17 +259,8 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 	int64_t t;
 	enum ctrl_stop stop;
 
-	memset(events_seen, 0, sizeof events_seen);
-	cr_assert_eq(lworld_new(&ls, &w, &e), PX_OK, "%s", e.msg);
-	struct ctrl_setup cs = {
-		.env = env, .ms = &ms, .policy = &pol_ondemand_ops,
-		.world = &lworld_ops, .world_ctx = w, .start_s = T0,
-		.window_end_s = T0 + 6 * H, .replace_reliable = true,
-		.sink = count,
-	};
-	cr_assert_eq(ctrl_new(&cs, &c, &e), PX_OK, "%s", e.msg);
-	lworld_attach(w, c);
-	cr_assert_eq(lworld_start(w, &pg, &e), PX_OK, "%s", e.msg);
+	ondemand_up((struct lw_hooks){.command = cmd, .ctx = &o}, 0, true, &w,
+		    &c);
 	n = ctrl_fleet(c)->n;
 	cr_assert_eq(n, 2, "ondemand: the job's 2 instances");
 	for (size_t i = 0; i < n; i++)
@@ -305,14 +317,7 @@ static int64_t now_ms(void)
 
 Test(world_local, a_released_node_leaves_then_is_killed)
 {
-	const struct pol_env *env = sim_plan_env(plan);
 	struct leaver l = {0};
-	struct lw_setup ls = {
-		.env = env, .ms = &ms, .t0_s = T0, .end_s = T0 + 6 * H,
-		.speedup = 60, .tick_s = job.tick_seconds,
-		.wants = pol_ondemand_ops.wants, .release_ms = 500,
-		.hooks = {.command = cmd, .notice = leave_hook, .ctx = &l},
-	};
 	struct lworld *w = NULL;
 	struct ctrl *c = NULL;
 	struct px_error e = {0};
@@ -320,16 +325,8 @@ Test(world_local, a_released_node_leaves_then_is_killed)
 	int64_t t, cost, t0, first = -1, last = -1;
 	enum ctrl_stop stop;
 
-	memset(events_seen, 0, sizeof events_seen);
-	cr_assert_eq(lworld_new(&ls, &w, &e), PX_OK, "%s", e.msg);
-	struct ctrl_setup cs = {
-		.env = env, .ms = &ms, .policy = &pol_ondemand_ops,
-		.world = &lworld_ops, .world_ctx = w, .start_s = T0,
-		.window_end_s = T0 + 6 * H, .sink = count,
-	};
-	cr_assert_eq(ctrl_new(&cs, &c, &e), PX_OK, "%s", e.msg);
-	lworld_attach(w, c);
-	cr_assert_eq(lworld_start(w, &pg, &e), PX_OK, "%s", e.msg);
+	ondemand_up((struct lw_hooks){.command = cmd, .notice = leave_hook,
+				      .ctx = &l}, 500, false, &w, &c);
 	cr_assert_eq(lworld_nodes(w), 2);
 	t0 = now_ms();
 	cr_assert_eq(ctrl_finish(c, T0, false, &cost), PX_OK);
