@@ -925,6 +925,9 @@ static void job_end(struct job *j, enum store_job_state s, const char *why)
 
 	if (j->c)
 		progress_event(j, true);
+	if (j->w)       /* the trainer is done or stopped: nothing to hand
+			 * over, so the releases below need no leave */
+		lworld_end_leaves(j->w);
 	if (j->c && ctrl_finish(j->c, j->t, completed, &cost) != PX_OK)
 		log_err("job %" PRId64 ": closing the bills: %s", j->id,
 			ctrl_error(j->c)->msg);

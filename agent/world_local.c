@@ -95,6 +95,11 @@ size_t lworld_nodes(const struct lworld *w)
 	return k;
 }
 
+void lworld_end_leaves(struct lworld *w)
+{
+	w->s.release_ms = 0;
+}
+
 size_t lworld_leaving(const struct lworld *w)
 {
 	return w->n - lworld_nodes(w);

@@ -117,6 +117,9 @@ pid_t lworld_pgid(const struct lworld *w, uint64_t id);
  * program: after the job's coordinator was restarted, the nodes must
  * register with the new one.  The instances and their bills go on. */
 enum px_err lworld_respawn(struct lworld *w, struct px_error *err);
+/* From now on a release kills at once, with no leave: the run is ending
+ * (ctrl_finish), there is no work to hand over. */
+void lworld_end_leaves(struct lworld *w);
 /* Nodes the controller holds (a released node no longer counts). */
 size_t lworld_nodes(const struct lworld *w);
 /* Released nodes still leaving (their processes not yet ended). */

@@ -363,6 +363,32 @@ Test(world_local, a_released_node_leaves_then_is_killed)
 	lworld_free(w);
 }
 
+/* At the end of a run (lworld_end_leaves) a release kills at once: no
+ * node is told to leave, none is left leaving. */
+Test(world_local, releases_at_the_end_kill_at_once)
+{
+	struct leaver l = {0};
+	struct lworld *w = NULL;
+	struct ctrl *c = NULL;
+	int64_t cost;
+	pid_t g[2];
+
+	ondemand_up((struct lw_hooks){.command = cmd, .notice = leave_hook,
+				      .ctx = &l}, 500, false, &w, &c);
+	cr_assert_eq(lworld_nodes(w), 2);
+	for (size_t i = 0; i < 2; i++)
+		g[i] = lworld_pgid(w, ctrl_fleet(c)->v[i].id);
+	lworld_end_leaves(w);
+	cr_assert_eq(ctrl_finish(c, T0, true, &cost), PX_OK);
+	cr_assert_eq(l.n, 0, "told to leave at the end");
+	cr_assert_eq(lworld_nodes(w), 0);
+	cr_assert_eq(lworld_leaving(w), 0);
+	for (size_t i = 0; i < 2; i++)
+		cr_assert_not(alive(g[i]), "process group %d left", g[i]);
+	ctrl_free(c);
+	lworld_free(w);
+}
+
 Test(world_local, refuses_a_bad_speedup)
 {
 	struct lw_setup ls = {
