@@ -22,42 +22,47 @@ enum px_err evq_push(struct evq *q, int64_t t, int kind, uint64_t id,
 		q->h = v;
 		q->cap = cap;
 	}
+	/* sift up with a hole: parents move down until the new one fits */
+	struct evq_ev ev = {.t = t, .seq = q->seq++, .kind = kind, .id = id};
+
 	i = q->n++;
-	q->h[i] = (struct evq_ev){.t = t, .seq = q->seq++, .kind = kind,
-				  .id = id};
 	while (i > 0) {
 		size_t up = (i - 1) / 2;
 
-		if (!less(&q->h[i], &q->h[up]))
+		if (!less(&ev, &q->h[up]))
 			break;
-		struct evq_ev tmp = q->h[i];
 		q->h[i] = q->h[up];
-		q->h[up] = tmp;
 		i = up;
 	}
+	q->h[i] = ev;
 	return PX_OK;
 }
 
 struct evq_ev evq_pop(struct evq *q)
 {
-	struct evq_ev top = q->h[0];
-	size_t i = 0;
+	struct evq_ev top = q->h[0], last;
+	size_t i = 0, n;
 
-	q->h[0] = q->h[--q->n];
+	n = --q->n;
+	if (n == 0)
+		return top;
+	/* sift the last one down from the root with a hole: the lesser
+	 * child moves up until the last one fits.  (t, seq) orders every
+	 * event, so the pops come in one order however the heap is laid
+	 * out. */
+	last = q->h[n];
 	for (;;) {
-		size_t l = 2 * i + 1, m = i;
+		size_t l = 2 * i + 1, m;
 
-		if (l < q->n && less(&q->h[l], &q->h[m]))
-			m = l;
-		if (l + 1 < q->n && less(&q->h[l + 1], &q->h[m]))
-			m = l + 1;
-		if (m == i)
+		if (l >= n)
 			break;
-		struct evq_ev tmp = q->h[i];
+		m = l + 1 < n && less(&q->h[l + 1], &q->h[l]) ? l + 1 : l;
+		if (!less(&q->h[m], &last))
+			break;
 		q->h[i] = q->h[m];
-		q->h[m] = tmp;
 		i = m;
 	}
+	q->h[i] = last;
 	return top;
 }
 
