@@ -233,22 +233,17 @@ out_free:
 }
 
 /* Fold the current-era interruption rate of market i's type into beta
- * and tau (per-second billing only). */
+ * and tau (callers: under per-second billing only). */
 static void bb_fold(const struct pol_env *env, size_t i, double *beta,
 		    double *tau)
 {
-	double b = *beta, t = *tau;
+	double r = env->types[env->markets[i].type].interrupt_per_h;
+	double bi = 1 - exp(-r);
+	double b = *beta, tot = 1 - (1 - b) * (1 - bi);
 
-	if (env->billing == BILLING_PER_SECOND) {
-		double r = env->types[env->markets[i].type].interrupt_per_h;
-		double bi = 1 - exp(-r);
-		double tot = 1 - (1 - b) * (1 - bi);
-		if (tot > 0)
-			t = (b * t + bi * RISK_HORIZON_S / 2.0) / (b + bi);
-		b = tot;
-	}
-	*beta = b;
-	*tau = t;
+	if (tot > 0)
+		*tau = (b * *tau + bi * RISK_HORIZON_S / 2.0) / (b + bi);
+	*beta = tot;
 }
 
 /* A new memo slot of market i for (bid, price) holding e (NULL: computed
@@ -290,7 +285,8 @@ static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
 		*ret_beta = mo->e[j].beta;
 		*ret_tau = mo->e[j].tau_s;
 	}
-	bb_fold(s->env, i, ret_beta, ret_tau);
+	if (s->env->billing == BILLING_PER_SECOND)
+		bb_fold(s->env, i, ret_beta, ret_tau);
 }
 
 /* bb_estimate for the bids price + d_k of every delta k, in one pass
@@ -335,7 +331,8 @@ static void bb_estimate_deltas(struct bb_state *s, size_t i, int64_t price,
 		}
 		beta[k] = mo->e[at[k]].beta;
 		tau[k] = mo->e[at[k]].tau_s;
-		bb_fold(s->env, i, &beta[k], &tau[k]);
+		if (s->env->billing == BILLING_PER_SECOND)
+			bb_fold(s->env, i, &beta[k], &tau[k]);
 	}
 }
 

@@ -27,7 +27,16 @@ struct sp_state {
 	double *eff;             /* per env market: effective cost; <0: n/a */
 	int64_t *price;
 	int *count;              /* live spot instances per env market */
+	double *useful;          /* per env type: sp_useful, once */
 };
+
+static double sp_useful(const struct pol_env *env, int type)
+{
+	double r = env->types[type].interrupt_per_h;
+	double u = 1 - r * (env->job->startup_seconds + pol_loss_s(env)) /
+		   BILLING_HOUR_S;
+	return u < 0.05 ? 0.05 : u;
+}
 
 static enum px_err sp_init(const struct pol_env *env, void **ret_state,
 			   struct px_error *err)
@@ -41,13 +50,18 @@ static enum px_err sp_init(const struct pol_env *env, void **ret_state,
 	s->eff = px_calloc(n, sizeof *s->eff);
 	s->price = px_calloc(n, sizeof *s->price);
 	s->count = px_calloc(n, sizeof *s->count);
-	if (!s->eff || !s->price || !s->count) {
+	s->useful = px_calloc(env->n_types ? env->n_types : 1,
+			      sizeof *s->useful);
+	if (!s->eff || !s->price || !s->count || !s->useful) {
 		free(s->eff);
 		free(s->price);
 		free(s->count);
+		free(s->useful);
 		free(s);
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	}
+	for (size_t t = 0; t < env->n_types; t++)
+		s->useful[t] = sp_useful(env, (int)t);
 	*ret_state = s;
 	return PX_OK;
 }
@@ -60,16 +74,10 @@ static void sp_fini(void *state)
 	free(s->eff);
 	free(s->price);
 	free(s->count);
+	free(s->useful);
 	free(s);
 }
 
-static double sp_useful(const struct pol_env *env, int type)
-{
-	double r = env->types[type].interrupt_per_h;
-	double u = 1 - r * (env->job->startup_seconds + pol_loss_s(env)) /
-		   BILLING_HOUR_S;
-	return u < 0.05 ? 0.05 : u;
-}
 
 /* The market with room and the lowest effective cost (-1 if none),
  * skipping market `except`. */
@@ -145,7 +153,7 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 			continue;
 		s->price[i] = p;
 		s->eff[i] = p / (ty->speed *
-				 sp_useful(env, env->markets[i].type));
+				 s->useful[env->markets[i].type]);
 	}
 	for (size_t i = 0; i < f->n; i++) {
 		const struct pol_instance *v = &f->v[i];
@@ -161,7 +169,7 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 		s->count[v->market]++;
 		C += s->eff[v->market] >= 0 ? s->price[v->market] :
 		     v->hour_uusd;
-		S += env->types[v->type].speed * sp_useful(env, v->type);
+		S += env->types[v->type].speed * s->useful[v->type];
 	}
 	/* at ticks: migrate from markets that became dear, drop dead weight */
 	moves = spot / 8 > 1 ? spot / 8 : 1;
@@ -172,7 +180,7 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 		int alt;
 		if (v->warned || v->market < 0)
 			continue;
-		sp = env->types[v->type].speed * sp_useful(env, v->type);
+		sp = env->types[v->type].speed * s->useful[v->type];
 		c = s->eff[v->market] >= 0 ? s->price[v->market] : v->hour_uusd;
 		w = jobspec_fleet_rate(env->job, n, S);
 		wo = jobspec_fleet_rate(env->job, n - 1, S - sp);
@@ -202,7 +210,7 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 		if (b < 0)
 			break;
 		sp = env->types[env->markets[b].type].speed *
-		     sp_useful(env, env->markets[b].type);
+		     s->useful[env->markets[b].type];
 		w = jobspec_fleet_rate(env->job, n, S);
 		dw = jobspec_fleet_rate(env->job, n + 1, S + sp) - w;
 		if (dw <= 0 || (w > 0 && s->price[b] / dw >= C / w))
