@@ -120,7 +120,8 @@ static const struct subcmd subcmds[] = {
 	  "Every other option goes to the roles.  Role k listens on ADDR-k "
 	  "(ipc://) or ADDR's port + 3k (tcp://).  SIGTERM reaches every "
 	  "role with the value it was sent with (sigqueue: the milliseconds "
-	  "left before an eviction); when one role fails the others are "
+	  "left before an eviction or a release, and which, above bit 24); "
+	  "when one role fails the others are "
 	  "stopped and the node exits 1.  The job key is read from $"
 	  DIST_KEY_ENV " and passed on in the environment." },
 };
