@@ -657,6 +657,49 @@ Test(policy, risk_at_the_current_price_level)
 	risk_free(r);
 }
 
+/* risk_get_level_deltas answers, for every delta at once, exactly what
+ * risk_get_level does for price + that delta: at the price now (where the
+ * way it came matters), at another seen price, at one never seen; and
+ * with deltas that round to the same value (a cheap type's on-demand
+ * price of 2000 micro-USD makes the three smallest 0, 0 and 1). */
+Test(policy, risk_level_deltas_match_one_by_one)
+{
+	static const int64_t ods[2] = {1000000, 2000};
+	struct px_error e = {0};
+
+	for (int t = 0; t < 20 * 86400; t += 7200) {
+		add("us-east-1a", "c3.xlarge", t, 100000);
+		add("us-east-1a", "c3.xlarge", t + 5400, 110000);
+		add("us-east-1a", "c3.xlarge", t + 6600, 120000);
+	}
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	for (int o = 0; o < 2; o++) {
+		struct risk *r = NULL;
+		int idx = 0;
+		struct market_view mv = {.ms = &ms, .now_s = 5 * 86400 + 5500};
+		static const int64_t prices[] = {110000, 100000, 120000, 105000};
+
+		cr_assert_eq(risk_new(1, &idx, &ods[o], &r, &e), PX_OK);
+		cr_assert(risk_update(r, &mv, NULL));
+		for (size_t q = 0; q < sizeof prices / sizeof prices[0]; q++) {
+			struct risk_estimate all[RISK_DELTAS], one;
+
+			risk_get_level_deltas(r, 0, prices[q], all);
+			for (int k = 0; k < RISK_DELTAS; k++) {
+				risk_get_level(r, 0, prices[q], prices[q] +
+					       risk_delta_uusd(r, 0, k), &one);
+				cr_assert(all[k].beta == one.beta &&
+					  all[k].tau_s == one.tau_s &&
+					  all[k].samples == one.samples,
+					  "od %lld price %lld delta %d",
+					  (long long)ods[o],
+					  (long long)prices[q], k);
+			}
+		}
+		risk_free(r);
+	}
+}
+
 /* risk_get_level at the price now: the way the price came there.  Every
  * 2 h the price is 0.10, rises to 0.11 at 2400 s and 0.12 at 3600 s, falls
  * back to 0.11 at 4200 s and to 0.10 at 6600 s.  At 0.11 reached by the
