@@ -27,7 +27,8 @@ struct node {
 	bool released;           /* the controller let it go: it is leaving
 				  * and no longer reported */
 	int64_t kill_ns;         /* released: monotonic instant its group is
-				  * killed if still running */
+				  * killed if still running (a released
+				  * node's pid is > 0 until it is reaped) */
 };
 
 struct lworld {
@@ -514,7 +515,6 @@ static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 					  : 0;
 
 		if (w->v[i].released && (p == w->v[i].pid ||
-					 w->v[i].pid <= 0 ||
 					 now >= w->v[i].kill_ns)) {
 			if (p == w->v[i].pid) {  /* reaped: its group only */
 				kill(-w->v[i].pid, SIGKILL);

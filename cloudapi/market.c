@@ -434,8 +434,7 @@ static long view_index(const struct market_view *v, int idx)
 	if (!v->cursor)
 		return market_index_at(&v->ms->v[idx], v->now_s);
 	c = &v->cursor[idx];
-	if (c->lo_s <= v->now_s && v->now_s < c->hi_s &&
-	    c->records == v->ms->records)
+	if (market_cursor_holds(v, c))
 		return c->i;
 	m = &v->ms->v[idx];
 	n = (long)m->n;

@@ -137,6 +137,15 @@ bool market_view_history(const struct market_view *v, int idx,
  * cursor's record is answered here, the rest by market_view_price_at. */
 bool market_view_price_at(const struct market_view *v, int idx,
 			  int64_t *ret_uusd);
+
+/* Whether cursor c still holds the record of v's now. */
+static inline bool market_cursor_holds(const struct market_view *v,
+				       const struct market_cursor *c)
+{
+	return c->lo_s <= v->now_s && v->now_s < c->hi_s &&
+	       c->records == v->ms->records;
+}
+
 static inline bool market_view_price(const struct market_view *v, int idx,
 				     int64_t *ret_uusd)
 {
@@ -144,8 +153,7 @@ static inline bool market_view_price(const struct market_view *v, int idx,
 
 	if (v->cursor && idx >= 0 && (size_t)idx < v->ms->n) {
 		c = &v->cursor[idx];
-		if (c->i >= 0 && c->lo_s <= v->now_s && v->now_s < c->hi_s &&
-		    c->records == v->ms->records) {
+		if (c->i >= 0 && market_cursor_holds(v, c)) {
 			*ret_uusd = c->price_uusd;
 			return true;
 		}
