@@ -7,7 +7,9 @@
 # (px_gpu_tests --verbose: every max diff); the step benchmark, ours and
 # PyTorch at batch 256 and 1024 (bench_trainer_gpu.sh); one
 # `proteus-trainer train --device cuda --model mlp --epochs 2 --json`; and,
-# with the time left, the GPU tests under compute-sanitizer memcheck.
+# with the time left, the GPU tests under compute-sanitizer memcheck
+# (PX_GPU_BUDGET, default 560 s, is the whole run's budget: a smaller one
+# leaves device time for a second call).
 # Without a GPU the tests run and skip, the benchmark runs on the CPU as a
 # harness check and the training run is a small CPU one: each is labelled,
 # nothing is reported as a GPU result.  Writes run.log, summary.md,
@@ -58,8 +60,8 @@ status() { # step, text: one summary row
 	echo "== $1: $2"
 }
 
-left() { # seconds left of a 560 s budget
-	echo $((560 - ($(date +%s) - t_start)))
+left() { # seconds left of a PX_GPU_BUDGET s budget (default 560)
+	echo $((${PX_GPU_BUDGET:-560} - ($(date +%s) - t_start)))
 }
 
 main() {
