@@ -160,8 +160,12 @@ main() {
 	elif [ "$t" -lt 60 ]; then
 		status "compute-sanitizer" "SKIPPED, only $t s left"
 	else
+		# errors_map_to_px_ecuda asks cudaMalloc for too much on
+		# purpose: memcheck reports that API error (2 lines), so
+		# that test, which the plain run above covers, is left out
 		timeout "$t" "$cs" --tool memcheck --target-processes all \
 			--error-exitcode 9 "$tmp/bin/px_gpu_tests" --jobs=1 \
+			--filter '!(gpu/errors_map_to_px_ecuda)' \
 			>"$OUT/sanitizer.log" 2>&1
 		rc=$?
 		s=$(grep -E 'ERROR SUMMARY|Synthesis' "$OUT/sanitizer.log" | sort | uniq -c | tr '\n' ' ')

@@ -1,5 +1,5 @@
 /* gpu_step_bench.c -- time per training step of the MLP 784-256-256-10
- * (ReLU, softmax cross-entropy, SGD with momentum 0.9) on the CUDA ops
+ * (ReLU, softmax cross-entropy, SGD with momentum 0.9, lr 0.01) on the CUDA ops
  * table, or on the CPU one with --device cpu (a check of the harness where
  * there is no GPU).  bench_trainer_gpu.sh builds it against
  * build/libproteus.a and compares it with torch_step.py.  Bench fixture
@@ -248,7 +248,7 @@ static enum px_err step(struct bench *b, const struct opts *o,
 			       read ? ret_loss : NULL, err);
 	if (e == PX_OK)
 		e = b->ops->sgd_momentum(b->kctx, b->params, b->vel, b->grad,
-					 b->d.n_params, 0.05f, 0.9f, 0.0f,
+					 b->d.n_params, 0.01f, 0.9f, 0.0f,
 					 err);
 	return e;
 }

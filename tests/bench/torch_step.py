@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 # torch_step.py -- the PyTorch peer of tests/bench/gpu_step_bench.c: time
 # per training step of the MLP 784-256-256-10 (ReLU, CrossEntropyLoss, SGD
-# with momentum 0.9, lr 0.05) on one device, the batch a fixed random one.
+# with momentum 0.9, lr 0.01) on one device, the batch a fixed random one.
+# The parameters start as ours do (model_init_params: He normal weights
+# before a ReLU, Xavier uniform for the last layer, zero biases; not
+# torch's default init, under which lr 0.05 trained this batch while ours
+# went dead and ended at ln 10), so the loss check compares one model.
 # One step: zero_grad (set_to_none), forward, loss, backward, opt.step().
 # Modes as in gpu_step_bench.c:
 #   sync    batch on the device, loss.item() every step (a device sync)
@@ -44,8 +48,18 @@ def bench(dev, batch, mode, a):
     torch.manual_seed(1)
     m = nn.Sequential(nn.Linear(784, 256), nn.ReLU(),
                       nn.Linear(256, 256), nn.ReLU(),
-                      nn.Linear(256, 10)).to(dev)
-    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+                      nn.Linear(256, 10))
+    with torch.no_grad():
+        for layer in m:
+            if not isinstance(layer, nn.Linear):
+                continue
+            if layer.out_features == 10:
+                nn.init.xavier_uniform_(layer.weight)
+            else:
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            nn.init.zeros_(layer.bias)
+    m = m.to(dev)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
     lossf = nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(2)
     hx = torch.rand(batch, 784, generator=g)
@@ -77,6 +91,8 @@ def bench(dev, batch, mode, a):
         sync(dev)
         ms.append((time.perf_counter() - t0) * 1e3 / a.steps)
     ms.sort()
+    with torch.no_grad():  # as gpu_step_bench: a last loss after every step
+        loss = lossf(m(x), y)
     return {
         "impl": "torch", "device": dev.type,
         "gpu_name": (torch.cuda.get_device_name(dev)
