@@ -6,7 +6,9 @@
 # 10 minutes: the GPU's name and the software found; the GPU tests
 # (px_gpu_tests --verbose: every max diff); the step benchmark, ours and
 # PyTorch at batch 256 and 1024 (bench_trainer_gpu.sh); one
-# `proteus-trainer train --device cuda --model mlp --epochs 2 --json`; and,
+# `proteus-trainer train --device cuda --model mlp --epochs 2 --json`; an
+# elastic `proteus-trainer local --device cuda` with a worker killed and
+# one added; and,
 # with the time left, the GPU tests under compute-sanitizer memcheck
 # (PX_GPU_BUDGET, default 560 s, is the whole run's budget: a smaller one
 # leaves device time for a second call).
@@ -148,6 +150,23 @@ main() {
 		rc=$?
 		status "train --device cuda" "SKIPPED, no GPU; CPU harness check (2000 examples, 1 epoch) rc $rc: $(cat "$OUT/train.json")"
 		[ $rc -eq 0 ] || failed=1
+	fi
+
+	# the elastic job on the GPU: 2 workers and 2 PS (one reliable,
+	# stage 2), a worker SIGKILLed at 1 s and another added at 2 s
+	if [ -n "$gpu" ]; then
+		timeout 150 "$tmp/bin/proteus-trainer" local --device cuda \
+			--workers 2 --ps 2 --reliable 1 --stage 2 --epochs 5 \
+			--kill-worker-at 1 --add-worker-at 2 --json \
+			--data "$here/data" >"$OUT/elastic.json" \
+			2>"$OUT/elastic.log"
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			status "local --device cuda" "ok: $(cat "$OUT/elastic.json")"
+		else
+			status "local --device cuda" "FAILED rc $rc: $(tail -1 "$OUT/elastic.log")"
+			failed=1
+		fi
 	fi
 
 	# with the time left: the GPU tests under compute-sanitizer memcheck
