@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 
 #define SIM_TRACES_MAX 64
 #define SIM_POLICIES_MAX 16
+#define SIM_THREADS_MAX 64
 #define SEEN_MAX 16           /* distinct regions/products named in errors */
 #define ZONE_CACHE 64
 /* per-second billing started on 2017-10-02 */
@@ -43,6 +45,7 @@ static const char simulate_usage[] =
 	"         [--end TIME] [--seed N] [--spot-advisor FILE]\n"
 	"         [--product P] [--json]\n"
 	"         [--csv FILE] [--plot FILE.png|FILE.svg] [--db PATH]\n"
+	"         [--threads N]\n"
 	"\n"
 	"Replays spot-price traces (the JSON of `aws ec2\n"
 	"describe-spot-price-history`, plain or gzip) and runs each policy on\n"
@@ -76,6 +79,10 @@ static const char simulate_usage[] =
 	"                      needs gnuplot)\n"
 	"  --db PATH           store every run, decision and event\n"
 	"                      (see `proteusctl history`)\n"
+	"  --threads N         policies run at once, 1..64 (default: the\n"
+	"                      online CPUs, at most one per policy; with\n"
+	"                      --db one at a time); results do not depend\n"
+	"                      on it\n"
 	"\n"
 	"exit: 0 ok, 1 failure, 2 usage, 3 bad input data\n";
 
@@ -225,7 +232,8 @@ static enum px_err load_traces(struct load_ctx *c, const char *const *paths,
 	c->last_s = INT64_MIN;
 	for (size_t i = 0; i < n; i++) {
 		c->path = paths[i];
-		e = trace_read_file(paths[i], load_record, c, NULL, err);
+		e = trace_read_file_pipelined(paths[i], 0, load_record, c,
+					      NULL, err);
 		if (e != PX_OK)
 			return e;
 	}
@@ -283,6 +291,7 @@ struct opts {
 	bool have_billing, json;
 	int64_t start_s, end_s;
 	uint64_t seed;
+	int threads;              /* --threads; 0: the online CPUs */
 };
 
 /* 1 - a/b for cost per work (runs that did not complete compare fairly
@@ -645,6 +654,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"seed", required_argument, NULL, 's'},
 		{"spot-advisor", required_argument, NULL, 'A'},
 		{"start", required_argument, NULL, 'S'},
+		{"threads", required_argument, NULL, 'T'},
 		{"trace", required_argument, NULL, 't'},
 		{0},
 	};
@@ -685,6 +695,20 @@ static int parse_args(int argc, char **argv, struct opts *o)
 						 &o->start_s)))
 				return rc;
 			break;
+		case 'T': {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 ||
+			    v > SIM_THREADS_MAX) {
+				log_err("--threads: want an integer in 1..%d, "
+					"not '%s'", SIM_THREADS_MAX, optarg);
+				return CLI_EXIT_USAGE;
+			}
+			o->threads = (int)v;
+			break;
+		}
 		case 't':
 			if (o->n_traces == SIM_TRACES_MAX) {
 				log_err("--trace: at most %d files",
@@ -859,7 +883,60 @@ struct run_all {
 	int64_t *job_ids;
 	struct progress *pg;
 	struct db_ctx *dc;        /* the plan's sink context */
+	int threads;              /* > 1: runs side by side (no database) */
 };
+
+/* Runs side by side.  They share only what does not change while they
+ * run: the plan (markets and their prices, the job, the environment, the
+ * on-demand table).  Each has its own controller, market cursors,
+ * interruption draws (a hash of the seed and the instance) and policy
+ * state, so each result is what the run gives alone; no sink is set (a
+ * database stores one run at a time).  Runs are taken in order by
+ * ra->threads threads, this one among them. */
+struct par_ctx {
+	struct run_all *ra;
+	pthread_mutex_t mu;
+	size_t next;
+	enum px_err *e;
+	struct px_error *err;
+};
+
+static void *par_worker(void *arg)
+{
+	struct par_ctx *p = arg;
+
+	for (;;) {
+		size_t i;
+
+		pthread_mutex_lock(&p->mu);
+		i = p->next++;
+		pthread_mutex_unlock(&p->mu);
+		if (i >= p->ra->n_pols)
+			return NULL;
+		p->e[i] = sim_run(p->ra->plan, p->ra->pols[i], &p->ra->res[i],
+				  &p->err[i]);
+	}
+}
+
+static void run_side_by_side(struct run_all *ra, enum px_err *e,
+			     struct px_error *err)
+{
+	struct par_ctx p = {.ra = ra, .e = e, .err = err};
+	pthread_t th[SIM_THREADS_MAX];
+	int n = 0;
+
+	pthread_mutex_init(&p.mu, NULL);
+	progress(ra->pg, true, "simulating %zu policies on %d threads",
+		 ra->n_pols, ra->threads);
+	/* a thread that cannot start leaves its share to the others */
+	while (n < ra->threads - 1 &&
+	       pthread_create(&th[n], NULL, par_worker, &p) == 0)
+		n++;
+	par_worker(&p);
+	while (n > 0)
+		pthread_join(th[--n], NULL);
+	pthread_mutex_destroy(&p.mu);
+}
 
 /* Remove the database file at path and its companions: one this command
  * created for runs that failed, so that a failed run leaves no trace. */
@@ -882,7 +959,8 @@ static bool is_oracle(const struct policy_ops *p)
 static int run_all(struct run_all *ra)
 {
 	struct db_ctx *dc = ra->dc;
-	struct px_error err = {0};
+	struct px_error err = {0}, perr[SIM_POLICIES_MAX];
+	enum px_err pe[SIM_POLICIES_MAX];
 	char *path = NULL;
 	bool created = false;
 	enum px_err e = PX_OK;
@@ -908,17 +986,26 @@ static int run_all(struct run_all *ra)
 	}
 	dc->start_s = sim_plan_start(ra->plan);
 	dc->end_s = sim_plan_end(ra->plan);
+	if (!dc->st && ra->threads > 1)
+		run_side_by_side(ra, pe, perr);
 	for (size_t i = 0; i < ra->n_pols && e == PX_OK; i++) {
 		dc->policy = ra->pols[i]->name;
-		/* the oracles are bounds, not runs: not stored */
-		if (dc->st && !is_oracle(ra->pols[i]))
-			e = db_begin_run(dc, ra->o, ra->job, ra->job_text,
-					 dc->policy, ra->billing, ra->plan);
-		if (e != PX_OK)
-			break;
-		ra->job_ids[i] = dc->job_id;
-		progress(ra->pg, true, "simulating %s", dc->policy);
-		e = sim_run(ra->plan, ra->pols[i], &ra->res[i], &err);
+		if (!dc->st && ra->threads > 1) {
+			/* run above: its outcome, in the policies' order */
+			e = pe[i];
+			err = perr[i];
+		} else {
+			/* the oracles are bounds, not runs: not stored */
+			if (dc->st && !is_oracle(ra->pols[i]))
+				e = db_begin_run(dc, ra->o, ra->job,
+						 ra->job_text, dc->policy,
+						 ra->billing, ra->plan);
+			if (e != PX_OK)
+				break;
+			ra->job_ids[i] = dc->job_id;
+			progress(ra->pg, true, "simulating %s", dc->policy);
+			e = sim_run(ra->plan, ra->pols[i], &ra->res[i], &err);
+		}
 		if (e != PX_OK) {
 			bool ours = e == PX_ECANCELED && dc->err.msg[0];
 			if (ours)
@@ -985,6 +1072,7 @@ int cli_simulate(int argc, char **argv)
 	enum simplot_format pf = SIMPLOT_PNG;
 	char *job_text = NULL;
 	size_t n_pols = 0;
+	int threads = 1;
 	enum px_err e;
 	int rc;
 
@@ -1071,7 +1159,18 @@ int cli_simulate(int argc, char **argv)
 			.advisor = have_adv ? &adv : NULL,
 			.series = o.plot != NULL,
 		};
-		if (o.db || pg.on) {
+		/* runs side by side without a database; the progress of one
+		 * run at a time comes through the sink */
+		if (!o.db) {
+			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+			threads = o.threads ? o.threads :
+				  ncpu > SIM_THREADS_MAX ? SIM_THREADS_MAX :
+				  ncpu > 0 ? (int)ncpu : 1;
+			if ((size_t)threads > n_pols)
+				threads = (int)n_pols;
+		}
+		if (o.db || (pg.on && threads <= 1)) {
 			su.sink = sink;
 			su.sink_ctx = &dc;
 		}
@@ -1087,7 +1186,7 @@ int cli_simulate(int argc, char **argv)
 			.o = &o, .job = &job, .job_text = job_text,
 			.billing = billing, .plan = plan, .pols = pols,
 			.n_pols = n_pols, .res = res, .job_ids = job_ids,
-			.pg = &pg, .dc = &dc,
+			.pg = &pg, .dc = &dc, .threads = threads,
 		};
 		rc = run_all(&ra);
 	}

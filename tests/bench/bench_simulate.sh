@@ -144,7 +144,8 @@ echo "### Speed"
 echo
 echo "All four policies ($pols) over the whole 60-day 2016 trace"
 echo "($records records, 20 types, $(du -m "$work/t.json" | cut -f1) MB decompressed), job = job-2016-m3large.json"
-echo "with work_hours 1e6 (never completes, so every run spans all 60 days), trace loading included:"
+echo "with work_hours 1e6 (never completes, so every run spans all 60 days), trace loading included;"
+echo "the policies run side by side on the $(nproc) online CPUs (--threads' default), jq on one:"
 echo
 echo "| what | wall s (best of 3) | peak RSS MB | / jq |"
 echo "|---|---:|---:|---:|"
@@ -153,6 +154,8 @@ jw=${r% *}; jm=${r#* }
 r=$(best 3 "$work/sim" "$work/t.json" "$work/big.json")
 sw=${r% *}; sm=${r#* }
 echo "| \`proteusctl simulate --trace t.json ... --policy $pols\` | $sw | $(mb "$sm") | $(echo "scale=2; $sw / $jw" | bc) |"
+r=$(best 3 "$work/sim" "$work/t.json" "$work/big.json" --threads 1)
+echo "| the same, one policy at a time (\`--threads 1\`) | ${r% *} | $(mb "${r#* }") | $(echo "scale=2; ${r% *} / $jw" | bc) |"
 echo "| \`jq -c '.SpotPriceHistory[]' t.json > /dev/null\` | $jw | $(mb "$jm") | 1.00 |"
 r=$(best 3 "$ctl" simulate --trace "$work/t.json" --ondemand-prices "$odf" --job "$work/big.json" --billing legacy-hourly --policy ondemand)
 echo "| of which trace loading (the same with --policy ondemand) | ${r% *} | $(mb "${r#* }") | $(echo "scale=2; ${r% *} / $jw" | bc) |"

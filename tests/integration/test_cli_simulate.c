@@ -997,3 +997,62 @@ Test(cli_simulate, scaling_profile_file)
 	free(prof);
 	free(jobp);
 }
+
+/* Runs side by side (--threads, default the online CPUs) give what one
+ * at a time gives, byte for byte, for every policy of both billing
+ * models; a bad --threads is a usage error naming it. */
+Test(cli_simulate, threads_do_not_change_results)
+{
+	char *trace = px_src_path(
+		"docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz");
+	char *od = px_src_path("etc/ondemand/us-east-1_2016-02_2016-04.json");
+	char *job = px_src_path("docs/examples/job-2016-7d-m3large.json");
+	static const char *const legacy =
+		"bidbrain,standard,ondemand,spread,oracle,oracle-paid";
+	static const char *const persec =
+		"bidbrain,standard,ondemand,spread,lowest-price,"
+		"capacity-optimized,price-capacity-optimized,diversified,"
+		"oracle,oracle-paid";
+	static const char *const bad[] = {"0", "65", "x", "-1", "2x", ""};
+
+	for (int b = 0; b < 2; b++) {
+		const char *bill = b ? "per-second" : "legacy-hourly";
+		const char *pol = b ? persec : legacy;
+		char *one = NULL;
+
+		for (int t = 0; t < 3; t++) {
+			static const char *const th[] = {"1", "4", NULL};
+			const char *x[] = {"--json", "--billing", bill,
+					   "--policy", pol, "--start",
+					   "2016-03-02T00:00:00Z",
+					   th[t] ? "--threads" : NULL, th[t],
+					   NULL};
+			struct pxrun r;
+
+			cr_assert_eq(sim(&r, trace, od, job, x), 0, "%s %s: %s",
+				     bill, th[t] ? th[t] : "default", r.err);
+			cr_assert(strstr(r.out, "\"oracle-paid\""), "%s",
+				  r.out);
+			if (!one)
+				one = strdup(r.out);
+			else
+				cr_assert_str_eq(r.out, one, "%s, --threads "
+						 "%s differs from 1", bill,
+						 th[t] ? th[t] : "default");
+			pxrun_free(&r);
+		}
+		free(one);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		const char *x[] = {"--threads", bad[i], NULL};
+		struct pxrun r;
+
+		cr_assert_eq(sim(&r, trace, od, job, x), 2, "'%s'", bad[i]);
+		cr_assert(strstr(r.err, "--threads"), "%s", r.err);
+		cr_assert_str_eq(r.out, "");
+		pxrun_free(&r);
+	}
+	free(trace);
+	free(od);
+	free(job);
+}
