@@ -95,6 +95,45 @@ static int processes_after(int ms)
 	return n;
 }
 
+/* Whether the daemon is still up, else how it ended, and the end of its
+ * log: for the messages of assertions on what it answers, so that a
+ * daemon gone between two commands says why (exit status or signal). */
+static const char *daemon_said(void)
+{
+	static char buf[3072];
+	int st, n = 0;
+	pid_t p = t.pid > 0 ? waitpid(t.pid, &st, WNOHANG) : -1;
+	FILE *f;
+
+	if (p == 0)
+		n = snprintf(buf, sizeof buf, "proteusd %d running", t.pid);
+	else if (p == t.pid && WIFEXITED(st))
+		n = snprintf(buf, sizeof buf, "proteusd exited %d",
+			     WEXITSTATUS(st));
+	else if (p == t.pid && WIFSIGNALED(st))
+		n = snprintf(buf, sizeof buf, "proteusd killed by signal %d",
+			     WTERMSIG(st));
+	else
+		n = snprintf(buf, sizeof buf, "proteusd: no status");
+	if (p == t.pid)
+		t.pid = 0;      /* reaped here */
+	f = fopen(t.log, "r");
+	if (f) {
+		long size;
+		size_t got;
+
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		fseek(f, size > 2048 ? size - 2048 : 0, SEEK_SET);
+		n += snprintf(buf + n, sizeof buf - (size_t)n,
+			      "; log (%ld bytes) ends:\n", size);
+		got = fread(buf + n, 1, sizeof buf - (size_t)n - 1, f);
+		buf[(size_t)n + got] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
 static void stop_daemon(int sig)
 {
 	if (t.pid > 0) {
@@ -522,10 +561,13 @@ Test(jobs, a_full_disk_fails_cleanly)
 		  json_string_value(json_object_get(st, "error")));
 	json_decref(st);
 	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
-	cr_assert_eq(ctl(&r, 10, "ping", NULL, NULL, NULL), 0, "%s", r.err);
+	cr_assert_eq(ctl(&r, 10, "ping", NULL, NULL, NULL), 0, "%s; %s",
+		     r.err, daemon_said());
 	pxrun_free(&r);
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 1);
-	cr_assert(strstr(r.err, "I/O") || strstr(r.err, "full"), "%s", r.err);
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 1, "%s; %s",
+		     r.err, daemon_said());
+	cr_assert(strstr(r.err, "I/O") || strstr(r.err, "full"), "%s; %s",
+		  r.err, daemon_said());
 	pxrun_free(&r);
 	stop_daemon(SIGTERM);
 	jobs_before = sql_int("SELECT count(*) FROM jobs");
