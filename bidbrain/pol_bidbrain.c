@@ -431,20 +431,25 @@ static enum px_err push(struct pol_actions *out, const struct pol_action *a,
 }
 
 
-/* Expected billed hours for running x more seconds past what is paid.
- * Legacy-hourly: every started hour is charged, so anything in (0, 1 h]
- * costs a full hour, and beyond that the last hour is on average half
- * wasted (x/h + 0.5, a smooth stand-in for ceil whose exact value depends
- * on evictions still to come).  Per-second: x/h. */
+/* Expected billed hours for running x more seconds past what is paid
+ * (x < 0: the paid time outlasts the plan by -x).  Per-second: x/h.
+ * Legacy-hourly: every started hour is charged in full, so exactly it is
+ * ceil(x/h); but where in its billing hour the job will end is not known
+ * (evictions, startups and prices still to come move the end), and with
+ * that phase uniform over the hour the expectation of the hours started,
+ * E[ceil(x/h + u)] for u uniform in (-1/2, 1/2), is x/h + 1/2 for
+ * x/h >= -1/2 and 0 below: continuous, linear in the time to finish.
+ * (Until session 10 this was 0 for x <= 0 and 1 for x/h in (0, 1/2]: the
+ * exact rounding there, the expectation beyond, so an instance whose paid
+ * hour ended just before the planned end cost a whole hour more than one
+ * whose hour ended just after.  docs/benchmarks.md, "Session 10".) */
 static double bb_hours(enum billing_model b, double x)
 {
-	double h;
-	if (x <= 0)
-		return 0;
-	h = x / BILLING_HOUR_S;
+	double h = x / BILLING_HOUR_S;
+
 	if (b != BILLING_LEGACY_HOURLY)
-		return h;
-	return h + 0.5 < 1 ? 1 : h + 0.5;
+		return h > 0 ? h : 0;
+	return h > -0.5 ? h + 0.5 : 0;
 }
 
 /* Expected cost to finish the remaining work rem_h (work-hours) with the
@@ -504,10 +509,10 @@ static void bb_sum(const struct bb_item *v, size_t n, struct bb_sums *u)
 /* bb_finish of the fleet summed in u (v[0..n)) with k copies of it added;
  * eff[k] is the fleet's rate per unit of speed with them
  * (jobspec_fleet_rate(job, u->cnt + k, 1): the rate is linear in the
- * speed).  Where every instance still runs past the rounding of its first
- * unpaid hour (legacy: T - paid >= half an hour, so bb_hours is x/h +
- * 0.5; per-second: past what is paid) the sum is linear in T and costs
- * nothing to evaluate; otherwise it is bb_finish over v[0..n+k). */
+ * speed).  Where bb_hours is linear for every instance (legacy: T - paid
+ * > -half an hour, so it is x/h + 0.5; per-second: T past what is paid)
+ * the sum is linear in T and costs nothing to evaluate; otherwise it is
+ * bb_finish over v[0..n+k). */
 static double bb_finish_with(const struct bb_state *s, struct bb_item *v,
 			     size_t n, const struct bb_sums *u,
 			     const double *eff, const struct bb_item *it,
@@ -520,7 +525,7 @@ static double bb_finish_with(const struct bb_state *s, struct bb_item *v,
 	T = rem_h / w * BILLING_HOUR_S;
 	C = u->C + k * it->cost;
 	if (s->env->billing == BILLING_LEGACY_HOURLY) {
-		if (T - u->paid_max >= BILLING_HOUR_S / 2.0)
+		if (T - u->paid_max > -BILLING_HOUR_S / 2.0)
 			return (C * T - u->CP) / BILLING_HOUR_S + 0.5 * C;
 	} else if (T > u->paid_max) {
 		return (C * T - u->CP) / BILLING_HOUR_S;
