@@ -62,6 +62,21 @@ status() { # step, text: one summary row
 	echo "== $1: $2"
 }
 
+# json_step NAME BASE CMD...: CMD (150 s at most), its stdout to
+# $OUT/BASE.json and its stderr to $OUT/BASE.log, and one summary row
+json_step() {
+	name=$1 base=$2
+	shift 2
+	timeout 150 "$@" >"$OUT/$base.json" 2>"$OUT/$base.log"
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		status "$name" "ok: $(cat "$OUT/$base.json")"
+	else
+		status "$name" "FAILED rc $rc: $(tail -1 "$OUT/$base.log")"
+		failed=1
+	fi
+}
+
 left() { # seconds left of a PX_GPU_BUDGET s budget (default 560)
 	echo $((${PX_GPU_BUDGET:-560} - ($(date +%s) - t_start)))
 }
@@ -132,16 +147,9 @@ main() {
 
 	# one CUDA training run on Fashion-MNIST
 	if [ -n "$gpu" ]; then
-		timeout 150 "$tmp/bin/proteus-trainer" train --device cuda \
-			--model mlp --epochs 2 --json --data "$here/data" \
-			>"$OUT/train.json" 2>"$OUT/train.log"
-		rc=$?
-		if [ $rc -eq 0 ]; then
-			status "train --device cuda" "ok: $(cat "$OUT/train.json")"
-		else
-			status "train --device cuda" "FAILED rc $rc: $(tail -1 "$OUT/train.log")"
-			failed=1
-		fi
+		json_step "train --device cuda" train \
+			"$tmp/bin/proteus-trainer" train --device cuda \
+			--model mlp --epochs 2 --json --data "$here/data"
 	else
 		timeout 150 "$tmp/bin/proteus-trainer" train --device cpu \
 			--model mlp --epochs 1 --max-train 2000 --max-test 1000 \
@@ -155,18 +163,11 @@ main() {
 	# the elastic job on the GPU: 2 workers and 2 PS (one reliable,
 	# stage 2), a worker SIGKILLed at 1 s and another added at 2 s
 	if [ -n "$gpu" ]; then
-		timeout 150 "$tmp/bin/proteus-trainer" local --device cuda \
+		json_step "local --device cuda" elastic \
+			"$tmp/bin/proteus-trainer" local --device cuda \
 			--workers 2 --ps 2 --reliable 1 --stage 2 --epochs 5 \
 			--kill-worker-at 1 --add-worker-at 2 --json \
-			--data "$here/data" >"$OUT/elastic.json" \
-			2>"$OUT/elastic.log"
-		rc=$?
-		if [ $rc -eq 0 ]; then
-			status "local --device cuda" "ok: $(cat "$OUT/elastic.json")"
-		else
-			status "local --device cuda" "FAILED rc $rc: $(tail -1 "$OUT/elastic.log")"
-			failed=1
-		fi
+			--data "$here/data"
 	fi
 
 	# with the time left: the GPU tests under compute-sanitizer memcheck
