@@ -62,17 +62,22 @@ status() { # step, text: one summary row
 	echo "== $1: $2"
 }
 
-# json_step NAME BASE CMD...: CMD (150 s at most), its stdout to
-# $OUT/BASE.json and its stderr to $OUT/BASE.log, and one summary row
+# json_step NAME CMD...: CMD (150 s at most); its stdout (one JSON
+# object) becomes a line of $OUT/train.json, its stderr goes to
+# $OUT/train.log under a header, and one summary row.  (The device tool
+# brings back at most 8 files: the steps share two.)
 json_step() {
-	name=$1 base=$2
-	shift 2
-	timeout 150 "$@" >"$OUT/$base.json" 2>"$OUT/$base.log"
+	name=$1
+	shift
+	echo "== $name" >>"$OUT/train.log"
+	timeout 150 "$@" >"$tmp/step.json" 2>>"$OUT/train.log"
 	rc=$?
+	tr -d '\n' <"$tmp/step.json" >>"$OUT/train.json"
+	echo >>"$OUT/train.json"
 	if [ $rc -eq 0 ]; then
-		status "$name" "ok: $(cat "$OUT/$base.json")"
+		status "$name" "ok: $(cat "$tmp/step.json")"
 	else
-		status "$name" "FAILED rc $rc: $(tail -1 "$OUT/$base.log")"
+		status "$name" "FAILED rc $rc: $(tail -1 "$OUT/train.log")"
 		failed=1
 	fi
 }
@@ -124,6 +129,9 @@ main() {
 	syn=$(grep 'Synthesis' "$OUT/gpu_tests.log" | sed 's/^\[====\] //')
 	if [ -z "$gpu" ]; then
 		status "GPU tests" "SKIPPED, no GPU (rc $rc; $syn)"
+	elif [ $rc -eq 0 ] && echo "$syn" | grep -q 'Tested: 0 '; then
+		status "GPU tests" "NONE RAN on $gpu (all skipped: no device the CUDA runtime can use): $syn"
+		failed=1
 	elif [ $rc -eq 0 ]; then
 		status "GPU tests" "ok on $gpu: $syn"
 	else
@@ -147,7 +155,7 @@ main() {
 
 	# one CUDA training run on Fashion-MNIST
 	if [ -n "$gpu" ]; then
-		json_step "train --device cuda" train \
+		json_step "train --device cuda" \
 			"$tmp/bin/proteus-trainer" train --device cuda \
 			--model mlp --epochs 2 --json --data "$here/data"
 	else
@@ -163,7 +171,7 @@ main() {
 	# the elastic job on the GPU: 2 workers and 2 PS (one reliable,
 	# stage 2), a worker SIGKILLed at 1 s and another added at 2 s
 	if [ -n "$gpu" ]; then
-		json_step "local --device cuda" elastic \
+		json_step "local --device cuda" \
 			"$tmp/bin/proteus-trainer" local --device cuda \
 			--workers 2 --ps 2 --reliable 1 --stage 2 --epochs 5 \
 			--kill-worker-at 1 --add-worker-at 2 --json \
