@@ -90,7 +90,8 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 	enum px_err r = PX_OK;
 
 	*t = (struct job_trainer){.model = "mlr", .epochs = 1, .batch = 128,
-				  .lr = 0.05, .workers_per_instance = 1};
+				  .lr = 0.05, .workers_per_instance = 1,
+				  .device = "cpu"};
 	if (!o)
 		return PX_OK;
 	if (!json_is_object(o))
@@ -119,6 +120,13 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 		} else if (!strcmp(k, "workers_per_instance")) {
 			r = whole(v, name, "trainer", k, 1, 16,
 				  &t->workers_per_instance, err);
+		} else if (!strcmp(k, "device")) {
+			r = text(v, name, "trainer", k, t->device,
+				 sizeof t->device, err);
+			if (r == PX_OK && strcmp(t->device, "cpu") &&
+			    strcmp(t->device, "cuda"))
+				r = bad(err, name, "trainer", k, "must be "
+					"\"cpu\" or \"cuda\"");
 		} else if (!strcmp(k, "checkpoint_every")) {
 			r = whole(v, name, "trainer", k, 0, 1000000,
 				  &t->checkpoint_every, err);

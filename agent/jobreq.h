@@ -26,6 +26,8 @@ struct job_trainer {
 	double lr;                  /* (0, 10] */
 	int workers_per_instance;   /* 1..16 (DIST_NODE_MAX_WORKERS) */
 	int checkpoint_every;       /* clocks; 0: after each evaluation */
+	char device[8];             /* "cpu" (default) or "cuda": where the
+				     * nodes compute their gradients */
 };
 
 enum job_world_kind { JOB_WORLD_LOCAL = 0, JOB_WORLD_EC2, JOB_WORLD_MAX };

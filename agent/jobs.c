@@ -41,6 +41,7 @@
 #include "../common/log.h"
 #include "../trainer/dist.h"
 #include "../trainer/dist_int.h"
+#include "../trainer/kern_cuda.h"
 #include "../trainer/net.h"
 #include "controller.h"
 #include "jobreq.h"
@@ -248,6 +249,18 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 			 s->ondemand;
 	enum px_err e;
 
+	/* the GPU path needs a device here (the local world's nodes run on
+	 * this host): refused now, not with every node failing at start.
+	 * On this thread: the first check loads the CUDA library. */
+	if (!strcmp(j->req.trainer.device, "cuda")) {
+		struct px_error why = {0};
+
+		if (kern_cuda_check(&why) != PX_OK)
+			return px_errorf(err, PX_EUNSUPP, "job '%s': "
+					 "trainer.device: 'cuda', but this "
+					 "host cannot run it: %s",
+					 j->req.spec.name, why.msg);
+	}
 	market_set_init(&j->ms);
 	j->ld = (struct market_load){ .region = j->req.spec.region,
 				      .product = PRODUCT };
@@ -473,7 +486,8 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 {
 	struct job *j = ctx;
 	char node[24], listen[JOB_PATH_MAX + 32], per[16];
-	const char *extra[6] = { "--with-ps", "--node-workers", per, NULL,
+	const char *extra[8] = { "--with-ps", "--node-workers", per,
+				 "--device", j->req.trainer.device, NULL,
 				 NULL, NULL };
 	uint64_t id = q->id * NODE_STRIDE;
 	char **env;
@@ -485,7 +499,7 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 	snprintf(per, sizeof per, "%d", j->req.trainer.workers_per_instance);
 	snprintf(listen, sizeof listen, "ipc://%s/n%s", j->dir, node);
 	if (q->reliable)
-		extra[3] = "--reliable";
+		extra[5] = "--reliable";
 	expect_nodes(j, q, (uint32_t)id);
 	*ret_argv = role_argv(j, "node", node, listen, extra);
 	env = calloc(3, sizeof *env);

@@ -8,10 +8,12 @@
 #   scripts/gpu_bundle.sh        then, with the device tool, one call:
 #   run(command="sh build/gpu-bundle/run.sh", carry=["build/gpu-bundle"])
 #
-# The folder holds bin/ (px_gpu_tests, gpu_step_bench, proteus-trainer),
+# The folder holds bin/ (px_gpu_tests, gpu_step_bench, proteus-trainer,
+# proteusd, proteusctl), share/proteus/ (the trace slice and on-demand
+# table proteusd finds beside it), job-local-mlr.json,
 # lib/proteus/libproteus-cuda.so (the CUDA kernels, which the programs
 # dlopen on --device cuda from ../lib/proteus/ beside them),
-# lib.tar.gz (every shared library they need except glibc's and CUDA's, as
+# lib.tar.xz (every shared library they need except glibc's and CUDA's, as
 # real files under their sonames; GCC's runtime apart, used only where the
 # machine has none), data/ (Fashion-MNIST), torch_step.py,
 # bench_trainer_gpu.sh, run.sh (scripts/gpu_bundle_run.sh) and MANIFEST.
@@ -45,7 +47,15 @@ make -s --no-print-directory -j"$(nproc)" BUILD="$BUILD" all \
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/proteus" "$out/data" "$out/stage/lib" \
 	"$out/stage/lib-gcc"
-cp "$BUILD/proteus-trainer" "$BUILD/px_gpu_tests" "$out/bin/"
+cp "$BUILD/proteus-trainer" "$BUILD/px_gpu_tests" "$BUILD/proteusd" \
+	"$BUILD/proteusctl" "$out/bin/"
+# what proteusd finds beside itself (../share/proteus/...): the shipped
+# trace slice and on-demand table, and the example local job
+mkdir -p "$out/share/proteus/traces" "$out/share/proteus/ondemand"
+cp docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz \
+	"$out/share/proteus/traces/"
+cp etc/ondemand/us-east-1_2016-02_2016-04.json "$out/share/proteus/ondemand/"
+cp docs/examples/job-local-mlr.json "$out/job-local-mlr.json"
 cp "$BUILD/libproteus-cuda.so" "$out/lib/proteus/"
 # shellcheck disable=SC2046
 cc -std=c11 -O2 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter \
@@ -67,7 +77,7 @@ done | sort -u | while read -r name path; do
 	*) cp -L "$path" "$out/stage/lib/$name" ;;
 	esac
 done
-tar -czf "$out/lib.tar.gz" -C "$out/stage" lib lib-gcc
+tar -cJf "$out/lib.tar.xz" -C "$out/stage" lib lib-gcc
 rm -rf "$out/stage"
 
 cp "$DATA"/*-ubyte.gz "$out/data/"
@@ -78,7 +88,7 @@ chmod +x "$out/run.sh" "$out/bench_trainer_gpu.sh" "$out/torch_step.py"
 {
 	echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
 	echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/nvcc \1/p')"
-	echo "libraries: $(tar -tzf "$out/lib.tar.gz" | grep -v '/$' | sed 's|.*/||' | tr '\n' ' ')"
+	echo "libraries: $(tar -tJf "$out/lib.tar.xz" | grep -v '/$' | sed 's|.*/||' | tr '\n' ' ')"
 	(cd "$out" && find . -type f ! -name MANIFEST | sort | xargs sha256sum)
 } >"$out/MANIFEST"
 

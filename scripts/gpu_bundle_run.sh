@@ -8,7 +8,7 @@
 # PyTorch at batch 256 and 1024 (bench_trainer_gpu.sh); one
 # `proteus-trainer train --device cuda --model mlp --epochs 2 --json`; an
 # elastic `proteus-trainer local --device cuda` with a worker killed and
-# one added; and,
+# one added; a proteusd job with trainer.device "cuda"; and,
 # with the time left, the GPU tests under compute-sanitizer memcheck
 # (PX_GPU_BUDGET, default 560 s, is the whole run's budget: a smaller one
 # leaves device time for a second call).
@@ -28,7 +28,11 @@ commit=$(sed -n 's/^commit //p' "$here/MANIFEST" 2>/dev/null)
 
 # ---- libraries: ours from the bundle, CUDA's from this machine ----
 setup_libs() {
-	tar -xzf "$here/lib.tar.gz" -C "$tmp" || return 1
+	# xz (the libraries' archive must fit the tool's 64 MiB); python3's
+	# tarfile where tar has no xz
+	tar -xJf "$here/lib.tar.xz" -C "$tmp" 2>/dev/null ||
+		python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+			"$here/lib.tar.xz" "$tmp" || return 1
 	libs=$tmp/lib
 	if ! ldconfig -p 2>/dev/null | grep -q 'libstdc++\.so\.6 '; then
 		libs=$libs:$tmp/lib-gcc
@@ -78,6 +82,71 @@ json_step() {
 		status "$name" "ok: $(cat "$tmp/step.json")"
 	else
 		status "$name" "FAILED rc $rc: $(tail -1 "$OUT/train.log")"
+		failed=1
+	fi
+}
+
+# daemon_step: start proteusd on a config of ours, submit the example
+# job with trainer.device set, poll its status until it ends (150 s at
+# most), sampling nvidia-smi for processes on the GPU; the daemon's log
+# and the job's status in train.log, and one summary row.
+daemon_step() {
+	d=$tmp/daemon
+	dev=cuda
+	[ -n "$gpu" ] || dev=cpu
+	mkdir -p "$d"
+	printf 'db %s\ncontrol_socket %s\nlog_level info\n' "$d/p.db" \
+		"$d/p.sock" >"$d/p.conf"
+	python3 - "$here/job-local-mlr.json" "$d/job.json" "$dev" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["trainer"].update(model="mlp", epochs=30, device=sys.argv[3])
+json.dump(j, open(sys.argv[2], "w"))
+PY
+	"$tmp/bin/proteusd" --config "$d/p.conf" >"$d/log" 2>&1 &
+	dpid=$!
+	ctl="$tmp/bin/proteusctl --socket $d/p.sock"
+	i=0
+	until $ctl ping >/dev/null 2>&1 || [ $i -ge 50 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	id=$($ctl submit "$d/job.json" 2>"$d/status")
+	st=none gpu_procs=0
+	if [ -n "$id" ]; then
+		i=0
+		while [ $i -lt 150 ]; do
+			st=$($ctl status "$id" --json 2>/dev/null |
+			     python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null)
+			case $st in done|failed|cancelled) break ;; esac
+			if [ -n "$gpu" ]; then
+				n=$(nvidia-smi --query-compute-apps=pid \
+				    --format=csv,noheader 2>/dev/null | wc -l)
+				[ "$n" -gt "$gpu_procs" ] && gpu_procs=$n
+			fi
+			sleep 1
+			i=$((i + 1))
+		done
+		$ctl status "$id" >>"$d/status" 2>&1
+	fi
+	kill "$dpid" 2>/dev/null
+	wait "$dpid" 2>/dev/null
+	# the tool brings back 8 files: the daemon's log and the job's
+	# status go to train.log
+	{
+		echo "== proteusd (trainer.device $dev)"
+		cat "$d/log"
+		echo "== proteusctl submit, status"
+		cat "$d/status"
+	} >>"$OUT/train.log"
+	summary=$(sed -n 's/.*notice: \(job [0-9]* done: .*\)/\1/p' "$d/log")
+	summary="$summary; $(grep -E '^(cost|churn) ' "$d/status" | tr -s ' \n' ' ;')"
+	if [ "$st" = done ] && [ -n "$gpu" ]; then
+		status "proteusd job, trainer.device cuda" "done; up to $gpu_procs processes on the GPU at once; $summary"
+	elif [ "$st" = done ]; then
+		status "proteusd job" "CPU harness check only (no GPU): done; $summary"
+	else
+		status "proteusd job, trainer.device $dev" "FAILED: state '$st' (train.log)"
 		failed=1
 	fi
 }
@@ -177,6 +246,11 @@ main() {
 			--kill-worker-at 1 --add-worker-at 2 --json \
 			--data "$here/data"
 	fi
+
+	# a daemon job: proteusd (local world, the shipped slice) runs the
+	# example job with trainer.device "cuda" (model mlp, 30 epochs);
+	# without a GPU the same on the CPU, as a harness check
+	daemon_step
 
 	# with the time left: the GPU tests under compute-sanitizer memcheck
 	cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)

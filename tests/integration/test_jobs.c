@@ -24,6 +24,7 @@
 #include "../../agent/proto.h"
 #include "../../common/px.h"
 #include "pxrun.h"
+#include "../../trainer/kern_cuda.h"
 
 extern char **environ;
 
@@ -397,6 +398,29 @@ Test(jobs, a_job_runs_to_its_end_and_the_books_add_up)
 	pxrun_free(&r);
 }
 
+/* trainer.device "cuda" on a host without a CUDA device: refused at
+ * submit (exit 3, naming the field and why), nothing stored, no node
+ * started.  Where this host has one, the job would run: skipped. */
+Test(jobs, a_cuda_job_where_there_is_no_gpu_is_refused)
+{
+	struct px_error e = {0};
+	struct pxrun r;
+
+	if (kern_cuda_device_count(&e) > 0)
+		cr_skip_test("this host has a CUDA device");
+	daemon_up();
+	write_job(1, "{\"trainer\": {\"model\": \"mlr\", \"device\": "
+		  "\"cuda\"}}");
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s",
+		     r.err);
+	cr_assert(strstr(r.err, "trainer.device") && strstr(r.err, "cuda"),
+		  "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(processes_after(200), 0, "a trainer was started");
+	stop_daemon(SIGTERM);
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+}
+
 Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
 {
 	static const struct {
@@ -404,6 +428,7 @@ Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
 	} bad[] = {
 		{ "{\"trainer\": {\"epochs\": 0}}", "trainer.epochs" },
 		{ "{\"trainer\": {\"model\": \"resnet\"}}", "trainer.model" },
+		{ "{\"trainer\": {\"device\": \"tpu\"}}", "trainer.device" },
 		{ "{\"frobnicate\": 1}", "frobnicate" },
 		{ "{\"world\": {\"name\": \"mars\"}}", "world" },
 		{ "{\"world\": \"ec2\"}", "ec2" },
