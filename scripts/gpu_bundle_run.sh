@@ -93,6 +93,13 @@ json_step() {
 daemon_step() {
 	d=$tmp/daemon
 	dev=cuda
+	# proteusd's nodes read Fashion-MNIST where Debian puts it (the
+	# daemon has no setting for it): this throwaway machine gets a link
+	# to the bundle's copy there when it has none
+	f=/usr/share/datasets/fashion-mnist
+	if [ ! -e "$f" ]; then
+		mkdir -p "$(dirname "$f")" && ln -s "$here/data" "$f"
+	fi
 	[ -n "$gpu" ] || dev=cpu
 	mkdir -p "$d"
 	printf 'db %s\ncontrol_socket %s\nlog_level info\n' "$d/p.db" \
