@@ -91,6 +91,11 @@ static const struct config_key config_table[] = {
 	 "interruption buckets give each type's hazard, for jobs that name "
 	 "none (empty: the shipped snapshot of the job's start month)",
 	 NULL, NULL},
+	{"data_dir", CONFIG_STR, CFG(data_dir), 0, CONFIG_PATH_MAX - 1, "",
+	 CONFIG_RELOADABLE,
+	 "the Fashion-MNIST files the jobs' trainer processes read (empty: "
+	 "the trainer's default, /usr/share/datasets/fashion-mnist)", NULL,
+	 NULL},
 	{"job_dir", CONFIG_STR, CFG(job_dir), 0, CONFIG_PATH_MAX - 1, "",
 	 CONFIG_IMMUTABLE,
 	 "where each job keeps its sockets and checkpoint (empty: "

@@ -43,6 +43,7 @@ struct proteusd_config {
 	char local_trace[CONFIG_PATH_MAX];    /* "": the shipped slice */
 	char local_ondemand_prices[CONFIG_PATH_MAX]; /* "": shipped */
 	char spot_advisor[CONFIG_PATH_MAX];   /* "": shipped, by start */
+	char data_dir[CONFIG_PATH_MAX];       /* "": the trainer's default */
 	char job_dir[CONFIG_PATH_MAX];        /* "": <db>.jobs */
 	char trainer[CONFIG_PATH_MAX];        /* "": beside proteusd */
 	int64_t stage2_ratio_pct;             /* AgileML tier thresholds */

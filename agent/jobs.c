@@ -320,7 +320,8 @@ static void argv_free(char **v)
 }
 
 /* argv of a trainer role: the program, the role, the job's options, then
- * extra (NULL-terminated).  NULL on OOM. */
+ * extra (NULL-terminated), then --data DIR where the daemon's data_dir is
+ * set.  NULL on OOM. */
 static char **role_argv(struct job *j, const char *role, const char *node,
 			const char *listen, const char *const *extra)
 {
@@ -333,6 +334,7 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 		"--job", token, "--node", node,
 		"--coord", coord, "--listen", listen, NULL,
 	};
+	const char *data = j->js->s.cfg->data_dir;
 	size_t n = 0, k = 0;
 	char **v;
 
@@ -345,7 +347,7 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 		n++;
 	for (const char *const *e = extra; e && *e; e++)
 		n++;
-	v = calloc(n + 1, sizeof *v);
+	v = calloc(n + 3, sizeof *v);      /* + --data DIR */
 	if (!v)
 		return NULL;
 	for (const char *const *f = fixed; *f; f++)
@@ -354,6 +356,9 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	for (const char *const *e = extra; e && *e; e++)
 		if (!(v[k++] = strdup(*e)))
 			goto oom;
+	if (data[0] && (!(v[k++] = strdup("--data")) ||
+			!(v[k++] = strdup(data))))
+		goto oom;
 	return v;
 oom:
 	argv_free(v);

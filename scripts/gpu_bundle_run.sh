@@ -93,17 +93,11 @@ json_step() {
 daemon_step() {
 	d=$tmp/daemon
 	dev=cuda
-	# proteusd's nodes read Fashion-MNIST where Debian puts it (the
-	# daemon has no setting for it): this throwaway machine gets a link
-	# to the bundle's copy there when it has none
-	f=/usr/share/datasets/fashion-mnist
-	if [ ! -e "$f" ]; then
-		mkdir -p "$(dirname "$f")" && ln -s "$here/data" "$f"
-	fi
 	[ -n "$gpu" ] || dev=cpu
 	mkdir -p "$d"
-	printf 'db %s\ncontrol_socket %s\nlog_level info\n' "$d/p.db" \
-		"$d/p.sock" >"$d/p.conf"
+	# the nodes read the bundle's Fashion-MNIST (data_dir)
+	printf 'db %s\ncontrol_socket %s\nlog_level info\ndata_dir %s\n' \
+		"$d/p.db" "$d/p.sock" "$here/data" >"$d/p.conf"
 	python3 - "$here/job-local-mlr.json" "$d/job.json" "$dev" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -419,6 +420,39 @@ Test(jobs, a_cuda_job_where_there_is_no_gpu_is_refused)
 	cr_assert_eq(processes_after(200), 0, "a trainer was started");
 	stop_daemon(SIGTERM);
 	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+}
+
+/* data_dir is where the job's trainer processes read Fashion-MNIST: a
+ * folder without it fails the job (its coordinator exits 3), with the
+ * books closed and no process left. */
+Test(jobs, data_dir_is_where_the_trainer_reads)
+{
+	char *empty;
+	int64_t id;
+	json_t *st;
+
+	cr_assert(asprintf(&empty, "%s/nodata", t.tmp) > 0);
+	cr_assert_eq(mkdir(empty, 0700), 0);
+	{
+		FILE *f = fopen(t.conf, "w");
+
+		cr_assert_not_null(f);
+		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", t.db,
+			t.sock, empty);
+		fclose(f);
+	}
+	start_daemon();
+	write_job(1, NULL);
+	id = submit();
+	st = wait_end(id, 60);
+	cr_assert_str_eq(state_of(st), "failed");
+	cr_assert(strstr(json_string_value(json_object_get(st, "error")),
+			 "coordinator exited with 3"), "%s",
+		  json_string_value(json_object_get(st, "error")));
+	check_books(id, st);
+	json_decref(st);
+	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+	free(empty);
 }
 
 Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
