@@ -34,7 +34,7 @@ struct risk_market {
 	int64_t delta[RISK_DELTAS];   /* micro-USD */
 	int64_t next_s;               /* next sample time; INT64_MIN: unset */
 	long last_i;                  /* history index of the last sample's
-				       * price record (a hint; -1: none) */
+				       * price record (a hint; -2: none) */
 	uint16_t (*ring)[RISK_DELTAS]; /* tau or NOT_EVICTED per sample */
 	int64_t *p0;                  /* price at each sample; -1: none */
 	bool *up;                     /* each sample's price came by a rise */
@@ -92,7 +92,7 @@ enum px_err risk_new(size_t n, const int *market_idx, const int64_t *od_uusd,
 						(double)od_uusd[i] + 0.5);
 		m->now_i = -1;
 		m->now_p = -1;
-		m->last_i = -1;
+		m->last_i = -2;
 		m->ring = px_calloc(RING, sizeof *m->ring);
 		m->p0 = px_calloc(RING, sizeof *m->p0);
 		m->up = px_calloc(RING, sizeof *m->up);
@@ -367,20 +367,11 @@ static bool came_up(const int64_t *p, long i)
 
 /* The index of the last of t[0..n) at or before s (-1: none): samples
  * come 5 minutes apart, a few records at most, so it walks on from the
- * last sample's record, and searches only when that is far or stale. */
+ * last sample's record (market_index_from). */
 static long record_at(struct risk_market *m, const int64_t *t, size_t n,
 		      int64_t s)
 {
-	long h = m->last_i;
-
-	if (h >= 0 && (size_t)h < n && t[h] <= s) {
-		for (int step = 0; step < 8; step++) {
-			if ((size_t)h + 1 >= n || t[h + 1] > s)
-				return m->last_i = h;
-			h++;
-		}
-	}
-	return m->last_i = last_le(t, n, s);
+	return m->last_i = market_index_from(t, n, m->last_i, s);
 }
 
 static bool market_update(struct risk_market *m, const struct market_view *mv)

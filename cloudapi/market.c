@@ -354,19 +354,37 @@ int market_set_find(const struct market_set *ms, const char *zone,
 	return -1;
 }
 
-long market_index_at(const struct market *m, int64_t t)
+/* The last of t[0..n) at or before s, -1 when none: the first index
+ * with t > s, minus one. */
+static long index_le(const int64_t *t, size_t n, int64_t s)
 {
-	size_t lo = 0, hi = m->n;
+	size_t lo = 0, hi = n;
 
-	/* first index with t_s > t, minus one */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (m->t_s[mid] <= t)
+		if (t[mid] <= s)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return (long)lo - 1;
+}
+
+long market_index_at(const struct market *m, int64_t t)
+{
+	return index_le(m->t_s, m->n, t);
+}
+
+long market_index_from(const int64_t *t, size_t n, long h, int64_t s)
+{
+	if (h >= -1 && h < (long)n && (h < 0 || t[h] <= s)) {
+		for (int step = 0; step < 8 && h + 1 < (long)n &&
+				   t[h + 1] <= s; step++)
+			h++;
+		if (h + 1 >= (long)n || t[h + 1] > s)
+			return h;
+	}
+	return index_le(t, n, s);
 }
 
 bool market_price_at(const struct market *m, int64_t t, int64_t *ret_uusd)
@@ -438,18 +456,10 @@ static long view_index(const struct market_view *v, int idx)
 		return c->i;
 	m = &v->ms->v[idx];
 	n = (long)m->n;
-	h = c->i;
-	if (c->records != v->ms->records || h < -1 || h >= n ||
-	    (h >= 0 && m->t_s[h] > v->now_s)) {
-		h = market_index_at(m, v->now_s);
-	} else {
-		int step = 0;
-
-		while (h + 1 < n && m->t_s[h + 1] <= v->now_s && step++ < 8)
-			h++;
-		if (h + 1 < n && m->t_s[h + 1] <= v->now_s)
-			h = market_index_at(m, v->now_s);
-	}
+	/* a hint from a set that has grown since is not used */
+	h = market_index_from(m->t_s, m->n,
+			      c->records == v->ms->records ? c->i : -2,
+			      v->now_s);
 	c->i = h;
 	c->price_uusd = h >= 0 ? m->price_uusd[h] : 0;
 	c->lo_s = h >= 0 ? m->t_s[h] : INT64_MIN;

@@ -84,6 +84,12 @@ int market_set_find(const struct market_set *ms, const char *zone,
  * is before the first record. */
 long market_index_at(const struct market *m, int64_t t);
 
+/* The index of the last of t[0..n) (ascending) at or before s, -1 when
+ * none.  hint: an earlier answer for an earlier s (-2: none), from which
+ * a caller whose s only grows walks a few records forward; further, a
+ * binary search. */
+long market_index_from(const int64_t *t, size_t n, long hint, int64_t s);
+
 /* Price in force at t; false (and *ret untouched) before the first
  * record. */
 bool market_price_at(const struct market *m, int64_t t, int64_t *ret_uusd);

@@ -218,3 +218,27 @@ Test(market, view_cursor_matches_plain_lookup)
 	}
 	market_set_release(&ms);
 }
+
+/* market_index_from answers what a binary search answers, whatever the
+ * hint: none, an earlier answer (near or far), one past s, -1, or out of
+ * range. */
+Test(market, index_from_matches_binary_search)
+{
+	int64_t t[40];
+	const long hints[] = {-2, -1, 0, 1, 5, 17, 38, 39, 40, 1000};
+
+	for (int i = 0; i < 40; i++)
+		t[i] = 100 + 7 * i + (i % 3);  /* ascending, uneven steps */
+	for (int64_t s = 90; s < 400; s++) {
+		long want = -1;
+
+		for (int i = 0; i < 40; i++)
+			if (t[i] <= s)
+				want = i;
+		for (size_t k = 0; k < sizeof hints / sizeof *hints; k++)
+			cr_assert_eq(market_index_from(t, 40, hints[k], s), want,
+				     "s %lld hint %ld", (long long)s,
+				     hints[k]);
+		cr_assert_eq(market_index_from(t, 0, -1, s), -1);
+	}
+}
