@@ -82,6 +82,19 @@ static enum px_err text(json_t *v, const char *name, const char *sec,
 	return PX_OK;
 }
 
+/* text() that must be a or b. */
+static enum px_err either(json_t *v, const char *name, const char *sec,
+			  const char *key, char *out, size_t len,
+			  const char *a, const char *b, struct px_error *err)
+{
+	enum px_err r = text(v, name, sec, key, out, len, err);
+
+	if (r == PX_OK && strcmp(out, a) && strcmp(out, b))
+		return px_errorf(err, PX_EINVAL, "%s: %s.%s: must be \"%s\" "
+				 "or \"%s\"", name, sec, key, a, b);
+	return r;
+}
+
 static enum px_err parse_trainer(json_t *o, const char *name,
 				 struct job_trainer *t, struct px_error *err)
 {
@@ -99,12 +112,8 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 				 "object", name);
 	json_object_foreach(o, k, v) {
 		if (!strcmp(k, "model")) {
-			r = text(v, name, "trainer", k, t->model,
-				 sizeof t->model, err);
-			if (r == PX_OK && strcmp(t->model, "mlr") &&
-			    strcmp(t->model, "mlp"))
-				r = bad(err, name, "trainer", k, "must be "
-					"\"mlr\" or \"mlp\"");
+			r = either(v, name, "trainer", k, t->model,
+				   sizeof t->model, "mlr", "mlp", err);
 		} else if (!strcmp(k, "epochs")) {
 			r = whole(v, name, "trainer", k, 1, 1000, &t->epochs,
 				  err);
@@ -121,12 +130,8 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 			r = whole(v, name, "trainer", k, 1, 16,
 				  &t->workers_per_instance, err);
 		} else if (!strcmp(k, "device")) {
-			r = text(v, name, "trainer", k, t->device,
-				 sizeof t->device, err);
-			if (r == PX_OK && strcmp(t->device, "cpu") &&
-			    strcmp(t->device, "cuda"))
-				r = bad(err, name, "trainer", k, "must be "
-					"\"cpu\" or \"cuda\"");
+			r = either(v, name, "trainer", k, t->device,
+				   sizeof t->device, "cpu", "cuda", err);
 		} else if (!strcmp(k, "checkpoint_every")) {
 			r = whole(v, name, "trainer", k, 0, 1000000,
 				  &t->checkpoint_every, err);
