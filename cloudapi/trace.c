@@ -174,11 +174,25 @@ static void trace_skip_scalar(struct trace_parser *p)
 		p->state = p->skip_ret;
 }
 
+/* s[0..len) (len <= TRACE_FIELD_MAX) as message text: escaped like every
+ * read string a message shows (px_term_safe), so that a bad value can
+ * neither break the one-line error nor reach a terminal raw; a NUL ends
+ * it.  Returns buf. */
+static const char *shown(const char *s, size_t len, char *buf, size_t blen)
+{
+	char raw[TRACE_FIELD_MAX + 1];
+
+	memcpy(raw, s, len);
+	raw[len] = '\0';
+	return px_term_safe(raw, buf, blen);
+}
+
 static int trace_field_string(struct trace_parser *p, const char *s,
 			      size_t len)
 {
 	enum trace_field f = p->field;
 	char *dst = NULL;
+	char q[PX_TERM_SAFE_LEN(TRACE_FIELD_MAX)];   /* messages' values */
 
 	if (len > TRACE_FIELD_MAX)
 		return trace_fail(p, PX_ETOOBIG, "field '%s': %zu bytes, over "
@@ -197,15 +211,18 @@ static int trace_field_string(struct trace_parser *p, const char *s,
 	case F_PRICE:
 		if (len > 0 && s[0] == '-')
 			return trace_fail(p, PX_EINVAL, "field 'SpotPrice': "
-					  "negative price '%.*s'", (int)len, s);
+					  "negative price '%s'",
+					  shown(s, len, q, sizeof(q)));
 		if (px_parse_usd(s, len, &p->rec.price_uusd) != PX_OK)
 			return trace_fail(p, PX_EINVAL, "field 'SpotPrice': "
-					  "bad price '%.*s'", (int)len, s);
+					  "bad price '%s'",
+					  shown(s, len, q, sizeof(q)));
 		break;
 	case F_TIME:
 		if (px_parse_time(s, len, &p->rec.t_s) != PX_OK)
 			return trace_fail(p, PX_EINVAL, "field 'Timestamp': "
-					  "bad time '%.*s'", (int)len, s);
+					  "bad time '%s'",
+					  shown(s, len, q, sizeof(q)));
 		break;
 	case F_MAX:
 		break;
@@ -221,7 +238,6 @@ static int trace_field_string(struct trace_parser *p, const char *s,
 		if (at >= 0) {
 			/* a tab, newline or ESC would break tables and
 			 * reach terminals: refused, shown escaped */
-			char q[PX_TERM_SAFE_LEN(TRACE_FIELD_MAX)];
 			char one[3] = {s[at], 0, 0}, c[8];
 
 			if ((unsigned char)s[at] == 0xc2) /* a C1 control */

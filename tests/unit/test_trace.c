@@ -396,6 +396,19 @@ Test(trace, field_errors)
 	bad(DOC(REC("\"us-east-1a\"", "\"c4.xlarge\"", "1e3",
 		    "\"2016-01-01\"")),
 	    PX_EINVAL, "field 'SpotPrice'", "bad price '1e3'", NULL);
+	/* a bad value is shown escaped: the message stays one line (bad()
+	 * checks) and no control byte reaches a terminal (found by
+	 * fuzz_trace: a time with "\n" made a two-line message) */
+	bad(DOC(REC("\"us-east-1a\"", "\"c4.xlarge\"", "\"0.1\"",
+		    "\"5920--JT12:0k\\n\"")),
+	    PX_EINVAL, "field 'Timestamp'", "bad time '5920--JT12:0k\\n'",
+	    NULL);
+	bad(DOC(REC("\"us-east-1a\"", "\"c4.xlarge\"", "\"1\\u001b[2J\"",
+		    "\"2016-01-01\"")),
+	    PX_EINVAL, "field 'SpotPrice'", "bad price '1\\x1b[2J'", NULL);
+	bad(DOC(REC("\"us-east-1a\"", "\"c4.xlarge\"", "\"-1\\t\"",
+		    "\"2016-01-01\"")),
+	    PX_EINVAL, "field 'SpotPrice'", "negative price '-1\\t'", NULL);
 	bad(DOC(REC("\"us-east-1a\"", "\"c4.xlarge\"", "\"\"",
 		    "\"2016-01-01\"")),
 	    PX_EINVAL, "field 'SpotPrice'", "bad price ''", NULL);
