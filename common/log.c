@@ -1,5 +1,6 @@
 /* log.c -- stderr logger for the programs, journal-aware. */
 #include "log.h"
+#include "px.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,14 +47,18 @@ int log_level_parse(const char *s)
 
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
-	char line[2048];
+	char raw[2048], line[PX_TERM_SAFE_LEN(sizeof raw)];
 	va_list ap;
 
 	if (lvl > log_max)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* One event, one line: whatever a message carries from outside (a
+	 * job's name, a path, a peer's text) cannot forge a second line or
+	 * reach a terminal as an escape sequence. */
+	px_term_safe(raw, line, sizeof line);
 	if (log_journal == 1)
 		fprintf(stderr, "<%d>%s\n", (int)lvl, line);
 	else
