@@ -64,6 +64,12 @@
 #define CMDQ_MAX 256             /* commands to the coordinator in flight */
 #define CMD_GIVE_UP_MS 5000      /* a command unanswered this long is dropped */
 #define PRODUCT "Linux/UNIX"
+/* The files a submitter names (trace, prices, snapshot) are read with
+ * the submitter's rights, regular files only, at most this big, within
+ * this long; at most LOADS_MAX submissions are read at once. */
+#define JOB_FILE_MAX_BYTES (UINT64_C(1) << 30)
+#define JOB_LOAD_S 60
+#define LOADS_MAX 4
 
 extern char **environ;
 
@@ -159,6 +165,7 @@ struct loading {
 	char *text;              /* the spec as submitted */
 	char name[256];          /* its file, for messages */
 	struct server_ticket ticket;
+	struct px_guard guard;   /* the submitter's rights, the bounds */
 	pthread_t th;
 	int efd;                 /* the thread says it is done here */
 	enum px_err e;
@@ -1323,7 +1330,9 @@ static void *load_thread(void *arg)
 	struct loading *ld = arg;
 	uint64_t one = 1;
 
+	px_guard_set(&ld->guard);
 	ld->e = job_load_market(ld->j, &ld->err);
+	px_guard_set(NULL);
 	if (write(ld->efd, &one, sizeof one) != sizeof one)
 		abort(); /* an eventfd write of 1 cannot fail */
 	return NULL;
@@ -1391,10 +1400,29 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		job_free(j);
 		return NULL;
 	}
+	{
+		size_t n = 0;
+
+		for (struct loading *l = js->loading; l; l = l->next)
+			n++;
+		if (n >= LOADS_MAX) {
+			free(text);
+			job_free(j);
+			return reply_err(err, PX_EUNSUPP, "%s: not taken: %zu "
+					 "submissions are being read now (at "
+					 "most %d at once); submit again in a "
+					 "moment", name, n, LOADS_MAX);
+		}
+	}
 	/* the trace and prices on a thread, the answer later; without a
 	 * server to answer later (or a thread), here and now */
 	ld = calloc(1, sizeof *ld);
 	if (ld && server_defer(&ld->ticket)) {
+		if (!server_peer(&ld->guard))
+			ld->guard = (struct px_guard){ .ngroups = -1 };
+		ld->guard.max_bytes = JOB_FILE_MAX_BYTES;
+		ld->guard.deadline_us = px_now_mono_us() + JOB_LOAD_S *
+					UINT64_C(1000000);
 		ld->js = js;
 		ld->j = j;
 		ld->text = text;
@@ -1415,7 +1443,17 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 			close(ld->efd);
 	}
 	free(ld);
-	e = job_load_market(j, err);
+	{
+		struct px_guard g = { .ngroups = -1 };
+
+		(void)server_peer(&g);
+		g.max_bytes = JOB_FILE_MAX_BYTES;
+		g.deadline_us = px_now_mono_us() + JOB_LOAD_S *
+				UINT64_C(1000000);
+		px_guard_set(&g);
+		e = job_load_market(j, err);
+		px_guard_set(NULL);
+	}
 	{
 		json_t *reply = submit_store(js, j, text, e, err);
 
@@ -1882,8 +1920,18 @@ static void recover_one(struct jobs *js, int64_t id)
 		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
 	free(rs.text);
 	j->state = rs.state;
-	if (e == PX_OK)
+	if (e == PX_OK) {
+		/* the paths came from a submitter: regular files, bounded
+		 * (with the daemon's rights: who submitted is not stored) */
+		struct px_guard g = { .ngroups = -1,
+				      .max_bytes = JOB_FILE_MAX_BYTES,
+				      .deadline_us = px_now_mono_us() +
+						     JOB_LOAD_S * 1000000 };
+
+		px_guard_set(&g);
 		e = job_load_market(j, &err);
+		px_guard_set(NULL);
+	}
 	r.j = j;
 	if (e == PX_OK)
 		e = store_events_each(js->s.st, id, rec_event, &r, &err);
@@ -1970,6 +2018,7 @@ void jobs_free(struct jobs *js)
 		struct loading *ld = js->loading;
 
 		js->loading = ld->next;
+		px_guard_stop(&ld->guard); /* its reads end now */
 		(void)pthread_join(ld->th, NULL);
 		loop_fd_del(js->s.loop, ld->efd);
 		close(ld->efd);

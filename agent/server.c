@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,15 @@ json_t *const SERVER_DEFERRED = (json_t *)&deferred_tag;
 static struct client *serving; /* the client whose handler runs */
 
 static bool client_process(struct client *c);
+
+/* Whether the peer closed its socket (both directions shut: POLLHUP),
+ * not just its sending side. */
+static bool peer_gone(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
 
 /* ---- clients ---- */
 
@@ -230,6 +240,26 @@ bool server_defer(struct server_ticket *ret)
 	return true;
 }
 
+bool server_peer(struct px_guard *ret)
+{
+	gid_t gs[PX_GUARD_GROUPS_MAX];
+	socklen_t len = sizeof gs;
+
+	if (!serving || serving->uid == (uid_t)-1)
+		return false;
+	*ret = (struct px_guard){ .as_user = true, .uid = serving->uid,
+				  .gid = serving->gid, .ngroups = -1 };
+	if (getsockopt(serving->fd, SOL_SOCKET, SO_PEERGROUPS, gs, &len) ==
+	    0) {
+		ret->ngroups = (int)(len / sizeof gs[0]);
+		for (int i = 0; i < ret->ngroups; i++)
+			ret->groups[i] = gs[i];
+	}
+	/* more groups than we keep: only the primary one counts (fewer
+	 * rights, never more) */
+	return true;
+}
+
 void server_answer(const struct server_ticket *t, json_t *reply,
 		   const struct px_error *err)
 {
@@ -289,6 +319,14 @@ static bool client_process(struct client *c)
 	}
 	if (c->eof && !c->pending && c->out_len == 0 &&
 	    !memchr(c->in, '\n', c->in_len)) {
+		client_close(c);
+		return false;
+	}
+	/* a client gone while its request is pending: its slot is free at
+	 * once (the answer, when it comes, finds no one); one that only
+	 * shut its sending side still waits for its answer */
+	if (c->eof && c->pending && peer_gone(c->fd)) {
+		log_info("client %" PRIu64 " left before its answer", c->id);
 		client_close(c);
 		return false;
 	}

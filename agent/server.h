@@ -35,6 +35,10 @@ struct server_ticket {
 extern json_t *const SERVER_DEFERRED;
 /* The ticket of the request being handled; false outside a handler. */
 bool server_defer(struct server_ticket *ret);
+/* The credentials of the client whose request is being handled
+ * (SO_PEERCRED, SO_PEERGROUPS), as a file guard that opens files with its
+ * rights (px.h); false outside a handler or when the kernel gave none. */
+bool server_peer(struct px_guard *ret);
 /* Answer a deferred request: reply (consumed), or err when reply is
  * NULL. */
 void server_answer(const struct server_ticket *t, json_t *reply,

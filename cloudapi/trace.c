@@ -596,6 +596,7 @@ struct trace_src {
 	size_t len, off;
 	const char *name;
 	EVP_MD_CTX *md;           /* digest of the bytes read, or NULL */
+	uint64_t total;           /* bytes read from fd */
 };
 
 /* Read up to cap bytes; 0 at the end. */
@@ -615,8 +616,20 @@ static enum px_err trace_src_read(struct trace_src *s, unsigned char *dst,
 			EVP_DigestUpdate(s->md, dst, n);
 		return PX_OK;
 	}
+	/* a file read for someone else: bounded in time and size */
+	if (px_guard_expired())
+		return px_errorf(err, PX_ETIMEDOUT, "%s: still reading after "
+				 "the time allowed; stopped", s->name);
+	if (px_guard_get() && px_guard_get()->max_bytes &&
+	    s->total > px_guard_get()->max_bytes)
+		return px_errorf(err, PX_ETOOBIG, "%s: over the limit of "
+				 "%llu bytes", s->name, (unsigned long long)
+				 px_guard_get()->max_bytes);
 	for (;;) {
 		ssize_t r = read(s->fd, dst, cap);
+
+		if (r > 0)
+			s->total += (uint64_t)r;
 
 		if (r >= 0) {
 			*ret_n = (size_t)r;
@@ -839,14 +852,9 @@ enum px_err trace_read_file_flags(const char *path, unsigned flags,
 	if (is_stdin) {
 		src.name = "<stdin>";
 	} else {
-		src.fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (src.fd < 0) {
-			int e = errno;
-
-			return px_errorf(err, e == ENOENT ? PX_ENOENT :
-					 PX_ESYS | e, "%s: %s", path,
-					 strerror(e));
-		}
+		src.fd = px_open_input(path, err);
+		if (src.fd < 0)
+			return err ? err->code : PX_EIO;
 	}
 	if (fstat(src.fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		rc = px_errorf(err, PX_ESYS | EISDIR, "%s: %s", src.name,

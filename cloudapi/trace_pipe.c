@@ -41,6 +41,7 @@ struct pipe {
 	bool cancel;                 /* the consumer has stopped */
 	enum px_err rc;              /* the reader's result */
 	struct px_error err;         /* the reader's error */
+	const struct px_guard *guard; /* the caller's file guard, if any */
 	struct trace_stats stats;
 };
 
@@ -100,6 +101,8 @@ static void *pipe_reader(void *arg)
 	struct pipe *p = arg;
 	enum px_err rc;
 
+	/* the file is opened as the caller would open it */
+	px_guard_set(p->guard);
 	rc = trace_read_file_flags(p->path, p->flags, pipe_collect, p,
 				   &p->stats, &p->err);
 	/* deliver what was read before an error too, as the plain reader
@@ -190,6 +193,7 @@ enum px_err trace_read_file_pipelined(const char *path, unsigned flags,
 	batches = px_calloc(NSLOTS, sizeof(*batches));
 	if (!batches)
 		return px_errorf(err, PX_ENOMEM, "%s: out of memory", path);
+	p.guard = px_guard_get(); /* the caller waits for the reader */
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
 	p.fill = &batches[0];

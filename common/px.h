@@ -103,6 +103,44 @@ char *px_strndup(const char *s, size_t n);
 enum px_err px_read_file(const char *path, size_t max, char **ret_buf,
 			 size_t *ret_len, struct px_error *err);
 
+/* Opening a file for someone else.  A daemon that reads a file a client
+ * named (a job's trace, price table, snapshot) sets a guard on the thread
+ * that reads it; every open through px_open_input (px_read_file and the
+ * trace reader use it) then obeys it:
+ *  - regular files only, opened without blocking (a FIFO, a device, a
+ *    socket or a directory is refused at once, named as what it is);
+ *  - at most max_bytes (fstat, and again while reading where the reader
+ *    counts);
+ *  - with the submitter's rights: uid/gid/groups become the thread's file
+ *    system identity for the open (setfsuid/setfsgid/setgroups act on the
+ *    calling thread only) where this process may take them; where it may
+ *    not (proteusd not root), the file's mode must let that user read it,
+ *    or the open is refused as EACCES, before a byte is read;
+ *  - until deadline_us (monotonic; 0: none): px_guard_expired() says when
+ *    a long read must stop.
+ * Without a guard (the CLI reading its own user's files) px_open_input is a
+ * plain open, pipes included. */
+#define PX_GUARD_GROUPS_MAX 64
+struct px_guard {
+	bool as_user;                 /* open with uid/gid/groups' rights */
+	uint32_t uid, gid;
+	uint32_t groups[PX_GUARD_GROUPS_MAX];
+	int ngroups;                  /* -1: unknown (gid only) */
+	uint64_t max_bytes;           /* 0: no bound */
+	uint64_t deadline_us;         /* px_now_mono_us() bound, 0: none */
+};
+/* The guard of this thread: g itself (not a copy), which must outlive its
+ * use; NULL clears it.  px_guard_stop: from another thread, make g's
+ * reads stop now (a daemon shutting down). */
+void px_guard_set(const struct px_guard *g);
+void px_guard_stop(struct px_guard *g);
+const struct px_guard *px_guard_get(void);
+bool px_guard_expired(void);
+/* open(path, O_RDONLY) under the thread's guard; the fd, or -1 with err
+ * naming path.  Errors: PX_ENOENT, PX_ESYS|errno (EACCES, EISDIR, ...),
+ * PX_EINVAL (not a regular file, under a guard), PX_ETOOBIG. */
+int px_open_input(const char *path, struct px_error *err);
+
 /* The folder of the running program (/proc/self/exe without its last
  * component), where shipped files are looked for beside it; "." when the
  * link cannot be read. */

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../common/px.h"
@@ -176,5 +178,110 @@ Test(px, read_file)
 		     PX_ETOOBIG);
 	snprintf(path, sizeof(path), "%s/f", dir);
 	unlink(path);
+	rmdir(dir);
+}
+
+/* Files read for someone else (px_guard): regular files only, opened
+ * without blocking, bounded, with that user's rights. */
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(chmod(path, mode), 0);
+}
+
+Test(px, guard_refuses_what_never_opens_and_what_is_not_theirs,
+     .timeout = 20)
+{
+	char dir[] = "/tmp/px_guard_XXXXXX", fifo[300], secret[300],
+	     open_file[300], big[300];
+	struct px_guard g = { .as_user = true, .uid = 65534, .gid = 65534,
+			      .ngroups = 0, .max_bytes = 64 };
+	struct px_error e = {0};
+	char *buf = NULL;
+	size_t len;
+	int fd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(chmod(dir, 0755), 0);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	snprintf(secret, sizeof secret, "%s/secret", dir);
+	snprintf(open_file, sizeof open_file, "%s/open", dir);
+	snprintf(big, sizeof big, "%s/big", dir);
+	cr_assert_eq(mkfifo(fifo, 0666), 0);
+	write_file(secret, "hunter2 the first word", 0600);
+	write_file(open_file, "{\"a\": 1}", 0644);
+	write_file(big, "0123456789012345678901234567890123456789"
+		   "0123456789012345678901234567890123456789", 0644);
+	px_guard_set(&g);
+	/* a FIFO nobody writes: refused at once (a plain open blocks) */
+	cr_assert_eq(px_read_file(fifo, 100, &buf, &len, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, fifo) && strstr(e.msg, "a FIFO"), "%s",
+		  e.msg);
+	cr_assert_eq(px_open_input(dir, &e), -1);
+	cr_assert(strstr(e.msg, "a directory, not a regular file"), "%s",
+		  e.msg);
+	cr_assert_eq(px_open_input("/dev/null", &e), -1);
+	cr_assert(strstr(e.msg, "character device"), "%s", e.msg);
+	/* another user's private file: refused, nothing of it read */
+	if (geteuid() == 0) {
+		cr_assert_eq(px_read_file(secret, 100, &buf, &len, &e),
+			     PX_EINVAL);
+		cr_assert(strstr(e.msg, "ermission denied"), "%s", e.msg);
+		cr_assert_null(strstr(e.msg, "hunter2"), "%s", e.msg);
+	}
+	cr_assert_eq(px_read_file(open_file, 100, &buf, &len, &e), PX_OK,
+		     "%s", e.msg);
+	cr_assert_str_eq(buf, "{\"a\": 1}");
+	free(buf);
+	buf = NULL;
+	/* the guard's bound holds under the caller's */
+	cr_assert_eq(px_read_file(big, 1000, &buf, &len, &e), PX_ETOOBIG);
+	cr_assert(strstr(e.msg, "limit of 64"), "%s", e.msg);
+	/* a stopped guard: reads that check it end */
+	cr_assert(!px_guard_expired());
+	px_guard_stop(&g);
+	cr_assert(px_guard_expired());
+	px_guard_set(NULL);
+	/* without a guard, files open as before */
+	fd = px_open_input(big, &e);
+	cr_assert_geq(fd, 0, "%s", e.msg);
+	close(fd);
+	/* a process that cannot take the user's identity (not root) checks
+	 * the mode bits for that user instead */
+	if (geteuid() == 0) {
+		pid_t pid = fork();
+		int st;
+
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			struct px_guard u = { .as_user = true, .uid = 4242,
+					      .gid = 4242, .ngroups = 0 };
+			int ok = 1;
+
+			if (chown(secret, 65534, 65534) ||
+			    chmod(secret, 0640) || setgid(65534) ||
+			    setuid(65534))
+				_exit(2);
+			px_guard_set(&u);
+			/* we may read it; uid 4242 may not */
+			ok &= px_open_input(secret, &e) < 0 &&
+			      strstr(e.msg, "uid 4242 may not read") != NULL;
+			u.gid = 65534; /* in the file's group: may */
+			fd = px_open_input(secret, &e);
+			ok &= fd >= 0;
+			_exit(ok ? 0 : 1);
+		}
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			  "mode check as a plain user: status %d", st);
+	}
+	unlink(fifo);
+	unlink(secret);
+	unlink(open_file);
+	unlink(big);
 	rmdir(dir);
 }
