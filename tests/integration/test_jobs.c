@@ -983,3 +983,154 @@ Test(jobs, warned_leaves_are_not_losses)
 		      log_count(id, ") left: no heartbeat"));
 	cancel(id);
 }
+
+/* The daemon's log, whole (NUL-terminated, malloc'd). */
+static char *daemon_log(void)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	struct px_error e = {0};
+
+	cr_assert_eq(px_read_file(t.log, 64 << 20, &buf, &n, &e), PX_OK, "%s",
+		     e.msg);
+	return buf;
+}
+
+/* Paths a submitter names that never open (a FIFO), are not files, or are
+ * not theirs to read: each refused at once, naming the path and what it
+ * is; no loader thread or client slot is kept; the daemon answers and
+ * stops on SIGTERM within seconds. */
+Test(jobs, paths_that_never_open_are_refused_at_once)
+{
+	static const char *fields[] = { "trace", "ondemand_prices" };
+	char fifo[600], extra[1400];
+	struct pxrun r;
+	FILE *f;
+	int st;
+
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\nmax_clients "
+		"4\n", t.db, t.sock);
+	fclose(f);
+	start_daemon();
+	snprintf(fifo, sizeof fifo, "%s/fifo", t.tmp);
+	cr_assert_eq(mkfifo(fifo, 0666), 0);
+	/* more than max_clients submits: a slot kept by any would refuse
+	 * the next */
+	for (int i = 0; i < 6; i++) {
+		snprintf(extra, sizeof extra, "{\"world\": {\"name\": "
+			 "\"local\", \"%s\": \"%s\"}}", fields[i % 2], fifo);
+		write_job(1, extra);
+		cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3,
+			     "%s: %s", extra, r.err);
+		cr_assert(strstr(r.err, fifo) && strstr(r.err, "a FIFO"),
+			  "%s", r.err);
+		pxrun_free(&r);
+	}
+	snprintf(extra, sizeof extra, "{\"world\": {\"name\": \"local\", "
+		 "\"trace\": \"%s\"}}", t.tmp);
+	write_job(1, extra);
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "a directory"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 5, "ping", NULL, NULL, NULL), 0, "%s",
+		     daemon_said());
+	pxrun_free(&r);
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+	/* SIGTERM: gone within seconds (no thread left blocked) */
+	kill(t.pid, SIGTERM);
+	for (int i = 0; i < 100 && waitpid(t.pid, &st, WNOHANG) == 0; i++)
+		sleep_ms(50);
+	cr_assert(kill(t.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
+	t.pid = 0;
+}
+
+/* A submitter that leaves while its submission is being read frees its
+ * client slot at once. */
+Test(jobs, a_client_gone_before_its_answer_frees_its_slot)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char *line, *log = NULL;
+	json_t *req;
+	struct pxrun r;
+	FILE *f;
+	bool seen = false;
+
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\nmax_clients "
+		"2\n", t.db, t.sock);
+	fclose(f);
+	start_daemon();
+	write_job(1, NULL);
+	{
+		json_error_t je;
+		json_t *spec = json_load_file(t.job, 0, &je);
+		char *shared = px_shared_path("traces/us-east-1_2016-02_"
+					      "2016-04_linux.json.gz");
+
+		cr_assert_not_null(spec);
+		/* a 2-month trace: reading it takes a while */
+		json_object_set_new(json_object_get(spec, "world"), "trace",
+				    json_string(shared));
+		req = json_pack("{s:i, s:s, s:o}", "v", PROTO_VERSION, "cmd",
+				"submit", "spec", spec);
+		free(shared);
+	}
+	line = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", t.sock);
+	for (int i = 0; i < 2; i++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+		cr_assert_eq(write(fd, line, strlen(line)),
+			     (ssize_t)strlen(line));
+		cr_assert_eq(write(fd, "\n", 1), 1);
+		close(fd);
+	}
+	free(line);
+	/* the event: the daemon saw both leave (before their answers) */
+	for (int i = 0; i < 200 && !seen; i++) {
+		const char *p;
+		int n = 0;
+
+		free(log);
+		log = daemon_log();
+		for (p = log; (p = strstr(p, "left before its answer")); p++)
+			n++;
+		seen = n == 2;
+		if (!seen)
+			sleep_ms(25);
+	}
+	cr_assert(seen, "%s", log);
+	free(log);
+	/* both slots are free: an admin gets in */
+	cr_assert_eq(ctl(&r, 5, "ping", NULL, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+}
+
+/* A job's name from outside goes escaped into the daemon's log: no forged
+ * line, no terminal escape. */
+Test(jobs, a_hostile_name_cannot_forge_a_log_line)
+{
+	struct pxrun r;
+	char *log;
+
+	daemon_up();
+	write_job(1, "{\"name\": \"x\\nproteusd: notice: job 99 done\\u001b"
+		  "[2J\"}");
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s",
+		     r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "cancel", "1", NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	log = daemon_log();
+	cr_assert_null(strchr(log, '\x1b'), "an ESC reached the log");
+	cr_assert_null(strstr(log, "\nproteusd: notice: job 99 done"),
+		       "a forged line: %s", log);
+	cr_assert(strstr(log, "'x\\nproteusd: notice: job 99 done\\x1b[2J'"),
+		  "%s", log);
+	free(log);
+}
