@@ -335,6 +335,10 @@ int cli_submit(int argc, char **argv)
 		code = print_json(r, JSON_COMPACT);
 	else
 		printf("%lld\n", int_of(r, "job"));
+	/* what the daemon changed to fit its host (stdout stays the id) */
+	if (json_is_string(json_object_get(r, "note")))
+		log_warn("job %lld: %s", int_of(r, "job"),
+			 json_string_value(json_object_get(r, "note")));
 	json_decref(r);
 	return code;
 }

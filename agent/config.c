@@ -72,11 +72,17 @@ static const struct config_key config_table[] = {
 	{"max_jobs", CONFIG_INT, CFG(max_jobs), 1, 256, "4",
 	 CONFIG_RELOADABLE,
 	 "jobs running at once; later submissions wait, queued", NULL, NULL},
-	{"local_speedup", CONFIG_INT, CFG(local_speedup), 1, 1000000, "60",
+	{"local_speedup", CONFIG_INT, CFG(local_speedup), 1, 1200, "60",
 	 CONFIG_RELOADABLE,
 	 "local world: market seconds per real second (60: a trace minute "
 	 "per second, so that a 2-minute notice leaves the trainer 2 s), "
 	 "for jobs that do not set world.speedup", NULL, NULL},
+	{"local_max_instances", CONFIG_INT, CFG(local_max_instances), 0,
+	 4096, "0", CONFIG_RELOADABLE,
+	 "local world: instances (trainer node processes) this host runs "
+	 "at once, all jobs together; a job whose reliable tier does not "
+	 "fit is refused, its spot fleet capped (0: 8 per online CPU, at "
+	 "most one per 256 MiB of memory, at least 2)", NULL, NULL},
 	{"local_trace", CONFIG_STR, CFG(local_trace), 0, CONFIG_PATH_MAX - 1,
 	 "", CONFIG_RELOADABLE,
 	 "local world: the spot-price trace jobs replay unless they name "

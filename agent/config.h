@@ -40,6 +40,7 @@ struct proteusd_config {
 	/* jobs (agent/jobs.c) */
 	int64_t max_jobs;                     /* running at once */
 	int64_t local_speedup;                /* market s per real s */
+	int64_t local_max_instances;          /* 0: from cores and memory */
 	char local_trace[CONFIG_PATH_MAX];    /* "": the shipped slice */
 	char local_ondemand_prices[CONFIG_PATH_MAX]; /* "": shipped */
 	char spot_advisor[CONFIG_PATH_MAX];   /* "": shipped, by start */

@@ -337,8 +337,12 @@ enum px_err ctrl_warned(struct ctrl *c, int64_t now, uint64_t id,
 	return e == PX_OK ? restage(c, now, err) : e;
 }
 
-enum px_err ctrl_gone(struct ctrl *c, int64_t now, uint64_t id,
-		      const char *why)
+/* An instance ended without the user's asking: by the provider (an
+ * eviction: its partial hour may be free) or by its own failure (the
+ * user's end: charged as a release, not counted as an eviction).  A
+ * reliable one is replaced either way. */
+static enum px_err ended(struct ctrl *c, int64_t now, uint64_t id,
+			 bool provider, const char *why)
 {
 	long s = find_slot(c, id);
 	struct px_error *err = &c->err;
@@ -351,13 +355,25 @@ enum px_err ctrl_gone(struct ctrl *c, int64_t now, uint64_t id,
 	reliable = c->pub[s].reliable && c->pub[s].market < 0;
 	type = c->pub[s].type;
 	c->why |= POL_WHY_EVICTION;
-	e = end_inst(c, now, (size_t)s, true, why, err);
+	e = end_inst(c, now, (size_t)s, provider, why, err);
 	if (e == PX_OK && reliable && c->s.replace_reliable) {
 		/* the reliable tier holds the parameters: keep its size */
 		c->st.replaced++;
 		e = launch(c, now, -1, type, true, 0, err);
 	}
 	return e == PX_OK ? restage(c, now, err) : e;
+}
+
+enum px_err ctrl_gone(struct ctrl *c, int64_t now, uint64_t id,
+		      const char *why)
+{
+	return ended(c, now, id, true, why);
+}
+
+enum px_err ctrl_failed(struct ctrl *c, int64_t now, uint64_t id,
+			const char *why)
+{
+	return ended(c, now, id, false, why);
 }
 
 enum px_err ctrl_timer(struct ctrl *c, int64_t now,

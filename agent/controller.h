@@ -154,6 +154,11 @@ enum px_err ctrl_warned(struct ctrl *c, int64_t now, uint64_t id,
  * under the provider's rules.  Wakes the policy with POL_WHY_EVICTION. */
 enum px_err ctrl_gone(struct ctrl *c, int64_t now, uint64_t id,
 		      const char *why);
+/* It failed on its own (its software would not start, or died): ended as
+ * the user's end (charged so, not an eviction), a reliable one replaced.
+ * Wakes the policy with POL_WHY_EVICTION. */
+enum px_err ctrl_failed(struct ctrl *c, int64_t now, uint64_t id,
+			const char *why);
 /* A timer asked of the world fired. */
 enum px_err ctrl_timer(struct ctrl *c, int64_t now,
 		       enum ctrl_timer_kind kind, uint64_t id);

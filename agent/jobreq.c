@@ -177,8 +177,8 @@ static enum px_err parse_world(json_t *o, const char *name,
 				r = bad(err, name, "world", k, "must be "
 					"\"local\" or \"ec2\"");
 		} else if (!strcmp(k, "speedup")) {
-			r = num(v, name, "world", k, 1, false, 1e6,
-				&w->speedup, err);
+			r = num(v, name, "world", k, 1, false,
+				JOBREQ_SPEEDUP_MAX, &w->speedup, err);
 		} else if (!strcmp(k, "start")) {
 			r = text(v, name, "world", k, buf, sizeof buf, err);
 			if (r == PX_OK && px_parse_time(buf, strlen(buf),

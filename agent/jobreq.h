@@ -46,6 +46,13 @@ struct job_world {
 					 * the daemon's */
 };
 
+/* The local world's fastest market clock: at 1200 market s per real s a
+ * 2-minute eviction notice leaves a node 100 ms to hand its work over
+ * (about what a hand-off takes on loopback) and a node's start (about
+ * half a second here) is 10 market minutes; faster, nodes are evicted
+ * before they can leave and bills run while nothing trains. */
+#define JOBREQ_SPEEDUP_MAX 1200
+
 struct job_request {
 	struct jobspec spec;
 	char policy[32];            /* "policy": default "bidbrain" */

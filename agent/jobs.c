@@ -70,6 +70,14 @@
 #define JOB_FILE_MAX_BYTES (UINT64_C(1) << 30)
 #define JOB_LOAD_S 60
 #define LOADS_MAX 4
+/* Nodes that fail at start, this many in a row (no node started between
+ * them), fail the job: its nodes cannot run here. */
+#define START_FAILURES_MAX 3
+/* A running job whose trainer's clock has not moved for this long, in
+ * real time and in market time both, while it rents, has stalled: it is
+ * failed (what a stall costs is rent for nothing). */
+#define STALL_REAL_S 20
+#define STALL_MARKET_S 1800
 
 extern char **environ;
 
@@ -112,6 +120,14 @@ struct job {
 	bool started;
 	enum ctrl_stop stop;
 	char why[256];           /* why it failed */
+	char note[320];          /* what was changed to fit this host */
+	/* nodes that could not start, and progress (the stall watchdog) */
+	int64_t start_failures;  /* in a row, since a node last started */
+	int64_t node_failures;   /* in all */
+	char fail_now[512];      /* set: fail the job at the next tick */
+	int64_t stall_clock;     /* the trainer's clock when it last moved */
+	uint64_t stall_mono_us;  /* and when (monotonic) */
+	int64_t stall_t;         /* and market time */
 	/* the trainer */
 	char keyenv[sizeof(DIST_KEY_ENV) + 65];
 	uint8_t key[32];
@@ -200,6 +216,90 @@ size_t jobs_running(const struct jobs *js)
 	for (const struct job *j = js->list; j; j = j->next)
 		n += j->state == STORE_JOB_RUNNING;
 	return n;
+}
+
+/* ---- what this host can run ---- */
+
+/* The local world's capacity: the instances (node processes) this host
+ * runs at once, all jobs together: the local_max_instances setting, else
+ * 8 per online CPU and at most one per 256 MiB of memory, at least 2. */
+static int64_t local_capacity(const struct proteusd_config *cfg)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	int64_t n, by_mem;
+
+	if (cfg->local_max_instances > 0)
+		return cfg->local_max_instances;
+	n = 8 * (int64_t)(cpus > 0 ? cpus : 1);
+	if (pages > 0 && psize > 0) {
+		by_mem = (int64_t)((double)pages * (double)psize /
+				   (256.0 * 1024 * 1024));
+		if (by_mem < n)
+			n = by_mem;
+	}
+	return n < 2 ? 2 : n;
+}
+
+/* Node processes of every job now. */
+static int64_t local_in_use(const struct jobs *js)
+{
+	int64_t n = 0;
+
+	for (const struct job *j = js->list; j; j = j->next)
+		n += (int64_t)lworld_processes(j->w);
+	return n;
+}
+
+/* The world's room hook: one more node only under the capacity. */
+static bool local_room(void *ctx, char *why, size_t len)
+{
+	struct job *j = ctx;
+	int64_t cap = local_capacity(j->js->s.cfg), used = local_in_use(j->js);
+
+	if (j->fail_now[0]) {    /* ending: nothing more is started */
+		snprintf(why, len, "the job is failing: %s", j->fail_now);
+		return false;
+	}
+	if (used < cap)
+		return true;
+	snprintf(why, len, "the local world is full: %" PRId64 " node "
+		 "processes run on this host, at most %" PRId64
+		 " (local_max_instances)", used, cap);
+	return false;
+}
+
+/* A job against what this host can run: refused when its reliable tier
+ * (and one instance more) cannot fit, its spot fleet and baseline fleet
+ * capped to the rest (said in note).  name: its file, for messages. */
+static enum px_err job_fit(struct job *j, const char *name,
+			   struct px_error *err)
+{
+	struct jobspec *sp = &j->req.spec;
+	int64_t cap = local_capacity(j->js->s.cfg), room;
+
+	if (sp->reliable.count + 1 > cap)
+		return px_errorf(err, PX_EINVAL, "%s: reliable.count: %d "
+				 "instances cannot run here: this host's local "
+				 "world runs at most %" PRId64 " at once "
+				 "(local_max_instances), and a job needs room "
+				 "for one more", name, sp->reliable.count,
+				 cap);
+	room = cap - sp->reliable.count;
+	j->note[0] = 0;
+	if (sp->spot.max_instances > room || sp->instances > room) {
+		snprintf(j->note, sizeof j->note, "spot.max_instances %d and "
+			 "instances %d capped at %" PRId64 ": this host's "
+			 "local world runs at most %" PRId64 " instances "
+			 "(local_max_instances), %d of them reliable",
+			 sp->spot.max_instances, sp->instances, room, cap,
+			 sp->reliable.count);
+		if (sp->spot.max_instances > room)
+			sp->spot.max_instances = (int)room;
+		if (sp->instances > room)
+			sp->instances = (int)room;
+	}
+	return PX_OK;
 }
 
 /* An event row of the job, in its own transaction (market time). */
@@ -842,6 +942,8 @@ static void take_progress(struct job *j, const struct wire_progress *p)
 {
 	double f;
 
+	if (p->clock > j->clock)  /* the nodes work: starts succeed */
+		j->start_failures = 0;
 	j->clock = p->clock;
 	j->sps = p->samples_per_s;
 	if (isfinite(p->accuracy)) {
@@ -903,6 +1005,8 @@ static void pump_soon(struct jobs *js);
 static void cmd_stage(struct job *j, int stage);
 
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
+static void node_start_failed(void *ctx, uint64_t id, int status);
+static int64_t job_mark(void *ctx);
 
 static void job_release_run(struct job *j)
 {
@@ -963,6 +1067,8 @@ static void job_end(struct job *j, enum store_job_state s, const char *why)
 		j->final_stage = ctrl_stage(j->c);
 		j->final_evictions = ctrl_stats(j->c)->evictions;
 	}
+	if (why && *why && !j->why[0])  /* a cause found earlier stays */
+		snprintf(j->why, sizeof j->why, "%s", why);
 	if (why && *why)
 		job_eventf(j, s == STORE_JOB_FAILED ? "error" : "end", "%s",
 			   why);
@@ -1060,7 +1166,10 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 			.hooks = { .command = node_command,
 				   .notice = node_notice, .ctx = j,
 				   .ready_on_report = true,
-				   .log_path = j->log },
+				   .log_path = j->log,
+				   .room = local_room,
+				   .progress = job_mark,
+				   .start_failed = node_start_failed },
 		};
 		struct ctrl_setup cs = {
 			.env = env, .ms = &j->ms, .policy = pol,
@@ -1152,6 +1261,115 @@ static bool check_coordinator(struct job *j)
 	return false;
 }
 
+/* The last "error:" line the trainer processes wrote to the job's log
+ * (their own reason), into buf ("" when none): instance id's own ("worker
+ * 101: ..." is instance 1's), else the last one of any. */
+static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
+			       size_t len)
+{
+	char *mine = NULL;
+	char tail[8192], *p, *best, *cause = NULL, *any = NULL;
+	ssize_t n = 0;
+	int fd = open(j->log, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	off_t size;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	if (size > 0 && lseek(fd, size > (off_t)sizeof tail - 1 ?
+			      size - (off_t)sizeof tail + 1 : 0,
+			      SEEK_SET) >= 0)
+		n = read(fd, tail, sizeof tail - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	tail[n] = 0;
+	/* the root cause, not a supervisor's "role X exited with N" */
+	for (p = tail; (p = strstr(p, "error: ")); p++) {
+		size_t k = strcspn(p, "\n");
+		char *nl = p + k, c = *nl;
+
+		unsigned node;
+
+		*nl = 0;
+		if (!strstr(p, " exited with ")) {
+			cause = p + 7;
+			if (sscanf(cause, "%*s %u:", &node) == 1 &&
+			    node / NODE_STRIDE == id)
+				mine = cause;
+		}
+		*nl = c;
+		any = p + 7;
+	}
+	best = mine ? mine : cause ? cause : any;
+	if (best) {
+		size_t k = strcspn(best, "\n");
+
+		snprintf(buf, len, "%.*s", (int)k, best);
+	}
+}
+
+/* The local world's progress mark: the trainer's clock. */
+static int64_t job_mark(void *ctx)
+{
+	return ((struct job *)ctx)->clock;
+}
+
+/* The local world's hook: instance id's node ended before it worked. */
+static void node_start_failed(void *ctx, uint64_t id, int status)
+{
+	struct job *j = ctx;
+	char said[400], how[64];
+
+	j->node_failures++;
+	j->start_failures++;
+	last_trainer_error(j, id, said, sizeof said);
+	if (WIFEXITED(status))
+		snprintf(how, sizeof how, "exited with status %d",
+			 WEXITSTATUS(status));
+	else
+		snprintf(how, sizeof how, "was killed by signal %d",
+			 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	job_eventf(j, "node_failed", "instance %" PRIu64 ": its node %s "
+		   "before it started%s%s", id, how, said[0] ? ": " : "",
+		   said);
+	log_warn("job %" PRId64 ": instance %" PRIu64 ": its node %s before "
+		 "it started%s%s", j->id, id, how, said[0] ? ": " : "", said);
+	if (j->start_failures >= START_FAILURES_MAX && !j->fail_now[0])
+		snprintf(j->fail_now, sizeof j->fail_now, "its nodes cannot "
+			 "start: %" PRId64 " in a row failed (the last %s)%s%s",
+			 j->start_failures, how, said[0] ? ": " : "", said);
+}
+
+/* The stall watchdog: the trainer's clock against real and market time.
+ * True (and j->why set) when the job has stalled. */
+static bool stalled(struct job *j, int64_t t)
+{
+	uint64_t now = px_now_mono_us();
+
+	/* renting nothing costs nothing: the clock of a stall starts
+	 * again */
+	if (!j->stall_mono_us || j->clock != j->stall_clock ||
+	    !j->w || !lworld_nodes(j->w)) {
+		j->stall_clock = j->clock;
+		j->stall_mono_us = now;
+		j->stall_t = t;
+		return false;
+	}
+	if (now - j->stall_mono_us < (uint64_t)STALL_REAL_S * 1000000 ||
+	    t - j->stall_t < STALL_MARKET_S)
+		return false;
+	snprintf(j->why, sizeof j->why, "stalled: the trainer made no "
+		 "progress for %" PRIu64 " s (%.1f market hours; clock %"
+		 PRId64 ", %.1f%% of the work) while renting %zu instance%s; "
+		 "stopped", (now - j->stall_mono_us) / 1000000,
+		 (double)(t - j->stall_t) / 3600.0, j->clock, 100 * j->frac,
+		 j->w ? lworld_nodes(j->w) : 0,
+		 j->w && lworld_nodes(j->w) == 1 ? "" : "s");
+	return true;
+}
+
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 {
 	struct job *j = ctx;
@@ -1176,6 +1394,13 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 		return LOOP_NOMORE;
 	}
 	j->t = t;
+	if (j->fail_now[0] || (stop == CTRL_RUN && !j->trainer_done &&
+			       stalled(j, t))) {
+		j->timer = -1;
+		job_end(j, STORE_JOB_FAILED, j->fail_now[0] ? j->fail_now :
+			j->why);
+		return LOOP_NOMORE;
+	}
 	if (target > 0 && isfinite(j->acc) && j->acc >= target)
 		j->trainer_done = true;
 	if (j->trainer_done)
@@ -1186,6 +1411,12 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 		char why[128];
 
 		snprintf(why, sizeof why, "%s", ctrl_stop_name(stop));
+		if (stop == CTRL_STOP_DEADLINE && (j->req.spec.deadline_hours
+						   <= 0 || t >=
+						   plan_end(j->plan)))
+			snprintf(why, sizeof why, "the market trace ended "
+				 "before the work did (%.1f%% done)",
+				 100 * j->frac);
 		if (stop == CTRL_STOP_DONE && isfinite(j->acc))
 			snprintf(why, sizeof why, "test accuracy %.4f",
 				 j->acc);
@@ -1322,6 +1553,12 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 	}
 	log_notice("job %" PRId64 " '%s' queued", j->id, j->req.spec.name);
 	pump_soon(js);
+	if (j->note[0]) {
+		log_notice("job %" PRId64 ": %s", j->id, j->note);
+		job_event(j, "capped", j->note);
+		return json_pack("{s:I, s:s}", "job", (json_int_t)j->id,
+				 "note", j->note);
+	}
 	return json_pack("{s:I}", "job", (json_int_t)j->id);
 }
 
@@ -1395,6 +1632,8 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		e = px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
 			      "supported by this daemon yet (local is)", name,
 			      job_world_name(j->req.world.kind));
+	if (e == PX_OK)
+		e = job_fit(j, name, err);
 	if (e != PX_OK) {
 		free(text);
 		job_free(j);
@@ -1918,6 +2157,8 @@ static void recover_one(struct jobs *js, int64_t id)
 	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
 	if (e == PX_OK)
 		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
+	if (e == PX_OK)
+		e = job_fit(j, name, &err);
 	free(rs.text);
 	j->state = rs.state;
 	if (e == PX_OK) {

@@ -202,6 +202,10 @@ static enum px_err ended(struct journal *j, const struct ctrl_event *ev,
 			 int64_t row, struct px_error *err)
 {
 	bool evicted = ev->kind == CTRL_EV_EVICTION;
+	/* an instance whose node failed on its own says so (ctrl_failed) */
+	const char *how = evicted ? "evicted" : ev->detail &&
+			  !strncmp(ev->detail, "failed", 6) ? ev->detail :
+			  "released";
 	int64_t from = ev->instance < j->n && row ?
 		       j->v[ev->instance].launch_s : ev->t_s;
 	char note[160];
@@ -209,15 +213,14 @@ static enum px_err ended(struct journal *j, const struct ctrl_event *ev,
 
 	if (row)
 		e = store_instance_end(j->s.st, row, ev->t_s * PX_USEC_PER_SEC,
-				       evicted ? "evicted" : "released", err);
+				       how, err);
 	if (e != PX_OK)
 		return e;
 	snprintf(note, sizeof note, "instance %llu %s %s%s%s, %s",
 		 (unsigned long long)ev->instance,
 		 ev->type ? ev->type : "?", ev->zone ? "spot in " :
 		 "on-demand", ev->zone ? ev->zone : "",
-		 ev->reliable ? " (reliable)" : "",
-		 evicted ? "evicted" : "released");
+		 ev->reliable ? " (reliable)" : "", how);
 	return store_ledger_add(j->s.st, j->s.job_id, row,
 				from * PX_USEC_PER_SEC,
 				ev->t_s * PX_USEC_PER_SEC, ev->amount_uusd,

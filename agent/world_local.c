@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,9 @@ struct node {
 				  * warned node ended and was reaped */
 	int64_t warn_s, evict_s; /* market time; MARKET_NONE: none */
 	bool warned;
+	bool ready;              /* it reported ready (or its startup
+				  * time passed) */
+	int64_t mark0;           /* the owner's progress mark at its start */
 	bool released;           /* the controller let it go: it is leaving
 				  * and no longer reported */
 	int64_t kill_ns;         /* released: monotonic instant its group is
@@ -99,6 +103,15 @@ size_t lworld_nodes(const struct lworld *w)
 void lworld_end_leaves(struct lworld *w)
 {
 	w->s.release_ms = 0;
+}
+
+size_t lworld_processes(const struct lworld *w)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; w && i < w->n; i++)
+		k += w->v[i].pid > 0;
+	return k;
 }
 
 size_t lworld_leaving(const struct lworld *w)
@@ -209,6 +222,14 @@ static enum px_err w_acquire(void *ctx, const struct world_req *q,
 		w->v = a;
 		w->cap = cap;
 	}
+	if (w->s.hooks.room) {
+		char why[256];
+
+		if (!w->s.hooks.room(w->s.hooks.ctx, why, sizeof why))
+			return ctrl_rejected(w->c, w->step_t, q->id, why) ==
+			       PX_OK ? PX_OK : px_errorf(err, PX_EINVAL, "%s",
+							 why);
+	}
 	e = w->s.hooks.command(w->s.hooks.ctx, q, &argv, &env_add, err);
 	if (e == PX_OK)
 		e = spawn(argv, env_add, w->s.hooks.log_path, &pid, err);
@@ -224,6 +245,8 @@ static enum px_err w_acquire(void *ctx, const struct world_req *q,
 	nd->req.type_name = nd->req.zone = NULL;
 	nd->pid = pid;
 	nd->warn_s = nd->evict_s = MARKET_NONE;
+	nd->mark0 = w->s.hooks.progress ?
+		    w->s.hooks.progress(w->s.hooks.ctx) : 0;
 	return PX_OK;
 }
 
@@ -398,8 +421,11 @@ enum px_err lworld_ready(struct lworld *w, uint64_t id, struct px_error *err)
 	int64_t t = lworld_now(w);
 	enum px_err e;
 
-	if (!find(w, id))
+	struct node *nd = find(w, id);
+
+	if (!nd)
 		return PX_OK;
+	nd->ready = true;
 	e = ctrl_ready(w->c, t, id);
 	return e == PX_OK ? PX_OK : px_errorf(err, e, "%s",
 					      ctrl_error(w->c)->msg);
@@ -469,6 +495,7 @@ static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
 		return PX_OK;
 	switch (ev->kind) {
 	case LW_READY:
+		nd->ready = true;
 		return ctrl_err(w, ctrl_ready(w->c, t, ev->id), err);
 	case LW_WARN:
 		if (nd->warned || nd->warn_s != t)
@@ -535,9 +562,33 @@ static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 			i++;
 			continue;
 		}
+		/* it worked once the job moved on after its start */
+		bool ready = w->s.hooks.progress ?
+			     w->s.hooks.progress(w->s.hooks.ctx) >
+			     w->v[i].mark0 : w->v[i].ready;
+		enum px_err e;
+
 		w->v[i] = w->v[--w->n];
-		enum px_err e = ctrl_err(w, ctrl_gone(w->c, t, id, "lost"),
-					 err);
+		if (ready) {
+			e = ctrl_err(w, ctrl_gone(w->c, t, id, "lost"), err);
+		} else {
+			/* it never started: its own failure, not the
+			 * market's; the owner counts it */
+			char why[96];
+
+			if (WIFEXITED(st))
+				snprintf(why, sizeof why, "failed to start: "
+					 "exited with status %d",
+					 WEXITSTATUS(st));
+			else
+				snprintf(why, sizeof why, "failed to start: "
+					 "killed by signal %d",
+					 WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+			if (w->s.hooks.start_failed)
+				w->s.hooks.start_failed(w->s.hooks.ctx, id,
+							st);
+			e = ctrl_err(w, ctrl_failed(w->c, t, id, why), err);
+		}
 		if (e != PX_OK)
 			return e;
 	}

@@ -60,6 +60,19 @@ struct lw_hooks {
 	/* The nodes' standard output and error, appended to (NULL: the
 	 * owner's). */
 	const char *log_path;
+	/* Whether this host may run one more node now (NULL: always); an
+	 * acquire without room is rejected with why (the controller's
+	 * REJECT), and nothing is started. */
+	bool (*room)(void *ctx, char *why, size_t len);
+	/* The job's progress mark (the trainer's clock): a node that ends
+	 * on its own before the mark moved past what it was at its start
+	 * never worked: its start failed (NULL: a node that reported
+	 * ready has started). */
+	int64_t (*progress)(void *ctx);
+	/* A node whose start failed: status as waitpid gave it.  The world
+	 * ends the instance as failed (ctrl_failed), not lost.  May be
+	 * NULL. */
+	void (*start_failed)(void *ctx, uint64_t id, int status);
 };
 
 struct lw_setup {
@@ -82,6 +95,8 @@ struct lworld;
 /* PX_EINVAL for a speedup < 1 or not finite, an empty window. */
 enum px_err lworld_new(const struct lw_setup *s, struct lworld **ret,
 		       struct px_error *err);
+/* Nodes of this world that are processes now (held and leaving). */
+size_t lworld_processes(const struct lworld *w);
 /* SIGKILL every process group still running and reap them. */
 void lworld_free(struct lworld *w);
 /* The controller it reports to (set before the first acquire). */

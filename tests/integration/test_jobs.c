@@ -77,6 +77,57 @@ static int our_processes(void)
 	return n;
 }
 
+/* Process groups of our trainer processes (a node and the roles it
+ * forks share one; the coordinator has its own). */
+static int our_groups(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	long groups[512];
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[8192], *rp;
+		long pgrp = 0;
+		size_t k;
+		FILE *f;
+		bool ours;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		k = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < k; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[k] = 0;
+		ours = strstr(buf, "proteus-trainer") && strstr(buf, t.tmp);
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		f = ours ? fopen(path, "r") : NULL;
+		if (!f)
+			continue;
+		k = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[k] = 0;
+		rp = strrchr(buf, ')');   /* "pid (comm) S ppid pgrp" */
+		if (!rp || sscanf(rp + 2, "%*c %*d %ld", &pgrp) != 1)
+			continue;
+		bool seen = false;
+
+		for (int i = 0; i < n; i++)
+			seen |= groups[i] == pgrp;
+		if (!seen && n < 512)
+			groups[n++] = pgrp;
+	}
+	closedir(d);
+	return n;
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -446,9 +497,16 @@ Test(jobs, data_dir_is_where_the_trainer_reads)
 	id = submit();
 	st = wait_end(id, 60);
 	cr_assert_str_eq(state_of(st), "failed");
-	cr_assert(strstr(json_string_value(json_object_get(st, "error")),
-			 "coordinator exited with 3"), "%s",
-		  json_string_value(json_object_get(st, "error")));
+	{
+		/* the coordinator or the nodes fail first, each on the
+		 * missing files of the folder given */
+		const char *e = json_string_value(json_object_get(st,
+								  "error"));
+
+		cr_assert(e && (strstr(e, "coordinator exited with 3") ||
+				(strstr(e, "nodes cannot start") &&
+				 strstr(e, empty))), "%s", e ? e : "-");
+	}
 	check_books(id, st);
 	json_decref(st);
 	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
@@ -468,6 +526,12 @@ Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
 		{ "{\"world\": \"ec2\"}", "ec2" },
 		{ "{\"policy\": \"magic\"}", "policy" },
 		{ "{\"spot\": {\"types\": [\"x9.huge\"]}}", "x9.huge" },
+		/* what cannot work here: a market clock that outruns the
+		 * nodes, a reliable tier bigger than the host */
+		{ "{\"world\": {\"name\": \"local\", \"speedup\": 1e6}}",
+		  "world.speedup" },
+		{ "{\"reliable\": {\"type\": \"m3.large\", \"count\": "
+		  "10000}}", "reliable.count: 10000" },
 	};
 	struct pxrun r;
 	FILE *f;
@@ -1133,4 +1197,217 @@ Test(jobs, a_hostile_name_cannot_forge_a_log_line)
 	cr_assert(strstr(log, "'x\\nproteusd: notice: job 99 done\\x1b[2J'"),
 		  "%s", log);
 	free(log);
+}
+
+/* Copy src to dst, at most max bytes of it. */
+static void copy_file(const char *src, const char *dst, long max)
+{
+	FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+	char buf[65536];
+	size_t n;
+	long left = max;
+
+	cr_assert(in && out, "%s -> %s", src, dst);
+	while (left > 0 && (n = fread(buf, 1, left < (long)sizeof buf ?
+				      (size_t)left : sizeof buf, in)) > 0) {
+		cr_assert_eq(fwrite(buf, 1, n, out), n);
+		left -= (long)n;
+	}
+	fclose(in);
+	fclose(out);
+}
+
+/* Nodes that cannot start (a truncated training set: each node exits 3
+ * at start, the coordinator does not read that file) fail the job fast,
+ * with the node's own error in status and events, after a few launches,
+ * not hundreds. */
+Test(jobs, a_job_whose_nodes_cannot_start_fails_fast)
+{
+	static const char *files[] = {
+		"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+		"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz" };
+	const char *fm = "/usr/share/datasets/fashion-mnist";
+	char dir[600], src[700], dst[700];
+	struct pxrun r;
+	json_t *st;
+	const char *err;
+	int64_t id, launched;
+
+	snprintf(dir, sizeof dir, "%s/cut", t.tmp);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	for (int i = 0; i < 4; i++) {
+		snprintf(src, sizeof src, "%s/%s", fm, files[i]);
+		snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
+		copy_file(src, dst, i == 2 ? 100000 : 1L << 30);
+	}
+	{
+		FILE *f = fopen(t.conf, "w");
+
+		cr_assert_not_null(f);
+		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", t.db,
+			t.sock, dir);
+		fclose(f);
+	}
+	start_daemon();
+	write_job(1, NULL);
+	id = submit();
+	st = wait_end(id, 60);
+	cr_assert_str_eq(state_of(st), "failed");
+	err = json_string_value(json_object_get(st, "error"));
+	cr_assert(err && strstr(err, "nodes cannot start") &&
+		  strstr(err, "truncated"), "%s", err ? err : "(no error)");
+	check_books(id, st);
+	json_decref(st);
+	launched = sql_int("SELECT count(*) FROM instances i JOIN allocations "
+			   "a ON a.id = i.alloc_id");
+	/* the first fleet (1 reliable, up to 6 spot) and at most one refill
+	 * of it before the third failure in a row (the tester saw 817) */
+	cr_assert_leq(launched, 2 * 7 + 3, "%lld launches",
+		      (long long)launched);
+	cr_assert_geq(sql_int("SELECT count(*) FROM events WHERE kind = "
+			      "'node_failed' AND detail LIKE '%truncated%'"),
+		      3);
+	/* a failure at start is the node's own end, not an eviction */
+	cr_assert_geq(sql_int("SELECT count(*) FROM instances WHERE "
+			      "end_reason LIKE 'failed to start: exited with "
+			      "status%'"), 3);
+	cr_assert_eq(sql_int("SELECT count(*) FROM events WHERE kind = "
+			     "'eviction' AND detail LIKE '%failed to%'"), 0);
+	cr_assert_eq(ctl(&r, 10, "events", "1", NULL, NULL), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "node_failed"), "%s", r.out);
+	pxrun_free(&r);
+	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
+}
+
+/* A job bigger than this host: its reliable tier refused at submit, its
+ * spot fleet capped (said on stderr), the host's node processes never
+ * above the capacity; cancel and SIGTERM take effect within seconds. */
+Test(jobs, a_job_bigger_than_the_host_is_refused_or_capped)
+{
+	struct pxrun r;
+	int most = 0, st;
+	int64_t id;
+
+	{
+		FILE *f = fopen(t.conf, "w");
+
+		cr_assert_not_null(f);
+		fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n"
+			"local_max_instances 3\n", t.db, t.sock);
+		fclose(f);
+	}
+	start_daemon();
+	write_job(200, "{\"reliable\": {\"type\": \"m3.large\", \"count\": "
+		  "3}}");
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "reliable.count: 3") &&
+		  strstr(r.err, "at most 3"), "%s", r.err);
+	pxrun_free(&r);
+	/* 1 reliable + up to 6 spot: capped at 2 spot */
+	write_job(200, NULL);
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s", r.err);
+	cr_assert(strstr(r.err, "capped at 2"), "%s", r.err);
+	id = strtoll(r.out, NULL, 10);
+	pxrun_free(&r);
+	for (int i = 0; i < 60; i++) {
+		int n = our_groups();   /* instances and the coordinator */
+
+		if (n > most)
+			most = n;
+		sleep_ms(100);
+	}
+	cr_assert_gt(most, 1, "nothing ran");
+	cr_assert_leq(most, 3 + 1, "%d trainer process groups", most);
+	{
+		char ids[24];
+
+		snprintf(ids, sizeof ids, "%lld", (long long)id);
+		cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s",
+			     r.err);
+		pxrun_free(&r);
+	}
+	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
+	kill(t.pid, SIGTERM);
+	for (int i = 0; i < 100 && waitpid(t.pid, &st, WNOHANG) == 0; i++)
+		sleep_ms(50);
+	cr_assert(kill(t.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
+	t.pid = 0;
+}
+
+/* Send sig to every trainer process of ours; how many. */
+static int signal_ours(int sig)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[8192];
+		size_t k;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		k = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < k; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[k] = 0;
+		if (strstr(buf, "proteus-trainer") && strstr(buf, t.tmp))
+			n += kill((pid_t)atol(e->d_name), sig) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* A job whose trainer stops making progress while it rents (here every
+ * trainer process frozen: no node dies, nothing is replaced, the clock
+ * stands) is detected and failed, with the reason in status, instead of
+ * renting on. */
+Test(jobs, a_stalled_job_is_stopped_and_says_why)
+{
+	json_t *st = NULL;
+	const char *err;
+	int64_t id;
+
+	daemon_up();
+	write_job(200, NULL);
+	id = submit();
+	for (int i = 0; i < 200; i++) {
+		st = status(id);
+		if (json_integer_value(json_object_get(st, "clock")) > 0)
+			break;
+		json_decref(st);
+		st = NULL;
+		sleep_ms(50);
+	}
+	cr_assert_not_null(st, "no progress");
+	json_decref(st);
+	cr_assert_gt(signal_ours(SIGSTOP), 1);
+	/* nodes the market adds meanwhile are frozen too, before they could
+	 * time out waiting for the frozen coordinator */
+	for (int i = 0; i < 450; i++) {
+		st = status(id);
+		if (strcmp(state_of(st), "running"))
+			break;
+		json_decref(st);
+		st = NULL;
+		signal_ours(SIGSTOP);
+		sleep_ms(200);
+	}
+	signal_ours(SIGCONT);
+	cr_assert_not_null(st, "still running after 90 s");
+	cr_assert_str_eq(state_of(st), "failed");
+	err = json_string_value(json_object_get(st, "error"));
+	cr_assert(err && strstr(err, "stalled: the trainer made no progress"),
+		  "%s", err ? err : "(none)");
+	check_books(id, st);
+	json_decref(st);
+	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
 }
