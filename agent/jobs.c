@@ -2250,6 +2250,35 @@ enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
 	return PX_OK;
 }
 
+void jobs_suspend(struct jobs *js)
+{
+	for (struct job *j = js->list; j; j = j->next) {
+		if (j->state == STORE_JOB_QUEUED) {
+			log_notice("job %" PRId64 " '%s': stays queued; it "
+				   "starts when proteusd runs again", j->id,
+				   j->req.spec.name);
+			continue;
+		}
+		if (j->state != STORE_JOB_RUNNING)
+			continue;
+		/* the local world's instances are this host's processes:
+		 * they end with the daemon; the store keeps the job
+		 * running, and the next start closes their bills at the
+		 * last recorded instant and resumes from the checkpoint */
+		log_notice("job %" PRId64 " '%s': suspended at market time %"
+			   PRId64 " (clock %" PRId64 ", %.1f%% of the work): "
+			   "its %zu local instance%s stop with proteusd; it "
+			   "resumes from its checkpoint when proteusd starts "
+			   "again (cancel it then to end it)", j->id,
+			   j->req.spec.name, j->t, j->clock, 100 * j->frac,
+			   j->w ? lworld_nodes(j->w) : 0,
+			   j->w && lworld_nodes(j->w) == 1 ? "" : "s");
+		job_eventf(j, "suspended", "proteusd stopped at market time %"
+			   PRId64 " (clock %" PRId64 "); the job resumes when "
+			   "it starts again", j->t, j->clock);
+	}
+}
+
 void jobs_free(struct jobs *js)
 {
 	if (!js)

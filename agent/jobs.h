@@ -47,6 +47,11 @@ enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
 		     struct px_error *err);
 /* Stop every running job's processes (the store keeps them running, for
  * the next start to resume) and free. */
+/* proteusd is stopping (SIGTERM): each running job is logged and marked
+ * (a "suspended" event) as staying running in the store, to resume at the
+ * next start; each queued one stays queued.  Local instances end with the
+ * daemon (jobs_free); docs/jobs.md, "When proteusd stops". */
+void jobs_suspend(struct jobs *j);
 void jobs_free(struct jobs *j);
 /* Take up the store's queued and running jobs (once, after jobs_new). */
 enum px_err jobs_recover(struct jobs *j, struct px_error *err);

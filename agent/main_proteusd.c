@@ -568,6 +568,7 @@ int main(int argc, char **argv)
 		goto out_listen;
 	}
 	code = PROTEUSD_EXIT_OK;
+	jobs_suspend(d.jobs);
 out_listen:
 	server_close(d.srv);
 	jobs_free(d.jobs);

@@ -45,8 +45,9 @@ static void setup(void)
 	cr_assert(asprintf(&t.job, "%s/job.json", t.tmp) > 0);
 }
 
-/* Trainer processes whose command line names our temp dir. */
-static int our_processes(void)
+/* Call fn for each trainer process whose command line names our temp
+ * dir; how many there were. */
+static int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -70,62 +71,59 @@ static int our_processes(void)
 			if (!buf[i])
 				buf[i] = ' ';
 		buf[k] = 0;
-		if (strstr(buf, "proteus-trainer") && strstr(buf, t.tmp))
+		if (strstr(buf, "proteus-trainer") && strstr(buf, t.tmp)) {
 			n++;
+			if (fn)
+				fn((pid_t)atol(e->d_name), ctx);
+		}
 	}
 	closedir(d);
 	return n;
 }
 
+static int our_processes(void)
+{
+	return each_ours(NULL, NULL);
+}
+
 /* Process groups of our trainer processes (a node and the roles it
  * forks share one; the coordinator has its own). */
+struct groups {
+	long v[512];
+	int n;
+};
+
+static void add_group(pid_t pid, void *ctx)
+{
+	struct groups *g = ctx;
+	char path[64], buf[1024], *rp;
+	long pgrp;
+	size_t k;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	k = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[k] = 0;
+	rp = strrchr(buf, ')');   /* "pid (comm) S ppid pgrp" */
+	if (!rp || sscanf(rp + 2, "%*c %*d %ld", &pgrp) != 1)
+		return;
+	for (int i = 0; i < g->n; i++)
+		if (g->v[i] == pgrp)
+			return;
+	if (g->n < 512)
+		g->v[g->n++] = pgrp;
+}
+
 static int our_groups(void)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	long groups[512];
-	int n = 0;
+	struct groups g = { .n = 0 };
 
-	cr_assert_not_null(d);
-	while ((e = readdir(d))) {
-		char path[300], buf[8192], *rp;
-		long pgrp = 0;
-		size_t k;
-		FILE *f;
-		bool ours;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		k = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-		for (size_t i = 0; i < k; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[k] = 0;
-		ours = strstr(buf, "proteus-trainer") && strstr(buf, t.tmp);
-		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-		f = ours ? fopen(path, "r") : NULL;
-		if (!f)
-			continue;
-		k = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-		buf[k] = 0;
-		rp = strrchr(buf, ')');   /* "pid (comm) S ppid pgrp" */
-		if (!rp || sscanf(rp + 2, "%*c %*d %ld", &pgrp) != 1)
-			continue;
-		bool seen = false;
-
-		for (int i = 0; i < n; i++)
-			seen |= groups[i] == pgrp;
-		if (!seen && n < 512)
-			groups[n++] = pgrp;
-	}
-	closedir(d);
-	return n;
+	each_ours(add_group, &g);
+	return g.n;
 }
 
 static void sleep_ms(int ms)
@@ -1335,35 +1333,14 @@ Test(jobs, a_job_bigger_than_the_host_is_refused_or_capped)
 }
 
 /* Send sig to every trainer process of ours; how many. */
+static void send_sig(pid_t pid, void *ctx)
+{
+	kill(pid, *(int *)ctx);
+}
+
 static int signal_ours(int sig)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d))) {
-		char path[300], buf[8192];
-		size_t k;
-		FILE *f;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		k = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-		for (size_t i = 0; i < k; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[k] = 0;
-		if (strstr(buf, "proteus-trainer") && strstr(buf, t.tmp))
-			n += kill((pid_t)atol(e->d_name), sig) == 0;
-	}
-	closedir(d);
-	return n;
+	return each_ours(send_sig, &sig);
 }
 
 /* A job whose trainer stops making progress while it rents (here every
@@ -1410,4 +1387,49 @@ Test(jobs, a_stalled_job_is_stopped_and_says_why)
 	check_books(id, st);
 	json_decref(st);
 	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
+}
+
+/* SIGTERM suspends a running job: the daemon ends within seconds, says
+ * what becomes of the job (log, a "suspended" event), the store keeps it
+ * running, and the next start resumes it to its end. */
+Test(jobs, sigterm_suspends_a_running_job_and_says_so)
+{
+	json_t *st = NULL;
+	char *log;
+	int64_t id;
+	int ws;
+
+	daemon_up();
+	write_job(60, NULL);
+	id = submit();
+	for (int i = 0; i < 200; i++) {
+		st = status(id);
+		if (json_integer_value(json_object_get(st, "clock")) > 0)
+			break;
+		json_decref(st);
+		st = NULL;
+		sleep_ms(50);
+	}
+	cr_assert_not_null(st, "no progress");
+	json_decref(st);
+	kill(t.pid, SIGTERM);
+	for (int i = 0; i < 100 && waitpid(t.pid, &ws, WNOHANG) == 0; i++)
+		sleep_ms(50);
+	cr_assert(kill(t.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
+	t.pid = 0;
+	log = daemon_log();
+	cr_assert(strstr(log, "job 1 'mlr-local': suspended at market time"),
+		  "%s", log);
+	free(log);
+	cr_assert_eq(sql_int("SELECT count(*) FROM events WHERE kind = "
+			     "'suspended'"), 1);
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs WHERE state = "
+			     "'running'"), 1);
+	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
+	start_daemon();
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s",
+			 json_string_value(json_object_get(st, "error")));
+	check_books(id, st);
+	json_decref(st);
 }

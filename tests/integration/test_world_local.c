@@ -263,8 +263,12 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 		    &c);
 	n = ctrl_fleet(c)->n;
 	cr_assert_eq(n, 2, "ondemand: the job's 2 instances");
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		g[i] = lworld_pgid(w, ctrl_fleet(c)->v[i].id);
+		/* it started (a node that never did fails instead: below) */
+		cr_assert_eq(lworld_ready(w, ctrl_fleet(c)->v[i].id, &e),
+			     PX_OK, "%s", e.msg);
+	}
 	kill(-g[0], SIGKILL);
 	for (int i = 0; i < 200 && ctrl_stats(c)->evictions == 0; i++) {
 		sleep_ms(10);
@@ -279,6 +283,67 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 	for (size_t i = 0; i < n; i++)
 		cr_assert_not(alive(g[i]), "process group %d left", g[i]);
 	(void)o;
+}
+
+/* A node that ends before it started failed: not an eviction (its own
+ * end, charged as the user's), the owner told with its exit status, a
+ * reliable one replaced. */
+struct failer {
+	int n;
+	uint64_t id;
+	int status;
+};
+
+static void start_failed_hook(void *ctx, uint64_t id, int status)
+{
+	struct failer *f = ctx;
+
+	f->n++;
+	f->id = id;
+	f->status = status;
+}
+
+static enum px_err cmd_fail(void *ctx, const struct world_req *q,
+			    char ***ret_argv, char ***ret_env_add,
+			    struct px_error *err)
+{
+	char **v = calloc(4, sizeof *v);
+
+	(void)ctx;
+	(void)q;
+	(void)err;
+	v[0] = strdup("/bin/sh");
+	v[1] = strdup("-c");
+	v[2] = strdup("exit 3");
+	*ret_argv = v;
+	*ret_env_add = NULL;
+	return PX_OK;
+}
+
+Test(world_local, a_node_that_ends_before_it_started_failed)
+{
+	struct failer f = {0};
+	struct lworld *w = NULL;
+	struct ctrl *c = NULL;
+	struct px_error e = {0};
+	struct ctrl_progress pg = {0, 0};
+	int64_t t;
+	enum ctrl_stop stop;
+
+	ondemand_up((struct lw_hooks){.command = cmd_fail, .ctx = &f,
+				      .start_failed = start_failed_hook}, 0,
+		    true, &w, &c);
+	for (int i = 0; i < 300 && f.n < 2; i++) {
+		sleep_ms(10);
+		cr_assert_eq(lworld_run_due(w, &pg, &t, &stop, &e), PX_OK,
+			     "%s", e.msg);
+	}
+	cr_assert_geq(f.n, 2, "both nodes failed at start");
+	cr_assert(WIFEXITED(f.status) && WEXITSTATUS(f.status) == 3);
+	cr_assert_eq(ctrl_stats(c)->evictions, 0, "a failure is no eviction");
+	cr_assert_geq(ctrl_stats(c)->replaced, 2, "reliable ones replaced");
+	ctrl_free(c);
+	lworld_free(w);
 }
 
 /* A release is a leave: the node is told (LW_LEAVE_RELEASE) with the time
