@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../../agent/config.h"
+#include "../../bidbrain/jobspec.h"
 #include "../../agent/proto.h"
 #include "../../db/store.h"
 #include "pxrun.h"
@@ -532,7 +533,13 @@ Test(proteusd, bad_clients_are_dropped_others_go_on)
 	bad = raw_connect();
 	memset(junk, 'a', big);
 	(void)send(bad, junk, big, MSG_NOSIGNAL);
-	expect_dropped(bad, "request line is over 65536 bytes", 5000);
+	{
+		char why[64];
+
+		snprintf(why, sizeof why, "request line is over %d bytes",
+			 PROTO_LINE_MAX);
+		expect_dropped(bad, why, 5000);
+	}
 	free(junk);
 	raw_ping(good);
 
@@ -572,6 +579,101 @@ Test(proteusd, bad_clients_are_dropped_others_go_on)
 
 	cr_assert_eq(ctl(&r, "ping", NULL), 0, "%s", r.err);
 	pxrun_free(&r);
+}
+
+/* Write the shipped local example to path, with trainer.epochs set to
+ * epochs, name to a string of name_len 'n's when name_len > 0, and padded
+ * to exactly size bytes (when size > 0) by a '_pad' comment of "0.1"s
+ * (each 4 bytes in the file, 20 once jansson writes it out) and blanks. */
+static void write_job(const char *path, int epochs, size_t name_len,
+		      size_t size)
+{
+	char *src = px_src_path("docs/examples/job-local-mlr.json"), *s;
+	json_t *j = json_load_file(src, 0, NULL);
+	FILE *f;
+	size_t n;
+
+	cr_assert_not_null(j, "%s", src);
+	json_object_set_new(json_object_get(j, "trainer"), "epochs",
+			    json_integer(epochs));
+	if (name_len) {
+		char *name = malloc(name_len + 1);
+
+		memset(name, 'n', name_len);
+		name[name_len] = '\0';
+		json_object_set_new(j, "name", json_string(name));
+		free(name);
+	}
+	s = json_dumps(j, JSON_COMPACT);
+	n = strlen(s);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	if (size) {
+		const char *pad = ",\"_pad\":[0.1";
+
+		cr_assert_lt(n + strlen(pad) + 2, size);
+		fwrite(s, 1, n - 1, f); /* without its '}' */
+		fputs(pad, f);
+		n += strlen(pad) + 1;   /* with "]}" */
+		for (; n + 4 + 1 <= size; n += 4)
+			fputs(",0.1", f);
+		fputs("]", f);
+		for (; n < size; n++)
+			fputc(' ', f);
+		fputs("}", f);
+	} else {
+		fputs(s, f);
+	}
+	fclose(f);
+	free(s);
+	free(src);
+	json_decref(j);
+	if (size) {
+		struct stat st;
+
+		cr_assert_eq(stat(path, &st), 0);
+		cr_assert_eq((size_t)st.st_size, size);
+	}
+}
+
+/* The documented limits hold end to end: a job file of up to 1 MiB
+ * reaches the daemon, whatever it grows to in the request, and is
+ * answered on its fields; one byte more is refused by proteusctl before
+ * it connects; a field too long is named (docs/proteusctl.md, "Jobs"). */
+Test(proteusd, submit_limits_are_the_documented_ones)
+{
+	struct pxrun r;
+	char *job;
+	const char *argv[] = {"proteusctl", "submit", "--socket", NULL, NULL,
+			      NULL};
+
+	cr_assert(asprintf(&job, "%s/job.json", t.tmp) > 0);
+	start_ready("world local\n", NULL);
+	/* 100 KB of name: the field's error, exit 3 */
+	write_job(job, 1, 100000, 0);
+	cr_assert_eq(ctl(&r, "submit", job), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "job.json: name: longer than 63 bytes"), "%s",
+		  r.err);
+	pxrun_free(&r);
+	/* 1 MiB, 5 MiB as sent: read, and answered on its one bad field */
+	write_job(job, 0, 0, JOBSPEC_FILE_MAX);
+	cr_assert_eq(ctl(&r, "submit", job), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "job.json: trainer.epochs: 0 is out of "
+			 "range"), "%s", r.err);
+	pxrun_free(&r);
+	/* one byte more: refused before any connection (no daemon here) */
+	write_job(job, 0, 0, JOBSPEC_FILE_MAX + 1);
+	argv[3] = "/nonexistent/p.sock";
+	argv[4] = job;
+	cr_assert_eq(pxrun(&r, 20, "proteusctl", argv), 0);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	cr_assert(strstr(r.err, "job.json: 1048577 bytes, over the limit of "
+			 "1048576"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, "ping", NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(sql_count("jobs"), 0);
+	free(job);
 }
 
 Test(proteusd, many_clients_at_once)
