@@ -72,7 +72,7 @@ static void teardown(void)
 
 TestSuite(proteusd, .init = setup, .fini = teardown, .timeout = 30);
 
-/* Write the config: our db and socket, world sim unless extra sets it
+/* Write the config: our db and socket, world local unless extra sets it
  * (4 lines), then extra lines. */
 static void write_conf(const char *extra)
 {
@@ -81,7 +81,7 @@ static void write_conf(const char *extra)
 	cr_assert_not_null(f);
 	extra = extra ? extra : "";
 	fprintf(f, "# test config\ndb %s\ncontrol_socket %s\n%s%s", t.db,
-		t.sock, strstr(extra, "world ") ? "" : "world sim\n", extra);
+		t.sock, strstr(extra, "world ") ? "" : "world local\n", extra);
 	fclose(f);
 }
 
@@ -249,7 +249,7 @@ Test(proteusd, ready_then_ping_and_status)
 	cr_assert_eq(json_integer_value(json_object_get(j, "pid")), t.pid);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "db")), t.db);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "world")),
-			 "sim");
+			 "local");
 	cr_assert_eq(json_integer_value(json_object_get(j, "schema_version")),
 		     STORE_SCHEMA_VERSION);
 	cr_assert_eq(json_integer_value(json_object_get(j, "reloads")), 0);
@@ -265,7 +265,7 @@ Test(proteusd, ready_then_ping_and_status)
 
 	cr_assert_eq(ctl(&r, "status", NULL), 0);
 	cr_assert(strstr(r.out, t.sock), "%s", r.out);
-	cr_assert(strstr(r.out, "world    sim"), "%s", r.out);
+	cr_assert(strstr(r.out, "world    local"), "%s", r.out);
 	pxrun_free(&r);
 
 	/* each peer's credentials are logged (SO_PEERCRED) */
@@ -331,10 +331,10 @@ Test(proteusd, sighup_reload)
 	json_decref(j);
 
 	/* an immutable one is refused, the reloadable ones still apply */
-	write_conf("log_level info\nworld ec2\n");
+	write_conf("log_level info\nregion eu-west-1\n");
 	hup_and_wait();
 	j = call(PROTO_CMD_config);
-	cr_assert_str_eq(cfg_str(j, "world"), "sim");
+	cr_assert_str_eq(cfg_str(j, "region"), "us-east-1");
 	cr_assert_str_eq(cfg_str(j, "log_level"), "info");
 	json_decref(j);
 
@@ -344,6 +344,13 @@ Test(proteusd, sighup_reload)
 	j = call(PROTO_CMD_config);
 	cr_assert_str_eq(cfg_str(j, "log_level"), "info");
 	json_decref(j);
+	/* so does a world the daemon does not run */
+	write_conf("log_level debug\nworld ec2\n");
+	hup_and_wait();
+	j = call(PROTO_CMD_config);
+	cr_assert_str_eq(cfg_str(j, "log_level"), "info");
+	cr_assert_str_eq(cfg_str(j, "world"), "local");
+	json_decref(j);
 	j = call(PROTO_CMD_status);
 	cr_assert_eq(json_integer_value(json_object_get(j, "reloads")), 2);
 	json_decref(j);
@@ -351,8 +358,10 @@ Test(proteusd, sighup_reload)
 	log = read_log();
 	cr_assert(strstr(log, "'log_level' changed from 'notice' to 'debug'"),
 		  "%s", log);
-	cr_assert(strstr(log, "'world' cannot change from 'sim' to 'ec2' "
-			      "without a restart"), "%s", log);
+	cr_assert(strstr(log, "'region' cannot change from 'us-east-1' to "
+			      "'eu-west-1' without a restart"), "%s", log);
+	cr_assert(strstr(log, ":5: 'world': 'ec2' is not supported by this "
+			      "daemon yet"), "%s", log);
 	cr_assert(strstr(log, ":5: 'log_level': 'loud' is not one of"), "%s",
 		  log);
 	cr_assert(strstr(log, "configuration in force is kept"), "%s", log);
@@ -387,6 +396,15 @@ Test(proteusd, bad_config_lists_every_error)
 	cr_assert_eq(pxrun(&r, 20, "proteusd", run), 0);
 	cr_assert_eq(r.status, 3);
 	cr_assert_neq(access(t.sock, F_OK), 0);
+	pxrun_free(&r);
+
+	/* a world other than local: refused, not recorded and ignored */
+	write_conf("world sim\n");
+	cr_assert_eq(pxrun(&r, 20, "proteusd", run), 0);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	snprintf(want, sizeof(want), "%s:4: 'world': 'sim' is no world for "
+		 "jobs", t.conf);
+	cr_assert(strstr(r.err, want), "%s", r.err);
 	pxrun_free(&r);
 
 	write_conf("max_clients 8\n");
@@ -815,7 +833,7 @@ Test(proteusd, stale_socket_replaced_live_one_kept)
 		cr_assert(asprintf(&conf2, "%s/p2.conf", t.tmp) > 0);
 		f = fopen(conf2, "w");
 		cr_assert_not_null(f);
-		fprintf(f, "db %s/p2.db\ncontrol_socket %s\nworld sim\n",
+		fprintf(f, "db %s/p2.db\ncontrol_socket %s\nworld local\n",
 			t.tmp, t.sock);
 		fclose(f);
 		argv2[2] = conf2;
@@ -1120,7 +1138,7 @@ Test(proteusd, second_daemon_on_one_database_refused)
 	cr_assert(asprintf(&sock2, "%s/p2.sock", t.tmp) > 0);
 	f = fopen(conf2, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nworld sim\n", t.db, sock2);
+	fprintf(f, "db %s\ncontrol_socket %s\nworld local\n", t.db, sock2);
 	fclose(f);
 	argv[2] = conf2;
 
