@@ -304,10 +304,11 @@ static enum px_err too_big(json_t *root, size_t n, const char *name,
 			shown(k, shown_k, sizeof shown_k);
 		}
 	}
-	return px_errorf(err, PX_ETOOBIG, "%s: %s: %zu bytes as compact JSON "
-			 "(numbers written with up to 17 digits), which makes "
-			 "the job spec %zu, more than the %d it may have",
-			 name, shown_k, most, n, JOBSPEC_FILE_MAX);
+	return px_errorf(err, PX_ETOOBIG, "%s: %s: %zu bytes once written as "
+			 "compact JSON (numbers in up to 17 digits, a "
+			 "scaling_profile file inlined), which makes the job "
+			 "spec %zu, more than the %d it may have", name,
+			 shown_k, most, n, JOBSPEC_FILE_MAX);
 }
 
 enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
