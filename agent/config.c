@@ -18,15 +18,23 @@
 
 #define CFG(f) offsetof(struct proteusd_config, f)
 
+/* The world of jobs whose spec names none.  The daemon runs jobs in the
+ * local world only (jobs.c refuses a job that names ec2), so that is the
+ * one value accepted; the others are refused at load and reload rather
+ * than accepted and ignored. */
 static const struct config_choice world_choices[] = {
-	{"ec2", WORLD_EC2}, {"local", WORLD_LOCAL}, {"sim", WORLD_SIM},
-	{NULL, 0},
+	{"local", WORLD_LOCAL, NULL},
+	{"ec2", WORLD_EC2, "is not supported by this daemon yet: it runs "
+			   "jobs in the local world only"},
+	{"sim", WORLD_SIM, "is no world for jobs: simulations run with "
+			   "'proteusctl simulate'"},
+	{NULL, 0, NULL},
 };
 
 static const struct config_choice level_choices[] = {
-	{"err", LOG_LVL_ERR},       {"warning", LOG_LVL_WARN},
-	{"notice", LOG_LVL_NOTICE}, {"info", LOG_LVL_INFO},
-	{"debug", LOG_LVL_DEBUG},   {NULL, 0},
+	{"err", LOG_LVL_ERR, NULL},       {"warning", LOG_LVL_WARN, NULL},
+	{"notice", LOG_LVL_NOTICE, NULL}, {"info", LOG_LVL_INFO, NULL},
+	{"debug", LOG_LVL_DEBUG, NULL},   {NULL, 0, NULL},
 };
 
 /* The one table.  Keep docs/proteusd.md, proteusd(8) and
@@ -41,7 +49,8 @@ static const struct config_key config_table[] = {
 	 "~/.local/share/proteus/proteus.db)",
 	 NULL, proto_default_db},
 	{"world", CONFIG_ENUM, CFG(world), 0, 0, "local", CONFIG_IMMUTABLE,
-	 "where instances come from: ec2, local (processes here) or sim",
+	 "the world of jobs whose spec names none: local (processes here, "
+	 "the market replayed from a trace), the only one this daemon runs",
 	 world_choices, NULL},
 	{"region", CONFIG_STR, CFG(region), 1, CONFIG_NAME_MAX - 1,
 	 "us-east-1", CONFIG_IMMUTABLE,
@@ -191,6 +200,7 @@ static bool set_value(const struct config_key *k,
 		      char *why, size_t wlen)
 {
 	char *field = (char *)cfg + k->offset, *end;
+	const char *sep;
 	size_t n = strlen(val);
 	long long v;
 
@@ -239,15 +249,23 @@ static bool set_value(const struct config_key *k,
 		return true;
 	case CONFIG_ENUM:
 		for (const struct config_choice *c = k->choices; c->name; c++)
-			if (!strcmp(c->name, val)) {
+			if (!strcmp(c->name, val) && c->refused) {
+				snprintf(why, wlen, "'%s' %s", c->name,
+					 c->refused);
+				return false;
+			} else if (!strcmp(c->name, val)) {
 				memcpy(field, &c->value, sizeof(int));
 				return true;
 			}
 		n = (size_t)snprintf(why, wlen, "'%.64s' is not one of", val);
+		sep = " ";
 		for (const struct config_choice *c = k->choices;
 		     c->name && n < wlen; c++)
-			n += (size_t)snprintf(why + n, wlen - n, " %s%s",
-					      c->name, c[1].name ? "," : "");
+			if (!c->refused) {
+				n += (size_t)snprintf(why + n, wlen - n, "%s%s",
+						      sep, c->name);
+				sep = ", ";
+			}
 		return false;
 	}
 	snprintf(why, wlen, "bad table entry");

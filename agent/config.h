@@ -30,7 +30,9 @@ enum proteusd_world { WORLD_EC2 = 0, WORLD_LOCAL, WORLD_SIM, WORLD_MAX };
 /* The whole configuration; plain values, so that it copies by assignment. */
 struct proteusd_config {
 	char db[CONFIG_PATH_MAX];             /* SQLite store path */
-	int world;                            /* enum proteusd_world */
+	int world;                            /* enum proteusd_world: the
+					       * world of jobs whose spec
+					       * names none; local only */
 	char region[CONFIG_NAME_MAX];         /* e.g. us-east-1 */
 	int log_level;                        /* enum log_level (log.h) */
 	char control_socket[CONFIG_SOCKET_MAX]; /* AF_UNIX path */
@@ -68,6 +70,8 @@ enum config_flags {
 struct config_choice {
 	const char *name;
 	int value;
+	const char *refused; /* non-NULL: a known name this daemon refuses,
+			      * and why (shown after "'name' ") */
 };
 
 /* One key.  dflt is the default as it would be written in the file; a NULL

@@ -17,11 +17,30 @@ const char *job_world_name(enum job_world_kind k)
 	return (unsigned)k < JOB_WORLD_MAX ? world_names[k] : "?";
 }
 
+#define KEY_SHOWN 64             /* bytes of a field's name in a message */
+
+/* A field's name as a message shows it: terminal-safe, at most KEY_SHOWN
+ * bytes and "..." (an unknown field may have any name). */
+static const char *shown(const char *k, char *buf, size_t len)
+{
+	char tmp[KEY_SHOWN + 1];
+	size_t n;
+
+	snprintf(tmp, sizeof tmp, "%s", k);
+	px_term_safe(tmp, buf, len);
+	n = strlen(buf);
+	if (strlen(k) > KEY_SHOWN && n + 4 <= len)
+		memcpy(buf + n, "...", 4);
+	return buf;
+}
+
 static enum px_err bad(struct px_error *err, const char *name,
 		       const char *sec, const char *key, const char *what)
 {
-	return px_errorf(err, PX_EINVAL, "%s: %s.%s: %s", name, sec, key,
-			 what);
+	char k[PX_TERM_SAFE_LEN(KEY_SHOWN) + 3];
+
+	return px_errorf(err, PX_EINVAL, "%s: %s.%s: %s", name, sec,
+			 shown(key, k, sizeof k), what);
 }
 
 /* A number in [lo, hi] (lo excluded when open_lo). */
@@ -72,12 +91,16 @@ static enum px_err text(json_t *v, const char *name, const char *sec,
 	if (!json_is_string(v))
 		return bad(err, name, sec, key, "must be a string");
 	s = json_string_value(v);
-	if (json_string_length(v) >= len)
-		return bad(err, name, sec, key, "is too long");
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p < 0x20 || *p == 0x7f)
-			return bad(err, name, sec, key, "has a control "
-				   "character");
+	if (json_string_length(v) >= len) {
+		char what[96];
+
+		snprintf(what, sizeof what, "at most %zu bytes (this one has "
+			 "%zu)", len - 1, json_string_length(v));
+		return bad(err, name, sec, key, what);
+	}
+	if (strlen(s) != json_string_length(v) ||
+	    px_ctrl_at(s, strlen(s)) >= 0)
+		return bad(err, name, sec, key, "has a control character");
 	snprintf(out, len, "%s", s);
 	return PX_OK;
 }
@@ -224,12 +247,68 @@ static enum px_err parse_policy(json_t *v, const char *name, char *buf,
 	if (!json_is_string(v))
 		return px_errorf(err, PX_EINVAL, "%s: policy: must be a "
 				 "string", name);
-	if (json_string_length(v) >= len ||
-	    policy_lookup(json_string_value(v), &p, &e2) != PX_OK)
+	if (json_string_length(v) >= len)
+		return px_errorf(err, PX_EINVAL, "%s: policy: at most %zu "
+				 "bytes (this one has %zu)", name, len - 1,
+				 json_string_length(v));
+	if (px_ctrl_at(json_string_value(v), json_string_length(v)) >= 0)
+		return px_errorf(err, PX_EINVAL, "%s: policy: has a control "
+				 "character", name);
+	if (policy_lookup(json_string_value(v), &p, &e2) != PX_OK)
 		return px_errorf(err, PX_EINVAL, "%s: policy: %s", name,
 				 e2.msg[0] ? e2.msg : "unknown policy");
 	snprintf(buf, len, "%s", json_string_value(v));
 	return PX_OK;
+}
+
+/* Top-level fields whose name starts with '_' are comments (jobspec_parse
+ * skips them): out of the spec before it is measured.  A name no field
+ * has (too long, or with a control character) is refused here, shown
+ * safely (jobspec_parse would print it whole). */
+static enum px_err drop_comments(json_t *root, const char *name,
+				 struct px_error *err)
+{
+	char shown_k[PX_TERM_SAFE_LEN(KEY_SHOWN) + 3];
+	const char *k;
+	json_t *v;
+	void *tmp;
+
+	json_object_foreach_safe(root, tmp, k, v) {
+		if (k[0] == '_')
+			json_object_del(root, k);
+		else if (strlen(k) > KEY_SHOWN || px_ctrl_at(k, strlen(k)) >= 0)
+			return px_errorf(err, PX_EINVAL, "%s: %s: unknown "
+					 "field", name,
+					 shown(k, shown_k, sizeof shown_k));
+	}
+	return PX_OK;
+}
+
+/* The spec, compact, is over JOBSPEC_FILE_MAX: name its largest field
+ * (the one to cut), with the sizes. */
+static enum px_err too_big(json_t *root, size_t n, const char *name,
+			   struct px_error *err)
+{
+	char shown_k[PX_TERM_SAFE_LEN(KEY_SHOWN) + 3] = "?";
+	size_t most = 0, m;
+	const char *k;
+	json_t *v;
+	char *s;
+
+	json_object_foreach(root, k, v) {
+		s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		m = s ? strlen(s) : 0;
+		free(s);
+		if (m > most) {
+			most = m;
+			shown(k, shown_k, sizeof shown_k);
+		}
+	}
+	return px_errorf(err, PX_ETOOBIG, "%s: %s: %zu bytes once written as "
+			 "compact JSON (numbers in up to 17 digits, a "
+			 "scaling_profile file inlined), which makes the job "
+			 "spec %zu, more than the %d it may have", name,
+			 shown_k, most, n, JOBSPEC_FILE_MAX);
 }
 
 enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
@@ -240,10 +319,10 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	char *rest = NULL;
 	enum px_err r;
 
-	if (len > JOBSPEC_FILE_MAX)
+	if (len > JOBREQ_SENT_MAX)
 		return px_errorf(err, PX_ETOOBIG, "%s: %zu bytes, more than "
-				 "the %d a job may have", name, len,
-				 JOBSPEC_FILE_MAX);
+				 "the %d a submitted job may have", name, len,
+				 JOBREQ_SENT_MAX);
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
 		return px_errorf(err, PX_EINVAL, "%s:%d:%d: %s", name,
@@ -260,7 +339,10 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	json_object_del(root, "trainer");
 	json_object_del(root, "world");
 	json_object_del(root, "policy");
-	r = parse_policy(po, name, ret->policy, sizeof ret->policy, err);
+	r = drop_comments(root, name, err);
+	if (r == PX_OK)
+		r = parse_policy(po, name, ret->policy, sizeof ret->policy,
+				 err);
 	if (r == PX_OK)
 		r = parse_trainer(tr, name, &ret->trainer, err);
 	if (r == PX_OK)
@@ -268,9 +350,11 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	if (r == PX_OK) {
 		/* the rest is simulate's job spec, with its own checks */
 		rest = json_dumps(root, JSON_COMPACT);
-		r = rest ? jobspec_parse(rest, strlen(rest), name, &ret->spec,
-					 err) :
-			   px_errorf(err, PX_ENOMEM, "out of memory");
+		r = !rest ? px_errorf(err, PX_ENOMEM, "out of memory") :
+		    strlen(rest) > JOBSPEC_FILE_MAX ?
+			    too_big(root, strlen(rest), name, err) :
+			    jobspec_parse(rest, strlen(rest), name, &ret->spec,
+					  err);
 	}
 	/* the daemon reads no file a job names by a relative path (whose
 	 * folder would it be?), and keeps no profile outside the job:

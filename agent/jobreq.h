@@ -18,6 +18,17 @@
 
 #define JOBREQ_PATH_MAX 1024
 
+/* The most a submitted job can be as the daemon reads it.  proteusctl
+ * submit reads a job file and the scaling_profile file it inlines, each
+ * at most JOBSPEC_FILE_MAX (1 MiB), and sends them re-encoded as compact
+ * JSON (jansson).  Whitespace goes and no string grows (the file had to
+ * escape what jansson escapes), but a real number may: "0.1," (4 bytes)
+ * comes out as "0.10000000000000001," (20), JOBREQ_GROWTH times as long.
+ * Add the three paths submit makes absolute (PATH_MAX bytes each, 6 bytes
+ * a byte at most when escaped).  PROTO_LINE_MAX holds this. */
+#define JOBREQ_GROWTH 5
+#define JOBREQ_SENT_MAX (JOBREQ_GROWTH * 2 * JOBSPEC_FILE_MAX + 3 * 6 * 4096)
+
 struct job_trainer {
 	char model[8];              /* "mlr" or "mlp" */
 	int epochs;                 /* 1..1000 */
@@ -60,8 +71,13 @@ struct job_request {
 	struct job_world world;
 };
 
-/* Parse a submit request of len bytes (at most JOBSPEC_FILE_MAX) named
- * `name` in messages.  PX_EINVAL with the field's path, PX_ETOOBIG. */
+/* Parse a submit request of len bytes (at most JOBREQ_SENT_MAX) named
+ * `name` in messages.  Top-level fields whose name starts with '_' are
+ * comments, dropped.  What is left of the job spec once trainer, world,
+ * policy and the comments are taken out is held to JOBSPEC_FILE_MAX as
+ * compact JSON.  Every string has a bound, and a value over it is refused
+ * with the field's path and the bound ("name: ... 63 bytes").
+ * PX_EINVAL with the field's path, PX_ETOOBIG. */
 enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err);
 

@@ -14,6 +14,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "jobreq.h"
+
+/* a submit request: the job, its "file" (a name, NAME_MAX bytes, 6 bytes
+ * each at most when escaped) and the rest of the envelope */
+_Static_assert(PROTO_LINE_MAX >= JOBREQ_SENT_MAX + 6 * 255 + 512,
+	       "a control line must hold any job proteusctl submits");
+
 static const char *const proto_names[PROTO_CMD_MAX] = {
 #define PROTO_NAME(name, summary) [PROTO_CMD_##name] = #name,
 	PROTO_COMMANDS(PROTO_NAME)

@@ -16,7 +16,13 @@
 #include "../common/px.h"
 
 #define PROTO_VERSION 1
-#define PROTO_LINE_MAX (64 * 1024) /* longest request/reply, newline incl. */
+/* The longest request or reply, newline included.  Sized for the largest
+ * submit proteusctl sends (JOBREQ_SENT_MAX, agent/jobreq.h: a 1 MiB job
+ * file and a 1 MiB scaling profile re-encoded, which may grow 5-fold) and
+ * the request around it; proto.c checks that it holds both.  The daemon
+ * holds at most one such line per connection (docs/proteusd.md, "Limits
+ * on what a client can make the daemon hold"). */
+#define PROTO_LINE_MAX (10 * 1024 * 1024 + 128 * 1024)
 
 /* The commands: X(name, summary).  The daemon builds its handler table from
  * this list, proteusctl its help text; a new command is one line here. */

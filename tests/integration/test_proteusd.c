@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../../agent/config.h"
+#include "../../bidbrain/jobspec.h"
 #include "../../agent/proto.h"
 #include "../../db/store.h"
 #include "pxrun.h"
@@ -71,7 +72,7 @@ static void teardown(void)
 
 TestSuite(proteusd, .init = setup, .fini = teardown, .timeout = 30);
 
-/* Write the config: our db and socket, world sim unless extra sets it
+/* Write the config: our db and socket, world local unless extra sets it
  * (4 lines), then extra lines. */
 static void write_conf(const char *extra)
 {
@@ -80,7 +81,7 @@ static void write_conf(const char *extra)
 	cr_assert_not_null(f);
 	extra = extra ? extra : "";
 	fprintf(f, "# test config\ndb %s\ncontrol_socket %s\n%s%s", t.db,
-		t.sock, strstr(extra, "world ") ? "" : "world sim\n", extra);
+		t.sock, strstr(extra, "world ") ? "" : "world local\n", extra);
 	fclose(f);
 }
 
@@ -248,7 +249,7 @@ Test(proteusd, ready_then_ping_and_status)
 	cr_assert_eq(json_integer_value(json_object_get(j, "pid")), t.pid);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "db")), t.db);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "world")),
-			 "sim");
+			 "local");
 	cr_assert_eq(json_integer_value(json_object_get(j, "schema_version")),
 		     STORE_SCHEMA_VERSION);
 	cr_assert_eq(json_integer_value(json_object_get(j, "reloads")), 0);
@@ -264,7 +265,7 @@ Test(proteusd, ready_then_ping_and_status)
 
 	cr_assert_eq(ctl(&r, "status", NULL), 0);
 	cr_assert(strstr(r.out, t.sock), "%s", r.out);
-	cr_assert(strstr(r.out, "world    sim"), "%s", r.out);
+	cr_assert(strstr(r.out, "world    local"), "%s", r.out);
 	pxrun_free(&r);
 
 	/* each peer's credentials are logged (SO_PEERCRED) */
@@ -330,10 +331,10 @@ Test(proteusd, sighup_reload)
 	json_decref(j);
 
 	/* an immutable one is refused, the reloadable ones still apply */
-	write_conf("log_level info\nworld ec2\n");
+	write_conf("log_level info\nregion eu-west-1\n");
 	hup_and_wait();
 	j = call(PROTO_CMD_config);
-	cr_assert_str_eq(cfg_str(j, "world"), "sim");
+	cr_assert_str_eq(cfg_str(j, "region"), "us-east-1");
 	cr_assert_str_eq(cfg_str(j, "log_level"), "info");
 	json_decref(j);
 
@@ -343,6 +344,13 @@ Test(proteusd, sighup_reload)
 	j = call(PROTO_CMD_config);
 	cr_assert_str_eq(cfg_str(j, "log_level"), "info");
 	json_decref(j);
+	/* so does a world the daemon does not run */
+	write_conf("log_level debug\nworld ec2\n");
+	hup_and_wait();
+	j = call(PROTO_CMD_config);
+	cr_assert_str_eq(cfg_str(j, "log_level"), "info");
+	cr_assert_str_eq(cfg_str(j, "world"), "local");
+	json_decref(j);
 	j = call(PROTO_CMD_status);
 	cr_assert_eq(json_integer_value(json_object_get(j, "reloads")), 2);
 	json_decref(j);
@@ -350,8 +358,10 @@ Test(proteusd, sighup_reload)
 	log = read_log();
 	cr_assert(strstr(log, "'log_level' changed from 'notice' to 'debug'"),
 		  "%s", log);
-	cr_assert(strstr(log, "'world' cannot change from 'sim' to 'ec2' "
-			      "without a restart"), "%s", log);
+	cr_assert(strstr(log, "'region' cannot change from 'us-east-1' to "
+			      "'eu-west-1' without a restart"), "%s", log);
+	cr_assert(strstr(log, ":5: 'world': 'ec2' is not supported by this "
+			      "daemon yet"), "%s", log);
 	cr_assert(strstr(log, ":5: 'log_level': 'loud' is not one of"), "%s",
 		  log);
 	cr_assert(strstr(log, "configuration in force is kept"), "%s", log);
@@ -386,6 +396,15 @@ Test(proteusd, bad_config_lists_every_error)
 	cr_assert_eq(pxrun(&r, 20, "proteusd", run), 0);
 	cr_assert_eq(r.status, 3);
 	cr_assert_neq(access(t.sock, F_OK), 0);
+	pxrun_free(&r);
+
+	/* a world other than local: refused, not recorded and ignored */
+	write_conf("world sim\n");
+	cr_assert_eq(pxrun(&r, 20, "proteusd", run), 0);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	snprintf(want, sizeof(want), "%s:4: 'world': 'sim' is no world for "
+		 "jobs", t.conf);
+	cr_assert(strstr(r.err, want), "%s", r.err);
 	pxrun_free(&r);
 
 	write_conf("max_clients 8\n");
@@ -532,7 +551,13 @@ Test(proteusd, bad_clients_are_dropped_others_go_on)
 	bad = raw_connect();
 	memset(junk, 'a', big);
 	(void)send(bad, junk, big, MSG_NOSIGNAL);
-	expect_dropped(bad, "request line is over 65536 bytes", 5000);
+	{
+		char why[64];
+
+		snprintf(why, sizeof why, "request line is over %d bytes",
+			 PROTO_LINE_MAX);
+		expect_dropped(bad, why, 5000);
+	}
 	free(junk);
 	raw_ping(good);
 
@@ -572,6 +597,101 @@ Test(proteusd, bad_clients_are_dropped_others_go_on)
 
 	cr_assert_eq(ctl(&r, "ping", NULL), 0, "%s", r.err);
 	pxrun_free(&r);
+}
+
+/* Write the shipped local example to path, with trainer.epochs set to
+ * epochs, name to a string of name_len 'n's when name_len > 0, and padded
+ * to exactly size bytes (when size > 0) by a '_pad' comment of "0.1"s
+ * (each 4 bytes in the file, 20 once jansson writes it out) and blanks. */
+static void write_job(const char *path, int epochs, size_t name_len,
+		      size_t size)
+{
+	char *src = px_src_path("docs/examples/job-local-mlr.json"), *s;
+	json_t *j = json_load_file(src, 0, NULL);
+	FILE *f;
+	size_t n;
+
+	cr_assert_not_null(j, "%s", src);
+	json_object_set_new(json_object_get(j, "trainer"), "epochs",
+			    json_integer(epochs));
+	if (name_len) {
+		char *name = malloc(name_len + 1);
+
+		memset(name, 'n', name_len);
+		name[name_len] = '\0';
+		json_object_set_new(j, "name", json_string(name));
+		free(name);
+	}
+	s = json_dumps(j, JSON_COMPACT);
+	n = strlen(s);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	if (size) {
+		const char *pad = ",\"_pad\":[0.1";
+
+		cr_assert_lt(n + strlen(pad) + 2, size);
+		fwrite(s, 1, n - 1, f); /* without its '}' */
+		fputs(pad, f);
+		n += strlen(pad) + 1;   /* with "]}" */
+		for (; n + 4 + 1 <= size; n += 4)
+			fputs(",0.1", f);
+		fputs("]", f);
+		for (; n < size; n++)
+			fputc(' ', f);
+		fputs("}", f);
+	} else {
+		fputs(s, f);
+	}
+	fclose(f);
+	free(s);
+	free(src);
+	json_decref(j);
+	if (size) {
+		struct stat st;
+
+		cr_assert_eq(stat(path, &st), 0);
+		cr_assert_eq((size_t)st.st_size, size);
+	}
+}
+
+/* The documented limits hold end to end: a job file of up to 1 MiB
+ * reaches the daemon, whatever it grows to in the request, and is
+ * answered on its fields; one byte more is refused by proteusctl before
+ * it connects; a field too long is named (docs/proteusctl.md, "Jobs"). */
+Test(proteusd, submit_limits_are_the_documented_ones)
+{
+	struct pxrun r;
+	char *job;
+	const char *argv[] = {"proteusctl", "submit", "--socket", NULL, NULL,
+			      NULL};
+
+	cr_assert(asprintf(&job, "%s/job.json", t.tmp) > 0);
+	start_ready("world local\n", NULL);
+	/* 100 KB of name: the field's error, exit 3 */
+	write_job(job, 1, 100000, 0);
+	cr_assert_eq(ctl(&r, "submit", job), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "job.json: name: longer than 63 bytes"), "%s",
+		  r.err);
+	pxrun_free(&r);
+	/* 1 MiB, 5 MiB as sent: read, and answered on its one bad field */
+	write_job(job, 0, 0, JOBSPEC_FILE_MAX);
+	cr_assert_eq(ctl(&r, "submit", job), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "job.json: trainer.epochs: 0 is out of "
+			 "range"), "%s", r.err);
+	pxrun_free(&r);
+	/* one byte more: refused before any connection (no daemon here) */
+	write_job(job, 0, 0, JOBSPEC_FILE_MAX + 1);
+	argv[3] = "/nonexistent/p.sock";
+	argv[4] = job;
+	cr_assert_eq(pxrun(&r, 20, "proteusctl", argv), 0);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	cr_assert(strstr(r.err, "job.json: 1048577 bytes, over the limit of "
+			 "1048576"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, "ping", NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(sql_count("jobs"), 0);
+	free(job);
 }
 
 Test(proteusd, many_clients_at_once)
@@ -713,7 +833,7 @@ Test(proteusd, stale_socket_replaced_live_one_kept)
 		cr_assert(asprintf(&conf2, "%s/p2.conf", t.tmp) > 0);
 		f = fopen(conf2, "w");
 		cr_assert_not_null(f);
-		fprintf(f, "db %s/p2.db\ncontrol_socket %s\nworld sim\n",
+		fprintf(f, "db %s/p2.db\ncontrol_socket %s\nworld local\n",
 			t.tmp, t.sock);
 		fclose(f);
 		argv2[2] = conf2;
@@ -1018,7 +1138,7 @@ Test(proteusd, second_daemon_on_one_database_refused)
 	cr_assert(asprintf(&sock2, "%s/p2.sock", t.tmp) > 0);
 	f = fopen(conf2, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nworld sim\n", t.db, sock2);
+	fprintf(f, "db %s\ncontrol_socket %s\nworld local\n", t.db, sock2);
 	fclose(f);
 	argv[2] = conf2;
 

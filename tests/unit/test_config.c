@@ -120,7 +120,7 @@ Test(config, parse_good)
 	const char *text = "# a comment\n"
 			   "\n"
 			   "   db   /tmp/x y/p.db   # spaces in the value\n"
-			   "world sim\n"
+			   "world local\n"
 			   "region\teu-west-1\r\n"
 			   "log_level debug\n"
 			   "control_socket /tmp/s#1.sock\n"
@@ -132,7 +132,7 @@ Test(config, parse_good)
 	dump(&d);
 	cr_assert_eq(r, PX_OK);
 	cr_assert_str_eq(c.db, "/tmp/x y/p.db");
-	cr_assert_eq(c.world, WORLD_SIM);
+	cr_assert_eq(c.world, WORLD_LOCAL);
 	cr_assert_str_eq(c.region, "eu-west-1");
 	cr_assert_eq(c.log_level, LOG_LVL_DEBUG);
 	cr_assert_str_eq(c.control_socket, "/tmp/s#1.sock");
@@ -162,7 +162,7 @@ Test(config, all_errors_collected)
 		dump(&d);
 	cr_assert_eq(d.n, 8, "got %zu messages", d.n);
 	cr_assert(has_msg(&d, "t.conf:2: 'bogus': unknown key"));
-	cr_assert(has_msg(&d, "t.conf:3: 'world': 'mars' is not one of ec2,"));
+	cr_assert(has_msg(&d, "t.conf:3: 'world': 'mars' is not one of local"));
 	cr_assert(has_msg(&d, "t.conf:4: 'log_level': no value"));
 	cr_assert(has_msg(&d, "t.conf:5: 'control_socket_mode': mode 0666 "
 			      "lets any user write (o+w)"));
@@ -237,6 +237,34 @@ Test(config, load_missing_file)
 	config_diag_release(&d);
 }
 
+/* `world` is the world of jobs whose spec names none; the daemon runs
+ * the local world only, so the others are refused, each with its reason,
+ * rather than accepted and ignored. */
+Test(config, world_is_the_default_world_of_jobs)
+{
+	struct proteusd_config c;
+	struct config_diag d = {0};
+
+	cr_assert_eq(parse("world local\n", &c, &d), PX_OK);
+	cr_assert_eq(c.world, WORLD_LOCAL);
+	cr_assert_eq(parse("region eu-west-1\nworld ec2\n", &c, &d),
+		     PX_EINVAL);
+	cr_assert(has_msg(&d, "t.conf:2: 'world': 'ec2' is not supported by "
+			      "this daemon yet: it runs jobs in the local "
+			      "world only"));
+	config_diag_release(&d);
+	cr_assert_eq(parse("world sim\n", &c, &d), PX_EINVAL);
+	cr_assert(has_msg(&d, "t.conf:1: 'world': 'sim' is no world for "
+			      "jobs"));
+	config_diag_release(&d);
+	cr_assert_eq(parse("world mars\n", &c, &d), PX_EINVAL);
+	cr_assert_eq(d.n, 1);
+	cr_assert_str_eq(d.msgs[0], "t.conf:1: 'world': 'mars' is not one of "
+			 "local", "only what is accepted is listed");
+	config_diag_release(&d);
+	cr_assert_str_eq(config_world_name(WORLD_LOCAL), "local");
+}
+
 Test(config, reload_applies_reloadable_refuses_immutable)
 {
 	struct proteusd_config cur, next;
@@ -245,16 +273,16 @@ Test(config, reload_applies_reloadable_refuses_immutable)
 	cr_assert_eq(parse("db /a.db\nlog_level notice\nmax_clients 5\n",
 			   &cur, &d), PX_OK);
 	cr_assert_eq(parse("db /b.db\nlog_level debug\nmax_clients 9\n"
-			   "world ec2\n", &next, &d), PX_OK);
+			   "region eu-west-1\n", &next, &d), PX_OK);
 	cr_assert_eq(config_reload(&cur, &next, &d), 2);
 	cr_assert_eq(cur.log_level, LOG_LVL_DEBUG);
 	cr_assert_eq(cur.max_clients, 9);
 	cr_assert_str_eq(cur.db, "/a.db");
-	cr_assert_eq(cur.world, WORLD_LOCAL);
+	cr_assert_str_eq(cur.region, "us-east-1");
 	cr_assert_eq(d.n, 2);
 	cr_assert(has_msg(&d, "'db' cannot change from '/a.db' to '/b.db' "
 			      "without a restart"));
-	cr_assert(has_msg(&d, "'world' cannot change"));
+	cr_assert(has_msg(&d, "'region' cannot change"));
 	config_diag_release(&d);
 	/* the same file again changes nothing */
 	cr_assert_eq(config_reload(&cur, &cur, &d), 0);
@@ -270,7 +298,7 @@ Test(config, format_round_trips)
 	char text[8192], val[CONFIG_PATH_MAX];
 	size_t len = 0;
 
-	cr_assert_eq(parse("db /x.db\nworld ec2\nlog_level warning\n"
+	cr_assert_eq(parse("db /x.db\nworld local\nlog_level warning\n"
 			   "control_socket_mode 0600\nmax_clients 3\n",
 			   &a, &d), PX_OK);
 	for (size_t i = 0; i < n; i++) {
@@ -306,13 +334,13 @@ Test(config, to_json)
 	json_t *j;
 	size_t n;
 
-	cr_assert_eq(parse("world sim\nmax_clients 12\n", &c, &d), PX_OK);
+	cr_assert_eq(parse("world local\nmax_clients 12\n", &c, &d), PX_OK);
 	j = config_to_json(&c);
 	cr_assert_not_null(j);
 	config_keys(&n);
 	cr_assert_eq(json_object_size(j), n);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "world")),
-			 "sim");
+			 "local");
 	cr_assert_eq(json_integer_value(json_object_get(j, "max_clients")),
 		     12);
 	cr_assert_str_eq(json_string_value(json_object_get(

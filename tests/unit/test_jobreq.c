@@ -2,6 +2,7 @@
  * trainer and world sections, strict, every error naming its field. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../agent/jobreq.h"
@@ -132,7 +133,154 @@ Test(jobreq, not_json_duplicates_and_size)
 			   &r, &e), PX_EINVAL);
 	memset(big, ' ', sizeof big - 1);
 	cr_assert_eq(jobreq_parse(big, sizeof big - 1, "big.json", &r, &e),
-		     PX_ETOOBIG);
+		     PX_EINVAL, "1 MiB of blanks is read (and is no JSON)");
+	cr_assert(strstr(e.msg, "big.json:"), "%s", e.msg);
+}
+
+/* A job of n bytes: BASE, extra, then a '_' comment padding it out. */
+static char *padded(const char *extra, size_t n)
+{
+	char *s = malloc(n + 1);
+	int k;
+
+	cr_assert_not_null(s);
+	k = snprintf(s, n + 1, "{" BASE ", %s, \"_pad\": \"", extra);
+	cr_assert(k > 0 && (size_t)k + 2 < n);
+	memset(s + k, 'x', n - (size_t)k - 2);
+	memcpy(s + n - 2, "\"}", 3);
+	return s;
+}
+
+/* What the daemon reads of a job proteusctl accepted (a 1 MiB file, its
+ * numbers written out with 17 digits) is more than 1 MiB: it is read,
+ * and a bad field is named, not the size. */
+Test(jobreq, a_submitted_job_is_bounded_by_what_submit_sends)
+{
+	struct job_request r;
+	struct px_error e = {0};
+	char *js = padded("\"trainer\": {\"epochs\": 0}",
+			  5 * JOBSPEC_FILE_MAX / 2);
+
+	cr_assert_eq(parse(js, &r, &e), PX_EINVAL, "%s", e.msg);
+	cr_assert(strstr(e.msg, "job.json: trainer.epochs: 0 is out of "
+			 "range"), "%s", e.msg);
+	free(js);
+	/* the comment was the bulk: without the bad field, the job parses */
+	js = padded("\"trainer\": {\"epochs\": 3}", 2 * JOBSPEC_FILE_MAX);
+	cr_assert_eq(parse(js, &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(r.trainer.epochs, 3);
+	free(js);
+	/* past what proteusctl can send: refused on its size */
+	js = padded("\"trainer\": {}", JOBREQ_SENT_MAX + 1);
+	cr_assert_eq(parse(js, &r, &e), PX_ETOOBIG);
+	cr_assert(strstr(e.msg, "more than the"), "%s", e.msg);
+	free(js);
+}
+
+/* The spec proper (no comments) over 1 MiB of compact JSON: its largest
+ * field is named, with the limit. */
+Test(jobreq, an_oversized_spec_names_its_largest_field)
+{
+	struct job_request r;
+	struct px_error e = {0};
+	size_t n = 250000, k;
+	char *js = malloc(4 * n + 256), *p = js;
+
+	cr_assert_not_null(js);
+	p += sprintf(p, "{\"name\": \"j\", \"speed\": {\"m3.large\": 1}, "
+		     "\"spot\": {\"types\": [");
+	for (k = 0; k < n; k++)
+		p += sprintf(p, "%s0.1", k ? "," : "");
+	sprintf(p, "]}}");
+	cr_assert_lt(strlen(js), JOBSPEC_FILE_MAX + 64);
+	cr_assert_eq(parse(js, &r, &e), PX_ETOOBIG, "%s", e.msg);
+	cr_assert(strstr(e.msg, "job.json: spot: "), "%s", e.msg);
+	cr_assert(strstr(e.msg, "more than the 1048576"), "%s", e.msg);
+	free(js);
+}
+
+/* BASE less one of its fields */
+#define F_N "\"name\": \"j\""
+#define F_R "\"region\": \"us-east-1\""
+#define F_RT "\"reference_type\": \"m3.large\""
+#define F_REL "\"reliable\": {\"type\": \"m3.large\", \"count\": 1}"
+#define F_SPOT "\"spot\": {\"types\": [\"m3.large\"], \"max_instances\": 4}"
+#define F_WI "\"work_hours\": 8, \"instances\": 2"
+#define REST_N F_R ", " F_RT ", " F_REL ", " F_SPOT ", " F_WI
+#define REST_R F_N ", " F_RT ", " F_REL ", " F_SPOT ", " F_WI
+#define REST_RT F_N ", " F_R ", " F_REL ", " F_SPOT ", " F_WI
+#define REST_REL F_N ", " F_R ", " F_RT ", " F_SPOT ", " F_WI
+#define REST_SPOT F_N ", " F_R ", " F_RT ", " F_REL ", " F_WI
+
+/* Every string of the request has a bound; 100 KB in any one of them is
+ * refused naming the field and the bound, as is a field of any name. */
+Test(jobreq, every_string_has_a_bound)
+{
+	static const struct {
+		const char *fmt, *want;
+	} cases[] = {
+		{"{\"name\": \"%s\", " REST_N "}", "name: longer than 63 bytes"},
+		{"{\"region\": \"%s\", " REST_R "}",
+		 "region: longer than 63 bytes"},
+		{"{\"reference_type\": \"%s\", " REST_RT "}",
+		 "reference_type: longer than 63 bytes"},
+		{"{\"reliable\": {\"type\": \"%s\", \"count\": 1}, " REST_REL
+		 "}", "reliable.type: longer than 63 bytes"},
+		{"{\"spot\": {\"types\": [\"%s\"]}, " REST_SPOT "}",
+		 "spot.types[0]: longer than 63 bytes"},
+		{"{\"spot\": {\"types\": [\"m3.large\"], \"zones\": [\"%s\"]}, "
+		 REST_SPOT "}", "spot.zones[0]: longer than 63"},
+		{"{" BASE ", \"spot_advisor\": \"%s\"}",
+		 "spot_advisor: longer than 1023 bytes"},
+		{"{" BASE ", \"policy\": \"%s\"}", "policy: at most 31 bytes"},
+		{"{" BASE ", \"trainer\": {\"model\": \"%s\"}}",
+		 "trainer.model: at most 7 bytes"},
+		{"{" BASE ", \"trainer\": {\"device\": \"%s\"}}",
+		 "trainer.device: at most 7 bytes"},
+		{"{" BASE ", \"world\": \"%s\"}", "world.name: at most 63 bytes"},
+		{"{" BASE ", \"world\": {\"name\": \"%s\"}}",
+		 "world.name: at most 63 bytes"},
+		{"{" BASE ", \"world\": {\"start\": \"%s\"}}",
+		 "world.start: at most 63 bytes"},
+		{"{" BASE ", \"world\": {\"billing\": \"%s\"}}",
+		 "world.billing: at most 63 bytes"},
+		{"{" BASE ", \"world\": {\"trace\": \"%s\"}}",
+		 "world.trace: at most 1023 bytes"},
+		{"{" BASE ", \"world\": {\"ondemand_prices\": \"%s\"}}",
+		 "world.ondemand_prices: at most 1023 bytes"},
+		{"{" BASE ", \"speed\": {\"%s\": 1}}", "speed."},
+		{"{" BASE ", \"interruption_rates\": {\"%s\": 1}}",
+		 "interruption_rates."},
+		{"{" BASE ", \"trainer\": {\"%s\": 1}}", "...: unknown field"},
+		{"{" BASE ", \"world\": {\"%s\": 1}}", "...: unknown field"},
+		{"{" BASE ", \"%s\": 1}", "...: unknown field"},
+	};
+	static char big[100001], js[110000];
+	struct job_request r;
+	struct px_error e = {0};
+
+	memset(big, 'x', sizeof big - 1);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		snprintf(js, sizeof js, cases[i].fmt, big);
+		cr_assert_eq(parse(js, &r, &e), PX_EINVAL, "case %zu", i);
+		cr_assert(strstr(e.msg, cases[i].want), "case %zu: '%s' does "
+			  "not say '%s'", i, e.msg, cases[i].want);
+		cr_assert(strstr(e.msg, "job.json: "), "%s", e.msg);
+	}
+}
+
+/* A field's name in a message is terminal-safe and cut short. */
+Test(jobreq, unknown_field_names_are_shown_safely)
+{
+	struct job_request r;
+	struct px_error e = {0};
+
+	cr_assert_eq(parse("{" BASE ", \"trainer\": {\"\\u001b[2Jx\": 1}}",
+			   &r, &e), PX_EINVAL);
+	cr_assert_str_eq(e.msg, "job.json: trainer.\\x1b[2Jx: unknown field");
+	cr_assert_eq(parse("{" BASE ", \"\\u001b[2Jx\": 1}", &r, &e),
+		     PX_EINVAL);
+	cr_assert_str_eq(e.msg, "job.json: \\x1b[2Jx: unknown field");
 }
 
 /* The example the docs and the demo use parses. */
