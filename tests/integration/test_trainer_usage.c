@@ -210,6 +210,57 @@ Test(trainer_usage, bad_values_refused_before_anything_starts)
 	cr_assert_eq(count_entries(tmp, "pxtrainer."), 0);
 }
 
+/* Numbers are decimal, as typed (hex read "--lr 0x10" as 16), finite,
+ * with nothing before or after; every kind of numeric option alike
+ * (integers, floats, seconds, --stage-at), and the range an error states
+ * is the field's true one (--seed's said 0..18446744073709551616, one
+ * past its largest). */
+Test(trainer_usage, numbers_are_decimal_with_true_ranges)
+{
+	static const char *const bad[][2] = {
+		{ "--lr", "0x10" }, { "--lr", "inf" }, { "--lr", "nan" },
+		{ "--lr", " 1" }, { "--lr", "1e" }, { "--lr", "0.5x" },
+		{ "--momentum", "0x0.8" }, { "--weight-decay", "infinity" },
+		{ "--epochs", "0x10" }, { "--epochs", " 1" },
+		{ "--epochs", "+1" }, { "--batch", "1e2" },
+		{ "--seed", "0x1" }, { "--seed", "-1" },
+		{ "--timeout", "0x10" }, { "--timeout", "inf" },
+		{ "--kill-worker-at", "1e400" }, { "--pause-for", " 2" },
+	};
+	struct pxrun r;
+	char what[80];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(what, sizeof(what), "bad %s '%s'", bad[i][0],
+			 bad[i][1]);
+		refused("local", what, bad[i][0], bad[i][1], NULL, NULL);
+	}
+	refused("train", "bad --lr '0x10'", "--lr", "0x10", NULL, NULL);
+	refused("train", "bad --seed '18446744073709551616' (an integer in "
+		"0..18446744073709551615)", "--seed", "18446744073709551616",
+		NULL, NULL);
+	refused("worker", "bad --job '0x2'", "--job", "0x2", NULL, NULL);
+	refused("worker", "bad --job '18446744073709551616' (an integer in "
+		"0..18446744073709551615)", "--job", "18446744073709551616",
+		NULL, NULL);
+	refused("local", "bad --stage-at '5:+2'", "--stage-at", "5:+2", NULL,
+		NULL);
+	refused("local", "bad --stage-at ' 5:2'", "--stage-at", " 5:2", NULL,
+		NULL);
+	refused("local", "bad --stage-at '0x5:2'", "--stage-at", "0x5:2",
+		NULL, NULL);
+	refused("train", "beyond what a float holds", "--lr", "1e-50", NULL,
+		NULL);
+	/* the largest seed is taken; decimals as people write them are */
+	cr_assert_eq(trainer(&r, "train", SMALL, "--seed",
+			     "18446744073709551615", "--lr", ".05", NULL), 0,
+		     "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(trainer(&r, "train", SMALL, "--lr", "5E-2", NULL), 0,
+		     "%s", r.err);
+	pxrun_free(&r);
+}
+
 /* The roles take what proteusd gives them (agent/jobs.c role_argv): the
  * parser lets them through to the next check, the job key. */
 Test(trainer_usage, roles_take_proteusd_arguments)
