@@ -1061,8 +1061,10 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 
 		if (pull_state(c, &err) != PX_OK ||
 		    test_eval(c, &c->last_loss, &c->last_acc, &err) != PX_OK) {
+			/* a failure of the job (exit 1), whatever the
+			 * cause's code */
 			if (final)
-				return px_errorf(ret_err, err.code, "the final "
+				return px_errorf(ret_err, PX_EIO, "the final "
 						 "evaluation: %s", err.msg);
 			dist_logf(c->o, LOG_LVL_WARN,
 				  "evaluation: %s", err.msg);
