@@ -129,6 +129,37 @@ static enum px_err sync_dir(const char *path, struct px_error *err)
 	return PX_OK;
 }
 
+/* The index of the first of n floats that is not finite, or n. */
+static size_t first_not_finite(const float *f, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!isfinite(f[i]))
+			break;
+	return i;
+}
+
+/* A state with a number that is not finite is a diverged run's: no
+ * checkpoint holds one, so none resumes one. */
+static enum px_err check_finite(const char *path, const float *params,
+				const float *momentum, size_t n,
+				enum px_err code, struct px_error *err)
+{
+	size_t i = first_not_finite(params, n);
+	const char *what = "parameter";
+
+	if (i == n) {
+		i = first_not_finite(momentum, n);
+		what = "momentum";
+	}
+	if (i == n)
+		return PX_OK;
+	return px_errorf(err, code, "checkpoint '%s': %s %zu of %zu is not "
+			 "a finite number (a diverged run's)", path, what,
+			 i + 1, n);
+}
+
 enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 		       const float *params, const float *momentum,
 		       struct px_error *err)
@@ -144,6 +175,10 @@ enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >=
 	    sizeof(tmp))
 		return px_errorf(err, PX_ETOOBIG, "checkpoint path too long");
+	e = check_finite(path, params, momentum, m->d.n_params,
+			 (enum px_err)(PX_ESYS | ERANGE), err);
+	if (e != PX_OK)
+		return e;
 	h = header(m);
 	md = EVP_MD_CTX_new();
 	if (!h || !md) {
@@ -508,6 +543,9 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 			      path);
 		goto out;
 	}
+	e = check_finite(path, w, v, m->d.n_params, PX_EINVAL, err);
+	if (e != PX_OK)
+		goto out;
 	*ret_params = w;
 	*ret_momentum = v;
 	w = v = NULL;

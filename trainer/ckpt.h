@@ -41,7 +41,9 @@ struct ckpt_meta {
 };
 
 /* Write params and momentum (m->d.n_params floats each) to path, atomically
- * (path.tmp.XXXXXX, fsync, rename, fsync of the directory); mode 0600. */
+ * (path.tmp.XXXXXX, fsync, rename, fsync of the directory); mode 0600.
+ * A state with a number that is not finite (a diverged run's) is not
+ * written: PX_ESYS | ERANGE, naming the first. */
 enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 		       const float *params, const float *momentum,
 		       struct px_error *err);
@@ -52,7 +54,8 @@ enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
  * never be written fails the run at its start, naming the path. */
 enum px_err ckpt_check_writable(const char *path, struct px_error *err);
 
-/* Read and verify a checkpoint: header fields, exact size, SHA-256.  On
+/* Read and verify a checkpoint: header fields, exact size, SHA-256, every
+ * number finite (else PX_EINVAL, naming the first).  On
  * success *ret_params and *ret_momentum are malloc'd (freed by the
  * caller).  Errors name the file and the field or byte. */
 enum px_err ckpt_read(const char *path, struct ckpt_meta *m,

@@ -1034,7 +1034,12 @@ static void snapshot(struct coord *c)
 	stalled_since(c, t);
 }
 
-static void progress(struct coord *c, bool eval)
+/* A progress line or PROGRESS frame; with eval, the test set's figures
+ * first (then a checkpoint with --checkpoint).  An error only where the
+ * run diverged (the test loss is not finite: no checkpoint is written),
+ * or, with final, where the final evaluation failed. */
+static enum px_err progress(struct coord *c, bool eval, bool final,
+			    struct px_error *ret_err)
 {
 	uint64_t now = px_now_mono_us();
 	double secs = (double)(now - c->t_start_us) / 1e6;
@@ -1055,23 +1060,37 @@ static void progress(struct coord *c, bool eval)
 		bool ck = c->o->checkpoint != NULL;
 
 		if (pull_state(c, &err) != PX_OK ||
-		    test_eval(c, &c->last_loss, &c->last_acc, &err) != PX_OK)
+		    test_eval(c, &c->last_loss, &c->last_acc, &err) != PX_OK) {
+			/* a failure of the job (exit 1), whatever the
+			 * cause's code */
+			if (final)
+				return px_errorf(ret_err, PX_EIO, "the final "
+						 "evaluation: %s", err.msg);
 			dist_logf(c->o, LOG_LVL_WARN,
 				  "evaluation: %s", err.msg);
-		else if (ck)
+		} else if (!isfinite(c->last_loss)) {
+			char when[64];
+
+			snprintf(when, sizeof(when), "clock %" PRId64 " of %"
+				 PRId64, c->pulled_at, c->total_est);
+			return train_diverged(ret_err, when, "test loss",
+					      c->last_loss, c->o->train.lr);
+		} else if (ck) {
 			write_checkpoint(c, c->last_acc, t);
+		}
 		stalled_since(c, t);
 	}
 	if (c->agent && c->agent_known) {
 		/* the agent reports it */
 		send_progress(c, secs > 0 ? c->samples / secs : 0.0);
-		return;
+		return PX_OK;
 	}
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last %s, %u "
 	    "workers, %u PS, stage %u, epoch %" PRIu64, c->min_clock,
 	    c->total_est, secs > 0 ? c->samples / secs : 0.0,
 	    dist_fmt_eval(ev, sizeof(ev), c->last_loss, c->last_acc), nw,
 	    nps, c->stage, c->epoch);
+	return PX_OK;
 }
 
 static void shutdown_all(struct coord *c, uint8_t reason)
@@ -1339,12 +1358,16 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 			break;
 		}
 		if (o->eval_epochs && c->min_clock >= next_eval) {
-			progress(c, true);
+			e = progress(c, true, false, err);
 			next_eval += c->clocks_per_epoch;
 			next_prog = now + 1000000;
 		} else if (now >= next_prog) {
-			progress(c, false);
+			e = progress(c, false, false, err);
 			next_prog = now + 1000000;
+		}
+		if (e != PX_OK) {
+			shutdown_all(c, WIRE_SHUTDOWN_ERROR);
+			goto out_free;
 		}
 		if (c->min_clock >= next_ckpt) {
 			if (c->ckpt_clock != c->min_clock)
@@ -1368,7 +1391,11 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 			      hint);
 		goto out_free;
 	}
-	progress(c, true);
+	e = progress(c, true, true, err);
+	if (e != PX_OK) {
+		shutdown_all(c, WIRE_SHUTDOWN_ERROR);
+		goto out_free;
+	}
 	shutdown_all(c, WIRE_SHUTDOWN_DONE);
 	if (print_result(c) != 0)
 		e = px_errorf(err, PX_ENOMEM, "result");

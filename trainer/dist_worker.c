@@ -378,23 +378,52 @@ static uint32_t next_batch(struct worker *w)
 	return n;
 }
 
-/* A clock's training: kb minibatches, each a gradient and a step of SGD
- * with momentum on the worker's copy (as `train` does), the lr of the
- * job's step clock * kb + j.  *ret_n: the samples. */
+/* The minibatches of this clock: kb, but no more than the worker's
+ * epochs over its partition leave, while the job is the one planned for
+ * its partition holders (the coordinator's last clock is what k of them
+ * take from the start: no worker came or went).  So an epoch is one pass
+ * over the samples used, however the batch, the clock's kb and the
+ * partition divide: --max-train 300 --batch 300 --epochs 1 is one batch,
+ * not a clock of kb of them (8 passes), and a worker whose partition
+ * needs fewer batches than another's trains none in the clocks left.
+ * After a change of workers the coordinator foresees the end anew from
+ * the samples left, and a clock is kb minibatches. */
+static uint32_t clock_batches(struct worker *w)
+{
+	const struct train_opts *t = &w->o->train;
+	uint32_t idx, k = dist_members_workers(&w->mb, w->stage, w->o->node,
+					       &idx);
+	uint64_t part = w->hi - w->lo, mine;
+	int64_t done = w->clock * (int64_t)w->kb;
+
+	if (!k || w->total != dist_job_clocks(w->train.n, k, t->epochs,
+					      t->batch, w->kb))
+		return w->kb;
+	mine = (uint64_t)t->epochs * ((part + t->batch - 1) / t->batch);
+	if (done >= (int64_t)mine)
+		return 0;
+	return mine - (uint64_t)done < w->kb ? (uint32_t)(mine - done)
+					     : w->kb;
+}
+
+/* A clock's training: clock_batches() minibatches, each a gradient and a
+ * step of SGD with momentum on the worker's copy (as `train` does), the
+ * lr of the job's step clock * kb + j.  *ret_n: the samples. */
 static enum px_err compute(struct worker *w, uint32_t *ret_n,
 			   struct px_error *err)
 {
 	size_t pb = w->d.n_params * sizeof(float);
 	int64_t steps = w->total * (int64_t)w->kb;
+	uint32_t kb = clock_batches(w);
 	enum px_err e = PX_OK;
 	uint32_t done = 0;
 
 	if (w->d_params != w->params)
 		e = w->ops->upload(w->kctx, w->d_params, w->params, pb, err);
-	for (uint32_t j = 0; e == PX_OK && j < w->kb; j++) {
+	for (uint32_t j = 0; e == PX_OK && j < kb; j++) {
 		uint32_t n = next_batch(w);
 
-		if (j == w->kb / 2)
+		if (j == kb / 2)
 			prefetch_start(w);
 		float lr = dist_lr(&w->o->train, w->clock * (int64_t)w->kb + j,
 				   steps);

@@ -489,6 +489,22 @@ static double float_as_typed(float f)
 	return strtod(buf, NULL);
 }
 
+/* A K_UINT option's range as integers (max: o->max, or all that the
+ * field holds, where a double cannot say it exactly: 2^64 - 1 is 2^64 as
+ * a double). */
+static uint64_t uint_min(const struct topt *o)
+{
+	return (uint64_t)o->min;
+}
+
+static uint64_t uint_max(const struct topt *o)
+{
+	uint64_t field = o->size >= 8 ? UINT64_MAX
+				      : (UINT64_C(1) << (8 * o->size)) - 1;
+
+	return o->max >= (double)field ? field : (uint64_t)o->max;
+}
+
 /* The default of option o as --help says it. */
 static void default_text(const struct topt *o, const struct tcli *d,
 			 char *buf, size_t len)
@@ -551,8 +567,9 @@ static void help(const struct subcmd *sc, FILE *f)
 			       o->arg ? " " : "", o->arg ? o->arg : "");
 		default_text(o, &d, def, sizeof(def));
 		if (o->kind == K_UINT && !(o->flags & F_NORANGE))
-			snprintf(text, sizeof(text), "%s (%.0f..%.0f; default "
-				 "%s)", o->help, o->min, o->max, def);
+			snprintf(text, sizeof(text), "%s (%" PRIu64 "..%"
+				 PRIu64 "; default %s)", o->help, uint_min(o),
+				 uint_max(o), def);
 		else
 			snprintf(text, sizeof(text), "%s (default %s)",
 				 o->help, def);
@@ -591,23 +608,54 @@ static void help_all(FILE *f)
 		   "N\n");
 }
 
-/* "CLOCK:STAGE" */
+/* "CLOCK:STAGE", each in decimal digits only */
 static int parse_stage_at(const char *s, struct dist_opts *o)
 {
 	char *end;
 	long long c;
 	unsigned long st;
 
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
 	errno = 0;
 	c = strtoll(s, &end, 10);
-	if (errno || end == s || *end != ':' || c < 0 || s[0] == '-')
+	if (errno || *end != ':' || end[1] < '0' || end[1] > '9')
 		return -1;
 	st = strtoul(end + 1, &end, 10);
-	if (errno || *end || end[-1] == ':' || st < 1 || st > 3)
+	if (errno || *end || st < 1 || st > 3)
 		return -1;
 	o->stage_at = c;
 	o->stage_to = (uint8_t)st;
 	return 0;
+}
+
+/* Whether s is a decimal number as a person types one: an optional
+ * sign, digits with at most one point (a digit on one side at least), an
+ * optional exponent.  Not hex ("0x10" would read as 16), not "inf" or
+ * "nan", no spaces, nothing after. */
+static bool is_decimal(const char *s)
+{
+	size_t digits = 0;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	for (; *s >= '0' && *s <= '9'; s++)
+		digits++;
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9'; s++)
+			digits++;
+	if (!digits)
+		return false;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (*s < '0' || *s > '9')
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
 }
 
 /* The value of option o into t; a usage error on a bad one. */
@@ -622,33 +670,39 @@ static int set_opt(const struct subcmd *sc, const struct topt *o,
 	errno = 0;
 	switch (o->kind) {
 	case K_UINT: {
-		unsigned long long v = strtoull(arg, &end, 10);
+		/* digits only: strtoull would take spaces, a sign and wrap
+		 * "-1" around */
+		unsigned long long v = arg[0] >= '0' && arg[0] <= '9'
+				       ? strtoull(arg, &end, 10) : 0;
 
-		if (errno || end == arg || *end || arg[0] < '0' ||
-		    arg[0] > '9' || (double)v < o->min || (double)v > o->max)
+		if (arg[0] < '0' || arg[0] > '9' || errno || *end ||
+		    v < uint_min(o) || v > uint_max(o))
 			return usage_error(sc, "bad --%s '%s' (an integer in "
-					   "%.0f..%.0f)", o->name, arg,
-					   o->min, o->max);
+					   "%" PRIu64 "..%" PRIu64 ")",
+					   o->name, arg, uint_min(o),
+					   uint_max(o));
 		set_uint(p, o->size, v);
 		return 0;
 	}
 	case K_SECS: {
-		double v = strtod(arg, &end);
+		double v = is_decimal(arg) ? strtod(arg, &end) : NAN;
 
-		if (errno || end == arg || *end || !(v >= 0.0) || v > 1e6)
+		if (errno || !(v >= 0.0) || v > 1e6)
 			return usage_error(sc, "bad --%s '%s' (seconds, 0 to "
 					   "1000000)", o->name, arg);
 		*(double *)p = v;
 		return 0;
 	}
 	case K_FLOAT: {
-		float v = strtof(arg, &end);
+		float v = is_decimal(arg) ? strtof(arg, &end) : NAN;
 		bool lo = (o->flags & F_MIN_OPEN) ? v > o->min : v >= o->min;
 		bool hi = (o->flags & F_MAX_OPEN) ? v < o->max : v <= o->max;
 
-		if (errno || end == arg || *end || !isfinite(v) || !lo || !hi)
-			return usage_error(sc, "bad --%s '%s' (a number %s %.10g "
-					   "and %s %.10g)", o->name, arg,
+		if (errno || !isfinite(v) || !lo || !hi)
+			return usage_error(sc, "bad --%s '%s' (%sa number %s "
+					   "%.10g and %s %.10g)", o->name, arg,
+					   errno == ERANGE ? "beyond what a "
+					   "float holds; " : "",
 					   (o->flags & F_MIN_OPEN) ? ">" : ">=",
 					   o->min,
 					   (o->flags & F_MAX_OPEN) ? "<" : "<=",

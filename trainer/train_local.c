@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,6 +299,34 @@ static enum px_err restore(struct run *r, const struct train_opts *o,
 	return e;
 }
 
+enum px_err train_diverged(struct px_error *err, const char *when,
+			   const char *what, double value, float lr)
+{
+	return px_errorf(err, TRAIN_EDIVERGED, "the run diverged at %s: the "
+			 "%s is %s (--lr %g); a smaller --lr may train", when,
+			 what, isnan(value) ? "not a number" : "infinite",
+			 (double)lr);
+}
+
+/* The run's loss at epoch ep, step (1-based) of per_epoch: an error if
+ * it diverged. */
+static enum px_err check_loss(const struct train_opts *o, uint32_t ep,
+			      uint64_t step, uint64_t per_epoch,
+			      const char *what, double loss,
+			      struct px_error *err)
+{
+	char when[96];
+
+	if (isfinite(loss))
+		return PX_OK;
+	if (step)
+		snprintf(when, sizeof(when), "epoch %u, step %" PRIu64 " of "
+			 "%" PRIu64, ep, step, per_epoch);
+	else
+		snprintf(when, sizeof(when), "the end of epoch %u", ep);
+	return train_diverged(err, when, what, loss, o->lr);
+}
+
 enum px_err train_local_run(const struct train_opts *o,
 			    const struct data_set *train,
 			    const struct data_set *test,
@@ -355,6 +384,9 @@ enum px_err train_local_run(const struct train_opts *o,
 								steps_total),
 							o->momentum,
 							o->weight_decay, err);
+			if (e == PX_OK)
+				e = check_loss(o, ep, steps + 1, per_epoch,
+					       "training loss", loss, err);
 			if (e != PX_OK)
 				goto out_release;
 			loss_sum += loss;
@@ -364,6 +396,10 @@ enum px_err train_local_run(const struct train_opts *o,
 		samples += train->n;
 		e = evaluate(&r, test, &st.test_loss, &st.test_accuracy,
 			     err);
+		/* the parameters: a non-finite one makes the test loss so */
+		if (e == PX_OK)
+			e = check_loss(o, ep, 0, per_epoch, "test loss",
+				       st.test_loss, err);
 		if (e != PX_OK)
 			goto out_release;
 		st.train_loss = loss_sum / steps;

@@ -6,6 +6,7 @@
 #ifndef PX_TRAIN_LOCAL_H
 #define PX_TRAIN_LOCAL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -93,6 +94,15 @@ enum px_err train_local_run(const struct train_opts *o,
 			    const struct data_set *test,
 			    train_epoch_fn on_epoch, void *arg,
 			    struct train_result *ret, struct px_error *err);
+
+/* A run diverged: its loss (or a parameter) is no longer a finite
+ * number.  train_diverged() records it in *err, saying when ("epoch 3,
+ * step 12 of 469", "clock 40"), which figure ("training loss") and the
+ * learning rate, and returns TRAIN_EDIVERGED: a failure of the run
+ * (exit 1), not of its input. */
+#define TRAIN_EDIVERGED ((enum px_err)(PX_ESYS | ERANGE))
+enum px_err train_diverged(struct px_error *err, const char *when,
+			   const char *what, double value, float lr);
 
 /* Evaluate params on a data set held in host memory with a model context
  * on the host (CPU ops) made for batches of at least TRAIN_EVAL_BATCH:

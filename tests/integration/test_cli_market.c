@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,18 +233,22 @@ Test(cli_market, shipped_trace_imports)
 
 /* ---- concurrency, read-only readers, missing databases ---- */
 
-/* Start $PX_BUILD/proteusctl argv with stdout to /dev/null and stderr to
- * errpath; uid >= 0: as that user (the test runs as root).  Returns the
- * child's pid. */
-static pid_t spawn_ctl(const char *const *argv, const char *errpath,
-		       int uid)
+/* Start proteusctl argv (prog: that program; NULL: $PX_BUILD's) with
+ * stdout to /dev/null and stderr to errpath; uid >= 0: as that user (the
+ * test runs as root).  Returns the child's pid. */
+static pid_t spawn_prog(const char *prog_path, const char *const *argv,
+			const char *errpath, int uid)
 {
 	const char *build = getenv("PX_BUILD");
 	char prog[512];
 	pid_t pid;
 
-	cr_assert_not_null(build, "PX_BUILD not set");
-	snprintf(prog, sizeof(prog), "%s/proteusctl", build);
+	if (prog_path) {
+		snprintf(prog, sizeof(prog), "%s", prog_path);
+	} else {
+		cr_assert_not_null(build, "PX_BUILD not set");
+		snprintf(prog, sizeof(prog), "%s/proteusctl", build);
+	}
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -259,6 +264,12 @@ static pid_t spawn_ctl(const char *const *argv, const char *errpath,
 		_exit(127);
 	}
 	return pid;
+}
+
+static pid_t spawn_ctl(const char *const *argv, const char *errpath,
+		       int uid)
+{
+	return spawn_prog(NULL, argv, errpath, uid);
 }
 
 static int wait_status(pid_t pid)
@@ -333,13 +344,48 @@ Test(cli_market, concurrent_first_open_of_a_fresh_database)
 	free(nf);
 }
 
+/* Copy file src to dst with mode (a usable copy or the test fails). */
+static void copy_file(const char *src, const char *dst, mode_t mode)
+{
+	char buf[65536];
+	int in = open(src, O_RDONLY);
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL, mode);
+	ssize_t n;
+
+	cr_assert_geq(in, 0, "%s", src);
+	cr_assert_geq(out, 0, "%s", dst);
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n, "%s", dst);
+	cr_assert_eq(n, 0, "%s", src);
+	close(in);
+	cr_assert_eq(fchmod(out, mode), 0);
+	cr_assert_eq(close(out), 0, "%s", dst);
+}
+
+/* Whether uid may run prog and read path (asked as that user). */
+static bool reachable_by(int uid, const char *prog, const char *path)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setgid((gid_t)uid) ||
+		    setuid((uid_t)uid))
+			_exit(2);
+		_exit(access(prog, X_OK) || access(path, R_OK) ? 1 : 0);
+	}
+	return wait_status(pid) == 0;
+}
+
 /* Reading needs no write access: a user who may read the database but
  * not write it or its folder (the shipped unit's group setup) can show
- * markets and history; nothing is created or changed. */
+ * markets and history; nothing is created or changed.  That user runs a
+ * copy of proteusctl in the test's own folder: the checkout's build/
+ * may sit under a folder only root may enter. */
 Test(cli_market, show_and_history_read_only_user)
 {
 	char *small = fixture("small.json");
-	char dir[512], path[600], errp[512];
+	char dir[512], path[600], errp[512], bin[512], prog[600];
 	const char *show[] = {"proteusctl", "market", "--db", path,
 			      "--at=2016-03-01T03:30:00Z", NULL};
 	const char *hist[] = {"proteusctl", "history", "--db", path, NULL};
@@ -365,12 +411,32 @@ Test(cli_market, show_and_history_read_only_user)
 	cr_assert_eq(chmod(dir, 0555), 0);
 	cr_assert_eq(chmod(tmp, 0755), 0);
 	cr_assert_eq(stat(path, &sb), 0);
+	/* the program where that user can reach it */
+	snprintf(bin, sizeof(bin), "%s/bin", tmp);
+	snprintf(prog, sizeof(prog), "%s/proteusctl", bin);
+	cr_assert_eq(mkdir(bin, 0755), 0);
+	cr_assert_eq(chmod(bin, 0755), 0);
+	{
+		char *built;
 
-	s = wait_status(spawn_ctl(show, errp, uid));
+		cr_assert_not_null(getenv("PX_BUILD"), "PX_BUILD not set");
+		cr_assert(asprintf(&built, "%s/proteusctl",
+				   getenv("PX_BUILD")) > 0);
+		copy_file(built, prog, 0755);
+		free(built);
+	}
+	if (uid >= 0 && !reachable_by(uid, prog, path)) {
+		chmod(dir, 0755);
+		free(small);
+		cr_skip_test("uid %d cannot reach %s or %s (is %s closed to "
+			"others?)", uid, prog, path, tmp);
+	}
+
+	s = wait_status(spawn_prog(prog, show, errp, uid));
 	t = read_text(errp);
 	cr_assert_eq(s, 0, "show: status %d: %s", s, t);
 	free(t);
-	s = wait_status(spawn_ctl(hist, errp, uid));
+	s = wait_status(spawn_prog(prog, hist, errp, uid));
 	t = read_text(errp);
 	cr_assert_eq(s, 0, "history: status %d: %s", s, t);
 	free(t);

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -208,6 +209,103 @@ Test(trainer_usage, bad_values_refused_before_anything_starts)
 	refused("worker", "--coord: address 'foo://x'", "--coord", "foo://x",
 		NULL, NULL);
 	cr_assert_eq(count_entries(tmp, "pxtrainer."), 0);
+}
+
+/* Numbers are decimal, as typed (hex read "--lr 0x10" as 16), finite,
+ * with nothing before or after; every kind of numeric option alike
+ * (integers, floats, seconds, --stage-at), and the range an error states
+ * is the field's true one (--seed's said 0..18446744073709551616, one
+ * past its largest). */
+Test(trainer_usage, numbers_are_decimal_with_true_ranges)
+{
+	static const char *const bad[][2] = {
+		{ "--lr", "0x10" }, { "--lr", "inf" }, { "--lr", "nan" },
+		{ "--lr", " 1" }, { "--lr", "1e" }, { "--lr", "0.5x" },
+		{ "--momentum", "0x0.8" }, { "--weight-decay", "infinity" },
+		{ "--epochs", "0x10" }, { "--epochs", " 1" },
+		{ "--epochs", "+1" }, { "--batch", "1e2" },
+		{ "--seed", "0x1" }, { "--seed", "-1" },
+		{ "--timeout", "0x10" }, { "--timeout", "inf" },
+		{ "--kill-worker-at", "1e400" }, { "--pause-for", " 2" },
+	};
+	struct pxrun r;
+	char what[80];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(what, sizeof(what), "bad %s '%s'", bad[i][0],
+			 bad[i][1]);
+		refused("local", what, bad[i][0], bad[i][1], NULL, NULL);
+	}
+	refused("train", "bad --lr '0x10'", "--lr", "0x10", NULL, NULL);
+	refused("train", "bad --seed '18446744073709551616' (an integer in "
+		"0..18446744073709551615)", "--seed", "18446744073709551616",
+		NULL, NULL);
+	refused("worker", "bad --job '0x2'", "--job", "0x2", NULL, NULL);
+	refused("worker", "bad --job '18446744073709551616' (an integer in "
+		"0..18446744073709551615)", "--job", "18446744073709551616",
+		NULL, NULL);
+	refused("local", "bad --stage-at '5:+2'", "--stage-at", "5:+2", NULL,
+		NULL);
+	refused("local", "bad --stage-at ' 5:2'", "--stage-at", " 5:2", NULL,
+		NULL);
+	refused("local", "bad --stage-at '0x5:2'", "--stage-at", "0x5:2",
+		NULL, NULL);
+	refused("train", "beyond what a float holds", "--lr", "1e-50", NULL,
+		NULL);
+	/* the largest seed is taken; decimals as people write them are */
+	cr_assert_eq(trainer(&r, "train", SMALL, "--seed",
+			     "18446744073709551615", "--lr", ".05", NULL), 0,
+		     "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(trainer(&r, "train", SMALL, "--lr", "5E-2", NULL), 0,
+		     "%s", r.err);
+	pxrun_free(&r);
+}
+
+/* An epoch is one pass over the samples used, whatever the batch, the
+ * clock's minibatches and the workers: --max-train 300 --batch 300
+ * --epochs 1 trained a clock of 8 minibatches, 8 passes (2400 samples);
+ * a batch over --max-train, sizes that do not divide, and two workers
+ * whose partitions need different numbers of batches (65 and 64
+ * examples, batch 64) each train exactly epochs x max-train samples. */
+Test(trainer_usage, an_epoch_is_one_pass)
+{
+	static const struct {
+		const char *max_train, *batch, *epochs, *workers, *kb;
+	} c[] = {
+		{ "300", "300", "1", "1", "8" },
+		{ "300", "500", "2", "1", "8" },
+		{ "300", "128", "1", "1", "8" },
+		{ "301", "64", "3", "2", "4" },
+		{ "129", "64", "3", "2", "3" },
+		{ "1000", "32", "2", "3", "8" },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct pxrun r;
+		json_t *j;
+		double want = atof(c[i].max_train) * atof(c[i].epochs);
+
+		cr_assert_eq(trainer(&r, "local", "--model", "mlr",
+				     "--max-test", "100", "--threads", "1",
+				     "--max-train", c[i].max_train, "--batch",
+				     c[i].batch, "--epochs", c[i].epochs,
+				     "--workers", c[i].workers,
+				     "--clock-batches", c[i].kb, "--json",
+				     NULL), 0, "%s", r.err);
+		j = json_loads(r.out, 0, NULL);
+		cr_assert_not_null(j, "%s", r.out);
+		cr_assert_eq(json_number_value(json_object_get(j, "samples")),
+			     want, "max-train %s, batch %s, epochs %s, %s "
+			     "workers, clock of %s: %s", c[i].max_train,
+			     c[i].batch, c[i].epochs, c[i].workers, c[i].kb,
+			     r.out);
+		cr_assert_eq(json_number_value(json_object_get(j,
+							       "job_samples")),
+			     want, "%s", r.out);
+		json_decref(j);
+		pxrun_free(&r);
+	}
 }
 
 /* The roles take what proteusd gives them (agent/jobs.c role_argv): the
