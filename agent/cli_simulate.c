@@ -488,7 +488,8 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		printf(", interruptions from %s", base_name(adv));
 	printf("\n\n");
 	printf("%-*s %4s %8s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s\n",
-	       wn, "POLICY", "DONE", "STOP", "COST_USD", "HOURS", "WORK_H", "USD/WORK_H",
+	       wn, "POLICY", "DONE", "STOP", "COST_USD", "HOURS", "WORK_H",
+	       "USD/WORK_H",
 	       "EVICT", "LAUNCH", "INST_H", "FREE_H", "VS_OD", "VS_STD",
 	       orc ? "  X_ORACLE" : "");
 	for (size_t i = 0; i < n; i++) {

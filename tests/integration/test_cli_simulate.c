@@ -643,7 +643,8 @@ Test(cli_simulate, no_work_done_has_no_cost_per_work)
 		char *t = slurp(csv, &len);
 
 		/* the oracle ran by default: a ratio column, empty too */
-		cr_assert(strstr(t, "\nondemand,false,window,13.000000,12.000000,"
+		cr_assert(strstr(t, "\nondemand,false,window,13.000000,"
+				 "12.000000,"
 				 "0.000000,,0,2,24.000000,0.000000,,,\n"), "%s",
 			  t);
 		cr_assert(strstr(t, "\noracle,false,window,0.000000,12.000000,"

@@ -163,7 +163,8 @@ Test(sim_budget, ondemand_by_hand_legacy_hourly)
 	add("us-east-1a", "c3.xlarge", 2 * 86400, 100001);
 	job_from("\"work_hours\": 10, \"instances\": 4, "
 		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
-		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 4}");
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
+		 "\"max_instances\": 4}");
 	cr_assert_eq(policy_lookup("ondemand", &ops, &e), PX_OK);
 	r = run(ops, BILLING_LEGACY_HOURLY, 1200000);
 	cr_assert_eq(r.cost_uusd, 1000000, "cost %lld",
@@ -202,7 +203,8 @@ Test(sim_budget, ondemand_by_hand_per_second)
 	add("us-east-1a", "c3.xlarge", 2 * 86400, 100001);
 	job_from("\"work_hours\": 10, \"instances\": 4, "
 		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
-		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 4}");
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
+		 "\"max_instances\": 4}");
 	cr_assert_eq(policy_lookup("ondemand", &ops, &e), PX_OK);
 	r = run(ops, BILLING_PER_SECOND, 1000000);
 	cr_assert_eq(r.cost_uusd, 1000000, "cost %lld",
