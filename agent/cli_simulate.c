@@ -374,8 +374,9 @@ static json_t *result_json(const struct sim_result *r,
 	const struct sim_result *orc = find_res(all, n, "oracle");
 	double s;
 	json_t *o = json_pack(
-		"{s:s, s:b, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}",
-		"policy", r->policy, "completed", r->completed, "cost_usd",
+		"{s:s, s:b, s:s, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}",
+		"policy", r->policy, "completed", r->completed, "stop",
+		sim_stop_name(r->stop), "cost_usd",
 		jnum(r->cost_usd), "runtime_hours", jnum(r->runtime_hours),
 		"work_done_hours", jnum(r->work_done_hours),
 		"cost_per_work_usd", jnum(cpw(r)),
@@ -486,8 +487,9 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 	if (adv[0])
 		printf(", interruptions from %s", base_name(adv));
 	printf("\n\n");
-	printf("%-*s %4s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s\n",
-	       wn, "POLICY", "DONE", "COST_USD", "HOURS", "WORK_H", "USD/WORK_H",
+	printf("%-*s %4s %8s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s\n",
+	       wn, "POLICY", "DONE", "STOP", "COST_USD", "HOURS", "WORK_H",
+	       "USD/WORK_H",
 	       "EVICT", "LAUNCH", "INST_H", "FREE_H", "VS_OD", "VS_STD",
 	       orc ? "  X_ORACLE" : "");
 	for (size_t i = 0; i < n; i++) {
@@ -500,8 +502,9 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 			snprintf(ro, sizeof ro, " %9.2fx", x);
 		else
 			snprintf(ro, sizeof ro, " %10s", "-");
-		printf("%-*s %4s %11s %9s %9s %10s %6lld %6lld %9s %8s %7s "
-		       "%7s%s\n", wn, r->policy, r->completed ? "yes" : "no",
+		printf("%-*s %4s %8s %11s %9s %9s %10s %6lld %6lld %9s %8s "
+		       "%7s %7s%s\n", wn, r->policy,
+		       r->completed ? "yes" : "no", sim_stop_name(r->stop),
 		       fmt_num(f[0], sizeof f[0], "%.2f", r->cost_usd, "-"),
 		       fmt_num(f[1], sizeof f[1], "%.2f", r->runtime_hours,
 			       "-"),
@@ -536,14 +539,15 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 	if (!f)
 		return px_errorf(err, PX_ESYS | errno, "csv file '%s': %s",
 				 path, strerror(errno));
-	fputs("policy,completed,cost_usd,runtime_hours,work_done_hours,"
+	fputs("policy,completed,stop,cost_usd,runtime_hours,work_done_hours,"
 	      "cost_per_work_usd,evictions,instances_launched,instance_hours,"
 	      "free_hours,savings_vs_ondemand,savings_vs_standard", f);
 	fputs(orc ? ",ratio_to_oracle\n" : "\n", f);
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
-		fprintf(f, "%s,%s,%s,%s,%s,%s,%lld,%lld,%s,%s,", r->policy,
+		fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%s,%s,", r->policy,
 			r->completed ? "true" : "false",
+			sim_stop_name(r->stop),
 			fmt_num(v[0], sizeof v[0], "%.6f", r->cost_usd, ""),
 			fmt_num(v[1], sizeof v[1], "%.6f", r->runtime_hours,
 				""),

@@ -16,6 +16,8 @@ struct cinst {
 	struct billing_acct bill;
 	bool launched;           /* the world confirmed it: bill open */
 	bool ready;              /* contributes work */
+	int64_t reserve_uusd;    /* not launched yet: its forced charge as
+				  * asked (what the budget keeps for it) */
 };
 
 struct ctrl {
@@ -35,6 +37,15 @@ struct ctrl {
 	unsigned why;                /* bits the world's reports added */
 	bool changed;
 	int stage;
+	/* the budget cap (docs/jobspec.md, "The budget is a cap") */
+	bool budget_hit;             /* this step refused or ended an
+				      * instance for the budget */
+	bool budget_out;             /* nothing more can be paid for */
+	bool budget_dirty;           /* the fleet changed: budget_t stale */
+	int64_t budget_t;            /* per-second: the last instant the
+				      * fleet can be paid for, its timer
+				      * set (INT64_MAX: to the end, no
+				      * timer; 0: not computed) */
 	struct ctrl_stats st;
 	struct px_error err;         /* why a call failed (ctrl_error) */
 };
@@ -102,6 +113,54 @@ static long find_slot(const struct ctrl *c, uint64_t id)
 		if (c->pub[i].id == id)
 			return (long)i;
 	return -1;
+}
+
+/* ---- the budget ---- */
+
+static bool has_budget(const struct ctrl *c)
+{
+	return c->env->job->budget_uusd >= 0;
+}
+
+/* What one instance started at now is charged at least, whatever happens
+ * next: legacy-hourly its first hour, per-second its first 60 s (at the
+ * price now; spot: the market's, on-demand: the type's). */
+static int64_t forced_charge(const struct ctrl *c, int64_t now, int market,
+			     int type)
+{
+	struct billing_acct a;
+
+	billing_acct_start(&a, c->env->billing, market >= 0 ?
+			   &c->s.ms->v[c->env->markets[market].market] : NULL,
+			   c->env->types[type].od_uusd, now);
+	return billing_acct_end(&a, now, BILLING_END_USER);
+}
+
+/* The spend committed at t if the fleet ran unchanged until t and was
+ * released then: what has ended, every bill closed by us at t, and the
+ * forced charge of every request not answered yet.  Never decreasing in
+ * t; what the bills come to is at most this (an eviction only waives). */
+static int64_t committed(const struct ctrl *c, int64_t t)
+{
+	int64_t sum = c->cost_ended;
+
+	for (size_t i = 0; i < c->n; i++) {
+		if (!c->priv[i].launched) {
+			sum += c->priv[i].reserve_uusd;
+			continue;
+		}
+		struct billing_acct a = c->priv[i].bill;
+
+		sum += billing_acct_end(&a, t, BILLING_END_USER);
+	}
+	return sum;
+}
+
+/* Whether extra more can be committed at now within the budget. */
+static bool affords(const struct ctrl *c, int64_t now, int64_t extra)
+{
+	return !has_budget(c) ||
+	       committed(c, now) + extra <= c->env->job->budget_uusd;
 }
 
 static enum px_err emit_ev(struct ctrl *c, const struct ctrl_event *e,
@@ -209,6 +268,7 @@ static enum px_err end_inst(struct ctrl *c, int64_t now, size_t slot,
 	e = emit(c, now, provider ? CTRL_EV_EVICTION : CTRL_EV_RELEASE, slot,
 		 why, amount, err);
 	drop_slot(c, slot);
+	c->budget_dirty = true;
 	return e;
 }
 
@@ -220,7 +280,15 @@ static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
 	const struct pol_env *env = c->env;
 	struct pol_instance *v;
 	struct world_req req;
+	int64_t forced = has_budget(c) ? forced_charge(c, now, market, type)
+				       : 0;
 
+	if (!affords(c, now, forced)) {
+		/* it would take the committed spend past the budget */
+		c->budget_hit = true;
+		return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, "budget", 0,
+			    err);
+	}
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 64;
 		struct pol_instance *a = px_reallocarray(c->pub, cap,
@@ -245,7 +313,9 @@ static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
 	v->launch_s = now;
 	v->ready_s = now + env->job->startup_seconds;
 	v->period_end_s = now + BILLING_HOUR_S;
+	c->priv[c->n].reserve_uusd = forced;
 	c->n++;
+	c->budget_dirty = true;
 	req = (struct world_req){
 		.id = v->id, .market = market, .type = type,
 		.reliable = reliable, .bid_uusd = v->bid_uusd,
@@ -282,9 +352,18 @@ enum px_err ctrl_launched(struct ctrl *c, int64_t now, uint64_t id)
 	in->launched = true;
 	c->st.instances_launched++;
 	c->changed = true;
+	c->budget_dirty = true;
 	e = emit(c, now, CTRL_EV_LAUNCH, (size_t)s, NULL, 0, err);
 	if (e != PX_OK)
 		return e;
+	if (!affords(c, now, 0)) {
+		/* answered later than asked, at a higher price: what it
+		 * forces is paid, nothing more (docs/jobspec.md) */
+		c->budget_hit = true;
+		e = end_inst(c, now, (size_t)s, false, "budget", err);
+		return e == PX_OK ? c->s.world->release(c->s.world_ctx, id,
+							 err) : e;
+	}
 	if (v->ready_s <= now) {
 		in->ready = true;
 		e = restage(c, now, err);
@@ -304,6 +383,7 @@ enum px_err ctrl_rejected(struct ctrl *c, int64_t now, uint64_t id,
 	if (s < 0 || c->priv[s].launched)
 		return PX_OK;
 	drop_slot(c, (size_t)s);
+	c->budget_dirty = true;
 	return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, why, 0, err);
 }
 
@@ -382,6 +462,12 @@ enum px_err ctrl_timer(struct ctrl *c, int64_t now,
 	long s = find_slot(c, id);
 	struct px_error *err = &c->err;
 
+	if (kind == CTRL_TIMER_HOUR && id == CTRL_BUDGET_TIMER_ID) {
+		/* the last instant the fleet can be paid for: look again */
+		if (now == c->budget_t)
+			c->budget_dirty = true;
+		return PX_OK;
+	}
 	if (kind != CTRL_TIMER_HOUR || s < 0 ||
 	    c->pub[s].period_end_s != now)
 		return PX_OK;
@@ -501,7 +587,9 @@ static enum px_err apply(struct ctrl *c, int64_t now, struct px_error *err)
 }
 
 /* Charge the new hour of the instances whose hour ended now and that kept
- * going; ask for the next hour's timer. */
+ * going; ask for the next hour's timer.  Under legacy-hourly a new hour
+ * the budget cannot pay for is not started: the instance is released at
+ * the hour's end, before it is charged. */
 static enum px_err next_hours(struct ctrl *c, int64_t now,
 			      struct px_error *err)
 {
@@ -513,6 +601,27 @@ static enum px_err next_hours(struct ctrl *c, int64_t now,
 		struct pol_instance *v = &c->pub[s];
 		struct cinst *in = &c->priv[s];
 
+		if (in->bill.model == BILLING_LEGACY_HOURLY &&
+		    has_budget(c)) {
+			struct billing_acct a = in->bill;
+			int64_t before = a.charged_uusd;
+
+			billing_acct_advance(&a, now);
+			if (!affords(c, now, a.charged_uusd - before)) {
+				uint64_t id = v->id;
+				enum px_err e;
+
+				c->budget_hit = true;
+				e = end_inst(c, now, (size_t)s, false,
+					     "budget", err);
+				if (e == PX_OK)
+					e = c->s.world->release(
+						c->s.world_ctx, id, err);
+				if (e != PX_OK)
+					return e;
+				continue;
+			}
+		}
 		billing_acct_advance(&in->bill, now);
 		if (in->bill.model == BILLING_LEGACY_HOURLY)
 			v->hour_uusd = in->bill.last_hour_uusd;
@@ -527,6 +636,75 @@ static enum px_err next_hours(struct ctrl *c, int64_t now,
 	}
 	c->n_hour = 0;
 	return PX_OK;
+}
+
+/* The last instant t >= now (up to the run's end) at which what the
+ * fleet has committed is within the budget; INT64_MAX when it stays
+ * within it to the end. */
+static int64_t budget_last(const struct ctrl *c, int64_t now)
+{
+	const int64_t b = c->env->job->budget_uusd;
+	int64_t end = ctrl_end(c), lo = now, hi, d = 1;
+
+	if (committed(c, now) > b)
+		return now - 1;
+	/* exponential, then binary search: committed() never decreases */
+	for (;;) {
+		if (end - now <= d || d >= (INT64_C(1) << 40)) {
+			hi = end - now <= d ? end : now + d;
+			if (committed(c, hi) <= b)
+				return INT64_MAX;
+			break;
+		}
+		hi = now + d;
+		if (committed(c, hi) > b)
+			break;
+		lo = hi;
+		d *= 2;
+	}
+	while (hi - lo > 1) {          /* committed(lo) <= b < committed(hi) */
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (committed(c, mid) <= b)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* After a step: whether the budget leaves anything to run on, and under
+ * per-second billing a timer at the last second the fleet can be paid
+ * for (legacy-hourly charges only at launches and hour ends, both
+ * checked). */
+static enum px_err budget_step(struct ctrl *c, int64_t now,
+			       struct px_error *err)
+{
+	int64_t t;
+
+	if (!has_budget(c) || c->budget_out)
+		return PX_OK;
+	/* refused or ended for the budget, and nothing left running */
+	if (c->budget_hit && c->n == 0)
+		c->budget_out = true;
+	c->budget_hit = false;
+	if (c->budget_out || c->env->billing != BILLING_PER_SECOND ||
+	    (!c->budget_dirty && c->budget_t > now))
+		return PX_OK;
+	c->budget_dirty = false;
+	t = budget_last(c, now);
+	if (t <= now) {
+		/* not one more second can be paid for */
+		c->budget_out = true;
+		return PX_OK;
+	}
+	if (t == c->budget_t)
+		return PX_OK;           /* that timer is already set */
+	c->budget_t = t;
+	if (t == INT64_MAX)
+		return PX_OK;           /* paid for up to the end */
+	return c->s.world->timer(c->s.world_ctx, t, CTRL_TIMER_HOUR,
+				 CTRL_BUDGET_TIMER_ID, err);
 }
 
 enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
@@ -558,6 +736,8 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 	}
 	if (e == PX_OK && c->n_hour)
 		e = next_hours(c, now, err);
+	if (e == PX_OK)
+		e = budget_step(c, now, err);
 	/* transients that have lasted long enough may move the stage up */
 	if (e == PX_OK)
 		e = restage(c, now, err);
@@ -601,7 +781,8 @@ enum ctrl_stop ctrl_stop(const struct ctrl *c, int64_t now,
 
 	if (p->work_done_h >= j->work_hours)
 		return CTRL_STOP_DONE;
-	if (j->budget_uusd > 0 && c->cost_now >= j->budget_uusd)
+	if (c->budget_out || (j->budget_uusd >= 0 &&
+			       c->cost_now > j->budget_uusd))
 		return CTRL_STOP_BUDGET;
 	if (now >= ctrl_end(c))
 		return CTRL_STOP_DEADLINE;

@@ -162,6 +162,9 @@ enum px_err ctrl_failed(struct ctrl *c, int64_t now, uint64_t id,
 /* A timer asked of the world fired. */
 enum px_err ctrl_timer(struct ctrl *c, int64_t now,
 		       enum ctrl_timer_kind kind, uint64_t id);
+/* The id of the controller's budget timer (kind CTRL_TIMER_HOUR; no
+ * instance has it): a world passes it back like any other. */
+#define CTRL_BUDGET_TIMER_ID 0
 
 /* ---- the step ---- */
 
@@ -180,10 +183,16 @@ enum ctrl_stop {
 	CTRL_RUN = 0,
 	CTRL_STOP_DONE,           /* the work is done */
 	CTRL_STOP_DEADLINE,       /* ctrl_end() reached */
-	CTRL_STOP_BUDGET          /* the cost seen reached the budget */
+	CTRL_STOP_BUDGET          /* the budget pays for nothing more */
 };
-/* Which stop rule holds at now (budget: against the cost of the last
- * ctrl_cost call). */
+/* Which stop rule holds at now.  The budget is a cap (docs/jobspec.md):
+ * the controller starts no instance and no billing hour that would take
+ * the committed spend past it, and under per-second billing asks a timer
+ * (id CTRL_BUDGET_TIMER_ID) for the last second the fleet can be paid
+ * for.  The budget rule holds once nothing more can be paid for: at that
+ * second, or when the budget refused an instance or ended one and none
+ * is left; also (a safety net) when the cost of the last ctrl_cost call
+ * is past the budget. */
 enum ctrl_stop ctrl_stop(const struct ctrl *c, int64_t now,
 			 const struct ctrl_progress *p);
 const char *ctrl_stop_name(enum ctrl_stop s);

@@ -369,8 +369,26 @@ static enum px_err check_result(const struct sim_result *res,
 	return PX_OK;
 }
 
-static enum px_err finish(struct run *r, bool completed)
+const char *sim_stop_name(enum sim_stop s)
 {
+	static const char *const names[] = {
+		[SIM_STOP_DONE] = "done", [SIM_STOP_BUDGET] = "budget",
+		[SIM_STOP_DEADLINE] = "deadline", [SIM_STOP_WINDOW] = "window",
+	};
+
+	return (unsigned)s <= SIM_STOP_WINDOW ? names[s] : "?";
+}
+
+/* Why a run that is not done ends at the run's end: the deadline when it
+ * comes before the window's end. */
+static enum sim_stop end_stop(const struct sim_plan *p, int64_t end)
+{
+	return end < p->end_s ? SIM_STOP_DEADLINE : SIM_STOP_WINDOW;
+}
+
+static enum px_err finish(struct run *r, enum sim_stop stop)
+{
+	bool completed = stop == SIM_STOP_DONE;
 	struct sim_result *res = r->res;
 	const struct ctrl_stats *st = ctrl_stats(r->c);
 	int64_t cost;
@@ -382,6 +400,7 @@ static enum px_err finish(struct run *r, bool completed)
 	if (e != PX_OK)
 		return e;
 	res->completed = completed;
+	res->stop = stop;
 	res->cost_uusd = cost;
 	res->cost_usd = (double)cost / PX_UUSD_PER_USD;
 	res->runtime_hours = (double)(r->now - r->p->start_s) /
@@ -421,6 +440,9 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 		e = cc(r, ctrl_step(r->c, r->now, POL_WHY_START, &pg));
 	if (e == PX_OK)
 		e = record(r);
+	/* a budget that pays for no instance ends the run at its start */
+	if (e == PX_OK && ctrl_stop(r->c, r->now, &pg) == CTRL_STOP_BUDGET)
+		return finish(r, SIM_STOP_BUDGET);
 	while (e == PX_OK) {
 		int64_t tn = r->q.n ? evq_top(&r->q)->t : INT64_MAX;
 		int64_t lim = tn < end ? tn : end;
@@ -442,13 +464,13 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 			if (td <= lim) {
 				r->work = j->work_hours;
 				r->now = td;
-				return finish(r, true);
+				return finish(r, SIM_STOP_DONE);
 			}
 		}
 		if (tn > end) {
 			r->work += r->rate * (double)(end - r->now) / 3600;
 			r->now = end;
-			return finish(r, false);
+			return finish(r, end_stop(p, end));
 		}
 		r->work += r->rate * (double)(tn - r->now) / 3600;
 		r->now = tn;
@@ -466,7 +488,7 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 			e = record(r);
 		if (e == PX_OK &&
 		    ctrl_stop(r->c, r->now, &pg) == CTRL_STOP_BUDGET)
-			return finish(r, false);
+			return finish(r, SIM_STOP_BUDGET);
 	}
 	return e;
 }
@@ -563,8 +585,16 @@ static enum px_err run_oracle(const struct sim_plan *p, bool paid_only,
 		return e;
 	if (!o.done) {
 		/* no plan can finish: nothing to bound, no work done */
+		res->stop = end_stop(p, os.end_s);
 		res->runtime_hours = (double)(os.end_s - p->start_s) /
 				     BILLING_HOUR_S;
+		return check_result(res, err);
+	}
+	if (env->job->budget_uusd >= 0 &&
+	    (int64_t)o.cost_uusd > env->job->budget_uusd) {
+		/* no plan finishes within the budget: the cheapest one would
+		 * be stopped by it, so nothing is spent (docs/simulate.md) */
+		res->stop = SIM_STOP_BUDGET;
 		return check_result(res, err);
 	}
 	res->completed = true;

@@ -69,11 +69,22 @@ struct sim_point {
 	double work_done_h;
 };
 
+/* Why a run ended. */
+enum sim_stop {
+	SIM_STOP_DONE = 0,        /* the work is done (completed) */
+	SIM_STOP_BUDGET,          /* the budget paid for nothing more */
+	SIM_STOP_DEADLINE,        /* the job's deadline */
+	SIM_STOP_WINDOW           /* the end of the window */
+};
+/* "done", "budget", "deadline", "window". */
+const char *sim_stop_name(enum sim_stop s);
+
 /* The result of one run: exactly the fields of `simulate --json`'s
  * results[] entries, plus the cost in micro-USD and the series. */
 struct sim_result {
 	char policy[32];
 	bool completed;
+	enum sim_stop stop;
 	double cost_usd;
 	double runtime_hours;
 	double work_done_hours;
@@ -93,7 +104,10 @@ struct sim_result {
  * sim_run computes the bound instead of running a controller, and its
  * result row is "oracle" (cost: the bound; runtime: the end of the plan
  * that attains it; work: the job's; completed; no evictions, launches or
- * decisions).  Its init refuses every world: it reads the future. */
+ * decisions).  A bound past the job's budget means no plan finishes
+ * within it: the row is then stopped by the budget, with no cost, work
+ * or runtime (as a run whose budget pays for nothing).  Its init refuses
+ * every world: it reads the future. */
 extern const struct policy_ops sim_oracle_ops;
 /* The same bound counting every instance-second as paid ("oracle-paid"):
  * what foresight of prices alone is worth; a bound only on plans that

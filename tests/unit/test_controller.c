@@ -30,6 +30,7 @@ struct fw {
 	bool sync;                 /* confirm launches at once, at now */
 	int64_t now;
 	int acquired, released, timers;
+	int64_t budget_t;          /* the last budget timer asked */
 	uint64_t ids[64];          /* acquired, in order */
 	struct world_req reqs[64];
 };
@@ -57,8 +58,10 @@ static enum px_err fw_release(void *w, uint64_t id, struct px_error *err)
 static enum px_err fw_timer(void *w, int64_t t, enum ctrl_timer_kind k,
 			    uint64_t id, struct px_error *err)
 {
-	(void)t, (void)k, (void)id, (void)err;
+	(void)k, (void)err;
 	((struct fw *)w)->timers++;
+	if (id == CTRL_BUDGET_TIMER_ID)
+		((struct fw *)w)->budget_t = t;
 	return PX_OK;
 }
 
@@ -107,11 +110,14 @@ static const struct policy_ops test_pol = {
 static int n_ev[CTRL_EV_MAX];
 static int64_t released_uusd, done_uusd;
 static int last_stage;
+static int n_budget;          /* rejects and releases "budget" */
 
 static enum px_err sink(const struct ctrl_event *e, void *ctx)
 {
 	(void)ctx;
 	n_ev[e->kind]++;
+	if (e->detail && !strcmp(e->detail, "budget"))
+		n_budget++;
 	if (e->kind == CTRL_EV_RELEASE || e->kind == CTRL_EV_EVICTION)
 		released_uusd += e->amount_uusd;
 	if (e->kind == CTRL_EV_DONE)
@@ -121,12 +127,14 @@ static enum px_err sink(const struct ctrl_event *e, void *ctx)
 	return PX_OK;
 }
 
+static enum billing_model billing = BILLING_LEGACY_HOURLY;
+
 static void setup_job(const char *extra)
 {
 	char js[1024];
 	struct px_error e = {0};
 	struct sim_setup su = {.ms = &ms, .od = &od, .job = &job,
-			       .billing = BILLING_LEGACY_HOURLY};
+			       .billing = billing};
 
 	snprintf(js, sizeof js, JOB_FMT, extra);
 	cr_assert_eq(jobspec_parse(js, strlen(js), "job.json", &job, &e),
@@ -153,6 +161,7 @@ static void setup(void)
 	memset(n_ev, 0, sizeof n_ev);
 	released_uusd = done_uusd = 0;
 	last_stage = 0;
+	n_budget = 0;
 	n_want = 0;
 	plan = NULL;
 }
@@ -337,6 +346,8 @@ Test(controller, stop_rules)
 	ctrl_cost(c, 0);                     /* 0.31 USD: the first hours */
 	cr_assert_eq(ctrl_stop(c, 10, &half), CTRL_RUN);
 	cr_assert_eq(ctrl_stop(c, 10, &all), CTRL_STOP_DONE);
+	/* a cost seen past the budget (here: bills brought past an hour's
+	 * end that no timer reported) stops the run too */
 	ctrl_cost(c, 3600);                  /* second hours: 0.62 USD */
 	cr_assert_eq(ctrl_stop(c, 3600, &half), CTRL_STOP_BUDGET);
 	ctrl_free(c);
@@ -408,5 +419,146 @@ Test(controller, stage_moves_up_on_transients_that_lasted)
 	cr_assert_eq(ctrl_gone(c, 400, f.ids[2], "evicted"), PX_OK);
 	cr_assert_eq(ctrl_gone(c, 401, f.ids[3], "evicted"), PX_OK);
 	cr_assert_eq(ctrl_stage(c), 1, "down at once");
+	ctrl_free(c);
+}
+
+/* ---- the budget is a cap (docs/jobspec.md) ---- */
+
+/* Legacy-hourly: an instance whose first hour would pass the budget is
+ * not started; at an hour's end, one whose next hour would pass it is
+ * released before that hour is charged; with nothing left the budget
+ * stops the run, the bills within the budget. */
+Test(controller, budget_caps_starts_and_hours)
+{
+	struct fw f = {.sync = true};
+	struct ctrl *c;
+	int64_t cost;
+
+	/* on-demand c3.xlarge 0.21, spot c3.2xlarge 0.10 */
+	setup_job(", \"budget_usd\": 0.35");
+	c = mk(&f, false, false);
+	want_fleet(2, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 2, "0.21 + 0.10 fit, a second 0.10 not");
+	cr_assert_eq(n_ev[CTRL_EV_REJECT], 1);
+	cr_assert_eq(n_budget, 1);
+	cr_assert_eq(ctrl_cost(c, 0), 310000);
+	cr_assert_eq(ctrl_stop(c, 0, &none), CTRL_RUN);
+	/* an hour on: neither second hour fits (0.52, 0.41) */
+	cr_assert_eq(ctrl_timer(c, 3600, CTRL_TIMER_HOUR, f.ids[0]), PX_OK);
+	cr_assert_eq(ctrl_timer(c, 3600, CTRL_TIMER_HOUR, f.ids[1]), PX_OK);
+	cr_assert_eq(ctrl_step(c, 3600, 0, &none), PX_OK);
+	cr_assert_eq(f.released, 2);
+	cr_assert_eq(n_budget, 3);
+	cr_assert_eq(ctrl_fleet(c)->n, 0);
+	cr_assert_eq(ctrl_cost(c, 3600), 310000, "no second hour charged");
+	cr_assert_eq(ctrl_stop(c, 3600, &none), CTRL_STOP_BUDGET);
+	cr_assert_str_eq(ctrl_stop_name(CTRL_STOP_BUDGET), "budget");
+	cr_assert_eq(ctrl_finish(c, 3600, false, &cost), PX_OK);
+	cr_assert_eq(cost, 310000);
+	ctrl_free(c);
+}
+
+/* A budget with nothing left (proteusd resumes a job with what is left
+ * of it: 0 when it was spent) starts nothing and stops at once. */
+Test(controller, budget_with_nothing_left_starts_nothing)
+{
+	struct fw f = {.sync = true};
+	struct ctrl *c;
+
+	setup_job(", \"budget_usd\": 1");
+	job.budget_uusd = 0;
+	c = mk(&f, false, false);
+	want_fleet(1, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 0);
+	cr_assert_eq(n_budget, 2);
+	cr_assert_eq(ctrl_stop(c, 0, &none), CTRL_STOP_BUDGET);
+	ctrl_free(c);
+}
+
+/* A lost reliable instance is replaced only when the budget pays for
+ * the replacement's first hour. */
+Test(controller, budget_refuses_a_replacement)
+{
+	struct fw f = {.sync = true};
+	struct ctrl *c;
+
+	setup_job(", \"budget_usd\": 0.35");     /* 0.31 spent at 0 */
+	c = mk(&f, true, false);
+	want_fleet(1, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 2);
+	f.now = 500;
+	cr_assert_eq(ctrl_gone(c, 500, f.ids[0], "lost"), PX_OK);
+	cr_assert_eq(f.acquired, 2, "0.31 + 0.21 does not fit");
+	cr_assert_eq(n_budget, 1);
+	cr_assert_eq(ctrl_fleet(c)->n, 1);
+	ctrl_free(c);
+}
+
+/* A world that answers later may open an instance at a higher price
+ * than when it was asked for: when that bill passes the budget it is
+ * released at once, paying what the billing model forces (its first
+ * hour), and the run stops once nothing is left. */
+Test(controller, budget_late_launch_at_a_higher_price)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	struct px_error e = {0};
+	int64_t cost;
+
+	market_set_release(&ms);
+	market_set_init(&ms);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge", 0,
+				    100000, &e), PX_OK);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge", 50,
+				    180000, &e), PX_OK);
+	cr_assert_eq(market_set_add(&ms, "us-east-1a", "c3.2xlarge", 36000,
+				    180000, &e), PX_OK);
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK, "%s", e.msg);
+	setup_job(", \"budget_usd\": 0.15");
+	c = mk(&f, false, false);
+	want[0] = (struct pol_action){.kind = POL_ACQUIRE, .market = 0,
+				      .count = 1, .bid_uusd = 200000};
+	n_want = 1;
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 1, "0.10 at the request fits 0.15");
+	cr_assert_eq(ctrl_launched(c, 100, f.ids[0]), PX_OK);
+	cr_assert_eq(n_budget, 1, "0.18 at the launch does not");
+	cr_assert_eq(f.released, 1);
+	cr_assert_eq(ctrl_fleet(c)->n, 0);
+	cr_assert_eq(ctrl_step(c, 100, 0, &none), PX_OK);
+	cr_assert_eq(ctrl_stop(c, 100, &none), CTRL_STOP_BUDGET);
+	cr_assert_eq(ctrl_finish(c, 100, false, &cost), PX_OK);
+	cr_assert_eq(cost, 180000, "the forced hour, nothing more");
+	ctrl_free(c);
+}
+
+/* Per-second: the controller asks a timer for the last second the fleet
+ * can be paid for, and at that second the budget stops the run with the
+ * bills at most the budget. */
+Test(controller, budget_timer_per_second)
+{
+	struct fw f = {.sync = true};
+	struct ctrl *c;
+	int64_t cost;
+
+	billing = BILLING_PER_SECOND;
+	/* 0.21 + 0.10 per hour: 0.31/h, so 0.155 lasts 1800 s */
+	setup_job(", \"budget_usd\": 0.155");
+	billing = BILLING_LEGACY_HOURLY;
+	c = mk(&f, false, false);
+	want_fleet(1, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 2);
+	cr_assert_eq(f.budget_t, 1800);
+	cr_assert_eq(ctrl_stop(c, 1799, &none), CTRL_RUN);
+	cr_assert_eq(ctrl_timer(c, 1800, CTRL_TIMER_HOUR,
+				CTRL_BUDGET_TIMER_ID), PX_OK);
+	cr_assert_eq(ctrl_step(c, 1800, 0, &none), PX_OK);
+	cr_assert_eq(ctrl_stop(c, 1800, &none), CTRL_STOP_BUDGET);
+	cr_assert_eq(ctrl_finish(c, 1800, false, &cost), PX_OK);
+	cr_assert_eq(cost, 155000);
 	ctrl_free(c);
 }

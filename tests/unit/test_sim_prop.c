@@ -390,6 +390,18 @@ static void check_run(const char *ctx, const struct jobspec *job,
 		cr_assert(r->runtime_hours <= job->deadline_hours + 1e-9,
 			  "%s: runtime %g past the deadline", ctx,
 			  r->runtime_hours);
+	/* the budget is a cap (docs/jobspec.md): never passed, and a run
+	 * is done exactly when it completed */
+	if (job->budget_uusd >= 0)
+		cr_assert(r->cost_uusd <= job->budget_uusd, "%s: cost %lld "
+			  "uusd past the budget %lld", ctx,
+			  (long long)r->cost_uusd,
+			  (long long)job->budget_uusd);
+	cr_assert(r->completed == (r->stop == SIM_STOP_DONE), "%s: completed "
+		  "%d, stop %s", ctx, r->completed, sim_stop_name(r->stop));
+	if (r->stop == SIM_STOP_BUDGET)
+		cr_assert(job->budget_uusd >= 0, "%s: stopped by no budget",
+			  ctx);
 	if (r->completed)
 		cr_assert(r->work_done_hours == job->work_hours, "%s: done "
 			  "with %.17g of %.17g work-hours", ctx,
@@ -487,7 +499,8 @@ static void run_case(uint64_t seed, const struct market_set *slice,
 			     ctx, e.msg);
 		cr_assert_eq(sim_run(plan, &sim_oracle_paid_ops, &r, &e),
 			     PX_OK, "%s: %s", ctx, e.msg);
-		paid = r.cost_uusd;
+		/* a bound past the budget is a run stopped by it, at 0 */
+		paid = r.completed ? r.cost_uusd : INT64_MAX;
 		sim_result_release(&r);
 		cr_assert_eq(sim_run(plan, &sim_oracle_ops, &r, &e), PX_OK,
 			     "%s: %s", ctx, e.msg);
