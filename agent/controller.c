@@ -673,6 +673,15 @@ static int64_t budget_last(const struct ctrl *c, int64_t now)
 	return lo;
 }
 
+/* Whether a reliable (on-demand, reliable-tier) instance is held. */
+static bool reliable_left(const struct ctrl *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->pub[i].reliable && c->pub[i].market < 0)
+			return true;
+	return false;
+}
+
 /* After a step: whether the budget leaves anything to run on, and under
  * per-second billing a timer at the last second the fleet can be paid
  * for (legacy-hourly charges only at launches and hour ends, both
@@ -684,8 +693,13 @@ static enum px_err budget_step(struct ctrl *c, int64_t now,
 
 	if (!has_budget(c) || c->budget_out)
 		return PX_OK;
-	/* refused or ended for the budget, and nothing left running */
-	if (c->budget_hit && c->n == 0)
+	/* refused or ended for the budget, and nothing left running, or
+	 * no reliable instance left where the job has a reliable tier: it
+	 * holds the parameters, so the rest cannot go on without it (a
+	 * daemon job stalled on one spot node after its reliable one was
+	 * let go for the budget) */
+	if (c->budget_hit && (c->n == 0 || (c->env->job->reliable.count > 0 &&
+					    !reliable_left(c))))
 		c->budget_out = true;
 	c->budget_hit = false;
 	if (c->budget_out || c->env->billing != BILLING_PER_SECOND ||

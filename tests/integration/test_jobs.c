@@ -1433,3 +1433,37 @@ Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 	check_books(id, st);
 	json_decref(st);
 }
+
+/* The budget is a cap in the daemon too: one too small for any instance
+ * starts nothing and ends the job at once for the budget ($0); a larger
+ * one ends it for the budget with the cost at most the budget (legacy
+ * hours are checked before they are charged: docs/jobspec.md). */
+Test(jobs, the_budget_is_a_cap)
+{
+	static const char *budgets[] = { "0.000001", "0.4" };
+
+	daemon_up();
+	for (int i = 0; i < 2; i++) {
+		char extra[128];
+		json_t *st;
+		int64_t id;
+		double cost;
+
+		snprintf(extra, sizeof extra, "{\"budget_usd\": %s}",
+			 budgets[i]);
+		write_job(200, extra);
+		id = submit();
+		st = wait_end(id, 120);
+		cr_assert_str_eq(state_of(st), "failed");
+		cr_assert(strstr(json_string_value(json_object_get(st,
+					"error")), "budget"), "%s",
+			  json_string_value(json_object_get(st, "error")));
+		cost = json_number_value(json_object_get(st, "cost_usd"));
+		cr_assert_leq(cost, atof(budgets[i]) + 1e-9,
+			      "budget %s: cost %.6f", budgets[i], cost);
+		if (i == 0)
+			cr_assert_eq(cost, 0.0);
+		json_decref(st);
+	}
+	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
+}
