@@ -121,6 +121,8 @@ struct job {
 	enum ctrl_stop stop;
 	char why[256];           /* why it failed */
 	char note[320];          /* what was changed to fit this host */
+	char src[256];           /* its file, for messages ("job N" after
+				  * a restart) */
 	/* nodes that could not start, and progress (the stall watchdog) */
 	int64_t start_failures;  /* in a row, since a node last started */
 	int64_t node_failures;   /* in all */
@@ -378,6 +380,19 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 		return e;
 	j->start_s = j->req.world.start_s ? j->req.world.start_s :
 		     j->ld.first_s;
+	if (j->req.world.start_s && (j->start_s < j->ld.first_s ||
+				     j->start_s >= j->ld.last_s)) {
+		char at[32], first[32], last[32];
+
+		return px_errorf(err, PX_EINVAL, "%s: world.start: %s is "
+				 "outside the trace %s (it covers %s to %s)",
+				 j->src, px_format_time(j->start_s, at,
+							sizeof at), trace,
+				 px_format_time(j->ld.first_s, first,
+						sizeof first),
+				 px_format_time(j->ld.last_s, last,
+						sizeof last));
+	}
 	if (j->req.world.have_billing)
 		j->billing = j->req.world.billing;
 	else
@@ -1627,6 +1642,7 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 	j->timer = -1;
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
+	snprintf(j->src, sizeof j->src, "%s", name);
 	e = jobreq_parse(text, strlen(text), name, &j->req, err);
 	if (e == PX_OK && j->req.world.kind != JOB_WORLD_LOCAL)
 		e = px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
@@ -2154,6 +2170,7 @@ static void recover_one(struct jobs *js, int64_t id)
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(name, sizeof name, "job %" PRId64, id);
+	snprintf(j->src, sizeof j->src, "%s", name);
 	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
 	if (e == PX_OK)
 		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);

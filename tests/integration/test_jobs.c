@@ -530,6 +530,9 @@ Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
 		  "world.speedup" },
 		{ "{\"reliable\": {\"type\": \"m3.large\", \"count\": "
 		  "10000}}", "reliable.count: 10000" },
+		{ "{\"world\": {\"name\": \"local\", \"start\": "
+		  "\"2019-01-01\"}}", "job.json: world.start: "
+		  "2019-01-01T00:00:00Z is outside the trace" },
 	};
 	struct pxrun r;
 	FILE *f;
