@@ -238,6 +238,25 @@ main() {
 		[ $rc -eq 0 ] || failed=1
 	fi
 
+	# a diverged run on the GPU is a failure that says so (exit 1,
+	# "diverged", nothing on stdout), as on the CPU
+	if [ -n "$gpu" ]; then
+		echo "== diverged --device cuda (--lr 1e6, expect exit 1)" \
+			>>"$OUT/train.log"
+		timeout 150 "$tmp/bin/proteus-trainer" train --device cuda \
+			--model mlp --epochs 1 --lr 1e6 --json \
+			--data "$here/data" >"$tmp/div.out" 2>"$tmp/div.err"
+		rc=$?
+		cat "$tmp/div.err" >>"$OUT/train.log"
+		if [ $rc -eq 1 ] && grep -q diverged "$tmp/div.err" &&
+		   [ ! -s "$tmp/div.out" ]; then
+			status "diverged --device cuda" "ok: rc 1: $(tail -1 "$tmp/div.err")"
+		else
+			status "diverged --device cuda" "FAILED rc $rc: $(tail -1 "$tmp/div.err"); stdout $(wc -c <"$tmp/div.out") bytes"
+			failed=1
+		fi
+	fi
+
 	# the elastic job on the GPU: 2 workers and 2 PS (one reliable,
 	# stage 2), a worker SIGKILLed at 1 s and another added at 2 s
 	if [ -n "$gpu" ]; then
