@@ -349,6 +349,32 @@ static bool set_state(struct job *j, enum store_job_state s)
 
 /* ---- the market of a job ---- */
 
+/* The files a job's spec names are read with the submitter's rights (the
+ * thread's guard, set by the submit); the daemon's own (its configured or
+ * shipped trace, prices and snapshot) with its own rights, still bounded:
+ * as_submitter(false) switches the thread to a copy without the user,
+ * as_submitter(true) back. */
+static _Thread_local const struct px_guard *submitter;
+static _Thread_local struct px_guard own_rights;
+
+static void as_submitter(bool yes)
+{
+	const struct px_guard *g = px_guard_get();
+
+	if (!g)                 /* no guard on this load */
+		return;
+	if (g != &own_rights)
+		submitter = g;
+	if (yes) {
+		px_guard_set(submitter);
+		return;
+	}
+	own_rights = *submitter;
+	own_rights.as_user = false;
+	own_rights.parent = submitter; /* stopped when it is */
+	px_guard_set(&own_rights);
+}
+
 static enum px_err job_load_market(struct job *j, struct px_error *err)
 {
 	const struct jobs_setup *s = &j->js->s;
@@ -373,9 +399,12 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 	market_set_init(&j->ms);
 	j->ld = (struct market_load){ .region = j->req.spec.region,
 				      .product = PRODUCT };
+	as_submitter(j->req.world.trace[0]);
 	e = market_load_files(&j->ms, &trace, 1, &j->ld, err);
+	as_submitter(j->req.world.ondemand[0]);
 	if (e == PX_OK)
 		e = ondemand_table_load(od, &j->od, err);
+	as_submitter(true);
 	if (e != PX_OK)
 		return e;
 	j->start_s = j->req.world.start_s ? j->req.world.start_s :
@@ -407,6 +436,7 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 		const char *p = j->req.spec.spot_advisor[0] ?
 				j->req.spec.spot_advisor : j->adv_cfg;
 
+		as_submitter(j->req.spec.spot_advisor[0]);
 		if (p[0])
 			snprintf(j->adv_path, sizeof j->adv_path, "%s", p);
 		else
@@ -415,6 +445,7 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 		if (e == PX_OK)
 			e = advisor_load(j->adv_path, j->req.spec.region,
 					 &j->adv, err);
+		as_submitter(true);
 		if (e != PX_OK)
 			return e;
 		j->have_adv = true;

@@ -286,10 +286,14 @@ const struct px_guard *px_guard_get(void)
 
 bool px_guard_expired(void)
 {
-	uint64_t d = guard ? __atomic_load_n(&guard->deadline_us,
-					     __ATOMIC_RELAXED) : 0;
+	for (const struct px_guard *g = guard; g; g = g->parent) {
+		uint64_t d = __atomic_load_n(&g->deadline_us,
+					     __ATOMIC_RELAXED);
 
-	return d && px_now_mono_us() > d;
+		if (d && px_now_mono_us() > d)
+			return true;
+	}
+	return false;
 }
 
 void px_guard_stop(struct px_guard *g)

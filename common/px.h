@@ -128,6 +128,7 @@ struct px_guard {
 	int ngroups;                  /* -1: unknown (gid only) */
 	uint64_t max_bytes;           /* 0: no bound */
 	uint64_t deadline_us;         /* px_now_mono_us() bound, 0: none */
+	const struct px_guard *parent; /* its deadline binds too (NULL) */
 };
 /* The guard of this thread: g itself (not a copy), which must outlive its
  * use; NULL clears it.  px_guard_stop: from another thread, make g's

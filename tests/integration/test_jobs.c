@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <grp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -1469,4 +1470,103 @@ Test(jobs, the_budget_is_a_cap)
 		json_decref(st);
 	}
 	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
+}
+
+/* Run the copied proteusctl as uid 65534 (group 0, so that it may use
+ * the 0660 socket), stderr into errp; its exit status. */
+static int submit_as_nobody(const char *prog, const char *errp)
+{
+	pid_t pid = fork();
+	int st;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		gid_t none[1] = {0};
+
+		if (fd < 0 || dup2(fd, 2) < 0 || setgroups(0, none) ||
+		    setgid(0) || setuid(65534))
+			_exit(126);
+		execl(prog, "proteusctl", "--socket", t.sock, "submit", t.job,
+		      (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The daemon reads a spec's files with the submitter's rights: a user
+ * who may use the socket but not read a root-only file is refused,
+ * without a word of the file in the error; root may read it. */
+Test(jobs, files_are_read_with_the_submitters_rights)
+{
+	char secret[600], prices[600], bin[600], prog[700], errp[600],
+	     extra[1400], *text;
+	char *od = px_src_path("etc/ondemand/us-east-1_2016-02_2016-04.json");
+	struct pxrun r;
+	size_t n;
+	struct px_error e = {0};
+	FILE *f;
+
+	char trace[600];
+	char *slice = px_src_path("docs/examples/traces/"
+				  "us-east-1_2016-03-01_7d_linux.json.gz");
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to act as another user");
+	/* the daemon's own trace, root's only: read with its rights */
+	snprintf(trace, sizeof trace, "%s/trace.json.gz", t.tmp);
+	copy_file(slice, trace, 1L << 30);
+	cr_assert_eq(chmod(trace, 0600), 0);
+	free(slice);
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlocal_trace %s\n", t.db,
+		t.sock, trace);
+	fclose(f);
+	start_daemon();
+	cr_assert_eq(chmod(t.tmp, 0755), 0);
+	snprintf(secret, sizeof secret, "%s/secret.json", t.tmp);
+	snprintf(prices, sizeof prices, "%s/prices.json", t.tmp);
+	snprintf(bin, sizeof bin, "%s/bin", t.tmp);
+	snprintf(prog, sizeof prog, "%s/proteusctl", bin);
+	snprintf(errp, sizeof errp, "%s/err", t.tmp);
+	f = fopen(secret, "w");
+	cr_assert_not_null(f);
+	fputs("SECRETWORD and more", f);
+	fclose(f);
+	cr_assert_eq(chmod(secret, 0600), 0);
+	copy_file(od, prices, 1L << 30);
+	cr_assert_eq(chmod(prices, 0600), 0);
+	cr_assert_eq(mkdir(bin, 0755), 0);
+	{
+		char *built;
+
+		cr_assert(asprintf(&built, "%s/proteusctl",
+				   getenv("PX_BUILD")) > 0);
+		copy_file(built, prog, 1L << 30);
+		cr_assert_eq(chmod(prog, 0755), 0);
+		free(built);
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(extra, sizeof extra, "{\"world\": {\"name\": "
+			 "\"local\", \"start\": \"2016-03-02\", "
+			 "\"ondemand_prices\": \"%s\"}}", i ? prices : secret);
+		write_job(1, extra);
+		cr_assert_eq(chmod(t.job, 0644), 0);
+		cr_assert_eq(submit_as_nobody(prog, errp), 3);
+		cr_assert_eq(px_read_file(errp, 1 << 20, &text, &n, &e), PX_OK);
+		cr_assert(strstr(text, i ? prices : secret) &&
+			  strstr(text, "ermission denied"), "%s", text);
+		cr_assert_null(strstr(text, "SECRETWORD"), "%s", text);
+		free(text);
+	}
+	/* root may read the same file: the job is taken */
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	/* the user's own readable file is taken from that user, the daemon's
+	 * root-only trace notwithstanding */
+	cr_assert_eq(chmod(prices, 0644), 0);
+	cr_assert_eq(submit_as_nobody(prog, errp), 0);
+	free(od);
 }
