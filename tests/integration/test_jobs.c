@@ -1050,6 +1050,47 @@ Test(jobs, warned_leaves_are_not_losses)
 	cancel(id);
 }
 
+/* Wait until job id has trained a clock (10 s at most). */
+static void wait_progress(int64_t id)
+{
+	json_t *st = NULL;
+
+	for (int i = 0; i < 200 && !st; i++) {
+		st = status(id);
+		if (json_integer_value(json_object_get(st, "clock")) > 0)
+			break;
+		json_decref(st);
+		st = NULL;
+		sleep_ms(50);
+	}
+	cr_assert_not_null(st, "no progress in 10 s");
+	json_decref(st);
+}
+
+/* SIGTERM the daemon: it must be gone within 5 s. */
+static void term_daemon(void)
+{
+	int ws;
+
+	kill(t.pid, SIGTERM);
+	for (int i = 0; i < 100 && waitpid(t.pid, &ws, WNOHANG) == 0; i++)
+		sleep_ms(50);
+	cr_assert(kill(t.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
+	t.pid = 0;
+}
+
+/* A config of our paths plus more lines (may be ""), and the daemon. */
+static void daemon_with(const char *more)
+{
+	FILE *f = fopen(t.conf, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n%s", t.db,
+		t.sock, more);
+	fclose(f);
+	start_daemon();
+}
+
 /* The daemon's log, whole (NUL-terminated, malloc'd). */
 static char *daemon_log(void)
 {
@@ -1071,15 +1112,8 @@ Test(jobs, paths_that_never_open_are_refused_at_once)
 	static const char *fields[] = { "trace", "ondemand_prices" };
 	char fifo[600], extra[1400];
 	struct pxrun r;
-	FILE *f;
-	int st;
 
-	f = fopen(t.conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\nmax_clients "
-		"4\n", t.db, t.sock);
-	fclose(f);
-	start_daemon();
+	daemon_with("max_clients 4\n");
 	snprintf(fifo, sizeof fifo, "%s/fifo", t.tmp);
 	cr_assert_eq(mkfifo(fifo, 0666), 0);
 	/* more than max_clients submits: a slot kept by any would refuse
@@ -1105,11 +1139,7 @@ Test(jobs, paths_that_never_open_are_refused_at_once)
 	pxrun_free(&r);
 	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
 	/* SIGTERM: gone within seconds (no thread left blocked) */
-	kill(t.pid, SIGTERM);
-	for (int i = 0; i < 100 && waitpid(t.pid, &st, WNOHANG) == 0; i++)
-		sleep_ms(50);
-	cr_assert(kill(t.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
-	t.pid = 0;
+	term_daemon();
 }
 
 /* A submitter that leaves while its submission is being read frees its
@@ -1120,15 +1150,9 @@ Test(jobs, a_client_gone_before_its_answer_frees_its_slot)
 	char *line, *log = NULL;
 	json_t *req;
 	struct pxrun r;
-	FILE *f;
 	bool seen = false;
 
-	f = fopen(t.conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\nmax_clients "
-		"2\n", t.db, t.sock);
-	fclose(f);
-	start_daemon();
+	daemon_with("max_clients 2\n");
 	write_job(1, NULL);
 	{
 		json_error_t je;
@@ -1243,14 +1267,11 @@ Test(jobs, a_job_whose_nodes_cannot_start_fails_fast)
 		copy_file(src, dst, i == 2 ? 100000 : 1L << 30);
 	}
 	{
-		FILE *f = fopen(t.conf, "w");
+		char more[700];
 
-		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", t.db,
-			t.sock, dir);
-		fclose(f);
+		snprintf(more, sizeof more, "data_dir %s\n", dir);
+		daemon_with(more);
 	}
-	start_daemon();
 	write_job(1, NULL);
 	id = submit();
 	st = wait_end(id, 60);
@@ -1287,18 +1308,10 @@ Test(jobs, a_job_whose_nodes_cannot_start_fails_fast)
 Test(jobs, a_job_bigger_than_the_host_is_refused_or_capped)
 {
 	struct pxrun r;
-	int most = 0, st;
+	int most = 0;
 	int64_t id;
 
-	{
-		FILE *f = fopen(t.conf, "w");
-
-		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n"
-			"local_max_instances 3\n", t.db, t.sock);
-		fclose(f);
-	}
-	start_daemon();
+	daemon_with("local_max_instances 3\n");
 	write_job(200, "{\"reliable\": {\"type\": \"m3.large\", \"count\": "
 		  "3}}");
 	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s", r.err);
@@ -1329,11 +1342,7 @@ Test(jobs, a_job_bigger_than_the_host_is_refused_or_capped)
 		pxrun_free(&r);
 	}
 	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
-	kill(t.pid, SIGTERM);
-	for (int i = 0; i < 100 && waitpid(t.pid, &st, WNOHANG) == 0; i++)
-		sleep_ms(50);
-	cr_assert(kill(t.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
-	t.pid = 0;
+	term_daemon();
 }
 
 /* Send sig to every trainer process of ours; how many. */
@@ -1360,16 +1369,7 @@ Test(jobs, a_stalled_job_is_stopped_and_says_why)
 	daemon_up();
 	write_job(200, NULL);
 	id = submit();
-	for (int i = 0; i < 200; i++) {
-		st = status(id);
-		if (json_integer_value(json_object_get(st, "clock")) > 0)
-			break;
-		json_decref(st);
-		st = NULL;
-		sleep_ms(50);
-	}
-	cr_assert_not_null(st, "no progress");
-	json_decref(st);
+	wait_progress(id);
 	cr_assert_gt(signal_ours(SIGSTOP), 1);
 	/* nodes the market adds meanwhile are frozen too, before they could
 	 * time out waiting for the frozen coordinator */
@@ -1401,26 +1401,12 @@ Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 	json_t *st = NULL;
 	char *log;
 	int64_t id;
-	int ws;
 
 	daemon_up();
 	write_job(60, NULL);
 	id = submit();
-	for (int i = 0; i < 200; i++) {
-		st = status(id);
-		if (json_integer_value(json_object_get(st, "clock")) > 0)
-			break;
-		json_decref(st);
-		st = NULL;
-		sleep_ms(50);
-	}
-	cr_assert_not_null(st, "no progress");
-	json_decref(st);
-	kill(t.pid, SIGTERM);
-	for (int i = 0; i < 100 && waitpid(t.pid, &ws, WNOHANG) == 0; i++)
-		sleep_ms(50);
-	cr_assert(kill(t.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
-	t.pid = 0;
+	wait_progress(id);
+	term_daemon();
 	log = daemon_log();
 	cr_assert(strstr(log, "job 1 'mlr-local': suspended at market time"),
 		  "%s", log);
@@ -1519,12 +1505,12 @@ Test(jobs, files_are_read_with_the_submitters_rights)
 	copy_file(slice, trace, 1L << 30);
 	cr_assert_eq(chmod(trace, 0600), 0);
 	free(slice);
-	f = fopen(t.conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlocal_trace %s\n", t.db,
-		t.sock, trace);
-	fclose(f);
-	start_daemon();
+	{
+		char more[700];
+
+		snprintf(more, sizeof more, "local_trace %s\n", trace);
+		daemon_with(more);
+	}
 	cr_assert_eq(chmod(t.tmp, 0755), 0);
 	snprintf(secret, sizeof secret, "%s/secret.json", t.tmp);
 	snprintf(prices, sizeof prices, "%s/prices.json", t.tmp);
