@@ -45,3 +45,24 @@ void sim_fixture_teardown(void)
 {
 	market_set_release(&ms);
 }
+
+void sim_volatile_market(uint64_t x)
+{
+	const char *z[] = {"us-east-1a", "us-east-1b"};
+	const char *t[] = {"c3.xlarge", "c3.2xlarge"};
+
+	for (int m = 0; m < 4; m++) {
+		int64_t base = m < 2 ? 60000 : 130000, p = base;
+
+		for (int64_t ts = 0; ts <= 6 * 86400; ts += 300 + m * 7) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			int r = (int)((x >> 33) % 1000);
+
+			if (r < 8)
+				p = base * 12;       /* spike over OD */
+			else if (r < 300)
+				p = base + (int64_t)((x >> 20) % 30000);
+			add(z[m % 2], t[m / 2], ts, p);
+		}
+	}
+}

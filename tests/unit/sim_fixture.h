@@ -18,6 +18,9 @@ extern struct ondemand_table od;
 
 /* One record of market (z, t): price p micro-USD from time ts. */
 void add(const char *z, const char *t, int64_t ts, int64_t p);
+/* A random walk with spikes past on-demand over 2 zones x 2 types
+ * (c3.xlarge, c3.2xlarge), 6 days, drawn from seed x. */
+void sim_volatile_market(uint64_t x);
 /* job from the fixed fields and extra (JSON members, comma-separated). */
 void job_from(const char *extra);
 /* The suites' .init and .fini. */

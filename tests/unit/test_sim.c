@@ -195,25 +195,6 @@ Test(sim, a_figure_out_of_range_is_an_error_not_a_result)
 	sim_plan_free(p);
 }
 
-/* Random walk with spikes over 2 zones x 2 types, 6 days. */
-static void volatile_market(void)
-{
-	uint64_t x = 42;
-	const char *z[] = {"us-east-1a", "us-east-1b"};
-	const char *t[] = {"c3.xlarge", "c3.2xlarge"};
-	for (int m = 0; m < 4; m++) {
-		int64_t base = m < 2 ? 60000 : 130000, p = base;
-		for (int64_t ts = 0; ts <= 6 * 86400; ts += 300 + m * 7) {
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-			int r = (int)((x >> 33) % 1000);
-			if (r < 8)
-				p = base * 12;       /* spike over OD */
-			else if (r < 300)
-				p = base + (int64_t)((x >> 20) % 30000);
-			add(z[m % 2], t[m / 2], ts, p);
-		}
-	}
-}
 
 static void volatile_job(void)
 {
@@ -236,7 +217,7 @@ static void no_future(const char *pol, enum billing_model b)
 	int64_t T = 4 * 86400 + 3 * 3600 + 300;
 	struct sim_result r;
 
-	volatile_market();
+	sim_volatile_market(42);
 	volatile_job();
 	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
 	full = ms;
@@ -284,7 +265,7 @@ Test(sim, no_future_bidbrain_per_second)
 Test(sim, deterministic_for_a_seed)
 {
 	struct sim_result a, b, c;
-	volatile_market();
+	sim_volatile_market(42);
 	volatile_job();
 	a = run("spread", BILLING_PER_SECOND, 0, 0, 11, NULL);
 	b = run("spread", BILLING_PER_SECOND, 0, 0, 11, NULL);
@@ -303,7 +284,7 @@ Test(sim, deterministic_for_a_seed)
 Test(sim, bidbrain_cheaper_per_work_than_baselines)
 {
 	struct sim_result bb, od_r, st;
-	volatile_market();
+	sim_volatile_market(42);
 	volatile_job();
 	bb = run("bidbrain", BILLING_LEGACY_HOURLY, 86400, 0, 1, NULL);
 	od_r = run("ondemand", BILLING_LEGACY_HOURLY, 86400, 0, 1, NULL);

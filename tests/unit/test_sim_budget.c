@@ -13,29 +13,6 @@
 TestSuite(sim_budget, .init = sim_fixture_setup,
 	  .fini = sim_fixture_teardown);
 
-/* Two zones, two types, prices that wander and spike past on-demand
- * (test_sim.c's volatile market). */
-static void volatile_market(void)
-{
-	uint64_t x = 42;
-	const char *z[] = {"us-east-1a", "us-east-1b"};
-	const char *t[] = {"c3.xlarge", "c3.2xlarge"};
-
-	for (int m = 0; m < 4; m++) {
-		int64_t base = m < 2 ? 60000 : 130000, p = base;
-
-		for (int64_t ts = 0; ts <= 6 * 86400; ts += 300 + m * 7) {
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-			int r = (int)((x >> 33) % 1000);
-
-			if (r < 8)
-				p = base * 12;       /* spike over OD */
-			else if (r < 300)
-				p = base + (int64_t)((x >> 20) % 30000);
-			add(z[m % 2], t[m / 2], ts, p);
-		}
-	}
-}
 
 static void budget_job(void)
 {
@@ -129,7 +106,7 @@ static void caps(const struct policy_ops *ops, enum billing_model b)
 
 static void every_policy(enum billing_model b)
 {
-	volatile_market();
+	sim_volatile_market(42);
 	budget_job();
 	for (size_t i = 0; i < policy_count(); i++)
 		caps(policy_at(i), b);
@@ -147,6 +124,23 @@ Test(sim_budget, a_cap_for_every_policy_per_second, .timeout = 240)
 	every_policy(BILLING_PER_SECOND);
 }
 
+/* One market at 0.10/h spot (on-demand 0.50/h), the ondemand policy with
+ * 4 instances, 10 work-hours. */
+static const struct policy_ops *ondemand_by_hand(void)
+{
+	const struct policy_ops *ops = NULL;
+	struct px_error e = {0};
+
+	add("us-east-1a", "c3.xlarge", 0, 100000);
+	add("us-east-1a", "c3.xlarge", 2 * 86400, 100001);
+	job_from("\"work_hours\": 10, \"instances\": 4, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
+		 "\"max_instances\": 4}");
+	cr_assert_eq(policy_lookup("ondemand", &ops, &e), PX_OK);
+	return ops;
+}
+
 /* ondemand, 4 instances at 0.50/h, legacy-hourly: a budget of 1.20 pays
  * for 2 first hours (1.00); the other 2 are refused.  At the hour's end a
  * second hour of either would make 1.50: both are released before it is
@@ -157,15 +151,8 @@ Test(sim_budget, ondemand_by_hand_legacy_hourly)
 {
 	struct sim_result r;
 	const struct policy_ops *ops;
-	struct px_error e = {0};
 
-	add("us-east-1a", "c3.xlarge", 0, 100000);
-	add("us-east-1a", "c3.xlarge", 2 * 86400, 100001);
-	job_from("\"work_hours\": 10, \"instances\": 4, "
-		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
-		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
-		 "\"max_instances\": 4}");
-	cr_assert_eq(policy_lookup("ondemand", &ops, &e), PX_OK);
+	ops = ondemand_by_hand();
 	r = run(ops, BILLING_LEGACY_HOURLY, 1200000);
 	cr_assert_eq(r.cost_uusd, 1000000, "cost %lld",
 		     (long long)r.cost_uusd);
@@ -197,15 +184,8 @@ Test(sim_budget, ondemand_by_hand_per_second)
 {
 	struct sim_result r;
 	const struct policy_ops *ops;
-	struct px_error e = {0};
 
-	add("us-east-1a", "c3.xlarge", 0, 100000);
-	add("us-east-1a", "c3.xlarge", 2 * 86400, 100001);
-	job_from("\"work_hours\": 10, \"instances\": 4, "
-		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
-		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
-		 "\"max_instances\": 4}");
-	cr_assert_eq(policy_lookup("ondemand", &ops, &e), PX_OK);
+	ops = ondemand_by_hand();
 	r = run(ops, BILLING_PER_SECOND, 1000000);
 	cr_assert_eq(r.cost_uusd, 1000000, "cost %lld",
 		     (long long)r.cost_uusd);

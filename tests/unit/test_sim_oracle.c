@@ -150,27 +150,6 @@ Test(sim_oracle, waived_hours_are_free_in_the_bound)
 	sim_result_release(&p);
 }
 
-/* Random walk with spikes over 2 zones x 2 types, 6 days (as test_sim). */
-static void volatile_market(uint64_t x)
-{
-	const char *z[] = {"us-east-1a", "us-east-1b"};
-	const char *t[] = {"c3.xlarge", "c3.2xlarge"};
-
-	for (int m = 0; m < 4; m++) {
-		int64_t base = m < 2 ? 60000 : 130000, p = base;
-
-		for (int64_t ts = 0; ts <= 6 * 86400; ts += 300 + m * 7) {
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-			int r = (int)((x >> 33) % 1000);
-
-			if (r < 8)
-				p = base * 12;
-			else if (r < 300)
-				p = base + (int64_t)((x >> 20) % 30000);
-			add(z[m % 2], t[m / 2], ts, p);
-		}
-	}
-}
 
 /* The bound is below every policy that keeps the tier, for both billing
  * models, several markets, windows and job sizes; oracle-paid is at or
@@ -184,7 +163,7 @@ Test(sim_oracle, below_every_policy)
 	for (uint64_t seed = 1; seed <= 3; seed++) {
 		market_set_release(&ms);
 		market_set_init(&ms);
-		volatile_market(seed * 7919);
+		sim_volatile_market(seed * 7919);
 		cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
 		for (int b = 0; b < 2; b++) {
 			enum billing_model bm = b ? BILLING_PER_SECOND :
