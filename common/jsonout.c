@@ -107,6 +107,23 @@ int px_json_dumpf(json_t *v, FILE *f, size_t flags)
 	return ferror(f) ? -1 : 0;
 }
 
+char *px_json_dumps(json_t *v, size_t flags)
+{
+	char *s = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&s, &len);
+	int rc;
+
+	if (!m)
+		return NULL;
+	rc = px_json_dumpf(v, m, flags);
+	if (fclose(m) != 0 || rc < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 int px_json_put(FILE *f, json_t *v)
 {
 	return px_json_dumpf(v, f, JSON_COMPACT);

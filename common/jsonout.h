@@ -31,6 +31,9 @@ int px_json_put(FILE *f, json_t *v);
  * or -1 when writing failed. */
 int px_json_dumpf(json_t *v, FILE *f, size_t flags);
 
+/* The same as a string (the caller frees), or NULL (out of memory). */
+char *px_json_dumps(json_t *v, size_t flags);
+
 /* uusd micro-USD as dollars: the double nearest the exact decimal. */
 double px_usd(int64_t uusd);
 /* A dollar figure rounded to the micro-dollar, as px_usd would give it
