@@ -2144,6 +2144,7 @@ static void recover_one(struct jobs *js, int64_t id)
 	j->js = js;
 	j->id = id;
 	j->timer = -1;
+	j->acc = j->loss = NAN;         /* not tested in this life yet */
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(name, sizeof name, "job %" PRId64, id);

@@ -738,3 +738,87 @@ Test(jobs_books, status_watch_needs_a_job_id)
 		pxrun_free(&r);
 	}
 }
+
+/* Two jobs running when the daemon is killed, one slot after the restart:
+ * the job left queued shows its figures so far (the ledger's cost, the
+ * accuracy, work and joins of its last progress event), not a fresh
+ * job's zeros. */
+Test(jobs_books, a_resumed_job_still_queued_shows_its_books)
+{
+	int64_t ids[2], queued = 0;
+	json_t *st, *p;
+	FILE *f;
+
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 2\n", t.db, t.sock);
+	fclose(f);
+	start_daemon();
+	write_job(400, NULL);
+	ids[0] = submit();
+	ids[1] = submit();
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 600; i++) {
+			st = status(ids[k]);
+			cr_assert_str_eq(state_of(st), "running");
+			if (json_is_number(json_object_get(st,
+							   "test_accuracy")) &&
+			    num(st, "cost_usd") > 0)
+				break;
+			json_decref(st);
+			st = NULL;
+			sleep_ms(50);
+		}
+		cr_assert_not_null(st, "job %lld: no accuracy in 30 s",
+				   (long long)ids[k]);
+		json_decref(st);
+	}
+	/* a progress event of each with an accuracy */
+	for (int k = 0; k < 2; k++) {
+		bool tested = false;
+
+		for (int i = 0; i < 600 && !tested; i++) {
+			p = last_progress(ids[k]);
+			tested = json_is_number(json_object_get(p,
+							"test_accuracy"));
+			json_decref(p);
+			if (!tested)
+				sleep_ms(50);
+		}
+		cr_assert(tested, "job %lld: no tested progress event",
+			  (long long)ids[k]);
+	}
+	stop_daemon(SIGKILL);
+	cr_assert_eq(processes_after(3000), 0, "nodes outlived the daemon");
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", t.db, t.sock);
+	fclose(f);
+	start_daemon();
+	for (int k = 0; k < 2 && !queued; k++) {
+		st = status(ids[k]);
+		if (!strcmp(state_of(st), "queued"))
+			queued = ids[k];
+		json_decref(st);
+	}
+	cr_assert_gt(queued, 0, "neither job waits");
+	p = last_progress(queued);
+	st = status_checked(queued);
+	cr_assert_str_eq(state_of(st), "queued");
+	cr_assert_float_eq(num(st, "cost_usd"), ledger_uusd(queued) / 1e6,
+			   1e-9);
+	cr_assert_gt(num(st, "cost_usd"), 0);
+	cr_assert_float_eq(num(st, "test_accuracy"), num(p, "test_accuracy"),
+			   1e-9);
+	cr_assert_float_eq(num(st, "test_loss"), num(p, "test_loss"), 1e-9);
+	cr_assert_float_eq(num(st, "work_done"), num(p, "work_done"), 1e-9);
+	cr_assert_gt(num(st, "work_done"), 0);
+	cr_assert_eq(integer(st, "joins"), integer(p, "joins"));
+	cr_assert_eq(integer(st, "losses"), integer(p, "losses"));
+	cr_assert_eq(integer(st, "clock"), integer(p, "clock"));
+	cr_assert_eq(integer(st, "evictions"), events_of(queued, "eviction"));
+	cr_assert_float_eq(num(st, "fleet_ondemand_usd"),
+			   num(p, "fleet_ondemand_usd"), 1e-6);
+	json_decref(st);
+	json_decref(p);
+}
