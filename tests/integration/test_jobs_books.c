@@ -590,6 +590,16 @@ Test(jobs_books, the_whole_job_across_restarts)
 	end = status_checked(id);
 	check_ended(id, end, "ended, this daemon");
 	check_books(id, end);
+	/* its last progress event (written as it ended) has the whole
+	 * job's cost too */
+	{
+		json_t *p = last_progress(id);
+
+		cr_assert_float_eq(num(p, "cost_usd"), ledger_uusd(id) / 1e6,
+				   1e-6, "the last progress event says $%.6f",
+				   num(p, "cost_usd"));
+		json_decref(p);
+	}
 	/* a new daemon: the job from the store alone */
 	stop_daemon(SIGTERM);
 	start_daemon();
