@@ -1709,9 +1709,9 @@ static json_t *detail_get(json_t *o, const char *k)
 /* o (job, name, state, world) with the job's figures from the store
  * alone: the cost is the ledger's sum; evictions, the eviction events;
  * the run's figures, its last progress event (the whole job's since they
- * carry the earlier lives'); policy and billing, its last start (else its
- * spec); the on-demand estimate, from its spec; why it failed, its last
- * "error" event. */
+ * carry the earlier lives'); policy and billing, its last start (else the
+ * parameters of a `simulate --db` run, else its spec); the on-demand
+ * estimate, from its spec; why it failed, its last "error" event. */
 static enum px_err stored_books(struct jobs *js, int64_t id,
 				const struct stored *s, struct px_error *err)
 {
@@ -1743,7 +1743,10 @@ static enum px_err stored_books(struct jobs *js, int64_t id,
 		p = json_loads(l.detail, 0, NULL);
 		at_s = l.at_us / 1000000;
 	}
-	if (last_event(st, id, "start", &l)) {
+	/* a daemon's start, else `simulate --db`'s parameters: both name
+	 * the policy and the billing */
+	if (last_event(st, id, "start", &l) ||
+	    last_event(st, id, "simulate", &l)) {
 		start = json_loads(l.detail, 0, NULL);
 		if (!at_s)
 			at_s = l.at_us / 1000000;

@@ -832,3 +832,38 @@ Test(jobs_books, a_resumed_job_still_queued_shows_its_books)
 	json_decref(st);
 	json_decref(p);
 }
+
+/* A `simulate --db` run in the daemon's database: its status names the
+ * policy it ran (from its parameters, not the spec's default) and its
+ * cost is its ledger's sum, as in `jobs`. */
+Test(jobs_books, a_simulated_run_read_by_the_daemon)
+{
+	char *trace = px_src_path(
+		"docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz");
+	char *od = px_src_path("etc/ondemand/us-east-1_2016-02_2016-04.json");
+	char *job = px_src_path("docs/examples/job-2016-7d-m3large.json");
+	const char *argv[] = {"proteusctl", "simulate", "--trace", trace,
+			      "--ondemand-prices", od, "--job", job,
+			      "--policy", "ondemand", "--db", t.db, NULL};
+	struct pxrun r;
+	json_t *st, *row;
+
+	cr_assert_eq(pxrun(&r, 60, "proteusctl", argv), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	pxrun_free(&r);
+	daemon_up();
+	st = status_checked(1);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "world")),
+			 "sim");
+	cr_assert_str_eq(json_string_value(json_object_get(st, "policy")),
+			 "ondemand");
+	cr_assert_gt(num(st, "cost_usd"), 0);
+	cr_assert_float_eq(num(st, "cost_usd"), ledger_uusd(1) / 1e6, 1e-9);
+	json_decref(st);
+	row = jobs_row(1);
+	cr_assert_float_eq(num(row, "cost_usd"), ledger_uusd(1) / 1e6, 1e-9);
+	json_decref(row);
+	free(trace);
+	free(od);
+	free(job);
+}
