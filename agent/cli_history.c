@@ -282,7 +282,7 @@ static json_t *run_json(const struct hrun *r)
 	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:f, s:I}", "id",
 			      (json_int_t)r->id, "name", r->name, "state",
 			      r->state, "stored", c, "cost_usd",
-			      (double)r->cost_uusd / 1e6, "events",
+			      px_usd(r->cost_uusd), "events",
 			      (json_int_t)r->n_events);
 	if (!o)
 		return NULL;
@@ -483,8 +483,7 @@ int cli_history(int argc, char **argv)
 		if (job)
 			rc = show_events(st, &v[i], o);
 	}
-	if (!rc && json_dumpf(out, stdout, JSON_INDENT(2) |
-			      JSON_REAL_PRECISION(10)))
+	if (!rc && px_json_dumpf(out, stdout, JSON_INDENT(2)))
 		rc = CLI_EXIT_FAIL;
 	if (!rc)
 		putchar('\n');

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../bidbrain/jobspec.h"
+#include "../common/jsonout.h"
 #include "../common/log.h"
 #include "cli.h"
 #include "proto.h"
@@ -173,7 +174,7 @@ static int ask(struct jargs *a, enum proto_cmd cmd, int64_t id,
 
 static int print_json(json_t *o, size_t flags)
 {
-	if (json_dumpf(o, stdout, flags)) {
+	if (px_json_dumpf(o, stdout, flags)) {
 		log_err("cannot write the output");
 		return CLI_EXIT_FAIL;
 	}
@@ -588,7 +589,7 @@ static void print_event(json_t *ev, bool json)
 	struct tm tm;
 
 	if (json) {
-		json_dumpf(ev, stdout, JSON_COMPACT);
+		(void)px_json_dumpf(ev, stdout, JSON_COMPACT);
 		putchar('\n');
 		return;
 	}

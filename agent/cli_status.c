@@ -11,13 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/jsonout.h"
 #include "../common/log.h"
 #include "cli.h"
 #include "proto.h"
 
 static const char daemon_usage[] =
 	"usage: proteusctl status [--socket PATH] [--json]\n"
-	"       proteusctl status ID [--watch] [--json]  (a job: 'submit --help')\n"
+	"       proteusctl status ID [--watch] [--interval S] [--json]  (a job:\n"
+	"         'submit --help'; --watch and --interval need the ID)\n"
 	"       proteusctl ping [--socket PATH] [--json]\n"
 	"\n"
 	"status: the daemon's pid, uptime, database and schema, world,\n"
@@ -115,7 +117,13 @@ int cli_status(int argc, char **argv)
 	int code;
 
 	/* `status ID`: a job's (cli_jobs.c) */
+	const char *job_opt = NULL;
+
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--watch") ||
+		    !strcmp(argv[i], "--interval") ||
+		    !strncmp(argv[i], "--interval=", 11))
+			job_opt = argv[i];
 		if (!strcmp(argv[i], "--socket") || !strcmp(argv[i],
 							    "--interval")) {
 			i++;
@@ -124,6 +132,12 @@ int cli_status(int argc, char **argv)
 		if (argv[i][0] != '-')
 			return cli_job_status(argc, argv);
 	}
+	/* the daemon's own status is one reading: a job is what is
+	 * watched */
+	if (job_opt)
+		return cli_usage("status", "'%.10s' needs a job id: "
+				 "'proteusctl status ID --watch' (proteusctl "
+				 "jobs lists them)", job_opt);
 	code = daemon_args("status", argc, argv, sock, sizeof(sock), &json);
 	if (code >= 0)
 		return code;
@@ -133,7 +147,7 @@ int cli_status(int argc, char **argv)
 	if (json) {
 		json_object_del(r, "v");
 		json_object_del(r, "ok");
-		json_dumpf(r, stdout, JSON_INDENT(2));
+		(void)px_json_dumpf(r, stdout, JSON_INDENT(2));
 		putchar('\n');
 	} else {
 		up = num(r, "uptime_s");
@@ -180,7 +194,7 @@ int cli_ping(int argc, char **argv)
 				      "pid", num(r, "pid"), "version",
 				      str(r, "version"), "ms", ms);
 
-		if (!o || json_dumpf(o, stdout, JSON_INDENT(2))) {
+		if (!o || px_json_dumpf(o, stdout, JSON_INDENT(2))) {
 			json_decref(o);
 			json_decref(r);
 			log_err("out of memory");

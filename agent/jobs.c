@@ -38,6 +38,7 @@
 #include "../cloudapi/advisor.h"
 #include "../cloudapi/market_load.h"
 #include "../cloudapi/ondemand.h"
+#include "../common/jsonout.h"
 #include "../common/log.h"
 #include "../trainer/dist.h"
 #include "../trainer/dist_int.h"
@@ -169,6 +170,13 @@ struct job {
 	size_t n_od_open, cap_od_open;
 	int64_t od_fleet_uusd;   /* of the instances that ended */
 	double od_before_usd;    /* the same, of the daemon's earlier lives */
+	/* the books of the daemon's earlier lives (recover_one): what the
+	 * ledger held, and the last test figures; a controller counts from
+	 * its own start */
+	int64_t cost_before_uusd;
+	int64_t evictions_before;
+	bool have_test_before;
+	double acc_before, loss_before;
 	int final_stage;         /* once ended: the last stage */
 	int64_t final_evictions; /* and evictions */
 };
@@ -1073,7 +1081,7 @@ static void job_release_run(struct job *j)
 static void progress_event(struct job *j, bool force)
 {
 	uint64_t now = px_now_mono_us();
-	char acc[32];
+	char acc[32], loss[32];
 
 	if (!force && now - j->last_ev_us < PROGRESS_EVENT_MS * 1000ull)
 		return;
@@ -1082,14 +1090,20 @@ static void progress_event(struct job *j, bool force)
 		snprintf(acc, sizeof acc, "%.4f", j->acc);
 	else
 		snprintf(acc, sizeof acc, "null");
+	if (isfinite(j->acc) && isfinite(j->loss))
+		snprintf(loss, sizeof loss, "%.4f", j->loss);
+	else
+		snprintf(loss, sizeof loss, "null");
+	/* the whole job's figures (with the daemon's earlier lives) */
 	job_eventf(j, "progress", "{\"clock\": %" PRId64 ", \"clocks_total\": "
 		   "%" PRId64 ", \"work_done\": %.4f, \"test_accuracy\": %s, "
+		   "\"test_loss\": %s, "
 		   "\"workers\": %d, \"ps\": %d, \"stage\": %d, \"joins\": %"
 		   PRId64 ", \"losses\": %" PRId64 ", \"cost_usd\": %.6f, "
 		   "\"fleet_ondemand_usd\": %.6f}",
-		   j->clock, j->total_clocks, j->frac, acc, j->workers, j->ps,
-		   ctrl_stage(j->c), j->joins, j->losses,
-		   (double)ctrl_cost(j->c, j->t) / 1e6,
+		   j->clock, j->total_clocks, j->frac, acc, loss, j->workers,
+		   j->ps, ctrl_stage(j->c), j->joins, j->losses,
+		   (double)(j->cost_before_uusd + ctrl_cost(j->c, j->t)) / 1e6,
 		   od_fleet_usd(j, j->t));
 }
 
@@ -1815,12 +1829,43 @@ static json_t *fleet_json(struct job *j)
 
 static double usd(int64_t uusd)
 {
-	return uusd < 0 ? 0 : (double)uusd / 1e6;
+	return uusd < 0 ? 0 : px_usd(uusd);
 }
 
 static json_t *num_or_null(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* A dollar figure for JSON: to the micro-dollar, so that it prints as
+ * that decimal (jsonout.h), never negative; null when not known. */
+static json_t *money(double v)
+{
+	return isfinite(v) ? json_real(v > 0 ? px_usd_round(v) : 0.0) :
+			     json_null();
+}
+
+/* The on-demand price of the job's reference type in its region, from its
+ * on-demand table (the daemon's when it names none), micro-USD per hour;
+ * 0 when not known.  For a job without its plan (ended, or read from the
+ * store): a table is a few kB. */
+static int64_t req_ref_od_uusd(struct jobs *js, const struct job_request *q)
+{
+	const char *path = q->world.ondemand[0] ? q->world.ondemand :
+			   js->s.ondemand;
+	const struct ondemand_entry *e;
+	struct ondemand_table t;
+	struct px_error err = {0};
+	int64_t v = 0;
+
+	memset(&t, 0, sizeof t);
+	if (!path || !path[0] || ondemand_table_load(path, &t, &err) != PX_OK)
+		return 0;
+	e = ondemand_table_find(&t, q->spec.region, q->spec.reference_type);
+	if (e)
+		v = e->uusd_per_hour;
+	ondemand_table_release(&t);
+	return v;
 }
 
 /* The on-demand price of the reference type: what the work would cost on
@@ -1829,35 +1874,109 @@ static int64_t ref_od_uusd(struct job *j)
 {
 	const struct pol_env *env = j->plan ? plan_env(j->plan) : NULL;
 
-	return env ? env->types[env->ref_type].od_uusd : 0;
+	return env ? env->types[env->ref_type].od_uusd :
+		     req_ref_od_uusd(j->js, &j->req);
+}
+
+/* The whole job's cost: the ledger of the daemon's earlier lives and this
+ * controller's bills while it runs; once ended, the ledger's sum. */
+static int64_t job_cost_uusd(struct job *j)
+{
+	if (j->c)
+		return j->cost_before_uusd + ctrl_cost(j->c, j->t);
+	if (j->state == STORE_JOB_QUEUED || j->state == STORE_JOB_RUNNING)
+		return j->cost_before_uusd;
+	return j->cost_uusd;
+}
+
+/* Its evictions in every life: the store's events, else what this daemon
+ * counted. */
+static int64_t job_evictions(struct job *j)
+{
+	const struct ctrl_stats *cs = j->c ? ctrl_stats(j->c) : NULL;
+	struct px_error err = {0};
+	int64_t n;
+
+	if (store_event_count(j->js->s.st, j->id, "eviction", &n, &err) ==
+	    PX_OK)
+		return n;
+	return j->evictions_before + (cs ? cs->evictions : j->final_evictions);
+}
+
+/* The last event of a kind of a job (events are at most 1023 bytes). */
+struct last_ev {
+	bool found;
+	int64_t at_us;
+	char detail[1024];
+};
+
+static enum px_err take_last(const struct store_event *ev, void *ctx)
+{
+	struct last_ev *l = ctx;
+
+	l->found = true;
+	l->at_us = ev->at_us;
+	snprintf(l->detail, sizeof l->detail, "%.*s", (int)ev->detail_len,
+		 ev->detail);
+	return PX_OK;
+}
+
+static bool last_event(struct store *st, int64_t id, const char *kind,
+		       struct last_ev *l)
+{
+	struct px_error err = {0};
+
+	memset(l, 0, sizeof *l);
+	return store_event_last(st, id, kind, take_last, l, &err) == PX_OK &&
+	       l->found;
+}
+
+/* Why a failed job failed: this daemon's reason, else the store's (the
+ * last "error" event: job_end writes the reason as one).  Sets o's
+ * "error"; nothing for a job that did not fail. */
+static void set_error(json_t *o, struct store *st, int64_t id,
+		      enum store_job_state state, const char *why)
+{
+	struct last_ev l;
+
+	if (state != STORE_JOB_FAILED)
+		return;
+	if (why && *why)
+		json_object_set_new(o, "error", json_string(why));
+	else if (last_event(st, id, "error", &l))
+		json_object_set_new(o, "error", json_string(l.detail));
+	else
+		json_object_set_new(o, "error", json_string("not recorded"));
 }
 
 static json_t *status_live(struct job *j)
 {
-	const struct ctrl_stats *cs = j->c ? ctrl_stats(j->c) : NULL;
-	int64_t cost = j->c ? ctrl_cost(j->c, j->t) : j->cost_uusd;
+	int64_t cost = job_cost_uusd(j);
 	double od = usd(ref_od_uusd(j));
 	double proj = j->frac > 0.02 ? usd(cost) / j->frac : NAN;
+	/* a resumed job: the last figures until the trainer tests again */
+	bool before = !isfinite(j->acc) && j->have_test_before;
 	json_t *o;
 
 	if (j->state == STORE_JOB_DONE)
 		proj = usd(cost);
 	o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:I, s:I, s:o, s:o, s:f, "
-		      "s:o, s:f, s:o, s:I, s:I, s:I, s:i, s:i, s:f, s:s}",
+		      "s:o, s:o, s:o, s:I, s:I, s:I, s:i, s:i, s:f, s:s}",
 		      "job", (json_int_t)j->id, "name", j->req.spec.name,
 		      "state", store_job_state_name(j->state),
 		      "world", "local",
 		      "stage", j->c ? ctrl_stage(j->c) : j->final_stage,
 		      "clock", (json_int_t)j->clock,
 		      "clocks_total", (json_int_t)j->total_clocks,
-		      "test_accuracy", num_or_null(j->acc),
-		      "test_loss", num_or_null(j->loss),
+		      "test_accuracy", num_or_null(before ? j->acc_before :
+						   j->acc),
+		      "test_loss", num_or_null(before ? j->loss_before :
+					       j->loss),
 		      "work_done", j->frac,
 		      "fleet", fleet_json(j),
-		      "cost_usd", usd(cost),
-		      "projected_cost_usd", num_or_null(proj),
-		      "evictions", (json_int_t)(cs ? cs->evictions :
-						j->final_evictions),
+		      "cost_usd", money(usd(cost)),
+		      "projected_cost_usd", money(proj),
+		      "evictions", (json_int_t)job_evictions(j),
 		      "joins", (json_int_t)j->joins,
 		      "losses", (json_int_t)j->losses,
 		      "workers", j->workers, "ps", j->ps,
@@ -1867,10 +1986,9 @@ static json_t *status_live(struct job *j)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "ondemand_cost_usd",
-			    json_real(od * j->frac * j->req.spec.work_hours));
+			    money(od * j->frac * j->req.spec.work_hours));
 	json_object_set_new(o, "fleet_ondemand_usd",
-			    json_real(od_fleet_usd(j, j->t ? j->t :
-							     j->start_s)));
+			    money(od_fleet_usd(j, j->t ? j->t : j->start_s)));
 	json_object_set_new(o, "trainer_stage", j->trainer_stage ?
 			    json_integer(j->trainer_stage) : json_null());
 	json_object_set_new(o, "market_time", json_integer(j->t ? j->t :
@@ -1880,40 +1998,147 @@ static json_t *status_live(struct job *j)
 			    json_string(billing_model_name(j->billing)));
 	json_object_set_new(o, "spot_advisor", j->adv_path[0] ?
 			    json_string(j->adv_path) : json_null());
-	if (j->why[0] && j->state == STORE_JOB_FAILED)
-		json_object_set_new(o, "error", json_string(j->why));
+	set_error(o, j->js->s.st, j->id, j->state, j->why);
 	return o;
 }
 
-/* A job this daemon has not run (ended before it started): what the
- * store says. */
+/* A job this daemon has not run (it ended before this daemon started):
+ * what the store says, which holds every life of the job. */
 struct stored {
 	json_t *o;
-	int64_t evictions;
-	char last_progress[512];
+	char *spec;              /* as submitted */
+	enum store_job_state state;
 };
 
 static enum px_err stored_job(const struct store_job *sj, void *ctx)
 {
 	struct stored *s = ctx;
 
+	s->state = sj->state;
 	s->o = json_pack("{s:I, s:s, s:s, s:s}", "job", (json_int_t)sj->id,
 			 "name", sj->name, "state",
 			 store_job_state_name(sj->state), "world",
 			 store_world_name(sj->world));
-	return s->o ? PX_OK : PX_ENOMEM;
+	free(s->spec);
+	s->spec = strndup(sj->spec_json, sj->spec_len);
+	return s->o && s->spec ? PX_OK : PX_ENOMEM;
 }
 
-static enum px_err stored_event(const struct store_event *ev, void *ctx)
+/* A member of JSON text o (a stored event's detail), or NULL. */
+static json_t *detail_get(json_t *o, const char *k)
 {
-	struct stored *s = ctx;
+	return json_is_object(o) ? json_object_get(o, k) : NULL;
+}
 
-	if (!strcmp(ev->kind, "eviction"))
-		s->evictions++;
-	else if (!strcmp(ev->kind, "progress") && ev->detail_len <
-		 sizeof s->last_progress)
-		snprintf(s->last_progress, sizeof s->last_progress, "%s",
-			 ev->detail);
+/* o (job, name, state, world) with the job's figures from the store
+ * alone: the cost is the ledger's sum; evictions, the eviction events;
+ * the run's figures, its last progress event (the whole job's since they
+ * carry the earlier lives'); policy and billing, its last start (else the
+ * parameters of a `simulate --db` run, else its spec); the on-demand
+ * estimate, from its spec; why it failed, its last "error" event. */
+static enum px_err stored_books(struct jobs *js, int64_t id,
+				const struct stored *s, struct px_error *err)
+{
+	struct store *st = js->s.st;
+	struct job_request *q = calloc(1, sizeof *q);
+	struct px_error perr = {0};
+	struct last_ev l;
+	int64_t cost = 0, evictions = 0, starts = 0, at_s = 0;
+	json_t *o = s->o, *p = NULL, *start = NULL, *v;
+	double frac = 0, proj = NAN;
+	bool have_q;
+	const char *k;
+	enum px_err e;
+
+	if (!q)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	e = store_job_cost(st, id, &cost, err);
+	if (e == PX_OK)
+		e = store_event_count(st, id, "eviction", &evictions, err);
+	if (e == PX_OK)
+		e = store_event_count(st, id, "start", &starts, err);
+	if (e != PX_OK) {
+		free(q);
+		return e;
+	}
+	have_q = s->spec && jobreq_parse(s->spec, strlen(s->spec),
+					 "the stored job", q, &perr) == PX_OK;
+	if (last_event(st, id, "progress", &l)) {
+		p = json_loads(l.detail, 0, NULL);
+		at_s = l.at_us / 1000000;
+	}
+	/* a daemon's start, else `simulate --db`'s parameters: both name
+	 * the policy and the billing */
+	if (last_event(st, id, "start", &l) ||
+	    last_event(st, id, "simulate", &l)) {
+		start = json_loads(l.detail, 0, NULL);
+		if (!at_s)
+			at_s = l.at_us / 1000000;
+	}
+	json_object_set_new(o, "stage", json_integer(0));
+	json_object_set_new(o, "clock", json_integer(0));
+	json_object_set_new(o, "clocks_total", json_integer(0));
+	json_object_set_new(o, "test_accuracy", json_null());
+	json_object_set_new(o, "test_loss", json_null());
+	json_object_set_new(o, "work_done", json_real(0));
+	json_object_set_new(o, "fleet", json_array());
+	json_object_set_new(o, "workers", json_integer(0));
+	json_object_set_new(o, "ps", json_integer(0));
+	json_object_set_new(o, "joins", json_integer(0));
+	json_object_set_new(o, "losses", json_integer(0));
+	json_object_set_new(o, "fleet_ondemand_usd", json_real(0));
+	/* the figures of its last progress event, checked */
+	if (json_is_object(p))
+		json_object_foreach(p, k, v) {
+			json_t *had = json_object_get(o, k);
+
+			if (!had || !strcmp(k, "fleet") ||
+			    (json_is_number(had) && !json_is_number(v)) ||
+			    (json_is_number(v) && json_number_value(v) < 0))
+				continue;
+			json_object_set_new(o, k, json_is_integer(had) &&
+					    json_is_real(v) ? json_integer(
+					    (json_int_t)json_real_value(v)) :
+					    json_incref(v));
+		}
+	frac = json_number_value(json_object_get(o, "work_done"));
+	if (s->state == STORE_JOB_DONE)
+		proj = usd(cost);
+	else if (frac > 0.02)
+		proj = usd(cost) / frac;
+	json_object_set_new(o, "cost_usd", money(usd(cost)));
+	json_object_set_new(o, "projected_cost_usd", money(proj));
+	json_object_set_new(o, "evictions", json_integer(evictions));
+	json_object_set_new(o, "samples_per_s", json_real(0));
+	json_object_set_new(o, "fleet_ondemand_usd", money(json_number_value(
+		json_object_get(o, "fleet_ondemand_usd"))));
+	v = detail_get(start, "policy");
+	json_object_set_new(o, "policy", json_is_string(v) ? json_copy(v) :
+			    have_q ? json_string(q->policy) : json_null());
+	v = detail_get(start, "billing");
+	json_object_set_new(o, "billing", json_is_string(v) ? json_copy(v) :
+			    have_q && q->world.have_billing ? json_string(
+			    billing_model_name(q->world.billing)) :
+			    json_null());
+	{
+		int64_t od = have_q ? req_ref_od_uusd(js, q) : 0;
+
+		json_object_set_new(o, "ondemand_cost_usd", od > 0 ?
+				    money(usd(od) * frac *
+					  q->spec.work_hours) : json_null());
+	}
+	json_object_set_new(o, "trainer_stage", json_null());
+	json_object_set_new(o, "market_time", at_s ? json_integer(at_s) :
+			    json_null());
+	json_object_set_new(o, "restarts", json_integer(starts > 1 ?
+							 starts - 1 : 0));
+	json_object_set_new(o, "spot_advisor", have_q &&
+			    q->spec.spot_advisor[0] ?
+			    json_string(q->spec.spot_advisor) : json_null());
+	set_error(o, st, id, s->state, NULL);
+	json_decref(p);
+	json_decref(start);
+	free(q);
 	return PX_OK;
 }
 
@@ -1922,27 +2147,21 @@ static json_t *status_stored(struct jobs *js, int64_t id,
 {
 	struct store_job_filter f = { .id = id };
 	struct stored s = {0};
-	int64_t cost = 0;
-	json_t *p;
 
-	if (store_jobs_each(js->s.st, &f, stored_job, &s, err) != PX_OK)
-		return NULL;
-	if (!s.o)
-		return reply_err(err, PX_ENOENT, "no job %" PRId64, id);
-	if (store_events_each(js->s.st, id, stored_event, &s, err) != PX_OK ||
-	    store_job_cost(js->s.st, id, &cost, err) != PX_OK) {
+	if (store_jobs_each(js->s.st, &f, stored_job, &s, err) != PX_OK) {
 		json_decref(s.o);
+		free(s.spec);
 		return NULL;
 	}
-	json_object_set_new(s.o, "cost_usd", json_real(usd(cost)));
-	json_object_set_new(s.o, "evictions", json_integer(s.evictions));
-	/* the figures of its last progress event */
-	p = json_loads(s.last_progress, 0, NULL);
-	if (json_is_object(p)) {
-		json_object_del(p, "cost_usd");
-		json_object_update_missing(s.o, p);
+	if (!s.o) {
+		free(s.spec);
+		return reply_err(err, PX_ENOENT, "no job %" PRId64, id);
 	}
-	json_decref(p);
+	if (stored_books(js, id, &s, err) != PX_OK) {
+		json_decref(s.o);
+		s.o = NULL;
+	}
+	free(s.spec);
 	return s.o;
 }
 
@@ -1959,45 +2178,69 @@ json_t *jobs_cmd_status(struct jobs *js, json_t *req, struct px_error *err)
 	return status_live(j);
 }
 
+struct list {
+	struct jobs *js;
+	json_t *a;
+	struct px_error *err;
+};
+
+/* A row of `jobs`: its cost, accuracy and work in every life; a job this
+ * daemon runs, live, else the ledger and its last progress event. */
 static enum px_err list_job(const struct store_job *sj, void *ctx)
 {
-	json_t *a = ctx;
-	struct job *j = NULL;
+	struct list *ls = ctx;
+	struct job *j = job_find(ls->js, sj->id);
+	int64_t cost = 0;
+	double acc = NAN, frac = 0;
+	struct last_ev l;
+	enum px_err e;
+	json_t *x;
 
-	(void)j;
-	return json_array_append_new(a, json_pack("{s:I, s:s, s:s, s:s, s:I}",
-		"job", (json_int_t)sj->id, "name", sj->name, "state",
-		store_job_state_name(sj->state), "world",
-		store_world_name(sj->world), "created_us",
-		(json_int_t)sj->created_us)) ? PX_ENOMEM : PX_OK;
+	if (j) {
+		bool before = !isfinite(j->acc) && j->have_test_before;
+
+		cost = job_cost_uusd(j);
+		acc = before ? j->acc_before : j->acc;
+		frac = j->frac;
+	} else {
+		e = store_job_cost(ls->js->s.st, sj->id, &cost, ls->err);
+		if (e != PX_OK)
+			return e;
+		if (last_event(ls->js->s.st, sj->id, "progress", &l)) {
+			json_t *p = json_loads(l.detail, 0, NULL);
+
+			acc = json_number_value(detail_get(p,
+							   "test_accuracy"));
+			if (!json_is_number(detail_get(p, "test_accuracy")))
+				acc = NAN;
+			frac = json_number_value(detail_get(p, "work_done"));
+			json_decref(p);
+		}
+	}
+	x = json_pack("{s:I, s:s, s:s, s:s, s:I, s:o, s:o, s:f}",
+		      "job", (json_int_t)sj->id, "name", sj->name, "state",
+		      store_job_state_name(j ? j->state : sj->state), "world",
+		      store_world_name(sj->world), "created_us",
+		      (json_int_t)sj->created_us, "cost_usd",
+		      money(usd(cost)), "test_accuracy", num_or_null(acc),
+		      "work_done", frac > 0 && frac <= 1 ? frac : 0.0);
+	if (!x || json_array_append_new(ls->a, x))
+		return px_errorf(ls->err, PX_ENOMEM, "out of memory");
+	return PX_OK;
 }
 
 json_t *jobs_cmd_jobs(struct jobs *js, json_t *req, struct px_error *err)
 {
-	json_t *a = json_array();
-	size_t i;
-	json_t *x;
+	struct list ls = { .js = js, .a = json_array(), .err = err };
 
 	(void)req;
-	if (!a)
+	if (!ls.a)
 		return reply_err(err, PX_ENOMEM, "out of memory");
-	if (store_jobs_each(js->s.st, NULL, list_job, a, err) != PX_OK) {
-		json_decref(a);
+	if (store_jobs_each(js->s.st, NULL, list_job, &ls, err) != PX_OK) {
+		json_decref(ls.a);
 		return NULL;
 	}
-	/* live figures for the jobs this daemon runs */
-	json_array_foreach(a, i, x) {
-		struct job *j = job_find(js, json_integer_value(
-			json_object_get(x, "job")));
-
-		if (!j)
-			continue;
-		json_object_set_new(x, "cost_usd", json_real(usd(j->c ?
-			ctrl_cost(j->c, j->t) : j->cost_uusd)));
-		json_object_set_new(x, "test_accuracy", num_or_null(j->acc));
-		json_object_set_new(x, "work_done", json_real(j->frac));
-	}
-	return json_pack("{s:o}", "jobs", a);
+	return json_pack("{s:o}", "jobs", ls.a);
 }
 
 struct ev_walk {
@@ -2038,8 +2281,12 @@ json_t *jobs_cmd_events(struct jobs *js, json_t *req, struct px_error *err)
 				 "integer >= 0) is needed");
 	w.after = after ? json_integer_value(after) : 0;
 	f = (struct store_job_filter){ .id = id };
-	if (store_jobs_each(js->s.st, &f, stored_job, &s, err) != PX_OK)
+	if (store_jobs_each(js->s.st, &f, stored_job, &s, err) != PX_OK) {
+		json_decref(s.o);
+		free(s.spec);
 		return NULL;
+	}
+	free(s.spec);
 	if (!s.o)
 		return reply_err(err, PX_ENOENT, "no job %" PRId64, id);
 	w.a = json_array();
@@ -2072,10 +2319,36 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 	if (!strcmp(ev->kind, "progress")) {
 		json_t *p = json_loads(ev->detail, 0, NULL);
 		json_t *v = json_object_get(p, "fleet_ondemand_usd");
+		json_t *acc = json_object_get(p, "test_accuracy");
+		json_t *loss = json_object_get(p, "test_loss");
+		struct job *j = r->j;
 
 		if (json_is_number(v) && json_number_value(v) >= 0)
-			r->j->od_before_usd = json_number_value(v);
+			j->od_before_usd = json_number_value(v);
+		/* the job's figures so far: its later lives go on from
+		 * them (each progress event carries the earlier lives') */
+		v = json_object_get(p, "work_done");
+		if (json_is_number(v) && json_number_value(v) >= 0 &&
+		    json_number_value(v) <= 1)
+			j->frac = json_number_value(v);
+		v = json_object_get(p, "clock");
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			j->clock = json_integer_value(v);
+		v = json_object_get(p, "joins");
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			j->joins = json_integer_value(v);
+		v = json_object_get(p, "losses");
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			j->losses = json_integer_value(v);
+		if (json_is_number(acc)) {
+			j->have_test_before = true;
+			j->acc_before = json_number_value(acc);
+			j->loss_before = json_is_number(loss) ?
+					 json_number_value(loss) : NAN;
+		}
 		json_decref(p);
+	} else if (!strcmp(ev->kind, "eviction")) {
+		r->j->evictions_before++;
 	}
 	if (!r->first_us || ev->at_us < r->first_us)
 		r->first_us = ev->at_us;
@@ -2198,6 +2471,7 @@ static void recover_one(struct jobs *js, int64_t id)
 	j->js = js;
 	j->id = id;
 	j->timer = -1;
+	j->acc = j->loss = NAN;         /* not tested in this life yet */
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(name, sizeof name, "job %" PRId64, id);
@@ -2238,6 +2512,9 @@ static void recover_one(struct jobs *js, int64_t id)
 	}
 	if (e == PX_OK)
 		e = store_job_cost(js->s.st, id, &spent, &err);
+	/* the ledger so far, closed bills only: this life's controller
+	 * counts from 0 */
+	j->cost_before_uusd = spent;
 	j->next = js->list;
 	js->list = j;
 	if (e != PX_OK) {

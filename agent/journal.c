@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/jsonout.h"
 #include "journal.h"
 
 struct jinst {
@@ -47,7 +48,7 @@ int64_t journal_instance(const struct journal *j, uint64_t id)
 
 static json_t *usd(int64_t uusd)
 {
-	return json_real((double)uusd / 1e6);
+	return json_real(px_usd(uusd));
 }
 
 /* The event's detail as compact JSON (caller frees) or NULL on OOM. */
@@ -93,7 +94,9 @@ static char *event_detail(const struct ctrl_event *ev)
 		json_object_set_new(o, "charge_usd", usd(ev->amount_uusd));
 	if (ev->detail)
 		json_object_set_new(o, "reason", json_string(ev->detail));
-	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	/* every figure exact: JSON_REAL_PRECISION(10) cut a charge of
+	 * $12345.678901 to 12345.6789 */
+	s = px_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
 }

@@ -2,6 +2,7 @@
 #include "jsonout.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,13 +28,26 @@ void px_json_real(double x, char *buf, size_t len)
 		strcat(buf, ".0");
 }
 
-int px_json_put(FILE *f, json_t *v)
+/* A newline and depth levels of indent spaces, when indenting. */
+static void newline(FILE *f, size_t indent, int depth)
 {
+	if (!indent)
+		return;
+	fputc('\n', f);
+	for (int i = 0; i < depth * (int)indent; i++)
+		fputc(' ', f);
+}
+
+static int put(FILE *f, json_t *v, size_t flags, int depth)
+{
+	size_t indent = flags & JSON_MAX_INDENT;
+	bool compact = (flags & JSON_COMPACT) != 0;
+	const char *item_sep = compact || indent ? "," : ", ";
+	const char *key_sep = compact ? ":" : ": ";
 	const char *k;
 	char num[40], *s;
 	json_t *x;
 	size_t i;
-	int rc = 0;
 
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
@@ -46,21 +60,29 @@ int px_json_put(FILE *f, json_t *v)
 			json_decref(key);
 			if (!s)
 				return -1;
-			fprintf(f, "%s%s:", i++ ? "," : "", s);
+			if (i++)
+				fputs(item_sep, f);
+			newline(f, indent, depth + 1);
+			fprintf(f, "%s%s", s, key_sep);
 			free(s);
-			if (px_json_put(f, x) < 0)
+			if (put(f, x, flags, depth + 1) < 0)
 				return -1;
 		}
+		if (i)
+			newline(f, indent, depth);
 		fputc('}', f);
 		break;
 	case JSON_ARRAY:
 		fputc('[', f);
 		json_array_foreach(v, i, x) {
 			if (i)
-				fputc(',', f);
-			if (px_json_put(f, x) < 0)
+				fputs(item_sep, f);
+			newline(f, indent, depth + 1);
+			if (put(f, x, flags, depth + 1) < 0)
 				return -1;
 		}
+		if (json_array_size(v))
+			newline(f, indent, depth);
 		fputc(']', f);
 		break;
 	case JSON_REAL:
@@ -75,7 +97,50 @@ int px_json_put(FILE *f, json_t *v)
 		free(s);
 		break;
 	}
-	if (ferror(f))
-		rc = -1;
-	return rc;
+	return 0;
+}
+
+int px_json_dumpf(json_t *v, FILE *f, size_t flags)
+{
+	if (!v || put(f, v, flags, 0) < 0)
+		return -1;
+	return ferror(f) ? -1 : 0;
+}
+
+char *px_json_dumps(json_t *v, size_t flags)
+{
+	char *s = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&s, &len);
+	int rc;
+
+	if (!m)
+		return NULL;
+	rc = px_json_dumpf(v, m, flags);
+	if (fclose(m) != 0 || rc < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+int px_json_put(FILE *f, json_t *v)
+{
+	return px_json_dumpf(v, f, JSON_COMPACT);
+}
+
+double px_usd(int64_t uusd)
+{
+	return (double)uusd / 1e6;
+}
+
+double px_usd_round(double usd)
+{
+	double u;
+
+	if (!isfinite(usd))
+		return usd;
+	u = round(usd * 1e6);
+	/* no "-0.0" */
+	return u == 0 ? 0.0 : u / 1e6;
 }

@@ -1865,6 +1865,79 @@ out_finalize:
 	return r;
 }
 
+/* Events of job_id of one kind: their count, or (count NULL) the last. */
+static enum px_err event_kind_query(struct store *st, int64_t job_id,
+				    const char *kind, int64_t *ret_count,
+				    store_event_fn fn, void *ctx,
+				    struct px_error *err)
+{
+	static const char count_sql[] =
+		"SELECT count(*) FROM events WHERE job_id IS ?1 AND kind = ?2";
+	static const char last_sql[] =
+		"SELECT id, job_id, instance_id, at_us, kind, detail "
+		"FROM events WHERE job_id IS ?1 AND kind = ?2 "
+		"ORDER BY at_us DESC, id DESC LIMIT 1";
+	struct store_event ev;
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	char who[32];
+	int rc;
+
+	job_label(job_id, who, sizeof(who));
+	if (!kind || !*kind || strlen(kind) >= STORE_NAME_MAX)
+		return px_errorf(err, PX_EINVAL, "events of %s: kind: 1 to "
+				 "%d bytes", who, STORE_NAME_MAX - 1);
+	/* Not cached: fn may re-enter the store (even this function). */
+	rc = sqlite3_prepare_v2(st->db, ret_count ? count_sql : last_sql, -1,
+				&s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "%s '%s' events of %s",
+				  ret_count ? "count" : "last", kind, who);
+	bind_opt_id(s, 1, job_id);
+	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && ret_count) {
+		*ret_count = sqlite3_column_int64(s, 0);
+	} else if (rc == SQLITE_ROW) {
+		memset(&ev, 0, sizeof(ev));
+		ev.id = sqlite3_column_int64(s, 0);
+		ev.job_id = col_opt_id(s, 1);
+		ev.instance_id = col_opt_id(s, 2);
+		ev.at_us = sqlite3_column_int64(s, 3);
+		r = copy_col(s, 4, ev.kind, "event", "kind", ev.id, err);
+		if (r == PX_OK)
+			r = borrow_text(s, 5, &ev.detail, &ev.detail_len,
+					"event", "detail", ev.id, err);
+		if (r == PX_OK)
+			r = fn(&ev, ctx);
+	} else if (rc != SQLITE_DONE) {
+		r = store_fail(st, rc, err, "%s '%s' events of %s",
+			       ret_count ? "count" : "last", kind, who);
+	}
+	sqlite3_finalize(s);
+	return r;
+}
+
+enum px_err store_event_count(struct store *st, int64_t job_id,
+			      const char *kind, int64_t *ret_count,
+			      struct px_error *err)
+{
+	int64_t n = 0;
+	enum px_err r = event_kind_query(st, job_id, kind, &n, NULL, NULL,
+					 err);
+
+	if (r == PX_OK)
+		*ret_count = n;
+	return r;
+}
+
+enum px_err store_event_last(struct store *st, int64_t job_id,
+			     const char *kind, store_event_fn fn, void *ctx,
+			     struct px_error *err)
+{
+	return event_kind_query(st, job_id, kind, NULL, fn, ctx, err);
+}
+
 enum px_err store_ledger_each(struct store *st, int64_t job_id,
 			      store_ledger_fn fn, void *ctx,
 			      struct px_error *err)

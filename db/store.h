@@ -327,6 +327,18 @@ enum px_err store_events_each(struct store *st, int64_t job_id,
 			      store_event_fn fn, void *ctx,
 			      struct px_error *err);
 
+/* How many events of job_id (<= 0: about no job) have this kind (1 to
+ * STORE_NAME_MAX-1 bytes, PX_EINVAL otherwise); 0 for an unknown job. */
+enum px_err store_event_count(struct store *st, int64_t job_id,
+			      const char *kind, int64_t *ret_count,
+			      struct px_error *err);
+/* Call fn once with the last event of job_id of this kind, in the order of
+ * store_events_each (the latest at_us, then the latest id); fn is not
+ * called when there is none.  fn's return is returned; re-entry as for
+ * the walkers. */
+enum px_err store_event_last(struct store *st, int64_t job_id,
+			     const char *kind, store_event_fn fn, void *ctx,
+			     struct px_error *err);
 struct store_ledger_line {
 	int64_t id;
 	int64_t job_id;      /* 0: not charged to a job */

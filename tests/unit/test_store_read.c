@@ -735,3 +735,45 @@ Test(store_read, readonly_refuses_foreign_files, .init = tmp_setup,
 	cr_assert_eq(open_ro_fails(":memory:", msg, sizeof(msg)), PX_ENOENT,
 		     "%s", msg);
 }
+
+/* store_event_count and store_event_last: of one kind, for one job; the
+ * last in the walk's order (latest time, then latest id); none: count 0
+ * and fn not called; a bad kind refused. */
+Test(store_read, last_and_count_of_a_kind)
+{
+	struct store *st = open_rw(":memory:");
+	struct events_seen c = {0};
+	struct px_error err = {0};
+	int64_t a, b, n = -1;
+
+	a = job_add(st, "a", "{}", 0);
+	b = job_add(st, "b", "{}", 0);
+	event_add(st, a, 0, 300, "error", "restarting");
+	event_add(st, a, 0, 100, "eviction", "1");
+	event_add(st, a, 0, 400, "error", "tie, earlier id");
+	event_add(st, a, 0, 400, "error", "the reason");
+	event_add(st, a, 0, 200, "eviction", "2");
+	event_add(st, a, 0, 500, "progress", "later, other kind");
+	event_add(st, b, 0, 900, "error", "other job");
+	event_add(st, b, 0, 900, "eviction", "other job");
+	cr_assert_eq(store_event_count(st, a, "eviction", &n, &err), PX_OK,
+		     "%s", err.msg);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(store_event_count(st, a, "join", &n, &err), PX_OK);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(store_event_count(st, 99, "error", &n, &err), PX_OK);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(store_event_last(st, a, "error", collect_event, &c,
+				      &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(c.n, 1);
+	cr_assert_str_eq(c.detail[0], "the reason");
+	cr_assert_eq(c.v[0].at_us, 400);
+	cr_assert_eq(c.v[0].job_id, a);
+	cr_assert_eq(store_event_last(st, a, "join", collect_event, &c,
+				      &err), PX_OK);
+	cr_assert_eq(c.n, 1, "called for no event");
+	cr_assert_eq(store_event_count(st, a, "", &n, &err), PX_EINVAL);
+	cr_assert_eq(store_event_last(st, a, NULL, collect_event, &c, &err),
+		     PX_EINVAL);
+	store_close(st);
+}

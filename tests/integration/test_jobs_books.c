@@ -1,0 +1,869 @@
+/* test_jobs_books.c -- what proteusd shows of a job comes from the whole
+ * job, not from the daemon's current life: cost, evictions, joins,
+ * losses, accuracy, policy and the on-demand comparison across SIGTERM
+ * and SIGKILL restarts, and for jobs that ended in an earlier life (read
+ * from the store alone), a failed job's reason among them.  Money in
+ * JSON prints as its micro-dollar decimal.  A real daemon and trainer, as
+ * in test_jobs.c, whose fixture this copies. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/px.h"
+#include "pxrun.h"
+
+extern char **environ;
+
+static struct {
+	char *tmp, *conf, *sock, *db, *log, *job;
+	pid_t pid;
+} t;
+
+static void setup(void)
+{
+	t.tmp = px_tmpdir();
+	cr_assert_not_null(t.tmp);
+	cr_assert(asprintf(&t.conf, "%s/p.conf", t.tmp) > 0);
+	cr_assert(asprintf(&t.sock, "%s/p.sock", t.tmp) > 0);
+	cr_assert(asprintf(&t.db, "%s/p.db", t.tmp) > 0);
+	cr_assert(asprintf(&t.log, "%s/log", t.tmp) > 0);
+	cr_assert(asprintf(&t.job, "%s/job.json", t.tmp) > 0);
+}
+
+/* Trainer processes whose command line names our temp dir. */
+static int our_processes(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[8192];
+		size_t k;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		k = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < k; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[k] = 0;
+		if (strstr(buf, "proteus-trainer") && strstr(buf, t.tmp))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Processes die with the daemon (each node watches its parent): wait a
+ * little for the kernel to deliver that. */
+static int processes_after(int ms)
+{
+	int n = our_processes();
+
+	for (int i = 0; i < ms / 50 && n; i++) {
+		sleep_ms(50);
+		n = our_processes();
+	}
+	return n;
+}
+
+/* Whether the daemon is still up, else how it ended, and the end of its
+ * log: for the messages of assertions on what it answers, so that a
+ * daemon gone between two commands says why (exit status or signal). */
+static const char *daemon_said(void)
+{
+	static char buf[3072];
+	int st, n = 0;
+	pid_t p = t.pid > 0 ? waitpid(t.pid, &st, WNOHANG) : -1;
+	FILE *f;
+
+	if (p == 0)
+		n = snprintf(buf, sizeof buf, "proteusd %d running", t.pid);
+	else if (p == t.pid && WIFEXITED(st))
+		n = snprintf(buf, sizeof buf, "proteusd exited %d",
+			     WEXITSTATUS(st));
+	else if (p == t.pid && WIFSIGNALED(st))
+		n = snprintf(buf, sizeof buf, "proteusd killed by signal %d",
+			     WTERMSIG(st));
+	else
+		n = snprintf(buf, sizeof buf, "proteusd: no status");
+	if (p == t.pid)
+		t.pid = 0;      /* reaped here */
+	f = fopen(t.log, "r");
+	if (f) {
+		long size;
+		size_t got;
+
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		fseek(f, size > 2048 ? size - 2048 : 0, SEEK_SET);
+		n += snprintf(buf + n, sizeof buf - (size_t)n,
+			      "; log (%ld bytes) ends:\n", size);
+		got = fread(buf + n, 1, sizeof buf - (size_t)n - 1, f);
+		buf[(size_t)n + got] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+static void stop_daemon(int sig)
+{
+	if (t.pid > 0) {
+		kill(t.pid, sig);
+		waitpid(t.pid, NULL, 0);
+		t.pid = 0;
+	}
+}
+
+static void teardown(void)
+{
+	stop_daemon(SIGKILL);
+	(void)processes_after(2000);
+	px_rmtree(t.tmp);
+	free(t.tmp);
+	free(t.conf);
+	free(t.sock);
+	free(t.db);
+	free(t.log);
+	free(t.job);
+}
+
+TestSuite(jobs_books, .init = setup, .fini = teardown, .timeout = 300);
+
+static int ctl(struct pxrun *r, int timeout_s, const char *a1,
+	       const char *a2, const char *a3, const char *a4)
+{
+	const char *argv[] = { "proteusctl", "--socket", t.sock, a1, a2, a3,
+			       a4, NULL };
+
+	cr_assert_eq(pxrun(r, timeout_s, "proteusctl", argv), 0);
+	return r->status;
+}
+
+/* Start proteusd; fsize > 0: with that RLIMIT_FSIZE (a full disk: writes
+ * past it fail with EFBIG). */
+static void start_daemon_limited(rlim_t fsize)
+{
+	const char *build = getenv("PX_BUILD");
+	char path[4096];
+	char *argv[] = { "proteusd", "--config", t.conf, NULL };
+	struct pxrun r;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/proteusd", build ? build : "build");
+	fd = open(t.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	cr_assert_geq(fd, 0);
+	t.pid = fork();
+	cr_assert_geq(t.pid, 0);
+	if (t.pid == 0) {
+		struct rlimit rl = { fsize, fsize };
+
+		if (fsize && setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(127);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(0);
+		(void)open("/dev/null", O_RDONLY);
+		execv(path, argv);
+		_exit(127);
+	}
+	close(fd);
+	for (int i = 0; i < 100; i++) {
+		int rc = ctl(&r, 5, "ping", NULL, NULL, NULL);
+
+		pxrun_free(&r);
+		if (rc == 0)
+			return;
+		sleep_ms(50);
+	}
+	cr_assert_fail("proteusd did not answer");
+}
+
+static void start_daemon(void)
+{
+	start_daemon_limited(0);
+}
+
+/* Config with the daemon's defaults but our paths (the shipped trace and
+ * prices are found beside build/). */
+static void daemon_up(void)
+{
+	FILE *f = fopen(t.conf, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n", t.db,
+		t.sock);
+	fclose(f);
+	start_daemon();
+}
+
+/* The shipped example with the epochs set; "" extra, or more fields. */
+static void write_job(int epochs, const char *extra)
+{
+	char *src = px_src_path("docs/examples/job-local-mlr.json");
+	json_error_t je;
+	json_t *j = json_load_file(src, 0, &je), *x;
+
+	cr_assert_not_null(j, "%s", je.text);
+	json_object_set_new(json_object_get(j, "trainer"), "epochs",
+			    json_integer(epochs));
+	if (extra && *extra) {
+		x = json_loads(extra, 0, &je);
+		cr_assert_not_null(x, "%s", je.text);
+		json_object_update(j, x);
+		json_decref(x);
+	}
+	cr_assert_eq(json_dump_file(j, t.job, 0), 0);
+	json_decref(j);
+	free(src);
+}
+
+static int64_t submit(void)
+{
+	struct pxrun r;
+	int64_t id;
+
+	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s",
+		     r.err);
+	id = strtoll(r.out, NULL, 10);
+	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
+	pxrun_free(&r);
+	return id;
+}
+
+static json_t *status(int64_t id)
+{
+	char ids[24];
+	struct pxrun r;
+	json_error_t je;
+	json_t *o;
+
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s",
+		     r.err);
+	o = json_loads(r.out, 0, &je);
+	cr_assert_not_null(o, "%s: %s", je.text, r.out);
+	pxrun_free(&r);
+	return o;
+}
+
+static const char *state_of(json_t *o)
+{
+	return json_string_value(json_object_get(o, "state"));
+}
+
+static int64_t sql_int(const char *q)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	cr_assert_eq(sqlite3_open_v2(t.db, &db, SQLITE_OPEN_READONLY, NULL),
+		     SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK,
+		     "%s: %s", q, sqlite3_errmsg(db));
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/* The money of job id adds up: the cost status reports is the ledger's
+ * sum, every instance is closed and charged by exactly one line. */
+static void check_books(int64_t id, json_t *st)
+{
+	char q[512];
+	int64_t sum, open, lines, inst, dup;
+
+	snprintf(q, sizeof q, "SELECT coalesce(sum(amount_uusd), 0) FROM "
+		 "ledger WHERE job_id = %lld", (long long)id);
+	sum = sql_int(q);
+	cr_assert_float_eq(json_number_value(json_object_get(st, "cost_usd")),
+			   (double)sum / 1e6, 1e-6);
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
+		 "AND i.end_us IS NULL", (long long)id);
+	open = sql_int(q);
+	cr_assert_eq(open, 0, "%lld instances never closed", (long long)open);
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld",
+		 (long long)id);
+	inst = sql_int(q);
+	snprintf(q, sizeof q, "SELECT count(*) FROM ledger WHERE job_id = "
+		 "%lld AND instance_id IS NOT NULL", (long long)id);
+	lines = sql_int(q);
+	cr_assert_gt(inst, 0);
+	cr_assert_eq(lines, inst, "%lld instances, %lld ledger lines",
+		     (long long)inst, (long long)lines);
+	snprintf(q, sizeof q, "SELECT count(*) FROM (SELECT instance_id FROM "
+		 "ledger WHERE job_id = %lld GROUP BY instance_id HAVING "
+		 "count(*) > 1)", (long long)id);
+	dup = sql_int(q);
+	cr_assert_eq(dup, 0, "an instance charged twice");
+}
+
+static json_t *wait_end(int64_t id, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 10; i++) {
+		json_t *o = status(id);
+		const char *s = state_of(o);
+
+		if (strcmp(s, "queued") && strcmp(s, "running"))
+			return o;
+		json_decref(o);
+		sleep_ms(100);
+	}
+	cr_assert_fail("job %lld did not end in %d s", (long long)id,
+		       timeout_s);
+	return NULL;
+}
+
+static int64_t ledger_uusd(int64_t id)
+{
+	char q[160];
+
+	snprintf(q, sizeof q, "SELECT coalesce(sum(amount_uusd), 0) FROM "
+		 "ledger WHERE job_id = %lld", (long long)id);
+	return sql_int(q);
+}
+
+static int64_t events_of(int64_t id, const char *kind)
+{
+	char q[200];
+
+	snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE job_id = "
+		 "%lld AND kind = '%s'", (long long)id, kind);
+	return sql_int(q);
+}
+
+static double num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	cr_assert(json_is_number(v), "'%s' is not a number", k);
+	return json_number_value(v);
+}
+
+static int64_t integer(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	cr_assert(json_is_integer(v), "'%s' is not an integer", k);
+	return json_integer_value(v);
+}
+
+/* Every dollar figure ("..._usd": X) in JSON text out has at most 6
+ * decimals: micro-dollars, not 0.50609999999999999. */
+static void money_is_exact(const char *out)
+{
+	int n = 0;
+
+	for (const char *p = out; (p = strstr(p, "_usd\":")); p++) {
+		const char *q = p + 6, *dot;
+		size_t dec = 0;
+
+		while (*q == ' ')
+			q++;
+		if (!strncmp(q, "null", 4))
+			continue;
+		dot = q + strspn(q, "-0123456789");
+		if (*dot == '.')
+			dec = strspn(dot + 1, "0123456789");
+		cr_assert_leq(dec, 6, "a dollar figure with %zu decimals: "
+			      "%.40s", dec, q);
+		n++;
+	}
+	cr_assert_gt(n, 0, "no dollar figure in %s", out);
+}
+
+/* status ID --json, its text checked for money first. */
+static json_t *status_checked(int64_t id)
+{
+	char ids[24];
+	struct pxrun r;
+	json_error_t je;
+	json_t *o;
+
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s; %s",
+		     r.err, daemon_said());
+	money_is_exact(r.out);
+	o = json_loads(r.out, 0, &je);
+	cr_assert_not_null(o, "%s: %s", je.text, r.out);
+	pxrun_free(&r);
+	return o;
+}
+
+/* Wait for the job to have cost something and trained a clock. */
+static json_t *wait_spent(int64_t id)
+{
+	for (int i = 0; i < 600; i++) {
+		json_t *o = status(id);
+
+		cr_assert(!strcmp(state_of(o), "running") ||
+			  !strcmp(state_of(o), "queued"),
+			  "the job ended early: %s", state_of(o));
+		if (num(o, "cost_usd") > 0 && integer(o, "clock") > 0)
+			return o;
+		json_decref(o);
+		sleep_ms(50);
+	}
+	cr_assert_fail("no cost or clock in 30 s");
+	return NULL;
+}
+
+/* The job's last progress event, as JSON. */
+static json_t *last_progress(int64_t id)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	json_t *o = NULL;
+
+	cr_assert_eq(sqlite3_open_v2(t.db, &db, SQLITE_OPEN_READONLY, NULL),
+		     SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT detail FROM events WHERE "
+					"job_id = ? AND kind = 'progress' "
+					"ORDER BY at_us DESC, id DESC LIMIT 1",
+					-1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_int64(s, 1, id);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		o = json_loads((const char *)sqlite3_column_text(s, 0), 0,
+			       NULL);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	cr_assert_not_null(o, "no progress event of job %lld", (long long)id);
+	return o;
+}
+
+/* Right after a restart: the cost is at least the ledger's (the closed
+ * bills of every life, read before), the evictions those stored; joins,
+ * losses, work and the on-demand figure at least what the killed daemon
+ * last stored. */
+static void check_resumed(int64_t id, const char *how)
+{
+	int64_t ledger = ledger_uusd(id), ev0 = events_of(id, "eviction");
+	json_t *was = last_progress(id);
+	json_t *st = status_checked(id);
+	int64_t ev1 = events_of(id, "eviction");
+
+	cr_assert_gt(ledger, 0, "%s: nothing in the ledger", how);
+	cr_assert_geq(num(st, "cost_usd") + 1e-9, (double)ledger / 1e6,
+		      "%s: status says $%.6f, the ledger already holds $%.6f",
+		      how, num(st, "cost_usd"), (double)ledger / 1e6);
+	cr_assert(integer(st, "evictions") >= ev0 &&
+		  integer(st, "evictions") <= ev1, "%s: %lld evictions, the "
+		  "store has %lld", how, (long long)integer(st, "evictions"),
+		  (long long)ev1);
+	cr_assert_geq(integer(st, "joins"), integer(was, "joins"), "%s", how);
+	cr_assert_geq(integer(st, "losses"), integer(was, "losses"), "%s",
+		      how);
+	cr_assert_geq(num(st, "work_done") + 1e-4, num(was, "work_done"),
+		      "%s: work %.4f, was %.4f", how, num(st, "work_done"),
+		      num(was, "work_done"));
+	cr_assert_geq(num(st, "fleet_ondemand_usd") + 1e-6,
+		      num(was, "fleet_ondemand_usd"), "%s", how);
+	if (json_is_number(json_object_get(st, "projected_cost_usd")))
+		cr_assert_geq(num(st, "projected_cost_usd") + 1e-6,
+			      num(st, "cost_usd"), "%s", how);
+	json_decref(st);
+	json_decref(was);
+}
+
+/* The figures of an ended job, as a status (JSON) gives them, against the
+ * store. */
+static void check_ended(int64_t id, json_t *st, const char *how)
+{
+	cr_assert_str_eq(state_of(st), "done", "%s: %s", how,
+			 json_string_value(json_object_get(st, "error")));
+	cr_assert_gt(num(st, "cost_usd"), 0, "%s", how);
+	cr_assert_float_eq(num(st, "cost_usd"), ledger_uusd(id) / 1e6, 1e-9,
+			   "%s", how);
+	cr_assert_eq(integer(st, "evictions"), events_of(id, "eviction"),
+		     "%s", how);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "policy")),
+			 "bidbrain", "%s", how);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "billing")),
+			 "legacy-hourly", "%s", how);
+	cr_assert_gt(num(st, "test_accuracy"), 0.5, "%s", how);
+	cr_assert_gt(num(st, "test_loss"), 0, "%s", how);
+	cr_assert_gt(num(st, "ondemand_cost_usd"), 0, "%s", how);
+	cr_assert_gt(num(st, "fleet_ondemand_usd"), 0, "%s", how);
+	cr_assert_float_eq(num(st, "projected_cost_usd"), num(st, "cost_usd"),
+			   1e-9, "%s", how);
+	cr_assert_float_eq(num(st, "work_done"), 1.0, 1e-9, "%s", how);
+}
+
+/* The job's row of `jobs --json`. */
+static json_t *jobs_row(int64_t id)
+{
+	struct pxrun r;
+	json_error_t je;
+	json_t *o, *x, *row = NULL;
+	size_t i;
+
+	cr_assert_eq(ctl(&r, 10, "jobs", "--json", NULL, NULL), 0, "%s",
+		     r.err);
+	money_is_exact(r.out);
+	o = json_loads(r.out, 0, &je);
+	cr_assert_not_null(o, "%s: %s", je.text, r.out);
+	pxrun_free(&r);
+	json_array_foreach(json_object_get(o, "jobs"), i, x)
+		if (json_integer_value(json_object_get(x, "job")) == id)
+			row = json_incref(x);
+	json_decref(o);
+	cr_assert_not_null(row, "job %lld not listed", (long long)id);
+	return row;
+}
+
+/* The same job, SIGTERM then SIGKILL of the daemon mid-run: after each
+ * restart what status shows is the whole job's (the cost at least the
+ * ledger, the evictions stored, ...); once done, the cost is the ledger's
+ * sum and every figure is there; a daemon started after the end shows the
+ * same figures from the store alone, in status and in jobs. */
+Test(jobs_books, the_whole_job_across_restarts)
+{
+	json_t *was, *end, *st, *row;
+	struct pxrun r;
+	char ids[24];
+	int64_t id;
+
+	daemon_up();
+	write_job(120, NULL);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	was = wait_spent(id);
+	stop_daemon(SIGTERM);
+	cr_assert_eq(processes_after(3000), 0, "nodes outlived the daemon");
+	start_daemon();
+	check_resumed(id, "after SIGTERM");
+	json_decref(was);
+	was = wait_spent(id);
+	/* on until this life has launched and charged on its own */
+	for (int i = 0; i < 600; i++) {
+		json_decref(was);
+		was = status(id);
+		if (num(was, "cost_usd") > ledger_uusd(id) / 1e6 &&
+		    integer(was, "clock") > 0)
+			break;
+		sleep_ms(50);
+	}
+	stop_daemon(SIGKILL);
+	cr_assert_eq(processes_after(3000), 0, "nodes outlived the daemon");
+	start_daemon();
+	check_resumed(id, "after SIGKILL");
+	json_decref(was);
+	end = wait_end(id, 240);
+	json_decref(end);
+	end = status_checked(id);
+	check_ended(id, end, "ended, this daemon");
+	check_books(id, end);
+	/* its last progress event (written as it ended) has the whole
+	 * job's cost too */
+	{
+		json_t *p = last_progress(id);
+
+		cr_assert_float_eq(num(p, "cost_usd"), ledger_uusd(id) / 1e6,
+				   1e-6, "the last progress event says $%.6f",
+				   num(p, "cost_usd"));
+		json_decref(p);
+	}
+	/* a new daemon: the job from the store alone */
+	stop_daemon(SIGTERM);
+	start_daemon();
+	st = status_checked(id);
+	check_ended(id, st, "ended in an earlier life");
+	cr_assert_float_eq(num(st, "test_accuracy"), num(end, "test_accuracy"),
+			   1e-4);
+	cr_assert_float_eq(num(st, "ondemand_cost_usd"),
+			   num(end, "ondemand_cost_usd"),
+			   1e-3 * num(end, "ondemand_cost_usd"));
+	cr_assert_float_eq(num(st, "fleet_ondemand_usd"),
+			   num(end, "fleet_ondemand_usd"), 1e-5);
+	cr_assert_eq(integer(st, "joins"), integer(end, "joins"));
+	cr_assert_eq(integer(st, "losses"), integer(end, "losses"));
+	cr_assert_eq(integer(st, "clocks_total"), integer(end,
+							  "clocks_total"));
+	cr_assert_geq(integer(st, "restarts"), 2);
+	cr_assert(!json_object_get(st, "error"));
+	/* jobs: every column from the whole job */
+	row = jobs_row(id);
+	cr_assert_float_eq(num(row, "cost_usd"), ledger_uusd(id) / 1e6, 1e-9);
+	cr_assert_float_eq(num(row, "test_accuracy"), num(end,
+							  "test_accuracy"),
+			   1e-4);
+	cr_assert_float_eq(num(row, "work_done"), 1.0, 1e-9);
+	json_decref(row);
+	/* the text views */
+	cr_assert_eq(ctl(&r, 10, "status", ids, NULL, NULL), 0, "%s", r.err);
+	{
+		char want[64];
+
+		snprintf(want, sizeof want, "cost     $%.4f\n",
+			 ledger_uusd(id) / 1e6);
+		cr_assert(strstr(r.out, want), "no '%s' in %s", want, r.out);
+	}
+	cr_assert(strstr(r.out, "policy bidbrain)"), "%s", r.out);
+	cr_assert(!strstr(r.out, "not evaluated"), "%s", r.out);
+	cr_assert(!strstr(r.out, "ondemand $0.0000"), "%s", r.out);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "jobs", NULL, NULL, NULL), 0, "%s", r.err);
+	{
+		char want[64];
+
+		snprintf(want, sizeof want, "%.4f", ledger_uusd(id) / 1e6);
+		cr_assert(strstr(r.out, want), "no %s in %s", want, r.out);
+	}
+	cr_assert(strstr(r.out, "%"), "no accuracy: %s", r.out);
+	pxrun_free(&r);
+	json_decref(end);
+	json_decref(st);
+}
+
+/* A job that fails at its start (a data_dir without Fashion-MNIST: its
+ * coordinator exits 3): status --json has the reason in "error" and the
+ * text view an "error" line, from this daemon and from the next, which
+ * reads it from the store; a reason with control characters (as the
+ * store may hold) is shown escaped. */
+Test(jobs_books, a_failed_jobs_reason_in_every_life)
+{
+	const char *want = "coordinator exited with 3";
+	struct pxrun r;
+	char *empty, ids[24], q[256];
+	json_t *st;
+	int64_t id;
+
+	cr_assert(asprintf(&empty, "%s/nodata", t.tmp) > 0);
+	cr_assert_eq(mkdir(empty, 0700), 0);
+	{
+		FILE *f = fopen(t.conf, "w");
+
+		cr_assert_not_null(f);
+		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", t.db,
+			t.sock, empty);
+		fclose(f);
+	}
+	start_daemon();
+	write_job(1, NULL);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	st = wait_end(id, 60);
+	cr_assert_str_eq(state_of(st), "failed");
+	cr_assert(strstr(json_string_value(json_object_get(st, "error")),
+			 want), "%s", json_string_value(json_object_get(st,
+								"error")));
+	json_decref(st);
+	for (int life = 0; life < 2; life++) {
+		cr_assert_eq(ctl(&r, 10, "status", ids, NULL, NULL), 0, "%s",
+			     r.err);
+		cr_assert(strstr(r.out, "\nerror    ") && strstr(r.out, want),
+			  "life %d: %s", life, r.out);
+		pxrun_free(&r);
+		if (life)
+			break;
+		stop_daemon(SIGTERM);
+		start_daemon();
+		st = status_checked(id);
+		cr_assert_str_eq(state_of(st), "failed");
+		cr_assert(json_is_string(json_object_get(st, "error")),
+			  "no error from the store");
+		cr_assert(strstr(json_string_value(json_object_get(st,
+				 "error")), want), "%s",
+			  json_string_value(json_object_get(st, "error")));
+		cr_assert_str_eq(json_string_value(json_object_get(st,
+				 "policy")), "bidbrain");
+		json_decref(st);
+	}
+	/* what the store holds is shown escaped */
+	stop_daemon(SIGTERM);
+	{
+		sqlite3 *db;
+
+		cr_assert_eq(sqlite3_open(t.db, &db), SQLITE_OK);
+		snprintf(q, sizeof q, "UPDATE events SET detail = 'bad' || "
+			 "char(27) || '[2J' || char(10) || 'end' WHERE job_id "
+			 "= %lld AND kind = 'error'", (long long)id);
+		cr_assert_eq(sqlite3_exec(db, q, NULL, NULL, NULL), SQLITE_OK,
+			     "%s", sqlite3_errmsg(db));
+		sqlite3_close(db);
+	}
+	start_daemon();
+	cr_assert_eq(ctl(&r, 10, "status", ids, NULL, NULL), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "error    bad\\x1b[2J\\nend\n"), "%s", r.out);
+	pxrun_free(&r);
+	free(empty);
+}
+
+/* --watch and --interval are a job's: without an id, a usage error that
+ * says so (not "unknown option"). */
+Test(jobs_books, status_watch_needs_a_job_id)
+{
+	static const char *const opts[] = { "--watch", "--interval=2",
+					    "--interval" };
+	struct pxrun r;
+
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		const char *argv[] = { "proteusctl", "--socket",
+				       "/nonexistent/p.sock", "status",
+				       opts[i], i == 2 ? "2" : NULL, NULL };
+
+		cr_assert_eq(pxrun(&r, 10, "proteusctl", argv), 0);
+		cr_assert_eq(r.status, 2, "%s: exit %d: %s", opts[i], r.status,
+			     r.err);
+		cr_assert(strstr(r.err, "needs a job id"), "%s: %s", opts[i],
+			  r.err);
+		cr_assert(!strstr(r.err, "unknown"), "%s", r.err);
+		pxrun_free(&r);
+	}
+}
+
+/* Two jobs running when the daemon is killed, one slot after the restart:
+ * the job left queued shows its figures so far (the ledger's cost, the
+ * accuracy, work and joins of its last progress event), not a fresh
+ * job's zeros. */
+Test(jobs_books, a_resumed_job_still_queued_shows_its_books)
+{
+	int64_t ids[2], queued = 0;
+	json_t *st, *p;
+	FILE *f;
+
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 2\n", t.db, t.sock);
+	fclose(f);
+	start_daemon();
+	write_job(400, NULL);
+	ids[0] = submit();
+	ids[1] = submit();
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 600; i++) {
+			st = status(ids[k]);
+			cr_assert_str_eq(state_of(st), "running");
+			if (json_is_number(json_object_get(st,
+							   "test_accuracy")) &&
+			    num(st, "cost_usd") > 0)
+				break;
+			json_decref(st);
+			st = NULL;
+			sleep_ms(50);
+		}
+		cr_assert_not_null(st, "job %lld: no accuracy in 30 s",
+				   (long long)ids[k]);
+		json_decref(st);
+	}
+	/* a progress event of each with an accuracy */
+	for (int k = 0; k < 2; k++) {
+		bool tested = false;
+
+		for (int i = 0; i < 600 && !tested; i++) {
+			p = last_progress(ids[k]);
+			tested = json_is_number(json_object_get(p,
+							"test_accuracy"));
+			json_decref(p);
+			if (!tested)
+				sleep_ms(50);
+		}
+		cr_assert(tested, "job %lld: no tested progress event",
+			  (long long)ids[k]);
+	}
+	stop_daemon(SIGKILL);
+	cr_assert_eq(processes_after(3000), 0, "nodes outlived the daemon");
+	f = fopen(t.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", t.db, t.sock);
+	fclose(f);
+	start_daemon();
+	for (int k = 0; k < 2 && !queued; k++) {
+		st = status(ids[k]);
+		if (!strcmp(state_of(st), "queued"))
+			queued = ids[k];
+		json_decref(st);
+	}
+	cr_assert_gt(queued, 0, "neither job waits");
+	p = last_progress(queued);
+	st = status_checked(queued);
+	cr_assert_str_eq(state_of(st), "queued");
+	cr_assert_float_eq(num(st, "cost_usd"), ledger_uusd(queued) / 1e6,
+			   1e-9);
+	cr_assert_gt(num(st, "cost_usd"), 0);
+	cr_assert_float_eq(num(st, "test_accuracy"), num(p, "test_accuracy"),
+			   1e-9);
+	cr_assert_float_eq(num(st, "test_loss"), num(p, "test_loss"), 1e-9);
+	cr_assert_float_eq(num(st, "work_done"), num(p, "work_done"), 1e-9);
+	cr_assert_gt(num(st, "work_done"), 0);
+	cr_assert_eq(integer(st, "joins"), integer(p, "joins"));
+	cr_assert_eq(integer(st, "losses"), integer(p, "losses"));
+	cr_assert_eq(integer(st, "clock"), integer(p, "clock"));
+	cr_assert_eq(integer(st, "evictions"), events_of(queued, "eviction"));
+	cr_assert_float_eq(num(st, "fleet_ondemand_usd"),
+			   num(p, "fleet_ondemand_usd"), 1e-6);
+	json_decref(st);
+	json_decref(p);
+}
+
+/* A `simulate --db` run in the daemon's database: its status names the
+ * policy it ran (from its parameters, not the spec's default) and its
+ * cost is its ledger's sum, as in `jobs`. */
+Test(jobs_books, a_simulated_run_read_by_the_daemon)
+{
+	char *trace = px_src_path(
+		"docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz");
+	char *od = px_src_path("etc/ondemand/us-east-1_2016-02_2016-04.json");
+	char *job = px_src_path("docs/examples/job-2016-7d-m3large.json");
+	const char *argv[] = {"proteusctl", "simulate", "--trace", trace,
+			      "--ondemand-prices", od, "--job", job,
+			      "--policy", "ondemand", "--db", t.db, NULL};
+	struct pxrun r;
+	json_t *st, *row;
+
+	cr_assert_eq(pxrun(&r, 60, "proteusctl", argv), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	pxrun_free(&r);
+	daemon_up();
+	st = status_checked(1);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "world")),
+			 "sim");
+	cr_assert_str_eq(json_string_value(json_object_get(st, "policy")),
+			 "ondemand");
+	cr_assert_gt(num(st, "cost_usd"), 0);
+	cr_assert_float_eq(num(st, "cost_usd"), ledger_uusd(1) / 1e6, 1e-9);
+	json_decref(st);
+	row = jobs_row(1);
+	cr_assert_float_eq(num(row, "cost_usd"), ledger_uusd(1) / 1e6, 1e-9);
+	json_decref(row);
+	free(trace);
+	free(od);
+	free(job);
+}
