@@ -2586,6 +2586,9 @@ void jobs_suspend(struct jobs *js)
 		}
 		if (j->state != STORE_JOB_RUNNING)
 			continue;
+		/* the figures of this moment, for the next life's status */
+		if (j->c)
+			progress_event(j, true);
 		/* the local world's instances are this host's processes:
 		 * they end with the daemon; the store keeps the job
 		 * running, and the next start closes their bills at the

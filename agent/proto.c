@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../common/jsonout.h"
 #include "jobreq.h"
 
 /* a submit request: the job, its "file" (a name, NAME_MAX bytes, 6 bytes
@@ -182,7 +183,9 @@ enum px_err proto_request_parse(const char *line, size_t len,
 enum px_err proto_encode(json_t *obj, char **ret_line, size_t *ret_len,
 			 struct px_error *err)
 {
-	char *s = json_dumps(obj, JSON_COMPACT);
+	/* reals in their shortest exact form: a cost of 0.5061 is sent as
+	 * 0.5061, not jansson's 0.50609999999999999 */
+	char *s = px_json_dumps(obj, JSON_COMPACT);
 	size_t n;
 	char *line;
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../agent/proto.h"
 #include "../../common/jsonout.h"
 
 static void real_is(double x, const char *want)
@@ -121,4 +122,19 @@ Test(jsonout, money_prints_as_its_decimal)
 	cr_assert_eq(px_usd_round(-0.0000001), 0.0);
 	cr_assert(!signbit(px_usd_round(-0.0000001)));
 	cr_assert(isnan(px_usd_round(NAN)));
+}
+
+/* The daemon's replies carry money as its decimal too (a raw socket
+ * client, not only proteusctl, reads 0.5061). */
+Test(jsonout, replies_on_the_socket_print_money_exactly)
+{
+	json_t *o = json_pack("{s:b, s:f}", "ok", 1, "cost_usd", 0.5061);
+	char *line = NULL;
+	size_t n = 0;
+
+	cr_assert_eq(proto_encode(o, &line, &n, NULL), PX_OK);
+	cr_assert_str_eq(line, "{\"ok\":true,\"cost_usd\":0.5061}\n");
+	cr_assert_eq(n, strlen(line));
+	free(line);
+	json_decref(o);
 }
