@@ -625,10 +625,12 @@ Test(jobs, kill_9_of_the_daemon_mid_job)
 	unsigned seed = (unsigned)time(NULL);
 
 	int kills = 0;
+	char ended[512] = "";
 
 	daemon_up();
-	/* long enough for every kill to land mid-job */
-	write_job(rounds + 4, NULL);
+	/* long enough for every kill to land mid-job (an epoch is one pass
+	 * over the data: about 0.1 s of training here) */
+	write_job(6 * rounds + 8, NULL);
 	id = submit();
 	for (int k = 0; k < rounds; k++) {
 		json_t *o;
@@ -637,6 +639,9 @@ Test(jobs, kill_9_of_the_daemon_mid_job)
 		o = status(id);
 		if (strcmp(state_of(o), "running") &&
 		    strcmp(state_of(o), "queued")) {
+			snprintf(ended, sizeof ended, "%s: %s", state_of(o),
+				 json_string_value(json_object_get(o,
+								   "error")));
 			json_decref(o);
 			break;
 		}
@@ -647,8 +652,8 @@ Test(jobs, kill_9_of_the_daemon_mid_job)
 			     "outlived the daemon", k);
 		start_daemon();
 	}
-	cr_assert_eq(kills, rounds, "the job ended after %d of %d kills",
-		     kills, rounds);
+	cr_assert_eq(kills, rounds, "the job ended after %d of %d kills (%s)",
+		     kills, rounds, ended);
 	st = wait_end(id, 180);
 	cr_assert_str_eq(state_of(st), "done", "%s",
 			 json_string_value(json_object_get(st, "error")));
