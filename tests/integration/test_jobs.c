@@ -714,7 +714,8 @@ Test(jobs, a_full_disk_fails_cleanly)
 	}
 	cr_assert_not_null(st, "the job was not taken up again");
 	json_decref(st);
-	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
+	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s; %s",
+		     r.err, daemon_said());
 	pxrun_free(&r);
 	st = status(id);
 	check_books(id, st);
