@@ -174,6 +174,8 @@ struct job {
 	 * ledger held, and the last test figures; a controller counts from
 	 * its own start */
 	int64_t cost_before_uusd;
+	int64_t ref_od;          /* on-demand price of the reference type,
+				  * micro-USD/h, once known (0: not yet) */
 	int64_t evictions_before;
 	bool have_test_before;
 	double acc_before, loss_before;
@@ -1061,6 +1063,7 @@ static void cmd_stage(struct job *j, int stage);
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
 static void node_start_failed(void *ctx, uint64_t id, int status);
 static int64_t job_mark(void *ctx);
+static int64_t ref_od_uusd(struct job *j);
 
 static void job_release_run(struct job *j)
 {
@@ -1507,6 +1510,7 @@ static void job_free(struct job *j)
 /* Drop what an ended job no longer needs (its market); keep its figures. */
 static void job_trim(struct job *j)
 {
+	(void)ref_od_uusd(j);   /* kept: the plan goes */
 	plan_free(j->plan);
 	j->plan = NULL;
 	market_set_release(&j->ms);
@@ -1858,8 +1862,20 @@ static int64_t req_ref_od_uusd(struct jobs *js, const struct job_request *q)
 	struct px_error err = {0};
 	int64_t v = 0;
 
+	/* on the loop's thread, a path a submitter named: a regular file
+	 * only, opened without blocking, small (a FIFO put there since
+	 * must not stop the daemon) */
+	struct px_guard g = { .ngroups = -1, .max_bytes = 1 << 20,
+			      .deadline_us = px_now_mono_us() + 1000000 };
+	enum px_err r;
+
 	memset(&t, 0, sizeof t);
-	if (!path || !path[0] || ondemand_table_load(path, &t, &err) != PX_OK)
+	if (!path || !path[0])
+		return 0;
+	px_guard_set(&g);
+	r = ondemand_table_load(path, &t, &err);
+	px_guard_set(NULL);
+	if (r != PX_OK)
 		return 0;
 	e = ondemand_table_find(&t, q->spec.region, q->spec.reference_type);
 	if (e)
@@ -1874,8 +1890,12 @@ static int64_t ref_od_uusd(struct job *j)
 {
 	const struct pol_env *env = j->plan ? plan_env(j->plan) : NULL;
 
-	return env ? env->types[env->ref_type].od_uusd :
-		     req_ref_od_uusd(j->js, &j->req);
+	/* kept once known: a trimmed job reads no file again */
+	if (env)
+		j->ref_od = env->types[env->ref_type].od_uusd;
+	else if (!j->ref_od)
+		j->ref_od = req_ref_od_uusd(j->js, &j->req);
+	return j->ref_od;
 }
 
 /* The whole job's cost: the ledger of the daemon's earlier lives and this

@@ -1562,3 +1562,41 @@ Test(jobs, files_are_read_with_the_submitters_rights)
 	cr_assert_eq(submit_as_nobody(prog, errp), 0);
 	free(od);
 }
+
+/* A file a job named, replaced by a FIFO after the job ended, cannot stop
+ * the daemon when status or jobs look at that job (in this life and the
+ * next). */
+Test(jobs, a_named_file_turned_fifo_does_not_wedge_status)
+{
+	char prices[600], extra[1400], ids[24];
+	char *od = px_src_path("etc/ondemand/us-east-1_2016-02_2016-04.json");
+	struct pxrun r;
+	int64_t id;
+
+	daemon_up();
+	snprintf(prices, sizeof prices, "%s/prices.json", t.tmp);
+	copy_file(od, prices, 1L << 30);
+	free(od);
+	snprintf(extra, sizeof extra, "{\"world\": {\"name\": \"local\", "
+		 "\"start\": \"2016-03-02\", \"ondemand_prices\": \"%s\"}}",
+		 prices);
+	write_job(200, extra);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(unlink(prices), 0);
+	cr_assert_eq(mkfifo(prices, 0666), 0);
+	for (int life = 0; life < 2; life++) {
+		cr_assert_eq(ctl(&r, 5, "status", ids, "--json", NULL), 0,
+			     "life %d: %s; %s", life, r.err, daemon_said());
+		pxrun_free(&r);
+		cr_assert_eq(ctl(&r, 5, "jobs", NULL, NULL, NULL), 0,
+			     "life %d: %s", life, r.err);
+		pxrun_free(&r);
+		cr_assert_eq(ctl(&r, 5, "ping", NULL, NULL, NULL), 0);
+		pxrun_free(&r);
+		stop_daemon(SIGTERM);
+		start_daemon();
+	}
+}
