@@ -853,23 +853,6 @@ static void agent_close(struct job *j)
 
 /* One short handshake attempt (the coordinator answers in a few ms once
  * it is up; until then this costs the timeout). */
-/* A new REQ socket to the coordinator in place of one whose last request
- * was abandoned (nanomsg 1.1.5's REQ frees a stale reply twice at close:
- * a REQ socket must never send again after giving up on an answer). */
-static void req_reset(struct job *j)
-{
-	char coord[JOB_PATH_MAX + 8];
-	struct px_error err = {0};
-
-	net_close(j->areq);
-	j->areq = NULL;
-	snprintf(coord, sizeof coord, "ipc://%s/n0", j->dir);
-	if (dist_sock(j->wctx, NET_REQ, coord, DIST_EP_REP, false, &j->areq,
-		      &err) != PX_OK)
-		log_warn("job %" PRId64 ": the coordinator's socket: %s",
-			 j->id, err.msg);
-}
-
 static void agent_register(struct job *j)
 {
 	struct wire_register info;
@@ -882,23 +865,13 @@ static void agent_register(struct job *j)
 	snprintf(rep, sizeof rep, "%s/n0.rep", j->dir);
 	if (access(rep, F_OK) != 0)
 		return;
-	if (!j->areq)
-		req_reset(j);
-	if (!j->areq)
-		return;
 	memset(&info, 0, sizeof info);
 	info.roles = WIRE_ROLE_AGENT;
 	snprintf(info.instance, sizeof info.instance, "proteusd");
 	snprintf(info.addr, sizeof info.addr, "%s", j->agent_ep);
 	if (net_register(j->areq, (struct wire_node){ DIST_COORD_NODE },
-			 &info, 10, &r, &err) != PX_OK) {
-		/* an exchange left unanswered: a fresh socket for the next
-		 * try (a late answer on this one would be dropped by
-		 * nanomsg 1.1.5 as a stale reply and then freed twice when
-		 * the socket closes: proteusd aborted in nn_req_term) */
-		req_reset(j);
-		return;
-	}
+			 &info, 10, &r, &err) != PX_OK)
+		return; /* the next try: a new socket (net.c, req_renew) */
 	j->registered = r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK;
 	wire_msg_release(&r);
 }
@@ -936,7 +909,7 @@ static void cmd_pump(struct job *j)
 	struct px_error err;
 	struct wire_msg m;
 
-	while (j->registered && j->cmd_n && j->areq) {
+	while (j->registered && j->cmd_n) {
 		const struct wire_command *c = &j->cmdq[j->cmd_head];
 
 		if (j->cmd_out) {
@@ -948,8 +921,6 @@ static void cmd_pump(struct job *j)
 					 "not answer command %u", j->id,
 					 c->op);
 				cmd_pop(j);
-				j->cmd_out = false;
-				req_reset(j);  /* the next on a fresh socket */
 				continue;
 			}
 			if (m.hdr.type == WIRE_ACK && m.u.ack.status != PX_OK)

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,11 @@ struct net_sock {
 	size_t max_payload;     /* bytes */
 	int rcvtimeo;           /* NN_RCVTIMEO now set, ms */
 	int sndtimeo;           /* NN_SNDTIMEO now set, ms */
+	struct net_opts opts;   /* as opened, for a REQ's new socket */
+	/* REQ: a request is out and its answer not received; the URL it is
+	 * connected to (one: how this project uses REQ) */
+	bool awaiting;
+	char url[NN_SOCKADDR_MAX];
 	struct wire_stats st;
 };
 
@@ -63,6 +69,58 @@ static enum px_err setint(struct net_sock *s, int level, int opt, int v,
 	return setopt(s, level, opt, &v, sizeof(v), name, err);
 }
 
+/* A nanomsg socket of s's pattern with s's options, as s->fd. */
+static enum px_err fresh_fd(struct net_sock *s, struct px_error *err)
+{
+	const struct net_opts *o = &s->opts;
+	enum net_pattern p = s->pat;
+	enum px_err r;
+
+	s->rcvtimeo = -1;
+	s->sndtimeo = -1;
+	s->awaiting = false;
+	s->fd = nn_socket(AF_SP, patterns[p].proto);
+	if (s->fd < 0)
+		return nn_fail(err, "open socket", patterns[p].name);
+	/* The transport refuses a larger message before allocating it. */
+	r = setint(s, NN_SOL_SOCKET, NN_RCVMAXSIZE,
+		   (int)(s->max_payload + WIRE_OVERHEAD), "NN_RCVMAXSIZE", err);
+	if (r == PX_OK && o->rcvbuf > 0)
+		r = setint(s, NN_SOL_SOCKET, NN_RCVBUF, o->rcvbuf, "NN_RCVBUF",
+			   err);
+	if (r == PX_OK && o->sndbuf > 0)
+		r = setint(s, NN_SOL_SOCKET, NN_SNDBUF, o->sndbuf, "NN_SNDBUF",
+			   err);
+	if (r == PX_OK && p == NET_SUB)
+		r = setopt(s, NN_SUB, NN_SUB_SUBSCRIBE, "", 0,
+			   "NN_SUB_SUBSCRIBE", err);
+	if (r == PX_OK && p == NET_REQ)
+		r = setint(s, NN_REQ, NN_REQ_RESEND_IVL, REQ_RESEND_MS,
+			   "NN_REQ_RESEND_IVL", err);
+	if (r != PX_OK) {
+		nn_close(s->fd);
+		s->fd = -1;
+	}
+	return r;
+}
+
+/* A REQ whose last request went unanswered gets a new socket before it
+ * sends again.  nanomsg 1.1.5's REQ keeps the stale answer that comes
+ * later, drops it, and frees it a second time when the socket closes
+ * (an abort in nn_req_term: proteusd died so after a 10 ms registration
+ * attempt timed out under load).  A socket that never sends twice
+ * without an answer between never holds such a reply. */
+static enum px_err req_renew(struct net_sock *s, struct px_error *err)
+{
+	enum px_err r;
+
+	nn_close(s->fd);
+	r = fresh_fd(s, err);
+	if (r == PX_OK && s->url[0] && nn_connect(s->fd, s->url) < 0)
+		r = nn_fail(err, "connect", s->url);
+	return r;
+}
+
 enum px_err net_open(struct wire_ctx *ctx, enum net_pattern p,
 		     const struct net_opts *o, struct net_sock **ret,
 		     struct px_error *err)
@@ -92,33 +150,13 @@ enum px_err net_open(struct wire_ctx *ctx, enum net_pattern p,
 					: WIRE_PAYLOAD_DEFAULT;
 	s->rcvtimeo = -1;
 	s->sndtimeo = -1;
-	s->fd = nn_socket(AF_SP, patterns[p].proto);
-	if (s->fd < 0) {
-		r = nn_fail(err, "open socket", patterns[p].name);
-		goto out_free;
-	}
-	/* The transport refuses a larger message before allocating it. */
-	r = setint(s, NN_SOL_SOCKET, NN_RCVMAXSIZE,
-		   (int)(s->max_payload + WIRE_OVERHEAD), "NN_RCVMAXSIZE", err);
-	if (r == PX_OK && o->rcvbuf > 0)
-		r = setint(s, NN_SOL_SOCKET, NN_RCVBUF, o->rcvbuf, "NN_RCVBUF",
-			   err);
-	if (r == PX_OK && o->sndbuf > 0)
-		r = setint(s, NN_SOL_SOCKET, NN_SNDBUF, o->sndbuf, "NN_SNDBUF",
-			   err);
-	if (r == PX_OK && p == NET_SUB)
-		r = setopt(s, NN_SUB, NN_SUB_SUBSCRIBE, "", 0,
-			   "NN_SUB_SUBSCRIBE", err);
-	if (r == PX_OK && p == NET_REQ)
-		r = setint(s, NN_REQ, NN_REQ_RESEND_IVL, REQ_RESEND_MS,
-			   "NN_REQ_RESEND_IVL", err);
+	s->opts = *o;
+	r = fresh_fd(s, err);
 	if (r != PX_OK)
-		goto out_close;
+		goto out_free;
 	*ret = s;
 	return PX_OK;
 
-out_close:
-	nn_close(s->fd);
 out_free:
 	free(s);
 	return r;
@@ -128,7 +166,8 @@ void net_close(struct net_sock *s)
 {
 	if (!s)
 		return;
-	nn_close(s->fd);
+	if (s->fd >= 0)
+		nn_close(s->fd);
 	free(s);
 }
 
@@ -160,6 +199,8 @@ enum px_err net_connect(struct net_sock *s, const char *url,
 		return r;
 	if (nn_connect(s->fd, url) < 0)
 		return nn_fail(err, "connect", url);
+	if (s->pat == NET_REQ)
+		snprintf(s->url, sizeof s->url, "%s", url);
 	return PX_OK;
 }
 
@@ -190,6 +231,11 @@ enum px_err net_send(struct net_sock *s, struct wire_msg *m, int timeout_ms,
 	r = wire_payload_size(m, s->max_payload, &plen, err);
 	if (r != PX_OK)
 		return r;
+	if (s->pat == NET_REQ && s->awaiting) {
+		r = req_renew(s, err);
+		if (r != PX_OK)
+			return r;
+	}
 	if (timeout_ms != 0) {
 		r = set_timeout(s, true, timeout_ms < 0 ? -1 : timeout_ms,
 				err);
@@ -205,8 +251,10 @@ enum px_err net_send(struct net_sock *s, struct wire_msg *m, int timeout_ms,
 	if (r != PX_OK)
 		goto out_free;
 	if (nn_send(s->fd, &buf, NN_MSG, timeout_ms == 0 ? NN_DONTWAIT : 0)
-	    >= 0)
+	    >= 0) {
+		s->awaiting = s->pat == NET_REQ;
 		return PX_OK;
+	}
 	e = nn_errno();
 	if (e == EAGAIN || e == ETIMEDOUT)
 		r = px_errorf(err, PX_ETIMEDOUT, "send %s: timed out",
@@ -258,6 +306,7 @@ enum px_err net_recv(struct net_sock *s, struct wire_msg *ret,
 			m.frame = buf;
 			m.frame_free = free_nn;
 			*ret = m;
+			s->awaiting = false;
 			return PX_OK;
 		}
 		nn_freemsg(buf);
