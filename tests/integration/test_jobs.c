@@ -319,8 +319,8 @@ static json_t *status(int64_t id)
 	json_t *o;
 
 	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s",
-		     r.err);
+	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s; %s",
+		     r.err, daemon_said());
 	o = json_loads(r.out, 0, &je);
 	cr_assert_not_null(o, "%s: %s", je.text, r.out);
 	pxrun_free(&r);
@@ -765,7 +765,9 @@ Test(jobs, the_trainer_follows_the_controller)
 	int max_workers = 0;
 
 	daemon_up();
-	write_job(6, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": 6, "
+	/* long enough for the stage to move (an epoch is one pass: about
+	 * 0.1 s here; 6 ended before it now and then) */
+	write_job(30, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": 30, "
 		  "\"workers_per_instance\": 2}}");
 	id = submit();
 	for (int i = 0; i < 1200; i++) {
