@@ -25,380 +25,15 @@
 
 #include "../../agent/proto.h"
 #include "../../common/px.h"
+#include "jobs_fixture.h"
 #include "pxrun.h"
 #include "../../trainer/kern_cuda.h"
 
 extern char **environ;
 
-static struct {
-	char *tmp, *conf, *sock, *db, *log, *job;
-	pid_t pid;
-} t;
+TestSuite(jobs, .init = jobs_fixture_setup,
+	  .fini = jobs_fixture_teardown, .timeout = 240);
 
-static void setup(void)
-{
-	t.tmp = px_tmpdir();
-	cr_assert_not_null(t.tmp);
-	cr_assert(asprintf(&t.conf, "%s/p.conf", t.tmp) > 0);
-	cr_assert(asprintf(&t.sock, "%s/p.sock", t.tmp) > 0);
-	cr_assert(asprintf(&t.db, "%s/p.db", t.tmp) > 0);
-	cr_assert(asprintf(&t.log, "%s/log", t.tmp) > 0);
-	cr_assert(asprintf(&t.job, "%s/job.json", t.tmp) > 0);
-}
-
-/* Call fn for each trainer process whose command line names our temp
- * dir; how many there were. */
-static int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d))) {
-		char path[300], buf[8192];
-		size_t k;
-		FILE *f;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		k = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-		for (size_t i = 0; i < k; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[k] = 0;
-		if (strstr(buf, "proteus-trainer") && strstr(buf, t.tmp)) {
-			n++;
-			if (fn)
-				fn((pid_t)atol(e->d_name), ctx);
-		}
-	}
-	closedir(d);
-	return n;
-}
-
-static int our_processes(void)
-{
-	return each_ours(NULL, NULL);
-}
-
-/* Process groups of our trainer processes (a node and the roles it
- * forks share one; the coordinator has its own). */
-struct groups {
-	long v[512];
-	int n;
-};
-
-static void add_group(pid_t pid, void *ctx)
-{
-	struct groups *g = ctx;
-	char path[64], buf[1024], *rp;
-	long pgrp;
-	size_t k;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	k = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[k] = 0;
-	rp = strrchr(buf, ')');   /* "pid (comm) S ppid pgrp" */
-	if (!rp || sscanf(rp + 2, "%*c %*d %ld", &pgrp) != 1)
-		return;
-	for (int i = 0; i < g->n; i++)
-		if (g->v[i] == pgrp)
-			return;
-	if (g->n < 512)
-		g->v[g->n++] = pgrp;
-}
-
-static int our_groups(void)
-{
-	struct groups g = { .n = 0 };
-
-	each_ours(add_group, &g);
-	return g.n;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Processes die with the daemon (each node watches its parent): wait a
- * little for the kernel to deliver that. */
-static int processes_after(int ms)
-{
-	int n = our_processes();
-
-	for (int i = 0; i < ms / 50 && n; i++) {
-		sleep_ms(50);
-		n = our_processes();
-	}
-	return n;
-}
-
-/* Whether the daemon is still up, else how it ended, and the end of its
- * log: for the messages of assertions on what it answers, so that a
- * daemon gone between two commands says why (exit status or signal). */
-static const char *daemon_said(void)
-{
-	static char buf[3072];
-	int st, n = 0;
-	pid_t p = t.pid > 0 ? waitpid(t.pid, &st, WNOHANG) : -1;
-	FILE *f;
-
-	if (p == 0)
-		n = snprintf(buf, sizeof buf, "proteusd %d running", t.pid);
-	else if (p == t.pid && WIFEXITED(st))
-		n = snprintf(buf, sizeof buf, "proteusd exited %d",
-			     WEXITSTATUS(st));
-	else if (p == t.pid && WIFSIGNALED(st))
-		n = snprintf(buf, sizeof buf, "proteusd killed by signal %d",
-			     WTERMSIG(st));
-	else
-		n = snprintf(buf, sizeof buf, "proteusd: no status");
-	if (p == t.pid)
-		t.pid = 0;      /* reaped here */
-	f = fopen(t.log, "r");
-	if (f) {
-		long size;
-		size_t got;
-
-		fseek(f, 0, SEEK_END);
-		size = ftell(f);
-		fseek(f, size > 2048 ? size - 2048 : 0, SEEK_SET);
-		n += snprintf(buf + n, sizeof buf - (size_t)n,
-			      "; log (%ld bytes) ends:\n", size);
-		got = fread(buf + n, 1, sizeof buf - (size_t)n - 1, f);
-		buf[(size_t)n + got] = '\0';
-		fclose(f);
-	}
-	return buf;
-}
-
-static void stop_daemon(int sig)
-{
-	if (t.pid > 0) {
-		kill(t.pid, sig);
-		waitpid(t.pid, NULL, 0);
-		t.pid = 0;
-	}
-}
-
-static void teardown(void)
-{
-	stop_daemon(SIGKILL);
-	(void)processes_after(2000);
-	px_rmtree(t.tmp);
-	free(t.tmp);
-	free(t.conf);
-	free(t.sock);
-	free(t.db);
-	free(t.log);
-	free(t.job);
-}
-
-TestSuite(jobs, .init = setup, .fini = teardown, .timeout = 240);
-
-static int ctl(struct pxrun *r, int timeout_s, const char *a1,
-	       const char *a2, const char *a3, const char *a4)
-{
-	const char *argv[] = { "proteusctl", "--socket", t.sock, a1, a2, a3,
-			       a4, NULL };
-
-	cr_assert_eq(pxrun(r, timeout_s, "proteusctl", argv), 0);
-	return r->status;
-}
-
-/* Start proteusd; fsize > 0: with that RLIMIT_FSIZE (a full disk: writes
- * past it fail with EFBIG). */
-static void start_daemon_limited(rlim_t fsize)
-{
-	const char *build = getenv("PX_BUILD");
-	char path[4096];
-	char *argv[] = { "proteusd", "--config", t.conf, NULL };
-	struct pxrun r;
-	int fd;
-
-	snprintf(path, sizeof path, "%s/proteusd", build ? build : "build");
-	fd = open(t.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-	cr_assert_geq(fd, 0);
-	t.pid = fork();
-	cr_assert_geq(t.pid, 0);
-	if (t.pid == 0) {
-		struct rlimit rl = { fsize, fsize };
-
-		if (fsize && setrlimit(RLIMIT_FSIZE, &rl))
-			_exit(127);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		close(0);
-		(void)open("/dev/null", O_RDONLY);
-		execv(path, argv);
-		_exit(127);
-	}
-	close(fd);
-	for (int i = 0; i < 100; i++) {
-		int rc = ctl(&r, 5, "ping", NULL, NULL, NULL);
-
-		pxrun_free(&r);
-		if (rc == 0)
-			return;
-		sleep_ms(50);
-	}
-	cr_assert_fail("proteusd did not answer");
-}
-
-static void start_daemon(void)
-{
-	start_daemon_limited(0);
-}
-
-/* Config with the daemon's defaults but our paths (the shipped trace and
- * prices are found beside build/). */
-static void daemon_up(void)
-{
-	FILE *f = fopen(t.conf, "w");
-
-	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n", t.db,
-		t.sock);
-	fclose(f);
-	start_daemon();
-}
-
-/* The shipped example with the epochs set; "" extra, or more fields. */
-static void write_job(int epochs, const char *extra)
-{
-	char *src = px_src_path("docs/examples/job-local-mlr.json");
-	json_error_t je;
-	json_t *j = json_load_file(src, 0, &je), *x;
-
-	cr_assert_not_null(j, "%s", je.text);
-	json_object_set_new(json_object_get(j, "trainer"), "epochs",
-			    json_integer(epochs));
-	if (extra && *extra) {
-		x = json_loads(extra, 0, &je);
-		cr_assert_not_null(x, "%s", je.text);
-		json_object_update(j, x);
-		json_decref(x);
-	}
-	cr_assert_eq(json_dump_file(j, t.job, 0), 0);
-	json_decref(j);
-	free(src);
-}
-
-static int64_t submit(void)
-{
-	struct pxrun r;
-	int64_t id;
-
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s",
-		     r.err);
-	id = strtoll(r.out, NULL, 10);
-	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
-	pxrun_free(&r);
-	return id;
-}
-
-static json_t *status(int64_t id)
-{
-	char ids[24];
-	struct pxrun r;
-	json_error_t je;
-	json_t *o;
-
-	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s; %s",
-		     r.err, daemon_said());
-	o = json_loads(r.out, 0, &je);
-	cr_assert_not_null(o, "%s: %s", je.text, r.out);
-	pxrun_free(&r);
-	return o;
-}
-
-static const char *state_of(json_t *o)
-{
-	return json_string_value(json_object_get(o, "state"));
-}
-
-static int64_t sql_int(const char *q)
-{
-	sqlite3 *db;
-	sqlite3_stmt *s;
-	int64_t v = -1;
-
-	cr_assert_eq(sqlite3_open_v2(t.db, &db, SQLITE_OPEN_READONLY, NULL),
-		     SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK,
-		     "%s: %s", q, sqlite3_errmsg(db));
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return v;
-}
-
-/* The money of job id adds up: the cost status reports is the ledger's
- * sum, every instance is closed and charged by exactly one line. */
-static void check_books(int64_t id, json_t *st)
-{
-	char q[512];
-	int64_t sum, open, lines, inst, dup;
-
-	snprintf(q, sizeof q, "SELECT coalesce(sum(amount_uusd), 0) FROM "
-		 "ledger WHERE job_id = %lld", (long long)id);
-	sum = sql_int(q);
-	cr_assert_float_eq(json_number_value(json_object_get(st, "cost_usd")),
-			   (double)sum / 1e6, 1e-6);
-	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
-		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
-		 "AND i.end_us IS NULL", (long long)id);
-	open = sql_int(q);
-	cr_assert_eq(open, 0, "%lld instances never closed", (long long)open);
-	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
-		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld",
-		 (long long)id);
-	inst = sql_int(q);
-	snprintf(q, sizeof q, "SELECT count(*) FROM ledger WHERE job_id = "
-		 "%lld AND instance_id IS NOT NULL", (long long)id);
-	lines = sql_int(q);
-	cr_assert_gt(inst, 0);
-	cr_assert_eq(lines, inst, "%lld instances, %lld ledger lines",
-		     (long long)inst, (long long)lines);
-	snprintf(q, sizeof q, "SELECT count(*) FROM (SELECT instance_id FROM "
-		 "ledger WHERE job_id = %lld GROUP BY instance_id HAVING "
-		 "count(*) > 1)", (long long)id);
-	dup = sql_int(q);
-	cr_assert_eq(dup, 0, "an instance charged twice");
-}
-
-static json_t *wait_end(int64_t id, int timeout_s)
-{
-	for (int i = 0; i < timeout_s * 10; i++) {
-		json_t *o = status(id);
-		const char *s = state_of(o);
-
-		if (strcmp(s, "queued") && strcmp(s, "running"))
-			return o;
-		json_decref(o);
-		sleep_ms(100);
-	}
-	cr_assert_fail("job %lld did not end in %d s", (long long)id,
-		       timeout_s);
-	return NULL;
-}
 
 Test(jobs, a_job_runs_to_its_end_and_the_books_add_up)
 {
@@ -462,7 +97,7 @@ Test(jobs, a_cuda_job_where_there_is_no_gpu_is_refused)
 	daemon_up();
 	write_job(1, "{\"trainer\": {\"model\": \"mlr\", \"device\": "
 		  "\"cuda\"}}");
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s",
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3, "%s",
 		     r.err);
 	cr_assert(strstr(r.err, "trainer.device") && strstr(r.err, "cuda"),
 		  "%s", r.err);
@@ -481,14 +116,14 @@ Test(jobs, data_dir_is_where_the_trainer_reads)
 	int64_t id;
 	json_t *st;
 
-	cr_assert(asprintf(&empty, "%s/nodata", t.tmp) > 0);
+	cr_assert(asprintf(&empty, "%s/nodata", jt.tmp) > 0);
 	cr_assert_eq(mkdir(empty, 0700), 0);
 	{
-		FILE *f = fopen(t.conf, "w");
+		FILE *f = fopen(jt.conf, "w");
 
 		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", t.db,
-			t.sock, empty);
+		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", jt.db,
+			jt.sock, empty);
 		fclose(f);
 	}
 	start_daemon();
@@ -541,7 +176,7 @@ Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
 	daemon_up();
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		write_job(1, bad[i].extra);
-		int rc = ctl(&r, 10, "submit", t.job, NULL, NULL);
+		int rc = ctl(&r, 10, "submit", jt.job, NULL, NULL);
 
 		cr_assert_eq(rc, 3, "%s: exit %d: %s", bad[i].extra, rc,
 			     r.err);
@@ -549,20 +184,20 @@ Test(jobs, bad_submissions_are_refused_and_nothing_is_stored)
 			  bad[i].extra, r.err);
 		pxrun_free(&r);
 	}
-	f = fopen(t.job, "w");
+	f = fopen(jt.job, "w");
 	fputs("{\"name\": \"x\",", f);
 	fclose(f);
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3);
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3);
 	cr_assert(strstr(r.err, "job.json:1:"), "%s", r.err);
 	pxrun_free(&r);
 	/* a job file is bounded before it is read (JOBSPEC_FILE_MAX) */
-	f = fopen(t.job, "w");
+	f = fopen(jt.job, "w");
 	fputs("{\"name\": \"", f);
 	for (int i = 0; i < 1100; i++)
 		fprintf(f, "%01023d", 0);
 	fputs("\"}", f);
 	fclose(f);
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s",
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3, "%s",
 		     r.err);
 	cr_assert(strstr(r.err, "over the limit"), "%s", r.err);
 	pxrun_free(&r);
@@ -674,10 +309,10 @@ Test(jobs, a_full_disk_fails_cleanly)
 	int64_t id, jobs_before;
 
 	{
-		FILE *f = fopen(t.conf, "w");
+		FILE *f = fopen(jt.conf, "w");
 
 		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\n", t.db, t.sock);
+		fprintf(f, "db %s\ncontrol_socket %s\n", jt.db, jt.sock);
 		fclose(f);
 	}
 	start_daemon_limited(400 * 1024);
@@ -694,7 +329,7 @@ Test(jobs, a_full_disk_fails_cleanly)
 	cr_assert_eq(ctl(&r, 10, "ping", NULL, NULL, NULL), 0, "%s; %s",
 		     r.err, daemon_said());
 	pxrun_free(&r);
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 1, "%s; %s",
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 1, "%s; %s",
 		     r.err, daemon_said());
 	cr_assert(strstr(r.err, "I/O") || strstr(r.err, "full"), "%s; %s",
 		  r.err, daemon_said());
@@ -729,11 +364,11 @@ Test(jobs, a_second_job_waits_for_max_jobs)
 	int64_t a, b;
 
 	{
-		FILE *f = fopen(t.conf, "w");
+		FILE *f = fopen(jt.conf, "w");
 
 		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", t.db,
-			t.sock);
+		fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", jt.db,
+			jt.sock);
 		fclose(f);
 	}
 	start_daemon();
@@ -826,7 +461,7 @@ Test(jobs, a_long_submission_does_not_block_the_daemon)
 	write_job(2, NULL);
 	{
 		json_error_t je;
-		json_t *j = json_load_file(t.job, 0, &je);
+		json_t *j = json_load_file(jt.job, 0, &je);
 
 		cr_assert_not_null(j);
 		json_object_set_new(json_object_get(j, "world"), "trace",
@@ -839,13 +474,13 @@ Test(jobs, a_long_submission_does_not_block_the_daemon)
 		     err.msg);
 	json_decref(req);
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", t.sock);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", jt.sock);
 	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
 	cr_assert_eq(write(fd, line, len), (ssize_t)len);
 	free(line);
 	/* another client, meanwhile */
 	req = proto_request_new(PROTO_CMD_ping);
-	cr_assert_eq(proto_call(t.sock, req, 5000, &reply, &err), PX_OK, "%s",
+	cr_assert_eq(proto_call(jt.sock, req, 5000, &reply, &err), PX_OK, "%s",
 		     err.msg);
 	json_decref(req);
 	json_decref(reply);
@@ -870,7 +505,7 @@ static char *copy_src(const char *rel, const char *name)
 	size_t k;
 
 	cr_assert_not_null(in, "%s", src);
-	cr_assert(asprintf(&dst, "%s/%s", t.tmp, name) > 0);
+	cr_assert(asprintf(&dst, "%s/%s", jt.tmp, name) > 0);
 	out = fopen(dst, "wb");
 	cr_assert_not_null(out);
 	while ((k = fread(buf, 1, sizeof buf, in)) > 0)
@@ -946,10 +581,10 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 	stop_daemon(SIGTERM);
 
 	/* the daemon's setting, then the job's over it */
-	f = fopen(t.conf, "w");
+	f = fopen(jt.conf, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nspot_advisor %s\n", t.db,
-		t.sock, cfg_adv);
+	fprintf(f, "db %s\ncontrol_socket %s\nspot_advisor %s\n", jt.db,
+		jt.sock, cfg_adv);
 	fclose(f);
 	start_daemon();
 	got = submitted_field(extra, "spot_advisor");
@@ -965,7 +600,7 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 	snprintf(extra, sizeof extra, "%s, \"spot_advisor\": \"nope.json\"}",
 		 ps);
 	write_job(200, extra);
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3);
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3);
 	cr_assert(strstr(r.err, "spot_advisor") && strstr(r.err, "nope.json"),
 		  "%s", r.err);
 	pxrun_free(&r);
@@ -976,7 +611,7 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 	snprintf(extra, sizeof extra, "%s, \"spot_advisor\": \"job-adv.json\"}",
 		 ps);
 	write_job(200, extra);
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3);
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3);
 	cr_assert(strstr(r.err, "job-adv.json"), "%s", r.err);
 	pxrun_free(&r);
 
@@ -990,7 +625,7 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 		json_object_del(j, "scaling_efficiency");
 		json_object_set_new(j, "scaling_profile",
 				    json_string("prof.json"));
-		cr_assert_eq(json_dump_file(j, t.job, 0), 0);
+		cr_assert_eq(json_dump_file(j, jt.job, 0), 0);
 		json_decref(j);
 		free(src);
 	}
@@ -1014,7 +649,7 @@ static int log_count(int64_t id, const char *needle)
 	struct px_error e = {0};
 	int k = 0;
 
-	snprintf(path, sizeof path, "%s.jobs/%lld/trainer.log", t.db,
+	snprintf(path, sizeof path, "%s.jobs/%lld/trainer.log", jt.db,
 		 (long long)id);
 	if (px_read_file(path, 64 << 20, &buf, &n, &e) != PX_OK)
 		return 0;
@@ -1080,21 +715,21 @@ static void term_daemon(void)
 {
 	int ws;
 
-	kill(t.pid, SIGTERM);
-	for (int i = 0; i < 100 && waitpid(t.pid, &ws, WNOHANG) == 0; i++)
+	kill(jt.pid, SIGTERM);
+	for (int i = 0; i < 100 && waitpid(jt.pid, &ws, WNOHANG) == 0; i++)
 		sleep_ms(50);
-	cr_assert(kill(t.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
-	t.pid = 0;
+	cr_assert(kill(jt.pid, 0) != 0, "proteusd still up 5 s after SIGTERM");
+	jt.pid = 0;
 }
 
 /* A config of our paths plus more lines (may be ""), and the daemon. */
 static void daemon_with(const char *more)
 {
-	FILE *f = fopen(t.conf, "w");
+	FILE *f = fopen(jt.conf, "w");
 
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n%s", t.db,
-		t.sock, more);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n%s", jt.db,
+		jt.sock, more);
 	fclose(f);
 	start_daemon();
 }
@@ -1106,7 +741,7 @@ static char *daemon_log(void)
 	size_t n = 0;
 	struct px_error e = {0};
 
-	cr_assert_eq(px_read_file(t.log, 64 << 20, &buf, &n, &e), PX_OK, "%s",
+	cr_assert_eq(px_read_file(jt.log, 64 << 20, &buf, &n, &e), PX_OK, "%s",
 		     e.msg);
 	return buf;
 }
@@ -1122,7 +757,7 @@ Test(jobs, paths_that_never_open_are_refused_at_once)
 	struct pxrun r;
 
 	daemon_with("max_clients 4\n");
-	snprintf(fifo, sizeof fifo, "%s/fifo", t.tmp);
+	snprintf(fifo, sizeof fifo, "%s/fifo", jt.tmp);
 	cr_assert_eq(mkfifo(fifo, 0666), 0);
 	/* more than max_clients submits: a slot kept by any would refuse
 	 * the next */
@@ -1130,16 +765,16 @@ Test(jobs, paths_that_never_open_are_refused_at_once)
 		snprintf(extra, sizeof extra, "{\"world\": {\"name\": "
 			 "\"local\", \"%s\": \"%s\"}}", fields[i % 2], fifo);
 		write_job(1, extra);
-		cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3,
+		cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3,
 			     "%s: %s", extra, r.err);
 		cr_assert(strstr(r.err, fifo) && strstr(r.err, "a FIFO"),
 			  "%s", r.err);
 		pxrun_free(&r);
 	}
 	snprintf(extra, sizeof extra, "{\"world\": {\"name\": \"local\", "
-		 "\"trace\": \"%s\"}}", t.tmp);
+		 "\"trace\": \"%s\"}}", jt.tmp);
 	write_job(1, extra);
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s", r.err);
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3, "%s", r.err);
 	cr_assert(strstr(r.err, "a directory"), "%s", r.err);
 	pxrun_free(&r);
 	cr_assert_eq(ctl(&r, 5, "ping", NULL, NULL, NULL), 0, "%s",
@@ -1164,7 +799,7 @@ Test(jobs, a_client_gone_before_its_answer_frees_its_slot)
 	write_job(1, NULL);
 	{
 		json_error_t je;
-		json_t *spec = json_load_file(t.job, 0, &je);
+		json_t *spec = json_load_file(jt.job, 0, &je);
 		char *shared = px_shared_path("traces/us-east-1_2016-02_"
 					      "2016-04_linux.json.gz");
 
@@ -1178,7 +813,7 @@ Test(jobs, a_client_gone_before_its_answer_frees_its_slot)
 	}
 	line = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
-	snprintf(a.sun_path, sizeof a.sun_path, "%s", t.sock);
+	snprintf(a.sun_path, sizeof a.sun_path, "%s", jt.sock);
 	for (int i = 0; i < 2; i++) {
 		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
@@ -1219,7 +854,7 @@ Test(jobs, a_hostile_name_cannot_forge_a_log_line)
 	daemon_up();
 	write_job(1, "{\"name\": \"x\\nproteusd: notice: job 99 done\\u001b"
 		  "[2J\"}");
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s",
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 0, "%s",
 		     r.err);
 	pxrun_free(&r);
 	cr_assert_eq(ctl(&r, 10, "cancel", "1", NULL, NULL), 0, "%s", r.err);
@@ -1267,7 +902,7 @@ Test(jobs, a_job_whose_nodes_cannot_start_fails_fast)
 	const char *err;
 	int64_t id, launched;
 
-	snprintf(dir, sizeof dir, "%s/cut", t.tmp);
+	snprintf(dir, sizeof dir, "%s/cut", jt.tmp);
 	cr_assert_eq(mkdir(dir, 0755), 0);
 	for (int i = 0; i < 4; i++) {
 		snprintf(src, sizeof src, "%s/%s", fm, files[i]);
@@ -1322,13 +957,13 @@ Test(jobs, a_job_bigger_than_the_host_is_refused_or_capped)
 	daemon_with("local_max_instances 3\n");
 	write_job(200, "{\"reliable\": {\"type\": \"m3.large\", \"count\": "
 		  "3}}");
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 3, "%s", r.err);
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3, "%s", r.err);
 	cr_assert(strstr(r.err, "reliable.count: 3") &&
 		  strstr(r.err, "at most 3"), "%s", r.err);
 	pxrun_free(&r);
 	/* 1 reliable + up to 6 spot: capped at 2 spot */
 	write_job(200, NULL);
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s", r.err);
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 0, "%s", r.err);
 	cr_assert(strstr(r.err, "capped at 2"), "%s", r.err);
 	id = strtoll(r.out, NULL, 10);
 	pxrun_free(&r);
@@ -1481,7 +1116,7 @@ static int submit_as_nobody(const char *prog, const char *errp)
 		if (fd < 0 || dup2(fd, 2) < 0 || setgroups(0, none) ||
 		    setgid(0) || setuid(65534))
 			_exit(126);
-		execl(prog, "proteusctl", "--socket", t.sock, "submit", t.job,
+		execl(prog, "proteusctl", "--socket", jt.sock, "submit", jt.job,
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -1509,7 +1144,7 @@ Test(jobs, files_are_read_with_the_submitters_rights)
 	if (geteuid() != 0)
 		cr_skip_test("needs root to act as another user");
 	/* the daemon's own trace, root's only: read with its rights */
-	snprintf(trace, sizeof trace, "%s/trace.json.gz", t.tmp);
+	snprintf(trace, sizeof trace, "%s/trace.json.gz", jt.tmp);
 	copy_file(slice, trace, 1L << 30);
 	cr_assert_eq(chmod(trace, 0600), 0);
 	free(slice);
@@ -1519,12 +1154,12 @@ Test(jobs, files_are_read_with_the_submitters_rights)
 		snprintf(more, sizeof more, "local_trace %s\n", trace);
 		daemon_with(more);
 	}
-	cr_assert_eq(chmod(t.tmp, 0755), 0);
-	snprintf(secret, sizeof secret, "%s/secret.json", t.tmp);
-	snprintf(prices, sizeof prices, "%s/prices.json", t.tmp);
-	snprintf(bin, sizeof bin, "%s/bin", t.tmp);
+	cr_assert_eq(chmod(jt.tmp, 0755), 0);
+	snprintf(secret, sizeof secret, "%s/secret.json", jt.tmp);
+	snprintf(prices, sizeof prices, "%s/prices.json", jt.tmp);
+	snprintf(bin, sizeof bin, "%s/bin", jt.tmp);
 	snprintf(prog, sizeof prog, "%s/proteusctl", bin);
-	snprintf(errp, sizeof errp, "%s/err", t.tmp);
+	snprintf(errp, sizeof errp, "%s/err", jt.tmp);
 	f = fopen(secret, "w");
 	cr_assert_not_null(f);
 	fputs("SECRETWORD and more", f);
@@ -1547,7 +1182,7 @@ Test(jobs, files_are_read_with_the_submitters_rights)
 			 "\"local\", \"start\": \"2016-03-02\", "
 			 "\"ondemand_prices\": \"%s\"}}", i ? prices : secret);
 		write_job(1, extra);
-		cr_assert_eq(chmod(t.job, 0644), 0);
+		cr_assert_eq(chmod(jt.job, 0644), 0);
 		cr_assert_eq(submit_as_nobody(prog, errp), 3);
 		cr_assert_eq(px_read_file(errp, 1 << 20, &text, &n, &e), PX_OK);
 		cr_assert(strstr(text, i ? prices : secret) &&
@@ -1556,7 +1191,7 @@ Test(jobs, files_are_read_with_the_submitters_rights)
 		free(text);
 	}
 	/* root may read the same file: the job is taken */
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s", r.err);
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 0, "%s", r.err);
 	pxrun_free(&r);
 	/* the user's own readable file is taken from that user, the daemon's
 	 * root-only trace notwithstanding */
@@ -1576,7 +1211,7 @@ Test(jobs, a_named_file_turned_fifo_does_not_wedge_status)
 	int64_t id;
 
 	daemon_up();
-	snprintf(prices, sizeof prices, "%s/prices.json", t.tmp);
+	snprintf(prices, sizeof prices, "%s/prices.json", jt.tmp);
 	copy_file(od, prices, 1L << 30);
 	free(od);
 	snprintf(extra, sizeof extra, "{\"world\": {\"name\": \"local\", "

@@ -4,7 +4,7 @@
  * and SIGKILL restarts, and for jobs that ended in an earlier life (read
  * from the store alone), a failed job's reason among them.  Money in
  * JSON prints as its micro-dollar decimal.  A real daemon and trainer, as
- * in test_jobs.c, whose fixture this copies. */
+ * in test_jobs.c (jobs_fixture.c). */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -25,330 +25,14 @@
 #include <unistd.h>
 
 #include "../../common/px.h"
+#include "jobs_fixture.h"
 #include "pxrun.h"
 
 extern char **environ;
 
-static struct {
-	char *tmp, *conf, *sock, *db, *log, *job;
-	pid_t pid;
-} t;
+TestSuite(jobs_books, .init = jobs_fixture_setup,
+	  .fini = jobs_fixture_teardown, .timeout = 300);
 
-static void setup(void)
-{
-	t.tmp = px_tmpdir();
-	cr_assert_not_null(t.tmp);
-	cr_assert(asprintf(&t.conf, "%s/p.conf", t.tmp) > 0);
-	cr_assert(asprintf(&t.sock, "%s/p.sock", t.tmp) > 0);
-	cr_assert(asprintf(&t.db, "%s/p.db", t.tmp) > 0);
-	cr_assert(asprintf(&t.log, "%s/log", t.tmp) > 0);
-	cr_assert(asprintf(&t.job, "%s/job.json", t.tmp) > 0);
-}
-
-/* Trainer processes whose command line names our temp dir. */
-static int our_processes(void)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d))) {
-		char path[300], buf[8192];
-		size_t k;
-		FILE *f;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		k = fread(buf, 1, sizeof buf - 1, f);
-		fclose(f);
-		for (size_t i = 0; i < k; i++)
-			if (!buf[i])
-				buf[i] = ' ';
-		buf[k] = 0;
-		if (strstr(buf, "proteus-trainer") && strstr(buf, t.tmp))
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Processes die with the daemon (each node watches its parent): wait a
- * little for the kernel to deliver that. */
-static int processes_after(int ms)
-{
-	int n = our_processes();
-
-	for (int i = 0; i < ms / 50 && n; i++) {
-		sleep_ms(50);
-		n = our_processes();
-	}
-	return n;
-}
-
-/* Whether the daemon is still up, else how it ended, and the end of its
- * log: for the messages of assertions on what it answers, so that a
- * daemon gone between two commands says why (exit status or signal). */
-static const char *daemon_said(void)
-{
-	static char buf[3072];
-	int st, n = 0;
-	pid_t p = t.pid > 0 ? waitpid(t.pid, &st, WNOHANG) : -1;
-	FILE *f;
-
-	if (p == 0)
-		n = snprintf(buf, sizeof buf, "proteusd %d running", t.pid);
-	else if (p == t.pid && WIFEXITED(st))
-		n = snprintf(buf, sizeof buf, "proteusd exited %d",
-			     WEXITSTATUS(st));
-	else if (p == t.pid && WIFSIGNALED(st))
-		n = snprintf(buf, sizeof buf, "proteusd killed by signal %d",
-			     WTERMSIG(st));
-	else
-		n = snprintf(buf, sizeof buf, "proteusd: no status");
-	if (p == t.pid)
-		t.pid = 0;      /* reaped here */
-	f = fopen(t.log, "r");
-	if (f) {
-		long size;
-		size_t got;
-
-		fseek(f, 0, SEEK_END);
-		size = ftell(f);
-		fseek(f, size > 2048 ? size - 2048 : 0, SEEK_SET);
-		n += snprintf(buf + n, sizeof buf - (size_t)n,
-			      "; log (%ld bytes) ends:\n", size);
-		got = fread(buf + n, 1, sizeof buf - (size_t)n - 1, f);
-		buf[(size_t)n + got] = '\0';
-		fclose(f);
-	}
-	return buf;
-}
-
-static void stop_daemon(int sig)
-{
-	if (t.pid > 0) {
-		kill(t.pid, sig);
-		waitpid(t.pid, NULL, 0);
-		t.pid = 0;
-	}
-}
-
-static void teardown(void)
-{
-	stop_daemon(SIGKILL);
-	(void)processes_after(2000);
-	px_rmtree(t.tmp);
-	free(t.tmp);
-	free(t.conf);
-	free(t.sock);
-	free(t.db);
-	free(t.log);
-	free(t.job);
-}
-
-TestSuite(jobs_books, .init = setup, .fini = teardown, .timeout = 300);
-
-static int ctl(struct pxrun *r, int timeout_s, const char *a1,
-	       const char *a2, const char *a3, const char *a4)
-{
-	const char *argv[] = { "proteusctl", "--socket", t.sock, a1, a2, a3,
-			       a4, NULL };
-
-	cr_assert_eq(pxrun(r, timeout_s, "proteusctl", argv), 0);
-	return r->status;
-}
-
-/* Start proteusd; fsize > 0: with that RLIMIT_FSIZE (a full disk: writes
- * past it fail with EFBIG). */
-static void start_daemon_limited(rlim_t fsize)
-{
-	const char *build = getenv("PX_BUILD");
-	char path[4096];
-	char *argv[] = { "proteusd", "--config", t.conf, NULL };
-	struct pxrun r;
-	int fd;
-
-	snprintf(path, sizeof path, "%s/proteusd", build ? build : "build");
-	fd = open(t.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-	cr_assert_geq(fd, 0);
-	t.pid = fork();
-	cr_assert_geq(t.pid, 0);
-	if (t.pid == 0) {
-		struct rlimit rl = { fsize, fsize };
-
-		if (fsize && setrlimit(RLIMIT_FSIZE, &rl))
-			_exit(127);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		close(0);
-		(void)open("/dev/null", O_RDONLY);
-		execv(path, argv);
-		_exit(127);
-	}
-	close(fd);
-	for (int i = 0; i < 100; i++) {
-		int rc = ctl(&r, 5, "ping", NULL, NULL, NULL);
-
-		pxrun_free(&r);
-		if (rc == 0)
-			return;
-		sleep_ms(50);
-	}
-	cr_assert_fail("proteusd did not answer");
-}
-
-static void start_daemon(void)
-{
-	start_daemon_limited(0);
-}
-
-/* Config with the daemon's defaults but our paths (the shipped trace and
- * prices are found beside build/). */
-static void daemon_up(void)
-{
-	FILE *f = fopen(t.conf, "w");
-
-	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n", t.db,
-		t.sock);
-	fclose(f);
-	start_daemon();
-}
-
-/* The shipped example with the epochs set; "" extra, or more fields. */
-static void write_job(int epochs, const char *extra)
-{
-	char *src = px_src_path("docs/examples/job-local-mlr.json");
-	json_error_t je;
-	json_t *j = json_load_file(src, 0, &je), *x;
-
-	cr_assert_not_null(j, "%s", je.text);
-	json_object_set_new(json_object_get(j, "trainer"), "epochs",
-			    json_integer(epochs));
-	if (extra && *extra) {
-		x = json_loads(extra, 0, &je);
-		cr_assert_not_null(x, "%s", je.text);
-		json_object_update(j, x);
-		json_decref(x);
-	}
-	cr_assert_eq(json_dump_file(j, t.job, 0), 0);
-	json_decref(j);
-	free(src);
-}
-
-static int64_t submit(void)
-{
-	struct pxrun r;
-	int64_t id;
-
-	cr_assert_eq(ctl(&r, 10, "submit", t.job, NULL, NULL), 0, "%s",
-		     r.err);
-	id = strtoll(r.out, NULL, 10);
-	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
-	pxrun_free(&r);
-	return id;
-}
-
-static json_t *status(int64_t id)
-{
-	char ids[24];
-	struct pxrun r;
-	json_error_t je;
-	json_t *o;
-
-	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s",
-		     r.err);
-	o = json_loads(r.out, 0, &je);
-	cr_assert_not_null(o, "%s: %s", je.text, r.out);
-	pxrun_free(&r);
-	return o;
-}
-
-static const char *state_of(json_t *o)
-{
-	return json_string_value(json_object_get(o, "state"));
-}
-
-static int64_t sql_int(const char *q)
-{
-	sqlite3 *db;
-	sqlite3_stmt *s;
-	int64_t v = -1;
-
-	cr_assert_eq(sqlite3_open_v2(t.db, &db, SQLITE_OPEN_READONLY, NULL),
-		     SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK,
-		     "%s: %s", q, sqlite3_errmsg(db));
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
-	return v;
-}
-
-/* The money of job id adds up: the cost status reports is the ledger's
- * sum, every instance is closed and charged by exactly one line. */
-static void check_books(int64_t id, json_t *st)
-{
-	char q[512];
-	int64_t sum, open, lines, inst, dup;
-
-	snprintf(q, sizeof q, "SELECT coalesce(sum(amount_uusd), 0) FROM "
-		 "ledger WHERE job_id = %lld", (long long)id);
-	sum = sql_int(q);
-	cr_assert_float_eq(json_number_value(json_object_get(st, "cost_usd")),
-			   (double)sum / 1e6, 1e-6);
-	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
-		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
-		 "AND i.end_us IS NULL", (long long)id);
-	open = sql_int(q);
-	cr_assert_eq(open, 0, "%lld instances never closed", (long long)open);
-	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
-		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld",
-		 (long long)id);
-	inst = sql_int(q);
-	snprintf(q, sizeof q, "SELECT count(*) FROM ledger WHERE job_id = "
-		 "%lld AND instance_id IS NOT NULL", (long long)id);
-	lines = sql_int(q);
-	cr_assert_gt(inst, 0);
-	cr_assert_eq(lines, inst, "%lld instances, %lld ledger lines",
-		     (long long)inst, (long long)lines);
-	snprintf(q, sizeof q, "SELECT count(*) FROM (SELECT instance_id FROM "
-		 "ledger WHERE job_id = %lld GROUP BY instance_id HAVING "
-		 "count(*) > 1)", (long long)id);
-	dup = sql_int(q);
-	cr_assert_eq(dup, 0, "an instance charged twice");
-}
-
-static json_t *wait_end(int64_t id, int timeout_s)
-{
-	for (int i = 0; i < timeout_s * 10; i++) {
-		json_t *o = status(id);
-		const char *s = state_of(o);
-
-		if (strcmp(s, "queued") && strcmp(s, "running"))
-			return o;
-		json_decref(o);
-		sleep_ms(100);
-	}
-	cr_assert_fail("job %lld did not end in %d s", (long long)id,
-		       timeout_s);
-	return NULL;
-}
 
 static int64_t ledger_uusd(int64_t id)
 {
@@ -451,7 +135,7 @@ static json_t *last_progress(int64_t id)
 	sqlite3_stmt *s;
 	json_t *o = NULL;
 
-	cr_assert_eq(sqlite3_open_v2(t.db, &db, SQLITE_OPEN_READONLY, NULL),
+	cr_assert_eq(sqlite3_open_v2(jt.db, &db, SQLITE_OPEN_READONLY, NULL),
 		     SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
 	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT detail FROM events WHERE "
@@ -667,14 +351,14 @@ Test(jobs_books, a_failed_jobs_reason_in_every_life)
 	json_t *st;
 	int64_t id;
 
-	cr_assert(asprintf(&empty, "%s/nodata", t.tmp) > 0);
+	cr_assert(asprintf(&empty, "%s/nodata", jt.tmp) > 0);
 	cr_assert_eq(mkdir(empty, 0700), 0);
 	{
-		FILE *f = fopen(t.conf, "w");
+		FILE *f = fopen(jt.conf, "w");
 
 		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", t.db,
-			t.sock, empty);
+		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", jt.db,
+			jt.sock, empty);
 		fclose(f);
 	}
 	start_daemon();
@@ -719,7 +403,7 @@ Test(jobs_books, a_failed_jobs_reason_in_every_life)
 	{
 		sqlite3 *db;
 
-		cr_assert_eq(sqlite3_open(t.db, &db), SQLITE_OK);
+		cr_assert_eq(sqlite3_open(jt.db, &db), SQLITE_OK);
 		snprintf(q, sizeof q, "UPDATE events SET detail = 'bad' || "
 			 "char(27) || '[2J' || char(10) || 'end' WHERE job_id "
 			 "= %lld AND kind = 'error'", (long long)id);
@@ -767,9 +451,9 @@ Test(jobs_books, a_resumed_job_still_queued_shows_its_books)
 	json_t *st, *p;
 	FILE *f;
 
-	f = fopen(t.conf, "w");
+	f = fopen(jt.conf, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 2\n", t.db, t.sock);
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 2\n", jt.db, jt.sock);
 	fclose(f);
 	start_daemon();
 	write_job(400, NULL);
@@ -808,9 +492,9 @@ Test(jobs_books, a_resumed_job_still_queued_shows_its_books)
 	}
 	stop_daemon(SIGKILL);
 	cr_assert_eq(processes_after(3000), 0, "nodes outlived the daemon");
-	f = fopen(t.conf, "w");
+	f = fopen(jt.conf, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", t.db, t.sock);
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", jt.db, jt.sock);
 	fclose(f);
 	start_daemon();
 	for (int k = 0; k < 2 && !queued; k++) {
@@ -852,7 +536,7 @@ Test(jobs_books, a_simulated_run_read_by_the_daemon)
 	char *job = px_src_path("docs/examples/job-2016-7d-m3large.json");
 	const char *argv[] = {"proteusctl", "simulate", "--trace", trace,
 			      "--ondemand-prices", od, "--job", job,
-			      "--policy", "ondemand", "--db", t.db, NULL};
+			      "--policy", "ondemand", "--db", jt.db, NULL};
 	struct pxrun r;
 	json_t *st, *row;
 

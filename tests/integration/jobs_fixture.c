@@ -1,0 +1,387 @@
+/* jobs_fixture.c -- a real proteusd for the jobs tests (test_jobs.c,
+ * test_jobs_books.c): a private temp dir, config, socket and database,
+ * the daemon started and stopped, proteusctl run against it, the shipped
+ * local example job written with changes, the store read back, and the
+ * trainer processes the daemon started found and counted. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/px.h"
+#include "jobs_fixture.h"
+
+struct jobs_fixture jt;
+
+void jobs_fixture_setup(void)
+{
+	jt.tmp = px_tmpdir();
+	cr_assert_not_null(jt.tmp);
+	cr_assert(asprintf(&jt.conf, "%s/p.conf", jt.tmp) > 0);
+	cr_assert(asprintf(&jt.sock, "%s/p.sock", jt.tmp) > 0);
+	cr_assert(asprintf(&jt.db, "%s/p.db", jt.tmp) > 0);
+	cr_assert(asprintf(&jt.log, "%s/log", jt.tmp) > 0);
+	cr_assert(asprintf(&jt.job, "%s/job.json", jt.tmp) > 0);
+}
+
+/* Call fn for each trainer process whose command line names our temp
+ * dir; how many there were. */
+int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[8192];
+		size_t k;
+		FILE *f;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		k = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		for (size_t i = 0; i < k; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		buf[k] = 0;
+		if (strstr(buf, "proteus-trainer") && strstr(buf, jt.tmp)) {
+			n++;
+			if (fn)
+				fn((pid_t)atol(e->d_name), ctx);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+int our_processes(void)
+{
+	return each_ours(NULL, NULL);
+}
+
+/* Process groups of our trainer processes (a node and the roles it
+ * forks share one; the coordinator has its own). */
+struct groups {
+	long v[512];
+	int n;
+};
+
+static void add_group(pid_t pid, void *ctx)
+{
+	struct groups *g = ctx;
+	char path[64], buf[1024], *rp;
+	long pgrp;
+	size_t k;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	k = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[k] = 0;
+	rp = strrchr(buf, ')');   /* "pid (comm) S ppid pgrp" */
+	if (!rp || sscanf(rp + 2, "%*c %*d %ld", &pgrp) != 1)
+		return;
+	for (int i = 0; i < g->n; i++)
+		if (g->v[i] == pgrp)
+			return;
+	if (g->n < 512)
+		g->v[g->n++] = pgrp;
+}
+
+int our_groups(void)
+{
+	struct groups g = { .n = 0 };
+
+	each_ours(add_group, &g);
+	return g.n;
+}
+
+void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Processes die with the daemon (each node watches its parent): wait a
+ * little for the kernel to deliver that. */
+int processes_after(int ms)
+{
+	int n = our_processes();
+
+	for (int i = 0; i < ms / 50 && n; i++) {
+		sleep_ms(50);
+		n = our_processes();
+	}
+	return n;
+}
+
+/* Whether the daemon is still up, else how it ended, and the end of its
+ * log: for the messages of assertions on what it answers, so that a
+ * daemon gone between two commands says why (exit status or signal). */
+const char *daemon_said(void)
+{
+	static char buf[3072];
+	int st, n = 0;
+	pid_t p = jt.pid > 0 ? waitpid(jt.pid, &st, WNOHANG) : -1;
+	FILE *f;
+
+	if (p == 0)
+		n = snprintf(buf, sizeof buf, "proteusd %d running", jt.pid);
+	else if (p == jt.pid && WIFEXITED(st))
+		n = snprintf(buf, sizeof buf, "proteusd exited %d",
+			     WEXITSTATUS(st));
+	else if (p == jt.pid && WIFSIGNALED(st))
+		n = snprintf(buf, sizeof buf, "proteusd killed by signal %d",
+			     WTERMSIG(st));
+	else
+		n = snprintf(buf, sizeof buf, "proteusd: no status");
+	if (p == jt.pid)
+		jt.pid = 0;      /* reaped here */
+	f = fopen(jt.log, "r");
+	if (f) {
+		long size;
+		size_t got;
+
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		fseek(f, size > 2048 ? size - 2048 : 0, SEEK_SET);
+		n += snprintf(buf + n, sizeof buf - (size_t)n,
+			      "; log (%ld bytes) ends:\n", size);
+		got = fread(buf + n, 1, sizeof buf - (size_t)n - 1, f);
+		buf[(size_t)n + got] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+void stop_daemon(int sig)
+{
+	if (jt.pid > 0) {
+		kill(jt.pid, sig);
+		waitpid(jt.pid, NULL, 0);
+		jt.pid = 0;
+	}
+}
+
+void jobs_fixture_teardown(void)
+{
+	stop_daemon(SIGKILL);
+	(void)processes_after(2000);
+	px_rmtree(jt.tmp);
+	free(jt.tmp);
+	free(jt.conf);
+	free(jt.sock);
+	free(jt.db);
+	free(jt.log);
+	free(jt.job);
+}
+
+int ctl(struct pxrun *r, int timeout_s, const char *a1,
+	       const char *a2, const char *a3, const char *a4)
+{
+	const char *argv[] = { "proteusctl", "--socket", jt.sock, a1, a2, a3,
+			       a4, NULL };
+
+	cr_assert_eq(pxrun(r, timeout_s, "proteusctl", argv), 0);
+	return r->status;
+}
+
+/* Start proteusd; fsize > 0: with that RLIMIT_FSIZE (a full disk: writes
+ * past it fail with EFBIG). */
+void start_daemon_limited(rlim_t fsize)
+{
+	const char *build = getenv("PX_BUILD");
+	char path[4096];
+	char *argv[] = { "proteusd", "--config", jt.conf, NULL };
+	struct pxrun r;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/proteusd", build ? build : "build");
+	fd = open(jt.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	cr_assert_geq(fd, 0);
+	jt.pid = fork();
+	cr_assert_geq(jt.pid, 0);
+	if (jt.pid == 0) {
+		struct rlimit rl = { fsize, fsize };
+
+		if (fsize && setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(127);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(0);
+		(void)open("/dev/null", O_RDONLY);
+		execv(path, argv);
+		_exit(127);
+	}
+	close(fd);
+	for (int i = 0; i < 100; i++) {
+		int rc = ctl(&r, 5, "ping", NULL, NULL, NULL);
+
+		pxrun_free(&r);
+		if (rc == 0)
+			return;
+		sleep_ms(50);
+	}
+	cr_assert_fail("proteusd did not answer");
+}
+
+void start_daemon(void)
+{
+	start_daemon_limited(0);
+}
+
+/* Config with the daemon's defaults but our paths (the shipped trace and
+ * prices are found beside build/). */
+void daemon_up(void)
+{
+	FILE *f = fopen(jt.conf, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n", jt.db,
+		jt.sock);
+	fclose(f);
+	start_daemon();
+}
+
+/* The shipped example with the epochs set; "" extra, or more fields. */
+void write_job(int epochs, const char *extra)
+{
+	char *src = px_src_path("docs/examples/job-local-mlr.json");
+	json_error_t je;
+	json_t *j = json_load_file(src, 0, &je), *x;
+
+	cr_assert_not_null(j, "%s", je.text);
+	json_object_set_new(json_object_get(j, "trainer"), "epochs",
+			    json_integer(epochs));
+	if (extra && *extra) {
+		x = json_loads(extra, 0, &je);
+		cr_assert_not_null(x, "%s", je.text);
+		json_object_update(j, x);
+		json_decref(x);
+	}
+	cr_assert_eq(json_dump_file(j, jt.job, 0), 0);
+	json_decref(j);
+	free(src);
+}
+
+int64_t submit(void)
+{
+	struct pxrun r;
+	int64_t id;
+
+	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 0, "%s",
+		     r.err);
+	id = strtoll(r.out, NULL, 10);
+	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
+	pxrun_free(&r);
+	return id;
+}
+
+json_t *status(int64_t id)
+{
+	char ids[24];
+	struct pxrun r;
+	json_error_t je;
+	json_t *o;
+
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s; %s",
+		     r.err, daemon_said());
+	o = json_loads(r.out, 0, &je);
+	cr_assert_not_null(o, "%s: %s", je.text, r.out);
+	pxrun_free(&r);
+	return o;
+}
+
+const char *state_of(json_t *o)
+{
+	return json_string_value(json_object_get(o, "state"));
+}
+
+int64_t sql_int(const char *q)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	int64_t v = -1;
+
+	cr_assert_eq(sqlite3_open_v2(jt.db, &db, SQLITE_OPEN_READONLY, NULL),
+		     SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK,
+		     "%s: %s", q, sqlite3_errmsg(db));
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+/* The money of job id adds up: the cost status reports is the ledger's
+ * sum, every instance is closed and charged by exactly one line. */
+void check_books(int64_t id, json_t *st)
+{
+	char q[512];
+	int64_t sum, open, lines, inst, dup;
+
+	snprintf(q, sizeof q, "SELECT coalesce(sum(amount_uusd), 0) FROM "
+		 "ledger WHERE job_id = %lld", (long long)id);
+	sum = sql_int(q);
+	cr_assert_float_eq(json_number_value(json_object_get(st, "cost_usd")),
+			   (double)sum / 1e6, 1e-6);
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
+		 "AND i.end_us IS NULL", (long long)id);
+	open = sql_int(q);
+	cr_assert_eq(open, 0, "%lld instances never closed", (long long)open);
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld",
+		 (long long)id);
+	inst = sql_int(q);
+	snprintf(q, sizeof q, "SELECT count(*) FROM ledger WHERE job_id = "
+		 "%lld AND instance_id IS NOT NULL", (long long)id);
+	lines = sql_int(q);
+	cr_assert_gt(inst, 0);
+	cr_assert_eq(lines, inst, "%lld instances, %lld ledger lines",
+		     (long long)inst, (long long)lines);
+	snprintf(q, sizeof q, "SELECT count(*) FROM (SELECT instance_id FROM "
+		 "ledger WHERE job_id = %lld GROUP BY instance_id HAVING "
+		 "count(*) > 1)", (long long)id);
+	dup = sql_int(q);
+	cr_assert_eq(dup, 0, "an instance charged twice");
+}
+
+json_t *wait_end(int64_t id, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 10; i++) {
+		json_t *o = status(id);
+		const char *s = state_of(o);
+
+		if (strcmp(s, "queued") && strcmp(s, "running"))
+			return o;
+		json_decref(o);
+		sleep_ms(100);
+	}
+	cr_assert_fail("job %lld did not end in %d s", (long long)id,
+		       timeout_s);
+	return NULL;
+}

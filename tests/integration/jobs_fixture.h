@@ -1,0 +1,43 @@
+/* jobs_fixture.h -- a real proteusd for the jobs tests (jobs_fixture.c). */
+#ifndef PX_JOBS_FIXTURE_H
+#define PX_JOBS_FIXTURE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "pxrun.h"
+
+/* The test's paths (under a fresh temp dir) and its daemon (0: none). */
+struct jobs_fixture {
+	char *tmp, *conf, *sock, *db, *log, *job;
+	pid_t pid;
+};
+extern struct jobs_fixture jt;
+
+void jobs_fixture_setup(void);
+void jobs_fixture_teardown(void);
+int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx);
+int our_processes(void);
+int our_groups(void);
+void sleep_ms(int ms);
+int processes_after(int ms);
+const char *daemon_said(void);
+void stop_daemon(int sig);
+/* proteusctl --socket <ours> a1..a4 (NULL ends them early), its exit */
+int ctl(struct pxrun *r, int timeout_s, const char *a1, const char *a2,
+	const char *a3, const char *a4);
+void start_daemon_limited(rlim_t fsize);
+void start_daemon(void);
+void daemon_up(void);
+void write_job(int epochs, const char *extra);
+int64_t submit(void);
+json_t *status(int64_t id);
+const char *state_of(json_t *o);
+int64_t sql_int(const char *q);
+void check_books(int64_t id, json_t *st);
+json_t *wait_end(int64_t id, int timeout_s);
+
+#endif
