@@ -1824,6 +1824,27 @@ out_finalize:
 	return r;
 }
 
+
+/* One events row (id, job_id, instance_id, at_us, kind, detail) to fn;
+ * the detail is borrowed for the call. */
+static enum px_err event_row(sqlite3_stmt *s, store_event_fn fn, void *ctx,
+			     struct px_error *err)
+{
+	struct store_event ev;
+	enum px_err r;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.id = sqlite3_column_int64(s, 0);
+	ev.job_id = col_opt_id(s, 1);
+	ev.instance_id = col_opt_id(s, 2);
+	ev.at_us = sqlite3_column_int64(s, 3);
+	r = copy_col(s, 4, ev.kind, "event", "kind", ev.id, err);
+	if (r == PX_OK)
+		r = borrow_text(s, 5, &ev.detail, &ev.detail_len, "event",
+				"detail", ev.id, err);
+	return r == PX_OK ? fn(&ev, ctx) : r;
+}
+
 enum px_err store_events_each(struct store *st, int64_t job_id,
 			      store_event_fn fn, void *ctx,
 			      struct px_error *err)
@@ -1831,7 +1852,6 @@ enum px_err store_events_each(struct store *st, int64_t job_id,
 	static const char sql[] =
 		"SELECT id, job_id, instance_id, at_us, kind, detail "
 		"FROM events WHERE job_id IS ?1 ORDER BY at_us, id";
-	struct store_event ev;
 	sqlite3_stmt *s = NULL;
 	enum px_err r = PX_OK;
 	char who[32];
@@ -1844,17 +1864,7 @@ enum px_err store_events_each(struct store *st, int64_t job_id,
 		return store_fail(st, rc, err, "list events of %s", who);
 	bind_opt_id(s, 1, job_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		memset(&ev, 0, sizeof(ev));
-		ev.id = sqlite3_column_int64(s, 0);
-		ev.job_id = col_opt_id(s, 1);
-		ev.instance_id = col_opt_id(s, 2);
-		ev.at_us = sqlite3_column_int64(s, 3);
-		r = copy_col(s, 4, ev.kind, "event", "kind", ev.id, err);
-		if (r == PX_OK)
-			r = borrow_text(s, 5, &ev.detail, &ev.detail_len,
-					"event", "detail", ev.id, err);
-		if (r == PX_OK)
-			r = fn(&ev, ctx);
+		r = event_row(s, fn, ctx, err);
 		if (r != PX_OK)
 			goto out_finalize;
 	}
@@ -1877,7 +1887,6 @@ static enum px_err event_kind_query(struct store *st, int64_t job_id,
 		"SELECT id, job_id, instance_id, at_us, kind, detail "
 		"FROM events WHERE job_id IS ?1 AND kind = ?2 "
 		"ORDER BY at_us DESC, id DESC LIMIT 1";
-	struct store_event ev;
 	sqlite3_stmt *s = NULL;
 	enum px_err r = PX_OK;
 	char who[32];
@@ -1899,17 +1908,7 @@ static enum px_err event_kind_query(struct store *st, int64_t job_id,
 	if (rc == SQLITE_ROW && ret_count) {
 		*ret_count = sqlite3_column_int64(s, 0);
 	} else if (rc == SQLITE_ROW) {
-		memset(&ev, 0, sizeof(ev));
-		ev.id = sqlite3_column_int64(s, 0);
-		ev.job_id = col_opt_id(s, 1);
-		ev.instance_id = col_opt_id(s, 2);
-		ev.at_us = sqlite3_column_int64(s, 3);
-		r = copy_col(s, 4, ev.kind, "event", "kind", ev.id, err);
-		if (r == PX_OK)
-			r = borrow_text(s, 5, &ev.detail, &ev.detail_len,
-					"event", "detail", ev.id, err);
-		if (r == PX_OK)
-			r = fn(&ev, ctx);
+		r = event_row(s, fn, ctx, err);
 	} else if (rc != SQLITE_DONE) {
 		r = store_fail(st, rc, err, "%s '%s' events of %s",
 			       ret_count ? "count" : "last", kind, who);
