@@ -297,7 +297,7 @@ int64_t submit(void)
 	return id;
 }
 
-json_t *status(int64_t id)
+json_t *status_with(int64_t id, void (*check)(const char *out))
 {
 	char ids[24];
 	struct pxrun r;
@@ -307,10 +307,33 @@ json_t *status(int64_t id)
 	snprintf(ids, sizeof ids, "%lld", (long long)id);
 	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s; %s",
 		     r.err, daemon_said());
+	if (check)
+		check(r.out);
 	o = json_loads(r.out, 0, &je);
 	cr_assert_not_null(o, "%s: %s", je.text, r.out);
 	pxrun_free(&r);
 	return o;
+}
+
+json_t *status(int64_t id)
+{
+	return status_with(id, NULL);
+}
+
+char *daemon_without_data(void)
+{
+	char *empty;
+	FILE *f;
+
+	cr_assert(asprintf(&empty, "%s/nodata", jt.tmp) > 0);
+	cr_assert_eq(mkdir(empty, 0700), 0);
+	f = fopen(jt.conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", jt.db,
+		jt.sock, empty);
+	fclose(f);
+	start_daemon();
+	return empty;
 }
 
 const char *state_of(json_t *o)

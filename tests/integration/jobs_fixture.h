@@ -34,7 +34,12 @@ void start_daemon(void);
 void daemon_up(void);
 void write_job(int epochs, const char *extra);
 int64_t submit(void);
+/* status ID --json, parsed (with_: its text to check first, may be NULL) */
 json_t *status(int64_t id);
+json_t *status_with(int64_t id, void (*check)(const char *out));
+/* The daemon with a data_dir that has no Fashion-MNIST (returned, freed by
+ * the caller): every job's trainer fails at start. */
+char *daemon_without_data(void);
 const char *state_of(json_t *o);
 int64_t sql_int(const char *q);
 void check_books(int64_t id, json_t *st);

@@ -116,17 +116,7 @@ Test(jobs, data_dir_is_where_the_trainer_reads)
 	int64_t id;
 	json_t *st;
 
-	cr_assert(asprintf(&empty, "%s/nodata", jt.tmp) > 0);
-	cr_assert_eq(mkdir(empty, 0700), 0);
-	{
-		FILE *f = fopen(jt.conf, "w");
-
-		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", jt.db,
-			jt.sock, empty);
-		fclose(f);
-	}
-	start_daemon();
+	empty = daemon_without_data();
 	write_job(1, NULL);
 	id = submit();
 	st = wait_end(id, 60);

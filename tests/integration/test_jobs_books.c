@@ -95,19 +95,7 @@ static void money_is_exact(const char *out)
 /* status ID --json, its text checked for money first. */
 static json_t *status_checked(int64_t id)
 {
-	char ids[24];
-	struct pxrun r;
-	json_error_t je;
-	json_t *o;
-
-	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	cr_assert_eq(ctl(&r, 10, "status", ids, "--json", NULL), 0, "%s; %s",
-		     r.err, daemon_said());
-	money_is_exact(r.out);
-	o = json_loads(r.out, 0, &je);
-	cr_assert_not_null(o, "%s: %s", je.text, r.out);
-	pxrun_free(&r);
-	return o;
+	return status_with(id, money_is_exact);
 }
 
 /* Wait for the job to have cost something and trained a clock. */
@@ -351,17 +339,7 @@ Test(jobs_books, a_failed_jobs_reason_in_every_life)
 	json_t *st;
 	int64_t id;
 
-	cr_assert(asprintf(&empty, "%s/nodata", jt.tmp) > 0);
-	cr_assert_eq(mkdir(empty, 0700), 0);
-	{
-		FILE *f = fopen(jt.conf, "w");
-
-		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\ndata_dir %s\n", jt.db,
-			jt.sock, empty);
-		fclose(f);
-	}
-	start_daemon();
+	empty = daemon_without_data();
 	write_job(1, NULL);
 	id = submit();
 	snprintf(ids, sizeof ids, "%lld", (long long)id);
