@@ -604,6 +604,8 @@ static enum px_err trace_src_read(struct trace_src *s, unsigned char *dst,
 				  size_t cap, size_t *ret_n,
 				  struct px_error *err)
 {
+	const struct px_guard *g = px_guard_get();
+
 	if (s->fd < 0) {
 		size_t n = s->len - s->off;
 
@@ -620,18 +622,15 @@ static enum px_err trace_src_read(struct trace_src *s, unsigned char *dst,
 	if (px_guard_expired())
 		return px_errorf(err, PX_ETIMEDOUT, "%s: still reading after "
 				 "the time allowed; stopped", s->name);
-	if (px_guard_get() && px_guard_get()->max_bytes &&
-	    s->total > px_guard_get()->max_bytes)
+	if (g && g->max_bytes && s->total > g->max_bytes)
 		return px_errorf(err, PX_ETOOBIG, "%s: over the limit of "
-				 "%llu bytes", s->name, (unsigned long long)
-				 px_guard_get()->max_bytes);
+				 "%llu bytes", s->name,
+				 (unsigned long long)g->max_bytes);
 	for (;;) {
 		ssize_t r = read(s->fd, dst, cap);
 
-		if (r > 0)
-			s->total += (uint64_t)r;
-
 		if (r >= 0) {
+			s->total += (uint64_t)r;
 			*ret_n = (size_t)r;
 			if (s->md && r > 0)
 				EVP_DigestUpdate(s->md, dst, (size_t)r);

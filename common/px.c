@@ -360,28 +360,24 @@ int px_open_input(const char *path, struct px_error *err)
 	bool as = false;
 	struct stat st;
 
-	if (!g) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			e = errno;
-			px_errorf(err, e == ENOENT ? PX_ENOENT : PX_ESYS | e,
-				  "%s: %s", path, strerror(e));
-		}
-		return fd;
-	}
-	if (g->as_user)
+	if (g && g->as_user)
 		as = become(g, old_groups, &n_old);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* for someone else: without blocking (a FIFO opens at once) */
+	fd = open(path, O_RDONLY | O_CLOEXEC |
+		  (g ? O_NONBLOCK | O_NOCTTY : 0));
 	e = errno;
 	if (as)
 		unbecome(old_groups, n_old);
 	if (fd < 0) {
-		px_errorf(err, e == ENOENT ? PX_ENOENT : e == EACCES ?
+		/* what a submitter may not read is bad input too */
+		px_errorf(err, e == ENOENT ? PX_ENOENT : g && e == EACCES ?
 			  PX_EINVAL : PX_ESYS | e, "%s: %s%s", path,
 			  strerror(e), as && e == EACCES ? " (for the submitter)"
 			  : "");
 		return -1;
 	}
+	if (!g)
+		return fd;
 	if (fstat(fd, &st) != 0) {
 		e = errno;
 		close(fd);
