@@ -126,7 +126,6 @@ struct job {
 				  * a restart) */
 	/* nodes that could not start, and progress (the stall watchdog) */
 	int64_t start_failures;  /* in a row, since a node last started */
-	int64_t node_failures;   /* in all */
 	char fail_now[512];      /* set: fail the job at the next tick */
 	int64_t stall_clock;     /* the trainer's clock when it last moved */
 	uint64_t stall_mono_us;  /* and when (monotonic) */
@@ -357,32 +356,30 @@ static bool set_state(struct job *j, enum store_job_state s)
 	return true;
 }
 
+/* The guard a job's files are read under (px.h): the submitter's rights
+ * when a client's request is being served (else the daemon's), regular
+ * files of at most JOB_FILE_MAX_BYTES, within JOB_LOAD_S from now. */
+static void job_guard(struct px_guard *g)
+{
+	if (!server_peer(g))
+		*g = (struct px_guard){ .ngroups = -1 };
+	g->max_bytes = JOB_FILE_MAX_BYTES;
+	g->deadline_us = px_now_mono_us() + JOB_LOAD_S * UINT64_C(1000000);
+}
+
 /* ---- the market of a job ---- */
 
 /* The files a job's spec names are read with the submitter's rights (the
- * thread's guard, set by the submit); the daemon's own (its configured or
- * shipped trace, prices and snapshot) with its own rights, still bounded:
- * as_submitter(false) switches the thread to a copy without the user,
- * as_submitter(true) back. */
-static _Thread_local const struct px_guard *submitter;
-static _Thread_local struct px_guard own_rights;
-
-static void as_submitter(bool yes)
+ * thread's guard, set by whoever loads the job); the daemon's own (its
+ * configured or shipped trace, prices and snapshot) with its own rights,
+ * still bounded and stopped with it: own is sub without the user.  Sets
+ * the thread's guard for a file the spec names (yes) or not; nothing
+ * without a guard (sub NULL). */
+static void rights_for(const struct px_guard *sub, const struct px_guard *own,
+		       bool named_by_spec)
 {
-	const struct px_guard *g = px_guard_get();
-
-	if (!g)                 /* no guard on this load */
-		return;
-	if (g != &own_rights)
-		submitter = g;
-	if (yes) {
-		px_guard_set(submitter);
-		return;
-	}
-	own_rights = *submitter;
-	own_rights.as_user = false;
-	own_rights.parent = submitter; /* stopped when it is */
-	px_guard_set(&own_rights);
+	if (sub)
+		px_guard_set(named_by_spec ? sub : own);
 }
 
 static enum px_err job_load_market(struct job *j, struct px_error *err)
@@ -392,8 +389,15 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 			    s->trace;
 	const char *od = j->req.world.ondemand[0] ? j->req.world.ondemand :
 			 s->ondemand;
+	const struct px_guard *sub = px_guard_get();
+	struct px_guard own = { .ngroups = -1 };
 	enum px_err e;
 
+	if (sub) {
+		own = *sub;
+		own.as_user = false;
+		own.parent = sub;       /* stopped when it is */
+	}
 	/* the GPU path needs a device here (the local world's nodes run on
 	 * this host): refused now, not with every node failing at start.
 	 * On this thread: the first check loads the CUDA library. */
@@ -409,12 +413,12 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 	market_set_init(&j->ms);
 	j->ld = (struct market_load){ .region = j->req.spec.region,
 				      .product = PRODUCT };
-	as_submitter(j->req.world.trace[0]);
+	rights_for(sub, &own, j->req.world.trace[0]);
 	e = market_load_files(&j->ms, &trace, 1, &j->ld, err);
-	as_submitter(j->req.world.ondemand[0]);
+	rights_for(sub, &own, j->req.world.ondemand[0]);
 	if (e == PX_OK)
 		e = ondemand_table_load(od, &j->od, err);
-	as_submitter(true);
+	rights_for(sub, &own, true);
 	if (e != PX_OK)
 		return e;
 	j->start_s = j->req.world.start_s ? j->req.world.start_s :
@@ -446,7 +450,7 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 		const char *p = j->req.spec.spot_advisor[0] ?
 				j->req.spec.spot_advisor : j->adv_cfg;
 
-		as_submitter(j->req.spec.spot_advisor[0]);
+		rights_for(sub, &own, j->req.spec.spot_advisor[0]);
 		if (p[0])
 			snprintf(j->adv_path, sizeof j->adv_path, "%s", p);
 		else
@@ -455,7 +459,7 @@ static enum px_err job_load_market(struct job *j, struct px_error *err)
 		if (e == PX_OK)
 			e = advisor_load(j->adv_path, j->req.spec.region,
 					 &j->adv, err);
-		as_submitter(true);
+		rights_for(sub, &own, true);
 		if (e != PX_OK)
 			return e;
 		j->have_adv = true;
@@ -1330,8 +1334,7 @@ static bool check_coordinator(struct job *j)
 static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
 			       size_t len)
 {
-	char *mine = NULL;
-	char tail[8192], *p, *best, *cause = NULL, *any = NULL;
+	char tail[8192], *p, *best, *cause = NULL, *any = NULL, *mine = NULL;
 	ssize_t n = 0;
 	int fd = open(j->log, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	off_t size;
@@ -1352,7 +1355,6 @@ static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
 	for (p = tail; (p = strstr(p, "error: ")); p++) {
 		size_t k = strcspn(p, "\n");
 		char *nl = p + k, c = *nl;
-
 		unsigned node;
 
 		*nl = 0;
@@ -1385,20 +1387,13 @@ static void node_start_failed(void *ctx, uint64_t id, int status)
 	struct job *j = ctx;
 	char said[400], how[64];
 
-	j->node_failures++;
 	j->start_failures++;
 	last_trainer_error(j, id, said, sizeof said);
-	if (WIFEXITED(status))
-		snprintf(how, sizeof how, "exited with status %d",
-			 WEXITSTATUS(status));
-	else
-		snprintf(how, sizeof how, "was killed by signal %d",
-			 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-	job_eventf(j, "node_failed", "instance %" PRIu64 ": its node %s "
-		   "before it started%s%s", id, how, said[0] ? ": " : "",
-		   said);
-	log_warn("job %" PRId64 ": instance %" PRIu64 ": its node %s before "
-		 "it started%s%s", j->id, id, how, said[0] ? ": " : "", said);
+	lworld_ended_how(status, how, sizeof how);
+	job_eventf(j, "node_failed", "instance %" PRIu64 ": its node failed "
+		   "to start: %s%s%s", id, how, said[0] ? ": " : "", said);
+	log_warn("job %" PRId64 ": instance %" PRIu64 ": its node failed to "
+		 "start: %s%s%s", j->id, id, how, said[0] ? ": " : "", said);
 	if (j->start_failures >= START_FAILURES_MAX && !j->fail_now[0])
 		snprintf(j->fail_now, sizeof j->fail_now, "its nodes cannot "
 			 "start: %" PRId64 " in a row failed (the last %s)%s%s",
@@ -1722,11 +1717,7 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 	 * server to answer later (or a thread), here and now */
 	ld = calloc(1, sizeof *ld);
 	if (ld && server_defer(&ld->ticket)) {
-		if (!server_peer(&ld->guard))
-			ld->guard = (struct px_guard){ .ngroups = -1 };
-		ld->guard.max_bytes = JOB_FILE_MAX_BYTES;
-		ld->guard.deadline_us = px_now_mono_us() + JOB_LOAD_S *
-					UINT64_C(1000000);
+		job_guard(&ld->guard);
 		ld->js = js;
 		ld->j = j;
 		ld->text = text;
@@ -1748,12 +1739,9 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 	}
 	free(ld);
 	{
-		struct px_guard g = { .ngroups = -1 };
+		struct px_guard g;
 
-		(void)server_peer(&g);
-		g.max_bytes = JOB_FILE_MAX_BYTES;
-		g.deadline_us = px_now_mono_us() + JOB_LOAD_S *
-				UINT64_C(1000000);
+		job_guard(&g);
 		px_guard_set(&g);
 		e = job_load_market(j, err);
 		px_guard_set(NULL);
@@ -2505,12 +2493,11 @@ static void recover_one(struct jobs *js, int64_t id)
 	j->state = rs.state;
 	if (e == PX_OK) {
 		/* the paths came from a submitter: regular files, bounded
-		 * (with the daemon's rights: who submitted is not stored) */
-		struct px_guard g = { .ngroups = -1,
-				      .max_bytes = JOB_FILE_MAX_BYTES,
-				      .deadline_us = px_now_mono_us() +
-						     JOB_LOAD_S * 1000000 };
+		 * (with the daemon's rights: no client is served here, and
+		 * who submitted is not stored) */
+		struct px_guard g;
 
+		job_guard(&g);
 		px_guard_set(&g);
 		e = job_load_market(j, &err);
 		px_guard_set(NULL);

@@ -105,6 +105,16 @@ void lworld_end_leaves(struct lworld *w)
 	w->s.release_ms = 0;
 }
 
+void lworld_ended_how(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited with status %d",
+			 WEXITSTATUS(status));
+	else
+		snprintf(buf, len, "killed by signal %d",
+			 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
 size_t lworld_processes(const struct lworld *w)
 {
 	size_t k = 0;
@@ -574,16 +584,10 @@ static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 		} else {
 			/* it never started: its own failure, not the
 			 * market's; the owner counts it */
-			char why[96];
+			char how[64], why[96];
 
-			if (WIFEXITED(st))
-				snprintf(why, sizeof why, "failed to start: "
-					 "exited with status %d",
-					 WEXITSTATUS(st));
-			else
-				snprintf(why, sizeof why, "failed to start: "
-					 "killed by signal %d",
-					 WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+			lworld_ended_how(st, how, sizeof how);
+			snprintf(why, sizeof why, "failed to start: %s", how);
 			if (w->s.hooks.start_failed)
 				w->s.hooks.start_failed(w->s.hooks.ctx, id,
 							st);

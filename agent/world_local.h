@@ -95,6 +95,9 @@ struct lworld;
 /* PX_EINVAL for a speedup < 1 or not finite, an empty window. */
 enum px_err lworld_new(const struct lw_setup *s, struct lworld **ret,
 		       struct px_error *err);
+/* How a node's process ended, from its waitpid status: "exited with
+ * status N" or "killed by signal N". */
+void lworld_ended_how(int status, char *buf, size_t len);
 /* Nodes of this world that are processes now (held and leaving). */
 size_t lworld_processes(const struct lworld *w);
 /* SIGKILL every process group still running and reap them. */
