@@ -115,6 +115,12 @@ static long find_slot(const struct ctrl *c, uint64_t id)
 	return -1;
 }
 
+/* Whether slot i is of the reliable tier (an on-demand reliable one). */
+static bool in_reliable_tier(const struct ctrl *c, size_t i)
+{
+	return c->pub[i].reliable && c->pub[i].market < 0;
+}
+
 /* ---- the budget ---- */
 
 static bool has_budget(const struct ctrl *c)
@@ -272,6 +278,19 @@ static enum px_err end_inst(struct ctrl *c, int64_t now, size_t slot,
 	return e;
 }
 
+/* Slot s costs more than the budget leaves: ended as the user's release
+ * ("budget") and given back to the world. */
+static enum px_err release_for_budget(struct ctrl *c, int64_t now, size_t s,
+				      struct px_error *err)
+{
+	uint64_t id = c->pub[s].id;
+	enum px_err e;
+
+	c->budget_hit = true;
+	e = end_inst(c, now, s, false, "budget", err);
+	return e == PX_OK ? c->s.world->release(c->s.world_ctx, id, err) : e;
+}
+
 /* Ask the world for one instance; the world answers with ctrl_launched
  * (sim: before it returns) or ctrl_rejected. */
 static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
@@ -356,14 +375,10 @@ enum px_err ctrl_launched(struct ctrl *c, int64_t now, uint64_t id)
 	e = emit(c, now, CTRL_EV_LAUNCH, (size_t)s, NULL, 0, err);
 	if (e != PX_OK)
 		return e;
-	if (!affords(c, now, 0)) {
+	if (!affords(c, now, 0))
 		/* answered later than asked, at a higher price: what it
 		 * forces is paid, nothing more (docs/jobspec.md) */
-		c->budget_hit = true;
-		e = end_inst(c, now, (size_t)s, false, "budget", err);
-		return e == PX_OK ? c->s.world->release(c->s.world_ctx, id,
-							 err) : e;
-	}
+		return release_for_budget(c, now, (size_t)s, err);
 	if (v->ready_s <= now) {
 		in->ready = true;
 		e = restage(c, now, err);
@@ -432,7 +447,7 @@ static enum px_err ended(struct ctrl *c, int64_t now, uint64_t id,
 
 	if (s < 0)
 		return PX_OK;
-	reliable = c->pub[s].reliable && c->pub[s].market < 0;
+	reliable = in_reliable_tier(c, (size_t)s);
 	type = c->pub[s].type;
 	c->why |= POL_WHY_EVICTION;
 	e = end_inst(c, now, (size_t)s, provider, why, err);
@@ -608,15 +623,10 @@ static enum px_err next_hours(struct ctrl *c, int64_t now,
 
 			billing_acct_advance(&a, now);
 			if (!affords(c, now, a.charged_uusd - before)) {
-				uint64_t id = v->id;
-				enum px_err e;
+				enum px_err e = release_for_budget(c, now,
+								   (size_t)s,
+								   err);
 
-				c->budget_hit = true;
-				e = end_inst(c, now, (size_t)s, false,
-					     "budget", err);
-				if (e == PX_OK)
-					e = c->s.world->release(
-						c->s.world_ctx, id, err);
 				if (e != PX_OK)
 					return e;
 				continue;
@@ -677,7 +687,7 @@ static int64_t budget_last(const struct ctrl *c, int64_t now)
 static bool reliable_left(const struct ctrl *c)
 {
 	for (size_t i = 0; i < c->n; i++)
-		if (c->pub[i].reliable && c->pub[i].market < 0)
+		if (in_reliable_tier(c, i))
 			return true;
 	return false;
 }

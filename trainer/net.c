@@ -148,8 +148,6 @@ enum px_err net_open(struct wire_ctx *ctx, enum net_pattern p,
 	s->pat = p;
 	s->max_payload = o->max_payload ? o->max_payload
 					: WIRE_PAYLOAD_DEFAULT;
-	s->rcvtimeo = -1;
-	s->sndtimeo = -1;
 	s->opts = *o;
 	r = fresh_fd(s, err);
 	if (r != PX_OK)

@@ -94,7 +94,9 @@ size_t net_max_payload(const struct net_sock *s);
 
 /* File descriptors that become readable when the socket can receive
  * (NN_RCVFD) or send (NN_SNDFD), for poll/epoll event loops; they are
- * not for reading or writing.  PX_EUNSUPP when the pattern cannot. */
+ * not for reading or writing.  PX_EUNSUPP when the pattern cannot.  A REQ
+ * that sends again before its answer came gets a new socket (net_send),
+ * and so new descriptors: ask again after such a send. */
 enum px_err net_fd(const struct net_sock *s, bool for_send, int *ret_fd,
 		   struct px_error *err);
 
