@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "../common/px.h"
+#include "world.h"
 
 #define CONFIG_PATH_MAX 4096   /* db path, with its NUL */
 #define CONFIG_SOCKET_MAX 108  /* sizeof(sun_path), with the NUL */
@@ -25,12 +26,11 @@
 #define CONFIG_LINE_MAX 8192   /* longest line in it */
 #define CONFIG_DIAG_MAX 64     /* messages kept; later ones are counted */
 
-enum proteusd_world { WORLD_EC2 = 0, WORLD_LOCAL, WORLD_SIM, WORLD_MAX };
 
 /* The whole configuration; plain values, so that it copies by assignment. */
 struct proteusd_config {
 	char db[CONFIG_PATH_MAX];             /* SQLite store path */
-	int world;                            /* enum proteusd_world: the
+	int world;                            /* enum world_kind: the
 					       * world of jobs whose spec
 					       * names none; local only */
 	char region[CONFIG_NAME_MAX];         /* e.g. us-east-1 */

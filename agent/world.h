@@ -44,8 +44,118 @@ enum ctrl_timer_kind {
 	CTRL_TIMER_MAX
 };
 
+/* The worlds, one enum for config, job specs, the store (whose column
+ * holds these values: never renumber) and the ops tables. */
+enum world_kind {
+	WORLD_SIM = 0,           /* proteusctl simulate: virtual time */
+	WORLD_LOCAL,             /* process groups on this host */
+	WORLD_EC2,               /* instances through the EC2 Query API */
+	WORLD_KIND_MAX
+};
+/* "sim", "local", "ec2"; "unknown" for other values. */
+const char *world_kind_name(enum world_kind k);
+/* The kind named s, or -1. */
+int world_kind_parse(const char *s);
+
+struct ctrl;
+struct ctrl_progress;
+struct loop;
+struct store;
+struct proteusd_config;
+struct world_host;
+
+/* Why a node is told to leave. */
+enum world_leave {
+	WORLD_LEAVE_EVICTION = 0, /* the market takes it (a notice) */
+	WORLD_LEAVE_RELEASE,      /* the controller gives it back */
+};
+
+/* The node an instance runs, world-neutral: the owner (a job) says what
+ * to run, the world says where.  local: a process group with argv and
+ * env added to the daemon's; ec2: the same command started on the
+ * instance at boot (user data), its environment made there. */
+struct world_node {
+	char **argv;             /* argv[0] the trainer's path; NULL-ended,
+				  * strings and array malloc'd (the world
+				  * frees them) */
+	char **env;              /* "K=V" to add, NULL-ended, likewise; may
+				  * be NULL */
+};
+
+/* Where a node of instance id listens and reaches the coordinator: the
+ * world chooses, the owner puts it in the node's command. */
+struct world_place {
+	char coord[128];         /* the coordinator's address (ipc:// or
+				  * tcp://host:port) */
+	char listen[160];        /* the node's own base address */
+};
+
+/* What the owner (proteusd's job) provides to a world. */
+struct world_hooks {
+	/* The node instance req runs (place: where it listens). */
+	enum px_err (*command)(void *ctx, const struct world_req *req,
+			       const struct world_place *place,
+			       struct world_node *ret, struct px_error *err);
+	/* Instance id must leave: an eviction notice or a release; gone in
+	 * gone_ms real ms.  The owner tells the node (and its
+	 * coordinator). */
+	void (*notice)(void *ctx, uint64_t id, int64_t gone_ms,
+		       enum world_leave why);
+	/* Whether one more node may be started now (NULL: always); an
+	 * acquire without room is rejected with why. */
+	bool (*room)(void *ctx, char *why, size_t len);
+	/* The job's progress mark (the trainer's clock): a node that ends
+	 * before the mark moved past its value at the node's start never
+	 * worked (NULL: a node that reported ready has started). */
+	int64_t (*progress)(void *ctx);
+	/* Instance id's node failed to start: how it ended ("exited with
+	 * status 1"); the world ends it with ctrl_failed.  May be NULL. */
+	void (*start_failed)(void *ctx, uint64_t id, const char *how);
+	void *ctx;
+	/* Readiness: false, after the job's startup_seconds of market time;
+	 * true, only when the owner calls ops->ready. */
+	bool ready_on_report;
+	/* The nodes' output, appended to (local; NULL: the owner's). */
+	const char *log_path;
+};
+
+/* One job's world. */
+struct world_setup {
+	struct world_host *host;          /* the daemon's (shared by jobs) */
+	int64_t job_id;
+	const char *job_dir;              /* the job's directory */
+	const struct pol_env *env;
+	/* local: sealed, the trace.  ec2: the prices known at the start;
+	 * the world appends what it polls (market_set_append) */
+	struct market_set *ms;
+	const char *region;
+	int64_t t0_s;                     /* market time at the start */
+	int64_t end_s;                    /* no event after this (ec2:
+					   * INT64_MAX or the deadline) */
+	double speedup;                   /* local: market s per real s */
+	int64_t tick_s;                   /* POL_WHY_TICK period, market s */
+	unsigned wants;                   /* the policy's wants */
+	int64_t release_ms;               /* real ms a released node has to
+					   * leave (0: killed at once) */
+	bool resume;                      /* the job had an earlier life:
+					   * recover its instances */
+	struct world_hooks hooks;
+};
+
+/* What the daemon has for its worlds (one per daemon). */
+struct world_host {
+	struct loop *loop;
+	struct store *st;
+	const struct proteusd_config *cfg;
+	const char *daemon_id;            /* tags the daemon's resources */
+	void *ec2;                        /* the ec2 world's shared state
+					   * (client, sweep); NULL until it
+					   * is first used */
+};
+
 struct world_ops {
 	const char *name;        /* "sim", "local", "ec2" */
+	enum world_kind kind;
 	/* Ask for one instance.  The world answers, now or later, with
 	 * ctrl_launched (billing starts then) or ctrl_rejected.  A world may
 	 * call back into the controller before it returns (sim does).
@@ -61,7 +171,59 @@ struct world_ops {
 	 * own events of that instant that were scheduled before them. */
 	enum px_err (*timer)(void *w, int64_t t_s, enum ctrl_timer_kind kind,
 			     uint64_t id, struct px_error *err);
+
+	/* ---- the daemon's half (NULL in sim, which simulate drives) ---- */
+
+	/* A world for one job; *ret is freed with free_world. */
+	enum px_err (*create)(const struct world_setup *s, void **ret,
+			      struct px_error *err);
+	/* The controller it reports to (before start). */
+	void (*attach)(void *w, struct ctrl *c);
+	/* Whether instances the store has open for this job (a daemon
+	 * killed or stopped) outlive the daemon: true (ec2): the world
+	 * adopts or closes them itself at start (setup.resume); false
+	 * (local): the owner closes them at the job's last recorded
+	 * instant before the world is made. */
+	bool instances_outlive_daemon;
+	/* The first decision (POL_WHY_START), after whatever the world
+	 * must do first (ec2: reconcile a resumed job's instances). */
+	enum px_err (*start)(void *w, const struct ctrl_progress *p,
+			     struct px_error *err);
+	/* Market time now. */
+	int64_t (*now)(const void *w);
+	/* Real ms until the world next needs run_due (0: now; -1: none). */
+	int64_t (*next_ms)(const void *w);
+	/* Hand every event due by now to the controller in order, each
+	 * followed by ctrl_step at its instant; *ret_t: the instant of the
+	 * last event handled (or now); stops early on a stop rule
+	 * (*ret_stop: an enum ctrl_stop). */
+	enum px_err (*run_due)(void *w, const struct ctrl_progress *p,
+			       int64_t *ret_t, int *ret_stop,
+			       struct px_error *err);
+	/* The owner saw instance id's node ready (ready_on_report). */
+	enum px_err (*ready)(void *w, uint64_t id, struct px_error *err);
+	/* The job's coordinator was restarted: every live node must
+	 * register with the new one (local: its command started anew). */
+	enum px_err (*restart_nodes)(void *w, struct px_error *err);
+	/* From now on a release ends a node at once, with no leave. */
+	void (*end_leaves)(void *w);
+	/* Nodes the controller holds. */
+	size_t (*nodes)(const void *w);
+	/* Nodes that use this host's resources now (local: processes,
+	 * leaving ones included; ec2: 0). */
+	size_t (*host_load)(const void *w);
+	/* The provider's id of instance id ("i-0abc...", "local-J-I-pgG"),
+	 * "" when it has none yet. */
+	void (*cloud_id)(const void *w, uint64_t id, char *buf, size_t len);
+	/* Whether the world is idle enough to be freed: every release
+	 * carried out (ec2: TerminateInstances answered).  NULL: always. */
+	bool (*settled)(const void *w);
+	/* End everything still running and free. */
+	void (*free_world)(void *w);
 };
+
+/* The ops of a kind (NULL: none built in). */
+const struct world_ops *world_ops_of(enum world_kind k);
 
 /* When a spot instance launched at now with this bid gets its eviction
  * notice (MARKET_NONE: never, in the trace): legacy, the first time the
