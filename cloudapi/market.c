@@ -192,6 +192,7 @@ static enum px_err market_index(struct market *m)
 	m->cum = px_calloc(m->n ? m->n : 1, sizeof *m->cum);
 	if (!m->blockmax || !m->cum)
 		return PX_ENOMEM;
+	m->idx_cap = m->n ? m->n : 1;
 	for (size_t i = 0; i < m->n; i++) {
 		size_t b = i / MARKET_BLOCK;
 		if (i % MARKET_BLOCK == 0 || m->price_uusd[i] > m->blockmax[b])
@@ -276,6 +277,69 @@ enum px_err market_set_seal(struct market_set *ms, struct px_error *err)
 	ms->hash = NULL;
 	ms->hash_cap = 0;
 	ms->sealed = true;
+	return PX_OK;
+}
+
+enum px_err market_set_append(struct market_set *ms, int idx, int64_t t_s,
+			      int64_t price_uusd, bool *ret_added,
+			      struct px_error *err)
+{
+	struct market *m;
+	size_t n, nb;
+
+	*ret_added = false;
+	if (!ms->sealed || idx < 0 || (size_t)idx >= ms->n)
+		return px_errorf(err, PX_EINVAL, "no market %d to append to",
+				 idx);
+	if (price_uusd < 0)
+		return px_errorf(err, PX_EINVAL, "market '%s' '%s': negative "
+				 "price", ms->v[idx].zone, ms->v[idx].type);
+	m = &ms->v[idx];
+	n = m->n;
+	if (n && (t_s <= m->t_s[n - 1] || price_uusd == m->price_uusd[n - 1]))
+		return PX_OK;
+	if (ms->records >= MARKET_RECORDS_MAX)
+		return px_errorf(err, PX_ETOOBIG, "more than %u price records",
+				 MARKET_RECORDS_MAX);
+	if (n == m->cap) {
+		size_t cap = n ? 2 * n : 16;
+		int64_t *t = px_reallocarray(m->t_s, cap, sizeof *t);
+
+		if (t)
+			m->t_s = t;
+		int64_t *p = t ? px_reallocarray(m->price_uusd, cap,
+						  sizeof *p) : NULL;
+		if (!p)
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		m->price_uusd = p;
+		m->cap = cap;
+	}
+	if (n >= m->idx_cap) {
+		int64_t *c = px_reallocarray(m->cum, m->cap, sizeof *c);
+
+		if (c)
+			m->cum = c;
+		nb = (m->cap + MARKET_BLOCK - 1) / MARKET_BLOCK;
+		int64_t *b = c ? px_reallocarray(m->blockmax, nb, sizeof *b)
+			       : NULL;
+		if (!b)
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		m->blockmax = b;
+		m->idx_cap = m->cap;
+	}
+	m->t_s[n] = t_s;
+	m->price_uusd[n] = price_uusd;
+	m->cum[n] = n ? m->cum[n - 1] + m->price_uusd[n - 1] *
+			(t_s - m->t_s[n - 1]) : 0;
+	if (n % MARKET_BLOCK == 0 || price_uusd > m->blockmax[n / MARKET_BLOCK])
+		m->blockmax[n / MARKET_BLOCK] = price_uusd;
+	m->n = n + 1;
+	ms->records++;
+	if (t_s > ms->last_s)
+		ms->last_s = t_s;
+	if (t_s < ms->first_s)
+		ms->first_s = t_s;
+	*ret_added = true;
 	return PX_OK;
 }
 

@@ -36,6 +36,8 @@ struct market {
 	int64_t *blockmax;    /* max price of each MARKET_BLOCK records */
 	int64_t *cum;         /* cum[i] = integral of price over [t_0, t_i),
 			       * in micro-USD-per-hour x seconds */
+	size_t idx_cap;       /* entries cum has room for (blockmax: as
+			       * many / MARKET_BLOCK, rounded up) */
 };
 
 #define MARKET_BLOCK 64
@@ -73,6 +75,16 @@ enum px_err market_set_seal(struct market_set *ms, struct px_error *err);
  * storage the caller releases. */
 enum px_err market_set_truncate(const struct market_set *src, int64_t t_s_max,
 				struct market_set *ret, struct px_error *err);
+
+/* A live market (the ec2 world's) grows: append a record of market idx of
+ * a sealed set.  A record at or before the market's last one is ignored
+ * (a poll's window overlaps the last: *ret_added false), as is an
+ * unchanged price; a later one is appended and indexed (blockmax, cum),
+ * and the set's records count moves, so that every view's cursor looks
+ * again.  A negative price is PX_EINVAL, a full set PX_ETOOBIG. */
+enum px_err market_set_append(struct market_set *ms, int idx, int64_t t_s,
+			      int64_t price_uusd, bool *ret_added,
+			      struct px_error *err);
 
 /* Index of market (zone, type) in a sealed set, or -1. */
 int market_set_find(const struct market_set *ms, const char *zone,

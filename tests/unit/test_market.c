@@ -242,3 +242,61 @@ Test(market, index_from_matches_binary_search)
 		cr_assert_eq(market_index_from(t, 0, -1, s), -1);
 	}
 }
+
+/* A live market grows: appended records answer every query as if they
+ * had been in the set when it was sealed (compared with a set built with
+ * all of them), across block and capacity boundaries. */
+Test(market, append_matches_a_set_sealed_with_everything)
+{
+	struct market_set live, all;
+	struct px_error e = {0};
+	bool added;
+	int64_t t = 1000, p;
+
+	market_set_init(&live);
+	market_set_init(&all);
+	add(&live, "us-east-1a", "m5.large", 1000, 50000);
+	add(&all, "us-east-1a", "m5.large", 1000, 50000);
+	add(&live, "us-east-1a", "c5.large", 900, 40000);
+	cr_assert_eq(market_set_seal(&live, &e), PX_OK, "%s", e.msg);
+	int i = market_set_find(&live, "us-east-1a", "m5.large");
+	size_t rec0 = live.records;
+	/* at or before the last record, or unchanged: ignored */
+	cr_assert_eq(market_set_append(&live, i, 1000, 60000, &added, &e),
+		     PX_OK);
+	cr_assert_not(added);
+	cr_assert_eq(market_set_append(&live, i, 1500, 50000, &added, &e),
+		     PX_OK);
+	cr_assert_not(added);
+	cr_assert_eq(live.records, rec0);
+	cr_assert_eq(market_set_append(&live, i, 2000, -1, &added, &e),
+		     PX_EINVAL);
+	cr_assert_eq(market_set_append(&live, 7, 2000, 1, &added, &e),
+		     PX_EINVAL);
+	for (int k = 1; k <= 300; k++) {
+		t += 37 + k % 11;
+		p = 50000 + (k * 7919) % 20000;
+		cr_assert_eq(market_set_append(&live, i, t, p, &added, &e),
+			     PX_OK, "%s", e.msg);
+		add(&all, "us-east-1a", "m5.large", t, p);
+	}
+	cr_assert_gt(live.records, rec0);
+	cr_assert_eq(live.last_s, t);
+	cr_assert_eq(market_set_seal(&all, &e), PX_OK, "%s", e.msg);
+	const struct market *a = &all.v[0], *l = &live.v[i];
+	cr_assert_eq(a->n, l->n);
+	for (int64_t x = 900; x < t + 100; x += 53) {
+		int64_t pa = -1, pl = -1;
+
+		cr_assert_eq(market_price_at(a, x, &pa),
+			     market_price_at(l, x, &pl));
+		cr_assert_eq(pa, pl, "price at %lld", (long long)x);
+		cr_assert_eq(market_first_above(a, x, 60000),
+			     market_first_above(l, x, 60000));
+		if (x >= 1000)
+			cr_assert_eq(market_integral(a, 1000, x),
+				     market_integral(l, 1000, x));
+	}
+	market_set_release(&live);
+	market_set_release(&all);
+}
