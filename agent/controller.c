@@ -1,6 +1,7 @@
 /* controller.c -- the decision step for every world (controller.h,
  * docs/controller.md).  Moved out of the simulator: the fleet table, the
  * policy's input, the checks on its actions, the bills, the stop rules. */
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@ static const char *const ev_names[CTRL_EV_MAX] = {
 	[CTRL_EV_RELEASE] = "release",
 	[CTRL_EV_DONE] = "done",
 	[CTRL_EV_STAGE] = "stage",
+	[CTRL_EV_ADOPT] = "adopt",
 };
 
 const char *ctrl_event_name(enum ctrl_event_kind k)
@@ -291,6 +293,32 @@ static enum px_err release_for_budget(struct ctrl *c, int64_t now, size_t s,
 	return e == PX_OK ? c->s.world->release(c->s.world_ctx, id, err) : e;
 }
 
+/* A zeroed slot at the end of the fleet table (not counted in n yet), or
+ * NULL (err set). */
+static struct pol_instance *new_slot(struct ctrl *c, struct px_error *err)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		struct pol_instance *a = px_reallocarray(c->pub, cap,
+							 sizeof *a);
+		if (!a) {
+			px_errorf(err, PX_ENOMEM, "out of memory");
+			return NULL;
+		}
+		c->pub = a;
+		struct cinst *b = px_reallocarray(c->priv, cap, sizeof *b);
+		if (!b) {
+			px_errorf(err, PX_ENOMEM, "out of memory");
+			return NULL;
+		}
+		c->priv = b;
+		c->cap = cap;
+	}
+	memset(&c->pub[c->n], 0, sizeof c->pub[c->n]);
+	memset(&c->priv[c->n], 0, sizeof c->priv[c->n]);
+	return &c->pub[c->n];
+}
+
 /* Ask the world for one instance; the world answers with ctrl_launched
  * (sim: before it returns) or ctrl_rejected. */
 static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
@@ -308,22 +336,8 @@ static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
 		return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, "budget", 0,
 			    err);
 	}
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct pol_instance *a = px_reallocarray(c->pub, cap,
-							 sizeof *a);
-		if (!a)
-			return px_errorf(err, PX_ENOMEM, "out of memory");
-		c->pub = a;
-		struct cinst *b = px_reallocarray(c->priv, cap, sizeof *b);
-		if (!b)
-			return px_errorf(err, PX_ENOMEM, "out of memory");
-		c->priv = b;
-		c->cap = cap;
-	}
-	v = &c->pub[c->n];
-	memset(v, 0, sizeof *v);
-	memset(&c->priv[c->n], 0, sizeof c->priv[c->n]);
+	if (!(v = new_slot(c, err)))
+		return err->code;
 	v->id = ++c->next_id;
 	v->reliable = reliable;
 	v->type = type;
@@ -387,6 +401,73 @@ enum px_err ctrl_launched(struct ctrl *c, int64_t now, uint64_t id)
 	}
 	return c->s.world->timer(c->s.world_ctx, v->period_end_s,
 				 CTRL_TIMER_HOUR, id, err);
+}
+
+void ctrl_ids_past(struct ctrl *c, uint64_t id)
+{
+	if (id > c->next_id)
+		c->next_id = id;
+}
+
+enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
+		       const struct world_req *req, int64_t launched_s,
+		       bool ready)
+{
+	struct px_error *err = &c->err;
+	const struct market *m = NULL;
+	struct pol_instance *v;
+	struct cinst *in;
+	int64_t p = 0;
+	size_t s;
+	enum px_err e;
+
+	if (req->id == CTRL_BUDGET_TIMER_ID || find_slot(c, req->id) >= 0)
+		return px_errorf(err, PX_EEXIST, "instance %" PRIu64 " is "
+				 "held already", req->id);
+	if (req->type < 0 || (size_t)req->type >= c->env->n_types ||
+	    (req->market >= 0 && (size_t)req->market >= c->env->n_markets) ||
+	    launched_s > now)
+		return px_errorf(err, PX_EINVAL, "instance %" PRIu64 ": not "
+				 "of this job's markets, or launched after "
+				 "now", req->id);
+	if (req->market >= 0) {
+		m = mkt(c, req->market);
+		if (!market_price_at(m, launched_s, &p))
+			/* the prices known start later: bill from there */
+			launched_s = m->n ? m->t_s[0] : now;
+		if (launched_s > now)
+			launched_s = now;
+		market_price_at(m, launched_s, &p);
+	}
+	if (!(v = new_slot(c, err)))
+		return err->code;
+	s = c->n++;
+	in = &c->priv[s];
+	v->id = req->id;
+	ctrl_ids_past(c, req->id);
+	v->reliable = req->reliable;
+	v->type = req->type;
+	v->market = req->market;
+	v->bid_uusd = req->market >= 0 ? req->bid_uusd : 0;
+	v->launch_s = launched_s;
+	v->ready_s = ready ? now : now + c->env->job->startup_seconds;
+	billing_acct_start(&in->bill, c->env->billing, m,
+			   c->env->types[v->type].od_uusd, launched_s);
+	v->period_end_s = billing_period_end(&in->bill, now);
+	v->hour_uusd = m ? p : c->env->types[v->type].od_uusd;
+	in->launched = true;
+	in->ready = ready;
+	c->st.instances_launched++;
+	c->changed = true;
+	c->budget_dirty = true;
+	e = emit(c, launched_s, CTRL_EV_ADOPT, s, "adopted after a restart",
+		 0, err);
+	if (e == PX_OK && ready)
+		e = restage(c, now, err);
+	if (e != PX_OK)
+		return e;
+	return c->s.world->timer(c->s.world_ctx, v->period_end_s,
+				 CTRL_TIMER_HOUR, v->id, err);
 }
 
 enum px_err ctrl_rejected(struct ctrl *c, int64_t now, uint64_t id,

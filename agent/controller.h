@@ -46,6 +46,9 @@ enum ctrl_event_kind {
 	CTRL_EV_RELEASE,            /* ended by us (policy or job end) */
 	CTRL_EV_DONE,               /* the run ended */
 	CTRL_EV_STAGE,              /* the reliability stage changed */
+	CTRL_EV_ADOPT,              /* an earlier life's instance taken up
+				     * again (its bill opened at t_s, the
+				     * provider's launch time) */
 	CTRL_EV_MAX
 };
 const char *ctrl_event_name(enum ctrl_event_kind k);
@@ -159,6 +162,20 @@ enum px_err ctrl_gone(struct ctrl *c, int64_t now, uint64_t id,
  * Wakes the policy with POL_WHY_EVICTION. */
 enum px_err ctrl_failed(struct ctrl *c, int64_t now, uint64_t id,
 			const char *why);
+/* After a daemon restart, where instances outlive the daemon (ec2):
+ * instance req->id, launched by an earlier life of the job at launched_s
+ * (the provider's launch time, <= now), is the controller's again.  Its
+ * bill opens at launched_s as if launched then (an earlier life closed no
+ * bill of it), it is ready from now when ready (else it becomes so with
+ * ctrl_ready), and the ids given from now on are past req->id.  An id
+ * the controller holds already is PX_EEXIST.  Emits CTRL_EV_ADOPT at
+ * launched_s.  The world asks no acquire for it. */
+enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
+		       const struct world_req *req, int64_t launched_s,
+		       bool ready);
+/* Ids given from now on are past id (requests an earlier life made that
+ * never became instances keep their ids). */
+void ctrl_ids_past(struct ctrl *c, uint64_t id);
 /* A timer asked of the world fired. */
 enum px_err ctrl_timer(struct ctrl *c, int64_t now,
 		       enum ctrl_timer_kind kind, uint64_t id);

@@ -116,6 +116,7 @@ static const char *event_kind(enum ctrl_event_kind k)
 	case CTRL_EV_RELEASE: return "release";
 	case CTRL_EV_DONE: return "done";
 	case CTRL_EV_STAGE: return "stage";
+	case CTRL_EV_ADOPT: return "adopt";
 	default: return "other";
 	}
 }
@@ -200,6 +201,41 @@ static enum px_err launch(struct journal *j, const struct ctrl_event *ev,
 				  &j->v[ev->instance].row, err);
 }
 
+struct adopt_find {
+	uint64_t ctrl_id;
+	int64_t row;
+};
+
+static enum px_err adopt_row(const struct store_open_instance *in, void *ctx)
+{
+	struct adopt_find *f = ctx;
+
+	if (in->ctrl_id == f->ctrl_id)
+		f->row = in->id;
+	return PX_OK;
+}
+
+/* An earlier life's instance taken up again: its open row, or (the row
+ * was never written: the daemon died between the launch and the store)
+ * a new one, as a launch. */
+static enum px_err adopt(struct journal *j, const struct ctrl_event *ev,
+			 struct px_error *err)
+{
+	struct adopt_find f = { .ctrl_id = ev->instance };
+	enum px_err e = slot(j, ev->instance, err);
+
+	if (e == PX_OK)
+		e = store_open_instances_each(j->s.st, j->s.job_id, adopt_row,
+					      &f, err);
+	if (e != PX_OK)
+		return e;
+	if (!f.row)
+		return launch(j, ev, err);
+	j->v[ev->instance].launch_s = ev->t_s;
+	j->v[ev->instance].row = f.row;
+	return PX_OK;
+}
+
 /* The end of an instance: its row closed and its ledger line. */
 static enum px_err ended(struct journal *j, const struct ctrl_event *ev,
 			 int64_t row, struct px_error *err)
@@ -241,6 +277,8 @@ enum px_err journal_event(struct journal *j, const struct ctrl_event *ev,
 		e = allocation(j, ev, ev->count, err);
 	else if (ev->kind == CTRL_EV_LAUNCH && ev->instance)
 		e = launch(j, ev, err);
+	else if (ev->kind == CTRL_EV_ADOPT && ev->instance)
+		e = adopt(j, ev, err);
 	if (e != PX_OK)
 		return e;
 	row = ev->instance ? journal_instance(j, ev->instance) : 0;

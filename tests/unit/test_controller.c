@@ -562,3 +562,50 @@ Test(controller, budget_timer_per_second)
 	cr_assert_eq(cost, 155000);
 	ctrl_free(c);
 }
+
+/* After a restart (ec2): instances an earlier life launched are adopted
+ * with their own launch times and ids, billed from then, ids go on past
+ * them, and a second adoption of a held id is refused. */
+Test(controller, adopt_after_a_restart)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	int64_t cost;
+	const struct pol_env *env;
+	struct world_req spot = {0}, rel = {0};
+
+	billing = BILLING_PER_SECOND;
+	setup_job("");
+	billing = BILLING_LEGACY_HOURLY;
+	env = sim_plan_env(plan);
+	c = mk(&f, true, false);
+	rel = (struct world_req){ .id = 7, .market = -1,
+				  .type = env->reliable_type,
+				  .reliable = true };
+	spot = (struct world_req){ .id = 12, .market = 0,
+				   .type = env->markets[0].type,
+				   .bid_uusd = 200000 };
+	cr_assert_eq(ctrl_adopt(c, 5000, &rel, 1400, true), PX_OK, "%s",
+		     ctrl_error(c)->msg);
+	cr_assert_eq(ctrl_adopt(c, 5000, &spot, 3200, false), PX_OK);
+	cr_assert_eq(ctrl_adopt(c, 5000, &spot, 3200, false), PX_EEXIST);
+	spot.id = 13;
+	cr_assert_eq(ctrl_adopt(c, 5000, &spot, 6000, false), PX_EINVAL,
+		     "launched after now");
+	cr_assert_eq(n_ev[CTRL_EV_ADOPT], 2);
+	cr_assert_eq(ctrl_fleet(c)->n, 2);
+	cr_assert_eq(ctrl_stats(c)->instances_launched, 2);
+	/* per second from their launch times: 3600 s on-demand at 0.21,
+	 * 1800 s spot at 0.10 */
+	cr_assert_eq(ctrl_cost(c, 5000), 210000 + 50000);
+	/* the next id the controller gives is past the adopted ones */
+	want[0] = (struct pol_action){.kind = POL_ACQUIRE, .market = 0,
+				      .count = 1, .bid_uusd = 200000};
+	n_want = 1;
+	cr_assert_eq(ctrl_step(c, 5000, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 1);
+	cr_assert_eq(f.ids[0], 13);
+	cr_assert_eq(ctrl_finish(c, 5000, false, &cost), PX_OK);
+	cr_assert_eq(cost, 260000);
+	ctrl_free(c);
+}
