@@ -1,0 +1,1901 @@
+/* ec2.c -- the `ec2` world (ec2.h; docs/ec2-world.md).
+ *
+ * Everything here runs on proteusd's loop and never blocks on EC2: every
+ * call is started with the client's asynchronous operations and answered
+ * from the loop.  What an answer changes for the controller is queued
+ * (struct evq) and handed over in run_due, in time order, like the local
+ * world's events, so that the controller sees one instant at a time.
+ *
+ * Calls in flight outlive the world that made them (a job can end while
+ * RunInstances is on the wire): each call's context is a struct call the
+ * world lists; freeing the world detaches them (call->w = NULL), and a
+ * detached RunInstances that succeeds has its instances terminated by the
+ * host.  Terminations belong to the host: it retries them until EC2
+ * confirms, whatever happened to the job.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../cloudapi/awscred.h"
+#include "../../cloudapi/ec2.h"
+#include "../../common/log.h"
+#include "../../db/store.h"
+#include "../controller.h"
+#include "../ec2_loop.h"
+#include "../evq.h"
+#include "../loop.h"
+#include "ec2.h"
+
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define POLL_MS 3000            /* DescribeInstances of a job's tag */
+#define JOIN_S 900              /* market s a running node has to join */
+#define COOL_S 600              /* market s a market rests after a
+				 * capacity or price refusal */
+#define THROTTLE_COOL_S 60      /* every market, after throttling */
+#define TERM_BATCH 500          /* ids per TerminateInstances */
+#define TERM_RETRY_MS 5000      /* a failed termination is tried again */
+#define TAG_DAEMON "proteus:daemon"
+#define TAG_JOB "proteus:job"
+#define TAG_ID "proteus:id"
+#define TAG_SLOT "proteus:slot"
+#define USER_DATA_MAX 16384     /* EC2's limit on user data */
+
+/* ---------------------------------------------------------------- host */
+
+struct doomed {
+	char id[EC2_ID_MAX];
+	uint64_t due_us;         /* monotonic */
+	bool in_flight;
+};
+
+struct ec2_host {
+	struct world_host *wh;
+	struct awscred_provider *creds;
+	struct ec2_loop *el;
+	struct ec2_client *c;
+	char daemon_id[40];
+	struct doomed *dv;
+	size_t dn, dcap;
+	int64_t term_timer;      /* loop timer, -1 */
+	uint8_t *slots;          /* trainer port slots in use */
+	size_t n_slots;
+	int stride;              /* ports per slot */
+	int64_t throttled_until; /* market s: every acquire rests */
+};
+
+static uint64_t mono_us(void)
+{
+	return px_now_mono_us();
+}
+
+int64_t ec2_world_now(const struct proteusd_config *cfg)
+{
+	double k = cfg->ec2_clock_speedup > 1 ? cfg->ec2_clock_speedup : 1;
+	double now = (double)px_now_wall_us() / 1e6;
+	double o = cfg->ec2_clock_origin > 0 ? (double)cfg->ec2_clock_origin
+					     : now;
+
+	return (int64_t)floor(o + (now - o) * k);
+}
+
+static void host_term_arm(struct ec2_host *h);
+
+static void term_done(enum px_err rc, const struct px_error *err,
+		      const struct ec2_aws_error *aws, void *ctx);
+
+struct term_call {
+	struct ec2_host *h;
+	char (*ids)[EC2_ID_MAX];
+	size_t n;
+};
+
+/* Send what is due, TERM_BATCH ids per call. */
+static void host_term_send(struct ec2_host *h)
+{
+	uint64_t now = mono_us();
+	struct term_call *tc = NULL;
+	const char *ids[TERM_BATCH];
+	struct px_error err = {0};
+	size_t n = 0;
+
+	for (size_t i = 0; i < h->dn; i++) {
+		struct doomed *d = &h->dv[i];
+
+		if (d->in_flight || d->due_us > now)
+			continue;
+		if (!tc) {
+			tc = calloc(1, sizeof *tc);
+			if (tc)
+				tc->ids = calloc(TERM_BATCH, sizeof *tc->ids);
+			if (!tc || !tc->ids) {
+				free(tc);
+				return;
+			}
+			tc->h = h;
+		}
+		memcpy(tc->ids[n], d->id, sizeof tc->ids[n]);
+		ids[n++] = tc->ids[tc->n++];
+		d->in_flight = true;
+		if (n == TERM_BATCH)
+			break;
+	}
+	if (!tc)
+		return;
+	if (ec2_terminate_instances_start(h->c, ids, n, term_done, tc, &err)
+	    != PX_OK) {
+		log_err("ec2: TerminateInstances: %s (tried again in %d s)",
+			err.msg, TERM_RETRY_MS / 1000);
+		for (size_t i = 0; i < h->dn; i++)
+			for (size_t k = 0; k < tc->n; k++)
+				if (!strcmp(h->dv[i].id, tc->ids[k])) {
+					h->dv[i].in_flight = false;
+					h->dv[i].due_us = now + TERM_RETRY_MS *
+							  1000ull;
+				}
+		free(tc->ids);
+		free(tc);
+	}
+}
+
+static int64_t term_timer(struct loop *l, int64_t id, void *ctx)
+{
+	struct ec2_host *h = ctx;
+
+	(void)l;
+	(void)id;
+	h->term_timer = -1;
+	host_term_send(h);
+	host_term_arm(h);
+	return LOOP_NOMORE;
+}
+
+/* The timer for the next termination due (none while every one is on the
+ * wire). */
+static void host_term_arm(struct ec2_host *h)
+{
+	uint64_t next = UINT64_MAX, now = mono_us();
+	int64_t ms;
+
+	for (size_t i = 0; i < h->dn; i++)
+		if (!h->dv[i].in_flight && h->dv[i].due_us < next)
+			next = h->dv[i].due_us;
+	if (h->term_timer > 0)
+		(void)loop_timer_del(h->wh->loop, h->term_timer);
+	h->term_timer = -1;
+	if (next == UINT64_MAX)
+		return;
+	ms = next > now ? (int64_t)((next - now + 999) / 1000) : 0;
+	h->term_timer = loop_timer_add(h->wh->loop, ms, term_timer, h);
+}
+
+static void term_done(enum px_err rc, const struct px_error *err,
+		      const struct ec2_aws_error *aws, void *ctx)
+{
+	struct term_call *tc = ctx;
+	struct ec2_host *h = tc->h;
+	/* an id EC2 does not know is as good as terminated */
+	bool gone = rc == PX_OK || (aws && !strncmp(aws->code,
+				    "InvalidInstanceID.NotFound", 26));
+
+	if (rc == PX_ECANCELED) {   /* the client is being freed */
+		free(tc->ids);
+		free(tc);
+		return;
+	}
+	if (!gone)
+		log_warn("ec2: TerminateInstances of %zu instance%s: %s (tried "
+			 "again in %d s)", tc->n, tc->n == 1 ? "" : "s",
+			 err ? err->msg : "failed", TERM_RETRY_MS / 1000);
+	for (size_t k = 0; k < tc->n; k++) {
+		for (size_t i = 0; i < h->dn; i++) {
+			if (strcmp(h->dv[i].id, tc->ids[k]))
+				continue;
+			if (gone) {
+				h->dv[i] = h->dv[--h->dn];
+			} else {
+				h->dv[i].in_flight = false;
+				h->dv[i].due_us = mono_us() + TERM_RETRY_MS *
+						  1000ull;
+			}
+			break;
+		}
+	}
+	free(tc->ids);
+	free(tc);
+	host_term_arm(h);
+}
+
+/* Terminate instance id delay_ms from now (again and again until EC2
+ * confirms).  Asking again for one already doomed brings it forward. */
+static void host_terminate(struct ec2_host *h, const char *id,
+			   int64_t delay_ms)
+{
+	uint64_t due = mono_us() + (uint64_t)(delay_ms > 0 ? delay_ms : 0) *
+				   1000ull;
+
+	if (!id[0])
+		return;
+	for (size_t i = 0; i < h->dn; i++)
+		if (!strcmp(h->dv[i].id, id)) {
+			if (due < h->dv[i].due_us)
+				h->dv[i].due_us = due;
+			host_term_arm(h);
+			return;
+		}
+	if (h->dn == h->dcap) {
+		size_t cap = h->dcap ? 2 * h->dcap : 16;
+		struct doomed *v = px_reallocarray(h->dv, cap, sizeof *v);
+
+		if (!v) {
+			log_err("ec2: out of memory: instance %s is not "
+				"terminated", id);
+			return;
+		}
+		h->dv = v;
+		h->dcap = cap;
+	}
+	memset(&h->dv[h->dn], 0, sizeof h->dv[h->dn]);
+	snprintf(h->dv[h->dn].id, sizeof h->dv[h->dn].id, "%s", id);
+	h->dv[h->dn++].due_us = due;
+	host_term_arm(h);
+}
+
+size_t ec2_host_pending(const struct world_host *wh)
+{
+	const struct ec2_host *h = wh->ec2;
+
+	return h ? h->dn : 0;
+}
+
+/* The host's state, made on first use. */
+static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
+			    struct px_error *err)
+{
+	const struct proteusd_config *cfg = wh->cfg;
+	struct awscred_opts co = {0};
+	struct ec2_config ec = {0};
+	struct ec2_host *h = wh->ec2;
+	enum px_err e;
+
+	if (h) {
+		*ret = h;
+		return PX_OK;
+	}
+	e = config_ec2_check(cfg, err);
+	if (e != PX_OK)
+		return e;
+	h = calloc(1, sizeof *h);
+	if (!h)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	h->wh = wh;
+	h->term_timer = -1;
+	h->stride = 3 * 9;       /* a node of up to 8 workers and its PS */
+	h->n_slots = (size_t)(cfg->trainer_port_hi - cfg->trainer_port_lo +
+			      1) / (size_t)h->stride;
+	h->slots = calloc(h->n_slots ? h->n_slots : 1, 1);
+	if (!h->slots) {
+		free(h);
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	e = store_daemon_id(wh->st, h->daemon_id, sizeof h->daemon_id, err);
+	if (e == PX_OK)
+		e = awscred_provider_new(&co, &h->creds, err);
+	ec.region = cfg->region;
+	ec.endpoint = cfg->ec2_endpoint[0] ? cfg->ec2_endpoint : NULL;
+	ec.creds = h->creds;
+	if (e == PX_OK)
+		e = ec2_loop_new(wh->loop, &ec, &h->el, err);
+	if (e == PX_OK)
+		e = ec2_client_new(&ec, &h->c, err);
+	if (e != PX_OK) {
+		ec2_loop_free(h->el);
+		awscred_provider_free(h->creds);
+		free(h->slots);
+		free(h);
+		return e;
+	}
+	ec2_loop_bind(h->el, h->c);
+	wh->ec2 = h;
+	*ret = h;
+	log_notice("ec2: endpoint %s, region %s, daemon id %s",
+		   ec2_client_endpoint(h->c), cfg->region, h->daemon_id);
+	return PX_OK;
+}
+
+void ec2_host_free(struct world_host *wh)
+{
+	struct ec2_host *h = wh ? wh->ec2 : NULL;
+
+	if (!h)
+		return;
+	if (h->dn)
+		log_warn("ec2: %zu termination%s not confirmed at exit (the "
+			 "next start terminates them: they carry this daemon's "
+			 "tag)", h->dn, h->dn == 1 ? "" : "s");
+	if (h->term_timer > 0)
+		(void)loop_timer_del(wh->loop, h->term_timer);
+	ec2_client_free(h->c);   /* calls in flight: PX_ECANCELED */
+	ec2_loop_free(h->el);
+	awscred_provider_free(h->creds);
+	free(h->dv);
+	free(h->slots);
+	free(h);
+	wh->ec2 = NULL;
+}
+
+/* A free port slot (-1: none); the slot's first port is
+ * lo + slot * stride. */
+static int slot_take(struct ec2_host *h, int want)
+{
+	if (want >= 0 && (size_t)want < h->n_slots) {
+		h->slots[want] = 1;     /* an adopted node keeps its own */
+		return want;
+	}
+	for (size_t i = 0; i < h->n_slots; i++)
+		if (!h->slots[i]) {
+			h->slots[i] = 1;
+			return (int)i;
+		}
+	return -1;
+}
+
+static void slot_give(struct ec2_host *h, int slot)
+{
+	if (slot >= 0 && (size_t)slot < h->n_slots)
+		h->slots[slot] = 0;
+}
+
+static int slot_port(const struct ec2_host *h, int slot)
+{
+	return (int)h->wh->cfg->trainer_port_lo + slot * h->stride;
+}
+
+/* ---------------------------------------------------------------- world */
+
+enum ew_kind {
+	EW_PRICE = 0,   /* a market's price changed (id: env market) */
+	EW_TICK,
+	EW_HOUR,        /* the controller's timer (id: instance) */
+	EW_END,
+	EW_START,       /* the first decision, after a reconcile */
+	EW_ANSWER,      /* an instance's state moved (id: instance) */
+};
+
+enum ist {
+	I_ASKED = 0,    /* RunInstances on the wire */
+	I_PENDING,      /* launched, not yet running */
+	I_RUNNING,
+	I_DONE,         /* ended: nothing more to tell the controller */
+};
+
+/* What the next EW_ANSWER of an instance tells the controller. */
+enum itell {
+	T_NONE = 0,
+	T_LAUNCHED,
+	T_REJECTED,
+	T_READY,
+	T_GONE,
+	T_FAILED,
+};
+
+struct inst {
+	uint64_t id;
+	int market, type;        /* env's */
+	bool reliable;
+	int64_t bid_uusd;
+	char type_name[EC2_NAME_MAX];
+	char zone[EC2_NAME_MAX];
+	char token[EC2_TOKEN_MAX + 1];
+	char iid[EC2_ID_MAX];
+	enum ist st;
+	bool released;           /* the controller let it go */
+	bool ready;
+	int slot;
+	int64_t asked_s;         /* market s of the request */
+	int64_t launch_s;        /* EC2's launch time */
+	int64_t running_s;       /* first seen running (market s) */
+	int64_t end_s;           /* EC2's end time */
+	unsigned tell;           /* bits 1 << enum itell, to hand over */
+	char why[256];
+};
+
+struct call;
+
+struct ec2w {
+	struct world_setup s;
+	struct ec2_host *h;
+	struct ctrl *c;
+	struct evq q;
+	struct inst *v;
+	size_t n, cap;
+	int64_t step_t;
+	int64_t *cool_s;         /* per env market: rests until */
+	char (*cool_why)[160];
+	int64_t poll_timer, price_timer;
+	bool describing, pricing, started, leaves_off;
+	int64_t price_from_s;    /* the next poll asks from here */
+	struct call *calls;      /* in flight */
+	struct ctrl_progress start_p;
+	char fatal[512];         /* set: run_due fails the job */
+	int coord_slot;
+	int64_t seen_poll;       /* DescribeInstances answers */
+};
+
+struct call {
+	struct call *next;
+	struct ec2w *w;          /* NULL: the world is gone */
+	struct ec2_host *h;
+	uint64_t id;             /* the instance, for RunInstances */
+	char token[EC2_TOKEN_MAX + 1];
+	int kind;                /* 0 run, 1 describe, 2 prices */
+};
+
+static struct call *call_new(struct ec2w *w, int kind, uint64_t id)
+{
+	struct call *k = calloc(1, sizeof *k);
+
+	if (!k)
+		return NULL;
+	k->w = w;
+	k->h = w->h;
+	k->kind = kind;
+	k->id = id;
+	k->next = w->calls;
+	w->calls = k;
+	return k;
+}
+
+/* Unlist k from its world (if it still has one) and free it. */
+static void call_end(struct call *k)
+{
+	if (k->w)
+		for (struct call **p = &k->w->calls; *p; p = &(*p)->next)
+			if (*p == k) {
+				*p = k->next;
+				break;
+			}
+	free(k);
+}
+
+static int64_t w_now(const struct ec2w *w)
+{
+	return ec2_world_now(w->h->wh->cfg);
+}
+
+static struct inst *inst_of(struct ec2w *w, uint64_t id)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (w->v[i].id == id)
+			return &w->v[i];
+	return NULL;
+}
+
+static struct inst *inst_by_iid(struct ec2w *w, const char *iid)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (!strcmp(w->v[i].iid, iid))
+			return &w->v[i];
+	return NULL;
+}
+
+static struct inst *inst_add(struct ec2w *w, uint64_t id,
+			     struct px_error *err)
+{
+	struct inst *in;
+
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 16;
+		struct inst *v = px_reallocarray(w->v, cap, sizeof *v);
+
+		if (!v) {
+			px_errorf(err, PX_ENOMEM, "out of memory");
+			return NULL;
+		}
+		w->v = v;
+		w->cap = cap;
+	}
+	in = &w->v[w->n++];
+	memset(in, 0, sizeof *in);
+	in->id = id;
+	in->slot = -1;
+	in->market = -1;
+	return in;
+}
+
+/* Queue what in must tell the controller, at now. */
+static void tell(struct ec2w *w, struct inst *in, enum itell t)
+{
+	struct px_error err = {0};
+
+	in->tell |= 1u << t;
+	if (evq_push(&w->q, w_now(w), EW_ANSWER, in->id, &err) != PX_OK)
+		snprintf(w->fatal, sizeof w->fatal, "%s", err.msg);
+}
+
+/* The ClientToken of the job's instance id: the same for every retry and
+ * every life of the daemon, different for every daemon, job and id.
+ * Hex of SHA-256(daemon id, job, id), 32 digits. */
+static void client_token(const struct ec2w *w, uint64_t id, char *buf,
+			 size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdn = 0;
+	char in[128];
+	int n = snprintf(in, sizeof in, "proteus/%s/%" PRId64 "/%" PRIu64,
+			 w->h->daemon_id, w->s.job_id, id);
+	size_t k = 0;
+
+	(void)EVP_Digest(in, (size_t)n, md, &mdn, EVP_sha256(), NULL);
+	for (unsigned i = 0; i < 16 && k + 2 < len; i++) {
+		buf[k++] = hex[md[i] >> 4];
+		buf[k++] = hex[md[i] & 15];
+	}
+	buf[k] = 0;
+}
+
+/* ---- user data: the node's command as a shell script ---- */
+
+struct sbuf {
+	char *p;
+	size_t n, cap;
+	bool over;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->over || b->n + n + 1 > b->cap) {
+		b->over = true;
+		return;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = 0;
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+	sb_add(b, s, strlen(s));
+}
+
+/* s single-quoted for sh ('\'' for a quote). */
+static void sb_quoted(struct sbuf *b, const char *s)
+{
+	sb_add(b, "'", 1);
+	for (; *s; s++) {
+		if (*s == '\'')
+			sb_add(b, "'\\''", 4);
+		else
+			sb_add(b, s, 1);
+	}
+	sb_add(b, "'", 1);
+}
+
+#define LISTEN_HOST "@PRIVATE_IP@"
+
+/* The user data of instance in: a script that finds the instance's own
+ * address (IMDSv2) and runs the node's command (again after a failure, a
+ * few times: a node that lost its coordinator, which a restarted daemon
+ * brings back at the same address, registers anew).  Nothing secret in
+ * it: the owner's env must not hold the job key (PX_JOB_KEY is refused
+ * here); until enrollment (the next issue) the key is a file on the
+ * head node that only the fake's instances, on this host, can read. */
+static enum px_err user_data(const struct ec2w *w, const struct inst *in,
+			     const struct world_node *nd,
+			     const struct world_place *pl, struct sbuf *b,
+			     struct px_error *err)
+{
+	char line[256];
+
+	sb_str(b, "#!/bin/sh\n");
+	snprintf(line, sizeof line, "# proteusd %s: job %" PRId64 ", instance "
+		 "%" PRIu64 " (%s%s%s)\n", w->h->daemon_id, w->s.job_id,
+		 in->id, in->type_name, in->zone[0] ? " spot in " :
+		 " on-demand", in->zone);
+	sb_str(b, line);
+	sb_str(b, "imds=${AWS_EC2_METADATA_SERVICE_ENDPOINT:-"
+		  "http://169.254.169.254/}\nimds=${imds%/}\n"
+		  "tok=$(curl -sf -m 5 -X PUT -H "
+		  "'X-aws-ec2-metadata-token-ttl-seconds: 300' "
+		  "\"$imds/latest/api/token\")\n"
+		  "ip=$(curl -sf -m 5 -H \"X-aws-ec2-metadata-token: $tok\" "
+		  "\"$imds/latest/meta-data/local-ipv4\")\n"
+		  "[ -n \"$ip\" ] || { echo 'proteus: no local-ipv4 from the "
+		  "instance metadata' >&2; exit 1; }\n");
+	for (char **e = nd->env; e && *e; e++) {
+		if (!strncmp(*e, "PX_JOB_KEY=", 11))
+			return px_errorf(err, PX_EINVAL, "the job key must not "
+					 "reach an instance's user data");
+		if (!strchr(*e, '=') || strchr(*e, '=') == *e)
+			return px_errorf(err, PX_EINVAL, "bad environment "
+					 "entry for a node");
+		sb_str(b, "export ");
+		sb_quoted(b, *e);
+		sb_str(b, "\n");
+	}
+	sb_str(b, "n=0\nuntil");
+	for (char **a = nd->argv; a && *a; a++) {
+		const char *at = strstr(*a, LISTEN_HOST);
+
+		sb_str(b, " ");
+		if (at && !strcmp(*a, pl->listen)) {
+			/* tcp://@PRIVATE_IP@:PORT -> "tcp://$ip:PORT" */
+			sb_add(b, "\"", 1);
+			sb_add(b, *a, (size_t)(at - *a));
+			sb_str(b, "$ip");
+			sb_str(b, at + strlen(LISTEN_HOST));
+			sb_add(b, "\"", 1);
+		} else {
+			sb_quoted(b, *a);
+		}
+	}
+	sb_str(b, "; do n=$((n+1)); [ $n -lt 5 ] || exit 1; sleep 2; "
+		  "done\n");
+	if (b->over)
+		return px_errorf(err, PX_ETOOBIG, "the node's command is past "
+				 "EC2's %d bytes of user data", USER_DATA_MAX);
+	return PX_OK;
+}
+
+static void node_free(struct world_node *nd)
+{
+	for (char **p = nd->argv; p && *p; p++)
+		free(*p);
+	free(nd->argv);
+	for (char **p = nd->env; p && *p; p++)
+		free(*p);
+	free(nd->env);
+	nd->argv = nd->env = NULL;
+}
+
+/* ---- answers ---- */
+
+/* Refusals no retry fixes: the operator's configuration or account. */
+static bool fatal_code(const char *code)
+{
+	static const char *const v[] = {
+		"AuthFailure", "UnauthorizedOperation", "InvalidAMIID",
+		"InvalidSubnetID", "InvalidGroup", "InvalidKeyPair",
+		"InvalidParameterValue", "InvalidParameterCombination",
+		"InvalidInstanceType", "Blocked", "OptInRequired",
+		"PendingVerification", "InvalidClientTokenId",
+		"SignatureDoesNotMatch", "MissingParameter", "InvalidIAM",
+		"IdempotentParameterMismatch", NULL,
+	};
+
+	for (const char *const *p = v; *p; p++)
+		if (!strncmp(code, *p, strlen(*p)))
+			return true;
+	return false;
+}
+
+static void cool(struct ec2w *w, int market, int64_t until,
+		 const char *why)
+{
+	if (market < 0 || !w->cool_s)
+		return;
+	w->cool_s[market] = until;
+	snprintf(w->cool_why[market], sizeof w->cool_why[market], "%s", why);
+}
+
+static void run_done(enum px_err rc, struct ec2_instance_list *l,
+		     const struct px_error *err,
+		     const struct ec2_aws_error *aws, void *ctx)
+{
+	struct call *k = ctx;
+	struct ec2w *w = k->w;
+	struct inst *in = w ? inst_of(w, k->id) : NULL;
+	struct px_error e2 = {0};
+	int64_t now;
+
+	if (rc == PX_ECANCELED) {
+		call_end(k);
+		return;
+	}
+	if (rc == PX_OK && l->n >= 1) {
+		(void)store_ec2_request_set(k->h->wh->st, k->token, "launched",
+					    l->v[0].id, px_now_wall_us(), &e2);
+		/* a job that ended, or let it go while it was asked for */
+		if (!in || in->released) {
+			for (size_t i = 0; i < l->n; i++)
+				host_terminate(k->h, l->v[i].id, 0);
+			call_end(k);
+			return;
+		}
+		now = w_now(w);
+		snprintf(in->iid, sizeof in->iid, "%s", l->v[0].id);
+		in->launch_s = l->v[0].launch_time_s > 0 ?
+			       l->v[0].launch_time_s : now;
+		if (in->launch_s < in->asked_s)
+			in->launch_s = in->asked_s;
+		if (in->launch_s > now)
+			in->launch_s = now;
+		in->st = I_PENDING;
+		for (size_t i = 1; i < l->n; i++)  /* never asked for */
+			host_terminate(k->h, l->v[i].id, 0);
+		tell(w, in, T_LAUNCHED);
+		call_end(k);
+		return;
+	}
+	(void)store_ec2_request_set(k->h->wh->st, k->token, "rejected", NULL,
+				    px_now_wall_us(), &e2);
+	if (in && !in->released) {
+		const char *code = aws && aws->code[0] ? aws->code : "";
+
+		now = w_now(w);
+		snprintf(in->why, sizeof in->why, "%s%s%s", code,
+			 code[0] ? ": " : "", err ? err->msg : "failed");
+		if (code[0] && fatal_code(code)) {
+			snprintf(w->fatal, sizeof w->fatal, "EC2 refused to "
+				 "launch %s: %s (check proteusd's ec2_* "
+				 "settings and credentials)", in->type_name,
+				 in->why);
+		} else if (aws && ec2_retry_is_throttle(aws->code)) {
+			w->h->throttled_until = now + THROTTLE_COOL_S;
+		} else {
+			/* capacity, price, limits, 5xx, the network: the
+			 * market rests; the controller may try another */
+			cool(w, in->market, now + COOL_S, in->why);
+		}
+		in->st = I_DONE;
+		tell(w, in, T_REJECTED);
+	}
+	call_end(k);
+}
+
+/* ---- the controller's half ---- */
+
+static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
+				struct px_error *err)
+{
+	struct ec2w *w = vw;
+	const struct proteusd_config *cfg = w->h->wh->cfg;
+	int64_t now = w_now(w);
+	struct world_node nd = {0};
+	struct world_place pl = {0};
+	struct store_ec2_request sr = {0};
+	struct ec2_tag tags[5];
+	struct ec2_run_req rr = {0};
+	const char *sgs[CONFIG_EC2_SG_MAX];
+	const char *subnet = NULL, *zone = q->zone;
+	char idbuf[24], jobbuf[24], slotbuf[16];
+	struct sbuf ud = {0};
+	struct inst *in;
+	struct call *k;
+	enum px_err e;
+
+	if (!(in = inst_add(w, q->id, err)))
+		return err->code;
+	in->market = q->market;
+	in->type = q->type;
+	in->reliable = q->reliable;
+	in->bid_uusd = q->bid_uusd;
+	in->asked_s = now;
+	snprintf(in->type_name, sizeof in->type_name, "%s", q->type_name);
+	snprintf(in->zone, sizeof in->zone, "%s", q->zone ? q->zone : "");
+	if (w->fatal[0]) {
+		snprintf(in->why, sizeof in->why, "%s", w->fatal);
+		in->st = I_DONE;
+		tell(w, in, T_REJECTED);
+		return PX_OK;
+	}
+	/* a market resting after a refusal is not asked again yet */
+	if (now < w->h->throttled_until ||
+	    (q->market >= 0 && now < w->cool_s[q->market])) {
+		snprintf(in->why, sizeof in->why, "resting after: %s",
+			 now < w->h->throttled_until ? "throttling" :
+			 w->cool_why[q->market]);
+		in->st = I_DONE;
+		tell(w, in, T_REJECTED);
+		return PX_OK;
+	}
+	/* on-demand: the first subnet's zone */
+	for (size_t i = 0; i < cfg->n_ec2_subnets; i++)
+		if (!zone || !strcmp(cfg->ec2_subnets[i].zone, zone)) {
+			subnet = cfg->ec2_subnets[i].id;
+			zone = cfg->ec2_subnets[i].zone;
+			break;
+		}
+	if (!subnet) {
+		snprintf(in->why, sizeof in->why, "no subnet for zone %s in "
+			 "ec2_subnets", zone ? zone : "?");
+		in->st = I_DONE;
+		tell(w, in, T_REJECTED);
+		return PX_OK;
+	}
+	in->slot = slot_take(w->h, -1);
+	if (in->slot < 0) {
+		snprintf(in->why, sizeof in->why, "no free port range left in "
+			 "trainer_ports");
+		in->st = I_DONE;
+		tell(w, in, T_REJECTED);
+		return PX_OK;
+	}
+	snprintf(pl.coord, sizeof pl.coord, "tcp://%s:%d", cfg->head_address,
+		 slot_port(w->h, w->coord_slot));
+	snprintf(pl.listen, sizeof pl.listen, "tcp://" LISTEN_HOST ":%d",
+		 slot_port(w->h, in->slot));
+	pl.remote = true;
+	e = w->s.hooks.command(w->s.hooks.ctx, q, &pl, &nd, err);
+	if (e == PX_OK) {
+		ud.cap = USER_DATA_MAX;
+		ud.p = malloc(ud.cap);
+		e = ud.p ? user_data(w, in, &nd, &pl, &ud, err)
+			 : px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	node_free(&nd);
+	if (e != PX_OK) {
+		free(ud.p);
+		slot_give(w->h, in->slot);
+		w->n--;
+		return e;
+	}
+	client_token(w, q->id, in->token, sizeof in->token);
+	/* recorded before it is sent: a restart finds it by its token or
+	 * its tags, and never sends it twice */
+	snprintf(sr.client_token, sizeof sr.client_token, "%s", in->token);
+	sr.job_id = w->s.job_id;
+	sr.ctrl_id = q->id;
+	snprintf(sr.zone, sizeof sr.zone, "%s", q->zone ? q->zone : "");
+	snprintf(sr.type, sizeof sr.type, "%s", q->type_name);
+	sr.reliable = q->reliable;
+	sr.bid_uusd = q->bid_uusd;
+	sr.created_us = px_now_wall_us();
+	e = store_ec2_request_add(w->h->wh->st, &sr, err);
+	if (e != PX_OK) {
+		free(ud.p);
+		slot_give(w->h, in->slot);
+		w->n--;
+		return e;
+	}
+	snprintf(idbuf, sizeof idbuf, "%" PRIu64, q->id);
+	snprintf(jobbuf, sizeof jobbuf, "%" PRId64, w->s.job_id);
+	snprintf(slotbuf, sizeof slotbuf, "%d", in->slot);
+	memset(tags, 0, sizeof tags);
+	snprintf(tags[0].key, sizeof tags[0].key, TAG_DAEMON);
+	snprintf(tags[0].value, sizeof tags[0].value, "%s", w->h->daemon_id);
+	snprintf(tags[1].key, sizeof tags[1].key, TAG_JOB);
+	snprintf(tags[1].value, sizeof tags[1].value, "%s", jobbuf);
+	snprintf(tags[2].key, sizeof tags[2].key, TAG_ID);
+	snprintf(tags[2].value, sizeof tags[2].value, "%s", idbuf);
+	snprintf(tags[3].key, sizeof tags[3].key, TAG_SLOT);
+	snprintf(tags[3].value, sizeof tags[3].value, "%s", slotbuf);
+	snprintf(tags[4].key, sizeof tags[4].key, "Name");
+	snprintf(tags[4].value, sizeof tags[4].value, "proteus job %s #%s",
+		 jobbuf, idbuf);
+	for (size_t i = 0; i < cfg->n_ec2_security_groups; i++)
+		sgs[i] = cfg->ec2_security_groups[i];
+	rr.spec.image_id = cfg->ec2_ami;
+	rr.spec.instance_type = q->type_name;
+	rr.spec.zone = zone;
+	rr.spec.subnet_id = subnet;
+	rr.spec.key_name = cfg->ec2_key_name[0] ? cfg->ec2_key_name : NULL;
+	rr.spec.iam_profile_name = cfg->ec2_instance_profile[0] ?
+				   cfg->ec2_instance_profile : NULL;
+	rr.spec.security_group_ids = sgs;
+	rr.spec.n_security_groups = cfg->n_ec2_security_groups;
+	rr.spec.user_data = ud.p;
+	rr.spec.user_data_len = ud.n;
+	rr.min_count = rr.max_count = 1;
+	rr.spot = q->market >= 0;
+	rr.max_price_uusd = rr.spot ? q->bid_uusd : 0;
+	rr.client_token = in->token;
+	rr.tags = tags;
+	rr.n_tags = 5;
+	k = call_new(w, 0, q->id);
+	if (!k) {
+		free(ud.p);
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	snprintf(k->token, sizeof k->token, "%s", in->token);
+	e = ec2_run_instances_start(w->h->c, &rr, run_done, k, err);
+	free(ud.p);
+	if (e != PX_OK) {
+		call_end(k);
+		snprintf(in->why, sizeof in->why, "%s", err->msg);
+		in->st = I_DONE;
+		tell(w, in, T_REJECTED);
+		return PX_OK;
+	}
+	in->st = I_ASKED;
+	return PX_OK;
+}
+
+/* The end of in on our side: its port range back, nothing more to say. */
+static void inst_close(struct ec2w *w, struct inst *in)
+{
+	slot_give(w->h, in->slot);
+	in->slot = -1;
+	in->st = I_DONE;
+	in->tell = 0;
+}
+
+static enum px_err ec2w_release(void *vw, uint64_t id, struct px_error *err)
+{
+	struct ec2w *w = vw;
+	struct inst *in = inst_of(w, id);
+	int64_t ms = w->leaves_off ? 0 : w->s.release_ms;
+
+	(void)err;
+	if (!in || in->released)
+		return PX_OK;
+	in->released = true;
+	if (in->st == I_ASKED)           /* terminated when it comes */
+		return PX_OK;
+	if (in->st != I_DONE && ms > 0 && w->s.hooks.notice)
+		w->s.hooks.notice(w->s.hooks.ctx, id, ms,
+				  WORLD_LEAVE_RELEASE);
+	host_terminate(w->h, in->iid, in->st == I_DONE ? 0 : ms);
+	inst_close(w, in);
+	return PX_OK;
+}
+
+static enum px_err ec2w_timer(void *vw, int64_t t_s, enum ctrl_timer_kind kind,
+			      uint64_t id, struct px_error *err)
+{
+	struct ec2w *w = vw;
+
+	(void)kind;
+	return evq_push(&w->q, t_s, EW_HOUR, id, err);
+}
+
+/* ---- watching the job's instances ---- */
+
+static bool has_tag(const struct ec2_instance *i, const char *k,
+		    const char *v)
+{
+	for (size_t t = 0; t < i->n_tags; t++)
+		if (!strcmp(i->tags[t].key, k))
+			return !v || !strcmp(i->tags[t].value, v);
+	return false;
+}
+
+static const char *tag_of(const struct ec2_instance *i, const char *k)
+{
+	for (size_t t = 0; t < i->n_tags; t++)
+		if (!strcmp(i->tags[t].key, k))
+			return i->tags[t].value;
+	return NULL;
+}
+
+static bool alive(const char *state)
+{
+	return !strcmp(state, "pending") || !strcmp(state, "running");
+}
+
+/* EC2's end of an instance: its state transition's time, else now. */
+static int64_t end_time(const struct ec2w *w, const struct ec2_instance *i,
+			const struct inst *in)
+{
+	int64_t t = i->transition_s > 0 ? i->transition_s : w_now(w);
+
+	if (t < in->launch_s)
+		t = in->launch_s;
+	return t;
+}
+
+static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
+			 uint64_t id, struct px_error *err);
+
+/* One instance of the job's tag as EC2 sees it now. */
+static void observe(struct ec2w *w, const struct ec2_instance *i)
+{
+	struct inst *in = inst_by_iid(w, i->id);
+	const char *idt = tag_of(i, TAG_ID);
+	uint64_t id = idt ? strtoull(idt, NULL, 10) : 0;
+	struct px_error err = {0};
+	int64_t now = w_now(w);
+
+	if (!in && id)
+		in = inst_of(w, id);
+	if (!in) {
+		/* a launch this life never saw answered (a restart between
+		 * the call and its answer, EC2 slow to list it): the job's
+		 * own, alive: adopted; else nothing to do */
+		if (alive(i->state) && id && w->started &&
+		    adopt(w, i, id, &err) != PX_OK)
+			log_warn("job %" PRId64 ": instance %s: %s", w->s.job_id,
+				 i->id, err.msg);
+		return;
+	}
+	if (in->released || in->st == I_DONE) {
+		if (alive(i->state))     /* ours to end */
+			host_terminate(w->h, i->id, 0);
+		return;
+	}
+	if (!in->iid[0])
+		snprintf(in->iid, sizeof in->iid, "%s", i->id);
+	if (!strcmp(i->state, "running") && in->st == I_PENDING) {
+		in->st = I_RUNNING;
+		in->running_s = now;
+	}
+	if (alive(i->state)) {
+		if (in->st == I_RUNNING && !in->ready &&
+		    now - in->running_s > JOIN_S) {
+			snprintf(in->why, sizeof in->why, "its node did not "
+				 "join within %d s of the instance running",
+				 JOIN_S);
+			if (w->s.hooks.start_failed)
+				w->s.hooks.start_failed(w->s.hooks.ctx, in->id,
+							in->why);
+			in->end_s = now;
+			host_terminate(w->h, in->iid, 0);
+			tell(w, in, T_FAILED);
+		}
+		return;
+	}
+	/* ended, not by us: EC2 took it (a spot interruption) or it
+	 * failed */
+	in->end_s = end_time(w, i, in);
+	snprintf(in->why, sizeof in->why, "%s%s%s", i->state,
+		 i->state_reason[0] ? ": " : "", i->state_reason);
+	if (strcmp(i->state, "terminated") && strcmp(i->state, "shutting-down"))
+		host_terminate(w->h, i->id, 0);   /* stopped: not billed, but
+						   * of no use */
+	tell(w, in, T_GONE);
+}
+
+static void describe_done(enum px_err rc, struct ec2_instance_list *l,
+			  const struct px_error *err,
+			  const struct ec2_aws_error *aws, void *ctx)
+{
+	struct call *k = ctx;
+	struct ec2w *w = k->w;
+
+	(void)aws;
+	if (w)
+		w->describing = false;
+	if (rc == PX_ECANCELED || !w) {
+		call_end(k);
+		return;
+	}
+	if (rc != PX_OK) {
+		log_warn("job %" PRId64 ": DescribeInstances: %s (asked again "
+			 "in %d s)", w->s.job_id, err ? err->msg : "failed",
+			 POLL_MS / 1000);
+	} else {
+		w->seen_poll++;
+		for (size_t i = 0; i < l->n; i++)
+			observe(w, &l->v[i]);
+	}
+	call_end(k);
+}
+
+/* The job's instances, by its tag. */
+static enum px_err describe(struct ec2w *w, ec2_instances_done_fn done,
+			    int kind, struct px_error *err)
+{
+	char job[24];
+	const char *dv[1] = { w->h->daemon_id }, *jv[1] = { job };
+	struct ec2_filter f[2] = {
+		{ .name = "tag:" TAG_DAEMON, .values = dv, .n_values = 1 },
+		{ .name = "tag:" TAG_JOB, .values = jv, .n_values = 1 },
+	};
+	struct call *k = call_new(w, kind, 0);
+	enum px_err e;
+
+	if (!k)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	snprintf(job, sizeof job, "%" PRId64, w->s.job_id);
+	e = ec2_describe_instances_start(w->h->c, NULL, 0, f, 2, false, done,
+					 k, err);
+	if (e != PX_OK)
+		call_end(k);
+	else
+		w->describing = true;
+	return e;
+}
+
+static int64_t poll_timer(struct loop *l, int64_t id, void *ctx)
+{
+	struct ec2w *w = ctx;
+	struct px_error err = {0};
+
+	(void)l;
+	(void)id;
+	if (w->started && !w->describing &&
+	    describe(w, describe_done, 1, &err) != PX_OK)
+		log_warn("job %" PRId64 ": DescribeInstances: %s", w->s.job_id,
+			 err.msg);
+	return POLL_MS;
+}
+
+/* ---- live prices ---- */
+
+static enum px_err price_record(const struct trace_record *r, void *ctx)
+{
+	struct call *k = ctx;
+	struct ec2w *w = k->w;
+	const struct pol_env *env;
+	struct px_error err = {0};
+	int64_t mid = 0;
+	bool added = false;
+
+	if (!w)
+		return PX_ECANCELED;
+	env = w->s.env;
+	for (size_t i = 0; i < env->n_markets; i++) {
+		int mi = env->markets[i].market;
+		struct market *m = &w->s.ms->v[mi];
+
+		if (strcmp(m->zone, r->zone) || strcmp(m->type, r->type))
+			continue;
+		if (market_set_append(w->s.ms, mi, r->t_s, r->price_uusd,
+				      &added, &err) != PX_OK)
+			return PX_OK;     /* a bad record: skipped */
+		if (!added)
+			return PX_OK;
+		if (store_market_get_or_add(w->h->wh->st, w->s.region, r->zone,
+					    r->type, "Linux/UNIX", &mid,
+					    &err) == PX_OK)
+			(void)store_price_add(w->h->wh->st, mid, r->t_s,
+					      r->price_uusd, NULL, &err);
+		if (w->s.wants & POL_WHY_PRICE)
+			(void)evq_push(&w->q, r->t_s > w->step_t ? r->t_s :
+				       w->step_t, EW_PRICE, i, &err);
+		if (r->t_s >= w->price_from_s)
+			w->price_from_s = r->t_s;
+		return PX_OK;
+	}
+	return PX_OK;
+}
+
+static void price_done(enum px_err rc, const struct ec2_sph_stats *st,
+		       const struct px_error *err,
+		       const struct ec2_aws_error *aws, void *ctx)
+{
+	struct call *k = ctx;
+	struct ec2w *w = k->w;
+
+	(void)st;
+	(void)aws;
+	if (w) {
+		w->pricing = false;
+		if (rc != PX_OK && rc != PX_ECANCELED)
+			log_warn("job %" PRId64 ": DescribeSpotPriceHistory: "
+				 "%s (asked again at the next poll)",
+				 w->s.job_id, err ? err->msg : "failed");
+	}
+	call_end(k);
+}
+
+static int64_t price_timer(struct loop *l, int64_t id, void *ctx)
+{
+	struct ec2w *w = ctx;
+	const struct pol_env *env = w->s.env;
+	const char *types[64], *zones[64];
+	size_t nt = 0, nz = 0;
+	struct ec2_sph_query q = {0};
+	struct px_error err = {0};
+	struct call *k;
+	int64_t every = w->h->wh->cfg->ec2_price_poll_s;
+	double sp = w->h->wh->cfg->ec2_clock_speedup > 1 ?
+		    w->h->wh->cfg->ec2_clock_speedup : 1;
+
+	(void)l;
+	(void)id;
+	if (w->pricing)
+		goto again;
+	for (size_t i = 0; i < env->n_markets; i++) {
+		const struct market *m = &w->s.ms->v[env->markets[i].market];
+		bool seen_t = false, seen_z = false;
+
+		for (size_t a = 0; a < nt; a++)
+			seen_t |= !strcmp(types[a], m->type);
+		for (size_t a = 0; a < nz; a++)
+			seen_z |= !strcmp(zones[a], m->zone);
+		if (!seen_t && nt < 64)
+			types[nt++] = m->type;
+		if (!seen_z && nz < 64)
+			zones[nz++] = m->zone;
+	}
+	q.types = types;
+	q.n_types = nt;
+	q.zones = zones;
+	q.n_zones = nz;
+	q.start_s = w->price_from_s;
+	k = call_new(w, 2, 0);
+	if (k && ec2_sph_start(w->h->c, &q, price_record, price_done, k, &err)
+	    == PX_OK)
+		w->pricing = true;
+	else if (k) {
+		call_end(k);
+		log_warn("job %" PRId64 ": DescribeSpotPriceHistory: %s",
+			 w->s.job_id, err.msg);
+	}
+again:
+	/* market seconds between polls, in real ms under the fake's clock */
+	return (int64_t)((double)(every > 0 ? every : 300) * 1000.0 / sp);
+}
+
+/* ---- restart: adopt, close, go on ---- */
+
+struct rq_find {
+	uint64_t id;
+	struct store_ec2_request r;
+	bool found;
+	uint64_t max_id;
+};
+
+static enum px_err rq_each(const struct store_ec2_request *r, void *ctx)
+{
+	struct rq_find *f = ctx;
+
+	if (r->ctrl_id == f->id) {
+		f->r = *r;
+		f->found = true;
+	}
+	if (r->ctrl_id > f->max_id)
+		f->max_id = r->ctrl_id;
+	return PX_OK;
+}
+
+/* Instance i (alive, the job's tag, id) becomes the controller's again. */
+static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
+			 uint64_t id, struct px_error *err)
+{
+	const struct pol_env *env = w->s.env;
+	struct rq_find f = { .id = id };
+	struct world_req q = { .id = id, .market = -1, .type = -1 };
+	const char *slot = tag_of(i, TAG_SLOT);
+	struct inst *in;
+	enum px_err e;
+
+	e = store_ec2_requests_each(w->h->wh->st, w->s.job_id, false, rq_each,
+				    &f, err);
+	if (e != PX_OK)
+		return e;
+	for (size_t t = 0; t < env->n_types; t++)
+		if (!strcmp(env->types[t].name, i->type))
+			q.type = (int)t;
+	if (!strcmp(i->lifecycle, "spot")) {
+		for (size_t m = 0; m < env->n_markets; m++)
+			if (!strcmp(env->markets[m].zone, i->zone) &&
+			    env->markets[m].type == q.type)
+				q.market = (int)m;
+	}
+	if (q.type < 0 || (!strcmp(i->lifecycle, "spot") && q.market < 0)) {
+		host_terminate(w->h, i->id, 0);
+		return px_errorf(err, PX_EINVAL, "%s %s in %s is none of the "
+				 "job's markets: terminated", i->id, i->type,
+				 i->zone);
+	}
+	q.reliable = f.found ? f.r.reliable : q.market < 0;
+	q.bid_uusd = f.found ? f.r.bid_uusd : 0;
+	q.type_name = env->types[q.type].name;
+	q.zone = q.market >= 0 ? env->markets[q.market].zone : NULL;
+	if (!(in = inst_add(w, id, err)))
+		return err->code;
+	in->market = q.market;
+	in->type = q.type;
+	in->reliable = q.reliable;
+	in->bid_uusd = q.bid_uusd;
+	snprintf(in->type_name, sizeof in->type_name, "%s", q.type_name);
+	snprintf(in->zone, sizeof in->zone, "%s", q.zone ? q.zone : "");
+	snprintf(in->iid, sizeof in->iid, "%s", i->id);
+	snprintf(in->token, sizeof in->token, "%s", i->client_token);
+	in->launch_s = i->launch_time_s > 0 ? i->launch_time_s : w_now(w);
+	in->asked_s = in->launch_s;
+	in->st = !strcmp(i->state, "running") ? I_RUNNING : I_PENDING;
+	in->running_s = w_now(w);
+	in->slot = slot_take(w->h, slot ? atoi(slot) : -1);
+	e = ctrl_adopt(w->c, w_now(w) > w->step_t ? w_now(w) : w->step_t, &q,
+		       in->launch_s, false);
+	if (e != PX_OK) {
+		w->n--;
+		return px_errorf(err, e, "%s", ctrl_error(w->c)->msg);
+	}
+	log_notice("job %" PRId64 ": instance %" PRIu64 " (%s, %s%s%s) "
+		   "adopted", w->s.job_id, id, i->id, i->type,
+		   q.zone ? "spot in " : "on-demand", q.zone ? q.zone : "");
+	return PX_OK;
+}
+
+/* The store's open instance row of a resumed job that EC2 no longer runs
+ * (listed as ended, or not listed at all): closed at EC2's end time, or
+ * at the last instant the job recorded. */
+struct close_ctx {
+	struct ec2w *w;
+	const struct ec2_instance_list *l;
+	int64_t last_s;
+};
+
+static enum px_err close_open(const struct store_open_instance *oi, void *ctx)
+{
+	struct close_ctx *cc = ctx;
+	struct ec2w *w = cc->w;
+	const struct ec2_instance *seen = NULL;
+	struct px_error err = {0};
+	int64_t end_s = cc->last_s;
+	struct billing_acct a;
+	int64_t amount = 0, od = 0;
+	int mi;
+
+	for (size_t i = 0; i < cc->l->n; i++)
+		if (!strcmp(cc->l->v[i].id, oi->cloud_id))
+			seen = &cc->l->v[i];
+	if (seen && alive(seen->state))
+		return PX_OK;            /* adopted */
+	if (seen && seen->transition_s > 0)
+		end_s = seen->transition_s;
+	if (end_s < oi->start_us / 1000000)
+		end_s = oi->start_us / 1000000;
+	mi = oi->zone[0] ? market_set_find(w->s.ms, oi->zone, oi->type) : -1;
+	for (size_t t = 0; t < w->s.env->n_types; t++)
+		if (!strcmp(w->s.env->types[t].name, oi->type))
+			od = w->s.env->types[t].od_uusd;
+	if (mi >= 0 && w->s.ms->v[mi].n &&
+	    w->s.ms->v[mi].t_s[0] <= oi->start_us / 1000000) {
+		billing_acct_start(&a, w->s.env->billing, &w->s.ms->v[mi], 0,
+				   oi->start_us / 1000000);
+		amount = billing_acct_end(&a, end_s, seen &&
+			 strstr(seen->state_reason, "Spot") ?
+			 BILLING_END_PROVIDER : BILLING_END_USER);
+	} else if (!oi->zone[0] && od > 0) {
+		billing_acct_start(&a, w->s.env->billing, NULL, od,
+				   oi->start_us / 1000000);
+		amount = billing_acct_end(&a, end_s, BILLING_END_USER);
+	}
+	if (store_instance_end(w->h->wh->st, oi->id, end_s * 1000000, "lost",
+			       &err) != PX_OK ||
+	    store_ledger_add(w->h->wh->st, w->s.job_id, oi->id, oi->start_us,
+			     end_s * 1000000, amount, "closed by a restarted "
+			     "proteusd at EC2's end time", &err) != PX_OK ||
+	    store_event_add(w->h->wh->st, w->s.job_id, oi->id, end_s * 1000000,
+			    "lost", seen ? "EC2 ended it while proteusd was "
+			    "down" : "EC2 no longer lists it", &err) != PX_OK)
+		log_err("job %" PRId64 ": closing instance %s: %s", w->s.job_id,
+			oi->cloud_id, err.msg);
+	return PX_OK;
+}
+
+static enum px_err rq_close(const struct store_ec2_request *r, void *ctx)
+{
+	struct ec2w *w = ctx;
+	struct px_error err = {0};
+
+	/* a request with no instance alive now: it never launched, or its
+	 * instance ended; a late listing of it is adopted then */
+	if (!inst_of(w, r->ctrl_id))
+		(void)store_ec2_request_set(w->h->wh->st, r->client_token,
+					    "closed", NULL, px_now_wall_us(),
+					    &err);
+	return PX_OK;
+}
+
+static enum px_err first_step(struct ec2w *w, struct px_error *err);
+
+static void reconcile_done(enum px_err rc, struct ec2_instance_list *l,
+			   const struct px_error *err,
+			   const struct ec2_aws_error *aws, void *ctx)
+{
+	struct call *k = ctx;
+	struct ec2w *w = k->w;
+	struct rq_find f = {0};
+	struct px_error e2 = {0};
+	struct close_ctx cc;
+	uint64_t max_ctrl = 0;
+	enum px_err e = PX_OK;
+
+	(void)aws;
+	if (!w || rc == PX_ECANCELED) {
+		call_end(k);
+		return;
+	}
+	w->describing = false;
+	if (rc != PX_OK) {
+		/* without the listing nothing can be adopted safely: try
+		 * again at the next poll */
+		log_warn("job %" PRId64 ": reconcile: DescribeInstances: %s",
+			 w->s.job_id, err ? err->msg : "failed");
+		call_end(k);
+		return;
+	}
+	for (size_t i = 0; i < l->n && e == PX_OK; i++) {
+		const char *idt = tag_of(&l->v[i], TAG_ID);
+		uint64_t id = idt ? strtoull(idt, NULL, 10) : 0;
+
+		if (!alive(l->v[i].state))
+			continue;
+		if (!id) {
+			host_terminate(w->h, l->v[i].id, 0);
+			continue;
+		}
+		if (adopt(w, &l->v[i], id, &e2) != PX_OK)
+			log_warn("job %" PRId64 ": %s", w->s.job_id, e2.msg);
+	}
+	cc = (struct close_ctx){ .w = w, .l = l, .last_s = w->s.t0_s };
+	e = store_open_instances_each(w->h->wh->st, w->s.job_id, close_open,
+				      &cc, &e2);
+	if (e == PX_OK)
+		e = store_ec2_requests_each(w->h->wh->st, w->s.job_id, true,
+					    rq_close, w, &e2);
+	if (e == PX_OK)
+		e = store_ec2_requests_each(w->h->wh->st, w->s.job_id, false,
+					    rq_each, &f, &e2);
+	if (e == PX_OK)
+		e = store_job_max_ctrl_id(w->h->wh->st, w->s.job_id, &max_ctrl,
+					  &e2);
+	if (e == PX_OK) {
+		ctrl_ids_past(w->c, f.max_id > max_ctrl ? f.max_id : max_ctrl);
+		e = first_step(w, &e2);
+	}
+	if (e != PX_OK)
+		snprintf(w->fatal, sizeof w->fatal, "resuming on EC2: %s",
+			 e2.msg);
+	call_end(k);
+}
+
+/* ---- the daemon's half ---- */
+
+static enum px_err ec2w_create(const struct world_setup *s, void **ret,
+			       struct px_error *err)
+{
+	struct ec2w *w;
+	struct ec2_host *h;
+	enum px_err e = host_get(s->host, &h, err);
+
+	if (e != PX_OK)
+		return e;
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	w->s = *s;
+	w->h = h;
+	w->poll_timer = w->price_timer = -1;
+	w->step_t = s->t0_s;
+	w->price_from_s = s->ms->last_s > 0 ? s->ms->last_s : s->t0_s;
+	w->cool_s = calloc(s->env->n_markets + 1, sizeof *w->cool_s);
+	w->cool_why = calloc(s->env->n_markets + 1, sizeof *w->cool_why);
+	w->coord_slot = slot_take(h, -1);
+	if (!w->cool_s || !w->cool_why || w->coord_slot < 0) {
+		e = w->coord_slot < 0 ?
+		    px_errorf(err, PX_ETOOBIG, "trainer_ports: no port range "
+			      "left for the job's coordinator") :
+		    px_errorf(err, PX_ENOMEM, "out of memory");
+		slot_give(h, w->coord_slot);
+		free(w->cool_s);
+		free(w->cool_why);
+		free(w);
+		return e;
+	}
+	*ret = w;
+	return PX_OK;
+}
+
+static void ec2w_attach(void *vw, struct ctrl *c)
+{
+	((struct ec2w *)vw)->c = c;
+}
+
+static enum px_err ctrl_e(struct ec2w *w, enum px_err e, struct px_error *err)
+{
+	if (e != PX_OK)
+		return px_errorf(err, e, "%s", ctrl_error(w->c)->msg);
+	return PX_OK;
+}
+
+static enum px_err first_step(struct ec2w *w, struct px_error *err)
+{
+	int64_t t0 = w_now(w), end = ctrl_end(w->c);
+	enum px_err e = PX_OK;
+
+	if (t0 < w->step_t)
+		t0 = w->step_t;
+	w->step_t = t0;
+	w->started = true;
+	if (w->s.tick_s > 0)
+		e = evq_push(&w->q, t0 + w->s.tick_s, EW_TICK, 0, err);
+	if (e == PX_OK)
+		e = ctrl_e(w, ctrl_step(w->c, t0, POL_WHY_START, &w->start_p),
+			   err);
+	if (e == PX_OK) {
+		ctrl_take_changed(w->c);
+		ctrl_cost(w->c, t0);
+		e = evq_push(&w->q, end < w->s.end_s ? end : w->s.end_s,
+			     EW_END, 0, err);
+	}
+	return e;
+}
+
+static enum px_err ec2w_start(void *vw, const struct ctrl_progress *p,
+			      struct px_error *err)
+{
+	struct ec2w *w = vw;
+	enum px_err e;
+
+	w->start_p = *p;
+	w->poll_timer = loop_timer_add(w->h->wh->loop, POLL_MS, poll_timer,
+				       w);
+	w->price_timer = loop_timer_add(w->h->wh->loop, 0, price_timer, w);
+	if (w->poll_timer < 0 || w->price_timer < 0)
+		return px_errorf(err, PX_ENOMEM, "timer");
+	if (!w->s.resume)
+		return first_step(w, err);
+	/* an earlier life's instances first: the first decision comes
+	 * with the listing (reconcile_done) */
+	e = describe(w, reconcile_done, 1, err);
+	return e;
+}
+
+static int64_t ec2w_now(const void *vw)
+{
+	return w_now(vw);
+}
+
+static int64_t ec2w_next_ms(const void *vw)
+{
+	const struct ec2w *w = vw;
+	double sp = w->h->wh->cfg->ec2_clock_speedup > 1 ?
+		    w->h->wh->cfg->ec2_clock_speedup : 1;
+	int64_t now = w_now(w), t;
+
+	if (!w->q.n)
+		return -1;
+	t = evq_top(&w->q)->t;
+	return t <= now ? 0 : (int64_t)ceil((double)(t - now) * 1000.0 / sp);
+}
+
+/* Hand over what in has to tell. */
+static enum px_err answer(struct ec2w *w, struct inst *in, int64_t t,
+			  struct px_error *err)
+{
+	unsigned tl = in->tell;
+	enum px_err e = PX_OK;
+
+	in->tell = 0;
+	if (in->released)
+		return PX_OK;
+	if (tl & (1u << T_REJECTED)) {
+		e = ctrl_e(w, ctrl_rejected(w->c, t, in->id, in->why), err);
+		inst_close(w, in);
+		return e;
+	}
+	if (tl & (1u << T_LAUNCHED))
+		e = ctrl_e(w, ctrl_launched(w->c, in->launch_s, in->id), err);
+	if (e == PX_OK && (tl & (1u << T_READY)))
+		e = ctrl_e(w, ctrl_ready(w->c, t, in->id), err);
+	if (e == PX_OK && (tl & (1u << T_GONE))) {
+		e = ctrl_e(w, ctrl_gone(w->c, in->end_s > t ? t : in->end_s,
+					in->id, in->why), err);
+		inst_close(w, in);
+	} else if (e == PX_OK && (tl & (1u << T_FAILED))) {
+		e = ctrl_e(w, ctrl_failed(w->c, t, in->id, in->why), err);
+		inst_close(w, in);
+	}
+	return e;
+}
+
+static enum px_err handle(struct ec2w *w, const struct evq_ev *ev,
+			  unsigned *why, struct px_error *err)
+{
+	struct inst *in;
+
+	switch (ev->kind) {
+	case EW_PRICE:
+		*why |= POL_WHY_PRICE;
+		return PX_OK;
+	case EW_TICK:
+		*why |= POL_WHY_TICK;
+		return evq_push(&w->q, ev->t + w->s.tick_s, EW_TICK, 0, err);
+	case EW_HOUR:
+		return ctrl_e(w, ctrl_timer(w->c, ev->t, CTRL_TIMER_HOUR,
+					    ev->id), err);
+	case EW_ANSWER:
+		in = inst_of(w, ev->id);
+		return in && in->tell ? answer(w, in, ev->t, err) : PX_OK;
+	case EW_END:
+	default:
+		return PX_OK;
+	}
+}
+
+static enum px_err ec2w_run_due(void *vw, const struct ctrl_progress *p,
+				int64_t *ret_t, int *ret_stop,
+				struct px_error *err)
+{
+	struct ec2w *w = vw;
+	int64_t now = w_now(w);
+	enum px_err e = PX_OK;
+
+	*ret_stop = CTRL_RUN;
+	*ret_t = w->step_t > now ? w->step_t : now;
+	if (w->fatal[0])
+		return px_errorf(err, PX_EAWS, "%s", w->fatal);
+	if (!w->started)
+		return PX_OK;
+	while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= now) {
+		int64_t t = evq_top(&w->q)->t;
+		unsigned why = 0;
+
+		if (t < w->step_t)
+			t = w->step_t;
+		ctrl_take_changed(w->c);
+		while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= t) {
+			struct evq_ev ev = evq_pop(&w->q);
+
+			ev.t = t;
+			e = handle(w, &ev, &why, err);
+		}
+		w->step_t = t;
+		if (e == PX_OK)
+			e = ctrl_e(w, ctrl_step(w->c, t, why, p), err);
+		if (e == PX_OK && (ctrl_take_changed(w->c) ||
+				   (why & POL_WHY_TICK)))
+			ctrl_cost(w->c, t);
+		*ret_t = t;
+		if (e == PX_OK) {
+			*ret_stop = ctrl_stop(w->c, t, p);
+			if (*ret_stop != CTRL_RUN)
+				return PX_OK;
+		}
+	}
+	if (e == PX_OK && w->fatal[0])
+		e = px_errorf(err, PX_EAWS, "%s", w->fatal);
+	if (e == PX_OK && !*ret_stop)
+		*ret_stop = ctrl_stop(w->c, *ret_t, p);
+	return e;
+}
+
+static enum px_err ec2w_ready(void *vw, uint64_t id, struct px_error *err)
+{
+	struct ec2w *w = vw;
+	struct inst *in = inst_of(w, id);
+
+	(void)err;
+	if (!in || in->ready || in->released || in->st == I_DONE)
+		return PX_OK;
+	in->ready = true;
+	if (in->st == I_PENDING)
+		in->st = I_RUNNING;
+	tell(w, in, T_READY);
+	return PX_OK;
+}
+
+/* The nodes run the user data's loop: a node that lost its coordinator
+ * ends and starts again, and registers with the new one by itself. */
+static enum px_err ec2w_restart_nodes(void *vw, struct px_error *err)
+{
+	struct ec2w *w = vw;
+
+	(void)err;
+	for (size_t i = 0; i < w->n; i++)
+		w->v[i].ready = false;
+	return PX_OK;
+}
+
+static void ec2w_end_leaves(void *vw)
+{
+	((struct ec2w *)vw)->leaves_off = true;
+}
+
+static size_t ec2w_nodes(const void *vw)
+{
+	const struct ec2w *w = vw;
+	size_t n = 0;
+
+	for (size_t i = 0; i < w->n; i++)
+		if (w->v[i].st != I_DONE && !w->v[i].released)
+			n++;
+	return n;
+}
+
+static size_t ec2w_host_load(const void *vw)
+{
+	(void)vw;
+	return 0;
+}
+
+static void ec2w_cloud_id(const void *vw, uint64_t id, char *buf, size_t len)
+{
+	const struct ec2w *w = vw;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->v[i].id == id)
+			snprintf(buf, len, "%s", w->v[i].iid);
+}
+
+static bool ec2w_settled(const void *vw)
+{
+	const struct ec2w *w = vw;
+
+	return ec2_host_pending(w->h->wh) == 0;
+}
+
+/* The job's run is over (its releases went to the host) or the daemon
+ * stops (its instances outlive it: the next start adopts them).  Calls in
+ * flight are detached. */
+static void ec2w_free(void *vw)
+{
+	struct ec2w *w = vw;
+
+	if (!w)
+		return;
+	for (struct call *k = w->calls; k; k = k->next)
+		k->w = NULL;
+	if (w->poll_timer > 0)
+		(void)loop_timer_del(w->h->wh->loop, w->poll_timer);
+	if (w->price_timer > 0)
+		(void)loop_timer_del(w->h->wh->loop, w->price_timer);
+	for (size_t i = 0; i < w->n; i++)
+		slot_give(w->h, w->v[i].slot);
+	slot_give(w->h, w->coord_slot);
+	evq_release(&w->q);
+	free(w->v);
+	free(w->cool_s);
+	free(w->cool_why);
+	free(w);
+}
+
+static enum px_err ec2w_coordinator(const void *vw, char *buf, size_t len,
+				    struct px_error *err)
+{
+	const struct ec2w *w = vw;
+	int n = snprintf(buf, len, "tcp://%s:%d", w->h->wh->cfg->head_address,
+			 slot_port(w->h, w->coord_slot));
+
+	if (n < 0 || (size_t)n >= len)
+		return px_errorf(err, PX_ETOOBIG, "head_address too long");
+	return PX_OK;
+}
+
+const struct world_ops ec2_world_ops = {
+	.name = "ec2",
+	.kind = WORLD_EC2,
+	.acquire = ec2w_acquire,
+	.release = ec2w_release,
+	.timer = ec2w_timer,
+	.create = ec2w_create,
+	.attach = ec2w_attach,
+	.instances_outlive_daemon = true,
+	.start = ec2w_start,
+	.now = ec2w_now,
+	.next_ms = ec2w_next_ms,
+	.run_due = ec2w_run_due,
+	.ready = ec2w_ready,
+	.restart_nodes = ec2w_restart_nodes,
+	.end_leaves = ec2w_end_leaves,
+	.nodes = ec2w_nodes,
+	.host_load = ec2w_host_load,
+	.cloud_id = ec2w_cloud_id,
+	.settled = ec2w_settled,
+	.free_world = ec2w_free,
+	.coordinator = ec2w_coordinator,
+};
+
+/* ---------------------------------------------------------------- sweep */
+
+struct live_job {
+	bool live;
+};
+
+static enum px_err job_state(const struct store_job *sj, void *ctx)
+{
+	struct live_job *lj = ctx;
+
+	lj->live = sj->state == STORE_JOB_QUEUED ||
+		   sj->state == STORE_JOB_RUNNING;
+	return PX_OK;
+}
+
+struct sweep_call {
+	struct world_host *wh;
+};
+
+static void sweep_done(enum px_err rc, struct ec2_instance_list *l,
+		       const struct px_error *err,
+		       const struct ec2_aws_error *aws, void *ctx)
+{
+	struct sweep_call *sc = ctx;
+	struct ec2_host *h = sc->wh->ec2;
+	size_t n = 0;
+
+	(void)aws;
+	if (rc == PX_ECANCELED || !h) {
+		free(sc);
+		return;
+	}
+	if (rc != PX_OK) {
+		log_warn("ec2: the start's sweep: DescribeInstances: %s (the "
+			 "daemon's instances of ended jobs stay until the next "
+			 "start)", err ? err->msg : "failed");
+		free(sc);
+		return;
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		const char *job = tag_of(&l->v[i], TAG_JOB);
+		struct store_job_filter f = {
+			.id = job ? strtoll(job, NULL, 10) : 0 };
+		struct live_job lj = {0};
+		struct px_error e2 = {0};
+
+		if (!alive(l->v[i].state) && strcmp(l->v[i].state, "stopped") &&
+		    strcmp(l->v[i].state, "stopping"))
+			continue;
+		if (f.id > 0 && store_jobs_each(sc->wh->st, &f, job_state, &lj,
+						&e2) == PX_OK && lj.live)
+			continue;
+		log_notice("ec2: instance %s (job %s) belongs to no running "
+			   "job of this daemon: terminating it", l->v[i].id,
+			   job ? job : "none");
+		host_terminate(h, l->v[i].id, 0);
+		n++;
+	}
+	if (n)
+		log_notice("ec2: the start's sweep terminates %zu instance%s",
+			   n, n == 1 ? "" : "s");
+	free(sc);
+}
+
+enum px_err ec2_host_sweep(struct world_host *wh, struct px_error *err)
+{
+	struct ec2_host *h;
+	struct sweep_call *sc;
+	const char *dv[1];
+	struct ec2_filter f = { .name = "tag:" TAG_DAEMON, .n_values = 1 };
+	enum px_err e = host_get(wh, &h, err);
+
+	if (e != PX_OK)
+		return e;
+	dv[0] = h->daemon_id;
+	f.values = dv;
+	sc = calloc(1, sizeof *sc);
+	if (!sc)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	sc->wh = wh;
+	e = ec2_describe_instances_start(h->c, NULL, 0, &f, 1, false,
+					 sweep_done, sc, err);
+	if (e != PX_OK)
+		free(sc);
+	return e;
+}
+
+/* ---------------------------------------------------------------- history */
+
+static enum px_err hist_record(const struct trace_record *r, void *ctx)
+{
+	struct px_error err = {0};
+
+	if (market_set_add(ctx, r->zone, r->type, r->t_s, r->price_uusd,
+			   &err) != PX_OK)
+		return PX_OK;             /* a bad record: skipped */
+	return PX_OK;
+}
+
+enum px_err ec2_market_history(const struct proteusd_config *cfg,
+			       const char *region, const char *const *types,
+			       size_t n_types, const char *const *zones,
+			       size_t n_zones, int64_t from_s, int64_t to_s,
+			       struct market_set *ms, struct px_error *err)
+{
+	struct awscred_opts co = {0};
+	struct awscred_provider *creds = NULL;
+	struct ec2_config ec = {0};
+	struct ec2_client *c = NULL;
+	struct ec2_sph_query q = {
+		.types = types, .n_types = n_types, .zones = zones,
+		.n_zones = n_zones, .start_s = from_s, .end_s = to_s,
+	};
+	struct ec2_aws_error aws = {0};
+	enum px_err e;
+
+	e = awscred_provider_new(&co, &creds, err);
+	ec.region = region;
+	ec.endpoint = cfg->ec2_endpoint[0] ? cfg->ec2_endpoint : NULL;
+	ec.creds = creds;
+	if (e == PX_OK)
+		e = ec2_client_new(&ec, &c, err);
+	if (e == PX_OK)
+		e = ec2_describe_spot_price_history(c, &q, hist_record, ms,
+						    NULL, err, &aws);
+	ec2_client_free(c);
+	awscred_provider_free(creds);
+	return e;
+}

@@ -1,0 +1,61 @@
+/* ec2.h -- the `ec2` world: instances are EC2 instances rented through the
+ * Query API (cloudapi/ec2.h), driven asynchronously on proteusd's loop.
+ *
+ * One client per daemon (struct world_host's ec2 state) serves every job's
+ * world.  A job's world:
+ *   acquire   records the request in the store (its ClientToken, derived
+ *             from the daemon's id, the job and the controller's id), then
+ *             RunInstances (spot with the controller's max price, or
+ *             on-demand), tagged with the daemon, the job and the id; the
+ *             answer becomes ctrl_launched at EC2's launch time, or
+ *             ctrl_rejected (capacity, price, limits, throttling, 5xx: the
+ *             market cools down; a refusal that no retry can fix, such as
+ *             a bad AMI or credentials, fails the job instead);
+ *   release   the node is told to leave, and its instance terminated
+ *             release_ms later (at once once the run ends), by the host,
+ *             which retries until EC2 confirms;
+ *   watch     DescribeInstances of the job's tag every few seconds: an
+ *             instance terminated by EC2 is gone (ctrl_gone at EC2's
+ *             time), one whose node never joined is failed; live prices
+ *             from DescribeSpotPriceHistory every ec2_price_poll_s grow the
+ *             job's market (market_set_append);
+ *   restart   (setup.resume) the instances that carry the job's tag are
+ *             adopted (ctrl_adopt), the store's open ones EC2 no longer
+ *             has are closed at EC2's time, and the controller's ids go on
+ *             past every id the job used.
+ * docs/ec2-world.md has the whole of it.
+ */
+#ifndef PX_WORLD_EC2_H
+#define PX_WORLD_EC2_H
+
+#include "../config.h"
+#include "../../cloudapi/market.h"
+#include "world.h"
+
+extern const struct world_ops ec2_world_ops;
+
+/* The ec2 world's clock under cfg: market (Unix) seconds now, real time
+ * unless the fake's speed-up is configured (ec2_clock_speedup). */
+int64_t ec2_world_now(const struct proteusd_config *cfg);
+
+/* At the daemon's start: terminate every instance tagged with this
+ * daemon whose job the store does not have queued or running (a job that
+ * ended while the daemon was down, or unknown).  Asynchronous; starts
+ * the host's client.  PX_OK when there is nothing to do. */
+enum px_err ec2_host_sweep(struct world_host *wh, struct px_error *err);
+/* Free the host's ec2 state (after every world of it is freed). */
+void ec2_host_free(struct world_host *wh);
+/* Terminations still unconfirmed (the host retries them). */
+size_t ec2_host_pending(const struct world_host *wh);
+
+/* The spot-price history of (types x zones) in region over [from_s, to_s]
+ * from EC2 into *ms (records added, not sealed), with a client of its own
+ * driven here (blocking: for a job's load thread).  PX_EAWS/PX_EHTTP with
+ * EC2's message. */
+enum px_err ec2_market_history(const struct proteusd_config *cfg,
+			       const char *region, const char *const *types,
+			       size_t n_types, const char *const *zones,
+			       size_t n_zones, int64_t from_s, int64_t to_s,
+			       struct market_set *ms, struct px_error *err);
+
+#endif
