@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cloudapi/ec2.h"
+#include "../../cloudapi/ec2_int.h"
 
 Test(ec2_retry, classification)
 {
