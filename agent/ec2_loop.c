@@ -42,6 +42,21 @@ static bool fd_index(const struct ec2_loop *el, int fd, size_t *ret)
 	return false;
 }
 
+static bool fd_track(struct ec2_loop *el, int fd)
+{
+	if (el->n_fds == el->cap_fds) {
+		size_t cap = el->cap_fds ? 2 * el->cap_fds : 8;
+		int *v = px_reallocarray(el->fds, cap, sizeof *v);
+
+		if (!v)
+			return false;
+		el->fds = v;
+		el->cap_fds = cap;
+	}
+	el->fds[el->n_fds++] = fd;
+	return true;
+}
+
 static void fd_forget(struct ec2_loop *el, int fd)
 {
 	size_t i;
@@ -86,24 +101,18 @@ static void socket_hook(int fd, int what, void *ctx)
 		mask |= LOOP_READABLE;
 	if (what & EC2_POLL_OUT)
 		mask |= LOOP_WRITABLE;
-	if (!fd_index(el, fd, &i)) {
-		if (el->n_fds == el->cap_fds) {
-			size_t cap = el->cap_fds ? 2 * el->cap_fds : 8;
-			int *v = px_reallocarray(el->fds, cap, sizeof *v);
-
-			if (!v) {
-				el->errors++;
-				return;
-			}
-			el->fds = v;
-			el->cap_fds = cap;
-		}
-		el->fds[el->n_fds++] = fd;
+	if (fd_index(el, fd, &i)) {
+		/* no system call when curl says again what it said */
+		rc = loop_fd_mask(el->l, fd, mask);
+	} else if (fd_track(el, fd)) {
+		/* a stale entry of the loop's for this number (its fd closed
+		 * without a REMOVE) is replaced by loop_fd_add itself */
+		rc = loop_fd_add(el->l, fd, mask, on_fd, el);
+	} else {
+		rc = PX_ENOMEM;
 	}
-	/* a stale entry of the loop's for this number (its fd closed
-	 * without a REMOVE) is replaced by loop_fd_add itself */
-	rc = loop_fd_add(el->l, fd, mask, on_fd, el);
 	if (rc != PX_OK) {
+		/* curl waits on this fd in vain until the call's timeout */
 		el->errors++;
 		fd_forget(el, fd);
 	}
