@@ -124,12 +124,10 @@ static void op_page_done(enum px_err rc, struct ec2_response *resp,
 	rc = op_parse(op, resp->root, &perr);
 	if (rc == PX_OK && op->paged)
 		rc = ec2_parse_next_token(resp->root, &next, &perr);
-	if (rc != PX_OK) {
-		px_error_prefix(&perr, "%s: ", op_action(op));
-	} else if (next && next[0]) {
+	if (rc == PX_OK && next && next[0]) {
 		if (op->pages >= op->pages_max)
-			rc = px_errorf(&perr, PX_ETOOBIG, "%s: more than %d "
-				       "pages", op_action(op), op->pages_max);
+			rc = px_errorf(&perr, PX_ETOOBIG, "more than %d pages",
+				       op->pages_max);
 		else
 			rc = op_send(op, next, &perr);
 		if (rc == PX_OK) {
@@ -138,6 +136,8 @@ static void op_page_done(enum px_err rc, struct ec2_response *resp,
 		}
 	}
 	free(next);
+	if (rc != PX_OK)
+		px_error_prefix(&perr, "%s: ", op_action(op));
 	op_finish(op, rc, &perr, &none);
 }
 
