@@ -163,24 +163,21 @@ static void res_release(struct res *r)
 	ec2_spot_request_list_release(&r->sl);
 }
 
-static int fake_calls(const char *op)
+/* The fake's count of requests for op: "calls" (reached the operation)
+ * or "attempts" (received, faults included). */
+static int fake_counter(const char *what, const char *op)
 {
 	json_t *s = fake_ctl(&F, NULL);
 	int n = (int)json_integer_value(json_object_get(
-		json_object_get(s, "calls"), op));
+		json_object_get(s, what), op));
 
 	json_decref(s);
 	return n;
 }
 
-static int fake_attempts(const char *op)
+static int fake_calls(const char *op)
 {
-	json_t *s = fake_ctl(&F, NULL);
-	int n = (int)json_integer_value(json_object_get(
-		json_object_get(s, "attempts"), op));
-
-	json_decref(s);
-	return n;
+	return fake_counter("calls", op);
 }
 
 static const struct ec2_tag Job_tags[] = { { "proteus-job", "7" },
@@ -476,7 +473,7 @@ Test(ec2_async, throttling_storm_and_5xx_are_retried)
 		"{\"op\":\"DescribeInstances\",\"kind\":\"status\","
 		"\"status\":502,\"count\":2}]}"));
 	calls = fake_calls("DescribeInstances");
-	attempts = fake_attempts("DescribeInstances");
+	attempts = fake_counter("attempts", "DescribeInstances");
 	Waiting++;
 	cr_assert_eq(ec2_describe_instances_start(C, NULL, 0, NULL, 0, false,
 						  inst_done, &d, &err), PX_OK);
@@ -484,7 +481,7 @@ Test(ec2_async, throttling_storm_and_5xx_are_retried)
 	cr_assert_eq(d.rc, PX_OK, "%s", d.err);
 	cr_assert_eq(d.il.n, 12);
 	cr_assert_eq(fake_calls("DescribeInstances") - calls, 3);
-	cr_assert_eq(fake_attempts("DescribeInstances") - attempts, 3 + 6);
+	cr_assert_eq(fake_counter("attempts", "DescribeInstances") - attempts, 3 + 6);
 	res_release(&run);
 	res_release(&d);
 }
