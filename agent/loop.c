@@ -105,7 +105,11 @@ enum px_err loop_fd_add(struct loop *l, int fd, int mask, loop_fd_fn *fn,
 		l->nfds = n;
 	}
 	op = l->fds[fd].fn ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-	if (epoll_ctl(l->epfd, op, fd, &ev) < 0)
+	/* ENOENT: the number's last fd was closed without loop_fd_del, and
+	 * left epoll with it; this is a new fd that reuses the number. */
+	if (epoll_ctl(l->epfd, op, fd, &ev) < 0 &&
+	    (op != EPOLL_CTL_MOD || errno != ENOENT ||
+	     epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0))
 		return PX_ESYS | errno;
 	l->fds[fd] = (struct loop_fd){.fn = fn, .ctx = ctx, .mask = mask};
 	return PX_OK;

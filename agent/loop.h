@@ -39,7 +39,8 @@ enum px_err loop_new(struct loop **ret);
 void loop_free(struct loop *l);
 
 /* Watch fd for mask (LOOP_READABLE|LOOP_WRITABLE); calling it again for
- * the same fd replaces the mask, fn and ctx.  A mask of 0 keeps the fd
+ * the same fd replaces the mask, fn and ctx (and takes a new fd that
+ * reuses the number of one closed without loop_fd_del).  A mask of 0 keeps the fd
  * registered but asks for no event.  PX_EINVAL for a negative fd or mask
  * bits outside the two, PX_ENOMEM, PX_ESYS|errno from epoll_ctl. */
 enum px_err loop_fd_add(struct loop *l, int fd, int mask, loop_fd_fn *fn,

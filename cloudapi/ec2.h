@@ -4,11 +4,15 @@
  * (CURLOPT_AWS_SIGV4 "aws:amz:REGION:ec2"); responses are parsed with
  * libxml2.  The core is asynchronous: ec2_call_start() queues a call and an
  * event loop drives the multi handle (socket/timer hooks, or
- * ec2_client_step()).  Retries follow the AWS SDKs' standard mode and are
+ * ec2_client_step()); every operation has an asynchronous form (_start,
+ * and ec2_sph_start) for the daemon's loop (agent/ec2_loop.h adapts the
+ * hooks to it).  Retries follow the AWS SDKs' standard mode and are
  * timers, never sleeps.  Blocking wrappers (ec2_call() and the typed
  * operations) drive the handle until their call is done; they are for CLIs
- * and tests, and must not be used from inside a completion callback.
- * This module does not log; secrets never enter an error message.
+ * and tests, refuse a hooked client, and must not be used from inside a
+ * completion callback.  This module does not log; secrets never enter an
+ * error message.  The private half (retries, XML, builders, parsers) is
+ * ec2_int.h.
  */
 #ifndef PX_EC2_H
 #define PX_EC2_H
@@ -30,6 +34,7 @@
 #define EC2_TAG_KEY_MAX 128
 #define EC2_TAG_VALUE_MAX 256
 #define EC2_TOKEN_MAX 64     /* ClientToken */
+#define EC2_PAGES_MAX 1000   /* pages one Describe operation follows */
 
 /* ------------------------------------------------------------ errors */
 
@@ -46,7 +51,11 @@ struct ec2_aws_error {
 
 /* Event-loop hooks (optional).  socket_fn is told which events fd wants
  * (EC2_POLL_IN|EC2_POLL_OUT, or EC2_POLL_REMOVE); timer_fn is told after
- * how many ms to call ec2_client_on_timeout() (-1: no timer). */
+ * how many ms to call ec2_client_on_timeout() (-1: no timer).  A REMOVE
+ * may come for an fd already closed (forget it; do not close it), and a
+ * new fd may reuse the number of one that was removed.  Before
+ * ec2_client_free returns it has removed every fd it asked for and the
+ * timer (-1), so the loop never calls into a freed client. */
 enum ec2_poll {
 	EC2_POLL_IN = 1 << 0,
 	EC2_POLL_OUT = 1 << 1,
@@ -124,10 +133,6 @@ void ec2_params_addf(struct ec2_params *p, const char *value,
 		     const char *name_fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void ec2_params_release(struct ec2_params *p);
-/* The form body ("Action=..&Version=2016-11-15&..") percent-encoded with
- * curl_easy_escape; caller frees *ret. */
-enum px_err ec2_params_encode(const struct ec2_params *p, char **ret,
-			      struct px_error *err);
 
 /* A completed call.  doc/root are the parsed success document. */
 struct ec2_response {
@@ -156,46 +161,6 @@ enum px_err ec2_call_start(struct ec2_client *c, struct ec2_params *params,
 enum px_err ec2_call(struct ec2_client *c, struct ec2_params *params,
 		     struct ec2_response *ret, struct px_error *err,
 		     struct ec2_aws_error *ret_aws);
-
-/* ------------------------------------------------------------ retries */
-
-/* Standard-mode classification: throttling codes, transient codes, HTTP
- * 500/502/503/504 and transport failures (status 0) are retryable. */
-bool ec2_retry_is_throttle(const char *code);
-bool ec2_retry_is_retryable(long http_status, const char *code,
-			    bool retry_not_found);
-/* Full-jitter delay before retry number attempt (1 = first retry):
- * rand[0,1) * min(base * 2^(attempt-1), cap).  *rng is a splitmix64
- * state, advanced. */
-uint64_t ec2_retry_delay_us(int attempt, uint64_t base_us, uint64_t cap_us,
-			    uint64_t *rng);
-/* Retry quota (500 tokens; a retry costs 5, a timeout 10; success refunds
- * 1, or the retry's cost). */
-#define EC2_QUOTA_MAX 500
-#define EC2_QUOTA_RETRY_COST 5
-#define EC2_QUOTA_TIMEOUT_COST 10
-struct ec2_quota {
-	int tokens;
-};
-void ec2_quota_init(struct ec2_quota *q);
-/* Take the cost of one retry; false (nothing taken) when short. */
-bool ec2_quota_acquire(struct ec2_quota *q, bool timeout, int *ret_cost);
-void ec2_quota_success(struct ec2_quota *q, int retry_cost);
-
-/* ------------------------------------------------------------ XML */
-
-/* Parse an EC2 response body (XML_PARSE_NONET, no entities).  For a
- * success, *ret_doc is the caller's (xmlFreeDoc).  An <Response><Errors>
- * body is not a success: it fills aws and returns PX_EAWS. */
-enum px_err ec2_xml_parse(const char *body, size_t len, long http_status,
-			  xmlDoc **ret_doc, struct ec2_aws_error *aws,
-			  struct px_error *err);
-/* First child element named name (local name), or NULL. */
-xmlNode *ec2_xml_child(const xmlNode *n, const char *name);
-/* Copy the text of child name into buf; "" when absent.  PX_ETOOBIG when
- * it does not fit. */
-enum px_err ec2_xml_text(const xmlNode *n, const char *name, char *buf,
-			 size_t len, struct px_error *err);
 
 /* ------------------------------------------------------------ operations */
 
@@ -234,14 +199,22 @@ struct ec2_instance {
 	char zone[EC2_NAME_MAX];
 	int state_code;                /* 0 pending, 16 running, 48 ... */
 	char state[EC2_NAME_MAX];      /* pending, running, terminated ... */
-	char state_reason[EC2_NAME_MAX * 2]; /* e.g. Server.SpotInstanceTermination */
+	/* stateReason/code, e.g. Server.SpotInstanceTermination,
+	 * Client.UserInitiatedShutdown; "" when EC2 gives none */
+	char state_reason_code[EC2_NAME_MAX * 2];
+	/* reason (StateTransitionReason), e.g. "User initiated (2026-11-27
+	 * 04:00:00 GMT)", cut to fit; transition_s is the time in it (EC2's
+	 * own time of the last state change: when a termination began), -1
+	 * when there is none */
+	char transition_reason[256];
+	int64_t transition_s;
 	char private_ip[EC2_NAME_MAX];
 	char public_ip[EC2_NAME_MAX];
 	char lifecycle[16];            /* "spot", "" for on-demand */
 	char spot_request_id[EC2_ID_MAX];
-	char client_token[EC2_TOKEN_MAX + 1];
-	int64_t launch_time_s;
-	struct ec2_tag *tags;
+	char client_token[EC2_TOKEN_MAX + 1]; /* clientToken, "" when none */
+	int64_t launch_time_s;         /* launchTime; 0 when absent */
+	struct ec2_tag *tags;          /* tagSet, in EC2's order */
 	size_t n_tags;
 };
 
@@ -335,13 +308,6 @@ enum px_err ec2_describe_spot_price_history_all(
 	int64_t start_s, int64_t end_s, trace_record_fn fn, void *ctx,
 	struct px_error *err, struct ec2_aws_error *ret_aws);
 
-/* Parse one DescribeSpotPriceHistory page: fn for each record, *index
- * advanced per record (used as trace_record.index).  A record missing a
- * field or with a bad price or time is PX_EPROTO. */
-enum px_err ec2_parse_spot_prices(const xmlNode *root, uint64_t *index,
-				  trace_record_fn fn, void *ctx,
-				  struct px_error *err);
-
 struct ec2_run_req {
 	struct ec2_launch_spec spec;
 	int min_count;                /* 0: 1 */
@@ -391,7 +357,8 @@ enum px_err ec2_cancel_spot_requests(struct ec2_client *c,
 				     struct px_error *err,
 				     struct ec2_aws_error *ret_aws);
 
-/* DescribeInstances over every page (MaxResults 1000 unless ids given). */
+/* DescribeInstances over every page (MaxResults 1000 unless ids given,
+ * at most EC2_PAGES_MAX pages). */
 enum px_err ec2_describe_instances(struct ec2_client *c,
 				   const char *const *ids, size_t n_ids,
 				   const struct ec2_filter *filters,
@@ -413,23 +380,84 @@ enum px_err ec2_create_tags(struct ec2_client *c,
 			    struct px_error *err,
 			    struct ec2_aws_error *ret_aws);
 
-/* Request builders and response parsers behind the blocking operations,
- * for asynchronous use with ec2_call_start().  A builder fills *p (which
- * it initialises); a parser reads resp->root into *ret. */
-enum px_err ec2_build_run_instances(const struct ec2_run_req *req,
-				    struct ec2_params *p,
+/* ------------------------------------------------------------ async */
+
+/* The operations above, asynchronous, for the daemon's event loop (the
+ * blocking ones are these, driven to completion).  Each _start copies
+ * all its inputs (ids, filters, tags, the request) before it returns.  On
+ * PX_OK the operation runs and done runs later exactly once, from the
+ * event loop (ec2_client_on_socket/on_timeout/step), never from inside
+ * the _start call; PX_ECANCELED when the client is freed first.  On any
+ * other return nothing was started and done never runs.  Retries
+ * (throttling, 5xx, transport failures, *.NotFound with
+ * retry_not_found) happen inside, per page, on the client's timers.
+ *
+ * The Describe operations follow NextToken page after page (one
+ * ec2_call_start each, the next started from the previous one's
+ * completion), with MaxResults 1000 when no ids are given (EC2 refuses
+ * MaxResults with ids), at most EC2_PAGES_MAX (1000) pages: past that the
+ * operation fails with PX_ETOOBIG.
+ *
+ * In done: rc PX_OK, err and aws NULL; or an error with err (what went
+ * wrong, naming the action) and aws, never NULL then (aws->code is the AWS
+ * error code, "" for transport and parse failures; http_status 0 when no
+ * response came; attempts).  l is never NULL: on PX_OK it holds every
+ * page's items, on an error it is empty.  l is the callback's to keep: it
+ * may take l->v (set l->v = NULL, l->n = 0); what is left is released
+ * after the callback returns.  done may start other operations; it must
+ * not free the client. */
+typedef void (*ec2_instances_done_fn)(enum px_err rc,
+				      struct ec2_instance_list *l,
+				      const struct px_error *err,
+				      const struct ec2_aws_error *aws,
+				      void *ctx);
+typedef void (*ec2_spot_requests_done_fn)(enum px_err rc,
+					  struct ec2_spot_request_list *l,
+					  const struct px_error *err,
+					  const struct ec2_aws_error *aws,
+					  void *ctx);
+typedef void (*ec2_done_simple_fn)(enum px_err rc, const struct px_error *err,
+				   const struct ec2_aws_error *aws,
+				   void *ctx);
+
+/* RunInstances: l is the reservation's instances (usually pending). */
+enum px_err ec2_run_instances_start(struct ec2_client *c,
+				    const struct ec2_run_req *req,
+				    ec2_instances_done_fn done, void *ctx,
 				    struct px_error *err);
-enum px_err ec2_build_request_spot(const struct ec2_spot_req *req,
-				   struct ec2_params *p,
-				   struct px_error *err);
-enum px_err ec2_parse_instances(const xmlNode *root,
-				struct ec2_instance_list *ret,
-				struct px_error *err);
-enum px_err ec2_parse_spot_requests(const xmlNode *root,
-				    struct ec2_spot_request_list *ret,
-				    struct px_error *err);
-/* The nextToken of a page; "" (empty) means the last page.  Caller frees. */
-enum px_err ec2_parse_next_token(const xmlNode *root, char **ret,
-				 struct px_error *err);
+/* DescribeInstances by ids (at most 1000) or filters (tag:K, ...), or
+ * both, over every page.  retry_not_found: InvalidInstanceID.NotFound is
+ * retried (right after a RunInstances). */
+enum px_err ec2_describe_instances_start(struct ec2_client *c,
+					 const char *const *ids, size_t n_ids,
+					 const struct ec2_filter *filters,
+					 size_t n_filters,
+					 bool retry_not_found,
+					 ec2_instances_done_fn done, void *ctx,
+					 struct px_error *err);
+/* DescribeSpotInstanceRequests, the same way. */
+enum px_err ec2_describe_spot_requests_start(
+	struct ec2_client *c, const char *const *ids, size_t n_ids,
+	const struct ec2_filter *filters, size_t n_filters,
+	bool retry_not_found, ec2_spot_requests_done_fn done, void *ctx,
+	struct px_error *err);
+/* TerminateInstances (1..1000 ids); idempotent. */
+enum px_err ec2_terminate_instances_start(struct ec2_client *c,
+					  const char *const *ids,
+					  size_t n_ids,
+					  ec2_done_simple_fn done, void *ctx,
+					  struct px_error *err);
+/* CreateTags (1..1000 resources, 1..50 tags). */
+enum px_err ec2_create_tags_start(struct ec2_client *c,
+				  const char *const *resource_ids,
+				  size_t n_ids, const struct ec2_tag *tags,
+				  size_t n_tags, ec2_done_simple_fn done,
+				  void *ctx, struct px_error *err);
+/* CancelSpotInstanceRequests (1..1000 ids). */
+enum px_err ec2_cancel_spot_requests_start(struct ec2_client *c,
+					   const char *const *ids,
+					   size_t n_ids,
+					   ec2_done_simple_fn done, void *ctx,
+					   struct px_error *err);
 
 #endif

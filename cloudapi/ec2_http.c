@@ -11,7 +11,7 @@
 #include <curl/curl.h>
 #include <libxml/parser.h>
 
-#include "ec2.h"
+#include "ec2_int.h"
 
 struct ec2_call {
 	struct ec2_client *c;
@@ -44,6 +44,13 @@ struct ec2_client {
 	size_t n_calls;
 	uint64_t curl_due_us; /* curl's timer (monotonic), 0 when none */
 	long last_timer_ms;
+	int max_results;      /* Describe* page size */
+	int pages_max;        /* pages one Describe* operation follows */
+	/* Hook mode: the sockets the loop was told to watch and not yet to
+	 * remove, so that freeing the client removes them all even where
+	 * curl closes a cached connection without telling. */
+	curl_socket_t *socks;
+	size_t n_socks, cap_socks;
 };
 
 /* ------------------------------------------------------------ params */
@@ -122,6 +129,25 @@ void ec2_params_release(struct ec2_params *p)
 	memset(p, 0, sizeof *p);
 }
 
+enum px_err ec2_params_copy(struct ec2_params *dst,
+			    const struct ec2_params *src, const char *token,
+			    struct px_error *err)
+{
+	memset(dst, 0, sizeof *dst);
+	for (size_t i = 0; i < src->n; i++)
+		ec2_params_add(dst, src->kv[2 * i], src->kv[2 * i + 1]);
+	if (token && *token)
+		ec2_params_add(dst, "NextToken", token);
+	dst->retry_not_found = src->retry_not_found;
+	if (src->oom || dst->oom) {
+		enum px_err rc = src->oom ? src->oom : dst->oom;
+
+		ec2_params_release(dst);
+		return px_errorf(err, rc, "request parameters");
+	}
+	return PX_OK;
+}
+
 enum px_err ec2_params_encode(const struct ec2_params *p, char **ret,
 			      struct px_error *err)
 {
@@ -179,6 +205,16 @@ void ec2_response_release(struct ec2_response *r)
 	memset(r, 0, sizeof *r);
 }
 
+void ec2_response_aws(const struct ec2_response *r,
+		      struct ec2_aws_error *ret)
+{
+	memset(ret, 0, sizeof *ret);
+	ret->http_status = r->http_status;
+	ret->attempts = r->attempts;
+	snprintf(ret->request_id, sizeof ret->request_id, "%s",
+		 r->request_id);
+}
+
 /* ------------------------------------------------------------ timers */
 
 static uint64_t next_due_us(const struct ec2_client *c)
@@ -221,6 +257,32 @@ static int curl_timer_cb(CURLM *m, long timeout_ms, void *ud)
 	return 0;
 }
 
+/* Remember (watch) or forget a socket the loop was told about. */
+static void sock_track(struct ec2_client *c, curl_socket_t s, bool watch)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_socks && c->socks[i] != s; i++)
+		;
+	if (!watch) {
+		if (i < c->n_socks)
+			c->socks[i] = c->socks[--c->n_socks];
+		return;
+	}
+	if (i < c->n_socks)
+		return;
+	if (c->n_socks == c->cap_socks) {
+		size_t cap = c->cap_socks ? 2 * c->cap_socks : 8;
+		curl_socket_t *v = px_reallocarray(c->socks, cap, sizeof *v);
+
+		if (!v)
+			return; /* only the sweep at free misses it */
+		c->socks = v;
+		c->cap_socks = cap;
+	}
+	c->socks[c->n_socks++] = s;
+}
+
 static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *ud,
 			  void *sp)
 {
@@ -229,6 +291,7 @@ static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *ud,
 
 	(void)e;
 	(void)sp;
+	sock_track(c, s, what != CURL_POLL_REMOVE);
 	if (what == CURL_POLL_REMOVE)
 		w = EC2_POLL_REMOVE;
 	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
@@ -633,6 +696,8 @@ enum px_err ec2_client_new(const struct ec2_config *cfg,
 	c->rng = cfg->seed ? cfg->seed : px_now_mono_us() ^
 		(uint64_t)px_now_wall_us();
 	c->creds = cfg->creds;
+	c->max_results = 1000;
+	c->pages_max = EC2_PAGES_MAX;
 	ec2_quota_init(&c->quota);
 	if (!ep || !*ep)
 		ep = getenv("AWS_ENDPOINT_URL_EC2");
@@ -694,6 +759,16 @@ void ec2_client_free(struct ec2_client *c)
 	}
 	if (c->multi)
 		curl_multi_cleanup(c->multi);
+	/* The loop must not call back into a freed client: whatever it still
+	 * watches for us goes (the fd may be closed by now: the hook must
+	 * only forget it), and so does the timer. */
+	if (c->cfg.socket_fn) {
+		while (c->n_socks)
+			c->cfg.socket_fn((int)c->socks[--c->n_socks],
+					 EC2_POLL_REMOVE, c->cfg.hook_ctx);
+		c->cfg.timer_fn(-1, c->cfg.hook_ctx);
+	}
+	free(c->socks);
 	free(c->endpoint);
 	free(c);
 }
@@ -711,6 +786,20 @@ bool ec2_client_hooked(const struct ec2_client *c)
 size_t ec2_client_pending(const struct ec2_client *c)
 {
 	return c->n_calls;
+}
+
+void ec2_client_set_paging(struct ec2_client *c, int max_results,
+			   int pages_max)
+{
+	c->max_results = max_results;
+	c->pages_max = pages_max;
+}
+
+void ec2_client_paging(const struct ec2_client *c, int *ret_max_results,
+		       int *ret_pages_max)
+{
+	*ret_max_results = c->max_results;
+	*ret_pages_max = c->pages_max;
 }
 
 enum px_err ec2_client_on_socket(struct ec2_client *c, int fd, int what)
@@ -769,12 +858,58 @@ enum px_err ec2_client_step(struct ec2_client *c, int timeout_ms)
 
 /* ------------------------------------------------------------ blocking */
 
-struct sync_call {
-	bool done;
+enum px_err ec2_check_blocking(const struct ec2_client *c,
+			       struct px_error *err)
+{
+	if (c->cfg.socket_fn)
+		return px_errorf(err, PX_EINVAL, "blocking ec2 call on a "
+				 "client driven by an event loop");
+	return PX_OK;
+}
+
+bool ec2_sync_done(struct ec2_sync *s, enum px_err rc,
+		   const struct px_error *err,
+		   const struct ec2_aws_error *aws)
+{
+	if (s->abandoned) {
+		free(s);
+		return false;
+	}
+	s->done = true;
+	s->rc = rc;
+	if (err)
+		s->err = *err;
+	if (aws)
+		s->aws = *aws;
+	return true;
+}
+
+enum px_err ec2_sync_wait(struct ec2_client *c, struct ec2_sync *s,
+			  struct px_error *err,
+			  struct ec2_aws_error *ret_aws)
+{
 	enum px_err rc;
-	struct ec2_response *resp;
-	struct px_error *err;
-	struct ec2_aws_error *aws;
+
+	while (!s->done) {
+		rc = ec2_client_step(c, 1000);
+		if (rc != PX_OK) {
+			s->abandoned = true;
+			return px_errorf(err, rc, "driving the curl multi "
+					 "handle failed");
+		}
+	}
+	if (s->rc != PX_OK) {
+		if (err)
+			*err = s->err;
+		if (ret_aws)
+			*ret_aws = s->aws;
+	}
+	return s->rc;
+}
+
+struct sync_call {
+	struct ec2_sync sync; /* first: ec2_sync_done frees through it */
+	struct ec2_response resp;
 };
 
 static void sync_done(enum px_err rc, struct ec2_response *resp,
@@ -783,40 +918,39 @@ static void sync_done(enum px_err rc, struct ec2_response *resp,
 {
 	struct sync_call *s = ctx;
 
-	s->done = true;
-	s->rc = rc;
-	if (rc == PX_OK) {
-		*s->resp = *resp;
-		resp->doc = NULL; /* taken */
+	if (!ec2_sync_done(&s->sync, rc, err, aws) || rc != PX_OK)
 		return;
-	}
-	if (s->err && err)
-		*s->err = *err;
-	if (s->aws && aws)
-		*s->aws = *aws;
+	s->resp = *resp;
+	resp->doc = NULL; /* taken */
 }
 
 enum px_err ec2_call(struct ec2_client *c, struct ec2_params *params,
 		     struct ec2_response *ret, struct px_error *err,
 		     struct ec2_aws_error *ret_aws)
 {
-	struct sync_call s = { .resp = ret, .err = err, .aws = ret_aws };
+	struct sync_call *s;
 	enum px_err rc;
 
 	memset(ret, 0, sizeof *ret);
-	if (c->cfg.socket_fn) {
+	rc = ec2_check_blocking(c, err);
+	if (rc == PX_OK) {
+		s = px_calloc(1, sizeof *s);
+		rc = s ? PX_OK : px_errorf(err, PX_ENOMEM, "ec2 call");
+	}
+	if (rc != PX_OK) {
 		ec2_params_release(params);
-		return px_errorf(err, PX_EINVAL, "blocking ec2 call on a "
-				 "client driven by an event loop");
-	}
-	rc = ec2_call_start(c, params, sync_done, &s, err);
-	if (rc != PX_OK)
 		return rc;
-	while (!s.done) {
-		rc = ec2_client_step(c, 1000);
-		if (rc != PX_OK)
-			return px_errorf(err, rc, "driving the curl multi "
-					 "handle failed");
 	}
-	return s.rc;
+	rc = ec2_call_start(c, params, sync_done, s, err);
+	if (rc != PX_OK) {
+		free(s);
+		return rc;
+	}
+	rc = ec2_sync_wait(c, &s->sync, err, ret_aws);
+	if (s->sync.abandoned)
+		return rc;
+	if (rc == PX_OK)
+		*ret = s->resp;
+	free(s);
+	return rc;
 }

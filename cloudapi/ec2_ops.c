@@ -1,6 +1,6 @@
-/* ec2_ops.c -- typed EC2 operations: request builders (wire names from the
- * botocore 2016-11-15 model), response parsers, pagination, and the
- * blocking wrappers used by CLIs and tests.
+/* ec2_ops.c -- the typed EC2 operations' request builders (wire names from
+ * the botocore 2016-11-15 model) and response parsers.  The operations
+ * themselves, asynchronous and blocking, are in ec2_async.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 
 #include <openssl/evp.h>
 
-#include "ec2.h"
+#include "ec2_int.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -31,6 +31,19 @@ static void add_list(struct ec2_params *p, const char *name,
 {
 	for (size_t i = 0; i < n; i++)
 		ec2_params_addf(p, v[i], "%s.%zu", name, i + 1);
+}
+
+/* A failed add (allocation, a name too long) is sticky in p: report it
+ * once the request is built, and release p then. */
+static enum px_err params_check(struct ec2_params *p, const char *action,
+				struct px_error *err)
+{
+	enum px_err rc = p->oom;
+
+	if (rc == PX_OK)
+		return PX_OK;
+	ec2_params_release(p);
+	return px_errorf(err, rc, "%s: request parameters", action);
 }
 
 static void add_filters(struct ec2_params *p, const struct ec2_filter *f,
@@ -194,6 +207,57 @@ out_release:
 	return rc;
 }
 
+/* A Describe* request over ids or filters (or both).  MaxResults is only
+ * allowed (and then set to max_results) without ids. */
+enum px_err ec2_build_describe(const char *action, const char *id_name,
+			       const char *const *ids, size_t n_ids,
+			       const struct ec2_filter *filters,
+			       size_t n_filters, int max_results,
+			       struct ec2_params *p, struct px_error *err)
+{
+	char b[16];
+
+	ec2_params_init(p, action);
+	add_list(p, id_name, ids, n_ids);
+	add_filters(p, filters, n_filters);
+	if (!n_ids) {
+		snprintf(b, sizeof b, "%d", max_results);
+		ec2_params_add(p, "MaxResults", b);
+	}
+	return params_check(p, action, err);
+}
+
+enum px_err ec2_build_id_call(const char *action, const char *id_name,
+			      const char *const *ids, size_t n_ids,
+			      struct ec2_params *p, struct px_error *err)
+{
+	if (!n_ids)
+		return px_errorf(err, PX_EINVAL, "%s: no ids", action);
+	if (n_ids > 1000)
+		return px_errorf(err, PX_EINVAL, "%s: %zu ids, over 1000",
+				 action, n_ids);
+	ec2_params_init(p, action);
+	add_list(p, id_name, ids, n_ids);
+	return params_check(p, action, err);
+}
+
+enum px_err ec2_build_create_tags(const char *const *resource_ids,
+				  size_t n_ids, const struct ec2_tag *tags,
+				  size_t n_tags, struct ec2_params *p,
+				  struct px_error *err)
+{
+	if (!n_ids || !n_tags || n_ids > 1000 || n_tags > 50)
+		return px_errorf(err, PX_EINVAL, "CreateTags: %zu resources, "
+				 "%zu tags (1..1000, 1..50)", n_ids, n_tags);
+	ec2_params_init(p, "CreateTags");
+	add_list(p, "ResourceId", resource_ids, n_ids);
+	for (size_t i = 0; i < n_tags; i++) {
+		ec2_params_addf(p, tags[i].key, "Tag.%zu.Key", i + 1);
+		ec2_params_addf(p, tags[i].value, "Tag.%zu.Value", i + 1);
+	}
+	return params_check(p, "CreateTags", err);
+}
+
 /* ------------------------------------------------------------ parsers */
 
 static bool is_item(const xmlNode *n)
@@ -264,6 +328,31 @@ static enum px_err parse_tags(const xmlNode *n, struct ec2_tag **ret,
 	(rc == PX_OK ? (rc = ec2_xml_text(node, name, field, sizeof field, \
 					  err)) : rc)
 
+int64_t ec2_transition_time(const char *reason)
+{
+	/* "User initiated (2026-11-27 04:00:00 GMT)": the last parenthesis
+	 * holds the time, always in GMT.  Other reasons carry none. */
+	static const char tail[] = " GMT)";
+	const char *open = strrchr(reason, '(');
+	size_t n;
+	int64_t t;
+
+	if (!open)
+		return -1;
+	open++;
+	n = strlen(open);
+	if (n < sizeof tail ||
+	    strcmp(open + n - (sizeof tail - 1), tail) != 0)
+		return -1;
+	n -= sizeof tail - 1;
+	/* exactly "YYYY-MM-DD HH:MM:SS": px_parse_time alone would also
+	 * take a bare date or an offset */
+	if (n != 19 || open[10] != ' ' ||
+	    px_parse_time(open, n, &t) != PX_OK)
+		return -1;
+	return t;
+}
+
 static enum px_err parse_instance(const xmlNode *n, struct ec2_instance *i,
 				  struct px_error *err)
 {
@@ -277,7 +366,10 @@ static enum px_err parse_instance(const xmlNode *n, struct ec2_instance *i,
 	TXT(ec2_xml_child(n, "placement"), "availabilityZone", i->zone);
 	TXT(st, "name", i->state);
 	TXT(st, "code", code);
-	TXT(ec2_xml_child(n, "stateReason"), "code", i->state_reason);
+	TXT(ec2_xml_child(n, "stateReason"), "code", i->state_reason_code);
+	ec2_xml_text_cut(n, "reason", i->transition_reason,
+			 sizeof i->transition_reason);
+	i->transition_s = ec2_transition_time(i->transition_reason);
 	TXT(n, "privateIpAddress", i->private_ip);
 	TXT(n, "ipAddress", i->public_ip);
 	TXT(n, "instanceLifecycle", i->lifecycle);
@@ -450,48 +542,6 @@ enum px_err ec2_parse_next_token(const xmlNode *root, char **ret,
 	return PX_OK;
 }
 
-/* ------------------------------------------------------------ blocking */
-
-/* Run p (a template without NextToken) page after page; page_fn consumes
- * each response. */
-typedef enum px_err (*page_fn)(const xmlNode *root, void *ctx,
-			       struct px_error *err);
-
-static enum px_err paginate(struct ec2_client *c, const struct ec2_params *p,
-			    page_fn fn, void *ctx, struct px_error *err,
-			    struct ec2_aws_error *ret_aws)
-{
-	char *token = NULL;
-	enum px_err rc = PX_OK;
-	int pages = 0;
-
-	do {
-		struct ec2_params q;
-		struct ec2_response resp;
-		char *next = NULL;
-
-		ec2_params_init(&q, p->kv[1]);
-		for (size_t i = 2; i < p->n; i++)
-			ec2_params_add(&q, p->kv[2 * i], p->kv[2 * i + 1]);
-		q.retry_not_found = p->retry_not_found;
-		if (token && *token)
-			ec2_params_add(&q, "NextToken", token);
-		rc = ec2_call(c, &q, &resp, err, ret_aws);
-		if (rc != PX_OK)
-			break;
-		rc = fn(resp.root, ctx, err);
-		if (rc == PX_OK)
-			rc = ec2_parse_next_token(resp.root, &next, err);
-		ec2_response_release(&resp);
-		free(token);
-		token = next;
-		if (rc == PX_OK && ++pages > 100000)
-			rc = px_errorf(err, PX_ETOOBIG, "over 100000 pages");
-	} while (rc == PX_OK && token && *token);
-	free(token);
-	return rc;
-}
-
 enum px_err ec2_parse_spot_prices(const xmlNode *root, uint64_t *index,
 				  trace_record_fn fn, void *ctx,
 				  struct px_error *err)
@@ -536,215 +586,4 @@ enum px_err ec2_parse_spot_prices(const xmlNode *root, uint64_t *index,
 			return rc;
 	}
 	return PX_OK;
-}
-
-/* One call, parsed by fn into ctx. */
-static enum px_err one_call(struct ec2_client *c, struct ec2_params *p,
-			    page_fn fn, void *ctx, struct px_error *err,
-			    struct ec2_aws_error *ret_aws)
-{
-	struct ec2_response resp;
-	enum px_err rc = ec2_call(c, p, &resp, err, ret_aws);
-
-	if (rc != PX_OK)
-		return rc;
-	rc = fn ? fn(resp.root, ctx, err) : PX_OK;
-	ec2_response_release(&resp);
-	return rc;
-}
-
-static enum px_err inst_page(const xmlNode *root, void *ctx,
-			     struct px_error *err)
-{
-	return ec2_parse_instances(root, ctx, err);
-}
-
-static enum px_err sir_page(const xmlNode *root, void *ctx,
-			    struct px_error *err)
-{
-	return ec2_parse_spot_requests(root, ctx, err);
-}
-
-enum px_err ec2_run_instances(struct ec2_client *c,
-			      const struct ec2_run_req *req,
-			      struct ec2_instance_list *ret,
-			      struct px_error *err,
-			      struct ec2_aws_error *ret_aws)
-{
-	struct ec2_instance_list l = { 0 };
-	struct ec2_params p;
-	enum px_err rc;
-
-	rc = ec2_build_run_instances(req, &p, err);
-	if (rc != PX_OK)
-		return rc;
-	rc = one_call(c, &p, inst_page, &l, err, ret_aws);
-	if (rc != PX_OK) {
-		ec2_instance_list_release(&l);
-		return rc;
-	}
-	*ret = l;
-	return PX_OK;
-}
-
-enum px_err ec2_request_spot_instances(struct ec2_client *c,
-				       const struct ec2_spot_req *req,
-				       struct ec2_spot_request_list *ret,
-				       struct px_error *err,
-				       struct ec2_aws_error *ret_aws)
-{
-	struct ec2_spot_request_list l = { 0 };
-	struct ec2_params p;
-	enum px_err rc;
-
-	rc = ec2_build_request_spot(req, &p, err);
-	if (rc != PX_OK)
-		return rc;
-	rc = one_call(c, &p, sir_page, &l, err, ret_aws);
-	if (rc != PX_OK) {
-		ec2_spot_request_list_release(&l);
-		return rc;
-	}
-	*ret = l;
-	return PX_OK;
-}
-
-/* A Describe* call over ids or filters, every page into list via page:
- * MaxResults is only allowed (and then set to the maximum) without ids. */
-struct describe_req {
-	const char *action;
-	const char *id_name;          /* e.g. "InstanceId" */
-	const char *const *ids;
-	size_t n_ids;
-	const struct ec2_filter *filters;
-	size_t n_filters;
-	bool retry_not_found;
-	page_fn page;
-};
-
-static enum px_err describe_all(struct ec2_client *c,
-				const struct describe_req *d, void *list,
-				struct px_error *err,
-				struct ec2_aws_error *ret_aws)
-{
-	struct ec2_params p;
-	enum px_err rc;
-
-	ec2_params_init(&p, d->action);
-	add_list(&p, d->id_name, d->ids, d->n_ids);
-	add_filters(&p, d->filters, d->n_filters);
-	if (!d->n_ids)
-		ec2_params_add(&p, "MaxResults", "1000");
-	p.retry_not_found = d->retry_not_found;
-	rc = p.oom ? px_errorf(err, p.oom, "request parameters") :
-		paginate(c, &p, d->page, list, err, ret_aws);
-	ec2_params_release(&p);
-	return rc;
-}
-
-enum px_err ec2_describe_spot_requests(struct ec2_client *c,
-				       const char *const *ids, size_t n_ids,
-				       const struct ec2_filter *filters,
-				       size_t n_filters, bool retry_not_found,
-				       struct ec2_spot_request_list *ret,
-				       struct px_error *err,
-				       struct ec2_aws_error *ret_aws)
-{
-	struct ec2_spot_request_list l = { 0 };
-	const struct describe_req d = {
-		.action = "DescribeSpotInstanceRequests",
-		.id_name = "SpotInstanceRequestId", .ids = ids, .n_ids = n_ids,
-		.filters = filters, .n_filters = n_filters,
-		.retry_not_found = retry_not_found, .page = sir_page,
-	};
-	enum px_err rc;
-
-	rc = describe_all(c, &d, &l, err, ret_aws);
-	if (rc != PX_OK) {
-		ec2_spot_request_list_release(&l);
-		return rc;
-	}
-	*ret = l;
-	return PX_OK;
-}
-
-enum px_err ec2_describe_instances(struct ec2_client *c,
-				   const char *const *ids, size_t n_ids,
-				   const struct ec2_filter *filters,
-				   size_t n_filters, bool retry_not_found,
-				   struct ec2_instance_list *ret,
-				   struct px_error *err,
-				   struct ec2_aws_error *ret_aws)
-{
-	struct ec2_instance_list l = { 0 };
-	const struct describe_req d = {
-		.action = "DescribeInstances", .id_name = "InstanceId",
-		.ids = ids, .n_ids = n_ids, .filters = filters,
-		.n_filters = n_filters, .retry_not_found = retry_not_found,
-		.page = inst_page,
-	};
-	enum px_err rc;
-
-	rc = describe_all(c, &d, &l, err, ret_aws);
-	if (rc != PX_OK) {
-		ec2_instance_list_release(&l);
-		return rc;
-	}
-	*ret = l;
-	return PX_OK;
-}
-
-static enum px_err id_call(struct ec2_client *c, const char *action,
-			   const char *name, const char *const *ids,
-			   size_t n_ids, struct px_error *err,
-			   struct ec2_aws_error *ret_aws)
-{
-	struct ec2_params p;
-
-	if (!n_ids)
-		return px_errorf(err, PX_EINVAL, "%s: no ids", action);
-	if (n_ids > 1000)
-		return px_errorf(err, PX_EINVAL, "%s: %zu ids, over 1000",
-				 action, n_ids);
-	ec2_params_init(&p, action);
-	add_list(&p, name, ids, n_ids);
-	return one_call(c, &p, NULL, NULL, err, ret_aws);
-}
-
-enum px_err ec2_cancel_spot_requests(struct ec2_client *c,
-				     const char *const *ids, size_t n_ids,
-				     struct px_error *err,
-				     struct ec2_aws_error *ret_aws)
-{
-	return id_call(c, "CancelSpotInstanceRequests",
-		       "SpotInstanceRequestId", ids, n_ids, err, ret_aws);
-}
-
-enum px_err ec2_terminate_instances(struct ec2_client *c,
-				    const char *const *ids, size_t n_ids,
-				    struct px_error *err,
-				    struct ec2_aws_error *ret_aws)
-{
-	return id_call(c, "TerminateInstances", "InstanceId", ids, n_ids,
-		       err, ret_aws);
-}
-
-enum px_err ec2_create_tags(struct ec2_client *c,
-			    const char *const *resource_ids, size_t n_ids,
-			    const struct ec2_tag *tags, size_t n_tags,
-			    struct px_error *err,
-			    struct ec2_aws_error *ret_aws)
-{
-	struct ec2_params p;
-
-	if (!n_ids || !n_tags || n_ids > 1000 || n_tags > 50)
-		return px_errorf(err, PX_EINVAL, "CreateTags: %zu resources, "
-				 "%zu tags (1..1000, 1..50)", n_ids, n_tags);
-	ec2_params_init(&p, "CreateTags");
-	add_list(&p, "ResourceId", resource_ids, n_ids);
-	for (size_t i = 0; i < n_tags; i++) {
-		ec2_params_addf(&p, tags[i].key, "Tag.%zu.Key", i + 1);
-		ec2_params_addf(&p, tags[i].value, "Tag.%zu.Value", i + 1);
-	}
-	return one_call(c, &p, NULL, NULL, err, ret_aws);
 }

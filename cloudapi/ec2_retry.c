@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "ec2.h"
+#include "ec2_int.h"
 
 static const char *const throttle_codes[] = {
 	"Throttling", "ThrottlingException", "ThrottledException",

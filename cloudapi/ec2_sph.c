@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ec2.h"
+#include "ec2_int.h"
 
 struct ec2_sph {
 	struct ec2_client *c;
@@ -143,11 +143,7 @@ static void sph_page_done(enum px_err rc, struct ec2_response *resp,
 		sph_finish(w, rc, err, aws);
 		return;
 	}
-	memset(&none, 0, sizeof none);
-	none.http_status = resp->http_status;
-	none.attempts = resp->attempts;
-	snprintf(none.request_id, sizeof none.request_id, "%s",
-		 resp->request_id);
+	ec2_response_aws(resp, &none);
 	memset(&perr, 0, sizeof perr);
 	w->st.pages++;
 	rc = ec2_parse_spot_prices(resp->root, &w->index, sph_record, w,
@@ -228,16 +224,9 @@ enum px_err ec2_sph_start(struct ec2_client *c, const struct ec2_sph_query *q,
 
 /* ------------------------------------------------------------ blocking */
 
-/* On the heap: if driving the handle fails the walk is left linked to
- * the client, and its completion (at the latest from ec2_client_free)
- * frees this instead of writing to a stack frame long gone. */
 struct sph_sync {
-	bool done;
-	bool abandoned;
-	enum px_err rc;
+	struct ec2_sync sync; /* first: ec2_sync_done frees through it */
 	struct ec2_sph_stats st;
-	struct px_error err;
-	struct ec2_aws_error aws;
 	trace_record_fn fn;  /* the caller's */
 	void *ctx;
 };
@@ -247,7 +236,7 @@ static enum px_err sph_sync_record(const struct trace_record *r, void *ctx,
 {
 	struct sph_sync *s = ctx;
 
-	if (s->abandoned)
+	if (s->sync.abandoned)
 		return px_errorf(err, PX_ECANCELED, "spot price query "
 				 "abandoned");
 	return s->fn(r, s->ctx, err);
@@ -259,17 +248,8 @@ static void sph_sync_done(enum px_err rc, const struct ec2_sph_stats *st,
 {
 	struct sph_sync *s = ctx;
 
-	if (s->abandoned) {
-		free(s);
-		return;
-	}
-	s->done = true;
-	s->rc = rc;
-	s->st = *st;
-	if (err)
-		s->err = *err;
-	if (aws)
-		s->aws = *aws;
+	if (ec2_sync_done(&s->sync, rc, err, aws))
+		s->st = *st;
 }
 
 enum px_err ec2_describe_spot_price_history(
@@ -282,9 +262,9 @@ enum px_err ec2_describe_spot_price_history(
 
 	if (ret_aws)
 		memset(ret_aws, 0, sizeof *ret_aws);
-	if (ec2_client_hooked(c))
-		return px_errorf(err, PX_EINVAL, "blocking ec2 call on a "
-				 "client driven by an event loop");
+	rc = ec2_check_blocking(c, err);
+	if (rc != PX_OK)
+		return rc;
 	if (!fn)
 		return px_errorf(err, PX_EINVAL, "spot price query: no "
 				 "callback");
@@ -298,19 +278,9 @@ enum px_err ec2_describe_spot_price_history(
 		free(s);
 		return rc;
 	}
-	while (!s->done) {
-		rc = ec2_client_step(c, 1000);
-		if (rc != PX_OK) {
-			s->abandoned = true;
-			return px_errorf(err, rc, "driving the curl multi "
-					 "handle failed");
-		}
-	}
-	rc = s->rc;
-	if (rc != PX_OK && err)
-		*err = s->err;
-	if (rc != PX_OK && ret_aws)
-		*ret_aws = s->aws;
+	rc = ec2_sync_wait(c, &s->sync, err, ret_aws);
+	if (s->sync.abandoned)
+		return rc;
 	if (ret_stats)
 		*ret_stats = s->st;
 	free(s);

@@ -6,7 +6,7 @@
 
 #include <libxml/parser.h>
 
-#include "ec2.h"
+#include "ec2_int.h"
 
 static bool is_el(const xmlNode *n, const char *name)
 {
@@ -55,20 +55,37 @@ enum px_err ec2_xml_text(const xmlNode *n, const char *name, char *buf,
 	return node_text(ec2_xml_child(n, name), name, buf, len, err);
 }
 
+void ec2_xml_text_cut(const xmlNode *n, const char *name, char *buf,
+		      size_t len)
+{
+	const xmlNode *k = ec2_xml_child(n, name);
+	xmlChar *s = k ? xmlNodeGetContent(k) : NULL;
+	size_t sl = s ? strlen((const char *)s) : 0;
+
+	if (sl >= len) {
+		sl = len - 1;
+		/* back to the start of a character, not inside one */
+		while (sl > 0 && (s[sl] & 0xc0) == 0x80)
+			sl--;
+	}
+	if (sl)
+		memcpy(buf, s, sl);
+	buf[sl] = '\0';
+	xmlFree(s);
+}
+
 static void parse_error_doc(const xmlNode *root, struct ec2_aws_error *aws)
 {
 	const xmlNode *e = ec2_xml_child(ec2_xml_child(root, "Errors"),
 					 "Error");
 
-	/* Over-long fields are cut rather than failing: this is already an
-	 * error path. */
+	/* This is already an error path: an over-long code or request id is
+	 * dropped rather than failing (a cut code could name another error),
+	 * an over-long message is cut. */
 	if (node_text(ec2_xml_child(e, "Code"), "Code", aws->code,
 		      sizeof aws->code, NULL) != PX_OK)
 		aws->code[0] = '\0';
-	if (node_text(ec2_xml_child(e, "Message"), "Message", aws->message,
-		      sizeof aws->message, NULL) != PX_OK)
-		snprintf(aws->message, sizeof aws->message,
-			 "(message too long)");
+	ec2_xml_text_cut(e, "Message", aws->message, sizeof aws->message);
 	if (node_text(ec2_xml_child(root, "RequestID"), "RequestID",
 		      aws->request_id, sizeof aws->request_id, NULL) != PX_OK)
 		aws->request_id[0] = '\0';

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../cloudapi/ec2_int.h"
 #include "../fake_ec2/fake.h"
 
 static struct fake F;
@@ -239,7 +240,7 @@ Test(ec2, spot_request_lifecycle)
 	cr_assert_eq(ec2_describe_instances(C, iid, 1, NULL, 0, false, &il,
 					    &err, NULL), PX_OK);
 	cr_assert_str_eq(il.v[0].state, "terminated");
-	cr_assert_str_eq(il.v[0].state_reason, "Server.SpotInstanceTermination");
+	cr_assert_str_eq(il.v[0].state_reason_code, "Server.SpotInstanceTermination");
 	cr_assert_str_eq(il.v[0].lifecycle, "spot");
 	ec2_instance_list_release(&il);
 	ec2_spot_request_list_release(&d);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cloudapi/ec2.h"
+#include "../../cloudapi/ec2_int.h"
 
 Test(ec2_retry, classification)
 {
@@ -243,6 +243,79 @@ Test(ec2_xml, samples_instances_and_requests)
 		     PX_OK);
 	cr_assert_str_eq(tok, "");
 	free(tok);
+	xmlFreeDoc(d);
+}
+
+/* What the daemon bills and reconciles from: EC2's own time of the last
+ * state change (<reason>), the state reason's code, the ClientToken and
+ * the tags. */
+Test(ec2_xml, transition_reason_and_time)
+{
+	xmlDoc *d = ok_doc("DescribeInstances-page2.xml");
+	struct ec2_instance_list l = { 0 };
+	struct px_error err;
+
+	cr_assert_eq(ec2_parse_instances(xmlDocGetRootElement(d), &l, &err),
+		     PX_OK, "%s", err.msg);
+	cr_assert_eq(l.n, 1);
+	cr_assert_str_eq(l.v[0].state, "terminated");
+	cr_assert_str_eq(l.v[0].state_reason_code,
+			 "Server.SpotInstanceTermination");
+	cr_assert_str_eq(l.v[0].transition_reason,
+			 "Service initiated (2024-01-15 10:04:00 GMT)");
+	cr_assert_eq(l.v[0].transition_s, 1705313040);
+	cr_assert_str_eq(l.v[0].client_token, "");
+	cr_assert_eq(l.v[0].n_tags, 1);
+	cr_assert_str_eq(l.v[0].tags[0].key, "owner");
+	ec2_instance_list_release(&l);
+	xmlFreeDoc(d);
+
+	d = ok_doc("DescribeInstances-page1.xml"); /* running: <reason/> */
+	cr_assert_eq(ec2_parse_instances(xmlDocGetRootElement(d), &l, &err),
+		     PX_OK);
+	cr_assert_str_eq(l.v[0].transition_reason, "");
+	cr_assert_eq(l.v[0].transition_s, -1);
+	cr_assert_str_eq(l.v[0].state_reason_code, "");
+	cr_assert_str_eq(l.v[0].client_token, "spotbuy-7f3a9c");
+	ec2_instance_list_release(&l);
+	xmlFreeDoc(d);
+
+	cr_assert_eq(ec2_transition_time("User initiated (2026-11-27 "
+					 "04:00:00 GMT)"), 1795752000);
+	cr_assert_eq(ec2_transition_time("User initiated"), -1);
+	cr_assert_eq(ec2_transition_time(""), -1);
+	cr_assert_eq(ec2_transition_time("x (2026-11-27 04:00:00 UTC)"), -1);
+	cr_assert_eq(ec2_transition_time("x (2026-11-27 GMT)"), -1);
+	cr_assert_eq(ec2_transition_time("x (2026-13-27 04:00:00 GMT)"), -1);
+	cr_assert_eq(ec2_transition_time("x (2026-11-27T04:00:00 GMT)"), -1);
+	cr_assert_eq(ec2_transition_time("(GMT)"), -1);
+}
+
+/* A reason longer than the field is cut (at a character), not a failed
+ * DescribeInstances: reconciling must not stop on free text. */
+Test(ec2_xml, long_reason_is_cut)
+{
+	char body[2048], reason[600];
+	xmlDoc *d = NULL;
+	struct ec2_aws_error aws = { 0 };
+	struct ec2_instance_list l = { 0 };
+	struct px_error err;
+	size_t n;
+
+	memset(reason, 'x', sizeof reason - 3);
+	memcpy(reason + 254, "\xc3\xa9", 2); /* an e-acute across the cut */
+	reason[sizeof reason - 3] = '\0';
+	n = (size_t)snprintf(body, sizeof body, "<DescribeInstancesResponse>"
+			     "<reservationSet><item><instancesSet><item>"
+			     "<instanceId>i-1</instanceId><reason>%s</reason>"
+			     "</item></instancesSet></item></reservationSet>"
+			     "</DescribeInstancesResponse>", reason);
+	cr_assert_eq(ec2_xml_parse(body, n, 200, &d, &aws, &err), PX_OK);
+	cr_assert_eq(ec2_parse_instances(xmlDocGetRootElement(d), &l, &err),
+		     PX_OK, "%s", err.msg);
+	cr_assert_eq(strlen(l.v[0].transition_reason), 254);
+	cr_assert_eq(l.v[0].transition_s, -1);
+	ec2_instance_list_release(&l);
 	xmlFreeDoc(d);
 }
 

@@ -157,6 +157,31 @@ Test(loop, fd_events, .timeout = 10)
 	loop_free(l);
 }
 
+/* An fd closed without loop_fd_del leaves epoll but not the loop's
+ * table; a new fd that gets its number must still register, and be
+ * watched (the EC2 client's sockets come and go like this). */
+Test(loop, fd_number_reused_after_close, .timeout = 10)
+{
+	struct loop *l = new_loop();
+	struct pipe_ctx p = {0};
+	int a[2], b[2];
+
+	cr_assert_eq(pipe(a), 0);
+	cr_assert_eq(loop_fd_add(l, a[0], LOOP_READABLE, pipe_fn, &p),
+		     PX_OK);
+	close(a[0]);
+	cr_assert_eq(pipe(b), 0);
+	cr_assert_eq(b[0], a[0], "the kernel reuses the lowest number");
+	cr_assert_eq(loop_fd_add(l, b[0], LOOP_READABLE, pipe_fn, &p),
+		     PX_OK);
+	loop_timer_add(l, 10, write_fn, b);
+	cr_assert_eq(loop_run(l), PX_OK);
+	cr_assert_str_eq(p.got, "hi");
+	close(a[1]);
+	close(b[0]);
+	loop_free(l);
+}
+
 static void sig_fn(struct loop *l, int signo, void *ctx)
 {
 	*(int *)ctx = signo;
