@@ -115,6 +115,11 @@ enum px_err ec2_client_on_timeout(struct ec2_client *c);
  * progress and run callbacks. */
 enum px_err ec2_client_step(struct ec2_client *c, int timeout_ms);
 
+/* Whether an AWS error code is throttling (RequestLimitExceeded,
+ * Throttling, ...): a caller whose call failed after the client's retries
+ * backs off further. */
+bool ec2_retry_is_throttle(const char *code);
+
 /* ------------------------------------------------------------ calls */
 
 /* Request parameters: Action, Version and wire name/value pairs in order.

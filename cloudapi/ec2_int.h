@@ -12,7 +12,6 @@
 
 /* Standard-mode classification: throttling codes, transient codes, HTTP
  * 500/502/503/504 and transport failures (status 0) are retryable. */
-bool ec2_retry_is_throttle(const char *code);
 bool ec2_retry_is_retryable(long http_status, const char *code,
 			    bool retry_not_found);
 /* Full-jitter delay before retry number attempt (1 = first retry):
