@@ -40,7 +40,6 @@ import json
 import math
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
