@@ -707,6 +707,7 @@ def new_instance(p, prefix, spot, bid, sir, zone=None):
     itype = p[prefix + 'InstanceType']
     inst = {'id': iid, 'image': p[prefix + 'ImageId'], 'type': itype,
             'zone': zone or p.get(prefix + 'Placement.AvailabilityZone') or CFG['zones'][0],
+            'subnet': p.get(prefix + 'SubnetId'),
             'state': 'pending', 'reason_code': 'pending', 'reason_msg': 'pending', 'transition': '',
             'spot': spot, 'bid': bid, 'cap': bid if bid is not None else od_price(itype),
             'od_uusd': od_price(itype), 'sir': sir, 'token': p.get('ClientToken'),
@@ -737,7 +738,8 @@ def go_running(inst, at):
     start_imds(inst)
     if CFG['exec']:
         inst['dir'] = os.path.join(CFG['instance_dir'], inst['id'])
-        os.makedirs(inst['dir'], 0o700, exist_ok=True)
+        shutil.rmtree(inst['dir'], ignore_errors=True)  # ids repeat from run to run
+        os.makedirs(inst['dir'], 0o700)
         spawn(inst)
 
 
@@ -892,12 +894,13 @@ def inst_view(inst, with_user_data=False):
 def inst_xml(i):
     return ('<item>%s%s<instanceState><code>%d</code><name>%s</name></instanceState>'
             '%s%s%s%s<amiLaunchIndex>0</amiLaunchIndex>%s%s<placement>%s<tenancy>default</tenancy></placement>'
-            '<monitoring><state>disabled</state></monitoring>%s%s<architecture>x86_64</architecture>%s%s%s%s</item>' % (
+            '<monitoring><state>disabled</state></monitoring>%s%s%s<architecture>x86_64</architecture>%s%s%s%s</item>' % (
                 el('instanceId', i['id']), el('imageId', i['image']), STATE_CODES[i['state']], i['state'],
                 el('privateDnsName', 'ip-127-0-0-1.ec2.internal' if i['state'] != 'terminated' else ''),
                 el('dnsName', ''), el('reason', i['transition']), el('keyName', i['key']),
                 el('instanceType', i['type']), el('launchTime', iso(i['t_launch'])),
                 el('availabilityZone', i['zone']),
+                el('subnetId', i['subnet'] or CFG['zone_subnet'].get(i['zone'])),
                 el('privateIpAddress', '127.0.0.1' if i['state'] != 'terminated' else None),
                 ('<stateReason>%s%s</stateReason>' % (el('code', i['reason_code']), el('message', i['reason_msg']))
                  if i['reason_code'] else ''),
@@ -906,11 +909,29 @@ def inst_xml(i):
                 tagset(i['tags'])))
 
 
-def choose_zone(p, itype, spot):
-    zone = p.get('Placement.AvailabilityZone')
+def choose_zone(p, itype, spot, prefix=''):
+    """The zone of a launch: its subnet's, the one it names, or EC2's pick."""
+    zone = p.get(prefix + 'Placement.AvailabilityZone')
+    subnet = p.get(prefix + 'SubnetId')
+    for k in range(1, 100):
+        sg = p.get('%sSecurityGroupId.%d' % (prefix, k))
+        if sg is None:
+            break
+        if not sg.startswith('sg-'):
+            raise AwsError('InvalidGroupId.Malformed', 400, 'Invalid id: "%s" (expecting "sg-...")' % sg)
+    if zone and zone not in CFG['zones']:
+        raise AwsError('InvalidParameterValue', 400, 'Invalid availability zone: [%s]' % zone)
+    if subnet:
+        if not subnet.startswith('subnet-'):
+            raise AwsError('InvalidSubnetID.Malformed', 400, 'Invalid id: "%s" (expecting "subnet-...")' % subnet)
+        if subnet not in CFG['subnets']:
+            raise AwsError('InvalidSubnetID.NotFound', 400, "The subnet ID '%s' does not exist" % subnet)
+        if zone and zone != CFG['subnets'][subnet]:
+            raise AwsError('InvalidParameterValue', 400,
+                           'The specified Availability Zone (%s) does not match the subnet\'s (%s)'
+                           % (zone, CFG['subnets'][subnet]))
+        return CFG['subnets'][subnet]
     if zone:
-        if zone not in CFG['zones']:
-            raise AwsError('InvalidParameterValue', 400, 'Invalid availability zone: [%s]' % zone)
         return zone
     if spot:  # EC2 picks a zone: the cheapest now
         return min(CFG['zones'], key=lambda z: (price_at(itype, z, fnow_s()), CFG['zones'].index(z)))
@@ -1028,7 +1049,8 @@ def op_describe_instances(p):
                'instance-lifecycle': lambda o: 'spot' if o['spot'] else None,
                'spot-instance-request-id': lambda o: o['sir'], 'client-token': lambda o: o['token'],
                'availability-zone': lambda o: o['zone'], 'instance-id': lambda o: o['id'],
-               'reservation-id': lambda o: o['rid'], 'image-id': lambda o: o['image']}
+               'reservation-id': lambda o: o['rid'], 'image-id': lambda o: o['image'],
+               'subnet-id': lambda o: o['subnet'] or CFG['zone_subnet'].get(o['zone'])}
     items = [S['instances'][i] for i in sel if match_filters(S['instances'][i], filters(p), getters)]
     chunk, nt = page(items, p)
     res = ''.join('<item><reservationId>%s</reservationId><ownerId>123456789012</ownerId><groupSet/>'
@@ -1098,9 +1120,7 @@ def op_request_spot_instances(p):
             raise AwsError('InvalidParameterValue', 400, 'bad InstanceCount')
         itype = p['LaunchSpecification.InstanceType']
         bid = price_param(p['SpotPrice']) if p.get('SpotPrice') else od_price(itype)
-        zone = p.get('LaunchSpecification.Placement.AvailabilityZone') or CFG['zones'][0]
-        if zone not in CFG['zones']:
-            raise AwsError('InvalidParameterValue', 400, 'Invalid availability zone: [%s]' % zone)
+        zone = choose_zone(p, itype, False, 'LaunchSpecification.')
         tags = tag_specs(p, 'spot-instances-request')
         ids = []
         for _ in range(n):
@@ -1677,6 +1697,8 @@ def main():
     ap.add_argument('--region', default='us-east-1')
     ap.add_argument('--timeout', type=float, default=300, help='real seconds before it exits')
     ap.add_argument('--zones', default='a,b,c', help='zones: letters (of the region) or names')
+    ap.add_argument('--subnets', default=None,
+                    help='SUBNET=ZONE,... (default: subnet-0000000000000000a for zone a, ...b, ...)')
     ap.add_argument('--speedup', type=float, default=1.0, help='K: fake seconds per real second (0: frozen)')
     ap.add_argument('--clock-origin', type=float, default=None, help='T0, Unix seconds (default: start)')
     ap.add_argument('--boot-seconds', type=float, default=2.0, help='pending -> running (fake s)')
@@ -1710,6 +1732,15 @@ def main():
     zones = [a.region + z if len(z) == 1 else z for z in zones]
     if not zones or any(not z.startswith(a.region) for z in zones):
         fail('--zones %s: zones of %s expected' % (a.zones, a.region))
+    subnets = {'subnet-%017x' % (0xa + k): z for k, z in enumerate(zones)}
+    if a.subnets:
+        subnets = {}
+        for kv in a.subnets.split(','):
+            sn, _, z = kv.strip().partition('=')
+            z = a.region + z if len(z) == 1 else z
+            if not sn.startswith('subnet-') or z not in zones:
+                fail('--subnets %s: SUBNET=ZONE with a subnet-... id and a zone of --zones expected' % kv)
+            subnets[sn] = z
     if a.speedup < 0 or not math.isfinite(a.speedup):
         fail('--speedup %g: must be a finite number >= 0' % a.speedup)
     for name in ('boot_seconds', 'shutdown_seconds', 'kill_after', 'terminated_visible', 'warning_seconds',
@@ -1718,7 +1749,8 @@ def main():
             fail('--%s must be >= 0' % name.replace('_', '-'))
     try:
         CFG.update({
-            'zones': zones, 'speedup': a.speedup,
+            'zones': zones, 'speedup': a.speedup, 'subnets': subnets,
+            'zone_subnet': {z: sn for sn, z in sorted(subnets.items(), reverse=True)},
             'origin': a.clock_origin if a.clock_origin is not None else float(int(time.time())),
             'boot': a.boot_seconds, 'shutdown': a.shutdown_seconds, 'kill_after': a.kill_after,
             'visible': a.terminated_visible, 'warning': a.warning_seconds,

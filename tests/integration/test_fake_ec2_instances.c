@@ -169,7 +169,7 @@ static bool group_gone(pid_t pg)
 }
 
 struct launch {
-	const char *type, *zone, *user_data, *token;
+	const char *type, *zone, *user_data, *token, *subnet;
 	bool spot;
 	int64_t max_uusd;
 	const struct ec2_tag *tags;
@@ -182,7 +182,8 @@ static enum px_err run(const struct launch *ln, char *id,
 {
 	struct ec2_run_req r = {
 		.spec = { .image_id = "ami-0abc", .instance_type = ln->type,
-			  .zone = ln->zone, .user_data = ln->user_data,
+			  .zone = ln->zone, .subnet_id = ln->subnet,
+			  .user_data = ln->user_data,
 			  .user_data_len = ln->user_data ?
 				  strlen(ln->user_data) : 0 },
 		.spot = ln->spot, .max_price_uusd = ln->max_uusd,
@@ -407,6 +408,26 @@ Test(fake_ec2_instances, user_data_runs_with_its_own_metadata)
 
 /* ---- terminate: shutting-down, SIGTERM then SIGKILL, the bill */
 
+/* TerminateInstances of one id; the currentState it answers. */
+static const char *terminate_state(const char *id)
+{
+	static char name[32];
+	struct ec2_params p;
+	struct ec2_response r;
+	struct px_error err;
+	xmlNode *it;
+
+	ec2_params_init(&p, "TerminateInstances");
+	ec2_params_add(&p, "InstanceId.1", id);
+	cr_assert_eq(ec2_call(C, &p, &r, &err, NULL), PX_OK, "%s", err.msg);
+	it = ec2_xml_child(ec2_xml_child(r.root, "instancesSet"), "item");
+	cr_assert_not_null(it);
+	cr_assert_eq(ec2_xml_text(ec2_xml_child(it, "currentState"), "name",
+				  name, sizeof name, &err), PX_OK);
+	ec2_response_release(&r);
+	return name;
+}
+
 Test(fake_ec2_instances, terminate_kills_the_group_and_bills_it)
 {
 	/* the whole group ignores SIGTERM: it takes the SIGKILL */
@@ -430,19 +451,14 @@ Test(fake_ec2_instances, terminate_kills_the_group_and_bills_it)
 	cr_assert_gt(pg, 1);
 	cr_assert_not(group_gone(pg));
 	ctlf("{\"advance\": 600}");
-	terminate(id);
-	/* still shutting down while its processes live */
-	cr_assert_eq(describe(id, &d, NULL), PX_OK);
-	cr_assert_str_eq(d.state, "shutting-down");
-	cr_assert_str_eq(d.state_reason, "Client.UserInitiatedShutdown");
-	s = summary();
-	cr_assert_eq(iget(s, "still_running"), 1);
-	json_decref(s);
+	/* shutting down: its processes live on (the SIGKILL is 2 s away) */
+	cr_assert_str_eq(terminate_state(id), "shutting-down");
 	WAIT_FOR(state_is(id, "terminated"), "not terminated");
 	cr_assert(group_gone(pg), "its process group outlived it");
 	cr_assert_eq(describe(id, &d, NULL), PX_OK);
 	cr_assert_str_eq(d.state, "terminated");
 	cr_assert_eq(d.state_code, 48);
+	cr_assert_str_eq(d.state_reason, "Client.UserInitiatedShutdown");
 	o = inst(id);
 	cr_assert_str_eq(sget(o, "state_transition_reason"),
 			 "User initiated (2023-11-14 22:23:20 GMT)");
@@ -948,6 +964,29 @@ Test(fake_ec2_instances, filters_and_vanishing)
 	ec2_instance_list_release(&l);
 	/* the fake still has it on record */
 	cr_assert(state_is(ids[0], "terminated"));
+}
+
+/* ---- a subnet places the instance in its zone */
+
+Test(fake_ec2_instances, subnet_sets_the_zone)
+{
+	struct launch ln = { .type = "c5.large",
+			     .subnet = "subnet-0000000000000000b" };
+	char id[EC2_ID_MAX];
+	struct ec2_instance d;
+	struct ec2_aws_error aws;
+
+	start(FROZEN, NULL);
+	run_ok(&ln, id);
+	cr_assert_eq(describe(id, &d, NULL), PX_OK);
+	cr_assert_str_eq(d.zone, "us-east-1b");
+	ln.zone = "us-east-1a";
+	cr_assert_eq(run(&ln, id, &aws), PX_EAWS);
+	cr_assert_str_eq(aws.code, "InvalidParameterValue");
+	ln.zone = NULL;
+	ln.subnet = "subnet-00000000000000099";
+	cr_assert_eq(run(&ln, id, &aws), PX_EAWS);
+	cr_assert_str_eq(aws.code, "InvalidSubnetID.NotFound");
 }
 
 /* ---- legacy-hourly billing */
