@@ -1627,7 +1627,7 @@ def finish():
             try:
                 tmp = CFG['record'] + '.tmp'
                 with open(tmp, 'w') as f:
-                    json.dump({'summary': json.loads(summary_line(s)),
+                    json.dump({'summary': dict(json.loads(summary_line(s)), billed_uusd=s['billed_uusd']),
                                'instances': [inst_view(S['instances'][i], True) for i in S['order']]}, f, indent=1)
                 os.replace(tmp, CFG['record'])
             except OSError as e:
