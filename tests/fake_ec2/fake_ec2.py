@@ -1,32 +1,56 @@
 #!/usr/bin/python3
-"""fake_ec2.py -- a stateful fake of the EC2 Query API and of IMDSv2, for tests.
+"""fake_ec2.py -- a stateful fake of the EC2 Query API and of IMDSv2 that runs
+instances, for tests.
 
 Listens on 127.0.0.1 only, on a free port it picks itself, and prints
-"PORT <n>" on stdout.  It exits by itself after --timeout seconds, or when its
-stdin reaches end of file (the parent died or closed the pipe).
+"PORT <n>" on stdout.  It exits by itself after --timeout real seconds, when
+its stdin reaches end of file (the parent died or closed the pipe), or on
+SIGTERM/SIGINT; then it prints one summary line on stdout
+({"instances_launched": N, "still_running": M, "bad_signatures": B,
+"billed_usd": X}), writes --record if given and kills every process group it
+started.
 
 Every EC2 request's SigV4 signature is recomputed with botocore (Debian's
 python3-botocore: an implementation independent of libcurl) and rejected as
 AWS does: unknown key -> AuthFailure/401, bad signature ->
-SignatureDoesNotMatch/403, X-Amz-Date off by more than 15 min ->
-RequestExpired/400.
+SignatureDoesNotMatch/403, X-Amz-Date off by more than 15 min (real time) ->
+RequestExpired/400.  Each rejection counts in bad_signatures.
 
-Routes: POST / (EC2), PUT /latest/api/token and GET /latest/... (IMDSv2),
-GET|POST /_ctl (control: state, fault injection, spot market).  See
-docs/ec2.md for the control commands.
+Instances are real: RunInstances makes them pending; --boot-seconds (fake
+time) later they are running, get their own IMDSv2 endpoint (a small HTTP
+server on a loopback port of their own) and run their user data in a new
+session (a process group) under --instance-dir/<id>/.  Terminate and spot
+interruptions end them (SIGTERM, SIGKILL --kill-after real seconds later)
+and close their bill.  Time is a fake clock:
+    fake_now = T0 + (real_now - T0) * K + A
+with T0 = --clock-origin, K = --speedup, A = the sum of "advance" commands.
+
+Routes: POST / (EC2), PUT /latest/api/token and GET /latest/... (the legacy
+single IMDSv2, not tied to an instance), GET /_ctl?cmd=... and POST /_ctl
+(control).  See docs/ec2.md for the options and control commands.
 """
 import argparse
 import base64
+import binascii
+import bisect
+import ctypes
 import datetime
 import hashlib
 import json
+import math
 import os
+import random
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
+from decimal import Decimal, InvalidOperation
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 from xml.sax.saxutils import escape
 
 import botocore.auth
@@ -35,46 +59,87 @@ from botocore.credentials import Credentials
 
 NS = 'http://ec2.amazonaws.com/doc/2016-11-15/'
 BODY_MAX = 1 << 20
+USER_DATA_MAX = 16384        # AWS: 16 KB of user data, before base64
+LAUNCH_MAX = 1000            # instances per RunInstances call (a fake's bound)
+UUSD = 1000000               # micro-USD per USD
+HOUR = 3600
+MIN_BILL_S = 60
 STATE_CODES = {'pending': 0, 'running': 16, 'shutting-down': 32,
                'terminated': 48, 'stopping': 64, 'stopped': 80}
+ACTIVE = ('pending', 'running', 'shutting-down')
+TAGGABLE = ('instance', 'volume', 'network-interface', 'spot-instances-request')
+MSG_SPOT_TERM = ('Server.SpotInstanceTermination: The instance was terminated because the number '
+                 'of Spot requests with a maximum price equal to or higher than the Spot price '
+                 'exceeded available capacity or because of an increase in the Spot price.')
+MSG_USER_TERM = 'Client.UserInitiatedShutdown: User initiated shutdown'
 
 LOCK = threading.RLock()
-S = {}
+S = {}       # state: cleared by {"reset": true}
+CFG = {}     # command-line options: survive a reset
+PROCS = {}   # pid of an instance's session leader -> instance (for the reaper)
 
 
 def reset(region):
+    kill_all()
     S.clear()
     S.update({
         'region': region,
         'keys': {'AKIDEXAMPLE': {'secret': 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', 'token': None}},
-        'clock_offset': 0,
+        'clock_offset': 0,  # skews the signature check's clock only
+        'advance': 0,       # fake seconds added by "advance" commands
         'faults': [],
         'calls': {},        # op -> requests that reached the op
         'attempts': {},     # op -> requests received (any outcome)
-        'rejected': {},     # error code -> count (auth failures)
+        'rejected': {},     # error code -> count (signature check failures)
         'last_headers': {},
-        'instances': {},    # id -> dict
+        'instances': {},    # id -> dict (every instance ever, vanished too)
         'order': [],        # instance ids in creation order
+        'active': [],       # ids not vanished yet
         'spot': {},         # sir id -> dict
         'spot_order': [],
         'tokens': {},       # (op, ClientToken) -> (fingerprint, result ids)
         'prices': [],       # spot price history records
-        'market': {},       # instance type -> current spot price (float)
-        'trace': {},        # instance type -> list of future prices
+        'pv': 0,            # bumped on every change of 'prices'
+        'pidx': (None, {}),  # (pv, {(type, zone): ([ts], [uusd])}) Linux/UNIX only
+        'trace': {},        # instance type -> list of future prices (spot_tick)
+        'capacity': [],     # injected InsufficientInstanceCapacity
+        'limits': {'spot': CFG.get('spot_limit'), 'on_demand': CFG.get('ondemand_limit')},
         'seq': 0,
+        'fault_rng': random.Random(CFG.get('seed', 1)),
+        'rng': random.Random(CFG.get('seed', 1)),
         'imds': {'tokens': {}, 'instance_action': None, 'rebalance': None,
                  'bind': None, 'role': 'worker-role', 'cred_ttl': 6 * 3600,
                  'cred_seq': 0, 'require_token': True, 'puts': 0, 'gets': 0},
     })
+    S['fake_start'] = fnow_s()
+    for r in CFG.get('market_init', []):
+        add_price(r['type'], r['zone'], r['price'], r['ts'] if r['ts'] is not None else S['fake_start'])
 
 
-def now():
+# ------------------------------------------------------------ clock
+def fake_now():
+    """The fake clock: T0 + (real - T0) * K + A (docs/ec2.md)."""
+    t0 = CFG['origin']
+    return t0 + (time.time() - t0) * CFG['speedup'] + S.get('advance', 0)
+
+
+def fnow_s():
+    return int(math.floor(fake_now()))
+
+
+def sig_now():
+    """The signature check's clock: real time, skewed by clock_offset."""
     return time.time() + S['clock_offset']
 
 
 def iso(t, ms=True):
-    d = datetime.datetime.fromtimestamp(int(t), datetime.timezone.utc)
+    d = datetime.datetime.fromtimestamp(int(math.floor(t)), datetime.timezone.utc)
     return d.strftime('%Y-%m-%dT%H:%M:%S') + ('.000Z' if ms else 'Z')
+
+
+def gmt(t):
+    d = datetime.datetime.fromtimestamp(int(math.floor(t)), datetime.timezone.utc)
+    return d.strftime('%Y-%m-%d %H:%M:%S GMT')
 
 
 def parse_iso(s):
@@ -85,11 +150,40 @@ def parse_iso(s):
     return d.timestamp()
 
 
+def time_of(v):
+    return parse_iso(v) if isinstance(v, str) else float(v)
+
+
 def next_id(prefix):
     S['seq'] += 1
     return '%s-%017x' % (prefix, 0xf000 + S['seq'])
 
 
+# ------------------------------------------------------------ money
+def uusd_of(v, what='price'):
+    """USD (string or number) -> integer micro-USD, exactly; at most 6 decimals."""
+    try:
+        d = Decimal(v if isinstance(v, str) else repr(v))
+    except (InvalidOperation, TypeError):
+        raise ValueError('%s %r is not a number' % (what, v))
+    if not d.is_finite() or d < 0 or d > 10 ** 9:
+        raise ValueError('%s %r is out of range' % (what, v))
+    u = d * UUSD
+    if u != u.to_integral_value():
+        raise ValueError('%s %r has more than 6 decimals' % (what, v))
+    return int(u)
+
+
+def usd_str(u):
+    return '%d.%06d' % divmod(int(u), UUSD)
+
+
+def usd_short(u):
+    s = usd_str(u).rstrip('0')
+    return s + '0' if s.endswith('.') else s
+
+
+# ------------------------------------------------------------ errors and XML
 class AwsError(Exception):
     def __init__(self, code, status, message):
         super().__init__(code)
@@ -140,12 +234,27 @@ def tags_of(p, prefix):
     return out
 
 
+def check_tags(tags):
+    for k, v in tags:
+        if not k or len(k) > 128 or len(v) > 256:
+            raise AwsError('InvalidParameterValue', 400, 'Tag key must be 1..128 characters and value at most 256')
+        if k.lower().startswith('aws:'):
+            raise AwsError('InvalidParameterValue', 400, "Tag keys starting with 'aws:' are reserved for internal use")
+    if len(dict(tags)) > 50:
+        raise AwsError('TagLimitExceeded', 400, 'The maximum number of tags per resource is 50')
+
+
 def tag_specs(p, rtype):
     out, i = [], 1
     while 'TagSpecification.%d.ResourceType' % i in p:
-        if p['TagSpecification.%d.ResourceType' % i] == rtype:
+        rt = p['TagSpecification.%d.ResourceType' % i]
+        if rt not in TAGGABLE:
+            raise AwsError('InvalidParameterValue', 400,
+                           "'%s' is not a valid taggable resource type for this operation." % rt)
+        if rt == rtype:
             out += tags_of(p, 'TagSpecification.%d.Tag' % i)
         i += 1
+    check_tags(out)
     return out
 
 
@@ -197,6 +306,13 @@ def require(p, *names):
             raise AwsError('MissingParameter', 400, 'The request must contain the parameter %s' % n)
 
 
+def int_param(p, name):
+    try:
+        return int(p[name])
+    except ValueError:
+        raise AwsError('InvalidParameterValue', 400, "Invalid value '%s' for %s" % (p[name], name))
+
+
 def fingerprint(p):
     return hashlib.sha256(json.dumps(sorted((k, v) for k, v in p.items()
                                             if k != 'ClientToken')).encode()).hexdigest()
@@ -216,67 +332,691 @@ def idempotent(op, p):
     return (op, tok, fp), (prev[1] if prev else None)
 
 
-def price_of(s):
+def price_param(s):
     try:
-        v = float(s)
+        return uusd_of(s)
     except ValueError:
         raise AwsError('InvalidParameterValue', 400, 'invalid price %r' % s)
-    if v < 0:
-        raise AwsError('InvalidParameterValue', 400, 'invalid price %r' % s)
-    return v
 
 
-# ------------------------------------------------------------ instances
-def new_instance(p, prefix, spot, bid, sir):
+# ------------------------------------------------------------ spot market
+def add_price(itype, zone, price, ts, product='Linux/UNIX'):
+    """One DescribeSpotPriceHistory record; the market's price from ts on."""
+    u = uusd_of(price)
+    S['prices'].append({'zone': zone, 'type': itype, 'product': product,
+                        'price': price if isinstance(price, str) else usd_str(u),
+                        'uusd': u, 'ts': ts})
+    S['pv'] += 1
+
+
+def zones_of(zone):
+    return CFG['zones'] if zone in (None, '*') else [zone]
+
+
+def set_price_all_zones(itype, price):
+    for z in CFG['zones']:
+        add_price(itype, z, price, fnow_s())
+
+
+def price_index():
+    pv, idx = S['pidx']
+    if pv == S['pv']:
+        return idx
+    idx = {}
+    recs = sorted(((int(math.floor(r['ts'])), i, r) for i, r in enumerate(S['prices'])
+                   if r['product'] == 'Linux/UNIX'), key=lambda x: (x[0], x[1]))
+    for ts, _, r in recs:
+        m = idx.setdefault((r['type'], r['zone']), ([], []))
+        m[0].append(ts)
+        m[1].append(r['uusd'])
+    S['pidx'] = (S['pv'], idx)
+    return idx
+
+
+def price_at(itype, zone, t):
+    """Spot price (micro-USD/h) of a market in force at second t."""
+    m = price_index().get((itype, zone))
+    if m:
+        k = bisect.bisect_right(m[0], int(math.floor(t))) - 1
+        if k >= 0:
+            return m[1][k]
+    return CFG['spot_default']
+
+
+def price_integral(itype, zone, a, b):
+    """Sum over the seconds [a, b) of the price in force (micro-USD/h x s)."""
+    if b <= a:
+        return 0
+    m = price_index().get((itype, zone))
+    if not m:
+        return CFG['spot_default'] * (b - a)
+    ts, ps = m
+    total, t = 0, a
+    k = bisect.bisect_right(ts, a) - 1
+    cur = ps[k] if k >= 0 else CFG['spot_default']
+    k += 1
+    while t < b:
+        nxt = ts[k] if k < len(ts) else b
+        nxt = min(max(nxt, t), b)
+        total += cur * (nxt - t)
+        t = nxt
+        if k < len(ts) and ts[k] <= t:
+            cur = ps[k]
+            k += 1
+    return total
+
+
+def ensure_market(itype, zone):
+    """A market launched into has a price in the history from the start."""
+    m = price_index().get((itype, zone))
+    if not m or m[0][0] > fnow_s():
+        add_price(itype, zone, usd_str(CFG['spot_default']), S['fake_start'])
+
+
+def od_price(itype):
+    return CFG['ondemand'].get(itype, CFG['ondemand_default'])
+
+
+# ------------------------------------------------------------ processes
+def group_alive(inst):
+    pg = inst.get('pgid')
+    if pg is None or inst.get('pg_dead'):
+        return False
+    try:
+        os.killpg(pg, 0)
+        return True
+    except ProcessLookupError:
+        inst['pg_dead'] = True
+        return False
+    except PermissionError:
+        return True
+
+
+def signal_group(inst, sig):
+    if group_alive(inst):
+        try:
+            os.killpg(inst['pgid'], sig)
+        except ProcessLookupError:
+            inst['pg_dead'] = True
+
+
+def reap():
+    """Collect exited children: session leaders and, as the subreaper, the
+    orphans of instance programs (a zombie would keep its group alive)."""
+    while True:
+        try:
+            pid, st = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        inst = PROCS.pop(pid, None)
+        if inst is not None:
+            inst['exit_status'] = os.waitstatus_to_exitcode(st)
+            if inst.get('proc') is not None:
+                inst['proc'].returncode = inst['exit_status']
+
+
+def children():
+    """Our child processes: session leaders and adopted orphans."""
+    me, out = os.getpid(), []
+    try:
+        pids = [int(d) for d in os.listdir('/proc') if d.isdigit()]
+    except OSError:
+        return out
+    for pid in pids:
+        try:
+            with open('/proc/%d/stat' % pid) as f:
+                st = f.read()
+            if int(st[st.rindex(')') + 2:].split()[1]) == me:
+                out.append(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def kill_all():
+    """SIGKILL every instance's group and any other child (orphans that left
+    their group reparent to us: we are their subreaper), and reap them, for
+    at most 2 s: none outlives the fake, none is left a zombie."""
+    insts = list(S.get('instances', {}).values())
+    for inst in insts:
+        signal_group(inst, signal.SIGKILL)
+        stop_imds(inst)
+    deadline = time.time() + 2
+    while True:
+        for pid in children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        reap()
+        if not any(group_alive(i) for i in insts) and not children():
+            return
+        if time.time() > deadline:
+            return
+        time.sleep(0.01)
+
+
+def user_data_bytes(inst):
+    ud = inst.get('user_data')
+    if not ud:
+        return b''
+    try:
+        return base64.b64decode(''.join(ud.split()))
+    except (binascii.Error, ValueError):
+        return b''
+
+
+def spawn(inst):
+    """Run the instance's user data as cloud-init would, in its own session."""
+    d = inst['dir']
+    ud = user_data_bytes(inst)
+    if not ud:
+        return
+    log = os.open(os.path.join(d, 'console.log'), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        if ud.startswith(b'#!'):
+            path = os.path.join(d, 'user-data')
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o700)
+            with os.fdopen(fd, 'wb') as f:
+                f.write(ud)
+            argv = [path]
+        else:
+            if b'\0' in ud:
+                raise ValueError('user data contains a NUL byte')
+            argv = ['/bin/sh', '-c', ud.decode('utf-8', 'surrogateescape')]
+        env = {'PATH': os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin'), 'HOME': d, 'LANG': 'C',
+               'AWS_EC2_METADATA_SERVICE_ENDPOINT': 'http://127.0.0.1:%d/' % inst['imds_port']}
+        proc = subprocess.Popen(argv, cwd=d, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=log, close_fds=True, start_new_session=True)
+        inst['proc'] = proc
+        inst['pgid'] = proc.pid
+        PROCS[proc.pid] = inst
+    except (OSError, ValueError) as e:
+        os.write(log, ('fake_ec2: cannot run the user data: %s\n' % e).encode())
+        inst['exit_status'] = 127
+    finally:
+        os.close(log)
+
+
+# ------------------------------------------------------------ per-instance IMDS
+class InstanceImdsServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+def start_imds(inst):
+    srv = InstanceImdsServer(('127.0.0.1', 0), InstanceImdsHandler)
+    srv.iid = inst['id']
+    inst['imds_srv'] = srv
+    inst['imds_port'] = srv.server_address[1]
+    inst['imds_tokens'] = {}
+    threading.Thread(target=srv.serve_forever, kwargs={'poll_interval': 0.5}, daemon=True).start()
+
+
+def stop_imds(inst):
+    srv = inst.pop('imds_srv', None)
+    if srv is not None:
+        def stop():
+            srv.shutdown()
+            srv.server_close()
+        threading.Thread(target=stop, daemon=True).start()
+
+
+def identity_doc(inst):
+    return {'accountId': '123456789012', 'architecture': 'x86_64',
+            'availabilityZone': inst['zone'] if inst else S['region'] + 'a',
+            'billingProducts': None, 'devpayProductCodes': None, 'marketplaceProductCodes': None,
+            'imageId': inst['image'] if inst else 'ami-0abcdef1234567890',
+            'instanceId': inst['id'] if inst else 'i-0123456789abcdef0',
+            'instanceType': inst['type'] if inst else 'c5.large',
+            'kernelId': None, 'pendingTime': iso(inst['t_launch'], ms=False) if inst else '2024-01-15T09:30:05Z',
+            'privateIp': '127.0.0.1' if inst else '10.0.1.23', 'ramdiskId': None,
+            'region': S['region'], 'version': '2017-09-30'}
+
+
+def role_credentials(im):
+    im['cred_seq'] += 1
+    akid = 'ASIAFAKEROLE%08d' % im['cred_seq']
+    secret = 'RoleSecret%08dEXAMPLEKEYxxxxxxxxxxxxxxx' % im['cred_seq']
+    token = 'RoleToken%08d/EXAMPLE+TOKEN==' % im['cred_seq']
+    S['keys'][akid] = {'secret': secret, 'token': token}
+    return {'Code': 'Success', 'LastUpdated': iso(time.time(), ms=False), 'Type': 'AWS-HMAC',
+            'AccessKeyId': akid, 'SecretAccessKey': secret, 'Token': token,
+            'Expiration': iso(time.time() + im['cred_ttl'], ms=False)}
+
+
+def token_put(handler, tokens):
+    """PUT /latest/api/token: (status, body, extra headers)."""
+    if handler.headers.get('X-Forwarded-For'):
+        return 403, 'forbidden', None
+    try:
+        ttl = int(handler.headers.get('X-aws-ec2-metadata-token-ttl-seconds', ''))
+    except ValueError:
+        ttl = 0
+    if ttl < 1 or ttl > 21600:
+        return 400, 'bad ttl', None
+    tok = base64.b64encode(os.urandom(24)).decode()
+    tokens[tok] = time.time() + ttl  # real seconds: the programs run in real time
+    return 200, tok, {'X-aws-ec2-metadata-token-ttl-seconds': str(ttl)}
+
+
+def token_ok(handler, tokens):
+    tok = handler.headers.get('X-aws-ec2-metadata-token')
+    return tok is not None and tok in tokens and tokens[tok] >= time.time()
+
+
+class InstanceImdsHandler(BaseHTTPRequestHandler):
+    """IMDSv2 of one instance (IMDSv1 requests get 401)."""
+    protocol_version = 'HTTP/1.1'
+    server_version = 'EC2ws'
+    disable_nagle_algorithm = True
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def send(self, status, body, extra=None):
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header('Content-Type', 'text/plain')
+        self.send_header('Content-Length', str(len(data)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def path_only(self):
+        return '/' + urlsplit(self.path).path.lstrip('/')
+
+    def inst(self):
+        inst = S['instances'].get(self.server.iid)
+        return inst if inst is not None and inst['state'] in ('running', 'shutting-down') else None
+
+    def do_PUT(self):
+        n = int(self.headers.get('Content-Length') or 0)
+        if 0 < n <= BODY_MAX:
+            self.rfile.read(n)
+        with LOCK:
+            inst = self.inst()
+            if inst is None or self.path_only() != '/latest/api/token':
+                return self.send(404, 'not found')
+            st, body, extra = token_put(self, inst['imds_tokens'])
+            return self.send(st, body, extra)
+
+    def do_GET(self):
+        with LOCK:
+            advance()
+            inst = self.inst()
+            if inst is None:
+                return self.send(404, 'not found')
+            if not token_ok(self, inst['imds_tokens']):
+                return self.send(401, 'unauthorized')
+            inst['imds_gets'] = inst.get('imds_gets', 0) + 1
+            st, body = imds_route(inst, self.path_only())
+            return self.send(st, body)
+
+
+def imds_route(inst, path):
+    md = '/latest/meta-data/'
+    simple = {
+        md + 'instance-id': inst['id'],
+        md + 'instance-type': inst['type'],
+        md + 'ami-id': inst['image'],
+        md + 'reservation-id': inst['rid'],
+        md + 'placement/availability-zone': inst['zone'],
+        md + 'placement/region': S['region'],
+        md + 'local-ipv4': '127.0.0.1',
+        md + 'local-hostname': 'ip-127-0-0-1.ec2.internal',
+        md + 'instance-life-cycle': 'spot' if inst['spot'] else 'on-demand',
+    }
+    if path in simple:
+        return 200, simple[path]
+    if path in (md, md.rstrip('/')):
+        return 200, '\n'.join(['ami-id', 'events/', 'iam/', 'instance-id', 'instance-life-cycle',
+                               'instance-type', 'local-hostname', 'local-ipv4', 'placement/',
+                               'reservation-id'] + (['spot/'] if inst['notice'] else []))
+    if path == md + 'spot/instance-action':
+        if inst['notice'] is None:
+            return 404, 'not found'
+        return 200, json.dumps(inst['notice'])
+    if path == md + 'events/recommendations/rebalance':
+        if inst['rebalance'] is None:
+            return 404, 'not found'
+        return 200, json.dumps(inst['rebalance'])
+    if path == md + 'iam/security-credentials/':
+        return 200, S['imds']['role']
+    if path == md + 'iam/security-credentials/' + S['imds']['role']:
+        return 200, json.dumps(role_credentials(S['imds']))
+    if path == '/latest/user-data':
+        ud = user_data_bytes(inst)
+        return (200, ud) if ud else (404, 'not found')
+    if path == '/latest/dynamic/instance-identity/document':
+        return 200, json.dumps(identity_doc(inst), indent=2)
+    return 404, 'not found'
+
+
+# ------------------------------------------------------------ instance lifecycle
+def new_instance(p, prefix, spot, bid, sir, zone=None):
     require(p, prefix + 'ImageId', prefix + 'InstanceType')
     iid = next_id('i')
-    inst = {'id': iid, 'image': p[prefix + 'ImageId'], 'type': p[prefix + 'InstanceType'],
-            'zone': p.get(prefix + 'Placement.AvailabilityZone') or S['region'] + 'a',
-            'state': 'running', 'reason_code': None, 'launch': now(),
-            'spot': spot, 'bid': bid, 'sir': sir, 'token': p.get('ClientToken'),
+    t = fnow_s()
+    itype = p[prefix + 'InstanceType']
+    inst = {'id': iid, 'image': p[prefix + 'ImageId'], 'type': itype,
+            'zone': zone or p.get(prefix + 'Placement.AvailabilityZone') or CFG['zones'][0],
+            'subnet': p.get(prefix + 'SubnetId'),
+            'state': 'pending', 'reason_code': 'pending', 'reason_msg': 'pending', 'transition': '',
+            'spot': spot, 'bid': bid, 'cap': bid if bid is not None else od_price(itype),
+            'od_uusd': od_price(itype), 'sir': sir, 'token': p.get('ClientToken'),
             'tags': [], 'user_data': p.get(prefix + 'UserData'), 'key': p.get(prefix + 'KeyName'),
-            'marked': False}
+            'rid': 'r-0', 'marked': False,
+            't_launch': t, 'run_at': t + CFG['boot'], 't_running': None, 't_shutdown': None,
+            't_terminated': None, 'vanish_at': None, 'vanished': False,
+            'bill_start': t if CFG['bill_from'] == 'launch' else None, 't_end': None, 'end_how': None,
+            'notice': None, 'rebalance': None, 'deadline': None, 't_random': None,
+            'pgid': None, 'exit_status': None, 'kill_at': None, 'imds_port': None, 'dir': None}
     S['instances'][iid] = inst
     S['order'].append(iid)
+    S['active'].append(iid)
+    if spot:
+        ensure_market(inst['type'], inst['zone'])
     return inst
 
 
+def go_running(inst, at):
+    inst['state'] = 'running'
+    inst['reason_code'] = inst['reason_msg'] = None
+    inst['t_running'] = at
+    if inst['bill_start'] is None:
+        inst['bill_start'] = int(math.floor(at))
+    if inst['spot'] and CFG['interrupt_rate'] > 0:
+        u = S['rng'].random()
+        inst['t_random'] = at + -math.log(1.0 - u) / CFG['interrupt_rate'] * HOUR
+    start_imds(inst)
+    if CFG['exec']:
+        inst['dir'] = os.path.join(CFG['instance_dir'], inst['id'])
+        shutil.rmtree(inst['dir'], ignore_errors=True)  # ids repeat from run to run
+        os.makedirs(inst['dir'], 0o700)
+        spawn(inst)
+
+
+def give_notice(inst, at, warning, rebalance):
+    """A spot interruption notice at fake time at; terminated at + warning."""
+    if inst['notice'] is not None:
+        return False
+    inst['notice'] = {'action': 'terminate', 'time': iso(at + warning, ms=False)}
+    inst['deadline'] = at + warning
+    inst['notice_at'] = at
+    if rebalance and inst['rebalance'] is None:
+        inst['rebalance'] = {'noticeTime': iso(at, ms=False)}
+    r = S['spot'].get(inst['sir'])
+    if r:
+        r.update(code='marked-for-termination', update=at)
+    return True
+
+
+def begin_shutdown(inst, at, how, code, msg, transition):
+    """shutting-down at fake time at: the bill closes, the group gets SIGTERM."""
+    if inst['state'] not in ('pending', 'running'):
+        return
+    inst['state'] = 'shutting-down'
+    inst['t_shutdown'] = at
+    inst['reason_code'], inst['reason_msg'], inst['transition'] = code, msg, transition
+    if inst['bill_start'] is not None and inst['t_end'] is None:
+        inst['t_end'] = max(int(math.floor(at)), inst['bill_start'])
+        inst['end_how'] = how
+    signal_group(inst, signal.SIGTERM)
+    inst['kill_at'] = time.time() + CFG['kill_after']
+    r = S['spot'].get(inst['sir'])
+    if r and r['state'] in ('open', 'active'):
+        r.update(state='closed', update=at,
+                 code='instance-terminated-by-price' if how == 'provider' else 'instance-terminated-by-user')
+
+
+def step(inst, t, real):
+    """Bring one instance up to fake time t (events in their own order)."""
+    if inst['state'] == 'pending' and t >= inst['run_at']:
+        go_running(inst, inst['run_at'])
+    if inst['state'] == 'running' and inst['spot']:
+        if inst['t_random'] is not None and t >= inst['t_random']:
+            give_notice(inst, inst['t_random'], CFG['warning'], CFG['interrupt_rebalance'])
+        if inst['notice'] is None and price_at(inst['type'], inst['zone'], t) > inst['cap']:
+            # the price rose past the instance's max price: interrupted
+            m = price_index().get((inst['type'], inst['zone']))
+            k = bisect.bisect_right(m[0], int(math.floor(t))) - 1 if m else -1
+            since = m[0][k] if k >= 0 else t
+            give_notice(inst, max(since, inst['t_running']), CFG['warning'], False)
+        if inst['deadline'] is not None and t >= inst['deadline']:
+            begin_shutdown(inst, inst['deadline'], 'provider', 'Server.SpotInstanceTermination',
+                           MSG_SPOT_TERM, 'Service initiated (%s)' % gmt(inst['deadline']))
+    if inst['state'] == 'shutting-down':
+        alive = group_alive(inst)
+        if alive and inst['kill_at'] is not None and real >= inst['kill_at']:
+            signal_group(inst, signal.SIGKILL)
+        done = inst['t_shutdown'] + CFG['shutdown']
+        if not alive and t >= done:
+            inst['state'] = 'terminated'
+            inst['t_terminated'] = done
+            inst['vanish_at'] = done + CFG['visible']
+            stop_imds(inst)
+    if inst['state'] == 'terminated' and inst['vanish_at'] is not None and t >= inst['vanish_at']:
+        inst['vanished'] = True
+
+
+def advance():
+    """Apply every state change due by now.  Called under LOCK before each
+    request and by the ticker thread."""
+    if CFG.get('finished'):
+        return
+    reap()
+    t, real = fake_now(), time.time()
+    keep = []
+    for iid in S['active']:
+        inst = S['instances'][iid]
+        step(inst, t, real)
+        if not inst['vanished']:
+            keep.append(iid)
+    S['active'] = keep
+
+
+# ------------------------------------------------------------ billing
+def bill(inst):
+    """Micro-USD of one instance (docs/ec2.md; bidbrain/billing.h's rules):
+    final once its bill closed, else what it has accrued up to now."""
+    start = inst['bill_start']
+    if start is None:
+        return 0
+    end, how = inst['t_end'], inst['end_how']
+    final = end is not None
+    if not final:
+        end = max(fnow_s(), start)
+    dur = end - start
+    refund = final and how == 'provider' and inst['spot']
+
+    def price(t):
+        return price_at(inst['type'], inst['zone'], t) if inst['spot'] else inst['od_uusd']
+
+    if CFG['billing'] == 'legacy-hourly':
+        hours = max(1, -(-dur // HOUR)) if final else dur // HOUR + 1
+        charges = [price(start + k * HOUR) for k in range(hours)]
+        total = sum(charges)
+        if refund and (dur % HOUR != 0 or dur == 0):
+            total -= charges[-1]
+        return total
+    if refund and dur < HOUR:
+        return 0
+    if final and dur < MIN_BILL_S:
+        end = start + MIN_BILL_S
+    if inst['spot']:
+        x = price_integral(inst['type'], inst['zone'], start, end)
+    else:
+        x = inst['od_uusd'] * (end - start)
+    return (x + HOUR // 2) // HOUR
+
+
+def summary():
+    billed = sum(bill(S['instances'][i]) for i in S['order'])
+    return {'instances_launched': len(S['order']),
+            'still_running': sum(1 for i in S['order'] if S['instances'][i]['state'] in ACTIVE),
+            'bad_signatures': sum(S['rejected'].values()),
+            'billed_uusd': billed}
+
+
+def summary_line(s):
+    # billed_usd: a JSON number with exactly 6 decimals
+    return ('{"instances_launched": %d, "still_running": %d, "bad_signatures": %d, "billed_usd": %s}'
+            % (s['instances_launched'], s['still_running'], s['bad_signatures'], usd_str(s['billed_uusd'])))
+
+
+def inst_view(inst, with_user_data=False):
+    b = bill(inst)
+    v = {'id': inst['id'], 'type': inst['type'], 'zone': inst['zone'],
+         'market': 'spot' if inst['spot'] else 'on-demand', 'state': inst['state'],
+         'max_price_uusd': inst['bid'], 'client_token': inst['token'], 'tags': dict(inst['tags']),
+         'launch_time': inst['t_launch'], 'running_time': inst['t_running'],
+         'shutdown_time': inst['t_shutdown'], 'terminated_time': inst['t_terminated'],
+         'bill_start': inst['bill_start'], 'bill_end': inst['t_end'], 'ended_by': inst['end_how'],
+         'bill_final': inst['t_end'] is not None, 'billed_uusd': b, 'billed_usd': usd_str(b),
+         'state_reason': inst['reason_code'], 'state_transition_reason': inst['transition'],
+         'notice': inst['notice'], 'rebalance': inst['rebalance'], 'vanished': inst['vanished'],
+         'user_data_len': len(user_data_bytes(inst)), 'pgid': inst['pgid'],
+         'process_alive': group_alive(inst), 'exit_status': inst['exit_status'],
+         'imds_port': inst['imds_port'], 'dir': inst['dir']}
+    if with_user_data:
+        v['user_data'] = user_data_bytes(inst).decode('utf-8', 'replace')
+    return v
+
+
+# ------------------------------------------------------------ EC2 operations
 def inst_xml(i):
     return ('<item>%s%s<instanceState><code>%d</code><name>%s</name></instanceState>'
-            '%s%s%s<placement>%s<tenancy>default</tenancy></placement>%s%s%s%s%s%s%s</item>' % (
+            '%s%s%s%s<amiLaunchIndex>0</amiLaunchIndex>%s%s<placement>%s<tenancy>default</tenancy></placement>'
+            '<monitoring><state>disabled</state></monitoring>%s%s%s<architecture>x86_64</architecture>%s%s%s%s</item>' % (
                 el('instanceId', i['id']), el('imageId', i['image']), STATE_CODES[i['state']], i['state'],
-                el('privateDnsName', 'ip-10-0-0-%d.ec2.internal' % (hash(i['id']) % 250)),
-                el('instanceType', i['type']), el('launchTime', iso(i['launch'])),
+                el('privateDnsName', 'ip-127-0-0-1.ec2.internal' if i['state'] != 'terminated' else ''),
+                el('dnsName', ''), el('reason', i['transition']), el('keyName', i['key']),
+                el('instanceType', i['type']), el('launchTime', iso(i['t_launch'])),
                 el('availabilityZone', i['zone']),
-                el('privateIpAddress', '10.0.0.%d' % (int(i['id'][-4:], 16) % 250 + 2)),
-                el('keyName', i['key']),
-                ('<stateReason>%s%s</stateReason>' % (el('code', i['reason_code']), el('message', i['reason_code']))
+                el('subnetId', i['subnet'] or CFG['zone_subnet'].get(i['zone'])),
+                el('privateIpAddress', '127.0.0.1' if i['state'] != 'terminated' else None),
+                ('<stateReason>%s%s</stateReason>' % (el('code', i['reason_code']), el('message', i['reason_msg']))
                  if i['reason_code'] else ''),
                 el('instanceLifecycle', 'spot' if i['spot'] else None),
                 el('spotInstanceRequestId', i['sir']), el('clientToken', i['token'] or ''),
                 tagset(i['tags'])))
 
 
+def choose_zone(p, itype, spot, prefix=''):
+    """The zone of a launch: its subnet's, the one it names, or EC2's pick."""
+    zone = p.get(prefix + 'Placement.AvailabilityZone')
+    subnet = p.get(prefix + 'SubnetId')
+    for k in range(1, 100):
+        sg = p.get('%sSecurityGroupId.%d' % (prefix, k))
+        if sg is None:
+            break
+        if not sg.startswith('sg-'):
+            raise AwsError('InvalidGroupId.Malformed', 400, 'Invalid id: "%s" (expecting "sg-...")' % sg)
+    if zone and zone not in CFG['zones']:
+        raise AwsError('InvalidParameterValue', 400, 'Invalid availability zone: [%s]' % zone)
+    if subnet:
+        if not subnet.startswith('subnet-'):
+            raise AwsError('InvalidSubnetID.Malformed', 400, 'Invalid id: "%s" (expecting "subnet-...")' % subnet)
+        if subnet not in CFG['subnets']:
+            raise AwsError('InvalidSubnetID.NotFound', 400, "The subnet ID '%s' does not exist" % subnet)
+        if zone and zone != CFG['subnets'][subnet]:
+            raise AwsError('InvalidParameterValue', 400,
+                           'The specified Availability Zone (%s) does not match the subnet\'s (%s)'
+                           % (zone, CFG['subnets'][subnet]))
+        return CFG['subnets'][subnet]
+    if zone:
+        return zone
+    if spot:  # EC2 picks a zone: the cheapest now
+        return min(CFG['zones'], key=lambda z: (price_at(itype, z, fnow_s()), CFG['zones'].index(z)))
+    return CFG['zones'][0]
+
+
+def check_user_data(p):
+    ud = p.get('UserData')
+    if ud is None:
+        return
+    try:
+        raw = base64.b64decode(''.join(ud.split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise AwsError('InvalidParameterValue', 400, 'Invalid BASE64 encoding of user data.')
+    if len(raw) > USER_DATA_MAX:
+        raise AwsError('InvalidParameterValue', 400, 'User data is limited to %d bytes' % USER_DATA_MAX)
+
+
+def take_capacity(itype, zone, market):
+    for c in S['capacity']:
+        if c['type'] in ('*', itype) and c['zone'] in ('*', zone) and c['market'] in ('*', market):
+            if c['count'] is None or c['count'] > 0:
+                if c['count'] is not None:
+                    c['count'] -= 1
+                c['hits'] += 1
+                others = ', '.join(z for z in CFG['zones'] if z != zone)
+                raise AwsError('InsufficientInstanceCapacity', 500,
+                               'We currently do not have sufficient %s capacity in the Availability Zone you '
+                               'requested (%s). Our system will be working on provisioning additional capacity. '
+                               'You can currently get %s capacity by not specifying an Availability Zone in your '
+                               'request or choosing %s.' % (itype, zone, itype, others))
+
+
+def launch_count(p, spot):
+    """How many to launch (MinCount..MaxCount within the account's limit)."""
+    lo, hi = int_param(p, 'MinCount'), int_param(p, 'MaxCount')
+    if lo < 1 or hi < lo or hi > LAUNCH_MAX:
+        raise AwsError('InvalidParameterValue', 400, 'bad MinCount/MaxCount')
+    limit = S['limits']['spot' if spot else 'on_demand']
+    if limit is None:
+        return hi
+    used = sum(1 for i in S['active'] if S['instances'][i]['state'] in ACTIVE
+               and S['instances'][i]['spot'] == spot)
+    if used + lo > limit:
+        if spot:
+            raise AwsError('MaxSpotInstanceCountExceeded', 400, 'Max spot instance count exceeded')
+        raise AwsError('InstanceLimitExceeded', 400,
+                       'You have requested more instances (%d) than your current instance limit of %d allows '
+                       'for the specified instance type. Please visit http://aws.amazon.com/contact-us/ec2-request '
+                       'to request an adjustment to this limit.' % (used + lo, limit))
+    return min(hi, limit - used)
+
+
 def op_run_instances(p):
     require(p, 'ImageId', 'InstanceType', 'MinCount', 'MaxCount')
     key, prev = idempotent('RunInstances', p)
     if prev is None:
-        n = int(p['MaxCount'])
-        if n < 1 or n > 20 or int(p['MinCount']) > n:
-            raise AwsError('InvalidParameterValue', 400, 'bad MinCount/MaxCount')
-        spot = p.get('InstanceMarketOptions.MarketType') == 'spot'
+        itype = p['InstanceType']
+        if not p['ImageId'].startswith('ami-'):
+            raise AwsError('InvalidAMIID.Malformed', 400, 'Invalid id: "%s" (expecting "ami-...")' % p['ImageId'])
+        if CFG['ondemand_strict'] and itype not in CFG['ondemand']:
+            raise AwsError('InvalidParameterValue', 400, "Invalid value '%s' for InstanceType." % itype)
+        mt = p.get('InstanceMarketOptions.MarketType')
+        if mt not in (None, 'spot'):
+            raise AwsError('InvalidParameterValue', 400, "Invalid value '%s' for MarketType" % mt)
+        spot = mt == 'spot'
+        check_user_data(p)
+        tags = tag_specs(p, 'instance')
         bid = None
         if spot and p.get('InstanceMarketOptions.SpotOptions.MaxPrice'):
-            bid = price_of(p['InstanceMarketOptions.SpotOptions.MaxPrice'])
-            if bid < S['market'].get(p['InstanceType'], 0.03):
+            bid = price_param(p['InstanceMarketOptions.SpotOptions.MaxPrice'])
+        zone = choose_zone(p, itype, spot)
+        n = launch_count(p, spot)
+        if spot:
+            cur = price_at(itype, zone, fnow_s())
+            if (bid if bid is not None else od_price(itype)) < cur:
                 raise AwsError('SpotMaxPriceTooLow', 400,
-                               'Your Spot request price of %s is lower than the minimum required Spot request fulfillment price of %s.'
-                               % (p['InstanceMarketOptions.SpotOptions.MaxPrice'], S['market'].get(p['InstanceType'], 0.03)))
+                               'Your Spot request price of %s is lower than the minimum required Spot request '
+                               'fulfillment price of %s.'
+                               % (usd_short(bid if bid is not None else od_price(itype)), usd_short(cur)))
+        take_capacity(itype, zone, 'spot' if spot else 'on-demand')
         ids, rid = [], next_id('r')
         for _ in range(n):
-            inst = new_instance(p, '', spot, bid, next_id('sir') if spot else None)
-            inst['tags'] = tag_specs(p, 'instance')
-            inst['state'] = 'pending'
+            inst = new_instance(p, '', spot, bid, next_id('sir') if spot else None, zone)
+            inst['tags'] = list(tags)
             inst['rid'] = rid
             ids.append(inst['id'])
         if key:
@@ -284,7 +1024,12 @@ def op_run_instances(p):
         prev = ids
     insts = [S['instances'][i] for i in prev]
     return ('<reservationId>%s</reservationId><ownerId>123456789012</ownerId><groupSet/>'
-            '<instancesSet>%s</instancesSet>' % (insts[0].get('rid', 'r-0'), ''.join(inst_xml(i) for i in insts)))
+            '<instancesSet>%s</instancesSet>' % (insts[0]['rid'], ''.join(inst_xml(i) for i in insts)))
+
+
+def visible(iid):
+    inst = S['instances'].get(iid)
+    return inst if inst is not None and not inst['vanished'] else None
 
 
 def op_describe_instances(p):
@@ -295,20 +1040,21 @@ def op_describe_instances(p):
     for i in ids:
         if not i.startswith('i-'):
             raise AwsError('InvalidInstanceID.Malformed', 400, 'Invalid id: "%s"' % i)
-        if i not in S['instances']:
+        if visible(i) is None:
             raise AwsError('InvalidInstanceID.NotFound', 400, "The instance ID '%s' does not exist" % i)
-    sel = ids or S['order']
-    getters = {'instance-state-name': lambda o: o['state'], 'instance-type': lambda o: o['type'],
+    sel = ids or S['active']
+    getters = {'instance-state-name': lambda o: o['state'],
+               'instance-state-code': lambda o: STATE_CODES[o['state']],
+               'instance-type': lambda o: o['type'],
                'instance-lifecycle': lambda o: 'spot' if o['spot'] else None,
                'spot-instance-request-id': lambda o: o['sir'], 'client-token': lambda o: o['token'],
-               'availability-zone': lambda o: o['zone'], 'instance-id': lambda o: o['id']}
+               'availability-zone': lambda o: o['zone'], 'instance-id': lambda o: o['id'],
+               'reservation-id': lambda o: o['rid'], 'image-id': lambda o: o['image'],
+               'subnet-id': lambda o: o['subnet'] or CFG['zone_subnet'].get(o['zone'])}
     items = [S['instances'][i] for i in sel if match_filters(S['instances'][i], filters(p), getters)]
     chunk, nt = page(items, p)
     res = ''.join('<item><reservationId>%s</reservationId><ownerId>123456789012</ownerId><groupSet/>'
-                  '<instancesSet>%s</instancesSet></item>' % (i.get('rid', 'r-0'), inst_xml(i)) for i in chunk)
-    for i in chunk:  # pending becomes running once seen
-        if i['state'] == 'pending':
-            i['state'] = 'running'
+                  '<instancesSet>%s</instancesSet></item>' % (i['rid'], inst_xml(i)) for i in chunk)
     return '<reservationSet>%s</reservationSet>%s' % (res, nt)
 
 
@@ -316,19 +1062,21 @@ def op_terminate_instances(p):
     ids = plist(p, 'InstanceId')
     require(p, 'InstanceId.1')
     for i in ids:
-        if i not in S['instances']:
+        if not i.startswith('i-'):
+            raise AwsError('InvalidInstanceID.Malformed', 400, 'Invalid id: "%s"' % i)
+        if visible(i) is None:
             raise AwsError('InvalidInstanceID.NotFound', 400, "The instance ID '%s' does not exist" % i)
+    t = fake_now()
     out = ''
     for i in ids:
         inst = S['instances'][i]
         prev = inst['state']
-        if prev != 'terminated':
-            inst['state'] = 'terminated'
-            inst['reason_code'] = 'Client.UserInitiatedShutdown'
+        begin_shutdown(inst, t, 'user', 'Client.UserInitiatedShutdown', MSG_USER_TERM,
+                       'User initiated (%s)' % gmt(t))
+        step(inst, t, time.time())  # no process and no shutdown delay: terminated at once
         out += ('<item>%s<currentState><code>%d</code><name>%s</name></currentState>'
                 '<previousState><code>%d</code><name>%s</name></previousState></item>'
-                % (el('instanceId', i), 48 if prev == 'terminated' else 32,
-                   'terminated' if prev == 'terminated' else 'shutting-down', STATE_CODES[prev], prev))
+                % (el('instanceId', i), STATE_CODES[inst['state']], inst['state'], STATE_CODES[prev], prev))
     return '<instancesSet>%s</instancesSet>' % out
 
 
@@ -336,10 +1084,12 @@ def op_create_tags(p):
     rids = plist(p, 'ResourceId')
     require(p, 'ResourceId.1')
     tags = tags_of(p, 'Tag')
+    check_tags(tags)
     for r in rids:
-        obj = S['instances'].get(r) or S['spot'].get(r)
+        obj = visible(r) or S['spot'].get(r)
         if obj is None:
-            code = 'InvalidSpotInstanceRequestID.NotFound' if r.startswith('sir-') else 'InvalidID'
+            code = ('InvalidSpotInstanceRequestID.NotFound' if r.startswith('sir-')
+                    else 'InvalidInstanceID.NotFound' if r.startswith('i-') else 'InvalidID')
             raise AwsError(code, 400, "The ID '%s' is not valid" % r)
         d = dict(obj['tags'])
         d.update(tags)
@@ -352,7 +1102,7 @@ def op_create_tags(p):
 # ------------------------------------------------------------ spot requests
 def sir_xml(r):
     return '<item>%s%s%s%s<status>%s%s%s</status>%s<launchSpecification>%s%s</launchSpecification>%s%s%s%s%s</item>' % (
-        el('spotInstanceRequestId', r['id']), el('spotPrice', '%.6f' % r['bid']), el('type', 'one-time'),
+        el('spotInstanceRequestId', r['id']), el('spotPrice', usd_str(r['bid'])), el('type', 'one-time'),
         el('state', r['state']), el('code', r['code']), el('updateTime', iso(r['update'])),
         el('message', r['code']),
         ('<fault>%s%s</fault>' % (el('code', r['fault']), el('message', r['fault'])) if r.get('fault') else ''),
@@ -368,16 +1118,17 @@ def op_request_spot_instances(p):
         n = int(p.get('InstanceCount', '1'))
         if n < 1 or n > 20:
             raise AwsError('InvalidParameterValue', 400, 'bad InstanceCount')
-        bid = price_of(p['SpotPrice']) if p.get('SpotPrice') else 10.0
+        itype = p['LaunchSpecification.InstanceType']
+        bid = price_param(p['SpotPrice']) if p.get('SpotPrice') else od_price(itype)
+        zone = choose_zone(p, itype, False, 'LaunchSpecification.')
+        tags = tag_specs(p, 'spot-instances-request')
         ids = []
         for _ in range(n):
             sid = next_id('sir')
             S['spot'][sid] = {'id': sid, 'bid': bid, 'state': 'open', 'code': 'pending-evaluation',
-                              'update': now(), 'create': now(), 'instance': None, 'params': dict(p),
-                              'image': p['LaunchSpecification.ImageId'],
-                              'type': p['LaunchSpecification.InstanceType'],
-                              'zone': p.get('LaunchSpecification.Placement.AvailabilityZone') or S['region'] + 'a',
-                              'tags': tag_specs(p, 'spot-instances-request')}
+                              'update': fnow_s(), 'create': fnow_s(), 'instance': None, 'params': dict(p),
+                              'image': p['LaunchSpecification.ImageId'], 'type': itype,
+                              'zone': zone, 'tags': list(tags)}
             S['spot_order'].append(sid)
             ids.append(sid)
         if key:
@@ -414,7 +1165,7 @@ def op_cancel_spot_instance_requests(p):
             running = r['instance'] and S['instances'][r['instance']]['state'] in ('pending', 'running')
             r['state'] = 'cancelled'
             r['code'] = 'request-canceled-and-instance-running' if running else 'canceled-before-fulfillment'
-            r['update'] = now()
+            r['update'] = fnow_s()
         out += '<item>%s%s</item>' % (el('spotInstanceRequestId', i), el('state', r['state']))
     return '<spotInstanceRequestSet>%s</spotInstanceRequestSet>' % out
 
@@ -423,12 +1174,19 @@ def op_describe_spot_price_history(p):
     types = plist(p, 'InstanceType')
     prods = plist(p, 'ProductDescription')
     az = p.get('AvailabilityZone')
+    flt = dict(filters(p))
     t0 = parse_iso(p['StartTime']) if p.get('StartTime') else None
     t1 = parse_iso(p['EndTime']) if p.get('EndTime') else None
+    for name in flt:
+        if name not in ('instance-type', 'availability-zone', 'product-description', 'spot-price', 'timestamp'):
+            raise AwsError('InvalidParameterValue', 400, 'The filter \'%s\' is invalid' % name)
     items = [r for r in S['prices']
              if (not types or r['type'] in types) and (not prods or r['product'] in prods)
              and (not az or r['zone'] == az) and (t0 is None or r['ts'] >= t0)
-             and (t1 is None or r['ts'] <= t1)]
+             and (t1 is None or r['ts'] <= t1)
+             and ('instance-type' not in flt or r['type'] in flt['instance-type'])
+             and ('availability-zone' not in flt or r['zone'] in flt['availability-zone'])
+             and ('product-description' not in flt or r['product'] in flt['product-description'])]
     items.sort(key=lambda r: (-r['ts'], r['zone'], r['type']))
     chunk, nt = page(items, p, lo=1)
     return '<spotPriceHistorySet>%s</spotPriceHistorySet>%s' % (''.join(
@@ -438,42 +1196,42 @@ def op_describe_spot_price_history(p):
 
 
 def spot_tick():
-    """One step of the spot market: trace prices, fulfil, warn, terminate."""
-    for t, tr in S['trace'].items():
+    """One step of the legacy spot market: trace prices, fulfil, warn, terminate."""
+    t = fnow_s()
+    for ty, tr in S['trace'].items():
         if tr:
-            S['market'][t] = tr.pop(0)
+            set_price_all_zones(ty, tr.pop(0))
     for sid in S['spot_order']:
         r = S['spot'][sid]
-        price = S['market'].get(r['type'], 0.03)
         if r['state'] == 'open':
-            if r['bid'] < price:
+            if r['bid'] < price_at(r['type'], r['zone'], t):
                 r['code'] = 'price-too-low'
             else:
-                inst = new_instance(r['params'], 'LaunchSpecification.', True, r['bid'], sid)
+                inst = new_instance(r['params'], 'LaunchSpecification.', True, r['bid'], sid, r['zone'])
                 r.update(state='active', code='fulfilled', instance=inst['id'])
-            r['update'] = now()
-    for iid in list(S['order']):
+            r['update'] = t
+    advance()
+    for iid in list(S['active']):
         inst = S['instances'][iid]
         if not inst['spot'] or inst['state'] not in ('pending', 'running'):
             continue
-        price = S['market'].get(inst['type'], 0.03)
-        r = S['spot'].get(inst['sir'])
         if inst['marked']:
-            inst['state'] = 'terminated'
-            inst['reason_code'] = 'Server.SpotInstanceTermination'
-            if r:
-                r.update(state='closed', code='instance-terminated-by-price', update=now())
-        elif inst['bid'] is not None and price > inst['bid']:
+            begin_shutdown(inst, fake_now(), 'provider', 'Server.SpotInstanceTermination', MSG_SPOT_TERM,
+                           'Service initiated (%s)' % gmt(fake_now()))
+        elif inst['bid'] is not None and price_at(inst['type'], inst['zone'], t) > inst['bid']:
             inst['marked'] = True
+            give_notice(inst, fake_now(), CFG['warning'], True)
+            r = S['spot'].get(inst['sir'])
             if r:
-                r.update(code='marked-for-termination', update=now())
+                r.update(code='marked-for-termination', update=t)
             im = S['imds']
             if im['bind'] is None:
                 im['bind'] = iid
             if im['bind'] == iid:
-                im['instance_action'] = {'action': 'terminate', 'time': iso(now() + 120, ms=False)}
+                im['instance_action'] = {'action': 'terminate', 'time': iso(fake_now() + CFG['warning'], ms=False)}
                 if im['rebalance'] is None:
-                    im['rebalance'] = {'noticeTime': iso(now(), ms=False)}
+                    im['rebalance'] = {'noticeTime': iso(fake_now(), ms=False)}
+    advance()
 
 
 OPS = {'RunInstances': op_run_instances, 'DescribeInstances': op_describe_instances,
@@ -506,7 +1264,7 @@ def check_signature(method, path, headers, body):
         t = datetime.datetime.strptime(amzdate, '%Y%m%dT%H%M%SZ').replace(tzinfo=datetime.timezone.utc).timestamp()
     except ValueError:
         return AwsError('AuthFailure', 401, 'missing or bad X-Amz-Date')
-    if abs(t - now()) > 900:
+    if abs(t - sig_now()) > 900:
         return AwsError('RequestExpired', 400, 'Request has expired.')
     if day != amzdate[:8] or service != 'ec2' or region != S['region']:
         return AwsError('SignatureDoesNotMatch', 403, 'Credential should be scoped to a valid region, service or date')
@@ -540,7 +1298,30 @@ def check_signature(method, path, headers, body):
 
 
 # ------------------------------------------------------------ control
+def pick_instances(spec):
+    """Instances named by {"id"} / {"ids"} or the "count" newest running spot
+    instances of {"type", "zone"} without a notice yet."""
+    if 'id' in spec or 'ids' in spec:
+        ids = [spec['id']] if 'id' in spec else list(spec['ids'])
+        out = []
+        for i in ids:
+            inst = visible(i)
+            if inst is None:
+                raise ValueError('no instance %s' % i)
+            if not inst['spot']:
+                raise ValueError('%s is not a spot instance' % i)
+            if inst['state'] != 'running':
+                raise ValueError('%s is %s, not running' % (i, inst['state']))
+            out.append(inst)
+        return out
+    cand = [S['instances'][i] for i in reversed(S['active'])]
+    cand = [i for i in cand if i['spot'] and i['state'] == 'running' and i['notice'] is None
+            and spec.get('type', '*') in ('*', i['type']) and spec.get('zone', '*') in ('*', i['zone'])]
+    return cand[:int(spec.get('count', 1))]
+
+
 def ctl(cmd):
+    out = {}
     if cmd.get('reset'):
         reset(S['region'])
     if 'keys' in cmd:
@@ -548,47 +1329,132 @@ def ctl(cmd):
             S['keys'][k] = {'secret': v['secret'], 'token': v.get('token')}
     if 'clock_offset' in cmd:
         S['clock_offset'] = cmd['clock_offset']
+    if 'advance' in cmd:
+        a = float(cmd['advance'])
+        if a < 0:
+            raise ValueError('advance: the clock does not go back')
+        S['advance'] += a
+    advance()
+    if cmd.get('faults_clear'):
+        S['faults'] = []
     if 'faults' in cmd:
         for f in cmd['faults']:
             f.setdefault('op', '*')
-            f.setdefault('count', 1)
+            f.setdefault('count', None if 'for_s' in f else 1)
+            if 'for_s' in f:
+                f['until'] = time.time() + float(f['for_s'])
             S['faults'].append(f)
     if 'prices' in cmd:
-        S['prices'] = [{'zone': r['zone'], 'type': r['type'], 'product': r.get('product', 'Linux/UNIX'),
-                        'price': r['price'], 'ts': parse_iso(r['ts']) if isinstance(r['ts'], str) else r['ts']}
-                       for r in cmd['prices']]
+        S['prices'] = []
+        for r in cmd['prices']:
+            add_price(r['type'], r['zone'], r['price'], time_of(r['ts']), r.get('product', 'Linux/UNIX'))
+    if 'set_price' in cmd:
+        recs = cmd['set_price']
+        for r in ([recs] if isinstance(recs, dict) else recs):
+            at = time_of(r['at']) if 'at' in r else fnow_s()
+            for z in zones_of(r.get('zone')):
+                add_price(r['type'], z, r['price'], at, r.get('product', 'Linux/UNIX'))
     if 'market' in cmd:
-        S['market'].update(cmd['market'])
+        for ty, price in cmd['market'].items():
+            set_price_all_zones(ty, price)
     if 'trace' in cmd:
         S['trace'].update({k: list(v) for k, v in cmd['trace'].items()})
+    if 'capacity_clear' in cmd:
+        cc = cmd['capacity_clear']
+        if cc is True:
+            S['capacity'] = []
+        else:
+            S['capacity'] = [c for c in S['capacity']
+                             if not any(c['type'] == x.get('type', '*') and c['zone'] == x.get('zone', '*')
+                                        for x in cc)]
+    if 'capacity' in cmd:
+        for c in cmd['capacity']:
+            S['capacity'].append({'type': c.get('type', '*'), 'zone': c.get('zone', '*'),
+                                  'market': c.get('market', '*'), 'count': c.get('count'), 'hits': 0})
+    if 'limits' in cmd:
+        for k in ('spot', 'on_demand'):
+            if k in cmd['limits']:
+                S['limits'][k] = cmd['limits'][k]
     for _ in range(int(cmd.get('spot_tick', 0))):
         spot_tick()
+    if 'interrupt' in cmd:
+        spec = cmd['interrupt']
+        t = fake_now()
+        done = []
+        for inst in pick_instances(spec):
+            if give_notice(inst, t, float(spec.get('warning', CFG['warning'])), bool(spec.get('rebalance'))):
+                done.append(inst['id'])
+        out['interrupted'] = done
+    if 'rebalance' in cmd:
+        t = fake_now()
+        for inst in pick_instances(cmd['rebalance']):
+            if inst['rebalance'] is None:
+                inst['rebalance'] = {'noticeTime': iso(t, ms=False)}
     if 'imds' in cmd:
         S['imds'].update(cmd['imds'])
     if 'instances' in cmd:  # direct edits: {"i-...": {"state": "running"}}
         for iid, upd in cmd['instances'].items():
             S['instances'][iid].update(upd)
-    return state()
+    advance()
+    st = state()
+    st.update(out)
+    return st
 
 
 def state():
     return {'calls': S['calls'], 'attempts': S['attempts'], 'rejected': S['rejected'],
-            'faults_left': [f for f in S['faults'] if f['count'] > 0],
+            'faults_left': [f for f in S['faults'] if f['count'] is None or f['count'] > 0],
             'instances': [{k: S['instances'][i][k] for k in ('id', 'state', 'type', 'spot', 'sir', 'token',
                                                                'tags', 'user_data', 'zone', 'bid')}
                           for i in S['order']],
             'spot': [{k: S['spot'][i][k] for k in ('id', 'state', 'code', 'instance', 'bid', 'tags')}
                      for i in S['spot_order']],
+            'capacity': S['capacity'], 'limits': S['limits'],
             'last_headers': S['last_headers'], 'imds': {k: v for k, v in S['imds'].items() if k != 'tokens'}}
 
 
+def ctl_get(q):
+    """GET /_ctl?cmd=...: (status, body, content type)."""
+    cmd = q.get('cmd', 'state')
+    if cmd == 'state':
+        return 200, json.dumps(state()), 'application/json'
+    if cmd == 'summary':
+        return 200, summary_line(summary()), 'application/json'
+    if cmd == 'instances':
+        return 200, json.dumps([inst_view(S['instances'][i]) for i in S['order']]), 'application/json'
+    if cmd == 'clock':
+        return 200, json.dumps({'fake_now': fake_now(), 'real_now': time.time(), 'origin': CFG['origin'],
+                                'speedup': CFG['speedup'], 'advance': S['advance'],
+                                'fake_start': S['fake_start']}), 'application/json'
+    if cmd == 'prices':
+        return 200, json.dumps(S['prices']), 'application/json'
+    if cmd in ('userdata', 'console'):
+        inst = S['instances'].get(q.get('id', ''))
+        if inst is None:
+            return 404, json.dumps({'error': 'no instance %r' % q.get('id')}), 'application/json'
+        if cmd == 'userdata':
+            return 200, user_data_bytes(inst), 'application/octet-stream'
+        try:
+            with open(os.path.join(inst['dir'] or '/nonexistent', 'console.log'), 'rb') as f:
+                return 200, f.read(1 << 20), 'application/octet-stream'
+        except OSError:
+            return 200, b'', 'application/octet-stream'
+    return 400, json.dumps({'error': 'unknown cmd %r' % cmd}), 'application/json'
+
+
 def take_fault(op):
+    now = time.time()
     for f in S['faults']:
-        if f['count'] > 0 and f['op'] in ('*', op):
+        if (f['count'] is None or f['count'] > 0) and f['op'] in ('*', op):
+            if 'until' in f and now > f['until']:
+                continue
             if f.get('skip', 0) > 0:  # let this many calls through first
                 f['skip'] -= 1
                 continue
-            f['count'] -= 1
+            if 'p' in f and S['fault_rng'].random() >= float(f['p']):
+                continue
+            if f['count'] is not None:
+                f['count'] -= 1
             return dict(f)
     return None
 
@@ -625,30 +1491,26 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_PUT(self):
         with LOCK:
-            body = self.read_body()
+            self.read_body()
             if self.path != '/latest/api/token':
                 return self.send(404, 'not found', 'text/plain')
-            if self.headers.get('X-Forwarded-For'):
-                return self.send(403, 'forbidden', 'text/plain')
-            try:
-                ttl = int(self.headers.get('X-aws-ec2-metadata-token-ttl-seconds', ''))
-            except ValueError:
-                ttl = 0
-            if ttl < 1 or ttl > 21600:
-                return self.send(400, 'bad ttl', 'text/plain')
-            tok = base64.b64encode(os.urandom(24)).decode()
-            S['imds']['tokens'][tok] = time.time() + ttl
-            S['imds']['puts'] += 1
-            _ = body
-            return self.send(200, tok, 'text/plain', {'X-aws-ec2-metadata-token-ttl-seconds': str(ttl)})
+            st, body, extra = token_put(self, S['imds']['tokens'])
+            if st == 200:
+                S['imds']['puts'] += 1
+            return self.send(st, body, 'text/plain', extra)
 
     def do_GET(self):
         with LOCK:
-            if self.path == '/_ctl':
-                return self.send(200, json.dumps(state()), 'application/json')
+            u = urlsplit(self.path)
+            if u.path == '/_ctl':
+                advance()
+                st, body, ctype = ctl_get(dict(parse_qsl(u.query)))
+                return self.send(st, body, ctype)
             return self.imds()
 
     def imds(self):
+        """The legacy IMDS on the EC2 port: not an instance of the fake's
+        (or the instance "bind" names)."""
         im = S['imds']
         tok = self.headers.get('X-aws-ec2-metadata-token')
         if tok is not None or im['require_token']:
@@ -670,26 +1532,16 @@ class Handler(BaseHTTPRequestHandler):
         if path == md + 'iam/security-credentials/':
             return self.send(200, im['role'], 'text/plain')
         if path == md + 'iam/security-credentials/' + im['role']:
-            im['cred_seq'] += 1
-            akid = 'ASIAFAKEROLE%08d' % im['cred_seq']
-            secret = 'RoleSecret%08dEXAMPLEKEYxxxxxxxxxxxxxxx' % im['cred_seq']
-            token = 'RoleToken%08d/EXAMPLE+TOKEN==' % im['cred_seq']
-            S['keys'][akid] = {'secret': secret, 'token': token}
-            doc = {'Code': 'Success', 'LastUpdated': iso(time.time(), ms=False), 'Type': 'AWS-HMAC',
-                   'AccessKeyId': akid, 'SecretAccessKey': secret, 'Token': token,
-                   'Expiration': iso(time.time() + im['cred_ttl'], ms=False)}
-            return self.send(200, json.dumps(doc), 'text/plain')
+            return self.send(200, json.dumps(role_credentials(im)), 'text/plain')
         if path == md + 'instance-id':
             return self.send(200, iid, 'text/plain')
         if path == md + 'placement/region':
             return self.send(200, S['region'], 'text/plain')
         if path == '/latest/dynamic/instance-identity/document':
-            doc = {'accountId': '123456789012', 'architecture': 'x86_64',
-                   'availabilityZone': inst['zone'] if inst else S['region'] + 'a',
-                   'imageId': 'ami-0abcdef1234567890', 'instanceId': iid,
-                   'instanceType': inst['type'] if inst else 'c5.large',
-                   'pendingTime': '2024-01-15T09:30:05Z', 'privateIp': '10.0.1.23',
-                   'region': S['region'], 'version': '2017-09-30'}
+            doc = identity_doc(inst)
+            if inst:
+                doc['privateIp'] = '10.0.1.23'
+                doc['pendingTime'] = '2024-01-15T09:30:05Z'
             return self.send(200, json.dumps(doc, indent=2), 'text/plain')
         return self.send(404, 'not found', 'text/plain')
 
@@ -738,6 +1590,7 @@ class Handler(BaseHTTPRequestHandler):
             if fn is None:
                 return self.send(400, err_xml('InvalidAction', 'The action %s is not valid for this web service.' % op))
             S['calls'][op] = S['calls'].get(op, 0) + 1
+            advance()
             try:
                 if p.get('DryRun') == 'true':
                     raise AwsError('DryRunOperation', 412, 'Request would have succeeded, but DryRun flag is set.')
@@ -761,11 +1614,169 @@ class Handler(BaseHTTPRequestHandler):
         return self.send(status, out)
 
 
+# ------------------------------------------------------------ start and stop
+def finish():
+    """Exit: the summary line, the record, every process group killed."""
+    with LOCK:
+        if CFG.get('finished'):
+            return
+        advance()
+        s = summary()
+        CFG['finished'] = True
+        if CFG['record']:
+            try:
+                tmp = CFG['record'] + '.tmp'
+                with open(tmp, 'w') as f:
+                    json.dump({'summary': dict(json.loads(summary_line(s)), billed_uusd=s['billed_uusd']),
+                               'instances': [inst_view(S['instances'][i], True) for i in S['order']]}, f, indent=1)
+                os.replace(tmp, CFG['record'])
+            except OSError as e:
+                sys.stderr.write('fake_ec2: cannot write %s: %s\n' % (CFG['record'], e))
+        kill_all()
+        try:
+            sys.stdout.write(summary_line(s) + '\n')
+            sys.stdout.flush()
+        except OSError:
+            pass  # nobody reads our stdout any more
+        if CFG['instance_dir_tmp']:
+            shutil.rmtree(CFG['instance_dir'], ignore_errors=True)
+    os._exit(0)
+
+
+def ticker():
+    while True:
+        time.sleep(0.02)
+        with LOCK:
+            advance()
+
+
+def load_market(path, zones):
+    """--market FILE: [{"type", "zone", "price", "ts"?}, ...] (zone "*": all)."""
+    with open(path) as f:
+        data = json.load(f)
+    if not isinstance(data, list):
+        raise ValueError('%s: expected a JSON list of {type, zone, price[, ts]}' % path)
+    out = []
+    for k, r in enumerate(data):
+        try:
+            if not isinstance(r, dict) or not isinstance(r.get('type'), str):
+                raise ValueError('needs "type", "zone" and "price"')
+            uusd_of(r['price'])
+            for z in (zones if r.get('zone', '*') == '*' else [r['zone']]):
+                if z not in zones:
+                    raise ValueError('zone %r is not one of --zones %s' % (z, ','.join(zones)))
+                out.append({'type': r['type'], 'zone': z, 'price': r['price'],
+                            'ts': time_of(r['ts']) if 'ts' in r else None})
+        except (KeyError, ValueError) as e:
+            raise ValueError('%s: [%d]: %s' % (path, k, e))
+    return out
+
+
+def load_ondemand(path, region):
+    """--ondemand FILE: the project's table (cloudapi/ondemand.h): region ->
+    type -> USD per hour, or {"usd_per_hour": x}; keys starting with _ skipped."""
+    with open(path) as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or not isinstance(data.get(region), dict):
+        raise ValueError('%s: no region %r' % (path, region))
+    out = {}
+    for ty, v in data[region].items():
+        if ty.startswith('_'):
+            continue
+        if isinstance(v, dict):
+            v = v.get('usd_per_hour')
+        try:
+            out[ty] = uusd_of(v)
+        except ValueError as e:
+            raise ValueError('%s: %s.%s: %s' % (path, region, ty, e))
+    return out
+
+
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description='A fake EC2 that runs instances (docs/ec2.md).')
     ap.add_argument('--region', default='us-east-1')
-    ap.add_argument('--timeout', type=float, default=300)
+    ap.add_argument('--timeout', type=float, default=300, help='real seconds before it exits')
+    ap.add_argument('--zones', default='a,b,c', help='zones: letters (of the region) or names')
+    ap.add_argument('--subnets', default=None,
+                    help='SUBNET=ZONE,... (default: subnet-0000000000000000a for zone a, ...b, ...)')
+    ap.add_argument('--speedup', type=float, default=1.0, help='K: fake seconds per real second (0: frozen)')
+    ap.add_argument('--clock-origin', type=float, default=None, help='T0, Unix seconds (default: start)')
+    ap.add_argument('--boot-seconds', type=float, default=2.0, help='pending -> running (fake s)')
+    ap.add_argument('--shutdown-seconds', type=float, default=1.0, help='shutting-down -> terminated (fake s)')
+    ap.add_argument('--kill-after', type=float, default=2.0, help='SIGTERM -> SIGKILL (real s)')
+    ap.add_argument('--terminated-visible', type=float, default=3600.0,
+                    help='fake s a terminated instance stays in DescribeInstances')
+    ap.add_argument('--market', help='JSON list of {type, zone, price[, ts]}: initial spot prices')
+    ap.add_argument('--spot-price', default='0.03', help='USD/h of a market with no price')
+    ap.add_argument('--ondemand', help="on-demand table (cloudapi/ondemand.h's format)")
+    ap.add_argument('--ondemand-price', default='0.1', help='USD/h of a type not in --ondemand')
+    ap.add_argument('--billing', choices=('per-second', 'legacy-hourly'), default='per-second')
+    ap.add_argument('--bill-from', choices=('running', 'launch'), default='running')
+    ap.add_argument('--spot-limit', type=int, default=None, help='MaxSpotInstanceCountExceeded past it')
+    ap.add_argument('--ondemand-limit', type=int, default=None, help='InstanceLimitExceeded past it')
+    ap.add_argument('--warning-seconds', type=float, default=120.0, help='notice -> interruption (fake s)')
+    ap.add_argument('--interrupt-rate', type=float, default=0.0, help='interruptions per spot instance-hour')
+    ap.add_argument('--interrupt-rebalance', action='store_true',
+                    help='random interruptions also post a rebalance recommendation')
+    ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--instance-dir', help='where instances run (default: a temporary directory)')
+    ap.add_argument('--no-exec', action='store_true', help='do not run user data (API-only tests)')
+    ap.add_argument('--record', help='write every instance (user data included) here at exit')
     a = ap.parse_args()
+
+    def fail(msg):
+        sys.stderr.write('fake_ec2: %s\n' % msg)
+        sys.exit(2)
+
+    zones = [z.strip() for z in a.zones.split(',') if z.strip()]
+    zones = [a.region + z if len(z) == 1 else z for z in zones]
+    if not zones or any(not z.startswith(a.region) for z in zones):
+        fail('--zones %s: zones of %s expected' % (a.zones, a.region))
+    subnets = {'subnet-%017x' % (0xa + k): z for k, z in enumerate(zones)}
+    if a.subnets:
+        subnets = {}
+        for kv in a.subnets.split(','):
+            sn, _, z = kv.strip().partition('=')
+            z = a.region + z if len(z) == 1 else z
+            if not sn.startswith('subnet-') or z not in zones:
+                fail('--subnets %s: SUBNET=ZONE with a subnet-... id and a zone of --zones expected' % kv)
+            subnets[sn] = z
+    if a.speedup < 0 or not math.isfinite(a.speedup):
+        fail('--speedup %g: must be a finite number >= 0' % a.speedup)
+    for name in ('boot_seconds', 'shutdown_seconds', 'kill_after', 'terminated_visible', 'warning_seconds',
+                 'interrupt_rate'):
+        if getattr(a, name) < 0:
+            fail('--%s must be >= 0' % name.replace('_', '-'))
+    try:
+        CFG.update({
+            'zones': zones, 'speedup': a.speedup, 'subnets': subnets,
+            'zone_subnet': {z: sn for sn, z in sorted(subnets.items(), reverse=True)},
+            'origin': a.clock_origin if a.clock_origin is not None else float(int(time.time())),
+            'boot': a.boot_seconds, 'shutdown': a.shutdown_seconds, 'kill_after': a.kill_after,
+            'visible': a.terminated_visible, 'warning': a.warning_seconds,
+            'spot_default': uusd_of(a.spot_price, '--spot-price'),
+            'ondemand_default': uusd_of(a.ondemand_price, '--ondemand-price'),
+            'ondemand': load_ondemand(a.ondemand, a.region) if a.ondemand else {},
+            'ondemand_strict': bool(a.ondemand), 'billing': a.billing, 'bill_from': a.bill_from,
+            'spot_limit': a.spot_limit, 'ondemand_limit': a.ondemand_limit,
+            'interrupt_rate': a.interrupt_rate, 'interrupt_rebalance': a.interrupt_rebalance,
+            'seed': a.seed, 'exec': not a.no_exec, 'record': a.record,
+        })
+        CFG['market_init'] = load_market(a.market, zones) if a.market else []
+    except (OSError, ValueError) as e:
+        fail(str(e))
+    if a.instance_dir:
+        os.makedirs(a.instance_dir, 0o700, exist_ok=True)
+        CFG['instance_dir'], CFG['instance_dir_tmp'] = os.path.abspath(a.instance_dir), False
+    else:
+        CFG['instance_dir'] = tempfile.mkdtemp(prefix='fake-ec2-') if CFG['exec'] else None
+        CFG['instance_dir_tmp'] = CFG['exec']
+    # orphans of instance programs reparent to us (and get reaped): a group
+    # is gone only when its zombies are too
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
     reset(a.region)
     ThreadingHTTPServer.request_queue_size = 256  # bursts of new connections
     srv = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
@@ -778,10 +1789,13 @@ def main():
                 pass
         except Exception:
             pass
-        os._exit(0)
+        finish()
 
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: threading.Thread(target=finish, daemon=True).start())
     threading.Thread(target=watchdog, daemon=True).start()
-    threading.Timer(a.timeout, lambda: os._exit(0)).start()
+    threading.Thread(target=ticker, daemon=True).start()
+    threading.Timer(a.timeout, finish).start()
     sys.stdout.write('PORT %d\n' % srv.server_address[1])
     sys.stdout.flush()
     srv.serve_forever()

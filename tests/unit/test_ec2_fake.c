@@ -14,24 +14,34 @@
 
 extern char **environ;
 
-void fake_start(struct fake *f)
+static void start(struct fake *f, const char *const *args, bool keep_out)
 {
 	const char *src = getenv("PX_SRC");
 	char script[4096], line[64];
+	const char *argv[48];
 	posix_spawn_file_actions_t fa;
 	int in[2], out[2];
+	size_t len = 0, n_argv = 0;
 	ssize_t n;
-	size_t len = 0;
 
 	cr_assert(src, "PX_SRC is not set (run through make test)");
 	snprintf(script, sizeof script, "%s/tests/fake_ec2/fake_ec2.py", src);
+	argv[n_argv++] = "/usr/bin/python3";
+	argv[n_argv++] = script;
+	argv[n_argv++] = "--timeout";
+	argv[n_argv++] = "60";
+	for (size_t i = 0; args && args[i]; i++) {
+		cr_assert_lt(n_argv, sizeof argv / sizeof *argv - 1);
+		argv[n_argv++] = args[i];
+	}
+	argv[n_argv] = NULL;
 	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	char *argv[] = { "/usr/bin/python3", script, "--timeout", "60", NULL };
-	cr_assert_eq(posix_spawn(&f->pid, argv[0], &fa, NULL, argv, environ),
+	cr_assert_eq(posix_spawn(&f->pid, argv[0], &fa, NULL,
+				 (char *const *)argv, environ),
 		     0, "cannot start the fake");
 	posix_spawn_file_actions_destroy(&fa);
 	close(in[0]);
@@ -44,10 +54,29 @@ void fake_start(struct fake *f)
 		len++;
 	}
 	line[len] = '\0';
-	close(out[0]);
+	if (keep_out) {
+		f->out_fd = out[0];
+	} else {
+		close(out[0]);
+		f->out_fd = -1;
+	}
 	cr_assert_eq(sscanf(line, "PORT %d", &f->port), 1,
 		     "fake said '%s'", line);
 	snprintf(f->url, sizeof f->url, "http://127.0.0.1:%d/", f->port);
+}
+
+void fake_start(struct fake *f)
+{
+	static const char *const api_only[] = {
+		"--no-exec", "--boot-seconds", "0", "--shutdown-seconds", "0",
+		NULL };
+
+	start(f, api_only, false);
+}
+
+void fake_start_args(struct fake *f, const char *const *args)
+{
+	start(f, args, true);
 }
 
 void fake_stop(struct fake *f)
@@ -57,7 +86,37 @@ void fake_stop(struct fake *f)
 	close(f->in_fd);
 	kill(f->pid, SIGTERM);
 	waitpid(f->pid, NULL, 0);
+	if (f->out_fd >= 0)
+		close(f->out_fd);
+	f->out_fd = -1;
 	f->pid = 0;
+}
+
+json_t *fake_finish(struct fake *f)
+{
+	char buf[1024];
+	size_t len = 0;
+	ssize_t n;
+	json_error_t je;
+	json_t *j;
+	int st = 0;
+
+	cr_assert(f->pid > 0 && f->out_fd >= 0, "fake_finish: not running "
+		  "(fake_start_args)");
+	close(f->in_fd);
+	while (len < sizeof buf - 1 &&
+	       (n = read(f->out_fd, buf + len, sizeof buf - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(f->out_fd);
+	f->out_fd = -1;
+	waitpid(f->pid, &st, 0);
+	f->pid = 0;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the fake's exit: %d",
+		  st);
+	j = json_loads(buf, 0, &je);
+	cr_assert(j, "the fake's last line is not JSON: '%s'", buf);
+	return j;
 }
 
 struct sbuf {
@@ -100,6 +159,41 @@ json_t *fake_ctl(struct fake *f, const char *json)
 	j = json_loads(b.p, 0, &je);
 	free(b.p);
 	cr_assert(j, "control reply is not json");
+	return j;
+}
+
+char *fake_get(struct fake *f, const char *query, long *status)
+{
+	char url[512];
+	struct sbuf b = { 0 };
+	CURL *h = curl_easy_init();
+
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/_ctl?%s", f->port,
+		 query);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sbuf_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+	cr_assert_eq(curl_easy_perform(h), CURLE_OK, "control GET %s", query);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	curl_easy_cleanup(h);
+	if (!b.p)
+		b.p = calloc(1, 1);
+	return b.p;
+}
+
+json_t *fake_get_json(struct fake *f, const char *query)
+{
+	long st = 0;
+	char *body = fake_get(f, query, &st);
+	json_error_t je;
+	json_t *j;
+
+	cr_assert_eq(st, 200, "GET /_ctl?%s: %ld %s", query, st, body);
+	j = json_loads(body, 0, &je);
+	cr_assert(j, "GET /_ctl?%s: not JSON: %s", query, body);
+	free(body);
 	return j;
 }
 
