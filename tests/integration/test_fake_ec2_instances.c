@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../fake_ec2/fake.h"
+#include "../../cloudapi/ec2_int.h"
 #include "../../cloudapi/imds.h"
 #include "pxrun.h"
 
@@ -458,7 +459,7 @@ Test(fake_ec2_instances, terminate_kills_the_group_and_bills_it)
 	cr_assert_eq(describe(id, &d, NULL), PX_OK);
 	cr_assert_str_eq(d.state, "terminated");
 	cr_assert_eq(d.state_code, 48);
-	cr_assert_str_eq(d.state_reason, "Client.UserInitiatedShutdown");
+	cr_assert_str_eq(d.state_reason_code, "Client.UserInitiatedShutdown");
 	o = inst(id);
 	cr_assert_str_eq(sget(o, "state_transition_reason"),
 			 "User initiated (2023-11-14 22:23:20 GMT)");
@@ -706,7 +707,7 @@ Test(fake_ec2_instances, interruption_notice_then_termination)
 	WAIT_FOR(state_is(a, "terminated"), "a was not terminated");
 	cr_assert(group_gone(pg));
 	cr_assert_eq(describe(a, &d, NULL), PX_OK);
-	cr_assert_str_eq(d.state_reason, "Server.SpotInstanceTermination");
+	cr_assert_str_eq(d.state_reason_code, "Server.SpotInstanceTermination");
 	o = inst(a);
 	cr_assert_str_eq(sget(o, "ended_by"), "provider");
 	cr_assert_eq(iget(o, "bill_end"), T0 + 1120);
