@@ -410,9 +410,7 @@ static bool check_ports(const char *val, struct proteusd_config *cfg,
 static bool check_endpoint(const char *val, struct proteusd_config *cfg,
 			   char *why, size_t wlen)
 {
-	const char *h, *e, *colon, *what;
-	size_t hn;
-	bool v6;
+	const char *h, *e, *hend, *port, *what;
 
 	if (!*val)
 		return true;
@@ -438,23 +436,27 @@ static bool check_endpoint(const char *val, struct proteusd_config *cfg,
 			 "credentials never go in this file");
 		return false;
 	}
-	v6 = *h == '[';
-	colon = v6 ? memchr(h, ']', (size_t)(e - h)) : memchr(h, ':',
-							       (size_t)(e - h));
-	if (v6 && colon)
-		colon = colon + 1 < e && colon[1] == ':' ? colon + 1 :
-			colon + 1 == e ? NULL : colon + 1;
-	hn = colon ? (size_t)(colon - h) : (size_t)(e - h);
-	if (v6 && colon && *colon != ':')
+	/* HOST[:PORT], HOST an IPv6 address in brackets or a name/IPv4 */
+	if (*h == '[') {
+		hend = memchr(h, ']', (size_t)(e - h));
+		if (!hend)
+			goto bad_host;
+		hend++;
+		port = hend < e ? hend : NULL;
+		if (port && *port != ':')
+			goto bad_host;
+	} else {
+		port = memchr(h, ':', (size_t)(e - h));
+		hend = port ? port : e;
+	}
+	if (!check_host(h, (size_t)(hend - h), *h == '[', &what))
 		goto bad_host;
-	if (!check_host(h, hn, v6, &what))
-		goto bad_host;
-	if (colon) {
-		size_t pn = (size_t)(e - colon - 1);
-		unsigned long port = strtoul(colon + 1, NULL, 10);
+	if (port) {
+		size_t pn = (size_t)(e - port - 1);
+		unsigned long p = strtoul(port + 1, NULL, 10);
 
-		if (!pn || pn > 5 || strspn(colon + 1, "0123456789") != pn ||
-		    !port || port > 65535) {
+		if (!pn || pn > 5 || strspn(port + 1, "0123456789") < pn ||
+		    !p || p > 65535) {
 			snprintf(why, wlen, "'%.64s': the port is not in "
 				 "1..65535", val);
 			return false;

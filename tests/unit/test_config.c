@@ -619,6 +619,10 @@ Test(config, ec2_keys_bad)
 		 "'http://127.0.0.1:0': the port is not in 1..65535"},
 		{"ec2_endpoint http://127.0.0.1:99999",
 		 "the port is not in 1..65535"},
+		{"ec2_endpoint http://127.0.0.1:80a/", "the port is not in"},
+		{"ec2_endpoint http://[::1", "'http://[::1': no host name"},
+		{"ec2_endpoint http://[::1]x", "'http://[::1]x': no host name"},
+		{"ec2_endpoint http://[nope]:80", "no host name"},
 		{"ec2_endpoint https://AKIA:secret@ec2.example",
 		 "'ec2_endpoint': the URL holds a user or password"},
 		{"ec2_node_trainer bin/proteus-trainer", "'ec2_node_trainer': "
