@@ -186,9 +186,10 @@ static bool check_subnets(const char *val, struct proteusd_config *cfg,
 				 CONFIG_EC2_SUBNETS_MAX);
 			return false;
 		}
+		/* both fit: is_zone and is_ec2_id bound their lengths */
 		sn = &cfg->ec2_subnet[n++];
-		snprintf(sn->zone, sizeof sn->zone, "%s", item);
-		snprintf(sn->subnet, sizeof sn->subnet, "%s", eq + 1);
+		memcpy(sn->zone, item, strlen(item) + 1);
+		memcpy(sn->subnet, eq + 1, strlen(eq + 1) + 1);
 	}
 	cfg->ec2_subnet_count = n;
 	return true;
