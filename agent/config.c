@@ -3,6 +3,8 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,24 +20,474 @@
 
 #define CFG(f) offsetof(struct proteusd_config, f)
 
-/* The world of jobs whose spec names none.  The daemon runs jobs in the
- * local world only (jobs.c refuses a job that names ec2), so that is the
- * one value accepted; the others are refused at load and reload rather
- * than accepted and ignored. */
+/* The world of jobs whose spec names none: local or ec2 (whose own keys
+ * config_ec2_check checks at start).  sim is refused at load and reload
+ * rather than accepted and ignored. */
 static const struct config_choice world_choices[] = {
 	{"local", WORLD_LOCAL, NULL},
-	{"ec2", WORLD_EC2, "is not supported by this daemon yet: it runs "
-			   "jobs in the local world only"},
+	{"ec2", WORLD_EC2, NULL},
 	{"sim", WORLD_SIM, "is no world for jobs: simulations run with "
 			   "'proteusctl simulate'"},
 	{NULL, 0, NULL},
 };
+/* CONFIG_ENUM fields are ints */
+_Static_assert(sizeof(enum world_kind) == sizeof(int), "world is an int");
 
 static const struct config_choice level_choices[] = {
 	{"err", LOG_LVL_ERR, NULL},       {"warning", LOG_LVL_WARN, NULL},
 	{"notice", LOG_LVL_NOTICE, NULL}, {"info", LOG_LVL_INFO, NULL},
 	{"debug", LOG_LVL_DEBUG, NULL},   {NULL, 0, NULL},
 };
+
+/* ---- what a string key's value must look like ---- */
+
+/* The length of the region name s starts with ([a-z]+(-[a-z]+)*-[0-9]+,
+ * as trace_zone_region reads it), 0 when none; a region is followed by
+ * the end, a letter or '-'. */
+static size_t region_prefix(const char *s)
+{
+	size_t i = 0;
+
+	for (;;) {
+		size_t start = i;
+
+		while (s[i] >= 'a' && s[i] <= 'z')
+			i++;
+		if (i == start || s[i] != '-')
+			return 0;
+		i++;
+		if (s[i] >= '0' && s[i] <= '9')
+			break;
+	}
+	while (s[i] >= '0' && s[i] <= '9')
+		i++;
+	if (s[i] != '\0' && s[i] != '-' && !(s[i] >= 'a' && s[i] <= 'z'))
+		return 0;
+	return i;
+}
+
+static bool check_region(const char *val, struct proteusd_config *cfg,
+			 char *why, size_t wlen)
+{
+	if (region_prefix(val) != strlen(val)) {
+		snprintf(why, wlen, "'%.64s' is not a region name such as "
+			 "us-east-1", val);
+		return false;
+	}
+	return true;
+}
+
+/* A zone: a region, then letters, digits and '-' (us-east-1a,
+ * us-west-2-lax-1a). */
+static bool is_zone(const char *s)
+{
+	size_t r = region_prefix(s), n = strlen(s);
+
+	if (!r || r == n || n >= CONFIG_NAME_MAX)
+		return false;
+	for (size_t i = r; i < n; i++)
+		if (!islower((unsigned char)s[i]) &&
+		    !isdigit((unsigned char)s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* PREFIX-, then 8 or 17 lower-case hex digits: an EC2 resource id. */
+static bool is_ec2_id(const char *s, size_t n, const char *prefix)
+{
+	size_t p = strlen(prefix);
+
+	if (n <= p || strncmp(s, prefix, p))
+		return false;
+	if (n - p != 8 && n - p != 17)
+		return false;
+	for (size_t i = p; i < n; i++)
+		if (!isdigit((unsigned char)s[i]) && !(s[i] >= 'a' &&
+						       s[i] <= 'f'))
+			return false;
+	return true;
+}
+
+static bool check_ami(const char *val, struct proteusd_config *cfg,
+		      char *why, size_t wlen)
+{
+	if (*val && !is_ec2_id(val, strlen(val), "ami-")) {
+		snprintf(why, wlen, "'%.64s' is not an image id (ami- and 8 "
+			 "or 17 hex digits)", val);
+		return false;
+	}
+	return true;
+}
+
+/* The next item of a comma-separated list at *pos, blanks trimmed, into
+ * buf (len bytes); false at the end.  *too_long: it did not fit. */
+static bool next_item(const char *list, size_t *pos, char *buf, size_t len,
+		      bool *too_long)
+{
+	const char *p = list + *pos, *e;
+	size_t n;
+
+	if (!*p && (*pos == 0 || p[-1] != ','))
+		return false;
+	e = p + strcspn(p, ",");
+	*pos = (size_t)(e - list) + (*e == ',');
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	n = (size_t)(e - p);
+	*too_long = n >= len;
+	if (*too_long)
+		n = len - 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return true;
+}
+
+static bool check_subnets(const char *val, struct proteusd_config *cfg,
+			  char *why, size_t wlen)
+{
+	char item[2 * CONFIG_NAME_MAX], *eq;
+	struct config_subnet *sn;
+	size_t pos = 0;
+	bool long_item;
+	int n = 0;
+
+	memset(cfg->ec2_subnet, 0, sizeof cfg->ec2_subnet);
+	cfg->ec2_subnet_count = 0;
+	if (!*val)
+		return true;
+	while (next_item(val, &pos, item, sizeof item, &long_item)) {
+		eq = strchr(item, '=');
+		if (long_item || !*item || !eq) {
+			snprintf(why, wlen, "item %d '%.64s' is not "
+				 "ZONE=subnet-ID", n + 1, item);
+			return false;
+		}
+		*eq = '\0';
+		if (!is_zone(item)) {
+			snprintf(why, wlen, "'%.64s' is not a zone name such "
+				 "as us-east-1a", item);
+			return false;
+		}
+		if (!is_ec2_id(eq + 1, strlen(eq + 1), "subnet-")) {
+			snprintf(why, wlen, "'%.64s' is not a subnet id "
+				 "(subnet- and 8 or 17 hex digits)", eq + 1);
+			return false;
+		}
+		for (int i = 0; i < n; i++)
+			if (!strcmp(cfg->ec2_subnet[i].zone, item)) {
+				snprintf(why, wlen, "zone '%s' is given twice: "
+					 "one subnet per zone", item);
+				return false;
+			}
+		if (n == CONFIG_EC2_SUBNETS_MAX) {
+			snprintf(why, wlen, "more than %d zones",
+				 CONFIG_EC2_SUBNETS_MAX);
+			return false;
+		}
+		/* both fit: is_zone and is_ec2_id bound their lengths */
+		sn = &cfg->ec2_subnet[n++];
+		memcpy(sn->zone, item, strlen(item) + 1);
+		memcpy(sn->subnet, eq + 1, strlen(eq + 1) + 1);
+	}
+	cfg->ec2_subnet_count = n;
+	return true;
+}
+
+static bool check_sgs(const char *val, struct proteusd_config *cfg,
+		      char *why, size_t wlen)
+{
+	char item[CONFIG_NAME_MAX];
+	size_t pos = 0;
+	bool long_item;
+	int n = 0;
+
+	memset(cfg->ec2_sg, 0, sizeof cfg->ec2_sg);
+	cfg->ec2_sg_count = 0;
+	if (!*val)
+		return true;
+	while (next_item(val, &pos, item, sizeof item, &long_item)) {
+		if (long_item || !is_ec2_id(item, strlen(item), "sg-")) {
+			snprintf(why, wlen, "'%.64s%s' is not a security group "
+				 "id (sg- and 8 or 17 hex digits)", item,
+				 long_item ? "..." : "");
+			return false;
+		}
+		for (int i = 0; i < n; i++)
+			if (!strcmp(cfg->ec2_sg[i], item)) {
+				snprintf(why, wlen, "'%s' is given twice",
+					 item);
+				return false;
+			}
+		if (n == CONFIG_EC2_SGS_MAX) {
+			snprintf(why, wlen, "more than %d security groups",
+				 CONFIG_EC2_SGS_MAX);
+			return false;
+		}
+		snprintf(cfg->ec2_sg[n++], sizeof cfg->ec2_sg[0], "%s", item);
+	}
+	cfg->ec2_sg_count = n;
+	return true;
+}
+
+/* IAM's name characters: letters, digits and +=,.@_- */
+static bool iam_name_chars(const char *s, size_t n, bool slash)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("+=,.@_-", s[i])
+		    && !(slash && s[i] == '/'))
+			return false;
+	return true;
+}
+
+/* A name (1..128 of IAM's characters) or an ARN:
+ * arn:PARTITION:iam::ACCOUNT:instance-profile/[PATH/]NAME. */
+static bool check_profile(const char *val, struct proteusd_config *cfg,
+			  char *why, size_t wlen)
+{
+	static const char kind[] = ":instance-profile/";
+	const char *p = val + 4, *name;
+	size_t n = strlen(val);
+
+	cfg->ec2_instance_profile_is_arn = !strncmp(val, "arn:", 4);
+	if (!*val)
+		return true;
+	if (!cfg->ec2_instance_profile_is_arn) {
+		if (n <= 128 && iam_name_chars(val, n, false))
+			return true;
+		snprintf(why, wlen, "'%.64s' is not an instance profile name "
+			 "(1 to 128 letters, digits and +=,.@_-) or ARN", val);
+		return false;
+	}
+	/* partition: aws, aws-cn, aws-us-gov, ... */
+	while (islower((unsigned char)*p) || *p == '-')
+		p++;
+	if (p == val + 4 || strncmp(p, ":iam::", 6))
+		goto bad_arn;
+	p += 6;
+	for (int i = 0; i < 12; i++, p++)
+		if (!isdigit((unsigned char)*p))
+			goto bad_arn;
+	if (strncmp(p, kind, sizeof kind - 1))
+		goto bad_arn;
+	p += sizeof kind - 1;
+	name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+	if (*name && strlen(name) <= 128 && iam_name_chars(p, strlen(p), true))
+		return true;
+bad_arn:
+	snprintf(why, wlen, "'%.64s' is not an instance profile ARN "
+		 "(arn:aws:iam::ACCOUNT:instance-profile/NAME)", val);
+	return false;
+}
+
+static bool check_key_name(const char *val, struct proteusd_config *cfg,
+			   char *why, size_t wlen)
+{
+	for (const char *p = val; *p; p++)
+		if (*p < ' ' || *p > '~') {
+			snprintf(why, wlen, "a key pair name is printable "
+				 "ASCII; byte %zu is not", (size_t)(p - val));
+			return false;
+		}
+	return true;
+}
+
+/* A DNS host name (RFC 1123): labels of letters, digits and '-', not at
+ * either end, 1..63 bytes each, 253 in all. */
+static bool is_host_name(const char *s, size_t n)
+{
+	size_t label = 0;
+
+	if (!n || n > 253)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '.') {
+			if (!label || s[i - 1] == '-')
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-')
+			return false;
+		if (s[i] == '-' && !label)
+			return false;
+		if (++label > 63)
+			return false;
+	}
+	return label && s[n - 1] != '-';
+}
+
+/* A host as nodes dial it: a name, an IPv4 address or an IPv6 one
+ * (bracketed in a URL: brackets says whether it is). */
+static bool check_host(const char *s, size_t n, bool brackets,
+		       const char **ret_what)
+{
+	char buf[CONFIG_HOST_MAX];
+	unsigned char a[16];
+
+	*ret_what = NULL;
+	if (n >= sizeof buf)
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (brackets) {
+		if (n < 3 || buf[0] != '[' || buf[n - 1] != ']')
+			return false;
+		buf[n - 1] = '\0';
+		if (inet_pton(AF_INET6, buf + 1, a) != 1)
+			return false;
+		return true;
+	}
+	if (inet_pton(AF_INET, buf, a) == 1) {
+		if (!memcmp(a, "\0\0\0\0", 4))
+			*ret_what = "the unspecified address";
+		return true;
+	}
+	if (inet_pton(AF_INET6, buf, a) == 1) {
+		if (!memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16))
+			*ret_what = "the unspecified address";
+		return true;
+	}
+	/* all digits and dots is a bad IPv4 address, not a name */
+	if (strspn(buf, "0123456789.") == n)
+		return false;
+	return is_host_name(buf, n);
+}
+
+static bool check_head_address(const char *val, struct proteusd_config *cfg,
+			       char *why, size_t wlen)
+{
+	const char *what;
+
+	if (!*val)
+		return true;
+	if (!check_host(val, strlen(val), false, &what)) {
+		snprintf(why, wlen, "'%.64s' is not a host name or an IP "
+			 "address%s", val, val[0] == '[' ? " (an IPv6 address "
+			 "goes without brackets)" : "");
+		return false;
+	}
+	if (what) {
+		snprintf(why, wlen, "'%.64s' is %s: give one the nodes can "
+			 "reach", val, what);
+		return false;
+	}
+	return true;
+}
+
+/* LO-HI: ports from 1024 to 65535, at least 64 of them. */
+static bool check_ports(const char *val, struct proteusd_config *cfg,
+			char *why, size_t wlen)
+{
+	unsigned long lo, hi;
+	size_t a = strspn(val, "0123456789"), b;
+
+	b = val[a] == '-' ? strspn(val + a + 1, "0123456789") : 0;
+	if (!a || !b || val[a + 1 + b] || a > 5 || b > 5) {
+		snprintf(why, wlen, "'%.64s' is not a port range LO-HI such "
+			 "as 28000-28999", val);
+		return false;
+	}
+	lo = strtoul(val, NULL, 10);
+	hi = strtoul(val + a + 1, NULL, 10);
+	if (lo < 1024 || hi > 65535 || lo > hi) {
+		snprintf(why, wlen, "'%.64s': ports must be in 1024..65535, "
+			 "LO <= HI", val);
+		return false;
+	}
+	if (hi - lo + 1 < 64) {
+		snprintf(why, wlen, "'%.64s' is %lu ports; it takes at least "
+			 "64", val, hi - lo + 1);
+		return false;
+	}
+	cfg->trainer_port_lo = (int64_t)lo;
+	cfg->trainer_port_hi = (int64_t)hi;
+	return true;
+}
+
+/* http(s)://HOST[:PORT][/PATH]: no user or password (nothing secret
+ * goes in this file), no blanks or control bytes. */
+static bool check_endpoint(const char *val, struct proteusd_config *cfg,
+			   char *why, size_t wlen)
+{
+	const char *h, *e, *hend, *port, *what;
+
+	if (!*val)
+		return true;
+	if (!strncmp(val, "https://", 8))
+		h = val + 8;
+	else if (!strncmp(val, "http://", 7))
+		h = val + 7;
+	else {
+		snprintf(why, wlen, "'%.64s' is not an http:// or https:// "
+			 "URL", val);
+		return false;
+	}
+	for (const char *p = val; *p; p++)
+		if (*p <= ' ' || *p > '~') {
+			snprintf(why, wlen, "'%.64s': byte %zu is a blank, a "
+				 "control or not ASCII", val,
+				 (size_t)(p - val));
+			return false;
+		}
+	e = h + strcspn(h, "/?#");
+	if (memchr(h, '@', (size_t)(e - h))) {
+		snprintf(why, wlen, "the URL holds a user or password: "
+			 "credentials never go in this file");
+		return false;
+	}
+	/* HOST[:PORT], HOST an IPv6 address in brackets or a name/IPv4 */
+	if (*h == '[') {
+		hend = memchr(h, ']', (size_t)(e - h));
+		if (!hend)
+			goto bad_host;
+		hend++;
+		port = hend < e ? hend : NULL;
+		if (port && *port != ':')
+			goto bad_host;
+	} else {
+		port = memchr(h, ':', (size_t)(e - h));
+		hend = port ? port : e;
+	}
+	if (!check_host(h, (size_t)(hend - h), *h == '[', &what))
+		goto bad_host;
+	if (port) {
+		size_t pn = (size_t)(e - port - 1);
+		unsigned long p = strtoul(port + 1, NULL, 10);
+
+		if (!pn || pn > 5 || strspn(port + 1, "0123456789") < pn ||
+		    !p || p > 65535) {
+			snprintf(why, wlen, "'%.64s': the port is not in "
+				 "1..65535", val);
+			return false;
+		}
+	}
+	return true;
+bad_host:
+	snprintf(why, wlen, "'%.64s': no host name or IP address after the "
+		 "scheme", val);
+	return false;
+}
+
+/* An absolute path in the instance's boot script: only letters, digits
+ * and ._+-/ (nothing a shell would read otherwise). */
+static bool check_node_trainer(const char *val, struct proteusd_config *cfg,
+			       char *why, size_t wlen)
+{
+	if (val[0] != '/') {
+		snprintf(why, wlen, "'%.64s' is not an absolute path", val);
+		return false;
+	}
+	for (const char *p = val; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._+-/", *p)) {
+			snprintf(why, wlen, "'%.64s': only letters, digits and "
+				 "._+-/ (it goes into the instance's boot "
+				 "script)", val);
+			return false;
+		}
+	return true;
+}
 
 /* The one table.  Keep docs/proteusd.md, proteusd(8) and
  * etc/proteusd.conf in step with it. */
@@ -47,90 +499,149 @@ static const struct config_key config_table[] = {
 	 "/var/lib/proteus/proteus.db for root, else "
 	 "$XDG_DATA_HOME/proteus/proteus.db or "
 	 "~/.local/share/proteus/proteus.db)",
-	 NULL, proto_default_db},
+	 NULL, proto_default_db, NULL},
 	{"world", CONFIG_ENUM, CFG(world), 0, 0, "local", CONFIG_IMMUTABLE,
 	 "the world of jobs whose spec names none: local (processes here, "
-	 "the market replayed from a trace), the only one this daemon runs",
-	 world_choices, NULL},
+	 "the market replayed from a trace) or ec2 (instances rented "
+	 "through the EC2 API; the ec2_* keys)",
+	 world_choices, NULL, NULL},
 	{"region", CONFIG_STR, CFG(region), 1, CONFIG_NAME_MAX - 1,
 	 "us-east-1", CONFIG_IMMUTABLE,
-	 "AWS region for markets and on-demand prices", NULL, NULL},
+	 "AWS region (a region name) for markets, on-demand prices and the "
+	 "ec2 world's instances", NULL, NULL, check_region},
 	{"log_level", CONFIG_ENUM, CFG(log_level), 0, 0, "notice",
 	 CONFIG_RELOADABLE,
 	 "most verbose level logged: err, warning, notice, info, debug",
-	 level_choices, NULL},
+	 level_choices, NULL, NULL},
 	{"control_socket", CONFIG_STR, CFG(control_socket), 1,
 	 CONFIG_SOCKET_MAX - 1, NULL, CONFIG_IMMUTABLE,
 	 "control socket path (default $PROTEUS_SOCKET, "
 	 "$RUNTIME_DIRECTORY/proteusd.sock, "
 	 "/run/proteus/proteusd.sock for root, $XDG_RUNTIME_DIR/"
 	 "proteusd.sock otherwise)",
-	 NULL, proto_default_socket},
+	 NULL, proto_default_socket, NULL},
 	{"control_socket_mode", CONFIG_MODE, CFG(control_socket_mode), 0,
 	 0777, "0660", CONFIG_IMMUTABLE,
-	 "control socket permissions, octal; o+w is refused", NULL, NULL},
+	 "control socket permissions, octal; o+w is refused", NULL, NULL, NULL},
 	{"max_clients", CONFIG_INT, CFG(max_clients), 1, 4096, "64",
 	 CONFIG_RELOADABLE,
 	 "control connections at once; more are answered with an error",
-	 NULL, NULL},
+	 NULL, NULL, NULL},
 	{"client_timeout_ms", CONFIG_INT, CFG(client_timeout_ms), 100,
 	 3600000, "10000", CONFIG_RELOADABLE,
 	 "a control client silent this long, or stuck mid-request, is "
 	 "disconnected",
-	 NULL, NULL},
+	 NULL, NULL, NULL},
 	{"max_jobs", CONFIG_INT, CFG(max_jobs), 1, 256, "4",
 	 CONFIG_RELOADABLE,
-	 "jobs running at once; later submissions wait, queued", NULL, NULL},
+	 "jobs running at once; later submissions wait, queued", NULL, NULL,
+	 NULL},
 	{"local_speedup", CONFIG_INT, CFG(local_speedup), 1, 1200, "60",
 	 CONFIG_RELOADABLE,
 	 "local world: market seconds per real second (60: a trace minute "
 	 "per second, so that a 2-minute notice leaves the trainer 2 s), "
-	 "for jobs that do not set world.speedup", NULL, NULL},
+	 "for jobs that do not set world.speedup", NULL, NULL, NULL},
 	{"local_max_instances", CONFIG_INT, CFG(local_max_instances), 0,
 	 4096, "0", CONFIG_RELOADABLE,
 	 "local world: instances (trainer node processes) this host runs "
 	 "at once, all jobs together; a job whose reliable tier does not "
 	 "fit is refused, its spot fleet capped (0: 8 per online CPU, at "
-	 "most one per 256 MiB of memory, at least 2)", NULL, NULL},
+	 "most one per 256 MiB of memory, at least 2)", NULL, NULL, NULL},
 	{"local_trace", CONFIG_STR, CFG(local_trace), 0, CONFIG_PATH_MAX - 1,
 	 "", CONFIG_RELOADABLE,
 	 "local world: the spot-price trace jobs replay unless they name "
-	 "one (empty: the shipped 7-day us-east-1 2016 slice)", NULL, NULL},
+	 "one (empty: the shipped 7-day us-east-1 2016 slice)", NULL, NULL,
+	 NULL},
 	{"local_ondemand_prices", CONFIG_STR, CFG(local_ondemand_prices), 0,
 	 CONFIG_PATH_MAX - 1, "", CONFIG_RELOADABLE,
 	 "local world: the on-demand price table (empty: the shipped one "
-	 "of the shipped trace's era)", NULL, NULL},
+	 "of the shipped trace's era)", NULL, NULL, NULL},
 	{"spot_advisor", CONFIG_STR, CFG(spot_advisor), 0,
 	 CONFIG_PATH_MAX - 1, "", CONFIG_RELOADABLE,
 	 "per-second billing: the Spot Instance Advisor snapshot whose "
 	 "interruption buckets give each type's hazard, for jobs that name "
 	 "none (empty: the shipped snapshot of the job's start month)",
-	 NULL, NULL},
+	 NULL, NULL, NULL},
 	{"data_dir", CONFIG_STR, CFG(data_dir), 0, CONFIG_PATH_MAX - 1, "",
 	 CONFIG_RELOADABLE,
 	 "the Fashion-MNIST files the jobs' trainer processes read (empty: "
 	 "the trainer's default, /usr/share/datasets/fashion-mnist)", NULL,
-	 NULL},
+	 NULL, NULL},
 	{"job_dir", CONFIG_STR, CFG(job_dir), 0, CONFIG_PATH_MAX - 1, "",
 	 CONFIG_IMMUTABLE,
 	 "where each job keeps its sockets and checkpoint (empty: "
-	 "<db>.jobs beside the database)", NULL, NULL},
+	 "<db>.jobs beside the database)", NULL, NULL, NULL},
 	{"trainer", CONFIG_STR, CFG(trainer), 0, CONFIG_PATH_MAX - 1, "",
 	 CONFIG_RELOADABLE,
 	 "the proteus-trainer program (empty: the one beside proteusd)",
-	 NULL, NULL},
+	 NULL, NULL, NULL},
 	{"stage2_ratio_pct", CONFIG_INT, CFG(stage2_ratio_pct), 1, 100000,
 	 "100", CONFIG_RELOADABLE,
 	 "reliability tiers: stage 2 once transient/reliable nodes reach "
-	 "this, in percent", NULL, NULL},
+	 "this, in percent", NULL, NULL, NULL},
 	{"stage3_ratio_pct", CONFIG_INT, CFG(stage3_ratio_pct), 1, 100000,
 	 "800", CONFIG_RELOADABLE,
 	 "reliability tiers: stage 3 from this ratio, in percent", NULL,
-	 NULL},
+	 NULL, NULL},
 	{"stage_up_after_s", CONFIG_INT, CFG(stage_up_after_s), 0, 86400,
 	 "120", CONFIG_RELOADABLE,
 	 "reliability tiers: a spot instance counts towards a higher stage "
-	 "once it has been ready this many market seconds", NULL, NULL},
+	 "once it has been ready this many market seconds", NULL, NULL, NULL},
+	{"ec2_ami", CONFIG_STR, CFG(ec2_ami), 0, CONFIG_NAME_MAX - 1, "",
+	 CONFIG_IMMUTABLE,
+	 "ec2 world: the image (ami-...) every instance boots; it has "
+	 "proteus-trainer at ec2_node_trainer (empty: not set)", NULL, NULL,
+	 check_ami},
+	{"ec2_subnets", CONFIG_STR, CFG(ec2_subnets), 0, CONFIG_LIST_MAX - 1,
+	 "", CONFIG_IMMUTABLE,
+	 "ec2 world: the subnet of each zone instances may launch in, "
+	 "ZONE=subnet-ID,ZONE=subnet-ID (one per zone, up to 16; empty: "
+	 "not set)", NULL, NULL, check_subnets},
+	{"ec2_security_groups", CONFIG_STR, CFG(ec2_security_groups), 0,
+	 CONFIG_LIST_MAX - 1, "", CONFIG_IMMUTABLE,
+	 "ec2 world: the security groups of every instance, sg-ID,sg-ID (up "
+	 "to 8); they must let the head node and the nodes reach each "
+	 "other on trainer_ports (empty: not set)", NULL, NULL, check_sgs},
+	{"ec2_instance_profile", CONFIG_STR, CFG(ec2_instance_profile), 0,
+	 CONFIG_ARN_MAX - 1, "", CONFIG_IMMUTABLE,
+	 "ec2 world: the IAM instance profile (a name or an ARN) of every "
+	 "instance (empty: not set)", NULL, NULL, check_profile},
+	{"ec2_key_name", CONFIG_STR, CFG(ec2_key_name), 0,
+	 CONFIG_HOST_MAX - 1, "", CONFIG_IMMUTABLE,
+	 "ec2 world: the EC2 key pair instances get, for SSH (empty: none)",
+	 NULL, NULL, check_key_name},
+	{"head_address", CONFIG_STR, CFG(head_address), 0,
+	 CONFIG_HOST_MAX - 1, "", CONFIG_IMMUTABLE,
+	 "ec2 world: the host name or IP address the nodes reach this head "
+	 "node at (empty: not set)", NULL, NULL, check_head_address},
+	{"trainer_ports", CONFIG_STR, CFG(trainer_ports), 1,
+	 CONFIG_NAME_MAX - 1, "28000-28999", CONFIG_IMMUTABLE,
+	 "ec2 world: the TCP ports the trainer listens on, LO-HI (1024 to "
+	 "65535, at least 64), on the head node and on the instances",
+	 NULL, NULL, check_ports},
+	{"ec2_endpoint", CONFIG_STR, CFG(ec2_endpoint), 0, CONFIG_URL_MAX - 1,
+	 "", CONFIG_IMMUTABLE,
+	 "ec2 world: the EC2 endpoint, an http(s) URL (empty: "
+	 "$AWS_ENDPOINT_URL_EC2, then $AWS_ENDPOINT_URL, then the region's)",
+	 NULL, NULL, check_endpoint},
+	{"ec2_node_trainer", CONFIG_STR, CFG(ec2_node_trainer), 1,
+	 CONFIG_PATH_MAX - 1, "/usr/local/bin/proteus-trainer",
+	 CONFIG_IMMUTABLE,
+	 "ec2 world: the path of proteus-trainer on the instances", NULL,
+	 NULL, check_node_trainer},
+	{"ec2_price_poll_s", CONFIG_INT, CFG(ec2_price_poll_s), 60, 3600,
+	 "300", CONFIG_RELOADABLE,
+	 "ec2 world: seconds between polls of the live spot prices of a "
+	 "running job's markets", NULL, NULL, NULL},
+	{"ec2_clock_speedup", CONFIG_INT, CFG(ec2_clock_speedup), 1, 1200,
+	 "1", CONFIG_IMMUTABLE,
+	 "ec2 world against a fake EC2 only: world seconds per real second, "
+	 "as the fake's clock runs", NULL, NULL, NULL},
+	{"ec2_clock_origin", CONFIG_INT, CFG(ec2_clock_origin), 0,
+	 INT64_C(4102444800), "0", CONFIG_IMMUTABLE,
+	 "ec2 world against a fake EC2 only: the Unix second the sped-up "
+	 "clock runs from, as the fake's (0: the daemon's start)", NULL,
+	 NULL, NULL},
 };
 
 #define CONFIG_NKEYS (sizeof(config_table) / sizeof(config_table[0]))
@@ -211,6 +722,8 @@ static bool set_value(const struct config_key *k,
 				 "..%" PRId64 " bytes", n, k->min, k->max);
 			return false;
 		}
+		if (k->check && !k->check(val, cfg, why, wlen))
+			return false;
 		memcpy(field, val, n + 1);
 		return true;
 	case CONFIG_INT:
@@ -487,6 +1000,10 @@ unsigned config_reload(struct proteusd_config *cur,
 		}
 		memcpy((char *)cur + k->offset, (const char *)next + k->offset,
 		       sz);
+		/* what the value parses into comes along (next's passed) */
+		if (k->check)
+			(void)k->check((char *)cur + k->offset, cur, was,
+				       sizeof was);
 		changed++;
 	}
 	return changed;
@@ -550,4 +1067,69 @@ json_t *config_to_json(const struct proteusd_config *cfg)
 		}
 	}
 	return o;
+}
+
+/* Whether an EC2 endpoint other than AWS's is named: the key, or the
+ * environment the client falls back on. */
+static bool endpoint_named(const struct proteusd_config *c)
+{
+	const char *e1 = getenv("AWS_ENDPOINT_URL_EC2");
+	const char *e2 = getenv("AWS_ENDPOINT_URL");
+
+	return c->ec2_endpoint[0] || (e1 && *e1) || (e2 && *e2);
+}
+
+enum px_err config_ec2_check(const struct proteusd_config *c,
+			     struct px_error *err)
+{
+	if (!c->ec2_ami[0])
+		return px_errorf(err, PX_EINVAL, "ec2_ami is not set: the ec2 "
+				 "world needs the image its instances boot");
+	if (!c->ec2_subnet_count)
+		return px_errorf(err, PX_EINVAL, "ec2_subnets is not set: the "
+				 "ec2 world needs the subnet of each zone it "
+				 "launches in (ZONE=subnet-ID,...)");
+	for (int i = 0; i < c->ec2_subnet_count; i++) {
+		const char *z = c->ec2_subnet[i].zone;
+		size_t r = region_prefix(z);
+
+		if (r != strlen(c->region) || strncmp(z, c->region, r))
+			return px_errorf(err, PX_EINVAL, "ec2_subnets: zone "
+					 "'%s' is not in region '%s' (the "
+					 "'region' key)", z, c->region);
+	}
+	if (!c->ec2_sg_count)
+		return px_errorf(err, PX_EINVAL, "ec2_security_groups is not "
+				 "set: the ec2 world needs the security groups "
+				 "of its instances (sg-ID,...)");
+	if (!c->ec2_instance_profile[0])
+		return px_errorf(err, PX_EINVAL, "ec2_instance_profile is not "
+				 "set: the ec2 world needs the IAM instance "
+				 "profile of its instances");
+	if (!c->head_address[0])
+		return px_errorf(err, PX_EINVAL, "head_address is not set: the "
+				 "ec2 world needs the address its nodes reach "
+				 "this head node at");
+	if (c->ec2_clock_speedup != 1 && !endpoint_named(c))
+		return px_errorf(err, PX_EINVAL, "ec2_clock_speedup is %" PRId64
+				 ": a clock speed-up is for a fake EC2 only; "
+				 "set ec2_endpoint (or $AWS_ENDPOINT_URL_EC2) "
+				 "to the fake's URL, or ec2_clock_speedup to 1",
+				 c->ec2_clock_speedup);
+	if (c->ec2_clock_origin != 0 && !endpoint_named(c))
+		return px_errorf(err, PX_EINVAL, "ec2_clock_origin is %" PRId64
+				 ": a clock origin is for a fake EC2 only; set "
+				 "ec2_endpoint (or $AWS_ENDPOINT_URL_EC2) to "
+				 "the fake's URL, or ec2_clock_origin to 0",
+				 c->ec2_clock_origin);
+	return PX_OK;
+}
+
+const char *config_ec2_subnet(const struct proteusd_config *c,
+			      const char *zone)
+{
+	for (int i = 0; i < c->ec2_subnet_count; i++)
+		if (!strcmp(c->ec2_subnet[i].zone, zone))
+			return c->ec2_subnet[i].subnet;
+	return NULL;
 }

@@ -25,15 +25,28 @@
 #define CONFIG_FILE_MAX (1024 * 1024) /* longest config file read */
 #define CONFIG_LINE_MAX 8192   /* longest line in it */
 #define CONFIG_DIAG_MAX 64     /* messages kept; later ones are counted */
+/* the ec2 world's keys */
+#define CONFIG_LIST_MAX 2048   /* a list as written (ec2_subnets...) */
+#define CONFIG_ARN_MAX 1024    /* an instance profile's name or ARN */
+#define CONFIG_HOST_MAX 256    /* a host name (253) or an address */
+#define CONFIG_URL_MAX 1024    /* an endpoint URL */
+#define CONFIG_EC2_SUBNETS_MAX 16 /* zones with a subnet */
+#define CONFIG_EC2_SGS_MAX 8   /* security groups */
+
+/* One zone's subnet (ec2_subnets). */
+struct config_subnet {
+	char zone[CONFIG_NAME_MAX];   /* e.g. us-east-1a */
+	char subnet[CONFIG_NAME_MAX]; /* e.g. subnet-0123456789abcdef0 */
+};
 
 
 /* The whole configuration; plain values, so that it copies by assignment. */
 struct proteusd_config {
 	char db[CONFIG_PATH_MAX];             /* SQLite store path */
-	int world;                            /* enum world_kind: the
-					       * world of jobs whose spec
-					       * names none; local only */
-	char region[CONFIG_NAME_MAX];         /* e.g. us-east-1 */
+	enum world_kind world;                /* the world of jobs whose
+					       * spec names none: local or
+					       * ec2 */
+	char region[CONFIG_NAME_MAX];         /* a region name, us-east-1 */
 	int log_level;                        /* enum log_level (log.h) */
 	char control_socket[CONFIG_SOCKET_MAX]; /* AF_UNIX path */
 	int control_socket_mode;              /* permission bits, no o+w */
@@ -53,6 +66,29 @@ struct proteusd_config {
 	int64_t stage3_ratio_pct;
 	int64_t stage_up_after_s;             /* market s a transient lasts
 					       * before it moves a stage up */
+	/* the ec2 world (config_ec2_check says whether it can run).  A
+	 * list is kept as written (for --print-config, equality and
+	 * reload) and parsed beside it, in the same struct. */
+	char ec2_ami[CONFIG_NAME_MAX];        /* "": not set */
+	char ec2_subnets[CONFIG_LIST_MAX];    /* "ZONE=subnet-ID,..." */
+	struct config_subnet ec2_subnet[CONFIG_EC2_SUBNETS_MAX];
+	int ec2_subnet_count;                 /* parsed: one per zone */
+	char ec2_security_groups[CONFIG_LIST_MAX]; /* "sg-ID,..." */
+	char ec2_sg[CONFIG_EC2_SGS_MAX][CONFIG_NAME_MAX];
+	int ec2_sg_count;                     /* parsed */
+	char ec2_instance_profile[CONFIG_ARN_MAX]; /* a name or an ARN */
+	bool ec2_instance_profile_is_arn;     /* parsed: "arn:..." */
+	char ec2_key_name[CONFIG_HOST_MAX];   /* "": no key pair */
+	char head_address[CONFIG_HOST_MAX];   /* where nodes reach us */
+	char trainer_ports[CONFIG_NAME_MAX];  /* "LO-HI" */
+	int64_t trainer_port_lo, trainer_port_hi; /* parsed, inclusive */
+	char ec2_endpoint[CONFIG_URL_MAX];    /* "": $AWS_ENDPOINT_URL_EC2,
+					       * $AWS_ENDPOINT_URL, the
+					       * region's (ec2_config) */
+	char ec2_node_trainer[CONFIG_PATH_MAX]; /* on the instances */
+	int64_t ec2_price_poll_s;             /* live spot prices, every */
+	int64_t ec2_clock_speedup;            /* a fake's: world s per s */
+	int64_t ec2_clock_origin;             /* Unix s; 0: the start */
 };
 
 enum config_type {
@@ -86,6 +122,12 @@ struct config_key {
 	const char *help;
 	const struct config_choice *choices; /* CONFIG_ENUM: NULL-terminated */
 	enum px_err (*dflt_fn)(char *buf, size_t len);
+	/* CONFIG_STR, optional: whether val is good for this key (false:
+	 * why, without the key's name), and what it parses into beside
+	 * the string (ec2_subnet from ec2_subnets); run on every set,
+	 * defaults and reloads included. */
+	bool (*check)(const char *val, struct proteusd_config *cfg,
+		      char *why, size_t wlen);
 };
 
 /* Error messages, each "file:line: 'key': what" (or "file: what"). */
@@ -142,5 +184,18 @@ json_t *config_to_json(const struct proteusd_config *cfg);
 
 /* The name of a world ("ec2") or log level ("notice"). */
 const char *config_world_name(int world);
+
+/* Whether the ec2 world can run with c: every key it needs is set and
+ * the keys agree (each subnet's zone in the region; a clock speed-up or
+ * origin only against an endpoint other than AWS's).  PX_EINVAL with the
+ * first problem in err, naming the key and what is wrong ("ec2_ami is not
+ * set: the ec2 world needs the image its instances boot").  The values
+ * themselves were checked when the file was read.  proteusd calls it at
+ * start when world is ec2, and for a job that names ec2. */
+enum px_err config_ec2_check(const struct proteusd_config *c,
+			     struct px_error *err);
+/* The subnet of zone in c (ec2_subnets), or NULL when none is set. */
+const char *config_ec2_subnet(const struct proteusd_config *c,
+			      const char *zone);
 
 #endif

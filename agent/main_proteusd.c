@@ -416,6 +416,7 @@ static int setup(struct proteusd *d, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct config_diag dg = {0};
+	struct px_error err = {0};
 	bool check = false, print = false, json = false;
 	enum px_err r;
 	int o;
@@ -479,6 +480,15 @@ static int setup(struct proteusd *d, int argc, char **argv)
 			return print_config_json(d);
 		print_config(d);
 		return PROTEUSD_EXIT_OK;
+	}
+	/* the ec2 world's keys agree and none it needs is missing: at
+	 * start, not at the first launch (--check-config says so too) */
+	if (d->cfg.world == WORLD_EC2 &&
+	    config_ec2_check(&d->cfg, &err) != PX_OK) {
+		log_err("bad configuration%s%s: world ec2: %s",
+			d->config_path ? " in " : "",
+			d->config_path ? d->config_path : "", err.msg);
+		return PROTEUSD_EXIT_CONFIG;
 	}
 	if (check) {
 		log_notice("configuration '%s' is valid",

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 
 #include "schema_v1.h"
 #include "schema_v2.h"
+#include "schema_v3.h"
 
 #define STORE_BUSY_TIMEOUT_MS 5000
 #define STORE_APPLICATION_ID 1347965745 /* 0x50585331, "PXS1" */
@@ -34,6 +36,7 @@ static const struct {
 } store_migrations[] = {
 	{store_schema_v1, false},
 	{store_schema_v2, true},
+	{store_schema_v3, false},
 };
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) ==
 		       STORE_SCHEMA_VERSION,
@@ -77,6 +80,12 @@ enum stmt_id {
 	ST_LEDGER_ADD,
 	ST_JOB_COST,
 	ST_COUNTS,
+	ST_DAEMON_GET,
+	ST_DAEMON_ADD,
+	ST_EC2_REQ_ADD,
+	ST_EC2_REQ_SET,
+	ST_EC2_REQ_GET,
+	ST_JOB_MAX_CTRL,
 	ST_MAX
 };
 
@@ -135,6 +144,25 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_COUNTS] = "SELECT (SELECT count(*) FROM markets), "
 		      "(SELECT count(*) FROM prices), "
 		      "(SELECT count(*) FROM jobs)",
+	[ST_DAEMON_GET] = "SELECT daemon_id FROM daemon WHERE one = 1",
+	[ST_DAEMON_ADD] = "INSERT INTO daemon (one, daemon_id, created_us) "
+			  "VALUES (1, ?1, ?2) ON CONFLICT DO NOTHING",
+	[ST_EC2_REQ_ADD] = "INSERT INTO ec2_requests (client_token, job_id, "
+			   "ctrl_id, zone, type, reliable, bid_uusd, "
+			   "created_us, instance_id, state, updated_us) "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, "
+			   "'sent', ?8)",
+	[ST_EC2_REQ_SET] = "UPDATE ec2_requests SET state = ?2, "
+			   "instance_id = coalesce(?3, instance_id), "
+			   "updated_us = ?4 WHERE client_token = ?1",
+	[ST_EC2_REQ_GET] = "SELECT state, instance_id FROM ec2_requests "
+			   "WHERE client_token = ?1",
+	[ST_JOB_MAX_CTRL] = "SELECT max("
+			    "(SELECT coalesce(max(ctrl_id), 0) FROM "
+			    "ec2_requests WHERE job_id = ?1), "
+			    "(SELECT coalesce(max(i.ctrl_id), 0) FROM "
+			    "instances i JOIN allocations a "
+			    "ON a.id = i.alloc_id WHERE a.job_id = ?1))",
 };
 
 struct store {
@@ -146,6 +174,7 @@ struct store {
 	size_t mcache_used;
 	struct mcache_ent *mcache; /* MCACHE_SLOTS entries */
 	sqlite3_stmt *stmt[ST_MAX];
+	char daemon_id[STORE_DAEMON_ID_LEN + 1]; /* "" until read */
 };
 
 static const char *const job_state_names[STORE_JOB_STATE_MAX] = {
@@ -2028,5 +2057,334 @@ enum px_err store_open_instances_each(struct store *st, int64_t job_id,
 		r = store_fail(st, rc, err, "list open instances of %s", who);
 out_finalize:
 	sqlite3_finalize(s);
+	return r;
+}
+
+/* ---- the daemon and its EC2 launch requests ---- */
+
+static const char *const ec2_state_names[] = {
+	"sent", "launched", "rejected", "closed",
+};
+
+static bool is_ec2_state(const char *s)
+{
+	for (size_t i = 0; i < sizeof ec2_state_names /
+			       sizeof ec2_state_names[0]; i++)
+		if (!strcmp(s, ec2_state_names[i]))
+			return true;
+	return false;
+}
+
+enum px_err store_daemon_id(struct store *st, char *buf, size_t len,
+			    struct px_error *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	char fresh[STORE_DAEMON_ID_LEN + 1];
+	uint8_t rnd[STORE_DAEMON_ID_LEN / 2];
+	const unsigned char *t;
+	enum px_err r = PX_OK;
+	sqlite3_stmt *s;
+	int rc;
+
+	if (len < STORE_DAEMON_ID_LEN + 1)
+		return px_errorf(err, PX_EINVAL, "daemon id: a buffer of %zu "
+				 "bytes; it needs %d", len,
+				 STORE_DAEMON_ID_LEN + 1);
+	if (st->daemon_id[0]) {
+		memcpy(buf, st->daemon_id, sizeof st->daemon_id);
+		return PX_OK;
+	}
+	/* twice at most: read; if none, add ours (a racing process's may
+	 * win: ON CONFLICT DO NOTHING) and read what is there */
+	for (int pass = 0; pass < 2; pass++) {
+		s = stmt_get(st, ST_DAEMON_GET, err);
+		if (!s)
+			return PX_EDB;
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_ROW) {
+			t = sqlite3_column_text(s, 0);
+			if (!t || strlen((const char *)t) !=
+				  STORE_DAEMON_ID_LEN)
+				r = px_errorf(err, PX_EINVAL, "daemon id: "
+					      "stored value is not %d hex "
+					      "digits", STORE_DAEMON_ID_LEN);
+			else
+				memcpy(buf, t, STORE_DAEMON_ID_LEN + 1);
+		} else if (rc != SQLITE_DONE) {
+			r = store_fail(st, rc, err, "read daemon id");
+		}
+		sqlite3_reset(s);
+		if (r != PX_OK)
+			return r;
+		if (rc == SQLITE_ROW)
+			break;
+		if (pass == 1)
+			return px_errorf(err, PX_EDB, "daemon id: none stored "
+					 "after adding one");
+		if (RAND_bytes(rnd, sizeof rnd) != 1)
+			return px_errorf(err, PX_EIO, "daemon id: RAND_bytes "
+					 "failed");
+		for (size_t i = 0; i < sizeof rnd; i++) {
+			fresh[2 * i] = hex[rnd[i] >> 4];
+			fresh[2 * i + 1] = hex[rnd[i] & 15];
+		}
+		fresh[STORE_DAEMON_ID_LEN] = '\0';
+		s = stmt_get(st, ST_DAEMON_ADD, err);
+		if (!s)
+			return PX_EDB;
+		bind_text(s, 1, fresh);
+		sqlite3_bind_int64(s, 2, px_now_wall_us());
+		r = insert_step(st, s, NULL, "add daemon id", err);
+		if (r != PX_OK)
+			return r;
+	}
+	/* kept once committed: a caller's transaction that added it may
+	 * still roll it back */
+	if (!st->in_tx)
+		memcpy(st->daemon_id, buf, sizeof st->daemon_id);
+	return PX_OK;
+}
+
+/* A ClientToken or an instance id: 1 to max-1 printable ASCII bytes,
+ * no blank. */
+static enum px_err check_token(const char *what, const char *field,
+			       const char *s, size_t max,
+			       struct px_error *err)
+{
+	size_t n;
+
+	if (!s)
+		return px_errorf(err, PX_EINVAL, "%s: field '%s' missing",
+				 what, field);
+	n = strnlen(s, max);
+	if (n == 0 || n >= max)
+		return px_errorf(err, PX_EINVAL, "%s: field '%s' is %s; it "
+				 "takes 1 to %zu bytes", what, field,
+				 n ? "too long" : "empty", max - 1);
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return px_errorf(err, PX_EINVAL, "%s: field '%s': "
+					 "byte %zu is not printable ASCII",
+					 what, field, i);
+	return PX_OK;
+}
+
+enum px_err store_ec2_request_add(struct store *st,
+				  const struct store_ec2_request *r,
+				  struct px_error *err)
+{
+	char what[160];
+	sqlite3_stmt *s;
+	enum px_err e;
+
+	if ((e = check_token("add ec2 request", "client_token",
+			     r->client_token, STORE_TOKEN_MAX, err)) != PX_OK)
+		return e;
+	snprintf(what, sizeof what, "add ec2 request '%s' of job %" PRId64
+		 " (controller id %" PRIu64 ")", r->client_token, r->job_id,
+		 r->ctrl_id);
+	if (r->job_id <= 0)
+		return px_errorf(err, PX_EINVAL, "%s: field 'job_id' not "
+				 "positive", what);
+	if (r->ctrl_id == 0 || r->ctrl_id > INT64_MAX)
+		return px_errorf(err, PX_EINVAL, "%s: field 'ctrl_id' outside "
+				 "1..%" PRId64, what, INT64_MAX);
+	if (strnlen(r->zone, STORE_NAME_MAX) >= STORE_NAME_MAX)
+		return px_errorf(err, PX_EINVAL, "%s: field 'zone' longer "
+				 "than %d bytes", what, STORE_NAME_MAX - 1);
+	if ((e = check_name(what, "type", r->type, err)) != PX_OK)
+		return e;
+	if (r->bid_uusd < 0)
+		return px_errorf(err, PX_EINVAL, "%s: field 'bid_uusd' "
+				 "negative", what);
+	if (r->created_us < 0)
+		return px_errorf(err, PX_EINVAL, "%s: field 'created_us' "
+				 "negative", what);
+	s = stmt_get(st, ST_EC2_REQ_ADD, err);
+	if (!s)
+		return PX_EDB;
+	bind_text(s, 1, r->client_token);
+	sqlite3_bind_int64(s, 2, r->job_id);
+	sqlite3_bind_int64(s, 3, (int64_t)r->ctrl_id);
+	bind_text(s, 4, r->zone);
+	bind_text(s, 5, r->type);
+	sqlite3_bind_int(s, 6, r->reliable ? 1 : 0);
+	sqlite3_bind_int64(s, 7, r->bid_uusd);
+	sqlite3_bind_int64(s, 8, r->created_us);
+	return insert_step(st, s, NULL, what, err);
+}
+
+enum px_err store_ec2_request_set(struct store *st, const char *client_token,
+				  const char *state, const char *instance_id,
+				  int64_t at_us, struct px_error *err)
+{
+	char what[160], was[STORE_EC2_STATE_MAX] = "", had[STORE_CLOUD_ID_MAX];
+	const unsigned char *t;
+	enum px_err r = PX_OK;
+	sqlite3_stmt *s;
+	int rc, xrc;
+
+	if ((r = check_token("set ec2 request", "client_token", client_token,
+			     STORE_TOKEN_MAX, err)) != PX_OK)
+		return r;
+	snprintf(what, sizeof what, "set ec2 request '%s' to '%.15s'",
+		 client_token, state ? state : "(null)");
+	if (!state || !is_ec2_state(state))
+		return px_errorf(err, PX_EINVAL, "%s: not a state (sent, "
+				 "launched, rejected, closed)", what);
+	if (instance_id && (r = check_token(what, "instance_id", instance_id,
+					    STORE_CLOUD_ID_MAX, err)) != PX_OK)
+		return r;
+	if (at_us < 0)
+		return px_errorf(err, PX_EINVAL, "%s: negative time", what);
+	s = stmt_get(st, ST_EC2_REQ_SET, err);
+	if (!s)
+		return PX_EDB;
+	bind_text(s, 1, client_token);
+	bind_text(s, 2, state);
+	if (instance_id)
+		bind_text(s, 3, instance_id);
+	else
+		sqlite3_bind_null(s, 3);
+	sqlite3_bind_int64(s, 4, at_us);
+	rc = sqlite3_step(s);
+	xrc = sqlite3_extended_errcode(st->db);
+	if (rc == SQLITE_DONE && sqlite3_changes(st->db) == 0)
+		r = px_errorf(err, PX_ENOENT, "%s: no such request", what);
+	else if (rc != SQLITE_DONE && xrc != SQLITE_CONSTRAINT_TRIGGER &&
+		 xrc != SQLITE_CONSTRAINT_CHECK)
+		r = store_fail(st, rc, err, "%s", what);
+	else if (rc != SQLITE_DONE)
+		r = PX_EINVAL; /* told below, with what the row holds */
+	sqlite3_reset(s);
+	if (r != PX_EINVAL)
+		return r;
+
+	s = stmt_get(st, ST_EC2_REQ_GET, err);
+	if (!s)
+		return PX_EDB;
+	bind_text(s, 1, client_token);
+	had[0] = '\0';
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		t = sqlite3_column_text(s, 0);
+		snprintf(was, sizeof was, "%s", t ? (const char *)t : "");
+		t = sqlite3_column_text(s, 1);
+		snprintf(had, sizeof had, "%s", t ? (const char *)t : "");
+	}
+	sqlite3_reset(s);
+	if (!strcmp(state, "launched") && !had[0] && !instance_id)
+		return px_errorf(err, PX_EINVAL, "%s: a launched request "
+				 "needs its instance id", what);
+	if (instance_id && had[0] && strcmp(had, instance_id))
+		return px_errorf(err, PX_EINVAL, "%s: its instance is '%s', "
+				 "not '%s'", what, had, instance_id);
+	return px_errorf(err, PX_EINVAL, "%s: illegal from '%s' (sent -> "
+			 "launched, rejected or closed; launched -> closed)",
+			 what, was);
+}
+
+/* Copy text column col into dst (size bytes with the NUL); "" for NULL;
+ * PX_EINVAL naming the request and field when it does not fit. */
+static enum px_err copy_text(sqlite3_stmt *s, int col, char *dst,
+			     size_t size, const char *token,
+			     const char *field, struct px_error *err)
+{
+	const unsigned char *t = sqlite3_column_text(s, col);
+	size_t n = (size_t)sqlite3_column_bytes(s, col);
+
+	if (!t && sqlite3_column_type(s, col) != SQLITE_NULL)
+		return px_errorf(err, PX_ENOMEM, "read ec2 request '%.64s'",
+				 token);
+	if (!t)
+		n = 0;
+	if (n >= size)
+		return px_errorf(err, PX_EINVAL, "read ec2 request '%.64s': "
+				 "field '%s' longer than %zu bytes", token,
+				 field, size - 1);
+	if (n)
+		memcpy(dst, t, n);
+	dst[n] = '\0';
+	return PX_OK;
+}
+
+enum px_err store_ec2_requests_each(struct store *st, int64_t job_id,
+				    bool only_open, store_ec2_request_fn fn,
+				    void *ctx, struct px_error *err)
+{
+	static const char sql[] =
+		"SELECT client_token, job_id, ctrl_id, zone, type, reliable, "
+		"bid_uusd, created_us, instance_id, state, updated_us "
+		"FROM ec2_requests WHERE (?1 < 0 OR job_id = ?1) AND "
+		"(?2 = 0 OR state IN ('sent', 'launched')) "
+		"ORDER BY job_id, ctrl_id";
+	struct store_ec2_request q;
+	sqlite3_stmt *s = NULL;
+	enum px_err r = PX_OK;
+	char who[32];
+	int rc;
+
+	if (job_id < 0)
+		snprintf(who, sizeof who, "every job");
+	else
+		job_label(job_id, who, sizeof who);
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(st, rc, err, "list ec2 requests of %s",
+				  who);
+	sqlite3_bind_int64(s, 1, job_id);
+	sqlite3_bind_int(s, 2, only_open ? 1 : 0);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&q, 0, sizeof q);
+		r = copy_text(s, 0, q.client_token, sizeof q.client_token,
+			      "?", "client_token", err);
+		if (r == PX_OK)
+			r = copy_text(s, 3, q.zone, sizeof q.zone,
+				      q.client_token, "zone", err);
+		if (r == PX_OK)
+			r = copy_text(s, 4, q.type, sizeof q.type,
+				      q.client_token, "type", err);
+		if (r == PX_OK)
+			r = copy_text(s, 8, q.instance_id,
+				      sizeof q.instance_id, q.client_token,
+				      "instance_id", err);
+		if (r == PX_OK)
+			r = copy_text(s, 9, q.state, sizeof q.state,
+				      q.client_token, "state", err);
+		if (r != PX_OK)
+			goto out_finalize;
+		q.job_id = sqlite3_column_int64(s, 1);
+		q.ctrl_id = (uint64_t)sqlite3_column_int64(s, 2);
+		q.reliable = sqlite3_column_int(s, 5) != 0;
+		q.bid_uusd = sqlite3_column_int64(s, 6);
+		q.created_us = sqlite3_column_int64(s, 7);
+		q.updated_us = sqlite3_column_int64(s, 10);
+		r = fn(&q, ctx);
+		if (r != PX_OK)
+			goto out_finalize;
+	}
+	if (rc != SQLITE_DONE)
+		r = store_fail(st, rc, err, "list ec2 requests of %s", who);
+out_finalize:
+	sqlite3_finalize(s);
+	return r;
+}
+
+enum px_err store_job_max_ctrl_id(struct store *st, int64_t job_id,
+				  uint64_t *ret, struct px_error *err)
+{
+	sqlite3_stmt *s = stmt_get(st, ST_JOB_MAX_CTRL, err);
+	enum px_err r = PX_OK;
+	int rc;
+
+	if (!s)
+		return PX_EDB;
+	sqlite3_bind_int64(s, 1, job_id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*ret = (uint64_t)sqlite3_column_int64(s, 0);
+	else
+		r = store_fail(st, rc, err, "highest controller id of job %"
+			       PRId64, job_id);
+	sqlite3_reset(s);
 	return r;
 }

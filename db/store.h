@@ -1,5 +1,6 @@
 /* store.h -- the SQLite store: markets, prices, on-demand prices, jobs,
- * instances, allocations (bids), events and the cost ledger.
+ * instances, allocations (bids), events, the cost ledger, the daemon's id
+ * and its EC2 launch requests.
  *
  * One struct store wraps one sqlite3 connection with WAL, a busy timeout,
  * foreign keys on and prepared statements kept for the hot paths.  The
@@ -29,7 +30,7 @@
 
 #include "../common/px.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_NAME_MAX 64 /* longest region/zone/type/product we accept */
 #define STORE_TEXT_MAX (1024 * 1024) /* longest spec/detail/note/path/source */
 
@@ -378,5 +379,83 @@ typedef enum px_err (*store_open_instance_fn)(
 enum px_err store_open_instances_each(struct store *st, int64_t job_id,
 				      store_open_instance_fn fn, void *ctx,
 				      struct px_error *err);
+
+/* ---- the daemon and its EC2 launch requests ----
+ *
+ * What a restarted daemon needs to reconcile EC2 with its books: its own
+ * id (which tags every instance it launches and is part of every
+ * ClientToken), and every launch request, recorded before the request is
+ * sent, so that a daemon killed between the call and the answer finds the
+ * request (and, through its ClientToken, the instance) again.
+ * docs/schema.md has the table and the states. */
+
+#define STORE_DAEMON_ID_LEN 16   /* hex digits, without the NUL */
+#define STORE_TOKEN_MAX 65       /* a ClientToken (1..64 printable ASCII,
+				  * no blank), with its NUL */
+#define STORE_CLOUD_ID_MAX 65    /* an EC2 instance id, with its NUL */
+#define STORE_EC2_STATE_MAX 16   /* a request's state name, with its NUL */
+
+/* The daemon's id: 16 lower-case hex digits (8 bytes from RAND_bytes),
+ * made and stored on the first call, the same for the life of the
+ * database (whichever process asks).  buf gets it with its NUL: len must
+ * be at least STORE_DAEMON_ID_LEN + 1 (PX_EINVAL otherwise).  A read-only
+ * store that has none yet fails with PX_EDB; PX_EIO when RAND_bytes
+ * fails. */
+enum px_err store_daemon_id(struct store *st, char *buf, size_t len,
+			    struct px_error *err);
+
+/* One EC2 launch request.  state: "sent" (recorded, the call made or
+ * about to be), "launched" (EC2 gave instance_id), "rejected" (EC2
+ * refused it: no instance), "closed" (done with: its instance ended or
+ * is known gone, or it never made one).  Legal changes, enforced by the
+ * schema: sent -> launched | rejected | closed, launched -> closed (and
+ * any state to itself); instance_id, once set, never changes, and a
+ * launched request has one. */
+struct store_ec2_request {
+	char client_token[STORE_TOKEN_MAX];
+	int64_t job_id;
+	uint64_t ctrl_id;                /* the controller's id, > 0 */
+	char zone[STORE_NAME_MAX];       /* "" for on-demand */
+	char type[STORE_NAME_MAX];
+	bool reliable;
+	int64_t bid_uusd;                /* spot max price; 0 on-demand */
+	int64_t created_us;              /* when it was recorded */
+	char instance_id[STORE_CLOUD_ID_MAX]; /* "" until known */
+	char state[STORE_EC2_STATE_MAX];
+	int64_t updated_us;              /* the last change */
+};
+
+/* Record r in state "sent" (r's instance_id, state and updated_us are
+ * ignored: none, "sent", created_us).  Checked: client_token (1..64
+ * printable ASCII, no blank), job_id > 0, ctrl_id in 1..INT64_MAX, zone
+ * (0..STORE_NAME_MAX-1 bytes), type (a name), bid_uusd >= 0, created_us
+ * >= 0 (PX_EINVAL naming the field).  A token already recorded, or a
+ * second request for the same (job, ctrl_id), is PX_EEXIST; an unknown
+ * job PX_ENOENT. */
+enum px_err store_ec2_request_add(struct store *st,
+				  const struct store_ec2_request *r,
+				  struct px_error *err);
+/* Move the request client_token to state (one of the four names),
+ * setting its instance id (NULL: unchanged; else 1..64 bytes) and
+ * updated_us = at_us.  An unknown token is PX_ENOENT; an illegal change
+ * (a final state left, a launch without an instance id, another instance
+ * id) PX_EINVAL, saying which. */
+enum px_err store_ec2_request_set(struct store *st, const char *client_token,
+				  const char *state, const char *instance_id,
+				  int64_t at_us, struct px_error *err);
+/* Call fn for each request of job_id (< 0: every job), only those in
+ * state sent or launched when only_open, by job then ctrl_id.  Stopping,
+ * re-entry and snapshots as for the walkers below; r is valid during the
+ * call only. */
+typedef enum px_err (*store_ec2_request_fn)(const struct store_ec2_request *r,
+					    void *ctx);
+enum px_err store_ec2_requests_each(struct store *st, int64_t job_id,
+				    bool only_open, store_ec2_request_fn fn,
+				    void *ctx, struct px_error *err);
+/* The highest controller id job_id ever used, in its EC2 requests and its
+ * instances, into *ret; 0 if none (an unknown job too): a restarted
+ * controller numbers new instances past it. */
+enum px_err store_job_max_ctrl_id(struct store *st, int64_t job_id,
+				  uint64_t *ret, struct px_error *err);
 
 #endif

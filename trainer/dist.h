@@ -25,6 +25,8 @@
 #define DIST_CLOCK_BATCHES 8     /* default --clock-batches */
 #define DIST_CLOCK_BATCHES_MAX 4096 /* most minibatches in a clock */
 #define DIST_KEY_ENV "PX_JOB_KEY" /* job key, hex, in the environment */
+#define DIST_KEY_FILE_ENV "PX_JOB_KEY_FILE" /* or a file holding it
+					     (common/keyfile.h) */
 #define DIST_PARENT_ENV "PX_PARENT_WATCH" /* a role's parent: its pid (the
 					   role exits if its parent is
 					   another), or 1 (exits if its
@@ -103,8 +105,12 @@ struct dist_opts {
  * timeout 10 s. */
 void dist_opts_default(struct dist_opts *o);
 
-/* Read the job key from the environment variable DIST_KEY_ENV (hex,
- * WIRE_JOB_KEY_MIN..MAX bytes) and remove it from the environment. */
+/* Read the job key: from the environment variable DIST_KEY_ENV (hex,
+ * WIRE_JOB_KEY_MIN..MAX bytes), else from the file DIST_KEY_FILE_ENV
+ * names (a regular file of ours, mode 0600 or 0400, 64 hex digits and an
+ * optional newline: common/keyfile.h; the error names the path, never
+ * the key).  DIST_KEY_ENV wins when both are set; both are removed from
+ * the environment, whatever the outcome. */
 enum px_err dist_key_from_env(struct dist_opts *o, struct px_error *err);
 
 /* The endpoints of a base address: "ipc:///dir/n3" gives

@@ -1,5 +1,5 @@
 /* dist_common.c -- what the trainer's roles share: the job key from the
- * environment, endpoints, the clock count, the learning rate,
+ * environment or a key file, endpoints, the clock count, the learning rate,
  * shard placement per stage, peer links and the membership copy.
  */
 #include "dist_int.h"
@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+
+#include "../common/keyfile.h"
 
 void dist_logf(const struct dist_opts *o, enum log_level level,
 	       const char *fmt, ...)
@@ -60,16 +62,12 @@ static int hexval(char c)
 	return -1;
 }
 
-enum px_err dist_key_from_env(struct dist_opts *o, struct px_error *err)
+/* The key in hex from DIST_KEY_ENV's value s. */
+static enum px_err key_from_hex(struct dist_opts *o, const char *s,
+				struct px_error *err)
 {
-	const char *s = getenv(DIST_KEY_ENV);
-	size_t len, n;
+	size_t len = strlen(s), n = len / 2;
 
-	if (!s)
-		return px_errorf(err, PX_EINVAL, "no job key: set '%s' (hex)",
-				 DIST_KEY_ENV);
-	len = strlen(s);
-	n = len / 2;
 	if (len % 2 || n < WIRE_JOB_KEY_MIN || n > WIRE_JOB_KEY_MAX)
 		return px_errorf(err, PX_EINVAL, "job key in '%s': need %d "
 				 "to %d bytes in hex", DIST_KEY_ENV,
@@ -84,8 +82,36 @@ enum px_err dist_key_from_env(struct dist_opts *o, struct px_error *err)
 		o->key[i] = (uint8_t)(hi << 4 | lo);
 	}
 	o->key_len = n;
-	unsetenv(DIST_KEY_ENV);
 	return PX_OK;
+}
+
+enum px_err dist_key_from_env(struct dist_opts *o, struct px_error *err)
+{
+	const char *s = getenv(DIST_KEY_ENV), *f = getenv(DIST_KEY_FILE_ENV);
+	enum px_err r;
+
+	_Static_assert(PX_KEYFILE_KEY_LEN >= WIRE_JOB_KEY_MIN &&
+		       PX_KEYFILE_KEY_LEN <= WIRE_JOB_KEY_MAX,
+		       "a key file's key is a job key");
+	if (s) {
+		r = key_from_hex(o, s, err);
+	} else if (f) {
+		r = px_keyfile_read(f, true, o->key, err);
+		if (r == PX_OK)
+			o->key_len = PX_KEYFILE_KEY_LEN;
+		else
+			px_error_prefix(err, "job key from '%s': ",
+					DIST_KEY_FILE_ENV);
+	} else {
+		r = px_errorf(err, PX_EINVAL, "no job key: set '%s' (hex) "
+			      "or '%s' (a file holding it)", DIST_KEY_ENV,
+			      DIST_KEY_FILE_ENV);
+	}
+	/* what this process's children inherit holds no key, nor where
+	 * it lies */
+	unsetenv(DIST_KEY_ENV);
+	unsetenv(DIST_KEY_FILE_ENV);
+	return r;
 }
 
 enum px_err dist_tcp_port(const char *base, unsigned long more,

@@ -80,6 +80,14 @@ struct subcmd {
 	const char *more;     /* printed after the options; may be NULL */
 };
 
+/* How every role gets the job key (dist_key_from_env). */
+#define KEY_HELP                                                          \
+	"The job key is read from $" DIST_KEY_ENV " (hex) or, when that is " \
+	"unset, from the file $" DIST_KEY_FILE_ENV " names (a regular file " \
+	"of this user, mode 0600 or 0400, holding 64 hex digits and an "     \
+	"optional newline); never from the command line.  Both are removed " \
+	"from the environment once read."
+
 static const struct subcmd subcmds[] = {
 	{ "train", C_TRAIN, "[OPTIONS]",
 	  "train a model in this one process, testing it after each epoch",
@@ -98,20 +106,17 @@ static const struct subcmd subcmds[] = {
 	  "--listen ADDR [OPTIONS]",
 	  "a job's coordinator: membership, clock, placement, evaluation "
 	  "(started by local or proteusd)",
-	  "The job key is read from $" DIST_KEY_ENV " (hex), never from the "
-	  "command line." },
+	  KEY_HELP },
 	{ "ps", C_ROLE, "--node N --job ID --coord ADDR --listen ADDR "
 	  "[OPTIONS]",
 	  "a parameter server holding shards of the model (started by local "
 	  "or proteusd)",
-	  "The job key is read from $" DIST_KEY_ENV " (hex), never from the "
-	  "command line." },
+	  KEY_HELP },
 	{ "worker", C_ROLE, "--node N --job ID --coord ADDR --listen ADDR "
 	  "[OPTIONS]",
 	  "a worker computing gradients on its partition (started by local "
 	  "or proteusd)",
-	  "The job key is read from $" DIST_KEY_ENV " (hex), never from the "
-	  "command line." },
+	  KEY_HELP },
 	{ "node", C_ROLE | C_NODE, "--node N --job ID --coord ADDR --listen "
 	  "ADDR [--with-ps] [--node-workers K] [--reliable] [OPTIONS]",
 	  "the roles of one instance, started, signalled and stopped "
@@ -122,8 +127,9 @@ static const struct subcmd subcmds[] = {
 	  "role with the value it was sent with (sigqueue: the milliseconds "
 	  "left before an eviction or a release, and which, above bit 24); "
 	  "when one role fails the others are "
-	  "stopped and the node exits 1.  The job key is read from $"
-	  DIST_KEY_ENV " and passed on in the environment." },
+	  "stopped and the node exits 1.  The job key ($" DIST_KEY_ENV
+	  ", or $" DIST_KEY_FILE_ENV ") is passed on in the environment to "
+	  "the roles, which read it as the coordinator does." },
 };
 
 #define N_SUBCMDS (sizeof(subcmds) / sizeof(subcmds[0]))

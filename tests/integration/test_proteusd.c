@@ -344,15 +344,22 @@ Test(proteusd, sighup_reload)
 	j = call(PROTO_CMD_config);
 	cr_assert_str_eq(cfg_str(j, "log_level"), "info");
 	json_decref(j);
-	/* so does a world the daemon does not run */
-	write_conf("log_level debug\nworld ec2\n");
+	/* so does a world that is no world for jobs */
+	write_conf("log_level debug\nworld sim\n");
 	hup_and_wait();
 	j = call(PROTO_CMD_config);
 	cr_assert_str_eq(cfg_str(j, "log_level"), "info");
 	cr_assert_str_eq(cfg_str(j, "world"), "local");
 	json_decref(j);
+	/* another world needs a restart; the rest applies */
+	write_conf("log_level debug\nworld ec2\n");
+	hup_and_wait();
+	j = call(PROTO_CMD_config);
+	cr_assert_str_eq(cfg_str(j, "log_level"), "debug");
+	cr_assert_str_eq(cfg_str(j, "world"), "local");
+	json_decref(j);
 	j = call(PROTO_CMD_status);
-	cr_assert_eq(json_integer_value(json_object_get(j, "reloads")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(j, "reloads")), 3);
 	json_decref(j);
 
 	log = read_log();
@@ -360,8 +367,10 @@ Test(proteusd, sighup_reload)
 		  "%s", log);
 	cr_assert(strstr(log, "'region' cannot change from 'us-east-1' to "
 			      "'eu-west-1' without a restart"), "%s", log);
-	cr_assert(strstr(log, ":5: 'world': 'ec2' is not supported by this "
-			      "daemon yet"), "%s", log);
+	cr_assert(strstr(log, ":5: 'world': 'sim' is no world for jobs"),
+		  "%s", log);
+	cr_assert(strstr(log, "'world' cannot change from 'local' to 'ec2' "
+			      "without a restart"), "%s", log);
 	cr_assert(strstr(log, ":5: 'log_level': 'loud' is not one of"), "%s",
 		  log);
 	cr_assert(strstr(log, "configuration in force is kept"), "%s", log);
@@ -408,6 +417,50 @@ Test(proteusd, bad_config_lists_every_error)
 	pxrun_free(&r);
 
 	write_conf("max_clients 8\n");
+	cr_assert_eq(pxrun(&r, 20, "proteusd", check), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	pxrun_free(&r);
+}
+
+/* world ec2: the daemon checks the ec2 world's keys at start and refuses
+ * to start (exit 3, nothing created) naming the first one missing;
+ * --check-config says the same, and passes a complete configuration. */
+Test(proteusd, ec2_world_needs_its_keys)
+{
+	const char *check[] = {"proteusd", "--config", t.conf,
+			       "--check-config", NULL};
+	const char *run[] = {"proteusd", "--config", t.conf, NULL};
+	static const char full[] =
+		"world ec2\n"
+		"ec2_ami ami-0123456789abcdef0\n"
+		"ec2_subnets us-east-1a=subnet-01234567\n"
+		"ec2_security_groups sg-01234567\n"
+		"ec2_instance_profile proteus-node\n"
+		"head_address 10.0.0.5\n";
+	char want[512], text[1024];
+	struct pxrun r;
+
+	write_conf("world ec2\n");
+	cr_assert_eq(pxrun(&r, 20, "proteusd", run), 0);
+	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.err);
+	snprintf(want, sizeof(want), "bad configuration in %s: world ec2: "
+		 "ec2_ami is not set: the ec2 world needs the image its "
+		 "instances boot", t.conf);
+	cr_assert(strstr(r.err, want), "%s", r.err);
+	cr_assert_neq(access(t.sock, F_OK), 0);
+	cr_assert_neq(access(t.db, F_OK), 0);
+	pxrun_free(&r);
+
+	/* all but head_address */
+	snprintf(text, sizeof text, "%.*s", (int)(strstr(full, "head_") -
+						  full), full);
+	write_conf(text);
+	cr_assert_eq(pxrun(&r, 20, "proteusd", check), 0);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	cr_assert(strstr(r.err, "head_address is not set"), "%s", r.err);
+	pxrun_free(&r);
+
+	write_conf(full);
 	cr_assert_eq(pxrun(&r, 20, "proteusd", check), 0);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	pxrun_free(&r);

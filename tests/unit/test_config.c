@@ -237,9 +237,8 @@ Test(config, load_missing_file)
 	config_diag_release(&d);
 }
 
-/* `world` is the world of jobs whose spec names none; the daemon runs
- * the local world only, so the others are refused, each with its reason,
- * rather than accepted and ignored. */
+/* `world` is the world of jobs whose spec names none: local or ec2;
+ * sim is refused with its reason rather than accepted and ignored. */
 Test(config, world_is_the_default_world_of_jobs)
 {
 	struct proteusd_config c;
@@ -247,12 +246,8 @@ Test(config, world_is_the_default_world_of_jobs)
 
 	cr_assert_eq(parse("world local\n", &c, &d), PX_OK);
 	cr_assert_eq(c.world, WORLD_LOCAL);
-	cr_assert_eq(parse("region eu-west-1\nworld ec2\n", &c, &d),
-		     PX_EINVAL);
-	cr_assert(has_msg(&d, "t.conf:2: 'world': 'ec2' is not supported by "
-			      "this daemon yet: it runs jobs in the local "
-			      "world only"));
-	config_diag_release(&d);
+	cr_assert_eq(parse("region eu-west-1\nworld ec2\n", &c, &d), PX_OK);
+	cr_assert_eq(c.world, WORLD_EC2);
 	cr_assert_eq(parse("world sim\n", &c, &d), PX_EINVAL);
 	cr_assert(has_msg(&d, "t.conf:1: 'world': 'sim' is no world for "
 			      "jobs"));
@@ -260,9 +255,10 @@ Test(config, world_is_the_default_world_of_jobs)
 	cr_assert_eq(parse("world mars\n", &c, &d), PX_EINVAL);
 	cr_assert_eq(d.n, 1);
 	cr_assert_str_eq(d.msgs[0], "t.conf:1: 'world': 'mars' is not one of "
-			 "local", "only what is accepted is listed");
+			 "local, ec2", "only what is accepted is listed");
 	config_diag_release(&d);
 	cr_assert_str_eq(config_world_name(WORLD_LOCAL), "local");
+	cr_assert_str_eq(config_world_name(WORLD_EC2), "ec2");
 }
 
 Test(config, reload_applies_reloadable_refuses_immutable)
@@ -418,4 +414,424 @@ Test(config, default_db_and_socket_rule)
 				  "HOME"));
 	}
 	config_diag_release(&d);
+}
+
+/* ---- the ec2 world's keys ---- */
+
+/* A configuration the ec2 world runs with (the keys config_ec2_check
+ * needs, and the optional ones). */
+#define EC2_GOOD                                                          \
+	"world ec2\n"                                                     \
+	"region us-east-1\n"                                              \
+	"ec2_ami ami-0123456789abcdef0\n"                                 \
+	"ec2_subnets us-east-1a=subnet-0123456789abcdef0, "               \
+	"us-east-1b=subnet-89abcdef\n"                                    \
+	"ec2_security_groups sg-01234567,sg-0123456789abcdef0\n"          \
+	"ec2_instance_profile proteus-node\n"                             \
+	"ec2_key_name ops key 2024\n"                                     \
+	"head_address head.example.internal\n"                            \
+	"trainer_ports 40000-40063\n"                                     \
+	"ec2_endpoint https://ec2.us-east-1.amazonaws.com\n"              \
+	"ec2_node_trainer /opt/proteus/bin/proteus-trainer\n"             \
+	"ec2_price_poll_s 600\n"
+
+Test(config, ec2_keys_defaults)
+{
+	struct proteusd_config c;
+	struct config_diag d = {0};
+	struct px_error err = {0};
+
+	cr_assert_eq(config_defaults(&c, &d), PX_OK);
+	cr_assert_str_eq(c.ec2_ami, "");
+	cr_assert_str_eq(c.ec2_subnets, "");
+	cr_assert_eq(c.ec2_subnet_count, 0);
+	cr_assert_eq(c.ec2_sg_count, 0);
+	cr_assert_str_eq(c.ec2_instance_profile, "");
+	cr_assert_str_eq(c.ec2_key_name, "");
+	cr_assert_str_eq(c.head_address, "");
+	cr_assert_str_eq(c.trainer_ports, "28000-28999");
+	cr_assert_eq(c.trainer_port_lo, 28000);
+	cr_assert_eq(c.trainer_port_hi, 28999);
+	cr_assert_str_eq(c.ec2_endpoint, "");
+	cr_assert_str_eq(c.ec2_node_trainer, "/usr/local/bin/proteus-trainer");
+	cr_assert_eq(c.ec2_price_poll_s, 300);
+	cr_assert_eq(c.ec2_clock_speedup, 1);
+	cr_assert_eq(c.ec2_clock_origin, 0);
+	/* string bounds match the fields they fill */
+#define FIELD_FITS(key, f)                                                \
+	cr_assert_eq(config_key_find(key)->max + 1, (int64_t)sizeof(c.f), key)
+	FIELD_FITS("ec2_ami", ec2_ami);
+	FIELD_FITS("ec2_subnets", ec2_subnets);
+	FIELD_FITS("ec2_security_groups", ec2_security_groups);
+	FIELD_FITS("ec2_instance_profile", ec2_instance_profile);
+	FIELD_FITS("ec2_key_name", ec2_key_name);
+	FIELD_FITS("head_address", head_address);
+	FIELD_FITS("trainer_ports", trainer_ports);
+	FIELD_FITS("ec2_endpoint", ec2_endpoint);
+	FIELD_FITS("ec2_node_trainer", ec2_node_trainer);
+#undef FIELD_FITS
+	/* the defaults are not enough for the ec2 world */
+	cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
+	cr_assert_str_eq(err.msg, "ec2_ami is not set: the ec2 world needs "
+			 "the image its instances boot");
+}
+
+Test(config, ec2_keys_good)
+{
+	struct proteusd_config c, copy;
+	struct config_diag d = {0};
+	struct px_error err = {0};
+	enum px_err r = parse(EC2_GOOD, &c, &d);
+
+	dump(&d);
+	cr_assert_eq(r, PX_OK);
+	cr_assert_eq(c.world, WORLD_EC2);
+	cr_assert_str_eq(c.ec2_ami, "ami-0123456789abcdef0");
+	cr_assert_eq(c.ec2_subnet_count, 2);
+	cr_assert_str_eq(c.ec2_subnet[0].zone, "us-east-1a");
+	cr_assert_str_eq(c.ec2_subnet[0].subnet, "subnet-0123456789abcdef0");
+	cr_assert_str_eq(c.ec2_subnet[1].zone, "us-east-1b");
+	cr_assert_str_eq(c.ec2_subnet[1].subnet, "subnet-89abcdef");
+	cr_assert_str_eq(config_ec2_subnet(&c, "us-east-1b"),
+			 "subnet-89abcdef");
+	cr_assert_null(config_ec2_subnet(&c, "us-east-1c"));
+	cr_assert_eq(c.ec2_sg_count, 2);
+	cr_assert_str_eq(c.ec2_sg[0], "sg-01234567");
+	cr_assert_str_eq(c.ec2_sg[1], "sg-0123456789abcdef0");
+	cr_assert_str_eq(c.ec2_instance_profile, "proteus-node");
+	cr_assert_not(c.ec2_instance_profile_is_arn);
+	cr_assert_str_eq(c.ec2_key_name, "ops key 2024");
+	cr_assert_str_eq(c.head_address, "head.example.internal");
+	cr_assert_eq(c.trainer_port_lo, 40000);
+	cr_assert_eq(c.trainer_port_hi, 40063);
+	cr_assert_str_eq(c.ec2_endpoint, "https://ec2.us-east-1.amazonaws.com");
+	cr_assert_str_eq(c.ec2_node_trainer,
+			 "/opt/proteus/bin/proteus-trainer");
+	cr_assert_eq(c.ec2_price_poll_s, 600);
+	cr_assert_eq(config_ec2_check(&c, &err), PX_OK, "%s", err.msg);
+	/* plain values: a copy by assignment is whole */
+	copy = c;
+	cr_assert_str_eq(copy.ec2_subnet[1].subnet, "subnet-89abcdef");
+	cr_assert_eq(config_ec2_check(&copy, &err), PX_OK, "%s", err.msg);
+
+	/* more good values, one key at a time */
+	static const char *const good[] = {
+		"region us-gov-west-1\n",
+		"region ap-southeast-2\n",
+		"ec2_ami ami-89abcdef\n",
+		"ec2_subnets us-west-2-lax-1a=subnet-01234567\n",
+		"ec2_instance_profile arn:aws:iam::123456789012:"
+		"instance-profile/proteus-node\n",
+		"ec2_instance_profile arn:aws-cn:iam::123456789012:"
+		"instance-profile/team/a/node+1@x\n",
+		"head_address 10.0.0.5\n",
+		"head_address fd00::5\n",
+		"head_address localhost\n",
+		"trainer_ports 1024-65535\n",
+		"trainer_ports 65472-65535\n",
+		"ec2_endpoint http://127.0.0.1:8080/\n",
+		"ec2_endpoint http://[::1]:8080\n",
+		"ec2_endpoint https://vpce-1.ec2.us-east-1.vpce.amazonaws.com"
+		"/x/y\n",
+		"ec2_price_poll_s 60\n",
+		"ec2_price_poll_s 3600\n",
+		"ec2_clock_speedup 1200\n",
+		"ec2_clock_origin 1456790400\n",
+		"ec2_key_name \"\"\n",
+		"ec2_subnets \"\"\n",
+	};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		r = parse(good[i], &c, &d);
+		dump(&d);
+		cr_assert_eq(r, PX_OK, "%s", good[i]);
+		config_diag_release(&d);
+	}
+	cr_assert_eq(parse(good[4], &c, &d), PX_OK);
+	cr_assert(c.ec2_instance_profile_is_arn);
+}
+
+/* Every bad value: refused at load, the message naming the file, the
+ * line, the key and the value. */
+Test(config, ec2_keys_bad)
+{
+	static const struct {
+		const char *line;
+		const char *says;
+	} bad[] = {
+		{"region local", "'region': 'local' is not a region name"},
+		{"region us-east", "'region': 'us-east' is not a region name"},
+		{"region US-EAST-1", "'region': 'US-EAST-1' is not a region"},
+		{"region us-east-1a", "'region': 'us-east-1a' is not a region"},
+		{"ec2_ami ami-0123", "'ec2_ami': 'ami-0123' is not an image id"},
+		{"ec2_ami ami-0123456789ABCDEF0", "'ec2_ami': "
+		 "'ami-0123456789ABCDEF0' is not an image id"},
+		{"ec2_ami img-01234567", "'ec2_ami': 'img-01234567' is not"},
+		{"ec2_subnets us-east-1a", "'ec2_subnets': item 1 'us-east-1a' "
+		 "is not ZONE=subnet-ID"},
+		{"ec2_subnets us-east-1a=subnet-01234567,",
+		 "'ec2_subnets': item 2 '' is not ZONE=subnet-ID"},
+		{"ec2_subnets east=subnet-01234567", "'ec2_subnets': 'east' is "
+		 "not a zone name"},
+		{"ec2_subnets us-east-1a=subnet-0123",
+		 "'ec2_subnets': 'subnet-0123' is not a subnet id"},
+		{"ec2_subnets us-east-1a=subnet-01234567,us-east-1a="
+		 "subnet-89abcdef", "'ec2_subnets': zone 'us-east-1a' is given "
+		 "twice"},
+		{"ec2_security_groups sg-01234567,default",
+		 "'ec2_security_groups': 'default' is not a security group id"},
+		{"ec2_security_groups sg-01234567,sg-01234567",
+		 "'ec2_security_groups': 'sg-01234567' is given twice"},
+		{"ec2_instance_profile my profile",
+		 "'ec2_instance_profile': 'my profile' is not an instance "
+		 "profile name"},
+		{"ec2_instance_profile arn:aws:iam::1234:instance-profile/x",
+		 "'ec2_instance_profile': 'arn:aws:iam::1234:instance-profile/x'"
+		 " is not an instance profile ARN"},
+		{"ec2_instance_profile arn:aws:iam::123456789012:role/x",
+		 "is not an instance profile ARN"},
+		{"ec2_key_name k\x01y", "'ec2_key_name': a key pair name is "
+		 "printable ASCII; byte 1"},
+		{"head_address -bad-.example", "'head_address': '-bad-.example' "
+		 "is not a host name or an IP address"},
+		{"head_address 10.0.0.256", "'head_address': '10.0.0.256' is "
+		 "not a host name"},
+		{"head_address [fd00::5]", "(an IPv6 address goes without "
+		 "brackets)"},
+		{"head_address 0.0.0.0", "'head_address': '0.0.0.0' is the "
+		 "unspecified address"},
+		{"head_address ::", "'head_address': '::' is the unspecified "
+		 "address"},
+		{"trainer_ports 40000", "'trainer_ports': '40000' is not a port "
+		 "range LO-HI"},
+		{"trainer_ports 80-1000", "'trainer_ports': '80-1000': ports "
+		 "must be in 1024..65535"},
+		{"trainer_ports 40000-39999", "'trainer_ports': '40000-39999': "
+		 "ports must be"},
+		{"trainer_ports 40000-40062", "'trainer_ports': '40000-40062' is "
+		 "63 ports; it takes at least 64"},
+		{"trainer_ports 65500-70000", "'trainer_ports': '65500-70000': "
+		 "ports must be in 1024..65535"},
+		{"ec2_endpoint ftp://x", "'ec2_endpoint': 'ftp://x' is not an "
+		 "http:// or https:// URL"},
+		{"ec2_endpoint https://", "'ec2_endpoint': 'https://': no host "
+		 "name"},
+		{"ec2_endpoint http://127.0.0.1:0", "'ec2_endpoint': "
+		 "'http://127.0.0.1:0': the port is not in 1..65535"},
+		{"ec2_endpoint http://127.0.0.1:99999",
+		 "the port is not in 1..65535"},
+		{"ec2_endpoint http://127.0.0.1:80a/", "the port is not in"},
+		{"ec2_endpoint http://[::1", "'http://[::1': no host name"},
+		{"ec2_endpoint http://[::1]x", "'http://[::1]x': no host name"},
+		{"ec2_endpoint http://[nope]:80", "no host name"},
+		{"ec2_endpoint https://AKIA:secret@ec2.example",
+		 "'ec2_endpoint': the URL holds a user or password"},
+		{"ec2_node_trainer bin/proteus-trainer", "'ec2_node_trainer': "
+		 "'bin/proteus-trainer' is not an absolute path"},
+		{"ec2_node_trainer /opt/x;reboot", "'ec2_node_trainer': "
+		 "'/opt/x;reboot': only letters, digits and ._+-/"},
+		{"ec2_price_poll_s 59", "'ec2_price_poll_s': 59 is outside "
+		 "60..3600"},
+		{"ec2_price_poll_s 3601", "'ec2_price_poll_s': 3601 is outside"},
+		{"ec2_clock_speedup 0", "'ec2_clock_speedup': 0 is outside "
+		 "1..1200"},
+		{"ec2_clock_speedup 1201", "'ec2_clock_speedup': 1201 is "
+		 "outside"},
+		{"ec2_clock_origin -1", "'ec2_clock_origin': -1 is outside 0.."},
+		{"ec2_clock_origin soon", "'ec2_clock_origin': 'soon' is not an "
+		 "integer"},
+	};
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct proteusd_config c;
+		struct config_diag d = {0};
+		char text[512], want[600];
+
+		/* on line 2, after a good line */
+		snprintf(text, sizeof text, "log_level info\n%s\n",
+			 bad[i].line);
+		snprintf(want, sizeof want, "t.conf:2: ");
+		cr_assert_eq(parse(text, &c, &d), PX_EINVAL, "%s",
+			     bad[i].line);
+		if (d.n != 1 || !strstr(d.msgs[0], bad[i].says) ||
+		    strncmp(d.msgs[0], want, strlen(want)))
+			dump(&d);
+		cr_assert_eq(d.n, 1, "%s", bad[i].line);
+		cr_assert(strstr(d.msgs[0], bad[i].says), "%s: got '%s'",
+			  bad[i].line, d.msgs[0]);
+		cr_assert(!strncmp(d.msgs[0], want, strlen(want)), "%s",
+			  d.msgs[0]);
+		config_diag_release(&d);
+	}
+}
+
+/* "KEY item0,item1,...": n items of fmt, given the index twice. */
+static const char *list_line(char *buf, size_t len, const char *key,
+			     const char *fmt, int n)
+{
+	size_t off = (size_t)snprintf(buf, len, "%s ", key);
+
+	for (int i = 0; i < n && off < len; i++) {
+		if (i)
+			buf[off++] = ',';
+		off += (size_t)snprintf(buf + off, len - off, fmt, i, i);
+	}
+	snprintf(buf + off, len - off, "\n");
+	return buf;
+}
+
+Test(config, ec2_lists_are_bounded)
+{
+	struct proteusd_config c;
+	struct config_diag d = {0};
+	char text[4096];
+
+	list_line(text, sizeof text, "ec2_subnets",
+		  "us-east-1-z%02d=subnet-%08x", CONFIG_EC2_SUBNETS_MAX);
+	cr_assert_eq(parse(text, &c, &d), PX_OK);
+	cr_assert_eq(c.ec2_subnet_count, CONFIG_EC2_SUBNETS_MAX);
+	cr_assert_str_eq(c.ec2_subnet[15].zone, "us-east-1-z15");
+	cr_assert_str_eq(c.ec2_subnet[15].subnet, "subnet-0000000f");
+	list_line(text, sizeof text, "ec2_subnets",
+		  "us-east-1-z%02d=subnet-%08x", CONFIG_EC2_SUBNETS_MAX + 1);
+	cr_assert_eq(parse(text, &c, &d), PX_EINVAL);
+	cr_assert(has_msg(&d, "t.conf:1: 'ec2_subnets': more than 16 zones"));
+	config_diag_release(&d);
+
+	list_line(text, sizeof text, "ec2_security_groups", "sg-%08x",
+		  CONFIG_EC2_SGS_MAX);
+	cr_assert_eq(parse(text, &c, &d), PX_OK);
+	cr_assert_eq(c.ec2_sg_count, CONFIG_EC2_SGS_MAX);
+	list_line(text, sizeof text, "ec2_security_groups", "sg-%08x",
+		  CONFIG_EC2_SGS_MAX + 1);
+	cr_assert_eq(parse(text, &c, &d), PX_EINVAL);
+	cr_assert(has_msg(&d, "'ec2_security_groups': more than 8 security "
+			      "groups"));
+	config_diag_release(&d);
+}
+
+/* What the ec2 world needs, one key missing or wrong at a time: the
+ * error names the key. */
+Test(config, ec2_check_names_the_key)
+{
+	static const struct {
+		const char *line; /* replaces the key's line of EC2_GOOD */
+		const char *key;
+		const char *says;
+	} miss[] = {
+		{"ec2_ami \"\"", "ec2_ami", "ec2_ami is not set: the ec2 world "
+		 "needs the image its instances boot"},
+		{"ec2_subnets \"\"", "ec2_subnets", "ec2_subnets is not set"},
+		{"ec2_subnets eu-west-1a=subnet-01234567", "ec2_subnets",
+		 "ec2_subnets: zone 'eu-west-1a' is not in region 'us-east-1'"},
+		{"ec2_subnets us-east-1a=subnet-01234567,us-east-11a="
+		 "subnet-89abcdef", "ec2_subnets", "zone 'us-east-11a' is not "
+		 "in region 'us-east-1'"},
+		{"ec2_security_groups \"\"", "ec2_security_groups",
+		 "ec2_security_groups is not set"},
+		{"ec2_instance_profile \"\"", "ec2_instance_profile",
+		 "ec2_instance_profile is not set"},
+		{"head_address \"\"", "head_address", "head_address is not set: "
+		 "the ec2 world needs the address its nodes reach this head "
+		 "node at"},
+		{"ec2_endpoint \"\"\nec2_clock_speedup 60", "ec2_endpoint",
+		 "ec2_clock_speedup is 60: a clock speed-up is for a fake EC2 "
+		 "only"},
+		{"ec2_endpoint \"\"\nec2_clock_origin 1456790400",
+		 "ec2_endpoint", "ec2_clock_origin is 1456790400: a clock "
+		 "origin is for a fake EC2 only"},
+	};
+
+	unsetenv("AWS_ENDPOINT_URL_EC2");
+	unsetenv("AWS_ENDPOINT_URL");
+	for (size_t i = 0; i < sizeof miss / sizeof miss[0]; i++) {
+		struct proteusd_config c;
+		struct config_diag d = {0};
+		struct px_error err = {0};
+		char text[2048] = "", *line, *save = NULL, copy[2048];
+		size_t klen = strlen(miss[i].key);
+
+		/* EC2_GOOD without the key's line, then the replacement */
+		snprintf(copy, sizeof copy, "%s", EC2_GOOD);
+		for (line = strtok_r(copy, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save))
+			if (strncmp(line, miss[i].key, klen) ||
+			    line[klen] != ' ')
+				snprintf(text + strlen(text),
+					 sizeof text - strlen(text), "%s\n",
+					 line);
+		snprintf(text + strlen(text), sizeof text - strlen(text),
+			 "%s\n", miss[i].line);
+		cr_assert_eq(parse(text, &c, &d), PX_OK, "%s", text);
+		cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL, "%s",
+			     miss[i].line);
+		cr_assert(strstr(err.msg, miss[i].says), "%s: got '%s'",
+			  miss[i].line, err.msg);
+	}
+	/* the key is optional, the environment names the fake */
+	{
+		struct proteusd_config c;
+		struct config_diag d = {0};
+		struct px_error err = {0};
+
+		cr_assert_eq(parse(EC2_GOOD "ec2_key_name \"\"\n", &c, &d),
+			     PX_EINVAL, "ec2_key_name given twice");
+		config_diag_release(&d);
+		cr_assert_eq(parse(EC2_GOOD "ec2_clock_speedup 60\n", &c, &d),
+			     PX_OK);
+		cr_assert_eq(config_ec2_check(&c, &err), PX_OK, "%s",
+			     err.msg);
+		c.ec2_endpoint[0] = '\0';
+		c.ec2_key_name[0] = '\0';
+		setenv("AWS_ENDPOINT_URL_EC2", "http://127.0.0.1:9", 1);
+		cr_assert_eq(config_ec2_check(&c, &err), PX_OK, "%s",
+			     err.msg);
+		unsetenv("AWS_ENDPOINT_URL_EC2");
+		cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
+	}
+}
+
+/* The ec2 keys need a restart, but the poll period; what a list parses
+ * into stays with its string. */
+Test(config, ec2_keys_reload)
+{
+	struct proteusd_config cur, next;
+	struct config_diag d = {0};
+
+	cr_assert_eq(parse(EC2_GOOD, &cur, &d), PX_OK);
+	cr_assert_eq(parse("world ec2\nec2_ami ami-89abcdef\n"
+			   "ec2_subnets us-east-1c=subnet-01234567\n"
+			   "ec2_price_poll_s 120\n", &next, &d), PX_OK);
+	cr_assert_eq(config_reload(&cur, &next, &d), 1, "the poll period");
+	cr_assert_eq(cur.ec2_price_poll_s, 120);
+	cr_assert_str_eq(cur.ec2_ami, "ami-0123456789abcdef0");
+	cr_assert_eq(cur.ec2_subnet_count, 2);
+	cr_assert_str_eq(cur.ec2_subnet[0].zone, "us-east-1a");
+	cr_assert(has_msg(&d, "'ec2_ami' cannot change"));
+	cr_assert(has_msg(&d, "'ec2_subnets' cannot change"));
+	config_diag_release(&d);
+}
+
+/* --print-config's form of every ec2 key reads back the same, lists
+ * and all. */
+Test(config, ec2_keys_format_round_trip)
+{
+	struct proteusd_config a, b;
+	struct config_diag d = {0};
+	size_t n;
+	const struct config_key *k = config_keys(&n);
+	char text[16384], val[CONFIG_PATH_MAX];
+	size_t len = 0;
+
+	cr_assert_eq(parse(EC2_GOOD, &a, &d), PX_OK);
+	for (size_t i = 0; i < n; i++) {
+		config_format(&k[i], &a, val, sizeof(val));
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					"%s %s\n", k[i].name, val);
+	}
+	cr_assert_eq(config_parse("fmt", text, len, &b, &d), PX_OK);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(config_equal(&k[i], &a, &b), "'%s' differs",
+			  k[i].name);
+	cr_assert_eq(b.ec2_subnet_count, 2);
+	cr_assert_eq(b.trainer_port_hi, 40063);
 }

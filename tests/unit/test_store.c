@@ -150,7 +150,7 @@ Test(store, fresh_db_gets_this_version, .init = tmp_setup,
 	struct store *st = open_ok(":memory:");
 
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
-	cr_assert_eq(STORE_SCHEMA_VERSION, 2);
+	cr_assert_eq(STORE_SCHEMA_VERSION, 3);
 	store_close(st);
 
 	st = open_ok(db_path);
@@ -160,7 +160,7 @@ Test(store, fresh_db_gets_this_version, .init = tmp_setup,
 		     STORE_SCHEMA_VERSION);
 	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM sqlite_schema "
 				      "WHERE type = 'table'"),
-		     9);
+		     11);
 }
 
 Test(store, reopen_keeps_data, .init = tmp_setup, .fini = tmp_teardown)
@@ -994,9 +994,9 @@ Test(store, busy_error_names_the_work, .init = tmp_setup,
 /* ---- schema version 2 (issue 10): jobs for proteusd ---- */
 
 /* A version-1 file with a job in each old state, an allocation, an
- * instance, events and ledger lines: opened by this build, it is version
- * 2 with everything kept, the states renamed and the type on the
- * allocation. */
+ * instance, events and ledger lines: opened by this build, it is migrated
+ * through version 2 (and on to this build's) with everything kept, the
+ * states renamed and the type on the allocation. */
 Test(store, v1_file_migrated_to_v2_keeps_everything, .init = tmp_setup,
      .fini = tmp_teardown)
 {
@@ -1019,7 +1019,7 @@ Test(store, v1_file_migrated_to_v2_keeps_everything, .init = tmp_setup,
 		 store_schema_v1);
 	raw_exec(db_path, sql);
 	st = open_ok(db_path);
-	cr_assert_eq(store_schema_version(st), 2);
+	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	store_close(st);
 	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM jobs WHERE "
 			     "state = 'queued' AND id = 1 AND world = 'sim'"), 1);
