@@ -50,7 +50,7 @@
 #include "journal.h"
 #include "plan.h"
 #include "server.h"
-#include "world_local.h"
+#include "world/local.h"
 
 /* Error texts are cut to fit their buffers on purpose; paths are checked
  * for length where it matters (job_start). */

@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "../../agent/controller.h"
-#include "../../agent/sim.h"
-#include "../../agent/world_local.h"
+#include "../../agent/world/sim.h"
+#include "../../agent/world/local.h"
 
 #define H 3600
 #define T0 1000000000   /* market time of the trace's start */

@@ -1,4 +1,4 @@
-/* test_sim_prop.c -- property test of the simulator (agent/sim.c) through
+/* test_sim_prop.c -- property test of the simulator (agent/world/sim.c) through
  * the API `proteusctl simulate` uses (plan, sim_run, the journal into a
  * store): random valid job specs (sizes, types, zones, speeds, budgets,
  * deadlines, rates, extreme values at the spec's bounds included), random
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "../../agent/journal.h"
-#include "../../agent/sim.h"
+#include "../../agent/world/sim.h"
 #include "../../cloudapi/trace.h"
 #include "../../db/store.h"
 #include "../integration/pxrun.h"

@@ -1,11 +1,11 @@
 /* world.h -- what the controller asks of a world.
  *
  * One controller (controller.h) decides what to rent; a world carries it
- * out and reports what happens: `sim` (agent/sim.c: a virtual clock that
- * jumps event to event over a replayed trace), `local` (process groups on
- * this host, a trace replayed on an accelerated clock) and `ec2` (real
- * instances through the Query API).  docs/controller.md has the whole
- * contract; in short:
+ * out and reports what happens: `sim` (sim.c: a virtual clock that jumps
+ * event to event over a replayed trace), `local` (local.c: process groups
+ * on this host, a trace replayed on an accelerated clock) and `ec2`
+ * (ec2.c: real instances through the Query API), one file each in this
+ * folder.  docs/controller.md has the whole contract; in short:
  *
  *   controller -> world   acquire, release, timer (these ops)
  *   world -> controller   ctrl_launched, ctrl_rejected, ctrl_ready,
@@ -23,9 +23,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../bidbrain/policy.h"
-#include "../cloudapi/market.h"
-#include "../common/px.h"
+#include "../../bidbrain/policy.h"
+#include "../../cloudapi/market.h"
+#include "../../common/px.h"
 
 /* One instance the controller wants.  Strings are borrowed for the call. */
 struct world_req {

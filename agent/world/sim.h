@@ -13,14 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../bidbrain/billing.h"
-#include "../bidbrain/jobspec.h"
-#include "../bidbrain/policy.h"
-#include "../cloudapi/market.h"
-#include "../cloudapi/ondemand.h"
-#include "../common/px.h"
-#include "controller.h"
-#include "plan.h"
+#include "../../bidbrain/billing.h"
+#include "../../bidbrain/jobspec.h"
+#include "../../bidbrain/policy.h"
+#include "../../cloudapi/market.h"
+#include "../../cloudapi/ondemand.h"
+#include "../../common/px.h"
+#include "../controller.h"
+#include "../plan.h"
 
 /* The simulator reports the controller's events (controller.h). */
 

@@ -1,4 +1,4 @@
-/* world_local.h -- the `local` world: instances are process groups on this
+/* local.h -- the `local` world: instances are process groups on this
  * host, the market is a trace replayed on an accelerated clock.
  *
  * Market time runs `speedup` times faster than the monotonic clock from
@@ -29,9 +29,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../bidbrain/policy.h"
-#include "../cloudapi/market.h"
-#include "controller.h"
+#include "../../bidbrain/policy.h"
+#include "../../cloudapi/market.h"
+#include "../controller.h"
 #include "world.h"
 
 /* Why a node is told to leave. */

@@ -1,4 +1,4 @@
-/* world_local.c -- the `local` world (world_local.h, docs/controller.md). */
+/* local.c -- the `local` world (local.h, docs/controller.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "evq.h"
-#include "world_local.h"
+#include "../evq.h"
+#include "local.h"
 
 extern char **environ;
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bidbrain/oracle.h"
-#include "controller.h"
-#include "evq.h"
+#include "../../bidbrain/oracle.h"
+#include "../controller.h"
+#include "../evq.h"
 #include "sim.h"
 #include "world.h"
 

@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../cloudapi/trace.h"
-#include "../common/log.h"
-#include "../db/store.h"
+#include "../../cloudapi/trace.h"
+#include "../../common/log.h"
+#include "../../db/store.h"
 #include "cli.h"
-#include "journal.h"
-#include "sim.h"
+#include "../journal.h"
+#include "../world/sim.h"
 #include "simplot.h"
 
 #define SIM_TRACES_MAX 64
