@@ -50,7 +50,7 @@
 #include "journal.h"
 #include "plan.h"
 #include "server.h"
-#include "world/local.h"
+#include "world/world.h"
 
 /* Error texts are cut to fit their buffers on purpose; paths are checked
  * for length where it matters (job_start). */
@@ -112,9 +112,10 @@ struct job {
 	struct plan *plan;
 	int64_t start_s;         /* market time the world starts at */
 	double speedup;
-	/* the run */
+	/* the run, on its world (world_ops_of(req.world.kind)) */
+	const struct world_ops *wops;
 	struct ctrl *c;
-	struct lworld *w;
+	void *w;
 	struct journal *jn;
 	int64_t timer;           /* loop timer id, -1 when none */
 	int64_t t;               /* market time of the last event handled */
@@ -201,6 +202,7 @@ struct loading {
 
 struct jobs {
 	struct jobs_setup s;
+	struct world_host host;  /* what the daemon has for the worlds */
 	struct job *list;
 	struct loading *loading;
 };
@@ -218,6 +220,12 @@ static struct job *job_find(struct jobs *js, int64_t id)
 		if (j->id == id)
 			return j;
 	return NULL;
+}
+
+/* Nodes the job's world holds now (0 without a world). */
+static size_t job_nodes(const struct job *j)
+{
+	return j->w ? j->wops->nodes(j->w) : 0;
 }
 
 size_t jobs_running(const struct jobs *js)
@@ -252,13 +260,14 @@ static int64_t local_capacity(const struct proteusd_config *cfg)
 	return n < 2 ? 2 : n;
 }
 
-/* Node processes of every job now. */
+/* Nodes of every job that use this host now (local: processes). */
 static int64_t local_in_use(const struct jobs *js)
 {
 	int64_t n = 0;
 
 	for (const struct job *j = js->list; j; j = j->next)
-		n += (int64_t)lworld_processes(j->w);
+		if (j->w)
+			n += (int64_t)j->wops->host_load(j->w);
 	return n;
 }
 
@@ -311,6 +320,33 @@ static enum px_err job_fit(struct job *j, const char *name,
 			sp->instances = (int)room;
 	}
 	return PX_OK;
+}
+
+/* The job's world: one this daemon runs jobs on (its ops have the
+ * daemon's half; sim's has none: simulate drives it).  name: its file,
+ * for messages. */
+static enum px_err job_world(struct job *j, const char *name,
+			     struct px_error *err)
+{
+	const struct world_ops *o = world_ops_of(j->req.world.kind);
+	char runs[64] = "";
+	size_t n = 0;
+	int k;
+
+	if (o && o->create) {
+		j->wops = o;
+		return PX_OK;
+	}
+	for (k = 0; k < WORLD_KIND_MAX; k++) {
+		o = world_ops_of((enum world_kind)k);
+		if (o && o->create && n < sizeof runs)
+			n += (size_t)snprintf(runs + n, sizeof runs - n,
+					      "%s%s", n ? ", " : "", o->name);
+	}
+	return px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
+			 "supported by this daemon yet (%s %s)", name,
+			 world_kind_name(j->req.world.kind), runs,
+			 strchr(runs, ',') ? "are" : "is");
 }
 
 /* An event row of the job, in its own transaction (market time). */
@@ -490,10 +526,11 @@ static void argv_free(char **v)
  * extra (NULL-terminated), then --data DIR where the daemon's data_dir is
  * set.  NULL on OOM. */
 static char **role_argv(struct job *j, const char *role, const char *node,
-			const char *listen, const char *const *extra)
+			const char *coord, const char *listen,
+			const char *const *extra)
 {
 	const struct job_trainer *t = &j->req.trainer;
-	char epochs[16], batch[16], lr[32], token[24], coord[JOB_PATH_MAX + 8];
+	char epochs[16], batch[16], lr[32], token[24];
 	const char *fixed[] = {
 		j->js->s.trainer, role, "--model", t->model, "--epochs",
 		epochs, "--batch", batch, "--lr", lr, "--schedule", "cosine", "--threads", "1",
@@ -509,7 +546,6 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	snprintf(batch, sizeof batch, "%d", t->batch);
 	snprintf(lr, sizeof lr, "%.9g", t->lr);
 	snprintf(token, sizeof token, "%" PRIu64, j->token);
-	snprintf(coord, sizeof coord, "ipc://%s/n0", j->dir);
 	while (fixed[n])
 		n++;
 	for (const char *const *e = extra; e && *e; e++)
@@ -585,7 +621,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 		extra[k++] = j->ckpt;
 	}
 	extra[k] = NULL;
-	argv = role_argv(j, "coordinator", "0", listen, extra);
+	argv = role_argv(j, "coordinator", "0", listen, listen, extra);
 	envp = role_env(j);
 	if (!argv || !envp) {
 		argv_free(argv);
@@ -651,13 +687,14 @@ static void expect_nodes(struct job *j, const struct world_req *q,
 }
 
 /* An instance runs one trainer node (`proteus-trainer node`): a PS and
- * workers_per_instance workers, node ids id*NODE_STRIDE + 0, 1, ... */
+ * workers_per_instance workers, node ids id*NODE_STRIDE + 0, 1, ...,
+ * at the place its world gives it. */
 static enum px_err node_command(void *ctx, const struct world_req *q,
-				char ***ret_argv, char ***ret_env,
-				struct px_error *err)
+				const struct world_place *pl,
+				struct world_node *ret, struct px_error *err)
 {
 	struct job *j = ctx;
-	char node[24], listen[JOB_PATH_MAX + 32], per[16];
+	char node[24], per[16];
 	const char *extra[8] = { "--with-ps", "--node-workers", per,
 				 "--device", j->req.trainer.device, NULL,
 				 NULL, NULL };
@@ -669,21 +706,20 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 				 " past the trainer's node ids", q->id);
 	snprintf(node, sizeof node, "%" PRIu64, id);
 	snprintf(per, sizeof per, "%d", j->req.trainer.workers_per_instance);
-	snprintf(listen, sizeof listen, "ipc://%s/n%s", j->dir, node);
 	if (q->reliable)
 		extra[5] = "--reliable";
 	expect_nodes(j, q, (uint32_t)id);
-	*ret_argv = role_argv(j, "node", node, listen, extra);
+	ret->argv = role_argv(j, "node", node, pl->coord, pl->listen, extra);
 	env = calloc(3, sizeof *env);
 	if (env) {
 		env[0] = strdup(j->keyenv);
 		env[1] = strdup("PX_PARENT_WATCH=1");
 	}
-	*ret_env = env;
-	if (!*ret_argv || !env || !env[0] || !env[1]) {
-		argv_free(*ret_argv);
+	ret->env = env;
+	if (!ret->argv || !env || !env[0] || !env[1]) {
+		argv_free(ret->argv);
 		argv_free(env);
-		*ret_argv = *ret_env = NULL;
+		ret->argv = ret->env = NULL;
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	}
 	return PX_OK;
@@ -691,27 +727,20 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 
 static struct seen_node *seen_get(struct job *j, uint32_t node);
 
-/* An eviction notice or a release: the node's group gets SIGTERM with the
- * real milliseconds left and the reason as the signal's value
- * (dist_leave_sigval; the trainer's warned leave). */
-static void node_notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms,
-			enum lw_leave why)
+/* An eviction notice or a release: the world told the node (its roles
+ * leave by gone_ms); the coordinator moves their partitions and shards
+ * now, even if a role is too busy to say it leaves. */
+static void node_notice(void *ctx, uint64_t id, int64_t gone_ms,
+			enum world_leave why)
 {
 	struct job *j = ctx;
-	uint8_t reason = why == LW_LEAVE_RELEASE ? WIRE_LEAVE_RELEASE
-						 : WIRE_LEAVE_EVICTION;
-	union sigval v = { .sival_int = dist_leave_sigval(gone_ms, reason) };
 	struct wire_command c = {
 		.op = WIRE_CMD_LEAVE,
-		.reason = reason,
+		.reason = why == WORLD_LEAVE_RELEASE ? WIRE_LEAVE_RELEASE
+						     : WIRE_LEAVE_EVICTION,
 		.deadline_us = px_now_wall_us() + gone_ms * 1000,
 	};
 
-	/* the node's program (its group's leader) passes it to its roles */
-	if (pgid > 0 && sigqueue(pgid, SIGTERM, v) != 0)
-		kill(-pgid, SIGTERM);
-	/* and the coordinator moves their partitions and shards now, even
-	 * if a role is too busy to say it leaves */
 	for (int k = 0; k <= j->req.trainer.workers_per_instance; k++) {
 		struct seen_node *s;
 
@@ -722,13 +751,15 @@ static void node_notice(void *ctx, uint64_t id, pid_t pgid, int64_t gone_ms,
 	}
 }
 
+/* The journal's cloud ids: the world's. */
 static void cloud_id(void *ctx, uint64_t ctrl_id, char *buf, size_t len)
 {
 	struct job *j = ctx;
-	pid_t g = j->w ? lworld_pgid(j->w, ctrl_id) : -1;
 
-	snprintf(buf, len, "local-%" PRId64 "-%" PRIu64 "-pg%d", j->id,
-		 ctrl_id, (int)g);
+	if (j->w)
+		j->wops->cloud_id(j->w, ctrl_id, buf, len);
+	else
+		snprintf(buf, len, "%s", "");
 }
 
 static void cmd_stage(struct job *j, int stage);
@@ -992,8 +1023,8 @@ static void take_members(struct job *j, const struct wire_progress *p)
 		    s->state != WIRE_MEMBER_LEAVING)
 			j->losses++;
 		if (!s->state && live && j->w)
-			(void)lworld_ready(j->w, m->node.v / NODE_STRIDE,
-					   &err);
+			(void)j->wops->ready(j->w, m->node.v / NODE_STRIDE,
+					     &err);
 		s->state = m->state;
 	}
 }
@@ -1065,7 +1096,7 @@ static void pump_soon(struct jobs *js);
 static void cmd_stage(struct job *j, int stage);
 
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
-static void node_start_failed(void *ctx, uint64_t id, int status);
+static void node_start_failed(void *ctx, uint64_t id, const char *how);
 static int64_t job_mark(void *ctx);
 static int64_t ref_od_uusd(struct job *j);
 
@@ -1076,7 +1107,7 @@ static void job_release_run(struct job *j)
 	j->timer = -1;
 	stop_coordinator(j);
 	if (j->w)
-		lworld_free(j->w);
+		j->wops->free_world(j->w);
 	j->w = NULL;
 	ctrl_free(j->c);
 	j->c = NULL;
@@ -1124,7 +1155,7 @@ static void job_end(struct job *j, enum store_job_state s, const char *why)
 		progress_event(j, true);
 	if (j->w)       /* the trainer is done or stopped: nothing to hand
 			 * over, so the releases below need no leave */
-		lworld_end_leaves(j->w);
+		j->wops->end_leaves(j->w);
 	if (j->c && ctrl_finish(j->c, j->t, completed, &cost) != PX_OK)
 		log_err("job %" PRId64 ": closing the bills: %s", j->id,
 			ctrl_error(j->c)->msg);
@@ -1218,9 +1249,12 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		struct journal_setup js = {
 			.st = s->st, .job_id = j->id,
 			.region = j->req.spec.region, .product = PRODUCT,
-			.world = "local", .cloud_id = cloud_id, .ctx = j,
+			.world = j->wops->name, .cloud_id = cloud_id, .ctx = j,
 		};
-		struct lw_setup ls = {
+		struct world_setup ws = {
+			.host = &j->js->host, .job_id = j->id,
+			.job_dir = j->dir, .region = j->req.spec.region,
+			.resume = resume,
 			.env = env, .ms = &j->ms, .t0_s = j->t,
 			.end_s = plan_end(j->plan),
 			.speedup = j->speedup,
@@ -1240,7 +1274,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		};
 		struct ctrl_setup cs = {
 			.env = env, .ms = &j->ms, .policy = pol,
-			.world = &lworld_ops, .start_s = j->t,
+			.world = j->wops, .start_s = j->t,
 			.window_end_s = plan_end(j->plan),
 			.tiers = {
 				(double)s->cfg->stage2_ratio_pct / 100.0,
@@ -1251,7 +1285,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		};
 		e = journal_new(&js, &j->jn, err);
 		if (e == PX_OK)
-			e = lworld_new(&ls, &j->w, err);
+			e = j->wops->create(&ws, &j->w, err);
 		if (e != PX_OK)
 			return e;
 		cs.world_ctx = j->w;
@@ -1259,9 +1293,9 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		if (e != PX_OK)
 			return e;
 	}
-	lworld_attach(j->w, j->c);
+	j->wops->attach(j->w, j->c);
 	job_ctrl_progress(j, j->t, &pg);
-	e = lworld_start(j->w, &pg, err);
+	e = j->wops->start(j->w, &pg, err);
 	if (e != PX_OK)
 		return e;
 	j->started = true;
@@ -1317,7 +1351,8 @@ static bool check_coordinator(struct job *j)
 				cmd_stage(j, ctrl_stage(j->c));
 			/* the nodes' sessions were with the old one: they
 			 * start anew (and are expected anew) */
-			if (!j->w || lworld_respawn(j->w, &err) == PX_OK)
+			if (!j->w || j->wops->restart_nodes(j->w, &err) ==
+				     PX_OK)
 				return true;
 		}
 	}
@@ -1375,21 +1410,21 @@ static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
 	}
 }
 
-/* The local world's progress mark: the trainer's clock. */
+/* The world's progress mark: the trainer's clock. */
 static int64_t job_mark(void *ctx)
 {
 	return ((struct job *)ctx)->clock;
 }
 
-/* The local world's hook: instance id's node ended before it worked. */
-static void node_start_failed(void *ctx, uint64_t id, int status)
+/* The world's hook: instance id's node ended before it worked (how:
+ * "exited with status 1"). */
+static void node_start_failed(void *ctx, uint64_t id, const char *how)
 {
 	struct job *j = ctx;
-	char said[400], how[64];
+	char said[400];
 
 	j->start_failures++;
 	last_trainer_error(j, id, said, sizeof said);
-	lworld_ended_how(status, how, sizeof how);
 	job_eventf(j, "node_failed", "instance %" PRIu64 ": its node failed "
 		   "to start: %s%s%s", id, how, said[0] ? ": " : "", said);
 	log_warn("job %" PRId64 ": instance %" PRIu64 ": its node failed to "
@@ -1409,7 +1444,7 @@ static bool stalled(struct job *j, int64_t t)
 	/* renting nothing costs nothing: the clock of a stall starts
 	 * again */
 	if (!j->stall_mono_us || j->clock != j->stall_clock ||
-	    !j->w || !lworld_nodes(j->w)) {
+	    !job_nodes(j)) {
 		j->stall_clock = j->clock;
 		j->stall_mono_us = now;
 		j->stall_t = t;
@@ -1423,8 +1458,7 @@ static bool stalled(struct job *j, int64_t t)
 		 PRId64 ", %.1f%% of the work) while renting %zu instance%s; "
 		 "stopped", (now - j->stall_mono_us) / 1000000,
 		 (double)(t - j->stall_t) / 3600.0, j->clock, 100 * j->frac,
-		 j->w ? lworld_nodes(j->w) : 0,
-		 j->w && lworld_nodes(j->w) == 1 ? "" : "s");
+		 job_nodes(j), job_nodes(j) == 1 ? "" : "s");
 	return true;
 }
 
@@ -1433,8 +1467,9 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 	struct job *j = ctx;
 	struct ctrl_progress pg;
 	struct px_error err = {0};
-	enum ctrl_stop stop = CTRL_RUN;
+	enum ctrl_stop stop;
 	int64_t next, t = j->t;
+	int st = CTRL_RUN;
 	const double target = j->req.trainer.target_accuracy;
 
 	(void)l;
@@ -1445,12 +1480,13 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 		job_end(j, STORE_JOB_FAILED, j->why);
 		return LOOP_NOMORE;
 	}
-	job_ctrl_progress(j, lworld_now(j->w), &pg);
-	if (lworld_run_due(j->w, &pg, &t, &stop, &err) != PX_OK) {
+	job_ctrl_progress(j, j->wops->now(j->w), &pg);
+	if (j->wops->run_due(j->w, &pg, &t, &st, &err) != PX_OK) {
 		j->timer = -1;
 		job_end(j, STORE_JOB_FAILED, err.msg[0] ? err.msg : j->why);
 		return LOOP_NOMORE;
 	}
+	stop = (enum ctrl_stop)st;
 	j->t = t;
 	if (j->fail_now[0] || (stop == CTRL_RUN && !j->trainer_done &&
 			       stalled(j, t))) {
@@ -1483,7 +1519,7 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 			   STORE_JOB_FAILED, why);
 		return LOOP_NOMORE;
 	}
-	next = lworld_next_ms(j->w);
+	next = j->wops->next_ms(j->w);
 	return next < 0 || next > TICK_MS ? TICK_MS : next;
 }
 
@@ -1593,7 +1629,7 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 {
 	if (e == PX_OK)
 		e = store_job_add(js->s.st, j->req.spec.name, text,
-				  STORE_WORLD_LOCAL, now_us(), &j->id, err);
+				  j->req.world.kind, now_us(), &j->id, err);
 	if (e != PX_OK) {
 		job_free(j);
 		return NULL;
@@ -1688,10 +1724,8 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(j->src, sizeof j->src, "%s", name);
 	e = jobreq_parse(text, strlen(text), name, &j->req, err);
-	if (e == PX_OK && j->req.world.kind != JOB_WORLD_LOCAL)
-		e = px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
-			      "supported by this daemon yet (local is)", name,
-			      job_world_name(j->req.world.kind));
+	if (e == PX_OK)
+		e = job_world(j, name, err);
 	if (e == PX_OK)
 		e = job_fit(j, name, err);
 	if (e != PX_OK) {
@@ -1972,7 +2006,7 @@ static json_t *status_live(struct job *j)
 		      "s:o, s:o, s:o, s:I, s:I, s:I, s:i, s:i, s:f, s:s}",
 		      "job", (json_int_t)j->id, "name", j->req.spec.name,
 		      "state", store_job_state_name(j->state),
-		      "world", "local",
+		      "world", world_kind_name(j->req.world.kind),
 		      "stage", j->c ? ctrl_stage(j->c) : j->final_stage,
 		      "clock", (json_int_t)j->clock,
 		      "clocks_total", (json_int_t)j->total_clocks,
@@ -2026,7 +2060,7 @@ static enum px_err stored_job(const struct store_job *sj, void *ctx)
 	s->o = json_pack("{s:I, s:s, s:s, s:s}", "job", (json_int_t)sj->id,
 			 "name", sj->name, "state",
 			 store_job_state_name(sj->state), "world",
-			 store_world_name(sj->world));
+			 world_kind_name(sj->world));
 	free(s->spec);
 	s->spec = strndup(sj->spec_json, sj->spec_len);
 	return s->o && s->spec ? PX_OK : PX_ENOMEM;
@@ -2228,7 +2262,7 @@ static enum px_err list_job(const struct store_job *sj, void *ctx)
 	x = json_pack("{s:I, s:s, s:s, s:s, s:I, s:o, s:o, s:f}",
 		      "job", (json_int_t)sj->id, "name", sj->name, "state",
 		      store_job_state_name(j ? j->state : sj->state), "world",
-		      store_world_name(sj->world), "created_us",
+		      world_kind_name(sj->world), "created_us",
 		      (json_int_t)sj->created_us, "cost_usd",
 		      money(usd(cost)), "test_accuracy", num_or_null(acc),
 		      "work_done", frac > 0 && frac <= 1 ? frac : 0.0);
@@ -2365,29 +2399,10 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 	return PX_OK;
 }
 
-/* The process group in a cloud id "local-J-I-pgG", killed if it is still
- * a trainer node (the parent watch should have ended it already). */
-static void kill_leftover(const char *cloud_id)
-{
-	const char *p = strstr(cloud_id, "-pg");
-	char path[64], cmd[256] = "";
-	long g;
-	FILE *f;
-
-	if (!p || (g = strtol(p + 3, NULL, 10)) <= 1)
-		return;
-	snprintf(path, sizeof path, "/proc/%ld/cmdline", g);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fread(cmd, 1, sizeof cmd - 1, f) > 0 &&
-	    strstr(cmd, "proteus-trainer"))
-		kill(-(pid_t)g, SIGKILL);
-	fclose(f);
-}
-
-/* An instance a killed daemon left open: ended at the job's last
- * recorded instant, charged under the job's billing for its run. */
+/* An instance a killed daemon left open, of a world whose instances end
+ * with the daemon: ended at the job's last recorded instant, charged
+ * under the job's billing for its run, and what is left of it ended by
+ * its world. */
 static enum px_err rec_instance(const struct store_open_instance *in,
 				void *ctx)
 {
@@ -2403,7 +2418,8 @@ static enum px_err rec_instance(const struct store_open_instance *in,
 	int64_t amount = 0;
 	enum px_err e;
 
-	kill_leftover(in->cloud_id);
+	if (j->wops->end_orphan)
+		j->wops->end_orphan(in->cloud_id);
 	if (end_s < start_s)
 		end_s = start_s;
 	if (in->zone[0] && mi >= 0) {
@@ -2438,7 +2454,10 @@ static enum px_err rec_job(const struct store_job *sj, void *ctx)
 {
 	struct rec_list *l = ctx;
 
-	if (sj->world != STORE_WORLD_LOCAL ||
+	const struct world_ops *o = world_ops_of(sj->world);
+
+	/* jobs of every world the daemon runs (not simulate's) */
+	if (!o || !o->create ||
 	    (sj->state != STORE_JOB_QUEUED && sj->state != STORE_JOB_RUNNING))
 		return PX_OK;
 	if (l->n < sizeof l->ids / sizeof l->ids[0])
@@ -2449,6 +2468,7 @@ static enum px_err rec_job(const struct store_job *sj, void *ctx)
 struct rec_spec {
 	char *text;
 	enum store_job_state state;
+	enum world_kind world;
 };
 
 static enum px_err rec_spec(const struct store_job *sj, void *ctx)
@@ -2456,6 +2476,7 @@ static enum px_err rec_spec(const struct store_job *sj, void *ctx)
 	struct rec_spec *r = ctx;
 
 	r->state = sj->state;
+	r->world = sj->world;
 	r->text = strndup(sj->spec_json, sj->spec_len);
 	return r->text ? PX_OK : PX_ENOMEM;
 }
@@ -2487,6 +2508,10 @@ static void recover_one(struct jobs *js, int64_t id)
 	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
 	if (e == PX_OK)
 		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
+	if (e != PX_OK)
+		j->req.world.kind = rs.world;   /* for its status */
+	if (e == PX_OK)
+		e = job_world(j, name, &err);
 	if (e == PX_OK)
 		e = job_fit(j, name, &err);
 	free(rs.text);
@@ -2505,7 +2530,10 @@ static void recover_one(struct jobs *js, int64_t id)
 	r.j = j;
 	if (e == PX_OK)
 		e = store_events_each(js->s.st, id, rec_event, &r, &err);
-	if (e == PX_OK && j->state == STORE_JOB_RUNNING) {
+	/* instances that end with the daemon are closed here; a world whose
+	 * instances outlive it takes them up itself (world_setup.resume) */
+	if (e == PX_OK && j->state == STORE_JOB_RUNNING &&
+	    !j->wops->instances_outlive_daemon) {
 		if (!r.last_us)
 			r.last_us = j->start_s * 1000000;
 		e = store_begin(js->s.st, &err);
@@ -2578,6 +2606,8 @@ enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
 	if (!js)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	js->s = *s;
+	js->host = (struct world_host){ .loop = s->loop, .st = s->st,
+					.cfg = s->cfg };
 	*ret = js;
 	return PX_OK;
 }
@@ -2596,18 +2626,21 @@ void jobs_suspend(struct jobs *js)
 		/* the figures of this moment, for the next life's status */
 		if (j->c)
 			progress_event(j, true);
-		/* the local world's instances are this host's processes:
-		 * they end with the daemon; the store keeps the job
-		 * running, and the next start closes their bills at the
-		 * last recorded instant and resumes from the checkpoint */
+		/* a world whose instances end with the daemon (local:
+		 * this host's processes): the store keeps the job running,
+		 * and the next start closes their bills at the last
+		 * recorded instant and resumes from the checkpoint; one
+		 * whose instances outlive it takes them up again */
 		log_notice("job %" PRId64 " '%s': suspended at market time %"
 			   PRId64 " (clock %" PRId64 ", %.1f%% of the work): "
-			   "its %zu local instance%s stop with proteusd; it "
+			   "its %zu %s instance%s %s; it "
 			   "resumes from its checkpoint when proteusd starts "
 			   "again (cancel it then to end it)", j->id,
 			   j->req.spec.name, j->t, j->clock, 100 * j->frac,
-			   j->w ? lworld_nodes(j->w) : 0,
-			   j->w && lworld_nodes(j->w) == 1 ? "" : "s");
+			   job_nodes(j), j->wops->name,
+			   job_nodes(j) == 1 ? "" : "s",
+			   j->wops->instances_outlive_daemon ? "keep running"
+			   : "stop with proteusd");
 		job_eventf(j, "suspended", "proteusd stopped at market time %"
 			   PRId64 " (clock %" PRId64 "); the job resumes when "
 			   "it starts again", j->t, j->clock);

@@ -818,7 +818,7 @@ static enum px_err db_begin_run(struct db_ctx *c, const struct opts *o,
 	char *params;
 	enum px_err e;
 
-	e = store_job_add(c->st, job->name, job_text, STORE_WORLD_SIM, now,
+	e = store_job_add(c->st, job->name, job_text, WORLD_SIM, now,
 			  &c->job_id,
 			  &c->err);
 	if (e == PX_OK)

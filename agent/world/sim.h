@@ -24,6 +24,10 @@
 
 /* The simulator reports the controller's events (controller.h). */
 
+/* The sim world's ops (world_ops_of(WORLD_SIM)): the controller's half;
+ * the daemon's half is NULL (simulate drives it: sim_run). */
+extern const struct world_ops sim_world_ops;
+
 struct sim_setup {
 	const struct market_set *ms;      /* sealed */
 	const struct ondemand_table *od;  /* prices for job->region */

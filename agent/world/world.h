@@ -26,6 +26,9 @@
 #include "../../bidbrain/policy.h"
 #include "../../cloudapi/market.h"
 #include "../../common/px.h"
+/* enum world_kind, world_kind_name, world_kind_parse: in common/ so that
+ * the store, which records a job's world, needs nothing of the agent */
+#include "../../common/world_kind.h"
 
 /* One instance the controller wants.  Strings are borrowed for the call. */
 struct world_req {
@@ -43,19 +46,6 @@ enum ctrl_timer_kind {
 	CTRL_TIMER_HOUR = 0,     /* an instance's billing hour ends */
 	CTRL_TIMER_MAX
 };
-
-/* The worlds, one enum for config, job specs, the store (whose column
- * holds these values: never renumber) and the ops tables. */
-enum world_kind {
-	WORLD_SIM = 0,           /* proteusctl simulate: virtual time */
-	WORLD_LOCAL,             /* process groups on this host */
-	WORLD_EC2,               /* instances through the EC2 Query API */
-	WORLD_KIND_MAX
-};
-/* "sim", "local", "ec2"; "unknown" for other values. */
-const char *world_kind_name(enum world_kind k);
-/* The kind named s, or -1. */
-int world_kind_parse(const char *s);
 
 struct ctrl;
 struct ctrl_progress;
@@ -97,8 +87,10 @@ struct world_hooks {
 			       const struct world_place *place,
 			       struct world_node *ret, struct px_error *err);
 	/* Instance id must leave: an eviction notice or a release; gone in
-	 * gone_ms real ms.  The owner tells the node (and its
-	 * coordinator). */
+	 * gone_ms real ms.  The world has told the node itself (local: its
+	 * process group got SIGTERM with dist_leave_sigval(gone_ms, why),
+	 * the trainer's warned leave); the owner tells the rest (the
+	 * coordinator).  May be NULL. */
 	void (*notice)(void *ctx, uint64_t id, int64_t gone_ms,
 		       enum world_leave why);
 	/* Whether one more node may be started now (NULL: always); an
@@ -123,7 +115,11 @@ struct world_hooks {
 struct world_setup {
 	struct world_host *host;          /* the daemon's (shared by jobs) */
 	int64_t job_id;
-	const char *job_dir;              /* the job's directory */
+	const char *job_dir;              /* the job's directory (local:
+					   * the nodes' sockets; NULL: a
+					   * world_place left empty);
+					   * borrowed, like every pointer
+					   * here: it outlives the world */
 	const struct pol_env *env;
 	/* local: sealed, the trace.  ec2: the prices known at the start;
 	 * the world appends what it polls (market_set_append) */
@@ -183,8 +179,15 @@ struct world_ops {
 	 * killed or stopped) outlive the daemon: true (ec2): the world
 	 * adopts or closes them itself at start (setup.resume); false
 	 * (local): the owner closes them at the job's last recorded
-	 * instant before the world is made. */
+	 * instant before the world is made, and calls end_orphan for
+	 * each. */
 	bool instances_outlive_daemon;
+	/* An instance of an earlier life that the owner closes (with
+	 * instances_outlive_daemon false), by its cloud id: end whatever is
+	 * left of it (local: the process group the id names, if it still
+	 * runs the trainer; the parent watch should have ended it).  May
+	 * be NULL. */
+	void (*end_orphan)(const char *cloud_id);
 	/* The first decision (POL_WHY_START), after whatever the world
 	 * must do first (ec2: reconcile a resumed job's instances). */
 	enum px_err (*start)(void *w, const struct ctrl_progress *p,
