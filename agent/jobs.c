@@ -40,10 +40,9 @@
 #include "../cloudapi/ondemand.h"
 #include "../common/jsonout.h"
 #include "../common/log.h"
+#include "../trainer/agent_chan.h"
 #include "../trainer/dist.h"
-#include "../trainer/dist_int.h"
 #include "../trainer/kern_cuda.h"
-#include "../trainer/net.h"
 #include "controller.h"
 #include "jobreq.h"
 #include "jobs.h"
@@ -137,8 +136,7 @@ struct job {
 	uint64_t token;          /* the trainer's job id */
 	pid_t coord;             /* coordinator pid (its own group), 0 */
 	int restarts;
-	struct wire_ctx *wctx;
-	struct net_sock *apull, *areq;
+	struct agent_chan *ach;  /* PROGRESS in, commands out */
 	char agent_ep[JOB_PATH_MAX + 32];
 	bool registered;
 	/* commands to the coordinator (stage, expect, leave), one at a time
@@ -853,34 +851,22 @@ static enum px_err job_sink(const struct ctrl_event *ev, void *ctx)
 
 static enum px_err agent_open(struct job *j, struct px_error *err)
 {
-	struct wire_config wc = {
-		.self = { DIST_AGENT_NODE }, .job = j->token,
-		.job_key = j->key, .job_key_len = sizeof j->key,
-	};
 	char coord[JOB_PATH_MAX + 8];
-	enum px_err e;
+	struct agent_chan_setup as = {
+		.agent_ep = j->agent_ep, .coord = coord, .job = j->token,
+		.key = j->key, .key_len = sizeof j->key,
+	};
 
 	snprintf(j->agent_ep, sizeof j->agent_ep, "ipc://%s/agent.pull",
 		 j->dir);
 	snprintf(coord, sizeof coord, "ipc://%s/n0", j->dir);
-	e = wire_ctx_new(&wc, &j->wctx, err);
-	if (e == PX_OK)
-		e = net_open(j->wctx, NET_PULL, NULL, &j->apull, err);
-	if (e == PX_OK)
-		e = net_bind(j->apull, j->agent_ep, err);
-	if (e == PX_OK)
-		e = dist_sock(j->wctx, NET_REQ, coord, DIST_EP_REP, false,
-			      &j->areq, err);
-	return e;
+	return agent_chan_open(&as, &j->ach, err);
 }
 
 static void agent_close(struct job *j)
 {
-	net_close(j->areq);
-	net_close(j->apull);
-	wire_ctx_free(j->wctx);
-	j->areq = j->apull = NULL;
-	j->wctx = NULL;
+	agent_chan_close(j->ach);
+	j->ach = NULL;
 	j->registered = false;
 	j->cmd_out = false;
 	j->cmd_n = j->cmd_head = 0;
@@ -890,9 +876,7 @@ static void agent_close(struct job *j)
  * it is up; until then this costs the timeout). */
 static void agent_register(struct job *j)
 {
-	struct wire_register info;
 	struct px_error err;
-	struct wire_msg r;
 	char rep[JOB_PATH_MAX + 16];
 
 	/* not before the coordinator has bound its socket: a handshake
@@ -900,15 +884,9 @@ static void agent_register(struct job *j)
 	snprintf(rep, sizeof rep, "%s/n0.rep", j->dir);
 	if (access(rep, F_OK) != 0)
 		return;
-	memset(&info, 0, sizeof info);
-	info.roles = WIRE_ROLE_AGENT;
-	snprintf(info.instance, sizeof info.instance, "proteusd");
-	snprintf(info.addr, sizeof info.addr, "%s", j->agent_ep);
-	if (net_register(j->areq, (struct wire_node){ DIST_COORD_NODE },
-			 &info, 10, &r, &err) != PX_OK)
-		return; /* the next try: a new socket (net.c, req_renew) */
-	j->registered = r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK;
-	wire_msg_release(&r);
+	/* no answer: the next try (with a new socket) */
+	j->registered = agent_chan_register(j->ach, "proteusd", 10, &err) ==
+			PX_OK;
 }
 
 /* Queue a command for the coordinator.  A full queue drops the oldest:
@@ -942,13 +920,15 @@ static void cmd_pop(struct job *j)
 static void cmd_pump(struct job *j)
 {
 	struct px_error err;
-	struct wire_msg m;
+	char detail[WIRE_STR_MAX + 1];
+	uint32_t st;
 
 	while (j->registered && j->cmd_n) {
 		const struct wire_command *c = &j->cmdq[j->cmd_head];
 
 		if (j->cmd_out) {
-			if (net_recv(j->areq, &m, 0, &err) != PX_OK) {
+			if (agent_chan_answer(j->ach, 0, &st, detail,
+					      sizeof detail, &err) != PX_OK) {
 				if (px_now_mono_us() - j->cmd_sent_us <
 				    CMD_GIVE_UP_MS * 1000ull)
 					return;
@@ -958,18 +938,14 @@ static void cmd_pump(struct job *j)
 				cmd_pop(j);
 				continue;
 			}
-			if (m.hdr.type == WIRE_ACK && m.u.ack.status != PX_OK)
+			if (st != PX_OK)
 				log_warn("job %" PRId64 ": the coordinator "
 					 "refused command %u: %s", j->id,
-					 c->op, m.u.ack.detail);
-			wire_msg_release(&m);
+					 c->op, detail);
 			cmd_pop(j);
 			continue;
 		}
-		wire_msg_init(&m, WIRE_COMMAND,
-			      (struct wire_node){ DIST_COORD_NODE }, 0);
-		m.u.command = *c;
-		if (net_send(j->areq, &m, 0, &err) != PX_OK)
+		if (agent_chan_send(j->ach, c, &err) != PX_OK)
 			return; /* not now: the next tick */
 		j->cmd_out = true;
 		j->cmd_sent_us = px_now_mono_us();
@@ -1063,10 +1039,8 @@ static void agent_poll(struct job *j)
 	if (!j->registered)
 		agent_register(j);
 	cmd_pump(j);
-	while (net_recv(j->apull, &m, 0, &err) == PX_OK) {
-		if (m.hdr.type == WIRE_PROGRESS &&
-		    m.hdr.sender.v == DIST_COORD_NODE)
-			take_progress(j, &m.u.progress);
+	while (agent_chan_progress(j->ach, 0, &m, &err) == PX_OK) {
+		take_progress(j, &m.u.progress);
 		wire_msg_release(&m);
 	}
 }
