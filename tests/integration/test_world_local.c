@@ -110,6 +110,19 @@ static enum px_err cmd(void *ctx, const struct world_req *q,
 	return PX_OK;
 }
 
+/* A node that runs script with /bin/sh, in the owner's environment. */
+static void sh_node(struct world_node *ret, const char *script)
+{
+	char **v = calloc(4, sizeof *v);
+
+	cr_assert(v);
+	v[0] = dup_s("/bin/sh");
+	v[1] = dup_s("-c");
+	v[2] = dup_s(script);
+	ret->argv = v;
+	ret->env = NULL;
+}
+
 static void notice(void *ctx, uint64_t id, int64_t gone_ms,
 		   enum world_leave why)
 {
@@ -327,17 +340,11 @@ static enum px_err cmd_fail(void *ctx, const struct world_req *q,
 			    const struct world_place *pl,
 			    struct world_node *ret, struct px_error *err)
 {
-	char **v = calloc(4, sizeof *v);
-
 	(void)ctx;
 	(void)q;
 	(void)pl;
 	(void)err;
-	v[0] = strdup("/bin/sh");
-	v[1] = strdup("-c");
-	v[2] = strdup("exit 3");
-	ret->argv = v;
-	ret->env = NULL;
+	sh_node(ret, "exit 3");
 	return PX_OK;
 }
 
@@ -387,20 +394,14 @@ static enum px_err cmd_leaver(void *ctx, const struct world_req *q,
 			      struct world_node *ret, struct px_error *err)
 {
 	struct leaver *l = ctx;
-	char **v = calloc(4, sizeof *v);
 
 	(void)pl;
 	(void)err;
-	cr_assert(v);
-	v[0] = dup_s("/bin/sh");
-	v[1] = dup_s("-c");
 	/* an ignored signal stays ignored across exec */
-	v[2] = dup_s(l->started++ ? "trap '' TERM; exec /bin/sleep 1000"
+	sh_node(ret, l->started++ ? "trap '' TERM; exec /bin/sleep 1000"
 				  : "exec /bin/sleep 1000");
 	if (l->started == 2)
 		l->stays = q->id;
-	ret->argv = v;
-	ret->env = NULL;
 	return PX_OK;
 }
 
