@@ -110,9 +110,13 @@ CFLAGS_ALL = $(CFLAGS_BASE) $(CFLAGS_OPT) $(CUDA_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 LDLIBS_ALL = -Wl,--as-needed $(PKG_LIBS) -lm -lpthread -ldl $(LDLIBS)
 
 MODULES := common db cloudapi bidbrain agent trainer
-# Program entry points are <module>/main_<program>.c.
-PROG_SRC := $(foreach m,$(MODULES),$(wildcard $(m)/main_*.c))
-LIB_SRC := $(foreach m,$(MODULES),$(filter-out $(m)/main_%.c,$(wildcard $(m)/*.c)))
+# A module's sub-folders (agent/world: one file a world; agent/ctl:
+# proteusctl) are built like the module itself: every .c in them, found
+# by wildcard, so that a file added there is compiled with no change here.
+SRC_DIRS := $(MODULES) $(patsubst %/,%,$(foreach m,$(MODULES),$(wildcard $(m)/*/)))
+# Program entry points are <folder>/main_<program>.c.
+PROG_SRC := $(foreach m,$(SRC_DIRS),$(wildcard $(m)/main_*.c))
+LIB_SRC := $(foreach m,$(SRC_DIRS),$(filter-out $(m)/main_%.c,$(wildcard $(m)/*.c)))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 PROGS := $(foreach s,$(PROG_SRC),$(BUILD)/$(patsubst main_%.c,%,$(notdir $(s))))
 LIB := $(BUILD)/libproteus.a

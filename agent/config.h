@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "../common/px.h"
-#include "world.h"
+#include "../common/world_kind.h"
 
 #define CONFIG_PATH_MAX 4096   /* db path, with its NUL */
 #define CONFIG_SOCKET_MAX 108  /* sizeof(sun_path), with the NUL */

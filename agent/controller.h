@@ -33,7 +33,7 @@
 #include "../bidbrain/policy.h"
 #include "../cloudapi/market.h"
 #include "../common/px.h"
-#include "world.h"
+#include "world/world.h"
 
 enum ctrl_event_kind {
 	CTRL_EV_DECIDE_ACQUIRE = 0, /* the policy asked for instances */

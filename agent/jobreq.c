@@ -8,15 +8,6 @@
 #include "../bidbrain/policy.h"
 #include "jobreq.h"
 
-static const char *const world_names[JOB_WORLD_MAX] = {
-	[JOB_WORLD_LOCAL] = "local", [JOB_WORLD_EC2] = "ec2",
-};
-
-const char *job_world_name(enum job_world_kind k)
-{
-	return (unsigned)k < JOB_WORLD_MAX ? world_names[k] : "?";
-}
-
 #define KEY_SHOWN 64             /* bytes of a field's name in a message */
 
 /* A field's name as a message shows it: terminal-safe, at most KEY_SHOWN
@@ -176,6 +167,7 @@ static enum px_err parse_world(json_t *o, const char *name,
 	char buf[64];
 
 	memset(w, 0, sizeof *w);
+	w->kind = WORLD_LOCAL;             /* when the spec names none */
 	if (!o)
 		return PX_OK;
 	if (json_is_string(o)) {           /* "world": "local" */
@@ -193,9 +185,9 @@ static enum px_err parse_world(json_t *o, const char *name,
 		if (!strcmp(k, "name")) {
 			r = text(v, name, "world", k, buf, sizeof buf, err);
 			if (r == PX_OK && !strcmp(buf, "local"))
-				w->kind = JOB_WORLD_LOCAL;
+				w->kind = WORLD_LOCAL;
 			else if (r == PX_OK && !strcmp(buf, "ec2"))
-				w->kind = JOB_WORLD_EC2;
+				w->kind = WORLD_EC2;
 			else if (r == PX_OK)
 				r = bad(err, name, "world", k, "must be "
 					"\"local\" or \"ec2\"");

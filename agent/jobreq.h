@@ -15,6 +15,7 @@
 #include "../bidbrain/billing.h"
 #include "../bidbrain/jobspec.h"
 #include "../common/px.h"
+#include "../common/world_kind.h"
 
 #define JOBREQ_PATH_MAX 1024
 
@@ -41,10 +42,8 @@ struct job_trainer {
 				     * nodes compute their gradients */
 };
 
-enum job_world_kind { JOB_WORLD_LOCAL = 0, JOB_WORLD_EC2, JOB_WORLD_MAX };
-
 struct job_world {
-	enum job_world_kind kind;   /* "local" (default) or "ec2" */
+	enum world_kind kind;       /* "local" (default) or "ec2" */
 	double speedup;             /* local: market s per real s, 1..1e6;
 				     * 0: the daemon's local_speedup */
 	int64_t start_s;            /* local: where in the trace the job
@@ -80,7 +79,5 @@ struct job_request {
  * PX_EINVAL with the field's path, PX_ETOOBIG. */
 enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err);
-
-const char *job_world_name(enum job_world_kind k);
 
 #endif

@@ -11,10 +11,14 @@
  * has its own controller, world, fleet and budget.
  *
  * Restart: jobs the store says are queued or running when the daemon
- * starts are taken up again (jobs_recover): instances a killed daemon
- * left open are closed and charged up to the job's last recorded instant
- * (their processes died with it: every node watches its parent), and the
- * trainer resumes from the job's last checkpoint.
+ * starts are taken up again (jobs_recover), those of every world the
+ * daemon runs: instances a killed daemon left open are closed and
+ * charged up to the job's last recorded instant where they end with it
+ * (local: its processes; every node watches its parent) or taken up by
+ * their world where they outlive it (world.h, instances_outlive_daemon),
+ * and the trainer resumes from the job's last checkpoint.
+ *
+ * The code: jobs.c and jobs_*.c, one concern a file (jobs_int.h).
  *
  * Everything runs on the daemon's loop; nothing here blocks for long
  * (starting a job reads its trace: a few tens of ms for the shipped

@@ -187,7 +187,7 @@ struct ec2_launch_spec {
 	const char *zone;             /* Placement.AvailabilityZone, optional */
 	const char *key_name;         /* optional */
 	const char *subnet_id;        /* optional */
-	const char *iam_profile_name; /* optional */
+	const char *iam_profile_name; /* optional; "arn:...": by ARN */
 	const char *const *security_group_ids;
 	size_t n_security_groups;
 	const void *user_data;        /* raw bytes, base64-encoded here */

@@ -100,7 +100,9 @@ static enum px_err add_spec(struct ec2_params *p, const char *pre,
 		ec2_params_addf(p, s->subnet_id, "%sSubnetId", pre);
 	if (s->iam_profile_name)
 		ec2_params_addf(p, s->iam_profile_name,
-				"%sIamInstanceProfile.Name", pre);
+				"%sIamInstanceProfile.%s", pre,
+				strncmp(s->iam_profile_name, "arn:", 4) ?
+				"Name" : "Arn");
 	for (size_t i = 0; i < s->n_security_groups; i++)
 		ec2_params_addf(p, s->security_group_ids[i],
 				"%sSecurityGroupId.%zu", pre, i + 1);

@@ -1430,19 +1430,8 @@ static enum px_err insert_step(struct store *st, sqlite3_stmt *s,
 	return r;
 }
 
-static const char *const world_names[STORE_WORLD_MAX] = {
-	[STORE_WORLD_SIM] = "sim",
-	[STORE_WORLD_LOCAL] = "local",
-	[STORE_WORLD_EC2] = "ec2",
-};
-
-const char *store_world_name(enum store_world w)
-{
-	return (unsigned)w < STORE_WORLD_MAX ? world_names[w] : "unknown";
-}
-
 enum px_err store_job_add(struct store *st, const char *name,
-			  const char *spec_json, enum store_world world,
+			  const char *spec_json, enum world_kind world,
 			  int64_t created_us, int64_t *ret_job_id,
 			  struct px_error *err)
 {
@@ -1458,7 +1447,7 @@ enum px_err store_job_add(struct store *st, const char *name,
 	if (created_us < 0)
 		return px_errorf(err, PX_EINVAL, "%s: negative created_us",
 				 what);
-	if ((unsigned)world >= STORE_WORLD_MAX)
+	if ((unsigned)world >= WORLD_KIND_MAX)
 		return px_errorf(err, PX_EINVAL, "%s: bad world %d", what,
 				 (int)world);
 	s = stmt_get(st, ST_JOB_ADD, err);
@@ -1467,7 +1456,7 @@ enum px_err store_job_add(struct store *st, const char *name,
 	bind_text(s, 1, name);
 	bind_text(s, 2, spec_json);
 	sqlite3_bind_int64(s, 3, created_us);
-	bind_text(s, 4, world_names[world]);
+	bind_text(s, 4, world_kind_name(world));
 	return insert_step(st, s, ret_job_id, what, err);
 }
 
@@ -1830,15 +1819,8 @@ enum px_err store_jobs_each(struct store *st,
 		j.state = (enum store_job_state)i;
 		j.created_us = sqlite3_column_int64(s, 3);
 		j.updated_us = sqlite3_column_int64(s, 4);
-		{
-			const char *w = (const char *)sqlite3_column_text(s, 6);
-
-			for (i = 0; w && i < STORE_WORLD_MAX; i++)
-				if (!strcmp(w, world_names[i]))
-					break;
-			j.world = w && i < STORE_WORLD_MAX ?
-				  (enum store_world)i : STORE_WORLD_MAX;
-		}
+		i = world_kind_parse((const char *)sqlite3_column_text(s, 6));
+		j.world = i >= 0 ? (enum world_kind)i : WORLD_KIND_MAX;
 		r = borrow_text(s, 5, &j.spec_json, &j.spec_len, "job",
 				"spec", j.id, err);
 		if (r == PX_OK)

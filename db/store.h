@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "../common/px.h"
+#include "../common/world_kind.h"
 
 #define STORE_SCHEMA_VERSION 3
 #define STORE_NAME_MAX 64 /* longest region/zone/type/product we accept */
@@ -208,14 +209,6 @@ enum store_job_state {
  * enforced by the schema itself (a trigger; docs/schema.md). */
 const char *store_job_state_name(enum store_job_state s);
 
-enum store_world {
-	STORE_WORLD_SIM = 0,      /* simulate --db */
-	STORE_WORLD_LOCAL,        /* proteusd, process groups on its host */
-	STORE_WORLD_EC2,          /* proteusd, real EC2 */
-	STORE_WORLD_MAX
-};
-const char *store_world_name(enum store_world w);
-
 /* Add a job in state queued; name is 1 to STORE_NAME_MAX-1 bytes;
  * spec_json is the job spec as submitted (kept verbatim; it must be valid
  * JSON, PX_EINVAL otherwise).
@@ -223,7 +216,7 @@ const char *store_world_name(enum store_world w);
  * store_job_set_state: done, failed and cancelled are final: changing the
  * state of such a job is PX_EINVAL; an unknown job is PX_ENOENT. */
 enum px_err store_job_add(struct store *st, const char *name,
-			  const char *spec_json, enum store_world world,
+			  const char *spec_json, enum world_kind world,
 			  int64_t created_us, int64_t *ret_job_id,
 			  struct px_error *err);
 enum px_err store_job_set_state(struct store *st, int64_t job_id,
@@ -288,7 +281,8 @@ struct store_job {
 	int64_t id;
 	char name[STORE_NAME_MAX];
 	enum store_job_state state;
-	enum store_world world;
+	enum world_kind world; /* WORLD_KIND_MAX: a name this build
+				* does not know */
 	int64_t created_us;    /* submission time, Unix microseconds */
 	int64_t updated_us;    /* last state change, Unix microseconds */
 	const char *spec_json; /* the spec as submitted (borrowed) */

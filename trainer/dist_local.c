@@ -13,6 +13,7 @@
  * (docs/trainer.md, "The socket directory").
  */
 #include "dist_int.h"
+#include "agent_chan.h"
 #include "ckpt.h"
 #include "kern_cuda.h"
 
@@ -76,9 +77,7 @@ struct local {
 	uint8_t key[32];         /* job key */
 	uint64_t job;            /* job id */
 	char agent_ep[DIST_ADDR_MAX + 1]; /* ipc://dir/agent.pull */
-	struct wire_ctx *ctx;
-	struct net_sock *apull;  /* PROGRESS inbox */
-	struct net_sock *areq;   /* REQ to the coordinator (handshake) */
+	struct agent_chan *ach;  /* PROGRESS inbox, handshake */
 	bool registered;
 	uint64_t progress_n;     /* PROGRESS frames received */
 	int64_t last_clock;
@@ -630,12 +629,11 @@ static enum px_err make_dir(struct local *s, struct px_error *err)
  * coordinator starts) and a REQ to the coordinator for the handshake. */
 static enum px_err agent_open(struct local *s, struct px_error *err)
 {
-	struct wire_config wc = {
-		.self = { DIST_AGENT_NODE }, .job = s->job,
-		.job_key = s->key, .job_key_len = sizeof(s->key),
-	};
 	char coord[300];
-	enum px_err e;
+	struct agent_chan_setup as = {
+		.agent_ep = s->agent_ep, .coord = coord, .job = s->job,
+		.key = s->key, .key_len = sizeof(s->key),
+	};
 	int n = snprintf(s->agent_ep, sizeof(s->agent_ep),
 			 "ipc://%s/agent.pull", s->dir);
 
@@ -643,37 +641,20 @@ static enum px_err agent_open(struct local *s, struct px_error *err)
 		return px_errorf(err, PX_ETOOBIG, "socket dir '%s' too long",
 				 s->dir);
 	snprintf(coord, sizeof(coord), "ipc://%s/n0", s->dir);
-	e = wire_ctx_new(&wc, &s->ctx, err);
-	if (e == PX_OK)
-		e = net_open(s->ctx, NET_PULL, NULL, &s->apull, err);
-	if (e == PX_OK)
-		e = net_bind(s->apull, s->agent_ep, err);
-	if (e == PX_OK)
-		e = dist_sock(s->ctx, NET_REQ, coord, DIST_EP_REP, false,
-			      &s->areq, err);
-	return e;
+	return agent_chan_open(&as, &s->ach, err);
 }
 
 /* One handshake attempt with the coordinator (it may not be up yet). */
 static void agent_register(struct local *s)
 {
-	struct wire_register info;
-	struct wire_msg r;
 	struct px_error err;
+	enum px_err e = agent_chan_register(s->ach, "local", 1000, &err);
 
-	memset(&info, 0, sizeof(info));
-	info.roles = WIRE_ROLE_AGENT;
-	snprintf(info.instance, sizeof(info.instance), "local");
-	snprintf(info.addr, sizeof(info.addr), "%s", s->agent_ep);
-	if (net_register(s->areq, (struct wire_node){ DIST_COORD_NODE },
-			 &info, 1000, &r, &err) != PX_OK)
-		return;
-	if (r.hdr.type == WIRE_ACK && r.u.ack.status == PX_OK)
+	if (e == PX_OK)
 		s->registered = true;
-	else
+	else if (e == PX_EPROTO)
 		dist_logf(s->o, LOG_LVL_WARN, "agent: coordinator refused the "
 			  "registration");
-	wire_msg_release(&r);
 }
 
 /* Print the PROGRESS frames that came in within ms. */
@@ -682,17 +663,12 @@ static void agent_poll(struct local *s, int ms)
 	struct px_error err;
 	struct wire_msg m;
 
-	while (net_recv(s->apull, &m, ms, &err) == PX_OK) {
+	while (agent_chan_progress(s->ach, ms, &m, &err) == PX_OK) {
 		const struct wire_progress *p = &m.u.progress;
 		uint32_t nw = 0, nps = 0;
 		char ev[80];
 
 		ms = 0;
-		if (m.hdr.type != WIRE_PROGRESS ||
-		    m.hdr.sender.v != DIST_COORD_NODE) {
-			wire_msg_release(&m);
-			continue;
-		}
 		for (uint32_t i = 0; i < p->n; i++) {
 			const struct wire_member *w = &p->members[i];
 
@@ -936,13 +912,11 @@ out_free:
 		close(s->ready[0]);
 	if (s->ready[1] >= 0)
 		close(s->ready[1]);
-	if (s->ctx)
+	if (s->ach)
 		dist_logf(o, LOG_LVL_DEBUG,
 			  "agent: %" PRIu64 " progress reports, last "
 			  "clock %" PRId64, s->progress_n, s->last_clock);
-	net_close(s->apull);
-	net_close(s->areq);
-	wire_ctx_free(s->ctx);
+	agent_chan_close(s->ach);
 	free(s->envp);
 	free(s);
 	return rc;

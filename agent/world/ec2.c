@@ -762,7 +762,7 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 	struct store_ec2_request sr = {0};
 	struct ec2_tag tags[5];
 	struct ec2_run_req rr = {0};
-	const char *sgs[CONFIG_EC2_SG_MAX];
+	const char *sgs[CONFIG_EC2_SGS_MAX];
 	const char *subnet = NULL, *zone = q->zone;
 	char idbuf[24], jobbuf[24], slotbuf[16];
 	struct sbuf ud = {0};
@@ -796,10 +796,10 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 		return PX_OK;
 	}
 	/* on-demand: the first subnet's zone */
-	for (size_t i = 0; i < cfg->n_ec2_subnets; i++)
-		if (!zone || !strcmp(cfg->ec2_subnets[i].zone, zone)) {
-			subnet = cfg->ec2_subnets[i].id;
-			zone = cfg->ec2_subnets[i].zone;
+	for (int i = 0; i < cfg->ec2_subnet_count; i++)
+		if (!zone || !strcmp(cfg->ec2_subnet[i].zone, zone)) {
+			subnet = cfg->ec2_subnet[i].subnet;
+			zone = cfg->ec2_subnet[i].zone;
 			break;
 		}
 	if (!subnet) {
@@ -869,8 +869,8 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 	snprintf(tags[4].key, sizeof tags[4].key, "Name");
 	snprintf(tags[4].value, sizeof tags[4].value, "proteus job %s #%s",
 		 jobbuf, idbuf);
-	for (size_t i = 0; i < cfg->n_ec2_security_groups; i++)
-		sgs[i] = cfg->ec2_security_groups[i];
+	for (int i = 0; i < cfg->ec2_sg_count; i++)
+		sgs[i] = cfg->ec2_sg[i];
 	rr.spec.image_id = cfg->ec2_ami;
 	rr.spec.instance_type = q->type_name;
 	rr.spec.zone = zone;
@@ -879,7 +879,7 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 	rr.spec.iam_profile_name = cfg->ec2_instance_profile[0] ?
 				   cfg->ec2_instance_profile : NULL;
 	rr.spec.security_group_ids = sgs;
-	rr.spec.n_security_groups = cfg->n_ec2_security_groups;
+	rr.spec.n_security_groups = (size_t)cfg->ec2_sg_count;
 	rr.spec.user_data = ud.p;
 	rr.spec.user_data_len = ud.n;
 	rr.min_count = rr.max_count = 1;
@@ -946,15 +946,6 @@ static enum px_err ec2w_timer(void *vw, int64_t t_s, enum ctrl_timer_kind kind,
 }
 
 /* ---- watching the job's instances ---- */
-
-static bool has_tag(const struct ec2_instance *i, const char *k,
-		    const char *v)
-{
-	for (size_t t = 0; t < i->n_tags; t++)
-		if (!strcmp(i->tags[t].key, k))
-			return !v || !strcmp(i->tags[t].value, v);
-	return false;
-}
 
 static const char *tag_of(const struct ec2_instance *i, const char *k)
 {
@@ -1034,7 +1025,7 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 	 * failed */
 	in->end_s = end_time(w, i, in);
 	snprintf(in->why, sizeof in->why, "%s%s%s", i->state,
-		 i->state_reason[0] ? ": " : "", i->state_reason);
+		 i->state_reason_code[0] ? ": " : "", i->state_reason_code);
 	if (strcmp(i->state, "terminated") && strcmp(i->state, "shutting-down"))
 		host_terminate(w->h, i->id, 0);   /* stopped: not billed, but
 						   * of no use */
@@ -1108,7 +1099,8 @@ static int64_t poll_timer(struct loop *l, int64_t id, void *ctx)
 
 /* ---- live prices ---- */
 
-static enum px_err price_record(const struct trace_record *r, void *ctx)
+static enum px_err price_record(const struct trace_record *r, void *ctx,
+				struct px_error *rerr)
 {
 	struct call *k = ctx;
 	struct ec2w *w = k->w;
@@ -1117,6 +1109,7 @@ static enum px_err price_record(const struct trace_record *r, void *ctx)
 	int64_t mid = 0;
 	bool added = false;
 
+	(void)rerr;
 	if (!w)
 		return PX_ECANCELED;
 	env = w->s.env;
@@ -1335,7 +1328,7 @@ static enum px_err close_open(const struct store_open_instance *oi, void *ctx)
 		billing_acct_start(&a, w->s.env->billing, &w->s.ms->v[mi], 0,
 				   oi->start_us / 1000000);
 		amount = billing_acct_end(&a, end_s, seen &&
-			 strstr(seen->state_reason, "Spot") ?
+			 strstr(seen->state_reason_code, "Spot") ?
 			 BILLING_END_PROVIDER : BILLING_END_USER);
 	} else if (!oi->zone[0] && od > 0) {
 		billing_acct_start(&a, w->s.env->billing, NULL, od,
@@ -1746,29 +1739,6 @@ static enum px_err ec2w_coordinator(const void *vw, char *buf, size_t len,
 	return PX_OK;
 }
 
-const struct world_ops ec2_world_ops = {
-	.name = "ec2",
-	.kind = WORLD_EC2,
-	.acquire = ec2w_acquire,
-	.release = ec2w_release,
-	.timer = ec2w_timer,
-	.create = ec2w_create,
-	.attach = ec2w_attach,
-	.instances_outlive_daemon = true,
-	.start = ec2w_start,
-	.now = ec2w_now,
-	.next_ms = ec2w_next_ms,
-	.run_due = ec2w_run_due,
-	.ready = ec2w_ready,
-	.restart_nodes = ec2w_restart_nodes,
-	.end_leaves = ec2w_end_leaves,
-	.nodes = ec2w_nodes,
-	.host_load = ec2w_host_load,
-	.cloud_id = ec2w_cloud_id,
-	.settled = ec2w_settled,
-	.free_world = ec2w_free,
-	.coordinator = ec2w_coordinator,
-};
 
 /* ---------------------------------------------------------------- sweep */
 
@@ -1859,33 +1829,50 @@ enum px_err ec2_host_sweep(struct world_host *wh, struct px_error *err)
 
 /* ---------------------------------------------------------------- history */
 
-static enum px_err hist_record(const struct trace_record *r, void *ctx)
+static enum px_err hist_record(const struct trace_record *r, void *ctx,
+			       struct px_error *rerr)
 {
 	struct px_error err = {0};
 
+	(void)rerr;
 	if (market_set_add(ctx, r->zone, r->type, r->t_s, r->price_uusd,
 			   &err) != PX_OK)
 		return PX_OK;             /* a bad record: skipped */
 	return PX_OK;
 }
 
+#define HISTORY_DAYS 7           /* what a job's policy learns from */
+#define WINDOW_DAYS 3650         /* an ec2 job's window: open-ended */
+
 enum px_err ec2_market_history(const struct proteusd_config *cfg,
 			       const char *region, const char *const *types,
 			       size_t n_types, const char *const *zones,
-			       size_t n_zones, int64_t from_s, int64_t to_s,
-			       struct market_set *ms, struct px_error *err)
+			       size_t n_zones, struct market_set *ms,
+			       int64_t *ret_now_s, int64_t *ret_last_s,
+			       struct px_error *err)
 {
 	struct awscred_opts co = {0};
 	struct awscred_provider *creds = NULL;
 	struct ec2_config ec = {0};
 	struct ec2_client *c = NULL;
+	const char *zv[CONFIG_EC2_SUBNETS_MAX];
+	int64_t now = ec2_world_now(cfg);
 	struct ec2_sph_query q = {
 		.types = types, .n_types = n_types, .zones = zones,
-		.n_zones = n_zones, .start_s = from_s, .end_s = to_s,
+		.n_zones = n_zones, .start_s = now - HISTORY_DAYS * 86400,
+		.end_s = now,
 	};
 	struct ec2_aws_error aws = {0};
 	enum px_err e;
 
+	if (!n_zones) {           /* the zones the daemon has subnets in */
+		for (int i = 0; i < cfg->ec2_subnet_count; i++)
+			zv[i] = cfg->ec2_subnet[i].zone;
+		q.zones = zv;
+		q.n_zones = (size_t)cfg->ec2_subnet_count;
+	}
+	*ret_now_s = now;
+	*ret_last_s = now + WINDOW_DAYS * (int64_t)86400;
 	e = awscred_provider_new(&co, &creds, err);
 	ec.region = region;
 	ec.endpoint = cfg->ec2_endpoint[0] ? cfg->ec2_endpoint : NULL;
@@ -1899,3 +1886,36 @@ enum px_err ec2_market_history(const struct proteusd_config *cfg,
 	awscred_provider_free(creds);
 	return e;
 }
+
+static enum px_err host_start(struct world_host *wh, struct px_error *err)
+{
+	return ec2_host_sweep(wh, err);
+}
+
+const struct world_ops ec2_world_ops = {
+	.name = "ec2",
+	.kind = WORLD_EC2,
+	.acquire = ec2w_acquire,
+	.release = ec2w_release,
+	.timer = ec2w_timer,
+	.create = ec2w_create,
+	.attach = ec2w_attach,
+	.instances_outlive_daemon = true,
+	.start = ec2w_start,
+	.now = ec2w_now,
+	.next_ms = ec2w_next_ms,
+	.run_due = ec2w_run_due,
+	.ready = ec2w_ready,
+	.restart_nodes = ec2w_restart_nodes,
+	.end_leaves = ec2w_end_leaves,
+	.nodes = ec2w_nodes,
+	.host_load = ec2w_host_load,
+	.cloud_id = ec2w_cloud_id,
+	.settled = ec2w_settled,
+	.free_world = ec2w_free,
+	.coordinator = ec2w_coordinator,
+	.on_this_host = false,
+	.load_market = ec2_market_history,
+	.host_start = host_start,
+	.host_free = ec2_host_free,
+};

@@ -48,14 +48,17 @@ void ec2_host_free(struct world_host *wh);
 /* Terminations still unconfirmed (the host retries them). */
 size_t ec2_host_pending(const struct world_host *wh);
 
-/* The spot-price history of (types x zones) in region over [from_s, to_s]
- * from EC2 into *ms (records added, not sealed), with a client of its own
- * driven here (blocking: for a job's load thread).  PX_EAWS/PX_EHTTP with
- * EC2's message. */
+/* The job's markets from EC2 (the world's load_market): the spot-price
+ * history of (types x zones; no zones: the zones of ec2_subnets) in
+ * region over the last 7 days, into *ms (records added, not sealed);
+ * *ret_now_s the world's clock now, *ret_last_s the end of an ec2 job's
+ * window (ten years on: open-ended).  A client of its own, blocking (for
+ * a job's load thread).  PX_EAWS/PX_EHTTP with EC2's message. */
 enum px_err ec2_market_history(const struct proteusd_config *cfg,
 			       const char *region, const char *const *types,
 			       size_t n_types, const char *const *zones,
-			       size_t n_zones, int64_t from_s, int64_t to_s,
-			       struct market_set *ms, struct px_error *err);
+			       size_t n_zones, struct market_set *ms,
+			       int64_t *ret_now_s, int64_t *ret_last_s,
+			       struct px_error *err);
 
 #endif

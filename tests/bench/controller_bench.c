@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "../../agent/controller.h"
-#include "../../agent/sim.h"
+#include "../../agent/world/sim.h"
 
 #define NT 10
 #define NZ 10

@@ -1,5 +1,5 @@
 /* test_sim_golden.c -- `proteusctl simulate` keeps its results bit for bit
- * (issue 10: the controller is pulled out of agent/sim.c; nothing it
+ * (issue 10: the controller is pulled out of agent/world/sim.c; nothing it
  * decides may change).  tests/data/golden/simulate/cases.tsv lists the
  * shipped examples and the benchmark windows; for each, NAME.json is the
  * exact `--json` text and NAME.sha the SHA-256 of each store table the run

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "../../agent/sim.h"
+#include "../../agent/world/sim.h"
 
 extern struct market_set ms;
 extern struct jobspec job;

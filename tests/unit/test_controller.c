@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../../agent/controller.h"
-#include "../../agent/sim.h"
+#include "../../agent/world/sim.h"
 
 static struct market_set ms;
 static struct jobspec job;

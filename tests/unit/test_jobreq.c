@@ -30,7 +30,7 @@ Test(jobreq, defaults_without_sections)
 	cr_assert_str_eq(r.trainer.model, "mlr");
 	cr_assert_eq(r.trainer.epochs, 1);
 	cr_assert_eq(r.trainer.batch, 128);
-	cr_assert_eq(r.world.kind, JOB_WORLD_LOCAL);
+	cr_assert_eq(r.world.kind, WORLD_LOCAL);
 	cr_assert_eq(r.world.speedup, 0, "0: the daemon's default");
 	cr_assert_not(r.world.have_billing);
 }
@@ -64,7 +64,7 @@ Test(jobreq, every_field)
 	/* the world may be just a name */
 	cr_assert_eq(parse("{" BASE ", \"world\": \"ec2\"}", &r, &e), PX_OK,
 		     "%s", e.msg);
-	cr_assert_eq(r.world.kind, JOB_WORLD_EC2);
+	cr_assert_eq(r.world.kind, WORLD_EC2);
 }
 
 /* Each bad value is refused with the path of its field. */
@@ -299,6 +299,6 @@ Test(jobreq, shipped_local_example)
 	cr_assert_eq(jobreq_parse(buf, n, path, &r, &e), PX_OK, "%s", e.msg);
 	cr_assert_str_eq(r.trainer.model, "mlr");
 	cr_assert_gt(r.trainer.epochs, 0);
-	cr_assert_eq(r.world.kind, JOB_WORLD_LOCAL);
+	cr_assert_eq(r.world.kind, WORLD_LOCAL);
 	free(path);
 }

@@ -33,7 +33,7 @@ Test(journal_detail, dollars_exact_at_any_size)
 	};
 
 	cr_assert_eq(store_open(":memory:", &st, &err), PX_OK, "%s", err.msg);
-	cr_assert_eq(store_job_add(st, "j", "{}", STORE_WORLD_SIM, 0, &id,
+	cr_assert_eq(store_job_add(st, "j", "{}", WORLD_SIM, 0, &id,
 				   &err), PX_OK, "%s", err.msg);
 	s.st = st;
 	s.job_id = id;

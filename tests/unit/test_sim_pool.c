@@ -1,4 +1,4 @@
-/* test_sim_pool.c -- per-second capacity interruptions (agent/world.c):
+/* test_sim_pool.c -- per-second capacity interruptions (agent/world/world.c):
  * each instance's hazard is its type's rate, instances of one pool are
  * interrupted together (one event takes each with pool_share), pools are
  * independent, every notice is one of the pool's events that the oracle
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/sim.h"
-#include "../../agent/world.h"
+#include "../../agent/world/sim.h"
+#include "../../agent/world/world.h"
 #include "../integration/pxrun.h"
 
 static struct market_set ms;

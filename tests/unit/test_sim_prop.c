@@ -1,4 +1,4 @@
-/* test_sim_prop.c -- property test of the simulator (agent/sim.c) through
+/* test_sim_prop.c -- property test of the simulator (agent/world/sim.c) through
  * the API `proteusctl simulate` uses (plan, sim_run, the journal into a
  * store): random valid job specs (sizes, types, zones, speeds, budgets,
  * deadlines, rates, extreme values at the spec's bounds included), random
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "../../agent/journal.h"
-#include "../../agent/sim.h"
+#include "../../agent/world/sim.h"
 #include "../../cloudapi/trace.h"
 #include "../../db/store.h"
 #include "../integration/pxrun.h"
@@ -542,7 +542,7 @@ static void run_case(uint64_t seed, const struct market_set *slice,
 			 billing_model_name(b), own ? "random" : "slice",
 			 (long long)start, (long long)end,
 			 (unsigned long long)su.seed, spec);
-		cr_assert_eq(store_job_add(st, "prop", spec, STORE_WORLD_SIM,
+		cr_assert_eq(store_job_add(st, "prop", spec, WORLD_SIM,
 					   1, &js.job_id, &e), PX_OK, "%s",
 			     e.msg);
 		cr_assert_eq(journal_new(&js, &jn, &e), PX_OK, "%s", e.msg);

@@ -1,11 +1,28 @@
-/* world.c -- what the worlds share: when a spot instance gets its eviction
- * notice (world.h): the trace's price against its bid, and per-second
- * capacity events per pool. */
+/* world.c -- what the worlds share (world.h): which ops a kind has, and
+ * when a spot instance gets its eviction notice: the trace's price
+ * against its bid, and per-second capacity events per pool. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ec2.h"
+#include "local.h"
+#include "sim.h"
 #include "world.h"
+
+const struct world_ops *world_ops_of(enum world_kind k)
+{
+	switch (k) {
+	case WORLD_SIM:
+		return &sim_world_ops;
+	case WORLD_LOCAL:
+		return &lworld_ops;
+	case WORLD_EC2:
+		return &ec2_world_ops;
+	default:
+		return NULL;
+	}
+}
 
 /* Buckets of pool events: the mean count per bucket stays at most this,
  * so that drawing it by inversion is short and exact. */

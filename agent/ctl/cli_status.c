@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/jsonout.h"
-#include "../common/log.h"
+#include "../../common/jsonout.h"
+#include "../../common/log.h"
 #include "cli.h"
-#include "proto.h"
+#include "../proto.h"
 
 static const char daemon_usage[] =
 	"usage: proteusctl status [--socket PATH] [--json]\n"

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/jsonout.h"
-#include "../common/log.h"
-#include "../db/store.h"
+#include "../../common/jsonout.h"
+#include "../../common/log.h"
+#include "../../db/store.h"
 #include "cli.h"
 
 static const char history_usage[] =

@@ -22,11 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../bidbrain/jobspec.h"
-#include "../common/jsonout.h"
-#include "../common/log.h"
+#include "../../bidbrain/jobspec.h"
+#include "../../common/jsonout.h"
+#include "../../common/log.h"
 #include "cli.h"
-#include "proto.h"
+#include "../proto.h"
 
 #define EVENTS_PAGE 200          /* the daemon's events per answer */
 

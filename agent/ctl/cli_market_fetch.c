@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cloudapi/awscred.h"
-#include "../cloudapi/ec2.h"
-#include "../cloudapi/trace.h"
-#include "../common/log.h"
-#include "../db/store.h"
+#include "../../cloudapi/awscred.h"
+#include "../../cloudapi/ec2.h"
+#include "../../cloudapi/trace.h"
+#include "../../common/log.h"
+#include "../../db/store.h"
 #include "cli.h"
 
 #define FETCH_LIST_MAX 64   /* --types / --zones entries */

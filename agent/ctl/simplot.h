@@ -12,8 +12,8 @@
 
 #include <stddef.h>
 
-#include "../common/px.h"
-#include "sim.h"
+#include "../../common/px.h"
+#include "../world/sim.h"
 
 enum simplot_format { SIMPLOT_PNG = 0, SIMPLOT_SVG, SIMPLOT_FORMAT_MAX };
 

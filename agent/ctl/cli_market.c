@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cloudapi/ondemand.h"
-#include "../cloudapi/trace.h"
-#include "../common/log.h"
-#include "../db/store.h"
+#include "../../cloudapi/ondemand.h"
+#include "../../cloudapi/trace.h"
+#include "../../common/log.h"
+#include "../../db/store.h"
 #include "cli.h"
 
 static const char market_usage[] =

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 
 /* Exit codes, documented in docs/proteusctl.md and proteusctl(1). */
 enum cli_exit {

@@ -13,16 +13,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../bidbrain/billing.h"
-#include "../bidbrain/jobspec.h"
-#include "../bidbrain/policy.h"
-#include "../cloudapi/market.h"
-#include "../cloudapi/ondemand.h"
-#include "../common/px.h"
-#include "controller.h"
-#include "plan.h"
+#include "../../bidbrain/billing.h"
+#include "../../bidbrain/jobspec.h"
+#include "../../bidbrain/policy.h"
+#include "../../cloudapi/market.h"
+#include "../../cloudapi/ondemand.h"
+#include "../../common/px.h"
+#include "../controller.h"
+#include "../plan.h"
 
 /* The simulator reports the controller's events (controller.h). */
+
+/* The sim world's ops (world_ops_of(WORLD_SIM)): the controller's half;
+ * the daemon's half is NULL (simulate drives it: sim_run). */
+extern const struct world_ops sim_world_ops;
 
 struct sim_setup {
 	const struct market_set *ms;      /* sealed */

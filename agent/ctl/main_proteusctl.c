@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
+#include "../../common/log.h"
 #include "cli.h"
 
 struct cli_cmd {

@@ -1,6 +1,7 @@
-/* world_local.c -- the `local` world (world_local.h, docs/controller.md). */
+/* local.c -- the `local` world (local.h, docs/controller.md). */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,8 +11,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "evq.h"
-#include "world_local.h"
+#include "../../trainer/dist.h"
+#include "../controller.h"
+#include "../evq.h"
+#include "local.h"
 
 extern char **environ;
 
@@ -36,7 +39,7 @@ struct node {
 };
 
 struct lworld {
-	struct lw_setup s;
+	struct world_setup s;    /* its pointers borrowed (world.h) */
 	struct ctrl *c;
 	struct evq q;
 	struct node *v;
@@ -53,8 +56,9 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t lworld_now(const struct lworld *w)
+static int64_t w_now(const void *ctx)
 {
+	const struct lworld *w = ctx;
 	double el = (double)(mono_ns() - w->mono0_ns) / 1e9 * w->s.speedup;
 
 	return w->s.t0_s + (int64_t)floor(el);
@@ -84,15 +88,17 @@ static struct node *find(const struct lworld *w, uint64_t id)
 	return NULL;
 }
 
-pid_t lworld_pgid(const struct lworld *w, uint64_t id)
+pid_t lworld_pgid(const void *w, uint64_t id)
 {
 	const struct node *nd = find(w, id);
 
 	return nd ? nd->pid : -1;
 }
 
-size_t lworld_nodes(const struct lworld *w)
+/* Nodes the controller holds (a released node no longer counts). */
+static size_t w_nodes(const void *ctx)
 {
+	const struct lworld *w = ctx;
 	size_t k = 0;
 
 	for (size_t i = 0; i < w->n; i++)
@@ -100,12 +106,15 @@ size_t lworld_nodes(const struct lworld *w)
 	return k;
 }
 
-void lworld_end_leaves(struct lworld *w)
+/* From now on a release kills at once, with no leave: the run is ending
+ * (ctrl_finish), there is no work to hand over. */
+static void w_end_leaves(void *ctx)
 {
-	w->s.release_ms = 0;
+	((struct lworld *)ctx)->s.release_ms = 0;
 }
 
-void lworld_ended_how(int status, char *buf, size_t len)
+/* How a node's process ended, from its waitpid status. */
+static void ended_how(int status, char *buf, size_t len)
 {
 	if (WIFEXITED(status))
 		snprintf(buf, len, "exited with status %d",
@@ -115,18 +124,56 @@ void lworld_ended_how(int status, char *buf, size_t len)
 			 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-size_t lworld_processes(const struct lworld *w)
+/* Nodes of this world that are processes now (held and leaving). */
+static size_t w_host_load(const void *ctx)
 {
+	const struct lworld *w = ctx;
 	size_t k = 0;
 
-	for (size_t i = 0; w && i < w->n; i++)
+	for (size_t i = 0; i < w->n; i++)
 		k += w->v[i].pid > 0;
 	return k;
 }
 
-size_t lworld_leaving(const struct lworld *w)
+size_t lworld_leaving(const void *w)
 {
-	return w->n - lworld_nodes(w);
+	return ((const struct lworld *)w)->n - w_nodes(w);
+}
+
+/* "local-J-I-pgG": the job, the controller's id, the process group. */
+static void w_cloud_id(const void *ctx, uint64_t id, char *buf, size_t len)
+{
+	const struct lworld *w = ctx;
+	const struct node *nd = find(w, id);
+
+	if (!nd) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	snprintf(buf, len, "local-%" PRId64 "-%" PRIu64 "-pg%d", w->s.job_id,
+		 id, (int)nd->pid);
+}
+
+/* The process group in a cloud id "local-J-I-pgG" of an earlier life,
+ * killed if it is still a trainer node (the parent watch should have
+ * ended it already). */
+static void w_end_orphan(const char *cloud_id)
+{
+	const char *p = strstr(cloud_id, "-pg");
+	char path[64], cmd[256] = "";
+	long g;
+	FILE *f;
+
+	if (!p || (g = strtol(p + 3, NULL, 10)) <= 1)
+		return;
+	snprintf(path, sizeof path, "/proc/%ld/cmdline", g);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fread(cmd, 1, sizeof cmd - 1, f) > 0 &&
+	    strstr(cmd, "proteus-trainer"))
+		kill(-(pid_t)g, SIGKILL);
+	fclose(f);
 }
 
 /* SIGKILL the node's process group, reap it, forget it. */
@@ -149,9 +196,6 @@ static void free_strv(char **v)
 	free(v);
 }
 
-/* posix_spawn argv in a process group of its own, with every signal
- * unblocked and at its default action (proteusd blocks the ones its loop
- * takes through a signalfd, and children inherit the mask). */
 /* Whether environment entry e ("K=V") names a variable env_add sets. */
 static bool overridden(const char *e, char **env_add)
 {
@@ -164,6 +208,9 @@ static bool overridden(const char *e, char **env_add)
 	return false;
 }
 
+/* posix_spawn argv in a process group of its own, with every signal
+ * unblocked and at its default action (proteusd blocks the ones its loop
+ * takes through a signalfd, and children inherit the mask). */
 static enum px_err spawn(char **argv, char **env_add, const char *log_path,
 			 pid_t *ret, struct px_error *err)
 {
@@ -212,13 +259,72 @@ static enum px_err spawn(char **argv, char **env_add, const char *log_path,
 	return PX_OK;
 }
 
-/* ---- world ops ---- */
+/* Start instance q's node: the owner's command for the place this world
+ * gives it (the coordinator's and its own ipc:// addresses in the job's
+ * directory). */
+static enum px_err w_coordinator(const void *vw, char *buf, size_t len,
+				 struct px_error *err)
+{
+	const struct lworld *w = vw;
+	int n = snprintf(buf, len, "ipc://%s/n0", w->s.job_dir ?
+			 w->s.job_dir : ".");
+
+	if (n < 0 || (size_t)n >= len)
+		return px_errorf(err, PX_ETOOBIG, "local world: job directory "
+				 "too long for the coordinator's address");
+	return PX_OK;
+}
+
+static enum px_err start_node(struct lworld *w, const struct world_req *q,
+			      pid_t *ret, struct px_error *err)
+{
+	struct world_place pl;
+	struct world_node nd = { NULL, NULL };
+	enum px_err e = PX_OK;
+
+	memset(&pl, 0, sizeof pl);
+	if (w->s.job_dir) {
+		int a = snprintf(pl.coord, sizeof pl.coord, "ipc://%s/n0",
+				 w->s.job_dir);
+		int b = snprintf(pl.listen, sizeof pl.listen,
+				 "ipc://%s/i%" PRIu64, w->s.job_dir, q->id);
+
+		if (a < 0 || (size_t)a >= sizeof pl.coord || b < 0 ||
+		    (size_t)b >= sizeof pl.listen)
+			return px_errorf(err, PX_ETOOBIG, "local world: job "
+					 "directory '%s' too long for a node's "
+					 "address", w->s.job_dir);
+	}
+	e = w->s.hooks.command(w->s.hooks.ctx, q, &pl, &nd, err);
+	if (e == PX_OK)
+		e = spawn(nd.argv, nd.env, w->s.hooks.log_path, ret, err);
+	free_strv(nd.argv);
+	free_strv(nd.env);
+	return e;
+}
+
+/* Tell node nd to leave within gone_ms real ms: its program (its group's
+ * leader) gets SIGTERM with the time and the reason as the signal's value
+ * and passes it to its roles; then the owner tells the rest. */
+static void leave(struct lworld *w, const struct node *nd, int64_t gone_ms,
+		  enum world_leave why)
+{
+	uint8_t reason = why == WORLD_LEAVE_RELEASE ? WIRE_LEAVE_RELEASE
+						    : WIRE_LEAVE_EVICTION;
+	union sigval v = { .sival_int = dist_leave_sigval(gone_ms, reason) };
+
+	if (nd->pid > 0 && sigqueue(nd->pid, SIGTERM, v) != 0)
+		kill(-nd->pid, SIGTERM);
+	if (w->s.hooks.notice)
+		w->s.hooks.notice(w->s.hooks.ctx, nd->id, gone_ms, why);
+}
+
+/* ---- world ops: the controller's half ---- */
 
 static enum px_err w_acquire(void *ctx, const struct world_req *q,
 			     struct px_error *err)
 {
 	struct lworld *w = ctx;
-	char **argv = NULL, **env_add = NULL;
 	struct node *nd;
 	enum px_err e;
 	pid_t pid;
@@ -240,11 +346,7 @@ static enum px_err w_acquire(void *ctx, const struct world_req *q,
 			       PX_OK ? PX_OK : px_errorf(err, PX_EINVAL, "%s",
 							 why);
 	}
-	e = w->s.hooks.command(w->s.hooks.ctx, q, &argv, &env_add, err);
-	if (e == PX_OK)
-		e = spawn(argv, env_add, w->s.hooks.log_path, &pid, err);
-	free_strv(argv);
-	free_strv(env_add);
+	e = start_node(w, q, &pid, err);
 	if (e != PX_OK)
 		return ctrl_rejected(w->c, w->step_t, q->id, err->msg) ==
 		       PX_OK ? PX_OK : e;
@@ -311,13 +413,12 @@ static enum px_err w_release(void *ctx, uint64_t id, struct px_error *err)
 	(void)err;
 	if (!nd)
 		return PX_OK;
-	if (w->s.release_ms <= 0 || !w->s.hooks.notice || nd->pid <= 0) {
+	if (w->s.release_ms <= 0 || nd->pid <= 0) {
 		kill_node(w, nd);
 		return PX_OK;
 	}
 	if (!nd->warned)
-		w->s.hooks.notice(w->s.hooks.ctx, id, nd->pid,
-				  w->s.release_ms, LW_LEAVE_RELEASE);
+		leave(w, nd, w->s.release_ms, WORLD_LEAVE_RELEASE);
 	nd->released = true;
 	nd->kill_ns = mono_ns() + w->s.release_ms * 1000000;
 	return PX_OK;
@@ -330,17 +431,10 @@ static enum px_err w_timer(void *ctx, int64_t t, enum ctrl_timer_kind kind,
 	return push(ctx, t, LW_HOUR, id, err);
 }
 
-const struct world_ops lworld_ops = {
-	.name = "local",
-	.acquire = w_acquire_now,
-	.release = w_release,
-	.timer = w_timer,
-};
+/* ---- world ops: the daemon's half ---- */
 
-/* ---- driving ---- */
-
-enum px_err lworld_new(const struct lw_setup *s, struct lworld **ret,
-		       struct px_error *err)
+static enum px_err w_create(const struct world_setup *s, void **ret,
+			    struct px_error *err)
 {
 	struct lworld *w;
 
@@ -360,14 +454,19 @@ enum px_err lworld_new(const struct lw_setup *s, struct lworld **ret,
 	return PX_OK;
 }
 
-void lworld_attach(struct lworld *w, struct ctrl *c)
+static void w_attach(void *ctx, struct ctrl *c)
 {
+	struct lworld *w = ctx;
+
 	w->c = c;
 	w->step_t = w->s.t0_s;
 }
 
-void lworld_free(struct lworld *w)
+/* SIGKILL every process group still running and reap them. */
+static void w_free(void *ctx)
 {
+	struct lworld *w = ctx;
+
 	if (!w)
 		return;
 	while (w->n)
@@ -377,8 +476,11 @@ void lworld_free(struct lworld *w)
 	free(w);
 }
 
-int64_t lworld_next_ms(const struct lworld *w)
+/* Real ms until the next event is due, or a released node's time to
+ * leave is up (0: now; -1: none). */
+static int64_t w_next_ms(const void *ctx)
 {
+	const struct lworld *w = ctx;
 	int64_t ms = w->q.n ? real_ms_until(w, evq_top(&w->q)->t) : -1;
 	int64_t now = mono_ns();
 
@@ -395,13 +497,17 @@ int64_t lworld_next_ms(const struct lworld *w)
 	return ms;
 }
 
-enum px_err lworld_respawn(struct lworld *w, struct px_error *err)
+/* Start every live instance's command again (SIGKILL of its group, then
+ * the command hook anew), as an instance's init would restart its
+ * program: after the job's coordinator was restarted, the nodes must
+ * register with the new one.  The instances and their bills go on. */
+static enum px_err w_restart_nodes(void *ctx, struct px_error *err)
 {
+	struct lworld *w = ctx;
 	enum px_err e = PX_OK;
 
 	for (size_t i = 0; i < w->n && e == PX_OK;) {
 		struct node *nd = &w->v[i];
-		char **argv = NULL, **env_add = NULL;
 		int st;
 
 		if (nd->released) {   /* it was leaving the old coordinator */
@@ -415,20 +521,16 @@ enum px_err lworld_respawn(struct lworld *w, struct px_error *err)
 		while (waitpid(nd->pid, &st, 0) < 0 && errno == EINTR)
 			;
 		nd->pid = 0;
-		e = w->s.hooks.command(w->s.hooks.ctx, &nd->req, &argv,
-				       &env_add, err);
-		if (e == PX_OK)
-			e = spawn(argv, env_add, w->s.hooks.log_path, &nd->pid,
-				  err);
-		free_strv(argv);
-		free_strv(env_add);
+		e = start_node(w, &nd->req, &nd->pid, err);
 	}
 	return e;
 }
 
-enum px_err lworld_ready(struct lworld *w, uint64_t id, struct px_error *err)
+/* The owner's readiness report for id (with ready_on_report). */
+static enum px_err w_ready(void *ctx, uint64_t id, struct px_error *err)
 {
-	int64_t t = lworld_now(w);
+	struct lworld *w = ctx;
+	int64_t t = w_now(w);
 	enum px_err e;
 
 	struct node *nd = find(w, id);
@@ -448,9 +550,12 @@ static enum px_err ctrl_err(struct lworld *w, enum px_err e,
 					  ctrl_error(w->c)->msg);
 }
 
-enum px_err lworld_start(struct lworld *w, const struct ctrl_progress *p,
-			 struct px_error *err)
+/* The first decision (POL_WHY_START) at t0, after queueing the first
+ * price changes, the tick and the end of the run. */
+static enum px_err w_start(void *ctx, const struct ctrl_progress *p,
+			   struct px_error *err)
 {
+	struct lworld *w = ctx;
 	const struct pol_env *env = w->s.env;
 	int64_t t0 = w->s.t0_s, end = ctrl_end(w->c);
 	enum px_err e = PX_OK;
@@ -517,10 +622,8 @@ static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
 		}
 		nd->warned = true;
 		nd->evict_s = t + env->warning_s;
-		if (w->s.hooks.notice)
-			w->s.hooks.notice(w->s.hooks.ctx, ev->id, nd->pid,
-					  real_ms_until(w, nd->evict_s),
-					  LW_LEAVE_EVICTION);
+		leave(w, nd, real_ms_until(w, nd->evict_s),
+		      WORLD_LEAVE_EVICTION);
 		int64_t evict_s = nd->evict_s;
 		enum px_err e = ctrl_err(w, ctrl_warned(w->c, t, ev->id,
 							evict_s), err);
@@ -586,11 +689,11 @@ static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 			 * market's; the owner counts it */
 			char how[64], why[96];
 
-			lworld_ended_how(st, how, sizeof how);
+			ended_how(st, how, sizeof how);
 			snprintf(why, sizeof why, "failed to start: %s", how);
 			if (w->s.hooks.start_failed)
 				w->s.hooks.start_failed(w->s.hooks.ctx, id,
-							st);
+							how);
 			e = ctrl_err(w, ctrl_failed(w->c, t, id, why), err);
 		}
 		if (e != PX_OK)
@@ -599,11 +702,18 @@ static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 	return PX_OK;
 }
 
-enum px_err lworld_run_due(struct lworld *w, const struct ctrl_progress *p,
-			   int64_t *ret_t, enum ctrl_stop *ret_stop,
-			   struct px_error *err)
+/* Reap nodes that died (reported gone, "lost"; released ones are only
+ * forgotten) and kill released nodes whose time to leave is up, then hand
+ * every event due by now to the controller in order, each followed by
+ * ctrl_step at its instant.  *ret_t is the market instant of the last
+ * event handled (or now when none).  Stops early when a stop rule holds
+ * (*ret_stop, an enum ctrl_stop). */
+static enum px_err w_run_due(void *ctx, const struct ctrl_progress *p,
+			     int64_t *ret_t, int *ret_stop,
+			     struct px_error *err)
 {
-	int64_t now = lworld_now(w);
+	struct lworld *w = ctx;
+	int64_t now = w_now(w);
 	enum px_err e = PX_OK;
 
 	*ret_stop = CTRL_RUN;
@@ -637,3 +747,29 @@ enum px_err lworld_run_due(struct lworld *w, const struct ctrl_progress *p,
 		*ret_stop = ctrl_stop(w->c, *ret_t, p);
 	return e;
 }
+
+const struct world_ops lworld_ops = {
+	.name = "local",
+	.kind = WORLD_LOCAL,
+	.acquire = w_acquire_now,
+	.release = w_release,
+	.timer = w_timer,
+	.create = w_create,
+	.attach = w_attach,
+	.instances_outlive_daemon = false,
+	.end_orphan = w_end_orphan,
+	.start = w_start,
+	.now = w_now,
+	.next_ms = w_next_ms,
+	.run_due = w_run_due,
+	.ready = w_ready,
+	.restart_nodes = w_restart_nodes,
+	.end_leaves = w_end_leaves,
+	.nodes = w_nodes,
+	.host_load = w_host_load,
+	.cloud_id = w_cloud_id,
+	.settled = NULL,
+	.free_world = w_free,
+	.coordinator = w_coordinator,
+	.on_this_host = true,
+};

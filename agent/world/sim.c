@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bidbrain/oracle.h"
-#include "controller.h"
-#include "evq.h"
+#include "../../bidbrain/oracle.h"
+#include "../controller.h"
+#include "../evq.h"
 #include "sim.h"
 #include "world.h"
 
@@ -220,8 +220,11 @@ static enum px_err w_timer(void *ctx, int64_t t_s, enum ctrl_timer_kind kind,
 	return heap_push(ctx, t_s, EV_HOUR, id, err);
 }
 
-static const struct world_ops sim_world_ops = {
+/* The controller's half only: simulate drives the sim world itself
+ * (sim_run), so the daemon's half is NULL. */
+const struct world_ops sim_world_ops = {
 	.name = "sim",
+	.kind = WORLD_SIM,
 	.acquire = w_acquire,
 	.release = w_release,
 	.timer = w_timer,

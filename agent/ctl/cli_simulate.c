@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../cloudapi/trace.h"
-#include "../common/log.h"
-#include "../db/store.h"
+#include "../../cloudapi/trace.h"
+#include "../../common/log.h"
+#include "../../db/store.h"
 #include "cli.h"
-#include "journal.h"
-#include "sim.h"
+#include "../journal.h"
+#include "../world/sim.h"
 #include "simplot.h"
 
 #define SIM_TRACES_MAX 64
@@ -818,7 +818,7 @@ static enum px_err db_begin_run(struct db_ctx *c, const struct opts *o,
 	char *params;
 	enum px_err e;
 
-	e = store_job_add(c->st, job->name, job_text, STORE_WORLD_SIM, now,
+	e = store_job_add(c->st, job->name, job_text, WORLD_SIM, now,
 			  &c->job_id,
 			  &c->err);
 	if (e == PX_OK)

@@ -1,11 +1,11 @@
 /* world.h -- what the controller asks of a world.
  *
  * One controller (controller.h) decides what to rent; a world carries it
- * out and reports what happens: `sim` (agent/sim.c: a virtual clock that
- * jumps event to event over a replayed trace), `local` (process groups on
- * this host, a trace replayed on an accelerated clock) and `ec2` (real
- * instances through the Query API).  docs/controller.md has the whole
- * contract; in short:
+ * out and reports what happens: `sim` (sim.c: a virtual clock that jumps
+ * event to event over a replayed trace), `local` (local.c: process groups
+ * on this host, a trace replayed on an accelerated clock) and `ec2`
+ * (ec2.c: real instances through the Query API), one file each in this
+ * folder.  docs/controller.md has the whole contract; in short:
  *
  *   controller -> world   acquire, release, timer (these ops)
  *   world -> controller   ctrl_launched, ctrl_rejected, ctrl_ready,
@@ -23,9 +23,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../bidbrain/policy.h"
-#include "../cloudapi/market.h"
-#include "../common/px.h"
+#include "../../bidbrain/policy.h"
+#include "../../cloudapi/market.h"
+#include "../../common/px.h"
+/* enum world_kind, world_kind_name, world_kind_parse: in common/ so that
+ * the store, which records a job's world, needs nothing of the agent */
+#include "../../common/world_kind.h"
 
 /* One instance the controller wants.  Strings are borrowed for the call. */
 struct world_req {
@@ -43,19 +46,6 @@ enum ctrl_timer_kind {
 	CTRL_TIMER_HOUR = 0,     /* an instance's billing hour ends */
 	CTRL_TIMER_MAX
 };
-
-/* The worlds, one enum for config, job specs, the store (whose column
- * holds these values: never renumber) and the ops tables. */
-enum world_kind {
-	WORLD_SIM = 0,           /* proteusctl simulate: virtual time */
-	WORLD_LOCAL,             /* process groups on this host */
-	WORLD_EC2,               /* instances through the EC2 Query API */
-	WORLD_KIND_MAX
-};
-/* "sim", "local", "ec2"; "unknown" for other values. */
-const char *world_kind_name(enum world_kind k);
-/* The kind named s, or -1. */
-int world_kind_parse(const char *s);
 
 struct ctrl;
 struct ctrl_progress;
@@ -88,6 +78,10 @@ struct world_place {
 	char coord[128];         /* the coordinator's address (ipc:// or
 				  * tcp://host:port) */
 	char listen[160];        /* the node's own base address */
+	bool remote;             /* the node runs on another machine,
+				  * started from user data: its command
+				  * must hold no secret (the job key is
+				  * refused) */
 };
 
 /* What the owner (proteusd's job) provides to a world. */
@@ -97,8 +91,10 @@ struct world_hooks {
 			       const struct world_place *place,
 			       struct world_node *ret, struct px_error *err);
 	/* Instance id must leave: an eviction notice or a release; gone in
-	 * gone_ms real ms.  The owner tells the node (and its
-	 * coordinator). */
+	 * gone_ms real ms.  The world has told the node itself (local: its
+	 * process group got SIGTERM with dist_leave_sigval(gone_ms, why),
+	 * the trainer's warned leave); the owner tells the rest (the
+	 * coordinator).  May be NULL. */
 	void (*notice)(void *ctx, uint64_t id, int64_t gone_ms,
 		       enum world_leave why);
 	/* Whether one more node may be started now (NULL: always); an
@@ -123,7 +119,11 @@ struct world_hooks {
 struct world_setup {
 	struct world_host *host;          /* the daemon's (shared by jobs) */
 	int64_t job_id;
-	const char *job_dir;              /* the job's directory */
+	const char *job_dir;              /* the job's directory (local:
+					   * the nodes' sockets; NULL: a
+					   * world_place left empty);
+					   * borrowed, like every pointer
+					   * here: it outlives the world */
 	const struct pol_env *env;
 	/* local: sealed, the trace.  ec2: the prices known at the start;
 	 * the world appends what it polls (market_set_append) */
@@ -183,8 +183,15 @@ struct world_ops {
 	 * killed or stopped) outlive the daemon: true (ec2): the world
 	 * adopts or closes them itself at start (setup.resume); false
 	 * (local): the owner closes them at the job's last recorded
-	 * instant before the world is made. */
+	 * instant before the world is made, and calls end_orphan for
+	 * each. */
 	bool instances_outlive_daemon;
+	/* An instance of an earlier life that the owner closes (with
+	 * instances_outlive_daemon false), by its cloud id: end whatever is
+	 * left of it (local: the process group the id names, if it still
+	 * runs the trainer; the parent watch should have ended it).  May
+	 * be NULL. */
+	void (*end_orphan)(const char *cloud_id);
 	/* The first decision (POL_WHY_START), after whatever the world
 	 * must do first (ec2: reconcile a resumed job's instances). */
 	enum px_err (*start)(void *w, const struct ctrl_progress *p,
@@ -220,6 +227,28 @@ struct world_ops {
 	bool (*settled)(const void *w);
 	/* End everything still running and free. */
 	void (*free_world)(void *w);
+	/* Where the job's coordinator listens (local: ipc://JOBDIR/n0;
+	 * ec2: tcp://head_address:PORT).  Asked after create. */
+	enum px_err (*coordinator)(const void *w, char *buf, size_t len,
+				   struct px_error *err);
+	/* Whether the nodes run on this host (the GPU check at submit,
+	 * this host's capacity). */
+	bool on_this_host;
+	/* The job's markets, when they come from the provider rather than
+	 * a trace (ec2: the spot-price history of the last days): added to
+	 * *ms (not sealed), *ret_last_s the end of the job's window (the
+	 * far future).  NULL: the trace.  Blocking (a load thread). */
+	enum px_err (*load_market)(const struct proteusd_config *cfg,
+				   const char *region,
+				   const char *const *types, size_t n_types,
+				   const char *const *zones, size_t n_zones,
+				   struct market_set *ms, int64_t *ret_now_s,
+				   int64_t *ret_last_s, struct px_error *err);
+	/* The daemon's start (ec2: the sweep of its tagged instances) and
+	 * exit, for the world_host's state of this kind.  May be NULL. */
+	enum px_err (*host_start)(struct world_host *wh,
+				  struct px_error *err);
+	void (*host_free)(struct world_host *wh);
 };
 
 /* The ops of a kind (NULL: none built in). */

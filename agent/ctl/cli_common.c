@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/log.h"
+#include "../../common/log.h"
 #include "cli.h"
-#include "proto.h"
+#include "../proto.h"
 
 /* How long `proteusctl` waits for the daemon when it asks which database
  * it uses: a daemon that does not answer this fast is not asked. */

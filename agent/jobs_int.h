@@ -1,0 +1,234 @@
+/* jobs_int.h -- what the files of proteusd's jobs share (jobs.h;
+ * docs/jobs.md): one job and the list of them, and the functions one
+ * concern offers the others.  Private to agent/jobs*.c.
+ *
+ *   jobs.c          the list, the queue, start, tick and finish, the stop
+ *                   rules, suspend and free
+ *   jobs_submit.c   submit (checked, its market read on a thread, stored
+ *                   queued) and cancel; what this host can run
+ *   jobs_market.c   a job's trace, prices and advisor snapshot, read
+ *                   under a guard (the submitter's rights, bounds)
+ *   jobs_trainer.c  the trainer: the key, the coordinator process, each
+ *                   instance's node command, the agent channel (commands,
+ *                   PROGRESS frames) and the progress the controller sees
+ *   jobs_books.c    the store sink, the on-demand shadow bill, cost
+ *   jobs_view.c     the JSON of status, jobs and events
+ *   jobs_recover.c  taking the store's jobs up after a restart
+ *
+ * A job reaches its world only through the world's ops (world.h,
+ * world_ops_of): no file here names one.
+ */
+#ifndef PX_JOBS_INT_H
+#define PX_JOBS_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../bidbrain/billing.h"
+#include "../cloudapi/advisor.h"
+#include "../cloudapi/market_load.h"
+#include "../cloudapi/ondemand.h"
+#include "../trainer/agent_chan.h"
+#include "../trainer/dist.h"
+#include "config.h"
+#include "controller.h"
+#include "jobreq.h"
+#include "jobs.h"
+#include "journal.h"
+#include "plan.h"
+#include "world/world.h"
+
+/* Error texts are cut to fit their buffers on purpose; paths are checked
+ * for length where it matters (job_start). */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define JOB_PATH_MAX 1024
+#define NODE_STRIDE 100          /* node ids of instance i: i*100 + k */
+#define MAX_SEEN 1024            /* trainer nodes remembered per job */
+#define CMDQ_MAX 256             /* commands to the coordinator in flight */
+#define PRODUCT "Linux/UNIX"
+
+struct seen_node {
+	uint32_t node;
+	uint8_t state;           /* enum wire_member_state */
+	bool warned;             /* its instance got an eviction notice:
+				  * gone is a leave, not a loss */
+};
+
+struct job {
+	struct jobs *js;
+	struct job *next;
+	int64_t id;
+	enum store_job_state state;
+	struct job_request req;
+	char dir[JOB_PATH_MAX];
+	char ckpt[JOB_PATH_MAX + 16];
+	char log[JOB_PATH_MAX + 16];     /* the trainer processes' output */
+	/* the market */
+	struct market_set ms;
+	struct ondemand_table od;
+	struct market_load ld;
+	enum billing_model billing;
+	/* per-second: the Spot Instance Advisor snapshot the hazards come
+	 * from (adv_cfg: the daemon's spot_advisor when the job came) */
+	char adv_cfg[CONFIG_PATH_MAX];
+	char adv_path[CONFIG_PATH_MAX];
+	struct advisor adv;
+	bool have_adv;
+	struct plan *plan;
+	int64_t start_s;         /* market time the world starts at */
+	double speedup;
+	/* the run, on its world (world_ops_of(req.world.kind)) */
+	const struct world_ops *wops;
+	struct ctrl *c;
+	void *w;
+	struct journal *jn;
+	int64_t timer;           /* loop timer id, -1 when none */
+	int64_t t;               /* market time of the last event handled */
+	bool started;
+	enum ctrl_stop stop;
+	char why[256];           /* why it failed */
+	char note[320];          /* what was changed to fit this host */
+	char src[256];           /* its file, for messages ("job N" after
+				  * a restart) */
+	/* nodes that could not start, and progress (the stall watchdog) */
+	int64_t start_failures;  /* in a row, since a node last started */
+	char fail_now[512];      /* set: fail the job at the next tick */
+	int64_t stall_clock;     /* the trainer's clock when it last moved */
+	uint64_t stall_mono_us;  /* and when (monotonic) */
+	int64_t stall_t;         /* and market time */
+	/* the trainer */
+	char keyenv[sizeof(DIST_KEY_ENV) + 65];
+	uint8_t key[32];
+	uint64_t token;          /* the trainer's job id */
+	pid_t coord;             /* coordinator pid (its own group), 0 */
+	int restarts;
+	struct agent_chan *ach;  /* PROGRESS in, commands out */
+	char agent_ep[JOB_PATH_MAX + 32];
+	bool registered;
+	/* commands to the coordinator (stage, expect, leave), one at a time
+	 * on the REQ socket, in order; the loop never waits for a reply */
+	struct wire_command cmdq[CMDQ_MAX];
+	size_t cmd_head, cmd_n;
+	bool cmd_out;            /* cmdq[cmd_head] sent, no reply yet */
+	uint64_t cmd_sent_us;
+	int64_t total_clocks;
+	/* progress */
+	int64_t clock;
+	double acc, loss, sps;   /* NaN until evaluated */
+	int workers, ps;
+	int trainer_stage;       /* the stage the trainer reports */
+	double frac;             /* of the work, 0..1 */
+	double work_h, rate_h;
+	int64_t rate_t;          /* market time of the last rate sample */
+	double rate_w;           /* work at rate_t */
+	int64_t joins, losses;
+	struct seen_node *seen;
+	size_t n_seen;
+	bool trainer_done;       /* the coordinator ended the job */
+	uint64_t last_ev_us;     /* last "progress" event (monotonic) */
+	int64_t cost_uusd;       /* final, once ended */
+	/* the same instances for the same times at on-demand prices, under
+	 * the job's billing model: what renting this fleet on demand would
+	 * have cost */
+	struct od_run { uint64_t id; struct billing_acct a; } *od_open;
+	size_t n_od_open, cap_od_open;
+	int64_t od_fleet_uusd;   /* of the instances that ended */
+	double od_before_usd;    /* the same, of the daemon's earlier lives */
+	/* the books of the daemon's earlier lives (recover_one): what the
+	 * ledger held, and the last test figures; a controller counts from
+	 * its own start */
+	int64_t cost_before_uusd;
+	int64_t ref_od;          /* on-demand price of the reference type,
+				  * micro-USD/h, once known (0: not yet) */
+	int64_t evictions_before;
+	bool have_test_before;
+	double acc_before, loss_before;
+	int final_stage;         /* once ended: the last stage */
+	int64_t final_evictions; /* and evictions */
+};
+
+struct jobs {
+	struct jobs_setup s;
+	struct world_host host;  /* what the daemon has for the worlds */
+	struct job *list;
+	struct loading *loading; /* submissions being read (jobs_submit.c) */
+};
+
+/* ---- jobs.c ---- */
+
+/* A job of js named src (its file, or "job N") with nothing loaded yet;
+ * NULL when out of memory. */
+struct job *job_new(struct jobs *js, const char *src);
+struct job *job_find(struct jobs *js, int64_t id);
+/* Nodes the job's world holds now (0 without a world). */
+size_t job_nodes(const struct job *j);
+/* An event row of the job, in its own transaction (market time). */
+void job_event(struct job *j, const char *kind, const char *detail);
+void job_eventf(struct job *j, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool job_set_state(struct job *j, enum store_job_state s);
+/* End the job in state s (why: its reason, logged and stored); every
+ * instance is released, the run freed. */
+void job_end(struct job *j, enum store_job_state s, const char *why);
+void job_free(struct job *j);
+/* Drop what an ended job no longer needs (its market); keep its figures. */
+void job_trim(struct job *j);
+/* Start queued jobs on the loop's next turn. */
+void pump_soon(struct jobs *js);
+
+/* ---- jobs_submit.c ---- */
+
+/* The world's room hook: one more node only under this host's capacity. */
+bool job_room(void *ctx, char *why, size_t len);
+enum px_err job_fit(struct job *j, const char *name, struct px_error *err);
+enum px_err job_world(struct job *j, const char *name, struct px_error *err);
+json_t *jobs_reply_err(struct px_error *err, enum px_err e, const char *fmt,
+		       ...) __attribute__((format(printf, 3, 4)));
+/* The job a request names ("job": id): false (err set) for a bad id;
+ * else *ret_id, and *ret the job this daemon holds (NULL: none). */
+bool jobs_req_job(struct jobs *js, json_t *req, int64_t *ret_id,
+		  struct job **ret, struct px_error *err);
+/* Let submissions still being read end, answering none. */
+void jobs_submit_stop(struct jobs *js);
+
+/* ---- jobs_market.c ---- */
+
+void job_guard(struct px_guard *g);
+enum px_err job_load_market(struct job *j, struct px_error *err);
+
+/* ---- jobs_trainer.c ---- */
+
+/* A fresh key and trainer job id (each start), and the trainer's figures
+ * of a run. */
+enum px_err job_trainer_prepare(struct job *j, struct px_error *err);
+/* The agent channel, then the coordinator (resume: from the job's
+ * checkpoint when there is one). */
+enum px_err job_trainer_start(struct job *j, bool resume,
+			      struct px_error *err);
+/* The coordinator killed and reaped, the agent channel closed. */
+void job_trainer_stop(struct job *j);
+/* The world hooks of the trainer's side: each instance's node command,
+ * notices to the coordinator, readiness on report, the progress mark,
+ * nodes that fail at start, the nodes' log. */
+void job_trainer_hooks(struct job *j, struct world_hooks *h);
+/* Registration, queued commands, PROGRESS frames: never blocks. */
+void job_trainer_poll(struct job *j);
+/* The coordinator's end: done, or a restart from the checkpoint (false,
+ * j->why set: the job fails). */
+bool job_check_coordinator(struct job *j);
+void job_cmd_stage(struct job *j, int stage);
+void job_ctrl_progress(struct job *j, int64_t t, struct ctrl_progress *p);
+
+/* ---- jobs_books.c ---- */
+
+void job_cloud_id(void *ctx, uint64_t ctrl_id, char *buf, size_t len);
+enum px_err job_sink(const struct ctrl_event *ev, void *ctx);
+double job_od_fleet_usd(struct job *j, int64_t t);
+int64_t jobs_req_ref_od_uusd(struct jobs *js, const struct job_request *q);
+int64_t job_ref_od_uusd(struct job *j);
+int64_t job_cost_uusd(struct job *j);
+int64_t job_evictions(struct job *j);
+
+#endif

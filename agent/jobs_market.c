@@ -1,0 +1,135 @@
+/* jobs_market.c -- the market of a job (docs/jobs.md): its trace, its
+ * on-demand prices and, per-second, its Spot Instance Advisor snapshot,
+ * read under a guard, and the plan checked against them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../cloudapi/market_load.h"
+#include "../trainer/kern_cuda.h"
+#include "jobs_int.h"
+#include "server.h"
+
+/* The files a submitter names (trace, prices, snapshot) are read with
+ * the submitter's rights, regular files only, at most this big, within
+ * this long. */
+#define JOB_FILE_MAX_BYTES (UINT64_C(1) << 30)
+#define JOB_LOAD_S 60
+
+/* The guard a job's files are read under (px.h): the submitter's rights
+ * when a client's request is being served (else the daemon's), regular
+ * files of at most JOB_FILE_MAX_BYTES, within JOB_LOAD_S from now. */
+void job_guard(struct px_guard *g)
+{
+	if (!server_peer(g))
+		*g = (struct px_guard){ .ngroups = -1 };
+	g->max_bytes = JOB_FILE_MAX_BYTES;
+	g->deadline_us = px_now_mono_us() + JOB_LOAD_S * UINT64_C(1000000);
+}
+
+/* The files a job's spec names are read with the submitter's rights (the
+ * thread's guard, set by whoever loads the job); the daemon's own (its
+ * configured or shipped trace, prices and snapshot) with its own rights,
+ * still bounded and stopped with it: own is sub without the user.  Sets
+ * the thread's guard for a file the spec names (yes) or not; nothing
+ * without a guard (sub NULL). */
+static void rights_for(const struct px_guard *sub, const struct px_guard *own,
+		       bool named_by_spec)
+{
+	if (sub)
+		px_guard_set(named_by_spec ? sub : own);
+}
+
+enum px_err job_load_market(struct job *j, struct px_error *err)
+{
+	const struct jobs_setup *s = &j->js->s;
+	const char *trace = j->req.world.trace[0] ? j->req.world.trace :
+			    s->trace;
+	const char *od = j->req.world.ondemand[0] ? j->req.world.ondemand :
+			 s->ondemand;
+	const struct px_guard *sub = px_guard_get();
+	struct px_guard own = { .ngroups = -1 };
+	enum px_err e;
+
+	if (sub) {
+		own = *sub;
+		own.as_user = false;
+		own.parent = sub;       /* stopped when it is */
+	}
+	/* the GPU path needs a device here (the local world's nodes run on
+	 * this host): refused now, not with every node failing at start.
+	 * On this thread: the first check loads the CUDA library. */
+	if (!strcmp(j->req.trainer.device, "cuda")) {
+		struct px_error why = {0};
+
+		if (kern_cuda_check(&why) != PX_OK)
+			return px_errorf(err, PX_EUNSUPP, "job '%s': "
+					 "trainer.device: 'cuda', but this "
+					 "host cannot run it: %s",
+					 j->req.spec.name, why.msg);
+	}
+	market_set_init(&j->ms);
+	j->ld = (struct market_load){ .region = j->req.spec.region,
+				      .product = PRODUCT };
+	rights_for(sub, &own, j->req.world.trace[0]);
+	e = market_load_files(&j->ms, &trace, 1, &j->ld, err);
+	rights_for(sub, &own, j->req.world.ondemand[0]);
+	if (e == PX_OK)
+		e = ondemand_table_load(od, &j->od, err);
+	rights_for(sub, &own, true);
+	if (e != PX_OK)
+		return e;
+	j->start_s = j->req.world.start_s ? j->req.world.start_s :
+		     j->ld.first_s;
+	if (j->req.world.start_s && (j->start_s < j->ld.first_s ||
+				     j->start_s >= j->ld.last_s)) {
+		char at[32], first[32], last[32];
+
+		return px_errorf(err, PX_EINVAL, "%s: world.start: %s is "
+				 "outside the trace %s (it covers %s to %s)",
+				 j->src, px_format_time(j->start_s, at,
+							sizeof at), trace,
+				 px_format_time(j->ld.first_s, first,
+						sizeof first),
+				 px_format_time(j->ld.last_s, last,
+						sizeof last));
+	}
+	if (j->req.world.have_billing)
+		j->billing = j->req.world.billing;
+	else
+		j->billing = j->start_s >= BILLING_PER_SECOND_FROM_S ?
+			     BILLING_PER_SECOND : BILLING_LEGACY_HOURLY;
+	j->speedup = j->req.world.speedup > 0 ? j->req.world.speedup :
+		     (double)s->cfg->local_speedup;
+	/* per-second hazards from a snapshot (as simulate), unless the job
+	 * gives every rate itself: the job's, else the daemon's, else the
+	 * shipped one of the start's month */
+	if (j->billing == BILLING_PER_SECOND && j->req.spec.rate_default < 0) {
+		const char *p = j->req.spec.spot_advisor[0] ?
+				j->req.spec.spot_advisor : j->adv_cfg;
+
+		rights_for(sub, &own, j->req.spec.spot_advisor[0]);
+		if (p[0])
+			snprintf(j->adv_path, sizeof j->adv_path, "%s", p);
+		else
+			e = advisor_shipped(j->start_s, j->adv_path,
+					    sizeof j->adv_path, err);
+		if (e == PX_OK)
+			e = advisor_load(j->adv_path, j->req.spec.region,
+					 &j->adv, err);
+		rights_for(sub, &own, true);
+		if (e != PX_OK)
+			return e;
+		j->have_adv = true;
+	}
+	{
+		struct plan_setup su = {
+			.ms = &j->ms, .od = &j->od, .job = &j->req.spec,
+			.billing = j->billing, .start_s = j->start_s,
+			.trace_first_s = j->ld.first_s,
+			.trace_last_s = j->ld.last_s, .seed = (uint64_t)j->id,
+			.advisor = j->have_adv ? &j->adv : NULL,
+		};
+		e = plan_new(&su, &j->plan, err);
+	}
+	return e;
+}

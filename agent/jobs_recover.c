@@ -1,0 +1,257 @@
+/* jobs_recover.c -- restart (docs/jobs.md, "Restart"): the store's queued
+ * and running jobs of every world this daemon runs are taken up again;
+ * where a world's instances end with the daemon, those the store has
+ * open are closed and charged up to the job's last recorded instant. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "jobs_int.h"
+
+struct recover {
+	struct job *j;
+	int64_t first_us, last_us;
+	double spent_uusd;
+};
+
+static enum px_err rec_event(const struct store_event *ev, void *ctx)
+{
+	struct recover *r = ctx;
+
+	if (!strcmp(ev->kind, "progress")) {
+		json_t *p = json_loads(ev->detail, 0, NULL);
+		json_t *v = json_object_get(p, "fleet_ondemand_usd");
+		json_t *acc = json_object_get(p, "test_accuracy");
+		json_t *loss = json_object_get(p, "test_loss");
+		struct job *j = r->j;
+
+		if (json_is_number(v) && json_number_value(v) >= 0)
+			j->od_before_usd = json_number_value(v);
+		/* the job's figures so far: its later lives go on from
+		 * them (each progress event carries the earlier lives') */
+		v = json_object_get(p, "work_done");
+		if (json_is_number(v) && json_number_value(v) >= 0 &&
+		    json_number_value(v) <= 1)
+			j->frac = json_number_value(v);
+		v = json_object_get(p, "clock");
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			j->clock = json_integer_value(v);
+		v = json_object_get(p, "joins");
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			j->joins = json_integer_value(v);
+		v = json_object_get(p, "losses");
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			j->losses = json_integer_value(v);
+		if (json_is_number(acc)) {
+			j->have_test_before = true;
+			j->acc_before = json_number_value(acc);
+			j->loss_before = json_is_number(loss) ?
+					 json_number_value(loss) : NAN;
+		}
+		json_decref(p);
+	} else if (!strcmp(ev->kind, "eviction")) {
+		r->j->evictions_before++;
+	}
+	if (!r->first_us || ev->at_us < r->first_us)
+		r->first_us = ev->at_us;
+	if (ev->at_us > r->last_us)
+		r->last_us = ev->at_us;
+	return PX_OK;
+}
+
+/* An instance a killed daemon left open, of a world whose instances end
+ * with the daemon: ended at the job's last recorded instant, charged
+ * under the job's billing for its run, and what is left of it ended by
+ * its world. */
+static enum px_err rec_instance(const struct store_open_instance *in,
+				void *ctx)
+{
+	struct recover *r = ctx;
+	struct job *j = r->j;
+	struct store *st = j->js->s.st;
+	struct billing_acct a;
+	struct px_error err = {0};
+	int64_t end_s = r->last_us / 1000000, start_s = in->start_us / 1000000;
+	int mi = in->zone[0] ? market_set_find(&j->ms, in->zone, in->type) : -1;
+	const struct ondemand_entry *od = ondemand_table_find(&j->od,
+		j->req.spec.region, in->type);
+	int64_t amount = 0;
+	enum px_err e;
+
+	if (j->wops->end_orphan)
+		j->wops->end_orphan(in->cloud_id);
+	if (end_s < start_s)
+		end_s = start_s;
+	if (in->zone[0] && mi >= 0) {
+		billing_acct_start(&a, j->billing, &j->ms.v[mi], 0, start_s);
+		amount = billing_acct_end(&a, end_s, BILLING_END_USER);
+	} else if (!in->zone[0] && od) {
+		billing_acct_start(&a, j->billing, NULL, od->uusd_per_hour,
+				   start_s);
+		amount = billing_acct_end(&a, end_s, BILLING_END_USER);
+	}
+	e = store_instance_end(st, in->id, end_s * 1000000, "lost", &err);
+	if (e == PX_OK)
+		e = store_ledger_add(st, j->id, in->id, in->start_us,
+				     end_s * 1000000, amount,
+				     "closed by a restarted proteusd", &err);
+	if (e == PX_OK)
+		e = store_event_add(st, j->id, in->id, end_s * 1000000, "lost",
+				    "its node died with proteusd", &err);
+	if (e != PX_OK)
+		log_err("job %" PRId64 ": instance %" PRId64 ": %s", j->id,
+			in->id, err.msg);
+	return e;
+}
+
+struct rec_list {
+	struct jobs *js;
+	int64_t ids[1024];
+	size_t n;
+};
+
+static enum px_err rec_job(const struct store_job *sj, void *ctx)
+{
+	struct rec_list *l = ctx;
+
+	const struct world_ops *o = world_ops_of(sj->world);
+
+	/* jobs of every world the daemon runs (not simulate's) */
+	if (!o || !o->create ||
+	    (sj->state != STORE_JOB_QUEUED && sj->state != STORE_JOB_RUNNING))
+		return PX_OK;
+	if (l->n < sizeof l->ids / sizeof l->ids[0])
+		l->ids[l->n++] = sj->id;
+	return PX_OK;
+}
+
+struct rec_spec {
+	char *text;
+	enum store_job_state state;
+	enum world_kind world;
+};
+
+static enum px_err rec_spec(const struct store_job *sj, void *ctx)
+{
+	struct rec_spec *r = ctx;
+
+	r->state = sj->state;
+	r->world = sj->world;
+	r->text = strndup(sj->spec_json, sj->spec_len);
+	return r->text ? PX_OK : PX_ENOMEM;
+}
+
+static void recover_one(struct jobs *js, int64_t id)
+{
+	struct store_job_filter f = { .id = id };
+	struct rec_spec rs = {0};
+	struct recover r = {0};
+	struct px_error err = {0};
+	int64_t spent = 0;
+	char name[32];
+	struct job *j;
+	enum px_err e = PX_ENOMEM;
+
+	snprintf(name, sizeof name, "job %" PRId64, id);
+	j = job_new(js, name);
+	if (!j) {
+		log_err("job %" PRId64 ": out of memory", id);
+		return;
+	}
+	j->id = id;
+	j->acc = j->loss = NAN;         /* not tested in this life yet */
+	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
+	if (e == PX_OK)
+		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
+	if (e != PX_OK)
+		j->req.world.kind = rs.world;   /* for its status */
+	if (e == PX_OK)
+		e = job_world(j, name, &err);
+	if (e == PX_OK)
+		e = job_fit(j, name, &err);
+	free(rs.text);
+	j->state = rs.state;
+	if (e == PX_OK) {
+		/* the paths came from a submitter: regular files, bounded
+		 * (with the daemon's rights: no client is served here, and
+		 * who submitted is not stored) */
+		struct px_guard g;
+
+		job_guard(&g);
+		px_guard_set(&g);
+		e = job_load_market(j, &err);
+		px_guard_set(NULL);
+	}
+	r.j = j;
+	if (e == PX_OK)
+		e = store_events_each(js->s.st, id, rec_event, &r, &err);
+	/* instances that end with the daemon are closed here; a world whose
+	 * instances outlive it takes them up itself (world_setup.resume) */
+	if (e == PX_OK && j->state == STORE_JOB_RUNNING &&
+	    !j->wops->instances_outlive_daemon) {
+		if (!r.last_us)
+			r.last_us = j->start_s * 1000000;
+		e = store_begin(js->s.st, &err);
+		if (e == PX_OK)
+			e = store_open_instances_each(js->s.st, id,
+						      rec_instance, &r, &err);
+		if (e == PX_OK)
+			e = store_commit(js->s.st, &err);
+		else
+			store_rollback(js->s.st);
+	}
+	if (e == PX_OK)
+		e = store_job_cost(js->s.st, id, &spent, &err);
+	/* the ledger so far, closed bills only: this life's controller
+	 * counts from 0 */
+	j->cost_before_uusd = spent;
+	j->next = js->list;
+	js->list = j;
+	if (e != PX_OK) {
+		snprintf(j->why, sizeof j->why, "cannot resume: %s", err.msg);
+		if (j->state == STORE_JOB_RUNNING || j->state ==
+		    STORE_JOB_QUEUED)
+			job_end(j, STORE_JOB_FAILED, j->why);
+		job_trim(j);
+		return;
+	}
+	if (j->state == STORE_JOB_RUNNING) {
+		/* what is left of the budget and the deadline */
+		if (j->req.spec.budget_uusd >= 0)
+			j->req.spec.budget_uusd = j->req.spec.budget_uusd >
+				spent ? j->req.spec.budget_uusd - spent : 0;
+		if (j->req.spec.deadline_hours > 0) {
+			double used = (double)(r.last_us - r.first_us) / 3.6e9;
+
+			j->req.spec.deadline_hours = j->req.spec.deadline_hours
+				> used + 1.0 / 3600 ?
+				j->req.spec.deadline_hours - used : 1.0 / 3600;
+		}
+		j->t = r.last_us / 1000000;
+		j->restarts = 1;
+		/* back to queued, started by the pump like a new one */
+		j->state = STORE_JOB_QUEUED;
+		log_notice("job %" PRId64 ": resuming at market time %"
+			   PRId64 " after a restart", id, j->t);
+	}
+	pump_soon(js);
+}
+
+enum px_err jobs_recover(struct jobs *js, struct px_error *err)
+{
+	struct rec_list *l = calloc(1, sizeof *l);
+
+	if (!l)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	if (store_jobs_each(js->s.st, NULL, rec_job, l, err) != PX_OK) {
+		free(l);
+		return err->code;
+	}
+	for (size_t i = 0; i < l->n; i++)
+		recover_one(js, l->ids[i]);
+	free(l);
+	return PX_OK;
+}

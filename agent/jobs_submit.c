@@ -1,0 +1,375 @@
+/* jobs_submit.c -- submit and cancel (jobs.h, docs/jobs.md): a job
+ * checked against its world and what this host can run, its market read
+ * on a thread of its own, stored queued; cancel ends it. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "jobs_int.h"
+#include "server.h"
+
+/* At most this many submissions are read at once. */
+#define LOADS_MAX 4
+
+/* ---- what this host can run ---- */
+
+/* The local world's capacity: the instances (node processes) this host
+ * runs at once, all jobs together: the local_max_instances setting, else
+ * 8 per online CPU and at most one per 256 MiB of memory, at least 2. */
+static int64_t local_capacity(const struct proteusd_config *cfg)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	int64_t n, by_mem;
+
+	if (cfg->local_max_instances > 0)
+		return cfg->local_max_instances;
+	n = 8 * (int64_t)(cpus > 0 ? cpus : 1);
+	if (pages > 0 && psize > 0) {
+		by_mem = (int64_t)((double)pages * (double)psize /
+				   (256.0 * 1024 * 1024));
+		if (by_mem < n)
+			n = by_mem;
+	}
+	return n < 2 ? 2 : n;
+}
+
+/* Nodes of every job that use this host now (local: processes). */
+static int64_t local_in_use(const struct jobs *js)
+{
+	int64_t n = 0;
+
+	for (const struct job *j = js->list; j; j = j->next)
+		if (j->w)
+			n += (int64_t)j->wops->host_load(j->w);
+	return n;
+}
+
+/* The world's room hook: one more node only under the capacity. */
+bool job_room(void *ctx, char *why, size_t len)
+{
+	struct job *j = ctx;
+	int64_t cap = local_capacity(j->js->s.cfg), used = local_in_use(j->js);
+
+	if (j->fail_now[0]) {    /* ending: nothing more is started */
+		snprintf(why, len, "the job is failing: %s", j->fail_now);
+		return false;
+	}
+	if (used < cap)
+		return true;
+	snprintf(why, len, "the local world is full: %" PRId64 " node "
+		 "processes run on this host, at most %" PRId64
+		 " (local_max_instances)", used, cap);
+	return false;
+}
+
+/* A job against what this host can run: refused when its reliable tier
+ * (and one instance more) cannot fit, its spot fleet and baseline fleet
+ * capped to the rest (said in note).  name: its file, for messages. */
+enum px_err job_fit(struct job *j, const char *name, struct px_error *err)
+{
+	struct jobspec *sp = &j->req.spec;
+	int64_t cap = local_capacity(j->js->s.cfg), room;
+
+	if (sp->reliable.count + 1 > cap)
+		return px_errorf(err, PX_EINVAL, "%s: reliable.count: %d "
+				 "instances cannot run here: this host's local "
+				 "world runs at most %" PRId64 " at once "
+				 "(local_max_instances), and a job needs room "
+				 "for one more", name, sp->reliable.count,
+				 cap);
+	room = cap - sp->reliable.count;
+	j->note[0] = 0;
+	if (sp->spot.max_instances > room || sp->instances > room) {
+		snprintf(j->note, sizeof j->note, "spot.max_instances %d and "
+			 "instances %d capped at %" PRId64 ": this host's "
+			 "local world runs at most %" PRId64 " instances "
+			 "(local_max_instances), %d of them reliable",
+			 sp->spot.max_instances, sp->instances, room, cap,
+			 sp->reliable.count);
+		if (sp->spot.max_instances > room)
+			sp->spot.max_instances = (int)room;
+		if (sp->instances > room)
+			sp->instances = (int)room;
+	}
+	return PX_OK;
+}
+
+/* The job's world: one this daemon runs jobs on (its ops have the
+ * daemon's half; sim's has none: simulate drives it).  name: its file,
+ * for messages. */
+enum px_err job_world(struct job *j, const char *name, struct px_error *err)
+{
+	const struct world_ops *o = world_ops_of(j->req.world.kind);
+	char runs[64] = "";
+	size_t n = 0;
+	int k;
+
+	if (o && o->create) {
+		j->wops = o;
+		return PX_OK;
+	}
+	for (k = 0; k < WORLD_KIND_MAX; k++) {
+		o = world_ops_of((enum world_kind)k);
+		if (o && o->create && n < sizeof runs)
+			n += (size_t)snprintf(runs + n, sizeof runs - n,
+					      "%s%s", n ? ", " : "", o->name);
+	}
+	return px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
+			 "supported by this daemon yet (%s %s)", name,
+			 world_kind_name(j->req.world.kind), runs,
+			 strchr(runs, ',') ? "are" : "is");
+}
+
+/* ---- replies ---- */
+
+json_t *jobs_reply_err(struct px_error *err, enum px_err e, const char *fmt,
+		       ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	err->code = e;
+	return NULL;
+}
+
+bool jobs_req_job(struct jobs *js, json_t *req, int64_t *ret_id,
+		  struct job **ret, struct px_error *err)
+{
+	json_t *v = json_object_get(req, "job");
+
+	if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+		px_errorf(err, PX_EINVAL, "'job': a job id (a positive "
+			  "integer) is needed");
+		return false;
+	}
+	*ret_id = json_integer_value(v);
+	*ret = job_find(js, *ret_id);
+	return true;
+}
+
+/* A submitted job whose trace and prices are read on a thread of its
+ * own (a 2-month trace takes most of a second): the loop goes on, and the
+ * submitter gets its answer once the job is checked and stored. */
+struct loading {
+	struct loading *next;
+	struct jobs *js;
+	struct job *j;
+	char *text;              /* the spec as submitted */
+	char name[256];          /* its file, for messages */
+	struct server_ticket ticket;
+	struct px_guard guard;   /* the submitter's rights, the bounds */
+	pthread_t th;
+	int efd;                 /* the thread says it is done here */
+	enum px_err e;
+	struct px_error err;
+};
+
+/* ---- submit ---- */
+
+/* A checked, loaded job: stored queued, added to the list (or freed with
+ * the reason in err).  Returns the reply, or NULL. */
+static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
+			    enum px_err e, struct px_error *err)
+{
+	if (e == PX_OK)
+		e = store_job_add(js->s.st, j->req.spec.name, text,
+				  j->req.world.kind, px_now_wall_us(), &j->id,
+				  err);
+	if (e != PX_OK) {
+		job_free(j);
+		return NULL;
+	}
+	/* the per-second interruption draws follow the job's id, as after
+	 * a restart */
+	plan_set_seed(j->plan, (uint64_t)j->id);
+	j->state = STORE_JOB_QUEUED;
+	j->next = NULL;
+	{
+		struct job **p = &js->list;
+
+		while (*p)
+			p = &(*p)->next;
+		*p = j;
+	}
+	log_notice("job %" PRId64 " '%s' queued", j->id, j->req.spec.name);
+	pump_soon(js);
+	if (j->note[0]) {
+		log_notice("job %" PRId64 ": %s", j->id, j->note);
+		job_event(j, "capped", j->note);
+		return json_pack("{s:I, s:s}", "job", (json_int_t)j->id,
+				 "note", j->note);
+	}
+	return json_pack("{s:I}", "job", (json_int_t)j->id);
+}
+
+static void *load_thread(void *arg)
+{
+	struct loading *ld = arg;
+	uint64_t one = 1;
+
+	px_guard_set(&ld->guard);
+	ld->e = job_load_market(ld->j, &ld->err);
+	px_guard_set(NULL);
+	if (write(ld->efd, &one, sizeof one) != sizeof one)
+		abort(); /* an eventfd write of 1 cannot fail */
+	return NULL;
+}
+
+/* The loading thread is done: store the job and answer the submitter. */
+static void loaded(struct loop *l, int fd, int mask, void *ctx)
+{
+	struct loading *ld = ctx;
+	struct jobs *js = ld->js;
+	struct px_error err = ld->err;
+	json_t *reply;
+
+	(void)mask;
+	(void)pthread_join(ld->th, NULL);
+	loop_fd_del(l, fd);
+	close(fd);
+	for (struct loading **p = &js->loading; *p; p = &(*p)->next)
+		if (*p == ld) {
+			*p = ld->next;
+			break;
+		}
+	reply = submit_store(js, ld->j, ld->text, ld->e, &err);
+	server_answer(&ld->ticket, reply, &err);
+	free(ld->text);
+	free(ld);
+}
+
+json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
+{
+	json_t *spec = json_object_get(req, "spec");
+	json_t *file = json_object_get(req, "file");
+	const char *name = json_is_string(file) ? json_string_value(file) :
+			   "job";
+	struct loading *ld = NULL;
+	struct job *j;
+	char *text;
+	enum px_err e;
+
+	if (!json_is_object(spec))
+		return jobs_reply_err(err, PX_EINVAL, "'spec': the job (a "
+				      "JSON object) is needed");
+	text = json_dumps(spec, JSON_COMPACT);
+	if (!text)
+		return jobs_reply_err(err, PX_ENOMEM, "out of memory");
+	j = job_new(js, name);
+	if (!j) {
+		free(text);
+		return jobs_reply_err(err, PX_ENOMEM, "out of memory");
+	}
+	e = jobreq_parse(text, strlen(text), name, &j->req, err);
+	if (e == PX_OK)
+		e = job_world(j, name, err);
+	if (e == PX_OK)
+		e = job_fit(j, name, err);
+	if (e != PX_OK) {
+		free(text);
+		job_free(j);
+		return NULL;
+	}
+	{
+		size_t n = 0;
+
+		for (struct loading *l = js->loading; l; l = l->next)
+			n++;
+		if (n >= LOADS_MAX) {
+			free(text);
+			job_free(j);
+			return jobs_reply_err(err, PX_EUNSUPP, "%s: not "
+					      "taken: %zu submissions are "
+					      "being read now (at most %d at "
+					      "once); submit again in a "
+					      "moment", name, n, LOADS_MAX);
+		}
+	}
+	/* the trace and prices on a thread, the answer later; without a
+	 * server to answer later (or a thread), here and now */
+	ld = calloc(1, sizeof *ld);
+	if (ld && server_defer(&ld->ticket)) {
+		job_guard(&ld->guard);
+		ld->js = js;
+		ld->j = j;
+		ld->text = text;
+		snprintf(ld->name, sizeof ld->name, "%s", name);
+		ld->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (ld->efd >= 0 && loop_fd_add(js->s.loop, ld->efd,
+						LOOP_READABLE, loaded, ld) ==
+					    PX_OK) {
+			if (pthread_create(&ld->th, NULL, load_thread, ld) ==
+			    0) {
+				ld->next = js->loading;
+				js->loading = ld;
+				return SERVER_DEFERRED;
+			}
+			loop_fd_del(js->s.loop, ld->efd);
+		}
+		if (ld->efd >= 0)
+			close(ld->efd);
+	}
+	free(ld);
+	{
+		struct px_guard g;
+
+		job_guard(&g);
+		px_guard_set(&g);
+		e = job_load_market(j, err);
+		px_guard_set(NULL);
+	}
+	{
+		json_t *reply = submit_store(js, j, text, e, err);
+
+		free(text);
+		return reply;
+	}
+}
+
+void jobs_submit_stop(struct jobs *js)
+{
+	/* submissions still loading: let their threads end, answer none */
+	while (js->loading) {
+		struct loading *ld = js->loading;
+
+		js->loading = ld->next;
+		px_guard_stop(&ld->guard); /* its reads end now */
+		(void)pthread_join(ld->th, NULL);
+		loop_fd_del(js->s.loop, ld->efd);
+		close(ld->efd);
+		job_free(ld->j);
+		free(ld->text);
+		free(ld);
+	}
+}
+
+/* ---- cancel ---- */
+
+json_t *jobs_cmd_cancel(struct jobs *js, json_t *req, struct px_error *err)
+{
+	struct job *j;
+	int64_t id;
+
+	if (!jobs_req_job(js, req, &id, &j, err))
+		return NULL;
+	if (!j)
+		return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64
+				      " running or queued", id);
+	if (j->state != STORE_JOB_QUEUED && j->state != STORE_JOB_RUNNING)
+		return jobs_reply_err(err, PX_EINVAL, "job %" PRId64
+				      " already ended (%s)", id,
+				      store_job_state_name(j->state));
+	job_end(j, STORE_JOB_CANCELLED, "cancelled");
+	job_trim(j);
+	pump_soon(js);
+	return json_pack("{s:I, s:s}", "job", (json_int_t)id, "state",
+			 "cancelled");
+}

@@ -1,0 +1,669 @@
+/* jobs_trainer.c -- the trainer of a job (docs/jobs.md): its key, the
+ * coordinator process, the node each instance runs (the world's command
+ * hook) and what it is told, the agent channel (trainer/agent_chan.h:
+ * commands out, PROGRESS frames in) and the progress the controller sees.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "jobs_int.h"
+
+#define COORD_RESTARTS 3         /* coordinator restarts from checkpoint */
+#define CMD_GIVE_UP_MS 5000      /* a command unanswered this long is dropped */
+/* Nodes that fail at start, this many in a row (no node started between
+ * them), fail the job: its nodes cannot run here. */
+#define START_FAILURES_MAX 3
+
+extern char **environ;
+
+static void cmd_queue(struct job *j, const struct wire_command *c);
+static struct seen_node *seen_get(struct job *j, uint32_t node);
+
+/* ---- processes ---- */
+
+static void argv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+/* argv of a trainer role: the program, the role, the job's options, then
+ * extra (NULL-terminated), then --data DIR where the daemon's data_dir is
+ * set.  NULL on OOM. */
+static char **role_argv(struct job *j, const char *role, const char *node,
+			const char *coord, const char *listen,
+			const char *const *extra)
+{
+	const struct job_trainer *t = &j->req.trainer;
+	char epochs[16], batch[16], lr[32], token[24];
+	const char *fixed[] = {
+		j->js->s.trainer, role, "--model", t->model, "--epochs",
+		epochs, "--batch", batch, "--lr", lr, "--schedule", "cosine", "--threads", "1",
+		"--workers", "1", "--ps", "1", "--shards", "4",
+		"--job", token, "--node", node,
+		"--coord", coord, "--listen", listen, NULL,
+	};
+	const char *data = j->js->s.cfg->data_dir;
+	size_t n = 0, k = 0;
+	char **v;
+
+	snprintf(epochs, sizeof epochs, "%d", t->epochs);
+	snprintf(batch, sizeof batch, "%d", t->batch);
+	snprintf(lr, sizeof lr, "%.9g", t->lr);
+	snprintf(token, sizeof token, "%" PRIu64, j->token);
+	while (fixed[n])
+		n++;
+	for (const char *const *e = extra; e && *e; e++)
+		n++;
+	v = calloc(n + 3, sizeof *v);      /* + --data DIR */
+	if (!v)
+		return NULL;
+	for (const char *const *f = fixed; *f; f++)
+		if (!(v[k++] = strdup(*f)))
+			goto oom;
+	for (const char *const *e = extra; e && *e; e++)
+		if (!(v[k++] = strdup(*e)))
+			goto oom;
+	if (data[0] && (!(v[k++] = strdup("--data")) ||
+			!(v[k++] = strdup(data))))
+		goto oom;
+	return v;
+oom:
+	argv_free(v);
+	return NULL;
+}
+
+/* The environment of every trainer process: ours, less any stale key,
+ * plus the job's key and the parent watch.  Pointers into environ and
+ * the job; free the array only. */
+static char **role_env(struct job *j)
+{
+	size_t n = 0, k = 0;
+	char **v;
+
+	while (environ[n])
+		n++;
+	v = calloc(n + 3, sizeof *v);
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], DIST_KEY_ENV "=",
+			    sizeof(DIST_KEY_ENV)) &&
+		    strncmp(environ[i], "PX_PARENT_WATCH=", 16))
+			v[k++] = environ[i];
+	v[k++] = j->keyenv;
+	v[k++] = "PX_PARENT_WATCH=1";
+	return v;
+}
+
+static enum px_err start_coordinator(struct job *j, bool resume,
+				     struct px_error *err)
+{
+	char listen[JOB_PATH_MAX + 8], every[24];
+	const char *extra[12];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	char **argv, **envp;
+	size_t k = 0;
+	pid_t pid;
+	int r;
+
+	snprintf(listen, sizeof listen, "ipc://%s/n0", j->dir);
+	snprintf(every, sizeof every, "%d", j->req.trainer.checkpoint_every);
+	extra[k++] = "--agent";
+	extra[k++] = j->agent_ep;
+	extra[k++] = "--expect-joins";
+	extra[k++] = "--eval-epochs";
+	extra[k++] = "--checkpoint";
+	extra[k++] = j->ckpt;
+	if (j->req.trainer.checkpoint_every) {
+		extra[k++] = "--checkpoint-every";
+		extra[k++] = every;
+	}
+	if (resume && access(j->ckpt, R_OK) == 0) {
+		extra[k++] = "--resume";
+		extra[k++] = j->ckpt;
+	}
+	extra[k] = NULL;
+	argv = role_argv(j, "coordinator", "0", listen, listen, extra);
+	envp = role_env(j);
+	if (!argv || !envp) {
+		argv_free(argv);
+		free(envp);
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+				 POSIX_SPAWN_SETSIGMASK |
+				 POSIX_SPAWN_SETSIGDEF);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT |
+					 O_APPEND, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	r = posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	argv_free(argv);
+	free(envp);
+	if (r != 0)
+		return px_errorf(err, PX_ESYS | r, "start '%s': %s",
+				 j->js->s.trainer, strerror(r));
+	j->coord = pid;
+	return PX_OK;
+}
+
+static void stop_coordinator(struct job *j)
+{
+	if (j->coord <= 0)
+		return;
+	kill(-j->coord, SIGKILL);
+	(void)waitpid(j->coord, NULL, 0);
+	j->coord = 0;
+}
+
+/* ---- the world's hooks ---- */
+
+/* Tell the coordinator which nodes instance q runs and what each may
+ * be: a reliable instance's PS may hold backups and its workers say they
+ * sit on a reliable node (stage 3 keeps them idle); a spot instance's PS
+ * may only be an ActivePS. */
+static void expect_nodes(struct job *j, const struct world_req *q,
+			 uint32_t base)
+{
+	struct wire_command c = { .op = WIRE_CMD_EXPECT };
+	uint8_t rel = q->reliable ? WIRE_ROLE_PS_BACKUP : 0;
+
+	c.node.v = base;
+	c.roles = WIRE_ROLE_PS_ACTIVE | rel;
+	cmd_queue(j, &c);
+	for (int k = 1; k <= j->req.trainer.workers_per_instance; k++) {
+		c.node.v = base + (uint32_t)k;
+		c.roles = WIRE_ROLE_WORKER | rel;
+		cmd_queue(j, &c);
+	}
+}
+
+/* An instance runs one trainer node (`proteus-trainer node`): a PS and
+ * workers_per_instance workers, node ids id*NODE_STRIDE + 0, 1, ...,
+ * at the place its world gives it. */
+static enum px_err node_command(void *ctx, const struct world_req *q,
+				const struct world_place *pl,
+				struct world_node *ret, struct px_error *err)
+{
+	struct job *j = ctx;
+	char node[24], per[16];
+	const char *extra[8] = { "--with-ps", "--node-workers", per,
+				 "--device", j->req.trainer.device, NULL,
+				 NULL, NULL };
+	uint64_t id = q->id * NODE_STRIDE;
+	char **env;
+
+	if (q->id >= UINT32_MAX / NODE_STRIDE)
+		return px_errorf(err, PX_ETOOBIG, "instance id %" PRIu64
+				 " past the trainer's node ids", q->id);
+	snprintf(node, sizeof node, "%" PRIu64, id);
+	snprintf(per, sizeof per, "%d", j->req.trainer.workers_per_instance);
+	if (q->reliable)
+		extra[5] = "--reliable";
+	expect_nodes(j, q, (uint32_t)id);
+	ret->argv = role_argv(j, "node", node, pl->coord, pl->listen, extra);
+	env = calloc(3, sizeof *env);
+	if (env) {
+		env[0] = strdup(j->keyenv);
+		env[1] = strdup("PX_PARENT_WATCH=1");
+	}
+	ret->env = env;
+	if (!ret->argv || !env || !env[0] || !env[1]) {
+		argv_free(ret->argv);
+		argv_free(env);
+		ret->argv = ret->env = NULL;
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	return PX_OK;
+}
+
+/* An eviction notice or a release: the world told the node (its roles
+ * leave by gone_ms); the coordinator moves their partitions and shards
+ * now, even if a role is too busy to say it leaves. */
+static void node_notice(void *ctx, uint64_t id, int64_t gone_ms,
+			enum world_leave why)
+{
+	struct job *j = ctx;
+	struct wire_command c = {
+		.op = WIRE_CMD_LEAVE,
+		.reason = why == WORLD_LEAVE_RELEASE ? WIRE_LEAVE_RELEASE
+						     : WIRE_LEAVE_EVICTION,
+		.deadline_us = px_now_wall_us() + gone_ms * 1000,
+	};
+
+	for (int k = 0; k <= j->req.trainer.workers_per_instance; k++) {
+		struct seen_node *s;
+
+		c.node.v = (uint32_t)(id * NODE_STRIDE) + (uint32_t)k;
+		cmd_queue(j, &c);
+		if ((s = seen_get(j, c.node.v)))
+			s->warned = true;
+	}
+}
+
+/* ---- the agent channel ---- */
+
+static enum px_err agent_open(struct job *j, struct px_error *err)
+{
+	char coord[JOB_PATH_MAX + 8];
+	struct agent_chan_setup as = {
+		.agent_ep = j->agent_ep, .coord = coord, .job = j->token,
+		.key = j->key, .key_len = sizeof j->key,
+	};
+
+	snprintf(j->agent_ep, sizeof j->agent_ep, "ipc://%s/agent.pull",
+		 j->dir);
+	snprintf(coord, sizeof coord, "ipc://%s/n0", j->dir);
+	return agent_chan_open(&as, &j->ach, err);
+}
+
+static void agent_close(struct job *j)
+{
+	agent_chan_close(j->ach);
+	j->ach = NULL;
+	j->registered = false;
+	j->cmd_out = false;
+	j->cmd_n = j->cmd_head = 0;
+}
+
+/* One short handshake attempt (the coordinator answers in a few ms once
+ * it is up; until then this costs the timeout). */
+static void agent_register(struct job *j)
+{
+	struct px_error err;
+	char rep[JOB_PATH_MAX + 16];
+
+	/* not before the coordinator has bound its socket: a handshake
+	 * attempt blocks the loop for its timeout */
+	snprintf(rep, sizeof rep, "%s/n0.rep", j->dir);
+	if (access(rep, F_OK) != 0)
+		return;
+	/* no answer: the next try (with a new socket) */
+	j->registered = agent_chan_register(j->ach, "proteusd", 10, &err) ==
+			PX_OK;
+}
+
+/* Queue a command for the coordinator.  A full queue drops the oldest:
+ * the commands are idempotent and the newest stage is the one that
+ * counts. */
+static void cmd_queue(struct job *j, const struct wire_command *c)
+{
+	if (j->cmd_n == CMDQ_MAX) {
+		log_warn("job %" PRId64 ": command queue full; dropping the "
+			 "oldest", j->id);
+		if (j->cmd_out)
+			return;
+		j->cmd_head = (j->cmd_head + 1) % CMDQ_MAX;
+		j->cmd_n--;
+	}
+	j->cmdq[(j->cmd_head + j->cmd_n) % CMDQ_MAX] = *c;
+	j->cmd_n++;
+}
+
+static void cmd_pop(struct job *j)
+{
+	j->cmd_out = false;
+	j->cmd_head = (j->cmd_head + 1) % CMDQ_MAX;
+	j->cmd_n--;
+}
+
+/* Take the reply of the command in flight and send the next one; never
+ * blocks.  A command the coordinator refuses is logged; one that gets no
+ * answer for CMD_GIVE_UP_MS is dropped (the coordinator is restarting:
+ * the socket is made anew with the next registration). */
+static void cmd_pump(struct job *j)
+{
+	struct px_error err;
+	char detail[WIRE_STR_MAX + 1];
+	uint32_t st;
+
+	while (j->registered && j->cmd_n) {
+		const struct wire_command *c = &j->cmdq[j->cmd_head];
+
+		if (j->cmd_out) {
+			if (agent_chan_answer(j->ach, 0, &st, detail,
+					      sizeof detail, &err) != PX_OK) {
+				if (px_now_mono_us() - j->cmd_sent_us <
+				    CMD_GIVE_UP_MS * 1000ull)
+					return;
+				log_warn("job %" PRId64 ": the coordinator did "
+					 "not answer command %u", j->id,
+					 c->op);
+				cmd_pop(j);
+				continue;
+			}
+			if (st != PX_OK)
+				log_warn("job %" PRId64 ": the coordinator "
+					 "refused command %u: %s", j->id,
+					 c->op, detail);
+			cmd_pop(j);
+			continue;
+		}
+		if (agent_chan_send(j->ach, c, &err) != PX_OK)
+			return; /* not now: the next tick */
+		j->cmd_out = true;
+		j->cmd_sent_us = px_now_mono_us();
+	}
+}
+
+void job_cmd_stage(struct job *j, int stage)
+{
+	struct wire_command c = { .op = WIRE_CMD_STAGE,
+				  .stage = (uint8_t)stage };
+
+	if (stage >= 1 && stage <= 3)
+		cmd_queue(j, &c);
+}
+
+/* ---- the trainer's progress ---- */
+
+static struct seen_node *seen_get(struct job *j, uint32_t node)
+{
+	for (size_t i = 0; i < j->n_seen; i++)
+		if (j->seen[i].node == node)
+			return &j->seen[i];
+	if (j->n_seen == MAX_SEEN)
+		return NULL;
+	j->seen[j->n_seen] = (struct seen_node){ node, 0, false };
+	return &j->seen[j->n_seen++];
+}
+
+/* Members of a PROGRESS frame: joins (a node first seen after the job
+ * began), losses, and readiness of the instance a node runs on. */
+static void take_members(struct job *j, const struct wire_progress *p)
+{
+	j->workers = j->ps = 0;
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct wire_member *m = &p->members[i];
+		struct seen_node *s = seen_get(j, m->node.v);
+		struct px_error err;
+		bool live = m->state == WIRE_MEMBER_ACTIVE ||
+			    m->state == WIRE_MEMBER_JOINING;
+
+		if (live && (m->roles & WIRE_ROLE_WORKER))
+			j->workers++;
+		else if (live)
+			j->ps++;
+		if (!s || s->state == m->state)
+			continue;
+		if (!s->state && live && p->clock > 0)
+			j->joins++;
+		/* a warned node's roles leave, and the coordinator reports
+		 * them LOST once gone, as it does a lost one: that is a
+		 * leave (the coordinator does not count it either) */
+		if (m->state == WIRE_MEMBER_LOST && !s->warned &&
+		    s->state != WIRE_MEMBER_LEAVING)
+			j->losses++;
+		if (!s->state && live && j->w)
+			(void)j->wops->ready(j->w, m->node.v / NODE_STRIDE,
+					     &err);
+		s->state = m->state;
+	}
+}
+
+static void take_progress(struct job *j, const struct wire_progress *p)
+{
+	double f;
+
+	if (p->clock > j->clock)  /* the nodes work: starts succeed */
+		j->start_failures = 0;
+	j->clock = p->clock;
+	j->sps = p->samples_per_s;
+	if (isfinite(p->accuracy)) {
+		j->acc = p->accuracy;
+		j->loss = p->loss;
+	}
+	take_members(j, p);
+	j->trainer_stage = p->stage;
+	if (p->total_clock > 0)
+		j->total_clocks = p->total_clock;
+	/* the work is the share of the job's samples trained: with more
+	 * workers a clock holds more of them */
+	f = p->total_samples ? (double)p->samples /
+				       (double)p->total_samples : 0;
+	if (f > 1)
+		f = 1;
+	if (f > j->frac)
+		j->frac = f;
+}
+
+void job_trainer_poll(struct job *j)
+{
+	struct px_error err;
+	struct wire_msg m;
+
+	if (!j->registered)
+		agent_register(j);
+	cmd_pump(j);
+	while (agent_chan_progress(j->ach, 0, &m, &err) == PX_OK) {
+		take_progress(j, &m.u.progress);
+		wire_msg_release(&m);
+	}
+}
+
+/* What the controller sees: work done in reference hours, and the rate
+ * measured over the last market hour of progress. */
+void job_ctrl_progress(struct job *j, int64_t t, struct ctrl_progress *p)
+{
+	double w = j->frac * j->req.spec.work_hours;
+
+	if (t - j->rate_t >= 3600 || !j->rate_t) {
+		if (j->rate_t && t > j->rate_t)
+			j->rate_h = (w - j->rate_w) * 3600.0 /
+				    (double)(t - j->rate_t);
+		j->rate_t = t;
+		j->rate_w = w;
+	}
+	j->work_h = w;
+	p->work_done_h = w;
+	p->rate_h = j->rate_h > 0 ? j->rate_h : 0;
+}
+
+/* ---- the coordinator's end ---- */
+
+/* The socket files of a killed coordinator and of the agent (the nodes'
+ * own stay: they live on). */
+static void remove_coord_sockets(struct job *j)
+{
+	static const char *const names[] = { "n0.rep", "n0.pull", "n0.pub",
+					     "agent.pull", NULL };
+	char path[JOB_PATH_MAX + 32];
+
+	for (const char *const *n = names; *n; n++) {
+		snprintf(path, sizeof path, "%s/%s", j->dir, *n);
+		(void)unlink(path);
+	}
+}
+
+/* The coordinator's end: done, or a restart from the checkpoint. */
+bool job_check_coordinator(struct job *j)
+{
+	int st;
+	struct px_error err = {0};
+	pid_t pid = j->coord;
+
+	if (pid <= 0 || waitpid(pid, &st, WNOHANG) != pid)
+		return true;
+	j->coord = 0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		j->trainer_done = true;
+		j->frac = 1;
+		return true;
+	}
+	if (j->restarts++ < COORD_RESTARTS) {
+		job_eventf(j, "error", "the coordinator %s %d; restarting "
+			   "from the checkpoint (%d of %d)",
+			   WIFEXITED(st) ? "exited with" : "died of signal",
+			   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+			   j->restarts, COORD_RESTARTS);
+		kill(-pid, SIGKILL);    /* what is left of its group */
+		/* the new coordinator knows neither the agent nor what it
+		 * was told: register again, and tell it again */
+		agent_close(j);
+		remove_coord_sockets(j);
+		if (agent_open(j, &err) == PX_OK &&
+		    start_coordinator(j, true, &err) == PX_OK) {
+			if (j->c)
+				job_cmd_stage(j, ctrl_stage(j->c));
+			/* the nodes' sessions were with the old one: they
+			 * start anew (and are expected anew) */
+			if (!j->w || j->wops->restart_nodes(j->w, &err) ==
+				     PX_OK)
+				return true;
+		}
+	}
+	snprintf(j->why, sizeof j->why, "the trainer's coordinator %s %d%s%s",
+		 WIFEXITED(st) ? "exited with" : "died of signal",
+		 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+		 err.msg[0] ? ": " : "", err.msg);
+	return false;
+}
+
+/* ---- nodes that fail at start ---- */
+
+/* The last "error:" line the trainer processes wrote to the job's log
+ * (their own reason), into buf ("" when none): instance id's own ("worker
+ * 101: ..." is instance 1's), else the last one of any. */
+static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
+			       size_t len)
+{
+	char tail[8192], *p, *best, *cause = NULL, *any = NULL, *mine = NULL;
+	ssize_t n = 0;
+	int fd = open(j->log, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	off_t size;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	if (size > 0 && lseek(fd, size > (off_t)sizeof tail - 1 ?
+			      size - (off_t)sizeof tail + 1 : 0,
+			      SEEK_SET) >= 0)
+		n = read(fd, tail, sizeof tail - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	tail[n] = 0;
+	/* the root cause, not a supervisor's "role X exited with N" */
+	for (p = tail; (p = strstr(p, "error: ")); p++) {
+		size_t k = strcspn(p, "\n");
+		char *nl = p + k, c = *nl;
+		unsigned node;
+
+		*nl = 0;
+		if (!strstr(p, " exited with ")) {
+			cause = p + 7;
+			if (sscanf(cause, "%*s %u:", &node) == 1 &&
+			    node / NODE_STRIDE == id)
+				mine = cause;
+		}
+		*nl = c;
+		any = p + 7;
+	}
+	best = mine ? mine : cause ? cause : any;
+	if (best) {
+		size_t k = strcspn(best, "\n");
+
+		snprintf(buf, len, "%.*s", (int)k, best);
+	}
+}
+
+/* The world's progress mark: the trainer's clock. */
+static int64_t job_mark(void *ctx)
+{
+	return ((struct job *)ctx)->clock;
+}
+
+/* The world's hook: instance id's node ended before it worked (how:
+ * "exited with status 1"). */
+static void node_start_failed(void *ctx, uint64_t id, const char *how)
+{
+	struct job *j = ctx;
+	char said[400];
+
+	j->start_failures++;
+	last_trainer_error(j, id, said, sizeof said);
+	job_eventf(j, "node_failed", "instance %" PRIu64 ": its node failed "
+		   "to start: %s%s%s", id, how, said[0] ? ": " : "", said);
+	log_warn("job %" PRId64 ": instance %" PRIu64 ": its node failed to "
+		 "start: %s%s%s", j->id, id, how, said[0] ? ": " : "", said);
+	if (j->start_failures >= START_FAILURES_MAX && !j->fail_now[0])
+		snprintf(j->fail_now, sizeof j->fail_now, "its nodes cannot "
+			 "start: %" PRId64 " in a row failed (the last %s)%s%s",
+			 j->start_failures, how, said[0] ? ": " : "", said);
+}
+
+/* ---- the trainer of a run ---- */
+
+enum px_err job_trainer_prepare(struct job *j, struct px_error *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint32_t n_train = 60000;
+	size_t off;
+
+	/* a fresh key and trainer job id for each (re)start */
+	if (RAND_bytes(j->key, sizeof j->key) != 1 ||
+	    RAND_bytes((unsigned char *)&j->token, sizeof j->token) != 1)
+		return px_errorf(err, PX_EIO, "RAND_bytes failed");
+	j->token >>= 1;
+	off = (size_t)snprintf(j->keyenv, sizeof j->keyenv, "%s=",
+			       DIST_KEY_ENV);
+	for (size_t i = 0; i < sizeof j->key; i++) {
+		j->keyenv[off++] = hex[j->key[i] >> 4];
+		j->keyenv[off++] = hex[j->key[i] & 15];
+	}
+	j->keyenv[off] = 0;
+	j->total_clocks = dist_job_clocks(n_train, 1,
+					  (uint32_t)j->req.trainer.epochs,
+					  (uint32_t)j->req.trainer.batch,
+					  DIST_CLOCK_BATCHES);
+	return PX_OK;
+}
+
+enum px_err job_trainer_start(struct job *j, bool resume,
+			      struct px_error *err)
+{
+	enum px_err e = agent_open(j, err);
+
+	return e == PX_OK ? start_coordinator(j, resume, err) : e;
+}
+
+void job_trainer_stop(struct job *j)
+{
+	stop_coordinator(j);
+	agent_close(j);
+}
+
+void job_trainer_hooks(struct job *j, struct world_hooks *h)
+{
+	h->command = node_command;
+	h->notice = node_notice;
+	h->ctx = j;
+	h->ready_on_report = true;
+	h->log_path = j->log;
+	h->progress = job_mark;
+	h->start_failed = node_start_failed;
+}

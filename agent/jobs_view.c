@@ -1,0 +1,469 @@
+/* jobs_view.c -- what status, jobs and events answer (docs/proteusd.md):
+ * a job this daemon runs, live; another, from the store alone. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/jsonout.h"
+#include "jobs_int.h"
+
+/* {"tier": .., "type": .., "zone": .., "count": n} per group. */
+static json_t *fleet_json(struct job *j)
+{
+	const struct pol_fleet *f = j->c ? ctrl_fleet(j->c) : NULL;
+	const struct pol_env *env = j->plan ? plan_env(j->plan) : NULL;
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && f && env && i < f->n; i++) {
+		const struct pol_instance *in = &f->v[i];
+		const char *type = env->types[in->type].name;
+		const char *zone = in->market >= 0 ?
+				   env->markets[in->market].zone : NULL;
+		const char *tier = in->reliable ? "reliable" : "transient";
+		json_t *g = NULL, *x;
+		size_t k;
+
+		json_array_foreach(a, k, x) {
+			json_t *z = json_object_get(x, "zone");
+
+			if (!strcmp(json_string_value(json_object_get(x,
+				    "tier")), tier) &&
+			    !strcmp(json_string_value(json_object_get(x,
+				    "type")), type) &&
+			    (zone ? json_is_string(z) &&
+			     !strcmp(json_string_value(z), zone) :
+			     json_is_null(z))) {
+				g = x;
+				break;
+			}
+		}
+		if (g) {
+			json_object_set_new(g, "count", json_integer(
+				json_integer_value(json_object_get(g,
+					"count")) + 1));
+			continue;
+		}
+		json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:i}",
+			"tier", tier, "type", type, "zone",
+			zone ? json_string(zone) : json_null(), "count", 1));
+	}
+	return a;
+}
+
+static double usd(int64_t uusd)
+{
+	return uusd < 0 ? 0 : px_usd(uusd);
+}
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* A dollar figure for JSON: to the micro-dollar, so that it prints as
+ * that decimal (jsonout.h), never negative; null when not known. */
+static json_t *money(double v)
+{
+	return isfinite(v) ? json_real(v > 0 ? px_usd_round(v) : 0.0) :
+			     json_null();
+}
+
+/* The last event of a kind of a job (events are at most 1023 bytes). */
+struct last_ev {
+	bool found;
+	int64_t at_us;
+	char detail[1024];
+};
+
+static enum px_err take_last(const struct store_event *ev, void *ctx)
+{
+	struct last_ev *l = ctx;
+
+	l->found = true;
+	l->at_us = ev->at_us;
+	snprintf(l->detail, sizeof l->detail, "%.*s", (int)ev->detail_len,
+		 ev->detail);
+	return PX_OK;
+}
+
+static bool last_event(struct store *st, int64_t id, const char *kind,
+		       struct last_ev *l)
+{
+	struct px_error err = {0};
+
+	memset(l, 0, sizeof *l);
+	return store_event_last(st, id, kind, take_last, l, &err) == PX_OK &&
+	       l->found;
+}
+
+/* Why a failed job failed: this daemon's reason, else the store's (the
+ * last "error" event: job_end writes the reason as one).  Sets o's
+ * "error"; nothing for a job that did not fail. */
+static void set_error(json_t *o, struct store *st, int64_t id,
+		      enum store_job_state state, const char *why)
+{
+	struct last_ev l;
+
+	if (state != STORE_JOB_FAILED)
+		return;
+	if (why && *why)
+		json_object_set_new(o, "error", json_string(why));
+	else if (last_event(st, id, "error", &l))
+		json_object_set_new(o, "error", json_string(l.detail));
+	else
+		json_object_set_new(o, "error", json_string("not recorded"));
+}
+
+static json_t *status_live(struct job *j)
+{
+	int64_t cost = job_cost_uusd(j);
+	double od = usd(job_ref_od_uusd(j));
+	double proj = j->frac > 0.02 ? usd(cost) / j->frac : NAN;
+	/* a resumed job: the last figures until the trainer tests again */
+	bool before = !isfinite(j->acc) && j->have_test_before;
+	json_t *o;
+
+	if (j->state == STORE_JOB_DONE)
+		proj = usd(cost);
+	o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:I, s:I, s:o, s:o, s:f, "
+		      "s:o, s:o, s:o, s:I, s:I, s:I, s:i, s:i, s:f, s:s}",
+		      "job", (json_int_t)j->id, "name", j->req.spec.name,
+		      "state", store_job_state_name(j->state),
+		      "world", world_kind_name(j->req.world.kind),
+		      "stage", j->c ? ctrl_stage(j->c) : j->final_stage,
+		      "clock", (json_int_t)j->clock,
+		      "clocks_total", (json_int_t)j->total_clocks,
+		      "test_accuracy", num_or_null(before ? j->acc_before :
+						   j->acc),
+		      "test_loss", num_or_null(before ? j->loss_before :
+					       j->loss),
+		      "work_done", j->frac,
+		      "fleet", fleet_json(j),
+		      "cost_usd", money(usd(cost)),
+		      "projected_cost_usd", money(proj),
+		      "evictions", (json_int_t)job_evictions(j),
+		      "joins", (json_int_t)j->joins,
+		      "losses", (json_int_t)j->losses,
+		      "workers", j->workers, "ps", j->ps,
+		      "samples_per_s", isfinite(j->sps) && j->sps > 0 ?
+				       j->sps : 0.0,
+		      "policy", j->req.policy);
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "ondemand_cost_usd",
+			    money(od * j->frac * j->req.spec.work_hours));
+	json_object_set_new(o, "fleet_ondemand_usd",
+			    money(job_od_fleet_usd(j, j->t ? j->t :
+						   j->start_s)));
+	json_object_set_new(o, "trainer_stage", j->trainer_stage ?
+			    json_integer(j->trainer_stage) : json_null());
+	json_object_set_new(o, "market_time", json_integer(j->t ? j->t :
+							  j->start_s));
+	json_object_set_new(o, "restarts", json_integer(j->restarts));
+	json_object_set_new(o, "billing",
+			    json_string(billing_model_name(j->billing)));
+	json_object_set_new(o, "spot_advisor", j->adv_path[0] ?
+			    json_string(j->adv_path) : json_null());
+	set_error(o, j->js->s.st, j->id, j->state, j->why);
+	return o;
+}
+
+/* A job this daemon has not run (it ended before this daemon started):
+ * what the store says, which holds every life of the job. */
+struct stored {
+	json_t *o;
+	char *spec;              /* as submitted */
+	enum store_job_state state;
+};
+
+static enum px_err stored_job(const struct store_job *sj, void *ctx)
+{
+	struct stored *s = ctx;
+
+	s->state = sj->state;
+	s->o = json_pack("{s:I, s:s, s:s, s:s}", "job", (json_int_t)sj->id,
+			 "name", sj->name, "state",
+			 store_job_state_name(sj->state), "world",
+			 world_kind_name(sj->world));
+	free(s->spec);
+	s->spec = strndup(sj->spec_json, sj->spec_len);
+	return s->o && s->spec ? PX_OK : PX_ENOMEM;
+}
+
+/* A member of JSON text o (a stored event's detail), or NULL. */
+static json_t *detail_get(json_t *o, const char *k)
+{
+	return json_is_object(o) ? json_object_get(o, k) : NULL;
+}
+
+/* o (job, name, state, world) with the job's figures from the store
+ * alone: the cost is the ledger's sum; evictions, the eviction events;
+ * the run's figures, its last progress event (the whole job's since they
+ * carry the earlier lives'); policy and billing, its last start (else the
+ * parameters of a `simulate --db` run, else its spec); the on-demand
+ * estimate, from its spec; why it failed, its last "error" event. */
+static enum px_err stored_books(struct jobs *js, int64_t id,
+				const struct stored *s, struct px_error *err)
+{
+	struct store *st = js->s.st;
+	struct job_request *q = calloc(1, sizeof *q);
+	struct px_error perr = {0};
+	struct last_ev l;
+	int64_t cost = 0, evictions = 0, starts = 0, at_s = 0;
+	json_t *o = s->o, *p = NULL, *start = NULL, *v;
+	double frac = 0, proj = NAN;
+	bool have_q;
+	const char *k;
+	enum px_err e;
+
+	if (!q)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	e = store_job_cost(st, id, &cost, err);
+	if (e == PX_OK)
+		e = store_event_count(st, id, "eviction", &evictions, err);
+	if (e == PX_OK)
+		e = store_event_count(st, id, "start", &starts, err);
+	if (e != PX_OK) {
+		free(q);
+		return e;
+	}
+	have_q = s->spec && jobreq_parse(s->spec, strlen(s->spec),
+					 "the stored job", q, &perr) == PX_OK;
+	if (last_event(st, id, "progress", &l)) {
+		p = json_loads(l.detail, 0, NULL);
+		at_s = l.at_us / 1000000;
+	}
+	/* a daemon's start, else `simulate --db`'s parameters: both name
+	 * the policy and the billing */
+	if (last_event(st, id, "start", &l) ||
+	    last_event(st, id, "simulate", &l)) {
+		start = json_loads(l.detail, 0, NULL);
+		if (!at_s)
+			at_s = l.at_us / 1000000;
+	}
+	json_object_set_new(o, "stage", json_integer(0));
+	json_object_set_new(o, "clock", json_integer(0));
+	json_object_set_new(o, "clocks_total", json_integer(0));
+	json_object_set_new(o, "test_accuracy", json_null());
+	json_object_set_new(o, "test_loss", json_null());
+	json_object_set_new(o, "work_done", json_real(0));
+	json_object_set_new(o, "fleet", json_array());
+	json_object_set_new(o, "workers", json_integer(0));
+	json_object_set_new(o, "ps", json_integer(0));
+	json_object_set_new(o, "joins", json_integer(0));
+	json_object_set_new(o, "losses", json_integer(0));
+	json_object_set_new(o, "fleet_ondemand_usd", json_real(0));
+	/* the figures of its last progress event, checked */
+	if (json_is_object(p))
+		json_object_foreach(p, k, v) {
+			json_t *had = json_object_get(o, k);
+
+			if (!had || !strcmp(k, "fleet") ||
+			    (json_is_number(had) && !json_is_number(v)) ||
+			    (json_is_number(v) && json_number_value(v) < 0))
+				continue;
+			json_object_set_new(o, k, json_is_integer(had) &&
+					    json_is_real(v) ? json_integer(
+					    (json_int_t)json_real_value(v)) :
+					    json_incref(v));
+		}
+	frac = json_number_value(json_object_get(o, "work_done"));
+	if (s->state == STORE_JOB_DONE)
+		proj = usd(cost);
+	else if (frac > 0.02)
+		proj = usd(cost) / frac;
+	json_object_set_new(o, "cost_usd", money(usd(cost)));
+	json_object_set_new(o, "projected_cost_usd", money(proj));
+	json_object_set_new(o, "evictions", json_integer(evictions));
+	json_object_set_new(o, "samples_per_s", json_real(0));
+	json_object_set_new(o, "fleet_ondemand_usd", money(json_number_value(
+		json_object_get(o, "fleet_ondemand_usd"))));
+	v = detail_get(start, "policy");
+	json_object_set_new(o, "policy", json_is_string(v) ? json_copy(v) :
+			    have_q ? json_string(q->policy) : json_null());
+	v = detail_get(start, "billing");
+	json_object_set_new(o, "billing", json_is_string(v) ? json_copy(v) :
+			    have_q && q->world.have_billing ? json_string(
+			    billing_model_name(q->world.billing)) :
+			    json_null());
+	{
+		int64_t od = have_q ? jobs_req_ref_od_uusd(js, q) : 0;
+
+		json_object_set_new(o, "ondemand_cost_usd", od > 0 ?
+				    money(usd(od) * frac *
+					  q->spec.work_hours) : json_null());
+	}
+	json_object_set_new(o, "trainer_stage", json_null());
+	json_object_set_new(o, "market_time", at_s ? json_integer(at_s) :
+			    json_null());
+	json_object_set_new(o, "restarts", json_integer(starts > 1 ?
+							 starts - 1 : 0));
+	json_object_set_new(o, "spot_advisor", have_q &&
+			    q->spec.spot_advisor[0] ?
+			    json_string(q->spec.spot_advisor) : json_null());
+	set_error(o, st, id, s->state, NULL);
+	json_decref(p);
+	json_decref(start);
+	free(q);
+	return PX_OK;
+}
+
+static json_t *status_stored(struct jobs *js, int64_t id,
+			     struct px_error *err)
+{
+	struct store_job_filter f = { .id = id };
+	struct stored s = {0};
+
+	if (store_jobs_each(js->s.st, &f, stored_job, &s, err) != PX_OK) {
+		json_decref(s.o);
+		free(s.spec);
+		return NULL;
+	}
+	if (!s.o) {
+		free(s.spec);
+		return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64, id);
+	}
+	if (stored_books(js, id, &s, err) != PX_OK) {
+		json_decref(s.o);
+		s.o = NULL;
+	}
+	free(s.spec);
+	return s.o;
+}
+
+json_t *jobs_cmd_status(struct jobs *js, json_t *req, struct px_error *err)
+{
+	struct job *j;
+	int64_t id;
+
+	if (!jobs_req_job(js, req, &id, &j, err))
+		return NULL;
+	return j ? status_live(j) : status_stored(js, id, err);
+}
+
+struct list {
+	struct jobs *js;
+	json_t *a;
+	struct px_error *err;
+};
+
+/* A row of `jobs`: its cost, accuracy and work in every life; a job this
+ * daemon runs, live, else the ledger and its last progress event. */
+static enum px_err list_job(const struct store_job *sj, void *ctx)
+{
+	struct list *ls = ctx;
+	struct job *j = job_find(ls->js, sj->id);
+	int64_t cost = 0;
+	double acc = NAN, frac = 0;
+	struct last_ev l;
+	enum px_err e;
+	json_t *x;
+
+	if (j) {
+		bool before = !isfinite(j->acc) && j->have_test_before;
+
+		cost = job_cost_uusd(j);
+		acc = before ? j->acc_before : j->acc;
+		frac = j->frac;
+	} else {
+		e = store_job_cost(ls->js->s.st, sj->id, &cost, ls->err);
+		if (e != PX_OK)
+			return e;
+		if (last_event(ls->js->s.st, sj->id, "progress", &l)) {
+			json_t *p = json_loads(l.detail, 0, NULL);
+
+			acc = json_number_value(detail_get(p,
+							   "test_accuracy"));
+			if (!json_is_number(detail_get(p, "test_accuracy")))
+				acc = NAN;
+			frac = json_number_value(detail_get(p, "work_done"));
+			json_decref(p);
+		}
+	}
+	x = json_pack("{s:I, s:s, s:s, s:s, s:I, s:o, s:o, s:f}",
+		      "job", (json_int_t)sj->id, "name", sj->name, "state",
+		      store_job_state_name(j ? j->state : sj->state), "world",
+		      world_kind_name(sj->world), "created_us",
+		      (json_int_t)sj->created_us, "cost_usd",
+		      money(usd(cost)), "test_accuracy", num_or_null(acc),
+		      "work_done", frac > 0 && frac <= 1 ? frac : 0.0);
+	if (!x || json_array_append_new(ls->a, x))
+		return px_errorf(ls->err, PX_ENOMEM, "out of memory");
+	return PX_OK;
+}
+
+json_t *jobs_cmd_jobs(struct jobs *js, json_t *req, struct px_error *err)
+{
+	struct list ls = { .js = js, .a = json_array(), .err = err };
+
+	(void)req;
+	if (!ls.a)
+		return jobs_reply_err(err, PX_ENOMEM, "out of memory");
+	if (store_jobs_each(js->s.st, NULL, list_job, &ls, err) != PX_OK) {
+		json_decref(ls.a);
+		return NULL;
+	}
+	return json_pack("{s:o}", "jobs", ls.a);
+}
+
+struct ev_walk {
+	json_t *a;
+	int64_t after;       /* event ids <= this are skipped */
+	size_t max;
+};
+
+static enum px_err walk_event(const struct store_event *ev, void *ctx)
+{
+	struct ev_walk *w = ctx;
+
+	if (ev->id <= w->after)
+		return PX_OK;
+	if (json_array_size(w->a) >= w->max)
+		return PX_OK;
+	return json_array_append_new(w->a, json_pack("{s:I, s:I, s:I, s:s, "
+		"s:s%}", "id", (json_int_t)ev->id, "at", (json_int_t)(
+		ev->at_us / 1000000), "instance", (json_int_t)ev->instance_id,
+		"kind", ev->kind, "detail", ev->detail, ev->detail_len)) ?
+		PX_ENOMEM : PX_OK;
+}
+
+json_t *jobs_cmd_events(struct jobs *js, json_t *req, struct px_error *err)
+{
+	json_t *after = json_object_get(req, "after");
+	struct store_job_filter f;
+	struct stored s = {0};
+	struct ev_walk w = { .after = 0, .max = 200 };
+	struct job *j;
+	int64_t id;
+
+	if (!jobs_req_job(js, req, &id, &j, err))
+		return NULL;
+	if (after && !(json_is_integer(after) &&
+		       json_integer_value(after) >= 0))
+		return jobs_reply_err(err, PX_EINVAL, "'after': an event id "
+				      "(an integer >= 0) is needed");
+	w.after = after ? json_integer_value(after) : 0;
+	f = (struct store_job_filter){ .id = id };
+	if (store_jobs_each(js->s.st, &f, stored_job, &s, err) != PX_OK) {
+		json_decref(s.o);
+		free(s.spec);
+		return NULL;
+	}
+	free(s.spec);
+	if (!s.o)
+		return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64, id);
+	w.a = json_array();
+	if (!w.a || store_events_each(js->s.st, id, walk_event, &w, err) !=
+		    PX_OK) {
+		json_decref(w.a);
+		json_decref(s.o);
+		return NULL;
+	}
+	json_object_set_new(s.o, "events", w.a);
+	if (j)
+		json_object_set_new(s.o, "state", json_string(
+			store_job_state_name(j->state)));
+	return s.o;
+}
