@@ -223,6 +223,13 @@ static enum px_err parse_world(json_t *o, const char *name,
 		if (r != PX_OK)
 			return r;
 	}
+	/* the ec2 world's market is EC2's, on its clock */
+	if (w->kind == WORLD_EC2 && (w->trace[0] || w->speedup > 0 ||
+				     w->start_s))
+		return bad(err, name, "world", w->trace[0] ? "trace" :
+			   w->speedup > 0 ? "speedup" : "start", "only the "
+			   "local world replays a trace (the ec2 world's "
+			   "market is EC2's, now)");
 	return PX_OK;
 }
 

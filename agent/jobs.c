@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "jobkey.h"
 #include "jobs_int.h"
 
 #define TICK_MS 50               /* the longest a job's timer sleeps */
@@ -198,6 +199,9 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 		job_eventf(j, s == STORE_JOB_FAILED ? "error" : "end", "%s",
 			   why);
 	job_release_run(j);
+	/* the key's nodes are gone: nothing may join the job again */
+	if (j->dir[0])
+		jobkey_remove(j->dir);
 	job_set_state(j, s);
 	pump_soon(j->js);       /* a queued job may start now */
 	log_notice("job %" PRId64 " %s%s%s (cost $%.6f)", j->id,
@@ -250,8 +254,6 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		return e;
 	j->acc = j->loss = NAN;
 	e = policy_lookup(j->req.policy, &pol, err);
-	if (e == PX_OK)
-		e = job_trainer_start(j, resume, err);
 	if (e != PX_OK)
 		return e;
 	{
@@ -291,8 +293,18 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		e = journal_new(&js, &j->jn, err);
 		if (e == PX_OK)
 			e = j->wops->create(&ws, &j->w, err);
+		/* the coordinator listens where the world says its nodes
+		 * reach it */
+		if (e == PX_OK)
+			e = j->wops->coordinator(j->w, j->coord_addr,
+						 sizeof j->coord_addr, err);
+		if (e == PX_OK)
+			e = job_trainer_start(j, resume, err);
 		if (e != PX_OK)
 			return e;
+		/* a market the provider gives runs on its clock, from now */
+		if (j->wops->load_market)
+			cs.start_s = j->t = j->wops->now(j->w);
 		cs.world_ctx = j->w;
 		e = ctrl_new(&cs, &j->c, err);
 		if (e != PX_OK)
@@ -525,6 +537,12 @@ void jobs_free(struct jobs *js)
 
 		js->list = j->next;
 		job_free(j);
+	}
+	for (int k = 0; k < WORLD_KIND_MAX; k++) {
+		const struct world_ops *o = world_ops_of((enum world_kind)k);
+
+		if (o && o->host_free)
+			o->host_free(&js->host);
 	}
 	free(js);
 }

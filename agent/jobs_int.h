@@ -78,6 +78,8 @@ struct job {
 	bool have_adv;
 	struct plan *plan;
 	int64_t start_s;         /* market time the world starts at */
+	int64_t now_s;           /* the provider's clock when its markets
+				  * were read (ec2) */
 	double speedup;
 	/* the run, on its world (world_ops_of(req.world.kind)) */
 	const struct world_ops *wops;
@@ -102,6 +104,9 @@ struct job {
 	char keyenv[sizeof(DIST_KEY_ENV) + 65];
 	uint8_t key[32];
 	uint64_t token;          /* the trainer's job id */
+	char coord_addr[JOB_PATH_MAX + 8]; /* where the coordinator listens
+					    * (the world says) */
+	char keyfile[JOB_PATH_MAX + 8];    /* the key's file (jobkey.h) */
 	pid_t coord;             /* coordinator pid (its own group), 0 */
 	int restarts;
 	struct agent_chan *ach;  /* PROGRESS in, commands out */

@@ -39,6 +39,42 @@ static void rights_for(const struct px_guard *sub, const struct px_guard *own,
 		px_guard_set(named_by_spec ? sub : own);
 }
 
+/* The markets of a job whose world has them from the provider (ec2):
+ * the history of its spot types in its zones, up to now, sealed; the
+ * job's window runs from now to the far future. */
+static enum px_err job_provider_market(struct job *j, struct px_error *err)
+{
+	const struct jobspec *sp = &j->req.spec;
+	const char *types[JOBSPEC_TYPES_MAX], *zones[JOBSPEC_ZONES_MAX];
+	int64_t now = 0, last = 0;
+	enum px_err e;
+
+	for (size_t i = 0; i < sp->spot.n_types; i++)
+		types[i] = sp->spot.types[i];
+	for (size_t i = 0; i < sp->spot.n_zones; i++)
+		zones[i] = sp->spot.zones[i];
+	if (j->req.world.have_billing &&
+	    j->req.world.billing != BILLING_PER_SECOND)
+		return px_errorf(err, PX_EINVAL, "%s: world.billing: the %s "
+				 "world is billed per second", j->src,
+				 j->wops->name);
+	e = j->wops->load_market(j->js->s.cfg, sp->region, types,
+				 sp->spot.n_types, zones, sp->spot.n_zones,
+				 &j->ms, &now, &last, err);
+	if (e == PX_OK)
+		e = market_set_seal(&j->ms, err);
+	if (e != PX_OK)
+		return e;
+	if (!j->ms.records)
+		return px_errorf(err, PX_ENOENT, "%s: EC2 has no spot price of "
+				 "the job's types in its zones in the last "
+				 "days", j->src);
+	j->now_s = now;
+	j->ld.first_s = j->ms.first_s;
+	j->ld.last_s = last;
+	return PX_OK;
+}
+
 enum px_err job_load_market(struct job *j, struct px_error *err)
 {
 	const struct jobs_setup *s = &j->js->s;
@@ -58,7 +94,7 @@ enum px_err job_load_market(struct job *j, struct px_error *err)
 	/* the GPU path needs a device here (the local world's nodes run on
 	 * this host): refused now, not with every node failing at start.
 	 * On this thread: the first check loads the CUDA library. */
-	if (!strcmp(j->req.trainer.device, "cuda")) {
+	if (j->wops->on_this_host && !strcmp(j->req.trainer.device, "cuda")) {
 		struct px_error why = {0};
 
 		if (kern_cuda_check(&why) != PX_OK)
@@ -71,7 +107,10 @@ enum px_err job_load_market(struct job *j, struct px_error *err)
 	j->ld = (struct market_load){ .region = j->req.spec.region,
 				      .product = PRODUCT };
 	rights_for(sub, &own, j->req.world.trace[0]);
-	e = market_load_files(&j->ms, &trace, 1, &j->ld, err);
+	if (j->wops->load_market)
+		e = job_provider_market(j, err);
+	else
+		e = market_load_files(&j->ms, &trace, 1, &j->ld, err);
 	rights_for(sub, &own, j->req.world.ondemand[0]);
 	if (e == PX_OK)
 		e = ondemand_table_load(od, &j->od, err);
@@ -93,6 +132,8 @@ enum px_err job_load_market(struct job *j, struct px_error *err)
 				 px_format_time(j->ld.last_s, last,
 						sizeof last));
 	}
+	if (j->wops->load_market)      /* the market starts now */
+		j->start_s = j->now_s;
 	if (j->req.world.have_billing)
 		j->billing = j->req.world.billing;
 	else

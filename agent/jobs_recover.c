@@ -253,5 +253,17 @@ enum px_err jobs_recover(struct jobs *js, struct px_error *err)
 	for (size_t i = 0; i < l->n; i++)
 		recover_one(js, l->ids[i]);
 	free(l);
+	/* then each world the daemon is set up for looks at what it left
+	 * (ec2: instances of jobs that are over are terminated) */
+	for (int k = 0; k < WORLD_KIND_MAX; k++) {
+		const struct world_ops *o = world_ops_of((enum world_kind)k);
+		struct px_error e2 = {0};
+
+		if (!o || !o->host_start || (o->check &&
+		    o->check(js->s.cfg, &e2) != PX_OK))
+			continue;
+		if (o->host_start(&js->host, &e2) != PX_OK)
+			log_warn("the %s world's start: %s", o->name, e2.msg);
+	}
 	return PX_OK;
 }

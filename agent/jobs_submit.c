@@ -76,6 +76,9 @@ enum px_err job_fit(struct job *j, const char *name, struct px_error *err)
 	struct jobspec *sp = &j->req.spec;
 	int64_t cap = local_capacity(j->js->s.cfg), room;
 
+	j->note[0] = 0;
+	if (!j->wops->on_this_host)     /* the provider's capacity */
+		return PX_OK;
 	if (sp->reliable.count + 1 > cap)
 		return px_errorf(err, PX_EINVAL, "%s: reliable.count: %d "
 				 "instances cannot run here: this host's local "
@@ -112,7 +115,8 @@ enum px_err job_world(struct job *j, const char *name, struct px_error *err)
 
 	if (o && o->create) {
 		j->wops = o;
-		return PX_OK;
+		/* a world that rents needs its operator's settings first */
+		return o->check ? o->check(j->js->s.cfg, err) : PX_OK;
 	}
 	for (k = 0; k < WORLD_KIND_MAX; k++) {
 		o = world_ops_of((enum world_kind)k);

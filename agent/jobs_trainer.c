@@ -7,7 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
-#include <openssl/rand.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "jobkey.h"
 #include "jobs_int.h"
 
 #define COORD_RESTARTS 3         /* coordinator restarts from checkpoint */
@@ -121,7 +122,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	pid_t pid;
 	int r;
 
-	snprintf(listen, sizeof listen, "ipc://%s/n0", j->dir);
+	snprintf(listen, sizeof listen, "%s", j->coord_addr);
 	snprintf(every, sizeof every, "%d", j->req.trainer.checkpoint_every);
 	extra[k++] = "--agent";
 	extra[k++] = j->agent_ep;
@@ -225,10 +226,25 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 		extra[5] = "--reliable";
 	expect_nodes(j, q, (uint32_t)id);
 	ret->argv = role_argv(j, "node", node, pl->coord, pl->listen, extra);
+	if (pl->remote && ret->argv) {
+		/* started from user data on its instance: the trainer there,
+		 * and no secret in its command (until enrollment, the key's
+		 * file, which only an instance on this host can read) */
+		free(ret->argv[0]);
+		ret->argv[0] = strdup(j->js->s.cfg->ec2_node_trainer);
+	}
 	env = calloc(3, sizeof *env);
 	if (env) {
-		env[0] = strdup(j->keyenv);
+		char kf[sizeof j->keyfile + 24];
+
+		snprintf(kf, sizeof kf, "%s=%s", DIST_KEY_FILE_ENV,
+			 j->keyfile);
+		env[0] = strdup(pl->remote ? kf : j->keyenv);
 		env[1] = strdup("PX_PARENT_WATCH=1");
+	}
+	if (ret->argv && !ret->argv[0]) {
+		argv_free(ret->argv);
+		ret->argv = NULL;
 	}
 	ret->env = env;
 	if (!ret->argv || !env || !env[0] || !env[1]) {
@@ -276,7 +292,7 @@ static enum px_err agent_open(struct job *j, struct px_error *err)
 
 	snprintf(j->agent_ep, sizeof j->agent_ep, "ipc://%s/agent.pull",
 		 j->dir);
-	snprintf(coord, sizeof coord, "ipc://%s/n0", j->dir);
+	snprintf(coord, sizeof coord, "%s", j->coord_addr);
 	return agent_chan_open(&as, &j->ach, err);
 }
 
@@ -299,7 +315,7 @@ static void agent_register(struct job *j)
 	/* not before the coordinator has bound its socket: a handshake
 	 * attempt blocks the loop for its timeout */
 	snprintf(rep, sizeof rep, "%s/n0.rep", j->dir);
-	if (access(rep, F_OK) != 0)
+	if (!strncmp(j->coord_addr, "ipc://", 6) && access(rep, F_OK) != 0)
 		return;
 	/* no answer: the next try (with a new socket) */
 	j->registered = agent_chan_register(j->ach, "proteusd", 10, &err) ==
@@ -624,10 +640,21 @@ enum px_err job_trainer_prepare(struct job *j, struct px_error *err)
 	uint32_t n_train = 60000;
 	size_t off;
 
-	/* a fresh key and trainer job id for each (re)start */
-	if (RAND_bytes(j->key, sizeof j->key) != 1 ||
-	    RAND_bytes((unsigned char *)&j->token, sizeof j->token) != 1)
-		return px_errorf(err, PX_EIO, "RAND_bytes failed");
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdn = 0;
+	enum px_err e;
+
+	/* the job's key, kept in its directory across the daemon's lives
+	 * (nodes that outlive the daemon stay members), and the trainer's
+	 * job id drawn from it: both the same in every life of the job */
+	snprintf(j->keyfile, sizeof j->keyfile, "%s/%s", j->dir, JOBKEY_FILE);
+	e = jobkey_load_or_create(j->dir, j->key, err);
+	if (e != PX_OK)
+		return e;
+	if (EVP_Digest(j->key, sizeof j->key, md, &mdn, EVP_sha256(), NULL)
+	    != 1 || mdn < sizeof j->token)
+		return px_errorf(err, PX_EIO, "SHA-256 failed");
+	memcpy(&j->token, md, sizeof j->token);
 	j->token >>= 1;
 	off = (size_t)snprintf(j->keyenv, sizeof j->keyenv, "%s=",
 			       DIST_KEY_ENV);

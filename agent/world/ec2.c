@@ -1916,6 +1916,7 @@ const struct world_ops ec2_world_ops = {
 	.coordinator = ec2w_coordinator,
 	.on_this_host = false,
 	.load_market = ec2_market_history,
+	.check = config_ec2_check,
 	.host_start = host_start,
 	.host_free = ec2_host_free,
 };

@@ -244,6 +244,11 @@ struct world_ops {
 				   const char *const *zones, size_t n_zones,
 				   struct market_set *ms, int64_t *ret_now_s,
 				   int64_t *ret_last_s, struct px_error *err);
+	/* Whether the daemon's settings let it run jobs on this world
+	 * (ec2: config_ec2_check), the error naming the setting.  NULL:
+	 * always. */
+	enum px_err (*check)(const struct proteusd_config *cfg,
+			     struct px_error *err);
 	/* The daemon's start (ec2: the sweep of its tagged instances) and
 	 * exit, for the world_host's state of this kind.  May be NULL. */
 	enum px_err (*host_start)(struct world_host *wh,
