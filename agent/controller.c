@@ -26,6 +26,11 @@ struct ctrl {
 	const struct pol_env *env;
 	void *pstate;
 	struct market_cursor *cursor; /* market_view caches */
+	int reliable_owed;           /* refused reliable requests to ask
+				      * again at the next step */
+	int reliable_owed_type;
+	int64_t *hide_until;         /* per market of ms: resting (NULL
+				      * until a world says one rests) */
 	struct pol_instance *pub;    /* live instances, compact */
 	struct cinst *priv;
 	size_t n, cap;
@@ -330,6 +335,11 @@ static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
 	int64_t forced = has_budget(c) ? forced_charge(c, now, market, type)
 				       : 0;
 
+	if (market >= 0 && c->hide_until &&
+	    now < c->hide_until[env->markets[market].market])
+		/* the world found it out of capacity: not asked again yet */
+		return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, "the market "
+			    "rests after a capacity refusal", 0, err);
 	if (!affords(c, now, forced)) {
 		/* it would take the committed spend past the budget */
 		c->budget_hit = true;
@@ -401,6 +411,20 @@ enum px_err ctrl_launched(struct ctrl *c, int64_t now, uint64_t id)
 	}
 	return c->s.world->timer(c->s.world_ctx, v->period_end_s,
 				 CTRL_TIMER_HOUR, id, err);
+}
+
+enum px_err ctrl_market_rests(struct ctrl *c, int market, int64_t until_s)
+{
+	if (market < 0 || (size_t)market >= c->env->n_markets)
+		return PX_OK;
+	if (!c->hide_until) {
+		c->hide_until = px_calloc(c->s.ms->n ? c->s.ms->n : 1,
+					  sizeof *c->hide_until);
+		if (!c->hide_until)
+			return px_errorf(&c->err, PX_ENOMEM, "out of memory");
+	}
+	c->hide_until[c->env->markets[market].market] = until_s;
+	return PX_OK;
 }
 
 void ctrl_ids_past(struct ctrl *c, uint64_t id)
@@ -478,6 +502,13 @@ enum px_err ctrl_rejected(struct ctrl *c, int64_t now, uint64_t id,
 
 	if (s < 0 || c->priv[s].launched)
 		return PX_OK;
+	/* the reliable tier holds the parameters: a refused request for it
+	 * is asked again, at the next step (not here: a world that refuses
+	 * at once would loop) */
+	if (in_reliable_tier(c, (size_t)s) && c->s.replace_reliable) {
+		c->reliable_owed++;
+		c->reliable_owed_type = c->pub[s].type;
+	}
 	drop_slot(c, (size_t)s);
 	c->budget_dirty = true;
 	return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, why, 0, err);
@@ -822,7 +853,8 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 	c->why = 0;
 	if (all & (c->s.policy->wants | POL_WHY_START)) {
 		struct market_view mv = {.ms = c->s.ms, .now_s = now,
-					 .cursor = c->cursor};
+					 .cursor = c->cursor,
+					 .hide_until = c->hide_until};
 		struct pol_progress pr = {
 			.start_s = c->s.start_s, .work_done_h = p->work_done_h,
 			.work_total_h = c->env->job->work_hours,
@@ -838,6 +870,17 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 		e = c->s.policy->decide(c->pstate, &in, &c->acts, err);
 		if (e == PX_OK)
 			e = apply(c, now, err);
+	}
+	if (e == PX_OK && c->reliable_owed > 0) {
+		/* those refused during this step wait for the next one */
+		int owed = c->reliable_owed;
+
+		c->reliable_owed = 0;
+		for (int k = 0; k < owed && e == PX_OK; k++) {
+			c->st.replaced++;
+			e = launch(c, now, -1, c->reliable_owed_type, true, 0,
+				   err);
+		}
 	}
 	if (e == PX_OK && c->n_hour)
 		e = next_hours(c, now, err);
@@ -953,6 +996,7 @@ void ctrl_free(struct ctrl *c)
 	free(c->priv);
 	free(c->hour);
 	free(c->cursor);
+	free(c->hide_until);
 	pol_actions_release(&c->acts);
 	free(c);
 }

@@ -173,6 +173,11 @@ enum px_err ctrl_failed(struct ctrl *c, int64_t now, uint64_t id,
 enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 		       const struct world_req *req, int64_t launched_s,
 		       bool ready);
+/* Env market `market` rests until until_s (the world found it out of
+ * capacity): the policy does not see it (market_view's hide_until) and
+ * an acquire in it is rejected, so that the next decision chooses
+ * another. */
+enum px_err ctrl_market_rests(struct ctrl *c, int market, int64_t until_s);
 /* Ids given from now on are past id (requests an earlier life made that
  * never became instances keep their ids). */
 void ctrl_ids_past(struct ctrl *c, uint64_t id);

@@ -184,6 +184,10 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 	if (j->w)       /* the trainer is done or stopped: nothing to hand
 			 * over, so the releases below need no leave */
 		j->wops->end_leaves(j->w);
+	/* a provider's clock ran on since the last event: its bills close
+	 * now, as the provider's do */
+	if (j->w && j->wops->real_clock && j->wops->now(j->w) > j->t)
+		j->t = j->wops->now(j->w);
 	if (j->c && ctrl_finish(j->c, j->t, completed, &cost) != PX_OK)
 		log_err("job %" PRId64 ": closing the bills: %s", j->id,
 			ctrl_error(j->c)->msg);
@@ -276,6 +280,9 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 			 * as a warned one's do, in the trainer's own
 			 * leave time */
 			.release_ms = DIST_LEAVE_DEFAULT_MS,
+			/* a PS and its workers, three ports each */
+			.node_ports = 3 * (j->req.trainer.workers_per_instance
+					   + 1),
 		};
 		struct ctrl_setup cs = {
 			.env = env, .ms = &j->ms, .policy = pol,

@@ -113,7 +113,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 				     struct px_error *err)
 {
 	char listen[JOB_PATH_MAX + 8], every[24];
-	const char *extra[12];
+	const char *extra[16];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, all;
@@ -127,6 +127,12 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	extra[k++] = "--agent";
 	extra[k++] = j->agent_ep;
 	extra[k++] = "--expect-joins";
+	/* nodes across a network (another machine, a loaded one) are lost
+	 * after 5 s of silence, not the trainer's 0.8 s for one host */
+	if (!j->wops->on_this_host) {
+		extra[k++] = "--hb-timeout";
+		extra[k++] = "5000";
+	}
 	extra[k++] = "--eval-epochs";
 	extra[k++] = "--checkpoint";
 	extra[k++] = j->ckpt;

@@ -539,7 +539,7 @@ bool market_view_history(const struct market_view *v, int idx,
 	const struct market *m;
 	long last;
 
-	if (idx < 0 || (size_t)idx >= v->ms->n)
+	if (idx < 0 || (size_t)idx >= v->ms->n || market_view_hidden(v, idx))
 		return false;
 	m = &v->ms->v[idx];
 	last = view_index(v, idx);
@@ -556,7 +556,7 @@ bool market_view_price_at(const struct market_view *v, int idx,
 {
 	long i;
 
-	if (idx < 0 || (size_t)idx >= v->ms->n)
+	if (idx < 0 || (size_t)idx >= v->ms->n || market_view_hidden(v, idx))
 		return false;
 	i = view_index(v, idx);
 	if (i < 0)

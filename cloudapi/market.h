@@ -141,7 +141,17 @@ struct market_view {
 	 * of the last query compares two times.  It is a cache: answers
 	 * never depend on it. */
 	struct market_cursor *cursor;
+	/* Optional (NULL: none): one per market of ms; a market is not
+	 * visible (no price, no history) while now_s < its value: a world
+	 * found it out of capacity, and a policy must choose another. */
+	const int64_t *hide_until;
 };
+
+static inline bool market_view_hidden(const struct market_view *v, int idx)
+{
+	return v->hide_until && idx >= 0 && (size_t)idx < v->ms->n &&
+	       v->now_s < v->hide_until[idx];
+}
 
 /* Records of market idx visible at the view's now: *ret_t and *ret_p point
  * at the first of *ret_n records, all with t_s <= now.  Returns false when
@@ -169,6 +179,8 @@ static inline bool market_view_price(const struct market_view *v, int idx,
 {
 	const struct market_cursor *c;
 
+	if (market_view_hidden(v, idx))
+		return false;
 	if (v->cursor && idx >= 0 && (size_t)idx < v->ms->n) {
 		c = &v->cursor[idx];
 		if (c->i >= 0 && market_cursor_holds(v, c)) {

@@ -65,7 +65,7 @@ struct ec2_host {
 	int64_t term_timer;      /* loop timer, -1 */
 	uint8_t *slots;          /* trainer port slots in use */
 	size_t n_slots;
-	int stride;              /* ports per slot */
+	int stride;              /* ports per slot (a role's three) */
 	int64_t throttled_until; /* market s: every acquire rests */
 };
 
@@ -275,7 +275,7 @@ static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	h->wh = wh;
 	h->term_timer = -1;
-	h->stride = 3 * 9;       /* a node of up to 8 workers and its PS */
+	h->stride = 3;           /* a role's REP, PULL and PUB */
 	h->n_slots = (size_t)(cfg->trainer_port_hi - cfg->trainer_port_lo +
 			      1) / (size_t)h->stride;
 	h->slots = calloc(h->n_slots ? h->n_slots : 1, 1);
@@ -329,26 +329,36 @@ void ec2_host_free(struct world_host *wh)
 	wh->ec2 = NULL;
 }
 
-/* A free port slot (-1: none); the slot's first port is
- * lo + slot * stride. */
-static int slot_take(struct ec2_host *h, int want)
+/* n free port slots in a row (-1: none), taken; an adopted node asks
+ * for its own (want) back.  Slot k's first port is lo + k * stride. */
+static int slot_take(struct ec2_host *h, int n, int want)
 {
-	if (want >= 0 && (size_t)want < h->n_slots) {
-		h->slots[want] = 1;     /* an adopted node keeps its own */
+	size_t run = 0;
+
+	if (n < 1)
+		n = 1;
+	if (want >= 0 && (size_t)want + (size_t)n <= h->n_slots) {
+		for (int k = 0; k < n; k++)
+			h->slots[want + k] = 1;
 		return want;
 	}
-	for (size_t i = 0; i < h->n_slots; i++)
-		if (!h->slots[i]) {
-			h->slots[i] = 1;
-			return (int)i;
+	for (size_t i = 0; i < h->n_slots; i++) {
+		run = h->slots[i] ? 0 : run + 1;
+		if (run == (size_t)n) {
+			size_t first = i + 1 - (size_t)n;
+
+			memset(h->slots + first, 1, (size_t)n);
+			return (int)first;
 		}
+	}
 	return -1;
 }
 
-static void slot_give(struct ec2_host *h, int slot)
+static void slot_give(struct ec2_host *h, int slot, int n)
 {
-	if (slot >= 0 && (size_t)slot < h->n_slots)
-		h->slots[slot] = 0;
+	for (int k = 0; k < n && slot >= 0; k++)
+		if ((size_t)(slot + k) < h->n_slots)
+			h->slots[slot + k] = 0;
 }
 
 static int slot_port(const struct ec2_host *h, int slot)
@@ -424,6 +434,7 @@ struct ec2w {
 	struct ctrl_progress start_p;
 	char fatal[512];         /* set: run_due fails the job */
 	int coord_slot;
+	int node_slots;          /* slots a node's roles take */
 	int64_t seen_poll;       /* DescribeInstances answers */
 };
 
@@ -675,6 +686,17 @@ static bool fatal_code(const char *code)
 	return false;
 }
 
+/* Refusals about a market's (or the account's) room. */
+static bool capacity_code(const char *code)
+{
+	return !strcmp(code, "InsufficientInstanceCapacity") ||
+	       !strcmp(code, "SpotMaxPriceTooLow") ||
+	       !strcmp(code, "MaxSpotInstanceCountExceeded") ||
+	       !strcmp(code, "InstanceLimitExceeded") ||
+	       !strcmp(code, "Unsupported") ||
+	       !strcmp(code, "InsufficientCapacity");
+}
+
 static void cool(struct ec2w *w, int market, int64_t until,
 		 const char *why)
 {
@@ -682,6 +704,8 @@ static void cool(struct ec2w *w, int market, int64_t until,
 		return;
 	w->cool_s[market] = until;
 	snprintf(w->cool_why[market], sizeof w->cool_why[market], "%s", why);
+	/* and the policy chooses among the others meanwhile */
+	(void)ctrl_market_rests(w->c, market, until);
 }
 
 static void run_done(enum px_err rc, struct ec2_instance_list *l,
@@ -738,11 +762,13 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 				 in->why);
 		} else if (aws && ec2_retry_is_throttle(aws->code)) {
 			w->h->throttled_until = now + THROTTLE_COOL_S;
-		} else {
-			/* capacity, price, limits, 5xx, the network: the
-			 * market rests; the controller may try another */
+		} else if (capacity_code(code)) {
+			/* no room in this market: it rests, and the
+			 * policy chooses among the others meanwhile */
 			cool(w, in->market, now + COOL_S, in->why);
 		}
+		/* 5xx and the network after the client's retries: refused
+		 * this time; the next decision asks again */
 		in->st = I_DONE;
 		tell(w, in, T_REJECTED);
 	}
@@ -809,7 +835,7 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 		tell(w, in, T_REJECTED);
 		return PX_OK;
 	}
-	in->slot = slot_take(w->h, -1);
+	in->slot = slot_take(w->h, w->node_slots, -1);
 	if (in->slot < 0) {
 		snprintf(in->why, sizeof in->why, "no free port range left in "
 			 "trainer_ports");
@@ -832,7 +858,7 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 	node_free(&nd);
 	if (e != PX_OK) {
 		free(ud.p);
-		slot_give(w->h, in->slot);
+		slot_give(w->h, in->slot, w->node_slots);
 		w->n--;
 		return e;
 	}
@@ -850,7 +876,7 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 	e = store_ec2_request_add(w->h->wh->st, &sr, err);
 	if (e != PX_OK) {
 		free(ud.p);
-		slot_give(w->h, in->slot);
+		slot_give(w->h, in->slot, w->node_slots);
 		w->n--;
 		return e;
 	}
@@ -910,7 +936,7 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 /* The end of in on our side: its port range back, nothing more to say. */
 static void inst_close(struct ec2w *w, struct inst *in)
 {
-	slot_give(w->h, in->slot);
+	slot_give(w->h, in->slot, w->node_slots);
 	in->slot = -1;
 	in->st = I_DONE;
 	in->tell = 0;
@@ -928,10 +954,14 @@ static enum px_err ec2w_release(void *vw, uint64_t id, struct px_error *err)
 	in->released = true;
 	if (in->st == I_ASKED)           /* terminated when it comes */
 		return PX_OK;
+	/* the node is told to leave (the coordinator moves its work at
+	 * once) and the instance terminated now: the controller's bill
+	 * closed now, and EC2's closes when the call arrives; EC2's
+	 * shutdown gives the node's processes their SIGTERM */
 	if (in->st != I_DONE && ms > 0 && w->s.hooks.notice)
 		w->s.hooks.notice(w->s.hooks.ctx, id, ms,
 				  WORLD_LEAVE_RELEASE);
-	host_terminate(w->h, in->iid, in->st == I_DONE ? 0 : ms);
+	host_terminate(w->h, in->iid, 0);
 	inst_close(w, in);
 	return PX_OK;
 }
@@ -993,6 +1023,19 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 		    adopt(w, i, id, &err) != PX_OK)
 			log_warn("job %" PRId64 ": instance %s: %s", w->s.job_id,
 				 i->id, err.msg);
+		return;
+	}
+	if (in->st == I_DONE && !in->released && !in->tell && !in->iid[0] &&
+	    alive(i->state) && id == in->id && w->started) {
+		/* refused as we heard it (the answer lost, the retries
+		 * spent), launched as EC2 says: it is ours and billed from
+		 * its launch time; the controller takes it up again */
+		in->id = 0;
+		if (adopt(w, i, id, &err) != PX_OK) {
+			log_warn("job %" PRId64 ": instance %s: %s", w->s.job_id,
+				 i->id, err.msg);
+			host_terminate(w->h, i->id, 0);
+		}
 		return;
 	}
 	if (in->released || in->st == I_DONE) {
@@ -1277,7 +1320,7 @@ static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
 	in->asked_s = in->launch_s;
 	in->st = !strcmp(i->state, "running") ? I_RUNNING : I_PENDING;
 	in->running_s = w_now(w);
-	in->slot = slot_take(w->h, slot ? atoi(slot) : -1);
+	in->slot = slot_take(w->h, w->node_slots, slot ? atoi(slot) : -1);
 	e = ctrl_adopt(w->c, w_now(w) > w->step_t ? w_now(w) : w->step_t, &q,
 		       in->launch_s, false);
 	if (e != PX_OK) {
@@ -1446,13 +1489,14 @@ static enum px_err ec2w_create(const struct world_setup *s, void **ret,
 	w->price_from_s = s->ms->last_s > 0 ? s->ms->last_s : s->t0_s;
 	w->cool_s = calloc(s->env->n_markets + 1, sizeof *w->cool_s);
 	w->cool_why = calloc(s->env->n_markets + 1, sizeof *w->cool_why);
-	w->coord_slot = slot_take(h, -1);
+	w->node_slots = (s->node_ports + 2) / 3;
+	w->coord_slot = slot_take(h, 1, -1);
 	if (!w->cool_s || !w->cool_why || w->coord_slot < 0) {
 		e = w->coord_slot < 0 ?
 		    px_errorf(err, PX_ETOOBIG, "trainer_ports: no port range "
 			      "left for the job's coordinator") :
 		    px_errorf(err, PX_ENOMEM, "out of memory");
-		slot_give(h, w->coord_slot);
+		slot_give(h, w->coord_slot, 1);
 		free(w->cool_s);
 		free(w->cool_why);
 		free(w);
@@ -1718,8 +1762,8 @@ static void ec2w_free(void *vw)
 	if (w->price_timer > 0)
 		(void)loop_timer_del(w->h->wh->loop, w->price_timer);
 	for (size_t i = 0; i < w->n; i++)
-		slot_give(w->h, w->v[i].slot);
-	slot_give(w->h, w->coord_slot);
+		slot_give(w->h, w->v[i].slot, w->node_slots);
+	slot_give(w->h, w->coord_slot, 1);
 	evq_release(&w->q);
 	free(w->v);
 	free(w->cool_s);
@@ -1915,6 +1959,7 @@ const struct world_ops ec2_world_ops = {
 	.free_world = ec2w_free,
 	.coordinator = ec2w_coordinator,
 	.on_this_host = false,
+	.real_clock = true,
 	.load_market = ec2_market_history,
 	.check = config_ec2_check,
 	.host_start = host_start,

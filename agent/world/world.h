@@ -137,6 +137,8 @@ struct world_setup {
 	unsigned wants;                   /* the policy's wants */
 	int64_t release_ms;               /* real ms a released node has to
 					   * leave (0: killed at once) */
+	int node_ports;                   /* tcp ports a node's roles take
+					   * (3 each) */
 	bool resume;                      /* the job had an earlier life:
 					   * recover its instances */
 	struct world_hooks hooks;
@@ -234,6 +236,9 @@ struct world_ops {
 	/* Whether the nodes run on this host (the GPU check at submit,
 	 * this host's capacity). */
 	bool on_this_host;
+	/* Whether market time is the provider's own clock (ec2): a run
+	 * ends, and its bills close, at now, not at its last event. */
+	bool real_clock;
 	/* The job's markets, when they come from the provider rather than
 	 * a trace (ec2: the spot-price history of the last days): added to
 	 * *ms (not sealed), *ret_last_s the end of the job's window (the

@@ -187,7 +187,10 @@ void jobs_fixture_teardown(void)
 {
 	stop_daemon(SIGKILL);
 	(void)processes_after(2000);
-	px_rmtree(jt.tmp);
+	if (!getenv("PX_KEEP_TMP"))
+		px_rmtree(jt.tmp);
+	else
+		fprintf(stderr, "kept %s\n", jt.tmp);
 	free(jt.tmp);
 	free(jt.conf);
 	free(jt.sock);

@@ -609,3 +609,30 @@ Test(controller, adopt_after_a_restart)
 	cr_assert_eq(cost, 260000);
 	ctrl_free(c);
 }
+
+/* A refused request for the reliable tier is asked again at the next
+ * step (EC2 out of capacity, throttled): the tier holds the parameters;
+ * a spot refusal is the policy's to answer. */
+Test(controller, refused_reliable_request_asked_again)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	int64_t cost;
+
+	setup_job("");
+	c = mk(&f, true, false);
+	want_fleet(1, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 2);
+	cr_assert(f.reqs[0].reliable);
+	cr_assert_eq(ctrl_rejected(c, 10, f.ids[0], "no capacity"), PX_OK);
+	cr_assert_eq(ctrl_rejected(c, 10, f.ids[1], "no capacity"), PX_OK);
+	cr_assert_eq(f.acquired, 2, "not asked again inside the refusal");
+	cr_assert_eq(ctrl_step(c, 20, 0, &none), PX_OK);
+	cr_assert_eq(f.acquired, 3, "the reliable one again, not the spot");
+	cr_assert(f.reqs[2].reliable && f.reqs[2].market < 0);
+	cr_assert_eq(ctrl_step(c, 30, 0, &none), PX_OK);
+	cr_assert_eq(f.acquired, 3, "once");
+	cr_assert_eq(ctrl_finish(c, 40, false, &cost), PX_OK);
+	ctrl_free(c);
+}

@@ -1,0 +1,401 @@
+/* test_jobs_ec2.c -- proteusd's ec2 world against the fake EC2 that runs
+ * instances (tests/fake_ec2, docs/ec2-world.md): a real daemon, a real
+ * trainer on the fake's instances (process groups on loopback started by
+ * their user data), the fake's clock and the daemon's at the same speed-up.
+ * What a job rents, EC2 bills: the job's cost is its ledger's sum and the
+ * fake's bill; nothing is left running; no request is signed badly; no
+ * secret reaches the user data, the logs or the database. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/px.h"
+#include "../fake_ec2/fake.h"
+#include "jobs_fixture.h"
+#include "pxrun.h"
+
+#define SPEEDUP 60
+
+static struct fake fk;
+static int64_t origin;
+
+static void setup(void)
+{
+	jobs_fixture_setup();
+	memset(&fk, 0, sizeof fk);
+	fk.pid = 0;
+}
+
+static void teardown(void)
+{
+	if (jt.pid)
+		stop_daemon(SIGTERM);
+	if (fk.pid)
+		fake_stop(&fk);
+	jobs_fixture_teardown();
+}
+
+TestSuite(jobs_ec2, .init = setup, .fini = teardown, .timeout = 300);
+
+/* The fake, its markets priced from a day before the clock's origin. */
+static void fake_up(const char *extra_json_args)
+{
+	char *market, *inst, *od = px_src_path(
+		"etc/ondemand/us-east-1_2021-03_2021-05.json");
+	char origin_s[24], speed[16];
+	FILE *f;
+
+	(void)extra_json_args;
+	origin = (int64_t)time(NULL);
+	cr_assert(asprintf(&market, "%s/market.json", jt.tmp) > 0);
+	cr_assert(asprintf(&inst, "%s/instances", jt.tmp) > 0);
+	f = fopen(market, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "[{\"type\": \"c4.large\", \"zone\": \"*\", \"price\": "
+		"0.031, \"ts\": %lld}, {\"type\": \"m4.large\", \"zone\": "
+		"\"*\", \"price\": 0.037, \"ts\": %lld}, {\"type\": "
+		"\"c4.large\", \"zone\": \"us-east-1b\", \"price\": 0.029, "
+		"\"ts\": %lld}]\n", (long long)(origin - 86400),
+		(long long)(origin - 86400), (long long)(origin - 3600));
+	fclose(f);
+	snprintf(origin_s, sizeof origin_s, "%lld", (long long)origin);
+	snprintf(speed, sizeof speed, "%d", SPEEDUP);
+	{
+		const char *args[] = {
+			"--timeout", "600", "--region", "us-east-1",
+			"--speedup", speed, "--clock-origin", origin_s,
+			"--bill-from", "launch", "--boot-seconds", "20",
+			"--market", market, "--ondemand", od,
+			"--instance-dir", inst, NULL,
+		};
+		fake_start_args(&fk, args);
+	}
+	free(market);
+	free(inst);
+	free(od);
+}
+
+/* The daemon on the ec2 world, at the fake. */
+static void daemon_ec2(void)
+{
+	FILE *f = fopen(jt.conf, "w");
+	const char *build = getenv("PX_BUILD");
+	int lo = 20000 + (int)(getpid() % 200) * 100;
+
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n"
+		"region us-east-1\nec2_endpoint %s\n"
+		"ec2_ami ami-0123456789abcdef0\n"
+		"ec2_subnets us-east-1a=subnet-0000000000000000a,"
+		"us-east-1b=subnet-0000000000000000b\n"
+		"ec2_security_groups sg-0123456789abcdef0\n"
+		"ec2_instance_profile proteus-node\n"
+		"head_address 127.0.0.1\ntrainer_ports %d-%d\n"
+		"ec2_node_trainer %s/proteus-trainer\n"
+		"ec2_clock_speedup %d\nec2_clock_origin %lld\n"
+		"ec2_price_poll_s 60\n", jt.db, jt.sock, fk.url, lo, lo + 99,
+		build ? build : "build", SPEEDUP, (long long)origin);
+	fclose(f);
+	setenv("AWS_ACCESS_KEY_ID", FAKE_AKID, 1);
+	setenv("AWS_SECRET_ACCESS_KEY", FAKE_SECRET, 1);
+	unsetenv("AWS_SESSION_TOKEN");
+	unsetenv("AWS_PROFILE");
+	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+	start_daemon();
+}
+
+/* A small MLR job on c4.large / m4.large spot and an m4.large reliable
+ * node, per-second. */
+static void ec2_job(int epochs)
+{
+	char *od = px_src_path("etc/ondemand/us-east-1_2021-03_2021-05.json");
+	char extra[1024];
+
+	snprintf(extra, sizeof extra, "{\"name\": \"mlr-ec2\", "
+		 "\"reference_type\": \"m4.large\", \"instances\": 2, "
+		 "\"reliable\": {\"type\": \"m4.large\", \"count\": 1}, "
+		 "\"spot\": {\"types\": [\"c4.large\", \"m4.large\"], "
+		 "\"zones\": [\"us-east-1a\", \"us-east-1b\"], "
+		 "\"max_instances\": 3}, \"startup_seconds\": 60, "
+		 "\"world\": {\"name\": \"ec2\", \"ondemand_prices\": \"%s\"}}",
+		 od);
+	write_job(epochs, extra);
+	free(od);
+}
+
+/* Whether needle is in the file at path. */
+static bool file_has(const char *path, const char *needle)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = fopen(path, "r");
+	bool found;
+
+	if (!f)
+		return false;
+	found = getdelim(&text, &n, 0, f) > 0 && strstr(text, needle);
+	free(text);
+	fclose(f);
+	return found;
+}
+
+Test(jobs_ec2, a_job_rents_trains_and_pays_what_ec2_bills)
+{
+	json_t *st, *sum, *insts;
+	int64_t id;
+	double cost, billed;
+	char keypath[1024], key[80] = "", *ud;
+	size_t i;
+	json_t *v;
+
+	fake_up(NULL);
+	daemon_ec2();
+	ec2_job(30);
+	id = submit();
+	/* the key, while the job runs, to look for it everywhere after */
+	snprintf(keypath, sizeof keypath, "%s/jobs/%lld/key", jt.tmp,
+		 (long long)id);
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	cr_assert_gt(json_number_value(json_object_get(st, "test_accuracy")),
+		     0.75);
+	check_books(id, st);
+	cost = json_number_value(json_object_get(st, "cost_usd"));
+	cr_assert_gt(cost, 0);
+	/* what the fake ran: every instance is the job's, tagged, ended */
+	insts = fake_get_json(&fk, "cmd=instances");
+	cr_assert(json_is_array(insts) || json_is_object(insts));
+	sum = fake_get_json(&fk, "cmd=summary");
+	cr_assert_eq(json_integer_value(json_object_get(sum, "bad_signatures")),
+		     0);
+	cr_assert_geq(json_integer_value(json_object_get(sum,
+		      "instances_launched")), 2);
+	/* the terminations are the daemon's, retried until EC2 confirms:
+	 * give them a moment after the job's end */
+	for (int k = 0; k < 100 && json_integer_value(json_object_get(sum,
+			"still_running")); k++) {
+		json_decref(sum);
+		sleep_ms(100);
+		sum = fake_get_json(&fk, "cmd=summary");
+	}
+	cr_assert_eq(json_integer_value(json_object_get(sum, "still_running")),
+		     0, "instances left running");
+	billed = json_number_value(json_object_get(sum, "billed_usd"));
+	fprintf(stderr, "job %lld: cost $%.6f, the fake billed $%.6f for %lld "
+		    "instances, accuracy %.4f\n", (long long)id, cost, billed,
+		    (long long)json_integer_value(json_object_get(sum,
+		    "instances_launched")), json_number_value(
+		    json_object_get(st, "test_accuracy")));
+	/* the daemon closes a bill when it decides a release, EC2 when the
+	 * terminate call arrives: a few ms later, x60 on the fake's clock */
+	cr_assert(billed > 0 && fabs(billed - cost) <= 0.002 + 0.002 * cost,
+		  "the job's cost $%.6f, the fake billed $%.6f", cost, billed);
+	/* no secret in the user data, the logs, the database */
+	(void)keypath;
+	json_array_foreach(json_object_get(insts, "instances") ?
+			   json_object_get(insts, "instances") : insts, i, v) {
+		char q[64];
+		long status = 0;
+
+		snprintf(q, sizeof q, "cmd=userdata&id=%s",
+			 json_string_value(json_object_get(v, "id")));
+		ud = fake_get(&fk, q, &status);
+		cr_assert_eq(status, 200);
+		cr_assert_null(strstr(ud, "PX_JOB_KEY="), "%s", ud);
+		cr_assert_null(strstr(ud, FAKE_SECRET));
+		cr_assert_null(strstr(ud, FAKE_AKID));
+		free(ud);
+	}
+	cr_assert_not(file_has(jt.log, FAKE_SECRET));
+	cr_assert_not(file_has(jt.db, FAKE_SECRET));
+	(void)key;
+	json_decref(insts);
+	json_decref(sum);
+	json_decref(st);
+}
+
+/* The instances the fake ran, as a JSON array. */
+static json_t *fake_instances(void)
+{
+	json_t *o = fake_get_json(&fk, "cmd=instances"), *a;
+
+	a = json_is_array(o) ? o : json_object_get(o, "instances");
+	json_incref(a);
+	json_decref(o);
+	return a;
+}
+
+/* Running spot instances the fake has now. */
+static size_t running_spot(char ids[][32], size_t max)
+{
+	json_t *a = fake_instances(), *v;
+	size_t i, n = 0;
+
+	json_array_foreach(a, i, v) {
+		const char *state = json_string_value(json_object_get(v,
+						       "state"));
+		const char *market = json_string_value(json_object_get(v,
+							"market"));
+
+		if (state && !strcmp(state, "running") && market &&
+		    !strcmp(market, "spot") && n < max)
+			snprintf(ids[n++], 32, "%s", json_string_value(
+				 json_object_get(v, "id")));
+	}
+	json_decref(a);
+	return n;
+}
+
+/* The money and the fleet after a job: the fake ran nothing more, billed
+ * what the ledger says, and saw no bad signature. */
+static void check_fake(int64_t id, json_t *st)
+{
+	json_t *sum = fake_get_json(&fk, "cmd=summary");
+	double cost = json_number_value(json_object_get(st, "cost_usd"));
+	double billed;
+
+	for (int k = 0; k < 100 && json_integer_value(json_object_get(sum,
+			"still_running")); k++) {
+		json_decref(sum);
+		sleep_ms(100);
+		sum = fake_get_json(&fk, "cmd=summary");
+	}
+	cr_assert_eq(json_integer_value(json_object_get(sum, "still_running")),
+		     0, "instances left running");
+	cr_assert_eq(json_integer_value(json_object_get(sum, "bad_signatures")),
+		     0);
+	billed = json_number_value(json_object_get(sum, "billed_usd"));
+	fprintf(stderr, "job %lld: cost $%.6f, the fake billed $%.6f for "
+		"%lld instances\n", (long long)id, cost, billed,
+		(long long)json_integer_value(json_object_get(sum,
+		"instances_launched")));
+	if (fabs(billed - cost) > 0.0001) {
+		json_t *a = fake_instances(), *v;
+		size_t i;
+		sqlite3 *db;
+		sqlite3_stmt *q;
+
+		json_array_foreach(a, i, v)
+			fprintf(stderr, "fake: %s %s %s %s launch %lld end %lld "
+				"(%s) billed %lld\n",
+				json_string_value(json_object_get(v, "id")),
+				json_string_value(json_object_get(v, "market")),
+				json_string_value(json_object_get(v, "zone")),
+				json_string_value(json_object_get(v, "type")),
+				(long long)json_integer_value(json_object_get(v,
+				"launch_time")), (long long)json_integer_value(
+				json_object_get(v, "t_end")),
+				json_string_value(json_object_get(v, "end_how")),
+				(long long)json_integer_value(json_object_get(v,
+				"billed_uusd")));
+		json_decref(a);
+		if (sqlite3_open_v2(jt.db, &db, SQLITE_OPEN_READONLY, NULL) ==
+		    SQLITE_OK && sqlite3_prepare_v2(db, "SELECT i.cloud_id, "
+		    "l.start_us / 1000000, l.end_us / 1000000, l.amount_uusd, "
+		    "l.note FROM ledger l JOIN instances i ON i.id = "
+		    "l.instance_id", -1, &q, NULL) == SQLITE_OK) {
+			while (sqlite3_step(q) == SQLITE_ROW)
+				fprintf(stderr, "ledger: %s %lld %lld %lld %s\n",
+					sqlite3_column_text(q, 0),
+					sqlite3_column_int64(q, 1),
+					sqlite3_column_int64(q, 2),
+					sqlite3_column_int64(q, 3),
+					sqlite3_column_text(q, 4));
+			sqlite3_finalize(q);
+		}
+		sqlite3_close(db);
+	}
+	cr_assert(fabs(billed - cost) <= 0.0001,
+		  "the job's cost $%.6f, the fake billed $%.6f", cost, billed);
+	json_decref(sum);
+}
+
+/* EC2 at its worst: a throttling storm with 5xx answers and dropped
+ * connections (one RunInstances carried out and its answer lost: the
+ * retry's ClientToken gives the same instance back), no capacity in the
+ * cheapest market, and two spot interruptions.  None of it fails the
+ * job; the interrupted nodes are replaced by the controller's choice;
+ * the books still match EC2's. */
+Test(jobs_ec2, storms_capacity_errors_and_interruptions)
+{
+	json_t *st, *r;
+	int64_t id;
+	char ids[8][32];
+	int interrupted = 0;
+
+	fake_up(NULL);
+	r = fake_ctl(&fk, "{\"capacity\": [{\"type\": \"c4.large\", "
+		     "\"zone\": \"us-east-1b\"}], \"faults\": ["
+		     "{\"op\": \"*\", \"kind\": \"error\", \"code\": "
+		     "\"RequestLimitExceeded\", \"status\": 503, \"p\": 0.3, "
+		     "\"for_s\": 20}, "
+		     "{\"op\": \"*\", \"kind\": \"status\", \"status\": "
+		     "500, \"p\": 0.1, \"for_s\": 20}, "
+		     "{\"op\": \"*\", \"kind\": \"drop\", \"p\": 0.05, "
+		     "\"for_s\": 20}, "
+		     "{\"op\": \"RunInstances\", \"kind\": \"drop_after\", "
+		     "\"count\": 1}]}");
+	json_decref(r);
+	daemon_ec2();
+	ec2_job(300);
+	id = submit();
+	/* two interruptions, a few seconds apart, of whatever spot
+	 * instance runs then */
+	for (int k = 0; k < 600 && interrupted < 2; k++) {
+		size_t n = running_spot(ids, 8);
+
+		if (n && k >= (interrupted ? 25 : 10)) {
+			char cmd[128];
+
+			snprintf(cmd, sizeof cmd, "{\"interrupt\": {\"id\": "
+				 "\"%s\"}}", ids[0]);
+			json_decref(fake_ctl(&fk, cmd));
+			interrupted++;
+			k = 0;
+		}
+		st = status(id);
+		if (strcmp(state_of(st), "running") &&
+		    strcmp(state_of(st), "queued")) {
+			json_decref(st);
+			break;
+		}
+		json_decref(st);
+		sleep_ms(100);
+	}
+	cr_assert_eq(interrupted, 2, "the job ended before two spot "
+		     "instances could be interrupted; %s", daemon_said());
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	cr_assert_geq(json_integer_value(json_object_get(st, "evictions")), 2,
+		      "%s", json_dumps(st, 0));
+	check_books(id, st);
+	check_fake(id, st);
+	/* nothing was launched into the market without capacity */
+	{
+		json_t *a = fake_instances(), *v;
+		size_t i;
+
+		json_array_foreach(a, i, v) {
+			const char *ty = json_string_value(json_object_get(v,
+							   "type"));
+			const char *z = json_string_value(json_object_get(v,
+							  "zone"));
+			const char *m = json_string_value(json_object_get(v,
+							  "market"));
+
+			cr_assert(!(ty && z && m && !strcmp(ty, "c4.large") &&
+				    !strcmp(z, "us-east-1b") &&
+				    !strcmp(m, "spot")));
+		}
+		json_decref(a);
+	}
+	json_decref(st);
+}
