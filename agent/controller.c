@@ -19,6 +19,8 @@ struct cinst {
 	bool ready;              /* contributes work */
 	int64_t reserve_uusd;    /* not launched yet: its forced charge as
 				  * asked (what the budget keeps for it) */
+	bool adopted;            /* taken up after a restart, not yet
+				  * counted against a first decision */
 };
 
 struct ctrl {
@@ -481,6 +483,7 @@ enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 	v->hour_uusd = m ? p : c->env->types[v->type].od_uusd;
 	in->launched = true;
 	in->ready = ready;
+	in->adopted = true;
 	c->st.instances_launched++;
 	c->changed = true;
 	c->budget_dirty = true;
@@ -653,8 +656,24 @@ static enum px_err emit_acquire(struct ctrl *c, int64_t now,
 	return emit_ev(c, &ev, err);
 }
 
+/* A first decision after a restart asks for the fleet the job wants:
+ * an adopted instance of the same market (spot) or type (on-demand)
+ * counts toward it instead of a new one.  Whether one was taken. */
+static bool take_adopted(struct ctrl *c, int market, int type)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		if (!c->priv[i].adopted || c->pub[i].market != market ||
+		    (market < 0 && c->pub[i].type != type))
+			continue;
+		c->priv[i].adopted = false;
+		return true;
+	}
+	return false;
+}
+
 /* Check and carry out the policy's actions, in order. */
-static enum px_err apply(struct ctrl *c, int64_t now, struct px_error *err)
+static enum px_err apply(struct ctrl *c, int64_t now, unsigned why,
+			 struct px_error *err)
 {
 	const struct pol_env *env = c->env;
 	const struct jobspec *j = env->job;
@@ -685,6 +704,9 @@ static enum px_err apply(struct ctrl *c, int64_t now, struct px_error *err)
 		for (int k = 0; k < a->count && e == PX_OK; k++) {
 			int64_t p;
 
+			if ((why & POL_WHY_START) && take_adopted(c,
+				a->market < 0 ? -1 : a->market, a->type))
+				continue;
 			if (a->market < 0) {
 				if (a->type < 0 || (size_t)a->type >=
 				    env->n_types || c->n >= FLEET_MAX)
@@ -869,7 +891,7 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 		c->st.decisions++;
 		e = c->s.policy->decide(c->pstate, &in, &c->acts, err);
 		if (e == PX_OK)
-			e = apply(c, now, err);
+			e = apply(c, now, all, err);
 	}
 	if (e == PX_OK && c->reliable_owed > 0) {
 		/* those refused during this step wait for the next one */

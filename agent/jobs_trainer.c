@@ -262,6 +262,16 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 	return PX_OK;
 }
 
+/* An instance of an earlier life taken up again: its node registers with
+ * the new coordinator, which admits only the nodes it was told of. */
+static void node_adopted(void *ctx, const struct world_req *q)
+{
+	struct job *j = ctx;
+
+	if (q->id < UINT32_MAX / NODE_STRIDE)
+		expect_nodes(j, q, (uint32_t)(q->id * NODE_STRIDE));
+}
+
 /* An eviction notice or a release: the world told the node (its roles
  * leave by gone_ms); the coordinator moves their partitions and shards
  * now, even if a role is too busy to say it leaves. */
@@ -694,6 +704,7 @@ void job_trainer_hooks(struct job *j, struct world_hooks *h)
 {
 	h->command = node_command;
 	h->notice = node_notice;
+	h->adopted = node_adopted;
 	h->ctx = j;
 	h->ready_on_report = true;
 	h->log_path = j->log;

@@ -1327,9 +1327,11 @@ static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
 		w->n--;
 		return px_errorf(err, e, "%s", ctrl_error(w->c)->msg);
 	}
-	log_notice("job %" PRId64 ": instance %" PRIu64 " (%s, %s%s%s) "
+	if (w->s.hooks.adopted)
+		w->s.hooks.adopted(w->s.hooks.ctx, &q);
+	log_notice("job %" PRId64 ": instance %" PRIu64 " (%s, %s %s%s) "
 		   "adopted", w->s.job_id, id, i->id, i->type,
-		   q.zone ? "spot in " : "on-demand", q.zone ? q.zone : "");
+		   q.zone ? "spot in" : "on-demand", q.zone ? q.zone : "");
 	return PX_OK;
 }
 
@@ -1470,6 +1472,40 @@ static void reconcile_done(enum px_err rc, struct ec2_instance_list *l,
 
 /* ---- the daemon's half ---- */
 
+/* The coordinator's port slot, kept in the job's directory (-1: none). */
+static int coord_slot_kept(const char *dir)
+{
+	char path[1100];
+	int slot = -1;
+	FILE *f;
+
+	if (!dir)
+		return -1;
+	snprintf(path, sizeof path, "%s/ec2.coord-slot", dir);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%d", &slot) != 1 || slot < 0 || slot > 65535)
+			slot = -1;
+		fclose(f);
+	}
+	return slot;
+}
+
+static void coord_slot_keep(const char *dir, int slot)
+{
+	char path[1100];
+	FILE *f;
+
+	if (!dir || slot < 0)
+		return;
+	snprintf(path, sizeof path, "%s/ec2.coord-slot", dir);
+	f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "%d\n", slot);
+		fclose(f);
+	}
+}
+
 static enum px_err ec2w_create(const struct world_setup *s, void **ret,
 			       struct px_error *err)
 {
@@ -1490,7 +1526,10 @@ static enum px_err ec2w_create(const struct world_setup *s, void **ret,
 	w->cool_s = calloc(s->env->n_markets + 1, sizeof *w->cool_s);
 	w->cool_why = calloc(s->env->n_markets + 1, sizeof *w->cool_why);
 	w->node_slots = (s->node_ports + 2) / 3;
-	w->coord_slot = slot_take(h, 1, -1);
+	/* the coordinator comes back at the same address in every life
+	 * of the job: its nodes outlive the daemon and know only that */
+	w->coord_slot = slot_take(h, 1, coord_slot_kept(s->job_dir));
+	coord_slot_keep(s->job_dir, w->coord_slot);
 	if (!w->cool_s || !w->cool_why || w->coord_slot < 0) {
 		e = w->coord_slot < 0 ?
 		    px_errorf(err, PX_ETOOBIG, "trainer_ports: no port range "

@@ -399,3 +399,83 @@ Test(jobs_ec2, storms_capacity_errors_and_interruptions)
 	}
 	json_decref(st);
 }
+
+/* RunInstances calls that reached the fake so far. */
+static int64_t run_calls(void)
+{
+	json_t *o = fake_get_json(&fk, "cmd=state");
+	int64_t n = json_integer_value(json_object_get(json_object_get(o,
+				       "calls"), "RunInstances"));
+
+	json_decref(o);
+	return n;
+}
+
+/* kill -9 of proteusd at random moments and right after a RunInstances
+ * call: its instances outlive it, the next life adopts them (the job's
+ * tag, the ClientToken), the job completes; nothing was launched twice
+ * (every instance the fake ran is a distinct controller id of the job),
+ * nothing is left running, and the books match EC2's bill. */
+Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
+{
+	const char *n_env = getenv("PX_EC2_KILL9_ROUNDS");
+	int rounds = n_env ? atoi(n_env) : 3;
+	unsigned seed = (unsigned)time(NULL);
+	json_t *st, *a, *v;
+	int64_t id;
+	int kills = 0;
+	size_t i;
+
+	fake_up(NULL);
+	daemon_ec2();
+	ec2_job(400);
+	id = submit();
+	for (int k = 0; k < rounds; k++) {
+		int64_t calls = run_calls();
+		bool after_run = k % 2 == 1;
+
+		/* odd rounds: the moment a RunInstances call lands; even
+		 * ones: a random moment */
+		for (int w = 0; w < (after_run ? 300 : 10 + (int)(rand_r(&seed)
+				     % 30)); w++) {
+			if (after_run && run_calls() > calls)
+				break;
+			sleep_ms(after_run ? 10 : 100);
+		}
+		st = status(id);
+		if (strcmp(state_of(st), "running") &&
+		    strcmp(state_of(st), "queued")) {
+			json_decref(st);
+			break;
+		}
+		json_decref(st);
+		stop_daemon(SIGKILL);
+		kills++;
+		start_daemon();
+	}
+	cr_assert_eq(kills, rounds, "the job ended after %d of %d kills; %s",
+		     kills, rounds, daemon_said());
+	st = wait_end(id, 300);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	check_books(id, st);
+	check_fake(id, st);
+	/* one instance per controller id: no launch happened twice */
+	a = fake_instances();
+	json_array_foreach(a, i, v) {
+		const char *ci = json_string_value(json_object_get(json_object_get(
+					v, "tags"), "proteus:id"));
+		size_t k;
+		json_t *u;
+
+		cr_assert_not_null(ci, "an instance without the daemon's tags");
+		json_array_foreach(a, k, u) {
+			const char *cu = json_string_value(json_object_get(
+				json_object_get(u, "tags"), "proteus:id"));
+
+			cr_assert(k == i || !cu || strcmp(ci, cu),
+				  "controller id %s launched twice", ci);
+		}
+	}
+	json_decref(a);
+	json_decref(st);
+}
