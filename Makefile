@@ -2,6 +2,7 @@
 #
 #   make          build the programs (needs the Debian -dev packages: make deps)
 #   make demo     install what is missing, build, run the demo
+#   make demo-ec2 the same job on the ec2 world, against the fake EC2
 #   make test     install what is missing, build, run every test
 #   make check    the same suite under ASan + UBSan (build/asan), then each
 #                 fuzzer for CHECK_FUZZ_SECONDS (10) when clang has libFuzzer
@@ -129,7 +130,7 @@ GPU_TEST_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(GPU_TEST_SRC))
 GPU_TEST_BIN := $(BUILD)/px_gpu_tests
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
-.PHONY: all deps check-pkgs test test-run test-gpu check check-fuzz demo \
+.PHONY: all deps check-pkgs test test-run test-gpu check check-fuzz demo demo-ec2 \
 	bench fuzz fuzz-build fuzz-run \
 	install uninstall clean cuda-note print-ldlibs
 
@@ -234,6 +235,12 @@ demo:
 	@scripts/deps.sh build test
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@BUILD=$(BUILD) SHARED=$(SHARED) scripts/demo.sh
+
+# The ec2 world against the fake EC2 on loopback (docs/ec2-world.md).
+demo-ec2:
+	@scripts/deps.sh build test
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@BUILD=$(BUILD) scripts/demo_ec2.sh
 
 bench:
 	@scripts/deps.sh build test bench

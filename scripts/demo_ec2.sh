@@ -1,0 +1,141 @@
+#!/bin/sh
+# demo_ec2.sh -- `make demo-ec2`: proteusd's ec2 world against the fake EC2
+# on loopback (tests/fake_ec2/fake_ec2.py: the EC2 Query API with every
+# request's SigV4 checked, instances that are process groups here running
+# their user data, per-instance metadata, per-zone spot prices, per-second
+# bills).  This is not AWS: no instance is rented and nothing is paid.
+#
+# The fake and the daemon run their clocks 60 times faster from the same
+# origin (ec2_clock_speedup / --speedup).  The example job is submitted,
+# watched with `status --watch`, and at the end the fake prints one JSON
+# line: {"instances_launched": N, "still_running": 0, "bad_signatures": 0,
+# "billed_usd": X}, X being what the fake billed, which the demo checks
+# against the job's cost.  Nothing is left running.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+: "${BUILD:=build}"
+case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
+ctl="$BUILD/proteusctl"
+run="$BUILD/demo-ec2"
+db="$run/proteus.db"
+sock="$run/proteusd.sock"
+od="$here/etc/ondemand/us-east-1_2021-03_2021-05.json"
+speedup=60
+
+rm -rf "$run"
+mkdir -p "$run/instances"
+origin=$(date +%s)
+day=$((origin - 86400))
+hour=$((origin - 3600))
+cat > "$run/market.json" <<JSON
+[{"type": "c4.large", "zone": "*", "price": 0.031, "ts": $day},
+ {"type": "m4.large", "zone": "*", "price": 0.037, "ts": $day},
+ {"type": "c4.large", "zone": "us-east-1b", "price": 0.029, "ts": $hour}]
+JSON
+
+echo "== the fake EC2 (loopback only; a clock $speedup times faster)"
+mkfifo "$run/fake.in"
+python3 "$here/tests/fake_ec2/fake_ec2.py" --timeout 900 \
+	--region us-east-1 --speedup "$speedup" --clock-origin "$origin" \
+	--bill-from launch --boot-seconds 20 --market "$run/market.json" \
+	--ondemand "$od" --instance-dir "$run/instances" \
+	< "$run/fake.in" > "$run/fake.out" 2> "$run/fake.log" &
+fake=$!
+exec 3> "$run/fake.in"
+daemon=
+stop() {
+	[ -n "$daemon" ] && kill "$daemon" 2>/dev/null || true
+	[ -n "$daemon" ] && wait "$daemon" 2>/dev/null || true
+	exec 3>&- 2>/dev/null || true
+	wait "$fake" 2>/dev/null || true
+}
+trap stop EXIT INT TERM
+i=0
+until grep -q '^PORT ' "$run/fake.out" 2>/dev/null; do
+	i=$((i + 1))
+	if [ "$i" -gt 100 ]; then
+		echo "the fake did not start:" >&2
+		cat "$run/fake.log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+port=$(sed -n 's/^PORT //p' "$run/fake.out")
+echo "   http://127.0.0.1:$port/"
+
+echo "== proteusd on the ec2 world (its config: $run/proteusd.conf)"
+cat > "$run/proteusd.conf" <<CONF
+db $db
+control_socket $sock
+log_level notice
+region us-east-1
+ec2_endpoint http://127.0.0.1:$port/
+ec2_ami ami-0123456789abcdef0
+ec2_subnets us-east-1a=subnet-0000000000000000a,us-east-1b=subnet-0000000000000000b
+ec2_security_groups sg-0123456789abcdef0
+ec2_instance_profile proteus-node
+head_address 127.0.0.1
+trainer_ports 29000-29299
+ec2_node_trainer $BUILD/proteus-trainer
+ec2_clock_speedup $speedup
+ec2_clock_origin $origin
+ec2_price_poll_s 60
+CONF
+# the fake's own test keys: nothing here reaches AWS
+AWS_ACCESS_KEY_ID=AKIDEXAMPLE \
+AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY \
+AWS_EC2_METADATA_DISABLED=true \
+	"$BUILD/proteusd" --config "$run/proteusd.conf" > "$run/proteusd.log" 2>&1 &
+daemon=$!
+i=0
+until "$ctl" --socket "$sock" ping > /dev/null 2>&1; do
+	i=$((i + 1))
+	if [ "$i" -gt 100 ]; then
+		echo "proteusd did not start; its log:" >&2
+		cat "$run/proteusd.log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+job="$here/docs/examples/job-ec2-mlr.json"
+echo "== proteusctl submit $(basename "$job")"
+id=$("$ctl" --socket "$sock" submit "$job")
+echo "job $id queued"
+echo
+echo "== proteusctl status $id --watch"
+"$ctl" --socket "$sock" status "$id" --watch --interval 0.5 || true
+echo
+echo "== the job's launches and ends (proteusctl events $id)"
+"$ctl" --socket "$sock" events "$id" | grep -E ' (launch|adopt|reject|eviction|release|end) ' | head -16 || true
+echo
+echo "== the result"
+"$ctl" --socket "$sock" status "$id"
+cost=$("$ctl" --socket "$sock" status "$id" --json | python3 -c \
+	'import json,sys; print(json.load(sys.stdin)["cost_usd"])')
+kill "$daemon"
+wait "$daemon" 2>/dev/null || true
+daemon=
+# the fake's closing line: what EC2 would have billed
+sleep 1
+exec 3>&-
+wait "$fake" 2>/dev/null || true
+summary=$(grep '^{' "$run/fake.out" | tail -1)
+echo
+echo "== the fake EC2's closing line"
+echo "$summary"
+python3 - "$summary" "$cost" <<'PY'
+import json, sys
+s, cost = json.loads(sys.argv[1]), float(sys.argv[2])
+bad = []
+if s["still_running"]:
+    bad.append("%d instances still running" % s["still_running"])
+if s["bad_signatures"]:
+    bad.append("%d bad signatures" % s["bad_signatures"])
+if abs(s["billed_usd"] - cost) > 0.0001:
+    bad.append("the fake billed $%.6f, the job cost $%.6f" % (s["billed_usd"], cost))
+print("the job's cost $%.6f; the fake billed $%.6f" % (cost, s["billed_usd"]))
+if bad:
+    sys.exit("demo-ec2: " + "; ".join(bad))
+PY
+trap - EXIT INT TERM
+echo "(daemon log: $run/proteusd.log; database: $db; instances: $run/instances)"
