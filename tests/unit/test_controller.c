@@ -598,15 +598,18 @@ Test(controller, adopt_after_a_restart)
 	/* per second from their launch times: 3600 s on-demand at 0.21,
 	 * 1800 s spot at 0.10 */
 	cr_assert_eq(ctrl_cost(c, 5000), 210000 + 50000);
-	/* the next id the controller gives is past the adopted ones */
-	want[0] = (struct pol_action){.kind = POL_ACQUIRE, .market = 0,
-				      .count = 1, .bid_uusd = 200000};
-	n_want = 1;
+	/* the first decision's fleet counts the adopted ones (one
+	 * reliable and one spot asked: nothing new), and the next id the
+	 * controller gives is past them */
+	want_fleet(2, 200000);
 	cr_assert_eq(ctrl_step(c, 5000, POL_WHY_START, &none), PX_OK);
-	cr_assert_eq(f.acquired, 1);
+	cr_assert_eq(f.acquired, 1, "only the second spot instance is new");
 	cr_assert_eq(f.ids[0], 13);
+	cr_assert_eq(f.reqs[0].market, 0);
+	cr_assert_eq(ctrl_launched(c, 5000, 13), PX_OK);
 	cr_assert_eq(ctrl_finish(c, 5000, false, &cost), PX_OK);
-	cr_assert_eq(cost, 260000);
+	/* and the new one's first 60 s (per-second minimum) at 0.10 */
+	cr_assert_eq(cost, 260000 + 1667);
 	ctrl_free(c);
 }
 
