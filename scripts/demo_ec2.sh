@@ -131,7 +131,9 @@ if s["still_running"]:
     bad.append("%d instances still running" % s["still_running"])
 if s["bad_signatures"]:
     bad.append("%d bad signatures" % s["bad_signatures"])
-if abs(s["billed_usd"] - cost) > 0.0001:
+# the daemon closes a bill when it decides a release, EC2 when the call
+# arrives: a few ms later, a few fake seconds on this 60x clock
+if abs(s["billed_usd"] - cost) > max(0.0002, 0.005 * cost):
     bad.append("the fake billed $%.6f, the job cost $%.6f" % (s["billed_usd"], cost))
 print("the job's cost $%.6f; the fake billed $%.6f" % (cost, s["billed_usd"]))
 if bad:
