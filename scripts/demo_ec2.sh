@@ -112,6 +112,12 @@ echo "== the result"
 "$ctl" --socket "$sock" status "$id"
 cost=$("$ctl" --socket "$sock" status "$id" --json | python3 -c \
 	'import json,sys; print(json.load(sys.stdin)["cost_usd"])')
+# for the benchmark (tests/bench/bench_ec2_world.sh): the daemon's CPU and
+# the calls the fake served
+awk '{print $14 + $15}' "/proc/$daemon/stat" > "$run/daemon_cpu_ticks" \
+	2>/dev/null || true
+curl -sf "http://127.0.0.1:$port/_ctl?cmd=state" > "$run/fake_state.json" \
+	2>/dev/null || true
 kill "$daemon"
 wait "$daemon" 2>/dev/null || true
 daemon=
