@@ -183,6 +183,7 @@ static enum px_err parse_world(json_t *o, const char *name,
 				 "an object", name);
 	json_object_foreach(o, k, v) {
 		if (!strcmp(k, "name")) {
+			w->named = true;
 			r = text(v, name, "world", k, buf, sizeof buf, err);
 			if (r == PX_OK && !strcmp(buf, "local"))
 				w->kind = WORLD_LOCAL;

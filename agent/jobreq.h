@@ -43,6 +43,8 @@ struct job_trainer {
 };
 
 struct job_world {
+	bool named;                 /* the spec names its world (else the
+				     * daemon's default, its `world` key) */
 	enum world_kind kind;       /* "local" (default) or "ec2" */
 	double speedup;             /* local: market s per real s, 1..1e6;
 				     * 0: the daemon's local_speedup */

@@ -166,8 +166,9 @@ static void recover_one(struct jobs *js, int64_t id)
 	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
 	if (e == PX_OK)
 		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
-	if (e != PX_OK)
-		j->req.world.kind = rs.world;   /* for its status */
+	/* the world it ran on is the store's (a spec that names none ran
+	 * on the daemon's default of its day) */
+	j->req.world.kind = rs.world;
 	if (e == PX_OK)
 		e = job_world(j, name, &err);
 	if (e == PX_OK)

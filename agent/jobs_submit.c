@@ -273,6 +273,9 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		return jobs_reply_err(err, PX_ENOMEM, "out of memory");
 	}
 	e = jobreq_parse(text, strlen(text), name, &j->req, err);
+	/* a spec that names no world runs on the daemon's default */
+	if (e == PX_OK && !j->req.world.named)
+		j->req.world.kind = js->s.cfg->world;
 	if (e == PX_OK)
 		e = job_world(j, name, err);
 	if (e == PX_OK)

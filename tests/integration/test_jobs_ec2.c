@@ -89,7 +89,16 @@ static void fake_up(const char *extra_json_args)
 }
 
 /* The daemon on the ec2 world, at the fake. */
+static void daemon_ec2_world(bool default_world);
+
 static void daemon_ec2(void)
+{
+	daemon_ec2_world(false);
+}
+
+/* default_world: `world ec2` in the config (jobs that name none run
+ * there). */
+static void daemon_ec2_world(bool default_world)
 {
 	FILE *f = fopen(jt.conf, "w");
 	const char *build = getenv("PX_BUILD");
@@ -106,8 +115,9 @@ static void daemon_ec2(void)
 		"head_address 127.0.0.1\ntrainer_ports %d-%d\n"
 		"ec2_node_trainer %s/proteus-trainer\n"
 		"ec2_clock_speedup %d\nec2_clock_origin %lld\n"
-		"ec2_price_poll_s 60\n", jt.db, jt.sock, fk.url, lo, lo + 99,
-		build ? build : "build", SPEEDUP, (long long)origin);
+		"ec2_price_poll_s 60\n%s", jt.db, jt.sock, fk.url, lo, lo + 99,
+		build ? build : "build", SPEEDUP, (long long)origin,
+		default_world ? "world ec2\n" : "");
 	fclose(f);
 	setenv("AWS_ACCESS_KEY_ID", FAKE_AKID, 1);
 	setenv("AWS_SECRET_ACCESS_KEY", FAKE_SECRET, 1);
@@ -119,7 +129,15 @@ static void daemon_ec2(void)
 
 /* A small MLR job on c4.large / m4.large spot and an m4.large reliable
  * node, per-second. */
+static void ec2_job_named(int epochs, bool named);
+
 static void ec2_job(int epochs)
+{
+	ec2_job_named(epochs, true);
+}
+
+/* named false: the spec names no world (the daemon's default). */
+static void ec2_job_named(int epochs, bool named)
 {
 	char *od = px_src_path("etc/ondemand/us-east-1_2021-03_2021-05.json");
 	char extra[1024];
@@ -130,8 +148,8 @@ static void ec2_job(int epochs)
 		 "\"spot\": {\"types\": [\"c4.large\", \"m4.large\"], "
 		 "\"zones\": [\"us-east-1a\", \"us-east-1b\"], "
 		 "\"max_instances\": 3}, \"startup_seconds\": 60, "
-		 "\"world\": {\"name\": \"ec2\", \"ondemand_prices\": \"%s\"}}",
-		 od);
+		 "\"world\": {%s\"ondemand_prices\": \"%s\"}}",
+		 named ? "\"name\": \"ec2\", " : "", od);
 	write_job(epochs, extra);
 	free(od);
 }
@@ -202,9 +220,10 @@ Test(jobs_ec2, a_job_rents_trains_and_pays_what_ec2_bills)
 	size_t i;
 	json_t *v;
 
+	/* the daemon's default world is ec2, and the job names none */
 	fake_up(NULL);
-	daemon_ec2();
-	ec2_job(30);
+	daemon_ec2_world(true);
+	ec2_job_named(30, false);
 	id = submit();
 	/* the key, while the job runs, to look for it everywhere: in every
 	 * process's argv now, in the user data, logs and database after */
