@@ -10,6 +10,10 @@
 #include "controller.h"
 
 #define FLEET_MAX 100000
+/* A refused reliable request is asked again this long after (market s):
+ * a world that refuses at once (resting, throttled) is not asked in a
+ * loop. */
+#define REASK_S 60
 
 /* The controller's side of one instance (beside its public pol_instance,
  * same slot). */
@@ -31,6 +35,7 @@ struct ctrl {
 	int reliable_owed;           /* refused reliable requests to ask
 				      * again at the next step */
 	int reliable_owed_type;
+	int64_t reliable_owed_at;    /* not asked again before this */
 	int64_t *hide_until;         /* per market of ms: resting (NULL
 				      * until a world says one rests) */
 	struct pol_instance *pub;    /* live instances, compact */
@@ -506,11 +511,12 @@ enum px_err ctrl_rejected(struct ctrl *c, int64_t now, uint64_t id,
 	if (s < 0 || c->priv[s].launched)
 		return PX_OK;
 	/* the reliable tier holds the parameters: a refused request for it
-	 * is asked again, at the next step (not here: a world that refuses
-	 * at once would loop) */
+	 * is asked again, at the first step REASK_S after (not here, nor at
+	 * once: a world that refuses at once would loop) */
 	if (in_reliable_tier(c, (size_t)s) && c->s.replace_reliable) {
 		c->reliable_owed++;
 		c->reliable_owed_type = c->pub[s].type;
+		c->reliable_owed_at = now + REASK_S;
 	}
 	drop_slot(c, (size_t)s);
 	c->budget_dirty = true;
@@ -893,7 +899,7 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 		if (e == PX_OK)
 			e = apply(c, now, all, err);
 	}
-	if (e == PX_OK && c->reliable_owed > 0) {
+	if (e == PX_OK && c->reliable_owed > 0 && now >= c->reliable_owed_at) {
 		/* those refused during this step wait for the next one */
 		int owed = c->reliable_owed;
 

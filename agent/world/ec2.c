@@ -39,6 +39,7 @@
 				 * capacity or price refusal */
 #define THROTTLE_COOL_S 60      /* every market, after throttling */
 #define TERM_BATCH 500          /* ids per TerminateInstances */
+#define CALL_TIMEOUT_S 10       /* one attempt of a call */
 #define TERM_RETRY_MS 5000      /* a failed termination is tried again */
 #define TAG_DAEMON "proteus:daemon"
 #define TAG_JOB "proteus:job"
@@ -289,6 +290,10 @@ static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
 	ec.region = cfg->region;
 	ec.endpoint = cfg->ec2_endpoint[0] ? cfg->ec2_endpoint : NULL;
 	ec.creds = h->creds;
+	/* an attempt that has not answered in 10 s is given up and tried
+	 * again (the SDKs' 30 s is for one caller waiting; a daemon has a
+	 * fleet to tend) */
+	ec.timeout_us = CALL_TIMEOUT_S * 1000000ull;
 	if (e == PX_OK)
 		e = ec2_loop_new(wh->loop, &ec, &h->el, err);
 	if (e == PX_OK)

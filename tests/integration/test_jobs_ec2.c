@@ -363,8 +363,8 @@ static void check_fake(int64_t id, json_t *st)
 				json_string_value(json_object_get(v, "type")),
 				(long long)json_integer_value(json_object_get(v,
 				"launch_time")), (long long)json_integer_value(
-				json_object_get(v, "t_end")),
-				json_string_value(json_object_get(v, "end_how")),
+				json_object_get(v, "bill_end")),
+				json_string_value(json_object_get(v, "ended_by")),
 				(long long)json_integer_value(json_object_get(v,
 				"billed_uusd")));
 		json_decref(a);
@@ -391,7 +391,9 @@ static void check_fake(int64_t id, json_t *st)
 
 /* EC2 at its worst: a throttling storm with 5xx answers and dropped
  * connections (one RunInstances carried out and its answer lost: the
- * retry's ClientToken gives the same instance back), no capacity in the
+ * retry's ClientToken gives the same instance back), a DescribeInstances
+ * and a RunInstances that time out (the daemon gives an attempt 10 s),
+ * no capacity in the
  * cheapest market, and two spot interruptions.  None of it fails the
  * job; the interrupted nodes are replaced by the controller's choice;
  * the books still match EC2's. */
@@ -413,7 +415,11 @@ Test(jobs_ec2, storms_capacity_errors_and_interruptions)
 		     "{\"op\": \"*\", \"kind\": \"drop\", \"p\": 0.05, "
 		     "\"for_s\": 20}, "
 		     "{\"op\": \"RunInstances\", \"kind\": \"drop_after\", "
-		     "\"count\": 1}]}");
+		     "\"count\": 1}, "
+		     "{\"op\": \"DescribeInstances\", \"kind\": \"slow\", "
+		     "\"delay\": 12, \"count\": 1}, "
+		     "{\"op\": \"RunInstances\", \"kind\": \"slow\", "
+		     "\"delay\": 12, \"count\": 1, \"skip\": 2}]}");
 	json_decref(r);
 	daemon_ec2();
 	ec2_job(300);

@@ -632,10 +632,12 @@ Test(controller, refused_reliable_request_asked_again)
 	cr_assert_eq(ctrl_rejected(c, 10, f.ids[1], "no capacity"), PX_OK);
 	cr_assert_eq(f.acquired, 2, "not asked again inside the refusal");
 	cr_assert_eq(ctrl_step(c, 20, 0, &none), PX_OK);
+	cr_assert_eq(f.acquired, 2, "not asked again at once");
+	cr_assert_eq(ctrl_step(c, 70, 0, &none), PX_OK);
 	cr_assert_eq(f.acquired, 3, "the reliable one again, not the spot");
 	cr_assert(f.reqs[2].reliable && f.reqs[2].market < 0);
-	cr_assert_eq(ctrl_step(c, 30, 0, &none), PX_OK);
+	cr_assert_eq(ctrl_step(c, 200, 0, &none), PX_OK);
 	cr_assert_eq(f.acquired, 3, "once");
-	cr_assert_eq(ctrl_finish(c, 40, false, &cost), PX_OK);
+	cr_assert_eq(ctrl_finish(c, 300, false, &cost), PX_OK);
 	ctrl_free(c);
 }
