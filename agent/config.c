@@ -633,6 +633,10 @@ static const struct config_key config_table[] = {
 	 "300", CONFIG_RELOADABLE,
 	 "ec2 world: seconds between polls of the live spot prices of a "
 	 "running job's markets", NULL, NULL, NULL},
+	{"ec2_hb_timeout_ms", CONFIG_INT, CFG(ec2_hb_timeout_ms), 1000,
+	 600000, "5000", CONFIG_RELOADABLE,
+	 "ec2 world: milliseconds of silence after which a job's "
+	 "coordinator declares a node lost", NULL, NULL, NULL},
 	{"ec2_clock_speedup", CONFIG_INT, CFG(ec2_clock_speedup), 1, 1200,
 	 "1", CONFIG_IMMUTABLE,
 	 "ec2 world against a fake EC2 only: world seconds per real second, "

@@ -87,6 +87,7 @@ struct proteusd_config {
 					       * region's (ec2_config) */
 	char ec2_node_trainer[CONFIG_PATH_MAX]; /* on the instances */
 	int64_t ec2_price_poll_s;             /* live spot prices, every */
+	int64_t ec2_hb_timeout_ms;            /* a silent node is lost */
 	int64_t ec2_clock_speedup;            /* a fake's: world s per s */
 	int64_t ec2_clock_origin;             /* Unix s; 0: the start */
 };

@@ -25,6 +25,8 @@ struct cinst {
 				  * asked (what the budget keeps for it) */
 	bool adopted;            /* taken up after a restart, not yet
 				  * counted against a first decision */
+	bool rejoining;          /* taken up after a restart, its node not
+				  * ready again yet */
 };
 
 struct ctrl {
@@ -228,6 +230,13 @@ static enum px_err restage(struct ctrl *c, int64_t now, struct px_error *err)
 
 	if (c->s.tiers.stage2_ratio <= 0)
 		return PX_OK;
+	/* after a restart, the reliable tier's nodes rejoin in any order
+	 * with the others: the stage waits for them (a stage computed on
+	 * the transients alone would move the shards twice) */
+	for (size_t i = 0; i < c->n; i++)
+		if (c->priv[i].rejoining && in_reliable_tier(c, i) &&
+		    !c->priv[i].ready)
+			return PX_OK;
 	for (size_t i = 0; i < c->n; i++) {
 		if (!c->priv[i].ready || c->pub[i].warned)
 			continue;
@@ -489,6 +498,7 @@ enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 	in->launched = true;
 	in->ready = ready;
 	in->adopted = true;
+	in->rejoining = !ready;
 	c->st.instances_launched++;
 	c->changed = true;
 	c->budget_dirty = true;

@@ -112,7 +112,7 @@ static char **role_env(struct job *j)
 static enum px_err start_coordinator(struct job *j, bool resume,
 				     struct px_error *err)
 {
-	char listen[JOB_PATH_MAX + 8], every[24];
+	char listen[JOB_PATH_MAX + 8], every[24], hb[24];
 	const char *extra[16];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -128,10 +128,14 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	extra[k++] = j->agent_ep;
 	extra[k++] = "--expect-joins";
 	/* nodes across a network (another machine, a loaded one) are lost
-	 * after 5 s of silence, not the trainer's 0.8 s for one host */
+	 * after ec2_hb_timeout_ms (5 s) of silence, not the trainer's 0.8 s
+	 * for one host */
 	if (!j->wops->on_this_host) {
+		snprintf(hb, sizeof hb, "%" PRId64,
+			 j->js->s.cfg->ec2_hb_timeout_ms > 0 ?
+			 j->js->s.cfg->ec2_hb_timeout_ms : 5000);
 		extra[k++] = "--hb-timeout";
-		extra[k++] = "5000";
+		extra[k++] = hb;
 	}
 	extra[k++] = "--eval-epochs";
 	extra[k++] = "--checkpoint";

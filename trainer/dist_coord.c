@@ -417,19 +417,29 @@ static void partition_of(struct coord *c, struct wire_node n,
 
 static void maybe_start(struct coord *c)
 {
-	uint32_t nw = 0, nps = 0;
+	uint32_t nw = 0, nps = 0, nrel = 0;
+	bool rel_expected = false;
 
 	if (c->started)
 		return;
 	for (uint32_t i = 0; i < c->n; i++) {
 		if (!alive(&c->m[i]))
 			continue;
-		if (is_ps(&c->m[i]))
+		if (is_ps(&c->m[i])) {
 			nps++;
-		else if (is_worker(&c->m[i]))
+			nrel += !!(c->m[i].w.roles & WIRE_ROLE_PS_BACKUP);
+		} else if (is_worker(&c->m[i])) {
 			nw++;
+		}
 	}
-	if (nps < c->o->ps || nw < c->o->workers)
+	/* a reliable node's PS is expected (the agent said so): the
+	 * shards start there, not on whichever transient PS registered
+	 * first (after a restart the nodes come back in any order, and a
+	 * shard placed on a transient PS alone has no backup to go to) */
+	for (uint32_t i = 0; c->expecting && i < c->n_expect; i++)
+		rel_expected |= (c->expect[i].roles & WIRE_ROLE_PS_BACKUP) &&
+				!(c->expect[i].roles & WIRE_ROLE_WORKER);
+	if (nps < c->o->ps || nw < c->o->workers || (rel_expected && !nrel))
 		return;
 	c->started = true;
 	replace_all(c);

@@ -410,6 +410,8 @@ struct inst {
 	char iid[EC2_ID_MAX];
 	enum ist st;
 	bool released;           /* the controller let it go */
+	bool lost_answer;        /* refused by a failure after which EC2
+				  * may have launched it all the same */
 	bool ready;
 	int slot;
 	int64_t asked_s;         /* market s of the request */
@@ -713,6 +715,8 @@ static void cool(struct ec2w *w, int market, int64_t until,
 	(void)ctrl_market_rests(w->c, market, until);
 }
 
+static void inst_close(struct ec2w *w, struct inst *in);
+
 static void run_done(enum px_err rc, struct ec2_instance_list *l,
 		     const struct px_error *err,
 		     const struct ec2_aws_error *aws, void *ctx)
@@ -734,6 +738,8 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 		if (!in || in->released) {
 			for (size_t i = 0; i < l->n; i++)
 				host_terminate(k->h, l->v[i].id, 0);
+			if (in)
+				inst_close(w, in);
 			call_end(k);
 			return;
 		}
@@ -773,9 +779,18 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 			cool(w, in->market, now + COOL_S, in->why);
 		}
 		/* 5xx and the network after the client's retries: refused
-		 * this time; the next decision asks again */
+		 * this time; the next decision asks again.  The call may
+		 * have been carried out (its answer lost): a listing that
+		 * shows the instance adopts it then */
+		in->lost_answer = !code[0] || !strncmp(code, "Internal", 8) ||
+				  !strcmp(code, "ServiceUnavailable") ||
+				  (aws && (aws->http_status == 0 ||
+					   aws->http_status >= 500) &&
+				   !capacity_code(code));
 		in->st = I_DONE;
 		tell(w, in, T_REJECTED);
+	} else if (in) {
+		inst_close(w, in);
 	}
 	call_end(k);
 }
@@ -1030,8 +1045,8 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 				 i->id, err.msg);
 		return;
 	}
-	if (in->st == I_DONE && !in->released && !in->tell && !in->iid[0] &&
-	    alive(i->state) && id == in->id && w->started) {
+	if (in->st == I_DONE && in->lost_answer && !in->released &&
+	    !in->tell && alive(i->state) && id == in->id && w->started) {
 		/* refused as we heard it (the answer lost, the retries
 		 * spent), launched as EC2 says: it is ours and billed from
 		 * its launch time; the controller takes it up again */
@@ -1048,6 +1063,8 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 			host_terminate(w->h, i->id, 0);
 		return;
 	}
+	if (in->st == I_ASKED)   /* its answer is on the way */
+		return;
 	if (!in->iid[0])
 		snprintf(in->iid, sizeof in->iid, "%s", i->id);
 	if (!strcmp(i->state, "running") && in->st == I_PENDING) {

@@ -7,6 +7,7 @@
  * secret reaches the user data, the logs or the database. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,8 +37,16 @@
 static struct fake fk;
 static int64_t origin;
 
+static int lock_fd = -1;
+
 static void setup(void)
 {
+	/* one ec2 test at a time: each runs a fake, a daemon and a trainer
+	 * node per instance on this machine */
+	lock_fd = open("/tmp/proteus-test-jobs-ec2.lock", O_RDWR | O_CREAT |
+		       O_CLOEXEC, 0600);
+	if (lock_fd >= 0)
+		(void)flock(lock_fd, LOCK_EX);
 	jobs_fixture_setup();
 	memset(&fk, 0, sizeof fk);
 	fk.pid = 0;
@@ -49,6 +59,9 @@ static void teardown(void)
 	if (fk.pid)
 		fake_stop(&fk);
 	jobs_fixture_teardown();
+	if (lock_fd >= 0)
+		close(lock_fd);
+	lock_fd = -1;
 }
 
 TestSuite(jobs_ec2, .init = setup, .fini = teardown, .timeout = 300);
@@ -107,7 +120,9 @@ static void daemon_ec2_world(bool default_world)
 {
 	FILE *f = fopen(jt.conf, "w");
 	const char *build = getenv("PX_BUILD");
-	int lo = 20000 + (int)(getpid() % 200) * 100;
+	/* below the kernel's ephemeral ports (32768 on), which every
+	 * client socket of the run takes from; one range per test process */
+	int lo = 20000 + (int)(getpid() % 120) * 100;
 
 	cr_assert_not_null(f);
 	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n"
@@ -132,7 +147,7 @@ static void daemon_ec2_world(bool default_world)
 	start_daemon();
 }
 
-/* A small MLR job on c4.large / m4.large spot and an m4.large reliable
+/* A small MLR job on up to 3 c4.large / m4.large spot and an m4.large reliable
  * node, per-second. */
 static void ec2_job_named(int epochs, bool named);
 
