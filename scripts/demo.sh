@@ -13,6 +13,7 @@
 # left behind.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/demo_lib.sh"
 : "${BUILD:=build}"
 case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
 ctl="$BUILD/proteusctl"
@@ -42,24 +43,8 @@ stop() {
 	wait "$daemon" 2>/dev/null || true
 }
 trap stop EXIT INT TERM
-i=0
-until "$ctl" --socket "$sock" ping > /dev/null 2>&1; do
-	i=$((i + 1))
-	if [ "$i" -gt 100 ]; then
-		echo "proteusd did not start; its log:" >&2
-		cat "$run/proteusd.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-job="$here/docs/examples/job-local-mlr.json"
-echo "== proteusctl submit $(basename "$job")"
-id=$("$ctl" --socket "$sock" submit "$job")
-echo "job $id queued"
-echo
-echo "== proteusctl status $id --watch"
-"$ctl" --socket "$sock" status "$id" --watch --interval 0.5 || true
-echo
+demo_wait_daemon
+demo_submit_watch "$here/docs/examples/job-local-mlr.json"
 echo "== the job's decisions and evictions (proteusctl events $id, first lines)"
 "$ctl" --socket "$sock" events "$id" | grep -v ' progress ' | head -12
 echo

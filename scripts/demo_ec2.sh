@@ -13,6 +13,7 @@
 # against the job's cost.  Nothing is left running.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
+. "$here/scripts/demo_lib.sh"
 : "${BUILD:=build}"
 case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
 ctl="$BUILD/proteusctl"
@@ -87,24 +88,8 @@ AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY \
 AWS_EC2_METADATA_DISABLED=true \
 	"$BUILD/proteusd" --config "$run/proteusd.conf" > "$run/proteusd.log" 2>&1 &
 daemon=$!
-i=0
-until "$ctl" --socket "$sock" ping > /dev/null 2>&1; do
-	i=$((i + 1))
-	if [ "$i" -gt 100 ]; then
-		echo "proteusd did not start; its log:" >&2
-		cat "$run/proteusd.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-job="$here/docs/examples/job-ec2-mlr.json"
-echo "== proteusctl submit $(basename "$job")"
-id=$("$ctl" --socket "$sock" submit "$job")
-echo "job $id queued"
-echo
-echo "== proteusctl status $id --watch"
-"$ctl" --socket "$sock" status "$id" --watch --interval 0.5 || true
-echo
+demo_wait_daemon
+demo_submit_watch "$here/docs/examples/job-ec2-mlr.json"
 echo "== the job's launches and ends (proteusctl events $id)"
 "$ctl" --socket "$sock" events "$id" | grep -E ' (launch|adopt|reject|eviction|release|end) ' | head -16 || true
 echo

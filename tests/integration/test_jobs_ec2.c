@@ -107,6 +107,7 @@ static void fake_up(const char *extra_json_args)
 /* The daemon on the ec2 world, at the fake. */
 static void daemon_ec2_world(bool default_world);
 static json_t *fake_instances(void);
+static bool still_going(int64_t id);
 static void check_fake(int64_t id, json_t *st);
 
 static void daemon_ec2(void)
@@ -456,13 +457,8 @@ Test(jobs_ec2, storms_capacity_errors_and_interruptions)
 			interrupted++;
 			k = 0;
 		}
-		st = status(id);
-		if (strcmp(state_of(st), "running") &&
-		    strcmp(state_of(st), "queued")) {
-			json_decref(st);
+		if (!still_going(id))
 			break;
-		}
-		json_decref(st);
 		sleep_ms(100);
 	}
 	cr_assert_eq(interrupted, 2, "the job ended before two spot "
@@ -514,6 +510,17 @@ Test(jobs_ec2, storms_capacity_errors_and_interruptions)
 	json_decref(st);
 }
 
+/* Whether job id is still queued or running. */
+static bool still_going(int64_t id)
+{
+	json_t *st = status(id);
+	bool going = !strcmp(state_of(st), "running") ||
+		     !strcmp(state_of(st), "queued");
+
+	json_decref(st);
+	return going;
+}
+
 /* RunInstances calls that reached the fake so far. */
 static int64_t run_calls(void)
 {
@@ -556,13 +563,8 @@ Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
 				break;
 			sleep_ms(after_run ? 10 : 100);
 		}
-		st = status(id);
-		if (strcmp(state_of(st), "running") &&
-		    strcmp(state_of(st), "queued")) {
-			json_decref(st);
+		if (!still_going(id))
 			break;
-		}
-		json_decref(st);
 		stop_daemon(SIGKILL);
 		kills++;
 		start_daemon();
