@@ -34,9 +34,10 @@ void jobs_fixture_setup(void)
 	cr_assert(asprintf(&jt.job, "%s/job.json", jt.tmp) > 0);
 }
 
-/* Call fn for each trainer process whose command line names our temp
- * dir; how many there were. */
-int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx)
+/* Call fn (may be NULL) for each process whose command line holds a and
+ * b (NULL: a alone); how many there were. */
+int each_argv(const char *a, const char *b, void (*fn)(pid_t pid, void *ctx),
+	      void *ctx)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -44,7 +45,7 @@ int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx)
 
 	cr_assert_not_null(d);
 	while ((e = readdir(d))) {
-		char path[300], buf[8192];
+		char path[300], buf[65536];
 		size_t k;
 		FILE *f;
 
@@ -60,7 +61,7 @@ int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx)
 			if (!buf[i])
 				buf[i] = ' ';
 		buf[k] = 0;
-		if (strstr(buf, "proteus-trainer") && strstr(buf, jt.tmp)) {
+		if (strstr(buf, a) && (!b || strstr(buf, b))) {
 			n++;
 			if (fn)
 				fn((pid_t)atol(e->d_name), ctx);
@@ -68,6 +69,13 @@ int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx)
 	}
 	closedir(d);
 	return n;
+}
+
+/* Call fn for each trainer process whose command line names our temp
+ * dir; how many there were. */
+int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	return each_argv("proteus-trainer", jt.tmp, fn, ctx);
 }
 
 int our_processes(void)

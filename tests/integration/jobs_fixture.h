@@ -19,6 +19,8 @@ extern struct jobs_fixture jt;
 
 void jobs_fixture_setup(void);
 void jobs_fixture_teardown(void);
+int each_argv(const char *a, const char *b, void (*fn)(pid_t pid, void *ctx),
+	      void *ctx);
 int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx);
 int our_processes(void);
 int our_groups(void);
