@@ -75,9 +75,26 @@ static uint64_t mono_us(void)
 	return px_now_mono_us();
 }
 
+/* Market seconds per real second: 1, or the fake's ec2_clock_speedup. */
+static double clock_speedup(const struct proteusd_config *cfg)
+{
+	return cfg->ec2_clock_speedup > 1 ? (double)cfg->ec2_clock_speedup : 1;
+}
+
+/* A client's settings under cfg (the endpoint key, else the client's
+ * environment fallback), for creds. */
+static void client_config(const struct proteusd_config *cfg,
+			  const char *region, struct awscred_provider *creds,
+			  struct ec2_config *ec)
+{
+	ec->region = region;
+	ec->endpoint = cfg->ec2_endpoint[0] ? cfg->ec2_endpoint : NULL;
+	ec->creds = creds;
+}
+
 int64_t ec2_world_now(const struct proteusd_config *cfg)
 {
-	double k = cfg->ec2_clock_speedup > 1 ? cfg->ec2_clock_speedup : 1;
+	double k = clock_speedup(cfg);
 	double now = (double)px_now_wall_us() / 1e6;
 	double o = cfg->ec2_clock_origin > 0 ? (double)cfg->ec2_clock_origin
 					     : now;
@@ -287,9 +304,7 @@ static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
 	e = store_daemon_id(wh->st, h->daemon_id, sizeof h->daemon_id, err);
 	if (e == PX_OK)
 		e = awscred_provider_new(&co, &h->creds, err);
-	ec.region = cfg->region;
-	ec.endpoint = cfg->ec2_endpoint[0] ? cfg->ec2_endpoint : NULL;
-	ec.creds = h->creds;
+	client_config(cfg, cfg->region, h->creds, &ec);
 	/* an attempt that has not answered in 10 s is given up and tried
 	 * again (the SDKs' 30 s is for one caller waiting; a daemon has a
 	 * fleet to tend) */
@@ -1233,8 +1248,7 @@ static int64_t price_timer(struct loop *l, int64_t id, void *ctx)
 	struct px_error err = {0};
 	struct call *k;
 	int64_t every = w->h->wh->cfg->ec2_price_poll_s;
-	double sp = w->h->wh->cfg->ec2_clock_speedup > 1 ?
-		    w->h->wh->cfg->ec2_clock_speedup : 1;
+	double sp = clock_speedup(w->h->wh->cfg);
 
 	(void)l;
 	(void)id;
@@ -1630,8 +1644,7 @@ static int64_t ec2w_now(const void *vw)
 static int64_t ec2w_next_ms(const void *vw)
 {
 	const struct ec2w *w = vw;
-	double sp = w->h->wh->cfg->ec2_clock_speedup > 1 ?
-		    w->h->wh->cfg->ec2_clock_speedup : 1;
+	double sp = clock_speedup(w->h->wh->cfg);
 	int64_t now = w_now(w), t;
 
 	if (!w->q.n)
@@ -1761,10 +1774,27 @@ static enum px_err ec2w_ready(void *vw, uint64_t id, struct px_error *err)
 static enum px_err ec2w_restart_nodes(void *vw, struct px_error *err)
 {
 	struct ec2w *w = vw;
+	int64_t now = w_now(w);
 
 	(void)err;
-	for (size_t i = 0; i < w->n; i++)
-		w->v[i].ready = false;
+	for (size_t i = 0; i < w->n; i++) {
+		struct inst *in = &w->v[i];
+		struct world_req q = {
+			.id = in->id, .market = in->market, .type = in->type,
+			.reliable = in->reliable, .bid_uusd = in->bid_uusd,
+			.type_name = in->type_name,
+			.zone = in->zone[0] ? in->zone : NULL,
+		};
+
+		if (in->st == I_DONE || in->released || in->st == I_ASKED)
+			continue;
+		/* the new coordinator admits only the nodes it is told of,
+		 * and each has the join time anew to come back */
+		in->ready = false;
+		in->running_s = now;
+		if (w->s.hooks.adopted)
+			w->s.hooks.adopted(w->s.hooks.ctx, &q);
+	}
 	return PX_OK;
 }
 
@@ -1979,9 +2009,7 @@ enum px_err ec2_market_history(const struct proteusd_config *cfg,
 	*ret_now_s = now;
 	*ret_last_s = now + WINDOW_DAYS * (int64_t)86400;
 	e = awscred_provider_new(&co, &creds, err);
-	ec.region = region;
-	ec.endpoint = cfg->ec2_endpoint[0] ? cfg->ec2_endpoint : NULL;
-	ec.creds = creds;
+	client_config(cfg, region, creds, &ec);
 	if (e == PX_OK)
 		e = ec2_client_new(&ec, &c, err);
 	if (e == PX_OK)

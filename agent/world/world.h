@@ -107,9 +107,10 @@ struct world_hooks {
 	/* Instance id's node failed to start: how it ended ("exited with
 	 * status 1"); the world ends it with ctrl_failed.  May be NULL. */
 	void (*start_failed)(void *ctx, uint64_t id, const char *how);
-	/* Instance req was adopted after a restart (its node runs and
-	 * will register with the job's new coordinator): the owner
-	 * expects it as it expects a node it commands.  May be NULL. */
+	/* Instance req was adopted after a restart, or the job's
+	 * coordinator was restarted (its node runs and will register with
+	 * the new coordinator): the owner expects it as it expects a node
+	 * it commands.  May be NULL. */
 	void (*adopted)(void *ctx, const struct world_req *req);
 	void *ctx;
 	/* Readiness: false, after the job's startup_seconds of market time;
