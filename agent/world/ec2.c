@@ -38,6 +38,8 @@
 #define COOL_S 600              /* market s a market rests after a
 				 * capacity or price refusal */
 #define THROTTLE_COOL_S 60      /* every market, after throttling */
+#define LOST_SLOT_S 300         /* real s a lost answer's ports stay
+				 * taken (EC2 may list it yet) */
 #define TERM_BATCH 500          /* ids per TerminateInstances */
 #define CALL_TIMEOUT_S 10       /* one attempt of a call */
 #define TERM_RETRY_MS 5000      /* a failed termination is tried again */
@@ -433,11 +435,14 @@ struct inst {
 	int64_t launch_s;        /* EC2's launch time */
 	int64_t running_s;       /* first seen running (market s) */
 	int64_t end_s;           /* EC2's end time */
+	uint64_t refused_us;     /* monotonic, when a lost answer came */
 	unsigned tell;           /* bits 1 << enum itell, to hand over */
 	char why[256];
 };
 
 struct call;
+
+#define EARLY_MAX 32
 
 struct ec2w {
 	struct world_setup s;
@@ -458,6 +463,11 @@ struct ec2w {
 	int coord_slot;
 	int node_slots;          /* slots a node's roles take */
 	int64_t seen_poll;       /* DescribeInstances answers */
+	/* nodes that joined while their instance was none of the world's
+	 * (its RunInstances answer lost, the listing not yet seen): the
+	 * adoption that follows finds them joined */
+	uint64_t early[EARLY_MAX];
+	unsigned n_early;
 };
 
 struct call {
@@ -507,6 +517,25 @@ static struct inst *inst_of(struct ec2w *w, uint64_t id)
 		if (w->v[i].id == id)
 			return &w->v[i];
 	return NULL;
+}
+
+static void joined_early_add(struct ec2w *w, uint64_t id)
+{
+	w->early[w->n_early++ % EARLY_MAX] = id;
+}
+
+/* Whether id's node joined before its instance was the world's (taken
+ * off the list). */
+static bool joined_early(struct ec2w *w, uint64_t id)
+{
+	unsigned n = w->n_early < EARLY_MAX ? w->n_early : EARLY_MAX;
+
+	for (unsigned k = 0; k < n; k++)
+		if (w->early[k] == id) {
+			w->early[k] = 0;
+			return true;
+		}
+	return false;
 }
 
 static struct inst *inst_by_iid(struct ec2w *w, const char *iid)
@@ -770,6 +799,12 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 		for (size_t i = 1; i < l->n; i++)  /* never asked for */
 			host_terminate(k->h, l->v[i].id, 0);
 		tell(w, in, T_LAUNCHED);
+		if (in->ready) {
+			/* its node joined before the answer came */
+			in->st = I_RUNNING;
+			in->running_s = now;
+			tell(w, in, T_READY);
+		}
 		call_end(k);
 		return;
 	}
@@ -802,6 +837,7 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 				  (aws && (aws->http_status == 0 ||
 					   aws->http_status >= 500) &&
 				   !capacity_code(code));
+		in->refused_us = px_now_mono_us();
 		in->st = I_DONE;
 		tell(w, in, T_REJECTED);
 	} else if (in) {
@@ -1065,11 +1101,17 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 		/* refused as we heard it (the answer lost, the retries
 		 * spent), launched as EC2 says: it is ours and billed from
 		 * its launch time; the controller takes it up again */
+		int slot = in->slot;
+
+		if (in->ready)   /* its node joined while it was asked */
+			joined_early_add(w, id);
 		in->id = 0;
+		in->slot = -1;   /* the adopted instance's, by its tag */
 		if (adopt(w, i, id, &err) != PX_OK) {
 			log_warn("job %" PRId64 ": instance %s: %s", w->s.job_id,
 				 i->id, err.msg);
 			host_terminate(w->h, i->id, 0);
+			slot_give(w->h, slot, w->node_slots);
 		}
 		return;
 	}
@@ -1112,6 +1154,24 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 	tell(w, in, T_GONE);
 }
 
+/* The ports of lost answers that no listing showed in LOST_SLOT_S: EC2
+ * launched nothing (or will be told to end it: observe terminates
+ * whatever of a closed request it lists). */
+static void lost_slots_back(struct ec2w *w)
+{
+	uint64_t now = px_now_mono_us();
+
+	for (size_t k = 0; k < w->n; k++) {
+		struct inst *in = &w->v[k];
+
+		if (in->st == I_DONE && in->lost_answer && in->slot >= 0 &&
+		    now - in->refused_us > (uint64_t)LOST_SLOT_S * 1000000) {
+			slot_give(w->h, in->slot, w->node_slots);
+			in->slot = -1;
+		}
+	}
+}
+
 static void describe_done(enum px_err rc, struct ec2_instance_list *l,
 			  const struct px_error *err,
 			  const struct ec2_aws_error *aws, void *ctx)
@@ -1134,6 +1194,7 @@ static void describe_done(enum px_err rc, struct ec2_instance_list *l,
 		w->seen_poll++;
 		for (size_t i = 0; i < l->n; i++)
 			observe(w, &l->v[i]);
+		lost_slots_back(w);
 	}
 	call_end(k);
 }
@@ -1360,6 +1421,7 @@ static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
 	e = ctrl_adopt(w->c, w_now(w) > w->step_t ? w_now(w) : w->step_t, &q,
 		       in->launch_s, false);
 	if (e != PX_OK) {
+		slot_give(w->h, in->slot, w->node_slots);
 		w->n--;
 		return px_errorf(err, e, "%s", ctrl_error(w->c)->msg);
 	}
@@ -1367,7 +1429,13 @@ static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
 		w->s.hooks.adopted(w->s.hooks.ctx, &q);
 	log_notice("job %" PRId64 ": instance %" PRIu64 " (%s, %s %s%s) "
 		   "adopted", w->s.job_id, id, i->id, i->type,
-		   q.zone ? "spot in" : "on-demand", q.zone ? q.zone : "");
+		   q.zone ? "spot in " : "on-demand", q.zone ? q.zone : "");
+	if (joined_early(w, id)) {
+		/* its node is in already: the join clock must not run */
+		in->ready = true;
+		in->st = I_RUNNING;
+		tell(w, in, T_READY);
+	}
 	return PX_OK;
 }
 
@@ -1664,8 +1732,15 @@ static enum px_err answer(struct ec2w *w, struct inst *in, int64_t t,
 	if (in->released)
 		return PX_OK;
 	if (tl & (1u << T_REJECTED)) {
+		int slot = in->slot;
+
 		e = ctrl_e(w, ctrl_rejected(w->c, t, in->id, in->why), err);
 		inst_close(w, in);
+		if (in->lost_answer && slot >= 0) {
+			/* an instance EC2 may have launched has these
+			 * ports: they stay its own a while */
+			in->slot = slot_take(w->h, w->node_slots, slot);
+		}
 		return e;
 	}
 	if (tl & (1u << T_LAUNCHED))
@@ -1760,9 +1835,16 @@ static enum px_err ec2w_ready(void *vw, uint64_t id, struct px_error *err)
 	struct inst *in = inst_of(w, id);
 
 	(void)err;
-	if (!in || in->ready || in->released || in->st == I_DONE)
+	if (!in || (in->st == I_DONE && in->lost_answer && !in->released)) {
+		/* a node of an instance the world may adopt yet */
+		joined_early_add(w, id);
+		return PX_OK;
+	}
+	if (in->ready || in->released || in->st == I_DONE)
 		return PX_OK;
 	in->ready = true;
+	if (in->st == I_ASKED)   /* told after its launch (run_done) */
+		return PX_OK;
 	if (in->st == I_PENDING)
 		in->st = I_RUNNING;
 	tell(w, in, T_READY);

@@ -1442,11 +1442,15 @@ def ctl_get(q):
     return 400, json.dumps({'error': 'unknown cmd %r' % cmd}), 'application/json'
 
 
-def take_fault(op):
+def take_fault(op, token=None):
     now = time.time()
     for f in S['faults']:
         if (f['count'] is None or f['count'] > 0) and f['op'] in ('*', op):
             if 'until' in f and now > f['until']:
+                continue
+            # sticky: the first call it takes names the ClientToken that
+            # every later one must carry (one call's attempts, no other)
+            if f.get('sticky') and f.get('token') not in (None, token):
                 continue
             if f.get('skip', 0) > 0:  # let this many calls through first
                 f['skip'] -= 1
@@ -1455,6 +1459,8 @@ def take_fault(op):
                 continue
             if f['count'] is not None:
                 f['count'] -= 1
+            if f.get('sticky') and f.get('token') is None:
+                f['token'] = token
             return dict(f)
     return None
 
@@ -1570,7 +1576,7 @@ class Handler(BaseHTTPRequestHandler):
             if bad is not None:
                 S['rejected'][bad.code] = S['rejected'].get(bad.code, 0) + 1
                 return self.send(bad.status, err_xml(bad.code, bad.message))
-            fault = take_fault(op)
+            fault = take_fault(op, p.get('ClientToken'))
         if fault and fault['kind'] == 'slow':
             time.sleep(float(fault.get('delay', 2)))
         if fault and fault['kind'] == 'drop':

@@ -182,6 +182,18 @@ const char *daemon_said(void)
 	return buf;
 }
 
+/* The daemon's log, whole (NUL-terminated, malloc'd). */
+char *daemon_log(void)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	struct px_error e = {0};
+
+	cr_assert_eq(px_read_file(jt.log, 64 << 20, &buf, &n, &e), PX_OK, "%s",
+		     e.msg);
+	return buf;
+}
+
 void stop_daemon(int sig)
 {
 	if (jt.pid > 0) {

@@ -27,6 +27,7 @@ int our_groups(void);
 void sleep_ms(int ms);
 int processes_after(int ms);
 const char *daemon_said(void);
+char *daemon_log(void);
 void stop_daemon(int sig);
 /* proteusctl --socket <ours> a1..a4 (NULL ends them early), its exit */
 int ctl(struct pxrun *r, int timeout_s, const char *a1, const char *a2,

@@ -724,18 +724,6 @@ static void daemon_with(const char *more)
 	start_daemon();
 }
 
-/* The daemon's log, whole (NUL-terminated, malloc'd). */
-static char *daemon_log(void)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	struct px_error e = {0};
-
-	cr_assert_eq(px_read_file(jt.log, 64 << 20, &buf, &n, &e), PX_OK, "%s",
-		     e.msg);
-	return buf;
-}
-
 /* Paths a submitter names that never open (a FIFO), are not files, or are
  * not theirs to read: each refused at once, naming the path and what it
  * is; no loader thread or client slot is kept; the daemon answers and
@@ -991,8 +979,9 @@ static int signal_ours(int sig)
 
 /* A job whose trainer stops making progress while it rents (here every
  * trainer process frozen: no node dies, nothing is replaced, the clock
- * stands) is detected and failed, with the reason in status, instead of
- * renting on. */
+ * stands) is detected: its trainer is restarted from the checkpoint once
+ * (an event says so), and when the restart makes no progress either the
+ * job is failed, with the reason in status, instead of renting on. */
 Test(jobs, a_stalled_job_is_stopped_and_says_why)
 {
 	json_t *st = NULL;
@@ -1006,7 +995,7 @@ Test(jobs, a_stalled_job_is_stopped_and_says_why)
 	cr_assert_gt(signal_ours(SIGSTOP), 1);
 	/* nodes the market adds meanwhile are frozen too, before they could
 	 * time out waiting for the frozen coordinator */
-	for (int i = 0; i < 450; i++) {
+	for (int i = 0; i < 900; i++) {
 		st = status(id);
 		if (strcmp(state_of(st), "running"))
 			break;
@@ -1016,11 +1005,14 @@ Test(jobs, a_stalled_job_is_stopped_and_says_why)
 		sleep_ms(200);
 	}
 	signal_ours(SIGCONT);
-	cr_assert_not_null(st, "still running after 90 s");
+	cr_assert_not_null(st, "still running after 180 s");
 	cr_assert_str_eq(state_of(st), "failed");
 	err = json_string_value(json_object_get(st, "error"));
 	cr_assert(err && strstr(err, "stalled: the trainer made no progress"),
 		  "%s", err ? err : "(none)");
+	cr_assert_eq(sql_int("SELECT count(*) FROM events WHERE kind = 'error'"
+			     " AND detail LIKE 'stalled: %restarting the "
+			     "trainer from the checkpoint (1 of %'"), 1);
 	check_books(id, st);
 	json_decref(st);
 	cr_assert_eq(processes_after(3000), 0, "trainer processes left");

@@ -478,6 +478,63 @@ Test(jobs_ec2, storms_capacity_errors_and_interruptions)
 	json_decref(st);
 }
 
+/* Whether any instance's console says needle. */
+static bool a_console_says(const char *needle)
+{
+	json_t *a = fake_instances(), *v;
+	bool said = false;
+	size_t i;
+
+	json_array_foreach(a, i, v) {
+		char *path;
+
+		cr_assert(asprintf(&path, "%s/instances/%s/console.log",
+				   jt.tmp, json_string_value(json_object_get(
+				   v, "id"))) > 0);
+		said |= file_has(path, needle);
+		free(path);
+	}
+	json_decref(a);
+	return said;
+}
+
+/* The first RunInstances is carried out and every attempt's answer lost
+ * (the fault sticks to that call's ClientToken): the daemon hears a
+ * refusal, EC2 runs the instance.  Its node joins
+ * before any listing shows the instance; the listing adopts it, and the
+ * world counts it as joined (the join clock must not end it); its ports
+ * stay its own while the answer is lost (the next launch on this host
+ * takes others, or both nodes would bind the same).  The job completes
+ * and the books match EC2's. */
+Test(jobs_ec2, a_launch_whose_answers_are_lost_is_adopted_whole)
+{
+	json_t *st, *r;
+	int64_t id;
+
+	fake_up(NULL);
+	r = fake_ctl(&fk, "{\"faults\": [{\"op\": \"RunInstances\", "
+		     "\"kind\": \"drop_after\", \"count\": 10, \"sticky\": true}, "
+		     "{\"op\": \"DescribeInstances\", \"kind\": \"status\", "
+		     "\"status\": 500, \"count\": 9}]}");
+	json_decref(r);
+	daemon_ec2();
+	ec2_job(200);
+	id = submit();
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	{
+		char *log = daemon_log();
+
+		cr_assert(strstr(log, ") adopted"), "no adoption: %s", log);
+		cr_assert_null(strstr(log, "did not join"), "%s", log);
+		free(log);
+	}
+	cr_assert_not(a_console_says("Address already in use"),
+		      "two nodes were given the same ports");
+	check_books(id, st);
+	check_fake(id, st);
+}
+
 /* Whether job id is still queued or running. */
 static bool still_going(int64_t id)
 {
