@@ -37,8 +37,9 @@
 #define TICK_MS 50               /* the longest a job's timer sleeps */
 #define PROGRESS_EVENT_MS 2000   /* a "progress" event at most this often */
 /* A running job whose trainer's clock has not moved for this long, in
- * real time and in market time both, while it rents, has stalled: it is
- * failed (what a stall costs is rent for nothing). */
+ * real time and in market time both, while it rents, has stalled: its
+ * trainer restarts from the checkpoint while restarts are left, then it
+ * is failed (what a stall costs is rent for nothing). */
 #define STALL_REAL_S 20
 #define STALL_MARKET_S 1800
 
@@ -57,6 +58,7 @@ struct job *job_new(struct jobs *js, const char *src)
 	}
 	j->js = js;
 	j->timer = -1;
+	j->stall_restart_clock = -1;
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(j->src, sizeof j->src, "%s", src);
@@ -362,6 +364,7 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 	struct ctrl_progress pg;
 	struct px_error err = {0};
 	enum ctrl_stop stop;
+	bool stall;
 	int64_t next, t = j->t;
 	int st = CTRL_RUN;
 	const double target = j->req.trainer.target_accuracy;
@@ -382,8 +385,11 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 	}
 	stop = (enum ctrl_stop)st;
 	j->t = t;
-	if (j->fail_now[0] || (stop == CTRL_RUN && !j->trainer_done &&
-			       stalled(j, t))) {
+	stall = !j->fail_now[0] && stop == CTRL_RUN && !j->trainer_done &&
+		stalled(j, t);
+	if (stall && job_restart_stalled(j)) {
+		j->stall_mono_us = 0;     /* the restart's clock starts */
+	} else if (stall || j->fail_now[0]) {
 		j->timer = -1;
 		job_end(j, STORE_JOB_FAILED, j->fail_now[0] ? j->fail_now :
 			j->why);

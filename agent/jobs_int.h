@@ -54,6 +54,8 @@ struct seen_node {
 	uint8_t state;           /* enum wire_member_state */
 	bool warned;             /* its instance got an eviction notice:
 				  * gone is a leave, not a loss */
+	bool anew;               /* the coordinator restarted: its next
+				  * live report readies its instance again */
 };
 
 struct job {
@@ -132,6 +134,9 @@ struct job {
 	struct seen_node *seen;
 	size_t n_seen;
 	bool trainer_done;       /* the coordinator ended the job */
+	bool stall_kill;         /* the coordinator was killed: stalled */
+	int64_t stall_restart_clock; /* the clock of the last stall
+				      * restart; -1: none */
 	uint64_t last_ev_us;     /* last "progress" event (monotonic) */
 	int64_t cost_uusd;       /* final, once ended */
 	/* the same instances for the same times at on-demand prices, under
@@ -223,6 +228,7 @@ void job_trainer_poll(struct job *j);
 /* The coordinator's end: done, or a restart from the checkpoint (false,
  * j->why set: the job fails). */
 bool job_check_coordinator(struct job *j);
+bool job_restart_stalled(struct job *j);
 void job_cmd_stage(struct job *j, int stage);
 void job_ctrl_progress(struct job *j, int64_t t, struct ctrl_progress *p);
 

@@ -423,7 +423,7 @@ static struct seen_node *seen_get(struct job *j, uint32_t node)
 			return &j->seen[i];
 	if (j->n_seen == MAX_SEEN)
 		return NULL;
-	j->seen[j->n_seen] = (struct seen_node){ node, 0, false };
+	j->seen[j->n_seen] = (struct seen_node){ .node = node };
 	return &j->seen[j->n_seen++];
 }
 
@@ -443,6 +443,12 @@ static void take_members(struct job *j, const struct wire_progress *p)
 			j->workers++;
 		else if (live)
 			j->ps++;
+		if (s && s->anew && live && j->w) {
+			/* back with the new coordinator: no join */
+			s->anew = false;
+			(void)j->wops->ready(j->w, m->node.v / NODE_STRIDE,
+					     &err);
+		}
 		if (!s || s->state == m->state)
 			continue;
 		if (!s->state && live && p->clock > 0)
@@ -550,11 +556,19 @@ bool job_check_coordinator(struct job *j)
 		return true;
 	}
 	if (j->restarts++ < COORD_RESTARTS) {
-		job_eventf(j, "error", "the coordinator %s %d; restarting "
-			   "from the checkpoint (%d of %d)",
-			   WIFEXITED(st) ? "exited with" : "died of signal",
-			   WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
-			   j->restarts, COORD_RESTARTS);
+		if (j->stall_kill)
+			job_eventf(j, "error", "%s; restarting the trainer "
+				   "from the checkpoint (%d of %d)", j->why,
+				   j->restarts, COORD_RESTARTS);
+		else
+			job_eventf(j, "error", "the coordinator %s %d; "
+				   "restarting from the checkpoint (%d of %d)",
+				   WIFEXITED(st) ? "exited with"
+						 : "died of signal",
+				   WIFEXITED(st) ? WEXITSTATUS(st)
+						 : WTERMSIG(st),
+				   j->restarts, COORD_RESTARTS);
+		j->stall_kill = false;
 		kill(-pid, SIGKILL);    /* what is left of its group */
 		/* the new coordinator knows neither the agent nor what it
 		 * was told: register again, and tell it again */
@@ -566,6 +580,8 @@ bool job_check_coordinator(struct job *j)
 				job_cmd_stage(j, ctrl_stage(j->c));
 			/* the nodes' sessions were with the old one: they
 			 * start anew (and are expected anew) */
+			for (size_t i = 0; i < j->n_seen; i++)
+				j->seen[i].anew = true;
 			if (!j->w || j->wops->restart_nodes(j->w, &err) ==
 				     PX_OK)
 				return true;
@@ -576,6 +592,26 @@ bool job_check_coordinator(struct job *j)
 		 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
 		 err.msg[0] ? ": " : "", err.msg);
 	return false;
+}
+
+/* A stalled trainer (j->why says how) whose coordinator may restart yet:
+ * the coordinator is killed, and job_check_coordinator starts it again
+ * from the checkpoint with every node anew.  Whatever wedged it (a shard
+ * whose every copy was lost in a hand-off, a node that never answers)
+ * costs the clocks since the checkpoint, not the job.  False when no
+ * restart is left, or the last one never got past the clock it stalled
+ * at: the job fails. */
+bool job_restart_stalled(struct job *j)
+{
+	/* a restart that did not get past where the last one stalled
+	 * will not help again */
+	if (j->coord <= 0 || j->restarts >= COORD_RESTARTS ||
+	    j->clock <= j->stall_restart_clock)
+		return false;
+	j->stall_restart_clock = j->clock;
+	j->stall_kill = true;
+	kill(-j->coord, SIGKILL);
+	return true;
 }
 
 /* ---- nodes that fail at start ---- */
