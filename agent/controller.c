@@ -63,7 +63,22 @@ struct ctrl {
 				      * timer; 0: not computed) */
 	struct ctrl_stats st;
 	struct px_error err;         /* why a call failed (ctrl_error) */
+	/* bills closed at our decision, kept for the provider's end time
+	 * (ctrl_keep_bills, ctrl_bill_end) */
+	bool keep_bills;
+	struct kept_bill *kept;
+	size_t n_kept, cap_kept;
 };
+
+/* An instance we ended, its bill as it was before it closed. */
+struct kept_bill {
+	struct pol_instance v;
+	struct billing_acct acct;    /* before the close */
+	int64_t closed_s;
+	int64_t amount;              /* what the close charged */
+};
+
+#define KEPT_MAX 4096            /* the oldest go beyond (never trued up) */
 
 static const char *const ev_names[CTRL_EV_MAX] = {
 	[CTRL_EV_DECIDE_ACQUIRE] = "decide-acquire",
@@ -77,6 +92,7 @@ static const char *const ev_names[CTRL_EV_MAX] = {
 	[CTRL_EV_DONE] = "done",
 	[CTRL_EV_STAGE] = "stage",
 	[CTRL_EV_ADOPT] = "adopt",
+	[CTRL_EV_BILL_END] = "bill_end",
 };
 
 const char *ctrl_event_name(enum ctrl_event_kind k)
@@ -195,30 +211,39 @@ static enum px_err emit_ev(struct ctrl *c, const struct ctrl_event *e,
 }
 
 /* An event about the instance in slot (SIZE_MAX: none). */
+/* The event of kind k about instance v (NULL: none). */
+static void ev_of(const struct ctrl *c, int64_t now, enum ctrl_event_kind k,
+		  const struct pol_instance *v, const char *detail,
+		  int64_t amount, struct ctrl_event *e)
+{
+	*e = (struct ctrl_event){
+		.t_s = now, .kind = k, .detail = detail,
+		.amount_uusd = amount,
+	};
+	if (v) {
+		e->instance = v->id;
+		e->reliable = v->reliable;
+		e->type = c->env->types[v->type].name;
+		e->bid_uusd = v->bid_uusd;
+		if (v->market >= 0) {
+			const struct market *m = mkt(c, v->market);
+
+			e->zone = m->zone;
+			market_price_at(m, now, &e->price_uusd);
+		}
+	}
+}
+
 static enum px_err emit(struct ctrl *c, int64_t now, enum ctrl_event_kind k,
 			size_t slot, const char *detail, int64_t amount,
 			struct px_error *err)
 {
-	const struct pol_instance *v = slot < c->n ? &c->pub[slot] : NULL;
-	struct ctrl_event e = {
-		.t_s = now, .kind = k, .detail = detail,
-		.amount_uusd = amount,
-	};
+	struct ctrl_event e;
 
 	if (!c->s.sink)
 		return PX_OK;
-	if (v) {
-		e.instance = v->id;
-		e.reliable = v->reliable;
-		e.type = c->env->types[v->type].name;
-		e.bid_uusd = v->bid_uusd;
-		if (v->market >= 0) {
-			const struct market *m = mkt(c, v->market);
-
-			e.zone = m->zone;
-			market_price_at(m, now, &e.price_uusd);
-		}
-	}
+	ev_of(c, now, k, slot < c->n ? &c->pub[slot] : NULL, detail, amount,
+	      &e);
 	return emit_ev(c, &e, err);
 }
 
@@ -273,6 +298,29 @@ static void drop_slot(struct ctrl *c, size_t slot)
 	c->changed = true;
 }
 
+/* Keep v's bill as it is before it closes at closed_s (ctrl_bill_end);
+ * memory short or too many kept: the oldest goes, untrued. */
+static bool keep_bill(struct ctrl *c, const struct pol_instance *v,
+		      const struct billing_acct *a, int64_t closed_s)
+{
+	if (c->n_kept == KEPT_MAX) {
+		memmove(c->kept, c->kept + 1, --c->n_kept * sizeof *c->kept);
+	} else if (c->n_kept == c->cap_kept) {
+		size_t cap = c->cap_kept ? 2 * c->cap_kept : 16;
+		struct kept_bill *k = px_reallocarray(c->kept, cap,
+						      sizeof *k);
+
+		if (!k)
+			return false;
+		c->kept = k;
+		c->cap_kept = cap;
+	}
+	c->kept[c->n_kept++] = (struct kept_bill){
+		.v = *v, .acct = *a, .closed_s = closed_s,
+	};
+	return true;
+}
+
 /* End the instance in slot now; provider says who ended it. */
 static enum px_err end_inst(struct ctrl *c, int64_t now, size_t slot,
 			    bool provider, const char *why,
@@ -282,11 +330,15 @@ static enum px_err end_inst(struct ctrl *c, int64_t now, size_t slot,
 	struct pol_instance *v = &c->pub[slot];
 	int64_t amount = 0;
 	enum px_err e;
+	bool kept = in->launched && !provider && c->keep_bills &&
+		    keep_bill(c, v, &in->bill, now);
 
 	if (in->launched) {
 		amount = billing_acct_end(&in->bill, now, provider ?
 					  BILLING_END_PROVIDER :
 					  BILLING_END_USER);
+		if (kept)
+			c->kept[c->n_kept - 1].amount = amount;
 		c->cost_ended += amount;
 		c->st.instance_hours += (double)(now - v->launch_s) /
 					BILLING_HOUR_S;
@@ -997,6 +1049,50 @@ enum px_err ctrl_finish(struct ctrl *c, int64_t now, bool completed,
 		    "not completed", c->cost_ended, err);
 }
 
+void ctrl_keep_bills(struct ctrl *c)
+{
+	c->keep_bills = true;
+}
+
+size_t ctrl_bills_open(const struct ctrl *c)
+{
+	return c->n_kept;
+}
+
+enum px_err ctrl_bill_end(struct ctrl *c, int64_t now, uint64_t id,
+			  int64_t end_s)
+{
+	struct px_error *err = &c->err;
+	struct ctrl_event ev;
+	struct kept_bill k;
+	size_t i;
+	int64_t more;
+
+	for (i = 0; i < c->n_kept && c->kept[i].v.id != id; i++)
+		;
+	if (i == c->n_kept)
+		return PX_OK;
+	k = c->kept[i];
+	memmove(c->kept + i, c->kept + i + 1,
+		(c->n_kept - i - 1) * sizeof *c->kept);
+	c->n_kept--;
+	if (end_s <= k.closed_s)
+		return PX_OK;
+	/* the same account closed later: the same rules (minimum,
+	 * per-second accrual over the market's prices) as a close there */
+	more = billing_acct_end(&k.acct, end_s, BILLING_END_USER) - k.amount;
+	if (more <= 0)
+		return PX_OK;
+	c->cost_ended += more;
+	c->cost_now += more;
+	c->st.instance_hours += (double)(end_s - k.closed_s) / BILLING_HOUR_S;
+	if (!c->s.sink)
+		return PX_OK;
+	ev_of(c, now, CTRL_EV_BILL_END, &k.v, "the provider's end", more, &ev);
+	ev.end_s = end_s;
+	return emit_ev(c, &ev, err);
+}
+
 /* ---- life ---- */
 
 enum px_err ctrl_new(const struct ctrl_setup *s, struct ctrl **ret,
@@ -1035,6 +1131,7 @@ void ctrl_free(struct ctrl *c)
 	free(c->hour);
 	free(c->cursor);
 	free(c->hide_until);
+	free(c->kept);
 	pol_actions_release(&c->acts);
 	free(c);
 }

@@ -49,6 +49,8 @@ enum ctrl_event_kind {
 	CTRL_EV_ADOPT,              /* an earlier life's instance taken up
 				     * again (its bill opened at t_s, the
 				     * provider's launch time) */
+	CTRL_EV_BILL_END,           /* the provider's end of an instance we
+				     * ended: amount_uusd more, end_s */
 	CTRL_EV_MAX
 };
 const char *ctrl_event_name(enum ctrl_event_kind k);
@@ -64,7 +66,11 @@ struct ctrl_event {
 				    * stage: the new stage */
 	int64_t bid_uusd;
 	int64_t price_uusd;        /* market price at t (spot) */
-	int64_t amount_uusd;       /* release/eviction: final charge */
+	int64_t amount_uusd;       /* release/eviction: final charge;
+				    * bill-end: what the seconds after the
+				    * release added */
+	int64_t end_s;             /* bill-end: the provider's end time
+				    * (t_s: when the world learnt it) */
 	const char *detail;        /* short reason text, may be NULL */
 };
 
@@ -132,6 +138,23 @@ struct ctrl;
  * outlive it.  PX_EINVAL (policy refuses the job), PX_ENOMEM. */
 enum px_err ctrl_new(const struct ctrl_setup *s, struct ctrl **ret,
 		     struct px_error *err);
+/* A world whose provider bills to its own end of an instance (EC2 stops
+ * billing when the terminate call arrives, after the decision) asks the
+ * controller to keep what it needs to bring those bills there
+ * (ctrl_bill_end).  Off by default (sim, local: the bill closes at the
+ * decision, and nothing else bills). */
+void ctrl_keep_bills(struct ctrl *c);
+/* The provider's own end time end_s of instance id, which the controller
+ * ended itself (a release, a failed start, the run's end) and whose bill
+ * it closed at the decision: the bill is brought to end_s as if it had
+ * closed there, and what that adds is charged (CTRL_EV_BILL_END at now,
+ * the ledger's line, the run's cost).  An id not kept (unknown, ended by
+ * the provider, settled already) or an end_s not after the close does
+ * nothing.  Valid after ctrl_finish too, until ctrl_free. */
+enum px_err ctrl_bill_end(struct ctrl *c, int64_t now, uint64_t id,
+			  int64_t end_s);
+/* Instances whose bill ctrl_bill_end may still bring to their end. */
+size_t ctrl_bills_open(const struct ctrl *c);
 /* Free it; the policy's fini.  Does not release instances (ctrl_finish). */
 void ctrl_free(struct ctrl *c);
 

@@ -40,10 +40,13 @@
  * real time and in market time both, while it rents, has stalled: its
  * trainer restarts from the checkpoint while restarts are left, then it
  * is failed (what a stall costs is rent for nothing). */
+#define BILLS_POLL_MS 500       /* a finished job's bills, to EC2's end */
+#define BILLS_WAIT_S 60
 #define STALL_REAL_S 20
 #define STALL_MARKET_S 1800
 
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
+static int64_t job_bills(struct loop *l, int64_t id, void *ctx);
 static int64_t pump(struct loop *l, int64_t id, void *ctx);
 
 /* ---- the list ---- */
@@ -204,7 +207,10 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 	if (why && *why)
 		job_eventf(j, s == STORE_JOB_FAILED ? "error" : "end", "%s",
 			   why);
-	job_release_run(j);
+	if (j->timer > 0)
+		(void)loop_timer_del(j->js->s.loop, j->timer);
+	j->timer = -1;
+	job_trainer_stop(j);
 	/* the key's nodes are gone: nothing may join the job again */
 	if (j->dir[0])
 		jobkey_remove(j->dir);
@@ -213,6 +219,51 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 	log_notice("job %" PRId64 " %s%s%s (cost $%.6f)", j->id,
 		   store_job_state_name(s), why && *why ? ": " : "",
 		   why ? why : "", (double)j->cost_uusd / 1e6);
+	if (j->w && j->c && j->wops->bill_ends && ctrl_bills_open(j->c)) {
+		/* the provider bills to its own end of each instance (the
+		 * terminate call's arrival): its listing says when */
+		j->closing_us = px_now_mono_us();
+		j->timer = loop_timer_add(j->js->s.loop, BILLS_POLL_MS,
+					  job_bills, j);
+		if (j->timer >= 0)
+			return;
+	}
+	job_release_run(j);
+}
+
+/* A finished job whose bills wait for the provider's end times: each
+ * BILLS_POLL_MS until none is open, or BILLS_WAIT_S have passed (they
+ * stay as closed at the decision). */
+static int64_t job_bills(struct loop *l, int64_t id, void *ctx)
+{
+	struct job *j = ctx;
+	struct px_error err = {0};
+	int64_t before = j->cost_uusd;
+	bool late;
+
+	(void)l;
+	(void)id;
+	j->wops->bill_ends(j->w);
+	late = px_now_mono_us() - j->closing_us >
+	       (uint64_t)BILLS_WAIT_S * 1000000;
+	if (ctrl_bills_open(j->c) && !late)
+		return BILLS_POLL_MS;
+	if (store_job_cost(j->js->s.st, j->id, &j->cost_uusd, &err) != PX_OK)
+		log_err("job %" PRId64 ": its cost: %s", j->id, err.msg);
+	if (ctrl_bills_open(j->c))
+		log_warn("job %" PRId64 ": EC2's end of %zu instance%s not "
+			 "seen in %d s: their bills close at the decision",
+			 j->id, ctrl_bills_open(j->c),
+			 ctrl_bills_open(j->c) == 1 ? "" : "s", BILLS_WAIT_S);
+	job_eventf(j, "bills_final", "{\"cost_usd\": %.6f, "
+		   "\"provider_end_usd\": %.6f}", (double)j->cost_uusd / 1e6,
+		   (double)(j->cost_uusd - before) / 1e6);
+	log_info("job %" PRId64 ": bills final: $%.6f", j->id,
+		 (double)j->cost_uusd / 1e6);
+	j->timer = -1;
+	j->closing_us = 0;
+	job_release_run(j);
+	return LOOP_NOMORE;
 }
 
 /* Socket files an earlier run of the job left (a killed daemon's). */

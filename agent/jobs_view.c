@@ -164,6 +164,11 @@ static json_t *status_live(struct job *j)
 	json_object_set_new(o, "restarts", json_integer(j->restarts));
 	json_object_set_new(o, "billing",
 			    json_string(billing_model_name(j->billing)));
+	/* ended, and every bill where the provider's ended (ec2: a few
+	 * seconds after the job, docs/ec2-world.md) */
+	json_object_set_new(o, "bills_final", json_boolean(
+		j->state != STORE_JOB_QUEUED && j->state != STORE_JOB_RUNNING &&
+		!j->closing_us));
 	json_object_set_new(o, "spot_advisor", j->adv_path[0] ?
 			    json_string(j->adv_path) : json_null());
 	set_error(o, j->js->s.st, j->id, j->state, j->why);
@@ -288,6 +293,9 @@ static enum px_err stored_books(struct jobs *js, int64_t id,
 			    have_q && q->world.have_billing ? json_string(
 			    billing_model_name(q->world.billing)) :
 			    json_null());
+	/* an earlier daemon's: as final as they will be */
+	json_object_set_new(o, "bills_final", json_boolean(
+		s->state != STORE_JOB_QUEUED && s->state != STORE_JOB_RUNNING));
 	{
 		int64_t od = have_q ? jobs_req_ref_od_uusd(js, q) : 0;
 

@@ -90,8 +90,10 @@ static char *event_detail(const struct ctrl_event *ev)
 					    usd(ev->price_uusd));
 	}
 	if (ev->kind == CTRL_EV_EVICTION || ev->kind == CTRL_EV_RELEASE ||
-	    ev->kind == CTRL_EV_DONE)
+	    ev->kind == CTRL_EV_DONE || ev->kind == CTRL_EV_BILL_END)
 		json_object_set_new(o, "charge_usd", usd(ev->amount_uusd));
+	if (ev->kind == CTRL_EV_BILL_END)
+		json_object_set_new(o, "ended_at", json_integer(ev->end_s));
 	if (ev->detail)
 		json_object_set_new(o, "reason", json_string(ev->detail));
 	/* every figure exact: JSON_REAL_PRECISION(10) cut a charge of
@@ -117,6 +119,7 @@ static const char *event_kind(enum ctrl_event_kind k)
 	case CTRL_EV_DONE: return "done";
 	case CTRL_EV_STAGE: return "stage";
 	case CTRL_EV_ADOPT: return "adopt";
+	case CTRL_EV_BILL_END: return "bill_end";
 	default: return "other";
 	}
 }
@@ -266,6 +269,18 @@ static enum px_err ended(struct journal *j, const struct ctrl_event *ev,
 				note, err);
 }
 
+/* The provider billed an instance we ended to its own end: its ledger
+ * line and its row end there, the seconds after our close charged on the
+ * same line (one line per instance). */
+static enum px_err bill_end(struct journal *j, const struct ctrl_event *ev,
+			    int64_t row, struct px_error *err)
+{
+	if (!row)
+		return PX_OK;
+	return store_instance_bill_end(j->s.st, row, ev->end_s *
+				       PX_USEC_PER_SEC, ev->amount_uusd, err);
+}
+
 enum px_err journal_event(struct journal *j, const struct ctrl_event *ev,
 			  struct px_error *err)
 {
@@ -292,5 +307,7 @@ enum px_err journal_event(struct journal *j, const struct ctrl_event *ev,
 	if (e == PX_OK && (ev->kind == CTRL_EV_EVICTION ||
 			   ev->kind == CTRL_EV_RELEASE))
 		e = ended(j, ev, row, err);
+	if (e == PX_OK && ev->kind == CTRL_EV_BILL_END)
+		e = bill_end(j, ev, row, err);
 	return e;
 }

@@ -86,10 +86,17 @@ enum stmt_id {
 	ST_EC2_REQ_SET,
 	ST_EC2_REQ_GET,
 	ST_JOB_MAX_CTRL,
+	ST_LEDGER_EXTEND,
+	ST_INSTANCE_END_AT,
 	ST_MAX
 };
 
 static const char *const stmt_sql[ST_MAX] = {
+	[ST_LEDGER_EXTEND] = "UPDATE ledger SET to_us = ?2, amount_uusd = "
+			     "amount_uusd + ?3 WHERE instance_id = ?1 AND "
+			     "to_us <= ?2",
+	[ST_INSTANCE_END_AT] = "UPDATE instances SET end_us = ?2 WHERE id = "
+			       "?1 AND end_us IS NOT NULL AND end_us <= ?2",
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
@@ -1703,6 +1710,39 @@ enum px_err store_ledger_add(struct store *st, int64_t job_id,
 	sqlite3_bind_int64(s, 5, amount_uusd);
 	bind_text(s, 6, note);
 	return insert_step(st, s, NULL, what, err);
+}
+
+enum px_err store_instance_bill_end(struct store *st, int64_t instance_id,
+				    int64_t end_us, int64_t more_uusd,
+				    struct px_error *err)
+{
+	static const int which[2] = { ST_LEDGER_EXTEND, ST_INSTANCE_END_AT };
+
+	if (more_uusd < 0)
+		return px_errorf(err, PX_EINVAL, "instance %" PRId64 ": a bill "
+				 "brought to its end adds %" PRId64 " uUSD",
+				 instance_id, more_uusd);
+	for (int k = 0; k < 2; k++) {
+		sqlite3_stmt *s = stmt_get(st, which[k], err);
+		int rc;
+
+		if (!s)
+			return PX_EDB;
+		sqlite3_bind_int64(s, 1, instance_id);
+		sqlite3_bind_int64(s, 2, end_us);
+		if (k == 0)
+			sqlite3_bind_int64(s, 3, more_uusd);
+		rc = sqlite3_step(s);
+		sqlite3_reset(s);
+		if (rc != SQLITE_DONE)
+			return store_fail(st, rc, err, "instance %" PRId64
+					  ": bill to its end", instance_id);
+		if (k == 0 && sqlite3_changes(st->db) != 1)
+			return px_errorf(err, PX_ENOENT, "instance %" PRId64
+					 ": no ledger line ending before %"
+					 PRId64, instance_id, end_us);
+	}
+	return PX_OK;
 }
 
 enum px_err store_job_cost(struct store *st, int64_t job_id,

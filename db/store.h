@@ -245,6 +245,14 @@ enum px_err store_instance_end(struct store *st, int64_t instance_id,
 			       int64_t end_us, const char *reason,
 			       struct px_error *err);
 
+/* The provider billed instance_id (ended, charged by its one ledger
+ * line) to end_us, after our end: its line ends there and charges
+ * more_uusd (>= 0) more; its end moves there.  PX_ENOENT: no such line
+ * ending at or before end_us. */
+enum px_err store_instance_bill_end(struct store *st, int64_t instance_id,
+				    int64_t end_us, int64_t more_uusd,
+				    struct px_error *err);
+
 /* Events: kind is one of "warning", "eviction", "join", "leave",
  * "stage", "decision", "error", ... (a lower-case word: a-z, '_', '-');
  * detail is free text or JSON (may be "", not NULL). */

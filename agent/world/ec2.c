@@ -436,6 +436,8 @@ struct inst {
 	int64_t running_s;       /* first seen running (market s) */
 	int64_t end_s;           /* EC2's end time */
 	uint64_t refused_us;     /* monotonic, when a lost answer came */
+	bool bill_end_told;      /* EC2's end time seen once (we ended it) */
+	bool bill_end_due;       /* ... and not yet told the controller */
 	unsigned tell;           /* bits 1 << enum itell, to hand over */
 	char why[256];
 };
@@ -1116,8 +1118,14 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 		return;
 	}
 	if (in->released || in->st == I_DONE) {
-		if (alive(i->state))     /* ours to end */
+		if (alive(i->state)) {   /* ours to end */
 			host_terminate(w->h, i->id, 0);
+		} else if (!in->bill_end_told && i->transition_s > 0) {
+			/* EC2 billed it to here: the controller closed the
+			 * bill at its decision, before the call arrived */
+			in->bill_end_told = in->bill_end_due = true;
+			in->end_s = i->transition_s;
+		}
 		return;
 	}
 	if (in->st == I_ASKED)   /* its answer is on the way */
@@ -1652,6 +1660,9 @@ static enum px_err ec2w_create(const struct world_setup *s, void **ret,
 static void ec2w_attach(void *vw, struct ctrl *c)
 {
 	((struct ec2w *)vw)->c = c;
+	/* EC2 bills to the terminate call's arrival, after the decision:
+	 * the listing's transition time brings each bill there */
+	ctrl_keep_bills(c);
 }
 
 static enum px_err ctrl_e(struct ec2w *w, enum px_err e, struct px_error *err)
@@ -1659,6 +1670,24 @@ static enum px_err ctrl_e(struct ec2w *w, enum px_err e, struct px_error *err)
 	if (e != PX_OK)
 		return px_errorf(err, e, "%s", ctrl_error(w->c)->msg);
 	return PX_OK;
+}
+
+/* The provider's end times learnt since the last call, to the controller
+ * at t (bills closed at our decision end where EC2's did). */
+static enum px_err bill_ends_at(struct ec2w *w, int64_t t,
+				struct px_error *err)
+{
+	enum px_err e = PX_OK;
+
+	for (size_t i = 0; i < w->n && e == PX_OK; i++) {
+		struct inst *in = &w->v[i];
+
+		if (!in->bill_end_due)
+			continue;
+		in->bill_end_due = false;
+		e = ctrl_e(w, ctrl_bill_end(w->c, t, in->id, in->end_s), err);
+	}
+	return e;
 }
 
 static enum px_err first_step(struct ec2w *w, struct px_error *err)
@@ -1796,6 +1825,7 @@ static enum px_err ec2w_run_due(void *vw, const struct ctrl_progress *p,
 		return px_errorf(err, PX_EAWS, "%s", w->fatal);
 	if (!w->started)
 		return PX_OK;
+	e = bill_ends_at(w, now > w->step_t ? now : w->step_t, err);
 	while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= now) {
 		/* everything due is decided now, not at the instant it was
 		 * due: the clock is EC2's, and a release decided "at" a past
@@ -1916,11 +1946,17 @@ static void ec2w_cloud_id(const void *vw, uint64_t id, char *buf, size_t len)
 			snprintf(buf, len, "%s", w->v[i].iid);
 }
 
-static bool ec2w_settled(const void *vw)
+static void ec2w_bill_ends(void *vw)
 {
-	const struct ec2w *w = vw;
+	struct ec2w *w = vw;
+	struct px_error err = {0};
+	int64_t t = w_now(w);
 
-	return ec2_host_pending(w->h->wh) == 0;
+	if (t < w->step_t)
+		t = w->step_t;
+	if (bill_ends_at(w, t, &err) != PX_OK)
+		log_err("job %" PRId64 ": a bill to EC2's end: %s",
+			w->s.job_id, err.msg);
 }
 
 /* The job's run is over (its releases went to the host) or the daemon
@@ -2130,7 +2166,7 @@ const struct world_ops ec2_world_ops = {
 	.nodes = ec2w_nodes,
 	.host_load = ec2w_host_load,
 	.cloud_id = ec2w_cloud_id,
-	.settled = ec2w_settled,
+	.bill_ends = ec2w_bill_ends,
 	.free_world = ec2w_free,
 	.coordinator = ec2w_coordinator,
 	.on_this_host = false,

@@ -229,9 +229,12 @@ struct world_ops {
 	/* The provider's id of instance id ("i-0abc...", "local-J-I-pgG"),
 	 * "" when it has none yet. */
 	void (*cloud_id)(const void *w, uint64_t id, char *buf, size_t len);
-	/* Whether the world is idle enough to be freed: every release
-	 * carried out (ec2: TerminateInstances answered).  NULL: always. */
-	bool (*settled)(const void *w);
+	/* After ctrl_finish, until the controller keeps no bill open
+	 * (ctrl_bills_open): hand it the provider's end times of the
+	 * instances it ended that the world learnt since (ctrl_bill_end;
+	 * during the run, run_due does).  NULL: bills close at the decision
+	 * (sim, local). */
+	void (*bill_ends)(void *w);
 	/* End everything still running and free. */
 	void (*free_world)(void *w);
 	/* Where the job's coordinator listens (local: ipc://JOBDIR/n0;

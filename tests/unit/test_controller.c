@@ -641,3 +641,84 @@ Test(controller, refused_reliable_request_asked_again)
 	cr_assert_eq(ctrl_finish(c, 300, false, &cost), PX_OK);
 	ctrl_free(c);
 }
+
+/* A provider that bills to its own end of an instance (EC2: the terminate
+ * call's arrival, after the decision): with the bills kept, the provider's
+ * end time brings each one there (one event, the run's cost); an unknown
+ * id, an end not after the close, or a second report change nothing; an
+ * instance the provider ended itself was billed to its end already. */
+Test(controller, bills_brought_to_the_providers_end)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	const struct pol_env *env;
+	struct world_req spot = {0}, rel = {0};
+	int64_t cost;
+
+	billing = BILLING_PER_SECOND;
+	setup_job("");
+	billing = BILLING_LEGACY_HOURLY;
+	env = sim_plan_env(plan);
+	c = mk(&f, false, false);
+	ctrl_keep_bills(c);
+	rel = (struct world_req){ .id = 1, .market = -1,
+				  .type = env->reliable_type,
+				  .reliable = true };
+	spot = (struct world_req){ .id = 2, .market = 0,
+				   .type = env->markets[0].type,
+				   .bid_uusd = 200000 };
+	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
+	cr_assert_eq(ctrl_adopt(c, 1000, &spot, 1000, true), PX_OK);
+	cr_assert_eq(ctrl_gone(c, 4600, 2, "interrupted"), PX_OK);
+	cr_assert_eq(ctrl_finish(c, 4600, true, &cost), PX_OK);
+	/* 3600 s on-demand at 0.21, 3600 s spot at 0.10 */
+	cr_assert_eq(cost, 210000 + 100000);
+	cr_assert_eq(ctrl_bills_open(c), 1, "the released one only");
+	cr_assert_eq(ctrl_bill_end(c, 4610, 99, 4700), PX_OK);
+	cr_assert_eq(ctrl_bill_end(c, 4610, 2, 4700), PX_OK);
+	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 0, "unknown, provider's own");
+	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4636), PX_OK);
+	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 1);
+	cr_assert_eq(ctrl_bills_open(c), 0);
+	/* 36 s more at 0.21/h */
+	cr_assert_eq(ctrl_cost(c, 4700), 310000 + 2100);
+	cr_assert_eq(ctrl_bill_end(c, 4620, 1, 4900), PX_OK);
+	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 1, "once");
+	cr_assert_eq(ctrl_cost(c, 4900), 310000 + 2100);
+	ctrl_free(c);
+}
+
+/* Without ctrl_keep_bills (sim, local) nothing is kept; an end before the
+ * close adds nothing. */
+Test(controller, bills_not_kept_unless_asked)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	const struct pol_env *env;
+	struct world_req rel = {0};
+	int64_t cost;
+
+	billing = BILLING_PER_SECOND;
+	setup_job("");
+	billing = BILLING_LEGACY_HOURLY;
+	env = sim_plan_env(plan);
+	c = mk(&f, false, false);
+	rel = (struct world_req){ .id = 1, .market = -1,
+				  .type = env->reliable_type,
+				  .reliable = true };
+	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
+	cr_assert_eq(ctrl_finish(c, 4600, true, &cost), PX_OK);
+	cr_assert_eq(ctrl_bills_open(c), 0);
+	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4700), PX_OK);
+	cr_assert_eq(ctrl_cost(c, 4700), cost);
+	ctrl_free(c);
+	c = mk(&f, false, false);
+	ctrl_keep_bills(c);
+	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
+	cr_assert_eq(ctrl_finish(c, 4600, true, &cost), PX_OK);
+	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4600), PX_OK);
+	cr_assert_eq(ctrl_bills_open(c), 0, "taken, nothing to add");
+	cr_assert_eq(ctrl_cost(c, 4700), cost);
+	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 0);
+	ctrl_free(c);
+}

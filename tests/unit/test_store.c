@@ -847,6 +847,17 @@ Test(store, job_round_trip, .init = tmp_setup, .fini = tmp_teardown)
 		     PX_EINVAL);
 	cr_assert_eq(store_job_cost(st, job, &cost, &err), PX_OK);
 	cr_assert_eq(cost, 1123456);
+	/* the provider billed i1 to 5200: its one line ends there */
+	cr_assert_eq(store_instance_bill_end(st, i1, 5200, 100, &err), PX_OK,
+		     "%s", err.msg);
+	cr_assert_eq(store_instance_bill_end(st, i1, 5100, 1, &err),
+		     PX_ENOENT, "a line already past it");
+	cr_assert_eq(store_instance_bill_end(st, i1, 5300, -1, &err),
+		     PX_EINVAL);
+	cr_assert_eq(store_instance_bill_end(st, 9999, 5300, 1, &err),
+		     PX_ENOENT);
+	cr_assert_eq(store_job_cost(st, job, &cost, &err), PX_OK);
+	cr_assert_eq(cost, 1123556);
 	cr_assert_eq(store_job_cost(st, job2, &cost, &err), PX_OK);
 	cr_assert_eq(cost, 7);
 	cr_assert_eq(store_job_cost(st, 9999, &cost, &err), PX_ENOENT);
@@ -886,7 +897,7 @@ Test(store, job_round_trip, .init = tmp_setup, .fini = tmp_teardown)
 					   "end_us FROM instances WHERE "
 					   "cloud_id = 'i-0123456789abcdef0'",
 				  buf, sizeof(buf)),
-			 "evicted 5000");
+			 "evicted 5200");
 	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM instances WHERE "
 				      "end_us IS NULL"),
 		     1);
