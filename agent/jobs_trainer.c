@@ -449,6 +449,17 @@ static void take_members(struct job *j, const struct wire_progress *p)
 			(void)j->wops->ready(j->w, m->node.v / NODE_STRIDE,
 					     &err);
 		}
+		if (s && m->state == WIRE_MEMBER_LEAVING &&
+		    s->state != WIRE_MEMBER_LEAVING && !s->warned &&
+		    m->leave_reason == WIRE_LEAVE_EVICTION && j->w &&
+		    j->wops->node_warned) {
+			/* the node read its instance's notice itself (ec2:
+			 * instance metadata): its end is a leave, and the
+			 * controller hears it now */
+			s->warned = true;
+			j->wops->node_warned(j->w, m->node.v / NODE_STRIDE,
+					     m->leave_deadline_us);
+		}
 		if (!s || s->state == m->state)
 			continue;
 		if (!s->state && live && p->clock > 0)

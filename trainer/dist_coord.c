@@ -746,6 +746,8 @@ static void member_leaving(struct coord *c, struct cmember *mb,
 	out(c, "node %u leaving (reason %u, gone in %.1f s)", mb->w.node.v,
 	    reason, (double)(deadline_us - px_now_wall_us()) / 1e6);
 	mb->w.state = WIRE_MEMBER_LEAVING;
+	mb->w.leave_reason = reason;
+	mb->w.leave_deadline_us = deadline_us;
 	c->leaves++;
 	c->epoch++;
 	if (is_ps(mb) && c->started)

@@ -35,7 +35,7 @@
 
 /* Fixed payload sizes (bytes) before variable parts. */
 #define SHARD_LEN 32   /* bytes of a shard (shard_f) */
-#define MEMBER_MIN 23  /* bytes of a member with an empty addr (member_f) */
+#define MEMBER_MIN 32  /* bytes of a member with an empty addr (member_f) */
 
 struct peer {
 	bool used;
@@ -346,7 +346,7 @@ enum fkind {
 	F_ENUM,    /* u8 in 1 .. arg - 1 */
 	F_COUNT,   /* u32: the length of the array or floats that end it */
 	F_SHARDS,  /* count shards (32 bytes each), the payload's end */
-	F_MEMBERS, /* count members (23 bytes + addr each), the end */
+	F_MEMBERS, /* count members (32 bytes + addr each), the end */
 	F_FLOATS   /* count float32, the end (struct wire_f32) */
 };
 
@@ -391,6 +391,8 @@ static const struct field member_f[] = {
 	FE(F_ENUM, WIRE_MEMBER_STATE_MAX, struct wire_member, state, state),
 	FE(F_U64, 0, struct wire_member, session, session),
 	FE(F_U64, 0, struct wire_member, floor, floor),
+	FE(F_U8, 0, struct wire_member, leave_reason, leave_reason),
+	FE(F_I64, 0, struct wire_member, leave_deadline, leave_deadline_us),
 	FE(F_STR, 0, struct wire_member, addr, addr),
 };
 

@@ -16,7 +16,7 @@
 #include "../common/px.h"
 
 #define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
-#define WIRE_VERSION 3
+#define WIRE_VERSION 4
 #define WIRE_HDR_LEN 64                 /* bytes before the payload */
 #define WIRE_MAC_LEN 16                 /* AES-256-GMAC tag after it */
 #define WIRE_OVERHEAD (WIRE_HDR_LEN + WIRE_MAC_LEN)
@@ -286,6 +286,11 @@ struct wire_member {
 	uint8_t state;                    /* enum wire_member_state */
 	uint64_t session;                 /* its session (0: unknown) */
 	uint64_t floor;                   /* its REGISTER seq */
+	uint8_t leave_reason;             /* LEAVING: enum wire_leave_reason
+					   * (its LEAVE's or the agent's);
+					   * 0 otherwise */
+	int64_t leave_deadline_us;        /* LEAVING: wall clock it will be
+					   * gone; 0 otherwise */
 	char addr[WIRE_STR_MAX + 1];
 };
 

@@ -414,6 +414,7 @@ enum itell {
 	T_READY,
 	T_GONE,
 	T_FAILED,
+	T_WARNED,
 };
 
 struct inst {
@@ -436,6 +437,7 @@ struct inst {
 	int64_t running_s;       /* first seen running (market s) */
 	int64_t end_s;           /* EC2's end time */
 	uint64_t refused_us;     /* monotonic, when a lost answer came */
+	int64_t warn_s;          /* its node read a notice: gone then */
 	bool bill_end_told;      /* EC2's end time seen once (we ended it) */
 	bool bill_end_due;       /* ... and not yet told the controller */
 	unsigned tell;           /* bits 1 << enum itell, to hand over */
@@ -1776,6 +1778,10 @@ static enum px_err answer(struct ec2w *w, struct inst *in, int64_t t,
 		e = ctrl_e(w, ctrl_launched(w->c, in->launch_s, in->id), err);
 	if (e == PX_OK && (tl & (1u << T_READY)))
 		e = ctrl_e(w, ctrl_ready(w->c, t, in->id), err);
+	if (e == PX_OK && (tl & (1u << T_WARNED)) &&
+	    !(tl & ((1u << T_GONE) | (1u << T_FAILED))))
+		e = ctrl_e(w, ctrl_warned(w->c, t, in->id, in->warn_s > t ?
+					  in->warn_s : t), err);
 	if (e == PX_OK && (tl & (1u << T_GONE))) {
 		e = ctrl_e(w, ctrl_gone(w->c, in->end_s > t ? t : in->end_s,
 					in->id, in->why), err);
@@ -1912,6 +1918,29 @@ static enum px_err ec2w_restart_nodes(void *vw, struct px_error *err)
 			w->s.hooks.adopted(w->s.hooks.ctx, &q);
 	}
 	return PX_OK;
+}
+
+/* A spot node read its instance's interruption notice (only instance
+ * metadata says it, which the daemon cannot read): the controller hears
+ * it now, in market time, and may replace the node before it is gone;
+ * the node leaves by itself (its PS hands its shards over). */
+static void ec2w_node_warned(void *vw, uint64_t id, int64_t deadline_us)
+{
+	struct ec2w *w = vw;
+	struct inst *in = inst_of(w, id);
+	double left_s = (double)(deadline_us - (int64_t)px_now_wall_us()) /
+			1e6;
+
+	if (!in || in->released || in->st == I_DONE || in->warn_s)
+		return;
+	if (left_s < 0)
+		left_s = 0;
+	in->warn_s = w_now(w) + (int64_t)(left_s *
+					  clock_speedup(w->h->wh->cfg));
+	log_notice("job %" PRId64 ": instance %" PRIu64 " (%s): its node "
+		   "read an interruption notice: gone in %.0f s", w->s.job_id,
+		   id, in->iid, left_s);
+	tell(w, in, T_WARNED);
 }
 
 static void ec2w_end_leaves(void *vw)
@@ -2167,6 +2196,7 @@ const struct world_ops ec2_world_ops = {
 	.host_load = ec2w_host_load,
 	.cloud_id = ec2w_cloud_id,
 	.bill_ends = ec2w_bill_ends,
+	.node_warned = ec2w_node_warned,
 	.free_world = ec2w_free,
 	.coordinator = ec2w_coordinator,
 	.on_this_host = false,

@@ -229,6 +229,12 @@ struct world_ops {
 	/* The provider's id of instance id ("i-0abc...", "local-J-I-pgG"),
 	 * "" when it has none yet. */
 	void (*cloud_id)(const void *w, uint64_t id, char *buf, size_t len);
+	/* The node of instance id read its own instance's interruption
+	 * notice (the provider's metadata, which only the instance can
+	 * read): gone by deadline_us, wall clock.  The world tells the
+	 * controller as it would a notice of its own (ctrl_warned).  NULL:
+	 * a world whose notices are its own (sim, local). */
+	void (*node_warned)(void *w, uint64_t id, int64_t deadline_us);
 	/* After ctrl_finish, until the controller keeps no bill open
 	 * (ctrl_bills_open): hand it the provider's end times of the
 	 * instances it ended that the world learnt since (ctrl_bill_end;

@@ -224,7 +224,9 @@ Test(net, every_type_round_trip, .timeout = 10)
 	struct net_sock *a = sock(cc, NET_PAIR, 0), *b = sock(wc, NET_PAIR, 0);
 	static const struct wire_shard sh[1] = { { 0, { 0 }, { 9 }, 0, 8 } };
 	static const struct wire_member mb[1] = {
-		{ { 7 }, WIRE_ROLE_WORKER, WIRE_MEMBER_ACTIVE, 1, 1, "x" }
+		{ .node = { 7 }, .roles = WIRE_ROLE_WORKER,
+		  .state = WIRE_MEMBER_ACTIVE, .session = 1, .floor = 1,
+		  .addr = "x" }
 	};
 	float v[3] = { 1, 2, 3 }, got[3];
 	struct wire_msg m, in;

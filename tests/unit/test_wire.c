@@ -200,8 +200,9 @@ static const struct wire_shard SHARDS[3] = {
 
 static const struct wire_member MEMBERS[2] = {
 	{ { 1 }, WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP, WIRE_MEMBER_ACTIVE,
-	  0x1122334455667788u, 42, "tcp://10.0.0.1:7001" },
-	{ { 5 }, WIRE_ROLE_PS_ACTIVE, WIRE_MEMBER_LEAVING, 9, 1, "" },
+	  0x1122334455667788u, 42, 0, 0, "tcp://10.0.0.1:7001" },
+	{ { 5 }, WIRE_ROLE_PS_ACTIVE, WIRE_MEMBER_LEAVING, 9, 1,
+	  WIRE_LEAVE_EVICTION, 1700000000123456, "" },
 };
 
 /* Every type: encode at A, decode at B, compare every field. */
@@ -974,9 +975,9 @@ Test(wire, membership_installs_sessions)
 	struct wire_ctx *ps = ctx_new(NODE_B, KEY, JOB, 0);
 	struct wire_member mem[2] = {
 		{ NODE_A, WIRE_ROLE_WORKER, WIRE_MEMBER_ACTIVE,
-		  wire_ctx_session(w), 0, "" },
+		  wire_ctx_session(w), 0, 0, 0, "" },
 		{ NODE_B, WIRE_ROLE_PS_ACTIVE, WIRE_MEMBER_ACTIVE,
-		  wire_ctx_session(ps), 0, "" },
+		  wire_ctx_session(ps), 0, 0, 0, "" },
 	};
 	struct wire_msg m, o, mb;
 
@@ -1044,7 +1045,7 @@ Test(wire, restarted_receiver_refuses_old_frames)
 	struct wire_ctx *ps = ctx_new(NODE_B, KEY, JOB, 0), *ps2;
 	struct wire_member mem[1] = {
 		{ NODE_A, WIRE_ROLE_WORKER, WIRE_MEMBER_ACTIVE,
-		  wire_ctx_session(w), 0, "" },
+		  wire_ctx_session(w), 0, 0, 0, "" },
 	};
 	struct wire_msg m, o;
 	uint8_t *old;
