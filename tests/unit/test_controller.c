@@ -566,6 +566,23 @@ Test(controller, budget_timer_per_second)
 /* After a restart (ec2): instances an earlier life launched are adopted
  * with their own launch times and ids, billed from then, ids go on past
  * them, and a second adoption of a held id is refused. */
+/* The default job under per-second billing; its env. */
+static const struct pol_env *per_second_job(void)
+{
+	billing = BILLING_PER_SECOND;
+	setup_job("");
+	billing = BILLING_LEGACY_HOURLY;
+	return sim_plan_env(plan);
+}
+
+/* A request for the reliable tier, as a world hands it back (adopt). */
+static struct world_req reliable_req(const struct pol_env *env, uint64_t id)
+{
+	return (struct world_req){ .id = id, .market = -1,
+				   .type = env->reliable_type,
+				   .reliable = true };
+}
+
 Test(controller, adopt_after_a_restart)
 {
 	struct fw f = {0};
@@ -574,14 +591,9 @@ Test(controller, adopt_after_a_restart)
 	const struct pol_env *env;
 	struct world_req spot = {0}, rel = {0};
 
-	billing = BILLING_PER_SECOND;
-	setup_job("");
-	billing = BILLING_LEGACY_HOURLY;
-	env = sim_plan_env(plan);
+	env = per_second_job();
 	c = mk(&f, true, false);
-	rel = (struct world_req){ .id = 7, .market = -1,
-				  .type = env->reliable_type,
-				  .reliable = true };
+	rel = reliable_req(env, 7);
 	spot = (struct world_req){ .id = 12, .market = 0,
 				   .type = env->markets[0].type,
 				   .bid_uusd = 200000 };
@@ -655,15 +667,10 @@ Test(controller, bills_brought_to_the_providers_end)
 	struct world_req spot = {0}, rel = {0};
 	int64_t cost;
 
-	billing = BILLING_PER_SECOND;
-	setup_job("");
-	billing = BILLING_LEGACY_HOURLY;
-	env = sim_plan_env(plan);
+	env = per_second_job();
 	c = mk(&f, false, false);
 	ctrl_keep_bills(c);
-	rel = (struct world_req){ .id = 1, .market = -1,
-				  .type = env->reliable_type,
-				  .reliable = true };
+	rel = reliable_req(env, 1);
 	spot = (struct world_req){ .id = 2, .market = 0,
 				   .type = env->markets[0].type,
 				   .bid_uusd = 200000 };
@@ -698,14 +705,9 @@ Test(controller, bills_not_kept_unless_asked)
 	struct world_req rel = {0};
 	int64_t cost;
 
-	billing = BILLING_PER_SECOND;
-	setup_job("");
-	billing = BILLING_LEGACY_HOURLY;
-	env = sim_plan_env(plan);
+	env = per_second_job();
 	c = mk(&f, false, false);
-	rel = (struct world_req){ .id = 1, .market = -1,
-				  .type = env->reliable_type,
-				  .reliable = true };
+	rel = reliable_req(env, 1);
 	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
 	cr_assert_eq(ctrl_finish(c, 4600, true, &cost), PX_OK);
 	cr_assert_eq(ctrl_bills_open(c), 0);
