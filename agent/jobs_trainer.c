@@ -441,7 +441,7 @@ static void take_members(struct job *j, const struct wire_progress *p)
 
 		if (live && (m->roles & WIRE_ROLE_WORKER))
 			j->workers++;
-		else if (live)
+		else if (live && m->roles)  /* a stub node has none */
 			j->ps++;
 		if (s && s->anew && live && j->w) {
 			/* back with the new coordinator: no join */

@@ -139,6 +139,13 @@ static bool is_worker(const struct cmember *m)
 	return m->w.roles & WIRE_ROLE_WORKER;
 }
 
+/* For the log: a member with no role is a stub node (`node --stub`),
+ * which only heartbeats. */
+static const char *role_name(const struct cmember *m)
+{
+	return is_ps(m) ? "ps" : is_worker(m) ? "worker" : "stub";
+}
+
 /* Whether a worker holds a partition and counts for the SSP clock. */
 static bool counts(const struct coord *c, const struct cmember *m)
 {
@@ -386,7 +393,7 @@ static enum px_err check_timeouts(struct coord *c, uint64_t now)
 			continue;
 		}
 		out(c, "node %u (%s) %s: no heartbeat for %" PRIu64 " ms",
-		    m->w.node.v, is_ps(m) ? "ps" : "worker",
+		    m->w.node.v, role_name(m),
 		    m->w.state == WIRE_MEMBER_LEAVING ? "left" : "lost",
 		    (now - m->last_us) / 1000);
 		mark_gone(c, m, true);
@@ -570,7 +577,7 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	if (c->started)
 		c->joins++;
 	out(c, "node %u registered as %s%s", m->w.node.v,
-	    is_ps(m) ? "ps" : "worker", rejoin ? " (rejoin after a loss)" :
+	    role_name(m), rejoin ? " (rejoin after a loss)" :
 	    m->late ? " (join)" : "");
 	if (c->started && is_ps(m))
 		replace_all(c);
