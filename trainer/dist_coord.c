@@ -19,6 +19,13 @@
 #include "data.h"
 #include "model.h"
 
+/* Nodes the agent may name at once (EXPECT), oldest first.  More than the
+ * members: a node named is not always a node that comes (its instance was
+ * refused, or failed to start, and the agent does not say so), and a
+ * fleet's start names every node of every instance before any comes
+ * (1002 for 500 instances of a PS and a worker). */
+#define COORD_MAX_EXPECT (2 * DIST_MAX_NODES)
+
 struct cmember {
 	struct wire_member w;      /* as broadcast */
 	uint64_t last_us;          /* last frame from it, monotonic */
@@ -62,7 +69,7 @@ struct coord {
 	bool expecting;            /* only expected nodes may register */
 	uint32_t last_deferred;    /* node last told to wait (logged once) */
 	struct { struct wire_node node; uint8_t roles; }
-		expect[DIST_MAX_NODES];
+		expect[COORD_MAX_EXPECT];
 	uint32_t n_expect;
 	uint64_t nparams;
 	uint32_t n_train;
@@ -642,6 +649,37 @@ static void forget_lost_expected(struct coord *c)
 	c->n_expect = k;
 }
 
+/* Room in a list still full: the oldest quarter of the names whose node
+ * never came (one pass, so that a full list costs one pass every
+ * COORD_MAX_EXPECT / 4 names, not one per name).  Such a name is most
+ * likely an instance that was refused or never started; a node that
+ * comes after its name was dropped waits, as one never named does, and
+ * its instance fails to join. */
+static void forget_absent_expected(struct coord *c)
+{
+	uint32_t k = 0, drop = COORD_MAX_EXPECT / 4;
+
+	for (uint32_t i = 0; i < c->n_expect; i++) {
+		if (drop && !find(c, c->expect[i].node)) {
+			drop--;
+			continue;
+		}
+		c->expect[k++] = c->expect[i];
+	}
+	if (k < c->n_expect)
+		dist_logf(c->o, LOG_LVL_WARN, "%u nodes named to come never "
+			  "came: their names are dropped", c->n_expect - k);
+	c->n_expect = k;
+}
+
+/* Drop entry i, keeping the others in age order. */
+static void expect_drop(struct coord *c, uint32_t i)
+{
+	memmove(&c->expect[i], &c->expect[i + 1],
+		(c->n_expect - i - 1) * sizeof c->expect[0]);
+	c->n_expect--;
+}
+
 /* A command of the agent: the stage to run, a node to expect, a node
  * warned of its end.  Answered with an ACK. */
 static void on_command(struct coord *c, const struct wire_msg *m)
@@ -669,9 +707,11 @@ static void on_command(struct coord *c, const struct wire_msg *m)
 				c->expect[i].roles = q->roles;
 				goto expected;
 			}
-		if (c->n_expect == DIST_MAX_NODES)
+		if (c->n_expect == COORD_MAX_EXPECT)
 			forget_lost_expected(c);
-		if (c->n_expect == DIST_MAX_NODES) {
+		if (c->n_expect == COORD_MAX_EXPECT)
+			forget_absent_expected(c);
+		if (c->n_expect == COORD_MAX_EXPECT) {
 			st = PX_ETOOBIG;
 			why = "too many nodes";
 			break;
@@ -690,8 +730,10 @@ expected:
 		}
 		/* not registered yet: it will not be */
 		for (uint32_t i = 0; i < c->n_expect; i++)
-			if (wire_node_eq(c->expect[i].node, q->node))
-				c->expect[i] = c->expect[--c->n_expect];
+			if (wire_node_eq(c->expect[i].node, q->node)) {
+				expect_drop(c, i);
+				break;
+			}
 		break;
 	default:
 		st = PX_EINVAL;

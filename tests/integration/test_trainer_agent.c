@@ -509,3 +509,34 @@ Test(trainer_agent, a_stub_node_registers_and_only_heartbeats)
 			   WAIT_MS));
 	cr_assert_eq(wait_exit(stub, WAIT_MS), 0);
 }
+
+/* More names (EXPECT) than the coordinator holds: none is refused; the
+ * oldest names whose node never came are dropped to make room (a node
+ * named that late comes in, one named first waits as a stranger does).
+ * A fleet's start names every node of every instance, and a refused
+ * instance's names were never taken back (the coordinator said "too many
+ * nodes" past 1024 and the nodes named after that never joined). */
+Test(trainer_agent, the_oldest_absent_names_make_room)
+{
+	char listen[700];
+	const char *early[] = { "proteus-trainer", "node", COMMON, "--node",
+				"10000", "--listen", listen, "--with-ps",
+				"--stub", NULL };
+	const char *late[] = { "proteus-trainer", "node", COMMON, "--node",
+			       "12099", "--listen", listen, "--with-ps",
+			       "--stub", NULL };
+
+	snprintf(listen, sizeof listen, "ipc://%s/nstub", t.tmp);
+	start_coordinator();
+	agent_up();
+	for (uint32_t n = 10000; n < 12100; n++)
+		expect(n, WIRE_ROLE_PS_ACTIVE);
+	cr_assert(wait_log("coordinator", "nodes named to come never came",
+			   WAIT_MS));
+	start("stub12099", late);
+	cr_assert(wait_log("coordinator", "node 12099 registered as stub",
+			   WAIT_MS));
+	start("stub10000", early);
+	cr_assert(wait_log("coordinator", "node 10000: not a node the agent "
+			   "started (yet)", WAIT_MS));
+}
