@@ -62,6 +62,7 @@ struct job *job_new(struct jobs *js, const char *src)
 	j->js = js;
 	j->timer = -1;
 	j->stall_restart_clock = -1;
+	j->cmd_fd = -1;
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(j->src, sizeof j->src, "%s", src);

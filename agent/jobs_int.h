@@ -46,7 +46,12 @@
 #define JOB_PATH_MAX 1024
 #define NODE_STRIDE 100          /* node ids of instance i: i*100 + k */
 #define MAX_SEEN 1024            /* trainer nodes remembered per job */
-#define CMDQ_MAX 256             /* commands to the coordinator in flight */
+/* Commands to the coordinator waiting their turn: a fleet's first
+ * decision names every node it starts at once (an EXPECT each: 1002 for
+ * 500 instances of a PS and a worker), and its rejections take them back
+ * (a LEAVE each), for as many nodes as a coordinator tracks
+ * (DIST_MAX_NODES) twice over. */
+#define CMDQ_MAX 4096
 #define PRODUCT "Linux/UNIX"
 
 struct seen_node {
@@ -119,6 +124,7 @@ struct job {
 	struct wire_command cmdq[CMDQ_MAX];
 	size_t cmd_head, cmd_n;
 	bool cmd_out;            /* cmdq[cmd_head] sent, no reply yet */
+	int cmd_fd;              /* watched for its reply (loop), -1 */
 	uint64_t cmd_sent_us;
 	int64_t total_clocks;
 	/* progress */

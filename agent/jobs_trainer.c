@@ -30,6 +30,7 @@ extern char **environ;
 
 static void cmd_queue(struct job *j, const struct wire_command *c);
 static struct seen_node *seen_get(struct job *j, uint32_t node);
+static void cmd_unwatch(struct job *j);
 
 /* ---- processes ---- */
 
@@ -318,6 +319,7 @@ static enum px_err agent_open(struct job *j, struct px_error *err)
 
 static void agent_close(struct job *j)
 {
+	cmd_unwatch(j);
 	agent_chan_close(j->ach);
 	j->ach = NULL;
 	j->registered = false;
@@ -359,8 +361,45 @@ static void cmd_queue(struct job *j, const struct wire_command *c)
 	j->cmd_n++;
 }
 
+/* The loop stops waiting for a command's answer (before the socket may
+ * change: a send, a registration, the channel's end). */
+static void cmd_unwatch(struct job *j)
+{
+	if (j->cmd_fd >= 0)
+		loop_fd_del(j->js->s.loop, j->cmd_fd);
+	j->cmd_fd = -1;
+}
+
+static void cmd_pump(struct job *j);
+
+static void on_answer(struct loop *l, int fd, int mask, void *ctx)
+{
+	(void)l;
+	(void)fd;
+	(void)mask;
+	cmd_pump(ctx);
+}
+
+/* A command is out: its answer is taken (and the next command sent) as
+ * soon as it comes, not at the job's next tick.  One command a tick (50
+ * ms) was 50 s for the 1002 EXPECTs of a 500-instance fleet's start,
+ * whose nodes meanwhile waited to be admitted and, past their join time,
+ * were failed (tests/bench/bench_ec2_fleet.sh).  Without the descriptor
+ * the tick still takes it. */
+static void cmd_watch(struct job *j)
+{
+	struct px_error err;
+	int fd;
+
+	if (agent_chan_answer_fd(j->ach, &fd, &err) == PX_OK &&
+	    loop_fd_add(j->js->s.loop, fd, LOOP_READABLE, on_answer, j) ==
+		    PX_OK)
+		j->cmd_fd = fd;
+}
+
 static void cmd_pop(struct job *j)
 {
+	cmd_unwatch(j);
 	j->cmd_out = false;
 	j->cmd_head = (j->cmd_head + 1) % CMDQ_MAX;
 	j->cmd_n--;
@@ -402,6 +441,7 @@ static void cmd_pump(struct job *j)
 			return; /* not now: the next tick */
 		j->cmd_out = true;
 		j->cmd_sent_us = px_now_mono_us();
+		cmd_watch(j);
 	}
 }
 
@@ -441,7 +481,7 @@ static void take_members(struct job *j, const struct wire_progress *p)
 
 		if (live && (m->roles & WIRE_ROLE_WORKER))
 			j->workers++;
-		else if (live)
+		else if (live && m->roles)  /* a stub node has none */
 			j->ps++;
 		if (s && s->anew && live && j->w) {
 			/* back with the new coordinator: no join */

@@ -113,6 +113,12 @@ enum px_err agent_chan_answer(struct agent_chan *a, int ms,
 	return PX_OK;
 }
 
+enum px_err agent_chan_answer_fd(struct agent_chan *a, int *ret_fd,
+				 struct px_error *err)
+{
+	return net_fd(a->req, false, ret_fd, err);
+}
+
 enum px_err agent_chan_progress(struct agent_chan *a, int ms,
 				struct wire_msg *ret, struct px_error *err)
 {

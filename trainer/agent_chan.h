@@ -59,6 +59,14 @@ enum px_err agent_chan_answer(struct agent_chan *a, int ms,
 			      uint32_t *ret_status, char *detail, size_t len,
 			      struct px_error *err);
 
+/* A descriptor that is readable once the answer to the command sent is
+ * in (nanomsg's NN_RCVFD of the REQ socket), for an event loop to wait
+ * on.  Valid until the next agent_chan_send, agent_chan_register or
+ * agent_chan_close (a REQ that sends again gets a new socket): stop
+ * watching it before each. */
+enum px_err agent_chan_answer_fd(struct agent_chan *a, int *ret_fd,
+				 struct px_error *err);
+
 /* The next PROGRESS frame from the coordinator within ms (0: only those
  * already in; other frames are dropped): PX_OK and *ret (release it with
  * wire_msg_release); non-PX_OK: none. */

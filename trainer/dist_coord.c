@@ -19,6 +19,13 @@
 #include "data.h"
 #include "model.h"
 
+/* Nodes the agent may name at once (EXPECT), oldest first.  More than the
+ * members: a node named is not always a node that comes (its instance was
+ * refused, or failed to start, and the agent does not say so), and a
+ * fleet's start names every node of every instance before any comes
+ * (1002 for 500 instances of a PS and a worker). */
+#define COORD_MAX_EXPECT (2 * DIST_MAX_NODES)
+
 struct cmember {
 	struct wire_member w;      /* as broadcast */
 	uint64_t last_us;          /* last frame from it, monotonic */
@@ -62,7 +69,7 @@ struct coord {
 	bool expecting;            /* only expected nodes may register */
 	uint32_t last_deferred;    /* node last told to wait (logged once) */
 	struct { struct wire_node node; uint8_t roles; }
-		expect[DIST_MAX_NODES];
+		expect[COORD_MAX_EXPECT];
 	uint32_t n_expect;
 	uint64_t nparams;
 	uint32_t n_train;
@@ -137,6 +144,13 @@ static bool is_ps(const struct cmember *m)
 static bool is_worker(const struct cmember *m)
 {
 	return m->w.roles & WIRE_ROLE_WORKER;
+}
+
+/* For the log: a member with no role is a stub node (`node --stub`),
+ * which only heartbeats. */
+static const char *role_name(const struct cmember *m)
+{
+	return is_ps(m) ? "ps" : is_worker(m) ? "worker" : "stub";
 }
 
 /* Whether a worker holds a partition and counts for the SSP clock. */
@@ -386,7 +400,7 @@ static enum px_err check_timeouts(struct coord *c, uint64_t now)
 			continue;
 		}
 		out(c, "node %u (%s) %s: no heartbeat for %" PRIu64 " ms",
-		    m->w.node.v, is_ps(m) ? "ps" : "worker",
+		    m->w.node.v, role_name(m),
 		    m->w.state == WIRE_MEMBER_LEAVING ? "left" : "lost",
 		    (now - m->last_us) / 1000);
 		mark_gone(c, m, true);
@@ -570,7 +584,7 @@ static void on_register(struct coord *c, struct wire_msg *req)
 	if (c->started)
 		c->joins++;
 	out(c, "node %u registered as %s%s", m->w.node.v,
-	    is_ps(m) ? "ps" : "worker", rejoin ? " (rejoin after a loss)" :
+	    role_name(m), rejoin ? " (rejoin after a loss)" :
 	    m->late ? " (join)" : "");
 	if (c->started && is_ps(m))
 		replace_all(c);
@@ -635,6 +649,37 @@ static void forget_lost_expected(struct coord *c)
 	c->n_expect = k;
 }
 
+/* Room in a list still full: the oldest quarter of the names whose node
+ * never came (one pass, so that a full list costs one pass every
+ * COORD_MAX_EXPECT / 4 names, not one per name).  Such a name is most
+ * likely an instance that was refused or never started; a node that
+ * comes after its name was dropped waits, as one never named does, and
+ * its instance fails to join. */
+static void forget_absent_expected(struct coord *c)
+{
+	uint32_t k = 0, drop = COORD_MAX_EXPECT / 4;
+
+	for (uint32_t i = 0; i < c->n_expect; i++) {
+		if (drop && !find(c, c->expect[i].node)) {
+			drop--;
+			continue;
+		}
+		c->expect[k++] = c->expect[i];
+	}
+	if (k < c->n_expect)
+		dist_logf(c->o, LOG_LVL_WARN, "%u nodes named to come never "
+			  "came: their names are dropped", c->n_expect - k);
+	c->n_expect = k;
+}
+
+/* Drop entry i, keeping the others in age order. */
+static void expect_drop(struct coord *c, uint32_t i)
+{
+	memmove(&c->expect[i], &c->expect[i + 1],
+		(c->n_expect - i - 1) * sizeof c->expect[0]);
+	c->n_expect--;
+}
+
 /* A command of the agent: the stage to run, a node to expect, a node
  * warned of its end.  Answered with an ACK. */
 static void on_command(struct coord *c, const struct wire_msg *m)
@@ -662,9 +707,11 @@ static void on_command(struct coord *c, const struct wire_msg *m)
 				c->expect[i].roles = q->roles;
 				goto expected;
 			}
-		if (c->n_expect == DIST_MAX_NODES)
+		if (c->n_expect == COORD_MAX_EXPECT)
 			forget_lost_expected(c);
-		if (c->n_expect == DIST_MAX_NODES) {
+		if (c->n_expect == COORD_MAX_EXPECT)
+			forget_absent_expected(c);
+		if (c->n_expect == COORD_MAX_EXPECT) {
 			st = PX_ETOOBIG;
 			why = "too many nodes";
 			break;
@@ -683,8 +730,10 @@ expected:
 		}
 		/* not registered yet: it will not be */
 		for (uint32_t i = 0; i < c->n_expect; i++)
-			if (wire_node_eq(c->expect[i].node, q->node))
-				c->expect[i] = c->expect[--c->n_expect];
+			if (wire_node_eq(c->expect[i].node, q->node)) {
+				expect_drop(c, i);
+				break;
+			}
 		break;
 	default:
 		st = PX_EINVAL;

@@ -29,6 +29,7 @@ struct dist_node {
 	bool ps;                  /* run a parameter server */
 	bool reliable;            /* an on-demand (reliable) instance */
 	uint32_t workers;         /* workers to run, 0..16 */
+	bool stub;                /* --stub: dist_node_stub instead */
 	char *const *role_args;   /* passed on to every role: --job,
 				   * --coord, the training options */
 	char **envp;              /* private: the roles' environment */
@@ -43,5 +44,11 @@ enum px_err dist_node_addr(const char *base, uint32_t k, char *buf,
  * role ended well, 1 when one failed (err says which and how), 2 for a
  * node that would run nothing. */
 int dist_node_run(const struct dist_node *n, struct px_error *err);
+
+/* `node --stub`: register with the coordinator as node o->node with no
+ * role, then only heartbeat (every second) until o->stop, and leave
+ * (dist_stub.c; for benchmarks of hundreds of instances: no data, no
+ * model, no training).  PX_OK when stopped. */
+enum px_err dist_node_stub(const struct dist_opts *o, struct px_error *err);
 
 #endif

@@ -118,7 +118,8 @@ static const struct subcmd subcmds[] = {
 	  "or proteusd)",
 	  KEY_HELP },
 	{ "node", C_ROLE | C_NODE, "--node N --job ID --coord ADDR --listen "
-	  "ADDR [--with-ps] [--node-workers K] [--reliable] [OPTIONS]",
+	  "ADDR [--with-ps] [--node-workers K] [--reliable] [--stub] "
+	  "[OPTIONS]",
 	  "the roles of one instance, started, signalled and stopped "
 	  "together: a parameter server (node N) and K workers (N+1..N+K) "
 	  "(started by proteusd)",
@@ -129,7 +130,10 @@ static const struct subcmd subcmds[] = {
 	  "when one role fails the others are "
 	  "stopped and the node exits 1.  The job key ($" DIST_KEY_ENV
 	  ", or $" DIST_KEY_FILE_ENV ") is passed on in the environment to "
-	  "the roles, which read it as the coordinator does." },
+	  "the roles, which read it as the coordinator does.  With --stub "
+	  "the node runs no role: it registers as node N with no role "
+	  "(no shard, no partition, no clock) and heartbeats until a "
+	  "SIGTERM, when it leaves and exits 0." },
 };
 
 #define N_SUBCMDS (sizeof(subcmds) / sizeof(subcmds[0]))
@@ -330,6 +334,11 @@ static const struct topt topts[] = {
 	OPT("node-workers", "K", C_NODE, K_UINT, n.workers, 0,
 	    DIST_NODE_MAX_WORKERS, F_OWN,
 	    "node: run K workers (nodes N+1..N+K)", NULL),
+	OPT("stub", NULL, C_NODE, K_FLAG, n.stub, 0, 0, F_OWN,
+	    "node: run no role; register with the coordinator as node N "
+	    "with no role, then only heartbeat, every second (benchmarks "
+	    "of many instances; the coordinator's --hb-timeout must be "
+	    "longer)", NULL),
 	OPT("agent", "ENDPOINT", C_ROLE, K_ENDPOINT, o.agent, 0, 0, 0,
 	    "coordinator: PUSH PROGRESS frames to the agent's PULL here",
 	    "none"),
@@ -1123,6 +1132,26 @@ static int run_role(const struct subcmd *sc, struct dist_opts *o)
 	return exit_for(e);
 }
 
+/* node --stub: registers as node N with no role, then heartbeats. */
+static int run_stub(struct dist_opts *o)
+{
+	struct px_error err = { 0 };
+	enum px_err e;
+
+	take_stop_signals();
+	signal(SIGPIPE, SIG_IGN);
+	if (dist_key_from_env(o, &err) != PX_OK) {
+		log_err("%s", err.msg);
+		return TX_USAGE;
+	}
+	e = dist_node_stub(o, &err);
+	if (e == PX_OK || e == PX_ECANCELED ||
+	    (stop_flag && e == (enum px_err)(PX_ESYS | EINTR)))
+		return TX_OK;
+	log_err("stub %u: %s", o->node.v, err.msg);
+	return exit_for(e);
+}
+
 /* node: its roles, with the options it was given (less its own). */
 static int run_node(struct tcli *t, char **role_args)
 {
@@ -1137,6 +1166,8 @@ static int run_node(struct tcli *t, char **role_args)
 	t->n.listen = t->o.listen;
 	t->n.reliable = t->o.reliable;
 	t->n.role_args = role_args;
+	if (t->n.stub)
+		return run_stub(&t->o);
 	if (!t->n.ps && !t->n.workers)
 		return usage_error(find_subcmd("node"), "a node needs "
 				   "--with-ps or --node-workers K");

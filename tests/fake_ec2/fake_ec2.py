@@ -33,6 +33,7 @@ import argparse
 import base64
 import binascii
 import bisect
+import collections
 import ctypes
 import datetime
 import hashlib
@@ -90,6 +91,7 @@ def reset(region):
         'faults': [],
         'calls': {},        # op -> requests that reached the op
         'attempts': {},     # op -> requests received (any outcome)
+        'faulted': {},      # op -> {code (error faults) or kind: injected faults taken}
         'rejected': {},     # error code -> count (signature check failures)
         'last_headers': {},
         'instances': {},    # id -> dict (every instance ever, vanished too)
@@ -480,6 +482,9 @@ def kill_all():
     their group reparent to us: we are their subreaper), and reap them, for
     at most 2 s: none outlives the fake, none is left a zombie."""
     insts = list(S.get('instances', {}).values())
+    SPAWNQ.clear()
+    with SPAWN_LOCK:  # no user data half-started: its process is a child
+        pass
     for inst in insts:
         signal_group(inst, signal.SIGKILL)
         stop_imds(inst)
@@ -508,12 +513,66 @@ def user_data_bytes(inst):
         return b''
 
 
-def spawn(inst):
-    """Run the instance's user data as cloud-init would, in its own session."""
+# Instances start their user data on a thread of their own, the spawner,
+# outside LOCK: a fleet's instances reach `running` together (500 at one
+# tick in bench_ec2_fleet.sh), and 500 fork+execs under LOCK held every
+# request -- the instances' own IMDS calls too -- for seconds, past the
+# user data's 5 s curl timeout.  SPAWN_LOCK is held across each fork+exec,
+# so that finish() and reset() (which take it) never miss a process that
+# is being started.
+SPAWNQ = collections.deque()   # instances whose user data is due
+SPAWN_CV = threading.Condition(LOCK)
+SPAWN_LOCK = threading.Lock()
+
+
+def spawn_soon(inst):
+    """Under LOCK: the spawner starts inst's user data."""
+    inst['spawning'] = True
+    SPAWNQ.append(inst)
+    SPAWN_CV.notify()
+
+
+def spawner():
+    while True:
+        with LOCK:
+            while not SPAWNQ:
+                SPAWN_CV.wait()
+            inst = SPAWNQ.popleft()
+            if inst['state'] != 'running' or CFG.get('finished') or S['instances'].get(inst['id']) is not inst:
+                inst['spawning'] = False
+                continue
+            imds_port = inst['imds_port']
+        with SPAWN_LOCK:
+            if CFG.get('finished'):
+                return
+            got = spawn(inst, imds_port)
+        with LOCK:
+            inst['spawning'] = False
+            if got is None:
+                continue
+            proc = got
+            inst['proc'] = proc
+            inst['pgid'] = proc.pid
+            PROCS[proc.pid] = inst
+            if inst['state'] != 'running' or S['instances'].get(inst['id']) is not inst:
+                # terminated (or forgotten by a reset) meanwhile
+                signal_group(inst, signal.SIGKILL)
+
+
+def spawn(inst, imds_port):
+    """Run the instance's user data as cloud-init would, in its own session
+    (the spawner, outside LOCK): its Popen, or None."""
     d = inst['dir']
+    try:
+        shutil.rmtree(d, ignore_errors=True)  # ids repeat from run to run
+        os.makedirs(d, 0o700)
+    except OSError as e:
+        inst['exit_status'] = 127
+        sys.stderr.write('fake_ec2: %s: %s\n' % (d, e))
+        return None
     ud = user_data_bytes(inst)
     if not ud:
-        return
+        return None
     log = os.open(os.path.join(d, 'console.log'), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
         if ud.startswith(b'#!'):
@@ -527,15 +586,13 @@ def spawn(inst):
                 raise ValueError('user data contains a NUL byte')
             argv = ['/bin/sh', '-c', ud.decode('utf-8', 'surrogateescape')]
         env = {'PATH': os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin'), 'HOME': d, 'LANG': 'C',
-               'AWS_EC2_METADATA_SERVICE_ENDPOINT': 'http://127.0.0.1:%d/' % inst['imds_port']}
-        proc = subprocess.Popen(argv, cwd=d, env=env, stdin=subprocess.DEVNULL, stdout=log,
+               'AWS_EC2_METADATA_SERVICE_ENDPOINT': 'http://127.0.0.1:%d/' % imds_port}
+        return subprocess.Popen(argv, cwd=d, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=log, close_fds=True, start_new_session=True)
-        inst['proc'] = proc
-        inst['pgid'] = proc.pid
-        PROCS[proc.pid] = inst
     except (OSError, ValueError) as e:
         os.write(log, ('fake_ec2: cannot run the user data: %s\n' % e).encode())
         inst['exit_status'] = 127
+        return None
     finally:
         os.close(log)
 
@@ -738,9 +795,7 @@ def go_running(inst, at):
     start_imds(inst)
     if CFG['exec']:
         inst['dir'] = os.path.join(CFG['instance_dir'], inst['id'])
-        shutil.rmtree(inst['dir'], ignore_errors=True)  # ids repeat from run to run
-        os.makedirs(inst['dir'], 0o700)
-        spawn(inst)
+        spawn_soon(inst)
 
 
 def give_notice(inst, at, warning, rebalance):
@@ -793,7 +848,7 @@ def step(inst, t, real):
             begin_shutdown(inst, inst['deadline'], 'provider', 'Server.SpotInstanceTermination',
                            MSG_SPOT_TERM, 'Service initiated (%s)' % gmt(inst['deadline']))
     if inst['state'] == 'shutting-down':
-        alive = group_alive(inst)
+        alive = group_alive(inst) or inst.get('spawning', False)
         if alive and inst['kill_at'] is not None and real >= inst['kill_at']:
             signal_group(inst, signal.SIGKILL)
         done = inst['t_shutdown'] + CFG['shutdown']
@@ -950,10 +1005,23 @@ def check_user_data(p):
         raise AwsError('InvalidParameterValue', 400, 'User data is limited to %d bytes' % USER_DATA_MAX)
 
 
+def market_active(itype, zone, market):
+    """Active (pending, running, shutting-down) instances of one market."""
+    spot = market == 'spot'
+    return sum(1 for i in S['active'] if S['instances'][i]['state'] in ACTIVE
+               and S['instances'][i]['type'] == itype and S['instances'][i]['zone'] == zone
+               and S['instances'][i]['spot'] == spot)
+
+
 def take_capacity(itype, zone, market):
     for c in S['capacity']:
         if c['type'] in ('*', itype) and c['zone'] in ('*', zone) and c['market'] in ('*', market):
-            if c['count'] is None or c['count'] > 0:
+            if c.get('limit') is not None:
+                # a market that holds at most `limit` active instances
+                refuse = market_active(itype, zone, market) >= c['limit']
+            else:
+                refuse = c['count'] is None or c['count'] > 0
+            if refuse:
                 if c['count'] is not None:
                     c['count'] -= 1
                 c['hits'] += 1
@@ -1370,7 +1438,8 @@ def ctl(cmd):
     if 'capacity' in cmd:
         for c in cmd['capacity']:
             S['capacity'].append({'type': c.get('type', '*'), 'zone': c.get('zone', '*'),
-                                  'market': c.get('market', '*'), 'count': c.get('count'), 'hits': 0})
+                                  'market': c.get('market', '*'), 'count': c.get('count'),
+                                  'limit': c.get('limit'), 'hits': 0})
     if 'limits' in cmd:
         for k in ('spot', 'on_demand'):
             if k in cmd['limits']:
@@ -1402,7 +1471,7 @@ def ctl(cmd):
 
 
 def state():
-    return {'calls': S['calls'], 'attempts': S['attempts'], 'rejected': S['rejected'],
+    return {'calls': S['calls'], 'attempts': S['attempts'], 'rejected': S['rejected'], 'faulted': S['faulted'],
             'faults_left': [f for f in S['faults'] if f['count'] is None or f['count'] > 0],
             'instances': [{k: S['instances'][i][k] for k in ('id', 'state', 'type', 'spot', 'sir', 'token',
                                                                'tags', 'user_data', 'zone', 'bid')}
@@ -1420,6 +1489,14 @@ def ctl_get(q):
         return 200, json.dumps(state()), 'application/json'
     if cmd == 'summary':
         return 200, summary_line(summary()), 'application/json'
+    if cmd == 'counts':
+        n = {k: 0 for k in ('pending', 'running', 'shutting-down', 'terminated')}
+        for i in S['active']:
+            st = S['instances'][i]['state']
+            n[st] = n.get(st, 0) + 1
+        n['launched'] = len(S['order'])
+        n['processes'] = sum(1 for i in S['active'] if group_alive(S['instances'][i]))
+        return 200, json.dumps(n), 'application/json'
     if cmd == 'instances':
         return 200, json.dumps([inst_view(S['instances'][i]) for i in S['order']]), 'application/json'
     if cmd == 'clock':
@@ -1461,6 +1538,9 @@ def take_fault(op, token=None):
                 f['count'] -= 1
             if f.get('sticky') and f.get('token') is None:
                 f['token'] = token
+            what = f.get('code', f['kind']) if f['kind'] == 'error' else f['kind']
+            by_op = S['faulted'].setdefault(op, {})
+            by_op[what] = by_op.get(what, 0) + 1
             return dict(f)
     return None
 
@@ -1801,6 +1881,7 @@ def main():
         signal.signal(sig, lambda signum, frame: threading.Thread(target=finish, daemon=True).start())
     threading.Thread(target=watchdog, daemon=True).start()
     threading.Thread(target=ticker, daemon=True).start()
+    threading.Thread(target=spawner, daemon=True).start()
     threading.Timer(a.timeout, finish).start()
     sys.stdout.write('PORT %d\n' % srv.server_address[1])
     sys.stdout.flush()

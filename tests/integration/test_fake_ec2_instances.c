@@ -633,6 +633,46 @@ Test(fake_ec2_instances, capacity_errors_and_limits)
 	json_decref(s);
 }
 
+/* A market that holds so many: InsufficientInstanceCapacity past it,
+ * room again once one of its instances ends; other markets, on-demand
+ * included, are not held; the counts by state. */
+Test(fake_ec2_instances, a_market_limit_and_the_counts)
+{
+	struct launch ln = { .type = "c5.large", .zone = "us-east-1a",
+			     .spot = true, .max_uusd = 100000 };
+	struct launch od = { .type = "c5.large", .zone = "us-east-1a" };
+	char a[EC2_ID_MAX], b[EC2_ID_MAX], c[EC2_ID_MAX];
+	struct ec2_aws_error aws;
+	json_t *s, *cap;
+
+	start(FROZEN, NULL);
+	ctlf("{\"capacity\": [{\"type\": \"c5.large\", \"zone\": "
+	     "\"us-east-1a\", \"market\": \"spot\", \"limit\": 2}]}");
+	run_ok(&ln, a);
+	run_ok(&ln, b);
+	cr_assert_eq(run(&ln, c, &aws), PX_EAWS);
+	cr_assert_str_eq(aws.code, "InsufficientInstanceCapacity");
+	cr_assert_eq(aws.attempts, 3, "each attempt is refused");
+	run_ok(&od, c);
+	ln.zone = "us-east-1b";
+	run_ok(&ln, c);
+	ln.zone = "us-east-1a";
+	terminate(a);
+	WAIT_FOR(state_is(a, "terminated"), "%s did not end", a);
+	run_ok(&ln, a);
+	s = fake_get_json(&F, "cmd=counts");
+	cr_assert_eq(iget(s, "running"), 4);
+	cr_assert_eq(iget(s, "terminated"), 1);
+	cr_assert_eq(iget(s, "pending") + iget(s, "shutting-down"), 0);
+	cr_assert_eq(iget(s, "launched"), 5);
+	json_decref(s);
+	s = fake_ctl(&F, NULL);
+	cap = json_array_get(json_object_get(s, "capacity"), 0);
+	cr_assert_eq(iget(cap, "hits"), 3);
+	cr_assert_eq(iget(cap, "limit"), 2);
+	json_decref(s);
+}
+
 /* ---- interruptions: a notice in the instance's metadata, then the end */
 
 static void imds_of(const char *id, struct imds_client **ret)
@@ -838,6 +878,12 @@ Test(fake_ec2_instances, throttling_storm)
 	run_ok(&ln, id);
 	s = summary();
 	cr_assert_eq(iget(s, "instances_launched"), 1);
+	json_decref(s);
+	/* every attempt the storm took is counted, by action and code */
+	s = fake_ctl(&F, NULL);
+	cr_assert_eq(iget(json_object_get(json_object_get(s, "faulted"),
+					  "RunInstances"),
+			  "RequestLimitExceeded"), 6);
 	json_decref(s);
 }
 

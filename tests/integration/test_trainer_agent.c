@@ -10,7 +10,9 @@
  *  - a SIGTERM sent to a node with sigqueue carries the milliseconds left:
  *    every role of the node leaves by that deadline (not the default 2 s)
  *    and the node exits 0;
- *  - a node whose role dies stops the others and exits 1 naming it.
+ *  - a node whose role dies stops the others and exits 1 naming it;
+ *  - a stub node (`node --stub`) is admitted as a member with no role,
+ *    stays one on its heartbeats alone, and leaves when told.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -115,14 +117,22 @@ static pid_t start(const char *name, const char *const *argv)
 	"--max-test", "100", "--batch", "32", "--threads", "1", \
 	"--job", "77", "--coord", t.coord
 
-static void start_coordinator(void)
+/* The coordinator, with the heartbeat timeout hb_ms (NULL: the
+ * trainer's default). */
+static void start_coordinator_hb(const char *hb_ms)
 {
 	const char *argv[] = { "proteus-trainer", "coordinator", COMMON,
 			       "--node", "0", "--listen", t.coord,
 			       "--workers", "1", "--ps", "1", "--agent",
-			       t.agent_ep, "--expect-joins", NULL };
+			       t.agent_ep, "--expect-joins",
+			       hb_ms ? "--hb-timeout" : NULL, hb_ms, NULL };
 
 	start("coordinator", argv);
+}
+
+static void start_coordinator(void)
+{
+	start_coordinator_hb(NULL);
 }
 
 /* A node: base id, its PS (with_ps), one worker, reliable or not. */
@@ -411,4 +421,122 @@ Test(trainer_agent, a_dead_role_takes_its_node_down)
 	/* the node reaps its roles before it exits */
 	cr_assert_neq(system("pgrep -f '[p]s --node 7100 ' >/dev/null"), 0,
 		      "the PS outlived its node");
+}
+
+/* The latest PROGRESS within ms that lists node; its state and roles
+ * (state 0: none listed it). */
+static uint8_t member_in_progress(uint32_t node, int ms, uint8_t *roles)
+{
+	struct px_error err;
+	struct wire_msg m;
+	uint8_t state = 0;
+
+	for (int i = 0; i < ms / 100; i++) {
+		if (net_recv(t.pull, &m, 100, &err) != PX_OK)
+			continue;
+		for (uint32_t k = 0; m.hdr.type == WIRE_PROGRESS &&
+				     k < m.u.progress.n; k++)
+			if (m.u.progress.members[k].node.v == node) {
+				state = m.u.progress.members[k].state;
+				*roles = m.u.progress.members[k].roles;
+			}
+		wire_msg_release(&m);
+		if (state)
+			return state;
+	}
+	return 0;
+}
+
+/* A stub node registers its base id with no role (within what the agent
+ * granted), is in the PROGRESS membership the daemon takes readiness
+ * from, takes no part in the job (it starts on the real node alone),
+ * stays a member on heartbeats alone past several heartbeat timeouts,
+ * and on a release's SIGTERM leaves (not lost) and exits 0.  A stub the
+ * agent did not name waits, as any node does. */
+Test(trainer_agent, a_stub_node_registers_and_only_heartbeats)
+{
+	char listen[700];
+	const char *argv[] = { "proteus-trainer", "node", COMMON, "--node",
+			       "200", "--listen", listen, "--with-ps",
+			       "--node-workers", "1", "--stub", NULL };
+	const char *stranger[] = { "proteus-trainer", "node", COMMON,
+				   "--node", "300", "--listen", listen,
+				   "--with-ps", "--stub", NULL };
+	uint8_t roles = 0xff;
+	uint64_t t0;
+	pid_t stub;
+	char *log;
+
+	/* the stub beats every second: 3 s without one is a loss */
+	start_coordinator_hb("3000");
+	agent_up();
+	expect(100, WIRE_ROLE_PS_ACTIVE | WIRE_ROLE_PS_BACKUP);
+	expect(101, WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP);
+	/* as proteusd names a spot instance's nodes */
+	expect(200, WIRE_ROLE_PS_ACTIVE);
+	expect(201, WIRE_ROLE_WORKER);
+	snprintf(listen, sizeof listen, "ipc://%s/n200", t.tmp);
+	stub = start("stub200", argv);
+	start("stub300", stranger);
+	(void)start_node("100", true, true);
+	cr_assert(wait_log("coordinator", "node 200 registered as stub",
+			   WAIT_MS));
+	cr_assert(wait_log("stub200", "stub 200 registered", WAIT_MS));
+	cr_assert(wait_log("coordinator", "job started: 1 workers, 1 PS",
+			   WAIT_MS), "the stub counted in the job's start");
+	cr_assert_eq(member_in_progress(200, WAIT_MS, &roles),
+		     WIRE_MEMBER_ACTIVE);
+	cr_assert_eq(roles, 0, "the stub took roles %#x", roles);
+	/* twice the heartbeat timeout later, still a member */
+	t0 = px_now_mono_us();
+	while (px_now_mono_us() - t0 < 6000000)
+		(void)member_in_progress(200, 200, &roles);
+	cr_assert_eq(member_in_progress(200, WAIT_MS, &roles),
+		     WIRE_MEMBER_ACTIVE, "the stub's heartbeats did not keep "
+		     "it a member");
+	log = slurp("coordinator");
+	cr_assert_null(strstr(log, "node 200 (stub) lost"), "%s", log);
+	cr_assert_null(strstr(log, "node 201 registered"), "%s", log);
+	cr_assert_null(strstr(log, "node 300 registered"), "%s", log);
+	free(log);
+	cr_assert(wait_log("coordinator", "node 300: not a node the agent "
+			   "started (yet)", WAIT_MS));
+	/* a release: it leaves, and ends well */
+	cr_assert_eq(sigqueue(stub, SIGTERM, (union sigval){
+		.sival_int = dist_leave_sigval(2000, WIRE_LEAVE_RELEASE) }),
+		0);
+	cr_assert(wait_log("coordinator", "node 200 leaving (reason 3",
+			   WAIT_MS));
+	cr_assert_eq(wait_exit(stub, WAIT_MS), 0);
+}
+
+/* More names (EXPECT) than the coordinator holds: none is refused; the
+ * oldest names whose node never came are dropped to make room (a node
+ * named that late comes in, one named first waits as a stranger does).
+ * A fleet's start names every node of every instance, and a refused
+ * instance's names were never taken back (the coordinator said "too many
+ * nodes" past 1024 and the nodes named after that never joined). */
+Test(trainer_agent, the_oldest_absent_names_make_room)
+{
+	char listen[700];
+	const char *early[] = { "proteus-trainer", "node", COMMON, "--node",
+				"10000", "--listen", listen, "--with-ps",
+				"--stub", NULL };
+	const char *late[] = { "proteus-trainer", "node", COMMON, "--node",
+			       "12099", "--listen", listen, "--with-ps",
+			       "--stub", NULL };
+
+	snprintf(listen, sizeof listen, "ipc://%s/nstub", t.tmp);
+	start_coordinator();
+	agent_up();
+	for (uint32_t n = 10000; n < 12100; n++)
+		expect(n, WIRE_ROLE_PS_ACTIVE);
+	cr_assert(wait_log("coordinator", "nodes named to come never came",
+			   WAIT_MS));
+	start("stub12099", late);
+	cr_assert(wait_log("coordinator", "node 12099 registered as stub",
+			   WAIT_MS));
+	start("stub10000", early);
+	cr_assert(wait_log("coordinator", "node 10000: not a node the agent "
+			   "started (yet)", WAIT_MS));
 }
