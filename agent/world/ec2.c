@@ -665,13 +665,20 @@ static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 		 in->id, in->type_name, in->zone[0] ? " spot in " :
 		 " on-demand", in->zone);
 	sb_str(b, line);
+	/* the metadata service may be slow at boot: asked again for a
+	 * minute, not once (a lost answer cost the instance its join) */
 	sb_str(b, "imds=${AWS_EC2_METADATA_SERVICE_ENDPOINT:-"
 		  "http://169.254.169.254/}\nimds=${imds%/}\n"
-		  "tok=$(curl -sf -m 5 -X PUT -H "
+		  "ip=; k=0\n"
+		  "while [ -z \"$ip\" ] && [ $k -lt 30 ]; do\n"
+		  "  k=$((k+1))\n"
+		  "  tok=$(curl -sf -m 5 -X PUT -H "
 		  "'X-aws-ec2-metadata-token-ttl-seconds: 300' "
 		  "\"$imds/latest/api/token\")\n"
-		  "ip=$(curl -sf -m 5 -H \"X-aws-ec2-metadata-token: $tok\" "
+		  "  ip=$(curl -sf -m 5 -H \"X-aws-ec2-metadata-token: $tok\" "
 		  "\"$imds/latest/meta-data/local-ipv4\")\n"
+		  "  [ -n \"$ip\" ] || sleep 2\n"
+		  "done\n"
 		  "[ -n \"$ip\" ] || { echo 'proteus: no local-ipv4 from the "
 		  "instance metadata' >&2; exit 1; }\n");
 	for (char **e = nd->env; e && *e; e++) {
