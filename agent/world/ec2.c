@@ -708,6 +708,21 @@ static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 			sb_quoted(b, *a);
 		}
 	}
+	if (in->zone[0]) {
+		/* a spot node reads its own interruption notice (only the
+		 * instance can), on EC2's clock: the fake's runs K times
+		 * faster from T0 */
+		const struct proteusd_config *cfg = w->h->wh->cfg;
+		double k = clock_speedup(cfg);
+
+		sb_str(b, " --imds-notices");
+		if (k != 1.0 && cfg->ec2_clock_origin > 0) {
+			snprintf(line, sizeof line, " --clock-speedup %.9g "
+				 "--clock-origin %" PRId64, k,
+				 (int64_t)cfg->ec2_clock_origin);
+			sb_str(b, line);
+		}
+	}
 	sb_str(b, "; do n=$((n+1)); [ $n -lt 5 ] || exit 1; sleep 2; "
 		  "done\n");
 	if (b->over)
