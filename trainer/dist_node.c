@@ -379,7 +379,7 @@ static enum px_err watch_start(struct watch *w, const struct dist_node *n,
 }
 
 /* Stop polling: the thread ends after the call it is in, if any. */
-static void watch_stop(struct watch *w)
+static void watch_halt(struct watch *w)
 {
 	if (!w->running)
 		return;
@@ -387,6 +387,14 @@ static void watch_stop(struct watch *w)
 	w->stop = true;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
+}
+
+/* ... and wait for it to end (at most the IMDS calls' timeouts). */
+static void watch_stop(struct watch *w)
+{
+	if (!w->running)
+		return;
+	watch_halt(w);
 	pthread_join(w->th, NULL);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
@@ -528,7 +536,7 @@ int dist_node_run(const struct dist_node *cfg, struct px_error *err)
 				stopping = SIGTERM;
 				kill_by(&kill_at, px_now_mono_us() +
 					(uint64_t)(ms + KILL_AFTER_MS) * 1000);
-				watch_stop(&w);
+				watch_halt(&w); /* joined at the end */
 			}
 		}
 		f = reap(r, nr, &running, stopping);

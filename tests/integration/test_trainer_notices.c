@@ -13,18 +13,22 @@
  *  - with --leave-on-rebalance a recommendation is a leave (reason
  *    rebalance); a notice whose time is past is a leave at once;
  *  - the agent's LEAVE (a release) stops a node: its roles leave and it
- *    exits 0, with no signal from anyone;
+ *    exits 0, with no signal from anyone; its polls of an IMDS that is
+ *    not there fail, are logged once, and change nothing;
  *  - the time a notice leaves (dist_node_notice_ms): the clock mapping,
  *    the margin and its cap, a time already past.
  */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -558,15 +562,38 @@ Test(trainer_notices, a_rebalance_leave_and_a_notice_already_past)
 	clock_moves();
 }
 
+/* A loopback port where nothing listens (bound, so that nothing will):
+ * an IMDS that is not there. */
+static int dead_port(int *fd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof a;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	*fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(*fd, 0);
+	cr_assert_eq(bind(*fd, (struct sockaddr *)&a, sizeof a), 0);
+	cr_assert_eq(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
+	return ntohs(a.sin_port);
+}
+
 Test(trainer_notices, a_released_node_ends_by_itself)
 {
 	static const unsigned spot[] = { 200 };
+	/* it polls an IMDS that is not there: every poll fails, the first
+	 * is logged, and the node runs on */
+	const char *more[] = { "--imds-notices", "--imds-poll-ms", "50",
+			       NULL };
 	int64_t deadline;
+	int fd;
 	pid_t node;
 	char *log;
 
+	snprintf(t.imds_env, sizeof t.imds_env,
+		 "AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:%d/",
+		 dead_port(&fd));
 	job_up(spot, 1);
-	node = start_node("200", false, NULL);
+	node = start_node("200", false, more);
 	cr_assert(wait_log("coordinator", "job started", WAIT_MS));
 	wait_registered(200);
 	/* the agent releases the instance: a LEAVE for each of its roles,
@@ -587,7 +614,10 @@ Test(trainer_notices, a_released_node_ends_by_itself)
 			   log);
 	cr_assert_not_null(strstr(log, "(the coordinator says so)"), "%s",
 			   log);
+	cr_assert_eq(count(log, "imds: poll failed: "), 1, "%s", log);
+	cr_assert_null(strstr(log, "imds: polls work again"), "%s", log);
 	free(log);
+	close(fd);
 	left_not_lost(200);
 	clock_moves();
 }
