@@ -294,9 +294,14 @@ static void *watch_main(void *arg)
 {
 	struct watch *w = arg;
 	const struct dist_node *n = w->n;
+	/* 5 s of the notices' clock: a fake EC2's 2-minute notice at 60x
+	 * is 2 real s, which a 5 real s poll would miss */
 	uint32_t every = n->imds_poll_ms ? n->imds_poll_ms
-					 : DIST_NODE_IMDS_POLL_MS;
+		: (uint32_t)(DIST_NODE_IMDS_POLL_MS / speedup(n));
 	bool failing = false;
+
+	if (every < 50)
+		every = 50;
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {

@@ -28,7 +28,8 @@
 #include "dist.h"
 
 #define DIST_NODE_MAX_WORKERS 16
-#define DIST_NODE_IMDS_POLL_MS 5000   /* default imds_poll_ms */
+#define DIST_NODE_IMDS_POLL_MS 5000   /* default poll, on the notices'
+					 clock */
 #define DIST_NODE_IMDS_MARGIN_MS 5000 /* default imds_margin_ms */
 #define DIST_NODE_REBALANCE_S 120     /* a rebalance leave's time, in
 					 seconds of the notices' clock */
@@ -45,7 +46,9 @@ struct dist_node {
 	/* interruption notices from the instance metadata */
 	bool imds;                /* poll them ($AWS_EC2_METADATA_SERVICE_
 				   * ENDPOINT, else 169.254.169.254) */
-	uint32_t imds_poll_ms;    /* between polls; 0: the default */
+	uint32_t imds_poll_ms;    /* between polls; 0: DIST_NODE_IMDS_POLL_
+				   * MS of the notices' clock (at least
+				   * 50 ms) */
 	uint32_t imds_margin_ms;  /* the roles are to be gone this long
 				   * before the notice's time (at most a
 				   * quarter of the time left; 0: none) */

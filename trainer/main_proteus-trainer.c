@@ -338,7 +338,8 @@ static const struct topt topts[] = {
 	    "interruption notice, on which the roles leave by its time, "
 	    "and for a rebalance recommendation", NULL),
 	OPT("imds-poll-ms", "MS", C_NODE, K_UINT, n.imds_poll_ms, 50,
-	    600000, F_OWN, "node: between two polls", NULL),
+	    600000, F_OWN, "node: between two polls",
+	    "5 s of the notices' clock: 5000 / K"),
 	OPT("imds-margin-ms", "MS", C_NODE, K_UINT, n.imds_margin_ms, 0,
 	    600000, F_OWN, "node: the roles are to be gone this long before "
 	    "the notice's time (at most a quarter of the time left)", NULL),
@@ -404,7 +405,6 @@ static void tcli_default(struct tcli *t, const struct subcmd *sc)
 	t->o.stop = &stop_flag;
 	t->o.leave_ms = &leave_ms;
 	t->n.workers = 1;
-	t->n.imds_poll_ms = DIST_NODE_IMDS_POLL_MS;
 	t->n.imds_margin_ms = DIST_NODE_IMDS_MARGIN_MS;
 	t->n.clock_speedup = 1;
 	t->l.self = "/proc/self/exe";

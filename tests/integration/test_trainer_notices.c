@@ -222,10 +222,11 @@ static pid_t start_node(const char *base, bool reliable,
 	return start(name, argv);
 }
 
-/* A spot node that polls the IMDS every 100 ms, its clock the fake's. */
+/* A spot node that polls the IMDS, its clock the fake's: every 5 s of
+ * that clock by default, 83 real ms. */
 static pid_t start_imds_node(const char *base, bool leave_on_rebalance)
 {
-	const char *more[] = { "--imds-notices", "--imds-poll-ms", "100",
+	const char *more[] = { "--imds-notices",
 			       "--clock-speedup", "60", "--clock-origin",
 			       t.origin, leave_on_rebalance ?
 			       "--leave-on-rebalance" : NULL, NULL };
