@@ -57,6 +57,7 @@ struct ps {
 	bool resume;             /* ASSIGN said: the job resumes from a
 				    checkpoint (WIRE_F_RESUME) */
 	bool leaving, shutdown;
+	bool told;               /* the coordinator lists it as leaving */
 	bool fwd_due;            /* a CLOCK_MIN advance wants a FORWARD */
 };
 
@@ -222,6 +223,21 @@ static void forward_all(struct ps *p)
 	p->fwd_rounds++;
 }
 
+/* Whether membership m lists this process (its node with its session:
+ * not an earlier process of the node's) as leaving: the agent's LEAVE
+ * (a release across machines) reaches a node this way, with no signal. */
+static bool told_to_leave(const struct wire_msg *m, struct wire_node self,
+			  uint64_t session)
+{
+	const struct wire_membership *mb = &m->u.membership;
+
+	for (uint32_t i = 0; i < mb->n; i++)
+		if (wire_node_eq(mb->members[i].node, self))
+			return mb->members[i].state == WIRE_MEMBER_LEAVING &&
+			       mb->members[i].session == session;
+	return false;
+}
+
 static void on_sub(struct ps *p)
 {
 	struct px_error err;
@@ -230,9 +246,13 @@ static void on_sub(struct ps *p)
 	while (net_recv(p->sub, &m, 0, &err) == PX_OK) {
 		switch (m.hdr.type) {
 		case WIRE_MEMBERSHIP:
-			if (dist_members_take(&p->mb, &m))
-				(void)wire_membership_apply(p->ctx, &m,
-							    px_now_mono_us());
+			if (!dist_members_take(&p->mb, &m))
+				break;
+			(void)wire_membership_apply(p->ctx, &m,
+						    px_now_mono_us());
+			if (told_to_leave(&m, p->o->node,
+					  wire_ctx_session(p->ctx)))
+				p->told = true;
 			break;
 		case WIRE_STAGE:
 			on_stage(p, &m);
@@ -719,10 +739,21 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 	return PX_OK;
 }
 
+/* When a PS leaving by deadline_us (wall clock) must be done handing off
+ * (monotonic, from now): 0.3 s before the deadline (the sockets drain
+ * 0.2 s), and 0.1 s from now at least. */
+static uint64_t hand_off_by(int64_t deadline_us, uint64_t now)
+{
+	int64_t left = deadline_us - px_now_wall_us();
+
+	return left > 400000 ? now + (uint64_t)left - 300000 : now + 100000;
+}
+
 enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 {
 	struct ps *p = px_calloc(1, sizeof(*p));
 	uint64_t next_hb, last_coord, leave_at = 0, leave_by = 0;
+	bool told_only = false;  /* leaving on the coordinator's word */
 	enum px_err e;
 
 	if (!p)
@@ -774,26 +805,38 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			fetch_missing(p);
 			next_hb = now + (uint64_t)o->hb_ms * 1000;
 		}
-		if (o->stop && *o->stop && !p->leaving) {
+		if (((o->stop && *o->stop) || p->told) && !p->leaving) {
 			struct wire_msg m;
 
+			/* told by the coordinator: the member list does not
+			 * say by when, and the agent's release gives
+			 * DIST_LEAVE_DEFAULT_MS, the default here */
 			p->leaving = true;
+			told_only = !(o->stop && *o->stop);
 			leave_at = now;
 			wire_msg_init(&m, WIRE_LEAVE,
 				      (struct wire_node){ DIST_COORD_NODE },
 				      p->clock_min);
 			m.u.leave.deadline_us = dist_leave_deadline_us(o);
 			m.u.leave.reason = dist_leave_reason(o);
-			/* hand-offs must be done 0.3 s before the deadline
-			 * (the sockets drain 0.2 s), and take 0.1 s at least */
-			leave_by = now + (uint64_t)(m.u.leave.deadline_us -
-						    px_now_wall_us());
-			leave_by = leave_by > now + 400000 ? leave_by - 300000
-							   : now + 100000;
-			(void)net_send(p->cpush, &m, 100, err);
-			dist_logf(o, LOG_LVL_INFO,
-				  "ps %u leaving, gone in %.1f s",
-				  o->node.v, (double)(leave_by - now) / 1e6);
+			leave_by = hand_off_by(m.u.leave.deadline_us, now);
+			/* the coordinator moved the shards when it listed
+			 * this node as leaving: nothing to tell it */
+			if (!told_only)
+				(void)net_send(p->cpush, &m, 100, err);
+			dist_logf(o, told_only ? LOG_LVL_NOTICE : LOG_LVL_INFO,
+				  "ps %u leaving%s, gone in %.1f s",
+				  o->node.v, told_only ? " (the coordinator "
+				  "says so)" : "", (double)(leave_by - now) / 1e6);
+		} else if (told_only && o->stop && *o->stop) {
+			/* and then the signal (the local world sends both):
+			 * its deadline, when later */
+			uint64_t by = hand_off_by(dist_leave_deadline_us(o),
+						  now);
+
+			told_only = false;
+			if (by > leave_by)
+				leave_by = by;
 		}
 		if (p->leaving && ((!holds_any(p) && now - leave_at > 100000)
 				   || now >= leave_by))

@@ -32,6 +32,7 @@ struct worker {
 	uint8_t stage;
 	int64_t clock, clock_min, total;
 	bool have_min, shutdown, leaving;
+	bool told;                 /* the coordinator lists it as leaving */
 	/* data and partition */
 	struct data_set train;
 	uint64_t part_epoch;       /* membership epoch it was derived from */
@@ -95,6 +96,21 @@ static void heartbeat(struct worker *w)
 
 static void pulls_drop(struct worker *w);
 
+/* Whether membership m lists this process (its node with its session:
+ * not an earlier process of the node's) as leaving: the agent's LEAVE
+ * (a release across machines) reaches a node this way, with no signal. */
+static bool told_to_leave(const struct wire_msg *m, struct wire_node self,
+			  uint64_t session)
+{
+	const struct wire_membership *mb = &m->u.membership;
+
+	for (uint32_t i = 0; i < mb->n; i++)
+		if (wire_node_eq(mb->members[i].node, self))
+			return mb->members[i].state == WIRE_MEMBER_LEAVING &&
+			       mb->members[i].session == session;
+	return false;
+}
+
 static void on_sub(struct worker *w)
 {
 	struct px_error err;
@@ -103,9 +119,13 @@ static void on_sub(struct worker *w)
 	while (net_recv(w->sub, &m, 0, &err) == PX_OK) {
 		switch (m.hdr.type) {
 		case WIRE_MEMBERSHIP:
-			if (dist_members_take(&w->mb, &m))
-				(void)wire_membership_apply(w->ctx, &m,
-							    px_now_mono_us());
+			if (!dist_members_take(&w->mb, &m))
+				break;
+			(void)wire_membership_apply(w->ctx, &m,
+						    px_now_mono_us());
+			if (told_to_leave(&m, w->o->node,
+					  wire_ctx_session(w->ctx)))
+				w->told = true;
 			break;
 		case WIRE_STAGE:
 			if (m.u.stage.epoch > w->stage_epoch &&
@@ -747,12 +767,20 @@ static void release(struct worker *w)
 	wire_ctx_free(w->ctx);
 }
 
-static void start_leave(struct worker *w)
+/* Told to leave by a signal (it says so to the coordinator) or by the
+ * coordinator (which moved its partition already). */
+static void start_leave(struct worker *w, bool told)
 {
 	struct px_error err;
 	struct wire_msg m;
 
 	w->leaving = true;
+	if (told) {
+		dist_logf(w->o, LOG_LVL_NOTICE, "worker %u leaving at clock "
+			  "%" PRId64 " (the coordinator says so)",
+			  w->o->node.v, w->clock);
+		return;
+	}
 	wire_msg_init(&m, WIRE_LEAVE, (struct wire_node){ DIST_COORD_NODE },
 		      w->clock);
 	m.u.leave.deadline_us = dist_leave_deadline_us(w->o);
@@ -781,7 +809,9 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 		uint32_t n;
 
 		if (o->stop && *o->stop && !w->leaving)
-			start_leave(w);
+			start_leave(w, false);
+		else if (w->told && !w->leaving)
+			start_leave(w, true);
 		if (w->leaving) {
 			/* Partition handed off once the coordinator
 			 * dropped us from the holders. */

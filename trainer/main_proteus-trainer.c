@@ -128,7 +128,10 @@ static const struct subcmd subcmds[] = {
 	  "role with the value it was sent with (sigqueue: the milliseconds "
 	  "left before an eviction or a release, and which, above bit 24); "
 	  "when one role fails the others are "
-	  "stopped and the node exits 1.  The job key ($" DIST_KEY_ENV
+	  "stopped and the node exits 1.  With --imds-notices a spot "
+	  "interruption notice in the instance metadata is the same leave, "
+	  "timed by the notice.  A role that the coordinator lists as "
+	  "leaving (a release) leaves by itself.  The job key ($" DIST_KEY_ENV
 	  ", or $" DIST_KEY_FILE_ENV ") is passed on in the environment to "
 	  "the roles, which read it as the coordinator does.  With --stub "
 	  "the node runs no role: it registers as node N with no role "
@@ -339,6 +342,26 @@ static const struct topt topts[] = {
 	    "with no role, then only heartbeat, every second (benchmarks "
 	    "of many instances; the coordinator's --hb-timeout must be "
 	    "longer)", NULL),
+	OPT("imds-notices", NULL, C_NODE, K_FLAG, n.imds, 0, 0, F_OWN,
+	    "node: poll the instance metadata (IMDSv2) for a spot "
+	    "interruption notice, on which the roles leave by its time, "
+	    "and for a rebalance recommendation", NULL),
+	OPT("imds-poll-ms", "MS", C_NODE, K_UINT, n.imds_poll_ms, 50,
+	    600000, F_OWN, "node: between two polls",
+	    "5 s of the notices' clock: 5000 / K"),
+	OPT("imds-margin-ms", "MS", C_NODE, K_UINT, n.imds_margin_ms, 0,
+	    600000, F_OWN, "node: the roles are to be gone this long before "
+	    "the notice's time (at most a quarter of the time left)", NULL),
+	OPT("leave-on-rebalance", NULL, C_NODE, K_FLAG, n.leave_on_rebalance,
+	    0, 0, F_OWN, "node: a rebalance recommendation is a leave "
+	    "(reason rebalance), not only a log line", NULL),
+	OPT("clock-speedup", "K", C_NODE, K_UINT, n.clock_speedup, 1, 1200,
+	    F_OWN, "node: the notices' times are on a clock K times faster "
+	    "than real time (a fake EC2's; AWS: 1)", NULL),
+	OPT("clock-origin", "T0", C_NODE, K_UINT, n.clock_origin_s, 0,
+	    4102444800.0, F_OWN | F_NORANGE, "node: Unix seconds that clock "
+	    "runs from (T0 + (now - T0) * K); needed with --clock-speedup",
+	    "none"),
 	OPT("agent", "ENDPOINT", C_ROLE, K_ENDPOINT, o.agent, 0, 0, 0,
 	    "coordinator: PUSH PROGRESS frames to the agent's PULL here",
 	    "none"),
@@ -391,6 +414,8 @@ static void tcli_default(struct tcli *t, const struct subcmd *sc)
 	t->o.stop = &stop_flag;
 	t->o.leave_ms = &leave_ms;
 	t->n.workers = 1;
+	t->n.imds_margin_ms = DIST_NODE_IMDS_MARGIN_MS;
+	t->n.clock_speedup = 1;
 	t->l.self = "/proc/self/exe";
 	if (sc->mask == C_EVAL)
 		t->o.train.threads = 1;
@@ -1174,6 +1199,14 @@ static int run_node(struct tcli *t, char **role_args)
 	if ((uint64_t)t->n.base + t->n.workers >= UINT32_MAX - 1)
 		return usage_error(find_subcmd("node"), "--node %u: its "
 				   "workers' ids are past the last", t->n.base);
+	if (t->n.leave_on_rebalance && !t->n.imds)
+		return usage_error(find_subcmd("node"), "--leave-on-rebalance "
+				   "needs --imds-notices");
+	if (t->n.clock_speedup > 1 && !t->n.clock_origin_s)
+		return usage_error(find_subcmd("node"), "--clock-speedup %u "
+				   "needs --clock-origin (the fake EC2's)",
+				   t->n.clock_speedup);
+	t->n.log = log_cb;
 	rc = dist_node_run(&t->n, &err);
 	if (rc != 0 && err.msg[0])
 		log_err("node %u: %s", t->n.base, err.msg);
