@@ -58,6 +58,8 @@ struct ps {
 				    checkpoint (WIRE_F_RESUME) */
 	bool leaving, shutdown;
 	bool told;               /* the coordinator lists it as leaving */
+	int64_t told_by_us;      /* ... to be gone by then (wall clock; 0:
+				  * not said) */
 	bool fwd_due;            /* a CLOCK_MIN advance wants a FORWARD */
 };
 
@@ -227,14 +229,16 @@ static void forward_all(struct ps *p)
  * not an earlier process of the node's) as leaving: the agent's LEAVE
  * (a release across machines) reaches a node this way, with no signal. */
 static bool told_to_leave(const struct wire_msg *m, struct wire_node self,
-			  uint64_t session)
+			  uint64_t session, int64_t *ret_deadline_us)
 {
 	const struct wire_membership *mb = &m->u.membership;
 
 	for (uint32_t i = 0; i < mb->n; i++)
-		if (wire_node_eq(mb->members[i].node, self))
+		if (wire_node_eq(mb->members[i].node, self)) {
+			*ret_deadline_us = mb->members[i].leave_deadline_us;
 			return mb->members[i].state == WIRE_MEMBER_LEAVING &&
 			       mb->members[i].session == session;
+		}
 	return false;
 }
 
@@ -251,7 +255,8 @@ static void on_sub(struct ps *p)
 			(void)wire_membership_apply(p->ctx, &m,
 						    px_now_mono_us());
 			if (told_to_leave(&m, p->o->node,
-					  wire_ctx_session(p->ctx)))
+					  wire_ctx_session(p->ctx),
+					  &p->told_by_us))
 				p->told = true;
 			break;
 		case WIRE_STAGE:
@@ -808,16 +813,18 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 		if (((o->stop && *o->stop) || p->told) && !p->leaving) {
 			struct wire_msg m;
 
-			/* told by the coordinator: the member list does not
-			 * say by when, and the agent's release gives
-			 * DIST_LEAVE_DEFAULT_MS, the default here */
+			/* told by the coordinator: the member list says by
+			 * when (the agent's release, its deadline); a list
+			 * that does not, DIST_LEAVE_DEFAULT_MS */
 			p->leaving = true;
 			told_only = !(o->stop && *o->stop);
 			leave_at = now;
 			wire_msg_init(&m, WIRE_LEAVE,
 				      (struct wire_node){ DIST_COORD_NODE },
 				      p->clock_min);
-			m.u.leave.deadline_us = dist_leave_deadline_us(o);
+			m.u.leave.deadline_us = told_only && p->told_by_us > 0
+						? p->told_by_us
+						: dist_leave_deadline_us(o);
 			m.u.leave.reason = dist_leave_reason(o);
 			leave_by = hand_off_by(m.u.leave.deadline_us, now);
 			/* the coordinator moved the shards when it listed
