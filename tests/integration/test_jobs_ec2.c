@@ -557,6 +557,66 @@ Test(jobs_ec2, a_launch_whose_answers_are_lost_is_adopted_whole)
 	check_fake(id, st);
 }
 
+/* Two spot interruptions through the fake's instance metadata (the
+ * two-minute warning: 2 real s at 60x): each node reads its notice
+ * itself (--imds-notices) and leaves by its time, its PS handing its
+ * shards over; the daemon hears of each at once (the leave's reason in
+ * the membership) and the controller may replace the node before it is
+ * gone; training goes on with no loss, and the books match EC2's. */
+Test(jobs_ec2, interruption_notices_read_by_the_nodes)
+{
+	json_t *st;
+	int64_t id;
+	char ids[8][32];
+	int interrupted = 0;
+
+	fake_up(NULL);
+	daemon_ec2();
+	ec2_job(300);
+	id = submit();
+	for (int k = 0; k < 600 && interrupted < 2; k++) {
+		size_t n = running_spot(ids, 8);
+
+		if (n && workers_of(id) >= 2 && k >= (interrupted ? 30 : 10)) {
+			char cmd[128];
+
+			snprintf(cmd, sizeof cmd, "{\"interrupt\": {\"id\": "
+				 "\"%s\"}}", ids[0]);
+			json_decref(fake_ctl(&fk, cmd));
+			interrupted++;
+			k = 0;
+		}
+		if (!still_going(id))
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_eq(interrupted, 2, "the job ended before two spot "
+		     "instances could be interrupted; %s", daemon_said());
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	st = bills_final(id, st);
+	{
+		char *log = daemon_log();
+		const char *at = log;
+		int heard = 0;
+
+		while ((at = strstr(at, "read an interruption notice"))) {
+			heard++;
+			at++;
+		}
+		cr_assert_geq(heard, 1, "the daemon never heard a node's "
+			      "notice: %s", log);
+		free(log);
+	}
+	cr_assert_eq(json_integer_value(json_object_get(st, "losses")), 0,
+		     "%s", json_dumps(st, 0));
+	cr_assert_geq(json_integer_value(json_object_get(st, "evictions")),
+		      1, "%s", json_dumps(st, 0));
+	check_books(id, st);
+	check_fake(id, st);
+	json_decref(st);
+}
+
 /* Whether job id is still queued or running. */
 static bool still_going(int64_t id)
 {
