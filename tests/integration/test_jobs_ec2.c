@@ -396,6 +396,36 @@ static void check_fake(int64_t id, json_t *st)
 	json_decref(sum);
 }
 
+/* Two spot interruptions through the fake (its notice, then the end) of
+ * whatever spot instance runs then, the second `apart` tenths of a
+ * second after the first, once the job counts `workers` workers (0: at
+ * once); fails the test if the job ends first. */
+static void interrupt_two(int64_t id, int64_t workers, int apart)
+{
+	char ids[8][32];
+	int interrupted = 0;
+
+	for (int k = 0; k < 600 && interrupted < 2; k++) {
+		size_t n = running_spot(ids, 8);
+
+		if (n && k >= (interrupted ? apart : 10) &&
+		    (!workers || workers_of(id) >= workers)) {
+			char cmd[128];
+
+			snprintf(cmd, sizeof cmd, "{\"interrupt\": {\"id\": "
+				 "\"%s\"}}", ids[0]);
+			json_decref(fake_ctl(&fk, cmd));
+			interrupted++;
+			k = 0;
+		}
+		if (!still_going(id))
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_eq(interrupted, 2, "the job ended before two spot "
+		     "instances could be interrupted; %s", daemon_said());
+}
+
 /* EC2 at its worst: a throttling storm with 5xx answers and dropped
  * connections (one RunInstances carried out and its answer lost: the
  * retry's ClientToken gives the same instance back), a DescribeInstances
@@ -408,8 +438,6 @@ Test(jobs_ec2, storms_capacity_errors_and_interruptions)
 {
 	json_t *st, *r;
 	int64_t id;
-	char ids[8][32];
-	int interrupted = 0;
 
 	fake_up(NULL);
 	r = fake_ctl(&fk, "{\"capacity\": [{\"type\": \"c4.large\", "
@@ -433,24 +461,7 @@ Test(jobs_ec2, storms_capacity_errors_and_interruptions)
 	id = submit();
 	/* two interruptions, a few seconds apart, of whatever spot
 	 * instance runs then */
-	for (int k = 0; k < 600 && interrupted < 2; k++) {
-		size_t n = running_spot(ids, 8);
-
-		if (n && k >= (interrupted ? 25 : 10)) {
-			char cmd[128];
-
-			snprintf(cmd, sizeof cmd, "{\"interrupt\": {\"id\": "
-				 "\"%s\"}}", ids[0]);
-			json_decref(fake_ctl(&fk, cmd));
-			interrupted++;
-			k = 0;
-		}
-		if (!still_going(id))
-			break;
-		sleep_ms(100);
-	}
-	cr_assert_eq(interrupted, 2, "the job ended before two spot "
-		     "instances could be interrupted; %s", daemon_said());
+	interrupt_two(id, 0, 25);
 	st = wait_end(id, 240);
 	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
 	st = bills_final(id, st);
@@ -567,31 +578,12 @@ Test(jobs_ec2, interruption_notices_read_by_the_nodes)
 {
 	json_t *st;
 	int64_t id;
-	char ids[8][32];
-	int interrupted = 0;
 
 	fake_up(NULL);
 	daemon_ec2();
 	ec2_job(300);
 	id = submit();
-	for (int k = 0; k < 600 && interrupted < 2; k++) {
-		size_t n = running_spot(ids, 8);
-
-		if (n && workers_of(id) >= 2 && k >= (interrupted ? 30 : 10)) {
-			char cmd[128];
-
-			snprintf(cmd, sizeof cmd, "{\"interrupt\": {\"id\": "
-				 "\"%s\"}}", ids[0]);
-			json_decref(fake_ctl(&fk, cmd));
-			interrupted++;
-			k = 0;
-		}
-		if (!still_going(id))
-			break;
-		sleep_ms(100);
-	}
-	cr_assert_eq(interrupted, 2, "the job ended before two spot "
-		     "instances could be interrupted; %s", daemon_said());
+	interrupt_two(id, 2, 30);
 	st = wait_end(id, 240);
 	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
 	st = bills_final(id, st);
