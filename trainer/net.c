@@ -32,6 +32,12 @@ struct net_sock {
 	 * connected to (one: how this project uses REQ) */
 	bool awaiting;
 	char url[NN_SOCKADDR_MAX];
+	/* Its endpoints: none yet, on this host (ipc://, inproc://), or
+	 * across the network (any other transport).  A remote socket seals
+	 * every frame encrypted and accepts only encrypted frames; a local
+	 * one seals with GMAC only and accepts both.  One socket is one or
+	 * the other (net_bind, net_connect). */
+	enum net_where { EP_NONE, EP_LOCAL, EP_REMOTE } where;
 	struct wire_stats st;
 };
 
@@ -169,34 +175,60 @@ void net_close(struct net_sock *s)
 	free(s);
 }
 
-static enum px_err check_url(const char *url, struct px_error *err)
+/* Where a url's transport reaches: this host only, or the network. */
+static enum net_where url_where(const char *url)
 {
+	return strncmp(url, "ipc://", 6) == 0 ||
+			       strncmp(url, "inproc://", 9) == 0 ?
+		       EP_LOCAL : EP_REMOTE;
+}
+
+/* Check url and that its transport is of the socket's kind: a socket
+ * that sends in the clear on ipc:// must not also reach tcp://, and a
+ * socket that requires encryption would drop its ipc:// peers' frames. */
+static enum px_err check_url(struct net_sock *s, const char *url,
+			     struct px_error *err)
+{
+	enum net_where where;
+
 	if (!url || strnlen(url, NN_SOCKADDR_MAX) >= NN_SOCKADDR_MAX)
 		return px_errorf(err, PX_EINVAL, "bad endpoint url");
+	where = url_where(url);
+	if (s->where != EP_NONE && s->where != where)
+		return px_errorf(err, PX_EINVAL,
+				 "endpoint '%s': this socket already has %s "
+				 "endpoints (frames that leave the host are "
+				 "encrypted, local ones not: one socket is one "
+				 "or the other)", url,
+				 s->where == EP_LOCAL ? "local (ipc, inproc)" :
+							"network");
 	return PX_OK;
 }
+
 
 enum px_err net_bind(struct net_sock *s, const char *url,
 		     struct px_error *err)
 {
-	enum px_err r = check_url(url, err);
+	enum px_err r = check_url(s, url, err);
 
 	if (r != PX_OK)
 		return r;
 	if (nn_bind(s->fd, url) < 0)
 		return nn_fail(err, "bind", url);
+	s->where = url_where(url);
 	return PX_OK;
 }
 
 enum px_err net_connect(struct net_sock *s, const char *url,
 			struct px_error *err)
 {
-	enum px_err r = check_url(url, err);
+	enum px_err r = check_url(s, url, err);
 
 	if (r != PX_OK)
 		return r;
 	if (nn_connect(s->fd, url) < 0)
 		return nn_fail(err, "connect", url);
+	s->where = url_where(url);
 	if (s->pat == NET_REQ)
 		snprintf(s->url, sizeof s->url, "%s", url);
 	return PX_OK;
@@ -244,6 +276,12 @@ enum px_err net_send(struct net_sock *s, struct wire_msg *m, int timeout_ms,
 	if (!buf)
 		return px_errorf(err, PX_ENOMEM, "out of memory for a %s frame",
 				 wire_type_name(m->hdr.type));
+	/* the socket decides, not the caller: a frame for the network is
+	 * encrypted whatever m said */
+	if (s->where == EP_REMOTE)
+		m->hdr.flags |= WIRE_F_ENC;
+	else
+		m->hdr.flags &= ~(uint32_t)WIRE_F_ENC;
 	r = wire_seal(s->ctx, m, s->max_payload, buf, WIRE_OVERHEAD + plen,
 		      &flen, err);
 	if (r != PX_OK)
@@ -298,8 +336,8 @@ enum px_err net_recv(struct net_sock *s, struct wire_msg *ret,
 					 nn_strerror(e));
 		}
 		now = px_now_mono_us();
-		r = wire_open(s->ctx, buf, (size_t)n, s->max_payload, now,
-			      &s->st, &m, &d);
+		r = wire_open_ex(s->ctx, buf, (size_t)n, s->max_payload, now,
+				 s->where == EP_REMOTE, &s->st, &m, &d);
 		if (r == PX_OK) {
 			m.frame = buf;
 			m.frame_free = free_nn;

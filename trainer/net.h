@@ -48,13 +48,20 @@ enum px_err net_open(struct wire_ctx *ctx, enum net_pattern p,
 void net_close(struct net_sock *s);
 
 /* Bind or connect to a nanomsg URL: "tcp://127.0.0.1:7001",
- * "ipc:///run/x.sock", "inproc://name".  tcp needs an explicit port. */
+ * "ipc:///run/x.sock", "inproc://name".  tcp needs an explicit port.
+ * The endpoints fix what the socket does: on tcp:// (any transport but
+ * ipc:// and inproc://) every frame it sends is encrypted (WIRE_F_ENC)
+ * and every frame it receives must be (else dropped as
+ * WIRE_DROP_PLAINTEXT); on ipc:// and inproc:// it sends GMAC only and
+ * accepts both.  A socket's endpoints are all of one kind: PX_EINVAL
+ * otherwise (docs/protocol.md, "Encryption"). */
 enum px_err net_bind(struct net_sock *s, const char *url,
 		     struct px_error *err);
 enum px_err net_connect(struct net_sock *s, const char *url,
 			struct px_error *err);
 
-/* Seal m (header completed, seq drawn from the ctx) and send it.
+/* Seal m (header completed, seq drawn from the ctx; WIRE_F_ENC set or
+ * cleared by the socket's transport) and send it.
  * timeout_ms: -1 waits forever, 0 never blocks, else milliseconds.
  * PX_ETIMEDOUT when it could not be queued in time (nothing was sent),
  * PX_ESYS|errno for socket errors (e.g. EFSM: REQ/REP out of turn). */

@@ -1,6 +1,7 @@
-/* wire.c -- frames of the trainer protocol: encode, seal (AES-256-GMAC
- * under a key per sender session), verify, decode, and the per-sender
- * replay windows and handshakes.
+/* wire.c -- frames of the trainer protocol: encode, seal (AES-256-GCM
+ * under a key per sender session: GMAC, or the payload encrypted),
+ * verify, decrypt, decode, and the per-sender replay windows and
+ * handshakes.
  *
  * Integers are written byte by byte (little-endian on any host); floats
  * are IEEE-754 float32, copied as-is on little-endian hosts.
@@ -100,6 +101,7 @@ static const char *const drop_names[WIRE_DROP_MAX] = {
 	[WIRE_DROP_MALFORMED] = "malformed",
 	[WIRE_DROP_NO_SESSION] = "no_session",
 	[WIRE_DROP_REPLAY] = "replay",
+	[WIRE_DROP_PLAINTEXT] = "plaintext",
 };
 
 static const char *const type_names[WIRE_TYPE_MAX] = {
@@ -1009,34 +1011,61 @@ static void tagger_put(struct wire_ctx *ctx, struct tagger *t)
 	pthread_mutex_unlock(&ctx->pool_lock);
 }
 
-/* AES-256-GMAC of buf[n] (header and payload, all of it additional
- * data, nothing encrypted) under key, nonce seq || 0^32. */
-static bool mac(struct wire_ctx *ctx, const uint8_t key[KEY_LEN],
-		uint64_t seq, const uint8_t *buf, size_t n,
-		uint8_t out[WIRE_MAC_LEN])
+/* What one AES-256-GCM pass over a frame does. */
+enum gcm_op {
+	GCM_SEAL,   /* encrypt the payload when enc; write the tag */
+	GCM_OPEN,   /* decrypt the payload when enc; check the tag */
+	GCM_UNSEAL  /* decrypt the payload, no tag (wire_retag) */
+};
+
+/* One AES-256-GCM pass over the frame buf (header, plen payload bytes,
+ * tag) under key, nonce seq || 0^32.  enc: the header is additional data
+ * and the payload is encrypted or decrypted in place; otherwise GMAC:
+ * header and payload are all additional data, nothing is encrypted.
+ * False with *tag_bad on a tag that does not verify (GCM_OPEN; OpenSSL
+ * compares in constant time), false alone when OpenSSL failed. */
+static bool gcm(struct wire_ctx *ctx, const uint8_t key[KEY_LEN],
+		uint64_t seq, bool enc, enum gcm_op op, uint8_t *buf,
+		size_t plen, bool *tag_bad)
 {
 	uint64_t t0 = now_ns();
 	uint8_t iv[NONCE_LEN] = { 0 };
+	uint8_t *pay = buf + WIRE_HDR_LEN, *tag = pay + plen;
+	size_t aad = enc ? WIRE_HDR_LEN : WIRE_HDR_LEN + plen;
 	struct tagger *t = tagger_get(ctx);
-	bool same;
+	bool same, ok;
 	int len;
-	bool ok;
 
+	*tag_bad = false;
 	if (!t)
 		return false;
 	for (int i = 0; i < 8; i++)
 		iv[i] = (uint8_t)(seq >> (8 * i));
 	same = t->keyed && CRYPTO_memcmp(t->key, key, KEY_LEN) == 0;
-	ok = n <= INT32_MAX &&
-	     EVP_EncryptInit_ex(t->c, NULL, NULL, same ? NULL : key, iv) == 1 &&
-	     EVP_EncryptUpdate(t->c, NULL, &len, buf, (int)n) == 1 &&
-	     EVP_EncryptFinal_ex(t->c, NULL, &len) == 1 &&
-	     EVP_CIPHER_CTX_ctrl(t->c, EVP_CTRL_GCM_GET_TAG, WIRE_MAC_LEN,
-				 out) == 1;
-	if (ok && !same) {
+	/* The GCM key schedule is one for both directions, so a context
+	 * keyed for sealing opens with the same key given as NULL. */
+	ok = WIRE_HDR_LEN + plen <= INT32_MAX &&
+	     EVP_CipherInit_ex(t->c, NULL, NULL, same ? NULL : key, iv,
+			       op == GCM_SEAL) == 1 &&
+	     EVP_CipherUpdate(t->c, NULL, &len, buf, (int)aad) == 1 &&
+	     (!enc || plen == 0 ||
+	      EVP_CipherUpdate(t->c, pay, &len, pay, (int)plen) == 1);
+	if (ok && op == GCM_SEAL)
+		ok = EVP_CipherFinal_ex(t->c, NULL, &len) == 1 &&
+		     EVP_CIPHER_CTX_ctrl(t->c, EVP_CTRL_GCM_GET_TAG,
+					 WIRE_MAC_LEN, tag) == 1;
+	else if (ok && op == GCM_OPEN) {
+		ok = EVP_CIPHER_CTX_ctrl(t->c, EVP_CTRL_GCM_SET_TAG,
+					 WIRE_MAC_LEN, tag) == 1;
+		if (ok && EVP_CipherFinal_ex(t->c, NULL, &len) != 1) {
+			*tag_bad = true;
+			ok = false;
+		}
+	}
+	if ((ok || *tag_bad) && !same) {
 		memcpy(t->key, key, KEY_LEN);
 		t->keyed = true;
-	} else if (!ok) {
+	} else if (!ok && !*tag_bad) {
 		t->keyed = false;
 	}
 	tagger_put(ctx, t);
@@ -1049,6 +1078,7 @@ enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
 		      size_t *ret_len, struct px_error *err)
 {
 	struct wr w = { buf, len, false };
+	bool tag_bad;
 	size_t plen;
 	enum px_err r;
 
@@ -1076,8 +1106,9 @@ enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
 	if (w.bad || (size_t)(w.p - buf) != WIRE_HDR_LEN + plen)
 		return px_errorf(err, PX_EINVAL, "%s: encoding failed",
 				 wire_type_name(m->hdr.type));
-	if (!mac(ctx, ctx->fkey, m->hdr.seq, buf, WIRE_HDR_LEN + plen, w.p))
-		return px_errorf(err, PX_ENOMEM, "AES-256-GMAC failed");
+	if (!gcm(ctx, ctx->fkey, m->hdr.seq, m->hdr.flags & WIRE_F_ENC,
+		 GCM_SEAL, buf, plen, &tag_bad))
+		return px_errorf(err, PX_ENOMEM, "AES-256-GCM failed");
 	count(&ctx->n_sealed, 1);
 	count(&ctx->b_sealed, WIRE_OVERHEAD + plen);
 	*ret_len = WIRE_OVERHEAD + plen;
@@ -1310,16 +1341,16 @@ static enum px_err drop(struct wire_stats *st, enum wire_drop d,
 	return PX_EPROTO;
 }
 
-enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
-		      size_t max_payload, uint64_t now_us,
-		      struct wire_stats *st, struct wire_msg *ret,
-		      enum wire_drop *ret_drop)
+enum px_err wire_open_ex(struct wire_ctx *ctx, uint8_t *buf, size_t len,
+			 size_t max_payload, uint64_t now_us, bool need_enc,
+			 struct wire_stats *st, struct wire_msg *ret,
+			 enum wire_drop *ret_drop)
 {
 	struct rd r = { buf, len, false };
-	uint8_t tag[WIRE_MAC_LEN], key[KEY_LEN];
+	uint8_t key[KEY_LEN];
 	struct wire_msg m;
 	struct wire_hdr *h = &m.hdr;
-	bool oom = false;
+	bool oom = false, tag_bad;
 	enum wire_drop d;
 
 	memset(&m, 0, sizeof(m));
@@ -1350,22 +1381,32 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 		return drop(st, WIRE_DROP_BAD_JOB, ret_drop);
 	count(&ctx->n_opened, 1);
 	count(&ctx->b_opened, len);
-	/* sender, session and seq pick the key and the nonce; nothing else
-	 * of the header is looked at before the tag is checked */
+	/* sender, session and seq pick the key and the nonce, the ENC bit
+	 * whether the payload is ciphertext (flipped, it changes what the
+	 * tag covers and the tag fails); nothing else of the header is
+	 * looked at before the tag is checked */
 	if (!sender_key(ctx, h->sender, h->session, key)) {
 		*ret_drop = WIRE_DROP_NONE;
 		return PX_ENOMEM;
 	}
-	if (!mac(ctx, key, h->seq, buf, WIRE_HDR_LEN + h->payload_len, tag) ||
-	    CRYPTO_memcmp(tag, buf + WIRE_HDR_LEN + h->payload_len,
-			  WIRE_MAC_LEN) != 0)
+	if (!gcm(ctx, key, h->seq, h->flags & WIRE_F_ENC, GCM_OPEN, buf,
+		 h->payload_len, &tag_bad)) {
+		if (!tag_bad) {
+			*ret_drop = WIRE_DROP_NONE;
+			return PX_ENOMEM;
+		}
 		return drop(st, WIRE_DROP_BAD_MAC, ret_drop);
+	}
 	/* Authentic from here on: a holder of the job key sent it. */
 	if (h->type == 0 || h->type >= WIRE_TYPE_MAX ||
 	    h->flags & ~WIRE_F_ALL || !wire_flags_ok(h->type, h->flags) ||
 	    h->seq == 0 || h->session == 0 ||
 	    wire_node_eq(h->sender, WIRE_NODE_ALL))
 		return drop(st, WIRE_DROP_BAD_HEADER, ret_drop);
+	/* A peer that sends in the clear where we require encryption is
+	 * misconfigured (or an old build): refuse rather than downgrade. */
+	if (need_enc && !(h->flags & WIRE_F_ENC))
+		return drop(st, WIRE_DROP_PLAINTEXT, ret_drop);
 	if (!wire_node_eq(h->dest, ctx->self) &&
 	    !wire_node_eq(h->dest, WIRE_NODE_ALL))
 		return drop(st, WIRE_DROP_NOT_FOR_US, ret_drop);
@@ -1397,6 +1438,15 @@ enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
 	*ret = m;
 	*ret_drop = WIRE_DROP_NONE;
 	return PX_OK;
+}
+
+enum px_err wire_open(struct wire_ctx *ctx, uint8_t *buf, size_t len,
+		      size_t max_payload, uint64_t now_us,
+		      struct wire_stats *st, struct wire_msg *ret,
+		      enum wire_drop *ret_drop)
+{
+	return wire_open_ex(ctx, buf, len, max_payload, now_us, false, st,
+			    ret, ret_drop);
 }
 
 /* ---- context ---- */
@@ -1534,12 +1584,14 @@ enum px_err wire_retag(struct wire_ctx *ctx, uint8_t *buf, size_t len)
 {
 	struct rd r = { buf, len, false };
 	uint64_t session, seq;
-	uint32_t sender, plen;
+	uint32_t flags, sender, plen;
+	bool enc, tag_bad;
 
 	if (len < WIRE_OVERHEAD)
 		return PX_EINVAL;
-	r.p += 12;
-	r.left -= 12;
+	r.p += 8;
+	r.left -= 8;
+	flags = get_u32(&r);
 	sender = get_u32(&r);
 	(void)get_u32(&r);      /* dest */
 	plen = get_u32(&r);
@@ -1550,8 +1602,14 @@ enum px_err wire_retag(struct wire_ctx *ctx, uint8_t *buf, size_t len)
 	if (sender != ctx->self.v || session != ctx->session ||
 	    len != WIRE_OVERHEAD + (size_t)plen)
 		return PX_EINVAL;
-	return mac(ctx, ctx->fkey, seq, buf, WIRE_HDR_LEN + plen,
-		   buf + WIRE_HDR_LEN + plen) ? PX_OK : PX_ENOMEM;
+	/* CTR is its own inverse: decrypting the payload and encrypting it
+	 * again gives the same bytes, and the tag over them */
+	enc = flags & WIRE_F_ENC;
+	if (enc && !gcm(ctx, ctx->fkey, seq, true, GCM_UNSEAL, buf, plen,
+			&tag_bad))
+		return PX_ENOMEM;
+	return gcm(ctx, ctx->fkey, seq, enc, GCM_SEAL, buf, plen, &tag_bad) ?
+		       PX_OK : PX_ENOMEM;
 }
 
 void wire_ctx_counters(struct wire_ctx *ctx, struct wire_counters *ret)

@@ -2,7 +2,8 @@
  *
  * Encodes and decodes every message the coordinator, parameter servers,
  * workers and the agent exchange, as flat little-endian frames sealed with
- * AES-256-GMAC under a key per job and sender session, with per-sender
+ * AES-256-GCM under a key per job and sender session (the payload
+ * encrypted when the frame says so, else GMAC only), with per-sender
  * replay protection.
  * No sockets here (see net.h); the layout is documented in docs/protocol.md.
  */
@@ -18,7 +19,7 @@
 #define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
 #define WIRE_VERSION 4
 #define WIRE_HDR_LEN 64                 /* bytes before the payload */
-#define WIRE_MAC_LEN 16                 /* AES-256-GMAC tag after it */
+#define WIRE_MAC_LEN 16                 /* AES-256-GCM tag after it */
 #define WIRE_OVERHEAD (WIRE_HDR_LEN + WIRE_MAC_LEN)
 #define WIRE_NONCE_LEN 16               /* handshake nonces, bytes */
 #define WIRE_STR_MAX 127                /* strings: printable ASCII */
@@ -79,11 +80,17 @@ enum wire_type {
 enum wire_flags {
 	WIRE_F_MORE = 1 << 0,     /* more chunks of this range/clock follow */
 	/* 1 << 1 was MOMENTUM (version 2): the PS keeps no momentum now */
-	WIRE_F_RESUME = 1 << 2    /* ASSIGN: the job resumes from a
+	WIRE_F_RESUME = 1 << 2,   /* ASSIGN: the job resumes from a
 				   * checkpoint; a PS takes its first shards'
 				   * state from the coordinator */
+	WIRE_F_ENC = 1 << 3       /* any type: the payload is encrypted
+				   * (AES-256-GCM, the header stays
+				   * additional data); without it the tag
+				   * is GMAC over header and payload.  The
+				   * sender sets it (net_send does, on a
+				   * socket whose frames leave the host) */
 };
-#define WIRE_F_ALL ((uint32_t)(WIRE_F_MORE | WIRE_F_RESUME))
+#define WIRE_F_ALL ((uint32_t)(WIRE_F_MORE | WIRE_F_RESUME | WIRE_F_ENC))
 
 /* Roles, a mask (a reliable node may run a worker and a BackupPS). */
 enum wire_role {
@@ -141,6 +148,8 @@ enum wire_drop {
 	WIRE_DROP_MALFORMED,  /* payload does not match its type */
 	WIRE_DROP_NO_SESSION, /* sender's session not established */
 	WIRE_DROP_REPLAY,     /* seen, too old, or stale handshake */
+	WIRE_DROP_PLAINTEXT,  /* authentic, but not encrypted where the
+			       * receiver requires it (wire_open_ex) */
 	WIRE_DROP_MAX
 };
 
@@ -409,7 +418,9 @@ struct wire_counters {
 	uint64_t sealed_bytes;            /* their bytes, header and tag too */
 	uint64_t opened_frames;           /* frames whose tag was checked */
 	uint64_t opened_bytes;            /* their bytes */
-	uint64_t mac_ns;                  /* time computing tags, both ways */
+	uint64_t mac_ns;                  /* time in AES-GCM (tags, and
+					   * encryption where asked), both
+					   * ways */
 };
 void wire_ctx_counters(struct wire_ctx *ctx, struct wire_counters *ret);
 
@@ -454,15 +465,19 @@ enum px_err wire_payload_size(const struct wire_msg *m, size_t max_payload,
 
 /* Seal m into buf[len] (len >= WIRE_OVERHEAD + payload size): fills the
  * header (sender, job, session, next seq; written back into m->hdr),
- * the payload and the MAC.  *ret_len is the frame length. */
+ * the payload and the MAC.  With WIRE_F_ENC in m->hdr.flags the payload
+ * is encrypted (AES-256-GCM), else only authenticated (GMAC); the nonce
+ * is the fresh seq either way.  *ret_len is the frame length. */
 enum px_err wire_seal(struct wire_ctx *ctx, struct wire_msg *m,
 		      size_t max_payload, uint8_t *buf, size_t len,
 		      size_t *ret_len, struct px_error *err);
 
 /* Recompute the tag of a frame ctx sealed (its sender and session are
  * ctx's) after its bytes were changed: tests and fuzzing build frames
- * that authenticate whatever they hold.  PX_EINVAL when buf is no frame
- * of ctx's. */
+ * that authenticate whatever they hold.  A frame with WIRE_F_ENC keeps
+ * its payload bytes as they are (taken as ciphertext).  It reuses the
+ * frame's nonce: never for frames that are sent.  PX_EINVAL when buf is
+ * no frame of ctx's. */
 enum px_err wire_retag(struct wire_ctx *ctx, uint8_t *buf, size_t len);
 
 /* wire_seal into a malloc'd buffer the caller frees. */
@@ -474,11 +489,21 @@ enum px_err wire_encode(struct wire_ctx *ctx, struct wire_msg *m,
  * payload, then session and replay (which it records).  Returns PX_OK with
  * *ret filled (it borrows buf: keep buf alive until wire_msg_release), or
  * PX_EPROTO with *ret_drop set and st->dropped counted (st may be NULL),
- * or PX_ENOMEM.  Never reads outside buf[len]. */
-enum px_err wire_open(struct wire_ctx *ctx, const uint8_t *buf, size_t len,
+ * or PX_ENOMEM.  An encrypted payload (WIRE_F_ENC) is decrypted in place:
+ * buf is written, and after a drop its payload bytes may be garbage.
+ * Accepts frames with and without WIRE_F_ENC.  Never reads or writes
+ * outside buf[len]. */
+enum px_err wire_open(struct wire_ctx *ctx, uint8_t *buf, size_t len,
 		      size_t max_payload, uint64_t now_us,
 		      struct wire_stats *st, struct wire_msg *ret,
 		      enum wire_drop *ret_drop);
+/* wire_open; with need_enc, an authentic frame without WIRE_F_ENC is
+ * dropped as WIRE_DROP_PLAINTEXT (what a socket whose frames cross the
+ * network requires: net_recv). */
+enum px_err wire_open_ex(struct wire_ctx *ctx, uint8_t *buf, size_t len,
+			 size_t max_payload, uint64_t now_us, bool need_enc,
+			 struct wire_stats *st, struct wire_msg *ret,
+			 enum wire_drop *ret_drop);
 
 /* Most floats one PUSH/PARAMS/FORWARD chunk may carry under a bound. */
 uint32_t wire_range_chunk(size_t max_payload);

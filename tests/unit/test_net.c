@@ -378,6 +378,7 @@ Test(net, replay_dropped, .timeout = 10)
 	raw = raw_push(url);
 	handshake(wc, cc);
 	wire_msg_init(&m, WIRE_CLOCK, COORD, 3);
+	m.hdr.flags = WIRE_F_ENC;       /* a tcp socket requires it */
 	cr_assert_eq(wire_encode(wc, &m, 4096, &buf, &len, NULL), PX_OK);
 	cr_assert_eq(nn_send(raw, buf, len, 0), (int)len);
 	cr_assert_eq(nn_send(raw, buf, len, 0), (int)len);
@@ -651,4 +652,160 @@ Test(net, req_asks_again_on_a_new_socket, .timeout = 20)
 	net_close(rep);
 	wire_ctx_free(cc);
 	wire_ctx_free(wc);
+}
+
+/* ---- encryption on the wire ---- */
+
+/* A raw nanomsg PULL connected to url. */
+static int raw_pull(const char *url)
+{
+	int s = nn_socket(AF_SP, NN_PULL), to = WAIT, unlimited = -1;
+
+	cr_assert_geq(s, 0);
+	cr_assert_eq(nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, &to,
+				   sizeof(to)), 0);
+	cr_assert_eq(nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVMAXSIZE,
+				   &unlimited, sizeof(unlimited)), 0);
+	cr_assert_geq(nn_connect(s, url), 0);
+	return s;
+}
+
+static bool has_bytes(const uint8_t *hay, size_t len, const void *needle,
+		      size_t n)
+{
+	for (size_t i = 0; i + n <= len; i++)
+		if (memcmp(hay + i, needle, n) == 0)
+			return true;
+	return false;
+}
+
+/* What a net PUSH sends, seen by a raw PULL (an observer of the bytes):
+ * over tcp:// the floats are nowhere in the frame and the ENC flag is
+ * set; over ipc:// the frame is GMAC only, floats in the clear.  Either
+ * frame opens at the receiver with the values sent. */
+Test(net, frames_that_leave_the_host_encrypted, .timeout = 20)
+{
+	struct wire_ctx *cc = ctx_new(COORD, KEY), *wc = ctx_new(WORKER, KEY);
+	float data[512], got[512];
+	struct wire_msg m;
+	enum wire_drop d;
+	struct px_error e;
+	char url[64];
+
+	for (int i = 0; i < 512; i++)
+		data[i] = -77.5f - (float)i;
+	handshake(wc, cc);
+	for (int tcp = 0; tcp < 2; tcp++) {
+		struct net_sock *push = sock(wc, NET_PUSH, 0);
+		uint8_t *buf;
+		int raw, n;
+
+		if (tcp) {
+			bind_tcp(push, url, sizeof(url));
+		} else {
+			ipc_url(url, sizeof(url), "enc");
+			cr_assert_eq(net_bind(push, url, &e), PX_OK, "%s",
+				     e.msg);
+		}
+		raw = raw_pull(url);
+		cr_assert_eq(net_send_range(push, WIRE_PUSH, 0, COORD, 2, 0,
+					    0, data, 512, WAIT, &e), PX_OK,
+			     "%s", e.msg);
+		n = nn_recv(raw, &buf, NN_MSG, 0);
+		cr_assert_eq(n, WIRE_OVERHEAD + WIRE_RANGE_PREFIX + 512 * 4);
+		cr_assert_eq(buf[8], tcp ? WIRE_F_ENC : 0);
+		for (int i = 0; i + 2 <= 512; i += 1)
+			cr_assert_eq(has_bytes(buf, (size_t)n, &data[i], 8),
+				     !tcp, "%s: floats %d", url, i);
+		cr_assert_eq(wire_open_ex(cc, buf, (size_t)n,
+					  WIRE_PAYLOAD_DEFAULT,
+					  px_now_mono_us(), tcp, NULL, &m, &d),
+			     PX_OK, "%s", wire_drop_name(d));
+		wire_f32_copy(&m.u.range.data, got);
+		cr_assert_arr_eq(got, data, sizeof(data));
+		wire_msg_release(&m);
+		nn_freemsg(buf);
+		nn_close(raw);
+		net_close(push);
+		if (!tcp)
+			unlink_ipc(url);
+	}
+	wire_ctx_free(cc);
+	wire_ctx_free(wc);
+}
+
+/* Send one CLOCK sealed by wc (flags as given) from a raw PUSH. */
+static void raw_clock(int raw, struct wire_ctx *wc, uint32_t flags,
+		      int64_t clock)
+{
+	struct wire_msg m;
+	uint8_t *buf;
+	size_t len;
+
+	wire_msg_init(&m, WIRE_CLOCK, COORD, clock);
+	m.hdr.flags = flags;
+	cr_assert_eq(wire_encode(wc, &m, 4096, &buf, &len, NULL), PX_OK);
+	cr_assert_eq(nn_send(raw, buf, len, 0), (int)len);
+	free(buf);
+}
+
+/* A tcp:// receiver drops an authentic frame sent in the clear (counted
+ * as plaintext) and takes the encrypted one after it; an ipc:// receiver
+ * takes both, as before encryption. */
+Test(net, tcp_refuses_plaintext, .timeout = 20)
+{
+	struct wire_ctx *cc = ctx_new(COORD, KEY), *wc = ctx_new(WORKER, KEY);
+	struct net_sock *tp = sock(cc, NET_PULL, 0), *ip = sock(cc, NET_PULL, 0);
+	struct px_error e;
+	char turl[64], iurl[64];
+	int rt, ri;
+
+	bind_tcp(tp, turl, sizeof(turl));
+	ipc_url(iurl, sizeof(iurl), "plain");
+	cr_assert_eq(net_bind(ip, iurl, &e), PX_OK, "%s", e.msg);
+	rt = raw_push(turl);
+	ri = raw_push(iurl);
+	handshake(wc, cc);
+	/* one connection keeps the order: when 4 arrives, 3 was judged */
+	raw_clock(rt, wc, 0, 3);
+	raw_clock(rt, wc, WIRE_F_ENC, 4);
+	expect_clock(tp, 4);
+	cr_assert_eq(net_stats(tp)->dropped[WIRE_DROP_PLAINTEXT], 1);
+	cr_assert_eq(wire_stats_dropped(net_stats(tp)), 1);
+	raw_clock(ri, wc, 0, 5);
+	raw_clock(ri, wc, WIRE_F_ENC, 6);
+	expect_clock(ip, 5);
+	expect_clock(ip, 6);
+	cr_assert_eq(wire_stats_dropped(net_stats(ip)), 0);
+	nn_close(rt);
+	nn_close(ri);
+	net_close(tp);
+	net_close(ip);
+	unlink_ipc(iurl);
+	wire_ctx_free(cc);
+	wire_ctx_free(wc);
+}
+
+/* One socket's endpoints are all local or all remote: which frames it
+ * encrypts and requires is then never in doubt. */
+Test(net, one_kind_of_endpoint, .timeout = 10)
+{
+	struct wire_ctx *cc = ctx_new(COORD, KEY);
+	struct net_sock *a = sock(cc, NET_PULL, 0), *b = sock(cc, NET_PULL, 0);
+	struct px_error e;
+	char turl[64], iurl[64];
+
+	ipc_url(iurl, sizeof(iurl), "kind");
+	cr_assert_eq(net_bind(a, iurl, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(net_connect(a, "tcp://127.0.0.1:9", &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "tcp://127.0.0.1:9") &&
+		  strstr(e.msg, "local"), "%s", e.msg);
+	bind_tcp(b, turl, sizeof(turl));
+	cr_assert_eq(net_connect(b, iurl, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "network"), "%s", e.msg);
+	cr_assert_eq(net_connect(b, "inproc://x", &e), PX_EINVAL);
+	net_close(a);
+	net_close(b);
+	unlink_ipc(iurl);
+	wire_ctx_free(cc);
 }
