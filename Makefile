@@ -330,6 +330,9 @@ install: all
 	sed 's|@PREFIX@|$(PREFIX)|g' etc/proteusd.service > \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
 	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
+	sed 's|@PREFIX@|$(PREFIX)|g' etc/proteus-node.service > \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/proteus-node.service
+	chmod 0644 $(DESTDIR)$(PREFIX)/lib/systemd/system/proteus-node.service
 	install -m 0644 etc/sysusers.d/proteus.conf \
 		$(DESTDIR)$(PREFIX)/lib/sysusers.d/
 	install -m 0644 $(COMPLETIONS) \
@@ -356,6 +359,7 @@ install: all
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(PROGS)))
 	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/proteusd.service
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/proteus-node.service
 	rm -f $(DESTDIR)$(PREFIX)/lib/proteus/libproteus-cuda.so
 	rm -f $(DESTDIR)$(PREFIX)/lib/sysusers.d/proteus.conf
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,\

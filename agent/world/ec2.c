@@ -652,6 +652,67 @@ static void sb_quoted(struct sbuf *b, const char *s)
  * it: the owner's env must not hold the job key (PX_JOB_KEY is refused
  * here); until enrollment (the next issue) the key is a file on the
  * head node that only the fake's instances, on this host, can read. */
+/* Whether every argument and environment entry of nd can go into a
+ * systemd environment file unquoted and be split back at blanks
+ * (ExecStart's $VAR): no blank, quote, backslash, `$` or backquote. */
+static bool unit_safe(const struct world_node *nd)
+{
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+				 "QRSTUVWXYZ0123456789._:/@=,+-%";
+
+	for (char **a = nd->argv; a && *a; a++)
+		if ((*a)[strspn(*a, ok)])
+			return false;
+	for (char **e = nd->env; e && *e; e++)
+		if ((*e)[strspn(*e, ok)])
+			return false;
+	return true;
+}
+
+static void node_extra_args(const struct ec2w *w, const struct inst *in,
+			    struct sbuf *b);
+
+/* On an instance whose image has the proteus-node unit (a real EC2
+ * instance: no metadata endpoint set by hand), the node runs as that
+ * unit: its arguments and environment go to /etc/proteus/node.env and
+ * the unit starts (the journal keeps its log, systemd restarts a failed
+ * node, the shutdown's SIGTERM is its leave).  Elsewhere (the fake EC2,
+ * an image without the unit) the script goes on to run the node itself. */
+static void unit_branch(const struct ec2w *w, const struct inst *in,
+			const struct world_node *nd,
+			const struct world_place *pl, struct sbuf *b)
+{
+	sb_str(b, "if [ -z \"${AWS_EC2_METADATA_SERVICE_ENDPOINT:-}\" ] && "
+		  "command -v systemctl >/dev/null 2>&1 && "
+		  "systemctl cat proteus-node.service >/dev/null 2>&1; then\n"
+		  "  umask 077\n  mkdir -p /etc/proteus\n"
+		  "  cat > /etc/proteus/node.env <<PROTEUS_NODE_ENV\n");
+	for (char **e = nd->env; e && *e; e++) {
+		sb_str(b, *e);
+		sb_str(b, "\n");
+	}
+	sb_str(b, "PROTEUS_NODE_ARGS=");
+	/* argv[0] is the trainer and argv[1] "node": the unit has both */
+	for (char **a = nd->argv && nd->argv[0] && nd->argv[1] ?
+			nd->argv + 2 : NULL; a && *a; a++) {
+		const char *at = strstr(*a, LISTEN_HOST);
+
+		if (a != nd->argv + 2)
+			sb_str(b, " ");
+		if (at && !strcmp(*a, pl->listen)) {
+			sb_add(b, *a, (size_t)(at - *a));
+			sb_str(b, "$ip");
+			sb_str(b, at + strlen(LISTEN_HOST));
+		} else {
+			sb_str(b, *a);
+		}
+	}
+	node_extra_args(w, in, b);
+	sb_str(b, "\nPROTEUS_NODE_ENV\n"
+		  "  exec systemctl start --no-block proteus-node.service\n"
+		  "fi\n");
+}
+
 static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 			     const struct world_node *nd,
 			     const struct world_place *pl, struct sbuf *b,
@@ -688,6 +749,10 @@ static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 		if (!strchr(*e, '=') || strchr(*e, '=') == *e)
 			return px_errorf(err, PX_EINVAL, "bad environment "
 					 "entry for a node");
+	}
+	if (unit_safe(nd))
+		unit_branch(w, in, nd, pl, b);
+	for (char **e = nd->env; e && *e; e++) {
 		sb_str(b, "export ");
 		sb_quoted(b, *e);
 		sb_str(b, "\n");
@@ -708,27 +773,34 @@ static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 			sb_quoted(b, *a);
 		}
 	}
-	if (in->zone[0]) {
-		/* a spot node reads its own interruption notice (only the
-		 * instance can), on EC2's clock: the fake's runs K times
-		 * faster from T0 */
-		const struct proteusd_config *cfg = w->h->wh->cfg;
-		double k = clock_speedup(cfg);
-
-		sb_str(b, " --imds-notices");
-		if (k != 1.0 && cfg->ec2_clock_origin > 0) {
-			snprintf(line, sizeof line, " --clock-speedup %.9g "
-				 "--clock-origin %" PRId64, k,
-				 (int64_t)cfg->ec2_clock_origin);
-			sb_str(b, line);
-		}
-	}
+	node_extra_args(w, in, b);
 	sb_str(b, "; do n=$((n+1)); [ $n -lt 5 ] || exit 1; sleep 2; "
 		  "done\n");
 	if (b->over)
 		return px_errorf(err, PX_ETOOBIG, "the node's command is past "
 				 "EC2's %d bytes of user data", USER_DATA_MAX);
 	return PX_OK;
+}
+
+/* What a node's arguments gain on EC2: a spot node reads its own
+ * interruption notice (only the instance can), on EC2's clock (the
+ * fake's runs K times faster from T0). */
+static void node_extra_args(const struct ec2w *w, const struct inst *in,
+			    struct sbuf *b)
+{
+	const struct proteusd_config *cfg = w->h->wh->cfg;
+	double k = clock_speedup(cfg);
+	char line[96];
+
+	if (!in->zone[0])
+		return;
+	sb_str(b, " --imds-notices");
+	if (k != 1.0 && cfg->ec2_clock_origin > 0) {
+		snprintf(line, sizeof line, " --clock-speedup %.9g "
+			 "--clock-origin %" PRId64, k,
+			 (int64_t)cfg->ec2_clock_origin);
+		sb_str(b, line);
+	}
 }
 
 static void node_free(struct world_node *nd)

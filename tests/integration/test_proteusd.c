@@ -1215,3 +1215,31 @@ Test(proteusd, second_daemon_on_one_database_refused)
 	free(conf2);
 	free(sock2);
 }
+
+/* Both units (the head node's proteusd, an instance's proteus-node), as
+ * `make install` writes them: systemd-analyze accepts them.  Skipped where
+ * systemd-analyze is not installed. */
+Test(proteusd, units_verify)
+{
+	static const char *const units[] = { "proteusd.service",
+					     "proteus-node.service" };
+	char dir[] = "/tmp/pxunit.XXXXXX", cmd[4096];
+	const char *b = getenv("PX_BUILD"), *src = getenv("PX_SRC");
+
+	if (system("command -v systemd-analyze >/dev/null 2>&1") != 0)
+		cr_skip_test("systemd-analyze is not installed");
+	cr_assert_not_null(b);
+	cr_assert_not_null(src);
+	cr_assert_not_null(mkdtemp(dir));
+	for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+		snprintf(cmd, sizeof cmd, "mkdir -p '%s/bin' && "
+			 "ln -sf '%s/proteusd' '%s/proteus-trainer' '%s/bin/' "
+			 "&& sed 's|@PREFIX@|%s|g' '%s/etc/%s' > '%s/%s' && "
+			 "systemd-analyze verify --man=no '%s/%s' 2>&1",
+			 dir, b, b, dir, dir, src, units[i], dir, units[i],
+			 dir, units[i]);
+		cr_assert_eq(system(cmd), 0, "%s does not verify", units[i]);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
