@@ -264,6 +264,10 @@ static int64_t job_bills(struct loop *l, int64_t id, void *ctx)
 	j->timer = -1;
 	j->closing_us = 0;
 	job_release_run(j);
+	if (j->trim_due) {
+		j->trim_due = false;
+		job_trim(j);
+	}
 	return LOOP_NOMORE;
 }
 
@@ -493,6 +497,12 @@ void job_free(struct job *j)
 /* Drop what an ended job no longer needs (its market); keep its figures. */
 void job_trim(struct job *j)
 {
+	if (j->closing_us) {
+		/* its world and controller still use the market and the
+		 * plan until the bills are final (job_bills trims then) */
+		j->trim_due = true;
+		return;
+	}
 	(void)job_ref_od_uusd(j);   /* kept: the plan goes */
 	plan_free(j->plan);
 	j->plan = NULL;

@@ -142,6 +142,7 @@ struct job {
 	bool trainer_done;       /* the coordinator ended the job */
 	bool stall_kill;         /* the coordinator was killed: stalled */
 	uint64_t closing_us;     /* ended, its bills open since (mono) */
+	bool trim_due;           /* job_trim waits for the bills */
 	int64_t stall_restart_clock; /* the clock of the last stall
 				      * restart; -1: none */
 	uint64_t last_ev_us;     /* last "progress" event (monotonic) */

@@ -106,6 +106,7 @@ static void fake_up(const char *extra_json_args)
 /* The daemon on the ec2 world, at the fake. */
 static void daemon_ec2_world(bool default_world);
 static json_t *fake_instances(void);
+static void check_user_data(const char *ud);
 static bool still_going(int64_t id);
 static void check_fake(int64_t id, json_t *st);
 static json_t *bills_final(int64_t id, json_t *st);
@@ -264,6 +265,7 @@ Test(jobs_ec2, a_job_rents_trains_and_pays_what_ec2_bills)
 		cr_assert_null(strstr(ud, key));
 		cr_assert_null(strstr(ud, FAKE_SECRET));
 		cr_assert_null(strstr(ud, FAKE_AKID));
+		check_user_data(ud);
 		free(ud);
 	}
 	cr_assert_not(file_has(jt.log, FAKE_SECRET));
@@ -280,6 +282,37 @@ Test(jobs_ec2, a_job_rents_trains_and_pays_what_ec2_bills)
 	cr_assert_neq(access(keypath, F_OK), 0, "the key outlived its job");
 	json_decref(insts);
 	json_decref(st);
+}
+
+/* An instance's user data: a shell script sh accepts, that runs the
+ * node as the proteus-node unit where the image has it (its arguments,
+ * the instance's address among them, in /etc/proteus/node.env) and
+ * itself elsewhere (the fake: the metadata endpoint set). */
+static void check_user_data(const char *ud)
+{
+	char path[1024];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof path, "%s/ud.sh", jt.tmp);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(ud, f);
+	fclose(f);
+	{
+		char cmd[1100];
+
+		snprintf(cmd, sizeof cmd, "sh -n '%s'", path);
+		rc = system(cmd);
+	}
+	cr_assert_eq(rc, 0, "the user data is no valid sh: %s", ud);
+	cr_assert(strstr(ud, "systemctl cat proteus-node.service"), "%s", ud);
+	cr_assert(strstr(ud, "systemctl start --no-block "
+			 "proteus-node.service"), "%s", ud);
+	cr_assert(strstr(ud, "PROTEUS_NODE_ARGS=--"), "%s", ud);
+	cr_assert(strstr(ud, "--listen tcp://$ip:"), "%s", ud);
+	cr_assert(strstr(ud, "AWS_EC2_METADATA_SERVICE_ENDPOINT:-}\" ]"),
+		  "%s", ud);
 }
 
 /* The instances the fake ran, as a JSON array. */
@@ -606,6 +639,39 @@ Test(jobs_ec2, interruption_notices_read_by_the_nodes)
 		      1, "%s", json_dumps(st, 0));
 	check_books(id, st);
 	check_fake(id, st);
+	json_decref(st);
+}
+
+/* A cancel while the fleet runs: every instance terminated, the bills
+ * final where EC2's ended (the world lives on for them after the job:
+ * the cancel's trim of the job's market waits, it was freed under the
+ * world and the daemon crashed, seen in the 500-instance bench), the
+ * books equal to the fake's, and the daemon still answers. */
+Test(jobs_ec2, a_cancelled_job_settles_its_bills)
+{
+	struct pxrun r;
+	json_t *st;
+	int64_t id;
+	char ids[24];
+
+	fake_up(NULL);
+	daemon_ec2();
+	ec2_job(300);
+	id = submit();
+	for (int k = 0; k < 300 && workers_of(id) < 2; k++)
+		sleep_ms(100);
+	cr_assert_geq(workers_of(id), 2, "%s", daemon_said());
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	st = bills_final(id, status(id));
+	cr_assert_str_eq(state_of(st), "cancelled");
+	check_books(id, st);
+	check_fake(id, st);
+	json_decref(st);
+	/* alive, and the job's figures still readable */
+	st = status(id);
+	cr_assert_str_eq(state_of(st), "cancelled", "%s", daemon_said());
 	json_decref(st);
 }
 
