@@ -35,33 +35,18 @@ cat > "$run/market.json" <<JSON
 JSON
 
 echo "== the fake EC2 (loopback only; a clock $speedup times faster)"
-mkfifo "$run/fake.in"
-python3 "$here/tests/fake_ec2/fake_ec2.py" --timeout 900 \
-	--region us-east-1 --speedup "$speedup" --clock-origin "$origin" \
-	--bill-from launch --boot-seconds 20 --market "$run/market.json" \
-	--ondemand "$od" --instance-dir "$run/instances" \
-	< "$run/fake.in" > "$run/fake.out" 2> "$run/fake.log" &
-fake=$!
-exec 3> "$run/fake.in"
-daemon=
+fake= daemon=
 stop() {
 	[ -n "$daemon" ] && kill "$daemon" 2>/dev/null || true
 	[ -n "$daemon" ] && wait "$daemon" 2>/dev/null || true
 	exec 3>&- 2>/dev/null || true
-	wait "$fake" 2>/dev/null || true
+	[ -n "$fake" ] && wait "$fake" 2>/dev/null || true
 }
 trap stop EXIT INT TERM
-i=0
-until grep -q '^PORT ' "$run/fake.out" 2>/dev/null; do
-	i=$((i + 1))
-	if [ "$i" -gt 100 ]; then
-		echo "the fake did not start:" >&2
-		cat "$run/fake.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-port=$(sed -n 's/^PORT //p' "$run/fake.out")
+demo_start_fake --timeout 900 \
+	--region us-east-1 --speedup "$speedup" --clock-origin "$origin" \
+	--bill-from launch --boot-seconds 20 --market "$run/market.json" \
+	--ondemand "$od" --instance-dir "$run/instances"
 echo "   http://127.0.0.1:$port/"
 
 echo "== proteusd on the ec2 world (its config: $run/proteusd.conf)"
@@ -82,12 +67,7 @@ ec2_clock_speedup $speedup
 ec2_clock_origin $origin
 ec2_price_poll_s 60
 CONF
-# the fake's own test keys: nothing here reaches AWS
-AWS_ACCESS_KEY_ID=AKIDEXAMPLE \
-AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY \
-AWS_EC2_METADATA_DISABLED=true \
-	"$BUILD/proteusd" --config "$run/proteusd.conf" > "$run/proteusd.log" 2>&1 &
-daemon=$!
+demo_start_ec2_daemon
 demo_wait_daemon
 demo_submit_watch "$here/docs/examples/job-ec2-mlr.json"
 echo "== the job's launches and ends (proteusctl events $id)"

@@ -23,6 +23,7 @@
 # FLEET_STEADY_S (10: how long the full fleet runs before the cancel).
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
+. "$here/scripts/demo_lib.sh"
 : "${BUILD:=$here/build}"
 : "${FLEET_SPOT:=500}"
 : "${FLEET_SPEEDUP:=60}"
@@ -110,26 +111,11 @@ exec "$BUILD/proteus-trainer" "\$@" --stub
 SH
 chmod 0755 "$run/node.sh"
 
-mkfifo "$run/fake.in"
-python3 "$here/tests/fake_ec2/fake_ec2.py" --timeout 1200 \
+demo_start_fake --timeout 1200 \
 	--region us-east-1 --zones a,b,c,d --speedup "$FLEET_SPEEDUP" \
 	--clock-origin "$origin" --bill-from launch --boot-seconds 20 \
 	--market "$run/market.json" --ondemand "$od" \
-	--instance-dir "$run/instances" \
-	< "$run/fake.in" > "$run/fake.out" 2> "$run/fake.log" &
-fake=$!
-exec 3> "$run/fake.in"
-i=0
-until grep -q '^PORT ' "$run/fake.out" 2>/dev/null; do
-	i=$((i + 1))
-	if [ "$i" -gt 100 ]; then
-		echo "the fake did not start:" >&2
-		cat "$run/fake.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-port=$(sed -n 's/^PORT //p' "$run/fake.out")
+	--instance-dir "$run/instances"
 url="http://127.0.0.1:$port/"
 # capacity: (r4.large, us-east-1d) never has any; each zone of r3.large
 # holds 10 spot instances at most
@@ -163,21 +149,8 @@ ec2_clock_speedup $FLEET_SPEEDUP
 ec2_clock_origin $origin
 ec2_price_poll_s 300
 CONF
-AWS_ACCESS_KEY_ID=AKIDEXAMPLE \
-AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY \
-AWS_EC2_METADATA_DISABLED=true \
-	"$BUILD/proteusd" --config "$run/proteusd.conf" > "$run/proteusd.log" 2>&1 &
-daemon=$!
-i=0
-until "$ctl" --socket "$sock" ping > /dev/null 2>&1; do
-	i=$((i + 1))
-	if [ "$i" -gt 100 ]; then
-		echo "proteusd did not start; its log:" >&2
-		cat "$run/proteusd.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
+demo_start_ec2_daemon
+demo_wait_daemon
 
 rc=0
 python3 "$here/tests/bench/ec2_fleet_probe.py" --ctl "$ctl" --sock "$sock" \

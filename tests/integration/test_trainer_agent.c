@@ -15,119 +15,43 @@
  *    stays one on its heartbeats alone, and leaves when told.
  */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../../common/px.h"
 #include "../../trainer/dist.h"
 #include "../../trainer/dist_int.h"
-#include "../../trainer/net.h"
-#include "../../trainer/wire.h"
-#include "pxrun.h"
-
-extern char **environ;
+#include "trainer_fixture.h"
 
 #define JOB 77
-#define KEYHEX "00112233445566778899aabbccddeeff" \
-	       "00112233445566778899aabbccddeeff"
 
-static struct {
-	char *tmp;
-	char coord[600], agent_ep[600];
-	pid_t pids[8];
-	int n;
-	struct wire_ctx *ctx;
-	struct net_sock *pull, *req;
-} t;
+/* the limits of the waits (trainer_fixture.h) */
+#define WAIT_MS TRAINER_WAIT_MS
 
-static void setup(void)
-{
-	t.tmp = px_tmpdir();
-	cr_assert_not_null(t.tmp);
-	snprintf(t.coord, sizeof t.coord, "ipc://%s/n0", t.tmp);
-	snprintf(t.agent_ep, sizeof t.agent_ep, "ipc://%s/agent.pull", t.tmp);
-}
-
-static void teardown(void)
-{
-	for (int i = 0; i < t.n; i++)
-		if (t.pids[i] > 0) {
-			kill(-t.pids[i], SIGKILL);
-			waitpid(t.pids[i], NULL, 0);
-		}
-	net_close(t.req);
-	net_close(t.pull);
-	wire_ctx_free(t.ctx);
-	px_rmtree(t.tmp);
-	free(t.tmp);
-	memset(&t, 0, sizeof t);
-}
-
-/* The waits below are for events; their limits only end a test that
- * hangs, and are far above what a loaded machine takes. */
-#define WAIT_MS 20000
-
-TestSuite(trainer_agent, .init = setup, .fini = teardown, .timeout = 150);
-
-/* proteus-trainer ARGV in a process group of its own, stderr to
- * tmp/NAME.err, with the job key (and a parent watch on us). */
-static pid_t start(const char *name, const char *const *argv)
-{
-	char path[4096], err[700], *envp[512];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	size_t n = 0;
-	pid_t pid;
-
-	snprintf(path, sizeof path, "%s/proteus-trainer", getenv("PX_BUILD"));
-	snprintf(err, sizeof err, "%s/%s.err", t.tmp, name);
-	for (char **e = environ; *e && n < 500; e++)
-		if (strncmp(*e, DIST_PARENT_ENV "=", sizeof(DIST_PARENT_ENV)))
-			envp[n++] = *e;
-	envp[n++] = "PX_JOB_KEY=" KEYHEX;
-	envp[n++] = DIST_PARENT_ENV "=1";
-	envp[n] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT |
-					 O_TRUNC | O_APPEND, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 2, 1);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-	cr_assert_eq(posix_spawn(&pid, path, &fa, &at, (char **)argv, envp),
-		     0);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	t.pids[t.n++] = pid;
-	return pid;
-}
+TestSuite(trainer_agent, .init = trainer_fixture_setup,
+	  .fini = trainer_fixture_teardown, .timeout = 150);
 
 /* A job that outlasts every test (the most epochs): a job that ended
  * before the test's signals made the leaves never come. */
 #define EPOCHS 100000
 #define COMMON "--model", "mlr", "--epochs", "100000", "--max-train", "600", \
 	"--max-test", "100", "--batch", "32", "--threads", "1", \
-	"--job", "77", "--coord", t.coord
+	"--job", "77", "--coord", tt.coord
 
 /* The coordinator, with the heartbeat timeout hb_ms (NULL: the
  * trainer's default). */
 static void start_coordinator_hb(const char *hb_ms)
 {
 	const char *argv[] = { "proteus-trainer", "coordinator", COMMON,
-			       "--node", "0", "--listen", t.coord,
+			       "--node", "0", "--listen", tt.coord,
 			       "--workers", "1", "--ps", "1", "--agent",
-			       t.agent_ep, "--expect-joins",
+			       tt.agent_ep, "--expect-joins",
 			       hb_ms ? "--hb-timeout" : NULL, hb_ms, NULL };
 
-	start("coordinator", argv);
+	trainer_start("coordinator", argv);
 }
 
 static void start_coordinator(void)
@@ -144,125 +68,14 @@ static pid_t start_node(const char *base, bool with_ps, bool reliable)
 				 "1" };
 	int n = 24;
 
-	snprintf(listen, sizeof listen, "ipc://%s/n%s", t.tmp, base);
+	snprintf(listen, sizeof listen, "ipc://%s/n%s", tt.tmp, base);
 	snprintf(name, sizeof name, "node%s", base);
 	if (with_ps)
 		argv[n++] = "--with-ps";
 	if (reliable)
 		argv[n++] = "--reliable";
 	argv[n] = NULL;
-	return start(name, argv);
-}
-
-static char *slurp(const char *name)
-{
-	char path[700];
-	FILE *f;
-	char *buf = calloc(1, 1 << 20);
-	size_t n;
-
-	snprintf(path, sizeof path, "%s/%s.err", t.tmp, name);
-	f = fopen(path, "r");
-	cr_assert_not_null(buf);
-	if (f) {
-		n = fread(buf, 1, (1 << 20) - 1, f);
-		buf[n] = 0;
-		fclose(f);
-	}
-	return buf;
-}
-
-/* Wait up to ms for text in NAME.err. */
-static bool wait_log(const char *name, const char *text, int ms)
-{
-	for (int i = 0; i < ms / 20; i++) {
-		char *s = slurp(name);
-		bool hit = strstr(s, text) != NULL;
-
-		free(s);
-		if (hit)
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
-/* Exit status of pid within ms, or -1. */
-static int wait_exit(pid_t pid, int ms)
-{
-	int st;
-
-	for (int i = 0; i < ms / 10; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			for (int k = 0; k < t.n; k++)
-				if (t.pids[k] == pid)
-					t.pids[k] = 0;
-			return WIFEXITED(st) ? WEXITSTATUS(st)
-					     : 128 + WTERMSIG(st);
-		}
-		usleep(10000);
-	}
-	return -1;
-}
-
-/* Register with the coordinator as its agent, as proteusd does. */
-static void agent_up(void)
-{
-	static uint8_t key[32];
-	struct wire_config wc = { .self = { DIST_AGENT_NODE }, .job = JOB,
-				  .job_key = key, .job_key_len = sizeof key };
-	struct wire_register info = { .roles = WIRE_ROLE_AGENT };
-	struct px_error err = { 0 };
-	struct wire_msg r;
-
-	for (int i = 0; i < 32; i++)
-		key[i] = (uint8_t)(i % 16 * 0x11);
-	cr_assert_eq(wire_ctx_new(&wc, &t.ctx, &err), PX_OK, "%s", err.msg);
-	cr_assert_eq(net_open(t.ctx, NET_PULL, NULL, &t.pull, &err), PX_OK);
-	cr_assert_eq(net_bind(t.pull, t.agent_ep, &err), PX_OK, "%s",
-		     err.msg);
-	cr_assert_eq(dist_sock(t.ctx, NET_REQ, t.coord, DIST_EP_REP, false,
-			       &t.req, &err), PX_OK, "%s", err.msg);
-	snprintf(info.instance, sizeof info.instance, "test");
-	cr_assert_lt(strlen(t.agent_ep), sizeof info.addr);
-	memcpy(info.addr, t.agent_ep, strlen(t.agent_ep) + 1);
-	for (int i = 0; i < 100; i++) {
-		if (net_register(t.req, (struct wire_node){ DIST_COORD_NODE },
-				 &info, 200, &r, &err) == PX_OK)
-			break;
-		usleep(50000);
-	}
-	cr_assert_eq(r.hdr.type, WIRE_ACK, "%s", err.msg);
-	cr_assert_eq(r.u.ack.status, PX_OK, "%s", r.u.ack.detail);
-	wire_msg_release(&r);
-}
-
-/* One COMMAND; the status of the coordinator's ACK. */
-static uint32_t command(struct wire_command c)
-{
-	struct px_error err = { 0 };
-	struct wire_msg m;
-	uint32_t st;
-
-	wire_msg_init(&m, WIRE_COMMAND, (struct wire_node){ DIST_COORD_NODE },
-		      0);
-	m.u.command = c;
-	cr_assert_eq(net_send(t.req, &m, WAIT_MS, &err), PX_OK, "%s",
-		     err.msg);
-	cr_assert_eq(net_recv(t.req, &m, WAIT_MS, &err), PX_OK, "%s",
-		     err.msg);
-	cr_assert_eq(m.hdr.type, WIRE_ACK);
-	st = m.u.ack.status;
-	wire_msg_release(&m);
-	return st;
-}
-
-static void expect(uint32_t node, uint8_t roles)
-{
-	cr_assert_eq(command((struct wire_command){ .op = WIRE_CMD_EXPECT,
-						    .roles = roles,
-						    .node = { node } }),
-		     PX_OK);
+	return trainer_start(name, argv);
 }
 
 /* The next PROGRESS frame whose stage is stage, within ms. */
@@ -272,7 +85,7 @@ static bool progress_stage(int stage, int ms)
 	struct wire_msg m;
 
 	for (int i = 0; i < ms / 100; i++) {
-		if (net_recv(t.pull, &m, 100, &err) != PX_OK)
+		if (net_recv(tt.pull, &m, 100, &err) != PX_OK)
 			continue;
 		if (m.hdr.type == WIRE_PROGRESS && m.u.progress.stage == stage &&
 		    m.u.progress.total_samples == EPOCHS * 600ull) {
@@ -294,22 +107,9 @@ static bool progress_stage(int stage, int ms)
 static void check_leave(unsigned node, int reason, int warn_ms,
 			int64_t sent_us)
 {
-	char what[80], *log, *at;
-	double gone, seen_s, warn = warn_ms / 1e3;
+	double gone = leave_gone(node, reason), warn = warn_ms / 1e3;
+	double seen_s = (double)(px_now_wall_us() - sent_us) / 1e6;
 
-	snprintf(what, sizeof what, "node %u leaving (reason %d, gone in ",
-		 node, reason);
-	if (!wait_log("coordinator", what, WAIT_MS)) {
-		log = slurp("coordinator");
-		cr_assert_fail("no '%s' in the coordinator's log:\n%s", what,
-			       log);
-	}
-	seen_s = (double)(px_now_wall_us() - sent_us) / 1e6;
-	log = slurp("coordinator");
-	at = strstr(log, what);
-	cr_assert_not_null(at, "%s", log);
-	gone = strtod(at + strlen(what), NULL);
-	free(log);
 	cr_assert(gone <= warn + 0.05, "node %u: gone in %.1f s, warned %.1f",
 		  node, gone, warn);
 	cr_assert(gone + seen_s >= warn - 0.05, "node %u: gone in %.1f s, "
@@ -326,7 +126,7 @@ Test(trainer_agent, expect_stage_and_a_warned_node)
 	char *log;
 
 	start_coordinator();
-	agent_up();
+	agent_up(JOB);
 	/* the reliable instance: PS 100 (may hold backups), worker 101 */
 	expect(100, WIRE_ROLE_PS_ACTIVE | rel);
 	expect(101, WIRE_ROLE_WORKER | rel);
@@ -353,10 +153,10 @@ Test(trainer_agent, expect_stage_and_a_warned_node)
 			   "started (yet)", WAIT_MS));
 	/* a PS the agent did not grant: refused, its node ends with 1 */
 	cr_assert_eq(wait_exit(greedy, WAIT_MS), 1);
-	log = slurp("node400");
+	log = trainer_log("node400");
 	cr_assert_not_null(strstr(log, "refused"), "%s", log);
 	free(log);
-	log = slurp("coordinator");
+	log = trainer_log("coordinator");
 	cr_assert_null(strstr(log, "node 301 registered"), "%s", log);
 	cr_assert_null(strstr(log, "node 400 registered"), "%s", log);
 	free(log);
@@ -400,7 +200,7 @@ Test(trainer_agent, a_dead_role_takes_its_node_down)
 	int st;
 
 	start_coordinator();
-	agent_up();
+	agent_up(JOB);
 	expect(7100, WIRE_ROLE_PS_ACTIVE | WIRE_ROLE_PS_BACKUP);
 	expect(7101, WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP);
 	node = start_node("7100", true, true);
@@ -414,7 +214,7 @@ Test(trainer_agent, a_dead_role_takes_its_node_down)
 	}
 	st = wait_exit(node, WAIT_MS);
 	cr_assert_eq(st, 1);
-	log = slurp("node7100");
+	log = trainer_log("node7100");
 	cr_assert_not_null(strstr(log, "worker 7101 was killed by signal 9"),
 			   "%s", log);
 	free(log);
@@ -432,7 +232,7 @@ static uint8_t member_in_progress(uint32_t node, int ms, uint8_t *roles)
 	uint8_t state = 0;
 
 	for (int i = 0; i < ms / 100; i++) {
-		if (net_recv(t.pull, &m, 100, &err) != PX_OK)
+		if (net_recv(tt.pull, &m, 100, &err) != PX_OK)
 			continue;
 		for (uint32_t k = 0; m.hdr.type == WIRE_PROGRESS &&
 				     k < m.u.progress.n; k++)
@@ -469,15 +269,15 @@ Test(trainer_agent, a_stub_node_registers_and_only_heartbeats)
 
 	/* the stub beats every second: 3 s without one is a loss */
 	start_coordinator_hb("3000");
-	agent_up();
+	agent_up(JOB);
 	expect(100, WIRE_ROLE_PS_ACTIVE | WIRE_ROLE_PS_BACKUP);
 	expect(101, WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP);
 	/* as proteusd names a spot instance's nodes */
 	expect(200, WIRE_ROLE_PS_ACTIVE);
 	expect(201, WIRE_ROLE_WORKER);
-	snprintf(listen, sizeof listen, "ipc://%s/n200", t.tmp);
-	stub = start("stub200", argv);
-	start("stub300", stranger);
+	snprintf(listen, sizeof listen, "ipc://%s/n200", tt.tmp);
+	stub = trainer_start("stub200", argv);
+	trainer_start("stub300", stranger);
 	(void)start_node("100", true, true);
 	cr_assert(wait_log("coordinator", "node 200 registered as stub",
 			   WAIT_MS));
@@ -494,7 +294,7 @@ Test(trainer_agent, a_stub_node_registers_and_only_heartbeats)
 	cr_assert_eq(member_in_progress(200, WAIT_MS, &roles),
 		     WIRE_MEMBER_ACTIVE, "the stub's heartbeats did not keep "
 		     "it a member");
-	log = slurp("coordinator");
+	log = trainer_log("coordinator");
 	cr_assert_null(strstr(log, "node 200 (stub) lost"), "%s", log);
 	cr_assert_null(strstr(log, "node 201 registered"), "%s", log);
 	cr_assert_null(strstr(log, "node 300 registered"), "%s", log);
@@ -526,17 +326,17 @@ Test(trainer_agent, the_oldest_absent_names_make_room)
 			       "12099", "--listen", listen, "--with-ps",
 			       "--stub", NULL };
 
-	snprintf(listen, sizeof listen, "ipc://%s/nstub", t.tmp);
+	snprintf(listen, sizeof listen, "ipc://%s/nstub", tt.tmp);
 	start_coordinator();
-	agent_up();
+	agent_up(JOB);
 	for (uint32_t n = 10000; n < 12100; n++)
 		expect(n, WIRE_ROLE_PS_ACTIVE);
 	cr_assert(wait_log("coordinator", "nodes named to come never came",
 			   WAIT_MS));
-	start("stub12099", late);
+	trainer_start("stub12099", late);
 	cr_assert(wait_log("coordinator", "node 12099 registered as stub",
 			   WAIT_MS));
-	start("stub10000", early);
+	trainer_start("stub10000", early);
 	cr_assert(wait_log("coordinator", "node 10000: not a node the agent "
 			   "started (yet)", WAIT_MS));
 }

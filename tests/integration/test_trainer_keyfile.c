@@ -10,105 +10,47 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../trainer/dist.h"
-#include "pxrun.h"
+#include "trainer_fixture.h"
 
-extern char **environ;
-
-#define KEYHEX "00112233445566778899aabbccddeeff" \
-	       "00112233445566778899aabbccddeeff"
-
-static struct {
-	char *tmp;
-	char coord[600];
-	pid_t pids[8];
-	int n;
-} t;
-
-static void setup(void)
-{
-	t.tmp = px_tmpdir();
-	cr_assert_not_null(t.tmp);
-	snprintf(t.coord, sizeof t.coord, "ipc://%s/n0", t.tmp);
-}
-
-static void teardown(void)
-{
-	for (int i = 0; i < t.n; i++)
-		if (t.pids[i] > 0) {
-			kill(-t.pids[i], SIGKILL);
-			waitpid(t.pids[i], NULL, 0);
-		}
-	px_rmtree(t.tmp);
-	free(t.tmp);
-	memset(&t, 0, sizeof t);
-}
+#define KEYHEX TRAINER_KEYHEX
 
 /* The waits below are for events; their limits only end a test that
  * hangs, and are far above what a loaded machine takes. */
 #define WAIT_MS 60000
 
-TestSuite(trainer_keyfile, .init = setup, .fini = teardown, .timeout = 150);
+TestSuite(trainer_keyfile, .init = trainer_fixture_setup,
+	  .fini = trainer_fixture_teardown, .timeout = 150);
 
-/* proteus-trainer ARGV in a process group of its own, stderr to
- * tmp/NAME.err, with env1 and env2 ("K=V" or NULL) in place of any job
- * key of ours, and a parent watch on us. */
+/* proteus-trainer ARGV with env1 and env2 ("K=V" or NULL) in place of
+ * any job key of ours. */
 static pid_t start(const char *name, const char *const *argv,
 		   const char *env1, const char *env2)
 {
-	char path[4096], err[700], *envp[512];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	size_t n = 0;
-	pid_t pid;
+	const char *env[3] = { 0 };
+	int n = 0;
 
-	snprintf(path, sizeof path, "%s/proteus-trainer", getenv("PX_BUILD"));
-	snprintf(err, sizeof err, "%s/%s.err", t.tmp, name);
-	for (char **e = environ; *e && n < 500; e++)
-		if (strncmp(*e, DIST_PARENT_ENV "=", sizeof(DIST_PARENT_ENV))
-		    && strncmp(*e, DIST_KEY_ENV "=", sizeof(DIST_KEY_ENV)) &&
-		    strncmp(*e, DIST_KEY_FILE_ENV "=",
-			    sizeof(DIST_KEY_FILE_ENV)))
-			envp[n++] = *e;
 	if (env1)
-		envp[n++] = (char *)env1;
+		env[n++] = env1;
 	if (env2)
-		envp[n++] = (char *)env2;
-	envp[n++] = DIST_PARENT_ENV "=1";
-	envp[n] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT |
-					 O_TRUNC | O_APPEND, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 2, 1);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-	cr_assert_eq(posix_spawn(&pid, path, &fa, &at, (char **)argv, envp),
-		     0);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	t.pids[t.n++] = pid;
-	return pid;
+		env[n++] = env2;
+	return trainer_spawn(name, argv, env);
 }
 
 #define COMMON "--model", "mlr", "--max-train", "600", "--max-test", "100", \
-	"--batch", "32", "--threads", "1", "--job", "77", "--coord", t.coord
+	"--batch", "32", "--threads", "1", "--job", "77", "--coord", tt.coord
 
 static pid_t start_coordinator(const char *epochs)
 {
 	const char *argv[] = { "proteus-trainer", "coordinator", COMMON,
 			       "--epochs", epochs, "--node", "0", "--listen",
-			       t.coord, "--workers", "1", "--ps", "1", NULL };
+			       tt.coord, "--workers", "1", "--ps", "1", NULL };
 
 	return start("coordinator", argv, DIST_KEY_ENV "=" KEYHEX, NULL);
 }
@@ -122,45 +64,9 @@ static pid_t start_node(const char *base, const char *epochs,
 			       "--listen", listen, "--node-workers", "1",
 			       "--with-ps", "--reliable", NULL };
 
-	snprintf(listen, sizeof listen, "ipc://%s/n%s", t.tmp, base);
+	snprintf(listen, sizeof listen, "ipc://%s/n%s", tt.tmp, base);
 	snprintf(name, sizeof name, "node%s", base);
 	return start(name, argv, env1, env2);
-}
-
-static char *slurp(const char *name)
-{
-	char path[700];
-	FILE *f;
-	char *buf = calloc(1, 1 << 20);
-	size_t n;
-
-	snprintf(path, sizeof path, "%s/%s.err", t.tmp, name);
-	f = fopen(path, "r");
-	cr_assert_not_null(buf);
-	if (f) {
-		n = fread(buf, 1, (1 << 20) - 1, f);
-		buf[n] = 0;
-		fclose(f);
-	}
-	return buf;
-}
-
-/* Exit status of pid within ms, or -1. */
-static int wait_exit(pid_t pid, int ms)
-{
-	int st;
-
-	for (int i = 0; i < ms / 10; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			for (int k = 0; k < t.n; k++)
-				if (t.pids[k] == pid)
-					t.pids[k] = 0;
-			return WIFEXITED(st) ? WEXITSTATUS(st)
-					     : 128 + WTERMSIG(st);
-		}
-		usleep(10000);
-	}
-	return -1;
 }
 
 /* Write KEYHEX and a newline to tmp/NAME with mode; its path in buf. */
@@ -169,7 +75,7 @@ static const char *key_file(const char *name, mode_t mode, char *buf,
 {
 	int fd;
 
-	snprintf(buf, len, "%s/%s", t.tmp, name);
+	snprintf(buf, len, "%s/%s", tt.tmp, name);
 	fd = open(buf, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	cr_assert_geq(fd, 0, "%s", buf);
 	cr_assert_eq(write(fd, KEYHEX "\n", 65), 65);
@@ -193,12 +99,12 @@ Test(trainer_keyfile, a_node_with_only_the_file_authenticates)
 	coord = start_coordinator("2");
 	node = start_node("100", "2", env, NULL);
 	st = wait_exit(coord, WAIT_MS);
-	log = slurp("coordinator");
+	log = trainer_log("coordinator");
 	cr_assert_eq(st, 0, "coordinator: %d\n%s", st, log);
 	cr_assert_not_null(strstr(log, "node 101 registered"), "%s", log);
 	free(log);
 	st = wait_exit(node, WAIT_MS);
-	log = slurp("node100");
+	log = trainer_log("node100");
 	cr_assert_eq(st, 0, "node: %d\n%s", st, log);
 	cr_assert_null(strstr(log, KEYHEX + 8), "the key in a log:\n%s", log);
 	free(log);
@@ -218,11 +124,11 @@ Test(trainer_keyfile, the_variable_wins_over_the_file)
 	coord = start_coordinator("1");
 	node = start_node("100", "1", DIST_KEY_ENV "=" KEYHEX, env);
 	st = wait_exit(coord, WAIT_MS);
-	log = slurp("coordinator");
+	log = trainer_log("coordinator");
 	cr_assert_eq(st, 0, "coordinator: %d\n%s", st, log);
 	free(log);
 	cr_assert_eq(wait_exit(node, WAIT_MS), 0);
-	log = slurp("node100");
+	log = trainer_log("node100");
 	cr_assert_null(strstr(log, file), "%s", log);
 	free(log);
 }
@@ -240,7 +146,7 @@ Test(trainer_keyfile, a_0644_file_is_refused)
 	snprintf(env, sizeof env, DIST_KEY_FILE_ENV "=%s", file);
 	node = start_node("100", "1", env, NULL);
 	st = wait_exit(node, WAIT_MS);
-	log = slurp("node100");
+	log = trainer_log("node100");
 	cr_assert_neq(st, 0, "%s", log);
 	cr_assert_not_null(strstr(log, file), "no path in:\n%s", log);
 	cr_assert_not_null(strstr(log, "mode 0644"), "%s", log);
@@ -251,11 +157,11 @@ Test(trainer_keyfile, a_0644_file_is_refused)
 	{
 		const char *argv[] = { "proteus-trainer", "worker", COMMON,
 				       "--epochs", "1", "--node", "5",
-				       "--listen", t.coord, NULL };
+				       "--listen", tt.coord, NULL };
 		pid_t w = start("worker", argv, env, NULL);
 
 		cr_assert_eq(wait_exit(w, WAIT_MS), 2);
-		log = slurp("worker");
+		log = trainer_log("worker");
 		cr_assert_not_null(strstr(log, file), "%s", log);
 		free(log);
 	}

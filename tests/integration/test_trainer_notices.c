@@ -20,16 +20,12 @@
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,58 +33,32 @@
 #include "../../trainer/dist.h"
 #include "../../trainer/dist_int.h"
 #include "../../trainer/dist_node.h"
-#include "../../trainer/net.h"
-#include "../../trainer/wire.h"
 #include "../fake_ec2/fake.h"
-#include "pxrun.h"
-
-extern char **environ;
+#include "trainer_fixture.h"
 
 #define JOB 78
-#define KEYHEX "00112233445566778899aabbccddeeff" \
-	       "00112233445566778899aabbccddeeff"
 #define SPEEDUP 60
 
+/* What this file adds to the trainer fixture's tt: the fake EC2 and the
+ * nodes' view of its IMDS and clock. */
 static struct {
-	char *tmp;
-	char coord[600], agent_ep[600], imds_env[128], origin[32];
+	char imds_env[128], origin[32];
 	int64_t t0;                   /* the fake clock's origin (Unix s) */
-	pid_t pids[8];
-	int n;
 	struct fake fake;
-	struct wire_ctx *ctx;
-	struct net_sock *pull, *req;
 } t;
-
-static void setup(void)
-{
-	t.tmp = px_tmpdir();
-	cr_assert_not_null(t.tmp);
-	snprintf(t.coord, sizeof t.coord, "ipc://%s/n0", t.tmp);
-	snprintf(t.agent_ep, sizeof t.agent_ep, "ipc://%s/agent.pull", t.tmp);
-}
 
 static void teardown(void)
 {
-	for (int i = 0; i < t.n; i++)
-		if (t.pids[i] > 0) {
-			kill(-t.pids[i], SIGKILL);
-			waitpid(t.pids[i], NULL, 0);
-		}
-	net_close(t.req);
-	net_close(t.pull);
-	wire_ctx_free(t.ctx);
+	trainer_fixture_teardown();
 	fake_stop(&t.fake);
-	px_rmtree(t.tmp);
-	free(t.tmp);
 	memset(&t, 0, sizeof t);
 }
 
-/* The waits below are for events; their limits only end a test that
- * hangs, and are far above what a loaded machine takes. */
-#define WAIT_MS 20000
+/* the limits of the waits (trainer_fixture.h) */
+#define WAIT_MS TRAINER_WAIT_MS
 
-TestSuite(trainer_notices, .init = setup, .fini = teardown, .timeout = 150);
+TestSuite(trainer_notices, .init = trainer_fixture_setup,
+	  .fini = teardown, .timeout = 150);
 
 /* The fake EC2 whose legacy IMDS (on its own port) the nodes poll. */
 static void imds_up(void)
@@ -142,59 +112,31 @@ static void imds_set(const char *action, int64_t at_s, int64_t rebal_s)
 	json_decref(fake_ctl(&t.fake, cmd));
 }
 
-/* proteus-trainer ARGV in a process group of its own, stderr to
- * tmp/NAME.err, with the job key, the IMDS's endpoint (and a parent
- * watch on us). */
+/* proteus-trainer ARGV with the job key and the IMDS's endpoint (none:
+ * not ours either). */
 static pid_t start(const char *name, const char *const *argv)
 {
-	char path[4096], err[700], *envp[512];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	size_t n = 0;
-	pid_t pid;
+	const char *const env[] = { DIST_KEY_ENV "=" TRAINER_KEYHEX,
+				    t.imds_env[0] ? t.imds_env :
+				    "AWS_EC2_METADATA_SERVICE_ENDPOINT", NULL };
 
-	snprintf(path, sizeof path, "%s/proteus-trainer", getenv("PX_BUILD"));
-	snprintf(err, sizeof err, "%s/%s.err", t.tmp, name);
-	for (char **e = environ; *e && n < 500; e++)
-		if (strncmp(*e, DIST_PARENT_ENV "=", sizeof(DIST_PARENT_ENV)) &&
-		    strncmp(*e, "AWS_EC2_METADATA_SERVICE_ENDPOINT=", 34))
-			envp[n++] = *e;
-	envp[n++] = "PX_JOB_KEY=" KEYHEX;
-	envp[n++] = DIST_PARENT_ENV "=1";
-	if (t.imds_env[0])
-		envp[n++] = t.imds_env;
-	envp[n] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT |
-					 O_TRUNC | O_APPEND, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 2, 1);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-	cr_assert_eq(posix_spawn(&pid, path, &fa, &at, (char **)argv, envp),
-		     0);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	cr_assert_lt(t.n, 8);
-	t.pids[t.n++] = pid;
-	return pid;
+	return trainer_spawn(name, argv, env);
 }
 
 /* A job that outlasts every test. */
 #define EPOCHS 100000
 #define COMMON "--model", "mlr", "--epochs", "100000", "--max-train", "600", \
 	"--max-test", "100", "--batch", "32", "--threads", "1", \
-	"--hb-timeout", "3000", "--job", "78", "--coord", t.coord
+	"--hb-timeout", "3000", "--job", "78", "--coord", tt.coord
 
 /* Stage 2: the shards are active on the spot nodes' PS, backed up on the
  * reliable one's, so that a leaving PS has shards to hand over. */
 static void start_coordinator(void)
 {
 	const char *argv[] = { "proteus-trainer", "coordinator", COMMON,
-			       "--node", "0", "--listen", t.coord,
+			       "--node", "0", "--listen", tt.coord,
 			       "--workers", "1", "--ps", "1", "--stage", "2",
-			       "--agent", t.agent_ep, "--expect-joins", NULL };
+			       "--agent", tt.agent_ep, "--expect-joins", NULL };
 
 	start("coordinator", argv);
 }
@@ -212,7 +154,7 @@ static pid_t start_node(const char *base, bool reliable,
 
 	while (argv[n])
 		n++;
-	snprintf(listen, sizeof listen, "ipc://%s/n%s", t.tmp, base);
+	snprintf(listen, sizeof listen, "ipc://%s/n%s", tt.tmp, base);
 	snprintf(name, sizeof name, "node%s", base);
 	if (reliable)
 		argv[n++] = "--reliable";
@@ -234,39 +176,6 @@ static pid_t start_imds_node(const char *base, bool leave_on_rebalance)
 	return start_node(base, false, more);
 }
 
-static char *slurp(const char *name)
-{
-	char path[700];
-	FILE *f;
-	char *buf = calloc(1, 1 << 20);
-	size_t n;
-
-	snprintf(path, sizeof path, "%s/%s.err", t.tmp, name);
-	f = fopen(path, "r");
-	cr_assert_not_null(buf);
-	if (f) {
-		n = fread(buf, 1, (1 << 20) - 1, f);
-		buf[n] = 0;
-		fclose(f);
-	}
-	return buf;
-}
-
-/* Wait up to ms for text in NAME.err. */
-static bool wait_log(const char *name, const char *text, int ms)
-{
-	for (int i = 0; i < ms / 20; i++) {
-		char *s = slurp(name);
-		bool hit = strstr(s, text) != NULL;
-
-		free(s);
-		if (hit)
-			return true;
-		usleep(20000);
-	}
-	return false;
-}
-
 static int count(const char *s, const char *text)
 {
 	int k = 0;
@@ -276,90 +185,12 @@ static int count(const char *s, const char *text)
 	return k;
 }
 
-/* Exit status of pid within ms, or -1. */
-static int wait_exit(pid_t pid, int ms)
-{
-	int st;
-
-	for (int i = 0; i < ms / 10; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			for (int k = 0; k < t.n; k++)
-				if (t.pids[k] == pid)
-					t.pids[k] = 0;
-			return WIFEXITED(st) ? WEXITSTATUS(st)
-					     : 128 + WTERMSIG(st);
-		}
-		usleep(10000);
-	}
-	return -1;
-}
-
-/* Register with the coordinator as its agent, as proteusd does. */
-static void agent_up(void)
-{
-	static uint8_t key[32];
-	struct wire_config wc = { .self = { DIST_AGENT_NODE }, .job = JOB,
-				  .job_key = key, .job_key_len = sizeof key };
-	struct wire_register info = { .roles = WIRE_ROLE_AGENT };
-	struct px_error err = { 0 };
-	struct wire_msg r;
-
-	for (int i = 0; i < 32; i++)
-		key[i] = (uint8_t)(i % 16 * 0x11);
-	cr_assert_eq(wire_ctx_new(&wc, &t.ctx, &err), PX_OK, "%s", err.msg);
-	cr_assert_eq(net_open(t.ctx, NET_PULL, NULL, &t.pull, &err), PX_OK);
-	cr_assert_eq(net_bind(t.pull, t.agent_ep, &err), PX_OK, "%s",
-		     err.msg);
-	cr_assert_eq(dist_sock(t.ctx, NET_REQ, t.coord, DIST_EP_REP, false,
-			       &t.req, &err), PX_OK, "%s", err.msg);
-	snprintf(info.instance, sizeof info.instance, "test");
-	cr_assert_lt(strlen(t.agent_ep), sizeof info.addr);
-	memcpy(info.addr, t.agent_ep, strlen(t.agent_ep) + 1);
-	for (int i = 0; i < 100; i++) {
-		if (net_register(t.req, (struct wire_node){ DIST_COORD_NODE },
-				 &info, 200, &r, &err) == PX_OK)
-			break;
-		usleep(50000);
-	}
-	cr_assert_eq(r.hdr.type, WIRE_ACK, "%s", err.msg);
-	cr_assert_eq(r.u.ack.status, PX_OK, "%s", r.u.ack.detail);
-	wire_msg_release(&r);
-}
-
-/* One COMMAND; the status of the coordinator's ACK. */
-static uint32_t command(struct wire_command c)
-{
-	struct px_error err = { 0 };
-	struct wire_msg m;
-	uint32_t st;
-
-	wire_msg_init(&m, WIRE_COMMAND, (struct wire_node){ DIST_COORD_NODE },
-		      0);
-	m.u.command = c;
-	cr_assert_eq(net_send(t.req, &m, WAIT_MS, &err), PX_OK, "%s",
-		     err.msg);
-	cr_assert_eq(net_recv(t.req, &m, WAIT_MS, &err), PX_OK, "%s",
-		     err.msg);
-	cr_assert_eq(m.hdr.type, WIRE_ACK);
-	st = m.u.ack.status;
-	wire_msg_release(&m);
-	return st;
-}
-
-static void expect(uint32_t node, uint8_t roles)
-{
-	cr_assert_eq(command((struct wire_command){ .op = WIRE_CMD_EXPECT,
-						    .roles = roles,
-						    .node = { node } }),
-		     PX_OK);
-}
-
 /* The job: the agent, a reliable node 100 and the spot nodes named
  * (their PS at base, their worker at base + 1), all registered. */
 static void job_up(const unsigned *spot, int n_spot)
 {
 	start_coordinator();
-	agent_up();
+	agent_up(JOB);
 	expect(100, WIRE_ROLE_PS_ACTIVE | WIRE_ROLE_PS_BACKUP);
 	expect(101, WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP);
 	for (int i = 0; i < n_spot; i++) {
@@ -392,7 +223,7 @@ static int64_t progress_clock(int ms)
 	int64_t c = -1;
 
 	for (int i = 0; i < ms / 100; i++) {
-		if (net_recv(t.pull, &m, 100, &err) != PX_OK) {
+		if (net_recv(tt.pull, &m, 100, &err) != PX_OK) {
 			if (c >= 0)
 				break;
 			continue;
@@ -417,27 +248,6 @@ static void clock_moves(void)
 		      (long long)c0);
 }
 
-/* The coordinator's "node N leaving (reason R, gone in G s)": G. */
-static double leave_gone(unsigned node, int reason)
-{
-	char what[80], *log, *at;
-	double gone;
-
-	snprintf(what, sizeof what, "node %u leaving (reason %d, gone in ",
-		 node, reason);
-	if (!wait_log("coordinator", what, WAIT_MS)) {
-		log = slurp("coordinator");
-		cr_assert_fail("no '%s' in the coordinator's log:\n%s", what,
-			       log);
-	}
-	log = slurp("coordinator");
-	at = strstr(log, what);
-	cr_assert_not_null(at, "%s", log);
-	gone = strtod(at + strlen(what), NULL);
-	free(log);
-	return gone;
-}
-
 /* Node base's roles left (the coordinator noticed them gone as leavers,
  * not as losses) after the node exited 0. */
 static void left_not_lost(unsigned base)
@@ -448,12 +258,25 @@ static void left_not_lost(unsigned base)
 	cr_assert(wait_log("coordinator", what, WAIT_MS), "no '%s'", what);
 	snprintf(what, sizeof what, "node %u (worker) left", base + 1);
 	cr_assert(wait_log("coordinator", what, WAIT_MS), "no '%s'", what);
-	log = slurp("coordinator");
+	log = trainer_log("coordinator");
 	snprintf(what, sizeof what, "node %u (ps) lost", base);
 	cr_assert_null(strstr(log, what), "%s", log);
 	snprintf(what, sizeof what, "node %u (worker) lost", base + 1);
 	cr_assert_null(strstr(log, what), "%s", log);
 	cr_assert_null(strstr(log, "lost:"), "%s", log);
+	free(log);
+}
+
+/* NAME logged a rebalance recommendation, and no leave for it. */
+static void rebalance_logged(const char *name)
+{
+	char *log;
+
+	cr_assert(wait_log(name, "imds: rebalance recommendation at ",
+			   WAIT_MS));
+	log = trainer_log(name);
+	cr_assert_not_null(strstr(log, "no leave (no --leave-on-rebalance)"),
+			   "%s", log);
 	free(log);
 }
 
@@ -474,12 +297,7 @@ Test(trainer_notices, an_interruption_notice_is_a_leave)
 	/* a rebalance recommendation: logged, no leave */
 	rebal = (int64_t)fake_now();
 	imds_set(NULL, 0, rebal);
-	cr_assert(wait_log("node200", "imds: rebalance recommendation at ",
-			   WAIT_MS));
-	log = slurp("node200");
-	cr_assert_not_null(strstr(log, "no leave (no --leave-on-rebalance)"),
-			   "%s", log);
-	free(log);
+	rebalance_logged("node200");
 
 	/* the notice: terminated 6 real s from now (360 s of the fake's
 	 * clock); the recommendation stays, as on EC2 */
@@ -507,7 +325,7 @@ Test(trainer_notices, an_interruption_notice_is_a_leave)
 	}
 	/* no signal from anyone: the node ends by itself, and well */
 	cr_assert_eq(wait_exit(node, WAIT_MS), 0);
-	log = slurp("node200");
+	log = trainer_log("node200");
 	cr_assert_eq(count(log, "imds: spot interruption notice: terminate "
 			   "at "), 1, "one notice, acted on once:\n%s", log);
 	cr_assert_eq(count(log, "imds: rebalance recommendation at "), 1,
@@ -543,13 +361,8 @@ Test(trainer_notices, a_rebalance_leave_and_a_notice_already_past)
 	cr_assert(gone <= 120.0 / SPEEDUP + 0.051, "gone in %.2f s", gone);
 	cr_assert_eq(wait_exit(eager, WAIT_MS), 0);
 	left_not_lost(200);
-	cr_assert(wait_log("node300", "imds: rebalance recommendation at ",
-			   WAIT_MS));
-	log = slurp("node300");
-	cr_assert_not_null(strstr(log, "no leave (no --leave-on-rebalance)"),
-			   "%s", log);
-	free(log);
-	log = slurp("coordinator");
+	rebalance_logged("node300");
+	log = trainer_log("coordinator");
 	cr_assert_null(strstr(log, "node 300 leaving"), "%s", log);
 	free(log);
 
@@ -608,7 +421,7 @@ Test(trainer_notices, a_released_node_ends_by_itself)
 	(void)leave_gone(200, WIRE_LEAVE_RELEASE);
 	(void)leave_gone(201, WIRE_LEAVE_RELEASE);
 	cr_assert_eq(wait_exit(node, WAIT_MS), 0);
-	log = slurp("node200");
+	log = trainer_log("node200");
 	cr_assert_not_null(strstr(log, "ps 200 leaving (the coordinator says "
 				  "so)"), "%s", log);
 	cr_assert_not_null(strstr(log, "worker 201 leaving at clock"), "%s",
