@@ -18,15 +18,14 @@ BUILD=${1:-${BUILD:-build}}
 [ -f "$BUILD/libproteus.a" ] || { echo "no $BUILD/libproteus.a: run make" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat > "$tmp/bench.c" <<'CEOF'
+# what both programs below share: a key, a context, a handshake
+cat > "$tmp/benchlib.h" <<'CEOF'
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include "trainer/net.h"
 
 static const uint8_t KEY[32] = "bench-job-key-0123456789abcdefgh";
@@ -55,6 +54,12 @@ static void pair(struct wire_ctx *cli, struct wire_ctx *srv)
 	if (wire_open(srv, b, n, 4096, t, NULL, &in, &d) != PX_OK) exit(2);
 	free(b);
 }
+
+CEOF
+cat > "$tmp/bench.c" <<'CEOF'
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include "benchlib.h"
 
 struct snd { struct net_sock *s; int raw; const float *f; size_t n; int iters; };
 
@@ -185,42 +190,10 @@ echo "SHA extensions masked (OPENSSL_ia32cap=:~0x20000000):"
 OPENSSL_ia32cap=":~0x20000000" "$tmp/bench"
 
 cat > "$tmp/gcm.c" <<'CEOF'
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-#include <nanomsg/nn.h>
-#include <nanomsg/pipeline.h>
-#include "trainer/net.h"
+#include "benchlib.h"
 
-static const uint8_t KEY[32] = "bench-job-key-0123456789abcdefgh";
 #define MAXP WIRE_PAYLOAD_DEFAULT
-
-static struct wire_ctx *mk(uint32_t id)
-{
-	struct wire_config c = { .self = { id }, .job = 1, .job_key = KEY,
-				 .job_key_len = 32 };
-	struct wire_ctx *x;
-	if (wire_ctx_new(&c, &x, NULL) != PX_OK) exit(1);
-	return x;
-}
-
-static void pair(struct wire_ctx *cli, struct wire_ctx *srv)
-{
-	struct wire_msg h, c, g, in; uint8_t *b; size_t n; enum wire_drop d;
-	uint64_t t = px_now_mono_us();
-	wire_hello_begin(cli, wire_ctx_self(srv), t, &h, NULL);
-	wire_encode(cli, &h, 4096, &b, &n, NULL);
-	wire_open(srv, b, n, 4096, t, NULL, &in, &d); free(b);
-	wire_challenge_begin(srv, &in, t, &c, NULL);
-	wire_encode(srv, &c, 4096, &b, &n, NULL);
-	wire_open(cli, b, n, 4096, t, NULL, &in, &d); free(b);
-	wire_register_begin(&in, &g);
-	wire_encode(cli, &g, 4096, &b, &n, NULL);
-	if (wire_open(srv, b, n, 4096, t, NULL, &in, &d) != PX_OK) exit(2);
-	free(b);
-}
 
 static struct wire_ctx *W, *C;
 static float *F, *OUT;
