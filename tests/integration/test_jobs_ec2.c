@@ -599,6 +599,7 @@ Test(jobs_ec2, a_launch_whose_answers_are_lost_is_adopted_whole)
 		      "two nodes were given the same ports");
 	check_books(id, st);
 	check_fake(id, st);
+	json_decref(st);
 }
 
 /* Two spot interruptions through the fake's instance metadata (the
