@@ -135,12 +135,18 @@ bool job_set_state(struct job *j, enum store_job_state s)
 
 /* ---- start, tick, finish ---- */
 
-static void job_release_run(struct job *j)
+/* The job's timer and its trainer end (its world and controller stay). */
+static void job_stop_trainer(struct job *j)
 {
 	if (j->timer > 0)
 		(void)loop_timer_del(j->js->s.loop, j->timer);
 	j->timer = -1;
 	job_trainer_stop(j);
+}
+
+static void job_release_run(struct job *j)
+{
+	job_stop_trainer(j);
 	if (j->w)
 		j->wops->free_world(j->w);
 	j->w = NULL;
@@ -208,10 +214,7 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 	if (why && *why)
 		job_eventf(j, s == STORE_JOB_FAILED ? "error" : "end", "%s",
 			   why);
-	if (j->timer > 0)
-		(void)loop_timer_del(j->js->s.loop, j->timer);
-	j->timer = -1;
-	job_trainer_stop(j);
+	job_stop_trainer(j);
 	/* the key's nodes are gone: nothing may join the job again */
 	if (j->dir[0])
 		jobkey_remove(j->dir);

@@ -310,6 +310,22 @@ void dist_links_close(struct dist_links *t)
 	}
 }
 
+bool dist_told_to_leave(const struct wire_msg *m, struct wire_node self,
+			uint64_t session, int64_t *ret_deadline_us)
+{
+	const struct wire_membership *mb = &m->u.membership;
+
+	for (uint32_t i = 0; i < mb->n; i++)
+		if (wire_node_eq(mb->members[i].node, self)) {
+			if (ret_deadline_us)
+				*ret_deadline_us =
+					mb->members[i].leave_deadline_us;
+			return mb->members[i].state == WIRE_MEMBER_LEAVING &&
+			       mb->members[i].session == session;
+		}
+	return false;
+}
+
 bool dist_members_take(struct dist_members *mb, const struct wire_msg *m)
 {
 	const struct wire_membership *w = &m->u.membership;

@@ -62,6 +62,13 @@ struct dist_members {
 /* Copy an accepted MEMBERSHIP message if its epoch is newer; returns
  * whether it was. */
 bool dist_members_take(struct dist_members *mb, const struct wire_msg *m);
+/* Whether membership m lists this process (node self with its session:
+ * not an earlier process of the node's) as leaving: the agent's LEAVE (a
+ * release across machines) reaches a role this way, with no signal.
+ * *ret_deadline_us (may be NULL): by when, as the list says (0: not
+ * said). */
+bool dist_told_to_leave(const struct wire_msg *m, struct wire_node self,
+			uint64_t session, int64_t *ret_deadline_us);
 const struct dist_member *dist_members_find(const struct dist_members *mb,
 					    struct wire_node node);
 /* Whether member d holds a data partition in stage st: an ACTIVE worker,

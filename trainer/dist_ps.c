@@ -225,23 +225,6 @@ static void forward_all(struct ps *p)
 	p->fwd_rounds++;
 }
 
-/* Whether membership m lists this process (its node with its session:
- * not an earlier process of the node's) as leaving: the agent's LEAVE
- * (a release across machines) reaches a node this way, with no signal. */
-static bool told_to_leave(const struct wire_msg *m, struct wire_node self,
-			  uint64_t session, int64_t *ret_deadline_us)
-{
-	const struct wire_membership *mb = &m->u.membership;
-
-	for (uint32_t i = 0; i < mb->n; i++)
-		if (wire_node_eq(mb->members[i].node, self)) {
-			*ret_deadline_us = mb->members[i].leave_deadline_us;
-			return mb->members[i].state == WIRE_MEMBER_LEAVING &&
-			       mb->members[i].session == session;
-		}
-	return false;
-}
-
 static void on_sub(struct ps *p)
 {
 	struct px_error err;
@@ -254,9 +237,9 @@ static void on_sub(struct ps *p)
 				break;
 			(void)wire_membership_apply(p->ctx, &m,
 						    px_now_mono_us());
-			if (told_to_leave(&m, p->o->node,
-					  wire_ctx_session(p->ctx),
-					  &p->told_by_us))
+			if (dist_told_to_leave(&m, p->o->node,
+					       wire_ctx_session(p->ctx),
+					       &p->told_by_us))
 				p->told = true;
 			break;
 		case WIRE_STAGE:

@@ -96,21 +96,6 @@ static void heartbeat(struct worker *w)
 
 static void pulls_drop(struct worker *w);
 
-/* Whether membership m lists this process (its node with its session:
- * not an earlier process of the node's) as leaving: the agent's LEAVE
- * (a release across machines) reaches a node this way, with no signal. */
-static bool told_to_leave(const struct wire_msg *m, struct wire_node self,
-			  uint64_t session)
-{
-	const struct wire_membership *mb = &m->u.membership;
-
-	for (uint32_t i = 0; i < mb->n; i++)
-		if (wire_node_eq(mb->members[i].node, self))
-			return mb->members[i].state == WIRE_MEMBER_LEAVING &&
-			       mb->members[i].session == session;
-	return false;
-}
-
 static void on_sub(struct worker *w)
 {
 	struct px_error err;
@@ -123,8 +108,8 @@ static void on_sub(struct worker *w)
 				break;
 			(void)wire_membership_apply(w->ctx, &m,
 						    px_now_mono_us());
-			if (told_to_leave(&m, w->o->node,
-					  wire_ctx_session(w->ctx)))
+			if (dist_told_to_leave(&m, w->o->node,
+					       wire_ctx_session(w->ctx), NULL))
 				w->told = true;
 			break;
 		case WIRE_STAGE:

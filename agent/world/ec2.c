@@ -266,13 +266,6 @@ static void host_terminate(struct ec2_host *h, const char *id,
 	host_term_arm(h);
 }
 
-size_t ec2_host_pending(const struct world_host *wh)
-{
-	const struct ec2_host *h = wh->ec2;
-
-	return h ? h->dn : 0;
-}
-
 /* The host's state, made on first use. */
 static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
 			    struct px_error *err)
@@ -515,6 +508,15 @@ static int64_t w_now(const struct ec2w *w)
 	return ec2_world_now(w->h->wh->cfg);
 }
 
+/* The instant the world tells the controller of something now: its
+ * clock, never before the step it last took. */
+static int64_t tell_t(const struct ec2w *w)
+{
+	int64_t now = w_now(w);
+
+	return now > w->step_t ? now : w->step_t;
+}
+
 static struct inst *inst_of(struct ec2w *w, uint64_t id)
 {
 	for (size_t i = 0; i < w->n; i++)
@@ -645,13 +647,22 @@ static void sb_quoted(struct sbuf *b, const char *s)
 
 #define LISTEN_HOST "@PRIVATE_IP@"
 
-/* The user data of instance in: a script that finds the instance's own
- * address (IMDSv2) and runs the node's command (again after a failure, a
- * few times: a node that lost its coordinator, which a restarted daemon
- * brings back at the same address, registers anew).  Nothing secret in
- * it: the owner's env must not hold the job key (PX_JOB_KEY is refused
- * here); until enrollment (the next issue) the key is a file on the
- * head node that only the fake's instances, on this host, can read. */
+/* Argument a, when it is the node's listen address: with the instance's
+ * address, the script's $ip, in place of LISTEN_HOST (tcp://@PRIVATE_IP@:
+ * PORT -> tcp://$ip:PORT).  False, nothing written: another argument. */
+static bool sb_listen(struct sbuf *b, const char *a,
+		      const struct world_place *pl)
+{
+	const char *at = strstr(a, LISTEN_HOST);
+
+	if (!at || strcmp(a, pl->listen))
+		return false;
+	sb_add(b, a, (size_t)(at - a));
+	sb_str(b, "$ip");
+	sb_str(b, at + strlen(LISTEN_HOST));
+	return true;
+}
+
 /* Whether every argument and environment entry of nd can go into a
  * systemd environment file unquoted and be split back at blanks
  * (ExecStart's $VAR): no blank, quote, backslash, `$` or backquote. */
@@ -695,17 +706,10 @@ static void unit_branch(const struct ec2w *w, const struct inst *in,
 	/* argv[0] is the trainer and argv[1] "node": the unit has both */
 	for (char **a = nd->argv && nd->argv[0] && nd->argv[1] ?
 			nd->argv + 2 : NULL; a && *a; a++) {
-		const char *at = strstr(*a, LISTEN_HOST);
-
 		if (a != nd->argv + 2)
 			sb_str(b, " ");
-		if (at && !strcmp(*a, pl->listen)) {
-			sb_add(b, *a, (size_t)(at - *a));
-			sb_str(b, "$ip");
-			sb_str(b, at + strlen(LISTEN_HOST));
-		} else {
+		if (!sb_listen(b, *a, pl))
 			sb_str(b, *a);
-		}
 	}
 	node_extra_args(w, in, b);
 	sb_str(b, "\nPROTEUS_NODE_ENV\n"
@@ -713,6 +717,13 @@ static void unit_branch(const struct ec2w *w, const struct inst *in,
 		  "fi\n");
 }
 
+/* The user data of instance in: a script that finds the instance's own
+ * address (IMDSv2) and runs the node's command (again after a failure, a
+ * few times: a node that lost its coordinator, which a restarted daemon
+ * brings back at the same address, registers anew).  Nothing secret in
+ * it: the owner's env must not hold the job key (PX_JOB_KEY is refused
+ * here); until enrollment (the next issue) the key is a file on the
+ * head node that only the fake's instances, on this host, can read. */
 static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 			     const struct world_node *nd,
 			     const struct world_place *pl, struct sbuf *b,
@@ -759,15 +770,11 @@ static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 	}
 	sb_str(b, "n=0\nuntil");
 	for (char **a = nd->argv; a && *a; a++) {
-		const char *at = strstr(*a, LISTEN_HOST);
-
 		sb_str(b, " ");
-		if (at && !strcmp(*a, pl->listen)) {
-			/* tcp://@PRIVATE_IP@:PORT -> "tcp://$ip:PORT" */
+		if (!strcmp(*a, pl->listen) && strstr(*a, LISTEN_HOST)) {
+			/* "tcp://$ip:PORT": the shell expands it */
 			sb_add(b, "\"", 1);
-			sb_add(b, *a, (size_t)(at - *a));
-			sb_str(b, "$ip");
-			sb_str(b, at + strlen(LISTEN_HOST));
+			(void)sb_listen(b, *a, pl);
 			sb_add(b, "\"", 1);
 		} else {
 			sb_quoted(b, *a);
@@ -1102,11 +1109,15 @@ static enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 	return PX_OK;
 }
 
-/* The end of in on our side: its port range back, nothing more to say. */
+/* The end of in on our side: its port range back, nothing more to say.
+ * A lost answer keeps its ports: EC2 may have launched it, and its node
+ * has them (lost_slots_back gives them back once no listing shows it). */
 static void inst_close(struct ec2w *w, struct inst *in)
 {
-	slot_give(w->h, in->slot, w->node_slots);
-	in->slot = -1;
+	if (!in->lost_answer) {
+		slot_give(w->h, in->slot, w->node_slots);
+		in->slot = -1;
+	}
 	in->st = I_DONE;
 	in->tell = 0;
 }
@@ -1522,8 +1533,7 @@ static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
 	in->st = !strcmp(i->state, "running") ? I_RUNNING : I_PENDING;
 	in->running_s = w_now(w);
 	in->slot = slot_take(w->h, w->node_slots, slot ? atoi(slot) : -1);
-	e = ctrl_adopt(w->c, w_now(w) > w->step_t ? w_now(w) : w->step_t, &q,
-		       in->launch_s, false);
+	e = ctrl_adopt(w->c, tell_t(w), &q, in->launch_s, false);
 	if (e != PX_OK) {
 		slot_give(w->h, in->slot, w->node_slots);
 		w->n--;
@@ -1857,15 +1867,8 @@ static enum px_err answer(struct ec2w *w, struct inst *in, int64_t t,
 	if (in->released)
 		return PX_OK;
 	if (tl & (1u << T_REJECTED)) {
-		int slot = in->slot;
-
 		e = ctrl_e(w, ctrl_rejected(w->c, t, in->id, in->why), err);
 		inst_close(w, in);
-		if (in->lost_answer && slot >= 0) {
-			/* an instance EC2 may have launched has these
-			 * ports: they stay its own a while */
-			in->slot = slot_take(w->h, w->node_slots, slot);
-		}
 		return e;
 	}
 	if (tl & (1u << T_LAUNCHED))
@@ -1925,7 +1928,7 @@ static enum px_err ec2w_run_due(void *vw, const struct ctrl_progress *p,
 		return px_errorf(err, PX_EAWS, "%s", w->fatal);
 	if (!w->started)
 		return PX_OK;
-	e = bill_ends_at(w, now > w->step_t ? now : w->step_t, err);
+	e = bill_ends_at(w, tell_t(w), err);
 	while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= now) {
 		/* everything due is decided now, not at the instant it was
 		 * due: the clock is EC2's, and a release decided "at" a past
@@ -2073,11 +2076,8 @@ static void ec2w_bill_ends(void *vw)
 {
 	struct ec2w *w = vw;
 	struct px_error err = {0};
-	int64_t t = w_now(w);
 
-	if (t < w->step_t)
-		t = w->step_t;
-	if (bill_ends_at(w, t, &err) != PX_OK)
+	if (bill_ends_at(w, tell_t(w), &err) != PX_OK)
 		log_err("job %" PRId64 ": a bill to EC2's end: %s",
 			w->s.job_id, err.msg);
 }

@@ -45,8 +45,6 @@ int64_t ec2_world_now(const struct proteusd_config *cfg);
 enum px_err ec2_host_sweep(struct world_host *wh, struct px_error *err);
 /* Free the host's ec2 state (after every world of it is freed). */
 void ec2_host_free(struct world_host *wh);
-/* Terminations still unconfirmed (the host retries them). */
-size_t ec2_host_pending(const struct world_host *wh);
 
 /* The job's markets from EC2 (the world's load_market): the spot-price
  * history of (types x zones; no zones: the zones of ec2_subnets) in
