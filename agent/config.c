@@ -629,6 +629,11 @@ static const struct config_key config_table[] = {
 	 CONFIG_IMMUTABLE,
 	 "ec2 world: the path of proteus-trainer on the instances", NULL,
 	 NULL, check_node_trainer},
+	{"ec2_identity_cert", CONFIG_STR, CFG(ec2_identity_cert), 0,
+	 CONFIG_PATH_MAX - 1, "", CONFIG_IMMUTABLE,
+	 "ec2 world: the region's AWS RSA-2048 certificate (PEM) that signs "
+	 "instance identity documents; a node's enrollment is checked "
+	 "against it (empty: not set)", NULL, NULL, NULL},
 	{"ec2_price_poll_s", CONFIG_INT, CFG(ec2_price_poll_s), 60, 3600,
 	 "300", CONFIG_RELOADABLE,
 	 "ec2 world: seconds between polls of the live spot prices of a "
@@ -1114,6 +1119,11 @@ enum px_err config_ec2_check(const struct proteusd_config *c,
 		return px_errorf(err, PX_EINVAL, "head_address is not set: the "
 				 "ec2 world needs the address its nodes reach "
 				 "this head node at");
+	if (!c->ec2_identity_cert[0])
+		return px_errorf(err, PX_EINVAL, "ec2_identity_cert is not set: "
+				 "the ec2 world needs the region's AWS RSA-2048 "
+				 "certificate to check its nodes' identity "
+				 "documents (docs/operations.md)");
 	if (c->ec2_clock_speedup != 1 && !endpoint_named(c))
 		return px_errorf(err, PX_EINVAL, "ec2_clock_speedup is %" PRId64
 				 ": a clock speed-up is for a fake EC2 only; "

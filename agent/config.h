@@ -86,6 +86,8 @@ struct proteusd_config {
 					       * $AWS_ENDPOINT_URL, the
 					       * region's (ec2_config) */
 	char ec2_node_trainer[CONFIG_PATH_MAX]; /* on the instances */
+	char ec2_identity_cert[CONFIG_PATH_MAX]; /* the region's AWS
+						  * certificate (PEM) */
 	int64_t ec2_price_poll_s;             /* live spot prices, every */
 	int64_t ec2_hb_timeout_ms;            /* a silent node is lost */
 	int64_t ec2_clock_speedup;            /* a fake's: world s per s */

@@ -331,7 +331,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		struct world_setup ws = {
 			.host = &j->js->host, .job_id = j->id,
 			.job_dir = j->dir, .region = j->req.spec.region,
-			.resume = resume,
+			.resume = resume, .job_key = j->key,
 			.env = env, .ms = &j->ms, .t0_s = j->t,
 			.end_s = plan_end(j->plan),
 			.speedup = j->speedup,

@@ -113,7 +113,6 @@ struct job {
 	uint64_t token;          /* the trainer's job id */
 	char coord_addr[JOB_PATH_MAX + 8]; /* where the coordinator listens
 					    * (the world says) */
-	char keyfile[JOB_PATH_MAX + 8];    /* the key's file (jobkey.h) */
 	pid_t coord;             /* coordinator pid (its own group), 0 */
 	int restarts;
 	struct agent_chan *ach;  /* PROGRESS in, commands out */

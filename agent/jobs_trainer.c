@@ -239,26 +239,22 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 	ret->argv = role_argv(j, "node", node, pl->coord, pl->listen, extra);
 	if (pl->remote && ret->argv) {
 		/* started from user data on its instance: the trainer there,
-		 * and no secret in its command (until enrollment, the key's
-		 * file, which only an instance on this host can read) */
+		 * and no secret in its command (the node enrolls for the
+		 * key: the world adds what it needs, common/enroll.h) */
 		free(ret->argv[0]);
 		ret->argv[0] = strdup(j->js->s.cfg->ec2_node_trainer);
 	}
 	env = calloc(3, sizeof *env);
 	if (env) {
-		char kf[sizeof j->keyfile + 24];
-
-		snprintf(kf, sizeof kf, "%s=%s", DIST_KEY_FILE_ENV,
-			 j->keyfile);
-		env[0] = strdup(pl->remote ? kf : j->keyenv);
-		env[1] = strdup("PX_PARENT_WATCH=1");
+		env[0] = strdup("PX_PARENT_WATCH=1");
+		env[1] = pl->remote ? NULL : strdup(j->keyenv);
 	}
 	if (ret->argv && !ret->argv[0]) {
 		argv_free(ret->argv);
 		ret->argv = NULL;
 	}
 	ret->env = env;
-	if (!ret->argv || !env || !env[0] || !env[1]) {
+	if (!ret->argv || !env || !env[0] || (!pl->remote && !env[1])) {
 		argv_free(ret->argv);
 		argv_free(env);
 		ret->argv = ret->env = NULL;
@@ -754,7 +750,6 @@ enum px_err job_trainer_prepare(struct job *j, struct px_error *err)
 	/* the job's key, kept in its directory across the daemon's lives
 	 * (nodes that outlive the daemon stay members), and the trainer's
 	 * job id drawn from it: both the same in every life of the job */
-	snprintf(j->keyfile, sizeof j->keyfile, "%s/%s", j->dir, JOBKEY_FILE);
 	e = jobkey_load_or_create(j->dir, j->key, err);
 	if (e != PX_OK)
 		return e;

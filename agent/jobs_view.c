@@ -116,6 +116,25 @@ static void set_error(json_t *o, struct store *st, int64_t id,
 		json_object_set_new(o, "error", json_string("not recorded"));
 }
 
+/* An ec2 job's enrollments: nodes that got the key over the network (in
+ * every life: the store's events) and refusals (this life's count, else
+ * the ones stored).  Nothing for the other worlds. */
+static void set_enrollments(json_t *o, struct store *st, int64_t id,
+			    enum world_kind world, const struct job *j)
+{
+	struct px_error err = {0};
+	int64_t ok = 0, refused = 0, ok_now = 0;
+
+	if (world != WORLD_EC2)
+		return;
+	(void)store_event_count(st, id, "enrolled", &ok, &err);
+	(void)store_event_count(st, id, "enroll_refused", &refused, &err);
+	if (j && j->w && j->wops->enrollments)
+		j->wops->enrollments(j->w, &ok_now, &refused);
+	json_object_set_new(o, "enrolled", json_integer(ok));
+	json_object_set_new(o, "enroll_refused", json_integer(refused));
+}
+
 static json_t *status_live(struct job *j)
 {
 	int64_t cost = job_cost_uusd(j);
@@ -171,6 +190,7 @@ static json_t *status_live(struct job *j)
 		!j->closing_us));
 	json_object_set_new(o, "spot_advisor", j->adv_path[0] ?
 			    json_string(j->adv_path) : json_null());
+	set_enrollments(o, j->js->s.st, j->id, j->req.world.kind, j);
 	set_error(o, j->js->s.st, j->id, j->state, j->why);
 	return o;
 }
@@ -181,6 +201,7 @@ struct stored {
 	json_t *o;
 	char *spec;              /* as submitted */
 	enum store_job_state state;
+	enum world_kind world;
 };
 
 static enum px_err stored_job(const struct store_job *sj, void *ctx)
@@ -188,6 +209,7 @@ static enum px_err stored_job(const struct store_job *sj, void *ctx)
 	struct stored *s = ctx;
 
 	s->state = sj->state;
+	s->world = sj->world;
 	s->o = json_pack("{s:I, s:s, s:s, s:s}", "job", (json_int_t)sj->id,
 			 "name", sj->name, "state",
 			 store_job_state_name(sj->state), "world",
@@ -311,6 +333,7 @@ static enum px_err stored_books(struct jobs *js, int64_t id,
 	json_object_set_new(o, "spot_advisor", have_q &&
 			    q->spec.spot_advisor[0] ?
 			    json_string(q->spec.spot_advisor) : json_null());
+	set_enrollments(o, st, id, s->world, NULL);
 	set_error(o, st, id, s->state, NULL);
 	json_decref(p);
 	json_decref(start);

@@ -29,6 +29,8 @@
 #include "../common/px.h"
 #include "ckpt.h"
 #include "data.h"
+#include "enroll_node.h"
+#include "../common/enroll.h"
 #include "dist.h"
 #include "dist_node.h"
 #include "kern_cuda.h"
@@ -68,6 +70,7 @@ enum {
 	C_EVAL = 1 << 3,
 	C_NODE = 1 << 4,  /* node: the roles of one instance; it takes
 			     the roles' options and passes them on */
+	C_ENROLL = 1 << 5, /* enroll: get the job key as a node would */
 	C_DIST = C_LOCAL | C_ROLE,
 	C_RUN = C_TRAIN | C_DIST,
 };
@@ -136,7 +139,19 @@ static const struct subcmd subcmds[] = {
 	  "the roles, which read it as the coordinator does.  With --stub "
 	  "the node runs no role: it registers as node N with no role "
 	  "(no shard, no partition, no clock) and heartbeats until a "
-	  "SIGTERM, when it leaves and exits 0." },
+	  "SIGTERM, when it leaves and exits 0.  On an EC2 instance "
+	  "(PX_ENROLL_* in the environment, from the user data, and no "
+	  "job key) the node first enrolls, as `enroll` does." },
+	{ "enroll", C_ENROLL, "[OPTIONS]",
+	  "get the job's key from proteusd as a node on an EC2 instance "
+	  "does (from $" ENROLL_ENV_ADDR ", $" ENROLL_ENV_JOB ", $"
+	  ENROLL_ENV_PUB ", $" ENROLL_ENV_TICKET " and the instance's "
+	  "signed identity document)",
+	  "The key goes to a key file (mode 0600), by default "
+	  "$STATE_DIRECTORY/job-N.key, else $HOME/.proteus/job-N.key; it "
+	  "is never printed.  A key file already there is used as it is "
+	  "(the ticket is single-use).  Exits 0 enrolled, 1 refused or no "
+	  "answer, 2 usage.  docs/security.md has the scheme." },
 };
 
 #define N_SUBCMDS (sizeof(subcmds) / sizeof(subcmds[0]))
@@ -147,6 +162,7 @@ struct tcli {
 				o.max_train, o.max_test, o.json */
 	struct dist_local l; /* local's own */
 	struct dist_node n;  /* node's own */
+	struct enroll_node_opts en; /* enroll's */
 };
 
 enum opt_kind {
@@ -362,6 +378,15 @@ static const struct topt topts[] = {
 	    4102444800.0, F_OWN | F_NORANGE, "node: Unix seconds that clock "
 	    "runs from (T0 + (now - T0) * K); needed with --clock-speedup",
 	    "none"),
+	OPT("signature", "FILE", C_ENROLL, K_STR, en.sig_file, 0, 0, 0,
+	    "enroll: the PKCS#7 signature of the identity document "
+	    "(base64) from FILE, not from the instance metadata", NULL),
+	OPT("key-file", "FILE", C_ENROLL, K_STR, en.key_path, 0, 0, 0,
+	    "enroll: write the key here", "the node's key file"),
+	OPT("once", NULL, C_ENROLL, K_FLAG, en.once, 0, 0, 0,
+	    "enroll: ask once; a refusal is final", NULL),
+	OPT("wait-ms", "MS", C_ENROLL, K_UINT, en.wait_ms, 1, 3600000, 0,
+	    "enroll: ask again until this long has passed", "600000"),
 	OPT("agent", "ENDPOINT", C_ROLE, K_ENDPOINT, o.agent, 0, 0, 0,
 	    "coordinator: PUSH PROGRESS frames to the agent's PULL here",
 	    "none"),
@@ -1177,6 +1202,27 @@ static int run_stub(struct dist_opts *o)
 	return exit_for(e);
 }
 
+/* enroll: the job key into a key file, as a node gets it. */
+static int cmd_enroll(const struct subcmd *sc, int argc, char **argv)
+{
+	struct px_error err = { 0 };
+	char path[4096];
+	struct tcli t;
+	int rc;
+
+	tcli_default(&t, sc);
+	rc = parse(sc, argc, argv, &t, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	log_init("enroll", LOG_LVL_NOTICE);
+	if (enroll_node(&t.en, path, sizeof path, &err) != PX_OK) {
+		log_err("%s", err.msg);
+		return TX_FAIL;
+	}
+	printf("enrolled: the job's key is in %s\n", path);
+	return TX_OK;
+}
+
 /* node: its roles, with the options it was given (less its own). */
 static int run_node(struct tcli *t, char **role_args)
 {
@@ -1186,6 +1232,17 @@ static int run_node(struct tcli *t, char **role_args)
 	if (!watch_parent())
 		return TX_FAIL;
 	log_init("node", LOG_LVL_NOTICE);
+	if (enroll_node_wanted()) {
+		struct enroll_node_opts eo = { 0 };
+		char path[4096];
+
+		/* on an EC2 instance: the key by enrollment, before any
+		 * role starts (they read it from the key file) */
+		if (enroll_node(&eo, path, sizeof path, &err) != PX_OK) {
+			log_err("node %u: %s", t->o.node.v, err.msg);
+			return TX_FAIL;
+		}
+	}
 	t->n.exe = "/proc/self/exe";
 	t->n.base = t->o.node.v;
 	t->n.listen = t->o.listen;
@@ -1291,5 +1348,7 @@ int main(int argc, char **argv)
 		return cmd_train(sc, argc - 1, argv + 1);
 	if (sc->mask == C_EVAL)
 		return cmd_eval(sc, argc - 1, argv + 1);
+	if (sc->mask == C_ENROLL)
+		return cmd_enroll(sc, argc - 1, argv + 1);
 	return cmd_dist(sc, argc - 1, argv + 1);
 }

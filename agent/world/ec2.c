@@ -15,7 +15,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@
 #include "../evq.h"
 #include "../loop.h"
 #include "ec2.h"
+#include "enroll_srv.h"
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
@@ -70,6 +73,8 @@ struct ec2_host {
 	size_t n_slots;
 	int stride;              /* ports per slot (a role's three) */
 	int64_t throttled_until; /* market s: every acquire rests */
+	struct enroll_srv *es;   /* nodes enroll here (slot 0's port) */
+	struct ec2w *worlds;     /* the live ones, for enrollment */
 };
 
 static uint64_t mono_us(void)
@@ -266,6 +271,29 @@ static void host_terminate(struct ec2_host *h, const char *id,
 	host_term_arm(h);
 }
 
+static const struct enroll_owner enroll_owner_of;
+static int slot_port(const struct ec2_host *h, int slot);
+
+/* The enrollment endpoint, on trainer_ports' first port (slot 0, kept
+ * from the nodes): the same in every life of the daemon, as the user
+ * data of instances that outlive it says. */
+static enum px_err host_enroll_start(struct ec2_host *h, struct px_error *err)
+{
+	const struct proteusd_config *cfg = h->wh->cfg;
+	struct enroll_owner o = enroll_owner_of;
+	char url[CONFIG_HOST_MAX + 32];
+
+	if (!h->n_slots)
+		return px_errorf(err, PX_ETOOBIG, "trainer_ports: no port for "
+				 "the enrollment endpoint");
+	h->slots[0] = 1;
+	o.ctx = h;
+	snprintf(url, sizeof url, "tcp://%s:%d", cfg->head_address,
+		 slot_port(h, 0));
+	return enroll_srv_new(h->wh->loop, url, cfg->ec2_identity_cert,
+			      cfg->region, &o, &h->es, err);
+}
+
 /* The host's state, made on first use. */
 static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
 			    struct px_error *err)
@@ -308,7 +336,10 @@ static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
 		e = ec2_loop_new(wh->loop, &ec, &h->el, err);
 	if (e == PX_OK)
 		e = ec2_client_new(&ec, &h->c, err);
+	if (e == PX_OK)
+		e = host_enroll_start(h, err);
 	if (e != PX_OK) {
+		ec2_client_free(h->c);
 		ec2_loop_free(h->el);
 		awscred_provider_free(h->creds);
 		free(h->slots);
@@ -335,6 +366,7 @@ void ec2_host_free(struct world_host *wh)
 			 "tag)", h->dn, h->dn == 1 ? "" : "s");
 	if (h->term_timer > 0)
 		(void)loop_timer_del(wh->loop, h->term_timer);
+	enroll_srv_free(h->es);
 	ec2_client_free(h->c);   /* calls in flight: PX_ECANCELED */
 	ec2_loop_free(h->el);
 	awscred_provider_free(h->creds);
@@ -352,7 +384,9 @@ static int slot_take(struct ec2_host *h, int n, int want)
 
 	if (n < 1)
 		n = 1;
-	if (want >= 0 && (size_t)want + (size_t)n <= h->n_slots) {
+	/* slot 0 is the enrollment endpoint's, whatever an earlier life
+	 * kept */
+	if (want > 0 && (size_t)want + (size_t)n <= h->n_slots) {
 		for (int k = 0; k < n; k++)
 			h->slots[want + k] = 1;
 		return want;
@@ -431,6 +465,8 @@ struct inst {
 	int64_t end_s;           /* EC2's end time */
 	uint64_t refused_us;     /* monotonic, when a lost answer came */
 	int64_t warn_s;          /* its node read a notice: gone then */
+	bool enrolled;           /* its node has the job's key */
+	uint8_t enroll_pub[ENROLL_PUB_LEN]; /* the key it was given under */
 	bool bill_end_told;      /* EC2's end time seen once (we ended it) */
 	bool bill_end_due;       /* ... and not yet told the controller */
 	unsigned tell;           /* bits 1 << enum itell, to hand over */
@@ -465,6 +501,8 @@ struct ec2w {
 	 * adoption that follows finds them joined */
 	uint64_t early[EARLY_MAX];
 	unsigned n_early;
+	struct ec2w *next_w;     /* the host's list */
+	int64_t n_enrolled, n_refused;
 };
 
 struct call {
@@ -550,6 +588,167 @@ static struct inst *inst_by_iid(struct ec2w *w, const char *iid)
 		if (!strcmp(w->v[i].iid, iid))
 			return &w->v[i];
 	return NULL;
+}
+
+/* ---- enrollment (enroll_srv.h; docs/security.md) ---- */
+
+static struct ec2w *world_of_job(struct ec2_host *h, int64_t job)
+{
+	for (struct ec2w *w = h->worlds; w; w = w->next_w)
+		if (w->s.job_id == job && w->s.job_key)
+			return w;
+	return NULL;
+}
+
+static bool enroll_key_of(void *ctx, int64_t job, uint8_t key[ENROLL_KEY_LEN])
+{
+	struct ec2w *w = world_of_job(ctx, job);
+
+	if (!w)
+		return false;
+	memcpy(key, w->s.job_key, ENROLL_KEY_LEN);
+	return true;
+}
+
+/* The enrollment lasts the instance's life: in the store (the job's
+ * events), so that a restarted daemon still refuses a second one. */
+static void enrolled_keep(struct ec2w *w, struct inst *in)
+{
+	struct px_error err = {0};
+	char pub[2 * ENROLL_PUB_LEN + 1], d[256];
+
+	enroll_hex(in->enroll_pub, ENROLL_PUB_LEN, pub);
+	snprintf(d, sizeof d, "{\"instance\": \"%s\", \"pub\": \"%s\"}",
+		 in->iid, pub);
+	if (store_event_add(w->h->wh->st, w->s.job_id, (int64_t)in->id,
+			    px_now_wall_us(), "enrolled", d, &err) != PX_OK)
+		log_err("job %" PRId64 ": enrollment of %s not stored: %s",
+			w->s.job_id, in->iid, err.msg);
+}
+
+static enum px_err enroll_admit(void *ctx, const struct enroll_request *r,
+				const struct enroll_identity *id, char *why,
+				size_t len, bool *retry)
+{
+	struct ec2w *w = world_of_job(ctx, r->job);
+	struct inst *in = w ? inst_by_iid(w, id->instance_id) : NULL;
+	uint8_t t[ENROLL_TICKET_LEN];
+	struct px_error err = {0};
+
+	*retry = false;
+	if (!w) {
+		*retry = true;
+		snprintf(why, len, "job %" PRId64 " runs no ec2 world here now",
+			 r->job);
+		return PX_ENOENT;
+	}
+	if (!in) {
+		/* its RunInstances answer may not be in yet: the listing
+		 * that adopts it comes within seconds */
+		*retry = true;
+		snprintf(why, len, "instance %s was not launched for job %"
+			 PRId64 " (or its launch is not known yet)",
+			 id->instance_id, r->job);
+		return PX_ENOENT;
+	}
+	if (in->released || in->st == I_DONE) {
+		snprintf(why, len, "instance %s has been let go", in->iid);
+		return PX_EINVAL;
+	}
+	if (enroll_ticket(w->s.job_key, w->s.job_id, in->id, t, &err) != PX_OK
+	    || CRYPTO_memcmp(t, r->ticket, sizeof t)) {
+		OPENSSL_cleanse(t, sizeof t);
+		snprintf(why, len, "the ticket is not instance %s's", in->iid);
+		return PX_EINVAL;
+	}
+	OPENSSL_cleanse(t, sizeof t);
+	if (in->enrolled) {
+		/* the same request again (its answer lost): the same key
+		 * sealed to the same public key; anything else is a second
+		 * enrollment of one instance, a replay */
+		if (!memcmp(in->enroll_pub, r->pub, ENROLL_PUB_LEN))
+			return PX_OK;
+		snprintf(why, len, "instance %s has enrolled already (a "
+			 "replayed document or a second node)", in->iid);
+		return PX_EEXIST;
+	}
+	in->enrolled = true;
+	memcpy(in->enroll_pub, r->pub, ENROLL_PUB_LEN);
+	w->n_enrolled++;
+	enrolled_keep(w, in);
+	return PX_OK;
+}
+
+static void enroll_refused(void *ctx, int64_t job, const char *instance,
+			   const char *why)
+{
+	struct ec2w *w = world_of_job(ctx, job);
+	struct px_error err = {0};
+	json_t *d;
+	char *s;
+
+	if (!w)
+		return;
+	/* stored for the first refusals only: a flood must not fill the
+	 * store (each is counted) */
+	if (w->n_refused++ >= ENROLL_LOG_FIRST)
+		return;
+	d = json_pack("{s:s, s:s}", "instance", instance, "reason", why);
+	s = d ? json_dumps(d, JSON_COMPACT) : NULL;
+	if (s)
+		(void)store_event_add(w->h->wh->st, job, 0, px_now_wall_us(),
+				      "enroll_refused", s, &err);
+	free(s);
+	json_decref(d);
+}
+
+static const struct enroll_owner enroll_owner_of = {
+	.key_of = enroll_key_of,
+	.admit = enroll_admit,
+	.refused = enroll_refused,
+};
+
+struct enrolled_find {
+	uint64_t id;
+	uint8_t pub[ENROLL_PUB_LEN];
+	bool found;
+};
+
+static enum px_err enrolled_each(const struct store_event *ev, void *ctx)
+{
+	struct enrolled_find *f = ctx;
+	json_t *d;
+
+	if (strcmp(ev->kind, "enrolled") || (uint64_t)ev->instance_id != f->id)
+		return PX_OK;
+	d = json_loadb(ev->detail, ev->detail_len, 0, NULL);
+	f->found = enroll_unhex(json_string_value(json_object_get(d, "pub")),
+				f->pub, sizeof f->pub);
+	json_decref(d);
+	return PX_OK;
+}
+
+/* Whether instance in (adopted) enrolled in an earlier life. */
+static void enrolled_before(struct ec2w *w, struct inst *in)
+{
+	struct enrolled_find f = { .id = in->id };
+	struct px_error err = {0};
+
+	if (store_events_each(w->h->wh->st, w->s.job_id, enrolled_each, &f,
+			      &err) != PX_OK || !f.found)
+		return;
+	in->enrolled = true;
+	memcpy(in->enroll_pub, f.pub, sizeof f.pub);
+	w->n_enrolled++;
+}
+
+static void ec2w_enrollments(const void *vw, int64_t *ret_ok,
+			     int64_t *ret_refused)
+{
+	const struct ec2w *w = vw;
+
+	*ret_ok = w->n_enrolled;
+	*ret_refused = w->n_refused;
 }
 
 static struct inst *inst_add(struct ec2w *w, uint64_t id,
@@ -691,7 +890,8 @@ static void node_extra_args(const struct ec2w *w, const struct inst *in,
  * an image without the unit) the script goes on to run the node itself. */
 static void unit_branch(const struct ec2w *w, const struct inst *in,
 			const struct world_node *nd,
-			const struct world_place *pl, struct sbuf *b)
+			const struct world_place *pl, char *const *enroll,
+			struct sbuf *b)
 {
 	sb_str(b, "if [ -z \"${AWS_EC2_METADATA_SERVICE_ENDPOINT:-}\" ] && "
 		  "command -v systemctl >/dev/null 2>&1 && "
@@ -699,6 +899,10 @@ static void unit_branch(const struct ec2w *w, const struct inst *in,
 		  "  umask 077\n  mkdir -p /etc/proteus\n"
 		  "  cat > /etc/proteus/node.env <<PROTEUS_NODE_ENV\n");
 	for (char **e = nd->env; e && *e; e++) {
+		sb_str(b, *e);
+		sb_str(b, "\n");
+	}
+	for (char *const *e = enroll; *e; e++) {
 		sb_str(b, *e);
 		sb_str(b, "\n");
 	}
@@ -717,19 +921,73 @@ static void unit_branch(const struct ec2w *w, const struct inst *in,
 		  "fi\n");
 }
 
+#define ENROLL_ENV_MAX 4
+
+/* What the node of in needs to enroll (common/enroll.h): where, the
+ * job, the job's enrollment public key and in's single-use ticket, as
+ * "K=V" into v[ENROLL_ENV_MAX + 1] (NULL-ended; enroll_env_free). */
+static enum px_err enroll_env(const struct ec2w *w, const struct inst *in,
+			      char **v, struct px_error *err)
+{
+	uint8_t pub[ENROLL_PUB_LEN], t[ENROLL_TICKET_LEN];
+	char hex[2 * ENROLL_TICKET_LEN + 1], buf[CONFIG_HOST_MAX + 64];
+	enum px_err e;
+	int k = 0;
+
+	memset(v, 0, (ENROLL_ENV_MAX + 1) * sizeof *v);
+	if (!w->s.job_key)
+		return px_errorf(err, PX_EINVAL, "the job has no key to enroll "
+				 "its nodes with");
+	e = enroll_job_pub(w->s.job_key, pub, err);
+	if (e == PX_OK)
+		e = enroll_ticket(w->s.job_key, w->s.job_id, in->id, t, err);
+	if (e != PX_OK)
+		return e;
+	snprintf(buf, sizeof buf, ENROLL_ENV_ADDR "=tcp://%s:%d",
+		 w->h->wh->cfg->head_address, slot_port(w->h, 0));
+	v[k++] = strdup(buf);
+	snprintf(buf, sizeof buf, ENROLL_ENV_JOB "=%" PRId64, w->s.job_id);
+	v[k++] = strdup(buf);
+	enroll_hex(pub, sizeof pub, hex);
+	snprintf(buf, sizeof buf, ENROLL_ENV_PUB "=%s", hex);
+	v[k++] = strdup(buf);
+	enroll_hex(t, sizeof t, hex);
+	snprintf(buf, sizeof buf, ENROLL_ENV_TICKET "=%s", hex);
+	v[k++] = strdup(buf);
+	OPENSSL_cleanse(t, sizeof t);
+	OPENSSL_cleanse(hex, sizeof hex);
+	OPENSSL_cleanse(buf, sizeof buf);
+	for (int i = 0; i < k; i++)
+		if (!v[i])
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+	return PX_OK;
+}
+
+static void enroll_env_free(char **v)
+{
+	for (int i = 0; i < ENROLL_ENV_MAX; i++) {
+		if (v[i])
+			OPENSSL_cleanse(v[i], strlen(v[i]));
+		free(v[i]);
+		v[i] = NULL;
+	}
+}
+
 /* The user data of instance in: a script that finds the instance's own
  * address (IMDSv2) and runs the node's command (again after a failure, a
  * few times: a node that lost its coordinator, which a restarted daemon
- * brings back at the same address, registers anew).  Nothing secret in
- * it: the owner's env must not hold the job key (PX_JOB_KEY is refused
- * here); until enrollment (the next issue) the key is a file on the
- * head node that only the fake's instances, on this host, can read. */
+ * brings back at the same address, registers anew).  Nothing from which
+ * the job key can be drawn: the node enrolls (enroll_env: the job's
+ * public key and a single-use ticket); the job key, or a file of it,
+ * in the owner's env is refused here. */
 static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 			     const struct world_node *nd,
 			     const struct world_place *pl, struct sbuf *b,
 			     struct px_error *err)
 {
+	char *enroll[ENROLL_ENV_MAX + 1];
 	char line[256];
+	enum px_err rc;
 
 	sb_str(b, "#!/bin/sh\n");
 	snprintf(line, sizeof line, "# proteusd %s: job %" PRId64 ", instance "
@@ -754,20 +1012,32 @@ static enum px_err user_data(const struct ec2w *w, const struct inst *in,
 		  "[ -n \"$ip\" ] || { echo 'proteus: no local-ipv4 from the "
 		  "instance metadata' >&2; exit 1; }\n");
 	for (char **e = nd->env; e && *e; e++) {
-		if (!strncmp(*e, "PX_JOB_KEY=", 11))
+		if (!strncmp(*e, "PX_JOB_KEY=", 11) ||
+		    !strncmp(*e, "PX_JOB_KEY_FILE=", 16))
 			return px_errorf(err, PX_EINVAL, "the job key must not "
 					 "reach an instance's user data");
 		if (!strchr(*e, '=') || strchr(*e, '=') == *e)
 			return px_errorf(err, PX_EINVAL, "bad environment "
 					 "entry for a node");
 	}
+	rc = enroll_env(w, in, enroll, err);
+	if (rc != PX_OK) {
+		enroll_env_free(enroll);
+		return rc;
+	}
 	if (unit_safe(nd))
-		unit_branch(w, in, nd, pl, b);
+		unit_branch(w, in, nd, pl, enroll, b);
 	for (char **e = nd->env; e && *e; e++) {
 		sb_str(b, "export ");
 		sb_quoted(b, *e);
 		sb_str(b, "\n");
 	}
+	for (char **e = enroll; *e; e++) {
+		sb_str(b, "export ");
+		sb_quoted(b, *e);
+		sb_str(b, "\n");
+	}
+	enroll_env_free(enroll);
 	sb_str(b, "n=0\nuntil");
 	for (char **a = nd->argv; a && *a; a++) {
 		sb_str(b, " ");
@@ -1539,6 +1809,7 @@ static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
 		w->n--;
 		return px_errorf(err, e, "%s", ctrl_error(w->c)->msg);
 	}
+	enrolled_before(w, in);
 	if (w->s.hooks.adopted)
 		w->s.hooks.adopted(w->s.hooks.ctx, &q);
 	log_notice("job %" PRId64 ": instance %" PRIu64 " (%s, %s %s%s) "
@@ -1759,6 +2030,8 @@ static enum px_err ec2w_create(const struct world_setup *s, void **ret,
 		free(w);
 		return e;
 	}
+	w->next_w = h->worlds;
+	h->worlds = w;
 	*ret = w;
 	return PX_OK;
 }
@@ -2093,6 +2366,11 @@ static void ec2w_free(void *vw)
 		return;
 	for (struct call *k = w->calls; k; k = k->next)
 		k->w = NULL;
+	for (struct ec2w **p = &w->h->worlds; *p; p = &(*p)->next_w)
+		if (*p == w) {
+			*p = w->next_w;
+			break;
+		}
 	if (w->poll_timer > 0)
 		(void)loop_timer_del(w->h->wh->loop, w->poll_timer);
 	if (w->price_timer > 0)
@@ -2292,6 +2570,7 @@ const struct world_ops ec2_world_ops = {
 	.bill_ends = ec2w_bill_ends,
 	.node_warned = ec2w_node_warned,
 	.free_world = ec2w_free,
+	.enrollments = ec2w_enrollments,
 	.coordinator = ec2w_coordinator,
 	.on_this_host = false,
 	.real_clock = true,

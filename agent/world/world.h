@@ -146,6 +146,9 @@ struct world_setup {
 					   * (3 each) */
 	bool resume;                      /* the job had an earlier life:
 					   * recover its instances */
+	const uint8_t *job_key;           /* the job's key (32 bytes), from
+					   * which ec2 draws its nodes'
+					   * enrollment (common/enroll.h) */
 	struct world_hooks hooks;
 };
 
@@ -243,6 +246,10 @@ struct world_ops {
 	void (*bill_ends)(void *w);
 	/* End everything still running and free. */
 	void (*free_world)(void *w);
+	/* Nodes that enrolled (got the job key over the network) and
+	 * enrollments refused, in this life (ec2; NULL: none). */
+	void (*enrollments)(const void *w, int64_t *ret_ok,
+			    int64_t *ret_refused);
 	/* Where the job's coordinator listens (local: ipc://JOBDIR/n0;
 	 * ec2: tcp://head_address:PORT).  Asked after create. */
 	enum px_err (*coordinator)(const void *w, char *buf, size_t len,

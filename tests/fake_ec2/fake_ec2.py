@@ -7,8 +7,19 @@ Listens on 127.0.0.1 only, on a free port it picks itself, and prints
 its stdin reaches end of file (the parent died or closed the pipe), or on
 SIGTERM/SIGINT; then it prints one summary line on stdout
 ({"instances_launched": N, "still_running": M, "bad_signatures": B,
-"billed_usd": X}), writes --record if given and kills every process group it
-started.
+"billed_usd": X, "enrolled": E}), writes --record if given and kills every
+process group it started.  E counts the instances whose disk holds a job key
+that their node got by enrollment (HOME/.proteus/job-N.key in the
+instance's folder): the key is never in the user data, so a key there came
+over the network.
+
+Instance identity documents are signed as AWS signs them (PKCS#7 signed
+data over the document, SHA-256 with an RSA-2048 key, at
+dynamic/instance-identity/rsa2048), with a key and self-signed certificate
+the fake makes at start and writes to --identity-cert (the daemon's
+ec2_identity_cert).  GET /_ctl?cmd=sign&id=I[&forge=1][&region=R] signs a
+document for any instance id (forge: with another key, its certificate
+inside the message, as a forger would): for tests of refused enrollments.
 
 Every EC2 request's SigV4 signature is recomputed with botocore (Debian's
 python3-botocore: an implementation independent of libcurl) and rejected as
@@ -57,6 +68,11 @@ from xml.sax.saxutils import escape
 import botocore.auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import pkcs7
+from cryptography.x509.oid import NameOID
 
 NS = 'http://ec2.amazonaws.com/doc/2016-11-15/'
 BODY_MAX = 1 << 20
@@ -636,6 +652,44 @@ def identity_doc(inst):
             'region': S['region'], 'version': '2017-09-30'}
 
 
+IDENT = {}   # the identity documents' signer, and a forger: (key, cert)
+
+
+def make_signer(org):
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=3650)).sign(key, hashes.SHA256()))
+    return key, cert
+
+
+def identity_sig(doc, forge=False):
+    """The rsa2048 signature of document bytes doc: base64 of PKCS#7 signed
+    data holding doc, wrapped at 64 columns as IMDS serves it.  forge: signed
+    by the forger, its certificate in the message."""
+    key, cert = IDENT['forger' if forge else 'signer']
+    opts = [pkcs7.PKCS7Options.Binary] + ([] if forge else [pkcs7.PKCS7Options.NoCerts])
+    der = pkcs7.PKCS7SignatureBuilder().set_data(doc).add_signer(cert, key, hashes.SHA256()).sign(
+        serialization.Encoding.DER, opts)
+    b = base64.b64encode(der).decode()
+    return '\n'.join(b[i:i + 64] for i in range(0, len(b), 64))
+
+
+def identity_doc_bytes(inst):
+    return json.dumps(identity_doc(inst), indent=2).encode()
+
+
+def enrolled(inst):
+    """Whether inst's disk holds a job key its node got by enrollment."""
+    d = os.path.join(inst['dir'] or '/nonexistent', '.proteus')
+    try:
+        return any(n.startswith('job-') and n.endswith('.key') for n in os.listdir(d))
+    except OSError:
+        return False
+
+
 def role_credentials(im):
     im['cred_seq'] += 1
     akid = 'ASIAFAKEROLE%08d' % im['cred_seq']
@@ -752,7 +806,12 @@ def imds_route(inst, path):
         ud = user_data_bytes(inst)
         return (200, ud) if ud else (404, 'not found')
     if path == '/latest/dynamic/instance-identity/document':
-        return 200, json.dumps(identity_doc(inst), indent=2)
+        return 200, identity_doc_bytes(inst)
+    if path == '/latest/dynamic/instance-identity/rsa2048':
+        inst['identity_fetches'] = inst.get('identity_fetches', 0) + 1
+        if 'identity_sig' not in inst:
+            inst['identity_sig'] = identity_sig(identity_doc_bytes(inst))
+        return 200, inst['identity_sig']
     return 404, 'not found'
 
 
@@ -917,13 +976,16 @@ def summary():
     return {'instances_launched': len(S['order']),
             'still_running': sum(1 for i in S['order'] if S['instances'][i]['state'] in ACTIVE),
             'bad_signatures': sum(S['rejected'].values()),
-            'billed_uusd': billed}
+            'billed_uusd': billed,
+            'enrolled': sum(1 for i in S['order'] if enrolled(S['instances'][i]))}
 
 
 def summary_line(s):
     # billed_usd: a JSON number with exactly 6 decimals
-    return ('{"instances_launched": %d, "still_running": %d, "bad_signatures": %d, "billed_usd": %s}'
-            % (s['instances_launched'], s['still_running'], s['bad_signatures'], usd_str(s['billed_uusd'])))
+    return ('{"instances_launched": %d, "still_running": %d, "bad_signatures": %d, "billed_usd": %s, '
+            '"enrolled": %d}'
+            % (s['instances_launched'], s['still_running'], s['bad_signatures'], usd_str(s['billed_uusd']),
+               s['enrolled']))
 
 
 def inst_view(inst, with_user_data=False):
@@ -939,7 +1001,8 @@ def inst_view(inst, with_user_data=False):
          'notice': inst['notice'], 'rebalance': inst['rebalance'], 'vanished': inst['vanished'],
          'user_data_len': len(user_data_bytes(inst)), 'pgid': inst['pgid'],
          'process_alive': group_alive(inst), 'exit_status': inst['exit_status'],
-         'imds_port': inst['imds_port'], 'dir': inst['dir']}
+         'imds_port': inst['imds_port'], 'dir': inst['dir'],
+         'identity_fetches': inst.get('identity_fetches', 0), 'enrolled': enrolled(inst)}
     if with_user_data:
         v['user_data'] = user_data_bytes(inst).decode('utf-8', 'replace')
     return v
@@ -1505,6 +1568,15 @@ def ctl_get(q):
                                 'fake_start': S['fake_start']}), 'application/json'
     if cmd == 'prices':
         return 200, json.dumps(S['prices']), 'application/json'
+    if cmd == 'sign':
+        iid = q.get('id', '')
+        inst = S['instances'].get(iid)
+        doc = identity_doc(inst)
+        doc['instanceId'] = iid or doc['instanceId']
+        if q.get('region'):
+            doc['region'] = q['region']
+        body = json.dumps(doc, indent=2).encode()
+        return 200, identity_sig(body, forge=q.get('forge') == '1'), 'text/plain'
     if cmd in ('userdata', 'console'):
         inst = S['instances'].get(q.get('id', ''))
         if inst is None:
@@ -1808,6 +1880,7 @@ def main():
     ap.add_argument('--instance-dir', help='where instances run (default: a temporary directory)')
     ap.add_argument('--no-exec', action='store_true', help='do not run user data (API-only tests)')
     ap.add_argument('--record', help='write every instance (user data included) here at exit')
+    ap.add_argument('--identity-cert', help='write the certificate that signs identity documents here (PEM)')
     a = ap.parse_args()
 
     def fail(msg):
@@ -1863,6 +1936,15 @@ def main():
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         pass
+    IDENT['signer'] = make_signer('Fake EC2 instance identity')
+    IDENT['forger'] = make_signer('Not AWS')
+    if a.identity_cert:
+        try:
+            with open(a.identity_cert + '.tmp', 'wb') as f:
+                f.write(IDENT['signer'][1].public_bytes(serialization.Encoding.PEM))
+            os.replace(a.identity_cert + '.tmp', a.identity_cert)
+        except OSError as e:
+            fail('--identity-cert %s: %s' % (a.identity_cert, e))
     reset(a.region)
     ThreadingHTTPServer.request_queue_size = 256  # bursts of new connections
     srv = ThreadingHTTPServer(('127.0.0.1', 0), Handler)

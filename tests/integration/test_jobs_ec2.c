@@ -68,7 +68,7 @@ TestSuite(jobs_ec2, .init = setup, .fini = teardown, .timeout = 300);
 /* The fake, its markets priced from a day before the clock's origin. */
 static void fake_up(const char *extra_json_args)
 {
-	char *market, *inst, *od = px_src_path(
+	char *market, *inst, *cert, *od = px_src_path(
 		"etc/ondemand/us-east-1_2021-03_2021-05.json");
 	char origin_s[24], speed[16];
 	FILE *f;
@@ -77,6 +77,7 @@ static void fake_up(const char *extra_json_args)
 	origin = (int64_t)time(NULL);
 	cr_assert(asprintf(&market, "%s/market.json", jt.tmp) > 0);
 	cr_assert(asprintf(&inst, "%s/instances", jt.tmp) > 0);
+	cr_assert(asprintf(&cert, "%s/identity.pem", jt.tmp) > 0);
 	f = fopen(market, "w");
 	cr_assert_not_null(f);
 	fprintf(f, "[{\"type\": \"c4.large\", \"zone\": \"*\", \"price\": "
@@ -94,10 +95,12 @@ static void fake_up(const char *extra_json_args)
 			"--speedup", speed, "--clock-origin", origin_s,
 			"--bill-from", "launch", "--boot-seconds", "20",
 			"--market", market, "--ondemand", od,
-			"--instance-dir", inst, NULL,
+			"--instance-dir", inst, "--identity-cert", cert,
+			NULL,
 		};
 		fake_start_args(&fk, args);
 	}
+	free(cert);
 	free(market);
 	free(inst);
 	free(od);
@@ -137,8 +140,9 @@ static void daemon_ec2_world(bool default_world)
 		"head_address 127.0.0.1\ntrainer_ports %d-%d\n"
 		"ec2_node_trainer %s/proteus-trainer\n"
 		"ec2_clock_speedup %d\nec2_clock_origin %lld\n"
+		"ec2_identity_cert %s/identity.pem\n"
 		"ec2_price_poll_s 60\n%s", jt.db, jt.sock, fk.url, lo, lo + 99,
-		build ? build : "build", SPEEDUP, (long long)origin,
+		build ? build : "build", SPEEDUP, (long long)origin, jt.tmp,
 		default_world ? "world ec2\n" : "");
 	fclose(f);
 	setenv("AWS_ACCESS_KEY_ID", FAKE_AKID, 1);
