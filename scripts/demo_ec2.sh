@@ -46,7 +46,8 @@ trap stop EXIT INT TERM
 demo_start_fake --timeout 900 \
 	--region us-east-1 --speedup "$speedup" --clock-origin "$origin" \
 	--bill-from launch --boot-seconds 20 --market "$run/market.json" \
-	--ondemand "$od" --instance-dir "$run/instances"
+	--ondemand "$od" --instance-dir "$run/instances" \
+	--identity-cert "$run/identity.pem"
 echo "   http://127.0.0.1:$port/"
 
 echo "== proteusd on the ec2 world (its config: $run/proteusd.conf)"
@@ -65,6 +66,7 @@ trainer_ports 29000-29299
 ec2_node_trainer $BUILD/proteus-trainer
 ec2_clock_speedup $speedup
 ec2_clock_origin $origin
+ec2_identity_cert $run/identity.pem
 ec2_price_poll_s 60
 CONF
 demo_start_ec2_daemon
@@ -81,7 +83,7 @@ cost=
 for _ in $(seq 1 120); do
 	cost=$("$ctl" --socket "$sock" status "$id" --json | python3 -c \
 		'import json,sys; o = json.load(sys.stdin)
-print(o["cost_usd"] if o.get("bills_final") else "")')
+print("%s %d" % (o["cost_usd"], o["enrolled"]) if o.get("bills_final") else "")')
 	[ -n "$cost" ] && break
 	sleep 0.5
 done
@@ -103,10 +105,14 @@ summary=$(grep '^{' "$run/fake.out" | tail -1)
 echo
 echo "== the fake EC2's closing line"
 echo "$summary"
-python3 - "$summary" "$cost" <<'PY'
+python3 - "$summary" $cost <<'PY'
 import json, sys
-s, cost = json.loads(sys.argv[1]), float(sys.argv[2])
+s, cost, enrolled = json.loads(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 bad = []
+# every node got the job key by enrollment (none was in its user data):
+# the instances whose disk holds it, and the daemon's count
+if s["enrolled"] < 2 or s["enrolled"] != enrolled:
+    bad.append("%d instances enrolled, the daemon counts %d" % (s["enrolled"], enrolled))
 if s["still_running"]:
     bad.append("%d instances still running" % s["still_running"])
 if s["bad_signatures"]:
@@ -114,7 +120,7 @@ if s["bad_signatures"]:
 # equal to the micro-dollar: each bill ends where EC2's did
 if abs(s["billed_usd"] - cost) > 0.5e-6:
     bad.append("the fake billed $%.6f, the job cost $%.6f" % (s["billed_usd"], cost))
-print("the job's cost $%.6f; the fake billed $%.6f" % (cost, s["billed_usd"]))
+print("the job's cost $%.6f; the fake billed $%.6f; %d nodes enrolled" % (cost, s["billed_usd"], s["enrolled"]))
 if bad:
     sys.exit("demo-ec2: " + "; ".join(bad))
 PY

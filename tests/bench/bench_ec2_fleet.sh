@@ -115,7 +115,7 @@ demo_start_fake --timeout 1200 \
 	--region us-east-1 --zones a,b,c,d --speedup "$FLEET_SPEEDUP" \
 	--clock-origin "$origin" --bill-from launch --boot-seconds 20 \
 	--market "$run/market.json" --ondemand "$od" \
-	--instance-dir "$run/instances"
+	--instance-dir "$run/instances" --identity-cert "$run/identity.pem"
 url="http://127.0.0.1:$port/"
 # capacity: (r4.large, us-east-1d) never has any; each zone of r3.large
 # holds 10 spot instances at most
@@ -147,6 +147,7 @@ trainer_ports 20000-25999
 ec2_node_trainer $run/node.sh
 ec2_clock_speedup $FLEET_SPEEDUP
 ec2_clock_origin $origin
+ec2_identity_cert $run/identity.pem
 ec2_price_poll_s 300
 CONF
 demo_start_ec2_daemon

@@ -265,11 +265,20 @@ Test(jobs_ec2, a_job_rents_trains_and_pays_what_ec2_bills)
 			 json_string_value(json_object_get(v, "id")));
 		ud = fake_get(&fk, q, &status);
 		cr_assert_eq(status, 200);
-		cr_assert_null(strstr(ud, "PX_JOB_KEY="), "%s", ud);
+		cr_assert_null(strstr(ud, "PX_JOB_KEY"), "%s", ud);
+		cr_assert(strstr(ud, "PX_ENROLL_TICKET="), "%s", ud);
 		cr_assert_null(strstr(ud, key));
 		cr_assert_null(strstr(ud, FAKE_SECRET));
 		cr_assert_null(strstr(ud, FAKE_AKID));
 		check_user_data(ud);
+		free(ud);
+		/* the node's own log */
+		snprintf(q, sizeof q, "cmd=console&id=%s",
+			 json_string_value(json_object_get(v, "id")));
+		ud = fake_get(&fk, q, &status);
+		cr_assert_eq(status, 200);
+		cr_assert_null(strstr(ud, key), "the key in a node's log");
+		cr_assert_null(strstr(ud, FAKE_SECRET));
 		free(ud);
 	}
 	cr_assert_not(file_has(jt.log, FAKE_SECRET));
@@ -371,6 +380,33 @@ static json_t *bills_final(int64_t id, json_t *st)
  * what the ledger says, and saw no bad signature.  Each instance's bill on
  * both sides is printed when they differ by more than the slack, or always
  * with PX_BILL_DUMP set. */
+/* Every instance whose node asked for its identity document enrolled
+ * (the fake sees the key on its disk), once, and the daemon counts as
+ * many; none was refused. */
+static void check_enrolled(json_t *sum, json_t *st)
+{
+	json_t *a = fake_instances(), *v;
+	int64_t asked = 0, on_disk = 0;
+	size_t i;
+
+	json_array_foreach(a, i, v) {
+		asked += json_integer_value(json_object_get(v,
+			 "identity_fetches")) > 0;
+		on_disk += json_is_true(json_object_get(v, "enrolled"));
+	}
+	json_decref(a);
+	cr_assert_geq(on_disk, 2, "instances that enrolled");
+	cr_assert_eq(on_disk, asked, "%lld of %lld instances that asked for "
+		     "their document enrolled", (long long)on_disk,
+		     (long long)asked);
+	cr_assert_eq(json_integer_value(json_object_get(sum, "enrolled")),
+		     on_disk);
+	cr_assert_eq(json_integer_value(json_object_get(st, "enrolled")),
+		     on_disk, "the daemon's count: %s", json_dumps(st, 0));
+	cr_assert_eq(json_integer_value(json_object_get(st,
+		     "enroll_refused")), 0, "%s", daemon_said());
+}
+
 static void check_fake(int64_t id, json_t *st)
 {
 	json_t *sum = fake_get_json(&fk, "cmd=summary");
@@ -387,6 +423,7 @@ static void check_fake(int64_t id, json_t *st)
 		     0, "instances left running");
 	cr_assert_eq(json_integer_value(json_object_get(sum, "bad_signatures")),
 		     0);
+	check_enrolled(sum, st);
 	billed = json_number_value(json_object_get(sum, "billed_usd"));
 	fprintf(stderr, "job %lld: cost $%.6f, the fake billed $%.6f for "
 		"%lld instances\n", (long long)id, cost, billed,
@@ -766,4 +803,135 @@ Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
 	}
 	json_decref(a);
 	json_decref(st);
+}
+
+/* The value of "NAME=" in user data ud (hex, a number or an address: up
+ * to a quote or a line's end) into buf. */
+static void ud_value(const char *ud, const char *name, char *buf, size_t len)
+{
+	char key[64];
+	const char *at;
+	size_t n;
+
+	snprintf(key, sizeof key, "%s=", name);
+	at = strstr(ud, key);
+	cr_assert_not_null(at, "no %s in the user data: %s", name, ud);
+	at += strlen(key);
+	n = strcspn(at, "'\n");
+	cr_assert_lt(n, len);
+	memcpy(buf, at, n);
+	buf[n] = 0;
+}
+
+/* Instances of the fake whose node enrolled: up to max ids. */
+static size_t enrolled_ids(char ids[][32], size_t max)
+{
+	json_t *a = fake_instances(), *v;
+	size_t i, n = 0;
+
+	json_array_foreach(a, i, v)
+		if (json_is_true(json_object_get(v, "enrolled")) && n < max)
+			snprintf(ids[n++], 32, "%s", json_string_value(
+				 json_object_get(v, "id")));
+	json_decref(a);
+	return n;
+}
+
+/* `proteus-trainer enroll --once` as a node would run it, with the
+ * enrollment variables of user data ud, ticket (NULL: ud's) and the
+ * signature the fake's cmd=sign&QUERY makes; asserts it is refused with
+ * a reason holding why, and writes no key. */
+static void enroll_refused_with(const char *ud, const char *ticket,
+				const char *sign_query, const char *why)
+{
+	static const char *const vars[] = { "PX_ENROLL_ADDR", "PX_ENROLL_JOB",
+					    "PX_ENROLL_PUB",
+					    "PX_ENROLL_TICKET" };
+	char sig_path[1024], key_path[1024], val[256], q[256];
+	const char *argv[] = { "proteus-trainer", "enroll", "--once",
+			       "--signature", sig_path, "--key-file",
+			       key_path, NULL };
+	struct pxrun r;
+	long status = 0;
+	char *sig;
+	FILE *f;
+
+	for (size_t k = 0; k < 4; k++) {
+		ud_value(ud, vars[k], val, sizeof val);
+		setenv(vars[k], val, 1);
+	}
+	if (ticket)
+		setenv("PX_ENROLL_TICKET", ticket, 1);
+	snprintf(q, sizeof q, "cmd=sign&%s", sign_query);
+	sig = fake_get(&fk, q, &status);
+	cr_assert_eq(status, 200, "%s", sig);
+	snprintf(sig_path, sizeof sig_path, "%s/sig.b64", jt.tmp);
+	snprintf(key_path, sizeof key_path, "%s/stolen.key", jt.tmp);
+	f = fopen(sig_path, "w");
+	cr_assert_not_null(f);
+	fputs(sig, f);
+	fclose(f);
+	free(sig);
+	pxrun(&r, 60, "proteus-trainer", argv);
+	for (size_t k = 0; k < 4; k++)
+		unsetenv(vars[k]);
+	cr_assert_eq(r.status, 1, "enroll (%s) exited %d: %s%s", sign_query,
+		     r.status, r.out, r.err);
+	cr_assert(strstr(r.err, "enrollment refused"), "%s", r.err);
+	cr_assert(strstr(r.err, why), "refused for another reason than "
+		  "'%s': %s", why, r.err);
+	cr_assert_neq(access(key_path, F_OK), 0, "a refused enrollment "
+		      "wrote a key");
+	pxrun_free(&r);
+}
+
+/* Enrollments the daemon must refuse, made with what a process on an
+ * instance could read (its user data, its own signed document): a
+ * document signed by another key (its certificate in the message), a
+ * node's document again once it enrolled, a document of an instance the
+ * daemon never launched, and another instance's ticket.  Each is refused
+ * with its reason, logged and counted; the job goes on and ends well. */
+Test(jobs_ec2, forged_replayed_foreign_and_reused_enrollments_are_refused)
+{
+	char ids[2][32], q[128], ticket_b[80], *ud_a, *ud_b, *log;
+	long status = 0;
+	json_t *st;
+	int64_t id;
+
+	fake_up(NULL);
+	daemon_ec2();
+	ec2_job(200);
+	id = submit();
+	for (int k = 0; k < 600 && enrolled_ids(ids, 2) < 2; k++)
+		sleep_ms(100);
+	cr_assert_eq(enrolled_ids(ids, 2), 2, "%s", daemon_said());
+	snprintf(q, sizeof q, "cmd=userdata&id=%s", ids[0]);
+	ud_a = fake_get(&fk, q, &status);
+	snprintf(q, sizeof q, "cmd=userdata&id=%s", ids[1]);
+	ud_b = fake_get(&fk, q, &status);
+	ud_value(ud_b, "PX_ENROLL_TICKET", ticket_b, sizeof ticket_b);
+
+	snprintf(q, sizeof q, "id=%s&forge=1", ids[0]);
+	enroll_refused_with(ud_a, NULL, q, "does not verify");
+	snprintf(q, sizeof q, "id=%s", ids[0]);
+	enroll_refused_with(ud_a, NULL, q, "has enrolled already");
+	enroll_refused_with(ud_a, NULL, "id=i-0fffffffffffffff0",
+			    "was not launched for job");
+	enroll_refused_with(ud_a, ticket_b, q, "the ticket is not");
+
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	cr_assert_eq(json_integer_value(json_object_get(st, "enroll_refused")),
+		     4, "%s", json_dumps(st, 0));
+	cr_assert_eq(json_integer_value(json_object_get(st, "losses")), 0);
+	log = daemon_log();
+	cr_assert(strstr(log, "enroll: refused"), "%s", log);
+	/* the tickets are the user data's alone */
+	cr_assert_null(strstr(log, ticket_b));
+	free(log);
+	st = bills_final(id, st);
+	check_books(id, st);
+	json_decref(st);
+	free(ud_a);
+	free(ud_b);
 }

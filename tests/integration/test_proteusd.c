@@ -436,7 +436,8 @@ Test(proteusd, ec2_world_needs_its_keys)
 		"ec2_subnets us-east-1a=subnet-01234567\n"
 		"ec2_security_groups sg-01234567\n"
 		"ec2_instance_profile proteus-node\n"
-		"head_address 10.0.0.5\n";
+		"head_address 10.0.0.5\n"
+		"ec2_identity_cert /etc/proteus/aws-identity.pem\n";
 	char want[512], text[1024];
 	struct pxrun r;
 
@@ -458,6 +459,14 @@ Test(proteusd, ec2_world_needs_its_keys)
 	cr_assert_eq(pxrun(&r, 20, "proteusd", check), 0);
 	cr_assert_eq(r.status, 3, "%s", r.err);
 	cr_assert(strstr(r.err, "head_address is not set"), "%s", r.err);
+	pxrun_free(&r);
+	/* all but the identity documents' certificate */
+	snprintf(text, sizeof text, "%.*s", (int)(strstr(full, "ec2_ident") -
+						  full), full);
+	write_conf(text);
+	cr_assert_eq(pxrun(&r, 20, "proteusd", check), 0);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	cr_assert(strstr(r.err, "ec2_identity_cert is not set"), "%s", r.err);
 	pxrun_free(&r);
 
 	write_conf(full);

@@ -433,6 +433,7 @@ Test(config, default_db_and_socket_rule)
 	"trainer_ports 40000-40063\n"                                     \
 	"ec2_endpoint https://ec2.us-east-1.amazonaws.com\n"              \
 	"ec2_node_trainer /opt/proteus/bin/proteus-trainer\n"             \
+	"ec2_identity_cert /etc/proteus/aws-identity.pem\n"               \
 	"ec2_price_poll_s 600\n"
 
 Test(config, ec2_keys_defaults)
@@ -469,6 +470,7 @@ Test(config, ec2_keys_defaults)
 	FIELD_FITS("trainer_ports", trainer_ports);
 	FIELD_FITS("ec2_endpoint", ec2_endpoint);
 	FIELD_FITS("ec2_node_trainer", ec2_node_trainer);
+	FIELD_FITS("ec2_identity_cert", ec2_identity_cert);
 #undef FIELD_FITS
 	/* the defaults are not enough for the ec2 world */
 	cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
@@ -508,6 +510,7 @@ Test(config, ec2_keys_good)
 	cr_assert_str_eq(c.ec2_node_trainer,
 			 "/opt/proteus/bin/proteus-trainer");
 	cr_assert_eq(c.ec2_price_poll_s, 600);
+	cr_assert_str_eq(c.ec2_identity_cert, "/etc/proteus/aws-identity.pem");
 	cr_assert_eq(config_ec2_check(&c, &err), PX_OK, "%s", err.msg);
 	/* plain values: a copy by assignment is whole */
 	copy = c;
@@ -733,6 +736,9 @@ Test(config, ec2_check_names_the_key)
 		{"head_address \"\"", "head_address", "head_address is not set: "
 		 "the ec2 world needs the address its nodes reach this head "
 		 "node at"},
+		{"ec2_identity_cert \"\"", "ec2_identity_cert",
+		 "ec2_identity_cert is not set: the ec2 world needs the "
+		 "region's AWS RSA-2048 certificate"},
 		{"ec2_endpoint \"\"\nec2_clock_speedup 60", "ec2_endpoint",
 		 "ec2_clock_speedup is 60: a clock speed-up is for a fake EC2 "
 		 "only"},
