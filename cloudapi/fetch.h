@@ -14,9 +14,11 @@
  *    https://BUCKET.s3.REGION.amazonaws.com/KEY (path style on
  *    https://s3.REGION.amazonaws.com for a bucket with a dot in its name),
  *    or path style under $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL.
- * A remote file needs its SHA-256: it is streamed into an unnamed file in
- * the cache directory while hashed, and linked as CACHE/sha256-<hex> only
- * once the hash matches; nothing else is ever left there.  A later fetch
+ * A remote file needs its SHA-256: it is streamed into an unnamed file
+ * (O_TMPFILE) in the cache directory while hashed, and linked as
+ * CACHE/sha256-<hex> only once the hash matches; a failed download leaves
+ * nothing there (where the file system lacks O_TMPFILE, a temporary name
+ * is used, removed on every failure but not after a SIGKILL).  A later fetch
  * of the same hash finds it there and hashes it again (a file that does
  * not match is removed and fetched again).  Connection failures, time
  * outs and 5xx answers are retried with backoff; 4xx answers, a checksum
