@@ -388,3 +388,38 @@ const char *awscred_provider_warning(const struct awscred_provider *p)
 {
 	return p->warning[0] ? p->warning : NULL;
 }
+
+enum px_err awscred_curl_sign(struct awscred_provider *p, CURL *easy,
+			      struct curl_slist **hdrs, struct px_error *err)
+{
+	struct awscred cr;
+	struct curl_slist *t = NULL;
+	enum px_err rc;
+	char *tokhdr;
+	size_t n;
+
+	rc = awscred_provider_get(p, px_now_wall_us() / PX_USEC_PER_SEC, &cr,
+				  err);
+	if (rc != PX_OK)
+		return rc;
+	if (cr.session_token[0]) {
+		n = strlen(cr.session_token) + 32;
+		tokhdr = malloc(n);
+		if (tokhdr) {
+			snprintf(tokhdr, n, "X-Amz-Security-Token: %s",
+				 cr.session_token);
+			t = curl_slist_append(*hdrs, tokhdr);
+			explicit_bzero(tokhdr, n);
+			free(tokhdr);
+		}
+		if (!t) {
+			awscred_clear(&cr);
+			return px_errorf(err, PX_ENOMEM, "request headers");
+		}
+		*hdrs = t;
+	}
+	curl_easy_setopt(easy, CURLOPT_USERNAME, cr.access_key_id);
+	curl_easy_setopt(easy, CURLOPT_PASSWORD, cr.secret_access_key);
+	awscred_clear(&cr);
+	return PX_OK;
+}

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <curl/curl.h>
+
 #include "../common/px.h"
 
 #define AWSCRED_FILE_MAX (1u << 20)   /* bound on a credentials file */
@@ -82,5 +84,15 @@ enum px_err awscred_provider_get(struct awscred_provider *p, int64_t now_s,
 				 struct awscred *ret, struct px_error *err);
 /* A warning for the operator (e.g. a file readable by others), or NULL. */
 const char *awscred_provider_warning(const struct awscred_provider *p);
+
+/* Hand p's current credentials (awscred_provider_get, so refreshed when
+ * due) to a libcurl request that CURLOPT_AWS_SIGV4 signs: the key pair as
+ * CURLOPT_USERNAME/PASSWORD, and an "X-Amz-Security-Token" header appended
+ * to *hdrs when there is a session token (libcurl signs every x-amz-*
+ * header it sends).  The caller sets CURLOPT_AWS_SIGV4 and, after this,
+ * CURLOPT_HTTPHEADER to *hdrs, and frees the list (on failure too: what
+ * was appended stays in it).  The copies on this stack are wiped. */
+enum px_err awscred_curl_sign(struct awscred_provider *p, CURL *easy,
+			      struct curl_slist **hdrs, struct px_error *err);
 
 #endif

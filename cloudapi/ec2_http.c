@@ -401,42 +401,21 @@ static void call_unlink(struct ec2_call *k)
 static enum px_err call_attempt(struct ec2_call *k, struct px_error *err)
 {
 	struct ec2_client *c = k->c;
-	struct awscred cr;
-	struct curl_slist *h = NULL, *t;
+	struct curl_slist *h;
 	enum px_err rc;
-	char *tokhdr = NULL;
 
-	rc = awscred_provider_get(c->creds, px_now_wall_us() / PX_USEC_PER_SEC,
-				  &cr, err);
-	if (rc != PX_OK)
-		return rc;
-	t = curl_slist_append(h, "Content-Type: application/x-www-form-"
+	h = curl_slist_append(NULL, "Content-Type: application/x-www-form-"
 			      "urlencoded; charset=utf-8");
-	if (!t)
-		goto out_oom;
-	h = t;
-	if (cr.session_token[0]) {
-		size_t n = strlen(cr.session_token) + 32;
-
-		tokhdr = malloc(n);
-		if (!tokhdr)
-			goto out_oom;
-		snprintf(tokhdr, n, "X-Amz-Security-Token: %s",
-			 cr.session_token);
-		t = curl_slist_append(h, tokhdr);
-		explicit_bzero(tokhdr, n);
-		free(tokhdr);
-		if (!t)
-			goto out_oom;
-		h = t;
+	if (!h)
+		return px_errorf(err, PX_ENOMEM, "request headers");
+	rc = awscred_curl_sign(c->creds, k->easy, &h, err);
+	if (rc != PX_OK) {
+		curl_slist_free_all(h);
+		return rc;
 	}
 	curl_slist_free_all(k->hdrs);
 	k->hdrs = h;
-	h = NULL;
 	curl_easy_setopt(k->easy, CURLOPT_HTTPHEADER, k->hdrs);
-	curl_easy_setopt(k->easy, CURLOPT_USERNAME, cr.access_key_id);
-	curl_easy_setopt(k->easy, CURLOPT_PASSWORD, cr.secret_access_key);
-	awscred_clear(&cr);
 	k->resp_len = 0;
 	k->too_big = false;
 	k->due_us = 0;
@@ -445,10 +424,6 @@ static enum px_err call_attempt(struct ec2_call *k, struct px_error *err)
 		return px_errorf(err, PX_EHTTP, "curl_multi_add_handle failed");
 	k->in_multi = true;
 	return PX_OK;
-out_oom:
-	awscred_clear(&cr);
-	curl_slist_free_all(h);
-	return px_errorf(err, PX_ENOMEM, "request headers");
 }
 
 static void call_finish(struct ec2_call *k, enum px_err rc,

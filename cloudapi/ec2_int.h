@@ -1,7 +1,8 @@
 /* ec2_int.h -- the EC2 client's private half: retry classification and
  * quota, the XML helpers, the request encoder, the request builders and
  * response parsers, and the driver the blocking wrappers share.  Only
- * cloudapi/ec2*.c and the unit tests include this; callers use ec2.h.
+ * cloudapi/ec2*.c, cloudapi/fetch.c (the retry rules and the XML helpers,
+ * for S3) and the unit tests include this; callers use ec2.h.
  */
 #ifndef PX_EC2_INT_H
 #define PX_EC2_INT_H

@@ -27,6 +27,7 @@
 #include "../common/jsonout.h"
 #include "../common/log.h"
 #include "../common/px.h"
+#include "../cloudapi/fetch.h"
 #include "ckpt.h"
 #include "data.h"
 #include "enroll_node.h"
@@ -71,6 +72,7 @@ enum {
 	C_NODE = 1 << 4,  /* node: the roles of one instance; it takes
 			     the roles' options and passes them on */
 	C_ENROLL = 1 << 5, /* enroll: get the job key as a node would */
+	C_FETCH = 1 << 6,  /* fetch: a file by URL into the cache */
 	C_DIST = C_LOCAL | C_ROLE,
 	C_RUN = C_TRAIN | C_DIST,
 };
@@ -105,6 +107,18 @@ static const struct subcmd subcmds[] = {
 	{ "eval", C_EVAL, "FILE [OPTIONS]",
 	  "say what a checkpoint is and evaluate it on the test set",
 	  NULL },
+	{ "fetch", C_FETCH, "URL --sha256 HEX [--cache DIR] [--max-bytes N] "
+	  "[--json]",
+	  "get a data file by URL into this host's cache, checked by its "
+	  "SHA-256, and print its path",
+	  "URL: a path or file:///path (checked in place, never copied), "
+	  "https://..., http:// to this host only, or s3://BUCKET/KEY "
+	  "(signed with the AWS credentials of the environment, the profile "
+	  "or the instance role; $AWS_ENDPOINT_URL_S3 names another "
+	  "endpoint).  A download goes to DIR/sha256-HEX once its hash "
+	  "matches; a later fetch of the same hash is served from there.  "
+	  "Exit 3: the file is not the one named (checksum, size, not a "
+	  "regular file)." },
 	{ "coordinator", C_ROLE, "--node N --job ID --coord ADDR "
 	  "--listen ADDR [OPTIONS]",
 	  "a job's coordinator: membership, clock, placement, evaluation "
@@ -163,6 +177,11 @@ struct tcli {
 	struct dist_local l; /* local's own */
 	struct dist_node n;  /* node's own */
 	struct enroll_node_opts en; /* enroll's */
+	struct {             /* fetch's own */
+		const char *sha256;
+		const char *cache;
+		uint64_t max_bytes;
+	} f;
 };
 
 enum opt_kind {
@@ -243,10 +262,19 @@ static const struct topt topts[] = {
 	OPT("max-test", "N", C_RUN | C_EVAL, K_UINT, o.max_test, 0,
 	    DATA_IDX_MAX_ITEMS, F_NORANGE, "test examples used, 0: all",
 	    NULL),
-	OPT("json", NULL, C_RUN | C_EVAL, K_FLAG, o.json, 0, 0, 0,
+	OPT("json", NULL, C_RUN | C_EVAL | C_FETCH, K_FLAG, o.json, 0, 0, 0,
 	    "print the result as one JSON object on stdout, progress on "
 	    "stderr",
 	    NULL),
+	/* fetch */
+	OPT("sha256", "HEX", C_FETCH, K_STR, f.sha256, 0, 0, 0,
+	    "the file's SHA-256, 64 hex digits; needed for a remote URL",
+	    "none"),
+	OPT("cache", "DIR", C_FETCH, K_STR, f.cache, 0, 0, 0,
+	    "where downloads are kept (made mode 0700)",
+	    "$STATE_DIRECTORY/data, else ~/.cache/proteus/data"),
+	OPT("max-bytes", "N", C_FETCH, K_UINT, f.max_bytes, 1,
+	    (double)UINT64_MAX, F_NORANGE, "refuse a larger file", NULL),
 	/* train's checkpoints */
 	OPT("checkpoint", "FILE", C_TRAIN, K_STR, o.train.checkpoint, 0, 0, 0,
 	    "write a checkpoint here after each epoch; its directory must "
@@ -442,6 +470,7 @@ static void tcli_default(struct tcli *t, const struct subcmd *sc)
 	t->n.imds_margin_ms = DIST_NODE_IMDS_MARGIN_MS;
 	t->n.clock_speedup = 1;
 	t->l.self = "/proc/self/exe";
+	t->f.max_bytes = FETCH_MAX_BYTES_DEFAULT;
 	if (sc->mask == C_EVAL)
 		t->o.train.threads = 1;
 }
@@ -824,6 +853,7 @@ static int parse(const struct subcmd *sc, int argc, char **argv,
 	struct option lo[N_TOPTS + 2];
 	size_t n = 0;
 	int c, prev = 1, rc;
+	int one_arg = (sc->mask & (C_EVAL | C_FETCH)) != 0; /* FILE, URL */
 
 	for (size_t i = 0; i < N_TOPTS; i++)
 		if (topts[i].cmds & sc->mask)
@@ -858,12 +888,13 @@ static int parse(const struct subcmd *sc, int argc, char **argv,
 				role_args[(*nargs)++] = argv[i];
 		prev = optind;
 	}
-	if (sc->mask == C_EVAL && optind == argc)
-		return usage_error(sc, "eval needs a checkpoint FILE");
-	if (optind < argc - (sc->mask == C_EVAL))
+	if (one_arg && optind == argc)
+		return usage_error(sc, sc->mask == C_EVAL
+				   ? "eval needs a checkpoint FILE"
+				   : "fetch needs a URL");
+	if (optind < argc - one_arg)
 		return usage_error(sc, "unexpected argument '%s' for '%s'",
-				   argv[sc->mask == C_EVAL ? optind + 1
-							   : optind],
+				   argv[one_arg ? optind + 1 : optind],
 				   sc->name);
 	return -1;
 }
@@ -1119,6 +1150,66 @@ out:
 	return exit_for(e);
 }
 
+/* fetch URL: the file on this host, checked; its path on stdout.  A
+ * SIGTERM or SIGINT stops a download (exit 1). */
+static int cmd_fetch(const struct subcmd *sc, int argc, char **argv)
+{
+	struct px_error err = { 0 };
+	struct fetch_opts fo = { 0 };
+	struct fetch_result r;
+	struct fetch_url u = { 0 };
+	struct tcli t;
+	const char *url;
+	enum px_err e;
+	int rc;
+
+	tcli_default(&t, sc);
+	rc = parse(sc, argc, argv, &t, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	url = argv[argc - 1];
+	if (fetch_url_parse(url, &u, &err) != PX_OK)
+		return usage_error(sc, "%s", err.msg);
+	if (u.kind != FETCH_LOCAL && !t.f.sha256) {
+		rc = usage_error(sc, "%s: a remote URL needs --sha256 HEX",
+				 u.shown);
+		goto out;
+	}
+	if (t.f.sha256 && !fetch_sha256_valid(t.f.sha256)) {
+		rc = usage_error(sc, "bad --sha256 '%s' (64 hex digits)",
+				 t.f.sha256);
+		goto out;
+	}
+	take_stop_signals();
+	fo.cache_dir = t.f.cache;
+	fo.max_bytes = t.f.max_bytes;
+	fo.stop = &stop_flag;
+	e = fetch_file(&fo, url, t.f.sha256, &r, &err);
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		/* not the file named: bad data; anything else a failure */
+		rc = e == PX_EINVAL || e == PX_ETOOBIG ? TX_DATA : TX_FAIL;
+		goto out;
+	}
+	if (t.o.json) {
+		json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:b}", "url",
+				      u.shown, "path", r.path, "bytes",
+				      (json_int_t)r.bytes, "sha256", r.sha256,
+				      "cached", r.cached);
+
+		rc = print_json(stdout, j);
+		json_decref(j);
+	} else {
+		rc = printf("%s\n", r.path) < 0 || fflush(stdout) ? -1 : 0;
+	}
+	if (rc)
+		log_err("result: %s", strerror(errno));
+	rc = rc ? TX_FAIL : TX_OK;
+out:
+	fetch_url_release(&u);
+	return rc;
+}
+
 /* With DIST_PARENT_ENV set, a role dies with whoever started it: it
  * exits if that one is gone already (it died before PR_SET_PDEATHSIG
  * took effect).  The variable names the parent's pid (local, a node), or
@@ -1350,5 +1441,7 @@ int main(int argc, char **argv)
 		return cmd_eval(sc, argc - 1, argv + 1);
 	if (sc->mask == C_ENROLL)
 		return cmd_enroll(sc, argc - 1, argv + 1);
+	if (sc->mask == C_FETCH)
+		return cmd_fetch(sc, argc - 1, argv + 1);
 	return cmd_dist(sc, argc - 1, argv + 1);
 }

@@ -1,5 +1,6 @@
-/* fake.h -- start/stop tests/fake_ec2/fake_ec2.py from a Criterion test and
- * talk to its control endpoint.  Test-only helpers (test_ec2_fake.c). */
+/* fake.h -- start/stop tests/fake_ec2/fake_ec2.py (or tests/fake_s3) from a
+ * Criterion test and talk to its control endpoint.  Test-only helpers
+ * (test_ec2_fake.c). */
 #ifndef PX_TEST_FAKE_H
 #define PX_TEST_FAKE_H
 
@@ -27,6 +28,11 @@ void fake_start(struct fake *f);
 /* Start it with these options (NULL-terminated, after --timeout 60) and
  * keep its stdout for fake_finish. */
 void fake_start_args(struct fake *f, const char *const *args);
+/* Another fake of the same kind (script, relative to $PX_SRC, e.g.
+ * tests/fake_s3/fake_s3.py): "--timeout 60" and args, "PORT n" read;
+ * fake_get, fake_ctl and fake_stop work on it too. */
+void fake_start_script(struct fake *f, const char *script,
+		       const char *const *args);
 void fake_stop(struct fake *f);
 /* Stop it by closing its stdin and return the summary line it prints on
  * the way out ({"instances_launched", ...}); fake_start_args only. */

@@ -342,7 +342,8 @@ Test(trainer_usage, roles_take_proteusd_arguments)
 Test(trainer_usage, version_and_help)
 {
 	static const char *const cmds[] = { "train", "local", "eval",
-					    "coordinator", "ps", "worker" };
+					    "coordinator", "ps", "worker",
+					    "fetch" };
 	char want[64];
 	struct pxrun r;
 
@@ -350,7 +351,7 @@ Test(trainer_usage, version_and_help)
 	cr_assert_str_eq(r.out, "proteus-trainer " PX_VERSION "\n");
 	pxrun_free(&r);
 	cr_assert_eq(trainer(&r, "--help", NULL), 0);
-	for (size_t i = 0; i < 6; i++) {
+	for (size_t i = 0; i < 7; i++) {
 		snprintf(want, sizeof(want), "\n  %s ", cmds[i]);
 		cr_assert_not_null(strstr(r.out, want), "%s: %s", cmds[i],
 				   r.out);
@@ -358,7 +359,7 @@ Test(trainer_usage, version_and_help)
 	cr_assert_not_null(strstr(r.out, "exit: 0 ok, 1 failure, 2 usage, 3 "
 				  "bad input data"), "%s", r.out);
 	pxrun_free(&r);
-	for (size_t i = 0; i < 6; i++) {
+	for (size_t i = 0; i < 7; i++) {
 		const char *p;
 		int opts = 0, defaults = 0;
 
@@ -687,7 +688,8 @@ Test(trainer_usage, bash_completion)
 	if (access("/bin/bash", X_OK))
 		cr_skip_test("no bash");
 	complete("proteus-trainer \"\"", got, sizeof(got));
-	cr_assert_str_eq(got, "coordinator eval help local node ps train worker ");
+	cr_assert_str_eq(got, "coordinator eval fetch help local node ps train "
+			 "worker ");
 	complete("proteus-trainer --", got, sizeof(got));
 	cr_assert_str_eq(got, "--help --version ");
 	complete("proteus-trainer local --max-r", got, sizeof(got));
@@ -721,10 +723,10 @@ Test(trainer_usage, bash_completion)
 	/* what every command offers is what it takes: its --help */
 	{
 		static const char *const cmds[] = { "train", "local", "eval",
-						    "coordinator", "ps",
-						    "worker", "node" };
+						    "fetch", "coordinator",
+						    "ps", "worker", "node" };
 
-		for (size_t i = 0; i < 7; i++) {
+		for (size_t i = 0; i < 8; i++) {
 			char words[64], *p, *tok, *save = NULL;
 			struct pxrun r;
 

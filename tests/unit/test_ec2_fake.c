@@ -14,7 +14,8 @@
 
 extern char **environ;
 
-static void start(struct fake *f, const char *const *args, bool keep_out)
+static void start(struct fake *f, const char *rel, const char *const *args,
+		  bool keep_out)
 {
 	const char *src = getenv("PX_SRC");
 	char script[4096], line[64];
@@ -25,7 +26,7 @@ static void start(struct fake *f, const char *const *args, bool keep_out)
 	ssize_t n;
 
 	cr_assert(src, "PX_SRC is not set (run through make test)");
-	snprintf(script, sizeof script, "%s/tests/fake_ec2/fake_ec2.py", src);
+	snprintf(script, sizeof script, "%s/%s", src, rel);
 	argv[n_argv++] = "/usr/bin/python3";
 	argv[n_argv++] = script;
 	argv[n_argv++] = "--timeout";
@@ -71,12 +72,18 @@ void fake_start(struct fake *f)
 		"--no-exec", "--boot-seconds", "0", "--shutdown-seconds", "0",
 		NULL };
 
-	start(f, api_only, false);
+	start(f, "tests/fake_ec2/fake_ec2.py", api_only, false);
 }
 
 void fake_start_args(struct fake *f, const char *const *args)
 {
-	start(f, args, true);
+	start(f, "tests/fake_ec2/fake_ec2.py", args, true);
+}
+
+void fake_start_script(struct fake *f, const char *script,
+		       const char *const *args)
+{
+	start(f, script, args, false);
 }
 
 void fake_stop(struct fake *f)
