@@ -617,13 +617,26 @@ static void enrolled_keep(struct ec2w *w, struct inst *in)
 	struct px_error err = {0};
 	char pub[2 * ENROLL_PUB_LEN + 1], d[256];
 
+	/* the controller's id in the detail (the event's instance column
+	 * is the store's row, which the world does not know) */
 	enroll_hex(in->enroll_pub, ENROLL_PUB_LEN, pub);
-	snprintf(d, sizeof d, "{\"instance\": \"%s\", \"pub\": \"%s\"}",
-		 in->iid, pub);
-	if (store_event_add(w->h->wh->st, w->s.job_id, (int64_t)in->id,
-			    px_now_wall_us(), "enrolled", d, &err) != PX_OK)
+	snprintf(d, sizeof d, "{\"instance\": \"%s\", \"id\": %" PRIu64
+		 ", \"pub\": \"%s\"}", in->iid, in->id, pub);
+	if (store_event_add(w->h->wh->st, w->s.job_id, 0, px_now_wall_us(),
+			    "enrolled", d, &err) != PX_OK)
 		log_err("job %" PRId64 ": enrollment of %s not stored: %s",
 			w->s.job_id, in->iid, err.msg);
+}
+
+/* Whether a launch of w has no instance id yet (on the wire, or its
+ * answer lost). */
+static bool unanswered(const struct ec2w *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (!w->v[i].iid[0] && !w->v[i].released &&
+		    w->v[i].st != I_DONE)
+			return true;
+	return false;
 }
 
 static enum px_err enroll_admit(void *ctx, const struct enroll_request *r,
@@ -643,11 +656,13 @@ static enum px_err enroll_admit(void *ctx, const struct enroll_request *r,
 		return PX_ENOENT;
 	}
 	if (!in) {
-		/* its RunInstances answer may not be in yet: the listing
-		 * that adopts it comes within seconds */
-		*retry = true;
-		snprintf(why, len, "instance %s was not launched for job %"
-			 PRId64 " (or its launch is not known yet)",
+		/* a launch whose answer is not in yet (or lost), or a world
+		 * that has not reconciled after a restart: the listing that
+		 * names the instance comes within seconds.  Otherwise it is
+		 * none of the job's. */
+		*retry = !w->started || unanswered(w);
+		snprintf(why, len, *retry ? "instance %s is not known yet" :
+			 "instance %s was not launched for job %" PRId64,
 			 id->instance_id, r->job);
 		return PX_ENOENT;
 	}
@@ -719,11 +734,12 @@ static enum px_err enrolled_each(const struct store_event *ev, void *ctx)
 	struct enrolled_find *f = ctx;
 	json_t *d;
 
-	if (strcmp(ev->kind, "enrolled") || (uint64_t)ev->instance_id != f->id)
+	if (strcmp(ev->kind, "enrolled"))
 		return PX_OK;
 	d = json_loadb(ev->detail, ev->detail_len, 0, NULL);
-	f->found = enroll_unhex(json_string_value(json_object_get(d, "pub")),
-				f->pub, sizeof f->pub);
+	if ((uint64_t)json_integer_value(json_object_get(d, "id")) == f->id)
+		f->found = enroll_unhex(json_string_value(json_object_get(d,
+					"pub")), f->pub, sizeof f->pub);
 	json_decref(d);
 	return PX_OK;
 }

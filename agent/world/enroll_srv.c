@@ -21,6 +21,7 @@ struct enroll_srv {
 	char region[64];
 	struct enroll_owner o;
 	uint64_t n_ok, n_refused;
+	uint64_t n_later;        /* told to ask again */
 };
 
 void enroll_srv_counts(const struct enroll_srv *s, uint64_t *ret_ok,
@@ -32,13 +33,21 @@ void enroll_srv_counts(const struct enroll_srv *s, uint64_t *ret_ok,
 
 /* A refusal: counted, logged (the first ones, then one in
  * ENROLL_LOG_EVERY: a flood must not flood the log), told to the owner
- * when the request was the job's, and answered. */
+ * when the request was the job's, and answered.  One the node is told to
+ * ask again (retry: the daemon does not know the instance yet) is no
+ * refusal: only counted apart and logged at info. */
 static char *refuse(struct enroll_srv *s, int64_t job, bool opened,
 		    const char *instance, const char *why, bool retry,
 		    size_t *ret_len)
 {
 	char safe[PX_TERM_SAFE_LEN(64)];
 
+	if (retry) {
+		if (s->n_later++ < ENROLL_LOG_FIRST)
+			log_info("enroll: job %" PRId64 ": %s: asked to try "
+				 "again", job, why);
+		return enroll_refusal_make(why, retry, ret_len);
+	}
 	s->n_refused++;
 	if (s->n_refused <= ENROLL_LOG_FIRST ||
 	    s->n_refused % ENROLL_LOG_EVERY == 0)

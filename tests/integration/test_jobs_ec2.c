@@ -840,9 +840,24 @@ static size_t enrolled_ids(char ids[][32], size_t max)
 /* `proteus-trainer enroll --once` as a node would run it, with the
  * enrollment variables of user data ud, ticket (NULL: ud's) and the
  * signature the fake's cmd=sign&QUERY makes; asserts it is refused with
- * a reason holding why, and writes no key. */
+ * a reason holding why, and writes no key.  A refusal that asks to try
+ * again later ("not known yet": a launch of the job has no instance id
+ * yet) is tried again, a few times. */
+static bool enroll_refused_once(const char *ud, const char *ticket,
+				const char *sign_query, const char *why,
+				bool last);
+
 static void enroll_refused_with(const char *ud, const char *ticket,
 				const char *sign_query, const char *why)
+{
+	for (int k = 0; k < 30; k++)
+		if (enroll_refused_once(ud, ticket, sign_query, why, k == 29))
+			return;
+}
+
+static bool enroll_refused_once(const char *ud, const char *ticket,
+				const char *sign_query, const char *why,
+				bool last)
 {
 	static const char *const vars[] = { "PX_ENROLL_ADDR", "PX_ENROLL_JOB",
 					    "PX_ENROLL_PUB",
@@ -878,11 +893,17 @@ static void enroll_refused_with(const char *ud, const char *ticket,
 	cr_assert_eq(r.status, 1, "enroll (%s) exited %d: %s%s", sign_query,
 		     r.status, r.out, r.err);
 	cr_assert(strstr(r.err, "enrollment refused"), "%s", r.err);
+	if (!last && strstr(r.err, "not known yet")) {
+		pxrun_free(&r);
+		sleep_ms(1000);
+		return false;
+	}
 	cr_assert(strstr(r.err, why), "refused for another reason than "
 		  "'%s': %s", why, r.err);
 	cr_assert_neq(access(key_path, F_OK), 0, "a refused enrollment "
 		      "wrote a key");
 	pxrun_free(&r);
+	return true;
 }
 
 /* Enrollments the daemon must refuse, made with what a process on an
