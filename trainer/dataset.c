@@ -1029,25 +1029,6 @@ enum px_err data_check(const struct data_spec *spec, bool *ret_whole,
 
 /* ---- preps and sets ---- */
 
-enum px_err data_prep_copy(struct data_prep *to, const struct data_prep *from,
-			   struct px_error *err)
-{
-	*to = *from;
-	to->mean = to->std = NULL;
-	if (!from->mean)
-		return PX_OK;
-	to->mean = px_calloc(from->dim, sizeof(float));
-	to->std = px_calloc(from->dim, sizeof(float));
-	if (!to->mean || !to->std) {
-		data_prep_release(to);
-		return px_errorf(err, PX_ENOMEM, "scaling of %u features",
-				 from->dim);
-	}
-	memcpy(to->mean, from->mean, from->dim * sizeof(float));
-	memcpy(to->std, from->std, from->dim * sizeof(float));
-	return PX_OK;
-}
-
 bool data_prep_equal(const struct data_prep *a, const struct data_prep *b)
 {
 	if (a->dim != b->dim || a->n_classes != b->n_classes ||

@@ -114,9 +114,6 @@ enum px_err data_load_test(const struct data_spec *spec,
 enum px_err data_check(const struct data_spec *spec, bool *ret_whole,
 		       struct px_error *err);
 
-/* Deep copy (the scaling arrays too). */
-enum px_err data_prep_copy(struct data_prep *to, const struct data_prep *from,
-			   struct px_error *err);
 /* Whether two preps are the same (labels, width, scaling values). */
 bool data_prep_equal(const struct data_prep *a, const struct data_prep *b);
 /* Free the scaling arrays; zeroes prep.  Safe on a zeroed one. */
