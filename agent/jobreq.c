@@ -109,6 +109,55 @@ static enum px_err either(json_t *v, const char *name, const char *sec,
 	return r;
 }
 
+/* trainer.data: {"train": PATH, "test": PATH, "format": ..., "scale":
+ * ..., "label_column": N}; both paths, absolute. */
+static enum px_err parse_data(json_t *o, const char *name,
+			      struct job_data *d, struct px_error *err)
+{
+	const char *k;
+	json_t *v;
+	enum px_err r = PX_OK;
+
+	*d = (struct job_data){ .scale = "none", .label_column = 1 };
+	if (!json_is_object(o))
+		return px_errorf(err, PX_EINVAL, "%s: trainer.data: must be an "
+				 "object", name);
+	json_object_foreach(o, k, v) {
+		if (!strcmp(k, "train") || !strcmp(k, "test")) {
+			char *to = k[1] == 'r' ? d->train : d->test;
+
+			r = text(v, name, "trainer.data", k, to,
+				 sizeof d->train, err);
+			if (r == PX_OK && to[0] != '/')
+				r = bad(err, name, "trainer.data", k, "must be "
+					"an absolute path (proteusctl submit "
+					"makes it one)");
+		} else if (!strcmp(k, "format")) {
+			r = text(v, name, "trainer.data", k, d->format,
+				 sizeof d->format, err);
+			if (r == PX_OK && strcmp(d->format, "libsvm") &&
+			    strcmp(d->format, "csv") && strcmp(d->format, "idx"))
+				r = bad(err, name, "trainer.data", k, "must be "
+					"\"libsvm\", \"csv\" or \"idx\"");
+		} else if (!strcmp(k, "scale")) {
+			r = either(v, name, "trainer.data", k, d->scale,
+				   sizeof d->scale, "none", "standard", err);
+		} else if (!strcmp(k, "label_column")) {
+			r = whole(v, name, "trainer.data", k, 1, 65537,
+				  &d->label_column, err);
+		} else {
+			r = bad(err, name, "trainer.data", k, "unknown field");
+		}
+		if (r != PX_OK)
+			return r;
+	}
+	if (!d->train[0] || !d->test[0])
+		return bad(err, name, "trainer.data", d->train[0] ? "test" :
+			   "train", "missing (a training set and a test set, "
+			   "each a file)");
+	return PX_OK;
+}
+
 static enum px_err parse_trainer(json_t *o, const char *name,
 				 struct job_trainer *t, struct px_error *err)
 {
@@ -149,6 +198,8 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 		} else if (!strcmp(k, "checkpoint_every")) {
 			r = whole(v, name, "trainer", k, 0, 1000000,
 				  &t->checkpoint_every, err);
+		} else if (!strcmp(k, "data")) {
+			r = parse_data(v, name, &t->data, err);
 		} else {
 			r = bad(err, name, "trainer", k, "unknown field");
 		}

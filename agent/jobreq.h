@@ -25,10 +25,21 @@
  * JSON (jansson).  Whitespace goes and no string grows (the file had to
  * escape what jansson escapes), but a real number may: "0.1," (4 bytes)
  * comes out as "0.10000000000000001," (20), JOBREQ_GROWTH times as long.
- * Add the three paths submit makes absolute (PATH_MAX bytes each, 6 bytes
+ * Add the five paths submit makes absolute (PATH_MAX bytes each, 6 bytes
  * a byte at most when escaped).  PROTO_LINE_MAX holds this. */
 #define JOBREQ_GROWTH 5
-#define JOBREQ_SENT_MAX (JOBREQ_GROWTH * 2 * JOBSPEC_FILE_MAX + 3 * 6 * 4096)
+#define JOBREQ_SENT_MAX (JOBREQ_GROWTH * 2 * JOBSPEC_FILE_MAX + 5 * 6 * 4096)
+
+/* trainer.data: the user's own data (docs/jobspec.md).  train "": none
+ * (Fashion-MNIST from the daemon's data_dir). */
+struct job_data {
+	char train[JOBREQ_PATH_MAX];  /* absolute paths (proteusctl submit */
+	char test[JOBREQ_PATH_MAX];   /* makes them so) */
+	char format[8];               /* "libsvm", "csv", "idx"; "": from
+				       * the names */
+	char scale[12];               /* "none" (default) or "standard" */
+	int label_column;             /* CSV: 1-based; default 1 */
+};
 
 struct job_trainer {
 	char model[8];              /* "mlr" or "mlp" */
@@ -40,6 +51,7 @@ struct job_trainer {
 	int checkpoint_every;       /* clocks; 0: after each evaluation */
 	char device[8];             /* "cpu" (default) or "cuda": where the
 				     * nodes compute their gradients */
+	struct job_data data;       /* trainer.data */
 };
 
 struct job_world {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../trainer/dataset.h"
 #include "jobs_int.h"
 #include "server.h"
 
@@ -214,6 +215,42 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 	return json_pack("{s:I}", "job", (json_int_t)j->id);
 }
 
+/* trainer.data, where the job's nodes run on this host (the local
+ * world): checked now, with the submitter's rights, so that bad data is
+ * refused before any process starts (trainer/dataset.h data_check: at
+ * most DATA_CHECK_BYTES of text a file).  Under the thread's guard, less
+ * its bound on a file's size: a data set may be bigger than a trace, and
+ * the check reads a bounded part of it. */
+static enum px_err job_check_data(struct job *j, struct px_error *err)
+{
+	const struct job_data *d = &j->req.trainer.data;
+	const struct px_guard *g = px_guard_get();
+	struct data_spec spec = { .train = d->train, .test = d->test,
+				  .label_col = (uint32_t)d->label_column };
+	struct px_guard mine;
+	bool whole;
+	enum px_err e = PX_OK;
+
+	if (!d->train[0] || !j->wops->on_this_host)
+		return PX_OK;
+	if (d->format[0])
+		e = data_format_parse(d->format, &spec.format, err);
+	if (e == PX_OK)
+		e = data_scale_parse(d->scale, &spec.scale, err);
+	if (e != PX_OK)
+		return e;
+	if (g) {
+		mine = *g;
+		mine.max_bytes = 0;
+		px_guard_set(&mine);
+	}
+	e = data_check(&spec, &whole, err);
+	px_guard_set(g);
+	if (e != PX_OK)
+		px_error_prefix(err, "%s: trainer.data: ", j->src);
+	return e;
+}
+
 static void *load_thread(void *arg)
 {
 	struct loading *ld = arg;
@@ -221,6 +258,8 @@ static void *load_thread(void *arg)
 
 	px_guard_set(&ld->guard);
 	ld->e = job_load_market(ld->j, &ld->err);
+	if (ld->e == PX_OK)
+		ld->e = job_check_data(ld->j, &ld->err);
 	px_guard_set(NULL);
 	if (write(ld->efd, &one, sizeof one) != sizeof one)
 		abort(); /* an eventfd write of 1 cannot fail */
@@ -331,6 +370,8 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		job_guard(&g);
 		px_guard_set(&g);
 		e = job_load_market(j, err);
+		if (e == PX_OK)
+			e = job_check_data(j, err);
 		px_guard_set(NULL);
 	}
 	{

@@ -42,8 +42,9 @@ static void argv_free(char **v)
 }
 
 /* argv of a trainer role: the program, the role, the job's options, then
- * extra (NULL-terminated), then --data DIR where the daemon's data_dir is
- * set.  NULL on OOM. */
+ * extra (NULL-terminated), then the job's own data (trainer.data: --train-
+ * data, --test-data, ...) or else --data DIR where the daemon's data_dir
+ * is set.  NULL on OOM. */
 static char **role_argv(struct job *j, const char *role, const char *node,
 			const char *coord, const char *listen,
 			const char *const *extra)
@@ -58,9 +59,17 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 		"--coord", coord, "--listen", listen, NULL,
 	};
 	const char *data = j->js->s.cfg->data_dir;
+	const struct job_data *d = &t->data;
+	char col[16];
+	const char *own[] = {
+		"--train-data", d->train, "--test-data", d->test, "--scale",
+		d->scale, "--label-column", col,
+		d->format[0] ? "--data-format" : NULL, d->format, NULL,
+	};
 	size_t n = 0, k = 0;
 	char **v;
 
+	snprintf(col, sizeof col, "%d", d->label_column);
 	snprintf(epochs, sizeof epochs, "%d", t->epochs);
 	snprintf(batch, sizeof batch, "%d", t->batch);
 	snprintf(lr, sizeof lr, "%.9g", t->lr);
@@ -69,7 +78,8 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 		n++;
 	for (const char *const *e = extra; e && *e; e++)
 		n++;
-	v = calloc(n + 3, sizeof *v);      /* + --data DIR */
+	/* + the own data's options (own[]), or --data DIR */
+	v = calloc(n + sizeof own / sizeof own[0] + 2, sizeof *v);
 	if (!v)
 		return NULL;
 	for (const char *const *f = fixed; *f; f++)
@@ -78,8 +88,11 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	for (const char *const *e = extra; e && *e; e++)
 		if (!(v[k++] = strdup(*e)))
 			goto oom;
-	if (data[0] && (!(v[k++] = strdup("--data")) ||
-			!(v[k++] = strdup(data))))
+	for (const char *const *o = own; d->train[0] && *o; o++)
+		if (!(v[k++] = strdup(*o)))
+			goto oom;
+	if (!d->train[0] && data[0] && (!(v[k++] = strdup("--data")) ||
+					!(v[k++] = strdup(data))))
 		goto oom;
 	return v;
 oom:

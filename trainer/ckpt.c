@@ -102,6 +102,19 @@ static char *header(const struct ckpt_meta *m)
 		      "test_accuracy", isnan(m->test_accuracy)
 			      ? json_null() : json_real(m->test_accuracy),
 		      "written", when);
+	if (j && m->prep.n_classes) {
+		json_t *l = json_array();
+
+		for (uint32_t i = 0; l && i < m->prep.n_classes; i++)
+			json_array_append_new(l,
+					      json_integer(m->prep.labels[i]));
+		if (!l || json_object_set_new(j, "labels", l) ||
+		    json_object_set_new(j, "scale", json_string(
+				m->prep.mean ? "standard" : "none"))) {
+			json_decref(j);
+			return NULL;
+		}
+	}
 	if (!j)
 		return NULL;
 	s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -208,6 +221,10 @@ enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 		e = write_floats(fd, params, m->d.n_params, md, tmp, err);
 	if (e == PX_OK)
 		e = write_floats(fd, momentum, m->d.n_params, md, tmp, err);
+	if (e == PX_OK && m->prep.mean)
+		e = write_floats(fd, m->prep.mean, m->d.n_in, md, tmp, err);
+	if (e == PX_OK && m->prep.mean)
+		e = write_floats(fd, m->prep.std, m->d.n_in, md, tmp, err);
 	if (e == PX_OK && EVP_DigestFinal_ex(md, digest, NULL) != 1)
 		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", path);
 	if (e == PX_OK) {
@@ -320,6 +337,46 @@ static enum px_err get_int(json_t *j, const char *path, const char *key,
 				 "field '%s': not an integer in [%" PRId64
 				 ", %" PRId64 "]", path, key, lo, hi);
 	*ret = json_integer_value(v);
+	return PX_OK;
+}
+
+/* "labels" (the value of each class, ascending) and "scale", when the
+ * model is of the user's own data: into m->prep, less the scaling's
+ * values (they follow the momentum). */
+static enum px_err parse_prep(json_t *j, const char *path,
+			      struct ckpt_meta *m, bool *ret_scaled,
+			      struct px_error *err)
+{
+	json_t *l = json_object_get(j, "labels");
+	const char *sc = json_string_value(json_object_get(j, "scale"));
+
+	*ret_scaled = false;
+	if (!l && !json_object_get(j, "scale"))
+		return PX_OK;
+	if (!json_is_array(l) || json_array_size(l) != m->d.n_out ||
+	    m->d.n_out > DATA_MAX_CLASSES)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'labels': not an array of 'classes' "
+				 "(%u) labels", path, m->d.n_out);
+	for (size_t i = 0; i < m->d.n_out; i++) {
+		json_t *v = json_array_get(l, i);
+
+		if (!json_is_integer(v) || json_integer_value(v) < INT32_MIN ||
+		    json_integer_value(v) > INT32_MAX ||
+		    (i && json_integer_value(v) <= m->prep.labels[i - 1]))
+			return px_errorf(err, PX_EINVAL, "checkpoint '%s': "
+					 "header field 'labels[%zu]': not a "
+					 "32-bit integer above the one before",
+					 path, i);
+		m->prep.labels[i] = (int32_t)json_integer_value(v);
+	}
+	if (!sc || (strcmp(sc, "none") && strcmp(sc, "standard")))
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'scale': not \"none\" or "
+				 "\"standard\"", path);
+	m->prep.n_classes = m->d.n_out;
+	m->prep.dim = m->d.n_in;
+	*ret_scaled = !strcmp(sc, "standard");
 	return PX_OK;
 }
 
@@ -443,6 +500,7 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 	json_t *j = NULL;
 	struct stat st;
 	uint64_t need;
+	bool scaled = false;
 	enum px_err e;
 	ssize_t n;
 	char *nl;
@@ -494,10 +552,13 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 		goto out;
 	}
 	e = parse_header(j, path, m, err);
+	if (e == PX_OK)
+		e = parse_prep(j, path, m, &scaled, err);
 	if (e != PX_OK)
 		goto out;
 	hlen = (size_t)(nl - hbuf) + 1;
 	need = hlen + 2 * (uint64_t)m->d.n_params * sizeof(float) +
+	       (scaled ? 2 * (uint64_t)m->d.n_in * sizeof(float) : 0) +
 	       DIGEST_LEN;
 	if ((uint64_t)st.st_size != need) {
 		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': %jd bytes, "
@@ -509,7 +570,11 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 	md = EVP_MD_CTX_new();
 	w = px_calloc(m->d.n_params, sizeof(float));
 	v = px_calloc(m->d.n_params, sizeof(float));
-	if (!md || !w || !v) {
+	if (scaled) {
+		m->prep.mean = px_calloc(m->d.n_in, sizeof(float));
+		m->prep.std = px_calloc(m->d.n_in, sizeof(float));
+	}
+	if (!md || !w || !v || (scaled && (!m->prep.mean || !m->prep.std))) {
 		e = px_errorf(err, PX_ENOMEM, "checkpoint '%s': %zu "
 			      "parameters", path, m->d.n_params);
 		goto out;
@@ -528,6 +593,12 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 	if (e == PX_OK)
 		e = read_floats(fd, v, m->d.n_params, md, path,
 				"the momentum", err);
+	if (e == PX_OK && scaled)
+		e = read_floats(fd, m->prep.mean, m->d.n_in, md, path,
+				"the features' means", err);
+	if (e == PX_OK && scaled)
+		e = read_floats(fd, m->prep.std, m->d.n_in, md, path,
+				"the features' deviations", err);
 	if (e == PX_OK)
 		e = read_exact(fd, want, DIGEST_LEN, NULL, path,
 			       "the SHA-256", err);
@@ -544,12 +615,21 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 		goto out;
 	}
 	e = check_finite(path, w, v, m->d.n_params, PX_EINVAL, err);
+	for (uint32_t i = 0; e == PX_OK && scaled && i < m->d.n_in; i++)
+		if (!isfinite(m->prep.mean[i]) || !(m->prep.std[i] > 0) ||
+		    !isfinite(m->prep.std[i]))
+			e = px_errorf(err, PX_EINVAL, "checkpoint '%s': the "
+				      "scaling of feature %u is not a finite "
+				      "mean and a deviation above 0", path,
+				      i + 1);
 	if (e != PX_OK)
 		goto out;
 	*ret_params = w;
 	*ret_momentum = v;
 	w = v = NULL;
 out:
+	if (e != PX_OK)
+		data_prep_release(&m->prep);
 	close(fd);
 	json_decref(j);
 	EVP_MD_CTX_free(md);
@@ -580,6 +660,14 @@ enum px_err ckpt_check_job(const char *path, const struct ckpt_meta *have,
 		  (uint64_t)want->total },
 	};
 
+	if (!data_prep_equal(&have->prep, &want->prep))
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s' is of a model "
+				 "of other data: its labels (%u) or feature "
+				 "scaling (%s) differ from this job's (%u, %s)",
+				 path, have->prep.n_classes,
+				 have->prep.mean ? "standard" : "none",
+				 want->prep.n_classes,
+				 want->prep.mean ? "standard" : "none");
 	if (have->d.kind != want->d.kind)
 		return px_errorf(err, PX_EINVAL, "checkpoint '%s' is of an %s"
 				 " model, this job trains an %s (--model)",

@@ -4,7 +4,10 @@
  * The format (docs/trainer.md, "Checkpoints"): one line of JSON (at most
  * CKPT_HEADER_MAX bytes, then '\n') naming the model, the job's shape and
  * the clock; the parameters, n_params float32 little-endian; the momentum,
- * likewise; the SHA-256 of everything before it (32 bytes).  A file is
+ * likewise; with "scale": "standard" in the header, the features' means
+ * and standard deviations (inputs float32 each); the SHA-256 of
+ * everything before it (32 bytes).  A model of the user's own data has
+ * its labels in the header ("labels": the value of each class).  A file is
  * written to a fresh temporary name beside it (mkostemp: O_EXCL, 0600),
  * synced and renamed over the old one, so a crash leaves the old
  * checkpoint or the new, never half of one.
@@ -15,6 +18,7 @@
 #include <stdint.h>
 
 #include "../common/px.h"
+#include "dataset.h"
 #include "model.h"
 
 #define CKPT_HEADER_MAX 4096
@@ -38,6 +42,11 @@ struct ckpt_meta {
 				   said */
 	double test_accuracy;   /* at clock; NaN: not evaluated */
 	int64_t written_s;      /* Unix time it was written */
+	struct data_prep prep;  /* the training data's labels and scaling
+				   (n_classes 0: Fashion-MNIST's, none).
+				   Written from the caller's; ckpt_read
+				   allocates its scaling: release it with
+				   data_prep_release */
 };
 
 /* Write params and momentum (m->d.n_params floats each) to path, atomically

@@ -1,158 +1,14 @@
-/* data.c -- IDX reader over zlib, Fashion-MNIST loading, partitioning,
- * shuffling and batch gathering.
+/* data.c -- Fashion-MNIST loading, partitioning, shuffling and batch
+ * gathering (the IDX reader and the other formats are dataset.c's).
  */
 #include "data.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "dataset.h"
 #include "kern.h"
-
-#define IDX_MAX_DIMS 4
-#define IDX_TYPE_UBYTE 0x08
-#define READ_CHUNK (1u << 30)
-
-/* Read exactly len bytes or report why not (gzip error or truncation). */
-static enum px_err read_full(gzFile f, const char *path, void *buf,
-			     uint64_t len, const char *what,
-			     struct px_error *err)
-{
-	uint8_t *p = buf;
-	uint64_t done = 0;
-
-	while (done < len) {
-		uint64_t want = len - done;
-		int got, zerr;
-
-		if (want > READ_CHUNK)
-			want = READ_CHUNK;
-		got = gzread(f, p + done, (unsigned)want);
-		if (got < 0) {
-			const char *m = gzerror(f, &zerr);
-
-			return px_errorf(err, PX_EIO,
-					 "file '%s': reading %s: %s", path,
-					 what, m ? m : "gzip error");
-		}
-		if (got == 0)
-			return px_errorf(err, PX_EINVAL,
-					 "file '%s': truncated: %s needs %llu "
-					 "bytes, got %llu", path, what,
-					 (unsigned long long)len,
-					 (unsigned long long)done);
-		done += (uint64_t)got;
-	}
-	return PX_OK;
-}
-
-static uint32_t be32(const uint8_t *b)
-{
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-	       (uint32_t)b[2] << 8 | (uint32_t)b[3];
-}
-
-enum px_err data_idx_read(const char *path, uint32_t expect_ndims,
-			  uint32_t max_items, uint8_t **ret_data,
-			  uint32_t *ret_items, uint32_t *ret_item_bytes,
-			  struct px_error *err)
-{
-	uint8_t hdr[4 * (1 + IDX_MAX_DIMS)], *data = NULL;
-	uint32_t magic, ndims, items, item_bytes = 1;
-	uint64_t bytes;
-	enum px_err r;
-	gzFile f;
-
-	if (expect_ndims < 1 || expect_ndims > IDX_MAX_DIMS)
-		return px_errorf(err, PX_EINVAL,
-				 "file '%s': bad expected dimension count %u",
-				 path, expect_ndims);
-	errno = 0;
-	f = gzopen(path, "rb");
-	if (!f) {
-		int e = errno ? errno : ENOMEM;
-
-		return px_errorf(err, e == ENOENT ? PX_ENOENT : PX_ESYS | e,
-				 "cannot open '%s': %s", path, strerror(e));
-	}
-	r = read_full(f, path, hdr, 4, "the magic number", err);
-	if (r != PX_OK)
-		goto out_close;
-	magic = be32(hdr);
-	ndims = magic & 0xff;
-	if ((magic >> 16) != 0 || ((magic >> 8) & 0xff) != IDX_TYPE_UBYTE ||
-	    ndims != expect_ndims) {
-		r = px_errorf(err, PX_EINVAL,
-			      "file '%s': bad magic 0x%08x (want 0x%08x: "
-			      "unsigned bytes, %u dimensions)", path, magic,
-			      (unsigned)(IDX_TYPE_UBYTE << 8 | expect_ndims),
-			      expect_ndims);
-		goto out_close;
-	}
-	r = read_full(f, path, hdr + 4, 4 * (uint64_t)ndims, "the dimensions",
-		      err);
-	if (r != PX_OK)
-		goto out_close;
-	items = be32(hdr + 4);
-	if (items == 0 || items > DATA_IDX_MAX_ITEMS) {
-		r = px_errorf(err, PX_ETOOBIG,
-			      "file '%s': item count %u out of range 1..%u",
-			      path, items, DATA_IDX_MAX_ITEMS);
-		goto out_close;
-	}
-	for (uint32_t i = 1; i < ndims; i++) {
-		uint32_t d = be32(hdr + 4 + 4 * i);
-
-		if (d == 0 || d > DATA_IDX_MAX_DIM) {
-			r = px_errorf(err, PX_ETOOBIG,
-				      "file '%s': dimension %u is %u, out of "
-				      "range 1..%u", path, i, d,
-				      DATA_IDX_MAX_DIM);
-			goto out_close;
-		}
-		/* At most 3 dims of <= 4096 after the first: <= 2^36. */
-		if ((uint64_t)item_bytes * d > UINT32_MAX) {
-			r = px_errorf(err, PX_ETOOBIG,
-				      "file '%s': items of more than %u bytes",
-				      path, UINT32_MAX);
-			goto out_close;
-		}
-		item_bytes *= d;
-	}
-	bytes = (uint64_t)items * item_bytes;
-	if (bytes > DATA_IDX_MAX_BYTES) {
-		r = px_errorf(err, PX_ETOOBIG,
-			      "file '%s': %llu bytes of data, over the %llu "
-			      "byte bound", path, (unsigned long long)bytes,
-			      (unsigned long long)DATA_IDX_MAX_BYTES);
-		goto out_close;
-	}
-	if (max_items && max_items < items)
-		items = max_items;
-	bytes = (uint64_t)items * item_bytes;
-	data = px_calloc(bytes, 1);
-	if (!data) {
-		r = px_errorf(err, PX_ENOMEM, "file '%s': cannot allocate %llu "
-			      "bytes", path, (unsigned long long)bytes);
-		goto out_close;
-	}
-	r = read_full(f, path, data, bytes, "the data", err);
-	if (r != PX_OK)
-		goto out_free_data;
-	gzclose(f);
-	*ret_data = data;
-	*ret_items = items;
-	*ret_item_bytes = item_bytes;
-	return PX_OK;
-
-out_free_data:
-	free(data);
-out_close:
-	gzclose(f);
-	return r;
-}
 
 enum px_err data_load(const char *images_path, const char *labels_path,
 		      uint32_t n_classes, uint32_t max_n,
@@ -239,16 +95,6 @@ out_free:
 	return r;
 }
 
-void data_release(struct data_set *d)
-{
-	if (!d)
-		return;
-	free(d->x);
-	free(d->xb);
-	free(d->y);
-	memset(d, 0, sizeof(*d));
-}
-
 enum px_err data_partition(uint32_t n, uint32_t n_parts, uint32_t part,
 			   uint32_t *ret_lo, uint32_t *ret_hi,
 			   struct px_error *err)
@@ -285,18 +131,29 @@ void data_shuffle(uint32_t *idx, uint32_t n, uint32_t lo, uint64_t seed)
 void data_gather(const struct data_set *d, const uint32_t *idx, uint32_t n,
 		 float *x, uint8_t *y)
 {
+	const struct data_prep *p = d->prep;
+
 	for (uint32_t i = 0; i < n; i++) {
 		float *to = x + (size_t)i * d->dim;
+		uint32_t r = idx[i];
 
 		if (d->xb) {
-			const uint8_t *b = d->xb + (size_t)idx[i] * d->dim;
+			const uint8_t *b = d->xb + (size_t)r * d->dim;
 
 			for (uint32_t j = 0; j < d->dim; j++)
 				to[j] = (float)b[j] * (1.0f / 255.0f);
+		} else if (d->rp) {
+			memset(to, 0, d->dim * sizeof(*x));
+			for (uint64_t k = d->rp[r]; k < d->rp[r + 1]; k++)
+				to[d->ci[k]] = d->cv[k];
 		} else {
-			memcpy(to, d->x + (size_t)idx[i] * d->dim,
+			memcpy(to, d->x + (size_t)r * d->dim,
 			       d->dim * sizeof(*x));
 		}
-		y[i] = d->y[idx[i]];
+		/* standardized: a sparse row's zeros become -mean / std */
+		if (p && p->mean)
+			for (uint32_t j = 0; j < d->dim; j++)
+				to[j] = (to[j] - p->mean[j]) / p->std[j];
+		y[i] = d->y[r];
 	}
 }

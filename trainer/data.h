@@ -12,13 +12,19 @@
 
 /* Where Debian's dataset-fashion-mnist installs the files. */
 #define DATA_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+#define DATA_FASHION_MNIST_DIM 784     /* 28 x 28 pixels */
+#define DATA_FASHION_MNIST_CLASSES 10
 
 /* Bounds on what an IDX header may claim. */
 #define DATA_IDX_MAX_ITEMS 10000000u  /* images or labels per file */
 #define DATA_IDX_MAX_DIM 4096u        /* rows, columns */
 #define DATA_IDX_MAX_BYTES (UINT64_C(1) << 32) /* payload, 4 GiB */
 
-/* A labelled data set: n examples of dim features each, in [0, 1]. */
+struct data_prep;
+
+/* A labelled data set: n examples of dim features each, held in one of
+ * three ways: x (dense floats), xb (pixel bytes) or rp/ci/cv (sparse
+ * rows).  data_gather makes the floats of a batch from any of them. */
 struct data_set {
 	uint32_t n;         /* examples */
 	uint32_t dim;       /* features per example (rows * cols) */
@@ -28,10 +34,17 @@ struct data_set {
 			       byte / 255, made by data_gather; 4x less
 			       memory than floats (47 MB, not 188, for
 			       Fashion-MNIST's training set) */
-	uint8_t *y;         /* [n] */
+	uint8_t *y;         /* [n] classes */
+	uint64_t *rp;       /* [n + 1] a sparse set's rows: row i's
+			       non-zeros are rp[i] .. rp[i + 1] - 1 */
+	uint32_t *ci;       /* their features, 0-based */
+	float *cv;          /* their values */
+	const struct data_prep *prep; /* the labels and scaling the
+			       training set fixed (dataset.h), borrowed;
+			       NULL: Fashion-MNIST's (none) */
 };
 
-/* Read an IDX file of unsigned bytes (magic 0x0000080N, N = ndims), plain
+/* (dataset.c) Read an IDX file of unsigned bytes (magic 0x0000080N, N = ndims), plain
  * or gzip-compressed (read through zlib).  expect_ndims must match; at
  * most max_items (0: all) items of the first dimension are read.  The
  * header is checked against the DATA_IDX_MAX_* bounds before anything is
@@ -58,7 +71,8 @@ enum px_err data_load_fashion_mnist(const char *dir, bool train,
 				    uint32_t max_n, struct data_set *ret,
 				    struct px_error *err);
 
-/* Free what data_load filled; safe on a zeroed or released set. */
+/* (dataset.c) Free what a loader filled; safe on a zeroed or released
+ * set.  The prep is not the set's. */
 void data_release(struct data_set *d);
 
 /* Worker `part` of n_parts gets examples [*ret_lo, *ret_hi): contiguous,
@@ -73,7 +87,8 @@ enum px_err data_partition(uint32_t n, uint32_t n_parts, uint32_t part,
 void data_shuffle(uint32_t *idx, uint32_t n, uint32_t lo, uint64_t seed);
 
 /* Copy examples idx[0..n) into x[n, dim] (as floats: pixel bytes become
- * byte * (1 / 255.0f)) and y[n]. */
+ * byte * (1 / 255.0f), a sparse row's missing features 0) and y[n]; with
+ * a prep that scales, each feature becomes (x - mean) / std. */
 void data_gather(const struct data_set *d, const uint32_t *idx, uint32_t n,
 		 float *x, uint8_t *y);
 

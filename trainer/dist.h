@@ -14,6 +14,8 @@
 
 #include "../common/log.h"
 #include "../common/px.h"
+#include "dataset.h"
+#include "model.h"
 #include "net.h"
 #include "train_local.h"
 #include "wire.h"
@@ -51,6 +53,8 @@ struct dist_opts {
 	bool reliable;             /* a reliable (on-demand) node */
 	struct train_opts train;   /* model, epochs, batch, lr, ... */
 	const char *data_dir;      /* Fashion-MNIST dir; NULL: default */
+	struct data_spec data;     /* the user's own data (data.train
+				      NULL: Fashion-MNIST) */
 	uint32_t max_train;        /* examples used (0: all) */
 	uint32_t max_test;
 	uint32_t workers;          /* initial workers (partitions, clocks) */
@@ -138,9 +142,20 @@ int64_t dist_total_clocks(uint32_t n_train, uint32_t workers,
 int64_t dist_job_clocks(uint32_t n_train, uint32_t workers, uint32_t epochs,
 			uint32_t batch, uint32_t clock_batches);
 
-/* Training examples in the data set (reads the labels file's header). */
-enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
-			     struct px_error *err);
+/* The training set's examples and, for the user's own data (o->data),
+ * what it fixes: width, labels, scaling (a pass over the file, nothing
+ * kept; dataset.h).  Fashion-MNIST: its labels file's header, *prep
+ * zeroed.  Release prep with data_prep_release. */
+enum px_err dist_data_shape(const struct dist_opts *o, uint32_t *ret_n,
+			    struct data_prep *prep, struct px_error *err);
+/* The model o names for data of prep (zeroed: Fashion-MNIST's). */
+enum px_err dist_model_desc(const struct dist_opts *o,
+			    const struct data_prep *prep,
+			    struct model_desc *d, struct px_error *err);
+/* The test set: o->data's held to prep, or Fashion-MNIST's. */
+enum px_err dist_load_test(const struct dist_opts *o,
+			   const struct data_prep *prep, struct data_set *ret,
+			   struct px_error *err);
 
 /* When a role told to stop must be gone (wall clock, us): the deadline
  * of the eviction notice it got, else DIST_LEAVE_DEFAULT_MS from now. */

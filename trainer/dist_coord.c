@@ -89,6 +89,7 @@ struct coord {
 	float *params;
 	/* checkpoints */
 	struct ckpt_meta meta;     /* this job's shape */
+	struct data_prep prep;     /* what the training set fixes */
 	float *mom;                /* a checkpoint's momentum: zeros (the
 				      optimizer's runs on the workers) */
 	float *ck_w, *ck_v;        /* --resume: what the PS nodes fetch */
@@ -1265,15 +1266,11 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 			e = net_connect(c->agent, o->agent, err);
 	}
 	if (e == PX_OK)
-		e = dist_train_count(o, &c->n_train, err);
+		e = dist_data_shape(o, &c->n_train, &c->prep, err);
 	if (e == PX_OK)
-		e = data_load_fashion_mnist(o->data_dir, false, o->max_test,
-					    &c->test, err);
+		e = dist_load_test(o, &c->prep, &c->test, err);
 	if (e == PX_OK)
-		e = model_desc_init(&c->d, o->train.model, c->test.dim,
-				    c->test.n_classes, o->train.hidden,
-				    o->train.model == MODEL_MLR
-					    ? 0 : o->train.n_hidden, err);
+		e = dist_model_desc(o, &c->prep, &c->d, err);
 	if (e != PX_OK)
 		return e;
 	kern_cpu_set_threads(o->train.threads > 0 ? o->train.threads : 1);
@@ -1306,7 +1303,7 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 	c->meta = (struct ckpt_meta){
 		.d = c->d, .total = c->total, .workers = o->workers,
 		.batch = o->train.batch, .epochs = o->train.epochs,
-		.n_train = c->n_train,
+		.n_train = c->n_train, .prep = c->prep,
 	};
 	if (o->checkpoint) {
 		c->mom = px_calloc(c->nparams, sizeof(float));
@@ -1319,6 +1316,7 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 		e = ckpt_read(o->resume, &have, &c->ck_w, &c->ck_v, err);
 		if (e == PX_OK)
 			e = ckpt_check_job(o->resume, &have, &c->meta, err);
+		data_prep_release(&have.prep);
 		if (e != PX_OK)
 			return e;
 		c->min_clock = c->resumed_from = have.clock;
@@ -1475,6 +1473,7 @@ out_free:
 	free(c->ck_w);
 	free(c->ck_v);
 	data_release(&c->test);
+	data_prep_release(&c->prep);
 	wire_ctx_free(c->ctx);
 	free(c);
 	return e;

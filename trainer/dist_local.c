@@ -941,6 +941,7 @@ static bool resumable(const struct dist_opts *o, int64_t start_s,
 	}
 	free(w);
 	free(v);
+	data_prep_release(&m.prep);
 	*ret_clock = m.clock;
 	return m.clock < m.total;
 }

@@ -27,10 +27,11 @@ void dist_opts_default(struct dist_opts *o)
 	o->sole_copy_timeout_s = 10;
 	o->out_fd = 1;
 	o->ready_fd = -1;
+	o->data.label_col = 1;
 }
 
-enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
-			     struct px_error *err)
+enum px_err dist_data_shape(const struct dist_opts *o, uint32_t *ret_n,
+			    struct data_prep *prep, struct px_error *err)
 {
 	char path[4096];
 	uint8_t *labels = NULL;
@@ -38,6 +39,10 @@ enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
 	const char *dir = o->data_dir ? o->data_dir : DATA_FASHION_MNIST_DIR;
 	enum px_err e;
 
+	memset(prep, 0, sizeof(*prep));
+	if (o->data.train)
+		return data_scan_train(&o->data, o->max_train, ret_n, prep,
+				       err);
 	if ((size_t)snprintf(path, sizeof(path),
 			     "%s/train-labels-idx1-ubyte.gz", dir) >=
 	    sizeof(path))
@@ -48,6 +53,29 @@ enum px_err dist_train_count(const struct dist_opts *o, uint32_t *ret,
 	if (e != PX_OK)
 		return e;
 	free(labels);
-	*ret = items;
+	*ret_n = items;
 	return PX_OK;
+}
+
+enum px_err dist_model_desc(const struct dist_opts *o,
+			    const struct data_prep *prep,
+			    struct model_desc *d, struct px_error *err)
+{
+	const struct train_opts *t = &o->train;
+
+	return model_desc_init(d, t->model, prep->n_classes ? prep->dim
+			       : DATA_FASHION_MNIST_DIM, prep->n_classes
+			       ? prep->n_classes : DATA_FASHION_MNIST_CLASSES,
+			       t->hidden, t->model == MODEL_MLR ? 0
+			       : t->n_hidden, err);
+}
+
+enum px_err dist_load_test(const struct dist_opts *o,
+			   const struct data_prep *prep, struct data_set *ret,
+			   struct px_error *err)
+{
+	if (o->data.train)
+		return data_load_test(&o->data, prep, o->max_test, ret, err);
+	return data_load_fashion_mnist(o->data_dir, false, o->max_test, ret,
+				       err);
 }

@@ -665,6 +665,7 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 		.self = o->node, .job = o->job,
 		.job_key = o->key, .job_key_len = o->key_len,
 	};
+	struct data_prep prep;
 	uint32_t n_train;
 	struct wire_msg a;
 	enum px_err e;
@@ -673,12 +674,11 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 	if (e != PX_OK)
 		return e;
 	p->links.ctx = p->ctx;
-	e = model_desc_init(&p->d, o->train.model, 784, 10, o->train.hidden,
-			    o->train.model == MODEL_MLR ? 0
-							: o->train.n_hidden,
-			    err);
+	/* the model's widths and the clocks: the training set's */
+	e = dist_data_shape(o, &n_train, &prep, err);
 	if (e == PX_OK)
-		e = dist_train_count(o, &n_train, err);
+		e = dist_model_desc(o, &prep, &p->d, err);
+	data_prep_release(&prep);
 	if (e != PX_OK)
 		return e;
 	p->total = dist_total_clocks(n_train, o->workers, o->train.epochs,

@@ -35,6 +35,7 @@ struct worker {
 	bool told;                 /* the coordinator lists it as leaving */
 	/* data and partition */
 	struct data_set train;
+	struct data_prep prep;     /* what the training set fixes */
 	uint64_t part_epoch;       /* membership epoch it was derived from */
 	uint32_t lo, hi, pos, pass;
 	uint32_t *idx;
@@ -593,14 +594,14 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	/* Load the data before registering: a registered node must
 	 * heartbeat, and a long silent load got workers declared lost
 	 * before their first clock (the job then waited forever). */
-	if (e == PX_OK)
+	if (e == PX_OK && o->data.train)
+		e = data_load_train(&o->data, o->max_train, &w->train,
+				    &w->prep, err);
+	else if (e == PX_OK)
 		e = data_load_fashion_mnist(o->data_dir, true, o->max_train,
 					    &w->train, err);
 	if (e == PX_OK)
-		e = model_desc_init(&w->d, o->train.model, w->train.dim,
-				    w->train.n_classes, o->train.hidden,
-				    o->train.model == MODEL_MLR
-					    ? 0 : o->train.n_hidden, err);
+		e = dist_model_desc(o, &w->prep, &w->d, err);
 	if (e != PX_OK)
 		return e;
 	pb = w->d.n_params * sizeof(float);
@@ -742,6 +743,7 @@ static void release(struct worker *w)
 	free(w->h_x);
 	free(w->h_y);
 	data_release(&w->train);
+	data_prep_release(&w->prep);
 	pulls_drop(w);
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
 		net_close(w->pq[s]);

@@ -30,6 +30,7 @@
 #include "../cloudapi/fetch.h"
 #include "ckpt.h"
 #include "data.h"
+#include "dataset.h"
 #include "enroll_node.h"
 #include "../common/enroll.h"
 #include "dist.h"
@@ -196,6 +197,8 @@ enum opt_kind {
 	K_ADDR,      /* char[.size]: a base address (dist_endpoint) */
 	K_ENDPOINT,  /* char[.size]: an endpoint */
 	K_STAGE_AT,  /* "CLOCK:STAGE" into o.stage_at, o.stage_to */
+	K_FORMAT,    /* enum data_format */
+	K_SCALE,     /* enum data_scale */
 };
 
 enum {
@@ -256,6 +259,23 @@ static const struct topt topts[] = {
 	/* data */
 	OPT("data", "DIR", C_RUN | C_EVAL, K_STR, o.data_dir, 0, 0, 0,
 	    "the Fashion-MNIST files", DATA_FASHION_MNIST_DIR),
+	OPT("train-data", "FILE", C_RUN, K_STR, o.data.train, 0, 0, 0,
+	    "your own training set: LIBSVM, CSV or IDX, plain or .gz "
+	    "(docs/trainer.md, \"Your own data\"); needs --test-data",
+	    "Fashion-MNIST"),
+	OPT("test-data", "FILE", C_RUN | C_EVAL, K_STR, o.data.test, 0, 0, 0,
+	    "your own test set, in the training set's format; its labels "
+	    "and features must be the training set's", "Fashion-MNIST"),
+	OPT("data-format", "libsvm|csv|idx", C_RUN | C_EVAL, K_FORMAT,
+	    o.data.format, 0, 0, 0, "the files' format",
+	    "from each name: .svm, .libsvm, .csv, *idx3-ubyte, each maybe "
+	    ".gz"),
+	OPT("label-column", "N", C_RUN | C_EVAL, K_UINT, o.data.label_col, 1,
+	    DATA_MAX_FEATURES + 1, F_NORANGE, "CSV: the column of the label",
+	    NULL),
+	OPT("scale", "none|standard", C_RUN, K_SCALE, o.data.scale, 0, 0, 0,
+	    "features as they are, or standardized by the training set's "
+	    "mean and deviation (kept in checkpoints)", NULL),
 	OPT("max-train", "N", C_RUN, K_UINT, o.max_train, 0,
 	    DATA_IDX_MAX_ITEMS, F_NORANGE,
 	    "training examples used, 0: all", NULL),
@@ -634,6 +654,10 @@ static void default_text(const struct topt *o, const struct tcli *d,
 		snprintf(buf, len, "%s", *(const enum train_schedule *)p ==
 			 TRAIN_LR_COSINE ? "cosine" : "const");
 		break;
+	case K_SCALE:
+		snprintf(buf, len, "%s",
+			 data_scale_name(*(const enum data_scale *)p));
+		break;
 	default:
 		snprintf(buf, len, "none");
 		break;
@@ -822,6 +846,12 @@ static int set_opt(const struct subcmd *sc, const struct topt *o,
 	case K_SCHEDULE:
 		e = train_schedule_parse(arg, (enum train_schedule *)p, &err);
 		break;
+	case K_FORMAT:
+		e = data_format_parse(arg, (enum data_format *)p, &err);
+		break;
+	case K_SCALE:
+		e = data_scale_parse(arg, (enum data_scale *)p, &err);
+		break;
 	case K_ADDR:
 	case K_ENDPOINT:
 		if (strlen(arg) >= o->size)
@@ -904,6 +934,15 @@ static int check_combination(const struct subcmd *sc, const struct tcli *t)
 {
 	const struct dist_opts *o = &t->o;
 
+	if ((sc->mask & C_RUN) && !o->data.train != !o->data.test)
+		return usage_error(sc, "%s needs %s too (your own data is a "
+				   "training set and a test set)",
+				   o->data.train ? "--train-data" :
+				   "--test-data", o->data.train ?
+				   "--test-data" : "--train-data");
+	if (o->data.test && o->data_dir)
+		return usage_error(sc, "--data DIR names Fashion-MNIST's "
+				   "folder: not with your own data");
 	if (!(sc->mask & C_DIST))
 		return -1;
 	if (o->checkpoint_every && !o->checkpoint)
@@ -946,6 +985,7 @@ static int check_files(const char *ckpt, const char *resume)
 		log_err("--resume: %s", err.msg);
 		return e == PX_ENOMEM ? TX_FAIL : TX_DATA;
 	}
+	data_prep_release(&m.prep);
 	free(w);
 	free(v);
 	return -1;
@@ -974,9 +1014,56 @@ static bool print_epoch(void *arg, const struct train_epoch *e)
 	return true;
 }
 
+/* What the training set fixed: on stdout as a line (json: stderr), or
+ * into j as "inputs", "classes" and "labels" (label values, class by
+ * class). */
+static void say_data(const struct data_prep *p, bool json, json_t *j)
+{
+	FILE *f = json ? stderr : stdout;
+	json_t *l;
+
+	if (!p->n_classes)
+		return;
+	if (j) {
+		l = json_array();
+		for (uint32_t i = 0; l && i < p->n_classes; i++)
+			json_array_append_new(l, json_integer(p->labels[i]));
+		json_object_set_new(j, "inputs", json_integer(p->dim));
+		json_object_set_new(j, "classes", json_integer(p->n_classes));
+		json_object_set_new(j, "labels", l ? l : json_null());
+		json_object_set_new(j, "scale", json_string(p->mean ?
+				    "standard" : "none"));
+		return;
+	}
+	fprintf(f, "data: %u features, %u classes, labels in sorted order "
+		"(label -> class):", p->dim, p->n_classes);
+	for (uint32_t i = 0; i < p->n_classes && i < 8; i++)
+		fprintf(f, " %d->%u", p->labels[i], i);
+	fprintf(f, "%s; scaling %s\n", p->n_classes > 8 ? " ..." : "",
+		p->mean ? "standard (the training set's mean and deviation)"
+			: "none");
+}
+
+/* The training and test sets the options name: the user's own (prep
+ * what the training set fixes) or Fashion-MNIST's. */
+static enum px_err load_sets(const struct dist_opts *o,
+			     struct data_set *train, struct data_set *test,
+			     struct data_prep *prep, struct px_error *err)
+{
+	enum px_err e;
+
+	if (o->data.train)
+		e = data_load_train(&o->data, o->max_train, train, prep, err);
+	else
+		e = data_load_fashion_mnist(o->data_dir, true, o->max_train,
+					    train, err);
+	return e != PX_OK ? e : dist_load_test(o, prep, test, err);
+}
+
 /* train's result: the options as given, resumed_from the epochs done
  * before --resume (null without). */
 static int print_train_json(const struct train_opts *o,
+			    const struct data_prep *prep,
 			    const struct train_result *r)
 {
 	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o, s:I, s:I, "
@@ -999,7 +1086,10 @@ static int print_train_json(const struct train_opts *o,
 			      "resumed_from", o->resume
 				      ? json_integer(r->resumed_from)
 				      : json_null());
-	int rc = print_json(stdout, j);
+	int rc;
+
+	say_data(prep, true, j);
+	rc = print_json(stdout, j);
 
 	json_decref(j);
 	return rc;
@@ -1010,6 +1100,7 @@ static int print_train_json(const struct train_opts *o,
 static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 {
 	struct data_set train = { 0 }, test = { 0 };
+	struct data_prep prep = { 0 };
 	struct px_error err = { 0 };
 	struct train_result res;
 	struct tcli t;
@@ -1020,18 +1111,17 @@ static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 	tcli_default(&t, sc);
 	rc = parse(sc, argc, argv, &t, NULL, NULL);
 	if (rc < 0)
+		rc = check_combination(sc, &t);
+	if (rc < 0)
 		rc = check_files(o->checkpoint, o->resume);
 	if (rc >= 0)
 		return rc;
-	e = data_load_fashion_mnist(t.o.data_dir, true, t.o.max_train,
-				    &train, &err);
-	if (e == PX_OK)
-		e = data_load_fashion_mnist(t.o.data_dir, false, t.o.max_test,
-					    &test, &err);
+	e = load_sets(&t.o, &train, &test, &prep, &err);
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
 		goto out_release;
 	}
+	say_data(&prep, t.o.json, NULL);
 	if (!t.o.json)
 		printf("training %s on %u examples (%u test), device %s, "
 		       "batch %u, lr %g, momentum %g\n",
@@ -1045,7 +1135,7 @@ static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 		goto out_release;
 	}
 	if (t.o.json) {
-		if (print_train_json(o, &res)) {
+		if (print_train_json(o, &prep, &res)) {
 			e = px_errorf(&err, PX_EIO, "result: %s",
 				      strerror(errno));
 			log_err("%s", err.msg);
@@ -1058,6 +1148,7 @@ static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 out_release:
 	data_release(&train);
 	data_release(&test);
+	data_prep_release(&prep);
 	return exit_for(e);
 }
 
@@ -1079,11 +1170,29 @@ static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 
 	tcli_default(&t, sc);
 	rc = parse(sc, argc, argv, &t, NULL, NULL);
+	if (rc < 0)
+		rc = check_combination(sc, &t);
 	if (rc >= 0)
 		return rc;
 	file = argv[argc - 1];
 	e = ckpt_read(file, &m, &w, &v, &err);
-	if (e == PX_OK)
+	if (e == PX_OK && m.prep.n_classes && !t.o.data.test)
+		e = px_errorf(&err, PX_EINVAL, "checkpoint '%s' is of a model "
+			      "of your own data (%u features, %u classes): "
+			      "name its --test-data", file, m.d.n_in,
+			      m.d.n_out);
+	if (e == PX_OK && t.o.data.test && !m.prep.n_classes) {
+		/* a Fashion-MNIST model's labels are its classes */
+		m.prep.dim = m.d.n_in;
+		m.prep.n_classes = m.d.n_out;
+		for (uint32_t i = 0; i < m.d.n_out && i < DATA_MAX_CLASSES;
+		     i++)
+			m.prep.labels[i] = (int32_t)i;
+	}
+	if (e == PX_OK && t.o.data.test)
+		e = data_load_test(&t.o.data, &m.prep, t.o.max_test, &test,
+				   &err);
+	else if (e == PX_OK)
 		e = data_load_fashion_mnist(t.o.data_dir, false, t.o.max_test,
 					    &test, &err);
 	if (e != PX_OK)
@@ -1145,6 +1254,7 @@ out:
 		log_err("%s", err.msg);
 	model_ctx_free(mc);
 	data_release(&test);
+	data_prep_release(&m.prep);
 	free(w);
 	free(v);
 	return exit_for(e);
@@ -1394,6 +1504,16 @@ static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
 		goto out;
 	}
 	t.l.role_args = role_args;
+	/* bad data is said once, here, before any role starts */
+	if (t.o.data.train) {
+		bool whole;
+
+		if (data_check(&t.o.data, &whole, &err) != PX_OK) {
+			log_err("%s", err.msg);
+			rc = exit_for(err.code);
+			goto out;
+		}
+	}
 	rc = dist_local_run(&t.o, &t.l, &err);
 	if (rc != 0 && err.msg[0])
 		log_err("%s", err.msg);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "dataset.h"
 #include "kern_cuda.h"
 
 /* Everything one run allocates, so one function can free it. */
@@ -238,11 +239,15 @@ static struct ckpt_meta run_meta(const struct run *r,
 				 const struct data_set *train,
 				 uint64_t steps_total)
 {
-	return (struct ckpt_meta){
+	struct ckpt_meta m = {
 		.d = r->d, .total = (int64_t)steps_total, .workers = 1,
 		.batch = o->batch, .epochs = o->epochs, .n_train = train->n,
 		.test_accuracy = NAN,
 	};
+
+	if (train->prep)
+		m.prep = *train->prep; /* borrowed: written, never freed */
+	return m;
 }
 
 /* The state after `step` steps (an epoch's end) to o->checkpoint. */
@@ -294,6 +299,7 @@ static enum px_err restore(struct run *r, const struct train_opts *o,
 	if (e == PX_OK)
 		e = r->ops->upload(r->kctx, r->vel, v, pb, err);
 	*ret_done = (uint32_t)(have.clock / (int64_t)steps_per_epoch);
+	data_prep_release(&have.prep);
 	free(w);
 	free(v);
 	return e;
@@ -445,7 +451,8 @@ enum px_err train_eval_host(struct model_ctx *mc, const float *params,
 
 	if (!set->n)
 		return px_errorf(err, PX_EINVAL, "no examples to evaluate");
-	if (!set->x) { /* bytes: a batch of floats at a time */
+	/* bytes, sparse rows or scaled: a batch of floats at a time */
+	if (!set->x || (set->prep && set->prep->mean)) {
 		buf = px_calloc((size_t)batch * set->dim, sizeof(float));
 		yb = px_calloc(batch, 1);
 		if (!buf || !yb) {

@@ -61,6 +61,17 @@ Test(jobreq, every_field)
 	cr_assert_eq(r.world.billing, BILLING_PER_SECOND);
 	cr_assert_str_eq(r.world.trace, "t.json.gz");
 	cr_assert_str_eq(r.world.ondemand, "od.json");
+	cr_assert_eq(r.trainer.data.train[0], '\0', "no data: Fashion-MNIST");
+	cr_assert_eq(parse("{" BASE ", \"trainer\": {\"data\": {\"train\": "
+			   "\"/d/a.csv\", \"test\": \"/d/b.csv.gz\", "
+			   "\"format\": \"csv\", \"scale\": \"standard\", "
+			   "\"label_column\": 3}}}", &r, &e), PX_OK, "%s",
+		     e.msg);
+	cr_assert_str_eq(r.trainer.data.train, "/d/a.csv");
+	cr_assert_str_eq(r.trainer.data.test, "/d/b.csv.gz");
+	cr_assert_str_eq(r.trainer.data.format, "csv");
+	cr_assert_str_eq(r.trainer.data.scale, "standard");
+	cr_assert_eq(r.trainer.data.label_column, 3);
 	/* the world may be just a name */
 	cr_assert_eq(parse("{" BASE ", \"world\": \"ec2\"}", &r, &e), PX_OK,
 		     "%s", e.msg);
@@ -93,6 +104,21 @@ Test(jobreq, errors_name_the_field)
 		{"\"world\": {\"trace\": \"a\\nb\"}", "world.trace"},
 		{"\"world\": {\"zone\": \"x\"}", "world.zone: unknown"},
 		{"\"world\": 3", "world: must be"},
+		{"\"trainer\": {\"data\": {\"train\": \"a.svm\", "
+		 "\"test\": \"/b.svm\"}}", "trainer.data.train: must be an "
+		 "absolute path"},
+		{"\"trainer\": {\"data\": {\"train\": \"/a.svm\"}}",
+		 "trainer.data.test: missing"},
+		{"\"trainer\": {\"data\": {\"train\": \"/a\", \"test\": "
+		 "\"/b\", \"format\": \"arff\"}}", "trainer.data.format"},
+		{"\"trainer\": {\"data\": {\"train\": \"/a\", \"test\": "
+		 "\"/b\", \"scale\": \"minmax\"}}", "trainer.data.scale"},
+		{"\"trainer\": {\"data\": {\"train\": \"/a\", \"test\": "
+		 "\"/b\", \"label_column\": 0}}", "trainer.data.label_column"},
+		{"\"trainer\": {\"data\": {\"train\": \"/a\", \"test\": "
+		 "\"/b\", \"labels\": 1}}", "trainer.data.labels: unknown"},
+		{"\"trainer\": {\"data\": \"/a\"}", "trainer.data: must be "
+		 "an object"},
 		{"\"work_hours\": -1", "work_hours"},
 	};
 	struct job_request r;

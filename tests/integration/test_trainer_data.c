@@ -1,0 +1,219 @@
+/* test_trainer_data.c -- proteus-trainer on the user's own data: `train`
+ * on a LIBSVM set (labels -1/+1, sparse) and a CSV set (3 classes with a
+ * header), each generated here with classes a linear model separates,
+ * reaching a high accuracy; `local` with 2 workers on the LIBSVM set and
+ * `eval` of its checkpoint (the scaling and labels it kept); bad data
+ * refused before anything trains, exit 3, naming file:line. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pxrun.h"
+
+#define DIM 20
+
+static char *tmp;
+static char svm_tr[600], svm_te[600], csv_tr[600], csv_te[600];
+
+/* Deterministic draws: splitmix64, a normal by Box-Muller. */
+static uint64_t rng = 42;
+
+static double uni(void)
+{
+	uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	return ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double normal(void)
+{
+	return sqrt(-2 * log(uni())) * cos(2 * M_PI * uni());
+}
+
+/* n rows of k classes: class c's mean is 3 on feature c (and offset 10
+ * on feature DIM - 1, so that scaling matters), noise N(0, 1); features
+ * of magnitude under 0.8 are left out of a LIBSVM row (sparse).  Labels
+ * are those of labels[]. */
+static void gen(const char *path, int n, int k, const int *labels, bool csv)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	if (csv) {
+		fprintf(f, "label");
+		for (int j = 0; j < DIM; j++)
+			fprintf(f, ",f%d", j);
+		fputc('\n', f);
+	}
+	for (int i = 0; i < n; i++) {
+		int c = (int)(uni() * k);
+
+		fprintf(f, "%d", labels[c]);
+		for (int j = 0; j < DIM; j++) {
+			double x = normal() + (j == c ? 3 : 0) +
+				   (j == DIM - 1 ? 10 : 0);
+
+			if (csv)
+				fprintf(f, ",%.4f", x);
+			else if (fabs(x) >= 0.8)
+				fprintf(f, " %d:%.4f", j + 1, x);
+		}
+		fputc('\n', f);
+	}
+	fclose(f);
+}
+
+static void setup(void)
+{
+	static const int pm[] = { -1, 1 }, three[] = { 0, 5, 9 };
+
+	tmp = px_tmpdir();
+	cr_assert_not_null(tmp);
+	snprintf(svm_tr, sizeof svm_tr, "%s/train.svm", tmp);
+	snprintf(svm_te, sizeof svm_te, "%s/test.svm", tmp);
+	snprintf(csv_tr, sizeof csv_tr, "%s/train.csv", tmp);
+	snprintf(csv_te, sizeof csv_te, "%s/test.csv", tmp);
+	gen(svm_tr, 4000, 2, pm, false);
+	gen(svm_te, 1000, 2, pm, false);
+	gen(csv_tr, 4000, 3, three, true);
+	gen(csv_te, 1000, 3, three, true);
+}
+
+static void teardown(void)
+{
+	px_rmtree(tmp);
+	free(tmp);
+}
+
+TestSuite(trainer_data, .init = setup, .fini = teardown, .timeout = 120);
+
+/* proteus-trainer with argv (NULL-terminated, after the program); its
+ * JSON on stdout when it exits 0. */
+static json_t *run(struct pxrun *r, const char *const *args)
+{
+	const char *argv[40] = { "proteus-trainer" };
+	size_t n = 1;
+
+	for (size_t i = 0; args[i]; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	cr_assert_eq(pxrun(r, 100, "proteus-trainer", argv), 0);
+	return r->status == 0 ? json_loads(r->out, 0, NULL) : NULL;
+}
+
+static double acc_of(json_t *j)
+{
+	return json_number_value(json_object_get(j, "test_accuracy"));
+}
+
+Test(trainer_data, train_on_libsvm_and_csv)
+{
+	const char *svm[] = { "train", "--model", "mlr", "--epochs", "3",
+			      "--threads", "1", "--scale", "standard",
+			      "--train-data", svm_tr, "--test-data", svm_te,
+			      "--json", NULL };
+	const char *csv[] = { "train", "--model", "mlp", "--epochs", "3",
+			      "--threads", "1", "--scale", "standard",
+			      "--train-data", csv_tr, "--test-data", csv_te,
+			      "--json", NULL };
+	struct pxrun r;
+	json_t *j, *l;
+
+	j = run(&r, svm);
+	cr_assert_not_null(j, "exit %d: %s", r.status, r.err);
+	cr_assert_gt(acc_of(j), 0.97, "LIBSVM, MLR: %s", r.out);
+	cr_assert_eq(json_integer_value(json_object_get(j, "inputs")), DIM);
+	l = json_object_get(j, "labels");
+	cr_assert_eq(json_array_size(l), 2);
+	cr_assert_eq(json_integer_value(json_array_get(l, 0)), -1);
+	cr_assert_eq(json_integer_value(json_array_get(l, 1)), 1);
+	/* the mapping is said on stderr too, beside the progress */
+	cr_assert(strstr(r.err, "-1->0 1->1"), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
+	j = run(&r, csv);
+	cr_assert_not_null(j, "exit %d: %s", r.status, r.err);
+	cr_assert_gt(acc_of(j), 0.95, "CSV, MLP: %s", r.out);
+	cr_assert_eq(json_integer_value(json_object_get(j, "classes")), 3);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+Test(trainer_data, local_with_two_workers_then_eval)
+{
+	char ck[700];
+	const char *loc[] = { "local", "--model", "mlr", "--epochs", "4",
+			      "--threads", "1", "--workers", "2", "--ps", "2",
+			      "--scale", "standard", "--train-data", svm_tr,
+			      "--test-data", svm_te, "--checkpoint", ck,
+			      "--json", NULL };
+	const char *ev[] = { "eval", ck, "--test-data", svm_te, "--json",
+			     NULL };
+	const char *ev_none[] = { "eval", ck, NULL };
+	struct pxrun r;
+	json_t *j;
+	double acc;
+
+	snprintf(ck, sizeof ck, "%s/job.pxc", tmp);
+	j = run(&r, loc);
+	cr_assert_not_null(j, "exit %d: %s%s", r.status, r.out, r.err);
+	acc = acc_of(j);
+	cr_assert_gt(acc, 0.97, "local, 2 workers: %s", r.out);
+	json_decref(j);
+	pxrun_free(&r);
+	/* eval applies the checkpoint's scaling and labels: the same
+	 * accuracy as the job's last evaluation */
+	j = run(&r, ev);
+	cr_assert_not_null(j, "exit %d: %s", r.status, r.err);
+	cr_assert_float_eq(acc_of(j), acc, 1e-9, "eval %s, the job %g",
+			   r.out, acc);
+	json_decref(j);
+	pxrun_free(&r);
+	/* without its data: told what to name, exit 3 */
+	run(&r, ev_none);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	cr_assert(strstr(r.err, "--test-data"), "%s", r.err);
+	pxrun_free(&r);
+}
+
+Test(trainer_data, bad_data_exits_3_naming_file_and_line)
+{
+	char bad[700], want[800];
+	const char *tr[] = { "train", "--train-data", svm_tr, "--test-data",
+			     bad, NULL };
+	const char *loc[] = { "local", "--workers", "2", "--train-data",
+			      svm_tr, "--test-data", bad, NULL };
+	const char *mix[] = { "train", "--train-data", svm_tr, NULL };
+	struct pxrun r;
+	FILE *f;
+
+	snprintf(bad, sizeof bad, "%s/bad.svm", tmp);
+	f = fopen(bad, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "1 1:0.5\n-1 2:1 0:4\n");
+	fclose(f);
+	snprintf(want, sizeof want, "%s:2: field 3: index 0", bad);
+	run(&r, tr);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	cr_assert(strstr(r.err, want), "%s", r.err);
+	pxrun_free(&r);
+	/* local says it once, before any role starts */
+	run(&r, loc);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	cr_assert(strstr(r.err, want), "%s", r.err);
+	cr_assert_null(strstr(r.err, "registered"), "a role started: %s",
+		       r.err);
+	pxrun_free(&r);
+	run(&r, mix);
+	cr_assert_eq(r.status, 2, "%s", r.err);
+	cr_assert(strstr(r.err, "--test-data"), "%s", r.err);
+	pxrun_free(&r);
+}

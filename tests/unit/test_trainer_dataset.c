@@ -1,0 +1,464 @@
+/* test_trainer_dataset.c -- the user's own data (trainer/dataset.h):
+ * LIBSVM, CSV and IDX files read right (plain and gzip), labels mapped to
+ * classes in sorted order, the scaling, the test set held to the
+ * training set, every kind of bad input refused with file:line and the
+ * field in the message, and checkpoints that keep the labels and the
+ * scaling. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../../trainer/ckpt.h"
+#include "../../trainer/data.h"
+#include "../../trainer/dataset.h"
+#include "../integration/pxrun.h"
+
+static char *tmp;
+
+static void setup(void)
+{
+	tmp = px_tmpdir();
+	cr_assert_not_null(tmp);
+}
+
+static void teardown(void)
+{
+	px_rmtree(tmp);
+	free(tmp);
+}
+
+TestSuite(trainer_dataset, .init = setup, .fini = teardown, .timeout = 30);
+
+/* tmp/name with text in it (gzip when the name ends in .gz); the path,
+ * static. */
+static const char *file(const char *name, const char *text, size_t len)
+{
+	static char paths[4][512];
+	static int k;
+	char *p = paths[k++ % 4];
+
+	snprintf(p, 512, "%s/%s", tmp, name);
+	if (strstr(name, ".gz")) {
+		gzFile g = gzopen(p, "wb");
+
+		cr_assert_not_null(g);
+		cr_assert_eq(gzwrite(g, text, (unsigned)len), (int)len);
+		gzclose(g);
+	} else {
+		FILE *f = fopen(p, "w");
+
+		cr_assert_not_null(f);
+		cr_assert_eq(fwrite(text, 1, len, f), len);
+		fclose(f);
+	}
+	return p;
+}
+
+static const char *text_file(const char *name, const char *text)
+{
+	return file(name, text, strlen(text));
+}
+
+static const char *const svm_train =
+	"# a comment line\n"
+	"+1 1:0.5 3:2\r\n"
+	"-1 2:1.5 # and a comment after\n"
+	"\n"
+	"3 1:-1 2:0 3:4\n"
+	"-1 3:1e-1\n";
+
+static void check_svm(const struct data_set *d, const struct data_prep *p)
+{
+	float x[4 * 3];
+	uint8_t y[4];
+	uint32_t idx[4] = { 0, 1, 2, 3 };
+	const float want[4 * 3] = { 0.5f, 0, 2, 0, 1.5f, 0, -1, 0, 4,
+				    0, 0, 0.1f };
+
+	cr_assert_eq(d->n, 4);
+	cr_assert_eq(p->dim, 3);
+	cr_assert_eq(p->n_classes, 3);
+	cr_assert_eq(p->labels[0], -1);
+	cr_assert_eq(p->labels[1], 1);
+	cr_assert_eq(p->labels[2], 3);
+	cr_assert_null(p->mean);
+	cr_assert_not_null(d->rp, "LIBSVM is kept sparse");
+	cr_assert_eq(d->rp[4], 6, "the zero is not kept: %llu values",
+		     (unsigned long long)d->rp[4]);
+	data_gather(d, idx, 4, x, y);
+	for (int i = 0; i < 12; i++)
+		cr_assert_float_eq(x[i], want[i], 1e-7, "x[%d] = %g", i, x[i]);
+	cr_assert_eq(y[0], 1);
+	cr_assert_eq(y[1], 0);
+	cr_assert_eq(y[2], 2);
+	cr_assert_eq(y[3], 0);
+}
+
+Test(trainer_dataset, libsvm_plain_and_gzip_labels_in_sorted_order)
+{
+	const char *names[] = { "a.svm", "a.libsvm.gz" };
+
+	for (int i = 0; i < 2; i++) {
+		struct data_spec s = { .train = text_file(names[i],
+							  svm_train) };
+		struct data_set d = { 0 };
+		struct data_prep p;
+		struct px_error err = { 0 };
+
+		cr_assert_eq(data_load_train(&s, 0, &d, &p, &err), PX_OK,
+			     "%s", err.msg);
+		check_svm(&d, &p);
+		data_release(&d);
+		data_prep_release(&p);
+	}
+}
+
+Test(trainer_dataset, scan_gives_the_prep_of_a_load_and_max_n_cuts)
+{
+	struct data_spec s = { .train = text_file("a.svm", svm_train),
+			       .scale = DATA_SCALE_STANDARD };
+	struct data_set d = { 0 };
+	struct data_prep p, q;
+	struct px_error err = { 0 };
+	uint32_t n;
+
+	cr_assert_eq(data_load_train(&s, 0, &d, &p, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(data_scan_train(&s, 0, &n, &q, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(n, 4);
+	cr_assert(data_prep_equal(&p, &q));
+	data_prep_release(&q);
+	cr_assert_eq(data_scan_train(&s, 2, &n, &q, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(q.n_classes, 2, "the first 2 rows have labels 1, -1");
+	cr_assert_not(data_prep_equal(&p, &q));
+	data_prep_release(&q);
+	data_prep_release(&p);
+	data_release(&d);
+}
+
+Test(trainer_dataset, standard_scaling_from_the_training_set)
+{
+	/* feature 1: 1, 3 (mean 2, std 1); feature 2: 5, 5 (constant) */
+	struct data_spec s = {
+		.train = text_file("s.csv", "y,a,b\n0,1,5\n1,3,5\n"),
+		.scale = DATA_SCALE_STANDARD,
+	};
+	struct data_set d = { 0 };
+	struct data_prep p;
+	struct px_error err = { 0 };
+	uint32_t idx[2] = { 0, 1 };
+	float x[4];
+	uint8_t y[2];
+
+	cr_assert_eq(data_load_train(&s, 0, &d, &p, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_not_null(p.mean);
+	cr_assert_float_eq(p.mean[0], 2, 1e-6);
+	cr_assert_float_eq(p.std[0], 1, 1e-6);
+	cr_assert_float_eq(p.mean[1], 5, 1e-6);
+	cr_assert_eq(p.std[1], 1.0f, "a constant feature's deviation is 1");
+	data_gather(&d, idx, 2, x, y);
+	cr_assert_float_eq(x[0], -1, 1e-6);
+	cr_assert_float_eq(x[1], 0, 1e-6);
+	cr_assert_float_eq(x[2], 1, 1e-6);
+	cr_assert_float_eq(x[3], 0, 1e-6);
+	data_release(&d);
+	data_prep_release(&p);
+}
+
+Test(trainer_dataset, csv_header_label_column_and_the_test_set)
+{
+	struct data_spec s = {
+		.train = text_file("t.csv", " a , b ,label\n1.5,2,7\n"
+				   "0,-1e2,9\n"),
+		.test = text_file("u.csv.gz", "3,4,9\n"),
+		.label_col = 3,
+	};
+	struct data_set d = { 0 }, t = { 0 };
+	struct data_prep p;
+	struct px_error err = { 0 };
+
+	cr_assert_eq(data_load_train(&s, 0, &d, &p, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(d.n, 2);
+	cr_assert_eq(p.dim, 2);
+	cr_assert_not_null(d.x, "CSV is kept dense");
+	cr_assert_float_eq(d.x[0], 1.5, 1e-7);
+	cr_assert_float_eq(d.x[3], -100, 1e-7);
+	cr_assert_eq(p.labels[0], 7);
+	cr_assert_eq(p.labels[1], 9);
+	cr_assert_eq(data_load_test(&s, &p, 0, &t, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(t.n, 1);
+	cr_assert_eq(t.y[0], 1);
+	cr_assert_float_eq(t.x[1], 4, 1e-7);
+	data_release(&t);
+	data_release(&d);
+	data_prep_release(&p);
+}
+
+/* An IDX pair: 3 images of 2 x 2, labels 4, 2, 4. */
+static const char *idx_pair(const char *prefix)
+{
+	static const uint8_t img[] = {
+		0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 2,
+		0, 255, 0, 0, 1, 2, 3, 4, 255, 255, 255, 255,
+	};
+	static const uint8_t lab[] = { 0, 0, 8, 1, 0, 0, 0, 3, 4, 2, 4 };
+	char a[128], b[128];
+	const char *p;
+
+	snprintf(a, sizeof a, "%s-images-idx3-ubyte.gz", prefix);
+	snprintf(b, sizeof b, "%s-labels-idx1-ubyte.gz", prefix);
+	file(b, (const char *)lab, sizeof lab);
+	p = file(a, (const char *)img, sizeof img);
+	return p;
+}
+
+Test(trainer_dataset, idx_images_name_their_labels_file)
+{
+	char lab[600];
+	struct data_spec s = { 0 };
+	struct data_set d = { 0 };
+	struct data_prep p;
+	struct px_error err = { 0 };
+	enum data_format f;
+
+	s.train = idx_pair("x");
+	cr_assert_eq(data_format_of(s.train, &f, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(f, DATA_FMT_IDX);
+	cr_assert_eq(data_idx_labels_path("/d/train-images-idx3-ubyte.gz",
+					  lab, sizeof lab, &err), PX_OK);
+	cr_assert_str_eq(lab, "/d/train-labels-idx1-ubyte.gz");
+	cr_assert_eq(data_load_train(&s, 0, &d, &p, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(d.n, 3);
+	cr_assert_eq(p.dim, 4);
+	cr_assert_eq(p.n_classes, 2);
+	cr_assert_eq(p.labels[0], 2);
+	cr_assert_eq(p.labels[1], 4);
+	cr_assert_eq(d.y[0], 1);
+	cr_assert_eq(d.y[1], 0);
+	cr_assert_not_null(d.xb);
+	data_release(&d);
+	data_prep_release(&p);
+	cr_assert_eq(data_idx_labels_path("/d/train-idx3-ubyte", lab,
+					  sizeof lab, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "images"), "%s", err.msg);
+}
+
+Test(trainer_dataset, formats_from_names)
+{
+	enum data_format f;
+	struct px_error err = { 0 };
+
+	cr_assert_eq(data_format_of("a/b.svm.gz", &f, NULL), PX_OK);
+	cr_assert_eq(f, DATA_FMT_LIBSVM);
+	cr_assert_eq(data_format_of("b.csv", &f, NULL), PX_OK);
+	cr_assert_eq(f, DATA_FMT_CSV);
+	cr_assert_eq(data_format_of("b.txt", &f, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "'b.txt'") &&
+		  strstr(err.msg, "--data-format"), "%s", err.msg);
+	cr_assert_eq(data_format_parse("libsvm", &f, NULL), PX_OK);
+	cr_assert_eq(data_format_parse("arff", &f, &err), PX_EINVAL);
+}
+
+/* A training file of text and the error its load gives. */
+static const char *load_err(const char *name, const char *text,
+			    enum px_err want)
+{
+	static struct px_error err;
+	struct data_spec s = { .train = text_file(name, text) };
+	struct data_set d = { 0 };
+	struct data_prep p = { 0 };
+	enum px_err e;
+
+	memset(&err, 0, sizeof err);
+	e = data_load_train(&s, 0, &d, &p, &err);
+	cr_assert_eq(e, want, "%s: %d, not %d: %s", name, e, want, err.msg);
+	data_release(&d);
+	data_prep_release(&p);
+	/* the message names the file first */
+	cr_assert(strstr(err.msg, tmp), "%s", err.msg);
+	return strstr(err.msg, name);
+}
+
+#define BAD(name, text, code, want)                                       \
+	do {                                                              \
+		const char *m_ = load_err(name, text, code);              \
+		cr_assert(m_ && strstr(m_, want), "%s: want '%s' in '%s'", \
+			  name, want, m_ ? m_ : "(no file name)");        \
+	} while (0)
+
+Test(trainer_dataset, bad_libsvm_says_file_line_and_field)
+{
+	BAD("i0.svm", "1 1:1\n1 0:2\n", PX_EINVAL,
+	    "i0.svm:2: field 2: index 0 (indices start at 1)");
+	BAD("inc.svm", "1 1:1\n2 3:1 2:1\n", PX_EINVAL,
+	    "inc.svm:2: field 3: index 2 after 3 (indices must increase)");
+	BAD("dup.svm", "1 1:1 1:2\n", PX_EINVAL,
+	    "dup.svm:1: field 3: index 1 after 1");
+	BAD("lab.svm", "1 1:1\nyes 1:1\n", PX_EINVAL,
+	    "lab.svm:2: field 1 (label): 'yes' is not an integer");
+	BAD("labf.svm", "1.5 1:1\n", PX_EINVAL,
+	    "labf.svm:1: field 1 (label): '1.5' is not an integer");
+	BAD("lab64.svm", "4294967296 1:1\n", PX_EINVAL,
+	    "lab64.svm:1: field 1 (label)");
+	BAD("num.svm", "1 1:1\n0 1:1 2:abc\n", PX_EINVAL,
+	    "num.svm:2: field 3 (index 2): value 'abc': not a number");
+	BAD("nan.svm", "1 1:nan\n", PX_EINVAL,
+	    "nan.svm:1: field 2 (index 1): value 'nan': not a finite number");
+	BAD("inf.svm", "1 1:1\n2 1:-inf\n", PX_EINVAL,
+	    "inf.svm:2: field 2 (index 1): value '-inf': not a finite");
+	BAD("big.svm", "1 1:1e39\n", PX_EINVAL,
+	    "big.svm:1: field 2 (index 1): value '1e39': out of a float");
+	BAD("wide.svm", "1 65537:1\n", PX_EINVAL,
+	    "wide.svm:1: field 2: index '65537' is not a whole number in "
+	    "1..65536");
+	BAD("pair.svm", "1 1:1 7\n", PX_EINVAL,
+	    "pair.svm:1: field 3: '7' is not index:value");
+	BAD("empty.svm", "", PX_EINVAL, "empty.svm: no rows (an empty file)");
+	BAD("blank.svm", "\n# only a comment\n", PX_EINVAL,
+	    "blank.svm: no rows");
+	BAD("one.svm", "1 1:1\n1 2:1\n", PX_EINVAL,
+	    "one.svm: every one of its 2 rows has label 1");
+	BAD("zero.svm", "1\n2\n", PX_EINVAL, "zero.svm: no feature");
+}
+
+Test(trainer_dataset, bad_csv_says_file_line_and_field)
+{
+	BAD("rag.csv", "1,2,3\n0,1\n", PX_EINVAL,
+	    "rag.csv:2: 2 fields, the first line has 3 (a ragged CSV)");
+	BAD("rag2.csv", "a,b\n1,2\n0,1,2\n", PX_EINVAL,
+	    "rag2.csv:3: 3 fields, the first line has 2");
+	BAD("nn.csv", "1,2\n0,x2\n", PX_EINVAL,
+	    "nn.csv:2: field 2: 'x2': not a number");
+	BAD("emp.csv", "1,2,3\n0,,3\n", PX_EINVAL,
+	    "emp.csv:2: field 2: '': empty, not a number");
+	BAD("nan.csv", "1,2\n0,NaN\n", PX_EINVAL,
+	    "nan.csv:2: field 2: 'NaN': not a finite number");
+	BAD("hdr.csv", "label,2,3\n1,2,3\n", PX_EINVAL,
+	    "hdr.csv:1: field 1: 'label' is not a number, and a header");
+	BAD("labc.csv", "1,2\n0.5,1\n", PX_EINVAL,
+	    "labc.csv:2: field 1 (label): '0.5' is not an integer");
+	BAD("col.csv", "1\n2\n", PX_EINVAL, "col.csv:1: 1 field");
+	BAD("none.csv", "a,b\n", PX_EINVAL, "none.csv: no rows");
+}
+
+Test(trainer_dataset, a_line_over_the_bound_is_refused)
+{
+	size_t n = DATA_LINE_MAX + 10;
+	char *t = malloc(n + 2);
+
+	cr_assert_not_null(t);
+	memcpy(t, "1 1:1\n2 1:", 10);
+	memset(t + 10, '1', n - 10);
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	BAD("long.svm", t, PX_ETOOBIG,
+	    "long.svm:2: a line longer than 1048576 bytes");
+	free(t);
+}
+
+Test(trainer_dataset, more_labels_than_classes_are_refused)
+{
+	char *t = malloc(300 * 16);
+	size_t k = 0;
+
+	cr_assert_not_null(t);
+	for (int i = 0; i < 300; i++)
+		k += (size_t)sprintf(t + k, "%d 1:1\n", i * 3);
+	BAD("many.svm", t, PX_ETOOBIG,
+	    "many.svm:257: label 768 is a 257th distinct label");
+	free(t);
+}
+
+/* The test set against the training set's labels and width. */
+Test(trainer_dataset, the_test_set_is_held_to_the_training_set)
+{
+	struct data_spec s = { .train = text_file("tr.svm", "-1 1:1\n1 2:1\n"),
+			       .test = text_file("te.svm", "1 1:1\n5 2:1\n") };
+	struct data_spec c = { .train = text_file("tr.csv", "0,1,2\n1,2,3\n"),
+			       .test = text_file("te.csv", "0,1,2,3\n") };
+	struct data_set d = { 0 }, t = { 0 };
+	struct data_prep p;
+	struct px_error err = { 0 };
+
+	cr_assert_eq(data_load_train(&s, 0, &d, &p, &err), PX_OK);
+	cr_assert_eq(data_load_test(&s, &p, 0, &t, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "te.svm:2: label 5 is not one of the "
+			 "training set's 2 (-1 to 1)"), "%s", err.msg);
+	s.test = text_file("te.svm", "1 1:1 3:1\n");
+	cr_assert_eq(data_load_test(&s, &p, 0, &t, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "te.svm:1: field 3: index 3 is beyond the "
+			 "training set's 2 features"), "%s", err.msg);
+	data_release(&d);
+	data_prep_release(&p);
+	cr_assert_eq(data_load_train(&c, 0, &d, &p, &err), PX_OK);
+	cr_assert_eq(data_load_test(&c, &p, 0, &t, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "te.csv:1: 3 features, the training set "
+			 "has 2"), "%s", err.msg);
+	data_release(&d);
+	data_prep_release(&p);
+	/* data_check finds the same, both files read whole */
+	{
+		bool whole = false;
+
+		cr_assert_eq(data_check(&c, &whole, &err), PX_EINVAL);
+		cr_assert(strstr(err.msg, "te.csv:1: 3 features"), "%s",
+			  err.msg);
+		c.test = text_file("te.csv", "0,1,2\n");
+		cr_assert_eq(data_check(&c, &whole, &err), PX_OK, "%s",
+			     err.msg);
+		cr_assert(whole);
+	}
+}
+
+/* A model of the user's data keeps its labels and scaling: written,
+ * read back the same; a job of other data does not resume it. */
+Test(trainer_dataset, checkpoints_keep_the_labels_and_the_scaling)
+{
+	struct data_spec s = {
+		.train = text_file("c.csv", "-3,1,5\n8,3,5\n2,0,1\n"),
+		.scale = DATA_SCALE_STANDARD,
+	};
+	struct data_set d = { 0 };
+	struct data_prep p;
+	struct ckpt_meta m = { 0 }, r;
+	struct px_error err = { 0 };
+	char path[600];
+	float w[3 * 2 + 3] = { 0 }, v[9] = { 0 }, *rw, *rv;
+
+	cr_assert_eq(data_load_train(&s, 0, &d, &p, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(model_desc_init(&m.d, MODEL_MLR, p.dim, p.n_classes,
+				     NULL, 0, &err), PX_OK, "%s", err.msg);
+	m.total = 10;
+	m.workers = m.batch = m.epochs = 1;
+	m.n_train = 3;
+	m.test_accuracy = NAN;
+	m.prep = p;
+	snprintf(path, sizeof path, "%s/m.pxc", tmp);
+	cr_assert_eq(ckpt_write(path, &m, w, v, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(ckpt_read(path, &r, &rw, &rv, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert(data_prep_equal(&r.prep, &p));
+	cr_assert_eq(r.prep.labels[0], -3);
+	cr_assert_eq(r.prep.labels[2], 8);
+	cr_assert_eq(ckpt_check_job(path, &r, &m, &err), PX_OK, "%s",
+		     err.msg);
+	m.prep.mean = NULL;
+	cr_assert_eq(ckpt_check_job(path, &r, &m, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "other data"), "%s", err.msg);
+	free(rw);
+	free(rv);
+	data_prep_release(&r.prep);
+	data_prep_release(&p);
+	data_release(&d);
+}

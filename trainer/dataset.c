@@ -1,0 +1,1063 @@
+/* dataset.c -- LIBSVM, CSV and IDX files read row by row over zlib, the
+ * training set's label map, width and scaling, the test set held to them
+ * (dataset.h), and the IDX reader Fashion-MNIST's loader uses (data.h).
+ */
+#include "dataset.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define IDX_MAX_DIMS 4
+#define IDX_TYPE_UBYTE 0x08
+#define READ_CHUNK (1u << 30)
+#define GUARD_EVERY 4096 /* lines between two looks at the guard's clock */
+
+/* ---- names ---- */
+
+static const char *const fmt_names[] = {
+	[DATA_FMT_AUTO] = "auto", [DATA_FMT_LIBSVM] = "libsvm",
+	[DATA_FMT_CSV] = "csv", [DATA_FMT_IDX] = "idx",
+};
+
+enum px_err data_format_parse(const char *s, enum data_format *ret,
+			      struct px_error *err)
+{
+	for (size_t i = 0; i < sizeof(fmt_names) / sizeof(fmt_names[0]); i++)
+		if (!strcmp(s, fmt_names[i])) {
+			*ret = (enum data_format)i;
+			return PX_OK;
+		}
+	return px_errorf(err, PX_EINVAL, "unknown data format '%s' (libsvm, "
+			 "csv or idx)", s);
+}
+
+const char *data_format_name(enum data_format f)
+{
+	return (unsigned)f < sizeof(fmt_names) / sizeof(fmt_names[0])
+		       ? fmt_names[f] : "?";
+}
+
+enum px_err data_scale_parse(const char *s, enum data_scale *ret,
+			     struct px_error *err)
+{
+	if (!strcmp(s, "none"))
+		*ret = DATA_SCALE_NONE;
+	else if (!strcmp(s, "standard"))
+		*ret = DATA_SCALE_STANDARD;
+	else
+		return px_errorf(err, PX_EINVAL, "unknown scaling '%s' (none "
+				 "or standard)", s);
+	return PX_OK;
+}
+
+const char *data_scale_name(enum data_scale s)
+{
+	return s == DATA_SCALE_STANDARD ? "standard" : "none";
+}
+
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && !strncmp(s + n - k, suffix, k);
+}
+
+enum px_err data_format_of(const char *path, enum data_format *ret,
+			   struct px_error *err)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (ends_with(base, n, ".gz"))
+		n -= 3;
+	if (ends_with(base, n, ".svm") || ends_with(base, n, ".libsvm"))
+		*ret = DATA_FMT_LIBSVM;
+	else if (ends_with(base, n, ".csv"))
+		*ret = DATA_FMT_CSV;
+	else if (memmem(base, n, "idx3-ubyte", 10))
+		*ret = DATA_FMT_IDX;
+	else
+		return px_errorf(err, PX_EINVAL, "'%s': cannot tell its format "
+				 "from its name (.svm, .libsvm, .csv, "
+				 "*idx3-ubyte, each maybe .gz): name one "
+				 "(--data-format)", path);
+	return PX_OK;
+}
+
+enum px_err data_idx_labels_path(const char *images, char *buf, size_t len,
+				 struct px_error *err)
+{
+	const char *base = strrchr(images, '/'), *img = NULL, *p, *idx;
+	size_t head;
+
+	base = base ? base + 1 : images;
+	for (p = base; (p = strstr(p, "images")); p++)
+		img = p;
+	if (!img)
+		return px_errorf(err, PX_EINVAL, "'%s': an IDX images file's "
+				 "name has 'images' in it (its labels file is "
+				 "named with 'labels' there)", images);
+	head = (size_t)(img - images);
+	if (head + strlen(images) + 1 > len)
+		return px_errorf(err, PX_ETOOBIG, "'%s': name too long",
+				 images);
+	snprintf(buf, len, "%.*slabels%s", (int)head, images, img + 6);
+	idx = strstr(buf + head + 6, "idx3");
+	if (idx)
+		((char *)idx)[3] = '1';
+	return PX_OK;
+}
+
+/* ---- IDX ---- */
+
+/* Read exactly len bytes or report why not (gzip error or truncation). */
+static enum px_err read_full(gzFile f, const char *path, void *buf,
+			     uint64_t len, const char *what,
+			     struct px_error *err)
+{
+	uint8_t *p = buf;
+	uint64_t done = 0;
+
+	while (done < len) {
+		uint64_t want = len - done;
+		int got, zerr;
+
+		if (want > READ_CHUNK)
+			want = READ_CHUNK;
+		got = gzread(f, p + done, (unsigned)want);
+		if (got < 0) {
+			const char *m = gzerror(f, &zerr);
+
+			return px_errorf(err, PX_EIO,
+					 "file '%s': reading %s: %s", path,
+					 what, m ? m : "gzip error");
+		}
+		if (got == 0)
+			return px_errorf(err, PX_EINVAL,
+					 "file '%s': truncated: %s needs %llu "
+					 "bytes, got %llu", path, what,
+					 (unsigned long long)len,
+					 (unsigned long long)done);
+		done += (uint64_t)got;
+	}
+	return PX_OK;
+}
+
+static uint32_t be32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+	       (uint32_t)b[2] << 8 | (uint32_t)b[3];
+}
+
+/* path through zlib, opened as px_open_input opens (a daemon's guard). */
+static enum px_err gz_open(const char *path, gzFile *ret,
+			   struct px_error *err)
+{
+	int fd = px_open_input(path, err);
+
+	if (fd < 0)
+		return err && err->code ? err->code : PX_EIO;
+	*ret = gzdopen(fd, "rb");
+	if (!*ret) {
+		close(fd);
+		return px_errorf(err, PX_ENOMEM, "file '%s': cannot start "
+				 "zlib", path);
+	}
+	return PX_OK;
+}
+
+/* Open an IDX file and check its header: *ret_items items of
+ * *ret_item_bytes bytes each follow. */
+static enum px_err idx_open(const char *path, uint32_t expect_ndims,
+			    gzFile *ret, uint32_t *ret_items,
+			    uint32_t *ret_item_bytes, struct px_error *err)
+{
+	uint8_t hdr[4 * (1 + IDX_MAX_DIMS)];
+	uint32_t magic, ndims, items, item_bytes = 1;
+	uint64_t bytes;
+	enum px_err r;
+	gzFile f;
+
+	if (expect_ndims < 1 || expect_ndims > IDX_MAX_DIMS)
+		return px_errorf(err, PX_EINVAL,
+				 "file '%s': bad expected dimension count %u",
+				 path, expect_ndims);
+	r = gz_open(path, &f, err);
+	if (r != PX_OK)
+		return r;
+	r = read_full(f, path, hdr, 4, "the magic number", err);
+	if (r != PX_OK)
+		goto out_close;
+	magic = be32(hdr);
+	ndims = magic & 0xff;
+	if ((magic >> 16) != 0 || ((magic >> 8) & 0xff) != IDX_TYPE_UBYTE ||
+	    ndims != expect_ndims) {
+		r = px_errorf(err, PX_EINVAL,
+			      "file '%s': bad magic 0x%08x (want 0x%08x: "
+			      "unsigned bytes, %u dimensions)", path, magic,
+			      (unsigned)(IDX_TYPE_UBYTE << 8 | expect_ndims),
+			      expect_ndims);
+		goto out_close;
+	}
+	r = read_full(f, path, hdr + 4, 4 * (uint64_t)ndims, "the dimensions",
+		      err);
+	if (r != PX_OK)
+		goto out_close;
+	items = be32(hdr + 4);
+	if (items == 0 || items > DATA_IDX_MAX_ITEMS) {
+		r = px_errorf(err, PX_ETOOBIG,
+			      "file '%s': item count %u out of range 1..%u",
+			      path, items, DATA_IDX_MAX_ITEMS);
+		goto out_close;
+	}
+	for (uint32_t i = 1; i < ndims; i++) {
+		uint32_t d = be32(hdr + 4 + 4 * i);
+
+		if (d == 0 || d > DATA_IDX_MAX_DIM) {
+			r = px_errorf(err, PX_ETOOBIG,
+				      "file '%s': dimension %u is %u, out of "
+				      "range 1..%u", path, i, d,
+				      DATA_IDX_MAX_DIM);
+			goto out_close;
+		}
+		/* At most 3 dims of <= 4096 after the first: <= 2^36. */
+		if ((uint64_t)item_bytes * d > UINT32_MAX) {
+			r = px_errorf(err, PX_ETOOBIG,
+				      "file '%s': items of more than %u bytes",
+				      path, UINT32_MAX);
+			goto out_close;
+		}
+		item_bytes *= d;
+	}
+	bytes = (uint64_t)items * item_bytes;
+	if (bytes > DATA_IDX_MAX_BYTES) {
+		r = px_errorf(err, PX_ETOOBIG,
+			      "file '%s': %llu bytes of data, over the %llu "
+			      "byte bound", path, (unsigned long long)bytes,
+			      (unsigned long long)DATA_IDX_MAX_BYTES);
+		goto out_close;
+	}
+	*ret = f;
+	*ret_items = items;
+	*ret_item_bytes = item_bytes;
+	return PX_OK;
+
+out_close:
+	gzclose(f);
+	return r;
+}
+
+enum px_err data_idx_read(const char *path, uint32_t expect_ndims,
+			  uint32_t max_items, uint8_t **ret_data,
+			  uint32_t *ret_items, uint32_t *ret_item_bytes,
+			  struct px_error *err)
+{
+	uint32_t items, item_bytes;
+	uint8_t *data;
+	uint64_t bytes;
+	enum px_err r;
+	gzFile f;
+
+	r = idx_open(path, expect_ndims, &f, &items, &item_bytes, err);
+	if (r != PX_OK)
+		return r;
+	if (max_items && max_items < items)
+		items = max_items;
+	bytes = (uint64_t)items * item_bytes;
+	data = px_calloc(bytes, 1);
+	if (!data) {
+		gzclose(f);
+		return px_errorf(err, PX_ENOMEM, "file '%s': cannot allocate "
+				 "%llu bytes", path, (unsigned long long)bytes);
+	}
+	r = read_full(f, path, data, bytes, "the data", err);
+	gzclose(f);
+	if (r != PX_OK) {
+		free(data);
+		return r;
+	}
+	*ret_data = data;
+	*ret_items = items;
+	*ret_item_bytes = item_bytes;
+	return PX_OK;
+}
+
+/* ---- what a file's rows add up to ---- */
+
+/* A read in progress: the file, what it is held to, what it keeps. */
+struct acc {
+	const char *path;
+	const struct data_prep *known; /* the test set's training prep;
+					  NULL: this is the training set */
+	bool keep;                     /* keep the rows (else count) */
+	bool stats;                    /* sum the features (scaling) */
+	uint32_t max_n;                /* 0: all */
+	uint32_t label_col;            /* CSV, 1-based */
+	/* the training set's */
+	uint32_t dim;                  /* width so far */
+	uint32_t n_labels;
+	int32_t labels[DATA_MAX_CLASSES];   /* ascending */
+	double *sum, *sumsq;           /* [DATA_MAX_FEATURES] with stats */
+	/* the rows */
+	uint32_t n, cap_n;
+	int32_t *lab;                  /* [cap_n] labels as read */
+	uint64_t nv, cap_v;            /* values kept */
+	uint64_t *rp;                  /* LIBSVM: [cap_n + 1] */
+	uint32_t *ci;                  /* LIBSVM: [cap_v] */
+	float *cv;                     /* LIBSVM: [cap_v]; CSV: [n, dim] */
+	uint8_t *xb;                   /* IDX: [n, dim] */
+	bool full;                     /* max_n rows read: stop */
+	/* the text reader */
+	gzFile gz;
+	char *buf;                     /* DATA_LINE_MAX + 2 */
+	uint64_t line;
+	uint64_t bytes, max_bytes;     /* text read; 0: no bound */
+	bool cut;                      /* stopped at max_bytes */
+	uint32_t csv_cols;             /* columns of the first line */
+	/* a row being parsed */
+	uint32_t *ridx;                /* [DATA_MAX_FEATURES] */
+	float *rval;                   /* [DATA_MAX_FEATURES] */
+};
+
+static void acc_free(struct acc *a)
+{
+	if (a->gz)
+		gzclose(a->gz);
+	free(a->sum);
+	free(a->sumsq);
+	free(a->lab);
+	free(a->rp);
+	free(a->ci);
+	free(a->cv);
+	free(a->xb);
+	free(a->buf);
+	free(a->ridx);
+	free(a->rval);
+	memset(a, 0, sizeof(*a));
+}
+
+static enum px_err oom(struct acc *a, struct px_error *err)
+{
+	return px_errorf(err, PX_ENOMEM, "'%s': out of memory after %u rows",
+			 a->path, a->n);
+}
+
+/* Where label v is in the sorted list (its class), or where it would go
+ * (and *found false). */
+static uint32_t label_find(const int32_t *l, uint32_t n, int32_t v,
+			   bool *found)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (l[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < n && l[lo] == v;
+	return lo;
+}
+
+/* A row's label: one of the training set's (test), or added to them. */
+static enum px_err acc_label(struct acc *a, int32_t v, const char *where,
+			     struct px_error *err)
+{
+	bool found;
+	uint32_t at;
+
+	if (a->known) {
+		label_find(a->known->labels, a->known->n_classes, v, &found);
+		if (!found)
+			return px_errorf(err, PX_EINVAL, "%s: label %d is not "
+					 "one of the training set's %u (%d to "
+					 "%d)", where, v, a->known->n_classes,
+					 a->known->labels[0],
+					 a->known->labels[a->known->n_classes -
+							  1]);
+		return PX_OK;
+	}
+	at = label_find(a->labels, a->n_labels, v, &found);
+	if (found)
+		return PX_OK;
+	if (a->n_labels == DATA_MAX_CLASSES)
+		return px_errorf(err, PX_ETOOBIG, "%s: label %d is a %uth "
+				 "distinct label, past the %u classes a model "
+				 "may have", where, v, DATA_MAX_CLASSES + 1,
+				 DATA_MAX_CLASSES);
+	memmove(a->labels + at + 1, a->labels + at,
+		(a->n_labels - at) * sizeof(a->labels[0]));
+	a->labels[at] = v;
+	a->n_labels++;
+	return PX_OK;
+}
+
+/* Room for one more row and nnz more values. */
+static enum px_err acc_grow(struct acc *a, bool sparse, uint32_t nnz,
+			    struct px_error *err)
+{
+	if (a->n == a->cap_n) {
+		uint32_t c = a->cap_n ? a->cap_n * 2 : 1024;
+		void *p;
+
+		if (c > DATA_MAX_EXAMPLES)
+			c = DATA_MAX_EXAMPLES;
+		p = px_reallocarray(a->lab, c, sizeof(*a->lab));
+		if (!p)
+			return oom(a, err);
+		a->lab = p;
+		if (sparse) {
+			p = px_reallocarray(a->rp, (size_t)c + 1,
+					    sizeof(*a->rp));
+			if (!p)
+				return oom(a, err);
+			a->rp = p;
+		}
+		a->cap_n = c;
+	}
+	if (a->nv + nnz > a->cap_v) {
+		uint64_t c = a->cap_v ? a->cap_v : 65536;
+		void *p;
+
+		while (c < a->nv + nnz)
+			c *= 2;
+		if (c > DATA_MAX_VALUES)
+			c = DATA_MAX_VALUES;
+		p = px_reallocarray(a->cv, c, sizeof(*a->cv));
+		if (!p)
+			return oom(a, err);
+		a->cv = p;
+		if (sparse) {
+			p = px_reallocarray(a->ci, c, sizeof(*a->ci));
+			if (!p)
+				return oom(a, err);
+			a->ci = p;
+		}
+		a->cap_v = c;
+	}
+	return PX_OK;
+}
+
+/* One parsed row: label v and nnz values (idx NULL: dense, 0..nnz-1).
+ * where names the line, for errors. */
+static enum px_err acc_row(struct acc *a, int32_t v, const uint32_t *idx,
+			   const float *val, uint32_t nnz, const char *where,
+			   struct px_error *err)
+{
+	enum px_err e;
+
+	if (a->n == DATA_MAX_EXAMPLES)
+		return px_errorf(err, PX_ETOOBIG, "%s: more than %u rows",
+				 where, DATA_MAX_EXAMPLES);
+	e = acc_label(a, v, where, err);
+	if (e != PX_OK)
+		return e;
+	if (a->stats)
+		for (uint32_t k = 0; k < nnz; k++) {
+			uint32_t j = idx ? idx[k] : k;
+
+			a->sum[j] += val[k];
+			a->sumsq[j] += (double)val[k] * val[k];
+		}
+	if (a->keep) {
+		if (a->nv + nnz > DATA_MAX_VALUES)
+			return px_errorf(err, PX_ETOOBIG, "%s: more than %llu "
+					 "values in the set", where,
+					 (unsigned long long)DATA_MAX_VALUES);
+		e = acc_grow(a, idx != NULL, nnz, err);
+		if (e != PX_OK)
+			return e;
+		a->lab[a->n] = v;
+		if (idx)
+			a->rp[a->n] = a->nv;
+		if (idx && nnz)
+			memcpy(a->ci + a->nv, idx, nnz * sizeof(*idx));
+		if (nnz)
+			memcpy(a->cv + a->nv, val, nnz * sizeof(*val));
+		a->nv += nnz;
+		if (idx)
+			a->rp[a->n + 1] = a->nv;
+	}
+	a->n++;
+	a->full = a->max_n && a->n == a->max_n;
+	return PX_OK;
+}
+
+/* ---- text ---- */
+
+/* The next line into a->buf without its end of line; false at the end
+ * (or at the byte bound: a->cut). */
+static enum px_err next_line(struct acc *a, bool *ret_got,
+			     struct px_error *err)
+{
+	size_t n;
+	int zerr;
+
+	*ret_got = false;
+	if (a->max_bytes && a->bytes >= a->max_bytes) {
+		int c = gzgetc(a->gz);
+
+		a->cut = c != -1; /* more to read */
+		return PX_OK;
+	}
+	if (a->line % GUARD_EVERY == GUARD_EVERY - 1 && px_guard_expired())
+		return px_errorf(err, PX_ECANCELED, "%s:%llu: reading stopped "
+				 "(it took too long)", a->path,
+				 (unsigned long long)a->line + 1);
+	if (!gzgets(a->gz, a->buf, DATA_LINE_MAX + 2)) {
+		const char *m = gzerror(a->gz, &zerr);
+
+		if (zerr != Z_OK) /* Z_BUF_ERROR: a truncated stream */
+			return px_errorf(err, PX_EINVAL, "%s:%llu: %s", a->path,
+					 (unsigned long long)a->line + 1,
+					 m ? m : "gzip error");
+		return PX_OK;
+	}
+	a->line++;
+	n = strlen(a->buf);
+	a->bytes += n;
+	if (n && a->buf[n - 1] == '\n')
+		a->buf[--n] = '\0';
+	else if (n > DATA_LINE_MAX)
+		return px_errorf(err, PX_ETOOBIG, "%s:%llu: a line longer than "
+				 "%u bytes", a->path,
+				 (unsigned long long)a->line, DATA_LINE_MAX);
+	if (n && a->buf[n - 1] == '\r')
+		a->buf[--n] = '\0';
+	*ret_got = true;
+	return PX_OK;
+}
+
+static bool blank(const char *s)
+{
+	return s[strspn(s, " \t")] == '\0';
+}
+
+/* A label: an integer in int32's range, digits and a sign only. */
+static bool parse_label(const char *s, int32_t *ret)
+{
+	const char *d = s + (*s == '+' || *s == '-');
+	char *end;
+	long long v;
+
+	if (*d < '0' || *d > '9')
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < INT32_MIN || v > INT32_MAX)
+		return false;
+	*ret = (int32_t)v;
+	return true;
+}
+
+/* A feature's value: a finite number that a float holds.  NULL, or
+ * what is wrong with s. */
+static const char *parse_value(const char *s, float *ret)
+{
+	char *end;
+	double v;
+
+	if (!*s)
+		return "empty, not a number";
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end)
+		return "not a number";
+	if (isnan(v) || isinf(v))
+		return errno == ERANGE ? "out of range" : "not a finite number "
+		       "(NaN or inf)";
+	if (fabs(v) > FLT_MAX)
+		return "out of a float's range";
+	*ret = (float)v;
+	return NULL;
+}
+
+/* One LIBSVM line, in place: "label idx:val ..." (# starts a comment). */
+static enum px_err libsvm_line(struct acc *a, char *s, struct px_error *err)
+{
+	char where[PX_ERRMSG_MAX / 2], *tok, *save = NULL, *colon;
+	uint32_t nnz = 0, field = 1, prev = 0;
+	int32_t label;
+	const char *why;
+
+	snprintf(where, sizeof(where), "%s:%llu", a->path,
+		 (unsigned long long)a->line);
+	s[strcspn(s, "#")] = '\0';
+	if (blank(s))
+		return PX_OK;
+	tok = strtok_r(s, " \t", &save);
+	if (!parse_label(tok, &label))
+		return px_errorf(err, PX_EINVAL, "%s: field 1 (label): '%.40s' "
+				 "is not an integer of at most 32 bits", where,
+				 tok);
+	while ((tok = strtok_r(NULL, " \t", &save))) {
+		unsigned long j;
+		char *end;
+
+		field++;
+		colon = strchr(tok, ':');
+		if (!colon || tok[0] < '0' || tok[0] > '9')
+			return px_errorf(err, PX_EINVAL, "%s: field %u: '%.40s' "
+					 "is not index:value", where, field,
+					 tok);
+		*colon = '\0';
+		errno = 0;
+		j = strtoul(tok, &end, 10);
+		if (errno || *end || j > DATA_MAX_FEATURES)
+			return px_errorf(err, PX_EINVAL, "%s: field %u: index "
+					 "'%.20s' is not a whole number in "
+					 "1..%u", where, field, tok,
+					 DATA_MAX_FEATURES);
+		if (j == 0)
+			return px_errorf(err, PX_EINVAL, "%s: field %u: index "
+					 "0 (indices start at 1)", where,
+					 field);
+		if (a->known && j > a->known->dim)
+			return px_errorf(err, PX_EINVAL, "%s: field %u: index "
+					 "%lu is beyond the training set's %u "
+					 "features", where, field, j,
+					 a->known->dim);
+		if (j <= prev)
+			return px_errorf(err, PX_EINVAL, "%s: field %u: index "
+					 "%lu after %u (indices must increase)",
+					 where, field, j, prev);
+		prev = (uint32_t)j;
+		why = parse_value(colon + 1, &a->rval[nnz]);
+		if (why)
+			return px_errorf(err, PX_EINVAL, "%s: field %u (index "
+					 "%lu): value '%.40s': %s", where, field,
+					 j, colon + 1, why);
+		if (a->rval[nnz] == 0.0f)
+			continue; /* sparse: zeros are not kept */
+		a->ridx[nnz++] = (uint32_t)j - 1;
+	}
+	if (prev > a->dim)
+		a->dim = prev;
+	return acc_row(a, label, a->ridx, a->rval, nnz, where, err);
+}
+
+/* Split s at commas into f[] (at most max, trimmed); the count, or
+ * max + 1 when there are more. */
+static uint32_t csv_split(char *s, char **f, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (;;) {
+		char *c = strchr(s, ',');
+		size_t len;
+
+		if (n == max)
+			return max + 1;
+		if (c)
+			*c = '\0';
+		s += strspn(s, " \t");
+		len = strlen(s);
+		while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+			s[--len] = '\0';
+		f[n++] = s;
+		if (!c)
+			return n;
+		s = c + 1;
+	}
+}
+
+/* One CSV line, in place.  The first line is a header when none of its
+ * fields is a number, refused when some are and some are not. */
+static enum px_err csv_line(struct acc *a, char *s, char **f,
+			    struct px_error *err)
+{
+	char where[PX_ERRMSG_MAX / 2];
+	uint32_t n, k = 0, numbers = 0, lc = a->label_col;
+	int32_t label;
+	float v;
+	const char *why;
+
+	snprintf(where, sizeof(where), "%s:%llu", a->path,
+		 (unsigned long long)a->line);
+	if (blank(s))
+		return PX_OK;
+	n = csv_split(s, f, DATA_MAX_FEATURES + 1);
+	if (n > DATA_MAX_FEATURES + 1)
+		return px_errorf(err, PX_ETOOBIG, "%s: more than %u fields (a "
+				 "label and %u features at most)", where,
+				 DATA_MAX_FEATURES + 1, DATA_MAX_FEATURES);
+	if (!a->csv_cols) {
+		if (n < 2)
+			return px_errorf(err, PX_EINVAL, "%s: %u field: a CSV "
+					 "row is a label and 1 or more "
+					 "features, comma-separated", where, n);
+		if (lc > n)
+			return px_errorf(err, PX_EINVAL, "%s: the label column "
+					 "%u is past its %u fields", where, lc,
+					 n);
+		a->csv_cols = n;
+		if (a->known && n - 1 != a->known->dim)
+			return px_errorf(err, PX_EINVAL, "%s: %u features, the "
+					 "training set has %u", where, n - 1,
+					 a->known->dim);
+		a->dim = n - 1;
+		for (uint32_t i = 0; i < n; i++)
+			numbers += parse_value(f[i], &v) == NULL;
+		if (!numbers)
+			return PX_OK; /* a header */
+		if (numbers < n) {
+			while (parse_value(f[k], &v) == NULL)
+				k++;
+			return px_errorf(err, PX_EINVAL, "%s: field %u: "
+					 "'%.40s' is not a number, and a "
+					 "header line has no field that is "
+					 "one", where, k + 1, f[k]);
+		}
+	}
+	if (n != a->csv_cols)
+		return px_errorf(err, PX_EINVAL, "%s: %u fields, the first line "
+				 "has %u (a ragged CSV)", where, n,
+				 a->csv_cols);
+	if (!parse_label(f[lc - 1], &label))
+		return px_errorf(err, PX_EINVAL, "%s: field %u (label): "
+				 "'%.40s' is not an integer of at most 32 "
+				 "bits", where, lc, f[lc - 1]);
+	for (uint32_t i = 0; i < n; i++) {
+		if (i == lc - 1)
+			continue;
+		why = parse_value(f[i], &a->rval[k]);
+		if (why)
+			return px_errorf(err, PX_EINVAL, "%s: field %u: "
+					 "'%.40s': %s", where, i + 1, f[i],
+					 why);
+		k++;
+	}
+	return acc_row(a, label, NULL, a->rval, k, where, err);
+}
+
+/* Every line of a text file, or up to its byte bound. */
+static enum px_err read_text(struct acc *a, enum data_format fmt,
+			     struct px_error *err)
+{
+	char **fields = NULL;
+	enum px_err e;
+	bool got;
+
+	a->buf = px_calloc(DATA_LINE_MAX + 2, 1);
+	a->ridx = px_calloc(DATA_MAX_FEATURES, sizeof(*a->ridx));
+	a->rval = px_calloc(DATA_MAX_FEATURES, sizeof(*a->rval));
+	if (fmt == DATA_FMT_CSV)
+		fields = px_calloc(DATA_MAX_FEATURES + 1, sizeof(*fields));
+	if (!a->buf || !a->ridx || !a->rval ||
+	    (fmt == DATA_FMT_CSV && !fields)) {
+		free(fields);
+		return oom(a, err);
+	}
+	e = gz_open(a->path, &a->gz, err);
+	while (e == PX_OK && !a->full) {
+		e = next_line(a, &got, err);
+		if (e != PX_OK || !got)
+			break;
+		e = fmt == DATA_FMT_CSV ? csv_line(a, a->buf, fields, err)
+					: libsvm_line(a, a->buf, err);
+	}
+	free(fields);
+	return e;
+}
+
+/* ---- IDX ---- */
+
+/* An images file and its labels file; with a->keep the images are
+ * kept as bytes (features byte / 255). */
+static enum px_err read_idx(struct acc *a, struct px_error *err)
+{
+	char lpath[4096], where[PX_ERRMSG_MAX / 2];
+	uint8_t *lab = NULL, *img = NULL;
+	uint32_t n_lab, one, n_img, dim;
+	enum px_err e;
+
+	e = data_idx_labels_path(a->path, lpath, sizeof(lpath), err);
+	if (e == PX_OK)
+		e = data_idx_read(lpath, 1, a->max_n, &lab, &n_lab, &one, err);
+	if (e != PX_OK)
+		return e;
+	if (a->keep || a->stats) {
+		e = data_idx_read(a->path, 3, a->max_n, &img, &n_img, &dim,
+				  err);
+	} else {
+		gzFile f;
+
+		e = idx_open(a->path, 3, &f, &n_img, &dim, err);
+		if (e == PX_OK) {
+			gzclose(f);
+			if (a->max_n && n_img > a->max_n)
+				n_img = a->max_n;
+		}
+	}
+	if (e == PX_OK && n_img != n_lab)
+		e = px_errorf(err, PX_EINVAL, "file '%s': %u labels for %u "
+			      "images in '%s'", lpath, n_lab, n_img, a->path);
+	if (e == PX_OK && a->known && dim != a->known->dim)
+		e = px_errorf(err, PX_EINVAL, "file '%s': %u features an "
+			      "image, the training set has %u", a->path, dim,
+			      a->known->dim);
+	if (e == PX_OK && dim > DATA_MAX_FEATURES)
+		e = px_errorf(err, PX_ETOOBIG, "file '%s': %u features an "
+			      "image, more than %u", a->path, dim,
+			      DATA_MAX_FEATURES);
+	if (e == PX_OK && a->keep) {
+		a->lab = px_calloc(n_lab, sizeof(*a->lab));
+		if (!a->lab)
+			e = oom(a, err);
+	}
+	a->dim = dim;
+	for (uint32_t i = 0; e == PX_OK && i < n_lab; i++) {
+		snprintf(where, sizeof(where), "%.480s: item %u", lpath,
+			 i + 1);
+		e = acc_label(a, lab[i], where, err);
+		if (a->keep && e == PX_OK)
+			a->lab[i] = lab[i];
+		if (a->stats && e == PX_OK)
+			for (uint32_t j = 0; j < dim; j++) {
+				double x = img[(size_t)i * dim + j] / 255.0;
+
+				a->sum[j] += x;
+				a->sumsq[j] += x * x;
+			}
+	}
+	if (e == PX_OK) {
+		a->n = n_lab;
+		if (a->keep) {
+			a->xb = img;
+			img = NULL;
+		}
+	}
+	free(lab);
+	free(img);
+	return e;
+}
+
+/* ---- the loaders ---- */
+
+static enum px_err format_for(const struct data_spec *spec, const char *path,
+			      enum data_format *ret, struct px_error *err)
+{
+	if (spec->format != DATA_FMT_AUTO) {
+		*ret = spec->format;
+		return PX_OK;
+	}
+	return data_format_of(path, ret, err);
+}
+
+/* Read path as spec says into a. */
+static enum px_err acc_read(struct acc *a, const struct data_spec *spec,
+			    const char *path, struct px_error *err)
+{
+	enum data_format fmt;
+	enum px_err e = format_for(spec, path, &fmt, err);
+
+	if (e != PX_OK)
+		return e;
+	a->path = path;
+	a->label_col = spec->label_col ? spec->label_col : 1;
+	if (a->stats) {
+		a->sum = px_calloc(DATA_MAX_FEATURES, sizeof(*a->sum));
+		a->sumsq = px_calloc(DATA_MAX_FEATURES, sizeof(*a->sumsq));
+		if (!a->sum || !a->sumsq)
+			return oom(a, err);
+	}
+	e = fmt == DATA_FMT_IDX ? read_idx(a, err) : read_text(a, fmt, err);
+	if (e != PX_OK)
+		return e;
+	if (a->n == 0)
+		return px_errorf(err, PX_EINVAL, "%s: no rows (an empty file)",
+				 path);
+	if (a->dim == 0)
+		return px_errorf(err, PX_EINVAL, "%s: no feature in any row "
+				 "(every index:value is 0 or none is given)",
+				 path);
+	return PX_OK;
+}
+
+/* The training set's prep from a read of it. */
+static enum px_err acc_prep(struct acc *a, const struct data_spec *spec,
+			    struct data_prep *prep, struct px_error *err)
+{
+	memset(prep, 0, sizeof(*prep));
+	if (a->n_labels < 2)
+		return px_errorf(err, PX_EINVAL, "%s: every one of its %u rows "
+				 "has label %d: a classifier needs 2 labels or "
+				 "more", a->path, a->n, a->labels[0]);
+	prep->dim = a->dim;
+	prep->n_classes = a->n_labels;
+	memcpy(prep->labels, a->labels, a->n_labels * sizeof(a->labels[0]));
+	if (!a->stats)
+		return PX_OK;
+	prep->mean = px_calloc(a->dim, sizeof(float));
+	prep->std = px_calloc(a->dim, sizeof(float));
+	if (!prep->mean || !prep->std) {
+		data_prep_release(prep);
+		return oom(a, err);
+	}
+	for (uint32_t j = 0; j < a->dim; j++) {
+		double m = a->sum[j] / a->n;
+		double var = a->sumsq[j] / a->n - m * m;
+		double sd = var > 0 ? sqrt(var) : 0;
+
+		prep->mean[j] = (float)m;
+		/* a constant feature stays at 0, not at inf */
+		prep->std[j] = sd > 1e-12 * (fabs(m) + 1) ? (float)sd : 1.0f;
+	}
+	return PX_OK;
+}
+
+/* What a holds into ret (moved), the labels as classes of prep. */
+static enum px_err acc_set(struct acc *a, const struct data_prep *prep,
+			   struct data_set *ret, struct px_error *err)
+{
+	bool found;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->y = px_calloc(a->n, 1);
+	if (!ret->y)
+		return oom(a, err);
+	for (uint32_t i = 0; i < a->n; i++)
+		ret->y[i] = (uint8_t)label_find(prep->labels, prep->n_classes,
+						a->lab[i], &found);
+	ret->n = a->n;
+	ret->dim = prep->dim;
+	ret->n_classes = prep->n_classes;
+	ret->prep = prep;
+	ret->xb = a->xb;
+	ret->rp = a->rp;
+	ret->ci = a->ci;
+	if (a->rp)
+		ret->cv = a->cv;
+	else if (!a->xb)
+		ret->x = a->cv;
+	if (ret->rp && !ret->ci) { /* no non-zero at all: empty arrays */
+		ret->ci = px_calloc(1, sizeof(*ret->ci));
+		ret->cv = px_calloc(1, sizeof(*ret->cv));
+	}
+	a->xb = NULL;
+	a->rp = NULL;
+	a->ci = NULL;
+	a->cv = NULL;
+	return PX_OK;
+}
+
+enum px_err data_load_train(const struct data_spec *spec, uint32_t max_n,
+			    struct data_set *ret, struct data_prep *prep,
+			    struct px_error *err)
+{
+	struct acc a = { .keep = true, .max_n = max_n,
+			 .stats = spec->scale == DATA_SCALE_STANDARD };
+	enum px_err e = acc_read(&a, spec, spec->train, err);
+
+	if (e == PX_OK)
+		e = acc_prep(&a, spec, prep, err);
+	if (e == PX_OK) {
+		e = acc_set(&a, prep, ret, err);
+		if (e != PX_OK)
+			data_prep_release(prep);
+	}
+	acc_free(&a);
+	return e;
+}
+
+enum px_err data_scan_train(const struct data_spec *spec, uint32_t max_n,
+			    uint32_t *ret_n, struct data_prep *prep,
+			    struct px_error *err)
+{
+	struct acc a = { .max_n = max_n,
+			 .stats = spec->scale == DATA_SCALE_STANDARD };
+	enum px_err e = acc_read(&a, spec, spec->train, err);
+
+	if (e == PX_OK)
+		e = acc_prep(&a, spec, prep, err);
+	if (e == PX_OK)
+		*ret_n = a.n;
+	acc_free(&a);
+	return e;
+}
+
+enum px_err data_load_test(const struct data_spec *spec,
+			   const struct data_prep *prep, uint32_t max_n,
+			   struct data_set *ret, struct px_error *err)
+{
+	struct acc a = { .keep = true, .max_n = max_n, .known = prep };
+	enum px_err e = acc_read(&a, spec, spec->test, err);
+
+	if (e == PX_OK)
+		e = acc_set(&a, prep, ret, err);
+	acc_free(&a);
+	return e;
+}
+
+enum px_err data_check(const struct data_spec *spec, bool *ret_whole,
+		       struct px_error *err)
+{
+	struct acc a = { .max_bytes = DATA_CHECK_BYTES };
+	struct data_prep prep = { 0 };
+	enum px_err e;
+
+	/* no statistics: nothing scales what is not trained */
+	*ret_whole = false;
+	e = acc_read(&a, spec, spec->train, err);
+	if (e == PX_OK)
+		e = acc_prep(&a, spec, &prep, err);
+	if (e == PX_OK) {
+		struct acc t = { .max_bytes = DATA_CHECK_BYTES };
+
+		*ret_whole = !a.cut;
+		/* a label or an index past the part read may be in the
+		 * rest: the test set is held to a whole training set */
+		t.known = *ret_whole ? &prep : NULL;
+		e = acc_read(&t, spec, spec->test, err);
+		*ret_whole = *ret_whole && !t.cut;
+		acc_free(&t);
+	}
+	data_prep_release(&prep);
+	acc_free(&a);
+	return e;
+}
+
+/* ---- preps and sets ---- */
+
+bool data_prep_equal(const struct data_prep *a, const struct data_prep *b)
+{
+	if (a->dim != b->dim || a->n_classes != b->n_classes ||
+	    memcmp(a->labels, b->labels, a->n_classes * sizeof(int32_t)) ||
+	    !a->mean != !b->mean)
+		return false;
+	return !a->mean ||
+	       (!memcmp(a->mean, b->mean, a->dim * sizeof(float)) &&
+		!memcmp(a->std, b->std, a->dim * sizeof(float)));
+}
+
+void data_prep_release(struct data_prep *prep)
+{
+	if (!prep)
+		return;
+	free(prep->mean);
+	free(prep->std);
+	memset(prep, 0, sizeof(*prep));
+}
+
+void data_release(struct data_set *d)
+{
+	if (!d)
+		return;
+	free(d->x);
+	free(d->xb);
+	free(d->y);
+	free(d->rp);
+	free(d->ci);
+	free(d->cv);
+	memset(d, 0, sizeof(*d));
+}
