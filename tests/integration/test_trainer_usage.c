@@ -688,8 +688,10 @@ Test(trainer_usage, bash_completion)
 	if (access("/bin/bash", X_OK))
 		cr_skip_test("no bash");
 	complete("proteus-trainer \"\"", got, sizeof(got));
-	cr_assert_str_eq(got, "coordinator eval fetch help local node ps train "
-			 "worker ");
+	cr_assert_str_eq(got, "coordinator enroll eval fetch help local node ps "
+			 "train worker ");
+	complete("proteus-trainer enroll --k", got, sizeof(got));
+	cr_assert_str_eq(got, "--key-file ");
 	complete("proteus-trainer --", got, sizeof(got));
 	cr_assert_str_eq(got, "--help --version ");
 	complete("proteus-trainer local --max-r", got, sizeof(got));
