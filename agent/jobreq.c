@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "../bidbrain/policy.h"
+#include "../cloudapi/fetch.h"
+#include "../trainer/data_url.h"
 #include "jobreq.h"
 
 #define KEY_SHOWN 64             /* bytes of a field's name in a message */
@@ -110,7 +112,9 @@ static enum px_err either(json_t *v, const char *name, const char *sec,
 }
 
 /* trainer.data: {"train": PATH, "test": PATH, "format": ..., "scale":
- * ..., "label_column": N}; both paths, absolute. */
+ * ..., "label_column": N, "train_sha256": HEX, "test_sha256": HEX}; both
+ * files absolute paths or URLs (s3://, https://, file://; a URL needs its
+ * SHA-256, which the nodes check: trainer/data_url.h). */
 static enum px_err parse_data(json_t *o, const char *name,
 			      struct job_data *d, struct px_error *err)
 {
@@ -128,10 +132,20 @@ static enum px_err parse_data(json_t *o, const char *name,
 
 			r = text(v, name, "trainer.data", k, to,
 				 sizeof d->train, err);
-			if (r == PX_OK && to[0] != '/')
+			if (r == PX_OK && to[0] != '/' && !data_is_url(to))
 				r = bad(err, name, "trainer.data", k, "must be "
 					"an absolute path (proteusctl submit "
-					"makes it one)");
+					"makes it one) or a URL");
+		} else if (!strcmp(k, "train_sha256") ||
+			   !strcmp(k, "test_sha256")) {
+			char *to = k[1] == 'r' ? d->train_sha256 :
+				   d->test_sha256;
+
+			r = text(v, name, "trainer.data", k, to,
+				 sizeof d->train_sha256, err);
+			if (r == PX_OK && !fetch_sha256_valid(to))
+				r = bad(err, name, "trainer.data", k, "must be "
+					"a SHA-256: 64 hex digits");
 		} else if (!strcmp(k, "format")) {
 			r = text(v, name, "trainer.data", k, d->format,
 				 sizeof d->format, err);
@@ -155,6 +169,12 @@ static enum px_err parse_data(json_t *o, const char *name,
 		return bad(err, name, "trainer.data", d->train[0] ? "test" :
 			   "train", "missing (a training set and a test set, "
 			   "each a file)");
+	if (data_is_url(d->train) && !d->train_sha256[0])
+		return bad(err, name, "trainer.data", "train_sha256", "missing "
+			   "(a file named by URL is checked by its SHA-256)");
+	if (data_is_url(d->test) && !d->test_sha256[0])
+		return bad(err, name, "trainer.data", "test_sha256", "missing "
+			   "(a file named by URL is checked by its SHA-256)");
 	return PX_OK;
 }
 

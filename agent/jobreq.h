@@ -34,7 +34,9 @@
  * (Fashion-MNIST from the daemon's data_dir). */
 struct job_data {
 	char train[JOBREQ_PATH_MAX];  /* absolute paths (proteusctl submit */
-	char test[JOBREQ_PATH_MAX];   /* makes them so) */
+	char test[JOBREQ_PATH_MAX];   /* makes them so), or URLs */
+	char train_sha256[65];        /* hex; needed for a URL, checked on */
+	char test_sha256[65];         /* the node for a path where set */
 	char format[8];               /* "libsvm", "csv", "idx"; "": from
 				       * the names */
 	char scale[12];               /* "none" (default) or "standard" */

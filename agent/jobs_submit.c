@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../trainer/data_url.h"
 #include "../trainer/dataset.h"
 #include "jobs_int.h"
 #include "server.h"
@@ -231,7 +232,10 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 	bool whole;
 	enum px_err e = PX_OK;
 
-	if (!d->train[0] || !j->wops->on_this_host)
+	/* a file named by URL is the nodes' to fetch, and its SHA-256
+	 * theirs to check (trainer/data_url.h) */
+	if (!d->train[0] || !j->wops->on_this_host || data_is_url(d->train) ||
+	    data_is_url(d->test))
 		return PX_OK;
 	if (d->format[0])
 		e = data_format_parse(d->format, &spec.format, err);

@@ -61,14 +61,27 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	const char *data = j->js->s.cfg->data_dir;
 	const struct job_data *d = &t->data;
 	char col[16];
-	const char *own[] = {
+	const char *own[16] = {
 		"--train-data", d->train, "--test-data", d->test, "--scale",
 		d->scale, "--label-column", col,
-		d->format[0] ? "--data-format" : NULL, d->format, NULL,
 	};
+	size_t no = 8;
 	size_t n = 0, k = 0;
 	char **v;
 
+	/* the checksums: a URL's file is fetched and checked on the node */
+	if (d->train_sha256[0]) {
+		own[no++] = "--train-sha256";
+		own[no++] = d->train_sha256;
+	}
+	if (d->test_sha256[0]) {
+		own[no++] = "--test-sha256";
+		own[no++] = d->test_sha256;
+	}
+	if (d->format[0]) {
+		own[no++] = "--data-format";
+		own[no++] = d->format;
+	}
 	snprintf(col, sizeof col, "%d", d->label_column);
 	snprintf(epochs, sizeof epochs, "%d", t->epochs);
 	snprintf(batch, sizeof batch, "%d", t->batch);

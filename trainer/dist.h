@@ -55,6 +55,9 @@ struct dist_opts {
 	const char *data_dir;      /* Fashion-MNIST dir; NULL: default */
 	struct data_spec data;     /* the user's own data (data.train
 				      NULL: Fashion-MNIST) */
+	const char *train_sha256;  /* data.train's SHA-256 (hex): needed
+				      for a URL (data_url.h) */
+	const char *test_sha256;
 	uint32_t max_train;        /* examples used (0: all) */
 	uint32_t max_test;
 	uint32_t workers;          /* initial workers (partitions, clocks) */

@@ -30,6 +30,7 @@
 #include "../cloudapi/fetch.h"
 #include "ckpt.h"
 #include "data.h"
+#include "data_url.h"
 #include "dataset.h"
 #include "enroll_node.h"
 #include "../common/enroll.h"
@@ -266,6 +267,12 @@ static const struct topt topts[] = {
 	OPT("test-data", "FILE", C_RUN | C_EVAL, K_STR, o.data.test, 0, 0, 0,
 	    "your own test set, in the training set's format; its labels "
 	    "and features must be the training set's", "Fashion-MNIST"),
+	OPT("train-sha256", "HEX", C_RUN, K_STR, o.train_sha256, 0, 0, 0,
+	    "the training set's SHA-256: needed when --train-data is a URL "
+	    "(s3://, https://: fetched into the cache, docs/trainer.md, "
+	    "\"Data by URL\"), checked in place for a path", "none"),
+	OPT("test-sha256", "HEX", C_RUN | C_EVAL, K_STR, o.test_sha256, 0, 0,
+	    0, "the test set's SHA-256, likewise", "none"),
 	OPT("data-format", "libsvm|csv|idx", C_RUN | C_EVAL, K_FORMAT,
 	    o.data.format, 0, 0, 0, "the files' format",
 	    "from each name: .svm, .libsvm, .csv, *idx3-ubyte, each maybe "
@@ -929,6 +936,21 @@ static int parse(const struct subcmd *sc, int argc, char **argv,
 	return -1;
 }
 
+/* The data named by URL fetched into the cache and checked, and a local
+ * file with a SHA-256 checked, before anything reads them (data_url.h).
+ * -1: fine, else the exit status. */
+static int fetch_data(struct tcli *t)
+{
+	struct px_error err = { 0 };
+
+	if (data_fetch_urls(&t->o.data, t->o.train_sha256, t->o.test_sha256,
+			    &err) == PX_OK)
+		return -1;
+	log_err("%s", err.msg);
+	return err.code == PX_EINVAL && strstr(err.msg, "checksum") ?
+	       TX_DATA : exit_for(err.code);
+}
+
 /* What no single option's range says.  -1: fine, else the exit status. */
 static int check_combination(const struct subcmd *sc, const struct tcli *t)
 {
@@ -1113,6 +1135,8 @@ static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 	if (rc < 0)
 		rc = check_combination(sc, &t);
 	if (rc < 0)
+		rc = fetch_data(&t);
+	if (rc < 0)
 		rc = check_files(o->checkpoint, o->resume);
 	if (rc >= 0)
 		return rc;
@@ -1172,6 +1196,8 @@ static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 	rc = parse(sc, argc, argv, &t, NULL, NULL);
 	if (rc < 0)
 		rc = check_combination(sc, &t);
+	if (rc < 0)
+		rc = fetch_data(&t);
 	if (rc >= 0)
 		return rc;
 	file = argv[argc - 1];
@@ -1491,6 +1517,8 @@ static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
 		   local || (sc->mask & C_NODE) ? role_args : NULL, &nargs);
 	if (rc < 0)
 		rc = check_combination(sc, &t);
+	if (rc < 0)
+		rc = fetch_data(&t);
 	if (rc < 0 && (local || !strcmp(sc->name, "coordinator")))
 		rc = check_files(t.o.checkpoint, t.o.resume);
 	if (rc >= 0)

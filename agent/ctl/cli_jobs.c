@@ -25,6 +25,7 @@
 #include "../../bidbrain/jobspec.h"
 #include "../../common/jsonout.h"
 #include "../../common/log.h"
+#include "../../trainer/data_url.h"
 #include "cli.h"
 #include "../proto.h"
 
@@ -235,13 +236,15 @@ static bool abs_path(const char *file, const char *field, const char *name,
 	return true;
 }
 
-/* obj's member key, when a non-empty string, made an absolute path. */
+/* obj's member key, when a non-empty string and no URL (scheme://),
+ * made an absolute path. */
 static bool abs_member(const char *file, json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
 	char buf[PATH_MAX + 1];
 
-	if (!json_is_string(v) || !json_string_length(v))
+	if (!json_is_string(v) || !json_string_length(v) ||
+	    data_is_url(json_string_value(v)))
 		return true;
 	return abs_path(file, key, json_string_value(v), buf, sizeof buf) &&
 	       !json_object_set_new(obj, key, json_string(buf));

@@ -628,14 +628,22 @@ static void enrolled_keep(struct ec2w *w, struct inst *in)
 			w->s.job_id, in->iid, err.msg);
 }
 
-/* Whether a launch of w has no instance id yet (on the wire, or its
- * answer lost). */
+/* Whether a launch of w has no instance id yet: on the wire, or refused
+ * by a failure after which EC2 may have launched it all the same (its
+ * ports are kept LOST_SLOT_S for the listing that may name it). */
 static bool unanswered(const struct ec2w *w)
 {
-	for (size_t i = 0; i < w->n; i++)
-		if (!w->v[i].iid[0] && !w->v[i].released &&
-		    w->v[i].st != I_DONE)
+	uint64_t now = px_now_mono_us();
+
+	for (size_t i = 0; i < w->n; i++) {
+		const struct inst *in = &w->v[i];
+
+		if (in->iid[0] || in->released)
+			continue;
+		if (in->st != I_DONE || (in->lost_answer && now -
+		    in->refused_us < (uint64_t)LOST_SLOT_S * 1000000))
 			return true;
+	}
 	return false;
 }
 
