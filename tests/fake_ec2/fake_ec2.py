@@ -603,6 +603,7 @@ def spawn(inst, imds_port):
             argv = ['/bin/sh', '-c', ud.decode('utf-8', 'surrogateescape')]
         env = {'PATH': os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin'), 'HOME': d, 'LANG': 'C',
                'AWS_EC2_METADATA_SERVICE_ENDPOINT': 'http://127.0.0.1:%d/' % imds_port}
+        env.update(CFG.get('instance_env', {}))
         return subprocess.Popen(argv, cwd=d, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=log, close_fds=True, start_new_session=True)
     except (OSError, ValueError) as e:
@@ -695,6 +696,9 @@ def role_credentials(im):
     akid = 'ASIAFAKEROLE%08d' % im['cred_seq']
     secret = 'RoleSecret%08dEXAMPLEKEYxxxxxxxxxxxxxxx' % im['cred_seq']
     token = 'RoleToken%08d/EXAMPLE+TOKEN==' % im['cred_seq']
+    if CFG.get('role_creds'):
+        # fixed ones (--role-credentials): another fake (S3) knows them
+        akid, secret, token = CFG['role_creds']
     S['keys'][akid] = {'secret': secret, 'token': token}
     return {'Code': 'Success', 'LastUpdated': iso(time.time(), ms=False), 'Type': 'AWS-HMAC',
             'AccessKeyId': akid, 'SecretAccessKey': secret, 'Token': token,
@@ -1881,6 +1885,11 @@ def main():
     ap.add_argument('--no-exec', action='store_true', help='do not run user data (API-only tests)')
     ap.add_argument('--record', help='write every instance (user data included) here at exit')
     ap.add_argument('--identity-cert', help='write the certificate that signs identity documents here (PEM)')
+    ap.add_argument('--role-credentials', metavar='AKID:SECRET:TOKEN',
+                    help='the instance role credentials every IMDS hands out (default: fresh ones each time)')
+    ap.add_argument('--instance-env', action='append', default=[], metavar='K=V',
+                    help="added to every instance's environment: what a VPC gives by DNS, e.g. "
+                         "AWS_ENDPOINT_URL_S3 for a fake S3")
     a = ap.parse_args()
 
     def fail(msg):
@@ -1920,7 +1929,13 @@ def main():
             'spot_limit': a.spot_limit, 'ondemand_limit': a.ondemand_limit,
             'interrupt_rate': a.interrupt_rate, 'interrupt_rebalance': a.interrupt_rebalance,
             'seed': a.seed, 'exec': not a.no_exec, 'record': a.record,
+            'instance_env': dict(kv.split('=', 1) for kv in a.instance_env),
         })
+        if a.role_credentials:
+            rc = a.role_credentials.split(':', 2)
+            if len(rc) != 3 or not all(rc):
+                raise ValueError('--role-credentials: AKID:SECRET:TOKEN expected')
+            CFG['role_creds'] = tuple(rc)
         CFG['market_init'] = load_market(a.market, zones) if a.market else []
     except (OSError, ValueError) as e:
         fail(str(e))

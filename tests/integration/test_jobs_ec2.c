@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -65,15 +66,15 @@ static void teardown(void)
 
 TestSuite(jobs_ec2, .init = setup, .fini = teardown, .timeout = 300);
 
-/* The fake, its markets priced from a day before the clock's origin. */
-static void fake_up(const char *extra_json_args)
+/* The fake, its markets priced from a day before the clock's origin;
+ * extra: more of its options (NULL-ended), or NULL. */
+static void fake_up(const char *const *extra)
 {
 	char *market, *inst, *cert, *od = px_src_path(
 		"etc/ondemand/us-east-1_2021-03_2021-05.json");
 	char origin_s[24], speed[16];
 	FILE *f;
 
-	(void)extra_json_args;
 	origin = (int64_t)time(NULL);
 	cr_assert(asprintf(&market, "%s/market.json", jt.tmp) > 0);
 	cr_assert(asprintf(&inst, "%s/instances", jt.tmp) > 0);
@@ -90,7 +91,7 @@ static void fake_up(const char *extra_json_args)
 	snprintf(origin_s, sizeof origin_s, "%lld", (long long)origin);
 	snprintf(speed, sizeof speed, "%d", SPEEDUP);
 	{
-		const char *args[] = {
+		const char *args[32] = {
 			"--timeout", "600", "--region", "us-east-1",
 			"--speedup", speed, "--clock-origin", origin_s,
 			"--bill-from", "launch", "--boot-seconds", "20",
@@ -98,6 +99,12 @@ static void fake_up(const char *extra_json_args)
 			"--instance-dir", inst, "--identity-cert", cert,
 			NULL,
 		};
+		size_t n = 0;
+
+		while (args[n])
+			n++;
+		for (; extra && *extra && n + 1 < 32; extra++)
+			args[n++] = *extra;
 		fake_start_args(&fk, args);
 	}
 	free(cert);
@@ -955,4 +962,174 @@ Test(jobs_ec2, forged_replayed_foreign_and_reused_enrollments_are_refused)
 	json_decref(st);
 	free(ud_a);
 	free(ud_b);
+}
+
+/* ---- data by URL: the fake's S3 ---- */
+
+#define ROLE_CREDS "ASIAFAKEROLE00000001:RoleSecretFixedEXAMPLEKEYxxxxxxxxxxxxx:" \
+	"RoleTokenFixed/EXAMPLE+TOKEN=="
+
+/* A LIBSVM set of n rows, 4 features, 2 classes a line tells apart, at
+ * dir/name; its SHA-256 (hex) into sha. */
+static void svm_file(const char *dir, const char *name, int n,
+		     unsigned seed, char sha[65])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdn = 0;
+	char path[1024], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = open_memstream(&text, &len);
+	cr_assert_not_null(f);
+	srand(seed);
+	for (int i = 0; i < n; i++) {
+		double x[4], s = 0;
+
+		for (int k = 0; k < 4; k++) {
+			x[k] = (double)rand() / RAND_MAX * 2 - 1;
+			s += (k + 1) * x[k];
+		}
+		fprintf(f, "%d 1:%.4f 2:%.4f 3:%.4f 4:%.4f\n", s > 0 ? 1 : -1,
+			x[0], x[1], x[2], x[3]);
+	}
+	fclose(f);
+	cr_assert_eq(EVP_Digest(text, len, md, &mdn, EVP_sha256(), NULL), 1);
+	for (unsigned i = 0; i < 32; i++) {
+		sha[2 * i] = hex[md[i] >> 4];
+		sha[2 * i + 1] = hex[md[i] & 15];
+	}
+	sha[64] = 0;
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fwrite(text, 1, len, f);
+	fclose(f);
+	free(text);
+}
+
+/* The job file's trainer.data: the fake S3's objects. */
+static void job_data_s3(const char *train_sha, const char *test_sha)
+{
+	json_error_t je;
+	json_t *j = json_load_file(jt.job, 0, &je);
+
+	cr_assert_not_null(j, "%s", je.text);
+	json_object_set_new(json_object_get(j, "trainer"), "data", json_pack(
+		"{s:s, s:s, s:s, s:s}", "train", "s3://proteus-data/sets/train.svm",
+		"train_sha256", train_sha, "test",
+		"s3://proteus-data/sets/test.svm", "test_sha256", test_sha));
+	cr_assert_eq(json_dump_file(j, jt.job, 0), 0);
+	json_decref(j);
+}
+
+/* Data by URL on EC2: the job names its sets as s3:// objects with their
+ * SHA-256; the coordinator (on the head node, with the daemon's keys)
+ * and every node (on its instance, with the instance role's keys from
+ * its metadata) fetch them from the fake S3, which checks every
+ * request's SigV4 signature, and the job trains on them.  Then a job
+ * whose checksum is wrong fails, naming the URL and the mismatch, and
+ * nothing trains on the file. */
+Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
+{
+	struct fake s3 = {0};
+	char root[1024], dir[1024], env[160], train_sha[65], test_sha[65];
+	char bad_sha[65], *log, *reqs;
+	long status = 0;
+	json_t *st;
+	int64_t id;
+
+	snprintf(root, sizeof root, "%s/s3", jt.tmp);
+	snprintf(dir, sizeof dir, "%s/proteus-data/sets", root);
+	{
+		char cmd[1200];
+
+		snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+		cr_assert_eq(system(cmd), 0);
+	}
+	svm_file(dir, "train.svm", 3000, 1, train_sha);
+	svm_file(dir, "test.svm", 500, 2, test_sha);
+	{
+		const char *args[] = { "--root", root, "--key",
+				       FAKE_AKID ":" FAKE_SECRET, "--key",
+				       ROLE_CREDS, "--timeout", "600", NULL };
+
+		fake_start_script(&s3, "tests/fake_s3/fake_s3.py", args);
+	}
+	snprintf(env, sizeof env, "AWS_ENDPOINT_URL_S3=http://127.0.0.1:%d",
+		 s3.port);
+	{
+		const char *extra[] = { "--role-credentials", ROLE_CREDS,
+					"--instance-env", env, NULL };
+
+		fake_up(extra);
+	}
+	setenv("AWS_ENDPOINT_URL_S3", env + strlen("AWS_ENDPOINT_URL_S3="),
+	       1);
+	daemon_ec2();
+	ec2_job(20);
+	job_data_s3(train_sha, test_sha);
+	id = submit();
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	cr_assert_gt(json_number_value(json_object_get(st, "test_accuracy")),
+		     0.9, "%s", json_dumps(st, 0));
+	st = bills_final(id, st);
+	check_books(id, st);
+	check_fake(id, st);
+	json_decref(st);
+	/* signed GETs from the head node and from the instances' role */
+	reqs = fake_get(&s3, "cmd=requests", &status);
+	cr_assert_eq(status, 200);
+	cr_assert(strstr(reqs, "\"signed\": true") ||
+		  strstr(reqs, "\"signed\":true"), "%s", reqs);
+	cr_assert_null(strstr(reqs, FAKE_SECRET));
+	free(reqs);
+	{
+		char node_log[1100], *cl;
+		json_t *a = fake_instances(), *v;
+		size_t i;
+		int fetched = 0;
+
+		json_array_foreach(a, i, v) {
+			snprintf(node_log, sizeof node_log, "cmd=console&id=%s",
+				 json_string_value(json_object_get(v, "id")));
+			cl = fake_get(&fk, node_log, &status);
+			fetched += strstr(cl, "train data s3://proteus-data/"
+					  "sets/train.svm") != NULL;
+			free(cl);
+		}
+		json_decref(a);
+		cr_assert_geq(fetched, 2, "nodes that fetched the data");
+	}
+
+	/* a wrong checksum: refused before anything trains */
+	snprintf(bad_sha, sizeof bad_sha, "%s", train_sha);
+	bad_sha[0] = bad_sha[0] == '0' ? '1' : '0';
+	job_data_s3(bad_sha, test_sha);
+	id = submit();
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "failed", "%s", json_dumps(st, 0));
+	json_decref(st);
+	log = daemon_log();
+	{
+		char tl[1100];
+		FILE *f;
+		char *text = NULL;
+		size_t n = 0;
+
+		snprintf(tl, sizeof tl, "%s.jobs/%lld/trainer.log", jt.db,
+			 (long long)id);
+		f = fopen(tl, "r");
+		cr_assert_not_null(f, "%s", tl);
+		cr_assert_gt(getdelim(&text, &n, 0, f), 0);
+		fclose(f);
+		cr_assert(strstr(text, "s3://proteus-data/sets/train.svm: "
+				 "checksum mismatch"), "%s\n%s", text, log);
+		free(text);
+	}
+	free(log);
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	fake_stop(&s3);
 }
