@@ -1034,7 +1034,7 @@ static void job_data_s3(const char *train_sha, const char *test_sha)
 Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 {
 	struct fake s3 = {0};
-	char root[1024], dir[1024], env[160], train_sha[65], test_sha[65];
+	char root[1024], dir[1100], env[160], train_sha[65], test_sha[65];
 	char bad_sha[65], *log, *reqs;
 	long status = 0;
 	json_t *st;
