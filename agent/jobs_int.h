@@ -97,7 +97,7 @@ struct job {
 	int64_t t;               /* market time of the last event handled */
 	bool started;
 	enum ctrl_stop stop;
-	char why[256];           /* why it failed */
+	char why[640];           /* why it failed */
 	char note[320];          /* what was changed to fit this host */
 	char src[256];           /* its file, for messages ("job N" after
 				  * a restart) */

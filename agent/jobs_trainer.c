@@ -613,7 +613,13 @@ static void remove_coord_sockets(struct job *j)
 	}
 }
 
-/* The coordinator's end: done, or a restart from the checkpoint. */
+static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
+			       size_t len);
+
+/* The coordinator's end: done, or a restart from the checkpoint.  Not
+ * after exit 3, bad input data (a checksum, a data file's error): a
+ * restart would read the same, and the trainer's words are the job's
+ * error. */
 bool job_check_coordinator(struct job *j)
 {
 	int st;
@@ -627,6 +633,17 @@ bool job_check_coordinator(struct job *j)
 		j->trainer_done = true;
 		j->frac = 1;
 		return true;
+	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
+		char what[512], safe[PX_TERM_SAFE_LEN(128)];
+
+		/* the coordinator is node 0 */
+		last_trainer_error(j, 0, what, sizeof what);
+		px_term_safe(what, safe, sizeof safe);
+		snprintf(j->why, sizeof j->why, "the trainer's coordinator "
+			 "refused its input (exit 3)%s%s", safe[0] ? ": " : "",
+			 safe);
+		return false;
 	}
 	if (j->restarts++ < COORD_RESTARTS) {
 		if (j->stall_kill)

@@ -1111,6 +1111,12 @@ Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 	id = submit();
 	st = wait_end(id, 120);
 	cr_assert_str_eq(state_of(st), "failed", "%s", json_dumps(st, 0));
+	/* said as the trainer said it, and not restarted for nothing */
+	cr_assert(strstr(json_string_value(json_object_get(st, "error")),
+			 "s3://proteus-data/sets/train.svm: checksum mismatch"),
+		  "%s", json_dumps(st, 0));
+	cr_assert_eq(json_integer_value(json_object_get(st, "restarts")), 0,
+		     "%s", json_dumps(st, 0));
 	json_decref(st);
 	log = daemon_log();
 	{
