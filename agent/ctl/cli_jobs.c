@@ -454,6 +454,7 @@ static void print_ondemand(json_t *r)
 
 static int print_status(json_t *r)
 {
+	int lines = 7;
 	double acc = real_of(r, "test_accuracy"), loss = real_of(r,
 							       "test_loss");
 	double proj = real_of(r, "projected_cost_usd");
@@ -490,11 +491,17 @@ static int print_status(json_t *r)
 	       int_of(r, "losses"));
 	printf("market   %s (%s world, policy %s)\n", when, safe(r, "world"),
 	       safe(r, "policy"));
+	/* an ec2 job's nodes got the key by enrollment (docs/security.md) */
+	if (json_is_integer(json_object_get(r, "enrolled"))) {
+		printf("enrolled %lld nodes, %lld enrollments refused\n",
+		       int_of(r, "enrolled"), int_of(r, "enroll_refused"));
+		lines++;
+	}
 	if (json_is_string(json_object_get(r, "error"))) {
 		printf("error    %s\n", safe(r, "error"));
-		return 8;
+		lines++;
 	}
-	return 7;
+	return lines;
 }
 
 /* One line, for a pipe. */

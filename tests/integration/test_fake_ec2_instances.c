@@ -845,7 +845,7 @@ Test(fake_ec2_instances, summary_matches_a_hand_computed_schedule)
 	char *line = fake_get(&F, "cmd=summary", &(long){ 0 });
 	cr_assert_str_eq(line, "{\"instances_launched\": 3, "
 			 "\"still_running\": 0, \"bad_signatures\": 0, "
-			 "\"billed_usd\": 0.201600}");
+			 "\"billed_usd\": 0.201600, \"enrolled\": 0}");
 	free(line);
 	s = fake_finish(&F);
 	cr_assert_eq(iget(s, "instances_launched"), 3);

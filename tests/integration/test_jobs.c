@@ -127,9 +127,10 @@ Test(jobs, data_dir_is_where_the_trainer_reads)
 		const char *e = json_string_value(json_object_get(st,
 								  "error"));
 
-		cr_assert(e && (strstr(e, "coordinator exited with 3") ||
-				(strstr(e, "nodes cannot start") &&
-				 strstr(e, empty))), "%s", e ? e : "-");
+		cr_assert(e && (strstr(e, "coordinator refused its input "
+				       "(exit 3)") ||
+				strstr(e, "nodes cannot start")) &&
+			  strstr(e, empty), "%s", e ? e : "-");
 	}
 	check_books(id, st);
 	json_decref(st);

@@ -349,7 +349,8 @@ Test(jobs_books, a_failed_jobs_reason_in_every_life)
 		const char *e = json_string_value(json_object_get(st,
 								  "error"));
 
-		cr_assert(e && (strstr(e, "coordinator exited with 3") ||
+		cr_assert(e && (strstr(e, "coordinator refused its input "
+				       "(exit 3)") ||
 				strstr(e, "nodes cannot start")), "%s",
 			  e ? e : "-");
 		snprintf(want, sizeof want, "%s", e);
