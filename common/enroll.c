@@ -47,23 +47,12 @@ void enroll_hex(const uint8_t *b, size_t n, char *out)
 	out[2 * n] = 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 bool enroll_unhex(const char *s, uint8_t *b, size_t n)
 {
 	if (!s || strlen(s) != 2 * n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = px_hexval(s[2 * i]), lo = px_hexval(s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return false;

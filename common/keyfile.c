@@ -11,17 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static const char *kind_of(mode_t m)
 {
 	return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" :
@@ -111,7 +100,7 @@ enum px_err px_keyfile_read(const char *path, bool allow_0400,
 		goto out;
 	}
 	for (size_t i = 0; i < PX_KEYFILE_KEY_LEN; i++) {
-		int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
+		int hi = px_hexval(buf[2 * i]), lo = px_hexval(buf[2 * i + 1]);
 
 		if (hi < 0 || lo < 0) {
 			r = px_errorf(err, PX_EINVAL, "key file '%s': a "

@@ -265,6 +265,17 @@ void *px_reallocarray(void *p, size_t n, size_t size)
 	return realloc(p, bytes ? bytes : 1);
 }
 
+int px_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 char *px_strndup(const char *s, size_t n)
 {
 	return strndup(s, n);

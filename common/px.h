@@ -95,6 +95,9 @@ void *px_calloc(size_t n, size_t size);
 void *px_reallocarray(void *p, size_t n, size_t size);
 char *px_strndup(const char *s, size_t n);
 
+/* The value of hex digit c (either case), or -1. */
+int px_hexval(char c);
+
 /* Read the whole file at path into a malloc'd buffer (*ret_buf, freed by
  * the caller; NUL-terminated, the NUL not counted in *ret_len).  Works for
  * pipes too.  Errors name path: PX_ENOENT, PX_ESYS|errno (open, read, and

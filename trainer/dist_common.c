@@ -51,17 +51,6 @@ void dist_log_wire(const struct dist_opts *o, enum log_level level,
 		  wc.opened_bytes, (double)wc.mac_ns / 1e6, cpu_ms);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* The key in hex from DIST_KEY_ENV's value s. */
 static enum px_err key_from_hex(struct dist_opts *o, const char *s,
 				struct px_error *err)
@@ -73,7 +62,7 @@ static enum px_err key_from_hex(struct dist_opts *o, const char *s,
 				 "to %d bytes in hex", DIST_KEY_ENV,
 				 WIRE_JOB_KEY_MIN, WIRE_JOB_KEY_MAX);
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = px_hexval(s[2 * i]), lo = px_hexval(s[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return px_errorf(err, PX_EINVAL, "job key in '%s': "
