@@ -67,6 +67,8 @@ json_t *jobs_cmd_jobs(struct jobs *j, json_t *req, struct px_error *err);
 json_t *jobs_cmd_status(struct jobs *j, json_t *req, struct px_error *err);
 json_t *jobs_cmd_events(struct jobs *j, json_t *req, struct px_error *err);
 json_t *jobs_cmd_cancel(struct jobs *j, json_t *req, struct px_error *err);
+/* `model`: a chunk of the job's last checkpoint (jobs_model.c). */
+json_t *jobs_cmd_model(struct jobs *j, json_t *req, struct px_error *err);
 
 /* Jobs running now. */
 size_t jobs_running(const struct jobs *j);

@@ -14,6 +14,7 @@
  *   jobs_books.c    the store sink, the on-demand shadow bill, cost
  *   jobs_view.c     the JSON of status, jobs and events
  *   jobs_recover.c  taking the store's jobs up after a restart
+ *   jobs_model.c    `model`: the last checkpoint, a chunk at a time
  *
  * A job reaches its world only through the world's ops (world.h,
  * world_ops_of): no file here names one.

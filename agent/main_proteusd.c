@@ -117,6 +117,7 @@ JOBS_CMD(submit)
 JOBS_CMD(jobs)
 JOBS_CMD(events)
 JOBS_CMD(cancel)
+JOBS_CMD(model)
 
 static json_t *cmd_job(void *app, json_t *req, struct px_error *err)
 {

@@ -34,7 +34,8 @@
 	X(jobs, "every job: id, name, state, cost")                         \
 	X(job, "one job's state, progress, fleet and cost")                 \
 	X(events, "one job's events (after an event id)")                   \
-	X(cancel, "end a job, releasing every instance")
+	X(cancel, "end a job, releasing every instance")                    \
+	X(model, "a chunk of a job's last checkpoint (\"offset\"), base64")
 
 enum proto_cmd {
 #define PROTO_ENUM(name, summary) PROTO_CMD_##name,

@@ -91,6 +91,9 @@ struct dist_opts {
 				      each evaluation only) */
 	const char *resume;        /* coordinator: resume the job from this
 				      checkpoint; NULL: start afresh */
+	const char *export_path;   /* coordinator: the final parameters to
+				      this safetensors file (export.h) once
+				      the job is done; NULL: none */
 	bool json;                 /* coordinator: JSON result on out */
 	bool eval_epochs;          /* coordinator: test after each epoch */
 	int out_fd;                /* coordinator: progress and result */

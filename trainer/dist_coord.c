@@ -16,6 +16,7 @@
 
 #include "../common/jsonout.h"
 #include "ckpt.h"
+#include "export.h"
 #include "data.h"
 #include "model.h"
 
@@ -1456,6 +1457,14 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 		goto out_free;
 	}
 	shutdown_all(c, WIRE_SHUTDOWN_DONE);
+	/* the final evaluation pulled the final parameters */
+	if (o->export_path) {
+		e = export_write(o->export_path, &c->d, &c->prep, c->params,
+				 c->last_acc, err);
+		if (e != PX_OK)
+			goto out_free;
+		out(c, "model exported to %s", o->export_path);
+	}
 	if (print_result(c) != 0)
 		e = px_errorf(err, PX_ENOMEM, "result");
 out_free:

@@ -33,6 +33,8 @@
 #include "data_url.h"
 #include "dataset.h"
 #include "enroll_node.h"
+#include "export.h"
+#include "safetensors.h"
 #include "../common/enroll.h"
 #include "dist.h"
 #include "dist_node.h"
@@ -75,6 +77,7 @@ enum {
 			     the roles' options and passes them on */
 	C_ENROLL = 1 << 5, /* enroll: get the job key as a node would */
 	C_FETCH = 1 << 6,  /* fetch: a file by URL into the cache */
+	C_PREDICT = 1 << 7, /* predict: a model's classes for a data set */
 	C_DIST = C_LOCAL | C_ROLE,
 	C_RUN = C_TRAIN | C_DIST,
 };
@@ -109,6 +112,19 @@ static const struct subcmd subcmds[] = {
 	{ "eval", C_EVAL, "FILE [OPTIONS]",
 	  "say what a checkpoint is and evaluate it on the test set",
 	  NULL },
+	{ "predict", C_PREDICT, "MODEL DATA [OPTIONS]",
+	  "the class of each row of a data set by a model taken away "
+	  "(--export's .safetensors) or a checkpoint, and the accuracy",
+	  "MODEL: a .safetensors file of an nn.Sequential of Linear and "
+	  "ReLU (--export's, or one of F32 tensors 0.weight, 0.bias, "
+	  "2.weight, ...) or a checkpoint.  DATA: any file the trainer "
+	  "reads (LIBSVM, CSV, IDX, plain or .gz), held to the model's "
+	  "width and labels; its features are scaled as the model's "
+	  "metadata says.  Prints each row's label (class k is the label "
+	  "the model's metadata names), with --proba the probability of "
+	  "each class (in the order of the labels), and the accuracy "
+	  "against the data's labels on stderr.  Exit 3: a bad model file "
+	  "or data (the message names the file and the field)." },
 	{ "fetch", C_FETCH, "URL --sha256 HEX [--cache DIR] [--max-bytes N] "
 	  "[--json]",
 	  "get a data file by URL into this host's cache, checked by its "
@@ -184,6 +200,9 @@ struct tcli {
 		const char *cache;
 		uint64_t max_bytes;
 	} f;
+	struct {             /* predict's own */
+		bool proba;
+	} p;
 };
 
 enum opt_kind {
@@ -253,7 +272,7 @@ static const struct topt topts[] = {
 	OPT("device", "cpu|cuda", C_RUN, K_DEVICE, o.train.device, 0, 0, 0,
 	    "where the gradients are computed; cuda needs a GPU and "
 	    KERN_CUDA_LIB, NULL),
-	OPT("threads", "N", C_RUN | C_EVAL, K_UINT, o.train.threads, 0, 1024,
+	OPT("threads", "N", C_RUN | C_EVAL | C_PREDICT, K_UINT, o.train.threads, 0, 1024,
 	    0, "OpenBLAS threads, 0: its default", NULL),
 	OPT("seed", "N", C_RUN, K_UINT, o.train.seed, 0, (double)UINT64_MAX,
 	    F_NORANGE, "initial parameters and shuffles", NULL),
@@ -273,11 +292,12 @@ static const struct topt topts[] = {
 	    "\"Data by URL\"), checked in place for a path", "none"),
 	OPT("test-sha256", "HEX", C_RUN | C_EVAL, K_STR, o.test_sha256, 0, 0,
 	    0, "the test set's SHA-256, likewise", "none"),
-	OPT("data-format", "libsvm|csv|idx", C_RUN | C_EVAL, K_FORMAT,
+	OPT("data-format", "libsvm|csv|idx", C_RUN | C_EVAL | C_PREDICT,
+	    K_FORMAT,
 	    o.data.format, 0, 0, 0, "the files' format",
 	    "from each name: .svm, .libsvm, .csv, *idx3-ubyte, each maybe "
 	    ".gz"),
-	OPT("label-column", "N", C_RUN | C_EVAL, K_UINT, o.data.label_col, 1,
+	OPT("label-column", "N", C_RUN | C_EVAL | C_PREDICT, K_UINT, o.data.label_col, 1,
 	    DATA_MAX_FEATURES + 1, F_NORANGE, "CSV: the column of the label",
 	    NULL),
 	OPT("scale", "none|standard", C_RUN, K_SCALE, o.data.scale, 0, 0, 0,
@@ -289,10 +309,12 @@ static const struct topt topts[] = {
 	OPT("max-test", "N", C_RUN | C_EVAL, K_UINT, o.max_test, 0,
 	    DATA_IDX_MAX_ITEMS, F_NORANGE, "test examples used, 0: all",
 	    NULL),
-	OPT("json", NULL, C_RUN | C_EVAL | C_FETCH, K_FLAG, o.json, 0, 0, 0,
+	OPT("json", NULL, C_RUN | C_EVAL | C_FETCH | C_PREDICT, K_FLAG, o.json, 0, 0, 0,
 	    "print the result as one JSON object on stdout, progress on "
 	    "stderr",
 	    NULL),
+	OPT("proba", NULL, C_PREDICT, K_FLAG, p.proba, 0, 0, 0,
+	    "the probability of each class too", NULL),
 	/* fetch */
 	OPT("sha256", "HEX", C_FETCH, K_STR, f.sha256, 0, 0, 0,
 	    "the file's SHA-256, 64 hex digits; needed for a remote URL",
@@ -308,6 +330,10 @@ static const struct topt topts[] = {
 	    "be writable", "none"),
 	OPT("resume", "FILE", C_TRAIN, K_STR, o.train.resume, 0, 0, 0,
 	    "go on from this checkpoint of a run of the same shape", "none"),
+	OPT("export", "FILE", C_TRAIN, K_STR, o.train.export_path, 0, 0, 0,
+	    "write the trained model here at the end: safetensors, an "
+	    "nn.Sequential's tensors and the labels and scaling "
+	    "(docs/trainer.md, \"Take the model away\")", "none"),
 	OPT("fault-crash-after", "EPOCH", C_TRAIN, K_UINT,
 	    o.train.fault_crash_after, 0, 100000, F_NORANGE,
 	    "test fault: SIGKILL itself after this epoch's checkpoint, "
@@ -356,6 +382,9 @@ static const struct topt topts[] = {
 	    "evaluations only; needs --checkpoint", NULL),
 	OPT("resume", "FILE", C_DIST, K_STR, o.resume, 0, 0, F_NOPASS,
 	    "go on from this checkpoint of a job of the same shape", "none"),
+	OPT("export", "FILE", C_DIST, K_STR, o.export_path, 0, 0, 0,
+	    "the coordinator writes the final model here when the job is "
+	    "done: safetensors, as train --export", "none"),
 	OPT("max-restarts", "N", C_LOCAL, K_UINT, l.max_restarts, 0, 100, 0,
 	    "restart a failed job from its checkpoint up to N times; needs "
 	    "--checkpoint", NULL),
@@ -498,7 +527,7 @@ static void tcli_default(struct tcli *t, const struct subcmd *sc)
 	t->n.clock_speedup = 1;
 	t->l.self = "/proc/self/exe";
 	t->f.max_bytes = FETCH_MAX_BYTES_DEFAULT;
-	if (sc->mask == C_EVAL)
+	if (sc->mask & (C_EVAL | C_PREDICT))
 		t->o.train.threads = 1;
 }
 
@@ -890,7 +919,9 @@ static int parse(const struct subcmd *sc, int argc, char **argv,
 	struct option lo[N_TOPTS + 2];
 	size_t n = 0;
 	int c, prev = 1, rc;
-	int one_arg = (sc->mask & (C_EVAL | C_FETCH)) != 0; /* FILE, URL */
+	/* positional: eval's FILE, fetch's URL, predict's MODEL DATA */
+	int one_arg = sc->mask & C_PREDICT ? 2 :
+		      (sc->mask & (C_EVAL | C_FETCH)) != 0;
 
 	for (size_t i = 0; i < N_TOPTS; i++)
 		if (topts[i].cmds & sc->mask)
@@ -925,13 +956,15 @@ static int parse(const struct subcmd *sc, int argc, char **argv,
 				role_args[(*nargs)++] = argv[i];
 		prev = optind;
 	}
-	if (one_arg && optind == argc)
+	if (one_arg && argc - optind < one_arg)
 		return usage_error(sc, sc->mask == C_EVAL
 				   ? "eval needs a checkpoint FILE"
+				   : sc->mask == C_PREDICT
+				   ? "predict needs a MODEL and a DATA file"
 				   : "fetch needs a URL");
 	if (optind < argc - one_arg)
 		return usage_error(sc, "unexpected argument '%s' for '%s'",
-				   argv[one_arg ? optind + 1 : optind],
+				   argv[optind + one_arg],
 				   sc->name);
 	return -1;
 }
@@ -987,9 +1020,11 @@ static int check_combination(const struct subcmd *sc, const struct tcli *t)
 }
 
 /* The files named on the command line, before anything starts: a
- * checkpoint to write must be writable (exit 2), one to resume from
- * must read back whole (exit 3).  -1: fine, else the exit status. */
-static int check_files(const char *ckpt, const char *resume)
+ * checkpoint or a model to write must be writable (exit 2), a checkpoint
+ * to resume from must read back whole (exit 3).  -1: fine, else the exit
+ * status. */
+static int check_files(const char *ckpt, const char *resume,
+		       const char *export_path)
 {
 	struct px_error err = { 0 };
 	struct ckpt_meta m;
@@ -998,6 +1033,10 @@ static int check_files(const char *ckpt, const char *resume)
 
 	if (ckpt && ckpt_check_writable(ckpt, &err) != PX_OK) {
 		log_err("--checkpoint: %s", err.msg);
+		return TX_USAGE;
+	}
+	if (export_path && st_check_writable(export_path, &err) != PX_OK) {
+		log_err("--export: %s", err.msg);
 		return TX_USAGE;
 	}
 	if (!resume)
@@ -1137,7 +1176,7 @@ static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 	if (rc < 0)
 		rc = fetch_data(&t);
 	if (rc < 0)
-		rc = check_files(o->checkpoint, o->resume);
+		rc = check_files(o->checkpoint, o->resume, o->export_path);
 	if (rc >= 0)
 		return rc;
 	e = load_sets(&t.o, &train, &test, &prep, &err);
@@ -1283,6 +1322,151 @@ out:
 	data_prep_release(&m.prep);
 	free(w);
 	free(v);
+	return exit_for(e);
+}
+
+/* predict's output for one batch: each row's label (and probabilities)
+ * on f, or into the JSON arrays; the count of rows whose class is the
+ * data's. */
+static uint64_t predict_batch(const float *probs, const uint8_t *y, uint32_t n,
+			      const struct data_prep *prep, bool proba,
+			      FILE *f, json_t *jl, json_t *jp)
+{
+	uint32_t k = prep->n_classes;
+	uint64_t ok = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const float *p = probs + (size_t)i * k;
+		json_t *row = jp ? json_array() : NULL;
+		uint32_t best = 0;
+
+		/* the first of the largest: model_eval's argmax */
+		for (uint32_t j = 1; j < k; j++)
+			if (p[j] > p[best])
+				best = j;
+		ok += best == y[i];
+		if (jl) {
+			json_array_append_new(jl,
+					      json_integer(prep->labels[best]));
+			for (uint32_t j = 0; row && j < k; j++)
+				json_array_append_new(row,
+						      json_real(p[j]));
+			if (row)
+				json_array_append_new(jp, row);
+			continue;
+		}
+		fprintf(f, "%d", prep->labels[best]);
+		for (uint32_t j = 0; proba && j < k; j++)
+			fprintf(f, "\t%.6g", (double)p[j]);
+		fputc('\n', f);
+	}
+	return ok;
+}
+
+/* predict MODEL DATA: the label of each row by the model, and its
+ * accuracy against the data's labels. */
+static int cmd_predict(const struct subcmd *sc, int argc, char **argv)
+{
+	uint32_t idx[TRAIN_EVAL_BATCH];
+	struct data_set set = { 0 };
+	struct data_prep prep = { 0 };
+	struct px_error err = { 0 };
+	struct model_ctx *mc = NULL;
+	struct model_desc d;
+	struct data_spec spec;
+	json_t *jl = NULL, *jp = NULL;
+	float *w = NULL, *x = NULL, *probs = NULL;
+	uint8_t *y = NULL;
+	const char *model, *data;
+	uint64_t correct = 0;
+	struct tcli t;
+	enum px_err e;
+	int rc;
+
+	tcli_default(&t, sc);
+	rc = parse(sc, argc, argv, &t, NULL, NULL);
+	if (rc >= 0)
+		return rc;
+	model = argv[argc - 2];
+	data = argv[argc - 1];
+	e = export_load(model, &d, &prep, &w, &err);
+	if (e != PX_OK)
+		goto out;
+	spec = t.o.data;
+	spec.train = NULL;
+	spec.test = data;
+	/* the data held to the model's width and labels */
+	e = data_load_test(&spec, &prep, 0, &set, &err);
+	if (e != PX_OK) {
+		px_error_prefix(&err, "data for model '%s' (%u inputs, %u "
+				"classes): ", model, d.n_in, d.n_out);
+		goto out;
+	}
+	kern_cpu_set_threads(t.o.train.threads ? t.o.train.threads : 1);
+	e = model_ctx_new(&d, &kern_cpu_ops, NULL, TRAIN_EVAL_BATCH, &mc,
+			  &err);
+	x = px_calloc((size_t)TRAIN_EVAL_BATCH * d.n_in, sizeof(float));
+	probs = px_calloc((size_t)TRAIN_EVAL_BATCH * d.n_out, sizeof(float));
+	y = px_calloc(TRAIN_EVAL_BATCH, 1);
+	if (t.o.json) {
+		jl = json_array();
+		jp = t.p.proba ? json_array() : NULL;
+	}
+	if (e == PX_OK && (!x || !probs || !y || (t.o.json && !jl) ||
+			   (t.p.proba && t.o.json && !jp)))
+		e = px_errorf(&err, PX_ENOMEM, "predict: out of memory");
+	for (uint32_t i = 0; e == PX_OK && i < set.n; i += TRAIN_EVAL_BATCH) {
+		uint32_t n = set.n - i < TRAIN_EVAL_BATCH ? set.n - i
+							  : TRAIN_EVAL_BATCH;
+
+		for (uint32_t j = 0; j < n; j++)
+			idx[j] = i + j;
+		data_gather(&set, idx, n, x, y);
+		e = model_probs(mc, w, x, y, n, probs, &err);
+		if (e == PX_OK)
+			correct += predict_batch(probs, y, n, &prep, t.p.proba,
+						 stdout, jl, jp);
+	}
+	if (e != PX_OK)
+		goto out;
+	if (t.o.json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:f, s:o, "
+				      "s:o}", "model", model, "data", data,
+				      "kind", model_kind_name(d.kind),
+				      "rows", (json_int_t)set.n,
+				      "correct", (json_int_t)correct,
+				      "accuracy", (double)correct / set.n,
+				      "predictions", json_incref(jl),
+				      "probabilities", jp ? json_incref(jp)
+							  : json_null());
+		json_t *l = json_array();
+
+		for (uint32_t k = 0; l && k < prep.n_classes; k++)
+			json_array_append_new(l, json_integer(prep.labels[k]));
+		json_object_set_new(j, "labels", l ? l : json_null());
+		if (print_json(stdout, j))
+			e = px_errorf(&err, PX_EIO, "result: %s",
+				      strerror(errno));
+		json_decref(j);
+	} else if (fflush(stdout) != 0) {
+		e = px_errorf(&err, PX_EIO, "result: %s", strerror(errno));
+	} else {
+		fprintf(stderr, "accuracy %.2f%% (%" PRIu64 " of %u rows), "
+			"model %s, %u classes\n", 100.0 * (double)correct / set.n,
+			correct, set.n, model_kind_name(d.kind), d.n_out);
+	}
+out:
+	if (e != PX_OK)
+		log_err("%s", err.msg);
+	json_decref(jl);
+	json_decref(jp);
+	model_ctx_free(mc);
+	data_release(&set);
+	data_prep_release(&prep);
+	free(w);
+	free(x);
+	free(probs);
+	free(y);
 	return exit_for(e);
 }
 
@@ -1520,7 +1704,7 @@ static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
 	if (rc < 0)
 		rc = fetch_data(&t);
 	if (rc < 0 && (local || !strcmp(sc->name, "coordinator")))
-		rc = check_files(t.o.checkpoint, t.o.resume);
+		rc = check_files(t.o.checkpoint, t.o.resume, t.o.export_path);
 	if (rc >= 0)
 		goto out;
 	if (sc->mask & C_NODE) {
@@ -1591,5 +1775,7 @@ int main(int argc, char **argv)
 		return cmd_enroll(sc, argc - 1, argv + 1);
 	if (sc->mask == C_FETCH)
 		return cmd_fetch(sc, argc - 1, argv + 1);
+	if (sc->mask == C_PREDICT)
+		return cmd_predict(sc, argc - 1, argv + 1);
 	return cmd_dist(sc, argc - 1, argv + 1);
 }

@@ -95,4 +95,12 @@ enum px_err model_eval(struct model_ctx *c, const float *params,
 		       double *loss_sum, uint64_t *correct,
 		       struct px_error *err);
 
+/* Forward only: the class probabilities of the batch into probs[n, n_out]
+ * on the host (`predict`).  y feeds only the loss the forward computes
+ * beside them: any classes do.  The argmax is the class model_eval
+ * counts. */
+enum px_err model_probs(struct model_ctx *c, const float *params,
+			const float *x, const uint8_t *y, uint32_t n,
+			float *probs, struct px_error *err);
+
 #endif

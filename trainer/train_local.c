@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ckpt.h"
+#include "export.h"
 #include "dataset.h"
 #include "kern_cuda.h"
 
@@ -432,6 +433,10 @@ enum px_err train_local_run(const struct train_opts *o,
 			break;
 		}
 	}
+	/* the last evaluation left the final parameters on the host */
+	if (e == PX_OK && o->export_path)
+		e = export_write(o->export_path, &r.d, train->prep, r.h_params,
+				 res.test_accuracy, err);
 	*ret = res;
 out_release:
 	run_release(&r);

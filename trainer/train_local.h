@@ -45,6 +45,8 @@ struct train_opts {
 	const char *resume;    /* go on from this checkpoint (written by a
 				   run of the same shape, at an epoch's end);
 				   NULL: start afresh */
+	const char *export_path; /* write the trained model here at the end
+				   (export.h, safetensors); NULL: none */
 	uint32_t fault_crash_after; /* tests only: SIGKILL itself after this
 				   epoch's checkpoint (0: never) */
 };

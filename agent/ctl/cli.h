@@ -92,5 +92,7 @@ int cli_jobs(int argc, char **argv);
 int cli_events(int argc, char **argv);
 int cli_cancel(int argc, char **argv);
 int cli_job_status(int argc, char **argv);
+/* `model ID -o FILE`: the job's last checkpoint exported (cli_model.c). */
+int cli_model(int argc, char **argv);
 
 #endif

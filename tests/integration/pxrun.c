@@ -97,7 +97,11 @@ int pxrun(struct pxrun *r, int timeout_s, const char *prog,
 	time_t deadline = time(NULL) + timeout_s;
 
 	memset(r, 0, sizeof(*r));
-	snprintf(path, sizeof(path), "%s/%s", build ? build : "build", prog);
+	if (prog[0] == '/') /* a program of the system's (python3) */
+		snprintf(path, sizeof(path), "%s", prog);
+	else
+		snprintf(path, sizeof(path), "%s/%s", build ? build : "build",
+			 prog);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, ofd, 1);
 	posix_spawn_file_actions_adddup2(&fa, efd, 2);

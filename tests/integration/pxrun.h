@@ -9,7 +9,7 @@ struct pxrun {
 	char *err;   /* captured stderr */
 };
 
-/* Run $PX_BUILD/<prog> with argv (NULL-terminated, argv[0] included) and
+/* Run $PX_BUILD/<prog> (prog itself when it is absolute) with argv (NULL-terminated, argv[0] included) and
  * wait for it, at most timeout_s seconds (then it is killed). */
 int pxrun(struct pxrun *r, int timeout_s, const char *prog,
 	  const char *const *argv);

@@ -286,8 +286,10 @@ Test(cli, bash_completion)
 	if (access("/bin/bash", X_OK))
 		cr_skip_test("no bash");
 	complete("proteusctl", "proteusctl \"\"", got, sizeof(got));
-	cr_assert_str_eq(got, "cancel events help history jobs market ping "
-			 "simulate status submit ");
+	cr_assert_str_eq(got, "cancel events help history jobs market model "
+			 "ping simulate status submit ");
+	complete("proteusctl", "proteusctl model 3 --o", got, sizeof(got));
+	cr_assert_str_eq(got, "--output ");
 	complete("proteusctl", "proteusctl status 3 --wa", got, sizeof(got));
 	cr_assert_str_eq(got, "--watch ");
 	complete("proteusctl", "proteusctl events 3 --fo", got, sizeof(got));
@@ -309,6 +311,8 @@ Test(cli, bash_completion)
 	cr_assert_str_eq(got, "--help --json --socket ");
 	/* files after --db: the test's folder holds c.db's neighbour c4.json */
 	complete("proteusctl", "proteusctl --db c4", got, sizeof(got));
+	cr_assert_str_eq(got, "c4.json ");
+	complete("proteusctl", "proteusctl model 3 -o c4", got, sizeof(got));
 	cr_assert_str_eq(got, "c4.json ");
 	complete("proteusd", "proteusd --print", got, sizeof(got));
 	cr_assert_str_eq(got, "--print-config ");

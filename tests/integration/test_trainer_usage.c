@@ -343,7 +343,7 @@ Test(trainer_usage, version_and_help)
 {
 	static const char *const cmds[] = { "train", "local", "eval",
 					    "coordinator", "ps", "worker",
-					    "fetch" };
+					    "fetch", "predict" };
 	char want[64];
 	struct pxrun r;
 
@@ -351,7 +351,7 @@ Test(trainer_usage, version_and_help)
 	cr_assert_str_eq(r.out, "proteus-trainer " PX_VERSION "\n");
 	pxrun_free(&r);
 	cr_assert_eq(trainer(&r, "--help", NULL), 0);
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < 8; i++) {
 		snprintf(want, sizeof(want), "\n  %s ", cmds[i]);
 		cr_assert_not_null(strstr(r.out, want), "%s: %s", cmds[i],
 				   r.out);
@@ -359,7 +359,7 @@ Test(trainer_usage, version_and_help)
 	cr_assert_not_null(strstr(r.out, "exit: 0 ok, 1 failure, 2 usage, 3 "
 				  "bad input data"), "%s", r.out);
 	pxrun_free(&r);
-	for (size_t i = 0; i < 7; i++) {
+	for (size_t i = 0; i < 8; i++) {
 		const char *p;
 		int opts = 0, defaults = 0;
 
@@ -688,8 +688,8 @@ Test(trainer_usage, bash_completion)
 	if (access("/bin/bash", X_OK))
 		cr_skip_test("no bash");
 	complete("proteus-trainer \"\"", got, sizeof(got));
-	cr_assert_str_eq(got, "coordinator enroll eval fetch help local node ps "
-			 "train worker ");
+	cr_assert_str_eq(got, "coordinator enroll eval fetch help local node "
+			 "predict ps train worker ");
 	complete("proteus-trainer enroll --k", got, sizeof(got));
 	cr_assert_str_eq(got, "--key-file ");
 	complete("proteus-trainer --", got, sizeof(got));
@@ -722,13 +722,20 @@ Test(trainer_usage, bash_completion)
 	cr_assert_str_eq(got, "job.pxc ");
 	complete("proteus-trainer local --checkpoint jo", got, sizeof(got));
 	cr_assert_str_eq(got, "job.pxc ");
+	complete("proteus-trainer predict jo", got, sizeof(got));
+	cr_assert_str_eq(got, "job.pxc ");
+	complete("proteus-trainer train --export jo", got, sizeof(got));
+	cr_assert_str_eq(got, "job.pxc ");
+	complete("proteus-trainer predict --pr", got, sizeof(got));
+	cr_assert_str_eq(got, "--proba ");
 	/* what every command offers is what it takes: its --help */
 	{
 		static const char *const cmds[] = { "train", "local", "eval",
 						    "fetch", "coordinator",
-						    "ps", "worker", "node" };
+						    "ps", "worker", "node",
+						    "predict" };
 
-		for (size_t i = 0; i < 8; i++) {
+		for (size_t i = 0; i < 9; i++) {
 			char words[64], *p, *tok, *save = NULL;
 			struct pxrun r;
 

@@ -1,0 +1,302 @@
+/* cli_model.c -- `proteusctl model ID -o FILE`: a job's last checkpoint,
+ * from proteusd, exported as safetensors (docs/proteusctl.md, "model";
+ * the format: docs/trainer.md, "Take the model away").
+ *
+ * The daemon sends the checkpoint's bytes a chunk at a time
+ * (agent/jobs_model.c: the file is the daemon user's, in a 0700
+ * directory); they go to a memfd, which ckpt_read then checks whole
+ * (size, every field, SHA-256) as the trainer would, and export_write
+ * writes FILE atomically.  A download that meets a newer checkpoint
+ * (the job wrote one meanwhile) starts again, a few times at most.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../../common/jsonout.h"
+#include "../../common/log.h"
+#include "../../trainer/ckpt.h"
+#include "../../trainer/export.h"
+#include "../../trainer/safetensors.h"
+#include "../proto.h"
+#include "cli.h"
+
+#define RESTARTS_MAX 3 /* a job writing checkpoints faster than we read */
+
+static const char model_usage[] =
+	"usage: proteusctl model ID -o FILE [--json] [--socket PATH]\n"
+	"\n"
+	"The last checkpoint of job ID, from proteusd, written to FILE as\n"
+	"safetensors: the tensors of a PyTorch nn.Sequential of Linear and\n"
+	"ReLU (0.weight [out, in], 0.bias, 2.weight, ...), with the model,\n"
+	"its widths, the label of each class and the feature scaling in the\n"
+	"header's __metadata__ (docs/trainer.md, \"Take the model away\").\n"
+	"FILE is written whole or not at all (a temporary file beside it,\n"
+	"renamed over it), mode 0644 less the umask.\n"
+	"\n"
+	"  -o, --output FILE  where to write the model (needed)\n"
+	"  --socket PATH      control socket (default: $PROTEUS_SOCKET, else\n"
+	"                     proteusd's default)\n"
+	"  --json             say what was written as JSON\n"
+	"\n"
+	"exit: 0 written, 1 the daemon is not running or failed, 2 usage (FILE\n"
+	"a directory or a FIFO), 3 a damaged checkpoint, 4 no such job or no\n"
+	"checkpoint yet\n";
+
+struct margs {
+	char sock[CLI_SOCKET_MAX];
+	const char *out;
+	bool json;
+	int64_t id;
+};
+
+static int margs_parse(struct margs *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"json", no_argument, NULL, 'j'},
+		{"output", required_argument, NULL, 'o'},
+		{"socket", required_argument, NULL, 's'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *sock = NULL;
+	char *end;
+	int o;
+
+	a->json = cli_g.json;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (o) {
+		case 'h':
+			fputs(model_usage, stdout);
+			return CLI_EXIT_OK;
+		case 'j':
+			a->json = true;
+			break;
+		case 'o':
+			a->out = optarg;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		default:
+			return cli_bad_option("model", argv, o);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage("model", "'model' needs a job id");
+	errno = 0;
+	a->id = strtoll(argv[optind], &end, 10);
+	if (errno || end == argv[optind] || *end || a->id <= 0)
+		return cli_usage("model", "'%s' is not a job id (a positive "
+				 "integer)", argv[optind]);
+	if (optind + 1 < argc)
+		return cli_usage("model", "unexpected argument '%s'",
+				 argv[optind + 1]);
+	if (!a->out || !a->out[0])
+		return cli_usage("model", "'model' needs -o FILE (where to "
+				 "write the model)");
+	if (sock) {
+		if (strlen(sock) >= sizeof(a->sock))
+			return cli_usage("model", "--socket: path too long");
+		snprintf(a->sock, sizeof(a->sock), "%s", sock);
+		return -1;
+	}
+	return cli_socket_path(a->sock, sizeof(a->sock));
+}
+
+/* One chunk: base64 to bytes at off in fd.  Its length in *ret_len. */
+static int put_chunk(int fd, const char *b64, uint64_t off, uint64_t want,
+		     uint64_t *ret_len)
+{
+	size_t n = strlen(b64);
+	unsigned char *raw = malloc(n / 4 * 3 + 3);
+	int len;
+
+	if (!raw) {
+		log_err("out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	len = n % 4 ? -1 : EVP_DecodeBlock(raw, (const unsigned char *)b64,
+					   (int)n);
+	/* EVP_DecodeBlock counts the padding's zero bytes */
+	for (size_t i = n; len > 0 && i > 0 && b64[i - 1] == '='; i--)
+		len--;
+	if (len < 0 || (uint64_t)len != want) {
+		free(raw);
+		log_err("proteusd's answer: 'data' is not %" PRIu64 " bytes "
+			"of base64", want);
+		return CLI_EXIT_FAIL;
+	}
+	if (len && pwrite(fd, raw, (size_t)len, (off_t)off) != len) {
+		free(raw);
+		log_err("cannot keep the checkpoint in memory: %s",
+			strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	free(raw);
+	*ret_len = (uint64_t)len;
+	return CLI_EXIT_OK;
+}
+
+/* The job's checkpoint into fd, chunk by chunk; its size in *ret. */
+static int download(const struct margs *a, int fd, uint64_t *ret)
+{
+	char version[128] = "";
+	uint64_t off = 0, total = 0, len;
+	int restarts = 0, code;
+
+	do {
+		json_t *req = proto_request_new(PROTO_CMD_model), *r = NULL;
+		const char *v, *data;
+		json_int_t bytes, at, want;
+
+		if (!req || json_object_set_new(req, "job", json_integer(a->id))
+		    || json_object_set_new(req, "offset",
+					   json_integer((json_int_t)off))) {
+			json_decref(req);
+			log_err("out of memory");
+			return CLI_EXIT_FAIL;
+		}
+		code = cli_daemon_call(a->sock, req, &r);
+		json_decref(req);
+		if (code != CLI_EXIT_OK)
+			return code;
+		v = json_string_value(json_object_get(r, "version"));
+		data = json_string_value(json_object_get(r, "data"));
+		bytes = json_integer_value(json_object_get(r, "bytes"));
+		at = json_integer_value(json_object_get(r, "offset"));
+		want = json_integer_value(json_object_get(r, "length"));
+		if (!v || !data || bytes < 0 ||
+		    (uint64_t)bytes > CKPT_MAX_BYTES || at != (json_int_t)off ||
+		    want < 0 || (uint64_t)(at + want) > (uint64_t)bytes ||
+		    (want == 0 && off < (uint64_t)bytes)) {
+			json_decref(r);
+			log_err("proteusd's answer to 'model' is not a chunk "
+				"of a checkpoint at offset %" PRIu64, off);
+			return CLI_EXIT_FAIL;
+		}
+		if (version[0] && strcmp(version, v)) {
+			/* the job wrote a newer checkpoint meanwhile */
+			json_decref(r);
+			if (++restarts > RESTARTS_MAX) {
+				log_err("job %" PRId64 " wrote %d checkpoints "
+					"while this one was read: try again",
+					a->id, restarts);
+				return CLI_EXIT_FAIL;
+			}
+			version[0] = '\0';
+			off = 0;
+			continue;
+		}
+		snprintf(version, sizeof(version), "%s", v);
+		total = (uint64_t)bytes;
+		code = put_chunk(fd, data, off, (uint64_t)want, &len);
+		json_decref(r);
+		if (code != CLI_EXIT_OK)
+			return code;
+		off += len;
+	} while (off < total || !version[0]);
+	if (ftruncate(fd, (off_t)total) != 0) {
+		log_err("cannot keep the checkpoint in memory: %s",
+			strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	*ret = total;
+	return CLI_EXIT_OK;
+}
+
+static int report(const struct margs *a, const struct ckpt_meta *m)
+{
+	char widths[160];
+	size_t n;
+
+	n = (size_t)snprintf(widths, sizeof(widths), "%u", m->d.n_in);
+	for (uint32_t l = 0; l < m->d.n_layers && n < sizeof(widths); l++)
+		n += (size_t)snprintf(widths + n, sizeof(widths) - n, "-%u",
+				      m->d.layer[l].out);
+	if (a->json) {
+		json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, "
+				      "s:o}", "job", (json_int_t)a->id,
+				      "file", a->out,
+				      "model", model_kind_name(m->d.kind),
+				      "layers", widths,
+				      "params", (json_int_t)m->d.n_params,
+				      "clock", (json_int_t)m->clock,
+				      "total", (json_int_t)m->total,
+				      "test_accuracy",
+				      isnan(m->test_accuracy) ? json_null()
+					      : json_real(m->test_accuracy));
+		int bad = !o || px_json_dumpf(o, stdout, JSON_COMPACT);
+
+		json_decref(o);
+		if (bad) {
+			log_err("cannot write the output");
+			return CLI_EXIT_FAIL;
+		}
+		putchar('\n');
+		return CLI_EXIT_OK;
+	}
+	printf("job %" PRId64 ": %s %s (%zu parameters) at clock %" PRId64
+	       " of %" PRId64 " written to %s\n", a->id,
+	       model_kind_name(m->d.kind), widths, m->d.n_params, m->clock,
+	       m->total, a->out);
+	return CLI_EXIT_OK;
+}
+
+int cli_model(int argc, char **argv)
+{
+	struct px_error err = {0};
+	struct margs a = {0};
+	struct ckpt_meta m;
+	char proc[64];
+	float *w = NULL, *v = NULL;
+	uint64_t bytes = 0;
+	enum px_err e;
+	int code = margs_parse(&a, argc, argv), fd;
+
+	if (code >= 0)
+		return code;
+	/* a directory, a FIFO: refused before anything is asked */
+	if (st_check_writable(a.out, &err) != PX_OK) {
+		log_err("-o: %s", err.msg);
+		return CLI_EXIT_USAGE;
+	}
+	fd = memfd_create("proteus-checkpoint", MFD_CLOEXEC);
+	if (fd < 0) {
+		log_err("memfd_create: %s", strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	code = download(&a, fd, &bytes);
+	if (code != CLI_EXIT_OK)
+		goto out;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	e = ckpt_read(proc, &m, &w, &v, &err);
+	if (e != PX_OK) {
+		log_err("job %" PRId64 "'s checkpoint (%" PRIu64 " bytes from "
+			"proteusd): %s", a.id, bytes, err.msg);
+		code = cli_exit_for(e);
+		goto out;
+	}
+	e = export_write(a.out, &m.d, &m.prep, w, m.test_accuracy, &err);
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		code = cli_exit_for(e);
+	} else {
+		code = report(&a, &m);
+	}
+	data_prep_release(&m.prep);
+out:
+	free(w);
+	free(v);
+	close(fd);
+	return code;
+}

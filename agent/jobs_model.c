@@ -1,0 +1,151 @@
+/* jobs_model.c -- `model`: a job's last checkpoint handed to proteusctl,
+ * which exports it (docs/proteusctl.md, "model").
+ *
+ * The checkpoint is in the job's directory (mode 0700, the daemon's
+ * user), out of reach of the operators who may use the control socket
+ * (group proteus): so the daemon reads it and sends its bytes, base64
+ * in the reply line, MODEL_CHUNK at a time from the offset asked.  Each
+ * answer says which file it read ("version": inode, mtime, size), so
+ * that a client whose download straddles the job's next checkpoint (a
+ * rename over the old one) starts again rather than mixing two.  The
+ * daemon does no more than a pread of at most MODEL_CHUNK per request:
+ * the loop is never held for long, whatever the model's size; proteusctl
+ * checks the checkpoint whole (SHA-256, every field) and writes the
+ * safetensors file itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../trainer/ckpt.h"
+#include "jobs_int.h"
+#include "proto.h"
+
+#define MODEL_CHUNK (4u << 20) /* 5.6 MB of base64: within a line */
+
+_Static_assert(MODEL_CHUNK / 3 * 4 + 4096 < PROTO_LINE_MAX,
+	       "a chunk's base64 must fit a reply line");
+
+static enum px_err job_seen(const struct store_job *sj, void *ctx)
+{
+	(void)sj;
+	*(bool *)ctx = true;
+	return PX_OK;
+}
+
+/* Up to MODEL_CHUNK bytes of fd from off, base64; NULL with err set. */
+static json_t *chunk(int fd, const char *what, uint64_t off, uint64_t len,
+		     struct px_error *err)
+{
+	unsigned char *raw = malloc(len ? len : 1);
+	char *b64 = malloc(len / 3 * 4 + 8);
+	size_t got = 0;
+	json_t *s = NULL;
+
+	if (!raw || !b64) {
+		px_errorf(err, PX_ENOMEM, "%s: out of memory", what);
+		goto out;
+	}
+	while (got < len) {
+		ssize_t k = pread(fd, raw + got, len - got,
+				  (off_t)(off + got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			px_errorf(err, PX_EIO, "%s: read: %s", what,
+				  k ? strerror(errno) : "ends early");
+			goto out;
+		}
+		got += (size_t)k;
+	}
+	EVP_EncodeBlock((unsigned char *)b64, raw, (int)len);
+	s = json_string(b64);
+	if (!s)
+		px_errorf(err, PX_ENOMEM, "%s: out of memory", what);
+out:
+	free(raw);
+	free(b64);
+	return s;
+}
+
+json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
+{
+	json_t *vo = json_object_get(req, "offset"), *data, *r;
+	struct store_job_filter f;
+	char path[JOB_PATH_MAX + 64], what[JOB_PATH_MAX + 96];
+	char version[96];
+	uint64_t off = 0, len;
+	bool known = false;
+	struct job *j;
+	struct stat st;
+	int64_t id;
+	int fd;
+
+	if (!jobs_req_job(js, req, &id, &j, err))
+		return NULL;
+	if (vo && (!json_is_integer(vo) || json_integer_value(vo) < 0))
+		return jobs_reply_err(err, PX_EINVAL, "'offset': a byte offset "
+				      "(an integer >= 0) is needed");
+	off = vo ? (uint64_t)json_integer_value(vo) : 0;
+	if (!j) {
+		f = (struct store_job_filter){ .id = id };
+		if (store_jobs_each(js->s.st, &f, job_seen, &known, err) !=
+		    PX_OK)
+			return NULL;
+		if (!known)
+			return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64,
+					      id);
+	}
+	/* where job_start puts it: <job_dir>/ID/model.pxc */
+	if (j)
+		snprintf(path, sizeof path, "%s", j->ckpt);
+	else
+		snprintf(path, sizeof path, "%s/%" PRId64 "/model.pxc",
+			 js->s.dir, id);
+	snprintf(what, sizeof what, "job %" PRId64 "'s checkpoint", id);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT)
+		return jobs_reply_err(err, PX_ENOENT, "job %" PRId64 " has no "
+				      "checkpoint yet (the coordinator writes "
+				      "one after each evaluation)", id);
+	if (fd < 0)
+		return jobs_reply_err(err, PX_ESYS | errno, "%s: open: %s",
+				      what, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size > CKPT_MAX_BYTES) {
+		close(fd);
+		return jobs_reply_err(err, PX_EINVAL, "%s is not a regular "
+				      "file of at most %" PRIu64 " bytes", what,
+				      (uint64_t)CKPT_MAX_BYTES);
+	}
+	if (off > (uint64_t)st.st_size) {
+		close(fd);
+		return jobs_reply_err(err, PX_EINVAL, "'offset' %" PRIu64 " is "
+				      "past the end of %s (%jd bytes)", off,
+				      what, (intmax_t)st.st_size);
+	}
+	len = (uint64_t)st.st_size - off;
+	if (len > MODEL_CHUNK)
+		len = MODEL_CHUNK;
+	data = chunk(fd, what, off, len, err);
+	close(fd);
+	if (!data)
+		return NULL;
+	snprintf(version, sizeof version, "%ju-%jd.%09ld-%jd",
+		 (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec,
+		 st.st_mtim.tv_nsec, (intmax_t)st.st_size);
+	r = json_pack("{s:I, s:I, s:I, s:I, s:s, s:o}", "job", (json_int_t)id,
+		      "bytes", (json_int_t)st.st_size, "offset",
+		      (json_int_t)off, "length", (json_int_t)len, "version",
+		      version, "data", data);
+	if (!r)
+		px_errorf(err, PX_ENOMEM, "%s: out of memory", what);
+	return r;
+}

@@ -1,0 +1,80 @@
+/* test_jobs_model.c -- `proteusctl model ID -o FILE` against a real
+ * proteusd: a finished local-world job's last checkpoint, exported, is a
+ * model `proteus-trainer predict` applies with the job's own accuracy;
+ * an unknown job and a job with no checkpoint exit 4 and say which; a
+ * directory or a FIFO as FILE is refused (exit 2) before the daemon is
+ * asked. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jobs_fixture.h"
+#include "pxrun.h"
+
+TestSuite(jobs_model, .init = jobs_fixture_setup,
+	  .fini = jobs_fixture_teardown, .timeout = 240);
+
+Test(jobs_model, a_finished_jobs_model_predicts_with_its_accuracy)
+{
+	char ids[24], out[600], dir[600], fifo[600], ck[700];
+	const char *pr[] = { "proteus-trainer", "predict", out,
+			     "/usr/share/datasets/fashion-mnist/"
+			     "t10k-images-idx3-ubyte.gz", "--json", NULL };
+	struct pxrun r;
+	struct stat st;
+	json_t *s, *p;
+	int64_t id;
+
+	snprintf(out, sizeof out, "%s/job.safetensors", jt.tmp);
+	snprintf(dir, sizeof dir, "%s/adir", jt.tmp);
+	snprintf(fifo, sizeof fifo, "%s/fifo", jt.tmp);
+	daemon_up();
+	/* no such job */
+	cr_assert_eq(ctl(&r, 10, "model", "999", "-o", out), 4, "%s", r.err);
+	cr_assert(strstr(r.err, "no job 999"), "%s", r.err);
+	pxrun_free(&r);
+	write_job(4, NULL);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	s = wait_end(id, 180);
+	cr_assert_str_eq(state_of(s), "done");
+	cr_assert_eq(ctl(&r, 20, "model", ids, "-o", out), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "written to") && strstr(r.out, "mlr"), "%s",
+		  r.out);
+	pxrun_free(&r);
+	cr_assert_eq(stat(out, &st), 0);
+	cr_assert(S_ISREG(st.st_mode));
+	/* the model the job trained: its accuracy on the same test set (the
+	 * job's is a float32 of the PROGRESS frame; a row is 1e-4) */
+	cr_assert_eq(pxrun(&r, 60, "proteus-trainer", pr), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	p = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(p, "%s", r.out);
+	cr_assert_float_eq(json_number_value(json_object_get(p, "accuracy")),
+			   json_number_value(json_object_get(s,
+							     "test_accuracy")),
+			   1e-6, "predict %.300s, the job %s", r.out,
+			   json_dumps(s, 0));
+	json_decref(p);
+	json_decref(s);
+	pxrun_free(&r);
+	/* a directory, a FIFO: refused, nothing asked */
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(ctl(&r, 10, "model", ids, "-o", dir), 2, "%s", r.err);
+	cr_assert(strstr(r.err, "a directory"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "model", ids, "-o", fifo), 2, "%s", r.err);
+	cr_assert(strstr(r.err, "a FIFO"), "%s", r.err);
+	pxrun_free(&r);
+	/* its checkpoint gone (as before the first): exit 4, said so */
+	snprintf(ck, sizeof ck, "%s.jobs/%s/model.pxc", jt.db, ids);
+	cr_assert_eq(unlink(ck), 0, "%s", ck);
+	cr_assert_eq(ctl(&r, 10, "model", ids, "-o", out), 4, "%s", r.err);
+	cr_assert(strstr(r.err, "no checkpoint yet"), "%s", r.err);
+	pxrun_free(&r);
+}
