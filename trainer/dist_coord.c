@@ -35,6 +35,8 @@ struct cmember {
 	bool hotadd_seen;          /* its hot-add latency was counted */
 	bool silent;               /* a sole-copy PS past the heartbeat
 				      timeout, waited for */
+	bool dead;                 /* ... whose process ended (the agent
+				      said so): not waited for */
 };
 
 struct coord {
@@ -737,6 +739,27 @@ expected:
 				break;
 			}
 		break;
+	case WIRE_CMD_GONE:
+		/* a process gone on a live host: its parent knows at once,
+		 * the heartbeat timeout only later.  A PS with the only
+		 * copy of a shard is the job's end, as one silent past
+		 * --sole-copy-timeout is (sole_copy_gone: from the
+		 * checkpoint), now. */
+		mb = find(c, q->node);
+		if (!mb || mb->w.state == WIRE_MEMBER_LOST)
+			break;
+		if (c->started && is_ps(mb) &&
+		    mb->w.state != WIRE_MEMBER_LEAVING &&
+		    sole_copy(c, mb->w.node) >= 0 && c->ckpt_clock >= 0) {
+			out(c, "PS %u, the only copy of shard %d, died",
+			    mb->w.node.v, sole_copy(c, mb->w.node));
+			mb->silent = mb->dead = true;
+			break;
+		}
+		out(c, "node %u (%s) lost: its process ended", mb->w.node.v,
+		    role_name(mb));
+		mark_gone(c, mb, true);
+		break;
 	default:
 		st = PX_EINVAL;
 		why = "unknown command";
@@ -936,20 +959,27 @@ static bool sole_copy_gone(struct coord *c, uint64_t now,
 	uint64_t lim = (uint64_t)c->o->sole_copy_timeout_s * 1000000;
 	char hint[PX_ERRMSG_MAX / 2];
 
-	if (!lim || c->ckpt_clock < 0)
+	if (c->ckpt_clock < 0)
 		return false;
 	for (uint32_t i = 0; i < c->n; i++) {
 		struct cmember *m = &c->m[i];
 
 		if (m->silent && sole_copy(c, m->w.node) < 0)
 			m->silent = false; /* its shards moved meanwhile */
-		if (!m->silent || now - m->last_us < lim)
+		if (!m->silent ||
+		    (!m->dead && (!lim || now - m->last_us < lim)))
 			continue;
 		ckpt_hint(c, hint, sizeof(hint));
-		px_errorf(err, PX_ETIMEDOUT, "PS %u, the only copy of shard "
-			  "%d, silent for %.1f s (--sole-copy-timeout)%s",
-			  m->w.node.v, sole_copy(c, m->w.node),
-			  (double)(now - m->last_us) / 1e6, hint);
+		if (m->dead)
+			px_errorf(err, PX_EIO, "PS %u, the only copy of shard "
+				  "%d, died (its process ended)%s",
+				  m->w.node.v, sole_copy(c, m->w.node), hint);
+		else
+			px_errorf(err, PX_ETIMEDOUT, "PS %u, the only copy of "
+				  "shard %d, silent for %.1f s "
+				  "(--sole-copy-timeout)%s", m->w.node.v,
+				  sole_copy(c, m->w.node),
+				  (double)(now - m->last_us) / 1e6, hint);
 		return true;
 	}
 	return false;

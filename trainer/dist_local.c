@@ -79,6 +79,11 @@ struct local {
 	char agent_ep[DIST_ADDR_MAX + 1]; /* ipc://dir/agent.pull */
 	struct agent_chan *ach;  /* PROGRESS inbox, handshake */
 	bool registered;
+	/* roles that died (killed, or failed): told to the coordinator
+	 * at once (WIRE_CMD_GONE), one command at a time */
+	uint32_t gone[LOCAL_MAX_CHILDREN];
+	uint32_t n_gone;
+	bool gone_out;           /* a GONE is on the wire */
 	uint64_t progress_n;     /* PROGRESS frames received */
 	int64_t last_clock;
 	/* a role that ended on its own and left the job unable to go on */
@@ -261,7 +266,10 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 }
 
 /* Reap the children that ended and copy out what they all wrote (all
- * of it for a reaped one: its pipe is at EOF). */
+ * of it for a reaped one: its pipe is at EOF).  A role that died (a
+ * signal, or a failure: not a leave, which ends with 0 once its work is
+ * handed over) is queued for the coordinator: gone now, not after its
+ * heartbeat timeout. */
 static void reap(struct local *s)
 {
 	for (uint32_t i = 0; i < s->nch; i++) {
@@ -271,8 +279,39 @@ static void reap(struct local *s)
 					    s->ch[i].pid) {
 			s->ch[i].pid = 0;
 			s->ch[i].status = st;
+			if (s->ch[i].kind != CH_COORD &&
+			    (WIFSIGNALED(st) || WEXITSTATUS(st) != 0) &&
+			    s->n_gone < LOCAL_MAX_CHILDREN)
+				s->gone[s->n_gone++] = s->ch[i].node;
 		}
 		pump_child(&s->ch[i]);
+	}
+}
+
+/* Tell the coordinator of the roles that died, one GONE at a time (its
+ * answer taken without waiting).  Nothing before the agent registered:
+ * a role that dies so early is not a member yet. */
+static void tell_gone(struct local *s)
+{
+	struct px_error err;
+	char detail[WIRE_STR_MAX + 1];
+	uint32_t st;
+
+	if (!s->registered)
+		return;
+	if (s->gone_out) {
+		if (agent_chan_answer(s->ach, 0, &st, detail, sizeof detail,
+				      &err) != PX_OK)
+			return;
+		s->gone_out = false;
+		memmove(s->gone, s->gone + 1, --s->n_gone * sizeof *s->gone);
+	}
+	if (s->n_gone) {
+		struct wire_command c = { .op = WIRE_CMD_GONE,
+					  .node = { s->gone[0] } };
+
+		if (agent_chan_send(s->ach, &c, &err) == PX_OK)
+			s->gone_out = true;
 	}
 }
 
@@ -895,6 +934,7 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		}
 		if (!s->registered)
 			agent_register(s);
+		tell_gone(s);
 		agent_poll(s, 10);
 	}
 out_kill:

@@ -124,6 +124,10 @@ enum wire_command_op {
 				  * once any is expected, only expected nodes
 				  * may register */
 	WIRE_CMD_LEAVE,          /* node is warned: gone by deadline_us */
+	WIRE_CMD_GONE,           /* node's process ended without leaving
+				  * (the agent, its parent, saw it die):
+				  * lost now, not after the heartbeat
+				  * timeout */
 	WIRE_CMD_OP_MAX
 };
 

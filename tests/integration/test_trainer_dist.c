@@ -335,13 +335,19 @@ Test(trainer_dist, worker_sigkill_survived, .init = setup,
 	 * three times faster (the join races the job's end otherwise) */
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
 				"180", "--kill-worker-at", "0.8", NULL };
-	json_t *j = run_local(extra);
+	struct pxrun r;
+	json_t *j = run_local_keep(extra, &r);
 
 	cr_assert_eq(num(j, "losses"), 1);
 	cr_assert_eq(num(j, "joins"), 1, "the replacement joins");
 	cr_assert_gt(num(j, "recovery_ms_max"), 0);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	/* lost when its process ended (local, its parent, saw it), not
+	 * after the heartbeat timeout */
+	cr_assert(strstr(r.err, "lost: its process ended"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "lost: no heartbeat"), "%s", r.err);
 	json_decref(j);
+	pxrun_free(&r);
 }
 
 /* The promoted backup goes on with the state the active forwarded (the
@@ -741,9 +747,10 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 }
 
 /* In stage 1 a PS that really died (SIGKILL) holds the only copy of a
- * shard: with a checkpoint written, the job fails at --sole-copy-timeout
- * (not the far longer --stall-timeout), naming the checkpoint to resume
- * from, and resumed from it, it finishes. */
+ * shard: with a checkpoint written, the job fails as soon as local (its
+ * parent) tells the coordinator the process ended (not after
+ * --sole-copy-timeout, nor the far longer --stall-timeout), naming the
+ * checkpoint to resume from, and resumed from it, it finishes. */
 Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
      .fini = teardown, .timeout = 60)
 {
@@ -765,7 +772,9 @@ Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
 	snprintf(hint, sizeof(hint), "run the job again with --resume %s", ck);
 	run_local_raw(die, &r);
 	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
-	cr_assert_not_null(strstr(r.err, "(--sole-copy-timeout); the "
+	/* local saw it die: the job fails at once, not after the
+	 * --sole-copy-timeout a silent PS gets */
+	cr_assert_not_null(strstr(r.err, "died (its process ended); the "
 				  "checkpoint of clock"), "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "the only copy of shard"), "%s",
 			   r.err);
