@@ -323,6 +323,20 @@ static void node_notice(void *ctx, uint64_t id, int64_t gone_ms,
 	}
 }
 
+/* The world's hook: instance id's node ended on its own (its process
+ * gone): each of its roles is lost now (WIRE_CMD_GONE), not after its
+ * heartbeat timeout. */
+static void node_ended(void *ctx, uint64_t id)
+{
+	struct job *j = ctx;
+	struct wire_command c = { .op = WIRE_CMD_GONE };
+
+	for (int k = 0; k <= j->req.trainer.workers_per_instance; k++) {
+		c.node.v = (uint32_t)(id * NODE_STRIDE) + (uint32_t)k;
+		cmd_queue(j, &c);
+	}
+}
+
 /* ---- the agent channel ---- */
 
 static enum px_err agent_open(struct job *j, struct px_error *err)
@@ -833,6 +847,7 @@ void job_trainer_hooks(struct job *j, struct world_hooks *h)
 {
 	h->command = node_command;
 	h->notice = node_notice;
+	h->ended = node_ended;
 	h->adopted = node_adopted;
 	h->ctx = j;
 	h->ready_on_report = true;

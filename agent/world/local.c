@@ -683,6 +683,8 @@ static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 
 		w->v[i] = w->v[--w->n];
 		if (ready) {
+			if (w->s.hooks.ended)
+				w->s.hooks.ended(w->s.hooks.ctx, id);
 			e = ctrl_err(w, ctrl_gone(w->c, t, id, "lost"), err);
 		} else {
 			/* it never started: its own failure, not the

@@ -107,6 +107,11 @@ struct world_hooks {
 	/* Instance id's node failed to start: how it ended ("exited with
 	 * status 1"); the world ends it with ctrl_failed.  May be NULL. */
 	void (*start_failed)(void *ctx, uint64_t id, const char *how);
+	/* Instance id's node, which had worked, ended without being told
+	 * to leave (its process gone: killed, or failed): the owner tells
+	 * the coordinator at once, before the roles' heartbeats time out.
+	 * May be NULL. */
+	void (*ended)(void *ctx, uint64_t id);
 	/* Instance req was adopted after a restart, or the job's
 	 * coordinator was restarted (its node runs and will register with
 	 * the new coordinator): the owner expects it as it expects a node

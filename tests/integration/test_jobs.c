@@ -684,6 +684,74 @@ Test(jobs, warned_leaves_are_not_losses)
 	cancel(id);
 }
 
+static void wait_progress(int64_t id);
+
+/* A spot instance of job id whose node is ready and was neither warned
+ * nor let go (the latest), or -1. */
+static int64_t quiet_spot_instance(int64_t id)
+{
+	char q[1024];
+
+	snprintf(q, sizeof q, "SELECT json_extract(e.detail, '$.instance') "
+		 "FROM events e WHERE e.job_id = %lld AND e.kind = 'ready' "
+		 "AND json_extract(e.detail, '$.reliable') = 0 AND NOT EXISTS "
+		 "(SELECT 1 FROM events f WHERE f.job_id = e.job_id AND f.id > "
+		 "e.id AND f.kind <> 'ready' AND json_extract(f.detail, "
+		 "'$.instance') = json_extract(e.detail, '$.instance')) "
+		 "ORDER BY e.id DESC LIMIT 1", (long long)id);
+	return sql_int(q);
+}
+
+static void kill_it(pid_t pid, void *ctx)
+{
+	int *n = ctx;
+
+	if (kill(pid, SIGKILL) == 0)
+		(*n)++;
+}
+
+/* A node (a spot instance's process) SIGKILLed on a live host: the
+ * daemon reaps it and tells the coordinator at once (GONE), so each of
+ * its roles is lost "its process ended", none after the heartbeat
+ * timeout; the controller replaces it and the job ends well.  (A node
+ * that a market eviction warns meanwhile leaves instead: another is
+ * tried.) */
+Test(jobs, a_killed_nodes_roles_are_lost_at_once)
+{
+	json_t *st;
+	int64_t id;
+	int ended = 0;
+
+	daemon_up();
+	write_job(300, NULL);
+	id = submit();
+	wait_progress(id);
+	for (int tries = 0; tries < 5 && !ended; tries++) {
+		int64_t inst = -1;
+		char node[48];
+		int killed = 0;
+
+		for (int i = 0; i < 200 && inst < 0; i++) {
+			inst = quiet_spot_instance(id);
+			if (inst < 0)
+				sleep_ms(50);
+		}
+		cr_assert_geq(inst, 0, "no quiet spot node in 10 s");
+		snprintf(node, sizeof node, "--node %lld ",
+			 (long long)inst * 100);
+		(void)each_argv("proteus-trainer node", node, kill_it, &killed);
+		for (int i = 0; i < 60 && killed && !ended; i++) {
+			sleep_ms(50);
+			ended = log_count(id, "lost: its process ended");
+		}
+	}
+	cr_assert_gt(ended, 0, "the coordinator never heard a node died");
+	cr_assert_eq(log_count(id, ") lost: no heartbeat"), 0);
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	json_decref(st);
+}
+
 /* Wait until job id has trained a clock (10 s at most). */
 static void wait_progress(int64_t id)
 {
