@@ -505,6 +505,36 @@ static int push_timeout_ms(const struct dist_opts *o)
 	return ms > 1000 ? 1000 : ms ? (int)ms : 1;
 }
 
+/* Wait until q (shard s's active, was) can take a frame, at most ms,
+ * taking the coordinator's broadcasts meanwhile: false when a new map
+ * moved the shard elsewhere first (its PS died and the backup was
+ * promoted: the coordinator hears of a death at once, and a push to the
+ * dead PS would wait out its whole time).  True otherwise, also when the
+ * time is up (the send then times out as it would have). */
+static bool push_wait(struct worker *w, struct net_sock *q, uint32_t s,
+		      struct wire_node was, int ms)
+{
+	uint64_t until = px_now_mono_us() + (uint64_t)ms * 1000;
+
+	for (;;) {
+		struct nn_pollfd pf[2] = {
+			{ .fd = net_nn_socket(q), .events = NN_POLLOUT },
+			{ .fd = net_nn_socket(w->sub), .events = NN_POLLIN },
+		};
+		int left = dist_ms_until(until, ms);
+
+		if (left <= 0 || nn_poll(pf, 2, left) <= 0 ||
+		    (pf[0].revents & NN_POLLOUT))
+			return true;
+		if (pf[1].revents & NN_POLLIN) {
+			on_sub(w);
+			beat(w);
+		}
+		if (s >= w->nshards || !wire_node_eq(w->map[s].active, was))
+			return false;
+	}
+}
+
 static enum px_err push_all(struct worker *w, uint32_t n,
 			    struct px_error *err)
 {
@@ -535,8 +565,13 @@ static enum px_err push_all(struct worker *w, uint32_t n,
 		/* a PS that just died can stall the send, and a worker
 		 * silent for hb_timeout_ms is lost: a heartbeat when due,
 		 * then at most half that (a shard's update that times out
-		 * is dropped, as a lost clock would be) */
+		 * is dropped, as a lost clock would be); a new map that
+		 * moves the shard meanwhile sends it to the new holder */
 		beat(w);
+		if (!push_wait(w, q, s, sh->active, push_timeout_ms(w->o))) {
+			s--;   /* again, to where the map says now */
+			continue;
+		}
 		e = net_send_range(q, WIRE_PUSH, 0, sh->active, w->clock, s, 0,
 				   w->upd + sh->offset, sh->count,
 				   push_timeout_ms(w->o), err);
