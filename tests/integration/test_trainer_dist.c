@@ -463,6 +463,29 @@ Test(trainer_dist, stalled_worker_rejoins, .init = setup,
 	json_decref(j);
 }
 
+/* A stalled process is not a dead one: a worker SIGSTOPped well within
+ * the heartbeat timeout is no loss (its parent reports only deaths,
+ * docs/protocol.md COMMAND GONE; worker_sigkill_survived has a kill). */
+Test(trainer_dist, a_short_stall_is_no_loss, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *stall[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"120", "--pause-worker-at", "0.5",
+				"--pause-for", "0.5", "--hb-timeout", "4000",
+				NULL };
+	struct pxrun r;
+	json_t *j = run_local_keep(stall, &r);
+
+	cr_assert_eq(num(j, "losses"), 0, "%s", r.err);
+	cr_assert_eq(num(j, "joins"), 0, "%s", r.err);
+	cr_assert(strstr(r.err, "SIGCONT"), "the worker was not stalled: %s",
+		  r.err);
+	cr_assert_null(strstr(r.err, "lost"), "%s", r.err);
+	epochs_done(j, 120, 2);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
 /* An ActivePS stalled past the heartbeat timeout in stage 2 is declared
  * lost, its shards go to their backups; when it runs again it drops its
  * stale copy and registers again instead of exiting. */
