@@ -35,8 +35,6 @@ struct cmember {
 	bool hotadd_seen;          /* its hot-add latency was counted */
 	bool silent;               /* a sole-copy PS past the heartbeat
 				      timeout, waited for */
-	bool dead;                 /* ... whose process ended (the agent
-				      said so): not waited for */
 };
 
 struct coord {
@@ -96,6 +94,13 @@ struct coord {
 	float *mom;                /* a checkpoint's momentum: zeros (the
 				      optimizer's runs on the workers) */
 	float *ck_w, *ck_v;        /* --resume: what the PS nodes fetch */
+	/* partial recovery: the last whole state pulled (an evaluation's
+	 * or a checkpoint's), from which a shard with no copy left is
+	 * reloaded on another PS while the others keep theirs */
+	float *snap;
+	int64_t snap_clock;        /* its clock; -1: none yet */
+	bool reload[DIST_MAX_SHARDS]; /* served from snap, not ck_w */
+	uint32_t partials;         /* shards reloaded so */
 	int64_t pulled_at;         /* c->params holds every update before
 				      this clock ... */
 	uint64_t pulled_samples;   /* ... after this many samples */
@@ -290,8 +295,30 @@ static struct wire_node pick_backup(struct coord *c, struct wire_node not,
 	return nr ? r[s % nr] : WIRE_NODE_ALL;
 }
 
-/* A PS is gone without handing off: promote backups of its shards.
- * Returns false when a shard has no copy left. */
+/* A live PS other than not to hold shard s anew (its copies lost),
+ * or WIRE_NODE_ALL. */
+static struct wire_node pick_holder(struct coord *c, struct wire_node not,
+				    uint32_t s)
+{
+	struct wire_node r[DIST_MAX_NODES];
+	uint32_t nr = 0;
+
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct cmember *m = &c->m[i];
+
+		if (is_ps(m) && alive(m) &&
+		    m->w.state != WIRE_MEMBER_LEAVING &&
+		    !wire_node_eq(m->w.node, not))
+			r[nr++] = m->w.node;
+	}
+	return nr ? r[s % nr] : WIRE_NODE_ALL;
+}
+
+/* A PS is gone without handing off: promote backups of its shards.  A
+ * shard with no backup is reloaded on another PS from the last state
+ * pulled (partial recovery: the other shards keep their values).
+ * Returns false when a shard has no copy left and cannot be reloaded
+ * (no state pulled yet, or no PS left). */
 static bool ps_lost(struct coord *c, struct wire_node n)
 {
 	bool ok = true;
@@ -301,7 +328,21 @@ static bool ps_lost(struct coord *c, struct wire_node n)
 
 		if (wire_node_eq(sh->active, n)) {
 			if (wire_node_eq(sh->backup, WIRE_NODE_ALL)) {
-				ok = false;
+				struct wire_node h = pick_holder(c, n, s);
+
+				if (c->snap_clock < 0 ||
+				    wire_node_eq(h, WIRE_NODE_ALL)) {
+					ok = false;
+					continue;
+				}
+				sh->active = h;
+				sh->backup = pick_backup(c, h, s);
+				c->reload[s] = true;
+				c->partials++;
+				out(c, "shard %u: no copy left: reloaded on PS "
+				    "%u from the state of clock %" PRId64
+				    " (partial recovery)", s, h.v,
+				    c->snap_clock);
 				continue;
 			}
 			sh->active = sh->backup;
@@ -615,7 +656,8 @@ static void on_register(struct coord *c, struct wire_msg *req)
 }
 
 /* A PS of a resumed job fetches the state of its first shards here: the
- * checkpoint's parameters. */
+ * checkpoint's parameters; and a PS given a shard whose every copy was
+ * lost, the last state pulled (partial recovery). */
 static void serve_resume(struct coord *c, const struct wire_msg *m)
 {
 	const struct wire_pull *q = &m->u.pull;
@@ -624,11 +666,17 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 					      ? &c->map[q->shard] : NULL;
 	struct px_error err;
 
-	if (mb && is_ps(mb) && alive(mb) && c->stage_epoch && sh &&
+	/* a shard reloaded after its every copy was lost: the last state
+	 * pulled; a resumed job's first shards, before any clock: the
+	 * checkpoint's (not later: the shard's copies have moved on) */
+	const float *from = sh && c->reload[q->shard] ? c->snap :
+			    c->min_clock == c->resumed_from ? c->ck_w : NULL;
+
+	if (mb && is_ps(mb) && alive(mb) && c->stage_epoch && sh && from &&
 	    q->offset <= sh->count && q->count <= sh->count - q->offset) {
 		if (net_send_range(c->rep, WIRE_PARAMS, 0, m->hdr.sender,
 				   c->min_clock, q->shard, q->offset,
-				   c->ck_w + sh->offset + q->offset,
+				   from + sh->offset + q->offset,
 				   q->count, 1000, &err) != PX_OK)
 			dist_logf(c->o, LOG_LVL_WARN,
 				  "checkpoint state to %u: %s",
@@ -741,21 +789,11 @@ expected:
 		break;
 	case WIRE_CMD_GONE:
 		/* a process gone on a live host: its parent knows at once,
-		 * the heartbeat timeout only later.  A PS with the only
-		 * copy of a shard is the job's end, as one silent past
-		 * --sole-copy-timeout is (sole_copy_gone: from the
-		 * checkpoint), now. */
+		 * the heartbeat timeout only later (a PS with the only copy
+		 * of a shard: the shard is reloaded elsewhere, ps_lost) */
 		mb = find(c, q->node);
 		if (!mb || mb->w.state == WIRE_MEMBER_LOST)
 			break;
-		if (c->started && is_ps(mb) &&
-		    mb->w.state != WIRE_MEMBER_LEAVING &&
-		    sole_copy(c, mb->w.node) >= 0 && c->ckpt_clock >= 0) {
-			out(c, "PS %u, the only copy of shard %d, died",
-			    mb->w.node.v, sole_copy(c, mb->w.node));
-			mb->silent = mb->dead = true;
-			break;
-		}
 		out(c, "node %u (%s) lost: its process ended", mb->w.node.v,
 		    role_name(mb));
 		mark_gone(c, mb, true);
@@ -785,7 +823,7 @@ static void on_rep(struct coord *c)
 			on_register(c, &m);
 		} else if (m.hdr.type == WIRE_COMMAND) {
 			on_command(c, &m);
-		} else if (m.hdr.type == WIRE_PULL && c->ck_w) {
+		} else if (m.hdr.type == WIRE_PULL) {
 			serve_resume(c, &m);
 		} else {
 			(void)dist_ack(c->rep, &m, c->min_clock, PX_EINVAL,
@@ -950,36 +988,42 @@ static bool watchdog(struct coord *c, uint64_t now, struct px_error *err)
 }
 
 /* A PS holding the only copy of a shard, silent past --sole-copy-timeout
- * while a checkpoint of this run exists: most likely gone, so the job
- * fails now, naming the checkpoint to resume from (local --max-restarts
- * does), instead of waiting --stall-timeout.  Whether the job failed. */
+ * while a checkpoint of this run exists: most likely gone.  With a state
+ * pulled to reload its shards from, it is declared lost (partial
+ * recovery, ps_lost); else the job fails now, naming the checkpoint to
+ * resume from (local --max-restarts does), instead of waiting
+ * --stall-timeout.  Whether the job failed. */
 static bool sole_copy_gone(struct coord *c, uint64_t now,
 			   struct px_error *err)
 {
 	uint64_t lim = (uint64_t)c->o->sole_copy_timeout_s * 1000000;
 	char hint[PX_ERRMSG_MAX / 2];
 
-	if (c->ckpt_clock < 0)
+	if (!lim || c->ckpt_clock < 0)
 		return false;
 	for (uint32_t i = 0; i < c->n; i++) {
 		struct cmember *m = &c->m[i];
 
 		if (m->silent && sole_copy(c, m->w.node) < 0)
 			m->silent = false; /* its shards moved meanwhile */
-		if (!m->silent ||
-		    (!m->dead && (!lim || now - m->last_us < lim)))
+		if (!m->silent || now - m->last_us < lim)
 			continue;
+		if (c->snap_clock >= 0) {
+			out(c, "PS %u, the only copy of shard %d, silent for "
+			    "%.1f s (--sole-copy-timeout): lost", m->w.node.v,
+			    sole_copy(c, m->w.node),
+			    (double)(now - m->last_us) / 1e6);
+			m->silent = false;
+			mark_gone(c, m, true);
+			if (c->done)
+				break;
+			continue;
+		}
 		ckpt_hint(c, hint, sizeof(hint));
-		if (m->dead)
-			px_errorf(err, PX_EIO, "PS %u, the only copy of shard "
-				  "%d, died (its process ended)%s",
-				  m->w.node.v, sole_copy(c, m->w.node), hint);
-		else
-			px_errorf(err, PX_ETIMEDOUT, "PS %u, the only copy of "
-				  "shard %d, silent for %.1f s "
-				  "(--sole-copy-timeout)%s", m->w.node.v,
-				  sole_copy(c, m->w.node),
-				  (double)(now - m->last_us) / 1e6, hint);
+		px_errorf(err, PX_ETIMEDOUT, "PS %u, the only copy of shard "
+			  "%d, silent for %.1f s (--sole-copy-timeout)%s",
+			  m->w.node.v, sole_copy(c, m->w.node),
+			  (double)(now - m->last_us) / 1e6, hint);
 		return true;
 	}
 	return false;
@@ -1061,6 +1105,13 @@ static enum px_err pull_state(struct coord *c, struct px_error *err)
 	c->pulled_samples = samples_done(c);
 	for (uint32_t s = 0; e == PX_OK && s < c->nshards; s++)
 		e = pull_shard(c, s, c->pulled_at, c->params, err);
+	if (e == PX_OK && c->snap) {
+		/* whole: the next loss of a shard's every copy reloads
+		 * from here */
+		memcpy(c->snap, c->params, c->nparams * sizeof(float));
+		c->snap_clock = c->pulled_at;
+		memset(c->reload, 0, sizeof c->reload);
+	}
 	return e;
 }
 
@@ -1208,7 +1259,7 @@ static int print_result(struct coord *c)
 
 	/* null when the test set was never evaluated (an error) */
 	j = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:f, s:I, s:I, s:I, s:i, "
-		      "s:i, s:i, s:i, s:i, s:I, s:f, s:f, s:I, s:i, s:f, "
+		      "s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f, s:I, s:i, s:f, "
 		      "s:f, s:o, s:i}",
 		      "model", model_kind_name(c->o->train.model),
 		      "workers", (int)c->o->workers, "ps", (int)c->o->ps,
@@ -1225,6 +1276,7 @@ static int print_result(struct coord *c)
 		      "joins", (int)c->joins, "losses", (int)c->losses,
 		      "leaves", (int)c->leaves,
 		      "promotions", (int)c->promotions,
+		      "partial_recoveries", (int)c->partials,
 		      "stage_changes", (int)c->stage_changes,
 		      "max_staleness", (json_int_t)c->max_staleness,
 		      "recovery_ms_max", c->recovery_ms_max,
@@ -1307,7 +1359,9 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 	kern_cpu_set_threads(o->train.threads > 0 ? o->train.threads : 1);
 	c->nparams = c->d.n_params;
 	c->params = px_calloc(c->nparams, sizeof(float));
-	if (!c->params)
+	c->snap = px_calloc(c->nparams, sizeof(float));
+	c->snap_clock = -1;
+	if (!c->params || !c->snap)
 		return px_errorf(err, PX_ENOMEM, "parameters");
 	e = model_ctx_new(&c->d, &kern_cpu_ops, NULL, TRAIN_EVAL_BATCH,
 			  &c->mc, err);
@@ -1358,6 +1412,8 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 				   (double)c->clocks_per_epoch *
 				   (double)c->n_train);
 		memcpy(c->params, c->ck_w, c->nparams * sizeof(float));
+		memcpy(c->snap, c->ck_w, c->nparams * sizeof(float));
+		c->snap_clock = have.clock;
 		e = test_eval(c, &c->last_loss, &c->last_acc, err);
 		if (e != PX_OK)
 			return e;
@@ -1511,6 +1567,7 @@ out_free:
 	free(c->mom);
 	free(c->ck_w);
 	free(c->ck_v);
+	free(c->snap);
 	data_release(&c->test);
 	data_prep_release(&c->prep);
 	wire_ctx_free(c->ctx);

@@ -563,13 +563,23 @@ static void fetch_missing(struct ps *p)
 				  "checkpoint", s);
 			continue;
 		}
-		if (!sh->active || wire_node_eq(ws->backup, WIRE_NODE_ALL) ||
-		    wire_node_eq(ws->backup, p->o->node))
+		if (!sh->active)
 			continue;
-		if (fetch_from_backup(p, s))
+		if (!wire_node_eq(ws->backup, WIRE_NODE_ALL) &&
+		    !wire_node_eq(ws->backup, p->o->node) &&
+		    fetch_from_backup(p, s)) {
 			dist_logf(p->o, LOG_LVL_NOTICE,
 				  "shard %u: state fetched from "
 				  "backup %u", s, ws->backup.v);
+			continue;
+		}
+		/* no copy of it left anywhere: the coordinator has the
+		 * last state it pulled (partial recovery); it refuses
+		 * when it reloaded no such shard */
+		if (fetch_state(p, p->creq, coord, s) == PX_OK)
+			dist_logf(p->o, LOG_LVL_NOTICE,
+				  "shard %u: state reloaded from the "
+				  "coordinator (every copy was lost)", s);
 	}
 }
 

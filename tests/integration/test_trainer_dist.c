@@ -769,46 +769,32 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 	pxrun_free(&r);
 }
 
-/* In stage 1 a PS that really died (SIGKILL) holds the only copy of a
- * shard: with a checkpoint written, the job fails as soon as local (its
- * parent) tells the coordinator the process ended (not after
- * --sole-copy-timeout, nor the far longer --stall-timeout), naming the
- * checkpoint to resume from, and resumed from it, it finishes. */
-Test(trainer_dist, sole_ps_death_resumed_from_checkpoint, .init = setup,
+/* In stage 1 a PS that really died (SIGKILL) holds the only copy of its
+ * shards: local (its parent) tells the coordinator at once, which
+ * reloads those shards alone on the live PS from the last state it
+ * pulled (partial recovery: the others keep their values), and the job
+ * goes on without a restart and finishes with its epochs. */
+Test(trainer_dist, sole_ps_death_reloads_only_its_shards, .init = setup,
      .fini = teardown, .timeout = 60)
 {
-	char ck[600], hint[700];
+	char ck[600];
 	/* 120 epochs: the job outlasts the kill at 0.5 s on a fast
 	 * machine (40 ended before it, now and then) */
 	const char *die[] = { "--workers", "2", "--ps", "2", "--epochs", "120",
 			      "--kill-ps-at", "0.5", "--stall-timeout", "50",
-			      "--sole-copy-timeout", "2",
 			      "--checkpoint", ck, "--checkpoint-every", "5",
 			      NULL };
-	const char *resume[] = { "--workers", "2", "--ps", "2", "--epochs",
-				 "120", "--resume", ck, NULL };
 	struct pxrun r;
-	json_t *j, *h;
-	int64_t at;
+	json_t *j;
 
 	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
-	snprintf(hint, sizeof(hint), "run the job again with --resume %s", ck);
-	run_local_raw(die, &r);
-	cr_assert_eq(r.status, 1, "%d: %s", r.status, r.err);
-	/* local saw it die: the job fails at once, not after the
-	 * --sole-copy-timeout a silent PS gets */
-	cr_assert_not_null(strstr(r.err, "died (its process ended); the "
-				  "checkpoint of clock"), "%s", r.err);
-	cr_assert_not_null(strstr(r.err, "the only copy of shard"), "%s",
-			   r.err);
-	cr_assert_not_null(strstr(r.err, hint), "%s", r.err);
-	pxrun_free(&r);
-	h = ckpt_header(ck);
-	at = json_integer_value(json_object_get(h, "clock"));
-	cr_assert(at > 0 && at < CLOCKS(120), "clock %lld", (long long)at);
-	json_decref(h);
-	j = run_local_keep(resume, &r);
-	cr_assert_eq(num(j, "resumed_from"), (double)at);
+	j = run_local_keep(die, &r);
+	cr_assert_eq(num(j, "losses"), 1, "%s", r.err);
+	cr_assert_geq(num(j, "partial_recoveries"), 1, "%s", r.err);
+	cr_assert_eq(num(j, "promotions"), 0, "stage 1 has no backups");
+	cr_assert(strstr(r.err, "(partial recovery)"), "%s", r.err);
+	cr_assert(strstr(r.err, "state reloaded from the coordinator"), "%s",
+		  r.err);
 	cr_assert_eq(num(j, "clocks"), CLOCKS(120));
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	json_decref(j);
