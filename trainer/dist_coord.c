@@ -1433,11 +1433,14 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 			e = progress(c, true, false, err);
 			next_eval += c->clocks_per_epoch;
 			next_prog = now + 1000000;
-		} else if (now >= next_prog || c->progress_now) {
+		} else if (now >= next_prog || (c->progress_now &&
+						now + 950000 >= next_prog)) {
 			/* a node that read its notice: the daemon's
 			 * controller may replace it now (measured: 0.46 s
 			 * median, 28 market s at 60x, waiting for the
-			 * second's report; docs/benchmarks.md) */
+			 * second's report; docs/benchmarks.md), 50 ms
+			 * after the last report at the soonest (a fleet's
+			 * release is a burst of leaves) */
 			c->progress_now = false;
 			e = progress(c, false, false, err);
 			next_prog = now + 1000000;

@@ -37,65 +37,18 @@ probe="$here/tests/bench/ec2_notice_probe.py"
 rm -rf "$run"
 mkdir -p "$run/instances" "$run/out"
 fake= daemon=
-# the daemon, then the fake (its stdin's end ends every instance), then
-# anything still working in the instances' directories
-cleanup() {
-	set +e
-	if [ -n "$daemon" ]; then
-		kill "$daemon" 2>/dev/null
-		wait "$daemon" 2>/dev/null
-	fi
-	exec 3>&- 2>/dev/null
-	if [ -n "$fake" ]; then
-		i=0
-		while kill -0 "$fake" 2>/dev/null && [ $i -lt 100 ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		kill -9 "$fake" 2>/dev/null
-		wait "$fake" 2>/dev/null
-	fi
-	for p in /proc/[0-9]*; do
-		case $(readlink "$p/cwd" 2>/dev/null) in
-		"$run/instances"/*) kill -9 "${p#/proc/}" 2>/dev/null ;;
-		esac
-	done
-}
-trap cleanup EXIT
+trap demo_stop_all EXIT
 trap 'exit 130' INT TERM
 
 origin=$(date +%s)
-day=$((origin - 86400))
-hour=$((origin - 3600))
-cat > "$run/market.json" <<JSON
-[{"type": "c4.large", "zone": "*", "price": 0.031, "ts": $day},
- {"type": "m4.large", "zone": "*", "price": 0.037, "ts": $day},
- {"type": "c4.large", "zone": "us-east-1b", "price": 0.029, "ts": $hour}]
-JSON
+demo_ec2_market "$run/market.json"
 demo_start_fake --timeout 3600 \
 	--region us-east-1 --speedup "$speedup" --clock-origin "$origin" \
 	--bill-from launch --boot-seconds 20 --market "$run/market.json" \
 	--ondemand "$od" --instance-dir "$run/instances" \
 	--identity-cert "$run/identity.pem"
 url="http://127.0.0.1:$port/"
-cat > "$run/proteusd.conf" <<CONF
-db $run/proteus.db
-control_socket $sock
-log_level notice
-region us-east-1
-ec2_endpoint $url
-ec2_ami ami-0123456789abcdef0
-ec2_subnets us-east-1a=subnet-0000000000000000a,us-east-1b=subnet-0000000000000000b
-ec2_security_groups sg-0123456789abcdef0
-ec2_instance_profile proteus-node
-head_address 127.0.0.1
-trainer_ports 29300-29599
-ec2_node_trainer $BUILD/proteus-trainer
-ec2_clock_speedup $speedup
-ec2_clock_origin $origin
-ec2_identity_cert $run/identity.pem
-ec2_price_poll_s 60
-CONF
+demo_ec2_conf 29300-29599
 demo_start_ec2_daemon
 demo_wait_daemon
 
@@ -148,12 +101,11 @@ rebalance)
 	echo "ec2_notice.sh: mode '$mode': notice, acquire or rebalance" >&2
 	exit 2 ;;
 esac
-curl -sf "${url}_ctl?cmd=state" > "$run/fake_state.json" || true
-kill "$daemon"
-wait "$daemon" 2>/dev/null || true
-daemon=
-exec 3>&-
-wait "$fake" 2>/dev/null || true
-fake=
+demo_end_run
 grep '^{' "$run/fake.out" | tail -1 > "$run/fake_summary.json" || true
 python3 "$probe" --report "$mode" --run "$run" "$run"/out/*.json
+if [ "$mode" = notice ]; then
+	# the replacements' acquire to first update (hot-added nodes)
+	echo
+	python3 "$probe" --report acquire "$run"/out/*.json
+fi

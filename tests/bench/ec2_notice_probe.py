@@ -39,7 +39,9 @@ import sys
 import threading
 import time
 import urllib.error
-import urllib.request
+
+import ec2_fleet_probe
+from ec2_fleet_probe import fake_get
 
 POLL_S = 0.02
 
@@ -95,18 +97,12 @@ class Tail(threading.Thread):
         return None
 
 
-def fake_get(url, cmd):
-    with urllib.request.urlopen(url + '_ctl?cmd=' + cmd, timeout=30) as r:
-        return json.loads(r.read())
-
-
 def fake_post(url, obj):
-    req = urllib.request.Request(url + '_ctl', data=json.dumps(obj).encode(), method='POST',
-                                 headers={'Content-Type': 'application/json'})
+    """The fake's answer to a ctl command; {'error': ...} if it refused
+    it (e.g. "is shutting-down, not running")."""
     try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as e:   # e.g. "is shutting-down, not running"
+        return ec2_fleet_probe.fake_post(url, obj)
+    except urllib.error.HTTPError as e:
         return {'error': e.read().decode('utf-8', 'replace')}
 
 

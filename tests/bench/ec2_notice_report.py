@@ -177,7 +177,8 @@ def acquire(recs, bad):
     steps = [('running', 'RunInstances answered (`launch`, EC2\'s launch time) -> running (the fake\'s boot)'),
              ('enrolled', 'running -> enrolled (user data, IMDS, node start, enrollment; the daemon\'s `enrolled`)'),
              ('joined', 'enrolled -> joined (`node N registered as ps`)'),
-             ('first', 'joined -> first update (`node N+1: first clock`)'),
+             ('wait', 'joined -> the job\'s start (`job started`; initial nodes only: the coordinator waits for the fleet)'),
+             ('first', 'joined (or the job\'s start, if later) -> first update (`node N+1: first clock`)'),
              ('total', 'launch -> first update')]
     rows = {s: [] for s, _ in steps}
     groups = {'initial': {s: [] for s, _ in steps}, 'replacement': {s: [] for s, _ in steps}}
@@ -187,6 +188,7 @@ def acquire(recs, bad):
         market = lambda real: t0 + (real - t0) * k  # noqa: E731
         start = events(r, 'start')
         enr = {d.get('instance'): at for at, d in events(r, 'enrolled')}
+        started = find(r, r'^job started:', COORD)
         for at, d in events(r, 'launch'):
             cid = d['instance']
             iid = r['by_ctrl'].get(cid)
@@ -202,10 +204,13 @@ def acquire(recs, bad):
             f = find(r, r'^node %d: first clock' % (cid * 100 + 1), COORD)
             jm = market(j) if j else None
             fm = market(f) if f else None
+            sm = market(started) if started else None
+            wait = sm - jm if jm and sm and sm > jm else None
             got = {'running': run_m - at if run_m else None,
                    'enrolled': enr_m - run_m if enr_m and run_m else None,
                    'joined': jm - enr_m if jm and enr_m else None,
-                   'first': fm - jm if fm and jm else None,
+                   'wait': wait,
+                   'first': fm - (sm if wait else jm) if fm and jm else None,
                    'total': fm - at if fm else None}
             if con is None or enr_m is None:
                 bad.append('%s: instance %d (%s) did not enroll' % (r['name'], cid, iid))
@@ -231,8 +236,9 @@ def acquire(recs, bad):
     for g in ('initial', 'replacement'):
         v = groups[g]
         if any(x is not None for x in v['total']):
-            print('| %s instances: boot / enroll / join / first update / total, median market s | '
-                  '%s / %s / %s / %s / %s | %d |' % (g, *(fmt(med(v[s]), 1) for s, _ in steps),
+            print('| %s instances: boot / enroll / join / wait for the start / first update / total, '
+                  'median market s | %s / %s / %s / %s / %s / %s | | | %d |' % (
+                      g, *(fmt(med(v[s]), 1) for s, _ in steps),
                                                      sum(x is not None for x in v['total'])))
     c = rows.get('console_vs_event', [])
     print('| the node\'s `enroll: ... enrolled` line after the daemon\'s event, market s (median / worst) | '
@@ -244,10 +250,10 @@ def rebalance(recs, bad):
     for r in recs:
         setting, lead = r['name'].split('-')[1:3]
         by.setdefault((lead, setting), []).append(r)
-    print('| scenario | rebalance | job, market s (real s) | cost, $ | losses / clocks re-sent | '
+    print('| scenario | rebalance | job, market s; real s | cost, $ | losses / clocks re-sent | '
           'fleet below target, market s | replacements rented | the node left on the recommendation | '
-          'the interruption found the instance |')
-    print('|---|---|---|---|---|---|---|---|---|')
+          'the interruption found the instance | the recommended instance: its bill, $ (ended by) |')
+    print('|---|---|---|---|---|---|---|---|---|---|')
     order = sorted(by, key=lambda x: (x[0] == 'none', int(x[0]) if x[0] != 'none' else 0, x[1]))
     for lead, setting in order:
         rs = by[(lead, setting)]
@@ -271,8 +277,9 @@ def rebalance(recs, bad):
             left = find(r, r'imds: rebalance recommendation at .*: the roles leave', console(p['iid']),
                         p['t_post0']) is not None
             found = p.get('int_posted') if lead != 'none' else None
+            v = r['inst'].get(p['iid'], {})
             cells.append((jm, jr, st.get('cost_usd', 0), st.get('losses', 0), clocks_resent(r) or 0,
-                          below, repl, left, found))
+                          below, repl, left, found, v.get('billed_uusd', 0) / 1e6, v.get('ended_by')))
             if st.get('losses'):
                 bad.append('%s: %d losses' % (r['name'], st['losses']))
             if st.get('state') != 'done':
@@ -282,15 +289,21 @@ def rebalance(recs, bad):
         if not cells:
             continue
         col = lambda i: [c[i] for c in cells]  # noqa: E731
-        print('| %s | %s | %s (%s) | %s | %s / %s | %s | %s | %s | %s |' % (
+
+        def spread(i, nd):
+            v = [x for x in col(i) if x is not None]
+            return fmt(med(v), nd) + (' (%s-%s)' % (fmt(min(v), nd), fmt(max(v), nd)) if len(v) > 1 else '')
+
+        print('| %s | %s | %s; real %s | %s | %s / %s | %s | %s | %s | %s | %s (%s) |' % (
             'false alarm (no interruption)' if lead == 'none' else 'interruption %s market s later' % lead,
-            setting, fmt(med(col(0)), 0), fmt(med(col(1)), 1), fmt(med(col(2)), 4),
-            fmt(med(col(3)), 0), fmt(med(col(4)), 0), fmt(med(col(5)), 0), fmt(med(col(6)), 0),
+            setting, spread(0, 0), fmt(med(col(1)), 1), spread(2, 4),
+            fmt(med(col(3)), 0), fmt(med(col(4)), 0), spread(5, 0), spread(6, 0),
             '/'.join('yes' if x else 'no' for x in col(7)),
-            '-' if lead == 'none' else '/'.join('yes' if x else 'no (ended already)' for x in col(8))))
+            '-' if lead == 'none' else '/'.join('yes' if x else 'no (ended already)' for x in col(8)),
+            fmt(med(col(9)), 4), '/'.join(str(x) for x in col(10))))
     print()
-    print('(%d jobs; medians over the rounds of each row; the fleet\'s target is its size when steady, '
-          'before the recommendation)' % len(recs))
+    print('(%d jobs; medians over the rounds of each row, (least-most) where there are several; the fleet\'s '
+          'target is its size when steady, before the recommendation)' % len(recs))
 
 
 def main(argv):
