@@ -289,6 +289,14 @@ static enum px_err parse_world(json_t *o, const char *name,
 		} else if (!strcmp(k, "ondemand_prices")) {
 			r = text(v, name, "world", k, w->ondemand,
 				 sizeof w->ondemand, err);
+		} else if (!strcmp(k, "rebalance")) {
+			r = text(v, name, "world", k, buf, sizeof buf, err);
+			if (r == PX_OK && (!strcmp(buf, "leave") ||
+					   !strcmp(buf, "ignore")))
+				w->rebalance_leave = !strcmp(buf, "leave");
+			else if (r == PX_OK)
+				r = bad(err, name, "world", k, "must be "
+					"\"ignore\" or \"leave\"");
 		} else {
 			r = bad(err, name, "world", k, "unknown field");
 		}
@@ -302,6 +310,10 @@ static enum px_err parse_world(json_t *o, const char *name,
 			   w->speedup > 0 ? "speedup" : "start", "only the "
 			   "local world replays a trace (the ec2 world's "
 			   "market is EC2's, now)");
+	/* only EC2's instance metadata says it */
+	if (w->named && w->kind == WORLD_LOCAL && w->rebalance_leave)
+		return bad(err, name, "world", "rebalance", "only the ec2 "
+			   "world hears rebalance recommendations");
 	return PX_OK;
 }
 

@@ -70,6 +70,11 @@ struct job_world {
 					 * the daemon's */
 	char ondemand[JOBREQ_PATH_MAX]; /* local: on-demand prices; "":
 					 * the daemon's */
+	bool rebalance_leave;       /* ec2: "rebalance": "leave" (a spot
+				     * node leaves on a rebalance
+				     * recommendation and is replaced);
+				     * false: "ignore" (the default,
+				     * docs/ec2-world.md says why) */
 };
 
 /* The local world's fastest market clock: at 1200 market s per real s a

@@ -332,6 +332,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 			.host = &j->js->host, .job_id = j->id,
 			.job_dir = j->dir, .region = j->req.spec.region,
 			.resume = resume, .job_key = j->key,
+			.rebalance_leave = j->req.world.rebalance_leave,
 			.env = env, .ms = &j->ms, .t0_s = j->t,
 			.end_s = plan_end(j->plan),
 			.speedup = j->speedup,

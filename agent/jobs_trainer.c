@@ -527,14 +527,18 @@ static void take_members(struct job *j, const struct wire_progress *p)
 		}
 		if (s && m->state == WIRE_MEMBER_LEAVING &&
 		    s->state != WIRE_MEMBER_LEAVING && !s->warned &&
-		    m->leave_reason == WIRE_LEAVE_EVICTION && j->w &&
+		    (m->leave_reason == WIRE_LEAVE_EVICTION ||
+		     m->leave_reason == WIRE_LEAVE_REBALANCE) && j->w &&
 		    j->wops->node_warned) {
-			/* the node read its instance's notice itself (ec2:
-			 * instance metadata): its end is a leave, and the
-			 * controller hears it now */
+			/* the node read its instance's notice (or the
+			 * rebalance recommendation it leaves on) itself
+			 * (ec2: instance metadata): its end is a leave,
+			 * and the controller hears it now */
 			s->warned = true;
 			j->wops->node_warned(j->w, m->node.v / NODE_STRIDE,
-					     m->leave_deadline_us);
+					     m->leave_deadline_us,
+					     m->leave_reason ==
+					     WIRE_LEAVE_REBALANCE);
 		}
 		if (!s || s->state == m->state)
 			continue;

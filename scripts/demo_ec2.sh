@@ -26,13 +26,7 @@ speedup=60
 rm -rf "$run"
 mkdir -p "$run/instances"
 origin=$(date +%s)
-day=$((origin - 86400))
-hour=$((origin - 3600))
-cat > "$run/market.json" <<JSON
-[{"type": "c4.large", "zone": "*", "price": 0.031, "ts": $day},
- {"type": "m4.large", "zone": "*", "price": 0.037, "ts": $day},
- {"type": "c4.large", "zone": "us-east-1b", "price": 0.029, "ts": $hour}]
-JSON
+demo_ec2_market "$run/market.json"
 
 echo "== the fake EC2 (loopback only; a clock $speedup times faster)"
 fake= daemon=
@@ -51,24 +45,7 @@ demo_start_fake --timeout 900 \
 echo "   http://127.0.0.1:$port/"
 
 echo "== proteusd on the ec2 world (its config: $run/proteusd.conf)"
-cat > "$run/proteusd.conf" <<CONF
-db $db
-control_socket $sock
-log_level notice
-region us-east-1
-ec2_endpoint http://127.0.0.1:$port/
-ec2_ami ami-0123456789abcdef0
-ec2_subnets us-east-1a=subnet-0000000000000000a,us-east-1b=subnet-0000000000000000b
-ec2_security_groups sg-0123456789abcdef0
-ec2_instance_profile proteus-node
-head_address 127.0.0.1
-trainer_ports 29000-29299
-ec2_node_trainer $BUILD/proteus-trainer
-ec2_clock_speedup $speedup
-ec2_clock_origin $origin
-ec2_identity_cert $run/identity.pem
-ec2_price_poll_s 60
-CONF
+demo_ec2_conf 29000-29299
 demo_start_ec2_daemon
 demo_wait_daemon
 demo_submit_watch "$here/docs/examples/job-ec2-mlr.json"

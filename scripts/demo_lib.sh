@@ -64,3 +64,77 @@ demo_submit_watch() {
 	"$ctl" --socket "$sock" status "$id" --watch --interval 0.5 || true
 	echo
 }
+
+# The example job's market ($1): c4.large and m4.large in every zone from a
+# day before $origin, c4.large cheaper in us-east-1b from an hour before.
+demo_ec2_market() {
+	cat > "$1" <<JSON
+[{"type": "c4.large", "zone": "*", "price": 0.031, "ts": $((origin - 86400))},
+ {"type": "m4.large", "zone": "*", "price": 0.037, "ts": $((origin - 86400))},
+ {"type": "c4.large", "zone": "us-east-1b", "price": 0.029, "ts": $((origin - 3600))}]
+JSON
+}
+
+# $run/proteusd.conf: the ec2 world on the fake at $port (two zones), its
+# clock $speedup times faster from $origin, the nodes' ports $1 (LO-HI).
+demo_ec2_conf() {
+	cat > "$run/proteusd.conf" <<CONF
+db $run/proteus.db
+control_socket $sock
+log_level notice
+region us-east-1
+ec2_endpoint http://127.0.0.1:$port/
+ec2_ami ami-0123456789abcdef0
+ec2_subnets us-east-1a=subnet-0000000000000000a,us-east-1b=subnet-0000000000000000b
+ec2_security_groups sg-0123456789abcdef0
+ec2_instance_profile proteus-node
+head_address 127.0.0.1
+trainer_ports $1
+ec2_node_trainer $BUILD/proteus-trainer
+ec2_clock_speedup $speedup
+ec2_clock_origin $origin
+ec2_identity_cert $run/identity.pem
+ec2_price_poll_s 60
+CONF
+}
+
+# Every process of a bench's run, whatever happened: the daemon ($daemon),
+# then the fake ($fake: its stdin's end, fd 3, makes it kill every
+# instance's process group and reap them), then anything still working in
+# the instances' directories (processes this run started, found by their
+# working directory).
+demo_stop_all() {
+	set +e
+	if [ -n "$daemon" ]; then
+		kill "$daemon" 2>/dev/null
+		wait "$daemon" 2>/dev/null
+	fi
+	exec 3>&- 2>/dev/null
+	if [ -n "$fake" ]; then
+		i=0
+		while kill -0 "$fake" 2>/dev/null && [ $i -lt 100 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -9 "$fake" 2>/dev/null
+		wait "$fake" 2>/dev/null
+	fi
+	for p in /proc/[0-9]*; do
+		case $(readlink "$p/cwd" 2>/dev/null) in
+		"$run/instances"/*) kill -9 "${p#/proc/}" 2>/dev/null ;;
+		esac
+	done
+}
+
+# A bench's run done: the fake's state (calls, faults) in
+# $run/fake_state.json, the daemon stopped, then the fake (its closing
+# line in $run/fake.out); $daemon and $fake cleared.
+demo_end_run() {
+	curl -sf "http://127.0.0.1:$port/_ctl?cmd=state" > "$run/fake_state.json" || true
+	kill "$daemon"
+	wait "$daemon" 2>/dev/null || true
+	daemon=
+	exec 3>&-
+	wait "$fake" 2>/dev/null || true
+	fake=
+}

@@ -1096,6 +1096,8 @@ static void node_extra_args(const struct ec2w *w, const struct inst *in,
 	if (!in->zone[0])
 		return;
 	sb_str(b, " --imds-notices");
+	if (w->s.rebalance_leave)
+		sb_str(b, " --leave-on-rebalance");
 	if (k != 1.0 && cfg->ec2_clock_origin > 0) {
 		snprintf(line, sizeof line, " --clock-speedup %.9g "
 			 "--clock-origin %" PRId64, k,
@@ -1529,7 +1531,10 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 		}
 		return;
 	}
-	if (in->st == I_ASKED)   /* its answer is on the way */
+	/* its answer is on the way; or we ended it (the join clock, a
+	 * rebalance leave) and the controller is yet to hear so: not EC2's
+	 * end */
+	if (in->st == I_ASKED || (in->tell & (1u << T_FAILED)))
 		return;
 	if (!in->iid[0])
 		snprintf(in->iid, sizeof in->iid, "%s", i->id);
@@ -2317,8 +2322,15 @@ static enum px_err ec2w_restart_nodes(void *vw, struct px_error *err)
 /* A spot node read its instance's interruption notice (only instance
  * metadata says it, which the daemon cannot read): the controller hears
  * it now, in market time, and may replace the node before it is gone;
- * the node leaves by itself (its PS hands its shards over). */
-static void ec2w_node_warned(void *vw, uint64_t id, int64_t deadline_us)
+ * the node leaves by itself (its PS hands its shards over).
+ *
+ * rebalance: the node left on a rebalance recommendation (the job's
+ * world.rebalance "leave"), which EC2 may never follow with an end: the
+ * instance is of no use from now and is ended now, as a release is (the
+ * node's leave began; the shutdown's SIGTERM is the same leave), billed
+ * as the user's end; the controller replaces it as its policy says. */
+static void ec2w_node_warned(void *vw, uint64_t id, int64_t deadline_us,
+			     bool rebalance)
 {
 	struct ec2w *w = vw;
 	struct inst *in = inst_of(w, id);
@@ -2329,6 +2341,17 @@ static void ec2w_node_warned(void *vw, uint64_t id, int64_t deadline_us)
 		return;
 	if (left_s < 0)
 		left_s = 0;
+	if (rebalance) {
+		in->warn_s = in->end_s = w_now(w);
+		snprintf(in->why, sizeof in->why, "rebalance recommendation: "
+			 "its node left");
+		log_notice("job %" PRId64 ": instance %" PRIu64 " (%s): its "
+			   "node left on a rebalance recommendation: the "
+			   "instance ends now", w->s.job_id, id, in->iid);
+		host_terminate(w->h, in->iid, 0);
+		tell(w, in, T_FAILED);
+		return;
+	}
 	in->warn_s = w_now(w) + (int64_t)(left_s *
 					  clock_speedup(w->h->wh->cfg));
 	log_notice("job %" PRId64 ": instance %" PRIu64 " (%s): its node "

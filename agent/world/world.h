@@ -154,6 +154,9 @@ struct world_setup {
 	const uint8_t *job_key;           /* the job's key (32 bytes), from
 					   * which ec2 draws its nodes'
 					   * enrollment (common/enroll.h) */
+	bool rebalance_leave;             /* ec2: a spot node leaves on a
+					   * rebalance recommendation (the
+					   * job's world.rebalance) */
 	struct world_hooks hooks;
 };
 
@@ -240,9 +243,13 @@ struct world_ops {
 	/* The node of instance id read its own instance's interruption
 	 * notice (the provider's metadata, which only the instance can
 	 * read): gone by deadline_us, wall clock.  The world tells the
-	 * controller as it would a notice of its own (ctrl_warned).  NULL:
-	 * a world whose notices are its own (sim, local). */
-	void (*node_warned)(void *w, uint64_t id, int64_t deadline_us);
+	 * controller as it would a notice of its own (ctrl_warned).
+	 * rebalance: it was a rebalance recommendation the node leaves on
+	 * (setup.rebalance_leave), which ends no instance by itself: the
+	 * world ends it.  NULL: a world whose notices are its own (sim,
+	 * local). */
+	void (*node_warned)(void *w, uint64_t id, int64_t deadline_us,
+			    bool rebalance);
 	/* After ctrl_finish, until the controller keeps no bill open
 	 * (ctrl_bills_open): hand it the provider's end times of the
 	 * instances it ended that the world learnt since (ctrl_bill_end;

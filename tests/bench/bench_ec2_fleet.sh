@@ -39,33 +39,7 @@ od="$here/etc/ondemand/us-east-1_2021-03_2021-05.json"
 rm -rf "$run"
 mkdir -p "$run/instances"
 fake= daemon=
-# Every process of the run, whatever happened: the daemon, then the
-# fake (its stdin's end makes it kill every instance's process group and
-# reap them), then anything still working in the instances' directories
-# (processes this run started, found by their working directory).
-cleanup() {
-	set +e
-	if [ -n "$daemon" ]; then
-		kill "$daemon" 2>/dev/null
-		wait "$daemon" 2>/dev/null
-	fi
-	exec 3>&- 2>/dev/null
-	if [ -n "$fake" ]; then
-		i=0
-		while kill -0 "$fake" 2>/dev/null && [ $i -lt 100 ]; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		kill -9 "$fake" 2>/dev/null
-		wait "$fake" 2>/dev/null
-	fi
-	for p in /proc/[0-9]*; do
-		case $(readlink "$p/cwd" 2>/dev/null) in
-		"$run/instances"/*) kill -9 "${p#/proc/}" 2>/dev/null ;;
-		esac
-	done
-}
-trap cleanup EXIT
+trap demo_stop_all EXIT
 trap 'exit 130' INT TERM
 
 origin=$(date +%s)
@@ -159,13 +133,7 @@ python3 "$here/tests/bench/ec2_fleet_probe.py" --ctl "$ctl" --sock "$sock" \
 	--fake-pid "$fake" --fleet $((FLEET_SPOT + 1)) \
 	--storm-p "$FLEET_STORM_P" --storm-s "$FLEET_STORM_S" \
 	--fill-max-s "$FLEET_FILL_MAX_S" --steady-s "$FLEET_STEADY_S" --out "$run/probe.json" || rc=$?
-curl -sf "${url}_ctl?cmd=state" > "$run/fake_state.json" || true
-kill "$daemon"
-wait "$daemon" 2>/dev/null || true
-daemon=
-exec 3>&-
-wait "$fake" 2>/dev/null || true
-fake=
+demo_end_run
 left=0
 for p in /proc/[0-9]*; do
 	case $(readlink "$p/cwd" 2>/dev/null) in

@@ -84,7 +84,7 @@ def fake_post(url, obj):
     req = urllib.request.Request(url + '_ctl', data=json.dumps(obj).encode(), method='POST',
                                  headers={'Content-Type': 'application/json'})
     with urllib.request.urlopen(req, timeout=30) as r:
-        r.read()
+        return json.loads(r.read())
 
 
 def storm(url, p, secs):
@@ -208,4 +208,5 @@ def main():
         sys.exit('proteusd stopped answering: %s' % ping.failed)
 
 
-main()
+if __name__ == '__main__':
+    main()

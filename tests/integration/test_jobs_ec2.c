@@ -162,15 +162,16 @@ static void daemon_ec2_world(bool default_world)
 
 /* A small MLR job on up to 3 c4.large / m4.large spot and an m4.large reliable
  * node, per-second. */
-static void ec2_job_named(int epochs, bool named);
+static void ec2_job_world(int epochs, bool named, const char *world);
 
 static void ec2_job(int epochs)
 {
-	ec2_job_named(epochs, true);
+	ec2_job_world(epochs, true, "");
 }
 
-/* named false: the spec names no world (the daemon's default). */
-static void ec2_job_named(int epochs, bool named)
+/* named false: the spec names no world (the daemon's default); world:
+ * more of the world's fields ("\"rebalance\": \"leave\", "). */
+static void ec2_job_world(int epochs, bool named, const char *world)
 {
 	char *od = px_src_path("etc/ondemand/us-east-1_2021-03_2021-05.json");
 	char extra[1024];
@@ -181,8 +182,8 @@ static void ec2_job_named(int epochs, bool named)
 		 "\"spot\": {\"types\": [\"c4.large\", \"m4.large\"], "
 		 "\"zones\": [\"us-east-1a\", \"us-east-1b\"], "
 		 "\"max_instances\": 3}, \"startup_seconds\": 60, "
-		 "\"world\": {%s\"ondemand_prices\": \"%s\"}}",
-		 named ? "\"name\": \"ec2\", " : "", od);
+		 "\"world\": {%s%s\"ondemand_prices\": \"%s\"}}",
+		 named ? "\"name\": \"ec2\", " : "", world, od);
 	write_job(epochs, extra);
 	free(od);
 }
@@ -225,7 +226,7 @@ Test(jobs_ec2, a_job_rents_trains_and_pays_what_ec2_bills)
 	/* the daemon's default world is ec2, and the job names none */
 	fake_up(NULL);
 	daemon_ec2_world(true);
-	ec2_job_named(30, false);
+	ec2_job_world(30, false, "");
 	id = submit();
 	/* the key, while the job runs, to look for it everywhere: in every
 	 * process's argv now, in the user data, logs and database after */
@@ -686,6 +687,71 @@ Test(jobs_ec2, interruption_notices_read_by_the_nodes)
 		     "%s", json_dumps(st, 0));
 	cr_assert_geq(json_integer_value(json_object_get(st, "evictions")),
 		      1, "%s", json_dumps(st, 0));
+	check_books(id, st);
+	check_fake(id, st);
+	json_decref(st);
+}
+
+/* A job whose world.rebalance is "leave": a rebalance recommendation
+ * through the fake's metadata (no interruption follows) and the spot
+ * node that reads it leaves at once (--leave-on-rebalance), its PS
+ * handing its shards over; the daemon hears the leave (reason
+ * rebalance), ends the instance (the user's end: EC2 would never) and
+ * the controller rents a replacement, which enrolls and joins; no loss,
+ * and the books match EC2's. */
+Test(jobs_ec2, a_leave_job_leaves_on_a_rebalance_recommendation)
+{
+	char ids[8][32], cmd[128], *log, *path;
+	json_t *st, *a, *v;
+	int64_t id, launched = 0;
+	size_t i, n = 0;
+	bool enrolled_after = false;
+
+	fake_up(NULL);
+	daemon_ec2();
+	ec2_job_world(200, true, "\"rebalance\": \"leave\", ");
+	id = submit();
+	for (int k = 0; k < 300 && workers_of(id) < 2; k++)
+		sleep_ms(100);
+	cr_assert_geq(workers_of(id), 2, "%s", daemon_said());
+	for (int k = 0; k < 100 && !(n = running_spot(ids, 8)); k++)
+		sleep_ms(100);
+	cr_assert_gt(n, 0, "no spot instance runs");
+	a = fake_instances();
+	launched = (int64_t)json_array_size(a);
+	json_decref(a);
+	snprintf(cmd, sizeof cmd, "{\"rebalance\": {\"id\": \"%s\"}}", ids[0]);
+	json_decref(fake_ctl(&fk, cmd));
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	st = bills_final(id, st);
+	cr_assert(asprintf(&path, "%s/instances/%s/console.log", jt.tmp,
+			   ids[0]) > 0);
+	cr_assert(file_has(path, ": the roles leave"), "the node did not "
+		  "leave on the recommendation");
+	free(path);
+	log = daemon_log();
+	cr_assert(strstr(log, "left on a rebalance recommendation"), "the "
+		  "daemon never heard the rebalance leave: %s", log);
+	free(log);
+	/* ended by the daemon, not by EC2; a replacement rented after it,
+	 * and enrolled */
+	a = fake_instances();
+	json_array_foreach(a, i, v) {
+		const char *iid = json_string_value(json_object_get(v, "id"));
+
+		if (!strcmp(iid, ids[0]))
+			cr_assert_str_eq(json_string_value(json_object_get(v,
+					 "ended_by")), "user", "%s", iid);
+		if ((int64_t)i >= launched && json_is_true(json_object_get(v,
+		    "enrolled")))
+			enrolled_after = true;
+	}
+	json_decref(a);
+	cr_assert(enrolled_after, "no replacement enrolled after the "
+		  "rebalance leave; %s", daemon_said());
+	cr_assert_eq(json_integer_value(json_object_get(st, "losses")), 0,
+		     "%s", json_dumps(st, 0));
 	check_books(id, st);
 	check_fake(id, st);
 	json_decref(st);

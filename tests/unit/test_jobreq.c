@@ -61,6 +61,7 @@ Test(jobreq, every_field)
 	cr_assert_eq(r.world.billing, BILLING_PER_SECOND);
 	cr_assert_str_eq(r.world.trace, "t.json.gz");
 	cr_assert_str_eq(r.world.ondemand, "od.json");
+	cr_assert_not(r.world.rebalance_leave, "the default: ignore");
 	cr_assert_eq(r.trainer.data.train[0], '\0', "no data: Fashion-MNIST");
 	cr_assert_eq(parse("{" BASE ", \"trainer\": {\"data\": {\"train\": "
 			   "\"/d/a.csv\", \"test\": \"/d/b.csv.gz\", "
@@ -76,6 +77,15 @@ Test(jobreq, every_field)
 	cr_assert_eq(parse("{" BASE ", \"world\": \"ec2\"}", &r, &e), PX_OK,
 		     "%s", e.msg);
 	cr_assert_eq(r.world.kind, WORLD_EC2);
+	cr_assert_not(r.world.rebalance_leave);
+	cr_assert_eq(parse("{" BASE ", \"world\": {\"name\": \"ec2\", "
+			   "\"rebalance\": \"leave\"}}", &r, &e), PX_OK, "%s",
+		     e.msg);
+	cr_assert(r.world.rebalance_leave);
+	cr_assert_eq(parse("{" BASE ", \"world\": {\"name\": \"ec2\", "
+			   "\"rebalance\": \"ignore\"}}", &r, &e), PX_OK, "%s",
+		     e.msg);
+	cr_assert_not(r.world.rebalance_leave);
 }
 
 /* Each bad value is refused with the path of its field. */
@@ -103,6 +113,10 @@ Test(jobreq, errors_name_the_field)
 		{"\"world\": {\"billing\": \"monthly\"}", "world.billing"},
 		{"\"world\": {\"trace\": \"a\\nb\"}", "world.trace"},
 		{"\"world\": {\"zone\": \"x\"}", "world.zone: unknown"},
+		{"\"world\": {\"name\": \"ec2\", \"rebalance\": \"drain\"}",
+		 "world.rebalance: must be \"ignore\" or \"leave\""},
+		{"\"world\": {\"name\": \"local\", \"rebalance\": \"leave\"}",
+		 "world.rebalance: only the ec2 world"},
 		{"\"world\": 3", "world: must be"},
 		{"\"trainer\": {\"data\": {\"train\": \"a.svm\", "
 		 "\"test\": \"/b.svm\"}}", "trainer.data.train: must be an "
