@@ -55,7 +55,7 @@ echo "|---|---:|---:|---:|---:|"
 echo "$quiet" | awk '{printf "| no scrapers | %s | %s | %s | %s |\n", $1, $2, $3, $4}'
 echo "$loaded" | awk -v n="$METRICS_SCRAPERS" '{printf "| %s scrapers + 2 hostile | %s | %s | %s | %s |\n", n, $1, $2, $3, $4}'
 echo
-echo "| scrapers | scrapes | scrapes/s | p50 ms | p99 ms | max ms | answer bytes | dropped at a deadline |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| scrapers | scrapes | scrapes/s | p50 ms | p99 ms | max ms | answer bytes | not 200 | dropped at a deadline |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 awk -v n="$METRICS_SCRAPERS" -v s="$METRICS_SECONDS" -v h="$drops" \
-	'{printf "| %s | %s | %.0f | %s | %s | %s | %s | %s |\n", n, $1, $1 / s, $2, $3, $4, $5, h}' "$work/scrape"
+	'{printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", n, $1, $1 / s, $2, $3, $4, $5, $6, h}' "$work/scrape"

@@ -256,6 +256,34 @@ Test(metrics, a_job_in_metrics_passes_promtool_and_agrees_with_status)
 	free(text);
 }
 
+/* A job the daemon takes up after a restart: the on-demand part of its
+ * cost holds the bills of its earlier life too (from the store). */
+Test(metrics, a_resumed_job_keeps_its_cost_by_market)
+{
+	char k[128];
+	char *text;
+	json_t *st;
+	int64_t id;
+
+	daemon_metrics(10000);
+	write_job(120, NULL);
+	id = submit();
+	snprintf(k, sizeof k, "proteus_job_cost_dollars{job=\"%lld\",market="
+		 "\"on-demand\"}", (long long)id);
+	text = scrape_until(k, 0.001);
+	free(text);
+	stop_daemon(SIGTERM);
+	start_daemon();
+	st = wait_end(id, 200);
+	cr_assert_str_eq(state_of(st), "done");
+	cr_assert_geq(json_integer_value(json_object_get(st, "restarts")), 1);
+	text = scrape_until("proteus_jobs{state=\"done\"}", 1);
+	promtool_ok(text);
+	check_job(text, id, st);
+	json_decref(st);
+	free(text);
+}
+
 Test(metrics, other_paths_methods_and_bad_requests_get_their_codes)
 {
 	char *text;
