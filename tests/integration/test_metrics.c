@@ -364,39 +364,38 @@ static char *read_all(int fd)
 	return b.p;
 }
 
+/* req (n bytes) on a connection of its own: the whole answer. */
+static char *exchange(const char *req, size_t n)
+{
+	int fd = dial();
+	char *out;
+
+	send_all(fd, req, n);
+	out = read_all(fd);
+	close(fd);
+	return out;
+}
+
 Test(metrics, over_long_and_malformed_requests_are_refused)
 {
 	char big[10000];
 	char *out;
-	int fd;
 
 	daemon_metrics(10000);
 	/* a head over 8 KiB, never ended: 431, and the daemon goes on */
 	memset(big, 'a', sizeof big);
 	memcpy(big, "GET /metrics HTTP/1.1\r\nX-Big: ", 30);
-	fd = dial();
-	send_all(fd, big, sizeof big);
-	out = read_all(fd);
-	close(fd);
+	out = exchange(big, sizeof big);
 	cr_assert(!strncmp(out, "HTTP/1.1 431 ", 13), "%s", out);
 	free(out);
-	fd = dial();
-	send_all(fd, "HELLO\r\n\r\n", 9);
-	out = read_all(fd);
-	close(fd);
+	out = exchange("HELLO\r\n\r\n", 9);
 	cr_assert(!strncmp(out, "HTTP/1.1 400 ", 13), "%s", out);
 	free(out);
-	fd = dial();
-	send_all(fd, "GET /metrics HTTP/2.0\r\n\r\n", 25);
-	out = read_all(fd);
-	close(fd);
+	out = exchange("GET /metrics HTTP/2.0\r\n\r\n", 25);
 	cr_assert(!strncmp(out, "HTTP/1.1 400 ", 13), "%s", out);
 	free(out);
 	/* a bare-LF head is HTTP too, and HEAD has no body */
-	fd = dial();
-	send_all(fd, "HEAD /metrics HTTP/1.0\n\n", 24);
-	out = read_all(fd);
-	close(fd);
+	out = exchange("HEAD /metrics HTTP/1.0\n\n", 24);
 	cr_assert(!strncmp(out, "HTTP/1.1 200 ", 13), "%s", out);
 	cr_assert(strstr(out, "\r\n\r\n") && !strstr(out, "# TYPE"), "%s",
 		  out);
