@@ -376,6 +376,49 @@ static bool check_head_address(const char *val, struct proteusd_config *cfg,
 	return true;
 }
 
+/* metrics_listen: HOST:PORT with a numeric address (an IPv6 one in
+ * brackets), so that starting needs no name service; parsed into
+ * metrics_host (no brackets) and metrics_port.  Empty: off. */
+static bool check_metrics_listen(const char *val, struct proteusd_config *cfg,
+				 char *why, size_t wlen)
+{
+	const char *colon = strrchr(val, ':'), *what;
+	char host[CONFIG_NAME_MAX];
+	unsigned char a[16];
+	unsigned long port;
+	size_t hn, pn;
+
+	cfg->metrics_host[0] = '\0';
+	cfg->metrics_port = 0;
+	if (!*val)
+		return true;
+	hn = colon ? (size_t)(colon - val) : 0;
+	pn = colon ? strspn(colon + 1, "0123456789") : 0;
+	snprintf(host, sizeof host, "%.*s", (int)hn, val);
+	if (!colon || !pn || colon[1 + pn] || pn > 5 ||
+	    !(val[0] == '[' ? check_host(val, hn, true, &what) :
+	      inet_pton(AF_INET, host, a) == 1)) {
+		snprintf(why, wlen, "'%.64s' is not ADDRESS:PORT with a "
+			 "numeric address, such as 127.0.0.1:9464 or "
+			 "[::1]:9464", val);
+		return false;
+	}
+	port = strtoul(colon + 1, NULL, 10);
+	if (port < 1 || port > 65535) {
+		snprintf(why, wlen, "'%.64s': the port must be in 1..65535",
+			 val);
+		return false;
+	}
+	if (val[0] == '[')
+		snprintf(cfg->metrics_host, sizeof cfg->metrics_host, "%.*s",
+			 (int)hn - 2, val + 1);
+	else
+		snprintf(cfg->metrics_host, sizeof cfg->metrics_host, "%.*s",
+			 (int)hn, val);
+	cfg->metrics_port = (int)port;
+	return true;
+}
+
 /* LO-HI: ports from 1024 to 65535, at least 64 of them. */
 static bool check_ports(const char *val, struct proteusd_config *cfg,
 			char *why, size_t wlen)
@@ -532,6 +575,15 @@ static const struct config_key config_table[] = {
 	 "a control client silent this long, or stuck mid-request, is "
 	 "disconnected",
 	 NULL, NULL, NULL},
+	{"metrics_listen", CONFIG_STR, CFG(metrics_listen), 0,
+	 CONFIG_NAME_MAX - 1, "", CONFIG_IMMUTABLE,
+	 "where /metrics is served for Prometheus, ADDRESS:PORT with a "
+	 "numeric address (127.0.0.1:9464, [::1]:9464; empty: off)", NULL,
+	 NULL, check_metrics_listen},
+	{"metrics_timeout_ms", CONFIG_INT, CFG(metrics_timeout_ms), 100,
+	 600000, "10000", CONFIG_IMMUTABLE,
+	 "a scraper has this long to send its request, and again this long "
+	 "to take the answer, before it is disconnected", NULL, NULL, NULL},
 	{"max_jobs", CONFIG_INT, CFG(max_jobs), 1, 256, "4",
 	 CONFIG_RELOADABLE,
 	 "jobs running at once; later submissions wait, queued", NULL, NULL,

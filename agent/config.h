@@ -52,6 +52,12 @@ struct proteusd_config {
 	int control_socket_mode;              /* permission bits, no o+w */
 	int64_t max_clients;                  /* control connections at once */
 	int64_t client_timeout_ms;            /* idle/stall limit per client */
+	/* /metrics (agent/metrics.h) */
+	char metrics_listen[CONFIG_NAME_MAX]; /* "": off; ADDR:PORT */
+	char metrics_host[CONFIG_NAME_MAX];   /* parsed: the address, no
+					       * brackets */
+	int metrics_port;                     /* parsed; 0: off */
+	int64_t metrics_timeout_ms;           /* per phase of a scrape */
 	/* jobs (agent/jobs.c) */
 	int64_t max_jobs;                     /* running at once */
 	int64_t local_speedup;                /* market s per real s */

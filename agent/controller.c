@@ -201,6 +201,40 @@ static bool affords(const struct ctrl *c, int64_t now, int64_t extra)
 	       committed(c, now) + extra <= c->env->job->budget_uusd;
 }
 
+/* ---- decision time, for every controller of the process ---- */
+
+const double ctrl_decide_bounds[CTRL_DECIDE_BUCKETS] = {
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 1.0,
+};
+/* atomics: simulate runs controllers on several threads */
+static uint64_t decide_n[CTRL_DECIDE_BUCKETS + 1], decide_sum_us;
+
+static void decide_observe(uint64_t us)
+{
+	size_t b = 0;
+
+	while (b < CTRL_DECIDE_BUCKETS &&
+	       (double)us > ctrl_decide_bounds[b] * 1e6)
+		b++;
+	__atomic_add_fetch(&decide_n[b], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&decide_sum_us, us, __ATOMIC_RELAXED);
+}
+
+void ctrl_decide_hist(struct ctrl_decide_hist *ret)
+{
+	uint64_t cum = 0;
+
+	for (size_t b = 0; b <= CTRL_DECIDE_BUCKETS; b++) {
+		cum += __atomic_load_n(&decide_n[b], __ATOMIC_RELAXED);
+		if (b < CTRL_DECIDE_BUCKETS)
+			ret->le[b] = cum;
+	}
+	ret->count = cum;
+	ret->sum_s = (double)__atomic_load_n(&decide_sum_us,
+					     __ATOMIC_RELAXED) / 1e6;
+}
+
 static enum px_err emit_ev(struct ctrl *c, const struct ctrl_event *e,
 			   struct px_error *err)
 {
@@ -955,11 +989,14 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 			.fleet = ctrl_fleet(c), .progress = &pr,
 		};
 
+		uint64_t t0 = px_now_mono_us();
+
 		c->acts.n = 0;
 		c->st.decisions++;
 		e = c->s.policy->decide(c->pstate, &in, &c->acts, err);
 		if (e == PX_OK)
 			e = apply(c, now, all, err);
+		decide_observe(px_now_mono_us() - t0);
 	}
 	if (e == PX_OK && c->reliable_owed > 0 && now >= c->reliable_owed_at) {
 		/* those refused during this step wait for the next one */
@@ -990,6 +1027,16 @@ int64_t ctrl_cost(struct ctrl *c, int64_t now)
 		if (c->priv[i].launched)
 			cost += billing_acct_advance(&c->priv[i].bill, now);
 	c->cost_now = cost;
+	return cost;
+}
+
+int64_t ctrl_cost_ondemand_open(struct ctrl *c, int64_t now)
+{
+	int64_t cost = 0;
+
+	for (size_t i = 0; i < c->n; i++)
+		if (c->priv[i].launched && c->pub[i].market < 0)
+			cost += billing_acct_advance(&c->priv[i].bill, now);
 	return cost;
 }
 

@@ -221,6 +221,10 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 /* The bills brought up to now; the value the policy sees as cost until
  * the next call. */
 int64_t ctrl_cost(struct ctrl *c, int64_t now);
+/* The part of ctrl_cost of the on-demand instances running now (market
+ * -1): their open bills brought up to now.  Ended bills are the sink's
+ * (each release, eviction and bill-end event carries its amount). */
+int64_t ctrl_cost_ondemand_open(struct ctrl *c, int64_t now);
 /* Whether the fleet changed (launch, end, warning) since the last call. */
 bool ctrl_take_changed(struct ctrl *c);
 
@@ -247,6 +251,20 @@ const char *ctrl_stop_name(enum ctrl_stop s);
  * in *ret_uusd. */
 enum px_err ctrl_finish(struct ctrl *c, int64_t now, bool completed,
 			int64_t *ret_uusd);
+
+/* How long decisions took, every controller of this process together
+ * since it started: the policy's decide() and carrying out its actions
+ * (the world's calls), on the monotonic clock.  le[b]: decisions that
+ * took at most ctrl_decide_bounds[b] seconds (cumulative, as a
+ * Prometheus histogram's buckets). */
+#define CTRL_DECIDE_BUCKETS 12
+extern const double ctrl_decide_bounds[CTRL_DECIDE_BUCKETS];
+struct ctrl_decide_hist {
+	uint64_t le[CTRL_DECIDE_BUCKETS];
+	uint64_t count;
+	double sum_s;
+};
+void ctrl_decide_hist(struct ctrl_decide_hist *ret);
 
 /* ---- views ---- */
 const struct pol_fleet *ctrl_fleet(const struct ctrl *c);

@@ -70,6 +70,13 @@ json_t *jobs_cmd_cancel(struct jobs *j, json_t *req, struct px_error *err);
 /* `model`: a chunk of the job's last checkpoint (jobs_model.c). */
 json_t *jobs_cmd_model(struct jobs *j, json_t *req, struct px_error *err);
 
+/* Every job this daemon holds, as Prometheus families (prom.h): by
+ * state, and each one's fleet, cost, evictions, joins, losses, speed
+ * and accuracy, with the figures status gives (docs/proteusd.md,
+ * "Metrics"). */
+struct prom;
+void jobs_metrics(struct jobs *js, struct prom *p);
+
 /* Jobs running now. */
 size_t jobs_running(const struct jobs *j);
 

@@ -87,6 +87,10 @@ enum px_err job_sink(const struct ctrl_event *ev, void *ctx)
 	enum px_err e = store_begin(st, &err);
 
 	od_account(j, ev);
+	/* an on-demand instance's bill (no zone): /metrics splits the cost */
+	if (!ev->zone && ev->instance && (ev->kind == CTRL_EV_RELEASE ||
+	    ev->kind == CTRL_EV_EVICTION || ev->kind == CTRL_EV_BILL_END))
+		j->od_cost_uusd += ev->amount_uusd;
 	if (e == PX_OK)
 		e = journal_event(j->jn, ev, &err);
 	if (e == PX_OK)

@@ -158,6 +158,9 @@ struct job {
 	 * ledger held, and the last test figures; a controller counts from
 	 * its own start */
 	int64_t cost_before_uusd;
+	int64_t od_cost_uusd;    /* the ended bills of on-demand instances
+				  * (of the daemon's earlier lives too):
+				  * /metrics' split of the cost */
 	int64_t ref_od;          /* on-demand price of the reference type,
 				  * micro-USD/h, once known (0: not yet) */
 	int64_t evictions_before;

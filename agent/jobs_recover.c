@@ -206,6 +206,9 @@ static void recover_one(struct jobs *js, int64_t id)
 	}
 	if (e == PX_OK)
 		e = store_job_cost(js->s.st, id, &spent, &err);
+	if (e == PX_OK)
+		e = store_job_cost_ondemand(js->s.st, id, &j->od_cost_uusd,
+					    &err);
 	/* the ledger so far, closed bills only: this life's controller
 	 * counts from 0 */
 	j->cost_before_uusd = spent;

@@ -8,6 +8,7 @@
 
 #include "../common/jsonout.h"
 #include "jobs_int.h"
+#include "prom.h"
 
 /* {"tier": .., "type": .., "zone": .., "count": n} per group. */
 static json_t *fleet_json(struct job *j)
@@ -119,18 +120,29 @@ static void set_error(json_t *o, struct store *st, int64_t id,
 /* An ec2 job's enrollments: nodes that got the key over the network (in
  * every life: the store's events) and refusals (this life's count, else
  * the ones stored).  Nothing for the other worlds. */
+static bool enrollments(struct store *st, int64_t id, enum world_kind world,
+			const struct job *j, int64_t *ok, int64_t *refused)
+{
+	struct px_error err = {0};
+	int64_t ok_now = 0;
+
+	*ok = *refused = 0;
+	if (world != WORLD_EC2)
+		return false;
+	(void)store_event_count(st, id, "enrolled", ok, &err);
+	(void)store_event_count(st, id, "enroll_refused", refused, &err);
+	if (j && j->w && j->wops->enrollments)
+		j->wops->enrollments(j->w, &ok_now, refused);
+	return true;
+}
+
 static void set_enrollments(json_t *o, struct store *st, int64_t id,
 			    enum world_kind world, const struct job *j)
 {
-	struct px_error err = {0};
-	int64_t ok = 0, refused = 0, ok_now = 0;
+	int64_t ok, refused;
 
-	if (world != WORLD_EC2)
+	if (!enrollments(st, id, world, j, &ok, &refused))
 		return;
-	(void)store_event_count(st, id, "enrolled", &ok, &err);
-	(void)store_event_count(st, id, "enroll_refused", &refused, &err);
-	if (j && j->w && j->wops->enrollments)
-		j->wops->enrollments(j->w, &ok_now, &refused);
 	json_object_set_new(o, "enrolled", json_integer(ok));
 	json_object_set_new(o, "enroll_refused", json_integer(refused));
 }
@@ -497,4 +509,132 @@ json_t *jobs_cmd_events(struct jobs *js, json_t *req, struct px_error *err)
 		json_object_set_new(s.o, "state", json_string(
 			store_job_state_name(j->state)));
 	return s.o;
+}
+
+/* ---- /metrics (docs/proteusd.md, "Metrics") ---- */
+
+/* One job's figures, as status_live computes them. */
+struct job_fig {
+	char id[24];
+	double cost, cost_od, od_equiv, acc, sps;
+	int64_t evictions, enrolled, refused;
+	bool ec2;
+	int inst[2][2];          /* [on-demand][reliable] */
+};
+
+static void job_figures(struct job *j, struct job_fig *f)
+{
+	const struct pol_fleet *fl = j->c ? ctrl_fleet(j->c) : NULL;
+	int64_t cost = job_cost_uusd(j), od = j->od_cost_uusd;
+	bool before = !isfinite(j->acc) && j->have_test_before;
+
+	snprintf(f->id, sizeof f->id, "%" PRId64, j->id);
+	if (j->c)
+		od += ctrl_cost_ondemand_open(j->c, j->t);
+	if (od > cost)
+		od = cost;
+	f->cost = px_usd_round(usd(cost - od));
+	f->cost_od = px_usd_round(usd(od));
+	f->od_equiv = px_usd_round(fmax(0, job_od_fleet_usd(j, j->t ? j->t :
+							    j->start_s)));
+	f->acc = before ? j->acc_before : j->acc;
+	f->sps = isfinite(j->sps) && j->sps > 0 ? j->sps : 0.0;
+	f->evictions = job_evictions(j);
+	f->ec2 = enrollments(j->js->s.st, j->id, j->req.world.kind, j,
+			     &f->enrolled, &f->refused);
+	memset(f->inst, 0, sizeof f->inst);
+	for (size_t i = 0; fl && i < fl->n; i++)
+		f->inst[fl->v[i].market < 0][fl->v[i].reliable]++;
+}
+
+void jobs_metrics(struct jobs *js, struct prom *p)
+{
+	static const char *const market[2] = { "spot", "on-demand" };
+	static const char *const tier[2] = { "transient", "reliable" };
+	struct job_fig *f;
+	size_t n = 0, k;
+	int64_t by_state[STORE_JOB_STATE_MAX] = {0};
+
+	for (struct job *j = js->list; j; j = j->next) {
+		n++;
+		if (j->state < STORE_JOB_STATE_MAX)
+			by_state[j->state]++;
+	}
+	prom_family(p, "proteus_jobs", "gauge", "Jobs this daemon holds "
+		    "(taken up at start, or submitted since), by state.");
+	for (int s = 0; s < STORE_JOB_STATE_MAX; s++)
+		prom_sample(p, "proteus_jobs", (double)by_state[s], "state",
+			    store_job_state_name(s), NULL);
+	f = n ? calloc(n, sizeof *f) : NULL;
+	if (!f)
+		return;
+	k = 0;
+	for (struct job *j = js->list; j; j = j->next)
+		job_figures(j, &f[k++]);
+#define EACH_JOB for (struct job *j = ((k = 0), js->list); j; \
+		      j = j->next, k++)
+	prom_family(p, "proteus_job_info", "gauge", "A job: its name, "
+		    "world and policy (the value is 1).");
+	EACH_JOB prom_sample(p, "proteus_job_info", 1, "job", f[k].id, "name",
+			     j->req.spec.name, "world",
+			     world_kind_name(j->req.world.kind), "policy",
+			     j->req.policy, NULL);
+	prom_family(p, "proteus_instances", "gauge", "Instances a job holds "
+		    "now, by market (spot, on-demand) and tier (reliable, "
+		    "transient).");
+	EACH_JOB for (int o = 0; o < 2; o++)
+		for (int r = 0; r < 2; r++)
+			prom_sample(p, "proteus_instances", f[k].inst[o][r],
+				    "job", f[k].id, "market", market[o],
+				    "tier", tier[r], NULL);
+	prom_family(p, "proteus_job_cost_dollars", "gauge", "What a job's "
+		    "instances cost so far, every life of the daemon, by "
+		    "market; the sum is status's cost_usd.");
+	EACH_JOB {
+		prom_sample(p, "proteus_job_cost_dollars", f[k].cost, "job",
+			    f[k].id, "market", "spot", NULL);
+		prom_sample(p, "proteus_job_cost_dollars", f[k].cost_od, "job",
+			    f[k].id, "market", "on-demand", NULL);
+	}
+	prom_family(p, "proteus_job_ondemand_equivalent_dollars", "gauge",
+		    "What the same instances for the same times would have "
+		    "cost on demand (status's fleet_ondemand_usd).");
+	EACH_JOB prom_sample(p, "proteus_job_ondemand_equivalent_dollars",
+			     f[k].od_equiv, "job", f[k].id, NULL);
+	prom_family(p, "proteus_job_evictions_total", "counter", "Instances "
+		    "of a job the provider took back.");
+	EACH_JOB prom_sample(p, "proteus_job_evictions_total",
+			     (double)f[k].evictions, "job", f[k].id, NULL);
+	prom_family(p, "proteus_job_joins_total", "counter", "Trainer nodes "
+		    "that joined a job (status's joins).");
+	EACH_JOB prom_sample(p, "proteus_job_joins_total", (double)j->joins,
+			     "job", f[k].id, NULL);
+	prom_family(p, "proteus_job_losses_total", "counter", "Trainer nodes "
+		    "a job lost without notice (status's losses).");
+	EACH_JOB prom_sample(p, "proteus_job_losses_total", (double)j->losses,
+			     "job", f[k].id, NULL);
+	prom_family(p, "proteus_job_samples_per_second", "gauge", "Training "
+		    "samples a job's workers process per second, last report.");
+	EACH_JOB prom_sample(p, "proteus_job_samples_per_second", f[k].sps,
+			     "job", f[k].id, NULL);
+	prom_family(p, "proteus_job_test_accuracy_ratio", "gauge", "A job's "
+		    "last test accuracy, 0 to 1 (absent until tested).");
+	EACH_JOB prom_sample(p, "proteus_job_test_accuracy_ratio", f[k].acc,
+			     "job", f[k].id, NULL);
+	prom_family(p, "proteus_job_work_done_ratio", "gauge", "The part of "
+		    "a job's work done, 0 to 1.");
+	EACH_JOB prom_sample(p, "proteus_job_work_done_ratio", j->frac, "job",
+			     f[k].id, NULL);
+	prom_family(p, "proteus_job_enrollments_total", "counter", "Nodes of "
+		    "an ec2 job that enrolled (got the job's key).");
+	EACH_JOB if (f[k].ec2)
+		prom_sample(p, "proteus_job_enrollments_total",
+			    (double)f[k].enrolled, "job", f[k].id, NULL);
+	prom_family(p, "proteus_job_enrollment_refusals_total", "counter",
+		    "Enrollments of an ec2 job refused.");
+	EACH_JOB if (f[k].ec2)
+		prom_sample(p, "proteus_job_enrollment_refusals_total",
+			    (double)f[k].refused, "job", f[k].id, NULL);
+#undef EACH_JOB
+	free(f);
 }

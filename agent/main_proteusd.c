@@ -24,10 +24,16 @@
 #include "../db/store.h"
 #include "config.h"
 #include "jobs.h"
+#include "../cloudapi/ec2.h"
+#include "controller.h"
 #include "loop.h"
+#include "metrics.h"
+#include "prom.h"
 #include "proto.h"
 #include "sdnotify.h"
 #include "server.h"
+
+#define METRICS_REBUILD_MS 1000
 
 enum proteusd_exit {
 	PROTEUSD_EXIT_OK = 0,
@@ -47,6 +53,8 @@ struct proteusd {
 	unsigned reloads;        /* successful SIGHUP reloads */
 	int lockfd;              /* DB.lock, flock'd for our life; -1: none */
 	struct jobs *jobs;
+	struct metrics *metrics; /* /metrics' thread; NULL: off */
+	int64_t start_wall_us;   /* Unix time of the start */
 	/* what empty config values stand for (resolve_paths) */
 	char trainer[CONFIG_PATH_MAX];
 	char trace[CONFIG_PATH_MAX];
@@ -259,6 +267,104 @@ static int64_t watchdog_timer(struct loop *l, int64_t id, void *ctx)
 
 	(void)sdnotify("WATCHDOG=1");
 	return (int64_t)(*interval_us / 2000 ? *interval_us / 2000 : 1);
+}
+
+/* ---- /metrics ---- */
+
+/* The daemon's own families: build, start, control socket, EC2 calls,
+ * decision time, the scrapes themselves. */
+static void daemon_metrics(struct proteusd *d, struct prom *p)
+{
+	struct ec2_api_stat ec2[EC2_STATS_MAX];
+	struct ctrl_decide_hist h;
+	struct metrics_counts mc;
+	size_t n;
+	char le[32], code[8];
+
+	prom_family(p, "proteus_build_info", "gauge", "The proteusd build "
+		    "(the value is 1).");
+	prom_sample(p, "proteus_build_info", 1, "version", PX_VERSION, NULL);
+	prom_family(p, "proteus_start_time_seconds", "gauge", "When proteusd "
+		    "started, Unix time.");
+	prom_sample(p, "proteus_start_time_seconds",
+		    (double)(d->start_wall_us / 1000000), NULL);
+	prom_family(p, "proteus_control_requests_total", "counter",
+		    "Requests on the control socket, by command (unknown: "
+		    "one naming no command).");
+	for (int c = 0; c <= PROTO_CMD_MAX; c++)
+		prom_sample(p, "proteus_control_requests_total",
+			    (double)server_requests(d->srv, c), "command",
+			    c < PROTO_CMD_MAX ? proto_cmd_name(c) : "unknown",
+			    NULL);
+	prom_family(p, "proteus_control_clients", "gauge", "Control socket "
+		    "connections now.");
+	prom_sample(p, "proteus_control_clients",
+		    (double)(d->srv ? server_clients(d->srv) : 0), NULL);
+	prom_family(p, "proteus_control_refused_total", "counter", "Control "
+		    "socket connections refused over max_clients.");
+	prom_sample(p, "proteus_control_refused_total",
+		    (double)server_refused(d->srv), NULL);
+	n = ec2_api_stats(ec2, EC2_STATS_MAX);
+	prom_family(p, "proteus_ec2_api_calls_total", "counter", "Requests "
+		    "sent to the EC2 API, by action (each attempt, retries "
+		    "included).");
+	for (size_t i = 0; i < n; i++)
+		prom_sample(p, "proteus_ec2_api_calls_total",
+			    (double)ec2[i].calls, "action", ec2[i].action,
+			    NULL);
+	prom_family(p, "proteus_ec2_api_throttles_total", "counter",
+		    "Requests the EC2 API throttled (RequestLimitExceeded "
+		    "and the like), by action.");
+	for (size_t i = 0; i < n; i++)
+		prom_sample(p, "proteus_ec2_api_throttles_total",
+			    (double)ec2[i].throttled, "action", ec2[i].action,
+			    NULL);
+	ctrl_decide_hist(&h);
+	prom_family(p, "proteus_controller_decision_seconds", "histogram",
+		    "How long the controllers' decisions took (the policy and "
+		    "carrying out its actions), every job together.");
+	for (size_t b = 0; b < CTRL_DECIDE_BUCKETS; b++) {
+		snprintf(le, sizeof le, "%g", ctrl_decide_bounds[b]);
+		prom_sample(p, "proteus_controller_decision_seconds_bucket",
+			    (double)h.le[b], "le", le, NULL);
+	}
+	prom_sample(p, "proteus_controller_decision_seconds_bucket",
+		    (double)h.count, "le", "+Inf", NULL);
+	prom_sample(p, "proteus_controller_decision_seconds_sum", h.sum_s,
+		    NULL);
+	prom_sample(p, "proteus_controller_decision_seconds_count",
+		    (double)h.count, NULL);
+	metrics_counts(d->metrics, &mc);
+	prom_family(p, "proteus_metrics_requests_total", "counter", "Answers "
+		    "of this /metrics server, by HTTP status code.");
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(code, sizeof code, "%d", metrics_codes[i]);
+		prom_sample(p, "proteus_metrics_requests_total",
+			    (double)mc.answered[i], "code", code, NULL);
+	}
+	prom_family(p, "proteus_metrics_timeouts_total", "counter", "/metrics "
+		    "connections dropped at a deadline (metrics_timeout_ms).");
+	prom_sample(p, "proteus_metrics_timeouts_total", (double)mc.timeouts,
+		    NULL);
+}
+
+/* Build the text on the loop and hand it to the server thread: once a
+ * second, so that a scrape sees figures at most that old and costs the
+ * loop nothing. */
+static int64_t metrics_timer(struct loop *l, int64_t id, void *ctx)
+{
+	struct proteusd *d = ctx;
+	struct prom p = {0};
+	size_t len;
+	char *text;
+
+	daemon_metrics(d, &p);
+	jobs_metrics(d->jobs, &p);
+	text = prom_take(&p, &len);
+	if (!text)
+		log_warn("metrics: out of memory; the last text is kept");
+	metrics_publish(d->metrics, text, len);
+	return METRICS_REBUILD_MS;
 }
 
 /* ---- main ---- */
@@ -514,6 +620,7 @@ int main(int argc, char **argv)
 	code = PROTEUSD_EXIT_FAIL;
 	log_set_level((enum log_level)d.cfg.log_level);
 	d.start_us = px_now_mono_us();
+	d.start_wall_us = px_now_wall_us();
 	signal(SIGPIPE, SIG_IGN);
 	/* a file-size limit (RLIMIT_FSIZE) must fail the write that passes
 	 * it (EFBIG: the store reports a full disk), not kill the daemon */
@@ -563,6 +670,20 @@ int main(int argc, char **argv)
 		if (!server_open(&ss, &d.srv))
 			goto out_listen;
 	}
+	if (d.cfg.metrics_port) {
+		if (metrics_open(d.cfg.metrics_host, d.cfg.metrics_port,
+				 d.cfg.metrics_timeout_ms, &d.metrics,
+				 &err) != PX_OK) {
+			log_err("%s", err.msg);
+			goto out_listen;
+		}
+		(void)metrics_timer(d.loop, 0, &d);
+		if (loop_timer_add(d.loop, METRICS_REBUILD_MS, metrics_timer,
+				   &d) < 0)
+			goto out_listen;
+		log_notice("metrics: serving http://%s/metrics",
+			   d.cfg.metrics_listen);
+	}
 	if (sdnotify_watchdog_usec(&wd_us)) {
 		if (loop_timer_add(d.loop, 0, watchdog_timer, &wd_us) < 0)
 			goto out_listen;
@@ -581,6 +702,7 @@ int main(int argc, char **argv)
 	code = PROTEUSD_EXIT_OK;
 	jobs_suspend(d.jobs);
 out_listen:
+	metrics_close(d.metrics);
 	server_close(d.srv);
 	jobs_free(d.jobs);
 	store_close(d.st);

@@ -30,6 +30,10 @@ struct server {
 	uint64_t last_client_id;
 	uint64_t refused;        /* clients refused since the last line */
 	bool refused_timer;      /* a summary line is scheduled */
+	/* for /metrics: requests by command (PROTO_CMD_MAX: unknown
+	 * ones), clients refused, since the start */
+	uint64_t requests[PROTO_CMD_MAX + 1];
+	uint64_t refused_total;
 };
 
 #define LISTEN_BACKLOG 64
@@ -200,6 +204,7 @@ static bool client_request(struct client *c, const char *line, size_t len)
 		client_fail(c, err.msg);
 		return false;
 	}
+	c->d->requests[cmd]++;
 	if (cmd == PROTO_CMD_MAX) {
 		snprintf(err.msg, sizeof(err.msg), "unknown command '%.64s'",
 			 json_string_value(json_object_get(req, "cmd")));
@@ -424,6 +429,7 @@ static void client_refuse(struct server *d, struct client *c)
 	} else {
 		d->refused++;
 	}
+	d->refused_total++;
 	client_drop(c, why);
 }
 
@@ -629,4 +635,14 @@ void server_close(struct server *d)
 size_t server_clients(const struct server *d)
 {
 	return d->nclients;
+}
+
+uint64_t server_requests(const struct server *d, enum proto_cmd cmd)
+{
+	return d && cmd <= PROTO_CMD_MAX ? d->requests[cmd] : 0;
+}
+
+uint64_t server_refused(const struct server *d)
+{
+	return d ? d->refused_total : 0;
 }

@@ -61,5 +61,10 @@ bool server_open(const struct server_setup *s, struct server **ret);
  * is still the one we made. */
 void server_close(struct server *s);
 size_t server_clients(const struct server *s);
+/* Requests of command cmd answered or deferred since the start
+ * (PROTO_CMD_MAX: those naming no known command); clients refused over
+ * max_clients since the start.  For /metrics; 0 for a NULL server. */
+uint64_t server_requests(const struct server *s, enum proto_cmd cmd);
+uint64_t server_refused(const struct server *s);
 
 #endif

@@ -161,6 +161,18 @@ typedef void (*ec2_done_fn)(enum px_err rc, struct ec2_response *resp,
 enum px_err ec2_call_start(struct ec2_client *c, struct ec2_params *params,
 			   ec2_done_fn done, void *ctx, struct px_error *err);
 
+/* Requests this process sent to EC2, by action (each attempt, retries
+ * included, answered or failed in transport) and those AWS throttled
+ * (ec2_retry_is_throttle's codes), since the start, every client
+ * together: the first max into ret (in the order first sent); returns
+ * how many.  Thread-safe. */
+#define EC2_STATS_MAX 32
+struct ec2_api_stat {
+	char action[64];
+	uint64_t calls, throttled;
+};
+size_t ec2_api_stats(struct ec2_api_stat *ret, size_t max);
+
 /* Blocking: start and drive until done.  ret is released by the caller;
  * ret_aws (optional) is filled on PX_EAWS/PX_EHTTP failures. */
 enum px_err ec2_call(struct ec2_client *c, struct ec2_params *params,

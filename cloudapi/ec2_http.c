@@ -3,6 +3,7 @@
  * response -> retry timer -> attempt ... -> done), event-loop hooks and the
  * blocking driver.  Retries wait on timers kept here, never in sleep().
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,6 +452,43 @@ static void explain(struct ec2_call *k, struct px_error *err,
 }
 
 /* A finished transfer: success, final failure, or a retry timer. */
+/* ---- what this process sent, for proteusd's /metrics ---- */
+
+static pthread_mutex_t stats_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ec2_api_stat stats[EC2_STATS_MAX];
+static size_t n_stats;
+
+/* One attempt of action ended (answered, or failed in transport);
+ * throttled: AWS said slow down.  Actions past EC2_STATS_MAX are not
+ * counted (there are fewer than that: ec2_ops.c). */
+static void stats_count(const char *action, bool throttled)
+{
+	size_t i;
+
+	pthread_mutex_lock(&stats_mu);
+	for (i = 0; i < n_stats && strcmp(stats[i].action, action); i++)
+		;
+	if (i == n_stats && n_stats < EC2_STATS_MAX)
+		snprintf(stats[n_stats++].action, sizeof stats[i].action,
+			 "%s", action);
+	if (i < n_stats) {
+		stats[i].calls++;
+		stats[i].throttled += throttled;
+	}
+	pthread_mutex_unlock(&stats_mu);
+}
+
+size_t ec2_api_stats(struct ec2_api_stat *ret, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&stats_mu);
+	n = n_stats < max ? n_stats : max;
+	memcpy(ret, stats, n * sizeof *ret);
+	pthread_mutex_unlock(&stats_mu);
+	return n;
+}
+
 static void call_done(struct ec2_call *k, CURLcode cc)
 {
 	struct ec2_client *c = k->c;
@@ -469,6 +507,7 @@ static void call_done(struct ec2_call *k, CURLcode cc)
 	k->in_multi = false;
 	aws.attempts = k->attempts;
 	if (cc != CURLE_OK) {
+		stats_count(k->action, false);
 		if (k->too_big) {
 			rc = px_errorf(&err, PX_ETOOBIG, "%s: response over "
 				       "%zu bytes", k->action,
@@ -483,6 +522,8 @@ static void call_done(struct ec2_call *k, CURLcode cc)
 		aws.http_status = status;
 		rc = ec2_xml_parse(k->resp ? k->resp : "", k->resp_len, status,
 				   &resp.doc, &aws, &err);
+		stats_count(k->action, rc == PX_EAWS &&
+			    ec2_retry_is_throttle(aws.code));
 		if (rc == PX_OK) {
 			if (k->retry_cost || k->attempts == 1)
 				ec2_quota_success(&c->quota, k->retry_cost);

@@ -79,6 +79,7 @@ enum stmt_id {
 	ST_EVENT_ADD,
 	ST_LEDGER_ADD,
 	ST_JOB_COST,
+	ST_JOB_COST_OD,
 	ST_COUNTS,
 	ST_DAEMON_GET,
 	ST_DAEMON_ADD,
@@ -148,6 +149,12 @@ static const char *const stmt_sql[ST_MAX] = {
 	[ST_JOB_COST] = "SELECT (SELECT 1 FROM jobs WHERE id = ?1), "
 			"(SELECT coalesce(sum(amount_uusd), 0) FROM ledger "
 			"WHERE job_id = ?1)",
+	[ST_JOB_COST_OD] = "SELECT (SELECT 1 FROM jobs WHERE id = ?1), "
+			   "(SELECT coalesce(sum(l.amount_uusd), 0) FROM "
+			   "ledger l JOIN instances i ON i.id = "
+			   "l.instance_id JOIN allocations a ON a.id = "
+			   "i.alloc_id WHERE l.job_id = ?1 AND a.market_id "
+			   "IS NULL)",
 	[ST_COUNTS] = "SELECT (SELECT count(*) FROM markets), "
 		      "(SELECT count(*) FROM prices), "
 		      "(SELECT count(*) FROM jobs)",
@@ -1745,10 +1752,11 @@ enum px_err store_instance_bill_end(struct store *st, int64_t instance_id,
 	return PX_OK;
 }
 
-enum px_err store_job_cost(struct store *st, int64_t job_id,
-			   int64_t *ret_uusd, struct px_error *err)
+static enum px_err job_cost(struct store *st, enum stmt_id which,
+			    int64_t job_id, int64_t *ret_uusd,
+			    struct px_error *err)
 {
-	sqlite3_stmt *s = stmt_get(st, ST_JOB_COST, err);
+	sqlite3_stmt *s = stmt_get(st, which, err);
 	enum px_err r = PX_OK;
 	int rc;
 
@@ -1765,6 +1773,18 @@ enum px_err store_job_cost(struct store *st, int64_t job_id,
 		r = store_fail(st, rc, err, "cost of job %" PRId64, job_id);
 	sqlite3_reset(s);
 	return r;
+}
+
+enum px_err store_job_cost(struct store *st, int64_t job_id,
+			   int64_t *ret_uusd, struct px_error *err)
+{
+	return job_cost(st, ST_JOB_COST, job_id, ret_uusd, err);
+}
+
+enum px_err store_job_cost_ondemand(struct store *st, int64_t job_id,
+				    int64_t *ret_uusd, struct px_error *err)
+{
+	return job_cost(st, ST_JOB_COST_OD, job_id, ret_uusd, err);
 }
 
 /* ---- reading jobs, events and ledger lines back ---- */

@@ -272,6 +272,10 @@ enum px_err store_ledger_add(struct store *st, int64_t job_id,
 /* Sum of a job's ledger lines (0 when none); unknown job: PX_ENOENT. */
 enum px_err store_job_cost(struct store *st, int64_t job_id,
 			   int64_t *ret_uusd, struct px_error *err);
+/* The part of that sum charged for on-demand instances (those of
+ * allocations without a market). */
+enum px_err store_job_cost_ondemand(struct store *st, int64_t job_id,
+				    int64_t *ret_uusd, struct px_error *err);
 
 /* ---- reading jobs, events and ledger lines back ----
  *

@@ -841,3 +841,45 @@ Test(config, ec2_keys_format_round_trip)
 	cr_assert_eq(b.ec2_subnet_count, 2);
 	cr_assert_eq(b.trainer_port_hi, 40063);
 }
+
+/* metrics_listen: off by default; a numeric address and a port, parsed
+ * beside the text; anything else refused naming the key. */
+Test(config, metrics_listen)
+{
+	static const struct {
+		const char *val, *host;
+		int port;
+	} good[] = {
+		{ "127.0.0.1:9464", "127.0.0.1", 9464 },
+		{ "[::1]:9464", "::1", 9464 },
+		{ "0.0.0.0:1", "0.0.0.0", 1 },
+		{ "[fe80::1]:65535", "fe80::1", 65535 },
+	};
+	static const char *const bad[] = {
+		"localhost:9464", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0",
+		"127.0.0.1:65536", "::1:9464", "[::1]", "[127.0.0.1]:80",
+		"127.0.0.1:9464x", "1.2.3:80", "[::1]:123456",
+	};
+	struct proteusd_config c;
+	struct config_diag d = {0};
+	char text[128];
+
+	cr_assert_eq(config_defaults(&c, &d), PX_OK);
+	cr_assert_str_eq(c.metrics_listen, "");
+	cr_assert_eq(c.metrics_port, 0);
+	cr_assert_eq(c.metrics_timeout_ms, 10000);
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+		snprintf(text, sizeof text, "metrics_listen %s\n",
+			 good[i].val);
+		cr_assert_eq(parse(text, &c, &d), PX_OK, "%s", good[i].val);
+		cr_assert_str_eq(c.metrics_host, good[i].host);
+		cr_assert_eq(c.metrics_port, good[i].port);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		snprintf(text, sizeof text, "metrics_listen %s\n", bad[i]);
+		cr_assert_eq(parse(text, &c, &d), PX_EINVAL, "%s", bad[i]);
+		cr_assert(has_msg(&d, "t.conf:1: 'metrics_listen': "), "%s",
+			  bad[i]);
+		config_diag_release(&d);
+	}
+}

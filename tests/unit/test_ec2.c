@@ -299,11 +299,27 @@ Test(ec2, spot_max_price_too_low)
 	cr_assert(strstr(err.msg, aws.request_id), "%s", err.msg);
 }
 
+/* What ec2_api_stats says of action: calls and throttled. */
+static void api_stat(const char *action, uint64_t *calls, uint64_t *thr)
+{
+	struct ec2_api_stat v[EC2_STATS_MAX];
+	size_t n = ec2_api_stats(v, EC2_STATS_MAX);
+
+	*calls = *thr = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].action, action)) {
+			*calls = v[i].calls;
+			*thr = v[i].throttled;
+		}
+}
+
 Test(ec2, throttle_burst_retried)
 {
 	struct ec2_instance_list l = { 0 };
+	uint64_t calls0, thr0, calls, thr;
 	json_t *s;
 
+	api_stat("RunInstances", &calls0, &thr0);
 	json_decref(fake_ctl(&F, "{\"faults\":[{\"op\":\"RunInstances\","
 		"\"kind\":\"error\",\"code\":\"RequestLimitExceeded\","
 		"\"status\":503,\"count\":2}]}"));
@@ -314,6 +330,10 @@ Test(ec2, throttle_burst_retried)
 		"attempts"), "RunInstances")), 3);
 	json_decref(s);
 	cr_assert_eq(fake_count(&F, "instances"), 1);
+	/* /metrics' counters: every attempt, the two throttled */
+	api_stat("RunInstances", &calls, &thr);
+	cr_assert_eq(calls - calls0, 3);
+	cr_assert_eq(thr - thr0, 2);
 }
 
 Test(ec2, throttle_attempt_cap)
