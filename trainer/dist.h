@@ -80,6 +80,9 @@ struct dist_opts {
 				      job at once when a checkpoint of
 				      this run exists; 0: wait for
 				      stall_timeout_s */
+	bool no_partial;           /* coordinator: a shard with no copy
+				      left fails the job (from the
+				      checkpoint), not reloaded alone */
 	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
 				      before the pushes, which follow this
 				      much later (pushes in flight) */
@@ -96,6 +99,8 @@ struct dist_opts {
 				      the job is done; NULL: none */
 	bool json;                 /* coordinator: JSON result on out */
 	bool eval_epochs;          /* coordinator: test after each epoch */
+	uint32_t eval_every;       /* coordinator: and every this many
+				      clocks (0: not) */
 	int out_fd;                /* coordinator: progress and result */
 	int ready_fd;              /* coordinator: one byte here when the
 				      job starts, then closed; -1: none */

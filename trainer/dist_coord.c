@@ -104,6 +104,9 @@ struct coord {
 	int64_t snap_clock;        /* its clock; -1: none yet */
 	bool reload[DIST_MAX_SHARDS]; /* served from snap, not ck_w */
 	uint32_t partials;         /* shards reloaded so */
+	bool measuring;            /* an --eval-every evaluation: a
+				      measurement, neither a checkpoint
+				      nor a snapshot */
 	int64_t pulled_at;         /* c->params holds every update before
 				      this clock ... */
 	uint64_t pulled_samples;   /* ... after this many samples */
@@ -333,7 +336,7 @@ static bool ps_lost(struct coord *c, struct wire_node n)
 			if (wire_node_eq(sh->backup, WIRE_NODE_ALL)) {
 				struct wire_node h = pick_holder(c, n, s);
 
-				if (c->snap_clock < 0 ||
+				if (c->o->no_partial || c->snap_clock < 0 ||
 				    wire_node_eq(h, WIRE_NODE_ALL)) {
 					ok = false;
 					continue;
@@ -1019,7 +1022,7 @@ static bool sole_copy_gone(struct coord *c, uint64_t now,
 			m->silent = false; /* its shards moved meanwhile */
 		if (!m->silent || now - m->last_us < lim)
 			continue;
-		if (c->snap_clock >= 0) {
+		if (c->snap_clock >= 0 && !c->o->no_partial) {
 			out(c, "PS %u, the only copy of shard %d, silent for "
 			    "%.1f s (--sole-copy-timeout): lost", m->w.node.v,
 			    sole_copy(c, m->w.node),
@@ -1116,7 +1119,7 @@ static enum px_err pull_state(struct coord *c, struct px_error *err)
 	c->pulled_samples = samples_done(c);
 	for (uint32_t s = 0; e == PX_OK && s < c->nshards; s++)
 		e = pull_shard(c, s, c->pulled_at, c->params, err);
-	if (e == PX_OK && c->snap) {
+	if (e == PX_OK && c->snap && !c->measuring) {
 		/* whole: the next loss of a shard's every copy reloads
 		 * from here */
 		memcpy(c->snap, c->params, c->nparams * sizeof(float));
@@ -1230,7 +1233,7 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 				 PRId64, c->pulled_at, c->total_est);
 			return train_diverged(ret_err, when, "test loss",
 					      c->last_loss, c->o->train.lr);
-		} else if (ck) {
+		} else if (ck && !c->measuring) {
 			write_checkpoint(c, c->last_acc, t);
 		}
 		stalled_since(c, t);
@@ -1374,6 +1377,10 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 	c->snap_clock = -1;
 	if (!c->params || !c->snap)
 		return px_errorf(err, PX_ENOMEM, "parameters");
+	/* the first state is the PS nodes' seeded one: a shard lost before
+	 * any pull reloads from the start, not the whole job */
+	model_init_params(&c->d, c->snap, o->train.seed);
+	c->snap_clock = 0;
 	e = model_ctx_new(&c->d, &kern_cpu_ops, NULL, TRAIN_EVAL_BATCH,
 			  &c->mc, err);
 	if (e != PX_OK)
@@ -1439,7 +1446,7 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 {
 	struct coord *c = px_calloc(1, sizeof(*c));
 	uint64_t next_hb, next_prog;
-	int64_t next_eval, next_ckpt;
+	int64_t next_eval, next_ckpt, next_every;
 	enum px_err e;
 
 	if (!c)
@@ -1457,6 +1464,9 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 	next_ckpt = o->checkpoint_every
 		? (c->min_clock / o->checkpoint_every + 1) *
 			  (int64_t)o->checkpoint_every : INT64_MAX;
+	next_every = o->eval_every
+		? (c->min_clock / o->eval_every + 1) * (int64_t)o->eval_every
+		: INT64_MAX;
 	next_hb = px_now_mono_us();
 	next_prog = next_hb + 1000000;
 	dist_logf(o, LOG_LVL_INFO, "coordinator on %s: %" PRIu64 " parameters, "
@@ -1514,9 +1524,17 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 			c->t_end_us = px_now_mono_us();
 			break;
 		}
-		if (o->eval_epochs && c->min_clock >= next_eval) {
+		if ((o->eval_epochs && c->min_clock >= next_eval) ||
+		    c->min_clock >= next_every) {
+			c->measuring = !(o->eval_epochs &&
+					 c->min_clock >= next_eval);
 			e = progress(c, true, false, err);
-			next_eval += c->clocks_per_epoch;
+			c->measuring = false;
+			if (c->min_clock >= next_eval)
+				next_eval += c->clocks_per_epoch;
+			if (c->min_clock >= next_every)
+				next_every = (c->min_clock / o->eval_every +
+					      1) * (int64_t)o->eval_every;
 			next_prog = now + 1000000;
 		} else if (now >= next_prog || (c->progress_now &&
 						now + 950000 >= next_prog)) {

@@ -33,6 +33,8 @@ struct pusher {
 	int64_t clock[DIST_MAX_SHARDS];
 };
 
+#define PS_EARLY_MAX 64   /* PARAMS frames kept for a map to come */
+
 struct ps {
 	const struct dist_opts *o;
 	struct pusher pushers[DIST_MAX_NODES];
@@ -43,6 +45,12 @@ struct ps {
 	struct wire_shard map[DIST_MAX_SHARDS];
 	uint32_t nshards;
 	uint32_t stage_epoch;    /* 0: no map yet */
+	/* a moved shard's state that came before the map giving it here
+	 * (PARAMS on PULL, STAGE on SUB: two sockets, either first): kept
+	 * for the next map, not dropped, or the shard waits for it forever
+	 * when it has no other copy */
+	struct wire_msg early[PS_EARLY_MAX];
+	uint32_t n_early;
 	struct pshard sh[DIST_MAX_SHARDS];
 	struct model_desc d;
 	float *init;             /* the seeded initial vector (epoch 1) */
@@ -125,6 +133,25 @@ static void send_state(struct ps *p, struct wire_node to, uint32_t s)
 }
 
 static void fetch_missing(struct ps *p);
+static bool on_range(struct ps *p, const struct wire_msg *m);
+
+/* The state frames that came before this map: applied now where it
+ * gives their shard here; the others dropped (a frame waits for one map
+ * only). */
+static void replay_early(struct ps *p)
+{
+	struct wire_msg v[PS_EARLY_MAX];
+	uint32_t n = p->n_early;
+
+	memcpy(v, p->early, n * sizeof *v);
+	p->n_early = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (v[i].u.range.shard < p->nshards &&
+		    p->sh[v[i].u.range.shard].w && on_range(p, &v[i]))
+			continue;   /* kept again: not possible, a shard here */
+		wire_msg_release(&v[i]);
+	}
+}
 
 /* A new shard map: hand over what moves, take up new roles. */
 static void on_stage(struct ps *p, const struct wire_msg *m)
@@ -201,6 +228,7 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 	p->nshards = st->nshards;
 	p->stage = st->stage;
 	p->stage_epoch = st->epoch;
+	replay_early(p);
 	/* what the map leaves without state: now, not at the next
 	 * heartbeat */
 	fetch_missing(p);
@@ -320,20 +348,34 @@ static void add_range(float *dst, const struct wire_f32 *v)
 
 /* Apply a range (PUSH: a worker's update, FORWARD: what the active's
  * copy changed by, PARAMS: a snapshot). */
-static void on_range(struct ps *p, const struct wire_msg *m)
+/* A PARAMS frame for a shard this PS has no room for yet (no map, or
+ * one that does not give it here): kept, whole, for the next map (true:
+ * the caller must not release it). */
+static bool keep_early(struct ps *p, const struct wire_msg *m)
+{
+	if (m->hdr.type != WIRE_PARAMS || p->n_early == PS_EARLY_MAX)
+		return false;
+	p->early[p->n_early++] = *m;
+	return true;
+}
+
+/* Apply a range frame; true when it was kept for later (keep_early). */
+static bool on_range(struct ps *p, const struct wire_msg *m)
 {
 	const struct wire_range *r = &m->u.range;
 	struct pshard *sh;
 
-	if (r->shard >= p->nshards)
-		return;
+	if (r->shard >= DIST_MAX_SHARDS)
+		return false;
+	if (r->shard >= p->nshards || !p->sh[r->shard].w)
+		return keep_early(p, m);
 	sh = &p->sh[r->shard];
-	if (!sh->w || r->offset > sh->cnt || r->data.n > sh->cnt - r->offset)
-		return;
+	if (r->offset > sh->cnt || r->data.n > sh->cnt - r->offset)
+		return false;
 	switch (m->hdr.type) {
 	case WIRE_PUSH:
 		if (!sh->active || !sh->have)
-			return;
+			return false;
 		add_range(sh->w + r->offset, &r->data);
 		sh->pushes++;
 		if (!(m->hdr.flags & WIRE_F_MORE))
@@ -346,7 +388,7 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 		if (!sh->have && sh->from_coord && !sh->active)
 			fetch_missing(p);
 		if (!sh->have || sh->active)
-			return;
+			return false;
 		add_range(sh->w + r->offset, &r->data);
 		break;
 	case WIRE_PARAMS:
@@ -365,6 +407,7 @@ static void on_range(struct ps *p, const struct wire_msg *m)
 	default:
 		break;
 	}
+	return false;
 }
 
 static void on_pull(struct ps *p)
@@ -372,10 +415,9 @@ static void on_pull(struct ps *p)
 	struct px_error err;
 	struct wire_msg m;
 
-	while (net_recv(p->pull, &m, 0, &err) == PX_OK) {
-		on_range(p, &m);
-		wire_msg_release(&m);
-	}
+	while (net_recv(p->pull, &m, 0, &err) == PX_OK)
+		if (!on_range(p, &m))
+			wire_msg_release(&m);
 }
 
 /* Whether shard s holds what a PULL from n at clock c must see: n's own
@@ -516,10 +558,8 @@ static enum px_err fetch_state(struct ps *p, struct net_sock *q,
 	/* no pushes of its own to wait for */
 	e = dist_pull(q, from, p->clock_min, s, p->sh[s].cnt, -1, 100, 200,
 		      &r, &err);
-	if (e == PX_OK) {
-		on_range(p, &r);
+	if (e == PX_OK && !on_range(p, &r))
 		wire_msg_release(&r);
-	}
 	return e;
 }
 
@@ -865,6 +905,8 @@ out_free:
 	net_close(p->sub);
 	net_close(p->creq);
 	net_close(p->cpush);
+	for (uint32_t i = 0; i < p->n_early; i++)
+		wire_msg_release(&p->early[i]);
 	free(p->init);
 	wire_ctx_free(p->ctx);
 	free(p);

@@ -359,6 +359,10 @@ static const struct topt topts[] = {
 	    "shards of the parameter vector, 0: one per PS", NULL),
 	OPT("eval-epochs", NULL, C_DIST, K_FLAG, o.eval_epochs, 0, 0, 0,
 	    "evaluate on the test set after each epoch", NULL),
+	OPT("eval-every", "N", C_DIST, K_UINT, o.eval_every, 0, 1000000, 0,
+	    "also test every N clocks: a learning curve at a finer grain "
+	    "than epochs (a measurement: neither a checkpoint nor the state "
+	    "partial recovery reloads from), 0: not", NULL),
 	OPT("heartbeat", "MS", C_DIST, K_UINT, o.hb_ms, 1, 60000, 0,
 	    "heartbeat interval", NULL),
 	OPT("hb-timeout", "MS", C_DIST, K_UINT, o.hb_timeout_ms, 1, 600000,
@@ -368,9 +372,13 @@ static const struct topt topts[] = {
 	    86400, 0, "fail the job after this long without progress, "
 	    "0: never", NULL),
 	OPT("sole-copy-timeout", "S", C_DIST, K_UINT, o.sole_copy_timeout_s,
-	    0, 86400, 0, "with a checkpoint, fail at once when a PS holding "
-	    "a shard's only copy is silent this long, 0: --stall-timeout",
-	    NULL),
+	    0, 86400, 0, "a PS holding a shard's only copy silent this long "
+	    "is lost (its shards reloaded, or with --no-partial-recovery the "
+	    "job fails from the checkpoint), 0: --stall-timeout", NULL),
+	OPT("no-partial-recovery", NULL, C_DIST, K_FLAG, o.no_partial, 0, 0,
+	    0, "a shard whose every copy is lost fails the job (a restart "
+	    "from the checkpoint, with local --max-restarts) instead of "
+	    "being reloaded alone from the last state pulled", NULL),
 	OPT("clock-batches", "N", C_DIST, K_UINT, o.clock_batches, 1,
 	    DIST_CLOCK_BATCHES_MAX, 0, "minibatches a worker trains between "
 	    "two pushes of its updates (a clock)", NULL),

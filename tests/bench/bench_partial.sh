@@ -1,0 +1,99 @@
+#!/bin/sh
+# bench_partial.sh -- partial recovery against a full restart (issue 27):
+# the MLP on Fashion-MNIST, `proteus-trainer local`, 2 workers and PS PS in
+# stage 1 (no backups: each shard has one copy), a checkpoint (the state
+# both recoveries go back to: the file, and the coordinator's snapshot of
+# the same pull) every CKPT clocks, a test every EVERY clocks to measure;
+# one PS SIGKILLed at KILL_AT s.  With
+# partial recovery the coordinator reloads the dead PS's shards alone from
+# the last state it pulled and the job goes on; with --no-partial-recovery
+# the job fails and `local --max-restarts 1` restarts it from the same
+# checkpoint.  For each: the clocks trained after the kill until the test
+# loss is back to the last one evaluated before it, the final accuracy and
+# the wall time.  REPS runs each, medians.  Prints markdown.
+#   env: BUILD (default build), EPOCHS (8), EVERY (2), CKPT (80),
+#   KILL_AT (8), PS (4), REPS (3)
+set -eu
+
+EPOCHS=${EPOCHS:-8}
+EVERY=${EVERY:-2}
+CKPT=${CKPT:-80}
+PS=${PS:-4}
+KILL_AT=${KILL_AT:-8}
+REPS=${REPS:-3}
+. "$(dirname "$0")/trainer_needs.sh"
+
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+JOB="--model mlp --epochs $EPOCHS --workers 2 --ps $PS --stage 1 --batch 128 \
+ --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --timeout 900 --json \
+ --eval-every $EVERY --checkpoint-every $CKPT --kill-ps-at $KILL_AT"
+
+# clocks trained after the kill until the loss is back: the progress lines
+# (clock, last test loss) of one run's stderr, the kill line among them; a
+# clock that goes back is a restart from the checkpoint (its clocks count
+# again from there)
+recover() { # log
+	python3 - "$1" <<'PY'
+import re, sys
+# the test loss is noisy from one evaluation to the next: each point is
+# the mean of the last 3 evaluations, the goal the mean of the 3 before
+# the kill
+pts = []; killed_at = None
+for line in open(sys.argv[1], errors='replace'):
+    if 'churn: SIGKILL ps' in line:
+        killed_at = len(pts)
+        continue
+    m = re.search(r'progress: clock (\d+),.*test loss ([0-9.]+)', line)
+    if m:
+        pts.append((int(m.group(1)), float(m.group(2))))
+if killed_at is None or killed_at < 3:
+    print('never'); sys.exit()
+goal = sum(l for _, l in pts[killed_at - 3:killed_at]) / 3
+clock = pts[killed_at - 1][0]; spent = 0; window = []
+for c, l in pts[killed_at:]:
+    if c > clock:
+        spent += c - clock
+    else:
+        window = []          # a restart: its evaluations start anew
+    clock = c
+    window = (window + [l])[-3:]
+    if len(window) == 3 and sum(window) / 3 <= goal:
+        print(spent); sys.exit()
+print('never')
+PY
+}
+
+med() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
+
+for mode in partial full; do
+	: > "$W/$mode.clocks"
+	: > "$W/$mode.acc"
+	: > "$W/$mode.wall"
+	for r in $(seq 1 "$REPS"); do
+		rm -f "$W/ck.pxc"
+		extra=
+		[ "$mode" = full ] && extra="--no-partial-recovery --max-restarts 1"
+		t0=$(date +%s.%N)
+		out=$("$T" local $JOB --checkpoint "$W/ck.pxc" $extra 2>"$W/$mode.$r.log") || out={}
+		t1=$(date +%s.%N)
+		recover "$W/$mode.$r.log" >> "$W/$mode.clocks"
+		echo "$out" | jq '(.test_accuracy // 0) * 10000 | round / 100' >> "$W/$mode.acc"
+		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f\n", b - a }' >> "$W/$mode.wall"
+		echo "$out" | jq -c '{partial_recoveries, resumed_from}' > "$W/$mode.shape"
+	done
+done
+
+echo "MLP, $EPOCHS epochs, 2 workers, $PS PS in stage 1, a checkpoint every $CKPT clocks, a test every $EVERY, a PS SIGKILLed at $KILL_AT s; median of $REPS runs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1 /proc/loadavg))."
+echo
+echo "| recovery | clocks to get the loss back (median; each run) | test accuracy | wall s (the whole command) |"
+echo "|---|---|---|---|"
+for mode in partial full; do
+	label="partial: the lost shards reloaded alone, the job goes on"
+	[ "$mode" = full ] && label="full restart from the checkpoint (--no-partial-recovery, local --max-restarts 1)"
+	echo "| $label | $(grep -v never "$W/$mode.clocks" | med) ($(tr '\n' ' ' < "$W/$mode.clocks" | sed 's/ $//')) | $(med < "$W/$mode.acc")% | $(med < "$W/$mode.wall") |"
+done
+p=$(grep -v never "$W/partial.clocks" | med)
+f=$(grep -v never "$W/full.clocks" | med)
+echo
+awk -v p="$p" -v f="$f" 'BEGIN { if (f > 0 && p != "-") printf "Partial recovery redid %.0f%% fewer clocks than the full restart (issue target: at least 78%%).\n", 100 * (1 - p / f) }'
