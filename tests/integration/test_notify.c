@@ -27,22 +27,6 @@
 TestSuite(notify, .init = jobs_fixture_setup,
 	  .fini = jobs_fixture_teardown, .timeout = 240);
 
-/* A port nothing listens on now (the kernel's pick, given back). */
-static int unused_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), p;
-
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	p = ntohs(a.sin_port);
-	close(fd);
-	return p;
-}
-
 /* The receiver on port (0: any), writing to out; its port. */
 static int receiver(int port, const char *out, pid_t *ret)
 {
@@ -261,14 +245,14 @@ static double sample(const char *text, const char *what)
 Test(notify, a_receiver_that_is_down_gets_the_retries_and_the_job_goes_on)
 {
 	char *out, conf[512], *log, *text;
-	int port = unused_port(), mport;
+	int port = free_port(), mport;
 	struct pxrun r;
 	pid_t rp;
 	int64_t id;
 	json_t *st, *ev;
 
 	do
-		mport = unused_port();
+		mport = free_port();
 	while (mport == port);
 	cr_assert(asprintf(&out, "%s/events", jt.tmp) > 0);
 	snprintf(conf, sizeof conf, "notify_url http://127.0.0.1:%d/hook\n"
