@@ -513,6 +513,28 @@ bad_host:
 	return false;
 }
 
+bool config_url_check(const char *url, char *why, size_t wlen)
+{
+	if (!*url) {
+		snprintf(why, wlen, "an empty URL");
+		return false;
+	}
+	return check_endpoint(url, NULL, why, wlen);
+}
+
+/* notify_command: an absolute path, run without a shell. */
+static bool check_command(const char *val, struct proteusd_config *cfg,
+			  char *why, size_t wlen)
+{
+	if (*val && val[0] != '/') {
+		snprintf(why, wlen, "'%.64s' is not an absolute path (it is "
+			 "run without a shell, with no arguments of yours)",
+			 val);
+		return false;
+	}
+	return true;
+}
+
 /* An absolute path in the instance's boot script: only letters, digits
  * and ._+-/ (nothing a shell would read otherwise). */
 static bool check_node_trainer(const char *val, struct proteusd_config *cfg,
@@ -584,6 +606,38 @@ static const struct config_key config_table[] = {
 	 600000, "10000", CONFIG_IMMUTABLE,
 	 "a scraper has this long to send its request, and again this long "
 	 "to take the answer, before it is disconnected", NULL, NULL, NULL},
+	{"notify_url", CONFIG_STR, CFG(notify_url), 0, CONFIG_URL_MAX - 1,
+	 "", CONFIG_RELOADABLE,
+	 "every job's events (state changes, eviction notices, losses, "
+	 "budget and deadline stops, recovery after a restart) are POSTed "
+	 "here as JSON, an http(s) URL without a user or password (empty: "
+	 "none); a job's own notify_url gets them too", NULL, NULL,
+	 check_endpoint},
+	{"notify_command", CONFIG_STR, CFG(notify_command), 0,
+	 CONFIG_PATH_MAX - 1, "", CONFIG_RELOADABLE,
+	 "a program (absolute path) run for each job event with the event "
+	 "as JSON on its standard input (empty: none)", NULL, NULL,
+	 check_command},
+	{"notify_timeout_ms", CONFIG_INT, CFG(notify_timeout_ms), 100,
+	 600000, "10000", CONFIG_RELOADABLE,
+	 "a notification's POST attempt, or notify_command's run, ends "
+	 "after this long (the command is killed)", NULL, NULL, NULL},
+	{"notify_attempts", CONFIG_INT, CFG(notify_attempts), 1, 20, "5",
+	 CONFIG_RELOADABLE,
+	 "tries per notification before it is counted as failed", NULL,
+	 NULL, NULL},
+	{"notify_backoff_ms", CONFIG_INT, CFG(notify_backoff_ms), 10, 60000,
+	 "1000", CONFIG_RELOADABLE,
+	 "the wait before a notification's first retry; it doubles at each "
+	 "retry, up to 64 times this", NULL, NULL, NULL},
+	{"notify_queue_max", CONFIG_INT, CFG(notify_queue_max), 1, 100000,
+	 "1000", CONFIG_RELOADABLE,
+	 "notifications waiting per destination; past it the oldest is "
+	 "dropped (and counted)", NULL, NULL, NULL},
+	{"notify_commands_max", CONFIG_INT, CFG(notify_commands_max), 1, 64,
+	 "4", CONFIG_RELOADABLE,
+	 "notify_command runs at once (one per job at a time)", NULL, NULL,
+	 NULL},
 	{"max_jobs", CONFIG_INT, CFG(max_jobs), 1, 256, "4",
 	 CONFIG_RELOADABLE,
 	 "jobs running at once; later submissions wait, queued", NULL, NULL,

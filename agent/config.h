@@ -58,6 +58,14 @@ struct proteusd_config {
 					       * brackets */
 	int metrics_port;                     /* parsed; 0: off */
 	int64_t metrics_timeout_ms;           /* per phase of a scrape */
+	/* notifications (agent/notify.h) */
+	char notify_url[CONFIG_URL_MAX];      /* "": none; http(s) URL */
+	char notify_command[CONFIG_PATH_MAX]; /* "": none; absolute path */
+	int64_t notify_timeout_ms;            /* per attempt / per run */
+	int64_t notify_attempts;              /* tries per event */
+	int64_t notify_backoff_ms;            /* first retry's wait */
+	int64_t notify_queue_max;             /* events waiting, per URL */
+	int64_t notify_commands_max;          /* commands running at once */
 	/* jobs (agent/jobs.c) */
 	int64_t max_jobs;                     /* running at once */
 	int64_t local_speedup;                /* market s per real s */
@@ -203,6 +211,12 @@ const char *config_world_name(int world);
  * start when world is ec2, and for a job that names ec2. */
 enum px_err config_ec2_check(const struct proteusd_config *c,
 			     struct px_error *err);
+/* Whether url is one proteusd may send to (ec2_endpoint, notify_url,
+ * a job's notify_url): http:// or https://, a host, an optional port, no
+ * user or password, no blank, control or non-ASCII byte.  false: why, in
+ * why (the URL itself cut to 64 bytes). */
+bool config_url_check(const char *url, char *why, size_t wlen);
+
 /* The subnet of zone in c (ec2_subnets), or NULL when none is set. */
 const char *config_ec2_subnet(const struct proteusd_config *c,
 			      const char *zone);

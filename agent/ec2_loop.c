@@ -12,6 +12,10 @@
  * the client re-arms it by telling timer_fn, which only records the delay
  * the callback then returns (the loop re-arms a timer from its return
  * value); elsewhere timer_fn deletes and adds.
+ *
+ * Nothing here is EC2's but the two calls of ec2_ops: another user of
+ * curl's multi interface (notify.c) drives its own multi handle through
+ * the same adapter with ops of its own (ec2_loop_new_for).
  */
 #include "ec2_loop.h"
 
@@ -22,7 +26,8 @@
 
 struct ec2_loop {
 	struct loop *l;
-	struct ec2_client *c;
+	const struct ec2_loop_ops *ops;
+	void *c;            /* the bound client (ops' first argument) */
 	int64_t timer_id;   /* 0: none */
 	uint64_t due_us;    /* when timer_id fires (monotonic) */
 	bool in_timer;      /* inside on_timer */
@@ -83,10 +88,10 @@ static void on_fd(struct loop *l, int fd, int mask, void *ctx)
 		what |= EC2_POLL_OUT;
 	/* fails only inside curl (out of memory); the call's own timeout
 	 * then ends it */
-	(void)ec2_client_on_socket(el->c, fd, what);
+	(void)el->ops->on_socket(el->c, fd, what);
 }
 
-static void socket_hook(int fd, int what, void *ctx)
+void ec2_loop_socket_hook(int fd, int what, void *ctx)
 {
 	struct ec2_loop *el = ctx;
 	int mask = 0;
@@ -131,7 +136,7 @@ static int64_t on_timer(struct loop *l, int64_t id, void *ctx)
 	}
 	el->in_timer = true;
 	el->rearm_ms = REARM_UNSET;
-	(void)ec2_client_on_timeout(el->c);
+	(void)el->ops->on_timeout(el->c);
 	el->in_timer = false;
 	ms = el->rearm_ms;
 	if (ms < 0) { /* no timer wanted, or nothing said: this one is spent */
@@ -142,7 +147,7 @@ static int64_t on_timer(struct loop *l, int64_t id, void *ctx)
 	return ms;
 }
 
-static void timer_hook(long ms, void *ctx)
+void ec2_loop_timer_hook(long ms, void *ctx)
 {
 	struct ec2_loop *el = ctx;
 	uint64_t due;
@@ -173,26 +178,58 @@ static void timer_hook(long ms, void *ctx)
 	el->due_us = due;
 }
 
-enum px_err ec2_loop_new(struct loop *l, struct ec2_config *cfg,
-			 struct ec2_loop **ret, struct px_error *err)
+static enum px_err ec2_on_socket(void *c, int fd, int what)
+{
+	return ec2_client_on_socket(c, fd, what);
+}
+
+static enum px_err ec2_on_timeout(void *c)
+{
+	return ec2_client_on_timeout(c);
+}
+
+static const struct ec2_loop_ops ec2_ops = {
+	.on_socket = ec2_on_socket,
+	.on_timeout = ec2_on_timeout,
+};
+
+enum px_err ec2_loop_new_for(struct loop *l, const struct ec2_loop_ops *ops,
+			     struct ec2_loop **ret, struct px_error *err)
 {
 	struct ec2_loop *el;
 
-	if (!l || !cfg)
-		return px_errorf(err, PX_EINVAL, "ec2 loop: no loop or "
-				 "config");
+	if (!l || !ops)
+		return px_errorf(err, PX_EINVAL, "curl loop: no loop or "
+				 "client ops");
 	el = px_calloc(1, sizeof *el);
 	if (!el)
-		return px_errorf(err, PX_ENOMEM, "ec2 loop");
+		return px_errorf(err, PX_ENOMEM, "curl loop");
 	el->l = l;
-	cfg->socket_fn = socket_hook;
-	cfg->timer_fn = timer_hook;
-	cfg->hook_ctx = el;
+	el->ops = ops;
 	*ret = el;
 	return PX_OK;
 }
 
+enum px_err ec2_loop_new(struct loop *l, struct ec2_config *cfg,
+			 struct ec2_loop **ret, struct px_error *err)
+{
+	if (!cfg)
+		return px_errorf(err, PX_EINVAL, "ec2 loop: no loop or "
+				 "config");
+	if (ec2_loop_new_for(l, &ec2_ops, ret, err) != PX_OK)
+		return err->code;
+	cfg->socket_fn = ec2_loop_socket_hook;
+	cfg->timer_fn = ec2_loop_timer_hook;
+	cfg->hook_ctx = *ret;
+	return PX_OK;
+}
+
 void ec2_loop_bind(struct ec2_loop *el, struct ec2_client *c)
+{
+	el->c = c;
+}
+
+void ec2_loop_bind_to(struct ec2_loop *el, void *c)
 {
 	el->c = c;
 }

@@ -20,6 +20,22 @@ struct ec2_loop;
  * ec2_client_free). */
 enum px_err ec2_loop_new(struct loop *l, struct ec2_config *cfg,
 			 struct ec2_loop **ret, struct px_error *err);
+/* The same adapter for any client of curl's multi interface whose hooks
+ * have ec2.h's shapes (EC2_POLL_* for CURL_POLL_*): on_socket and
+ * on_timeout are what ec2_client_on_socket/_on_timeout are to an EC2
+ * client, called with the pointer given to ec2_loop_bind_to.  The client
+ * tells the adapter through ec2_loop_socket_hook and ec2_loop_timer_hook
+ * with the adapter as ctx. */
+struct ec2_loop_ops {
+	enum px_err (*on_socket)(void *c, int fd, int what);
+	enum px_err (*on_timeout)(void *c);
+};
+enum px_err ec2_loop_new_for(struct loop *l, const struct ec2_loop_ops *ops,
+			     struct ec2_loop **ret, struct px_error *err);
+void ec2_loop_bind_to(struct ec2_loop *el, void *c);
+void ec2_loop_socket_hook(int fd, int what, void *ctx);
+void ec2_loop_timer_hook(long ms, void *ctx);
+
 /* Tell the adapter the client made from cfg (before any call).  NULL
  * unbinds: an fd or timer event that still comes is then dropped instead
  * of reaching a client. */

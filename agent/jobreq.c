@@ -8,6 +8,7 @@
 #include "../bidbrain/policy.h"
 #include "../cloudapi/fetch.h"
 #include "../trainer/data_url.h"
+#include "config.h"
 #include "jobreq.h"
 
 #define KEY_SHOWN 64             /* bytes of a field's name in a message */
@@ -344,6 +345,33 @@ static enum px_err parse_policy(json_t *v, const char *name, char *buf,
 	return PX_OK;
 }
 
+/* "notify_url": an http(s) URL without a user or password (the job's
+ * events go there as JSON: agent/notify.h). */
+static enum px_err parse_notify(json_t *v, const char *name, char *buf,
+				size_t len, struct px_error *err)
+{
+	char why[256];
+
+	buf[0] = 0;
+	if (!v)
+		return PX_OK;
+	if (!json_is_string(v))
+		return px_errorf(err, PX_EINVAL, "%s: notify_url: must be a "
+				 "string", name);
+	if (json_string_length(v) >= len)
+		return px_errorf(err, PX_EINVAL, "%s: notify_url: at most %zu "
+				 "bytes (this one has %zu)", name, len - 1,
+				 json_string_length(v));
+	if (strlen(json_string_value(v)) != json_string_length(v) ||
+	    !config_url_check(json_string_value(v), why, sizeof why))
+		return px_errorf(err, PX_EINVAL, "%s: notify_url: %s", name,
+				 strlen(json_string_value(v)) !=
+				 json_string_length(v) ? "has a NUL byte" :
+				 why);
+	snprintf(buf, len, "%s", json_string_value(v));
+	return PX_OK;
+}
+
 /* Top-level fields whose name starts with '_' are comments (jobspec_parse
  * skips them): out of the spec before it is measured.  A name no field
  * has (too long, or with a control character) is refused here, shown
@@ -398,7 +426,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err)
 {
 	json_error_t je;
-	json_t *root, *tr, *wo, *po;
+	json_t *root, *tr, *wo, *po, *nu;
 	char *rest = NULL;
 	enum px_err r;
 
@@ -419,6 +447,8 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	tr = json_incref(json_object_get(root, "trainer"));
 	wo = json_incref(json_object_get(root, "world"));
 	po = json_incref(json_object_get(root, "policy"));
+	nu = json_incref(json_object_get(root, "notify_url"));
+	json_object_del(root, "notify_url");
 	json_object_del(root, "trainer");
 	json_object_del(root, "world");
 	json_object_del(root, "policy");
@@ -426,6 +456,9 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	if (r == PX_OK)
 		r = parse_policy(po, name, ret->policy, sizeof ret->policy,
 				 err);
+	if (r == PX_OK)
+		r = parse_notify(nu, name, ret->notify_url,
+				 sizeof ret->notify_url, err);
 	if (r == PX_OK)
 		r = parse_trainer(tr, name, &ret->trainer, err);
 	if (r == PX_OK)
@@ -457,6 +490,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	json_decref(tr);
 	json_decref(wo);
 	json_decref(po);
+	json_decref(nu);
 	json_decref(root);
 	return r;
 }

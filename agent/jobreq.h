@@ -84,9 +84,13 @@ struct job_world {
  * before they can leave and bills run while nothing trains. */
 #define JOBREQ_SPEEDUP_MAX 1200
 
+#define JOBREQ_URL_MAX 1024        /* notify_url, with its NUL */
+
 struct job_request {
 	struct jobspec spec;
 	char policy[32];            /* "policy": default "bidbrain" */
+	char notify_url[JOBREQ_URL_MAX]; /* "notify_url": where the job's
+					  * events are POSTed; "": none */
 	struct job_trainer trainer;
 	struct job_world world;
 };

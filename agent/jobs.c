@@ -33,6 +33,7 @@
 #include "../common/log.h"
 #include "jobkey.h"
 #include "jobs_int.h"
+#include "notify.h"
 
 #define TICK_MS 50               /* the longest a job's timer sleeps */
 #define PROGRESS_EVENT_MS 2000   /* a "progress" event at most this often */
@@ -123,14 +124,20 @@ bool job_set_state(struct job *j, enum store_job_state s)
 {
 	struct px_error err = {0};
 
+	bool final = s != STORE_JOB_QUEUED && s != STORE_JOB_RUNNING;
+	bool ok;
+
 	j->state = s;
-	if (store_job_set_state(j->js->s.st, j->id, s, px_now_wall_us(),
-				&err) != PX_OK) {
+	ok = store_job_set_state(j->js->s.st, j->id, s, px_now_wall_us(),
+				 &err) == PX_OK;
+	if (!ok)
 		log_err("job %" PRId64 ": state %s not stored: %s", j->id,
 			store_job_state_name(s), err.msg);
-		return false;
-	}
-	return true;
+	/* an end holds here even when the store failed; a start that was
+	 * not stored is taken back (pump) */
+	if (ok || final)
+		job_notify(j, "state", final ? j->why : NULL, NULL);
+	return ok;
 }
 
 /* ---- start, tick, finish ---- */
@@ -475,6 +482,9 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 			snprintf(why, sizeof why, "test accuracy %.4f",
 				 j->acc);
 		j->timer = -1;
+		if (stop == CTRL_STOP_BUDGET || stop == CTRL_STOP_DEADLINE)
+			job_notify(j, stop == CTRL_STOP_BUDGET ? "budget_stop" :
+				   "deadline_stop", why, NULL);
 		job_end(j, stop == CTRL_STOP_DONE ? STORE_JOB_DONE :
 			   STORE_JOB_FAILED, why);
 		return LOOP_NOMORE;
@@ -567,6 +577,10 @@ enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
 	js->s = *s;
 	js->host = (struct world_host){ .loop = s->loop, .st = s->st,
 					.cfg = s->cfg };
+	if (notify_new(s->loop, s->cfg, &js->notify, err) != PX_OK) {
+		free(js);
+		return err->code;
+	}
 	*ret = js;
 	return PX_OK;
 }
@@ -623,5 +637,6 @@ void jobs_free(struct jobs *js)
 		if (o && o->host_free)
 			o->host_free(&js->host);
 	}
+	notify_free(js->notify);
 	free(js);
 }

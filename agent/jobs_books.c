@@ -101,6 +101,9 @@ enum px_err job_sink(const struct ctrl_event *ev, void *ctx)
 		snprintf(j->why, sizeof j->why, "the store: %s", err.msg);
 		log_err("job %" PRId64 ": %s", j->id, j->why);
 	}
+	if (ev->kind == CTRL_EV_WARNING || ev->kind == CTRL_EV_EVICTION)
+		job_notify_instance(j, ev->kind == CTRL_EV_WARNING ?
+				    "eviction_notice" : "eviction", ev);
 	if (ev->kind == CTRL_EV_STAGE) {
 		log_info("job %" PRId64 ": stage %d", j->id, ev->count);
 		job_cmd_stage(j, ev->count);

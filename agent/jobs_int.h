@@ -15,6 +15,7 @@
  *   jobs_view.c     the JSON of status, jobs and events
  *   jobs_recover.c  taking the store's jobs up after a restart
  *   jobs_model.c    `model`: the last checkpoint, a chunk at a time
+ *   jobs_notify.c   the notifications of a job's events (notify.h)
  *
  * A job reaches its world only through the world's ops (world.h,
  * world_ops_of): no file here names one.
@@ -166,6 +167,7 @@ struct job {
 	int64_t evictions_before;
 	bool have_test_before;
 	double acc_before, loss_before;
+	int64_t notify_seq;      /* notifications of this job (this life) */
 	int final_stage;         /* once ended: the last stage */
 	int64_t final_evictions; /* and evictions */
 };
@@ -175,6 +177,7 @@ struct jobs {
 	struct world_host host;  /* what the daemon has for the worlds */
 	struct job *list;
 	struct loading *loading; /* submissions being read (jobs_submit.c) */
+	struct notify *notify;   /* the job events' notifications */
 };
 
 /* ---- jobs.c ---- */
@@ -242,6 +245,17 @@ bool job_check_coordinator(struct job *j);
 bool job_restart_stalled(struct job *j);
 void job_cmd_stage(struct job *j, int stage);
 void job_ctrl_progress(struct job *j, int64_t t, struct ctrl_progress *p);
+
+/* ---- jobs_notify.c ---- */
+
+/* Notify the job's event (notify.h): job, event, state, time, seq, name,
+ * world, cost_usd, market_time, reason (NULL: none) and extra's fields
+ * (taken; may be NULL). */
+void job_notify(struct job *j, const char *event, const char *reason,
+		json_t *extra);
+/* The same with an instance's figures (an eviction, its notice). */
+void job_notify_instance(struct job *j, const char *event,
+			 const struct ctrl_event *ev);
 
 /* ---- jobs_books.c ---- */
 

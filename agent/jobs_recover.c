@@ -241,6 +241,8 @@ static void recover_one(struct jobs *js, int64_t id)
 		log_notice("job %" PRId64 ": resuming at market time %"
 			   PRId64 " after a restart", id, j->t);
 	}
+	job_notify(j, "recovered", "proteusd restarted and took the job up "
+		   "again", NULL);
 	pump_soon(js);
 }
 

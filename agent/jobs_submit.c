@@ -206,6 +206,7 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 		*p = j;
 	}
 	log_notice("job %" PRId64 " '%s' queued", j->id, j->req.spec.name);
+	job_notify(j, "state", NULL, NULL);
 	pump_soon(js);
 	if (j->note[0]) {
 		log_notice("job %" PRId64 ": %s", j->id, j->note);

@@ -548,8 +548,12 @@ static void take_members(struct job *j, const struct wire_progress *p)
 		 * them LOST once gone, as it does a lost one: that is a
 		 * leave (the coordinator does not count it either) */
 		if (m->state == WIRE_MEMBER_LOST && !s->warned &&
-		    s->state != WIRE_MEMBER_LEAVING)
+		    s->state != WIRE_MEMBER_LEAVING) {
 			j->losses++;
+			job_notify(j, "loss", "a trainer node was lost "
+				   "without notice", json_pack("{s:I}",
+				   "node", (json_int_t)m->node.v));
+		}
 		if (!s->state && live && j->w)
 			(void)j->wops->ready(j->w, m->node.v / NODE_STRIDE,
 					     &err);

@@ -8,6 +8,7 @@
 
 #include "../common/jsonout.h"
 #include "jobs_int.h"
+#include "notify.h"
 #include "prom.h"
 
 /* {"tier": .., "type": .., "zone": .., "count": n} per group. */
@@ -565,6 +566,7 @@ void jobs_metrics(struct jobs *js, struct prom *p)
 	for (int s = 0; s < STORE_JOB_STATE_MAX; s++)
 		prom_sample(p, "proteus_jobs", (double)by_state[s], "state",
 			    store_job_state_name(s), NULL);
+	notify_metrics(js->notify, p);
 	f = n ? calloc(n, sizeof *f) : NULL;
 	if (!f)
 		return;

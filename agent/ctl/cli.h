@@ -92,6 +92,8 @@ int cli_jobs(int argc, char **argv);
 int cli_events(int argc, char **argv);
 int cli_cancel(int argc, char **argv);
 int cli_job_status(int argc, char **argv);
+/* `report ID`: a job's money and fleet from the store (cli_report.c). */
+int cli_report(int argc, char **argv);
 /* `model ID -o FILE`: the job's last checkpoint exported (cli_model.c). */
 int cli_model(int argc, char **argv);
 

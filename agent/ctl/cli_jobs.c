@@ -45,8 +45,9 @@ static const char jobs_usage[] =
 	"jobs: every job with its state and cost.\n"
 	"status ID: the job's state, stage, clock, test accuracy, fleet, cost,\n"
 	"  projected cost, what on-demand would cost, evictions, joins, losses.\n"
-	"  --watch redraws it in place until the job ends (one line per change\n"
-	"  when the output is not a terminal); --interval S (default 1).\n"
+	"  --watch redraws it in place until the job ends, with the fleet by\n"
+	"  market and the last events (one line per change when the output\n"
+	"  is not a terminal); --interval S (default 1).\n"
 	"events ID: the job's events; --follow waits for more until it ends.\n"
 	"cancel ID: end the job now, releasing every instance.\n"
 	"\n"
@@ -522,6 +523,84 @@ static void print_status_line(json_t *r)
 	       int_of(r, "losses"));
 }
 
+/* --watch on a terminal: the job's last events (progress reports
+ * aside), newest last, each cut to fit a line. */
+#define WATCH_EVENTS 5
+#define WATCH_COLS 78
+
+struct watch {
+	long long after;                     /* the last event read */
+	char ev[WATCH_EVENTS][WATCH_COLS + 1];
+	size_t n, next;                      /* ring */
+};
+
+static void watch_take(struct watch *w, json_t *ev)
+{
+	char when[16], line[PX_TERM_SAFE_LEN(256)];
+	time_t t = (time_t)int_of(ev, "at");
+	struct tm tm;
+	size_t n;
+
+	w->after = int_of(ev, "id");
+	if (!strcmp(safe(ev, "kind"), "progress"))
+		return;
+	if (!gmtime_r(&t, &tm) || !strftime(when, sizeof when, "%H:%M:%S",
+					    &tm))
+		snprintf(when, sizeof when, "-");
+	snprintf(line, sizeof line, "  %s %-9s %s", when, safe(ev, "kind"),
+		 safe(ev, "detail"));
+	/* cut to a line: the text is escaped, printable ASCII */
+	n = strnlen(line, WATCH_COLS);
+	memcpy(w->ev[w->next], line, n);
+	w->ev[w->next][n] = 0;
+	w->next = (w->next + 1) % WATCH_EVENTS;
+	if (w->n < WATCH_EVENTS)
+		w->n++;
+}
+
+/* The events after the last one read; false when the daemon did not
+ * answer (the view goes on without them). */
+static bool watch_events(struct jargs *a, struct watch *w)
+{
+	for (;;) {
+		json_t *r = NULL, *ev, *evs;
+		size_t i, n;
+
+		if (ask(a, PROTO_CMD_events, a->id, json_pack("{s:I}",
+			"after", (json_int_t)w->after), &r) != CLI_EXIT_OK)
+			return false;
+		evs = json_object_get(r, "events");
+		n = json_array_size(evs);
+		json_array_foreach(evs, i, ev)
+			watch_take(w, ev);
+		json_decref(r);
+		if (n < EVENTS_PAGE)
+			return true;
+	}
+}
+
+/* The fleet by market (spot: a group with a zone), then the events;
+ * returns the lines printed. */
+static int print_watch(json_t *r, const struct watch *w)
+{
+	long long by[2][2] = {{0, 0}, {0, 0}}; /* [spot][reliable] */
+	size_t i;
+	json_t *g;
+
+	json_array_foreach(json_object_get(r, "fleet"), i, g)
+		by[json_is_string(json_object_get(g, "zone"))]
+		  [!strcmp(safe(g, "tier"), "reliable")] += int_of(g, "count");
+	printf("markets  spot %lld (%lld reliable, %lld transient), on-demand "
+	       "%lld (%lld reliable, %lld transient)\n",
+	       by[1][0] + by[1][1], by[1][1], by[1][0], by[0][0] + by[0][1],
+	       by[0][1], by[0][0]);
+	printf("events%s\n", w->n ? " (the last, newest last)" : " none yet");
+	for (size_t k = 0; k < w->n; k++)
+		printf("%s\n", w->ev[(w->next + WATCH_EVENTS - w->n + k) %
+				     WATCH_EVENTS]);
+	return 2 + (int)w->n;
+}
+
 static void sleep_s(double s)
 {
 	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) *
@@ -535,6 +614,7 @@ int cli_job_status(int argc, char **argv)
 {
 	struct jargs a = { .cmd = "status" };
 	bool tty = isatty(STDOUT_FILENO);
+	struct watch w = { .after = 0 };
 	char last[4096] = "";
 	int code = jargs_parse(&a, argc, argv, true), lines = 0;
 
@@ -557,9 +637,11 @@ int cli_job_status(int argc, char **argv)
 			print_status(r);
 		} else if (tty) {
 			/* back to the first line of the last drawing */
+			(void)watch_events(&a, &w);
 			if (lines)
 				printf("\033[%dA\033[J", lines);
 			lines = print_status(r);
+			lines += print_watch(r, &w);
 		} else {
 			/* a line when something changed (json_dumps of a bare
 			 * number is NULL without JSON_ENCODE_ANY: the clock was

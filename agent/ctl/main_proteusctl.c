@@ -32,6 +32,9 @@ static const struct cli_cmd cli_cmds[] = {
 	{"jobs", cli_jobs, "proteusd's jobs, their states and costs"},
 	{"events", cli_events, "a job's events (--follow: as they come)"},
 	{"cancel", cli_cancel, "end a job, releasing its instances"},
+	{"report", cli_report,
+	 "a job's money and fleet: cost by tier, market and type, hours, "
+	 "evictions"},
 	{"model", cli_model,
 	 "a job's last checkpoint as a safetensors file (-o FILE)"},
 };

@@ -34,7 +34,7 @@ enum px_err simplot_format_of(const char *path, enum simplot_format *ret,
 }
 
 /* Copy title keeping only characters that are inert in a gnuplot string. */
-static void safe_title(const char *in, char *out, size_t len)
+void simplot_safe_title(const char *in, char *out, size_t len)
 {
 	static const char ok[] = " .,:_/()+-";
 	size_t i = 0;
@@ -48,21 +48,35 @@ static void safe_title(const char *in, char *out, size_t len)
 	out[i] = '\0';
 }
 
-static void write_script(FILE *f, enum simplot_format fmt, const char *title,
-			 int64_t start_s, const struct sim_result *res,
-			 size_t n)
+void simplot_terminal(FILE *f, enum simplot_format fmt, int height)
 {
-	char t[TITLE_MAX], when[32];
-
-	safe_title(title, t, sizeof t);
 	if (fmt == SIMPLOT_PNG)
-		fputs("set terminal pngcairo size 1200,900 font 'sans,11' "
-		      "linewidth 1.5\n", f);
+		fprintf(f, "set terminal pngcairo size 1200,%d font 'sans,11' "
+			"linewidth 1.5\n", height);
 	else
-		fputs("set terminal svg size 1200,900 dynamic "
-		      "font 'sans,11' linewidth 1.5\n", f);
+		fprintf(f, "set terminal svg size 1200,%d dynamic "
+			"font 'sans,11' linewidth 1.5\n", height);
 	/* no file name: the output is our standard output */
 	fputs("set output\n", f);
+}
+
+struct sim_script {
+	const char *title;
+	int64_t start_s;
+	const struct sim_result *res;
+	size_t n;
+};
+
+static void write_script(FILE *f, enum simplot_format fmt, void *ctx)
+{
+	const struct sim_script *s = ctx;
+	const struct sim_result *res = s->res;
+	int64_t start_s = s->start_s;
+	size_t n = s->n;
+	char t[TITLE_MAX], when[32];
+
+	simplot_safe_title(s->title, t, sizeof t);
+	simplot_terminal(f, fmt, 900);
 	for (size_t p = 0; p < n; p++) {
 		fprintf(f, "$d%zu << EOD\n", p);
 		for (size_t i = 0; i < res[p].n_series; i++) {
@@ -145,6 +159,15 @@ enum px_err simplot_draw(const char *path, enum simplot_format fmt,
 			 const struct sim_result *results, size_t n,
 			 struct px_error *err)
 {
+	struct sim_script s = { title, start_s, results, n };
+
+	return simplot_render(path, fmt, write_script, &s, err);
+}
+
+enum px_err simplot_render(const char *path, enum simplot_format fmt,
+			   simplot_script_fn *script_fn, void *ctx,
+			   struct px_error *err)
+{
 	const char *tmpdir = getenv("TMPDIR");
 	char *script = NULL;
 	FILE *f = NULL;
@@ -167,7 +190,7 @@ enum px_err simplot_draw(const char *path, enum simplot_format fmt,
 		close(sfd);
 		goto out_unlink;
 	}
-	write_script(f, fmt, title, start_s, results, n);
+	script_fn(f, fmt, ctx);
 	if (fclose(f)) {
 		e = px_errorf(err, PX_EIO, "%s: write failed: %s", script,
 			      strerror(errno));

@@ -11,6 +11,7 @@
 #define PX_SIMPLOT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "../../common/px.h"
 #include "../world/sim.h"
@@ -32,5 +33,20 @@ enum px_err simplot_draw(const char *path, enum simplot_format fmt,
 			 const char *title, int64_t start_s,
 			 const struct sim_result *results, size_t n,
 			 struct px_error *err);
+
+/* The machinery under simplot_draw, for other plots (proteusctl report):
+ * script_fn writes the whole gnuplot script (data blocks and plots) to f,
+ * starting with simplot_terminal; it runs into a temporary file, gnuplot
+ * draws to path.  Errors as simplot_draw's. */
+typedef void simplot_script_fn(FILE *f, enum simplot_format fmt, void *ctx);
+enum px_err simplot_render(const char *path, enum simplot_format fmt,
+			   simplot_script_fn *script_fn, void *ctx,
+			   struct px_error *err);
+/* The terminal lines for fmt, 1200 pixels wide and height high, output
+ * to gnuplot's standard output. */
+void simplot_terminal(FILE *f, enum simplot_format fmt, int height);
+/* in, with characters other than letters, digits, space and ".,:_/()+-"
+ * replaced by '_' (inert in a gnuplot string), into out. */
+void simplot_safe_title(const char *in, char *out, size_t len);
 
 #endif

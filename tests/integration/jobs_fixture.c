@@ -7,12 +7,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -430,4 +432,20 @@ json_t *wait_end(int64_t id, int timeout_s)
 	cr_assert_fail("job %lld did not end in %d s", (long long)id,
 		       timeout_s);
 	return NULL;
+}
+
+/* A port nothing listens on now (the kernel's pick). */
+int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), p;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	p = ntohs(a.sin_port);
+	close(fd);
+	return p;
 }

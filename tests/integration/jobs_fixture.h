@@ -25,6 +25,8 @@ int each_ours(void (*fn)(pid_t pid, void *ctx), void *ctx);
 int our_processes(void);
 int our_groups(void);
 void sleep_ms(int ms);
+/* A loopback TCP port nothing listens on now (the kernel's pick). */
+int free_port(void);
 int processes_after(int ms);
 const char *daemon_said(void);
 char *daemon_log(void);

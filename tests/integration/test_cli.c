@@ -287,7 +287,9 @@ Test(cli, bash_completion)
 		cr_skip_test("no bash");
 	complete("proteusctl", "proteusctl \"\"", got, sizeof(got));
 	cr_assert_str_eq(got, "cancel events help history jobs market model "
-			 "ping simulate status submit ");
+			 "ping report simulate status submit ");
+	complete("proteusctl", "proteusctl report 3 --pl", got, sizeof(got));
+	cr_assert_str_eq(got, "--plot ");
 	complete("proteusctl", "proteusctl model 3 --o", got, sizeof(got));
 	cr_assert_str_eq(got, "--output ");
 	complete("proteusctl", "proteusctl status 3 --wa", got, sizeof(got));

@@ -26,22 +26,6 @@ TestSuite(metrics, .init = jobs_fixture_setup,
 
 static int port;
 
-/* A port nothing listens on now (the kernel's pick). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), p;
-
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	p = ntohs(a.sin_port);
-	close(fd);
-	return p;
-}
-
 /* The daemon with /metrics on a free loopback port. */
 static void daemon_metrics(int timeout_ms)
 {

@@ -1,0 +1,195 @@
+/* test_report.c -- `proteusctl report ID` and `status ID --watch` on a
+ * real daemon with a local-world job: the report's cost is the ledger's
+ * sum and status's, its groups add up to it, --plot draws a PNG, bad
+ * arguments are usage errors; a running job's report takes the cost
+ * status gives; --watch into a pipe prints plain lines. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/px.h"
+#include "jobs_fixture.h"
+#include "pxrun.h"
+
+TestSuite(report, .init = jobs_fixture_setup,
+	  .fini = jobs_fixture_teardown, .timeout = 240);
+
+static double num(json_t *o, const char *k)
+{
+	return json_number_value(json_object_get(o, k));
+}
+
+/* report ID --json, parsed. */
+static json_t *report(int64_t id)
+{
+	char ids[24];
+	struct pxrun r;
+	json_error_t je;
+	json_t *o;
+
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 30, "report", ids, "--json", NULL), 0, "%s",
+		     r.err);
+	o = json_loads(r.out, 0, &je);
+	cr_assert_not_null(o, "%s: %s", je.text, r.out);
+	pxrun_free(&r);
+	return o;
+}
+
+/* The costs of a grouping add up to the whole. */
+static void sums_to(json_t *g, double cost)
+{
+	const char *k;
+	json_t *v;
+	double s = 0;
+
+	json_object_foreach(g, k, v)
+		s += num(v, "cost_usd");
+	cr_assert_float_eq(s, cost, 1e-6);
+}
+
+static bool have_gnuplot(void)
+{
+	return access("/usr/bin/gnuplot", X_OK) == 0 ||
+	       access("/usr/local/bin/gnuplot", X_OK) == 0;
+}
+
+Test(report, cost_is_the_ledgers_and_status_and_the_plot_is_a_png)
+{
+	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r',
+					      '\n', 0x1a, '\n' };
+	char q[128], *png, ids[24];
+	unsigned char head[8];
+	struct pxrun r;
+	struct stat sb;
+	json_t *st, *o, *h;
+	int64_t id, ledger;
+	FILE *f;
+
+	daemon_up();
+	write_job(3, NULL);
+	id = submit();
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	o = report(id);
+	snprintf(q, sizeof q, "SELECT sum(amount_uusd) FROM ledger WHERE "
+		 "job_id = %lld", (long long)id);
+	ledger = sql_int(q);
+	cr_assert_gt(ledger, 0);
+	cr_assert_float_eq(num(o, "cost_usd"), (double)ledger / 1e6, 1e-9);
+	cr_assert_float_eq(num(o, "cost_usd"), num(st, "cost_usd"), 1e-9);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "cost_from")),
+			 "ledger");
+	cr_assert_float_eq(num(o, "unbilled_usd"), 0, 1e-12);
+	cr_assert_float_eq(num(o, "other_usd"), 0, 1e-12);
+	sums_to(json_object_get(o, "by_tier"), num(o, "cost_usd"));
+	sums_to(json_object_get(o, "by_market"), num(o, "cost_usd"));
+	sums_to(json_object_get(o, "by_type"), num(o, "cost_usd"));
+	h = json_object_get(o, "hours");
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld",
+		 (long long)id);
+	cr_assert_eq(json_integer_value(json_object_get(h, "instances")),
+		     sql_int(q));
+	cr_assert_gt(num(h, "rented"), 0);
+	cr_assert_gt(num(h, "worked"), 0);
+	cr_assert_leq(num(h, "worked"), num(h, "rented"));
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(o,
+		"evictions"), "count")), json_integer_value(json_object_get(st,
+		"evictions")));
+	cr_assert_float_eq(num(json_object_get(o, "ondemand"), "fleet_usd"),
+			   num(st, "fleet_ondemand_usd"), 1e-6);
+	cr_assert_gt(json_integer_value(json_object_get(json_object_get(o,
+		"decisions"), "acquire")), 0);
+	json_decref(o);
+	/* the text says the same cost */
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 30, "report", ids, NULL, NULL), 0, "%s", r.err);
+	snprintf(q, sizeof q, "cost      $%.4f\n", num(st, "cost_usd"));
+	cr_assert_not_null(strstr(r.out, q), "%s", r.out);
+	cr_assert_not_null(strstr(r.out, "by tier"), "%s", r.out);
+	pxrun_free(&r);
+	json_decref(st);
+	if (!have_gnuplot())
+		cr_skip_test("gnuplot is not installed");
+	cr_assert(asprintf(&png, "%s/report.png", jt.tmp) > 0);
+	cr_assert_eq(ctl(&r, 60, "report", ids, "--plot", png), 0, "%s",
+		     r.err);
+	pxrun_free(&r);
+	cr_assert_eq(stat(png, &sb), 0);
+	cr_assert_gt(sb.st_size, 8);
+	f = fopen(png, "rb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fread(head, 1, 8, f), 8);
+	fclose(f);
+	cr_assert_arr_eq(head, sig, 8, "a PNG's signature");
+	free(png);
+}
+
+Test(report, bad_arguments_are_usage_errors)
+{
+	struct pxrun r;
+
+	daemon_up();
+	cr_assert_eq(ctl(&r, 10, "report", NULL, NULL, NULL), 2);
+	cr_assert_not_null(strstr(r.err, "no job id"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "report", "x1", NULL, NULL), 2);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "report", "1", "--plot", "a.gif"), 2);
+	cr_assert_not_null(strstr(r.err, ".png or .svg"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "report", "99", NULL, NULL), 4, "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "no job 99"), "%s", r.err);
+	pxrun_free(&r);
+}
+
+Test(report, a_running_job_costs_what_status_says_and_watch_is_plain)
+{
+	char ids[24];
+	struct pxrun r;
+	json_t *st = NULL, *o;
+	int64_t id;
+	int lines = 0;
+
+	daemon_up();
+	write_job(200, NULL);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	for (int i = 0; i < 600; i++) {
+		json_decref(st);
+		st = status(id);
+		if (!strcmp(state_of(st), "running") && num(st, "cost_usd") > 0)
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_str_eq(state_of(st), "running", "%s", daemon_said());
+	o = report(id);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "cost_from")),
+			 "status");
+	cr_assert_geq(num(o, "cost_usd"), num(st, "cost_usd"));
+	cr_assert_geq(num(o, "cost_usd") + 1e-9, num(o, "billed_usd"));
+	json_decref(o);
+	json_decref(st);
+	cr_assert_eq(ctl(&r, 30, "cancel", ids, NULL, NULL), 0, "%s", r.err);
+	pxrun_free(&r);
+	st = wait_end(id, 60);
+	json_decref(st);
+	/* into a pipe: plain lines, no terminal codes, the end last */
+	cr_assert_eq(ctl(&r, 30, "status", ids, "--watch", NULL), 1,
+		     "a cancelled job: %s", r.err);
+	cr_assert_null(strchr(r.out, '\033'), "%s", r.out);
+	for (const char *p = r.out; *p; p = strchr(p, '\n') + 1) {
+		cr_assert_eq(strncmp(p, "job ", 4), 0, "%s", r.out);
+		cr_assert_not_null(strchr(p, '\n'));
+		lines++;
+	}
+	cr_assert_geq(lines, 1);
+	cr_assert_not_null(strstr(r.out, " cancelled "), "%s", r.out);
+	pxrun_free(&r);
+}
