@@ -220,6 +220,8 @@ struct dist_local {
 	double kill_worker_every;  /* s; 0: never.  Replaced at once */
 	double kill_worker_at;     /* s; 0: never.  Once, replaced */
 	double kill_ps_at;         /* s; 0: never.  An ActivePS (transient) */
+	uint32_t kill_ps_at_clock; /* 0: never; else the same once the
+				      job's clock (PROGRESS) reaches it */
 	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
 	double add_worker_at;      /* s; 0: never.  One extra worker */
 	double pause_worker_at;    /* s; 0: never.  SIGSTOP one worker ... */

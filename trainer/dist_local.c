@@ -871,8 +871,10 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 				? now + (uint64_t)(l->kill_worker_every * 1e6)
 				: 0;
 		}
-		if (l->kill_ps_at > 0 && started && !ps_killed &&
-		    el >= l->kill_ps_at) {
+		if (started && !ps_killed &&
+		    ((l->kill_ps_at > 0 && el >= l->kill_ps_at) ||
+		     (l->kill_ps_at_clock &&
+		      s->last_clock >= (int64_t)l->kill_ps_at_clock))) {
 			ps_killed = true;
 			c = pick(s, CH_PS);
 			if (c) {
@@ -1018,6 +1020,7 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		crash_at = 0;
 		cur.kill_worker_every = cur.kill_worker_at = 0;
 		cur.kill_ps_at = cur.leave_worker_at = cur.add_worker_at = 0;
+		cur.kill_ps_at_clock = 0;
 		cur.pause_worker_at = cur.pause_ps_at = 0;
 	}
 }

@@ -409,6 +409,10 @@ static const struct topt topts[] = {
 	    "never"),
 	OPT("kill-ps-at", "S", C_LOCAL, K_SECS, l.kill_ps_at, 0, 0, 0,
 	    "SIGKILL a transient PS at S s and start another", "never"),
+	OPT("kill-ps-at-clock", "C", C_LOCAL, K_UINT, l.kill_ps_at_clock, 0,
+	    100000000, F_NORANGE, "the same once the job's clock reaches C "
+	    "(as the coordinator's reports say it: within a report's "
+	    "interval)", "never"),
 	OPT("leave-worker-at", "S", C_LOCAL, K_SECS, l.leave_worker_at, 0, 0,
 	    0, "SIGTERM a worker (it leaves) at S s and start another",
 	    "never"),

@@ -4,7 +4,7 @@
 # stage 1 (no backups: each shard has one copy), a checkpoint (the state
 # both recoveries go back to: the file, and the coordinator's snapshot of
 # the same pull) every CKPT clocks, a test every EVERY clocks to measure;
-# one PS SIGKILLed at KILL_AT s.  With
+# one PS SIGKILLed once the job reaches clock KILL_AT.  With
 # partial recovery the coordinator reloads the dead PS's shards alone from
 # the last state it pulled and the job goes on; with --no-partial-recovery
 # the job fails and `local --max-restarts 1` restarts it from the same
@@ -12,14 +12,14 @@
 # loss is back to the last one evaluated before it, the final accuracy and
 # the wall time.  REPS runs each, medians.  Prints markdown.
 #   env: BUILD (default build), EPOCHS (8), EVERY (2), CKPT (80),
-#   KILL_AT (8), PS (4), REPS (3)
+#   KILL_AT (110: a clock), PS (4), REPS (3)
 set -eu
 
 EPOCHS=${EPOCHS:-8}
 EVERY=${EVERY:-2}
 CKPT=${CKPT:-80}
 PS=${PS:-4}
-KILL_AT=${KILL_AT:-8}
+KILL_AT=${KILL_AT:-110}
 REPS=${REPS:-3}
 . "$(dirname "$0")/trainer_needs.sh"
 
@@ -27,7 +27,7 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 JOB="--model mlp --epochs $EPOCHS --workers 2 --ps $PS --stage 1 --batch 128 \
  --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --timeout 900 --json \
- --eval-every $EVERY --checkpoint-every $CKPT --kill-ps-at $KILL_AT"
+ --eval-every $EVERY --checkpoint-every $CKPT --kill-ps-at-clock $KILL_AT"
 
 # clocks trained after the kill until the loss is back: the progress lines
 # (clock, last test loss) of one run's stderr, the kill line among them; a
@@ -84,7 +84,7 @@ for mode in partial full; do
 	done
 done
 
-echo "MLP, $EPOCHS epochs, 2 workers, $PS PS in stage 1, a checkpoint every $CKPT clocks, a test every $EVERY, a PS SIGKILLed at $KILL_AT s; median of $REPS runs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1 /proc/loadavg))."
+echo "MLP, $EPOCHS epochs, 2 workers, $PS PS in stage 1, a checkpoint every $CKPT clocks, a test every $EVERY, a PS SIGKILLed at clock $KILL_AT (30 past the last checkpoint); median of $REPS runs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1 /proc/loadavg))."
 echo
 echo "| recovery | clocks to get the loss back (median; each run) | test accuracy | wall s (the whole command) |"
 echo "|---|---|---|---|"
