@@ -92,6 +92,8 @@ struct local {
 	int fail_rc;
 	enum child_kind fail_kind;
 	bool fail_late;          /* after the start (none of its kind left) */
+	int64_t worker_index;    /* the initial worker spawn starts (its
+				    --slow-worker-at periods), else -1 */
 	/* the coordinator's own options */
 	const char *resume;      /* --resume FILE, or NULL */
 	char crash_at[24];       /* --fault-crash-at CLOCK, or "" */
@@ -190,6 +192,7 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 			 uint32_t node, bool reliable, struct px_error *err)
 {
 	char nodearg[16], listen[300], coord[300];
+	char slow[DIST_SLOW_MAX][80];
 	const char *argv[LOCAL_MAX_ARGS];
 	posix_spawn_file_actions_t fa;
 	struct child *c;
@@ -219,6 +222,21 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 	argv[k++] = listen;
 	if (reliable)
 		argv[k++] = "--reliable";
+	/* --slow-worker-at: that worker's own test fault, its time from
+	 * its first clock (the job's start, within a few ms) */
+	for (uint32_t i = 0, n = 0; kind == CH_WORKER && s->worker_index >= 0 &&
+				    i < s->l->n_slow; i++) {
+		const struct dist_slow *sl = &s->l->slow[i];
+
+		if (sl->worker != (uint64_t)s->worker_index)
+			continue;
+		if (k + 3 >= LOCAL_MAX_ARGS)
+			return px_errorf(err, PX_ETOOBIG, "too many options");
+		snprintf(slow[n], sizeof slow[n], "%.6g:%.6g:%.6g", sl->at,
+			 sl->factor, sl->secs);
+		argv[k++] = "--fault-slow";
+		argv[k++] = slow[n++];
+	}
 	/* its stderr: a pipe whose read end (ours, non-blocking) no other
 	 * child inherits; its end stays blocking */
 	if (pipe2(efd, O_CLOEXEC) != 0)
@@ -795,8 +813,11 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		e = spawn(s, CH_PS, 1 + i, i < l->reliable, err);
 	s->next_ps = 1 + o->ps;
 	s->next_worker = 1000;
-	for (uint32_t i = 0; e == PX_OK && i < o->workers; i++)
+	for (uint32_t i = 0; e == PX_OK && i < o->workers; i++) {
+		s->worker_index = i;
 		e = spawn(s, CH_WORKER, s->next_worker++, false, err);
+	}
+	s->worker_index = -1;
 	if (e != PX_OK)
 		goto out_kill;
 	close(s->ready[1]);
@@ -1019,5 +1040,6 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		cur.kill_worker_every = cur.kill_worker_at = 0;
 		cur.kill_ps_at = cur.leave_worker_at = cur.add_worker_at = 0;
 		cur.pause_worker_at = cur.pause_ps_at = 0;
+		cur.n_slow = 0;
 	}
 }
