@@ -723,7 +723,8 @@ static void agent_poll(struct local *s, int ms)
 	while (agent_chan_progress(s->ach, ms, &m, &err) == PX_OK) {
 		const struct wire_progress *p = &m.u.progress;
 		uint32_t nw = 0, nps = 0;
-		char ev[80];
+		char ev[80], slow[160] = "";
+		size_t k = 0;
 
 		ms = 0;
 		for (uint32_t i = 0; i < p->n; i++) {
@@ -732,6 +733,12 @@ static void agent_poll(struct local *s, int ms)
 			if (w->state != WIRE_MEMBER_ACTIVE &&
 			    w->state != WIRE_MEMBER_JOINING)
 				continue;
+			if (w->slow && k + 40 < sizeof slow)
+				k += (size_t)snprintf(slow + k, sizeof slow - k,
+						      "%s worker %u at %.1f "
+						      "minibatches/s", k ? ","
+						      : ", slow:", w->node.v,
+						      (double)w->speed);
 			if (w->roles & WIRE_ROLE_WORKER)
 				nw++;
 			else
@@ -744,15 +751,15 @@ static void agent_poll(struct local *s, int ms)
 			dist_logf(s->o, LOG_LVL_INFO,
 				  "progress: clock %" PRId64 ", %.0f "
 				  "samples/s, %s, %u workers, %u PS, "
-				  "membership epoch %" PRIu64, p->clock,
+				  "membership epoch %" PRIu64 "%s", p->clock,
 				  (double)p->samples_per_s, ev, nw, nps,
-				  p->epoch);
+				  p->epoch, slow);
 		else
 			printf("progress: clock %" PRId64 ", %.0f samples/s, "
 			       "%s, %u workers, %u PS, membership epoch %"
-			       PRIu64 "\n", p->clock,
+			       PRIu64 "%s\n", p->clock,
 			       (double)p->samples_per_s, ev, nw, nps,
-			       p->epoch);
+			       p->epoch, slow);
 		fflush(stdout);
 		wire_msg_release(&m);
 	}
