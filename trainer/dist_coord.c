@@ -965,6 +965,14 @@ static void on_help(struct coord *c, struct cmember *s,
 
 	if (!is_worker(s) || !wire_node_eq(r.straggler, s->w.node))
 		return;
+	/* its HELPs come before its CLOCK: of the clock it is in */
+	if (m->hdr.clock != s->next_clock) {
+		dist_logf(c->o, LOG_LVL_WARN, "worker %u: help for clock %"
+			  PRId64 " while in clock %" PRId64 ": dropped",
+			  s->w.node.v, m->hdr.clock, s->next_clock);
+		c->relief_lost += r.count;
+		return;
+	}
 	for (uint32_t i = 0; i < c->n_relief; i++)
 		if (!c->relief[i].helping &&
 		    wire_node_eq(c->relief[i].straggler, r.straggler) &&
