@@ -132,6 +132,9 @@ struct job {
 	int64_t clock;
 	double acc, loss, sps;   /* NaN until evaluated */
 	int workers, ps;
+	/* workers the trainer counts slow (PROGRESS), for `status` */
+	struct { uint32_t node; float speed; } slow[8];
+	int n_slow;
 	int trainer_stage;       /* the stage the trainer reports */
 	double frac;             /* of the work, 0..1 */
 	double work_h, rate_h;

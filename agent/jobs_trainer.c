@@ -507,13 +507,19 @@ static struct seen_node *seen_get(struct job *j, uint32_t node)
  * began), losses, and readiness of the instance a node runs on. */
 static void take_members(struct job *j, const struct wire_progress *p)
 {
-	j->workers = j->ps = 0;
+	j->workers = j->ps = j->n_slow = 0;
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct wire_member *m = &p->members[i];
 		struct seen_node *s = seen_get(j, m->node.v);
 		struct px_error err;
 		bool live = m->state == WIRE_MEMBER_ACTIVE ||
 			    m->state == WIRE_MEMBER_JOINING;
+
+		if (live && m->slow && j->n_slow < (int)(sizeof j->slow /
+							 sizeof j->slow[0])) {
+			j->slow[j->n_slow].node = m->node.v;
+			j->slow[j->n_slow++].speed = m->speed;
+		}
 
 		if (live && (m->roles & WIRE_ROLE_WORKER))
 			j->workers++;

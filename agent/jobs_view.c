@@ -148,6 +148,19 @@ static void set_enrollments(json_t *o, struct store *st, int64_t id,
 	json_object_set_new(o, "enroll_refused", json_integer(refused));
 }
 
+/* The workers the trainer's last PROGRESS counts slow (below 2/3 of the
+ * median speed; docs/trainer.md, "Stragglers"): node and minibatches/s. */
+static json_t *slow_workers(const struct job *j)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < j->n_slow; i++)
+		json_array_append_new(a, json_pack("{s:I, s:f}", "node",
+			(json_int_t)j->slow[i].node, "speed",
+			(double)j->slow[i].speed));
+	return a ? a : json_null();
+}
+
 static json_t *status_live(struct job *j)
 {
 	int64_t cost = job_cost_uusd(j);
@@ -194,6 +207,7 @@ static json_t *status_live(struct job *j)
 	json_object_set_new(o, "market_time", json_integer(j->t ? j->t :
 							  j->start_s));
 	json_object_set_new(o, "restarts", json_integer(j->restarts));
+	json_object_set_new(o, "slow_workers", slow_workers(j));
 	json_object_set_new(o, "billing",
 			    json_string(billing_model_name(j->billing)));
 	/* ended, and every bill where the provider's ended (ec2: a few

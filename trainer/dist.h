@@ -35,6 +35,21 @@
 					   parent is gone) */
 #define DIST_AGENT_NODE 0xfffffffeu /* the agent's node id (PROGRESS) */
 
+#define DIST_SLOW_MAX 8          /* --slow-worker-at / --fault-slow
+				    periods */
+
+/* A worker's compute stretched by factor from `at` s for `secs` s
+ * (0: to the end): after each minibatch it waits (factor - 1) times the
+ * minibatch's measured compute time (docs/trainer.md, "Stragglers"). */
+struct dist_slow {
+	double at;                 /* s after its first clock (worker), or
+				      after the job's start (local) */
+	double factor;             /* >= 1 */
+	double secs;               /* 0: to the end */
+	uint32_t worker;           /* local: the worker's index (0 is the
+				      first started) */
+};
+
 /* Log callback: roles never write to stderr themselves.  level is one of
  * the project's (common/log.h). */
 typedef void (*dist_log_fn)(void *arg, enum log_level level,
@@ -88,6 +103,15 @@ struct dist_opts {
 				      much later (pushes in flight) */
 	int64_t fault_crash_at;    /* coordinator, tests only: SIGKILL
 				      itself at this clock (0: never) */
+	struct dist_slow slow[DIST_SLOW_MAX]; /* worker, test fault: its
+				      compute stretched (--fault-slow) */
+	uint32_t n_slow;
+	bool no_reassign;          /* coordinator: no straggler relief
+				      (--no-reassign) */
+	const char *test_visits;   /* worker, tests: at its end, how often
+				      it trained each example, to
+				      DIR/visits.NODE (one count a line);
+				      NULL: not kept */
 	const char *checkpoint;    /* coordinator: write checkpoints here
 				      (ckpt.h); NULL: none */
 	uint32_t checkpoint_every; /* ... every this many clocks (0: after
@@ -230,6 +254,9 @@ struct dist_local {
 	double pause_for;          /* ... for this long, then SIGCONT;
 				      0: never resumed */
 	double timeout_s;          /* kill everything after this; 0: none */
+	struct dist_slow slow[DIST_SLOW_MAX]; /* --slow-worker-at: passed
+				      to those workers as --fault-slow */
+	uint32_t n_slow;
 	uint32_t max_restarts;     /* a failed job (coordinator dead or
 				      failed) is started again from
 				      o->checkpoint up to this many times,

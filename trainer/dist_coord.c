@@ -36,6 +36,29 @@ struct cmember {
 	bool clocked;              /* a worker's first clock came */
 	bool silent;               /* a sole-copy PS past the heartbeat
 				      timeout, waited for */
+	/* workers: progress and speed, from their heartbeats */
+	float speed;               /* minibatches per second training */
+	int64_t prog_clock;        /* the clock of the last progress */
+	uint32_t prog_done, prog_end; /* minibatches done, and where the
+				      clock ends (less those handed over) */
+	uint64_t prog_us;          /* when it came */
+	uint64_t handed, helped;   /* minibatches handed over (trained by
+				      helpers), and trained for others */
+	bool was_slow;             /* counted slow at the last report */
+};
+
+/* Straggler relief (docs/trainer.md, "Stragglers"): an OFFER sent and
+ * not answered yet, or a HELP passed on whose DONE has not come.  The
+ * straggler's clock is not done until its helps are. */
+#define COORD_RELIEF_MAX 256
+#define COORD_OFFER_US 1000000   /* an unanswered offer is void after */
+
+struct relief {
+	struct wire_node straggler, helper;
+	int64_t clock;
+	uint32_t first, count;
+	uint64_t since_us;
+	bool helping;              /* HELP passed on: DONE awaited */
 };
 
 struct coord {
@@ -113,6 +136,12 @@ struct coord {
 	int64_t resumed_from;      /* clock resumed at; -1: a fresh job */
 	int64_t ckpt_clock;        /* clock of the last checkpoint; -1 */
 	uint32_t ckpts;            /* checkpoints written */
+	/* straggler relief */
+	struct relief relief[COORD_RELIEF_MAX];
+	uint32_t n_relief;
+	uint64_t reassigned;       /* minibatches trained by helpers */
+	uint64_t relief_lost;      /* handed over, never reported done */
+	float median_speed;        /* of the workers, last report */
 	bool done;
 	struct wire_member list[DIST_MAX_NODES]; /* MEMBERSHIP scratch */
 };
@@ -222,8 +251,11 @@ static void send_membership(struct coord *c)
 	struct wire_msg m;
 	uint32_t k = 0;
 
-	for (uint32_t i = 0; i < c->n; i++)
-		list[k++] = c->m[i].w;
+	for (uint32_t i = 0; i < c->n; i++) {
+		list[k] = c->m[i].w;
+		list[k].speed = 0; /* PROGRESS's */
+		list[k++].slow = 0;
+	}
 	wire_msg_init(&m, WIRE_MEMBERSHIP, WIRE_NODE_ALL, c->min_clock);
 	m.u.membership.epoch = c->epoch;
 	m.u.membership.n = k;
@@ -372,6 +404,10 @@ static void recompute_clock(struct coord *c)
 	for (uint32_t i = 0; i < c->n; i++)
 		if (counts(c, &c->m[i]) && c->m[i].next_clock < mn)
 			mn = c->m[i].next_clock;
+	/* a clock with minibatches handed over is done when they are */
+	for (uint32_t i = 0; i < c->n_relief; i++)
+		if (c->relief[i].helping && c->relief[i].clock < mn)
+			mn = c->relief[i].clock;
 	if (mn == INT64_MAX || mn <= c->min_clock)
 		return;
 	c->min_clock = mn;
@@ -389,9 +425,17 @@ static void recompute_clock(struct coord *c)
 	send_clock_min(c);
 }
 
+static void relief_drop(struct coord *c, uint32_t i, const char *why);
+
 static void mark_gone(struct coord *c, struct cmember *m, bool lost)
 {
 	bool was_leaving = m->w.state == WIRE_MEMBER_LEAVING;
+
+	/* its helps will not come: the straggler's clock goes on (a lost
+	 * worker's clock is lost likewise) */
+	for (uint32_t i = 0; i < c->n_relief; i++)
+		if (wire_node_eq(c->relief[i].helper, m->w.node))
+			relief_drop(c, i--, "its helper is gone");
 
 	m->w.state = WIRE_MEMBER_LOST;
 	wire_peer_forget(c->ctx, m->w.node);
@@ -858,7 +902,259 @@ static void on_clock(struct coord *c, struct cmember *m,
 		    done);
 	}
 	c->samples += w->u.clock.samples;
+	/* offers it did not take are void: its HELPs came before */
+	for (uint32_t i = 0; i < c->n_relief; i++)
+		if (!c->relief[i].helping &&
+		    wire_node_eq(c->relief[i].straggler, m->w.node) &&
+		    c->relief[i].clock <= done)
+			c->relief[i--] = c->relief[--c->n_relief];
 	recompute_clock(c);
+}
+
+/* ---- straggler relief (docs/trainer.md, "Stragglers") ---- */
+
+static void relief_drop(struct coord *c, uint32_t i, const char *why)
+{
+	const struct relief *r = &c->relief[i];
+
+	if (r->helping) {
+		c->relief_lost += r->count;
+		out(c, "minibatches %u..%u of worker %u's clock %" PRId64
+		    " handed to worker %u are not trained: %s", r->first,
+		    r->first + r->count - 1, r->straggler.v, r->clock,
+		    r->helper.v, why);
+	}
+	c->relief[i] = c->relief[--c->n_relief];
+	recompute_clock(c);
+}
+
+static void send_reassign(struct coord *c, int64_t clock,
+			  const struct wire_reassign *r)
+{
+	struct wire_msg m;
+
+	wire_msg_init(&m, WIRE_REASSIGN, WIRE_NODE_ALL, clock);
+	m.u.reassign = *r;
+	broadcast(c, &m);
+}
+
+/* Whether worker n is named in a relief as a helper (it is not idle). */
+static bool helping(const struct coord *c, struct wire_node n)
+{
+	for (uint32_t i = 0; i < c->n_relief; i++)
+		if (wire_node_eq(c->relief[i].helper, n))
+			return true;
+	return false;
+}
+
+/* A worker that may take a straggler's minibatches: it holds a
+ * partition, is heard training, and waits on the SSP bound (or is
+ * through with the job). */
+static bool idle_worker(const struct coord *c, const struct cmember *m)
+{
+	return counts(c, m) && m->speed > 0 &&
+	       (m->next_clock > c->min_clock + (int64_t)c->o->slack ||
+		m->next_clock >= c->total_est) && !helping(c, m->w.node);
+}
+
+/* A HELP from a straggler: passed on to its helper, or, when that one is
+ * gone, to another worker (the straggler skips them whatever comes). */
+static void on_help(struct coord *c, struct cmember *s,
+		    const struct wire_msg *m)
+{
+	struct wire_reassign r = m->u.reassign;
+	struct cmember *h = find(c, r.helper);
+	struct relief *e = NULL;
+
+	if (!is_worker(s) || !wire_node_eq(r.straggler, s->w.node))
+		return;
+	/* its HELPs come before its CLOCK: of the clock it is in */
+	if (m->hdr.clock != s->next_clock) {
+		dist_logf(c->o, LOG_LVL_WARN, "worker %u: help for clock %"
+			  PRId64 " while in clock %" PRId64 ": dropped",
+			  s->w.node.v, m->hdr.clock, s->next_clock);
+		c->relief_lost += r.count;
+		return;
+	}
+	for (uint32_t i = 0; i < c->n_relief; i++)
+		if (!c->relief[i].helping &&
+		    wire_node_eq(c->relief[i].straggler, r.straggler) &&
+		    wire_node_eq(c->relief[i].helper, r.helper) &&
+		    c->relief[i].clock == m->hdr.clock)
+			e = &c->relief[i];
+	if (!h || !counts(c, h)) {
+		h = NULL;
+		for (uint32_t i = 0; i < c->n && !h; i++)
+			if (counts(c, &c->m[i]) &&
+			    !wire_node_eq(c->m[i].w.node, r.straggler))
+				h = &c->m[i];
+		if (!h) {
+			c->relief_lost += r.count;
+			out(c, "minibatches %u..%u of worker %u's clock %"
+			    PRId64 " are not trained: no worker to take "
+			    "them", r.first, r.first + r.count - 1,
+			    r.straggler.v, m->hdr.clock);
+			if (e)
+				*e = c->relief[--c->n_relief];
+			return;
+		}
+		r.helper = h->w.node;
+	}
+	if (!e) {
+		if (c->n_relief == COORD_RELIEF_MAX) {
+			/* not held open, still passed on */
+			dist_logf(c->o, LOG_LVL_WARN, "relief table full");
+		} else {
+			e = &c->relief[c->n_relief++];
+		}
+	}
+	if (e) {
+		*e = (struct relief){ r.straggler, r.helper, m->hdr.clock,
+				      r.first, r.count, px_now_mono_us(),
+				      true };
+	}
+	send_reassign(c, m->hdr.clock, &r);
+}
+
+/* A DONE from a helper: the help is in, the clock may go on. */
+static void on_help_done(struct coord *c, struct cmember *h,
+			 const struct wire_msg *m)
+{
+	const struct wire_reassign *r = &m->u.reassign;
+	struct cmember *s = find(c, r->straggler);
+
+	if (!is_worker(h) || !wire_node_eq(r->helper, h->w.node))
+		return;
+	c->samples += r->samples;
+	c->reassigned += r->count;
+	h->helped += r->count;
+	if (s)
+		s->handed += r->count;
+	for (uint32_t i = 0; i < c->n_relief; i++) {
+		const struct relief *e = &c->relief[i];
+
+		if (e->helping && wire_node_eq(e->helper, r->helper) &&
+		    wire_node_eq(e->straggler, r->straggler) &&
+		    e->clock == m->hdr.clock && e->first == r->first) {
+			c->relief[i] = c->relief[--c->n_relief];
+			break;
+		}
+	}
+	recompute_clock(c);
+}
+
+/* Minibatches of straggler s's clock still to begin, as far as known:
+ * its last progress, the time since at its speed, less what it was
+ * offered since (its progress does not say it yet).  -1 while an offer
+ * is unanswered. */
+static double left_of(const struct coord *c, const struct cmember *s,
+		      uint64_t now)
+{
+	double left = (double)s->prog_end - (double)s->prog_done -
+		      (double)(now - s->prog_us) / 1e6 * s->speed;
+
+	for (uint32_t i = 0; i < c->n_relief; i++) {
+		const struct relief *e = &c->relief[i];
+
+		if (!wire_node_eq(e->straggler, s->w.node))
+			continue;
+		if (!e->helping)
+			return -1;
+		if (e->clock == s->prog_clock && e->since_us > s->prog_us)
+			left -= e->count;
+	}
+	return left;
+}
+
+/* The FlexRR rule: a worker still in the slowest clock while others
+ * wait on the SSP bound hands them its minibatches not begun, split in
+ * proportion to the speeds (it keeps its share), so that all end
+ * together; only when its time left is over two minibatches of the
+ * fastest helper (less is not worth the round trip).  Offers go out one
+ * round at a time; helpers that come idle later take a share of what is
+ * left then. */
+static void relieve(struct coord *c, uint64_t now)
+{
+	struct cmember *idle[DIST_MAX_NODES];
+	uint32_t nidle = 0;
+	double vidle = 0, vmax = 0;
+
+	for (uint32_t i = 0; i < c->n_relief; i++)
+		if ((!c->relief[i].helping &&
+		     now - c->relief[i].since_us > COORD_OFFER_US) ||
+		    (c->relief[i].helping && now - c->relief[i].since_us >
+		     (uint64_t)c->o->hb_timeout_ms * 4000 + 2000000))
+			relief_drop(c, i--, "no answer");
+	if (c->o->no_reassign)
+		return;
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct cmember *m = &c->m[i];
+
+		if (!idle_worker(c, m))
+			continue;
+		idle[nidle++] = m;
+		vidle += m->speed;
+		if (m->speed > vmax)
+			vmax = m->speed;
+	}
+	for (uint32_t i = 0; nidle && i < c->n; i++) {
+		struct cmember *s = &c->m[i];
+		double left, v;
+
+		if (!counts(c, s) || s->next_clock != c->min_clock ||
+		    s->prog_clock != c->min_clock || !s->prog_end ||
+		    s->speed <= 0)
+			continue;
+		left = left_of(c, s, now);
+		if (left < 2 || left / s->speed < 2.0 / vmax)
+			continue;
+		v = s->speed + vidle;
+		for (uint32_t k = 0; k < nidle; k++) {
+			struct cmember *h = idle[k];
+			double share = floor(left * h->speed / v);
+			struct wire_reassign r = {
+				.op = WIRE_REASSIGN_OFFER,
+				.straggler = s->w.node, .helper = h->w.node };
+
+			if (share < 1 || c->n_relief == COORD_RELIEF_MAX)
+				continue;
+			r.count = share > DIST_CLOCK_BATCHES_MAX
+				  ? DIST_CLOCK_BATCHES_MAX : (uint32_t)share;
+			c->relief[c->n_relief++] = (struct relief){
+				s->w.node, h->w.node, c->min_clock, 0,
+				r.count, now, false };
+			send_reassign(c, c->min_clock, &r);
+		}
+		return; /* the idle ones are named now */
+	}
+}
+
+/* Per-worker speed: the median of the workers heard, and which are slow
+ * (below 2/3 of it; with two workers or more). */
+static void judge_speeds(struct coord *c)
+{
+	float v[DIST_MAX_NODES], t;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < c->n; i++)
+		if (counts(c, &c->m[i]) && c->m[i].speed > 0)
+			v[n++] = c->m[i].speed;
+	for (uint32_t i = 1; i < n; i++)
+		for (uint32_t k = i; k > 0 && v[k - 1] > v[k]; k--) {
+			t = v[k];
+			v[k] = v[k - 1];
+			v[k - 1] = t;
+		}
+	c->median_speed = n ? (n % 2 ? v[n / 2]
+				     : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct cmember *m = &c->m[i];
+
+		m->was_slow = n >= 2 && counts(c, m) && m->speed > 0 &&
+			      m->speed < c->median_speed * 2.0f / 3.0f;
+		m->w.speed = is_worker(m) ? m->speed : 0;
+		m->w.slow = m->was_slow;
+	}
 }
 
 /* Node mb says (or the agent says for it) that it will be gone by
@@ -904,6 +1200,16 @@ static void on_pull(struct coord *c)
 			on_clock(c, mb, &m);
 			break;
 		case WIRE_HEARTBEAT:
+			if (is_worker(mb)) {
+				const struct wire_heartbeat *h =
+					&m.u.heartbeat;
+
+				mb->speed = h->speed;
+				mb->prog_clock = m.hdr.clock;
+				mb->prog_done = h->batches_done;
+				mb->prog_end = h->batches;
+				mb->prog_us = mb->last_us;
+			}
 			if (mb->late && !mb->hotadd_seen &&
 			    m.u.heartbeat.status) {
 				mb->hotadd_seen = true;
@@ -918,6 +1224,12 @@ static void on_pull(struct coord *c)
 		case WIRE_LEAVE:
 			member_leaving(c, mb, m.u.leave.reason,
 				       m.u.leave.deadline_us);
+			break;
+		case WIRE_REASSIGN:
+			if (m.u.reassign.op == WIRE_REASSIGN_HELP)
+				on_help(c, mb, &m);
+			else if (m.u.reassign.op == WIRE_REASSIGN_DONE)
+				on_help_done(c, mb, &m);
 			break;
 		default:
 			break;
@@ -1192,6 +1504,28 @@ static void snapshot(struct coord *c)
 	stalled_since(c, t);
 }
 
+/* "; slow: worker N at S minibatches/s (median M), ..." for the
+ * progress line, "" when none is. */
+static const char *slow_text(const struct coord *c, char *buf, size_t n)
+{
+	size_t k = 0;
+
+	buf[0] = 0;
+	for (uint32_t i = 0; i < c->n && k + 40 < n; i++) {
+		const struct cmember *m = &c->m[i];
+
+		if (!m->was_slow)
+			continue;
+		k += (size_t)snprintf(buf + k, n - k, "%s worker %u at %.1f",
+				      k ? "," : "; slow:", m->w.node.v,
+				      (double)m->speed);
+	}
+	if (k && k + 40 < n)
+		snprintf(buf + k, n - k, " minibatches/s (median %.1f)",
+			 (double)c->median_speed);
+	return buf;
+}
+
 /* A progress line or PROGRESS frame; with eval, the test set's figures
  * first (then a checkpoint with --checkpoint).  An error only where the
  * run diverged (the test loss is not finite: no checkpoint is written),
@@ -1203,7 +1537,7 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 	double secs = (double)(now - c->t_start_us) / 1e6;
 	uint32_t nw = 0, nps = 0;
 	struct px_error err;
-	char ev[80];
+	char ev[80], slow[200];
 
 	for (uint32_t i = 0; i < c->n; i++) {
 		if (!alive(&c->m[i]))
@@ -1238,16 +1572,17 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 		}
 		stalled_since(c, t);
 	}
+	judge_speeds(c);
 	if (c->agent && c->agent_known) {
 		/* the agent reports it */
 		send_progress(c, secs > 0 ? c->samples / secs : 0.0);
 		return PX_OK;
 	}
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last %s, %u "
-	    "workers, %u PS, stage %u, epoch %" PRIu64, c->min_clock,
+	    "workers, %u PS, stage %u, epoch %" PRIu64 "%s", c->min_clock,
 	    c->total_est, secs > 0 ? c->samples / secs : 0.0,
 	    dist_fmt_eval(ev, sizeof(ev), c->last_loss, c->last_acc), nw,
-	    nps, c->stage, c->epoch);
+	    nps, c->stage, c->epoch, slow_text(c, slow, sizeof slow));
 	return PX_OK;
 }
 
@@ -1263,6 +1598,26 @@ static void shutdown_all(struct coord *c, uint8_t reason)
 	}
 }
 
+/* Each worker the job had: its last speed, whether it is slow, the
+ * minibatches it handed over and those it trained for others. */
+static json_t *worker_speeds(const struct coord *c)
+{
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; a && i < c->n; i++) {
+		const struct cmember *m = &c->m[i];
+
+		if (!is_worker(m))
+			continue;
+		json_array_append_new(a, json_pack(
+			"{s:i, s:f, s:b, s:I, s:I}", "node", (int)m->w.node.v,
+			"speed", (double)m->speed, "slow", m->was_slow,
+			"handed_over", (json_int_t)m->handed,
+			"helped", (json_int_t)m->helped));
+	}
+	return a ? a : json_null();
+}
+
 static int print_result(struct coord *c)
 {
 	double train_s = (double)(c->t_end_us - c->t_start_us) / 1e6;
@@ -1272,6 +1627,7 @@ static int print_result(struct coord *c)
 	char *s;
 
 	/* null when the test set was never evaluated (an error) */
+	judge_speeds(c);
 	j = json_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:f, s:I, s:I, s:I, s:i, "
 		      "s:i, s:i, s:i, s:i, s:i, s:I, s:f, s:f, s:I, s:i, s:f, "
 		      "s:f, s:o, s:i}",
@@ -1305,6 +1661,11 @@ static int print_result(struct coord *c)
 		      "checkpoints", (int)c->ckpts);
 	if (!j)
 		return -1;
+	json_object_set_new(j, "reassigned", json_integer((json_int_t)
+							  c->reassigned));
+	json_object_set_new(j, "reassign_lost", json_integer((json_int_t)
+							     c->relief_lost));
+	json_object_set_new(j, "worker_speeds", worker_speeds(c));
 	s = NULL;
 	{
 		size_t len = 0;
@@ -1508,6 +1869,7 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 		}
 		if (!c->started)
 			continue;
+		relieve(c, now);
 		if (o->stage_to && c->min_clock >= o->stage_at &&
 		    !c->want_stage)
 			c->want_stage = o->stage_to;

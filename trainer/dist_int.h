@@ -12,6 +12,12 @@
  * clock advance and fails the job after all of it. */
 #define DIST_WATCHDOG_US 1000000
 
+/* Straggler relief (docs/trainer.md, "Stragglers"): offers a straggler
+ * holds and helps a helper queues at once, at most; a training worker
+ * reports its progress at most this often (besides its heartbeats). */
+#define DIST_RELIEF_MAX 8
+#define DIST_PROGRESS_US 20000
+
 void dist_logf(const struct dist_opts *o, enum log_level level,
 	       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -92,6 +92,8 @@ struct local {
 	int fail_rc;
 	enum child_kind fail_kind;
 	bool fail_late;          /* after the start (none of its kind left) */
+	int64_t worker_index;    /* the initial worker spawn starts (its
+				    --slow-worker-at periods), else -1 */
 	/* the coordinator's own options */
 	const char *resume;      /* --resume FILE, or NULL */
 	char crash_at[24];       /* --fault-crash-at CLOCK, or "" */
@@ -190,6 +192,7 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 			 uint32_t node, bool reliable, struct px_error *err)
 {
 	char nodearg[16], listen[300], coord[300];
+	char slow[DIST_SLOW_MAX][80];
 	const char *argv[LOCAL_MAX_ARGS];
 	posix_spawn_file_actions_t fa;
 	struct child *c;
@@ -219,6 +222,21 @@ static enum px_err spawn(struct local *s, enum child_kind kind,
 	argv[k++] = listen;
 	if (reliable)
 		argv[k++] = "--reliable";
+	/* --slow-worker-at: that worker's own test fault, its time from
+	 * its first clock (the job's start, within a few ms) */
+	for (uint32_t i = 0, n = 0; kind == CH_WORKER && s->worker_index >= 0 &&
+				    i < s->l->n_slow; i++) {
+		const struct dist_slow *sl = &s->l->slow[i];
+
+		if (sl->worker != (uint64_t)s->worker_index)
+			continue;
+		if (k + 3 >= LOCAL_MAX_ARGS)
+			return px_errorf(err, PX_ETOOBIG, "too many options");
+		snprintf(slow[n], sizeof slow[n], "%.6g:%.6g:%.6g", sl->at,
+			 sl->factor, sl->secs);
+		argv[k++] = "--fault-slow";
+		argv[k++] = slow[n++];
+	}
 	/* its stderr: a pipe whose read end (ours, non-blocking) no other
 	 * child inherits; its end stays blocking */
 	if (pipe2(efd, O_CLOEXEC) != 0)
@@ -705,7 +723,8 @@ static void agent_poll(struct local *s, int ms)
 	while (agent_chan_progress(s->ach, ms, &m, &err) == PX_OK) {
 		const struct wire_progress *p = &m.u.progress;
 		uint32_t nw = 0, nps = 0;
-		char ev[80];
+		char ev[80], slow[160] = "";
+		size_t k = 0;
 
 		ms = 0;
 		for (uint32_t i = 0; i < p->n; i++) {
@@ -714,6 +733,12 @@ static void agent_poll(struct local *s, int ms)
 			if (w->state != WIRE_MEMBER_ACTIVE &&
 			    w->state != WIRE_MEMBER_JOINING)
 				continue;
+			if (w->slow && k + 40 < sizeof slow)
+				k += (size_t)snprintf(slow + k, sizeof slow - k,
+						      "%s worker %u at %.1f "
+						      "minibatches/s", k ? ","
+						      : ", slow:", w->node.v,
+						      (double)w->speed);
 			if (w->roles & WIRE_ROLE_WORKER)
 				nw++;
 			else
@@ -726,15 +751,15 @@ static void agent_poll(struct local *s, int ms)
 			dist_logf(s->o, LOG_LVL_INFO,
 				  "progress: clock %" PRId64 ", %.0f "
 				  "samples/s, %s, %u workers, %u PS, "
-				  "membership epoch %" PRIu64, p->clock,
+				  "membership epoch %" PRIu64 "%s", p->clock,
 				  (double)p->samples_per_s, ev, nw, nps,
-				  p->epoch);
+				  p->epoch, slow);
 		else
 			printf("progress: clock %" PRId64 ", %.0f samples/s, "
 			       "%s, %u workers, %u PS, membership epoch %"
-			       PRIu64 "\n", p->clock,
+			       PRIu64 "%s\n", p->clock,
 			       (double)p->samples_per_s, ev, nw, nps,
-			       p->epoch);
+			       p->epoch, slow);
 		fflush(stdout);
 		wire_msg_release(&m);
 	}
@@ -795,8 +820,11 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		e = spawn(s, CH_PS, 1 + i, i < l->reliable, err);
 	s->next_ps = 1 + o->ps;
 	s->next_worker = 1000;
-	for (uint32_t i = 0; e == PX_OK && i < o->workers; i++)
+	for (uint32_t i = 0; e == PX_OK && i < o->workers; i++) {
+		s->worker_index = i;
 		e = spawn(s, CH_WORKER, s->next_worker++, false, err);
+	}
+	s->worker_index = -1;
 	if (e != PX_OK)
 		goto out_kill;
 	close(s->ready[1]);
@@ -1022,5 +1050,6 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		cur.kill_ps_at = cur.leave_worker_at = cur.add_worker_at = 0;
 		cur.kill_ps_at_clock = 0;
 		cur.pause_worker_at = cur.pause_ps_at = 0;
+		cur.n_slow = 0;
 	}
 }

@@ -9,6 +9,7 @@
  */
 #include "dist_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <nanomsg/nn.h>
 #include <stdio.h>
@@ -81,6 +82,29 @@ struct worker {
 	uint32_t rejoins, reclocks; /* watchdog actions */
 	uint32_t last_n;           /* samples of the last clock */
 	uint64_t rejoin_epoch;     /* membership epoch seen at the rejoin */
+	/* stragglers (docs/trainer.md, "Stragglers") */
+	uint32_t rank;             /* the rank the pass was shuffled with */
+	bool in_clock;             /* training the minibatches of a clock */
+	uint32_t cb_done, cb_end;  /* ... done, and where the clock ends now
+				      (less what was handed over) */
+	double speed;              /* minibatches per second training: a
+				      moving mean over windows of 50 ms */
+	uint64_t win_us;           /* the window: training time, us ... */
+	uint32_t win_n;            /* ... and minibatches */
+	uint64_t first_us;         /* the first clock's start (the slow
+				      fault's origin) */
+	double slow_debt_us;       /* the slow fault's wait still due */
+	uint64_t last_prog_us;     /* last progress heartbeat */
+	struct relief {
+		struct wire_reassign r;
+		int64_t clock;
+	} offers[DIST_RELIEF_MAX], helps[DIST_RELIEF_MAX];
+	uint32_t n_offers, n_helps;
+	uint32_t *hidx;            /* a helped straggler's pass */
+	float *hupd;               /* the update of a help */
+	uint64_t handed, helped;   /* minibatches handed over, and trained
+				      for stragglers */
+	uint32_t *visits;          /* --test-visits: trainings per example */
 };
 
 static void heartbeat(struct worker *w)
@@ -92,7 +116,49 @@ static void heartbeat(struct worker *w)
 		      w->clock);
 	m.u.heartbeat.wall_us = px_now_wall_us();
 	m.u.heartbeat.status = w->hotadd_ms;
+	if (w->in_clock) {
+		m.u.heartbeat.batches_done = w->cb_done;
+		m.u.heartbeat.batches = w->cb_end;
+	}
+	m.u.heartbeat.speed = (float)w->speed;
 	(void)net_send(w->cpush, &m, 0, &err);
+}
+
+/* A REASSIGN for this worker: an OFFER to hand over the end of its
+ * clock (taken between two minibatches, take_offers), or a HELP to
+ * train (at the top of the loop, do_help); at most DIST_RELIEF_MAX of
+ * each wait, more are dropped (the coordinator offers a helper one at a
+ * time). */
+static void take_reassign(struct worker *w, const struct wire_msg *m)
+{
+	const struct wire_reassign *r = &m->u.reassign;
+	struct relief *q;
+
+	if (r->op == WIRE_REASSIGN_OFFER &&
+	    wire_node_eq(r->straggler, w->o->node)) {
+		if (m->hdr.clock != w->clock || w->n_offers == DIST_RELIEF_MAX)
+			return;
+		q = &w->offers[w->n_offers++];
+	} else if (r->op == WIRE_REASSIGN_HELP &&
+		   wire_node_eq(r->helper, w->o->node)) {
+		/* the frame's checks hold the stream inside its partition;
+		 * the partition must be inside our training set */
+		if (r->part_hi > w->train.n || r->count >
+		    DIST_CLOCK_BATCHES_MAX || w->n_helps == DIST_RELIEF_MAX) {
+			dist_logf(w->o, LOG_LVL_WARN, "worker %u: help for %u "
+				  "at clock %" PRId64 " refused (partition "
+				  "[%u, %u) of %u, %u minibatches)",
+				  w->o->node.v, r->straggler.v, m->hdr.clock,
+				  r->part_lo, r->part_hi, w->train.n,
+				  r->count);
+			return;
+		}
+		q = &w->helps[w->n_helps++];
+	} else {
+		return;
+	}
+	q->r = *r;
+	q->clock = m->hdr.clock;
 }
 
 static void pulls_drop(struct worker *w);
@@ -136,6 +202,9 @@ static void on_sub(struct worker *w)
 			break;
 		case WIRE_SHUTDOWN:
 			w->shutdown = true;
+			break;
+		case WIRE_REASSIGN:
+			take_reassign(w, &m);
 			break;
 		default:
 			break;
@@ -358,30 +427,85 @@ static void prefetch_collect(struct worker *w)
 		pulls_drop(w);
 }
 
-/* One minibatch of the partition into the batch buffers; its size.  A
- * pass over the partition is shuffled as `train` shuffles its epoch of
- * the same number, the worker's rank among the partition holders mixed
- * in: a job's only worker sees `train`'s batches in `train`'s order. */
+/* Pass `pass` over the partition [lo, lo + part) of a worker of this
+ * rank among the partition holders, into idx[part]: shuffled as `train`
+ * shuffles its epoch of the same number, the rank mixed in (a job's only
+ * worker sees `train`'s batches in `train`'s order).  A function of its
+ * arguments alone, so that a helper draws a straggler's pass as the
+ * straggler does. */
+static void shuffle_pass(const struct worker *w, uint32_t *idx, uint32_t lo,
+			 uint32_t part, uint32_t pass, uint32_t rank)
+{
+	data_shuffle(idx, part, lo, w->o->train.seed ^
+		     (UINT64_C(0x5851f42d4c957f2d) * pass) ^
+		     ((uint64_t)rank << 32));
+}
+
+/* The stream of minibatches `count` on from (*pass, *pos) over a
+ * partition of part examples: where it is then.  *ret_new: whether a
+ * new pass began on the way (its order must be drawn). */
+static void stream_advance(uint32_t part, uint32_t batch, uint32_t *pass,
+			   uint32_t *pos, uint64_t count, bool *ret_new)
+{
+	*ret_new = false;
+	for (uint64_t i = 0; i < count && part; i++) {
+		if (*pos >= part) {
+			(*pass)++;
+			*pos = 0;
+			*ret_new = true;
+		}
+		*pos += batch < part - *pos ? batch : part - *pos;
+	}
+}
+
+/* This worker's rank among the partition holders (0 if none). */
+static uint32_t my_rank(const struct worker *w)
+{
+	uint32_t rank;
+
+	(void)dist_members_workers(&w->mb, w->stage, w->o->node, &rank);
+	return rank == UINT32_MAX ? 0 : rank;
+}
+
+/* Examples idx[n] into the batch buffers, counted for --test-visits. */
+static void gather(struct worker *w, const uint32_t *idx, uint32_t n)
+{
+	data_gather(&w->train, idx, n, w->h_x, w->h_y);
+	for (uint32_t i = 0; w->visits && i < n; i++)
+		w->visits[idx[i]]++;
+}
+
+/* One minibatch of the partition into the batch buffers; its size. */
 static uint32_t next_batch(struct worker *w)
 {
-	uint32_t part = w->hi - w->lo, n = w->o->train.batch, rank;
+	uint32_t part = w->hi - w->lo, n = w->o->train.batch;
 
 	if (w->pos >= part) {
 		w->pass++;
-		(void)dist_members_workers(&w->mb, w->stage, w->o->node,
-					   &rank);
-		if (rank == UINT32_MAX)
-			rank = 0;
-		data_shuffle(w->idx, part, w->lo, w->o->train.seed ^
-			     (UINT64_C(0x5851f42d4c957f2d) * w->pass) ^
-			     ((uint64_t)rank << 32));
+		w->rank = my_rank(w);
+		shuffle_pass(w, w->idx, w->lo, part, w->pass, w->rank);
 		w->pos = 0;
 	}
 	if (n > part - w->pos)
 		n = part - w->pos;
-	data_gather(&w->train, w->idx + w->pos, n, w->h_x, w->h_y);
+	gather(w, w->idx + w->pos, n);
 	w->pos += n;
 	return n;
+}
+
+/* The minibatches handed over at the clock's end: the stream moves past
+ * them as if they were trained here (their helper trains them). */
+static void skip_batches(struct worker *w, uint32_t count)
+{
+	bool fresh;
+
+	stream_advance(w->hi - w->lo, w->o->train.batch, &w->pass, &w->pos,
+		       count, &fresh);
+	if (fresh) {
+		w->rank = my_rank(w);
+		shuffle_pass(w, w->idx, w->lo, w->hi - w->lo, w->pass,
+			     w->rank);
+	}
 }
 
 /* The minibatches of this clock: kb, but no more than the worker's
@@ -412,9 +536,147 @@ static uint32_t clock_batches(struct worker *w)
 					     : w->kb;
 }
 
-/* A clock's training: clock_batches() minibatches, each a gradient and a
- * step of SGD with momentum on the worker's copy (as `train` does), the
- * lr of the job's step clock * kb + j.  *ret_n: the samples. */
+/* The slow fault's factor now (1: none). */
+static double slow_factor(const struct worker *w, uint64_t now)
+{
+	double el = (double)(now - w->first_us) / 1e6, f = 1.0;
+
+	for (uint32_t i = 0; i < w->o->n_slow; i++) {
+		const struct dist_slow *sl = &w->o->slow[i];
+
+		if (el >= sl->at && (sl->secs <= 0 || el < sl->at + sl->secs) &&
+		    sl->factor > f)
+			f = sl->factor;
+	}
+	return f;
+}
+
+/* After a minibatch that took compute_us: under the slow fault, wait
+ * (factor - 1) times that, answering the coordinator meanwhile (so the
+ * stretch is in proportion to the work whatever the machine's load, and
+ * takes no CPU); then the minibatch, with that wait, into the speed this
+ * worker reports (time training only: not its waits on the SSP bound,
+ * which would make a fast worker held back by a slow one look slow). */
+static void batch_done(struct worker *w, uint64_t t0, uint64_t compute_us)
+{
+	uint64_t now = px_now_mono_us(), until;
+	double f = slow_factor(w, now), v;
+
+	if (f > 1.0) {
+		/* waits are whole ms: what one overshoots is owed back */
+		w->slow_debt_us += (f - 1.0) * (double)compute_us;
+		if (w->slow_debt_us >= 1000.0) {
+			uint64_t from = now;
+
+			until = now + (uint64_t)w->slow_debt_us;
+			while ((now = px_now_mono_us()) < until)
+				pump(w, dist_ms_until(until, 1000) + 1);
+			w->slow_debt_us -= (double)(now - from);
+		}
+	}
+	w->win_us += px_now_mono_us() - t0;
+	w->win_n++;
+	if (w->win_us >= 50000) {
+		v = (double)w->win_n * 1e6 / (double)w->win_us;
+		w->speed = w->speed > 0 ? 0.5 * w->speed + 0.5 * v : v;
+		w->win_us = 0;
+		w->win_n = 0;
+	}
+}
+
+/* One minibatch of n examples in the batch buffers: a gradient and a
+ * step of SGD with momentum on the worker's copy (as `train` does) at
+ * learning rate lr, then batch_done. */
+static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
+			       uint64_t t0, struct px_error *err)
+{
+	enum px_err e = PX_OK;
+
+	if (w->x != w->h_x) {
+		e = w->ops->upload(w->kctx, w->x, w->h_x, (size_t)n *
+				   w->train.dim * sizeof(float), err);
+		if (e == PX_OK)
+			e = w->ops->upload(w->kctx, w->y, w->h_y, n, err);
+	}
+	if (e == PX_OK)
+		e = model_grad(w->mc, w->d_params, w->x, w->y, n, w->d_grad,
+			       NULL, err);
+	if (e == PX_OK)
+		e = w->ops->sgd_momentum(w->kctx, w->d_params, w->d_mom,
+					 w->d_grad, w->d.n_params, lr,
+					 w->o->train.momentum,
+					 w->o->train.weight_decay, err);
+	if (e == PX_OK)
+		batch_done(w, t0, px_now_mono_us() - t0);
+	return e;
+}
+
+/* The end of this clock from minibatch `first` on (count of them) to a
+ * helper: HELP to the coordinator with the stream there (from where it
+ * is now, minibatch j: the ones between are trained here first). */
+static void hand_over(struct worker *w, const struct wire_reassign *offer,
+		      uint32_t j, uint32_t first, uint32_t count)
+{
+	uint32_t pass = w->pass, pos = w->pos;
+	struct px_error err;
+	struct wire_msg m;
+	bool fresh;
+
+	stream_advance(w->hi - w->lo, w->o->train.batch, &pass, &pos,
+		       first - j, &fresh);
+	wire_msg_init(&m, WIRE_REASSIGN, (struct wire_node){ DIST_COORD_NODE },
+		      w->clock);
+	m.u.reassign = (struct wire_reassign){
+		.op = WIRE_REASSIGN_HELP, .straggler = w->o->node,
+		.helper = offer->helper, .first = first, .count = count,
+		.part_lo = w->lo, .part_hi = w->hi,
+		.rank = fresh ? my_rank(w) : w->rank, .pass = pass,
+		.pos = pos };
+	if (net_send(w->cpush, &m, 100, &err) != PX_OK) {
+		/* not handed over: trained here */
+		w->cb_end += count;
+		dist_logf(w->o, LOG_LVL_WARN, "worker %u: help to %u: %s",
+			  w->o->node.v, offer->helper.v, err.msg);
+		return;
+	}
+	w->handed += count;
+	dist_logf(w->o, LOG_LVL_DEBUG, "worker %u: minibatches %u..%u of "
+		  "clock %" PRId64 " to worker %u", w->o->node.v, first,
+		  first + count - 1, w->clock, offer->helper.v);
+}
+
+/* Between two minibatches (j done): the coordinator's broadcasts, a
+ * heartbeat with the progress when due, and the offers for this clock:
+ * each takes up to its count of the minibatches not begun, from the
+ * end. */
+static void take_offers(struct worker *w, uint32_t j)
+{
+	uint64_t now;
+
+	pump(w, 0);
+	now = px_now_mono_us();
+	if (now - w->last_prog_us >= DIST_PROGRESS_US) {
+		heartbeat(w);
+		w->last_prog_us = now;
+	}
+	for (uint32_t i = 0; i < w->n_offers; i++) {
+		const struct relief *q = &w->offers[i];
+		uint32_t left = w->cb_end - j, g;
+
+		if (q->clock != w->clock)
+			continue;
+		g = q->r.count < left ? q->r.count : left;
+		if (!g)
+			continue;
+		w->cb_end -= g;
+		hand_over(w, &q->r, j, w->cb_end, g);
+	}
+	w->n_offers = 0;
+}
+
+/* A clock's training: clock_batches() minibatches (less those handed
+ * over to helpers), the lr of the job's step clock * kb + j.  *ret_n:
+ * the samples. */
 static enum px_err compute(struct worker *w, uint32_t *ret_n,
 			   struct px_error *err)
 {
@@ -424,35 +686,38 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 	enum px_err e = PX_OK;
 	uint32_t done = 0;
 
+	if (!w->first_us)
+		w->first_us = px_now_mono_us();
+	for (uint32_t i = 0; i < w->n_offers; i++)
+		if (w->offers[i].clock != w->clock)
+			w->offers[i--] = w->offers[--w->n_offers];
+	w->in_clock = true;
+	w->cb_done = 0;
+	w->cb_end = kb;
+	w->last_prog_us = 0; /* a report at the start */
 	if (w->d_params != w->params)
 		e = w->ops->upload(w->kctx, w->d_params, w->params, pb, err);
-	for (uint32_t j = 0; e == PX_OK && j < kb; j++) {
-		uint32_t n = next_batch(w);
+	for (uint32_t j = 0; e == PX_OK; j++) {
+		uint64_t t0;
+		uint32_t n;
 
+		take_offers(w, j);
+		if (j >= w->cb_end)
+			break;
 		if (j == kb / 2)
 			prefetch_start(w);
-		float lr = dist_lr(&w->o->train, w->clock * (int64_t)w->kb + j,
-				   steps);
-
-		if (w->x != w->h_x) {
-			e = w->ops->upload(w->kctx, w->x, w->h_x, (size_t)n *
-					   w->train.dim * sizeof(float), err);
-			if (e == PX_OK)
-				e = w->ops->upload(w->kctx, w->y, w->h_y, n,
-						   err);
-		}
-		if (e == PX_OK)
-			e = model_grad(w->mc, w->d_params, w->x, w->y, n,
-				       w->d_grad, NULL, err);
-		if (e == PX_OK)
-			e = w->ops->sgd_momentum(w->kctx, w->d_params,
-						 w->d_mom, w->d_grad,
-						 w->d.n_params, lr,
-						 w->o->train.momentum,
-						 w->o->train.weight_decay,
-						 err);
+		t0 = px_now_mono_us();
+		n = next_batch(w);
+		e = train_batch(w, n, dist_lr(&w->o->train, w->clock *
+					      (int64_t)w->kb + j, steps),
+				t0, err);
 		done += n;
+		w->cb_done = j + 1;
 	}
+	if (e == PX_OK && w->cb_end < kb)
+		skip_batches(w, kb - w->cb_end);
+	w->in_clock = false;
+	w->n_offers = 0;
 	if (e == PX_OK && w->d_params != w->params)
 		e = w->ops->download(w->kctx, w->params, w->d_params, pb,
 				     err);
@@ -479,17 +744,17 @@ static enum px_err send_clock(struct worker *w, uint32_t n,
  * updates, and one clock of one worker is one clock of `train`.  The
  * copy then keeps only that share of its own update, as the PS does
  * (once the others' come in, it is what a pull would give). */
-static void make_update(struct worker *w)
+static void make_update(struct worker *w, float *upd)
 {
 	uint32_t idx, k = dist_members_workers(&w->mb, w->stage, w->o->node,
 					       &idx);
 	size_t n = w->d.n_params;
 
-	kern_sub(w->upd, w->params, w->base, n);
+	kern_sub(upd, w->params, w->base, n);
 	if (k > 1) {
-		kern_scale(w->upd, 1.0f / (float)k, n);
+		kern_scale(upd, 1.0f / (float)k, n);
 		memcpy(w->params, w->base, n * sizeof(float));
-		kern_add(w->params, w->upd, n);
+		kern_add(w->params, upd, n);
 	}
 	memcpy(w->base, w->params, n * sizeof(float));
 }
@@ -535,22 +800,12 @@ static bool push_wait(struct worker *w, struct net_sock *q, uint32_t s,
 	}
 }
 
-static enum px_err push_all(struct worker *w, uint32_t n,
-			    struct px_error *err)
+/* upd (make_update's) to each shard's active as a PUSH of clock. */
+static enum px_err push_update(struct worker *w, const float *upd,
+			       int64_t clock, struct px_error *err)
 {
-	uint32_t late = w->o->fault_late_push_ms;
 	enum px_err e;
 
-	if (late) {
-		uint64_t until = px_now_mono_us() + (uint64_t)late * 1000;
-
-		e = send_clock(w, n, err);
-		if (e != PX_OK)
-			return e;
-		while (px_now_mono_us() < until)
-			pump(w, dist_ms_until(until, late));
-	}
-	make_update(w);
 	for (uint32_t s = 0; s < w->nshards; s++) {
 		const struct wire_shard *sh = &w->map[s];
 		const struct dist_member *ps = dist_members_find(&w->mb,
@@ -572,13 +827,114 @@ static enum px_err push_all(struct worker *w, uint32_t n,
 			s--;   /* again, to where the map says now */
 			continue;
 		}
-		e = net_send_range(q, WIRE_PUSH, 0, sh->active, w->clock, s, 0,
-				   w->upd + sh->offset, sh->count,
+		e = net_send_range(q, WIRE_PUSH, 0, sh->active, clock, s, 0,
+				   upd + sh->offset, sh->count,
 				   push_timeout_ms(w->o), err);
 		if (e != PX_OK && e != PX_ETIMEDOUT)
 			return e;
 	}
+	return PX_OK;
+}
+
+static enum px_err push_all(struct worker *w, uint32_t n,
+			    struct px_error *err)
+{
+	uint32_t late = w->o->fault_late_push_ms;
+	enum px_err e;
+
+	if (late) {
+		uint64_t until = px_now_mono_us() + (uint64_t)late * 1000;
+
+		e = send_clock(w, n, err);
+		if (e != PX_OK)
+			return e;
+		while (px_now_mono_us() < until)
+			pump(w, dist_ms_until(until, late));
+	}
+	make_update(w, w->upd);
+	e = push_update(w, w->upd, w->clock, err);
+	if (e != PX_OK)
+		return e;
 	return late ? PX_OK : send_clock(w, n, err);
+}
+
+/* A straggler's minibatches handed over (HELP h): trained on this
+ * worker's copy from the straggler's stream (its pass drawn as it draws
+ * it), at the lr of the straggler's steps, then pushed (a PUSH of this
+ * worker's last clock: the PS counts no clock for it) and DONE to the
+ * coordinator, which holds the straggler's clock open until then. */
+static enum px_err do_help(struct worker *w, const struct relief *h,
+			   struct px_error *err)
+{
+	const struct wire_reassign *r = &h->r;
+	size_t pb = w->d.n_params * sizeof(float);
+	uint32_t part = r->part_hi - r->part_lo, pass = r->pass, pos = r->pos;
+	uint32_t batch = w->o->train.batch, samples = 0;
+	int64_t steps = w->total * (int64_t)w->kb;
+	enum px_err e = PX_OK;
+	struct wire_msg m;
+
+	if (pos < part)
+		shuffle_pass(w, w->hidx, r->part_lo, part, pass, r->rank);
+	if (w->d_params != w->params)
+		e = w->ops->upload(w->kctx, w->d_params, w->params, pb, err);
+	for (uint32_t i = 0; e == PX_OK && i < r->count; i++) {
+		uint64_t t0 = px_now_mono_us();
+		uint32_t n;
+
+		if (pos >= part) {
+			pass++;
+			shuffle_pass(w, w->hidx, r->part_lo, part, pass,
+				     r->rank);
+			pos = 0;
+		}
+		n = batch < part - pos ? batch : part - pos;
+		gather(w, w->hidx + pos, n);
+		pos += n;
+		e = train_batch(w, n, dist_lr(&w->o->train, h->clock *
+					      (int64_t)w->kb + r->first + i,
+					      steps), t0, err);
+		samples += n;
+		beat(w);
+	}
+	if (e == PX_OK && w->d_params != w->params)
+		e = w->ops->download(w->kctx, w->params, w->d_params, pb,
+				     err);
+	if (e != PX_OK)
+		return e;
+	make_update(w, w->hupd);
+	/* a prefetch asked for before: install adds this too */
+	if (w->prefetch_out)
+		kern_add(w->upd, w->hupd, w->d.n_params);
+	e = push_update(w, w->hupd, w->clock - 1, err);
+	if (e != PX_OK)
+		return e;
+	w->helped += r->count;
+	wire_msg_init(&m, WIRE_REASSIGN, (struct wire_node){ DIST_COORD_NODE },
+		      h->clock);
+	m.u.reassign = *r;
+	m.u.reassign.op = WIRE_REASSIGN_DONE;
+	m.u.reassign.samples = samples;
+	dist_logf(w->o, LOG_LVL_DEBUG, "worker %u: trained minibatches %u..%u "
+		  "of worker %u's clock %" PRId64, w->o->node.v, r->first,
+		  r->first + r->count - 1, r->straggler.v, h->clock);
+	return net_send(w->cpush, &m, 1000, err);
+}
+
+/* The helps queued, oldest first, once there is a map to push to. */
+static enum px_err help_all(struct worker *w, struct px_error *err)
+{
+	while (w->n_helps && w->stage_epoch) {
+		struct relief h = w->helps[0];
+		enum px_err e;
+
+		memmove(&w->helps[0], &w->helps[1],
+			--w->n_helps * sizeof(w->helps[0]));
+		e = do_help(w, &h, err);
+		if (e != PX_OK)
+			return e;
+	}
+	return PX_OK;
 }
 
 /* What ASSIGN says: the clock to start from, the clock's length, and
@@ -645,10 +1001,17 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	w->base = px_calloc(w->d.n_params, sizeof(float));
 	w->upd = px_calloc(w->d.n_params, sizeof(float));
 	w->idx = px_calloc(w->train.n, sizeof(uint32_t));
+	w->hidx = px_calloc(w->train.n, sizeof(uint32_t));
+	w->hupd = px_calloc(w->d.n_params, sizeof(float));
+	if (o->test_visits) {
+		w->visits = px_calloc(w->train.n, sizeof(uint32_t));
+		if (!w->visits)
+			return px_errorf(err, PX_ENOMEM, "worker buffers");
+	}
 	w->h_x = px_calloc((size_t)batch * w->train.dim, sizeof(float));
 	w->h_y = px_calloc(batch, 1);
 	if (!w->params || !w->grad || !w->base || !w->upd || !w->idx ||
-	    !w->h_x || !w->h_y)
+	    !w->hidx || !w->hupd || !w->h_x || !w->h_y)
 		return px_errorf(err, PX_ENOMEM, "worker buffers");
 	if (o->train.device == TRAIN_DEV_CUDA) {
 		e = w->ops->alloc(w->kctx, pb, (void **)&w->d_params, err);
@@ -715,6 +1078,7 @@ static enum px_err rejoin(struct worker *w, struct px_error *err)
 	w->cache_ok = false;
 	pulls_drop(w);
 	w->have_min = false;
+	w->n_offers = w->n_helps = 0; /* the coordinator dropped them */
 	w->rejoins++;
 	w->hotadd_ms = 0; /* report rejoin-to-first-push */
 	w->t0_us = px_now_mono_us();
@@ -775,6 +1139,9 @@ static void release(struct worker *w)
 	free(w->base);
 	free(w->upd);
 	free(w->idx);
+	free(w->hidx);
+	free(w->hupd);
+	free(w->visits);
 	free(w->h_x);
 	free(w->h_y);
 	data_release(&w->train);
@@ -814,6 +1181,31 @@ static void start_leave(struct worker *w, bool told)
 		  (double)(m.u.leave.deadline_us - px_now_wall_us()) / 1e6);
 }
 
+/* --test-visits: how often this worker trained each example, one count
+ * a line, to DIR/visits.NODE (written whole, then renamed). */
+static enum px_err write_visits(const struct worker *w, struct px_error *err)
+{
+	char path[4096], tmp[4200];
+	FILE *f;
+	bool ok;
+
+	if ((size_t)snprintf(path, sizeof path, "%s/visits.%u",
+			     w->o->test_visits, w->o->node.v) >= sizeof path)
+		return px_errorf(err, PX_EINVAL, "--test-visits: '%s' too "
+				 "long", w->o->test_visits);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return px_errorf(err, PX_EIO, "%s: %s", tmp, strerror(errno));
+	for (uint32_t i = 0; i < w->train.n; i++)
+		fprintf(f, "%u\n", w->visits[i]);
+	ok = !ferror(f);
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, path) != 0)
+		return px_errorf(err, PX_EIO, "%s: %s", path, strerror(errno));
+	return PX_OK;
+}
+
 enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 {
 	struct worker *w = px_calloc(1, sizeof(*w));
@@ -830,6 +1222,11 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 	while (!w->shutdown) {
 		uint32_t n;
 
+		/* a straggler's minibatches first: its clock waits (a
+		 * leaving worker too: they are handed over already) */
+		e = help_all(w, err);
+		if (e != PX_OK)
+			break;
 		if (o->stop && *o->stop && !w->leaving)
 			start_leave(w, false);
 		else if (w->told && !w->leaving)
@@ -856,6 +1253,7 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 				break;
 			continue;
 		}
+
 		/* Ready: a map, a partition, and within the SSP bound. */
 		if (!w->stage_epoch || !w->have_min || !partition(w) ||
 		    w->clock >= w->total ||
@@ -893,9 +1291,12 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 	dist_logf(o, LOG_LVL_NOTICE,
 		  "worker %u done at clock %" PRId64 ": %" PRIu64
 		  " clocks pulled, %" PRIu64 " took a prefetch, %" PRIu64
-		  " on the copy alone; %u rejoins, %u clocks re-sent",
-		  o->node.v, w->clock, w->pulls, w->prefetches, w->cached,
-		  w->rejoins, w->reclocks);
+		  " on the copy alone; %u rejoins, %u clocks re-sent; %"
+		  PRIu64 " minibatches handed over, %" PRIu64 " trained for "
+		  "stragglers", o->node.v, w->clock, w->pulls, w->prefetches,
+		  w->cached, w->rejoins, w->reclocks, w->handed, w->helped);
+	if (e == PX_OK && w->visits)
+		e = write_visits(w, err);
 	dist_log_wire(o, LOG_LVL_NOTICE, "worker", w->ctx);
 out_free:
 	release(w);

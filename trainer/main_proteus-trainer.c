@@ -219,6 +219,8 @@ enum opt_kind {
 	K_STAGE_AT,  /* "CLOCK:STAGE" into o.stage_at, o.stage_to */
 	K_FORMAT,    /* enum data_format */
 	K_SCALE,     /* enum data_scale */
+	K_SLOW_AT,   /* "S:WORKER:FACTOR:SECONDS" appended to l.slow[] */
+	K_SLOW,      /* "S:FACTOR:SECONDS" appended to o.slow[] */
 };
 
 enum {
@@ -424,10 +426,27 @@ static const struct topt topts[] = {
 	    "SIGSTOP a transient PS at S s", "never"),
 	OPT("pause-for", "S", C_LOCAL, K_SECS, l.pause_for, 0, 0, 0,
 	    "SIGCONT it S s later, 0: never", NULL),
+	OPT("slow-worker-at", "S:WORKER:FACTOR:SECONDS", C_LOCAL, K_SLOW_AT,
+	    l.slow, 0, 0, 0, "from S s into the job, stretch the compute of "
+	    "worker WORKER (0: the first started) by FACTOR (>= 1) for "
+	    "SECONDS (0: to the end): it waits FACTOR - 1 times each "
+	    "minibatch's measured time; repeatable, up to 8", "none"),
+	/* straggler relief */
+	OPT("no-reassign", NULL, C_DIST, K_FLAG, o.no_reassign, 0, 0, 0,
+	    "coordinator: no straggler relief (a slow worker's minibatches "
+	    "are not handed to idle peers; docs/trainer.md, \"Stragglers\")",
+	    NULL),
 	/* test faults */
 	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
 	    90, 0, "test fault: workers send CLOCK first, their pushes MS "
 	    "later, 0: off", NULL),
+	OPT("fault-slow", "S:FACTOR:SECONDS", C_ROLE, K_SLOW, o.slow, 0, 0, 0,
+	    "test fault, worker: from S s after its first clock, stretch its "
+	    "compute by FACTOR for SECONDS (0: to the end); repeatable, up "
+	    "to 8 (local --slow-worker-at gives it)", "none"),
+	OPT("test-visits", "DIR", C_DIST, K_STR, o.test_visits, 0, 0, 0,
+	    "tests: each worker writes how often it trained each example to "
+	    "DIR/visits.NODE at its end, one count a line", "none"),
 	OPT("fault-crash-at", "CLOCK", C_DIST, K_UINT, o.fault_crash_at, 0,
 	    INT32_MAX, F_NOPASS | F_NORANGE, "test fault: the coordinator "
 	    "SIGKILLs itself at CLOCK, 0: never", NULL),
@@ -795,6 +814,48 @@ static int parse_stage_at(const char *s, struct dist_opts *o)
 	return 0;
 }
 
+static bool is_decimal(const char *s);
+
+/* "S:WORKER:FACTOR:SECONDS" (with_worker) or "S:FACTOR:SECONDS": decimal
+ * seconds >= 0, a worker index, a factor in [1, 1000]; one more of
+ * DIST_SLOW_MAX at most in sl[*n]. */
+static int parse_slow(const char *arg, bool with_worker,
+		      struct dist_slow *sl, uint32_t *n)
+{
+	char buf[128], *part[4], *save = NULL, *p;
+	unsigned want = with_worker ? 4 : 3, k = 0;
+	struct dist_slow v = { 0 };
+	double d[4];
+
+	if (*n >= DIST_SLOW_MAX || strlen(arg) >= sizeof buf)
+		return -1;
+	snprintf(buf, sizeof buf, "%s", arg);
+	for (p = strtok_r(buf, ":", &save); p && k < 4;
+	     p = strtok_r(NULL, ":", &save))
+		part[k++] = p;
+	if (k != want || p || strstr(arg, "::") || arg[strlen(arg) - 1] == ':')
+		return -1;
+	for (unsigned i = 0; i < k; i++) {
+		if (!is_decimal(part[i]))
+			return -1;
+		d[i] = strtod(part[i], NULL);
+		if (!(d[i] >= 0) || d[i] > 1e6)
+			return -1;
+	}
+	v.at = d[0];
+	if (with_worker) {
+		if (d[1] != floor(d[1]) || d[1] >= DIST_MAX_NODES)
+			return -1;
+		v.worker = (uint32_t)d[1];
+	}
+	v.factor = d[k - 2];
+	v.secs = d[k - 1];
+	if (v.factor < 1 || v.factor > 1000)
+		return -1;
+	sl[(*n)++] = v;
+	return 0;
+}
+
 /* Whether s is a decimal number as a person types one: an optional
  * sign, digits with at most one point (a digit on one side at least), an
  * optional exponent.  Not hex ("0x10" would read as 16), not "inf" or
@@ -916,6 +977,16 @@ static int set_opt(const struct subcmd *sc, const struct topt *o,
 			return usage_error(sc, "bad --stage-at '%s' "
 					   "(CLOCK:STAGE, stage 1..3)", arg);
 		return 0;
+	case K_SLOW_AT:
+	case K_SLOW:
+		if (parse_slow(arg, o->kind == K_SLOW_AT, o->kind == K_SLOW_AT
+			       ? t->l.slow : t->o.slow, o->kind == K_SLOW_AT
+			       ? &t->l.n_slow : &t->o.n_slow))
+			return usage_error(sc, "bad --%s '%s' (%s, seconds "
+					   "and a factor in 1..1000; at most "
+					   "%d)", o->name, arg, o->arg,
+					   DIST_SLOW_MAX);
+		return 0;
 	}
 	if (e != PX_OK)
 		return usage_error(sc, "--%s: %s", o->name, err.msg);
@@ -1021,6 +1092,11 @@ static int check_combination(const struct subcmd *sc, const struct tcli *t)
 	if (t->l.reliable > o->ps)
 		return usage_error(sc, "--reliable %u is more than --ps %u",
 				   t->l.reliable, o->ps);
+	for (uint32_t i = 0; i < t->l.n_slow; i++)
+		if (t->l.slow[i].worker >= o->workers)
+			return usage_error(sc, "--slow-worker-at: worker %u of "
+					   "%u (0 is the first)",
+					   t->l.slow[i].worker, o->workers);
 	if (o->hb_timeout_ms <= o->hb_ms)
 		return usage_error(sc, "--hb-timeout %u must be more than "
 				   "--heartbeat %u", o->hb_timeout_ms,

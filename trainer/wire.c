@@ -8,6 +8,7 @@
  */
 #include "wire.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@
 
 /* Fixed payload sizes (bytes) before variable parts. */
 #define SHARD_LEN 32   /* bytes of a shard (shard_f) */
-#define MEMBER_MIN 32  /* bytes of a member with an empty addr (member_f) */
+#define MEMBER_MIN 37  /* bytes of a member with an empty addr (member_f) */
 
 struct peer {
 	bool used;
@@ -395,6 +396,8 @@ static const struct field member_f[] = {
 	FE(F_U64, 0, struct wire_member, floor, floor),
 	FE(F_U8, 0, struct wire_member, leave_reason, leave_reason),
 	FE(F_I64, 0, struct wire_member, leave_deadline, leave_deadline_us),
+	FE(F_F32, 0, struct wire_member, speed, speed),
+	FE(F_U8, 0, struct wire_member, slow, slow),
 	FE(F_STR, 0, struct wire_member, addr, addr),
 };
 
@@ -420,6 +423,8 @@ static const struct field assign_f[] = {
 };
 static const struct field heartbeat_f[] = {
 	FM(F_I64, 0, wall_us, heartbeat), FM(F_U32, 0, status, heartbeat),
+	FM(F_U32, 0, batches_done, heartbeat),
+	FM(F_U32, 0, batches, heartbeat), FM(F_F32, 0, speed, heartbeat),
 };
 static const struct field clock_f[] = { FM(F_U64, 0, samples, clock) };
 static const struct field clock_min_f[] = {
@@ -473,6 +478,15 @@ static const struct field command_f[] = {
 	FM(F_I64, 0, deadline_us, command),
 };
 
+static const struct field reassign_f[] = {
+	FM(F_ENUM, WIRE_REASSIGN_OP_MAX, op, reassign), PAD(3),
+	FM(F_U32, 0, straggler.v, reassign), FM(F_U32, 0, helper.v, reassign),
+	FM(F_U32, 0, first, reassign), FM(F_U32, 0, count, reassign),
+	FM(F_U32, 0, part_lo, reassign), FM(F_U32, 0, part_hi, reassign),
+	FM(F_U32, 0, rank, reassign), FM(F_U32, 0, pass, reassign),
+	FM(F_U32, 0, pos, reassign), FM(F_U32, 0, samples, reassign),
+};
+
 static bool range_ok(uint64_t offset, uint64_t count)
 {
 	return offset <= UINT64_MAX - count;
@@ -495,6 +509,65 @@ static const char *range_check(const struct wire_msg *m)
 static const char *pull_check(const struct wire_msg *m)
 {
 	return range_ok(m->u.pull.offset, m->u.pull.count) ? NULL : "offset";
+}
+
+/* A speed: finite, not negative. */
+static bool speed_ok(float v)
+{
+	return isfinite(v) && v >= 0.0f;
+}
+
+/* HEARTBEAT: no more minibatches done than the clock has. */
+static const char *heartbeat_check(const struct wire_msg *m)
+{
+	const struct wire_heartbeat *h = &m->u.heartbeat;
+
+	if (h->batches_done > h->batches)
+		return "batches_done";
+	return speed_ok(h->speed) ? NULL : "speed";
+}
+
+/* MEMBERSHIP, PROGRESS: each member's speed and slow mark. */
+static const char *members_check(const struct wire_member *a, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (!speed_ok(a[i].speed))
+			return "member speed";
+		if (a[i].slow > 1)
+			return "member slow";
+	}
+	return NULL;
+}
+
+static const char *membership_check(const struct wire_msg *m)
+{
+	return members_check(m->u.membership.members, m->u.membership.n);
+}
+
+static const char *progress_check(const struct wire_msg *m)
+{
+	return members_check(m->u.progress.members, m->u.progress.n);
+}
+
+/* REASSIGN: a straggler and a helper, two nodes; 1 ..
+ * WIRE_REASSIGN_BATCHES_MAX minibatches from `first` on; HELP's stream
+ * inside its partition. */
+static const char *reassign_check(const struct wire_msg *m)
+{
+	const struct wire_reassign *r = &m->u.reassign;
+
+	if (wire_node_eq(r->straggler, r->helper))
+		return "helper";
+	if (r->count < 1 || r->count > WIRE_REASSIGN_BATCHES_MAX ||
+	    r->first > WIRE_REASSIGN_BATCHES_MAX - r->count)
+		return "count";
+	if (r->part_lo > r->part_hi)
+		return "part_hi";
+	if (r->pos > r->part_hi - r->part_lo)
+		return "pos";
+	if (r->op == WIRE_REASSIGN_HELP && r->part_lo == r->part_hi)
+		return "part_hi";
+	return NULL;
 }
 
 /* COMMAND: a known op; STAGE names a stage 1..3, the others none; roles
@@ -522,7 +595,7 @@ static const struct layout layouts[WIRE_TYPE_MAX] = {
 	[WIRE_CHALLENGE] = { challenge_f, NF(challenge_f), NULL },
 	[WIRE_REGISTER] = { register_f, NF(register_f), NULL },
 	[WIRE_ASSIGN] = { assign_f, NF(assign_f), assign_check },
-	[WIRE_HEARTBEAT] = { heartbeat_f, NF(heartbeat_f), NULL },
+	[WIRE_HEARTBEAT] = { heartbeat_f, NF(heartbeat_f), heartbeat_check },
 	[WIRE_CLOCK] = { clock_f, NF(clock_f), NULL },
 	[WIRE_CLOCK_MIN] = { clock_min_f, NF(clock_min_f), NULL },
 	[WIRE_PUSH] = { range_f, NF(range_f), range_check },
@@ -530,12 +603,14 @@ static const struct layout layouts[WIRE_TYPE_MAX] = {
 	[WIRE_PARAMS] = { range_f, NF(range_f), range_check },
 	[WIRE_FORWARD] = { range_f, NF(range_f), range_check },
 	[WIRE_STAGE] = { stage_f, NF(stage_f), NULL },
-	[WIRE_MEMBERSHIP] = { membership_f, NF(membership_f), NULL },
-	[WIRE_PROGRESS] = { progress_f, NF(progress_f), NULL },
+	[WIRE_MEMBERSHIP] = { membership_f, NF(membership_f),
+			       membership_check },
+	[WIRE_PROGRESS] = { progress_f, NF(progress_f), progress_check },
 	[WIRE_LEAVE] = { leave_f, NF(leave_f), NULL },
 	[WIRE_SHUTDOWN] = { shutdown_f, NF(shutdown_f), NULL },
 	[WIRE_ACK] = { ack_f, NF(ack_f), NULL },
 	[WIRE_COMMAND] = { command_f, NF(command_f), command_check },
+	[WIRE_REASSIGN] = { reassign_f, NF(reassign_f), reassign_check },
 };
 
 static const struct layout *layout_of(uint16_t type)

@@ -17,7 +17,7 @@
 #include "../common/px.h"
 
 #define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
-#define WIRE_VERSION 4
+#define WIRE_VERSION 5
 #define WIRE_HDR_LEN 64                 /* bytes before the payload */
 #define WIRE_MAC_LEN 16                 /* AES-256-GCM tag after it */
 #define WIRE_OVERHEAD (WIRE_HDR_LEN + WIRE_MAC_LEN)
@@ -67,7 +67,8 @@ static inline bool wire_node_eq(struct wire_node a, struct wire_node b)
 	X(LEAVE, 15, "leaving (eviction warning) by a deadline")             \
 	X(SHUTDOWN, 16, "stop the job")                                      \
 	X(ACK, 17, "generic reply: status for a request")                    \
-	X(COMMAND, 18, "agent -> coordinator: stage, expect, leave")
+	X(COMMAND, 18, "agent -> coordinator: stage, expect, leave")      \
+	X(REASSIGN, 19, "straggler relief: offer, help, done")
 
 enum wire_type {
 #define WIRE_TYPE_ENUM(name, num, what) WIRE_##name = num,
@@ -252,6 +253,12 @@ struct wire_assign {
 struct wire_heartbeat {
 	int64_t wall_us;                  /* sender's wall clock */
 	uint32_t status;                  /* application-defined bits */
+	/* a worker's progress in clock hdr.clock (0 and 0: not training) */
+	uint32_t batches_done;            /* minibatches done, <= batches */
+	uint32_t batches;                 /* the clock's minibatches */
+	float speed;                      /* minibatches per second while
+					   * training, finite, >= 0 (0:
+					   * unknown) */
 };
 
 struct wire_clock {
@@ -304,6 +311,12 @@ struct wire_member {
 					   * 0 otherwise */
 	int64_t leave_deadline_us;        /* LEAVING: wall clock it will be
 					   * gone; 0 otherwise */
+	float speed;                      /* PROGRESS, workers: minibatches
+					   * per second while training
+					   * (finite, >= 0); 0 otherwise */
+	uint8_t slow;                     /* PROGRESS: 1 when the
+					   * coordinator counts the worker
+					   * a straggler; else 0 */
 	char addr[WIRE_STR_MAX + 1];
 };
 
@@ -347,6 +360,37 @@ struct wire_command {
 					   * the wire, the byte after roles */
 };
 
+/* Straggler relief (docs/trainer.md, "Stragglers"): the coordinator
+ * OFFERs a straggler's last `count` minibatches of clock hdr.clock to a
+ * helper; the straggler hands them over with its data stream's state
+ * (HELP, to the coordinator, which passes it on to the helper); the
+ * helper trains and pushes them and says DONE.  The straggler skips
+ * them. */
+enum wire_reassign_op {
+	WIRE_REASSIGN_OFFER = 1,          /* coordinator -> straggler */
+	WIRE_REASSIGN_HELP,               /* straggler -> coordinator ->
+					   * helper */
+	WIRE_REASSIGN_DONE,               /* helper -> coordinator */
+	WIRE_REASSIGN_OP_MAX
+};
+#define WIRE_REASSIGN_BATCHES_MAX 65535u /* a clock's minibatches */
+
+struct wire_reassign {
+	uint8_t op;                       /* enum wire_reassign_op */
+	struct wire_node straggler;
+	struct wire_node helper;
+	uint32_t first;                   /* HELP, DONE: the first minibatch
+					   * handed over, in the clock */
+	uint32_t count;                   /* minibatches, >= 1; first +
+					   * count <= ..._BATCHES_MAX */
+	/* HELP: the straggler's data stream at minibatch `first`: its
+	 * partition [part_lo, part_hi), its rank among the holders, the
+	 * pass over the partition and the position in it (pos ==
+	 * part_hi - part_lo: a new pass begins) */
+	uint32_t part_lo, part_hi, rank, pass, pos;
+	uint32_t samples;                 /* DONE: the examples trained */
+};
+
 struct wire_ack {
 	uint64_t ref_seq;                 /* seq of the frame answered */
 	uint32_t status;                  /* enum px_err, 0 = ok */
@@ -378,6 +422,7 @@ struct wire_msg {
 		struct wire_shutdown shutdown;
 		struct wire_ack ack;
 		struct wire_command command;
+		struct wire_reassign reassign;
 	} u;
 	void *owned;                      /* private: decoded arrays */
 	void *frame;                      /* private: frame kept alive */

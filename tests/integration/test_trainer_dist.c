@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -552,6 +553,128 @@ Test(trainer_dist, watchdog_fails_stuck_job, .init = setup,
 			   r.err);
 	cr_assert_not_null(strstr(r.err, "no worker holds a partition"),
 			   "stderr: %s", r.err);
+	pxrun_free(&r);
+}
+
+/* Stragglers (docs/trainer.md, "Stragglers").  The entry of node in the
+ * result's worker_speeds. */
+static json_t *worker_entry(json_t *j, int node)
+{
+	json_t *a = json_object_get(j, "worker_speeds"), *v;
+	size_t i;
+
+	cr_assert(json_is_array(a), "no worker_speeds");
+	json_array_foreach(a, i, v)
+		if (json_integer_value(json_object_get(v, "node")) == node)
+			return v;
+	cr_assert_fail("no worker %d in worker_speeds", node);
+	return NULL;
+}
+
+/* Every example was trained exactly `epochs` times: the workers'
+ * --test-visits files (dir/visits.NODE) summed, and as many examples as
+ * the job used. */
+static void visits_exact(const char *dir, int epochs, int workers)
+{
+	static uint32_t sum[6000];
+	char path[512];
+	int files = 0;
+
+	memset(sum, 0, sizeof sum);
+	for (int node = 1000; node < 1000 + workers; node++) {
+		FILE *f;
+		unsigned v, n = 0;
+
+		snprintf(path, sizeof path, "%s/visits.%d", dir, node);
+		f = fopen(path, "r");
+		cr_assert_not_null(f, "no %s", path);
+		while (fscanf(f, "%u", &v) == 1) {
+			cr_assert_lt(n, 6000, "%s: too many lines", path);
+			sum[n++] += v;
+		}
+		fclose(f);
+		cr_assert_eq(n, 6000, "%s: %u examples", path, n);
+		files++;
+	}
+	cr_assert_eq(files, workers);
+	for (int i = 0; i < 6000; i++)
+		cr_assert_eq(sum[i], (uint32_t)epochs, "example %d trained %u "
+			     "times in %d epochs", i, sum[i], epochs);
+}
+
+/* One worker of two slowed 3x for the whole run: the other takes over
+ * part of its clocks (it hands minibatches over, counted, none lost),
+ * yet every example is trained once an epoch, no more, no less; BSP and
+ * SSP (a prefetch out while a help is pushed). */
+static void straggler_relieved(const char *slack)
+{
+	char visits[300];
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"30", "--slack", slack, "--slow-worker-at",
+				"0:1:3:0", "--test-visits", visits, NULL };
+	json_t *j, *slow, *fast;
+	double handed;
+
+	snprintf(visits, sizeof visits, "%s/visits", tmp);
+	cr_assert_eq(mkdir(visits, 0700), 0);
+	j = run_local(extra);
+	slow = worker_entry(j, 1001);
+	fast = worker_entry(j, 1000);
+	handed = num(slow, "handed_over");
+	cr_assert_gt(handed, 0, "the slowed worker handed nothing over");
+	cr_assert_eq(num(fast, "helped"), handed);
+	cr_assert_eq(num(j, "reassigned"),
+		     handed + num(fast, "handed_over"));
+	cr_assert_eq(num(j, "reassign_lost"), 0);
+	/* the samples the helpers trained count as the job's */
+	cr_assert_eq(num(j, "job_samples"), 30 * 6000.0);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	visits_exact(visits, 30, 2);
+	json_decref(j);
+}
+
+Test(trainer_dist, straggler_relieved_bsp, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	straggler_relieved("0");
+}
+
+Test(trainer_dist, straggler_relieved_ssp, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	straggler_relieved("2");
+}
+
+/* --no-reassign: the straggler keeps all its minibatches; it is reported
+ * slow (its speed a third of the other's: below 2/3 of the median), in
+ * the result and in the PROGRESS lines the agent (local) prints. */
+Test(trainer_dist, no_reassign_hands_nothing_over, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	char visits[300];
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"40", "--slow-worker-at", "0:1:3:0",
+				"--no-reassign", "--test-visits", visits,
+				NULL };
+	struct pxrun r;
+	json_t *j, *slow, *fast;
+
+	snprintf(visits, sizeof visits, "%s/visits", tmp);
+	cr_assert_eq(mkdir(visits, 0700), 0);
+	j = run_local_keep(extra, &r);
+	slow = worker_entry(j, 1001);
+	fast = worker_entry(j, 1000);
+	cr_assert_eq(num(j, "reassigned"), 0);
+	cr_assert_eq(num(slow, "handed_over"), 0);
+	cr_assert_eq(num(fast, "helped"), 0);
+	cr_assert(json_is_true(json_object_get(slow, "slow")), "%s", r.err);
+	cr_assert(json_is_false(json_object_get(fast, "slow")), "%s", r.err);
+	cr_assert_lt(num(slow, "speed"), num(fast, "speed"));
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	visits_exact(visits, 40, 2);
+	/* the last report, at the end, comes whatever the run's length */
+	cr_assert(strstr(r.err, "slow: worker 1001 at"), "%s", r.err);
+	json_decref(j);
 	pxrun_free(&r);
 }
 

@@ -187,6 +187,22 @@ Test(trainer_usage, bad_values_refused_before_anything_starts)
 	refused("local", "--checkpoint-every needs --checkpoint",
 		"--checkpoint-every", "10", NULL, NULL);
 	refused("local", "unknown option '--node'", "--node", "3", NULL, NULL);
+	/* a slowed worker: S:WORKER:FACTOR:SECONDS, a worker that is
+	 * there, a factor in 1..1000; the worker's own form has no index */
+	refused("local", "bad --slow-worker-at '1:0:3'", "--slow-worker-at",
+		"1:0:3", NULL, NULL);
+	refused("local", "bad --slow-worker-at '1:0:0.5:2'",
+		"--slow-worker-at", "1:0:0.5:2", NULL, NULL);
+	refused("local", "bad --slow-worker-at '1:0.5:3:2'",
+		"--slow-worker-at", "1:0.5:3:2", NULL, NULL);
+	refused("local", "bad --slow-worker-at '1:0:3:2:'",
+		"--slow-worker-at", "1:0:3:2:", NULL, NULL);
+	refused("local", "bad --slow-worker-at '-1:0:3:2'",
+		"--slow-worker-at", "-1:0:3:2", NULL, NULL);
+	refused("local", "--slow-worker-at: worker 2 of 2", "--workers", "2",
+		"--slow-worker-at", "0:2:3:1");
+	refused("worker", "bad --fault-slow '0:1:3:2'", "--fault-slow",
+		"0:1:3:2", NULL, NULL);
 	refused("train", "--epochs '0'", "--epochs", "0", NULL, NULL);
 	refused("train", "--batch '0'", "--batch", "0", NULL, NULL);
 	refused("train", "--batch '65537'", "--batch", "65537", NULL, NULL);

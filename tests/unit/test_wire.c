@@ -1,6 +1,7 @@
 /* test_wire.c -- wire frames: round trips of every type, handshakes,
  * replay windows, drop reasons, truncations and bit flips. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,8 @@ static void check_members(const struct wire_member *got,
 		cr_assert_eq(got[i].state, want[i].state);
 		cr_assert_eq(got[i].session, want[i].session);
 		cr_assert_eq(got[i].floor, want[i].floor);
+		cr_assert_eq(got[i].speed, want[i].speed);
+		cr_assert_eq(got[i].slow, want[i].slow);
 		cr_assert_str_eq(got[i].addr, want[i].addr);
 	}
 }
@@ -200,9 +203,9 @@ static const struct wire_shard SHARDS[3] = {
 
 static const struct wire_member MEMBERS[2] = {
 	{ { 1 }, WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP, WIRE_MEMBER_ACTIVE,
-	  0x1122334455667788u, 42, 0, 0, "tcp://10.0.0.1:7001" },
+	  0x1122334455667788u, 42, 0, 0, 12.5f, 1, "tcp://10.0.0.1:7001" },
 	{ { 5 }, WIRE_ROLE_PS_ACTIVE, WIRE_MEMBER_LEAVING, 9, 1,
-	  WIRE_LEAVE_EVICTION, 1700000000123456, "" },
+	  WIRE_LEAVE_EVICTION, 1700000000123456, 0, 0, "" },
 };
 
 /* Every type: encode at A, decode at B, compare every field. */
@@ -239,9 +242,15 @@ Test(wire, round_trip_every_type)
 	wire_msg_init(&m, WIRE_HEARTBEAT, NODE_B, 4);
 	m.u.heartbeat.wall_us = -123456789012345;
 	m.u.heartbeat.status = 0xdeadbeef;
+	m.u.heartbeat.batches_done = 3;
+	m.u.heartbeat.batches = 8;
+	m.u.heartbeat.speed = 41.25f;
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
 	cr_assert_eq(o.u.heartbeat.wall_us, -123456789012345);
 	cr_assert_eq(o.u.heartbeat.status, 0xdeadbeef);
+	cr_assert_eq(o.u.heartbeat.batches_done, 3);
+	cr_assert_eq(o.u.heartbeat.batches, 8);
+	cr_assert_eq(o.u.heartbeat.speed, 41.25f);
 	wire_msg_release(&o);
 	seen++;
 
@@ -390,6 +399,27 @@ Test(wire, round_trip_every_type)
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
 	cr_assert_eq(o.u.command.reason, WIRE_LEAVE_RELEASE);
 	cr_assert_eq(o.u.command.node.v, 7);
+	wire_msg_release(&o);
+	seen++;
+
+	wire_msg_init(&m, WIRE_REASSIGN, NODE_B, 33);
+	m.u.reassign = (struct wire_reassign){
+		.op = WIRE_REASSIGN_HELP, .straggler = { 1001 },
+		.helper = { 1000 }, .first = 5, .count = 3, .part_lo = 3000,
+		.part_hi = 6000, .rank = 1, .pass = 7, .pos = 2944,
+		.samples = 0 };
+	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	{
+		const struct wire_reassign *r = &o.u.reassign;
+
+		cr_assert_eq(o.hdr.clock, 33);
+		cr_assert(r->op == WIRE_REASSIGN_HELP &&
+			  r->straggler.v == 1001 && r->helper.v == 1000 &&
+			  r->first == 5 && r->count == 3 &&
+			  r->part_lo == 3000 && r->part_hi == 6000 &&
+			  r->rank == 1 && r->pass == 7 && r->pos == 2944 &&
+			  r->samples == 0, "REASSIGN changed on the way");
+	}
 	wire_msg_release(&o);
 	seen++;
 
@@ -930,6 +960,68 @@ Test(wire, seal_checks_fields)
 	free(buf);
 	wire_msg_init(&m, WIRE_PROGRESS, NODE_B, 0);
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	/* a member's speed is a finite rate, its slow mark 0 or 1 */
+	{
+		struct wire_member mb[2] = { MEMBERS[0], MEMBERS[1] };
+
+		m.u.progress = (struct wire_progress){ .stage = 1, .n = 2,
+						       .members = mb };
+		mb[1].speed = NAN;
+		cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e),
+			     PX_EINVAL);
+		cr_assert(strstr(e.msg, "speed") != NULL, "%s", e.msg);
+		mb[1].speed = -1.0f;
+		cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e),
+			     PX_EINVAL);
+		mb[1].speed = 2.0f;
+		mb[1].slow = 2;
+		cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e),
+			     PX_EINVAL);
+		mb[1].slow = 1;
+		cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_OK);
+		free(buf);
+	}
+	/* HEARTBEAT: no more minibatches done than the clock holds, a
+	 * finite speed */
+	wire_msg_init(&m, WIRE_HEARTBEAT, NODE_B, 0);
+	m.u.heartbeat.batches_done = 9;
+	m.u.heartbeat.batches = 8;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.heartbeat.batches_done = 8;
+	m.u.heartbeat.speed = INFINITY;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.heartbeat.speed = 3.0f;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_OK);
+	free(buf);
+	/* REASSIGN: a known op, two nodes, 1.. minibatches within a clock's
+	 * bound, a HELP's stream inside its partition */
+	wire_msg_init(&m, WIRE_REASSIGN, NODE_B, 0);
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.reassign = (struct wire_reassign){
+		.op = WIRE_REASSIGN_OFFER, .straggler = { 1001 },
+		.helper = { 1001 }, .count = 2 };
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "helper") != NULL, "%s", e.msg);
+	m.u.reassign.helper.v = 1000;
+	m.u.reassign.count = 0;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.reassign.count = 2;
+	m.u.reassign.first = WIRE_REASSIGN_BATCHES_MAX - 1;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.reassign.first = 0;
+	m.u.reassign.op = WIRE_REASSIGN_OP_MAX;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	m.u.reassign.op = WIRE_REASSIGN_HELP;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL,
+		     "a HELP names a partition");
+	m.u.reassign.part_lo = 10;
+	m.u.reassign.part_hi = 20;
+	m.u.reassign.pos = 11;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "pos") != NULL, "%s", e.msg);
+	m.u.reassign.pos = 10;
+	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_OK);
+	free(buf);
 	wire_msg_init(&m, WIRE_STAGE, NODE_B, 0);
 	m.u.stage = (struct wire_stage){ 4, 0, 0, 0, NULL };
 	cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_EINVAL);
@@ -975,9 +1067,9 @@ Test(wire, membership_installs_sessions)
 	struct wire_ctx *ps = ctx_new(NODE_B, KEY, JOB, 0);
 	struct wire_member mem[2] = {
 		{ NODE_A, WIRE_ROLE_WORKER, WIRE_MEMBER_ACTIVE,
-		  wire_ctx_session(w), 0, 0, 0, "" },
+		  wire_ctx_session(w), 0, 0, 0, 0, 0, "" },
 		{ NODE_B, WIRE_ROLE_PS_ACTIVE, WIRE_MEMBER_ACTIVE,
-		  wire_ctx_session(ps), 0, 0, 0, "" },
+		  wire_ctx_session(ps), 0, 0, 0, 0, 0, "" },
 	};
 	struct wire_msg m, o, mb;
 
@@ -1045,7 +1137,7 @@ Test(wire, restarted_receiver_refuses_old_frames)
 	struct wire_ctx *ps = ctx_new(NODE_B, KEY, JOB, 0), *ps2;
 	struct wire_member mem[1] = {
 		{ NODE_A, WIRE_ROLE_WORKER, WIRE_MEMBER_ACTIVE,
-		  wire_ctx_session(w), 0, 0, 0, "" },
+		  wire_ctx_session(w), 0, 0, 0, 0, 0, "" },
 	};
 	struct wire_msg m, o;
 	uint8_t *old;
