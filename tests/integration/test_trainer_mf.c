@@ -92,22 +92,29 @@ Test(trainer_mf_cli, train_reaches_the_noise_floor)
 	pxrun_free(&r);
 }
 
+/* tmp/name holding text; the path, static. */
+static const char *tmp_file(const char *name, const char *text)
+{
+	static char p[600];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", tmp, name);
+	f = fopen(p, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	return p;
+}
+
 Test(trainer_mf_cli, text_output_and_unseen_users)
 {
 	const char *args[] = { "train", "--model", "mf", "--rank", "2",
 			       "--train-data", tr, "--test-data", NULL,
 			       "--epochs", "1", NULL };
-	char odd[600];
-	FILE *f;
 	struct pxrun r;
 
 	/* user 999999 and item 5000: neither in training */
-	snprintf(odd, sizeof(odd), "%s/odd.csv", tmp);
-	f = fopen(odd, "w");
-	cr_assert_not_null(f);
-	fputs("1,1,3\n999999,1,3\n1,5000,3\n", f);
-	fclose(f);
-	args[8] = odd;
+	args[8] = tmp_file("odd.csv", "1,1,3\n999999,1,3\n1,5000,3\n");
 	run(&r, args);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	cr_assert_not_null(strstr(r.out, "epoch 1: train RMSE"), "%s", r.out);
@@ -120,16 +127,9 @@ Test(trainer_mf_cli, bad_ratings_exit_3_naming_the_line)
 {
 	const char *args[] = { "train", "--model", "mf", "--train-data", tr,
 			       "--test-data", NULL, NULL };
-	char bad[600];
-	FILE *f;
 	struct pxrun r;
 
-	snprintf(bad, sizeof(bad), "%s/bad.csv", tmp);
-	f = fopen(bad, "w");
-	cr_assert_not_null(f);
-	fputs("user,item,rating\n1,2,3\n1,two,3\n", f);
-	fclose(f);
-	args[6] = bad;
+	args[6] = tmp_file("bad.csv", "user,item,rating\n1,2,3\n1,two,3\n");
 	run(&r, args);
 	cr_assert_eq(r.status, 3, "%d: %s", r.status, r.err);
 	cr_assert_not_null(strstr(r.err, "bad.csv:3: field 2 (item)"), "%s",
