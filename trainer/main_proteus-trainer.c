@@ -1306,6 +1306,8 @@ static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 		rc = fetch_data(&t);
 	if (rc < 0 && o->model == MODEL_MF)
 		return cmd_train_mf(sc, &t);
+	if (rc < 0 && o->rank != TRAIN_MF_RANK)
+		rc = usage_error(sc, "--rank is for --model mf");
 	if (rc < 0)
 		rc = check_files(o->checkpoint, o->resume, o->export_path);
 	if (rc >= 0)

@@ -131,7 +131,8 @@ void mf_grad_free(struct mf_grad *g);
  * model's are refused: PX_EINVAL), and the loss in *ret_loss.  A sum,
  * not a mean: each rating moves its own rows by lr as in one-rating SGD
  * whatever the batch (a row rarely has two ratings in one batch).
- * n <= max_batch. */
+ * n <= max_batch.  On an error g may hold part of the batch: apply it
+ * with lr 0 (which empties it) or free it. */
 enum px_err mf_batch_grad(const struct mf_desc *d, const float *params,
 			  const struct mf_set *set, const uint32_t *idx,
 			  uint32_t n, float lambda, struct mf_grad *g,

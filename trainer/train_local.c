@@ -50,7 +50,7 @@ void train_opts_default(struct train_opts *o)
 	o->schedule = TRAIN_LR_COSINE;
 	o->device = TRAIN_DEV_CPU;
 	o->seed = 1;
-	o->rank = 16;
+	o->rank = TRAIN_MF_RANK;
 }
 
 enum px_err train_device_parse(const char *s, enum train_device *ret,

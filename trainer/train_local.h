@@ -52,6 +52,8 @@ struct train_opts {
 				   epoch's checkpoint (0: never) */
 };
 
+#define TRAIN_MF_RANK 16u /* --rank's default */
+
 /* Defaults: MLP 256-256 (mf: rank 16), 5 epochs, batch 128, lr 0.05,
  * momentum 0.9, no weight decay, constant lr, CPU, seed 1. */
 void train_opts_default(struct train_opts *o);

@@ -144,12 +144,14 @@ Test(trainer_mf_cli, refuses_what_mf_does_not_take)
 	const char *nodata[] = { "train", "--model", "mf", NULL };
 	const char *local[] = { "local", "--model", "mf", "--train-data", tr,
 				"--test-data", te, NULL };
-	const char *const *cases[] = { cuda, nodata, local };
+	const char *rank[] = { "train", "--model", "mlr", "--rank", "4", NULL };
+	const char *const *cases[] = { cuda, nodata, local, rank };
 	const char *want[] = { "does not take --device cuda",
-			       "needs --train-data", "`train` only" };
+			       "needs --train-data", "`train` only",
+			       "--rank is for --model mf" };
 	struct pxrun r;
 
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < 4; k++) {
 		run(&r, cases[k]);
 		cr_assert_eq(r.status, 2, "case %d: %d %s", k, r.status,
 			     r.err);
