@@ -582,6 +582,11 @@ static const char *parse_value(const char *s, float *ret)
 	return NULL;
 }
 
+const char *data_parse_float(const char *s, float *ret)
+{
+	return parse_value(s, ret);
+}
+
 /* One LIBSVM line, in place: "label idx:val ..." (# starts a comment). */
 static enum px_err libsvm_line(struct acc *a, char *s, struct px_error *err)
 {

@@ -114,6 +114,10 @@ enum px_err data_load_test(const struct data_spec *spec,
 enum px_err data_check(const struct data_spec *spec, bool *ret_whole,
 		       struct px_error *err);
 
+/* A value as the loaders read one: a finite number that a float holds.
+ * NULL, or what is wrong with s (the ratings of mf.h use it too). */
+const char *data_parse_float(const char *s, float *ret);
+
 /* Whether two preps are the same (labels, width, scaling values). */
 bool data_prep_equal(const struct data_prep *a, const struct data_prep *b);
 /* Free the scaling arrays; zeroes prep.  Safe on a zeroed one. */

@@ -40,6 +40,7 @@
 #include "dist_node.h"
 #include "kern_cuda.h"
 #include "train_local.h"
+#include "train_mf.h"
 
 #define PROG "proteus-trainer"
 
@@ -256,9 +257,12 @@ struct topt {
 
 static const struct topt topts[] = {
 	/* the model and its training */
-	OPT("model", "mlr|mlp", C_RUN, K_MODEL, o.train.model, 0, 0, 0,
-	    "multinomial logistic regression, or an MLP 784-256-256-10",
-	    NULL),
+	OPT("model", "mlr|mlp|mf", C_RUN, K_MODEL, o.train.model, 0, 0, 0,
+	    "multinomial logistic regression, an MLP 784-256-256-10, or "
+	    "matrix factorization of user,item,rating triplets (train only; "
+	    "docs/trainer.md, \"Matrix factorization\")", NULL),
+	OPT("rank", "R", C_TRAIN, K_UINT, o.train.rank, 1, MF_MAX_RANK, 0,
+	    "mf: factors per user and per item", NULL),
 	OPT("epochs", "N", C_RUN, K_UINT, o.train.epochs, 1, 100000, 0,
 	    "passes over the training set", NULL),
 	OPT("batch", "N", C_RUN, K_UINT, o.train.batch, 1, MODEL_MAX_BATCH,
@@ -1081,6 +1085,9 @@ static int check_combination(const struct subcmd *sc, const struct tcli *t)
 	if (o->data.test && o->data_dir)
 		return usage_error(sc, "--data DIR names Fashion-MNIST's "
 				   "folder: not with your own data");
+	if ((sc->mask & C_DIST) && o->train.model == MODEL_MF)
+		return usage_error(sc, "--model mf trains in `train` only so "
+				   "far (one process)");
 	if (!(sc->mask & C_DIST))
 		return -1;
 	if (o->checkpoint_every && !o->checkpoint)
@@ -1246,6 +1253,120 @@ static int print_train_json(const struct train_opts *o,
 
 /* ---- the commands ---- */
 
+/* What --model mf does not take, as the option that asked for it, or
+ * NULL. */
+static const char *mf_refused(const struct subcmd *sc, const struct tcli *t)
+{
+	const struct train_opts *o = &t->o.train;
+	const struct data_spec *ds = &t->o.data;
+	struct tcli d;
+
+	tcli_default(&d, sc);
+	return o->device != TRAIN_DEV_CPU ? "--device cuda" :
+	       o->checkpoint ? "--checkpoint" : o->resume ? "--resume" :
+	       o->export_path ? "--export" :
+	       o->momentum != d.o.train.momentum ? "--momentum" :
+	       ds->scale != DATA_SCALE_NONE ? "--scale" :
+	       ds->label_col != d.o.data.label_col ? "--label-column" :
+	       ds->format != DATA_FMT_AUTO && ds->format != DATA_FMT_CSV
+	       ? "--data-format (ratings are CSV)" : NULL;
+}
+
+static bool mf_print_epoch(void *arg, const struct mf_epoch *e)
+{
+	json_t *curve = arg; /* NULL: text on stdout */
+
+	fprintf(curve ? stderr : stdout, "epoch %u: train RMSE %.4f, test "
+		"RMSE %.4f, %.2f s, %.0f ratings/s\n", e->epoch, e->train_rmse,
+		e->test_rmse, e->train_seconds, e->ratings_per_sec);
+	if (curve)
+		json_array_append_new(curve, json_pack("{s:i, s:f, s:f, s:f}",
+				      "epoch", (int)e->epoch, "train_seconds",
+				      e->train_seconds, "train_rmse",
+				      e->train_rmse, "test_rmse",
+				      e->test_rmse));
+	return true;
+}
+
+/* train --model mf: ratings from --train-data and --test-data. */
+static int cmd_train_mf(const struct subcmd *sc, struct tcli *t)
+{
+	const struct train_opts *o = &t->o.train;
+	struct mf_set train = { 0 }, test = { 0 };
+	struct px_error err = { 0 };
+	struct mf_result res;
+	const char *bad = mf_refused(sc, t);
+	json_t *curve = NULL, *j;
+	enum px_err e;
+
+	if (bad)
+		return usage_error(sc, "--model mf does not take %s (it trains "
+				   "on the CPU with plain SGD from CSV "
+				   "ratings)", bad);
+	if (!t->o.data.train)
+		return usage_error(sc, "--model mf needs --train-data and "
+				   "--test-data: CSV files of "
+				   "user,item,rating");
+	e = mf_load(t->o.data.train, t->o.max_train, &train, &err);
+	if (e == PX_OK)
+		e = mf_load(t->o.data.test, t->o.max_test, &test, &err);
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		goto out;
+	}
+	if (t->o.json)
+		curve = json_array();
+	else
+		printf("training mf rank %u on %u ratings (%u users, %u items, "
+		       "mean %.4f; %u test), batch %u, lr %g, L2 %g\n",
+		       o->rank, train.n, train.n_users, train.n_items,
+		       train.mean, test.n, o->batch, float_as_typed(o->lr),
+		       float_as_typed(o->weight_decay));
+	e = train_mf_run(o, &train, &test, mf_print_epoch, curve, &res,
+			 &err);
+	if (e != PX_OK) {
+		log_err("training failed: %s", err.msg);
+		goto out;
+	}
+	if (!t->o.json) {
+		printf("test RMSE %.4f (%u of %u test ratings of a user or item "
+		       "unseen in training), train RMSE %.4f, %.0f ratings/s, "
+		       "%.1f s\n", res.test_rmse, res.test_unseen, test.n,
+		       res.train_rmse, res.ratings_per_sec, res.wall_seconds);
+		goto out;
+	}
+	j = json_pack("{s:s, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:I, "
+		      "s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:O}",
+		      "model", "mf", "rank", (json_int_t)o->rank,
+		      "epochs", (json_int_t)res.epochs,
+		      "lr", float_as_typed(o->lr),
+		      "weight_decay", float_as_typed(o->weight_decay),
+		      "batch", (json_int_t)o->batch,
+		      "params", (json_int_t)res.d.n_params,
+		      "users", (json_int_t)res.d.n_users,
+		      "items", (json_int_t)res.d.n_items,
+		      "train_ratings", (json_int_t)train.n,
+		      "test_ratings", (json_int_t)test.n,
+		      "test_unseen", (json_int_t)res.test_unseen,
+		      "mean", (double)res.d.mean,
+		      "train_rmse", res.train_rmse,
+		      "test_rmse", res.test_rmse,
+		      "ratings_per_sec", res.ratings_per_sec,
+		      "train_seconds", res.train_seconds,
+		      "wall_seconds", res.wall_seconds,
+		      "curve", curve);
+	if (print_json(stdout, j)) {
+		e = px_errorf(&err, PX_EIO, "result: %s", strerror(errno));
+		log_err("%s", err.msg);
+	}
+	json_decref(j);
+out:
+	json_decref(curve);
+	mf_set_release(&train);
+	mf_set_release(&test);
+	return exit_for(e);
+}
+
 static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 {
 	struct data_set train = { 0 }, test = { 0 };
@@ -1263,6 +1384,10 @@ static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 		rc = check_combination(sc, &t);
 	if (rc < 0)
 		rc = fetch_data(&t);
+	if (rc < 0 && o->model == MODEL_MF)
+		return cmd_train_mf(sc, &t);
+	if (rc < 0 && o->rank != TRAIN_MF_RANK)
+		rc = usage_error(sc, "--rank is for --model mf");
 	if (rc < 0)
 		rc = check_files(o->checkpoint, o->resume, o->export_path);
 	if (rc >= 0)

@@ -26,6 +26,8 @@
 enum model_kind {
 	MODEL_MLR, /* one affine layer + softmax */
 	MODEL_MLP, /* affine + ReLU per hidden layer, affine + softmax */
+	MODEL_MF,  /* matrix factorization: not layered, mf.h (the
+		      model_* calls below refuse it) */
 	MODEL_KIND_MAX
 };
 
@@ -46,7 +48,7 @@ struct model_desc {
 	size_t n_params;   /* floats in the flat array */
 };
 
-/* "mlr" or "mlp"; PX_EINVAL naming s otherwise. */
+/* "mlr", "mlp" or "mf"; PX_EINVAL naming s otherwise. */
 enum px_err model_kind_parse(const char *s, enum model_kind *ret,
 			     struct px_error *err);
 const char *model_kind_name(enum model_kind k);

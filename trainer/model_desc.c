@@ -14,15 +14,18 @@ enum px_err model_kind_parse(const char *s, enum model_kind *ret,
 		*ret = MODEL_MLR;
 	else if (!strcmp(s, "mlp"))
 		*ret = MODEL_MLP;
+	else if (!strcmp(s, "mf"))
+		*ret = MODEL_MF;
 	else
 		return px_errorf(err, PX_EINVAL,
-				 "unknown model '%s' (mlr or mlp)", s);
+				 "unknown model '%s' (mlr, mlp or mf)", s);
 	return PX_OK;
 }
 
 const char *model_kind_name(enum model_kind k)
 {
-	return k == MODEL_MLR ? "mlr" : k == MODEL_MLP ? "mlp" : "?";
+	return k == MODEL_MLR ? "mlr" : k == MODEL_MLP ? "mlp" :
+	       k == MODEL_MF ? "mf" : "?";
 }
 
 enum px_err model_desc_init(struct model_desc *d, enum model_kind kind,
@@ -40,6 +43,9 @@ enum px_err model_desc_init(struct model_desc *d, enum model_kind kind,
 	if (kind == MODEL_MLP && n_hidden == 0)
 		return px_errorf(err, PX_EINVAL,
 				 "model 'mlp' needs a hidden layer");
+	if (kind == MODEL_MF)
+		return px_errorf(err, PX_EINVAL, "model 'mf' is a matrix "
+				 "factorization, not layers (mf.h)");
 	if (kind != MODEL_MLR && kind != MODEL_MLP)
 		return px_errorf(err, PX_EINVAL, "bad model kind %d",
 				 (int)kind);

@@ -50,6 +50,7 @@ void train_opts_default(struct train_opts *o)
 	o->schedule = TRAIN_LR_COSINE;
 	o->device = TRAIN_DEV_CPU;
 	o->seed = 1;
+	o->rank = TRAIN_MF_RANK;
 }
 
 enum px_err train_device_parse(const char *s, enum train_device *ret,
@@ -78,9 +79,8 @@ enum px_err train_schedule_parse(const char *s, enum train_schedule *ret,
 	return PX_OK;
 }
 
-/* The learning rate for step `step` of `steps`. */
-static float step_lr(const struct train_opts *o, uint64_t step,
-		     uint64_t steps)
+float train_step_lr(const struct train_opts *o, uint64_t step,
+		    uint64_t steps)
 {
 	if (o->schedule != TRAIN_LR_COSINE || steps == 0)
 		return o->lr;
@@ -387,8 +387,8 @@ enum px_err train_local_run(const struct train_opts *o,
 				e = r.ops->sgd_momentum(r.kctx, r.params,
 							r.vel, r.grad,
 							r.d.n_params,
-							step_lr(o, step++,
-								steps_total),
+							train_step_lr(o, step++,
+								      steps_total),
 							o->momentum,
 							o->weight_decay, err);
 			if (e == PX_OK)

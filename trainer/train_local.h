@@ -47,13 +47,20 @@ struct train_opts {
 				   NULL: start afresh */
 	const char *export_path; /* write the trained model here at the end
 				   (export.h, safetensors); NULL: none */
+	uint32_t rank;         /* mf: factors a user and an item */
 	uint32_t fault_crash_after; /* tests only: SIGKILL itself after this
 				   epoch's checkpoint (0: never) */
 };
 
-/* Defaults: MLP 256-256, 5 epochs, batch 128, lr 0.05, momentum 0.9, no
- * weight decay, constant lr, CPU, seed 1. */
+#define TRAIN_MF_RANK 16u /* --rank's default */
+
+/* Defaults: MLP 256-256 (mf: rank 16), 5 epochs, batch 128, lr 0.05,
+ * momentum 0.9, no weight decay, constant lr, CPU, seed 1. */
 void train_opts_default(struct train_opts *o);
+
+/* The learning rate for step `step` of `steps` under o's schedule. */
+float train_step_lr(const struct train_opts *o, uint64_t step,
+		    uint64_t steps);
 
 /* "cpu" or "cuda". */
 enum px_err train_device_parse(const char *s, enum train_device *ret,

@@ -717,7 +717,7 @@ Test(trainer_usage, bash_completion)
 	complete("proteus-trainer train --ep", got, sizeof(got));
 	cr_assert_str_eq(got, "--epochs ");
 	complete("proteus-trainer local --model m", got, sizeof(got));
-	cr_assert_str_eq(got, "mlp mlr ");
+	cr_assert_str_eq(got, "mf mlp mlr ");
 	complete("proteus-trainer train --device c", got, sizeof(got));
 	cr_assert_str_eq(got, "cpu cuda ");
 	complete("proteus-trainer local --schedule \"\"", got, sizeof(got));
