@@ -288,6 +288,12 @@ Test(net, every_type_round_trip, .timeout = 10)
 			m.u.command.op = WIRE_CMD_STAGE;
 			m.u.command.stage = 2;
 			break;
+		case WIRE_REASSIGN:
+			m.u.reassign = (struct wire_reassign){
+				.op = WIRE_REASSIGN_OFFER,
+				.straggler = { 1001 }, .helper = { 1000 },
+				.count = 2 };
+			break;
 		default:
 			break;
 		}
