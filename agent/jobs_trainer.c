@@ -19,6 +19,7 @@
 #include "../common/log.h"
 #include "jobkey.h"
 #include "jobs_int.h"
+#include "spawnattr.h"
 
 #define COORD_RESTARTS 3         /* coordinator restarts from checkpoint */
 #define CMD_GIVE_UP_MS 5000      /* a command unanswered this long is dropped */
@@ -143,7 +144,6 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	const char *extra[16];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	sigset_t none, all;
 	char **argv, **envp;
 	size_t k = 0;
 	pid_t pid;
@@ -183,15 +183,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 		free(envp);
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	}
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-				 POSIX_SPAWN_SETSIGMASK |
-				 POSIX_SPAWN_SETSIGDEF);
+	px_spawnattr_own_group(&at);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT |
 					 O_APPEND, 0600);

@@ -34,6 +34,7 @@
 #include "ec2_loop.h"
 #include "notify.h"
 #include "prom.h"
+#include "spawnattr.h"
 
 extern char **environ;
 
@@ -574,7 +575,6 @@ static bool spawn(struct dest *d, int in, int out, struct px_error *err)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	sigset_t none, all;
 	char *argv[] = { d->key, NULL };
 	char job[48], event[64];
 	char **envp = command_env(first(d), job, sizeof job, event,
@@ -585,15 +585,7 @@ static bool spawn(struct dest *d, int in, int out, struct px_error *err)
 		px_errorf(err, PX_ENOMEM, "out of memory");
 		return false;
 	}
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-				 POSIX_SPAWN_SETSIGMASK |
-				 POSIX_SPAWN_SETSIGDEF);
+	px_spawnattr_own_group(&at);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, in, 0);
 	posix_spawn_file_actions_adddup2(&fa, out, 1);

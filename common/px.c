@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,48 @@ void *px_reallocarray(void *p, size_t n, size_t size)
 	size_t bytes = n * size;
 
 	return realloc(p, bytes ? bytes : 1);
+}
+
+ssize_t px_read_full(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t k = read(fd, p + done, len - done);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		done += (size_t)k;
+	}
+	return (ssize_t)done;
+}
+
+int px_fsync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, e;
+
+	if (!copy) {
+		errno = ENOMEM;
+		return -1;
+	}
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(copy);
+	if (fd < 0)
+		return -1;
+	if (fsync(fd) != 0 && errno != EINVAL) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	return 0;
 }
 
 int px_hexval(char c)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define PX_VERSION "0.1.0"
 
@@ -97,6 +98,14 @@ char *px_strndup(const char *s, size_t n);
 
 /* The value of hex digit c (either case), or -1. */
 int px_hexval(char c);
+
+/* Read len bytes from fd, again after EINTR: len, fewer at the end of
+ * the file, or -1 (errno). */
+ssize_t px_read_full(int fd, void *buf, size_t len);
+/* fsync the folder that holds path (after a rename or link into it, so
+ * that the name lasts): 0, or -1 (errno; EINVAL from a file system that
+ * cannot is no error). */
+int px_fsync_parent(const char *path);
 
 /* Read the whole file at path into a malloc'd buffer (*ret_buf, freed by
  * the caller; NUL-terminated, the NUL not counted in *ret_len).  Works for

@@ -125,21 +125,8 @@ static char *header(const struct ckpt_meta *m)
 /* fsync the directory holding path, so that the rename is durable. */
 static enum px_err sync_dir(const char *path, struct px_error *err)
 {
-	char *copy = strdup(path);
-	int fd;
-
-	if (!copy)
-		return px_errorf(err, PX_ENOMEM, "checkpoint path");
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(copy);
-	if (fd < 0)
-		return sys_err(err, path, "open its directory");
-	if (fsync(fd) != 0 && errno != EINVAL) {
-		close(fd);
-		return sys_err(err, path, "fsync its directory");
-	}
-	close(fd);
-	return PX_OK;
+	return px_fsync_parent(path) == 0 ? PX_OK :
+	       sys_err(err, path, "fsync its directory");
 }
 
 /* The index of the first of n floats that is not finite, or n. */
@@ -284,21 +271,13 @@ static enum px_err read_exact(int fd, void *buf, size_t len, EVP_MD_CTX *md,
 			      const char *path, const char *what,
 			      struct px_error *err)
 {
-	uint8_t *p = buf;
-	size_t done = 0;
+	ssize_t k = px_read_full(fd, buf, len);
 
-	while (done < len) {
-		ssize_t n = read(fd, p + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return sys_err(err, path, what);
-		if (n == 0)
-			return px_errorf(err, PX_EINVAL, "checkpoint '%s': "
-					 "ends inside %s", path, what);
-		done += (size_t)n;
-	}
+	if (k < 0)
+		return sys_err(err, path, what);
+	if ((size_t)k < len)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': "
+				 "ends inside %s", path, what);
 	if (md && EVP_DigestUpdate(md, buf, len) != 1)
 		return px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256",
 				 path);

@@ -193,21 +193,8 @@ static enum px_err put_data(FILE *f, const struct st_tensor *t, uint32_t n,
 /* fsync the folder holding path, so that the rename is durable. */
 static enum px_err sync_folder(const char *path, struct px_error *err)
 {
-	char *copy = strdup(path);
-	int fd;
-
-	if (!copy)
-		return px_errorf(err, PX_ENOMEM, "model file '%s'", path);
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(copy);
-	if (fd < 0)
-		return sys_err(err, path, "open its folder");
-	if (fsync(fd) != 0 && errno != EINVAL) {
-		close(fd);
-		return sys_err(err, path, "fsync its folder");
-	}
-	close(fd);
-	return PX_OK;
+	return px_fsync_parent(path) == 0 ? PX_OK :
+	       sys_err(err, path, "fsync its folder");
 }
 
 enum px_err st_write(const char *path, const struct st_tensor *t, uint32_t n,
@@ -282,21 +269,13 @@ out:
 static enum px_err read_exact(int fd, void *buf, size_t len, const char *path,
 			      const char *what, struct px_error *err)
 {
-	uint8_t *p = buf;
-	size_t done = 0;
+	ssize_t k = px_read_full(fd, buf, len);
 
-	while (done < len) {
-		ssize_t k = read(fd, p + done, len - done);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return sys_err(err, path, what);
-		if (k == 0)
-			return px_errorf(err, PX_EINVAL, "model file '%s': ends "
-					 "inside %s", path, what);
-		done += (size_t)k;
-	}
+	if (k < 0)
+		return sys_err(err, path, what);
+	if ((size_t)k < len)
+		return px_errorf(err, PX_EINVAL, "model file '%s': ends "
+				 "inside %s", path, what);
 	return PX_OK;
 }
 

@@ -15,6 +15,7 @@
 #include "../controller.h"
 #include "../evq.h"
 #include "local.h"
+#include "../spawnattr.h"
 
 extern char **environ;
 
@@ -216,7 +217,6 @@ static enum px_err spawn(char **argv, char **env_add, const char *log_path,
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	sigset_t none, all;
 	size_t ne = 0, na = 0, k = 0;
 	char **envp;
 	int rc;
@@ -234,15 +234,7 @@ static enum px_err spawn(char **argv, char **env_add, const char *log_path,
 			envp[k++] = environ[i];
 	if (na)
 		memcpy(envp + k, env_add, na * sizeof *envp);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-				 POSIX_SPAWN_SETSIGMASK |
-				 POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
+	px_spawnattr_own_group(&at);
 	posix_spawn_file_actions_init(&fa);
 	if (log_path) {
 		posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY |
