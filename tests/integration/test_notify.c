@@ -393,12 +393,15 @@ Test(notify, a_command_that_hangs_is_killed_at_its_timeout)
 			k++;
 		if (f)
 			fclose(f);
-		if (runs >= 3 && k == runs)
+		/* every command started was killed, and none is left (a
+		 * later event's may start meanwhile: then wait for its
+		 * kill too; a killed one leaves /proc within moments) */
+		sleepers = each_argv("sleep 987", NULL, NULL, NULL);
+		if (runs >= 3 && k == runs && sleepers == 0)
 			break;
 		sleep_ms(100);
 	}
 	cr_assert_geq(runs, 3, "%s", daemon_said());
-	sleepers = each_argv("sleep 987", NULL, NULL, NULL);
 	cr_assert_eq(sleepers, 0, "every hung command was killed");
 	json_decref(st);
 	free(cmd);
