@@ -348,7 +348,8 @@ void blas_describe(const struct blas_state *st, int threads, char *buf,
 	else if (st->rejected[0])
 		snprintf(why, sizeof(why), ", %s failed the check",
 			 st->rejected);
-	snprintf(buf, len, "%s, kernels %s (%s%s), %d thread%s, check "
-		 "error %.2g", st->version, st->core, blas_how_name(st->how),
-		 why, threads, threads == 1 ? "" : "s", st->check_error);
+	snprintf(buf, len, "%s, kernels %s (%s%s), %d thread%s, within "
+		 "%.2g of float64", st->version, st->core,
+		 blas_how_name(st->how), why, threads, threads == 1 ? "" : "s",
+		 st->check_error);
 }

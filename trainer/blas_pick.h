@@ -103,8 +103,9 @@ enum px_err blas_start(char **argv, struct blas_state *st,
 /* What blas_start found; NULL before it ran. */
 const struct blas_state *blas_state(void);
 
-/* One line for logs: "OpenBLAS 0.3.21 kernels SkylakeX (cpu-features:
- * the library chose Prescott), 1 thread". threads 0: OpenBLAS's count. */
+/* One line for logs: "OpenBLAS 0.3.21, kernels SkylakeX (cpu-features,
+ * the library chose Prescott), 1 thread, within 2e-07 of float64" (the
+ * check's worst relative error).  threads 0: OpenBLAS's count. */
 void blas_describe(const struct blas_state *st, int threads, char *buf,
 		   size_t len);
 

@@ -243,7 +243,7 @@ Test(trainer_blas, eval_and_roles_report)
 	cr_assert_eq(pxrun(&r, 60, "proteus-trainer", loc), 0);
 	cr_assert_eq(r.status, 0, "%s", r.err);
 	snprintf(line, sizeof(line), "kernels %s (cpu-features, the library "
-		 "chose Prescott), 1 thread, check error ", want);
+		 "chose Prescott), 1 thread, within ", want);
 	for (const char *role = "coordinator: notice: blas: OpenBLAS ";
 	     role; role = role[0] == 'c' ? "worker: notice: blas: OpenBLAS "
 				: role[0] == 'w' ? "ps: notice: blas: OpenBLAS "
