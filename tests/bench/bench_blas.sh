@@ -13,7 +13,10 @@
 # The runs go round-robin (every set for both programs in each of REPS
 # rounds) so that a change in the machine's load hits all of them; the
 # table gives medians and spreads, and the kernels each program reports
-# it ran (proteus-trainer's blas.core, torch_mlp.py's blas_core).
+# it ran (proteus-trainer's blas.core, torch_mlp.py's blas_core).  A
+# second table times the SGEMMs of one training step alone
+# (blas_gemm_bench.c, compiled here: best of 5, steadier than a whole
+# run on a shared machine) under each set.
 #   env: BUILD (default build), REPS (default 3), EPOCHS (default 1),
 #   CORES (default "Prescott Haswell SkylakeX": the generic fallback the
 #   issue's Xeon got, the AVX2 and the AVX-512 sets), CPU (default 0).
@@ -33,6 +36,10 @@ $PY -c 'import torch' 2>/dev/null || {
 command -v taskset >/dev/null || { echo "bench_blas: needs taskset" >&2; exit 2; }
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+cc -O2 -o "$W/gemm" "$HERE/blas_gemm_bench.c" $(pkg-config --cflags --libs openblas) || {
+	echo "bench_blas: cannot compile blas_gemm_bench.c (libopenblas-dev)" >&2
+	exit 2
+}
 OPT="--model mlp --batch 256 --threads 1 --epochs $EPOCHS --lr 0.05 --momentum 0.9 --schedule cosine"
 
 # what the library picks by itself, and what the trainer picks
@@ -94,4 +101,19 @@ for s in $SETS; do
 		"$what" "$ran" "$m" "$(col "$s" 3 | head -1)" "$(col "$s" 3 | tail -1)" \
 		"$tran" "$t" "$(col "$s" 6 | head -1)" "$(col "$s" 6 | tail -1)" \
 		"$(awk -v a="$m" -v b="$t" 'BEGIN { print a / b }')"
+done
+
+echo
+echo "The SGEMMs of one training step alone (blas_gemm_bench.c: forward NN, weight gradient TN, input gradient NT, batch 256), 1 thread, core $CPU, best of 5 x 100 steps:"
+echo
+echo "| kernels asked for | OpenBLAS ran | ms per step | GFLOP/s |"
+echo "|---|---|---:|---:|"
+for s in $SETS; do
+	case $s in
+	default) ct=$LIB ;;
+	chosen) ct=$PICK ;;
+	*) ct=$s ;;
+	esac
+	OPENBLAS_CORETYPE=$ct taskset -c "$CPU" "$W/gemm" 256 |
+		awk -v s="$s" -v c="$ct" '{ printf "| %s (%s) | %s | %s | %s |\n", s, c, $1, $2, $3 }'
 done
