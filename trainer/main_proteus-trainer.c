@@ -28,6 +28,7 @@
 #include "../common/log.h"
 #include "../common/px.h"
 #include "../cloudapi/fetch.h"
+#include "blas_pick.h"
 #include "ckpt.h"
 #include "data.h"
 #include "data_url.h"
@@ -1216,6 +1217,44 @@ static enum px_err load_sets(const struct dist_opts *o,
 	return e != PX_OK ? e : dist_load_test(o, prep, test, err);
 }
 
+/* The OpenBLAS kernels for this CPU, checked (blas_pick.h): may run
+ * this program again with OPENBLAS_CORETYPE set.  Whether to go on. */
+static bool start_blas(char **argv)
+{
+	struct px_error err = { 0 };
+	struct blas_state st;
+
+	if (blas_start(argv, &st, &err) != PX_OK) {
+		log_err("%s", err.msg);
+		return false;
+	}
+	if (st.note[0])
+		log_warn("%s", st.note);
+	return true;
+}
+
+/* One line for a role's or a node's log: the kernels it computes with. */
+static void log_blas(int threads)
+{
+	char d[256];
+
+	blas_describe(blas_state(), threads, d, sizeof(d));
+	log_notice("blas: %s", d);
+}
+
+/* The "blas" object of --json: the kernels, how chosen, the threads. */
+static json_t *blas_json(void)
+{
+	const struct blas_state *st = blas_state();
+
+	return json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:i, s:f}", "library",
+			 st->version, "core", st->core, "chosen",
+			 blas_how_name(st->how), "library_core",
+			 st->library[0] ? st->library : NULL, "rejected",
+			 st->rejected[0] ? st->rejected : NULL, "threads",
+			 blas_threads(), "check_error", st->check_error);
+}
+
 /* train's result: the options as given, resumed_from the epochs done
  * before --resume (null without). */
 static int print_train_json(const struct train_opts *o,
@@ -1245,6 +1284,7 @@ static int print_train_json(const struct train_opts *o,
 	int rc;
 
 	say_data(prep, true, j);
+	json_object_set_new(j, "blas", blas_json());
 	rc = print_json(stdout, j);
 
 	json_decref(j);
@@ -1404,6 +1444,12 @@ static int cmd_train(const struct subcmd *sc, int argc, char **argv)
 		       model_kind_name(o->model), train.n, test.n,
 		       o->device == TRAIN_DEV_CUDA ? "cuda" : "cpu", o->batch,
 		       float_as_typed(o->lr), float_as_typed(o->momentum));
+	if (!t.o.json && o->device == TRAIN_DEV_CPU) {
+		char d[256];
+
+		blas_describe(blas_state(), o->threads, d, sizeof(d));
+		printf("blas: %s\n", d);
+	}
 	e = train_local_run(o, &train, &test, print_epoch, &t.o.json, &res,
 			    &err);
 	if (e != PX_OK) {
@@ -1514,6 +1560,7 @@ static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 				      "test_accuracy", acc, "test_loss", loss,
 				      "test_examples", (int)test.n);
 
+		json_object_set_new(j, "blas", blas_json());
 		if (print_json(stdout, j))
 			e = px_errorf(&err, PX_EIO, "result: %s",
 				      strerror(errno));
@@ -1788,6 +1835,7 @@ static int run_role(const struct subcmd *sc, struct dist_opts *o)
 		return TX_USAGE;
 	}
 	log_init(sc->name, coord ? LOG_LVL_INFO : LOG_LVL_NOTICE);
+	log_blas(o->train.threads > 0 ? o->train.threads : 1);
 	if (coord)
 		e = dist_coord_run(o, &err);
 	else if (!strcmp(sc->name, "ps"))
@@ -1856,6 +1904,7 @@ static int run_node(struct tcli *t, char **role_args)
 	if (!watch_parent())
 		return TX_FAIL;
 	log_init("node", LOG_LVL_NOTICE);
+	log_blas(t->o.train.threads > 0 ? t->o.train.threads : 1);
 	if (enroll_node_wanted()) {
 		struct enroll_node_opts eo = { 0 };
 		char path[4096];
@@ -1980,6 +2029,8 @@ int main(int argc, char **argv)
 		return usage_error(NULL, argv[1][0] == '-'
 				   ? "unknown option '%s'"
 				   : "unknown command '%s'", argv[1]);
+	if ((sc->mask & (C_RUN | C_EVAL)) && !start_blas(argv))
+		return TX_FAIL;
 	if (sc->mask == C_TRAIN)
 		return cmd_train(sc, argc - 1, argv + 1);
 	if (sc->mask == C_EVAL)

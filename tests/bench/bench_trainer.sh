@@ -32,6 +32,9 @@ echo "| run | test accuracy | samples/s | clocks | joins | losses | recovery ms 
 echo "|---|---|---|---|---|---|---|---|---|"
 r=$("$T" train --model mlr --epochs "$EPOCHS" $TCOMMON 2>/dev/null)
 row "MLR train (1 process), $EPOCHS epochs" "$r"
+# every run here computes with the kernels train reports (the roles make
+# the same choice on the same CPU): said under the table
+KERNELS=$(echo "$r" | jq -r '"\(.blas.library) kernels \(.blas.core) (\(.blas.chosen))"')
 r=$("$T" local --model mlr --epochs "$EPOCHS" --workers 2 --ps 2 $COMMON 2>/dev/null)
 row "MLR local 2 workers, 2 PS (stage 1)" "$r"
 r=$("$T" train --model mlp --epochs "$MLP_EPOCHS" $TCOMMON 2>/dev/null)
@@ -43,7 +46,7 @@ churn=$("$T" local --model mlp --epochs "$MLP_EPOCHS" --workers 2 --ps 2 --relia
 row "same, churn (worker SIGKILL every $CHURN_EVERY s, ActivePS SIGKILL at $CHURN_PS_AT s)" "$churn"
 d=$(jq -n --argjson a "$base" --argjson b "$churn" '(($a.test_accuracy - $b.test_accuracy)*10000|round)/100')
 echo
-echo "churn costs $d accuracy points (issue bound: 0.5)"
+echo "OpenBLAS: $KERNELS; churn costs $d accuracy points (issue bound: 0.5)"
 echo
 SCALE_EPOCHS=${SCALE_EPOCHS:-6}
 SCALE_MLP_EPOCHS=${SCALE_MLP_EPOCHS:-2}

@@ -28,8 +28,8 @@ command -v taskset >/dev/null && PIN="taskset -c 0-$((THREADS - 1))"
 REPS=${REPS:-3}
 echo "Throughput, one worker, $EPOCHS epochs, batch 128, lr 0.05 cosine, momentum 0.9, $THREADS thread(s)${PIN:+ (both under $PIN)}; torch $TV; median of $REPS runs each, alternating (this VM's throughput swings 1.5x run to run):"
 echo
-echo "| model | proteus-trainer train samples/s | PyTorch samples/s | ours / torch (of the medians) | ours / torch, each pair | accuracy ours / torch |"
-echo "|---|---|---|---|---|---|"
+echo "| model | proteus-trainer train samples/s | PyTorch samples/s | ours / torch (of the medians) | ours / torch, each pair | accuracy ours / torch | OpenBLAS kernels ours / torch |"
+echo "|---|---|---|---|---|---|---|"
 for m in ${MODELS:-mlr mlp}; do
 	A='[]' B='[]'
 	for i in $(seq "$REPS"); do
@@ -45,7 +45,7 @@ for m in ${MODELS:-mlr mlp}; do
 		($a | map(.samples_per_sec) | med) as $x |
 		($b | map(.samples_per_sec) | med) as $y |
 		[range(0; $a | length) | ($a[.].samples_per_sec / $b[.].samples_per_sec * 100 | round) / 100 | tostring + "x"] as $pairs |
-		"| \($m) | \($x|round) | \($y|round) | \(($x / $y * 100 | round) / 100)x | \($pairs | join(", ")) | \($a[0].test_accuracy*1000|round/10)% / \($b[0].test_accuracy*1000|round/10)% |"'
+		"| \($m) | \($x|round) | \($y|round) | \(($x / $y * 100 | round) / 100)x | \($pairs | join(", ")) | \($a[0].test_accuracy*1000|round/10)% / \($b[0].test_accuracy*1000|round/10)% | \($a[0].blas.core) (\($a[0].blas.chosen)) / \($b[0].blas_core // "?") |"'
 done
 
 echo

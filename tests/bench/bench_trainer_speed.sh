@@ -20,6 +20,10 @@
 #   env: BUILD (default build), EPOCHS (default 3), REPS (default 3),
 #   MODEL (default mlp), EXTRA (more options for both local runs),
 #   ONLY (a comma list of the runs above; default all).
+# Each row names the OpenBLAS kernels its program ran (proteus-trainer's
+# choice, docs/trainer-compute.md; torch gets the library's own unless
+# OPENBLAS_CORETYPE is set for the bench: run it with the core the
+# trainer reports to compare like with like).
 set -eu
 
 EPOCHS=${EPOCHS:-3}
@@ -64,6 +68,17 @@ wire() { # stderr-file samples
 	} END { printf "%.0f %.1f\n", b / n, c ? 100 * a / c : 0 }' "$1"
 }
 
+# the OpenBLAS kernels a run computed with: train's and torch's JSON say
+# them; a local run's worker says them in its log ("blas: ...")
+kernels() { # name json
+	case $1 in
+	one) echo "$2" | jq -r '"\(.blas.core) (\(.blas.chosen))"' ;;
+	torch|ddp2) echo "$2" | jq -r '.blas_core // "?"' ;;
+	local*) sed -n 's/.*worker: notice: blas: .*kernels \([^ ]*\) (\([^,)]*\).*/\1 (\2)/p' \
+		"$W/err.$1" | head -1 ;;
+	esac
+}
+
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$REPS"); do
 	for k in one torch local1 local2 ddp2; do
@@ -74,14 +89,15 @@ for r in $(seq "$REPS"); do
 		extra=
 		case $k in local*) extra=$(wire "$W/err.$k" "$(echo "$j" | jq .samples)") ;; esac
 		echo "$k $r $s $a $extra" >>"$W/runs"
+		echo "$k $(kernels $k "$j")" >>"$W/kernels"
 	done
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "$MODEL, $EPOCHS epochs, $REPS rounds (round-robin), samples/s:"
 echo
-echo "| run | what | samples/s median | min - max | accuracy (median run) | bytes on the wire / sample | CPU in tags |"
-echo "|---|---|---:|---:|---:|---:|---:|"
+echo "| run | what | OpenBLAS kernels | samples/s median | min - max | accuracy (median run) | bytes on the wire / sample | CPU in tags |"
+echo "|---|---|---|---:|---:|---:|---:|---:|"
 desc() {
 	case $1 in
 	one) echo "proteus-trainer train, batch 256, 1 thread, core 0" ;;
@@ -103,8 +119,9 @@ for k in one torch local1 local2 ddp2; do
 	acc=$(awk -v k=$k -v m="$m" '$1 == k && $3 == m { print $4; exit }' "$W/runs")
 	bytes=$(awk -v k=$k -v m="$m" '$1 == k && $3 == m { print $5; exit }' "$W/runs")
 	tags=$(awk -v k=$k -v m="$m" '$1 == k && $3 == m { print $6; exit }' "$W/runs")
-	printf '| %s | %s | %.0f | %.0f - %.0f | %.2f%% | %s | %s |\n' "$k" "$(desc $k)" \
-		"$m" "$lo" "$hi" "$(awk -v a="$acc" 'BEGIN { print a * 100 }')" \
+	kern=$(awk -v k=$k '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "$W/kernels")
+	printf '| %s | %s | %s | %.0f | %.0f - %.0f | %.2f%% | %s | %s |\n' "$k" "$(desc $k)" \
+		"${kern:-?}" "$m" "$lo" "$hi" "$(awk -v a="$acc" 'BEGIN { print a * 100 }')" \
 		"${bytes:--}" "${tags:+$tags%}"
 done
 echo

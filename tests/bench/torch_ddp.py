@@ -63,7 +63,7 @@ def run(rank, a, port, q):
         q.put({"model": a.model, "procs": a.procs, "batch": a.batch,
                "global_batch": a.batch * a.procs, "threads": a.threads,
                "epochs": a.epochs, "torch": torch.__version__,
-               "backend": "gloo",
+               "backend": "gloo", "blas_core": torch_mlp.blas_core(),
                "samples_per_sec": tot.item() / secs,
                "test_accuracy": torch_mlp.evaluate(m.module, tx, ty),
                "train_seconds": secs})

@@ -35,6 +35,22 @@ def load(d, train):
             torch.from_numpy(y.astype(np.int64)))
 
 
+def blas_core():
+    """The OpenBLAS kernel set this process runs (torch's BLAS is the
+    libblas.so.3 of Debian's alternatives, OpenBLAS's here), or None."""
+    import ctypes
+    with open("/proc/self/maps") as f:
+        libs = {ln.split()[-1] for ln in f if "openblas" in ln}
+    for lib in sorted(libs):
+        try:
+            fn = ctypes.CDLL(lib).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_char_p
+        return fn().decode()
+    return None
+
+
 def model_of(kind):
     if kind == "mlr":
         return nn.Linear(784, 10)
@@ -115,6 +131,7 @@ def main():
         print(json.dumps({
             "model": a.model, "batch": a.batch, "threads": a.threads,
             "epochs": a.epochs, "torch": torch.__version__,
+            "blas_core": blas_core(),
             "samples_per_sec": samples / train_s if train_s else 0.0,
             "test_accuracy": evaluate(m, tx, ty),
             "train_seconds": train_s}))
