@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../cloudapi/curl_poll.h"
 #include "../common/log.h"
 #include "ec2_loop.h"
 #include "notify.h"
@@ -376,13 +377,10 @@ static void process(struct notify *n)
 static enum px_err on_socket(void *c, int fd, int what)
 {
 	struct notify *n = c;
-	int running, ev = 0;
+	int running;
 
-	if (what & EC2_POLL_IN)
-		ev |= CURL_CSELECT_IN;
-	if (what & EC2_POLL_OUT)
-		ev |= CURL_CSELECT_OUT;
-	if (curl_multi_socket_action(n->multi, fd, ev, &running) != CURLM_OK)
+	if (curl_multi_socket_action(n->multi, fd, ec2_poll_to_cselect(what),
+				     &running) != CURLM_OK)
 		return PX_EHTTP;
 	process(n);
 	return PX_OK;
@@ -409,17 +407,10 @@ static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *ud,
 			  void *sp)
 {
 	struct notify *n = ud;
-	int w = 0;
 
 	(void)e;
 	(void)sp;
-	if (what == CURL_POLL_REMOVE)
-		w = EC2_POLL_REMOVE;
-	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-		w |= EC2_POLL_IN;
-	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-		w |= EC2_POLL_OUT;
-	ec2_loop_socket_hook((int)s, w, n->el);
+	ec2_loop_socket_hook((int)s, ec2_poll_from_curl(what), n->el);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 #include <libxml/parser.h>
 
+#include "curl_poll.h"
 #include "ec2_int.h"
 
 struct ec2_call {
@@ -288,18 +289,11 @@ static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *ud,
 			  void *sp)
 {
 	struct ec2_client *c = ud;
-	int w = 0;
 
 	(void)e;
 	(void)sp;
 	sock_track(c, s, what != CURL_POLL_REMOVE);
-	if (what == CURL_POLL_REMOVE)
-		w = EC2_POLL_REMOVE;
-	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-		w |= EC2_POLL_IN;
-	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-		w |= EC2_POLL_OUT;
-	c->cfg.socket_fn((int)s, w, c->cfg.hook_ctx);
+	c->cfg.socket_fn((int)s, ec2_poll_from_curl(what), c->cfg.hook_ctx);
 	return 0;
 }
 
@@ -820,13 +814,10 @@ void ec2_client_paging(const struct ec2_client *c, int *ret_max_results,
 
 enum px_err ec2_client_on_socket(struct ec2_client *c, int fd, int what)
 {
-	int running, ev = 0;
+	int running;
 
-	if (what & EC2_POLL_IN)
-		ev |= CURL_CSELECT_IN;
-	if (what & EC2_POLL_OUT)
-		ev |= CURL_CSELECT_OUT;
-	if (curl_multi_socket_action(c->multi, fd, ev, &running) != CURLM_OK)
+	if (curl_multi_socket_action(c->multi, fd, ec2_poll_to_cselect(what),
+				     &running) != CURLM_OK)
 		return PX_EHTTP;
 	process(c);
 	return PX_OK;
