@@ -65,6 +65,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 from xml.sax.saxutils import escape
 
+sys.dont_write_bytecode = True  # nothing written beside the sources
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fakes'))
+import lifecycle  # noqa: E402
+
 import botocore.auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
@@ -1966,24 +1970,7 @@ def main():
     srv.daemon_threads = True
     srv.handle_error = lambda request, client_address: None  # resets from tests
 
-    def watchdog():
-        try:
-            while sys.stdin.buffer.read(4096):
-                pass
-        except Exception:
-            pass
-        finish()
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda signum, frame: threading.Thread(target=finish, daemon=True).start())
-    threading.Thread(target=watchdog, daemon=True).start()
-    threading.Thread(target=ticker, daemon=True).start()
-    threading.Thread(target=spawner, daemon=True).start()
-    threading.Timer(a.timeout, finish).start()
-    sys.stdout.write('PORT %d\n' % srv.server_address[1])
-    sys.stdout.flush()
-    srv.serve_forever()
-
+    lifecycle.serve(srv, a.timeout, finish, threads=(ticker, spawner))
 
 if __name__ == '__main__':
     main()

@@ -38,7 +38,6 @@ import datetime
 import hashlib
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -46,6 +45,10 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote_to_bytes, urlsplit
 from xml.sax.saxutils import escape
+
+sys.dont_write_bytecode = True  # nothing written beside the sources
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fakes'))
+import lifecycle  # noqa: E402
 
 import botocore.auth
 from botocore.awsrequest import AWSRequest
@@ -279,25 +282,7 @@ def main():
     srv.daemon_threads = True
     srv.handle_error = lambda request, client_address: None  # resets from tests
 
-    def finish():
-        os._exit(0)
-
-    def watchdog():
-        try:
-            while sys.stdin.buffer.read(4096):
-                pass
-        except Exception:
-            pass
-        finish()
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda signum, frame: finish())
-    threading.Thread(target=watchdog, daemon=True).start()
-    threading.Timer(a.timeout, finish).start()
-    sys.stdout.write('PORT %d\n' % srv.server_address[1])
-    sys.stdout.flush()
-    srv.serve_forever()
-
+    lifecycle.serve(srv, a.timeout, lambda: os._exit(0))
 
 if __name__ == '__main__':
     main()
