@@ -128,6 +128,78 @@ void data_shuffle(uint32_t *idx, uint32_t n, uint32_t lo, uint64_t seed)
 	}
 }
 
+const char *data_csr_refused(const struct data_set *d)
+{
+	if (!d->rp)
+		return "the training set is not sparse (only LIBSVM rows are "
+		       "kept sparse)";
+	if (d->prep && d->prep->mean)
+		return "standard scaling makes every feature non-zero (use "
+		       "--scale none)";
+	return NULL;
+}
+
+double data_density(const struct data_set *d)
+{
+	if (!d->rp || !d->n || !d->dim)
+		return 1.0;
+	return (double)d->rp[d->n] / ((double)d->n * d->dim);
+}
+
+enum px_err data_gather_csr(const struct data_set *d, const uint32_t *idx,
+			    uint32_t n, struct data_csr *b, uint8_t *y,
+			    struct px_error *err)
+{
+	uint64_t nnz = 0, at = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		nnz += d->rp[idx[i] + 1] - d->rp[idx[i]];
+	if (n > b->cap_n) {
+		uint64_t *p = px_reallocarray(b->rp, (size_t)n + 1,
+					      sizeof(*p));
+
+		if (!p)
+			return px_errorf(err, PX_ENOMEM, "sparse batch");
+		b->rp = p;
+		b->cap_n = n;
+	}
+	if (nnz > b->cap_v || !b->ci) {
+		uint64_t c = nnz > 1024 ? nnz + nnz / 2 : 1024;
+		uint32_t *ci = px_reallocarray(b->ci, c, sizeof(*ci));
+		float *cv;
+
+		if (ci)
+			b->ci = ci;
+		cv = ci ? px_reallocarray(b->cv, c, sizeof(*cv)) : NULL;
+		if (!cv)
+			return px_errorf(err, PX_ENOMEM, "sparse batch of %llu "
+					 "values", (unsigned long long)nnz);
+		b->cv = cv;
+		b->cap_v = c;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t lo = d->rp[idx[i]], k = d->rp[idx[i] + 1] - lo;
+
+		b->rp[i] = at;
+		memcpy(b->ci + at, d->ci + lo, k * sizeof(*b->ci));
+		memcpy(b->cv + at, d->cv + lo, k * sizeof(*b->cv));
+		at += k;
+		y[i] = d->y[idx[i]];
+	}
+	b->rp[n] = at;
+	b->csr = (struct kern_csr){ .n = n, .rp = b->rp, .ci = b->ci,
+				    .cv = b->cv };
+	return PX_OK;
+}
+
+void data_csr_free(struct data_csr *b)
+{
+	free(b->rp);
+	free(b->ci);
+	free(b->cv);
+	memset(b, 0, sizeof(*b));
+}
+
 void data_gather(const struct data_set *d, const uint32_t *idx, uint32_t n,
 		 float *x, uint8_t *y)
 {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../common/px.h"
+#include "kern.h"
 
 /* Where Debian's dataset-fashion-mnist installs the files. */
 #define DATA_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -91,5 +92,33 @@ void data_shuffle(uint32_t *idx, uint32_t n, uint32_t lo, uint64_t seed);
  * a prep that scales, each feature becomes (x - mean) / std. */
 void data_gather(const struct data_set *d, const uint32_t *idx, uint32_t n,
 		 float *x, uint8_t *y);
+
+/* A sparse batch's rows (data_gather_csr): csr points into the arrays,
+ * which grow to the largest batch's non-zeros.  Zero it before the first
+ * use; release with data_csr_free. */
+struct data_csr {
+	struct kern_csr csr;
+	uint64_t *rp;       /* [cap_n + 1] */
+	uint32_t *ci;       /* [cap_v] */
+	float *cv;          /* [cap_v] */
+	uint32_t cap_n;
+	uint64_t cap_v;
+};
+
+/* Whether a batch of d can be sparse rows: d holds its rows sparse
+ * (LIBSVM) and is not standardized (centering makes every feature
+ * non-zero).  NULL, or why not. */
+const char *data_csr_refused(const struct data_set *d);
+
+/* Copy examples idx[0..n) of d (data_csr_refused(d) NULL) into b's rows
+ * and their classes into y[n]. */
+enum px_err data_gather_csr(const struct data_set *d, const uint32_t *idx,
+			    uint32_t n, struct data_csr *b, uint8_t *y,
+			    struct px_error *err);
+void data_csr_free(struct data_csr *b);
+
+/* The share of d's features that are non-zero: stored values / (n *
+ * dim); 1 for a dense set. */
+double data_density(const struct data_set *d);
 
 #endif

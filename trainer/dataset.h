@@ -19,7 +19,9 @@
 
 /* Bounds on what a file may hold (docs/trainer.md, "Bounds"). */
 #define DATA_LINE_MAX (1u << 20)       /* bytes in a line of text */
-#define DATA_MAX_FEATURES 65536u       /* width (MODEL_MAX_WIDTH) */
+#define DATA_MAX_FEATURES (1u << 20)   /* width (MODEL_MAX_IN): a LIBSVM
+					  set's; a CSV row is bounded by its
+					  line too */
 #define DATA_MAX_EXAMPLES 10000000u    /* rows of a file */
 #define DATA_MAX_VALUES (UINT64_C(1) << 30) /* values kept: non-zeros of
 						a LIBSVM set, cells of a CSV

@@ -73,6 +73,8 @@ struct worker {
 				      a prefetch, that pulled nothing */
 	float *h_x, *x;
 	uint8_t *h_y, *y;
+	bool sparse;               /* batches as sparse rows (xs) */
+	struct data_csr xs;
 	uint64_t t0_us;
 	uint32_t hotadd_ms;        /* process start to first push */
 	bool pushed;               /* pushed to the current map's shards */
@@ -467,16 +469,26 @@ static uint32_t my_rank(const struct worker *w)
 	return rank == UINT32_MAX ? 0 : rank;
 }
 
-/* Examples idx[n] into the batch buffers, counted for --test-visits. */
-static void gather(struct worker *w, const uint32_t *idx, uint32_t n)
+/* Examples idx[n] into the batch buffers (the sparse rows xs, or h_x),
+ * counted for --test-visits. */
+static enum px_err gather(struct worker *w, const uint32_t *idx, uint32_t n,
+			  struct px_error *err)
 {
-	data_gather(&w->train, idx, n, w->h_x, w->h_y);
-	for (uint32_t i = 0; w->visits && i < n; i++)
+	enum px_err e = PX_OK;
+
+	if (w->sparse)
+		e = data_gather_csr(&w->train, idx, n, &w->xs, w->h_y, err);
+	else
+		data_gather(&w->train, idx, n, w->h_x, w->h_y);
+	for (uint32_t i = 0; e == PX_OK && w->visits && i < n; i++)
 		w->visits[idx[i]]++;
+	return e;
 }
 
-/* One minibatch of the partition into the batch buffers; its size. */
-static uint32_t next_batch(struct worker *w)
+/* One minibatch of the partition into the batch buffers; its size in
+ * *ret_n. */
+static enum px_err next_batch(struct worker *w, uint32_t *ret_n,
+			      struct px_error *err)
 {
 	uint32_t part = w->hi - w->lo, n = w->o->train.batch;
 
@@ -488,9 +500,9 @@ static uint32_t next_batch(struct worker *w)
 	}
 	if (n > part - w->pos)
 		n = part - w->pos;
-	gather(w, w->idx + w->pos, n);
+	*ret_n = n;
 	w->pos += n;
-	return n;
+	return gather(w, w->idx + w->pos - n, n, err);
 }
 
 /* The minibatches handed over at the clock's end: the stream moves past
@@ -592,6 +604,11 @@ static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
 {
 	enum px_err e = PX_OK;
 
+	if (w->sparse) {
+		e = model_grad_csr(w->mc, w->d_params, &w->xs.csr, w->h_y,
+				   w->d_grad, NULL, err);
+		goto step;
+	}
 	if (w->x != w->h_x) {
 		e = w->ops->upload(w->kctx, w->x, w->h_x, (size_t)n *
 				   w->train.dim * sizeof(float), err);
@@ -601,6 +618,7 @@ static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
 	if (e == PX_OK)
 		e = model_grad(w->mc, w->d_params, w->x, w->y, n, w->d_grad,
 			       NULL, err);
+step:
 	if (e == PX_OK)
 		e = w->ops->sgd_momentum(w->kctx, w->d_params, w->d_mom,
 					 w->d_grad, w->d.n_params, lr,
@@ -707,7 +725,9 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 		if (j == kb / 2)
 			prefetch_start(w);
 		t0 = px_now_mono_us();
-		n = next_batch(w);
+		e = next_batch(w, &n, err);
+		if (e != PX_OK)
+			break;
 		e = train_batch(w, n, dist_lr(&w->o->train, w->clock *
 					      (int64_t)w->kb + j, steps),
 				t0, err);
@@ -889,7 +909,9 @@ static enum px_err do_help(struct worker *w, const struct relief *h,
 			pos = 0;
 		}
 		n = batch < part - pos ? batch : part - pos;
-		gather(w, w->hidx + pos, n);
+		e = gather(w, w->hidx + pos, n, err);
+		if (e != PX_OK)
+			break;
 		pos += n;
 		e = train_batch(w, n, dist_lr(&w->o->train, h->clock *
 					      (int64_t)w->kb + r->first + i,
@@ -993,8 +1015,14 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 					    &w->train, err);
 	if (e == PX_OK)
 		e = dist_model_desc(o, &w->prep, &w->d, err);
+	if (e == PX_OK)
+		e = train_sparse_pick(&o->train, &w->train, -1, &w->sparse,
+				      err);
 	if (e != PX_OK)
 		return e;
+	dist_logf(o, LOG_LVL_INFO, "worker %u: %s batches (density %.3g)",
+		  o->node.v, w->sparse ? "sparse" : "dense",
+		  data_density(&w->train));
 	pb = w->d.n_params * sizeof(float);
 	w->params = px_calloc(w->d.n_params, sizeof(float));
 	w->grad = px_calloc(w->d.n_params, sizeof(float));
@@ -1008,7 +1036,8 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 		if (!w->visits)
 			return px_errorf(err, PX_ENOMEM, "worker buffers");
 	}
-	w->h_x = px_calloc((size_t)batch * w->train.dim, sizeof(float));
+	w->h_x = px_calloc(w->sparse ? 1 : (size_t)batch * w->train.dim,
+			   sizeof(float));
 	w->h_y = px_calloc(batch, 1);
 	if (!w->params || !w->grad || !w->base || !w->upd || !w->idx ||
 	    !w->hidx || !w->hupd || !w->h_x || !w->h_y)
@@ -1144,6 +1173,7 @@ static void release(struct worker *w)
 	free(w->visits);
 	free(w->h_x);
 	free(w->h_y);
+	data_csr_free(&w->xs);
 	data_release(&w->train);
 	data_prep_release(&w->prep);
 	pulls_drop(w);

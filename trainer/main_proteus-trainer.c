@@ -221,6 +221,7 @@ enum opt_kind {
 	K_STAGE_AT,  /* "CLOCK:STAGE" into o.stage_at, o.stage_to */
 	K_FORMAT,    /* enum data_format */
 	K_SCALE,     /* enum data_scale */
+	K_SPARSE,    /* enum train_sparse */
 	K_SLOW_AT,   /* "S:WORKER:FACTOR:SECONDS" appended to l.slow[] */
 	K_SLOW,      /* "S:FACTOR:SECONDS" appended to o.slow[] */
 };
@@ -310,6 +311,11 @@ static const struct topt topts[] = {
 	OPT("scale", "none|standard", C_RUN, K_SCALE, o.data.scale, 0, 0, 0,
 	    "features as they are, or standardized by the training set's "
 	    "mean and deviation (kept in checkpoints)", NULL),
+	OPT("sparse", "auto|on|off", C_RUN, K_SPARSE, o.train.sparse, 0, 0,
+	    0, "batches of LIBSVM rows as sparse rows, computed on their "
+	    "non-zeros (CPU, unscaled); auto: when at most 5% of the "
+	    "features are non-zero (docs/trainer.md, \"Sparse data\")",
+	    NULL),
 	OPT("max-train", "N", C_RUN, K_UINT, o.max_train, 0,
 	    DATA_IDX_MAX_ITEMS, F_NORANGE,
 	    "training examples used, 0: all", NULL),
@@ -730,6 +736,10 @@ static void default_text(const struct topt *o, const struct tcli *d,
 		snprintf(buf, len, "%s",
 			 data_scale_name(*(const enum data_scale *)p));
 		break;
+	case K_SPARSE:
+		snprintf(buf, len, "%s",
+			 train_sparse_name(*(const enum train_sparse *)p));
+		break;
 	default:
 		snprintf(buf, len, "none");
 		break;
@@ -965,6 +975,9 @@ static int set_opt(const struct subcmd *sc, const struct topt *o,
 		break;
 	case K_SCALE:
 		e = data_scale_parse(arg, (enum data_scale *)p, &err);
+		break;
+	case K_SPARSE:
+		e = train_sparse_parse(arg, (enum train_sparse *)p, &err);
 		break;
 	case K_ADDR:
 	case K_ENDPOINT:
@@ -1284,6 +1297,7 @@ static int print_train_json(const struct train_opts *o,
 	int rc;
 
 	say_data(prep, true, j);
+	json_object_set_new(j, "sparse", json_boolean(r->sparse));
 	json_object_set_new(j, "blas", blas_json());
 	rc = print_json(stdout, j);
 

@@ -318,9 +318,9 @@ Test(trainer_dataset, bad_libsvm_says_file_line_and_field)
 	    "inf.svm:2: field 2 (index 1): value '-inf': not a finite");
 	BAD("big.svm", "1 1:1e39\n", PX_EINVAL,
 	    "big.svm:1: field 2 (index 1): value '1e39': out of a float");
-	BAD("wide.svm", "1 65537:1\n", PX_EINVAL,
-	    "wide.svm:1: field 2: index '65537' is not a whole number in "
-	    "1..65536");
+	BAD("wide.svm", "1 1048577:1\n", PX_EINVAL,
+	    "wide.svm:1: field 2: index '1048577' is not a whole number in "
+	    "1..1048576");
 	BAD("pair.svm", "1 1:1 7\n", PX_EINVAL,
 	    "pair.svm:1: field 3: '7' is not index:value");
 	BAD("empty.svm", "", PX_EINVAL, "empty.svm: no rows (an empty file)");
