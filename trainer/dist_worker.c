@@ -145,7 +145,9 @@ static void take_reassign(struct worker *w, const struct wire_msg *m)
 		   wire_node_eq(r->helper, w->o->node)) {
 		/* the frame's checks hold the stream inside its partition;
 		 * the partition must be inside our training set */
-		if (r->part_hi > w->train.n || r->count >
+		if (r->part_hi > w->train.n || (w->train.win &&
+		    (r->part_lo < w->train.win->lo ||
+		     r->part_hi > w->train.win->hi)) || r->count >
 		    DIST_CLOCK_BATCHES_MAX || w->n_helps == DIST_RELIEF_MAX) {
 			dist_logf(w->o, LOG_LVL_WARN, "worker %u: help for %u "
 				  "at clock %" PRId64 " refused (partition "
@@ -238,6 +240,13 @@ static void pump(struct worker *w, int ms)
 	beat(w);
 }
 
+/* While a window reads rows: the coordinator's broadcasts and a
+ * heartbeat, so that a long read is not a lost worker. */
+static void read_tick(void *arg)
+{
+	pump(arg, 0);
+}
+
 /* Recompute the partition when the membership changed.  Returns false
  * while this worker holds none. */
 static bool partition(struct worker *w)
@@ -256,6 +265,11 @@ static bool partition(struct worker *w)
 	if (lo != w->lo || hi != w->hi) {
 		w->lo = lo;
 		w->hi = hi;
+		/* a worker reading its partition only: those rows from now
+		 * on (read at the first batch, again at every change) */
+		if (w->train.win && hi > lo)
+			data_window_range(&w->train, lo, hi,
+					  w->o->train.batch);
 		w->pos = hi - lo; /* reshuffle before the next batch */
 		dist_logf(w->o, LOG_LVL_DEBUG,
 			  "worker %u: partition [%u, %u) of %u",
@@ -438,9 +452,11 @@ static void prefetch_collect(struct worker *w)
 static void shuffle_pass(const struct worker *w, uint32_t *idx, uint32_t lo,
 			 uint32_t part, uint32_t pass, uint32_t rank)
 {
-	data_shuffle(idx, part, lo, w->o->train.seed ^
-		     (UINT64_C(0x5851f42d4c957f2d) * pass) ^
-		     ((uint64_t)rank << 32));
+	data_shuffle_chunked(idx, part, lo, w->train.win && lo ==
+			     w->train.win->lo ? w->train.win->chunk : 0,
+			     w->o->train.seed ^
+			     (UINT64_C(0x5851f42d4c957f2d) * pass) ^
+			     ((uint64_t)rank << 32));
 }
 
 /* The stream of minibatches `count` on from (*pass, *pos) over a
@@ -476,10 +492,8 @@ static enum px_err gather(struct worker *w, const uint32_t *idx, uint32_t n,
 {
 	enum px_err e = PX_OK;
 
-	if (w->sparse)
-		e = data_gather_csr(&w->train, idx, n, &w->xs, w->h_y, err);
-	else
-		data_gather(&w->train, idx, n, w->h_x, w->h_y);
+	e = data_batch_gather(&w->train, idx, n, w->h_x,
+			      w->sparse ? &w->xs : NULL, w->h_y, err);
 	for (uint32_t i = 0; e == PX_OK && w->visits && i < n; i++)
 		w->visits[idx[i]]++;
 	return e;
@@ -1007,7 +1021,18 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	/* Load the data before registering: a registered node must
 	 * heartbeat, and a long silent load got workers declared lost
 	 * before their first clock (the job then waited forever). */
-	if (e == PX_OK && o->data.train)
+	if (e == PX_OK && o->data.train && !o->data_whole &&
+	    data_window_able(&o->data)) {
+		/* its partition only: a pass that checks the file and
+		 * keeps where its rows begin; the rows come with one */
+		e = data_window_open(&o->data, o->max_train,
+				     (uint64_t)o->data_memory_mb << 20,
+				     &w->train, &w->prep, err);
+		if (e == PX_OK) {
+			w->train.win->tick = read_tick;
+			w->train.win->tick_arg = w;
+		}
+	} else if (e == PX_OK && o->data.train)
 		e = data_load_train(&o->data, o->max_train, &w->train,
 				    &w->prep, err);
 	else if (e == PX_OK)
@@ -1325,6 +1350,16 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 		  PRIu64 " minibatches handed over, %" PRIu64 " trained for "
 		  "stragglers", o->node.v, w->clock, w->pulls, w->prefetches,
 		  w->cached, w->rejoins, w->reclocks, w->handed, w->helped);
+	if (w->train.win) {
+		const struct data_window *dw = w->train.win;
+
+		dist_logf(o, LOG_LVL_NOTICE, "worker %u data: %s batches; "
+			  "rows [%u, %u) of %u last, at most %u held at once "
+			  "(%u a chunk), %" PRIu64 " reads of %" PRIu64
+			  " rows", o->node.v, w->sparse ? "sparse" : "dense",
+			  dw->lo, dw->hi, w->train.n, dw->max_held,
+			  dw->chunk, dw->reads, dw->rows_read);
+	}
 	if (e == PX_OK && w->visits)
 		e = write_visits(w, err);
 	dist_log_wire(o, LOG_LVL_NOTICE, "worker", w->ctx);

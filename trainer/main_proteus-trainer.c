@@ -316,6 +316,13 @@ static const struct topt topts[] = {
 	    "non-zeros (CPU, unscaled); auto: when at most 5% of the "
 	    "features are non-zero (docs/trainer.md, \"Sparse data\")",
 	    NULL),
+	OPT("data-memory", "MiB", C_RUN, K_UINT, o.data_memory_mb, 0,
+	    1u << 20, F_NORANGE, "LIBSVM, CSV: MiB of training rows held "
+	    "at once; a larger set (a worker's partition) is read in chunks "
+	    "each pass. 0: no bound", NULL),
+	OPT("data-whole", NULL, C_DIST, K_FLAG, o.data_whole, 0, 0, 0,
+	    "LIBSVM, CSV: each worker loads the whole training set, not "
+	    "only its partition (straggler relief needs it)", NULL),
 	OPT("max-train", "N", C_RUN, K_UINT, o.max_train, 0,
 	    DATA_IDX_MAX_ITEMS, F_NORANGE,
 	    "training examples used, 0: all", NULL),
@@ -1222,7 +1229,12 @@ static enum px_err load_sets(const struct dist_opts *o,
 {
 	enum px_err e;
 
-	if (o->data.train)
+	if (o->data.train && o->data_memory_mb &&
+	    data_window_able(&o->data))
+		e = data_window_open(&o->data, o->max_train,
+				     (uint64_t)o->data_memory_mb << 20, train,
+				     prep, err);
+	else if (o->data.train)
 		e = data_load_train(&o->data, o->max_train, train, prep, err);
 	else
 		e = data_load_fashion_mnist(o->data_dir, true, o->max_train,
@@ -1298,6 +1310,12 @@ static int print_train_json(const struct train_opts *o,
 
 	say_data(prep, true, j);
 	json_object_set_new(j, "sparse", json_boolean(r->sparse));
+	if (r->data_reads) { /* read in chunks (--data-memory) */
+		json_object_set_new(j, "data_reads",
+				    json_integer((json_int_t)r->data_reads));
+		json_object_set_new(j, "rows_held_max",
+				    json_integer(r->data_held));
+	}
 	json_object_set_new(j, "blas", blas_json());
 	rc = print_json(stdout, j);
 
@@ -1850,6 +1868,10 @@ static int run_role(const struct subcmd *sc, struct dist_opts *o)
 	}
 	log_init(sc->name, coord ? LOG_LVL_INFO : LOG_LVL_NOTICE);
 	log_blas(o->train.threads > 0 ? o->train.threads : 1);
+	/* workers that hold their partition only cannot help stragglers
+	 * (docs/trainer.md, "Who reads what") */
+	if (coord && !o->data_whole && data_window_able(&o->data))
+		o->no_reassign = true;
 	if (coord)
 		e = dist_coord_run(o, &err);
 	else if (!strcmp(sc->name, "ps"))

@@ -237,10 +237,9 @@ static enum px_err load_batch(struct run *r, const struct data_set *ds,
 {
 	enum px_err e;
 
-	if (r->sparse)
-		return data_gather_csr(ds, idx, n, &r->xs, r->h_y, err);
-	data_gather(ds, idx, n, r->h_x, r->h_y);
-	if (r->x == r->h_x)
+	e = data_batch_gather(ds, idx, n, r->h_x, r->sparse ? &r->xs : NULL,
+			      r->h_y, err);
+	if (e != PX_OK || r->sparse || r->x == r->h_x)
 		return PX_OK;
 	e = r->ops->upload(r->kctx, r->x, r->h_x,
 			   (size_t)n * ds->dim * sizeof(float), err);
@@ -405,6 +404,9 @@ enum px_err train_local_run(const struct train_opts *o,
 	memset(&r, 0, sizeof(r));
 	memset(&res, 0, sizeof(res));
 	e = check_opts(o, train, test, err);
+	if (e == PX_OK && train->win) /* read in chunks: a batch fits one */
+		data_window_range(train, 0, train->n,
+				  o->batch);
 	if (e == PX_OK)
 		e = run_setup(&r, o, train, err);
 	if (e != PX_OK)
@@ -427,8 +429,9 @@ enum px_err train_local_run(const struct train_opts *o,
 		double loss_sum = 0.0;
 		uint32_t steps = 0;
 
-		data_shuffle(r.idx, train->n, 0,
-			     o->seed ^ (UINT64_C(0x5851f42d4c957f2d) * ep));
+		data_shuffle_chunked(r.idx, train->n, 0, train->win ?
+				     train->win->chunk : 0, o->seed ^
+				     (UINT64_C(0x5851f42d4c957f2d) * ep));
 		for (uint32_t i = 0; i < train->n; i += o->batch, steps++) {
 			uint32_t n = train->n - i < o->batch ? train->n - i
 							     : o->batch;
@@ -495,6 +498,10 @@ enum px_err train_local_run(const struct train_opts *o,
 	if (e == PX_OK && o->export_path)
 		e = export_write(o->export_path, &r.d, train->prep, r.h_params,
 				 res.test_accuracy, err);
+	if (train->win) {
+		res.data_reads = train->win->reads;
+		res.data_held = train->win->max_held;
+	}
 	*ret = res;
 out_release:
 	run_release(&r);

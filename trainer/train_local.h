@@ -121,6 +121,8 @@ struct train_result {
 	size_t n_params;         /* model size in floats */
 	uint32_t resumed_from;   /* epochs done before (--resume), or 0 */
 	bool sparse;             /* the batches were sparse rows */
+	uint64_t data_reads;     /* a set read in parts: chunks read */
+	uint32_t data_held;      /* ... and the most rows held at once */
 };
 
 /* Called after each epoch; return false to stop (PX_ECANCELED). */
