@@ -36,9 +36,11 @@ enum train_sparse {
 	TRAIN_SPARSE_MAX
 };
 
-/* auto's threshold: at most 5% of the features non-zero.  Below it the
- * loops over the non-zeros beat OpenBLAS's dense gemm on the same batch
- * (which also pays for writing the zeros); docs/benchmarks.md. */
+/* auto's threshold: at most 5% of the features non-zero.  A chosen
+ * value, not a measured crossover: the loops over the non-zeros do a
+ * 20th of gemm's multiplications there, at a few times gemm's cost each,
+ * and the dense batch also pays for writing the zeros (docs/trainer.md,
+ * "Sparse data"; at 0.04% the sparse path is 56x, docs/benchmarks.md). */
 #define TRAIN_SPARSE_DENSITY 0.05
 
 struct train_opts {
