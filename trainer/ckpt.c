@@ -374,7 +374,7 @@ static enum px_err parse_header(json_t *j, const char *path,
 		int64_t lo, hi;
 	} f[] = {
 		{ "version", 1, INT32_MAX },
-		{ "inputs", 1, MODEL_MAX_WIDTH },
+		{ "inputs", 1, MODEL_MAX_IN },
 		{ "classes", 2, MODEL_MAX_WIDTH },
 		{ "params", 1, MODEL_MAX_PARAMS },
 		{ "clock", 0, INT64_MAX },

@@ -26,7 +26,7 @@
  * SHA-256 (what proteusd hands out is bounded by it). */
 #define CKPT_MAX_BYTES ((uint64_t)CKPT_HEADER_MAX + 1 +                  \
 			8 * (uint64_t)MODEL_MAX_PARAMS +                 \
-			8 * (uint64_t)MODEL_MAX_WIDTH + 32)
+			8 * (uint64_t)MODEL_MAX_IN + 32)
 #define CKPT_FORMAT "proteus-checkpoint"
 #define CKPT_VERSION 1
 

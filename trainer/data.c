@@ -128,6 +128,165 @@ void data_shuffle(uint32_t *idx, uint32_t n, uint32_t lo, uint64_t seed)
 	}
 }
 
+const char *data_csr_refused(const struct data_set *d)
+{
+	if (d->win ? d->win->fmt != DATA_FMT_LIBSVM : !d->rp)
+		return "the training set is not sparse (only LIBSVM rows are "
+		       "kept sparse)";
+	if (d->prep && d->prep->mean)
+		return "standard scaling makes every feature non-zero (use "
+		       "--scale none)";
+	return NULL;
+}
+
+double data_density(const struct data_set *d)
+{
+	if (d->win && d->win->fmt == DATA_FMT_LIBSVM && d->n && d->dim)
+		return (double)d->win->ix.nnz / ((double)d->n * d->dim);
+	if (!d->rp || !d->n || !d->dim)
+		return 1.0;
+	return (double)d->rp[d->n] / ((double)d->n * d->dim);
+}
+
+/* data_gather_csr after the `first` rows b holds already (y is the new
+ * rows' classes). */
+static enum px_err gather_csr_at(const struct data_set *d,
+				 const uint32_t *idx, uint32_t n,
+				 uint32_t first, struct data_csr *b,
+				 uint8_t *y, struct px_error *err)
+{
+	uint64_t at = first ? b->rp[first] : 0, nnz = at;
+
+	for (uint32_t i = 0; i < n; i++)
+		nnz += d->rp[idx[i] + 1] - d->rp[idx[i]];
+	if (first + n > b->cap_n) {
+		uint64_t *p = px_reallocarray(b->rp, (size_t)first + n + 1,
+					      sizeof(*p));
+
+		if (!p)
+			return px_errorf(err, PX_ENOMEM, "sparse batch");
+		b->rp = p;
+		b->cap_n = first + n;
+	}
+	if (nnz > b->cap_v || !b->ci) {
+		uint64_t c = nnz > 1024 ? nnz + nnz / 2 : 1024;
+		uint32_t *ci = px_reallocarray(b->ci, c, sizeof(*ci));
+		float *cv;
+
+		if (ci)
+			b->ci = ci;
+		cv = ci ? px_reallocarray(b->cv, c, sizeof(*cv)) : NULL;
+		if (!cv)
+			return px_errorf(err, PX_ENOMEM, "sparse batch of %llu "
+					 "values", (unsigned long long)nnz);
+		b->cv = cv;
+		b->cap_v = c;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t lo = d->rp[idx[i]], k = d->rp[idx[i] + 1] - lo;
+
+		b->rp[first + i] = at;
+		memcpy(b->ci + at, d->ci + lo, k * sizeof(*b->ci));
+		memcpy(b->cv + at, d->cv + lo, k * sizeof(*b->cv));
+		at += k;
+		y[i] = d->y[idx[i]];
+	}
+	b->rp[first + n] = at;
+	b->csr = (struct kern_csr){ .n = first + n, .rp = b->rp, .ci = b->ci,
+				    .cv = b->cv };
+	return PX_OK;
+}
+
+enum px_err data_gather_csr(const struct data_set *d, const uint32_t *idx,
+			    uint32_t n, struct data_csr *b, uint8_t *y,
+			    struct px_error *err)
+{
+	return gather_csr_at(d, idx, n, 0, b, y, err);
+}
+
+enum px_err data_batch_gather(const struct data_set *d, const uint32_t *idx,
+			      uint32_t n, float *x, struct data_csr *xs,
+			      uint8_t *y, struct px_error *err)
+{
+	struct data_window *w = d->win;
+	enum px_err e = PX_OK;
+
+	if (!w) {
+		if (xs)
+			return data_gather_csr(d, idx, n, xs, y, err);
+		data_gather(d, idx, n, x, y);
+		return PX_OK;
+	}
+	if (n > w->cap_lidx) {
+		uint32_t *p = px_reallocarray(w->lidx, n, sizeof(*p));
+
+		if (!p)
+			return px_errorf(err, PX_ENOMEM, "batch rows");
+		w->lidx = p;
+		w->cap_lidx = n;
+	}
+	/* runs of rows in the chunk held: a batch spans two at most */
+	for (uint32_t i = 0, m; e == PX_OK && i < n; i += m) {
+		e = data_window_hold(w, idx[i], err);
+		for (m = 0; e == PX_OK && i + m < n &&
+			    idx[i + m] >= w->held_lo &&
+			    idx[i + m] - w->held_lo < w->held.n; m++)
+			w->lidx[m] = idx[i + m] - w->held_lo;
+		if (e != PX_OK)
+			break;
+		if (xs)
+			e = gather_csr_at(&w->held, w->lidx, m, i, xs, y + i,
+					  err);
+		else
+			data_gather(&w->held, w->lidx, m,
+				    x + (size_t)i * d->dim, y + i);
+	}
+	return e;
+}
+
+void data_shuffle_chunked(uint32_t *idx, uint32_t n, uint32_t lo,
+			  uint32_t chunk, uint64_t seed)
+{
+	uint32_t nc, *order, at = 0;
+	struct kern_rng rng;
+
+	if (!chunk || chunk >= n) {
+		data_shuffle(idx, n, lo, seed);
+		return;
+	}
+	nc = (n + chunk - 1) / chunk;
+	/* the chunks in a shuffled order, then each one's rows */
+	order = px_calloc(nc, sizeof(*order));
+	kern_rng_seed(&rng, seed);
+	if (!order) { /* no room: the chunks in order, rows shuffled */
+		for (uint32_t c = 0; c < nc; c++) {
+			uint32_t m = n - c * chunk < chunk ? n - c * chunk
+							    : chunk;
+
+			data_shuffle(idx + c * chunk, m, lo + c * chunk,
+				     kern_rng_u64(&rng));
+		}
+		return;
+	}
+	data_shuffle(order, nc, 0, kern_rng_u64(&rng));
+	for (uint32_t k = 0; k < nc; k++) {
+		uint32_t c = order[k], m = n - c * chunk < chunk
+						   ? n - c * chunk : chunk;
+
+		data_shuffle(idx + at, m, lo + c * chunk, kern_rng_u64(&rng));
+		at += m;
+	}
+	free(order);
+}
+
+void data_csr_free(struct data_csr *b)
+{
+	free(b->rp);
+	free(b->ci);
+	free(b->cv);
+	memset(b, 0, sizeof(*b));
+}
+
 void data_gather(const struct data_set *d, const uint32_t *idx, uint32_t n,
 		 float *x, uint8_t *y)
 {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "../common/px.h"
+#include "kern.h"
 
 /* Where Debian's dataset-fashion-mnist installs the files. */
 #define DATA_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
@@ -21,6 +22,8 @@
 #define DATA_IDX_MAX_BYTES (UINT64_C(1) << 32) /* payload, 4 GiB */
 
 struct data_prep;
+struct data_window;
+struct data_csr;
 
 /* A labelled data set: n examples of dim features each, held in one of
  * three ways: x (dense floats), xb (pixel bytes) or rp/ci/cv (sparse
@@ -42,6 +45,10 @@ struct data_set {
 	const struct data_prep *prep; /* the labels and scaling the
 			       training set fixed (dataset.h), borrowed;
 			       NULL: Fashion-MNIST's (none) */
+	struct data_window *win; /* rows read from the file in parts
+			       (dataset.h): the arrays above are NULL, the
+			       window holds some of the n rows; NULL: all
+			       held above */
 };
 
 /* (dataset.c) Read an IDX file of unsigned bytes (magic 0x0000080N, N = ndims), plain
@@ -91,5 +98,46 @@ void data_shuffle(uint32_t *idx, uint32_t n, uint32_t lo, uint64_t seed);
  * a prep that scales, each feature becomes (x - mean) / std. */
 void data_gather(const struct data_set *d, const uint32_t *idx, uint32_t n,
 		 float *x, uint8_t *y);
+
+/* Examples idx[0..n) of d into x[n, dim] (data_gather) or, with xs
+ * non-NULL, into xs (data_gather_csr), and y[n]; the rows of a windowed
+ * set (d->win) are read from its file as needed. */
+enum px_err data_batch_gather(const struct data_set *d, const uint32_t *idx,
+			      uint32_t n, float *x, struct data_csr *xs,
+			      uint8_t *y, struct px_error *err);
+
+/* data_shuffle over the chunks of a window: the chunks [lo + c * chunk,
+ * ...) in a shuffled order, each one's rows shuffled, so that a pass
+ * reads each chunk once.  chunk 0 or >= n: data_shuffle itself. */
+void data_shuffle_chunked(uint32_t *idx, uint32_t n, uint32_t lo,
+			  uint32_t chunk, uint64_t seed);
+
+/* A sparse batch's rows (data_gather_csr): csr points into the arrays,
+ * which grow to the largest batch's non-zeros.  Zero it before the first
+ * use; release with data_csr_free. */
+struct data_csr {
+	struct kern_csr csr;
+	uint64_t *rp;       /* [cap_n + 1] */
+	uint32_t *ci;       /* [cap_v] */
+	float *cv;          /* [cap_v] */
+	uint32_t cap_n;
+	uint64_t cap_v;
+};
+
+/* Whether a batch of d can be sparse rows: d holds its rows sparse
+ * (LIBSVM) and is not standardized (centering makes every feature
+ * non-zero).  NULL, or why not. */
+const char *data_csr_refused(const struct data_set *d);
+
+/* Copy examples idx[0..n) of d (data_csr_refused(d) NULL) into b's rows
+ * and their classes into y[n]. */
+enum px_err data_gather_csr(const struct data_set *d, const uint32_t *idx,
+			    uint32_t n, struct data_csr *b, uint8_t *y,
+			    struct px_error *err);
+void data_csr_free(struct data_csr *b);
+
+/* The share of d's features that are non-zero: stored values / (n *
+ * dim); 1 for a dense set. */
+double data_density(const struct data_set *d);
 
 #endif

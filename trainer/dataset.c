@@ -325,6 +325,15 @@ struct acc {
 	/* a row being parsed */
 	uint32_t *ridx;                /* [DATA_MAX_FEATURES] */
 	float *rval;                   /* [DATA_MAX_FEATURES] */
+	/* reading in parts (data_window) */
+	struct data_index *ix;         /* record a checkpoint every
+					  ix->every rows; NULL: not */
+	uint64_t line_off;             /* where the line read last began */
+	uint64_t seen_nnz;             /* values of the rows so far */
+	uint32_t skip;                 /* rows to check but not keep first */
+	uint64_t start_off, start_line; /* where to begin (a checkpoint) */
+	void (*tick)(void *);          /* called every GUARD_EVERY lines */
+	void *tick_arg;
 };
 
 static void acc_free(struct acc *a)
@@ -344,10 +353,32 @@ static void acc_free(struct acc *a)
 	memset(a, 0, sizeof(*a));
 }
 
+
 static enum px_err oom(struct acc *a, struct px_error *err)
 {
 	return px_errorf(err, PX_ENOMEM, "'%s': out of memory after %u rows",
 			 a->path, a->n);
+}
+
+/* A checkpoint for the row about to be counted, every ix->every rows. */
+static enum px_err acc_checkpoint(struct acc *a, struct px_error *err)
+{
+	struct data_index *ix = a->ix;
+
+	if (!ix || a->n % ix->every)
+		return PX_OK;
+	if (ix->n_cp == ix->cap_cp) {
+		uint32_t c = ix->cap_cp ? ix->cap_cp * 2 : 64;
+		void *p = px_reallocarray(ix->cp, c, sizeof(*ix->cp));
+
+		if (!p)
+			return oom(a, err);
+		ix->cp = p;
+		ix->cap_cp = c;
+	}
+	ix->cp[ix->n_cp++] = (struct data_checkpoint){
+		.off = a->line_off, .line = a->line - 1, .nnz = a->seen_nnz };
+	return PX_OK;
 }
 
 /* Where label v is in the sorted list (its class), or where it would go
@@ -460,8 +491,15 @@ static enum px_err acc_row(struct acc *a, int32_t v, const uint32_t *idx,
 		return px_errorf(err, PX_ETOOBIG, "%s: more than %u rows",
 				 where, DATA_MAX_EXAMPLES);
 	e = acc_label(a, v, where, err);
+	if (e == PX_OK)
+		e = acc_checkpoint(a, err);
 	if (e != PX_OK)
 		return e;
+	a->seen_nnz += nnz;
+	if (a->skip) { /* before the rows wanted: checked only */
+		a->skip--;
+		return PX_OK;
+	}
 	if (a->stats)
 		for (uint32_t k = 0; k < nnz; k++) {
 			uint32_t j = idx ? idx[k] : k;
@@ -514,6 +552,9 @@ static enum px_err next_line(struct acc *a, bool *ret_got,
 		return px_errorf(err, PX_ECANCELED, "%s:%llu: reading stopped "
 				 "(it took too long)", a->path,
 				 (unsigned long long)a->line + 1);
+	if (a->tick && a->line % GUARD_EVERY == GUARD_EVERY - 1)
+		a->tick(a->tick_arg);
+	a->line_off = (uint64_t)gztell(a->gz);
 	if (!gzgets(a->gz, a->buf, DATA_LINE_MAX + 2)) {
 		const char *m = gzerror(a->gz, &zerr);
 
@@ -764,6 +805,14 @@ static enum px_err read_text(struct acc *a, enum data_format fmt,
 		return oom(a, err);
 	}
 	e = gz_open(a->path, &a->gz, err);
+	if (e == PX_OK && a->start_off &&
+	    gzseek(a->gz, (z_off_t)a->start_off, SEEK_SET) !=
+	    (z_off_t)a->start_off)
+		e = px_errorf(err, PX_EIO, "%s:%llu: cannot seek to byte %llu "
+			      "(the file changed since it was checked?)",
+			      a->path, (unsigned long long)a->start_line + 1,
+			      (unsigned long long)a->start_off);
+	a->line = a->start_line;
 	while (e == PX_OK && !a->full) {
 		e = next_line(a, &got, err);
 		if (e != PX_OK || !got)
@@ -1032,6 +1081,170 @@ enum px_err data_check(const struct data_spec *spec, bool *ret_whole,
 	return e;
 }
 
+/* ---- a training set in parts ---- */
+
+bool data_window_able(const struct data_spec *spec)
+{
+	enum data_format f;
+
+	return spec->train && format_for(spec, spec->train, &f, NULL) ==
+	       PX_OK && (f == DATA_FMT_LIBSVM || f == DATA_FMT_CSV);
+}
+
+double data_window_row_bytes(const struct data_window *w, uint32_t dim,
+			     uint32_t n)
+{
+	/* held: a label byte, and a row pointer and 8 bytes a value
+	 * (LIBSVM) or 4 a feature (CSV); reading: 4 more (the label as
+	 * read) */
+	if (w->fmt == DATA_FMT_CSV)
+		return 5.0 + 4.0 * dim;
+	return 13.0 + 8.0 * (double)w->ix.nnz / (n ? n : 1);
+}
+
+enum px_err data_window_open(const struct data_spec *spec, uint32_t max_n,
+			     uint64_t budget, struct data_set *ret,
+			     struct data_prep *prep, struct px_error *err)
+{
+	struct data_window *w = px_calloc(1, sizeof(*w));
+	struct acc a = { .max_n = max_n,
+			 .stats = spec->scale == DATA_SCALE_STANDARD };
+	enum px_err e;
+
+	if (!w)
+		return px_errorf(err, PX_ENOMEM, "'%s': a window",
+				 spec->train);
+	memset(ret, 0, sizeof(*ret));
+	w->spec = *spec;
+	w->budget = budget;
+	w->ix.every = DATA_INDEX_EVERY;
+	a.ix = &w->ix;
+	e = format_for(spec, spec->train, &w->fmt, err);
+	if (e == PX_OK && w->fmt != DATA_FMT_LIBSVM && w->fmt != DATA_FMT_CSV)
+		e = px_errorf(err, PX_EINVAL, "'%s': only LIBSVM and CSV files "
+			      "are read in parts", spec->train);
+	if (e == PX_OK)
+		e = acc_read(&a, spec, spec->train, err);
+	if (e == PX_OK)
+		e = acc_prep(&a, spec, prep, err);
+	if (e == PX_OK) {
+		w->ix.nnz = a.seen_nnz;
+		w->prep = prep;
+		ret->n = a.n;
+		ret->dim = prep->dim;
+		ret->n_classes = prep->n_classes;
+		ret->prep = prep;
+		ret->win = w;
+		data_window_range(ret, 0, a.n, 1);
+	} else {
+		free(w->ix.cp);
+		free(w);
+	}
+	acc_free(&a);
+	return e;
+}
+
+void data_window_range(const struct data_set *d, uint32_t lo, uint32_t hi,
+		       uint32_t min_chunk)
+{
+	struct data_window *w = d->win;
+	double rows;
+
+	if (w->lo == lo && w->hi == hi && w->chunk >= min_chunk && w->chunk)
+		return;
+	data_release(&w->held);
+	w->held_lo = 0;
+	w->lo = lo;
+	w->hi = hi;
+	rows = w->budget ? (double)w->budget /
+			   data_window_row_bytes(w, d->dim, d->n)
+			 : (double)(hi - lo);
+	w->chunk = rows >= hi - lo ? hi - lo : (uint32_t)rows;
+	if (w->chunk < min_chunk)
+		w->chunk = min_chunk;
+	if (!w->chunk)
+		w->chunk = 1;
+}
+
+/* Rows [lo, hi) of w's file into *ret (row 0 is row lo), held to its
+ * prep; they were checked by the window's pass. */
+static enum px_err load_rows(struct data_window *w, uint32_t lo,
+			     uint32_t hi, struct data_set *ret,
+			     struct px_error *err)
+{
+	const struct data_index *ix = &w->ix;
+	uint32_t k = lo / ix->every, k2 = (hi + ix->every - 1) / ix->every;
+	uint64_t vals = (k2 < ix->n_cp ? ix->cp[k2].nnz : ix->nnz) -
+			ix->cp[k].nnz;
+	bool sparse = w->fmt == DATA_FMT_LIBSVM;
+	struct acc a = {
+		.keep = true, .known = w->prep, .max_n = hi - lo,
+		.skip = lo - k * ix->every, .start_off = ix->cp[k].off,
+		.start_line = ix->cp[k].line, .dim = w->prep->dim,
+		.csv_cols = w->prep->dim + 1, .tick = w->tick,
+		.tick_arg = w->tick_arg,
+	};
+	enum px_err e = PX_OK;
+
+	if (k >= ix->n_cp)
+		return px_errorf(err, PX_EINVAL, "'%s': row %u past its %u "
+				 "checkpoints", w->spec.train, lo, ix->n_cp);
+	/* the rows' exact room: no doubling on the way */
+	if (!sparse)
+		vals = (uint64_t)(hi - lo) * w->prep->dim;
+	a.cap_n = hi - lo;
+	a.cap_v = vals ? vals : 1;
+	a.lab = px_calloc(a.cap_n, sizeof(*a.lab));
+	a.cv = px_calloc(a.cap_v, sizeof(*a.cv));
+	if (sparse) {
+		a.rp = px_calloc((size_t)a.cap_n + 1, sizeof(*a.rp));
+		a.ci = px_calloc(a.cap_v, sizeof(*a.ci));
+	}
+	if (!a.lab || !a.cv || (sparse && (!a.rp || !a.ci)))
+		e = oom(&a, err);
+	if (e == PX_OK)
+		e = acc_read(&a, &w->spec, w->spec.train, err);
+	if (e == PX_OK && a.n != hi - lo)
+		e = px_errorf(err, PX_EINVAL, "'%s': %u rows from row %u, %u "
+			      "wanted (the file changed since it was "
+			      "checked?)", w->spec.train, a.n, lo, hi - lo);
+	if (e == PX_OK && sparse && !a.ci) {
+		a.ci = px_calloc(1, sizeof(*a.ci));
+		if (!a.ci)
+			e = oom(&a, err);
+	}
+	if (e == PX_OK)
+		e = acc_set(&a, w->prep, ret, err);
+	acc_free(&a);
+	return e;
+}
+
+enum px_err data_window_hold(struct data_window *w, uint32_t r,
+			     struct px_error *err)
+{
+	uint32_t lo, hi;
+	enum px_err e;
+
+	if (r >= w->held_lo && r - w->held_lo < w->held.n)
+		return PX_OK;
+	if (r < w->lo || r >= w->hi)
+		return px_errorf(err, PX_EINVAL, "'%s': row %u is not in the "
+				 "rows [%u, %u) read here", w->spec.train, r,
+				 w->lo, w->hi);
+	lo = w->lo + (r - w->lo) / w->chunk * w->chunk;
+	hi = w->hi - lo < w->chunk ? w->hi : lo + w->chunk;
+	data_release(&w->held);
+	e = load_rows(w, lo, hi, &w->held, err);
+	if (e != PX_OK)
+		return e;
+	w->held_lo = lo;
+	w->reads++;
+	w->rows_read += hi - lo;
+	if (hi - lo > w->max_held)
+		w->max_held = hi - lo;
+	return PX_OK;
+}
+
 /* ---- preps and sets ---- */
 
 bool data_prep_equal(const struct data_prep *a, const struct data_prep *b)
@@ -1064,5 +1277,11 @@ void data_release(struct data_set *d)
 	free(d->rp);
 	free(d->ci);
 	free(d->cv);
+	if (d->win) {
+		data_release(&d->win->held);
+		free(d->win->ix.cp);
+		free(d->win->lidx);
+		free(d->win);
+	}
 	memset(d, 0, sizeof(*d));
 }

@@ -19,7 +19,9 @@
 
 /* Bounds on what a file may hold (docs/trainer.md, "Bounds"). */
 #define DATA_LINE_MAX (1u << 20)       /* bytes in a line of text */
-#define DATA_MAX_FEATURES 65536u       /* width (MODEL_MAX_WIDTH) */
+#define DATA_MAX_FEATURES (1u << 20)   /* width (MODEL_MAX_IN): a LIBSVM
+					  set's; a CSV row is bounded by its
+					  line too */
 #define DATA_MAX_EXAMPLES 10000000u    /* rows of a file */
 #define DATA_MAX_VALUES (UINT64_C(1) << 30) /* values kept: non-zeros of
 						a LIBSVM set, cells of a CSV
@@ -106,6 +108,74 @@ enum px_err data_scan_train(const struct data_spec *spec, uint32_t max_n,
 enum px_err data_load_test(const struct data_spec *spec,
 			   const struct data_prep *prep, uint32_t max_n,
 			   struct data_set *ret, struct px_error *err);
+
+/* ---- reading a training set in parts (docs/trainer.md, "Who reads
+ * what") ---- */
+
+#define DATA_INDEX_EVERY 1024u /* rows between two checkpoints */
+
+/* Where row k * every begins: byte offset in the (uncompressed) text,
+ * the line before it, the values of the rows before it. */
+struct data_checkpoint {
+	uint64_t off, line, nnz;
+};
+
+struct data_index {
+	uint32_t every;
+	uint32_t n_cp, cap_cp;
+	struct data_checkpoint *cp;
+	uint64_t nnz;                  /* values of the whole set */
+};
+
+/* A training set read in parts: the rows [lo, hi) it serves (a
+ * worker's partition), held `chunk` rows at a time (all of them when the
+ * budget allows), read again from the file when a row of another chunk
+ * is asked for (data_batch_gather, data.h). */
+struct data_window {
+	struct data_spec spec;         /* a copy; its strings borrowed */
+	enum data_format fmt;          /* LIBSVM or CSV */
+	const struct data_prep *prep;  /* borrowed */
+	struct data_index ix;
+	uint64_t budget;               /* bytes of rows held; 0: no bound */
+	uint32_t lo, hi, chunk;
+	struct data_set held;          /* rows [held_lo, held_lo + held.n) */
+	uint32_t held_lo;
+	uint32_t *lidx;                /* [cap_lidx] scratch: rows in held */
+	uint32_t cap_lidx;
+	uint32_t max_held;             /* most rows held at once */
+	uint64_t reads, rows_read;     /* chunk reads and their rows */
+	void (*tick)(void *arg);       /* called while reading (a worker's
+					  heartbeat); NULL: none */
+	void *tick_arg;
+};
+
+/* Whether spec's training file can be read in parts (LIBSVM or CSV;
+ * not IDX). */
+bool data_window_able(const struct data_spec *spec);
+
+/* The validation pass over the training file (every error data_load_train
+ * gives, at most max_n rows, nothing kept but a checkpoint every
+ * DATA_INDEX_EVERY rows) and the prep it fixes; *ret is the set of
+ * ret->n rows, held by a window (ret->win) serving all of them, with no
+ * row read yet.  budget: bytes of rows a window may hold (0: no bound).
+ * Release with data_release (the window too) and data_prep_release. */
+enum px_err data_window_open(const struct data_spec *spec, uint32_t max_n,
+			     uint64_t budget, struct data_set *ret,
+			     struct data_prep *prep, struct px_error *err);
+
+/* Serve rows [lo, hi) (lo < hi <= d->n) from now on, min_chunk rows at
+ * least at a time (a batch: a batch spans two chunks at most): the rows
+ * held are dropped when the range changes. */
+void data_window_range(const struct data_set *d, uint32_t lo, uint32_t hi,
+		       uint32_t min_chunk);
+
+/* Make row r of d's window (in [lo, hi)) held, reading its chunk. */
+enum px_err data_window_hold(struct data_window *w, uint32_t r,
+			     struct px_error *err);
+
+/* The bytes a row of the window's set takes held (its estimate). */
+double data_window_row_bytes(const struct data_window *w, uint32_t dim,
+			     uint32_t n);
 
 /* proteusd's check at submit: parse at most DATA_CHECK_BYTES of each
  * text file (IDX: both headers and the labels), with every check the

@@ -75,6 +75,13 @@ struct dist_opts {
 	const char *test_sha256;
 	uint32_t max_train;        /* examples used (0: all) */
 	uint32_t max_test;
+	uint32_t data_memory_mb;   /* train, worker: MiB of training rows
+				      held at once (more is read in chunks
+				      each pass); 0: no bound */
+	bool data_whole;           /* worker: load the whole training set,
+				      not only its partition (and so help
+				      stragglers: the coordinator relieves
+				      them only then) */
 	uint32_t workers;          /* initial workers (partitions, clocks) */
 	uint32_t ps;               /* coordinator: PS nodes to wait for */
 	uint32_t shards;           /* coordinator: shards (0: automatic) */

@@ -73,6 +73,8 @@ struct worker {
 				      a prefetch, that pulled nothing */
 	float *h_x, *x;
 	uint8_t *h_y, *y;
+	bool sparse;               /* batches as sparse rows (xs) */
+	struct data_csr xs;
 	uint64_t t0_us;
 	uint32_t hotadd_ms;        /* process start to first push */
 	bool pushed;               /* pushed to the current map's shards */
@@ -143,7 +145,9 @@ static void take_reassign(struct worker *w, const struct wire_msg *m)
 		   wire_node_eq(r->helper, w->o->node)) {
 		/* the frame's checks hold the stream inside its partition;
 		 * the partition must be inside our training set */
-		if (r->part_hi > w->train.n || r->count >
+		if (r->part_hi > w->train.n || (w->train.win &&
+		    (r->part_lo < w->train.win->lo ||
+		     r->part_hi > w->train.win->hi)) || r->count >
 		    DIST_CLOCK_BATCHES_MAX || w->n_helps == DIST_RELIEF_MAX) {
 			dist_logf(w->o, LOG_LVL_WARN, "worker %u: help for %u "
 				  "at clock %" PRId64 " refused (partition "
@@ -236,6 +240,13 @@ static void pump(struct worker *w, int ms)
 	beat(w);
 }
 
+/* While a window reads rows: the coordinator's broadcasts and a
+ * heartbeat, so that a long read is not a lost worker. */
+static void read_tick(void *arg)
+{
+	pump(arg, 0);
+}
+
 /* Recompute the partition when the membership changed.  Returns false
  * while this worker holds none. */
 static bool partition(struct worker *w)
@@ -254,6 +265,11 @@ static bool partition(struct worker *w)
 	if (lo != w->lo || hi != w->hi) {
 		w->lo = lo;
 		w->hi = hi;
+		/* a worker reading its partition only: those rows from now
+		 * on (read at the first batch, again at every change) */
+		if (w->train.win && hi > lo)
+			data_window_range(&w->train, lo, hi,
+					  w->o->train.batch);
 		w->pos = hi - lo; /* reshuffle before the next batch */
 		dist_logf(w->o, LOG_LVL_DEBUG,
 			  "worker %u: partition [%u, %u) of %u",
@@ -436,9 +452,11 @@ static void prefetch_collect(struct worker *w)
 static void shuffle_pass(const struct worker *w, uint32_t *idx, uint32_t lo,
 			 uint32_t part, uint32_t pass, uint32_t rank)
 {
-	data_shuffle(idx, part, lo, w->o->train.seed ^
-		     (UINT64_C(0x5851f42d4c957f2d) * pass) ^
-		     ((uint64_t)rank << 32));
+	data_shuffle_chunked(idx, part, lo, w->train.win && lo ==
+			     w->train.win->lo ? w->train.win->chunk : 0,
+			     w->o->train.seed ^
+			     (UINT64_C(0x5851f42d4c957f2d) * pass) ^
+			     ((uint64_t)rank << 32));
 }
 
 /* The stream of minibatches `count` on from (*pass, *pos) over a
@@ -467,16 +485,24 @@ static uint32_t my_rank(const struct worker *w)
 	return rank == UINT32_MAX ? 0 : rank;
 }
 
-/* Examples idx[n] into the batch buffers, counted for --test-visits. */
-static void gather(struct worker *w, const uint32_t *idx, uint32_t n)
+/* Examples idx[n] into the batch buffers (the sparse rows xs, or h_x),
+ * counted for --test-visits. */
+static enum px_err gather(struct worker *w, const uint32_t *idx, uint32_t n,
+			  struct px_error *err)
 {
-	data_gather(&w->train, idx, n, w->h_x, w->h_y);
-	for (uint32_t i = 0; w->visits && i < n; i++)
+	enum px_err e = PX_OK;
+
+	e = data_batch_gather(&w->train, idx, n, w->h_x,
+			      w->sparse ? &w->xs : NULL, w->h_y, err);
+	for (uint32_t i = 0; e == PX_OK && w->visits && i < n; i++)
 		w->visits[idx[i]]++;
+	return e;
 }
 
-/* One minibatch of the partition into the batch buffers; its size. */
-static uint32_t next_batch(struct worker *w)
+/* One minibatch of the partition into the batch buffers; its size in
+ * *ret_n. */
+static enum px_err next_batch(struct worker *w, uint32_t *ret_n,
+			      struct px_error *err)
 {
 	uint32_t part = w->hi - w->lo, n = w->o->train.batch;
 
@@ -488,9 +514,9 @@ static uint32_t next_batch(struct worker *w)
 	}
 	if (n > part - w->pos)
 		n = part - w->pos;
-	gather(w, w->idx + w->pos, n);
+	*ret_n = n;
 	w->pos += n;
-	return n;
+	return gather(w, w->idx + w->pos - n, n, err);
 }
 
 /* The minibatches handed over at the clock's end: the stream moves past
@@ -592,6 +618,11 @@ static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
 {
 	enum px_err e = PX_OK;
 
+	if (w->sparse) {
+		e = model_grad_csr(w->mc, w->d_params, &w->xs.csr, w->h_y,
+				   w->d_grad, NULL, err);
+		goto step;
+	}
 	if (w->x != w->h_x) {
 		e = w->ops->upload(w->kctx, w->x, w->h_x, (size_t)n *
 				   w->train.dim * sizeof(float), err);
@@ -601,6 +632,7 @@ static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
 	if (e == PX_OK)
 		e = model_grad(w->mc, w->d_params, w->x, w->y, n, w->d_grad,
 			       NULL, err);
+step:
 	if (e == PX_OK)
 		e = w->ops->sgd_momentum(w->kctx, w->d_params, w->d_mom,
 					 w->d_grad, w->d.n_params, lr,
@@ -707,7 +739,9 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 		if (j == kb / 2)
 			prefetch_start(w);
 		t0 = px_now_mono_us();
-		n = next_batch(w);
+		e = next_batch(w, &n, err);
+		if (e != PX_OK)
+			break;
 		e = train_batch(w, n, dist_lr(&w->o->train, w->clock *
 					      (int64_t)w->kb + j, steps),
 				t0, err);
@@ -889,7 +923,9 @@ static enum px_err do_help(struct worker *w, const struct relief *h,
 			pos = 0;
 		}
 		n = batch < part - pos ? batch : part - pos;
-		gather(w, w->hidx + pos, n);
+		e = gather(w, w->hidx + pos, n, err);
+		if (e != PX_OK)
+			break;
 		pos += n;
 		e = train_batch(w, n, dist_lr(&w->o->train, h->clock *
 					      (int64_t)w->kb + r->first + i,
@@ -985,7 +1021,18 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	/* Load the data before registering: a registered node must
 	 * heartbeat, and a long silent load got workers declared lost
 	 * before their first clock (the job then waited forever). */
-	if (e == PX_OK && o->data.train)
+	if (e == PX_OK && o->data.train && !o->data_whole &&
+	    data_window_able(&o->data)) {
+		/* its partition only: a pass that checks the file and
+		 * keeps where its rows begin; the rows come with one */
+		e = data_window_open(&o->data, o->max_train,
+				     (uint64_t)o->data_memory_mb << 20,
+				     &w->train, &w->prep, err);
+		if (e == PX_OK) {
+			w->train.win->tick = read_tick;
+			w->train.win->tick_arg = w;
+		}
+	} else if (e == PX_OK && o->data.train)
 		e = data_load_train(&o->data, o->max_train, &w->train,
 				    &w->prep, err);
 	else if (e == PX_OK)
@@ -993,8 +1040,14 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 					    &w->train, err);
 	if (e == PX_OK)
 		e = dist_model_desc(o, &w->prep, &w->d, err);
+	if (e == PX_OK)
+		e = train_sparse_pick(&o->train, &w->train, -1, &w->sparse,
+				      err);
 	if (e != PX_OK)
 		return e;
+	dist_logf(o, LOG_LVL_INFO, "worker %u: %s batches (density %.3g)",
+		  o->node.v, w->sparse ? "sparse" : "dense",
+		  data_density(&w->train));
 	pb = w->d.n_params * sizeof(float);
 	w->params = px_calloc(w->d.n_params, sizeof(float));
 	w->grad = px_calloc(w->d.n_params, sizeof(float));
@@ -1008,7 +1061,8 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 		if (!w->visits)
 			return px_errorf(err, PX_ENOMEM, "worker buffers");
 	}
-	w->h_x = px_calloc((size_t)batch * w->train.dim, sizeof(float));
+	w->h_x = px_calloc(w->sparse ? 1 : (size_t)batch * w->train.dim,
+			   sizeof(float));
 	w->h_y = px_calloc(batch, 1);
 	if (!w->params || !w->grad || !w->base || !w->upd || !w->idx ||
 	    !w->hidx || !w->hupd || !w->h_x || !w->h_y)
@@ -1144,6 +1198,7 @@ static void release(struct worker *w)
 	free(w->visits);
 	free(w->h_x);
 	free(w->h_y);
+	data_csr_free(&w->xs);
 	data_release(&w->train);
 	data_prep_release(&w->prep);
 	pulls_drop(w);
@@ -1295,6 +1350,16 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 		  PRIu64 " minibatches handed over, %" PRIu64 " trained for "
 		  "stragglers", o->node.v, w->clock, w->pulls, w->prefetches,
 		  w->cached, w->rejoins, w->reclocks, w->handed, w->helped);
+	if (w->train.win) {
+		const struct data_window *dw = w->train.win;
+
+		dist_logf(o, LOG_LVL_NOTICE, "worker %u data: %s batches; "
+			  "rows [%u, %u) of %u last, at most %u held at once "
+			  "(%u a chunk), %" PRIu64 " reads of %" PRIu64
+			  " rows", o->node.v, w->sparse ? "sparse" : "dense",
+			  dw->lo, dw->hi, w->train.n, dw->max_held,
+			  dw->chunk, dw->reads, dw->rows_read);
+	}
 	if (e == PX_OK && w->visits)
 		e = write_visits(w, err);
 	dist_log_wire(o, LOG_LVL_NOTICE, "worker", w->ctx);

@@ -242,11 +242,12 @@ static enum px_err layers_of(const struct st_file *f, const char *path,
 		b = st_find(f, name);
 		if (w->ndim != 2 || !w->shape[0] || !w->shape[1] ||
 		    w->shape[0] > MODEL_MAX_WIDTH ||
-		    w->shape[1] > MODEL_MAX_WIDTH)
+		    w->shape[1] > (prev ? MODEL_MAX_WIDTH : MODEL_MAX_IN))
 			return px_errorf(err, PX_EINVAL, "model file '%s': "
 					 "tensor '%s': not a Linear's weight "
-					 "[out, in], each in 1..%u", path,
-					 w->name, MODEL_MAX_WIDTH);
+					 "[out, in], each in 1..%u (the "
+					 "first's in 1..%u)", path, w->name,
+					 MODEL_MAX_WIDTH, MODEL_MAX_IN);
 		if (!b)
 			return px_errorf(err, PX_EINVAL, "model file '%s': no "
 					 "tensor '%s' for '%s'", path, name,

@@ -44,6 +44,27 @@ void kern_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 	       const float *a, int lda, const float *b, int ldb, float beta,
 	       float *c, int ldc);
 
+/* A batch of sparse rows (CSR): row i's non-zeros are rp[i] ..
+ * rp[i + 1] - 1, at columns ci[] (0-based, each < the width) with values
+ * cv[]; host memory. */
+struct kern_csr {
+	uint32_t n;          /* rows */
+	const uint64_t *rp;  /* [n + 1], rp[0] = 0 */
+	const uint32_t *ci;  /* [rp[n]] */
+	const float *cv;     /* [rp[n]] */
+};
+
+/* y[n,d] = x[n,in] (CSR) * w[in,d] + b[d]: each row's non-zeros only,
+ * summed in column order (the order gemm's reference sums a row in). */
+void kern_csr_affine(float *y, const struct kern_csr *x, const float *w,
+		     const float *b, int d);
+
+/* dw[in,d] = x^T (CSR) * dy[n,d] on the rows of dw that x touches (a
+ * column of x with a non-zero): those are set, the others left as they
+ * are.  Summed over x's rows in row order. */
+void kern_csr_wgrad(float *dw, const struct kern_csr *x, const float *dy,
+		    int d);
+
 /* y[n,d] += b[d] (broadcast over rows). */
 void kern_bias_add(float *y, const float *b, int n, int d);
 

@@ -67,6 +67,45 @@ void kern_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
 		    lda, b, ldb, beta, c, ldc);
 }
 
+void kern_csr_affine(float *y, const struct kern_csr *x, const float *w,
+		     const float *b, int d)
+{
+	/* y[n,d], w[in,d]: row j of w is feature j's d weights */
+	for (uint32_t i = 0; i < x->n; i++) {
+		float *yi = y + (size_t)i * d;
+
+		memcpy(yi, b, (size_t)d * sizeof(*yi));
+		for (uint64_t k = x->rp[i]; k < x->rp[i + 1]; k++) {
+			const float *wj = w + (size_t)x->ci[k] * d;
+			float v = x->cv[k];
+
+			for (int c = 0; c < d; c++)
+				yi[c] += v * wj[c];
+		}
+	}
+}
+
+void kern_csr_wgrad(float *dw, const struct kern_csr *x, const float *dy,
+		    int d)
+{
+	uint64_t nnz = x->rp[x->n];
+
+	/* the touched rows to zero first, then the sums into them */
+	for (uint64_t k = 0; k < nnz; k++)
+		memset(dw + (size_t)x->ci[k] * d, 0, (size_t)d * sizeof(*dw));
+	for (uint32_t i = 0; i < x->n; i++) {
+		const float *dyi = dy + (size_t)i * d;
+
+		for (uint64_t k = x->rp[i]; k < x->rp[i + 1]; k++) {
+			float *dwj = dw + (size_t)x->ci[k] * d;
+			float v = x->cv[k];
+
+			for (int c = 0; c < d; c++)
+				dwj[c] += v * dyi[c];
+		}
+	}
+}
+
 void kern_bias_add(float *y, const float *b, int n, int d)
 {
 	/* y[n,d], b[d] */

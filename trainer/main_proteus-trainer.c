@@ -221,6 +221,7 @@ enum opt_kind {
 	K_STAGE_AT,  /* "CLOCK:STAGE" into o.stage_at, o.stage_to */
 	K_FORMAT,    /* enum data_format */
 	K_SCALE,     /* enum data_scale */
+	K_SPARSE,    /* enum train_sparse */
 	K_SLOW_AT,   /* "S:WORKER:FACTOR:SECONDS" appended to l.slow[] */
 	K_SLOW,      /* "S:FACTOR:SECONDS" appended to o.slow[] */
 };
@@ -310,6 +311,18 @@ static const struct topt topts[] = {
 	OPT("scale", "none|standard", C_RUN, K_SCALE, o.data.scale, 0, 0, 0,
 	    "features as they are, or standardized by the training set's "
 	    "mean and deviation (kept in checkpoints)", NULL),
+	OPT("sparse", "auto|on|off", C_RUN, K_SPARSE, o.train.sparse, 0, 0,
+	    0, "batches of LIBSVM rows as sparse rows, computed on their "
+	    "non-zeros (CPU, unscaled); auto: when at most 5% of the "
+	    "features are non-zero (docs/trainer.md, \"Sparse data\")",
+	    NULL),
+	OPT("data-memory", "MiB", C_RUN, K_UINT, o.data_memory_mb, 0,
+	    1u << 20, F_NORANGE, "LIBSVM, CSV: MiB of training rows held "
+	    "at once; a larger set (a worker's partition) is read in chunks "
+	    "each pass. 0: no bound", NULL),
+	OPT("data-whole", NULL, C_DIST, K_FLAG, o.data_whole, 0, 0, 0,
+	    "LIBSVM, CSV: each worker loads the whole training set, not "
+	    "only its partition (straggler relief needs it)", NULL),
 	OPT("max-train", "N", C_RUN, K_UINT, o.max_train, 0,
 	    DATA_IDX_MAX_ITEMS, F_NORANGE,
 	    "training examples used, 0: all", NULL),
@@ -730,6 +743,10 @@ static void default_text(const struct topt *o, const struct tcli *d,
 		snprintf(buf, len, "%s",
 			 data_scale_name(*(const enum data_scale *)p));
 		break;
+	case K_SPARSE:
+		snprintf(buf, len, "%s",
+			 train_sparse_name(*(const enum train_sparse *)p));
+		break;
 	default:
 		snprintf(buf, len, "none");
 		break;
@@ -965,6 +982,9 @@ static int set_opt(const struct subcmd *sc, const struct topt *o,
 		break;
 	case K_SCALE:
 		e = data_scale_parse(arg, (enum data_scale *)p, &err);
+		break;
+	case K_SPARSE:
+		e = train_sparse_parse(arg, (enum train_sparse *)p, &err);
 		break;
 	case K_ADDR:
 	case K_ENDPOINT:
@@ -1209,7 +1229,12 @@ static enum px_err load_sets(const struct dist_opts *o,
 {
 	enum px_err e;
 
-	if (o->data.train)
+	if (o->data.train && o->data_memory_mb &&
+	    data_window_able(&o->data))
+		e = data_window_open(&o->data, o->max_train,
+				     (uint64_t)o->data_memory_mb << 20, train,
+				     prep, err);
+	else if (o->data.train)
 		e = data_load_train(&o->data, o->max_train, train, prep, err);
 	else
 		e = data_load_fashion_mnist(o->data_dir, true, o->max_train,
@@ -1284,6 +1309,13 @@ static int print_train_json(const struct train_opts *o,
 	int rc;
 
 	say_data(prep, true, j);
+	json_object_set_new(j, "sparse", json_boolean(r->sparse));
+	if (r->data_reads) { /* read in chunks (--data-memory) */
+		json_object_set_new(j, "data_reads",
+				    json_integer((json_int_t)r->data_reads));
+		json_object_set_new(j, "rows_held_max",
+				    json_integer(r->data_held));
+	}
 	json_object_set_new(j, "blas", blas_json());
 	rc = print_json(stdout, j);
 
@@ -1836,6 +1868,10 @@ static int run_role(const struct subcmd *sc, struct dist_opts *o)
 	}
 	log_init(sc->name, coord ? LOG_LVL_INFO : LOG_LVL_NOTICE);
 	log_blas(o->train.threads > 0 ? o->train.threads : 1);
+	/* workers that hold their partition only cannot help stragglers
+	 * (docs/trainer.md, "Who reads what") */
+	if (coord && !o->data_whole && data_window_able(&o->data))
+		o->no_reassign = true;
 	if (coord)
 		e = dist_coord_run(o, &err);
 	else if (!strcmp(sc->name, "ps"))

@@ -22,6 +22,13 @@ struct model_ctx {
 	float *h_probs;              /* host copies for eval and loss */
 	float *h_loss;
 	uint8_t *h_y;
+	/* sparse input (model_grad_csr): the rows of the first layer's W
+	 * the last call's batch touched in grad_last, zeroed at the next
+	 * call (every other row of it is zero already) */
+	float *grad_last;
+	uint32_t *touched;           /* [n_in] */
+	uint8_t *mark;               /* [n_in] */
+	uint32_t n_touched;
 };
 
 void model_init_params(const struct model_desc *d, float *params,
@@ -64,6 +71,8 @@ void model_ctx_free(struct model_ctx *c)
 	free(c->h_probs);
 	free(c->h_loss);
 	free(c->h_y);
+	free(c->touched);
+	free(c->mark);
 	free(c);
 }
 
@@ -140,10 +149,30 @@ static enum px_err check_batch(const struct model_ctx *c, uint32_t n,
 	return PX_OK;
 }
 
-/* act[l] = relu?(in x W_l + b_l) for every layer, then probs and loss. */
+/* Sparse input: the CPU ops only (host memory, the loops of kern_cpu.c),
+ * rows within the model's inputs. */
+static enum px_err check_csr(const struct model_ctx *c,
+			     const struct kern_csr *xs, struct px_error *err)
+{
+	if (c->ops != &kern_cpu_ops)
+		return px_errorf(err, PX_EINVAL, "sparse input needs the CPU "
+				 "(device %s)", c->ops->name);
+	if (xs->n == 0 || xs->n > c->max_batch)
+		return px_errorf(err, PX_EINVAL, "batch of %u, not in 1..%u",
+				 xs->n, c->max_batch);
+	for (uint64_t k = 0; k < xs->rp[xs->n]; k++)
+		if (xs->ci[k] >= c->d.n_in)
+			return px_errorf(err, PX_EINVAL, "sparse row feature "
+					 "%u, the model has %u", xs->ci[k] + 1,
+					 c->d.n_in);
+	return PX_OK;
+}
+
+/* act[l] = relu?(in x W_l + b_l) for every layer, then probs and loss;
+ * the first layer's input is x, or xs (sparse rows) when not NULL. */
 static enum px_err forward(struct model_ctx *c, const float *params,
-			   const float *x, const uint8_t *y, int n,
-			   struct px_error *err)
+			   const float *x, const struct kern_csr *xs,
+			   const uint8_t *y, int n, struct px_error *err)
 {
 	const struct kern_ops *o = c->ops;
 	const float *in = x;
@@ -153,12 +182,19 @@ static enum px_err forward(struct model_ctx *c, const float *params,
 		const struct model_layer *L = &c->d.layer[l];
 		int ni = (int)L->in, no = (int)L->out;
 
+		if (l == 0 && xs) {
+			kern_csr_affine(c->act[0], xs, params + L->w_off,
+					params + L->b_off, no);
+			r = PX_OK;
+			goto act;
+		}
 		/* act[n, out] = in[n, in] * W[in, out] */
 		r = o->gemm(c->kctx, false, false, n, no, ni, 1.0f, in, ni,
 			    params + L->w_off, no, 0.0f, c->act[l], no, err);
 		if (r == PX_OK)
 			r = o->bias_add(c->kctx, c->act[l], params + L->b_off,
 					n, no, err);
+act:
 		if (r == PX_OK && L->relu)
 			r = o->relu_fwd(c->kctx, c->act[l], c->act[l],
 					(size_t)n * no, err);
@@ -186,17 +222,55 @@ static enum px_err mean_loss(struct model_ctx *c, uint32_t n,
 	return PX_OK;
 }
 
-enum px_err model_grad(struct model_ctx *c, const float *params,
-		       const float *x, const uint8_t *y, uint32_t n,
-		       float *grad, double *ret_loss, struct px_error *err)
+/* The first layer's dW from sparse rows: the rows the last batch set in
+ * grad are zeroed (the whole of dW on a grad not seen before), then the
+ * rows xs touches are set; the touched rows are kept for the next call. */
+static enum px_err csr_wgrad(struct model_ctx *c, const struct kern_csr *xs,
+			     const float *dy, float *grad,
+			     struct px_error *err)
+{
+	const struct model_layer *L = &c->d.layer[0];
+	float *dw = grad + L->w_off;
+	size_t row = L->out * sizeof(float);
+
+	if (!c->touched) {
+		c->touched = px_calloc(L->in, sizeof(*c->touched));
+		c->mark = px_calloc(L->in, 1);
+		if (!c->touched || !c->mark)
+			return px_errorf(err, PX_ENOMEM, "sparse gradient "
+					 "rows");
+	}
+	if (grad != c->grad_last)
+		memset(dw, 0, L->in * row);
+	else
+		for (uint32_t t = 0; t < c->n_touched; t++)
+			memset(dw + (size_t)c->touched[t] * L->out, 0, row);
+	for (uint32_t t = 0; t < c->n_touched; t++)
+		c->mark[c->touched[t]] = 0;
+	c->n_touched = 0;
+	for (uint64_t k = 0; k < xs->rp[xs->n]; k++)
+		if (!c->mark[xs->ci[k]]) {
+			c->mark[xs->ci[k]] = 1;
+			c->touched[c->n_touched++] = xs->ci[k];
+		}
+	kern_csr_wgrad(dw, xs, dy, (int)L->out);
+	c->grad_last = grad;
+	return PX_OK;
+}
+
+/* model_grad over x, or xs when not NULL. */
+static enum px_err grad_of(struct model_ctx *c, const float *params,
+			   const float *x, const struct kern_csr *xs,
+			   const uint8_t *y, uint32_t n, float *grad,
+			   double *ret_loss, struct px_error *err)
 {
 	const struct kern_ops *o = c->ops;
 	int cur = 0, nn = (int)n;
 	enum px_err r;
 
-	r = check_batch(c, n, err);
+	r = xs ? check_csr(c, xs, err) : check_batch(c, n, err);
 	if (r == PX_OK)
-		r = forward(c, params, x, y, nn, err);
+		r = forward(c, params, x, xs, y, nn, err);
 	if (r == PX_OK)
 		r = o->softmax_xent_bwd(c->kctx, c->delta[cur], c->probs, y, nn,
 					(int)c->d.n_out, err);
@@ -207,8 +281,12 @@ enum px_err model_grad(struct model_ctx *c, const float *params,
 		float *dy = c->delta[cur], *dx = c->delta[cur ^ 1];
 
 		/* dW[in, out] = in^T [in, n] * dy[n, out] */
-		r = o->gemm(c->kctx, true, false, ni, no, nn, 1.0f, in, ni, dy,
-			    no, 0.0f, grad + L->w_off, no, err);
+		if (l == 0 && xs)
+			r = csr_wgrad(c, xs, dy, grad, err);
+		else
+			r = o->gemm(c->kctx, true, false, ni, no, nn, 1.0f, in,
+				    ni, dy, no, 0.0f, grad + L->w_off, no,
+				    err);
 		/* db[out] = column sums of dy */
 		if (r == PX_OK)
 			r = o->bias_grad(c->kctx, grad + L->b_off, dy, nn, no,
@@ -229,10 +307,25 @@ enum px_err model_grad(struct model_ctx *c, const float *params,
 	return r;
 }
 
-enum px_err model_eval(struct model_ctx *c, const float *params,
+enum px_err model_grad(struct model_ctx *c, const float *params,
 		       const float *x, const uint8_t *y, uint32_t n,
-		       double *loss_sum, uint64_t *correct,
-		       struct px_error *err)
+		       float *grad, double *ret_loss, struct px_error *err)
+{
+	return grad_of(c, params, x, NULL, y, n, grad, ret_loss, err);
+}
+
+enum px_err model_grad_csr(struct model_ctx *c, const float *params,
+			   const struct kern_csr *x, const uint8_t *y,
+			   float *grad, double *ret_loss, struct px_error *err)
+{
+	return grad_of(c, params, NULL, x, y, x->n, grad, ret_loss, err);
+}
+
+/* model_eval over x, or xs when not NULL. */
+static enum px_err eval_of(struct model_ctx *c, const float *params,
+			   const float *x, const struct kern_csr *xs,
+			   const uint8_t *y, uint32_t n, double *loss_sum,
+			   uint64_t *correct, struct px_error *err)
 {
 	const struct kern_ops *o = c->ops;
 	uint32_t k = c->d.n_out;
@@ -240,9 +333,9 @@ enum px_err model_eval(struct model_ctx *c, const float *params,
 	double s = 0.0;
 	enum px_err r;
 
-	r = check_batch(c, n, err);
+	r = xs ? check_csr(c, xs, err) : check_batch(c, n, err);
 	if (r == PX_OK)
-		r = forward(c, params, x, y, (int)n, err);
+		r = forward(c, params, x, xs, y, (int)n, err);
 	if (r == PX_OK)
 		r = o->download(c->kctx, c->h_probs, c->probs,
 				(size_t)n * k * sizeof(float), err);
@@ -268,6 +361,22 @@ enum px_err model_eval(struct model_ctx *c, const float *params,
 	return PX_OK;
 }
 
+enum px_err model_eval(struct model_ctx *c, const float *params,
+		       const float *x, const uint8_t *y, uint32_t n,
+		       double *loss_sum, uint64_t *correct,
+		       struct px_error *err)
+{
+	return eval_of(c, params, x, NULL, y, n, loss_sum, correct, err);
+}
+
+enum px_err model_eval_csr(struct model_ctx *c, const float *params,
+			   const struct kern_csr *x, const uint8_t *y,
+			   double *loss_sum, uint64_t *correct,
+			   struct px_error *err)
+{
+	return eval_of(c, params, NULL, x, y, x->n, loss_sum, correct, err);
+}
+
 enum px_err model_probs(struct model_ctx *c, const float *params,
 			const float *x, const uint8_t *y, uint32_t n,
 			float *probs, struct px_error *err)
@@ -275,7 +384,7 @@ enum px_err model_probs(struct model_ctx *c, const float *params,
 	enum px_err r = check_batch(c, n, err);
 
 	if (r == PX_OK)
-		r = forward(c, params, x, y, (int)n, err);
+		r = forward(c, params, x, NULL, y, (int)n, err);
 	if (r == PX_OK)
 		r = c->ops->download(c->kctx, probs, c->probs,
 				     (size_t)n * c->d.n_out * sizeof(float),

@@ -19,7 +19,9 @@
 #include "kern.h"
 
 #define MODEL_MAX_LAYERS 8
-#define MODEL_MAX_WIDTH 65536u           /* any layer's in or out */
+#define MODEL_MAX_WIDTH 65536u           /* any layer's in or out ... */
+#define MODEL_MAX_IN (1u << 20)          /* ... but the inputs: a sparse set's
+					    features (LIBSVM), up to 2^20 */
 #define MODEL_MAX_PARAMS (1u << 28)      /* floats in the flat array */
 #define MODEL_MAX_BATCH 65536u
 
@@ -55,7 +57,7 @@ const char *model_kind_name(enum model_kind k);
 
 /* Describe a model: n_in -> hidden[0] -> ... -> n_out.  MLR takes no
  * hidden layers, MLP at least one.  Widths are bounded by
- * MODEL_MAX_WIDTH, the layer count by MODEL_MAX_LAYERS and the total by
+ * MODEL_MAX_WIDTH (n_in by MODEL_MAX_IN), the layer count by MODEL_MAX_LAYERS and the total by
  * MODEL_MAX_PARAMS; n_out is at most 256 (labels are bytes). */
 enum px_err model_desc_init(struct model_desc *d, enum model_kind kind,
 			    uint32_t n_in, uint32_t n_out,
@@ -96,6 +98,22 @@ enum px_err model_eval(struct model_ctx *c, const float *params,
 		       const float *x, const uint8_t *y, uint32_t n,
 		       double *loss_sum, uint64_t *correct,
 		       struct px_error *err);
+
+/* The same with the batch's inputs as sparse rows (host memory, the CPU
+ * ops only; PX_EINVAL on another table): the first layer computes on
+ * the non-zeros (docs/trainer.md, "Sparse data"), the rest as above.
+ * The gradient of the first layer's W is set on the rows (features)
+ * the batch touches and zero on the others: the context remembers the
+ * rows it set in grad and zeroes them at its next call, so grad must not
+ * be written by anything else between two calls (a grad it has not seen
+ * before is zeroed whole).  1 <= x->n <= max_batch; y [x->n]. */
+enum px_err model_grad_csr(struct model_ctx *c, const float *params,
+			   const struct kern_csr *x, const uint8_t *y,
+			   float *grad, double *ret_loss, struct px_error *err);
+enum px_err model_eval_csr(struct model_ctx *c, const float *params,
+			   const struct kern_csr *x, const uint8_t *y,
+			   double *loss_sum, uint64_t *correct,
+			   struct px_error *err);
 
 /* Forward only: the class probabilities of the batch into probs[n, n_out]
  * on the host (`predict`).  y feeds only the loss the forward computes

@@ -65,11 +65,12 @@ enum px_err model_desc_init(struct model_desc *d, enum model_kind kind,
 		L->in = l == 0 ? n_in : hidden[l - 1];
 		L->out = l == n_hidden ? n_out : hidden[l];
 		L->relu = l != n_hidden;
-		if (L->in == 0 || L->in > MODEL_MAX_WIDTH ||
+		if (L->in == 0 || L->in > (l ? MODEL_MAX_WIDTH : MODEL_MAX_IN) ||
 		    L->out == 0 || L->out > MODEL_MAX_WIDTH)
 			return px_errorf(err, PX_ETOOBIG, "layer %u is %u x %u,"
-					 " widths must be in 1..%u", l, L->in,
-					 L->out, MODEL_MAX_WIDTH);
+					 " widths must be in 1..%u (inputs "
+					 "1..%u)", l, L->in, L->out,
+					 MODEL_MAX_WIDTH, MODEL_MAX_IN);
 		L->w_off = (size_t)off;
 		L->b_off = (size_t)(off + (uint64_t)L->in * L->out);
 		off = L->b_off + (uint64_t)L->out;

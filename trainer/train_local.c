@@ -32,6 +32,8 @@ struct run {
 	float *x;          /* ops memory batch (aliases h_x on the CPU) */
 	uint8_t *y;
 	uint32_t *idx;     /* shuffled order */
+	bool sparse;       /* batches as sparse rows (xs), not h_x */
+	struct data_csr xs;
 };
 
 void train_opts_default(struct train_opts *o)
@@ -63,6 +65,50 @@ enum px_err train_device_parse(const char *s, enum train_device *ret,
 	else
 		return px_errorf(err, PX_EINVAL,
 				 "unknown device '%s' (cpu or cuda)", s);
+	return PX_OK;
+}
+
+static const char *const sparse_names[] = {
+	[TRAIN_SPARSE_AUTO] = "auto", [TRAIN_SPARSE_ON] = "on",
+	[TRAIN_SPARSE_OFF] = "off",
+};
+
+enum px_err train_sparse_parse(const char *s, enum train_sparse *ret,
+			       struct px_error *err)
+{
+	for (int i = 0; i < TRAIN_SPARSE_MAX; i++)
+		if (!strcmp(s, sparse_names[i])) {
+			*ret = (enum train_sparse)i;
+			return PX_OK;
+		}
+	return px_errorf(err, PX_EINVAL, "unknown sparse mode '%s' (auto, on "
+			 "or off)", s);
+}
+
+const char *train_sparse_name(enum train_sparse s)
+{
+	return (unsigned)s < TRAIN_SPARSE_MAX ? sparse_names[s] : "?";
+}
+
+enum px_err train_sparse_pick(const struct train_opts *o,
+			      const struct data_set *train, double density,
+			      bool *ret, struct px_error *err)
+{
+	const char *why = data_csr_refused(train);
+
+	*ret = false;
+	if (o->sparse == TRAIN_SPARSE_OFF)
+		return PX_OK;
+	if (!why && o->device != TRAIN_DEV_CPU)
+		why = "the sparse kernels are the CPU's (--device cpu)";
+	if (why)
+		return o->sparse == TRAIN_SPARSE_ON
+			       ? px_errorf(err, PX_EINVAL, "--sparse on: %s",
+					   why)
+			       : PX_OK;
+	if (density < 0)
+		density = data_density(train);
+	*ret = o->sparse == TRAIN_SPARSE_ON || density <= TRAIN_SPARSE_DENSITY;
 	return PX_OK;
 }
 
@@ -106,6 +152,7 @@ static void run_release(struct run *r)
 	free(r->h_x);
 	free(r->h_y);
 	free(r->idx);
+	data_csr_free(&r->xs);
 }
 
 static enum px_err ops_alloc(struct run *r, size_t bytes, void **ret,
@@ -124,6 +171,8 @@ static enum px_err run_setup(struct run *r, const struct train_opts *o,
 	e = model_desc_init(&r->d, o->model, train->dim, train->n_classes,
 			    o->hidden, o->model == MODEL_MLR ? 0 : o->n_hidden,
 			    err);
+	if (e == PX_OK)
+		e = train_sparse_pick(o, train, -1, &r->sparse, err);
 	if (e != PX_OK)
 		return e;
 	if (o->device == TRAIN_DEV_CUDA) {
@@ -138,7 +187,10 @@ static enum px_err run_setup(struct run *r, const struct train_opts *o,
 	}
 	pb = r->d.n_params * sizeof(float);
 	r->h_params = px_calloc(r->d.n_params, sizeof(float));
-	r->h_x = px_calloc((size_t)o->batch * train->dim, sizeof(float));
+	/* sparse: no dense batch (batch x features floats: 51 MB at
+	 * batch 128 and 10^5 features) */
+	r->h_x = px_calloc(r->sparse ? 1 : (size_t)o->batch * train->dim,
+			   sizeof(float));
 	r->h_y = px_calloc(o->batch, 1);
 	r->idx = px_calloc(train->n > o->batch ? train->n : o->batch,
 			   sizeof(uint32_t));
@@ -185,8 +237,9 @@ static enum px_err load_batch(struct run *r, const struct data_set *ds,
 {
 	enum px_err e;
 
-	data_gather(ds, idx, n, r->h_x, r->h_y);
-	if (r->x == r->h_x)
+	e = data_batch_gather(ds, idx, n, r->h_x, r->sparse ? &r->xs : NULL,
+			      r->h_y, err);
+	if (e != PX_OK || r->sparse || r->x == r->h_x)
 		return PX_OK;
 	e = r->ops->upload(r->kctx, r->x, r->h_x,
 			   (size_t)n * ds->dim * sizeof(float), err);
@@ -351,11 +404,15 @@ enum px_err train_local_run(const struct train_opts *o,
 	memset(&r, 0, sizeof(r));
 	memset(&res, 0, sizeof(res));
 	e = check_opts(o, train, test, err);
+	if (e == PX_OK && train->win) /* read in chunks: a batch fits one */
+		data_window_range(train, 0, train->n,
+				  o->batch);
 	if (e == PX_OK)
 		e = run_setup(&r, o, train, err);
 	if (e != PX_OK)
 		goto out_release;
 	res.n_params = r.d.n_params;
+	res.sparse = r.sparse;
 	per_epoch = (train->n + (uint64_t)o->batch - 1) / o->batch;
 	steps_total = (uint64_t)o->epochs * per_epoch;
 	meta = run_meta(&r, o, train, steps_total);
@@ -372,15 +429,19 @@ enum px_err train_local_run(const struct train_opts *o,
 		double loss_sum = 0.0;
 		uint32_t steps = 0;
 
-		data_shuffle(r.idx, train->n, 0,
-			     o->seed ^ (UINT64_C(0x5851f42d4c957f2d) * ep));
+		data_shuffle_chunked(r.idx, train->n, 0, train->win ?
+				     train->win->chunk : 0, o->seed ^
+				     (UINT64_C(0x5851f42d4c957f2d) * ep));
 		for (uint32_t i = 0; i < train->n; i += o->batch, steps++) {
 			uint32_t n = train->n - i < o->batch ? train->n - i
 							     : o->batch;
 			double loss;
 
 			e = load_batch(&r, train, r.idx + i, n, err);
-			if (e == PX_OK)
+			if (e == PX_OK && r.sparse)
+				e = model_grad_csr(r.m, r.params, &r.xs.csr,
+						   r.y, r.grad, &loss, err);
+			else if (e == PX_OK)
 				e = model_grad(r.m, r.params, r.x, r.y, n,
 					       r.grad, &loss, err);
 			if (e == PX_OK)
@@ -437,6 +498,10 @@ enum px_err train_local_run(const struct train_opts *o,
 	if (e == PX_OK && o->export_path)
 		e = export_write(o->export_path, &r.d, train->prep, r.h_params,
 				 res.test_accuracy, err);
+	if (train->win) {
+		res.data_reads = train->win->reads;
+		res.data_held = train->win->max_held;
+	}
 	*ret = res;
 out_release:
 	run_release(&r);
@@ -448,6 +513,8 @@ enum px_err train_eval_host(struct model_ctx *mc, const float *params,
 			    double *ret_acc, struct px_error *err)
 {
 	uint32_t batch = TRAIN_EVAL_BATCH, idx[TRAIN_EVAL_BATCH];
+	struct data_csr xs = { 0 };
+	bool sparse = !data_csr_refused(set);
 	float *buf = NULL;
 	uint8_t *yb = NULL;
 	uint64_t correct = 0;
@@ -456,8 +523,15 @@ enum px_err train_eval_host(struct model_ctx *mc, const float *params,
 
 	if (!set->n)
 		return px_errorf(err, PX_EINVAL, "no examples to evaluate");
+	/* sparse rows, unscaled: on their non-zeros (a dense batch of a
+	 * set of 10^5 features would be 400 MB) */
+	if (sparse) {
+		yb = px_calloc(batch, 1);
+		if (!yb)
+			return px_errorf(err, PX_ENOMEM, "evaluation batch");
+	}
 	/* bytes, sparse rows or scaled: a batch of floats at a time */
-	if (!set->x || (set->prep && set->prep->mean)) {
+	if (!sparse && (!set->x || (set->prep && set->prep->mean))) {
 		buf = px_calloc((size_t)batch * set->dim, sizeof(float));
 		yb = px_calloc(batch, 1);
 		if (!buf || !yb) {
@@ -470,9 +544,16 @@ enum px_err train_eval_host(struct model_ctx *mc, const float *params,
 		const float *x = buf;
 		const uint8_t *y = yb;
 
+		for (uint32_t j = 0; j < n; j++)
+			idx[j] = i + j;
+		if (sparse) {
+			e = data_gather_csr(set, idx, n, &xs, yb, err);
+			if (e == PX_OK)
+				e = model_eval_csr(mc, params, &xs.csr, yb,
+						   &loss, &correct, err);
+			continue;
+		}
 		if (buf) {
-			for (uint32_t j = 0; j < n; j++)
-				idx[j] = i + j;
 			data_gather(set, idx, n, buf, yb);
 		} else {
 			x = set->x + (size_t)i * set->dim;
@@ -485,6 +566,7 @@ enum px_err train_eval_host(struct model_ctx *mc, const float *params,
 		*ret_acc = (double)correct / set->n;
 	}
 out:
+	data_csr_free(&xs);
 	free(buf);
 	free(yb);
 	return e;

@@ -26,6 +26,23 @@ enum train_schedule {
 	TRAIN_LR_MAX
 };
 
+/* How a batch reaches the model (docs/trainer.md, "Sparse data"). */
+enum train_sparse {
+	TRAIN_SPARSE_AUTO, /* sparse rows when the set allows it and its
+			      density is at most TRAIN_SPARSE_DENSITY */
+	TRAIN_SPARSE_ON,   /* sparse rows; an error when the set or the
+			      device does not allow it */
+	TRAIN_SPARSE_OFF,  /* dense batches, as before */
+	TRAIN_SPARSE_MAX
+};
+
+/* auto's threshold: at most 5% of the features non-zero.  A chosen
+ * value, not a measured crossover: the loops over the non-zeros do a
+ * 20th of gemm's multiplications there, at a few times gemm's cost each,
+ * and the dense batch also pays for writing the zeros (docs/trainer.md,
+ * "Sparse data"; at 0.04% the sparse path is 56x, docs/benchmarks.md). */
+#define TRAIN_SPARSE_DENSITY 0.05
+
 struct train_opts {
 	enum model_kind model;
 	uint32_t hidden[MODEL_MAX_LAYERS - 1]; /* MLP widths */
@@ -48,6 +65,7 @@ struct train_opts {
 	const char *export_path; /* write the trained model here at the end
 				   (export.h, safetensors); NULL: none */
 	uint32_t rank;         /* mf: factors a user and an item */
+	enum train_sparse sparse; /* sparse batches: auto, on or off */
 	uint32_t fault_crash_after; /* tests only: SIGKILL itself after this
 				   epoch's checkpoint (0: never) */
 };
@@ -65,6 +83,20 @@ float train_step_lr(const struct train_opts *o, uint64_t step,
 /* "cpu" or "cuda". */
 enum px_err train_device_parse(const char *s, enum train_device *ret,
 			       struct px_error *err);
+
+/* "auto", "on" or "off". */
+enum px_err train_sparse_parse(const char *s, enum train_sparse *ret,
+			       struct px_error *err);
+const char *train_sparse_name(enum train_sparse s);
+
+/* Whether training on `train` goes through sparse batches under
+ * o->sparse: the set allows it (data_csr_refused), the device is the CPU
+ * and, for auto, the density (data_density, or `density` when >= 0: a
+ * set read in parts says its file's) is at most TRAIN_SPARSE_DENSITY.
+ * PX_EINVAL saying why for "on" when it cannot. */
+enum px_err train_sparse_pick(const struct train_opts *o,
+			      const struct data_set *train, double density,
+			      bool *ret, struct px_error *err);
 
 /* "const" or "cosine". */
 enum px_err train_schedule_parse(const char *s, enum train_schedule *ret,
@@ -90,6 +122,9 @@ struct train_result {
 	double wall_seconds;     /* everything, setup and eval included */
 	size_t n_params;         /* model size in floats */
 	uint32_t resumed_from;   /* epochs done before (--resume), or 0 */
+	bool sparse;             /* the batches were sparse rows */
+	uint64_t data_reads;     /* a set read in parts: chunks read */
+	uint32_t data_held;      /* ... and the most rows held at once */
 };
 
 /* Called after each epoch; return false to stop (PX_ECANCELED). */

@@ -217,3 +217,106 @@ Test(trainer_data, bad_data_exits_3_naming_file_and_line)
 	cr_assert(strstr(r.err, "--test-data"), "%s", r.err);
 	pxrun_free(&r);
 }
+
+/* Worker node's "data:" line in err: its rows [lo, hi) of n and the
+ * most it held at once; false when there is none. */
+static bool worker_rows(const char *err, unsigned node, unsigned *lo,
+			unsigned *hi, unsigned *n, unsigned *held)
+{
+	char key[64];
+	const char *p;
+
+	snprintf(key, sizeof key, "worker %u data: ", node);
+	p = strstr(err, key);
+	return p && (p = strstr(p, "rows [")) &&
+	       sscanf(p, "rows [%u, %u) of %u last, at most %u held", lo, hi,
+		      n, held) == 4;
+}
+
+/* `local` with 2 workers on an unscaled LIBSVM set: sparse batches, and
+ * each worker holds only its half of the rows (what it reports), yet
+ * the job trains as well as ever. */
+Test(trainer_data, local_workers_read_their_partition_only)
+{
+	const char *loc[] = { "local", "--model", "mlr", "--epochs", "3",
+			      "--threads", "1", "--workers", "2", "--ps", "2",
+			      "--sparse", "on", "--train-data", svm_tr,
+			      "--test-data", svm_te, "--json", NULL };
+	unsigned lo[2], hi[2], n[2], held[2];
+	struct pxrun r;
+	json_t *j;
+
+	j = run(&r, loc);
+	cr_assert_not_null(j, "exit %d: %s%s", r.status, r.out, r.err);
+	cr_assert_gt(acc_of(j), 0.97, "%s", r.out);
+	for (unsigned w = 0; w < 2; w++) {
+		cr_assert(worker_rows(r.err, 1000 + w, &lo[w], &hi[w], &n[w],
+				      &held[w]), "worker %u: %s", 1000 + w,
+			  r.err);
+		cr_assert_eq(n[w], 4000);
+		cr_assert_eq(hi[w] - lo[w], 2000, "[%u, %u)", lo[w], hi[w]);
+		cr_assert_leq(held[w], 2000, "worker %u held %u rows",
+			      1000 + w, held[w]);
+		cr_assert(strstr(r.err, "data: sparse batches"), "%s", r.err);
+	}
+	cr_assert(lo[0] == hi[1] || lo[1] == hi[0], "[%u, %u) [%u, %u)",
+		  lo[0], hi[0], lo[1], hi[1]);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+/* `train` on a set over its --data-memory (1 MiB; the rows take ~2.6):
+ * read in chunks each epoch, to the accuracy of the same run in
+ * memory, and sparse batches give the dense ones' accuracy. */
+Test(trainer_data, streaming_trains_as_in_memory)
+{
+	static const int pm[] = { -1, 1 };
+	char big[700];
+	const char *base[] = { "train", "--model", "mlr", "--epochs", "2",
+			       "--threads", "1", "--train-data", big,
+			       "--test-data", svm_te, "--json" };
+	const char *extra[3][3] = { { "--data-memory", "1", "--sparse" },
+				    { "--data-memory", "0", "--sparse" },
+				    { "--data-memory", "0", "--sparse" } };
+	const char *mode[3] = { "on", "on", "off" };
+	double acc[3];
+
+	snprintf(big, sizeof big, "%s/big.svm", tmp);
+	gen(big, 20000, 2, pm, false);
+	for (int k = 0; k < 3; k++) {
+		const char *argv[20];
+		struct pxrun r;
+		json_t *j, *reads;
+		size_t n = 0;
+
+		for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+			argv[n++] = base[i];
+		for (int i = 0; i < 3; i++)
+			argv[n++] = extra[k][i];
+		argv[n++] = mode[k];
+		argv[n] = NULL;
+		j = run(&r, argv);
+		cr_assert_not_null(j, "exit %d: %s", r.status, r.err);
+		acc[k] = acc_of(j);
+		cr_assert_gt(acc[k], 0.97, "%s", r.out);
+		cr_assert_eq(json_is_true(json_object_get(j, "sparse")),
+			     k < 2, "%s", r.out);
+		reads = json_object_get(j, "data_reads");
+		/* 2 epochs of 2 chunks or more (the last of one may be the
+		 * first of the next: held still) */
+		if (k == 0) {
+			cr_assert_geq(json_integer_value(reads), 3, "%s",
+				      r.out);
+			cr_assert_lt(json_integer_value(json_object_get(
+				     j, "rows_held_max")), 20000, "%s", r.out);
+		} else {
+			cr_assert_null(reads, "%s", r.out);
+		}
+		json_decref(j);
+		pxrun_free(&r);
+	}
+	cr_assert_float_eq(acc[0], acc[1], 0.01, "streamed %g, in memory %g",
+			   acc[0], acc[1]);
+	cr_assert_float_eq(acc[1], acc[2], 0.005, "sparse %g, dense %g",
+			   acc[1], acc[2]);
+}

@@ -318,9 +318,9 @@ Test(trainer_dataset, bad_libsvm_says_file_line_and_field)
 	    "inf.svm:2: field 2 (index 1): value '-inf': not a finite");
 	BAD("big.svm", "1 1:1e39\n", PX_EINVAL,
 	    "big.svm:1: field 2 (index 1): value '1e39': out of a float");
-	BAD("wide.svm", "1 65537:1\n", PX_EINVAL,
-	    "wide.svm:1: field 2: index '65537' is not a whole number in "
-	    "1..65536");
+	BAD("wide.svm", "1 1048577:1\n", PX_EINVAL,
+	    "wide.svm:1: field 2: index '1048577' is not a whole number in "
+	    "1..1048576");
 	BAD("pair.svm", "1 1:1 7\n", PX_EINVAL,
 	    "pair.svm:1: field 3: '7' is not index:value");
 	BAD("empty.svm", "", PX_EINVAL, "empty.svm: no rows (an empty file)");
@@ -461,4 +461,126 @@ Test(trainer_dataset, checkpoints_keep_the_labels_and_the_scaling)
 	data_prep_release(&r.prep);
 	data_prep_release(&p);
 	data_release(&d);
+}
+
+/* A LIBSVM (or CSV, with a header) text of n rows over 7 features, with
+ * comments and blank lines between some (malloc'd). */
+static char *rows_text(uint32_t n, bool csv)
+{
+	size_t cap = (size_t)n * 120 + 64, len = 0;
+	char *t = malloc(cap);
+
+	cr_assert_not_null(t);
+	if (csv)
+		len += (size_t)snprintf(t, cap, "y,a,b,c,d,e,f,g\n");
+	for (uint32_t i = 0; i < n; i++) {
+		if (!csv && i % 97 == 0)
+			len += (size_t)snprintf(t + len, cap - len,
+						"# comment\n\n");
+		len += (size_t)snprintf(t + len, cap - len, "%u", i % 3);
+		for (uint32_t j = 0; j < 7; j++) {
+			unsigned v = (i * 7 + j * 13) % 11;
+
+			if (csv)
+				len += (size_t)snprintf(t + len, cap - len,
+							",%u", v);
+			else if (v > 5)
+				len += (size_t)snprintf(t + len, cap - len,
+							" %u:%u", j + 1, v);
+		}
+		t[len++] = '\n';
+	}
+	t[len] = '\0';
+	return t;
+}
+
+/* A window over rows [lo, hi) of a file, a chunk of a few rows, gives
+ * what the whole load gives for every row of the range (dense and, for
+ * LIBSVM, sparse), reading chunk after chunk; a row outside the range is
+ * refused. */
+static void window_matches_load(const char *name, bool csv)
+{
+	enum { N = 3000, LO = 1100, HI = 2950 };
+	char *text = rows_text(N, csv);
+	struct data_spec s = { .train = file(name, text, strlen(text)) };
+	struct data_set whole, win;
+	struct data_prep p, q;
+	struct px_error err = { 0 };
+	struct data_csr xs = { 0 };
+	static uint32_t idx[HI - LO];
+	static float xw[(HI - LO) * 7], xv[(HI - LO) * 7];
+	static uint8_t yw[HI - LO], yv[HI - LO];
+
+	free(text);
+	cr_assert_eq(data_load_train(&s, 0, &whole, &p, &err), PX_OK, "%s",
+		     err.msg);
+	/* ~100 rows' bytes held at a time */
+	cr_assert_eq(data_window_open(&s, 0, 100 * (csv ? 33 : 45), &win, &q,
+				      &err), PX_OK, "%s", err.msg);
+	cr_assert(data_prep_equal(&p, &q));
+	cr_assert_eq(win.n, N);
+	cr_assert_not_null(win.win);
+	data_window_range(&win, LO, HI, 64);
+	cr_assert(win.win->chunk >= 64 && win.win->chunk < 200,
+		  "chunk %u", win.win->chunk);
+	data_shuffle_chunked(idx, HI - LO, LO, win.win->chunk, 7);
+	data_gather(&whole, idx, HI - LO, xw, yw);
+	cr_assert_eq(data_batch_gather(&win, idx, HI - LO, xv, NULL, yv, &err),
+		     PX_OK, "%s", err.msg);
+	cr_assert_eq(memcmp(xw, xv, sizeof(xw)), 0);
+	cr_assert_eq(memcmp(yw, yv, sizeof(yw)), 0);
+	/* each chunk read once: the shuffle keeps a chunk's rows together */
+	cr_assert_eq(win.win->reads, (HI - LO + win.win->chunk - 1) /
+				     win.win->chunk);
+	cr_assert_leq(win.win->max_held, win.win->chunk);
+	if (!csv) {
+		cr_assert_eq(data_batch_gather(&win, idx, 200, NULL, &xs, yv,
+					       &err), PX_OK, "%s", err.msg);
+		cr_assert_eq(xs.csr.n, 200);
+		for (uint32_t i = 0; i < 200; i++) {
+			uint32_t r = idx[i];
+
+			cr_assert_eq(xs.csr.rp[i + 1] - xs.csr.rp[i],
+				     whole.rp[r + 1] - whole.rp[r]);
+			cr_assert_eq(memcmp(xs.csr.ci + xs.csr.rp[i],
+					    whole.ci + whole.rp[r],
+					    (whole.rp[r + 1] - whole.rp[r]) *
+					    4), 0);
+		}
+		cr_assert_float_eq(data_density(&win), data_density(&whole),
+				   1e-12);
+		data_csr_free(&xs);
+	}
+	idx[0] = LO - 1;
+	cr_assert_eq(data_batch_gather(&win, idx, 1, xv, NULL, yv, &err),
+		     PX_EINVAL);
+	data_release(&win);
+	data_release(&whole);
+	data_prep_release(&p);
+	data_prep_release(&q);
+}
+
+Test(trainer_dataset, a_window_reads_its_rows_only_in_chunks)
+{
+	window_matches_load("w.svm", false);
+	window_matches_load("w.svm.gz", false);
+	window_matches_load("w.csv", true);
+}
+
+Test(trainer_dataset, a_chunked_shuffle_is_a_permutation_by_chunks)
+{
+	enum { N = 1000, LO = 50, CH = 64 };
+	static uint32_t idx[N], seen[N];
+	uint32_t changes = 0, in_order = 0;
+
+	data_shuffle_chunked(idx, N, LO, CH, 9);
+	for (uint32_t i = 0; i < N; i++) {
+		cr_assert(idx[i] >= LO && idx[i] < LO + N);
+		cr_assert_eq(seen[idx[i] - LO]++, 0, "row %u twice", idx[i]);
+		changes += i && (idx[i] - LO) / CH != (idx[i - 1] - LO) / CH;
+		in_order += i && idx[i] == idx[i - 1] + 1;
+	}
+	/* each chunk's rows in one run: as many changes as chunks, less 1 */
+	cr_assert_eq(changes, (N + CH - 1) / CH - 1);
+	cr_assert_lt(in_order, N / 10, "rows not shuffled in their chunk");
 }
