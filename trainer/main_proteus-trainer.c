@@ -1870,8 +1870,13 @@ static int run_role(const struct subcmd *sc, struct dist_opts *o)
 	log_blas(o->train.threads > 0 ? o->train.threads : 1);
 	/* workers that hold their partition only cannot help stragglers
 	 * (docs/trainer.md, "Who reads what") */
-	if (coord && !o->data_whole && data_window_able(&o->data))
+	if (coord && !o->data_whole && data_window_able(&o->data) &&
+	    !o->no_reassign) {
+		log_info("straggler relief off: each worker holds only its "
+			 "partition of %s (--data-whole: each holds all, and "
+			 "relief works)", o->data.train);
 		o->no_reassign = true;
+	}
 	if (coord)
 		e = dist_coord_run(o, &err);
 	else if (!strcmp(sc->name, "ps"))
