@@ -143,11 +143,13 @@ Test(trainer_mf_cli, refuses_what_mf_does_not_take)
 			       "--train-data", tr, "--test-data", te, NULL };
 	const char *nodata[] = { "train", "--model", "mf", NULL };
 	const char *local[] = { "local", "--model", "mf", "--train-data", tr,
-				"--test-data", te, NULL };
+				"--test-data", te, "--checkpoint", "x.pxc",
+				NULL };
 	const char *rank[] = { "train", "--model", "mlr", "--rank", "4", NULL };
 	const char *const *cases[] = { cuda, nodata, local, rank };
 	const char *want[] = { "does not take --device cuda",
-			       "needs --train-data", "`train` only",
+			       "needs --train-data",
+			       "does not take --checkpoint in a distributed",
 			       "--rank is for --model mf" };
 	struct pxrun r;
 
