@@ -1322,15 +1322,17 @@ static void take_assign(struct worker *w, const struct wire_msg *a)
 					   w->o->train.batch, w->kb);
 }
 
-/* Register with the coordinator and take its ASSIGN. */
-static enum px_err register_assign(struct worker *w, struct px_error *err)
+/* Register with the coordinator (waiting up to timeout_ms) and take its
+ * ASSIGN. */
+static enum px_err register_assign(struct worker *w, int timeout_ms,
+				   struct px_error *err)
 {
 	struct wire_msg a;
 	enum px_err e;
 
 	e = dist_register(w->o, w->creq, WIRE_ROLE_WORKER |
-			  (w->o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 10000,
-			  &a, err);
+			  (w->o->reliable ? WIRE_ROLE_PS_BACKUP : 0),
+			  timeout_ms, &a, err);
 	if (e != PX_OK)
 		return e;
 	take_assign(w, &a);
@@ -1359,7 +1361,7 @@ static enum px_err mf_setup(struct worker *w, struct px_error *err)
 	if (!w->params || !w->base || !w->idx || !w->mark)
 		return px_errorf(err, PX_ENOMEM, "worker buffers (%zu "
 				 "floats)", w->md.n_params);
-	e = register_assign(w, err);
+	e = register_assign(w, 10000, err);
 	if (e == PX_OK)
 		e = mf_room(w, w->kb, err);
 	return e;
@@ -1463,7 +1465,7 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	e = model_ctx_new(&w->d, w->ops, w->kctx, batch, &w->mc, err);
 	if (e != PX_OK)
 		return e;
-	return register_assign(w, err);
+	return register_assign(w, 10000, err);
 }
 
 /* The coordinator declared this worker lost (it was stalled past the
@@ -1472,18 +1474,14 @@ static enum px_err setup(struct worker *w, struct px_error *err)
  * a partition forever. */
 static enum px_err rejoin(struct worker *w, struct px_error *err)
 {
-	struct wire_msg a;
 	enum px_err e;
 
 	dist_logf(w->o, LOG_LVL_NOTICE,
 		  "worker %u: declared lost at clock %" PRId64
 		  ", registering again", w->o->node.v, w->clock);
-	e = dist_register(w->o, w->creq, WIRE_ROLE_WORKER |
-			  (w->o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 5000,
-			  &a, err);
+	e = register_assign(w, 5000, err);
 	if (e != PX_OK)
 		return e;
-	take_assign(w, &a);
 	w->pushed = false;
 	w->cache_ok = false;
 	pulls_drop(w);
@@ -1493,7 +1491,6 @@ static enum px_err rejoin(struct worker *w, struct px_error *err)
 	w->hotadd_ms = 0; /* report rejoin-to-first-push */
 	w->t0_us = px_now_mono_us();
 	w->rejoin_epoch = w->mb.epoch; /* that copy still says lost */
-	wire_msg_release(&a);
 	w->last_coord = w->last_progress = px_now_mono_us();
 	return PX_OK;
 }
