@@ -199,6 +199,16 @@ enum px_err dist_load_test(const struct dist_opts *o,
 			   const struct data_prep *prep, struct data_set *ret,
 			   struct px_error *err);
 
+/* --model mf: the training ratings (o->data.train, o->max_train of
+ * them) and the model they fix with o->train.rank (mf.h).  Every role
+ * reads the file: the coordinator for the training RMSE, a PS for the
+ * matrices' shape and seeded start, a worker for its partition.
+ * Release ret with mf_set_release. */
+struct mf_set;
+struct mf_desc;
+enum px_err dist_mf_load(const struct dist_opts *o, struct mf_set *ret,
+			 struct mf_desc *d, struct px_error *err);
+
 /* When a role told to stop must be gone (wall clock, us): the deadline
  * of the eviction notice it got, else DIST_LEAVE_DEFAULT_MS from now. */
 #define DIST_LEAVE_DEFAULT_MS 2000
@@ -232,6 +242,12 @@ float dist_lr(const struct train_opts *t, int64_t step, int64_t steps);
 void dist_place(uint8_t stage, const struct wire_node *ps, const bool *rel,
 		uint32_t nps, uint64_t nparams, uint32_t nshards,
 		struct wire_shard *map);
+
+/* dist_place for a vector of nrows rows of width floats (--model mf):
+ * each shard a contiguous range of whole rows. */
+void dist_place_rows(uint8_t stage, const struct wire_node *ps,
+		     const bool *rel, uint32_t nps, uint64_t nrows,
+		     uint32_t width, uint32_t nshards, struct wire_shard *map);
 
 /* The roles.  Each runs until the job ends (SHUTDOWN), it has left, or a
  * fatal error; PX_OK on a normal end. */

@@ -241,6 +241,17 @@ void dist_place(uint8_t stage, const struct wire_node *ps, const bool *rel,
 	}
 }
 
+void dist_place_rows(uint8_t stage, const struct wire_node *ps,
+		     const bool *rel, uint32_t nps, uint64_t nrows,
+		     uint32_t width, uint32_t nshards, struct wire_shard *map)
+{
+	dist_place(stage, ps, rel, nps, nrows, nshards, map);
+	for (uint32_t s = 0; s < nshards; s++) {
+		map[s].offset *= width;
+		map[s].count *= width;
+	}
+}
+
 struct net_sock *dist_link_get(struct dist_links *t, struct wire_node node,
 			       const char *addr, bool req,
 			       struct px_error *err)

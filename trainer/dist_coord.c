@@ -18,6 +18,7 @@
 #include "ckpt.h"
 #include "export.h"
 #include "data.h"
+#include "mf.h"
 #include "model.h"
 
 /* Nodes the agent may name at once (EXPECT), oldest first.  More than the
@@ -144,6 +145,16 @@ struct coord {
 	float median_speed;        /* of the workers, last report */
 	bool done;
 	struct wire_member list[DIST_MAX_NODES]; /* MEMBERSHIP scratch */
+	/* --model mf (docs/trainer.md, "Matrix factorization"): the
+	 * ratings, the model's shape; last_loss is the test RMSE, last_acc
+	 * NaN until evaluated, then 0 (no accuracy) */
+	bool mf;
+	struct mf_desc md;
+	struct mf_set mtrain, mtest;
+	uint8_t *seen;             /* rows with a training rating */
+	double train_rmse;         /* of the last evaluation; NaN: none */
+	uint64_t row_bytes;        /* the workers' sparse traffic (CLOCK) */
+	uint64_t row_frames, rows;
 };
 
 static void out(struct coord *c, const char *fmt, ...)
@@ -312,7 +323,13 @@ static void replace_all(struct coord *c)
 		ps[nps] = c->m[i].w.node;
 		rel[nps++] = c->m[i].w.roles & WIRE_ROLE_PS_BACKUP;
 	}
-	dist_place(c->stage, ps, rel, nps, c->nparams, c->nshards, c->map);
+	if (c->mf)
+		dist_place_rows(c->stage, ps, rel, nps,
+				c->nparams / c->md.row, c->md.row,
+				c->nshards, c->map);
+	else
+		dist_place(c->stage, ps, rel, nps, c->nparams, c->nshards,
+			   c->map);
 	c->stage_epoch++;
 }
 
@@ -594,7 +611,8 @@ static void send_progress(struct coord *c, double rate)
 	m.u.progress.clock = c->min_clock;
 	m.u.progress.samples_per_s = (float)rate;
 	m.u.progress.loss = (float)c->last_loss;
-	m.u.progress.accuracy = (float)c->last_acc;
+	m.u.progress.accuracy = c->mf ? NAN : (float)c->last_acc;
+	m.u.progress.train_rmse = c->mf ? (float)c->train_rmse : 0.0f;
 	m.u.progress.stage = c->stage;
 	m.u.progress.epoch = c->epoch;
 	m.u.progress.samples = samples_done(c);
@@ -902,6 +920,9 @@ static void on_clock(struct coord *c, struct cmember *m,
 		    done);
 	}
 	c->samples += w->u.clock.samples;
+	c->row_bytes += w->u.clock.row_bytes;
+	c->row_frames += w->u.clock.row_frames;
+	c->rows += w->u.clock.rows;
 	/* offers it did not take are void: its HELPs came before */
 	for (uint32_t i = 0; i < c->n_relief; i++)
 		if (!c->relief[i].helping &&
@@ -1445,6 +1466,16 @@ static enum px_err pull_state(struct coord *c, struct px_error *err)
 static enum px_err test_eval(struct coord *c, double *ret_loss,
 			     double *ret_acc, struct px_error *err)
 {
+	if (c->mf) {
+		/* --model mf: the RMSE of both sets, accuracy none */
+		c->train_rmse = mf_rmse(&c->md, c->params, c->seen,
+					&c->mtrain);
+		*ret_loss = mf_rmse(&c->md, c->params, c->seen, &c->mtest);
+		*ret_acc = 0.0;
+		if (!isfinite(c->train_rmse))
+			*ret_loss = c->train_rmse;
+		return PX_OK;
+	}
 	return train_eval_host(c->mc, c->params, &c->test, ret_loss, ret_acc,
 			       err);
 }
@@ -1565,8 +1596,9 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 
 			snprintf(when, sizeof(when), "clock %" PRId64 " of %"
 				 PRId64, c->pulled_at, c->total_est);
-			return train_diverged(ret_err, when, "test loss",
-					      c->last_loss, c->o->train.lr);
+			return train_diverged(ret_err, when, c->mf ? "RMSE"
+					      : "test loss", c->last_loss,
+					      c->o->train.lr);
 		} else if (ck && !c->measuring) {
 			write_checkpoint(c, c->last_acc, t);
 		}
@@ -1578,10 +1610,14 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 		send_progress(c, secs > 0 ? c->samples / secs : 0.0);
 		return PX_OK;
 	}
+	if (c->mf && !isnan(c->last_acc))
+		snprintf(ev, sizeof(ev), "train RMSE %.4f, test RMSE %.4f",
+			 c->train_rmse, c->last_loss);
+	else
+		dist_fmt_eval(ev, sizeof(ev), c->last_loss, c->last_acc);
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last %s, %u "
 	    "workers, %u PS, stage %u, epoch %" PRIu64 "%s", c->min_clock,
-	    c->total_est, secs > 0 ? c->samples / secs : 0.0,
-	    dist_fmt_eval(ev, sizeof(ev), c->last_loss, c->last_acc), nw,
+	    c->total_est, secs > 0 ? c->samples / secs : 0.0, ev, nw,
 	    nps, c->stage, c->epoch, slow_text(c, slow, sizeof slow));
 	return PX_OK;
 }
@@ -1616,6 +1652,34 @@ static json_t *worker_speeds(const struct coord *c)
 			"helped", (json_int_t)m->helped));
 	}
 	return a ? a : json_null();
+}
+
+/* --model mf's part of the result: the RMSE of both sets, the model's
+ * shape and what the workers' sparse pulls and pushes took on the wire
+ * (docs/trainer.md, "Matrix factorization"). */
+static void mf_result(struct coord *c, json_t *j)
+{
+	bool ev = !isnan(c->last_acc);
+
+	json_object_set_new(j, "rank", json_integer(c->md.rank));
+	json_object_set_new(j, "users", json_integer(c->md.n_users));
+	json_object_set_new(j, "items", json_integer(c->md.n_items));
+	json_object_set_new(j, "params", json_integer((json_int_t)
+						      c->nparams));
+	json_object_set_new(j, "train_rmse", ev ? json_real(c->train_rmse)
+						: json_null());
+	json_object_set_new(j, "test_rmse", ev ? json_real(c->last_loss)
+					       : json_null());
+	json_object_set_new(j, "test_accuracy", json_null());
+	json_object_set_new(j, "test_loss", json_null());
+	json_object_set_new(j, "row_bytes", json_integer((json_int_t)
+							 c->row_bytes));
+	json_object_set_new(j, "row_frames", json_integer((json_int_t)
+							  c->row_frames));
+	json_object_set_new(j, "rows_touched", json_integer((json_int_t)
+							    c->rows));
+	json_object_set_new(j, "row_bytes_per_rating", json_real(
+		c->samples ? (double)c->row_bytes / (double)c->samples : 0.0));
 }
 
 static int print_result(struct coord *c)
@@ -1666,6 +1730,8 @@ static int print_result(struct coord *c)
 	json_object_set_new(j, "reassign_lost", json_integer((json_int_t)
 							     c->relief_lost));
 	json_object_set_new(j, "worker_speeds", worker_speeds(c));
+	if (c->mf)
+		mf_result(c, j);
 	s = NULL;
 	{
 		size_t len = 0;
@@ -1686,6 +1752,15 @@ static int print_result(struct coord *c)
 		return -1;
 	if (c->o->json)
 		dprintf(c->o->out_fd, "%s\n", s);
+	else if (c->mf)
+		dprintf(c->o->out_fd, "train RMSE %.4f, test RMSE %.4f, %.0f "
+			"ratings/s, %" PRId64 " clocks, %.1f wire bytes a "
+			"rating, %u joins, %u losses, %.1f s\n",
+			c->train_rmse, c->last_loss,
+			train_s > 0 ? c->samples / train_s : 0.0,
+			c->min_clock, c->samples ? (double)c->row_bytes /
+			(double)c->samples : 0.0, c->joins, c->losses,
+			(double)(px_now_mono_us() - c->t0_us) / 1e6);
 	else
 		dprintf(c->o->out_fd, "test accuracy %.2f%%, %.0f samples/s, "
 			"%" PRId64 " clocks, %u joins, %u losses, %.1f s\n",
@@ -1695,6 +1770,37 @@ static int print_result(struct coord *c)
 			(double)(px_now_mono_us() - c->t0_us) / 1e6);
 	free(s);
 	return 0;
+}
+
+static enum px_err setup_clocks(struct coord *c, struct px_error *err);
+
+/* --model mf: the ratings (both sets: the training RMSE is the whole
+ * training set's), the seeded start as the first snapshot; no
+ * checkpoint, export or resume (refused by the program). */
+static enum px_err mf_setup(struct coord *c, struct px_error *err)
+{
+	const struct dist_opts *o = c->o;
+	enum px_err e;
+
+	if (!o->data.test)
+		return px_errorf(err, PX_EINVAL, "--model mf needs "
+				 "--test-data (user,item,rating lines)");
+	e = dist_mf_load(o, &c->mtrain, &c->md, err);
+	if (e == PX_OK)
+		e = mf_load(o->data.test, o->max_test, &c->mtest, err);
+	if (e != PX_OK)
+		return e;
+	c->n_train = c->mtrain.n;
+	c->nparams = c->md.n_params;
+	c->params = px_calloc(c->nparams, sizeof(float));
+	c->snap = px_calloc(c->nparams, sizeof(float));
+	c->seen = px_calloc((size_t)c->md.n_users + c->md.n_items, 1);
+	if (!c->params || !c->snap || !c->seen)
+		return px_errorf(err, PX_ENOMEM, "parameters");
+	mf_init_params(&c->md, c->snap, o->train.seed);
+	mf_mark_seen(&c->md, &c->mtrain, c->seen);
+	c->snap_clock = 0;
+	return setup_clocks(c, err);
 }
 
 static enum px_err setup(struct coord *c, struct px_error *err)
@@ -1723,6 +1829,8 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 		if (e == PX_OK)
 			e = net_connect(c->agent, o->agent, err);
 	}
+	if (e == PX_OK && c->mf)
+		return mf_setup(c, err);
 	if (e == PX_OK)
 		e = dist_data_shape(o, &c->n_train, &c->prep, err);
 	if (e == PX_OK)
@@ -1746,6 +1854,15 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 			  &c->mc, err);
 	if (e != PX_OK)
 		return e;
+	return setup_clocks(c, err);
+}
+
+/* The job's clocks, the shards, the stage (after the model's setup). */
+static enum px_err setup_clocks(struct coord *c, struct px_error *err)
+{
+	const struct dist_opts *o = c->o;
+	enum px_err e;
+
 	c->total = dist_job_clocks(c->n_train, o->workers, o->train.epochs,
 				   o->train.batch, o->clock_batches);
 	c->total_est = c->total;
@@ -1813,7 +1930,9 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 	if (!c)
 		return px_errorf(err, PX_ENOMEM, "coordinator");
 	c->o = o;
+	c->mf = o->train.model == MODEL_MF;
 	c->last_loss = c->last_acc = NAN; /* not evaluated yet */
+	c->train_rmse = NAN;
 	c->resumed_from = c->ckpt_clock = -1;
 	c->t0_us = px_now_mono_us();
 	e = setup(c, err);
@@ -1969,6 +2088,9 @@ out_free:
 	free(c->snap);
 	data_release(&c->test);
 	data_prep_release(&c->prep);
+	mf_set_release(&c->mtrain);
+	mf_set_release(&c->mtest);
+	free(c->seen);
 	wire_ctx_free(c->ctx);
 	free(c);
 	return e;

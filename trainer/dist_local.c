@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <openssl/rand.h>
 #include <poll.h>
 #include <signal.h>
@@ -746,7 +747,14 @@ static void agent_poll(struct local *s, int ms)
 		}
 		s->progress_n++;
 		s->last_clock = p->clock;
-		dist_fmt_eval(ev, sizeof(ev), p->loss, p->accuracy);
+		if (s->o->train.model == MODEL_MF && isnan(p->loss))
+			snprintf(ev, sizeof(ev), "test: not evaluated yet");
+		else if (s->o->train.model == MODEL_MF)
+			snprintf(ev, sizeof(ev), "train RMSE %.4f, test RMSE "
+				 "%.4f", (double)p->train_rmse,
+				 (double)p->loss);
+		else
+			dist_fmt_eval(ev, sizeof(ev), p->loss, p->accuracy);
 		if (s->o->json)
 			dist_logf(s->o, LOG_LVL_INFO,
 				  "progress: clock %" PRId64 ", %.0f "

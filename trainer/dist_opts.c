@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "data.h"
+#include "mf.h"
 
 void dist_opts_default(struct dist_opts *o)
 {
@@ -78,4 +79,22 @@ enum px_err dist_load_test(const struct dist_opts *o,
 		return data_load_test(&o->data, prep, o->max_test, ret, err);
 	return data_load_fashion_mnist(o->data_dir, false, o->max_test, ret,
 				       err);
+}
+
+enum px_err dist_mf_load(const struct dist_opts *o, struct mf_set *ret,
+			 struct mf_desc *d, struct px_error *err)
+{
+	enum px_err e;
+
+	memset(d, 0, sizeof(*d));
+	if (!o->data.train)
+		return px_errorf(err, PX_EINVAL, "--model mf needs "
+				 "--train-data (user,item,rating lines)");
+	e = mf_load(o->data.train, o->max_train, ret, err);
+	if (e == PX_OK)
+		e = mf_desc_init(d, ret->n_users, ret->n_items,
+				 o->train.rank, ret->mean, err);
+	if (e != PX_OK)
+		mf_set_release(ret);
+	return e;
 }

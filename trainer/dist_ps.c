@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mf.h"
 #include "model.h"
 
 struct pshard {
@@ -24,6 +25,11 @@ struct pshard {
 	float *w;            /* parameters [cnt] */
 	float *base;         /* w at the last FORWARD [cnt] (active) */
 	uint64_t pushes;     /* applied */
+	/* --model mf: rows pushed since the last FORWARD (the sparse
+	 * FORWARD sends only those) */
+	uint8_t *dirty;      /* [cnt / row], allocated on first use */
+	uint32_t *dl;        /* their ids */
+	uint32_t nd;
 };
 
 /* The last clock a worker pushed, per shard (read-my-writes). */
@@ -52,7 +58,14 @@ struct ps {
 	struct wire_msg early[PS_EARLY_MAX];
 	uint32_t n_early;
 	struct pshard sh[DIST_MAX_SHARDS];
-	struct model_desc d;
+	uint64_t nparams;        /* the vector's floats */
+	uint32_t row;            /* --model mf: floats a row (rows are
+				    pulled and pushed sparse); 0: dense */
+	float *rbuf;             /* mf: rows gathered for a reply or a
+				    FORWARD */
+	uint32_t *rids;          /* mf: their ids (FORWARD) */
+	size_t rcap;             /* rows rbuf and rids hold */
+	uint64_t rows_served, rows_pushed; /* mf: rows read and added */
 	float *init;             /* the seeded initial vector (epoch 1) */
 	int64_t clock_min, fwd_clock, total;
 	uint32_t slack;          /* SSP bound (ASSIGN, then CLOCK_MIN) */
@@ -75,6 +88,8 @@ static void shard_free(struct pshard *s)
 {
 	free(s->w);
 	free(s->base);
+	free(s->dirty);
+	free(s->dl);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -234,6 +249,94 @@ static void on_stage(struct ps *p, const struct wire_msg *m)
 	fetch_missing(p);
 }
 
+/* rbuf and rids for n rows (mf). */
+static bool rows_room(struct ps *p, size_t n)
+{
+	float *f;
+	uint32_t *ids;
+
+	if (n <= p->rcap)
+		return true;
+	f = realloc(p->rbuf, n * p->row * sizeof(float));
+	if (f)
+		p->rbuf = f;
+	ids = realloc(p->rids, n * sizeof(uint32_t));
+	if (ids)
+		p->rids = ids;
+	if (!f || !ids)
+		return false;
+	p->rcap = n;
+	return true;
+}
+
+/* --model mf: a row pushed, to FORWARD at the next clock.  Without room
+ * for the list the whole shard goes (forward_dense). */
+static void mark_dirty(struct ps *p, struct pshard *sh, uint32_t k)
+{
+	size_t rows = sh->cnt / p->row;
+
+	if (!sh->dirty) {
+		sh->dirty = px_calloc(rows ? rows : 1, 1);
+		sh->dl = px_calloc(rows ? rows : 1, sizeof(uint32_t));
+		sh->nd = 0;
+		if (!sh->dirty || !sh->dl) {
+			free(sh->dirty);
+			free(sh->dl);
+			sh->dirty = NULL;
+			sh->dl = NULL;
+			return;
+		}
+	}
+	if (!sh->dirty[k]) {
+		sh->dirty[k] = 1;
+		sh->dl[sh->nd++] = k;
+	}
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* --model mf: FORWARD to the backup what the rows pushed since the last
+ * changed by (ROWS), not the whole shard: false when it could not (no
+ * list or no room), and the caller sends the whole shard. */
+static bool forward_rows(struct ps *p, uint32_t s)
+{
+	struct pshard *sh = &p->sh[s];
+	const struct wire_node b = p->map[s].backup;
+	const char *addr = addr_of(p, b);
+	struct px_error err;
+	struct net_sock *q;
+
+	if (!sh->dirty || !rows_room(p, sh->nd))
+		return false;
+	qsort(sh->dl, sh->nd, sizeof(uint32_t), cmp_u32);
+	for (uint32_t i = 0; i < sh->nd; i++) {
+		size_t o = (size_t)sh->dl[i] * p->row;
+		float *d = p->rbuf + (size_t)i * p->row;
+
+		for (uint32_t j = 0; j < p->row; j++) {
+			d[j] = sh->w[o + j] - sh->base[o + j];
+			sh->base[o + j] = sh->w[o + j];
+		}
+		p->rids[i] = sh->dl[i];
+		sh->dirty[sh->dl[i]] = 0;
+	}
+	q = addr ? dist_link_get(&p->links, b, addr, false, &err) : NULL;
+	if (!addr)
+		dist_logf(p->o, LOG_LVL_WARN, "no address for node %u", b.v);
+	else if (!q || net_send_rows(q, WIRE_ROWS_FORWARD, b, p->clock_min, s,
+				     p->row, p->rids, p->rbuf, sh->nd, 1000,
+				     NULL, NULL, &err) != PX_OK)
+		dist_logf(p->o, LOG_LVL_WARN, "FORWARD of shard %u's rows to "
+			  "%u: %s", s, b.v, err.msg);
+	sh->nd = 0;
+	return true;
+}
+
 /* Each clock: send the backup what changed since the last FORWARD. */
 static void forward_all(struct ps *p)
 {
@@ -244,6 +347,10 @@ static void forward_all(struct ps *p)
 		if (!sh->active || !sh->have ||
 		    wire_node_eq(ws->backup, WIRE_NODE_ALL))
 			continue;
+		if (p->row && forward_rows(p, s)) {
+			p->forwards++;
+			continue;
+		}
 		/* base becomes the delta, is sent, then becomes w again */
 		kern_sub(sh->base, sh->w, sh->base, sh->cnt);
 		send_range(p, WIRE_FORWARD, ws->backup, s, sh->base);
@@ -410,14 +517,68 @@ static bool on_range(struct ps *p, const struct wire_msg *m)
 	return false;
 }
 
+/* The shard a ROWS or PULL_ROWS frame names, when this PS holds it and
+ * every row named is inside it (ids strictly increase: the last is the
+ * largest); NULL otherwise. */
+static struct pshard *rows_shard(struct ps *p, uint32_t s, uint32_t width,
+				 const struct wire_u32v *ids)
+{
+	struct pshard *sh;
+
+	if (!p->row || width != p->row || s >= p->nshards || !p->sh[s].w)
+		return NULL;
+	sh = &p->sh[s];
+	if (ids->n &&
+	    ((uint64_t)wire_u32_at(ids, ids->n - 1) + 1) * width > sh->cnt)
+		return NULL;
+	return sh;
+}
+
+/* --model mf: a worker's ROWS PUSH (added to its rows, FORWARDed at the
+ * next clock), or an active's ROWS FORWARD (added, on the backup). */
+static void on_rows(struct ps *p, const struct wire_msg *m)
+{
+	const struct wire_rows *r = &m->u.rows;
+	struct pshard *sh = rows_shard(p, r->shard, r->width, &r->ids);
+	float tmp[WIRE_ROW_WIDTH_MAX];
+
+	if (!sh || !sh->have)
+		return;
+	if (r->op == WIRE_ROWS_PUSH ? !sh->active
+				    : r->op != WIRE_ROWS_FORWARD || sh->active)
+		return;
+	for (uint32_t i = 0; i < r->ids.n; i++) {
+		uint32_t k = wire_u32_at(&r->ids, i);
+		struct wire_f32 v = { NULL, r->data.raw +
+				      (size_t)i * r->width * 4, r->width };
+		float *w = sh->w + (size_t)k * r->width;
+
+		wire_f32_copy(&v, tmp);
+		for (uint32_t j = 0; j < r->width; j++)
+			w[j] += tmp[j];
+		if (r->op == WIRE_ROWS_PUSH)
+			mark_dirty(p, sh, k);
+	}
+	if (r->op != WIRE_ROWS_PUSH)
+		return;
+	p->rows_pushed += r->ids.n;
+	sh->pushes++;
+	if (!(m->hdr.flags & WIRE_F_MORE))
+		note_push(p, m->hdr.sender, r->shard, r->clock);
+}
+
 static void on_pull(struct ps *p)
 {
 	struct px_error err;
 	struct wire_msg m;
 
-	while (net_recv(p->pull, &m, 0, &err) == PX_OK)
-		if (!on_range(p, &m))
-			wire_msg_release(&m);
+	while (net_recv(p->pull, &m, 0, &err) == PX_OK) {
+		if (m.hdr.type == WIRE_ROWS)
+			on_rows(p, &m);
+		else if (on_range(p, &m))
+			continue;  /* kept */
+		wire_msg_release(&m);
+	}
 }
 
 /* Whether shard s holds what a PULL from n at clock c must see: n's own
@@ -506,6 +667,43 @@ static void wait_reads(struct ps *p, struct wire_node n, uint32_t s,
 	p->reads_waited += waited;
 }
 
+/* --model mf: a worker's PULL_ROWS, answered with the rows (ROWS
+ * PARAMS, one frame: the worker asks for no more than one holds) as
+ * of the same reads a PULL waits for; an ACK when this PS does not
+ * serve them. */
+static void serve_rows(struct ps *p, const struct wire_msg *m)
+{
+	const struct wire_pull_rows *q = &m->u.pull_rows;
+	struct pshard *sh = rows_shard(p, q->shard, q->width, &q->ids);
+	struct px_error err;
+	struct wire_msg r;
+
+	if (sh && sh->active)
+		wait_reads(p, m->hdr.sender, q->shard, q->min_clock,
+			   m->hdr.clock);
+	if (!sh || !sh->active || !sh->have ||
+	    q->ids.n > wire_rows_chunk(net_max_payload(p->rep), q->width) ||
+	    !rows_room(p, q->ids.n)) {
+		(void)dist_ack(p->rep, m, p->clock_min, PX_ENOENT, &err,
+			       "rows not served here");
+		return;
+	}
+	for (uint32_t i = 0; i < q->ids.n; i++)
+		memcpy(p->rbuf + (size_t)i * q->width,
+		       sh->w + (size_t)wire_u32_at(&q->ids, i) * q->width,
+		       q->width * sizeof(float));
+	wire_msg_init(&r, WIRE_ROWS, m->hdr.sender,
+		      fresh_clock(p, m->hdr.sender, q->shard, m->hdr.clock));
+	r.u.rows = (struct wire_rows){
+		.op = WIRE_ROWS_PARAMS, .shard = q->shard, .width = q->width,
+		.clock = r.hdr.clock, .ids = q->ids,
+		.data = { p->rbuf, NULL, q->ids.n * q->width } };
+	if (net_send(p->rep, &r, 1000, &err) != PX_OK)
+		dist_logf(p->o, LOG_LVL_WARN, "rows to %u: %s",
+			  m->hdr.sender.v, err.msg);
+	p->rows_served += q->ids.n;
+}
+
 static void on_rep(struct ps *p)
 {
 	struct px_error err;
@@ -513,6 +711,12 @@ static void on_rep(struct ps *p)
 
 	while (net_recv(p->rep, &m, 0, &err) == PX_OK) {
 		const struct wire_pull *q = &m.u.pull;
+
+		if (m.hdr.type == WIRE_PULL_ROWS) {
+			serve_rows(p, &m);
+			wire_msg_release(&m);
+			continue;
+		}
 		struct pshard *sh = q->shard < p->nshards ? &p->sh[q->shard]
 							  : NULL;
 
@@ -716,6 +920,9 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 		.job_key = o->key, .job_key_len = o->key_len,
 	};
 	struct data_prep prep;
+	struct model_desc d;
+	struct mf_desc md;
+	struct mf_set ratings;
 	uint32_t n_train;
 	struct wire_msg a;
 	enum px_err e;
@@ -725,18 +932,32 @@ static enum px_err setup(struct ps *p, struct px_error *err)
 		return e;
 	p->links.ctx = p->ctx;
 	/* the model's widths and the clocks: the training set's */
-	e = dist_data_shape(o, &n_train, &prep, err);
-	if (e == PX_OK)
-		e = dist_model_desc(o, &prep, &p->d, err);
-	data_prep_release(&prep);
-	if (e != PX_OK)
-		return e;
+	if (o->train.model == MODEL_MF) {
+		e = dist_mf_load(o, &ratings, &md, err);
+		if (e != PX_OK)
+			return e;
+		n_train = ratings.n;
+		mf_set_release(&ratings);
+		p->nparams = md.n_params;
+		p->row = md.row;
+	} else {
+		e = dist_data_shape(o, &n_train, &prep, err);
+		if (e == PX_OK)
+			e = dist_model_desc(o, &prep, &d, err);
+		data_prep_release(&prep);
+		if (e != PX_OK)
+			return e;
+		p->nparams = d.n_params;
+	}
 	p->total = dist_total_clocks(n_train, o->workers, o->train.epochs,
 				     o->train.batch);
-	p->init = px_calloc(p->d.n_params, sizeof(float));
+	p->init = px_calloc(p->nparams, sizeof(float));
 	if (!p->init)
 		return px_errorf(err, PX_ENOMEM, "parameters");
-	model_init_params(&p->d, p->init, o->train.seed);
+	if (p->row)
+		mf_init_params(&md, p->init, o->train.seed);
+	else
+		model_init_params(&d, p->init, o->train.seed);
 	e = dist_sock(p->ctx, NET_REP, o->listen, DIST_EP_REP, true, &p->rep,
 		      err);
 	if (e == PX_OK)
@@ -893,8 +1114,10 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 	dist_logf(o, LOG_LVL_NOTICE,
 		  "ps %u done: %" PRIu64 " snapshots sent, %" PRIu64
 		  " reads waited for pushes in flight, %" PRIu64 " served "
-		  "past the SSP bound", o->node.v, p->snapshots,
-		  p->reads_waited, p->reads_late);
+		  "past the SSP bound; %" PRIu64 " rows served, %" PRIu64
+		  " rows pushed", o->node.v, p->snapshots,
+		  p->reads_waited, p->reads_late, p->rows_served,
+		  p->rows_pushed);
 	dist_log_wire(o, LOG_LVL_NOTICE, "ps", p->ctx);
 out_free:
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
@@ -908,6 +1131,8 @@ out_free:
 	for (uint32_t i = 0; i < p->n_early; i++)
 		wire_msg_release(&p->early[i]);
 	free(p->init);
+	free(p->rbuf);
+	free(p->rids);
 	wire_ctx_free(p->ctx);
 	free(p);
 	return e;

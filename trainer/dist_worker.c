@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <nanomsg/nn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "data.h"
 #include "kern_cuda.h"
+#include "mf.h"
 #include "model.h"
 
 struct worker {
@@ -107,6 +109,25 @@ struct worker {
 	uint64_t handed, helped;   /* minibatches handed over, and trained
 				      for stragglers */
 	uint32_t *visits;          /* --test-visits: trainings per example */
+	/* --model mf (docs/trainer.md, "Matrix factorization"): params and
+	 * base are the whole vector, but a clock pulls and pushes only the
+	 * rows its ratings touch */
+	bool mf;
+	struct mf_set ratings;     /* the training set (train.n: its size) */
+	struct mf_desc md;
+	struct mf_grad *mg;
+	uint32_t *cidx;            /* the clock's ratings, minibatch by
+				      minibatch ... */
+	uint32_t *cb;              /* ... the j-th from cidx[cb[j]] */
+	uint32_t *rows;            /* the rows they touch, increasing */
+	uint32_t *lids;            /* ... within their shards */
+	float *rbuf;               /* ... their update */
+	uint8_t *mark;             /* [rows of the model] */
+	uint32_t ccap;             /* ratings cidx holds */
+	uint32_t rcap;             /* rows rows, lids and rbuf hold */
+	uint32_t nrows;            /* this clock's rows */
+	uint64_t row_bytes;        /* this clock's sparse traffic */
+	uint32_t row_frames;
 };
 
 static void heartbeat(struct worker *w)
@@ -136,6 +157,9 @@ static void take_reassign(struct worker *w, const struct wire_msg *m)
 	const struct wire_reassign *r = &m->u.reassign;
 	struct relief *q;
 
+	if (w->mf) /* no straggler relief for mf (the coordinator offers
+		      none) */
+		return;
 	if (r->op == WIRE_REASSIGN_OFFER &&
 	    wire_node_eq(r->straggler, w->o->node)) {
 		if (m->hdr.clock != w->clock || w->n_offers == DIST_RELIEF_MAX)
@@ -499,12 +523,12 @@ static enum px_err gather(struct worker *w, const uint32_t *idx, uint32_t n,
 	return e;
 }
 
-/* One minibatch of the partition into the batch buffers; its size in
- * *ret_n. */
-static enum px_err next_batch(struct worker *w, uint32_t *ret_n,
-			      struct px_error *err)
+/* The next minibatch of the partition: its examples' indices (in idx,
+ * valid until the next pass begins) and their count. */
+static const uint32_t *next_span(struct worker *w, uint32_t *ret_n)
 {
 	uint32_t part = w->hi - w->lo, n = w->o->train.batch;
+	const uint32_t *at;
 
 	if (w->pos >= part) {
 		w->pass++;
@@ -514,9 +538,20 @@ static enum px_err next_batch(struct worker *w, uint32_t *ret_n,
 	}
 	if (n > part - w->pos)
 		n = part - w->pos;
-	*ret_n = n;
+	at = w->idx + w->pos;
 	w->pos += n;
-	return gather(w, w->idx + w->pos - n, n, err);
+	*ret_n = n;
+	return at;
+}
+
+/* One minibatch of the partition into the batch buffers; its size in
+ * *ret_n. */
+static enum px_err next_batch(struct worker *w, uint32_t *ret_n,
+			      struct px_error *err)
+{
+	const uint32_t *at = next_span(w, ret_n);
+
+	return gather(w, at, *ret_n, err);
 }
 
 /* The minibatches handed over at the clock's end: the stream moves past
@@ -768,6 +803,9 @@ static enum px_err send_clock(struct worker *w, uint32_t n,
 	wire_msg_init(&m, WIRE_CLOCK, (struct wire_node){ DIST_COORD_NODE },
 		      w->clock);
 	m.u.clock.samples = n;
+	m.u.clock.row_bytes = w->row_bytes;
+	m.u.clock.row_frames = w->row_frames;
+	m.u.clock.rows = w->nrows;
 	return net_send(w->cpush, &m, 1000, err);
 }
 
@@ -834,9 +872,25 @@ static bool push_wait(struct worker *w, struct net_sock *q, uint32_t s,
 	}
 }
 
-/* upd (make_update's) to each shard's active as a PUSH of clock. */
-static enum px_err push_update(struct worker *w, const float *upd,
-			       int64_t clock, struct px_error *err)
+/* One shard's update to its active q (to): a PUSH of clock. */
+typedef enum px_err (*push_fn)(struct worker *w, struct net_sock *q,
+			       struct wire_node to, uint32_t s, int64_t clock,
+			       const void *arg, struct px_error *err);
+
+static enum px_err push_range(struct worker *w, struct net_sock *q,
+			      struct wire_node to, uint32_t s, int64_t clock,
+			      const void *arg, struct px_error *err)
+{
+	const struct wire_shard *sh = &w->map[s];
+
+	return net_send_range(q, WIRE_PUSH, 0, to, clock, s, 0,
+			      (const float *)arg + sh->offset, sh->count,
+			      push_timeout_ms(w->o), err);
+}
+
+/* send(shard) to each shard's active, as the map says when it goes. */
+static enum px_err push_each(struct worker *w, push_fn send, const void *arg,
+			     int64_t clock, struct px_error *err)
 {
 	enum px_err e;
 
@@ -861,13 +915,18 @@ static enum px_err push_update(struct worker *w, const float *upd,
 			s--;   /* again, to where the map says now */
 			continue;
 		}
-		e = net_send_range(q, WIRE_PUSH, 0, sh->active, clock, s, 0,
-				   upd + sh->offset, sh->count,
-				   push_timeout_ms(w->o), err);
+		e = send(w, q, sh->active, s, clock, arg, err);
 		if (e != PX_OK && e != PX_ETIMEDOUT)
 			return e;
 	}
 	return PX_OK;
+}
+
+/* upd (make_update's) to each shard's active as a PUSH of clock. */
+static enum px_err push_update(struct worker *w, const float *upd,
+			       int64_t clock, struct px_error *err)
+{
+	return push_each(w, push_range, upd, clock, err);
 }
 
 static enum px_err push_all(struct worker *w, uint32_t n,
@@ -973,6 +1032,318 @@ static enum px_err help_all(struct worker *w, struct px_error *err)
 	return PX_OK;
 }
 
+/* ---- --model mf: a clock pulls and pushes only the rows it touches
+ * (docs/trainer.md, "Matrix factorization") ---- */
+
+/* Ratings in a clock at most: its buffers' bound. */
+#define MF_CLOCK_RATINGS_MAX (1u << 24)
+
+/* Buffers for a clock of kb minibatches: its ratings, and the rows they
+ * touch (at most two a rating, and no more than the model has). */
+static enum px_err mf_room(struct worker *w, uint32_t kb,
+			   struct px_error *err)
+{
+	uint64_t need = (uint64_t)kb * w->o->train.batch;
+	uint64_t rows = (uint64_t)w->md.n_users + w->md.n_items, nr;
+
+	if (need <= w->ccap)
+		return PX_OK;
+	if (need > MF_CLOCK_RATINGS_MAX)
+		return px_errorf(err, PX_ETOOBIG, "a clock of %u minibatches "
+				 "of %u ratings: over %u ratings", kb,
+				 w->o->train.batch, MF_CLOCK_RATINGS_MAX);
+	nr = 2 * need < rows ? 2 * need : rows;
+	free(w->cidx);
+	free(w->cb);
+	free(w->rows);
+	free(w->lids);
+	free(w->rbuf);
+	w->cidx = px_calloc(need, sizeof(uint32_t));
+	w->cb = px_calloc((size_t)kb + 1, sizeof(uint32_t));
+	w->rows = px_calloc(nr, sizeof(uint32_t));
+	w->lids = px_calloc(nr, sizeof(uint32_t));
+	w->rbuf = px_calloc(nr * w->md.row, sizeof(float));
+	w->ccap = w->rcap = 0;
+	if (!w->cidx || !w->cb || !w->rows || !w->lids || !w->rbuf)
+		return px_errorf(err, PX_ENOMEM, "a clock of %" PRIu64
+				 " ratings", need);
+	w->ccap = (uint32_t)need;
+	w->rcap = (uint32_t)nr;
+	return PX_OK;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The clock's kb minibatches from the stream into cidx (the j-th at
+ * cb[j] .. cb[j + 1]) and the rows they touch into rows (increasing);
+ * the ratings' count. */
+static uint32_t mf_collect(struct worker *w, uint32_t kb)
+{
+	uint32_t n = 0;
+
+	w->cb[0] = 0;
+	for (uint32_t j = 0; j < kb; j++) {
+		uint32_t k;
+		const uint32_t *at = next_span(w, &k);
+
+		memcpy(w->cidx + n, at, k * sizeof(uint32_t));
+		n += k;
+		w->cb[j + 1] = n;
+	}
+	w->nrows = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mf_rating *r = &w->ratings.r[w->cidx[i]];
+		uint32_t two[2] = {
+			(uint32_t)mf_user_row(&w->md, r->user),
+			(uint32_t)mf_item_row(&w->md, r->item) };
+
+		for (int t = 0; t < 2; t++)
+			if (!w->mark[two[t]]) {
+				w->mark[two[t]] = 1;
+				w->rows[w->nrows++] = two[t];
+			}
+	}
+	for (uint32_t i = 0; i < w->nrows; i++)
+		w->mark[w->rows[i]] = 0;
+	qsort(w->rows, w->nrows, sizeof(uint32_t), cmp_u32);
+	return n;
+}
+
+/* The first of rows[0..nrows) at or past row r. */
+static uint32_t mf_lower(const struct worker *w, uint64_t r)
+{
+	uint32_t lo = 0, hi = w->nrows;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (w->rows[mid] < r)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Shard s's part of the clock's rows: rows[*a .. *b), their ids within
+ * the shard in lids. */
+static void mf_segment(struct worker *w, uint32_t s, uint32_t *a,
+		       uint32_t *b)
+{
+	uint64_t first = w->map[s].offset / w->md.row;
+
+	*a = mf_lower(w, first);
+	*b = mf_lower(w, (w->map[s].offset + w->map[s].count) / w->md.row);
+	for (uint32_t i = *a; i < *b; i++)
+		w->lids[i] = w->rows[i] - (uint32_t)first;
+}
+
+/* A PULL_ROWS reply for rows[at .. at + k) of shard s: copied into the
+ * copy and into base (what the clock's update is measured from).  False
+ * when it is not that. */
+static bool mf_take(struct worker *w, uint32_t s, uint32_t at, uint32_t k,
+		    const struct wire_msg *r)
+{
+	const struct wire_rows *v = &r->u.rows;
+	uint32_t row = w->md.row;
+
+	if (r->hdr.type != WIRE_ROWS || v->op != WIRE_ROWS_PARAMS ||
+	    v->shard != s || v->width != row || v->ids.n != k)
+		return false;
+	for (uint32_t i = 0; i < k; i++)
+		if (wire_u32_at(&v->ids, i) != w->lids[at + i])
+			return false;
+	for (uint32_t i = 0; i < k; i++) {
+		struct wire_f32 f = { NULL, v->data.raw + (size_t)i * row * 4,
+				      row };
+		size_t o = (size_t)w->rows[at + i] * row;
+
+		wire_f32_copy(&f, w->params + o);
+		memcpy(w->base + o, w->params + o, row * sizeof(float));
+	}
+	w->row_bytes += WIRE_OVERHEAD + r->hdr.payload_len;
+	w->row_frames++;
+	return true;
+}
+
+/* Pull the clock's rows from their shards' actives: a PULL_ROWS to
+ * every shard with rows at once (a reply is one frame: more rows go in
+ * further rounds), then the replies.  False, the sockets with a request
+ * out closed, when one failed (retried later). */
+static bool mf_pull(struct worker *w)
+{
+	uint32_t a[DIST_MAX_SHARDS], b[DIST_MAX_SHARDS], k[DIST_MAX_SHARDS];
+	int64_t own = w->pushed ? w->last_push : -1;
+	struct px_error err;
+	bool more = true, ok = true;
+
+	for (uint32_t s = 0; s < w->nshards; s++)
+		mf_segment(w, s, &a[s], &b[s]);
+	while (ok && more) {
+		more = false;
+		for (uint32_t s = 0; s < w->nshards; s++) {
+			struct net_sock *q;
+			struct wire_msg m;
+			uint32_t c;
+			size_t sz;
+
+			k[s] = 0;
+			if (a[s] == b[s] || !ok)
+				continue;
+			q = shard_sock(w, s);
+			c = q ? wire_rows_chunk(net_max_payload(q),
+						w->md.row) : 0;
+			k[s] = b[s] - a[s] < c ? b[s] - a[s] : c;
+			wire_msg_init(&m, WIRE_PULL_ROWS, w->map[s].active,
+				      w->clock);
+			m.u.pull_rows = (struct wire_pull_rows){
+				.shard = s, .width = w->md.row,
+				.min_clock = own,
+				.ids = { w->lids + a[s], NULL, k[s] } };
+			if (!k[s] || wire_payload_size(&m, net_max_payload(q),
+						       &sz, &err) != PX_OK ||
+			    net_send(q, &m, 100, &err) != PX_OK) {
+				k[s] = 0;
+				ok = false;
+				continue;
+			}
+			w->row_bytes += WIRE_OVERHEAD + sz;
+			w->row_frames++;
+		}
+		for (uint32_t s = 0; s < w->nshards; s++) {
+			struct wire_msg r;
+
+			if (!k[s])
+				continue;
+			if (!ok || net_recv(w->pq[s], &r, 250, &err) != PX_OK) {
+				ok = false;
+			} else {
+				ok = mf_take(w, s, a[s], k[s], &r);
+				wire_msg_release(&r);
+			}
+			if (!ok) {
+				net_close(w->pq[s]);
+				w->pq[s] = NULL;
+				continue;
+			}
+			a[s] += k[s];
+			more = more || a[s] < b[s];
+		}
+	}
+	return ok;
+}
+
+/* A shard's rows' update (rbuf, set by mf_clock) as ROWS PUSHes of
+ * clock: one frame at least, none of its rows touched or not, as the
+ * PS holds reads for a worker's pushes to every shard. */
+static enum px_err push_rows(struct worker *w, struct net_sock *q,
+			     struct wire_node to, uint32_t s, int64_t clock,
+			     const void *arg, struct px_error *err)
+{
+	uint32_t a, b;
+
+	mf_segment(w, s, &a, &b);
+	return net_send_rows(q, WIRE_ROWS_PUSH, to, clock, s, w->md.row,
+			     w->lids + a, w->rbuf + (size_t)a * w->md.row,
+			     b - a, push_timeout_ms(w->o), &w->row_bytes,
+			     &w->row_frames, err);
+}
+
+/* The minibatches of the clock on the copy, plain SGD with L2 (as
+ * `train --model mf` does) at the lr of the job's steps. */
+static enum px_err mf_train(struct worker *w, uint32_t kb,
+			    struct px_error *err)
+{
+	int64_t steps = w->total * (int64_t)w->kb;
+
+	for (uint32_t j = 0; j < kb; j++) {
+		uint64_t t0 = px_now_mono_us();
+		int64_t step = w->clock * (int64_t)w->kb + j;
+		double loss;
+		enum px_err e;
+
+		take_offers(w, j); /* broadcasts and heartbeats (no offers) */
+		e = mf_batch_grad(&w->md, w->params, &w->ratings,
+				  w->cidx + w->cb[j], w->cb[j + 1] - w->cb[j],
+				  w->o->train.weight_decay, w->mg, &loss,
+				  err);
+		if (e != PX_OK)
+			return e;
+		if (!isfinite(loss)) {
+			char when[64];
+
+			snprintf(when, sizeof(when), "clock %" PRId64
+				 ", minibatch %u", w->clock, j + 1);
+			return train_diverged(err, when, "training loss",
+					      loss, w->o->train.lr);
+		}
+		mf_grad_apply(&w->md, w->params, w->mg,
+			      dist_lr(&w->o->train, step, steps));
+		batch_done(w, t0, px_now_mono_us() - t0);
+		w->cb_done = j + 1;
+	}
+	return PX_OK;
+}
+
+/* One clock of --model mf: its ratings, a pull of the rows they touch,
+ * the minibatches, a push of what those rows changed by (the sum over
+ * workers is what the PS adds: each rating moves its rows as in `train`,
+ * and the workers' ratings are apart), CLOCK.  *ret_ok false: the pull
+ * failed, the stream is back where it was (the clock is tried again). */
+static enum px_err mf_clock(struct worker *w, uint32_t *ret_n, bool *ret_ok,
+			    struct px_error *err)
+{
+	uint32_t pass = w->pass, pos = w->pos, rank = w->rank;
+	uint32_t kb = clock_batches(w), n, row = w->md.row;
+	enum px_err e;
+
+	*ret_ok = false;
+	if (!w->first_us)
+		w->first_us = px_now_mono_us();
+	e = mf_room(w, kb, err);
+	if (e != PX_OK)
+		return e;
+	w->row_bytes = 0;
+	w->row_frames = 0;
+	n = mf_collect(w, kb);
+	if (!mf_pull(w)) {
+		if (w->pass != pass && pos < w->hi - w->lo)
+			shuffle_pass(w, w->idx, w->lo, w->hi - w->lo, pass,
+				     rank);
+		w->pass = pass;
+		w->pos = pos;
+		w->rank = rank;
+		return PX_OK;
+	}
+	w->pulls++;
+	w->in_clock = true;
+	w->cb_done = 0;
+	w->cb_end = kb;
+	w->last_prog_us = 0; /* a report at the start */
+	e = mf_train(w, kb, err);
+	w->in_clock = false;
+	if (e != PX_OK)
+		return e;
+	for (uint32_t i = 0; i < w->nrows; i++) {
+		size_t o = (size_t)w->rows[i] * row;
+		float *d = w->rbuf + (size_t)i * row;
+
+		for (uint32_t j = 0; j < row; j++)
+			d[j] = w->params[o + j] - w->base[o + j];
+	}
+	e = push_each(w, push_rows, NULL, w->clock, err);
+	if (e == PX_OK)
+		e = send_clock(w, n, err);
+	*ret_ok = e == PX_OK;
+	*ret_n = n;
+	return e;
+}
+
 /* What ASSIGN says: the clock to start from, the clock's length, and
  * the job's length in clocks as foreseen at the start. */
 static void take_assign(struct worker *w, const struct wire_msg *a)
@@ -985,6 +1356,51 @@ static void take_assign(struct worker *w, const struct wire_msg *a)
 					   w->o->train.batch, w->kb);
 }
 
+/* Register with the coordinator (waiting up to timeout_ms) and take its
+ * ASSIGN. */
+static enum px_err register_assign(struct worker *w, int timeout_ms,
+				   struct px_error *err)
+{
+	struct wire_msg a;
+	enum px_err e;
+
+	e = dist_register(w->o, w->creq, WIRE_ROLE_WORKER |
+			  (w->o->reliable ? WIRE_ROLE_PS_BACKUP : 0),
+			  timeout_ms, &a, err);
+	if (e != PX_OK)
+		return e;
+	take_assign(w, &a);
+	wire_msg_release(&a);
+	return PX_OK;
+}
+
+/* --model mf: the ratings and the model's buffers (the clock's, sized
+ * by its length, come with the ASSIGN: mf_room). */
+static enum px_err mf_setup(struct worker *w, struct px_error *err)
+{
+	size_t rows;
+	enum px_err e;
+
+	e = dist_mf_load(w->o, &w->ratings, &w->md, err);
+	if (e == PX_OK)
+		e = mf_grad_new(&w->md, w->o->train.batch, &w->mg, err);
+	if (e != PX_OK)
+		return e;
+	rows = (size_t)w->md.n_users + w->md.n_items;
+	w->train.n = w->ratings.n; /* what the partitions split */
+	w->params = px_calloc(w->md.n_params, sizeof(float));
+	w->base = px_calloc(w->md.n_params, sizeof(float));
+	w->idx = px_calloc(w->ratings.n, sizeof(uint32_t));
+	w->mark = px_calloc(rows, 1);
+	if (!w->params || !w->base || !w->idx || !w->mark)
+		return px_errorf(err, PX_ENOMEM, "worker buffers (%zu "
+				 "floats)", w->md.n_params);
+	e = register_assign(w, 10000, err);
+	if (e == PX_OK)
+		e = mf_room(w, w->kb, err);
+	return e;
+}
+
 static enum px_err setup(struct worker *w, struct px_error *err)
 {
 	const struct dist_opts *o = w->o;
@@ -994,7 +1410,6 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	};
 	uint32_t batch = o->train.batch;
 	size_t pb;
-	struct wire_msg a;
 	enum px_err e;
 
 	/* The GPU first: without one (or without the CUDA library) the
@@ -1021,6 +1436,8 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	/* Load the data before registering: a registered node must
 	 * heartbeat, and a long silent load got workers declared lost
 	 * before their first clock (the job then waited forever). */
+	if (e == PX_OK && w->mf)
+		return mf_setup(w, err);
 	if (e == PX_OK && o->data.train && !o->data_whole &&
 	    data_window_able(&o->data)) {
 		/* its partition only: a pass that checks the file and
@@ -1100,14 +1517,7 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	e = model_ctx_new(&w->d, w->ops, w->kctx, batch, &w->mc, err);
 	if (e != PX_OK)
 		return e;
-	e = dist_register(o, w->creq, WIRE_ROLE_WORKER |
-			  (o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 10000, &a,
-			  err);
-	if (e != PX_OK)
-		return e;
-	take_assign(w, &a);
-	wire_msg_release(&a);
-	return PX_OK;
+	return register_assign(w, 10000, err);
 }
 
 /* The coordinator declared this worker lost (it was stalled past the
@@ -1116,18 +1526,14 @@ static enum px_err setup(struct worker *w, struct px_error *err)
  * a partition forever. */
 static enum px_err rejoin(struct worker *w, struct px_error *err)
 {
-	struct wire_msg a;
 	enum px_err e;
 
 	dist_logf(w->o, LOG_LVL_NOTICE,
 		  "worker %u: declared lost at clock %" PRId64
 		  ", registering again", w->o->node.v, w->clock);
-	e = dist_register(w->o, w->creq, WIRE_ROLE_WORKER |
-			  (w->o->reliable ? WIRE_ROLE_PS_BACKUP : 0), 5000,
-			  &a, err);
+	e = register_assign(w, 5000, err);
 	if (e != PX_OK)
 		return e;
-	take_assign(w, &a);
 	w->pushed = false;
 	w->cache_ok = false;
 	pulls_drop(w);
@@ -1137,7 +1543,6 @@ static enum px_err rejoin(struct worker *w, struct px_error *err)
 	w->hotadd_ms = 0; /* report rejoin-to-first-push */
 	w->t0_us = px_now_mono_us();
 	w->rejoin_epoch = w->mb.epoch; /* that copy still says lost */
-	wire_msg_release(&a);
 	w->last_coord = w->last_progress = px_now_mono_us();
 	return PX_OK;
 }
@@ -1201,6 +1606,14 @@ static void release(struct worker *w)
 	data_csr_free(&w->xs);
 	data_release(&w->train);
 	data_prep_release(&w->prep);
+	mf_set_release(&w->ratings);
+	mf_grad_free(w->mg);
+	free(w->cidx);
+	free(w->cb);
+	free(w->rows);
+	free(w->lids);
+	free(w->rbuf);
+	free(w->mark);
 	pulls_drop(w);
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
 		net_close(w->pq[s]);
@@ -1269,6 +1682,7 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 	if (!w)
 		return px_errorf(err, PX_ENOMEM, "worker");
 	w->o = o;
+	w->mf = o->train.model == MODEL_MF;
 	w->t0_us = px_now_mono_us();
 	e = setup(w, err);
 	if (e != PX_OK)
@@ -1322,15 +1736,27 @@ enum px_err dist_worker_run(const struct dist_opts *o, struct px_error *err)
 		if (w->clock < w->clock_min)
 			w->clock = w->clock_min; /* joined behind */
 		pump(w, 0);
-		if (!sync_params(w)) {
-			pump(w, 10);
-			continue;
+		if (w->mf) {
+			bool ok;
+
+			e = mf_clock(w, &n, &ok, err);
+			if (e != PX_OK)
+				break;
+			if (!ok) {
+				pump(w, 10);
+				continue;
+			}
+		} else {
+			if (!sync_params(w)) {
+				pump(w, 10);
+				continue;
+			}
+			e = compute(w, &n, err);
+			if (e == PX_OK)
+				e = push_all(w, n, err);
+			if (e != PX_OK)
+				break;
 		}
-		e = compute(w, &n, err);
-		if (e == PX_OK)
-			e = push_all(w, n, err);
-		if (e != PX_OK)
-			break;
 		w->pushed = true;
 		w->last_push = w->clock;
 		w->last_progress = px_now_mono_us();

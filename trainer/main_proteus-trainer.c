@@ -261,9 +261,9 @@ static const struct topt topts[] = {
 	/* the model and its training */
 	OPT("model", "mlr|mlp|mf", C_RUN, K_MODEL, o.train.model, 0, 0, 0,
 	    "multinomial logistic regression, an MLP 784-256-256-10, or "
-	    "matrix factorization of user,item,rating triplets (train only; "
-	    "docs/trainer.md, \"Matrix factorization\")", NULL),
-	OPT("rank", "R", C_TRAIN, K_UINT, o.train.rank, 1, MF_MAX_RANK, 0,
+	    "matrix factorization of user,item,rating triplets "
+	    "(docs/trainer.md, \"Matrix factorization\")", NULL),
+	OPT("rank", "R", C_RUN, K_UINT, o.train.rank, 1, MF_MAX_RANK, 0,
 	    "mf: factors per user and per item", NULL),
 	OPT("epochs", "N", C_RUN, K_UINT, o.train.epochs, 1, 100000, 0,
 	    "passes over the training set", NULL),
@@ -1092,6 +1092,29 @@ static int fetch_data(struct tcli *t)
 	       TX_DATA : exit_for(err.code);
 }
 
+/* What a distributed --model mf does not take, as the option that asked
+ * for it, or NULL. */
+static const char *mf_dist_refused(const struct subcmd *sc,
+				   const struct tcli *t)
+{
+	const struct dist_opts *o = &t->o;
+	const struct data_spec *ds = &o->data;
+	struct tcli d;
+
+	tcli_default(&d, sc);
+	return o->train.device != TRAIN_DEV_CPU ? "--device cuda" :
+	       o->checkpoint ? "--checkpoint" : o->resume ? "--resume" :
+	       o->export_path ? "--export" :
+	       t->l.max_restarts ? "--max-restarts" :
+	       o->test_visits ? "--test-visits" :
+	       o->fault_late_push_ms ? "--fault-late-push" :
+	       o->train.momentum != d.o.train.momentum ? "--momentum" :
+	       ds->scale != DATA_SCALE_NONE ? "--scale" :
+	       ds->label_col != d.o.data.label_col ? "--label-column" :
+	       ds->format != DATA_FMT_AUTO && ds->format != DATA_FMT_CSV
+	       ? "--data-format (ratings are CSV)" : NULL;
+}
+
 /* What no single option's range says.  -1: fine, else the exit status. */
 static int check_combination(const struct subcmd *sc, const struct tcli *t)
 {
@@ -1106,9 +1129,20 @@ static int check_combination(const struct subcmd *sc, const struct tcli *t)
 	if (o->data.test && o->data_dir)
 		return usage_error(sc, "--data DIR names Fashion-MNIST's "
 				   "folder: not with your own data");
-	if ((sc->mask & C_DIST) && o->train.model == MODEL_MF)
-		return usage_error(sc, "--model mf trains in `train` only so "
-				   "far (one process)");
+	if ((sc->mask & C_DIST) && o->train.model == MODEL_MF) {
+		const char *bad = mf_dist_refused(sc, t);
+
+		if (bad)
+			return usage_error(sc, "--model mf does not take %s "
+					   "in a distributed run", bad);
+		if (!o->data.train)
+			return usage_error(sc, "--model mf needs --train-data "
+					   "and --test-data (user,item,rating "
+					   "lines)");
+	}
+	if ((sc->mask & C_DIST) && o->train.model != MODEL_MF &&
+	    o->train.rank != TRAIN_MF_RANK)
+		return usage_error(sc, "--rank is for --model mf");
 	if (!(sc->mask & C_DIST))
 		return -1;
 	if (o->checkpoint_every && !o->checkpoint)
@@ -1985,6 +2019,27 @@ static int run_node(struct tcli *t, char **role_args)
 }
 
 /* coordinator | ps | worker | local */
+/* local --model mf: both ratings files read and the model they fix
+ * checked once, before any role starts.  -1: fine, else the exit
+ * status. */
+static int mf_check_sets(const struct dist_opts *o)
+{
+	struct px_error err = { 0 };
+	struct mf_set train = { 0 }, test = { 0 };
+	struct mf_desc d;
+	enum px_err e;
+
+	e = dist_mf_load(o, &train, &d, &err);
+	if (e == PX_OK)
+		e = mf_load(o->data.test, o->max_test, &test, &err);
+	mf_set_release(&train);
+	mf_set_release(&test);
+	if (e == PX_OK)
+		return -1;
+	log_err("%s", err.msg);
+	return exit_for(e);
+}
+
 static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
 {
 	struct px_error err = { 0 };
@@ -2010,6 +2065,10 @@ static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
 		rc = check_files(t.o.checkpoint, t.o.resume, t.o.export_path);
 	if (rc >= 0)
 		goto out;
+	/* mf: no straggler relief (docs/trainer.md, "Matrix
+	 * factorization") */
+	if (t.o.train.model == MODEL_MF)
+		t.o.no_reassign = true;
 	if (sc->mask & C_NODE) {
 		rc = run_node(&t, role_args);
 		goto out;
@@ -2020,7 +2079,11 @@ static int cmd_dist(const struct subcmd *sc, int argc, char **argv)
 	}
 	t.l.role_args = role_args;
 	/* bad data is said once, here, before any role starts */
-	if (t.o.data.train) {
+	if (t.o.train.model == MODEL_MF) {
+		rc = mf_check_sets(&t.o);
+		if (rc >= 0)
+			goto out;
+	} else if (t.o.data.train) {
 		bool whole;
 
 		if (data_check(&t.o.data, &whole, &err) != PX_OK) {

@@ -393,6 +393,47 @@ enum px_err net_send_range(struct net_sock *s, enum wire_type type,
 	return PX_OK;
 }
 
+enum px_err net_send_rows(struct net_sock *s, uint8_t op,
+			  struct wire_node dest, int64_t clock,
+			  uint32_t shard, uint32_t width, const uint32_t *ids,
+			  const float *f, uint32_t n, int timeout_ms,
+			  uint64_t *ret_bytes, uint32_t *ret_frames,
+			  struct px_error *err)
+{
+	uint32_t chunk = wire_rows_chunk(s->max_payload, width), done = 0;
+	struct wire_msg m;
+	enum px_err r;
+
+	if (!chunk)
+		return px_errorf(err, PX_EINVAL, "rows of %u floats do not "
+				 "fit a frame", width);
+	do {
+		uint32_t k = n - done < chunk ? n - done : chunk;
+
+		wire_msg_init(&m, WIRE_ROWS, dest, clock);
+		m.u.rows.op = op;
+		m.u.rows.shard = shard;
+		m.u.rows.width = width;
+		m.u.rows.clock = clock;
+		m.u.rows.ids.v = ids + done;
+		m.u.rows.ids.n = k;
+		m.u.rows.data.f = f + (size_t)done * width;
+		m.u.rows.data.n = k * width;
+		if (done + k < n)
+			m.hdr.flags |= WIRE_F_MORE;
+		r = net_send(s, &m, timeout_ms, err);
+		if (r != PX_OK)
+			return r;
+		if (ret_bytes)
+			*ret_bytes += WIRE_OVERHEAD + WIRE_ROWS_PREFIX +
+				      4 * (uint64_t)k * (width + 1u);
+		if (ret_frames)
+			(*ret_frames)++;
+		done += k;
+	} while (done < n);
+	return PX_OK;
+}
+
 /* Wait for a message of one of two types, skipping others. */
 static enum px_err recv_type(struct net_sock *s, enum wire_type t1,
 			     enum wire_type t2, int timeout_ms,

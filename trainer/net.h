@@ -85,6 +85,19 @@ enum px_err net_send_range(struct net_sock *s, enum wire_type type,
 			   const float *f, size_t n, int timeout_ms,
 			   struct px_error *err);
 
+/* Send rows ids[n] (strictly increasing) of a shard, with their values
+ * f[n * width], as ROWS frames of op (enum wire_rows_op) in chunks of
+ * wire_rows_chunk rows, WIRE_F_MORE on every chunk but the last; one
+ * frame even when n is 0 (an empty PUSH still says its clock).
+ * *ret_bytes and *ret_frames (may be NULL) grow by the frames' bytes
+ * (header and tag too) and number. */
+enum px_err net_send_rows(struct net_sock *s, uint8_t op,
+			  struct wire_node dest, int64_t clock,
+			  uint32_t shard, uint32_t width, const uint32_t *ids,
+			  const float *f, uint32_t n, int timeout_ms,
+			  uint64_t *ret_bytes, uint32_t *ret_frames,
+			  struct px_error *err);
+
 /* Client side of the handshake on a REQ (or PAIR) socket: HELLO, wait for
  * the CHALLENGE, send REGISTER with *info's fields (its echo is filled
  * here), and wait for the reply (ASSIGN or ACK), returned in *ret_reply.

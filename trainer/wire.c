@@ -299,6 +299,17 @@ void wire_f32_copy(const struct wire_f32 *v, float *dst)
 #endif
 }
 
+uint32_t wire_u32_at(const struct wire_u32v *v, uint32_t i)
+{
+	const uint8_t *b;
+
+	if (v->v)
+		return v->v[i];
+	b = v->raw + (size_t)i * 4;
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+	       (uint32_t)b[3] << 24;
+}
+
 /* ---- messages ---- */
 
 void wire_msg_init(struct wire_msg *m, enum wire_type type,
@@ -331,6 +342,17 @@ uint32_t wire_range_chunk(size_t max_payload)
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+uint32_t wire_rows_chunk(size_t max_payload, uint32_t width)
+{
+	size_t n;
+
+	if (width < 1 || width > WIRE_ROW_WIDTH_MAX ||
+	    max_payload <= WIRE_ROWS_PREFIX)
+		return 0;
+	n = (max_payload - WIRE_ROWS_PREFIX) / (4 * ((size_t)width + 1));
+	return n > WIRE_ROWS_MAX ? WIRE_ROWS_MAX : (uint32_t)n;
+}
+
 /* ---- the message table ----
  *
  * Each message type's payload is one list of fields, in wire order
@@ -350,7 +372,9 @@ enum fkind {
 	F_COUNT,   /* u32: the length of the array or floats that end it */
 	F_SHARDS,  /* count shards (32 bytes each), the payload's end */
 	F_MEMBERS, /* count members (32 bytes + addr each), the end */
-	F_FLOATS   /* count float32, the end (struct wire_f32) */
+	F_FLOATS,  /* count float32, the end (struct wire_f32) */
+	F_U32S     /* count uint32 (struct wire_u32v), at most
+		    * WIRE_ROWS_MAX */
 };
 
 struct field {
@@ -426,7 +450,10 @@ static const struct field heartbeat_f[] = {
 	FM(F_U32, 0, batches_done, heartbeat),
 	FM(F_U32, 0, batches, heartbeat), FM(F_F32, 0, speed, heartbeat),
 };
-static const struct field clock_f[] = { FM(F_U64, 0, samples, clock) };
+static const struct field clock_f[] = {
+	FM(F_U64, 0, samples, clock), FM(F_U64, 0, row_bytes, clock),
+	FM(F_U32, 0, row_frames, clock), FM(F_U32, 0, rows, clock),
+};
 static const struct field clock_min_f[] = {
 	FM(F_I64, 0, min_clock, clock_min),
 	FM(F_I64, 0, total_clock, clock_min),
@@ -454,6 +481,7 @@ static const struct field membership_f[] = {
 static const struct field progress_f[] = {
 	FM(F_I64, 0, clock, progress), FM(F_F32, 0, samples_per_s, progress),
 	FM(F_F32, 0, loss, progress), FM(F_F32, 0, accuracy, progress),
+	FM(F_F32, 0, train_rmse, progress),
 	FM(F_ENUM, STAGE_END, stage, progress), PAD(3),
 	FM(F_U64, 0, epoch, progress), FM(F_U64, 0, samples, progress),
 	FM(F_U64, 0, total_samples, progress),
@@ -487,6 +515,24 @@ static const struct field reassign_f[] = {
 	FM(F_U32, 0, pos, reassign), FM(F_U32, 0, samples, reassign),
 };
 
+/* ROWS: op, pad, shard, width, the ids' count, clock, the floats'
+ * count, pad, ids, floats (WIRE_ROWS_PREFIX bytes before the ids). */
+static const struct field rows_f[] = {
+	FM(F_ENUM, WIRE_ROWS_OP_MAX, op, rows), PAD(3), FM(F_U32, 0, shard, rows),
+	FM(F_U32, 0, width, rows),
+	{ "rows", F_COUNT, 0, MOFF(rows.ids.n), 0 },
+	FM(F_I64, 0, clock, rows),
+	{ "count", F_COUNT, 0, MOFF(rows.data.n), 0 }, PAD(4),
+	{ "ids", F_U32S, 0, MOFF(rows.ids), MOFF(rows.ids.n) },
+	{ "data", F_FLOATS, 0, MOFF(rows.data), MOFF(rows.data.n) },
+};
+static const struct field pull_rows_f[] = {
+	FM(F_U32, 0, shard, pull_rows), FM(F_U32, 0, width, pull_rows),
+	{ "rows", F_COUNT, 0, MOFF(pull_rows.ids.n), 0 }, PAD(4),
+	FM(F_I64, 0, min_clock, pull_rows),
+	{ "ids", F_U32S, 0, MOFF(pull_rows.ids), MOFF(pull_rows.ids.n) },
+};
+
 static bool range_ok(uint64_t offset, uint64_t count)
 {
 	return offset <= UINT64_MAX - count;
@@ -509,6 +555,34 @@ static const char *range_check(const struct wire_msg *m)
 static const char *pull_check(const struct wire_msg *m)
 {
 	return range_ok(m->u.pull.offset, m->u.pull.count) ? NULL : "offset";
+}
+
+/* Row ids: strictly increasing (so a row is added once), a width in
+ * bounds; NULL or the bad field's name. */
+static const char *ids_check(const struct wire_u32v *ids, uint32_t width)
+{
+	if (width < 1 || width > WIRE_ROW_WIDTH_MAX)
+		return "width";
+	for (uint32_t i = 1; i < ids->n; i++)
+		if (wire_u32_at(ids, i) <= wire_u32_at(ids, i - 1))
+			return "ids";
+	return NULL;
+}
+
+/* ROWS: the floats are the rows' (ids.n * width of them). */
+static const char *rows_check(const struct wire_msg *m)
+{
+	const struct wire_rows *r = &m->u.rows;
+	const char *bad = ids_check(&r->ids, r->width);
+
+	if (bad)
+		return bad;
+	return (uint64_t)r->ids.n * r->width == r->data.n ? NULL : "count";
+}
+
+static const char *pull_rows_check(const struct wire_msg *m)
+{
+	return ids_check(&m->u.pull_rows.ids, m->u.pull_rows.width);
 }
 
 /* A speed: finite, not negative. */
@@ -611,6 +685,8 @@ static const struct layout layouts[WIRE_TYPE_MAX] = {
 	[WIRE_ACK] = { ack_f, NF(ack_f), NULL },
 	[WIRE_COMMAND] = { command_f, NF(command_f), command_check },
 	[WIRE_REASSIGN] = { reassign_f, NF(reassign_f), reassign_check },
+	[WIRE_PULL_ROWS] = { pull_rows_f, NF(pull_rows_f), pull_rows_check },
+	[WIRE_ROWS] = { rows_f, NF(rows_f), rows_check },
 };
 
 static const struct layout *layout_of(uint16_t type)
@@ -793,6 +869,17 @@ static const char *fields_check(const struct field *f, uint8_t n,
 			*ret_var += (size_t)d->n * 4;
 			break;
 		}
+		case F_U32S: {
+			const struct wire_u32v *d = CAT(base, f->off,
+							struct wire_u32v);
+
+			if (d->n > WIRE_ROWS_MAX)
+				return f->name;
+			if (d->n && !d->v && !d->raw)
+				return f->name;
+			*ret_var += (size_t)d->n * 4;
+			break;
+		}
 		default:
 			break;
 		}
@@ -890,6 +977,14 @@ static void put_fields(struct wr *w, const struct field *f, uint8_t n,
 			put_f32v(w, d->f, d->n);
 			break;
 		}
+		case F_U32S: {
+			const struct wire_u32v *d = CAT(base, f->off,
+							struct wire_u32v);
+
+			for (uint32_t j = 0; j < d->n; j++)
+				put_u32(w, wire_u32_at(d, j));
+			break;
+		}
 		default:
 			put_le(w, get_uint(base, f), fixed_size(f));
 		}
@@ -958,6 +1053,17 @@ static bool get_fields(struct rd *r, const struct field *f, uint8_t n,
 			if ((size_t)d->n * 4 != r->left)
 				return false;
 			d->f = NULL;
+			d->raw = get_bytes(r, (size_t)d->n * 4);
+			break;
+		}
+		case F_U32S: {
+			struct wire_u32v *d = AT(base, f->off,
+						 struct wire_u32v);
+
+			/* bounded by what is left: get_bytes refuses more */
+			if (d->n > WIRE_ROWS_MAX)
+				return false;
+			d->v = NULL;
 			d->raw = get_bytes(r, (size_t)d->n * 4);
 			break;
 		}

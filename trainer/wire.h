@@ -17,7 +17,7 @@
 #include "../common/px.h"
 
 #define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
-#define WIRE_VERSION 5
+#define WIRE_VERSION 6
 #define WIRE_HDR_LEN 64                 /* bytes before the payload */
 #define WIRE_MAC_LEN 16                 /* AES-256-GCM tag after it */
 #define WIRE_OVERHEAD (WIRE_HDR_LEN + WIRE_MAC_LEN)
@@ -32,6 +32,9 @@
 #define WIRE_WINDOW 1024                /* replay window, frames */
 #define WIRE_JOB_KEY_MIN 16             /* job key length bounds, bytes */
 #define WIRE_JOB_KEY_MAX 1024
+#define WIRE_ROWS_MAX (1u << 20)         /* row ids in a ROWS/PULL_ROWS */
+#define WIRE_ROW_WIDTH_MAX 4096          /* floats a row */
+#define WIRE_ROWS_PREFIX 32              /* ROWS payload before the ids */
 
 /* A node of one job (assigned by the agent at launch, unique per job). */
 struct wire_node {
@@ -68,7 +71,9 @@ static inline bool wire_node_eq(struct wire_node a, struct wire_node b)
 	X(SHUTDOWN, 16, "stop the job")                                      \
 	X(ACK, 17, "generic reply: status for a request")                    \
 	X(COMMAND, 18, "agent -> coordinator: stage, expect, leave")      \
-	X(REASSIGN, 19, "straggler relief: offer, help, done")
+	X(REASSIGN, 19, "straggler relief: offer, help, done")            \
+	X(PULL_ROWS, 20, "request some rows of a shard (sparse)")          \
+	X(ROWS, 21, "rows of a shard: params, push or forward (sparse)")
 
 enum wire_type {
 #define WIRE_TYPE_ENUM(name, num, what) WIRE_##name = num,
@@ -174,7 +179,8 @@ static inline bool wire_flags_ok(uint16_t type, uint32_t flags)
 	if ((flags & WIRE_F_RESUME) && type != WIRE_ASSIGN)
 		return false;
 	return !(flags & WIRE_F_MORE) || type == WIRE_PUSH ||
-	       type == WIRE_PARAMS || type == WIRE_FORWARD;
+	       type == WIRE_PARAMS || type == WIRE_FORWARD ||
+	       type == WIRE_ROWS;
 }
 /* Sum of all drop counters. */
 uint64_t wire_stats_dropped(const struct wire_stats *st);
@@ -208,6 +214,16 @@ struct wire_f32 {
 
 /* Copy a decoded (or to-be-sent) vector into dst[v->n]. */
 void wire_f32_copy(const struct wire_f32 *v, float *dst);
+
+/* uint32 vectors (row ids), as wire_f32: .v to send, .raw decoded. */
+struct wire_u32v {
+	const uint32_t *v;
+	const uint8_t *raw;
+	uint32_t n;             /* elements */
+};
+
+/* Element i (< v->n) of a decoded or to-be-sent vector. */
+uint32_t wire_u32_at(const struct wire_u32v *v, uint32_t i);
 
 struct wire_hello {
 	uint8_t nonce[WIRE_NONCE_LEN];    /* filled by wire_hello_begin */
@@ -263,6 +279,12 @@ struct wire_heartbeat {
 
 struct wire_clock {
 	uint64_t samples;                 /* samples processed this clock */
+	/* sparse models: what the clock's PULL_ROWS, their replies and
+	 * its ROWS pushes took on the wire (frames whole, header and tag
+	 * too), and the distinct rows it touched; 0 for the others */
+	uint64_t row_bytes;
+	uint32_t row_frames;
+	uint32_t rows;
 };
 
 struct wire_clock_min {
@@ -290,6 +312,36 @@ struct wire_pull {
 	uint64_t offset;
 	uint64_t count;                   /* parameters wanted */
 	int64_t min_clock;                /* with updates up to this clock */
+};
+
+/* Sparse ranges (matrix factorization, docs/protocol.md "Rows"): a
+ * shard seen as rows of `width` floats, row k at floats [k * width,
+ * (k + 1) * width) of the shard.  Row ids strictly increase (no
+ * duplicates), at most WIRE_ROWS_MAX of them; data holds ids.n * width
+ * floats, row by row. */
+enum wire_rows_op {
+	WIRE_ROWS_PARAMS = 1,             /* reply to PULL_ROWS: the rows */
+	WIRE_ROWS_PUSH,                   /* worker -> ActivePS: a clock's
+					   * update of those rows (added) */
+	WIRE_ROWS_FORWARD,                /* ActivePS -> BackupPS: what the
+					   * rows changed by (added) */
+	WIRE_ROWS_OP_MAX
+};
+
+struct wire_rows {
+	uint8_t op;                       /* enum wire_rows_op */
+	uint32_t shard;
+	uint32_t width;                   /* floats a row, 1..MAX */
+	int64_t clock;                    /* as wire_range's */
+	struct wire_u32v ids;             /* rows, within the shard */
+	struct wire_f32 data;             /* ids.n * width floats */
+};
+
+struct wire_pull_rows {
+	uint32_t shard;
+	uint32_t width;                   /* floats a row, 1..MAX */
+	int64_t min_clock;                /* as wire_pull's */
+	struct wire_u32v ids;             /* rows wanted, within the shard */
 };
 
 struct wire_stage {
@@ -330,7 +382,10 @@ struct wire_progress {
 	int64_t clock;                    /* min finished clock */
 	float samples_per_s;
 	float loss;
-	float accuracy;                   /* 0..1 */
+	float accuracy;                   /* 0..1; --model mf: NaN (none) */
+	float train_rmse;                 /* --model mf: the training set's
+					   * RMSE (loss: the test set's);
+					   * NaN: not evaluated; else 0 */
 	uint8_t stage;                    /* the stage the trainer runs */
 	uint64_t epoch;                   /* membership epoch */
 	uint64_t samples;                 /* training samples done */
@@ -415,6 +470,8 @@ struct wire_msg {
 		struct wire_clock_min clock_min;
 		struct wire_range range;      /* PUSH, PARAMS, FORWARD */
 		struct wire_pull pull;
+		struct wire_rows rows;
+		struct wire_pull_rows pull_rows;
 		struct wire_stage stage;
 		struct wire_membership membership;
 		struct wire_progress progress;
@@ -556,5 +613,8 @@ enum px_err wire_open_ex(struct wire_ctx *ctx, uint8_t *buf, size_t len,
 
 /* Most floats one PUSH/PARAMS/FORWARD chunk may carry under a bound. */
 uint32_t wire_range_chunk(size_t max_payload);
+/* Most rows of `width` floats one ROWS frame may carry under a bound
+ * (at most WIRE_ROWS_MAX; 0 when width is out of bounds). */
+uint32_t wire_rows_chunk(size_t max_payload, uint32_t width);
 
 #endif

@@ -4,7 +4,8 @@
  * sealed with the sender's key (wire_retag), so every input reaches the
  * header checks and the payload decoder.  Any input is decoded (and
  * released) or dropped with a reason; never a crash, an overread or a
- * leak. */
+ * leak.  A sparse frame (ROWS, PULL_ROWS) that decodes holds what its
+ * checks promise: ids strictly increasing, ids * width floats. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,27 @@ static void put32(uint8_t *p, uint32_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+static void ids_promise(const struct wire_u32v *ids, uint32_t width)
+{
+	if (width < 1 || width > WIRE_ROW_WIDTH_MAX || ids->n > WIRE_ROWS_MAX)
+		abort();
+	for (uint32_t i = 1; i < ids->n; i++)
+		if (wire_u32_at(ids, i) <= wire_u32_at(ids, i - 1))
+			abort();
+}
+
+static void rows_promise(const struct wire_msg *m)
+{
+	if (m->hdr.type == WIRE_ROWS) {
+		ids_promise(&m->u.rows.ids, m->u.rows.width);
+		if ((uint64_t)m->u.rows.ids.n * m->u.rows.width !=
+		    m->u.rows.data.n)
+			abort();
+	} else if (m->hdr.type == WIRE_PULL_ROWS) {
+		ids_promise(&m->u.pull_rows.ids, m->u.pull_rows.width);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct wire_ctx *a, *b;
@@ -118,6 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == PX_OK) {
 		if (d != WIRE_DROP_NONE)
 			abort();
+		rows_promise(&out);
 		wire_msg_release(&out);
 	} else if (r != PX_EPROTO || d == WIRE_DROP_NONE ||
 		   d == WIRE_DROP_BAD_MAC) {

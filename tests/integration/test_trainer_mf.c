@@ -143,11 +143,13 @@ Test(trainer_mf_cli, refuses_what_mf_does_not_take)
 			       "--train-data", tr, "--test-data", te, NULL };
 	const char *nodata[] = { "train", "--model", "mf", NULL };
 	const char *local[] = { "local", "--model", "mf", "--train-data", tr,
-				"--test-data", te, NULL };
+				"--test-data", te, "--checkpoint", "x.pxc",
+				NULL };
 	const char *rank[] = { "train", "--model", "mlr", "--rank", "4", NULL };
 	const char *const *cases[] = { cuda, nodata, local, rank };
 	const char *want[] = { "does not take --device cuda",
-			       "needs --train-data", "`train` only",
+			       "needs --train-data",
+			       "does not take --checkpoint in a distributed",
 			       "--rank is for --model mf" };
 	struct pxrun r;
 
@@ -158,4 +160,114 @@ Test(trainer_mf_cli, refuses_what_mf_does_not_take)
 		cr_assert_not_null(strstr(r.err, want[k]), "%s", r.err);
 		pxrun_free(&r);
 	}
+}
+
+/* The last line of out that is a JSON object, parsed (NULL: none). */
+static json_t *last_json(const char *out)
+{
+	const char *p = out, *last = NULL;
+
+	for (; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (*p == '{')
+			last = p;
+	return last ? json_loadb(last, strcspn(last, "\n"), 0, NULL) : NULL;
+}
+
+static double num(json_t *j, const char *k)
+{
+	json_t *v = json_object_get(j, k);
+
+	cr_assert(json_is_number(v), "no number '%s'", k);
+	return json_number_value(v);
+}
+
+/* `local --model mf` with 2 workers and 2 PS on the same set: a test RMSE
+ * within 10% of the one-process run (same epochs, batch and lr; the
+ * parallel SGD sums the workers' updates) and within 20% of the noise
+ * floor; the RMSE of both sets on the progress lines. */
+Test(trainer_mf_cli, distributed_matches_one_process)
+{
+	const char *one[] = { "train", "--model", "mf", "--rank", "4",
+			      "--train-data", tr, "--test-data", te,
+			      "--epochs", "12", "--batch", "64", "--lr", "0.04",
+			      "--weight-decay", "0.02", "--json", NULL };
+	const char *dist[] = { "local", "--model", "mf", "--rank", "4",
+			       "--train-data", tr, "--test-data", te,
+			       "--epochs", "12", "--batch", "64", "--lr",
+			       "0.04", "--weight-decay", "0.02", "--workers",
+			       "2", "--ps", "2", "--eval-epochs", "--json",
+			       NULL };
+	struct pxrun r;
+	json_t *j;
+	double single, test, train;
+
+	run(&r, one);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "%s", r.out);
+	single = num(j, "test_rmse");
+	json_decref(j);
+	pxrun_free(&r);
+
+	run(&r, dist);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = last_json(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	test = num(j, "test_rmse");
+	train = num(j, "train_rmse");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "model")),
+			 "mf");
+	cr_assert(json_is_null(json_object_get(j, "test_accuracy")));
+	cr_assert_eq(num(j, "samples"), 12 * 60000);
+	cr_assert(test < 1.1 * single, "2 workers: test RMSE %g, one "
+		  "process %g", test, single);
+	cr_assert(test < 1.2 * SIGMA, "test RMSE %g, floor %g", test, SIGMA);
+	cr_assert(train < test + 0.1, "train %g test %g", train, test);
+	cr_assert_not_null(strstr(r.err, "train RMSE"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "test RMSE"), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+/* What the sparse pulls and pushes take on the wire (the coordinator's
+ * row_bytes, from the workers' CLOCKs) is the touched rows' and the
+ * frames' and nothing else: a row of rank + 1 floats costs its id in the
+ * PULL_ROWS, its id and floats in the reply and again in the push (52
+ * bytes at rank 4), a frame its header and tag (80) and its fixed part
+ * (24 for a PULL_ROWS, 32 for a ROWS).  With one minibatch of 16
+ * ratings a clock a worker moves at most 32 rows, a fraction of the
+ * matrices (700 rows): no frame carries a whole shard. */
+Test(trainer_mf_cli, wire_bytes_follow_the_rows_touched)
+{
+	const char *dist[] = { "local", "--model", "mf", "--rank", "4",
+			       "--train-data", tr, "--test-data", te,
+			       "--max-train", "4000", "--epochs", "1",
+			       "--batch", "16", "--clock-batches", "1",
+			       "--workers", "2", "--ps", "2", "--json", NULL };
+	struct pxrun r;
+	json_t *j;
+	double bytes, rows, frames, clocks, params, lo, hi;
+
+	run(&r, dist);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = last_json(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	bytes = num(j, "row_bytes");
+	rows = num(j, "rows_touched");
+	frames = num(j, "row_frames");
+	params = num(j, "params");
+	clocks = num(j, "samples") / 16;  /* worker clocks: 4000 / 16 */
+	cr_assert_eq(clocks, 250);
+	cr_assert(rows > 0 && rows <= 32 * clocks, "%g rows", rows);
+	lo = rows * 52 + frames * (80 + 24);
+	hi = rows * 52 + frames * (80 + 32);
+	cr_assert(bytes >= lo && bytes <= hi, "%g bytes for %g rows in %g "
+		  "frames: not in [%g, %g]", bytes, rows, frames, lo, hi);
+	/* 2 shards: a PULL_ROWS, its reply and a push each, at most */
+	cr_assert(frames <= 6 * clocks, "%g frames", frames);
+	cr_assert(bytes / clocks < params * 4 / 4, "%g bytes a clock, the "
+		  "matrices are %g", bytes / clocks, params * 4);
+	cr_assert_eq(num(j, "row_bytes_per_rating"), bytes / 4000);
+	json_decref(j);
+	pxrun_free(&r);
 }

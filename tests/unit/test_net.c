@@ -228,6 +228,8 @@ Test(net, every_type_round_trip, .timeout = 10)
 		  .state = WIRE_MEMBER_ACTIVE, .session = 1, .floor = 1,
 		  .addr = "x" }
 	};
+	static const uint32_t rows_ids[2] = { 3, 8 };
+	static const float rows_v[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	float v[3] = { 1, 2, 3 }, got[3];
 	struct wire_msg m, in;
 	struct px_error e;
@@ -293,6 +295,17 @@ Test(net, every_type_round_trip, .timeout = 10)
 				.op = WIRE_REASSIGN_OFFER,
 				.straggler = { 1001 }, .helper = { 1000 },
 				.count = 2 };
+			break;
+		case WIRE_PULL_ROWS:
+			m.u.pull_rows = (struct wire_pull_rows){
+				.shard = 1, .width = 4, .min_clock = -1,
+				.ids = { rows_ids, NULL, 2 } };
+			break;
+		case WIRE_ROWS:
+			m.u.rows = (struct wire_rows){
+				.op = WIRE_ROWS_PUSH, .width = 4,
+				.ids = { rows_ids, NULL, 2 },
+				.data = { rows_v, NULL, 8 } };
 			break;
 		default:
 			break;

@@ -423,6 +423,49 @@ Test(wire, round_trip_every_type)
 	wire_msg_release(&o);
 	seen++;
 
+	{
+		static const uint32_t ids[3] = { 0, 7, 4000000 };
+		static const float vals[6] = { 1, -2, 3.5f, 0, -0.25f, 9 };
+
+		wire_msg_init(&m, WIRE_ROWS, NODE_B, 41);
+		m.hdr.flags = WIRE_F_MORE;
+		m.u.rows = (struct wire_rows){
+			.op = WIRE_ROWS_PUSH, .shard = 3, .width = 2,
+			.clock = 40, .ids = { ids, NULL, 3 },
+			.data = { vals, NULL, 6 } };
+		cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+		{
+			const struct wire_rows *r = &o.u.rows;
+			float back[6];
+
+			cr_assert(r->op == WIRE_ROWS_PUSH && r->shard == 3 &&
+				  r->width == 2 && r->clock == 40 &&
+				  r->ids.n == 3 && r->data.n == 6 &&
+				  o.hdr.flags == WIRE_F_MORE,
+				  "ROWS changed on the way");
+			for (uint32_t i = 0; i < 3; i++)
+				cr_assert_eq(wire_u32_at(&r->ids, i), ids[i]);
+			wire_f32_copy(&r->data, back);
+			cr_assert_arr_eq(back, vals, sizeof(vals));
+		}
+		wire_msg_release(&o);
+		seen++;
+
+		wire_msg_init(&m, WIRE_PULL_ROWS, NODE_B, 41);
+		m.u.pull_rows = (struct wire_pull_rows){
+			.shard = 1, .width = 17, .min_clock = -1,
+			.ids = { ids, NULL, 3 } };
+		cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+		cr_assert(o.u.pull_rows.shard == 1 &&
+			  o.u.pull_rows.width == 17 &&
+			  o.u.pull_rows.min_clock == -1 &&
+			  o.u.pull_rows.ids.n == 3 &&
+			  wire_u32_at(&o.u.pull_rows.ids, 2) == 4000000,
+			  "PULL_ROWS changed on the way");
+		wire_msg_release(&o);
+		seen++;
+	}
+
 	/* HELLO, CHALLENGE and REGISTER ran in the handshake. */
 	cr_assert_eq(seen + 3, WIRE_TYPE_MAX - 1);
 	wire_ctx_free(a);
@@ -910,6 +953,103 @@ Test(wire, huge_counts_refused)
 		     PX_EPROTO);
 	cr_assert_eq(d, WIRE_DROP_MALFORMED);
 	free(buf);
+	wire_ctx_free(a);
+	wire_ctx_free(b);
+}
+
+/* The sparse frames (--model mf): a bad width, ids out of order or
+ * repeated, floats that are not ids * width, too many ids: refused when
+ * sealed, and dropped as malformed when an insider seals them anyway. */
+Test(wire, rows_frames_refused)
+{
+	static const uint32_t up[3] = { 1, 5, 9 }, dup[3] = { 1, 5, 5 },
+			      down[3] = { 9, 5, 1 };
+	static const float v[6] = { 0 };
+	struct {
+		uint8_t op;
+		uint32_t width;
+		const uint32_t *ids;
+		uint32_t n, floats;
+		const char *field;
+	} bad[] = {
+		{ WIRE_ROWS_PUSH, 0, up, 3, 0, "width" },
+		{ WIRE_ROWS_PUSH, WIRE_ROW_WIDTH_MAX + 1, up, 1, 0, "width" },
+		{ WIRE_ROWS_PUSH, 2, dup, 3, 6, "ids" },
+		{ WIRE_ROWS_PUSH, 2, down, 3, 6, "ids" },
+		{ WIRE_ROWS_PUSH, 2, up, 3, 5, "count" },
+		{ WIRE_ROWS_PUSH, 1, up, 3, 6, "count" },
+		{ 0, 2, up, 3, 6, "op" },
+		{ WIRE_ROWS_OP_MAX, 2, up, 3, 6, "op" },
+	};
+	struct wire_ctx *a, *b;
+	struct wire_msg m, o;
+	struct px_error e;
+	enum wire_drop d;
+	uint8_t *buf;
+	size_t len, sz;
+
+	duo(&a, &b);
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		char want[64];
+
+		wire_msg_init(&m, WIRE_ROWS, NODE_B, 1);
+		m.u.rows = (struct wire_rows){
+			.op = bad[k].op, .width = bad[k].width,
+			.ids = { bad[k].ids, NULL, bad[k].n },
+			.data = { v, NULL, bad[k].floats } };
+		cr_assert_eq(wire_payload_size(&m, MAXP, &sz, &e), PX_EINVAL,
+			     "case %zu", k);
+		snprintf(want, sizeof want, "'%s'", bad[k].field);
+		cr_assert_not_null(strstr(e.msg, want), "case %zu: %s", k,
+				   e.msg);
+	}
+	wire_msg_init(&m, WIRE_PULL_ROWS, NODE_B, 1);
+	m.u.pull_rows = (struct wire_pull_rows){ .width = 3,
+						 .ids = { dup, NULL, 3 } };
+	cr_assert_eq(wire_payload_size(&m, MAXP, &sz, &e), PX_EINVAL);
+	cr_assert_not_null(strstr(e.msg, "'ids'"), "%s", e.msg);
+	m.u.pull_rows.ids.n = WIRE_ROWS_MAX + 1;
+	cr_assert_eq(wire_payload_size(&m, MAXP, &sz, &e), PX_EINVAL);
+	/* ROWS carries MORE; PULL_ROWS does not */
+	m.u.pull_rows.ids = (struct wire_u32v){ up, NULL, 3 };
+	m.hdr.flags = WIRE_F_MORE;
+	cr_assert_eq(wire_payload_size(&m, MAXP, &sz, &e), PX_EINVAL);
+	m.hdr.flags = 0;
+	cr_assert_eq(wire_payload_size(&m, MAXP, &sz, &e), PX_OK);
+	cr_assert_eq(sz, 24 + 3 * 4);
+
+	/* sealed good, then altered by an insider and tagged again: ids
+	 * at payload offset WIRE_ROWS_PREFIX, the count of floats at 24,
+	 * the ids' count at 12 */
+	wire_msg_init(&m, WIRE_ROWS, NODE_B, 1);
+	m.u.rows = (struct wire_rows){ .op = WIRE_ROWS_FORWARD, .width = 2,
+				       .ids = { up, NULL, 3 },
+				       .data = { v, NULL, 6 } };
+	for (int k = 0; k < 4; k++) {
+		cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, NULL),
+			     PX_OK);
+		cr_assert_eq(len, WIRE_OVERHEAD + WIRE_ROWS_PREFIX + 3 * 4 +
+			     6 * 4);
+		if (k == 0)      /* ids 1, 1, 9 */
+			buf[WIRE_HDR_LEN + WIRE_ROWS_PREFIX + 4] = 1;
+		else if (k == 1) /* 7 floats said, 6 there */
+			buf[WIRE_HDR_LEN + 24] = 7;
+		else if (k == 2) /* 2^20 + 1 ids said */
+			memcpy(buf + WIRE_HDR_LEN + 12,
+			       (uint8_t[4]){ 1, 0, 0x10, 0 }, 4);
+		else             /* width 3: 9 floats, not 6 */
+			buf[WIRE_HDR_LEN + 8] = 3;
+		reseal(a, buf, len);
+		cr_assert_eq(wire_open(b, buf, len, MAXP, NOW, NULL, &o, &d),
+			     PX_EPROTO, "case %d", k);
+		cr_assert_eq(d, WIRE_DROP_MALFORMED, "case %d: %s", k,
+			     wire_drop_name(d));
+		free(buf);
+	}
+	cr_assert_eq(wire_rows_chunk(WIRE_PAYLOAD_MIN, 0), 0);
+	cr_assert_eq(wire_rows_chunk(WIRE_PAYLOAD_MIN, 17),
+		     (WIRE_PAYLOAD_MIN - WIRE_ROWS_PREFIX) / (4 * 18));
+	cr_assert_eq(wire_rows_chunk(WIRE_PAYLOAD_MAX, 1), WIRE_ROWS_MAX);
 	wire_ctx_free(a);
 	wire_ctx_free(b);
 }
