@@ -108,6 +108,10 @@ struct dist_opts {
 	uint32_t n_slow;
 	bool no_reassign;          /* coordinator: no straggler relief
 				      (--no-reassign) */
+	bool adapt;                /* coordinator: co-adapt each worker's
+				      batch and the lr on joins and
+				      leaves (--adapt; docs/trainer.md,
+				      "Goodput and co-adaptation") */
 	const char *test_visits;   /* worker, tests: at its end, how often
 				      it trained each example, to
 				      DIR/visits.NODE (one count a line);

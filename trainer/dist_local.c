@@ -723,7 +723,7 @@ static void agent_poll(struct local *s, int ms)
 	while (agent_chan_progress(s->ach, ms, &m, &err) == PX_OK) {
 		const struct wire_progress *p = &m.u.progress;
 		uint32_t nw = 0, nps = 0;
-		char ev[80], slow[160] = "";
+		char ev[80], slow[160] = "", gp[128] = "";
 		size_t k = 0;
 
 		ms = 0;
@@ -747,19 +747,26 @@ static void agent_poll(struct local *s, int ms)
 		s->progress_n++;
 		s->last_clock = p->clock;
 		dist_fmt_eval(ev, sizeof(ev), p->loss, p->accuracy);
+		if (p->noise_scale > 0)
+			snprintf(gp, sizeof gp, ", goodput %.0f samples/s "
+				 "(efficiency %.3f, noise scale %.0f, batch "
+				 "%u, lr x%.3f)", (double)p->goodput,
+				 (double)p->efficiency,
+				 (double)p->noise_scale, p->batch,
+				 (double)p->lr_scale);
 		if (s->o->json)
 			dist_logf(s->o, LOG_LVL_INFO,
 				  "progress: clock %" PRId64 ", %.0f "
 				  "samples/s, %s, %u workers, %u PS, "
-				  "membership epoch %" PRIu64 "%s", p->clock,
+				  "membership epoch %" PRIu64 "%s%s", p->clock,
 				  (double)p->samples_per_s, ev, nw, nps,
-				  p->epoch, slow);
+				  p->epoch, slow, gp);
 		else
 			printf("progress: clock %" PRId64 ", %.0f samples/s, "
 			       "%s, %u workers, %u PS, membership epoch %"
-			       PRIu64 "%s\n", p->clock,
+			       PRIu64 "%s%s\n", p->clock,
 			       (double)p->samples_per_s, ev, nw, nps,
-			       p->epoch, slow);
+			       p->epoch, slow, gp);
 		fflush(stdout);
 		wire_msg_release(&m);
 	}

@@ -441,6 +441,13 @@ static const struct topt topts[] = {
 	    "coordinator: no straggler relief (a slow worker's minibatches "
 	    "are not handed to idle peers; docs/trainer.md, \"Stragglers\")",
 	    NULL),
+	/* goodput */
+	OPT("adapt", NULL, C_DIST, K_FLAG, o.adapt, 0, 0, 0,
+	    "coordinator: co-adaptation: on every join and leave, each "
+	    "worker's batch (at most --batch) and the lr factor are decided "
+	    "anew from the measured gradient noise scale (docs/trainer.md, "
+	    "\"Goodput and co-adaptation\"); without it they stay --batch "
+	    "and --lr, and goodput is only measured", NULL),
 	/* test faults */
 	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
 	    90, 0, "test fault: workers send CLOCK first, their pushes MS "
