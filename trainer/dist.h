@@ -252,6 +252,11 @@ struct dist_local {
 				      job's clock (PROGRESS) reaches it */
 	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
 	double add_worker_at;      /* s; 0: never.  One extra worker */
+	double churn_every;        /* s; 0: never.  A worker joins, until
+				      churn_max work, then one is
+				      SIGKILLed (not replaced) until one
+				      is left, and again (goodput bench) */
+	uint32_t churn_max;
 	double pause_worker_at;    /* s; 0: never.  SIGSTOP one worker ... */
 	double pause_ps_at;        /* s; 0: never.  ... or one transient PS
 				      (the worker if both are set) ... */

@@ -780,6 +780,9 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 	struct sigaction sa, old_int, old_term, old_chld;
 	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
 	bool ps_killed = false, left = false, added = false, started = false;
+	uint32_t churn_n = o->workers;  /* --churn-every: workers now */
+	bool churn_up = true;
+	uint64_t next_churn = 0;
 	struct child *paused = NULL;
 	uint64_t resume_at = 0;
 	double pause_at = l->pause_worker_at > 0 ? l->pause_worker_at
@@ -960,6 +963,29 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 			}
 			paused = NULL;
 		}
+		if (l->churn_every > 0 && started && !next_churn)
+			next_churn = now + (uint64_t)(l->churn_every * 1e6);
+		if (next_churn && now >= next_churn) {
+			next_churn = now + (uint64_t)(l->churn_every * 1e6);
+			churn_up = churn_n <= 1 ||
+				   (churn_up && churn_n < l->churn_max);
+			c = churn_up ? NULL : pick(s, CH_WORKER);
+			if (c) {
+				dist_logf(o, LOG_LVL_INFO, "churn: SIGKILL "
+					  "worker %u at %.1f s", c->node, el);
+				stop_child(c, SIGKILL);
+				churn_n--;
+			} else if (churn_up) {
+				dist_logf(o, LOG_LVL_INFO, "churn: adding "
+					  "worker %u at %.1f s",
+					  s->next_worker, el);
+				e = spawn(s, CH_WORKER, s->next_worker++,
+					  false, err);
+				if (e != PX_OK)
+					break;
+				churn_n++;
+			}
+		}
 		if (l->add_worker_at > 0 && started && !added &&
 		    el >= l->add_worker_at) {
 			added = true;
@@ -1055,6 +1081,7 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		crash_at = 0;
 		cur.kill_worker_every = cur.kill_worker_at = 0;
 		cur.kill_ps_at = cur.leave_worker_at = cur.add_worker_at = 0;
+		cur.churn_every = 0;
 		cur.kill_ps_at_clock = 0;
 		cur.pause_worker_at = cur.pause_ps_at = 0;
 		cur.n_slow = 0;

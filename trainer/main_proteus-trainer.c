@@ -423,6 +423,13 @@ static const struct topt topts[] = {
 	OPT("leave-worker-at", "S", C_LOCAL, K_SECS, l.leave_worker_at, 0, 0,
 	    0, "SIGTERM a worker (it leaves) at S s and start another",
 	    "never"),
+	OPT("churn-every", "S", C_LOCAL, K_SECS, l.churn_every, 0, 0, 0,
+	    "every S s a worker joins until --churn-max work, then one is "
+	    "SIGKILLed (not replaced) until one is left, and again",
+	    "never"),
+	OPT("churn-max", "N", C_LOCAL, K_UINT, l.churn_max, 1,
+	    DIST_MAX_NODES, 0, "the most workers --churn-every adds up to",
+	    NULL),
 	OPT("add-worker-at", "S", C_LOCAL, K_SECS, l.add_worker_at, 0, 0, 0,
 	    "start one more worker at S s", "never"),
 	OPT("pause-worker-at", "S", C_LOCAL, K_SECS, l.pause_worker_at, 0, 0,
@@ -569,6 +576,7 @@ static void tcli_default(struct tcli *t, const struct subcmd *sc)
 	t->n.imds_margin_ms = DIST_NODE_IMDS_MARGIN_MS;
 	t->n.clock_speedup = 1;
 	t->l.self = "/proc/self/exe";
+	t->l.churn_max = 4;
 	t->f.max_bytes = FETCH_MAX_BYTES_DEFAULT;
 	if (sc->mask & (C_EVAL | C_PREDICT))
 		t->o.train.threads = 1;
