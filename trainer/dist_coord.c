@@ -1613,7 +1613,8 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 		stalled_since(c, t);
 	}
 	judge_speeds(c);
-	gp_report(&c->gp, c->samples, now, secs, holders(c), c->min_clock);
+	gp_report(&c->gp, c->samples, now, secs, holders(c), c->min_clock,
+		  c->last_acc);
 	if (c->agent && c->agent_known) {
 		/* the agent reports it */
 		send_progress(c, secs > 0 ? c->samples / secs : 0.0);

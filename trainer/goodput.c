@@ -98,7 +98,8 @@ static struct gp_sample sample(const struct gp *g, uint32_t k,
 		.t = t, .workers = k, .batch = g->batch,
 		.lr_scale = g->lr_scale, .samples_per_s = g->rate,
 		.efficiency = g->efficiency, .goodput = g->goodput,
-		.noise_scale = gns_scale(&g->gns), .clock = clock };
+		.noise_scale = gns_scale(&g->gns), .test_accuracy = NAN,
+		.clock = clock };
 }
 
 bool gp_decide(struct gp *g, uint32_t k, int64_t clock, double t)
@@ -126,7 +127,7 @@ bool gp_decide(struct gp *g, uint32_t k, int64_t clock, double t)
 }
 
 void gp_report(struct gp *g, uint64_t samples, uint64_t now_us, double t,
-	       uint32_t k, int64_t clock)
+	       uint32_t k, int64_t clock, double acc)
 {
 	double phi = gns_scale(&g->gns);
 
@@ -139,8 +140,10 @@ void gp_report(struct gp *g, uint64_t samples, uint64_t now_us, double t,
 	g->efficiency = phi > 0 ? goodput_efficiency(phi, g->m0,
 						     (double)k * g->batch) : 0;
 	g->goodput = g->rate * g->efficiency;
-	if (g->tl && g->n_tl < GP_TIMELINE_MAX)
-		g->tl[g->n_tl++] = sample(g, k, clock, t);
+	if (g->tl && g->n_tl < GP_TIMELINE_MAX) {
+		g->tl[g->n_tl] = sample(g, k, clock, t);
+		g->tl[g->n_tl++].test_accuracy = acc;
+	}
 }
 
 static json_t *samples_json(const struct gp_sample *s, uint32_t n)
@@ -149,14 +152,16 @@ static json_t *samples_json(const struct gp_sample *s, uint32_t n)
 
 	for (uint32_t i = 0; a && i < n; i++)
 		json_array_append_new(a, json_pack(
-			"{s:f, s:I, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
+			"{s:f, s:I, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:o}",
 			"t", s[i].t, "clock", (json_int_t)s[i].clock,
 			"workers", (int)s[i].workers, "batch",
 			(int)s[i].batch, "lr_scale", s[i].lr_scale,
 			"samples_per_s", s[i].samples_per_s,
 			"efficiency", s[i].efficiency,
 			"goodput", s[i].goodput,
-			"noise_scale", s[i].noise_scale));
+			"noise_scale", s[i].noise_scale, "test_accuracy",
+			isnan(s[i].test_accuracy) ? json_null()
+				: json_real(s[i].test_accuracy)));
 	return a;
 }
 

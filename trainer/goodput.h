@@ -60,6 +60,7 @@ struct gp_sample {
 	double t;            /* s since the job's start */
 	uint32_t workers, batch;
 	double lr_scale, samples_per_s, efficiency, goodput, noise_scale;
+	double test_accuracy;  /* the last evaluation's (NaN: none) */
 	int64_t clock;
 };
 
@@ -92,9 +93,10 @@ void gp_clock(struct gp *g, uint32_t batch, uint32_t batches,
  * factor changed (the decision is then the last of g->ev). */
 bool gp_decide(struct gp *g, uint32_t k, int64_t clock, double t);
 /* A report: the throughput since the last one (samples done in all,
- * now_us), its efficiency at k workers, into the timeline. */
+ * now_us), its efficiency at k workers, into the timeline with the last
+ * test accuracy (acc). */
 void gp_report(struct gp *g, uint64_t samples, uint64_t now_us, double t,
-	       uint32_t k, int64_t clock);
+	       uint32_t k, int64_t clock, double acc);
 /* {"adapt", "noise_scale", "batch", "lr_scale", "efficiency",
  * "goodput", "decisions": [...], "timeline": [...]}; NULL on OOM. */
 json_t *gp_json(const struct gp *g);

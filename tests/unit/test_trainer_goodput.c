@@ -110,12 +110,14 @@ Test(goodput, state_decides_on_changes_only)
 	cr_assert_eq(g.ev[1].workers, 1);
 	cr_assert_eq(g.ev[1].clock, 7);
 	/* a report: throughput since the last, the efficiency at k x b */
-	gp_report(&g, 1000, 1000000, 1, 1, 7);
-	gp_report(&g, 3000, 2000000, 2, 2, 8);
+	gp_report(&g, 1000, 1000000, 1, 1, 7, NAN);
+	gp_report(&g, 3000, 2000000, 2, 2, 8, 0.5);
 	cr_assert_float_eq(g.rate, 2000, 1e-9);
 	cr_assert_float_eq(g.efficiency, 1064.0 / 1128, 1e-9);
 	cr_assert_float_eq(g.goodput, 2000 * 1064.0 / 1128, 1e-6);
 	cr_assert_eq(g.n_tl, 2);
+	cr_assert(isnan(g.tl[0].test_accuracy));
+	cr_assert_eq(g.tl[1].test_accuracy, 0.5);
 	gp_free(&g);
 	/* off: measured, never decided */
 	gp_init(&g, 64, false);
