@@ -189,6 +189,7 @@ static void progress_event(struct job *j, bool force)
 		   j->ps, ctrl_stage(j->c), j->joins, j->losses,
 		   (double)(j->cost_before_uusd + ctrl_cost(j->c, j->t)) / 1e6,
 		   job_od_fleet_usd(j, j->t));
+	job_scaling_event(j, force);
 }
 
 void job_end(struct job *j, enum store_job_state s, const char *why)

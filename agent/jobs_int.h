@@ -136,6 +136,15 @@ struct job {
 	struct { uint32_t node; float speed; } slow[8];
 	int n_slow;
 	int trainer_stage;       /* the stage the trainer reports */
+	/* goodput (PROGRESS; docs/controller.md, "Measured scaling"): the
+	 * last report's, and the scaling measured from them, which
+	 * replaces the spec's in req.spec.profile once it has enough
+	 * points (measured_on) */
+	double goodput, efficiency, noise_scale, lr_scale;
+	uint32_t gp_batch;
+	struct jobspec_measured meas;
+	bool measured_on;
+	uint64_t scaling_ev_us;  /* last "scaling" event (monotonic) */
 	double frac;             /* of the work, 0..1 */
 	double work_h, rate_h;
 	int64_t rate_t;          /* market time of the last rate sample */
@@ -242,6 +251,15 @@ void job_trainer_stop(struct job *j);
 void job_trainer_hooks(struct job *j, struct world_hooks *h);
 /* Registration, queued commands, PROGRESS frames: never blocks. */
 void job_trainer_poll(struct job *j);
+/* The measured scaling: into req.spec.profile once it has enough points
+ * (docs/controller.md, "Measured scaling"); as JSON {"measured",
+ * "instances", "goodput", "reports"} (status, the "scaling" event, NULL
+ * on OOM); a "scaling" event (at most every 30 s unless force); and the
+ * restart's taking up of one (bad entries skipped). */
+void job_measured_apply(struct job *j);
+json_t *job_scaling_json(const struct job *j);
+void job_scaling_event(struct job *j, bool force);
+void job_scaling_take(struct job *j, json_t *o);
 /* The coordinator's end: done, or a restart from the checkpoint (false,
  * j->why set: the job fails). */
 bool job_check_coordinator(struct job *j);

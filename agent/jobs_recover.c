@@ -52,6 +52,12 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 					 json_number_value(loss) : NAN;
 		}
 		json_decref(p);
+	} else if (!strcmp(ev->kind, "scaling")) {
+		/* the measured scaling so far (the last event holds it) */
+		json_t *p = json_loads(ev->detail, 0, NULL);
+
+		job_scaling_take(r->j, p);
+		json_decref(p);
 	} else if (!strcmp(ev->kind, "eviction")) {
 		r->j->evictions_before++;
 	}
@@ -236,6 +242,8 @@ static void recover_one(struct jobs *js, int64_t id)
 		}
 		j->t = r.last_us / 1000000;
 		j->restarts = 1;
+		/* the scaling measured in its earlier lives goes on */
+		job_measured_apply(j);
 		/* back to queued, started by the pump like a new one */
 		j->state = STORE_JOB_QUEUED;
 		log_notice("job %" PRId64 ": resuming at market time %"

@@ -26,6 +26,7 @@
 /* Nodes that fail at start, this many in a row (no node started between
  * them), fail the job: its nodes cannot run here. */
 #define START_FAILURES_MAX 3
+#define SCALING_EVENT_MS 30000   /* a "scaling" event at most this often */
 
 extern char **environ;
 
@@ -559,6 +560,102 @@ static void take_members(struct job *j, const struct wire_progress *p)
 	}
 }
 
+/* The trainer's goodput at its workers' count of instances (with
+ * workers_per_instance each) into the job's measured scaling; once that
+ * has enough points BidBrain plans with it (req.spec.profile is what
+ * the controller's work model reads). */
+static void take_goodput(struct job *j, const struct wire_progress *p)
+{
+	int per = j->req.trainer.workers_per_instance > 0 ?
+		  j->req.trainer.workers_per_instance : 1;
+	int n = (j->workers + per - 1) / per;
+
+	j->goodput = p->goodput;
+	j->efficiency = p->efficiency;
+	j->noise_scale = p->noise_scale;
+	j->gp_batch = p->batch;
+	j->lr_scale = p->lr_scale;
+	jobspec_measured_add(&j->meas, n, p->goodput);
+	job_measured_apply(j);
+}
+
+void job_measured_apply(struct job *j)
+{
+	struct jobspec_profile pr;
+	bool first = !j->measured_on;
+
+	if (!jobspec_measured_profile(&j->meas, &pr))
+		return;
+	j->req.spec.profile = pr;
+	j->measured_on = true;
+	if (first) {
+		log_notice("job %" PRId64 ": BidBrain plans with the measured "
+			   "scaling from now on (%d points, %d to %d "
+			   "instances)", j->id, pr.n, pr.workers[0],
+			   pr.workers[pr.n - 1]);
+		job_scaling_event(j, true);
+	}
+}
+
+json_t *job_scaling_json(const struct job *j)
+{
+	json_t *n = json_array(), *g = json_array(), *r = json_array();
+
+	for (int i = 1; n && g && r && i <= JOBSPEC_MEASURED_MAX; i++) {
+		if (!j->meas.reports[i])
+			continue;
+		json_array_append_new(n, json_integer(i));
+		json_array_append_new(g, json_real(j->meas.goodput[i]));
+		json_array_append_new(r, json_integer(j->meas.reports[i]));
+	}
+	return json_pack("{s:b, s:o*, s:o*, s:o*}", "measured",
+			 j->measured_on, "instances", n, "goodput", g,
+			 "reports", r);
+}
+
+void job_scaling_event(struct job *j, bool force)
+{
+	uint64_t now = px_now_mono_us();
+	json_t *o;
+	char *s;
+
+	if (!force && now - j->scaling_ev_us < SCALING_EVENT_MS * 1000ull)
+		return;
+	j->scaling_ev_us = now;
+	o = job_scaling_json(j);
+	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (s)
+		job_event(j, "scaling", s);
+	free(s);
+	json_decref(o);
+}
+
+void job_scaling_take(struct job *j, json_t *o)
+{
+	json_t *n = json_object_get(o, "instances");
+	json_t *g = json_object_get(o, "goodput");
+	json_t *r = json_object_get(o, "reports");
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(n) || json_array_size(g) != json_array_size(n) ||
+	    json_array_size(r) != json_array_size(n))
+		return;
+	json_array_foreach(n, i, v) {
+		json_int_t k = json_integer_value(v);
+		json_t *gv = json_array_get(g, i), *rv = json_array_get(r, i);
+
+		if (!json_is_integer(v) || k < 1 || k > JOBSPEC_MEASURED_MAX ||
+		    !json_is_number(gv) || !(json_number_value(gv) > 0) ||
+		    !isfinite(json_number_value(gv)) ||
+		    !json_is_integer(rv) || json_integer_value(rv) < 1 ||
+		    json_integer_value(rv) > UINT32_MAX)
+			continue;
+		j->meas.goodput[k] = json_number_value(gv);
+		j->meas.reports[k] = (uint32_t)json_integer_value(rv);
+	}
+}
+
 static void take_progress(struct job *j, const struct wire_progress *p)
 {
 	double f;
@@ -572,6 +669,7 @@ static void take_progress(struct job *j, const struct wire_progress *p)
 		j->loss = p->loss;
 	}
 	take_members(j, p);
+	take_goodput(j, p);
 	j->trainer_stage = p->stage;
 	if (p->total_clock > 0)
 		j->total_clocks = p->total_clock;

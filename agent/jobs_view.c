@@ -208,6 +208,13 @@ static json_t *status_live(struct job *j)
 							  j->start_s));
 	json_object_set_new(o, "restarts", json_integer(j->restarts));
 	json_object_set_new(o, "slow_workers", slow_workers(j));
+	/* the trainer's goodput, and the scaling measured from it
+	 * (docs/controller.md, "Measured scaling") */
+	json_object_set_new(o, "goodput", json_pack(
+		"{s:f, s:f, s:f, s:i, s:f, s:o*}", "samples_per_s",
+		j->goodput, "efficiency", j->efficiency, "noise_scale",
+		j->noise_scale, "batch", (int)j->gp_batch, "lr_scale",
+		j->lr_scale, "scaling", job_scaling_json(j)));
 	json_object_set_new(o, "billing",
 			    json_string(billing_model_name(j->billing)));
 	/* ended, and every bill where the provider's ended (ec2: a few

@@ -152,6 +152,64 @@ static enum px_err get_nums(struct jp *p, json_t *v, const char *path,
 	return PX_OK;
 }
 
+/* A profile's derived fields from its points. */
+static void profile_derive(struct jobspec_profile *pr)
+{
+	for (int i = 0; i < pr->n; i++) {
+		pr->log_eff[i] = log(pr->samples_per_s[i] /
+				     (pr->workers[i] * pr->samples_per_s[0]) *
+				     pr->accuracy_per_sample[i] /
+				     pr->accuracy_per_sample[0]);
+		pr->log2_workers[i] = log2((double)pr->workers[i]);
+	}
+}
+
+void jobspec_measured_add(struct jobspec_measured *m, int n, double goodput)
+{
+	uint32_t k;
+
+	if (n < 1 || n > JOBSPEC_MEASURED_MAX || !isfinite(goodput) ||
+	    goodput <= 0)
+		return;
+	k = m->reports[n] < JOBSPEC_MEASURED_WINDOW ? m->reports[n] + 1
+						    : JOBSPEC_MEASURED_WINDOW;
+	m->goodput[n] += (goodput - m->goodput[n]) / k;
+	m->reports[n]++;
+}
+
+bool jobspec_measured_profile(const struct jobspec_measured *m,
+			      struct jobspec_profile *ret)
+{
+	int at[JOBSPEC_MEASURED_MAX], n = 0, k = 0;
+	struct jobspec_profile pr;
+
+	for (int i = 1; i <= JOBSPEC_MEASURED_MAX; i++)
+		if (m->reports[i] >= JOBSPEC_MEASURED_MIN)
+			at[n++] = i;
+	if (n < 2)
+		return false;
+	memset(&pr, 0, sizeof pr);
+	if (at[0] != 1) {
+		pr.workers[k] = 1;
+		pr.samples_per_s[k++] = m->goodput[at[0]] / at[0];
+	}
+	for (int i = 0; i < n && k < JOBSPEC_PROFILE_MAX; i++) {
+		/* the last place goes to the largest count */
+		int c = k == JOBSPEC_PROFILE_MAX - 1 ? at[n - 1] : at[i];
+
+		pr.workers[k] = c;
+		pr.samples_per_s[k++] = m->goodput[c];
+		if (c == at[n - 1])
+			break;
+	}
+	for (int i = 0; i < k; i++)
+		pr.accuracy_per_sample[i] = 1;
+	pr.n = k;
+	profile_derive(&pr);
+	*ret = pr;
+	return true;
+}
+
 /* "scaling_profile": {"workers": [1, 2, 4], "samples_per_s": [...],
  * "accuracy_per_sample": [...]} (keys starting with '_' are comments). */
 static enum px_err parse_profile(struct jp *p, json_t *v, const char *path,
@@ -198,14 +256,8 @@ static enum px_err parse_profile(struct jp *p, json_t *v, const char *path,
 				       "increasing, starting at 1");
 		pr.workers[i] = (int)w[i];
 	}
-	for (int i = 0; i < nw; i++) {
-		pr.log_eff[i] = log(pr.samples_per_s[i] /
-				    (pr.workers[i] * pr.samples_per_s[0]) *
-				    pr.accuracy_per_sample[i] /
-				    pr.accuracy_per_sample[0]);
-		pr.log2_workers[i] = log2((double)pr.workers[i]);
-	}
 	pr.n = nw;
+	profile_derive(&pr);
 	*ret = pr;
 	return PX_OK;
 }

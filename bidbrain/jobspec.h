@@ -131,6 +131,32 @@ double jobspec_interrupt_rate(const struct jobspec *j, const char *type);
  * or the scaling profile's (at most 1); 0 when n is 0. */
 double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum);
 
+/* The scaling a running job measured (proteusd, from the trainer's
+ * PROGRESS; docs/controller.md, "Measured scaling"): its goodput (samples
+ * a second times their statistical efficiency) at each count of
+ * instances, a running mean over the last JOBSPEC_MEASURED_WINDOW
+ * reports of each. */
+#define JOBSPEC_MEASURED_MAX 64    /* instances measured at most */
+#define JOBSPEC_MEASURED_WINDOW 20
+#define JOBSPEC_MEASURED_MIN 5     /* reports before a point counts */
+
+struct jobspec_measured {
+	double goodput[JOBSPEC_MEASURED_MAX + 1]; /* [n]: at n instances */
+	uint32_t reports[JOBSPEC_MEASURED_MAX + 1];
+};
+
+/* One report: goodput at n instances (ignored unless n is 1 ..
+ * JOBSPEC_MEASURED_MAX and goodput finite and > 0). */
+void jobspec_measured_add(struct jobspec_measured *m, int n, double goodput);
+/* The profile the measurements make once two counts of instances have
+ * JOBSPEC_MEASURED_MIN reports each (else false, *ret untouched): the
+ * points in order (at most JOBSPEC_PROFILE_MAX: the smallest counts and
+ * the largest), samples_per_s their goodput, accuracy_per_sample 1 (the
+ * goodput holds the efficiency); without a point at 1 instance, one
+ * there at the smallest count's goodput per instance (linear below it). */
+bool jobspec_measured_profile(const struct jobspec_measured *m,
+			      struct jobspec_profile *ret);
+
 /* Parse a scaling profile file (the object `scaling_profile` takes) into
  * j->profile; errors name the file and the field. */
 enum px_err jobspec_profile_load(const char *path, struct jobspec *j,

@@ -115,6 +115,10 @@ struct dist_opts {
 	uint32_t n_slow;
 	bool no_reassign;          /* coordinator: no straggler relief
 				      (--no-reassign) */
+	bool adapt;                /* coordinator: co-adapt each worker's
+				      batch and the lr on joins and
+				      leaves (--adapt; docs/trainer.md,
+				      "Goodput and co-adaptation") */
 	const char *test_visits;   /* worker, tests: at its end, how often
 				      it trained each example, to
 				      DIR/visits.NODE (one count a line);
@@ -271,6 +275,11 @@ struct dist_local {
 				      job's clock (PROGRESS) reaches it */
 	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
 	double add_worker_at;      /* s; 0: never.  One extra worker */
+	double churn_every;        /* s; 0: never.  A worker joins, until
+				      churn_max work, then one is
+				      SIGKILLed (not replaced) until one
+				      is left, and again (goodput bench) */
+	uint32_t churn_max;
 	double pause_worker_at;    /* s; 0: never.  SIGSTOP one worker ... */
 	double pause_ps_at;        /* s; 0: never.  ... or one transient PS
 				      (the worker if both are set) ... */

@@ -19,6 +19,7 @@
 #include "export.h"
 #include "data.h"
 #include "mf.h"
+#include "goodput.h"
 #include "model.h"
 
 /* Nodes the agent may name at once (EXPECT), oldest first.  More than the
@@ -143,6 +144,8 @@ struct coord {
 	uint64_t reassigned;       /* minibatches trained by helpers */
 	uint64_t relief_lost;      /* handed over, never reported done */
 	float median_speed;        /* of the workers, last report */
+	struct gp gp;              /* goodput, co-adaptation (goodput.h) */
+	uint32_t est_batch;        /* the minibatch total_est is for */
 	bool done;
 	struct wire_member list[DIST_MAX_NODES]; /* MEMBERSHIP scratch */
 	/* --model mf (docs/trainer.md, "Matrix factorization"): the
@@ -215,31 +218,59 @@ static bool counts(const struct coord *c, const struct cmember *m)
 	       !(c->stage == 3 && (m->w.roles & WIRE_ROLE_PS_BACKUP));
 }
 
+/* The workers that hold a partition now. */
+static uint32_t holders(const struct coord *c)
+{
+	uint32_t w = 0;
+
+	for (uint32_t i = 0; i < c->n; i++)
+		w += counts(c, &c->m[i]);
+	return w;
+}
+
 static uint64_t samples_done(const struct coord *c)
 {
 	return c->samples_base + c->samples;
 }
 
+/* Co-adaptation (docs/trainer.md, "Goodput and co-adaptation"): the
+ * batch and lr factor for w workers, decided anew when w changed or the
+ * noise scale became known; the workers take them from CLOCK_MIN at
+ * their next clock. */
+static void co_adapt(struct coord *c, uint32_t w)
+{
+	const struct gp_sample *d;
+
+	if (!c->started ||
+	    !gp_decide(&c->gp, w, c->min_clock,
+		       (double)(px_now_mono_us() - c->t_start_us) / 1e6))
+		return;
+	d = &c->gp.ev[c->gp.n_ev - 1];
+	out(c, "co-adapt at clock %" PRId64 ": %u workers, batch %u, lr x%.3f"
+	    " (noise scale %.0f)", c->min_clock, w, c->gp.batch,
+	    c->gp.lr_scale, d->noise_scale);
+}
+
 /* Foresee the last clock anew when the number of workers sharing a
- * clock changed: the samples left, at this many workers' clocks per
+ * clock (or their minibatch) changed: the samples left, at this many workers' clocks per
  * epoch.  A job whose workers never change keeps the clock count it
  * started with. */
 static void reestimate(struct coord *c)
 {
-	uint32_t w = 0;
+	uint32_t w = holders(c), b;
 	uint64_t done = samples_done(c), left;
 	int64_t bpe, cpe;
 
-	for (uint32_t i = 0; i < c->n; i++)
-		w += counts(c, &c->m[i]);
-	if (!w || w == c->est_workers || !c->n_train)
+	co_adapt(c, w);
+	b = c->gp.batch;
+	if (!w || (w == c->est_workers && b == c->est_batch) || !c->n_train)
 		return;
 	/* minibatches per epoch for each worker, and clocks of them */
-	bpe = dist_total_clocks(c->n_train, w, 1, c->o->train.batch);
-	cpe = dist_job_clocks(c->n_train, w, 1, c->o->train.batch,
-			      c->o->clock_batches);
+	bpe = dist_total_clocks(c->n_train, w, 1, b);
+	cpe = dist_job_clocks(c->n_train, w, 1, b, c->o->clock_batches);
 	left = done < c->total_samples ? c->total_samples - done : 0;
 	c->est_workers = w;
+	c->est_batch = b;
 	c->clocks_per_epoch = cpe > 0 ? cpe : 1;
 	c->total_est = c->min_clock +
 		       (int64_t)ceil((double)left * (double)bpe /
@@ -297,6 +328,8 @@ static void send_clock_min(struct coord *c)
 	m.u.clock_min.min_clock = c->min_clock;
 	m.u.clock_min.total_clock = c->total_est;
 	m.u.clock_min.staleness = c->o->slack;
+	m.u.clock_min.batch = c->gp.batch;
+	m.u.clock_min.lr_scale = (float)c->gp.lr_scale;
 	broadcast(c, &m);
 }
 
@@ -618,6 +651,11 @@ static void send_progress(struct coord *c, double rate)
 	m.u.progress.samples = samples_done(c);
 	m.u.progress.total_samples = c->total_samples;
 	m.u.progress.total_clock = c->total_est;
+	m.u.progress.goodput = (float)c->gp.goodput;
+	m.u.progress.efficiency = (float)c->gp.efficiency;
+	m.u.progress.noise_scale = (float)gns_scale(&c->gp.gns);
+	m.u.progress.batch = c->gp.batch;
+	m.u.progress.lr_scale = (float)c->gp.lr_scale;
 	m.u.progress.n = c->n;
 	m.u.progress.members = c->list;
 	if (net_send(c->agent, &m, 100, &err) == PX_OK)
@@ -923,6 +961,8 @@ static void on_clock(struct coord *c, struct cmember *m,
 	c->row_bytes += w->u.clock.row_bytes;
 	c->row_frames += w->u.clock.row_frames;
 	c->rows += w->u.clock.rows;
+	gp_clock(&c->gp, w->u.clock.batch, w->u.clock.batches,
+		 w->u.clock.grad_sq_small, w->u.clock.grad_sq_big);
 	/* offers it did not take are void: its HELPs came before */
 	for (uint32_t i = 0; i < c->n_relief; i++)
 		if (!c->relief[i].helping &&
@@ -1605,6 +1645,8 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 		stalled_since(c, t);
 	}
 	judge_speeds(c);
+	gp_report(&c->gp, c->samples, now, secs, holders(c), c->min_clock,
+		  c->last_acc);
 	if (c->agent && c->agent_known) {
 		/* the agent reports it */
 		send_progress(c, secs > 0 ? c->samples / secs : 0.0);
@@ -1616,9 +1658,12 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 	else
 		dist_fmt_eval(ev, sizeof(ev), c->last_loss, c->last_acc);
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last %s, %u "
-	    "workers, %u PS, stage %u, epoch %" PRIu64 "%s", c->min_clock,
-	    c->total_est, secs > 0 ? c->samples / secs : 0.0, ev, nw,
-	    nps, c->stage, c->epoch, slow_text(c, slow, sizeof slow));
+	    "workers, %u PS, stage %u, epoch %" PRIu64 ", goodput %.0f "
+	    "(efficiency %.3f, noise scale %.0f, batch %u, lr x%.3f)%s",
+	    c->min_clock, c->total_est, secs > 0 ? c->samples / secs : 0.0,
+	    ev, nw, nps, c->stage, c->epoch, c->gp.goodput, c->gp.efficiency,
+	    gns_scale(&c->gp.gns), c->gp.batch, c->gp.lr_scale,
+	    slow_text(c, slow, sizeof slow));
 	return PX_OK;
 }
 
@@ -1732,6 +1777,7 @@ static int print_result(struct coord *c)
 	json_object_set_new(j, "worker_speeds", worker_speeds(c));
 	if (c->mf)
 		mf_result(c, j);
+	json_object_set_new(j, "goodput", gp_json(&c->gp));
 	s = NULL;
 	{
 		size_t len = 0;
@@ -1868,6 +1914,8 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 	c->total_est = c->total;
 	c->total_samples = (uint64_t)o->train.epochs * c->n_train;
 	c->est_workers = o->workers;
+	c->est_batch = o->train.batch;
+	gp_init(&c->gp, o->train.batch, o->adapt);
 	c->clocks_per_epoch = o->train.epochs ? c->total / o->train.epochs
 					      : 1;
 	if (c->clocks_per_epoch < 1)
@@ -2081,6 +2129,7 @@ out_free:
 	net_close(c->pub);
 	net_close(c->agent);
 	model_ctx_free(c->mc);
+	gp_free(&c->gp);
 	free(c->params);
 	free(c->mom);
 	free(c->ck_w);

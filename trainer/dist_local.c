@@ -724,7 +724,7 @@ static void agent_poll(struct local *s, int ms)
 	while (agent_chan_progress(s->ach, ms, &m, &err) == PX_OK) {
 		const struct wire_progress *p = &m.u.progress;
 		uint32_t nw = 0, nps = 0;
-		char ev[80], slow[160] = "";
+		char ev[80], slow[160] = "", gp[128] = "";
 		size_t k = 0;
 
 		ms = 0;
@@ -755,19 +755,26 @@ static void agent_poll(struct local *s, int ms)
 				 (double)p->loss);
 		else
 			dist_fmt_eval(ev, sizeof(ev), p->loss, p->accuracy);
+		if (p->noise_scale > 0)
+			snprintf(gp, sizeof gp, ", goodput %.0f samples/s "
+				 "(efficiency %.3f, noise scale %.0f, batch "
+				 "%u, lr x%.3f)", (double)p->goodput,
+				 (double)p->efficiency,
+				 (double)p->noise_scale, p->batch,
+				 (double)p->lr_scale);
 		if (s->o->json)
 			dist_logf(s->o, LOG_LVL_INFO,
 				  "progress: clock %" PRId64 ", %.0f "
 				  "samples/s, %s, %u workers, %u PS, "
-				  "membership epoch %" PRIu64 "%s", p->clock,
+				  "membership epoch %" PRIu64 "%s%s", p->clock,
 				  (double)p->samples_per_s, ev, nw, nps,
-				  p->epoch, slow);
+				  p->epoch, slow, gp);
 		else
 			printf("progress: clock %" PRId64 ", %.0f samples/s, "
 			       "%s, %u workers, %u PS, membership epoch %"
-			       PRIu64 "%s\n", p->clock,
+			       PRIu64 "%s%s\n", p->clock,
 			       (double)p->samples_per_s, ev, nw, nps,
-			       p->epoch, slow);
+			       p->epoch, slow, gp);
 		fflush(stdout);
 		wire_msg_release(&m);
 	}
@@ -781,6 +788,9 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 	struct sigaction sa, old_int, old_term, old_chld;
 	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
 	bool ps_killed = false, left = false, added = false, started = false;
+	uint32_t churn_n = o->workers;  /* --churn-every: workers now */
+	bool churn_up = true;
+	uint64_t next_churn = 0;
 	struct child *paused = NULL;
 	uint64_t resume_at = 0;
 	double pause_at = l->pause_worker_at > 0 ? l->pause_worker_at
@@ -961,6 +971,29 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 			}
 			paused = NULL;
 		}
+		if (l->churn_every > 0 && started && !next_churn)
+			next_churn = now + (uint64_t)(l->churn_every * 1e6);
+		if (next_churn && now >= next_churn) {
+			next_churn = now + (uint64_t)(l->churn_every * 1e6);
+			churn_up = churn_n <= 1 ||
+				   (churn_up && churn_n < l->churn_max);
+			c = churn_up ? NULL : pick(s, CH_WORKER);
+			if (c) {
+				dist_logf(o, LOG_LVL_INFO, "churn: SIGKILL "
+					  "worker %u at %.1f s", c->node, el);
+				stop_child(c, SIGKILL);
+				churn_n--;
+			} else if (churn_up) {
+				dist_logf(o, LOG_LVL_INFO, "churn: adding "
+					  "worker %u at %.1f s",
+					  s->next_worker, el);
+				e = spawn(s, CH_WORKER, s->next_worker++,
+					  false, err);
+				if (e != PX_OK)
+					break;
+				churn_n++;
+			}
+		}
 		if (l->add_worker_at > 0 && started && !added &&
 		    el >= l->add_worker_at) {
 			added = true;
@@ -1056,6 +1089,7 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		crash_at = 0;
 		cur.kill_worker_every = cur.kill_worker_at = 0;
 		cur.kill_ps_at = cur.leave_worker_at = cur.add_worker_at = 0;
+		cur.churn_every = 0;
 		cur.kill_ps_at_clock = 0;
 		cur.pause_worker_at = cur.pause_ps_at = 0;
 		cur.n_slow = 0;

@@ -55,6 +55,16 @@ struct worker {
 	float *d_params, *d_grad;  /* ops memory (alias host on CPU) */
 	float *d_mom;              /* the optimizer's momentum, ops memory */
 	uint32_t kb;               /* minibatches in a clock (ASSIGN) */
+	/* co-adaptation (CLOCK_MIN): the minibatch and lr factor of this
+	 * clock, and those for the next */
+	uint32_t batch, want_batch;
+	float lr_scale, want_lr;
+	/* the goodput estimate's measurement of a clock (goodput.h; CPU
+	 * only: the gradient is on the host): the squared norms of the
+	 * gradients of a minibatch's first half and of the whole, at the
+	 * same parameters; gb: the half's examples (0: none measured) */
+	double gsq_half, gsq_full;
+	uint32_t gb;
 	/* the copy as an SSP client cache (docs/trainer.md, "Consistency") */
 	bool cache_ok;             /* params hold a pull of every shard of
 				      the current map and membership, and
@@ -227,6 +237,12 @@ static void on_sub(struct worker *w)
 			 * (it moves when the number of workers changes) */
 			if (m.u.clock_min.total_clock > 0)
 				w->total = m.u.clock_min.total_clock;
+			/* within the buffers; 0: unchanged */
+			if (m.u.clock_min.batch &&
+			    m.u.clock_min.batch <= w->o->train.batch)
+				w->want_batch = m.u.clock_min.batch;
+			if (m.u.clock_min.lr_scale > 0)
+				w->want_lr = m.u.clock_min.lr_scale;
 			break;
 		case WIRE_SHUTDOWN:
 			w->shutdown = true;
@@ -527,7 +543,7 @@ static enum px_err gather(struct worker *w, const uint32_t *idx, uint32_t n,
  * valid until the next pass begins) and their count. */
 static const uint32_t *next_span(struct worker *w, uint32_t *ret_n)
 {
-	uint32_t part = w->hi - w->lo, n = w->o->train.batch;
+	uint32_t part = w->hi - w->lo, n = w->batch;
 	const uint32_t *at;
 
 	if (w->pos >= part) {
@@ -560,7 +576,7 @@ static void skip_batches(struct worker *w, uint32_t count)
 {
 	bool fresh;
 
-	stream_advance(w->hi - w->lo, w->o->train.batch, &w->pass, &w->pos,
+	stream_advance(w->hi - w->lo, w->batch, &w->pass, &w->pos,
 		       count, &fresh);
 	if (fresh) {
 		w->rank = my_rank(w);
@@ -588,9 +604,9 @@ static uint32_t clock_batches(struct worker *w)
 	int64_t done = w->clock * (int64_t)w->kb;
 
 	if (!k || w->total != dist_job_clocks(w->train.n, k, t->epochs,
-					      t->batch, w->kb))
+					      w->batch, w->kb))
 		return w->kb;
-	mine = (uint64_t)t->epochs * ((part + t->batch - 1) / t->batch);
+	mine = (uint64_t)t->epochs * ((part + w->batch - 1) / w->batch);
 	if (done >= (int64_t)mine)
 		return 0;
 	return mine - (uint64_t)done < w->kb ? (uint32_t)(mine - done)
@@ -647,9 +663,12 @@ static void batch_done(struct worker *w, uint64_t t0, uint64_t compute_us)
 
 /* One minibatch of n examples in the batch buffers: a gradient and a
  * step of SGD with momentum on the worker's copy (as `train` does) at
- * learning rate lr, then batch_done. */
+ * learning rate lr, then batch_done.  With measure, the gradient of its
+ * first half too, before, and both squared norms (the step is the one
+ * without). */
 static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
-			       uint64_t t0, struct px_error *err)
+			       bool measure, uint64_t t0,
+			       struct px_error *err)
 {
 	enum px_err e = PX_OK;
 
@@ -664,9 +683,18 @@ static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
 		if (e == PX_OK)
 			e = w->ops->upload(w->kctx, w->y, w->h_y, n, err);
 	}
+	if (e == PX_OK && measure) {
+		e = model_grad(w->mc, w->d_params, w->x, w->y, n / 2,
+			       w->d_grad, NULL, err);
+		w->gsq_half = kern_sqnorm(w->grad, w->d.n_params);
+	}
 	if (e == PX_OK)
 		e = model_grad(w->mc, w->d_params, w->x, w->y, n, w->d_grad,
 			       NULL, err);
+	if (e == PX_OK && measure) {
+		w->gsq_full = kern_sqnorm(w->grad, w->d.n_params);
+		w->gb = n / 2;
+	}
 step:
 	if (e == PX_OK)
 		e = w->ops->sgd_momentum(w->kctx, w->d_params, w->d_mom,
@@ -689,8 +717,8 @@ static void hand_over(struct worker *w, const struct wire_reassign *offer,
 	struct wire_msg m;
 	bool fresh;
 
-	stream_advance(w->hi - w->lo, w->o->train.batch, &pass, &pos,
-		       first - j, &fresh);
+	stream_advance(w->hi - w->lo, w->batch, &pass, &pos, first - j,
+		       &fresh);
 	wire_msg_init(&m, WIRE_REASSIGN, (struct wire_node){ DIST_COORD_NODE },
 		      w->clock);
 	m.u.reassign = (struct wire_reassign){
@@ -741,6 +769,32 @@ static void take_offers(struct worker *w, uint32_t j)
 	w->n_offers = 0;
 }
 
+/* At a clock's start: the coordinator's minibatch and lr factor, if
+ * they changed (co-adaptation), and a fresh gradient measurement. */
+static void adapt(struct worker *w)
+{
+	if (w->want_batch != w->batch || w->want_lr != w->lr_scale) {
+		w->batch = w->want_batch;
+		w->lr_scale = w->want_lr;
+		dist_logf(w->o, LOG_LVL_NOTICE, "worker %u: clock %" PRId64
+			  ": batch %u, lr x%.3f", w->o->node.v, w->clock,
+			  w->batch, (double)w->lr_scale);
+	}
+	w->gb = 0;
+}
+
+/* Whether this clock's first minibatch, of n examples, is measured for
+ * the goodput estimate: on the CPU (the gradient on the host), an even
+ * minibatch of the clock's size, and one in every 8 minibatches at most
+ * (the measurement costs half a minibatch's gradient more). */
+static bool measured(const struct worker *w, uint32_t n)
+{
+	int64_t every = w->kb >= 8 ? 1 : 8 / w->kb;
+
+	return w->d_grad == w->grad && n == w->batch && n >= 2 &&
+	       n % 2 == 0 && w->clock % every == 0;
+}
+
 /* A clock's training: clock_batches() minibatches (less those handed
  * over to helpers), the lr of the job's step clock * kb + j.  *ret_n:
  * the samples. */
@@ -755,6 +809,7 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 
 	if (!w->first_us)
 		w->first_us = px_now_mono_us();
+	adapt(w);
 	for (uint32_t i = 0; i < w->n_offers; i++)
 		if (w->offers[i].clock != w->clock)
 			w->offers[i--] = w->offers[--w->n_offers];
@@ -777,9 +832,10 @@ static enum px_err compute(struct worker *w, uint32_t *ret_n,
 		e = next_batch(w, &n, err);
 		if (e != PX_OK)
 			break;
-		e = train_batch(w, n, dist_lr(&w->o->train, w->clock *
-					      (int64_t)w->kb + j, steps),
-				t0, err);
+		e = train_batch(w, n, w->lr_scale *
+				dist_lr(&w->o->train, w->clock *
+					(int64_t)w->kb + j, steps),
+				j == 0 && measured(w, n), t0, err);
 		done += n;
 		w->cb_done = j + 1;
 	}
@@ -806,6 +862,14 @@ static enum px_err send_clock(struct worker *w, uint32_t n,
 	m.u.clock.row_bytes = w->row_bytes;
 	m.u.clock.row_frames = w->row_frames;
 	m.u.clock.rows = w->nrows;
+	/* a float's range: a diverging run's norms measure nothing */
+	if (w->gb && isfinite((float)w->gsq_half) &&
+	    isfinite((float)w->gsq_full)) {
+		m.u.clock.batch = w->gb;
+		m.u.clock.batches = 2;
+		m.u.clock.grad_sq_small = (float)w->gsq_half;
+		m.u.clock.grad_sq_big = (float)w->gsq_full;
+	}
 	return net_send(w->cpush, &m, 1000, err);
 }
 
@@ -962,7 +1026,7 @@ static enum px_err do_help(struct worker *w, const struct relief *h,
 	const struct wire_reassign *r = &h->r;
 	size_t pb = w->d.n_params * sizeof(float);
 	uint32_t part = r->part_hi - r->part_lo, pass = r->pass, pos = r->pos;
-	uint32_t batch = w->o->train.batch, samples = 0;
+	uint32_t batch = w->batch, samples = 0;
 	int64_t steps = w->total * (int64_t)w->kb;
 	enum px_err e = PX_OK;
 	struct wire_msg m;
@@ -986,9 +1050,10 @@ static enum px_err do_help(struct worker *w, const struct relief *h,
 		if (e != PX_OK)
 			break;
 		pos += n;
-		e = train_batch(w, n, dist_lr(&w->o->train, h->clock *
-					      (int64_t)w->kb + r->first + i,
-					      steps), t0, err);
+		e = train_batch(w, n, w->lr_scale *
+				dist_lr(&w->o->train, h->clock *
+					(int64_t)w->kb + r->first + i, steps),
+				false, t0, err);
 		samples += n;
 		beat(w);
 	}
@@ -1436,6 +1501,8 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	/* Load the data before registering: a registered node must
 	 * heartbeat, and a long silent load got workers declared lost
 	 * before their first clock (the job then waited forever). */
+	w->batch = w->want_batch = o->train.batch;
+	w->lr_scale = w->want_lr = 1.0f;
 	if (e == PX_OK && w->mf)
 		return mf_setup(w, err);
 	if (e == PX_OK && o->data.train && !o->data_whole &&
@@ -1473,6 +1540,8 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	w->idx = px_calloc(w->train.n, sizeof(uint32_t));
 	w->hidx = px_calloc(w->train.n, sizeof(uint32_t));
 	w->hupd = px_calloc(w->d.n_params, sizeof(float));
+	w->batch = w->want_batch = batch;
+	w->lr_scale = w->want_lr = 1.0f;
 	if (o->test_visits) {
 		w->visits = px_calloc(w->train.n, sizeof(uint32_t));
 		if (!w->visits)
@@ -1508,6 +1577,7 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 							  : 1);
 		w->d_params = w->params;
 		w->d_grad = w->grad;
+
 		w->d_mom = px_calloc(w->d.n_params, sizeof(float));
 		if (!w->d_mom)
 			return px_errorf(err, PX_ENOMEM, "worker buffers");

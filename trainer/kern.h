@@ -105,6 +105,10 @@ void kern_sub(float *d, const float *a, const float *b, size_t len);
 /* x[len] *= s. */
 void kern_scale(float *x, float s, size_t len);
 
+/* The squared norm of x[len], summed in double: a worker's gradient
+ * norms for the goodput estimate (goodput.h). */
+double kern_sqnorm(const float *x, size_t len);
+
 /* ---- the ops table the model runs on ---- */
 
 /* Every op works on memory of the table's space (host for the CPU table,

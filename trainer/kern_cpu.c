@@ -215,6 +215,15 @@ void kern_scale(float *x, float s, size_t len)
 		x[i] *= s;
 }
 
+double kern_sqnorm(const float *x, size_t len)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < len; i++)
+		s += (double)x[i] * x[i];
+	return s;
+}
+
 void kern_sub(float *d, const float *a, const float *b, size_t len)
 {
 #pragma GCC ivdep

@@ -436,6 +436,13 @@ static const struct topt topts[] = {
 	OPT("leave-worker-at", "S", C_LOCAL, K_SECS, l.leave_worker_at, 0, 0,
 	    0, "SIGTERM a worker (it leaves) at S s and start another",
 	    "never"),
+	OPT("churn-every", "S", C_LOCAL, K_SECS, l.churn_every, 0, 0, 0,
+	    "every S s a worker joins until --churn-max work, then one is "
+	    "SIGKILLed (not replaced) until one is left, and again",
+	    "never"),
+	OPT("churn-max", "N", C_LOCAL, K_UINT, l.churn_max, 1,
+	    DIST_MAX_NODES, 0, "the most workers --churn-every adds up to",
+	    NULL),
 	OPT("add-worker-at", "S", C_LOCAL, K_SECS, l.add_worker_at, 0, 0, 0,
 	    "start one more worker at S s", "never"),
 	OPT("pause-worker-at", "S", C_LOCAL, K_SECS, l.pause_worker_at, 0, 0,
@@ -454,6 +461,13 @@ static const struct topt topts[] = {
 	    "coordinator: no straggler relief (a slow worker's minibatches "
 	    "are not handed to idle peers; docs/trainer.md, \"Stragglers\")",
 	    NULL),
+	/* goodput */
+	OPT("adapt", NULL, C_DIST, K_FLAG, o.adapt, 0, 0, 0,
+	    "coordinator: co-adaptation: on every join and leave, each "
+	    "worker's batch (at most --batch) and the lr factor are decided "
+	    "anew from the measured gradient noise scale (docs/trainer.md, "
+	    "\"Goodput and co-adaptation\"); without it they stay --batch "
+	    "and --lr, and goodput is only measured", NULL),
 	/* test faults */
 	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
 	    90, 0, "test fault: workers send CLOCK first, their pushes MS "
@@ -575,6 +589,7 @@ static void tcli_default(struct tcli *t, const struct subcmd *sc)
 	t->n.imds_margin_ms = DIST_NODE_IMDS_MARGIN_MS;
 	t->n.clock_speedup = 1;
 	t->l.self = "/proc/self/exe";
+	t->l.churn_max = 4;
 	t->f.max_bytes = FETCH_MAX_BYTES_DEFAULT;
 	if (sc->mask & (C_EVAL | C_PREDICT))
 		t->o.train.threads = 1;

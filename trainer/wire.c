@@ -453,11 +453,14 @@ static const struct field heartbeat_f[] = {
 static const struct field clock_f[] = {
 	FM(F_U64, 0, samples, clock), FM(F_U64, 0, row_bytes, clock),
 	FM(F_U32, 0, row_frames, clock), FM(F_U32, 0, rows, clock),
+	FM(F_U32, 0, batch, clock), FM(F_U32, 0, batches, clock),
+	FM(F_F32, 0, grad_sq_small, clock), FM(F_F32, 0, grad_sq_big, clock),
 };
 static const struct field clock_min_f[] = {
 	FM(F_I64, 0, min_clock, clock_min),
 	FM(F_I64, 0, total_clock, clock_min),
-	FM(F_U16, 0, staleness, clock_min),
+	FM(F_U16, 0, staleness, clock_min), PAD(2),
+	FM(F_U32, 0, batch, clock_min), FM(F_F32, 0, lr_scale, clock_min),
 };
 static const struct field range_f[] = {
 	FM(F_U32, 0, shard, range),
@@ -485,7 +488,10 @@ static const struct field progress_f[] = {
 	FM(F_ENUM, STAGE_END, stage, progress), PAD(3),
 	FM(F_U64, 0, epoch, progress), FM(F_U64, 0, samples, progress),
 	FM(F_U64, 0, total_samples, progress),
-	FM(F_I64, 0, total_clock, progress), FM(F_COUNT, 0, n, progress),
+	FM(F_I64, 0, total_clock, progress),
+	FM(F_F32, 0, goodput, progress), FM(F_F32, 0, efficiency, progress),
+	FM(F_F32, 0, noise_scale, progress), FM(F_U32, 0, batch, progress),
+	FM(F_F32, 0, lr_scale, progress), FM(F_COUNT, 0, n, progress),
 	FA(F_MEMBERS, members, progress, n),
 };
 static const struct field leave_f[] = {
@@ -618,9 +624,40 @@ static const char *membership_check(const struct wire_msg *m)
 	return members_check(m->u.membership.members, m->u.membership.n);
 }
 
+/* PROGRESS: the goodput figures, then the members. */
 static const char *progress_check(const struct wire_msg *m)
 {
-	return members_check(m->u.progress.members, m->u.progress.n);
+	const struct wire_progress *p = &m->u.progress;
+
+	if (!speed_ok(p->goodput))
+		return "goodput";
+	if (!speed_ok(p->efficiency) || p->efficiency > 1.0f)
+		return "efficiency";
+	if (!speed_ok(p->noise_scale))
+		return "noise_scale";
+	if (!speed_ok(p->lr_scale))
+		return "lr_scale";
+	return members_check(p->members, p->n);
+}
+
+/* CLOCK: squared norms finite, not negative; none without two
+ * minibatches measured. */
+static const char *clock_check(const struct wire_msg *m)
+{
+	const struct wire_clock *c = &m->u.clock;
+
+	if (!speed_ok(c->grad_sq_small) ||
+	    (c->batches < 2 && c->grad_sq_small != 0.0f))
+		return "grad_sq_small";
+	if (!speed_ok(c->grad_sq_big) ||
+	    (c->batches < 2 && c->grad_sq_big != 0.0f))
+		return "grad_sq_big";
+	return NULL;
+}
+
+static const char *clock_min_check(const struct wire_msg *m)
+{
+	return speed_ok(m->u.clock_min.lr_scale) ? NULL : "lr_scale";
 }
 
 /* REASSIGN: a straggler and a helper, two nodes; 1 ..
@@ -670,8 +707,8 @@ static const struct layout layouts[WIRE_TYPE_MAX] = {
 	[WIRE_REGISTER] = { register_f, NF(register_f), NULL },
 	[WIRE_ASSIGN] = { assign_f, NF(assign_f), assign_check },
 	[WIRE_HEARTBEAT] = { heartbeat_f, NF(heartbeat_f), heartbeat_check },
-	[WIRE_CLOCK] = { clock_f, NF(clock_f), NULL },
-	[WIRE_CLOCK_MIN] = { clock_min_f, NF(clock_min_f), NULL },
+	[WIRE_CLOCK] = { clock_f, NF(clock_f), clock_check },
+	[WIRE_CLOCK_MIN] = { clock_min_f, NF(clock_min_f), clock_min_check },
 	[WIRE_PUSH] = { range_f, NF(range_f), range_check },
 	[WIRE_PULL] = { pull_f, NF(pull_f), pull_check },
 	[WIRE_PARAMS] = { range_f, NF(range_f), range_check },

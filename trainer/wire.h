@@ -277,6 +277,12 @@ struct wire_heartbeat {
 					   * unknown) */
 };
 
+/* CLOCK: the clock's samples and, for the coordinator's goodput
+ * estimate (docs/trainer.md, "Goodput and co-adaptation"), what the
+ * worker's gradients measured: over its `batches` minibatches of `batch`
+ * examples, the mean squared norm of one minibatch's gradient
+ * (grad_sq_small) and the squared norm of their mean (grad_sq_big).
+ * batches < 2: nothing measured (both 0). */
 struct wire_clock {
 	uint64_t samples;                 /* samples processed this clock */
 	/* sparse models: what the clock's PULL_ROWS, their replies and
@@ -285,6 +291,10 @@ struct wire_clock {
 	uint64_t row_bytes;
 	uint32_t row_frames;
 	uint32_t rows;
+	uint32_t batch;                   /* the minibatch size trained */
+	uint32_t batches;                 /* minibatches measured */
+	float grad_sq_small;              /* finite, >= 0 */
+	float grad_sq_big;                /* finite, >= 0 */
 };
 
 struct wire_clock_min {
@@ -292,6 +302,11 @@ struct wire_clock_min {
 	int64_t total_clock;              /* the job's last clock as now
 					   * foreseen (the lr schedule's end) */
 	uint16_t staleness;               /* SSP bound, clocks */
+	/* co-adaptation: the minibatch and the lr factor each worker
+	 * trains its next clock with (0 and 0: the job's --batch and
+	 * lr) */
+	uint32_t batch;                   /* <= the job's --batch */
+	float lr_scale;                   /* finite, >= 0 */
 };
 
 /* PUSH, PARAMS and FORWARD: a chunk of a parameter range of one shard.
@@ -391,6 +406,14 @@ struct wire_progress {
 	uint64_t samples;                 /* training samples done */
 	uint64_t total_samples;           /* the job's length in samples */
 	int64_t total_clock;              /* last clock as now foreseen */
+	/* goodput (docs/trainer.md, "Goodput and co-adaptation"): every
+	 * float finite, >= 0; 0: not measured yet */
+	float goodput;                    /* samples_per_s x efficiency */
+	float efficiency;                 /* statistical, of the total
+					   * batch, against --batch: 0..1 */
+	float noise_scale;                /* gradient noise scale, samples */
+	uint32_t batch;                   /* per-worker minibatch now */
+	float lr_scale;                   /* lr factor now */
 	uint32_t n;
 	const struct wire_member *members;
 };

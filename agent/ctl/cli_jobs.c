@@ -453,6 +453,39 @@ static void print_ondemand(json_t *r)
 	       nonneg(real_of(r, "ondemand_cost_usd")));
 }
 
+/* The trainer's goodput and the measured scaling (instances:goodput),
+ * if any: a line or none. */
+static int print_goodput(json_t *g)
+{
+	json_t *sc = json_object_get(g, "scaling");
+	json_t *n = json_object_get(sc, "instances");
+	json_t *gp = json_object_get(sc, "goodput");
+	char pts[256] = "";
+	size_t k = 0, i;
+	json_t *v;
+
+	if (!json_is_object(g) || !(real_of(g, "samples_per_s") > 0 ||
+				    json_array_size(n)))
+		return 0;
+	json_array_foreach(n, i, v)
+		if (k + 24 < sizeof pts)
+			k += (size_t)snprintf(pts + k, sizeof pts - k,
+					      " %lld:%.0f",
+					      (long long)json_integer_value(v),
+					      nonneg(json_number_value(
+						json_array_get(gp, i))));
+	printf("goodput  %.0f samples/s (efficiency %.3f, noise scale %.0f, "
+	       "batch %lld, lr x%.3f); scaling%s (%s)\n",
+	       nonneg(real_of(g, "samples_per_s")),
+	       nonneg(real_of(g, "efficiency")),
+	       nonneg(real_of(g, "noise_scale")), int_of(g, "batch"),
+	       nonneg(real_of(g, "lr_scale")), k ? pts : " not measured yet",
+	       json_is_true(json_object_get(sc, "measured"))
+		       ? "measured: BidBrain plans with it"
+		       : "the spec's until measured");
+	return 1;
+}
+
 static int print_status(json_t *r)
 {
 	int lines = 7;
@@ -487,6 +520,7 @@ static int print_status(json_t *r)
 		printf("cost     $%.4f so far, projected %s\n",
 		       nonneg(real_of(r, "cost_usd")), projs);
 	print_ondemand(r);
+	lines += print_goodput(json_object_get(r, "goodput"));
 	printf("churn    %lld evictions, %lld joins, %lld losses\n",
 	       int_of(r, "evictions"), int_of(r, "joins"),
 	       int_of(r, "losses"));

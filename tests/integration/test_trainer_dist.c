@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../../trainer/dist.h"
+#include "../../trainer/goodput.h"
 #include "../../trainer/wire.h"
 #include "pxrun.h"
 
@@ -1052,4 +1053,103 @@ Test(trainer_dist, unauthenticated_frames_dropped, .init = setup,
 	cr_assert_eq(num(j, "joins"), 0);
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
 	json_decref(j);
+}
+
+/* Each co-adaptation decision in the result is the rule's for its
+ * workers and noise scale (trainer/goodput.h), and the workers trained
+ * with it: "worker N: clock C: batch B, lr xS" in their log.  Returns the
+ * decisions. */
+static json_t *decisions_follow_rule(json_t *j, const char *err,
+				     uint32_t m0)
+{
+	json_t *g = json_object_get(j, "goodput"), *d, *e;
+	size_t i;
+
+	cr_assert(json_is_object(g), "no goodput in the result");
+	d = json_object_get(g, "decisions");
+	cr_assert(json_is_array(d));
+	json_array_foreach(d, i, e) {
+		uint32_t b;
+		double lr;
+		char line[96];
+
+		goodput_decide(num(e, "noise_scale"), m0,
+			       (uint32_t)num(e, "workers"), &b, &lr);
+		cr_assert_eq(num(e, "batch"), b, "decision %zu", i);
+		cr_assert_float_eq(num(e, "lr_scale"), lr, 1e-9);
+		snprintf(line, sizeof line, ": batch %u, lr x%.3f", b, lr);
+		cr_assert_not_null(strstr(err, line), "no worker took %s: %s",
+				   line, err);
+	}
+	return d;
+}
+
+/* Co-adaptation: once the noise scale is known the two workers' batch
+ * and lr are decided; the SIGKILL (a leave: one worker) and the
+ * replacement's join (two again) each decide anew, by the rule. */
+Test(trainer_dist, co_adapts_on_leave_and_join, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	/* as worker_sigkill_survived: the job outlasts the kill and the
+	 * join by far; the noise scale is known after GNS_WARMUP
+	 * measurements, a few clocks */
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"180", "--kill-worker-at", "0.8", "--adapt",
+				NULL };
+	struct pxrun r;
+	json_t *j = run_local_keep(extra, &r), *d, *e;
+	int k[3] = { 0 }, n = 0;
+	size_t i;
+
+	cr_assert_eq(num(j, "losses"), 1);
+	cr_assert_eq(num(j, "joins"), 1);
+	d = decisions_follow_rule(j, r.err, 64);
+	/* the first with two workers, then one, then two: the order of
+	 * the workers each was for (repeats of one count dropped) */
+	json_array_foreach(d, i, e) {
+		int w = (int)num(e, "workers");
+
+		if (n < 3 && (!n || k[n - 1] != w))
+			k[n++] = w;
+	}
+	cr_assert_eq(n, 3, "decisions: %s", json_dumps(d, 0));
+	cr_assert_eq(k[0], 2);
+	cr_assert_eq(k[1], 1);
+	cr_assert_eq(k[2], 2);
+	cr_assert(strstr(r.err, "co-adapt at clock"), "%s", r.err);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+/* Without --adapt the goodput is measured and reported, never acted
+ * on: each worker trains --batch at the lr schedule's own lr. */
+Test(trainer_dist, goodput_measured_without_adapt, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
+				"8", NULL };
+	struct pxrun r;
+	json_t *j = run_local_keep(extra, &r), *g, *tl, *e;
+	size_t i;
+
+	g = json_object_get(j, "goodput");
+	cr_assert(json_is_object(g));
+	cr_assert_eq(json_array_size(json_object_get(g, "decisions")), 0);
+	cr_assert_eq(num(g, "batch"), 64);
+	cr_assert_eq(num(g, "lr_scale"), 1);
+	/* 8 epochs of 6 clocks: many more measurements than the warm-up */
+	cr_assert_gt(num(g, "noise_scale"), 0);
+	cr_assert_leq(num(g, "noise_scale"), GNS_MAX);
+	tl = json_object_get(g, "timeline");
+	cr_assert(json_is_array(tl));
+	json_array_foreach(tl, i, e) {
+		cr_assert_geq(num(e, "efficiency"), 0);
+		cr_assert_leq(num(e, "efficiency"), 1);
+		cr_assert_leq(num(e, "goodput"),
+			      num(e, "samples_per_s") + 1e-6);
+	}
+	cr_assert_null(strstr(r.err, ": batch "), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
 }

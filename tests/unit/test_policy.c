@@ -854,3 +854,72 @@ Test(policy, risk_at_matches_the_definition_as_levels_come_and_go)
 	cr_assert_gt(q, 1000);
 	risk_free(r);
 }
+
+/* The spot instances BidBrain acquires at its start for the job. */
+static int bidbrain_start_spot(void)
+{
+	struct pol_actions a = {0};
+	struct px_error e = {0};
+	struct plan *p = mkplan(BILLING_LEGACY_HOURLY);
+	const struct pol_env *env = plan_env(p);
+	void *st = NULL;
+	int spot = 0;
+
+	cr_assert_eq(pol_bidbrain_ops.init(env, &st, &e), PX_OK, "%s", e.msg);
+	decide(&pol_bidbrain_ops, env, st, 3600, POL_WHY_START, NULL, 0, &a);
+	for (size_t i = 0; i < a.n; i++)
+		if (a.v[i].kind == POL_ACQUIRE && a.v[i].market >= 0)
+			spot += a.v[i].count;
+	pol_bidbrain_ops.fini(st);
+	pol_actions_release(&a);
+	plan_free(p);
+	return spot;
+}
+
+/* proteusd's measured scaling (docs/controller.md, "Measured scaling"):
+ * a job whose goodput stays flat from 1 to 4 instances gets fewer spot
+ * instances than its spec's scaling_efficiency had it rent, once the
+ * measurements have two points; one point is not enough. */
+Test(policy, bidbrain_rents_fewer_under_a_flat_measured_scaling)
+{
+	static const char spec[] =
+		"{\"name\": \"t\", \"region\": \"us-east-1\", "
+		"\"work_hours\": 1000, \"reference_type\": \"c3.xlarge\", "
+		"\"instances\": 4, \"reliable\": {\"type\": \"c3.xlarge\", "
+		"\"count\": 1}, \"spot\": {\"types\": [\"c3.xlarge\"], "
+		"\"max_instances\": 8}, \"scaling_efficiency\": 0.95}";
+	struct jobspec_measured m = {0};
+	struct jobspec_profile pr;
+	struct px_error e = {0};
+	int by_spec, by_measured;
+
+	add("us-east-1a", "c3.xlarge", 0, 50000);
+	add("us-east-1a", "c3.xlarge", 86400, 50001);
+	cr_assert_eq(jobspec_parse(spec, strlen(spec), "job.json", &job, &e),
+		     PX_OK, "%s", e.msg);
+	by_spec = bidbrain_start_spot();
+	cr_assert_gt(by_spec, 2, "the spec's scaling rents %d", by_spec);
+	for (int i = 0; i < JOBSPEC_MEASURED_MIN; i++)
+		jobspec_measured_add(&m, 2, 100 + i % 2);
+	cr_assert_not(jobspec_measured_profile(&m, &pr), "one point");
+	for (int i = 0; i < JOBSPEC_MEASURED_MIN; i++)
+		jobspec_measured_add(&m, 4, 100 + i % 2);
+	/* bad reports are ignored */
+	jobspec_measured_add(&m, 0, 100);
+	jobspec_measured_add(&m, 3, NAN);
+	jobspec_measured_add(&m, JOBSPEC_MEASURED_MAX + 1, 100);
+	cr_assert(jobspec_measured_profile(&m, &pr));
+	/* 1 instance put at 2's goodput per instance (linear below) */
+	cr_assert_eq(pr.n, 3);
+	cr_assert_eq(pr.workers[0], 1);
+	cr_assert_eq(pr.workers[1], 2);
+	cr_assert_eq(pr.workers[2], 4);
+	cr_assert_float_eq(pr.samples_per_s[0], 50.2, 1e-9);
+	job.profile = pr;
+	/* 2 and 4 instances do what 2 lone ones do */
+	cr_assert_float_eq(jobspec_fleet_rate(&job, 4, 4),
+			   jobspec_fleet_rate(&job, 2, 2), 1e-9);
+	by_measured = bidbrain_start_spot();
+	cr_assert_lt(by_measured, by_spec, "measured %d, spec %d",
+		     by_measured, by_spec);
+}

@@ -32,6 +32,20 @@ static struct wire_ctx *ctx_new(struct wire_node self, const uint8_t *key,
 }
 
 /* Seal m at from, open at to; the result keeps the frame alive. */
+/* m is refused for the field its error names (ok: taken). */
+static void encodes(struct wire_ctx *a, struct wire_msg *m, const char *bad)
+{
+	struct px_error e = {0};
+	uint8_t *buf = NULL;
+	size_t len;
+
+	cr_assert_eq(wire_encode(a, m, MAXP, &buf, &len, &e),
+		     bad ? PX_EINVAL : PX_OK, "%s", e.msg);
+	if (bad)
+		cr_assert(strstr(e.msg, bad) != NULL, "%s", e.msg);
+	free(buf);
+}
+
 static enum wire_drop xfer_at(struct wire_ctx *from, struct wire_ctx *to,
 			      struct wire_msg *m, uint64_t now,
 			      struct wire_stats *st, struct wire_msg *out)
@@ -256,9 +270,17 @@ Test(wire, round_trip_every_type)
 
 	wire_msg_init(&m, WIRE_CLOCK, NODE_B, 9);
 	m.u.clock.samples = UINT64_MAX - 1;
+	m.u.clock.batch = 96;
+	m.u.clock.batches = 8;
+	m.u.clock.grad_sq_small = 2.5f;
+	m.u.clock.grad_sq_big = 0.75f;
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
 	cr_assert_eq(o.hdr.clock, 9);
 	cr_assert_eq(o.u.clock.samples, UINT64_MAX - 1);
+	cr_assert_eq(o.u.clock.batch, 96);
+	cr_assert_eq(o.u.clock.batches, 8);
+	cr_assert_eq(o.u.clock.grad_sq_small, 2.5f);
+	cr_assert_eq(o.u.clock.grad_sq_big, 0.75f);
 	wire_msg_release(&o);
 	seen++;
 
@@ -266,7 +288,11 @@ Test(wire, round_trip_every_type)
 	m.u.clock_min.min_clock = 7;
 	m.u.clock_min.total_clock = -3;
 	m.u.clock_min.staleness = 65535;
+	m.u.clock_min.batch = 32;
+	m.u.clock_min.lr_scale = 1.5f;
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.clock_min.batch, 32);
+	cr_assert_eq(o.u.clock_min.lr_scale, 1.5f);
 	cr_assert_eq(o.hdr.dest.v, UINT32_MAX);
 	cr_assert_eq(o.u.clock_min.min_clock, 7);
 	cr_assert_eq(o.u.clock_min.total_clock, -3);
@@ -333,8 +359,15 @@ Test(wire, round_trip_every_type)
 		.clock = 19, .samples_per_s = 1234.5f, .loss = 0.25f,
 		.accuracy = 0.875f, .stage = 3, .epoch = 5,
 		.samples = UINT64_MAX - 2, .total_samples = 600000,
-		.total_clock = 4690, .n = 2, .members = MEMBERS };
+		.total_clock = 4690, .goodput = 900.5f, .efficiency = 0.75f,
+		.noise_scale = 412.0f, .batch = 64, .lr_scale = 1.25f, .n = 2,
+		.members = MEMBERS };
 	cr_assert_eq(xfer(a, b, &m, &o), WIRE_DROP_NONE);
+	cr_assert_eq(o.u.progress.goodput, 900.5f);
+	cr_assert_eq(o.u.progress.efficiency, 0.75f);
+	cr_assert_eq(o.u.progress.noise_scale, 412.0f);
+	cr_assert_eq(o.u.progress.batch, 64);
+	cr_assert_eq(o.u.progress.lr_scale, 1.25f);
 	cr_assert_eq(o.u.progress.stage, 3);
 	cr_assert_eq(o.u.progress.samples, UINT64_MAX - 2);
 	cr_assert_eq(o.u.progress.total_samples, 600000);
@@ -1120,7 +1153,38 @@ Test(wire, seal_checks_fields)
 		mb[1].slow = 1;
 		cr_assert_eq(wire_encode(a, &m, MAXP, &buf, &len, &e), PX_OK);
 		free(buf);
+		/* the goodput figures: finite, not negative, an efficiency
+		 * at most 1 */
+		m.u.progress.goodput = NAN;
+		encodes(a, &m, "goodput");
+		m.u.progress.goodput = 10.0f;
+		m.u.progress.efficiency = 1.5f;
+		encodes(a, &m, "efficiency");
+		m.u.progress.efficiency = 0.5f;
+		m.u.progress.noise_scale = -1.0f;
+		encodes(a, &m, "noise_scale");
+		m.u.progress.noise_scale = 0.0f;
+		m.u.progress.lr_scale = INFINITY;
+		encodes(a, &m, "lr_scale");
+		m.u.progress.lr_scale = 1.0f;
+		encodes(a, &m, NULL);
 	}
+	/* CLOCK: gradient norms finite, not negative, and none measured
+	 * over fewer than two minibatches; CLOCK_MIN: a finite lr factor */
+	wire_msg_init(&m, WIRE_CLOCK, NODE_B, 0);
+	m.u.clock.batches = 1;
+	m.u.clock.grad_sq_small = 1.0f;
+	encodes(a, &m, "grad_sq_small");
+	m.u.clock.batches = 2;
+	m.u.clock.grad_sq_big = NAN;
+	encodes(a, &m, "grad_sq_big");
+	m.u.clock.grad_sq_big = 0.5f;
+	encodes(a, &m, NULL);
+	wire_msg_init(&m, WIRE_CLOCK_MIN, NODE_B, 0);
+	m.u.clock_min.lr_scale = -0.5f;
+	encodes(a, &m, "lr_scale");
+	m.u.clock_min.lr_scale = 0.5f;
+	encodes(a, &m, NULL);
 	/* HEARTBEAT: no more minibatches done than the clock holds, a
 	 * finite speed */
 	wire_msg_init(&m, WIRE_HEARTBEAT, NODE_B, 0);
