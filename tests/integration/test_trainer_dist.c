@@ -1057,7 +1057,8 @@ Test(trainer_dist, unauthenticated_frames_dropped, .init = setup,
 
 /* Each co-adaptation decision in the result is the rule's for its
  * workers and noise scale (trainer/goodput.h), and the workers trained
- * with it: "worker N: clock C: batch B, lr xS" in their log.  Returns the
+ * with it: "worker N: clock C: batch B, lr xS" in their log where it is
+ * not the job's own batch and lr.  Returns the
  * decisions. */
 static json_t *decisions_follow_rule(json_t *j, const char *err,
 				     uint32_t m0)
@@ -1078,6 +1079,10 @@ static json_t *decisions_follow_rule(json_t *j, const char *err,
 		cr_assert_eq(num(e, "batch"), b, "decision %zu", i);
 		cr_assert_float_eq(num(e, "lr_scale"), lr, 1e-9);
 		snprintf(line, sizeof line, ": batch %u, lr x%.3f", b, lr);
+		/* a worker logs a change; one that the decision finds at
+		 * the job's own batch and lr (a fresh one) has none */
+		if (b == m0 && !strcmp(line + strlen(line) - 6, "x1.000"))
+			continue;
 		cr_assert_not_null(strstr(err, line), "no worker took %s: %s",
 				   line, err);
 	}
