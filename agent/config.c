@@ -642,6 +642,11 @@ static const struct config_key config_table[] = {
 	 CONFIG_RELOADABLE,
 	 "jobs running at once; later submissions wait, queued", NULL, NULL,
 	 NULL},
+	{"stall_seconds", CONFIG_INT, CFG(stall_seconds), 2, 86400, "20",
+	 CONFIG_RELOADABLE,
+	 "a renting job whose trainer's clock stands this many seconds (and "
+	 "half a market hour) has stalled: its trainer restarts from the "
+	 "checkpoint once, then the job fails", NULL, NULL, NULL},
 	{"local_speedup", CONFIG_INT, CFG(local_speedup), 1, 1200, "60",
 	 CONFIG_RELOADABLE,
 	 "local world: market seconds per real second (60: a trace minute "

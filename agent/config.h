@@ -68,6 +68,7 @@ struct proteusd_config {
 	int64_t notify_commands_max;          /* commands running at once */
 	/* jobs (agent/jobs.c) */
 	int64_t max_jobs;                     /* running at once */
+	int64_t stall_seconds;                /* a standing clock, real s */
 	int64_t local_speedup;                /* market s per real s */
 	int64_t local_max_instances;          /* 0: from cores and memory */
 	char local_trace[CONFIG_PATH_MAX];    /* "": the shipped slice */

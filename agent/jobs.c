@@ -43,8 +43,7 @@
  * is failed (what a stall costs is rent for nothing). */
 #define BILLS_POLL_MS 500       /* a finished job's bills, to EC2's end */
 #define BILLS_WAIT_S 60
-#define STALL_REAL_S 20
-#define STALL_MARKET_S 1800
+#define STALL_MARKET_S 1800     /* (the real-time part: stall_seconds) */
 
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
 static int64_t job_bills(struct loop *l, int64_t id, void *ctx);
@@ -413,7 +412,8 @@ static bool stalled(struct job *j, int64_t t)
 		j->stall_t = t;
 		return false;
 	}
-	if (now - j->stall_mono_us < (uint64_t)STALL_REAL_S * 1000000 ||
+	if (now - j->stall_mono_us <
+		    (uint64_t)j->js->s.cfg->stall_seconds * 1000000 ||
 	    t - j->stall_t < STALL_MARKET_S)
 		return false;
 	snprintf(j->why, sizeof j->why, "stalled: the trainer made no "

@@ -279,11 +279,16 @@ void start_daemon(void)
  * prices are found beside build/). */
 void daemon_up(void)
 {
+	daemon_up_with("");
+}
+
+void daemon_up_with(const char *more)
+{
 	FILE *f = fopen(jt.conf, "w");
 
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n", jt.db,
-		jt.sock);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n%s", jt.db,
+		jt.sock, more);
 	fclose(f);
 	start_daemon();
 }

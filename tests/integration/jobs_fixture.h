@@ -37,6 +37,8 @@ int ctl(struct pxrun *r, int timeout_s, const char *a1, const char *a2,
 void start_daemon_limited(rlim_t fsize);
 void start_daemon(void);
 void daemon_up(void);
+/* daemon_up with more config lines (may be "") */
+void daemon_up_with(const char *more);
 void write_job(int epochs, const char *extra);
 int64_t submit(void);
 /* status ID --json, parsed (with_: its text to check first, may be NULL) */

@@ -781,18 +781,6 @@ static void term_daemon(void)
 	jt.pid = 0;
 }
 
-/* A config of our paths plus more lines (may be ""), and the daemon. */
-static void daemon_with(const char *more)
-{
-	FILE *f = fopen(jt.conf, "w");
-
-	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n%s", jt.db,
-		jt.sock, more);
-	fclose(f);
-	start_daemon();
-}
-
 /* Paths a submitter names that never open (a FIFO), are not files, or are
  * not theirs to read: each refused at once, naming the path and what it
  * is; no loader thread or client slot is kept; the daemon answers and
@@ -803,7 +791,7 @@ Test(jobs, paths_that_never_open_are_refused_at_once)
 	char fifo[600], extra[1400];
 	struct pxrun r;
 
-	daemon_with("max_clients 4\n");
+	daemon_up_with("max_clients 4\n");
 	snprintf(fifo, sizeof fifo, "%s/fifo", jt.tmp);
 	cr_assert_eq(mkfifo(fifo, 0666), 0);
 	/* more than max_clients submits: a slot kept by any would refuse
@@ -842,7 +830,7 @@ Test(jobs, a_client_gone_before_its_answer_frees_its_slot)
 	struct pxrun r;
 	bool seen = false;
 
-	daemon_with("max_clients 2\n");
+	daemon_up_with("max_clients 2\n");
 	write_job(1, NULL);
 	{
 		json_error_t je;
@@ -960,7 +948,7 @@ Test(jobs, a_job_whose_nodes_cannot_start_fails_fast)
 		char more[700];
 
 		snprintf(more, sizeof more, "data_dir %s\n", dir);
-		daemon_with(more);
+		daemon_up_with(more);
 	}
 	write_job(1, NULL);
 	id = submit();
@@ -1001,7 +989,7 @@ Test(jobs, a_job_bigger_than_the_host_is_refused_or_capped)
 	int most = 0;
 	int64_t id;
 
-	daemon_with("local_max_instances 3\n");
+	daemon_up_with("local_max_instances 3\n");
 	write_job(200, "{\"reliable\": {\"type\": \"m3.large\", \"count\": "
 		  "3}}");
 	cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3, "%s", r.err);
@@ -1048,16 +1036,17 @@ static int signal_ours(int sig)
 
 /* A job whose trainer stops making progress while it rents (here every
  * trainer process frozen: no node dies, nothing is replaced, the clock
- * stands) is detected: its trainer is restarted from the checkpoint once
- * (an event says so), and when the restart makes no progress either the
- * job is failed, with the reason in status, instead of renting on. */
+ * stands for stall_seconds, 5 here) is detected: its trainer is
+ * restarted from the checkpoint once (an event says so), and when the
+ * restart makes no progress either the job is failed, with the reason in
+ * status, instead of renting on. */
 Test(jobs, a_stalled_job_is_stopped_and_says_why)
 {
 	json_t *st = NULL;
 	const char *err;
 	int64_t id;
 
-	daemon_up();
+	daemon_up_with("stall_seconds 5\n");
 	write_job(200, NULL);
 	id = submit();
 	wait_progress(id);
@@ -1203,7 +1192,7 @@ Test(jobs, files_are_read_with_the_submitters_rights)
 		char more[700];
 
 		snprintf(more, sizeof more, "local_trace %s\n", trace);
-		daemon_with(more);
+		daemon_up_with(more);
 	}
 	cr_assert_eq(chmod(jt.tmp, 0755), 0);
 	snprintf(secret, sizeof secret, "%s/secret.json", jt.tmp);

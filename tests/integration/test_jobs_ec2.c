@@ -816,12 +816,15 @@ static int64_t run_calls(void)
  * call: its instances outlive it, the next life adopts them (the job's
  * tag, the ClientToken), the job completes; nothing was launched twice
  * (every instance the fake ran is a distinct controller id of the job),
- * nothing is left running, and the books match EC2's bill.  Ten kills
- * (PX_EC2_KILL9_ROUNDS: more), about 70 s on 2 cores. */
+ * nothing is left running, and the books match EC2's bill.  Six kills,
+ * three at a RunInstances call and three at random (PX_EC2_KILL9_ROUNDS:
+ * more, with PX_EC2_KILL9_EPOCHS for a job long enough), about 60 s on
+ * 2 cores. */
 Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
 {
 	const char *n_env = getenv("PX_EC2_KILL9_ROUNDS");
-	int rounds = n_env ? atoi(n_env) : 10;
+	const char *e_env = getenv("PX_EC2_KILL9_EPOCHS");
+	int rounds = n_env ? atoi(n_env) : 6;
 	unsigned seed = (unsigned)time(NULL);
 	json_t *st, *a, *v;
 	int64_t id;
@@ -830,7 +833,7 @@ Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
 
 	fake_up(NULL);
 	daemon_ec2();
-	ec2_job(400);
+	ec2_job(e_env ? atoi(e_env) : 260); /* 40 epochs a kill, and more */
 	id = submit();
 	for (int k = 0; k < rounds; k++) {
 		int64_t calls = run_calls();

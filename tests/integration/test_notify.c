@@ -62,18 +62,6 @@ static void receiver_stop(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
-/* The daemon with extra config lines. */
-static void daemon_with(const char *extra)
-{
-	FILE *f = fopen(jt.conf, "w");
-
-	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n%s", jt.db,
-		jt.sock, extra);
-	fclose(f);
-	start_daemon();
-}
-
 /* The events in file (one JSON object a line) as an array. */
 static json_t *events_in(const char *file)
 {
@@ -184,7 +172,7 @@ Test(notify, every_state_change_arrives_once_in_order_at_both_urls)
 	pb = receiver(0, b_out, &rb);
 	snprintf(conf, sizeof conf, "notify_url http://127.0.0.1:%d/hook\n",
 		 pa);
-	daemon_with(conf);
+	daemon_up_with(conf);
 	snprintf(extra, sizeof extra, "{\"notify_url\": "
 		 "\"http://127.0.0.1:%d/job?token=t0k3n\"}", pb);
 	write_job(1, extra);
@@ -258,7 +246,7 @@ Test(notify, a_receiver_that_is_down_gets_the_retries_and_the_job_goes_on)
 	snprintf(conf, sizeof conf, "notify_url http://127.0.0.1:%d/hook\n"
 		 "notify_backoff_ms 100\nnotify_attempts 20\n"
 		 "metrics_listen 127.0.0.1:%d\n", port, mport);
-	daemon_with(conf);
+	daemon_up_with(conf);
 	write_job(1, NULL);
 	id = submit();
 	/* the whole job runs while nothing can be delivered: the retries
@@ -333,7 +321,7 @@ Test(notify, the_command_gets_the_event_on_stdin_and_no_secrets)
 	snprintf(conf, sizeof conf, "notify_command %s\n", cmd);
 	/* what the daemon's environment holds never reaches the command */
 	setenv("AWS_SECRET_ACCESS_KEY", "not-for-the-command", 1);
-	daemon_with(conf);
+	daemon_up_with(conf);
 	unsetenv("AWS_SECRET_ACCESS_KEY");
 	write_job(1, NULL);
 	id = submit();
@@ -372,7 +360,7 @@ Test(notify, a_command_that_hangs_is_killed_at_its_timeout)
 	cmd = script("hang.sh", body);
 	snprintf(conf, sizeof conf, "notify_command %s\nnotify_timeout_ms "
 		 "300\nnotify_attempts 1\n", cmd);
-	daemon_with(conf);
+	daemon_up_with(conf);
 	write_job(1, NULL);
 	id = submit();
 	st = wait_end(id, 120);
@@ -424,7 +412,7 @@ Test(notify, urls_with_a_user_or_password_are_refused)
 	cr_assert_not_null(strstr(r.err, "'notify_url'"), "%s", r.err);
 	cr_assert_null(strstr(r.err, "s3cret"), "%s", r.err);
 	pxrun_free(&r);
-	daemon_with("");
+	daemon_up_with("");
 	write_job(1, "{\"notify_url\": \"http://u:pw@127.0.0.1:1/\"}");
 	cr_assert_neq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 0);
 	cr_assert_not_null(strstr(r.err, "notify_url: the URL holds a user "
