@@ -36,7 +36,7 @@ static enum px_err write_all(int fd, const void *buf, size_t len,
 {
 	const uint8_t *p = buf;
 
-	if (EVP_DigestUpdate(md, buf, len) != 1)
+	if (md && EVP_DigestUpdate(md, buf, len) != 1)
 		return px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256",
 				 path);
 	while (len) {
@@ -52,10 +52,11 @@ static enum px_err write_all(int fd, const void *buf, size_t len,
 	return PX_OK;
 }
 
-/* n floats, little-endian on disk whatever the host is. */
-static enum px_err write_floats(int fd, const float *f, uint64_t n,
-				EVP_MD_CTX *md, const char *path,
-				struct px_error *err)
+/* n 32-bit words (floats or indices), little-endian on disk whatever
+ * the host is. */
+static enum px_err write_words(int fd, const void *f, uint64_t n,
+			       EVP_MD_CTX *md, const char *path,
+			       struct px_error *err)
 {
 	uint32_t buf[CHUNK];
 
@@ -63,13 +64,29 @@ static enum px_err write_floats(int fd, const float *f, uint64_t n,
 		uint64_t k = n - i < CHUNK ? n - i : CHUNK;
 		enum px_err e;
 
-		memcpy(buf, f + i, k * sizeof(float));
+		memcpy(buf, (const uint8_t *)f + 4 * i, k * sizeof(float));
 		for (uint64_t j = 0; j < k; j++)
 			buf[j] = htole32(buf[j]);
 		e = write_all(fd, buf, k * sizeof(float), md, path, err);
 		if (e != PX_OK)
 			return e;
 	}
+	return PX_OK;
+}
+
+static enum px_err write_floats(int fd, const float *f, uint64_t n,
+				EVP_MD_CTX *md, const char *path,
+				struct px_error *err)
+{
+	return write_words(fd, f, n, md, path, err);
+}
+
+/* path.delta (ckpt.h) into buf. */
+static enum px_err delta_name(char *buf, size_t len, const char *path,
+			      struct px_error *err)
+{
+	if ((size_t)snprintf(buf, len, "%s.delta", path) >= len)
+		return px_errorf(err, PX_ETOOBIG, "checkpoint path too long");
 	return PX_OK;
 }
 
@@ -160,12 +177,12 @@ static enum px_err check_finite(const char *path, const float *params,
 			 i + 1, n);
 }
 
-enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
-		       const float *params, const float *momentum,
-		       struct px_error *err)
+/* ckpt_write, giving the file's SHA-256 (what its delta records name). */
+static enum px_err write_full(const char *path, const struct ckpt_meta *m,
+			      const float *params, const float *momentum,
+			      uint8_t digest[DIGEST_LEN], struct px_error *err)
 {
-	uint8_t digest[DIGEST_LEN];
-	char tmp[4200];
+	char tmp[4200], dname[4200];
 	EVP_MD_CTX *md = NULL;
 	char *h = NULL;
 	bool made = false;
@@ -231,6 +248,10 @@ enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
 		e = sys_err(err, path, "rename the new file over it");
 	if (e == PX_OK)
 		e = sync_dir(path, err);
+	/* the records of the checkpoint before: stale (they name its
+	 * SHA-256, and a reader would skip them) */
+	if (e == PX_OK && delta_name(dname, sizeof(dname), path, err) == PX_OK)
+		(void)unlink(dname);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -239,6 +260,15 @@ out:
 	EVP_MD_CTX_free(md);
 	free(h);
 	return e;
+}
+
+enum px_err ckpt_write(const char *path, const struct ckpt_meta *m,
+		       const float *params, const float *momentum,
+		       struct px_error *err)
+{
+	uint8_t digest[DIGEST_LEN];
+
+	return write_full(path, m, params, momentum, digest, err);
 }
 
 enum px_err ckpt_check_writable(const char *path, struct px_error *err)
@@ -284,20 +314,29 @@ static enum px_err read_exact(int fd, void *buf, size_t len, EVP_MD_CTX *md,
 	return PX_OK;
 }
 
+/* n 32-bit words from disk's little-endian, in place. */
+static enum px_err read_words(int fd, void *f, uint64_t n, EVP_MD_CTX *md,
+			      const char *path, const char *what,
+			      struct px_error *err)
+{
+	enum px_err e = read_exact(fd, f, n * sizeof(float), md, path, what,
+				   err);
+	uint8_t *p = f;
+	uint32_t u;
+
+	for (uint64_t i = 0; e == PX_OK && i < n; i++) {
+		memcpy(&u, p + 4 * i, sizeof(u));
+		u = le32toh(u);
+		memcpy(p + 4 * i, &u, sizeof(u));
+	}
+	return e;
+}
+
 static enum px_err read_floats(int fd, float *f, uint64_t n, EVP_MD_CTX *md,
 			       const char *path, const char *what,
 			       struct px_error *err)
 {
-	enum px_err e = read_exact(fd, f, n * sizeof(float), md, path, what,
-				   err);
-	uint32_t u;
-
-	for (uint64_t i = 0; e == PX_OK && i < n; i++) {
-		memcpy(&u, f + i, sizeof(u));
-		u = le32toh(u);
-		memcpy(f + i, &u, sizeof(u));
-	}
-	return e;
+	return read_words(fd, f, n, md, path, what, err);
 }
 
 /* An integer field in [lo, hi]. */
@@ -466,6 +505,10 @@ static enum px_err parse_header(json_t *j, const char *path,
 	return PX_OK;
 }
 
+static enum px_err apply_deltas(const char *path, const uint8_t *base,
+				struct ckpt_meta *m, float *w,
+				struct px_error *err);
+
 enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 		      float **ret_params, float **ret_momentum,
 		      struct px_error *err)
@@ -603,6 +646,9 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 				      i + 1);
 	if (e != PX_OK)
 		goto out;
+	e = apply_deltas(path, digest, m, w, err);
+	if (e != PX_OK)
+		goto out;
 	*ret_params = w;
 	*ret_momentum = v;
 	w = v = NULL;
@@ -670,5 +716,376 @@ enum px_err ckpt_check_job(const char *path, const struct ckpt_meta *have,
 				 "finished job (clock %" PRId64 " of %" PRId64
 				 "): nothing to resume", path, have->clock,
 				 have->total);
+	return PX_OK;
+}
+
+/* ------------------------------------------------- incremental records */
+
+#define DELTA_HEAD (8 + DIGEST_LEN + 8 + 8 + 4 + 4)
+
+uint64_t ckpt_delta_capacity(uint64_t budget)
+{
+	return budget > CKPT_DELTA_FIXED ? (budget - CKPT_DELTA_FIXED) / 8
+					 : 0;
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+/* Append one record to path.delta and sync it.  A record that cannot be
+ * written whole is cut off again, so that what follows it is read. */
+static enum px_err delta_append(const char *path, const uint8_t *base,
+				const struct ckpt_meta *m, const uint32_t *idx,
+				const float *val, uint32_t k,
+				uint64_t *ret_bytes, struct px_error *err)
+{
+	uint8_t head[DELTA_HEAD], digest[DIGEST_LEN];
+	char dname[4200];
+	EVP_MD_CTX *md = NULL;
+	struct stat st;
+	enum px_err e;
+	int fd;
+
+	e = delta_name(dname, sizeof(dname), path, err);
+	if (e != PX_OK)
+		return e;
+	fd = open(dname, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+		  O_NOFOLLOW | O_NONBLOCK, 0600);
+	if (fd < 0)
+		return sys_err(err, dname, "open");
+	if (fstat(fd, &st) != 0) {
+		e = sys_err(err, dname, "fstat");
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': not a "
+			      "regular file", dname);
+		goto out;
+	}
+	memcpy(head, CKPT_DELTA_MAGIC, 8);
+	memcpy(head + 8, base, DIGEST_LEN);
+	put_le64(head + 40, (uint64_t)m->clock);
+	put_le64(head + 48, m->samples);
+	put_le32(head + 56, k);
+	put_le32(head + 60, 0);
+	md = EVP_MD_CTX_new();
+	if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", dname);
+		goto out;
+	}
+	e = write_all(fd, head, sizeof(head), md, dname, err);
+	if (e == PX_OK)
+		e = write_words(fd, idx, k, md, dname, err);
+	if (e == PX_OK)
+		e = write_floats(fd, val, k, md, dname, err);
+	if (e == PX_OK && EVP_DigestFinal_ex(md, digest, NULL) != 1)
+		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", dname);
+	if (e == PX_OK)
+		e = write_all(fd, digest, DIGEST_LEN, NULL, dname, err);
+	if (e == PX_OK && fdatasync(fd) != 0)
+		e = sys_err(err, dname, "fdatasync");
+	if (e != PX_OK)
+		(void)!ftruncate(fd, st.st_size);
+	else
+		*ret_bytes = sizeof(head) + 8 * (uint64_t)k + DIGEST_LEN;
+out:
+	EVP_MD_CTX_free(md);
+	close(fd);
+	return e;
+}
+
+/* Apply path.delta's records over w (the full checkpoint's parameters,
+ * of SHA-256 base): ckpt.h. */
+static enum px_err apply_deltas(const char *path, const uint8_t *base,
+				struct ckpt_meta *m, float *w,
+				struct px_error *err)
+{
+	uint64_t n = m->d.n_params, off = 0, size;
+	uint8_t head[DELTA_HEAD], digest[DIGEST_LEN], want[DIGEST_LEN];
+	uint32_t *idx = NULL;
+	float *val = NULL;
+	EVP_MD_CTX *md = NULL;
+	char dname[4200];
+	struct stat st;
+	enum px_err e;
+	int fd;
+
+	e = delta_name(dname, sizeof(dname), path, err);
+	if (e != PX_OK)
+		return e;
+	fd = open(dname, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR
+			? PX_OK : sys_err(err, dname, "open");
+	if (fstat(fd, &st) != 0) {
+		e = sys_err(err, dname, "fstat");
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': not a "
+			      "regular file", dname);
+		goto out;
+	}
+	size = (uint64_t)st.st_size;
+	md = EVP_MD_CTX_new();
+	idx = px_calloc(n ? n : 1, sizeof(*idx));
+	val = px_calloc(n ? n : 1, sizeof(*val));
+	if (!md || !idx || !val) {
+		e = px_errorf(err, PX_ENOMEM, "checkpoint '%s'", dname);
+		goto out;
+	}
+	for (uint32_t r = 1; size - off >= CKPT_DELTA_FIXED; r++) {
+		uint64_t k, len;
+		int64_t clock;
+
+		if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+			e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256",
+				      dname);
+			break;
+		}
+		e = read_exact(fd, head, sizeof(head), md, dname,
+			       "a record's head", err);
+		if (e != PX_OK)
+			break;
+		if (memcmp(head, CKPT_DELTA_MAGIC, 8) != 0) {
+			e = px_errorf(err, PX_EINVAL, "checkpoint '%s': record"
+				      " %u (byte %" PRIu64 "): not a record "
+				      "of incremental checkpoints", dname, r,
+				      off);
+			break;
+		}
+		if (memcmp(head + 8, base, DIGEST_LEN) != 0) {
+			if (r == 1)
+				break; /* the records of an older full one */
+			e = px_errorf(err, PX_EINVAL, "checkpoint '%s': record"
+				      " %u (byte %" PRIu64 ") is of another "
+				      "full checkpoint than the records "
+				      "before it", dname, r, off);
+			break;
+		}
+		clock = (int64_t)get_le64(head + 40);
+		k = get_le32(head + 56);
+		len = CKPT_DELTA_FIXED + 8 * k;
+		if (k > n || get_le32(head + 60) != 0) {
+			e = px_errorf(err, PX_EINVAL, "checkpoint '%s': record"
+				      " %u (byte %" PRIu64 "): %" PRIu64
+				      " parameters of %" PRIu64, dname, r,
+				      off, k, n);
+			break;
+		}
+		if (len > size - off)
+			break; /* cut short at the end: a crash appending */
+		e = read_words(fd, idx, k, md, dname, "a record's indices",
+			       err);
+		if (e == PX_OK)
+			e = read_floats(fd, val, k, md, dname,
+					"a record's values", err);
+		if (e == PX_OK)
+			e = read_exact(fd, want, DIGEST_LEN, NULL, dname,
+				       "a record's SHA-256", err);
+		if (e != PX_OK)
+			break;
+		if (EVP_DigestFinal_ex(md, digest, NULL) != 1 ||
+		    memcmp(digest, want, DIGEST_LEN) != 0) {
+			if (off + len == size)
+				break; /* the last, torn by a crash */
+			e = px_errorf(err, PX_EINVAL, "checkpoint '%s': record"
+				      " %u (byte %" PRIu64 "): SHA-256 does "
+				      "not match its contents: the file is "
+				      "damaged", dname, r, off);
+			break;
+		}
+		if (clock < m->clock || clock > m->total) {
+			e = px_errorf(err, PX_EINVAL, "checkpoint '%s': record"
+				      " %u: clock %" PRId64 " is not within "
+				      "[%" PRId64 ", %" PRId64 "]", dname, r,
+				      clock, m->clock, m->total);
+			break;
+		}
+		for (uint64_t i = 0; e == PX_OK && i < k; i++)
+			if (idx[i] >= n || (i && idx[i] <= idx[i - 1]) ||
+			    !isfinite(val[i]))
+				e = px_errorf(err, PX_EINVAL, "checkpoint '%s':"
+					      " record %u, pair %" PRIu64 ": "
+					      "%s", dname, r, i + 1,
+					      isfinite(val[i])
+					      ? "index out of order or range"
+					      : "not a finite number");
+		if (e != PX_OK)
+			break;
+		for (uint64_t i = 0; i < k; i++)
+			w[idx[i]] = val[i];
+		m->clock = clock;
+		m->samples = get_le64(head + 48);
+		m->test_accuracy = NAN;
+		m->deltas = r;
+		off += len;
+	}
+out:
+	EVP_MD_CTX_free(md);
+	free(idx);
+	free(val);
+	close(fd);
+	return e;
+}
+
+/* ----------------------------------------------------- the chain */
+
+enum px_err ckpt_chain_init(struct ckpt_chain *ch, uint64_t n,
+			    struct px_error *err)
+{
+	memset(ch, 0, sizeof(*ch));
+	ch->n = n;
+	ch->saved = px_calloc(n, sizeof(float));
+	ch->mag = px_calloc(n, sizeof(float));
+	ch->idx = px_calloc(n, sizeof(uint32_t));
+	ch->val = px_calloc(n, sizeof(float));
+	if (!ch->saved || !ch->mag || !ch->idx || !ch->val) {
+		ckpt_chain_release(ch);
+		return px_errorf(err, PX_ENOMEM, "checkpoints: %" PRIu64
+				 " parameters", n);
+	}
+	return PX_OK;
+}
+
+void ckpt_chain_release(struct ckpt_chain *ch)
+{
+	free(ch->saved);
+	free(ch->mag);
+	free(ch->idx);
+	free(ch->val);
+	memset(ch, 0, sizeof(*ch));
+}
+
+/* The k-th largest of a[0..n) (k in 1..n), reordering a (Hoare's
+ * selection). */
+static float kth_largest(float *a, uint64_t n, uint64_t k)
+{
+	int64_t lo = 0, hi = (int64_t)n - 1, want = (int64_t)k - 1;
+
+	while (lo < hi) {
+		float pivot = a[lo + (hi - lo) / 2];
+		int64_t i = lo, j = hi;
+
+		/* descending: the larger to the left */
+		while (i <= j) {
+			while (a[i] > pivot)
+				i++;
+			while (a[j] < pivot)
+				j--;
+			if (i <= j) {
+				float t = a[i];
+
+				a[i++] = a[j];
+				a[j--] = t;
+			}
+		}
+		/* a[lo..j] >= pivot >= a[i..hi]; between them, the pivot */
+		if (want <= j)
+			hi = j;
+		else if (want >= i)
+			lo = i;
+		else
+			break;
+	}
+	return a[want];
+}
+
+enum px_err ckpt_chain_write(struct ckpt_chain *ch, const char *path,
+			     const struct ckpt_meta *m, const float *params,
+			     const float *momentum, uint64_t budget,
+			     bool full, uint64_t *ret_written,
+			     uint64_t *ret_bytes, struct px_error *err)
+{
+	uint64_t cap = ckpt_delta_capacity(budget), nz = 0, gt = 0, k = 0;
+	uint64_t n = ch->n;
+	float t = 0;
+	enum px_err e;
+
+	if (full || !ch->have_base || !budget || m->d.n_params != n) {
+		e = write_full(path, m, params, momentum, ch->base, err);
+		if (e != PX_OK)
+			return e;
+		if (ch->saved && m->d.n_params == n)
+			memcpy(ch->saved, params, n * sizeof(float));
+		ch->have_base = ch->saved != NULL;
+		ch->since_full = 0;
+		*ret_written = n;
+		*ret_bytes = 0;
+		{
+			struct stat st;
+
+			if (stat(path, &st) == 0)
+				*ret_bytes = (uint64_t)st.st_size;
+		}
+		return PX_OK;
+	}
+	e = check_finite(path, params, params, n,
+			 (enum px_err)(PX_ESYS | ERANGE), err);
+	if (e != PX_OK)
+		return e;
+	for (uint64_t i = 0; i < n; i++) {
+		ch->mag[i] = fabsf(params[i] - ch->saved[i]);
+		nz += ch->mag[i] > 0;
+	}
+	if (cap > UINT32_MAX)
+		cap = UINT32_MAX;
+	if (nz > cap && cap) {
+		/* the cap-th largest change: all above it go, then as many
+		 * equal to it as are left */
+		memcpy(ch->val, ch->mag, n * sizeof(float));
+		t = kth_largest(ch->val, n, cap);
+		for (uint64_t i = 0; i < n; i++)
+			gt += ch->mag[i] > t;
+	}
+	for (uint64_t i = 0, eq = cap - gt; i < n && k < cap; i++) {
+		bool take;
+
+		if (nz <= cap) {
+			take = ch->mag[i] > 0;
+		} else if (ch->mag[i] > t) {
+			take = true;
+		} else {
+			take = ch->mag[i] == t && t > 0 && eq > 0;
+			eq -= take;
+		}
+		if (take) {
+			ch->idx[k] = (uint32_t)i;
+			ch->val[k++] = params[i];
+		}
+	}
+	e = delta_append(path, ch->base, m, ch->idx, ch->val, (uint32_t)k,
+			 ret_bytes, err);
+	if (e != PX_OK)
+		return e;
+	for (uint64_t i = 0; i < k; i++)
+		ch->saved[ch->idx[i]] = ch->val[i];
+	ch->since_full++;
+	*ret_written = k;
 	return PX_OK;
 }

@@ -47,12 +47,69 @@ struct ckpt_meta {
 				   said */
 	double test_accuracy;   /* at clock; NaN: not evaluated */
 	int64_t written_s;      /* Unix time it was written */
+	uint32_t deltas;        /* ckpt_read: incremental records applied
+				   over the full checkpoint (0: none) */
 	struct data_prep prep;  /* the training data's labels and scaling
 				   (n_classes 0: Fashion-MNIST's, none).
 				   Written from the caller's; ckpt_read
 				   allocates its scaling: release it with
 				   data_prep_release */
 };
+
+/*
+ * Incremental, prioritized checkpoints (--checkpoint-budget; Qiao et al.,
+ * ICML'19).  Between two full checkpoints the coordinator appends to
+ * PATH.delta records of the parameters that changed most since the files
+ * last recorded them, within a byte budget each.  A record (all numbers
+ * little-endian):
+ *
+ *   "PXCKDLT1" | SHA-256 of its full checkpoint (32) | clock (i64) |
+ *   samples (u64) | k (u32) | 0 (u32) | k indices (u32, ascending) |
+ *   k values (float32) | SHA-256 of the record before it (32)
+ *
+ * ckpt_read applies the records whose base is the file's own SHA-256 in
+ * order over the full state (its momentum stays the full one's): the
+ * clock and samples become the last record's, and the parameters no
+ * record named keep the values last written -- an approximation of the
+ * state at that clock, the nearest the budget allows.  A record cut short
+ * at the end (a crash while appending) is dropped; one damaged before the
+ * end fails the read.  A full checkpoint removes PATH.delta.
+ */
+#define CKPT_DELTA_MAGIC "PXCKDLT1"
+#define CKPT_DELTA_FIXED (8 + 32 + 8 + 8 + 4 + 4 + 32) /* all but k pairs */
+
+/* The coordinator's side of the chain. */
+struct ckpt_chain {
+	uint64_t n;           /* parameters */
+	float *saved;         /* the state the files give now */
+	uint8_t base[32];     /* SHA-256 of the last full checkpoint */
+	bool have_base;       /* one was written by this chain */
+	uint32_t since_full;  /* records appended since it */
+	float *mag;           /* scratch: |params - saved| */
+	uint32_t *idx;        /* scratch: the chosen indices */
+	float *val;           /* scratch: their values */
+};
+
+enum px_err ckpt_chain_init(struct ckpt_chain *ch, uint64_t n,
+			    struct px_error *err);
+void ckpt_chain_release(struct ckpt_chain *ch);
+
+/* What a record of budget bytes holds: the number of (index, value)
+ * pairs, 0 when the budget does not cover a record's fixed part. */
+uint64_t ckpt_delta_capacity(uint64_t budget);
+
+/* One checkpoint of params (m->d.n_params) to path through the chain:
+ * a full one (ckpt_write, then saved = params) when full is set, when
+ * the chain has no full checkpoint yet or when budget is 0; else one
+ * record of the at most ckpt_delta_capacity(budget) parameters whose
+ * |params - saved| is largest (none that did not change), appended to
+ * path.delta and synced.  *ret_written: the parameters written (all for a
+ * full one); *ret_bytes: the bytes.  m->clock and m->samples date it. */
+enum px_err ckpt_chain_write(struct ckpt_chain *ch, const char *path,
+			     const struct ckpt_meta *m, const float *params,
+			     const float *momentum, uint64_t budget,
+			     bool full, uint64_t *ret_written,
+			     uint64_t *ret_bytes, struct px_error *err);
 
 /* Write params and momentum (m->d.n_params floats each) to path, atomically
  * (path.tmp.XXXXXX, fsync, rename, fsync of the directory); mode 0600.

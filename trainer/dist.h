@@ -127,6 +127,12 @@ struct dist_opts {
 				      (ckpt.h); NULL: none */
 	uint32_t checkpoint_every; /* ... every this many clocks (0: after
 				      each evaluation only) */
+	uint64_t checkpoint_budget; /* ... of at most this many bytes each
+				      between full ones, the parameters
+				      that changed most (ckpt.h's
+				      records); 0: every one full */
+	uint32_t checkpoint_full_every; /* ... and every this many a full
+				      one (0: the default, 10) */
 	const char *resume;        /* coordinator: resume the job from this
 				      checkpoint; NULL: start afresh */
 	const char *export_path;   /* coordinator: the final parameters to

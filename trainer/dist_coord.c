@@ -138,6 +138,9 @@ struct coord {
 	int64_t resumed_from;      /* clock resumed at; -1: a fresh job */
 	int64_t ckpt_clock;        /* clock of the last checkpoint; -1 */
 	uint32_t ckpts;            /* checkpoints written */
+	uint32_t ckpts_incr;       /* ... of them incremental records */
+	uint64_t ckpt_bytes;       /* bytes they wrote */
+	struct ckpt_chain chain;   /* what the files hold (ckpt.h) */
 	/* straggler relief */
 	struct relief relief[COORD_RELIEF_MAX];
 	uint32_t n_relief;
@@ -1522,10 +1525,15 @@ static enum px_err test_eval(struct coord *c, double *ret_loss,
 
 /* The state just pulled (c->params, c->mom; the pull began at t0) to
  * --checkpoint, as of min_clock; acc is the test accuracy of that state
- * (NaN: none). */
-static void write_checkpoint(struct coord *c, double acc, uint64_t t0)
+ * (NaN: none).  A full checkpoint where full is set; else, with
+ * --checkpoint-budget, the record of the parameters that changed most
+ * (ckpt.h), with a full one every --checkpoint-full-every. */
+static void write_checkpoint(struct coord *c, double acc, uint64_t t0,
+			     bool full)
 {
-	uint64_t t1 = px_now_mono_us();
+	uint64_t t1 = px_now_mono_us(), wrote = 0, bytes = 0;
+	uint32_t every = c->o->checkpoint_full_every
+		? c->o->checkpoint_full_every : 10;
 	struct ckpt_meta m = c->meta;
 	struct px_error err;
 
@@ -1533,17 +1541,23 @@ static void write_checkpoint(struct coord *c, double acc, uint64_t t0)
 	m.samples = c->pulled_samples;
 	m.test_accuracy = acc;
 	m.written_s = px_now_wall_us() / 1000000;
-	if (ckpt_write(c->o->checkpoint, &m, c->params, c->mom, &err) !=
-	    PX_OK) {
+	full = full || !c->o->checkpoint_budget || !c->chain.have_base ||
+	       c->chain.since_full + 1 >= every;
+	if (ckpt_chain_write(&c->chain, c->o->checkpoint, &m, c->params,
+			     c->mom, full ? 0 : c->o->checkpoint_budget, full,
+			     &wrote, &bytes, &err) != PX_OK) {
 		dist_logf(c->o, LOG_LVL_WARN, "%s", err.msg);
 		return;
 	}
 	c->ckpt_clock = m.clock;
 	c->ckpts++;
+	c->ckpts_incr += !full;
+	c->ckpt_bytes += bytes;
 	dist_logf(c->o, LOG_LVL_INFO,
-		  "checkpoint at clock %" PRId64 " written to %s "
-		  "(%.1f MB; pull %.0f ms, write %.0f ms)", m.clock,
-		  c->o->checkpoint, 8e-6 * (double)c->nparams,
+		  "checkpoint at clock %" PRId64 " written to %s%s "
+		  "(%" PRIu64 " of %" PRIu64 " parameters, %.3f MB; pull "
+		  "%.0f ms, write %.0f ms)", m.clock, c->o->checkpoint,
+		  full ? "" : ".delta", wrote, c->nparams, 1e-6 * (double)bytes,
 		  (double)(t1 - t0) / 1e3,
 		  (double)(px_now_mono_us() - t1) / 1e3);
 }
@@ -1569,7 +1583,7 @@ static void snapshot(struct coord *c)
 	struct px_error err;
 
 	if (pull_state(c, &err) == PX_OK)
-		write_checkpoint(c, NAN, t);
+		write_checkpoint(c, NAN, t, false);
 	else
 		dist_logf(c->o, LOG_LVL_WARN, "checkpoint: %s", err.msg);
 	stalled_since(c, t);
@@ -1640,7 +1654,7 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 					      : "test loss", c->last_loss,
 					      c->o->train.lr);
 		} else if (ck && !c->measuring) {
-			write_checkpoint(c, c->last_acc, t);
+			write_checkpoint(c, c->last_acc, t, true);
 		}
 		stalled_since(c, t);
 	}
@@ -1770,6 +1784,10 @@ static int print_result(struct coord *c)
 		      "checkpoints", (int)c->ckpts);
 	if (!j)
 		return -1;
+	json_object_set_new(j, "checkpoints_incremental",
+			    json_integer(c->ckpts_incr));
+	json_object_set_new(j, "checkpoint_bytes",
+			    json_integer((json_int_t)c->ckpt_bytes));
 	json_object_set_new(j, "reassigned", json_integer((json_int_t)
 							  c->reassigned));
 	json_object_set_new(j, "reassign_lost", json_integer((json_int_t)
@@ -1939,6 +1957,11 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 		if (!c->mom)
 			return px_errorf(err, PX_ENOMEM, "momentum");
 	}
+	if (o->checkpoint && o->checkpoint_budget) {
+		e = ckpt_chain_init(&c->chain, c->nparams, err);
+		if (e != PX_OK)
+			return e;
+	}
 	if (o->resume) {
 		struct ckpt_meta have;
 
@@ -1961,9 +1984,10 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 		e = test_eval(c, &c->last_loss, &c->last_acc, err);
 		if (e != PX_OK)
 			return e;
-		out(c, "resuming from %s: clock %" PRId64 " of %" PRId64
-		    ", test accuracy %.2f%% there", o->resume, have.clock,
-		    have.total, 100.0 * c->last_acc);
+		out(c, "resuming from %s%s: clock %" PRId64 " of %" PRId64
+		    ", test accuracy %.2f%% there", o->resume,
+		    have.deltas ? " and its incremental records" : "",
+		    have.clock, have.total, 100.0 * c->last_acc);
 	}
 	return PX_OK;
 }
@@ -2135,6 +2159,7 @@ out_free:
 	free(c->ck_w);
 	free(c->ck_v);
 	free(c->snap);
+	ckpt_chain_release(&c->chain);
 	data_release(&c->test);
 	data_prep_release(&c->prep);
 	mf_set_release(&c->mtrain);

@@ -408,6 +408,14 @@ static const struct topt topts[] = {
 	OPT("checkpoint-every", "CLOCKS", C_DIST, K_UINT, o.checkpoint_every,
 	    0, INT32_MAX, F_NORANGE, "and every CLOCKS clocks, 0: after "
 	    "evaluations only; needs --checkpoint", NULL),
+	OPT("checkpoint-budget", "BYTES", C_DIST, K_UINT, o.checkpoint_budget,
+	    CKPT_DELTA_FIXED + 8, (double)CKPT_MAX_BYTES, 0, "prioritized, "
+	    "incremental checkpoints: between full ones, each writes only the "
+	    "parameters that changed most since the files last had them, in "
+	    "at most BYTES", "every checkpoint full"),
+	OPT("checkpoint-full-every", "N", C_DIST, K_UINT,
+	    o.checkpoint_full_every, 1, 1000000, 0, "with --checkpoint-budget:"
+	    " every Nth checkpoint is a full one", "10"),
 	OPT("resume", "FILE", C_DIST, K_STR, o.resume, 0, 0, F_NOPASS,
 	    "go on from this checkpoint of a job of the same shape", "none"),
 	OPT("export", "FILE", C_DIST, K_STR, o.export_path, 0, 0, 0,
@@ -1163,6 +1171,15 @@ static int check_combination(const struct subcmd *sc, const struct tcli *t)
 	if (o->checkpoint_every && !o->checkpoint)
 		return usage_error(sc, "--checkpoint-every needs --checkpoint "
 				   "FILE");
+	if ((o->checkpoint_budget || o->checkpoint_full_every) &&
+	    !o->checkpoint)
+		return usage_error(sc, "--checkpoint-budget and "
+				   "--checkpoint-full-every need --checkpoint "
+				   "FILE");
+	if (o->checkpoint_full_every && !o->checkpoint_budget)
+		return usage_error(sc, "--checkpoint-full-every needs "
+				   "--checkpoint-budget BYTES (without it "
+				   "every checkpoint is full)");
 	if (t->l.max_restarts && !o->checkpoint)
 		return usage_error(sc, "--max-restarts needs --checkpoint FILE "
 				   "(a restart resumes from it)");

@@ -29,39 +29,9 @@ JOB="--model mlp --epochs $EPOCHS --workers 2 --ps $PS --stage 1 --batch 128 \
  --lr 0.05 --momentum 0.9 --schedule cosine --threads 1 --timeout 900 --json \
  --eval-every $EVERY --checkpoint-every $CKPT --kill-ps-at-clock $KILL_AT"
 
-# clocks trained after the kill until the loss is back: the progress lines
-# (clock, last test loss) of one run's stderr, the kill line among them; a
-# clock that goes back is a restart from the checkpoint (its clocks count
-# again from there)
+# clocks trained after the kill until the loss is back (recover_clocks.py)
 recover() { # log
-	python3 - "$1" <<'PY'
-import re, sys
-# the test loss is noisy from one evaluation to the next: each point is
-# the mean of the last 3 evaluations, the goal the mean of the 3 before
-# the kill
-pts = []; killed_at = None
-for line in open(sys.argv[1], errors='replace'):
-    if 'churn: SIGKILL ps' in line:
-        killed_at = len(pts)
-        continue
-    m = re.search(r'progress: clock (\d+),.*test loss ([0-9.]+)', line)
-    if m:
-        pts.append((int(m.group(1)), float(m.group(2))))
-if killed_at is None or killed_at < 3:
-    print('never'); sys.exit()
-goal = sum(l for _, l in pts[killed_at - 3:killed_at]) / 3
-clock = pts[killed_at - 1][0]; spent = 0; window = []
-for c, l in pts[killed_at:]:
-    if c > clock:
-        spent += c - clock
-    else:
-        window = []          # a restart: its evaluations start anew
-    clock = c
-    window = (window + [l])[-3:]
-    if len(window) == 3 and sum(window) / 3 <= goal:
-        print(spent); sys.exit()
-print('never')
-PY
+	python3 "$(dirname "$0")/recover_clocks.py" "$1"
 }
 
 med() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }

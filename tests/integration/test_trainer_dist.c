@@ -816,7 +816,10 @@ Test(trainer_dist, coordinator_crash_resumes_from_checkpoint,
 
 /* `local --max-restarts` is the agent that resumes by itself: the same
  * crash, and the job goes on from the checkpoint in one command (the
- * test fault and churn do not follow into the restart). */
+ * test fault and churn do not follow into the restart).  Checkpoints
+ * are prioritized and incremental (--checkpoint-budget): the first one
+ * full, the second a record of the parameters that changed most, and the
+ * restart resumes from both at the second's clock. */
 Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
      .fini = teardown, .timeout = 60)
 {
@@ -824,7 +827,8 @@ Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
 	const char *extra[] = { "--workers", "2", "--ps", "2", "--epochs", "6",
 				"--checkpoint", ck, "--checkpoint-every", every,
 				"--fault-crash-at", crash_at, "--kill-worker-at",
-				"0.05", "--max-restarts", "1", NULL };
+				"0.05", "--max-restarts", "1",
+				"--checkpoint-budget", "4096", NULL };
 	struct pxrun r;
 	json_t *j;
 
@@ -838,6 +842,10 @@ Test(trainer_dist, local_restarts_from_checkpoint, .init = setup,
 				  "of clock"), "%s", r.err);
 	cr_assert_geq(num(j, "resumed_from"), 2 * CKPT_EVERY);
 	cr_assert_lt(num(j, "resumed_from"), CRASH_AT);
+	cr_assert_not_null(strstr(r.err, "and its incremental records: clock"),
+			   "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "written to"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, ".delta ("), "no record: %s", r.err);
 	cr_assert_eq(num(j, "clocks"), CLOCKS(6));
 	cr_assert_eq(num(j, "losses"), 0, "churn followed into the restart");
 	cr_assert_gt(num(j, "test_accuracy"), 0.72);

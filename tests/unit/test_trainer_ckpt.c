@@ -343,3 +343,184 @@ Test(ckpt, unwritable_keeps_old)
 	free(rw);
 	free(rv);
 }
+
+/* ----------------------------------------- incremental, prioritized */
+
+/* The chain over the small MLP: a full checkpoint at clock 7, then w
+ * moved by a change of size i+1 at parameter i (the larger the later):
+ * a record of a budget of 5 pairs holds the 5 most changed, and a read
+ * gives the full state with those 5 replaced, at the record's clock. */
+Test(ckpt, delta_records_hold_the_most_changed)
+{
+	struct ckpt_meta m, got;
+	struct ckpt_chain ch;
+	float w[26], v[26], moved[26], *rw, *rv;
+	uint64_t wrote, bytes;
+	struct px_error err;
+	char dname[160];
+	struct stat st;
+	size_t n;
+
+	meta(&m);
+	n = m.d.n_params;
+	fill(w, v, n, 0.5f);
+	cr_assert_eq(ckpt_chain_init(&ch, n, &err), PX_OK);
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, w, v, 0, true, &wrote,
+				      &bytes, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(wrote, n);
+	for (size_t i = 0; i < n; i++)
+		moved[i] = w[i] + (float)((i * 7) % n + 1); /* all differ */
+	m.clock = 9;
+	m.samples = 4321;
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, moved, v,
+				      CKPT_DELTA_FIXED + 5 * 8, false, &wrote,
+				      &bytes, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(wrote, 5);
+	cr_assert_eq(bytes, CKPT_DELTA_FIXED + 5 * 8);
+	snprintf(dname, sizeof(dname), "%s.delta", path);
+	cr_assert_eq(stat(dname, &st), 0);
+	cr_assert_eq((uint64_t)st.st_size, bytes);
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_OK, "%s",
+		     err.msg);
+	cr_assert_eq(got.clock, 9);
+	cr_assert_eq(got.samples, 4321);
+	cr_assert_eq(got.deltas, 1);
+	for (size_t i = 0; i < n; i++) {
+		/* changed by (i*7)%n + 1: the 5 largest are 22..26 */
+		bool top = (i * 7) % n + 1 > n - 5;
+
+		cr_assert_eq(memcmp(&rw[i], top ? &moved[i] : &w[i], 4), 0,
+			     "parameter %zu", i);
+		cr_assert_eq(memcmp(&rw[i], &ch.saved[i], 4), 0);
+		cr_assert_eq(memcmp(&rv[i], &v[i], 4), 0); /* the full one's */
+	}
+	free(rw);
+	free(rv);
+	/* the next record takes the next most changed, not those again */
+	m.clock = 10;
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, moved, v,
+				      CKPT_DELTA_FIXED + 5 * 8, false, &wrote,
+				      &bytes, &err), PX_OK);
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_OK);
+	cr_assert_eq(got.deltas, 2);
+	for (size_t i = 0; i < n; i++) {
+		bool top = (i * 7) % n + 1 > n - 10;
+
+		cr_assert_eq(memcmp(&rw[i], top ? &moved[i] : &w[i], 4), 0,
+			     "parameter %zu", i);
+	}
+	free(rw);
+	free(rv);
+	/* a full checkpoint removes the records */
+	m.clock = 11;
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, moved, v, 0, true,
+				      &wrote, &bytes, &err), PX_OK);
+	cr_assert_eq(stat(dname, &st), -1);
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_OK);
+	cr_assert_eq(got.deltas, 0);
+	cr_assert_eq(memcmp(rw, moved, n * 4), 0);
+	free(rw);
+	free(rv);
+	ckpt_chain_release(&ch);
+}
+
+/* Three records; then: the last cut short anywhere is dropped (a crash
+ * appending), a flipped byte in the first fails the read naming record
+ * 1, records of another full checkpoint are skipped, and a FIFO in the
+ * records' place is refused at once. */
+Test(ckpt, delta_records_damage)
+{
+	struct ckpt_meta m, got;
+	struct ckpt_chain ch;
+	float w[26], v[26], *rw, *rv;
+	uint64_t wrote, bytes, rec;
+	struct px_error err;
+	char dname[160];
+	size_t n, len;
+	uint8_t *buf;
+	FILE *f;
+
+	meta(&m);
+	n = m.d.n_params;
+	fill(w, v, n, 0.5f);
+	cr_assert_eq(ckpt_chain_init(&ch, n, &err), PX_OK);
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, w, v, 0, true, &wrote,
+				      &bytes, &err), PX_OK);
+	for (int r = 0; r < 3; r++) {
+		w[r] += 1.0f;
+		m.clock++;
+		cr_assert_eq(ckpt_chain_write(&ch, path, &m, w, v, 1000, false,
+					      &wrote, &bytes, &err), PX_OK);
+		cr_assert_eq(wrote, 1);
+	}
+	rec = bytes;
+	snprintf(dname, sizeof(dname), "%s.delta", path);
+	buf = slurp(dname, &len);
+	cr_assert_eq(len, 3 * rec);
+	for (size_t cut = 2 * rec + 1; cut < len; cut += 7) {
+		f = fopen(dname, "wb");
+		cr_assert_eq(fwrite(buf, 1, cut, f), cut);
+		fclose(f);
+		cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_OK,
+			     "cut at %zu: %s", cut, err.msg);
+		cr_assert_eq(got.deltas, 2, "cut at %zu", cut);
+		cr_assert_eq(got.clock, 9);
+		cr_assert_eq(rw[2], w[2] - 1.0f); /* the third not applied */
+		free(rw);
+		free(rv);
+	}
+	buf[8 + 32 + 8 + 8 + 4 + 4 + 4] ^= 1; /* record 1's value */
+	f = fopen(dname, "wb");
+	cr_assert_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "record 1"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "damaged"), "%s", err.msg);
+	buf[8 + 32 + 8 + 8 + 4 + 4 + 4] ^= 1;
+	buf[8] ^= 1; /* record 1 of another full checkpoint: all stale */
+	f = fopen(dname, "wb");
+	cr_assert_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_OK);
+	cr_assert_eq(got.deltas, 0);
+	cr_assert_eq(got.clock, 7);
+	free(rw);
+	free(rv);
+	free(buf);
+	cr_assert_eq(unlink(dname), 0);
+	cr_assert_eq(mkfifo(dname, 0600), 0);
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_EINVAL);
+	cr_assert_not_null(strstr(err.msg, "not a regular file"), "%s",
+			   err.msg);
+	ckpt_chain_release(&ch);
+}
+
+/* The capacity of a budget; a change of none is no pair. */
+Test(ckpt, delta_capacity_and_no_change)
+{
+	struct ckpt_meta m, got;
+	struct ckpt_chain ch;
+	float w[26], v[26], *rw, *rv;
+	uint64_t wrote, bytes;
+	struct px_error err;
+
+	cr_assert_eq(ckpt_delta_capacity(CKPT_DELTA_FIXED + 7), 0);
+	cr_assert_eq(ckpt_delta_capacity(CKPT_DELTA_FIXED + 8), 1);
+	cr_assert_eq(ckpt_delta_capacity(CKPT_DELTA_FIXED + 8000), 1000);
+	meta(&m);
+	fill(w, v, m.d.n_params, 2.0f);
+	cr_assert_eq(ckpt_chain_init(&ch, m.d.n_params, &err), PX_OK);
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, w, v, 0, true, &wrote,
+				      &bytes, &err), PX_OK);
+	m.clock = 8;
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, w, v, 4096, false,
+				      &wrote, &bytes, &err), PX_OK);
+	cr_assert_eq(wrote, 0);
+	cr_assert_eq(bytes, CKPT_DELTA_FIXED);
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_OK);
+	cr_assert_eq(got.clock, 8);
+	cr_assert_eq(memcmp(rw, w, sizeof(w)), 0);
+	free(rw);
+	free(rv);
+	ckpt_chain_release(&ch);
+}
