@@ -646,6 +646,7 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 				      i + 1);
 	if (e != PX_OK)
 		goto out;
+	memcpy(m->sha256, digest, DIGEST_LEN);
 	e = apply_deltas(path, digest, m, w, err);
 	if (e != PX_OK)
 		goto out;
@@ -729,32 +730,20 @@ uint64_t ckpt_delta_capacity(uint64_t budget)
 					 : 0;
 }
 
-static void put_le64(uint8_t *p, uint64_t v)
+/* n bytes of v at p, little-endian; and back. */
+static void put_le(uint8_t *p, uint64_t v, size_t n)
 {
-	v = htole64(v);
-	memcpy(p, &v, 8);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t get_le64(const uint8_t *p)
+static uint64_t get_le(const uint8_t *p, size_t n)
 {
-	uint64_t v;
+	uint64_t v = 0;
 
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
 }
 
 /* Append one record to path.delta and sync it.  A record that cannot be
@@ -789,10 +778,10 @@ static enum px_err delta_append(const char *path, const uint8_t *base,
 	}
 	memcpy(head, CKPT_DELTA_MAGIC, 8);
 	memcpy(head + 8, base, DIGEST_LEN);
-	put_le64(head + 40, (uint64_t)m->clock);
-	put_le64(head + 48, m->samples);
-	put_le32(head + 56, k);
-	put_le32(head + 60, 0);
+	put_le(head + 40, (uint64_t)m->clock, 8);
+	put_le(head + 48, m->samples, 8);
+	put_le(head + 56, k, 4);
+	put_le(head + 60, 0, 4);
 	md = EVP_MD_CTX_new();
 	if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
 		e = px_errorf(err, PX_EIO, "checkpoint '%s': SHA-256", dname);
@@ -888,10 +877,10 @@ static enum px_err apply_deltas(const char *path, const uint8_t *base,
 				      "before it", dname, r, off);
 			break;
 		}
-		clock = (int64_t)get_le64(head + 40);
-		k = get_le32(head + 56);
+		clock = (int64_t)get_le(head + 40, 8);
+		k = (uint32_t)get_le(head + 56, 4);
 		len = CKPT_DELTA_FIXED + 8 * k;
-		if (k > n || get_le32(head + 60) != 0) {
+		if (k > n || get_le(head + 60, 4) != 0) {
 			e = px_errorf(err, PX_EINVAL, "checkpoint '%s': record"
 				      " %u (byte %" PRIu64 "): %" PRIu64
 				      " parameters of %" PRIu64, dname, r,
@@ -941,7 +930,7 @@ static enum px_err apply_deltas(const char *path, const uint8_t *base,
 		for (uint64_t i = 0; i < k; i++)
 			w[idx[i]] = val[i];
 		m->clock = clock;
-		m->samples = get_le64(head + 48);
+		m->samples = get_le(head + 48, 8);
 		m->test_accuracy = NAN;
 		m->deltas = r;
 		off += len;
@@ -980,6 +969,17 @@ void ckpt_chain_release(struct ckpt_chain *ch)
 	free(ch->idx);
 	free(ch->val);
 	memset(ch, 0, sizeof(*ch));
+}
+
+void ckpt_chain_adopt(struct ckpt_chain *ch, const struct ckpt_meta *m,
+		      const float *params)
+{
+	if (!ch->saved || m->d.n_params != ch->n)
+		return;
+	memcpy(ch->saved, params, ch->n * sizeof(float));
+	memcpy(ch->base, m->sha256, DIGEST_LEN);
+	ch->have_base = true;
+	ch->since_full = m->deltas;
 }
 
 /* The k-th largest of a[0..n) (k in 1..n), reordering a (Hoare's

@@ -49,6 +49,8 @@ struct ckpt_meta {
 	int64_t written_s;      /* Unix time it was written */
 	uint32_t deltas;        /* ckpt_read: incremental records applied
 				   over the full checkpoint (0: none) */
+	uint8_t sha256[32];     /* ckpt_read: the full file's SHA-256 (what
+				   its records name) */
 	struct data_prep prep;  /* the training data's labels and scaling
 				   (n_classes 0: Fashion-MNIST's, none).
 				   Written from the caller's; ckpt_read
@@ -93,6 +95,12 @@ struct ckpt_chain {
 enum px_err ckpt_chain_init(struct ckpt_chain *ch, uint64_t n,
 			    struct px_error *err);
 void ckpt_chain_release(struct ckpt_chain *ch);
+
+/* Go on with the chain a job resumed from: params is what ckpt_read gave
+ * for it (m, of the same path), so that the next checkpoint is a record
+ * of the changes since, not a full one. */
+void ckpt_chain_adopt(struct ckpt_chain *ch, const struct ckpt_meta *m,
+		      const float *params);
 
 /* What a record of budget bytes holds: the number of (index, value)
  * pairs, 0 when the budget does not cover a record's fixed part. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/jsonout.h"
@@ -1838,6 +1839,15 @@ static int print_result(struct coord *c)
 
 static enum px_err setup_clocks(struct coord *c, struct px_error *err);
 
+/* Whether paths a and b name one file. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* --model mf: the ratings (both sets: the training RMSE is the whole
  * training set's), the seeded start as the first snapshot; no
  * checkpoint, export or resume (refused by the program). */
@@ -1981,6 +1991,10 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 		memcpy(c->params, c->ck_w, c->nparams * sizeof(float));
 		memcpy(c->snap, c->ck_w, c->nparams * sizeof(float));
 		c->snap_clock = have.clock;
+		/* resumed from the file it writes: its records go on from
+		 * there (a restart needs no full checkpoint first) */
+		if (o->checkpoint && same_file(o->checkpoint, o->resume))
+			ckpt_chain_adopt(&c->chain, &have, c->ck_w);
 		e = test_eval(c, &c->last_loss, &c->last_acc, err);
 		if (e != PX_OK)
 			return e;

@@ -524,3 +524,51 @@ Test(ckpt, delta_capacity_and_no_change)
 	free(rv);
 	ckpt_chain_release(&ch);
 }
+
+/* A run resumed from its own file goes on with the chain: the next
+ * checkpoint is a record over the same full one, and a read gives the
+ * full state, the first life's records and the second's. */
+Test(ckpt, a_resumed_chain_goes_on)
+{
+	struct ckpt_meta m, got;
+	struct ckpt_chain ch, again;
+	float w[26], v[26], *rw, *rv;
+	uint64_t wrote, bytes;
+	struct px_error err;
+	char dname[160];
+	struct stat st;
+
+	meta(&m);
+	fill(w, v, m.d.n_params, 1.0f);
+	cr_assert_eq(ckpt_chain_init(&ch, m.d.n_params, &err), PX_OK);
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, w, v, 0, true, &wrote,
+				      &bytes, &err), PX_OK);
+	w[3] += 2.0f;
+	m.clock = 8;
+	cr_assert_eq(ckpt_chain_write(&ch, path, &m, w, v, 200, false,
+				      &wrote, &bytes, &err), PX_OK);
+	ckpt_chain_release(&ch);
+	/* the second life */
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_OK);
+	cr_assert_eq(got.deltas, 1);
+	cr_assert_eq(ckpt_chain_init(&again, m.d.n_params, &err), PX_OK);
+	ckpt_chain_adopt(&again, &got, rw);
+	rw[5] -= 4.0f;
+	m.clock = 9;
+	cr_assert_eq(ckpt_chain_write(&again, path, &m, rw, rv, 200, false,
+				      &wrote, &bytes, &err), PX_OK);
+	cr_assert_eq(wrote, 1, "a record of the one change, not a full one");
+	snprintf(dname, sizeof(dname), "%s.delta", path);
+	cr_assert_eq(stat(dname, &st), 0);
+	cr_assert_eq((uint64_t)st.st_size, 2 * (CKPT_DELTA_FIXED + 8));
+	free(rw);
+	free(rv);
+	cr_assert_eq(ckpt_read(path, &got, &rw, &rv, &err), PX_OK);
+	cr_assert_eq(got.deltas, 2);
+	cr_assert_eq(got.clock, 9);
+	cr_assert_eq(rw[3], w[3]);
+	cr_assert_eq(rw[5], w[5] - 4.0f);
+	free(rw);
+	free(rv);
+	ckpt_chain_release(&again);
+}
