@@ -723,7 +723,7 @@ Test(jobs, a_killed_nodes_roles_are_lost_at_once)
 	int ended = 0;
 
 	daemon_up();
-	write_job(300, NULL);
+	write_job(150, NULL); /* long enough for five tries, and the rest */
 	id = submit();
 	wait_progress(id);
 	for (int tries = 0; tries < 5 && !ended; tries++) {
