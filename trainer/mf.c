@@ -244,6 +244,15 @@ enum px_err mf_load(const char *path, uint32_t max_n, struct mf_set *ret,
 	return load(path, max_n, false, ret, &rated, err);
 }
 
+enum px_err mf_check(const char *path, struct px_error *err)
+{
+	struct mf_set s;
+	enum px_err e = mf_load(path, MF_CHECK_RATINGS, &s, err);
+
+	mf_set_release(&s);
+	return e;
+}
+
 enum px_err mf_load_pairs(const char *path, uint32_t max_n,
 			  struct mf_set *ret, bool *ret_rated,
 			  struct px_error *err)

@@ -57,6 +57,13 @@ struct mf_set {
  * mf_set_release. */
 enum px_err mf_load(const char *path, uint32_t max_n, struct mf_set *ret,
 		    struct px_error *err);
+/* Check a ratings file as mf_load does, reading its first
+ * MF_CHECK_RATINGS ratings at most (proteusd, at a job's submit:
+ * bounded memory and time; a fault further on is the trainer's to
+ * find). */
+#define MF_CHECK_RATINGS (1u << 20)
+enum px_err mf_check(const char *path, struct px_error *err);
+
 /* The same, where "user,item" lines (no rating) are fine too, when
  * every line is one (`predict`): *ret_rated says whether the file has
  * ratings (else each r and the mean are 0). */
