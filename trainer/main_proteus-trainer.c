@@ -1561,6 +1561,26 @@ out_release:
 	return exit_for(e);
 }
 
+/* eval --json: what a checkpoint says of itself (the keys the models
+ * name otherwise given); the caller adds the evaluation.  NULL on OOM
+ * (json_object_set_new on NULL fails, print_json reports it). */
+static json_t *eval_json(const char *file, const struct ckpt_meta *m,
+			 const char *when, const char *n_key,
+			 const char *recorded_key)
+{
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o, "
+			 "s:s}", "file", file,
+			 "model", model_kind_name(m->d.kind),
+			 "params", (json_int_t)m->d.n_params,
+			 "clock", (json_int_t)m->clock,
+			 "total", (json_int_t)m->total,
+			 "workers", (int)m->workers, "batch", (int)m->batch,
+			 "epochs", (int)m->epochs, n_key, (int)m->n_train,
+			 recorded_key, isnan(m->test_accuracy) ? json_null()
+				 : json_real(m->test_accuracy),
+			 "written", when);
+}
+
 /* An mf model from file (a checkpoint with ckpt, a model file without),
  * --model mf or not; the message printed on an error. */
 static enum px_err load_mf(const char *file, bool ckpt, struct ckpt_meta *m,
@@ -1622,26 +1642,15 @@ static int cmd_eval_mf(const struct subcmd *sc, const struct tcli *t,
 	export_shape_text(&m, shape, sizeof(shape));
 	px_format_time(m.written_s, when, sizeof(when));
 	if (t->o.json) {
-		json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:f, s:I, "
-				      "s:I, s:I, s:i, s:i, s:i, s:i, s:o, s:s, "
-				      "s:f, s:i}",
-				      "file", file, "model", "mf",
-				      "users", (json_int_t)m.mf.n_users,
-				      "items", (json_int_t)m.mf.n_items,
-				      "rank", (json_int_t)m.mf.rank,
-				      "mean", (double)m.mf.mean,
-				      "params", (json_int_t)m.d.n_params,
-				      "clock", (json_int_t)m.clock,
-				      "total", (json_int_t)m.total,
-				      "workers", (int)m.workers,
-				      "batch", (int)m.batch,
-				      "epochs", (int)m.epochs,
-				      "train_ratings", (int)m.n_train,
-				      "recorded_test_rmse",
-				      isnan(m.test_accuracy) ? json_null()
-					      : json_real(m.test_accuracy),
-				      "written", when, "test_rmse", rmse,
-				      "test_ratings", (int)test.n);
+		json_t *j = eval_json(file, &m, when, "train_ratings",
+				      "recorded_test_rmse");
+
+		json_object_set_new(j, "users", json_integer(m.mf.n_users));
+		json_object_set_new(j, "items", json_integer(m.mf.n_items));
+		json_object_set_new(j, "rank", json_integer(m.mf.rank));
+		json_object_set_new(j, "mean", json_real(m.mf.mean));
+		json_object_set_new(j, "test_rmse", json_real(rmse));
+		json_object_set_new(j, "test_ratings", json_integer(test.n));
 
 		if (print_json(stdout, j))
 			e = px_errorf(&err, PX_EIO, "result: %s",
@@ -1675,7 +1684,6 @@ static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 	const char *file;
 	double loss, acc;
 	char when[32], widths[160];
-	size_t off = 0;
 	int rc;
 	enum px_err e;
 
@@ -1726,30 +1734,16 @@ static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 		e = train_eval_host(mc, w, &test, &loss, &acc, &err);
 	if (e != PX_OK)
 		goto out;
-	off = (size_t)snprintf(widths, sizeof(widths), "%u", m.d.n_in);
-	for (uint32_t i = 0; i < m.d.n_layers && off < sizeof(widths); i++)
-		off += (size_t)snprintf(widths + off, sizeof(widths) - off,
-					"-%u", m.d.layer[i].out);
+	export_shape_text(&m, widths, sizeof(widths));
 	px_format_time(m.written_s, when, sizeof(when));
 	if (t.o.json) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i, "
-				      "s:i, s:i, s:o, s:s, s:f, s:f, s:i}",
-				      "file", file,
-				      "model", model_kind_name(m.d.kind),
-				      "layers", widths,
-				      "params", (json_int_t)m.d.n_params,
-				      "clock", (json_int_t)m.clock,
-				      "total", (json_int_t)m.total,
-				      "workers", (int)m.workers,
-				      "batch", (int)m.batch,
-				      "epochs", (int)m.epochs,
-				      "train_examples", (int)m.n_train,
-				      "recorded_test_accuracy",
-				      isnan(m.test_accuracy) ? json_null()
-					      : json_real(m.test_accuracy),
-				      "written", when,
-				      "test_accuracy", acc, "test_loss", loss,
-				      "test_examples", (int)test.n);
+		json_t *j = eval_json(file, &m, when, "train_examples",
+				      "recorded_test_accuracy");
+
+		json_object_set_new(j, "layers", json_string(widths));
+		json_object_set_new(j, "test_accuracy", json_real(acc));
+		json_object_set_new(j, "test_loss", json_real(loss));
+		json_object_set_new(j, "test_examples", json_integer(test.n));
 
 		json_object_set_new(j, "blas", blas_json());
 		if (print_json(stdout, j))

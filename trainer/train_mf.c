@@ -4,7 +4,6 @@
  */
 #include "train_mf.h"
 
-#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,26 +69,17 @@ static enum px_err restore(const struct train_opts *o,
 			   uint64_t per_epoch, uint32_t *ret_done,
 			   struct px_error *err)
 {
-	struct ckpt_meta have;
 	float *w, *v;
 	enum px_err e;
 
-	e = ckpt_read(o->resume, &have, &w, &v, err);
+	e = train_resume_read(o->resume, want, per_epoch, &w, &v, ret_done,
+			      err);
 	if (e != PX_OK)
 		return e;
-	e = ckpt_check_job(o->resume, &have, want, err);
-	if (e == PX_OK && have.clock % (int64_t)per_epoch)
-		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': clock %" PRId64
-			      " is not at an epoch's end (%" PRIu64 " steps "
-			      "each)", o->resume, have.clock, per_epoch);
-	if (e == PX_OK) {
-		memcpy(params, w, want->d.n_params * sizeof(float));
-		*ret_done = (uint32_t)(have.clock / (int64_t)per_epoch);
-	}
-	data_prep_release(&have.prep);
+	memcpy(params, w, want->d.n_params * sizeof(float));
 	free(w);
 	free(v);
-	return e;
+	return PX_OK;
 }
 
 enum px_err train_mf_run(const struct train_opts *o,
