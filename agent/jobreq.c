@@ -179,6 +179,39 @@ static enum px_err parse_data(json_t *o, const char *name,
 	return PX_OK;
 }
 
+/* What a matrix factorization takes (docs/trainer.md, "Matrix
+ * factorization"): ratings of its own, the CPU, no accuracy, no feature
+ * scaling or label column; rank is its alone. */
+static enum px_err check_mf(const char *name, const struct job_trainer *t,
+			    struct px_error *err)
+{
+	const struct job_data *d = &t->data;
+
+	if (strcmp(t->model, "mf"))
+		return t->rank ? bad(err, name, "trainer", "rank", "only for "
+				     "model \"mf\"") : PX_OK;
+	if (!d->train[0])
+		return bad(err, name, "trainer", "data", "model \"mf\" needs "
+			   "its ratings: train and test files of "
+			   "user,item,rating lines");
+	if (strcmp(t->device, "cpu"))
+		return bad(err, name, "trainer", "device", "model \"mf\" "
+			   "trains on the CPU");
+	if (t->target_accuracy > 0)
+		return bad(err, name, "trainer", "target_accuracy", "model "
+			   "\"mf\" has no accuracy (it reports an RMSE)");
+	if (d->format[0] && strcmp(d->format, "csv"))
+		return bad(err, name, "trainer.data", "format", "model \"mf\" "
+			   "reads CSV ratings");
+	if (strcmp(d->scale, "none"))
+		return bad(err, name, "trainer.data", "scale", "not for model "
+			   "\"mf\" (ratings are not scaled)");
+	if (d->label_column != 1)
+		return bad(err, name, "trainer.data", "label_column", "not for "
+			   "model \"mf\" (user,item,rating columns)");
+	return PX_OK;
+}
+
 static enum px_err parse_trainer(json_t *o, const char *name,
 				 struct job_trainer *t, struct px_error *err)
 {
@@ -196,8 +229,15 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 				 "object", name);
 	json_object_foreach(o, k, v) {
 		if (!strcmp(k, "model")) {
-			r = either(v, name, "trainer", k, t->model,
-				   sizeof t->model, "mlr", "mlp", err);
+			r = text(v, name, "trainer", k, t->model,
+				 sizeof t->model, err);
+			if (r == PX_OK && strcmp(t->model, "mlr") &&
+			    strcmp(t->model, "mlp") && strcmp(t->model, "mf"))
+				r = bad(err, name, "trainer", k, "must be "
+					"\"mlr\", \"mlp\" or \"mf\"");
+		} else if (!strcmp(k, "rank")) {
+			r = whole(v, name, "trainer", k, 1, 1024, &t->rank,
+				  err);
 		} else if (!strcmp(k, "epochs")) {
 			r = whole(v, name, "trainer", k, 1, 1000, &t->epochs,
 				  err);
@@ -227,7 +267,7 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 		if (r != PX_OK)
 			return r;
 	}
-	return PX_OK;
+	return check_mf(name, t, err);
 }
 
 static enum px_err parse_world(json_t *o, const char *name,

@@ -44,7 +44,10 @@ struct job_data {
 };
 
 struct job_trainer {
-	char model[8];              /* "mlr" or "mlp" */
+	char model[8];              /* "mlr", "mlp" or "mf" (ratings in
+				     * data: docs/jobspec.md) */
+	int rank;                   /* mf: factors a row, 1..1024; 0: the
+				     * trainer's default */
 	int epochs;                 /* 1..1000 */
 	double target_accuracy;     /* 0: none; else stop once reached */
 	int batch;                  /* 1..65536 */

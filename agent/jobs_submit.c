@@ -12,6 +12,7 @@
 #include "../common/log.h"
 #include "../trainer/data_url.h"
 #include "../trainer/dataset.h"
+#include "../trainer/mf.h"
 #include "jobs_int.h"
 #include "server.h"
 
@@ -230,7 +231,7 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 	struct data_spec spec = { .train = d->train, .test = d->test,
 				  .label_col = (uint32_t)d->label_column };
 	struct px_guard mine;
-	bool whole;
+	bool whole, mf = !strcmp(j->req.trainer.model, "mf");
 	enum px_err e = PX_OK;
 
 	/* a file named by URL is the nodes' to fetch, and its SHA-256
@@ -249,7 +250,13 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 		mine.max_bytes = 0;
 		px_guard_set(&mine);
 	}
-	e = data_check(&spec, &whole, err);
+	if (mf) { /* ratings (trainer/mf.h), their first MF_CHECK_RATINGS */
+		e = mf_check(d->train, err);
+		if (e == PX_OK)
+			e = mf_check(d->test, err);
+	} else {
+		e = data_check(&spec, &whole, err);
+	}
 	px_guard_set(g);
 	if (e != PX_OK)
 		px_error_prefix(err, "%s: trainer.data: ", j->src);

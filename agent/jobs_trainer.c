@@ -62,8 +62,8 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	};
 	const char *data = j->js->s.cfg->data_dir;
 	const struct job_data *d = &t->data;
-	char col[16];
-	const char *own[16] = {
+	char col[16], rank[16];
+	const char *own[20] = {
 		"--train-data", d->train, "--test-data", d->test, "--scale",
 		d->scale, "--label-column", col,
 	};
@@ -83,6 +83,12 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	if (d->format[0]) {
 		own[no++] = "--data-format";
 		own[no++] = d->format;
+	}
+	/* mf (its own data always: jobreq.c) */
+	if (t->rank) {
+		snprintf(rank, sizeof rank, "%d", t->rank);
+		own[no++] = "--rank";
+		own[no++] = rank;
 	}
 	snprintf(col, sizeof col, "%d", d->label_column);
 	snprintf(epochs, sizeof epochs, "%d", t->epochs);
@@ -664,7 +670,9 @@ static void take_progress(struct job *j, const struct wire_progress *p)
 		j->start_failures = 0;
 	j->clock = p->clock;
 	j->sps = p->samples_per_s;
-	if (isfinite(p->accuracy)) {
+	/* evaluated: a classifier's accuracy and loss, an mf job's test
+	 * RMSE in loss (its accuracy NaN) */
+	if (isfinite(p->accuracy) || isfinite(p->loss)) {
 		j->acc = p->accuracy;
 		j->loss = p->loss;
 	}

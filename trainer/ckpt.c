@@ -90,35 +90,55 @@ static enum px_err delta_name(char *buf, size_t len, const char *path,
 	return PX_OK;
 }
 
+/* The model's shape: the layers' widths, or an mf model's matrices. */
+static json_t *shape_json(const struct ckpt_meta *m)
+{
+	json_t *hid;
+
+	if (m->d.kind == MODEL_MF)
+		return json_pack("{s:I, s:I, s:I, s:f, s:s}",
+				 "users", (json_int_t)m->mf.n_users,
+				 "items", (json_int_t)m->mf.n_items,
+				 "rank", (json_int_t)m->mf.rank,
+				 "mean", (double)m->mf.mean,
+				 "ids", CKPT_MF_IDS);
+	hid = json_array();
+	for (uint32_t i = 0; hid && i + 1 < m->d.n_layers; i++)
+		json_array_append_new(hid, json_integer(m->d.layer[i].out));
+	return json_pack("{s:I, s:I, s:o}", "inputs", (json_int_t)m->d.n_in,
+			 "classes", (json_int_t)m->d.n_out, "hidden", hid);
+}
+
 static char *header(const struct ckpt_meta *m)
 {
-	json_t *j, *hid = json_array();
+	json_t *j, *shape = shape_json(m), *rest;
 	char when[32];
 	char *s;
 
-	if (!hid)
-		return NULL;
-	for (uint32_t i = 0; i + 1 < m->d.n_layers; i++)
-		json_array_append_new(hid, json_integer(m->d.layer[i].out));
 	px_format_time(m->written_s, when, sizeof(when));
-	j = json_pack("{s:s, s:i, s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:I, "
-		      "s:I, s:I, s:I, s:I, s:o, s:s}",
-		      "format", CKPT_FORMAT, "version", CKPT_VERSION,
-		      "model", model_kind_name(m->d.kind),
-		      "inputs", (json_int_t)m->d.n_in,
-		      "classes", (json_int_t)m->d.n_out,
-		      "hidden", hid,
-		      "params", (json_int_t)m->d.n_params,
-		      "clock", (json_int_t)m->clock,
-		      "total", (json_int_t)m->total,
-		      "workers", (json_int_t)m->workers,
-		      "batch", (json_int_t)m->batch,
-		      "epochs", (json_int_t)m->epochs,
-		      "train_examples", (json_int_t)m->n_train,
-		      "samples", (json_int_t)m->samples,
-		      "test_accuracy", isnan(m->test_accuracy)
-			      ? json_null() : json_real(m->test_accuracy),
-		      "written", when);
+	j = json_pack("{s:s, s:i, s:s}", "format", CKPT_FORMAT, "version",
+		      CKPT_VERSION, "model", model_kind_name(m->d.kind));
+	rest = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, "
+			 "s:s}",
+			 "params", (json_int_t)m->d.n_params,
+			 "clock", (json_int_t)m->clock,
+			 "total", (json_int_t)m->total,
+			 "workers", (json_int_t)m->workers,
+			 "batch", (json_int_t)m->batch,
+			 "epochs", (json_int_t)m->epochs,
+			 "train_examples", (json_int_t)m->n_train,
+			 "samples", (json_int_t)m->samples,
+			 m->d.kind == MODEL_MF ? "test_rmse" : "test_accuracy",
+			 isnan(m->test_accuracy) ? json_null()
+				 : json_real(m->test_accuracy),
+			 "written", when);
+	if (!j || !shape || !rest || json_object_update(j, shape) ||
+	    json_object_update(j, rest)) {
+		json_decref(j);
+		j = NULL;
+	}
+	json_decref(shape);
+	json_decref(rest);
 	if (j && m->prep.n_classes) {
 		json_t *l = json_array();
 
@@ -137,6 +157,14 @@ static char *header(const struct ckpt_meta *m)
 	s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(j);
 	return s;
+}
+
+void ckpt_meta_mf(struct ckpt_meta *m, const struct mf_desc *md)
+{
+	memset(&m->d, 0, sizeof(m->d));
+	m->d.kind = MODEL_MF;
+	m->d.n_params = md->n_params;
+	m->mf = *md;
 }
 
 /* fsync the directory holding path, so that the rename is durable. */
@@ -166,7 +194,7 @@ static enum px_err check_finite(const char *path, const float *params,
 	size_t i = first_not_finite(params, n);
 	const char *what = "parameter";
 
-	if (i == n) {
+	if (i == n && momentum) {
 		i = first_not_finite(momentum, n);
 		what = "momentum";
 	}
@@ -192,8 +220,8 @@ static enum px_err write_full(const char *path, const struct ckpt_meta *m,
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >=
 	    sizeof(tmp))
 		return px_errorf(err, PX_ETOOBIG, "checkpoint path too long");
-	e = check_finite(path, params, momentum, m->d.n_params,
-			 (enum px_err)(PX_ESYS | ERANGE), err);
+	e = check_finite(path, params, m->d.kind == MODEL_MF ? NULL : momentum,
+			 m->d.n_params, (enum px_err)(PX_ESYS | ERANGE), err);
 	if (e != PX_OK)
 		return e;
 	h = header(m);
@@ -223,7 +251,7 @@ static enum px_err write_full(const char *path, const struct ckpt_meta *m,
 		e = write_all(fd, "\n", 1, md, tmp, err);
 	if (e == PX_OK)
 		e = write_floats(fd, params, m->d.n_params, md, tmp, err);
-	if (e == PX_OK)
+	if (e == PX_OK && m->d.kind != MODEL_MF) /* mf: plain SGD */
 		e = write_floats(fd, momentum, m->d.n_params, md, tmp, err);
 	if (e == PX_OK && m->prep.mean)
 		e = write_floats(fd, m->prep.mean, m->d.n_in, md, tmp, err);
@@ -398,23 +426,97 @@ static enum px_err parse_prep(json_t *j, const char *path,
 	return PX_OK;
 }
 
+/* The layers' widths ("inputs", "classes", "hidden") into m->d. */
+static enum px_err parse_layers(json_t *j, const char *path,
+				enum model_kind kind, struct ckpt_meta *m,
+				struct px_error *err)
+{
+	uint32_t hidden[MODEL_MAX_LAYERS - 1];
+	int64_t in, out;
+	json_t *hid;
+	size_t nh;
+	enum px_err e;
+
+	e = get_int(j, path, "inputs", 1, MODEL_MAX_IN, &in, err);
+	if (e == PX_OK)
+		e = get_int(j, path, "classes", 2, MODEL_MAX_WIDTH, &out, err);
+	if (e != PX_OK)
+		return e;
+	hid = json_object_get(j, "hidden");
+	nh = json_array_size(hid);
+	if (!json_is_array(hid) || nh > MODEL_MAX_LAYERS - 1)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'hidden': not an array of at most %d "
+				 "widths", path, MODEL_MAX_LAYERS - 1);
+	for (size_t i = 0; i < nh; i++) {
+		json_t *w = json_array_get(hid, i);
+
+		if (!json_is_integer(w) || json_integer_value(w) < 1 ||
+		    json_integer_value(w) > MODEL_MAX_WIDTH)
+			return px_errorf(err, PX_EINVAL, "checkpoint '%s': "
+					 "header field 'hidden[%zu]': not a "
+					 "width in [1, %u]", path, i,
+					 MODEL_MAX_WIDTH);
+		hidden[i] = (uint32_t)json_integer_value(w);
+	}
+	e = model_desc_init(&m->d, kind, (uint32_t)in, (uint32_t)out, hidden,
+			    (uint32_t)nh, err);
+	if (e != PX_OK)
+		px_error_prefix(err, "checkpoint '%s': the model: ", path);
+	return e;
+}
+
+/* An mf model's shape ("users", "items", "rank", "mean", "ids") into
+ * m->mf and m->d. */
+static enum px_err parse_mf(json_t *j, const char *path, struct ckpt_meta *m,
+			    struct px_error *err)
+{
+	const char *ids = json_string_value(json_object_get(j, "ids"));
+	json_t *mean = json_object_get(j, "mean");
+	int64_t users, items, rank;
+	struct mf_desc md;
+	enum px_err e;
+
+	e = get_int(j, path, "users", 1, MF_MAX_ID + 1, &users, err);
+	if (e == PX_OK)
+		e = get_int(j, path, "items", 1, MF_MAX_ID + 1, &items, err);
+	if (e == PX_OK)
+		e = get_int(j, path, "rank", 1, MF_MAX_RANK, &rank, err);
+	if (e != PX_OK)
+		return e;
+	if (!json_is_number(mean) || !isfinite(json_number_value(mean)) ||
+	    fabs(json_number_value(mean)) > MF_RATING_MAX)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'mean': not a rating (a finite number,"
+				 " at most 1e6 either way)", path);
+	if (!ids || strcmp(ids, CKPT_MF_IDS))
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
+				 "field 'ids': not \"%s\" (the only map of "
+				 "ids to rows this build knows)", path,
+				 CKPT_MF_IDS);
+	e = mf_desc_init(&md, (uint32_t)users, (uint32_t)items,
+			 (uint32_t)rank, json_number_value(mean), err);
+	if (e != PX_OK) {
+		px_error_prefix(err, "checkpoint '%s': the model: ", path);
+		return e;
+	}
+	ckpt_meta_mf(m, &md);
+	return PX_OK;
+}
+
 static enum px_err parse_header(json_t *j, const char *path,
 				struct ckpt_meta *m, struct px_error *err)
 {
-	uint32_t hidden[MODEL_MAX_LAYERS - 1];
 	const char *fmt, *model;
 	enum model_kind kind;
-	json_t *hid, *acc, *wr, *samples;
-	int64_t v[10];
-	size_t nh;
+	json_t *acc, *wr, *samples;
+	int64_t v[8];
 	enum px_err e;
 	static const struct {
 		const char *key;
 		int64_t lo, hi;
 	} f[] = {
 		{ "version", 1, INT32_MAX },
-		{ "inputs", 1, MODEL_MAX_IN },
-		{ "classes", 2, MODEL_MAX_WIDTH },
 		{ "params", 1, MODEL_MAX_PARAMS },
 		{ "clock", 0, INT64_MAX },
 		{ "total", 1, INT64_MAX },
@@ -449,53 +551,35 @@ static enum px_err parse_header(json_t *j, const char *path,
 				path);
 		return e;
 	}
-	hid = json_object_get(j, "hidden");
-	nh = json_array_size(hid);
-	if (!json_is_array(hid) || nh > MODEL_MAX_LAYERS - 1)
-		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
-				 "field 'hidden': not an array of at most %d "
-				 "widths", path, MODEL_MAX_LAYERS - 1);
-	for (size_t i = 0; i < nh; i++) {
-		json_t *w = json_array_get(hid, i);
-
-		if (!json_is_integer(w) || json_integer_value(w) < 1 ||
-		    json_integer_value(w) > MODEL_MAX_WIDTH)
-			return px_errorf(err, PX_EINVAL, "checkpoint '%s': "
-					 "header field 'hidden[%zu]': not a "
-					 "width in [1, %u]", path, i,
-					 MODEL_MAX_WIDTH);
-		hidden[i] = (uint32_t)json_integer_value(w);
-	}
-	e = model_desc_init(&m->d, kind, (uint32_t)v[1], (uint32_t)v[2],
-			    hidden, (uint32_t)nh, err);
-	if (e != PX_OK) {
-		px_error_prefix(err, "checkpoint '%s': the model: ", path);
+	e = kind == MODEL_MF ? parse_mf(j, path, m, err)
+			     : parse_layers(j, path, kind, m, err);
+	if (e != PX_OK)
 		return e;
-	}
-	if ((int64_t)m->d.n_params != v[3])
+	if ((int64_t)m->d.n_params != v[1])
 		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
 				 "field 'params': %" PRId64 ", but the model "
-				 "it names has %zu", path, v[3],
+				 "it names has %zu", path, v[1],
 				 m->d.n_params);
 	/* an elastic job may run past 'total' (its clocks at the initial
 	 * workers) while fewer work, never past its clocks at one */
-	if ((v[4] - 1) / v[6] + 1 > v[5] && v[4] > 0)
+	if ((v[2] - 1) / v[4] + 1 > v[3] && v[2] > 0)
 		return px_errorf(err, PX_EINVAL, "checkpoint '%s': header "
 				 "field 'clock': %" PRId64 " is past 'total' %"
-				 PRId64 " times 'workers' %" PRId64, path, v[4],
-				 v[5], v[6]);
-	m->clock = v[4];
-	m->total = v[5];
-	m->workers = (uint32_t)v[6];
-	m->batch = (uint32_t)v[7];
-	m->epochs = (uint32_t)v[8];
-	m->n_train = (uint32_t)v[9];
+				 PRId64 " times 'workers' %" PRId64, path, v[2],
+				 v[3], v[4]);
+	m->clock = v[2];
+	m->total = v[3];
+	m->workers = (uint32_t)v[4];
+	m->batch = (uint32_t)v[5];
+	m->epochs = (uint32_t)v[6];
+	m->n_train = (uint32_t)v[7];
 	/* samples trained up to clock (0: not said, an older file) */
 	samples = json_object_get(j, "samples");
 	m->samples = json_is_integer(samples) &&
 		     json_integer_value(samples) > 0 ?
 			     (uint64_t)json_integer_value(samples) : 0;
-	acc = json_object_get(j, "test_accuracy");
+	acc = json_object_get(j, kind == MODEL_MF ? "test_rmse"
+						  : "test_accuracy");
 	m->test_accuracy = json_is_number(acc) ? json_number_value(acc) : NAN;
 	wr = json_object_get(j, "written");
 	if (!json_is_string(wr) ||
@@ -579,7 +663,9 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 	if (e != PX_OK)
 		goto out;
 	hlen = (size_t)(nl - hbuf) + 1;
-	need = hlen + 2 * (uint64_t)m->d.n_params * sizeof(float) +
+	/* an mf model has no momentum */
+	need = hlen + (m->d.kind == MODEL_MF ? 1 : 2) *
+		      (uint64_t)m->d.n_params * sizeof(float) +
 	       (scaled ? 2 * (uint64_t)m->d.n_in * sizeof(float) : 0) +
 	       DIGEST_LEN;
 	if ((uint64_t)st.st_size != need) {
@@ -612,7 +698,7 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 	}
 	e = read_floats(fd, w, m->d.n_params, md, path, "the parameters",
 			err);
-	if (e == PX_OK)
+	if (e == PX_OK && m->d.kind != MODEL_MF)
 		e = read_floats(fd, v, m->d.n_params, md, path,
 				"the momentum", err);
 	if (e == PX_OK && scaled)
@@ -672,6 +758,13 @@ enum px_err ckpt_check_job(const char *path, const struct ckpt_meta *have,
 		const char *what;
 		uint64_t h, w;
 	} f[] = {
+		/* an mf model's shape first (zero for the others): its
+		 * parameters follow from it */
+		{ "users (mf: the training ratings' largest user id + 1)",
+		  have->mf.n_users, want->mf.n_users },
+		{ "items (mf: the largest item id + 1)", have->mf.n_items,
+		  want->mf.n_items },
+		{ "factors a row (--rank)", have->mf.rank, want->mf.rank },
 		{ "inputs", have->d.n_in, want->d.n_in },
 		{ "classes", have->d.n_out, want->d.n_out },
 		{ "layers (--hidden)", have->d.n_layers, want->d.n_layers },
@@ -705,6 +798,11 @@ enum px_err ckpt_check_job(const char *path, const struct ckpt_meta *have,
 					 "of a job with %" PRIu64 " %s, this "
 					 "one has %" PRIu64, path, f[i].h,
 					 f[i].what, f[i].w);
+	if (have->mf.mean != want->mf.mean)
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s' is of a job "
+				 "whose training ratings have the mean %.9g, "
+				 "this one's have %.9g (other ratings)", path,
+				 (double)have->mf.mean, (double)want->mf.mean);
 	for (uint32_t i = 0; i < have->d.n_layers; i++)
 		if (have->d.layer[i].out != want->d.layer[i].out)
 			return px_errorf(err, PX_EINVAL, "checkpoint '%s': "

@@ -6,7 +6,10 @@
  * the clock; the parameters, n_params float32 little-endian; the momentum,
  * likewise; with "scale": "standard" in the header, the features' means
  * and standard deviations (inputs float32 each); the SHA-256 of
- * everything before it (32 bytes).  A model of the user's own data has
+ * everything before it (32 bytes).  A matrix factorization ("model":
+ * "mf") has its shape in the header instead of the layers' ("users",
+ * "items", "rank", "mean", "ids": "identity", row = id) and no momentum
+ * (plain SGD).  A model of the user's own data has
  * its labels in the header ("labels": the value of each class).  A file is
  * written to a fresh temporary name beside it (mkostemp: O_EXCL, 0600),
  * synced and renamed over the old one, so a crash leaves the old
@@ -19,6 +22,7 @@
 
 #include "../common/px.h"
 #include "dataset.h"
+#include "mf.h"
 #include "model.h"
 
 #define CKPT_HEADER_MAX 4096
@@ -29,12 +33,17 @@
 			8 * (uint64_t)MODEL_MAX_IN + 32)
 #define CKPT_FORMAT "proteus-checkpoint"
 #define CKPT_VERSION 1
+#define CKPT_MF_IDS "identity" /* an mf model's rows: user u is row u,
+				  item i row users + i */
 
 /* What a checkpoint says of itself.  The job's shape (workers, batch,
  * epochs, n_train) fixes what a clock means, so a resumed job must have
  * the same; the model must match the parameter vector. */
 struct ckpt_meta {
-	struct model_desc d;    /* model (kind, widths, n_params) */
+	struct model_desc d;    /* model (kind, widths, n_params); of an
+				   mf model the kind and n_params alone */
+	struct mf_desc mf;      /* d.kind MODEL_MF: the factorization's
+				   shape (the rest zero) */
 	int64_t clock;          /* every update of clocks < clock is in;
 				   some of the next 1 + slack may be too */
 	int64_t total;          /* clocks of the whole job */
@@ -45,7 +54,8 @@ struct ckpt_meta {
 	uint64_t samples;       /* samples trained before clock (the job's
 				   progress whatever its workers); 0: not
 				   said */
-	double test_accuracy;   /* at clock; NaN: not evaluated */
+	double test_accuracy;   /* at clock (mf: the test RMSE); NaN: not
+				   evaluated */
 	int64_t written_s;      /* Unix time it was written */
 	uint32_t deltas;        /* ckpt_read: incremental records applied
 				   over the full checkpoint (0: none) */
@@ -57,6 +67,10 @@ struct ckpt_meta {
 				   allocates its scaling: release it with
 				   data_prep_release */
 };
+
+/* The checkpoint of an mf model of shape md: m->d says its kind and
+ * size. */
+void ckpt_meta_mf(struct ckpt_meta *m, const struct mf_desc *md);
 
 /*
  * Incremental, prioritized checkpoints (--checkpoint-budget; Qiao et al.,
@@ -119,7 +133,8 @@ enum px_err ckpt_chain_write(struct ckpt_chain *ch, const char *path,
 			     bool full, uint64_t *ret_written,
 			     uint64_t *ret_bytes, struct px_error *err);
 
-/* Write params and momentum (m->d.n_params floats each) to path, atomically
+/* Write params and momentum (m->d.n_params floats each; an mf model's
+ * momentum is not written, and may be NULL) to path, atomically
  * (path.tmp.XXXXXX, fsync, rename, fsync of the directory); mode 0600.
  * A state with a number that is not finite (a diverged run's) is not
  * written: PX_ESYS | ERANGE, naming the first. */
@@ -136,7 +151,7 @@ enum px_err ckpt_check_writable(const char *path, struct px_error *err);
 /* Read and verify a checkpoint: header fields, exact size, SHA-256, every
  * number finite (else PX_EINVAL, naming the first).  On
  * success *ret_params and *ret_momentum are malloc'd (freed by the
- * caller).  Errors name the file and the field or byte. */
+ * caller; an mf model's momentum is zeros).  Errors name the file and the field or byte. */
 enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 		      float **ret_params, float **ret_momentum,
 		      struct px_error *err);

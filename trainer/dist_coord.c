@@ -1540,7 +1540,9 @@ static void write_checkpoint(struct coord *c, double acc, uint64_t t0,
 
 	m.clock = c->pulled_at;
 	m.samples = c->pulled_samples;
-	m.test_accuracy = acc;
+	m.test_accuracy = c->mf && !isnan(acc) ? c->last_loss : acc;
+	if (c->mf) /* as one process writes it (mf.h) */
+		mf_zero_unseen(&c->md, c->params, c->seen);
 	m.written_s = px_now_wall_us() / 1000000;
 	full = full || !c->o->checkpoint_budget || !c->chain.have_base ||
 	       c->chain.since_full + 1 >= every;
@@ -1849,8 +1851,7 @@ static bool same_file(const char *a, const char *b)
 }
 
 /* --model mf: the ratings (both sets: the training RMSE is the whole
- * training set's), the seeded start as the first snapshot; no
- * checkpoint, export or resume (refused by the program). */
+ * training set's), the seeded start as the first snapshot. */
 static enum px_err mf_setup(struct coord *c, struct px_error *err)
 {
 	const struct dist_opts *o = c->o;
@@ -1962,6 +1963,8 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 		.batch = o->train.batch, .epochs = o->train.epochs,
 		.n_train = c->n_train, .prep = c->prep,
 	};
+	if (c->mf)
+		ckpt_meta_mf(&c->meta, &c->md);
 	if (o->checkpoint) {
 		c->mom = px_calloc(c->nparams, sizeof(float));
 		if (!c->mom)
@@ -1998,10 +2001,16 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 		e = test_eval(c, &c->last_loss, &c->last_acc, err);
 		if (e != PX_OK)
 			return e;
-		out(c, "resuming from %s%s: clock %" PRId64 " of %" PRId64
-		    ", test accuracy %.2f%% there", o->resume,
-		    have.deltas ? " and its incremental records" : "",
-		    have.clock, have.total, 100.0 * c->last_acc);
+		if (c->mf)
+			out(c, "resuming from %s%s: clock %" PRId64 " of %"
+			    PRId64 ", test RMSE %.4f there", o->resume,
+			    have.deltas ? " and its incremental records" : "",
+			    have.clock, have.total, c->last_loss);
+		else
+			out(c, "resuming from %s%s: clock %" PRId64 " of %"
+			    PRId64 ", test accuracy %.2f%% there", o->resume,
+			    have.deltas ? " and its incremental records" : "",
+			    have.clock, have.total, 100.0 * c->last_acc);
 	}
 	return PX_OK;
 }
@@ -2149,8 +2158,10 @@ enum px_err dist_coord_run(const struct dist_opts *o, struct px_error *err)
 	shutdown_all(c, WIRE_SHUTDOWN_DONE);
 	/* the final evaluation pulled the final parameters */
 	if (o->export_path) {
-		e = export_write(o->export_path, &c->d, &c->prep, c->params,
-				 c->last_acc, err);
+		e = c->mf ? export_mf_write(o->export_path, &c->md, c->params,
+					    c->seen, c->last_loss, err)
+			  : export_write(o->export_path, &c->d, &c->prep,
+					 c->params, c->last_acc, err);
 		if (e != PX_OK)
 			goto out_free;
 		out(c, "model exported to %s", o->export_path);

@@ -139,7 +139,7 @@ enum px_err export_checkpoint(const char *ckpt, const char *path,
 
 	if (e != PX_OK)
 		return e;
-	e = export_write(path, &m.d, &m.prep, w, m.test_accuracy, err);
+	e = export_ckpt_write(path, &m, w, err);
 	data_prep_release(&m.prep);
 	free(w);
 	free(v);
@@ -177,6 +177,13 @@ static enum px_err from_checkpoint(const char *path, struct model_desc *d,
 	if (e != PX_OK)
 		return e;
 	free(v);
+	if (m.d.kind == MODEL_MF) {
+		free(*ret_params);
+		*ret_params = NULL;
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s' is of a "
+				 "matrix factorization (mf), not layers",
+				 path);
+	}
 	*d = m.d;
 	*prep = m.prep;
 	if (!prep->n_classes) { /* Fashion-MNIST's: class k is label k */

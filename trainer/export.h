@@ -29,6 +29,7 @@
 
 #include "../common/px.h"
 #include "dataset.h"
+#include "mf.h"
 #include "model.h"
 
 #define EXPORT_FORMAT "proteus-model"
@@ -44,6 +45,7 @@ enum px_err export_write(const char *path, const struct model_desc *d,
 /* A checkpoint (ckpt.h, read with all its checks) exported to path. */
 enum px_err export_checkpoint(const char *ckpt, const char *path,
 			      struct px_error *err);
+/* (an mf checkpoint too: export_mf_write's tensors) */
 
 /* A model to predict with, from path: a checkpoint (a file that begins
  * with '{') or a safetensors file of an nn.Sequential of Linear and
@@ -57,5 +59,64 @@ enum px_err export_checkpoint(const char *ckpt, const char *path,
 enum px_err export_load(const char *path, struct model_desc *d,
 			struct data_prep *prep, float **ret_params,
 			struct px_error *err);
+
+/*
+ * A matrix factorization (--model mf; export_mf.c) is four tensors:
+ *
+ *   user_factors  [users, rank]   p_u, row u for user id u
+ *   item_factors  [items, rank]   q_i, row i for item id i
+ *   user_bias     [users]         b_u
+ *   item_bias     [items]         b_i
+ *
+ * and in "__metadata__": format, format_version, model "mf", rank,
+ * users, items, global_mean (the training ratings' mean, 9 digits:
+ * exact), ids "identity" (row = id: the model's only map of ids to
+ * rows), prediction (the formula below, as text), unseen (what a row of
+ * a user or item with no training rating holds) and test_rmse when
+ * known.  A rating is predicted as
+ *
+ *	global_mean + user_bias[u] + item_bias[i] + user_factors[u] .
+ *	item_factors[i]
+ *
+ * where a user u >= users (an item i >= items) counts as zeros; the
+ * rows of users and items the training set has no rating of are zeros,
+ * so they predict as such ids do.
+ */
+#define EXPORT_MF_IDS "identity"
+#define EXPORT_MF_PREDICTION "global_mean + user_bias[u] + item_bias[i] + " \
+	"user_factors[u] . item_factors[i]; a u or i past the tensors: zeros"
+#define EXPORT_MF_UNSEEN "zeros: a user or item with no training rating"
+
+struct ckpt_meta;
+
+/* params (d's rows) to path (st_write, atomically), the rows whose seen
+ * is 0 written as zeros (seen NULL: every row as it is).  test_rmse NaN:
+ * not said. */
+enum px_err export_mf_write(const char *path, const struct mf_desc *d,
+			    const float *params, const uint8_t *seen,
+			    double test_rmse, struct px_error *err);
+
+/* An mf model from a checkpoint or an export_mf_write file (or one of the
+ * same four tensors written elsewhere, with global_mean in its
+ * metadata): *d and *ret_params (d's rows, malloc'd); *ret_test_rmse
+ * what the file says, NaN if nothing.  Shapes must agree, every number
+ * be finite.  Errors (PX_EINVAL) name the file and the tensor or
+ * field. */
+enum px_err export_mf_load(const char *path, struct mf_desc *d,
+			   float **ret_params, double *ret_test_rmse,
+			   struct px_error *err);
+
+/* Whether path holds an mf model (MODEL_MF: a checkpoint saying "model":
+ * "mf", a safetensors file with a tensor "user_factors") or not
+ * (MODEL_MLP: anything else, a file that cannot be read included: the
+ * layered models' loader names what is wrong). */
+enum model_kind export_kind(const char *path);
+
+/* A checkpoint's state (m: ckpt_read's) exported, whatever its model. */
+enum px_err export_ckpt_write(const char *path, const struct ckpt_meta *m,
+			      const float *params, struct px_error *err);
+
+/* "784-256-10" (the widths), or an mf model's shape, into buf. */
+void export_shape_text(const struct ckpt_meta *m, char *buf, size_t n);
 
 #endif

@@ -259,10 +259,12 @@ struct topt {
 
 static const struct topt topts[] = {
 	/* the model and its training */
-	OPT("model", "mlr|mlp|mf", C_RUN, K_MODEL, o.train.model, 0, 0, 0,
+	OPT("model", "mlr|mlp|mf", C_RUN | C_EVAL | C_PREDICT, K_MODEL,
+	    o.train.model, 0, 0, 0,
 	    "multinomial logistic regression, an MLP 784-256-256-10, or "
 	    "matrix factorization of user,item,rating triplets "
-	    "(docs/trainer.md, \"Matrix factorization\")", NULL),
+	    "(docs/trainer.md, \"Matrix factorization\"); eval, predict: "
+	    "mf says the file must hold an mf model", NULL),
 	OPT("rank", "R", C_RUN, K_UINT, o.train.rank, 1, MF_MAX_RANK, 0,
 	    "mf: factors per user and per item", NULL),
 	OPT("epochs", "N", C_RUN, K_UINT, o.train.epochs, 1, 100000, 0,
@@ -1126,9 +1128,6 @@ static const char *mf_dist_refused(const struct subcmd *sc,
 
 	tcli_default(&d, sc);
 	return o->train.device != TRAIN_DEV_CPU ? "--device cuda" :
-	       o->checkpoint ? "--checkpoint" : o->resume ? "--resume" :
-	       o->export_path ? "--export" :
-	       t->l.max_restarts ? "--max-restarts" :
 	       o->test_visits ? "--test-visits" :
 	       o->fault_late_push_ms ? "--fault-late-push" :
 	       o->train.momentum != d.o.train.momentum ? "--momentum" :
@@ -1401,8 +1400,6 @@ static const char *mf_refused(const struct subcmd *sc, const struct tcli *t)
 
 	tcli_default(&d, sc);
 	return o->device != TRAIN_DEV_CPU ? "--device cuda" :
-	       o->checkpoint ? "--checkpoint" : o->resume ? "--resume" :
-	       o->export_path ? "--export" :
 	       o->momentum != d.o.train.momentum ? "--momentum" :
 	       ds->scale != DATA_SCALE_NONE ? "--scale" :
 	       ds->label_col != d.o.data.label_col ? "--label-column" :
@@ -1436,6 +1433,7 @@ static int cmd_train_mf(const struct subcmd *sc, struct tcli *t)
 	const char *bad = mf_refused(sc, t);
 	json_t *curve = NULL, *j;
 	enum px_err e;
+	int rc;
 
 	if (bad)
 		return usage_error(sc, "--model mf does not take %s (it trains "
@@ -1445,6 +1443,9 @@ static int cmd_train_mf(const struct subcmd *sc, struct tcli *t)
 		return usage_error(sc, "--model mf needs --train-data and "
 				   "--test-data: CSV files of "
 				   "user,item,rating");
+	rc = check_files(o->checkpoint, o->resume, o->export_path);
+	if (rc >= 0)
+		return rc;
 	e = mf_load(t->o.data.train, t->o.max_train, &train, &err);
 	if (e == PX_OK)
 		e = mf_load(t->o.data.test, t->o.max_test, &test, &err);
@@ -1467,6 +1468,9 @@ static int cmd_train_mf(const struct subcmd *sc, struct tcli *t)
 		goto out;
 	}
 	if (!t->o.json) {
+		if (o->resume)
+			printf("resumed from %s after epoch %u\n", o->resume,
+			       res.resumed_from);
 		printf("test RMSE %.4f (%u of %u test ratings of a user or item "
 		       "unseen in training), train RMSE %.4f, %.0f ratings/s, "
 		       "%.1f s\n", res.test_rmse, res.test_unseen, test.n,
@@ -1493,6 +1497,8 @@ static int cmd_train_mf(const struct subcmd *sc, struct tcli *t)
 		      "train_seconds", res.train_seconds,
 		      "wall_seconds", res.wall_seconds,
 		      "curve", curve);
+	json_object_set_new(j, "resumed_from", o->resume
+			    ? json_integer(res.resumed_from) : json_null());
 	if (print_json(stdout, j)) {
 		e = px_errorf(&err, PX_EIO, "result: %s", strerror(errno));
 		log_err("%s", err.msg);
@@ -1572,6 +1578,117 @@ out_release:
 	return exit_for(e);
 }
 
+/* eval --json: what a checkpoint says of itself (the keys the models
+ * name otherwise given); the caller adds the evaluation.  NULL on OOM
+ * (json_object_set_new on NULL fails, print_json reports it). */
+static json_t *eval_json(const char *file, const struct ckpt_meta *m,
+			 const char *when, const char *n_key,
+			 const char *recorded_key)
+{
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o, "
+			 "s:s}", "file", file,
+			 "model", model_kind_name(m->d.kind),
+			 "params", (json_int_t)m->d.n_params,
+			 "clock", (json_int_t)m->clock,
+			 "total", (json_int_t)m->total,
+			 "workers", (int)m->workers, "batch", (int)m->batch,
+			 "epochs", (int)m->epochs, n_key, (int)m->n_train,
+			 recorded_key, isnan(m->test_accuracy) ? json_null()
+				 : json_real(m->test_accuracy),
+			 "written", when);
+}
+
+/* An mf model from file (a checkpoint with ckpt, a model file without),
+ * --model mf or not; the message printed on an error. */
+static enum px_err load_mf(const char *file, bool ckpt, struct ckpt_meta *m,
+			   float **ret_params, struct px_error *err)
+{
+	float *v = NULL;
+	enum px_err e;
+
+	memset(m, 0, sizeof(*m));
+	if (ckpt) {
+		e = ckpt_read(file, m, ret_params, &v, err);
+		free(v);
+		if (e == PX_OK && m->d.kind != MODEL_MF)
+			e = px_errorf(err, PX_EINVAL, "checkpoint '%s' is of an "
+				      "%s model, not mf (--model mf)", file,
+				      model_kind_name(m->d.kind));
+	} else {
+		m->d.kind = MODEL_MF;
+		e = export_mf_load(file, &m->mf, ret_params,
+				   &m->test_accuracy, err);
+		if (e == PX_OK)
+			ckpt_meta_mf(m, &m->mf);
+	}
+	if (e != PX_OK) {
+		log_err("%s", err->msg);
+		data_prep_release(&m->prep);
+		free(*ret_params);
+		*ret_params = NULL;
+	}
+	return e;
+}
+
+/* eval FILE of an mf model: its test RMSE on --test-data's ratings. */
+static int cmd_eval_mf(const struct subcmd *sc, const struct tcli *t,
+		       const char *file)
+{
+	struct mf_set test = { 0 };
+	struct px_error err = { 0 };
+	struct ckpt_meta m;
+	float *w = NULL;
+	char when[32], shape[160];
+	double rmse;
+	enum px_err e;
+
+	if (!t->o.data.test)
+		return usage_error(sc, "an mf model is evaluated on ratings: "
+				   "name --test-data FILE (user,item,rating "
+				   "lines)");
+	e = load_mf(file, true, &m, &w, &err);
+	if (e != PX_OK)
+		return exit_for(e);
+	e = mf_load(t->o.data.test, t->o.max_test, &test, &err);
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		goto out;
+	}
+	/* unseen rows are zeros in the file: no mask (mf_zero_unseen) */
+	rmse = mf_rmse(&m.mf, w, NULL, &test);
+	export_shape_text(&m, shape, sizeof(shape));
+	px_format_time(m.written_s, when, sizeof(when));
+	if (t->o.json) {
+		json_t *j = eval_json(file, &m, when, "train_ratings",
+				      "recorded_test_rmse");
+
+		json_object_set_new(j, "users", json_integer(m.mf.n_users));
+		json_object_set_new(j, "items", json_integer(m.mf.n_items));
+		json_object_set_new(j, "rank", json_integer(m.mf.rank));
+		json_object_set_new(j, "mean", json_real(m.mf.mean));
+		json_object_set_new(j, "test_rmse", json_real(rmse));
+		json_object_set_new(j, "test_ratings", json_integer(test.n));
+
+		if (print_json(stdout, j))
+			e = px_errorf(&err, PX_EIO, "result: %s",
+				      strerror(errno));
+		json_decref(j);
+	} else {
+		printf("%s: mf %s (%zu parameters), clock %" PRId64 " of %"
+		       PRId64 " (%u workers, batch %u, %u epochs, %u "
+		       "ratings), written %s\n"
+		       "test RMSE %.4f on %u ratings\n", file, shape,
+		       m.d.n_params, m.clock, m.total, m.workers, m.batch,
+		       m.epochs, m.n_train, when, rmse, test.n);
+	}
+	if (e != PX_OK)
+		log_err("%s", err.msg);
+out:
+	mf_set_release(&test);
+	free(w);
+	return exit_for(e);
+}
+
 /* eval FILE: what a checkpoint is, and its accuracy on the test set. */
 static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 {
@@ -1584,7 +1701,6 @@ static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 	const char *file;
 	double loss, acc;
 	char when[32], widths[160];
-	size_t off = 0;
 	int rc;
 	enum px_err e;
 
@@ -1597,6 +1713,8 @@ static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	file = argv[argc - 1];
+	if (t.o.train.model == MODEL_MF || export_kind(file) == MODEL_MF)
+		return cmd_eval_mf(sc, &t, file);
 	e = ckpt_read(file, &m, &w, &v, &err);
 	if (e == PX_OK && m.prep.n_classes && !t.o.data.test)
 		e = px_errorf(&err, PX_EINVAL, "checkpoint '%s' is of a model "
@@ -1633,30 +1751,16 @@ static int cmd_eval(const struct subcmd *sc, int argc, char **argv)
 		e = train_eval_host(mc, w, &test, &loss, &acc, &err);
 	if (e != PX_OK)
 		goto out;
-	off = (size_t)snprintf(widths, sizeof(widths), "%u", m.d.n_in);
-	for (uint32_t i = 0; i < m.d.n_layers && off < sizeof(widths); i++)
-		off += (size_t)snprintf(widths + off, sizeof(widths) - off,
-					"-%u", m.d.layer[i].out);
+	export_shape_text(&m, widths, sizeof(widths));
 	px_format_time(m.written_s, when, sizeof(when));
 	if (t.o.json) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i, "
-				      "s:i, s:i, s:o, s:s, s:f, s:f, s:i}",
-				      "file", file,
-				      "model", model_kind_name(m.d.kind),
-				      "layers", widths,
-				      "params", (json_int_t)m.d.n_params,
-				      "clock", (json_int_t)m.clock,
-				      "total", (json_int_t)m.total,
-				      "workers", (int)m.workers,
-				      "batch", (int)m.batch,
-				      "epochs", (int)m.epochs,
-				      "train_examples", (int)m.n_train,
-				      "recorded_test_accuracy",
-				      isnan(m.test_accuracy) ? json_null()
-					      : json_real(m.test_accuracy),
-				      "written", when,
-				      "test_accuracy", acc, "test_loss", loss,
-				      "test_examples", (int)test.n);
+		json_t *j = eval_json(file, &m, when, "train_examples",
+				      "recorded_test_accuracy");
+
+		json_object_set_new(j, "layers", json_string(widths));
+		json_object_set_new(j, "test_accuracy", json_real(acc));
+		json_object_set_new(j, "test_loss", json_real(loss));
+		json_object_set_new(j, "test_examples", json_integer(test.n));
 
 		json_object_set_new(j, "blas", blas_json());
 		if (print_json(stdout, j))
@@ -1721,6 +1825,79 @@ static uint64_t predict_batch(const float *probs, const uint8_t *y, uint32_t n,
 	return ok;
 }
 
+/* predict MODEL DATA of an mf model: the predicted rating of each
+ * user,item row, and the RMSE when the rows have ratings. */
+static int cmd_predict_mf(const struct subcmd *sc, const struct tcli *t,
+			  const char *model, const char *data)
+{
+	struct mf_set set = { 0 };
+	struct px_error err = { 0 };
+	struct ckpt_meta m;
+	json_t *jl = NULL;
+	float *w = NULL;
+	double sse = 0.0;
+	bool rated = false;
+	enum px_err e;
+
+	if (t->p.proba)
+		return usage_error(sc, "--proba is for a classifier: an mf "
+				   "model predicts a rating");
+	e = load_mf(model, false, &m, &w, &err);
+	if (e != PX_OK)
+		return exit_for(e);
+	e = mf_load_pairs(data, 0, &set, &rated, &err);
+	if (e != PX_OK) {
+		px_error_prefix(&err, "data for mf model '%s' (user,item "
+				"lines, a rating optional): ", model);
+		goto out;
+	}
+	if (t->o.json && !(jl = json_array()))
+		e = px_errorf(&err, PX_ENOMEM, "predict: out of memory");
+	for (uint32_t i = 0; e == PX_OK && i < set.n; i++) {
+		const struct mf_rating *r = &set.r[i];
+		float y = mf_predict(&m.mf, w, NULL, r->user, r->item);
+		double d = (double)r->r - y;
+
+		sse += d * d;
+		if (jl)
+			json_array_append_new(jl, json_real(y));
+		else
+			printf("%.9g\n", (double)y);
+	}
+	if (e != PX_OK)
+		goto out;
+	if (t->o.json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:o, s:o}",
+				      "model", model, "data", data, "kind",
+				      "mf", "rank", (json_int_t)m.mf.rank,
+				      "rows", (json_int_t)set.n,
+				      "rmse", rated ? json_real(sqrt(sse /
+							       set.n))
+						    : json_null(),
+				      "predictions", json_incref(jl));
+
+		if (print_json(stdout, j))
+			e = px_errorf(&err, PX_EIO, "result: %s",
+				      strerror(errno));
+		json_decref(j);
+	} else if (fflush(stdout) != 0) {
+		e = px_errorf(&err, PX_EIO, "result: %s", strerror(errno));
+	} else if (rated) {
+		fprintf(stderr, "RMSE %.4f on %u rows, model mf (rank %u)\n",
+			sqrt(sse / set.n), set.n, m.mf.rank);
+	} else {
+		fprintf(stderr, "%u rows predicted (no ratings to compare), "
+			"model mf (rank %u)\n", set.n, m.mf.rank);
+	}
+out:
+	if (e != PX_OK)
+		log_err("%s", err.msg);
+	json_decref(jl);
+	mf_set_release(&set);
+	free(w);
+	return exit_for(e);
+}
+
 /* predict MODEL DATA: the label of each row by the model, and its
  * accuracy against the data's labels. */
 static int cmd_predict(const struct subcmd *sc, int argc, char **argv)
@@ -1747,6 +1924,8 @@ static int cmd_predict(const struct subcmd *sc, int argc, char **argv)
 		return rc;
 	model = argv[argc - 2];
 	data = argv[argc - 1];
+	if (t.o.train.model == MODEL_MF || export_kind(model) == MODEL_MF)
+		return cmd_predict_mf(sc, &t, model, data);
 	e = export_load(model, &d, &prep, &w, &err);
 	if (e != PX_OK)
 		goto out;

@@ -88,11 +88,12 @@ static enum px_err push(struct mf_set *s, uint32_t *cap,
 }
 
 /* One line (not blank) into *r: "user,item,rating" and maybe a fourth
- * field (MovieLens's timestamp), ignored.  *fields: the count of the
- * file's first rating, which every line must have.  *ret_header: line 1
- * was a header. */
+ * field (MovieLens's timestamp), ignored; with pairs "user,item" is a
+ * line too (its rating 0).  *fields: the count of the file's first
+ * rating, which every line must have.  *ret_header: line 1 was a
+ * header. */
 static enum px_err rating_line(const char *path, unsigned long long line,
-			       char *s, uint32_t *fields,
+			       char *s, bool pairs, uint32_t *fields,
 			       struct mf_rating *r, bool *ret_header,
 			       struct px_error *err)
 {
@@ -107,10 +108,11 @@ static enum px_err rating_line(const char *path, unsigned long long line,
 		*ret_header = true;
 		return PX_OK;
 	}
-	if (n < 3 || n > 4)
+	if (n < (pairs ? 2u : 3u) || n > 4)
 		return px_errorf(err, PX_EINVAL, "%s:%llu: %u field%s, not "
-				 "user,item,rating (and maybe a timestamp)",
-				 path, line, n > 4 ? 5 : n, n == 1 ? "" : "s");
+				 "user,item%s (and maybe a timestamp)",
+				 path, line, n > 4 ? 5 : n, n == 1 ? "" : "s",
+				 pairs ? "[,rating]" : ",rating");
 	if (*fields && n != *fields)
 		return px_errorf(err, PX_EINVAL, "%s:%llu: %u fields, the "
 				 "first rating had %u", path, line, n,
@@ -122,6 +124,9 @@ static enum px_err rating_line(const char *path, unsigned long long line,
 					 "(%s): '%.40s' is not an id (an "
 					 "integer in 0..%u)", path, line,
 					 k + 1, name[k], f[k], MF_MAX_ID);
+	r->r = 0.0f;
+	if (n == 2)
+		return PX_OK;
 	why = data_parse_float(f[2], &r->r);
 	if (!why && fabsf(r->r) > (float)MF_RATING_MAX)
 		why = "beyond the bound of 1e6";
@@ -133,8 +138,8 @@ static enum px_err rating_line(const char *path, unsigned long long line,
 }
 
 static enum px_err read_lines(gzFile gz, const char *path, uint32_t max_n,
-			      struct mf_set *s, char *buf,
-			      struct px_error *err)
+			      bool pairs, struct mf_set *s, char *buf,
+			      bool *ret_rated, struct px_error *err)
 {
 	unsigned long long line = 0;
 	uint32_t cap = 0, fields = 0;
@@ -168,7 +173,8 @@ static enum px_err read_lines(gzFile gz, const char *path, uint32_t max_n,
 			buf[--n] = '\0';
 		if (buf[strspn(buf, " \t")] == '\0')
 			continue;
-		e = rating_line(path, line, buf, &fields, &r, &header, err);
+		e = rating_line(path, line, buf, pairs, &fields, &r, &header,
+				err);
 		if (e != PX_OK)
 			return e;
 		if (header)
@@ -190,11 +196,13 @@ static enum px_err read_lines(gzFile gz, const char *path, uint32_t max_n,
 		return px_errorf(err, PX_EINVAL, "%s: no ratings (an empty "
 				 "file, or a header alone)", path);
 	s->mean = sum / s->n;
+	*ret_rated = fields >= 3;
 	return PX_OK;
 }
 
-enum px_err mf_load(const char *path, uint32_t max_n, struct mf_set *ret,
-		    struct px_error *err)
+static enum px_err load(const char *path, uint32_t max_n, bool pairs,
+			struct mf_set *ret, bool *ret_rated,
+			struct px_error *err)
 {
 	struct mf_set s = { 0 };
 	char *buf = malloc(MF_LINE_MAX + 2);
@@ -217,7 +225,7 @@ enum px_err mf_load(const char *path, uint32_t max_n, struct mf_set *ret,
 		return px_errorf(err, PX_ENOMEM, "file '%s': cannot start "
 				 "zlib", path);
 	}
-	e = read_lines(gz, path, max_n, &s, buf, err);
+	e = read_lines(gz, path, max_n, pairs, &s, buf, ret_rated, err);
 	gzclose(gz);
 	free(buf);
 	if (e != PX_OK) {
@@ -226,6 +234,30 @@ enum px_err mf_load(const char *path, uint32_t max_n, struct mf_set *ret,
 	}
 	*ret = s;
 	return PX_OK;
+}
+
+enum px_err mf_load(const char *path, uint32_t max_n, struct mf_set *ret,
+		    struct px_error *err)
+{
+	bool rated;
+
+	return load(path, max_n, false, ret, &rated, err);
+}
+
+enum px_err mf_check(const char *path, struct px_error *err)
+{
+	struct mf_set s;
+	enum px_err e = mf_load(path, MF_CHECK_RATINGS, &s, err);
+
+	mf_set_release(&s);
+	return e;
+}
+
+enum px_err mf_load_pairs(const char *path, uint32_t max_n,
+			  struct mf_set *ret, bool *ret_rated,
+			  struct px_error *err)
+{
+	return load(path, max_n, true, ret, ret_rated, err);
 }
 
 void mf_set_release(struct mf_set *s)
@@ -296,6 +328,16 @@ void mf_mark_seen(const struct mf_desc *d, const struct mf_set *train,
 		if (r->item < d->n_items)
 			seen[mf_item_row(d, r->item)] = 1;
 	}
+}
+
+void mf_zero_unseen(const struct mf_desc *d, float *params,
+		    const uint8_t *seen)
+{
+	size_t rows = (size_t)d->n_users + d->n_items;
+
+	for (size_t k = 0; k < rows; k++)
+		if (!seen[k])
+			memset(params + k * d->row, 0, d->row * sizeof(float));
 }
 
 float mf_predict(const struct mf_desc *d, const float *params,

@@ -57,6 +57,19 @@ struct mf_set {
  * mf_set_release. */
 enum px_err mf_load(const char *path, uint32_t max_n, struct mf_set *ret,
 		    struct px_error *err);
+/* Check a ratings file as mf_load does, reading its first
+ * MF_CHECK_RATINGS ratings at most (proteusd, at a job's submit:
+ * bounded memory and time; a fault further on is the trainer's to
+ * find). */
+#define MF_CHECK_RATINGS (1u << 20)
+enum px_err mf_check(const char *path, struct px_error *err);
+
+/* The same, where "user,item" lines (no rating) are fine too, when
+ * every line is one (`predict`): *ret_rated says whether the file has
+ * ratings (else each r and the mean are 0). */
+enum px_err mf_load_pairs(const char *path, uint32_t max_n,
+			  struct mf_set *ret, bool *ret_rated,
+			  struct px_error *err);
 /* Safe on a zeroed set; zeroes it. */
 void mf_set_release(struct mf_set *s);
 
@@ -96,6 +109,14 @@ void mf_init_params(const struct mf_desc *d, float *params, uint64_t seed);
  * an unseen user and an unseen item is the mean. */
 void mf_mark_seen(const struct mf_desc *d, const struct mf_set *train,
 		  uint8_t *seen);
+
+/* Zero the factors and bias of every row not seen: what a checkpoint
+ * or an export holds, so that its rows predict alike with no mask
+ * (mf_predict with seen NULL gives what it gives with the mask).
+ * Training never reads an unseen row, so zeroing it changes nothing
+ * there. */
+void mf_zero_unseen(const struct mf_desc *d, float *params,
+		    const uint8_t *seen);
 
 /* The predicted rating of (u, i); seen may be NULL (every row of the
  * model seen). */

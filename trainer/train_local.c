@@ -327,6 +327,32 @@ static enum px_err save(struct run *r, const struct train_opts *o,
 	return e;
 }
 
+enum px_err train_resume_read(const char *path, const struct ckpt_meta *want,
+			      uint64_t steps_per_epoch, float **ret_params,
+			      float **ret_momentum, uint32_t *ret_done,
+			      struct px_error *err)
+{
+	struct ckpt_meta have;
+	enum px_err e;
+
+	e = ckpt_read(path, &have, ret_params, ret_momentum, err);
+	if (e != PX_OK)
+		return e;
+	e = ckpt_check_job(path, &have, want, err);
+	if (e == PX_OK && have.clock % (int64_t)steps_per_epoch)
+		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': clock %" PRId64
+			      " is not at an epoch's end (%" PRIu64 " steps "
+			      "each)", path, have.clock, steps_per_epoch);
+	*ret_done = (uint32_t)(have.clock / (int64_t)steps_per_epoch);
+	data_prep_release(&have.prep);
+	if (e != PX_OK) {
+		free(*ret_params);
+		free(*ret_momentum);
+		*ret_params = *ret_momentum = NULL;
+	}
+	return e;
+}
+
 /* Go on from o->resume: its state into ops memory; the epochs it has
  * done in *ret_done. */
 static enum px_err restore(struct run *r, const struct train_opts *o,
@@ -335,25 +361,16 @@ static enum px_err restore(struct run *r, const struct train_opts *o,
 			   struct px_error *err)
 {
 	size_t pb = r->d.n_params * sizeof(float);
-	struct ckpt_meta have;
 	float *w, *v;
 	enum px_err e;
 
-	e = ckpt_read(o->resume, &have, &w, &v, err);
+	e = train_resume_read(o->resume, want, steps_per_epoch, &w, &v,
+			      ret_done, err);
 	if (e != PX_OK)
 		return e;
-	e = ckpt_check_job(o->resume, &have, want, err);
-	if (e == PX_OK && have.clock % (int64_t)steps_per_epoch)
-		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': clock %" PRId64
-			      " is not at an epoch's end (%" PRIu64 " steps "
-			      "each)", o->resume, have.clock,
-			      steps_per_epoch);
-	if (e == PX_OK)
-		e = r->ops->upload(r->kctx, r->params, w, pb, err);
+	e = r->ops->upload(r->kctx, r->params, w, pb, err);
 	if (e == PX_OK)
 		e = r->ops->upload(r->kctx, r->vel, v, pb, err);
-	*ret_done = (uint32_t)(have.clock / (int64_t)steps_per_epoch);
-	data_prep_release(&have.prep);
 	free(w);
 	free(v);
 	return e;

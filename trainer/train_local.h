@@ -139,6 +139,17 @@ enum px_err train_local_run(const struct train_opts *o,
 			    train_epoch_fn on_epoch, void *arg,
 			    struct train_result *ret, struct px_error *err);
 
+/* A checkpoint to resume a one-process run from (`train --resume`):
+ * read, checked against want (ckpt_check_job) and at an epoch's end
+ * (steps_per_epoch steps each); its parameters and momentum malloc'd
+ * into *ret_params and *ret_momentum, the epochs done in *ret_done.
+ * Errors name the file. */
+struct ckpt_meta;
+enum px_err train_resume_read(const char *path, const struct ckpt_meta *want,
+			      uint64_t steps_per_epoch, float **ret_params,
+			      float **ret_momentum, uint32_t *ret_done,
+			      struct px_error *err);
+
 /* A run diverged: its loss (or a parameter) is no longer a finite
  * number.  train_diverged() records it in *err, saying when ("epoch 3,
  * step 12 of 469", "clock 40"), which figure ("training loss") and the

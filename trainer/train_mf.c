@@ -5,11 +5,14 @@
 #include "train_mf.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt.h"
 #include "data.h"
+#include "export.h"
 
 static enum px_err check(const struct train_opts *o,
 			 const struct mf_set *train,
@@ -28,6 +31,57 @@ static enum px_err check(const struct train_opts *o,
 	return PX_OK;
 }
 
+/* This run's shape, as a checkpoint records it: one worker, a clock a
+ * step. */
+static struct ckpt_meta run_meta(const struct mf_desc *d,
+				 const struct train_opts *o, uint32_t n_train,
+				 uint64_t steps_total)
+{
+	struct ckpt_meta m = {
+		.total = (int64_t)steps_total, .workers = 1,
+		.batch = o->batch, .epochs = o->epochs, .n_train = n_train,
+		.test_accuracy = NAN,
+	};
+
+	ckpt_meta_mf(&m, d);
+	return m;
+}
+
+/* The state after `step` steps (epoch ep's end) to o->checkpoint, the
+ * unseen rows zeroed (mf.h: training never reads them). */
+static enum px_err save(const struct train_opts *o, struct ckpt_meta m,
+			float *params, const uint8_t *seen, uint64_t step,
+			uint64_t samples, double test_rmse,
+			struct px_error *err)
+{
+	m.clock = (int64_t)step;
+	m.samples = samples;
+	m.test_accuracy = test_rmse;
+	m.written_s = px_now_wall_us() / 1000000;
+	mf_zero_unseen(&m.mf, params, seen);
+	return ckpt_write(o->checkpoint, &m, params, NULL, err);
+}
+
+/* Go on from o->resume: its parameters into params; the epochs it has
+ * done in *ret_done. */
+static enum px_err restore(const struct train_opts *o,
+			   const struct ckpt_meta *want, float *params,
+			   uint64_t per_epoch, uint32_t *ret_done,
+			   struct px_error *err)
+{
+	float *w, *v;
+	enum px_err e;
+
+	e = train_resume_read(o->resume, want, per_epoch, &w, &v, ret_done,
+			      err);
+	if (e != PX_OK)
+		return e;
+	memcpy(params, w, want->d.n_params * sizeof(float));
+	free(w);
+	free(v);
+	return PX_OK;
+}
+
 enum px_err train_mf_run(const struct train_opts *o,
 			 const struct mf_set *train,
 			 const struct mf_set *test, mf_epoch_fn on_epoch,
@@ -36,7 +90,9 @@ enum px_err train_mf_run(const struct train_opts *o,
 {
 	uint64_t t0 = px_now_mono_us(), train_us = 0, trained = 0, step = 0;
 	uint64_t per_epoch, steps_total;
+	struct ckpt_meta meta;
 	struct mf_result res;
+	uint32_t done = 0;
 	struct mf_grad *g = NULL;
 	float *params = NULL;
 	uint32_t *idx = NULL;
@@ -72,7 +128,15 @@ enum px_err train_mf_run(const struct train_opts *o,
 	}
 	per_epoch = (train->n + (uint64_t)o->batch - 1) / o->batch;
 	steps_total = (uint64_t)o->epochs * per_epoch;
-	for (uint32_t ep = 1; ep <= o->epochs; ep++) {
+	meta = run_meta(&res.d, o, train->n, steps_total);
+	if (o->resume) {
+		e = restore(o, &meta, params, per_epoch, &done, err);
+		if (e != PX_OK)
+			goto out;
+		step = (uint64_t)done * per_epoch;
+		res.resumed_from = done;
+	}
+	for (uint32_t ep = done + 1; ep <= o->epochs; ep++) {
 		struct mf_epoch st = { .epoch = ep };
 		uint64_t t1 = px_now_mono_us(), dt;
 
@@ -121,13 +185,27 @@ enum px_err train_mf_run(const struct train_opts *o,
 		res.ratings_per_sec = train_us ? trained / res.train_seconds
 					       : 0.0;
 		res.wall_seconds = (double)(px_now_mono_us() - t0) / 1e6;
+		if (o->checkpoint) {
+			e = save(o, meta, params, seen, step,
+				 (uint64_t)ep * train->n, st.test_rmse, err);
+			if (e != PX_OK)
+				goto out;
+			if (o->fault_crash_after == ep)
+				raise(SIGKILL);
+		}
 		if (on_epoch && !on_epoch(arg, &st)) {
 			e = px_errorf(err, PX_ECANCELED, "stopped after epoch "
 				      "%u", ep);
 			break;
 		}
 	}
-	*ret = res;
+	/* (a resumed run has an epoch to go: ckpt_check_job refuses a
+	 * finished job's checkpoint) */
+	if (e == PX_OK && o->export_path)
+		e = export_mf_write(o->export_path, &res.d, params, seen,
+				    res.test_rmse, err);
+	if (e == PX_OK || e == PX_ECANCELED)
+		*ret = res;
 out:
 	mf_grad_free(g);
 	free(params);

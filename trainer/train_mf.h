@@ -31,6 +31,7 @@ struct mf_result {
 	struct mf_desc d;        /* the model's shape */
 	uint32_t test_unseen;    /* test ratings of a user or item the
 				    training set has none of */
+	uint32_t resumed_from;   /* epochs done before (--resume), or 0 */
 };
 
 /* Called after each epoch; false stops the run (PX_ECANCELED). */
@@ -39,7 +40,13 @@ typedef bool (*mf_epoch_fn)(void *arg, const struct mf_epoch *e);
 /* Train on `train` with o's rank, epochs, batch (ratings a step), lr and
  * schedule, weight_decay (the L2's lambda) and seed; momentum, hidden,
  * threads and device are not used (the caller refuses what does not
- * apply).  Test on `test` after each epoch. */
+ * apply).  Test on `test` after each epoch.  With o->checkpoint a
+ * checkpoint (ckpt.h, "model": "mf") after each epoch, its clock the
+ * steps done (o->fault_crash_after: SIGKILL after that epoch's); with
+ * o->resume go on from one of a run of the same shape (same ratings,
+ * rank, batch and epochs: ckpt_check_job), to the same result as a run
+ * never stopped; with o->export_path the final model as safetensors
+ * (export.h, export_mf_write). */
 enum px_err train_mf_run(const struct train_opts *o,
 			 const struct mf_set *train,
 			 const struct mf_set *test, mf_epoch_fn on_epoch,

@@ -6,7 +6,7 @@
  * (agent/jobs_model.c: the file is the daemon user's, in a 0700
  * directory); they go to a memfd, which ckpt_read then checks whole
  * (size, every field, SHA-256) as the trainer would, and export_write
- * writes FILE atomically.  A download that meets a newer checkpoint
+ * (export_mf_write for an mf model) writes FILE atomically.  A download that meets a newer checkpoint
  * (the job wrote one meanwhile) starts again, a few times at most.
  */
 #include <errno.h>
@@ -38,7 +38,10 @@ static const char model_usage[] =
 	"safetensors: the tensors of a PyTorch nn.Sequential of Linear and\n"
 	"ReLU (0.weight [out, in], 0.bias, 2.weight, ...), with the model,\n"
 	"its widths, the label of each class and the feature scaling in the\n"
-	"header's __metadata__ (docs/trainer.md, \"Take the model away\").\n"
+	"header's __metadata__ (docs/trainer.md, \"Take the model away\");\n"
+	"of a matrix factorization (model mf): user_factors, item_factors,\n"
+	"user_bias, item_bias and the global mean (docs/trainer.md,\n"
+	"\"Matrix factorization\").\n"
 	"FILE is written whole or not at all (a temporary file beside it,\n"
 	"renamed over it), mode 0644 less the umask.\n"
 	"\n"
@@ -217,22 +220,20 @@ static int download(const struct margs *a, int fd, uint64_t *ret)
 static int report(const struct margs *a, const struct ckpt_meta *m)
 {
 	char widths[160];
-	size_t n;
 
-	n = (size_t)snprintf(widths, sizeof(widths), "%u", m->d.n_in);
-	for (uint32_t l = 0; l < m->d.n_layers && n < sizeof(widths); l++)
-		n += (size_t)snprintf(widths + n, sizeof(widths) - n, "-%u",
-				      m->d.layer[l].out);
+	export_shape_text(m, widths, sizeof(widths));
 	if (a->json) {
 		json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, "
 				      "s:o}", "job", (json_int_t)a->id,
 				      "file", a->out,
 				      "model", model_kind_name(m->d.kind),
-				      "layers", widths,
+				      m->d.kind == MODEL_MF ? "shape"
+							    : "layers", widths,
 				      "params", (json_int_t)m->d.n_params,
 				      "clock", (json_int_t)m->clock,
 				      "total", (json_int_t)m->total,
-				      "test_accuracy",
+				      m->d.kind == MODEL_MF ? "test_rmse"
+							    : "test_accuracy",
 				      isnan(m->test_accuracy) ? json_null()
 					      : json_real(m->test_accuracy));
 		int bad = !o || px_json_dumpf(o, stdout, JSON_COMPACT);
@@ -286,7 +287,7 @@ int cli_model(int argc, char **argv)
 		code = cli_exit_for(e);
 		goto out;
 	}
-	e = export_write(a.out, &m.d, &m.prep, w, m.test_accuracy, &err);
+	e = export_ckpt_write(a.out, &m, w, &err);
 	if (e != PX_OK) {
 		log_err("%s", err.msg);
 		code = cli_exit_for(e);

@@ -1,6 +1,7 @@
 /* fuzz_ckpt.c -- libFuzzer harness for the checkpoint reader: any file
  * gives a checkpoint whose header, size and SHA-256 agree, or an error
- * naming the file.  The input goes into a memfd read by path. */
+ * naming the file (an mf model's has no momentum: its parameters
+ * alone).  The input goes into a memfd read by path. */
 #ifndef _GNU_SOURCE           /* the Makefile defines it too */
 #define _GNU_SOURCE
 #endif
@@ -40,8 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	if (!w || !v || m.d.n_params == 0 || m.clock > m.total ||
-	    size != m.d.n_params * 8 + 32 + (size_t)(memchr(data, '\n', size) -
-						   (const void *)data) + 1)
+	    size != m.d.n_params * (m.d.kind == MODEL_MF ? 4 : 8) + 32 +
+			    (size_t)(memchr(data, '\n', size) -
+				     (const void *)data) + 1)
 		abort();
 	free(w);
 	free(v);

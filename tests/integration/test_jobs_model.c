@@ -3,7 +3,8 @@
  * model `proteus-trainer predict` applies with the job's own accuracy;
  * an unknown job and a job with no checkpoint exit 4 and say which; a
  * directory or a FIFO as FILE is refused (exit 2) before the daemon is
- * asked. */
+ * asked; an mf job (docs/jobspec.md) runs and its model is the mf
+ * export. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -77,4 +78,91 @@ Test(jobs_model, a_finished_jobs_model_predicts_with_its_accuracy)
 	cr_assert_eq(ctl(&r, 10, "model", ids, "-o", out), 4, "%s", r.err);
 	cr_assert(strstr(r.err, "no checkpoint yet"), "%s", r.err);
 	pxrun_free(&r);
+}
+
+/* A matrix factorization job (trainer.model "mf", trainer.rank, ratings
+ * in trainer.data) runs to its end in the local world; its model, taken
+ * with `proteusctl model`, is the mf export (user_factors, ...), and
+ * `predict` of it gives the test RMSE the job reported (its last
+ * PROGRESS's test loss, a float32).  Bad ratings are refused at submit
+ * naming file:line, and a field mf does not take at parse. */
+Test(jobs_model, an_mf_job_runs_and_its_model_predicts)
+{
+	char ids[24], out[600], te[600], tr[600], want[800];
+	char *gen = px_src_path("tests/data/mf/mf_synth.py");
+	const char *mk[] = { "python3", gen, tr, te, "--users", "200",
+			     "--items", "150", "--rank", "3", "--train",
+			     "6000", "--test", "1000", "--sigma", "0.5",
+			     NULL };
+	const char *pr[] = { "proteus-trainer", "predict", out, te, "--json",
+			     NULL };
+	static const char job[] =
+		"{\"trainer\": {\"model\": \"mf\", \"rank\": 3, \"epochs\": 4,"
+		" \"batch\": 64, \"lr\": 0.04, \"data\": {\"train\": "
+		"\"train.csv\", \"test\": \"%s\"}}}";
+	char extra[400];
+	struct pxrun r;
+	json_t *s, *p;
+	int64_t id;
+	FILE *f;
+
+	snprintf(tr, sizeof tr, "%s/train.csv", jt.tmp);
+	snprintf(te, sizeof te, "%s/test.csv", jt.tmp);
+	snprintf(out, sizeof out, "%s/mf.safetensors", jt.tmp);
+	cr_assert_eq(pxrun(&r, 60, "/usr/bin/python3", mk), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	pxrun_free(&r);
+	free(gen);
+	daemon_up();
+	/* bad ratings: refused at submit, nothing started */
+	snprintf(want, sizeof want, "%s/bad.csv", jt.tmp);
+	f = fopen(want, "w");
+	cr_assert_not_null(f);
+	fputs("user,item,rating\n1,2,3\n4,x,5\n", f);
+	fclose(f);
+	snprintf(extra, sizeof extra, job, "bad.csv");
+	write_job(1, extra);
+	cr_assert_eq(ctl(&r, 20, "submit", jt.job, NULL, NULL), 3, "%s",
+		     r.err);
+	cr_assert(strstr(r.err, "trainer.data: ") &&
+		  strstr(r.err, "bad.csv:3: field 2 (item)"), "%s", r.err);
+	pxrun_free(&r);
+	/* a field mf does not take */
+	write_job(1, "{\"trainer\": {\"model\": \"mf\", \"target_accuracy\": "
+		  "0.5, \"data\": {\"train\": \"train.csv\", \"test\": "
+		  "\"test.csv\"}}}");
+	cr_assert_eq(ctl(&r, 20, "submit", jt.job, NULL, NULL), 3, "%s",
+		     r.err);
+	cr_assert(strstr(r.err, "trainer.target_accuracy: model \"mf\" has "
+			 "no accuracy"), "%s", r.err);
+	pxrun_free(&r);
+
+	snprintf(extra, sizeof extra, job, "test.csv");
+	write_job(1, extra);
+	id = submit();
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	s = wait_end(id, 180);
+	cr_assert_str_eq(state_of(s), "done", "%s",
+			 json_string_value(json_object_get(s, "error")));
+	cr_assert(json_is_number(json_object_get(s, "test_loss")), "%s",
+		  json_dumps(s, 0));
+	cr_assert_eq(ctl(&r, 20, "model", ids, "-o", out), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "written to") && strstr(r.out, "mf") &&
+		  strstr(r.out, "rank 3"), "%s", r.out);
+	pxrun_free(&r);
+	cr_assert_eq(pxrun(&r, 60, "proteus-trainer", pr), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	p = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(p, "%s", r.out);
+	cr_assert_eq(json_integer_value(json_object_get(p, "rows")), 1000);
+	cr_assert_str_eq(json_string_value(json_object_get(p, "kind")), "mf");
+	cr_assert_float_eq(json_number_value(json_object_get(p, "rmse")),
+			   json_number_value(json_object_get(s, "test_loss")),
+			   1e-6, "predict %g, the job %g",
+			   json_number_value(json_object_get(p, "rmse")),
+			   json_number_value(json_object_get(s, "test_loss")));
+	json_decref(p);
+	json_decref(s);
+	pxrun_free(&r);
+	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
 }

@@ -2,7 +2,9 @@
  * low-rank set (tests/data/mf/mf_synth.py: noise sigma 0.5, the best
  * RMSE any model reaches) reaching a test RMSE within 1.2 sigma and far
  * under the mean's; bad ratings refused with exit 3 naming file:line;
- * what mf does not take refused with exit 2. */
+ * what mf does not take refused with exit 2; checkpoints and resume (one
+ * process and distributed, a coordinator crash and a worker SIGKILL
+ * survived), eval, export and predict, the export read in Python. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -143,13 +145,13 @@ Test(trainer_mf_cli, refuses_what_mf_does_not_take)
 			       "--train-data", tr, "--test-data", te, NULL };
 	const char *nodata[] = { "train", "--model", "mf", NULL };
 	const char *local[] = { "local", "--model", "mf", "--train-data", tr,
-				"--test-data", te, "--checkpoint", "x.pxc",
+				"--test-data", te, "--momentum", "0.5",
 				NULL };
 	const char *rank[] = { "train", "--model", "mlr", "--rank", "4", NULL };
 	const char *const *cases[] = { cuda, nodata, local, rank };
 	const char *want[] = { "does not take --device cuda",
 			       "needs --train-data",
-			       "does not take --checkpoint in a distributed",
+			       "does not take --momentum in a distributed",
 			       "--rank is for --model mf" };
 	struct pxrun r;
 
@@ -268,6 +270,254 @@ Test(trainer_mf_cli, wire_bytes_follow_the_rows_touched)
 	cr_assert(bytes / clocks < params * 4 / 4, "%g bytes a clock, the "
 		  "matrices are %g", bytes / clocks, params * 4);
 	cr_assert_eq(num(j, "row_bytes_per_rating"), bytes / 4000);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+/* ---- checkpoints, resume, eval, export, predict ---- */
+
+/* tmp/name, static (one at a time per slot). */
+static const char *tmp_path(int slot, const char *name)
+{
+	static char p[4][600];
+
+	snprintf(p[slot], sizeof(p[slot]), "%s/%s", tmp, name);
+	return p[slot];
+}
+
+/* `train --checkpoint` killed after epoch 2 (--fault-crash-after) and
+ * `--resume`d ends where a run never stopped ends, to the bit; a
+ * checkpoint of another rank or other ratings is refused (exit 3),
+ * naming the field. */
+Test(trainer_mf_cli, train_resumes_to_the_same_result)
+{
+	const char *ck = tmp_path(0, "mf.pxc");
+	const char *base[] = { "train", "--model", "mf", "--rank", "4",
+			       "--train-data", tr, "--test-data", te,
+			       "--max-train", "20000", "--epochs", "4",
+			       "--batch", "64", "--lr", "0.04", "--json",
+			       NULL, NULL, NULL, NULL, NULL, NULL };
+	struct pxrun r;
+	json_t *j;
+	double whole, resumed;
+
+	run(&r, base);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "%s", r.out);
+	whole = num(j, "test_rmse");
+	cr_assert(json_is_null(json_object_get(j, "resumed_from")));
+	json_decref(j);
+	pxrun_free(&r);
+
+	base[18] = "--checkpoint";
+	base[19] = ck;
+	base[20] = "--fault-crash-after";
+	base[21] = "2";
+	run(&r, base);
+	cr_assert_eq(r.status, 128 + 9, "%d: %s", r.status, r.err);
+	pxrun_free(&r);
+	base[20] = "--resume";
+	base[21] = ck;
+	run(&r, base);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "%s", r.out);
+	resumed = num(j, "test_rmse");
+	cr_assert_eq(num(j, "resumed_from"), 2);
+	cr_assert_eq(json_array_size(json_object_get(j, "curve")), 2);
+	cr_assert_eq(resumed, whole, "resumed %.17g, whole %.17g", resumed,
+		     whole);
+	json_decref(j);
+	pxrun_free(&r);
+
+	/* the finished run's checkpoint with another rank: refused */
+	base[18] = "--resume";
+	base[19] = ck;
+	base[20] = base[21] = NULL;
+	base[4] = "5";
+	run(&r, base);
+	cr_assert_eq(r.status, 3, "%d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, "4 factors a row (--rank), this one "
+				  "has 5"), "%s", r.err);
+	pxrun_free(&r);
+	/* ... and of other ratings (the test set's) */
+	base[4] = "4";
+	base[6] = te;
+	run(&r, base);
+	cr_assert_eq(r.status, 3, "%d: %s", r.status, r.err);
+	cr_assert_not_null(strstr(r.err, ck), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "is of a job with"), "%s", r.err);
+	pxrun_free(&r);
+}
+
+/* The model taken away: `train --export` and `--checkpoint`; `eval`
+ * of the checkpoint gives the run's test RMSE, `predict` of the export
+ * and of the checkpoint the same predictions and RMSE, and Python
+ * (tests/export/predict_mf_ref.py: struct, json, numpy) reading the
+ * safetensors computes every prediction to the bit. */
+Test(trainer_mf_cli, eval_export_and_predict_agree_with_python)
+{
+	const char *ck = tmp_path(0, "m.pxc"), *st = tmp_path(1, "m.st");
+	const char *tra[] = { "train", "--model", "mf", "--rank", "4",
+			      "--train-data", tr, "--test-data", te,
+			      "--max-train", "20000", "--epochs", "3",
+			      "--batch", "64", "--lr", "0.04", "--json",
+			      "--checkpoint", ck, "--export", st, NULL };
+	const char *ev[] = { "eval", ck, "--model", "mf", "--test-data", te,
+			     "--json", NULL };
+	const char *pr[] = { "predict", st, te, "--json", NULL };
+	const char *prc[] = { "predict", ck, te, "--json", NULL };
+	char *script = px_src_path("tests/export/predict_mf_ref.py");
+	const char *py[] = { "python3", script, st, te, NULL };
+	struct pxrun r;
+	json_t *j, *p, *q, *c, *pa, *pb;
+	double rmse;
+
+	run(&r, tra);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "%s", r.out);
+	rmse = num(j, "test_rmse");
+	json_decref(j);
+	pxrun_free(&r);
+
+	run(&r, ev);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_assert_eq(num(j, "test_rmse"), rmse, "eval %.17g, train %.17g",
+		     num(j, "test_rmse"), rmse);
+	cr_assert_eq(num(j, "recorded_test_rmse"), rmse);
+	cr_assert_eq(num(j, "users"), 400);
+	cr_assert_eq(num(j, "rank"), 4);
+	cr_assert_eq(num(j, "test_ratings"), 5000);
+	json_decref(j);
+	pxrun_free(&r);
+
+	run(&r, pr);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	p = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(p, "%s", r.out);
+	cr_assert_float_eq(num(p, "rmse"), rmse, 1e-12);
+	pxrun_free(&r);
+	run(&r, prc);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	c = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(c, "%s", r.out);
+	cr_assert(json_equal(json_object_get(c, "predictions"),
+			     json_object_get(p, "predictions")),
+		  "the checkpoint and its export predict otherwise");
+	pxrun_free(&r);
+
+	cr_assert_eq(pxrun(&r, 100, "/usr/bin/python3", py), 0);
+	cr_assert_eq(r.status, 0, "python: %s%s", r.out, r.err);
+	q = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(q, "%s", r.out);
+	pa = json_object_get(p, "predictions");
+	pb = json_object_get(q, "predictions");
+	cr_assert_eq(json_array_size(pa), 5000);
+	cr_assert_eq(json_array_size(pb), 5000);
+	for (size_t i = 0; i < 5000; i++)
+		cr_assert_eq(json_number_value(json_array_get(pa, i)),
+			     json_number_value(json_array_get(pb, i)),
+			     "row %zu: predict %.9g, python %.9g", i,
+			     json_number_value(json_array_get(pa, i)),
+			     json_number_value(json_array_get(pb, i)));
+	cr_assert_float_eq(num(q, "rmse"), rmse, 1e-9);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(q, "meta"), "users")), "400");
+	json_decref(p);
+	json_decref(q);
+	json_decref(c);
+	pxrun_free(&r);
+	free(script);
+}
+
+/* A worker SIGKILLed in a distributed mf run: lost when its process
+ * ends, its partition re-split, a replacement joins, and the job ends
+ * with the RMSE a job without the loss reaches. */
+Test(trainer_mf_cli, distributed_worker_sigkill_survived)
+{
+	/* 150 epochs of 20,000 ratings (~3 s here): the replacement
+	 * registers well before the end (see trainer_dist's test) */
+	const char *dist[] = { "local", "--model", "mf", "--rank", "4",
+			       "--train-data", tr, "--test-data", te,
+			       "--max-train", "20000", "--epochs", "150",
+			       "--batch", "64", "--lr", "0.04", "--workers",
+			       "2", "--ps", "1", "--kill-worker-at", "0.8",
+			       "--json", NULL };
+	struct pxrun r;
+	json_t *j;
+
+	run(&r, dist);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	j = last_json(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_assert_eq(num(j, "losses"), 1, "%s", r.err);
+	cr_assert_eq(num(j, "joins"), 1, "the replacement joins: %s", r.err);
+	cr_assert_gt(num(j, "recovery_ms_max"), 0);
+	cr_assert(num(j, "test_rmse") < 1.2 * SIGMA, "test RMSE %g",
+		  num(j, "test_rmse"));
+	cr_assert(strstr(r.err, "lost: its process ended"), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
+/* The coordinator SIGKILLed (--fault-crash-at) in a distributed mf run
+ * with checkpoints: `local --max-restarts 1` resumes from the last one
+ * and the job ends; its final checkpoint evaluates (`eval`) to the
+ * job's test RMSE and its export predicts it. */
+Test(trainer_mf_cli, distributed_coordinator_crash_resumes)
+{
+	const char *ck = tmp_path(0, "d.pxc"), *st = tmp_path(1, "d.st");
+	const char *dist[] = { "local", "--model", "mf", "--rank", "4",
+			       "--train-data", tr, "--test-data", te,
+			       "--max-train", "20000", "--epochs", "12",
+			       "--batch", "64", "--lr", "0.04", "--workers",
+			       "2", "--ps", "2", "--checkpoint", ck,
+			       "--checkpoint-every", "20", "--fault-crash-at",
+			       "60", "--max-restarts", "1", "--export", st,
+			       "--json", NULL };
+	const char *ev[] = { "eval", ck, "--test-data", te, "--json", NULL };
+	const char *pr[] = { "predict", st, te, "--json", NULL };
+	struct pxrun r;
+	json_t *j, *e;
+	double rmse;
+
+	run(&r, dist);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "coordinator was killed by signal 9"),
+			   "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "restart 1 of 1 from the checkpoint "
+				  "of clock"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "test RMSE"), "%s", r.err);
+	j = last_json(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_assert_geq(num(j, "resumed_from"), 20);
+	cr_assert_leq(num(j, "resumed_from"), 60);
+	/* 12 epochs of 20,000 ratings, 2 workers, 64 a minibatch */
+	cr_assert_eq(num(j, "clocks"), 236);
+	rmse = num(j, "test_rmse");
+	cr_assert(rmse < 0.9, "test RMSE %g", rmse);
+	pxrun_free(&r);
+
+	run(&r, ev);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	e = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(e, "%s", r.out);
+	cr_assert_eq(num(e, "clock"), 236);
+	cr_assert_eq(num(e, "workers"), 2);
+	cr_assert_eq(num(e, "test_rmse"), rmse, "eval %.17g, the job %.17g",
+		     num(e, "test_rmse"), rmse);
+	json_decref(e);
+	pxrun_free(&r);
+	run(&r, pr);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	e = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(e, "%s", r.out);
+	cr_assert_float_eq(num(e, "rmse"), rmse, 1e-12);
+	json_decref(e);
 	json_decref(j);
 	pxrun_free(&r);
 }

@@ -342,3 +342,56 @@ Test(jobreq, shipped_local_example)
 	cr_assert_eq(r.world.kind, WORLD_LOCAL);
 	free(path);
 }
+
+#define DATA "\"data\": {\"train\": \"/r.csv\", \"test\": \"/t.csv\"}"
+
+/* trainer.model "mf" with trainer.rank, its ratings in trainer.data; and
+ * what it does not take, each naming the field. */
+Test(jobreq, mf_fields)
+{
+	static const struct {
+		const char *trainer, *want;
+	} bad[] = {
+		{"\"model\": \"mlp\", \"rank\": 4", "trainer.rank: only for "
+		 "model \"mf\""},
+		{"\"model\": \"mf\", \"rank\": 0", "trainer.rank: 0 is out of "
+		 "range (1 to 1024)"},
+		{"\"model\": \"mf\", \"rank\": 1025", "trainer.rank"},
+		{"\"model\": \"mf\"", "trainer.data: model \"mf\" needs its "
+		 "ratings"},
+		{"\"model\": \"mf\", \"device\": \"cuda\", " DATA,
+		 "trainer.device: model \"mf\" trains on the CPU"},
+		{"\"model\": \"mf\", \"target_accuracy\": 0.9, " DATA,
+		 "trainer.target_accuracy: model \"mf\" has no accuracy"},
+		{"\"model\": \"mf\", \"data\": {\"train\": \"/r.svm\", "
+		 "\"test\": \"/t.svm\", \"format\": \"libsvm\"}",
+		 "trainer.data.format: model \"mf\" reads CSV"},
+		{"\"model\": \"mf\", \"data\": {\"train\": \"/r.csv\", "
+		 "\"test\": \"/t.csv\", \"scale\": \"standard\"}",
+		 "trainer.data.scale: not for model \"mf\""},
+		{"\"model\": \"mf\", \"data\": {\"train\": \"/r.csv\", "
+		 "\"test\": \"/t.csv\", \"label_column\": 3}",
+		 "trainer.data.label_column: not for model \"mf\""},
+	};
+	struct job_request r;
+	struct px_error e = {0};
+	char js[1024];
+
+	snprintf(js, sizeof js, "{" BASE ", \"trainer\": {\"model\": \"mf\", "
+		 "\"rank\": 8, %s}}", DATA);
+	cr_assert_eq(parse(js, &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_str_eq(r.trainer.model, "mf");
+	cr_assert_eq(r.trainer.rank, 8);
+	cr_assert_str_eq(r.trainer.data.train, "/r.csv");
+	snprintf(js, sizeof js, "{" BASE ", \"trainer\": {\"model\": \"mf\", "
+		 "%s}}", DATA);
+	cr_assert_eq(parse(js, &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(r.trainer.rank, 0, "0: the trainer's default");
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(js, sizeof js, "{" BASE ", \"trainer\": {%s}}",
+			 bad[i].trainer);
+		cr_assert_eq(parse(js, &r, &e), PX_EINVAL, "case %zu", i);
+		cr_assert(strstr(e.msg, bad[i].want), "case %zu: '%s' not in "
+			  "'%s'", i, bad[i].want, e.msg);
+	}
+}
