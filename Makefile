@@ -255,7 +255,7 @@ bench:
 # says it skips them otherwise.  A crash input is kept as
 # $(BUILD)/fuzz/<fuzzer>-crash-<sha1> and fails the target.
 # the trainer's pure parsers (no nanomsg, no CUDA) for fuzz_ckpt, fuzz_wire
-FUZZ_TRAINER_SRC = trainer/ckpt.c trainer/dataset.c trainer/mf.c trainer/model.c trainer/model_desc.c trainer/kern_cpu.c trainer/wire.c
+FUZZ_TRAINER_SRC = trainer/ckpt.c trainer/dataset.c trainer/mf.c trainer/model.c trainer/model_desc.c trainer/kern_cpu.c trainer/kern_rng.c trainer/wire.c
 FUZZ_LIB_SRC = $(filter-out agent/% trainer/%,$(LIB_SRC)) $(FUZZ_TRAINER_SRC)
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
 FUZZ_BIN = $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))

@@ -259,6 +259,15 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 		} else if (!strcmp(k, "checkpoint_every")) {
 			r = whole(v, name, "trainer", k, 0, 1000000,
 				  &t->checkpoint_every, err);
+		} else if (!strcmp(k, "checkpoint_budget")) {
+			/* a record's fixed part and one parameter at least
+			 * (ckpt.h) */
+			r = whole(v, name, "trainer", k, 0, 1 << 30,
+				  &t->checkpoint_budget, err);
+			if (r == PX_OK && t->checkpoint_budget &&
+			    t->checkpoint_budget < 104)
+				r = bad(err, name, "trainer", k, "0 (every "
+					"checkpoint full) or at least 104 bytes");
 		} else if (!strcmp(k, "data")) {
 			r = parse_data(v, name, &t->data, err);
 		} else {

@@ -54,6 +54,9 @@ struct job_trainer {
 	double lr;                  /* (0, 10] */
 	int workers_per_instance;   /* 1..16 (DIST_NODE_MAX_WORKERS) */
 	int checkpoint_every;       /* clocks; 0: after each evaluation */
+	int checkpoint_budget;      /* bytes a prioritized, incremental
+				     * checkpoint between full ones; 0: all
+				     * full (docs/trainer.md) */
 	char device[8];             /* "cpu" (default) or "cuda": where the
 				     * nodes compute their gradients */
 	struct job_data data;       /* trainer.data */

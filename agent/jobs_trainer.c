@@ -147,8 +147,8 @@ static char **role_env(struct job *j)
 static enum px_err start_coordinator(struct job *j, bool resume,
 				     struct px_error *err)
 {
-	char listen[JOB_PATH_MAX + 8], every[24], hb[24];
-	const char *extra[16];
+	char listen[JOB_PATH_MAX + 8], every[24], hb[24], budget[24];
+	const char *extra[20];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	char **argv, **envp;
@@ -177,6 +177,12 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	if (j->req.trainer.checkpoint_every) {
 		extra[k++] = "--checkpoint-every";
 		extra[k++] = every;
+	}
+	if (j->req.trainer.checkpoint_budget) {
+		snprintf(budget, sizeof budget, "%d",
+			 j->req.trainer.checkpoint_budget);
+		extra[k++] = "--checkpoint-budget";
+		extra[k++] = budget;
 	}
 	if (resume && access(j->ckpt, R_OK) == 0) {
 		extra[k++] = "--resume";

@@ -7,6 +7,7 @@
  * loop (loop.h).  Exit: 0 after SIGTERM/SIGINT or a good --check-config,
  * 1 on a runtime failure (database, socket), 2 usage, 3 bad config.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -605,13 +606,28 @@ static int setup(struct proteusd *d, int argc, char **argv)
 	return -1;
 }
 
+/* This process's threads, from /proc/self/task (-1: not known). */
+static int threads_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	struct proteusd d = {.lockfd = -1};
 	struct px_error err = {0};
 	uint64_t wd_us = 0;
 	enum px_err r;
-	int code;
+	int code, nthreads;
 
 	log_init("proteusd", LOG_LVL_NOTICE);
 	code = setup(&d, argc, argv);
@@ -637,6 +653,17 @@ int main(int argc, char **argv)
 	    loop_signal_add(d.loop, SIGINT, on_term, &d) != PX_OK ||
 	    loop_signal_add(d.loop, SIGHUP, on_hup, &d) != PX_OK) {
 		log_err("cannot set up signal handling");
+		goto out_loop;
+	}
+	/* The loop takes its signals from a signalfd, which needs every
+	 * thread to block them; a thread started before (a library's
+	 * constructor: OpenBLAS's did once) would take a SIGTERM and die of
+	 * it, skipping the suspension of the jobs. */
+	nthreads = threads_now();
+	if (nthreads > 1) {
+		log_err("%d threads before proteusd blocked its signals (a "
+			"library linked in starts them): SIGTERM would kill "
+			"it; not starting", nthreads);
 		goto out_loop;
 	}
 	/* the default paths' folders may not exist outside systemd */

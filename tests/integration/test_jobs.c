@@ -1078,7 +1078,8 @@ Test(jobs, a_stalled_job_is_stopped_and_says_why)
 
 /* SIGTERM suspends a running job: the daemon ends within seconds, says
  * what becomes of the job (log, a "suspended" event), the store keeps it
- * running, and the next start resumes it to its end. */
+ * running, and the next start resumes it to its end (its checkpoints
+ * prioritized and incremental: trainer.checkpoint_budget). */
 Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 {
 	json_t *st = NULL;
@@ -1086,7 +1087,11 @@ Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 	int64_t id;
 
 	daemon_up();
-	write_job(60, NULL);
+	/* prioritized checkpoints (issue 27): the restart resumes from
+	 * the full one and its records */
+	write_job(60, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": 60, "
+		  "\"batch\": 128, \"lr\": 0.05, \"checkpoint_every\": 2, "
+		  "\"checkpoint_budget\": 4096}}");
 	id = submit();
 	wait_progress(id);
 	term_daemon();
@@ -1105,6 +1110,9 @@ Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 			 json_string_value(json_object_get(st, "error")));
 	check_books(id, st);
 	json_decref(st);
+	cr_assert_gt(log_count(id, "model.pxc.delta ("), 0, "no record of "
+		     "a prioritized checkpoint was written");
+	cr_assert_gt(log_count(id, "resuming from"), 0);
 }
 
 /* The budget is a cap in the daemon too: one too small for any instance

@@ -35,6 +35,25 @@ Test(jobreq, defaults_without_sections)
 	cr_assert_not(r.world.have_billing);
 }
 
+/* A budget below one record's fixed part and a parameter is refused,
+ * naming the field; 0 is every checkpoint full. */
+Test(jobreq, checkpoint_budget_bounds)
+{
+	struct job_request r;
+	struct px_error e = {0};
+
+	cr_assert_eq(parse("{" BASE ", \"trainer\": {\"checkpoint_budget\": "
+			   "103}}", &r, &e), PX_EINVAL);
+	cr_assert_not_null(strstr(e.msg, "trainer.checkpoint_budget"), "%s",
+			   e.msg);
+	cr_assert_not_null(strstr(e.msg, "at least 104"), "%s", e.msg);
+	cr_assert_eq(parse("{" BASE ", \"trainer\": {\"checkpoint_budget\": "
+			   "0}}", &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(r.trainer.checkpoint_budget, 0);
+	cr_assert_eq(parse("{" BASE ", \"trainer\": {\"checkpoint_budget\": "
+			   "104}}", &r, &e), PX_OK, "%s", e.msg);
+}
+
 Test(jobreq, every_field)
 {
 	struct job_request r;
@@ -42,7 +61,8 @@ Test(jobreq, every_field)
 	const char *js = "{" BASE ", \"trainer\": {\"model\": \"mlp\","
 		" \"epochs\": 3, \"target_accuracy\": 0.85, \"batch\": 256,"
 		" \"lr\": 0.1, \"workers_per_instance\": 2,"
-		" \"checkpoint_every\": 50}, \"world\": {\"name\": \"local\","
+		" \"checkpoint_every\": 50, \"checkpoint_budget\": 65536},"
+		" \"world\": {\"name\": \"local\","
 		" \"speedup\": 600, \"start\": \"2016-03-02\","
 		" \"billing\": \"per-second\", \"trace\": \"t.json.gz\","
 		" \"ondemand_prices\": \"od.json\"}}";
@@ -55,6 +75,7 @@ Test(jobreq, every_field)
 	cr_assert_float_eq(r.trainer.lr, 0.1, 1e-12);
 	cr_assert_eq(r.trainer.workers_per_instance, 2);
 	cr_assert_eq(r.trainer.checkpoint_every, 50);
+	cr_assert_eq(r.trainer.checkpoint_budget, 65536);
 	cr_assert_eq(r.world.speedup, 600);
 	cr_assert_eq(r.world.start_s, 1456876800);
 	cr_assert(r.world.have_billing);
