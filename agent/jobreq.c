@@ -219,6 +219,12 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 		} else if (!strcmp(k, "checkpoint_every")) {
 			r = whole(v, name, "trainer", k, 0, 1000000,
 				  &t->checkpoint_every, err);
+		} else if (!strcmp(k, "adapt")) {
+			if (json_is_boolean(v))
+				t->adapt = json_is_true(v);
+			else
+				r = bad(err, name, "trainer", k, "must be true "
+					"or false");
 		} else if (!strcmp(k, "data")) {
 			r = parse_data(v, name, &t->data, err);
 		} else {

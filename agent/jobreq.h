@@ -53,6 +53,9 @@ struct job_trainer {
 	int checkpoint_every;       /* clocks; 0: after each evaluation */
 	char device[8];             /* "cpu" (default) or "cuda": where the
 				     * nodes compute their gradients */
+	bool adapt;                 /* co-adaptation: the coordinator's
+				     * --adapt (docs/trainer.md, "Goodput
+				     * and co-adaptation"); default off */
 	struct job_data data;       /* trainer.data */
 };
 

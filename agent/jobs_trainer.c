@@ -176,6 +176,8 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 		extra[k++] = "--resume";
 		extra[k++] = j->ckpt;
 	}
+	if (j->req.trainer.adapt)      /* trainer.adapt: co-adaptation */
+		extra[k++] = "--adapt";
 	extra[k] = NULL;
 	argv = role_argv(j, "coordinator", "0", listen, listen, extra);
 	envp = role_env(j);

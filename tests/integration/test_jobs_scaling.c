@@ -58,7 +58,8 @@ static bool measured(json_t *st)
  * with it and rents fewer while its trainer reports.  The seeded goodput
  * is low on purpose: this life's own reports come at the counts it
  * rents, each above it, so they can only make more instances look worse
- * still, whenever they come. */
+ * still, whenever they come.  The job co-adapts (trainer.adapt), as a job
+ * measured so would: its coordinator has --adapt. */
 Test(jobs_scaling, a_flat_measured_scaling_rents_fewer_spot_instances)
 {
 	char q[512], ids[24];
@@ -70,7 +71,8 @@ Test(jobs_scaling, a_flat_measured_scaling_rents_fewer_spot_instances)
 	char *log;
 
 	daemon_up();
-	write_job(1000, NULL);
+	write_job(1000, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": "
+		  "1000, \"batch\": 128, \"lr\": 0.05, \"adapt\": true}}");
 	id = submit();
 	snprintf(ids, sizeof ids, "%lld", (long long)id);
 	/* its first spot decision, from the store (a status later may show
@@ -107,6 +109,9 @@ Test(jobs_scaling, a_flat_measured_scaling_rents_fewer_spot_instances)
 		st = status(id);
 		cr_assert(measured(st), "the restarted daemon plans with the "
 			  "spec's scaling: %s", json_dumps(st, 0));
+		cr_assert(!strcmp(state_of(st), "queued") ||
+			  !strcmp(state_of(st), "running"), "%s",
+			  json_dumps(st, 0));
 		t = transients(st);
 		most = t > most ? t : most;
 		seen = !strcmp(state_of(st), "running") &&
@@ -119,6 +124,8 @@ Test(jobs_scaling, a_flat_measured_scaling_rents_fewer_spot_instances)
 	}
 	cr_assert(seen, "the trainer did not report 5 times in 60 s: %s",
 		  daemon_said());
+	/* trainer.adapt: its coordinator (and it alone) co-adapts */
+	cr_assert_eq(each_argv(jt.tmp, " --adapt ", NULL, NULL), 1);
 	cr_assert_lt(most, first, "under a flat measured scaling %d spot "
 		     "instances, under the spec's %d", most, first);
 	/* the store says the same: no decision of this life rented as many */

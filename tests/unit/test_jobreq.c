@@ -33,6 +33,7 @@ Test(jobreq, defaults_without_sections)
 	cr_assert_eq(r.world.kind, WORLD_LOCAL);
 	cr_assert_eq(r.world.speedup, 0, "0: the daemon's default");
 	cr_assert_not(r.world.have_billing);
+	cr_assert_not(r.trainer.adapt, "co-adaptation is asked for");
 }
 
 Test(jobreq, every_field)
@@ -42,7 +43,8 @@ Test(jobreq, every_field)
 	const char *js = "{" BASE ", \"trainer\": {\"model\": \"mlp\","
 		" \"epochs\": 3, \"target_accuracy\": 0.85, \"batch\": 256,"
 		" \"lr\": 0.1, \"workers_per_instance\": 2,"
-		" \"checkpoint_every\": 50}, \"world\": {\"name\": \"local\","
+		" \"checkpoint_every\": 50, \"adapt\": true},"
+		" \"world\": {\"name\": \"local\","
 		" \"speedup\": 600, \"start\": \"2016-03-02\","
 		" \"billing\": \"per-second\", \"trace\": \"t.json.gz\","
 		" \"ondemand_prices\": \"od.json\"}}";
@@ -55,6 +57,7 @@ Test(jobreq, every_field)
 	cr_assert_float_eq(r.trainer.lr, 0.1, 1e-12);
 	cr_assert_eq(r.trainer.workers_per_instance, 2);
 	cr_assert_eq(r.trainer.checkpoint_every, 50);
+	cr_assert(r.trainer.adapt);
 	cr_assert_eq(r.world.speedup, 600);
 	cr_assert_eq(r.world.start_s, 1456876800);
 	cr_assert(r.world.have_billing);
@@ -106,6 +109,9 @@ Test(jobreq, errors_name_the_field)
 		{"\"trainer\": {\"workers_per_instance\": 0}",
 		 "trainer.workers_per_instance"},
 		{"\"trainer\": {\"epoch\": 2}", "trainer.epoch: unknown"},
+		{"\"trainer\": {\"adapt\": 1}", "trainer.adapt: must be "
+		 "true or false"},
+		{"\"trainer\": {\"adapt\": \"yes\"}", "trainer.adapt"},
 		{"\"trainer\": [1]", "trainer: must be an object"},
 		{"\"world\": {\"name\": \"gcp\"}", "world.name"},
 		{"\"world\": {\"speedup\": 0.5}", "world.speedup"},
