@@ -94,6 +94,12 @@ struct job_request {
 	char policy[32];            /* "policy": default "bidbrain" */
 	char notify_url[JOBREQ_URL_MAX]; /* "notify_url": where the job's
 					  * events are POSTed; "": none */
+	bool scaling_measured;      /* "scaling_measured" (default true):
+				     * BidBrain plans with the scaling the
+				     * job measures once it has two points
+				     * (docs/controller.md, "Measured
+				     * scaling"); false: with the spec's
+				     * all along (measured all the same) */
 	struct job_trainer trainer;
 	struct job_world world;
 };

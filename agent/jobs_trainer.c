@@ -586,7 +586,9 @@ void job_measured_apply(struct job *j)
 	struct jobspec_profile pr;
 	bool first = !j->measured_on;
 
-	if (!jobspec_measured_profile(&j->meas, &pr))
+	/* "scaling_measured": false keeps the spec's (a baseline) */
+	if (!j->req.scaling_measured ||
+	    !jobspec_measured_profile(&j->meas, &pr))
 		return;
 	j->req.spec.profile = pr;
 	j->measured_on = true;

@@ -17,6 +17,8 @@
 TestSuite(jobs_scaling, .init = jobs_fixture_setup,
 	  .fini = jobs_fixture_teardown, .timeout = 120);
 
+#define SEEDED_REPORTS (20 + 20)
+
 /* The spot instances of a status's fleet (pending requests included). */
 static int transients(json_t *st)
 {
@@ -32,115 +34,126 @@ static int transients(json_t *st)
 	return n;
 }
 
+static json_t *scaling(json_t *st)
+{
+	return json_object_get(json_object_get(st, "goodput"), "scaling");
+}
+
 /* Reports behind the measured scaling in a status, all counts. */
 static int64_t reports(json_t *st)
 {
-	json_t *r = json_object_get(json_object_get(json_object_get(st,
-		"goodput"), "scaling"), "reports"), *v;
+	json_t *v;
 	int64_t n = 0;
 	size_t i;
 
-	json_array_foreach(r, i, v)
+	json_array_foreach(json_object_get(scaling(st), "reports"), i, v)
 		n += json_integer_value(v);
 	return n;
 }
 
-static bool measured(json_t *st)
+/* The spot instances acquired by the decisions of the job's life now
+ * (after its last "start" event): their sum, or the first decision's
+ * count (0: none yet). */
+static int64_t spot_acquired(int64_t id, bool first_only)
 {
-	return json_is_true(json_object_get(json_object_get(json_object_get(
-		st, "goodput"), "scaling"), "measured"));
+	char q[640];
+
+	snprintf(q, sizeof q, "SELECT coalesce((SELECT %s FROM events WHERE "
+		 "job_id = %lld AND kind = 'decision' AND json_extract(detail,"
+		 " '$.action') = 'acquire' AND json_extract(detail, "
+		 "'$.market') = 'spot' AND id > (SELECT max(id) FROM events "
+		 "WHERE job_id = %lld AND kind = 'start')%s), 0)",
+		 first_only ? "json_extract(detail, '$.count')" :
+		 "sum(json_extract(detail, '$.count'))", (long long)id,
+		 (long long)id, first_only ? " ORDER BY id LIMIT 1" : "");
+	return sql_int(q);
 }
 
-/* The shipped example (1 reliable, spot.max_instances 6,
- * scaling_efficiency 0.9) plans 6 spot instances at its start.  Killed
- * (kill -9) and given a flat measured scaling (the same goodput at 1 and
- * at 7 instances: the spot ones add nothing), the restarted daemon plans
- * with it and rents fewer while its trainer reports.  The seeded goodput
- * is low on purpose: this life's own reports come at the counts it
- * rents, each above it, so they can only make more instances look worse
- * still, whenever they come.  The job co-adapts (trainer.adapt), as a job
- * measured so would: its coordinator has --adapt. */
-Test(jobs_scaling, a_flat_measured_scaling_rents_fewer_spot_instances)
+struct life {
+	int64_t id;
+	int first;          /* spot instances of the first life's start */
+	int most;           /* most spot instances the second life showed */
+	int polls, measured_polls;  /* its statuses; those "measured" */
+};
+
+/* The shipped example with more fields (extra, JSON text): submitted,
+ * the daemon killed (-9) once it decided its first spot instances, a
+ * flat measured scaling put in the store (the same goodput at 1 and at
+ * 7 instances: the spot ones add nothing), the daemon restarted and
+ * watched until this life's trainer has reported 5 times (each report
+ * re-applies the measurements), at most 60 s.  The seeded goodput is low
+ * on purpose: this life's own reports come at the counts it rents, each
+ * above it, so they can only make more instances look worse still,
+ * whenever they come. */
+static struct life flat_after_restart(const char *extra)
 {
-	char q[512], ids[24];
-	int first = 0, most = 0;
+	struct life l = {0};
 	bool seen = false;
-	struct pxrun r;
-	int64_t id, n0;
+	char q[512];
 	json_t *st;
-	char *log;
 
 	daemon_up();
-	write_job(1000, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": "
-		  "1000, \"batch\": 128, \"lr\": 0.05, \"adapt\": true}}");
-	id = submit();
-	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	/* its first spot decision, from the store (a status later may show
-	 * the replacements of evicted ones beside the warned) */
-	snprintf(q, sizeof q, "SELECT coalesce((SELECT json_extract(detail, "
-		 "'$.count') FROM events WHERE job_id = %lld AND kind = "
-		 "'decision' AND json_extract(detail, '$.market') = 'spot' "
-		 "ORDER BY id LIMIT 1), 0)", (long long)id);
-	for (int i = 0; i < 600 && !first; i++) {
-		first = (int)sql_int(q);
-		if (!first)
+	write_job(1000, extra);
+	l.id = submit();
+	for (int i = 0; i < 600 && !l.first; i++) {
+		l.first = (int)spot_acquired(l.id, true);
+		if (!l.first)
 			sleep_ms(50);
 	}
-	st = status(id);
-	cr_assert_not(measured(st));
+	st = status(l.id);
+	cr_assert_not(json_is_true(json_object_get(scaling(st), "measured")));
 	json_decref(st);
-	cr_assert_eq(first, 6, "the spec's scaling rents %d spot instances",
-		     first);
 	stop_daemon(SIGKILL);
 	cr_assert_eq(processes_after(5000), 0, "the nodes outlived proteusd");
 	snprintf(q, sizeof q, "INSERT INTO events (job_id, at_us, kind, "
 		 "detail) SELECT %lld, max(at_us), 'scaling', '{\"measured\":"
 		 "true,\"instances\":[1,7],\"goodput\":[1000,1000],"
 		 "\"reports\":[20,20]}' FROM events WHERE job_id = %lld",
-		 (long long)id, (long long)id);
+		 (long long)l.id, (long long)l.id);
 	sql_exec(q);
-	n0 = 20 + 20;    /* the seeded reports */
 	start_daemon();
-	/* watched until this life's trainer has reported 5 times (each
-	 * report the daemon plans with at once), at most 60 s */
-	for (int i = 0; i < 600; i++) {
-		int t;
+	for (int i = 0; i < 600 && !seen; i++) {
+		const char *s;
 
-		st = status(id);
-		cr_assert(measured(st), "the restarted daemon plans with the "
-			  "spec's scaling: %s", json_dumps(st, 0));
-		cr_assert(!strcmp(state_of(st), "queued") ||
-			  !strcmp(state_of(st), "running"), "%s",
-			  json_dumps(st, 0));
-		t = transients(st);
-		most = t > most ? t : most;
-		seen = !strcmp(state_of(st), "running") &&
+		st = status(l.id);
+		s = state_of(st);
+		cr_assert(!strcmp(s, "queued") || !strcmp(s, "running"),
+			  "%s", json_dumps(st, 0));
+		l.polls++;
+		l.measured_polls += json_is_true(json_object_get(scaling(st),
+								 "measured"));
+		l.most = transients(st) > l.most ? transients(st) : l.most;
+		seen = !strcmp(s, "running") &&
 		       json_array_size(json_object_get(st, "fleet")) > 0 &&
-		       reports(st) >= n0 + 5;
+		       reports(st) >= SEEDED_REPORTS + 5;
 		json_decref(st);
-		if (seen)
-			break;
-		sleep_ms(100);
+		if (!seen)
+			sleep_ms(100);
 	}
 	cr_assert(seen, "the trainer did not report 5 times in 60 s: %s",
 		  daemon_said());
-	/* trainer.adapt: its coordinator (and it alone) co-adapts */
-	cr_assert_eq(each_argv(jt.tmp, " --adapt ", NULL, NULL), 1);
-	cr_assert_lt(most, first, "under a flat measured scaling %d spot "
-		     "instances, under the spec's %d", most, first);
-	/* the store says the same: no decision of this life rented as many */
-	snprintf(q, sizeof q, "SELECT coalesce(sum(json_extract(detail, "
-		 "'$.count')), 0) FROM events WHERE job_id = %lld AND kind = "
-		 "'decision' AND json_extract(detail, '$.action') = 'acquire' "
-		 "AND json_extract(detail, '$.market') = 'spot' AND id > "
-		 "(SELECT max(id) FROM events WHERE job_id = %lld AND kind = "
-		 "'start')", (long long)id, (long long)id);
-	cr_assert_lt(sql_int(q), first, "spot instances acquired after the "
-		     "restart");
-	log = daemon_log();
-	cr_assert(strstr(log, "BidBrain plans with the measured scaling"),
-		  "%s", log);
+	snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE job_id = "
+		 "%lld AND kind = 'start'", (long long)l.id);
+	cr_assert_eq(sql_int(q), 2, "two lives");
+	return l;
+}
+
+static bool log_has(const char *needle)
+{
+	char *log = daemon_log();
+	bool has = strstr(log, needle) != NULL;
+
 	free(log);
+	return has;
+}
+
+static void cancel_and_check(int64_t id)
+{
+	char ids[24];
+	struct pxrun r;
+	json_t *st;
+
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
 	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
 	pxrun_free(&r);
 	st = wait_end(id, 30);
@@ -148,4 +161,47 @@ Test(jobs_scaling, a_flat_measured_scaling_rents_fewer_spot_instances)
 	check_books(id, st);
 	json_decref(st);
 	cr_assert_eq(processes_after(5000), 0, "trainer processes left");
+}
+
+/* The shipped example (1 reliable, spot.max_instances 6,
+ * scaling_efficiency 0.9) plans 6 spot instances at its start; given a
+ * flat measured scaling, the restarted daemon plans with it and rents
+ * fewer.  The job co-adapts (trainer.adapt), as a job measured so would:
+ * its coordinator has --adapt. */
+Test(jobs_scaling, a_flat_measured_scaling_rents_fewer_spot_instances)
+{
+	struct life l = flat_after_restart("{\"trainer\": {\"model\": "
+		"\"mlr\", \"epochs\": 1000, \"batch\": 128, \"lr\": 0.05, "
+		"\"adapt\": true}}");
+
+	cr_assert_eq(l.first, 6, "the spec's scaling rents %d spot "
+		     "instances", l.first);
+	cr_assert_eq(l.measured_polls, l.polls, "the restarted daemon "
+		     "planned with the spec's scaling (%d of %d statuses)",
+		     l.polls - l.measured_polls, l.polls);
+	cr_assert(log_has("BidBrain plans with the measured scaling"));
+	cr_assert_lt(l.most, l.first, "under a flat measured scaling %d spot "
+		     "instances, under the spec's %d", l.most, l.first);
+	/* the store says the same: no decision of this life rented as many */
+	cr_assert_lt(spot_acquired(l.id, false), l.first);
+	/* trainer.adapt: its coordinator (and it alone) co-adapts */
+	cr_assert_eq(each_argv(jt.tmp, " --adapt ", NULL, NULL), 1);
+	cancel_and_check(l.id);
+}
+
+/* "scaling_measured": false: the same measurements (status shows them)
+ * but BidBrain plans with the spec's scaling, and the restarted daemon
+ * rents as many as the first life did. */
+Test(jobs_scaling, scaling_measured_false_keeps_the_specs_scaling)
+{
+	struct life l = flat_after_restart("{\"scaling_measured\": false}");
+
+	cr_assert_eq(l.first, 6);
+	cr_assert_eq(l.measured_polls, 0);
+	cr_assert_not(log_has("BidBrain plans with the measured scaling"));
+	cr_assert_eq(spot_acquired(l.id, true), l.first, "this life's first "
+		     "decision");
+	cr_assert_eq(each_argv(jt.tmp, " --adapt ", NULL, NULL), 0,
+		     "co-adapts unasked");
+	cancel_and_check(l.id);
 }
