@@ -268,6 +268,12 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 			    t->checkpoint_budget < 104)
 				r = bad(err, name, "trainer", k, "0 (every "
 					"checkpoint full) or at least 104 bytes");
+		} else if (!strcmp(k, "adapt")) {
+			if (json_is_boolean(v))
+				t->adapt = json_is_true(v);
+			else
+				r = bad(err, name, "trainer", k, "must be true "
+					"or false");
 		} else if (!strcmp(k, "data")) {
 			r = parse_data(v, name, &t->data, err);
 		} else {
@@ -475,7 +481,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err)
 {
 	json_error_t je;
-	json_t *root, *tr, *wo, *po, *nu;
+	json_t *root, *tr, *wo, *po, *nu, *sm;
 	char *rest = NULL;
 	enum px_err r;
 
@@ -497,7 +503,9 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	wo = json_incref(json_object_get(root, "world"));
 	po = json_incref(json_object_get(root, "policy"));
 	nu = json_incref(json_object_get(root, "notify_url"));
+	sm = json_incref(json_object_get(root, "scaling_measured"));
 	json_object_del(root, "notify_url");
+	json_object_del(root, "scaling_measured");
 	json_object_del(root, "trainer");
 	json_object_del(root, "world");
 	json_object_del(root, "policy");
@@ -508,6 +516,10 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	if (r == PX_OK)
 		r = parse_notify(nu, name, ret->notify_url,
 				 sizeof ret->notify_url, err);
+	ret->scaling_measured = !sm || json_is_true(sm);
+	if (r == PX_OK && sm && !json_is_boolean(sm))
+		r = px_errorf(err, PX_EINVAL, "%s: scaling_measured: must be "
+			      "true or false", name);
 	if (r == PX_OK)
 		r = parse_trainer(tr, name, &ret->trainer, err);
 	if (r == PX_OK)
@@ -540,6 +552,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	json_decref(wo);
 	json_decref(po);
 	json_decref(nu);
+	json_decref(sm);
 	json_decref(root);
 	return r;
 }

@@ -59,6 +59,9 @@ struct job_trainer {
 				     * full (docs/trainer.md) */
 	char device[8];             /* "cpu" (default) or "cuda": where the
 				     * nodes compute their gradients */
+	bool adapt;                 /* co-adaptation: the coordinator's
+				     * --adapt (docs/trainer.md, "Goodput
+				     * and co-adaptation"); default off */
 	struct job_data data;       /* trainer.data */
 };
 
@@ -97,6 +100,12 @@ struct job_request {
 	char policy[32];            /* "policy": default "bidbrain" */
 	char notify_url[JOBREQ_URL_MAX]; /* "notify_url": where the job's
 					  * events are POSTed; "": none */
+	bool scaling_measured;      /* "scaling_measured" (default true):
+				     * BidBrain plans with the scaling the
+				     * job measures once it has two points
+				     * (docs/controller.md, "Measured
+				     * scaling"); false: with the spec's
+				     * all along (measured all the same) */
 	struct job_trainer trainer;
 	struct job_world world;
 };

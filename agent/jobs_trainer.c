@@ -188,6 +188,8 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 		extra[k++] = "--resume";
 		extra[k++] = j->ckpt;
 	}
+	if (j->req.trainer.adapt)      /* trainer.adapt: co-adaptation */
+		extra[k++] = "--adapt";
 	extra[k] = NULL;
 	argv = role_argv(j, "coordinator", "0", listen, listen, extra);
 	envp = role_env(j);
@@ -596,7 +598,9 @@ void job_measured_apply(struct job *j)
 	struct jobspec_profile pr;
 	bool first = !j->measured_on;
 
-	if (!jobspec_measured_profile(&j->meas, &pr))
+	/* "scaling_measured": false keeps the spec's (a baseline) */
+	if (!j->req.scaling_measured ||
+	    !jobspec_measured_profile(&j->meas, &pr))
 		return;
 	j->req.spec.profile = pr;
 	j->measured_on = true;

@@ -389,6 +389,22 @@ int64_t sql_int(const char *q)
 	return v;
 }
 
+/* Run q on the store (the daemon stopped, or between its writes). */
+void sql_exec(const char *q)
+{
+	char *msg = NULL;
+	sqlite3 *db;
+	int rc;
+
+	cr_assert_eq(sqlite3_open_v2(jt.db, &db, SQLITE_OPEN_READWRITE, NULL),
+		     SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	rc = sqlite3_exec(db, q, NULL, NULL, &msg);
+	cr_assert_eq(rc, SQLITE_OK, "%s: %s", q, msg ? msg : "?");
+	sqlite3_free(msg);
+	sqlite3_close(db);
+}
+
 /* The money of job id adds up: the cost status reports is the ledger's
  * sum, every instance is closed and charged by exactly one line. */
 void check_books(int64_t id, json_t *st)

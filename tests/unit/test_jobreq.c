@@ -33,6 +33,8 @@ Test(jobreq, defaults_without_sections)
 	cr_assert_eq(r.world.kind, WORLD_LOCAL);
 	cr_assert_eq(r.world.speedup, 0, "0: the daemon's default");
 	cr_assert_not(r.world.have_billing);
+	cr_assert_not(r.trainer.adapt, "co-adaptation is asked for");
+	cr_assert(r.scaling_measured, "the measured scaling is off");
 }
 
 /* A budget below one record's fixed part and a parameter is refused,
@@ -61,11 +63,13 @@ Test(jobreq, every_field)
 	const char *js = "{" BASE ", \"trainer\": {\"model\": \"mlp\","
 		" \"epochs\": 3, \"target_accuracy\": 0.85, \"batch\": 256,"
 		" \"lr\": 0.1, \"workers_per_instance\": 2,"
-		" \"checkpoint_every\": 50, \"checkpoint_budget\": 65536},"
+		" \"checkpoint_every\": 50, \"checkpoint_budget\": 65536,"
+		" \"adapt\": true},"
 		" \"world\": {\"name\": \"local\","
 		" \"speedup\": 600, \"start\": \"2016-03-02\","
 		" \"billing\": \"per-second\", \"trace\": \"t.json.gz\","
-		" \"ondemand_prices\": \"od.json\"}}";
+		" \"ondemand_prices\": \"od.json\"},"
+		" \"scaling_measured\": false}";
 
 	cr_assert_eq(parse(js, &r, &e), PX_OK, "%s", e.msg);
 	cr_assert_str_eq(r.trainer.model, "mlp");
@@ -76,6 +80,8 @@ Test(jobreq, every_field)
 	cr_assert_eq(r.trainer.workers_per_instance, 2);
 	cr_assert_eq(r.trainer.checkpoint_every, 50);
 	cr_assert_eq(r.trainer.checkpoint_budget, 65536);
+	cr_assert(r.trainer.adapt);
+	cr_assert_not(r.scaling_measured);
 	cr_assert_eq(r.world.speedup, 600);
 	cr_assert_eq(r.world.start_s, 1456876800);
 	cr_assert(r.world.have_billing);
@@ -127,6 +133,9 @@ Test(jobreq, errors_name_the_field)
 		{"\"trainer\": {\"workers_per_instance\": 0}",
 		 "trainer.workers_per_instance"},
 		{"\"trainer\": {\"epoch\": 2}", "trainer.epoch: unknown"},
+		{"\"trainer\": {\"adapt\": 1}", "trainer.adapt: must be "
+		 "true or false"},
+		{"\"trainer\": {\"adapt\": \"yes\"}", "trainer.adapt"},
 		{"\"trainer\": [1]", "trainer: must be an object"},
 		{"\"world\": {\"name\": \"gcp\"}", "world.name"},
 		{"\"world\": {\"speedup\": 0.5}", "world.speedup"},
@@ -139,6 +148,9 @@ Test(jobreq, errors_name_the_field)
 		{"\"world\": {\"name\": \"local\", \"rebalance\": \"leave\"}",
 		 "world.rebalance: only the ec2 world"},
 		{"\"world\": 3", "world: must be"},
+		{"\"scaling_measured\": \"no\"", "scaling_measured: must be "
+		 "true or false"},
+		{"\"scaling_measured\": 0", "scaling_measured"},
 		{"\"trainer\": {\"data\": {\"train\": \"a.svm\", "
 		 "\"test\": \"/b.svm\"}}", "trainer.data.train: must be an "
 		 "absolute path"},
