@@ -637,7 +637,7 @@ static const char *idx_set(const char *prefix, const char *gz,
 
 /* An IDX pair, plain and gzip, read in parts: its window gives the rows
  * of the whole load, both for the user's set (labels 3, 7, 9 mapped to
- * classes) and for one whose labels are the classes (Fashion-MNIST's
+ * classes; the gzip one scaled, by the same sums) and for one whose labels are the classes (Fashion-MNIST's
  * loader, data_load); a chunk is a seek to its first item (plain) or a
  * pass to it (gzip). */
 Test(trainer_dataset, an_idx_window_reads_its_rows_only_in_chunks)
@@ -651,7 +651,9 @@ Test(trainer_dataset, an_idx_window_reads_its_rows_only_in_chunks)
 		struct idx_gen gc = { .n_img = WN, .n_lab = WN, .labs = cls,
 				      .n_labs = 3 };
 		struct data_spec s = { .train = idx_set("u", gzs[g], &gu,
-							 NULL) };
+							 NULL),
+				       .scale = g ? DATA_SCALE_STANDARD
+						  : DATA_SCALE_NONE };
 		struct data_set whole, win;
 		struct data_prep p, q;
 		struct px_error err = { 0 };
@@ -662,6 +664,7 @@ Test(trainer_dataset, an_idx_window_reads_its_rows_only_in_chunks)
 		cr_assert_eq(data_window_open(&s, 0, 100 * 12, &win, &q, &err),
 			     PX_OK, "%s", err.msg);
 		cr_assert(data_prep_equal(&p, &q));
+		cr_assert_eq(!q.mean, !g, "scaled (gzip) or not (plain)");
 		cr_assert_eq(q.n_classes, 3);
 		cr_assert_eq(q.labels[2], 9);
 		cr_assert_eq(win.prep, &q);
