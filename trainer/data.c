@@ -63,9 +63,11 @@ static char *path_join(const char *dir, const char *name)
 	return p;
 }
 
-enum px_err data_load_fashion_mnist(const char *dir, bool train,
-				    uint32_t max_n, struct data_set *ret,
-				    struct px_error *err)
+/* Fashion-MNIST's split from dir: loaded whole, or with window in a
+ * window of budget bytes (data_window_open_idx). */
+static enum px_err fashion_mnist(const char *dir, bool train, uint32_t max_n,
+				 bool window, uint64_t budget,
+				 struct data_set *ret, struct px_error *err)
 {
 	const char *pre = train ? "train" : "t10k";
 	char img_name[64], lab_name[64];
@@ -82,7 +84,12 @@ enum px_err data_load_fashion_mnist(const char *dir, bool train,
 		r = px_errorf(err, PX_ENOMEM, "cannot allocate a path");
 		goto out_free;
 	}
-	r = data_load(img, lab, 10, max_n, ret, err);
+	if (window)
+		r = data_window_open_idx(img, lab, DATA_FASHION_MNIST_CLASSES,
+					 max_n, budget, ret, err);
+	else
+		r = data_load(img, lab, DATA_FASHION_MNIST_CLASSES, max_n, ret,
+			      err);
 	if (r == PX_ENOENT && err) {
 		size_t used = strnlen(err->msg, sizeof(err->msg));
 
@@ -93,6 +100,20 @@ out_free:
 	free(img);
 	free(lab);
 	return r;
+}
+
+enum px_err data_load_fashion_mnist(const char *dir, bool train,
+				    uint32_t max_n, struct data_set *ret,
+				    struct px_error *err)
+{
+	return fashion_mnist(dir, train, max_n, false, 0, ret, err);
+}
+
+enum px_err data_window_fashion_mnist(const char *dir, uint32_t max_n,
+				      uint64_t budget, struct data_set *ret,
+				      struct px_error *err)
+{
+	return fashion_mnist(dir, true, max_n, true, budget, ret, err);
 }
 
 enum px_err data_partition(uint32_t n, uint32_t n_parts, uint32_t part,

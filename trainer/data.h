@@ -78,6 +78,15 @@ enum px_err data_load_fashion_mnist(const char *dir, bool train,
 				    uint32_t max_n, struct data_set *ret,
 				    struct px_error *err);
 
+/* Fashion-MNIST's training split read in parts (a worker's partition,
+ * docs/trainer.md "Who reads what"): data_window_open_idx over its files
+ * in dir (NULL: DATA_FASHION_MNIST_DIR), budget bytes of rows held at
+ * once (0: no bound); the same rows, classes and errors as
+ * data_load_fashion_mnist. */
+enum px_err data_window_fashion_mnist(const char *dir, uint32_t max_n,
+				      uint64_t budget, struct data_set *ret,
+				      struct px_error *err);
+
 /* (dataset.c) Free what a loader filled; safe on a zeroed or released
  * set.  The prep is not the set's. */
 void data_release(struct data_set *d);

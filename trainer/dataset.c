@@ -17,6 +17,7 @@
 #define IDX_TYPE_UBYTE 0x08
 #define READ_CHUNK (1u << 30)
 #define GUARD_EVERY 4096 /* lines between two looks at the guard's clock */
+#define IDX_PIECE (1u << 20) /* IDX bytes read at a time (and a tick) */
 
 /* ---- names ---- */
 
@@ -301,6 +302,12 @@ struct acc {
 	bool stats;                    /* sum the features (scaling) */
 	uint32_t max_n;                /* 0: all */
 	uint32_t label_col;            /* CSV, 1-based */
+	uint32_t below;                /* IDX: each label is below it (the
+					  labels are the classes: Fashion-
+					  MNIST); 0: any label */
+	const char *lpath;             /* IDX: the labels file; NULL: named
+					  from path's */
+	uint32_t start;                /* IDX: the first item read */
 	/* the training set's */
 	uint32_t dim;                  /* width so far */
 	uint32_t n_labels;
@@ -826,33 +833,85 @@ static enum px_err read_text(struct acc *a, enum data_format fmt,
 
 /* ---- IDX ---- */
 
-/* An images file and its labels file; with a->keep the images are
- * kept as bytes (features byte / 255). */
+/* An IDX pair's label v of item `item` (1-based) of lpath: below
+ * a->below when set, one of the training set's (test), or added to
+ * them.  The message is made only for a label not seen yet. */
+static enum px_err idx_label(struct acc *a, int32_t v, const char *lpath,
+			     uint64_t item, struct px_error *err)
+{
+	char where[PX_ERRMSG_MAX / 2];
+	const struct data_prep *k = a->known;
+	bool found;
+
+	label_find(k ? k->labels : a->labels, k ? k->n_classes : a->n_labels,
+		   v, &found);
+	if (found && (!a->below || (uint32_t)v < a->below))
+		return PX_OK;
+	snprintf(where, sizeof(where), "%.480s: item %llu", lpath,
+		 (unsigned long long)item);
+	if (a->below && (uint32_t)v >= a->below)
+		return px_errorf(err, PX_EINVAL, "%s: label %d is not below "
+				 "%u", where, v, a->below);
+	return acc_label(a, v, where, err);
+}
+
+/* Move f (path) `bytes` on: a plain file seeks; a gzip file is read
+ * through a piece at a time (zlib cannot seek in it), ticking between. */
+static enum px_err idx_skip(struct acc *a, gzFile f, const char *path,
+			    uint64_t bytes, struct px_error *err)
+{
+	uint8_t *buf;
+	enum px_err e = PX_OK;
+
+	if (!bytes)
+		return PX_OK;
+	if (gzdirect(f)) {
+		if (gzseek(f, (z_off_t)bytes, SEEK_CUR) < 0)
+			return px_errorf(err, PX_EIO, "file '%s': cannot seek "
+					 "%llu bytes on", path,
+					 (unsigned long long)bytes);
+		return PX_OK;
+	}
+	buf = px_calloc(IDX_PIECE, 1);
+	if (!buf)
+		return oom(a, err);
+	while (e == PX_OK && bytes) {
+		uint32_t k = bytes < IDX_PIECE ? (uint32_t)bytes : IDX_PIECE;
+
+		e = read_full(f, path, buf, k, "the items before the range",
+			      err);
+		bytes -= k;
+		if (a->tick)
+			a->tick(a->tick_arg);
+	}
+	free(buf);
+	return e;
+}
+
+/* An images file and its labels file (a->lpath, or named from the
+ * images'), read a piece at a time from item a->start: each label checked
+ * (and added to the training set's), with a->keep the images kept as
+ * bytes (features byte / 255), with a->stats summed.  Neither kept nor
+ * summed, the images file is checked to hold its items (data_check:
+ * its header only). */
 static enum px_err read_idx(struct acc *a, struct px_error *err)
 {
-	char lpath[4096], where[PX_ERRMSG_MAX / 2];
+	char lbuf[4096];
+	const char *lpath = a->lpath;
+	gzFile lf = NULL, imf = NULL;
+	uint32_t n_lab, one, n_img, dim = 0, n = 0, rows;
 	uint8_t *lab = NULL, *img = NULL;
-	uint32_t n_lab, one, n_img, dim;
-	enum px_err e;
+	bool read_img = a->keep || a->stats;
+	enum px_err e = PX_OK;
 
-	e = data_idx_labels_path(a->path, lpath, sizeof(lpath), err);
-	if (e == PX_OK)
-		e = data_idx_read(lpath, 1, a->max_n, &lab, &n_lab, &one, err);
-	if (e != PX_OK)
-		return e;
-	if (a->keep || a->stats) {
-		e = data_idx_read(a->path, 3, a->max_n, &img, &n_img, &dim,
-				  err);
-	} else {
-		gzFile f;
-
-		e = idx_open(a->path, 3, &f, &n_img, &dim, err);
-		if (e == PX_OK) {
-			gzclose(f);
-			if (a->max_n && n_img > a->max_n)
-				n_img = a->max_n;
-		}
+	if (!lpath) {
+		e = data_idx_labels_path(a->path, lbuf, sizeof(lbuf), err);
+		lpath = lbuf;
 	}
+	if (e == PX_OK)
+		e = idx_open(lpath, 1, &lf, &n_lab, &one, err);
+	if (e == PX_OK)
+		e = idx_open(a->path, 3, &imf, &n_img, &dim, err);
 	if (e == PX_OK && n_img != n_lab)
 		e = px_errorf(err, PX_EINVAL, "file '%s': %u labels for %u "
 			      "images in '%s'", lpath, n_lab, n_img, a->path);
@@ -864,33 +923,79 @@ static enum px_err read_idx(struct acc *a, struct px_error *err)
 		e = px_errorf(err, PX_ETOOBIG, "file '%s': %u features an "
 			      "image, more than %u", a->path, dim,
 			      DATA_MAX_FEATURES);
-	if (e == PX_OK && a->keep) {
-		a->lab = px_calloc(n_lab, sizeof(*a->lab));
-		if (!a->lab)
-			e = oom(a, err);
+	if (e == PX_OK && a->start >= n_lab)
+		e = px_errorf(err, PX_EINVAL, "file '%s': item %u past its %u "
+			      "(the file changed since it was checked?)",
+			      lpath, a->start + 1, n_lab);
+	if (e != PX_OK)
+		goto out;
+	n = n_lab - a->start;
+	if (a->max_n && a->max_n < n)
+		n = a->max_n;
+	rows = IDX_PIECE / dim ? IDX_PIECE / dim : 1;
+	lab = px_calloc(rows, 1);
+	if (read_img && !a->keep)
+		img = px_calloc(rows, dim);
+	if (a->keep) {
+		a->lab = px_calloc(n, sizeof(*a->lab));
+		a->xb = px_calloc(n, dim);
 	}
-	a->dim = dim;
-	for (uint32_t i = 0; e == PX_OK && i < n_lab; i++) {
-		snprintf(where, sizeof(where), "%.480s: item %u", lpath,
-			 i + 1);
-		e = acc_label(a, lab[i], where, err);
-		if (a->keep && e == PX_OK)
-			a->lab[i] = lab[i];
-		if (a->stats && e == PX_OK)
-			for (uint32_t j = 0; j < dim; j++) {
-				double x = img[(size_t)i * dim + j] / 255.0;
+	if (!lab || (read_img && !a->keep && !img) ||
+	    (a->keep && (!a->lab || !a->xb))) {
+		e = oom(a, err);
+		goto out;
+	}
+	e = idx_skip(a, lf, lpath, a->start, err);
+	if (e == PX_OK && read_img)
+		e = idx_skip(a, imf, a->path, (uint64_t)a->start * dim, err);
+	for (uint32_t i = 0, k; e == PX_OK && i < n; i += k) {
+		const uint8_t *x;
 
-				a->sum[j] += x;
-				a->sumsq[j] += x * x;
+		k = n - i < rows ? n - i : rows;
+		if (px_guard_expired()) {
+			e = px_errorf(err, PX_ECANCELED, "file '%s': reading "
+				      "stopped at item %u (it took too long)",
+				      lpath, a->start + i + 1);
+			break;
+		}
+		e = read_full(lf, lpath, lab, k, "the labels", err);
+		x = a->keep ? a->xb + (size_t)i * dim : img;
+		if (e == PX_OK && read_img)
+			e = read_full(imf, a->path, (uint8_t *)x,
+				      (uint64_t)k * dim, "the images", err);
+		for (uint32_t j = 0; e == PX_OK && j < k; j++) {
+			e = idx_label(a, lab[j], lpath,
+				      (uint64_t)a->start + i + j + 1, err);
+			if (a->keep)
+				a->lab[i + j] = lab[j];
+			for (uint32_t c = 0; a->stats && c < dim; c++) {
+				double v = x[(size_t)j * dim + c] / 255.0;
+
+				a->sum[c] += v;
+				a->sumsq[c] += v * v;
 			}
+		}
+		if (a->tick)
+			a->tick(a->tick_arg);
+	}
+	/* the images are there (a pass, not a load, over a gzip file) */
+	if (e == PX_OK && !read_img && !a->max_bytes) {
+		uint8_t last;
+
+		e = idx_skip(a, imf, a->path, (uint64_t)n * dim - 1, err);
+		if (e == PX_OK)
+			e = read_full(imf, a->path, &last, 1, "the images",
+				      err);
 	}
 	if (e == PX_OK) {
-		a->n = n_lab;
-		if (a->keep) {
-			a->xb = img;
-			img = NULL;
-		}
+		a->n = n;
+		a->dim = dim;
 	}
+out:
+	if (lf)
+		gzclose(lf);
+	if (imf)
+		gzclose(imf);
 	free(lab);
 	free(img);
 	return e;
@@ -1088,18 +1193,63 @@ bool data_window_able(const struct data_spec *spec)
 	enum data_format f;
 
 	return spec->train && format_for(spec, spec->train, &f, NULL) ==
-	       PX_OK && (f == DATA_FMT_LIBSVM || f == DATA_FMT_CSV);
+	       PX_OK;
 }
 
 double data_window_row_bytes(const struct data_window *w, uint32_t dim,
 			     uint32_t n)
 {
 	/* held: a label byte, and a row pointer and 8 bytes a value
-	 * (LIBSVM) or 4 a feature (CSV); reading: 4 more (the label as
-	 * read) */
+	 * (LIBSVM), 4 a feature (CSV) or 1 (IDX); reading: 4 more (the
+	 * label as read) */
+	if (w->fmt == DATA_FMT_IDX)
+		return 5.0 + dim;
 	if (w->fmt == DATA_FMT_CSV)
 		return 5.0 + 4.0 * dim;
 	return 13.0 + 8.0 * (double)w->ix.nnz / (n ? n : 1);
+}
+
+/* The window of data_window_open (below 0) and data_window_open_idx
+ * (w's own labels, below n_classes): the checked pass over its file. */
+static enum px_err window_open(struct data_window *w, uint32_t max_n,
+			       struct data_set *ret, struct data_prep *prep,
+			       struct px_error *err)
+{
+	const struct data_spec *spec = &w->spec;
+	struct acc a = { .max_n = max_n, .below = w->below,
+			 .lpath = w->lpath, .ix = &w->ix,
+			 .stats = spec->scale == DATA_SCALE_STANDARD };
+	enum px_err e;
+
+	memset(ret, 0, sizeof(*ret));
+	w->ix.every = DATA_INDEX_EVERY;
+	e = format_for(spec, spec->train, &w->fmt, err);
+	if (e == PX_OK)
+		e = acc_read(&a, spec, spec->train, err);
+	if (e == PX_OK && w->below) { /* the classes are the labels */
+		w->own.dim = a.dim;
+		w->own.n_classes = w->below;
+		for (uint32_t k = 0; k < w->below; k++)
+			w->own.labels[k] = (int32_t)k;
+		w->prep = &w->own;
+	} else if (e == PX_OK) {
+		e = acc_prep(&a, spec, prep, err);
+		w->prep = prep;
+		ret->prep = prep;
+	}
+	if (e == PX_OK) {
+		w->ix.nnz = a.seen_nnz;
+		ret->n = a.n;
+		ret->dim = w->prep->dim;
+		ret->n_classes = w->prep->n_classes;
+		ret->win = w;
+		data_window_range(ret, 0, a.n, 1);
+	} else {
+		ret->win = w;
+		data_release(ret);
+	}
+	acc_free(&a);
+	return e;
 }
 
 enum px_err data_window_open(const struct data_spec *spec, uint32_t max_n,
@@ -1107,41 +1257,43 @@ enum px_err data_window_open(const struct data_spec *spec, uint32_t max_n,
 			     struct data_prep *prep, struct px_error *err)
 {
 	struct data_window *w = px_calloc(1, sizeof(*w));
-	struct acc a = { .max_n = max_n,
-			 .stats = spec->scale == DATA_SCALE_STANDARD };
-	enum px_err e;
 
 	if (!w)
 		return px_errorf(err, PX_ENOMEM, "'%s': a window",
 				 spec->train);
-	memset(ret, 0, sizeof(*ret));
 	w->spec = *spec;
 	w->budget = budget;
-	w->ix.every = DATA_INDEX_EVERY;
-	a.ix = &w->ix;
-	e = format_for(spec, spec->train, &w->fmt, err);
-	if (e == PX_OK && w->fmt != DATA_FMT_LIBSVM && w->fmt != DATA_FMT_CSV)
-		e = px_errorf(err, PX_EINVAL, "'%s': only LIBSVM and CSV files "
-			      "are read in parts", spec->train);
-	if (e == PX_OK)
-		e = acc_read(&a, spec, spec->train, err);
-	if (e == PX_OK)
-		e = acc_prep(&a, spec, prep, err);
-	if (e == PX_OK) {
-		w->ix.nnz = a.seen_nnz;
-		w->prep = prep;
-		ret->n = a.n;
-		ret->dim = prep->dim;
-		ret->n_classes = prep->n_classes;
-		ret->prep = prep;
-		ret->win = w;
-		data_window_range(ret, 0, a.n, 1);
-	} else {
-		free(w->ix.cp);
-		free(w);
+	return window_open(w, max_n, ret, prep, err);
+}
+
+enum px_err data_window_open_idx(const char *images, const char *labels,
+				 uint32_t n_classes, uint32_t max_n,
+				 uint64_t budget, struct data_set *ret,
+				 struct px_error *err)
+{
+	struct data_window *w;
+
+	if (n_classes < 2 || n_classes > DATA_MAX_CLASSES)
+		return px_errorf(err, PX_EINVAL, "'%s': %u classes, not 2..%u",
+				 images, n_classes, DATA_MAX_CLASSES);
+	w = px_calloc(1, sizeof(*w));
+	if (w) {
+		w->own_train = strdup(images);
+		w->lpath = strdup(labels);
 	}
-	acc_free(&a);
-	return e;
+	if (!w || !w->own_train || !w->lpath) {
+		if (w) {
+			free(w->own_train);
+			free(w->lpath);
+		}
+		free(w);
+		return px_errorf(err, PX_ENOMEM, "'%s': a window", images);
+	}
+	w->spec = (struct data_spec){ .train = w->own_train,
+				      .format = DATA_FMT_IDX };
+	w->budget = budget;
+	w->below = n_classes;
+	return window_open(w, max_n, ret, NULL, err);
 }
 
 void data_window_range(const struct data_set *d, uint32_t lo, uint32_t hi,
@@ -1164,6 +1316,29 @@ void data_window_range(const struct data_set *d, uint32_t lo, uint32_t hi,
 		w->chunk = min_chunk;
 	if (!w->chunk)
 		w->chunk = 1;
+}
+
+/* Rows [lo, hi) of an IDX pair: a seek to item lo in a plain file, a
+ * pass up to it in a gzip one, then the items. */
+static enum px_err load_idx_rows(struct data_window *w, uint32_t lo,
+				 uint32_t hi, struct data_set *ret,
+				 struct px_error *err)
+{
+	struct acc a = {
+		.keep = true, .known = w->prep, .max_n = hi - lo,
+		.start = lo, .below = w->below, .lpath = w->lpath,
+		.tick = w->tick, .tick_arg = w->tick_arg,
+	};
+	enum px_err e = acc_read(&a, &w->spec, w->spec.train, err);
+
+	if (e == PX_OK && a.n != hi - lo)
+		e = px_errorf(err, PX_EINVAL, "'%s': %u rows from row %u, %u "
+			      "wanted (the file changed since it was "
+			      "checked?)", w->spec.train, a.n, lo, hi - lo);
+	if (e == PX_OK)
+		e = acc_set(&a, w->prep, ret, err);
+	acc_free(&a);
+	return e;
 }
 
 /* Rows [lo, hi) of w's file into *ret (row 0 is row lo), held to its
@@ -1234,7 +1409,8 @@ enum px_err data_window_hold(struct data_window *w, uint32_t r,
 	lo = w->lo + (r - w->lo) / w->chunk * w->chunk;
 	hi = w->hi - lo < w->chunk ? w->hi : lo + w->chunk;
 	data_release(&w->held);
-	e = load_rows(w, lo, hi, &w->held, err);
+	e = w->fmt == DATA_FMT_IDX ? load_idx_rows(w, lo, hi, &w->held, err)
+				   : load_rows(w, lo, hi, &w->held, err);
 	if (e != PX_OK)
 		return e;
 	w->held_lo = lo;
@@ -1281,6 +1457,8 @@ void data_release(struct data_set *d)
 		data_release(&d->win->held);
 		free(d->win->ix.cp);
 		free(d->win->lidx);
+		free(d->win->own_train);
+		free(d->win->lpath);
 		free(d->win);
 	}
 	memset(d, 0, sizeof(*d));

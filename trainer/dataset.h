@@ -132,9 +132,15 @@ struct data_index {
  * budget allows), read again from the file when a row of another chunk
  * is asked for (data_batch_gather, data.h). */
 struct data_window {
-	struct data_spec spec;         /* a copy; its strings borrowed */
-	enum data_format fmt;          /* LIBSVM or CSV */
-	const struct data_prep *prep;  /* borrowed */
+	struct data_spec spec;         /* a copy; its strings borrowed (but
+					  own_train's) */
+	enum data_format fmt;          /* LIBSVM, CSV or IDX */
+	const struct data_prep *prep;  /* borrowed, or &own */
+	char *own_train;               /* IDX by classes: spec.train, owned */
+	char *lpath;                   /* IDX by classes: its labels file */
+	uint32_t below;                /* IDX by classes: their count */
+	struct data_prep own;          /* IDX by classes: labels 0..below-1,
+					  not scaled */
 	struct data_index ix;
 	uint64_t budget;               /* bytes of rows held; 0: no bound */
 	uint32_t lo, hi, chunk;
@@ -149,8 +155,8 @@ struct data_window {
 	void *tick_arg;
 };
 
-/* Whether spec's training file can be read in parts (LIBSVM or CSV;
- * not IDX). */
+/* Whether spec's training file can be read in parts (LIBSVM, CSV, IDX:
+ * a file of the user's; Fashion-MNIST: data_window_open_idx). */
 bool data_window_able(const struct data_spec *spec);
 
 /* The validation pass over the training file (every error data_load_train
@@ -162,6 +168,15 @@ bool data_window_able(const struct data_spec *spec);
 enum px_err data_window_open(const struct data_spec *spec, uint32_t max_n,
 			     uint64_t budget, struct data_set *ret,
 			     struct data_prep *prep, struct px_error *err);
+
+/* data_window_open for an IDX pair whose labels are the classes
+ * (Fashion-MNIST, data_load's): every label below n_classes, else an
+ * error naming the labels file and the item.  ret->prep is NULL (no
+ * label map, no scaling), ret->n_classes n_classes. */
+enum px_err data_window_open_idx(const char *images, const char *labels,
+				 uint32_t n_classes, uint32_t max_n,
+				 uint64_t budget, struct data_set *ret,
+				 struct px_error *err);
 
 /* Serve rows [lo, hi) (lo < hi <= d->n) from now on, min_chunk rows at
  * least at a time (a batch: a batch spans two chunks at most): the rows

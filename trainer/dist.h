@@ -200,6 +200,11 @@ int64_t dist_job_clocks(uint32_t n_train, uint32_t workers, uint32_t epochs,
  * zeroed.  Release prep with data_prep_release. */
 enum px_err dist_data_shape(const struct dist_opts *o, uint32_t *ret_n,
 			    struct data_prep *prep, struct px_error *err);
+/* Whether a worker reads only its partition of the training set (a
+ * window; docs/trainer.md, "Who reads what"): the user's file unless
+ * --data-whole; Fashion-MNIST only with --data-memory (otherwise whole:
+ * 47 MB, and straggler relief needs a worker to hold every row). */
+bool dist_partition_only(const struct dist_opts *o);
 /* The model o names for data of prep (zeroed: Fashion-MNIST's). */
 enum px_err dist_model_desc(const struct dist_opts *o,
 			    const struct data_prep *prep,

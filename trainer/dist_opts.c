@@ -58,6 +58,14 @@ enum px_err dist_data_shape(const struct dist_opts *o, uint32_t *ret_n,
 	return PX_OK;
 }
 
+bool dist_partition_only(const struct dist_opts *o)
+{
+	if (o->data_whole)
+		return false;
+	return o->data.train ? data_window_able(&o->data)
+			     : o->data_memory_mb > 0;
+}
+
 enum px_err dist_model_desc(const struct dist_opts *o,
 			    const struct data_prep *prep,
 			    struct model_desc *d, struct px_error *err)

@@ -1505,13 +1505,18 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	w->lr_scale = w->want_lr = 1.0f;
 	if (e == PX_OK && w->mf)
 		return mf_setup(w, err);
-	if (e == PX_OK && o->data.train && !o->data_whole &&
-	    data_window_able(&o->data)) {
+	if (e == PX_OK && dist_partition_only(o)) {
 		/* its partition only: a pass that checks the file and
 		 * keeps where its rows begin; the rows come with one */
-		e = data_window_open(&o->data, o->max_train,
-				     (uint64_t)o->data_memory_mb << 20,
-				     &w->train, &w->prep, err);
+		uint64_t budget = (uint64_t)o->data_memory_mb << 20;
+
+		if (o->data.train)
+			e = data_window_open(&o->data, o->max_train, budget,
+					     &w->train, &w->prep, err);
+		else
+			e = data_window_fashion_mnist(o->data_dir,
+						      o->max_train, budget,
+						      &w->train, err);
 		if (e == PX_OK) {
 			w->train.win->tick = read_tick;
 			w->train.win->tick_arg = w;

@@ -319,12 +319,13 @@ static const struct topt topts[] = {
 	    "features are non-zero (docs/trainer.md, \"Sparse data\")",
 	    NULL),
 	OPT("data-memory", "MiB", C_RUN, K_UINT, o.data_memory_mb, 0,
-	    1u << 20, F_NORANGE, "LIBSVM, CSV: MiB of training rows held "
-	    "at once; a larger set (a worker's partition) is read in chunks "
-	    "each pass. 0: no bound", NULL),
+	    1u << 20, F_NORANGE, "MiB of training rows held at once; a "
+	    "larger set (a worker's partition) is read in chunks each pass "
+	    "(Fashion-MNIST: a worker then reads only its partition, and "
+	    "straggler relief is off). 0: no bound", NULL),
 	OPT("data-whole", NULL, C_DIST, K_FLAG, o.data_whole, 0, 0, 0,
-	    "LIBSVM, CSV: each worker loads the whole training set, not "
-	    "only its partition (straggler relief needs it)", NULL),
+	    "each worker loads the whole training set, not only its "
+	    "partition (straggler relief needs it)", NULL),
 	OPT("max-train", "N", C_RUN, K_UINT, o.max_train, 0,
 	    DATA_IDX_MAX_ITEMS, F_NORANGE,
 	    "training examples used, 0: all", NULL),
@@ -1292,13 +1293,16 @@ static enum px_err load_sets(const struct dist_opts *o,
 			     struct data_set *train, struct data_set *test,
 			     struct data_prep *prep, struct px_error *err)
 {
+	uint64_t budget = (uint64_t)o->data_memory_mb << 20;
 	enum px_err e;
 
 	if (o->data.train && o->data_memory_mb &&
 	    data_window_able(&o->data))
-		e = data_window_open(&o->data, o->max_train,
-				     (uint64_t)o->data_memory_mb << 20, train,
+		e = data_window_open(&o->data, o->max_train, budget, train,
 				     prep, err);
+	else if (o->data_memory_mb && !o->data.train)
+		e = data_window_fashion_mnist(o->data_dir, o->max_train,
+					      budget, train, err);
 	else if (o->data.train)
 		e = data_load_train(&o->data, o->max_train, train, prep, err);
 	else
@@ -2115,11 +2119,12 @@ static int run_role(const struct subcmd *sc, struct dist_opts *o)
 	log_blas(o->train.threads > 0 ? o->train.threads : 1);
 	/* workers that hold their partition only cannot help stragglers
 	 * (docs/trainer.md, "Who reads what") */
-	if (coord && !o->data_whole && data_window_able(&o->data) &&
-	    !o->no_reassign) {
+	if (coord && dist_partition_only(o) && !o->no_reassign) {
 		log_info("straggler relief off: each worker holds only its "
-			 "partition of %s (--data-whole: each holds all, and "
-			 "relief works)", o->data.train);
+			 "partition of %s (%s)", o->data.train ? o->data.train
+			 : "Fashion-MNIST", o->data.train ? "--data-whole: "
+			 "each holds all, and relief works" : "without "
+			 "--data-memory each holds all, and relief works");
 		o->no_reassign = true;
 	}
 	if (coord)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "pxrun.h"
 
@@ -319,4 +320,102 @@ Test(trainer_data, streaming_trains_as_in_memory)
 			   acc[0], acc[1]);
 	cr_assert_float_eq(acc[1], acc[2], 0.005, "sparse %g, dense %g",
 			   acc[1], acc[2]);
+}
+
+/* An IDX pair (gzip) of n images of 2 x 5 in dir/prefix-*: class c of
+ * 3 (labels 1, 4, 6) has pixel c bright over a noise.  The images
+ * file's path into img. */
+static void gen_idx(const char *prefix, int n, char *img, size_t len)
+{
+	static const uint8_t labels[] = { 1, 4, 6 };
+	uint8_t hi[16] = { 0, 0, 8, 3 }, hl[8] = { 0, 0, 8, 1 };
+	char lab[700];
+	gzFile fi, fl;
+
+	snprintf(img, len, "%s/%s-images-idx3-ubyte.gz", tmp, prefix);
+	snprintf(lab, sizeof lab, "%s/%s-labels-idx1-ubyte.gz", tmp, prefix);
+	fi = gzopen(img, "wb");
+	fl = gzopen(lab, "wb");
+	cr_assert(fi && fl);
+	for (int k = 0; k < 4; k++)
+		hi[4 + k] = hl[4 + k] = (uint8_t)((unsigned)n >> (24 - 8 * k));
+	hi[11] = 2;
+	hi[15] = 5;
+	cr_assert_eq(gzwrite(fi, hi, 16), 16);
+	cr_assert_eq(gzwrite(fl, hl, 8), 8);
+	for (int i = 0; i < n; i++) {
+		int c = (int)(uni() * 3);
+		uint8_t px[10];
+
+		for (int j = 0; j < 10; j++)
+			px[j] = (uint8_t)(uni() * 90 + (j == c ? 150 : 0));
+		cr_assert_eq(gzwrite(fi, px, 10), 10);
+		cr_assert_eq(gzwrite(fl, &labels[c], 1), 1);
+	}
+	cr_assert_eq(gzclose(fi), Z_OK);
+	cr_assert_eq(gzclose(fl), Z_OK);
+}
+
+/* Each of 2 workers' "data:" lines says it read only its half of n rows
+ * (held at most `held` at once), the halves side by side. */
+static void halves(const char *err, unsigned n_want, unsigned held_max)
+{
+	unsigned lo[2], hi[2], n[2], held[2];
+
+	for (unsigned w = 0; w < 2; w++) {
+		cr_assert(worker_rows(err, 1000 + w, &lo[w], &hi[w], &n[w],
+				      &held[w]), "worker %u: %s", 1000 + w,
+			  err);
+		cr_assert_eq(n[w], n_want);
+		cr_assert_eq(hi[w] - lo[w], n_want / 2, "[%u, %u)", lo[w],
+			     hi[w]);
+		cr_assert_leq(held[w], held_max, "worker %u held %u rows",
+			      1000 + w, held[w]);
+	}
+	cr_assert(lo[0] == hi[1] || lo[1] == hi[0], "[%u, %u) [%u, %u)",
+		  lo[0], hi[0], lo[1], hi[1]);
+}
+
+/* `local` with 2 workers on the user's IDX pair (gzip) and on
+ * Fashion-MNIST with --data-memory: each worker holds only its half (in
+ * chunks of ~1 MiB for Fashion-MNIST: 1,328 rows) and relief is said to
+ * be off; Fashion-MNIST without --data-memory is loaded whole by every
+ * worker, relief on (issue 27). */
+Test(trainer_data, local_workers_read_their_idx_partition_only)
+{
+	char itr[700], ite[700];
+	const char *idx[] = { "local", "--model", "mlr", "--epochs", "3",
+			      "--threads", "1", "--workers", "2", "--ps", "1",
+			      "--train-data", itr, "--test-data", ite,
+			      "--json", NULL };
+	const char *fm[] = { "local", "--model", "mlr", "--epochs", "1",
+			     "--threads", "1", "--workers", "2", "--ps", "1",
+			     "--max-train", "6000", "--max-test", "1000",
+			     "--json", "--data-memory", "1", NULL };
+	struct pxrun r;
+	json_t *j;
+
+	gen_idx("tr", 4000, itr, sizeof itr);
+	gen_idx("te", 1000, ite, sizeof ite);
+	j = run(&r, idx);
+	cr_assert_not_null(j, "exit %d: %s%s", r.status, r.out, r.err);
+	cr_assert_gt(acc_of(j), 0.95, "%s", r.out);
+	halves(r.err, 4000, 2000);
+	cr_assert(strstr(r.err, "straggler relief off"), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
+	j = run(&r, fm);
+	cr_assert_not_null(j, "exit %d: %s%s", r.status, r.out, r.err);
+	halves(r.err, 6000, 1328);
+	cr_assert(strstr(r.err, "relief off: each worker holds only its "
+			 "partition of Fashion-MNIST"), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
+	fm[16] = NULL; /* no --data-memory: whole, relief on */
+	j = run(&r, fm);
+	cr_assert_not_null(j, "exit %d: %s%s", r.status, r.out, r.err);
+	cr_assert_null(strstr(r.err, " data: "), "%s", r.err);
+	cr_assert_null(strstr(r.err, "relief off"), "%s", r.err);
+	json_decref(j);
+	pxrun_free(&r);
 }

@@ -494,22 +494,73 @@ static char *rows_text(uint32_t n, bool csv)
 	return t;
 }
 
-/* A window over rows [lo, hi) of a file, a chunk of a few rows, gives
- * what the whole load gives for every row of the range (dense and, for
- * LIBSVM, sparse), reading chunk after chunk; a row outside the range is
- * refused. */
+enum { WN = 3000, WLO = 1100, WHI = 2950 };
+
+/* A window (win, from whole's file, ~100 rows' bytes a chunk) over rows
+ * [lo, hi) gives what the whole load gives for every row of the range
+ * (dense and, when sparse, sparse), reading chunk after chunk; a row
+ * outside the range is refused.  Releases both. */
+static void window_serves_its_range(struct data_set *whole,
+				    struct data_set *win, bool sparse)
+{
+	struct px_error err = { 0 };
+	struct data_csr xs = { 0 };
+	static uint32_t idx[WHI - WLO];
+	static float xw[(WHI - WLO) * 7], xv[(WHI - WLO) * 7];
+	static uint8_t yw[WHI - WLO], yv[WHI - WLO];
+
+	cr_assert_eq(win->n, WN);
+	cr_assert_eq(whole->n, WN);
+	cr_assert_eq(win->dim, 7);
+	cr_assert_not_null(win->win);
+	data_window_range(win, WLO, WHI, 64);
+	cr_assert(win->win->chunk >= 64 && win->win->chunk < 200,
+		  "chunk %u", win->win->chunk);
+	data_shuffle_chunked(idx, WHI - WLO, WLO, win->win->chunk, 7);
+	data_gather(whole, idx, WHI - WLO, xw, yw);
+	cr_assert_eq(data_batch_gather(win, idx, WHI - WLO, xv, NULL, yv,
+				       &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(memcmp(xw, xv, sizeof(xw)), 0);
+	cr_assert_eq(memcmp(yw, yv, sizeof(yw)), 0);
+	/* each chunk read once: the shuffle keeps a chunk's rows together */
+	cr_assert_eq(win->win->reads, (WHI - WLO + win->win->chunk - 1) /
+				      win->win->chunk);
+	cr_assert_leq(win->win->max_held, win->win->chunk);
+	if (sparse) {
+		cr_assert_eq(data_batch_gather(win, idx, 200, NULL, &xs, yv,
+					       &err), PX_OK, "%s", err.msg);
+		cr_assert_eq(xs.csr.n, 200);
+		for (uint32_t i = 0; i < 200; i++) {
+			uint32_t r = idx[i];
+
+			cr_assert_eq(xs.csr.rp[i + 1] - xs.csr.rp[i],
+				     whole->rp[r + 1] - whole->rp[r]);
+			cr_assert_eq(memcmp(xs.csr.ci + xs.csr.rp[i],
+					    whole->ci + whole->rp[r],
+					    (whole->rp[r + 1] - whole->rp[r]) *
+					    4), 0);
+		}
+		cr_assert_float_eq(data_density(win), data_density(whole),
+				   1e-12);
+		data_csr_free(&xs);
+	} else {
+		cr_assert_not_null(data_csr_refused(win));
+	}
+	idx[0] = WLO - 1;
+	cr_assert_eq(data_batch_gather(win, idx, 1, xv, NULL, yv, &err),
+		     PX_EINVAL);
+	data_release(win);
+	data_release(whole);
+}
+
+/* A text file's window matches its whole load. */
 static void window_matches_load(const char *name, bool csv)
 {
-	enum { N = 3000, LO = 1100, HI = 2950 };
-	char *text = rows_text(N, csv);
+	char *text = rows_text(WN, csv);
 	struct data_spec s = { .train = file(name, text, strlen(text)) };
 	struct data_set whole, win;
 	struct data_prep p, q;
 	struct px_error err = { 0 };
-	struct data_csr xs = { 0 };
-	static uint32_t idx[HI - LO];
-	static float xw[(HI - LO) * 7], xv[(HI - LO) * 7];
-	static uint8_t yw[HI - LO], yv[HI - LO];
 
 	free(text);
 	cr_assert_eq(data_load_train(&s, 0, &whole, &p, &err), PX_OK, "%s",
@@ -518,44 +569,7 @@ static void window_matches_load(const char *name, bool csv)
 	cr_assert_eq(data_window_open(&s, 0, 100 * (csv ? 33 : 45), &win, &q,
 				      &err), PX_OK, "%s", err.msg);
 	cr_assert(data_prep_equal(&p, &q));
-	cr_assert_eq(win.n, N);
-	cr_assert_not_null(win.win);
-	data_window_range(&win, LO, HI, 64);
-	cr_assert(win.win->chunk >= 64 && win.win->chunk < 200,
-		  "chunk %u", win.win->chunk);
-	data_shuffle_chunked(idx, HI - LO, LO, win.win->chunk, 7);
-	data_gather(&whole, idx, HI - LO, xw, yw);
-	cr_assert_eq(data_batch_gather(&win, idx, HI - LO, xv, NULL, yv, &err),
-		     PX_OK, "%s", err.msg);
-	cr_assert_eq(memcmp(xw, xv, sizeof(xw)), 0);
-	cr_assert_eq(memcmp(yw, yv, sizeof(yw)), 0);
-	/* each chunk read once: the shuffle keeps a chunk's rows together */
-	cr_assert_eq(win.win->reads, (HI - LO + win.win->chunk - 1) /
-				     win.win->chunk);
-	cr_assert_leq(win.win->max_held, win.win->chunk);
-	if (!csv) {
-		cr_assert_eq(data_batch_gather(&win, idx, 200, NULL, &xs, yv,
-					       &err), PX_OK, "%s", err.msg);
-		cr_assert_eq(xs.csr.n, 200);
-		for (uint32_t i = 0; i < 200; i++) {
-			uint32_t r = idx[i];
-
-			cr_assert_eq(xs.csr.rp[i + 1] - xs.csr.rp[i],
-				     whole.rp[r + 1] - whole.rp[r]);
-			cr_assert_eq(memcmp(xs.csr.ci + xs.csr.rp[i],
-					    whole.ci + whole.rp[r],
-					    (whole.rp[r + 1] - whole.rp[r]) *
-					    4), 0);
-		}
-		cr_assert_float_eq(data_density(&win), data_density(&whole),
-				   1e-12);
-		data_csr_free(&xs);
-	}
-	idx[0] = LO - 1;
-	cr_assert_eq(data_batch_gather(&win, idx, 1, xv, NULL, yv, &err),
-		     PX_EINVAL);
-	data_release(&win);
-	data_release(&whole);
+	window_serves_its_range(&whole, &win, !csv);
 	data_prep_release(&p);
 	data_prep_release(&q);
 }
@@ -565,6 +579,161 @@ Test(trainer_dataset, a_window_reads_its_rows_only_in_chunks)
 	window_matches_load("w.svm", false);
 	window_matches_load("w.svm.gz", false);
 	window_matches_load("w.csv", true);
+}
+
+/* An IDX pair in tmp, prefix-images-idx3-ubyte and its labels file
+ * (name ends in ".gz": gzip): n_img images of 1 x 7 (byte j of item i
+ * (i * 7 + j) * 37 % 256), `cut` bytes of them left out, and n_lab
+ * labels, item i's labs[i % n_labs] (but item bad_at's, 1-based: 200).
+ * The images file's path and (lab) the labels', static. */
+struct idx_gen {
+	uint32_t n_img, n_lab, magic; /* magic 0: 0x803 */
+	size_t cut;
+	const uint8_t *labs;
+	uint32_t n_labs, bad_at;
+};
+
+static void put32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+
+static const char *idx_set(const char *prefix, const char *gz,
+			   const struct idx_gen *g, const char **lab)
+{
+	static char ip[512], lp[512];
+	size_t ni = 16 + (size_t)g->n_img * 7, nl = 8 + g->n_lab;
+	uint8_t *b = malloc(ni > nl ? ni : nl);
+	char name[128];
+
+	cr_assert_not_null(b);
+	b[0] = b[1] = 0;
+	b[2] = 8;
+	b[3] = 3;
+	if (g->magic)
+		put32(b, g->magic);
+	put32(b + 4, g->n_img);
+	put32(b + 8, 1);
+	put32(b + 12, 7);
+	for (size_t i = 16; i < ni; i++)
+		b[i] = (uint8_t)((i - 16) * 37 % 256);
+	snprintf(name, sizeof name, "%s-images-idx3-ubyte%s", prefix, gz);
+	snprintf(ip, sizeof ip, "%s", file(name, (const char *)b,
+					   ni - g->cut));
+	put32(b, 0x801);
+	put32(b + 4, g->n_lab);
+	for (uint32_t i = 0; i < g->n_lab; i++)
+		b[8 + i] = i + 1 == g->bad_at ? 200 : g->labs[i % g->n_labs];
+	snprintf(name, sizeof name, "%s-labels-idx1-ubyte%s", prefix, gz);
+	snprintf(lp, sizeof lp, "%s", file(name, (const char *)b, nl));
+	free(b);
+	if (lab)
+		*lab = lp;
+	return ip;
+}
+
+/* An IDX pair, plain and gzip, read in parts: its window gives the rows
+ * of the whole load, both for the user's set (labels 3, 7, 9 mapped to
+ * classes; the gzip one scaled, by the same sums) and for one whose labels are the classes (Fashion-MNIST's
+ * loader, data_load); a chunk is a seek to its first item (plain) or a
+ * pass to it (gzip). */
+Test(trainer_dataset, an_idx_window_reads_its_rows_only_in_chunks)
+{
+	static const uint8_t user[] = { 9, 3, 7, 3 }, cls[] = { 2, 0, 1 };
+	const char *gzs[] = { "", ".gz" }, *lab;
+
+	for (int g = 0; g < 2; g++) {
+		struct idx_gen gu = { .n_img = WN, .n_lab = WN, .labs = user,
+				      .n_labs = 4 };
+		struct idx_gen gc = { .n_img = WN, .n_lab = WN, .labs = cls,
+				      .n_labs = 3 };
+		struct data_spec s = { .train = idx_set("u", gzs[g], &gu,
+							 NULL),
+				       .scale = g ? DATA_SCALE_STANDARD
+						  : DATA_SCALE_NONE };
+		struct data_set whole, win;
+		struct data_prep p, q;
+		struct px_error err = { 0 };
+		const char *img;
+
+		cr_assert_eq(data_load_train(&s, 0, &whole, &p, &err), PX_OK,
+			     "%s", err.msg);
+		cr_assert_eq(data_window_open(&s, 0, 100 * 12, &win, &q, &err),
+			     PX_OK, "%s", err.msg);
+		cr_assert(data_prep_equal(&p, &q));
+		cr_assert_eq(!q.mean, !g, "scaled (gzip) or not (plain)");
+		cr_assert_eq(q.n_classes, 3);
+		cr_assert_eq(q.labels[2], 9);
+		cr_assert_eq(win.prep, &q);
+		window_serves_its_range(&whole, &win, false);
+		data_prep_release(&p);
+		data_prep_release(&q);
+
+		img = idx_set("c", gzs[g], &gc, &lab);
+		cr_assert_eq(data_load(img, lab, 3, 0, &whole, &err), PX_OK,
+			     "%s", err.msg);
+		cr_assert_eq(data_window_open_idx(img, lab, 3, 0, 100 * 12,
+						  &win, &err), PX_OK, "%s",
+			     err.msg);
+		cr_assert_null(win.prep);
+		cr_assert_eq(win.n_classes, 3);
+		window_serves_its_range(&whole, &win, false);
+	}
+}
+
+/* The window's checked pass refuses what a whole load refuses, naming
+ * the file and the field: images against labels, a cut images file, a
+ * bad magic number, and (labels that are the classes) a label past them,
+ * by its item. */
+Test(trainer_dataset, a_bad_idx_pair_is_refused_naming_file_and_field)
+{
+	static const uint8_t cls[] = { 0, 1 };
+	const struct {
+		struct idx_gen g;
+		const char *want;
+		bool lab;          /* the labels file is named */
+	} bad[] = {
+		{ { 40, 39, 0, 0, cls, 2, 0 }, "39 labels for 40 images", true },
+		{ { 40, 40, 0, 5, cls, 2, 0 }, "truncated", false },
+		{ { 40, 40, 0x0c03, 0, cls, 2, 0 }, "bad magic", false },
+		{ { 40, 40, 0, 0, cls, 2, 17 }, "item 17: label 200 is not "
+		  "below 2", true },
+	};
+	const char *gzs[] = { "", ".gz" };
+
+	for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+		for (int g = 0; g < 2; g++) {
+			struct px_error err = { 0 };
+			struct data_set d;
+			struct data_prep p;
+			const char *lab, *img = idx_set("b", gzs[g], &bad[k].g,
+							&lab);
+			struct data_spec s = { .train = img };
+			const char *named = bad[k].lab ? lab : img;
+
+			cr_assert_neq(data_window_open_idx(img, lab, 2, 0, 0,
+							   &d, &err), PX_OK);
+			cr_assert(strstr(err.msg, bad[k].want) &&
+				  strstr(err.msg, named), "case %zu: %s", k,
+				  err.msg);
+			cr_assert_null(d.win);
+			if (bad[k].g.bad_at) /* a label of the user's */
+				continue;
+			err = (struct px_error){ 0 };
+			cr_assert_neq(data_window_open(&s, 0, 0, &d, &p, &err),
+				      PX_OK, "case %zu", k);
+			cr_assert(strstr(err.msg, bad[k].want) &&
+				  strstr(err.msg, named), "case %zu: %s", k,
+				  err.msg);
+			err = (struct px_error){ 0 };
+			cr_assert_neq(data_load_train(&s, 0, &d, &p, &err),
+				      PX_OK);
+			cr_assert(strstr(err.msg, bad[k].want), "case %zu: %s",
+				  k, err.msg);
+		}
 }
 
 Test(trainer_dataset, a_chunked_shuffle_is_a_permutation_by_chunks)
