@@ -132,9 +132,12 @@ struct job {
 	int64_t clock;
 	double acc, loss, sps;   /* NaN until evaluated */
 	int workers, ps;
-	/* workers the trainer counts slow (PROGRESS), for `status` */
+	/* workers the trainer counts slow (PROGRESS), for `status`, and
+	 * the median speed they are judged against (0: fewer than two
+	 * workers report a speed) */
 	struct { uint32_t node; float speed; } slow[8];
 	int n_slow;
+	float speed_median;
 	int trainer_stage;       /* the stage the trainer reports */
 	/* goodput (PROGRESS; docs/controller.md, "Measured scaling"): the
 	 * last report's, and the scaling measured from them, which

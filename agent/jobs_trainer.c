@@ -510,11 +510,45 @@ static struct seen_node *seen_get(struct job *j, uint32_t node)
 	return &j->seen[j->n_seen++];
 }
 
+static int float_cmp(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median speed the coordinator judges its workers against, from the
+ * speeds its report carries, by its rule (judge_speeds in
+ * trainer/dist_coord.c): the active workers with a speed, but a reliable
+ * node's in stage 3 (which holds no partition); 0 with fewer than two,
+ * when none is slow.  A slow worker is below 2/3 of it. */
+static float speed_median(const struct wire_progress *p)
+{
+	float *v = p->n ? calloc(p->n, sizeof *v) : NULL, med = 0;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; v && i < p->n; i++) {
+		const struct wire_member *m = &p->members[i];
+
+		if ((m->roles & WIRE_ROLE_WORKER) && m->speed > 0 &&
+		    m->state == WIRE_MEMBER_ACTIVE &&
+		    !(p->stage == 3 && (m->roles & WIRE_ROLE_PS_BACKUP)))
+			v[n++] = m->speed;
+	}
+	if (n >= 2) {
+		qsort(v, n, sizeof *v, float_cmp);
+		med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	}
+	free(v);
+	return med;
+}
+
 /* Members of a PROGRESS frame: joins (a node first seen after the job
  * began), losses, and readiness of the instance a node runs on. */
 static void take_members(struct job *j, const struct wire_progress *p)
 {
 	j->workers = j->ps = j->n_slow = 0;
+	j->speed_median = speed_median(p);
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct wire_member *m = &p->members[i];
 		struct seen_node *s = seen_get(j, m->node.v);
@@ -796,6 +830,10 @@ bool job_check_coordinator(struct job *j)
 				   j->restarts, COORD_RESTARTS);
 		j->stall_kill = false;
 		kill(-pid, SIGKILL);    /* what is left of its group */
+		/* its judgement of the workers' speeds ended with it: none
+		 * is named slow until the new one judges */
+		j->n_slow = 0;
+		j->speed_median = 0;
 		/* the new coordinator knows neither the agent nor what it
 		 * was told: register again, and tell it again */
 		agent_close(j);

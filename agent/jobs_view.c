@@ -208,6 +208,8 @@ static json_t *status_live(struct job *j)
 							  j->start_s));
 	json_object_set_new(o, "restarts", json_integer(j->restarts));
 	json_object_set_new(o, "slow_workers", slow_workers(j));
+	json_object_set_new(o, "worker_speed_median", j->speed_median > 0 ?
+			    json_real(j->speed_median) : json_null());
 	/* the trainer's goodput, and the scaling measured from it
 	 * (docs/controller.md, "Measured scaling") */
 	json_object_set_new(o, "goodput", json_pack(

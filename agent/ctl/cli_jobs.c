@@ -486,6 +486,34 @@ static int print_goodput(json_t *g)
 	return 1;
 }
 
+/* The workers the trainer counts slow, as its own progress lines name
+ * them ("worker N at S, ... minibatches/s (median M)"): a line, or none
+ * when none is. */
+static int print_slow(json_t *r)
+{
+	json_t *a = json_object_get(r, "slow_workers"), *w;
+	double med = real_of(r, "worker_speed_median");
+	char buf[512] = "";
+	size_t off = 0, i;
+
+	if (!json_array_size(a))
+		return 0;
+	json_array_foreach(a, i, w) {
+		int n = snprintf(buf + off, sizeof buf - off, "%sworker %lld "
+				 "at %.1f", i ? ", " : "", int_of(w, "node"),
+				 nonneg(real_of(w, "speed")));
+
+		if (n < 0 || (size_t)n >= sizeof buf - off)
+			break;
+		off += (size_t)n;
+	}
+	if (isfinite(med))
+		printf("slow     %s minibatches/s (median %.1f)\n", buf, med);
+	else
+		printf("slow     %s minibatches/s\n", buf);
+	return 1;
+}
+
 static int print_status(json_t *r)
 {
 	int lines = 7;
@@ -524,6 +552,7 @@ static int print_status(json_t *r)
 	printf("churn    %lld evictions, %lld joins, %lld losses\n",
 	       int_of(r, "evictions"), int_of(r, "joins"),
 	       int_of(r, "losses"));
+	lines += print_slow(r);
 	printf("market   %s (%s world, policy %s)\n", when, safe(r, "world"),
 	       safe(r, "policy"));
 	/* an ec2 job's nodes got the key by enrollment (docs/security.md) */

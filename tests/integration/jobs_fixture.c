@@ -470,3 +470,23 @@ int free_port(void)
 	close(fd);
 	return p;
 }
+
+/* Lines of the job's trainer log (its coordinator's words) holding
+ * needle. */
+int trainer_log_count(int64_t id, const char *needle)
+{
+	char path[4200];
+	char *buf = NULL;
+	size_t n;
+	struct px_error e = {0};
+	int k = 0;
+
+	snprintf(path, sizeof path, "%s.jobs/%lld/trainer.log", jt.db,
+		 (long long)id);
+	if (px_read_file(path, 64 << 20, &buf, &n, &e) != PX_OK)
+		return 0;
+	for (char *p = buf; (p = strstr(p, needle)); p++)
+		k++;
+	free(buf);
+	return k;
+}

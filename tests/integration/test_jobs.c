@@ -630,26 +630,6 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 	free(prof);
 }
 
-/* Lines of the job's trainer log (its coordinator's words) holding
- * needle. */
-static int log_count(int64_t id, const char *needle)
-{
-	char path[4200];
-	char *buf = NULL;
-	size_t n;
-	struct px_error e = {0};
-	int k = 0;
-
-	snprintf(path, sizeof path, "%s.jobs/%lld/trainer.log", jt.db,
-		 (long long)id);
-	if (px_read_file(path, 64 << 20, &buf, &n, &e) != PX_OK)
-		return 0;
-	for (char *p = buf; (p = strstr(p, needle)); p++)
-		k++;
-	free(buf);
-	return k;
-}
-
 /* A warned node's roles leave within the notice; the coordinator then
  * reports them gone (LOST) as it would a lost node, and status counted
  * every one as a loss.  Compared with the coordinator's own words, which
@@ -669,7 +649,7 @@ Test(jobs, warned_leaves_are_not_losses)
 	id = submit();
 	for (int i = 0; i < 1200 && !left; i++) {
 		sleep_ms(50);
-		left = log_count(id, ") left: no heartbeat");
+		left = trainer_log_count(id, ") left: no heartbeat");
 	}
 	cr_assert_gt(left, 0, "no warned node left in 60 s");
 	/* the next PROGRESS has it */
@@ -677,10 +657,10 @@ Test(jobs, warned_leaves_are_not_losses)
 	st = status(id);
 	losses = json_integer_value(json_object_get(st, "losses"));
 	json_decref(st);
-	lost = log_count(id, ") lost: no heartbeat");
+	lost = trainer_log_count(id, ") lost: no heartbeat");
 	cr_assert_leq(losses, lost, "status: %lld losses; the coordinator: %d "
 		      "lost, %d left", (long long)losses, lost,
-		      log_count(id, ") left: no heartbeat"));
+		      trainer_log_count(id, ") left: no heartbeat"));
 	cancel(id);
 }
 
@@ -742,11 +722,12 @@ Test(jobs, a_killed_nodes_roles_are_lost_at_once)
 		(void)each_argv("proteus-trainer node", node, kill_it, &killed);
 		for (int i = 0; i < 60 && killed && !ended; i++) {
 			sleep_ms(50);
-			ended = log_count(id, "lost: its process ended");
+			ended = trainer_log_count(id, "lost: its process "
+						  "ended");
 		}
 	}
 	cr_assert_gt(ended, 0, "the coordinator never heard a node died");
-	cr_assert_eq(log_count(id, ") lost: no heartbeat"), 0);
+	cr_assert_eq(trainer_log_count(id, ") lost: no heartbeat"), 0);
 	st = wait_end(id, 120);
 	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
 	json_decref(st);
@@ -1110,9 +1091,9 @@ Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 			 json_string_value(json_object_get(st, "error")));
 	check_books(id, st);
 	json_decref(st);
-	cr_assert_gt(log_count(id, "model.pxc.delta ("), 0, "no record of "
-		     "a prioritized checkpoint was written");
-	cr_assert_gt(log_count(id, "resuming from"), 0);
+	cr_assert_gt(trainer_log_count(id, "model.pxc.delta ("), 0, "no "
+		     "record of a prioritized checkpoint was written");
+	cr_assert_gt(trainer_log_count(id, "resuming from"), 0);
 }
 
 /* The budget is a cap in the daemon too: one too small for any instance
