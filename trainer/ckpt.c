@@ -30,6 +30,22 @@ static enum px_err sys_err(struct px_error *err, const char *path,
 			 what, strerror(e));
 }
 
+/* fd, open on path, is a regular file (not a FIFO that would block, a
+ * directory, a device): its size in *ret_size. */
+static enum px_err check_regular(int fd, const char *path,
+				 uint64_t *ret_size, struct px_error *err)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return sys_err(err, path, "fstat");
+	if (!S_ISREG(st.st_mode))
+		return px_errorf(err, PX_EINVAL, "checkpoint '%s': not a "
+				 "regular file", path);
+	*ret_size = (uint64_t)st.st_size;
+	return PX_OK;
+}
+
 static enum px_err write_all(int fd, const void *buf, size_t len,
 			     EVP_MD_CTX *md, const char *path,
 			     struct px_error *err)
@@ -604,8 +620,7 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 	json_error_t je;
 	size_t hlen = 0;
 	json_t *j = NULL;
-	struct stat st;
-	uint64_t need;
+	uint64_t need, fsize;
 	bool scaled = false;
 	enum px_err e;
 	ssize_t n;
@@ -620,15 +635,9 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 			? px_errorf(err, PX_ENOENT, "checkpoint '%s': no such "
 				    "file", path)
 			: sys_err(err, path, "open");
-	if (fstat(fd, &st) != 0) {
-		e = sys_err(err, path, "fstat");
+	e = check_regular(fd, path, &fsize, err);
+	if (e != PX_OK)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': not a regular "
-			      "file", path);
-		goto out;
-	}
 	/* The header line: read what may hold it, find its end. */
 	while (hlen < sizeof(hbuf) - 1) {
 		n = read(fd, hbuf + hlen, sizeof(hbuf) - 1 - hlen);
@@ -668,11 +677,11 @@ enum px_err ckpt_read(const char *path, struct ckpt_meta *m,
 		      (uint64_t)m->d.n_params * sizeof(float) +
 	       (scaled ? 2 * (uint64_t)m->d.n_in * sizeof(float) : 0) +
 	       DIGEST_LEN;
-	if ((uint64_t)st.st_size != need) {
+	if (fsize != need) {
 		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': %jd bytes, "
 			      "but its header (%zu parameters) makes it %"
 			      PRIu64 ": truncated or damaged", path,
-			      (intmax_t)st.st_size, m->d.n_params, need);
+			      (intmax_t)fsize, m->d.n_params, need);
 		goto out;
 	}
 	md = EVP_MD_CTX_new();
@@ -854,7 +863,7 @@ static enum px_err delta_append(const char *path, const uint8_t *base,
 	uint8_t head[DELTA_HEAD], digest[DIGEST_LEN];
 	char dname[4200];
 	EVP_MD_CTX *md = NULL;
-	struct stat st;
+	uint64_t size;
 	enum px_err e;
 	int fd;
 
@@ -865,15 +874,9 @@ static enum px_err delta_append(const char *path, const uint8_t *base,
 		  O_NOFOLLOW | O_NONBLOCK, 0600);
 	if (fd < 0)
 		return sys_err(err, dname, "open");
-	if (fstat(fd, &st) != 0) {
-		e = sys_err(err, dname, "fstat");
+	e = check_regular(fd, dname, &size, err);
+	if (e != PX_OK)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': not a "
-			      "regular file", dname);
-		goto out;
-	}
 	memcpy(head, CKPT_DELTA_MAGIC, 8);
 	memcpy(head + 8, base, DIGEST_LEN);
 	put_le(head + 40, (uint64_t)m->clock, 8);
@@ -897,7 +900,7 @@ static enum px_err delta_append(const char *path, const uint8_t *base,
 	if (e == PX_OK && fdatasync(fd) != 0)
 		e = sys_err(err, dname, "fdatasync");
 	if (e != PX_OK)
-		(void)!ftruncate(fd, st.st_size);
+		(void)!ftruncate(fd, (off_t)size);
 	else
 		*ret_bytes = sizeof(head) + 8 * (uint64_t)k + DIGEST_LEN;
 out:
@@ -918,7 +921,6 @@ static enum px_err apply_deltas(const char *path, const uint8_t *base,
 	float *val = NULL;
 	EVP_MD_CTX *md = NULL;
 	char dname[4200];
-	struct stat st;
 	enum px_err e;
 	int fd;
 
@@ -929,16 +931,9 @@ static enum px_err apply_deltas(const char *path, const uint8_t *base,
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR
 			? PX_OK : sys_err(err, dname, "open");
-	if (fstat(fd, &st) != 0) {
-		e = sys_err(err, dname, "fstat");
+	e = check_regular(fd, dname, &size, err);
+	if (e != PX_OK)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		e = px_errorf(err, PX_EINVAL, "checkpoint '%s': not a "
-			      "regular file", dname);
-		goto out;
-	}
-	size = (uint64_t)st.st_size;
 	md = EVP_MD_CTX_new();
 	idx = px_calloc(n ? n : 1, sizeof(*idx));
 	val = px_calloc(n ? n : 1, sizeof(*val));
