@@ -145,6 +145,8 @@ struct job {
 	 * points (measured_on) */
 	double goodput, efficiency, noise_scale, lr_scale;
 	uint32_t gp_batch;
+	int gp_count;            /* instances of the last report ... */
+	uint32_t gp_same;        /* ... and how many in a row had it */
 	struct jobspec_measured meas;
 	bool measured_on;
 	uint64_t scaling_ev_us;  /* last "scaling" event (monotonic) */

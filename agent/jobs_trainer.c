@@ -611,7 +611,12 @@ static void take_members(struct job *j, const struct wire_progress *p)
 /* The trainer's goodput at its workers' count of instances (with
  * workers_per_instance each) into the job's measured scaling; once that
  * has enough points BidBrain plans with it (req.spec.profile is what
- * the controller's work model reads). */
+ * the controller's work model reads).  Only a steady fleet's: the first
+ * GOODPUT_STEADY reports after the count changed are left out (a worker
+ * that just joined is still loading and training its first clocks, a
+ * departed one's samples still in the window: a count seen only around
+ * an eviction measured low, docs/benchmarks.md). */
+#define GOODPUT_STEADY 3
 static void take_goodput(struct job *j, const struct wire_progress *p)
 {
 	int per = j->req.trainer.workers_per_instance > 0 ?
@@ -623,6 +628,10 @@ static void take_goodput(struct job *j, const struct wire_progress *p)
 	j->noise_scale = p->noise_scale;
 	j->gp_batch = p->batch;
 	j->lr_scale = p->lr_scale;
+	j->gp_same = n == j->gp_count ? j->gp_same + 1 : 0;
+	j->gp_count = n;
+	if (j->gp_same < GOODPUT_STEADY)
+		return;
 	jobspec_measured_add(&j->meas, n, p->goodput);
 	job_measured_apply(j);
 }
