@@ -74,12 +74,19 @@ static json_t *metadata(const struct model_desc *d,
 		json_decref(m);
 		return NULL;
 	}
-	if (m && !isnan(acc)) {
-		snprintf(num, sizeof(num), "%.6f", acc);
-		if (json_object_set_new(m, "test_accuracy", json_string(num))) {
-			json_decref(m);
-			return NULL;
-		}
+	return m ? export_meta_number(m, "test_accuracy", acc) : NULL;
+}
+
+json_t *export_meta_number(json_t *m, const char *key, double v)
+{
+	char num[40];
+
+	if (isnan(v))
+		return m;
+	snprintf(num, sizeof(num), "%.6f", v);
+	if (json_object_set_new(m, key, json_string(num))) {
+		json_decref(m);
+		return NULL;
 	}
 	return m;
 }

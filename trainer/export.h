@@ -27,6 +27,8 @@
 #ifndef PX_EXPORT_H
 #define PX_EXPORT_H
 
+#include <jansson.h>
+
 #include "../common/px.h"
 #include "dataset.h"
 #include "mf.h"
@@ -118,5 +120,10 @@ enum px_err export_ckpt_write(const char *path, const struct ckpt_meta *m,
 
 /* "784-256-10" (the widths), or an mf model's shape, into buf. */
 void export_shape_text(const struct ckpt_meta *m, char *buf, size_t n);
+
+/* Metadata m (a JSON object of strings) with key = v in "%.6f" where v is
+ * a number; m as it was where v is NaN; NULL (m released) when it cannot
+ * be set. */
+json_t *export_meta_number(json_t *m, const char *key, double v);
 
 #endif

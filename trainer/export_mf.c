@@ -25,7 +25,7 @@ static const char *const tname[4] = { "user_factors", "item_factors",
 
 static json_t *mf_metadata(const struct mf_desc *d, double test_rmse)
 {
-	char ver[16], rank[16], users[16], items[16], mean[40], rmse[40];
+	char ver[16], rank[16], users[16], items[16], mean[40];
 	json_t *m;
 
 	snprintf(ver, sizeof(ver), "%d", EXPORT_VERSION);
@@ -40,14 +40,7 @@ static json_t *mf_metadata(const struct mf_desc *d, double test_rmse)
 		      "items", items, "global_mean", mean,
 		      "ids", EXPORT_MF_IDS, "prediction", EXPORT_MF_PREDICTION,
 		      "unseen", EXPORT_MF_UNSEEN);
-	if (m && !isnan(test_rmse)) {
-		snprintf(rmse, sizeof(rmse), "%.6f", test_rmse);
-		if (json_object_set_new(m, "test_rmse", json_string(rmse))) {
-			json_decref(m);
-			return NULL;
-		}
-	}
-	return m;
+	return m ? export_meta_number(m, "test_rmse", test_rmse) : NULL;
 }
 
 static void set_tensor(struct st_tensor *t, const char *name, uint64_t rows,
