@@ -664,7 +664,7 @@ Test(jobs_ec2, interruption_notices_read_by_the_nodes)
 
 	fake_up(NULL);
 	daemon_ec2();
-	ec2_job(300);
+	ec2_job(200); /* both notices come in its first 10 s */
 	id = submit();
 	interrupt_two(id, 2, 30);
 	st = wait_end(id, 240);
