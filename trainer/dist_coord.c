@@ -2001,16 +2001,20 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 		e = test_eval(c, &c->last_loss, &c->last_acc, err);
 		if (e != PX_OK)
 			return e;
-		if (c->mf)
+		{
+			char there[48];
+
+			if (c->mf)
+				snprintf(there, sizeof there, "test RMSE %.4f",
+					 c->last_loss);
+			else
+				snprintf(there, sizeof there, "test accuracy "
+					 "%.2f%%", 100.0 * c->last_acc);
 			out(c, "resuming from %s%s: clock %" PRId64 " of %"
-			    PRId64 ", test RMSE %.4f there", o->resume,
+			    PRId64 ", %s there", o->resume,
 			    have.deltas ? " and its incremental records" : "",
-			    have.clock, have.total, c->last_loss);
-		else
-			out(c, "resuming from %s%s: clock %" PRId64 " of %"
-			    PRId64 ", test accuracy %.2f%% there", o->resume,
-			    have.deltas ? " and its incremental records" : "",
-			    have.clock, have.total, 100.0 * c->last_acc);
+			    have.clock, have.total, there);
+		}
 	}
 	return PX_OK;
 }
