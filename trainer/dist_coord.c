@@ -244,6 +244,7 @@ static uint64_t samples_done(const struct coord *c)
 static void co_adapt(struct coord *c, uint32_t w)
 {
 	const struct gp_sample *d;
+	char phi[32];
 
 	if (!c->started ||
 	    !gp_decide(&c->gp, w, c->min_clock,
@@ -251,8 +252,8 @@ static void co_adapt(struct coord *c, uint32_t w)
 		return;
 	d = &c->gp.ev[c->gp.n_ev - 1];
 	out(c, "co-adapt at clock %" PRId64 ": %u workers, batch %u, lr x%.3f"
-	    " (noise scale %.0f)", c->min_clock, w, c->gp.batch,
-	    c->gp.lr_scale, d->noise_scale);
+	    " (noise scale %s)", c->min_clock, w, c->gp.batch,
+	    c->gp.lr_scale, gns_format(d->noise_scale, phi, sizeof phi));
 }
 
 /* Foresee the last clock anew when the number of workers sharing a
@@ -1625,7 +1626,7 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 	double secs = (double)(now - c->t_start_us) / 1e6;
 	uint32_t nw = 0, nps = 0;
 	struct px_error err;
-	char ev[80], slow[200];
+	char ev[80], slow[200], phi[32];
 
 	for (uint32_t i = 0; i < c->n; i++) {
 		if (!alive(&c->m[i]))
@@ -1676,10 +1677,11 @@ static enum px_err progress(struct coord *c, bool eval, bool final,
 		dist_fmt_eval(ev, sizeof(ev), c->last_loss, c->last_acc);
 	out(c, "clock %" PRId64 "/%" PRId64 ": %.0f samples/s, last %s, %u "
 	    "workers, %u PS, stage %u, epoch %" PRIu64 ", goodput %.0f "
-	    "(efficiency %.3f, noise scale %.0f, batch %u, lr x%.3f)%s",
+	    "(efficiency %.3f, noise scale %s, batch %u, lr x%.3f)%s",
 	    c->min_clock, c->total_est, secs > 0 ? c->samples / secs : 0.0,
 	    ev, nw, nps, c->stage, c->epoch, c->gp.goodput, c->gp.efficiency,
-	    gns_scale(&c->gp.gns), c->gp.batch, c->gp.lr_scale,
+	    gns_format(gns_scale(&c->gp.gns), phi, sizeof phi), c->gp.batch,
+	    c->gp.lr_scale,
 	    slow_text(c, slow, sizeof slow));
 	return PX_OK;
 }

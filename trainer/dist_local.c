@@ -15,6 +15,7 @@
 #include "dist_int.h"
 #include "agent_chan.h"
 #include "ckpt.h"
+#include "goodput.h"
 #include "kern_cuda.h"
 
 #include <dirent.h>
@@ -724,7 +725,7 @@ static void agent_poll(struct local *s, int ms)
 	while (agent_chan_progress(s->ach, ms, &m, &err) == PX_OK) {
 		const struct wire_progress *p = &m.u.progress;
 		uint32_t nw = 0, nps = 0;
-		char ev[80], slow[160] = "", gp[128] = "";
+		char ev[80], slow[160] = "", gp[160] = "", phi[32];
 		size_t k = 0;
 
 		ms = 0;
@@ -757,10 +758,11 @@ static void agent_poll(struct local *s, int ms)
 			dist_fmt_eval(ev, sizeof(ev), p->loss, p->accuracy);
 		if (p->noise_scale > 0)
 			snprintf(gp, sizeof gp, ", goodput %.0f samples/s "
-				 "(efficiency %.3f, noise scale %.0f, batch "
+				 "(efficiency %.3f, noise scale %s, batch "
 				 "%u, lr x%.3f)", (double)p->goodput,
 				 (double)p->efficiency,
-				 (double)p->noise_scale, p->batch,
+				 gns_format(p->noise_scale, phi, sizeof phi),
+				 p->batch,
 				 (double)p->lr_scale);
 		if (s->o->json)
 			dist_logf(s->o, LOG_LVL_INFO,

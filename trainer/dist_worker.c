@@ -686,15 +686,18 @@ static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
 	if (e == PX_OK && measure) {
 		e = model_grad(w->mc, w->d_params, w->x, w->y, n / 2,
 			       w->d_grad, NULL, err);
-		w->gsq_half = kern_sqnorm(w->grad, w->d.n_params);
+		if (e == PX_OK)
+			e = w->ops->sqnorm(w->kctx, w->d_grad, w->d.n_params,
+					   &w->gsq_half, err);
 	}
 	if (e == PX_OK)
 		e = model_grad(w->mc, w->d_params, w->x, w->y, n, w->d_grad,
 			       NULL, err);
-	if (e == PX_OK && measure) {
-		w->gsq_full = kern_sqnorm(w->grad, w->d.n_params);
+	if (e == PX_OK && measure)
+		e = w->ops->sqnorm(w->kctx, w->d_grad, w->d.n_params,
+				   &w->gsq_full, err);
+	if (e == PX_OK && measure)
 		w->gb = n / 2;
-	}
 step:
 	if (e == PX_OK)
 		e = w->ops->sgd_momentum(w->kctx, w->d_params, w->d_mom,
@@ -784,14 +787,15 @@ static void adapt(struct worker *w)
 }
 
 /* Whether this clock's first minibatch, of n examples, is measured for
- * the goodput estimate: on the CPU (the gradient on the host), an even
- * minibatch of the clock's size, and one in every 8 minibatches at most
- * (the measurement costs half a minibatch's gradient more). */
+ * the goodput estimate: a dense one (the sparse path has no half-batch
+ * gradient), an even minibatch of the clock's size, and one in every 8
+ * minibatches at most (the measurement costs half a minibatch's gradient
+ * more; on a GPU also two waits for the norms). */
 static bool measured(const struct worker *w, uint32_t n)
 {
 	int64_t every = w->kb >= 8 ? 1 : 8 / w->kb;
 
-	return w->d_grad == w->grad && n == w->batch && n >= 2 &&
+	return !w->sparse && n == w->batch && n >= 2 &&
 	       n % 2 == 0 && w->clock % every == 0;
 }
 

@@ -4,7 +4,19 @@
 #include "goodput.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+const char *gns_format(double phi, char *buf, size_t len)
+{
+	if (!isfinite(phi) || phi <= 0)
+		snprintf(buf, len, "not known yet");
+	else if (phi >= GNS_MAX)
+		snprintf(buf, len, "above 1e9"); /* GNS_MAX */
+	else
+		snprintf(buf, len, "%.0f", phi);
+	return buf;
+}
 
 void gns_add(struct gns *g, double b_small, double sq_small, double b_big,
 	     double sq_big)

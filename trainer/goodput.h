@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Smoothing of the two estimates (an exponential mean of each, from 0:
@@ -19,7 +20,8 @@
  * scale counts as known. */
 #define GNS_ALPHA 0.02
 #define GNS_WARMUP 16
-#define GNS_MAX 1e9          /* a noise scale this large: all noise */
+#define GNS_MAX 1e9          /* a noise scale this large: all noise
+				 (gns_format writes "above 1e9") */
 
 struct gns {
 	double g2;           /* |G|^2: the true gradient's squared norm */
@@ -35,6 +37,10 @@ void gns_add(struct gns *g, double b_small, double sq_small, double b_big,
 /* The noise scale tr(Sigma) / |G|^2 in examples (GNS_MAX when |G|^2 is
  * not above 0), or 0 before GNS_WARMUP measurements. */
 double gns_scale(const struct gns *g);
+/* A noise scale phi for a person: "above 1e9" at the bound (all noise:
+ * a clamp, not a measured number), "not known yet" at 0 or below (or not
+ * finite), else the whole number.  Into buf[len]; returns buf. */
+const char *gns_format(double phi, char *buf, size_t len);
 
 /* Statistical efficiency of a total batch m against the batch m0 the
  * learning rate was set for: the progress per example at m relative to

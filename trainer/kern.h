@@ -153,6 +153,11 @@ struct kern_ops {
 	enum px_err (*sgd_momentum)(void *ctx, float *w, float *v,
 				    const float *g, size_t len, float lr,
 				    float mu, float wd, struct px_error *err);
+	/* *ret = the squared norm of x[len] (kern_sqnorm; the CUDA table's
+	 * sums in float, through cuBLAS, and waits for it): a worker's
+	 * gradient norms for the goodput estimate. */
+	enum px_err (*sqnorm)(void *ctx, const float *x, size_t len,
+			      double *ret, struct px_error *err);
 };
 
 /* The CPU table; its ctx is unused (pass NULL). */

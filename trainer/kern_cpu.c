@@ -300,6 +300,13 @@ static enum px_err cpu_sgd(void *ctx, float *w, float *v, const float *g,
 	return PX_OK;
 }
 
+static enum px_err cpu_sqnorm(void *ctx, const float *x, size_t len,
+			      double *ret, struct px_error *err)
+{
+	*ret = kern_sqnorm(x, len);
+	return PX_OK;
+}
+
 const struct kern_ops kern_cpu_ops = {
 	.name = "cpu",
 	.alloc = cpu_alloc,
@@ -316,4 +323,5 @@ const struct kern_ops kern_cpu_ops = {
 	.softmax_xent_fwd = cpu_sm_fwd,
 	.softmax_xent_bwd = cpu_sm_bwd,
 	.sgd_momentum = cpu_sgd,
+	.sqnorm = cpu_sqnorm,
 };

@@ -12,6 +12,7 @@
  */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -428,6 +429,32 @@ static enum px_err kc_sgd_momentum(void *ctx, float *w, float *v,
 	return kc_check_launch(err, "sgd_momentum");
 }
 
+/* cuBLAS's nrm2 (a scaled sum in float) squared; the result comes back
+ * to the host, so this waits for the stream: called once in several
+ * minibatches (the goodput measurement), not per step.  An int's worth
+ * of elements at a time (cuBLAS takes int lengths). */
+static enum px_err kc_sqnorm(void *ctx, const float *x, size_t len,
+			     double *ret, struct px_error *err)
+{
+	struct kern_cuda *k = (struct kern_cuda *)ctx;
+	double sum = 0.0;
+
+	for (size_t off = 0; off < len;) {
+		size_t n = len - off < (size_t)INT_MAX ? len - off
+						       : (size_t)INT_MAX;
+		float r = 0.0f;
+		cublasStatus_t s = cublasSnrm2(k->blas, (int)n, x + off, 1,
+					       &r);
+
+		if (s != CUBLAS_STATUS_SUCCESS)
+			return kc_blas_err(err, s, "cublasSnrm2");
+		sum += (double)r * (double)r;
+		off += n;
+	}
+	*ret = sum;
+	return PX_OK;
+}
+
 /* Positional: C++17 has no designated initializers.  The order is that of
  * struct kern_ops in kern.h (the compiler checks each pointer's type). */
 static const struct kern_ops kc_ops = {
@@ -446,6 +473,7 @@ static const struct kern_ops kc_ops = {
 	kc_softmax_xent_fwd,
 	kc_softmax_xent_bwd,
 	kc_sgd_momentum,
+	kc_sqnorm,
 };
 
 static int kc_device_count(struct px_error *err)

@@ -26,6 +26,7 @@
 #include "../../common/jsonout.h"
 #include "../../common/log.h"
 #include "../../trainer/data_url.h"
+#include "../../trainer/goodput.h"
 #include "cli.h"
 #include "../proto.h"
 
@@ -460,7 +461,7 @@ static int print_goodput(json_t *g)
 	json_t *sc = json_object_get(g, "scaling");
 	json_t *n = json_object_get(sc, "instances");
 	json_t *gp = json_object_get(sc, "goodput");
-	char pts[256] = "";
+	char pts[256] = "", phi[32];
 	size_t k = 0, i;
 	json_t *v;
 
@@ -474,11 +475,12 @@ static int print_goodput(json_t *g)
 					      (long long)json_integer_value(v),
 					      nonneg(json_number_value(
 						json_array_get(gp, i))));
-	printf("goodput  %.0f samples/s (efficiency %.3f, noise scale %.0f, "
+	printf("goodput  %.0f samples/s (efficiency %.3f, noise scale %s, "
 	       "batch %lld, lr x%.3f); scaling%s (%s)\n",
 	       nonneg(real_of(g, "samples_per_s")),
 	       nonneg(real_of(g, "efficiency")),
-	       nonneg(real_of(g, "noise_scale")), int_of(g, "batch"),
+	       gns_format(real_of(g, "noise_scale"), phi, sizeof phi),
+	       int_of(g, "batch"),
 	       nonneg(real_of(g, "lr_scale")), k ? pts : " not measured yet",
 	       json_is_true(json_object_get(sc, "measured"))
 		       ? "measured: BidBrain plans with it"

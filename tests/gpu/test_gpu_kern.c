@@ -553,6 +553,32 @@ Test(gpu, sgd_momentum_vs_cpu)
 	free(got);
 }
 
+/* The goodput measurement's squared norms: cuBLAS's float nrm2, squared,
+ * against the CPU's double sum; sizes around a warp and a block, one
+ * past the MLP's parameters, and empty. */
+Test(gpu, sqnorm_vs_cpu)
+{
+	const size_t sizes[] = { 0, 1, 31, 257, 269322 };
+	struct px_error err = { 0 };
+
+	need_gpu();
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		float *x = rand_floats(n ? n : 1, 20 + i, 0.5f);
+		float *dx = to_dev(x, (n ? n : 1) * 4);
+		double ref = kern_sqnorm(x, n), got = -1.0;
+
+		cr_assert_eq(G->sqnorm(gpu, dx, n, &got, &err), PX_OK, "%s",
+			     err.msg);
+		cr_log_info("sqnorm %zu: gpu %.9g cpu %.9g", n, got, ref);
+		cr_assert(fabs(got - ref) <= 1e-6 + 1e-5 * ref,
+			  "sqnorm of %zu values: gpu %.9g, cpu %.9g", n, got,
+			  ref);
+		G->free(gpu, dx);
+		free(x);
+	}
+}
+
 Test(gpu, errors_map_to_px_ecuda)
 {
 	struct px_error err = { 0 };

@@ -136,3 +136,21 @@ Test(goodput, sqnorm)
 	cr_assert_float_eq(kern_sqnorm(x, 5), 14.25, 1e-12);
 	cr_assert_eq(kern_sqnorm(x, 0), 0);
 }
+
+/* The CPU table's sqnorm is kern_sqnorm (the CUDA one: gpu/sqnorm_vs_cpu);
+ * a noise scale at its bound is shown as a bound, not as a number. */
+Test(goodput, sqnorm_op_and_format)
+{
+	float x[3] = { 3, 4, 0 };
+	struct px_error err = { 0 };
+	double r = -1;
+	char b[32];
+
+	cr_assert_eq(kern_cpu_ops.sqnorm(NULL, x, 3, &r, &err), PX_OK);
+	cr_assert_float_eq(r, 25.0, 1e-12);
+	cr_assert_str_eq(gns_format(GNS_MAX, b, sizeof b), "above 1e9");
+	cr_assert_str_eq(gns_format(2 * GNS_MAX, b, sizeof b), "above 1e9");
+	cr_assert_str_eq(gns_format(0, b, sizeof b), "not known yet");
+	cr_assert_str_eq(gns_format(NAN, b, sizeof b), "not known yet");
+	cr_assert_str_eq(gns_format(1234.4, b, sizeof b), "1234");
+}
