@@ -16,7 +16,9 @@
 # lib.tar.xz (every shared library they need except glibc's and CUDA's, as
 # real files under their sonames; GCC's runtime apart, used only where the
 # machine has none), data/ (Fashion-MNIST), torch_step.py,
-# bench_trainer_gpu.sh, run.sh (scripts/gpu_bundle_run.sh) and MANIFEST.
+# bench_trainer_gpu.sh, bench/ (the CPU benches run.sh runs with
+# PX_GPU_CPU_BENCH=1 on the machine's 16 cores, and jq in bin/), run.sh
+# (scripts/gpu_bundle_run.sh) and MANIFEST.
 # It must stay under the tool's 64 MiB for what travels; this script fails
 # above 60 MiB.  Exit 2 when this machine cannot build the CUDA path.
 #   env: BUILD (default build), DATA (default /usr/share/datasets/fashion-mnist)
@@ -49,6 +51,9 @@ mkdir -p "$out/bin" "$out/lib/proteus" "$out/data" "$out/stage/lib" \
 	"$out/stage/lib-gcc"
 cp "$BUILD/proteus-trainer" "$BUILD/px_gpu_tests" "$BUILD/proteusd" \
 	"$BUILD/proteusctl" "$out/bin/"
+# the CPU benches' own needs (run.sh, PX_GPU_CPU_BENCH): jq, which the
+# GPU machine's image may lack, with its libraries below
+command -v jq >/dev/null 2>&1 && cp "$(command -v jq)" "$out/bin/"
 # what proteusd finds beside itself (../share/proteus/...): the shipped
 # trace slice and on-demand table, and the example local job
 mkdir -p "$out/share/proteus/traces" "$out/share/proteus/ondemand"
@@ -82,6 +87,10 @@ rm -rf "$out/stage"
 
 cp "$DATA"/*-ubyte.gz "$out/data/"
 cp tests/bench/torch_step.py tests/bench/bench_trainer_gpu.sh "$out/"
+mkdir -p "$out/bench"
+cp tests/bench/bench_stragglers.sh tests/bench/stragglers_run.py \
+	tests/bench/bench_partial.sh tests/bench/recover_clocks.py \
+	tests/bench/bench_goodput.sh tests/bench/trainer_needs.sh "$out/bench/"
 cp scripts/gpu_bundle_run.sh "$out/run.sh"
 chmod +x "$out/run.sh" "$out/bench_trainer_gpu.sh" "$out/torch_step.py"
 

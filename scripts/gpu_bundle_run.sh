@@ -12,6 +12,10 @@
 # with the time left, the GPU tests under compute-sanitizer memcheck
 # (PX_GPU_BUDGET, default 560 s, is the whole run's budget: a smaller one
 # leaves device time for a second call).
+# PX_GPU_QUICK=1 leaves out the step benchmark and the proteusd job;
+# PX_GPU_CPU_BENCH=1 adds the CPU benches that want the machine's cores
+# (stragglers, partial recovery, goodput under churn: their env, REPS,
+# KILLS, SEEDS, MODES, PAR, REPEAT..., passes through), into bench.md.
 # Without a GPU the tests run and skip, the benchmark runs on the CPU as a
 # harness check and the training run is a small CPU one: each is labelled,
 # nothing is reported as a GPU result.  Writes run.log, summary.md,
@@ -152,6 +156,38 @@ PY
 	fi
 }
 
+# cpu_benches: bench_stragglers.sh, bench_partial.sh and bench_goodput.sh
+# (no plot: no gnuplot there) on this machine's
+# cores, the trainer from the bundle, Fashion-MNIST where the trainer
+# looks by default (a link to the bundle's copy), jq from the bundle;
+# each within its share of the time left (PX_STRAGGLERS_S, PX_PARTIAL_S)
+cpu_benches() {
+	if [ ! -e /usr/share/datasets/fashion-mnist ]; then
+		mkdir -p /usr/share/datasets &&
+			ln -s "$here/data" /usr/share/datasets/fashion-mnist
+	fi
+	{
+		echo
+		echo "## CPU benches on this machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+		echo
+		echo "### stragglers"
+	} >>"$OUT/bench.md"
+	PATH=$tmp/bin:$PATH BUILD=$tmp/bin timeout "${PX_STRAGGLERS_S:-200}" \
+		sh "$here/bench/bench_stragglers.sh" >>"$OUT/bench.md" 2>&1
+	rc=$?
+	status "stragglers bench" "rc $rc (bench.md)"
+	echo "### partial recovery" >>"$OUT/bench.md"
+	PATH=$tmp/bin:$PATH BUILD=$tmp/bin timeout "${PX_PARTIAL_S:-200}" \
+		sh "$here/bench/bench_partial.sh" >>"$OUT/bench.md" 2>&1
+	rc=$?
+	status "partial bench" "rc $rc (bench.md)"
+	echo "### goodput under churn" >>"$OUT/bench.md"
+	PATH=$tmp/bin:$PATH BUILD=$tmp/bin PLOT= timeout "${PX_GOODPUT_S:-150}" \
+		sh "$here/bench/bench_goodput.sh" >>"$OUT/bench.md" 2>&1
+	rc=$?
+	status "goodput bench" "rc $rc (bench.md)"
+}
+
 left() { # seconds left of a PX_GPU_BUDGET s budget (default 560)
 	echo $((${PX_GPU_BUDGET:-560} - ($(date +%s) - t_start)))
 }
@@ -209,12 +245,16 @@ main() {
 		failed=1
 	fi
 
-	# step time, ours against PyTorch (a CPU harness check without a GPU)
-	GPU_STEP_BENCH=$tmp/bin/gpu_step_bench TORCH_STEP=$here/torch_step.py \
+	# step time, ours against PyTorch (a CPU harness check without a GPU);
+	# PX_GPU_QUICK=1 leaves it and the daemon job out (a run for other
+	# steps, on time already spent on these)
+	[ "${PX_GPU_QUICK:-0}" = 1 ] || GPU_STEP_BENCH=$tmp/bin/gpu_step_bench TORCH_STEP=$here/torch_step.py \
 		COMMIT=$commit timeout 200 sh "$here/bench_trainer_gpu.sh" \
 		>"$OUT/bench.md" 2>&1
 	rc=$?
-	if [ $rc -ne 0 ]; then
+	if [ "${PX_GPU_QUICK:-0}" = 1 ]; then
+		status "step bench" "left out (PX_GPU_QUICK)"
+	elif [ $rc -ne 0 ]; then
 		status "step bench" "FAILED rc $rc (bench.md)"
 		failed=1
 	elif [ -z "$gpu" ]; then
@@ -267,10 +307,41 @@ main() {
 			--data "$here/data"
 	fi
 
+	# the goodput estimate on GPU workers (issue 27): an elastic job
+	# with --adapt; its noise scale must be measured (above 0) and the
+	# co-adaptation decided on the changes of workers
+	if [ -n "$gpu" ]; then
+		json_step "local --device cuda --adapt" \
+			"$tmp/bin/proteus-trainer" local --device cuda \
+			--workers 2 --ps 2 --epochs 10 --adapt \
+			--kill-worker-at 2 --add-worker-at 3 --json \
+			--data "$here/data"
+		g=$(tail -1 "$OUT/train.json" | python3 -c '
+import json, sys
+g = json.load(sys.stdin).get("goodput", {})
+print("noise_scale %s, decisions %d" % (g.get("noise_scale", 0), len(g.get("decisions", []))))' 2>&1)
+		case $g in
+		"noise_scale 0,"*|*rror*|"") status "goodput on cuda" "FAILED: $g"; failed=1 ;;
+		*) status "goodput on cuda" "ok: $g" ;;
+		esac
+	fi
+
+	# the CPU benches that need more than 2 cores (PX_GPU_CPU_BENCH=1):
+	# stragglers with 4 workers, partial recovery over more kills,
+	# co-adaptation under churn;
+	# into bench.md
+	if [ "${PX_GPU_CPU_BENCH:-0}" = 1 ]; then
+		cpu_benches
+	fi
+
 	# a daemon job: proteusd (local world, the shipped slice) runs the
 	# example job with trainer.device "cuda" (model mlp, 30 epochs);
 	# without a GPU the same on the CPU, as a harness check
-	daemon_step
+	if [ "${PX_GPU_QUICK:-0}" = 1 ]; then
+		status "proteusd job" "left out (PX_GPU_QUICK)"
+	else
+		daemon_step
+	fi
 
 	# with the time left: the GPU tests under compute-sanitizer memcheck
 	cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)

@@ -9,7 +9,7 @@
 # markdown.
 #   env: BUILD (default build), REPS (runs of each, default 3; medians),
 #   EPOCHS (default 20), TARGET (default 0.87), CPUS (taskset list,
-#   default all of them).
+#   default all of them), WORKERS (default "2 4").
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +18,9 @@ REPS=${REPS:-3}
 EPOCHS=${EPOCHS:-20}
 TARGET=${TARGET:-0.87}
 CPUS=${CPUS:-0-$(($(nproc) - 1))}
+WORKERS=${WORKERS:-2 4}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
 PIN="taskset -c $CPUS"
 RUN="$HERE/stragglers_run.py"
 COMMON="--model mlp --batch 64 --max-train 12000 --max-test 2000 --threads 1
@@ -29,18 +32,18 @@ runs() {
 	shift 2
 	for i in $(seq "$REPS"); do
 		# shellcheck disable=SC2086
-		r=$($PIN /usr/bin/python3 "$RUN" "$TARGET" "$T" local $COMMON \
+		r=$($PIN "$PY" "$RUN" "$TARGET" "$T" local $COMMON \
 			--workers "$w" --slack "$slack" "$@")
 		a=$(echo "$a" | jq -c --argjson x "$r" '. + [$x]')
 	done
 	echo "$a"
 }
 
-echo "Load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min); pinned: $PIN; $REPS runs each, medians; target $TARGET test accuracy (2000 test examples), $EPOCHS epochs."
+echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min); pinned: $PIN; $REPS runs each, medians; target $TARGET test accuracy (2000 test examples), $EPOCHS epochs."
 echo
 echo "| workers | consistency | run | to target, s | ratio | to the end, s | ratio | reassigned minibatches | accuracy |"
 echo "|---|---|---|---|---|---|---|---|---|"
-for w in 2 4; do
+for w in $WORKERS; do
 	for slack in 0 2; do
 		name=$([ "$slack" = 0 ] && echo BSP || echo "SSP, slack $slack")
 		base=$(runs "$w" "$slack")
