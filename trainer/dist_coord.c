@@ -150,6 +150,7 @@ struct coord {
 	float median_speed;        /* of the workers, last report */
 	struct gp gp;              /* goodput, co-adaptation (goodput.h) */
 	uint32_t est_batch;        /* the minibatch total_est is for */
+	uint32_t est_kb;           /* ... and the clock's length */
 	bool done;
 	struct wire_member list[DIST_MAX_NODES]; /* MEMBERSHIP scratch */
 	/* --model mf (docs/trainer.md, "Matrix factorization"): the
@@ -252,8 +253,9 @@ static void co_adapt(struct coord *c, uint32_t w)
 		return;
 	d = &c->gp.ev[c->gp.n_ev - 1];
 	out(c, "co-adapt at clock %" PRId64 ": %u workers, batch %u, lr x%.3f"
-	    " (noise scale %s)", c->min_clock, w, c->gp.batch,
-	    c->gp.lr_scale, gns_format(d->noise_scale, phi, sizeof phi));
+	    ", %u minibatches a clock (noise scale %s)", c->min_clock, w,
+	    c->gp.batch, c->gp.lr_scale, c->gp.kb,
+	    gns_format(d->noise_scale, phi, sizeof phi));
 }
 
 /* Foresee the last clock anew when the number of workers sharing a
@@ -262,25 +264,27 @@ static void co_adapt(struct coord *c, uint32_t w)
  * started with. */
 static void reestimate(struct coord *c)
 {
-	uint32_t w = holders(c), b;
+	uint32_t w = holders(c), b, kb;
 	uint64_t done = samples_done(c), left;
 	int64_t bpe, cpe;
 
 	co_adapt(c, w);
 	b = c->gp.batch;
-	if (!w || (w == c->est_workers && b == c->est_batch) || !c->n_train)
+	kb = c->gp.kb;
+	if (!w || (w == c->est_workers && b == c->est_batch &&
+		   kb == c->est_kb) || !c->n_train)
 		return;
 	/* minibatches per epoch for each worker, and clocks of them */
 	bpe = dist_total_clocks(c->n_train, w, 1, b);
-	cpe = dist_job_clocks(c->n_train, w, 1, b, c->o->clock_batches);
+	cpe = dist_job_clocks(c->n_train, w, 1, b, kb);
 	left = done < c->total_samples ? c->total_samples - done : 0;
 	c->est_workers = w;
 	c->est_batch = b;
+	c->est_kb = kb;
 	c->clocks_per_epoch = cpe > 0 ? cpe : 1;
 	c->total_est = c->min_clock +
 		       (int64_t)ceil((double)left * (double)bpe /
-				     ((double)c->n_train *
-				      c->o->clock_batches));
+				     ((double)c->n_train * kb));
 }
 
 static void broadcast(struct coord *c, struct wire_msg *m)
@@ -335,6 +339,7 @@ static void send_clock_min(struct coord *c)
 	m.u.clock_min.staleness = c->o->slack;
 	m.u.clock_min.batch = c->gp.batch;
 	m.u.clock_min.lr_scale = (float)c->gp.lr_scale;
+	m.u.clock_min.clock_batches = (uint16_t)c->gp.kb;
 	broadcast(c, &m);
 }
 
@@ -1946,7 +1951,9 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 	c->total_samples = (uint64_t)o->train.epochs * c->n_train;
 	c->est_workers = o->workers;
 	c->est_batch = o->train.batch;
-	gp_init(&c->gp, o->train.batch, o->adapt);
+	c->est_kb = o->clock_batches;
+	gp_init(&c->gp, o->train.batch, o->clock_batches, o->adapt,
+		!o->no_adapt_clock);
 	c->clocks_per_epoch = o->train.epochs ? c->total / o->train.epochs
 					      : 1;
 	if (c->clocks_per_epoch < 1)

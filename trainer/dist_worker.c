@@ -59,6 +59,7 @@ struct worker {
 	 * clock, and those for the next */
 	uint32_t batch, want_batch;
 	float lr_scale, want_lr;
+	uint32_t want_kb;          /* co-adaptation's clock (0: none) */
 	/* the goodput estimate's measurement of a clock (goodput.h; CPU
 	 * only: the gradient is on the host): the squared norms of the
 	 * gradients of a minibatch's first half and of the whole, at the
@@ -243,6 +244,9 @@ static void on_sub(struct worker *w)
 				w->want_batch = m.u.clock_min.batch;
 			if (m.u.clock_min.lr_scale > 0)
 				w->want_lr = m.u.clock_min.lr_scale;
+			if (m.u.clock_min.clock_batches <=
+			    DIST_CLOCK_BATCHES_MAX)
+				w->want_kb = m.u.clock_min.clock_batches;
 			break;
 		case WIRE_SHUTDOWN:
 			w->shutdown = true;
@@ -772,16 +776,23 @@ static void take_offers(struct worker *w, uint32_t j)
 	w->n_offers = 0;
 }
 
-/* At a clock's start: the coordinator's minibatch and lr factor, if
- * they changed (co-adaptation), and a fresh gradient measurement. */
+/* At a clock's start: the coordinator's minibatch, lr factor and
+ * clock's length, if they changed (co-adaptation), and a fresh gradient
+ * measurement.  The lr schedule's step, clock x kb + j of total x kb,
+ * keeps its place when kb changes (total is foreseen anew for it). */
 static void adapt(struct worker *w)
 {
-	if (w->want_batch != w->batch || w->want_lr != w->lr_scale) {
+	uint32_t kb = w->want_kb && !w->mf ? w->want_kb : w->kb;
+
+	if (w->want_batch != w->batch || w->want_lr != w->lr_scale ||
+	    kb != w->kb) {
 		w->batch = w->want_batch;
 		w->lr_scale = w->want_lr;
+		w->kb = kb;
 		dist_logf(w->o, LOG_LVL_NOTICE, "worker %u: clock %" PRId64
-			  ": batch %u, lr x%.3f", w->o->node.v, w->clock,
-			  w->batch, (double)w->lr_scale);
+			  ": batch %u, lr x%.3f, %u minibatches a clock",
+			  w->o->node.v, w->clock, w->batch,
+			  (double)w->lr_scale, w->kb);
 	}
 	w->gb = 0;
 }

@@ -82,10 +82,23 @@ void goodput_decide(double phi, uint32_t m0, uint32_t k,
 	*ret_lr_scale = s * goodput_efficiency(phi, m0, (double)k * b);
 }
 
-void gp_init(struct gp *g, uint32_t m0, bool adapt)
+uint32_t goodput_clock_batches(uint32_t kb0, uint32_t m0, uint32_t b)
+{
+	uint64_t kb;
+
+	if (!b || b >= m0)
+		return kb0;
+	kb = ((uint64_t)kb0 * m0 + b - 1) / b;
+	return kb > GP_CLOCK_BATCHES_MAX ? GP_CLOCK_BATCHES_MAX
+					 : (uint32_t)kb;
+}
+
+void gp_init(struct gp *g, uint32_t m0, uint32_t kb0, bool adapt,
+	     bool adapt_clock)
 {
 	*g = (struct gp){ .adapt = adapt, .m0 = m0, .batch = m0,
-			  .lr_scale = 1 };
+			  .lr_scale = 1, .kb0 = kb0, .kb = kb0,
+			  .adapt_clock = adapt_clock };
 	g->tl = calloc(GP_TIMELINE_MAX, sizeof(*g->tl));
 }
 
@@ -108,6 +121,7 @@ static struct gp_sample sample(const struct gp *g, uint32_t k,
 {
 	return (struct gp_sample){
 		.t = t, .workers = k, .batch = g->batch,
+		.clock_batches = g->kb,
 		.lr_scale = g->lr_scale, .samples_per_s = g->rate,
 		.efficiency = g->efficiency, .goodput = g->goodput,
 		.noise_scale = gns_scale(&g->gns), .test_accuracy = NAN,
@@ -117,17 +131,20 @@ static struct gp_sample sample(const struct gp *g, uint32_t k,
 bool gp_decide(struct gp *g, uint32_t k, int64_t clock, double t)
 {
 	double phi = gns_scale(&g->gns), lr;
-	uint32_t b;
+	uint32_t b, kb;
 
 	if (!g->adapt || !k || (k == g->k && (g->with_phi || phi <= 0)))
 		return false;
 	g->k = k;
 	g->with_phi = phi > 0;
 	goodput_decide(phi, g->m0, k, &b, &lr);
-	if (b == g->batch && lr == g->lr_scale)
+	kb = g->adapt_clock ? goodput_clock_batches(g->kb0, g->m0, b)
+			    : g->kb0;
+	if (b == g->batch && lr == g->lr_scale && kb == g->kb)
 		return false;
 	g->batch = b;
 	g->lr_scale = lr;
+	g->kb = kb;
 	if (g->n_ev < GP_EVENTS_MAX) {
 		/* the efficiency decided for; the rates are the last
 		 * report's */
@@ -164,10 +181,12 @@ static json_t *samples_json(const struct gp_sample *s, uint32_t n)
 
 	for (uint32_t i = 0; a && i < n; i++)
 		json_array_append_new(a, json_pack(
-			"{s:f, s:I, s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:o}",
+			"{s:f, s:I, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f, "
+			"s:o}",
 			"t", s[i].t, "clock", (json_int_t)s[i].clock,
 			"workers", (int)s[i].workers, "batch",
-			(int)s[i].batch, "lr_scale", s[i].lr_scale,
+			(int)s[i].batch, "clock_batches",
+			(int)s[i].clock_batches, "lr_scale", s[i].lr_scale,
 			"samples_per_s", s[i].samples_per_s,
 			"efficiency", s[i].efficiency,
 			"goodput", s[i].goodput,
@@ -179,9 +198,10 @@ static json_t *samples_json(const struct gp_sample *s, uint32_t n)
 
 json_t *gp_json(const struct gp *g)
 {
-	return json_pack("{s:b, s:f, s:i, s:f, s:f, s:f, s:o, s:o}",
+	return json_pack("{s:b, s:f, s:i, s:f, s:i, s:f, s:f, s:o, s:o}",
 			 "adapt", g->adapt, "noise_scale", gns_scale(&g->gns),
 			 "batch", (int)g->batch, "lr_scale", g->lr_scale,
+			 "clock_batches", (int)g->kb,
 			 "efficiency", g->efficiency, "goodput", g->goodput,
 			 "decisions", samples_json(g->ev, g->n_ev),
 			 "timeline", samples_json(g->tl, g->n_tl));

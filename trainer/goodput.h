@@ -56,6 +56,17 @@ double goodput_efficiency(double phi, double m0, double m);
 void goodput_decide(double phi, uint32_t m0, uint32_t k,
 		    uint32_t *ret_batch, double *ret_lr_scale);
 
+/* The most minibatches in a clock (DIST_CLOCK_BATCHES_MAX). */
+#define GP_CLOCK_BATCHES_MAX 4096
+
+/* The clock's length for a worker minibatch b of a job whose --batch is
+ * m0 and --clock-batches kb0: ceil(kb0 x m0 / b), so that a clock trains
+ * about the examples it did at m0 and a push carries as many examples'
+ * updates as the user chose (a quiet job's small minibatches would
+ * otherwise push k times as often per example); kb0 where b >= m0, at
+ * most GP_CLOCK_BATCHES_MAX. */
+uint32_t goodput_clock_batches(uint32_t kb0, uint32_t m0, uint32_t b);
+
 /* The coordinator's state: the estimate, the decision in force, and a
  * timeline of the reports for --json (at most GP_TIMELINE_MAX samples,
  * the later ones dropped; GP_EVENTS_MAX decisions likewise). */
@@ -64,7 +75,7 @@ void goodput_decide(double phi, uint32_t m0, uint32_t k,
 
 struct gp_sample {
 	double t;            /* s since the job's start */
-	uint32_t workers, batch;
+	uint32_t workers, batch, clock_batches;
 	double lr_scale, samples_per_s, efficiency, goodput, noise_scale;
 	double test_accuracy;  /* the last evaluation's (NaN: none) */
 	int64_t clock;
@@ -76,6 +87,9 @@ struct gp {
 	uint32_t m0;         /* the job's --batch */
 	uint32_t batch;      /* each worker's minibatch now */
 	double lr_scale;     /* the lr factor now */
+	uint32_t kb0;        /* the job's --clock-batches */
+	bool adapt_clock;    /* adapt the clock's length too */
+	uint32_t kb;         /* minibatches in a clock now */
 	uint32_t k;          /* workers of the last decision (0: none) */
 	bool with_phi;       /* ... made with the noise scale known */
 	/* the last report: throughput since the one before */
@@ -87,24 +101,29 @@ struct gp {
 	uint32_t n_ev;
 };
 
-/* adapt: co-adaptation on; m0: --batch.  PX_ENOMEM-free: the timeline
- * is allocated here and may stay NULL (then nothing is kept). */
-void gp_init(struct gp *g, uint32_t m0, bool adapt);
+/* adapt: co-adaptation on; m0: --batch; kb0: --clock-batches, adapted
+ * with the batch where adapt_clock (goodput_clock_batches).
+ * PX_ENOMEM-free: the timeline is allocated here and may stay NULL (then
+ * nothing is kept). */
+void gp_init(struct gp *g, uint32_t m0, uint32_t kb0, bool adapt,
+	     bool adapt_clock);
 void gp_free(struct gp *g);
 /* One worker's CLOCK (its minibatch and measurements). */
 void gp_clock(struct gp *g, uint32_t batch, uint32_t batches,
 	      double sq_small, double sq_big);
 /* Decide for k workers now (a join or a leave, or the noise scale just
- * known) when k or the knowledge changed; whether the batch or the lr
- * factor changed (the decision is then the last of g->ev). */
+ * known) when k or the knowledge changed; whether the batch, the lr
+ * factor or the clock's length changed (the decision is then the last of
+ * g->ev). */
 bool gp_decide(struct gp *g, uint32_t k, int64_t clock, double t);
 /* A report: the throughput since the last one (samples done in all,
  * now_us), its efficiency at k workers, into the timeline with the last
  * test accuracy (acc). */
 void gp_report(struct gp *g, uint64_t samples, uint64_t now_us, double t,
 	       uint32_t k, int64_t clock, double acc);
-/* {"adapt", "noise_scale", "batch", "lr_scale", "efficiency",
- * "goodput", "decisions": [...], "timeline": [...]}; NULL on OOM. */
+/* {"adapt", "noise_scale", "batch", "lr_scale", "clock_batches",
+ * "efficiency", "goodput", "decisions": [...], "timeline": [...]}; NULL
+ * on OOM. */
 json_t *gp_json(const struct gp *g);
 
 #endif

@@ -459,7 +459,8 @@ static const struct field clock_f[] = {
 static const struct field clock_min_f[] = {
 	FM(F_I64, 0, min_clock, clock_min),
 	FM(F_I64, 0, total_clock, clock_min),
-	FM(F_U16, 0, staleness, clock_min), PAD(2),
+	FM(F_U16, 0, staleness, clock_min),
+	FM(F_U16, 0, clock_batches, clock_min),
 	FM(F_U32, 0, batch, clock_min), FM(F_F32, 0, lr_scale, clock_min),
 };
 static const struct field range_f[] = {

@@ -17,7 +17,7 @@
 #include "../common/px.h"
 
 #define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
-#define WIRE_VERSION 6
+#define WIRE_VERSION 7
 #define WIRE_HDR_LEN 64                 /* bytes before the payload */
 #define WIRE_MAC_LEN 16                 /* AES-256-GCM tag after it */
 #define WIRE_OVERHEAD (WIRE_HDR_LEN + WIRE_MAC_LEN)
@@ -307,6 +307,9 @@ struct wire_clock_min {
 	 * lr) */
 	uint32_t batch;                   /* <= the job's --batch */
 	float lr_scale;                   /* finite, >= 0 */
+	/* ... and the minibatches of its clocks (0: the job's
+	 * --clock-batches, as ASSIGN said) */
+	uint16_t clock_batches;
 };
 
 /* PUSH, PARAMS and FORWARD: a chunk of a parameter range of one shard.

@@ -1064,12 +1064,13 @@ Test(trainer_dist, unauthenticated_frames_dropped, .init = setup,
 }
 
 /* Each co-adaptation decision in the result is the rule's for its
- * workers and noise scale (trainer/goodput.h), and the workers trained
- * with it: "worker N: clock C: batch B, lr xS" in their log where it is
- * not the job's own batch and lr.  Returns the
+ * workers and noise scale (trainer/goodput.h), its clock's length the
+ * rule's for its batch (kb0: the job's --clock-batches), and the workers
+ * trained with it: "worker N: clock C: batch B, lr xS, K minibatches a
+ * clock" in their log where it is not the job's own.  Returns the
  * decisions. */
 static json_t *decisions_follow_rule(json_t *j, const char *err,
-				     uint32_t m0)
+				     uint32_t m0, uint32_t kb0)
 {
 	json_t *g = json_object_get(j, "goodput"), *d, *e;
 	size_t i;
@@ -1078,18 +1079,21 @@ static json_t *decisions_follow_rule(json_t *j, const char *err,
 	d = json_object_get(g, "decisions");
 	cr_assert(json_is_array(d));
 	json_array_foreach(d, i, e) {
-		uint32_t b;
+		uint32_t b, kb;
 		double lr;
 		char line[96];
 
 		goodput_decide(num(e, "noise_scale"), m0,
 			       (uint32_t)num(e, "workers"), &b, &lr);
+		kb = goodput_clock_batches(kb0, m0, b);
 		cr_assert_eq(num(e, "batch"), b, "decision %zu", i);
 		cr_assert_float_eq(num(e, "lr_scale"), lr, 1e-9);
-		snprintf(line, sizeof line, ": batch %u, lr x%.3f", b, lr);
+		cr_assert_eq(num(e, "clock_batches"), kb, "decision %zu", i);
+		snprintf(line, sizeof line, ": batch %u, lr x%.3f, %u "
+			 "minibatches a clock", b, lr, kb);
 		/* a worker logs a change; one that the decision finds at
 		 * the job's own batch and lr (a fresh one) has none */
-		if (b == m0 && !strcmp(line + strlen(line) - 6, "x1.000"))
+		if (b == m0 && strstr(line, "x1.000,"))
 			continue;
 		cr_assert_not_null(strstr(err, line), "no worker took %s: %s",
 				   line, err);
@@ -1116,7 +1120,7 @@ Test(trainer_dist, co_adapts_on_leave_and_join, .init = setup,
 
 	cr_assert_eq(num(j, "losses"), 1);
 	cr_assert_eq(num(j, "joins"), 1);
-	d = decisions_follow_rule(j, r.err, 64);
+	d = decisions_follow_rule(j, r.err, 64, DIST_CLOCK_BATCHES);
 	/* the first with two workers, then one, then two: the order of
 	 * the workers each was for (repeats of one count dropped) */
 	json_array_foreach(d, i, e) {

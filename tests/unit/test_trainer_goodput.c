@@ -96,7 +96,7 @@ Test(goodput, state_decides_on_changes_only)
 {
 	struct gp g;
 
-	gp_init(&g, 64, true);
+	gp_init(&g, 64, 8, true, true);
 	cr_assert_not(gp_decide(&g, 2, 0, 0), "nothing known: no change");
 	for (int i = 0; i < GNS_WARMUP; i++)
 		gp_clock(&g, 32, 2, sq(1, 1000, 32), sq(1, 1000, 64));
@@ -120,7 +120,7 @@ Test(goodput, state_decides_on_changes_only)
 	cr_assert_eq(g.tl[1].test_accuracy, 0.5);
 	gp_free(&g);
 	/* off: measured, never decided */
-	gp_init(&g, 64, false);
+	gp_init(&g, 64, 8, false, true);
 	for (int i = 0; i < GNS_WARMUP; i++)
 		gp_clock(&g, 32, 2, sq(1, 1000, 32), sq(1, 1000, 64));
 	cr_assert_not(gp_decide(&g, 4, 5, 0.1));
@@ -153,4 +153,39 @@ Test(goodput, sqnorm_op_and_format)
 	cr_assert_str_eq(gns_format(0, b, sizeof b), "not known yet");
 	cr_assert_str_eq(gns_format(NAN, b, sizeof b), "not known yet");
 	cr_assert_str_eq(gns_format(1234.4, b, sizeof b), "1234");
+}
+
+/* A smaller minibatch makes a clock of more of them: as many examples a
+ * push as at --batch (rounded up), bounded; --no-adapt-clock keeps it. */
+Test(goodput, clock_batches_follow_the_batch)
+{
+	struct gp g;
+
+	cr_assert_eq(goodput_clock_batches(8, 128, 128), 8);
+	cr_assert_eq(goodput_clock_batches(8, 128, 256), 8);
+	cr_assert_eq(goodput_clock_batches(8, 128, 64), 16);
+	cr_assert_eq(goodput_clock_batches(1, 128, 48), 3);
+	cr_assert_eq(goodput_clock_batches(4096, 128, 16), GP_CLOCK_BATCHES_MAX);
+	cr_assert_eq(goodput_clock_batches(3, 128, 0), 3);
+
+	/* a quiet job (noise scale 1: the critical batch is m0) on 4
+	 * workers: each trains m0 / 4 = 16, four times the minibatches */
+	gp_init(&g, 64, 2, true, true);
+	for (int i = 0; i < GNS_WARMUP; i++)
+		gp_clock(&g, 32, 2, sq(1, 0, 32), sq(1, 0, 64));
+	cr_assert(gp_decide(&g, 4, 5, 0.1));
+	cr_assert_eq(g.batch, 16);
+	cr_assert_eq(g.kb, 8);
+	cr_assert_eq(g.ev[0].clock_batches, 8);
+	cr_assert(gp_decide(&g, 1, 6, 0.2), "a leave");
+	cr_assert_eq(g.batch, 64);
+	cr_assert_eq(g.kb, 2);
+	gp_free(&g);
+	gp_init(&g, 64, 2, true, false);
+	for (int i = 0; i < GNS_WARMUP; i++)
+		gp_clock(&g, 32, 2, sq(1, 0, 32), sq(1, 0, 64));
+	cr_assert(gp_decide(&g, 4, 5, 0.1));
+	cr_assert_eq(g.batch, 16);
+	cr_assert_eq(g.kb, 2, "--no-adapt-clock");
+	gp_free(&g);
 }
