@@ -76,6 +76,8 @@ struct kept_bill {
 	struct billing_acct acct;    /* before the close */
 	int64_t closed_s;
 	int64_t amount;              /* what the close charged */
+	bool unlaunched;             /* ended before the world heard it
+				      * launched: ctrl_bill_late says */
 };
 
 #define KEPT_MAX 4096            /* the oldest go beyond (never trued up) */
@@ -364,9 +366,13 @@ static enum px_err end_inst(struct ctrl *c, int64_t now, size_t slot,
 	struct pol_instance *v = &c->pub[slot];
 	int64_t amount = 0;
 	enum px_err e;
-	bool kept = in->launched && !provider && c->keep_bills &&
+	/* one not launched yet is kept too: its launch may be answered
+	 * after this (ctrl_bill_late), and its bill is the provider's */
+	bool kept = !provider && c->keep_bills &&
 		    keep_bill(c, v, &in->bill, now);
 
+	if (kept)
+		c->kept[c->n_kept - 1].unlaunched = !in->launched;
 	if (in->launched) {
 		amount = billing_acct_end(&in->bill, now, provider ?
 					  BILLING_END_PROVIDER :
@@ -1106,37 +1112,113 @@ size_t ctrl_bills_open(const struct ctrl *c)
 	return c->n_kept;
 }
 
+/* The kept bill of instance id, or -1. */
+static long kept_of(const struct ctrl *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->n_kept; i++)
+		if (c->kept[i].v.id == id)
+			return (long)i;
+	return -1;
+}
+
+static void unkeep(struct ctrl *c, size_t i)
+{
+	memmove(c->kept + i, c->kept + i + 1,
+		(c->n_kept - i - 1) * sizeof *c->kept);
+	c->n_kept--;
+}
+
 enum px_err ctrl_bill_end(struct ctrl *c, int64_t now, uint64_t id,
-			  int64_t end_s)
+			  int64_t end_s, bool provider)
 {
 	struct px_error *err = &c->err;
 	struct ctrl_event ev;
 	struct kept_bill k;
-	size_t i;
+	long i = kept_of(c, id);
 	int64_t more;
 
-	for (i = 0; i < c->n_kept && c->kept[i].v.id != id; i++)
-		;
-	if (i == c->n_kept)
+	if (i < 0 || c->kept[i].unlaunched)
 		return PX_OK;
 	k = c->kept[i];
-	memmove(c->kept + i, c->kept + i + 1,
-		(c->n_kept - i - 1) * sizeof *c->kept);
-	c->n_kept--;
-	if (end_s <= k.closed_s)
+	unkeep(c, (size_t)i);
+	if (end_s == k.closed_s && !provider)
 		return PX_OK;
-	/* the same account closed later: the same rules (minimum,
-	 * per-second accrual over the market's prices) as a close there */
-	more = billing_acct_end(&k.acct, end_s, BILLING_END_USER) - k.amount;
-	if (more <= 0)
+	/* the same account closed there, by whoever the provider says
+	 * ended it: the same rules (minimum, per-second accrual over the
+	 * market's prices, a spot instance the provider ends in its first
+	 * hour free) as a close there.  An end before ours is the
+	 * provider's (it ended the instance before our terminate call
+	 * arrived: an interruption racing the release), and brings the
+	 * bill down */
+	more = billing_acct_end(&k.acct, end_s, provider ?
+				BILLING_END_PROVIDER : BILLING_END_USER) -
+	       k.amount;
+	if (!more)
 		return PX_OK;
 	c->cost_ended += more;
 	c->cost_now += more;
 	c->st.instance_hours += (double)(end_s - k.closed_s) / BILLING_HOUR_S;
+	c->st.free_hours += (double)k.acct.free_s / BILLING_HOUR_S;
 	if (!c->s.sink)
 		return PX_OK;
-	ev_of(c, now, CTRL_EV_BILL_END, &k.v, "the provider's end", more, &ev);
+	ev_of(c, now, CTRL_EV_BILL_END, &k.v, provider ? "the provider "
+	      "ended it first (its interruption)" : "the provider's end",
+	      more, &ev);
 	ev.end_s = end_s;
+	return emit_ev(c, &ev, err);
+}
+
+enum px_err ctrl_bill_late(struct ctrl *c, int64_t now,
+			   const struct world_req *q, int64_t launched_s)
+{
+	struct px_error *err = &c->err;
+	const struct market *m = NULL;
+	struct pol_instance v = {0};
+	struct billing_acct a, closed;
+	struct ctrl_event ev;
+	long i = kept_of(c, q->id);
+	int64_t amount;
+	enum px_err e;
+
+	if (i >= 0 && !c->kept[i].unlaunched)
+		return PX_OK;            /* billed already */
+	if (i >= 0)
+		unkeep(c, (size_t)i);
+	if (launched_s < 0 || find_slot(c, q->id) >= 0)
+		return PX_OK;            /* never launched; or held */
+	if (q->type < 0 || (size_t)q->type >= c->env->n_types ||
+	    (q->market >= 0 && (size_t)q->market >= c->env->n_markets))
+		return px_errorf(err, PX_EINVAL, "instance %" PRIu64 ": not "
+				 "of this job's markets", q->id);
+	if (launched_s > now)
+		launched_s = now;
+	v.id = q->id;
+	v.reliable = q->reliable;
+	v.type = q->type;
+	v.market = q->market;
+	v.bid_uusd = q->market >= 0 ? q->bid_uusd : 0;
+	v.launch_s = launched_s;
+	if (q->market >= 0)
+		m = mkt(c, q->market);
+	billing_acct_start(&a, c->env->billing, m,
+			   c->env->types[q->type].od_uusd, launched_s);
+	closed = a;
+	amount = billing_acct_end(&closed, now, BILLING_END_USER);
+	/* terminated now: the provider's end brings it there */
+	if (c->keep_bills && keep_bill(c, &v, &a, now))
+		c->kept[c->n_kept - 1].amount = amount;
+	c->cost_ended += amount;
+	c->cost_now += amount;
+	c->st.instances_launched++;
+	c->st.instance_hours += (double)(now - launched_s) / BILLING_HOUR_S;
+	if (!c->s.sink)
+		return PX_OK;
+	ev_of(c, launched_s, CTRL_EV_LAUNCH, &v, NULL, 0, &ev);
+	e = emit_ev(c, &ev, err);
+	if (e != PX_OK)
+		return e;
+	ev_of(c, now, CTRL_EV_RELEASE, &v, "launched after it was let go: "
+	      "terminated", amount, &ev);
 	return emit_ev(c, &ev, err);
 }
 

@@ -67,8 +67,8 @@ struct ctrl_event {
 	int64_t bid_uusd;
 	int64_t price_uusd;        /* market price at t (spot) */
 	int64_t amount_uusd;       /* release/eviction: final charge;
-				    * bill-end: what the seconds after the
-				    * release added */
+				    * bill-end: what the provider's end
+				    * added (negative: took off) */
 	int64_t end_s;             /* bill-end: the provider's end time
 				    * (t_s: when the world learnt it) */
 	const char *detail;        /* short reason text, may be NULL */
@@ -147,13 +147,31 @@ void ctrl_keep_bills(struct ctrl *c);
 /* The provider's own end time end_s of instance id, which the controller
  * ended itself (a release, a failed start, the run's end) and whose bill
  * it closed at the decision: the bill is brought to end_s as if it had
- * closed there, and what that adds is charged (CTRL_EV_BILL_END at now,
- * the ledger's line, the run's cost).  An id not kept (unknown, ended by
- * the provider, settled already) or an end_s not after the close does
- * nothing.  Valid after ctrl_finish too, until ctrl_free. */
+ * closed there, ended by the user, or by the provider when provider is
+ * true (the provider ended it before our end reached it: a spot
+ * interruption racing a release; its first hour is free), and what that
+ * adds (or takes off: an end before the close, a provider's end) is
+ * charged (CTRL_EV_BILL_END at now, the ledger's line, the run's cost).
+ * An id not kept (unknown, ended by the provider as the controller knew,
+ * settled already), or an end that changes nothing, does nothing.  Valid
+ * after ctrl_finish too, until ctrl_free. */
 enum px_err ctrl_bill_end(struct ctrl *c, int64_t now, uint64_t id,
-			  int64_t end_s);
-/* Instances whose bill ctrl_bill_end may still bring to their end. */
+			  int64_t end_s, bool provider);
+/* Instance q->id, which the controller does not hold (released before
+ * the world heard it launched, or refused as far as it heard) and which
+ * the provider launched at launched_s all the same (its answer came
+ * after the release, or a listing showed it): the world terminates it
+ * now; it is billed from launched_s to now as the user's end
+ * (CTRL_EV_LAUNCH at launched_s, CTRL_EV_RELEASE at now: its instance
+ * row and ledger line, the run's cost), and kept for the provider's end
+ * (ctrl_bill_end).  launched_s < 0: it never launched; its bill, kept at
+ * the release, is dropped.  Nothing when it was billed already or is
+ * held.  Valid after ctrl_finish too, until ctrl_free. */
+enum px_err ctrl_bill_late(struct ctrl *c, int64_t now,
+			   const struct world_req *q, int64_t launched_s);
+/* Instances whose bill ctrl_bill_end may still bring to their end, or
+ * whose launch ctrl_bill_late may still bill (released before the world
+ * heard it launched). */
 size_t ctrl_bills_open(const struct ctrl *c);
 /* Free it; the policy's fini.  Does not release instances (ctrl_finish). */
 void ctrl_free(struct ctrl *c);

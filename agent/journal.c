@@ -270,8 +270,9 @@ static enum px_err ended(struct journal *j, const struct ctrl_event *ev,
 }
 
 /* The provider billed an instance we ended to its own end: its ledger
- * line and its row end there, the seconds after our close charged on the
- * same line (one line per instance). */
+ * line and its row end there, the difference (the seconds after our
+ * close, or what a provider's end before it took off) on the same line
+ * (one line per instance). */
 static enum px_err bill_end(struct journal *j, const struct ctrl_event *ev,
 			    int64_t row, struct px_error *err)
 {

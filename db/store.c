@@ -94,10 +94,9 @@ enum stmt_id {
 
 static const char *const stmt_sql[ST_MAX] = {
 	[ST_LEDGER_EXTEND] = "UPDATE ledger SET to_us = ?2, amount_uusd = "
-			     "amount_uusd + ?3 WHERE instance_id = ?1 AND "
-			     "to_us <= ?2",
+			     "amount_uusd + ?3 WHERE instance_id = ?1",
 	[ST_INSTANCE_END_AT] = "UPDATE instances SET end_us = ?2 WHERE id = "
-			       "?1 AND end_us IS NOT NULL AND end_us <= ?2",
+			       "?1 AND end_us IS NOT NULL",
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
 	[ST_ROLLBACK] = "ROLLBACK",
@@ -1725,10 +1724,8 @@ enum px_err store_instance_bill_end(struct store *st, int64_t instance_id,
 {
 	static const int which[2] = { ST_LEDGER_EXTEND, ST_INSTANCE_END_AT };
 
-	if (more_uusd < 0)
-		return px_errorf(err, PX_EINVAL, "instance %" PRId64 ": a bill "
-				 "brought to its end adds %" PRId64 " uUSD",
-				 instance_id, more_uusd);
+	/* the tables' checks refuse a line or a row that would end before
+	 * it started, or a line that would charge less than nothing */
 	for (int k = 0; k < 2; k++) {
 		sqlite3_stmt *s = stmt_get(st, which[k], err);
 		int rc;
@@ -1740,14 +1737,21 @@ enum px_err store_instance_bill_end(struct store *st, int64_t instance_id,
 		if (k == 0)
 			sqlite3_bind_int64(s, 3, more_uusd);
 		rc = sqlite3_step(s);
+		if (rc != SQLITE_DONE) {
+			enum px_err e = store_fail(st, rc, err, "instance %"
+						   PRId64 ": bill to its end "
+						   "at %" PRId64 " us, %"
+						   PRId64 " uUSD more",
+						   instance_id, end_us,
+						   more_uusd);
+
+			sqlite3_reset(s);
+			return e;
+		}
 		sqlite3_reset(s);
-		if (rc != SQLITE_DONE)
-			return store_fail(st, rc, err, "instance %" PRId64
-					  ": bill to its end", instance_id);
 		if (k == 0 && sqlite3_changes(st->db) != 1)
 			return px_errorf(err, PX_ENOENT, "instance %" PRId64
-					 ": no ledger line ending before %"
-					 PRId64, instance_id, end_us);
+					 ": no ledger line", instance_id);
 	}
 	return PX_OK;
 }

@@ -246,9 +246,11 @@ enum px_err store_instance_end(struct store *st, int64_t instance_id,
 			       struct px_error *err);
 
 /* The provider billed instance_id (ended, charged by its one ledger
- * line) to end_us, after our end: its line ends there and charges
- * more_uusd (>= 0) more; its end moves there.  PX_ENOENT: no such line
- * ending at or before end_us. */
+ * line) to end_us, not where we ended it: its line ends there and
+ * charges more_uusd more (less, when negative: the provider ended it
+ * first, or billed it as its own interruption); its end moves there.
+ * PX_ENOENT: no such line; PX_EINVAL: the line would end before it
+ * started or charge less than nothing (nothing changed). */
 enum px_err store_instance_bill_end(struct store *st, int64_t instance_id,
 				    int64_t end_us, int64_t more_uusd,
 				    struct px_error *err);

@@ -469,6 +469,11 @@ struct inst {
 	uint8_t enroll_pub[ENROLL_PUB_LEN]; /* the key it was given under */
 	bool bill_end_told;      /* EC2's end time seen once (we ended it) */
 	bool bill_end_due;       /* ... and not yet told the controller */
+	bool end_by_ec2;         /* ... and EC2 ended it first (its spot
+				  * interruption, before our terminate) */
+	bool bill_late;          /* let go while asked: the controller
+				  * keeps its bill until the answer, or a
+				  * listing, says whether EC2 launched it */
 	unsigned tell;           /* bits 1 << enum itell, to hand over */
 	char why[256];
 };
@@ -488,7 +493,10 @@ struct ec2w {
 	int64_t *cool_s;         /* per env market: rests until */
 	char (*cool_why)[160];
 	int64_t poll_timer, price_timer;
-	bool describing, pricing, started, leaves_off;
+	bool describing, pricing, started;
+	bool run_over;           /* the job's run ended (end_leaves, just
+				  * before its releases): releases end at
+				  * once, and nothing is adopted any more */
 	int64_t price_from_s;    /* the next poll asks from here */
 	struct call *calls;      /* in flight */
 	struct ctrl_progress start_p;
@@ -512,6 +520,7 @@ struct call {
 	uint64_t id;             /* the instance, for RunInstances */
 	char token[EC2_TOKEN_MAX + 1];
 	int kind;                /* 0 run, 1 describe, 2 prices */
+	uint64_t sent_us;        /* monotonic, when it was started */
 };
 
 static struct call *call_new(struct ec2w *w, int kind, uint64_t id)
@@ -524,6 +533,7 @@ static struct call *call_new(struct ec2w *w, int kind, uint64_t id)
 	k->h = w->h;
 	k->kind = kind;
 	k->id = id;
+	k->sent_us = px_now_mono_us();
 	k->next = w->calls;
 	w->calls = k;
 	return k;
@@ -1162,6 +1172,60 @@ static void cool(struct ec2w *w, int market, int64_t until,
 
 static void inst_close(struct ec2w *w, struct inst *in);
 
+/* The request in was for, as the controller asked it. */
+static struct world_req req_of(const struct inst *in)
+{
+	return (struct world_req){
+		.id = in->id, .market = in->market, .type = in->type,
+		.reliable = in->reliable, .bid_uusd = in->bid_uusd,
+		.type_name = in->type_name,
+		.zone = in->zone[0] ? in->zone : NULL,
+	};
+}
+
+/* in, which the controller no longer holds (let go before it heard the
+ * launch, or refused as far as it heard), launched by EC2 at launched
+ * (< 0: it never launched): billed from there to now, when it is
+ * terminated (ctrl_bill_late; the listing's end time settles it).  EC2
+ * bills it whether or not we wanted it. */
+static void bill_late(struct ec2w *w, struct inst *in, int64_t launched)
+{
+	struct world_req q = req_of(in);
+
+	in->bill_late = false;
+	if (launched >= 0 && launched < in->asked_s)
+		launched = in->asked_s;
+	if (launched >= 0)
+		in->launch_s = launched;
+	if (ctrl_bill_late(w->c, tell_t(w), &q, launched) != PX_OK)
+		log_err("job %" PRId64 ": instance %" PRIu64 " (%s), launched "
+			"after it was let go: its bill: %s", w->s.job_id,
+			in->id, in->iid, ctrl_error(w->c)->msg);
+	else if (launched >= 0)
+		log_notice("job %" PRId64 ": instance %" PRIu64 " (%s) was "
+			   "launched after it was let go: billed from its "
+			   "launch, terminated", w->s.job_id, in->id, in->iid);
+}
+
+/* The same, as EC2 answered or listed it (i). */
+static void bill_late_seen(struct ec2w *w, struct inst *in,
+			   const struct ec2_instance *i)
+{
+	snprintf(in->iid, sizeof in->iid, "%s", i->id);
+	bill_late(w, in, i->launch_time_s > 0 ? i->launch_time_s : w_now(w));
+}
+
+/* Whether a refusal (code, aws) may hide a launch: 5xx and the network
+ * after the client's retries (the call may have been carried out, its
+ * answer lost); a listing that shows the instance says. */
+static bool answer_lost(const char *code, const struct ec2_aws_error *aws)
+{
+	return !code[0] || !strncmp(code, "Internal", 8) ||
+	       !strcmp(code, "ServiceUnavailable") ||
+	       (aws && (aws->http_status == 0 || aws->http_status >= 500) &&
+		!capacity_code(code));
+}
+
 static void run_done(enum px_err rc, struct ec2_instance_list *l,
 		     const struct px_error *err,
 		     const struct ec2_aws_error *aws, void *ctx)
@@ -1179,8 +1243,11 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 	if (rc == PX_OK && l->n >= 1) {
 		(void)store_ec2_request_set(k->h->wh->st, k->token, "launched",
 					    l->v[0].id, px_now_wall_us(), &e2);
-		/* a job that ended, or let it go while it was asked for */
+		/* a job that ended, or let it go while it was asked for:
+		 * EC2 bills it all the same, to its terminate */
 		if (!in || in->released) {
+			if (in && in->bill_late)
+				bill_late_seen(w, in, &l->v[0]);
 			for (size_t i = 0; i < l->n; i++)
 				host_terminate(k->h, l->v[i].id, 0);
 			if (in)
@@ -1233,15 +1300,18 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 		 * this time; the next decision asks again.  The call may
 		 * have been carried out (its answer lost): a listing that
 		 * shows the instance adopts it then */
-		in->lost_answer = !code[0] || !strncmp(code, "Internal", 8) ||
-				  !strcmp(code, "ServiceUnavailable") ||
-				  (aws && (aws->http_status == 0 ||
-					   aws->http_status >= 500) &&
-				   !capacity_code(code));
+		in->lost_answer = answer_lost(code, aws);
 		in->refused_us = px_now_mono_us();
 		in->st = I_DONE;
 		tell(w, in, T_REJECTED);
 	} else if (in) {
+		/* let go while asked, and refused: never launched, unless
+		 * the answer may be lost (the next listing says) */
+		in->lost_answer = answer_lost(aws && aws->code[0] ? aws->code :
+					      "", aws);
+		in->refused_us = px_now_mono_us();
+		if (in->bill_late && !in->lost_answer)
+			bill_late(w, in, -1);
 		inst_close(w, in);
 	}
 	call_end(k);
@@ -1422,14 +1492,25 @@ static enum px_err ec2w_release(void *vw, uint64_t id, struct px_error *err)
 {
 	struct ec2w *w = vw;
 	struct inst *in = inst_of(w, id);
-	int64_t ms = w->leaves_off ? 0 : w->s.release_ms;
+	int64_t ms = w->run_over ? 0 : w->s.release_ms;
 
 	(void)err;
 	if (!in || in->released)
 		return PX_OK;
 	in->released = true;
-	if (in->st == I_ASKED)           /* terminated when it comes */
+	if (in->st == I_ASKED) {
+		/* terminated when it comes, and billed: the controller
+		 * keeps its bill until then (ctrl_bill_late) */
+		in->bill_late = true;
 		return PX_OK;
+	}
+	/* the controller let it go before it heard what EC2 answered */
+	if (in->tell & (1u << T_LAUNCHED))
+		bill_late(w, in, in->launch_s);     /* launched */
+	else if (in->st == I_DONE && in->lost_answer)
+		in->bill_late = true;               /* the listing says */
+	else if (in->st == I_DONE)
+		bill_late(w, in, -1);               /* refused: nothing */
 	/* the node is told to leave (the coordinator moves its work at
 	 * once) and the instance terminated now: the controller's bill
 	 * closed now, and EC2's closes when the call arrives; EC2's
@@ -1466,6 +1547,15 @@ static bool alive(const char *state)
 	return !strcmp(state, "pending") || !strcmp(state, "running");
 }
 
+/* Whether EC2 ended instance i itself (a spot interruption), not at
+ * anyone's request: billed as the provider's end (a spot instance's first
+ * hour free). */
+static bool ended_by_ec2(const struct ec2_instance *i)
+{
+	/* Server.SpotInstanceTermination, or ...Shutdown (a stop) */
+	return !strncmp(i->state_reason_code, "Server.Spot", 11);
+}
+
 /* EC2's end of an instance: its state transition's time, else now. */
 static int64_t end_time(const struct ec2w *w, const struct ec2_instance *i,
 			const struct inst *in)
@@ -1494,9 +1584,12 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 	if (!in) {
 		/* a launch this life never saw answered (a restart between
 		 * the call and its answer, EC2 slow to list it): the job's
-		 * own, alive: adopted; else nothing to do */
-		if (alive(i->state) && id && w->started &&
-		    adopt(w, i, id, &err) != PX_OK)
+		 * own, alive: adopted (once the run is over: terminated);
+		 * else nothing to do */
+		if (alive(i->state) && id && w->run_over)
+			host_terminate(w->h, i->id, 0);
+		else if (alive(i->state) && id && w->started &&
+			 adopt(w, i, id, &err) != PX_OK)
 			log_warn("job %" PRId64 ": instance %s: %s", w->s.job_id,
 				 i->id, err.msg);
 		return;
@@ -1505,8 +1598,16 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 	    !in->tell && alive(i->state) && id == in->id && w->started) {
 		/* refused as we heard it (the answer lost, the retries
 		 * spent), launched as EC2 says: it is ours and billed from
-		 * its launch time; the controller takes it up again */
+		 * its launch time; the controller takes it up again, or,
+		 * once the run is over, it is billed to now and ended */
 		int slot = in->slot;
+
+		if (w->run_over) {
+			in->released = true;
+			bill_late_seen(w, in, i);
+			host_terminate(w->h, i->id, 0);
+			return;
+		}
 
 		if (in->ready)   /* its node joined while it was asked */
 			joined_early_add(w, id);
@@ -1521,13 +1622,21 @@ static void observe(struct ec2w *w, const struct ec2_instance *i)
 		return;
 	}
 	if (in->released || in->st == I_DONE) {
+		if (in->bill_late)       /* let go while asked, its answer
+					  * lost: EC2 launched it */
+			bill_late_seen(w, in, i);
 		if (alive(i->state)) {   /* ours to end */
 			host_terminate(w->h, i->id, 0);
 		} else if (!in->bill_end_told && i->transition_s > 0) {
 			/* EC2 billed it to here: the controller closed the
-			 * bill at its decision, before the call arrived */
+			 * bill at its decision, before the call arrived; or
+			 * EC2 interrupted it before the call arrived (the
+			 * job ended, or the policy let it go, between the
+			 * interruption and the listing that would have told
+			 * it): billed as EC2's end, free in its first hour */
 			in->bill_end_told = in->bill_end_due = true;
 			in->end_s = i->transition_s;
+			in->end_by_ec2 = ended_by_ec2(i);
 		}
 		return;
 	}
@@ -1608,6 +1717,12 @@ static void describe_done(enum px_err rc, struct ec2_instance_list *l,
 		w->seen_poll++;
 		for (size_t i = 0; i < l->n; i++)
 			observe(w, &l->v[i]);
+		/* a lost answer of one let go, not in a listing asked after
+		 * the refusal: EC2 never launched it */
+		for (size_t i = 0; i < w->n; i++)
+			if (w->v[i].bill_late && w->v[i].st == I_DONE &&
+			    k->sent_us > w->v[i].refused_us)
+				bill_late(w, &w->v[i], -1);
 		lost_slots_back(w);
 	}
 	call_end(k);
@@ -1891,8 +2006,8 @@ static enum px_err close_open(const struct store_open_instance *oi, void *ctx)
 		billing_acct_start(&a, w->s.env->billing, &w->s.ms->v[mi], 0,
 				   oi->start_us / 1000000);
 		amount = billing_acct_end(&a, end_s, seen &&
-			 strstr(seen->state_reason_code, "Spot") ?
-			 BILLING_END_PROVIDER : BILLING_END_USER);
+			 ended_by_ec2(seen) ? BILLING_END_PROVIDER :
+			 BILLING_END_USER);
 	} else if (!oi->zone[0] && od > 0) {
 		billing_acct_start(&a, w->s.env->billing, NULL, od,
 				   oi->start_us / 1000000);
@@ -2093,7 +2208,8 @@ static enum px_err bill_ends_at(struct ec2w *w, int64_t t,
 		if (!in->bill_end_due)
 			continue;
 		in->bill_end_due = false;
-		e = ctrl_e(w, ctrl_bill_end(w->c, t, in->id, in->end_s), err);
+		e = ctrl_e(w, ctrl_bill_end(w->c, t, in->id, in->end_s,
+					    in->end_by_ec2), err);
 	}
 	return e;
 }
@@ -2300,12 +2416,7 @@ static enum px_err ec2w_restart_nodes(void *vw, struct px_error *err)
 	(void)err;
 	for (size_t i = 0; i < w->n; i++) {
 		struct inst *in = &w->v[i];
-		struct world_req q = {
-			.id = in->id, .market = in->market, .type = in->type,
-			.reliable = in->reliable, .bid_uusd = in->bid_uusd,
-			.type_name = in->type_name,
-			.zone = in->zone[0] ? in->zone : NULL,
-		};
+		struct world_req q = req_of(in);
 
 		if (in->st == I_DONE || in->released || in->st == I_ASKED)
 			continue;
@@ -2362,7 +2473,7 @@ static void ec2w_node_warned(void *vw, uint64_t id, int64_t deadline_us,
 
 static void ec2w_end_leaves(void *vw)
 {
-	((struct ec2w *)vw)->leaves_off = true;
+	((struct ec2w *)vw)->run_over = true;
 }
 
 static size_t ec2w_nodes(const void *vw)

@@ -112,6 +112,8 @@ def reset(region):
         'calls': {},        # op -> requests that reached the op
         'attempts': {},     # op -> requests received (any outcome)
         'faulted': {},      # op -> {code (error faults) or kind: injected faults taken}
+        'held': 0,          # answers held now (kind "hold") until {"release_held": true}
+        'hold': threading.Event(),
         'rejected': {},     # error code -> count (signature check failures)
         'last_headers': {},
         'instances': {},    # id -> dict (every instance ever, vanished too)
@@ -1476,6 +1478,10 @@ def ctl(cmd):
     advance()
     if cmd.get('faults_clear'):
         S['faults'] = []
+    if cmd.get('release_held'):
+        # answers held since are held anew (a new event)
+        S['hold'].set()
+        S['hold'] = threading.Event()
     if 'faults' in cmd:
         for f in cmd['faults']:
             f.setdefault('op', '*')
@@ -1543,6 +1549,7 @@ def ctl(cmd):
 
 def state():
     return {'calls': S['calls'], 'attempts': S['attempts'], 'rejected': S['rejected'], 'faulted': S['faulted'],
+            'held': S['held'],
             'faults_left': [f for f in S['faults'] if f['count'] is None or f['count'] > 0],
             'instances': [{k: S['instances'][i][k] for k in ('id', 'state', 'type', 'spot', 'sir', 'token',
                                                                'tags', 'user_data', 'zone', 'bid')}
@@ -1769,6 +1776,15 @@ class Handler(BaseHTTPRequestHandler):
         if fault and fault['kind'] == 'drop_after':
             self.close_connection = True
             return
+        if fault and fault['kind'] == 'hold':
+            # carried out; its answer waits for {"release_held": true}
+            # (at most `delay` s), whatever the client did meanwhile
+            with LOCK:
+                S['held'] += 1
+                ev = S['hold']
+            ev.wait(float(fault.get('delay', 60)))
+            with LOCK:
+                S['held'] -= 1
         if fault and fault['kind'] == 'truncate':
             return self.send(status, out, cut=len(out.encode()) // 2)
         if fault and fault['kind'] == 'truncate_xml':

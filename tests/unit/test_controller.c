@@ -681,22 +681,117 @@ Test(controller, bills_brought_to_the_providers_end)
 	/* 3600 s on-demand at 0.21, 3600 s spot at 0.10 */
 	cr_assert_eq(cost, 210000 + 100000);
 	cr_assert_eq(ctrl_bills_open(c), 1, "the released one only");
-	cr_assert_eq(ctrl_bill_end(c, 4610, 99, 4700), PX_OK);
-	cr_assert_eq(ctrl_bill_end(c, 4610, 2, 4700), PX_OK);
+	cr_assert_eq(ctrl_bill_end(c, 4610, 99, 4700, false), PX_OK);
+	cr_assert_eq(ctrl_bill_end(c, 4610, 2, 4700, false), PX_OK);
 	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 0, "unknown, provider's own");
-	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4636), PX_OK);
+	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4636, false), PX_OK);
 	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 1);
 	cr_assert_eq(ctrl_bills_open(c), 0);
 	/* 36 s more at 0.21/h */
 	cr_assert_eq(ctrl_cost(c, 4700), 310000 + 2100);
-	cr_assert_eq(ctrl_bill_end(c, 4620, 1, 4900), PX_OK);
+	cr_assert_eq(ctrl_bill_end(c, 4620, 1, 4900, false), PX_OK);
 	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 1, "once");
 	cr_assert_eq(ctrl_cost(c, 4900), 310000 + 2100);
 	ctrl_free(c);
 }
 
-/* Without ctrl_keep_bills (sim, local) nothing is kept; an end before the
- * close adds nothing. */
+/* The provider ended an instance before our release reached it (a spot
+ * interruption racing the run's end, the listing that would have said so
+ * not in yet): the bill closed as our release is brought to the
+ * provider's end, as its interruption: a spot instance's first hour
+ * costs nothing; a later end still charges its seconds, and an on-demand
+ * one ended first is charged to that end.  An end before the close
+ * (ours) takes its seconds off. */
+Test(controller, bills_brought_down_to_the_providers_earlier_end)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	const struct pol_env *env;
+	struct world_req spot = {0}, late = {0}, rel = {0};
+	int64_t cost;
+
+	env = per_second_job();
+	c = mk(&f, false, false);
+	ctrl_keep_bills(c);
+	rel = reliable_req(env, 1);
+	spot = (struct world_req){ .id = 2, .market = 0,
+				   .type = env->markets[0].type,
+				   .bid_uusd = 200000 };
+	late = spot;
+	late.id = 3;
+	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
+	cr_assert_eq(ctrl_adopt(c, 2800, &spot, 2800, true), PX_OK);
+	cr_assert_eq(ctrl_adopt(c, 1000, &late, 1000, true), PX_OK);
+	cr_assert_eq(ctrl_finish(c, 4600, true, &cost), PX_OK);
+	/* 3600 s on-demand at 0.21, 1800 s and 3600 s of spot at 0.10 */
+	cr_assert_eq(cost, 210000 + 50000 + 100000);
+	cr_assert_eq(ctrl_bills_open(c), 3);
+	/* interrupted at 4590, 1790 s after its launch: free */
+	cr_assert_eq(ctrl_bill_end(c, 4610, 2, 4590, true), PX_OK);
+	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 1);
+	cr_assert_eq(ctrl_cost(c, 4700), 210000 + 100000);
+	/* interrupted at 4630, past its first hour: charged to there */
+	cr_assert_eq(ctrl_bill_end(c, 4640, 3, 4630, true), PX_OK);
+	cr_assert_eq(ctrl_cost(c, 4700), 210000 + 100000 + 833);
+	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 2);
+	/* ended 36 s before our close (no refund on demand) */
+	cr_assert_eq(ctrl_bill_end(c, 4640, 1, 4564, false), PX_OK);
+	cr_assert_eq(ctrl_cost(c, 4700), 210000 - 2100 + 100000 + 833);
+	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 3);
+	cr_assert_eq(ctrl_bills_open(c), 0);
+	ctrl_free(c);
+}
+
+/* Released before its launch was answered (the run ended while EC2 was
+ * asked): the bill waits (ctrl_bills_open) for what the world learns.
+ * Launched after all: billed from EC2's launch to the terminate (now),
+ * as a launch and a release, then brought to EC2's end like any other;
+ * never launched: nothing.  An instance refused as far as the controller
+ * heard, launched all the same, is billed the same way; one it holds or
+ * billed already is not billed twice. */
+Test(controller, a_launch_answered_after_its_release_is_billed)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	struct world_req q0, q1, q2;
+	int64_t cost;
+
+	per_second_job();
+	c = mk(&f, false, false);
+	ctrl_keep_bills(c);
+	want_fleet(2, 200000);
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 3);
+	q0 = f.reqs[0];
+	q1 = f.reqs[1];
+	q2 = f.reqs[2];
+	cr_assert_eq(ctrl_rejected(c, 10, q2.id, "lost answer"), PX_OK);
+	cr_assert_eq(ctrl_finish(c, 100, false, &cost), PX_OK);
+	cr_assert_eq(cost, 0, "nothing launched as far as it knows");
+	cr_assert_eq(ctrl_bills_open(c), 2, "both asked: neither answered");
+	/* the on-demand one came at 20 and is terminated at 130: its
+	 * 110 s at 0.21/h; the spot one never launched */
+	cr_assert_eq(ctrl_bill_late(c, 130, &q0, 20), PX_OK);
+	cr_assert_eq(ctrl_bill_late(c, 130, &q1, -1), PX_OK);
+	cr_assert_eq(n_ev[CTRL_EV_LAUNCH], 1);
+	cr_assert_eq(ctrl_cost(c, 200), 6417);
+	cr_assert_eq(ctrl_bill_late(c, 140, &q0, 20), PX_OK);
+	cr_assert_eq(ctrl_cost(c, 200), 6417, "billed once");
+	cr_assert_eq(ctrl_bills_open(c), 1, "q0's, for EC2's end");
+	cr_assert_eq(ctrl_bill_end(c, 150, q0.id, 131, false), PX_OK);
+	cr_assert_eq(ctrl_cost(c, 200), 6475);
+	cr_assert_eq(ctrl_bills_open(c), 0);
+	/* the refused one, listed later as launched at 10 (60 s minimum
+	 * at 0.10/h) */
+	cr_assert_eq(ctrl_bill_late(c, 40, &q2, 10), PX_OK);
+	cr_assert_eq(ctrl_cost(c, 200), 6475 + 1667);
+	cr_assert_eq(n_ev[CTRL_EV_LAUNCH], 2);
+	cr_assert_eq(n_ev[CTRL_EV_RELEASE], 4, "2 at the end, 2 late");
+	ctrl_free(c);
+}
+
+/* Without ctrl_keep_bills (sim, local) nothing is kept; an end at the
+ * close changes nothing. */
 Test(controller, bills_not_kept_unless_asked)
 {
 	struct fw f = {0};
@@ -711,14 +806,14 @@ Test(controller, bills_not_kept_unless_asked)
 	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
 	cr_assert_eq(ctrl_finish(c, 4600, true, &cost), PX_OK);
 	cr_assert_eq(ctrl_bills_open(c), 0);
-	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4700), PX_OK);
+	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4700, false), PX_OK);
 	cr_assert_eq(ctrl_cost(c, 4700), cost);
 	ctrl_free(c);
 	c = mk(&f, false, false);
 	ctrl_keep_bills(c);
 	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
 	cr_assert_eq(ctrl_finish(c, 4600, true, &cost), PX_OK);
-	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4600), PX_OK);
+	cr_assert_eq(ctrl_bill_end(c, 4610, 1, 4600, false), PX_OK);
 	cr_assert_eq(ctrl_bills_open(c), 0, "taken, nothing to add");
 	cr_assert_eq(ctrl_cost(c, 4700), cost);
 	cr_assert_eq(n_ev[CTRL_EV_BILL_END], 0);

@@ -850,14 +850,23 @@ Test(store, job_round_trip, .init = tmp_setup, .fini = tmp_teardown)
 	/* the provider billed i1 to 5200: its one line ends there */
 	cr_assert_eq(store_instance_bill_end(st, i1, 5200, 100, &err), PX_OK,
 		     "%s", err.msg);
-	cr_assert_eq(store_instance_bill_end(st, i1, 5100, 1, &err),
-		     PX_ENOENT, "a line already past it");
-	cr_assert_eq(store_instance_bill_end(st, i1, 5300, -1, &err),
-		     PX_EINVAL);
+	/* ... or ended it before our end, as its interruption: less */
+	cr_assert_eq(store_instance_bill_end(st, i1, 5100, -456, &err), PX_OK,
+		     "%s", err.msg);
+	snprintf(buf, sizeof buf, "SELECT l.to_us + i.end_us FROM ledger l "
+		 "JOIN instances i ON i.id = l.instance_id WHERE i.id = %lld",
+		 (long long)i1);
+	cr_assert_eq(raw_int(db_path, buf), 2 * 5100, "both ends moved");
+	cr_assert_eq(store_instance_bill_end(st, i1, 5300, -123456, &err),
+		     PX_EINVAL, "less than nothing");
+	snprintf(buf, sizeof buf, "instance %lld", (long long)i1);
+	cr_assert(strstr(err.msg, buf), "%s", err.msg);
+	cr_assert_eq(store_instance_bill_end(st, i1, 2999, 0, &err),
+		     PX_EINVAL, "an end before its start");
 	cr_assert_eq(store_instance_bill_end(st, 9999, 5300, 1, &err),
 		     PX_ENOENT);
 	cr_assert_eq(store_job_cost(st, job, &cost, &err), PX_OK);
-	cr_assert_eq(cost, 1123556);
+	cr_assert_eq(cost, 1123456 + 100 - 456);
 	cr_assert_eq(store_job_cost(st, job2, &cost, &err), PX_OK);
 	cr_assert_eq(cost, 7);
 	cr_assert_eq(store_job_cost(st, 9999, &cost, &err), PX_ENOENT);
@@ -897,7 +906,7 @@ Test(store, job_round_trip, .init = tmp_setup, .fini = tmp_teardown)
 					   "end_us FROM instances WHERE "
 					   "cloud_id = 'i-0123456789abcdef0'",
 				  buf, sizeof(buf)),
-			 "evicted 5200");
+			 "evicted 5100");
 	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM instances WHERE "
 				      "end_us IS NULL"),
 		     1);
