@@ -3,7 +3,9 @@
 # `proteus-trainer local` (MLP, Fashion-MNIST, BSP) while the workers churn
 # between 1 and 4 (--churn-every: a join every CHURN s up to 4, then a
 # SIGKILL every CHURN s down to 1, and again), with co-adaptation
-# (--adapt) and without (a fixed batch and lr), REPEAT runs each: test
+# (--adapt), with it but a fixed clock (adapt-noclock: --adapt
+# --no-adapt-clock) and without (fixed: a fixed batch and lr), the MODES
+# asked for, REPEAT runs each: test
 # accuracy after the same number of samples (the epochs), time to TARGET
 # test accuracy (from the --eval-every evaluations), mean goodput; and a
 # PNG of goodput and workers over time of each mode's first run (gnuplot,
@@ -11,7 +13,7 @@
 #   env: BUILD (default build), EPOCHS (default 6), REPEAT (default 2),
 #   CHURN (s, default 1.5), TARGET (default 0.87), PLOT (default
 #   docs/img/goodput-churn.png; "" for none), PIN (a taskset CPU list,
-#   default none).
+#   default none), MODES (default "adapt fixed"; adapt-noclock too).
 set -eu
 
 EPOCHS=${EPOCHS:-6}
@@ -20,6 +22,7 @@ CHURN=${CHURN:-1.5}
 TARGET=${TARGET:-0.87}
 PLOT=${PLOT-docs/img/goodput-churn.png}
 PIN=${PIN:-}
+MODES=${MODES:-adapt fixed}
 . "$(dirname "$0")/trainer_needs.sh"
 
 out=$(mktemp -d)
@@ -29,8 +32,12 @@ pin=""
 load0=$(cut -d' ' -f1 /proc/loadavg)
 
 run() { # mode index
-	flag=""
-	[ "$1" = adapt ] && flag=--adapt
+	case $1 in
+	adapt) flag=--adapt ;;
+	adapt-noclock) flag="--adapt --no-adapt-clock" ;;
+	fixed) flag="" ;;
+	*) echo "bench_goodput: unknown mode '$1'" >&2; exit 2 ;;
+	esac
 	# shellcheck disable=SC2086
 	$pin "$T" local --model mlp --epochs "$EPOCHS" --workers 1 --ps 1 \
 		--batch 128 --lr 0.05 --momentum 0.9 --schedule cosine \
@@ -41,17 +48,18 @@ run() { # mode index
 
 i=0
 while [ "$i" -lt "$REPEAT" ]; do
-	# alternate, so that a change of the machine's load hits both
-	run adapt "$i"
-	run fixed "$i"
+	# alternate, so that a change of the machine's load hits each
+	for m in $MODES; do
+		run "$m" "$i"
+	done
 	i=$((i + 1))
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
 
 echo "MLP, $EPOCHS epochs of Fashion-MNIST (60000 examples), --batch 128 --lr 0.05 cosine, BSP, 1 PS, workers churning 1..4 every $CHURN s; $REPEAT runs per mode; load average $load0 before, $load1 after${PIN:+; pinned to CPUs $PIN}"
 echo
-echo "| mode | run | test accuracy | s to $TARGET | train s | joins | losses | mean goodput (samples/s) | mean samples/s | decisions |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| mode | run | test accuracy | s to $TARGET | train s | joins | losses | mean goodput (samples/s) | mean samples/s | decisions | clock lengths |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for f in "$out"/*.json; do
 	b=$(basename "$f" .json)
 	jq -r --arg mode "${b%.*}" --arg run "${b#*.}" \
@@ -66,9 +74,10 @@ for f in "$out"/*.json; do
 		  ($reach * 10 | round / 10) else "never" end) | \(.train_seconds
 		  * 10 | round / 10) | \(.joins) | \(.losses) | \($tl |
 		  mean(.goodput) | round) | \($tl | mean(.samples_per_s) |
-		  round) | \(.goodput.decisions | length) |"' "$f"
+		  round) | \(.goodput.decisions | length) | \([.goodput.decisions[].clock_batches] | unique | map(tostring) | join(" ")) |"' "$f"
 done
-if [ -n "$PLOT" ] && command -v gnuplot >/dev/null 2>&1; then
+if [ -n "$PLOT" ] && command -v gnuplot >/dev/null 2>&1 &&
+   [ -f "$out/adapt.0.json" ] && [ -f "$out/fixed.0.json" ]; then
 	for m in adapt fixed; do
 		jq -r '.goodput.timeline[] | "\(.t) \(.goodput) \(.samples_per_s) \(.workers) \(.batch) \(.lr_scale)"' \
 			"$out/$m.0.json" >"$out/$m.dat"
