@@ -119,9 +119,9 @@ struct dist_opts {
 				      batch and the lr on joins and
 				      leaves (--adapt; docs/trainer.md,
 				      "Goodput and co-adaptation") */
-	bool no_adapt_clock;       /* coordinator: with --adapt, keep
-				      --clock-batches as it is
-				      (--no-adapt-clock) */
+	bool adapt_clock;          /* coordinator: with --adapt, the
+				      clock's length follows the batch
+				      (--adapt-clock) */
 	const char *test_visits;   /* worker, tests: at its end, how often
 				      it trained each example, to
 				      DIR/visits.NODE (one count a line);

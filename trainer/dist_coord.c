@@ -1953,7 +1953,7 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 	c->est_batch = o->train.batch;
 	c->est_kb = o->clock_batches;
 	gp_init(&c->gp, o->train.batch, o->clock_batches, o->adapt,
-		!o->no_adapt_clock);
+		o->adapt_clock);
 	c->clocks_per_epoch = o->train.epochs ? c->total / o->train.epochs
 					      : 1;
 	if (c->clocks_per_epoch < 1)

@@ -478,12 +478,11 @@ static const struct topt topts[] = {
 	    "worker's batch (at most --batch) and the lr factor are decided "
 	    "anew from the measured gradient noise scale (docs/trainer.md, "
 	    "\"Goodput and co-adaptation\"); without it they stay --batch "
-	    "and --lr, and goodput is only measured; a smaller batch "
-	    "makes a clock of more minibatches (as many examples a push as "
-	    "at --batch)", NULL),
-	OPT("no-adapt-clock", NULL, C_DIST, K_FLAG, o.no_adapt_clock, 0, 0,
-	    0, "coordinator: with --adapt, keep --clock-batches as it is "
-	    "when the batch is made smaller (to compare)", NULL),
+	    "and --lr, and goodput is only measured", NULL),
+	OPT("adapt-clock", NULL, C_DIST, K_FLAG, o.adapt_clock, 0, 0, 0,
+	    "coordinator: with --adapt, a smaller batch makes a clock of "
+	    "more minibatches (as many examples a push as at --batch; "
+	    "measured no faster on one host: docs/trainer.md)", NULL),
 	/* test faults */
 	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
 	    90, 0, "test fault: workers send CLOCK first, their pushes MS "

@@ -1067,7 +1067,8 @@ Test(trainer_dist, unauthenticated_frames_dropped, .init = setup,
  * workers and noise scale (trainer/goodput.h), its clock's length the
  * rule's for its batch (kb0: the job's --clock-batches), and the workers
  * trained with it: "worker N: clock C: batch B, lr xS, K minibatches a
- * clock" in their log where it is not the job's own.  Returns the
+ * clock" in their log where it is not the job's own (kb0 0: the clock
+ * is not adapted, the job's --clock-batches always).  Returns the
  * decisions. */
 static json_t *decisions_follow_rule(json_t *j, const char *err,
 				     uint32_t m0, uint32_t kb0)
@@ -1085,7 +1086,8 @@ static json_t *decisions_follow_rule(json_t *j, const char *err,
 
 		goodput_decide(num(e, "noise_scale"), m0,
 			       (uint32_t)num(e, "workers"), &b, &lr);
-		kb = goodput_clock_batches(kb0, m0, b);
+		kb = kb0 ? goodput_clock_batches(kb0, m0, b)
+			 : DIST_CLOCK_BATCHES;
 		cr_assert_eq(num(e, "batch"), b, "decision %zu", i);
 		cr_assert_float_eq(num(e, "lr_scale"), lr, 1e-9);
 		cr_assert_eq(num(e, "clock_batches"), kb, "decision %zu", i);
@@ -1102,8 +1104,9 @@ static json_t *decisions_follow_rule(json_t *j, const char *err,
 }
 
 /* Co-adaptation: once the noise scale is known the two workers' batch
- * and lr are decided; the SIGKILL (a leave: one worker) and the
- * replacement's join (two again) each decide anew, by the rule. */
+ * and lr (and with --adapt-clock the clock's length) are decided; the
+ * SIGKILL (a leave: one worker) and the replacement's join (two again)
+ * each decide anew, by the rule. */
 Test(trainer_dist, co_adapts_on_leave_and_join, .init = setup,
      .fini = teardown, .timeout = 60)
 {
@@ -1112,7 +1115,7 @@ Test(trainer_dist, co_adapts_on_leave_and_join, .init = setup,
 	 * measurements, a few clocks */
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
 				"180", "--kill-worker-at", "0.8", "--adapt",
-				NULL };
+				"--adapt-clock", NULL };
 	struct pxrun r;
 	json_t *j = run_local_keep(extra, &r), *d, *e;
 	int k[3] = { 0 }, n = 0;

@@ -156,7 +156,8 @@ Test(goodput, sqnorm_op_and_format)
 }
 
 /* A smaller minibatch makes a clock of more of them: as many examples a
- * push as at --batch (rounded up), bounded; --no-adapt-clock keeps it. */
+ * push as at --batch (rounded up), bounded (--adapt-clock); without it
+ * the clock stays. */
 Test(goodput, clock_batches_follow_the_batch)
 {
 	struct gp g;
@@ -186,6 +187,6 @@ Test(goodput, clock_batches_follow_the_batch)
 		gp_clock(&g, 32, 2, sq(1, 0, 32), sq(1, 0, 64));
 	cr_assert(gp_decide(&g, 4, 5, 0.1));
 	cr_assert_eq(g.batch, 16);
-	cr_assert_eq(g.kb, 2, "--no-adapt-clock");
+	cr_assert_eq(g.kb, 2, "without --adapt-clock");
 	gp_free(&g);
 }
