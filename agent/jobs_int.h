@@ -259,7 +259,8 @@ void job_trainer_hooks(struct job *j, struct world_hooks *h);
 void job_trainer_poll(struct job *j);
 /* The measured scaling: into req.spec.profile once it has enough points
  * (docs/controller.md, "Measured scaling"); as JSON {"measured",
- * "instances", "goodput", "reports"} (status, the "scaling" event, NULL
+ * "instances", "goodput", "reports", "fit", "explore_limit"} (status,
+ * the "scaling" event, NULL
  * on OOM); a "scaling" event (at most every 30 s unless force); and the
  * restart's taking up of one (bad entries skipped). */
 void job_measured_apply(struct job *j);

@@ -47,7 +47,8 @@
  *  - it acquires, one instance at a time, the best candidate (the one
  *    whose copies fill the free slots into the fleet with the lowest cost
  *    to finish: see bb_pick) while that lowers the cost to finish, up to
- *    spot.max_instances;
+ *    spot.max_instances (or the fewer proteusd's exploration of the
+ *    job's scaling allows now: jobspec_spot_max);
  *  - the runtime floor: before the last END_S it keeps the planned rate
  *    at least the baselines' (instances of reference_type plus the
  *    reliable tier; more when the job is behind their schedule, so that
