@@ -427,6 +427,57 @@ static enum px_err parse_notify(json_t *v, const char *name, char *buf,
 	return PX_OK;
 }
 
+/* "scaling_explore": true, false or {"start", "growth"} (docs/jobspec.md);
+ * on by default where it can help: the measured scaling in use and a
+ * policy that plans with it (BidBrain). */
+static enum px_err parse_explore(json_t *o, const char *name,
+				 struct job_request *ret, struct px_error *err)
+{
+	bool can = ret->scaling_measured && !strcmp(ret->policy, "bidbrain");
+	const char *k;
+	json_t *v;
+	enum px_err r = PX_OK;
+
+	ret->explore.on = can;
+	ret->explore.start = JOBREQ_EXPLORE_START;
+	ret->explore.growth = JOBREQ_EXPLORE_GROWTH;
+	if (!o)
+		return PX_OK;
+	if (json_is_false(o)) {
+		ret->explore.on = false;
+		return PX_OK;
+	}
+	if (!json_is_true(o) && !json_is_object(o))
+		return px_errorf(err, PX_EINVAL, "%s: scaling_explore: must be "
+				 "true, false or an object {\"start\", "
+				 "\"growth\"}", name);
+	if (!ret->scaling_measured)
+		return px_errorf(err, PX_EINVAL, "%s: scaling_explore: needs "
+				 "the measured scaling, and scaling_measured "
+				 "is false (the exploration is for it)", name);
+	if (!can)
+		return px_errorf(err, PX_EINVAL, "%s: scaling_explore: policy "
+				 "'%s' does not plan with the measured "
+				 "scaling; only bidbrain does", name,
+				 ret->policy);
+	json_object_foreach(o, k, v) {
+		if (!strcmp(k, "start"))
+			r = whole(v, name, "scaling_explore", k, 1,
+				  JOBSPEC_MEASURED_MAX, &ret->explore.start,
+				  err);
+		else if (!strcmp(k, "growth"))
+			r = num(v, name, "scaling_explore", k,
+				JOBREQ_GROWTH_MIN, false, JOBREQ_GROWTH_MAX,
+				&ret->explore.growth, err);
+		else if (k[0] != '_')
+			r = bad(err, name, "scaling_explore", k,
+				"unknown field");
+		if (r != PX_OK)
+			return r;
+	}
+	return PX_OK;
+}
+
 /* Top-level fields whose name starts with '_' are comments (jobspec_parse
  * skips them): out of the spec before it is measured.  A name no field
  * has (too long, or with a control character) is refused here, shown
@@ -481,7 +532,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err)
 {
 	json_error_t je;
-	json_t *root, *tr, *wo, *po, *nu, *sm;
+	json_t *root, *tr, *wo, *po, *nu, *sm, *ex;
 	char *rest = NULL;
 	enum px_err r;
 
@@ -504,8 +555,10 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	po = json_incref(json_object_get(root, "policy"));
 	nu = json_incref(json_object_get(root, "notify_url"));
 	sm = json_incref(json_object_get(root, "scaling_measured"));
+	ex = json_incref(json_object_get(root, "scaling_explore"));
 	json_object_del(root, "notify_url");
 	json_object_del(root, "scaling_measured");
+	json_object_del(root, "scaling_explore");
 	json_object_del(root, "trainer");
 	json_object_del(root, "world");
 	json_object_del(root, "policy");
@@ -520,6 +573,8 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	if (r == PX_OK && sm && !json_is_boolean(sm))
 		r = px_errorf(err, PX_EINVAL, "%s: scaling_measured: must be "
 			      "true or false", name);
+	if (r == PX_OK)
+		r = parse_explore(ex, name, ret, err);
 	if (r == PX_OK)
 		r = parse_trainer(tr, name, &ret->trainer, err);
 	if (r == PX_OK)
@@ -553,6 +608,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	json_decref(po);
 	json_decref(nu);
 	json_decref(sm);
+	json_decref(ex);
 	json_decref(root);
 	return r;
 }

@@ -106,9 +106,25 @@ struct job_request {
 				     * (docs/controller.md, "Measured
 				     * scaling"); false: with the spec's
 				     * all along (measured all the same) */
+	/* "scaling_explore" (docs/jobspec.md; docs/controller.md,
+	 * "Exploring the scaling"): BidBrain holds at most `start`
+	 * instances until a count is measured, then at most growth x the
+	 * largest count measured, so that the measured scaling sees the
+	 * counts on the way up; on by default with the measured scaling
+	 * and BidBrain, false: off */
+	struct {
+		bool on;
+		int start;               /* 1 .. JOBSPEC_MEASURED_MAX */
+		double growth;           /* JOBREQ_GROWTH_MIN .. _MAX */
+	} explore;
 	struct job_trainer trainer;
 	struct job_world world;
 };
+
+#define JOBREQ_EXPLORE_START 1
+#define JOBREQ_EXPLORE_GROWTH 2.0  /* Pollux's rule */
+#define JOBREQ_GROWTH_MIN 1.0
+#define JOBREQ_GROWTH_MAX 16.0
 
 /* Parse a submit request of len bytes (at most JOBREQ_SENT_MAX) named
  * `name` in messages.  Top-level fields whose name starts with '_' are

@@ -328,6 +328,9 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 	e = policy_lookup(j->req.policy, &pol, err);
 	if (e != PX_OK)
 		return e;
+	/* the exploration's limit before the first decision (a restarted
+	 * daemon's from what the earlier lives measured) */
+	job_explore(j, 0);
 	{
 		struct journal_setup js = {
 			.st = s->st, .job_id = j->id,

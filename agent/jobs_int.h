@@ -149,6 +149,7 @@ struct job {
 	uint32_t gp_same;        /* ... and how many in a row had it */
 	struct jobspec_measured meas;
 	bool measured_on;
+	struct jobspec_explore explore;  /* of the scaling (job_explore) */
 	uint64_t scaling_ev_us;  /* last "scaling" event (monotonic) */
 	double frac;             /* of the work, 0..1 */
 	double work_h, rate_h;
@@ -258,10 +259,16 @@ void job_trainer_hooks(struct job *j, struct world_hooks *h);
 void job_trainer_poll(struct job *j);
 /* The measured scaling: into req.spec.profile once it has enough points
  * (docs/controller.md, "Measured scaling"); as JSON {"measured",
- * "instances", "goodput", "reports"} (status, the "scaling" event, NULL
+ * "instances", "goodput", "reports", "fit", "explore_limit"} (status,
+ * the "scaling" event, NULL
  * on OOM); a "scaling" event (at most every 30 s unless force); and the
  * restart's taking up of one (bad entries skipped). */
 void job_measured_apply(struct job *j);
+/* Pollux's rule (docs/controller.md, "Exploring the scaling"): the
+ * instances the job may hold now into req.spec's spot_limit, from the
+ * largest count measured; n is the instances of the report just taken
+ * (0: none, the job's start). */
+void job_explore(struct job *j, int n);
 json_t *job_scaling_json(const struct job *j);
 void job_scaling_event(struct job *j, bool force);
 void job_scaling_take(struct job *j, json_t *o);

@@ -630,10 +630,49 @@ static void take_goodput(struct job *j, const struct wire_progress *p)
 	j->lr_scale = p->lr_scale;
 	j->gp_same = n == j->gp_count ? j->gp_same + 1 : 0;
 	j->gp_count = n;
-	if (j->gp_same < GOODPUT_STEADY)
+	if (j->gp_same >= GOODPUT_STEADY) {
+		jobspec_measured_add(&j->meas, n, p->goodput);
+		job_measured_apply(j);
+	}
+	job_explore(j, n);
+}
+
+void job_explore(struct job *j, int n)
+{
+	struct jobspec *sp = &j->req.spec;
+	struct jobspec_explore *x = &j->explore;
+
+	sp->spot_limited = false;
+	if (!j->req.explore.on || j->req.world.kind == WORLD_SIM)
 		return;
-	jobspec_measured_add(&j->meas, n, p->goodput);
-	job_measured_apply(j);
+	x->start = j->req.explore.start;
+	x->growth = j->req.explore.growth;
+	switch (jobspec_explore_step(x, &j->meas, n, sp->reliable.count,
+				     sp->spot.max_instances)) {
+	case JOBSPEC_EXPLORE_LIMIT:
+		log_info("job %" PRId64 ": exploring its scaling: at most %d "
+			 "instances (the largest count measured: %d)", j->id,
+			 x->limit, jobspec_measured_largest(&j->meas));
+		break;
+	case JOBSPEC_EXPLORE_DONE_MAX:
+		log_info("job %" PRId64 ": explored its scaling up to %d "
+			 "instances: the spec's spot.max_instances from now",
+			 j->id, jobspec_measured_largest(&j->meas));
+		break;
+	case JOBSPEC_EXPLORE_DONE_IDLE:
+		log_notice("job %" PRId64 ": held the instances it explores "
+			   "for %d reports without measuring their goodput: "
+			   "exploring its scaling ends (the spec's "
+			   "spot.max_instances from now)", j->id,
+			   JOBSPEC_EXPLORE_PATIENCE);
+		break;
+	case JOBSPEC_EXPLORE_SAME:
+		break;
+	}
+	if (x->done)
+		return;
+	sp->spot_limited = true;
+	sp->spot_limit = x->limit - sp->reliable.count;
 }
 
 void job_measured_apply(struct job *j)
@@ -656,6 +695,18 @@ void job_measured_apply(struct job *j)
 	}
 }
 
+/* The model fitted to the measurements ({"goodput_1", "serial"}: the
+ * goodput of one instance and the serial share, docs/controller.md),
+ * null before two counts are measured. */
+static json_t *fit_json(const struct job *j)
+{
+	double g1, serial;
+
+	if (!jobspec_measured_fit(&j->meas, &g1, &serial))
+		return json_null();
+	return json_pack("{s:f, s:f}", "goodput_1", g1, "serial", serial);
+}
+
 json_t *job_scaling_json(const struct job *j)
 {
 	json_t *n = json_array(), *g = json_array(), *r = json_array();
@@ -667,9 +718,11 @@ json_t *job_scaling_json(const struct job *j)
 		json_array_append_new(g, json_real(j->meas.goodput[i]));
 		json_array_append_new(r, json_integer(j->meas.reports[i]));
 	}
-	return json_pack("{s:b, s:o*, s:o*, s:o*}", "measured",
+	return json_pack("{s:b, s:o*, s:o*, s:o*, s:o, s:o}", "measured",
 			 j->measured_on, "instances", n, "goodput", g,
-			 "reports", r);
+			 "reports", r, "fit", fit_json(j), "explore_limit",
+			 j->req.spec.spot_limited ?
+			 json_integer(j->explore.limit) : json_null());
 }
 
 void job_scaling_event(struct job *j, bool force)

@@ -177,35 +177,179 @@ void jobspec_measured_add(struct jobspec_measured *m, int n, double goodput)
 	m->reports[n]++;
 }
 
+int jobspec_measured_largest(const struct jobspec_measured *m)
+{
+	for (int i = JOBSPEC_MEASURED_MAX; i >= 1; i--)
+		if (m->reports[i] >= JOBSPEC_MEASURED_MIN)
+			return i;
+	return 0;
+}
+
+int jobspec_explore_limit(int largest, int start, double growth)
+{
+	double g = largest * growth;
+
+	if (largest < 1)
+		return start;
+	if (!(g < JOBSPEC_MEASURED_MAX))  /* beyond what is ever measured */
+		return JOBSPEC_MEASURED_MAX;
+	return (int)g > largest ? (int)g : largest + 1;
+}
+
+enum jobspec_explore_ev jobspec_explore_step(struct jobspec_explore *x,
+					     const struct jobspec_measured *m,
+					     int n, int reliable,
+					     int max_spot)
+{
+	int lim;
+	enum jobspec_explore_ev ev = JOBSPEC_EXPLORE_SAME;
+
+	if (x->done)
+		return JOBSPEC_EXPLORE_SAME;
+	lim = jobspec_explore_limit(jobspec_measured_largest(m), x->start,
+				    x->growth);
+	if (lim != x->limit) {
+		x->limit = lim;
+		x->idle = 0;
+		ev = JOBSPEC_EXPLORE_LIMIT;
+	}
+	if (n >= lim)
+		x->idle++;
+	if (lim - reliable >= max_spot)
+		ev = JOBSPEC_EXPLORE_DONE_MAX;
+	else if (x->idle >= JOBSPEC_EXPLORE_PATIENCE)
+		ev = JOBSPEC_EXPLORE_DONE_IDLE;
+	if (ev >= JOBSPEC_EXPLORE_DONE_MAX) {
+		x->done = true;
+		x->limit = 0;
+	}
+	return ev;
+}
+
+/* The fit's points: the counts measured, the log of their goodput and
+ * their weight (reports, at most the window's). */
+struct fit_pts {
+	int n;
+	double at[JOBSPEC_MEASURED_MAX], lg[JOBSPEC_MEASURED_MAX];
+	double w[JOBSPEC_MEASURED_MAX];
+};
+
+/* The weighted sum of squares of the log residuals at serial s, with
+ * the log of g1 that minimises it for that s (a weighted mean) in
+ * *ret_lg1. */
+static double fit_sse(const struct fit_pts *p, double s, double *ret_lg1)
+{
+	double r[JOBSPEC_MEASURED_MAX], sw = 0, sr = 0, sse = 0;
+
+	for (int i = 0; i < p->n; i++) {
+		r[i] = p->lg[i] - log(p->at[i]) + log1p(s * (p->at[i] - 1));
+		sw += p->w[i];
+		sr += p->w[i] * r[i];
+	}
+	*ret_lg1 = sr / sw;
+	for (int i = 0; i < p->n; i++)
+		sse += p->w[i] * (r[i] - *ret_lg1) * (r[i] - *ret_lg1);
+	return sse;
+}
+
+/* The grid the search starts from: 0, then FIT_GRID serial values
+ * spaced evenly in log from FIT_S_LO to JOBSPEC_SERIAL_MAX; then golden
+ * section between the best one's neighbours. */
+#define FIT_GRID 96
+#define FIT_S_LO 1e-4
+#define FIT_ITERS 60
+
+static double fit_grid(int k)
+{
+	return k == 0 ? 0 : FIT_S_LO * pow(JOBSPEC_SERIAL_MAX / FIT_S_LO,
+					    (double)(k - 1) / (FIT_GRID - 1));
+}
+
+bool jobspec_measured_fit(const struct jobspec_measured *m, double *ret_g1,
+			  double *ret_serial)
+{
+	struct fit_pts p = {0};
+	double best = INFINITY, lg1, a, b, x1, x2, f1, f2;
+	const double phi = (sqrt(5.0) - 1) / 2;
+	int kb = 0;
+
+	for (int i = 1; i <= JOBSPEC_MEASURED_MAX; i++) {
+		if (m->reports[i] < JOBSPEC_MEASURED_MIN)
+			continue;
+		p.at[p.n] = i;
+		p.lg[p.n] = log(m->goodput[i]);
+		p.w[p.n++] = m->reports[i] < JOBSPEC_MEASURED_WINDOW ?
+			     m->reports[i] : JOBSPEC_MEASURED_WINDOW;
+	}
+	if (p.n < 2)
+		return false;
+	for (int k = 0; k <= FIT_GRID; k++) {
+		double f = fit_sse(&p, fit_grid(k), &lg1);
+
+		if (f < best) {
+			best = f;
+			kb = k;
+		}
+	}
+	a = fit_grid(kb > 0 ? kb - 1 : 0);
+	b = fit_grid(kb < FIT_GRID ? kb + 1 : FIT_GRID);
+	x1 = b - phi * (b - a);
+	x2 = a + phi * (b - a);
+	f1 = fit_sse(&p, x1, &lg1);
+	f2 = fit_sse(&p, x2, &lg1);
+	for (int i = 0; i < FIT_ITERS; i++) {
+		if (f1 <= f2) {
+			b = x2;
+			x2 = x1;
+			f2 = f1;
+			x1 = b - phi * (b - a);
+			f1 = fit_sse(&p, x1, &lg1);
+		} else {
+			a = x1;
+			x1 = x2;
+			f1 = f2;
+			x2 = a + phi * (b - a);
+			f2 = fit_sse(&p, x2, &lg1);
+		}
+	}
+	a = (a + b) / 2;
+	/* the grid point wins where the search found nothing better (the
+	 * best at an end of the range: 0 or JOBSPEC_SERIAL_MAX exactly) */
+	if (!(fit_sse(&p, a, &lg1) < best))
+		a = fit_grid(kb);
+	(void)fit_sse(&p, a, &lg1);
+	*ret_g1 = exp(lg1);
+	*ret_serial = a;
+	return true;
+}
+
 bool jobspec_measured_profile(const struct jobspec_measured *m,
 			      struct jobspec_profile *ret)
 {
 	int at[JOBSPEC_MEASURED_MAX], n = 0, k = 0;
 	struct jobspec_profile pr;
+	double g1, serial;
 
+	if (!jobspec_measured_fit(m, &g1, &serial))
+		return false;
 	for (int i = 1; i <= JOBSPEC_MEASURED_MAX; i++)
 		if (m->reports[i] >= JOBSPEC_MEASURED_MIN)
 			at[n++] = i;
-	if (n < 2)
-		return false;
 	memset(&pr, 0, sizeof pr);
-	if (at[0] != 1) {
-		pr.workers[k] = 1;
-		pr.samples_per_s[k++] = m->goodput[at[0]] / at[0];
-	}
 	for (int i = 0; i < n && k < JOBSPEC_PROFILE_MAX; i++) {
 		/* the last place goes to the largest count */
 		int c = k == JOBSPEC_PROFILE_MAX - 1 ? at[n - 1] : at[i];
 
 		pr.workers[k] = c;
-		pr.samples_per_s[k++] = m->goodput[c];
+		pr.samples_per_s[k] = m->goodput[c];
+		pr.accuracy_per_sample[k++] = 1;
 		if (c == at[n - 1])
 			break;
 	}
-	for (int i = 0; i < k; i++)
-		pr.accuracy_per_sample[i] = 1;
 	pr.n = k;
 	profile_derive(&pr);
+	pr.fitted = true;
+	pr.serial = serial;
 	*ret = pr;
 	return true;
 }
@@ -532,16 +676,20 @@ double jobspec_interrupt_rate(const struct jobspec *j, const char *type)
 	return t ? t->interrupt_per_h : 0;
 }
 
-/* Efficiency of n >= 1 instances under profile pr: eff at the measured
- * points, log-linear in log2(n) between them, and beyond the last point
- * the last interval's factor per doubling (the first point's, 1, below
- * two points); at most 1. */
+/* Efficiency of n >= 1 instances under profile pr: a fitted profile's
+ * model (1 / (1 + serial (n - 1)), serial >= 0, so at most 1 and
+ * extrapolated by the model itself); else eff at the measured points,
+ * log-linear in log2(n) between them, and beyond the last point the last
+ * interval's factor per doubling (the first point's, 1, below two
+ * points); at most 1. */
 static double profile_eff(const struct jobspec_profile *pr, int n)
 {
 	const double *le = pr->log_eff, *lw = pr->log2_workers;
 	double e;
 	int k;
 
+	if (pr->fitted)
+		return 1 / (1 + pr->serial * (n - 1));
 	if (pr->n == 1)
 		return 1;
 	for (k = 1; k < pr->n - 1 && pr->workers[k] < n; k++)
@@ -570,6 +718,12 @@ static double flat_eff(double e, int n)
 	if (memo[n] == 0)
 		memo[n] = pow(e, log2((double)n));
 	return memo[n];
+}
+
+int jobspec_spot_max(const struct jobspec *j)
+{
+	return j->spot_limited && j->spot_limit < j->spot.max_instances ?
+	       (j->spot_limit > 0 ? j->spot_limit : 0) : j->spot.max_instances;
 }
 
 double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum)

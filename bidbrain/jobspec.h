@@ -59,6 +59,11 @@ struct jobspec_profile {
 	 * worker against one worker's), log2 of its workers */
 	double log_eff[JOBSPEC_PROFILE_MAX];
 	double log2_workers[JOBSPEC_PROFILE_MAX];
+	/* a fitted model in place of the points (proteusd's measured
+	 * scaling, jobspec_measured_profile): eff(n) = 1 / (1 + serial
+	 * (n - 1)), the points kept to show what it was fitted to */
+	bool fitted;
+	double serial;
 };
 
 struct jobspec_type_value {
@@ -107,6 +112,12 @@ struct jobspec {
 	 * loads with jobspec_profile_load */
 	struct jobspec_profile profile;
 	char profile_path[JOBSPEC_PATH_MAX];
+	/* not parsed: proteusd's exploration of a job's scaling
+	 * (docs/controller.md, "Exploring the scaling") holds it to
+	 * spot_limit spot instances while spot_limited (policies that
+	 * plan with the scaling read it through jobspec_spot_max) */
+	bool spot_limited;
+	int spot_limit;
 };
 
 /* Parse the spec in buf (len bytes, named name in errors) into *ret
@@ -125,6 +136,10 @@ double jobspec_speed(const struct jobspec *j, const char *type);
 
 /* Interruption rate per instance-hour of type (current era). */
 double jobspec_interrupt_rate(const struct jobspec *j, const char *type);
+
+/* The spot instances the job may hold now: spot.max_instances, or the
+ * exploration's spot_limit while spot_limited and lower. */
+int jobspec_spot_max(const struct jobspec *j);
 
 /* Work per hour of n instances whose speeds sum to speed_sum:
  * speed_sum * eff(n), with eff(n) = e^log2(n) (e = scaling_efficiency)
@@ -152,10 +167,65 @@ void jobspec_measured_add(struct jobspec_measured *m, int n, double goodput);
  * JOBSPEC_MEASURED_MIN reports each (else false, *ret untouched): the
  * points in order (at most JOBSPEC_PROFILE_MAX: the smallest counts and
  * the largest), samples_per_s their goodput, accuracy_per_sample 1 (the
- * goodput holds the efficiency); without a point at 1 instance, one
- * there at the smallest count's goodput per instance (linear below it). */
+ * goodput holds the efficiency), planned with as the fitted model
+ * (jobspec_measured_fit: fitted, serial), not the points. */
 bool jobspec_measured_profile(const struct jobspec_measured *m,
 			      struct jobspec_profile *ret);
+
+/* The scaling model fitted to the counts with JOBSPEC_MEASURED_MIN
+ * reports: goodput(n) = g1 n / (1 + serial (n - 1)), serial in [0,
+ * JOBSPEC_SERIAL_MAX] (0: linear, 1: flat, above 1: more instances do
+ * less), least squares on the logs, each count weighted by its reports
+ * (at most JOBSPEC_MEASURED_WINDOW).  False (nothing written) below two
+ * such counts. */
+#define JOBSPEC_SERIAL_MAX 16.0
+bool jobspec_measured_fit(const struct jobspec_measured *m, double *ret_g1,
+			  double *ret_serial);
+
+/* The largest count of instances with JOBSPEC_MEASURED_MIN reports; 0
+ * when none. */
+int jobspec_measured_largest(const struct jobspec_measured *m);
+
+/* Pollux's rule for exploring (docs/controller.md, "Exploring the
+ * scaling"): the most instances a job may hold when largest is the
+ * largest count measured: start while none is (largest 0), else
+ * growth x largest (rounded down), at least largest + 1. */
+int jobspec_explore_limit(int largest, int start, double growth);
+
+/* The exploration of one job: the rule above as the reports come.  A
+ * fleet at the limit is measured in 8 reports (proteusd leaves out the
+ * first 3 at a new count, then JOBSPEC_MEASURED_MIN); one that held it
+ * JOBSPEC_EXPLORE_PATIENCE reports without (its trainer reports no
+ * goodput, or the count keeps changing under it) stops exploring, so
+ * that a job is never held small for a measurement that does not come. */
+#define JOBSPEC_EXPLORE_PATIENCE 32
+
+struct jobspec_explore {
+	int start;               /* instances at first, >= 1 */
+	double growth;           /* >= 1 */
+	int limit;               /* instances allowed now; 0: before the
+				  * first step, or done */
+	uint32_t idle;           /* reports that held the limit since it
+				  * was set */
+	bool done;
+};
+
+enum jobspec_explore_ev {
+	JOBSPEC_EXPLORE_SAME = 0,
+	JOBSPEC_EXPLORE_LIMIT,      /* the limit was set or raised */
+	JOBSPEC_EXPLORE_DONE_MAX,   /* it lets spot.max_instances in */
+	JOBSPEC_EXPLORE_DONE_IDLE   /* held it, nothing measured */
+};
+
+/* One step, after a report at n instances (0: none, a job's start), with
+ * the measurements m, reliable instances and at most max_spot spot ones:
+ * x->limit from the largest count measured, done once that lets max_spot
+ * spot instances in or the fleet held it JOBSPEC_EXPLORE_PATIENCE
+ * reports.  What changed. */
+enum jobspec_explore_ev jobspec_explore_step(struct jobspec_explore *x,
+					     const struct jobspec_measured *m,
+					     int n, int reliable,
+					     int max_spot);
 
 /* Parse a scaling profile file (the object `scaling_profile` takes) into
  * j->profile; errors name the file and the field. */

@@ -47,7 +47,8 @@
  *  - it acquires, one instance at a time, the best candidate (the one
  *    whose copies fill the free slots into the fleet with the lowest cost
  *    to finish: see bb_pick) while that lowers the cost to finish, up to
- *    spot.max_instances;
+ *    spot.max_instances (or the fewer proteusd's exploration of the
+ *    job's scaling allows now: jobspec_spot_max);
  *  - the runtime floor: before the last END_S it keeps the planned rate
  *    at least the baselines' (instances of reference_type plus the
  *    reliable tier; more when the job is behind their schedule, so that
@@ -743,12 +744,14 @@ static void bb_choose(struct bb_state *s, size_t n, const struct bb_sums *u,
 {
 	const struct pol_env *env = s->env;
 	const struct jobspec *job = env->job;
+	/* the floor judges the fleet the spec allows; the pick fills only
+	 * the slots the exploration allows now (jobspec_spot_max) */
 	int slots = job->spot.max_instances - spot;
 	double sp;
 	bool fast = false;
 
 	ch->k = 1;
-	ch->m = bb_pick(s, n, u, slots, rem_h, &ch->k);
+	ch->m = bb_pick(s, n, u, jobspec_spot_max(job) - spot, rem_h, &ch->k);
 	if (ch->m < 0)
 		return;
 	ch->o = s->cand[ch->m].best;
@@ -808,7 +811,10 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	const struct pol_env *env = s->env;
 	const struct jobspec *job = env->job;
 	const struct pol_fleet *f = in->fleet;
-	int max = job->spot.max_instances;
+	/* acquisitions stop at what proteusd's exploration allows now; the
+	 * runtime floor's swaps judge the fleet the spec allows (a limited
+	 * fleet is not one to swap for faster instances) */
+	int max = jobspec_spot_max(job), cap = job->spot.max_instances;
 	bool legacy = env->billing == BILLING_LEGACY_HOURLY;
 	double rem = in->progress->work_total_h - in->progress->work_done_h;
 	double f0, T0, w_min, cap_per_speed;
@@ -828,7 +834,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		return PX_OK;
 	if (rem <= 0)
 		return PX_OK;
-	r = bb_grow(s, f->n + (size_t)job->reliable.count + (size_t)max + 2,
+	r = bb_grow(s, f->n + (size_t)job->reliable.count + (size_t)cap + 2,
 		    err);
 	if (r != PX_OK)
 		return r;
@@ -898,10 +904,10 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	 * instances for faster ones */
 	s->w_min = w_min;
 	s->cap_per_speed = cap_per_speed;
-	s->need = max > 0 ? (w_min / jobspec_fleet_rate(job,
-			     job->reliable.count + max, 1.0) -
+	s->need = cap > 0 ? (w_min / jobspec_fleet_rate(job,
+			     job->reliable.count + cap, 1.0) -
 			     job->reliable.count *
-			     env->types[env->reliable_type].speed) / max :
+			     env->types[env->reliable_type].speed) / cap :
 		  INFINITY;
 	/* releases at the end of billing hours */
 	f0 = bb_finish(s, s->items, n, rem, &T0);
@@ -941,7 +947,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 			drop = ch.m >= 0 &&
 			       (ch.f < f0 - (SWAP_MARGIN - 1) * it->cost *
 				bb_hours(env->billing, T0) ||
-				(spot >= max && T0 > END_S &&
+				(spot >= cap && T0 > END_S &&
 				 rem / T0 * BILLING_HOUR_S < w_min &&
 				 it->speed < s->need &&
 				 ch.speed > it->speed));

@@ -3,8 +3,10 @@
 # item 2): a proteusd local-world job that scales poorly (MLR, Fashion-
 # MNIST, every instance's worker on this host's few cores, so that more
 # instances train no faster) run with the measured scaling in use
-# ("scaling_measured": true, the default) and with it off (false: the
-# spec's scaling_efficiency 0.9 all along), same trace window, REPEAT
+# ("scaling_measured": true, the default, which explores the scaling
+# Pollux's way: from 1 instance, at most twice the largest count
+# measured, docs/controller.md) and with it off (false: the spec's
+# scaling_efficiency 0.9 all along, no exploring), same trace window, REPEAT
 # runs each, alternated, each on a fresh daemon and store.  Reported from
 # the store: spot and all instances rented (mean over the run's market
 # time, and the most at once), market hours to TARGET test accuracy (the
@@ -101,7 +103,9 @@ run() {
 	# the measurements at the end (status: instances, mean goodput,
 	# reports), below the table
 	jq -c --arg m "$1 $2" '{run: $m} + (.goodput.scaling |
-		{instances, goodput: [.goodput[] | round], reports})' \
+		{instances, goodput: [.goodput[] | round], reports,
+		 serial: (if .fit then .fit.serial * 1000 | round / 1000
+			  else null end)})' \
 		"$d/st.json" >>"$work/points"
 }
 
@@ -121,6 +125,6 @@ echo "| scaling | run | market h | spot mean | spot max | all mean | all max | h
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
 printf '%s' "$rows" | awk '{printf "| %s |", $1; for (k = 2; k <= NF; k++) printf " %s |", $k; printf "\n"}'
 echo
-echo "The measured scaling at each run's end (instances, goodput samples/s, reports):"
+echo "The measured scaling at each run's end (instances, goodput samples/s, reports, the fitted serial share):"
 echo
 sed 's/^/    /' "$work/points"

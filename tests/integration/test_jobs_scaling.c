@@ -205,3 +205,96 @@ Test(jobs_scaling, scaling_measured_false_keeps_the_specs_scaling)
 		     "co-adapts unasked");
 	cancel_and_check(l.id);
 }
+
+/* Exploring (docs/controller.md, "Exploring the scaling"): the shipped
+ * example asked to explore Pollux's way starts with its reliable
+ * instance alone (its first decision rents no spot instance, where the
+ * spec's scaling rents 6: a_flat_measured_scaling_...), the limit
+ * status shows only grows (1, 2, 4 instances), and the daemon measures
+ * a second count on the way up, from 1 instance, so that BidBrain plans
+ * with the fitted measured scaling: all within 90 s, whatever the
+ * host's speed (only the order of things is asserted). */
+Test(jobs_scaling, exploring_measures_a_second_count_on_the_way_up,
+     .timeout = 150)
+{
+	char q[512];
+	bool on = false;
+	int lim = 0, polls = 0;
+	json_t *st = NULL, *sc, *fit, *v;
+	size_t i;
+
+	daemon_up();
+	write_job(1000, "{\"scaling_explore\": {\"start\": 1, "
+		  "\"growth\": 2}}");
+	{
+		int64_t id = submit();
+
+		for (i = 0; i < 900 && !on; i++) {
+			const char *s;
+
+			json_decref(st);
+			st = status(id);
+			s = state_of(st);
+			cr_assert(!strcmp(s, "queued") || !strcmp(s, "running"),
+				  "%s", json_dumps(st, 0));
+			sc = scaling(st);
+			v = json_object_get(sc, "explore_limit");
+			if (json_is_integer(v)) {
+				int l = (int)json_integer_value(v);
+
+				cr_assert(l == 1 || l == 2 || l == 4, "%d", l);
+				cr_assert_geq(l, lim, "the limit fell from %d "
+					      "to %d", lim, l);
+				lim = l;
+				polls++;
+			}
+			on = json_is_true(json_object_get(sc, "measured"));
+			if (!on)
+				sleep_ms(100);
+		}
+		cr_assert(on, "no second count measured in 90 s: %s; %s",
+			  json_dumps(st, 0), daemon_said());
+		cr_assert_gt(polls, 0, "status never showed the limit");
+		/* the first decision: the reliable instance, no spot */
+		snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE "
+			 "job_id = %lld AND kind = 'decision' AND at_us = "
+			 "(SELECT min(at_us) FROM events WHERE job_id = %lld "
+			 "AND kind = 'decision')", (long long)id,
+			 (long long)id);
+		cr_assert_gt(sql_int(q), 0, "no first decision");
+		snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE "
+			 "job_id = %lld AND kind = 'decision' AND "
+			 "json_extract(detail, '$.market') = 'spot' AND at_us "
+			 "= (SELECT min(at_us) FROM events WHERE job_id = "
+			 "%lld AND kind = 'decision')", (long long)id,
+			 (long long)id);
+		cr_assert_eq(sql_int(q), 0, "spot instances at the start");
+		/* two counts with 5 reports each, the first of them 1 */
+		sc = scaling(st);
+		cr_assert_eq(json_integer_value(json_array_get(
+			json_object_get(sc, "instances"), 0)), 1);
+		{
+			int counts = 0;
+
+			json_array_foreach(json_object_get(sc, "reports"), i,
+					   v)
+				counts += json_integer_value(v) >= 5;
+			cr_assert_geq(counts, 2, "%s", json_dumps(sc, 0));
+		}
+		fit = json_object_get(sc, "fit");
+		cr_assert(json_is_object(fit), "%s", json_dumps(sc, 0));
+		v = json_object_get(fit, "serial");
+		cr_assert(json_number_value(v) >= 0 &&
+			  json_number_value(v) <= 16, "%s", json_dumps(fit,
+								       0));
+		cr_assert_gt(json_number_value(json_object_get(fit,
+			     "goodput_1")), 0);
+		cr_assert(log_has("exploring its scaling: at most 1 "
+				  "instances"));
+		cr_assert(log_has("exploring its scaling: at most 2 "
+				  "instances"));
+		cr_assert(log_has("BidBrain plans with the measured scaling"));
+		json_decref(st);
+		cancel_and_check(id);
+	}
+}

@@ -35,6 +35,42 @@ Test(jobreq, defaults_without_sections)
 	cr_assert_not(r.world.have_billing);
 	cr_assert_not(r.trainer.adapt, "co-adaptation is asked for");
 	cr_assert(r.scaling_measured, "the measured scaling is off");
+	/* BidBrain with the measured scaling explores, Pollux's way */
+	cr_assert(r.explore.on, "the exploration is off");
+	cr_assert_eq(r.explore.start, 1);
+	cr_assert_float_eq(r.explore.growth, 2.0, 1e-12);
+}
+
+/* "scaling_explore": false, true or {"start", "growth"}; on by default
+ * only where it can help (the measured scaling in use, BidBrain). */
+Test(jobreq, scaling_explore)
+{
+	struct job_request r;
+	struct px_error e = {0};
+
+	cr_assert_eq(parse("{" BASE ", \"scaling_explore\": {\"start\": 2, "
+			   "\"growth\": 1.5, \"_why\": \"x\"}}", &r, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert(r.explore.on);
+	cr_assert_eq(r.explore.start, 2);
+	cr_assert_float_eq(r.explore.growth, 1.5, 1e-12);
+	cr_assert_eq(parse("{" BASE ", \"scaling_explore\": false}", &r, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert_not(r.explore.on);
+	cr_assert_eq(parse("{" BASE ", \"scaling_explore\": true}", &r, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert(r.explore.on);
+	/* off by default where nothing plans with what it measures */
+	cr_assert_eq(parse("{" BASE ", \"scaling_measured\": false}", &r,
+			   &e), PX_OK, "%s", e.msg);
+	cr_assert_not(r.explore.on);
+	cr_assert_eq(parse("{" BASE ", \"policy\": \"standard\"}", &r, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert_not(r.explore.on);
+	/* the spec the rest of the job is keeps no such field */
+	cr_assert_eq(parse("{" BASE ", \"scaling_explore\": {}}", &r, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert_not(r.spec.spot_limited);
 }
 
 /* A budget below one record's fixed part and a parameter is refused,
@@ -151,6 +187,22 @@ Test(jobreq, errors_name_the_field)
 		{"\"scaling_measured\": \"no\"", "scaling_measured: must be "
 		 "true or false"},
 		{"\"scaling_measured\": 0", "scaling_measured"},
+		{"\"scaling_explore\": 1", "scaling_explore: must be true, "
+		 "false or an object"},
+		{"\"scaling_explore\": {\"start\": 0}",
+		 "scaling_explore.start: 0 is out of range (1 to 64)"},
+		{"\"scaling_explore\": {\"start\": 1.5}",
+		 "scaling_explore.start: must be a whole number"},
+		{"\"scaling_explore\": {\"growth\": 0.5}",
+		 "scaling_explore.growth: 0.5 is out of range (1 to 16)"},
+		{"\"scaling_explore\": {\"growth\": \"2\"}",
+		 "scaling_explore.growth: must be a number"},
+		{"\"scaling_explore\": {\"grow\": 2}",
+		 "scaling_explore.grow: unknown field"},
+		{"\"scaling_explore\": true, \"scaling_measured\": false",
+		 "scaling_explore: needs the measured scaling"},
+		{"\"scaling_explore\": {}, \"policy\": \"spread\"",
+		 "scaling_explore: policy 'spread' does not plan with"},
 		{"\"trainer\": {\"data\": {\"train\": \"a.svm\", "
 		 "\"test\": \"/b.svm\"}}", "trainer.data.train: must be an "
 		 "absolute path"},

@@ -909,17 +909,220 @@ Test(policy, bidbrain_rents_fewer_under_a_flat_measured_scaling)
 	jobspec_measured_add(&m, 3, NAN);
 	jobspec_measured_add(&m, JOBSPEC_MEASURED_MAX + 1, 100);
 	cr_assert(jobspec_measured_profile(&m, &pr));
-	/* 1 instance put at 2's goodput per instance (linear below) */
-	cr_assert_eq(pr.n, 3);
-	cr_assert_eq(pr.workers[0], 1);
-	cr_assert_eq(pr.workers[1], 2);
-	cr_assert_eq(pr.workers[2], 4);
-	cr_assert_float_eq(pr.samples_per_s[0], 50.2, 1e-9);
+	/* the counts measured, planned with as the fitted model: flat */
+	cr_assert_eq(pr.n, 2);
+	cr_assert_eq(pr.workers[0], 2);
+	cr_assert_eq(pr.workers[1], 4);
+	cr_assert(pr.fitted);
+	cr_assert_float_eq(pr.serial, 1, 1e-6);
 	job.profile = pr;
-	/* 2 and 4 instances do what 2 lone ones do */
+	/* 2 and 4 instances do what 1 does */
 	cr_assert_float_eq(jobspec_fleet_rate(&job, 4, 4),
-			   jobspec_fleet_rate(&job, 2, 2), 1e-9);
+			   jobspec_fleet_rate(&job, 2, 2), 1e-6);
+	cr_assert_float_eq(jobspec_fleet_rate(&job, 2, 2), 1, 1e-6);
 	by_measured = bidbrain_start_spot();
 	cr_assert_lt(by_measured, by_spec, "measured %d, spec %d",
 		     by_measured, by_spec);
+}
+
+/* n reports of goodput g at count c. */
+static void measure(struct jobspec_measured *m, int c, double g, int n)
+{
+	for (int i = 0; i < n; i++)
+		jobspec_measured_add(m, c, g);
+}
+
+/* The model fitted to the measured goodput (docs/controller.md,
+ * "Exploring the scaling"): goodput(n) = g1 n / (1 + serial (n - 1)),
+ * back from points it made, exact through two counts, serial clamped to
+ * [0, JOBSPEC_SERIAL_MAX], counts below JOBSPEC_MEASURED_MIN reports left
+ * out. */
+Test(policy, measured_fit_recovers_the_scaling_model)
+{
+	static const int at[] = {1, 2, 4, 7};
+	struct jobspec_measured m = {0};
+	double g1, s;
+
+	cr_assert_not(jobspec_measured_fit(&m, &g1, &s));
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+		measure(&m, at[i], 1000.0 * at[i] / (1 + 0.3 * (at[i] - 1)),
+			20);
+	cr_assert(jobspec_measured_fit(&m, &g1, &s));
+	cr_assert_float_eq(g1, 1000, 1e-3);
+	cr_assert_float_eq(s, 0.3, 1e-6);
+	cr_assert_eq(jobspec_measured_largest(&m), 7);
+	/* a count with fewer reports than a point needs changes nothing */
+	measure(&m, 9, 1e9, JOBSPEC_MEASURED_MIN - 1);
+	cr_assert(jobspec_measured_fit(&m, &g1, &s));
+	cr_assert_float_eq(s, 0.3, 1e-6);
+	cr_assert_eq(jobspec_measured_largest(&m), 7);
+
+	/* two counts: through both (2 do 1.8 of one: serial 1/9) */
+	m = (struct jobspec_measured){0};
+	measure(&m, 1, 100, JOBSPEC_MEASURED_MIN);
+	cr_assert_not(jobspec_measured_fit(&m, &g1, &s), "one point");
+	measure(&m, 2, 180, JOBSPEC_MEASURED_MIN);
+	cr_assert(jobspec_measured_fit(&m, &g1, &s));
+	cr_assert_float_eq(g1, 100, 1e-4);
+	cr_assert_float_eq(s, 1.0 / 9, 1e-6);
+	/* more instances do less: serial above 1 (2 do half of one) */
+	m = (struct jobspec_measured){0};
+	measure(&m, 1, 100, JOBSPEC_MEASURED_MIN);
+	measure(&m, 2, 50, JOBSPEC_MEASURED_MIN);
+	cr_assert(jobspec_measured_fit(&m, &g1, &s));
+	cr_assert_float_eq(s, 3, 1e-6);
+	/* more than their share (noise): linear, no better */
+	m = (struct jobspec_measured){0};
+	measure(&m, 1, 100, JOBSPEC_MEASURED_MIN);
+	measure(&m, 2, 250, JOBSPEC_MEASURED_MIN);
+	cr_assert(jobspec_measured_fit(&m, &g1, &s));
+	cr_assert_eq(s, 0);
+	cr_assert_float_eq(g1, sqrt(100 * 125.0), 1e-6);
+	/* and at worst JOBSPEC_SERIAL_MAX */
+	m = (struct jobspec_measured){0};
+	measure(&m, 1, 1e6, JOBSPEC_MEASURED_MIN);
+	measure(&m, 8, 1, JOBSPEC_MEASURED_MIN);
+	cr_assert(jobspec_measured_fit(&m, &g1, &s));
+	cr_assert_eq(s, JOBSPEC_SERIAL_MAX);
+}
+
+/* Pollux's rule: start while nothing is measured, then growth x the
+ * largest count measured, at least one more, at most
+ * JOBSPEC_MEASURED_MAX. */
+Test(policy, explore_limit_grows_from_the_largest_count_measured)
+{
+	cr_assert_eq(jobspec_explore_limit(0, 1, 2), 1);
+	cr_assert_eq(jobspec_explore_limit(0, 3, 2), 3);
+	cr_assert_eq(jobspec_explore_limit(1, 1, 2), 2);
+	cr_assert_eq(jobspec_explore_limit(2, 1, 2), 4);
+	cr_assert_eq(jobspec_explore_limit(3, 1, 2), 6);
+	cr_assert_eq(jobspec_explore_limit(3, 1, 1.5), 4);
+	cr_assert_eq(jobspec_explore_limit(1, 1, 1.2), 2);
+	cr_assert_eq(jobspec_explore_limit(4, 1, 1), 5);
+	cr_assert_eq(jobspec_explore_limit(40, 1, 2), JOBSPEC_MEASURED_MAX);
+	cr_assert_eq(jobspec_explore_limit(8, 1, 16), JOBSPEC_MEASURED_MAX);
+}
+
+/* The exploration as reports come: 1, 2, 4 instances, then the spec's
+ * cap; a fleet below the limit (BidBrain wants no more) waits as long as
+ * it takes; one that holds the limit JOBSPEC_EXPLORE_PATIENCE reports
+ * without a measurement (no goodput) stops exploring. */
+Test(policy, explore_steps_up_and_gives_up_without_goodput)
+{
+	struct jobspec_explore x = {.start = 1, .growth = 2};
+	struct jobspec_measured m = {0};
+
+	cr_assert_eq(jobspec_explore_step(&x, &m, 0, 1, 6),
+		     JOBSPEC_EXPLORE_LIMIT);
+	cr_assert_eq(x.limit, 1);
+	measure(&m, 1, 100, JOBSPEC_MEASURED_MIN);
+	cr_assert_eq(jobspec_explore_step(&x, &m, 1, 1, 6),
+		     JOBSPEC_EXPLORE_LIMIT);
+	cr_assert_eq(x.limit, 2);
+	for (int i = 0; i < 10 * JOBSPEC_EXPLORE_PATIENCE; i++)
+		cr_assert_eq(jobspec_explore_step(&x, &m, 1, 1, 6),
+			     JOBSPEC_EXPLORE_SAME, "below the limit: waits");
+	measure(&m, 2, 150, JOBSPEC_MEASURED_MIN);
+	cr_assert_eq(jobspec_explore_step(&x, &m, 2, 1, 6),
+		     JOBSPEC_EXPLORE_LIMIT);
+	cr_assert_eq(x.limit, 4);
+	cr_assert_not(x.done);
+	measure(&m, 4, 200, JOBSPEC_MEASURED_MIN);
+	cr_assert_eq(jobspec_explore_step(&x, &m, 4, 1, 6),
+		     JOBSPEC_EXPLORE_DONE_MAX, "8 let all 6 spot in");
+	cr_assert(x.done);
+	cr_assert_eq(x.limit, 0);
+	cr_assert_eq(jobspec_explore_step(&x, &m, 7, 1, 6),
+		     JOBSPEC_EXPLORE_SAME);
+
+	/* no goodput: the count is never measured */
+	x = (struct jobspec_explore){.start = 1, .growth = 2};
+	m = (struct jobspec_measured){0};
+	cr_assert_eq(jobspec_explore_step(&x, &m, 0, 1, 6),
+		     JOBSPEC_EXPLORE_LIMIT);
+	for (int i = 1; i < JOBSPEC_EXPLORE_PATIENCE; i++)
+		cr_assert_eq(jobspec_explore_step(&x, &m, 1, 1, 6),
+			     JOBSPEC_EXPLORE_SAME, "report %d", i);
+	cr_assert_not(x.done);
+	cr_assert_eq(jobspec_explore_step(&x, &m, 1, 1, 6),
+		     JOBSPEC_EXPLORE_DONE_IDLE);
+	cr_assert(x.done);
+	/* a limit past the spec's cap from the start: nothing to explore */
+	x = (struct jobspec_explore){.start = 4, .growth = 2};
+	m = (struct jobspec_measured){0};
+	cr_assert_eq(jobspec_explore_step(&x, &m, 0, 1, 3),
+		     JOBSPEC_EXPLORE_DONE_MAX);
+}
+
+static const char scaling_job[] =
+	"{\"name\": \"t\", \"region\": \"us-east-1\", "
+	"\"work_hours\": 1000, \"reference_type\": \"c3.xlarge\", "
+	"\"instances\": 4, \"reliable\": {\"type\": \"c3.xlarge\", "
+	"\"count\": 1}, \"spot\": {\"types\": [\"c3.xlarge\"], "
+	"\"max_instances\": 8}, \"scaling_efficiency\": 0.95}";
+
+/* While proteusd explores, BidBrain rents at most spot_limit spot
+ * instances (none at 0), and as it would without the limit once the
+ * limit is past what it wants. */
+Test(policy, bidbrain_holds_the_exploration_limit)
+{
+	struct px_error e = {0};
+	int free_spot;
+
+	add("us-east-1a", "c3.xlarge", 0, 50000);
+	add("us-east-1a", "c3.xlarge", 86400, 50001);
+	cr_assert_eq(jobspec_parse(scaling_job, strlen(scaling_job),
+				   "job.json", &job, &e), PX_OK, "%s", e.msg);
+	free_spot = bidbrain_start_spot();
+	cr_assert_gt(free_spot, 3, "unlimited it rents %d", free_spot);
+	job.spot_limited = true;
+	for (int lim = 0; lim <= 3; lim++) {
+		job.spot_limit = lim;
+		cr_assert_eq(jobspec_spot_max(&job), lim);
+		cr_assert_eq(bidbrain_start_spot(), lim, "limit %d", lim);
+	}
+	job.spot_limit = -1;   /* the reliable tier is past the limit */
+	cr_assert_eq(jobspec_spot_max(&job), 0);
+	cr_assert_eq(bidbrain_start_spot(), 0);
+	job.spot_limit = job.spot.max_instances + 5;
+	cr_assert_eq(jobspec_spot_max(&job), job.spot.max_instances);
+	cr_assert_eq(bidbrain_start_spot(), free_spot);
+}
+
+/* BidBrain values a worker by the goodput the fitted model says it adds:
+ * as the measured serial share grows (each added instance adding less),
+ * it rents no more spot instances, and a job whose instances add little
+ * or nothing gets fewer than one that scales linearly. */
+Test(policy, bidbrain_rents_by_the_measured_marginal_goodput)
+{
+	static const double serial[] = {0, 0.05, 0.2, 0.5, 1, 3};
+	struct px_error e = {0};
+	int last = 0, first = 0;
+
+	add("us-east-1a", "c3.xlarge", 0, 50000);
+	add("us-east-1a", "c3.xlarge", 86400, 50001);
+	cr_assert_eq(jobspec_parse(scaling_job, strlen(scaling_job),
+				   "job.json", &job, &e), PX_OK, "%s", e.msg);
+	for (size_t i = 0; i < sizeof serial / sizeof serial[0]; i++) {
+		struct jobspec_measured m = {0};
+		struct jobspec_profile pr;
+		int spot;
+
+		measure(&m, 1, 1000, JOBSPEC_MEASURED_MIN);
+		measure(&m, 2, 2000 / (1 + serial[i]), JOBSPEC_MEASURED_MIN);
+		cr_assert(jobspec_measured_profile(&m, &pr));
+		cr_assert_float_eq(pr.serial, serial[i], 1e-6);
+		job.profile = pr;
+		spot = bidbrain_start_spot();
+		if (i == 0)
+			first = spot;
+		else
+			cr_assert_leq(spot, last, "serial %g: %d spot, %g: %d",
+				      serial[i], spot, serial[i - 1], last);
+		last = spot;
+	}
+	cr_assert_eq(first, job.spot.max_instances, "a linear job gets %d",
+		     first);
+	cr_assert_lt(last, first);
+	cr_assert_eq(last, 0, "instances that do less: %d rented", last);
 }
