@@ -177,6 +177,46 @@ int64_t dist_job_clocks(uint32_t n_train, uint32_t workers, uint32_t epochs,
 	return (b + clock_batches - 1) / clock_batches;
 }
 
+uint32_t dist_relief_split(double left, double vs, const double *vh,
+			   uint32_t n, uint32_t *ret)
+{
+	/* the straggler's minibatch in progress stays its own: whole
+	 * minibatches not begun are what can move */
+	double whole = left > 0 ? floor(left) : 0, base;
+	uint32_t kept, moved = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		ret[k] = 0;
+	if (!(vs > 0) || !(whole >= 1))
+		return 0;
+	if (whole > DIST_CLOCK_BATCHES_MAX)
+		whole = DIST_CLOCK_BATCHES_MAX;
+	kept = (uint32_t)whole;
+	base = left - whole > 0 ? left - whole : 0;
+	while (kept > 0) {
+		double best = INFINITY;
+		uint32_t bk = n;
+
+		for (uint32_t k = 0; k < n; k++) {
+			double t = vh[k] > 0 ? (ret[k] + 1) / vh[k]
+					     : INFINITY;
+
+			if (t < best) {
+				best = t;
+				bk = k;
+			}
+		}
+		/* moving one more must end it before the straggler
+		 * would, keeping it */
+		if (bk == n || best >= (base + kept) / vs)
+			break;
+		ret[bk]++;
+		kept--;
+		moved++;
+	}
+	return moved;
+}
+
 int64_t dist_leave_deadline_us(const struct dist_opts *o)
 {
 	int64_t ms = o->leave_ms && *o->leave_ms > 0

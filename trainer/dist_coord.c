@@ -1138,17 +1138,17 @@ static double left_of(const struct coord *c, const struct cmember *s,
 }
 
 /* The FlexRR rule: a worker still in the slowest clock while others
- * wait on the SSP bound hands them its minibatches not begun, split in
- * proportion to the speeds (it keeps its share), so that all end
- * together; only when its time left is over two minibatches of the
+ * wait on the SSP bound hands them its minibatches not begun, split so
+ * that all end together as near as whole minibatches allow
+ * (dist_relief_split); only when its time left is over two minibatches of the
  * fastest helper (less is not worth the round trip).  Offers go out one
  * round at a time; helpers that come idle later take a share of what is
  * left then. */
 static void relieve(struct coord *c, uint64_t now)
 {
 	struct cmember *idle[DIST_MAX_NODES];
-	uint32_t nidle = 0;
-	double vidle = 0, vmax = 0;
+	uint32_t nidle = 0, share[DIST_MAX_NODES];
+	double vh[DIST_MAX_NODES], vmax = 0;
 
 	for (uint32_t i = 0; i < c->n_relief; i++)
 		if ((!c->relief[i].helping &&
@@ -1163,14 +1163,14 @@ static void relieve(struct coord *c, uint64_t now)
 
 		if (!idle_worker(c, m))
 			continue;
+		vh[nidle] = m->speed;
 		idle[nidle++] = m;
-		vidle += m->speed;
 		if (m->speed > vmax)
 			vmax = m->speed;
 	}
 	for (uint32_t i = 0; nidle && i < c->n; i++) {
 		struct cmember *s = &c->m[i];
-		double left, v;
+		double left;
 
 		if (!counts(c, s) || s->next_clock != c->min_clock ||
 		    s->prog_clock != c->min_clock || !s->prog_end ||
@@ -1179,18 +1179,16 @@ static void relieve(struct coord *c, uint64_t now)
 		left = left_of(c, s, now);
 		if (left < 2 || left / s->speed < 2.0 / vmax)
 			continue;
-		v = s->speed + vidle;
+		dist_relief_split(left, s->speed, vh, nidle, share);
 		for (uint32_t k = 0; k < nidle; k++) {
 			struct cmember *h = idle[k];
-			double share = floor(left * h->speed / v);
 			struct wire_reassign r = {
 				.op = WIRE_REASSIGN_OFFER,
 				.straggler = s->w.node, .helper = h->w.node };
 
-			if (share < 1 || c->n_relief == COORD_RELIEF_MAX)
+			if (!share[k] || c->n_relief == COORD_RELIEF_MAX)
 				continue;
-			r.count = share > DIST_CLOCK_BATCHES_MAX
-				  ? DIST_CLOCK_BATCHES_MAX : (uint32_t)share;
+			r.count = share[k];
 			c->relief[c->n_relief++] = (struct relief){
 				s->w.node, h->w.node, c->min_clock, 0,
 				r.count, now, false };
