@@ -659,21 +659,30 @@ Test(controller, refused_reliable_request_asked_again)
  * end time brings each one there (one event, the run's cost); an unknown
  * id, an end not after the close, or a second report change nothing; an
  * instance the provider ended itself was billed to its end already. */
+/* A per-second job's controller keeping its bills, and its requests: a
+ * reliable one (id 1) and a spot one (id 2, bid $0.20). */
+static struct ctrl *bills_kept(struct fw *f, struct world_req *rel,
+			       struct world_req *spot)
+{
+	const struct pol_env *env = per_second_job();
+	struct ctrl *c = mk(f, false, false);
+
+	ctrl_keep_bills(c);
+	*rel = reliable_req(env, 1);
+	*spot = (struct world_req){ .id = 2, .market = 0,
+				    .type = env->markets[0].type,
+				    .bid_uusd = 200000 };
+	return c;
+}
+
 Test(controller, bills_brought_to_the_providers_end)
 {
 	struct fw f = {0};
 	struct ctrl *c;
-	const struct pol_env *env;
 	struct world_req spot = {0}, rel = {0};
 	int64_t cost;
 
-	env = per_second_job();
-	c = mk(&f, false, false);
-	ctrl_keep_bills(c);
-	rel = reliable_req(env, 1);
-	spot = (struct world_req){ .id = 2, .market = 0,
-				   .type = env->markets[0].type,
-				   .bid_uusd = 200000 };
+	c = bills_kept(&f, &rel, &spot);
 	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
 	cr_assert_eq(ctrl_adopt(c, 1000, &spot, 1000, true), PX_OK);
 	cr_assert_eq(ctrl_gone(c, 4600, 2, "interrupted"), PX_OK);
@@ -706,17 +715,10 @@ Test(controller, bills_brought_down_to_the_providers_earlier_end)
 {
 	struct fw f = {0};
 	struct ctrl *c;
-	const struct pol_env *env;
 	struct world_req spot = {0}, late = {0}, rel = {0};
 	int64_t cost;
 
-	env = per_second_job();
-	c = mk(&f, false, false);
-	ctrl_keep_bills(c);
-	rel = reliable_req(env, 1);
-	spot = (struct world_req){ .id = 2, .market = 0,
-				   .type = env->markets[0].type,
-				   .bid_uusd = 200000 };
+	c = bills_kept(&f, &rel, &spot);
 	late = spot;
 	late.id = 3;
 	cr_assert_eq(ctrl_adopt(c, 1000, &rel, 1000, true), PX_OK);
