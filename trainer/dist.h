@@ -108,6 +108,10 @@ struct dist_opts {
 	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
 				      before the pushes, which follow this
 				      much later (pushes in flight) */
+	uint32_t fault_batch_ms;   /* worker, benches: a minibatch takes
+				      at least this long, the rest a wait
+				      (machines of their own on a few
+				      cores; --fault-batch-ms) */
 	int64_t fault_crash_at;    /* coordinator, tests only: SIGKILL
 				      itself at this clock (0: never) */
 	struct dist_slow slow[DIST_SLOW_MAX]; /* worker, test fault: its

@@ -632,17 +632,32 @@ static double slow_factor(const struct worker *w, uint64_t now)
 	return f;
 }
 
-/* After a minibatch that took compute_us: under the slow fault, wait
- * (factor - 1) times that, answering the coordinator meanwhile (so the
- * stretch is in proportion to the work whatever the machine's load, and
- * takes no CPU); then the minibatch, with that wait, into the speed this
- * worker reports (time training only: not its waits on the SSP bound,
- * which would make a fast worker held back by a slow one look slow). */
+/* Wait until `until`, answering the coordinator meanwhile. */
+static void wait_pumping(struct worker *w, uint64_t until)
+{
+	while (px_now_mono_us() < until)
+		pump(w, dist_ms_until(until, 1000) + 1);
+}
+
+/* After a minibatch that took compute_us: with --fault-batch-ms, wait
+ * out the rest of that many ms (the minibatch's compute is then that);
+ * under the slow fault, wait (factor - 1) times the compute, answering
+ * the coordinator meanwhile (so the stretch is in proportion to the work
+ * whatever the machine's load, and takes no CPU); then the minibatch,
+ * with those waits, into the speed this worker reports (time training
+ * only: not its waits on the SSP bound, which would make a fast worker
+ * held back by a slow one look slow). */
 static void batch_done(struct worker *w, uint64_t t0, uint64_t compute_us)
 {
 	uint64_t now = px_now_mono_us(), until;
+	uint64_t floor_us = (uint64_t)w->o->fault_batch_ms * 1000;
 	double f = slow_factor(w, now), v;
 
+	if (compute_us < floor_us) {
+		wait_pumping(w, t0 + floor_us);
+		compute_us = floor_us;
+		now = px_now_mono_us();
+	}
 	if (f > 1.0) {
 		/* waits are whole ms: what one overshoots is owed back */
 		w->slow_debt_us += (f - 1.0) * (double)compute_us;
@@ -650,8 +665,8 @@ static void batch_done(struct worker *w, uint64_t t0, uint64_t compute_us)
 			uint64_t from = now;
 
 			until = now + (uint64_t)w->slow_debt_us;
-			while ((now = px_now_mono_us()) < until)
-				pump(w, dist_ms_until(until, 1000) + 1);
+			wait_pumping(w, until);
+			now = px_now_mono_us();
 			w->slow_debt_us -= (double)(now - from);
 		}
 	}

@@ -484,6 +484,11 @@ static const struct topt topts[] = {
 	    "more minibatches (as many examples a push as at --batch; "
 	    "measured no faster on one host: docs/trainer.md)", NULL),
 	/* test faults */
+	OPT("fault-batch-ms", "MS", C_DIST, K_UINT, o.fault_batch_ms, 0,
+	    10000, 0, "bench fault: each minibatch takes at least MS ms, "
+	    "the rest of it a wait that takes no CPU (so that workers "
+	    "behave as machines of their own on a host of fewer cores; "
+	    "--slow-worker-at stretches it too), 0: off", NULL),
 	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
 	    90, 0, "test fault: workers send CLOCK first, their pushes MS "
 	    "later, 0: off", NULL),
