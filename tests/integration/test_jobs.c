@@ -703,7 +703,9 @@ Test(jobs, a_killed_nodes_roles_are_lost_at_once)
 	int ended = 0;
 
 	daemon_up();
-	write_job(150, NULL); /* long enough for five tries, and the rest */
+	/* long enough for five tries, and the rest: the first kill comes
+	 * at a fifth of it, measured (at 150 epochs, a tenth) */
+	write_job(75, NULL);
 	id = submit();
 	wait_progress(id);
 	for (int tries = 0; tries < 5 && !ended; tries++) {
@@ -1075,7 +1077,9 @@ Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 	daemon_up();
 	/* prioritized checkpoints (issue 27): the restart resumes from
 	 * the full one and its records */
-	write_job(60, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": 60, "
+	/* 30 epochs: the SIGTERM comes at its first progress, a fifth of
+	 * it (measured at 60 epochs: a tenth) */
+	write_job(30, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": 30, "
 		  "\"batch\": 128, \"lr\": 0.05, \"checkpoint_every\": 2, "
 		  "\"checkpoint_budget\": 4096}}");
 	id = submit();
