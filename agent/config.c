@@ -749,6 +749,10 @@ static const struct config_key config_table[] = {
 	 "300", CONFIG_RELOADABLE,
 	 "ec2 world: seconds between polls of the live spot prices of a "
 	 "running job's markets", NULL, NULL, NULL},
+	{"ec2_call_timeout_s", CONFIG_INT, CFG(ec2_call_timeout_s), 1, 300,
+	 "10", CONFIG_IMMUTABLE,
+	 "ec2 world: seconds one attempt of an EC2 call may take before it "
+	 "is given up and tried again", NULL, NULL, NULL},
 	{"ec2_hb_timeout_ms", CONFIG_INT, CFG(ec2_hb_timeout_ms), 1000,
 	 600000, "5000", CONFIG_RELOADABLE,
 	 "ec2 world: milliseconds of silence after which a job's "

@@ -104,6 +104,7 @@ struct proteusd_config {
 	char ec2_identity_cert[CONFIG_PATH_MAX]; /* the region's AWS
 						  * certificate (PEM) */
 	int64_t ec2_price_poll_s;             /* live spot prices, every */
+	int64_t ec2_call_timeout_s;           /* one attempt of a call */
 	int64_t ec2_hb_timeout_ms;            /* a silent node is lost */
 	int64_t ec2_clock_speedup;            /* a fake's: world s per s */
 	int64_t ec2_clock_origin;             /* Unix s; 0: the start */

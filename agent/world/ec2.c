@@ -44,7 +44,6 @@
 #define LOST_SLOT_S 300         /* real s a lost answer's ports stay
 				 * taken (EC2 may list it yet) */
 #define TERM_BATCH 500          /* ids per TerminateInstances */
-#define CALL_TIMEOUT_S 10       /* one attempt of a call */
 #define TERM_RETRY_MS 5000      /* a failed termination is tried again */
 #define TAG_DAEMON "proteus:daemon"
 #define TAG_JOB "proteus:job"
@@ -328,10 +327,10 @@ static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
 	if (e == PX_OK)
 		e = awscred_provider_new(&co, &h->creds, err);
 	client_config(cfg, cfg->region, h->creds, &ec);
-	/* an attempt that has not answered in 10 s is given up and tried
-	 * again (the SDKs' 30 s is for one caller waiting; a daemon has a
-	 * fleet to tend) */
-	ec.timeout_us = CALL_TIMEOUT_S * 1000000ull;
+	/* an attempt that has not answered in ec2_call_timeout_s (10 s) is
+	 * given up and tried again (the SDKs' 30 s is for one caller
+	 * waiting; a daemon has a fleet to tend) */
+	ec.timeout_us = (uint64_t)cfg->ec2_call_timeout_s * 1000000ull;
 	if (e == PX_OK)
 		e = ec2_loop_new(wh->loop, &ec, &h->el, err);
 	if (e == PX_OK)

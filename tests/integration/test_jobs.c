@@ -703,7 +703,9 @@ Test(jobs, a_killed_nodes_roles_are_lost_at_once)
 	int ended = 0;
 
 	daemon_up();
-	write_job(150, NULL); /* long enough for five tries, and the rest */
+	/* long enough for five tries, and the rest: the first kill comes
+	 * at a fifth of it, measured (at 150 epochs, a tenth) */
+	write_job(75, NULL);
 	id = submit();
 	wait_progress(id);
 	for (int tries = 0; tries < 5 && !ended; tries++) {
@@ -1017,8 +1019,8 @@ static int signal_ours(int sig)
 
 /* A job whose trainer stops making progress while it rents (here every
  * trainer process frozen: no node dies, nothing is replaced, the clock
- * stands for stall_seconds, 15 here: more than a start under ASan
- * takes, which the watchdog counts too) is detected: its trainer is
+ * stands for stall_seconds and half a market hour, 7.5 s at the job's
+ * speedup 240) is detected: its trainer is
  * restarted from the checkpoint once (an event says so), and when the
  * restart makes no progress either the job is failed, with the reason in
  * status, instead of renting on. */
@@ -1028,7 +1030,11 @@ Test(jobs, a_stalled_job_is_stopped_and_says_why)
 	const char *err;
 	int64_t id;
 
-	daemon_up_with("stall_seconds 15\n");
+	/* 7 s, under the market's 7.5; 15 under the sanitizers (make
+	 * check): more than a trainer's start takes there, which the
+	 * watchdog counts too */
+	daemon_up_with(getenv("ASAN_OPTIONS") ? "stall_seconds 15\n" :
+		       "stall_seconds 7\n");
 	write_job(200, NULL);
 	id = submit();
 	wait_progress(id);
@@ -1071,7 +1077,9 @@ Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 	daemon_up();
 	/* prioritized checkpoints (issue 27): the restart resumes from
 	 * the full one and its records */
-	write_job(60, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": 60, "
+	/* 30 epochs: the SIGTERM comes at its first progress, a fifth of
+	 * it (measured at 60 epochs: a tenth) */
+	write_job(30, "{\"trainer\": {\"model\": \"mlr\", \"epochs\": 30, "
 		  "\"batch\": 128, \"lr\": 0.05, \"checkpoint_every\": 2, "
 		  "\"checkpoint_budget\": 4096}}");
 	id = submit();

@@ -456,6 +456,7 @@ Test(config, ec2_keys_defaults)
 	cr_assert_str_eq(c.ec2_endpoint, "");
 	cr_assert_str_eq(c.ec2_node_trainer, "/usr/local/bin/proteus-trainer");
 	cr_assert_eq(c.ec2_price_poll_s, 300);
+	cr_assert_eq(c.ec2_call_timeout_s, 10);
 	cr_assert_eq(c.ec2_clock_speedup, 1);
 	cr_assert_eq(c.ec2_clock_origin, 0);
 	/* string bounds match the fields they fill */
@@ -538,6 +539,8 @@ Test(config, ec2_keys_good)
 		"/x/y\n",
 		"ec2_price_poll_s 60\n",
 		"ec2_price_poll_s 3600\n",
+		"ec2_call_timeout_s 1\n",
+		"ec2_call_timeout_s 300\n",
 		"ec2_clock_speedup 1200\n",
 		"ec2_clock_origin 1456790400\n",
 		"ec2_key_name \"\"\n",
@@ -635,6 +638,10 @@ Test(config, ec2_keys_bad)
 		{"ec2_price_poll_s 59", "'ec2_price_poll_s': 59 is outside "
 		 "60..3600"},
 		{"ec2_price_poll_s 3601", "'ec2_price_poll_s': 3601 is outside"},
+		{"ec2_call_timeout_s 0", "'ec2_call_timeout_s': 0 is outside "
+		 "1..300"},
+		{"ec2_call_timeout_s 301", "'ec2_call_timeout_s': 301 is "
+		 "outside"},
 		{"ec2_clock_speedup 0", "'ec2_clock_speedup': 0 is outside "
 		 "1..1200"},
 		{"ec2_clock_speedup 1201", "'ec2_clock_speedup': 1201 is "
