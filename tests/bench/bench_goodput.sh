@@ -3,9 +3,9 @@
 # `proteus-trainer local` (MLP, Fashion-MNIST, BSP) while the workers churn
 # between 1 and 4 (--churn-every: a join every CHURN s up to 4, then a
 # SIGKILL every CHURN s down to 1, and again), with co-adaptation
-# (--adapt), with it but a fixed clock (adapt-noclock: --adapt
-# --no-adapt-clock) and without (fixed: a fixed batch and lr), the MODES
-# asked for, REPEAT runs each: test
+# (--adapt), with it and the clock's length adapted too (adapt-clock:
+# --adapt --adapt-clock) and without (fixed: a fixed batch and lr), the
+# MODES asked for, REPEAT runs each: test
 # accuracy after the same number of samples (the epochs), time to TARGET
 # test accuracy (from the --eval-every evaluations), mean goodput; and a
 # PNG of goodput and workers over time of each mode's first run (gnuplot,
@@ -13,7 +13,7 @@
 #   env: BUILD (default build), EPOCHS (default 6), REPEAT (default 2),
 #   CHURN (s, default 1.5), TARGET (default 0.87), PLOT (default
 #   docs/img/goodput-churn.png; "" for none), PIN (a taskset CPU list,
-#   default none), MODES (default "adapt fixed"; adapt-noclock too).
+#   default none), MODES (default "adapt fixed"; adapt-clock too).
 set -eu
 
 EPOCHS=${EPOCHS:-6}
@@ -34,7 +34,7 @@ load0=$(cut -d' ' -f1 /proc/loadavg)
 run() { # mode index
 	case $1 in
 	adapt) flag=--adapt ;;
-	adapt-noclock) flag="--adapt --no-adapt-clock" ;;
+	adapt-clock) flag="--adapt --adapt-clock" ;;
 	fixed) flag="" ;;
 	*) echo "bench_goodput: unknown mode '$1'" >&2; exit 2 ;;
 	esac
