@@ -239,14 +239,15 @@ int64_t dist_leave_deadline_us(const struct dist_opts *o);
 /* Straggler relief's split (docs/trainer.md, "Stragglers"): a straggler
  * of speed vs (minibatches a second) with `left` minibatches of its clock
  * still to train, the one it is in among them, and n idle helpers of
- * speeds vh[]: how many of its minibatches not begun each helper takes
- * (ret[n]), so that the last of them all ends as early as whole
- * minibatches allow: one at a time to whoever would end it first, while
- * that is before the straggler would.  (Shares in proportion to the
- * speeds, each rounded down, left a straggler with three helpers most of
- * a short clock's work.)  Returns the minibatches handed over in all. */
+ * speeds vh[], helper k free t0[k] seconds from now (NULL: all now):
+ * how many of its minibatches not begun each helper takes (ret[n]), so
+ * that the last of them all ends as early as whole minibatches allow:
+ * one at a time to whoever would end it first, while that is before the
+ * straggler would.  (Shares in proportion to the speeds, each rounded
+ * down, left a straggler with three helpers most of a short clock's
+ * work.)  Returns the minibatches handed over in all. */
 uint32_t dist_relief_split(double left, double vs, const double *vh,
-			   uint32_t n, uint32_t *ret);
+			   const double *t0, uint32_t n, uint32_t *ret);
 /* Why it leaves (enum wire_leave_reason): what the signal said, else an
  * eviction. */
 uint8_t dist_leave_reason(const struct dist_opts *o);

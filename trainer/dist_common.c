@@ -178,7 +178,7 @@ int64_t dist_job_clocks(uint32_t n_train, uint32_t workers, uint32_t epochs,
 }
 
 uint32_t dist_relief_split(double left, double vs, const double *vh,
-			   uint32_t n, uint32_t *ret)
+			   const double *t0, uint32_t n, uint32_t *ret)
 {
 	/* the straggler's minibatch in progress stays its own: whole
 	 * minibatches not begun are what can move */
@@ -198,7 +198,8 @@ uint32_t dist_relief_split(double left, double vs, const double *vh,
 		uint32_t bk = n;
 
 		for (uint32_t k = 0; k < n; k++) {
-			double t = vh[k] > 0 ? (ret[k] + 1) / vh[k]
+			double t = vh[k] > 0 ? (t0 ? t0[k] : 0) +
+						       (ret[k] + 1) / vh[k]
 					     : INFINITY;
 
 			if (t < best) {

@@ -1144,11 +1144,29 @@ static double left_of(const struct coord *c, const struct cmember *s,
  * fastest helper (less is not worth the round trip).  Offers go out one
  * round at a time; helpers that come idle later take a share of what is
  * left then. */
+/* When worker m is free to help, in seconds from now: 0 when idle;
+ * else, for one in the last clock the SSP bound lets it begin, the time
+ * its minibatches left take at its speed; -1 when neither. */
+static double free_in(const struct coord *c, const struct cmember *m,
+		      uint64_t now)
+{
+	double left;
+
+	if (idle_worker(c, m))
+		return 0;
+	if (!counts(c, m) || m->speed <= 0 || helping(c, m->w.node) ||
+	    m->next_clock != c->min_clock + (int64_t)c->o->slack ||
+	    m->prog_clock != m->next_clock || !m->prog_end)
+		return -1;
+	left = left_of(c, m, now);
+	return left < 0 ? -1 : left / m->speed;
+}
+
 static void relieve(struct coord *c, uint64_t now)
 {
 	struct cmember *idle[DIST_MAX_NODES];
 	uint32_t nidle = 0, share[DIST_MAX_NODES];
-	double vh[DIST_MAX_NODES], vmax = 0;
+	double vh[DIST_MAX_NODES], t0[DIST_MAX_NODES], vmax = 0;
 
 	for (uint32_t i = 0; i < c->n_relief; i++)
 		if ((!c->relief[i].helping &&
@@ -1159,16 +1177,6 @@ static void relieve(struct coord *c, uint64_t now)
 	if (c->o->no_reassign)
 		return;
 	for (uint32_t i = 0; i < c->n; i++) {
-		struct cmember *m = &c->m[i];
-
-		if (!idle_worker(c, m))
-			continue;
-		vh[nidle] = m->speed;
-		idle[nidle++] = m;
-		if (m->speed > vmax)
-			vmax = m->speed;
-	}
-	for (uint32_t i = 0; nidle && i < c->n; i++) {
 		struct cmember *s = &c->m[i];
 		double left;
 
@@ -1176,10 +1184,28 @@ static void relieve(struct coord *c, uint64_t now)
 		    s->prog_clock != c->min_clock || !s->prog_end ||
 		    s->speed <= 0)
 			continue;
+		/* the helpers: the idle workers, and those whose clock
+		 * ends within one of the straggler's minibatches, the time
+		 * it takes to answer an offer (FlexRR's helpers ask before
+		 * they run dry); each counted from when it is free */
+		nidle = 0;
+		vmax = 0;
+		for (uint32_t k = 0; k < c->n; k++) {
+			struct cmember *m = &c->m[k];
+			double t = m == s ? -1 : free_in(c, m, now);
+
+			if (t < 0 || t > 1.0 / s->speed)
+				continue;
+			vh[nidle] = m->speed;
+			t0[nidle] = t;
+			idle[nidle++] = m;
+			if (m->speed > vmax)
+				vmax = m->speed;
+		}
 		left = left_of(c, s, now);
-		if (left < 2 || left / s->speed < 2.0 / vmax)
+		if (!nidle || left < 2 || left / s->speed < 2.0 / vmax)
 			continue;
-		dist_relief_split(left, s->speed, vh, nidle, share);
+		dist_relief_split(left, s->speed, vh, t0, nidle, share);
 		for (uint32_t k = 0; k < nidle; k++) {
 			struct cmember *h = idle[k];
 			struct wire_reassign r = {
@@ -1194,7 +1220,7 @@ static void relieve(struct coord *c, uint64_t now)
 				r.count, now, false };
 			send_reassign(c, c->min_clock, &r);
 		}
-		return; /* the idle ones are named now */
+		return; /* the helpers are named now */
 	}
 }
 

@@ -649,6 +649,38 @@ Test(trainer_dist, straggler_relieved_ssp, .init = setup, .fini = teardown,
 /* --no-reassign: the straggler keeps all its minibatches; it is reported
  * slow (its speed a third of the other's: below 2/3 of the median), in
  * the result and in the PROGRESS lines the agent (local) prints. */
+/* Four workers as machines of their own (--fault-batch-ms: a minibatch
+ * is a 3 ms wait), one slowed 3x: the three others are offered its
+ * minibatches, some while still in their own clock (they take them once
+ * it is done), and still every example is trained once an epoch. */
+Test(trainer_dist, straggler_relieved_by_three, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	char visits[300];
+	const char *extra[] = { "--workers", "4", "--ps", "1", "--epochs",
+				"12", "--slow-worker-at", "0:1:3:0",
+				"--fault-batch-ms", "3", "--test-visits", visits,
+				NULL };
+	json_t *j, *slow;
+	double handed, helped = 0;
+
+	snprintf(visits, sizeof visits, "%s/visits", tmp);
+	cr_assert_eq(mkdir(visits, 0700), 0);
+	j = run_local(extra);
+	slow = worker_entry(j, 1001);
+	handed = num(slow, "handed_over");
+	cr_assert_gt(handed, 0, "the slowed worker handed nothing over");
+	for (int n = 1000; n < 1004; n++)
+		if (n != 1001)
+			helped += num(worker_entry(j, n), "helped");
+	cr_assert_geq(helped, handed, "helped %g, handed over %g", helped,
+		      handed);
+	cr_assert_eq(num(j, "reassign_lost"), 0);
+	cr_assert_eq(num(j, "job_samples"), 12 * 6000.0);
+	visits_exact(visits, 12, 4);
+	json_decref(j);
+}
+
 Test(trainer_dist, no_reassign_hands_nothing_over, .init = setup,
      .fini = teardown, .timeout = 60)
 {

@@ -29,7 +29,7 @@ Test(dist_relief, three_helpers_take_most_of_a_short_clock)
 	 * it 2 1/3 (7 s at 1/3 a second); now the three take 5 */
 	double vh[3] = { 1, 1, 1 };
 	uint32_t s[3];
-	uint32_t moved = dist_relief_split(5 + 1.0 / 3, 1.0 / 3, vh, 3, s);
+	uint32_t moved = dist_relief_split(5 + 1.0 / 3, 1.0 / 3, vh, NULL, 3, s);
 
 	cr_assert_eq(moved, 5);
 	cr_assert_eq(s[0] + s[1] + s[2], 5);
@@ -59,7 +59,7 @@ Test(dist_relief, within_a_minibatch_of_the_ideal)
 					vmin = fmin(vmin, vh[k]);
 				}
 				moved = dist_relief_split(lefts[b], vs_set[a],
-							  vh, n, s);
+							  vh, NULL, n, s);
 				cr_assert_leq(moved, floor(lefts[b]));
 				ideal = fmax(lefts[b] / vsum,
 					     (lefts[b] - floor(lefts[b])) /
@@ -80,14 +80,32 @@ Test(dist_relief, nothing_to_split)
 	double vh[2] = { 1, 1 };
 	uint32_t s[2] = { 7, 7 };
 
-	cr_assert_eq(dist_relief_split(0.9, 0.5, vh, 2, s), 0);
+	cr_assert_eq(dist_relief_split(0.9, 0.5, vh, NULL, 2, s), 0);
 	cr_assert_eq(s[0] + s[1], 0, "shares cleared");
-	cr_assert_eq(dist_relief_split(5, 0, vh, 2, s), 0, "no speed");
-	cr_assert_eq(dist_relief_split(NAN, 1, vh, 2, s), 0);
+	cr_assert_eq(dist_relief_split(5, 0, vh, NULL, 2, s), 0, "no speed");
+	cr_assert_eq(dist_relief_split(NAN, 1, vh, NULL, 2, s), 0);
 	vh[0] = vh[1] = 0;
-	cr_assert_eq(dist_relief_split(5, 1, vh, 2, s), 0,
+	cr_assert_eq(dist_relief_split(5, 1, vh, NULL, 2, s), 0,
 		     "helpers of no speed");
 	/* helpers slower than the straggler: nothing ends sooner there */
 	vh[0] = vh[1] = 0.1;
-	cr_assert_eq(dist_relief_split(1.5, 1, vh, 2, s), 0);
+	cr_assert_eq(dist_relief_split(1.5, 1, vh, NULL, 2, s), 0);
+}
+
+/* A helper still busy is counted from when it is free: the one free now
+ * takes more; one busy past the straggler's end takes none. */
+Test(dist_relief, helpers_free_later_take_less)
+{
+	double vh[3] = { 1, 1, 1 }, t0[3] = { 0, 1, 100 };
+	uint32_t s[3];
+
+	uint32_t moved = dist_relief_split(6, 0.5, vh, t0, 3, s);
+
+	cr_assert_gt(s[0], s[1], "%u %u", s[0], s[1]);
+	cr_assert_eq(s[2], 0);
+	cr_assert_eq(moved, s[0] + s[1]);
+	/* the ends: helper 0 at s0, helper 1 at 1 + s1, the straggler at
+	 * 2 a minibatch kept: 3 s, where keeping all took 12 */
+	cr_assert_leq(fmax(fmax(s[0], 1.0 + s[1]), (6.0 - moved) / 0.5),
+		      3.0 + 1e-9, "%u %u", s[0], s[1]);
 }
