@@ -48,6 +48,7 @@ static struct fake fk;
 static int64_t origin;
 
 static int lock_fd = -1;
+static int slot;            /* the one held (ports apart from the other's) */
 
 /* At most EC2_SLOTS ec2 tests at a time: each runs a fake, a daemon and a
  * trainer node per instance on this machine, about one core's worth, so
@@ -68,15 +69,14 @@ static void take_slot(void)
 		fds[i] = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	}
 	/* a free slot, else wait on one (ours by pid, to spread waiters) */
+	slot = (int)(getpid() % EC2_SLOTS);
 	for (int i = 0; i < EC2_SLOTS && lock_fd < 0; i++)
-		if (fds[i] >= 0 && flock(fds[i], LOCK_EX | LOCK_NB) == 0)
+		if (fds[i] >= 0 && flock(fds[i], LOCK_EX | LOCK_NB) == 0) {
 			lock_fd = fds[i];
-	if (lock_fd < 0) {
-		int w = (int)(getpid() % EC2_SLOTS);
-
-		if (fds[w] >= 0 && flock(fds[w], LOCK_EX) == 0)
-			lock_fd = fds[w];
-	}
+			slot = i;
+		}
+	if (lock_fd < 0 && fds[slot] >= 0 && flock(fds[slot], LOCK_EX) == 0)
+		lock_fd = fds[slot];
 	for (int i = 0; i < EC2_SLOTS; i++)
 		if (fds[i] >= 0 && fds[i] != lock_fd)
 			close(fds[i]);
@@ -171,8 +171,10 @@ static void daemon_ec2_world(bool default_world)
 	FILE *f = fopen(jt.conf, "w");
 	const char *build = getenv("PX_BUILD");
 	/* below the kernel's ephemeral ports (32768 on), which every
-	 * client socket of the run takes from; one range per test process */
-	int lo = 20000 + (int)(getpid() % 120) * 100;
+	 * client socket of the run takes from; one range per test process,
+	 * within its slot's (two tests at once never share one: a shared
+	 * enrollment port failed a job with EADDRINUSE) */
+	int lo = 20000 + slot * 6000 + (int)(getpid() % 60) * 100;
 
 	cr_assert_not_null(f);
 	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n"
