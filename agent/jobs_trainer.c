@@ -510,13 +510,6 @@ static struct seen_node *seen_get(struct job *j, uint32_t node)
 	return &j->seen[j->n_seen++];
 }
 
-static int float_cmp(const void *a, const void *b)
-{
-	float x = *(const float *)a, y = *(const float *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The median speed the coordinator judges its workers against, from the
  * speeds its report carries, by its rule (judge_speeds in
  * trainer/dist_coord.c): the active workers with a speed, but a reliable
@@ -535,10 +528,8 @@ static float speed_median(const struct wire_progress *p)
 		    !(p->stage == 3 && (m->roles & WIRE_ROLE_PS_BACKUP)))
 			v[n++] = m->speed;
 	}
-	if (n >= 2) {
-		qsort(v, n, sizeof *v, float_cmp);
-		med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	}
+	if (n >= 2)
+		med = px_median_f(v, n);
 	free(v);
 	return med;
 }

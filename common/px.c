@@ -308,6 +308,21 @@ int px_fsync_parent(const char *path)
 	return 0;
 }
 
+static int float_cmp(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+
+	return (x > y) - (x < y);
+}
+
+float px_median_f(float *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof *v, float_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int px_hexval(char c)
 {
 	if (c >= '0' && c <= '9')

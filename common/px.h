@@ -99,6 +99,10 @@ char *px_strndup(const char *s, size_t n);
 /* The value of hex digit c (either case), or -1. */
 int px_hexval(char c);
 
+/* The median of v[n], sorting v in place: the middle value, the mean of
+ * the two middle ones for an even n; 0 when n is 0. */
+float px_median_f(float *v, size_t n);
+
 /* Read len bytes from fd, again after EINTR: len, fewer at the end of
  * the file, or -1 (errno). */
 ssize_t px_read_full(int fd, void *buf, size_t len);

@@ -1228,20 +1228,13 @@ static void relieve(struct coord *c, uint64_t now)
  * (below 2/3 of it; with two workers or more). */
 static void judge_speeds(struct coord *c)
 {
-	float v[DIST_MAX_NODES], t;
+	float v[DIST_MAX_NODES];
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < c->n; i++)
 		if (counts(c, &c->m[i]) && c->m[i].speed > 0)
 			v[n++] = c->m[i].speed;
-	for (uint32_t i = 1; i < n; i++)
-		for (uint32_t k = i; k > 0 && v[k - 1] > v[k]; k--) {
-			t = v[k];
-			v[k] = v[k - 1];
-			v[k - 1] = t;
-		}
-	c->median_speed = n ? (n % 2 ? v[n / 2]
-				     : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+	c->median_speed = px_median_f(v, n);
 	for (uint32_t i = 0; i < c->n; i++) {
 		struct cmember *m = &c->m[i];
 

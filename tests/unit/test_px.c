@@ -285,3 +285,15 @@ Test(px, guard_refuses_what_never_opens_and_what_is_not_theirs,
 	unlink(big);
 	rmdir(dir);
 }
+
+/* The median the coordinator and proteusd judge worker speeds by. */
+Test(px, median_f)
+{
+	float odd[3] = { 3, 1, 2 }, even[4] = { 4, 1, 3, 2 }, one[1] = { 7 };
+
+	cr_assert_eq(px_median_f(odd, 3), 2.0f);
+	cr_assert_eq(px_median_f(even, 4), 2.5f);
+	cr_assert_eq(px_median_f(one, 1), 7.0f);
+	cr_assert_eq(px_median_f(NULL, 0), 0.0f);
+	cr_assert_eq(even[0], 1.0f, "sorted in place");
+}
