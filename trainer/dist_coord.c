@@ -329,6 +329,10 @@ static void send_stage(struct coord *c)
 	broadcast(c, &m);
 }
 
+/* goodput.h bounds the clock's length without dist.h */
+_Static_assert(GP_CLOCK_BATCHES_MAX == DIST_CLOCK_BATCHES_MAX,
+	       "goodput.h's bound on a clock is dist.h's");
+
 static void send_clock_min(struct coord *c)
 {
 	struct wire_msg m;
@@ -1137,13 +1141,6 @@ static double left_of(const struct coord *c, const struct cmember *s,
 	return left;
 }
 
-/* The FlexRR rule: a worker still in the slowest clock while others
- * wait on the SSP bound hands them its minibatches not begun, split so
- * that all end together as near as whole minibatches allow
- * (dist_relief_split); only when its time left is over two minibatches of the
- * fastest helper (less is not worth the round trip).  Offers go out one
- * round at a time; helpers that come idle later take a share of what is
- * left then. */
 /* When worker m is free to help, in seconds from now: 0 when idle;
  * else, for one in the last clock the SSP bound lets it begin, the time
  * its minibatches left take at its speed; -1 when neither. */
@@ -1162,10 +1159,17 @@ static double free_in(const struct coord *c, const struct cmember *m,
 	return left < 0 ? -1 : left / m->speed;
 }
 
+/* The FlexRR rule: a worker still in the slowest clock hands its
+ * minibatches not begun to helpers, split so that all end together as
+ * near as whole minibatches allow (dist_relief_split): the workers that
+ * wait on the SSP bound, and those about to (free_in); only when its time
+ * left is over two minibatches of the fastest helper (less is not worth
+ * the round trip).  Offers go out one round at a time; helpers that come
+ * free later take a share of what is left then. */
 static void relieve(struct coord *c, uint64_t now)
 {
-	struct cmember *idle[DIST_MAX_NODES];
-	uint32_t nidle = 0, share[DIST_MAX_NODES];
+	struct cmember *helper[DIST_MAX_NODES];
+	uint32_t nh = 0, share[DIST_MAX_NODES];
 	double vh[DIST_MAX_NODES], t0[DIST_MAX_NODES], vmax = 0;
 
 	for (uint32_t i = 0; i < c->n_relief; i++)
@@ -1188,7 +1192,7 @@ static void relieve(struct coord *c, uint64_t now)
 		 * ends within one of the straggler's minibatches, the time
 		 * it takes to answer an offer (FlexRR's helpers ask before
 		 * they run dry); each counted from when it is free */
-		nidle = 0;
+		nh = 0;
 		vmax = 0;
 		for (uint32_t k = 0; k < c->n; k++) {
 			struct cmember *m = &c->m[k];
@@ -1196,18 +1200,18 @@ static void relieve(struct coord *c, uint64_t now)
 
 			if (t < 0 || t > 1.0 / s->speed)
 				continue;
-			vh[nidle] = m->speed;
-			t0[nidle] = t;
-			idle[nidle++] = m;
+			vh[nh] = m->speed;
+			t0[nh] = t;
+			helper[nh++] = m;
 			if (m->speed > vmax)
 				vmax = m->speed;
 		}
 		left = left_of(c, s, now);
-		if (!nidle || left < 2 || left / s->speed < 2.0 / vmax)
+		if (!nh || left < 2 || left / s->speed < 2.0 / vmax)
 			continue;
-		dist_relief_split(left, s->speed, vh, t0, nidle, share);
-		for (uint32_t k = 0; k < nidle; k++) {
-			struct cmember *h = idle[k];
+		dist_relief_split(left, s->speed, vh, t0, nh, share);
+		for (uint32_t k = 0; k < nh; k++) {
+			struct cmember *h = helper[k];
 			struct wire_reassign r = {
 				.op = WIRE_REASSIGN_OFFER,
 				.straggler = s->w.node, .helper = h->w.node };

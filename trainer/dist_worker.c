@@ -60,10 +60,11 @@ struct worker {
 	uint32_t batch, want_batch;
 	float lr_scale, want_lr;
 	uint32_t want_kb;          /* co-adaptation's clock (0: none) */
-	/* the goodput estimate's measurement of a clock (goodput.h; CPU
-	 * only: the gradient is on the host): the squared norms of the
-	 * gradients of a minibatch's first half and of the whole, at the
-	 * same parameters; gb: the half's examples (0: none measured) */
+	/* the goodput estimate's measurement of a clock (goodput.h; the
+	 * ops table's sqnorm, on the host or the GPU): the squared norms
+	 * of the gradients of a minibatch's first half and of the whole,
+	 * at the same parameters; gb: the half's examples (0: none
+	 * measured) */
 	double gsq_half, gsq_full;
 	uint32_t gb;
 	/* the copy as an SSP client cache (docs/trainer.md, "Consistency") */
@@ -712,11 +713,12 @@ static enum px_err train_batch(struct worker *w, uint32_t n, float lr,
 	if (e == PX_OK)
 		e = model_grad(w->mc, w->d_params, w->x, w->y, n, w->d_grad,
 			       NULL, err);
-	if (e == PX_OK && measure)
+	if (e == PX_OK && measure) {
 		e = w->ops->sqnorm(w->kctx, w->d_grad, w->d.n_params,
 				   &w->gsq_full, err);
-	if (e == PX_OK && measure)
-		w->gb = n / 2;
+		if (e == PX_OK)
+			w->gb = n / 2;
+	}
 step:
 	if (e == PX_OK)
 		e = w->ops->sgd_momentum(w->kctx, w->d_params, w->d_mom,
