@@ -462,6 +462,17 @@ json_t *wait_end(int64_t id, int timeout_s)
 	return NULL;
 }
 
+void cancel_job(int64_t id, int timeout_s)
+{
+	char ids[24];
+	struct pxrun r;
+
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, timeout_s, "cancel", ids, NULL, NULL), 0, "%s",
+		     r.err);
+	pxrun_free(&r);
+}
+
 /* A port nothing listens on now (the kernel's pick). */
 int free_port(void)
 {

@@ -52,6 +52,8 @@ int64_t sql_int(const char *q);
 void sql_exec(const char *q);
 void check_books(int64_t id, json_t *st);
 json_t *wait_end(int64_t id, int timeout_s);
+/* proteusctl cancel ID, which must succeed within timeout_s. */
+void cancel_job(int64_t id, int timeout_s);
 /* Lines of job id's trainer log (its coordinator's words) holding needle
  * (0 when there is no log). */
 int trainer_log_count(int64_t id, const char *needle);

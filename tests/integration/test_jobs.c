@@ -507,16 +507,6 @@ static char *copy_src(const char *rel, const char *name)
 	return dst;
 }
 
-static void cancel(int64_t id)
-{
-	char ids[24];
-	struct pxrun r;
-
-	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	cr_assert_eq(ctl(&r, 20, "cancel", ids, NULL, NULL), 0, "%s", r.err);
-	pxrun_free(&r);
-}
-
 /* Submit the example job with extra, and return what its status says of
  * field (a copy; NULL for null), then cancel it. */
 static char *submitted_field(const char *extra, const char *field)
@@ -532,7 +522,7 @@ static char *submitted_field(const char *extra, const char *field)
 	cr_assert(json_is_string(v) || json_is_null(v), "%s", field);
 	ret = json_is_string(v) ? strdup(json_string_value(v)) : NULL;
 	json_decref(st);
-	cancel(id);
+	cancel_job(id, 20);
 	return ret;
 }
 
@@ -624,7 +614,7 @@ Test(jobs, per_second_jobs_take_hazards_from_a_snapshot)
 	cr_assert_eq(sql_int("SELECT count(*) FROM jobs WHERE spec LIKE "
 			     "'%samples_per_s%' AND spec NOT LIKE "
 			     "'%prof.json%'"), 1);
-	cancel(id);
+	cancel_job(id, 20);
 	free(cfg_adv);
 	free(job_adv);
 	free(prof);
@@ -661,7 +651,7 @@ Test(jobs, warned_leaves_are_not_losses)
 	cr_assert_leq(losses, lost, "status: %lld losses; the coordinator: %d "
 		      "lost, %d left", (long long)losses, lost,
 		      trainer_log_count(id, ") left: no heartbeat"));
-	cancel(id);
+	cancel_job(id, 20);
 }
 
 static void wait_progress(int64_t id);

@@ -820,10 +820,8 @@ Test(jobs_ec2, a_leave_job_leaves_on_a_rebalance_recommendation)
  * books equal to the fake's, and the daemon still answers. */
 Test(jobs_ec2, a_cancelled_job_settles_its_bills)
 {
-	struct pxrun r;
 	json_t *st;
 	int64_t id;
-	char ids[24];
 
 	fake_up(NULL);
 	daemon_ec2();
@@ -832,9 +830,7 @@ Test(jobs_ec2, a_cancelled_job_settles_its_bills)
 	for (int k = 0; k < 300 && workers_of(id) < 2; k++)
 		sleep_ms(100);
 	cr_assert_geq(workers_of(id), 2, "%s", daemon_said());
-	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
-	pxrun_free(&r);
+	cancel_job(id, 10);
 	st = bills_final(id, status(id));
 	cr_assert_str_eq(state_of(st), "cancelled");
 	check_books(id, st);
@@ -869,10 +865,9 @@ static int64_t describes_faulted(void)
  * it: a 200-epoch storm job, 1 run in 5). */
 Test(jobs_ec2, an_interruption_racing_the_jobs_end_is_billed_as_ec2_did)
 {
-	struct pxrun r;
 	json_t *st, *a, *v;
 	int64_t id, row;
-	char ids[24], victim[32] = "", cmd[160], q[160];
+	char victim[32] = "", cmd[160], q[160];
 	size_t i;
 
 	fake_up(NULL);
@@ -908,9 +903,7 @@ Test(jobs_ec2, an_interruption_racing_the_jobs_end_is_billed_as_ec2_did)
 	snprintf(cmd, sizeof cmd, "{\"interrupt\": {\"id\": \"%s\", "
 		 "\"warning\": 0}}", victim);
 	json_decref(fake_ctl(&fk, cmd));
-	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
-	pxrun_free(&r);
+	cancel_job(id, 10);
 	json_decref(fake_ctl(&fk, "{\"faults_clear\": true}"));
 	st = bills_final(id, status(id));
 	cr_assert_str_eq(state_of(st), "cancelled");
@@ -957,10 +950,8 @@ static int64_t answers_held(void)
  * its end (EC2 bills that minute: the books were below its bill by it). */
 Test(jobs_ec2, a_launch_answered_after_the_jobs_end_is_billed)
 {
-	struct pxrun r;
 	json_t *st, *a;
 	int64_t id;
-	char ids[24];
 
 	fake_up(NULL);
 	json_decref(fake_ctl(&fk, "{\"faults\": [{\"op\": \"RunInstances\", "
@@ -971,9 +962,7 @@ Test(jobs_ec2, a_launch_answered_after_the_jobs_end_is_billed)
 	for (int k = 0; k < 600 && !answers_held(); k++)
 		sleep_ms(50);
 	cr_assert_eq(answers_held(), 1, "no launch held; %s", daemon_said());
-	snprintf(ids, sizeof ids, "%lld", (long long)id);
-	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 0, "%s", r.err);
-	pxrun_free(&r);
+	cancel_job(id, 10);
 	json_decref(fake_ctl(&fk, "{\"release_held\": true}"));
 	st = bills_final(id, status(id));
 	cr_assert_str_eq(state_of(st), "cancelled");
