@@ -121,7 +121,10 @@ Test(jobs_slow, a_slowed_worker_is_named_until_it_is_fast_again)
 	char node[48];
 	json_t *st = NULL;
 
-	daemon_up();
+	/* the daemon's stall watchdog no quicker than this test's own wait
+	 * for the workers to start (60 s): under a full suite's load four
+	 * nodes once took over the default 20 s to train a first clock */
+	daemon_up_with("stall_seconds 60\n");
 	write_job(70, "{\"policy\": \"ondemand\"}");
 	id = submit();
 	for (int i = 0; i < 600; i++) {
