@@ -105,6 +105,9 @@ struct dist_opts {
 	bool no_partial;           /* coordinator: a shard with no copy
 				      left fails the job (from the
 				      checkpoint), not reloaded alone */
+	bool fault_lose_handoff;   /* PS, tests only: the first shard it
+				      hands over is not sent (a hand-over
+				      lost on the way) */
 	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
 				      before the pushes, which follow this
 				      much later (pushes in flight) */

@@ -128,8 +128,16 @@ struct coord {
 	 * reloaded on another PS while the others keep theirs */
 	float *snap;
 	int64_t snap_clock;        /* its clock; -1: none yet */
-	bool reload[DIST_MAX_SHARDS]; /* served from snap, not ck_w */
+	bool reload[DIST_MAX_SHARDS]; /* served from snap, not ck_w ... */
+	struct wire_node reload_to[DIST_MAX_SHARDS]; /* ... to this PS (a
+				      later holder gets its state from it) */
 	uint32_t partials;         /* shards reloaded so */
+	/* the active PS of a shard asking here for its state (it has none
+	 * and its backup, if any, gave none): since when, and when last */
+	struct {
+		struct wire_node node;
+		uint64_t since_us, last_us;
+	} orphan[DIST_MAX_SHARDS];
 	bool measuring;            /* an --eval-every evaluation: a
 				      measurement, neither a checkpoint
 				      nor a snapshot */
@@ -440,6 +448,7 @@ static bool ps_lost(struct coord *c, struct wire_node n)
 				sh->active = h;
 				sh->backup = pick_backup(c, h, s);
 				c->reload[s] = true;
+				c->reload_to[s] = h;
 				c->partials++;
 				out(c, "shard %u: no copy left: reloaded on PS "
 				    "%u from the state of clock %" PRId64
@@ -775,6 +784,33 @@ static void on_register(struct coord *c, struct wire_msg *req)
 		announce(c);
 }
 
+/* Whether shard s's active PS n, asking here for its state, has been
+ * without one past the wait: its hand-over was lost (the shard's only
+ * copy was in flight when its old holder let it go: a snapshot that
+ * never came, or came before a map and was dropped), and nothing else
+ * will give it one.  A PS without state asks every heartbeat; a gap
+ * of a second (or five heartbeats) starts the wait again.  The wait is
+ * the heartbeat timeout, at least 2 s: a hand-over slower than that
+ * from a live holder is one the job would have declared lost. */
+static bool orphaned(struct coord *c, uint32_t s, struct wire_node n,
+		     uint64_t now)
+{
+	uint64_t gap = (uint64_t)c->o->hb_ms * 5000, wait =
+		       (uint64_t)c->o->hb_timeout_ms * 1000;
+
+	if (gap < 1000000)
+		gap = 1000000;
+	if (wait < 2000000)
+		wait = 2000000;
+	if (!wire_node_eq(c->orphan[s].node, n) ||
+	    now - c->orphan[s].last_us > gap) {
+		c->orphan[s].node = n;
+		c->orphan[s].since_us = now;
+	}
+	c->orphan[s].last_us = now;
+	return now - c->orphan[s].since_us >= wait;
+}
+
 /* A PS of a resumed job fetches the state of its first shards here: the
  * checkpoint's parameters; and a PS given a shard whose every copy was
  * lost, the last state pulled (partial recovery). */
@@ -784,12 +820,35 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 	const struct cmember *mb = find(c, m->hdr.sender);
 	const struct wire_shard *sh = q->shard < c->nshards
 					      ? &c->map[q->shard] : NULL;
+	uint64_t now = px_now_mono_us();
 	struct px_error err;
+
+	/* the shard's active without state past the wait: reloaded as
+	 * after the loss of its every copy */
+	if (sh && mb && is_ps(mb) && alive(mb) &&
+	    !(c->reload[q->shard] &&
+	      wire_node_eq(c->reload_to[q->shard], m->hdr.sender)) &&
+	    c->min_clock != c->resumed_from &&
+	    wire_node_eq(sh->active, m->hdr.sender) &&
+	    orphaned(c, q->shard, m->hdr.sender, now) && !c->o->no_partial &&
+	    c->snap_clock >= 0) {
+		c->reload[q->shard] = true;
+		c->reload_to[q->shard] = m->hdr.sender;
+		c->partials++;
+		out(c, "shard %u: PS %u had no state for %.1f s (its "
+		    "hand-over was lost): reloaded from the state of clock "
+		    "%" PRId64 " (partial recovery)", q->shard,
+		    m->hdr.sender.v,
+		    (double)(now - c->orphan[q->shard].since_us) / 1e6,
+		    c->snap_clock);
+	}
 
 	/* a shard reloaded after its every copy was lost: the last state
 	 * pulled; a resumed job's first shards, before any clock: the
 	 * checkpoint's (not later: the shard's copies have moved on) */
-	const float *from = sh && c->reload[q->shard] ? c->snap :
+	const float *from = sh && c->reload[q->shard] &&
+			    wire_node_eq(c->reload_to[q->shard],
+					 m->hdr.sender) ? c->snap :
 			    c->min_clock == c->resumed_from ? c->ck_w : NULL;
 
 	if (mb && is_ps(mb) && alive(mb) && c->stage_epoch && sh && from &&

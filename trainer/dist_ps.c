@@ -40,6 +40,9 @@ struct pusher {
 };
 
 #define PS_EARLY_MAX 64   /* PARAMS frames kept for a map to come */
+#define PS_EARLY_US 3000000 /* ... for at most this long (a map that
+			       gives the shard here comes within a few
+			       heartbeats of its hand-over, or never) */
 
 struct ps {
 	const struct dist_opts *o;
@@ -53,9 +56,13 @@ struct ps {
 	uint32_t stage_epoch;    /* 0: no map yet */
 	/* a moved shard's state that came before the map giving it here
 	 * (PARAMS on PULL, STAGE on SUB: two sockets, either first): kept
-	 * for the next map, not dropped, or the shard waits for it forever
-	 * when it has no other copy */
+	 * for the maps to come, not dropped, or the shard waits for it
+	 * forever when it has no other copy.  Not for the next map only:
+	 * a new PS may take an older map (its ASSIGN's, a broadcast queued
+	 * before it registered) after the state and before the map that
+	 * gives the shard here (seen under the ec2 storms test). */
 	struct wire_msg early[PS_EARLY_MAX];
+	uint64_t early_us[PS_EARLY_MAX]; /* when each came */
 	uint32_t n_early;
 	struct pshard sh[DIST_MAX_SHARDS];
 	uint64_t nparams;        /* the vector's floats */
@@ -82,6 +89,7 @@ struct ps {
 	int64_t told_by_us;      /* ... to be gone by then (wall clock; 0:
 				  * not said) */
 	bool fwd_due;            /* a CLOCK_MIN advance wants a FORWARD */
+	bool lost_handoff;       /* --fault-lose-handoff was carried out */
 };
 
 static void shard_free(struct pshard *s)
@@ -144,27 +152,49 @@ static void send_range(struct ps *p, enum wire_type t,
 /* A shard's state to a new holder: its parameters. */
 static void send_state(struct ps *p, struct wire_node to, uint32_t s)
 {
+	if (p->o->fault_lose_handoff && !p->lost_handoff) {
+		p->lost_handoff = true;
+		dist_logf(p->o, LOG_LVL_WARN, "test fault: shard %u's state "
+			  "to %u not sent", s, to.v);
+		return;
+	}
 	send_range(p, WIRE_PARAMS, to, s, p->sh[s].w);
 }
 
 static void fetch_missing(struct ps *p);
 static bool on_range(struct ps *p, const struct wire_msg *m);
 
-/* The state frames that came before this map: applied now where it
- * gives their shard here; the others dropped (a frame waits for one map
- * only). */
+/* The state frames that came before this map, in the order they came:
+ * applied where it gives their shard here and the shard awaited its
+ * state; dropped where the shard here has one already (a copy from
+ * elsewhere, newer) or after PS_EARLY_US; the others kept for the next
+ * map. */
 static void replay_early(struct ps *p)
 {
 	struct wire_msg v[PS_EARLY_MAX];
+	uint64_t at[PS_EARLY_MAX], now = px_now_mono_us();
 	uint32_t n = p->n_early;
+	bool await[DIST_MAX_SHARDS];
 
+	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
+		await[s] = s < p->nshards && p->sh[s].w && !p->sh[s].have;
 	memcpy(v, p->early, n * sizeof *v);
+	memcpy(at, p->early_us, n * sizeof *at);
 	p->n_early = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (v[i].u.range.shard < p->nshards &&
-		    p->sh[v[i].u.range.shard].w && on_range(p, &v[i]))
-			continue;   /* kept again: not possible, a shard here */
-		wire_msg_release(&v[i]);
+		uint32_t s = v[i].u.range.shard;
+		bool here = s < p->nshards && p->sh[s].w;
+
+		/* every frame for it, in order: the last one wins */
+		if (here && await[s]) {
+			if (!on_range(p, &v[i]))
+				wire_msg_release(&v[i]);
+		} else if (here || now - at[i] > PS_EARLY_US) {
+			wire_msg_release(&v[i]);
+		} else {
+			p->early[p->n_early] = v[i];
+			p->early_us[p->n_early++] = at[i];
+		}
 	}
 }
 
@@ -462,6 +492,7 @@ static bool keep_early(struct ps *p, const struct wire_msg *m)
 {
 	if (m->hdr.type != WIRE_PARAMS || p->n_early == PS_EARLY_MAX)
 		return false;
+	p->early_us[p->n_early] = px_now_mono_us();
 	p->early[p->n_early++] = *m;
 	return true;
 }

@@ -492,6 +492,10 @@ static const struct topt topts[] = {
 	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
 	    90, 0, "test fault: workers send CLOCK first, their pushes MS "
 	    "later, 0: off", NULL),
+	OPT("fault-lose-handoff", NULL, C_DIST, K_FLAG, o.fault_lose_handoff,
+	    0, 0, 0, "test fault: each PS drops the first shard state it "
+	    "hands over (as if lost on the way; the new holder is reloaded "
+	    "from the coordinator's last state)", NULL),
 	OPT("fault-slow", "S:FACTOR:SECONDS", C_ROLE, K_SLOW, o.slow, 0, 0, 0,
 	    "test fault, worker: from S s after its first clock, stretch its "
 	    "compute by FACTOR for SECONDS (0: to the end); repeatable, up "

@@ -965,6 +965,38 @@ Test(trainer_dist, sole_ps_death_reloads_only_its_shards, .init = setup,
 	pxrun_free(&r);
 }
 
+/* A shard's hand-over lost on the way (stage 1: its only copy): after
+ * the kill above the replacement PS joins and the survivor hands it a
+ * shard, whose state --fault-lose-handoff drops.  The new holder asks
+ * the coordinator for it every heartbeat; past the wait the coordinator
+ * reloads it from the last state pulled (partial recovery), and the job
+ * finishes instead of stalling until the watchdog (the ec2 storms test
+ * saw the same with a snapshot that came before its map). */
+Test(trainer_dist, a_lost_handoff_is_reloaded_not_a_stall, .init = setup,
+     .fini = teardown, .timeout = 90)
+{
+	char ck[600];
+	const char *die[] = { "--workers", "2", "--ps", "2", "--epochs", "120",
+			      "--kill-ps-at", "0.5", "--stall-timeout", "20",
+			      "--checkpoint", ck, "--checkpoint-every", "5",
+			      "--fault-lose-handoff", NULL };
+	struct pxrun r;
+	json_t *j;
+
+	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
+	j = run_local_keep(die, &r);
+	cr_assert(strstr(r.err, "test fault: shard"), "no hand-over was "
+		  "dropped: %s", r.err);
+	cr_assert(strstr(r.err, "(its hand-over was lost): reloaded"), "%s",
+		  r.err);
+	/* the kill's reload and the lost hand-over's */
+	cr_assert_geq(num(j, "partial_recoveries"), 2, "%s", r.err);
+	cr_assert_eq(num(j, "clocks"), CLOCKS(120));
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
 /* `local` is the agent: the coordinator sends it PROGRESS frames (over
  * nanomsg, authenticated), which it prints; the clocks must increase up
  * to the last one, which carries the final test accuracy. */
