@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../trainer/goodput.h"
 #include "jobkey.h"
 #include "jobs_int.h"
 #include "spawnattr.h"
@@ -608,6 +609,18 @@ static void take_members(struct job *j, const struct wire_progress *p)
  * departed one's samples still in the window: a count seen only around
  * an eviction measured low, docs/benchmarks.md). */
 #define GOODPUT_STEADY 3
+
+struct eff_now {
+	double phi, m0;  /* the noise scale now, the job's batch */
+};
+
+static double eff_now(double batch, const void *arg)
+{
+	const struct eff_now *e = arg;
+
+	return goodput_efficiency(e->phi, e->m0, batch);
+}
+
 static void take_goodput(struct job *j, const struct wire_progress *p)
 {
 	int per = j->req.trainer.workers_per_instance > 0 ?
@@ -623,6 +636,21 @@ static void take_goodput(struct job *j, const struct wire_progress *p)
 	j->gp_count = n;
 	if (j->gp_same >= GOODPUT_STEADY) {
 		jobspec_measured_add(&j->meas, n, p->goodput);
+		/* Pollux: throughput and total batch kept apart, every count
+		 * valued again at the efficiency of the noise scale now
+		 * (which grows as the model trains: a count measured early
+		 * at a large batch is worth more now than it measured) */
+		if (p->efficiency > 0 && p->efficiency <= 1 &&
+		    p->noise_scale > 0) {
+			struct eff_now e = { p->noise_scale,
+					     j->req.trainer.batch };
+
+			jobspec_measured_add_parts(&j->meas, n, p->goodput /
+						   p->efficiency,
+						   (double)j->workers *
+						   p->batch);
+			jobspec_measured_revalue(&j->meas, eff_now, &e);
+		}
 		job_measured_apply(j);
 	}
 	job_explore(j, n);
@@ -701,18 +729,25 @@ static json_t *fit_json(const struct job *j)
 json_t *job_scaling_json(const struct job *j)
 {
 	json_t *n = json_array(), *g = json_array(), *r = json_array();
+	json_t *t = json_array(), *b = json_array(), *pa = json_array();
 
-	for (int i = 1; n && g && r && i <= JOBSPEC_MEASURED_MAX; i++) {
+	for (int i = 1; n && g && r && t && b && pa &&
+	     i <= JOBSPEC_MEASURED_MAX; i++) {
 		if (!j->meas.reports[i])
 			continue;
 		json_array_append_new(n, json_integer(i));
 		json_array_append_new(g, json_real(j->meas.goodput[i]));
 		json_array_append_new(r, json_integer(j->meas.reports[i]));
+		/* the factors (0 where none was reported) */
+		json_array_append_new(t, json_real(j->meas.throughput[i]));
+		json_array_append_new(b, json_real(j->meas.batch[i]));
+		json_array_append_new(pa, json_integer(j->meas.parts[i]));
 	}
-	return json_pack("{s:b, s:o*, s:o*, s:o*, s:o, s:o}", "measured",
-			 j->measured_on, "instances", n, "goodput", g,
-			 "reports", r, "fit", fit_json(j), "explore_limit",
-			 j->req.spec.spot_limited ?
+	return json_pack("{s:b, s:o*, s:o*, s:o*, s:o*, s:o*, s:o*, s:o, "
+			 "s:o}", "measured", j->measured_on, "instances", n,
+			 "goodput", g, "reports", r, "throughput", t,
+			 "total_batch", b, "parts", pa, "fit", fit_json(j),
+			 "explore_limit", j->req.spec.spot_limited ?
 			 json_integer(j->explore.limit) : json_null());
 }
 
@@ -731,6 +766,25 @@ void job_scaling_event(struct job *j, bool force)
 		job_event(j, "scaling", s);
 	free(s);
 	json_decref(o);
+}
+
+/* The factors of count k at index i of a stored "scaling" event, when
+ * the event has them (older ones do not) and they make sense. */
+static void take_parts(struct job *j, json_t *o, size_t i, int k)
+{
+	json_t *t = json_array_get(json_object_get(o, "throughput"), i);
+	json_t *b = json_array_get(json_object_get(o, "total_batch"), i);
+	json_t *pa = json_array_get(json_object_get(o, "parts"), i);
+	double tv = json_number_value(t), bv = json_number_value(b);
+
+	if (!json_is_number(t) || !json_is_number(b) ||
+	    !json_is_integer(pa) || !(tv > 0) || !isfinite(tv) ||
+	    !(bv > 0) || !isfinite(bv) || json_integer_value(pa) < 1 ||
+	    json_integer_value(pa) > UINT32_MAX)
+		return;
+	j->meas.throughput[k] = tv;
+	j->meas.batch[k] = bv;
+	j->meas.parts[k] = (uint32_t)json_integer_value(pa);
 }
 
 void job_scaling_take(struct job *j, json_t *o)
@@ -756,6 +810,7 @@ void job_scaling_take(struct job *j, json_t *o)
 			continue;
 		j->meas.goodput[k] = json_number_value(gv);
 		j->meas.reports[k] = (uint32_t)json_integer_value(rv);
+		take_parts(j, o, i, (int)k);
 	}
 }
 

@@ -177,6 +177,36 @@ void jobspec_measured_add(struct jobspec_measured *m, int n, double goodput)
 	m->reports[n]++;
 }
 
+void jobspec_measured_add_parts(struct jobspec_measured *m, int n,
+				double throughput, double batch)
+{
+	uint32_t k;
+
+	if (n < 1 || n > JOBSPEC_MEASURED_MAX || !isfinite(throughput) ||
+	    throughput <= 0 || !isfinite(batch) || batch <= 0)
+		return;
+	k = m->parts[n] < JOBSPEC_MEASURED_WINDOW ? m->parts[n] + 1
+						  : JOBSPEC_MEASURED_WINDOW;
+	m->throughput[n] += (throughput - m->throughput[n]) / k;
+	m->batch[n] += (batch - m->batch[n]) / k;
+	m->parts[n]++;
+}
+
+void jobspec_measured_revalue(struct jobspec_measured *m,
+			      double (*eff)(double batch, const void *arg),
+			      const void *arg)
+{
+	for (int i = 1; i <= JOBSPEC_MEASURED_MAX; i++) {
+		double e;
+
+		if (!m->parts[i] || !m->reports[i])
+			continue;
+		e = eff(m->batch[i], arg);
+		if (e > 0 && e <= 1)
+			m->goodput[i] = m->throughput[i] * e;
+	}
+}
+
 int jobspec_measured_largest(const struct jobspec_measured *m)
 {
 	for (int i = JOBSPEC_MEASURED_MAX; i >= 1; i--)

@@ -158,11 +158,28 @@ double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum);
 struct jobspec_measured {
 	double goodput[JOBSPEC_MEASURED_MAX + 1]; /* [n]: at n instances */
 	uint32_t reports[JOBSPEC_MEASURED_MAX + 1];
+	/* Pollux keeps the two factors apart: the throughput (samples a
+	 * second) and the total batch at n, running means over the reports
+	 * that had both (parts[n]), so that the goodput of a count measured
+	 * early can be valued again at the efficiency of now */
+	double throughput[JOBSPEC_MEASURED_MAX + 1];
+	double batch[JOBSPEC_MEASURED_MAX + 1];
+	uint32_t parts[JOBSPEC_MEASURED_MAX + 1];
 };
 
 /* One report: goodput at n instances (ignored unless n is 1 ..
  * JOBSPEC_MEASURED_MAX and goodput finite and > 0). */
 void jobspec_measured_add(struct jobspec_measured *m, int n, double goodput);
+/* The same report's factors: throughput (samples a second) at a total
+ * batch (ignored unless n is in range and both are finite and > 0). */
+void jobspec_measured_add_parts(struct jobspec_measured *m, int n,
+				double throughput, double batch);
+/* Value every count with known factors again: goodput = throughput x
+ * eff(batch, arg), eff the statistical efficiency of a total batch now
+ * (0..1; a value outside leaves that count as it was). */
+void jobspec_measured_revalue(struct jobspec_measured *m,
+			      double (*eff)(double batch, const void *arg),
+			      const void *arg);
 /* The profile the measurements make once two counts of instances have
  * JOBSPEC_MEASURED_MIN reports each (else false, *ret untouched): the
  * points in order (at most JOBSPEC_PROFILE_MAX: the smallest counts and
