@@ -124,6 +124,17 @@ static const char *addr_of(struct ps *p, struct wire_node n)
 	return m ? m->addr : NULL;
 }
 
+/* Whether the membership this PS took lists it: only then does it know
+ * the sessions of the nodes that send to it because it joined (the
+ * membership of its join).  Before, a frame from such a node would be
+ * dropped unread (no session): a shard's snapshot from its old holder,
+ * its only copy in stage 1, was lost so under the ec2 storms test.  The
+ * frames wait in the sockets' queues meanwhile. */
+static bool listed(const struct ps *p)
+{
+	return dist_members_find(&p->mb, p->o->node) != NULL;
+}
+
 static bool node_alive(struct ps *p, struct wire_node n)
 {
 	const struct dist_member *m = dist_members_find(&p->mb, n);
@@ -603,6 +614,8 @@ static void on_pull(struct ps *p)
 	struct px_error err;
 	struct wire_msg m;
 
+	if (!listed(p))
+		return;
 	while (net_recv(p->pull, &m, 0, &err) == PX_OK) {
 		if (m.hdr.type == WIRE_ROWS)
 			on_rows(p, &m);
@@ -740,6 +753,8 @@ static void on_rep(struct ps *p)
 	struct px_error err;
 	struct wire_msg m;
 
+	if (!listed(p))
+		return;
 	while (net_recv(p->rep, &m, 0, &err) == PX_OK) {
 		const struct wire_pull *q = &m.u.pull;
 
@@ -1063,8 +1078,12 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			{ .fd = net_nn_socket(p->sub), .events = NN_POLLIN },
 		};
 		uint64_t now;
+		/* unlisted yet: the subscription alone (what waits on the
+		 * others is read once listed) */
+		bool all = listed(p);
 
-		if (nn_poll(pf, 3, dist_ms_until(next_hb, 50)) > 0) {
+		if (nn_poll(all ? pf : pf + 2, all ? 3 : 1,
+			    dist_ms_until(next_hb, 50)) > 0) {
 			if (pf[2].revents & NN_POLLIN) {
 				on_sub(p);
 				last_coord = px_now_mono_us();

@@ -12,7 +12,9 @@
 #   default all of them), WORKERS (default "2 4"), MODEL (default mlp),
 #   EXTRA (more options for every run: `--fault-batch-ms 4` with MODEL
 #   mlr makes each worker a machine of its own on a host of fewer cores:
-#   a minibatch is a 4 ms wait, not CPU).
+#   a minibatch is a 4 ms wait, not CPU), EVAL_EVERY (clocks: evaluate
+#   that often too, not only at each epoch's end, so that a target
+#   reached early is timed to a few clocks, not to an epoch).
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,13 +26,14 @@ CPUS=${CPUS:-0-$(($(nproc) - 1))}
 WORKERS=${WORKERS:-2 4}
 MODEL=${MODEL:-mlp}
 EXTRA=${EXTRA:-}
+EVAL_EVERY=${EVAL_EVERY:-}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 PIN="taskset -c $CPUS"
 RUN="$HERE/stragglers_run.py"
 COMMON="--model $MODEL --batch 64 --max-train 12000 --max-test 2000 --threads 1
 	--schedule cosine --eval-epochs --json --epochs $EPOCHS --timeout 600
-	$EXTRA"
+	${EVAL_EVERY:+--eval-every $EVAL_EVERY} $EXTRA"
 
 # runs W SLACK EXTRA...: REPS runs, a JSON array of their results
 runs() {
@@ -45,7 +48,7 @@ runs() {
 	echo "$a"
 }
 
-echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min); pinned: $PIN; $REPS runs each, medians; target $TARGET test accuracy (2000 test examples), $EPOCHS epochs; model $MODEL${EXTRA:+, $EXTRA}."
+echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min); pinned: $PIN; $REPS runs each, medians; target $TARGET test accuracy (2000 test examples), $EPOCHS epochs; model $MODEL${EXTRA:+, $EXTRA}${EVAL_EVERY:+; evaluated every $EVAL_EVERY clocks too}."
 echo
 echo "| workers | consistency | run | to target, s | ratio | to the end, s | ratio | reassigned minibatches | accuracy |"
 echo "|---|---|---|---|---|---|---|---|---|"
