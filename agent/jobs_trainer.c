@@ -688,8 +688,14 @@ void job_explore(struct job *j, int n)
 	case JOBSPEC_EXPLORE_SAME:
 		break;
 	}
-	if (x->done)
+	if (x->done) {
+		if (!x->saved) {
+			/* kept for a restarted daemon */
+			x->saved = true;
+			job_scaling_event(j, true);
+		}
 		return;
+	}
 	sp->spot_limited = true;
 	sp->spot_limit = x->limit - sp->reliable.count;
 }
@@ -744,11 +750,12 @@ json_t *job_scaling_json(const struct job *j)
 		json_array_append_new(pa, json_integer(j->meas.parts[i]));
 	}
 	return json_pack("{s:b, s:o*, s:o*, s:o*, s:o*, s:o*, s:o*, s:o, "
-			 "s:o}", "measured", j->measured_on, "instances", n,
-			 "goodput", g, "reports", r, "throughput", t,
+			 "s:o, s:b}", "measured", j->measured_on, "instances",
+			 n, "goodput", g, "reports", r, "throughput", t,
 			 "total_batch", b, "parts", pa, "fit", fit_json(j),
 			 "explore_limit", j->req.spec.spot_limited ?
-			 json_integer(j->explore.limit) : json_null());
+			 json_integer(j->explore.limit) : json_null(),
+			 "explore_done", j->explore.done);
 }
 
 void job_scaling_event(struct job *j, bool force)
@@ -795,6 +802,12 @@ void job_scaling_take(struct job *j, json_t *o)
 	size_t i;
 	json_t *v;
 
+	/* an exploration that ended (its limit reached, or the trainer
+	 * reported no goodput at it) does not start again */
+	if (json_is_true(json_object_get(o, "explore_done"))) {
+		j->explore.done = j->explore.saved = true;
+		j->explore.limit = 0;
+	}
 	if (!json_is_array(n) || json_array_size(g) != json_array_size(n) ||
 	    json_array_size(r) != json_array_size(n))
 		return;

@@ -225,6 +225,7 @@ struct jobspec_explore {
 	uint32_t idle;           /* reports that held the limit since it
 				  * was set */
 	bool done;
+	bool saved;              /* done, and the store says so (proteusd) */
 };
 
 enum jobspec_explore_ev {

@@ -1,0 +1,82 @@
+/* The measured scaling a job keeps in the store ("scaling" events) and a
+ * restarted daemon takes up again (agent/jobs_trainer.c): the goodput,
+ * its two factors, and whether exploring ended. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "../../agent/jobs_int.h"
+
+static struct job *blank_job(void)
+{
+	struct job *j = calloc(1, sizeof *j);
+
+	cr_assert_not_null(j);
+	return j;
+}
+
+/* What one life wrote the next takes whole: the counts, their goodput,
+ * reports and factors, and an exploration that ended stays ended. */
+Test(job_scaling, the_stored_measurements_come_back_whole)
+{
+	struct job *a = blank_job(), *b = blank_job();
+	json_t *o;
+	char *s;
+
+	for (int i = 0; i < JOBSPEC_MEASURED_MIN; i++) {
+		jobspec_measured_add(&a->meas, 1, 900);
+		jobspec_measured_add_parts(&a->meas, 1, 1000, 64);
+		jobspec_measured_add(&a->meas, 4, 2000);
+		jobspec_measured_add_parts(&a->meas, 4, 4000, 256);
+	}
+	jobspec_measured_add(&a->meas, 2, 1500);  /* no factors */
+	a->explore.done = true;
+	o = job_scaling_json(a);
+	cr_assert_not_null(o);
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	o = json_loads(s, 0, NULL);  /* as the store gives it back */
+	cr_assert_not_null(o, "%s", s);
+	job_scaling_take(b, o);
+	for (int n = 1; n <= 4; n++) {
+		cr_assert_eq(b->meas.reports[n], a->meas.reports[n], "%d", n);
+		cr_assert_float_eq(b->meas.goodput[n], a->meas.goodput[n],
+				   1e-9, "%d", n);
+		cr_assert_eq(b->meas.parts[n], a->meas.parts[n], "%d", n);
+		cr_assert_float_eq(b->meas.throughput[n],
+				   a->meas.throughput[n], 1e-9, "%d", n);
+		cr_assert_float_eq(b->meas.batch[n], a->meas.batch[n], 1e-9,
+				   "%d", n);
+	}
+	cr_assert_eq(b->meas.parts[2], 0);
+	cr_assert(b->explore.done, "%s", s);
+	json_decref(o);
+	free(s);
+	free(a);
+	free(b);
+}
+
+/* An event written before the factors (and the end of exploring) were
+ * kept: taken as it is; bad entries are skipped, not taken. */
+Test(job_scaling, an_older_or_bad_event_is_taken_as_far_as_it_goes)
+{
+	struct job *b = blank_job();
+	json_t *o = json_loads("{\"measured\": true, \"instances\": [1, 7, 0, "
+			       "9], \"goodput\": [1000, 1000, 5, -3], "
+			       "\"reports\": [20, 20, 3, 4], \"throughput\": "
+			       "[1, \"x\"], \"total_batch\": [64], \"parts\": "
+			       "[0]}", 0, NULL);
+
+	cr_assert_not_null(o);
+	job_scaling_take(b, o);
+	cr_assert_eq(b->meas.reports[1], 20);
+	cr_assert_eq(b->meas.reports[7], 20);
+	cr_assert_float_eq(b->meas.goodput[7], 1000, 1e-9);
+	cr_assert_eq(b->meas.reports[9], 0, "a goodput below 0 is skipped");
+	for (int n = 0; n <= JOBSPEC_MEASURED_MAX; n++)
+		cr_assert_eq(b->meas.parts[n], 0, "%d", n);
+	cr_assert_not(b->explore.done);
+	json_decref(o);
+	free(b);
+}
