@@ -105,6 +105,9 @@ struct dist_opts {
 	bool no_partial;           /* coordinator: a shard with no copy
 				      left fails the job (from the
 				      checkpoint), not reloaded alone */
+	uint32_t fault_ps_sub_late_ms; /* PS, tests only: reads its other
+				      sockets first, its subscription only
+				      this long after its start */
 	bool fault_lose_handoff;   /* PS, tests only: the first shard it
 				      hands over is not sent (a hand-over
 				      lost on the way) */
@@ -309,6 +312,8 @@ struct dist_local {
 				      job's clock (PROGRESS) reaches it */
 	double leave_worker_at;    /* s; 0: never.  SIGTERM, then replace */
 	double add_worker_at;      /* s; 0: never.  One extra worker */
+	double add_ps_at;          /* s; 0: never.  One extra reliable PS
+				      (stage 1 moves shards to it) */
 	double churn_every;        /* s; 0: never.  A worker joins, until
 				      churn_max work, then one is
 				      SIGKILLed (not replaced) until one

@@ -790,6 +790,7 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 	struct sigaction sa, old_int, old_term, old_chld;
 	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
 	bool ps_killed = false, left = false, added = false, started = false;
+	bool added_ps = false;
 	uint32_t churn_n = o->workers;  /* --churn-every: workers now */
 	bool churn_up = true;
 	uint64_t next_churn = 0;
@@ -1005,6 +1006,15 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 			if (e != PX_OK)
 				break;
 		}
+		if (l->add_ps_at > 0 && started && !added_ps &&
+		    el >= l->add_ps_at) {
+			added_ps = true;
+			dist_logf(o, LOG_LVL_INFO, "adding reliable PS %u at "
+				  "%.1f s", s->next_ps, el);
+			e = spawn(s, CH_PS, s->next_ps++, true, err);
+			if (e != PX_OK)
+				break;
+		}
 		if (!s->registered)
 			agent_register(s);
 		tell_gone(s);
@@ -1091,6 +1101,7 @@ int dist_local_run(const struct dist_opts *o, const struct dist_local *l,
 		crash_at = 0;
 		cur.kill_worker_every = cur.kill_worker_at = 0;
 		cur.kill_ps_at = cur.leave_worker_at = cur.add_worker_at = 0;
+		cur.add_ps_at = 0;
 		cur.churn_every = 0;
 		cur.kill_ps_at_clock = 0;
 		cur.pause_worker_at = cur.pause_ps_at = 0;

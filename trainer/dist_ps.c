@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <nanomsg/nn.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1057,7 +1058,7 @@ static uint64_t hand_off_by(int64_t deadline_us, uint64_t now)
 enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 {
 	struct ps *p = px_calloc(1, sizeof(*p));
-	uint64_t next_hb, last_coord, leave_at = 0, leave_by = 0;
+	uint64_t next_hb, last_coord, leave_at = 0, leave_by = 0, sub_late;
 	bool told_only = false;  /* leaving on the coordinator's word */
 	enum px_err e;
 
@@ -1071,19 +1072,26 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 	dist_logf(o, LOG_LVL_INFO, "ps %u on %s (%s)", o->node.v, o->listen,
 		  o->reliable ? "reliable" : "transient");
 	next_hb = last_coord = px_now_mono_us();
+	sub_late = o->fault_ps_sub_late_ms ? next_hb +
+		   (uint64_t)o->fault_ps_sub_late_ms * 1000 : 0;
 	while (!p->shutdown) {
 		struct nn_pollfd pf[3] = {
 			{ .fd = net_nn_socket(p->rep), .events = NN_POLLIN },
 			{ .fd = net_nn_socket(p->pull), .events = NN_POLLIN },
 			{ .fd = net_nn_socket(p->sub), .events = NN_POLLIN },
 		};
-		uint64_t now;
+		uint64_t now = px_now_mono_us();
 		/* unlisted yet: the subscription alone (what waits on the
-		 * others is read once listed) */
+		 * others is read once listed); the test fault holds the
+		 * subscription for a while after the start */
 		bool all = listed(p);
+		bool hold = now < sub_late;
+		int n = (all ? 2 : 0) + !hold;
 
-		if (nn_poll(all ? pf : pf + 2, all ? 3 : 1,
-			    dist_ms_until(next_hb, 50)) > 0) {
+		if (!n)
+			(void)poll(NULL, 0, dist_ms_until(sub_late, 50));
+		else if (nn_poll(all ? pf : pf + 2, n,
+				 dist_ms_until(next_hb, 50)) > 0) {
 			if (pf[2].revents & NN_POLLIN) {
 				on_sub(p);
 				last_coord = px_now_mono_us();

@@ -456,6 +456,9 @@ static const struct topt topts[] = {
 	    NULL),
 	OPT("add-worker-at", "S", C_LOCAL, K_SECS, l.add_worker_at, 0, 0, 0,
 	    "start one more worker at S s", "never"),
+	OPT("add-ps-at", "S", C_LOCAL, K_SECS, l.add_ps_at, 0, 0, 0,
+	    "start one more PS, a reliable one, at S s (a placement moves "
+	    "shards to it: in stage 1 their only copy)", "never"),
 	OPT("pause-worker-at", "S", C_LOCAL, K_SECS, l.pause_worker_at, 0, 0,
 	    0, "SIGSTOP a worker at S s", "never"),
 	OPT("pause-ps-at", "S", C_LOCAL, K_SECS, l.pause_ps_at, 0, 0, 0,
@@ -492,6 +495,10 @@ static const struct topt topts[] = {
 	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
 	    90, 0, "test fault: workers send CLOCK first, their pushes MS "
 	    "later, 0: off", NULL),
+	OPT("fault-ps-sub-late", "MS", C_DIST, K_UINT, o.fault_ps_sub_late_ms,
+	    0, 10000, 0, "test fault: each PS reads the coordinator's "
+	    "broadcasts only MS ms after its start (what else comes is read "
+	    "once the membership lists it), 0: off", NULL),
 	OPT("fault-lose-handoff", NULL, C_DIST, K_FLAG, o.fault_lose_handoff,
 	    0, 0, 0, "test fault: each PS drops the first shard state it "
 	    "hands over (as if lost on the way; the new holder is reloaded "

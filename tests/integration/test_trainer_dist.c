@@ -965,6 +965,44 @@ Test(trainer_dist, sole_ps_death_reloads_only_its_shards, .init = setup,
 	pxrun_free(&r);
 }
 
+/* A reliable PS joins a running stage-1 job: the placement moves half
+ * the shards to it, their only copies, as one snapshot each from the
+ * first PS.  The new PS holds its subscription back for a while
+ * (--fault-ps-sub-late: a node far from the coordinator), so the
+ * snapshots reach it before the membership that names their sender: it
+ * must not read them before (they were dropped unread, the sender's
+ * session not known, and the shards lost: the ec2 storms test).  No
+ * shard is reloaded, every clock is trained. */
+Test(trainer_dist, a_ps_joining_stage_1_gets_its_shards_whole,
+     .init = setup, .fini = teardown, .timeout = 90)
+{
+	char ck[600];
+	const char *extra[] = { "--workers", "2", "--ps", "1", "--reliable",
+				"1", "--stage", "1", "--shards", "4",
+				"--epochs", "100", "--add-ps-at", "0.4",
+				"--fault-ps-sub-late", "300", "--checkpoint",
+				ck, "--checkpoint-every", "5",
+				"--stall-timeout", "20", NULL };
+	struct pxrun r;
+	json_t *j;
+	unsigned sent = 0;
+	const char *at;
+
+	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
+	j = run_local_keep(extra, &r);
+	cr_assert_eq(num(j, "joins"), 1, "%s", r.err);
+	at = strstr(r.err, "ps 1 done: ");
+	cr_assert_not_null(at, "%s", r.err);
+	cr_assert_eq(sscanf(at, "ps 1 done: %u snapshots sent", &sent), 1);
+	cr_assert_geq(sent, 1, "no shard moved to the new PS: %s", r.err);
+	cr_assert_eq(num(j, "partial_recoveries"), 0, "a shard's state was "
+		     "lost on its way: %s", r.err);
+	cr_assert_eq(num(j, "clocks"), CLOCKS(100));
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+	pxrun_free(&r);
+}
+
 /* A shard's hand-over lost on the way (stage 1: its only copy): after
  * the kill above the replacement PS joins and the survivor hands it a
  * shard, whose state --fault-lose-handoff drops.  The new holder asks
