@@ -933,6 +933,36 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 	pxrun_free(&r);
 }
 
+/* run_local_keep with extra and a checkpoint every 5 clocks in tmp (the
+ * state partial recovery reloads from). */
+static json_t *run_checkpointed(const char *const *extra, struct pxrun *r)
+{
+	static char ck[600];
+	const char *argv[40];
+	size_t n = 0;
+
+	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
+	while (extra[n] && n < 34) {
+		argv[n] = extra[n];
+		n++;
+	}
+	argv[n++] = "--checkpoint";
+	argv[n++] = ck;
+	argv[n++] = "--checkpoint-every";
+	argv[n++] = "5";
+	argv[n] = NULL;
+	return run_local_keep(argv, r);
+}
+
+/* The job ended whole: every clock of its epochs, and it learned. */
+static void ended_whole(json_t *j, struct pxrun *r, int epochs)
+{
+	cr_assert_eq(num(j, "clocks"), CLOCKS(epochs), "%s", r->err);
+	cr_assert_gt(num(j, "test_accuracy"), 0.74);
+	json_decref(j);
+	pxrun_free(r);
+}
+
 /* In stage 1 a PS that really died (SIGKILL) holds the only copy of its
  * shards: local (its parent) tells the coordinator at once, which
  * reloads those shards alone on the live PS from the last state it
@@ -941,28 +971,21 @@ Test(trainer_dist, resume_rejects_bad_checkpoint, .init = setup,
 Test(trainer_dist, sole_ps_death_reloads_only_its_shards, .init = setup,
      .fini = teardown, .timeout = 60)
 {
-	char ck[600];
 	/* 120 epochs: the job outlasts the kill at 0.5 s on a fast
 	 * machine (40 ended before it, now and then) */
 	const char *die[] = { "--workers", "2", "--ps", "2", "--epochs", "120",
 			      "--kill-ps-at", "0.5", "--stall-timeout", "50",
-			      "--checkpoint", ck, "--checkpoint-every", "5",
 			      NULL };
 	struct pxrun r;
-	json_t *j;
+	json_t *j = run_checkpointed(die, &r);
 
-	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
-	j = run_local_keep(die, &r);
 	cr_assert_eq(num(j, "losses"), 1, "%s", r.err);
 	cr_assert_geq(num(j, "partial_recoveries"), 1, "%s", r.err);
 	cr_assert_eq(num(j, "promotions"), 0, "stage 1 has no backups");
 	cr_assert(strstr(r.err, "(partial recovery)"), "%s", r.err);
 	cr_assert(strstr(r.err, "state reloaded from the coordinator"), "%s",
 		  r.err);
-	cr_assert_eq(num(j, "clocks"), CLOCKS(120));
-	cr_assert_gt(num(j, "test_accuracy"), 0.74);
-	json_decref(j);
-	pxrun_free(&r);
+	ended_whole(j, &r, 120);
 }
 
 /* A reliable PS joins a running stage-1 job: the placement moves half
@@ -976,31 +999,23 @@ Test(trainer_dist, sole_ps_death_reloads_only_its_shards, .init = setup,
 Test(trainer_dist, a_ps_joining_stage_1_gets_its_shards_whole,
      .init = setup, .fini = teardown, .timeout = 90)
 {
-	char ck[600];
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--reliable",
 				"1", "--stage", "1", "--shards", "4",
 				"--epochs", "100", "--add-ps-at", "0.4",
-				"--fault-ps-sub-late", "300", "--checkpoint",
-				ck, "--checkpoint-every", "5",
+				"--fault-ps-sub-late", "300",
 				"--stall-timeout", "20", NULL };
 	struct pxrun r;
-	json_t *j;
+	json_t *j = run_checkpointed(extra, &r);
+	const char *at = strstr(r.err, "ps 1 done: ");
 	unsigned sent = 0;
-	const char *at;
 
-	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
-	j = run_local_keep(extra, &r);
 	cr_assert_eq(num(j, "joins"), 1, "%s", r.err);
-	at = strstr(r.err, "ps 1 done: ");
 	cr_assert_not_null(at, "%s", r.err);
 	cr_assert_eq(sscanf(at, "ps 1 done: %u snapshots sent", &sent), 1);
 	cr_assert_geq(sent, 1, "no shard moved to the new PS: %s", r.err);
 	cr_assert_eq(num(j, "partial_recoveries"), 0, "a shard's state was "
 		     "lost on its way: %s", r.err);
-	cr_assert_eq(num(j, "clocks"), CLOCKS(100));
-	cr_assert_gt(num(j, "test_accuracy"), 0.74);
-	json_decref(j);
-	pxrun_free(&r);
+	ended_whole(j, &r, 100);
 }
 
 /* A shard's hand-over lost on the way (stage 1: its only copy): after
@@ -1013,26 +1028,19 @@ Test(trainer_dist, a_ps_joining_stage_1_gets_its_shards_whole,
 Test(trainer_dist, a_lost_handoff_is_reloaded_not_a_stall, .init = setup,
      .fini = teardown, .timeout = 90)
 {
-	char ck[600];
 	const char *die[] = { "--workers", "2", "--ps", "2", "--epochs", "120",
 			      "--kill-ps-at", "0.5", "--stall-timeout", "20",
-			      "--checkpoint", ck, "--checkpoint-every", "5",
 			      "--fault-lose-handoff", NULL };
 	struct pxrun r;
-	json_t *j;
+	json_t *j = run_checkpointed(die, &r);
 
-	snprintf(ck, sizeof(ck), "%s/job.pxc", tmp);
-	j = run_local_keep(die, &r);
 	cr_assert(strstr(r.err, "test fault: shard"), "no hand-over was "
 		  "dropped: %s", r.err);
 	cr_assert(strstr(r.err, "(its hand-over was lost): reloaded"), "%s",
 		  r.err);
 	/* the kill's reload and the lost hand-over's */
 	cr_assert_geq(num(j, "partial_recoveries"), 2, "%s", r.err);
-	cr_assert_eq(num(j, "clocks"), CLOCKS(120));
-	cr_assert_gt(num(j, "test_accuracy"), 0.74);
-	json_decref(j);
-	pxrun_free(&r);
+	ended_whole(j, &r, 120);
 }
 
 /* `local` is the agent: the coordinator sends it PROGRESS frames (over
