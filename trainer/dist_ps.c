@@ -723,7 +723,7 @@ static void serve_rows(struct ps *p, const struct wire_msg *m)
 	struct px_error err;
 	struct wire_msg r;
 
-	if (sh && sh->active)
+	if (sh && sh->active && sh->have)
 		wait_reads(p, m->hdr.sender, q->shard, q->min_clock,
 			   m->hdr.clock);
 	if (!sh || !sh->active || !sh->have ||
@@ -751,12 +751,17 @@ static void serve_rows(struct ps *p, const struct wire_msg *m)
 
 static void on_rep(struct ps *p)
 {
+	/* at most 200 ms of requests a call (each may wait up to 100 ms
+	 * for pushes): the loop's heartbeats and broadcasts come between,
+	 * or a burst of reads makes this PS look silent */
+	uint64_t until = px_now_mono_us() + 200000;
 	struct px_error err;
 	struct wire_msg m;
 
 	if (!listed(p))
 		return;
-	while (net_recv(p->rep, &m, 0, &err) == PX_OK) {
+	while (px_now_mono_us() < until &&
+	       net_recv(p->rep, &m, 0, &err) == PX_OK) {
 		const struct wire_pull *q = &m.u.pull;
 
 		if (m.hdr.type == WIRE_PULL_ROWS) {
@@ -767,7 +772,10 @@ static void on_rep(struct ps *p)
 		struct pshard *sh = q->shard < p->nshards ? &p->sh[q->shard]
 							  : NULL;
 
-		if (m.hdr.type == WIRE_PULL && sh && sh->active)
+		/* a shard still without its state is refused at once: no
+		 * push is applied to it, so waiting for the reader's own
+		 * would hold this loop 100 ms a PULL */
+		if (m.hdr.type == WIRE_PULL && sh && sh->active && sh->have)
 			wait_reads(p, m.hdr.sender, q->shard, q->min_clock,
 				   m.hdr.clock);
 		/* Workers and the coordinator read active shards; the new
