@@ -1218,18 +1218,51 @@ static double free_in(const struct coord *c, const struct cmember *m,
 	return left < 0 ? -1 : left / m->speed;
 }
 
-/* The FlexRR rule: a worker still in the slowest clock hands its
- * minibatches not begun to helpers, split so that all end together as
- * near as whole minibatches allow (dist_relief_split): the workers that
- * wait on the SSP bound, and those about to (free_in); only when its time
- * left is over two minibatches of the fastest helper (less is not worth
- * the round trip).  Offers go out one round at a time; helpers that come
- * free later take a share of what is left then. */
+/* Of the workers in the slowest clock that reported their progress in
+ * it, the one whose clock ends last at its speed (*ret_end: in s from
+ * now); NULL when none. */
+static struct cmember *ends_last(struct coord *c, uint64_t now,
+				 double *ret_end)
+{
+	struct cmember *last = NULL;
+
+	*ret_end = 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		struct cmember *s = &c->m[i];
+		double l;
+
+		if (!counts(c, s) || s->next_clock != c->min_clock ||
+		    s->prog_clock != c->min_clock || !s->prog_end ||
+		    s->speed <= 0)
+			continue;
+		l = left_of(c, s, now);
+		if (l >= 0 && l / s->speed > *ret_end) {
+			*ret_end = l / s->speed;
+			last = s;
+		}
+	}
+	return last;
+}
+
+/* The FlexRR rule: the worker whose clock ends last (ends_last) hands
+ * its minibatches not begun to helpers, split so that all end together
+ * as near as whole minibatches allow (dist_relief_split): the workers
+ * that wait on the SSP bound, and those that will before it ends, each
+ * counted from when it is free (free_in).  A helper qualifies when it
+ * would otherwise wait at least two of its own minibatches for the
+ * straggler (nearer is noise between equals, not worth the exchange), or
+ * when it is free within one of the straggler's minibatches (the time
+ * an offer takes to answer); and only when the straggler's time left is
+ * over two minibatches of the fastest helper.  So a worker known slow is
+ * relieved from its clock's start (its first report), not once the
+ * others run dry: FlexRR's helpers ask ahead.  Offers go out one round
+ * at a time; helpers that come free later take a share of what is left
+ * then. */
 static void relieve(struct coord *c, uint64_t now)
 {
-	struct cmember *helper[DIST_MAX_NODES];
+	struct cmember *helper[DIST_MAX_NODES], *s;
 	uint32_t nh = 0, share[DIST_MAX_NODES];
-	double vh[DIST_MAX_NODES], t0[DIST_MAX_NODES], vmax = 0;
+	double vh[DIST_MAX_NODES], t0[DIST_MAX_NODES], vmax = 0, end, left;
 
 	for (uint32_t i = 0; i < c->n_relief; i++)
 		if ((!c->relief[i].helping &&
@@ -1239,51 +1272,39 @@ static void relieve(struct coord *c, uint64_t now)
 			relief_drop(c, i--, "no answer");
 	if (c->o->no_reassign)
 		return;
-	for (uint32_t i = 0; i < c->n; i++) {
-		struct cmember *s = &c->m[i];
-		double left;
+	s = ends_last(c, now, &end);
+	if (!s)
+		return;
+	for (uint32_t k = 0; k < c->n; k++) {
+		struct cmember *m = &c->m[k];
+		double t = m == s ? -1 : free_in(c, m, now);
+		double wait = m->speed > 0 ? end - 2.0 / m->speed : 0;
 
-		if (!counts(c, s) || s->next_clock != c->min_clock ||
-		    s->prog_clock != c->min_clock || !s->prog_end ||
-		    s->speed <= 0)
+		if (t < 0 || (t > wait && t > 1.0 / s->speed))
 			continue;
-		/* the helpers: the idle workers, and those whose clock
-		 * ends within one of the straggler's minibatches, the time
-		 * it takes to answer an offer (FlexRR's helpers ask before
-		 * they run dry); each counted from when it is free */
-		nh = 0;
-		vmax = 0;
-		for (uint32_t k = 0; k < c->n; k++) {
-			struct cmember *m = &c->m[k];
-			double t = m == s ? -1 : free_in(c, m, now);
+		vh[nh] = m->speed;
+		t0[nh] = t;
+		helper[nh++] = m;
+		if (m->speed > vmax)
+			vmax = m->speed;
+	}
+	left = left_of(c, s, now);
+	if (!nh || left < 2 || left / s->speed < 2.0 / vmax)
+		return;
+	dist_relief_split(left, s->speed, vh, t0, nh, share);
+	for (uint32_t k = 0; k < nh; k++) {
+		struct cmember *h = helper[k];
+		struct wire_reassign r = {
+			.op = WIRE_REASSIGN_OFFER,
+			.straggler = s->w.node, .helper = h->w.node };
 
-			if (t < 0 || t > 1.0 / s->speed)
-				continue;
-			vh[nh] = m->speed;
-			t0[nh] = t;
-			helper[nh++] = m;
-			if (m->speed > vmax)
-				vmax = m->speed;
-		}
-		left = left_of(c, s, now);
-		if (!nh || left < 2 || left / s->speed < 2.0 / vmax)
+		if (!share[k] || c->n_relief == COORD_RELIEF_MAX)
 			continue;
-		dist_relief_split(left, s->speed, vh, t0, nh, share);
-		for (uint32_t k = 0; k < nh; k++) {
-			struct cmember *h = helper[k];
-			struct wire_reassign r = {
-				.op = WIRE_REASSIGN_OFFER,
-				.straggler = s->w.node, .helper = h->w.node };
-
-			if (!share[k] || c->n_relief == COORD_RELIEF_MAX)
-				continue;
-			r.count = share[k];
-			c->relief[c->n_relief++] = (struct relief){
-				s->w.node, h->w.node, c->min_clock, 0,
-				r.count, now, false };
-			send_reassign(c, c->min_clock, &r);
-		}
-		return; /* the helpers are named now */
+		r.count = share[k];
+		c->relief[c->n_relief++] = (struct relief){
+			s->w.node, h->w.node, c->min_clock, 0, r.count, now,
+			false };
+		send_reassign(c, c->min_clock, &r);
 	}
 }
 
