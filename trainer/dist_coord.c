@@ -822,18 +822,20 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 					      ? &c->map[q->shard] : NULL;
 	uint64_t now = px_now_mono_us();
 	struct px_error err;
+	/* a reload made for this PS */
+	bool reloaded = sh && c->reload[q->shard] &&
+			wire_node_eq(c->reload_to[q->shard], m->hdr.sender);
 
 	/* the shard's active without state past the wait: reloaded as
 	 * after the loss of its every copy */
-	if (sh && mb && is_ps(mb) && alive(mb) &&
-	    !(c->reload[q->shard] &&
-	      wire_node_eq(c->reload_to[q->shard], m->hdr.sender)) &&
+	if (sh && mb && is_ps(mb) && alive(mb) && !reloaded &&
 	    c->min_clock != c->resumed_from &&
 	    wire_node_eq(sh->active, m->hdr.sender) &&
 	    orphaned(c, q->shard, m->hdr.sender, now) && !c->o->no_partial &&
 	    c->snap_clock >= 0) {
 		c->reload[q->shard] = true;
 		c->reload_to[q->shard] = m->hdr.sender;
+		reloaded = true;
 		c->partials++;
 		out(c, "shard %u: PS %u had no state for %.1f s (its "
 		    "hand-over was lost): reloaded from the state of clock "
@@ -846,9 +848,7 @@ static void serve_resume(struct coord *c, const struct wire_msg *m)
 	/* a shard reloaded after its every copy was lost: the last state
 	 * pulled; a resumed job's first shards, before any clock: the
 	 * checkpoint's (not later: the shard's copies have moved on) */
-	const float *from = sh && c->reload[q->shard] &&
-			    wire_node_eq(c->reload_to[q->shard],
-					 m->hdr.sender) ? c->snap :
+	const float *from = reloaded ? c->snap :
 			    c->min_clock == c->resumed_from ? c->ck_w : NULL;
 
 	if (mb && is_ps(mb) && alive(mb) && c->stage_epoch && sh && from &&
