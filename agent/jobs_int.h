@@ -264,6 +264,11 @@ void job_trainer_poll(struct job *j);
  * on OOM); a "scaling" event (at most every 30 s unless force); and the
  * restart's taking up of one (bad entries skipped). */
 void job_measured_apply(struct job *j);
+/* A PROGRESS's goodput into the job: the last report's figures, and
+ * the measured scaling at its count of instances once the count has
+ * held GOODPUT_STEADY reports, its total batch that of the workers that
+ * train a partition (not stage 3's idle reliable ones). */
+void job_take_goodput(struct job *j, const struct wire_progress *p);
 /* Pollux's rule (docs/controller.md, "Exploring the scaling"): the
  * instances the job may hold now into req.spec's spot_limit, from the
  * largest count measured; n is the instances of the report just taken

@@ -621,7 +621,24 @@ static double eff_now(double batch, const void *arg)
 	return goodput_efficiency(e->phi, e->m0, batch);
 }
 
-static void take_goodput(struct job *j, const struct wire_progress *p)
+/* The workers that train a partition, by the coordinator's rule
+ * (dist_coord.c, counts): active, and in stage 3 not a reliable node's
+ * worker (a BackupPS holder, which idles there). */
+static uint32_t holders(const struct wire_progress *p)
+{
+	uint32_t w = 0;
+
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct wire_member *m = &p->members[i];
+
+		w += m->state == WIRE_MEMBER_ACTIVE &&
+		     (m->roles & WIRE_ROLE_WORKER) &&
+		     !(p->stage == 3 && (m->roles & WIRE_ROLE_PS_BACKUP));
+	}
+	return w;
+}
+
+void job_take_goodput(struct job *j, const struct wire_progress *p)
 {
 	int per = j->req.trainer.workers_per_instance > 0 ?
 		  j->req.trainer.workers_per_instance : 1;
@@ -647,7 +664,7 @@ static void take_goodput(struct job *j, const struct wire_progress *p)
 
 			jobspec_measured_add_parts(&j->meas, n, p->goodput /
 						   p->efficiency,
-						   (double)j->workers *
+						   (double)holders(p) *
 						   p->batch);
 			jobspec_measured_revalue(&j->meas, eff_now, &e);
 		}
@@ -842,7 +859,7 @@ static void take_progress(struct job *j, const struct wire_progress *p)
 		j->loss = p->loss;
 	}
 	take_members(j, p);
-	take_goodput(j, p);
+	job_take_goodput(j, p);
 	j->trainer_stage = p->stage;
 	if (p->total_clock > 0)
 		j->total_clocks = p->total_clock;

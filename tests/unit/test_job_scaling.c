@@ -80,3 +80,47 @@ Test(job_scaling, an_older_or_bad_event_is_taken_as_far_as_it_goes)
 	json_decref(o);
 	free(b);
 }
+
+/* PROGRESS reports of 3 instances with a worker each, until the count's
+ * throughput and total batch are taken; the total batch returned. */
+static double total_batch_taken(uint8_t stage)
+{
+	struct job *j = blank_job();
+	struct wire_member m[3] = {
+		/* the reliable node: worker and BackupPS in stage 3 */
+		{ .node = { 1 }, .state = WIRE_MEMBER_ACTIVE,
+		  .roles = WIRE_ROLE_WORKER | WIRE_ROLE_PS_BACKUP },
+		{ .node = { 2 }, .state = WIRE_MEMBER_ACTIVE,
+		  .roles = WIRE_ROLE_WORKER | WIRE_ROLE_PS_ACTIVE },
+		{ .node = { 3 }, .state = WIRE_MEMBER_ACTIVE,
+		  .roles = WIRE_ROLE_WORKER | WIRE_ROLE_PS_ACTIVE },
+	};
+	struct wire_progress p = {
+		.clock = 10, .stage = stage, .goodput = 900,
+		.efficiency = 0.9f, .noise_scale = 1000, .batch = 64,
+		.lr_scale = 1, .n = 3, .members = m,
+	};
+	double b;
+	int k;
+
+	j->req.trainer.batch = 64;
+	j->req.trainer.workers_per_instance = 1;
+	j->workers = 3;  /* as take_members counts them */
+	for (k = 0; k < 20 && !j->meas.parts[3]; k++)
+		job_take_goodput(j, &p);
+	cr_assert_eq(j->meas.parts[3], 1, "taken once steady (%d reports)",
+		     k);
+	cr_assert_float_eq(j->meas.throughput[3], 1000, 1e-3);
+	b = j->meas.batch[3];
+	free(j);
+	return b;
+}
+
+/* The total batch a count is valued at is that of the workers that train:
+ * in stage 3 the reliable node's worker idles (it holds the BackupPS),
+ * so 3 instances train 2 x 64 examples a minibatch, not 3 x 64. */
+Test(job_scaling, stage_3s_idle_reliable_worker_adds_no_batch)
+{
+	cr_assert_float_eq(total_batch_taken(2), 3 * 64, 1e-9);
+	cr_assert_float_eq(total_batch_taken(3), 2 * 64, 1e-9);
+}
