@@ -38,6 +38,12 @@ struct ctrl {
 				      * again at the next step */
 	int reliable_owed_type;
 	int64_t reliable_owed_at;    /* not asked again before this */
+	/* a refused request of the policy's: it decides again at reask_at
+	 * (0: nothing refused), not at its next tick (tick_seconds, 10
+	 * market minutes by default); reask_s doubles from REASK_S with
+	 * each refusal in a row, up to the tick, and a launch resets it */
+	int64_t reask_at, reask_s;
+	int64_t reask_dec;           /* decisions made at the last refusal */
 	int64_t *hide_until;         /* per market of ms: resting (NULL
 				      * until a world says one rests) */
 	struct pol_instance *pub;    /* live instances, compact */
@@ -501,6 +507,7 @@ enum px_err ctrl_launched(struct ctrl *c, int64_t now, uint64_t id)
 			   c->env->types[v->type].od_uusd, now);
 	v->hour_uusd = m ? p : c->env->types[v->type].od_uusd;
 	in->launched = true;
+	c->reask_s = 0;  /* the world grants again: no backoff */
 	c->st.instances_launched++;
 	c->changed = true;
 	c->budget_dirty = true;
@@ -553,7 +560,8 @@ enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 	size_t s;
 	enum px_err e;
 
-	if (req->id == CTRL_BUDGET_TIMER_ID || find_slot(c, req->id) >= 0)
+	if (req->id == CTRL_BUDGET_TIMER_ID || req->id == CTRL_REASK_TIMER_ID ||
+	    find_slot(c, req->id) >= 0)
 		return px_errorf(err, PX_EEXIST, "instance %" PRIu64 " is "
 				 "held already", req->id);
 	if (req->type < 0 || (size_t)req->type >= c->env->n_types ||
@@ -604,25 +612,61 @@ enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 				 CTRL_TIMER_HOUR, v->id, err);
 }
 
+/* A request of the policy's was refused (no capacity in its market,
+ * throttled, a limit): the policy decides again reask_s from now, with
+ * what the refusal taught (a market that rests is hidden from it), not
+ * only at its next tick: a fleet short of its spot instances trains
+ * slowly on the reliable tier's, and at the default tick of 600 s that
+ * is 10 minutes lost to one refused call.  Not at once: a world that
+ * refuses at once would loop; reask_s doubles with each refusal in a
+ * row, up to the tick. */
+static enum px_err reask(struct ctrl *c, int64_t now, struct px_error *err)
+{
+	int64_t tick = c->env->job->tick_seconds > 0 ?
+		       c->env->job->tick_seconds : REASK_S;
+	int64_t at;
+
+	/* in a row: refused again after deciding again (the refusals of
+	 * one decision's requests, in one step or as their calls end, are
+	 * one) */
+	if (!c->reask_s || c->reask_dec != c->st.decisions)
+		c->reask_s = !c->reask_s ? REASK_S : c->reask_s * 2;
+	if (c->reask_s > tick)
+		c->reask_s = tick;
+	c->reask_dec = c->st.decisions;
+	at = now + c->reask_s;
+	if (c->reask_at && c->reask_at <= at)
+		return PX_OK;   /* sooner already asked */
+	c->reask_at = at;
+	return c->s.world->timer(c->s.world_ctx, at, CTRL_TIMER_HOUR,
+				 CTRL_REASK_TIMER_ID, err);
+}
+
 enum px_err ctrl_rejected(struct ctrl *c, int64_t now, uint64_t id,
 			  const char *why)
 {
 	long s = find_slot(c, id);
 	struct px_error *err = &c->err;
+	bool in_reliable;
+	enum px_err e;
 
 	if (s < 0 || c->priv[s].launched)
 		return PX_OK;
+	in_reliable = in_reliable_tier(c, (size_t)s);
 	/* the reliable tier holds the parameters: a refused request for it
 	 * is asked again, at the first step REASK_S after (not here, nor at
 	 * once: a world that refuses at once would loop) */
-	if (in_reliable_tier(c, (size_t)s) && c->s.replace_reliable) {
+	if (in_reliable && c->s.replace_reliable) {
 		c->reliable_owed++;
 		c->reliable_owed_type = c->pub[s].type;
 		c->reliable_owed_at = now + REASK_S;
 	}
 	drop_slot(c, (size_t)s);
 	c->budget_dirty = true;
-	return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, why, 0, err);
+	e = emit(c, now, CTRL_EV_REJECT, SIZE_MAX, why, 0, err);
+	if (e == PX_OK && !in_reliable)
+		e = reask(c, now, err);
+	return e;
 }
 
 enum px_err ctrl_ready(struct ctrl *c, int64_t now, uint64_t id)
@@ -700,6 +744,15 @@ enum px_err ctrl_timer(struct ctrl *c, int64_t now,
 	long s = find_slot(c, id);
 	struct px_error *err = &c->err;
 
+	if (kind == CTRL_TIMER_HOUR && id == CTRL_REASK_TIMER_ID) {
+		/* a refused request's: the policy looks again (a later
+		 * refusal's timer, or one superseded, is not this one) */
+		if (c->reask_at && now >= c->reask_at) {
+			c->reask_at = 0;
+			c->why |= POL_WHY_TICK;
+		}
+		return PX_OK;
+	}
 	if (kind == CTRL_TIMER_HOUR && id == CTRL_BUDGET_TIMER_ID) {
 		/* the last instant the fleet can be paid for: look again */
 		if (now == c->budget_t)

@@ -228,6 +228,9 @@ enum px_err ctrl_timer(struct ctrl *c, int64_t now,
 /* The id of the controller's budget timer (kind CTRL_TIMER_HOUR; no
  * instance has it): a world passes it back like any other. */
 #define CTRL_BUDGET_TIMER_ID 0
+/* The id of the timer after a refused request (kind CTRL_TIMER_HOUR; no
+ * instance has it): the policy decides again then (POL_WHY_TICK). */
+#define CTRL_REASK_TIMER_ID UINT64_MAX
 
 /* ---- the step ---- */
 

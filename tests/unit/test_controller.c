@@ -31,6 +31,8 @@ struct fw {
 	int64_t now;
 	int acquired, released, timers;
 	int64_t budget_t;          /* the last budget timer asked */
+	int64_t reask_t;           /* the last re-decision timer asked */
+	int reask_timers;
 	uint64_t ids[64];          /* acquired, in order */
 	struct world_req reqs[64];
 };
@@ -62,6 +64,10 @@ static enum px_err fw_timer(void *w, int64_t t, enum ctrl_timer_kind k,
 	((struct fw *)w)->timers++;
 	if (id == CTRL_BUDGET_TIMER_ID)
 		((struct fw *)w)->budget_t = t;
+	if (id == CTRL_REASK_TIMER_ID) {
+		((struct fw *)w)->reask_t = t;
+		((struct fw *)w)->reask_timers++;
+	}
 	return PX_OK;
 }
 
@@ -74,6 +80,8 @@ static const struct world_ops fw_ops = {
 
 static struct pol_action want[8];
 static size_t n_want;
+static bool want_on_tick;     /* ask again at a tick too */
+static int n_ticks;           /* decisions woken by a tick */
 
 static enum px_err tp_init(const struct pol_env *env, void **st,
 			   struct px_error *err)
@@ -87,7 +95,9 @@ static enum px_err tp_decide(void *st, const struct pol_input *in,
 			     struct pol_actions *out, struct px_error *err)
 {
 	(void)st, (void)err;
-	if (!(in->why & POL_WHY_START))
+	n_ticks += !!(in->why & POL_WHY_TICK);
+	if (!(in->why & POL_WHY_START) &&
+	    !(want_on_tick && (in->why & POL_WHY_TICK)))
 		return PX_OK;
 	for (size_t i = 0; i < n_want; i++)
 		if (pol_actions_push(out, &want[i]) != PX_OK)
@@ -101,8 +111,8 @@ static void tp_fini(void *st)
 }
 
 static const struct policy_ops test_pol = {
-	.name = "test", .wants = POL_WHY_EVICTION, .init = tp_init,
-	.decide = tp_decide, .fini = tp_fini,
+	.name = "test", .wants = POL_WHY_EVICTION | POL_WHY_TICK,
+	.init = tp_init, .decide = tp_decide, .fini = tp_fini,
 };
 
 /* ---- the events ---- */
@@ -163,6 +173,8 @@ static void setup(void)
 	last_stage = 0;
 	n_budget = 0;
 	n_want = 0;
+	want_on_tick = false;
+	n_ticks = 0;
 	plan = NULL;
 }
 
@@ -651,6 +663,65 @@ Test(controller, refused_reliable_request_asked_again)
 	cr_assert_eq(ctrl_step(c, 200, 0, &none), PX_OK);
 	cr_assert_eq(f.acquired, 3, "once");
 	cr_assert_eq(ctrl_finish(c, 300, false, &cost), PX_OK);
+	ctrl_free(c);
+}
+
+/* A refused spot request (no capacity, throttled) wakes the policy again
+ * REASK_S (60 s) later, not at its next tick (600 s by default): the
+ * refusals of one decision's requests count once, a refusal after the
+ * policy decided again doubles the wait, up to tick_seconds, and a
+ * launch the world grants resets it; a timer a sooner one superseded
+ * wakes nothing. */
+Test(controller, refused_spot_request_decided_again_soon)
+{
+	struct fw f = {0};
+	struct ctrl *c;
+	int64_t cost;
+
+	setup_job(", \"tick_seconds\": 200");
+	c = mk(&f, true, false);
+	want_fleet(2, 200000);
+	want_on_tick = true;
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 3);
+	cr_assert_eq(ctrl_launched(c, 5, f.ids[0]), PX_OK);
+	cr_assert_eq(ctrl_rejected(c, 10, f.ids[1], "no capacity"), PX_OK);
+	cr_assert_eq(f.reask_t, 70);
+	cr_assert_eq(ctrl_rejected(c, 30, f.ids[2], "throttled"), PX_OK);
+	cr_assert_eq(f.reask_timers, 1, "one decision's refusals: one wait");
+	cr_assert_eq(f.reask_t, 70);
+	cr_assert_eq(ctrl_step(c, 40, 0, &none), PX_OK);
+	cr_assert_eq(n_ticks, 0, "not before the wait");
+	cr_assert_eq(ctrl_timer(c, 70, CTRL_TIMER_HOUR, CTRL_REASK_TIMER_ID),
+		     PX_OK);
+	cr_assert_eq(ctrl_step(c, 70, 0, &none), PX_OK);
+	cr_assert_eq(n_ticks, 1, "decided again at 70");
+	cr_assert_eq(f.acquired, 6, "and asked again");
+	/* refused again after deciding again: 120 s */
+	cr_assert_eq(ctrl_rejected(c, 80, f.ids[4], "no capacity"), PX_OK);
+	cr_assert_eq(f.reask_t, 200);
+	cr_assert_eq(ctrl_timer(c, 70, CTRL_TIMER_HOUR, CTRL_REASK_TIMER_ID),
+		     PX_OK);
+	cr_assert_eq(ctrl_step(c, 90, 0, &none), PX_OK);
+	cr_assert_eq(n_ticks, 1, "an old timer wakes nothing");
+	cr_assert_eq(ctrl_timer(c, 200, CTRL_TIMER_HOUR, CTRL_REASK_TIMER_ID),
+		     PX_OK);
+	cr_assert_eq(ctrl_step(c, 200, 0, &none), PX_OK);
+	cr_assert_eq(n_ticks, 2);
+	/* again: 240 s, past the job's tick of 200: the tick */
+	cr_assert_eq(ctrl_rejected(c, 210, f.ids[7], "no capacity"), PX_OK);
+	cr_assert_eq(f.reask_t, 410);
+	cr_assert_eq(ctrl_timer(c, 410, CTRL_TIMER_HOUR, CTRL_REASK_TIMER_ID),
+		     PX_OK);
+	cr_assert_eq(ctrl_step(c, 410, 0, &none), PX_OK);
+	cr_assert_eq(n_ticks, 3);
+	/* a launch granted: the next refusal waits 60 s again */
+	cr_assert_eq(f.acquired, 11);
+	cr_assert(!f.reqs[10].reliable && !f.reqs[8].reliable);
+	cr_assert_eq(ctrl_launched(c, 420, f.ids[10]), PX_OK);
+	cr_assert_eq(ctrl_rejected(c, 430, f.ids[8], "no capacity"), PX_OK);
+	cr_assert_eq(f.reask_t, 490);
+	cr_assert_eq(ctrl_finish(c, 500, false, &cost), PX_OK);
 	ctrl_free(c);
 }
 
