@@ -38,11 +38,12 @@ struct ctrl {
 				      * again at the next step */
 	int reliable_owed_type;
 	int64_t reliable_owed_at;    /* not asked again before this */
-	/* a refused request of the policy's: it decides again at reask_at
-	 * (0: nothing refused), not at its next tick (tick_seconds, 10
-	 * market minutes by default); reask_s doubles from REASK_S with
-	 * each refusal in a row, up to the tick, and a launch resets it */
-	int64_t reask_at, reask_s;
+	/* the policy decides again at wake_at (0: none asked; ctrl_wake),
+	 * besides its own triggers: after a refused request of its, not
+	 * at its next tick (tick_seconds, 10 market minutes by default);
+	 * reask_s doubles from REASK_S with each refusal in a row, up to
+	 * the tick, and a launch resets it */
+	int64_t wake_at, reask_s;
 	int64_t reask_dec;           /* decisions made at the last refusal */
 	int64_t *hide_until;         /* per market of ms: resting (NULL
 				      * until a world says one rests) */
@@ -560,7 +561,7 @@ enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 	size_t s;
 	enum px_err e;
 
-	if (req->id == CTRL_BUDGET_TIMER_ID || req->id == CTRL_REASK_TIMER_ID ||
+	if (req->id == CTRL_BUDGET_TIMER_ID || req->id == CTRL_WAKE_TIMER_ID ||
 	    find_slot(c, req->id) >= 0)
 		return px_errorf(err, PX_EEXIST, "instance %" PRIu64 " is "
 				 "held already", req->id);
@@ -612,6 +613,20 @@ enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 				 CTRL_TIMER_HOUR, v->id, err);
 }
 
+static enum px_err wake(struct ctrl *c, int64_t at, struct px_error *err)
+{
+	if (c->wake_at && c->wake_at <= at)
+		return PX_OK;   /* sooner already asked */
+	c->wake_at = at;
+	return c->s.world->timer(c->s.world_ctx, at, CTRL_TIMER_HOUR,
+				 CTRL_WAKE_TIMER_ID, err);
+}
+
+enum px_err ctrl_wake(struct ctrl *c, int64_t at)
+{
+	return wake(c, at, &c->err);
+}
+
 /* A request of the policy's was refused (no capacity in its market,
  * throttled, a limit): the policy decides again reask_s from now, with
  * what the refusal taught (a market that rests is hidden from it), not
@@ -624,8 +639,6 @@ static enum px_err reask(struct ctrl *c, int64_t now, struct px_error *err)
 {
 	int64_t tick = c->env->job->tick_seconds > 0 ?
 		       c->env->job->tick_seconds : REASK_S;
-	int64_t at;
-
 	/* in a row: refused again after deciding again (the refusals of
 	 * one decision's requests, in one step or as their calls end, are
 	 * one) */
@@ -634,12 +647,7 @@ static enum px_err reask(struct ctrl *c, int64_t now, struct px_error *err)
 	if (c->reask_s > tick)
 		c->reask_s = tick;
 	c->reask_dec = c->st.decisions;
-	at = now + c->reask_s;
-	if (c->reask_at && c->reask_at <= at)
-		return PX_OK;   /* sooner already asked */
-	c->reask_at = at;
-	return c->s.world->timer(c->s.world_ctx, at, CTRL_TIMER_HOUR,
-				 CTRL_REASK_TIMER_ID, err);
+	return wake(c, now + c->reask_s, err);
 }
 
 enum px_err ctrl_rejected(struct ctrl *c, int64_t now, uint64_t id,
@@ -744,11 +752,11 @@ enum px_err ctrl_timer(struct ctrl *c, int64_t now,
 	long s = find_slot(c, id);
 	struct px_error *err = &c->err;
 
-	if (kind == CTRL_TIMER_HOUR && id == CTRL_REASK_TIMER_ID) {
-		/* a refused request's: the policy looks again (a later
-		 * refusal's timer, or one superseded, is not this one) */
-		if (c->reask_at && now >= c->reask_at) {
-			c->reask_at = 0;
+	if (kind == CTRL_TIMER_HOUR && id == CTRL_WAKE_TIMER_ID) {
+		/* ctrl_wake's: the policy looks again (a timer a sooner one
+		 * superseded, fired since, is not this one) */
+		if (c->wake_at && now >= c->wake_at) {
+			c->wake_at = 0;
 			c->why |= POL_WHY_TICK;
 		}
 		return PX_OK;

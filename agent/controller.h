@@ -228,9 +228,14 @@ enum px_err ctrl_timer(struct ctrl *c, int64_t now,
 /* The id of the controller's budget timer (kind CTRL_TIMER_HOUR; no
  * instance has it): a world passes it back like any other. */
 #define CTRL_BUDGET_TIMER_ID 0
-/* The id of the timer after a refused request (kind CTRL_TIMER_HOUR; no
- * instance has it): the policy decides again then (POL_WHY_TICK). */
-#define CTRL_REASK_TIMER_ID UINT64_MAX
+/* The id of ctrl_wake's timer (kind CTRL_TIMER_HOUR; no instance has
+ * it). */
+#define CTRL_WAKE_TIMER_ID UINT64_MAX
+/* The policy decides at market time at (>= the world's now), a
+ * POL_WHY_TICK, besides its own triggers: what it plans with changed
+ * outside its view (the jobs layer's exploration limit; the controller
+ * itself after a refused request).  The earliest asked wins. */
+enum px_err ctrl_wake(struct ctrl *c, int64_t at);
 
 /* ---- the step ---- */
 

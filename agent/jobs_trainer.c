@@ -677,14 +677,21 @@ void job_explore(struct job *j, int n)
 {
 	struct jobspec *sp = &j->req.spec;
 	struct jobspec_explore *x = &j->explore;
+	enum jobspec_explore_ev ev;
 
 	sp->spot_limited = false;
 	if (!j->req.explore.on || j->req.world.kind == WORLD_SIM)
 		return;
 	x->start = j->req.explore.start;
 	x->growth = j->req.explore.growth;
-	switch (jobspec_explore_step(x, &j->meas, n, sp->reliable.count,
-				     sp->spot.max_instances)) {
+	ev = jobspec_explore_step(x, &j->meas, n, sp->reliable.count,
+				  sp->spot.max_instances);
+	if (ev != JOBSPEC_EXPLORE_SAME && j->c && j->w &&
+	    ctrl_wake(j->c, j->wops->now(j->w)) != PX_OK)
+		log_warn("job %" PRId64 ": the policy's wake after its "
+			 "exploration's limit changed: %s", j->id,
+			 ctrl_error(j->c)->msg);
+	switch (ev) {
 	case JOBSPEC_EXPLORE_LIMIT:
 		log_info("job %" PRId64 ": exploring its scaling: at most %d "
 			 "instances (the largest count measured: %d)", j->id,

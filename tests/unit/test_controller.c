@@ -64,7 +64,7 @@ static enum px_err fw_timer(void *w, int64_t t, enum ctrl_timer_kind k,
 	((struct fw *)w)->timers++;
 	if (id == CTRL_BUDGET_TIMER_ID)
 		((struct fw *)w)->budget_t = t;
-	if (id == CTRL_REASK_TIMER_ID) {
+	if (id == CTRL_WAKE_TIMER_ID) {
 		((struct fw *)w)->reask_t = t;
 		((struct fw *)w)->reask_timers++;
 	}
@@ -692,7 +692,7 @@ Test(controller, refused_spot_request_decided_again_soon)
 	cr_assert_eq(f.reask_t, 70);
 	cr_assert_eq(ctrl_step(c, 40, 0, &none), PX_OK);
 	cr_assert_eq(n_ticks, 0, "not before the wait");
-	cr_assert_eq(ctrl_timer(c, 70, CTRL_TIMER_HOUR, CTRL_REASK_TIMER_ID),
+	cr_assert_eq(ctrl_timer(c, 70, CTRL_TIMER_HOUR, CTRL_WAKE_TIMER_ID),
 		     PX_OK);
 	cr_assert_eq(ctrl_step(c, 70, 0, &none), PX_OK);
 	cr_assert_eq(n_ticks, 1, "decided again at 70");
@@ -700,18 +700,18 @@ Test(controller, refused_spot_request_decided_again_soon)
 	/* refused again after deciding again: 120 s */
 	cr_assert_eq(ctrl_rejected(c, 80, f.ids[4], "no capacity"), PX_OK);
 	cr_assert_eq(f.reask_t, 200);
-	cr_assert_eq(ctrl_timer(c, 70, CTRL_TIMER_HOUR, CTRL_REASK_TIMER_ID),
+	cr_assert_eq(ctrl_timer(c, 70, CTRL_TIMER_HOUR, CTRL_WAKE_TIMER_ID),
 		     PX_OK);
 	cr_assert_eq(ctrl_step(c, 90, 0, &none), PX_OK);
 	cr_assert_eq(n_ticks, 1, "an old timer wakes nothing");
-	cr_assert_eq(ctrl_timer(c, 200, CTRL_TIMER_HOUR, CTRL_REASK_TIMER_ID),
+	cr_assert_eq(ctrl_timer(c, 200, CTRL_TIMER_HOUR, CTRL_WAKE_TIMER_ID),
 		     PX_OK);
 	cr_assert_eq(ctrl_step(c, 200, 0, &none), PX_OK);
 	cr_assert_eq(n_ticks, 2);
 	/* again: 240 s, past the job's tick of 200: the tick */
 	cr_assert_eq(ctrl_rejected(c, 210, f.ids[7], "no capacity"), PX_OK);
 	cr_assert_eq(f.reask_t, 410);
-	cr_assert_eq(ctrl_timer(c, 410, CTRL_TIMER_HOUR, CTRL_REASK_TIMER_ID),
+	cr_assert_eq(ctrl_timer(c, 410, CTRL_TIMER_HOUR, CTRL_WAKE_TIMER_ID),
 		     PX_OK);
 	cr_assert_eq(ctrl_step(c, 410, 0, &none), PX_OK);
 	cr_assert_eq(n_ticks, 3);
@@ -721,6 +721,16 @@ Test(controller, refused_spot_request_decided_again_soon)
 	cr_assert_eq(ctrl_launched(c, 420, f.ids[10]), PX_OK);
 	cr_assert_eq(ctrl_rejected(c, 430, f.ids[8], "no capacity"), PX_OK);
 	cr_assert_eq(f.reask_t, 490);
+	/* ctrl_wake (the jobs layer's, when its exploration's limit
+	 * moves): the earliest asked wins, and it decides then */
+	cr_assert_eq(ctrl_wake(c, 450), PX_OK);
+	cr_assert_eq(f.reask_t, 450);
+	cr_assert_eq(ctrl_wake(c, 460), PX_OK);
+	cr_assert_eq(f.reask_t, 450, "a later wake than one asked: none");
+	cr_assert_eq(ctrl_timer(c, 450, CTRL_TIMER_HOUR, CTRL_WAKE_TIMER_ID),
+		     PX_OK);
+	cr_assert_eq(ctrl_step(c, 450, 0, &none), PX_OK);
+	cr_assert_eq(n_ticks, 4);
 	cr_assert_eq(ctrl_finish(c, 500, false, &cost), PX_OK);
 	ctrl_free(c);
 }
