@@ -640,18 +640,24 @@ static void wait_pumping(struct worker *w, uint64_t until)
 		pump(w, dist_ms_until(until, 1000) + 1);
 }
 
-/* After a minibatch that took compute_us: with --fault-batch-ms, wait
- * out the rest of that many ms (the minibatch's compute is then that);
+/* After a minibatch of n examples that took compute_us: with
+ * --fault-batch-ms, wait out the rest of that many ms for a minibatch
+ * of --batch examples, in proportion for a smaller one (co-adaptation's,
+ * a partition's last: a machine's compute grows with the batch), the
+ * minibatch's compute is then that;
  * under the slow fault, wait (factor - 1) times the compute, answering
  * the coordinator meanwhile (so the stretch is in proportion to the work
  * whatever the machine's load, and takes no CPU); then the minibatch,
  * with those waits, into the speed this worker reports (time training
  * only: not its waits on the SSP bound, which would make a fast worker
  * held back by a slow one look slow). */
-static void batch_done(struct worker *w, uint64_t t0, uint64_t compute_us)
+static void batch_done(struct worker *w, uint64_t t0, uint64_t compute_us,
+		       uint32_t n)
 {
 	uint64_t now = px_now_mono_us(), until;
-	uint64_t floor_us = (uint64_t)w->o->fault_batch_ms * 1000;
+	uint64_t floor_us = (uint64_t)w->o->fault_batch_ms * 1000 *
+			    (n < w->o->train.batch ? n : w->o->train.batch) /
+			    (w->o->train.batch ? w->o->train.batch : 1);
 	double f = slow_factor(w, now), v;
 
 	if (compute_us < floor_us) {
@@ -726,7 +732,7 @@ step:
 					 w->o->train.momentum,
 					 w->o->train.weight_decay, err);
 	if (e == PX_OK)
-		batch_done(w, t0, px_now_mono_us() - t0);
+		batch_done(w, t0, px_now_mono_us() - t0, n);
 	return e;
 }
 
@@ -1381,7 +1387,8 @@ static enum px_err mf_train(struct worker *w, uint32_t kb,
 		}
 		mf_grad_apply(&w->md, w->params, w->mg,
 			      dist_lr(&w->o->train, step, steps));
-		batch_done(w, t0, px_now_mono_us() - t0);
+		batch_done(w, t0, px_now_mono_us() - t0,
+			   w->cb[j + 1] - w->cb[j]);
 		w->cb_done = j + 1;
 	}
 	return PX_OK;

@@ -488,7 +488,8 @@ static const struct topt topts[] = {
 	    "measured no faster on one host: docs/trainer.md)", NULL),
 	/* test faults */
 	OPT("fault-batch-ms", "MS", C_DIST, K_UINT, o.fault_batch_ms, 0,
-	    10000, 0, "bench fault: each minibatch takes at least MS ms, "
+	    10000, 0, "bench fault: each minibatch of --batch examples takes "
+	    "at least MS ms (a smaller one in proportion: co-adaptation's), "
 	    "the rest of it a wait that takes no CPU (so that workers "
 	    "behave as machines of their own on a host of fewer cores; "
 	    "--slow-worker-at stretches it too), 0: off", NULL),

@@ -12,9 +12,15 @@
 # time, and the most at once), market hours to TARGET test accuracy (the
 # first progress event at or above it) and to the end, cost, final test
 # accuracy, and when BidBrain began to plan with the measurements.
+# BATCH_MS makes the job one that scales well: every trainer node runs
+# with --fault-batch-ms BATCH_MS (a minibatch takes at least that long,
+# the rest a wait that takes no CPU), so the host's instances behave as
+# machines of their own and more of them train faster; that measures
+# what exploring costs a job that did not need it.
 #   env: BUILD, EPOCHS (default 300), REPEAT (default 2), TARGET (default
 #   0.84), PIN (a taskset CPU list for the daemon and its trainer
-#   processes, default none).
+#   processes, default none), BATCH_MS (default 0: off), ADAPT (true:
+#   the job's trainer.adapt, co-adaptation, in both modes; default false).
 set -eu
 : "${BUILD:?}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +29,8 @@ EPOCHS=${EPOCHS:-300}
 REPEAT=${REPEAT:-2}
 TARGET=${TARGET:-0.84}
 PIN=${PIN:-}
+BATCH_MS=${BATCH_MS:-0}
+ADAPT=${ADAPT:-false}
 for t in jq sqlite3; do
 	command -v "$t" >/dev/null || { echo "needs $t"; exit 1; }
 done
@@ -36,12 +44,23 @@ cleanup() {
 }
 trap cleanup EXIT
 load0=$(cut -d' ' -f1 /proc/loadavg)
+trainer=""
+if [ "$BATCH_MS" != 0 ]; then
+	trainer="$work/proteus-trainer"
+	cat >"$trainer" <<EOS
+#!/bin/sh
+[ "\$1" = node ] && exec "$BUILD/proteus-trainer" "\$@" --fault-batch-ms $BATCH_MS
+exec "$BUILD/proteus-trainer" "\$@"
+EOS
+	chmod +x "$trainer"
+fi
 
 # run MODE (measured|spec) I: one job to its end, a row of results
 run() {
 	d="$work/$1.$2"
 	mkdir "$d"
 	printf 'db %s/p.db\ncontrol_socket %s/s.sock\n' "$d" "$d" >"$d/p.conf"
+	[ -n "$trainer" ] && printf 'trainer %s\n' "$trainer" >>"$d/p.conf"
 	# shellcheck disable=SC2086
 	$pin "$BUILD/proteusd" --config "$d/p.conf" >"$d/log" 2>&1 &
 	pid=$!
@@ -51,8 +70,9 @@ run() {
 	done
 	on=true
 	[ "$1" = spec ] && on=false
-	jq --argjson e "$EPOCHS" --argjson on "$on" \
-		'.trainer.epochs = $e | .scaling_measured = $on' \
+	jq --argjson e "$EPOCHS" --argjson on "$on" --argjson ad "$ADAPT" \
+		'.trainer.epochs = $e | .scaling_measured = $on |
+		 .trainer.adapt = $ad' \
 		"$src/docs/examples/job-local-mlr.json" >"$d/job.json"
 	id=$("$BUILD/proteusctl" --socket "$d/s.sock" submit "$d/job.json")
 	t0=$(date +%s)
@@ -119,7 +139,7 @@ $(run spec "$i")
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
 echo
-echo "\`make bench BENCH=goodput_daemon\` (EPOCHS=$EPOCHS, REPEAT=$REPEAT, TARGET=$TARGET, PIN=${PIN:-none}): docs/examples/job-local-mlr.json (1 reliable m3.large, up to 6 spot, scaling_efficiency 0.9, 2016-03-02 on the shipped 7-day slice, speedup 240) with \`trainer.epochs\` $EPOCHS; load average $load0 before, $load1 after"
+echo "\`make bench BENCH=goodput_daemon\` (EPOCHS=$EPOCHS, REPEAT=$REPEAT, TARGET=$TARGET, PIN=${PIN:-none}, BATCH_MS=$BATCH_MS, ADAPT=$ADAPT): docs/examples/job-local-mlr.json (1 reliable m3.large, up to 6 spot, scaling_efficiency 0.9, 2016-03-02 on the shipped 7-day slice, speedup 240) with \`trainer.epochs\` $EPOCHS; load average $load0 before, $load1 after"
 echo
 echo "| scaling | run | market h | spot mean | spot max | all mean | all max | h to $TARGET | measured from h | cost \$ | final accuracy | state | wall s |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
