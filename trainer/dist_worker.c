@@ -688,7 +688,7 @@ static void batch_done(struct worker *w, uint64_t t0, uint64_t compute_us,
 		w->first_speed = false;
 		w->win_us = 0;
 		w->win_n = 0;
-	} else if (w->speed <= 0 || w->first_speed) {
+	} else if (w->win_us > 0 && (w->speed <= 0 || w->first_speed)) {
 		/* until the first window is whole, the minibatches so far:
 		 * a straggler is known after its first, not 50 ms in (at
 		 * 12 ms a minibatch, most of a clock), so relief can begin
