@@ -75,6 +75,12 @@ struct ctrl {
 	bool keep_bills;
 	struct kept_bill *kept;
 	size_t n_kept, cap_kept;
+	/* the ids of launched instances charged so far (a release, an
+	 * eviction, a late launch's bill), kept for the run: a late launch
+	 * heard again once its kept bill was settled (ctrl_bill_end) or
+	 * dropped past KEPT_MAX is not charged twice */
+	uint64_t *charged;
+	size_t n_charged, cap_charged;
 };
 
 /* An instance we ended, its bill as it was before it closed. */
@@ -364,6 +370,29 @@ static bool keep_bill(struct ctrl *c, const struct pol_instance *v,
 	return true;
 }
 
+static bool was_charged(const struct ctrl *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->n_charged; i++)
+		if (c->charged[i] == id)
+			return true;
+	return false;
+}
+
+/* Out of memory: not kept (the kept bill still guards, as before). */
+static void mark_charged(struct ctrl *c, uint64_t id)
+{
+	if (c->n_charged == c->cap_charged) {
+		size_t cap = c->cap_charged ? 2 * c->cap_charged : 64;
+		uint64_t *a = px_reallocarray(c->charged, cap, sizeof *a);
+
+		if (!a)
+			return;
+		c->charged = a;
+		c->cap_charged = cap;
+	}
+	c->charged[c->n_charged++] = id;
+}
+
 /* End the instance in slot now; provider says who ended it. */
 static enum px_err end_inst(struct ctrl *c, int64_t now, size_t slot,
 			    bool provider, const char *why,
@@ -381,6 +410,7 @@ static enum px_err end_inst(struct ctrl *c, int64_t now, size_t slot,
 	if (kept)
 		c->kept[c->n_kept - 1].unlaunched = !in->launched;
 	if (in->launched) {
+		mark_charged(c, v->id);
 		amount = billing_acct_end(&in->bill, now, provider ?
 					  BILLING_END_PROVIDER :
 					  BILLING_END_USER);
@@ -1241,7 +1271,7 @@ enum px_err ctrl_bill_late(struct ctrl *c, int64_t now,
 	int64_t amount;
 	enum px_err e;
 
-	if (i >= 0 && !c->kept[i].unlaunched)
+	if ((i >= 0 && !c->kept[i].unlaunched) || was_charged(c, q->id))
 		return PX_OK;            /* billed already */
 	if (i >= 0)
 		unkeep(c, (size_t)i);
@@ -1265,6 +1295,7 @@ enum px_err ctrl_bill_late(struct ctrl *c, int64_t now,
 			   c->env->types[q->type].od_uusd, launched_s);
 	closed = a;
 	amount = billing_acct_end(&closed, now, BILLING_END_USER);
+	mark_charged(c, q->id);
 	/* terminated now: the provider's end brings it there */
 	if (c->keep_bills && keep_bill(c, &v, &a, now))
 		c->kept[c->n_kept - 1].amount = amount;
@@ -1322,6 +1353,7 @@ void ctrl_free(struct ctrl *c)
 	free(c->cursor);
 	free(c->hide_until);
 	free(c->kept);
+	free(c->charged);
 	pol_actions_release(&c->acts);
 	free(c);
 }

@@ -864,6 +864,11 @@ Test(controller, a_launch_answered_after_its_release_is_billed)
 	cr_assert_eq(ctrl_bill_end(c, 150, q0.id, 131, false), PX_OK);
 	cr_assert_eq(ctrl_cost(c, 200), 6475);
 	cr_assert_eq(ctrl_bills_open(c), 0);
+	/* its bill settled, the same launch heard again (a listing after
+	 * the late answer): still billed once */
+	cr_assert_eq(ctrl_bill_late(c, 160, &q0, 20), PX_OK);
+	cr_assert_eq(ctrl_cost(c, 200), 6475, "billed again once settled");
+	cr_assert_eq(ctrl_bills_open(c), 0);
 	/* the refused one, listed later as launched at 10 (60 s minimum
 	 * at 0.10/h) */
 	cr_assert_eq(ctrl_bill_late(c, 40, &q2, 10), PX_OK);
