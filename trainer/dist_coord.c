@@ -1220,13 +1220,13 @@ static double free_in(const struct coord *c, const struct cmember *m,
 
 /* Of the workers in the slowest clock that reported their progress in
  * it, the one whose clock ends last at its speed (*ret_end: in s from
- * now); NULL when none. */
+ * now; *ret_left: its minibatches left, left_of); NULL when none. */
 static struct cmember *ends_last(struct coord *c, uint64_t now,
-				 double *ret_end)
+				 double *ret_end, double *ret_left)
 {
 	struct cmember *last = NULL;
 
-	*ret_end = 0;
+	*ret_end = *ret_left = 0;
 	for (uint32_t i = 0; i < c->n; i++) {
 		struct cmember *s = &c->m[i];
 		double l;
@@ -1238,6 +1238,7 @@ static struct cmember *ends_last(struct coord *c, uint64_t now,
 		l = left_of(c, s, now);
 		if (l >= 0 && l / s->speed > *ret_end) {
 			*ret_end = l / s->speed;
+			*ret_left = l;
 			last = s;
 		}
 	}
@@ -1272,7 +1273,7 @@ static void relieve(struct coord *c, uint64_t now)
 			relief_drop(c, i--, "no answer");
 	if (c->o->no_reassign)
 		return;
-	s = ends_last(c, now, &end);
+	s = ends_last(c, now, &end, &left);
 	if (!s)
 		return;
 	for (uint32_t k = 0; k < c->n; k++) {
@@ -1288,7 +1289,6 @@ static void relieve(struct coord *c, uint64_t now)
 		if (m->speed > vmax)
 			vmax = m->speed;
 	}
-	left = left_of(c, s, now);
 	if (!nh || left < 2 || left / s->speed < 2.0 / vmax)
 		return;
 	dist_relief_split(left, s->speed, vh, t0, nh, share);
