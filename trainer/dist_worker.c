@@ -105,9 +105,9 @@ struct worker {
 				      (less what was handed over) */
 	double speed;              /* minibatches per second training: a
 				      moving mean over windows of 50 ms
-				      (before the first: its minibatches
-				      so far, first_speed) */
-	bool first_speed;
+				      (before the first is whole: its
+				      minibatches so far) */
+	bool speed_windowed;       /* a window was whole */
 	uint64_t win_us;           /* the window: training time, us ... */
 	uint32_t win_n;            /* ... and minibatches */
 	uint64_t first_us;         /* the first clock's start (the slow
@@ -684,17 +684,16 @@ static void batch_done(struct worker *w, uint64_t t0, uint64_t compute_us,
 	w->win_n++;
 	if (w->win_us >= 50000) {
 		v = (double)w->win_n * 1e6 / (double)w->win_us;
-		w->speed = w->first_speed ? v : 0.5 * w->speed + 0.5 * v;
-		w->first_speed = false;
+		w->speed = w->speed_windowed ? 0.5 * w->speed + 0.5 * v : v;
+		w->speed_windowed = true;
 		w->win_us = 0;
 		w->win_n = 0;
-	} else if (w->win_us > 0 && (w->speed <= 0 || w->first_speed)) {
+	} else if (!w->speed_windowed && w->win_us > 0) {
 		/* until the first window is whole, the minibatches so far:
 		 * a straggler is known after its first, not 50 ms in (at
 		 * 12 ms a minibatch, most of a clock), so relief can begin
 		 * in the job's first clock */
 		w->speed = (double)w->win_n * 1e6 / (double)w->win_us;
-		w->first_speed = true;
 	}
 }
 
