@@ -621,6 +621,24 @@ static int threads_now(void)
 	return n;
 }
 
+/* The files no job may name (px.h, px_own_add): the database with its
+ * -wal, -shm, -journal and lock, the configuration, the job folders (the
+ * jobs' keys, checkpoints, logs and private copies). */
+static void own_files(const struct proteusd *d)
+{
+	static const char *const side[] = { "", "-wal", "-shm", "-journal",
+					    ".lock" };
+	char path[CONFIG_PATH_MAX + 16];
+
+	for (size_t i = 0; i < sizeof side / sizeof side[0]; i++) {
+		snprintf(path, sizeof path, "%s%s", d->cfg.db, side[i]);
+		px_own_add(path, false);
+	}
+	if (d->config_path)
+		px_own_add(d->config_path, false);
+	px_own_add(d->job_dir, true);
+}
+
 int main(int argc, char **argv)
 {
 	struct proteusd d = {.lockfd = -1};
@@ -685,7 +703,10 @@ int main(int argc, char **argv)
 			.ondemand = d.ondemand, .dir = d.job_dir,
 		};
 
-		if (!resolve_paths(&d) || jobs_new(&js, &d.jobs, &err) != PX_OK)
+		if (!resolve_paths(&d))
+			goto out_listen;
+		own_files(&d);
+		if (jobs_new(&js, &d.jobs, &err) != PX_OK)
 			goto out_listen;
 		if (jobs_recover(d.jobs, &err) != PX_OK)
 			log_err("taking up the stored jobs: %s", err.msg);

@@ -120,11 +120,22 @@ enum px_err px_read_file(const char *path, size_t max, char **ret_buf,
 			 size_t *ret_len, struct px_error *err);
 
 /* Opening a file for someone else.  A daemon that reads a file a client
- * named (a job's trace, price table, snapshot) sets a guard on the thread
- * that reads it; every open through px_open_input (px_read_file and the
- * trace reader use it) then obeys it:
+ * named (a job's trace, price table, snapshot, data) sets a guard on the
+ * thread that reads it; every open through px_open_input (px_read_file,
+ * the trace reader and the data readers use it) then obeys it:
+ *  - the path is resolved once (an O_PATH descriptor), with the
+ *    submitter's rights where it names a submitter, and refused at a
+ *    /proc magic link anywhere on the way (/proc/self/fd/N, /dev/fd/N,
+ *    /proc/PID/root: the daemon's own descriptors); then that very inode
+ *    is opened for reading, never the path again;
  *  - regular files only, opened without blocking (a FIFO, a device, a
  *    socket or a directory is refused at once, named as what it is);
+ *  - never one of the daemon's own files (px_own_add: by device and
+ *    inode, so a hard link or a bind mount is known too, and anything
+ *    in one of its own folders), unless own_ok (the daemon reading its
+ *    own private copies).  Nothing is opened for reading before these
+ *    checks, so no POSIX lock the daemon holds (SQLite's) is ever dropped
+ *    by the close of a descriptor of that file;
  *  - at most max_bytes (fstat, and again while reading where the reader
  *    counts);
  *  - with the submitter's rights: uid/gid/groups become the thread's file
@@ -132,19 +143,29 @@ enum px_err px_read_file(const char *path, size_t max, char **ret_buf,
  *    calling thread only) where this process may take them; where it may
  *    not (proteusd not root), the file's mode must let that user read it,
  *    or the open is refused as EACCES, before a byte is read;
+ *  - a path in pins is not resolved again: its pinned descriptor (opened
+ *    under these rules before) is opened anew (/proc/self/fd: the same
+ *    file, an offset of its own);
  *  - until deadline_us (monotonic; 0: none): px_guard_expired() says when
  *    a long read must stop.
  * Without a guard (the CLI reading its own user's files) px_open_input is a
  * plain open, pipes included. */
 #define PX_GUARD_GROUPS_MAX 64
+struct px_pin {
+	const char *path;             /* as the readers will name it */
+	int fd;                       /* opened by px_open_input */
+};
 struct px_guard {
 	bool as_user;                 /* open with uid/gid/groups' rights */
+	bool own_ok;                  /* the daemon's own files allowed */
 	uint32_t uid, gid;
 	uint32_t groups[PX_GUARD_GROUPS_MAX];
 	int ngroups;                  /* -1: unknown (gid only) */
 	uint64_t max_bytes;           /* 0: no bound */
 	uint64_t deadline_us;         /* px_now_mono_us() bound, 0: none */
 	const struct px_guard *parent; /* its deadline binds too (NULL) */
+	const struct px_pin *pins;    /* npins of them (NULL) */
+	int npins;
 };
 /* The guard of this thread: g itself (not a copy), which must outlive its
  * use; NULL clears it.  px_guard_stop: from another thread, make g's
@@ -155,8 +176,16 @@ const struct px_guard *px_guard_get(void);
 bool px_guard_expired(void);
 /* open(path, O_RDONLY) under the thread's guard; the fd, or -1 with err
  * naming path.  Errors: PX_ENOENT, PX_ESYS|errno (EACCES, EISDIR, ...),
- * PX_EINVAL (not a regular file, under a guard), PX_ETOOBIG. */
+ * PX_EINVAL (not a regular file, a magic link, one of the daemon's own,
+ * not the submitter's to read, under a guard), PX_ETOOBIG. */
 int px_open_input(const char *path, struct px_error *err);
+/* The daemon's own files (dir false: its database, -wal, -shm, lock,
+ * configuration) and folders (dir true: its job folders), which no
+ * guarded open may name (at most 32; the path is stat'ed at each check,
+ * so a file made later, a -wal, counts once it exists).  px_own_clear:
+ * none (tests). */
+void px_own_add(const char *path, bool dir);
+void px_own_clear(void);
 
 /* The folder of the running program (/proc/self/exe without its last
  * component), where shipped files are looked for beside it; "." when the
