@@ -63,6 +63,8 @@ struct job *job_new(struct jobs *js, const char *src)
 	j->timer = -1;
 	j->stall_restart_clock = -1;
 	j->cmd_fd = -1;
+	for (int k = 0; k < JIN_MAX; k++)
+		j->in.fd[k] = -1;
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(j->src, sizeof j->src, "%s", src);
@@ -225,6 +227,9 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 	/* the key's nodes are gone: nothing may join the job again */
 	if (j->dir[0])
 		jobkey_remove(j->dir);
+	/* nothing reads the job's copies of its files any more */
+	job_inputs_remove(j);
+	j->in_kept = false;
 	job_set_state(j, s);
 	pump_soon(j->js);       /* a queued job may start now */
 	log_notice("job %" PRId64 " %s%s%s (cost $%.6f)", j->id,
@@ -501,6 +506,7 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 
 void job_free(struct job *j)
 {
+	job_inputs_drop(j);
 	job_release_run(j);
 	plan_free(j->plan);
 	market_set_release(&j->ms);
@@ -585,6 +591,8 @@ enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
 		free(js);
 		return err->code;
 	}
+	/* copies of submissions a killed daemon never stored */
+	job_inputs_clean_stale(s->dir);
 	*ret = js;
 	return PX_OK;
 }

@@ -16,6 +16,8 @@
  *   jobs_recover.c  taking the store's jobs up after a restart
  *   jobs_model.c    `model`: the last checkpoint, a chunk at a time
  *   jobs_notify.c   the notifications of a job's events (notify.h)
+ *   jobs_inputs.c   the files a job names: opened once under the
+ *                   submitter's guard, copied into the job's folder
  *
  * A job reaches its world only through the world's ops (world.h,
  * world_ops_of): no file here names one.
@@ -55,6 +57,20 @@
  * (DIST_MAX_NODES) twice over. */
 #define CMDQ_MAX 4096
 #define PRODUCT "Linux/UNIX"
+
+/* The files a job names (jobs_inputs.c): the spec's trace, on-demand
+ * prices, Advisor snapshot and data (an IDX set's labels files too). */
+enum job_input {
+	JIN_TRACE, JIN_ONDEMAND, JIN_ADVISOR, JIN_TRAIN, JIN_TRAIN_LABELS,
+	JIN_TEST, JIN_TEST_LABELS, JIN_MAX
+};
+struct job_inputs {
+	char path[JIN_MAX][JOBREQ_PATH_MAX]; /* the file on this host */
+	int fd[JIN_MAX];         /* pinned at submit; -1 */
+	struct px_pin pins[JIN_MAX];
+	int npins;
+	char stage[JOB_PATH_MAX]; /* the copies until the job is stored */
+};
 
 struct seen_node {
 	uint32_t node;
@@ -103,6 +119,8 @@ struct job {
 	char note[320];          /* what was changed to fit this host */
 	char src[256];           /* its file, for messages ("job N" after
 				  * a restart) */
+	struct job_inputs in;    /* the files it names, at submit */
+	bool in_kept;            /* read from its copies (DIR/ID/in) */
 	/* nodes that could not start, and progress (the stall watchdog) */
 	int64_t start_failures;  /* in a row, since a node last started */
 	char fail_now[512];      /* set: fail the job at the next tick */
@@ -239,6 +257,39 @@ void jobs_submit_stop(struct jobs *js);
 
 void job_guard(struct px_guard *g);
 enum px_err job_load_market(struct job *j, struct px_error *err);
+
+/* ---- jobs_inputs.c ---- */
+
+/* On the submission's thread, under the submitter's guard g: every file
+ * the job names opened (one that cannot be is left to its reader, which
+ * says why under the same guard) and pinned in g, so that the checks
+ * read those very files. */
+void job_inputs_pin(struct job *j, struct px_guard *g);
+/* The pinned files copied into a folder of their own (the job has no id
+ * yet), within the guard's time; errors name the submitter's file. */
+enum px_err job_inputs_copy(struct job *j, struct px_error *err);
+/* The stored job's copies moved to DIR/ID/in (the loop's thread). */
+enum px_err job_inputs_keep(struct job *j, struct px_error *err);
+/* Pins closed, copies not kept removed. */
+void job_inputs_drop(struct job *j);
+/* The file on this host input k names (buf): a path, a file:// URL's
+ * path, an IDX set's labels file by its images file's name; false for
+ * none (another URL, no such field). */
+bool job_input_path(const struct job *j, enum job_input k, char *buf,
+		    size_t len);
+/* Where the copy of input k is (buf), or NULL when the job names none. */
+const char *job_input(const struct job *j, enum job_input k, char *buf,
+		      size_t len);
+/* The file a reader reads for input k: the copy once kept, else what
+ * the spec names (spec: that string). */
+const char *job_file(const struct job *j, enum job_input k,
+		     const char *spec, char *buf, size_t len);
+/* A restarted daemon's job: each copy it needs is there. */
+enum px_err job_inputs_check_kept(const struct job *j, struct px_error *err);
+/* An ended job's copies removed. */
+void job_inputs_remove(const struct job *j);
+/* Copies of submissions a killed daemon never stored, removed. */
+void job_inputs_clean_stale(const char *dir);
 
 /* ---- jobs_trainer.c ---- */
 

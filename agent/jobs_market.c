@@ -78,10 +78,16 @@ static enum px_err job_provider_market(struct job *j, struct px_error *err)
 enum px_err job_load_market(struct job *j, struct px_error *err)
 {
 	const struct jobs_setup *s = &j->js->s;
-	const char *trace = j->req.world.trace[0] ? j->req.world.trace :
-			    s->trace;
-	const char *od = j->req.world.ondemand[0] ? j->req.world.ondemand :
-			 s->ondemand;
+	/* what the spec names: at submit the file itself (pinned), after
+	 * a restart the daemon's copy of it (jobs_inputs.c) */
+	char tbuf[JOB_PATH_MAX + 600], obuf[JOB_PATH_MAX + 600],
+	     abuf[JOB_PATH_MAX + 600];
+	const char *trace = j->req.world.trace[0] ?
+			    job_file(j, JIN_TRACE, j->req.world.trace, tbuf,
+				     sizeof tbuf) : s->trace;
+	const char *od = j->req.world.ondemand[0] ?
+			 job_file(j, JIN_ONDEMAND, j->req.world.ondemand, obuf,
+				  sizeof obuf) : s->ondemand;
 	const struct px_guard *sub = px_guard_get();
 	struct px_guard own = { .ngroups = -1 };
 	enum px_err e;
@@ -146,7 +152,9 @@ enum px_err job_load_market(struct job *j, struct px_error *err)
 	 * shipped one of the start's month */
 	if (j->billing == BILLING_PER_SECOND && j->req.spec.rate_default < 0) {
 		const char *p = j->req.spec.spot_advisor[0] ?
-				j->req.spec.spot_advisor : j->adv_cfg;
+				job_file(j, JIN_ADVISOR,
+					 j->req.spec.spot_advisor, abuf,
+					 sizeof abuf) : j->adv_cfg;
 
 		rights_for(sub, &own, j->req.spec.spot_advisor[0]);
 		if (p[0])

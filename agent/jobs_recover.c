@@ -181,13 +181,19 @@ static void recover_one(struct jobs *js, int64_t id)
 		e = job_fit(j, name, &err);
 	free(rs.text);
 	j->state = rs.state;
+	/* the files it names are read from the daemon's copies, made at
+	 * submit with the submitter's rights (jobs_inputs.c): never the
+	 * submitter's paths again, with the daemon's rights */
+	j->in_kept = true;
+	if (e == PX_OK && (j->state == STORE_JOB_QUEUED ||
+			   j->state == STORE_JOB_RUNNING))
+		e = job_inputs_check_kept(j, &err);
 	if (e == PX_OK) {
-		/* the paths came from a submitter: regular files, bounded
-		 * (with the daemon's rights: no client is served here, and
-		 * who submitted is not stored) */
+		/* regular files, bounded; its copies are the daemon's own */
 		struct px_guard g;
 
 		job_guard(&g);
+		g.own_ok = true;
 		px_guard_set(&g);
 		e = job_load_market(j, &err);
 		px_guard_set(NULL);

@@ -186,6 +186,8 @@ struct loading {
 static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 			    enum px_err e, struct px_error *err)
 {
+	struct px_error keep = {0};
+
 	if (e == PX_OK)
 		e = store_job_add(js->s.st, j->req.spec.name, text,
 				  j->req.world.kind, px_now_wall_us(), &j->id,
@@ -194,6 +196,9 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 		job_free(j);
 		return NULL;
 	}
+	/* the copies of its files, where the job's id says */
+	if (job_inputs_keep(j, &keep) == PX_OK)
+		j->in_kept = true;
 	/* the per-second interruption draws follow the job's id, as after
 	 * a restart */
 	plan_set_seed(j->plan, (uint64_t)j->id);
@@ -209,6 +214,12 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 	log_notice("job %" PRId64 " '%s' queued", j->id, j->req.spec.name);
 	job_notify(j, "state", NULL, NULL);
 	pump_soon(js);
+	if (keep.msg[0]) {      /* stored, but it cannot run: said */
+		job_end(j, STORE_JOB_FAILED, keep.msg);
+		job_trim(j);
+		return json_pack("{s:I, s:s}", "job", (json_int_t)j->id,
+				 "note", keep.msg);
+	}
 	if (j->note[0]) {
 		log_notice("job %" PRId64 ": %s", j->id, j->note);
 		job_event(j, "capped", j->note);
@@ -228,16 +239,20 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 {
 	const struct job_data *d = &j->req.trainer.data;
 	const struct px_guard *g = px_guard_get();
-	struct data_spec spec = { .train = d->train, .test = d->test,
+	char train[JOBREQ_PATH_MAX], test[JOBREQ_PATH_MAX];
+	struct data_spec spec = { .train = train, .test = test,
 				  .label_col = (uint32_t)d->label_column };
 	struct px_guard mine;
 	bool whole, mf = !strcmp(j->req.trainer.model, "mf");
 	enum px_err e = PX_OK;
 
-	/* a file named by URL is the nodes' to fetch, and its SHA-256
-	 * theirs to check (trainer/data_url.h) */
-	if (!d->train[0] || !j->wops->on_this_host || data_is_url(d->train) ||
-	    data_is_url(d->test))
+	/* a file named by a URL other than file:// is the nodes' to
+	 * fetch, and its SHA-256 theirs to check (trainer/data_url.h); a
+	 * path or a file:// URL is a file of this host, which the
+	 * coordinator reads here in every world */
+	if (!d->train[0] ||
+	    !job_input_path(j, JIN_TRAIN, train, sizeof train) ||
+	    !job_input_path(j, JIN_TEST, test, sizeof test))
 		return PX_OK;
 	if (d->format[0])
 		e = data_format_parse(d->format, &spec.format, err);
@@ -251,9 +266,9 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 		px_guard_set(&mine);
 	}
 	if (mf) { /* ratings (trainer/mf.h), their first MF_CHECK_RATINGS */
-		e = mf_check(d->train, err);
+		e = mf_check(train, err);
 		if (e == PX_OK)
-			e = mf_check(d->test, err);
+			e = mf_check(test, err);
 	} else {
 		e = data_check(&spec, &whole, err);
 	}
@@ -263,16 +278,34 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 	return e;
 }
 
+/* A submission's files, all read on one thread under the submitter's
+ * guard g: each opened once and pinned (jobs_inputs.c), the market read
+ * and the data checked from those very files, then copied into the
+ * job's own folder. */
+static enum px_err job_load(struct job *j, struct px_guard *g,
+			    struct px_error *err)
+{
+	enum px_err e;
+
+	px_guard_set(g);
+	job_inputs_pin(j, g);
+	e = job_load_market(j, err);
+	if (e == PX_OK)
+		e = job_check_data(j, err);
+	if (e == PX_OK)
+		e = job_inputs_copy(j, err);
+	px_guard_set(NULL);
+	g->pins = NULL;
+	g->npins = 0;
+	return e;
+}
+
 static void *load_thread(void *arg)
 {
 	struct loading *ld = arg;
 	uint64_t one = 1;
 
-	px_guard_set(&ld->guard);
-	ld->e = job_load_market(ld->j, &ld->err);
-	if (ld->e == PX_OK)
-		ld->e = job_check_data(ld->j, &ld->err);
-	px_guard_set(NULL);
+	ld->e = job_load(ld->j, &ld->guard, &ld->err);
 	if (write(ld->efd, &one, sizeof one) != sizeof one)
 		abort(); /* an eventfd write of 1 cannot fail */
 	return NULL;
@@ -380,11 +413,7 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		struct px_guard g;
 
 		job_guard(&g);
-		px_guard_set(&g);
-		e = job_load_market(j, err);
-		if (e == PX_OK)
-			e = job_check_data(j, err);
-		px_guard_set(NULL);
+		e = job_load(j, &g, err);
 	}
 	{
 		json_t *reply = submit_store(js, j, text, e, err);

@@ -50,7 +50,7 @@ static void argv_free(char **v)
  * is set.  NULL on OOM. */
 static char **role_argv(struct job *j, const char *role, const char *node,
 			const char *coord, const char *listen,
-			const char *const *extra)
+			const char *const *extra, bool remote)
 {
 	const struct job_trainer *t = &j->req.trainer;
 	char epochs[16], batch[16], lr[32], token[24];
@@ -63,9 +63,17 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	};
 	const char *data = j->js->s.cfg->data_dir;
 	const struct job_data *d = &t->data;
-	char col[16], rank[16];
+	char col[16], rank[16], trb[JOB_PATH_MAX + 600],
+	     teb[JOB_PATH_MAX + 600];
+	/* the files of this host a job names are read from the daemon's
+	 * copies (jobs_inputs.c), never by path (a URL's file is fetched);
+	 * an instance elsewhere reads its own */
+	const char *train = remote ? d->train :
+			    job_file(j, JIN_TRAIN, d->train, trb, sizeof trb);
+	const char *test = remote ? d->test :
+			   job_file(j, JIN_TEST, d->test, teb, sizeof teb);
 	const char *own[20] = {
-		"--train-data", d->train, "--test-data", d->test, "--scale",
+		"--train-data", train, "--test-data", test, "--scale",
 		d->scale, "--label-column", col,
 	};
 	size_t no = 8;
@@ -192,7 +200,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	if (j->req.trainer.adapt)      /* trainer.adapt: co-adaptation */
 		extra[k++] = "--adapt";
 	extra[k] = NULL;
-	argv = role_argv(j, "coordinator", "0", listen, listen, extra);
+	argv = role_argv(j, "coordinator", "0", listen, listen, extra, false);
 	envp = role_env(j);
 	if (!argv || !envp) {
 		argv_free(argv);
@@ -270,7 +278,8 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 	if (q->reliable)
 		extra[5] = "--reliable";
 	expect_nodes(j, q, (uint32_t)id);
-	ret->argv = role_argv(j, "node", node, pl->coord, pl->listen, extra);
+	ret->argv = role_argv(j, "node", node, pl->coord, pl->listen, extra,
+			      pl->remote);
 	if (pl->remote && ret->argv) {
 		/* started from user data on its instance: the trainer there,
 		 * and no secret in its command (the node enrolls for the

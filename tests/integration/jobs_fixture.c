@@ -5,6 +5,7 @@
  * trainer processes the daemon started found and counted. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -507,4 +508,70 @@ int trainer_log_count(int64_t id, const char *needle)
 		k++;
 	free(buf);
 	return k;
+}
+
+/* proteusctl as another user: the built one copied into tmp/bin (the
+ * build folder may not be that user's to reach), run with uid and group
+ * 0 (the 0660 socket's), no other groups; its exit status, its output
+ * and errors in r. */
+int ctl_as(struct pxrun *r, int timeout_s, uid_t uid, const char *a1,
+	   const char *a2, const char *a3, const char *a4)
+{
+	char bin[4096], prog[4200], out[4200], errp[4200];
+	size_t n;
+	struct px_error e = {0};
+	pid_t pid;
+	int st = 0;
+	time_t deadline = time(NULL) + timeout_s;
+
+	snprintf(bin, sizeof bin, "%s/bin", jt.tmp);
+	snprintf(prog, sizeof prog, "%s/proteusctl", bin);
+	snprintf(out, sizeof out, "%s/ctl_as.out", jt.tmp);
+	snprintf(errp, sizeof errp, "%s/ctl_as.err", jt.tmp);
+	cr_assert_eq(chmod(jt.tmp, 0755), 0);
+	if (access(prog, X_OK) != 0) {
+		char *built, *text;
+		size_t len;
+		FILE *f;
+
+		(void)mkdir(bin, 0755);
+		cr_assert(asprintf(&built, "%s/proteusctl",
+				   getenv("PX_BUILD")) > 0);
+		cr_assert_eq(px_read_file(built, 1u << 30, &text, &len, &e),
+			     PX_OK, "%s", e.msg);
+		f = fopen(prog, "wb");
+		cr_assert_not_null(f);
+		cr_assert_eq(fwrite(text, 1, len, f), len);
+		fclose(f);
+		cr_assert_eq(chmod(prog, 0755), 0);
+		free(text);
+		free(built);
+	}
+	memset(r, 0, sizeof *r);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		int x = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		gid_t none[1] = {0};
+
+		if (o < 0 || x < 0 || dup2(o, 1) < 0 || dup2(x, 2) < 0 ||
+		    setgroups(0, none) || setgid(0) || setuid(uid))
+			_exit(126);
+		execl(prog, "proteusctl", "--socket", jt.sock, a1, a2, a3, a4,
+		      (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, WNOHANG) != pid) {
+		if (time(NULL) > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			break;
+		}
+		sleep_ms(20);
+	}
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	cr_assert_eq(px_read_file(out, 1u << 24, &r->out, &n, &e), PX_OK);
+	cr_assert_eq(px_read_file(errp, 1u << 24, &r->err, &n, &e), PX_OK);
+	return r->status;
 }

@@ -54,6 +54,10 @@ void check_books(int64_t id, json_t *st);
 json_t *wait_end(int64_t id, int timeout_s);
 /* proteusctl cancel ID, which must succeed within timeout_s. */
 void cancel_job(int64_t id, int timeout_s);
+/* proteusctl --socket <ours> a1..a4 as uid (group 0: the socket's, no
+ * other group), with the same argument rules as ctl; its exit. */
+int ctl_as(struct pxrun *r, int timeout_s, uid_t uid, const char *a1,
+	   const char *a2, const char *a3, const char *a4);
 /* Lines of job id's trainer log (its coordinator's words) holding needle
  * (0 when there is no log). */
 int trainer_log_count(int64_t id, const char *needle);
