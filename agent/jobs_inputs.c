@@ -110,11 +110,20 @@ static const char *base_of(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* Whether input k is data (no bound on its size: the check reads a
+ * bounded part of it) rather than a market file (the guard's bound). */
+static bool is_data(enum job_input k)
+{
+	return k >= JIN_TRAIN;
+}
+
 void job_inputs_pin(struct job *j, struct px_guard *g)
 {
 	struct job_inputs *in = &j->in;
+	struct px_guard data = *g;
 
 	job_inputs_drop(j);
+	data.max_bytes = 0;
 	for (int k = 0; k < JIN_MAX; k++) {
 		struct px_error err = {0};
 		int fd;
@@ -124,7 +133,9 @@ void job_inputs_pin(struct job *j, struct px_guard *g)
 			continue;
 		/* a file that cannot be opened is not pinned: its reader
 		 * says why, under the same guard */
+		px_guard_set(is_data((enum job_input)k) ? &data : g);
 		fd = px_open_input(in->path[k], &err);
+		px_guard_set(g);
 		in->fd[k] = fd;
 		if (fd < 0)
 			continue;
@@ -259,6 +270,27 @@ enum px_err job_inputs_copy(struct job *j, struct px_error *err)
 	enum px_err e = PX_OK;
 	uint64_t room;
 
+	/* a file read that was not pinned was opened by its reader alone
+	 * (it could not be a moment before): no copy of it, so no job */
+	for (int k = 0; k < JIN_MAX; k++) {
+		char p[JOBREQ_PATH_MAX];
+
+		int fd;
+
+		if (in->fd[k] >= 0 || (k == JIN_ADVISOR && !j->have_adv) ||
+		    !job_input_path(j, (enum job_input)k, p, sizeof p))
+			continue;
+		/* why it could not be pinned (no reader said: another of
+		 * the data's files is a URL) */
+		fd = px_open_input(p, err);
+		if (fd >= 0) {
+			close(fd);
+			px_errorf(err, PX_EINVAL, "%s: it changed while the "
+				  "job was read; submit it again", p);
+		}
+		px_error_prefix(err, "%s: ", j->src);
+		return err->code;
+	}
 	if (!in->npins)
 		return PX_OK;
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
@@ -371,7 +403,10 @@ enum px_err job_inputs_check_kept(const struct job *j, struct px_error *err)
 		const char *p = job_input(j, (enum job_input)k, buf,
 					  sizeof buf);
 
-		if (p && (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)))
+		/* (a snapshot is read only where the billing needs it: its
+		 * reader says so if it does) */
+		if (p && k != JIN_ADVISOR &&
+		    (lstat(p, &st) != 0 || !S_ISREG(st.st_mode)))
 			return px_errorf(err, PX_ENOENT, "%s: the daemon's copy "
 					 "of %s (%s) is gone, and the file it "
 					 "names is not read again with the "

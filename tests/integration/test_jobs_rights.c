@@ -443,3 +443,76 @@ Test(jobs_rights, the_daemons_own_files_are_refused_and_the_books_survive)
 	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 1);
 	free(trace);
 }
+
+/* sha256sum of path, hex (65 bytes). */
+static void sha256_of(const char *path, char *hex)
+{
+	char cmd[800];
+	FILE *p;
+
+	snprintf(cmd, sizeof cmd, "sha256sum '%s'", path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	cr_assert_eq(fscanf(p, "%64s", hex), 1);
+	pclose(p);
+}
+
+/* A file:// URL is a file of this host like a path: read with the
+ * submitter's rights, checked at submit, copied; a root-only one is
+ * refused without a word of it (nor its SHA-256), and the user's own
+ * runs, swapped or not. */
+Test(jobs_rights, a_file_url_is_read_with_the_submitters_rights)
+{
+	char train[700], test[700], sec[700], extra[2000], hex[65], shex[65],
+	     bad[65], ids[24];
+	struct pxrun r;
+	json_t *st;
+	int64_t id;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to act as another user");
+	svm("train.svm", 2000);
+	svm("test.svm", 400);
+	secret(sec, sizeof sec);
+	snprintf(train, sizeof train, "%s/train.svm", jt.tmp);
+	snprintf(test, sizeof test, "%s/test.svm", jt.tmp);
+	sha256_of(train, hex);
+	sha256_of(sec, shex);
+	memset(bad, 'a', 64);
+	bad[64] = '\0';
+	daemon_up();
+	/* root's secret by URL, with a wrong SHA-256 and with the right one */
+	for (int i = 0; i < 2; i++) {
+		snprintf(extra, sizeof extra, "{\"trainer\": {\"model\": "
+			 "\"mlr\", \"epochs\": 5, \"batch\": 32, \"data\": "
+			 "{\"train\": \"file://%s\", \"train_sha256\": \"%s\", "
+			 "\"test\": \"%s\", \"format\": \"libsvm\"}}}", sec,
+			 i ? shex : bad, test);
+		write_job(1, extra);
+		cr_assert_eq(chmod(jt.job, 0644), 0);
+		cr_assert_neq(ctl_as(&r, 60, NOBODY, "submit", jt.job, NULL,
+				     NULL), 0, "taken: %s", r.out);
+		cr_assert(strstr(r.err, "ermission denied"), "%s", r.err);
+		cr_assert(!strstr(r.err, shex) && !strstr(r.err, SECRET),
+			  "%s", r.err);
+		pxrun_free(&r);
+	}
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+	/* the user's own file by URL: taken, swapped after, trained on */
+	snprintf(extra, sizeof extra, "{\"trainer\": {\"model\": \"mlr\", "
+		 "\"epochs\": 5, \"batch\": 32, \"data\": {\"train\": "
+		 "\"file://%s\", \"train_sha256\": \"%s\", \"test\": \"%s\"}}}",
+		 train, hex, test);
+	write_job(1, extra);
+	id = submit_as_nobody();
+	swap_for_link(train, sec, false);
+	st = wait_end(id, 200);
+	cr_assert_str_eq(state_of(st), "done", "%s",
+			 json_string_value(json_object_get(st, "error")));
+	json_decref(st);
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	cr_assert_eq(ctl(&r, 20, "events", ids, NULL, NULL), 0, "%s", r.err);
+	cr_assert(!strstr(r.out, SECRET) && !strstr(r.out, shex), "%s",
+		  r.out);
+	pxrun_free(&r);
+}
