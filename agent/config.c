@@ -8,13 +8,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/enroll.h"
 #include "../common/log.h"
 #include "proto.h"
 
@@ -1203,55 +1207,159 @@ static bool endpoint_named(const struct proteusd_config *c)
 	return c->ec2_endpoint[0] || (e1 && *e1) || (e2 && *e2);
 }
 
-enum px_err config_ec2_check(const struct proteusd_config *c,
-			     struct px_error *err)
+/* Whether a is an address of this host: a TCP socket binds to it (port
+ * 0: any).  0, or the errno of the bind. */
+static int bind_probe(const struct sockaddr *a, socklen_t len)
 {
+	int fd = socket(a->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), r = 0;
+
+	if (fd < 0)
+		return errno;
+	if (bind(fd, a, len) < 0)
+		r = errno;
+	close(fd);
+	return r;
+}
+
+enum px_err config_head_bind(const struct proteusd_config *c, char *buf,
+			     size_t len, struct px_error *err)
+{
+	const char *h = c->head_address;
+	struct addrinfo hints = {
+		.ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
+	}, *ai = NULL;
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in a4 = { .sin_family = AF_INET };
+	char num[INET6_ADDRSTRLEN] = "";
+	int r;
+
+	if (!h[0])
+		return px_errorf(err, PX_EINVAL, "head_address is not set");
+	if (inet_pton(AF_INET6, h, &a6.sin6_addr) == 1) {
+		inet_ntop(AF_INET6, &a6.sin6_addr, num, sizeof num);
+		r = bind_probe((struct sockaddr *)&a6, sizeof a6);
+	} else if (inet_pton(AF_INET, h, &a4.sin_addr) == 1) {
+		inet_ntop(AF_INET, &a4.sin_addr, num, sizeof num);
+		r = bind_probe((struct sockaddr *)&a4, sizeof a4);
+	} else {
+		/* IPv4: nanomsg's sockets are IPv4-only by default
+		 * (NN_IPV4ONLY), the nodes' connects to the name too */
+		r = getaddrinfo(h, NULL, &hints, &ai);
+		if (r != 0 || !ai)
+			return px_errorf(err, PX_EINVAL, "head_address '%s' "
+					 "does not resolve to an IPv4 address "
+					 "here: %s", h, r == EAI_SYSTEM ?
+					 strerror(errno) : gai_strerror(r));
+		memcpy(&a4, ai->ai_addr, sizeof a4);
+		a4.sin_port = 0;
+		freeaddrinfo(ai);
+		inet_ntop(AF_INET, &a4.sin_addr, num, sizeof num);
+		r = bind_probe((struct sockaddr *)&a4, sizeof a4);
+	}
+	if (r == EADDRNOTAVAIL)
+		return px_errorf(err, PX_EINVAL, "head_address '%s'%s%s%s is "
+				 "not an address of this host: the enrollment "
+				 "endpoint and the coordinators listen there",
+				 h, strcmp(h, num) ? " (" : "",
+				 strcmp(h, num) ? num : "",
+				 strcmp(h, num) ? ")" : "");
+	if (r != 0)
+		return px_errorf(err, PX_ESYS | r, "head_address '%s': cannot "
+				 "listen at %s: %s", h, num, strerror(r));
+	if (strlen(num) >= len)
+		return px_errorf(err, PX_ETOOBIG, "head_address: %s does not "
+				 "fit", num);
+	snprintf(buf, len, "%s", num);
+	return PX_OK;
+}
+
+size_t config_ec2_problems(const struct proteusd_config *c,
+			   struct config_diag *d)
+{
+	struct px_error e = {0};
+	struct enroll_cert *cert = NULL;
+	char num[INET6_ADDRSTRLEN];
+	size_t n0 = d->n + d->dropped;
+
 	if (!c->ec2_ami[0])
-		return px_errorf(err, PX_EINVAL, "ec2_ami is not set: the ec2 "
-				 "world needs the image its instances boot");
+		diag_add(d, "ec2_ami is not set: the ec2 world needs the image "
+			 "its instances boot");
 	if (!c->ec2_subnet_count)
-		return px_errorf(err, PX_EINVAL, "ec2_subnets is not set: the "
-				 "ec2 world needs the subnet of each zone it "
-				 "launches in (ZONE=subnet-ID,...)");
+		diag_add(d, "ec2_subnets is not set: the ec2 world needs the "
+			 "subnet of each zone it launches in "
+			 "(ZONE=subnet-ID,...)");
 	for (int i = 0; i < c->ec2_subnet_count; i++) {
 		const char *z = c->ec2_subnet[i].zone;
 		size_t r = region_prefix(z);
 
 		if (r != strlen(c->region) || strncmp(z, c->region, r))
-			return px_errorf(err, PX_EINVAL, "ec2_subnets: zone "
-					 "'%s' is not in region '%s' (the "
-					 "'region' key)", z, c->region);
+			diag_add(d, "ec2_subnets: zone '%s' is not in region "
+				 "'%s' (the 'region' key)", z, c->region);
 	}
 	if (!c->ec2_sg_count)
-		return px_errorf(err, PX_EINVAL, "ec2_security_groups is not "
-				 "set: the ec2 world needs the security groups "
-				 "of its instances (sg-ID,...)");
+		diag_add(d, "ec2_security_groups is not set: the ec2 world "
+			 "needs the security groups of its instances "
+			 "(sg-ID,...)");
 	if (!c->ec2_instance_profile[0])
-		return px_errorf(err, PX_EINVAL, "ec2_instance_profile is not "
-				 "set: the ec2 world needs the IAM instance "
-				 "profile of its instances");
+		diag_add(d, "ec2_instance_profile is not set: the ec2 world "
+			 "needs the IAM instance profile of its instances");
 	if (!c->head_address[0])
-		return px_errorf(err, PX_EINVAL, "head_address is not set: the "
-				 "ec2 world needs the address its nodes reach "
-				 "this head node at");
+		diag_add(d, "head_address is not set: the ec2 world needs the "
+			 "address its nodes reach this head node at");
+	else if (config_head_bind(c, num, sizeof num, &e) != PX_OK)
+		diag_add(d, "%s", e.msg);
 	if (!c->ec2_identity_cert[0])
-		return px_errorf(err, PX_EINVAL, "ec2_identity_cert is not set: "
-				 "the ec2 world needs the region's AWS RSA-2048 "
-				 "certificate to check its nodes' identity "
-				 "documents (docs/operations.md)");
+		diag_add(d, "ec2_identity_cert is not set: the ec2 world needs "
+			 "the region's AWS RSA-2048 certificate to check its "
+			 "nodes' identity documents (docs/operations.md)");
+	else if (enroll_cert_load(c->ec2_identity_cert, &cert, &e) != PX_OK)
+		diag_add(d, "ec2_identity_cert: %s", e.msg);
+	enroll_cert_free(cert);
 	if (c->ec2_clock_speedup != 1 && !endpoint_named(c))
-		return px_errorf(err, PX_EINVAL, "ec2_clock_speedup is %" PRId64
-				 ": a clock speed-up is for a fake EC2 only; "
-				 "set ec2_endpoint (or $AWS_ENDPOINT_URL_EC2) "
-				 "to the fake's URL, or ec2_clock_speedup to 1",
-				 c->ec2_clock_speedup);
+		diag_add(d, "ec2_clock_speedup is %" PRId64 ": a clock "
+			 "speed-up is for a fake EC2 only; set ec2_endpoint "
+			 "(or $AWS_ENDPOINT_URL_EC2) to the fake's URL, or "
+			 "ec2_clock_speedup to 1", c->ec2_clock_speedup);
 	if (c->ec2_clock_origin != 0 && !endpoint_named(c))
-		return px_errorf(err, PX_EINVAL, "ec2_clock_origin is %" PRId64
-				 ": a clock origin is for a fake EC2 only; set "
-				 "ec2_endpoint (or $AWS_ENDPOINT_URL_EC2) to "
-				 "the fake's URL, or ec2_clock_origin to 0",
-				 c->ec2_clock_origin);
-	return PX_OK;
+		diag_add(d, "ec2_clock_origin is %" PRId64 ": a clock origin "
+			 "is for a fake EC2 only; set ec2_endpoint (or "
+			 "$AWS_ENDPOINT_URL_EC2) to the fake's URL, or "
+			 "ec2_clock_origin to 0", c->ec2_clock_origin);
+	return d->n + d->dropped - n0;
+}
+
+enum px_err config_ec2_check(const struct proteusd_config *c,
+			     struct px_error *err)
+{
+	struct config_diag d = {0};
+	char all[PX_ERRMSG_MAX] = "";
+	size_t n = config_ec2_problems(c, &d), at = 0;
+
+	if (!n)
+		return PX_OK;
+	for (size_t i = 0; i < d.n && at < sizeof all; i++)
+		at += (size_t)snprintf(all + at, sizeof all - at, "%s%s",
+				       i ? "; " : "", d.msgs[i]);
+	if (!d.n)
+		snprintf(all, sizeof all, "out of memory");
+	config_diag_release(&d);
+	return px_errorf(err, PX_EINVAL, "%s", all);
+}
+
+size_t config_warnings(const struct proteusd_config *c,
+		       struct config_diag *d)
+{
+	size_t n0 = d->n + d->dropped;
+
+	if (!strcmp(c->metrics_host, "0.0.0.0") ||
+	    !strcmp(c->metrics_host, "::"))
+		diag_add(d, "metrics_listen %s: /metrics is served on every "
+			 "interface of this host, to anyone who reaches it "
+			 "(job names, costs, users' jobs); give one address "
+			 "(127.0.0.1:%d, or the monitoring network's) unless "
+			 "a firewall stands in front", c->metrics_listen,
+			 c->metrics_port);
+	return d->n + d->dropped - n0;
 }
 
 const char *config_ec2_subnet(const struct proteusd_config *c,

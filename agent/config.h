@@ -206,11 +206,18 @@ const char *config_world_name(int world);
 
 /* Whether the ec2 world can run with c: every key it needs is set and
  * the keys agree (each subnet's zone in the region; a clock speed-up or
- * origin only against an endpoint other than AWS's).  PX_EINVAL with the
- * first problem in err, naming the key and what is wrong ("ec2_ami is not
- * set: the ec2 world needs the image its instances boot").  The values
- * themselves were checked when the file was read.  proteusd calls it at
- * start when world is ec2, and for a job that names ec2. */
+ * origin only against an endpoint other than AWS's), head_address is an
+ * address of this host or a name that resolves to one
+ * (config_head_bind), ec2_identity_cert is a PEM certificate this
+ * process reads.  config_ec2_problems adds each problem to d, naming
+ * the key and what is wrong ("ec2_ami is not set: the ec2 world needs
+ * the image its instances boot"), and returns how many;
+ * config_ec2_check is PX_EINVAL with all of them in err, "; " between.
+ * The values themselves were checked when the file was read.  proteusd
+ * calls it at start when world is ec2 (and --check-config), and for a
+ * job that names ec2. */
+size_t config_ec2_problems(const struct proteusd_config *c,
+			   struct config_diag *d);
 enum px_err config_ec2_check(const struct proteusd_config *c,
 			     struct px_error *err);
 /* Whether url is one proteusd may send to (ec2_endpoint, notify_url,
@@ -218,6 +225,21 @@ enum px_err config_ec2_check(const struct proteusd_config *c,
  * user or password, no blank, control or non-ASCII byte.  false: why, in
  * why (the URL itself cut to 64 bytes). */
 bool config_url_check(const char *url, char *why, size_t wlen);
+
+/* Where this host listens for the nodes that reach it at head_address:
+ * the address itself, or the IPv4 address a name resolves to (nanomsg
+ * binds addresses, not names; the nodes keep dialling the name), into
+ * buf (INET6_ADDRSTRLEN).  PX_EINVAL when it does not resolve or is no
+ * address of this host (a TCP socket cannot bind it). */
+enum px_err config_head_bind(const struct proteusd_config *c, char *buf,
+			     size_t len, struct px_error *err);
+
+/* What c allows but an operator likely did not mean, each added to d
+ * (metrics_listen on the unspecified address: every interface);
+ * returns how many.  proteusd logs them as warnings at start and in
+ * --check-config. */
+size_t config_warnings(const struct proteusd_config *c,
+		       struct config_diag *d);
 
 /* The subnet of zone in c (ec2_subnets), or NULL when none is set. */
 const char *config_ec2_subnet(const struct proteusd_config *c,

@@ -13,6 +13,7 @@
 #include "../trainer/data_url.h"
 #include "../trainer/dataset.h"
 #include "../trainer/mf.h"
+#include "../trainer/train_local.h"
 #include "jobs_int.h"
 #include "server.h"
 
@@ -266,7 +267,9 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 		px_guard_set(&mine);
 	}
 	if (mf) { /* ratings (trainer/mf.h), their first MF_CHECK_RATINGS */
-		e = mf_check(train, err);
+		e = mf_check_rank(train, j->req.trainer.rank ?
+				  (uint32_t)j->req.trainer.rank :
+				  TRAIN_MF_RANK, err);
 		if (e == PX_OK)
 			e = mf_check(test, err);
 	} else {

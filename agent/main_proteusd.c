@@ -524,9 +524,9 @@ static int setup(struct proteusd *d, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct config_diag dg = {0};
-	struct px_error err = {0};
 	bool check = false, print = false, json = false;
 	enum px_err r;
+	size_t n;
 	int o;
 
 	opterr = 0;
@@ -592,12 +592,22 @@ static int setup(struct proteusd *d, int argc, char **argv)
 	/* the ec2 world's keys agree and none it needs is missing: at
 	 * start, not at the first launch (--check-config says so too) */
 	if (d->cfg.world == WORLD_EC2 &&
-	    config_ec2_check(&d->cfg, &err) != PX_OK) {
-		log_err("bad configuration%s%s: world ec2: %s",
-			d->config_path ? " in " : "",
-			d->config_path ? d->config_path : "", err.msg);
+	    (n = config_ec2_problems(&d->cfg, &dg)) != 0) {
+		/* each problem, not only the first: one round of fixes */
+		for (size_t i = 0; i < dg.n; i++)
+			log_err("bad configuration%s%s: world ec2: %s",
+				d->config_path ? " in " : "",
+				d->config_path ? d->config_path : "",
+				dg.msgs[i]);
+		if (n > 1)
+			log_err("world ec2: %zu problems", n);
+		config_diag_release(&dg);
 		return PROTEUSD_EXIT_CONFIG;
 	}
+	/* what is valid but likely not meant: at start and in the check */
+	config_warnings(&d->cfg, &dg);
+	log_diag(&dg, LOG_LVL_WARN);
+	config_diag_release(&dg);
 	if (check) {
 		log_notice("configuration '%s' is valid",
 			   d->config_path ? d->config_path : "(defaults)");

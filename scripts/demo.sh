@@ -33,7 +33,8 @@ echo "   for a 96 work-hour job under each policy (proteusctl simulate)"
 echo
 echo "== online: proteusd on the local world (instances are process groups"
 echo "   here, each running a trainer node: a parameter server and a worker;"
-echo "   the market is the same trace replayed at a minute per second)"
+echo "   the market is the same trace replayed at 4 market minutes per second:"
+echo "   the job's world.speedup, 240)"
 printf 'db %s\ncontrol_socket %s\nlog_level notice\n' "$db" "$sock" \
 	> "$run/proteusd.conf"
 "$BUILD/proteusd" --config "$run/proteusd.conf" > "$run/proteusd.log" 2>&1 &

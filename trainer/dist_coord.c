@@ -2040,6 +2040,18 @@ static enum px_err setup(struct coord *c, struct px_error *err)
 	return setup_clocks(c, err);
 }
 
+/* The most floats a shard holds when the parameters are cut in n (as
+ * dist_place and dist_place_rows cut them: whole rows for mf). */
+static uint64_t shard_floats_max(const struct coord *c, uint32_t n)
+{
+	if (c->mf) {
+		uint64_t rows = c->nparams / c->md.row;
+
+		return (rows + n - 1) / n * c->md.row;
+	}
+	return (c->nparams + n - 1) / n;
+}
+
 /* The job's clocks, the shards, the stage (after the model's setup). */
 static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 {
@@ -2062,10 +2074,31 @@ static enum px_err setup_clocks(struct coord *c, struct px_error *err)
 	c->nshards = o->shards ? o->shards : (o->ps ? o->ps : 1);
 	if (c->nshards > DIST_MAX_SHARDS)
 		c->nshards = DIST_MAX_SHARDS;
-	if (c->nparams / c->nshards + 1 > wire_range_chunk(WIRE_PAYLOAD_DEFAULT))
-		return px_errorf(err, PX_ETOOBIG, "shards of %" PRIu64
-				 " parameters do not fit a frame: use more",
-				 c->nparams / c->nshards);
+	/* A shard travels whole in one frame (a PARAMS hand-over or
+	 * snapshot): --shards is the least count, and a model too big for
+	 * it gets more, as many as it needs (MODEL_MAX_PARAMS floats fit
+	 * 17 of 64 MiB).  The count follows from the model alone, so a
+	 * resumed job gets the same. */
+	{
+		uint32_t asked = c->nshards;
+
+		while (c->nshards < DIST_MAX_SHARDS &&
+		       shard_floats_max(c, c->nshards) >
+			       wire_range_chunk(WIRE_PAYLOAD_DEFAULT))
+			c->nshards++;
+		if (shard_floats_max(c, c->nshards) >
+		    wire_range_chunk(WIRE_PAYLOAD_DEFAULT))
+			return px_errorf(err, PX_ETOOBIG, "%" PRIu64 " parameters"
+					 " do not fit %u shards of a frame "
+					 "(%u floats) each", c->nparams,
+					 DIST_MAX_SHARDS,
+					 wire_range_chunk(WIRE_PAYLOAD_DEFAULT));
+		if (c->nshards != asked)
+			dist_logf(o, LOG_LVL_NOTICE, "%u shards, not the %u "
+				  "asked: a shard of %" PRIu64 " parameters "
+				  "must fit one frame", c->nshards, asked,
+				  c->nparams);
+	}
 	c->stage = o->stage;
 	c->expecting = o->expect_joins;
 	c->meta = (struct ckpt_meta){

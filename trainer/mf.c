@@ -253,6 +253,24 @@ enum px_err mf_check(const char *path, struct px_error *err)
 	return e;
 }
 
+enum px_err mf_check_rank(const char *path, uint32_t rank,
+			  struct px_error *err)
+{
+	struct mf_set s;
+	struct mf_desc d;
+	enum px_err e = mf_load(path, MF_CHECK_RATINGS, &s, err);
+
+	/* the matrices only grow with the ratings after: too big for
+	 * MF_MAX_PARAMS already is too big */
+	if (e == PX_OK && rank) {
+		e = mf_desc_init(&d, s.n_users, s.n_items, rank, s.mean, err);
+		if (e != PX_OK)
+			px_error_prefix(err, "%s: ", path);
+	}
+	mf_set_release(&s);
+	return e;
+}
+
 enum px_err mf_load_pairs(const char *path, uint32_t max_n,
 			  struct mf_set *ret, bool *ret_rated,
 			  struct px_error *err)

@@ -63,6 +63,12 @@ enum px_err mf_load(const char *path, uint32_t max_n, struct mf_set *ret,
  * find). */
 #define MF_CHECK_RATINGS (1u << 20)
 enum px_err mf_check(const char *path, struct px_error *err);
+/* mf_check, and that the matrices of rank for the ids of those ratings
+ * fit MF_MAX_PARAMS (the bound that holds: any count fits the frames,
+ * the coordinator cuts as many shards as it takes); rank 0: not
+ * checked.  An error names path and the bound. */
+enum px_err mf_check_rank(const char *path, uint32_t rank,
+			  struct px_error *err);
 
 /* The same, where "user,item" lines (no rating) are fine too, when
  * every line is one (`predict`): *ret_rated says whether the file has

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -74,6 +75,10 @@ struct ec2_host {
 	int64_t throttled_until; /* market s: every acquire rests */
 	struct enroll_srv *es;   /* nodes enroll here (slot 0's port) */
 	struct ec2w *worlds;     /* the live ones, for enrollment */
+	/* head_address as this host listens on it: the address a name
+	 * resolved to when the host was made (nanomsg binds addresses
+	 * only); nodes dial head_address itself */
+	char bind[INET6_ADDRSTRLEN];
 };
 
 static uint64_t mono_us(void)
@@ -287,8 +292,7 @@ static enum px_err host_enroll_start(struct ec2_host *h, struct px_error *err)
 				 "the enrollment endpoint");
 	h->slots[0] = 1;
 	o.ctx = h;
-	snprintf(url, sizeof url, "tcp://%s:%d", cfg->head_address,
-		 slot_port(h, 0));
+	snprintf(url, sizeof url, "tcp://%s:%d", h->bind, slot_port(h, 0));
 	return enroll_srv_new(h->wh->loop, url, cfg->ec2_identity_cert,
 			      cfg->region, &o, &h->es, err);
 }
@@ -323,7 +327,10 @@ static enum px_err host_get(struct world_host *wh, struct ec2_host **ret,
 		free(h);
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	}
-	e = store_daemon_id(wh->st, h->daemon_id, sizeof h->daemon_id, err);
+	e = config_head_bind(cfg, h->bind, sizeof h->bind, err);
+	if (e == PX_OK)
+		e = store_daemon_id(wh->st, h->daemon_id, sizeof h->daemon_id,
+				    err);
 	if (e == PX_OK)
 		e = awscred_provider_new(&co, &h->creds, err);
 	client_config(cfg, cfg->region, h->creds, &ec);
@@ -2546,7 +2553,9 @@ static enum px_err ec2w_coordinator(const void *vw, char *buf, size_t len,
 				    struct px_error *err)
 {
 	const struct ec2w *w = vw;
-	int n = snprintf(buf, len, "tcp://%s:%d", w->h->wh->cfg->head_address,
+	/* where it binds (and proteusd, on this host, dials it): the
+	 * address; its nodes dial head_address (plan.coord) */
+	int n = snprintf(buf, len, "tcp://%s:%d", w->h->bind,
 			 slot_port(w->h, w->coord_slot));
 
 	if (n < 0 || (size_t)n >= len)

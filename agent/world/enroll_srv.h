@@ -2,7 +2,8 @@
  * instance trades its signed identity document and ticket for its job's
  * key (common/enroll.h; docs/security.md).
  *
- * A nanomsg REP socket on tcp://head_address:PORT, read on proteusd's
+ * A nanomsg REP socket on tcp://ADDRESS:PORT (head_address, or the
+ * address its name resolved to: config_head_bind), read on proteusd's
  * loop (never blocking it): each request is opened, its identity
  * document verified against the region's certificate, then handed to
  * the owner (the ec2 world), which says whether that instance of that

@@ -262,8 +262,10 @@ struct world_ops {
 	 * enrollments refused, in this life (ec2; NULL: none). */
 	void (*enrollments)(const void *w, int64_t *ret_ok,
 			    int64_t *ret_refused);
-	/* Where the job's coordinator listens (local: ipc://JOBDIR/n0;
-	 * ec2: tcp://head_address:PORT).  Asked after create. */
+	/* Where the job's coordinator listens, and proteusd dials it
+	 * (local: ipc://JOBDIR/n0; ec2: tcp://ADDRESS:PORT, ADDRESS
+	 * head_address or the address its name resolved to: nanomsg binds
+	 * no names).  Asked after create. */
 	enum px_err (*coordinator)(const void *w, char *buf, size_t len,
 				   struct px_error *err);
 	/* Whether the nodes run on this host (the GPU check at submit,

@@ -2,6 +2,9 @@
 #include "pxrun.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -188,4 +191,33 @@ void px_rmtree(const char *dir)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "pxrun: could not remove %s\n", dir);
+}
+
+int px_test_cert(const char *path)
+{
+	EVP_PKEY *k = EVP_RSA_gen(2048);
+	X509 *x = X509_new();
+	X509_NAME *n;
+	FILE *f = fopen(path, "w");
+	int r = -1;
+
+	if (!k || !x || !f)
+		goto out;
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, k);
+	n = X509_get_subject_name(x);
+	X509_NAME_add_entry_by_txt(n, "O", MBSTRING_ASC,
+				   (const unsigned char *)"proteus test", -1,
+				   -1, 0);
+	X509_set_issuer_name(x, n);
+	if (X509_sign(x, k, EVP_sha256()) > 0 && PEM_write_X509(f, x))
+		r = 0;
+out:
+	if (f && fclose(f))
+		r = -1;
+	X509_free(x);
+	EVP_PKEY_free(k);
+	return r;
 }

@@ -20,5 +20,9 @@ char *px_src_path(const char *rel);
 char *px_shared_path(const char *rel);
 char *px_tmpdir(void);
 void px_rmtree(const char *dir);
+/* Write a self-signed RSA-2048 certificate (PEM) at path, as the
+ * region's AWS certificate of identity documents would be (the ec2
+ * world's ec2_identity_cert); 0, or -1. */
+int px_test_cert(const char *path);
 
 #endif

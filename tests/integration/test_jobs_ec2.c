@@ -46,6 +46,8 @@
 
 static struct fake fk;
 static int64_t origin;
+/* The daemon's head_address (daemon_ec2_world): the address, or a name */
+static const char *head;
 
 static int lock_fd = -1;
 static int slot;            /* the one held (ports apart from the other's) */
@@ -85,6 +87,7 @@ static void take_slot(void)
 static void setup(void)
 {
 	take_slot();
+	head = "127.0.0.1";
 	jobs_fixture_setup();
 	memset(&fk, 0, sizeof fk);
 	fk.pid = 0;
@@ -184,12 +187,12 @@ static void daemon_ec2_world(bool default_world)
 		"us-east-1b=subnet-0000000000000000b\n"
 		"ec2_security_groups sg-0123456789abcdef0\n"
 		"ec2_instance_profile proteus-node\n"
-		"head_address 127.0.0.1\ntrainer_ports %d-%d\n"
+		"head_address %s\ntrainer_ports %d-%d\n"
 		"ec2_node_trainer %s/proteus-trainer\n"
 		"ec2_clock_speedup %d\nec2_clock_origin %lld\n"
 		"ec2_identity_cert %s/identity.pem\n"
 		"ec2_price_poll_s 60\nec2_call_timeout_s %d\n%s", jt.db,
-		jt.sock, fk.url, lo, lo + 99,
+		jt.sock, fk.url, head, lo, lo + 99,
 		build ? build : "build", SPEEDUP, (long long)origin, jt.tmp,
 		CALL_TIMEOUT_S, default_world ? "world ec2\n" : "");
 	fclose(f);
@@ -1295,6 +1298,51 @@ static void job_data_s3(const char *train_sha, const char *test_sha)
  * request's SigV4 signature, and the job trains on them.  Then a job
  * whose checksum is wrong fails, naming the URL and the mismatch, and
  * nothing trains on the file. */
+/* head_address a name (the docs' usual choice): the daemon listens on
+ * the address it resolves to (nanomsg binds addresses, not names: it
+ * once failed every job at start, "No such device"), its nodes dial the
+ * name, and the job runs to its end. */
+Test(jobs_ec2, head_address_a_name_runs_a_job)
+{
+	json_t *st, *insts, *v;
+	long status = 0;
+	char *ud, *log;
+	size_t i;
+	int64_t id;
+
+	head = "localhost";
+	fake_up(NULL);
+	daemon_ec2();
+	ec2_job(20);
+	id = submit();
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
+			 daemon_said());
+	st = bills_final(id, st);
+	check_books(id, st);
+	check_fake(id, st);
+	json_decref(st);
+	log = daemon_log();
+	cr_assert(strstr(log, "nodes enroll at tcp://127.0.0.1:"), "%s", log);
+	free(log);
+	insts = fake_instances();
+	cr_assert_geq(json_array_size(insts), 2);
+	json_array_foreach(insts, i, v) {
+		char q[64];
+
+		snprintf(q, sizeof q, "cmd=userdata&id=%s",
+			 json_string_value(json_object_get(v, "id")));
+		ud = fake_get(&fk, q, &status);
+		cr_assert_eq(status, 200);
+		/* the name, as the operator wrote it */
+		cr_assert(strstr(ud, "PX_ENROLL_ADDR=tcp://localhost:"), "%s",
+			  ud);
+		cr_assert(strstr(ud, "--coord tcp://localhost:"), "%s", ud);
+		free(ud);
+	}
+	json_decref(insts);
+}
+
 Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 {
 	struct fake s3 = {0};

@@ -166,3 +166,47 @@ Test(jobs_model, an_mf_job_runs_and_its_model_predicts)
 	pxrun_free(&r);
 	cr_assert_eq(processes_after(2000), 0, "trainer processes left");
 }
+
+/* An mf job whose matrices are over the bound that holds (2^28 floats,
+ * MF_MAX_PARAMS; docs/trainer.md) is refused at submit naming it, before
+ * anything is charged; one whose ids need more shards than the four
+ * proteusd asks for is not refused (the coordinator cuts more:
+ * trainer_mf_cli/shards_follow_the_model). */
+Test(jobs_model, an_mf_job_over_the_parameter_bound_is_refused_at_submit)
+{
+	static const char job[] =
+		"{\"trainer\": {\"model\": \"mf\", %s\"epochs\": 1, \"batch\": "
+		"64, \"data\": {\"train\": \"big.csv\", \"test\": "
+		"\"big.csv\"}}}";
+	char path[600], extra[400];
+	struct pxrun r;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/big.csv", jt.tmp);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	/* ids at the documented bound, 10^7 */
+	fputs("user,item,rating\n10000000,10000000,3\n1,2,4\n", f);
+	fclose(f);
+	daemon_up();
+	/* the default rank, 16: (10^7 + 1) * 2 rows of 17 floats */
+	snprintf(extra, sizeof extra, job, "");
+	write_job(1, extra);
+	cr_assert_eq(ctl(&r, 20, "submit", jt.job, NULL, NULL), 3, "%s",
+		     r.err);
+	cr_assert(strstr(r.err, "trainer.data: ") &&
+		  strstr(r.err, "big.csv: 10000001 users and 10000001 items "
+			 "of rank 16 are 340000034 parameters, over "
+			 "268435456"), "%s", r.err);
+	pxrun_free(&r);
+	snprintf(extra, sizeof extra, job, "\"rank\": 1000, ");
+	write_job(1, extra);
+	cr_assert_eq(ctl(&r, 20, "submit", jt.job, NULL, NULL), 3, "%s",
+		     r.err);
+	cr_assert(strstr(r.err, "of rank 1000 are "), "%s", r.err);
+	pxrun_free(&r);
+	/* nothing was stored, nothing charged */
+	cr_assert_neq(ctl(&r, 10, "status", "1", NULL, NULL), 0, "%s", r.out);
+	cr_assert(strstr(r.err, "no job 1"), "%s", r.err);
+	pxrun_free(&r);
+}

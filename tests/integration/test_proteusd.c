@@ -423,24 +423,29 @@ Test(proteusd, bad_config_lists_every_error)
 }
 
 /* world ec2: the daemon checks the ec2 world's keys at start and refuses
- * to start (exit 3, nothing created) naming the first one missing;
- * --check-config says the same, and passes a complete configuration. */
+ * to start (exit 3, nothing created) naming every problem (one round of
+ * fixes, not one per run); --check-config says the same, reads the
+ * certificate, resolves head_address, and passes a complete
+ * configuration. */
 Test(proteusd, ec2_world_needs_its_keys)
 {
 	const char *check[] = {"proteusd", "--config", t.conf,
 			       "--check-config", NULL};
 	const char *run[] = {"proteusd", "--config", t.conf, NULL};
-	static const char full[] =
-		"world ec2\n"
-		"ec2_ami ami-0123456789abcdef0\n"
-		"ec2_subnets us-east-1a=subnet-01234567\n"
-		"ec2_security_groups sg-01234567\n"
-		"ec2_instance_profile proteus-node\n"
-		"head_address 10.0.0.5\n"
-		"ec2_identity_cert /etc/proteus/aws-identity.pem\n";
-	char want[512], text[1024];
+	char full[1024], cert[600];
+	char want[512], text[2048];
 	struct pxrun r;
 
+	snprintf(cert, sizeof cert, "%s/identity.pem", t.tmp);
+	cr_assert_eq(px_test_cert(cert), 0);
+	snprintf(full, sizeof full,
+		 "world ec2\n"
+		 "ec2_ami ami-0123456789abcdef0\n"
+		 "ec2_subnets us-east-1a=subnet-01234567\n"
+		 "ec2_security_groups sg-01234567\n"
+		 "ec2_instance_profile proteus-node\n"
+		 "head_address localhost\n"
+		 "ec2_identity_cert %s\n", cert);
 	write_conf("world ec2\n");
 	cr_assert_eq(pxrun(&r, 20, "proteusd", run), 0);
 	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.err);
@@ -448,6 +453,18 @@ Test(proteusd, ec2_world_needs_its_keys)
 		 "ec2_ami is not set: the ec2 world needs the image its "
 		 "instances boot", t.conf);
 	cr_assert(strstr(r.err, want), "%s", r.err);
+	/* and the five others, each on its own line */
+	cr_assert(strstr(r.err, "world ec2: ec2_subnets is not set"), "%s",
+		  r.err);
+	cr_assert(strstr(r.err, "world ec2: ec2_security_groups is not set"),
+		  "%s", r.err);
+	cr_assert(strstr(r.err, "world ec2: ec2_instance_profile is not "
+			 "set"), "%s", r.err);
+	cr_assert(strstr(r.err, "world ec2: head_address is not set"), "%s",
+		  r.err);
+	cr_assert(strstr(r.err, "world ec2: ec2_identity_cert is not set"),
+		  "%s", r.err);
+	cr_assert(strstr(r.err, "world ec2: 6 problems"), "%s", r.err);
 	cr_assert_neq(access(t.sock, F_OK), 0);
 	cr_assert_neq(access(t.db, F_OK), 0);
 	pxrun_free(&r);
@@ -467,6 +484,28 @@ Test(proteusd, ec2_world_needs_its_keys)
 	cr_assert_eq(pxrun(&r, 20, "proteusd", check), 0);
 	cr_assert_eq(r.status, 3, "%s", r.err);
 	cr_assert(strstr(r.err, "ec2_identity_cert is not set"), "%s", r.err);
+	pxrun_free(&r);
+	/* a certificate that is not there, a head_address of no host's */
+	snprintf(text, sizeof text, "%.*shead_address 192.0.2.1\n"
+		 "ec2_identity_cert %s.gone\n", (int)(strstr(full, "head_") -
+						  full), full, cert);
+	write_conf(text);
+	cr_assert_eq(pxrun(&r, 20, "proteusd", check), 0);
+	cr_assert_eq(r.status, 3, "%s", r.err);
+	cr_assert(strstr(r.err, "world ec2: ec2_identity_cert: "), "%s",
+		  r.err);
+	cr_assert(strstr(r.err, "identity.pem.gone: "), "%s", r.err);
+	cr_assert(strstr(r.err, "world ec2: head_address '192.0.2.1' is not "
+			 "an address of this host"), "%s", r.err);
+	pxrun_free(&r);
+
+	/* a name: resolved, and good; /metrics on every interface warned */
+	snprintf(text, sizeof text, "%smetrics_listen 0.0.0.0:9464\n", full);
+	write_conf(text);
+	cr_assert_eq(pxrun(&r, 20, "proteusd", check), 0);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "metrics_listen 0.0.0.0:9464: /metrics is "
+			 "served on every interface"), "%s", r.err);
 	pxrun_free(&r);
 
 	write_conf(full);

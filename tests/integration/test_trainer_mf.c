@@ -534,3 +534,45 @@ Test(trainer_mf_cli, distributed_coordinator_crash_resumes)
 	json_decref(j);
 	pxrun_free(&r);
 }
+
+/* A shard travels whole in one frame (64 MiB): with ids at the bound
+ * (10^7) a rank-1 model is 2 * 10^7 floats, over one frame, and the
+ * coordinator cuts the shards it takes rather than the --shards asked
+ * (once "shards ... do not fit a frame: use more", after proteusd had
+ * charged the job: it asks for 4).  The job trains to its end. */
+Test(trainer_mf_cli, shards_follow_the_model)
+{
+	char big[600], bigte[600];
+	const char *dist[] = { "local", "--model", "mf", "--rank", "1",
+			       "--train-data", big, "--test-data", bigte,
+			       "--epochs", "1", "--batch", "64", "--workers",
+			       "1", "--ps", "1", "--shards", "1", "--json",
+			       NULL };
+	struct pxrun r;
+	json_t *j;
+	FILE *f;
+
+	snprintf(big, sizeof big, "%s/big.csv", tmp);
+	snprintf(bigte, sizeof bigte, "%s/bigte.csv", tmp);
+	f = fopen(big, "w");
+	cr_assert_not_null(f);
+	fputs("10000000,3,4.5\n", f);
+	for (int i = 0; i < 500; i++)
+		fprintf(f, "%d,%d,%d\n", i * 19997, i % 40, 1 + i % 5);
+	fclose(f);
+	f = fopen(bigte, "w");
+	cr_assert_not_null(f);
+	for (int i = 0; i < 50; i++)
+		fprintf(f, "%d,%d,%d\n", i * 19997, i % 40, 1 + i % 5);
+	fclose(f);
+	run(&r, dist);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "2 shards, not the 1 asked"), "%s", r.err);
+	j = last_json(r.out);
+	cr_assert_not_null(j, "%s", r.out);
+	cr_assert_eq(num(j, "samples"), 501);
+	cr_assert(json_is_number(json_object_get(j, "test_rmse")), "%s",
+		  r.out);
+	json_decref(j);
+	pxrun_free(&r);
+}

@@ -5,11 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../agent/config.h"
 #include "../../agent/proto.h"
 #include "../../common/log.h"
+#include "../integration/pxrun.h"
 
 static enum px_err parse(const char *text, struct proteusd_config *cfg,
 			 struct config_diag *d)
@@ -429,12 +432,46 @@ Test(config, default_db_and_socket_rule)
 	"ec2_security_groups sg-01234567,sg-0123456789abcdef0\n"          \
 	"ec2_instance_profile proteus-node\n"                             \
 	"ec2_key_name ops key 2024\n"                                     \
-	"head_address head.example.internal\n"                            \
+	"head_address localhost\n"                                         \
 	"trainer_ports 40000-40063\n"                                     \
 	"ec2_endpoint https://ec2.us-east-1.amazonaws.com\n"              \
 	"ec2_node_trainer /opt/proteus/bin/proteus-trainer\n"             \
 	"ec2_identity_cert /etc/proteus/aws-identity.pem\n"               \
 	"ec2_price_poll_s 600\n"
+
+/* A self-signed RSA-2048 certificate in PEM, written once per process
+ * (as the region's AWS certificate would be); its path. */
+static char cert_path[64];
+
+static void cert_gone(void)
+{
+	if (cert_path[0])
+		unlink(cert_path);
+}
+
+static const char *test_cert(void)
+{
+	char *path = cert_path;
+	int fd;
+
+	if (path[0])
+		return path;
+	snprintf(path, sizeof cert_path, "/tmp/px-config-cert-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	atexit(cert_gone);
+	cr_assert_eq(px_test_cert(path), 0);
+	return path;
+}
+
+/* c, read from EC2_GOOD, with a certificate this process reads (the
+ * file's path names none). */
+static void cert_ready(struct proteusd_config *c)
+{
+	snprintf(c->ec2_identity_cert, sizeof c->ec2_identity_cert, "%s",
+		 test_cert());
+}
 
 Test(config, ec2_keys_defaults)
 {
@@ -475,8 +512,11 @@ Test(config, ec2_keys_defaults)
 #undef FIELD_FITS
 	/* the defaults are not enough for the ec2 world */
 	cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
-	cr_assert_str_eq(err.msg, "ec2_ami is not set: the ec2 world needs "
-			 "the image its instances boot");
+	cr_assert(!strncmp(err.msg, "ec2_ami is not set: the ec2 world needs "
+			   "the image its instances boot; ", 70), "%s",
+		  err.msg);
+	cr_assert(strstr(err.msg, "; ec2_identity_cert is not set"), "%s",
+		  err.msg);
 }
 
 Test(config, ec2_keys_good)
@@ -504,7 +544,7 @@ Test(config, ec2_keys_good)
 	cr_assert_str_eq(c.ec2_instance_profile, "proteus-node");
 	cr_assert_not(c.ec2_instance_profile_is_arn);
 	cr_assert_str_eq(c.ec2_key_name, "ops key 2024");
-	cr_assert_str_eq(c.head_address, "head.example.internal");
+	cr_assert_str_eq(c.head_address, "localhost");
 	cr_assert_eq(c.trainer_port_lo, 40000);
 	cr_assert_eq(c.trainer_port_hi, 40063);
 	cr_assert_str_eq(c.ec2_endpoint, "https://ec2.us-east-1.amazonaws.com");
@@ -512,6 +552,7 @@ Test(config, ec2_keys_good)
 			 "/opt/proteus/bin/proteus-trainer");
 	cr_assert_eq(c.ec2_price_poll_s, 600);
 	cr_assert_str_eq(c.ec2_identity_cert, "/etc/proteus/aws-identity.pem");
+	cert_ready(&c);
 	cr_assert_eq(config_ec2_check(&c, &err), PX_OK, "%s", err.msg);
 	/* plain values: a copy by assignment is whole */
 	copy = c;
@@ -791,6 +832,7 @@ Test(config, ec2_check_names_the_key)
 		config_diag_release(&d);
 		cr_assert_eq(parse(EC2_GOOD "ec2_clock_speedup 60\n", &c, &d),
 			     PX_OK);
+		cert_ready(&c);
 		cr_assert_eq(config_ec2_check(&c, &err), PX_OK, "%s",
 			     err.msg);
 		c.ec2_endpoint[0] = '\0';
@@ -800,6 +842,141 @@ Test(config, ec2_check_names_the_key)
 			     err.msg);
 		unsetenv("AWS_ENDPOINT_URL_EC2");
 		cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
+	}
+}
+
+/* Every problem of the ec2 world, not only the first: one round of
+ * fixes.  The certificate is read (a missing, unreadable or non-PEM one
+ * is a problem), head_address resolved and bound to (a name that does
+ * not resolve, an address of another host). */
+Test(config, ec2_check_lists_every_problem)
+{
+	static const char *const says[] = {
+		"ec2_ami is not set", "ec2_subnets is not set",
+		"ec2_security_groups is not set",
+		"ec2_instance_profile is not set", "head_address is not set",
+		"ec2_identity_cert is not set",
+		"ec2_clock_speedup is 60: a clock speed-up is for a fake EC2",
+	};
+	struct proteusd_config c;
+	struct config_diag d = {0};
+	struct px_error err = {0};
+	char dir[] = "/tmp/px-config-XXXXXX", path[64], bind[64];
+	FILE *f;
+
+	unsetenv("AWS_ENDPOINT_URL_EC2");
+	unsetenv("AWS_ENDPOINT_URL");
+	cr_assert_eq(parse("world ec2\nec2_clock_speedup 60\n", &c, &d),
+		     PX_OK);
+	cr_assert_eq(config_ec2_problems(&c, &d), 7);
+	cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
+	for (size_t i = 0; i < sizeof says / sizeof says[0]; i++) {
+		cr_assert(has_msg(&d, says[i]), "%s", says[i]);
+		cr_assert(strstr(err.msg, says[i]), "%s: %s", says[i],
+			  err.msg);
+	}
+	config_diag_release(&d);
+
+	/* the certificate is read, not only named */
+	cr_assert_eq(parse(EC2_GOOD, &c, &d), PX_OK);
+	cr_assert_eq(config_ec2_problems(&c, &d), 1);
+	cr_assert(has_msg(&d, "ec2_identity_cert: /etc/proteus/aws-identity"
+			  ".pem: "), "%s", d.msgs[0]);
+	config_diag_release(&d);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(c.ec2_identity_cert, sizeof c.ec2_identity_cert, "%s", dir);
+	cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "ec2_identity_cert: "), "%s", err.msg);
+	snprintf(path, sizeof path, "%s/not.pem", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n"
+	      "-----END CERTIFICATE-----\n", f);
+	fclose(f);
+	snprintf(c.ec2_identity_cert, sizeof c.ec2_identity_cert, "%s", path);
+	cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "not.pem: not a PEM certificate"), "%s",
+		  err.msg);
+	/* unreadable to the daemon's user (as root: checked as nobody) */
+	cert_ready(&c);
+	cr_assert_eq(config_ec2_check(&c, &err), PX_OK, "%s", err.msg);
+	if (geteuid() == 0) {
+		snprintf(path, sizeof path, "%s/secret.pem", dir);
+		cr_assert_eq(link(test_cert(), path), 0);
+		cr_assert_eq(chmod(path, 0600), 0);
+		snprintf(c.ec2_identity_cert, sizeof c.ec2_identity_cert,
+			 "%s", path);
+		cr_assert_eq(chmod(dir, 0755), 0);
+		pid_t pid = fork();
+		int st = 0;
+
+		if (pid == 0) {
+			struct px_error e2 = {0};
+
+			if (setgid(65534) || setuid(65534))
+				_exit(2);
+			_exit(config_ec2_check(&c, &e2) == PX_EINVAL &&
+			      strstr(e2.msg, "secret.pem: ") &&
+			      strstr(e2.msg, "ermission denied") ? 0 : 1);
+		}
+		cr_assert_gt(pid, 0);
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			  "as nobody: status %d", st);
+		unlink(path);
+		cert_ready(&c);
+	}
+	snprintf(path, sizeof path, "%s/not.pem", dir);
+	unlink(path);
+	rmdir(dir);
+
+	/* head_address: resolved, and an address of this host */
+	cr_assert_eq(config_head_bind(&c, bind, sizeof bind, &err), PX_OK,
+		     "%s", err.msg);
+	cr_assert_str_eq(bind, "127.0.0.1");
+	snprintf(c.head_address, sizeof c.head_address, "127.0.0.1");
+	cr_assert_eq(config_head_bind(&c, bind, sizeof bind, &err), PX_OK,
+		     "%s", err.msg);
+	cr_assert_str_eq(bind, "127.0.0.1");
+	snprintf(c.head_address, sizeof c.head_address, "no-such-host.invalid");
+	cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "head_address 'no-such-host.invalid' does "
+			 "not resolve to an IPv4 address here"), "%s",
+		  err.msg);
+	/* TEST-NET-1: no host's */
+	snprintf(c.head_address, sizeof c.head_address, "192.0.2.1");
+	cr_assert_eq(config_ec2_check(&c, &err), PX_EINVAL);
+	cr_assert(strstr(err.msg, "head_address '192.0.2.1' is not an "
+			 "address of this host"), "%s", err.msg);
+}
+
+/* metrics_listen on every interface is valid but likely not meant: a
+ * warning (logged at start and by --check-config). */
+Test(config, metrics_listen_everywhere_is_warned)
+{
+	static const struct {
+		const char *line;
+		size_t n;
+	} cases[] = {
+		{"metrics_listen 0.0.0.0:9464\n", 1},
+		{"metrics_listen [::]:9464\n", 1},
+		{"metrics_listen 127.0.0.1:9464\n", 0},
+		{"metrics_listen 10.0.1.20:9464\n", 0},
+		{"", 0},
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct proteusd_config c;
+		struct config_diag d = {0};
+
+		cr_assert_eq(parse(cases[i].line, &c, &d), PX_OK, "%s",
+			     cases[i].line);
+		cr_assert_eq(config_warnings(&c, &d), cases[i].n, "%s",
+			     cases[i].line);
+		if (cases[i].n)
+			cr_assert(has_msg(&d, "is served on every interface"),
+				  "%s", cases[i].line);
+		config_diag_release(&d);
 	}
 }
 
