@@ -163,8 +163,12 @@ enum px_err job_load_market(struct job *j, struct px_error *err)
 			e = advisor_shipped(j->start_s, j->adv_path,
 					    sizeof j->adv_path, err);
 		if (e == PX_OK)
-			e = advisor_load(j->adv_path, j->req.spec.region,
-					 &j->adv, err);
+			e = advisor_load(p[0] ? p : j->adv_path,
+					 j->req.spec.region, &j->adv, err);
+		/* status names the file the spec named, not its copy */
+		if (e == PX_OK && j->req.spec.spot_advisor[0])
+			snprintf(j->adv_path, sizeof j->adv_path, "%s",
+				 j->req.spec.spot_advisor);
 		rights_for(sub, &own, true);
 		if (e != PX_OK)
 			return e;
