@@ -196,9 +196,9 @@ static void free_strv(char **v)
 }
 
 /* posix_spawn argv (px_spawn: a process group of its own, every signal
- * unblocked and at its default, no descriptor of ours but 1 and 2 into
- * log_path when there is one) with the allow-listed environment and
- * env_add (px_spawn_env with flags). */
+ * unblocked and at its default; 0 /dev/null, 1 and 2 into log_path when
+ * there is one, else ours; no other descriptor of ours) with the
+ * allow-listed environment and env_add (px_spawn_env with flags). */
 static enum px_err spawn(char **argv, char **env_add, unsigned flags,
 			 const char *log_path, pid_t *ret,
 			 struct px_error *err)

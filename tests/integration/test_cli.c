@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../agent/ctl/cli.h"
 #include "../../agent/proto.h"
 #include "pxrun.h"
 
@@ -316,6 +317,10 @@ Test(cli, submit_waits_as_long_as_the_daemon_may_take)
 	cr_assert_not_null(f);
 	fputs("{\"name\": \"slow\"}\n", f);
 	fclose(f);
+	/* the client's wait covers the daemon's bound, and 7 s is past
+	 * the other commands' 5 s yet within it */
+	cr_assert_gt(CLI_SUBMIT_TIMEOUT_MS, PROTO_SUBMIT_LOAD_S * 1000);
+	cr_assert_gt(7000, CLI_DAEMON_TIMEOUT_MS);
 	cr_assert_gt(PROTO_SUBMIT_LOAD_S, 7);
 	pid = slow_daemon(sock, 7, got);
 	cr_assert_eq(ctl(&r, "--socket", sock, "submit", job, NULL), 0,
