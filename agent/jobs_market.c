@@ -13,7 +13,7 @@
  * the submitter's rights, regular files only, at most this big, within
  * this long. */
 #define JOB_FILE_MAX_BYTES (UINT64_C(1) << 30)
-#define JOB_LOAD_S 60
+#define JOB_LOAD_S PROTO_SUBMIT_LOAD_S    /* proto.h: the client waits */
 
 /* The guard a job's files are read under (px.h): the submitter's rights
  * when a client's request is being served (else the daemon's), regular

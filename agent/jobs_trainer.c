@@ -29,8 +29,6 @@
 #define START_FAILURES_MAX 3
 #define SCALING_EVENT_MS 30000   /* a "scaling" event at most this often */
 
-extern char **environ;
-
 static void cmd_queue(struct job *j, const struct wire_command *c);
 static struct seen_node *seen_get(struct job *j, uint32_t node);
 static void cmd_unwatch(struct job *j);
@@ -130,27 +128,24 @@ oom:
 	return NULL;
 }
 
-/* The environment of every trainer process: ours, less any stale key,
- * plus the job's key and the parent watch.  Pointers into environ and
- * the job; free the array only. */
+/* How the environment of the job's trainer processes on this host (its
+ * coordinator, a local world's nodes) is built (spawnattr.h): the
+ * allow-list, the job's key and the parent watch, and never the daemon's
+ * AWS credentials.  PX_SPAWN_ENV_DAEMON_AWS belongs here only where the
+ * operator allows s3:// data with the daemon's credentials (a config key,
+ * off by default). */
+static unsigned role_env_flags(const struct job *j)
+{
+	(void)j;
+	return PX_SPAWN_ENV_TRAINER;
+}
+
+/* The coordinator's environment (px_spawn_env): free the array only. */
 static char **role_env(struct job *j)
 {
-	size_t n = 0, k = 0;
-	char **v;
+	char *add[] = { j->keyenv, "PX_PARENT_WATCH=1", NULL };
 
-	while (environ[n])
-		n++;
-	v = calloc(n + 3, sizeof *v);
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], DIST_KEY_ENV "=",
-			    sizeof(DIST_KEY_ENV)) &&
-		    strncmp(environ[i], "PX_PARENT_WATCH=", 16))
-			v[k++] = environ[i];
-	v[k++] = j->keyenv;
-	v[k++] = "PX_PARENT_WATCH=1";
-	return v;
+	return px_spawn_env(add, role_env_flags(j));
 }
 
 static enum px_err start_coordinator(struct job *j, bool resume,
@@ -159,7 +154,6 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	char listen[JOB_PATH_MAX + 8], every[24], hb[24], budget[24];
 	const char *extra[20];
 	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
 	char **argv, **envp;
 	size_t k = 0;
 	pid_t pid;
@@ -207,14 +201,14 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 		free(envp);
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	}
-	px_spawnattr_own_group(&at);
+	/* 0 /dev/null, 1 and 2 the job's trainer.log, nothing else */
 	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT |
 					 O_APPEND, 0600);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	r = posix_spawn(&pid, argv[0], &fa, &at, argv, envp);
+	r = px_spawn(&pid, argv[0], &fa, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	argv_free(argv);
 	free(envp);
 	if (r != 0)
@@ -1166,6 +1160,7 @@ void job_trainer_hooks(struct job *j, struct world_hooks *h)
 	h->ctx = j;
 	h->ready_on_report = true;
 	h->log_path = j->log;
+	h->spawn_env = role_env_flags(j);
 	h->progress = job_mark;
 	h->start_failed = node_start_failed;
 }

@@ -37,8 +37,6 @@
 #include "prom.h"
 #include "spawnattr.h"
 
-extern char **environ;
-
 #define BACKOFF_MAX_SHIFT 6      /* the backoff grows to 64 times the first */
 #define SHOWN_MAX 160            /* a URL's origin in a log line */
 
@@ -426,26 +424,16 @@ static int curl_timer_cb(CURLM *m, long timeout_ms, void *ud)
 /* ---- the command ---- */
 
 /* The command's environment: the daemon's is not passed on (it may hold
- * AWS credentials or a job's key), only what a program needs to run. */
+ * AWS credentials or a job's key), only the allow-list of px_spawn_env
+ * (what a program needs to run) and the event's job and kind. */
 static char **command_env(const struct item *it, char *job, size_t jlen,
 			  char *event, size_t elen)
 {
-	static const char *const keep[] = { "PATH=", "HOME=", "LANG=",
-					    "LC_ALL=", "TZ=", NULL };
-	char **v = calloc(8, sizeof *v);
-	size_t k = 0;
+	char *add[] = { job, event, NULL };
 
-	if (!v)
-		return NULL;
-	for (size_t i = 0; environ[i]; i++)
-		for (size_t j = 0; keep[j] && k < 5; j++)
-			if (!strncmp(environ[i], keep[j], strlen(keep[j])))
-				v[k++] = environ[i];
 	snprintf(job, jlen, "PROTEUS_JOB=%" PRId64, it->job);
 	snprintf(event, elen, "PROTEUS_EVENT=%s", it->event);
-	v[k++] = job;
-	v[k++] = event;
-	return v;
+	return px_spawn_env(add, 0);
 }
 
 static void close_fd(struct loop *l, int *fd)
@@ -565,7 +553,6 @@ static int64_t on_kill(struct loop *l, int64_t id, void *ctx)
 static bool spawn(struct dest *d, int in, int out, struct px_error *err)
 {
 	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
 	char *argv[] = { d->key, NULL };
 	char job[48], event[64];
 	char **envp = command_env(first(d), job, sizeof job, event,
@@ -576,14 +563,13 @@ static bool spawn(struct dest *d, int in, int out, struct px_error *err)
 		px_errorf(err, PX_ENOMEM, "out of memory");
 		return false;
 	}
-	px_spawnattr_own_group(&at);
+	/* 0 the body's pipe, 1 and 2 the output's, nothing else */
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, in, 0);
 	posix_spawn_file_actions_adddup2(&fa, out, 1);
 	posix_spawn_file_actions_adddup2(&fa, out, 2);
-	r = posix_spawn(&d->pid, d->key, &fa, &at, argv, envp);
+	r = px_spawn(&d->pid, d->key, &fa, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	free(envp);
 	if (r) {
 		px_errorf(err, PX_ESYS | r, "cannot start it: %s", strerror(r));

@@ -210,23 +210,37 @@ enum px_err proto_encode(json_t *obj, char **ret_line, size_t *ret_len,
 	return PX_OK;
 }
 
+/* A call's wait: its deadline and whom to tell, about once a second,
+ * that no reply came yet (proto_call_waiting). */
+struct call_wait {
+	uint64_t start_us, deadline_us;
+	void (*waiting)(void *ctx, int64_t waited_ms);
+	void *ctx;
+};
+
 /* Wait until fd is ready for events or the deadline passes. */
-static enum px_err wait_fd(int fd, short events, uint64_t deadline_us,
+static enum px_err wait_fd(int fd, short events, const struct call_wait *w,
 			   const char *path, struct px_error *err)
 {
 	struct pollfd p = {.fd = fd, .events = events};
-	uint64_t now;
+	uint64_t now, left;
 	int r;
 
 	for (;;) {
 		now = px_now_mono_us();
-		if (now >= deadline_us)
+		if (now >= w->deadline_us)
 			return px_errorf(err, PX_ETIMEDOUT,
 					 "no reply from proteusd at '%s' in "
 					 "time", path);
-		r = poll(&p, 1, (int)((deadline_us - now + 999) / 1000));
+		left = w->deadline_us - now;
+		if (w->waiting && left > 1000000)
+			left = 1000000;
+		r = poll(&p, 1, (int)((left + 999) / 1000));
 		if (r > 0)
 			return PX_OK;
+		if (r == 0 && w->waiting)
+			w->waiting(w->ctx, (int64_t)(px_now_mono_us() -
+						     w->start_us) / 1000);
 		if (r < 0 && errno != EINTR)
 			return px_errorf(err, PX_ESYS | errno,
 					 "poll on '%s': %s", path,
@@ -235,14 +249,14 @@ static enum px_err wait_fd(int fd, short events, uint64_t deadline_us,
 }
 
 static enum px_err send_all(int fd, const char *buf, size_t len,
-			    uint64_t deadline_us, const char *path,
+			    const struct call_wait *w, const char *path,
 			    struct px_error *err)
 {
 	enum px_err r;
 	ssize_t k;
 
 	while (len > 0) {
-		r = wait_fd(fd, POLLOUT, deadline_us, path, err);
+		r = wait_fd(fd, POLLOUT, w, path, err);
 		if (r != PX_OK)
 			return r;
 		k = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -260,8 +274,8 @@ static enum px_err send_all(int fd, const char *buf, size_t len,
 
 /* Read up to the first newline; *ret_buf (malloc'd) holds the line without
  * it, NUL-terminated. */
-static enum px_err recv_line(int fd, uint64_t deadline_us, const char *path,
-			     char **ret_buf, size_t *ret_len,
+static enum px_err recv_line(int fd, const struct call_wait *w,
+			     const char *path, char **ret_buf, size_t *ret_len,
 			     struct px_error *err)
 {
 	char *buf = malloc(PROTO_LINE_MAX + 1), *nl;
@@ -272,7 +286,7 @@ static enum px_err recv_line(int fd, uint64_t deadline_us, const char *path,
 	if (!buf)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	for (;;) {
-		r = wait_fd(fd, POLLIN, deadline_us, path, err);
+		r = wait_fd(fd, POLLIN, w, path, err);
 		if (r != PX_OK)
 			goto out_free;
 		k = recv(fd, buf + n, PROTO_LINE_MAX - n, MSG_DONTWAIT);
@@ -313,7 +327,17 @@ out_free:
 enum px_err proto_call(const char *path, json_t *req, int timeout_ms,
 		       json_t **ret_reply, struct px_error *err)
 {
-	uint64_t deadline = px_now_mono_us() + (uint64_t)timeout_ms * 1000;
+	return proto_call_waiting(path, req, timeout_ms, NULL, NULL,
+				  ret_reply, err);
+}
+
+enum px_err proto_call_waiting(const char *path, json_t *req, int timeout_ms,
+			       void (*waiting)(void *ctx, int64_t waited_ms),
+			       void *ctx, json_t **ret_reply,
+			       struct px_error *err)
+{
+	struct call_wait w = { .start_us = px_now_mono_us(),
+			       .waiting = waiting, .ctx = ctx };
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char *line = NULL, *in = NULL;
 	size_t len, in_len = 0;
@@ -342,10 +366,11 @@ enum px_err proto_call(const char *path, json_t *req, int timeout_ms,
 			      strerror(errno));
 		goto out_close;
 	}
-	r = send_all(fd, line, len, deadline, path, err);
+	w.deadline_us = w.start_us + (uint64_t)timeout_ms * 1000;
+	r = send_all(fd, line, len, &w, path, err);
 	if (r != PX_OK)
 		goto out_close;
-	r = recv_line(fd, deadline, path, &in, &in_len, err);
+	r = recv_line(fd, &w, path, &in, &in_len, err);
 	if (r != PX_OK)
 		goto out_close;
 	reply = json_loadb(in, in_len, 0, &je);

@@ -24,6 +24,13 @@
  * on what a client can make the daemon hold"). */
 #define PROTO_LINE_MAX (10 * 1024 * 1024 + 128 * 1024)
 
+/* The longest proteusd takes to answer a submit: it reads the files a job
+ * names (trace, prices, snapshot, a check of its data) for at most this
+ * long (agent/jobs_market.c job_guard), then stores it or refuses it.
+ * proteusctl waits this long and a margin (agent/ctl/cli.h), so that a
+ * client never gives up on a submit the daemon then runs. */
+#define PROTO_SUBMIT_LOAD_S 60
+
 /* The commands: X(name, summary).  The daemon builds its handler table from
  * this list, proteusctl its help text; a new command is one line here. */
 #define PROTO_COMMANDS(X)                                                    \
@@ -106,5 +113,11 @@ enum px_err proto_encode(json_t *obj, char **ret_line, size_t *ret_len,
  * or has another version.  req is not consumed. */
 enum px_err proto_call(const char *path, json_t *req, int timeout_ms,
 		       json_t **ret_reply, struct px_error *err);
+/* proto_call, telling waiting(ctx, ms waited so far) about once a second
+ * while no reply came (NULL: no one). */
+enum px_err proto_call_waiting(const char *path, json_t *req, int timeout_ms,
+			       void (*waiting)(void *ctx, int64_t waited_ms),
+			       void *ctx, json_t **ret_reply,
+			       struct px_error *err);
 
 #endif

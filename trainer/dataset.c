@@ -545,6 +545,7 @@ static enum px_err acc_row(struct acc *a, int32_t v, const uint32_t *idx,
 static enum px_err next_line(struct acc *a, bool *ret_got,
 			     struct px_error *err)
 {
+	uint64_t got;
 	size_t n;
 	int zerr;
 
@@ -573,7 +574,14 @@ static enum px_err next_line(struct acc *a, bool *ret_got,
 	}
 	a->line++;
 	n = strlen(a->buf);
-	a->bytes += n;
+	/* what the file held, NUL bytes too: they count toward the bound
+	 * (a sparse file is not read whole) and are bad text */
+	got = (uint64_t)gztell(a->gz) - a->line_off;
+	a->bytes += got;
+	if (got != n)
+		return px_errorf(err, PX_EINVAL, "%s:%llu: a NUL byte (at "
+				 "byte %zu of the line): not a text file",
+				 a->path, (unsigned long long)a->line, n + 1);
 	if (n && a->buf[n - 1] == '\n')
 		a->buf[--n] = '\0';
 	else if (n > DATA_LINE_MAX)

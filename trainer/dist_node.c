@@ -107,6 +107,7 @@ static enum px_err start_role(const struct dist_node *n, struct role *r,
 			      uint32_t k, struct px_error *err)
 {
 	char id[16], addr[DIST_ADDR_MAX + 1];
+	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none;
 	char **argv;
@@ -121,12 +122,18 @@ static enum px_err start_role(const struct dist_node *n, struct role *r,
 			 n->role_args);
 	if (!argv)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
-	/* the roles take their signals themselves: nothing blocked */
+	/* the roles take their signals themselves: nothing blocked; and
+	 * they get our 0, 1 and 2 and no other descriptor of ours, with
+	 * close-on-exec or not (as proteusd starts us: agent/spawnattr.h) */
 	sigemptyset(&none);
 	posix_spawnattr_init(&at);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
-	rc = posix_spawn(&r->pid, n->exe, NULL, &at, argv, n->envp);
+	posix_spawn_file_actions_init(&fa);
+	rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	if (!rc)
+		rc = posix_spawn(&r->pid, n->exe, &fa, &at, argv, n->envp);
+	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	free(argv);
 	if (rc)

@@ -151,6 +151,7 @@ static enum px_err read_lines(gzFile gz, const char *path, uint32_t max_n,
 		struct mf_rating r;
 		bool header;
 		size_t n;
+		z_off_t at = gztell(gz);
 
 		if (!gzgets(gz, buf, MF_LINE_MAX + 2)) {
 			const char *m = gzerror(gz, &zerr);
@@ -163,6 +164,12 @@ static enum px_err read_lines(gzFile gz, const char *path, uint32_t max_n,
 		}
 		line++;
 		n = strlen(buf);
+		/* a NUL byte is bad text, and a file of them (sparse) is
+		 * not read whole as blank lines */
+		if ((uint64_t)(gztell(gz) - at) != n)
+			return px_errorf(err, PX_EINVAL, "%s:%llu: a NUL byte "
+					 "(at byte %zu of the line): not a "
+					 "text file", path, line, n + 1);
 		if (n && buf[n - 1] == '\n')
 			buf[--n] = '\0';
 		else if (n > MF_LINE_MAX)

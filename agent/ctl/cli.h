@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "../../common/px.h"
+#include "../proto.h"
 
 /* Exit codes, documented in docs/proteusctl.md and proteusctl(1). */
 enum cli_exit {
@@ -79,12 +80,23 @@ int cli_ping(int argc, char **argv);
 
 /* How long a command waits for proteusd's answer. */
 #define CLI_DAEMON_TIMEOUT_MS 5000
+/* How long `submit` waits: as long as the daemon may take to read the
+ * job's files (PROTO_SUBMIT_LOAD_S, agent/proto.h) and 30 s for the rest
+ * (storing the job: SQLite's busy timeout is 5 s; a loaded host), so that
+ * a submit never gives up on a job the daemon then stores and runs. */
+#define CLI_SUBMIT_TIMEOUT_MS ((PROTO_SUBMIT_LOAD_S + 30) * 1000)
 
 /* Send req (not consumed) to the daemon at sock; on success *ret is the
  * reply without "v" and "ok".  Otherwise logs the error and returns the
  * exit code: 1 daemon down or failed, 3 request refused as invalid, 4 not
  * found. */
 int cli_daemon_call(const char *sock, json_t *req, json_t **ret);
+/* cli_daemon_call waiting timeout_ms, with waiting(ctx, ms) told about
+ * once a second while no reply came (NULL: no one) and, when it times
+ * out, hint (may be NULL) appended to the error. */
+int cli_daemon_call_waiting(const char *sock, json_t *req, int timeout_ms,
+			    void (*waiting)(void *ctx, int64_t waited_ms),
+			    void *ctx, const char *hint, json_t **ret);
 
 /* proteusd's jobs (cli_jobs.c); `status ID` comes here from cli_status. */
 int cli_submit(int argc, char **argv);

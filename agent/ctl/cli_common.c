@@ -177,18 +177,28 @@ int cli_socket_path(char *buf, size_t len)
 
 int cli_daemon_call(const char *sock, json_t *req, json_t **ret)
 {
+	return cli_daemon_call_waiting(sock, req, CLI_DAEMON_TIMEOUT_MS, NULL,
+				       NULL, NULL, ret);
+}
+
+int cli_daemon_call_waiting(const char *sock, json_t *req, int timeout_ms,
+			    void (*waiting)(void *ctx, int64_t waited_ms),
+			    void *ctx, const char *hint, json_t **ret)
+{
 	struct px_error err = {0};
 	json_t *reply = NULL;
 	const char *e, *kind;
 	enum px_err r;
 	int code;
 
-	r = proto_call(sock, req, CLI_DAEMON_TIMEOUT_MS, &reply, &err);
+	r = proto_call_waiting(sock, req, timeout_ms, waiting, ctx, &reply,
+			       &err);
 	if (r != PX_OK) {
 		bool down = r == PX_ENOENT || r == (PX_ESYS | ECONNREFUSED);
 
-		log_err("%s%s", err.msg,
-			down ? " (is proteusd running?)" : "");
+		log_err("%s%s%s", err.msg,
+			down ? " (is proteusd running?)" : "",
+			r == PX_ETIMEDOUT && hint ? hint : "");
 		return CLI_EXIT_FAIL;
 	}
 	if (!json_is_true(json_object_get(reply, "ok"))) {

@@ -297,12 +297,29 @@ static bool resolve_files(const char *file, json_t *spec)
 	return true;
 }
 
+/* While proteusd checks a job's files (up to PROTO_SUBMIT_LOAD_S): after
+ * a second without its answer, one line on the terminal, redrawn each
+ * second; *ctx (bool) set once it is shown, to be cleared. */
+static void submit_waiting(void *ctx, int64_t waited_ms)
+{
+	bool *shown = ctx;
+
+	if (waited_ms < 1000)
+		return;
+	fprintf(stderr, "\rproteusctl: proteusd is checking the job's files: "
+		"%" PRId64 " s (it takes at most %d s)", waited_ms / 1000,
+		PROTO_SUBMIT_LOAD_S);
+	fflush(stderr);
+	*shown = true;
+}
+
 int cli_submit(int argc, char **argv)
 {
 	struct jargs a = { .cmd = "submit" };
 	struct px_error err;
 	json_error_t je;
-	json_t *spec, *extra, *r = NULL;
+	json_t *spec, *req, *r = NULL;
+	bool shown = false;
 	const char *base;
 	char *text;
 	size_t n;
@@ -335,8 +352,25 @@ int cli_submit(int argc, char **argv)
 	}
 	base = strrchr(a.pos, '/');
 	base = base ? base + 1 : a.pos;
-	extra = json_pack("{s:o, s:s}", "spec", spec, "file", base);
-	code = ask(&a, PROTO_CMD_submit, 0, extra, &r);
+	req = proto_request_new(PROTO_CMD_submit);
+	if (!req)
+		json_decref(spec);
+	if (!req || json_object_set_new(req, "spec", spec) ||
+	    json_object_set_new(req, "file", json_string(base))) {
+		json_decref(req);
+		log_err("out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	/* as long as the daemon may take (cli.h), a line on a terminal
+	 * saying so while it checks; stdout stays the id alone */
+	code = cli_daemon_call_waiting(a.sock, req, CLI_SUBMIT_TIMEOUT_MS,
+				       isatty(STDERR_FILENO) ? submit_waiting :
+				       NULL, &shown, " (the job may still be "
+				       "stored: see `proteusctl jobs` before "
+				       "submitting it again)", &r);
+	json_decref(req);
+	if (shown)
+		fputs("\r\033[K", stderr);
 	if (code != CLI_EXIT_OK)
 		return code;
 	if (a.json)

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../spawnattr.h"
 #include "simplot.h"
 
 extern char **environ;
@@ -131,6 +132,8 @@ static enum px_err run_gnuplot(const char *script, int out_fd,
 	if (!rc)
 		rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
 						      O_RDONLY, 0);
+	if (!rc)   /* no descriptor of ours but those (spawnattr.h) */
+		rc = px_spawn_close_from(&fa, 3);
 	if (!rc)
 		rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);

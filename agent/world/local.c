@@ -17,8 +17,6 @@
 #include "local.h"
 #include "../spawnattr.h"
 
-extern char **environ;
-
 enum lw_kind { LW_PRICE, LW_READY, LW_WARN, LW_EVICT, LW_HOUR, LW_TICK,
 	       LW_END };
 
@@ -197,53 +195,30 @@ static void free_strv(char **v)
 	free(v);
 }
 
-/* Whether environment entry e ("K=V") names a variable env_add sets. */
-static bool overridden(const char *e, char **env_add)
-{
-	const char *eq = strchr(e, '=');
-	size_t n = eq ? (size_t)(eq - e) + 1 : strlen(e);
-
-	for (char **a = env_add; a && *a; a++)
-		if (!strncmp(*a, e, n))
-			return true;
-	return false;
-}
-
-/* posix_spawn argv in a process group of its own, with every signal
- * unblocked and at its default action (proteusd blocks the ones its loop
- * takes through a signalfd, and children inherit the mask). */
-static enum px_err spawn(char **argv, char **env_add, const char *log_path,
-			 pid_t *ret, struct px_error *err)
+/* posix_spawn argv (px_spawn: a process group of its own, every signal
+ * unblocked and at its default; 0 /dev/null, 1 and 2 into log_path when
+ * there is one, else ours; no other descriptor of ours) with the
+ * allow-listed environment and env_add (px_spawn_env with flags). */
+static enum px_err spawn(char **argv, char **env_add, unsigned flags,
+			 const char *log_path, pid_t *ret,
+			 struct px_error *err)
 {
 	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	size_t ne = 0, na = 0, k = 0;
 	char **envp;
 	int rc;
 
-	while (environ[ne])
-		ne++;
-	while (env_add && env_add[na])
-		na++;
-	envp = px_calloc(ne + na + 1, sizeof *envp);
+	envp = px_spawn_env(env_add, flags);
 	if (!envp)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
-	/* what env_add sets replaces the owner's value */
-	for (size_t i = 0; i < ne; i++)
-		if (!overridden(environ[i], env_add))
-			envp[k++] = environ[i];
-	if (na)
-		memcpy(envp + k, env_add, na * sizeof *envp);
-	px_spawnattr_own_group(&at);
 	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (log_path) {
 		posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY |
 						 O_CREAT | O_APPEND, 0600);
 		posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	}
-	rc = posix_spawn(ret, argv[0], &fa, &at, argv, envp);
+	rc = px_spawn(ret, argv[0], &fa, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	free(envp);
 	if (rc)
 		return px_errorf(err, PX_ESYS | rc, "cannot start '%s': %s",
@@ -289,7 +264,8 @@ static enum px_err start_node(struct lworld *w, const struct world_req *q,
 	}
 	e = w->s.hooks.command(w->s.hooks.ctx, q, &pl, &nd, err);
 	if (e == PX_OK)
-		e = spawn(nd.argv, nd.env, w->s.hooks.log_path, ret, err);
+		e = spawn(nd.argv, nd.env, w->s.hooks.spawn_env,
+			  w->s.hooks.log_path, ret, err);
 	free_strv(nd.argv);
 	free_strv(nd.env);
 	return e;

@@ -123,6 +123,9 @@ struct world_hooks {
 	bool ready_on_report;
 	/* The nodes' output, appended to (local; NULL: the owner's). */
 	const char *log_path;
+	/* How the nodes' environment is built (local: px_spawn_env's
+	 * flags, agent/spawnattr.h), with the command's env added. */
+	unsigned spawn_env;
 };
 
 /* One job's world. */

@@ -7,8 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../agent/ctl/cli.h"
+#include "../../agent/proto.h"
 #include "pxrun.h"
 
 static char *tmp, *db, *trace2;
@@ -249,6 +254,89 @@ Test(cli, exit_codes)
 		  r.err);
 	pxrun_free(&r);
 	free(bad);
+}
+
+/* A daemon that answers a submit after a while: listens on path, reads
+ * one request line into got (the request, for the test to check), and
+ * answers job 42 delay_s seconds later; its pid (it serves once). */
+static pid_t slow_daemon(const char *path, int delay_s, const char *got)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	pid_t pid;
+
+	cr_assert_geq(fd, 0);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	cr_assert_eq(listen(fd, 1), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char buf[4096];
+		size_t n = 0;
+		ssize_t k = 1;
+		int c = accept(fd, NULL, NULL);
+		FILE *f;
+
+		if (c < 0)
+			_exit(1);
+		while (n < sizeof buf - 1 && k > 0 && !memchr(buf, '\n', n))
+			if ((k = read(c, buf + n, sizeof buf - 1 - n)) > 0)
+				n += (size_t)k;
+		f = fopen(got, "w");
+		if (!f || fwrite(buf, 1, n, f) != n || fclose(f))
+			_exit(1);
+		sleep((unsigned)delay_s);
+		dprintf(c, "{\"v\": 1, \"ok\": true, \"job\": 42}\n");
+		close(c);
+		_exit(0);
+	}
+	close(fd);
+	return pid;
+}
+
+/* `submit` waits as long as the daemon may take to check a job's files
+ * (PROTO_SUBMIT_LOAD_S and a margin), not the 5 s of other commands: a
+ * daemon that answers after 7 s has its id printed, and a submit that
+ * gave up early would leave a job the user then submits twice.  Not on a
+ * terminal, no progress line. */
+Test(cli, submit_waits_as_long_as_the_daemon_may_take)
+{
+	char *sock, *job, *got, *text = NULL;
+	struct px_error e = {0};
+	struct pxrun r;
+	size_t n;
+	pid_t pid;
+	FILE *f;
+	int st;
+
+	cr_assert(asprintf(&sock, "%s/slow.sock", tmp) > 0);
+	cr_assert(asprintf(&job, "%s/job.json", tmp) > 0);
+	cr_assert(asprintf(&got, "%s/got", tmp) > 0);
+	f = fopen(job, "w");
+	cr_assert_not_null(f);
+	fputs("{\"name\": \"slow\"}\n", f);
+	fclose(f);
+	/* the client's wait covers the daemon's bound, and 7 s is past
+	 * the other commands' 5 s yet within it */
+	cr_assert_gt(CLI_SUBMIT_TIMEOUT_MS, PROTO_SUBMIT_LOAD_S * 1000);
+	cr_assert_gt(7000, CLI_DAEMON_TIMEOUT_MS);
+	cr_assert_gt(PROTO_SUBMIT_LOAD_S, 7);
+	pid = slow_daemon(sock, 7, got);
+	cr_assert_eq(ctl(&r, "--socket", sock, "submit", job, NULL), 0,
+		     "%s", r.err);
+	cr_assert_str_eq(r.out, "42\n");
+	cr_assert_null(strstr(r.err, "checking"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(px_read_file(got, 1 << 20, &text, &n, &e), PX_OK, "%s",
+		     e.msg);
+	cr_assert_not_null(strstr(text, "\"cmd\":\"submit\""), "%s", text);
+	free(text);
+	free(sock);
+	free(job);
+	free(got);
 }
 
 /* What the completion function in etc/bash-completion/PROG offers for the

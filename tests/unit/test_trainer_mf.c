@@ -4,10 +4,12 @@
  * prediction of unseen users and items, the sparse minibatch gradient
  * against finite differences, and an update touching only its rows. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../../trainer/mf.h"
@@ -138,6 +140,30 @@ Test(trainer_mf, refuses_a_long_line_and_a_missing_file)
 	cr_assert_neq(mf_load("/nonexistent/r.csv", 0, &s, &err), PX_OK);
 	cr_assert_not_null(strstr(err.msg, "/nonexistent/r.csv"), "%s",
 			   err.msg);
+}
+
+/* NUL bytes are bad text: a sparse file of them (4 GiB, no ratings) is
+ * refused at its first line by the check, not read whole as blank
+ * lines; a NUL tail after good ratings is refused naming its line. */
+Test(trainer_mf, refuses_nul_bytes_at_their_line)
+{
+	struct px_error err = { 0 };
+	const char *p = file("sparse.csv", "");
+	struct mf_set s;
+	int fd = open(p, O_WRONLY);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)4 << 30), 0);
+	close(fd);
+	cr_assert_neq(mf_check(p, &err), PX_OK);
+	cr_assert(strstr(err.msg, "sparse.csv:1: a NUL byte"), "%s", err.msg);
+	p = file("tail.csv", "0,1,5\n1,0,3\n");
+	fd = open(p, O_WRONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 1 << 20), 0);
+	close(fd);
+	cr_assert_neq(mf_load(p, 0, &s, &err), PX_OK);
+	cr_assert(strstr(err.msg, "tail.csv:3: a NUL byte"), "%s", err.msg);
 }
 
 Test(trainer_mf, bounds_the_model)
