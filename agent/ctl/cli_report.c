@@ -621,9 +621,11 @@ static int run(int64_t id, const char *db, bool json, const char *plot)
 		print_report(o, from);
 		code = CLI_EXIT_OK;
 	}
+	/* gnuplot missing or failed, the file not written: 1 (4 says
+	 * "no such job") */
 	if (plot && simplot_render(plot, fmt, plot_script, &r, &err) != PX_OK) {
 		log_err("%s", err.msg);
-		code = cli_exit_for(err.code);
+		code = CLI_EXIT_FAIL;
 	}
 out:
 	json_decref(o);
