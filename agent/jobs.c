@@ -65,10 +65,18 @@ struct job *job_new(struct jobs *js, const char *src)
 	j->cmd_fd = -1;
 	for (int k = 0; k < JIN_MAX; k++)
 		j->in.fd[k] = -1;
+	/* not evaluated yet: no figure (status null, /metrics absent),
+	 * not a 0 that reads as a test */
+	j->acc = j->loss = j->sps = NAN;
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(j->src, sizeof j->src, "%s", src);
 	return j;
+}
+
+int64_t job_clocks_total(const struct job *j)
+{
+	return j->total_clocks > j->clock ? j->total_clocks : j->clock;
 }
 
 struct job *job_find(struct jobs *js, int64_t id)
@@ -176,7 +184,8 @@ static void progress_event(struct job *j, bool force)
 		snprintf(acc, sizeof acc, "%.4f", j->acc);
 	else
 		snprintf(acc, sizeof acc, "null");
-	if (isfinite(j->acc) && isfinite(j->loss))
+	/* an mf job's test RMSE is its loss, with no accuracy */
+	if (isfinite(j->loss))
 		snprintf(loss, sizeof loss, "%.4f", j->loss);
 	else
 		snprintf(loss, sizeof loss, "null");
@@ -187,7 +196,8 @@ static void progress_event(struct job *j, bool force)
 		   "\"workers\": %d, \"ps\": %d, \"stage\": %d, \"joins\": %"
 		   PRId64 ", \"losses\": %" PRId64 ", \"cost_usd\": %.6f, "
 		   "\"fleet_ondemand_usd\": %.6f}",
-		   j->clock, j->total_clocks, j->frac, acc, loss, j->workers,
+		   j->clock, job_clocks_total(j), j->frac, acc, loss,
+		   j->workers,
 		   j->ps, ctrl_stage(j->c), j->joins, j->losses,
 		   (double)(j->cost_before_uusd + ctrl_cost(j->c, j->t)) / 1e6,
 		   job_od_fleet_usd(j, j->t));
@@ -329,6 +339,11 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 	e = job_trainer_prepare(j, err);
 	if (e != PX_OK)
 		return e;
+	/* a resumed job's total is its earlier lives' last (the trainer's
+	 * own, for its fleet then), not prepare's one-worker guess, until
+	 * the trainer reports again */
+	if (j->total_before > 0)
+		j->total_clocks = j->total_before;
 	j->acc = j->loss = NAN;
 	e = policy_lookup(j->req.policy, &pol, err);
 	if (e != PX_OK)

@@ -145,7 +145,8 @@ struct job {
 	bool cmd_out;            /* cmdq[cmd_head] sent, no reply yet */
 	int cmd_fd;              /* watched for its reply (loop), -1 */
 	uint64_t cmd_sent_us;
-	int64_t total_clocks;
+	int64_t total_clocks;    /* the trainer's, as now foreseen */
+	int64_t total_before;    /* of the earlier lives' last progress */
 	/* progress */
 	int64_t clock;
 	double acc, loss, sps;   /* NaN until evaluated */
@@ -222,6 +223,17 @@ struct jobs {
  * NULL when out of memory. */
 struct job *job_new(struct jobs *js, const char *src);
 struct job *job_find(struct jobs *js, int64_t id);
+/* The job's total clocks, the one figure `status`, `model` and the
+ * progress events give: the trainer's last foreseen (a resumed job's,
+ * its earlier lives' until it reports), never below the clock reached. */
+int64_t job_clocks_total(const struct job *j);
+/* The same for job id, held or not (a job ended in an earlier life:
+ * its last progress event's); 0 when nothing says. */
+int64_t jobs_clocks_total(struct jobs *js, int64_t id);
+/* Whether the store holds job id (its state in *ret); false when it does
+ * not, or on an error (in err). */
+bool jobs_stored_state(struct jobs *js, int64_t id,
+		       enum store_job_state *ret, struct px_error *err);
 /* Nodes the job's world holds now (0 without a world). */
 size_t job_nodes(const struct job *j);
 /* An event row of the job, in its own transaction (market time). */

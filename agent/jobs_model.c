@@ -141,10 +141,14 @@ json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
 	snprintf(version, sizeof version, "%ju-%jd.%09ld-%jd",
 		 (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec,
 		 st.st_mtim.tv_nsec, (intmax_t)st.st_size);
-	r = json_pack("{s:I, s:I, s:I, s:I, s:s, s:o}", "job", (json_int_t)id,
-		      "bytes", (json_int_t)st.st_size, "offset",
-		      (json_int_t)off, "length", (json_int_t)len, "version",
-		      version, "data", data);
+	/* the job's total clocks as status gives them: the checkpoint's
+	 * own "total" is its shape's (the clocks at the fleet it started
+	 * with), which an elastic job's re-estimates leave behind */
+	r = json_pack("{s:I, s:I, s:I, s:I, s:s, s:o, s:I}", "job",
+		      (json_int_t)id, "bytes", (json_int_t)st.st_size,
+		      "offset", (json_int_t)off, "length", (json_int_t)len,
+		      "version", version, "data", data, "clocks_total",
+		      (json_int_t)jobs_clocks_total(js, id));
 	if (!r)
 		px_errorf(err, PX_ENOMEM, "%s: out of memory", what);
 	return r;

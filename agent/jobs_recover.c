@@ -39,15 +39,22 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 		v = json_object_get(p, "clock");
 		if (json_is_integer(v) && json_integer_value(v) >= 0)
 			j->clock = json_integer_value(v);
+		v = json_object_get(p, "clocks_total");
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			j->total_clocks = j->total_before =
+				json_integer_value(v);
 		v = json_object_get(p, "joins");
 		if (json_is_integer(v) && json_integer_value(v) >= 0)
 			j->joins = json_integer_value(v);
 		v = json_object_get(p, "losses");
 		if (json_is_integer(v) && json_integer_value(v) >= 0)
 			j->losses = json_integer_value(v);
-		if (json_is_number(acc)) {
+		/* tested: a classifier's accuracy (and loss), an mf
+		 * job's RMSE alone (its loss) */
+		if (json_is_number(acc) || json_is_number(loss)) {
 			j->have_test_before = true;
-			j->acc_before = json_number_value(acc);
+			j->acc_before = json_is_number(acc) ?
+					json_number_value(acc) : NAN;
 			j->loss_before = json_is_number(loss) ?
 					 json_number_value(loss) : NAN;
 		}

@@ -447,11 +447,17 @@ void jobs_submit_stop(struct jobs *js)
 
 json_t *jobs_cmd_cancel(struct jobs *js, json_t *req, struct px_error *err)
 {
+	enum store_job_state state;
 	struct job *j;
 	int64_t id;
 
 	if (!jobs_req_job(js, req, &id, &j, err))
 		return NULL;
+	/* one ended in an earlier life is the store's: ended, not unknown */
+	if (!j && jobs_stored_state(js, id, &state, err))
+		return jobs_reply_err(err, PX_EINVAL, "job %" PRId64
+				      " already ended (%s)", id,
+				      store_job_state_name(state));
 	if (!j)
 		return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64
 				      " running or queued", id);

@@ -161,13 +161,20 @@ static json_t *slow_workers(const struct job *j)
 	return a ? a : json_null();
 }
 
+/* A resumed job not tested in this life yet: the figures of its last
+ * test in an earlier one (an mf job's is its RMSE, a loss alone). */
+static bool tested_before(const struct job *j)
+{
+	return !isfinite(j->acc) && !isfinite(j->loss) && j->have_test_before;
+}
+
 static json_t *status_live(struct job *j)
 {
 	int64_t cost = job_cost_uusd(j);
 	double od = usd(job_ref_od_uusd(j));
 	double proj = j->frac > 0.02 ? usd(cost) / j->frac : NAN;
 	/* a resumed job: the last figures until the trainer tests again */
-	bool before = !isfinite(j->acc) && j->have_test_before;
+	bool before = tested_before(j);
 	json_t *o;
 
 	if (j->state == STORE_JOB_DONE)
@@ -179,7 +186,7 @@ static json_t *status_live(struct job *j)
 		      "world", world_kind_name(j->req.world.kind),
 		      "stage", j->c ? ctrl_stage(j->c) : j->final_stage,
 		      "clock", (json_int_t)j->clock,
-		      "clocks_total", (json_int_t)j->total_clocks,
+		      "clocks_total", (json_int_t)job_clocks_total(j),
 		      "test_accuracy", num_or_null(before ? j->acc_before :
 						   j->acc),
 		      "test_loss", num_or_null(before ? j->loss_before :
@@ -332,6 +339,11 @@ static enum px_err stored_books(struct jobs *js, int64_t id,
 					    (json_int_t)json_real_value(v)) :
 					    json_incref(v));
 		}
+	/* never "clock 12 of 10": a total is at least the clock reached */
+	if (json_integer_value(json_object_get(o, "clocks_total")) <
+	    json_integer_value(json_object_get(o, "clock")))
+		json_object_set(o, "clocks_total", json_object_get(o,
+								   "clock"));
 	frac = json_number_value(json_object_get(o, "work_done"));
 	if (s->state == STORE_JOB_DONE)
 		proj = usd(cost);
@@ -400,6 +412,42 @@ static json_t *status_stored(struct jobs *js, int64_t id,
 	return s.o;
 }
 
+static enum px_err take_state(const struct store_job *sj, void *ctx)
+{
+	*(enum store_job_state *)ctx = sj->state;
+	return PX_OK;
+}
+
+bool jobs_stored_state(struct jobs *js, int64_t id,
+		       enum store_job_state *ret, struct px_error *err)
+{
+	struct store_job_filter f = { .id = id };
+
+	*ret = STORE_JOB_STATE_MAX;
+	return store_jobs_each(js->s.st, &f, take_state, ret, err) ==
+	       PX_OK && *ret != STORE_JOB_STATE_MAX;
+}
+
+int64_t jobs_clocks_total(struct jobs *js, int64_t id)
+{
+	struct job *j = job_find(js, id);
+	int64_t total = 0, clock = 0;
+	struct last_ev l;
+	json_t *p;
+
+	if (j)
+		return job_clocks_total(j);
+	if (!last_event(js->s.st, id, "progress", &l))
+		return 0;
+	p = json_loads(l.detail, 0, NULL);
+	if (json_is_integer(detail_get(p, "clocks_total")))
+		total = json_integer_value(detail_get(p, "clocks_total"));
+	if (json_is_integer(detail_get(p, "clock")))
+		clock = json_integer_value(detail_get(p, "clock"));
+	json_decref(p);
+	return total > clock ? total : clock;
+}
+
 json_t *jobs_cmd_status(struct jobs *js, json_t *req, struct px_error *err)
 {
 	struct job *j;
@@ -429,7 +477,7 @@ static enum px_err list_job(const struct store_job *sj, void *ctx)
 	json_t *x;
 
 	if (j) {
-		bool before = !isfinite(j->acc) && j->have_test_before;
+		bool before = tested_before(j);
 
 		cost = job_cost_uusd(j);
 		acc = before ? j->acc_before : j->acc;
@@ -550,7 +598,7 @@ static void job_figures(struct job *j, struct job_fig *f)
 {
 	const struct pol_fleet *fl = j->c ? ctrl_fleet(j->c) : NULL;
 	int64_t cost = job_cost_uusd(j), od = j->od_cost_uusd;
-	bool before = !isfinite(j->acc) && j->have_test_before;
+	bool before = tested_before(j);
 
 	snprintf(f->id, sizeof f->id, "%" PRId64, j->id);
 	if (j->c)

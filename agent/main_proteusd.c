@@ -7,6 +7,7 @@
  * loop (loop.h).  Exit: 0 after SIGTERM/SIGINT or a good --check-config,
  * 1 on a runtime failure (database, socket), 2 usage, 3 bad config.
  */
+#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -103,6 +104,33 @@ static json_t *cmd_status(void *app, json_t *req,
 			 "jobs_running", (json_int_t)jobs_running(d->jobs));
 }
 
+/* What a socket user sees of a URL with a secret in it (a webhook's
+ * token is its path or query): its scheme, host and port, the rest
+ * "/[redacted]".  A URL libcurl cannot parse is redacted whole.  The
+ * operator reads it whole in the file (or with --print-config). */
+static json_t *url_redacted(const char *url)
+{
+	CURLU *h = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *buf = NULL;
+	json_t *o;
+
+	if (h && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(h, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(h, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		(void)curl_url_get(h, CURLUPART_PORT, &port, 0);
+		if (asprintf(&buf, "%s://%s%s%s/[redacted]", scheme, host,
+			     port ? ":" : "", port ? port : "") < 0)
+			buf = NULL;
+	}
+	o = json_string(buf ? buf : "[redacted]");
+	free(buf);
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(h);
+	return o;
+}
+
 static json_t *cmd_config(void *app, json_t *req,
 			  struct px_error *err)
 {
@@ -111,6 +139,10 @@ static json_t *cmd_config(void *app, json_t *req,
 
 	if (!cfg)
 		return NULL;
+	/* any socket user may ask: no token of the operator's webhook */
+	if (d->cfg.notify_url[0])
+		json_object_set_new(cfg, "notify_url",
+				    url_redacted(d->cfg.notify_url));
 	return json_pack("{s:o, s:s?}", "config", cfg, "file",
 			 d->config_path);
 }

@@ -308,6 +308,71 @@ int px_fsync_parent(const char *path)
 	return 0;
 }
 
+int px_atomic_open(struct px_atomic *a, const char *path, mode_t mode)
+{
+	mode_t um;
+
+	a->fd = -1;
+	if ((size_t)snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", path) >=
+	    sizeof a->tmp) {
+		a->tmp[0] = '\0';
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	a->fd = mkostemp(a->tmp, O_CLOEXEC | O_NOFOLLOW);
+	if (a->fd < 0) {
+		a->tmp[0] = '\0';
+		return -1;
+	}
+	um = umask(0);
+	umask(um);
+	if (fchmod(a->fd, mode & ~um) != 0) {
+		int e = errno;
+
+		px_atomic_abort(a);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+int px_atomic_commit(struct px_atomic *a, const char *path)
+{
+	int fd = a->fd, e;
+
+	a->fd = -1;
+	if (fd < 0) {
+		errno = EBADF;
+		return -1;
+	}
+	if (fsync(fd) != 0) {
+		e = errno;
+		close(fd);
+		goto fail;
+	}
+	if (close(fd) != 0 || rename(a->tmp, path) != 0) {
+		e = errno;
+		goto fail;
+	}
+	a->tmp[0] = '\0';
+	return px_fsync_parent(path);
+fail:
+	(void)unlink(a->tmp);
+	a->tmp[0] = '\0';
+	errno = e;
+	return -1;
+}
+
+void px_atomic_abort(struct px_atomic *a)
+{
+	if (a->fd >= 0)
+		close(a->fd);
+	a->fd = -1;
+	if (a->tmp[0])
+		(void)unlink(a->tmp);
+	a->tmp[0] = '\0';
+}
+
 static int float_cmp(const void *a, const void *b)
 {
 	float x = *(const float *)a, y = *(const float *)b;

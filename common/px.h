@@ -111,6 +111,27 @@ ssize_t px_read_full(int fd, void *buf, size_t len);
  * cannot is no error). */
 int px_fsync_parent(const char *path);
 
+/* A file written whole or not at all (`model -o`, plots): the bytes go
+ * to a fresh temporary file beside path ("<path>.tmp.XXXXXX": O_EXCL and
+ * O_NOFOLLOW, so nothing planted there, a symlink included, is written
+ * through), which px_atomic_commit renames over path: a symlink at path
+ * is replaced, never followed, and a failure leaves path as it was. */
+struct px_atomic {
+	int fd;                  /* the temporary file; -1: none */
+	char tmp[4200];
+};
+/* Create the temporary file for path, mode (less the umask); a->fd is
+ * open for writing.  0, or -1 (errno; ENAMETOOLONG for a path too long
+ * for a->tmp). */
+int px_atomic_open(struct px_atomic *a, const char *path, mode_t mode);
+/* fsync and close a->fd, rename the file over path, fsync the folder.
+ * 0, or -1 (errno) with the temporary file removed and path untouched.
+ * a->fd is -1 after, whatever the result. */
+int px_atomic_commit(struct px_atomic *a, const char *path);
+/* Close and remove the temporary file (nothing else changes); a no-op
+ * when there is none. */
+void px_atomic_abort(struct px_atomic *a);
+
 /* Read the whole file at path into a malloc'd buffer (*ret_buf, freed by
  * the caller; NUL-terminated, the NUL not counted in *ret_len).  Works for
  * pipes too.  Errors name path: PX_ENOENT, PX_ESYS|errno (open, read, and

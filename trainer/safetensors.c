@@ -47,31 +47,20 @@ static enum px_err check_target(const char *path, struct px_error *err)
 			 "file: refused", path, kind_of(st.st_mode));
 }
 
-static enum px_err tmp_name(const char *path, char *buf, size_t len,
-			    struct px_error *err)
-{
-	if ((size_t)snprintf(buf, len, "%s.tmp.XXXXXX", path) >= len)
-		return px_errorf(err, PX_ETOOBIG, "model file '%.200s...': "
-				 "path too long", path);
-	return PX_OK;
-}
-
 enum px_err st_check_writable(const char *path, struct px_error *err)
 {
-	char tmp[4200];
 	enum px_err e = check_target(path, err);
-	int fd;
+	struct px_atomic a;
 
-	if (e == PX_OK)
-		e = tmp_name(path, tmp, sizeof(tmp), err);
 	if (e != PX_OK)
 		return e;
-	/* what st_write does first: the same name, the same flags */
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return sys_err(err, path, "cannot create a file in its folder");
-	close(fd);
-	(void)unlink(tmp);
+	/* what st_write does first: the same temporary file */
+	if (px_atomic_open(&a, path, 0644) != 0)
+		return errno == ENAMETOOLONG ?
+		       px_errorf(err, PX_ETOOBIG, "model file '%.200s...': "
+				 "path too long", path) :
+		       sys_err(err, path, "cannot create a file in its folder");
+	px_atomic_abort(&a);
 	return PX_OK;
 }
 
@@ -190,76 +179,56 @@ static enum px_err put_data(FILE *f, const struct st_tensor *t, uint32_t n,
 	return e;
 }
 
-/* fsync the folder holding path, so that the rename is durable. */
-static enum px_err sync_folder(const char *path, struct px_error *err)
-{
-	return px_fsync_parent(path) == 0 ? PX_OK :
-	       sys_err(err, path, "fsync its folder");
-}
-
 enum px_err st_write(const char *path, const struct st_tensor *t, uint32_t n,
 		     json_t *meta, struct px_error *err)
 {
-	char tmp[4200];
+	struct px_atomic a;
 	size_t hlen = 0;
 	uint64_t le;
 	char *h = NULL;
 	FILE *f = NULL;
-	bool made = false;
-	mode_t um;
 	enum px_err e;
 	int fd;
 
 	e = check_tensors(path, t, n, meta, err);
 	if (e == PX_OK)
 		e = check_target(path, err);
-	if (e == PX_OK)
-		e = tmp_name(path, tmp, sizeof(tmp), err);
 	if (e != PX_OK)
 		return e;
 	h = header(t, n, meta, &hlen);
 	if (!h)
 		return px_errorf(err, PX_ENOMEM, "model file '%s': header",
 				 path);
-	/* a fresh name, O_EXCL: nothing planted there is used */
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		e = sys_err(err, tmp, "create");
+	/* a fresh name beside it, renamed over it (px_atomic_open) */
+	if (px_atomic_open(&a, path, 0644) != 0) {
+		e = errno == ENAMETOOLONG ?
+		    px_errorf(err, PX_ETOOBIG, "model file '%.200s...': path "
+			      "too long", path) :
+		    sys_err(err, path, "create a file in its folder");
 		goto out;
 	}
-	made = true;
-	um = umask(0);
-	umask(um);
-	f = fdopen(fd, "wb");
+	/* stdio on a copy of the descriptor: px_atomic_commit syncs and
+	 * closes the file's own */
+	fd = dup(a.fd);
+	f = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (!f) {
-		close(fd);
-		e = sys_err(err, tmp, "fdopen");
+		e = sys_err(err, a.tmp, "fdopen");
+		if (fd >= 0)
+			close(fd);
 		goto out;
 	}
 	le = htole64((uint64_t)hlen);
-	if (fchmod(fd, 0644 & ~um) != 0)
-		e = sys_err(err, tmp, "chmod");
+	e = put(f, &le, sizeof(le), a.tmp, err);
 	if (e == PX_OK)
-		e = put(f, &le, sizeof(le), tmp, err);
+		e = put(f, h, hlen, a.tmp, err);
 	if (e == PX_OK)
-		e = put(f, h, hlen, tmp, err);
-	if (e == PX_OK)
-		e = put_data(f, t, n, tmp, err);
-	if (e == PX_OK && fflush(f) != 0)
-		e = sys_err(err, tmp, "write");
-	if (e == PX_OK && fsync(fileno(f)) != 0)
-		e = sys_err(err, tmp, "fsync");
+		e = put_data(f, t, n, a.tmp, err);
 	if (fclose(f) != 0 && e == PX_OK)
-		e = sys_err(err, tmp, "close");
-	if (e == PX_OK && rename(tmp, path) != 0)
-		e = sys_err(err, path, "rename the new file over it");
-	if (e == PX_OK) {
-		made = false;
-		e = sync_folder(path, err);
-	}
+		e = sys_err(err, a.tmp, "write");
+	if (e == PX_OK && px_atomic_commit(&a, path) != 0)
+		e = sys_err(err, path, "write the new file over it");
 out:
-	if (made)
-		(void)unlink(tmp); /* created, not renamed */
+	px_atomic_abort(&a);     /* created, not renamed */
 	free(h);
 	return e;
 }

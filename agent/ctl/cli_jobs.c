@@ -550,6 +550,16 @@ static int print_slow(json_t *r)
 	return 1;
 }
 
+/* The work done in whole percent, rounded down: 100% only when it is
+ * all done (99.7% is not "100%" of a job still at clock 11310 of
+ * 11725). */
+static double work_pct(json_t *r)
+{
+	double w = nonneg(real_of(r, "work_done"));
+
+	return floor(100 * (w < 1 ? w : 1) + 1e-9);
+}
+
 static int print_status(json_t *r)
 {
 	int lines = 7;
@@ -563,6 +573,9 @@ static int print_status(json_t *r)
 	if (isfinite(acc))
 		snprintf(accs, sizeof accs, "%.2f%% (loss %.4f)", 100 * acc,
 			 nonneg(loss));
+	else if (isfinite(loss))   /* an mf job: its test RMSE, no accuracy */
+		snprintf(accs, sizeof accs, "none (mf); test RMSE %.4f",
+			 nonneg(loss));
 	else
 		snprintf(accs, sizeof accs, "not evaluated yet");
 	if (isfinite(proj))
@@ -572,8 +585,7 @@ static int print_status(json_t *r)
 	printf("job %lld %s: %s, stage %lld, clock %lld of %lld (%.0f%% of the "
 	       "work)\n", int_of(r, "job"), safe(r, "name"), safe(r, "state"),
 	       int_of(r, "stage"), int_of(r, "clock"),
-	       int_of(r, "clocks_total"), 100 * nonneg(real_of(r,
-							       "work_done")));
+	       int_of(r, "clocks_total"), work_pct(r));
 	printf("accuracy %s\n", accs);
 	printf("fleet    %s; %lld workers, %lld PS, %.0f samples/s\n", fleet,
 	       int_of(r, "workers"), int_of(r, "ps"),
@@ -616,7 +628,7 @@ static void print_status_line(json_t *r)
 	       "workers %lld cost $%.4f evictions %lld joins %lld losses "
 	       "%lld\n", int_of(r, "job"), safe(r, "state"),
 	       int_of(r, "stage"), int_of(r, "clock"),
-	       100 * nonneg(real_of(r, "work_done")), accs,
+	       work_pct(r), accs,
 	       int_of(r, "workers"), nonneg(real_of(r, "cost_usd")),
 	       int_of(r, "evictions"), int_of(r, "joins"),
 	       int_of(r, "losses"));

@@ -59,6 +59,8 @@ struct margs {
 	const char *out;
 	bool json;
 	int64_t id;
+	int64_t total;       /* the job's total clocks, status's (0: not
+			      * said: the checkpoint's) */
 };
 
 static int margs_parse(struct margs *a, int argc, char **argv)
@@ -150,8 +152,9 @@ static int put_chunk(int fd, const char *b64, uint64_t off, uint64_t want,
 	return CLI_EXIT_OK;
 }
 
-/* The job's checkpoint into fd, chunk by chunk; its size in *ret. */
-static int download(const struct margs *a, int fd, uint64_t *ret)
+/* The job's checkpoint into fd, chunk by chunk; its size in *ret, the
+ * job's total clocks in a->total. */
+static int download(struct margs *a, int fd, uint64_t *ret)
 {
 	char version[128] = "";
 	uint64_t off = 0, total = 0, len;
@@ -202,6 +205,9 @@ static int download(const struct margs *a, int fd, uint64_t *ret)
 		}
 		snprintf(version, sizeof(version), "%s", v);
 		total = (uint64_t)bytes;
+		if (json_is_integer(json_object_get(r, "clocks_total")))
+			a->total = json_integer_value(json_object_get(r,
+							"clocks_total"));
 		code = put_chunk(fd, data, off, (uint64_t)want, &len);
 		json_decref(r);
 		if (code != CLI_EXIT_OK)
@@ -219,7 +225,13 @@ static int download(const struct margs *a, int fd, uint64_t *ret)
 
 static int report(const struct margs *a, const struct ckpt_meta *m)
 {
+	/* the job's total, as `status` says it (one figure for both);
+	 * the checkpoint's is of the fleet the job started with */
+	int64_t total = a->total > 0 ? a->total : m->total;
 	char widths[160];
+
+	if (total < m->clock)
+		total = m->clock;
 
 	export_shape_text(m, widths, sizeof(widths));
 	if (a->json) {
@@ -231,7 +243,7 @@ static int report(const struct margs *a, const struct ckpt_meta *m)
 							    : "layers", widths,
 				      "params", (json_int_t)m->d.n_params,
 				      "clock", (json_int_t)m->clock,
-				      "total", (json_int_t)m->total,
+				      "total", (json_int_t)total,
 				      m->d.kind == MODEL_MF ? "test_rmse"
 							    : "test_accuracy",
 				      isnan(m->test_accuracy) ? json_null()
@@ -249,7 +261,7 @@ static int report(const struct margs *a, const struct ckpt_meta *m)
 	printf("job %" PRId64 ": %s %s (%zu parameters) at clock %" PRId64
 	       " of %" PRId64 " written to %s\n", a->id,
 	       model_kind_name(m->d.kind), widths, m->d.n_params, m->clock,
-	       m->total, a->out);
+	       total, a->out);
 	return CLI_EXIT_OK;
 }
 
@@ -266,10 +278,12 @@ int cli_model(int argc, char **argv)
 
 	if (code >= 0)
 		return code;
-	/* a directory, a FIFO: refused before anything is asked */
+	/* a directory, a FIFO: refused before anything is asked (usage);
+	 * a folder it cannot write in fails as the write would (1) */
 	if (st_check_writable(a.out, &err) != PX_OK) {
 		log_err("-o: %s", err.msg);
-		return CLI_EXIT_USAGE;
+		return err.code == PX_EINVAL || err.code == PX_ETOOBIG ?
+		       CLI_EXIT_USAGE : CLI_EXIT_FAIL;
 	}
 	fd = memfd_create("proteus-checkpoint", MFD_CLOEXEC);
 	if (fd < 0) {

@@ -51,6 +51,9 @@ struct inst {
 	char type[STORE_NAME_MAX];
 	bool spot, reliable;
 	int64_t start_us, ready_us, end_us; /* 0: not (yet) */
+	/* the last progress event before its ready one, and the clock it
+	 * gave (0: none) */
+	int64_t before_us, before_clock;
 	bool evicted, warned;
 	int64_t cost_uusd;           /* its ledger lines */
 };
@@ -69,10 +72,13 @@ struct report {
 	struct inst *in;
 	size_t n_in, cap_in;
 	int64_t first_us, last_us;   /* the job's events */
+	/* the last two instants of progress events, and their clocks */
+	int64_t prog_us, prog_clock, prog_prev_us, prog_prev_clock;
 	int64_t ledger_uusd, other_uusd; /* other: lines of no instance */
 	double od_fleet_usd;         /* the last progress event's */
 	double progress_cost_usd;    /* NaN: none */
 	double acc;
+	double rmse;                 /* an mf job's test RMSE (its loss) */
 	int64_t clock, clocks_lost, losses;
 	int64_t acquires, asked, releases, starts, stage_changes;
 	int stage;
@@ -148,8 +154,16 @@ static void take_progress(struct report *r, json_t *d, int64_t at_us)
 			r->clocks_lost += r->clock - (int64_t)clock;
 		r->clock = (int64_t)clock;
 	}
+	if (at_us > r->prog_us) {
+		r->prog_prev_us = r->prog_us;
+		r->prog_prev_clock = r->prog_clock;
+		r->prog_us = at_us;
+	}
+	r->prog_clock = r->clock;
 	if (isfinite(num(d, "test_accuracy")))
 		r->acc = num(d, "test_accuracy");
+	else if (isfinite(num(d, "test_loss")))  /* mf: no accuracy */
+		r->rmse = num(d, "test_loss");
 	if (isfinite(num(d, "fleet_ondemand_usd")))
 		r->od_fleet_usd = num(d, "fleet_ondemand_usd");
 	if (isfinite(num(d, "losses")))
@@ -179,7 +193,11 @@ static void take_instance(struct report *r, const struct store_event *ev,
 		if (!strcmp(ev->kind, "adopt"))
 			in->ready_us = ev->at_us;
 	} else if (!strcmp(ev->kind, "ready") && !in->ready_us) {
+		bool last = r->prog_us && r->prog_us < ev->at_us;
+
 		in->ready_us = ev->at_us;
+		in->before_us = last ? r->prog_us : r->prog_prev_us;
+		in->before_clock = last ? r->prog_clock : r->prog_prev_clock;
 	} else if (!strcmp(ev->kind, "warning")) {
 		in->warned = true;
 	} else if (!strcmp(ev->kind, "eviction") ||
@@ -282,6 +300,22 @@ static double hours(int64_t from, int64_t to)
 	return from && to > from ? (double)(to - from) / 3.6e9 : 0;
 }
 
+/* When instance in began to work, up to its end: its ready event.  The
+ * daemon hears a node is ready from the trainer's report naming it; one
+ * heard only at its end (a job whose work fit between two reports: the
+ * ready comes with done) while the job's clock moved on since the last
+ * progress event before, worked since that event (or its launch, if
+ * later): not "0 hours of work" for a job that did it all. */
+static int64_t work_from(const struct report *r, const struct inst *in,
+			 int64_t end)
+{
+	if (in->ready_us && in->ready_us >= end && in->before_us &&
+	    r->clock > in->before_clock)
+		return in->before_us > in->start_us ? in->before_us :
+		       in->start_us;
+	return in->ready_us;
+}
+
 /* {key: {cost_usd, instances, hours}} for one grouping of the fleet. */
 static void group_add(json_t *g, const char *key, const struct inst *in,
 		      double h)
@@ -337,7 +371,7 @@ static json_t *evictions_of(const struct report *r, int64_t now)
 		n++;
 		bills += e->cost_uusd;
 		rented += hours(e->start_us, e->end_us);
-		worked += hours(e->ready_us, e->end_us);
+		worked += hours(work_from(r, e, e->end_us), e->end_us);
 		for (size_t k = 0; taken && k < r->n_in; k++)
 			if (!taken[k] && r->in[k].reliable == e->reliable &&
 			    r->in[k].start_us >= e->end_us &&
@@ -409,7 +443,7 @@ static json_t *build(struct report *r, const char **ret_cost_from)
 		double h = hours(in->start_us, end);
 
 		rented += h;
-		worked += hours(in->ready_us, end);
+		worked += hours(work_from(r, in, end), end);
 		group_add(tier, in->reliable ? "reliable" : "transient", in,
 			  h);
 		group_add(market, in->spot ? "spot" : "on-demand", in, h);
@@ -441,6 +475,8 @@ static json_t *build(struct report *r, const char **ret_cost_from)
 		      "rejects", json_incref(r->rejects));
 	if (o && isfinite(r->acc))
 		json_object_set_new(o, "test_accuracy", json_real(r->acc));
+	else if (o && isfinite(r->rmse))
+		json_object_set_new(o, "test_rmse", json_real(r->rmse));
 	return o;
 }
 
@@ -528,6 +564,8 @@ static void print_report(json_t *o, const char *cost_from)
 	}
 	if (isfinite(num(o, "test_accuracy")))
 		printf("accuracy  %.2f%%\n", 100 * num(o, "test_accuracy"));
+	else if (isfinite(num(o, "test_rmse")))
+		printf("rmse      %.4f (test)\n", num(o, "test_rmse"));
 }
 
 /* ---- the plot ---- */
@@ -571,7 +609,7 @@ static void plot_script(FILE *f, enum simplot_format fmt, void *ctx)
 
 static int run(int64_t id, const char *db, bool json, const char *plot)
 {
-	struct report r = { .id = id, .acc = NAN,
+	struct report r = { .id = id, .acc = NAN, .rmse = NAN,
 			    .progress_cost_usd = NAN };
 	struct store_job_filter flt = { .id = id };
 	struct px_error err = {0};
@@ -621,9 +659,11 @@ static int run(int64_t id, const char *db, bool json, const char *plot)
 		print_report(o, from);
 		code = CLI_EXIT_OK;
 	}
+	/* gnuplot missing or failed, the file not written: 1 (4 says
+	 * "no such job") */
 	if (plot && simplot_render(plot, fmt, plot_script, &r, &err) != PX_OK) {
 		log_err("%s", err.msg);
-		code = cli_exit_for(err.code);
+		code = CLI_EXIT_FAIL;
 	}
 out:
 	json_decref(o);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -173,8 +174,10 @@ enum px_err simplot_render(const char *path, enum simplot_format fmt,
 {
 	const char *tmpdir = getenv("TMPDIR");
 	char *script = NULL;
+	struct px_atomic out;
+	struct stat st;
 	FILE *f = NULL;
-	int sfd = -1, ofd = -1;
+	int sfd = -1;
 	enum px_err e = PX_OK;
 
 	if (!tmpdir || !*tmpdir)
@@ -199,23 +202,31 @@ enum px_err simplot_render(const char *path, enum simplot_format fmt,
 			      strerror(errno));
 		goto out_unlink;
 	}
-	ofd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (ofd < 0) {
-		e = px_errorf(err, PX_EIO, "plot file '%s': %s", path,
-			      strerror(errno));
+	/* what is there must be a file (rename would replace a FIFO or a
+	 * device, and a directory is a mistake); gnuplot draws into a
+	 * temporary file beside it, renamed over it once whole: a symlink
+	 * there is replaced, not written through, and a failed plot leaves
+	 * the file there as it was */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		e = px_errorf(err, PX_EIO, "plot file '%s': not a regular "
+			      "file: refused", path);
 		goto out_unlink;
 	}
-	e = run_gnuplot(script, ofd, err);
+	if (px_atomic_open(&out, path, 0644) != 0) {
+		e = px_errorf(err, PX_EIO, "plot file '%s': cannot create a "
+			      "file in its folder: %s", path, strerror(errno));
+		goto out_unlink;
+	}
+	e = run_gnuplot(script, out.fd, err);
 	if (e != PX_OK)
 		px_error_prefix(err, "plot '%s': ", path);
-	if (e == PX_OK && lseek(ofd, 0, SEEK_END) <= 0)
+	if (e == PX_OK && lseek(out.fd, 0, SEEK_END) <= 0)
 		e = px_errorf(err, PX_EIO, "gnuplot wrote nothing to '%s'",
 			      path);
-	if (close(ofd) && e == PX_OK)
+	if (e == PX_OK && px_atomic_commit(&out, path) != 0)
 		e = px_errorf(err, PX_EIO, "plot file '%s': %s", path,
 			      strerror(errno));
-	if (e != PX_OK)
-		unlink(path);
+	px_atomic_abort(&out);
 out_unlink:
 	unlink(script);
 out_free:

@@ -3,7 +3,8 @@
  *
  * The data and the script go to one temporary file (the data as gnuplot
  * datablocks), gnuplot is started with posix_spawnp and no shell, and its
- * standard output is the output file, opened here: no user-supplied string
+ * standard output is the output file (a temporary one beside it, renamed
+ * over it once drawn), opened here: no user-supplied string
  * ever reaches a shell or the gnuplot script except the title, which is
  * reduced to safe characters.  This module does not log.
  */
@@ -28,7 +29,9 @@ enum px_err simplot_format_of(const char *path, enum simplot_format *ret,
  * space and ".,:_/()+-" are replaced by '_').  The time axis is hours since
  * start_s.  Errors: PX_ENOENT when gnuplot is not installed, PX_EIO when
  * it fails (its stderr passes through to ours) or a file cannot be
- * written, PX_ENOMEM.  A failed plot leaves no output file behind. */
+ * written, PX_ENOMEM.  The plot goes to a temporary file beside path,
+ * renamed over it once whole (px_atomic_open): a symlink at path is
+ * replaced, not followed, and a failed plot leaves path as it was. */
 enum px_err simplot_draw(const char *path, enum simplot_format fmt,
 			 const char *title, int64_t start_s,
 			 const struct sim_result *results, size_t n,

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "../../common/px.h"
 
 #include "pxrun.h"
 
@@ -252,6 +255,114 @@ Test(cli_simulate, plot_png)
 Test(cli_simulate, plot_svg)
 {
 	check_plot("svg", "<svg");
+}
+
+/* A stand-in gnuplot in dir/bin (found through PATH, as proteusctl finds
+ * the real one: posix_spawnp): it prints what (a shell word) as the plot,
+ * or fails. */
+static char *text_of(const char *path)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	struct px_error e = {0};
+
+	cr_assert_eq(px_read_file(path, 1 << 20, &buf, &n, &e), PX_OK, "%s",
+		     e.msg);
+	return buf;
+}
+
+/* sim with PATH set to path for proteusctl alone (the suite's teardown
+ * needs the usual one) */
+static int sim_path(struct pxrun *r, const char *path, const char *const *x)
+{
+	char *old = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	int rc;
+
+	cr_assert_not_null(old);
+	cr_assert_eq(setenv("PATH", path, 1), 0);
+	rc = sim(r, fx("spike.json"), fx("od.json"), fx("job-long.json"), x);
+	cr_assert_eq(setenv("PATH", old, 1), 0);
+	free(old);
+	return rc;
+}
+
+static char *fake_gnuplot(const char *dir, const char *body)
+{
+	char *bin, *exe;
+	FILE *f;
+
+	cr_assert(asprintf(&bin, "%s/bin", dir) > 0);
+	cr_assert(asprintf(&exe, "%s/gnuplot", bin) > 0);
+	cr_assert_eq(mkdir(bin, 0700), 0);
+	f = fopen(exe, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\n%s\n", body);
+	fclose(f);
+	cr_assert_eq(chmod(exe, 0700), 0);
+	free(exe);
+	return bin;
+}
+
+/* --plot writes a temporary file and renames it over FILE (as model -o
+ * does): a symlink at FILE is replaced, not written through; a gnuplot
+ * that fails, or none in PATH, leaves an existing FILE as it was and
+ * exits 1 (the output could not be written), not 4. */
+Test(cli_simulate, plot_is_renamed_into_place_and_a_failure_keeps_the_file)
+{
+	char *victim, *out, *bin, *got;
+	const char *x[] = {"--plot", NULL, NULL};
+	struct pxrun r;
+	struct stat st;
+	FILE *f;
+
+	cr_assert(asprintf(&victim, "%s/victim.txt", tmp) > 0);
+	cr_assert(asprintf(&out, "%s/p.png", tmp) > 0);
+	x[1] = out;
+	f = fopen(victim, "w");
+	cr_assert_not_null(f);
+	fputs("keep me\n", f);
+	fclose(f);
+	cr_assert_eq(symlink(victim, out), 0);
+	bin = fake_gnuplot(tmp, "echo drawn");
+	cr_assert_eq(sim_path(&r, bin, x), 0, "%s", r.err);
+	pxrun_free(&r);
+	got = text_of(victim);
+	cr_assert_str_eq(got, "keep me\n", "written through the symlink");
+	free(got);
+	cr_assert_eq(lstat(out, &st), 0);
+	cr_assert(S_ISREG(st.st_mode), "the symlink is not replaced");
+	got = text_of(out);
+	cr_assert_str_eq(got, "drawn\n");
+	free(got);
+
+	/* gnuplot fails: the plot there stays */
+	{
+		char *exe;
+
+		cr_assert(asprintf(&exe, "%s/gnuplot", bin) > 0);
+		f = fopen(exe, "w");
+		cr_assert_not_null(f);
+		fputs("#!/bin/sh\necho half; exit 1\n", f);
+		fclose(f);
+		free(exe);
+	}
+	cr_assert_eq(sim_path(&r, bin, x), 1, "%s", r.err);
+	cr_assert(strstr(r.err, "gnuplot failed"), "%s", r.err);
+	pxrun_free(&r);
+	got = text_of(out);
+	cr_assert_str_eq(got, "drawn\n", "a failed plot took the old one");
+	free(got);
+
+	/* no gnuplot in PATH: 1, said so, the file kept */
+	cr_assert_eq(sim_path(&r, "/nonexistent", x), 1, "%s", r.err);
+	cr_assert(strstr(r.err, "gnuplot not found"), "%s", r.err);
+	pxrun_free(&r);
+	got = text_of(out);
+	cr_assert_str_eq(got, "drawn\n");
+	free(got);
+	free(bin);
+	free(out);
+	free(victim);
 }
 
 Test(cli_simulate, plot_bad_extension_is_usage)

@@ -500,6 +500,14 @@ Test(jobs_books, a_resumed_job_still_queued_shows_its_books)
 	cr_assert_eq(integer(st, "joins"), integer(p, "joins"));
 	cr_assert_eq(integer(st, "losses"), integer(p, "losses"));
 	cr_assert_eq(integer(st, "clock"), integer(p, "clock"));
+	/* its total is the earlier life's (the trainer's, for its fleet),
+	 * not a guess: "clock X of Y" as before the restart */
+	cr_assert_gt(integer(p, "clocks_total"), 0);
+	cr_assert_eq(integer(st, "clocks_total"), integer(p, "clocks_total"),
+		     "%lld of %lld after the restart, %lld before",
+		     (long long)integer(st, "clock"),
+		     (long long)integer(st, "clocks_total"),
+		     (long long)integer(p, "clocks_total"));
 	cr_assert_eq(integer(st, "evictions"), events_of(queued, "eviction"));
 	cr_assert_float_eq(num(st, "fleet_ondemand_usd"),
 			   num(p, "fleet_ondemand_usd"), 1e-6);

@@ -7,6 +7,7 @@
  * export. */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@ TestSuite(jobs_model, .init = jobs_fixture_setup,
 
 Test(jobs_model, a_finished_jobs_model_predicts_with_its_accuracy)
 {
-	char ids[24], out[600], dir[600], fifo[600], ck[700];
+	char ids[24], out[600], dir[600], fifo[600], ck[700], want[64];
+	char nodir[700];
 	const char *pr[] = { "proteus-trainer", "predict", out,
 			     "/usr/share/datasets/fashion-mnist/"
 			     "t10k-images-idx3-ubyte.gz", "--json", NULL };
@@ -46,6 +48,22 @@ Test(jobs_model, a_finished_jobs_model_predicts_with_its_accuracy)
 	cr_assert_eq(ctl(&r, 20, "model", ids, "-o", out), 0, "%s", r.err);
 	cr_assert(strstr(r.out, "written to") && strstr(r.out, "mlr"), "%s",
 		  r.out);
+	/* the job's total clocks are status's, not the checkpoint's (its
+	 * shape's, at the fleet the job started with) */
+	snprintf(want, sizeof want, " of %lld written to",
+		 (long long)json_integer_value(json_object_get(s,
+							"clocks_total")));
+	cr_assert(strstr(r.out, want), "'%s' in '%s' (status %s)", want,
+		  r.out, json_dumps(s, 0));
+	cr_assert_geq(json_integer_value(json_object_get(s, "clocks_total")),
+		      json_integer_value(json_object_get(s, "clock")));
+	pxrun_free(&r);
+	/* a folder it cannot write in: the write fails (1), not usage */
+	snprintf(nodir, sizeof nodir, "%s/no/such/folder/m.safetensors",
+		 jt.tmp);
+	cr_assert_eq(ctl(&r, 20, "model", ids, "-o", nodir), 1, "%s", r.err);
+	cr_assert(strstr(r.err, "cannot create a file in its folder"), "%s",
+		  r.err);
 	pxrun_free(&r);
 	cr_assert_eq(stat(out, &st), 0);
 	cr_assert(S_ISREG(st.st_mode));
@@ -77,6 +95,18 @@ Test(jobs_model, a_finished_jobs_model_predicts_with_its_accuracy)
 	cr_assert_eq(unlink(ck), 0, "%s", ck);
 	cr_assert_eq(ctl(&r, 10, "model", ids, "-o", out), 4, "%s", r.err);
 	cr_assert(strstr(r.err, "no checkpoint yet"), "%s", r.err);
+	pxrun_free(&r);
+	/* in the daemon's next life the job is the store's: cancel says it
+	 * ended (3, as in the life it ended in), not "no job" (4) */
+	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 3, "%s", r.err);
+	pxrun_free(&r);
+	stop_daemon(SIGTERM);
+	start_daemon();
+	cr_assert_eq(ctl(&r, 10, "cancel", ids, NULL, NULL), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "already ended (done)"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "cancel", "999", NULL, NULL), 4, "%s",
+		     r.err);
 	pxrun_free(&r);
 }
 
@@ -146,6 +176,24 @@ Test(jobs_model, an_mf_job_runs_and_its_model_predicts)
 			 json_string_value(json_object_get(s, "error")));
 	cr_assert(json_is_number(json_object_get(s, "test_loss")), "%s",
 		  json_dumps(s, 0));
+	/* its text status and report say its RMSE, not "not evaluated" */
+	cr_assert_eq(ctl(&r, 20, "status", ids, NULL, NULL), 0, "%s", r.err);
+	cr_assert(!strstr(r.out, "not evaluated") &&
+		  strstr(r.out, "test RMSE "), "%s", r.out);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 20, "report", ids, NULL, NULL), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "\nrmse      "), "%s", r.out);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 20, "report", ids, "--json", NULL), 0, "%s",
+		     r.err);
+	p = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(p, "%s", r.out);
+	/* the progress event's, to its 4 decimals */
+	cr_assert_float_eq(json_number_value(json_object_get(p, "test_rmse")),
+			   json_number_value(json_object_get(s, "test_loss")),
+			   1e-4, "%s", r.out);
+	json_decref(p);
+	pxrun_free(&r);
 	cr_assert_eq(ctl(&r, 20, "model", ids, "-o", out), 0, "%s", r.err);
 	cr_assert(strstr(r.out, "written to") && strstr(r.out, "mf") &&
 		  strstr(r.out, "rank 3"), "%s", r.out);

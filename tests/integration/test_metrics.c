@@ -242,6 +242,69 @@ Test(metrics, a_job_in_metrics_passes_promtool_and_agrees_with_status)
 	free(text);
 }
 
+/* A queued job has not been tested: its accuracy is absent from /metrics
+ * and null in status and jobs (text: "-", "not evaluated yet"), not 0. */
+Test(metrics, a_queued_jobs_accuracy_is_absent_not_0)
+{
+	char k[128], ids[24];
+	struct pxrun r;
+	char *text;
+	json_t *st;
+	int64_t a, b;
+	FILE *f = fopen(jt.conf, "w");
+
+	cr_assert_not_null(f);
+	port = free_port();
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n"
+		"metrics_listen 127.0.0.1:%d\n", jt.db, jt.sock, port);
+	fclose(f);
+	start_daemon();
+	write_job(40, NULL);
+	a = submit();
+	b = submit();
+	st = status(b);
+	cr_assert_str_eq(state_of(st), "queued");
+	cr_assert(json_is_null(json_object_get(st, "test_accuracy")), "%s",
+		  json_dumps(st, 0));
+	cr_assert(json_is_null(json_object_get(st, "test_loss")), "%s",
+		  json_dumps(st, 0));
+	json_decref(st);
+	snprintf(ids, sizeof ids, "%lld", (long long)b);
+	cr_assert_eq(ctl(&r, 10, "status", ids, NULL, NULL), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "accuracy not evaluated yet"), "%s", r.out);
+	pxrun_free(&r);
+	cr_assert_eq(ctl(&r, 10, "jobs", "--json", NULL, NULL), 0, "%s",
+		     r.err);
+	st = json_loads(r.out, 0, NULL);
+	cr_assert_not_null(st, "%s", r.out);
+	pxrun_free(&r);
+	{
+		json_t *x;
+		size_t i;
+		bool seen = false;
+
+		json_array_foreach(json_object_get(st, "jobs"), i, x)
+			if (json_integer_value(json_object_get(x, "job")) ==
+			    b) {
+				seen = true;
+				cr_assert(json_is_null(json_object_get(x,
+					  "test_accuracy")), "%s",
+					  json_dumps(x, 0));
+			}
+		cr_assert(seen);
+	}
+	json_decref(st);
+	text = scrape_until("proteus_jobs{state=\"queued\"}", 1);
+	snprintf(k, sizeof k, "proteus_job_test_accuracy_ratio{job=\"%lld\"}",
+		 (long long)b);
+	cr_assert(isnan(sample(text, k)), "%s", text);
+	snprintf(k, sizeof k, "proteus_job_info{job=\"%lld\"", (long long)b);
+	cr_assert(strstr(text, k), "the queued job is in /metrics: %s", text);
+	free(text);
+	cancel_job(b, 30);
+	cancel_job(a, 30);
+}
+
 /* A job the daemon takes up after a restart: the on-demand part of its
  * cost holds the bills of its earlier life too (from the store). */
 Test(metrics, a_resumed_job_keeps_its_cost_by_market)

@@ -313,6 +313,23 @@ static const char *cfg_str(json_t *reply, const char *key)
 		json_object_get(json_object_get(reply, "config"), key));
 }
 
+/* `config` is for any socket user: the operator's notify_url is shown
+ * without its secret part (a webhook's token is its path or query); the
+ * file, the operator's, holds it whole. */
+Test(proteusd, config_hides_the_notify_urls_token)
+{
+	json_t *j;
+
+	start_ready("notify_url https://hooks.example.com:8443/services/"
+		    "T0/B0/s3cr3tT0ken?sig=abc\n", NULL);
+	j = call(PROTO_CMD_config);
+	cr_assert_str_eq(cfg_str(j, "notify_url"),
+			 "https://hooks.example.com:8443/[redacted]");
+	cr_assert_null(strstr(json_dumps(j, 0), "s3cr3t"));
+	cr_assert_null(strstr(json_dumps(j, 0), "sig=abc"));
+	json_decref(j);
+}
+
 Test(proteusd, sighup_reload)
 {
 	json_t *j;

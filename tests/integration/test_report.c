@@ -59,6 +59,111 @@ static bool have_gnuplot(void)
 	       access("/usr/local/bin/gnuplot", X_OK) == 0;
 }
 
+/* The daemon hears an instance is ready from the trainer's report that
+ * names it first; a job whose work fits between two reports has its
+ * ready events at the instant of done.  The report still counts the work
+ * those instances did (since the last progress event before), not 0. */
+static void ready_at_done(int64_t id)
+{
+	char q[256];
+	json_t *o, *h;
+
+	snprintf(q, sizeof q, "UPDATE events SET at_us = (SELECT max(at_us) "
+		 "FROM events WHERE job_id = %lld) WHERE job_id = %lld AND "
+		 "kind = 'ready'", (long long)id, (long long)id);
+	sql_exec(q);
+	o = report(id);
+	h = json_object_get(o, "hours");
+	cr_assert_gt(num(h, "worked"), 0, "0 hours of work for a done job");
+	cr_assert_leq(num(h, "worked"), num(h, "rented"));
+	json_decref(o);
+}
+
+/* proteusctl with PATH set to path alone (the teardown needs ours) */
+static int ctl_path(struct pxrun *r, const char *path, const char *a1,
+		    const char *a2, const char *a3, const char *a4)
+{
+	char *old = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	int rc;
+
+	cr_assert_not_null(old);
+	cr_assert_eq(setenv("PATH", path, 1), 0);
+	rc = ctl(r, 60, a1, a2, a3, a4);
+	cr_assert_eq(setenv("PATH", old, 1), 0);
+	free(old);
+	return rc;
+}
+
+static char *text_of(const char *path)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	struct px_error e = {0};
+
+	cr_assert_eq(px_read_file(path, 1 << 20, &buf, &n, &e), PX_OK, "%s",
+		     e.msg);
+	return buf;
+}
+
+/* --plot FILE: a temporary file renamed over FILE, as model -o writes
+ * (a symlink there replaced, not written through); gnuplot missing from
+ * PATH (proteusctl finds it with posix_spawnp) or failing: exit 1, the
+ * file there kept.  A stand-in gnuplot prints the "plot". */
+static void plot_failures(const char *ids)
+{
+	char *bin, *exe, *victim, *out, *got;
+	struct pxrun r;
+	struct stat sb;
+	FILE *f;
+
+	cr_assert(asprintf(&bin, "%s/bin", jt.tmp) > 0);
+	cr_assert(asprintf(&exe, "%s/gnuplot", bin) > 0);
+	cr_assert(asprintf(&victim, "%s/victim.txt", jt.tmp) > 0);
+	cr_assert(asprintf(&out, "%s/plot.svg", jt.tmp) > 0);
+	cr_assert_eq(mkdir(bin, 0700), 0);
+	f = fopen(exe, "w");
+	cr_assert_not_null(f);
+	fputs("#!/bin/sh\necho drawn\n", f);
+	fclose(f);
+	cr_assert_eq(chmod(exe, 0700), 0);
+	f = fopen(victim, "w");
+	cr_assert_not_null(f);
+	fputs("keep me\n", f);
+	fclose(f);
+	cr_assert_eq(symlink(victim, out), 0);
+	cr_assert_eq(ctl_path(&r, bin, "report", ids, "--plot", out), 0,
+		     "%s", r.err);
+	pxrun_free(&r);
+	got = text_of(victim);
+	cr_assert_str_eq(got, "keep me\n", "written through the symlink");
+	free(got);
+	cr_assert_eq(lstat(out, &sb), 0);
+	cr_assert(S_ISREG(sb.st_mode), "the symlink is not replaced");
+	got = text_of(out);
+	cr_assert_str_eq(got, "drawn\n");
+	free(got);
+	/* no gnuplot: 1 (not 4, "no such job"), the plot there kept */
+	cr_assert_eq(ctl_path(&r, "/nonexistent", "report", ids, "--plot",
+			      out), 1, "%s", r.err);
+	cr_assert(strstr(r.err, "gnuplot not found"), "%s", r.err);
+	pxrun_free(&r);
+	/* gnuplot fails: 1, the plot there kept */
+	f = fopen(exe, "w");
+	cr_assert_not_null(f);
+	fputs("#!/bin/sh\necho half; exit 1\n", f);
+	fclose(f);
+	cr_assert_eq(ctl_path(&r, bin, "report", ids, "--plot", out), 1,
+		     "%s", r.err);
+	pxrun_free(&r);
+	got = text_of(out);
+	cr_assert_str_eq(got, "drawn\n", "a failed plot took the old one");
+	free(got);
+	free(bin);
+	free(exe);
+	free(victim);
+	free(out);
+}
+
 Test(report, cost_is_the_ledgers_and_status_and_the_plot_is_a_png)
 {
 	static const unsigned char sig[8] = { 0x89, 'P', 'N', 'G', '\r',
@@ -115,6 +220,8 @@ Test(report, cost_is_the_ledgers_and_status_and_the_plot_is_a_png)
 	cr_assert_not_null(strstr(r.out, "by tier"), "%s", r.out);
 	pxrun_free(&r);
 	json_decref(st);
+	ready_at_done(id);
+	plot_failures(ids);
 	if (!have_gnuplot())
 		cr_skip_test("gnuplot is not installed");
 	cr_assert(asprintf(&png, "%s/report.png", jt.tmp) > 0);

@@ -297,3 +297,61 @@ Test(px, median_f)
 	cr_assert_eq(px_median_f(NULL, 0), 0.0f);
 	cr_assert_eq(even[0], 1.0f, "sorted in place");
 }
+
+/* px_atomic: a file written whole or not at all.  A symlink at the path
+ * is replaced by the rename, never written through; an abort, or a
+ * commit that cannot rename, leaves what was there; the temporary file
+ * is gone either way. */
+Test(px, atomic_replaces_a_symlink_and_an_abort_keeps_the_file)
+{
+	char dir[] = "/tmp/px-atomic-XXXXXX", victim[64], path[64], sub[64];
+	char *buf;
+	mode_t um = umask(0);
+	struct px_error e = {0};
+	struct px_atomic a;
+	struct stat st;
+	size_t n;
+	FILE *f;
+
+	umask(um);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(victim, sizeof victim, "%s/victim", dir);
+	snprintf(path, sizeof path, "%s/out", dir);
+	f = fopen(victim, "w");
+	cr_assert_not_null(f);
+	fputs("keep", f);
+	fclose(f);
+	cr_assert_eq(symlink(victim, path), 0);
+	cr_assert_eq(px_atomic_open(&a, path, 0644), 0, "%s", strerror(errno));
+	cr_assert_eq(write(a.fd, "new", 3), 3);
+	cr_assert_eq(px_atomic_commit(&a, path), 0, "%s", strerror(errno));
+	cr_assert_eq(a.fd, -1);
+	px_atomic_abort(&a);                     /* a no-op now */
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISREG(st.st_mode));
+	cr_assert_eq(st.st_mode & 0777, 0644 & ~um);
+	cr_assert_eq(px_read_file(path, 64, &buf, &n, &e), PX_OK, "%s", e.msg);
+	cr_assert_str_eq(buf, "new");
+	free(buf);
+	cr_assert_eq(px_read_file(victim, 64, &buf, &n, &e), PX_OK);
+	cr_assert_str_eq(buf, "keep");
+	free(buf);
+	/* an abort: the file there stays, the temporary one goes */
+	cr_assert_eq(px_atomic_open(&a, path, 0644), 0);
+	cr_assert_eq(write(a.fd, "half", 4), 4);
+	px_atomic_abort(&a);
+	cr_assert_eq(px_read_file(path, 64, &buf, &n, &e), PX_OK);
+	cr_assert_str_eq(buf, "new");
+	free(buf);
+	/* a commit onto a directory fails, nothing left behind */
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	cr_assert_eq(px_atomic_open(&a, sub, 0644), 0);
+	cr_assert_eq(px_atomic_commit(&a, sub), -1);
+	cr_assert_eq(a.fd, -1);
+	px_atomic_abort(&a);
+	cr_assert_eq(rmdir(sub), 0);
+	cr_assert_eq(unlink(victim), 0);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(dir), 0, "something left in %s", dir);
+}
