@@ -20,6 +20,7 @@
 
 #include "../common/enroll.h"
 #include "../common/log.h"
+#include "outbound.h"
 #include "proto.h"
 
 #define CFG(f) offsetof(struct proteusd_config, f)
@@ -41,6 +42,10 @@ static const struct config_choice level_choices[] = {
 	{"err", LOG_LVL_ERR, NULL},       {"warning", LOG_LVL_WARN, NULL},
 	{"notice", LOG_LVL_NOTICE, NULL}, {"info", LOG_LVL_INFO, NULL},
 	{"debug", LOG_LVL_DEBUG, NULL},   {NULL, 0, NULL},
+};
+
+static const struct config_choice yes_no_choices[] = {
+	{"no", 0, NULL}, {"yes", 1, NULL}, {NULL, 0, NULL},
 };
 
 /* ---- what a string key's value must look like ---- */
@@ -526,6 +531,14 @@ bool config_url_check(const char *url, char *why, size_t wlen)
 	return check_endpoint(url, NULL, why, wlen);
 }
 
+/* notify_url_allow, data_url_allow: origins (agent/outbound.h). */
+static bool check_allow(const char *val, struct proteusd_config *cfg,
+			char *why, size_t wlen)
+{
+	(void)cfg;
+	return outbound_allow_valid(val, why, wlen);
+}
+
 /* notify_command: an absolute path, run without a shell. */
 static bool check_command(const char *val, struct proteusd_config *cfg,
 			  char *why, size_t wlen)
@@ -642,6 +655,21 @@ static const struct config_key config_table[] = {
 	 "4", CONFIG_RELOADABLE,
 	 "notify_command runs at once (one per job at a time)", NULL, NULL,
 	 NULL},
+	{"notify_url_allow", CONFIG_STR, CFG(notify_url_allow), 0,
+	 CONFIG_LIST_MAX - 1, "", CONFIG_RELOADABLE,
+	 "the origins a job's own notify_url may name, "
+	 "scheme://host[:port],... (scheme://*: any host whose addresses "
+	 "are all public); link-local and metadata addresses never (empty: "
+	 "a job's notify_url is refused)", NULL, NULL, check_allow},
+	{"data_url_allow", CONFIG_STR, CFG(data_url_allow), 0,
+	 CONFIG_LIST_MAX - 1, "", CONFIG_RELOADABLE,
+	 "the origins a job's http(s):// data URLs may name, as "
+	 "notify_url_allow (empty: refused)", NULL, NULL, check_allow},
+	{"data_s3_allowed", CONFIG_ENUM, CFG(data_s3_allowed), 0, 0, "no",
+	 CONFIG_RELOADABLE,
+	 "whether a job may name its data as s3:// objects, fetched with "
+	 "this daemon's AWS credentials (yes) or not (no)", yes_no_choices,
+	 NULL, NULL},
 	{"max_jobs", CONFIG_INT, CFG(max_jobs), 1, 256, "4",
 	 CONFIG_RELOADABLE,
 	 "jobs running at once; later submissions wait, queued", NULL, NULL,

@@ -66,6 +66,12 @@ struct proteusd_config {
 	int64_t notify_backoff_ms;            /* first retry's wait */
 	int64_t notify_queue_max;             /* events waiting, per URL */
 	int64_t notify_commands_max;          /* commands running at once */
+	/* outbound requests a job names (agent/outbound.h) */
+	char notify_url_allow[CONFIG_LIST_MAX]; /* origins a job's own
+						 * notify_url may name */
+	char data_url_allow[CONFIG_LIST_MAX];   /* origins of http(s)
+						 * data URLs */
+	int data_s3_allowed;                  /* s3:// data: 0 no, 1 yes */
 	/* jobs (agent/jobs.c) */
 	int64_t max_jobs;                     /* running at once */
 	int64_t stall_seconds;                /* a standing clock, real s */

@@ -15,6 +15,7 @@
 #include "../trainer/mf.h"
 #include "../trainer/train_local.h"
 #include "jobs_int.h"
+#include "outbound.h"
 #include "server.h"
 
 /* At most this many submissions are read at once. */
@@ -367,6 +368,8 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		e = job_world(j, name, err);
 	if (e == PX_OK)
 		e = job_fit(j, name, err);
+	if (e == PX_OK)   /* its URLs under the operator's rules */
+		e = outbound_check_job(&j->req, js->s.cfg, name, err);
 	if (e != PX_OK) {
 		free(text);
 		job_free(j);

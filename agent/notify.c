@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@
 #include "../common/log.h"
 #include "ec2_loop.h"
 #include "notify.h"
+#include "outbound.h"
 #include "prom.h"
 #include "spawnattr.h"
 
@@ -66,6 +68,9 @@ struct dest {
 	CURL *easy;
 	struct curl_slist *hdrs;
 	char errbuf[CURL_ERROR_SIZE];
+	size_t answer;                   /* bytes of the answer read */
+	size_t hdr;                      /* bytes of its headers */
+	char refused[256];               /* an address refused, and why */
 	/* DEST_CMD */
 	pid_t pid;
 	int pidfd, outfd;
@@ -195,15 +200,15 @@ static bool push(struct dest *d, const struct item *it)
 	return true;
 }
 
-/* Not delivered: logged with the event (escaped, bounded) and counted. */
+/* Not delivered: logged with the event (bounded; log_msg escapes it) and
+ * counted. */
 static void lost(struct notify *n, struct dest *d, const struct item *it,
 		 enum notify_result r, const char *why)
 {
-	char body[PX_TERM_SAFE_LEN(512)], cut[513];
+	char body[513];
 
 	n->result[r]++;
-	snprintf(cut, sizeof cut, "%s", it->body);
-	px_term_safe(cut, body, sizeof body);
+	snprintf(body, sizeof body, "%s", it->body);
 	log_warn("notification '%s' of job %" PRId64 " to %s %s: %s; it was "
 		 "%s%s", it->event, it->job, d->shown,
 		 r == NOTIFY_DROPPED ? "dropped" : "not delivered", why, body,
@@ -290,11 +295,56 @@ out:
 
 /* ---- URLs ---- */
 
+/* The answer's body is not needed, its status is: NOTIFY_ANSWER_MAX
+ * bytes of it are read, then the transfer ends (a short count), so that
+ * a receiver that streams forever costs nothing more. */
 static size_t discard(char *p, size_t sz, size_t nm, void *ud)
 {
+	struct dest *d = ud;
+	size_t n = sz * nm;
+
 	(void)p;
-	(void)ud;
-	return sz * nm;  /* the answer's body is not needed */
+	if (n > NOTIFY_ANSWER_MAX - d->answer) {
+		d->answer = NOTIFY_ANSWER_MAX + 1;
+		return 0;
+	}
+	d->answer += n;
+	return n;
+}
+
+/* The answer's headers, bounded as its body (an endless header is an
+ * endless answer too). */
+static size_t headers(char *p, size_t sz, size_t nm, void *ud)
+{
+	struct dest *d = ud;
+	size_t n = sz * nm;
+
+	(void)p;
+	if (n > 4 * NOTIFY_ANSWER_MAX - d->hdr) {
+		d->answer = NOTIFY_ANSWER_MAX + 1;
+		return 0;
+	}
+	d->hdr += n;
+	return n;
+}
+
+/* Each address libcurl connects to for d's URL, held to the outbound
+ * rules (outbound.h) again: a job's URL was checked at submit, but its
+ * name may resolve elsewhere now, and the operator's list may have
+ * changed since. */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose,
+				 struct curl_sockaddr *a)
+{
+	struct dest *d = ud;
+	const struct proteusd_config *c = d->n->cfg;
+	bool job = strcmp(d->key, c->notify_url) != 0;
+
+	(void)purpose;
+	if (!outbound_notify_addr_ok(c, d->key, job, &a->addr, a->addrlen,
+				     d->refused, sizeof d->refused))
+		return CURL_SOCKET_BAD;
+	d->refused[0] = 0;
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
 static bool start_url(struct dest *d)
@@ -310,6 +360,8 @@ static bool start_url(struct dest *d)
 	if (d->hdrs)
 		d->hdrs = curl_slist_append(d->hdrs, "Expect:");
 	d->errbuf[0] = 0;
+	d->refused[0] = 0;
+	d->answer = d->hdr = 0;
 	curl_easy_setopt(e, CURLOPT_URL, d->key);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -320,6 +372,11 @@ static bool start_url(struct dest *d)
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, d);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, headers);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, d);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, d);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, d->errbuf);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, d);
 	if (curl_multi_add_handle(n->multi, e) != CURLM_OK) {
@@ -358,6 +415,17 @@ static void process(struct notify *n)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &d);
 		curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE,
 				  &code);
+		/* an answer cut at its bound: its status is what counts */
+		if (rc == CURLE_WRITE_ERROR && d->answer > NOTIFY_ANSWER_MAX &&
+		    code)
+			rc = CURLE_OK;
+		if (rc != CURLE_OK && d->refused[0]) {
+			/* the operator's rules: no other try would do */
+			snprintf(why, sizeof why, "%s", d->refused);
+			end_url(d);
+			finish(d, false, false, why);
+			continue;
+		}
 		if (rc != CURLE_OK)
 			snprintf(why, sizeof why, "%s", d->errbuf[0] ?
 				 d->errbuf : curl_easy_strerror(rc));
@@ -482,21 +550,19 @@ static void on_output(struct loop *l, int fd, int mask, void *ctx)
 /* The command's output, one log line. */
 static void log_output(struct dest *d, bool ok)
 {
-	char safe[PX_TERM_SAFE_LEN(NOTIFY_OUTPUT_MAX)];
-
 	while (d->out_len && (d->out[d->out_len - 1] == '\n' ||
 			      d->out[d->out_len - 1] == '\r'))
 		d->out_len--;
 	if (!d->out_len)
 		return;
+	/* as it was written: log_msg escapes the line (once) */
 	d->out[d->out_len] = 0;
-	px_term_safe(d->out, safe, sizeof safe);
 	if (ok)
 		log_info("notify_command (job %" PRId64 ") said: %s%s", d->job,
-			 safe, d->out_more ? " [more not kept]" : "");
+			 d->out, d->out_more ? " [more not kept]" : "");
 	else
 		log_warn("notify_command (job %" PRId64 ") said: %s%s", d->job,
-			 safe, d->out_more ? " [more not kept]" : "");
+			 d->out, d->out_more ? " [more not kept]" : "");
 }
 
 static void on_exit_fd(struct loop *l, int fd, int mask, void *ctx)

@@ -35,6 +35,8 @@
 #define NOTIFY_BODY_MAX 8192     /* an event's JSON, bytes */
 #define NOTIFY_DESTS_MAX 256     /* destinations with events at once */
 #define NOTIFY_OUTPUT_MAX 1024   /* a command's output logged, bytes */
+#define NOTIFY_ANSWER_MAX 4096   /* a receiver's answer read, bytes: its
+				  * status decides, the rest is not read */
 
 struct notify;
 struct prom;

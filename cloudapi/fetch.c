@@ -5,6 +5,7 @@
  * helpers of the EC2 client).
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -73,6 +74,106 @@ static char *term_dup(const char *s)
 	return b ? px_term_safe(s, b, n) : NULL;
 }
 
+/* Append l bytes of p to buf (n used of cap, one kept for the NUL). */
+static void put(char *buf, size_t cap, size_t *n, const char *p, size_t l)
+{
+	if (l > cap - 1 - *n)
+		l = cap - 1 - *n;
+	memcpy(buf + *n, p, l);
+	*n += l;
+}
+
+void fetch_url_shown(const char *url, char *buf, size_t len)
+{
+	const char *colon = url ? strstr(url, "://") : NULL;
+	char tmp[FETCH_SHOWN_MAX];
+	const char *auth, *at, *end, *path;
+	size_t n = 0;
+
+	if (!len)
+		return;
+	if (!url || !colon || strspn(url, "abcdefghijklmnopqrstuvwxyz"
+				     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+	    != (size_t)(colon - url)) {
+		px_term_safe(url ? url : "", buf, len);
+		return;
+	}
+	auth = colon + 3;
+	end = auth + strcspn(auth, "/?#");
+	/* the host is after the authority's last '@' (user:password@) */
+	for (at = end; at > auth && at[-1] != '@'; at--)
+		;
+	path = end + strcspn(end, "?#");
+	put(tmp, sizeof tmp, &n, url, (size_t)(auth - url));
+	put(tmp, sizeof tmp, &n, at, (size_t)(end - at));
+	put(tmp, sizeof tmp, &n, end, (size_t)(path - end));
+	if (*path == '?')
+		put(tmp, sizeof tmp, &n, "?...", 4);
+	tmp[n] = '\0';
+	px_term_safe(tmp, buf, len);
+}
+
+/* url as messages show it, in sb (FETCH_SHOWN_MAX bytes). */
+static const char *shown_of(const char *url, char *sb)
+{
+	fetch_url_shown(url, sb, FETCH_SHOWN_MAX);
+	return sb;
+}
+
+static bool in4(uint32_t a, uint32_t net, int bits)
+{
+	return (a >> (32 - bits)) == (net >> (32 - bits));
+}
+
+static enum fetch_addr_class class4(uint32_t a)
+{
+	if (in4(a, 0xa9fe0000u, 16) || in4(a, 0, 8))
+		return FETCH_ADDR_NEVER;      /* link-local, 0.0.0.0/8 */
+	if (in4(a, 0x7f000000u, 8))
+		return FETCH_ADDR_LOOPBACK;
+	if (in4(a, 0x0a000000u, 8) || in4(a, 0xac100000u, 12) ||
+	    in4(a, 0xc0a80000u, 16) || in4(a, 0x64400000u, 10) ||
+	    in4(a, 0xc0000000u, 24) || in4(a, 0xc6120000u, 15) ||
+	    in4(a, 0xe0000000u, 3))      /* multicast, 240/4, broadcast */
+		return FETCH_ADDR_PRIVATE;
+	return FETCH_ADDR_PUBLIC;
+}
+
+enum fetch_addr_class fetch_addr_class(const struct sockaddr *sa)
+{
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0,
+						  0, 0, 0xff, 0xff };
+	static const unsigned char nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	/* fd00:ec2::254 */
+	static const unsigned char ec2[16] = { 0xfd, 0, 0x0e, 0xc2, 0, 0, 0,
+					       0, 0, 0, 0, 0, 0, 0, 0x02,
+					       0x54 };
+	const unsigned char *b;
+	uint32_t v4;
+
+	if (!sa)
+		return FETCH_ADDR_NEVER;
+	if (sa->sa_family == AF_INET)
+		return class4(ntohl(((const struct sockaddr_in *)
+				     (const void *)sa)->sin_addr.s_addr));
+	if (sa->sa_family != AF_INET6)
+		return FETCH_ADDR_NEVER;
+	b = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr;
+	if (!memcmp(b, mapped, 12) || !memcmp(b, nat64, 12)) {
+		memcpy(&v4, b + 12, 4);
+		return class4(ntohl(v4));
+	}
+	if ((b[0] == 0xfe && (b[1] & 0xc0) == 0x80) || !memcmp(b, ec2, 16))
+		return FETCH_ADDR_NEVER;      /* fe80::/10, metadata */
+	if (IN6_IS_ADDR_UNSPECIFIED((const struct in6_addr *)(const void *)b))
+		return FETCH_ADDR_NEVER;
+	if (IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)(const void *)b))
+		return FETCH_ADDR_LOOPBACK;
+	if ((b[0] & 0xfe) == 0xfc || b[0] == 0xff)
+		return FETCH_ADDR_PRIVATE;    /* fc00::/7, multicast */
+	return FETCH_ADDR_PUBLIC;
+}
+
 /* Whether a URL's host (as CURLUPART_HOST gives it: "[::1]" for IPv6)
  * is this host: 127.0.0.0/8, ::1 or "localhost". */
 static bool host_loopback(const char *host)
@@ -101,7 +202,7 @@ static enum px_err parse_http(const char *url, struct fetch_url *u,
 {
 	CURLU *h = curl_url();
 	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
-	char *query = NULL, *shown = NULL;
+	char *query = NULL, *shown = NULL, sb[FETCH_SHOWN_MAX];
 	enum px_err rc = PX_OK;
 	int n;
 
@@ -112,7 +213,7 @@ static enum px_err parse_http(const char *url, struct fetch_url *u,
 	    curl_url_get(h, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    curl_url_get(h, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
 		rc = px_errorf(err, PX_EINVAL, "'%.200s': not a url curl can "
-			       "read", url);
+			       "read", shown_of(url, sb));
 		goto out_free;
 	}
 	(void)curl_url_get(h, CURLUPART_PORT, &port, 0);
@@ -148,7 +249,7 @@ static enum px_err parse_file_url(const char *url, struct fetch_url *u,
 				  struct px_error *err)
 {
 	CURLU *h = curl_url();
-	char *path = NULL;
+	char *path = NULL, sb[FETCH_SHOWN_MAX];
 	enum px_err rc = PX_OK;
 
 	if (!h)
@@ -157,12 +258,12 @@ static enum px_err parse_file_url(const char *url, struct fetch_url *u,
 	    curl_url_get(h, CURLUPART_PATH, &path, CURLU_URLDECODE) !=
 	    CURLUE_OK || !path[0]) {
 		rc = px_errorf(err, PX_EINVAL, "'%.200s': not a file url of "
-			       "this host (file:///path)", url);
+			       "this host (file:///path)", shown_of(url, sb));
 		goto out_free;
 	}
 	u->kind = FETCH_LOCAL;
 	u->path = strdup(path);
-	u->shown = term_dup(url);
+	u->shown = term_dup(shown_of(url, sb));
 	if (!u->path || !u->shown)
 		rc = px_errorf(err, PX_ENOMEM, "url");
 out_free:
@@ -193,17 +294,18 @@ static enum px_err parse_s3(const char *url, struct fetch_url *u,
 {
 	const char *b = url + 5, *slash = strchr(b, '/');
 	size_t bl = slash ? (size_t)(slash - b) : strlen(b);
-	char shown[FETCH_S3_KEY_MAX + 80];
+	char shown[FETCH_S3_KEY_MAX + 80], sb[FETCH_SHOWN_MAX];
 
 	if (!bucket_valid(b, bl))
 		return px_errorf(err, PX_EINVAL, "'%.200s': bad bucket name "
-				 "(3 to 63 of a-z, 0-9, '.' and '-')", url);
+				 "(3 to 63 of a-z, 0-9, '.' and '-')",
+				 shown_of(url, sb));
 	if (!slash || !slash[1])
 		return px_errorf(err, PX_EINVAL, "'%.200s': no key "
-				 "(s3://BUCKET/KEY)", url);
+				 "(s3://BUCKET/KEY)", shown_of(url, sb));
 	if (strlen(slash + 1) > FETCH_S3_KEY_MAX)
 		return px_errorf(err, PX_EINVAL, "'%.200s...': key over %d "
-				 "bytes", url, FETCH_S3_KEY_MAX);
+				 "bytes", shown_of(url, sb), FETCH_S3_KEY_MAX);
 	u->kind = FETCH_S3;
 	u->bucket = px_strndup(b, bl);
 	u->key = strdup(slash + 1);
@@ -219,6 +321,7 @@ enum px_err fetch_url_parse(const char *url, struct fetch_url *ret,
 {
 	struct fetch_url u = { 0 };
 	const char *colon = strstr(url, "://");
+	char sb[FETCH_SHOWN_MAX];
 	enum px_err rc;
 
 	if (!url[0])
@@ -233,7 +336,8 @@ enum px_err fetch_url_parse(const char *url, struct fetch_url *ret,
 				 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
 		 (size_t)(colon - url))
 		rc = px_errorf(err, PX_EINVAL, "'%.200s': unsupported scheme "
-			       "(a path, file://, https://, s3://)", url);
+			       "(a path, file://, https://, s3://)",
+			       shown_of(url, sb));
 	else {
 		u.kind = FETCH_LOCAL;
 		u.path = strdup(url);
@@ -443,6 +547,7 @@ struct dl {
 	bool body_full;
 	char bucket_region[REGION_MAX + 1]; /* x-amz-bucket-region */
 	char *endpoint;        /* S3: path-style endpoint, NULL: AWS's */
+	char refused[160];     /* an address open_socket refused, and why */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -785,6 +890,37 @@ static void s3_region(const struct fetch_opts *o, char *buf, size_t len)
 		snprintf(buf, len, "us-east-1");
 }
 
+/* Each address libcurl connects to, the first and any a redirect or a
+ * name that now resolves elsewhere brings: never a link-local or
+ * metadata address, and loopback only for a URL that names a loopback
+ * host (agent/outbound.h: the daemon holds a job's URLs to its rules at
+ * submit, and this keeps them to it when the name is resolved again). */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose,
+				 struct curl_sockaddr *a)
+{
+	struct dl *d = ud;
+	enum fetch_addr_class c = fetch_addr_class(&a->addr);
+	char ip[INET6_ADDRSTRLEN] = "?";
+	const void *bits = a->family == AF_INET6 ?
+		(const void *)&((struct sockaddr_in6 *)(void *)&a->addr)->
+			sin6_addr :
+		(const void *)&((struct sockaddr_in *)(void *)&a->addr)->
+			sin_addr;
+
+	(void)purpose;
+	if (c == FETCH_ADDR_NEVER || (c == FETCH_ADDR_LOOPBACK &&
+				      d->u->kind == FETCH_HTTP &&
+				      !d->u->loopback)) {
+		(void)inet_ntop(a->family, bits, ip, sizeof ip);
+		snprintf(d->refused, sizeof d->refused, "address %s refused: "
+			 "%s", ip, c == FETCH_ADDR_NEVER ? "a link-local or "
+			 "metadata address is never reached" : "a loopback "
+			 "address for a host that is not this one");
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 /* The easy handle's settings that do not change between attempts.
  * http_ok: the URL (or the S3 endpoint) is http:// and allowed; a
  * redirect still goes to https:// only, unless o->allow_http. */
@@ -818,6 +954,8 @@ static void dl_setup(struct dl *d, bool http_ok)
 	curl_easy_setopt(d->easy, CURLOPT_XFERINFODATA, d);
 	curl_easy_setopt(d->easy, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(d->easy, CURLOPT_ERRORBUFFER, d->errbuf);
+	curl_easy_setopt(d->easy, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(d->easy, CURLOPT_OPENSOCKETDATA, d);
 	if (d->u->kind == FETCH_HTTP) {
 		curl_easy_setopt(d->easy, CURLOPT_FOLLOWLOCATION, 1L);
 		curl_easy_setopt(d->easy, CURLOPT_MAXREDIRS, 5L);
@@ -871,6 +1009,8 @@ static enum px_err dl_outcome(struct dl *d, CURLcode cc, bool *retry,
 	if (d->too_big || cc == CURLE_FILESIZE_EXCEEDED)
 		return px_errorf(err, PX_ETOOBIG, "%s: larger than %" PRIu64
 				 " bytes", shown, d->max);
+	if (d->refused[0] && cc != CURLE_OK)
+		return px_errorf(err, PX_EINVAL, "%s: %s", shown, d->refused);
 	if (d->write_errno)
 		return px_errorf(err, PX_ESYS | d->write_errno, "%s: writing "
 				 "into the cache: %s", shown,
@@ -925,7 +1065,7 @@ static enum px_err dl_run(struct dl *d, int *ret_attempts,
 		d->body_len = 0;
 		d->too_big = d->body_full = false;
 		d->write_errno = 0;
-		d->bucket_region[0] = d->errbuf[0] = '\0';
+		d->bucket_region[0] = d->errbuf[0] = d->refused[0] = '\0';
 		if (ftruncate(d->fd, 0) != 0 || lseek(d->fd, 0, SEEK_SET) != 0 ||
 		    EVP_DigestInit_ex(d->md, EVP_sha256(), NULL) != 1) {
 			rc = px_errorf(err, PX_ESYS | errno, "%s: the cache's "

@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "../common/px.h"
 #include "awscred.h"
@@ -74,6 +75,29 @@ struct fetch_url {
 enum px_err fetch_url_parse(const char *url, struct fetch_url *ret,
 			    struct px_error *err);
 void fetch_url_release(struct fetch_url *u);
+
+/* url as messages and logs may show it: scheme://host[:port]/path, no
+ * user or password, "?..." for a query, no fragment, terminal-safe (a
+ * presigned URL's X-Amz-Signature stays out); a string that is not a
+ * URL is shown as it is (terminal-safe).  Into buf, cut to len. */
+void fetch_url_shown(const char *url, char *buf, size_t len);
+#define FETCH_SHOWN_MAX 512   /* a buffer for fetch_url_shown */
+
+/* What an address a request would connect to is (outbound rules,
+ * agent/outbound.h): link-local (169.254.0.0/16, fe80::/10), a cloud
+ * metadata address (169.254.169.254, fd00:ec2::254) or an unspecified
+ * one (0.0.0.0/8, ::: connecting there reaches this host) are NEVER;
+ * loopback (127.0.0.0/8, ::1); private (10/8, 172.16/12, 192.168/16,
+ * 100.64/10 shared, 192.0.0/24, 198.18/15 benchmarking, multicast,
+ * 240/4, fc00::/7, ff00::/8); else public.  An IPv4-mapped or NAT64
+ * IPv6 address is its IPv4 address's class. */
+enum fetch_addr_class {
+	FETCH_ADDR_PUBLIC = 0,
+	FETCH_ADDR_PRIVATE,
+	FETCH_ADDR_LOOPBACK,
+	FETCH_ADDR_NEVER,
+};
+enum fetch_addr_class fetch_addr_class(const struct sockaddr *sa);
 
 /* Whether s is a SHA-256 in hex: 64 hex digits, either case. */
 bool fetch_sha256_valid(const char *s);

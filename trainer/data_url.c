@@ -20,30 +20,54 @@ bool data_is_url(const char *s)
 	return true;
 }
 
+enum px_err data_url_format(const char *url, enum data_format *ret,
+			    struct px_error *err)
+{
+	char shown[FETCH_SHOWN_MAX];
+
+	/* the shown form is the URL less its credentials and query; its
+	 * path is what names the format */
+	fetch_url_shown(url, shown, sizeof shown);
+	shown[strcspn(shown, "?")] = '\0';
+	return data_format_of(shown, ret, err);
+}
+
 /* One file: *path replaced by the file to read. */
 static enum px_err one(const char *what, const char **path, const char *sha,
 		       enum data_format *fmt, struct px_error *err)
 {
-	struct fetch_opts fo = {0};
+	/* a peer that never answers (a TLS handshake that never comes, a
+	 * trickle) fails in under 20 s, naming the URL: before a job's stall
+	 * watchdog (stall_seconds, 20 by default) takes it for a wedged
+	 * trainer */
+	struct fetch_opts fo = {
+		.max_attempts = 2,
+		.connect_timeout_us = 8 * PX_USEC_PER_SEC,
+		.backoff_base_us = PX_USEC_PER_SEC / 2,
+		.low_speed_bytes = 1024,
+		.low_speed_time_s = 8,
+	};
 	struct fetch_result r;
 	enum data_format f = *fmt;
 	bool url = data_is_url(*path);
+	char shown[FETCH_SHOWN_MAX];
 	char *keep;
 	enum px_err e;
 
 	if (!url && !sha)
 		return PX_OK;
+	fetch_url_shown(*path, shown, sizeof shown);
 	if (url && !sha)
 		return px_errorf(err, PX_EINVAL, "%s %s: a file named by URL "
 				 "needs its SHA-256 (--%s-sha256, or the job "
-				 "spec's trainer.data.%s_sha256)", what, *path,
+				 "spec's trainer.data.%s_sha256)", what, shown,
 				 what, what);
 	if (!fetch_sha256_valid(sha))
 		return px_errorf(err, PX_EINVAL, "--%s-sha256: 64 hex digits "
 				 "expected", what);
 	if (url && f == DATA_FMT_AUTO) {
 		/* the cached file's name says nothing: the URL's does */
-		e = data_format_of(*path, &f, err);
+		e = data_url_format(*path, &f, err);
 		if (e != PX_OK)
 			return e;
 	}
@@ -51,12 +75,12 @@ static enum px_err one(const char *what, const char **path, const char *sha,
 		return px_errorf(err, PX_EINVAL, "%s %s: an IDX set by URL is "
 				 "not supported (its labels file is found by "
 				 "its name): use LIBSVM or CSV, or a path",
-				 what, *path);
+				 what, shown);
 	e = fetch_file(&fo, *path, sha, &r, err);
 	if (e != PX_OK)
 		return e;
 	if (url)
-		log_notice("%s data %s: %s (%llu bytes%s)", what, *path,
+		log_notice("%s data %s: %s (%llu bytes%s)", what, shown,
 			   r.path, (unsigned long long)r.bytes,
 			   r.cached ? ", cached" : "");
 	if (!(keep = strdup(r.path)))

@@ -16,12 +16,22 @@
 /* Whether s names a file by URL (scheme://), not by path. */
 bool data_is_url(const char *s);
 
+/* The format a URL's name tells: its path's, the query and fragment left
+ * out (".../train.csv?X-Amz-Signature=..." is CSV).  PX_EINVAL naming
+ * the URL as fetch_url_shown shows it. */
+enum px_err data_url_format(const char *url, enum data_format *ret,
+			    struct px_error *err);
+
 /* Fetch and check spec's files named by URL (their SHA-256 required),
  * and check local ones whose SHA-256 is given; spec's paths then name
  * the files to read (strings kept until exit) and, for a URL, its format
  * is fixed from the URL's name where it was AUTO.  Errors name the URL
- * and what failed (fetch.h); PX_EINVAL for a URL without its SHA-256 or
- * an IDX set by URL. */
+ * (never its query or credentials) and what failed (fetch.h); PX_EINVAL
+ * for a URL without its SHA-256 or an IDX set by URL.  A try whose peer
+ * does not connect (TLS handshake included) in 8 s, or sends less than
+ * 1 KiB/s for 8 s, fails (two tries at most), so that a peer that never
+ * answers fails the job, naming the URL, before its stall watchdog
+ * would. */
 enum px_err data_fetch_urls(struct data_spec *spec, const char *train_sha,
 			    const char *test_sha, struct px_error *err);
 

@@ -1135,8 +1135,20 @@ static int fetch_data(struct tcli *t)
 			    &err) == PX_OK)
 		return -1;
 	log_err("%s", err.msg);
-	return err.code == PX_EINVAL && strstr(err.msg, "checksum") ?
-	       TX_DATA : exit_for(err.code);
+	/* data that cannot be had after the fetch's own tries (refused, not
+	 * found, the network) is the job's input failing: exit 3, whose
+	 * message the daemon makes the job's error, rather than a restart
+	 * that would fetch the same */
+	switch (err.code) {
+	case PX_EINVAL:
+	case PX_ETOOBIG:
+	case PX_ENOENT:
+	case PX_EHTTP:
+	case PX_EAWS:
+		return TX_DATA;
+	default:
+		return exit_for(err.code);
+	}
 }
 
 /* What a distributed --model mf does not take, as the option that asked

@@ -4,11 +4,15 @@
  * bad data is refused at submit with file:line, nothing stored and no
  * process started. */
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "jobs_fixture.h"
 #include "pxrun.h"
@@ -96,4 +100,104 @@ Test(jobs_data, bad_data_is_refused_at_submit)
 	cr_assert_eq(processes_after(200), 0, "a trainer was started");
 	stop_daemon(SIGTERM);
 	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+}
+
+static const char *const job_url =
+	"{\"trainer\": {\"model\": \"mlr\", \"epochs\": 1, \"batch\": 32, "
+	"\"data\": {\"train\": \"%s\", \"test\": \"test.svm\", "
+	"\"train_sha256\": \"%064d\"}}}";
+
+/* Data URLs the trainer cannot fetch or the operator does not allow are
+ * refused at submit, exit 3, naming the field, nothing stored, no
+ * process started; no message shows a URL's query. */
+Test(jobs_data, data_urls_are_refused_at_submit)
+{
+	const struct {
+		const char *url, *says;
+	} bad[] = {
+		{ "ftp://127.0.0.1/train.svm", "trainer.data.train: "
+		  "'ftp://127.0.0.1/train.svm': unsupported scheme" },
+		{ "s3://proteus-data/train.svm", "trainer.data.train: "
+		  "s3://proteus-data/train.svm: s3:// data is fetched with "
+		  "this daemon's AWS credentials, and data_s3_allowed is no" },
+		{ "http://192.0.2.7/train.svm?X-Amz-Signature=s3cr3t",
+		  "trainer.data.train: http://192.0.2.7/train.svm?...: "
+		  "http:// only to this host" },
+		{ "https://127.0.0.1:9/train.svm?X-Amz-Signature=s3cr3t",
+		  "trainer.data.train: https://127.0.0.1:9/train.svm?...: "
+		  "https://127.0.0.1:9 is not allowed by data_url_allow" },
+		{ "https://169.254.169.254/train.svm?X-Amz-Signature=s3cr3t",
+		  "trainer.data.train: https://169.254.169.254/train.svm?...:"
+		  " 169.254.169.254 is a link-local" },
+		{ "https://u:s3cr3t@127.0.0.1:8443/train.svm",
+		  "trainer.data.train: https://127.0.0.1:8443/train.svm: the "
+		  "URL holds a user or password" },
+		{ "https://127.0.0.1:8443/train?X-Amz-Signature=s3cr3t.svm",
+		  "'https://127.0.0.1:8443/train': cannot tell its format" },
+	};
+	char extra[1024], *log;
+	struct pxrun r;
+
+	svm("test.svm", 100, "");
+	daemon_up_with("data_url_allow https://127.0.0.1:8443, https://*\n");
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(extra, sizeof extra, job_url, bad[i].url, 0);
+		write_job(1, extra);
+		cr_assert_eq(ctl(&r, 20, "submit", jt.job, NULL, NULL), 3,
+			     "%s: %s", bad[i].url, r.err);
+		cr_assert(strstr(r.err, bad[i].says), "%s: %s", bad[i].url,
+			  r.err);
+		cr_assert_null(strstr(r.err, "s3cr3t"), "%s", r.err);
+		pxrun_free(&r);
+	}
+	cr_assert_eq(processes_after(200), 0, "a trainer was started");
+	log = daemon_log();
+	cr_assert_null(strstr(log, "s3cr3t"), "%s", log);
+	free(log);
+	stop_daemon(SIGTERM);
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+}
+
+/* A peer that takes the connection and never answers (no TLS handshake
+ * ever comes): the fetch times out, and the job fails with the reason,
+ * naming the URL without its query, not as a stall. */
+Test(jobs_data, a_peer_that_never_answers_fails_the_job_with_the_reason)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	char extra[1024], conf[128], url[128], want[160];
+	const char *why;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int64_t id;
+	json_t *st;
+
+	/* listening, never accepting: the kernel completes the connection
+	 * and nothing ever answers on it */
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	cr_assert_eq(listen(fd, 64), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	snprintf(url, sizeof url, "https://127.0.0.1:%d/train.svm?"
+		 "X-Amz-Signature=s3cr3t", ntohs(a.sin_port));
+	svm("test.svm", 100, "");
+	snprintf(conf, sizeof conf, "data_url_allow https://127.0.0.1:%d\n",
+		 ntohs(a.sin_port));
+	daemon_up_with(conf);
+	snprintf(extra, sizeof extra, job_url, url, 0);
+	write_job(1, extra);
+	id = submit();
+	st = wait_end(id, 120);
+	why = json_string_value(json_object_get(st, "error"));
+	cr_assert_str_eq(state_of(st), "failed", "%s", daemon_said());
+	snprintf(want, sizeof want, "https://127.0.0.1:%d/train.svm?...: ",
+		 ntohs(a.sin_port));
+	cr_assert(why && strstr(why, want), "%s", why);
+	cr_assert(strstr(why, "timeout") || strstr(why, "timed out"), "%s",
+		  why);
+	cr_assert_null(strstr(why, "stalled"), "%s", why);
+	cr_assert_null(strstr(why, "s3cr3t"), "%s", why);
+	cr_assert_eq(trainer_log_count(id, "s3cr3t"), 0);
+	json_decref(st);
+	close(fd);
 }

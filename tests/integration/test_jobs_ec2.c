@@ -191,7 +191,8 @@ static void daemon_ec2_world(bool default_world)
 		"ec2_node_trainer %s/proteus-trainer\n"
 		"ec2_clock_speedup %d\nec2_clock_origin %lld\n"
 		"ec2_identity_cert %s/identity.pem\n"
-		"ec2_price_poll_s 60\nec2_call_timeout_s %d\n%s", jt.db,
+		"ec2_price_poll_s 60\nec2_call_timeout_s %d\n"
+		"data_s3_allowed yes\n%s", jt.db,
 		jt.sock, fk.url, head, lo, lo + 99,
 		build ? build : "build", SPEEDUP, (long long)origin, jt.tmp,
 		CALL_TIMEOUT_S, default_world ? "world ec2\n" : "");

@@ -27,8 +27,18 @@
 TestSuite(notify, .init = jobs_fixture_setup,
 	  .fini = jobs_fixture_teardown, .timeout = 240);
 
+static int receiver_as(int port, const char *out, const char *mode,
+		       pid_t *ret);
+
 /* The receiver on port (0: any), writing to out; its port. */
 static int receiver(int port, const char *out, pid_t *ret)
+{
+	return receiver_as(port, out, NULL, ret);
+}
+
+/* The same, with notify_receiver.py's option mode (NULL: none). */
+static int receiver_as(int port, const char *out, const char *mode,
+		       pid_t *ret)
 {
 	char *script = px_src_path("tests/integration/notify_receiver.py");
 	char ports[16], pf[4096], *text = NULL;
@@ -42,7 +52,7 @@ static int receiver(int port, const char *out, pid_t *ret)
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		execl("/usr/bin/python3", "python3", script, ports, out,
-		      (char *)NULL);
+		      mode, (char *)NULL);
 		_exit(127);
 	}
 	free(script);
@@ -170,8 +180,9 @@ Test(notify, every_state_change_arrives_once_in_order_at_both_urls)
 	cr_assert(asprintf(&b_out, "%s/b.events", jt.tmp) > 0);
 	pa = receiver(0, a_out, &ra);
 	pb = receiver(0, b_out, &rb);
-	snprintf(conf, sizeof conf, "notify_url http://127.0.0.1:%d/hook\n",
-		 pa);
+	/* the job's own URL is one the operator allows */
+	snprintf(conf, sizeof conf, "notify_url http://127.0.0.1:%d/hook\n"
+		 "notify_url_allow http://127.0.0.1:%d\n", pa, pb);
 	daemon_up_with(conf);
 	snprintf(extra, sizeof extra, "{\"notify_url\": "
 		 "\"http://127.0.0.1:%d/job?token=t0k3n\"}", pb);
@@ -437,4 +448,179 @@ Test(notify, urls_with_a_user_or_password_are_refused)
 				  "not an http:// or https:// URL"), "%s",
 			   r.err);
 	pxrun_free(&r);
+}
+
+/* proteusctl submit of the job file as it is: its exit status, its
+ * error in *ret_err (the caller's). */
+static int submit_refused(char **ret_err)
+{
+	struct pxrun r;
+	int st;
+
+	st = ctl(&r, 20, "submit", jt.job, NULL, NULL);
+	*ret_err = strdup(r.err);
+	pxrun_free(&r);
+	return st;
+}
+
+/* A job's own notify_url names what the operator allows, and never a
+ * link-local or metadata address nor the daemon's own /metrics, whatever
+ * the list says; a name is held to the rule by its addresses
+ * ("localhost" is 127.0.0.1 and ::1).  Refused at submit, exit 3,
+ * nothing stored. */
+Test(notify, a_jobs_notify_url_is_held_to_the_operators_list)
+{
+	char conf[512], job[256], *err;
+	int port = free_port(), mport;
+	const struct {
+		const char *url;      /* %d: port (p), or mport (m) */
+		char which;
+		const char *says;
+	} bad[] = {
+		{ "http://169.254.169.254/latest/meta-data/", 0, "169.254."
+		  "169.254 is a link-local, metadata or unspecified address" },
+		{ "http://[fd00:ec2::254]/latest/", 0, "fd00:ec2::254 is a "
+		  "link-local" },
+		{ "http://127.0.0.1:%d/metrics", 'm', "is this daemon's own "
+		  "/metrics" },
+		{ "http://localhost:%d/metrics", 'm', "is this daemon's own "
+		  "/metrics" },
+		{ "http://127.0.0.1:1/", 0, "http://127.0.0.1:1 is not "
+		  "allowed by notify_url_allow" },
+		{ "http://localhost:1/", 0, "is not allowed by "
+		  "notify_url_allow" },
+		{ "http://10.1.2.3:%d/", 'p', "http://10.1.2.3:" },
+	};
+
+	do
+		mport = free_port();
+	while (mport == port);
+	/* even a list that names the metrics port does not open it */
+	snprintf(conf, sizeof conf, "metrics_listen 127.0.0.1:%d\n"
+		 "notify_url_allow http://127.0.0.1:%d, http://127.0.0.1:%d, "
+		 "http://*\n", mport, port, mport);
+	daemon_up_with(conf);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char url[128], extra[300];
+
+		snprintf(url, sizeof url, bad[i].url, bad[i].which == 'm' ?
+			 mport : port);
+		snprintf(extra, sizeof extra, "{\"notify_url\": \"%s\"}", url);
+		write_job(1, extra);
+		cr_assert_eq(submit_refused(&err), 3, "%s: %s", url, err);
+		cr_assert_not_null(strstr(err, "notify_url: "), "%s", err);
+		cr_assert_not_null(strstr(err, bad[i].says), "%s: %s", url,
+				   err);
+		free(err);
+	}
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+	/* the origin the list names is taken */
+	snprintf(job, sizeof job, "{\"notify_url\": \"http://127.0.0.1:%d/x"
+		 "\"}", port);
+	write_job(1, job);
+	cancel_job(submit(), 30);
+}
+
+/* Without notify_url_allow a job's own notify_url is refused. */
+Test(notify, a_jobs_notify_url_needs_the_operators_list)
+{
+	char *err;
+
+	daemon_up_with("");
+	write_job(1, "{\"notify_url\": \"https://hooks.example.com/x\"}");
+	cr_assert_eq(submit_refused(&err), 3, "%s", err);
+	cr_assert_not_null(strstr(err, "notify_url: notify_url_allow is "
+				  "empty on this daemon"), "%s", err);
+	free(err);
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+}
+
+/* A receiver whose answer never ends: a few KiB of it are read, and its
+ * status (200) makes each notification delivered, at the first try. */
+Test(notify, an_endless_answer_is_cut_and_its_status_counts)
+{
+	char *out, *sent, conf[512], line[64], *text;
+	int mport = free_port(), port;
+	pid_t rp;
+	int64_t id;
+	json_t *st, *ev;
+	FILE *f;
+	int n = 0;
+
+	cr_assert(asprintf(&out, "%s/events", jt.tmp) > 0);
+	cr_assert(asprintf(&sent, "%s/events.sent", jt.tmp) > 0);
+	port = receiver_as(0, out, "--endless", &rp);
+	snprintf(conf, sizeof conf, "notify_url http://127.0.0.1:%d/hook\n"
+		 "notify_timeout_ms 5000\nnotify_backoff_ms 100\n"
+		 "metrics_listen 127.0.0.1:%d\n", port, mport);
+	daemon_up_with(conf);
+	write_job(1, NULL);
+	id = submit();
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	ev = wait_events(out, "done", 60);
+	check_sequence(ev, id, "done", cost_of(st));
+	/* the text is made once a second: until it has the last one */
+	text = NULL;
+	for (int i = 0; i < 100; i++) {
+		free(text);
+		text = metrics(mport);
+		if (sample(text, "proteus_notifications_total{result="
+			   "\"delivered\"} ") >= (double)json_array_size(ev))
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_float_eq(sample(text, "proteus_notifications_total{result="
+				  "\"delivered\"} "),
+			   (double)json_array_size(ev), 1e-9, "%s", text);
+	cr_assert_float_eq(sample(text, "proteus_notifications_total{result="
+				  "\"failed\"} "), 0, 1e-9, "%s", text);
+	cr_assert_float_eq(sample(text, "proteus_notification_retries_total "),
+			   0, 1e-9, "%s", text);
+	free(text);
+	/* each answer ended once the daemon stopped reading it: what got
+	 * out is what the sockets' buffers hold, not seconds of loopback */
+	receiver_stop(rp);
+	f = fopen(sent, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof line, f)) {
+		cr_assert_lt(atoll(line), 64LL << 20, "%s bytes sent", line);
+		n++;
+	}
+	fclose(f);
+	cr_assert_geq(n, 1);
+	json_decref(ev);
+	json_decref(st);
+	free(out);
+	free(sent);
+}
+
+/* What notify_command writes is logged escaped once (a backslash as
+ * "\\", a tab as "\t"), not escaped again. */
+Test(notify, the_commands_output_is_escaped_once)
+{
+	char *cmd, conf[4200], *log = NULL;
+	int64_t id;
+	json_t *st;
+
+	cmd = script("say.sh", "printf 'back\\\\slash\\ttab\\033[31m\\n'\n");
+	snprintf(conf, sizeof conf, "notify_command %s\n", cmd);
+	daemon_up_with(conf);
+	write_job(1, NULL);
+	id = submit();
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	for (int i = 0; i < 100; i++) {
+		free(log);
+		log = daemon_log();
+		if (strstr(log, ") said: "))
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_not_null(strstr(log, ") said: back\\\\slash\\ttab\\x1b[31m"),
+			   "%s", log);
+	cr_assert_null(strstr(log, "\\\\\\\\"), "escaped twice: %s", log);
+	free(log);
+	json_decref(st);
+	free(cmd);
 }
