@@ -136,8 +136,11 @@ oom:
  * off by default). */
 static unsigned role_env_flags(const struct job *j)
 {
-	(void)j;
-	return PX_SPAWN_ENV_TRAINER;
+	/* s3:// data with the daemon's credentials, where the operator
+	 * allows it (data_s3_allowed; docs/security.md): the roles on this
+	 * host fetch it; else they get none of them */
+	return PX_SPAWN_ENV_TRAINER |
+	       (j->js->s.cfg->data_s3_allowed ? PX_SPAWN_ENV_DAEMON_AWS : 0);
 }
 
 /* The coordinator's environment (px_spawn_env): free the array only. */
