@@ -282,6 +282,28 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 	return e;
 }
 
+/* Instances elsewhere start from user data, which EC2 keeps and shows
+ * to whoever may call DescribeInstanceAttribute: a data URL with a query
+ * (a presigned URL's signature) may not go there. */
+static enum px_err job_check_remote_urls(const struct job *j,
+					 struct px_error *err)
+{
+	const struct job_data *d = &j->req.trainer.data;
+	const char *const url[] = { d->train, d->test };
+
+	for (int i = 0; i < 2; i++)
+		if (data_is_url(url[i]) && strchr(url[i], '?'))
+			return px_errorf(err, PX_EINVAL, "%s: trainer.data.%s: "
+					 "a URL with a query (a presigned URL) "
+					 "would stand in the instances' user "
+					 "data, which is no secret: name the "
+					 "object by s3:// (fetched with the "
+					 "instances' own role) or a path on "
+					 "their image", j->src,
+					 i ? "test" : "train");
+	return PX_OK;
+}
+
 /* A submission's files, all read on one thread under the submitter's
  * guard g: each opened once and pinned (jobs_inputs.c), the market read
  * and the data checked from those very files, then copied into the
@@ -291,6 +313,13 @@ static enum px_err job_load(struct job *j, struct px_guard *g,
 {
 	enum px_err e;
 
+	/* its URLs under the operator's rules (names resolved here, off
+	 * the loop) */
+	e = outbound_check_job(&j->req, j->js->s.cfg, j->src, err);
+	if (e == PX_OK && !j->wops->on_this_host)
+		e = job_check_remote_urls(j, err);
+	if (e != PX_OK)
+		return e;
 	px_guard_set(g);
 	job_inputs_pin(j, g);
 	e = job_load_market(j, err);
@@ -368,8 +397,6 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		e = job_world(j, name, err);
 	if (e == PX_OK)
 		e = job_fit(j, name, err);
-	if (e == PX_OK)   /* its URLs under the operator's rules */
-		e = outbound_check_job(&j->req, js->s.cfg, name, err);
 	if (e != PX_OK) {
 		free(text);
 		job_free(j);

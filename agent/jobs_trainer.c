@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../trainer/data_url.h"
 #include "../trainer/goodput.h"
 #include "jobkey.h"
 #include "jobs_int.h"
@@ -40,6 +41,20 @@ static void argv_free(char **v)
 	for (char **p = v; p && *p; p++)
 		free(*p);
 	free(v);
+}
+
+/* A data URL with a query (a presigned URL: its signature is a
+ * credential) goes to this host's roles in their environment, not in
+ * argv, which any local user may read: "env:PX_TRAIN_DATA" stands in
+ * argv (proteus-trainer reads it there).  The variable for the role's
+ * environment in buf ("" when the URL goes in argv). */
+static const char *data_by_env(const char *url, const char *var, char *buf,
+			       size_t len)
+{
+	buf[0] = '\0';
+	if (data_is_url(url) && strchr(url, '?'))
+		snprintf(buf, len, "%s=%s", var, url);
+	return buf;
 }
 
 /* argv of a trainer role: the program, the role, the job's options, then
@@ -70,6 +85,11 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 			    job_file(j, JIN_TRAIN, d->train, trb, sizeof trb);
 	const char *test = remote ? d->test :
 			   job_file(j, JIN_TEST, d->test, teb, sizeof teb);
+
+	if (!remote && data_is_url(train) && strchr(train, '?'))
+		train = "env:PX_TRAIN_DATA";
+	if (!remote && data_is_url(test) && strchr(test, '?'))
+		test = "env:PX_TEST_DATA";
 	const char *own[20] = {
 		"--train-data", train, "--test-data", test, "--scale",
 		d->scale, "--label-column", col,
@@ -146,8 +166,15 @@ static unsigned role_env_flags(const struct job *j)
 /* The coordinator's environment (px_spawn_env): free the array only. */
 static char **role_env(struct job *j)
 {
-	char *add[] = { j->keyenv, "PX_PARENT_WATCH=1", NULL };
+	const struct job_data *d = &j->req.trainer.data;
+	char tr[JOBREQ_PATH_MAX + 16], te[JOBREQ_PATH_MAX + 16];
+	char *add[] = { j->keyenv, "PX_PARENT_WATCH=1", NULL, NULL, NULL };
+	size_t k = 2;
 
+	if (data_by_env(d->train, "PX_TRAIN_DATA", tr, sizeof tr)[0])
+		add[k++] = tr;
+	if (data_by_env(d->test, "PX_TEST_DATA", te, sizeof te)[0])
+		add[k++] = te;
 	return px_spawn_env(add, role_env_flags(j));
 }
 
@@ -284,10 +311,20 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 		free(ret->argv[0]);
 		ret->argv[0] = strdup(j->js->s.cfg->ec2_node_trainer);
 	}
-	env = calloc(3, sizeof *env);
+	env = calloc(5, sizeof *env);
 	if (env) {
+		const struct job_data *d = &j->req.trainer.data;
+		char tr[JOBREQ_PATH_MAX + 16], te[JOBREQ_PATH_MAX + 16];
+		size_t k = 2;
+
 		env[0] = strdup("PX_PARENT_WATCH=1");
 		env[1] = pl->remote ? NULL : strdup(j->keyenv);
+		if (!pl->remote &&
+		    data_by_env(d->train, "PX_TRAIN_DATA", tr, sizeof tr)[0])
+			env[k++] = strdup(tr);
+		if (!pl->remote &&
+		    data_by_env(d->test, "PX_TEST_DATA", te, sizeof te)[0])
+			env[k++] = strdup(te);
 	}
 	if (ret->argv && !ret->argv[0]) {
 		argv_free(ret->argv);

@@ -1010,6 +1010,24 @@ static int set_opt(const struct subcmd *sc, const struct topt *o,
 		if (!arg[0])
 			return usage_error(sc, "--%s needs a value, not ''",
 					   o->name);
+		/* a data URL proteusd keeps out of argv, which every user of
+		 * the host may read (a presigned URL's query is a
+		 * credential): --train-data env:PX_TRAIN_DATA */
+		if ((p == &t->o.data.train || p == &t->o.data.test) &&
+		    !strncmp(arg, "env:", 4)) {
+			const char *name = arg + 4;
+			const char *v = !strcmp(name, "PX_TRAIN_DATA") ||
+					!strcmp(name, "PX_TEST_DATA") ?
+					getenv(name) : NULL;
+
+			if (!v || !v[0])
+				return usage_error(sc, "--%s %s: that variable "
+						   "is not set (only "
+						   "PX_TRAIN_DATA and "
+						   "PX_TEST_DATA may be named)",
+						   o->name, arg);
+			arg = v;
+		}
 		*(const char **)p = arg;
 		return 0;
 	case K_FLAG:

@@ -170,6 +170,7 @@ Test(jobs_data, a_peer_that_never_answers_fails_the_job_with_the_reason)
 	const char *why;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int64_t id;
+	int seen_env = 0;
 	json_t *st;
 
 	/* listening, never accepting: the kernel completes the connection
@@ -187,9 +188,25 @@ Test(jobs_data, a_peer_that_never_answers_fails_the_job_with_the_reason)
 	snprintf(extra, sizeof extra, job_url, url, 0);
 	write_job(1, extra);
 	id = submit();
+	/* while its roles try: the presigned URL is in no process's argv
+	 * (any local user reads those), only in their environment */
+	for (int i = 0; i < 1200 && !seen_env; i++) {
+		cr_assert_eq(each_argv("s3cr3t", NULL, NULL, NULL), 0,
+			     "the URL's signature in an argv");
+		seen_env = each_argv("env:PX_TRAIN_DATA", NULL, NULL, NULL);
+		sleep_ms(25);
+	}
+	cr_assert_gt(seen_env, 0, "no role was given its URL by the "
+		     "environment");
 	st = wait_end(id, 120);
 	why = json_string_value(json_object_get(st, "error"));
 	cr_assert_str_eq(state_of(st), "failed", "%s", daemon_said());
+	{
+		char *lg = daemon_log();
+
+		cr_assert(lg && !strstr(lg, "s3cr3t"), "in the daemon's log");
+		free(lg);
+	}
 	snprintf(want, sizeof want, "https://127.0.0.1:%d/train.svm?...: ",
 		 ntohs(a.sin_port));
 	cr_assert(why && strstr(why, want), "%s", why);

@@ -192,7 +192,8 @@ static void daemon_ec2_world(bool default_world)
 		"ec2_clock_speedup %d\nec2_clock_origin %lld\n"
 		"ec2_identity_cert %s/identity.pem\n"
 		"ec2_price_poll_s 60\nec2_call_timeout_s %d\n"
-		"data_s3_allowed yes\n%s", jt.db,
+		"data_s3_allowed yes\ndata_url_allow https://127.0.0.1:9\n"
+		"%s", jt.db,
 		jt.sock, fk.url, head, lo, lo + 99,
 		build ? build : "build", SPEEDUP, (long long)origin, jt.tmp,
 		CALL_TIMEOUT_S, default_world ? "world ec2\n" : "");
@@ -1292,13 +1293,6 @@ static void job_data_s3(const char *train_sha, const char *test_sha)
 	json_decref(j);
 }
 
-/* Data by URL on EC2: the job names its sets as s3:// objects with their
- * SHA-256; the coordinator (on the head node, with the daemon's keys)
- * and every node (on its instance, with the instance role's keys from
- * its metadata) fetch them from the fake S3, which checks every
- * request's SigV4 signature, and the job trains on them.  Then a job
- * whose checksum is wrong fails, naming the URL and the mismatch, and
- * nothing trains on the file. */
 /* head_address a name (the docs' usual choice): the daemon listens on
  * the address it resolves to (nanomsg binds addresses, not names: it
  * once failed every job at start, "No such device"), its nodes dial the
@@ -1344,6 +1338,45 @@ Test(jobs_ec2, head_address_a_name_runs_a_job)
 	json_decref(insts);
 }
 
+/* A presigned URL (its query's signature is a credential) would stand in
+ * the instances' user data, which EC2 shows to whoever may describe
+ * them: refused at submit, the query not repeated, nothing stored. */
+Test(jobs_ec2, a_presigned_data_url_is_refused_for_instances)
+{
+	struct pxrun r;
+	json_error_t je;
+	json_t *j;
+	const char *url = "https://127.0.0.1:9/train.svm?X-Amz-Signature=s3cr3t";
+	char sha[65];
+
+	memset(sha, 'a', 64);
+	sha[64] = '\0';
+	fake_up(NULL);
+	daemon_ec2();
+	ec2_job(1);
+	j = json_load_file(jt.job, 0, &je);
+	cr_assert_not_null(j, "%s", je.text);
+	json_object_set_new(json_object_get(j, "trainer"), "data", json_pack(
+		"{s:s, s:s, s:s, s:s}", "train", url, "train_sha256", sha,
+		"test", url, "test_sha256", sha));
+	cr_assert_eq(json_dump_file(j, jt.job, 0), 0);
+	json_decref(j);
+	cr_assert_eq(ctl(&r, 60, "submit", jt.job, NULL, NULL), 3, "%s%s",
+		     r.out, r.err);
+	cr_assert(strstr(r.err, "trainer.data.train: a URL with a query"),
+		  "%s", r.err);
+	cr_assert_null(strstr(r.err, "s3cr3t"), "%s", r.err);
+	pxrun_free(&r);
+	cr_assert_eq(sql_int("SELECT count(*) FROM jobs"), 0);
+}
+
+/* Data by URL on EC2: the job names its sets as s3:// objects with their
+ * SHA-256; the coordinator (on the head node, with the daemon's keys)
+ * and every node (on its instance, with the instance role's keys from
+ * its metadata) fetch them from the fake S3, which checks every
+ * request's SigV4 signature, and the job trains on them.  Then a job
+ * whose checksum is wrong fails, naming the URL and the mismatch, and
+ * nothing trains on the file. */
 Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 {
 	struct fake s3 = {0};
