@@ -143,6 +143,20 @@ static void wait_running(int64_t id)
 	cr_assert_fail("job %lld never ran", (long long)id);
 }
 
+/* The submitter's data (tmp/train.svm, tmp/test.svm, readable by all)
+ * and root's secret beside it, each path 700 bytes at most; a test that
+ * cannot act as another user is skipped. */
+static void own_data(char *train, char *test, char *sec)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to act as another user");
+	svm("train.svm", 2000);
+	svm("test.svm", 400);
+	secret(sec, 700);
+	snprintf(train, 700, "%s/train.svm", jt.tmp);
+	snprintf(test, 700, "%s/test.svm", jt.tmp);
+}
+
 enum when { AFTER_SUBMIT, WHILE_RUNNING, ACROSS_A_KILL };
 
 /* A job on the submitter's own data, whose files are swapped for a link
@@ -155,13 +169,7 @@ static void swapped(enum when when, bool hard)
 	json_t *st;
 	int64_t id;
 
-	if (geteuid() != 0)
-		cr_skip_test("needs root to act as another user");
-	svm("train.svm", 2000);
-	svm("test.svm", 400);
-	secret(sec, sizeof sec);
-	snprintf(train, sizeof train, "%s/train.svm", jt.tmp);
-	snprintf(test, sizeof test, "%s/test.svm", jt.tmp);
+	own_data(train, test, sec);
 	daemon_up();
 	snprintf(extra, sizeof extra, "{\"trainer\": {\"model\": \"mlr\", "
 		 "\"epochs\": 5, \"batch\": 32, \"data\": {\"train\": \"%s\", "
@@ -469,13 +477,7 @@ Test(jobs_rights, a_file_url_is_read_with_the_submitters_rights)
 	json_t *st;
 	int64_t id;
 
-	if (geteuid() != 0)
-		cr_skip_test("needs root to act as another user");
-	svm("train.svm", 2000);
-	svm("test.svm", 400);
-	secret(sec, sizeof sec);
-	snprintf(train, sizeof train, "%s/train.svm", jt.tmp);
-	snprintf(test, sizeof test, "%s/test.svm", jt.tmp);
+	own_data(train, test, sec);
 	sha256_of(train, hex);
 	sha256_of(sec, shex);
 	memset(bad, 'a', 64);
