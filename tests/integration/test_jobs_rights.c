@@ -157,7 +157,7 @@ static void own_data(char *train, char *test, char *sec)
 	snprintf(test, 700, "%s/test.svm", jt.tmp);
 }
 
-enum when { AFTER_SUBMIT, WHILE_RUNNING, ACROSS_A_KILL };
+enum when { WHILE_QUEUED, WHILE_RUNNING, ACROSS_A_KILL };
 
 /* A job on the submitter's own data, whose files are swapped for a link
  * to root's secret at `when`: it trains on what was submitted, and the
@@ -167,17 +167,27 @@ static void swapped(enum when when, bool hard)
 	char train[700], test[700], sec[700], extra[1600], ids[24], jobs[700];
 	struct pxrun r;
 	json_t *st;
-	int64_t id;
+	int64_t id, first = 0;
 
 	own_data(train, test, sec);
-	daemon_up();
+	/* queued: behind another job, one job at a time */
+	daemon_up_with(when == WHILE_RUNNING ? "" : "max_jobs 1\n");
+	if (when != WHILE_RUNNING) {
+		write_job(2, "");
+		first = submit();
+	}
 	snprintf(extra, sizeof extra, "{\"trainer\": {\"model\": \"mlr\", "
 		 "\"epochs\": 5, \"batch\": 32, \"data\": {\"train\": \"%s\", "
 		 "\"test\": \"%s\"}}}", train, test);
 	write_job(1, extra);
 	id = submit_as_nobody();
-	if (when == WHILE_RUNNING)
+	if (when == WHILE_RUNNING) {
 		wait_running(id);
+	} else {
+		st = status(id);
+		cr_assert_str_eq(state_of(st), "queued");
+		json_decref(st);
+	}
 	swap_for_link(train, sec, hard);
 	swap_for_link(test, sec, hard);
 	if (when == ACROSS_A_KILL) {
@@ -185,6 +195,8 @@ static void swapped(enum when when, bool hard)
 		(void)processes_after(3000);
 		start_daemon();
 	}
+	if (first > 0)
+		json_decref(wait_end(first, 200));
 	st = wait_end(id, 200);
 	cr_assert_str_eq(state_of(st), "done", "%s",
 			 json_string_value(json_object_get(st, "error")));
@@ -220,9 +232,9 @@ static void swapped(enum when when, bool hard)
 	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
 }
 
-Test(jobs_rights, a_symlink_swapped_in_after_submit_is_not_read)
+Test(jobs_rights, a_symlink_swapped_in_while_queued_is_not_read)
 {
-	swapped(AFTER_SUBMIT, false);
+	swapped(WHILE_QUEUED, false);
 }
 
 Test(jobs_rights, a_hard_link_swapped_in_while_running_is_not_read)
@@ -230,6 +242,7 @@ Test(jobs_rights, a_hard_link_swapped_in_while_running_is_not_read)
 	swapped(WHILE_RUNNING, true);
 }
 
+/* (queued too: the next life starts it from its copies) */
 Test(jobs_rights, a_swap_across_a_kill_9_is_not_read_by_the_next_life)
 {
 	swapped(ACROSS_A_KILL, false);
