@@ -123,7 +123,7 @@ static bool parse_entry(const char *s, size_t n, struct origin *o,
 	}
 	if (!*h || strpbrk(h, "/?#@ \t") || strlen(h) >= sizeof o->host)
 		goto bad;
-	snprintf(o->host, sizeof o->host, "%s", h);
+	memcpy(o->host, h, strlen(h) + 1);      /* it fits: above */
 	lower(o->host);
 	if (colon) {
 		size_t pn = strlen(colon + 1);
