@@ -129,6 +129,9 @@ struct job {
 	int64_t stall_t;         /* and market time */
 	/* the trainer */
 	char keyenv[sizeof(DIST_KEY_ENV) + 65];
+	/* PX_TRAIN_DATA=URL, PX_TEST_DATA=URL for this host's roles: a URL
+	 * with a query, kept out of their argv ("": none) */
+	char data_env[2][JOBREQ_PATH_MAX + 16];
 	uint8_t key[32];
 	uint64_t token;          /* the trainer's job id */
 	char coord_addr[JOB_PATH_MAX + 8]; /* where the coordinator listens

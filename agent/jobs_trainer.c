@@ -167,13 +167,16 @@ static unsigned role_env_flags(const struct job *j)
 static char **role_env(struct job *j)
 {
 	const struct job_data *d = &j->req.trainer.data;
-	char tr[JOBREQ_PATH_MAX + 16], te[JOBREQ_PATH_MAX + 16];
+	/* the array points into them: the job's, not this frame's */
+	char *tr = j->data_env[0], *te = j->data_env[1];
 	char *add[] = { j->keyenv, "PX_PARENT_WATCH=1", NULL, NULL, NULL };
 	size_t k = 2;
 
-	if (data_by_env(d->train, "PX_TRAIN_DATA", tr, sizeof tr)[0])
+	if (data_by_env(d->train, "PX_TRAIN_DATA", tr,
+			sizeof j->data_env[0])[0])
 		add[k++] = tr;
-	if (data_by_env(d->test, "PX_TEST_DATA", te, sizeof te)[0])
+	if (data_by_env(d->test, "PX_TEST_DATA", te,
+			sizeof j->data_env[1])[0])
 		add[k++] = te;
 	return px_spawn_env(add, role_env_flags(j));
 }
