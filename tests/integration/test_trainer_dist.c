@@ -311,7 +311,7 @@ Test(trainer_dist, bsp_reads_wait_for_pushes_in_flight, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "3", "--ps", "2", "--epochs",
-				"1", "--slack", "0", "--fault-late-push", "10",
+				"1", "--slack", "0", "--fault-late-push", "40",
 				NULL };
 	struct pxrun r;
 	json_t *j;
