@@ -44,6 +44,12 @@
 #define BILLS_POLL_MS 500       /* a finished job's bills, to EC2's end */
 #define BILLS_WAIT_S 60
 #define STALL_MARKET_S 1800     /* (the real-time part: stall_seconds) */
+/* Before its first clock, a trainer may take this long (real seconds,
+ * if stall_seconds is less): the setup of a large model (an MF job's
+ * 90M parameters, 360 MB handed to each PS and pulled for the first
+ * checkpoint) is work too.  The coordinator's own start bound (its
+ * --stall-timeout default, trainer/dist_opts.c). */
+#define STALL_FIRST_CLOCK_S 60
 
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);
 static int64_t job_bills(struct loop *l, int64_t id, void *ctx);
@@ -436,10 +442,15 @@ static bool stalled(struct job *j, int64_t t)
 		j->stall_t = t;
 		return false;
 	}
-	if (now - j->stall_mono_us <
-		    (uint64_t)j->js->s.cfg->stall_seconds * 1000000 ||
-	    t - j->stall_t < STALL_MARKET_S)
-		return false;
+	{
+		int64_t bound = j->js->s.cfg->stall_seconds;
+
+		if (j->clock <= 0 && bound < STALL_FIRST_CLOCK_S)
+			bound = STALL_FIRST_CLOCK_S;
+		if (now - j->stall_mono_us < (uint64_t)bound * 1000000 ||
+		    t - j->stall_t < STALL_MARKET_S)
+			return false;
+	}
 	snprintf(j->why, sizeof j->why, "stalled: the trainer made no "
 		 "progress for %" PRIu64 " s (%.1f market hours; clock %"
 		 PRId64 ", %.1f%% of the work) while renting %zu instance%s; "

@@ -258,3 +258,46 @@ Test(jobs_model, an_mf_job_over_the_parameter_bound_is_refused_at_submit)
 	cr_assert(strstr(r.err, "no job 1"), "%s", r.err);
 	pxrun_free(&r);
 }
+
+/* An mf job at the documented id bound (user id 10^7, rank 8: 90M
+ * parameters, more shards than the four proteusd asks for) runs to its
+ * end: the setup of so large a model (its first clock: 360 MB to the PS
+ * and back for the first checkpoint) is not taken for a stall, even with
+ * the watchdog at its shortest (stall_seconds 2, half a market hour in
+ * 1.5 s at speedup 1200); it failed "stalled" at clock 0 before. */
+Test(jobs_model, an_mf_job_at_the_id_bound_runs_to_its_end)
+{
+	static const char job[] =
+		"{\"spot\": {\"types\": [\"m3.large\"], \"zones\": "
+		"[\"us-east-1a\"], \"max_instances\": 1}, \"instances\": 1, "
+		"\"world\": {\"name\": \"local\", \"start\": "
+		"\"2016-03-02T00:00:00Z\", \"speedup\": 1200}, "
+		"\"trainer\": {\"model\": \"mf\", \"rank\": 8, \"epochs\": 1, "
+		"\"batch\": 64, \"lr\": 0.04, \"data\": {\"train\": "
+		"\"big.csv\", \"test\": \"big.csv\"}}}";
+	char path[600];
+	json_t *st;
+	int64_t id;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/big.csv", jt.tmp);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("user,item,rating\n10000000,7,3\n", f);
+	for (int i = 1; i < 2000; i++)
+		fprintf(f, "%d,%d,%d\n", i * 4999 % 10000000, i % 50,
+			1 + i % 5);
+	fclose(f);
+	daemon_up_with("stall_seconds 2\n");
+	write_job(1, job);
+	id = submit();
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s",
+			 json_string_value(json_object_get(st, "error")));
+	cr_assert(json_is_number(json_object_get(st, "test_loss")), "%s",
+		  json_dumps(st, 0));
+	check_books(id, st);
+	json_decref(st);
+	cr_assert_eq(trainer_log_count(id, "shards, not the 4 asked"), 1);
+	cr_assert_eq(processes_after(3000), 0, "trainer processes left");
+}
