@@ -1470,6 +1470,21 @@ static void take_assign(struct worker *w, const struct wire_msg *a)
 					   w->o->train.batch, w->kb);
 }
 
+/* How long a worker waits for its registration's answer: as long as the
+ * coordinator waits for its job to start (--stall-timeout), at least
+ * REGISTER_WAIT_MIN_MS.  A coordinator setting up a large model (an mf
+ * job at the id bound: 90M parameters) answers late on a loaded host;
+ * a worker that gave up sooner failed its node's start. */
+#define REGISTER_WAIT_MIN_MS 10000
+
+static int register_wait_ms(const struct worker *w)
+{
+	uint64_t ms = (uint64_t)w->o->stall_timeout_s * 1000;
+
+	return ms > REGISTER_WAIT_MIN_MS ? (ms > INT32_MAX ? INT32_MAX :
+					    (int)ms) : REGISTER_WAIT_MIN_MS;
+}
+
 /* Register with the coordinator (waiting up to timeout_ms) and take its
  * ASSIGN. */
 static enum px_err register_assign(struct worker *w, int timeout_ms,
@@ -1509,7 +1524,7 @@ static enum px_err mf_setup(struct worker *w, struct px_error *err)
 	if (!w->params || !w->base || !w->idx || !w->mark)
 		return px_errorf(err, PX_ENOMEM, "worker buffers (%zu "
 				 "floats)", w->md.n_params);
-	e = register_assign(w, 10000, err);
+	e = register_assign(w, register_wait_ms(w), err);
 	if (e == PX_OK)
 		e = mf_room(w, w->kb, err);
 	return e;
@@ -1641,7 +1656,7 @@ static enum px_err setup(struct worker *w, struct px_error *err)
 	e = model_ctx_new(&w->d, w->ops, w->kctx, batch, &w->mc, err);
 	if (e != PX_OK)
 		return e;
-	return register_assign(w, 10000, err);
+	return register_assign(w, register_wait_ms(w), err);
 }
 
 /* The coordinator declared this worker lost (it was stalled past the
