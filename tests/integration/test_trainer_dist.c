@@ -646,9 +646,6 @@ Test(trainer_dist, straggler_relieved_ssp, .init = setup, .fini = teardown,
 	straggler_relieved("2");
 }
 
-/* --no-reassign: the straggler keeps all its minibatches; it is reported
- * slow (its speed a third of the other's: below 2/3 of the median), in
- * the result and in the PROGRESS lines the agent (local) prints. */
 /* Four workers as machines of their own (--fault-batch-ms: a minibatch
  * is a 3 ms wait), one slowed 3x: the three others are offered its
  * minibatches, some while still in their own clock (they take them once
@@ -681,14 +678,21 @@ Test(trainer_dist, straggler_relieved_by_three, .init = setup,
 	json_decref(j);
 }
 
+/* --no-reassign: the straggler keeps all its minibatches; it is reported
+ * slow (its speed a third of the other's: below 2/3 of the median), in
+ * the result and in the PROGRESS lines the agent (local) prints.  The
+ * workers are machines of their own (--fault-batch-ms: a minibatch is a
+ * 3 ms wait): with two workers "slow" is a speed under half the other's,
+ * and the last 50 ms window of a CPU-bound worker on a loaded 2-core
+ * host can come within that of a 3x stretch. */
 Test(trainer_dist, no_reassign_hands_nothing_over, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	char visits[300];
 	const char *extra[] = { "--workers", "2", "--ps", "1", "--epochs",
-				"40", "--slow-worker-at", "0:1:3:0",
-				"--no-reassign", "--test-visits", visits,
-				NULL };
+				"12", "--slow-worker-at", "0:1:3:0",
+				"--fault-batch-ms", "3", "--no-reassign",
+				"--test-visits", visits, NULL };
 	struct pxrun r;
 	json_t *j, *slow, *fast;
 
@@ -704,7 +708,7 @@ Test(trainer_dist, no_reassign_hands_nothing_over, .init = setup,
 	cr_assert(json_is_false(json_object_get(fast, "slow")), "%s", r.err);
 	cr_assert_lt(num(slow, "speed"), num(fast, "speed"));
 	cr_assert_gt(num(j, "test_accuracy"), 0.74);
-	visits_exact(visits, 40, 2);
+	visits_exact(visits, 12, 2);
 	/* the last report, at the end, comes whatever the run's length */
 	cr_assert(strstr(r.err, "slow: worker 1001 at"), "%s", r.err);
 	json_decref(j);
