@@ -253,6 +253,11 @@ static enum px_err ended(struct journal *j, const struct ctrl_event *ev,
 	char note[160];
 	enum px_err e = PX_OK;
 
+	/* let go while it was asked for, with nothing charged: it has no
+	 * row and no line (a late launch gets both, ctrl_bill_late), not
+	 * a $0 line that reads as a second one of the same instance */
+	if (!row && !ev->amount_uusd)
+		return PX_OK;
 	if (row)
 		e = store_instance_end(j->s.st, row, ev->t_s * PX_USEC_PER_SEC,
 				       how, err);

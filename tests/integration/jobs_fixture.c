@@ -441,10 +441,17 @@ void check_books(int64_t id, json_t *st)
 	cr_assert_eq(lines, inst, "%lld instances, %lld ledger lines",
 		     (long long)inst, (long long)lines);
 	snprintf(q, sizeof q, "SELECT count(*) FROM (SELECT instance_id FROM "
-		 "ledger WHERE job_id = %lld GROUP BY instance_id HAVING "
+		 "ledger WHERE job_id = %lld AND instance_id IS NOT NULL "
+		 "GROUP BY instance_id HAVING "
 		 "count(*) > 1)", (long long)id);
 	dup = sql_int(q);
 	cr_assert_eq(dup, 0, "an instance charged twice");
+	/* an instance let go while it was asked for has no line until it
+	 * launches (a late launch is billed on its own line) */
+	snprintf(q, sizeof q, "SELECT count(*) FROM ledger WHERE job_id = "
+		 "%lld AND instance_id IS NULL AND amount_uusd = 0",
+		 (long long)id);
+	cr_assert_eq(sql_int(q), 0, "a $0 line of no instance");
 }
 
 json_t *wait_end(int64_t id, int timeout_s)
