@@ -553,6 +553,14 @@ enum px_err dist_ack(struct net_sock *rep, const struct wire_msg *req,
 	return net_send(rep, &a, 100, err);
 }
 
+int dist_range_ms(int base_ms, uint64_t count)
+{
+	uint64_t ms = (uint64_t)base_ms +
+		      count * sizeof(float) * 1000 / DIST_RANGE_FLOOR_BPS;
+
+	return ms > DIST_RANGE_MAX_MS ? DIST_RANGE_MAX_MS : (int)ms;
+}
+
 int dist_ms_until(uint64_t deadline_us, int cap)
 {
 	uint64_t now = px_now_mono_us();

@@ -1575,8 +1575,8 @@ static enum px_err pull_shard(struct coord *c, uint32_t s, int64_t at,
 			return err->code;
 		/* no pushes of its own; the clock: every update before
 		 * `at` */
-		e = dist_pull(q, sh->active, at, s, sh->count, -1, 200, 300,
-			      &r, err);
+		e = dist_pull(q, sh->active, at, s, sh->count, -1, 200,
+			      dist_range_ms(300, sh->count), &r, err);
 		if (e == PX_OK) {
 			wire_f32_copy(&r.u.range.data, dst + sh->offset);
 			wire_msg_release(&r);

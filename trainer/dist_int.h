@@ -128,6 +128,15 @@ enum px_err dist_ack(struct net_sock *rep, const struct wire_msg *req,
 		     const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 
+/* How long to wait for a range of count floats: base_ms, plus its
+ * transfer at DIST_RANGE_FLOOR_BPS (a loaded host, a sanitizer build),
+ * at most DIST_RANGE_MAX_MS.  A fixed wait fit the small models and
+ * failed a shard of an mf job at the id bound (15M floats, 60 MB), whose
+ * every retry then asked again and discarded the answer in flight. */
+#define DIST_RANGE_FLOOR_BPS (10u << 20)
+#define DIST_RANGE_MAX_MS 60000
+int dist_range_ms(int base_ms, uint64_t count);
+
 /* Milliseconds from now to deadline_us (0 if past), capped at cap. */
 int dist_ms_until(uint64_t deadline_us, int cap);
 

@@ -815,8 +815,8 @@ static enum px_err fetch_state(struct ps *p, struct net_sock *q,
 	enum px_err e;
 
 	/* no pushes of its own to wait for */
-	e = dist_pull(q, from, p->clock_min, s, p->sh[s].cnt, -1, 100, 200,
-		      &r, &err);
+	e = dist_pull(q, from, p->clock_min, s, p->sh[s].cnt, -1, 100,
+		      dist_range_ms(200, p->sh[s].cnt), &r, &err);
 	if (e == PX_OK && !on_range(p, &r))
 		wire_msg_release(&r);
 	return e;

@@ -387,8 +387,8 @@ static bool pulls_send(struct worker *w)
 }
 
 /* The replies to pulls_send into pq_reply; false (the sockets that
- * failed closed) when one did not come within 250 ms or was not the
- * range asked for. */
+ * failed closed) when one did not come within 250 ms (and its size's
+ * transfer, dist_range_ms) or was not the range asked for. */
 static bool pulls_recv(struct worker *w)
 {
 	struct px_error err;
@@ -396,8 +396,9 @@ static bool pulls_recv(struct worker *w)
 	for (uint32_t s = 0; s < w->nshards; s++) {
 		if (!w->pq[s] ||
 		    dist_pull_recv(w->pq[s], w->map[s].active, s,
-				   w->map[s].count, 250, &w->pq_reply[s],
-				   &err) != PX_OK) {
+				   w->map[s].count,
+				   dist_range_ms(250, w->map[s].count),
+				   &w->pq_reply[s], &err) != PX_OK) {
 			for (uint32_t t = s; t < w->nshards; t++) {
 				net_close(w->pq[t]);
 				w->pq[t] = NULL;
