@@ -115,6 +115,8 @@ static const struct {
 	 "(include-direction)"},
 	{"trainer/t.c:3: trainer/t.c includes agent/a.h",
 	 "(include-direction)"},
+	{": the exception for agent/jobs_int.h including agent/world/world.h "
+	 "excuses nothing now", "(include-direction)"},
 };
 
 Test(style, each_rule_fails_once_on_its_own_break)
@@ -172,12 +174,14 @@ Test(style, each_rule_fails_once_on_its_own_break)
 	    "trainer/gone.c gone 150 a reason\n"
 	    "trainer/over.c overstated 150 a reason\n");
 	/* include-direction: trainer/ into cloudapi/, agent/ into trainer/;
-	 * the core into its worlds except where excused */
+	 * the core into its worlds except where excused; an exception that
+	 * excuses nothing */
 	put("trainer/t.h", "/* t.h -- a trainer header. */\n");
 	put("agent/a.h", "/* a.h -- an agent header. */\n");
 	put("agent/world/world.h", "/* world.h -- the worlds' interface. */\n");
 	put("agent/controller.h", "/* controller.h -- excused. */\n"
 	    "#include \"world/world.h\"\n");
+	put("agent/jobs_int.h", "/* jobs_int.h -- no world here now. */\n");
 	put("agent/core.c", "/* core.c -- the core into a world. */\n"
 	    "#include \"world/world.h\"\n");
 	put("cloudapi/c.c", "/* c.c -- up into the trainer. */\n"
