@@ -3,7 +3,10 @@
 #   make          build the programs (needs the Debian -dev packages: make deps)
 #   make demo     install what is missing, build, run the demo
 #   make demo-ec2 the same job on the ec2 world, against the fake EC2
-#   make test     install what is missing, build, run every test
+#   make test     install what is missing, check the style, build, run
+#                 every test
+#   make check-style
+#                 the style rules alone (scripts/check-style)
 #   make check    the same suite under ASan + UBSan (build/asan), then each
 #                 fuzzer for CHECK_FUZZ_SECONDS (10) when clang has libFuzzer
 #   make bench    benchmarks (results go to docs/benchmarks.md by hand)
@@ -131,7 +134,7 @@ GPU_TEST_BIN := $(BUILD)/px_gpu_tests
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all deps check-pkgs test test-run test-gpu check check-fuzz demo demo-ec2 \
-	bench fuzz fuzz-build fuzz-run \
+	bench fuzz fuzz-build fuzz-run check-style \
 	install uninstall clean cuda-note print-ldlibs
 
 all: check-pkgs cuda-note $(PROGS) $(CUDA_SO) $(CU_CHECK_OBJ)
@@ -200,8 +203,15 @@ $(GPU_TEST_BIN): $(GPU_TEST_OBJ) $(LIB) | $(CUDA_SO)
 # The test environment: where the programs, the sources and shared data are.
 TEST_ENV = PX_BUILD=$(abspath $(BUILD)) PX_SRC=$(CURDIR) PX_SHARED=$(SHARED)
 
+# Banned calls, function length, purpose lines, include direction
+# (scripts/check-style; docs/architecture.md, "Style check"): seconds, so
+# `make test` runs it before it builds.
+check-style:
+	@scripts/check-style
+
 test:
 	@scripts/deps.sh build test
+	@$(MAKE) --no-print-directory check-style
 	@$(MAKE) --no-print-directory -j$$(nproc) all $(TEST_BIN)
 	@$(MAKE) --no-print-directory test-run
 

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -203,9 +204,10 @@ bool outbound_allow_valid(const char *list, char *why, size_t wlen)
 static bool url_origin(const char *url, struct origin *o)
 {
 	CURLU *h = curl_url();
-	char *scheme = NULL, *host = NULL, *port = NULL;
+	char *scheme = NULL, *host = NULL, *port = NULL, *end;
 	bool ok = false;
 	size_t n;
+	long v;
 
 	memset(o, 0, sizeof *o);
 	if (!h)
@@ -230,8 +232,14 @@ static bool url_origin(const char *url, struct origin *o)
 	if (strchr(o->host, '%'))
 		goto out;
 	lower(o->host);
-	o->port = atoi(port);
-	ok = o->port > 0 && o->port <= 65535;
+	/* curl gives the port as decimal digits; anything else, or out of
+	 * range, is no origin */
+	errno = 0;
+	v = strtol(port, &end, 10);
+	if (errno || end == port || *end || v <= 0 || v > 65535)
+		goto out;
+	o->port = (int)v;
+	ok = true;
 out:
 	curl_free(scheme);
 	curl_free(host);

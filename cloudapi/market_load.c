@@ -1,4 +1,6 @@
-/* market_load.c -- see market_load.h. */
+/* market_load.c -- one region's spot prices from trace files into a
+ * market set (market_load.h): records of other regions or products
+ * skipped, the region's first and last time kept. */
 #include <stdio.h>
 #include <string.h>
 

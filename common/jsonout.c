@@ -8,6 +8,8 @@
 
 void px_json_real(double x, char *buf, size_t len)
 {
+	size_t n;
+
 	if (!isfinite(x)) {
 		snprintf(buf, len, "null");
 		return;
@@ -24,8 +26,9 @@ void px_json_real(double x, char *buf, size_t len)
 			break;
 	}
 	/* keep it a real: "100" would read back as an integer */
-	if (!strpbrk(buf, ".eE") && strlen(buf) + 3 <= len)
-		strcat(buf, ".0");
+	n = strlen(buf);
+	if (!strpbrk(buf, ".eE") && n + 3 <= len)
+		memcpy(buf + n, ".0", 3);
 }
 
 /* A newline and depth levels of indent spaces, when indenting. */

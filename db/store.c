@@ -627,13 +627,14 @@ static bool wal_is_empty(const char *path)
 static int reopen_immutable(struct store *st, const char *path)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t n = strlen(path), j = 0;
-	char *uri = px_calloc(1, 3 * n + 32);
+	size_t n = strlen(path), cap = 3 * n + 32, j;
+	char *uri = px_calloc(1, cap);
 	int rc;
 
 	if (!uri)
 		return SQLITE_NOMEM;
-	j += (size_t)sprintf(uri, "file:");
+	/* "file:", at most 3 bytes a byte of path, the parameter, NUL */
+	j = (size_t)snprintf(uri, cap, "file:");
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)path[i];
 
@@ -646,7 +647,7 @@ static int reopen_immutable(struct store *st, const char *path)
 			uri[j++] = (char)c;
 		}
 	}
-	strcpy(uri + j, "?immutable=1");
+	snprintf(uri + j, cap - j, "?immutable=1");
 	sqlite3_close_v2(st->db);
 	st->db = NULL;
 	rc = sqlite3_open_v2(uri, &st->db,

@@ -1548,6 +1548,29 @@ static const char *tag_of(const struct ec2_instance *i, const char *k)
 	return NULL;
 }
 
+/* The port slot instance i's tag keeps (-1: none).  The tag is EC2's
+ * word, so anything but a whole number from -1 (what a node got when no
+ * slot was free) to 65535 is refused, said, and the node gets a fresh
+ * slot. */
+static int tag_slot(const struct ec2w *w, const struct ec2_instance *i)
+{
+	const char *v = tag_of(i, TAG_SLOT);
+	char *end;
+	long n;
+
+	if (!v)
+		return -1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < -1 || n > 65535) {
+		log_warn("job %" PRId64 ": instance %s: its %s tag is not a "
+			 "port slot number: refused, it gets a fresh slot",
+			 w->s.job_id, i->id, TAG_SLOT);
+		return -1;
+	}
+	return (int)n;
+}
+
 static bool alive(const char *state)
 {
 	return !strcmp(state, "pending") || !strcmp(state, "running");
@@ -1911,7 +1934,6 @@ static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
 	const struct pol_env *env = w->s.env;
 	struct rq_find f = { .id = id };
 	struct world_req q = { .id = id, .market = -1, .type = -1 };
-	const char *slot = tag_of(i, TAG_SLOT);
 	struct inst *in;
 	enum px_err e;
 
@@ -1952,7 +1974,7 @@ static enum px_err adopt(struct ec2w *w, const struct ec2_instance *i,
 	in->asked_s = in->launch_s;
 	in->st = !strcmp(i->state, "running") ? I_RUNNING : I_PENDING;
 	in->running_s = w_now(w);
-	in->slot = slot_take(w->h, w->node_slots, slot ? atoi(slot) : -1);
+	in->slot = slot_take(w->h, w->node_slots, tag_slot(w, i));
 	e = ctrl_adopt(w->c, tell_t(w), &q, in->launch_s, false);
 	if (e != PX_OK) {
 		slot_give(w->h, in->slot, w->node_slots);

@@ -1,4 +1,6 @@
-/* sim_fixture.c -- see sim_fixture.h. */
+/* sim_fixture.c -- the synthetic world of test_sim.c and test_sim_oracle.c
+ * (sim_fixture.h): the market set, the job and the on-demand table they
+ * share, and how a test fills them. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The measured scaling a job keeps in the store ("scaling" events) and a
+/* test_job_scaling.c -- the measured scaling a job keeps in the store ("scaling" events) and a
  * restarted daemon takes up again (agent/jobs_trainer.c): the goodput,
  * its two factors, and whether exploring ended. */
 #include <criterion/criterion.h>
