@@ -38,7 +38,7 @@ static void rm_tmp(void)
 	cr_assert_eq(system(cmd), 0);
 }
 
-TestSuite(export, .init = mk_tmp, .fini = rm_tmp);
+TestSuite(trainer_export, .init = mk_tmp, .fini = rm_tmp);
 
 /* A 5 -> 3 -> 4 MLP with labels -7, 0, 2, 9 and a scaling. */
 static void model(struct model_desc *d, struct data_prep *p, float *w)
@@ -79,7 +79,7 @@ static uint8_t *slurp(const char *p, size_t *len)
 	return buf;
 }
 
-Test(export, round_trip_bit_for_bit_with_torch_names_and_shapes)
+Test(trainer_export, round_trip_bit_for_bit_with_torch_names_and_shapes)
 {
 	struct model_desc d, d2;
 	struct data_prep p, p2;
@@ -143,7 +143,7 @@ Test(export, round_trip_bit_for_bit_with_torch_names_and_shapes)
 	data_prep_release(&p2);
 }
 
-Test(export, the_bytes_are_the_formats)
+Test(trainer_export, the_bytes_are_the_formats)
 {
 	struct model_desc d;
 	struct data_prep p = { 0 };
@@ -206,7 +206,7 @@ Test(export, the_bytes_are_the_formats)
 	free(b);
 }
 
-Test(export, a_directory_or_fifo_is_refused)
+Test(trainer_export, a_directory_or_fifo_is_refused)
 {
 	struct model_desc d;
 	struct data_prep p = { 0 };
@@ -271,7 +271,7 @@ static void refused(const char *want)
 	"\"" name "\":{\"dtype\":\"F32\",\"shape\":" shape \
 	",\"data_offsets\":[" #b "," #e "]}"
 
-Test(export, every_malformed_header_is_refused)
+Test(trainer_export, every_malformed_header_is_refused)
 {
 	FILE *f;
 	uint64_t big = htole64(UINT64_C(1) << 40);
@@ -344,7 +344,7 @@ Test(export, every_malformed_header_is_refused)
 	}
 }
 
-Test(export, a_model_whose_shapes_do_not_chain_is_refused)
+Test(trainer_export, a_model_whose_shapes_do_not_chain_is_refused)
 {
 	/* the layers: a Linear's weight is [out, in], its bias [out], and
 	 * layer l + 1 takes what layer l gives */
@@ -386,7 +386,7 @@ Test(export, a_model_whose_shapes_do_not_chain_is_refused)
 	refused("1 classes");
 }
 
-Test(export, a_plain_state_dict_loads_with_labels_as_classes)
+Test(trainer_export, a_plain_state_dict_loads_with_labels_as_classes)
 {
 	struct px_error err = { 0 };
 	struct model_desc d;
@@ -407,7 +407,7 @@ Test(export, a_plain_state_dict_loads_with_labels_as_classes)
 	free(w);
 }
 
-Test(export, a_checkpoint_exports_and_loads)
+Test(trainer_export, a_checkpoint_exports_and_loads)
 {
 	struct ckpt_meta m = { 0 };
 	struct px_error err = { 0 };
