@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../../db/store.h"
+#include "../integration/pxrun.h"
 
 /* ---- fixtures ---- */
 
@@ -535,24 +536,6 @@ Test(store_read, reads_are_bounded, .init = tmp_setup, .fini = tmp_teardown)
 
 /* ---- read-only opening ---- */
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	cr_assert_not_null(f, "%s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 Test(store_read, readonly_round_trip, .init = tmp_setup,
      .fini = tmp_teardown)
 {
@@ -613,7 +596,8 @@ Test(store_read, readonly_refuses_writes, .init = tmp_setup,
 	cr_assert_eq(store_instance_add(st, alloc, "i-1", 0, 0, &inst, &err),
 		     PX_OK, "%s", err.msg);
 	store_close(st);
-	before = slurp(db_path, &nb);
+	before = px_test_read_file(db_path, &nb);
+	cr_assert_not_null(before, "%s", db_path);
 
 	st = open_ro(db_path);
 	/* a market already there is only read */
@@ -648,7 +632,8 @@ Test(store_read, readonly_refuses_writes, .init = tmp_setup,
 	cr_assert_eq(jobs(st, NULL)->v[0].state, STORE_JOB_QUEUED);
 	store_close(st);
 
-	after = slurp(db_path, &na);
+	after = px_test_read_file(db_path, &na);
+	cr_assert_not_null(after, "%s", db_path);
 	cr_assert_eq(na, nb);
 	cr_assert_eq(memcmp(before, after, nb), 0, "database changed");
 	free(before);

@@ -19,6 +19,7 @@
 #include "../../trainer/ckpt.h"
 #include "../../trainer/export.h"
 #include "../../trainer/safetensors.h"
+#include "../integration/pxrun.h"
 
 static char dir[64];
 static char path[128];
@@ -60,23 +61,6 @@ static void model(struct model_desc *d, struct data_prep *p, float *w)
 		p->mean[i] = 0.1f * (float)i - 1.0f / 3.0f;
 		p->std[i] = 1.0f + 0.7f * (float)i;
 	}
-}
-
-static uint8_t *slurp(const char *p, size_t *len)
-{
-	FILE *f = fopen(p, "rb");
-	uint8_t *buf;
-	long n;
-
-	cr_assert_not_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
 }
 
 Test(trainer_export, round_trip_bit_for_bit_with_torch_names_and_shapes)
@@ -161,7 +145,8 @@ Test(trainer_export, the_bytes_are_the_formats)
 	for (int i = 0; i < 15; i++)
 		w[i] = (float)i;
 	cr_assert_eq(export_write(path, &d, &p, w, NAN, &err), PX_OK);
-	b = slurp(path, &len);
+	b = (uint8_t *)px_test_read_file(path, &len);
+	cr_assert_not_null(b);
 	memcpy(&n, b, 8);
 	n = le64toh(n);
 	cr_assert_eq(n % 8, 0, "header of %llu bytes", (unsigned long long)n);
