@@ -17,7 +17,7 @@
 #include "kern.h"
 
 #define CORETYPE_ENV "OPENBLAS_CORETYPE"
-/* Test hooks (tests/integration/test_trainer_blas.c): the core to take
+/* Test hooks (tests/integration/test_trainer_blas_cli.c): the core to take
  * as the library's own choice, and a core whose check is made to fail.
  * They change what is decided, never what a kernel computes. */
 #define TEST_LIBRARY_ENV "PX_BLAS_TEST_LIBRARY"

@@ -1,6 +1,8 @@
 /* pxrun.c -- spawn helpers for the integration tests. */
 #include "pxrun.h"
 
+#include "../../common/px.h"
+
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -17,27 +19,32 @@
 
 extern char **environ;
 
-static char *slurp(int fd)
+char *px_test_read_file(const char *path, size_t *len)
 {
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap);
-	ssize_t k;
+	const struct px_guard *g = px_guard_get();
+	struct px_error err = { 0 };
+	char *buf = NULL;
+	size_t n = 0;
+	enum px_err rc;
 
-	if (!buf)
+	px_guard_set(NULL);
+	rc = px_read_file(path, (size_t)1 << 30, &buf, &n, &err);
+	px_guard_set(g);
+	if (rc != PX_OK)
 		return NULL;
-	lseek(fd, 0, SEEK_SET);
-	while ((k = read(fd, buf + n, cap - n - 1)) > 0) {
-		n += (size_t)k;
-		if (n + 1 == cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	buf[n] = '\0';
+	if (len)
+		*len = n;
 	return buf;
+}
+
+/* What the program wrote to fd (a temporary file, unlinked: read anew
+ * through /proc/self/fd, from its start). */
+static char *captured(int fd)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return px_test_read_file(path, NULL);
 }
 
 static int tmpfd(void)
@@ -132,8 +139,8 @@ int pxrun(struct pxrun *r, int timeout_s, const char *prog,
 		usleep(2000);
 	}
 	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r->out = slurp(ofd);
-	r->err = slurp(efd);
+	r->out = captured(ofd);
+	r->err = captured(efd);
 	close(ofd);
 	close(efd);
 	return 0;

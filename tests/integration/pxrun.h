@@ -3,6 +3,8 @@
 #ifndef PX_PXRUN_H
 #define PX_PXRUN_H
 
+#include <stddef.h>
+
 struct pxrun {
 	int status;  /* exit code, or 128+signal */
 	char *out;   /* captured stdout, NUL-terminated (free with pxrun_free) */
@@ -14,6 +16,13 @@ struct pxrun {
 int pxrun(struct pxrun *r, int timeout_s, const char *prog,
 	  const char *const *argv);
 void pxrun_free(struct pxrun *r);
+
+/* The tests' one whole-file reader (scripts/check-tests refuses another):
+ * the file at path, NUL-terminated in a malloc'd buffer (free it), its
+ * length (the NUL not counted) in *len when len is not NULL; NULL when it
+ * cannot be read (missing, a directory, over 1 GiB).  px_read_file, with
+ * no guard on the thread while it reads (the test's own file). */
+char *px_test_read_file(const char *path, size_t *len);
 
 /* Path helpers: $PX_SRC/<rel>, $PX_SHARED/<rel>, a fresh temp dir. */
 char *px_src_path(const char *rel);

@@ -280,18 +280,6 @@ static int wait_status(pid_t pid)
 	return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = calloc(1, 65536);
-
-	cr_assert_not_null(f, "%s", path);
-	cr_assert_not_null(buf);
-	fread(buf, 1, 65535, f);
-	fclose(f);
-	return buf;
-}
-
 /* An import into a fresh database while other commands open it: each
  * opener makes or checks the schema in one transaction, so none sees the
  * tables of another before its schema version ("has tables but no
@@ -327,8 +315,13 @@ Test(cli_market, concurrent_first_open_of_a_fresh_database)
 		sa = wait_status(a);
 		sb = wait_status(b);
 		sc = wait_status(c);
-		char *t1 = read_text(e1), *t2 = read_text(e2),
-		     *t3 = read_text(e3);
+		char *t1 = px_test_read_file(e1, NULL),
+		     *t2 = px_test_read_file(e2, NULL),
+		     *t3 = px_test_read_file(e3, NULL);
+
+		cr_assert_not_null(t1, "%s", e1);
+		cr_assert_not_null(t2, "%s", e2);
+		cr_assert_not_null(t3, "%s", e3);
 		cr_assert_eq(sa, 0, "round %d: import 1: %d: %s", round, sa,
 			     t1);
 		cr_assert_eq(sb, 0, "round %d: import 2: %d: %s", round, sb,
@@ -433,11 +426,13 @@ Test(cli_market, show_and_history_read_only_user)
 	}
 
 	s = wait_status(spawn_prog(prog, show, errp, uid));
-	t = read_text(errp);
+	t = px_test_read_file(errp, NULL);
+	cr_assert_not_null(t, "%s", errp);
 	cr_assert_eq(s, 0, "show: status %d: %s", s, t);
 	free(t);
 	s = wait_status(spawn_prog(prog, hist, errp, uid));
-	t = read_text(errp);
+	t = px_test_read_file(errp, NULL);
+	cr_assert_not_null(t, "%s", errp);
 	cr_assert_eq(s, 0, "history: status %d: %s", s, t);
 	free(t);
 	cr_assert_eq(stat(path, &sa), 0);

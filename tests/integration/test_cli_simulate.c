@@ -431,24 +431,6 @@ Test(cli_simulate, bad_input_says_what_is_missing)
 	}
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	*len = (size_t)ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(*len + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, *len, f), *len);
-	buf[*len] = '\0';
-	fclose(f);
-	return buf;
-}
-
 static json_t *history(const char *job)
 {
 	const char *a[] = {"history", "--db", db, "--json", job ? "--job" :
@@ -545,7 +527,7 @@ Test(cli_simulate, bad_data_leaves_db_untouched)
 	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), fx("job.json"),
 			 x), 0, "%s", r.err);
 	pxrun_free(&r);
-	before = slurp(db, &nb);
+	before = px_test_read_file(db, &nb);
 	cr_assert_not_null(before);
 	cr_assert(asprintf(&wal, "%s-wal", db) > 0);
 	cr_assert(access(wal, F_OK) != 0, "WAL left behind");
@@ -556,7 +538,7 @@ Test(cli_simulate, bad_data_leaves_db_untouched)
 	cr_assert_eq(sim(&r, fx("flat.json"), fx("od-missing.json"),
 			 fx("job.json"), x), 3, "%s", r.err);
 	pxrun_free(&r);
-	after = slurp(db, &na);
+	after = px_test_read_file(db, &na);
 	cr_assert_eq(na, nb);
 	cr_assert_eq(memcmp(before, after, nb), 0, "database changed");
 	cr_assert(access(wal, F_OK) != 0);
@@ -708,7 +690,7 @@ static void table_figures_ok(const char *out)
 static void csv_figures_ok(const char *path)
 {
 	size_t len;
-	char *text = slurp(path, &len), *line, *save = NULL;
+	char *text = px_test_read_file(path, &len), *line, *save = NULL;
 
 	cr_assert_not_null(text, "no %s", path);
 	no_inf_nan("--csv", text);
@@ -751,7 +733,7 @@ Test(cli_simulate, no_work_done_has_no_cost_per_work)
 	csv_figures_ok(csv);
 	{
 		size_t len;
-		char *t = slurp(csv, &len);
+		char *t = px_test_read_file(csv, &len);
 
 		/* the oracle ran by default: a ratio column, empty too */
 		cr_assert(strstr(t, "\nondemand,false,window,13.000000,"
@@ -859,12 +841,12 @@ Test(cli_simulate, failed_run_leaves_no_database_behind)
 	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), fx("job.json"),
 			 x + 2), 0, "%s", r.err);
 	pxrun_free(&r);
-	before = slurp(db, &nb);
+	before = px_test_read_file(db, &nb);
 	cr_assert_not_null(before);
 	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), job, x), 3, "%s",
 		     r.err);
 	pxrun_free(&r);
-	after = slurp(db, &na);
+	after = px_test_read_file(db, &na);
 	cr_assert_not_null(after);
 	cr_assert(na == nb && !memcmp(before, after, nb), "database changed");
 	cr_assert(access(wal, F_OK) != 0);

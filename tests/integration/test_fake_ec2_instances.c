@@ -245,19 +245,6 @@ static json_t *summary(void)
 	return fake_get_json(&F, "cmd=summary");
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = calloc(1, 1 << 16);
-	size_t n;
-
-	cr_assert_not_null(f, "%s", path);
-	n = fread(buf, 1, (1 << 16) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* ---- an instance runs its user data, with its own IMDSv2 */
 
 static bool exited(const char *id)
@@ -1082,7 +1069,8 @@ Test(fake_ec2_instances, nothing_outlives_the_fake)
 	snprintf(path, sizeof path, "%s/esc.pid", inst_str(id, "dir", dir,
 							   sizeof dir));
 	WAIT_FOR(exists(path), "the user data did not start");
-	txt = slurp(path);
+	txt = px_test_read_file(path, NULL);
+	cr_assert_not_null(txt, "%s", path);
 	esc = (pid_t)atoi(txt);
 	free(txt);
 	pg = (pid_t)inst_int(id, "pgid");

@@ -169,20 +169,6 @@ static int cache_entries(void)
 	return n;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = fopen(path, "rb");
-
-	cr_assert_not_null(f, "%s", path);
-	buf = malloc(BIG_LEN + 1);
-	n = fread(buf, 1, BIG_LEN + 1, f);
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
 /* ------------------------------------------------------------ parsing */
 
 Test(fetch, url_forms)
@@ -327,7 +313,8 @@ Test(fetch, s3_then_from_the_cache)
 	cr_assert(!r.cached);
 	cr_assert_eq(r.attempts, 1);
 	cr_assert_eq(r.bytes, BIG_LEN);
-	data = slurp(r.path, &n);
+	data = px_test_read_file(r.path, &n);
+	cr_assert_not_null(data, "%s", r.path);
 	cr_assert(n == BIG_LEN && !memcmp(data, big, n));
 	free(data);
 	cr_assert_eq(stat(cache, &st), 0);
@@ -374,7 +361,8 @@ Test(fetch, s3_corrupt_cache_fetched_again)
 		     PX_OK, "%s", err.msg);
 	cr_assert(!r.cached);
 	cr_assert_eq(seen("GET", 200), 1);
-	data = slurp(r.path, &n);
+	data = px_test_read_file(r.path, &n);
+	cr_assert_not_null(data, "%s", r.path);
 	cr_assert(n == BIG_LEN && !memcmp(data, big, n));
 	free(data);
 }

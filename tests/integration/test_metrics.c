@@ -397,7 +397,7 @@ static void send_all(int fd, const char *p, size_t n)
 }
 
 /* Everything until the server closes (at most 30 s: then it failed). */
-static char *read_all(int fd)
+static char *recv_until_close(int fd)
 {
 	struct body b = { calloc(1, 1), 0 };
 	char buf[4096];
@@ -422,7 +422,7 @@ static char *exchange(const char *req, size_t n)
 	char *out;
 
 	send_all(fd, req, n);
-	out = read_all(fd);
+	out = recv_until_close(fd);
 	close(fd);
 	return out;
 }
@@ -469,7 +469,7 @@ Test(metrics, a_silent_client_is_dropped_and_ping_is_not_held)
 	text = scrape();
 	free(text);
 	/* dropped at the deadline: the server closes without an answer */
-	out = read_all(fd);
+	out = recv_until_close(fd);
 	cr_assert_str_eq(out, "");
 	free(out);
 	close(fd);
@@ -497,7 +497,7 @@ Test(metrics, a_hundred_connections_at_once_are_all_served_in_turn)
 	cr_assert_eq(ctl(&r, 10, "ping", NULL, NULL, NULL), 0, "%s", r.err);
 	pxrun_free(&r);
 	for (int i = 0; i < N; i++) {
-		out = read_all(fd[i]);
+		out = recv_until_close(fd[i]);
 		cr_assert(!strncmp(out, "HTTP/1.1 200 ", 13), "%d: %s", i,
 			  out);
 		cr_assert(strstr(out, "# TYPE proteus_jobs gauge"), "%d", i);

@@ -170,17 +170,14 @@ static int wait_exit(int timeout_ms)
 	return -1;
 }
 
+/* The daemon's log so far ("" while there is none). */
 static char *read_log(void)
 {
-	FILE *f = fopen(t.log, "r");
-	char *buf = calloc(1, 1 << 20);
+	char *buf = px_test_read_file(t.log, NULL);
 
+	if (!buf)
+		buf = strdup("");
 	cr_assert_not_null(buf);
-	if (f) {
-		size_t n = fread(buf, 1, (1 << 20) - 1, f);
-		buf[n] = '\0';
-		fclose(f);
-	}
 	return buf;
 }
 

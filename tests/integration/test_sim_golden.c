@@ -62,26 +62,6 @@ static char *resolve(const char *p)
 					: px_shared_path(p + 7);
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0;
-
-	if (!f)
-		return NULL;
-	FILE *m = open_memstream(&buf, &len);
-	char chunk[8192];
-	size_t n;
-
-	cr_assert_not_null(m);
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		fwrite(chunk, 1, n, m);
-	fclose(f);
-	fclose(m);
-	return buf;
-}
-
 static void spill(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "wb");
@@ -241,7 +221,8 @@ static void run_case(char **f)
 		spill(want_json, r.out);
 		spill(want_sha, sha);
 	} else {
-		char *wj = slurp(want_json), *ws = slurp(want_sha);
+		char *wj = px_test_read_file(want_json, NULL);
+		char *ws = px_test_read_file(want_sha, NULL);
 
 		cr_assert_not_null(wj, "no golden %s (record it)", want_json);
 		cr_assert_not_null(ws, "no golden %s (record it)", want_sha);

@@ -556,20 +556,6 @@ static pid_t spawn_bg(const char *const *argv, const char *const *extra,
 	return pid;
 }
 
-static char *slurp_file(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = calloc(1, 65536);
-	size_t n;
-
-	cr_assert_not_null(f);
-	cr_assert_not_null(buf);
-	n = fread(buf, 1, 65535, f);
-	buf[n] = 0;
-	fclose(f);
-	return buf;
-}
-
 /* Item 6: a role stopped by its parent (SIGTERM) while it waits for the
  * coordinator (here: there is none) exits quietly; it printed "error:
  * ps 1: receive: Interrupted system call". */
@@ -597,7 +583,8 @@ Test(trainer_usage, stopped_role_exits_quietly)
 		sleep(2); /* into its registration, or past it */
 		kill(pid, SIGTERM);
 		cr_assert_eq(waitpid(pid, &st, 0), pid);
-		text = slurp_file(err);
+		text = px_test_read_file(err, NULL);
+		cr_assert_not_null(text);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 			  "%s: status %#x: %s", roles[i], st, text);
 		cr_assert_null(strstr(text, "error"), "%s: %s", roles[i],
@@ -626,7 +613,8 @@ Test(trainer_usage, killed_local_leaves_nothing, .timeout = 90)
 	/* mid-job: once the coordinator says it started (on stderr with
 	 * --json) */
 	for (;;) {
-		text = slurp_file(err);
+		text = px_test_read_file(err, NULL);
+		cr_assert_not_null(text);
 		if (strstr(text, "job started") || waited > 300)
 			break;
 		free(text);

@@ -117,19 +117,13 @@ pid_t trainer_start(const char *name, const char *const *argv)
 
 char *trainer_log(const char *name)
 {
-	char path[700];
-	FILE *f;
-	char *buf = calloc(1, 1 << 20);
-	size_t n;
+	char path[700], *buf;
 
 	snprintf(path, sizeof path, "%s/%s.err", tt.tmp, name);
-	f = fopen(path, "r");
+	buf = px_test_read_file(path, NULL);
+	if (!buf)
+		buf = strdup("");
 	cr_assert_not_null(buf);
-	if (f) {
-		n = fread(buf, 1, (1 << 20) - 1, f);
-		buf[n] = 0;
-		fclose(f);
-	}
 	return buf;
 }
 

@@ -186,6 +186,14 @@ static void teardown(void)
 
 TestSuite(controller, .init = setup, .fini = teardown);
 
+/* A test's second case from where the fixture starts: the plan, the
+ * market set and the counters of the first thrown away and made anew. */
+static void start_again(void)
+{
+	teardown();
+	setup();
+}
+
 static int64_t up_after = -1; /* mk's tiers: up_after_s, -1: default */
 
 static struct ctrl *mk(struct fw *f, bool replace, bool tiers)
@@ -285,8 +293,7 @@ Test(controller, lost_reliable_instance_replaced)
 		struct ctrl *c;
 		uint64_t rel;
 
-		teardown();
-		setup();
+		start_again();
 		setup_job("");
 		c = mk(&f, replace, false);
 		want_fleet(1, 200000);
@@ -331,8 +338,7 @@ Test(controller, actions_checked_before_the_world)
 	cr_assert_eq(n_ev[CTRL_EV_REJECT], 1);
 	ctrl_free(c);
 
-	teardown();
-	setup();
+	start_again();
 	setup_job("");
 	memset(&f, 0, sizeof f);
 	f.sync = true;
@@ -364,8 +370,7 @@ Test(controller, stop_rules)
 	cr_assert_eq(ctrl_stop(c, 3600, &half), CTRL_STOP_BUDGET);
 	ctrl_free(c);
 
-	teardown();
-	setup();
+	start_again();
 	setup_job(", \"deadline_hours\": 5");
 	memset(&f, 0, sizeof f);
 	f.sync = true;

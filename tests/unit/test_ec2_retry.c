@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../cloudapi/ec2_int.h"
+#include "../integration/pxrun.h"
 
 Test(ec2_retry, classification)
 {
@@ -165,17 +166,12 @@ Test(ec2_params, run_instances_wire_names)
 
 static char *sample(const char *name, size_t *len)
 {
-	char path[4096];
-	FILE *f;
-	char *b = malloc(1 << 16);
+	char path[4096], *b;
 
 	snprintf(path, sizeof path, "%s/tests/ec2/samples/%s",
 		 getenv("PX_SRC"), name);
-	f = fopen(path, "rb");
-	cr_assert(f, "open %s", path);
-	*len = fread(b, 1, (1 << 16) - 1, f);
-	fclose(f);
-	b[*len] = '\0';
+	b = px_test_read_file(path, len);
+	cr_assert(b, "open %s", path);
 	return b;
 }
 

@@ -12,41 +12,9 @@
 
 #include "../../db/schema_v1.h"
 #include "../../db/store.h"
+#include "store_fixture.h"
 
-/* ---- fixtures: a temp dir per test for file databases ---- */
-
-static char tmp_dir[64];
-static char db_path[128];
-
-static void tmp_setup(void)
-{
-	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/px_store_XXXXXX");
-	cr_assert_not_null(mkdtemp(tmp_dir));
-	snprintf(db_path, sizeof(db_path), "%s/px.db", tmp_dir);
-}
-
-static void tmp_teardown(void)
-{
-	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-	char p[160];
-
-	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
-		snprintf(p, sizeof(p), "%s%s", db_path, sfx[i]);
-		unlink(p);
-	}
-	rmdir(tmp_dir);
-}
-
-static struct store *open_ok(const char *path)
-{
-	struct px_error err = {0};
-	struct store *st = NULL;
-	enum px_err r = store_open(path, &st, &err);
-
-	cr_assert_eq(r, PX_OK, "open '%s': %s", path, err.msg);
-	cr_assert_not_null(st);
-	return st;
-}
+/* ---- helpers (the temp dir per test, db_path: store_fixture.h) ---- */
 
 static int64_t market(struct store *st, const char *zone, const char *type)
 {
@@ -144,16 +112,16 @@ static int raw_exec_rc(const char *path, const char *sql)
 
 /* ---- migrations ---- */
 
-Test(store, fresh_db_gets_this_version, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store, fresh_db_gets_this_version, .init = db_setup,
+     .fini = db_teardown)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	cr_assert_eq(STORE_SCHEMA_VERSION, 3);
 	store_close(st);
 
-	st = open_ok(db_path);
+	st = db_open(db_path);
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	store_close(st);
 	cr_assert_eq(raw_int(db_path, "PRAGMA user_version"),
@@ -163,15 +131,15 @@ Test(store, fresh_db_gets_this_version, .init = tmp_setup,
 		     11);
 }
 
-Test(store, reopen_keeps_data, .init = tmp_setup, .fini = tmp_teardown)
+Test(store, reopen_keeps_data, .init = db_setup, .fini = db_teardown)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	int64_t m = market(st, "us-east-1a", "c4.xlarge"), p = 0, since = 0;
 
 	cr_assert(price_add(st, m, 1000, 230000));
 	store_close(st);
 
-	st = open_ok(db_path);
+	st = db_open(db_path);
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	cr_assert_eq(market(st, "us-east-1a", "c4.xlarge"), m);
 	cr_assert_eq(store_price_at(st, m, 2000, &p, &since, NULL), PX_OK);
@@ -180,7 +148,7 @@ Test(store, reopen_keeps_data, .init = tmp_setup, .fini = tmp_teardown)
 	store_close(st);
 }
 
-Test(store, newer_db_refused, .init = tmp_setup, .fini = tmp_teardown)
+Test(store, newer_db_refused, .init = db_setup, .fini = db_teardown)
 {
 	struct px_error err = {0};
 	struct store *st = (struct store *)1;
@@ -198,7 +166,7 @@ Test(store, newer_db_refused, .init = tmp_setup, .fini = tmp_teardown)
 			 "delete");
 }
 
-Test(store, foreign_db_refused, .init = tmp_setup, .fini = tmp_teardown)
+Test(store, foreign_db_refused, .init = db_setup, .fini = db_teardown)
 {
 	struct px_error err = {0};
 	struct store *st = NULL;
@@ -236,7 +204,7 @@ static enum px_err collect_market(const struct store_market *m, void *ctx)
 
 Test(store, market_get_or_add_idempotent)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	struct store_market_filter f = {.zone = "us-east-1b"};
 	struct market_list l = {0};
 	struct px_error err = {0};
@@ -286,7 +254,7 @@ static enum px_err stop_market(const struct store_market *m, void *ctx)
 
 Test(store, market_walk_stops)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int n = 0;
 
 	market(st, "us-east-1a", "c4.xlarge");
@@ -299,7 +267,7 @@ Test(store, market_walk_stops)
 
 Test(store, market_names_checked)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	char name[STORE_NAME_MAX + 1];
 	int64_t id = 42;
@@ -330,7 +298,7 @@ Test(store, market_names_checked)
 /* Many markets: the cache wipes itself and ids stay right. */
 Test(store, market_cache_many)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t ids[1000];
 	char type[32];
 
@@ -352,7 +320,7 @@ Test(store, market_cache_many)
 
 Test(store, price_dedup)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t m = market(st, "us-east-1a", "c4.xlarge"), p = 0;
 	int64_t n = market(st, "us-east-1b", "c4.xlarge");
 
@@ -381,7 +349,7 @@ Test(store, price_dedup)
 
 Test(store, price_checked)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 	struct px_error err = {0};
 	bool ins = true;
@@ -398,7 +366,7 @@ Test(store, price_checked)
 
 Test(store, price_at_edges)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 	int64_t o = market(st, "us-east-1b", "c4.xlarge");
 	struct px_error err = {0};
@@ -456,7 +424,7 @@ static enum px_err collect_price(int64_t t_s, int64_t price, void *ctx)
 
 Test(store, prices_each_order_and_bounds)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 	int64_t o = market(st, "us-east-1b", "c4.xlarge");
 	static const int64_t ts[] = {500, -20, 300, INT64_MAX, 100, INT64_MIN};
@@ -528,7 +496,7 @@ static enum px_err copy_price(int64_t t_s, int64_t price, void *ctx)
 
 Test(store, prices_each_reentrant)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 	struct reenter re = {st, market(st, "us-east-1b", "c4.xlarge")};
 	int64_t p = 0;
@@ -548,7 +516,7 @@ Test(store, prices_each_reentrant)
 
 Test(store, rollback_leaves_nothing)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	struct market_list l = {0};
 	int64_t m;
@@ -577,7 +545,7 @@ Test(store, rollback_leaves_nothing)
 
 Test(store, commit_and_misuse)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 
@@ -598,7 +566,7 @@ Test(store, commit_and_misuse)
 /* A failing statement inside a transaction leaves it open and usable. */
 Test(store, error_inside_transaction)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 
 	cr_assert_eq(store_begin(st, NULL), PX_OK);
@@ -611,9 +579,9 @@ Test(store, error_inside_transaction)
 	store_close(st);
 }
 
-Test(store, close_rolls_back, .init = tmp_setup, .fini = tmp_teardown)
+Test(store, close_rolls_back, .init = db_setup, .fini = db_teardown)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 
 	cr_assert_eq(store_begin(st, NULL), PX_OK);
@@ -658,18 +626,18 @@ static void run_child(const char *path, bool commit)
 		  "child status %d", status);
 }
 
-Test(store, crash_with_open_transaction, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store, crash_with_open_transaction, .init = db_setup,
+     .fini = db_teardown)
 {
 	struct store *st;
 	struct market_list l = {0};
 
-	st = open_ok(db_path); /* create and migrate first */
+	st = db_open(db_path); /* create and migrate first */
 	store_close(st);
 	run_child(db_path, false);
 	run_child(db_path, true);
 
-	st = open_ok(db_path);
+	st = db_open(db_path);
 	cr_assert_eq(store_markets_each(st, NULL, collect_market, &l, NULL),
 		     PX_OK);
 	cr_assert_eq(l.n, 1, "only the committed market");
@@ -679,9 +647,9 @@ Test(store, crash_with_open_transaction, .init = tmp_setup,
 	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM prices"), 5000);
 }
 
-Test(store, wal_mode_on_file, .init = tmp_setup, .fini = tmp_teardown)
+Test(store, wal_mode_on_file, .init = db_setup, .fini = db_teardown)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	char mode[16];
 
 	/* Seen from another connection while ours is open. */
@@ -696,7 +664,7 @@ Test(store, wal_mode_on_file, .init = tmp_setup, .fini = tmp_teardown)
 				  sizeof(mode)),
 			 "wal");
 	/* :memory: has no WAL but works. */
-	st = open_ok(":memory:");
+	st = db_open(":memory:");
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	store_close(st);
 	store_close(NULL);
@@ -706,7 +674,7 @@ Test(store, wal_mode_on_file, .init = tmp_setup, .fini = tmp_teardown)
 
 Test(store, ondemand_set_get)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	int64_t v = -1;
 
@@ -745,11 +713,11 @@ Test(store, ondemand_set_get)
 	store_close(st);
 }
 
-Test(store, import_provenance, .init = tmp_setup, .fini = tmp_teardown)
+Test(store, import_provenance, .init = db_setup, .fini = db_teardown)
 {
 	static const char sha[] = "9f86d081884c7d659a2feaa0c55ad015"
 				  "a3bf4f1b2b0b822cd15d6c15b0f00a08";
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	struct store_import imp = {
 		.path = "t.json.gz", .sha256 = sha, .records = 10,
 		.inserted = 7, .first_s = 100, .last_s = 900, .at_us = 5,
@@ -787,9 +755,9 @@ Test(store, import_provenance, .init = tmp_setup, .fini = tmp_teardown)
 
 /* ---- jobs, allocations, instances, events, ledger ---- */
 
-Test(store, job_round_trip, .init = tmp_setup, .fini = tmp_teardown)
+Test(store, job_round_trip, .init = db_setup, .fini = db_teardown)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	struct px_error err = {0};
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 	int64_t job = 0, job2 = 0, al = 0, al2 = 0, i1 = 0, i2 = 0, cost = -1;
@@ -921,7 +889,7 @@ Test(store, job_round_trip, .init = tmp_setup, .fini = tmp_teardown)
 
 Test(store, foreign_keys_enforced)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	int64_t job = 0, m = market(st, "us-east-1a", "c4.xlarge"), id = -5;
 
@@ -952,7 +920,7 @@ Test(store, foreign_keys_enforced)
 
 Test(store, job_input_checked)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	int64_t job = 0, m = market(st, "us-east-1a", "c4.xlarge"), id;
 
@@ -982,10 +950,10 @@ Test(store, job_input_checked)
 
 /* Another connection holds the write lock: we wait the busy timeout
  * (5 s), then fail with a message that says what we were doing. */
-Test(store, busy_error_names_the_work, .init = tmp_setup,
-     .fini = tmp_teardown, .timeout = 30)
+Test(store, busy_error_names_the_work, .init = db_setup,
+     .fini = db_teardown, .timeout = 30)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	int64_t m = market(st, "us-east-1a", "c4.xlarge");
 	struct px_error err = {0};
 	sqlite3 *other = NULL;
@@ -1017,8 +985,8 @@ Test(store, busy_error_names_the_work, .init = tmp_setup,
  * instance, events and ledger lines: opened by this build, it is migrated
  * through version 2 (and on to this build's) with everything kept, the
  * states renamed and the type on the allocation. */
-Test(store, v1_file_migrated_to_v2_keeps_everything, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store, v1_file_migrated_to_v2_keeps_everything, .init = db_setup,
+     .fini = db_teardown)
 {
 	struct store *st;
 	char sql[4096];
@@ -1038,7 +1006,7 @@ Test(store, v1_file_migrated_to_v2_keeps_everything, .init = tmp_setup,
 		 "INSERT INTO ledger VALUES (1, 3, 1, 10, 20, 99, '');",
 		 store_schema_v1);
 	raw_exec(db_path, sql);
-	st = open_ok(db_path);
+	st = db_open(db_path);
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	store_close(st);
 	cr_assert_eq(raw_int(db_path, "SELECT count(*) FROM jobs WHERE "
@@ -1062,10 +1030,10 @@ Test(store, v1_file_migrated_to_v2_keeps_everything, .init = tmp_setup,
 
 /* The legal changes of a job's state live in the schema: an illegal one
  * is refused by the store whoever asks, a final state never changes. */
-Test(store, job_state_changes_enforced, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store, job_state_changes_enforced, .init = db_setup,
+     .fini = db_teardown)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	struct px_error err = {0};
 	int64_t a, b;
 
@@ -1100,10 +1068,10 @@ Test(store, job_state_changes_enforced, .init = tmp_setup,
 }
 
 /* An on-demand request has no market; its type is on the row. */
-Test(store, ondemand_allocation_without_market, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store, ondemand_allocation_without_market, .init = db_setup,
+     .fini = db_teardown)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	struct px_error err = {0};
 	int64_t job, al, inst;
 

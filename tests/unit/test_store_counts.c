@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../../db/store.h"
+#include "store_fixture.h"
 
 static int64_t sql_count(const char *path, const char *table)
 {
@@ -26,17 +27,14 @@ static int64_t sql_count(const char *path, const char *table)
 	return n;
 }
 
-Test(store_counts, empty_then_filled, .timeout = 30)
+Test(store_counts, empty_then_filled, .init = db_setup, .fini = db_teardown,
+     .timeout = 30)
 {
-	char dir[] = "/tmp/px_counts_XXXXXX", path[64], p[80];
 	struct store_counts c = {-1, -1, -1};
 	struct px_error err = {0};
-	struct store *st = NULL;
+	struct store *st = db_open(db_path);
 	int64_t m1, m2, job;
 
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/c.db", dir);
-	cr_assert_eq(store_open(path, &st, &err), PX_OK, "%s", err.msg);
 	cr_assert_eq(store_counts(st, &c, &err), PX_OK, "%s", err.msg);
 	cr_assert_eq(c.markets, 0);
 	cr_assert_eq(c.prices, 0);
@@ -62,14 +60,7 @@ Test(store_counts, empty_then_filled, .timeout = 30)
 	cr_assert_eq(c.markets, 2);
 	cr_assert_eq(c.prices, 37);
 	cr_assert_eq(c.jobs, 1);
-	cr_assert_eq(c.markets, sql_count(path, "markets"));
-	cr_assert_eq(c.prices, sql_count(path, "prices"));
-	cr_assert_eq(c.jobs, sql_count(path, "jobs"));
-
-	static const char *const sfx[] = {"", "-wal", "-shm"};
-	for (int i = 0; i < 3; i++) {
-		snprintf(p, sizeof(p), "%s%s", path, sfx[i]);
-		unlink(p);
-	}
-	rmdir(dir);
+	cr_assert_eq(c.markets, sql_count(db_path, "markets"));
+	cr_assert_eq(c.prices, sql_count(db_path, "prices"));
+	cr_assert_eq(c.jobs, sql_count(db_path, "jobs"));
 }

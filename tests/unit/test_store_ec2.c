@@ -14,40 +14,9 @@
 #include "../../db/schema_v1.h"
 #include "../../db/schema_v2.h"
 #include "../../db/store.h"
+#include "store_fixture.h"
 
-static char tmp_dir[64];
-static char db_path[128];
-
-static void tmp_setup(void)
-{
-	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/px_store_ec2_XXXXXX");
-	cr_assert_not_null(mkdtemp(tmp_dir));
-	snprintf(db_path, sizeof(db_path), "%s/px.db", tmp_dir);
-}
-
-static void tmp_teardown(void)
-{
-	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-	char p[160];
-
-	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
-		snprintf(p, sizeof(p), "%s%s", db_path, sfx[i]);
-		unlink(p);
-	}
-	rmdir(tmp_dir);
-}
-
-TestSuite(store_ec2, .init = tmp_setup, .fini = tmp_teardown);
-
-static struct store *open_ok(const char *path)
-{
-	struct px_error err = {0};
-	struct store *st = NULL;
-
-	cr_assert_eq(store_open(path, &st, &err), PX_OK, "open '%s': %s",
-		     path, err.msg);
-	return st;
-}
+TestSuite(store_ec2, .init = db_setup, .fini = db_teardown);
 
 static int64_t raw_int(const char *path, const char *sql)
 {
@@ -163,7 +132,7 @@ Test(store_ec2, daemon_id_made_once_for_the_life_of_the_db)
 {
 	struct px_error err = {0};
 	char a[STORE_DAEMON_ID_LEN + 1], b[64], small[16];
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 
 	cr_assert_eq(store_daemon_id(st, a, sizeof a, &err), PX_OK, "%s",
 		     err.msg);
@@ -177,7 +146,7 @@ Test(store_ec2, daemon_id_made_once_for_the_life_of_the_db)
 	cr_assert(strstr(err.msg, "17"), "%s", err.msg);
 	store_close(st);
 	/* a restart reads the same; so does a second connection */
-	st = open_ok(db_path);
+	st = db_open(db_path);
 	memset(b, 0, sizeof b);
 	cr_assert_eq(store_daemon_id(st, b, sizeof b, &err), PX_OK);
 	cr_assert_str_eq(a, b);
@@ -194,7 +163,7 @@ Test(store_ec2, daemon_ids_differ_between_databases)
 {
 	struct px_error err = {0};
 	char a[STORE_DAEMON_ID_LEN + 1], b[STORE_DAEMON_ID_LEN + 1];
-	struct store *s1 = open_ok(":memory:"), *s2 = open_ok(":memory:");
+	struct store *s1 = db_open(":memory:"), *s2 = db_open(":memory:");
 
 	cr_assert_eq(store_daemon_id(s1, a, sizeof a, &err), PX_OK);
 	cr_assert_eq(store_daemon_id(s2, b, sizeof b, &err), PX_OK);
@@ -210,14 +179,14 @@ Test(store_ec2, daemon_id_rolled_back_is_not_kept)
 	struct px_error err = {0};
 	char a[STORE_DAEMON_ID_LEN + 1], b[STORE_DAEMON_ID_LEN + 1];
 	char c[STORE_DAEMON_ID_LEN + 1];
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 
 	cr_assert_eq(store_begin(st, &err), PX_OK);
 	cr_assert_eq(store_daemon_id(st, a, sizeof a, &err), PX_OK);
 	store_rollback(st);
 	cr_assert_eq(store_daemon_id(st, b, sizeof b, &err), PX_OK);
 	store_close(st);
-	st = open_ok(db_path);
+	st = db_open(db_path);
 	cr_assert_eq(store_daemon_id(st, c, sizeof c, &err), PX_OK);
 	cr_assert_str_eq(b, c);
 	store_close(st);
@@ -225,7 +194,7 @@ Test(store_ec2, daemon_id_rolled_back_is_not_kept)
 
 Test(store_ec2, requests_round_trip)
 {
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	int64_t j1 = job(st, "a"), j2 = job(st, "b");
 	struct store_ec2_request spot = req("px-0123-1-7", j1, 7,
 					    "us-east-1a");
@@ -295,7 +264,7 @@ static enum px_err stop_at_first(const struct store_ec2_request *r,
 
 Test(store_ec2, walk_stops_on_callback_error)
 {
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t j = job(st, "a");
 	struct store_ec2_request a = req("t-1", j, 1, "us-east-1a");
 	struct store_ec2_request b = req("t-2", j, 2, "us-east-1a");
@@ -314,7 +283,7 @@ Test(store_ec2, walk_stops_on_callback_error)
 Test(store_ec2, request_states_checked)
 {
 	struct px_error err = {0};
-	struct store *st = open_ok(db_path);
+	struct store *st = db_open(db_path);
 	int64_t j = job(st, "a");
 	struct store_ec2_request a = req("tok-a", j, 1, "us-east-1a");
 	struct store_ec2_request b = req("tok-b", j, 2, "us-east-1a");
@@ -389,7 +358,7 @@ Test(store_ec2, request_states_checked)
 Test(store_ec2, a_token_added_twice_is_an_error)
 {
 	struct px_error err = {0};
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t j = job(st, "a");
 	struct store_ec2_request a = req("px-dup", j, 1, "us-east-1a");
 	struct store_ec2_request b = req("px-dup", j, 2, "us-east-1b");
@@ -412,7 +381,7 @@ Test(store_ec2, a_token_added_twice_is_an_error)
 Test(store_ec2, request_fields_checked)
 {
 	struct px_error err = {0};
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t j = job(st, "a");
 	struct store_ec2_request r;
 	static const struct {
@@ -463,7 +432,7 @@ Test(store_ec2, request_fields_checked)
 Test(store_ec2, job_max_ctrl_id_from_requests_and_instances)
 {
 	struct px_error err = {0};
-	struct store *st = open_ok(":memory:");
+	struct store *st = db_open(":memory:");
 	int64_t j1 = job(st, "a"), j2 = job(st, "b"), al, inst;
 	struct store_ec2_request r = req("t-1", j1, 12, "us-east-1a");
 	uint64_t max = 99;
@@ -521,7 +490,7 @@ Test(store_ec2, v2_file_migrated_keeps_everything)
 		 store_schema_v1, store_schema_v2);
 	raw_exec(db_path, sql);
 	cr_assert_eq(raw_int(db_path, "PRAGMA user_version"), 2);
-	st = open_ok(db_path);
+	st = db_open(db_path);
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	cr_assert_eq(store_job_max_ctrl_id(st, 1, &max, &err), PX_OK, "%s",
 		     err.msg);

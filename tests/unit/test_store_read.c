@@ -11,51 +11,10 @@
 #include <unistd.h>
 
 #include "../../db/store.h"
+#include "../integration/pxrun.h"
+#include "store_fixture.h"
 
-/* ---- fixtures ---- */
-
-static char tmp_dir[64];
-static char db_path[128];
-
-static void tmp_setup(void)
-{
-	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/px_store_read_XXXXXX");
-	cr_assert_not_null(mkdtemp(tmp_dir));
-	snprintf(db_path, sizeof(db_path), "%s/px.db", tmp_dir);
-}
-
-static void tmp_teardown(void)
-{
-	static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
-	char p[160];
-
-	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
-		snprintf(p, sizeof(p), "%s%s", db_path, sfx[i]);
-		unlink(p);
-	}
-	rmdir(tmp_dir);
-}
-
-static struct store *open_rw(const char *path)
-{
-	struct px_error err = {0};
-	struct store *st = NULL;
-
-	cr_assert_eq(store_open(path, &st, &err), PX_OK, "open '%s': %s",
-		     path, err.msg);
-	return st;
-}
-
-static struct store *open_ro(const char *path)
-{
-	struct px_error err = {0};
-	struct store *st = NULL;
-
-	cr_assert_eq(store_open_readonly(path, &st, &err), PX_OK,
-		     "open '%s' read-only: %s", path, err.msg);
-	cr_assert_not_null(st);
-	return st;
-}
+/* ---- helpers (the temp dir per test, db_path: store_fixture.h) ---- */
 
 /* Run SQL on path outside the store (to make foreign or broken files). */
 static void raw_exec(const char *path, const char *sql)
@@ -160,7 +119,7 @@ static struct events_seen *events(struct store *st, int64_t job)
 
 Test(store_read, jobs_round_trip)
 {
-	struct store *st = open_rw(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	struct jobs_seen *c;
 	int64_t a, b, d;
@@ -203,7 +162,7 @@ Test(store_read, jobs_round_trip)
 
 Test(store_read, jobs_filters)
 {
-	struct store *st = open_rw(":memory:");
+	struct store *st = db_open(":memory:");
 	char longname[STORE_NAME_MAX + 8];
 	struct jobs_seen *c;
 	int64_t a, b, d;
@@ -257,7 +216,7 @@ static enum px_err stop_at_second(const struct store_job *j, void *ctx)
 
 Test(store_read, walk_stops_on_callback_error)
 {
-	struct store *st = open_rw(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	int n = 0;
 
@@ -274,7 +233,7 @@ Test(store_read, walk_stops_on_callback_error)
 
 Test(store_read, events_in_time_order)
 {
-	struct store *st = open_rw(":memory:");
+	struct store *st = db_open(":memory:");
 	struct events_seen *c;
 	struct px_error err = {0};
 	int64_t a, b, alloc, inst, m;
@@ -362,7 +321,7 @@ static enum px_err collect_line(const struct store_ledger_line *l,
 
 Test(store_read, ledger_round_trip)
 {
-	struct store *st = open_rw(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	struct ledger_seen c = {0};
 	int64_t a, b, cost = -1;
@@ -439,7 +398,7 @@ static enum px_err summarize(const struct store_job *j, void *ctx)
 
 Test(store_read, walkers_reenter)
 {
-	struct store *st = open_rw(":memory:");
+	struct store *st = db_open(":memory:");
 	struct px_error err = {0};
 	struct summary s = {.st = st, .err = &err};
 	int64_t a, b;
@@ -460,17 +419,17 @@ Test(store_read, walkers_reenter)
 	store_close(st);
 }
 
-Test(store_read, walk_sees_one_snapshot, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store_read, walk_sees_one_snapshot, .init = db_setup,
+     .fini = db_teardown)
 {
-	struct store *w = open_rw(db_path), *ro;
+	struct store *w = db_open(db_path), *ro;
 	struct px_error err = {0};
 	struct summary s = {.err = &err};
 	int64_t a;
 
 	a = job_add(w, "a", "{}", 0);
 	event_add(w, a, 0, 0, "stage", "");
-	ro = open_ro(db_path);
+	ro = db_open_ro(db_path);
 	s.st = ro;
 	s.writer = w;
 	/* the writer commits one more event per job during the walk: the
@@ -494,9 +453,9 @@ Test(store_read, walk_sees_one_snapshot, .init = tmp_setup,
 
 /* ---- bounds on what is read back ---- */
 
-Test(store_read, reads_are_bounded, .init = tmp_setup, .fini = tmp_teardown)
+Test(store_read, reads_are_bounded, .init = db_setup, .fini = db_teardown)
 {
-	struct store *st = open_rw(db_path);
+	struct store *st = db_open(db_path);
 	struct px_error err = {0};
 	struct jobs_seen c = {0};
 	struct events_seen e = {0};
@@ -518,7 +477,7 @@ Test(store_read, reads_are_bounded, .init = tmp_setup, .fini = tmp_teardown)
 		 a, STORE_TEXT_MAX / 2 + 1);
 	raw_exec(db_path, sql);
 
-	st = open_ro(db_path);
+	st = db_open_ro(db_path);
 	cr_assert_eq(store_jobs_each(st, NULL, collect_job, &c, &err),
 		     PX_EINVAL);
 	cr_assert_eq(c.n, 1, "the good job before the bad one is seen");
@@ -535,28 +494,10 @@ Test(store_read, reads_are_bounded, .init = tmp_setup, .fini = tmp_teardown)
 
 /* ---- read-only opening ---- */
 
-static char *slurp(const char *path, size_t *len)
+Test(store_read, readonly_round_trip, .init = db_setup,
+     .fini = db_teardown)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	cr_assert_not_null(f, "%s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
-Test(store_read, readonly_round_trip, .init = tmp_setup,
-     .fini = tmp_teardown)
-{
-	struct store *st = open_rw(db_path);
+	struct store *st = db_open(db_path);
 	struct px_error err = {0};
 	struct jobs_seen *c;
 	int64_t a, cost = 0;
@@ -567,7 +508,7 @@ Test(store_read, readonly_round_trip, .init = tmp_setup,
 		     PX_OK, "%s", err.msg);
 	store_close(st);
 
-	st = open_ro(db_path);
+	st = db_open_ro(db_path);
 	cr_assert_eq(store_schema_version(st), STORE_SCHEMA_VERSION);
 	c = jobs(st, NULL);
 	cr_assert_eq(c->n, 1);
@@ -585,10 +526,10 @@ Test(store_read, readonly_round_trip, .init = tmp_setup,
 
 /* Every write through a read-only store fails, says so, and changes
  * nothing in the file. */
-Test(store_read, readonly_refuses_writes, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store_read, readonly_refuses_writes, .init = db_setup,
+     .fini = db_teardown)
 {
-	struct store *st = open_rw(db_path);
+	struct store *st = db_open(db_path);
 	struct px_error err = {0};
 	struct store_import imp = {
 		.path = "t.json",
@@ -613,9 +554,10 @@ Test(store_read, readonly_refuses_writes, .init = tmp_setup,
 	cr_assert_eq(store_instance_add(st, alloc, "i-1", 0, 0, &inst, &err),
 		     PX_OK, "%s", err.msg);
 	store_close(st);
-	before = slurp(db_path, &nb);
+	before = px_test_read_file(db_path, &nb);
+	cr_assert_not_null(before, "%s", db_path);
 
-	st = open_ro(db_path);
+	st = db_open_ro(db_path);
 	/* a market already there is only read */
 	cr_assert_eq(store_market_get_or_add(st, "r", "z", "t", "p", &id,
 					     &err),
@@ -648,15 +590,16 @@ Test(store_read, readonly_refuses_writes, .init = tmp_setup,
 	cr_assert_eq(jobs(st, NULL)->v[0].state, STORE_JOB_QUEUED);
 	store_close(st);
 
-	after = slurp(db_path, &na);
+	after = px_test_read_file(db_path, &na);
+	cr_assert_not_null(after, "%s", db_path);
 	cr_assert_eq(na, nb);
 	cr_assert_eq(memcmp(before, after, nb), 0, "database changed");
 	free(before);
 	free(after);
 }
 
-Test(store_read, readonly_missing_file, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store_read, readonly_missing_file, .init = db_setup,
+     .fini = db_teardown)
 {
 	struct px_error err = {0};
 	struct store *st = (struct store *)&err; /* must stay untouched */
@@ -683,8 +626,8 @@ static enum px_err open_ro_fails(const char *path, char *msg, size_t len)
 	return r;
 }
 
-Test(store_read, readonly_refuses_foreign_files, .init = tmp_setup,
-     .fini = tmp_teardown)
+Test(store_read, readonly_refuses_foreign_files, .init = db_setup,
+     .fini = db_teardown)
 {
 	char msg[PX_ERRMSG_MAX];
 	FILE *f;
@@ -714,7 +657,7 @@ Test(store_read, readonly_refuses_foreign_files, .init = tmp_setup,
 	unlink(db_path);
 
 	/* newer than this build */
-	store_close(open_rw(db_path));
+	store_close(db_open(db_path));
 	raw_exec(db_path, "PRAGMA user_version = 99");
 	cr_assert_eq(open_ro_fails(db_path, msg, sizeof(msg)), PX_EUNSUPP,
 		     "%s", msg);
@@ -741,7 +684,7 @@ Test(store_read, readonly_refuses_foreign_files, .init = tmp_setup,
  * and fn not called; a bad kind refused. */
 Test(store_read, last_and_count_of_a_kind)
 {
-	struct store *st = open_rw(":memory:");
+	struct store *st = db_open(":memory:");
 	struct events_seen c = {0};
 	struct px_error err = {0};
 	int64_t a, b, n = -1;

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "../../cloudapi/trace.h"
+#include "../integration/pxrun.h"
 
 #define KEEP_MAX 8
 
@@ -56,25 +57,6 @@ static int64_t tm(const char *s)
 
 	cr_assert_eq(px_parse_time(s, strlen(s), &t), PX_OK, "time '%s'", s);
 	return t;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	cr_assert_not_null(f, "open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
 }
 
 static void data_path(char *buf, size_t len, const char *name)
@@ -172,7 +154,8 @@ Test(trace, small_plain_fixture)
 	cr_assert_eq(st.last_s, tm("2016-03-01T00:00:00Z"));
 
 	/* index and offset: each offset is that record's '{' */
-	text = slurp(path, &len);
+	text = px_test_read_file(path, &len);
+	cr_assert_not_null(text, "open %s", path);
 	cr_assert_eq(st.bytes, len);
 	const char *at = text;
 	for (uint64_t i = 0; i < 3; i++) {
@@ -286,7 +269,8 @@ Test(trace, truncated_gzip_is_eio)
 	int fd;
 
 	data_path(path, sizeof(path), "small.json.gz");
-	g = slurp(path, &len);
+	g = px_test_read_file(path, &len);
+	cr_assert_not_null(g, "open %s", path);
 	/* cut anywhere: before the JSON ends, inside the CRC trailer */
 	size_t cuts[] = {len / 2, len - 8, len - 1, 12};
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {

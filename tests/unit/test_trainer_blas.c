@@ -37,14 +37,14 @@ static void expect(const char *lib, const struct blas_cpu *cpu,
 
 /* The issue's case: Debian's 0.3.21 on a Xeon of family 6 model 207
  * (AVX-512, AMX) does not know the model and takes Prescott. */
-Test(blas_pick, xeon_model_207_prescott_raised_to_skylakex)
+Test(trainer_blas, xeon_model_207_prescott_raised_to_skylakex)
 {
 	expect("Prescott", &avx512, "SkylakeX");
 }
 
 /* An AMD family 0.3.21 does not know (Zen 5) gets Barcelona: raised by
  * its features, whatever vendor the name is of. */
-Test(blas_pick, unknown_amd_barcelona_raised)
+Test(trainer_blas, unknown_amd_barcelona_raised)
 {
 	expect("Barcelona", &avx512, "SkylakeX");
 	expect("Barcelona", &haswell, "Haswell");
@@ -52,7 +52,7 @@ Test(blas_pick, unknown_amd_barcelona_raised)
 }
 
 /* Each tier's generic fallback goes to that tier, no further. */
-Test(blas_pick, raised_to_the_cpus_tier)
+Test(trainer_blas, raised_to_the_cpus_tier)
 {
 	expect("Prescott", &haswell, "Haswell");
 	expect("Prescott", &sandy, "Sandybridge");
@@ -66,7 +66,7 @@ Test(blas_pick, raised_to_the_cpus_tier)
 /* A choice of the CPU's tier is kept: Zen 4 on 0.3.21 gets Cooperlake
  * (measured as fast as SkylakeX here, the same sgemm kernels), Zen 1-3
  * get Zen (Haswell's kernels), and nothing is raised past the CPU. */
-Test(blas_pick, same_tier_kept)
+Test(trainer_blas, same_tier_kept)
 {
 	expect("Cooperlake", &avx512, NULL);
 	expect("SkylakeX", &avx512, NULL);
@@ -79,7 +79,7 @@ Test(blas_pick, same_tier_kept)
 
 /* Names are OpenBLAS's, in any case; a name the table does not know
  * (a newer library's) is the library's to decide. */
-Test(blas_pick, names)
+Test(trainer_blas, names)
 {
 	expect("prescott", &avx512, "SkylakeX");
 	expect("PRESCOTT", &haswell, "Haswell");
@@ -92,7 +92,7 @@ Test(blas_pick, names)
 }
 
 /* This CPU's flags: each tier implies the one below (as the CPUs do). */
-Test(blas_pick, detect_consistent)
+Test(trainer_blas, detect_consistent)
 {
 	struct blas_cpu c;
 
@@ -103,7 +103,7 @@ Test(blas_pick, detect_consistent)
 		cr_assert(c.avx);
 }
 
-Test(blas_check, library_passes)
+Test(trainer_blas, library_passes)
 {
 	struct px_error err = { 0 };
 	double worst = -1.0;
@@ -169,7 +169,7 @@ static void expect_fail(blas_gemm_fn f, const char *what)
 	cr_assert_not_null(strstr(err.msg, "float64 says"), "%s", err.msg);
 }
 
-Test(blas_check, wrong_gemms_refused)
+Test(trainer_blas, wrong_gemms_refused)
 {
 	expect_fail(off_one, "sgemm NN 67x53x131: c[66,52]");
 	expect_fail(no_trans_b, "sgemm NT");

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../trainer/ckpt.h"
+#include "../integration/pxrun.h"
 
 static char dir[64];
 static char path[128];
@@ -60,23 +61,6 @@ static void fill(float *w, float *v, size_t n, float k)
 	}
 	w[0] = -0.0f;
 	v[n - 1] = 1e-38f; /* subnormal-adjacent: bits must survive */
-}
-
-static void *slurp(const char *p, size_t *len)
-{
-	FILE *f = fopen(p, "rb");
-	void *buf;
-	long n;
-
-	cr_assert_not_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
 }
 
 static void spit(const char *p, const void *buf, size_t len)
@@ -175,7 +159,8 @@ Test(ckpt, every_truncation_refused)
 
 	meta(&m);
 	write_good(&m);
-	buf = slurp(path, &len);
+	buf = (void *)px_test_read_file(path, &len);
+	cr_assert_not_null(buf);
 	for (size_t n = 0; n < len; n++) {
 		spit(path, buf, n);
 		cr_assert_neq(ckpt_read(path, &r, &rw, &rv, &err), PX_OK,
@@ -197,7 +182,8 @@ Test(ckpt, flipped_byte_refused)
 
 	meta(&m);
 	write_good(&m);
-	buf = slurp(path, &len);
+	buf = (void *)px_test_read_file(path, &len);
+	cr_assert_not_null(buf);
 	hl = (size_t)((uint8_t *)memchr(buf, '\n', len) - buf) + 1;
 	for (size_t at = hl; at < len; at += 7) {
 		buf[at] ^= 0x10;
@@ -223,7 +209,8 @@ static enum px_err edited(const char *from, const char *to,
 
 	meta(&m);
 	write_good(&m);
-	buf = slurp(path, &len);
+	buf = (void *)px_test_read_file(path, &len);
+	cr_assert_not_null(buf);
 	at = memmem(buf, len, from, fl);
 	cr_assert_not_null(at, "'%s' not in the header", from);
 	out = malloc(len + tl);
@@ -455,7 +442,8 @@ Test(ckpt, delta_records_damage)
 	}
 	rec = bytes;
 	snprintf(dname, sizeof(dname), "%s.delta", path);
-	buf = slurp(dname, &len);
+	buf = (void *)px_test_read_file(dname, &len);
+	cr_assert_not_null(buf);
 	cr_assert_eq(len, 3 * rec);
 	for (size_t cut = 2 * rec + 1; cut < len; cut += 7) {
 		f = fopen(dname, "wb");

@@ -26,7 +26,7 @@ static void rm_tmp(void)
 	cr_assert_eq(system(cmd), 0);
 }
 
-TestSuite(data, .init = mk_tmp, .fini = rm_tmp);
+TestSuite(trainer_data, .init = mk_tmp, .fini = rm_tmp);
 
 static void put_be32(uint8_t *b, uint32_t v)
 {
@@ -76,7 +76,7 @@ static const char *write_idx(const char *name, bool gz, uint32_t magic,
 	return path;
 }
 
-Test(data, idx_reads_plain_and_gzip)
+Test(trainer_data, idx_reads_plain_and_gzip)
 {
 	const uint32_t dims[3] = { 5, 3, 4 };
 
@@ -120,7 +120,7 @@ static void idx_bad(const char *p, uint32_t ndims, enum px_err want,
 	cr_assert_str_eq((const char *)data, "untouched");
 }
 
-Test(data, idx_rejects_bad_files)
+Test(trainer_data, idx_rejects_bad_files)
 {
 	const uint32_t d3[3] = { 5, 3, 4 }, d1[1] = { 5 };
 	const uint32_t big[3] = { 5, 5000, 4 }, zero[3] = { 0, 3, 4 };
@@ -149,7 +149,7 @@ Test(data, idx_rejects_bad_files)
 		PX_ETOOBIG, "byte bound");
 }
 
-Test(data, idx_missing_and_corrupt)
+Test(trainer_data, idx_missing_and_corrupt)
 {
 	char path[160];
 	struct px_error err = { 0 };
@@ -176,7 +176,7 @@ Test(data, idx_missing_and_corrupt)
 	cr_assert(strstr(err.msg, p), "%s", err.msg);
 }
 
-Test(data, load_checks_labels)
+Test(trainer_data, load_checks_labels)
 {
 	const uint32_t d3[3] = { 4, 2, 2 }, d1[1] = { 4 }, d1b[1] = { 3 };
 	const char *img = write_idx("i", true, 0x0803, d3, 3, 16, false);
@@ -215,7 +215,7 @@ Test(data, load_checks_labels)
 	cr_assert(strstr(err.msg, "3 labels for 4 images"), "%s", err.msg);
 }
 
-Test(data, partition_covers_evenly)
+Test(trainer_data, partition_covers_evenly)
 {
 	struct px_error err = { 0 };
 	uint32_t lo, hi;
@@ -239,7 +239,7 @@ Test(data, partition_covers_evenly)
 	cr_assert_eq(data_partition(10, 3, 3, &lo, &hi, &err), PX_EINVAL);
 }
 
-Test(data, shuffle_is_a_seeded_permutation)
+Test(trainer_data, shuffle_is_a_seeded_permutation)
 {
 	enum { N = 1000 };
 	uint32_t a[N], b[N], seen[N] = { 0 };
@@ -262,7 +262,7 @@ Test(data, shuffle_is_a_seeded_permutation)
 	cr_assert_lt(same, N / 10);
 }
 
-Test(data, gather_copies_rows)
+Test(trainer_data, gather_copies_rows)
 {
 	float x[3 * 2] = { 0, 1, 10, 11, 20, 21 }, bx[2 * 2];
 	uint8_t y[3] = { 7, 8, 9 }, by[2];
@@ -278,7 +278,7 @@ Test(data, gather_copies_rows)
 	cr_assert_eq(by[1], 7);
 }
 
-Test(data, fashion_mnist_installed)
+Test(trainer_data, fashion_mnist_installed)
 {
 	struct data_set ds = { 0 };
 	struct px_error err = { 0 };
@@ -312,7 +312,7 @@ Test(data, fashion_mnist_installed)
 	data_release(&ds);
 }
 
-Test(data, fashion_mnist_missing_dir_names_package)
+Test(trainer_data, fashion_mnist_missing_dir_names_package)
 {
 	struct data_set ds = { 0 };
 	struct px_error err = { 0 };

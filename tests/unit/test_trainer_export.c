@@ -19,6 +19,7 @@
 #include "../../trainer/ckpt.h"
 #include "../../trainer/export.h"
 #include "../../trainer/safetensors.h"
+#include "../integration/pxrun.h"
 
 static char dir[64];
 static char path[128];
@@ -38,7 +39,7 @@ static void rm_tmp(void)
 	cr_assert_eq(system(cmd), 0);
 }
 
-TestSuite(export, .init = mk_tmp, .fini = rm_tmp);
+TestSuite(trainer_export, .init = mk_tmp, .fini = rm_tmp);
 
 /* A 5 -> 3 -> 4 MLP with labels -7, 0, 2, 9 and a scaling. */
 static void model(struct model_desc *d, struct data_prep *p, float *w)
@@ -62,24 +63,7 @@ static void model(struct model_desc *d, struct data_prep *p, float *w)
 	}
 }
 
-static uint8_t *slurp(const char *p, size_t *len)
-{
-	FILE *f = fopen(p, "rb");
-	uint8_t *buf;
-	long n;
-
-	cr_assert_not_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
-Test(export, round_trip_bit_for_bit_with_torch_names_and_shapes)
+Test(trainer_export, round_trip_bit_for_bit_with_torch_names_and_shapes)
 {
 	struct model_desc d, d2;
 	struct data_prep p, p2;
@@ -143,7 +127,7 @@ Test(export, round_trip_bit_for_bit_with_torch_names_and_shapes)
 	data_prep_release(&p2);
 }
 
-Test(export, the_bytes_are_the_formats)
+Test(trainer_export, the_bytes_are_the_formats)
 {
 	struct model_desc d;
 	struct data_prep p = { 0 };
@@ -161,7 +145,8 @@ Test(export, the_bytes_are_the_formats)
 	for (int i = 0; i < 15; i++)
 		w[i] = (float)i;
 	cr_assert_eq(export_write(path, &d, &p, w, NAN, &err), PX_OK);
-	b = slurp(path, &len);
+	b = (uint8_t *)px_test_read_file(path, &len);
+	cr_assert_not_null(b);
 	memcpy(&n, b, 8);
 	n = le64toh(n);
 	cr_assert_eq(n % 8, 0, "header of %llu bytes", (unsigned long long)n);
@@ -206,7 +191,7 @@ Test(export, the_bytes_are_the_formats)
 	free(b);
 }
 
-Test(export, a_directory_or_fifo_is_refused)
+Test(trainer_export, a_directory_or_fifo_is_refused)
 {
 	struct model_desc d;
 	struct data_prep p = { 0 };
@@ -271,7 +256,7 @@ static void refused(const char *want)
 	"\"" name "\":{\"dtype\":\"F32\",\"shape\":" shape \
 	",\"data_offsets\":[" #b "," #e "]}"
 
-Test(export, every_malformed_header_is_refused)
+Test(trainer_export, every_malformed_header_is_refused)
 {
 	FILE *f;
 	uint64_t big = htole64(UINT64_C(1) << 40);
@@ -344,7 +329,7 @@ Test(export, every_malformed_header_is_refused)
 	}
 }
 
-Test(export, a_model_whose_shapes_do_not_chain_is_refused)
+Test(trainer_export, a_model_whose_shapes_do_not_chain_is_refused)
 {
 	/* the layers: a Linear's weight is [out, in], its bias [out], and
 	 * layer l + 1 takes what layer l gives */
@@ -386,7 +371,7 @@ Test(export, a_model_whose_shapes_do_not_chain_is_refused)
 	refused("1 classes");
 }
 
-Test(export, a_plain_state_dict_loads_with_labels_as_classes)
+Test(trainer_export, a_plain_state_dict_loads_with_labels_as_classes)
 {
 	struct px_error err = { 0 };
 	struct model_desc d;
@@ -407,7 +392,7 @@ Test(export, a_plain_state_dict_loads_with_labels_as_classes)
 	free(w);
 }
 
-Test(export, a_checkpoint_exports_and_loads)
+Test(trainer_export, a_checkpoint_exports_and_loads)
 {
 	struct ckpt_meta m = { 0 };
 	struct px_error err = { 0 };

@@ -1,4 +1,4 @@
-/* test_trainer_data.c -- proteus-trainer on the user's own data: `train`
+/* test_trainer_data_cli.c -- proteus-trainer on the user's own data: `train`
  * on a LIBSVM set (labels -1/+1, sparse) and a CSV set (3 classes with a
  * header), each generated here with classes a linear model separates,
  * reaching a high accuracy; `local` with 2 workers on the LIBSVM set and
@@ -94,7 +94,7 @@ static void teardown(void)
 	free(tmp);
 }
 
-TestSuite(trainer_data, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(trainer_data_cli, .init = setup, .fini = teardown, .timeout = 120);
 
 /* proteus-trainer with argv (NULL-terminated, after the program); its
  * JSON on stdout when it exits 0. */
@@ -115,7 +115,7 @@ static double acc_of(json_t *j)
 	return json_number_value(json_object_get(j, "test_accuracy"));
 }
 
-Test(trainer_data, train_on_libsvm_and_csv)
+Test(trainer_data_cli, train_on_libsvm_and_csv)
 {
 	const char *svm[] = { "train", "--model", "mlr", "--epochs", "3",
 			      "--threads", "1", "--scale", "standard",
@@ -148,7 +148,7 @@ Test(trainer_data, train_on_libsvm_and_csv)
 	pxrun_free(&r);
 }
 
-Test(trainer_data, local_with_two_workers_then_eval)
+Test(trainer_data_cli, local_with_two_workers_then_eval)
 {
 	char ck[700];
 	const char *loc[] = { "local", "--model", "mlr", "--epochs", "4",
@@ -185,7 +185,7 @@ Test(trainer_data, local_with_two_workers_then_eval)
 	pxrun_free(&r);
 }
 
-Test(trainer_data, bad_data_exits_3_naming_file_and_line)
+Test(trainer_data_cli, bad_data_exits_3_naming_file_and_line)
 {
 	char bad[700], want[800];
 	const char *tr[] = { "train", "--train-data", svm_tr, "--test-data",
@@ -237,7 +237,7 @@ static bool worker_rows(const char *err, unsigned node, unsigned *lo,
 /* `local` with 2 workers on an unscaled LIBSVM set: sparse batches, and
  * each worker holds only its half of the rows (what it reports), yet
  * the job trains as well as ever. */
-Test(trainer_data, local_workers_read_their_partition_only)
+Test(trainer_data_cli, local_workers_read_their_partition_only)
 {
 	const char *loc[] = { "local", "--model", "mlr", "--epochs", "3",
 			      "--threads", "1", "--workers", "2", "--ps", "2",
@@ -269,7 +269,7 @@ Test(trainer_data, local_workers_read_their_partition_only)
 /* `train` on a set over its --data-memory (1 MiB; the rows take ~2.6):
  * read in chunks each epoch, to the accuracy of the same run in
  * memory, and sparse batches give the dense ones' accuracy. */
-Test(trainer_data, streaming_trains_as_in_memory)
+Test(trainer_data_cli, streaming_trains_as_in_memory)
 {
 	static const int pm[] = { -1, 1 };
 	char big[700];
@@ -381,7 +381,7 @@ static void halves(const char *err, unsigned n_want, unsigned held_max)
  * chunks of ~1 MiB for Fashion-MNIST: 1,328 rows) and relief is said to
  * be off; Fashion-MNIST without --data-memory is loaded whole by every
  * worker, relief on (issue 27). */
-Test(trainer_data, local_workers_read_their_idx_partition_only)
+Test(trainer_data_cli, local_workers_read_their_idx_partition_only)
 {
 	char itr[700], ite[700];
 	const char *idx[] = { "local", "--model", "mlr", "--epochs", "3",

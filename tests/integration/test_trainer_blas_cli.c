@@ -1,4 +1,4 @@
-/* test_trainer_blas.c -- the OpenBLAS kernels proteus-trainer runs on, as
+/* test_trainer_blas_cli.c -- the OpenBLAS kernels proteus-trainer runs on, as
  * its --json and its roles' logs report them: an OPENBLAS_CORETYPE set by
  * the operator wins; a library choice below the CPU's tier is raised by
  * running the program again (the library's choice is made Prescott, the
@@ -35,7 +35,7 @@ static void teardown(void)
 	free(tmp);
 }
 
-TestSuite(trainer_blas, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(trainer_blas_cli, .init = setup, .fini = teardown, .timeout = 60);
 
 /* `train` of the MLP on 1000 examples, 1 epoch: its exit status, its
  * output in *r, and its "blas" object in *ret (NULL when it failed). */
@@ -104,7 +104,7 @@ static const char *pretend_prescott(void)
 	return want;
 }
 
-Test(trainer_blas, operator_coretype_wins)
+Test(trainer_blas_cli, operator_coretype_wins)
 {
 	json_t *b;
 	struct pxrun r;
@@ -142,7 +142,7 @@ Test(trainer_blas, operator_coretype_wins)
 }
 
 /* The Xeon: the library says Prescott, the CPU can do more. */
-Test(trainer_blas, generic_core_raised_by_features)
+Test(trainer_blas_cli, generic_core_raised_by_features)
 {
 	const char *want = pretend_prescott();
 	json_t *b;
@@ -161,7 +161,7 @@ Test(trainer_blas, generic_core_raised_by_features)
 
 /* No hook, no variable: the library's own or a raise, never the
  * environment, and the check passed. */
-Test(trainer_blas, default_run)
+Test(trainer_blas_cli, default_run)
 {
 	json_t *b;
 	struct pxrun r;
@@ -177,7 +177,7 @@ Test(trainer_blas, default_run)
 }
 
 /* The raised kernels fail the check: the library's own, said. */
-Test(trainer_blas, failed_raise_falls_back)
+Test(trainer_blas_cli, failed_raise_falls_back)
 {
 	const char *want = pretend_prescott();
 	json_t *b;
@@ -193,7 +193,7 @@ Test(trainer_blas, failed_raise_falls_back)
 }
 
 /* The operator's kernels fail it: nothing safer to take, exit 1. */
-Test(trainer_blas, failed_operator_core_refused)
+Test(trainer_blas_cli, failed_operator_core_refused)
 {
 	json_t *b;
 	struct pxrun r;
@@ -213,7 +213,7 @@ Test(trainer_blas, failed_operator_core_refused)
 
 /* eval --json too; a job's roles say theirs in their logs, each the
  * kernels the node chose (they inherit the choice, not run again). */
-Test(trainer_blas, eval_and_roles_report)
+Test(trainer_blas_cli, eval_and_roles_report)
 {
 	char ck[600];
 	const char *ckpt[] = { "--checkpoint", ck, NULL };

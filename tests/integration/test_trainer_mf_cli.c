@@ -1,4 +1,4 @@
-/* test_trainer_mf.c -- `proteus-trainer train --model mf` on a synthetic
+/* test_trainer_mf_cli.c -- `proteus-trainer train --model mf` on a synthetic
  * low-rank set (tests/data/mf/mf_synth.py: noise sigma 0.5, the best
  * RMSE any model reaches) reaching a test RMSE within 1.2 sigma and far
  * under the mean's; bad ratings refused with exit 3 naming file:line;

@@ -1,4 +1,4 @@
-/* test_trainer_export.c -- the model taken away: `train --export` and
+/* test_trainer_export_cli.c -- the model taken away: `train --export` and
  * `local --export` write a safetensors file that Python loads without
  * PyPI (tests/export/predict_ref.py: the standard library's struct and
  * json for the file, an nn.Sequential with load_state_dict from Debian's
@@ -87,7 +87,7 @@ static void teardown(void)
 	free(tmp);
 }
 
-TestSuite(trainer_export, .init = setup, .fini = teardown, .timeout = 240);
+TestSuite(trainer_export_cli, .init = setup, .fini = teardown, .timeout = 240);
 
 /* prog (the trainer, or python3 when it is PY) with args; its JSON on
  * stdout when it exits 0. */
@@ -163,7 +163,7 @@ static void check_predictions(const char *model, const char *data,
 	free(script);
 }
 
-Test(trainer_export, fashion_mnist_mlp_loads_in_python)
+Test(trainer_export_cli, fashion_mnist_mlp_loads_in_python)
 {
 	char m[700];
 	const char *tr[] = { "train", "--model", "mlp", "--epochs", "1",
@@ -184,7 +184,7 @@ Test(trainer_export, fashion_mnist_mlp_loads_in_python)
 	pxrun_free(&r);
 }
 
-Test(trainer_export, scaled_libsvm_train_and_local_load_in_python)
+Test(trainer_export_cli, scaled_libsvm_train_and_local_load_in_python)
 {
 	char m[700], l[700];
 	const char *tr[] = { "train", "--model", "mlr", "--epochs", "3",
@@ -234,7 +234,7 @@ Test(trainer_export, scaled_libsvm_train_and_local_load_in_python)
 	pxrun_free(&r);
 }
 
-Test(trainer_export, bad_input_exits_3_naming_the_file_and_field)
+Test(trainer_export_cli, bad_input_exits_3_naming_the_file_and_field)
 {
 	char m[700], bad[700], dir[700], fifo[700];
 	const char *tr[] = { "train", "--model", "mlr", "--epochs", "1",
