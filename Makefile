@@ -204,10 +204,13 @@ $(GPU_TEST_BIN): $(GPU_TEST_OBJ) $(LIB) | $(CUDA_SO)
 TEST_ENV = PX_BUILD=$(abspath $(BUILD)) PX_SRC=$(CURDIR) PX_SHARED=$(SHARED)
 
 # Banned calls, function length, purpose lines, include direction
-# (scripts/check-style; docs/architecture.md, "Style check"): seconds, so
-# `make test` runs it before it builds.
+# (scripts/check-style), and the tests' own rules: one file name, one
+# file reader, no fixture called inside a test, no build output in git
+# (scripts/check-tests; docs/architecture.md, "Style check"): seconds,
+# so `make test` runs it before it builds.
 check-style:
 	@scripts/check-style
+	@scripts/check-tests
 
 test:
 	@scripts/deps.sh build test

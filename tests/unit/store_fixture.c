@@ -1,4 +1,5 @@
-/* store_fixture.c -- see store_fixture.h. */
+/* store_fixture.c -- the store tests' fixture: a temporary folder and a
+ * database path per test, the store opened asserted (store_fixture.h). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
