@@ -3,7 +3,9 @@
 
 #include "../../common/px.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -176,6 +178,26 @@ char *px_src_path(const char *rel)
 char *px_shared_path(const char *rel)
 {
 	return join("PX_SHARED", "../shared", rel);
+}
+
+int px_put_file(const char *root, const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int bad;
+
+	for (const char *p = strchr(rel, '/'); p; p = strchr(p + 1, '/')) {
+		snprintf(path, sizeof path, "%s/%.*s", root, (int)(p - rel),
+			 rel);
+		if (mkdir(path, 0700) != 0 && errno != EEXIST)
+			return -1;
+	}
+	snprintf(path, sizeof path, "%s/%s", root, rel);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	bad = fputs(text, f) < 0;
+	return fclose(f) != 0 || bad ? -1 : 0;
 }
 
 char *px_tmpdir(void)

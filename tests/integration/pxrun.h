@@ -24,6 +24,10 @@ void pxrun_free(struct pxrun *r);
  * no guard on the thread while it reads (the test's own file). */
 char *px_test_read_file(const char *path, size_t *len);
 
+/* Write text into root/rel, the folders on the way made (0700); 0, or -1
+ * with errno. */
+int px_put_file(const char *root, const char *rel, const char *text);
+
 /* Path helpers: $PX_SRC/<rel>, $PX_SHARED/<rel>, a fresh temp dir. */
 char *px_src_path(const char *rel);
 char *px_shared_path(const char *rel);

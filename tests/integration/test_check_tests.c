@@ -5,6 +5,7 @@
  * git) fails, exit 1, with a file:line line for each; a clean one passes,
  * silent. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,18 +38,8 @@ TestSuite(check_tests, .init = setup, .fini = teardown, .timeout = 60);
 /* text at <tmp>/rel, the folders on the way made. */
 static void put(const char *rel, const char *text)
 {
-	char path[PATH_MAX];
-	FILE *f;
-
-	for (const char *p = strchr(rel, '/'); p; p = strchr(p + 1, '/')) {
-		snprintf(path, sizeof path, "%s/%.*s", tmp, (int)(p - rel),
-			 rel);
-		mkdir(path, 0755);
-	}
-	snprintf(path, sizeof path, "%s/%s", tmp, rel);
-	f = fopen(path, "w");
-	cr_assert_not_null(f, "%s", path);
-	cr_assert(fputs(text, f) >= 0 && fclose(f) == 0, "%s", path);
+	cr_assert_eq(px_put_file(tmp, rel, text), 0, "%s/%s: %s", tmp, rel,
+		     strerror(errno));
 }
 
 static int check(struct pxrun *r, const char *root)

@@ -3,6 +3,7 @@
  * break, what hides in comments and strings or lies in tests/ gets none,
  * and the real tree passes. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,22 +36,11 @@ static void teardown(void)
 
 TestSuite(style, .init = setup, .fini = teardown, .timeout = 60);
 
-/* tmp/rel holding text, its folders made. */
+/* text at <tmp>/rel, the folders on the way made. */
 static void put(const char *rel, const char *text)
 {
-	char path[PATH_MAX];
-	FILE *f;
-
-	for (const char *p = strchr(rel, '/'); p; p = strchr(p + 1, '/')) {
-		snprintf(path, sizeof path, "%s/%.*s", tmp, (int)(p - rel), rel);
-		cr_assert(mkdir(path, 0700) == 0 || access(path, F_OK) == 0,
-			  "mkdir %s", path);
-	}
-	snprintf(path, sizeof path, "%s/%s", tmp, rel);
-	f = fopen(path, "w");
-	cr_assert_not_null(f, "%s", path);
-	fputs(text, f);
-	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(px_put_file(tmp, rel, text), 0, "%s/%s: %s", tmp, rel,
+		     strerror(errno));
 }
 
 /* A file of purpose line head whose function name has a body of n lines. */
