@@ -257,17 +257,12 @@ Test(cli_simulate, plot_svg)
 	check_plot("svg", "<svg");
 }
 
-/* A stand-in gnuplot in dir/bin (found through PATH, as proteusctl finds
- * the real one: posix_spawnp): it prints what (a shell word) as the plot,
- * or fails. */
+/* path's text (px_test_read_file, asserted). */
 static char *text_of(const char *path)
 {
-	char *buf = NULL;
-	size_t n = 0;
-	struct px_error e = {0};
+	char *buf = px_test_read_file(path, NULL);
 
-	cr_assert_eq(px_read_file(path, 1 << 20, &buf, &n, &e), PX_OK, "%s",
-		     e.msg);
+	cr_assert_not_null(buf, "cannot read %s", path);
 	return buf;
 }
 
@@ -286,6 +281,8 @@ static int sim_path(struct pxrun *r, const char *path, const char *const *x)
 	return rc;
 }
 
+/* A stand-in gnuplot in dir/bin (found through PATH, as proteusctl finds
+ * the real one: posix_spawnp) running the shell body; dir/bin. */
 static char *fake_gnuplot(const char *dir, const char *body)
 {
 	char *bin, *exe;

@@ -94,14 +94,12 @@ static int ctl_path(struct pxrun *r, const char *path, const char *a1,
 	return rc;
 }
 
+/* path's text (px_test_read_file, asserted). */
 static char *text_of(const char *path)
 {
-	char *buf = NULL;
-	size_t n = 0;
-	struct px_error e = {0};
+	char *buf = px_test_read_file(path, NULL);
 
-	cr_assert_eq(px_read_file(path, 1 << 20, &buf, &n, &e), PX_OK, "%s",
-		     e.msg);
+	cr_assert_not_null(buf, "cannot read %s", path);
 	return buf;
 }
 
