@@ -7,8 +7,10 @@
  * charges what runs under the job's billing model, replaces a reliable
  * instance the world lost, applies the stop rules (work done, deadline,
  * budget) and picks the reliability stage (AgileML tiers).  It does no
- * I/O and has no clock: every call takes the world's `now`, and the
- * billing-hour timers it needs are asked of the world.
+ * I/O and keeps no time of its own: every call takes the world's `now`,
+ * and the billing-hour timers it needs are asked of the world.  (It reads
+ * the monotonic clock only to time each decide() for proteusd's metrics,
+ * ctrl_decide_hist; no decision depends on it.)
  *
  * Calls and their contract (docs/controller.md):
  *   ctrl_new            once, before anything else

@@ -1,6 +1,8 @@
 /* jobreq.h -- what `proteusctl submit` sends: the job spec of `simulate`
  * (bidbrain/jobspec.h, docs/jobspec.md) plus two sections of its own,
- * `trainer` (what runs on the instances) and `world` (where they run).
+ * `trainer` (what runs on the instances) and `world` (where they run),
+ * and four top-level fields: `policy`, `notify_url`, `scaling_measured`
+ * and `scaling_explore`.
  * Strict: an unknown field, a value of the wrong type or out of range is
  * refused with the field's path ("trainer.epochs: ...").  Pure: no I/O.
  * docs/jobspec.md, "Jobs for proteusd", lists every field and default.

@@ -2,13 +2,16 @@
  * run on a world by the controller, with the elastic trainer on the
  * instances (docs/jobs.md).
  *
- * A job is submitted (validated, stored queued, answered with its id at
- * once), started on a later turn of the loop (its trace loaded, its
- * coordinator started, the controller's first decision), driven by a
- * timer of the loop (the world's due events, the trainer's progress), and
- * ended at its target, by cancel, or at its budget or deadline; every
- * instance is released then and the store says how it ended.  Each job
- * has its own controller, world, fleet and budget.
+ * A job is submitted (its spec checked on the loop; its files read,
+ * checked and copied on a thread of its own, the loop going on; then
+ * stored queued and answered with its id, or refused), started on a
+ * later turn of the loop (its directory and key, its coordinator, its
+ * world and controller, the first decision), driven by a timer of the
+ * loop (the trainer's progress, the world's due events), and ended at
+ * its target, by cancel, at its budget or deadline, or failed (a stall,
+ * its trainer or its world failing); every instance is released then
+ * and the store says how it ended.  Each job has its own controller,
+ * world, fleet and budget.
  *
  * Restart: jobs the store says are queued or running when the daemon
  * starts are taken up again (jobs_recover), those of every world the
@@ -20,9 +23,10 @@
  *
  * The code: jobs.c and jobs_*.c, one concern a file (jobs_int.h).
  *
- * Everything runs on the daemon's loop; nothing here blocks for long
- * (starting a job reads its trace: a few tens of ms for the shipped
- * slice; see docs/benchmarks.md).
+ * Everything runs on the daemon's loop but a submission's reads, which
+ * have a thread each (jobs_submit.c); nothing here blocks for long.  A
+ * restarted daemon reads a taken-up job's market again, from the job's
+ * own copies, on the loop, before it serves the socket (jobs_recover.c).
  */
 #ifndef PX_JOBS_H
 #define PX_JOBS_H

@@ -20,7 +20,10 @@
  *                   submitter's guard, copied into the job's folder
  *
  * A job reaches its world only through the world's ops (world.h,
- * world_ops_of): no file here names one.
+ * world_ops_of): no file here includes a world's header or calls a
+ * world's own functions.  Two test the job's world kind: jobs_trainer.c
+ * (no scaling exploration in sim) and jobs_view.c (enrollments are
+ * ec2's).
  */
 #ifndef PX_JOBS_INT_H
 #define PX_JOBS_INT_H

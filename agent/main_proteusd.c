@@ -1,7 +1,9 @@
 /* proteusd -- the Proteus head-node daemon: the config, the store and its
  * lock, the control commands (the socket itself is server.c, the protocol
- * proto.h), sd_notify, SIGHUP reload and a clean SIGTERM.  Jobs (the
- * controller, agent/controller.h, on a world) are still to be wired in.
+ * proto.h), sd_notify, SIGHUP reload and a clean SIGTERM, the /metrics
+ * server (metrics.h), and the jobs (jobs.h: each run by its own
+ * controller on its world), which the control commands reach and which
+ * are taken up again at start and suspended at SIGTERM.
  *
  * Runs in the foreground only (Type=notify; it never forks) on one event
  * loop (loop.h).  Exit: 0 after SIGTERM/SIGINT or a good --check-config,

@@ -24,11 +24,17 @@
  * on what a client can make the daemon hold"). */
 #define PROTO_LINE_MAX (10 * 1024 * 1024 + 128 * 1024)
 
-/* The longest proteusd takes to answer a submit: it reads the files a job
- * names (trace, prices, snapshot, a check of its data) for at most this
- * long (agent/jobs_market.c job_guard), then stores it or refuses it.
- * proteusctl waits this long and a margin (agent/ctl/cli.h), so that a
- * client never gives up on a submit the daemon then runs. */
+/* How long proteusd may spend on a submitted job's files: the reads
+ * that can be long (the trace, the check of an IDX, CSV or LIBSVM data
+ * set) and the copies into the job's folder stop this long after the
+ * submission's guard was set (agent/jobs_market.c job_guard, tested by
+ * px_guard_expired), and the job is refused then; the other reads are
+ * bounded in size or count, not in time.  It is not a bound on the whole
+ * answer: resolving the names in the job's URLs (agent/outbound.c) runs
+ * first, under the resolver's own timeouts, and storing the job after.
+ * proteusctl waits this long and 30 s more (agent/ctl/cli.h), so that a
+ * client gives up on a submit the daemon then runs only when those took
+ * longer than the margin. */
 #define PROTO_SUBMIT_LOAD_S 60
 
 /* The commands: X(name, summary).  The daemon builds its handler table from

@@ -4,7 +4,8 @@
  * Parsing validates every field; errors name the file and the field's
  * path, e.g. "job.json: spot.types[2]: unknown instance type 'x'".  The
  * parsed spec is a flat struct with fixed-size arrays: nothing to free.
- * No I/O beyond reading the file in jobspec_load; no logging.
+ * No I/O beyond reading a file in jobspec_load (the spec) and
+ * jobspec_profile_load (a scaling profile it names); no logging.
  */
 #ifndef PX_JOBSPEC_H
 #define PX_JOBSPEC_H

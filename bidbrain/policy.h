@@ -1,13 +1,15 @@
 /* policy.h -- the one interface every allocation policy implements.
  *
- * A policy is an ops table {name, init, decide, fini}.  decide() is pure
+ * A policy is an ops table {name, summary, wants, init, decide, fini}:
+ * wants says which events wake it (enum pol_why).  decide() is pure
  * decision logic: given now, a view of the markets that hides everything
  * after now, the fleet and the job's progress, it returns actions (acquire
  * N instances of a market at a bid, acquire on-demand, release an
  * instance).  It does no I/O and cannot tell which world (ec2, local, sim)
  * drives it.  Policy state (caches, estimators) lives in the void * that
- * init returns; it may only be derived from what decide() was shown, so
- * the same inputs give the same decisions.
+ * init returns; it may only be derived from its env and what decide()
+ * was shown, so the same inputs give the same decisions.  The env is not
+ * all fixed: see struct pol_env.
  */
 #ifndef PX_POLICY_H
 #define PX_POLICY_H
@@ -36,7 +38,15 @@ struct pol_market {
 	const char *zone;
 };
 
-/* What a policy knows about the job and the world, fixed for a run. */
+/* What a policy knows about the job and the world, borrowed for the whole
+ * run.  All of it is fixed for the run except two fields of the job spec
+ * that proteusd updates between decisions while a job runs
+ * (agent/jobs_trainer.c): job->profile, the scaling profile, replaced by
+ * the job's measured one once there are enough points
+ * (job_measured_apply), and job->spot_limited / spot_limit, its
+ * exploration's cap (job_explore).  The policies read them afresh at
+ * each decide() (jobspec_fleet_rate, jobspec_spot_max); `simulate`
+ * changes neither. */
 struct pol_env {
 	const struct jobspec *job;
 	enum billing_model billing;

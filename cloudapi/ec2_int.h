@@ -2,7 +2,8 @@
  * quota, the XML helpers, the request encoder, the request builders and
  * response parsers, and the driver the blocking wrappers share.  Only
  * cloudapi/ec2*.c, cloudapi/fetch.c (the retry rules and the XML helpers,
- * for S3) and the unit tests include this; callers use ec2.h.
+ * for S3) and tests (unit tests, and the fake EC2's integration test)
+ * include this; callers use ec2.h.
  */
 #ifndef PX_EC2_INT_H
 #define PX_EC2_INT_H

@@ -1,8 +1,10 @@
-/* log.h -- the programs' logger (library modules never log).
+/* log.h -- the programs' logger: proteusd and proteusctl (agent/), and
+ * proteus-trainer with the few trainer/ files that run only inside it
+ * (px.h says which); db, cloudapi and bidbrain never log.
  *
  * Writes one line per message to stderr.  Under systemd (JOURNAL_STREAM set)
  * lines carry "<N>" syslog priority prefixes so the journal keeps the level;
- * on a terminal they read "prog: level: message".  The level is checked
+ * otherwise they read "prog: level: message".  The level is checked
  * before the message is formatted.
  */
 #ifndef PX_LOG_H

@@ -2,7 +2,12 @@
  *
  * Library modules (db, cloudapi, bidbrain, trainer) return enum px_err and put
  * the detail (file, record, field, SQL or AWS message) in an optional
- * struct px_error out-param.  They never log and never exit; programs do.
+ * struct px_error out-param, and never exit; programs do.  db, cloudapi
+ * and bidbrain never log.  trainer/ does in a few places, all run inside
+ * proteus-trainer: the roles through the log callback their program gives
+ * (dist.h, dist_log_fn), a node's enrollment and the fetch of a job's data
+ * by URL through log.h, and the `local` launcher copies its roles' stderr
+ * to its own.
  */
 #ifndef PX_H
 #define PX_H

@@ -6,9 +6,11 @@
  * (node ids base + 1 ...), each a process of its own in the node's
  * process group.  Role k listens on dist_node_addr(listen, k): the PS is
  * role 0, worker i role i + 1.  SIGTERM and SIGINT are forwarded to every
- * role with the sigqueue value they came with (proteusd and the EC2
- * world send an eviction notice as SIGTERM whose value is the
- * milliseconds left); when one role fails the others are stopped.
+ * role with the sigqueue value they came with (proteusd's local world
+ * sends an eviction notice or a release as SIGTERM whose value holds the
+ * milliseconds left and the reason; on EC2 the node makes that leave
+ * itself from its instance metadata, below, and the instance's shutdown
+ * sends a plain SIGTERM); when one role fails the others are stopped.
  *
  * On EC2 a spot node learns of its interruption itself: with imds set it
  * polls its instance metadata (IMDSv2: spot/instance-action and

@@ -1,7 +1,9 @@
-/* cli.h -- proteusctl's commands: one file per command, named after it
- * (cli_market_fetch.c is `market fetch`, cli_status.c is `status` and
- * `ping`), each exporting `int cli_<name>(int argc, char **argv)` that returns an
- * exit code (enum cli_exit).  main_proteusctl.c holds the dispatch table.
+/* cli.h -- proteusctl's commands: one file per command or per group of
+ * commands that share their code, named after it (cli_market_fetch.c is
+ * `market fetch`, cli_status.c is `status` and `ping`, cli_jobs.c is
+ * `submit`, `jobs`, `events` and `cancel`), each command exporting
+ * `int cli_<name>(int argc, char **argv)` that returns an exit code
+ * (enum cli_exit).  main_proteusctl.c holds the dispatch table.
  */
 #ifndef PX_CLI_H
 #define PX_CLI_H
@@ -82,8 +84,10 @@ int cli_ping(int argc, char **argv);
 #define CLI_DAEMON_TIMEOUT_MS 5000
 /* How long `submit` waits: as long as the daemon may take to read the
  * job's files (PROTO_SUBMIT_LOAD_S, agent/proto.h) and 30 s for the rest
- * (storing the job: SQLite's busy timeout is 5 s; a loaded host), so that
- * a submit never gives up on a job the daemon then stores and runs. */
+ * (resolving the names in its URLs; storing the job: SQLite's busy
+ * timeout is 5 s; a loaded host), so that a submit gives up on a job the
+ * daemon then stores and runs only when the rest took longer than that
+ * (the timeout's message says the job may be stored). */
 #define CLI_SUBMIT_TIMEOUT_MS ((PROTO_SUBMIT_LOAD_S + 30) * 1000)
 
 /* Send req (not consumed) to the daemon at sock; on success *ret is the

@@ -1,7 +1,9 @@
 /* proteusctl -- the command-line client: submit and watch jobs, read the
  * market and cost history, replay a spot-price trace offline.
  *
- * Each command lives in its own cli_<name>.c; this file only dispatches.
+ * Each command lives in a cli_*.c named after it or its group (cli.h:
+ * cli_jobs.c holds submit, jobs, events and cancel); this file only
+ * dispatches.
  * Exit codes: see enum cli_exit in cli.h and docs/proteusctl.md.
  */
 #include <getopt.h>

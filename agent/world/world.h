@@ -1,11 +1,13 @@
 /* world.h -- what the controller asks of a world.
  *
  * One controller (controller.h) decides what to rent; a world carries it
- * out and reports what happens: `sim` (sim.c: a virtual clock that jumps
- * event to event over a replayed trace), `local` (local.c: process groups
- * on this host, a trace replayed on an accelerated clock) and `ec2`
- * (ec2.c: real instances through the Query API), one file each in this
- * folder.  docs/controller.md has the whole contract; in short:
+ * out and reports what happens: `sim` (a virtual clock that jumps event
+ * to event over a replayed trace), `local` (process groups on this host,
+ * a trace replayed on an accelerated clock) and `ec2` (real instances
+ * through the Query API, and the enrollment endpoint that gives their
+ * nodes the job's key), each in this folder behind its header (sim.h,
+ * local.h, ec2.h), with what they share in world.c.  docs/controller.md
+ * has the whole contract; in short:
  *
  *   controller -> world   acquire, release, timer (these ops)
  *   world -> controller   ctrl_launched, ctrl_rejected, ctrl_ready,
