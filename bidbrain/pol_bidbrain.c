@@ -804,58 +804,58 @@ static void bb_refresh(struct bb_state *s, const struct pol_input *in)
 		bb_front(s);
 }
 
-static enum px_err bb_decide(void *state, const struct pol_input *in,
-			     struct pol_actions *out, struct px_error *err)
-{
-	struct bb_state *s = state;
-	const struct pol_env *env = s->env;
-	const struct jobspec *job = env->job;
-	const struct pol_fleet *f = in->fleet;
-	/* acquisitions stop at what proteusd's exploration allows now; the
-	 * runtime floor's swaps judge the fleet the spec allows (a limited
-	 * fleet is not one to swap for faster instances) */
-	int max = jobspec_spot_max(job), cap = job->spot.max_instances;
-	bool legacy = env->billing == BILLING_LEGACY_HOURLY;
-	double rem = in->progress->work_total_h - in->progress->work_done_h;
-	double f0, T0, w_min, cap_per_speed;
-	struct bb_choice ch;
-	struct bb_sums u;
-	const struct bb_item *kept;
-	size_t n = 0;
-	int spot = 0, again;
-	bool fresh = false;       /* candidates refreshed in this call */
-	enum px_err r;
+/* One decision's working set: what bb_decide's steps plan, in order, on
+ * s->items (the fleet as it would be: items[0..n)). */
+struct bb_work {
+	struct bb_state *s;
+	const struct pol_input *in;
+	struct pol_actions *out;
+	/* acquisitions stop at what proteusd's exploration allows now
+	 * (max); the runtime floor's swaps judge the fleet the spec allows
+	 * (cap: a limited fleet is not one to swap for faster instances) */
+	int max, cap;
+	double rem;              /* work left, hours */
+	size_t n;                /* items planned */
+	int spot;                /* spot instances among them */
+	double f0, T0;           /* the planned fleet's expected cost to
+				    finish, and its time to */
+	bool fresh;              /* candidates refreshed in this call */
+};
 
-	/* Only prices moved and the fleet is full: releases happen at hour
-	 * ends and acquisitions need room, so nothing can change.  Skipping
-	 * is exact: the estimator catches up on its samples at the next call
-	 * and candidates are recomputed when their market changed. */
-	if (in->why == POL_WHY_PRICE && pol_fleet_spot(f) >= max)
-		return PX_OK;
-	if (rem <= 0)
-		return PX_OK;
-	r = bb_grow(s, f->n + (size_t)job->reliable.count + (size_t)cap + 2,
-		    err);
+/* At the start: the reliable tier acquired, and counted as if it were
+ * already in the fleet. */
+static enum px_err bb_plan_reliable(struct bb_work *w, struct px_error *err)
+{
+	const struct pol_env *env = w->s->env;
+	const struct jobspec *job = env->job;
+	struct pol_action a = {
+		.kind = POL_ACQUIRE, .market = -1,
+		.type = env->reliable_type, .reliable = true,
+		.count = job->reliable.count,
+	};
+	enum px_err r = push(w->out, &a, err);
+
 	if (r != PX_OK)
 		return r;
-	if (in->why & POL_WHY_START && job->reliable.count > 0) {
-		struct pol_action a = {
-			.kind = POL_ACQUIRE, .market = -1,
-			.type = env->reliable_type, .reliable = true,
-			.count = job->reliable.count,
+	for (int i = 0; i < job->reliable.count; i++)
+		w->s->items[w->n++] = (struct bb_item){
+			.cost = (double)env->types[env->reliable_type].od_uusd,
+			.speed = env->types[env->reliable_type].speed,
+			.inst = SIZE_MAX,
 		};
-		r = push(out, &a, err);
-		if (r != PX_OK)
-			return r;
-		/* count the tier as if it were already in the fleet */
-		for (int i = 0; i < job->reliable.count; i++)
-			s->items[n++] = (struct bb_item){
-				.cost = (double)env->types[
-					env->reliable_type].od_uusd,
-				.speed = env->types[env->reliable_type].speed,
-				.inst = SIZE_MAX,
-			};
-	}
+	return PX_OK;
+}
+
+/* The candidates' news (the risk estimator's samples, memos past their
+ * horizon) and the fleet's instances as items, but the warned ones. */
+static void bb_plan_fleet(struct bb_work *w)
+{
+	struct bb_state *s = w->s;
+	const struct pol_env *env = s->env;
+	const struct pol_input *in = w->in;
+	const struct pol_fleet *f = in->fleet;
+	bool legacy = env->billing == BILLING_LEGACY_HOURLY;
+
 	risk_update(s->risk, in->mv, s->changed);
 	for (size_t i = 0; i < env->n_markets; i++)
 		if (s->changed[i] &&
@@ -865,7 +865,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		}
 	for (size_t i = 0; i < f->n; i++) {
 		const struct pol_instance *v = &f->v[i];
-		struct bb_item *it = &s->items[n];
+		struct bb_item *it = &s->items[w->n];
 		if (v->warned)
 			continue;
 		bb_inst(s, in, v, &it->cost, &it->speed);
@@ -873,10 +873,22 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 			     (double)(v->period_end_s - in->now_s) : 0;
 		it->gone = false;
 		it->inst = i;
-		n++;
+		w->n++;
 		if (v->market >= 0)
-			spot++;
+			w->spot++;
 	}
+}
+
+/* The runtime floor: the baselines' rate (s->w_min), the cost cap per
+ * speed (s->cap_per_speed) and the speed each slot needs (s->need). */
+static void bb_set_floor(struct bb_work *w)
+{
+	struct bb_state *s = w->s;
+	const struct pol_env *env = s->env;
+	const struct jobspec *job = env->job;
+	const struct pol_input *in = w->in;
+	double w_min;
+
 	/* the rate of the baselines' fleet: never plan a slower one, except
 	 * in the last END_S where the cost to finish alone decides */
 	w_min = jobspec_fleet_rate(job, job->instances + job->reliable.count,
@@ -891,36 +903,77 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 			      job->startup_seconds +
 			      in->progress->work_total_h / w_min *
 			      BILLING_HOUR_S;
-		double w_req = left > 0 ? rem / left * BILLING_HOUR_S :
+		double w_req = left > 0 ? w->rem / left * BILLING_HOUR_S :
 			       INFINITY;
 		if (w_req > w_min)
 			w_min = w_req;
 	}
+	s->w_min = w_min;
 	/* ... and never pay more per work than on-demand for that */
-	cap_per_speed = (double)env->types[env->ref_type].od_uusd /
-			env->types[env->ref_type].speed;
+	s->cap_per_speed = (double)env->types[env->ref_type].od_uusd /
+			   env->types[env->ref_type].speed;
 	/* the effective speed each of spot.max_instances needs for that
 	 * rate; below it at the cap, the floor swaps slow (churning)
 	 * instances for faster ones */
-	s->w_min = w_min;
-	s->cap_per_speed = cap_per_speed;
-	s->need = cap > 0 ? (w_min / jobspec_fleet_rate(job,
-			     job->reliable.count + cap, 1.0) -
-			     job->reliable.count *
-			     env->types[env->reliable_type].speed) / cap :
+	s->need = w->cap > 0 ? (w_min / jobspec_fleet_rate(job,
+				job->reliable.count + w->cap, 1.0) -
+				job->reliable.count *
+				env->types[env->reliable_type].speed) / w->cap :
 		  INFINITY;
-	/* releases at the end of billing hours */
-	f0 = bb_finish(s, s->items, n, rem, &T0);
-	kept = NULL;
-	for (size_t j = 0; j < n; j++) {
+}
+
+/* Whether releasing it (its hour ends now; without it the fleet would
+ * finish at f1 in T1) pays: it lowers the expected cost to finish
+ * without going below the baselines' rate before the end game, or
+ * swapping it for what the acquisitions would take instead does. */
+static bool bb_release_pays(struct bb_work *w, const struct bb_item *it,
+			    double f1, double T1)
+{
+	struct bb_state *s = w->s;
+	struct bb_choice ch;
+	struct bb_sums u;
+
+	/* before the end game, not below the baselines' rate */
+	if (f1 < w->f0 && (w->T0 <= END_S ||
+			   w->rem / T1 * BILLING_HOUR_S >= s->w_min ||
+			   it->cost > s->cap_per_speed * it->speed))
+		return true;
+	/* swap for what the acquisitions would take instead when that
+	 * lowers the expected cost to finish, or, with the fleet full and
+	 * slower than the baselines', when it is faster */
+	if (!w->fresh) {
+		bb_refresh(s, w->in);
+		w->fresh = true;
+	}
+	bb_sum(s->items, w->n, &u);
+	bb_choose(s, w->n, &u, w->spot - 1, w->rem, w->T0, &ch);
+	return ch.m >= 0 &&
+	       (ch.f < w->f0 - (SWAP_MARGIN - 1) * it->cost *
+		bb_hours(s->env->billing, w->T0) ||
+		(w->spot >= w->cap && w->T0 > END_S &&
+		 w->rem / w->T0 * BILLING_HOUR_S < s->w_min &&
+		 it->speed < s->need &&
+		 ch.speed > it->speed));
+}
+
+/* Releases at the end of billing hours, where they pay. */
+static enum px_err bb_releases(struct bb_work *w, struct px_error *err)
+{
+	struct bb_state *s = w->s;
+	const struct pol_fleet *f = w->in->fleet;
+	const struct bb_item *kept = NULL;
+
+	w->f0 = bb_finish(s, s->items, w->n, w->rem, &w->T0);
+	for (size_t j = 0; j < w->n; j++) {
 		struct bb_item *it = &s->items[j];
 		const struct pol_instance *v;
 		double f1, T1;
-		bool drop;
+		enum px_err r;
+
 		if (it->inst == SIZE_MAX || it->paid_s > 0)
 			continue;
 		v = &f->v[it->inst];
-		if (v->market < 0 || v->period_end_s != in->now_s)
+		if (v->market < 0 || v->period_end_s != w->in->now_s)
 			continue;
 		/* instances launched together end their hours together: one
 		 * just like the last one kept, in the same fleet, is kept
@@ -929,61 +982,50 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		    kept->speed == it->speed)
 			continue;
 		it->gone = true;
-		f1 = bb_finish(s, s->items, n, rem, &T1);
-		/* before the end game, not below the baselines' rate */
-		drop = f1 < f0 && (T0 <= END_S ||
-				   rem / T1 * BILLING_HOUR_S >= w_min ||
-				   it->cost > cap_per_speed * it->speed);
-		/* swap for what the acquisitions would take instead when
-		 * that lowers the expected cost to finish, or, with the fleet
-		 * full and slower than the baselines', when it is faster */
-		if (!drop) {
-			if (!fresh) {
-				bb_refresh(s, in);
-				fresh = true;
-			}
-			bb_sum(s->items, n, &u);
-			bb_choose(s, n, &u, spot - 1, rem, T0, &ch);
-			drop = ch.m >= 0 &&
-			       (ch.f < f0 - (SWAP_MARGIN - 1) * it->cost *
-				bb_hours(env->billing, T0) ||
-				(spot >= cap && T0 > END_S &&
-				 rem / T0 * BILLING_HOUR_S < w_min &&
-				 it->speed < s->need &&
-				 ch.speed > it->speed));
-		}
-		if (!drop) {
+		f1 = bb_finish(s, s->items, w->n, w->rem, &T1);
+		if (!bb_release_pays(w, it, f1, T1)) {
 			it->gone = false;
 			kept = it;
 			continue;
 		}
 		kept = NULL;
-		bb_finish(s, s->items, n, rem, &T0);
+		bb_finish(s, s->items, w->n, w->rem, &w->T0);
 		struct pol_action a = {.kind = POL_RELEASE, .instance = v->id};
-		r = push(out, &a, err);
+		r = push(w->out, &a, err);
 		if (r != PX_OK)
 			return r;
-		f0 = f1;
-		spot--;
+		w->f0 = f1;
+		w->spot--;
 	}
-	/* acquisitions while they lower the expected cost to finish, or
-	 * while the fleet is slower than the baselines' */
-	if (spot < max && !fresh)
-		bb_refresh(s, in);
-	again = 0;
-	while (spot < max) {
-		double f1, w, dw;
+	return PX_OK;
+}
 
-		bb_sum(s->items, n, &u);
-		w = jobspec_fleet_rate(job, u.cnt, u.S);
+/* Acquisitions while they lower the expected cost to finish, or while
+ * the fleet is slower than the baselines'. */
+static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
+{
+	struct bb_state *s = w->s;
+	const struct jobspec *job = s->env->job;
+	struct bb_choice ch = { .m = -1 };
+	int again = 0;
+
+	if (w->spot < w->max && !w->fresh)
+		bb_refresh(s, w->in);
+	while (w->spot < w->max) {
+		struct bb_sums u;
+		double f1, rate, dw;
+		enum px_err r;
+
+		bb_sum(s->items, w->n, &u);
+		rate = jobspec_fleet_rate(job, u.cnt, u.S);
 		if (again > 0) {
 			/* the rest of the fleet bb_pick planned: the same
 			 * candidate, judged again as one more instance */
-			s->items[n] = s->items[n - 1];
-			ch.f = bb_finish(s, s->items, n + 1, rem, NULL);
+			s->items[w->n] = s->items[w->n - 1];
+			ch.f = bb_finish(s, s->items, w->n + 1, w->rem, NULL);
 			again--;
 		} else {
-			bb_choose(s, n, &u, spot, rem, T0, &ch);
+			bb_choose(s, w->n, &u, w->spot, w->rem, w->T0, &ch);
 			if (ch.m < 0)
 				break;
 			again = ch.k - 1;
@@ -992,27 +1034,63 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		/* the floor never adds an instance that does less work per
 		 * dollar than the fleet does (a scaling profile can make the
 		 * last instances nearly useless) */
-		dw = jobspec_fleet_rate(job, u.cnt + 1, u.S + ch.speed) - w;
-		if (f1 >= f0 && (w >= w_min || T0 <= END_S ||
-		    ch.o.score * BILLING_HOUR_S > cap_per_speed ||
-		    (w > 0 && !(dw > 0 && ch.o.cost / dw <= u.C / w))))
+		dw = jobspec_fleet_rate(job, u.cnt + 1, u.S + ch.speed) - rate;
+		if (f1 >= w->f0 && (rate >= s->w_min || w->T0 <= END_S ||
+		    ch.o.score * BILLING_HOUR_S > s->cap_per_speed ||
+		    (rate > 0 && !(dw > 0 && ch.o.cost / dw <= u.C / rate))))
 			break;
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = ch.m, .count = 1,
 			.bid_uusd = ch.o.bid,
 		};
-		r = push(out, &a, err);
+		r = push(w->out, &a, err);
 		if (r != PX_OK)
 			return r;
-		s->items[n] = (struct bb_item){
+		s->items[w->n] = (struct bb_item){
 			.cost = ch.o.cost, .speed = ch.speed, .inst = SIZE_MAX,
 		};
-		n++;
-		f0 = f1;
-		bb_finish(s, s->items, n, rem, &T0);
-		spot++;
+		w->n++;
+		w->f0 = f1;
+		bb_finish(s, s->items, w->n, w->rem, &w->T0);
+		w->spot++;
 	}
 	return PX_OK;
+}
+
+/* The BidBrain decision as the paper's steps in order, each on the same
+ * working set: the reliable tier (at the start) and the fleet as items,
+ * the runtime floor (the baselines' rate and the cost cap), releases at
+ * hour ends, acquisitions while they pay. */
+static enum px_err bb_decide(void *state, const struct pol_input *in,
+			     struct pol_actions *out, struct px_error *err)
+{
+	struct bb_state *s = state;
+	const struct jobspec *job = s->env->job;
+	struct bb_work w = {
+		.s = s, .in = in, .out = out,
+		.max = jobspec_spot_max(job), .cap = job->spot.max_instances,
+		.rem = in->progress->work_total_h - in->progress->work_done_h,
+	};
+	enum px_err r;
+
+	/* Only prices moved and the fleet is full: releases happen at hour
+	 * ends and acquisitions need room, so nothing can change.  Skipping
+	 * is exact: the estimator catches up on its samples at the next call
+	 * and candidates are recomputed when their market changed. */
+	if (in->why == POL_WHY_PRICE && pol_fleet_spot(in->fleet) >= w.max)
+		return PX_OK;
+	if (w.rem <= 0)
+		return PX_OK;
+	r = bb_grow(s, in->fleet->n + (size_t)job->reliable.count +
+		    (size_t)w.cap + 2, err);
+	if (r == PX_OK && in->why & POL_WHY_START && job->reliable.count > 0)
+		r = bb_plan_reliable(&w, err);
+	if (r != PX_OK)
+		return r;
+	bb_plan_fleet(&w);
+	bb_set_floor(&w);
+	r = bb_releases(&w, err);
+	return r == PX_OK ? bb_acquisitions(&w, err) : r;
 }
 
 const struct policy_ops pol_bidbrain_ops = {

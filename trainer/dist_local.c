@@ -2,7 +2,10 @@
  * as the agent: draws the job key (RAND_bytes) and id, posix_spawns the
  * coordinator, PS nodes and workers (the key goes in the children's
  * environment, never argv), injects churn (SIGKILL / SIGTERM of workers,
- * SIGKILL of an ActivePS) with replacements, and reaps everything.
+ * SIGKILL of an ActivePS, SIGSTOP, roles added) with replacements, and
+ * reaps everything.  The test faults are a table (struct fault: when, on
+ * which role, what) made once from the options before the job's loop,
+ * which runs each entry when it is due.
  *
  * Each role's stderr comes through a pipe that local copies to its own
  * line by line, keeping the role's last error line: a role that dies on
@@ -43,6 +46,7 @@ extern char **environ;
 #define LOCAL_DIR_PREFIX "pxtrainer."
 #define LOCAL_OWNER "owner"      /* the socket dir's owner file */
 #define LOCAL_GRACE_US 3000000   /* no worker (or PS) left: fail after */
+#define LOCAL_MAX_FAULTS 8       /* struct fault: faults_plan makes <= 7 */
 
 enum child_kind { CH_COORD, CH_PS, CH_WORKER };
 
@@ -60,6 +64,36 @@ struct child {
 	char line[LOCAL_LINE_MAX];     /* its stderr line being read */
 	char last_err[LOCAL_LINE_MAX]; /* its last error line ("" none) */
 	bool err_tagged;         /* last_err is a logged error */
+};
+
+/* What a test fault does to the oldest live role of its kind (pick). */
+enum fault_action {
+	FA_KILL,  /* SIGKILL it and start another (a PS: transient) */
+	FA_LEAVE, /* SIGTERM it (it leaves) and start another */
+	FA_PAUSE, /* SIGSTOP it; SIGCONT `lasts` seconds later */
+	FA_CHURN, /* a worker added, until churn_max work, then one
+		     SIGKILLed (not replaced) until one is left, again */
+	FA_ADD,   /* start one more: a worker, or a reliable PS */
+};
+
+/* One test fault: when, on which role, what; made once from the
+ * options (faults_plan) before the loop, which runs each one due, in the
+ * table's order.  Every time counts from the job's start. */
+struct fault {
+	enum fault_action action;
+	enum child_kind role;
+	double at;           /* due this many seconds after the start */
+	int64_t at_clock;    /* or (> 0) once the job's clock reached it */
+	bool timed;          /* due at next_us instead: first at `at` */
+	double every;        /* timed: again this long after each; 0: once */
+	double lasts;        /* FA_PAUSE: seconds stopped; <= 0: for good */
+	/* where it stands */
+	bool done;           /* an untimed one ran */
+	uint64_t next_us;    /* timed: monotonic; 0: not again */
+	struct child *held;  /* FA_PAUSE: the role stopped */
+	uint64_t until_us;   /* FA_PAUSE: its SIGCONT */
+	uint32_t churn_n;    /* FA_CHURN: workers now */
+	bool churn_up;       /* FA_CHURN: adding, else removing */
 };
 
 struct local {
@@ -99,6 +133,9 @@ struct local {
 	/* the coordinator's own options */
 	const char *resume;      /* --resume FILE, or NULL */
 	char crash_at[24];       /* --fault-crash-at CLOCK, or "" */
+	/* the test faults (struct fault), in the order they run */
+	struct fault faults[LOCAL_MAX_FAULTS];
+	uint32_t n_faults;
 };
 
 static volatile sig_atomic_t local_stop;
@@ -782,26 +819,366 @@ static void agent_poll(struct local *s, int ms)
 	}
 }
 
+/* ---- the test faults (--kill-worker-every ... --add-ps-at) ---- */
+
+/* The test faults of l, in the order the loop runs them. */
+static uint32_t faults_plan(const struct dist_opts *o,
+			    const struct dist_local *l, struct fault *f)
+{
+	uint32_t n = 0;
+
+	if (l->kill_worker_every > 0 || l->kill_worker_at > 0)
+		f[n++] = (struct fault){
+			.action = FA_KILL, .role = CH_WORKER, .timed = true,
+			.at = l->kill_worker_every > 0 ? l->kill_worker_every
+						       : l->kill_worker_at,
+			.every = l->kill_worker_every };
+	if (l->kill_ps_at > 0 || l->kill_ps_at_clock)
+		f[n++] = (struct fault){
+			.action = FA_KILL, .role = CH_PS, .at = l->kill_ps_at,
+			.at_clock = (int64_t)l->kill_ps_at_clock };
+	if (l->leave_worker_at > 0)
+		f[n++] = (struct fault){ .action = FA_LEAVE, .role = CH_WORKER,
+					 .at = l->leave_worker_at };
+	if (l->pause_worker_at > 0 || l->pause_ps_at > 0)
+		f[n++] = (struct fault){
+			.action = FA_PAUSE, .lasts = l->pause_for,
+			.role = l->pause_worker_at > 0 ? CH_WORKER : CH_PS,
+			.at = l->pause_worker_at > 0 ? l->pause_worker_at
+						     : l->pause_ps_at };
+	if (l->churn_every > 0)
+		f[n++] = (struct fault){
+			.action = FA_CHURN, .role = CH_WORKER, .timed = true,
+			.at = l->churn_every, .every = l->churn_every,
+			.churn_n = o->workers, .churn_up = true };
+	if (l->add_worker_at > 0)
+		f[n++] = (struct fault){ .action = FA_ADD, .role = CH_WORKER,
+					 .at = l->add_worker_at };
+	if (l->add_ps_at > 0)
+		f[n++] = (struct fault){ .action = FA_ADD, .role = CH_PS,
+					 .at = l->add_ps_at };
+	return n;
+}
+
+/* The timed faults' first times, once the job started at t0. */
+static void faults_start(struct local *s, uint64_t t0)
+{
+	for (uint32_t i = 0; i < s->n_faults; i++)
+		if (s->faults[i].timed)
+			s->faults[i].next_us = t0 + (uint64_t)(
+				s->faults[i].at * 1e6);
+}
+
+static bool fault_due(const struct local *s, const struct fault *f,
+		      uint64_t now, double el)
+{
+	if (f->held)
+		return now >= f->until_us;
+	if (f->timed)
+		return f->next_us && now >= f->next_us;
+	return !f->done && ((f->at > 0 && el >= f->at) ||
+			    (f->at_clock && s->last_clock >= f->at_clock));
+}
+
+/* One more role of a kind, with the next node id of that kind. */
+static enum px_err spawn_next(struct local *s, enum child_kind kind,
+			      bool reliable, struct px_error *err)
+{
+	return kind == CH_PS ? spawn(s, CH_PS, s->next_ps++, reliable, err)
+			     : spawn(s, CH_WORKER, s->next_worker++, reliable,
+				     err);
+}
+
+/* FA_PAUSE: the role stopped when due, and started again when its time
+ * came (the same turn, for a pause too short to wait). */
+static void fault_pause(struct local *s, struct fault *f, uint64_t now,
+			double el)
+{
+	if (!f->done && !f->held) {
+		f->held = pick(s, f->role);
+		if (f->held) { /* else: again next turn */
+			dist_logf(s->o, LOG_LVL_INFO, "churn: SIGSTOP %s %u at "
+				  "%.1f s", role[f->role], f->held->node, el);
+			kill(f->held->pid, SIGSTOP);
+			f->until_us = f->lasts > 0
+				? now + (uint64_t)(f->lasts * 1e6) : UINT64_MAX;
+			f->done = true;
+		}
+	}
+	if (f->held && now >= f->until_us) {
+		if (f->held->pid) {
+			dist_logf(s->o, LOG_LVL_INFO, "churn: SIGCONT %s %u",
+				  role[f->role], f->held->node);
+			kill(f->held->pid, SIGCONT);
+		}
+		f->held = NULL;
+	}
+}
+
+/* FA_CHURN: one step up (a worker added) or down (one SIGKILLed). */
+static enum px_err fault_churn(struct local *s, struct fault *f,
+			       uint64_t now, double el, struct px_error *err)
+{
+	struct child *c;
+	enum px_err e;
+
+	f->next_us = now + (uint64_t)(f->every * 1e6);
+	f->churn_up = f->churn_n <= 1 ||
+		      (f->churn_up && f->churn_n < s->l->churn_max);
+	c = f->churn_up ? NULL : pick(s, CH_WORKER);
+	if (c) {
+		dist_logf(s->o, LOG_LVL_INFO, "churn: SIGKILL worker %u at "
+			  "%.1f s", c->node, el);
+		stop_child(c, SIGKILL);
+		f->churn_n--;
+		return PX_OK;
+	}
+	if (!f->churn_up)
+		return PX_OK;
+	dist_logf(s->o, LOG_LVL_INFO, "churn: adding worker %u at %.1f s",
+		  s->next_worker, el);
+	e = spawn_next(s, CH_WORKER, false, err);
+	if (e == PX_OK)
+		f->churn_n++;
+	return e;
+}
+
+/* Run fault f, due now (el seconds into the job). */
+static enum px_err fault_run(struct local *s, struct fault *f, uint64_t now,
+			     double el, struct px_error *err)
+{
+	struct child *c;
+
+	switch (f->action) {
+	case FA_KILL:
+	case FA_LEAVE:
+		if (f->timed)
+			f->next_us = f->every > 0
+				? now + (uint64_t)(f->every * 1e6) : 0;
+		f->done = true;
+		c = pick(s, f->role);
+		if (!c)
+			return PX_OK;
+		dist_logf(s->o, LOG_LVL_INFO, "churn: %s %s %u at %.1f s",
+			  f->action == FA_KILL ? "SIGKILL" : "SIGTERM",
+			  role[f->role], c->node, el);
+		stop_child(c, f->action == FA_KILL ? SIGKILL : SIGTERM);
+		return spawn_next(s, f->role, false, err);
+	case FA_PAUSE:
+		fault_pause(s, f, now, el);
+		return PX_OK;
+	case FA_CHURN:
+		return fault_churn(s, f, now, el, err);
+	case FA_ADD:
+		f->done = true;
+		dist_logf(s->o, LOG_LVL_INFO, f->role == CH_PS
+			  ? "adding reliable PS %u at %.1f s"
+			  : "adding worker %u at %.1f s", f->role == CH_PS
+			  ? s->next_ps : s->next_worker, el);
+		return spawn_next(s, f->role, f->role == CH_PS, err);
+	}
+	return PX_OK;
+}
+
+/* Every fault due now, in order; a role that cannot be started ends the
+ * job (the error in err). */
+static enum px_err faults_run(struct local *s, uint64_t now, double el,
+			      struct px_error *err)
+{
+	for (uint32_t i = 0; i < s->n_faults; i++) {
+		struct fault *f = &s->faults[i];
+
+		enum px_err e = fault_due(s, f, now, el)
+				? fault_run(s, f, now, el, err) : PX_OK;
+
+		if (e != PX_OK)
+			return e;
+	}
+	return PX_OK;
+}
+
+/* ---- one attempt of the job ---- */
+
+/* The handlers run_once installs, and the ones it puts back. */
+struct saved_signals {
+	struct sigaction intr, term, chld;
+};
+
+/* SIGINT and SIGTERM stop the job (local_stop); SIGCHLD cuts short
+ * what the loop waits in. */
+static void take_signals(struct saved_signals *old)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, &old->intr);
+	sigaction(SIGTERM, &sa, &old->term);
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+	sigaction(SIGCHLD, &sa, &old->chld);
+}
+
+static void put_back_signals(const struct saved_signals *old)
+{
+	sigaction(SIGINT, &old->intr, NULL);
+	sigaction(SIGTERM, &old->term, NULL);
+	sigaction(SIGCHLD, &old->chld, NULL);
+}
+
+/* The socket dir, the children's environment and the ready pipe. */
+static enum px_err prepare(struct local *s, struct px_error *err)
+{
+	enum px_err e;
+
+	if (s->l->dir) {
+		snprintf(s->dir, sizeof(s->dir), "%s", s->l->dir);
+	} else {
+		e = make_dir(s, err);
+		if (e != PX_OK)
+			return e;
+	}
+	e = make_env(s, err);
+	if (e != PX_OK)
+		return e;
+	if (pipe2(s->ready, O_CLOEXEC | O_NONBLOCK) != 0)
+		return px_errorf(err, PX_ESYS | errno, "pipe: %s",
+				 strerror(errno));
+	return PX_OK;
+}
+
+/* The agent's sockets, then the coordinator, the PS nodes (the first
+ * l->reliable of them reliable) and the workers. */
+static enum px_err start_roles(struct local *s, struct px_error *err)
+{
+	enum px_err e = agent_open(s, err);
+
+	if (e == PX_OK)
+		e = spawn(s, CH_COORD, DIST_COORD_NODE, false, err);
+	for (uint32_t i = 0; e == PX_OK && i < s->o->ps; i++)
+		e = spawn(s, CH_PS, 1 + i, i < s->l->reliable, err);
+	s->next_ps = 1 + s->o->ps;
+	s->next_worker = 1000;
+	for (uint32_t i = 0; e == PX_OK && i < s->o->workers; i++) {
+		s->worker_index = i;
+		e = spawn(s, CH_WORKER, s->next_worker++, false, err);
+	}
+	s->worker_index = -1;
+	if (e != PX_OK)
+		return e;
+	close(s->ready[1]);
+	s->ready[1] = -1;
+	return PX_OK;
+}
+
+/* Whether the job is over: the coordinator ended (its exit status, 128
+ * + N when killed by signal N), a role ended and left it unable to go
+ * on, an interrupt (130) or --timeout past t_begin (124); *rc then. */
+static bool job_over(struct local *s, bool started, uint64_t now,
+		     uint64_t t_begin, int *rc, struct px_error *err)
+{
+	if (!s->ch[0].pid) {
+		int st = s->ch[0].status;
+
+		agent_poll(s, 0); /* the last PROGRESS */
+
+		*rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 +
+		      (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+		if (WIFSIGNALED(st))
+			px_errorf(err, PX_EIO, "the coordinator was killed by "
+				  "signal %d (%s)", WTERMSIG(st),
+				  strsignal(WTERMSIG(st)));
+		else if (*rc != 0)
+			/* its own words, last, after the noise of the
+			 * others stopping */
+			px_errorf(err, PX_EIO, "%s", s->ch[0].last_err[0]
+				  ? s->ch[0].last_err
+				  : "the coordinator failed");
+		return true;
+	}
+	if (role_ended(s, started, rc, err))
+		return true;
+	if (local_stop) {
+		px_errorf(err, PX_ECANCELED, "interrupted");
+		*rc = 130;
+		return true;
+	}
+	if (s->l->timeout_s > 0 &&
+	    (double)(now - t_begin) / 1e6 > s->l->timeout_s) {
+		px_errorf(err, PX_ETIMEDOUT, "job ran past %.0f s",
+			  s->l->timeout_s);
+		*rc = 124;
+		return true;
+	}
+	return false;
+}
+
+/* The job watched until it is over: the roles' output and ends, the
+ * test faults once it started (the coordinator's ready pipe), the
+ * agent's channel.  The exit status (1: a role could not start). */
+static int watch(struct local *s, uint64_t t_begin, struct px_error *err)
+{
+	uint64_t t0 = t_begin;
+	bool started = false;
+	int rc = 1;
+
+	for (;;) {
+		uint64_t now = px_now_mono_us();
+		double el = (double)(now - t0) / 1e6;
+		char b;
+
+		reap(s);
+		if (!started && read(s->ready[0], &b, 1) == 1) {
+			/* churn times count from the job's start */
+			started = true;
+			t0 = now;
+			el = 0;
+			faults_start(s, t0);
+		}
+		if (job_over(s, started, now, t_begin, &rc, err))
+			break;
+		if (started && faults_run(s, now, el, err) != PX_OK)
+			break;
+		if (!s->registered)
+			agent_register(s);
+		tell_gone(s);
+		agent_poll(s, 10);
+	}
+	return rc;
+}
+
+/* What run_once made, closed and freed (s too). */
+static void release(struct local *s)
+{
+	for (uint32_t i = 0; i < s->nch; i++)
+		if (s->ch[i].errfd >= 0)
+			close(s->ch[i].errfd);
+	if (s->own_dir)
+		remove_dir(AT_FDCWD, s->dir);
+	if (s->ready[0] >= 0)
+		close(s->ready[0]);
+	if (s->ready[1] >= 0)
+		close(s->ready[1]);
+	if (s->ach)
+		dist_logf(s->o, LOG_LVL_DEBUG,
+			  "agent: %" PRIu64 " progress reports, last "
+			  "clock %" PRId64, s->progress_n, s->last_clock);
+	agent_chan_close(s->ach);
+	free(s->envp);
+	free(s);
+}
+
+/* One attempt of the job: its dir and environment, our signal handlers
+ * (put back after), the roles started and watched, every one stopped and
+ * reaped.  The exit status (dist_local_run). */
 static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		    const char *resume, int64_t crash_at,
 		    struct px_error *err)
 {
+	uint64_t t_begin = px_now_mono_us();
 	struct local *s = px_calloc(1, sizeof(*s));
-	struct sigaction sa, old_int, old_term, old_chld;
-	uint64_t t0 = px_now_mono_us(), t_begin = t0, next_kill = 0;
-	bool ps_killed = false, left = false, added = false, started = false;
-	bool added_ps = false;
-	uint32_t churn_n = o->workers;  /* --churn-every: workers now */
-	bool churn_up = true;
-	uint64_t next_churn = 0;
-	struct child *paused = NULL;
-	uint64_t resume_at = 0;
-	double pause_at = l->pause_worker_at > 0 ? l->pause_worker_at
-						 : l->pause_ps_at;
-	enum child_kind pause_kind = l->pause_worker_at > 0 ? CH_WORKER
-								 : CH_PS;
+	struct saved_signals old;
 	int rc = 1;
-	enum px_err e;
 
 	if (!s) {
 		px_errorf(err, PX_ENOMEM, "launcher");
@@ -814,234 +1191,15 @@ static int run_once(const struct dist_opts *o, const struct dist_local *l,
 		snprintf(s->crash_at, sizeof(s->crash_at), "%lld",
 			 (long long)crash_at);
 	s->ready[0] = s->ready[1] = -1;
-	if (l->dir) {
-		snprintf(s->dir, sizeof(s->dir), "%s", l->dir);
-	} else if (make_dir(s, err) != PX_OK) {
-		goto out_free;
+	s->n_faults = faults_plan(o, l, s->faults);
+	if (prepare(s, err) == PX_OK) {
+		take_signals(&old);
+		if (start_roles(s, err) == PX_OK)
+			rc = watch(s, t_begin, err);
+		kill_all(s);
+		put_back_signals(&old);
 	}
-	e = make_env(s, err);
-	if (e != PX_OK)
-		goto out_free;
-	if (pipe2(s->ready, O_CLOEXEC | O_NONBLOCK) != 0) {
-		px_errorf(err, PX_ESYS | errno, "pipe: %s", strerror(errno));
-		goto out_free;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sa.sa_handler = on_child;
-	sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
-	sigaction(SIGCHLD, &sa, &old_chld);
-	e = agent_open(s, err);
-	if (e != PX_OK)
-		goto out_kill;
-	e = spawn(s, CH_COORD, DIST_COORD_NODE, false, err);
-	for (uint32_t i = 0; e == PX_OK && i < o->ps; i++)
-		e = spawn(s, CH_PS, 1 + i, i < l->reliable, err);
-	s->next_ps = 1 + o->ps;
-	s->next_worker = 1000;
-	for (uint32_t i = 0; e == PX_OK && i < o->workers; i++) {
-		s->worker_index = i;
-		e = spawn(s, CH_WORKER, s->next_worker++, false, err);
-	}
-	s->worker_index = -1;
-	if (e != PX_OK)
-		goto out_kill;
-	close(s->ready[1]);
-	s->ready[1] = -1;
-	for (;;) {
-		uint64_t now = px_now_mono_us();
-		double el = (double)(now - t0) / 1e6;
-		struct child *c;
-		char b;
-
-		reap(s);
-		if (!started && read(s->ready[0], &b, 1) == 1) {
-			/* churn times count from the job's start */
-			started = true;
-			t0 = now;
-			el = 0;
-			if (l->kill_worker_every > 0)
-				next_kill = t0 + (uint64_t)(
-					l->kill_worker_every * 1e6);
-			else if (l->kill_worker_at > 0)
-				next_kill = t0 + (uint64_t)(
-					l->kill_worker_at * 1e6);
-		}
-		if (!s->ch[0].pid) {
-			int st = s->ch[0].status;
-
-			agent_poll(s, 0); /* the last PROGRESS */
-
-			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 +
-			     (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-			if (WIFSIGNALED(st))
-				px_errorf(err, PX_EIO, "the coordinator was "
-					  "killed by signal %d (%s)",
-					  WTERMSIG(st),
-					  strsignal(WTERMSIG(st)));
-			else if (rc != 0)
-				/* its own words, last, after the noise of
-				 * the others stopping */
-				px_errorf(err, PX_EIO, "%s",
-					  s->ch[0].last_err[0]
-					  ? s->ch[0].last_err
-					  : "the coordinator failed");
-			break;
-		}
-		if (role_ended(s, started, &rc, err))
-			break;
-		if (local_stop) {
-			px_errorf(err, PX_ECANCELED, "interrupted");
-			rc = 130;
-			break;
-		}
-		if (l->timeout_s > 0 &&
-		    (double)(now - t_begin) / 1e6 > l->timeout_s) {
-			px_errorf(err, PX_ETIMEDOUT, "job ran past %.0f s",
-				  l->timeout_s);
-			rc = 124;
-			break;
-		}
-		if (next_kill && now >= next_kill) {
-			c = pick(s, CH_WORKER);
-			if (c) {
-				dist_logf(o, LOG_LVL_INFO,
-					  "churn: SIGKILL worker %u at "
-					  "%.1f s", c->node, el);
-				stop_child(c, SIGKILL);
-				e = spawn(s, CH_WORKER, s->next_worker++,
-					  false, err);
-				if (e != PX_OK)
-					break;
-			}
-			next_kill = l->kill_worker_every > 0
-				? now + (uint64_t)(l->kill_worker_every * 1e6)
-				: 0;
-		}
-		if (started && !ps_killed &&
-		    ((l->kill_ps_at > 0 && el >= l->kill_ps_at) ||
-		     (l->kill_ps_at_clock &&
-		      s->last_clock >= (int64_t)l->kill_ps_at_clock))) {
-			ps_killed = true;
-			c = pick(s, CH_PS);
-			if (c) {
-				dist_logf(o, LOG_LVL_INFO,
-					  "churn: SIGKILL ps %u at "
-					  "%.1f s", c->node, el);
-				stop_child(c, SIGKILL);
-				e = spawn(s, CH_PS, s->next_ps++, false, err);
-				if (e != PX_OK)
-					break;
-			}
-		}
-		if (l->leave_worker_at > 0 && started && !left &&
-		    el >= l->leave_worker_at) {
-			left = true;
-			c = pick(s, CH_WORKER);
-			if (c) {
-				dist_logf(o, LOG_LVL_INFO,
-					  "churn: SIGTERM worker %u at "
-					  "%.1f s", c->node, el);
-				stop_child(c, SIGTERM);
-				e = spawn(s, CH_WORKER, s->next_worker++,
-					  false, err);
-				if (e != PX_OK)
-					break;
-			}
-		}
-		if (pause_at > 0 && started && !resume_at && !paused &&
-		    el >= pause_at) {
-			paused = pick(s, pause_kind);
-			if (paused) {
-				dist_logf(o, LOG_LVL_INFO,
-					  "churn: SIGSTOP %s %u at "
-					  "%.1f s", role[pause_kind],
-					  paused->node, el);
-				kill(paused->pid, SIGSTOP);
-				resume_at = l->pause_for > 0
-					? now + (uint64_t)(l->pause_for * 1e6)
-					: UINT64_MAX;
-			}
-		}
-		if (paused && now >= resume_at) {
-			if (paused->pid) {
-				dist_logf(o, LOG_LVL_INFO,
-					  "churn: SIGCONT %s %u",
-					  role[pause_kind], paused->node);
-				kill(paused->pid, SIGCONT);
-			}
-			paused = NULL;
-		}
-		if (l->churn_every > 0 && started && !next_churn)
-			next_churn = now + (uint64_t)(l->churn_every * 1e6);
-		if (next_churn && now >= next_churn) {
-			next_churn = now + (uint64_t)(l->churn_every * 1e6);
-			churn_up = churn_n <= 1 ||
-				   (churn_up && churn_n < l->churn_max);
-			c = churn_up ? NULL : pick(s, CH_WORKER);
-			if (c) {
-				dist_logf(o, LOG_LVL_INFO, "churn: SIGKILL "
-					  "worker %u at %.1f s", c->node, el);
-				stop_child(c, SIGKILL);
-				churn_n--;
-			} else if (churn_up) {
-				dist_logf(o, LOG_LVL_INFO, "churn: adding "
-					  "worker %u at %.1f s",
-					  s->next_worker, el);
-				e = spawn(s, CH_WORKER, s->next_worker++,
-					  false, err);
-				if (e != PX_OK)
-					break;
-				churn_n++;
-			}
-		}
-		if (l->add_worker_at > 0 && started && !added &&
-		    el >= l->add_worker_at) {
-			added = true;
-			dist_logf(o, LOG_LVL_INFO, "adding worker %u at %.1f s",
-				  s->next_worker, el);
-			e = spawn(s, CH_WORKER, s->next_worker++, false, err);
-			if (e != PX_OK)
-				break;
-		}
-		if (l->add_ps_at > 0 && started && !added_ps &&
-		    el >= l->add_ps_at) {
-			added_ps = true;
-			dist_logf(o, LOG_LVL_INFO, "adding reliable PS %u at "
-				  "%.1f s", s->next_ps, el);
-			e = spawn(s, CH_PS, s->next_ps++, true, err);
-			if (e != PX_OK)
-				break;
-		}
-		if (!s->registered)
-			agent_register(s);
-		tell_gone(s);
-		agent_poll(s, 10);
-	}
-out_kill:
-	kill_all(s);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGCHLD, &old_chld, NULL);
-out_free:
-	for (uint32_t i = 0; i < s->nch; i++)
-		if (s->ch[i].errfd >= 0)
-			close(s->ch[i].errfd);
-	if (s->own_dir)
-		remove_dir(AT_FDCWD, s->dir);
-	if (s->ready[0] >= 0)
-		close(s->ready[0]);
-	if (s->ready[1] >= 0)
-		close(s->ready[1]);
-	if (s->ach)
-		dist_logf(o, LOG_LVL_DEBUG,
-			  "agent: %" PRIu64 " progress reports, last "
-			  "clock %" PRId64, s->progress_n, s->last_clock);
-	agent_chan_close(s->ach);
-	free(s->envp);
-	free(s);
+	release(s);
 	return rc;
 }
 
