@@ -74,6 +74,7 @@ struct coord {
 	bool progress_now;         /* a member leaves: the agent hears it
 				    * now, not at the next second's report */
 	struct dist_links links;
+	uint64_t alive_next_us;    /* keep_alive's next sign of life */
 	struct cmember m[DIST_MAX_NODES];
 	uint32_t n;
 	uint64_t epoch;            /* membership epoch */
@@ -1552,6 +1553,45 @@ static void serve_for(struct coord *c, int ms)
 	}
 }
 
+/* While the coordinator waits on one long answer (a pull of a large
+ * shard: an mf job's 60 MB on a loaded host takes seconds): its sockets
+ * answered, and every heartbeat its sign of life (CLOCK_MIN) sent, so
+ * that no node takes the wait for the coordinator's silence (5 s ends a
+ * node's role). */
+static void keep_alive(struct coord *c)
+{
+	uint64_t now = px_now_mono_us();
+
+	serve_for(c, 1);
+	if (now >= c->alive_next_us) {
+		send_clock_min(c);
+		c->alive_next_us = now + (uint64_t)c->o->hb_ms * 1000;
+	}
+}
+
+/* The answer to the pull of shard s sent to `to` over q, waited for up
+ * to wait_ms in slices of PULL_SLICE_MS with keep_alive between them. */
+#define PULL_SLICE_MS 50
+
+static enum px_err pull_answer(struct coord *c, struct net_sock *q,
+			       struct wire_node to, uint32_t s,
+			       uint64_t count, int wait_ms,
+			       struct wire_msg *ret, struct px_error *err)
+{
+	uint64_t until = px_now_mono_us() + (uint64_t)wait_ms * 1000;
+	enum px_err e;
+	int left;
+
+	for (;;) {
+		left = dist_ms_until(until, PULL_SLICE_MS);
+		e = dist_pull_recv(q, to, s, count, left > 0 ? left : 1, ret,
+				   err);
+		if (e != PX_ETIMEDOUT || px_now_mono_us() >= until)
+			return e;
+		keep_alive(c);
+	}
+}
+
 /* Pull shard s's parameters from its active PS into dst, with every
  * update before clock `at`. */
 static enum px_err pull_shard(struct coord *c, uint32_t s, int64_t at,
@@ -1575,8 +1615,11 @@ static enum px_err pull_shard(struct coord *c, uint32_t s, int64_t at,
 			return err->code;
 		/* no pushes of its own; the clock: every update before
 		 * `at` */
-		e = dist_pull(q, sh->active, at, s, sh->count, -1, 200,
-			      dist_range_ms(300, sh->count), &r, err);
+		e = dist_pull_send(q, sh->active, at, s, sh->count, -1, 200,
+				   err);
+		if (e == PX_OK)
+			e = pull_answer(c, q, sh->active, s, sh->count,
+					dist_range_ms(300, sh->count), &r, err);
 		if (e == PX_OK) {
 			wire_f32_copy(&r.u.range.data, dst + sh->offset);
 			wire_msg_release(&r);
