@@ -4,8 +4,9 @@
  * out and reports what happens: `sim` (sim.c: a virtual clock that jumps
  * event to event over a replayed trace), `local` (local.c: process groups
  * on this host, a trace replayed on an accelerated clock) and `ec2`
- * (ec2.c: real instances through the Query API), one file each in this
- * folder.  docs/controller.md has the whole contract; in short:
+ * (ec2_*.c: real instances through the Query API), one file each in
+ * this folder (ec2: one a concern, ec2_world_int.h has the map).
+ * docs/controller.md has the whole contract; in short:
  *
  *   controller -> world   acquire, release, timer (these ops)
  *   world -> controller   ctrl_launched, ctrl_rejected, ctrl_ready,
