@@ -14,7 +14,7 @@
 
 #include "../../common/log.h"
 #include "../../db/store.h"
-#include "../ec2_loop.h"
+#include "../curl_loop.h"
 #include "ec2_world_int.h"
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -277,20 +277,20 @@ enum px_err ec2h_get(struct world_host *wh, struct ec2_host **ret,
 	 * waiting; a daemon has a fleet to tend) */
 	ec.timeout_us = (uint64_t)cfg->ec2_call_timeout_s * 1000000ull;
 	if (e == PX_OK)
-		e = ec2_loop_new(wh->loop, &ec, &h->el, err);
+		e = curl_loop_new_ec2(wh->loop, &ec, &h->el, err);
 	if (e == PX_OK)
 		e = ec2_client_new(&ec, &h->c, err);
 	if (e == PX_OK)
 		e = host_enroll_start(h, err);
 	if (e != PX_OK) {
 		ec2_client_free(h->c);
-		ec2_loop_free(h->el);
+		curl_loop_free(h->el);
 		awscred_provider_free(h->creds);
 		free(h->slots);
 		free(h);
 		return e;
 	}
-	ec2_loop_bind(h->el, h->c);
+	curl_loop_bind_ec2(h->el, h->c);
 	wh->ec2 = h;
 	*ret = h;
 	log_notice("ec2: endpoint %s, region %s, daemon id %s",
@@ -298,7 +298,7 @@ enum px_err ec2h_get(struct world_host *wh, struct ec2_host **ret,
 	return PX_OK;
 }
 
-void ec2_host_free(struct world_host *wh)
+void ec2_world_host_free(struct world_host *wh)
 {
 	struct ec2_host *h = wh ? wh->ec2 : NULL;
 
@@ -312,7 +312,7 @@ void ec2_host_free(struct world_host *wh)
 		(void)loop_timer_del(wh->loop, h->term_timer);
 	enroll_srv_free(h->es);
 	ec2_client_free(h->c);   /* calls in flight: PX_ECANCELED */
-	ec2_loop_free(h->el);
+	curl_loop_free(h->el);
 	awscred_provider_free(h->creds);
 	free(h->dv);
 	free(h->slots);
@@ -422,7 +422,7 @@ static void sweep_done(enum px_err rc, struct ec2_instance_list *l,
 	free(sc);
 }
 
-enum px_err ec2_host_sweep(struct world_host *wh, struct px_error *err)
+enum px_err ec2_world_sweep(struct world_host *wh, struct px_error *err)
 {
 	struct ec2_host *h;
 	struct sweep_call *sc;

@@ -136,12 +136,12 @@ static enum px_err hist_record(const struct trace_record *r, void *ctx,
 #define HISTORY_DAYS 7           /* what a job's policy learns from */
 #define WINDOW_DAYS 3650         /* an ec2 job's window: open-ended */
 
-enum px_err ec2_market_history(const struct proteusd_config *cfg,
-			       const char *region, const char *const *types,
-			       size_t n_types, const char *const *zones,
-			       size_t n_zones, struct market_set *ms,
-			       int64_t *ret_now_s, int64_t *ret_last_s,
-			       struct px_error *err)
+enum px_err ec2_world_market_history(const struct proteusd_config *cfg,
+				     const char *region,
+				     const char *const *types, size_t n_types,
+				     const char *const *zones, size_t n_zones,
+				     struct market_set *ms, int64_t *ret_now_s,
+				     int64_t *ret_last_s, struct px_error *err)
 {
 	struct awscred_opts co = {0};
 	struct awscred_provider *creds = NULL;

@@ -1,4 +1,4 @@
-/* ec2_world.c -- the `ec2` world (ec2.h; docs/ec2-world.md): a job's
+/* ec2_world.c -- the `ec2` world (ec2_world.h; docs/ec2-world.md): a job's
  * world, its instances and the ops the controller and the daemon call.
  *
  * Everything here runs on proteusd's loop and never blocks on EC2: every
@@ -715,8 +715,8 @@ const struct world_ops ec2_world_ops = {
 	.coordinator = ec2w_coordinator,
 	.on_this_host = false,
 	.real_clock = true,
-	.load_market = ec2_market_history,
+	.load_market = ec2_world_market_history,
 	.check = config_ec2_check,
-	.host_start = ec2_host_sweep,
-	.host_free = ec2_host_free,
+	.host_start = ec2_world_sweep,
+	.host_free = ec2_world_host_free,
 };

@@ -1,5 +1,5 @@
 /* ec2_world_int.h -- what the ec2 world's files share: the host's and a
- * job's state, and the functions one file calls in another (ec2.h is the
+ * job's state, and the functions one file calls in another (ec2_world.h is the
  * world's interface; docs/ec2-world.md has the file map).
  *
  *   ec2_host.c     the daemon-wide state (struct ec2_host): the client,
@@ -23,13 +23,13 @@
 #include <stdint.h>
 
 #include "../../cloudapi/awscred.h"
-#include "../../cloudapi/ec2.h"
+#include "../../cloudapi/ec2_api.h"
 #include "../../common/enroll.h"
 #include "../config.h"
 #include "../controller.h"
 #include "../evq.h"
 #include "../loop.h"
-#include "ec2.h"
+#include "ec2_world.h"
 #include "enroll_srv.h"
 #include "world.h"
 
@@ -57,7 +57,7 @@ struct doomed {
 struct ec2_host {
 	struct world_host *wh;
 	struct awscred_provider *creds;
-	struct ec2_loop *el;
+	struct curl_loop *el;
 	struct ec2_client *c;
 	char daemon_id[40];
 	struct doomed *dv;
