@@ -28,7 +28,7 @@
 #include "../db/store.h"
 #include "config.h"
 #include "jobs.h"
-#include "../cloudapi/ec2.h"
+#include "../cloudapi/ec2_api.h"
 #include "controller.h"
 #include "loop.h"
 #include "metrics.h"

@@ -8,7 +8,7 @@
  * destination whose queue is empty is freed.
  *
  * URLs: one easy handle per try on the notifier's multi handle, whose
- * socket and timer hooks are the loop's through ec2_loop_new_for (the
+ * socket and timer hooks are the loop's through curl_loop_new (the
  * adapter the EC2 client uses).  Commands: posix_spawn in a process
  * group of their own, with no signal blocked, the body on a pipe to
  * standard input (written whole at once: it is at most NOTIFY_BODY_MAX
@@ -33,7 +33,7 @@
 
 #include "../cloudapi/curl_poll.h"
 #include "../common/log.h"
-#include "ec2_loop.h"
+#include "curl_loop.h"
 #include "notify.h"
 #include "outbound.h"
 #include "prom.h"
@@ -84,7 +84,7 @@ struct notify {
 	struct loop *l;
 	const struct proteusd_config *cfg;
 	CURLM *multi;
-	struct ec2_loop *el;
+	struct curl_loop *el;
 	struct dest *dests;
 	size_t n_dests;
 	uint64_t result[NOTIFY_RESULT_MAX];
@@ -464,7 +464,7 @@ static enum px_err on_timeout(void *c)
 	return PX_OK;
 }
 
-static const struct ec2_loop_ops notify_ops = {
+static const struct curl_loop_ops notify_ops = {
 	.on_socket = on_socket,
 	.on_timeout = on_timeout,
 };
@@ -476,7 +476,7 @@ static int curl_socket_cb(CURL *e, curl_socket_t s, int what, void *ud,
 
 	(void)e;
 	(void)sp;
-	ec2_loop_socket_hook((int)s, ec2_poll_from_curl(what), n->el);
+	curl_loop_socket_hook((int)s, ec2_poll_from_curl(what), n->el);
 	return 0;
 }
 
@@ -485,7 +485,7 @@ static int curl_timer_cb(CURLM *m, long timeout_ms, void *ud)
 	struct notify *n = ud;
 
 	(void)m;
-	ec2_loop_timer_hook(timeout_ms, n->el);
+	curl_loop_timer_hook(timeout_ms, n->el);
 	return 0;
 }
 
@@ -813,14 +813,14 @@ enum px_err notify_new(struct loop *l, const struct proteusd_config *cfg,
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	n->l = l;
 	n->cfg = cfg;
-	if (ec2_loop_new_for(l, &notify_ops, &n->el, err) != PX_OK) {
+	if (curl_loop_new(l, &notify_ops, &n->el, err) != PX_OK) {
 		free(n);
 		return err->code;
 	}
-	ec2_loop_bind_to(n->el, n);
+	curl_loop_bind(n->el, n);
 	n->multi = curl_multi_init();
 	if (!n->multi) {
-		ec2_loop_free(n->el);
+		curl_loop_free(n->el);
 		free(n);
 		return px_errorf(err, PX_ENOMEM, "curl_multi_init");
 	}
@@ -862,7 +862,7 @@ void notify_free(struct notify *n)
 		log_warn("%zu notification%s not delivered: proteusd is "
 			 "stopping", left, left == 1 ? "" : "s");
 	curl_multi_cleanup(n->multi);
-	ec2_loop_free(n->el);
+	curl_loop_free(n->el);
 	free(n);
 }
 

@@ -3,7 +3,7 @@
  * daemon's notify_url and the job's own, and given on its standard input
  * to notify_command.  Everything runs on the daemon's loop and nothing
  * blocks it: the POSTs go through libcurl's multi interface driven by the
- * loop (ec2_loop.h's adapter, as the EC2 client's calls), each command is
+ * loop (curl_loop.h's adapter, as the EC2 client's calls), each command is
  * posix_spawn'ed with its output on a pipe the loop watches and its end
  * seen through a pidfd.
  *

@@ -4,13 +4,13 @@
 
 /*
  * One translation between libcurl's socket-callback words (CURL_POLL_*,
- * CURL_CSELECT_*) and ec2.h's EC2_POLL_* bits, shared by every curl multi
+ * CURL_CSELECT_*) and ec2_api.h's EC2_POLL_* bits, shared by every curl multi
  * handle that runs on the daemon's loop (the EC2 client, notifications).
  */
 
 #include <curl/curl.h>
 
-#include "ec2.h"
+#include "ec2_api.h"
 
 /* CURLMOPT_SOCKETFUNCTION's `what` as EC2_POLL_* bits. */
 static inline int ec2_poll_from_curl(int what)

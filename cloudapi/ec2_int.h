@@ -3,12 +3,12 @@
  * response parsers, and the driver the blocking wrappers share.  Only
  * cloudapi/ec2*.c, cloudapi/fetch.c (the retry rules and the XML helpers,
  * for S3) and tests (unit tests, and the fake EC2's integration test)
- * include this; callers use ec2.h.
+ * include this; callers use ec2_api.h.
  */
 #ifndef PX_EC2_INT_H
 #define PX_EC2_INT_H
 
-#include "ec2.h"
+#include "ec2_api.h"
 
 /* ------------------------------------------------------------ retries */
 

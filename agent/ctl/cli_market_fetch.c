@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../../cloudapi/awscred.h"
-#include "../../cloudapi/ec2.h"
+#include "../../cloudapi/ec2_api.h"
 #include "../../cloudapi/trace.h"
 #include "../../common/log.h"
 #include "../../db/store.h"

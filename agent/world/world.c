@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ec2.h"
+#include "ec2_world.h"
 #include "local.h"
 #include "sim.h"
 #include "world.h"

@@ -6,8 +6,9 @@
  * a trace replayed on an accelerated clock) and `ec2` (real instances
  * through the Query API, and the enrollment endpoint that gives their
  * nodes the job's key), each in this folder behind its header (sim.h,
- * local.h, ec2.h), with what they share in world.c.  docs/controller.md
- * has the whole contract; in short:
+ * local.h, ec2_world.h; ec2's code is one file a concern, ec2_*.c, whose
+ * map is in ec2_world_int.h), with what they share in world.c.
+ * docs/controller.md has the whole contract; in short:
  *
  *   controller -> world   acquire, release, timer (these ops)
  *   world -> controller   ctrl_launched, ctrl_rejected, ctrl_ready,

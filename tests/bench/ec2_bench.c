@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "../../cloudapi/ec2.h"
+#include "../../cloudapi/ec2_api.h"
 
 struct bench {
 	struct ec2_client *c;

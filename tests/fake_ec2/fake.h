@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "../../cloudapi/ec2.h"
+#include "../../cloudapi/ec2_api.h"
 
 #define FAKE_AKID "AKIDEXAMPLE"
 #define FAKE_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"

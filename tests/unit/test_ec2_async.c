@@ -1,5 +1,5 @@
 /* test_ec2_async.c -- the asynchronous EC2 operations against the fake,
- * driven by proteusd's own loop (agent/loop.h) through ec2_loop: paging by
+ * driven by proteusd's own loop (agent/loop.h) through curl_loop: paging by
  * id and by tag, terminate, tags, spot requests, retries under a
  * throttling storm and 5xx, AWS errors, cancellation when the client is
  * freed, and a loop that keeps turning while a call is slow. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/ec2_loop.h"
+#include "../../agent/curl_loop.h"
 #include "../../cloudapi/ec2_int.h"
 #include "../fake_ec2/fake.h"
 
@@ -17,7 +17,7 @@ static struct awscred_provider *P;
 static struct ec2_client *C0;  /* poll mode: sets the fake's state up */
 static struct ec2_client *C;   /* hooked on L through EL */
 static struct loop *L;
-static struct ec2_loop *EL;
+static struct curl_loop *EL;
 static int Waiting;            /* operations whose done has not run */
 static bool Timed_out;
 
@@ -35,9 +35,10 @@ static struct ec2_client *hooked_client(int max_attempts)
 	cfg.timeout_us = 5 * PX_USEC_PER_SEC;
 	cfg.max_attempts = max_attempts;
 	cfg.seed = 7;
-	cr_assert_eq(ec2_loop_new(L, &cfg, &EL, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(curl_loop_new_ec2(L, &cfg, &EL, &err), PX_OK, "%s",
+		     err.msg);
 	cr_assert_eq(ec2_client_new(&cfg, &c, &err), PX_OK, "%s", err.msg);
-	ec2_loop_bind(EL, c);
+	curl_loop_bind_ec2(EL, c);
 	return c;
 }
 
@@ -54,7 +55,7 @@ static void setup(void)
 static void teardown(void)
 {
 	ec2_client_free(C);
-	ec2_loop_free(EL);
+	curl_loop_free(EL);
 	loop_free(L);
 	ec2_client_free(C0);
 	awscred_provider_free(P);
@@ -464,7 +465,7 @@ Test(ec2_async, throttling_storm_and_5xx_are_retried)
 
 	run_async(12, NULL, &run);
 	ec2_client_free(C);
-	ec2_loop_free(EL);
+	curl_loop_free(EL);
 	C = hooked_client(8);
 	ec2_client_set_paging(C, 5, EC2_PAGES_MAX);
 	json_decref(fake_ctl(&F, "{\"faults\":["
@@ -558,7 +559,7 @@ static int64_t free_fn(struct loop *l, int64_t id, void *ctx)
 	cr_assert_eq(ec2_client_pending(C), 4, "all four still in flight");
 	ec2_client_free(C);
 	C = NULL;
-	cr_assert_eq(ec2_loop_fds(EL), 0, "every fd removed");
+	cr_assert_eq(curl_loop_fds(EL), 0, "every fd removed");
 	fc->freed_at_tick = fc->ticks;
 	return LOOP_NOMORE;
 }

@@ -1,5 +1,6 @@
-/* ec2.h -- the `ec2` world: instances are EC2 instances rented through the
- * Query API (cloudapi/ec2.h), driven asynchronously on proteusd's loop.
+/* ec2_world.h -- the `ec2` world: instances are EC2 instances rented
+ * through the Query API (cloudapi/ec2_api.h), driven asynchronously on
+ * proteusd's loop.
  *
  * One client per daemon (struct world_host's ec2 state) serves every job's
  * world.  A job's world:
@@ -25,8 +26,8 @@
  *             past every id the job used.
  * docs/ec2-world.md has the whole of it.
  */
-#ifndef PX_WORLD_EC2_H
-#define PX_WORLD_EC2_H
+#ifndef PX_WORLD_EC2_WORLD_H
+#define PX_WORLD_EC2_WORLD_H
 
 #include "../config.h"
 #include "../../cloudapi/market.h"
@@ -42,9 +43,9 @@ int64_t ec2_world_now(const struct proteusd_config *cfg);
  * daemon whose job the store does not have queued or running (a job that
  * ended while the daemon was down, or unknown).  Asynchronous; starts
  * the host's client.  PX_OK when there is nothing to do. */
-enum px_err ec2_host_sweep(struct world_host *wh, struct px_error *err);
+enum px_err ec2_world_sweep(struct world_host *wh, struct px_error *err);
 /* Free the host's ec2 state (after every world of it is freed). */
-void ec2_host_free(struct world_host *wh);
+void ec2_world_host_free(struct world_host *wh);
 
 /* The job's markets from EC2 (the world's load_market): the spot-price
  * history of (types x zones; no zones: the zones of ec2_subnets) in
@@ -52,11 +53,11 @@ void ec2_host_free(struct world_host *wh);
  * *ret_now_s the world's clock now, *ret_last_s the end of an ec2 job's
  * window (ten years on: open-ended).  A client of its own, blocking (for
  * a job's load thread).  PX_EAWS/PX_EHTTP with EC2's message. */
-enum px_err ec2_market_history(const struct proteusd_config *cfg,
-			       const char *region, const char *const *types,
-			       size_t n_types, const char *const *zones,
-			       size_t n_zones, struct market_set *ms,
-			       int64_t *ret_now_s, int64_t *ret_last_s,
-			       struct px_error *err);
+enum px_err ec2_world_market_history(const struct proteusd_config *cfg,
+				     const char *region,
+				     const char *const *types, size_t n_types,
+				     const char *const *zones, size_t n_zones,
+				     struct market_set *ms, int64_t *ret_now_s,
+				     int64_t *ret_last_s, struct px_error *err);
 
 #endif

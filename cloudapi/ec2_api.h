@@ -1,11 +1,11 @@
-/* ec2.h -- EC2 Query API client over libcurl's multi interface.
+/* ec2_api.h -- the EC2 Query API client over libcurl's multi interface.
  *
  * Requests are form-encoded POSTs signed by libcurl itself
  * (CURLOPT_AWS_SIGV4 "aws:amz:REGION:ec2"); responses are parsed with
  * libxml2.  The core is asynchronous: ec2_call_start() queues a call and an
  * event loop drives the multi handle (socket/timer hooks, or
  * ec2_client_step()); every operation has an asynchronous form (_start,
- * and ec2_sph_start) for the daemon's loop (agent/ec2_loop.h adapts the
+ * and ec2_sph_start) for the daemon's loop (agent/curl_loop.h adapts the
  * hooks to it).  Retries follow the AWS SDKs' standard mode and are
  * timers, never sleeps.  Blocking wrappers (ec2_call() and the typed
  * operations) drive the handle until their call is done; they are for CLIs
@@ -14,8 +14,8 @@
  * error message.  The private half (retries, XML, builders, parsers) is
  * ec2_int.h.
  */
-#ifndef PX_EC2_H
-#define PX_EC2_H
+#ifndef PX_EC2_API_H
+#define PX_EC2_API_H
 
 #include <stdbool.h>
 #include <stddef.h>

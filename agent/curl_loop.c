@@ -1,4 +1,5 @@
-/* ec2_loop.c -- the EC2 client's socket/timer hooks on proteusd's loop.
+/* curl_loop.c -- curl's multi hooks (the EC2 client's, the webhooks') on
+ * proteusd's loop (curl_loop.h).
  *
  * Fds: the adapter keeps the set it registered, and only fds in that set
  * are ever deleted from the loop: curl may say REMOVE for an fd it has
@@ -15,18 +16,18 @@
  *
  * Nothing here is EC2's but the two calls of ec2_ops: another user of
  * curl's multi interface (notify.c) drives its own multi handle through
- * the same adapter with ops of its own (ec2_loop_new_for).
+ * the same adapter with ops of its own (curl_loop_new).
  */
-#include "ec2_loop.h"
+#include "curl_loop.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define REARM_UNSET (-2) /* timer_fn not called during our timer */
 
-struct ec2_loop {
+struct curl_loop {
 	struct loop *l;
-	const struct ec2_loop_ops *ops;
+	const struct curl_loop_ops *ops;
 	void *c;            /* the bound client (ops' first argument) */
 	int64_t timer_id;   /* 0: none */
 	uint64_t due_us;    /* when timer_id fires (monotonic) */
@@ -37,7 +38,7 @@ struct ec2_loop {
 	uint64_t errors;
 };
 
-static bool fd_index(const struct ec2_loop *el, int fd, size_t *ret)
+static bool fd_index(const struct curl_loop *el, int fd, size_t *ret)
 {
 	for (size_t i = 0; i < el->n_fds; i++)
 		if (el->fds[i] == fd) {
@@ -47,7 +48,7 @@ static bool fd_index(const struct ec2_loop *el, int fd, size_t *ret)
 	return false;
 }
 
-static bool fd_track(struct ec2_loop *el, int fd)
+static bool fd_track(struct curl_loop *el, int fd)
 {
 	if (el->n_fds == el->cap_fds) {
 		size_t cap = el->cap_fds ? 2 * el->cap_fds : 8;
@@ -62,7 +63,7 @@ static bool fd_track(struct ec2_loop *el, int fd)
 	return true;
 }
 
-static void fd_forget(struct ec2_loop *el, int fd)
+static void fd_forget(struct curl_loop *el, int fd)
 {
 	size_t i;
 
@@ -74,7 +75,7 @@ static void fd_forget(struct ec2_loop *el, int fd)
 
 static void on_fd(struct loop *l, int fd, int mask, void *ctx)
 {
-	struct ec2_loop *el = ctx;
+	struct curl_loop *el = ctx;
 	int what = 0;
 
 	(void)l;
@@ -91,9 +92,9 @@ static void on_fd(struct loop *l, int fd, int mask, void *ctx)
 	(void)el->ops->on_socket(el->c, fd, what);
 }
 
-void ec2_loop_socket_hook(int fd, int what, void *ctx)
+void curl_loop_socket_hook(int fd, int what, void *ctx)
 {
-	struct ec2_loop *el = ctx;
+	struct curl_loop *el = ctx;
 	int mask = 0;
 	size_t i;
 	enum px_err rc;
@@ -125,7 +126,7 @@ void ec2_loop_socket_hook(int fd, int what, void *ctx)
 
 static int64_t on_timer(struct loop *l, int64_t id, void *ctx)
 {
-	struct ec2_loop *el = ctx;
+	struct curl_loop *el = ctx;
 	long ms;
 
 	(void)l;
@@ -147,9 +148,9 @@ static int64_t on_timer(struct loop *l, int64_t id, void *ctx)
 	return ms;
 }
 
-void ec2_loop_timer_hook(long ms, void *ctx)
+void curl_loop_timer_hook(long ms, void *ctx)
 {
-	struct ec2_loop *el = ctx;
+	struct curl_loop *el = ctx;
 	uint64_t due;
 
 	if (el->in_timer) {
@@ -188,15 +189,15 @@ static enum px_err ec2_on_timeout(void *c)
 	return ec2_client_on_timeout(c);
 }
 
-static const struct ec2_loop_ops ec2_ops = {
+static const struct curl_loop_ops ec2_ops = {
 	.on_socket = ec2_on_socket,
 	.on_timeout = ec2_on_timeout,
 };
 
-enum px_err ec2_loop_new_for(struct loop *l, const struct ec2_loop_ops *ops,
-			     struct ec2_loop **ret, struct px_error *err)
+enum px_err curl_loop_new(struct loop *l, const struct curl_loop_ops *ops,
+			  struct curl_loop **ret, struct px_error *err)
 {
-	struct ec2_loop *el;
+	struct curl_loop *el;
 
 	if (!l || !ops)
 		return px_errorf(err, PX_EINVAL, "curl loop: no loop or "
@@ -210,31 +211,31 @@ enum px_err ec2_loop_new_for(struct loop *l, const struct ec2_loop_ops *ops,
 	return PX_OK;
 }
 
-enum px_err ec2_loop_new(struct loop *l, struct ec2_config *cfg,
-			 struct ec2_loop **ret, struct px_error *err)
+enum px_err curl_loop_new_ec2(struct loop *l, struct ec2_config *cfg,
+			      struct curl_loop **ret, struct px_error *err)
 {
 	if (!cfg)
 		return px_errorf(err, PX_EINVAL, "ec2 loop: no loop or "
 				 "config");
-	if (ec2_loop_new_for(l, &ec2_ops, ret, err) != PX_OK)
+	if (curl_loop_new(l, &ec2_ops, ret, err) != PX_OK)
 		return err->code;
-	cfg->socket_fn = ec2_loop_socket_hook;
-	cfg->timer_fn = ec2_loop_timer_hook;
+	cfg->socket_fn = curl_loop_socket_hook;
+	cfg->timer_fn = curl_loop_timer_hook;
 	cfg->hook_ctx = *ret;
 	return PX_OK;
 }
 
-void ec2_loop_bind(struct ec2_loop *el, struct ec2_client *c)
+void curl_loop_bind_ec2(struct curl_loop *el, struct ec2_client *c)
 {
 	el->c = c;
 }
 
-void ec2_loop_bind_to(struct ec2_loop *el, void *c)
+void curl_loop_bind(struct curl_loop *el, void *c)
 {
 	el->c = c;
 }
 
-void ec2_loop_free(struct ec2_loop *el)
+void curl_loop_free(struct curl_loop *el)
 {
 	if (!el)
 		return;
@@ -246,12 +247,12 @@ void ec2_loop_free(struct ec2_loop *el)
 	free(el);
 }
 
-size_t ec2_loop_fds(const struct ec2_loop *el)
+size_t curl_loop_fds(const struct curl_loop *el)
 {
 	return el->n_fds;
 }
 
-uint64_t ec2_loop_errors(const struct ec2_loop *el)
+uint64_t curl_loop_errors(const struct curl_loop *el)
 {
 	return el->errors;
 }
