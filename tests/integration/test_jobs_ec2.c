@@ -1018,18 +1018,23 @@ static int64_t run_calls(void)
  * nothing is left running, and the books match EC2's bill.  Four kills,
  * two at a RunInstances call and two at random (PX_EC2_KILL9_ROUNDS:
  * more, with PX_EC2_KILL9_EPOCHS for a job long enough; six rounds
- * repeat the same two checks, for 20 s more), about 40 s on 2 cores. */
+ * repeat the same two checks, for 20 s more), about 40 s on 2 cores.
+ * The random moments' seed is printed; PX_EC2_KILL9_SEED replays it. */
 Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
 {
 	const char *n_env = getenv("PX_EC2_KILL9_ROUNDS");
 	const char *e_env = getenv("PX_EC2_KILL9_EPOCHS");
+	const char *s_env = getenv("PX_EC2_KILL9_SEED");
 	int rounds = n_env ? atoi(n_env) : 4;
-	unsigned seed = (unsigned)time(NULL);
+	unsigned seed = s_env ? (unsigned)strtoul(s_env, NULL, 10) :
+			(unsigned)time(NULL);
 	json_t *st, *a, *v;
 	int64_t id;
 	int kills = 0;
 	size_t i;
 
+	/* a failure's moments again: PX_EC2_KILL9_SEED */
+	fprintf(stderr, "kill_9 rounds: seed %u\n", seed);
 	fake_up(NULL);
 	daemon_ec2();
 	ec2_job(e_env ? atoi(e_env) : 180); /* 40 epochs a kill, and more */
