@@ -114,12 +114,7 @@ int tx_cmd_eval(const struct subcmd *sc, int argc, char **argv)
 	int rc;
 	enum px_err e;
 
-	tcli_default(&t, sc);
-	rc = tx_parse(sc, argc, argv, &t, NULL, NULL);
-	if (rc < 0)
-		rc = tx_check_combination(sc, &t);
-	if (rc < 0)
-		rc = tx_fetch_data(&t);
+	rc = tx_options(sc, argc, argv, &t, NULL, NULL);
 	if (rc >= 0)
 		return rc;
 	file = argv[argc - 1];

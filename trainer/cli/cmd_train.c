@@ -259,12 +259,7 @@ int tx_cmd_train(const struct subcmd *sc, int argc, char **argv)
 	int rc;
 	enum px_err e;
 
-	tcli_default(&t, sc);
-	rc = tx_parse(sc, argc, argv, &t, NULL, NULL);
-	if (rc < 0)
-		rc = tx_check_combination(sc, &t);
-	if (rc < 0)
-		rc = tx_fetch_data(&t);
+	rc = tx_options(sc, argc, argv, &t, NULL, NULL);
 	if (rc < 0 && o->model == MODEL_MF)
 		return cmd_train_mf(sc, &t);
 	if (rc < 0 && o->rank != TRAIN_MF_RANK)

@@ -118,6 +118,11 @@ void tx_log_cb(void *arg, enum log_level level, const char *msg);
  * file with a SHA-256 checked, before anything reads them.  -1: fine,
  * else the exit status. */
 int tx_fetch_data(struct tcli *t);
+/* A command's start: t at sc's defaults, argv parsed (tx_parse: role_args
+ * and nargs as there, may be NULL), the combination checked and the data
+ * fetched and checked.  -1: go on, else the exit status. */
+int tx_options(const struct subcmd *sc, int argc, char **argv,
+	       struct tcli *t, char **role_args, size_t *nargs);
 /* A checkpoint or a model to write must be writable (exit 2), a
  * checkpoint to resume from must read back whole (exit 3).  -1: fine,
  * else the exit status. */

@@ -238,18 +238,26 @@ bool tx_watch_parent(void)
 	return getppid() != 1;
 }
 
-int tx_dist_start(const struct subcmd *sc, int argc, char **argv,
-		  struct tcli *t, char **role_args)
+int tx_options(const struct subcmd *sc, int argc, char **argv,
+	       struct tcli *t, char **role_args, size_t *nargs)
 {
-	size_t nargs = 0;
 	int rc;
 
 	tcli_default(t, sc);
-	rc = tx_parse(sc, argc, argv, t, role_args, &nargs);
+	rc = tx_parse(sc, argc, argv, t, role_args, nargs);
 	if (rc < 0)
 		rc = tx_check_combination(sc, t);
 	if (rc < 0)
 		rc = tx_fetch_data(t);
+	return rc;
+}
+
+int tx_dist_start(const struct subcmd *sc, int argc, char **argv,
+		  struct tcli *t, char **role_args)
+{
+	size_t nargs = 0;
+	int rc = tx_options(sc, argc, argv, t, role_args, &nargs);
+
 	if (rc < 0 && (sc->mask == C_LOCAL || !strcmp(sc->name, "coordinator")))
 		rc = tx_check_files(t->o.checkpoint, t->o.resume,
 				    t->o.export_path);
