@@ -1084,6 +1084,7 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 		struct pol_input in = {
 			.now_s = now, .why = all, .mv = &mv,
 			.fleet = ctrl_fleet(c), .progress = &pr,
+			.scaling = p->scaling,
 		};
 
 		uint64_t t0 = px_now_mono_us();

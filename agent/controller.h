@@ -122,6 +122,9 @@ struct ctrl_setup {
 struct ctrl_progress {
 	double work_done_h;       /* reference-instance hours done */
 	double rate_h;            /* work per hour of the fleet now */
+	/* what the job measured of its scaling, for the policy's decision
+	 * (pol_input.scaling); NULL: the spec's */
+	const struct pol_scaling *scaling;
 };
 
 /* Counters of a run: what simulate prints. */

@@ -74,6 +74,7 @@ struct job *job_new(struct jobs *js, const char *src)
 	/* not evaluated yet: no figure (status null, /metrics absent),
 	 * not a 0 that reads as a test */
 	j->acc = j->loss = j->sps = NAN;
+	j->scaling.spot_max = -1;       /* the spec's scaling, no limit */
 	market_set_init(&j->ms);
 	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
 	snprintf(j->src, sizeof j->src, "%s", src);
@@ -327,7 +328,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 	const struct jobs_setup *s = &j->js->s;
 	const struct pol_env *env = plan_env(j->plan);
 	const struct policy_ops *pol = NULL;
-	struct ctrl_progress pg = {0, 0};
+	struct ctrl_progress pg = {0};
 	enum px_err e;
 
 	if (snprintf(j->dir, sizeof j->dir, "%s/%" PRId64, s->dir, j->id) >=

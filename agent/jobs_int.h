@@ -174,6 +174,10 @@ struct job {
 	uint32_t gp_same;        /* ... and how many in a row had it */
 	struct jobspec_measured meas;
 	bool measured_on;
+	/* what the policy gets with each decision (ctrl_progress.scaling):
+	 * the measured profile once measured_on, the exploration's limit */
+	struct jobspec_profile profile;
+	struct pol_scaling scaling;
 	struct jobspec_explore explore;  /* of the scaling (job_explore) */
 	uint64_t scaling_ev_us;  /* last "scaling" event (monotonic) */
 	double frac;             /* of the work, 0..1 */

@@ -721,11 +721,11 @@ void job_take_goodput(struct job *j, const struct wire_progress *p)
 
 void job_explore(struct job *j, int n)
 {
-	struct jobspec *sp = &j->req.spec;
+	const struct jobspec *sp = &j->req.spec;
 	struct jobspec_explore *x = &j->explore;
 	enum jobspec_explore_ev ev;
 
-	sp->spot_limited = false;
+	j->scaling.spot_max = -1;
 	if (!j->req.explore.on || j->req.world.kind == WORLD_SIM)
 		return;
 	x->start = j->req.explore.start;
@@ -766,26 +766,27 @@ void job_explore(struct job *j, int n)
 		}
 		return;
 	}
-	sp->spot_limited = true;
-	sp->spot_limit = x->limit - sp->reliable.count;
+	j->scaling.spot_max = x->limit > sp->reliable.count ?
+			      x->limit - sp->reliable.count : 0;
 }
 
 void job_measured_apply(struct job *j)
 {
-	struct jobspec_profile pr;
+	struct jobspec_profile *pr = &j->profile, got;
 	bool first = !j->measured_on;
 
 	/* "scaling_measured": false keeps the spec's (a baseline) */
 	if (!j->req.scaling_measured ||
-	    !jobspec_measured_profile(&j->meas, &pr))
+	    !jobspec_measured_profile(&j->meas, &got))
 		return;
-	j->req.spec.profile = pr;
+	*pr = got;
+	j->scaling.profile = pr;
 	j->measured_on = true;
 	if (first) {
 		log_notice("job %" PRId64 ": BidBrain plans with the measured "
 			   "scaling from now on (%d points, %d to %d "
-			   "instances)", j->id, pr.n, pr.workers[0],
-			   pr.workers[pr.n - 1]);
+			   "instances)", j->id, pr->n, pr->workers[0],
+			   pr->workers[pr->n - 1]);
 		job_scaling_event(j, true);
 	}
 }
@@ -823,7 +824,7 @@ json_t *job_scaling_json(const struct job *j)
 			 "s:o, s:b}", "measured", j->measured_on, "instances",
 			 n, "goodput", g, "reports", r, "throughput", t,
 			 "total_batch", b, "parts", pa, "fit", fit_json(j),
-			 "explore_limit", j->req.spec.spot_limited ?
+			 "explore_limit", j->scaling.spot_max >= 0 ?
 			 json_integer(j->explore.limit) : json_null(),
 			 "explore_done", j->explore.done);
 }
@@ -956,6 +957,7 @@ void job_ctrl_progress(struct job *j, int64_t t, struct ctrl_progress *p)
 	j->work_h = w;
 	p->work_done_h = w;
 	p->rate_h = j->rate_h > 0 ? j->rate_h : 0;
+	p->scaling = &j->scaling;
 }
 
 /* ---- the coordinator's end ---- */

@@ -750,22 +750,23 @@ static double flat_eff(double e, int n)
 	return memo[n];
 }
 
-int jobspec_spot_max(const struct jobspec *j)
+double jobspec_rate(const struct jobspec *j, const struct jobspec_profile *p,
+		    int n, double speed_sum)
 {
-	return j->spot_limited && j->spot_limit < j->spot.max_instances ?
-	       (j->spot_limit > 0 ? j->spot_limit : 0) : j->spot.max_instances;
+	if (!p)
+		p = &j->profile;
+	if (n <= 0)
+		return 0;
+	if (p->n > 0)
+		return n == 1 ? speed_sum : speed_sum * profile_eff(p, n);
+	if (n == 1 || j->scaling_efficiency >= 1)
+		return speed_sum;
+	return speed_sum * flat_eff(j->scaling_efficiency, n);
 }
 
 double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum)
 {
-	if (n <= 0)
-		return 0;
-	if (j->profile.n > 0)
-		return n == 1 ? speed_sum : speed_sum * profile_eff(&j->profile,
-								    n);
-	if (n == 1 || j->scaling_efficiency >= 1)
-		return speed_sum;
-	return speed_sum * flat_eff(j->scaling_efficiency, n);
+	return jobspec_rate(j, NULL, n, speed_sum);
 }
 
 enum px_err jobspec_profile_load(const char *path, struct jobspec *j,

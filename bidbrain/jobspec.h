@@ -113,12 +113,6 @@ struct jobspec {
 	 * loads with jobspec_profile_load */
 	struct jobspec_profile profile;
 	char profile_path[JOBSPEC_PATH_MAX];
-	/* not parsed: proteusd's exploration of a job's scaling
-	 * (docs/controller.md, "Exploring the scaling") holds it to
-	 * spot_limit spot instances while spot_limited (policies that
-	 * plan with the scaling read it through jobspec_spot_max) */
-	bool spot_limited;
-	int spot_limit;
 };
 
 /* Parse the spec in buf (len bytes, named name in errors) into *ret
@@ -138,14 +132,14 @@ double jobspec_speed(const struct jobspec *j, const char *type);
 /* Interruption rate per instance-hour of type (current era). */
 double jobspec_interrupt_rate(const struct jobspec *j, const char *type);
 
-/* The spot instances the job may hold now: spot.max_instances, or the
- * exploration's spot_limit while spot_limited and lower. */
-int jobspec_spot_max(const struct jobspec *j);
-
 /* Work per hour of n instances whose speeds sum to speed_sum:
  * speed_sum * eff(n), with eff(n) = e^log2(n) (e = scaling_efficiency)
  * or the scaling profile's (at most 1); 0 when n is 0. */
 double jobspec_fleet_rate(const struct jobspec *j, int n, double speed_sum);
+/* The same by profile p (a running job's measured scaling; NULL: the
+ * spec's, as jobspec_fleet_rate). */
+double jobspec_rate(const struct jobspec *j, const struct jobspec_profile *p,
+		    int n, double speed_sum);
 
 /* The scaling a running job measured (proteusd, from the trainer's
  * PROGRESS; docs/controller.md, "Measured scaling"): its goodput (samples

@@ -31,7 +31,7 @@
  *
  * Decisions plan the fleet by the expected cost to finish the job
  * (bb_finish): with the remaining work R and the planned fleet's rate w
- * (jobspec_fleet_rate) the job ends in T = R / w, and each instance pays
+ * (pol_rate) the job ends in T = R / w, and each instance pays
  * its expected hourly charge for the hours it would still start: under
  * legacy billing any part of an hour beyond what is already paid is a full
  * hour, plus on average half a wasted last hour (bb_hours).  For a long
@@ -48,7 +48,7 @@
  *    whose copies fill the free slots into the fleet with the lowest cost
  *    to finish: see bb_pick) while that lowers the cost to finish, up to
  *    spot.max_instances (or the fewer proteusd's exploration of the
- *    job's scaling allows now: jobspec_spot_max);
+ *    job's scaling allows now: pol_spot_max);
  *  - the runtime floor: before the last END_S it keeps the planned rate
  *    at least the baselines' (instances of reference_type plus the
  *    reliable tier; more when the job is behind their schedule, so that
@@ -152,6 +152,9 @@ struct bb_state {
 	int *kfill;              /* per market: bb_fill's last k */
 	size_t n_front;
 	double *eff;             /* bb_pick: rate per speed with k more */
+	/* this decision's scaling (bb_decide: its input's; NULL the
+	 * spec's): every rate of the plan is by it */
+	const struct pol_scaling *sc;
 };
 
 /* What an acquisition would add to the planned fleet (bb_choose). */
@@ -469,7 +472,7 @@ static double bb_finish(const struct bb_state *s, const struct bb_item *v,
 			S += v[i].speed;
 			cnt++;
 		}
-	w = jobspec_fleet_rate(env->job, cnt, S);
+	w = pol_rate(env, s->sc, cnt, S);
 	if (ret_T)
 		*ret_T = w > 0 ? rem_h / w * BILLING_HOUR_S : INFINITY;
 	if (w <= 0)
@@ -509,7 +512,7 @@ static void bb_sum(const struct bb_item *v, size_t n, struct bb_sums *u)
 
 /* bb_finish of the fleet summed in u (v[0..n)) with k copies of it added;
  * eff[k] is the fleet's rate per unit of speed with them
- * (jobspec_fleet_rate(job, u->cnt + k, 1): the rate is linear in the
+ * (pol_rate(env, sc, u->cnt + k, 1): the rate is linear in the
  * speed).  Where bb_hours is linear for every instance (legacy: T - paid
  * > -half an hour, so it is x/h + 0.5; per-second: T past what is paid)
  * the sum is linear in T and costs nothing to evaluate; otherwise it is
@@ -619,7 +622,7 @@ static int bb_pick(struct bb_state *s, size_t n, const struct bb_sums *u,
 	if (slots < 1)
 		slots = 1;
 	for (int j = 1; j <= slots; j++)
-		s->eff[j] = jobspec_fleet_rate(s->env->job, u->cnt + j, 1.0);
+		s->eff[j] = pol_rate(s->env, s->sc, u->cnt + j, 1.0);
 	for (size_t j = 0; j < s->n_front; j++) {
 		int i = s->front[j];
 		double key = bb_fill(s, v, n, u, s->eff, &s->pick[i], slots,
@@ -745,21 +748,22 @@ static void bb_choose(struct bb_state *s, size_t n, const struct bb_sums *u,
 	const struct pol_env *env = s->env;
 	const struct jobspec *job = env->job;
 	/* the floor judges the fleet the spec allows; the pick fills only
-	 * the slots the exploration allows now (jobspec_spot_max) */
+	 * the slots the exploration allows now (pol_spot_max) */
 	int slots = job->spot.max_instances - spot;
 	double sp;
 	bool fast = false;
 
 	ch->k = 1;
-	ch->m = bb_pick(s, n, u, jobspec_spot_max(job) - spot, rem_h, &ch->k);
+	ch->m = bb_pick(s, n, u, pol_spot_max(env, s->sc) - spot, rem_h,
+			&ch->k);
 	if (ch->m < 0)
 		return;
 	ch->o = s->cand[ch->m].best;
 	sp = env->types[env->markets[ch->m].type].speed;
 	if (T_s > END_S && slots > 0 &&
 	    bb_opt_speed(env, (size_t)ch->m, &ch->o) < s->need &&
-	    jobspec_fleet_rate(job, u->cnt + slots, u->S + slots * sp *
-			       ch->o.useful_s / BILLING_HOUR_S) < s->w_min) {
+	    pol_rate(env, s->sc, u->cnt + slots, u->S + slots * sp *
+		     ch->o.useful_s / BILLING_HOUR_S) < s->w_min) {
 		int m = bb_pick_rate(s, s->need, s->cap_per_speed, &fast);
 		if (m >= 0) {
 			ch->k = 1;
@@ -891,11 +895,10 @@ static void bb_set_floor(struct bb_work *w)
 
 	/* the rate of the baselines' fleet: never plan a slower one, except
 	 * in the last END_S where the cost to finish alone decides */
-	w_min = jobspec_fleet_rate(job, job->instances + job->reliable.count,
-				   job->instances *
-				   env->types[env->ref_type].speed +
-				   job->reliable.count *
-				   env->types[env->reliable_type].speed);
+	w_min = pol_rate(env, s->sc, job->instances + job->reliable.count,
+			 job->instances * env->types[env->ref_type].speed +
+			 job->reliable.count *
+			 env->types[env->reliable_type].speed);
 	/* behind the baselines' schedule (their planned runtime, one
 	 * startup included), the rate that still ends the job in it */
 	if (w_min > 0) {
@@ -915,7 +918,7 @@ static void bb_set_floor(struct bb_work *w)
 	/* the effective speed each of spot.max_instances needs for that
 	 * rate; below it at the cap, the floor swaps slow (churning)
 	 * instances for faster ones */
-	s->need = w->cap > 0 ? (w_min / jobspec_fleet_rate(job,
+	s->need = w->cap > 0 ? (w_min / pol_rate(env, s->sc,
 				job->reliable.count + w->cap, 1.0) -
 				job->reliable.count *
 				env->types[env->reliable_type].speed) / w->cap :
@@ -1005,7 +1008,6 @@ static enum px_err bb_releases(struct bb_work *w, struct px_error *err)
 static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 {
 	struct bb_state *s = w->s;
-	const struct jobspec *job = s->env->job;
 	struct bb_choice ch = { .m = -1 };
 	int again = 0;
 
@@ -1017,7 +1019,7 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		enum px_err r;
 
 		bb_sum(s->items, w->n, &u);
-		rate = jobspec_fleet_rate(job, u.cnt, u.S);
+		rate = pol_rate(s->env, s->sc, u.cnt, u.S);
 		if (again > 0) {
 			/* the rest of the fleet bb_pick planned: the same
 			 * candidate, judged again as one more instance */
@@ -1034,7 +1036,8 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		/* the floor never adds an instance that does less work per
 		 * dollar than the fleet does (a scaling profile can make the
 		 * last instances nearly useless) */
-		dw = jobspec_fleet_rate(job, u.cnt + 1, u.S + ch.speed) - rate;
+		dw = pol_rate(s->env, s->sc, u.cnt + 1, u.S + ch.speed) -
+		     rate;
 		if (f1 >= w->f0 && (rate >= s->w_min || w->T0 <= END_S ||
 		    ch.o.score * BILLING_HOUR_S > s->cap_per_speed ||
 		    (rate > 0 && !(dw > 0 && ch.o.cost / dw <= u.C / rate))))
@@ -1068,11 +1071,13 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	const struct jobspec *job = s->env->job;
 	struct bb_work w = {
 		.s = s, .in = in, .out = out,
-		.max = jobspec_spot_max(job), .cap = job->spot.max_instances,
+		.max = pol_spot_max(s->env, in->scaling),
+		.cap = job->spot.max_instances,
 		.rem = in->progress->work_total_h - in->progress->work_done_h,
 	};
 	enum px_err r;
 
+	s->sc = in->scaling;
 	/* Only prices moved and the fleet is full: releases happen at hour
 	 * ends and acquisitions need room, so nothing can change.  Skipping
 	 * is exact: the estimator catches up on its samples at the next call

@@ -182,8 +182,8 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 			continue;
 		sp = env->types[v->type].speed * s->useful[v->type];
 		c = s->eff[v->market] >= 0 ? s->price[v->market] : v->hour_uusd;
-		w = jobspec_fleet_rate(env->job, n, S);
-		wo = jobspec_fleet_rate(env->job, n - 1, S - sp);
+		w = pol_rate(env, in->scaling, n, S);
+		wo = pol_rate(env, in->scaling, n - 1, S - sp);
 		drop = w - wo <= 0 || c / (w - wo) > C / w;
 		alt = sp_best(s, cap, v->market);
 		if (!drop && moves > 0 && alt >= 0 &&
@@ -211,8 +211,8 @@ static enum px_err sp_decide(void *state, const struct pol_input *in,
 			break;
 		sp = env->types[env->markets[b].type].speed *
 		     s->useful[env->markets[b].type];
-		w = jobspec_fleet_rate(env->job, n, S);
-		dw = jobspec_fleet_rate(env->job, n + 1, S + sp) - w;
+		w = pol_rate(env, in->scaling, n, S);
+		dw = pol_rate(env, in->scaling, n + 1, S + sp) - w;
 		if (dw <= 0 || (w > 0 && s->price[b] / dw >= C / w))
 			break;
 		struct pol_action a = {

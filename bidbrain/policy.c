@@ -67,23 +67,18 @@ void pol_actions_release(struct pol_actions *a)
 	a->n = a->cap = 0;
 }
 
-double pol_fleet_rate(const struct pol_env *env, const struct pol_fleet *f,
-		      int *ret_n, double *ret_speed)
+double pol_rate(const struct pol_env *env, const struct pol_scaling *sc,
+		int n, double speed_sum)
 {
-	int n = 0;
-	double s = 0;
+	return jobspec_rate(env->job, sc ? sc->profile : NULL, n, speed_sum);
+}
 
-	for (size_t i = 0; i < f->n; i++) {
-		if (f->v[i].warned)
-			continue;
-		n++;
-		s += env->types[f->v[i].type].speed;
-	}
-	if (ret_n)
-		*ret_n = n;
-	if (ret_speed)
-		*ret_speed = s;
-	return jobspec_fleet_rate(env->job, n, s);
+int pol_spot_max(const struct pol_env *env, const struct pol_scaling *sc)
+{
+	int max = env->job->spot.max_instances;
+
+	return sc && sc->spot_max >= 0 && sc->spot_max < max ? sc->spot_max
+							     : max;
 }
 
 int pol_fleet_spot(const struct pol_fleet *f)

@@ -39,14 +39,9 @@ struct pol_market {
 };
 
 /* What a policy knows about the job and the world, borrowed for the whole
- * run.  All of it is fixed for the run except two fields of the job spec
- * that proteusd updates between decisions while a job runs
- * (agent/jobs_trainer.c): job->profile, the scaling profile, replaced by
- * the job's measured one once there are enough points
- * (job_measured_apply), and job->spot_limited / spot_limit, its
- * exploration's cap (job_explore).  The policies read them afresh at
- * each decide() (jobspec_fleet_rate, jobspec_spot_max); `simulate`
- * changes neither. */
+ * run and fixed for it (the job spec included: what a running job learns
+ * of its own scaling reaches the policy as pol_scaling, an input of each
+ * decision). */
 struct pol_env {
 	const struct jobspec *job;
 	enum billing_model billing;
@@ -102,12 +97,24 @@ enum pol_why {
 	POL_WHY_TICK = 1 << 5        /* periodic tick (job tick_seconds) */
 };
 
+/* What a running job measured of its own scaling (proteusd, from its
+ * workload's reports; docs/controller.md, "Measured scaling" and
+ * "Exploring the scaling"): an input of each decision.  pol_input.scaling
+ * NULL is the spec's scaling and no limit (simulate, tests). */
+struct pol_scaling {
+	const struct jobspec_profile *profile; /* measured; NULL: the spec's */
+	int spot_max;            /* the spot instances the job may hold now
+				  * (>= 0; the exploration's limit); -1:
+				  * spot.max_instances */
+};
+
 struct pol_input {
 	int64_t now_s;
 	unsigned why;                /* enum pol_why bits */
 	const struct market_view *mv; /* history up to now only */
 	const struct pol_fleet *fleet;
 	const struct pol_progress *progress;
+	const struct pol_scaling *scaling;  /* NULL: the spec's */
 };
 
 enum pol_action_kind { POL_ACQUIRE = 0, POL_RELEASE };
@@ -167,10 +174,14 @@ enum px_err policy_lookup(const char *name, const struct policy_ops **ret,
 
 /* ---- helpers shared by policies ---- */
 
-/* Work-hours per hour of the fleet's non-warned instances (started or
- * not), and their count and speed sum. */
-double pol_fleet_rate(const struct pol_env *env, const struct pol_fleet *f,
-		      int *ret_n, double *ret_speed);
+/* Work per hour of n instances whose speeds sum to speed_sum, by the
+ * decision's scaling (sc: its input's; NULL the spec's): jobspec_rate. */
+double pol_rate(const struct pol_env *env, const struct pol_scaling *sc,
+		int n, double speed_sum);
+
+/* The spot instances the job may hold now: spot.max_instances, or the
+ * scaling's spot_max when it is set and lower. */
+int pol_spot_max(const struct pol_env *env, const struct pol_scaling *sc);
 
 /* Non-warned spot instances in the fleet. */
 int pol_fleet_spot(const struct pol_fleet *f);

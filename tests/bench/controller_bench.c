@@ -186,7 +186,7 @@ int main(void)
 	};
 	if (ctrl_new(&cs, &C, &e) != PX_OK)
 		die("controller", &e);
-	struct ctrl_progress pg = {0, 0};
+	struct ctrl_progress pg = {0};
 
 	NOW = step0;
 	if (ctrl_step(C, NOW, POL_WHY_START, &pg) != PX_OK)

@@ -170,7 +170,7 @@ Test(world_local, processes_evictions_and_the_same_bill_as_sim)
 	void *w = NULL;
 	struct ctrl *c = NULL;
 	struct px_error e = {0};
-	struct ctrl_progress pg = {0, 0};
+	struct ctrl_progress pg = {0};
 	struct sim_result sr;
 	int64_t t = 0, cost = -1;
 	int stop = CTRL_RUN;
@@ -251,7 +251,7 @@ static void ondemand_up(struct world_hooks hooks, int64_t release_ms,
 		.hooks = hooks,
 	};
 	struct px_error e = {0};
-	struct ctrl_progress pg = {0, 0};
+	struct ctrl_progress pg = {0};
 
 	memset(events_seen, 0, sizeof events_seen);
 	cr_assert_eq(OPS->create(&ls, w, &e), PX_OK, "%s", e.msg);
@@ -275,7 +275,7 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 	void *w = NULL;
 	struct ctrl *c = NULL;
 	struct px_error e = {0};
-	struct ctrl_progress pg = {0, 0};
+	struct ctrl_progress pg = {0};
 	pid_t g[8];
 	size_t n;
 	int64_t t;
@@ -354,7 +354,7 @@ Test(world_local, a_node_that_ends_before_it_started_failed)
 	void *w = NULL;
 	struct ctrl *c = NULL;
 	struct px_error e = {0};
-	struct ctrl_progress pg = {0, 0};
+	struct ctrl_progress pg = {0};
 	int64_t t;
 	int stop;
 
@@ -451,7 +451,7 @@ Test(world_local, a_released_node_leaves_then_is_killed)
 	void *w = NULL;
 	struct ctrl *c = NULL;
 	struct px_error e = {0};
-	struct ctrl_progress pg = {0, 0};
+	struct ctrl_progress pg = {0};
 	int64_t t, cost, t0, first = -1, last = -1;
 	int stop;
 	pid_t stays = -1, goes = -1;

@@ -229,7 +229,7 @@ static void want_fleet(int n_spot, int64_t bid)
 	n_want = 2;
 }
 
-static const struct ctrl_progress none = {0, 0};
+static const struct ctrl_progress none = {0};
 
 Test(controller, stage_thresholds_and_hysteresis)
 {
@@ -354,7 +354,7 @@ Test(controller, stop_rules)
 {
 	struct fw f = {.sync = true};
 	struct ctrl *c;
-	struct ctrl_progress half = {5, 1}, all = {10, 1};
+	struct ctrl_progress half = {5, 1, NULL}, all = {10, 1, NULL};
 
 	setup_job(", \"budget_usd\": 0.5, \"deadline_hours\": 5");
 	c = mk(&f, false, false);

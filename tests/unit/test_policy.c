@@ -64,6 +64,10 @@ static struct plan *mkplan(enum billing_model b)
 	return p;
 }
 
+/* The running job's scaling the next decisions get (pol_input.scaling;
+ * NULL: the spec's), as proteusd passes it. */
+static const struct pol_scaling *scaling_in;
+
 static void decide(const struct policy_ops *ops, const struct pol_env *env,
 		   void *st, int64_t now, unsigned why,
 		   const struct pol_instance *fl, size_t n,
@@ -73,7 +77,8 @@ static void decide(const struct policy_ops *ops, const struct pol_env *env,
 	struct pol_fleet f = {.v = fl, .n = n};
 	struct pol_progress pr = {.work_total_h = 1000};
 	struct pol_input in = {.now_s = now, .why = why, .mv = &mv,
-			       .fleet = &f, .progress = &pr};
+			       .fleet = &f, .progress = &pr,
+			       .scaling = scaling_in};
 	struct px_error e = {0};
 	out->n = 0;
 	cr_assert_eq(ops->decide(st, &in, out, &e), PX_OK, "%s", e.msg);
@@ -916,14 +921,19 @@ Test(policy, bidbrain_rents_fewer_under_a_flat_measured_scaling)
 	cr_assert_eq(pr.workers[1], 4);
 	cr_assert(pr.fitted);
 	cr_assert_float_eq(pr.serial, 1, 1e-6);
-	job.profile = pr;
 	/* 2 and 4 instances do what 1 does */
-	cr_assert_float_eq(jobspec_fleet_rate(&job, 4, 4),
-			   jobspec_fleet_rate(&job, 2, 2), 1e-6);
-	cr_assert_float_eq(jobspec_fleet_rate(&job, 2, 2), 1, 1e-6);
+	cr_assert_float_eq(jobspec_rate(&job, &pr, 4, 4),
+			   jobspec_rate(&job, &pr, 2, 2), 1e-6);
+	cr_assert_float_eq(jobspec_rate(&job, &pr, 2, 2), 1, 1e-6);
+	/* the measurement is an input of the decision: the spec stays */
+	struct pol_scaling sc = {.profile = &pr, .spot_max = -1};
+	scaling_in = &sc;
 	by_measured = bidbrain_start_spot();
+	scaling_in = NULL;
 	cr_assert_lt(by_measured, by_spec, "measured %d, spec %d",
 		     by_measured, by_spec);
+	cr_assert_eq(job.profile.n, 0, "the spec's scaling is untouched");
+	cr_assert_eq(bidbrain_start_spot(), by_spec);
 }
 
 /* n reports of goodput g at count c. */
@@ -1124,17 +1134,22 @@ Test(policy, bidbrain_holds_the_exploration_limit)
 				   "job.json", &job, &e), PX_OK, "%s", e.msg);
 	free_spot = bidbrain_start_spot();
 	cr_assert_gt(free_spot, 3, "unlimited it rents %d", free_spot);
-	job.spot_limited = true;
+	struct pol_scaling sc = {.spot_max = 0};
+	struct plan *p = mkplan(BILLING_LEGACY_HOURLY);
+
+	scaling_in = &sc;
 	for (int lim = 0; lim <= 3; lim++) {
-		job.spot_limit = lim;
-		cr_assert_eq(jobspec_spot_max(&job), lim);
+		sc.spot_max = lim;
+		cr_assert_eq(pol_spot_max(plan_env(p), &sc), lim);
 		cr_assert_eq(bidbrain_start_spot(), lim, "limit %d", lim);
 	}
-	job.spot_limit = -1;   /* the reliable tier is past the limit */
-	cr_assert_eq(jobspec_spot_max(&job), 0);
-	cr_assert_eq(bidbrain_start_spot(), 0);
-	job.spot_limit = job.spot.max_instances + 5;
-	cr_assert_eq(jobspec_spot_max(&job), job.spot.max_instances);
+	sc.spot_max = -1;      /* no limit */
+	cr_assert_eq(pol_spot_max(plan_env(p), &sc), job.spot.max_instances);
+	sc.spot_max = job.spot.max_instances + 5;
+	cr_assert_eq(pol_spot_max(plan_env(p), &sc), job.spot.max_instances);
+	cr_assert_eq(pol_spot_max(plan_env(p), NULL), job.spot.max_instances);
+	scaling_in = NULL;
+	plan_free(p);
 	cr_assert_eq(bidbrain_start_spot(), free_spot);
 }
 
