@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,29 +62,18 @@ struct job *job_new(struct jobs *js, const char *src)
 {
 	struct job *j = calloc(1, sizeof *j);
 
-	if (!j || !(j->seen = calloc(MAX_SEEN, sizeof *j->seen))) {
-		free(j);
+	if (!j)
 		return NULL;
-	}
 	j->js = js;
-	j->timer = -1;
-	j->stall_restart_clock = -1;
-	j->cmd_fd = -1;
-	for (int k = 0; k < JIN_MAX; k++)
-		j->in.fd[k] = -1;
-	/* not evaluated yet: no figure (status null, /metrics absent),
-	 * not a 0 that reads as a test */
-	j->acc = j->loss = j->sps = NAN;
-	j->scaling.spot_max = -1;       /* the spec's scaling, no limit */
-	market_set_init(&j->ms);
-	snprintf(j->adv_cfg, sizeof j->adv_cfg, "%s", js->s.cfg->spot_advisor);
+	/* the built-in trainer until the request names another
+	 * (job_world) */
+	j->wlops = &workload_trainer;
+	j->run.timer = -1;
+	job_inputs_init(j);
+	job_market_init(j, js->s.cfg->spot_advisor);
+	job_progress_init(j);
 	snprintf(j->src, sizeof j->src, "%s", src);
 	return j;
-}
-
-int64_t job_clocks_total(const struct job *j)
-{
-	return j->total_clocks > j->clock ? j->total_clocks : j->clock;
 }
 
 struct job *job_find(struct jobs *js, int64_t id)
@@ -97,7 +87,7 @@ struct job *job_find(struct jobs *js, int64_t id)
 /* Nodes the job's world holds now (0 without a world). */
 size_t job_nodes(const struct job *j)
 {
-	return j->w ? j->wops->nodes(j->w) : 0;
+	return j->run.w ? j->wops->nodes(j->run.w) : 0;
 }
 
 size_t jobs_running(const struct jobs *js)
@@ -105,31 +95,8 @@ size_t jobs_running(const struct jobs *js)
 	size_t n = 0;
 
 	for (const struct job *j = js->list; j; j = j->next)
-		n += j->state == STORE_JOB_RUNNING;
+		n += j->run.state == STORE_JOB_RUNNING;
 	return n;
-}
-
-/* An event row of the job, in its own transaction (market time). */
-void job_event(struct job *j, const char *kind, const char *detail)
-{
-	struct store *st = j->js->s.st;
-	struct px_error err = {0};
-	int64_t at = (j->t ? j->t : j->start_s) * 1000000;
-
-	if (store_event_add(st, j->id, 0, at, kind, detail, &err) != PX_OK)
-		log_warn("job %" PRId64 ": event '%s' not stored: %s", j->id,
-			 kind, err.msg);
-}
-
-void job_eventf(struct job *j, const char *kind, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	job_event(j, kind, buf);
 }
 
 /* The job's state, in the store and here.  When the store cannot take it
@@ -143,7 +110,7 @@ bool job_set_state(struct job *j, enum store_job_state s)
 	bool final = s != STORE_JOB_QUEUED && s != STORE_JOB_RUNNING;
 	bool ok;
 
-	j->state = s;
+	j->run.state = s;
 	ok = store_job_set_state(j->js->s.st, j->id, s, px_now_wall_us(),
 				 &err) == PX_OK;
 	if (!ok)
@@ -152,31 +119,98 @@ bool job_set_state(struct job *j, enum store_job_state s)
 	/* an end holds here even when the store failed; a start that was
 	 * not stored is taken back (pump) */
 	if (ok || final)
-		job_notify(j, "state", final ? j->why : NULL, NULL);
+		job_notify(j, "state", final ? j->run.why : NULL, NULL);
 	return ok;
+}
+
+void job_take_state(struct job *j, enum store_job_state s)
+{
+	j->run.state = s;
+}
+
+void job_resume_at(struct job *j, int64_t t)
+{
+	j->run.t = t;
+	j->run.state = STORE_JOB_QUEUED;
+}
+
+void job_set_why(struct job *j, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(j->run.why, sizeof j->run.why, fmt, ap);
+	va_end(ap);
+}
+
+void job_fail_soon(struct job *j, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (j->run.fail_now[0])         /* the first cause stays */
+		return;
+	va_start(ap, fmt);
+	vsnprintf(j->run.fail_now, sizeof j->run.fail_now, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- the controller's events ---- */
+
+/* Every event of the job's controller, in one place: into the books (the
+ * store, one transaction, and the shadow bill), then to whoever else it
+ * concerns: a notice or an eviction to the notifications, a stage change
+ * to the workload. */
+static enum px_err job_dispatch(const struct ctrl_event *ev, void *ctx)
+{
+	struct job *j = ctx;
+	struct px_error err = {0};
+	enum px_err e = job_books_record(j, ev, &err);
+
+	if (e != PX_OK) {
+		job_set_why(j, "the store: %s", err.msg);
+		log_err("job %" PRId64 ": %s", j->id, j->run.why);
+	}
+	switch (ev->kind) {
+	case CTRL_EV_WARNING:
+		job_notify_instance(j, "eviction_notice", ev);
+		break;
+	case CTRL_EV_EVICTION:
+		job_notify_instance(j, "eviction", ev);
+		break;
+	case CTRL_EV_STAGE:
+		log_info("job %" PRId64 ": stage %d", j->id, ev->count);
+		if (j->wl)
+			j->wlops->stage(j, ev->count);
+		break;
+	default:
+		break;
+	}
+	return e;
 }
 
 /* ---- start, tick, finish ---- */
 
-/* The job's timer and its trainer end (its world and controller stay). */
+/* The job's timer and its workload's driver end (its world and
+ * controller stay). */
 static void job_stop_trainer(struct job *j)
 {
-	if (j->timer > 0)
-		(void)loop_timer_del(j->js->s.loop, j->timer);
-	j->timer = -1;
-	job_trainer_stop(j);
+	if (j->run.timer > 0)
+		(void)loop_timer_del(j->js->s.loop, j->run.timer);
+	j->run.timer = -1;
+	if (j->wl)
+		j->wlops->stop(j);
 }
 
 static void job_release_run(struct job *j)
 {
 	job_stop_trainer(j);
-	if (j->w)
-		j->wops->free_world(j->w);
-	j->w = NULL;
-	ctrl_free(j->c);
-	j->c = NULL;
-	journal_free(j->jn);
-	j->jn = NULL;
+	if (j->run.w)
+		j->wops->free_world(j->run.w);
+	j->run.w = NULL;
+	ctrl_free(j->run.c);
+	j->run.c = NULL;
+	journal_free(j->run.jn);
+	j->run.jn = NULL;
 }
 
 static void progress_event(struct job *j, bool force)
@@ -184,16 +218,16 @@ static void progress_event(struct job *j, bool force)
 	uint64_t now = px_now_mono_us();
 	char acc[32], loss[32];
 
-	if (!force && now - j->last_ev_us < PROGRESS_EVENT_MS * 1000ull)
+	if (!force && now - j->run.last_ev_us < PROGRESS_EVENT_MS * 1000ull)
 		return;
-	j->last_ev_us = now;
-	if (isfinite(j->acc))
-		snprintf(acc, sizeof acc, "%.4f", j->acc);
+	j->run.last_ev_us = now;
+	if (isfinite(j->pg.acc))
+		snprintf(acc, sizeof acc, "%.4f", j->pg.acc);
 	else
 		snprintf(acc, sizeof acc, "null");
 	/* an mf job's test RMSE is its loss, with no accuracy */
-	if (isfinite(j->loss))
-		snprintf(loss, sizeof loss, "%.4f", j->loss);
+	if (isfinite(j->pg.loss))
+		snprintf(loss, sizeof loss, "%.4f", j->pg.loss);
 	else
 		snprintf(loss, sizeof loss, "null");
 	/* the whole job's figures (with the daemon's earlier lives) */
@@ -203,11 +237,11 @@ static void progress_event(struct job *j, bool force)
 		   "\"workers\": %d, \"ps\": %d, \"stage\": %d, \"joins\": %"
 		   PRId64 ", \"losses\": %" PRId64 ", \"cost_usd\": %.6f, "
 		   "\"fleet_ondemand_usd\": %.6f}",
-		   j->clock, job_clocks_total(j), j->frac, acc, loss,
-		   j->workers,
-		   j->ps, ctrl_stage(j->c), j->joins, j->losses,
-		   (double)(j->cost_before_uusd + ctrl_cost(j->c, j->t)) / 1e6,
-		   job_od_fleet_usd(j, j->t));
+		   j->pg.clock, job_clocks_total(j), j->pg.frac, acc, loss,
+		   j->pg.workers,
+		   j->pg.ps, ctrl_stage(j->run.c), j->pg.joins, j->pg.losses,
+		   (double)job_cost_uusd(j) / 1e6,
+		   job_od_fleet_usd(j, j->run.t));
 	job_scaling_event(j, force);
 }
 
@@ -215,50 +249,47 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 {
 	bool completed = s == STORE_JOB_DONE;
 	int64_t cost = 0;
-	struct px_error err = {0};
 
-	if (j->c)
+	if (j->run.c)
 		progress_event(j, true);
-	if (j->w)       /* the trainer is done or stopped: nothing to hand
+	if (j->run.w)       /* the trainer is done or stopped: nothing to hand
 			 * over, so the releases below need no leave */
-		j->wops->end_leaves(j->w);
+		j->wops->end_leaves(j->run.w);
 	/* a provider's clock ran on since the last event: its bills close
 	 * now, as the provider's do */
-	if (j->w && j->wops->real_clock && j->wops->now(j->w) > j->t)
-		j->t = j->wops->now(j->w);
-	if (j->c && ctrl_finish(j->c, j->t, completed, &cost) != PX_OK)
+	if (j->run.w && j->wops->real_clock &&
+	    j->wops->now(j->run.w) > j->run.t)
+		j->run.t = j->wops->now(j->run.w);
+	if (j->run.c &&
+	    ctrl_finish(j->run.c, j->run.t, completed, &cost) != PX_OK)
 		log_err("job %" PRId64 ": closing the bills: %s", j->id,
-			ctrl_error(j->c)->msg);
-	if (store_job_cost(j->js->s.st, j->id, &j->cost_uusd, &err) != PX_OK)
-		j->cost_uusd = cost;
-	if (j->c) {
-		j->final_stage = ctrl_stage(j->c);
-		j->final_evictions = ctrl_stats(j->c)->evictions;
-	}
-	if (why && *why && !j->why[0])  /* a cause found earlier stays */
-		snprintf(j->why, sizeof j->why, "%s", why);
+			ctrl_error(j->run.c)->msg);
+	job_books_close(j, cost);
+	if (j->run.c)
+		j->run.final_stage = ctrl_stage(j->run.c);
+	if (why && *why && !j->run.why[0])  /* a cause found earlier stays */
+		snprintf(j->run.why, sizeof j->run.why, "%s", why);
 	if (why && *why)
 		job_eventf(j, s == STORE_JOB_FAILED ? "error" : "end", "%s",
 			   why);
 	job_stop_trainer(j);
 	/* the key's nodes are gone: nothing may join the job again */
-	if (j->dir[0])
-		jobkey_remove(j->dir);
+	if (j->run.dir[0])
+		jobkey_remove(j->run.dir);
 	/* nothing reads the job's copies of its files any more */
 	job_inputs_remove(j);
-	j->in_kept = false;
 	job_set_state(j, s);
 	pump_soon(j->js);       /* a queued job may start now */
 	log_notice("job %" PRId64 " %s%s%s (cost $%.6f)", j->id,
 		   store_job_state_name(s), why && *why ? ": " : "",
-		   why ? why : "", (double)j->cost_uusd / 1e6);
-	if (j->w && j->c && j->wops->bill_ends && ctrl_bills_open(j->c)) {
+		   why ? why : "", (double)j->bk.cost_uusd / 1e6);
+	if (j->run.w && j->run.c && j->wops->bill_ends && ctrl_bills_open(j->run.c)) {
 		/* the provider bills to its own end of each instance (the
 		 * terminate call's arrival): its listing says when */
-		j->closing_us = px_now_mono_us();
-		j->timer = loop_timer_add(j->js->s.loop, BILLS_POLL_MS,
+		j->run.closing_us = px_now_mono_us();
+		j->run.timer = loop_timer_add(j->js->s.loop, BILLS_POLL_MS,
 					  job_bills, j);
-		if (j->timer >= 0)
+		if (j->run.timer >= 0)
 			return;
 	}
 	job_release_run(j);
@@ -270,34 +301,32 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 static int64_t job_bills(struct loop *l, int64_t id, void *ctx)
 {
 	struct job *j = ctx;
-	struct px_error err = {0};
-	int64_t before = j->cost_uusd;
+	int64_t change;
 	bool late;
 
 	(void)l;
 	(void)id;
-	j->wops->bill_ends(j->w);
-	late = px_now_mono_us() - j->closing_us >
+	j->wops->bill_ends(j->run.w);
+	late = px_now_mono_us() - j->run.closing_us >
 	       (uint64_t)BILLS_WAIT_S * 1000000;
-	if (ctrl_bills_open(j->c) && !late)
+	if (ctrl_bills_open(j->run.c) && !late)
 		return BILLS_POLL_MS;
-	if (store_job_cost(j->js->s.st, j->id, &j->cost_uusd, &err) != PX_OK)
-		log_err("job %" PRId64 ": its cost: %s", j->id, err.msg);
-	if (ctrl_bills_open(j->c))
+	change = job_books_final(j);
+	if (ctrl_bills_open(j->run.c))
 		log_warn("job %" PRId64 ": EC2's end of %zu instance%s not "
 			 "seen in %d s: their bills close at the decision",
-			 j->id, ctrl_bills_open(j->c),
-			 ctrl_bills_open(j->c) == 1 ? "" : "s", BILLS_WAIT_S);
+			 j->id, ctrl_bills_open(j->run.c),
+			 ctrl_bills_open(j->run.c) == 1 ? "" : "s", BILLS_WAIT_S);
 	job_eventf(j, "bills_final", "{\"cost_usd\": %.6f, "
-		   "\"provider_end_usd\": %.6f}", (double)j->cost_uusd / 1e6,
-		   (double)(j->cost_uusd - before) / 1e6);
+		   "\"provider_end_usd\": %.6f}", (double)j->bk.cost_uusd / 1e6,
+		   (double)change / 1e6);
 	log_info("job %" PRId64 ": bills final: $%.6f", j->id,
-		 (double)j->cost_uusd / 1e6);
-	j->timer = -1;
-	j->closing_us = 0;
+		 (double)j->bk.cost_uusd / 1e6);
+	j->run.timer = -1;
+	j->run.closing_us = 0;
 	job_release_run(j);
-	if (j->trim_due) {
-		j->trim_due = false;
+	if (j->run.trim_due) {
+		j->run.trim_due = false;
 		job_trim(j);
 	}
 	return LOOP_NOMORE;
@@ -326,32 +355,30 @@ static void clean_sockets(const char *dir)
 static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 {
 	const struct jobs_setup *s = &j->js->s;
-	const struct pol_env *env = plan_env(j->plan);
+	const struct pol_env *env = plan_env(j->mk.plan);
 	const struct policy_ops *pol = NULL;
 	struct ctrl_progress pg = {0};
+	char coord[JOB_PATH_MAX + 8];
 	enum px_err e;
 
-	if (snprintf(j->dir, sizeof j->dir, "%s/%" PRId64, s->dir, j->id) >=
-	    (int)sizeof j->dir)
+	if (snprintf(j->run.dir, sizeof j->run.dir, "%s/%" PRId64, s->dir,
+		     j->id) >= (int)sizeof j->run.dir)
 		return px_errorf(err, PX_ETOOBIG, "job_dir too long");
-	snprintf(j->ckpt, sizeof j->ckpt, "%s/model.pxc", j->dir);
-	snprintf(j->log, sizeof j->log, "%s/trainer.log", j->dir);
 	if (mkdir(s->dir, 0700) != 0 && errno != EEXIST)
 		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", s->dir,
 				 strerror(errno));
-	if (mkdir(j->dir, 0700) != 0 && errno != EEXIST)
-		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", j->dir,
-				 strerror(errno));
-	clean_sockets(j->dir);
-	e = job_trainer_prepare(j, err);
+	if (mkdir(j->run.dir, 0700) != 0 && errno != EEXIST)
+		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s",
+				 j->run.dir, strerror(errno));
+	clean_sockets(j->run.dir);
+	/* the job's key, kept in its directory across the daemon's lives
+	 * (nodes that outlive the daemon stay members) */
+	e = jobkey_load_or_create(j->run.dir, j->run.key, err);
+	if (e == PX_OK)
+		e = j->wlops->prepare(j, err);
 	if (e != PX_OK)
 		return e;
-	/* a resumed job's total is its earlier lives' last (the trainer's
-	 * own, for its fleet then), not prepare's one-worker guess, until
-	 * the trainer reports again */
-	if (j->total_before > 0)
-		j->total_clocks = j->total_before;
-	j->acc = j->loss = NAN;
+	job_progress_start(j);
 	e = policy_lookup(j->req.policy, &pol, err);
 	if (e != PX_OK)
 		return e;
@@ -367,96 +394,93 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		};
 		struct world_setup ws = {
 			.host = &j->js->host, .job_id = j->id,
-			.job_dir = j->dir, .region = j->req.spec.region,
-			.resume = resume, .job_key = j->key,
+			.job_dir = j->run.dir, .region = j->req.spec.region,
+			.resume = resume, .job_key = j->run.key,
 			.rebalance_leave = j->req.world.rebalance_leave,
-			.env = env, .ms = &j->ms, .t0_s = j->t,
-			.end_s = plan_end(j->plan),
-			.speedup = j->speedup,
+			.env = env, .ms = job_market_lend(j),
+			.t0_s = j->run.t,
+			.end_s = plan_end(j->mk.plan),
+			.speedup = j->mk.speedup,
 			.tick_s = j->req.spec.tick_seconds,
 			.wants = pol->wants,
-			/* a released node's roles hand over their work,
-			 * as a warned one's do, in the trainer's own
-			 * leave time */
-			.release_ms = DIST_LEAVE_DEFAULT_MS,
-			/* a PS and its workers, three ports each */
-			.node_ports = 3 * (j->req.trainer.workers_per_instance
-					   + 1),
+			.release_ms = j->wlops->release_ms,
+			.node_ports = j->wlops->node_ports(j),
 		};
 		struct ctrl_setup cs = {
-			.env = env, .ms = &j->ms, .policy = pol,
-			.world = j->wops, .start_s = j->t,
-			.window_end_s = plan_end(j->plan),
+			.env = env, .ms = job_market_lend(j), .policy = pol,
+			.world = j->wops, .start_s = j->run.t,
+			.window_end_s = plan_end(j->mk.plan),
 			.tiers = {
 				(double)s->cfg->stage2_ratio_pct / 100.0,
 				(double)s->cfg->stage3_ratio_pct / 100.0,
 				0.25, s->cfg->stage_up_after_s },
 			.replace_reliable = true,
-			.sink = job_sink, .sink_ctx = j,
+			.sink = job_dispatch, .sink_ctx = j,
 		};
-		job_trainer_hooks(j, &ws.hooks);
+		j->wlops->hooks(j, &ws.hooks);
 		ws.hooks.room = job_room;
-		e = journal_new(&js, &j->jn, err);
+		e = journal_new(&js, &j->run.jn, err);
 		if (e == PX_OK)
-			e = j->wops->create(&ws, &j->w, err);
-		/* the coordinator listens where the world says its nodes
-		 * reach it */
+			e = j->wops->create(&ws, &j->run.w, err);
+		/* the workload's driver listens where the world says its
+		 * nodes reach it */
 		if (e == PX_OK)
-			e = j->wops->coordinator(j->w, j->coord_addr,
-						 sizeof j->coord_addr, err);
+			e = j->wops->coordinator(j->run.w, coord, sizeof coord,
+						 err);
 		if (e == PX_OK)
-			e = job_trainer_start(j, resume, err);
+			e = j->wlops->start(j, coord, resume, err);
 		if (e != PX_OK)
 			return e;
 		/* a market the provider gives runs on its clock, from now */
 		if (j->wops->load_market)
-			cs.start_s = j->t = j->wops->now(j->w);
-		cs.world_ctx = j->w;
-		e = ctrl_new(&cs, &j->c, err);
+			cs.start_s = j->run.t = j->wops->now(j->run.w);
+		cs.world_ctx = j->run.w;
+		e = ctrl_new(&cs, &j->run.c, err);
 		if (e != PX_OK)
 			return e;
 	}
-	j->wops->attach(j->w, j->c);
-	job_ctrl_progress(j, j->t, &pg);
-	e = j->wops->start(j->w, &pg, err);
+	j->wops->attach(j->run.w, j->run.c);
+	job_ctrl_progress(j, j->run.t, &pg);
+	e = j->wops->start(j->run.w, &pg, err);
 	if (e != PX_OK)
 		return e;
-	j->started = true;
-	j->timer = loop_timer_add(s->loop, TICK_MS, job_tick, j);
-	if (j->timer < 0)
+	j->run.started = true;
+	j->run.timer = loop_timer_add(s->loop, TICK_MS, job_tick, j);
+	if (j->run.timer < 0)
 		return px_errorf(err, PX_ENOMEM, "timer");
 	return PX_OK;
 }
 
 /* The stall watchdog: the trainer's clock against real and market time.
- * True (and j->why set) when the job has stalled. */
+ * True (and j->run.why set) when the job has stalled. */
 static bool stalled(struct job *j, int64_t t)
 {
 	uint64_t now = px_now_mono_us();
 
 	/* renting nothing costs nothing: the clock of a stall starts
 	 * again */
-	if (!j->stall_mono_us || j->clock != j->stall_clock ||
+	if (!j->run.stall_mono_us || j->pg.clock != j->run.stall_clock ||
 	    !job_nodes(j)) {
-		j->stall_clock = j->clock;
-		j->stall_mono_us = now;
-		j->stall_t = t;
+		j->run.stall_clock = j->pg.clock;
+		j->run.stall_mono_us = now;
+		j->run.stall_t = t;
 		return false;
 	}
 	{
 		int64_t bound = j->js->s.cfg->stall_seconds;
 
-		if (j->clock <= 0 && bound < STALL_FIRST_CLOCK_S)
+		if (j->pg.clock <= 0 && bound < STALL_FIRST_CLOCK_S)
 			bound = STALL_FIRST_CLOCK_S;
-		if (now - j->stall_mono_us < (uint64_t)bound * 1000000 ||
-		    t - j->stall_t < STALL_MARKET_S)
+		if (now - j->run.stall_mono_us < (uint64_t)bound * 1000000 ||
+		    t - j->run.stall_t < STALL_MARKET_S)
 			return false;
 	}
-	snprintf(j->why, sizeof j->why, "stalled: the trainer made no "
+	snprintf(j->run.why, sizeof j->run.why, "stalled: the trainer made no "
 		 "progress for %" PRIu64 " s (%.1f market hours; clock %"
 		 PRId64 ", %.1f%% of the work) while renting %zu instance%s; "
-		 "stopped", (now - j->stall_mono_us) / 1000000,
-		 (double)(t - j->stall_t) / 3600.0, j->clock, 100 * j->frac,
+		 "stopped", (now - j->run.stall_mono_us) / 1000000,
+		 (double)(t - j->run.stall_t) / 3600.0, j->pg.clock,
+		 100 * j->pg.frac,
 		 job_nodes(j), job_nodes(j) == 1 ? "" : "s");
 	return true;
 }
@@ -468,39 +492,46 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 	struct px_error err = {0};
 	enum ctrl_stop stop;
 	bool stall;
-	int64_t next, t = j->t;
+	int64_t next, t = j->run.t;
 	int st = CTRL_RUN;
 	const double target = j->req.trainer.target_accuracy;
 
 	(void)l;
 	(void)id;
-	job_trainer_poll(j);
-	if (!job_check_coordinator(j)) {
-		j->timer = -1;
-		job_end(j, STORE_JOB_FAILED, j->why);
+	j->wlops->poll(j);
+	switch (j->wlops->check(j, j->run.why, sizeof j->run.why)) {
+	case WORKLOAD_FAILED:
+		j->run.timer = -1;
+		job_end(j, STORE_JOB_FAILED, j->run.why);
 		return LOOP_NOMORE;
+	case WORKLOAD_DONE:
+		j->run.done = true;
+		job_progress_done(j);
+		break;
+	case WORKLOAD_RUNS:
+		break;
 	}
-	job_ctrl_progress(j, j->wops->now(j->w), &pg);
-	if (j->wops->run_due(j->w, &pg, &t, &st, &err) != PX_OK) {
-		j->timer = -1;
-		job_end(j, STORE_JOB_FAILED, err.msg[0] ? err.msg : j->why);
+	job_ctrl_progress(j, j->wops->now(j->run.w), &pg);
+	if (j->wops->run_due(j->run.w, &pg, &t, &st, &err) != PX_OK) {
+		j->run.timer = -1;
+		job_end(j, STORE_JOB_FAILED, err.msg[0] ? err.msg : j->run.why);
 		return LOOP_NOMORE;
 	}
 	stop = (enum ctrl_stop)st;
-	j->t = t;
-	stall = !j->fail_now[0] && stop == CTRL_RUN && !j->trainer_done &&
+	j->run.t = t;
+	stall = !j->run.fail_now[0] && stop == CTRL_RUN && !j->run.done &&
 		stalled(j, t);
-	if (stall && job_restart_stalled(j)) {
-		j->stall_mono_us = 0;     /* the restart's clock starts */
-	} else if (stall || j->fail_now[0]) {
-		j->timer = -1;
-		job_end(j, STORE_JOB_FAILED, j->fail_now[0] ? j->fail_now :
-			j->why);
+	if (stall && j->wlops->restart_stalled(j)) {
+		j->run.stall_mono_us = 0;     /* the restart's clock starts */
+	} else if (stall || j->run.fail_now[0]) {
+		j->run.timer = -1;
+		job_end(j, STORE_JOB_FAILED, j->run.fail_now[0] ?
+			j->run.fail_now : j->run.why);
 		return LOOP_NOMORE;
 	}
-	if (target > 0 && isfinite(j->acc) && j->acc >= target)
-		j->trainer_done = true;
-	if (j->trainer_done)
+	if (target > 0 && isfinite(j->pg.acc) && j->pg.acc >= target)
+		j->run.done = true;
+	if (j->run.done)
 		stop = CTRL_STOP_DONE;
 	if (stop == CTRL_RUN)
 		progress_event(j, false);
@@ -510,14 +541,14 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 		snprintf(why, sizeof why, "%s", ctrl_stop_name(stop));
 		if (stop == CTRL_STOP_DEADLINE && (j->req.spec.deadline_hours
 						   <= 0 || t >=
-						   plan_end(j->plan)))
+						   plan_end(j->mk.plan)))
 			snprintf(why, sizeof why, "the market trace ended "
 				 "before the work did (%.1f%% done)",
-				 100 * j->frac);
-		if (stop == CTRL_STOP_DONE && isfinite(j->acc))
+				 100 * j->pg.frac);
+		if (stop == CTRL_STOP_DONE && isfinite(j->pg.acc))
 			snprintf(why, sizeof why, "test accuracy %.4f",
-				 j->acc);
-		j->timer = -1;
+				 j->pg.acc);
+		j->run.timer = -1;
 		if (stop == CTRL_STOP_BUDGET || stop == CTRL_STOP_DEADLINE)
 			job_notify(j, stop == CTRL_STOP_BUDGET ? "budget_stop" :
 				   "deadline_stop", why, NULL);
@@ -525,7 +556,7 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 			   STORE_JOB_FAILED, why);
 		return LOOP_NOMORE;
 	}
-	next = j->wops->next_ms(j->w);
+	next = j->wops->next_ms(j->run.w);
 	return next < 0 || next > TICK_MS ? TICK_MS : next;
 }
 
@@ -535,35 +566,24 @@ void job_free(struct job *j)
 {
 	job_inputs_drop(j);
 	job_release_run(j);
-	plan_free(j->plan);
-	market_set_release(&j->ms);
-	ondemand_table_release(&j->od);
-	if (j->have_adv)
-		advisor_release(&j->adv);
-	free(j->seen);
-	free(j->od_open);
+	if (j->wl)
+		j->wlops->free(j);
+	job_market_free(j);
+	job_books_free(j);
 	free(j);
 }
 
 /* Drop what an ended job no longer needs (its market); keep its figures. */
 void job_trim(struct job *j)
 {
-	if (j->closing_us) {
+	if (j->run.closing_us) {
 		/* its world and controller still use the market and the
 		 * plan until the bills are final (job_bills trims then) */
-		j->trim_due = true;
+		j->run.trim_due = true;
 		return;
 	}
 	(void)job_ref_od_uusd(j);   /* kept: the plan goes */
-	plan_free(j->plan);
-	j->plan = NULL;
-	market_set_release(&j->ms);
-	market_set_init(&j->ms);
-	ondemand_table_release(&j->od);
-	memset(&j->od, 0, sizeof j->od);
-	if (j->have_adv)
-		advisor_release(&j->adv);
-	j->have_adv = false;
+	job_market_trim(j);
 }
 
 void pump_soon(struct jobs *js)
@@ -580,24 +600,24 @@ static int64_t pump(struct loop *l, int64_t id, void *ctx)
 	(void)l;
 	(void)id;
 	for (struct job *j = js->list; j; j = j->next) {
-		if (j->state != STORE_JOB_QUEUED)
+		if (j->run.state != STORE_JOB_QUEUED)
 			continue;
 		if ((int64_t)jobs_running(js) >= js->s.cfg->max_jobs)
 			break;
 		if (!job_set_state(j, STORE_JOB_RUNNING)) {
-			j->state = STORE_JOB_QUEUED;
+			j->run.state = STORE_JOB_QUEUED;
 			break;          /* the store failed: try later */
 		}
-		if (!j->t)
-			j->t = j->start_s;
+		if (!j->run.t)
+			j->run.t = j->mk.start_s;
 		job_eventf(j, "start", "{\"market_start\": %" PRId64 ", "
 			   "\"speedup\": %.9g, \"billing\": \"%s\", "
-			   "\"policy\": \"%s\", \"resumed\": %s}", j->t,
-			   j->speedup, billing_model_name(j->billing),
-			   j->req.policy, j->restarts ? "true" : "false");
-		if (job_start(j, j->restarts > 0, &err) != PX_OK) {
-			snprintf(j->why, sizeof j->why, "%s", err.msg);
-			job_end(j, STORE_JOB_FAILED, j->why);
+			   "\"policy\": \"%s\", \"resumed\": %s}", j->run.t,
+			   j->mk.speedup, billing_model_name(j->mk.billing),
+			   j->req.policy, j->pg.restarts ? "true" : "false");
+		if (job_start(j, j->pg.restarts > 0, &err) != PX_OK) {
+			snprintf(j->run.why, sizeof j->run.why, "%s", err.msg);
+			job_end(j, STORE_JOB_FAILED, j->run.why);
 			job_trim(j);
 		}
 	}
@@ -627,16 +647,16 @@ enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
 void jobs_suspend(struct jobs *js)
 {
 	for (struct job *j = js->list; j; j = j->next) {
-		if (j->state == STORE_JOB_QUEUED) {
+		if (j->run.state == STORE_JOB_QUEUED) {
 			log_notice("job %" PRId64 " '%s': stays queued; it "
 				   "starts when proteusd runs again", j->id,
 				   j->req.spec.name);
 			continue;
 		}
-		if (j->state != STORE_JOB_RUNNING)
+		if (j->run.state != STORE_JOB_RUNNING)
 			continue;
 		/* the figures of this moment, for the next life's status */
-		if (j->c)
+		if (j->run.c)
 			progress_event(j, true);
 		/* a world whose instances end with the daemon (local:
 		 * this host's processes): the store keeps the job running,
@@ -648,14 +668,14 @@ void jobs_suspend(struct jobs *js)
 			   "its %zu %s instance%s %s; it "
 			   "resumes from its checkpoint when proteusd starts "
 			   "again (cancel it then to end it)", j->id,
-			   j->req.spec.name, j->t, j->clock, 100 * j->frac,
+			   j->req.spec.name, j->run.t, j->pg.clock, 100 * j->pg.frac,
 			   job_nodes(j), j->wops->name,
 			   job_nodes(j) == 1 ? "" : "s",
 			   j->wops->instances_outlive_daemon ? "keep running"
 			   : "stop with proteusd");
 		job_eventf(j, "suspended", "proteusd stopped at market time %"
 			   PRId64 " (clock %" PRId64 "); the job resumes when "
-			   "it starts again", j->t, j->clock);
+			   "it starts again", j->run.t, j->pg.clock);
 	}
 }
 

@@ -277,7 +277,7 @@ enum px_err job_inputs_copy(struct job *j, struct px_error *err)
 
 		int fd;
 
-		if (in->fd[k] >= 0 || (k == JIN_ADVISOR && !j->have_adv) ||
+		if (in->fd[k] >= 0 || (k == JIN_ADVISOR && !j->mk.have_adv) ||
 		    !job_input_path(j, (enum job_input)k, p, sizeof p))
 			continue;
 		/* why it could not be pinned (no reader said: another of
@@ -357,8 +357,10 @@ enum px_err job_inputs_keep(struct job *j, struct px_error *err)
 		in->fd[k] = -1;
 	}
 	in->npins = 0;
-	if (!in->stage[0])
+	if (!in->stage[0]) {
+		in->kept = true;
 		return PX_OK;
+	}
 	if ((mkdir(jd, 0700) != 0 && errno != EEXIST) ||
 	    rename(in->stage, to) != 0)
 		e = px_errorf(err, PX_ESYS | errno, "keeping job %" PRId64
@@ -368,6 +370,7 @@ enum px_err job_inputs_keep(struct job *j, struct px_error *err)
 		in->stage[0] = '\0';
 	if (e != PX_OK)
 		job_inputs_drop(j);
+	in->kept = e == PX_OK;
 	return e;
 }
 
@@ -388,13 +391,13 @@ const char *job_input(const struct job *j, enum job_input k, char *buf,
 const char *job_file(const struct job *j, enum job_input k,
 		     const char *spec, char *buf, size_t len)
 {
-	const char *p = j->in_kept && spec && spec[0] ?
+	const char *p = j->in.kept && spec && spec[0] ?
 			job_input(j, k, buf, len) : NULL;
 
 	return p ? p : spec;
 }
 
-enum px_err job_inputs_check_kept(const struct job *j, struct px_error *err)
+static enum px_err check_kept(const struct job *j, struct px_error *err)
 {
 	char buf[JOB_PATH_MAX + 600];
 
@@ -416,10 +419,24 @@ enum px_err job_inputs_check_kept(const struct job *j, struct px_error *err)
 	return PX_OK;
 }
 
-void job_inputs_remove(const struct job *j)
+enum px_err job_inputs_use_kept(struct job *j, bool check,
+				struct px_error *err)
+{
+	j->in.kept = true;
+	return check ? check_kept(j, err) : PX_OK;
+}
+
+void job_inputs_init(struct job *j)
+{
+	for (int k = 0; k < JIN_MAX; k++)
+		j->in.fd[k] = -1;
+}
+
+void job_inputs_remove(struct job *j)
 {
 	char in[JOB_PATH_MAX + 8];
 
+	j->in.kept = false;
 	if (j->id <= 0)
 		return;
 	kept_dir(j, in, sizeof in, true);

@@ -60,18 +60,18 @@ static enum px_err job_provider_market(struct job *j, struct px_error *err)
 				 j->wops->name);
 	e = j->wops->load_market(j->js->s.cfg, sp->region, types,
 				 sp->spot.n_types, zones, sp->spot.n_zones,
-				 &j->ms, &now, &last, err);
+				 &j->mk.ms, &now, &last, err);
 	if (e == PX_OK)
-		e = market_set_seal(&j->ms, err);
+		e = market_set_seal(&j->mk.ms, err);
 	if (e != PX_OK)
 		return e;
-	if (!j->ms.records)
+	if (!j->mk.ms.records)
 		return px_errorf(err, PX_ENOENT, "%s: EC2 has no spot price of "
 				 "the job's types in its zones in the last "
 				 "days", j->src);
-	j->now_s = now;
-	j->ld.first_s = j->ms.first_s;
-	j->ld.last_s = last;
+	j->mk.now_s = now;
+	j->mk.ld.first_s = j->mk.ms.first_s;
+	j->mk.ld.last_s = last;
 	return PX_OK;
 }
 
@@ -109,80 +109,109 @@ enum px_err job_load_market(struct job *j, struct px_error *err)
 					 "host cannot run it: %s",
 					 j->req.spec.name, why.msg);
 	}
-	market_set_init(&j->ms);
-	j->ld = (struct market_load){ .region = j->req.spec.region,
+	market_set_init(&j->mk.ms);
+	j->mk.ld = (struct market_load){ .region = j->req.spec.region,
 				      .product = PRODUCT };
 	rights_for(sub, &own, j->req.world.trace[0]);
 	if (j->wops->load_market)
 		e = job_provider_market(j, err);
 	else
-		e = market_load_files(&j->ms, &trace, 1, &j->ld, err);
+		e = market_load_files(&j->mk.ms, &trace, 1, &j->mk.ld, err);
 	rights_for(sub, &own, j->req.world.ondemand[0]);
 	if (e == PX_OK)
-		e = ondemand_table_load(od, &j->od, err);
+		e = ondemand_table_load(od, &j->mk.od, err);
 	rights_for(sub, &own, true);
 	if (e != PX_OK)
 		return e;
-	j->start_s = j->req.world.start_s ? j->req.world.start_s :
-		     j->ld.first_s;
-	if (j->req.world.start_s && (j->start_s < j->ld.first_s ||
-				     j->start_s >= j->ld.last_s)) {
+	j->mk.start_s = j->req.world.start_s ? j->req.world.start_s :
+		     j->mk.ld.first_s;
+	if (j->req.world.start_s && (j->mk.start_s < j->mk.ld.first_s ||
+				     j->mk.start_s >= j->mk.ld.last_s)) {
 		char at[32], first[32], last[32];
 
 		return px_errorf(err, PX_EINVAL, "%s: world.start: %s is "
 				 "outside the trace %s (it covers %s to %s)",
-				 j->src, px_format_time(j->start_s, at,
+				 j->src, px_format_time(j->mk.start_s, at,
 							sizeof at), trace,
-				 px_format_time(j->ld.first_s, first,
+				 px_format_time(j->mk.ld.first_s, first,
 						sizeof first),
-				 px_format_time(j->ld.last_s, last,
+				 px_format_time(j->mk.ld.last_s, last,
 						sizeof last));
 	}
 	if (j->wops->load_market)      /* the market starts now */
-		j->start_s = j->now_s;
+		j->mk.start_s = j->mk.now_s;
 	if (j->req.world.have_billing)
-		j->billing = j->req.world.billing;
+		j->mk.billing = j->req.world.billing;
 	else
-		j->billing = j->start_s >= BILLING_PER_SECOND_FROM_S ?
+		j->mk.billing = j->mk.start_s >= BILLING_PER_SECOND_FROM_S ?
 			     BILLING_PER_SECOND : BILLING_LEGACY_HOURLY;
-	j->speedup = j->req.world.speedup > 0 ? j->req.world.speedup :
+	j->mk.speedup = j->req.world.speedup > 0 ? j->req.world.speedup :
 		     (double)s->cfg->local_speedup;
 	/* per-second hazards from a snapshot (as simulate), unless the job
 	 * gives every rate itself: the job's, else the daemon's, else the
 	 * shipped one of the start's month */
-	if (j->billing == BILLING_PER_SECOND && j->req.spec.rate_default < 0) {
+	if (j->mk.billing == BILLING_PER_SECOND && j->req.spec.rate_default < 0) {
 		const char *p = j->req.spec.spot_advisor[0] ?
 				job_file(j, JIN_ADVISOR,
 					 j->req.spec.spot_advisor, abuf,
-					 sizeof abuf) : j->adv_cfg;
+					 sizeof abuf) : j->mk.adv_cfg;
 
 		rights_for(sub, &own, j->req.spec.spot_advisor[0]);
 		if (p[0])
-			snprintf(j->adv_path, sizeof j->adv_path, "%s", p);
+			snprintf(j->mk.adv_path, sizeof j->mk.adv_path, "%s", p);
 		else
-			e = advisor_shipped(j->start_s, j->adv_path,
-					    sizeof j->adv_path, err);
+			e = advisor_shipped(j->mk.start_s, j->mk.adv_path,
+					    sizeof j->mk.adv_path, err);
 		if (e == PX_OK)
-			e = advisor_load(p[0] ? p : j->adv_path,
-					 j->req.spec.region, &j->adv, err);
+			e = advisor_load(p[0] ? p : j->mk.adv_path,
+					 j->req.spec.region, &j->mk.adv, err);
 		/* status names the file the spec named, not its copy */
 		if (e == PX_OK && j->req.spec.spot_advisor[0])
-			snprintf(j->adv_path, sizeof j->adv_path, "%s",
+			snprintf(j->mk.adv_path, sizeof j->mk.adv_path, "%s",
 				 j->req.spec.spot_advisor);
 		rights_for(sub, &own, true);
 		if (e != PX_OK)
 			return e;
-		j->have_adv = true;
+		j->mk.have_adv = true;
 	}
 	{
 		struct plan_setup su = {
-			.ms = &j->ms, .od = &j->od, .job = &j->req.spec,
-			.billing = j->billing, .start_s = j->start_s,
-			.trace_first_s = j->ld.first_s,
-			.trace_last_s = j->ld.last_s, .seed = (uint64_t)j->id,
-			.advisor = j->have_adv ? &j->adv : NULL,
+			.ms = &j->mk.ms, .od = &j->mk.od, .job = &j->req.spec,
+			.billing = j->mk.billing, .start_s = j->mk.start_s,
+			.trace_first_s = j->mk.ld.first_s,
+			.trace_last_s = j->mk.ld.last_s, .seed = (uint64_t)j->id,
+			.advisor = j->mk.have_adv ? &j->mk.adv : NULL,
 		};
-		e = plan_new(&su, &j->plan, err);
+		e = plan_new(&su, &j->mk.plan, err);
 	}
 	return e;
+}
+
+void job_market_init(struct job *j, const char *adv_cfg)
+{
+	market_set_init(&j->mk.ms);
+	snprintf(j->mk.adv_cfg, sizeof j->mk.adv_cfg, "%s", adv_cfg);
+}
+
+struct market_set *job_market_lend(struct job *j)
+{
+	return &j->mk.ms;
+}
+
+void job_market_trim(struct job *j)
+{
+	plan_free(j->mk.plan);
+	j->mk.plan = NULL;
+	market_set_release(&j->mk.ms);
+	market_set_init(&j->mk.ms);
+	ondemand_table_release(&j->mk.od);
+	memset(&j->mk.od, 0, sizeof j->mk.od);
+	if (j->mk.have_adv)
+		advisor_release(&j->mk.adv);
+	j->mk.have_adv = false;
+}
+
+void job_market_free(struct job *j)
+{
+	job_market_trim(j);
 }

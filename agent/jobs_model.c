@@ -103,12 +103,10 @@ json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
 			return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64,
 					      id);
 	}
-	/* where job_start puts it: <job_dir>/ID/model.pxc */
-	if (j)
-		snprintf(path, sizeof path, "%s", j->ckpt);
-	else
-		snprintf(path, sizeof path, "%s/%" PRId64 "/model.pxc",
-			 js->s.dir, id);
+	/* what the job's workload produces, in its folder (a job this
+	 * daemon does not hold: the built-in trainer's) */
+	snprintf(path, sizeof path, "%s/%" PRId64 "/%s", js->s.dir, id,
+		 j ? j->wlops->product : workload_trainer.product);
 	snprintf(what, sizeof what, "job %" PRId64 "'s checkpoint", id);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0 && errno == ENOENT)

@@ -38,12 +38,12 @@ void job_notify(struct job *j, const char *event, const char *reason,
 	rfc3339(px_now_wall_us(), when, sizeof when);
 	o = json_pack("{s:I, s:s, s:s, s:s, s:I, s:s, s:s, s:f}",
 		      "job", (json_int_t)j->id, "event", event, "state",
-		      store_job_state_name(j->state), "time", when, "seq",
-		      (json_int_t)++j->notify_seq, "name", j->req.spec.name,
+		      store_job_state_name(j->run.state), "time", when, "seq",
+		      (json_int_t)job_books_notified(j), "name", j->req.spec.name,
 		      "world", world_kind_name(j->req.world.kind), "cost_usd",
 		      (double)job_cost_uusd(j) / 1e6);
-	if (o && j->t > 0)    /* the market instant, once started */
-		json_object_set_new(o, "market_time", json_integer(j->t));
+	if (o && j->run.t > 0)    /* the market instant, once started */
+		json_object_set_new(o, "market_time", json_integer(j->run.t));
 	if (o && reason && *reason)
 		json_object_set_new(o, "reason", json_string(reason));
 	if (o && extra)

@@ -21,52 +21,19 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 {
 	struct recover *r = ctx;
 
-	if (!strcmp(ev->kind, "progress")) {
-		json_t *p = json_loads(ev->detail, 0, NULL);
-		json_t *v = json_object_get(p, "fleet_ondemand_usd");
-		json_t *acc = json_object_get(p, "test_accuracy");
-		json_t *loss = json_object_get(p, "test_loss");
-		struct job *j = r->j;
-
-		if (json_is_number(v) && json_number_value(v) >= 0)
-			j->od_before_usd = json_number_value(v);
-		/* the job's figures so far: its later lives go on from
-		 * them (each progress event carries the earlier lives') */
-		v = json_object_get(p, "work_done");
-		if (json_is_number(v) && json_number_value(v) >= 0 &&
-		    json_number_value(v) <= 1)
-			j->frac = json_number_value(v);
-		v = json_object_get(p, "clock");
-		if (json_is_integer(v) && json_integer_value(v) >= 0)
-			j->clock = json_integer_value(v);
-		v = json_object_get(p, "clocks_total");
-		if (json_is_integer(v) && json_integer_value(v) > 0)
-			j->total_clocks = j->total_before =
-				json_integer_value(v);
-		v = json_object_get(p, "joins");
-		if (json_is_integer(v) && json_integer_value(v) >= 0)
-			j->joins = json_integer_value(v);
-		v = json_object_get(p, "losses");
-		if (json_is_integer(v) && json_integer_value(v) >= 0)
-			j->losses = json_integer_value(v);
-		/* tested: a classifier's accuracy (and loss), an mf
-		 * job's RMSE alone (its loss) */
-		if (json_is_number(acc) || json_is_number(loss)) {
-			j->have_test_before = true;
-			j->acc_before = json_is_number(acc) ?
-					json_number_value(acc) : NAN;
-			j->loss_before = json_is_number(loss) ?
-					 json_number_value(loss) : NAN;
-		}
-		json_decref(p);
-	} else if (!strcmp(ev->kind, "scaling")) {
-		/* the measured scaling so far (the last event holds it) */
+	if (!strcmp(ev->kind, "progress") || !strcmp(ev->kind, "scaling")) {
 		json_t *p = json_loads(ev->detail, 0, NULL);
 
-		job_scaling_take(r->j, p);
+		/* each progress event carries the earlier lives' figures,
+		 * the last scaling event the measured scaling so far */
+		if (!strcmp(ev->kind, "scaling"))
+			job_scaling_take(r->j, p);
+		else
+			job_progress_resume_event(r->j, p);
+		job_books_resume_event(r->j, ev->kind, p);
 		json_decref(p);
 	} else if (!strcmp(ev->kind, "eviction")) {
-		r->j->evictions_before++;
+		job_books_resume_event(r->j, ev->kind, NULL);
 	}
 	if (!r->first_us || ev->at_us < r->first_us)
 		r->first_us = ev->at_us;
@@ -88,8 +55,8 @@ static enum px_err rec_instance(const struct store_open_instance *in,
 	struct billing_acct a;
 	struct px_error err = {0};
 	int64_t end_s = r->last_us / 1000000, start_s = in->start_us / 1000000;
-	int mi = in->zone[0] ? market_set_find(&j->ms, in->zone, in->type) : -1;
-	const struct ondemand_entry *od = ondemand_table_find(&j->od,
+	int mi = in->zone[0] ? market_set_find(&j->mk.ms, in->zone, in->type) : -1;
+	const struct ondemand_entry *od = ondemand_table_find(&j->mk.od,
 		j->req.spec.region, in->type);
 	int64_t amount = 0;
 	enum px_err e;
@@ -99,10 +66,10 @@ static enum px_err rec_instance(const struct store_open_instance *in,
 	if (end_s < start_s)
 		end_s = start_s;
 	if (in->zone[0] && mi >= 0) {
-		billing_acct_start(&a, j->billing, &j->ms.v[mi], 0, start_s);
+		billing_acct_start(&a, j->mk.billing, &j->mk.ms.v[mi], 0, start_s);
 		amount = billing_acct_end(&a, end_s, BILLING_END_USER);
 	} else if (!in->zone[0] && od) {
-		billing_acct_start(&a, j->billing, NULL, od->uusd_per_hour,
+		billing_acct_start(&a, j->mk.billing, NULL, od->uusd_per_hour,
 				   start_s);
 		amount = billing_acct_end(&a, end_s, BILLING_END_USER);
 	}
@@ -163,7 +130,7 @@ static void recover_one(struct jobs *js, int64_t id)
 	struct rec_spec rs = {0};
 	struct recover r = {0};
 	struct px_error err = {0};
-	int64_t spent = 0;
+	int64_t spent = 0, od_cost = 0;
 	char name[32];
 	struct job *j;
 	enum px_err e = PX_ENOMEM;
@@ -175,7 +142,7 @@ static void recover_one(struct jobs *js, int64_t id)
 		return;
 	}
 	j->id = id;
-	j->acc = j->loss = NAN;         /* not tested in this life yet */
+	j->resumed = true;
 	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
 	if (e == PX_OK)
 		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
@@ -187,14 +154,16 @@ static void recover_one(struct jobs *js, int64_t id)
 	if (e == PX_OK)
 		e = job_fit(j, name, &err);
 	free(rs.text);
-	j->state = rs.state;
+	job_take_state(j, rs.state);
 	/* the files it names are read from the daemon's copies, made at
 	 * submit with the submitter's rights (jobs_inputs.c): never the
 	 * submitter's paths again, with the daemon's rights */
-	j->in_kept = true;
-	if (e == PX_OK && (j->state == STORE_JOB_QUEUED ||
-			   j->state == STORE_JOB_RUNNING))
-		e = job_inputs_check_kept(j, &err);
+	if (e == PX_OK)
+		e = job_inputs_use_kept(j, j->run.state == STORE_JOB_QUEUED ||
+					j->run.state == STORE_JOB_RUNNING,
+					&err);
+	else
+		(void)job_inputs_use_kept(j, false, &err);
 	if (e == PX_OK) {
 		/* regular files, bounded; its copies are the daemon's own */
 		struct px_guard g;
@@ -210,10 +179,10 @@ static void recover_one(struct jobs *js, int64_t id)
 		e = store_events_each(js->s.st, id, rec_event, &r, &err);
 	/* instances that end with the daemon are closed here; a world whose
 	 * instances outlive it takes them up itself (world_setup.resume) */
-	if (e == PX_OK && j->state == STORE_JOB_RUNNING &&
+	if (e == PX_OK && j->run.state == STORE_JOB_RUNNING &&
 	    !j->wops->instances_outlive_daemon) {
 		if (!r.last_us)
-			r.last_us = j->start_s * 1000000;
+			r.last_us = j->mk.start_s * 1000000;
 		e = store_begin(js->s.st, &err);
 		if (e == PX_OK)
 			e = store_open_instances_each(js->s.st, id,
@@ -226,22 +195,19 @@ static void recover_one(struct jobs *js, int64_t id)
 	if (e == PX_OK)
 		e = store_job_cost(js->s.st, id, &spent, &err);
 	if (e == PX_OK)
-		e = store_job_cost_ondemand(js->s.st, id, &j->od_cost_uusd,
-					    &err);
-	/* the ledger so far, closed bills only: this life's controller
-	 * counts from 0 */
-	j->cost_before_uusd = spent;
+		e = store_job_cost_ondemand(js->s.st, id, &od_cost, &err);
+	job_books_resume(j, spent, od_cost);
 	j->next = js->list;
 	js->list = j;
 	if (e != PX_OK) {
-		snprintf(j->why, sizeof j->why, "cannot resume: %s", err.msg);
-		if (j->state == STORE_JOB_RUNNING || j->state ==
+		job_set_why(j, "cannot resume: %s", err.msg);
+		if (j->run.state == STORE_JOB_RUNNING || j->run.state ==
 		    STORE_JOB_QUEUED)
-			job_end(j, STORE_JOB_FAILED, j->why);
+			job_end(j, STORE_JOB_FAILED, j->run.why);
 		job_trim(j);
 		return;
 	}
-	if (j->state == STORE_JOB_RUNNING) {
+	if (j->run.state == STORE_JOB_RUNNING) {
 		/* what is left of the budget and the deadline */
 		if (j->req.spec.budget_uusd >= 0)
 			j->req.spec.budget_uusd = j->req.spec.budget_uusd >
@@ -253,14 +219,12 @@ static void recover_one(struct jobs *js, int64_t id)
 				> used + 1.0 / 3600 ?
 				j->req.spec.deadline_hours - used : 1.0 / 3600;
 		}
-		j->t = r.last_us / 1000000;
-		j->restarts = 1;
-		/* the scaling measured in its earlier lives goes on */
-		job_measured_apply(j);
-		/* back to queued, started by the pump like a new one */
-		j->state = STORE_JOB_QUEUED;
+		/* back to queued, started by the pump like a new one, its
+		 * workload's driver restarted, its measured scaling on */
+		job_resume_at(j, r.last_us / 1000000);
+		job_progress_resumed(j);
 		log_notice("job %" PRId64 ": resuming at market time %"
-			   PRId64 " after a restart", id, j->t);
+			   PRId64 " after a restart", id, j->run.t);
 	}
 	job_notify(j, "recovered", "proteusd restarted and took the job up "
 		   "again", NULL);

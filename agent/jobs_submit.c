@@ -50,8 +50,8 @@ static int64_t local_in_use(const struct jobs *js)
 	int64_t n = 0;
 
 	for (const struct job *j = js->list; j; j = j->next)
-		if (j->w)
-			n += (int64_t)j->wops->host_load(j->w);
+		if (j->run.w)
+			n += (int64_t)j->wops->host_load(j->run.w);
 	return n;
 }
 
@@ -61,8 +61,8 @@ bool job_room(void *ctx, char *why, size_t len)
 	struct job *j = ctx;
 	int64_t cap = local_capacity(j->js->s.cfg), used = local_in_use(j->js);
 
-	if (j->fail_now[0]) {    /* ending: nothing more is started */
-		snprintf(why, len, "the job is failing: %s", j->fail_now);
+	if (j->run.fail_now[0]) {    /* ending: nothing more is started */
+		snprintf(why, len, "the job is failing: %s", j->run.fail_now);
 		return false;
 	}
 	if (used < cap)
@@ -199,12 +199,11 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 		return NULL;
 	}
 	/* the copies of its files, where the job's id says */
-	if (job_inputs_keep(j, &keep) == PX_OK)
-		j->in_kept = true;
+	(void)job_inputs_keep(j, &keep);
 	/* the per-second interruption draws follow the job's id, as after
 	 * a restart */
-	plan_set_seed(j->plan, (uint64_t)j->id);
-	j->state = STORE_JOB_QUEUED;
+	plan_set_seed(j->mk.plan, (uint64_t)j->id);
+	job_take_state(j, STORE_JOB_QUEUED);
 	j->next = NULL;
 	{
 		struct job **p = &js->list;
@@ -491,10 +490,10 @@ json_t *jobs_cmd_cancel(struct jobs *js, json_t *req, struct px_error *err)
 	if (!j)
 		return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64
 				      " running or queued", id);
-	if (j->state != STORE_JOB_QUEUED && j->state != STORE_JOB_RUNNING)
+	if (j->run.state != STORE_JOB_QUEUED && j->run.state != STORE_JOB_RUNNING)
 		return jobs_reply_err(err, PX_EINVAL, "job %" PRId64
 				      " already ended (%s)", id,
-				      store_job_state_name(j->state));
+				      store_job_state_name(j->run.state));
 	job_end(j, STORE_JOB_CANCELLED, "cancelled");
 	job_trim(j);
 	pump_soon(js);

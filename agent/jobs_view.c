@@ -14,8 +14,8 @@
 /* {"tier": .., "type": .., "zone": .., "count": n} per group. */
 static json_t *fleet_json(struct job *j)
 {
-	const struct pol_fleet *f = j->c ? ctrl_fleet(j->c) : NULL;
-	const struct pol_env *env = j->plan ? plan_env(j->plan) : NULL;
+	const struct pol_fleet *f = j->run.c ? ctrl_fleet(j->run.c) : NULL;
+	const struct pol_env *env = j->mk.plan ? plan_env(j->mk.plan) : NULL;
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && f && env && i < f->n; i++) {
@@ -132,8 +132,8 @@ static bool enrollments(struct store *st, int64_t id, enum world_kind world,
 		return false;
 	(void)store_event_count(st, id, "enrolled", ok, &err);
 	(void)store_event_count(st, id, "enroll_refused", refused, &err);
-	if (j && j->w && j->wops->enrollments)
-		j->wops->enrollments(j->w, &ok_now, refused);
+	if (j && j->run.w && j->wops->enrollments)
+		j->wops->enrollments(j->run.w, &ok_now, refused);
 	return true;
 }
 
@@ -154,10 +154,10 @@ static json_t *slow_workers(const struct job *j)
 {
 	json_t *a = json_array();
 
-	for (int i = 0; a && i < j->n_slow; i++)
+	for (int i = 0; a && i < j->pg.n_slow; i++)
 		json_array_append_new(a, json_pack("{s:I, s:f}", "node",
-			(json_int_t)j->slow[i].node, "speed",
-			(double)j->slow[i].speed));
+			(json_int_t)j->pg.slow[i].node, "speed",
+			(double)j->pg.slow[i].speed));
 	return a ? a : json_null();
 }
 
@@ -165,76 +165,76 @@ static json_t *slow_workers(const struct job *j)
  * test in an earlier one (an mf job's is its RMSE, a loss alone). */
 static bool tested_before(const struct job *j)
 {
-	return !isfinite(j->acc) && !isfinite(j->loss) && j->have_test_before;
+	return !isfinite(j->pg.acc) && !isfinite(j->pg.loss) && j->pg.have_test_before;
 }
 
 static json_t *status_live(struct job *j)
 {
 	int64_t cost = job_cost_uusd(j);
 	double od = usd(job_ref_od_uusd(j));
-	double proj = j->frac > 0.02 ? usd(cost) / j->frac : NAN;
+	double proj = j->pg.frac > 0.02 ? usd(cost) / j->pg.frac : NAN;
 	/* a resumed job: the last figures until the trainer tests again */
 	bool before = tested_before(j);
 	json_t *o;
 
-	if (j->state == STORE_JOB_DONE)
+	if (j->run.state == STORE_JOB_DONE)
 		proj = usd(cost);
 	o = json_pack("{s:I, s:s, s:s, s:s, s:i, s:I, s:I, s:o, s:o, s:f, "
 		      "s:o, s:o, s:o, s:I, s:I, s:I, s:i, s:i, s:f, s:s}",
 		      "job", (json_int_t)j->id, "name", j->req.spec.name,
-		      "state", store_job_state_name(j->state),
+		      "state", store_job_state_name(j->run.state),
 		      "world", world_kind_name(j->req.world.kind),
-		      "stage", j->c ? ctrl_stage(j->c) : j->final_stage,
-		      "clock", (json_int_t)j->clock,
+		      "stage", j->run.c ? ctrl_stage(j->run.c) : j->run.final_stage,
+		      "clock", (json_int_t)j->pg.clock,
 		      "clocks_total", (json_int_t)job_clocks_total(j),
-		      "test_accuracy", num_or_null(before ? j->acc_before :
-						   j->acc),
-		      "test_loss", num_or_null(before ? j->loss_before :
-					       j->loss),
-		      "work_done", j->frac,
+		      "test_accuracy", num_or_null(before ? j->pg.acc_before :
+						   j->pg.acc),
+		      "test_loss", num_or_null(before ? j->pg.loss_before :
+					       j->pg.loss),
+		      "work_done", j->pg.frac,
 		      "fleet", fleet_json(j),
 		      "cost_usd", money(usd(cost)),
 		      "projected_cost_usd", money(proj),
 		      "evictions", (json_int_t)job_evictions(j),
-		      "joins", (json_int_t)j->joins,
-		      "losses", (json_int_t)j->losses,
-		      "workers", j->workers, "ps", j->ps,
-		      "samples_per_s", isfinite(j->sps) && j->sps > 0 ?
-				       j->sps : 0.0,
+		      "joins", (json_int_t)j->pg.joins,
+		      "losses", (json_int_t)j->pg.losses,
+		      "workers", j->pg.workers, "ps", j->pg.ps,
+		      "samples_per_s", isfinite(j->pg.sps) && j->pg.sps > 0 ?
+				       j->pg.sps : 0.0,
 		      "policy", j->req.policy);
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "ondemand_cost_usd",
-			    money(od * j->frac * j->req.spec.work_hours));
+			    money(od * j->pg.frac * j->req.spec.work_hours));
 	json_object_set_new(o, "fleet_ondemand_usd",
-			    money(job_od_fleet_usd(j, j->t ? j->t :
-						   j->start_s)));
-	json_object_set_new(o, "trainer_stage", j->trainer_stage ?
-			    json_integer(j->trainer_stage) : json_null());
-	json_object_set_new(o, "market_time", json_integer(j->t ? j->t :
-							  j->start_s));
-	json_object_set_new(o, "restarts", json_integer(j->restarts));
+			    money(job_od_fleet_usd(j, j->run.t ? j->run.t :
+						   j->mk.start_s)));
+	json_object_set_new(o, "trainer_stage", j->pg.stage ?
+			    json_integer(j->pg.stage) : json_null());
+	json_object_set_new(o, "market_time", json_integer(j->run.t ? j->run.t :
+							  j->mk.start_s));
+	json_object_set_new(o, "restarts", json_integer(j->pg.restarts));
 	json_object_set_new(o, "slow_workers", slow_workers(j));
-	json_object_set_new(o, "worker_speed_median", j->speed_median > 0 ?
-			    json_real(j->speed_median) : json_null());
+	json_object_set_new(o, "worker_speed_median", j->pg.speed_median > 0 ?
+			    json_real(j->pg.speed_median) : json_null());
 	/* the trainer's goodput, and the scaling measured from it
 	 * (docs/controller.md, "Measured scaling") */
 	json_object_set_new(o, "goodput", json_pack(
 		"{s:f, s:f, s:f, s:i, s:f, s:o*}", "samples_per_s",
-		j->goodput, "efficiency", j->efficiency, "noise_scale",
-		j->noise_scale, "batch", (int)j->gp_batch, "lr_scale",
-		j->lr_scale, "scaling", job_scaling_json(j)));
+		j->pg.goodput, "efficiency", j->pg.efficiency, "noise_scale",
+		j->pg.noise_scale, "batch", (int)j->pg.gp_batch, "lr_scale",
+		j->pg.lr_scale, "scaling", job_scaling_json(j)));
 	json_object_set_new(o, "billing",
-			    json_string(billing_model_name(j->billing)));
+			    json_string(billing_model_name(j->mk.billing)));
 	/* ended, and every bill where the provider's ended (ec2: a few
 	 * seconds after the job, docs/ec2-world.md) */
 	json_object_set_new(o, "bills_final", json_boolean(
-		j->state != STORE_JOB_QUEUED && j->state != STORE_JOB_RUNNING &&
-		!j->closing_us));
-	json_object_set_new(o, "spot_advisor", j->adv_path[0] ?
-			    json_string(j->adv_path) : json_null());
+		j->run.state != STORE_JOB_QUEUED && j->run.state != STORE_JOB_RUNNING &&
+		!j->run.closing_us));
+	json_object_set_new(o, "spot_advisor", j->mk.adv_path[0] ?
+			    json_string(j->mk.adv_path) : json_null());
 	set_enrollments(o, j->js->s.st, j->id, j->req.world.kind, j);
-	set_error(o, j->js->s.st, j->id, j->state, j->why);
+	set_error(o, j->js->s.st, j->id, j->run.state, j->run.why);
 	return o;
 }
 
@@ -480,8 +480,8 @@ static enum px_err list_job(const struct store_job *sj, void *ctx)
 		bool before = tested_before(j);
 
 		cost = job_cost_uusd(j);
-		acc = before ? j->acc_before : j->acc;
-		frac = j->frac;
+		acc = before ? j->pg.acc_before : j->pg.acc;
+		frac = j->pg.frac;
 	} else {
 		e = store_job_cost(ls->js->s.st, sj->id, &cost, ls->err);
 		if (e != PX_OK)
@@ -499,7 +499,7 @@ static enum px_err list_job(const struct store_job *sj, void *ctx)
 	}
 	x = json_pack("{s:I, s:s, s:s, s:s, s:I, s:o, s:o, s:f}",
 		      "job", (json_int_t)sj->id, "name", sj->name, "state",
-		      store_job_state_name(j ? j->state : sj->state), "world",
+		      store_job_state_name(j ? j->run.state : sj->state), "world",
 		      world_kind_name(sj->world), "created_us",
 		      (json_int_t)sj->created_us, "cost_usd",
 		      money(usd(cost)), "test_accuracy", num_or_null(acc),
@@ -579,7 +579,7 @@ json_t *jobs_cmd_events(struct jobs *js, json_t *req, struct px_error *err)
 	json_object_set_new(s.o, "events", w.a);
 	if (j)
 		json_object_set_new(s.o, "state", json_string(
-			store_job_state_name(j->state)));
+			store_job_state_name(j->run.state)));
 	return s.o;
 }
 
@@ -596,21 +596,21 @@ struct job_fig {
 
 static void job_figures(struct job *j, struct job_fig *f)
 {
-	const struct pol_fleet *fl = j->c ? ctrl_fleet(j->c) : NULL;
-	int64_t cost = job_cost_uusd(j), od = j->od_cost_uusd;
+	const struct pol_fleet *fl = j->run.c ? ctrl_fleet(j->run.c) : NULL;
+	int64_t cost = job_cost_uusd(j), od = j->bk.od_cost_uusd;
 	bool before = tested_before(j);
 
 	snprintf(f->id, sizeof f->id, "%" PRId64, j->id);
-	if (j->c)
-		od += ctrl_cost_ondemand_open(j->c, j->t);
+	if (j->run.c)
+		od += ctrl_cost_ondemand_open(j->run.c, j->run.t);
 	if (od > cost)
 		od = cost;
 	f->cost = px_usd_round(usd(cost - od));
 	f->cost_od = px_usd_round(usd(od));
-	f->od_equiv = px_usd_round(fmax(0, job_od_fleet_usd(j, j->t ? j->t :
-							    j->start_s)));
-	f->acc = before ? j->acc_before : j->acc;
-	f->sps = isfinite(j->sps) && j->sps > 0 ? j->sps : 0.0;
+	f->od_equiv = px_usd_round(fmax(0, job_od_fleet_usd(j, j->run.t ? j->run.t :
+							    j->mk.start_s)));
+	f->acc = before ? j->pg.acc_before : j->pg.acc;
+	f->sps = isfinite(j->pg.sps) && j->pg.sps > 0 ? j->pg.sps : 0.0;
 	f->evictions = job_evictions(j);
 	f->ec2 = enrollments(j->js->s.st, j->id, j->req.world.kind, j,
 			     &f->enrolled, &f->refused);
@@ -629,8 +629,8 @@ void jobs_metrics(struct jobs *js, struct prom *p)
 
 	for (struct job *j = js->list; j; j = j->next) {
 		n++;
-		if (j->state < STORE_JOB_STATE_MAX)
-			by_state[j->state]++;
+		if (j->run.state < STORE_JOB_STATE_MAX)
+			by_state[j->run.state]++;
 	}
 	prom_family(p, "proteus_jobs", "gauge", "Jobs this daemon holds "
 		    "(taken up at start, or submitted since), by state.");
@@ -680,11 +680,11 @@ void jobs_metrics(struct jobs *js, struct prom *p)
 			     (double)f[k].evictions, "job", f[k].id, NULL);
 	prom_family(p, "proteus_job_joins_total", "counter", "Trainer nodes "
 		    "that joined a job (status's joins).");
-	EACH_JOB prom_sample(p, "proteus_job_joins_total", (double)j->joins,
+	EACH_JOB prom_sample(p, "proteus_job_joins_total", (double)j->pg.joins,
 			     "job", f[k].id, NULL);
 	prom_family(p, "proteus_job_losses_total", "counter", "Trainer nodes "
 		    "a job lost without notice (status's losses).");
-	EACH_JOB prom_sample(p, "proteus_job_losses_total", (double)j->losses,
+	EACH_JOB prom_sample(p, "proteus_job_losses_total", (double)j->pg.losses,
 			     "job", f[k].id, NULL);
 	prom_family(p, "proteus_job_samples_per_second", "gauge", "Training "
 		    "samples a job's workers process per second, last report.");
@@ -696,7 +696,7 @@ void jobs_metrics(struct jobs *js, struct prom *p)
 			     "job", f[k].id, NULL);
 	prom_family(p, "proteus_job_work_done_ratio", "gauge", "The part of "
 		    "a job's work done, 0 to 1.");
-	EACH_JOB prom_sample(p, "proteus_job_work_done_ratio", j->frac, "job",
+	EACH_JOB prom_sample(p, "proteus_job_work_done_ratio", j->pg.frac, "job",
 			     f[k].id, NULL);
 	prom_family(p, "proteus_job_enrollments_total", "counter", "Nodes of "
 		    "an ec2 job that enrolled (got the job's key).");

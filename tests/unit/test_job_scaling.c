@@ -1,5 +1,5 @@
 /* test_job_scaling.c -- the measured scaling a job keeps in the store ("scaling" events) and a
- * restarted daemon takes up again (agent/jobs_trainer.c): the goodput,
+ * restarted daemon takes up again (agent/jobs_progress.c): the goodput,
  * its two factors, and whether exploring ended. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "../../agent/jobs_int.h"
+#include "../../trainer/wire.h"
 
 static struct job *blank_job(void)
 {
@@ -25,13 +26,13 @@ Test(job_scaling, the_stored_measurements_come_back_whole)
 	char *s;
 
 	for (int i = 0; i < JOBSPEC_MEASURED_MIN; i++) {
-		jobspec_measured_add(&a->meas, 1, 900);
-		jobspec_measured_add_parts(&a->meas, 1, 1000, 64);
-		jobspec_measured_add(&a->meas, 4, 2000);
-		jobspec_measured_add_parts(&a->meas, 4, 4000, 256);
+		jobspec_measured_add(&a->pg.meas, 1, 900);
+		jobspec_measured_add_parts(&a->pg.meas, 1, 1000, 64);
+		jobspec_measured_add(&a->pg.meas, 4, 2000);
+		jobspec_measured_add_parts(&a->pg.meas, 4, 4000, 256);
 	}
-	jobspec_measured_add(&a->meas, 2, 1500);  /* no factors */
-	a->explore.done = true;
+	jobspec_measured_add(&a->pg.meas, 2, 1500);  /* no factors */
+	a->pg.explore.done = true;
 	o = job_scaling_json(a);
 	cr_assert_not_null(o);
 	s = json_dumps(o, JSON_COMPACT);
@@ -40,17 +41,17 @@ Test(job_scaling, the_stored_measurements_come_back_whole)
 	cr_assert_not_null(o, "%s", s);
 	job_scaling_take(b, o);
 	for (int n = 1; n <= 4; n++) {
-		cr_assert_eq(b->meas.reports[n], a->meas.reports[n], "%d", n);
-		cr_assert_float_eq(b->meas.goodput[n], a->meas.goodput[n],
+		cr_assert_eq(b->pg.meas.reports[n], a->pg.meas.reports[n], "%d", n);
+		cr_assert_float_eq(b->pg.meas.goodput[n], a->pg.meas.goodput[n],
 				   1e-9, "%d", n);
-		cr_assert_eq(b->meas.parts[n], a->meas.parts[n], "%d", n);
-		cr_assert_float_eq(b->meas.throughput[n],
-				   a->meas.throughput[n], 1e-9, "%d", n);
-		cr_assert_float_eq(b->meas.batch[n], a->meas.batch[n], 1e-9,
+		cr_assert_eq(b->pg.meas.parts[n], a->pg.meas.parts[n], "%d", n);
+		cr_assert_float_eq(b->pg.meas.throughput[n],
+				   a->pg.meas.throughput[n], 1e-9, "%d", n);
+		cr_assert_float_eq(b->pg.meas.batch[n], a->pg.meas.batch[n], 1e-9,
 				   "%d", n);
 	}
-	cr_assert_eq(b->meas.parts[2], 0);
-	cr_assert(b->explore.done, "%s", s);
+	cr_assert_eq(b->pg.meas.parts[2], 0);
+	cr_assert(b->pg.explore.done, "%s", s);
 	json_decref(o);
 	free(s);
 	free(a);
@@ -70,19 +71,21 @@ Test(job_scaling, an_older_or_bad_event_is_taken_as_far_as_it_goes)
 
 	cr_assert_not_null(o);
 	job_scaling_take(b, o);
-	cr_assert_eq(b->meas.reports[1], 20);
-	cr_assert_eq(b->meas.reports[7], 20);
-	cr_assert_float_eq(b->meas.goodput[7], 1000, 1e-9);
-	cr_assert_eq(b->meas.reports[9], 0, "a goodput below 0 is skipped");
+	cr_assert_eq(b->pg.meas.reports[1], 20);
+	cr_assert_eq(b->pg.meas.reports[7], 20);
+	cr_assert_float_eq(b->pg.meas.goodput[7], 1000, 1e-9);
+	cr_assert_eq(b->pg.meas.reports[9], 0, "a goodput below 0 is skipped");
 	for (int n = 0; n <= JOBSPEC_MEASURED_MAX; n++)
-		cr_assert_eq(b->meas.parts[n], 0, "%d", n);
-	cr_assert_not(b->explore.done);
+		cr_assert_eq(b->pg.meas.parts[n], 0, "%d", n);
+	cr_assert_not(b->pg.explore.done);
 	json_decref(o);
 	free(b);
 }
 
-/* PROGRESS reports of 3 instances with a worker each, until the count's
- * throughput and total batch are taken; the total batch returned. */
+/* PROGRESS reports of 3 instances with a worker each, as the trainer
+ * workload reports them to the job (trainer_goodput_report, then
+ * job_progress_take), until the count's throughput and total batch are
+ * taken; the total batch returned. */
 static double total_batch_taken(uint8_t stage)
 {
 	struct job *j = blank_job();
@@ -105,13 +108,19 @@ static double total_batch_taken(uint8_t stage)
 
 	j->req.trainer.batch = 64;
 	j->req.trainer.workers_per_instance = 1;
-	j->workers = 3;  /* as take_members counts them */
-	for (k = 0; k < 20 && !j->meas.parts[3]; k++)
-		job_take_goodput(j, &p);
-	cr_assert_eq(j->meas.parts[3], 1, "taken once steady (%d reports)",
+	job_progress_init(j);
+	for (k = 0; k < 20 && !j->pg.meas.parts[3]; k++) {
+		struct job_report r = { .clock = 10, .stage = stage,
+					.workers = 3, .acc = NAN, .loss = NAN };
+
+		trainer_goodput_report(j, &p, r.workers, &r);
+		cr_assert_eq(r.instances, 3);
+		job_progress_take(j, &r);
+	}
+	cr_assert_eq(j->pg.meas.parts[3], 1, "taken once steady (%d reports)",
 		     k);
-	cr_assert_float_eq(j->meas.throughput[3], 1000, 1e-3);
-	b = j->meas.batch[3];
+	cr_assert_float_eq(j->pg.meas.throughput[3], 1000, 1e-3);
+	b = j->pg.meas.batch[3];
 	free(j);
 	return b;
 }

@@ -1,8 +1,9 @@
-/* jobs_trainer.c -- the trainer of a job (docs/jobs.md): its key, the
- * coordinator process, the node each instance runs (the world's command
- * hook) and what it is told, the agent channel (trainer/agent_chan.h:
- * commands out, PROGRESS frames in) and the progress the controller sees.
- */
+/* workload_trainer.c -- the built-in elastic trainer as a job's workload
+ * (workload.h; docs/jobs.md): the coordinator process, the node each
+ * instance runs (the world's command hook) and what it is told, the agent
+ * channel (trainer/agent_chan.h: commands out, PROGRESS frames in), and
+ * its reports in the job's terms (struct job_report).  Its state is its
+ * own (struct trainer, job->wl); the job's parts it only reads. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,9 +18,9 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../trainer/agent_chan.h"
 #include "../trainer/data_url.h"
-#include "../trainer/goodput.h"
-#include "jobkey.h"
+#include "../trainer/dist.h"
 #include "jobs_int.h"
 #include "spawnattr.h"
 
@@ -28,11 +29,63 @@
 /* Nodes that fail at start, this many in a row (no node started between
  * them), fail the job: its nodes cannot run here. */
 #define START_FAILURES_MAX 3
-#define SCALING_EVENT_MS 30000   /* a "scaling" event at most this often */
+#define NODE_STRIDE 100          /* node ids of instance i: i*100 + k */
+#define MAX_SEEN 1024            /* trainer nodes remembered per job */
+/* Commands to the coordinator waiting their turn: a fleet's first
+ * decision names every node it starts at once (an EXPECT each: 1002 for
+ * 500 instances of a PS and a worker), and its rejections take them back
+ * (a LEAVE each), for as many nodes as a coordinator tracks
+ * (DIST_MAX_NODES) twice over. */
+#define CMDQ_MAX 4096
+
+struct seen_node {
+	uint32_t node;
+	uint8_t state;           /* enum wire_member_state */
+	bool warned;             /* its instance got an eviction notice:
+				  * gone is a leave, not a loss */
+	bool anew;               /* the coordinator restarted: its next
+				  * live report readies its instance again */
+};
+
+/* The trainer of one job (job->wl). */
+struct trainer {
+	char ckpt[JOB_PATH_MAX + 16];    /* <dir>/model.pxc */
+	char log[JOB_PATH_MAX + 16];     /* the trainer processes' output */
+	char keyenv[sizeof(DIST_KEY_ENV) + 65];
+	/* PX_TRAIN_DATA=URL, PX_TEST_DATA=URL for this host's roles: a URL
+	 * with a query, kept out of their argv ("": none) */
+	char data_env[2][JOBREQ_PATH_MAX + 16];
+	uint64_t token;          /* the trainer's job id */
+	char coord_addr[JOB_PATH_MAX + 8]; /* where the coordinator listens
+					    * (the world says) */
+	pid_t coord;             /* coordinator pid (its own group), 0 */
+	struct agent_chan *ach;  /* PROGRESS in, commands out */
+	char agent_ep[JOB_PATH_MAX + 32];
+	bool registered;
+	/* commands to the coordinator (stage, expect, leave), one at a time
+	 * on the REQ socket, in order; the loop never waits for a reply */
+	struct wire_command cmdq[CMDQ_MAX];
+	size_t cmd_head, cmd_n;
+	bool cmd_out;            /* cmdq[cmd_head] sent, no reply yet */
+	int cmd_fd;              /* watched for its reply (loop), -1 */
+	uint64_t cmd_sent_us;
+	struct seen_node seen[MAX_SEEN];
+	size_t n_seen;
+	int64_t start_failures;  /* in a row, since a node last started */
+	bool stall_kill;         /* the coordinator was killed: stalled */
+	int64_t stall_restart_clock; /* the clock of the last stall
+				      * restart; -1: none */
+};
+
+static struct trainer *tr(const struct job *j)
+{
+	return j->wl;
+}
 
 static void cmd_queue(struct job *j, const struct wire_command *c);
 static struct seen_node *seen_get(struct job *j, uint32_t node);
 static void cmd_unwatch(struct job *j);
+static void trainer_stage(struct job *j, int stage);
 
 /* ---- processes ---- */
 
@@ -121,7 +174,7 @@ static char **role_argv(struct job *j, const char *role, const char *node,
 	snprintf(epochs, sizeof epochs, "%d", t->epochs);
 	snprintf(batch, sizeof batch, "%d", t->batch);
 	snprintf(lr, sizeof lr, "%.9g", t->lr);
-	snprintf(token, sizeof token, "%" PRIu64, j->token);
+	snprintf(token, sizeof token, "%" PRIu64, tr(j)->token);
 	while (fixed[n])
 		n++;
 	for (const char *const *e = extra; e && *e; e++)
@@ -168,15 +221,16 @@ static char **role_env(struct job *j)
 {
 	const struct job_data *d = &j->req.trainer.data;
 	/* the array points into them: the job's, not this frame's */
-	char *tr = j->data_env[0], *te = j->data_env[1];
-	char *add[] = { j->keyenv, "PX_PARENT_WATCH=1", NULL, NULL, NULL };
+	struct trainer *t = tr(j);
+	char *trd = t->data_env[0], *te = t->data_env[1];
+	char *add[] = { t->keyenv, "PX_PARENT_WATCH=1", NULL, NULL, NULL };
 	size_t k = 2;
 
-	if (data_by_env(d->train, "PX_TRAIN_DATA", tr,
-			sizeof j->data_env[0])[0])
-		add[k++] = tr;
+	if (data_by_env(d->train, "PX_TRAIN_DATA", trd,
+			sizeof t->data_env[0])[0])
+		add[k++] = trd;
 	if (data_by_env(d->test, "PX_TEST_DATA", te,
-			sizeof j->data_env[1])[0])
+			sizeof t->data_env[1])[0])
 		add[k++] = te;
 	return px_spawn_env(add, role_env_flags(j));
 }
@@ -192,10 +246,10 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	pid_t pid;
 	int r;
 
-	snprintf(listen, sizeof listen, "%s", j->coord_addr);
+	snprintf(listen, sizeof listen, "%s", tr(j)->coord_addr);
 	snprintf(every, sizeof every, "%d", j->req.trainer.checkpoint_every);
 	extra[k++] = "--agent";
-	extra[k++] = j->agent_ep;
+	extra[k++] = tr(j)->agent_ep;
 	extra[k++] = "--expect-joins";
 	/* nodes across a network (another machine, a loaded one) are lost
 	 * after ec2_hb_timeout_ms (5 s) of silence, not the trainer's 0.8 s
@@ -209,7 +263,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	}
 	extra[k++] = "--eval-epochs";
 	extra[k++] = "--checkpoint";
-	extra[k++] = j->ckpt;
+	extra[k++] = tr(j)->ckpt;
 	if (j->req.trainer.checkpoint_every) {
 		extra[k++] = "--checkpoint-every";
 		extra[k++] = every;
@@ -220,9 +274,9 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 		extra[k++] = "--checkpoint-budget";
 		extra[k++] = budget;
 	}
-	if (resume && access(j->ckpt, R_OK) == 0) {
+	if (resume && access(tr(j)->ckpt, R_OK) == 0) {
 		extra[k++] = "--resume";
-		extra[k++] = j->ckpt;
+		extra[k++] = tr(j)->ckpt;
 	}
 	if (j->req.trainer.adapt)      /* trainer.adapt: co-adaptation */
 		extra[k++] = "--adapt";
@@ -237,7 +291,7 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	/* 0 /dev/null, 1 and 2 the job's trainer.log, nothing else */
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, j->log, O_WRONLY | O_CREAT |
+	posix_spawn_file_actions_addopen(&fa, 1, tr(j)->log, O_WRONLY | O_CREAT |
 					 O_APPEND, 0600);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	r = px_spawn(&pid, argv[0], &fa, argv, envp);
@@ -247,17 +301,17 @@ static enum px_err start_coordinator(struct job *j, bool resume,
 	if (r != 0)
 		return px_errorf(err, PX_ESYS | r, "start '%s': %s",
 				 j->js->s.trainer, strerror(r));
-	j->coord = pid;
+	tr(j)->coord = pid;
 	return PX_OK;
 }
 
 static void stop_coordinator(struct job *j)
 {
-	if (j->coord <= 0)
+	if (tr(j)->coord <= 0)
 		return;
-	kill(-j->coord, SIGKILL);
-	(void)waitpid(j->coord, NULL, 0);
-	j->coord = 0;
+	kill(-tr(j)->coord, SIGKILL);
+	(void)waitpid(tr(j)->coord, NULL, 0);
+	tr(j)->coord = 0;
 }
 
 /* ---- the world's hooks ---- */
@@ -317,14 +371,14 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 	env = calloc(5, sizeof *env);
 	if (env) {
 		const struct job_data *d = &j->req.trainer.data;
-		char tr[JOBREQ_PATH_MAX + 16], te[JOBREQ_PATH_MAX + 16];
+		char trd[JOBREQ_PATH_MAX + 16], te[JOBREQ_PATH_MAX + 16];
 		size_t k = 2;
 
 		env[0] = strdup("PX_PARENT_WATCH=1");
-		env[1] = pl->remote ? NULL : strdup(j->keyenv);
+		env[1] = pl->remote ? NULL : strdup(tr(j)->keyenv);
 		if (!pl->remote &&
-		    data_by_env(d->train, "PX_TRAIN_DATA", tr, sizeof tr)[0])
-			env[k++] = strdup(tr);
+		    data_by_env(d->train, "PX_TRAIN_DATA", trd, sizeof trd)[0])
+			env[k++] = strdup(trd);
 		if (!pl->remote &&
 		    data_by_env(d->test, "PX_TEST_DATA", te, sizeof te)[0])
 			env[k++] = strdup(te);
@@ -397,24 +451,24 @@ static enum px_err agent_open(struct job *j, struct px_error *err)
 {
 	char coord[JOB_PATH_MAX + 8];
 	struct agent_chan_setup as = {
-		.agent_ep = j->agent_ep, .coord = coord, .job = j->token,
-		.key = j->key, .key_len = sizeof j->key,
+		.agent_ep = tr(j)->agent_ep, .coord = coord, .job = tr(j)->token,
+		.key = j->run.key, .key_len = sizeof j->run.key,
 	};
 
-	snprintf(j->agent_ep, sizeof j->agent_ep, "ipc://%s/agent.pull",
-		 j->dir);
-	snprintf(coord, sizeof coord, "%s", j->coord_addr);
-	return agent_chan_open(&as, &j->ach, err);
+	snprintf(tr(j)->agent_ep, sizeof tr(j)->agent_ep, "ipc://%s/agent.pull",
+		 j->run.dir);
+	snprintf(coord, sizeof coord, "%s", tr(j)->coord_addr);
+	return agent_chan_open(&as, &tr(j)->ach, err);
 }
 
 static void agent_close(struct job *j)
 {
 	cmd_unwatch(j);
-	agent_chan_close(j->ach);
-	j->ach = NULL;
-	j->registered = false;
-	j->cmd_out = false;
-	j->cmd_n = j->cmd_head = 0;
+	agent_chan_close(tr(j)->ach);
+	tr(j)->ach = NULL;
+	tr(j)->registered = false;
+	tr(j)->cmd_out = false;
+	tr(j)->cmd_n = tr(j)->cmd_head = 0;
 }
 
 /* One short handshake attempt (the coordinator answers in a few ms once
@@ -426,11 +480,11 @@ static void agent_register(struct job *j)
 
 	/* not before the coordinator has bound its socket: a handshake
 	 * attempt blocks the loop for its timeout */
-	snprintf(rep, sizeof rep, "%s/n0.rep", j->dir);
-	if (!strncmp(j->coord_addr, "ipc://", 6) && access(rep, F_OK) != 0)
+	snprintf(rep, sizeof rep, "%s/n0.rep", j->run.dir);
+	if (!strncmp(tr(j)->coord_addr, "ipc://", 6) && access(rep, F_OK) != 0)
 		return;
 	/* no answer: the next try (with a new socket) */
-	j->registered = agent_chan_register(j->ach, "proteusd", 10, &err) ==
+	tr(j)->registered = agent_chan_register(tr(j)->ach, "proteusd", 10, &err) ==
 			PX_OK;
 }
 
@@ -439,25 +493,25 @@ static void agent_register(struct job *j)
  * counts. */
 static void cmd_queue(struct job *j, const struct wire_command *c)
 {
-	if (j->cmd_n == CMDQ_MAX) {
+	if (tr(j)->cmd_n == CMDQ_MAX) {
 		log_warn("job %" PRId64 ": command queue full; dropping the "
 			 "oldest", j->id);
-		if (j->cmd_out)
+		if (tr(j)->cmd_out)
 			return;
-		j->cmd_head = (j->cmd_head + 1) % CMDQ_MAX;
-		j->cmd_n--;
+		tr(j)->cmd_head = (tr(j)->cmd_head + 1) % CMDQ_MAX;
+		tr(j)->cmd_n--;
 	}
-	j->cmdq[(j->cmd_head + j->cmd_n) % CMDQ_MAX] = *c;
-	j->cmd_n++;
+	tr(j)->cmdq[(tr(j)->cmd_head + tr(j)->cmd_n) % CMDQ_MAX] = *c;
+	tr(j)->cmd_n++;
 }
 
 /* The loop stops waiting for a command's answer (before the socket may
  * change: a send, a registration, the channel's end). */
 static void cmd_unwatch(struct job *j)
 {
-	if (j->cmd_fd >= 0)
-		loop_fd_del(j->js->s.loop, j->cmd_fd);
-	j->cmd_fd = -1;
+	if (tr(j)->cmd_fd >= 0)
+		loop_fd_del(j->js->s.loop, tr(j)->cmd_fd);
+	tr(j)->cmd_fd = -1;
 }
 
 static void cmd_pump(struct job *j);
@@ -481,18 +535,18 @@ static void cmd_watch(struct job *j)
 	struct px_error err;
 	int fd;
 
-	if (agent_chan_answer_fd(j->ach, &fd, &err) == PX_OK &&
+	if (agent_chan_answer_fd(tr(j)->ach, &fd, &err) == PX_OK &&
 	    loop_fd_add(j->js->s.loop, fd, LOOP_READABLE, on_answer, j) ==
 		    PX_OK)
-		j->cmd_fd = fd;
+		tr(j)->cmd_fd = fd;
 }
 
 static void cmd_pop(struct job *j)
 {
 	cmd_unwatch(j);
-	j->cmd_out = false;
-	j->cmd_head = (j->cmd_head + 1) % CMDQ_MAX;
-	j->cmd_n--;
+	tr(j)->cmd_out = false;
+	tr(j)->cmd_head = (tr(j)->cmd_head + 1) % CMDQ_MAX;
+	tr(j)->cmd_n--;
 }
 
 /* Take the reply of the command in flight and send the next one; never
@@ -505,13 +559,13 @@ static void cmd_pump(struct job *j)
 	char detail[WIRE_STR_MAX + 1];
 	uint32_t st;
 
-	while (j->registered && j->cmd_n) {
-		const struct wire_command *c = &j->cmdq[j->cmd_head];
+	while (tr(j)->registered && tr(j)->cmd_n) {
+		const struct wire_command *c = &tr(j)->cmdq[tr(j)->cmd_head];
 
-		if (j->cmd_out) {
-			if (agent_chan_answer(j->ach, 0, &st, detail,
+		if (tr(j)->cmd_out) {
+			if (agent_chan_answer(tr(j)->ach, 0, &st, detail,
 					      sizeof detail, &err) != PX_OK) {
-				if (px_now_mono_us() - j->cmd_sent_us <
+				if (px_now_mono_us() - tr(j)->cmd_sent_us <
 				    CMD_GIVE_UP_MS * 1000ull)
 					return;
 				log_warn("job %" PRId64 ": the coordinator did "
@@ -527,15 +581,15 @@ static void cmd_pump(struct job *j)
 			cmd_pop(j);
 			continue;
 		}
-		if (agent_chan_send(j->ach, c, &err) != PX_OK)
+		if (agent_chan_send(tr(j)->ach, c, &err) != PX_OK)
 			return; /* not now: the next tick */
-		j->cmd_out = true;
-		j->cmd_sent_us = px_now_mono_us();
+		tr(j)->cmd_out = true;
+		tr(j)->cmd_sent_us = px_now_mono_us();
 		cmd_watch(j);
 	}
 }
 
-void job_cmd_stage(struct job *j, int stage)
+static void trainer_stage(struct job *j, int stage)
 {
 	struct wire_command c = { .op = WIRE_CMD_STAGE,
 				  .stage = (uint8_t)stage };
@@ -548,13 +602,13 @@ void job_cmd_stage(struct job *j, int stage)
 
 static struct seen_node *seen_get(struct job *j, uint32_t node)
 {
-	for (size_t i = 0; i < j->n_seen; i++)
-		if (j->seen[i].node == node)
-			return &j->seen[i];
-	if (j->n_seen == MAX_SEEN)
+	for (size_t i = 0; i < tr(j)->n_seen; i++)
+		if (tr(j)->seen[i].node == node)
+			return &tr(j)->seen[i];
+	if (tr(j)->n_seen == MAX_SEEN)
 		return NULL;
-	j->seen[j->n_seen] = (struct seen_node){ .node = node };
-	return &j->seen[j->n_seen++];
+	tr(j)->seen[tr(j)->n_seen] = (struct seen_node){ .node = node };
+	return &tr(j)->seen[tr(j)->n_seen++];
 }
 
 /* The median speed the coordinator judges its workers against, from the
@@ -581,12 +635,13 @@ static float speed_median(const struct wire_progress *p)
 	return med;
 }
 
-/* Members of a PROGRESS frame: joins (a node first seen after the job
+/* Members of a PROGRESS frame into r (workers, PS, the slow ones), and
+ * what they mean to the job: joins (a node first seen after the job
  * began), losses, and readiness of the instance a node runs on. */
-static void take_members(struct job *j, const struct wire_progress *p)
+static void take_members(struct job *j, const struct wire_progress *p,
+			 struct job_report *r)
 {
-	j->workers = j->ps = j->n_slow = 0;
-	j->speed_median = speed_median(p);
+	r->speed_median = speed_median(p);
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct wire_member *m = &p->members[i];
 		struct seen_node *s = seen_get(j, m->node.v);
@@ -594,33 +649,32 @@ static void take_members(struct job *j, const struct wire_progress *p)
 		bool live = m->state == WIRE_MEMBER_ACTIVE ||
 			    m->state == WIRE_MEMBER_JOINING;
 
-		if (live && m->slow && j->n_slow < (int)(sizeof j->slow /
-							 sizeof j->slow[0])) {
-			j->slow[j->n_slow].node = m->node.v;
-			j->slow[j->n_slow++].speed = m->speed;
+		if (live && m->slow && r->n_slow < (int)(sizeof r->slow /
+							 sizeof r->slow[0])) {
+			r->slow[r->n_slow].node = m->node.v;
+			r->slow[r->n_slow++].speed = m->speed;
 		}
-
 		if (live && (m->roles & WIRE_ROLE_WORKER))
-			j->workers++;
+			r->workers++;
 		else if (live && m->roles)  /* a stub node has none */
-			j->ps++;
-		if (s && s->anew && live && j->w) {
+			r->ps++;
+		if (s && s->anew && live && j->run.w) {
 			/* back with the new coordinator: no join */
 			s->anew = false;
-			(void)j->wops->ready(j->w, m->node.v / NODE_STRIDE,
+			(void)j->wops->ready(j->run.w, m->node.v / NODE_STRIDE,
 					     &err);
 		}
 		if (s && m->state == WIRE_MEMBER_LEAVING &&
 		    s->state != WIRE_MEMBER_LEAVING && !s->warned &&
 		    (m->leave_reason == WIRE_LEAVE_EVICTION ||
-		     m->leave_reason == WIRE_LEAVE_REBALANCE) && j->w &&
+		     m->leave_reason == WIRE_LEAVE_REBALANCE) && j->run.w &&
 		    j->wops->node_warned) {
 			/* the node read its instance's notice (or the
 			 * rebalance recommendation it leaves on) itself
 			 * (ec2: instance metadata): its end is a leave,
 			 * and the controller hears it now */
 			s->warned = true;
-			j->wops->node_warned(j->w, m->node.v / NODE_STRIDE,
+			j->wops->node_warned(j->run.w, m->node.v / NODE_STRIDE,
 					     m->leave_deadline_us,
 					     m->leave_reason ==
 					     WIRE_LEAVE_REBALANCE);
@@ -628,43 +682,22 @@ static void take_members(struct job *j, const struct wire_progress *p)
 		if (!s || s->state == m->state)
 			continue;
 		if (!s->state && live && p->clock > 0)
-			j->joins++;
+			job_progress_join(j);
 		/* a warned node's roles leave, and the coordinator reports
 		 * them LOST once gone, as it does a lost one: that is a
 		 * leave (the coordinator does not count it either) */
 		if (m->state == WIRE_MEMBER_LOST && !s->warned &&
 		    s->state != WIRE_MEMBER_LEAVING) {
-			j->losses++;
+			job_progress_loss(j);
 			job_notify(j, "loss", "a trainer node was lost "
 				   "without notice", json_pack("{s:I}",
 				   "node", (json_int_t)m->node.v));
 		}
-		if (!s->state && live && j->w)
-			(void)j->wops->ready(j->w, m->node.v / NODE_STRIDE,
+		if (!s->state && live && j->run.w)
+			(void)j->wops->ready(j->run.w, m->node.v / NODE_STRIDE,
 					     &err);
 		s->state = m->state;
 	}
-}
-
-/* The trainer's goodput at its workers' count of instances (with
- * workers_per_instance each) into the job's measured scaling; once that
- * has enough points BidBrain plans with it (req.spec.profile is what
- * the controller's work model reads).  Only a steady fleet's: the first
- * GOODPUT_STEADY reports after the count changed are left out (a worker
- * that just joined is still loading and training its first clocks, a
- * departed one's samples still in the window: a count seen only around
- * an eviction measured low, docs/benchmarks.md). */
-#define GOODPUT_STEADY 3
-
-struct eff_now {
-	double phi, m0;  /* the noise scale now, the job's batch */
-};
-
-static double eff_now(double batch, const void *arg)
-{
-	const struct eff_now *e = arg;
-
-	return goodput_efficiency(e->phi, e->m0, batch);
 }
 
 /* The workers that train a partition, by the coordinator's rule
@@ -684,280 +717,53 @@ static uint32_t holders(const struct wire_progress *p)
 	return w;
 }
 
-void job_take_goodput(struct job *j, const struct wire_progress *p)
+void trainer_goodput_report(const struct job *j, const struct wire_progress *p,
+			    int workers, struct job_report *r)
 {
 	int per = j->req.trainer.workers_per_instance > 0 ?
 		  j->req.trainer.workers_per_instance : 1;
-	int n = (j->workers + per - 1) / per;
 
-	j->goodput = p->goodput;
-	j->efficiency = p->efficiency;
-	j->noise_scale = p->noise_scale;
-	j->gp_batch = p->batch;
-	j->lr_scale = p->lr_scale;
-	j->gp_same = n == j->gp_count ? j->gp_same + 1 : 0;
-	j->gp_count = n;
-	if (j->gp_same >= GOODPUT_STEADY) {
-		jobspec_measured_add(&j->meas, n, p->goodput);
-		/* Pollux: throughput and total batch kept apart, every count
-		 * valued again at the efficiency of the noise scale now
-		 * (which grows as the model trains: a count measured early
-		 * at a large batch is worth more now than it measured) */
-		if (p->efficiency > 0 && p->efficiency <= 1 &&
-		    p->noise_scale > 0) {
-			struct eff_now e = { p->noise_scale,
-					     j->req.trainer.batch };
-
-			jobspec_measured_add_parts(&j->meas, n, p->goodput /
-						   p->efficiency,
-						   (double)holders(p) *
-						   p->batch);
-			jobspec_measured_revalue(&j->meas, eff_now, &e);
-		}
-		job_measured_apply(j);
-	}
-	job_explore(j, n);
-}
-
-void job_explore(struct job *j, int n)
-{
-	const struct jobspec *sp = &j->req.spec;
-	struct jobspec_explore *x = &j->explore;
-	enum jobspec_explore_ev ev;
-
-	j->scaling.spot_max = -1;
-	if (!j->req.explore.on || j->req.world.kind == WORLD_SIM)
-		return;
-	x->start = j->req.explore.start;
-	x->growth = j->req.explore.growth;
-	ev = jobspec_explore_step(x, &j->meas, n, sp->reliable.count,
-				  sp->spot.max_instances);
-	if (ev != JOBSPEC_EXPLORE_SAME && j->c && j->w &&
-	    ctrl_wake(j->c, j->wops->now(j->w)) != PX_OK)
-		log_warn("job %" PRId64 ": the policy's wake after its "
-			 "exploration's limit changed: %s", j->id,
-			 ctrl_error(j->c)->msg);
-	switch (ev) {
-	case JOBSPEC_EXPLORE_LIMIT:
-		log_info("job %" PRId64 ": exploring its scaling: at most %d "
-			 "instances (the largest count measured: %d)", j->id,
-			 x->limit, jobspec_measured_largest(&j->meas));
-		break;
-	case JOBSPEC_EXPLORE_DONE_MAX:
-		log_info("job %" PRId64 ": explored its scaling up to %d "
-			 "instances: the spec's spot.max_instances from now",
-			 j->id, jobspec_measured_largest(&j->meas));
-		break;
-	case JOBSPEC_EXPLORE_DONE_IDLE:
-		log_notice("job %" PRId64 ": held the instances it explores "
-			   "for %d reports without measuring their goodput: "
-			   "exploring its scaling ends (the spec's "
-			   "spot.max_instances from now)", j->id,
-			   JOBSPEC_EXPLORE_PATIENCE);
-		break;
-	case JOBSPEC_EXPLORE_SAME:
-		break;
-	}
-	if (x->done) {
-		if (!x->saved) {
-			/* kept for a restarted daemon */
-			x->saved = true;
-			job_scaling_event(j, true);
-		}
-		return;
-	}
-	j->scaling.spot_max = x->limit > sp->reliable.count ?
-			      x->limit - sp->reliable.count : 0;
-}
-
-void job_measured_apply(struct job *j)
-{
-	struct jobspec_profile *pr = &j->profile, got;
-	bool first = !j->measured_on;
-
-	/* "scaling_measured": false keeps the spec's (a baseline) */
-	if (!j->req.scaling_measured ||
-	    !jobspec_measured_profile(&j->meas, &got))
-		return;
-	*pr = got;
-	j->scaling.profile = pr;
-	j->measured_on = true;
-	if (first) {
-		log_notice("job %" PRId64 ": BidBrain plans with the measured "
-			   "scaling from now on (%d points, %d to %d "
-			   "instances)", j->id, pr->n, pr->workers[0],
-			   pr->workers[pr->n - 1]);
-		job_scaling_event(j, true);
-	}
-}
-
-/* The model fitted to the measurements ({"goodput_1", "serial"}: the
- * goodput of one instance and the serial share, docs/controller.md),
- * null before two counts are measured. */
-static json_t *fit_json(const struct job *j)
-{
-	double g1, serial;
-
-	if (!jobspec_measured_fit(&j->meas, &g1, &serial))
-		return json_null();
-	return json_pack("{s:f, s:f}", "goodput_1", g1, "serial", serial);
-}
-
-json_t *job_scaling_json(const struct job *j)
-{
-	json_t *n = json_array(), *g = json_array(), *r = json_array();
-	json_t *t = json_array(), *b = json_array(), *pa = json_array();
-
-	for (int i = 1; n && g && r && t && b && pa &&
-	     i <= JOBSPEC_MEASURED_MAX; i++) {
-		if (!j->meas.reports[i])
-			continue;
-		json_array_append_new(n, json_integer(i));
-		json_array_append_new(g, json_real(j->meas.goodput[i]));
-		json_array_append_new(r, json_integer(j->meas.reports[i]));
-		/* the factors (0 where none was reported) */
-		json_array_append_new(t, json_real(j->meas.throughput[i]));
-		json_array_append_new(b, json_real(j->meas.batch[i]));
-		json_array_append_new(pa, json_integer(j->meas.parts[i]));
-	}
-	return json_pack("{s:b, s:o*, s:o*, s:o*, s:o*, s:o*, s:o*, s:o, "
-			 "s:o, s:b}", "measured", j->measured_on, "instances",
-			 n, "goodput", g, "reports", r, "throughput", t,
-			 "total_batch", b, "parts", pa, "fit", fit_json(j),
-			 "explore_limit", j->scaling.spot_max >= 0 ?
-			 json_integer(j->explore.limit) : json_null(),
-			 "explore_done", j->explore.done);
-}
-
-void job_scaling_event(struct job *j, bool force)
-{
-	uint64_t now = px_now_mono_us();
-	json_t *o;
-	char *s;
-
-	if (!force && now - j->scaling_ev_us < SCALING_EVENT_MS * 1000ull)
-		return;
-	j->scaling_ev_us = now;
-	o = job_scaling_json(j);
-	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	if (s)
-		job_event(j, "scaling", s);
-	free(s);
-	json_decref(o);
-}
-
-/* The factors of count k at index i of a stored "scaling" event, when
- * the event has them (older ones do not) and they make sense. */
-static void take_parts(struct job *j, json_t *o, size_t i, int k)
-{
-	json_t *t = json_array_get(json_object_get(o, "throughput"), i);
-	json_t *b = json_array_get(json_object_get(o, "total_batch"), i);
-	json_t *pa = json_array_get(json_object_get(o, "parts"), i);
-	double tv = json_number_value(t), bv = json_number_value(b);
-
-	if (!json_is_number(t) || !json_is_number(b) ||
-	    !json_is_integer(pa) || !(tv > 0) || !isfinite(tv) ||
-	    !(bv > 0) || !isfinite(bv) || json_integer_value(pa) < 1 ||
-	    json_integer_value(pa) > UINT32_MAX)
-		return;
-	j->meas.throughput[k] = tv;
-	j->meas.batch[k] = bv;
-	j->meas.parts[k] = (uint32_t)json_integer_value(pa);
-}
-
-void job_scaling_take(struct job *j, json_t *o)
-{
-	json_t *n = json_object_get(o, "instances");
-	json_t *g = json_object_get(o, "goodput");
-	json_t *r = json_object_get(o, "reports");
-	size_t i;
-	json_t *v;
-
-	/* an exploration that ended (its limit reached, or the trainer
-	 * reported no goodput at it) does not start again */
-	if (json_is_true(json_object_get(o, "explore_done"))) {
-		j->explore.done = j->explore.saved = true;
-		j->explore.limit = 0;
-	}
-	if (!json_is_array(n) || json_array_size(g) != json_array_size(n) ||
-	    json_array_size(r) != json_array_size(n))
-		return;
-	json_array_foreach(n, i, v) {
-		json_int_t k = json_integer_value(v);
-		json_t *gv = json_array_get(g, i), *rv = json_array_get(r, i);
-
-		if (!json_is_integer(v) || k < 1 || k > JOBSPEC_MEASURED_MAX ||
-		    !json_is_number(gv) || !(json_number_value(gv) > 0) ||
-		    !isfinite(json_number_value(gv)) ||
-		    !json_is_integer(rv) || json_integer_value(rv) < 1 ||
-		    json_integer_value(rv) > UINT32_MAX)
-			continue;
-		j->meas.goodput[k] = json_number_value(gv);
-		j->meas.reports[k] = (uint32_t)json_integer_value(rv);
-		take_parts(j, o, i, (int)k);
-	}
+	r->goodput = p->goodput;
+	r->efficiency = p->efficiency;
+	r->noise_scale = p->noise_scale;
+	r->lr_scale = p->lr_scale;
+	r->batch = p->batch;
+	r->base_batch = j->req.trainer.batch;
+	r->instances = (workers + per - 1) / per;
+	r->total_batch = (double)holders(p) * p->batch;
 }
 
 static void take_progress(struct job *j, const struct wire_progress *p)
 {
-	double f;
+	struct job_report r = {
+		.clock = (int64_t)p->clock, .total_clock = p->total_clock,
+		.acc = p->accuracy, .loss = p->loss, .sps = p->samples_per_s,
+		.stage = p->stage,
+		/* the work is the share of the job's samples trained: with
+		 * more workers a clock holds more of them */
+		.frac = p->total_samples ? (double)p->samples /
+					   (double)p->total_samples : 0,
+	};
 
-	if (p->clock > j->clock)  /* the nodes work: starts succeed */
-		j->start_failures = 0;
-	j->clock = p->clock;
-	j->sps = p->samples_per_s;
-	/* evaluated: a classifier's accuracy and loss, an mf job's test
-	 * RMSE in loss (its accuracy NaN) */
-	if (isfinite(p->accuracy) || isfinite(p->loss)) {
-		j->acc = p->accuracy;
-		j->loss = p->loss;
-	}
-	take_members(j, p);
-	job_take_goodput(j, p);
-	j->trainer_stage = p->stage;
-	if (p->total_clock > 0)
-		j->total_clocks = p->total_clock;
-	/* the work is the share of the job's samples trained: with more
-	 * workers a clock holds more of them */
-	f = p->total_samples ? (double)p->samples /
-				       (double)p->total_samples : 0;
-	if (f > 1)
-		f = 1;
-	if (f > j->frac)
-		j->frac = f;
+	if (r.clock > j->pg.clock)  /* the nodes work: starts succeed */
+		tr(j)->start_failures = 0;
+	take_members(j, p, &r);
+	trainer_goodput_report(j, p, r.workers, &r);
+	job_progress_take(j, &r);
 }
 
-void job_trainer_poll(struct job *j)
+static void trainer_poll(struct job *j)
 {
 	struct px_error err;
 	struct wire_msg m;
 
-	if (!j->registered)
+	if (!tr(j)->registered)
 		agent_register(j);
 	cmd_pump(j);
-	while (agent_chan_progress(j->ach, 0, &m, &err) == PX_OK) {
+	while (agent_chan_progress(tr(j)->ach, 0, &m, &err) == PX_OK) {
 		take_progress(j, &m.u.progress);
 		wire_msg_release(&m);
 	}
-}
-
-/* What the controller sees: work done in reference hours, and the rate
- * measured over the last market hour of progress. */
-void job_ctrl_progress(struct job *j, int64_t t, struct ctrl_progress *p)
-{
-	double w = j->frac * j->req.spec.work_hours;
-
-	if (t - j->rate_t >= 3600 || !j->rate_t) {
-		if (j->rate_t && t > j->rate_t)
-			j->rate_h = (w - j->rate_w) * 3600.0 /
-				    (double)(t - j->rate_t);
-		j->rate_t = t;
-		j->rate_w = w;
-	}
-	j->work_h = w;
-	p->work_done_h = w;
-	p->rate_h = j->rate_h > 0 ? j->rate_h : 0;
-	p->scaling = &j->scaling;
 }
 
 /* ---- the coordinator's end ---- */
@@ -971,7 +777,7 @@ static void remove_coord_sockets(struct job *j)
 	char path[JOB_PATH_MAX + 32];
 
 	for (const char *const *n = names; *n; n++) {
-		snprintf(path, sizeof path, "%s/%s", j->dir, *n);
+		snprintf(path, sizeof path, "%s/%s", j->run.dir, *n);
 		(void)unlink(path);
 	}
 }
@@ -983,36 +789,32 @@ static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
  * after exit 3, bad input data (a checksum, a data file's error): a
  * restart would read the same, and the trainer's words are the job's
  * error. */
-bool job_check_coordinator(struct job *j)
+static enum workload_end trainer_check(struct job *j, char *why, size_t len)
 {
-	int st;
+	int st, n;
 	struct px_error err = {0};
-	pid_t pid = j->coord;
+	pid_t pid = tr(j)->coord;
 
 	if (pid <= 0 || waitpid(pid, &st, WNOHANG) != pid)
-		return true;
-	j->coord = 0;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-		j->trainer_done = true;
-		j->frac = 1;
-		return true;
-	}
+		return WORKLOAD_RUNS;
+	tr(j)->coord = 0;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return WORKLOAD_DONE;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 3) {
 		char what[512], safe[PX_TERM_SAFE_LEN(128)];
 
 		/* the coordinator is node 0 */
 		last_trainer_error(j, 0, what, sizeof what);
 		px_term_safe(what, safe, sizeof safe);
-		snprintf(j->why, sizeof j->why, "the trainer's coordinator "
-			 "refused its input (exit 3)%s%s", safe[0] ? ": " : "",
-			 safe);
-		return false;
+		snprintf(why, len, "the trainer's coordinator refused its "
+			 "input (exit 3)%s%s", safe[0] ? ": " : "", safe);
+		return WORKLOAD_FAILED;
 	}
-	if (j->restarts++ < COORD_RESTARTS) {
-		if (j->stall_kill)
+	if ((n = job_progress_restarted(j)) <= COORD_RESTARTS) {
+		if (tr(j)->stall_kill)
 			job_eventf(j, "error", "%s; restarting the trainer "
-				   "from the checkpoint (%d of %d)", j->why,
-				   j->restarts, COORD_RESTARTS);
+				   "from the checkpoint (%d of %d)", j->run.why,
+				   n, COORD_RESTARTS);
 		else
 			job_eventf(j, "error", "the coordinator %s %d; "
 				   "restarting from the checkpoint (%d of %d)",
@@ -1020,54 +822,50 @@ bool job_check_coordinator(struct job *j)
 						 : "died of signal",
 				   WIFEXITED(st) ? WEXITSTATUS(st)
 						 : WTERMSIG(st),
-				   j->restarts, COORD_RESTARTS);
-		j->stall_kill = false;
+				   n, COORD_RESTARTS);
+		tr(j)->stall_kill = false;
 		kill(-pid, SIGKILL);    /* what is left of its group */
-		/* its judgement of the workers' speeds ended with it: none
-		 * is named slow until the new one judges */
-		j->n_slow = 0;
-		j->speed_median = 0;
 		/* the new coordinator knows neither the agent nor what it
 		 * was told: register again, and tell it again */
 		agent_close(j);
 		remove_coord_sockets(j);
 		if (agent_open(j, &err) == PX_OK &&
 		    start_coordinator(j, true, &err) == PX_OK) {
-			if (j->c)
-				job_cmd_stage(j, ctrl_stage(j->c));
+			if (j->run.c)
+				trainer_stage(j, ctrl_stage(j->run.c));
 			/* the nodes' sessions were with the old one: they
 			 * start anew (and are expected anew) */
-			for (size_t i = 0; i < j->n_seen; i++)
-				j->seen[i].anew = true;
-			if (!j->w || j->wops->restart_nodes(j->w, &err) ==
-				     PX_OK)
-				return true;
+			for (size_t i = 0; i < tr(j)->n_seen; i++)
+				tr(j)->seen[i].anew = true;
+			if (!j->run.w ||
+			    j->wops->restart_nodes(j->run.w, &err) == PX_OK)
+				return WORKLOAD_RUNS;
 		}
 	}
-	snprintf(j->why, sizeof j->why, "the trainer's coordinator %s %d%s%s",
+	snprintf(why, len, "the trainer's coordinator %s %d%s%s",
 		 WIFEXITED(st) ? "exited with" : "died of signal",
 		 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
 		 err.msg[0] ? ": " : "", err.msg);
-	return false;
+	return WORKLOAD_FAILED;
 }
 
-/* A stalled trainer (j->why says how) whose coordinator may restart yet:
- * the coordinator is killed, and job_check_coordinator starts it again
- * from the checkpoint with every node anew.  Whatever wedged it (a shard
- * whose every copy was lost in a hand-off, a node that never answers)
- * costs the clocks since the checkpoint, not the job.  False when no
- * restart is left, or the last one never got past the clock it stalled
- * at: the job fails. */
-bool job_restart_stalled(struct job *j)
+/* A stalled trainer (j->run.why says how) whose coordinator may restart
+ * yet: the coordinator is killed, and trainer_check starts it again from
+ * the checkpoint with every node anew.  Whatever wedged it (a shard whose
+ * every copy was lost in a hand-off, a node that never answers) costs the
+ * clocks since the checkpoint, not the job.  False when no restart is
+ * left, or the last one never got past the clock it stalled at: the job
+ * fails. */
+static bool trainer_restart_stalled(struct job *j)
 {
 	/* a restart that did not get past where the last one stalled
 	 * will not help again */
-	if (j->coord <= 0 || j->restarts >= COORD_RESTARTS ||
-	    j->clock <= j->stall_restart_clock)
+	if (tr(j)->coord <= 0 || j->pg.restarts >= COORD_RESTARTS ||
+	    j->pg.clock <= tr(j)->stall_restart_clock)
 		return false;
-	j->stall_restart_clock = j->clock;
-	j->stall_kill = true;
-	kill(-j->coord, SIGKILL);
+	tr(j)->stall_restart_clock = j->pg.clock;
+	tr(j)->stall_kill = true;
+	kill(-tr(j)->coord, SIGKILL);
 	return true;
 }
 
@@ -1081,7 +879,7 @@ static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
 {
 	char tail[8192], *p, *best, *cause = NULL, *any = NULL, *mine = NULL;
 	ssize_t n = 0;
-	int fd = open(j->log, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = open(tr(j)->log, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	off_t size;
 
 	buf[0] = 0;
@@ -1123,7 +921,7 @@ static void last_trainer_error(const struct job *j, uint64_t id, char *buf,
 /* The world's progress mark: the trainer's clock. */
 static int64_t job_mark(void *ctx)
 {
-	return ((struct job *)ctx)->clock;
+	return ((struct job *)ctx)->pg.clock;
 }
 
 /* The world's hook: instance id's node ended before it worked (how:
@@ -1133,70 +931,93 @@ static void node_start_failed(void *ctx, uint64_t id, const char *how)
 	struct job *j = ctx;
 	char said[400];
 
-	j->start_failures++;
+	tr(j)->start_failures++;
 	last_trainer_error(j, id, said, sizeof said);
 	job_eventf(j, "node_failed", "instance %" PRIu64 ": its node failed "
 		   "to start: %s%s%s", id, how, said[0] ? ": " : "", said);
 	log_warn("job %" PRId64 ": instance %" PRIu64 ": its node failed to "
 		 "start: %s%s%s", j->id, id, how, said[0] ? ": " : "", said);
-	if (j->start_failures >= START_FAILURES_MAX && !j->fail_now[0])
-		snprintf(j->fail_now, sizeof j->fail_now, "its nodes cannot "
-			 "start: %" PRId64 " in a row failed (the last %s)%s%s",
-			 j->start_failures, how, said[0] ? ": " : "", said);
+	if (tr(j)->start_failures >= START_FAILURES_MAX)
+		job_fail_soon(j, "its nodes cannot start: %" PRId64 " in a "
+			      "row failed (the last %s)%s%s",
+			      tr(j)->start_failures, how, said[0] ? ": " : "",
+			      said);
 }
 
 /* ---- the trainer of a run ---- */
 
-enum px_err job_trainer_prepare(struct job *j, struct px_error *err)
+static enum px_err trainer_prepare(struct job *j, struct px_error *err)
 {
 	static const char hex[] = "0123456789abcdef";
 	uint32_t n_train = 60000;
-	size_t off;
-
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdn = 0;
-	enum px_err e;
+	struct trainer *t = j->wl;
+	size_t off;
 
-	/* the job's key, kept in its directory across the daemon's lives
-	 * (nodes that outlive the daemon stay members), and the trainer's
-	 * job id drawn from it: both the same in every life of the job */
-	e = jobkey_load_or_create(j->dir, j->key, err);
-	if (e != PX_OK)
-		return e;
-	if (EVP_Digest(j->key, sizeof j->key, md, &mdn, EVP_sha256(), NULL)
-	    != 1 || mdn < sizeof j->token)
-		return px_errorf(err, PX_EIO, "SHA-256 failed");
-	memcpy(&j->token, md, sizeof j->token);
-	j->token >>= 1;
-	off = (size_t)snprintf(j->keyenv, sizeof j->keyenv, "%s=",
-			       DIST_KEY_ENV);
-	for (size_t i = 0; i < sizeof j->key; i++) {
-		j->keyenv[off++] = hex[j->key[i] >> 4];
-		j->keyenv[off++] = hex[j->key[i] & 15];
+	if (!t) {
+		if (!(t = calloc(1, sizeof *t)))
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		t->cmd_fd = -1;
+		t->stall_restart_clock = -1;
+		j->wl = t;
 	}
-	j->keyenv[off] = 0;
-	j->total_clocks = dist_job_clocks(n_train, 1,
-					  (uint32_t)j->req.trainer.epochs,
-					  (uint32_t)j->req.trainer.batch,
-					  DIST_CLOCK_BATCHES);
+	snprintf(t->ckpt, sizeof t->ckpt, "%s/%s", j->run.dir,
+		 workload_trainer.product);
+	snprintf(t->log, sizeof t->log, "%s/trainer.log", j->run.dir);
+	/* the trainer's job id, drawn from the job's key: the same in
+	 * every life of the job (nodes that outlive the daemon stay
+	 * members) */
+	if (EVP_Digest(j->run.key, sizeof j->run.key, md, &mdn, EVP_sha256(),
+		       NULL) != 1 || mdn < sizeof t->token)
+		return px_errorf(err, PX_EIO, "SHA-256 failed");
+	memcpy(&t->token, md, sizeof t->token);
+	t->token >>= 1;
+	off = (size_t)snprintf(t->keyenv, sizeof t->keyenv, "%s=",
+			       DIST_KEY_ENV);
+	for (size_t i = 0; i < sizeof j->run.key; i++) {
+		t->keyenv[off++] = hex[j->run.key[i] >> 4];
+		t->keyenv[off++] = hex[j->run.key[i] & 15];
+	}
+	t->keyenv[off] = 0;
+	job_progress_foresee(j, dist_job_clocks(n_train, 1,
+						(uint32_t)j->req.trainer.epochs,
+						(uint32_t)j->req.trainer.batch,
+						DIST_CLOCK_BATCHES));
 	return PX_OK;
 }
 
-enum px_err job_trainer_start(struct job *j, bool resume,
-			      struct px_error *err)
+/* A PS and its workers, three ports each. */
+static int trainer_node_ports(const struct job *j)
 {
-	enum px_err e = agent_open(j, err);
+	return 3 * (j->req.trainer.workers_per_instance + 1);
+}
 
+static enum px_err trainer_start(struct job *j, const char *coord,
+				 bool resume, struct px_error *err)
+{
+	enum px_err e;
+
+	snprintf(tr(j)->coord_addr, sizeof tr(j)->coord_addr, "%s", coord);
+	e = agent_open(j, err);
 	return e == PX_OK ? start_coordinator(j, resume, err) : e;
 }
 
-void job_trainer_stop(struct job *j)
+static void trainer_stop(struct job *j)
 {
+	if (!tr(j))
+		return;
 	stop_coordinator(j);
 	agent_close(j);
 }
 
-void job_trainer_hooks(struct job *j, struct world_hooks *h)
+static void trainer_free(struct job *j)
+{
+	free(j->wl);
+	j->wl = NULL;
+}
+
+static void trainer_hooks(struct job *j, struct world_hooks *h)
 {
 	h->command = node_command;
 	h->notice = node_notice;
@@ -1204,8 +1025,25 @@ void job_trainer_hooks(struct job *j, struct world_hooks *h)
 	h->adopted = node_adopted;
 	h->ctx = j;
 	h->ready_on_report = true;
-	h->log_path = j->log;
+	h->log_path = tr(j)->log;
 	h->spawn_env = role_env_flags(j);
 	h->progress = job_mark;
 	h->start_failed = node_start_failed;
 }
+
+const struct workload_ops workload_trainer = {
+	.name = "trainer",
+	.product = "model.pxc",
+	/* the trainer's own leave time */
+	.release_ms = DIST_LEAVE_DEFAULT_MS,
+	.prepare = trainer_prepare,
+	.node_ports = trainer_node_ports,
+	.hooks = trainer_hooks,
+	.start = trainer_start,
+	.poll = trainer_poll,
+	.stage = trainer_stage,
+	.check = trainer_check,
+	.restart_stalled = trainer_restart_stalled,
+	.stop = trainer_stop,
+	.free = trainer_free,
+};
