@@ -99,6 +99,22 @@ size_t jobs_running(const struct jobs *js)
 	return n;
 }
 
+static enum px_err take_state(const struct store_job *sj, void *ctx)
+{
+	*(enum store_job_state *)ctx = sj->state;
+	return PX_OK;
+}
+
+bool jobs_stored_state(struct jobs *js, int64_t id,
+		       enum store_job_state *ret, struct px_error *err)
+{
+	struct store_job_filter f = { .id = id };
+
+	*ret = STORE_JOB_STATE_MAX;
+	return store_jobs_each(js->s.st, &f, take_state, ret, err) ==
+	       PX_OK && *ret != STORE_JOB_STATE_MAX;
+}
+
 /* The job's state, in the store and here.  When the store cannot take it
  * (a full disk), this daemon still treats the job as being in state s (an
  * ended job is not run again by it); the store keeps the state it had, and
@@ -624,26 +640,6 @@ static int64_t pump(struct loop *l, int64_t id, void *ctx)
 	return LOOP_NOMORE;
 }
 
-enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
-		     struct px_error *err)
-{
-	struct jobs *js = calloc(1, sizeof *js);
-
-	if (!js)
-		return px_errorf(err, PX_ENOMEM, "out of memory");
-	js->s = *s;
-	js->host = (struct world_host){ .loop = s->loop, .st = s->st,
-					.cfg = s->cfg };
-	if (notify_new(s->loop, s->cfg, &js->notify, err) != PX_OK) {
-		free(js);
-		return err->code;
-	}
-	/* copies of submissions a killed daemon never stored */
-	job_inputs_clean_stale(s->dir);
-	*ret = js;
-	return PX_OK;
-}
-
 void jobs_suspend(struct jobs *js)
 {
 	for (struct job *j = js->list; j; j = j->next) {
@@ -677,25 +673,4 @@ void jobs_suspend(struct jobs *js)
 			   PRId64 " (clock %" PRId64 "); the job resumes when "
 			   "it starts again", j->run.t, j->pg.clock);
 	}
-}
-
-void jobs_free(struct jobs *js)
-{
-	if (!js)
-		return;
-	jobs_submit_stop(js);
-	while (js->list) {
-		struct job *j = js->list;
-
-		js->list = j->next;
-		job_free(j);
-	}
-	for (int k = 0; k < WORLD_KIND_MAX; k++) {
-		const struct world_ops *o = world_ops_of((enum world_kind)k);
-
-		if (o && o->host_free)
-			o->host_free(&js->host);
-	}
-	notify_free(js->notify);
-	free(js);
 }

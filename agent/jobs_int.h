@@ -13,10 +13,10 @@
  *   jobs_progress.c    what the workload reports, the measured scaling
  *                      and its exploration, what the controller sees
  *   jobs_notify.c      the notifications of a job's events (notify.h)
- *   workload_trainer.c the built-in trainer: key, coordinator, each
- *                      instance's node command, the agent channel
  *   jobs.c             the list, the queue, start, tick and end, the stop
  *                      rules, the controller events' dispatcher
+ *   workload_trainer.c the built-in trainer (workload.h): coordinator,
+ *                      each instance's node command, the agent channel
  *   jobs_submit.c      submit (checked, its market read on a thread,
  *                      stored queued) and cancel; this host's capacity
  *   jobs_recover.c     taking the store's jobs up after a restart
@@ -215,10 +215,11 @@ struct jobs {
 };
 
 /* The functions of each file, lowest first: a file calls those of the
- * files above its own section and its own, never those below (the one
- * way up is the controller's events, which jobs.c dispatches to the
- * books, the notifications and the workload).  scripts/check-style
- * ("jobs layers") enforces it. */
+ * sections above its own and its own, never those below.  The ways up go
+ * through tables: the controller's events (which jobs.c dispatches to the
+ * books, the notifications and the workload's stage), a world's hooks,
+ * and the workload's ops, which jobs.c calls as it calls a world's.
+ * scripts/check-style enforces it (jobs-layers). */
 
 /* ---- jobs_events.c: the job's event log ---- */
 
@@ -363,15 +364,6 @@ void job_notify(struct job *j, const char *event, const char *reason,
 void job_notify_instance(struct job *j, const char *event,
 			 const struct ctrl_event *ev);
 
-/* ---- workload_trainer.c: the built-in trainer (workload.h) ---- */
-
-struct wire_progress;
-/* A PROGRESS frame's goodput into r: its count of instances (of
- * workers_per_instance workers each) and the total batch of the workers
- * that train a partition (not stage 3's idle reliable ones). */
-void trainer_goodput_report(const struct job *j, const struct wire_progress *p,
-			    int workers, struct job_report *r);
-
 /* ---- jobs.c: the list, the queue, start, tick, end ---- */
 
 /* A job of js named src (its file, or "job N") with nothing loaded yet;
@@ -380,6 +372,10 @@ struct job *job_new(struct jobs *js, const char *src);
 struct job *job_find(struct jobs *js, int64_t id);
 /* Nodes the job's world holds now (0 without a world). */
 size_t job_nodes(const struct job *j);
+/* Whether the store holds job id (its state in *ret); false when it does
+ * not, or on an error (in err). */
+bool jobs_stored_state(struct jobs *js, int64_t id,
+		       enum store_job_state *ret, struct px_error *err);
 /* The state a job is built in (submit: queued; a restart: the store's),
  * not stored. */
 void job_take_state(struct job *j, enum store_job_state s);
@@ -401,6 +397,15 @@ void job_trim(struct job *j);
 /* Start queued jobs on the loop's next turn. */
 void pump_soon(struct jobs *js);
 
+/* ---- workload_trainer.c: the built-in trainer (workload.h) ---- */
+
+struct wire_progress;
+/* A PROGRESS frame's goodput into r: its count of instances (of
+ * workers_per_instance workers each) and the total batch of the workers
+ * that train a partition (not stage 3's idle reliable ones). */
+void trainer_goodput_report(const struct job *j, const struct wire_progress *p,
+			    int workers, struct job_report *r);
+
 /* ---- jobs_submit.c: submit and cancel; this host's capacity ---- */
 
 /* The world's room hook: one more node only under this host's capacity. */
@@ -419,10 +424,6 @@ void jobs_submit_stop(struct jobs *js);
 
 /* ---- jobs_view.c (and jobs_recover.c, jobs_model.c: jobs.h's) ---- */
 
-/* Whether the store holds job id (its state in *ret); false when it does
- * not, or on an error (in err). */
-bool jobs_stored_state(struct jobs *js, int64_t id,
-		       enum store_job_state *ret, struct px_error *err);
 /* job_clocks_total for job id, held or not (a job ended in an earlier
  * life: its last progress event's); 0 when nothing says. */
 int64_t jobs_clocks_total(struct jobs *js, int64_t id);

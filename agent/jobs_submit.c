@@ -1,6 +1,8 @@
 /* jobs_submit.c -- submit and cancel (jobs.h, docs/jobs.md): a job
  * checked against its world and what this host can run, its market read
- * on a thread of its own, stored queued; cancel ends it. */
+ * on a thread of its own, stored queued; cancel ends it.  And the
+ * daemon's jobs made and freed (jobs_new, jobs_free): the top of the
+ * jobs files, which ends the submissions still being read. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "../trainer/mf.h"
 #include "../trainer/train_local.h"
 #include "jobs_int.h"
+#include "notify.h"
 #include "outbound.h"
 #include "server.h"
 
@@ -499,4 +502,47 @@ json_t *jobs_cmd_cancel(struct jobs *js, json_t *req, struct px_error *err)
 	pump_soon(js);
 	return json_pack("{s:I, s:s}", "job", (json_int_t)id, "state",
 			 "cancelled");
+}
+
+/* ---- the daemon's jobs, made and freed ---- */
+
+enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
+		     struct px_error *err)
+{
+	struct jobs *js = calloc(1, sizeof *js);
+
+	if (!js)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	js->s = *s;
+	js->host = (struct world_host){ .loop = s->loop, .st = s->st,
+					.cfg = s->cfg };
+	if (notify_new(s->loop, s->cfg, &js->notify, err) != PX_OK) {
+		free(js);
+		return err->code;
+	}
+	/* copies of submissions a killed daemon never stored */
+	job_inputs_clean_stale(s->dir);
+	*ret = js;
+	return PX_OK;
+}
+
+void jobs_free(struct jobs *js)
+{
+	if (!js)
+		return;
+	jobs_submit_stop(js);
+	while (js->list) {
+		struct job *j = js->list;
+
+		js->list = j->next;
+		job_free(j);
+	}
+	for (int k = 0; k < WORLD_KIND_MAX; k++) {
+		const struct world_ops *o = world_ops_of((enum world_kind)k);
+
+		if (o && o->host_free)
+			o->host_free(&js->host);
+	}
+	notify_free(js->notify);
+	free(js);
 }

@@ -412,21 +412,6 @@ static json_t *status_stored(struct jobs *js, int64_t id,
 	return s.o;
 }
 
-static enum px_err take_state(const struct store_job *sj, void *ctx)
-{
-	*(enum store_job_state *)ctx = sj->state;
-	return PX_OK;
-}
-
-bool jobs_stored_state(struct jobs *js, int64_t id,
-		       enum store_job_state *ret, struct px_error *err)
-{
-	struct store_job_filter f = { .id = id };
-
-	*ret = STORE_JOB_STATE_MAX;
-	return store_jobs_each(js->s.st, &f, take_state, ret, err) ==
-	       PX_OK && *ret != STORE_JOB_STATE_MAX;
-}
 
 int64_t jobs_clocks_total(struct jobs *js, int64_t id)
 {

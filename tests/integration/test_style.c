@@ -78,6 +78,16 @@ static int lines(const char *s)
 	return n;
 }
 
+/* Times s holds what. */
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, what)); s += strlen(what))
+		n++;
+	return n;
+}
+
 /* What check-style must say of each break the first test makes: the
  * start of its line, and the rule the line ends with. */
 static const struct {
@@ -203,6 +213,88 @@ Test(style, each_rule_fails_once_on_its_own_break)
 	 * test's atoi */
 	cr_assert_eq(lines(r.out), (int)n, "%d lines for %zu breaks:\n%s",
 		     lines(r.out), n, r.out);
+	pxrun_free(&r);
+}
+
+/* owned-parts and jobs-layers, on a jobs_int.h of two parts and four
+ * sections: each write outside a part's owner, each identity write
+ * outside the files that build a job, and each call of a layer above is
+ * one line; reads, own writes, a const view, a file without jobs_int.h
+ * and calls downwards are none. */
+Test(style, the_jobs_parts_and_layers_hold)
+{
+	static const char *const want[] = {
+		"agent/jobs_events.c:5: calls job_end() of agent/jobs.c",
+		"agent/jobs_progress.c:6: writes job->run.t: the run part is "
+		"agent/jobs.c's",
+		"agent/jobs.c:7: writes job->pg.clock: the pg part is "
+		"agent/jobs_progress.c's",
+		"agent/workload_x.c:6: writes job->id: the job's identity",
+		"agent/workload_x.c:7: writes job->pg: the pg part",
+	};
+	struct pxrun r;
+
+	put("agent/jobs_int.h", "/* jobs_int.h -- two parts, four layers. */\n"
+	    "struct job_run { int t; };\n"
+	    "struct job_progress { int clock; };\n"
+	    "struct job {\n\tint id;\n\tvoid *wl;\n"
+	    "\tstruct job_run run;\n\tstruct job_progress pg;\n};\n"
+	    "/* ---- jobs_events.c: the lowest ---- */\n"
+	    "void job_event(struct job *j);\n"
+	    "/* ---- jobs_progress.c: progress ---- */\n"
+	    "void job_progress_take(struct job *j);\n"
+	    "/* ---- jobs.c: the core ---- */\n"
+	    "struct job *job_new(void);\n"
+	    "void job_end(struct job *j);\n"
+	    "/* ---- workload_x.c: a workload ---- */\n");
+	put("agent/jobs_events.c", "/* jobs_events.c -- calls up. */\n"
+	    "#include \"jobs_int.h\"\n"
+	    "void job_event(struct job *j)\n"
+	    "{\n"
+	    "\tjob_end(j);\n"
+	    "}\n");
+	put("agent/jobs_progress.c", "/* jobs_progress.c -- its own part. */\n"
+	    "#include \"jobs_int.h\"\n"
+	    "void job_progress_take(struct job *j)\n"
+	    "{\n"
+	    "\tj->pg.clock++;\n"
+	    "\tj->run.t = j->pg.clock == 1;\n"
+	    "\tjob_event(j);\n"
+	    "}\n");
+	put("agent/jobs.c", "/* jobs.c -- the core. */\n"
+	    "#include <string.h>\n"
+	    "#include \"jobs_int.h\"\n"
+	    "void job_end(struct job *j)\n"
+	    "{\n"
+	    "\tj->run.t = 0;\n"
+	    "\tmemset(&j->pg.clock, 0, sizeof j->pg.clock);\n"
+	    "\tj->id = 3;\n"
+	    "\tjob_progress_take(j);\n"
+	    "}\n");
+	put("agent/workload_x.c", "/* workload_x.c -- a workload. */\n"
+	    "#include \"jobs_int.h\"\n"
+	    "int x_poll(struct job *j)\n"
+	    "{\n"
+	    "\tconst struct job_progress *q = &j->pg;\n"
+	    "\tj->id = 5;\n"
+	    "\tstruct job_progress *p = &j->pg;\n"
+	    "\tj->wl = 0;\n"
+	    "\tjob_end(j);\n"
+	    "\treturn q->clock + p->clock;\n"
+	    "}\n");
+	put("agent/other.c", "/* other.c -- no job here. */\n"
+	    "struct o { struct { int t; } run; };\n"
+	    "void o_set(struct o *j) { j->run.t = 1; }\n");
+
+	cr_assert_eq(check(&r, tmp), 1, "exit %d, out:\n%s\nerr:\n%s",
+		     r.status, r.out, r.err);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+		cr_assert_not_null(strstr(r.out, want[i]), "no '%s' in:\n%s",
+				   want[i], r.out);
+	/* (the include exceptions this tree does not need are said too) */
+	cr_assert_eq(count(r.out, "(owned-parts)") +
+		     count(r.out, "(jobs-layers)"),
+		     (int)(sizeof want / sizeof want[0]), "%s", r.out);
 	pxrun_free(&r);
 }
 
