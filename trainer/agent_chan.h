@@ -1,5 +1,5 @@
 /* agent_chan.h -- the agent's end of a job's trainer: what proteusd's
- * jobs (agent/jobs_trainer.c) and `proteus-trainer local` (dist_local.c)
+ * jobs (agent/workload_trainer.c) and `proteus-trainer local` (dist_local.c)
  * both hold to follow and steer a coordinator (docs/protocol.md).
  *
  * Two sockets under the job's key, as the agent (DIST_AGENT_NODE): a PULL
