@@ -324,8 +324,12 @@ void job_progress_done(struct job *j);
 /* A member that joined after the job began; one lost without notice. */
 void job_progress_join(struct job *j);
 void job_progress_loss(struct job *j);
-/* The workload's driver restarted: the count, this one included. */
+/* The workload's driver is restarting: the count of restarts, this one
+ * included (a driver past its restarts fails the job, and its last
+ * judgement of its workers stays); a new driver's judgement starts
+ * empty (driver_anew). */
 int job_progress_restarted(struct job *j);
+void job_progress_driver_anew(struct job *j);
 /* A restarted daemon's job: the figures of its earlier lives' last
  * progress event, and a "scaling" event's measurements (bad entries
  * skipped); resumed: its driver's first life here counts a restart. */

@@ -96,11 +96,15 @@ void job_progress_loss(struct job *j)
 
 int job_progress_restarted(struct job *j)
 {
+	return ++j->pg.restarts;
+}
+
+void job_progress_driver_anew(struct job *j)
+{
 	/* its judgement of the workers' speeds ended with the old driver:
 	 * none is named slow until the new one judges */
 	j->pg.n_slow = 0;
 	j->pg.speed_median = 0;
-	return ++j->pg.restarts;
 }
 
 void job_progress_resumed(struct job *j)

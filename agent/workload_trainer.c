@@ -825,6 +825,7 @@ static enum workload_end trainer_check(struct job *j, char *why, size_t len)
 				   n, COORD_RESTARTS);
 		tr(j)->stall_kill = false;
 		kill(-pid, SIGKILL);    /* what is left of its group */
+		job_progress_driver_anew(j);
 		/* the new coordinator knows neither the agent nor what it
 		 * was told: register again, and tell it again */
 		agent_close(j);
