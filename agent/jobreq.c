@@ -10,6 +10,7 @@
 #include "../trainer/data_url.h"
 #include "config.h"
 #include "jobreq.h"
+#include "workload.h"
 
 #define KEY_SHOWN 64             /* bytes of a field's name in a message */
 
@@ -373,6 +374,31 @@ static enum px_err parse_world(json_t *o, const char *name,
 	return PX_OK;
 }
 
+/* "workload": one of the workloads proteusd knows; default trainer. */
+static enum px_err parse_workload(json_t *v, const char *name, char *buf,
+				  size_t len, struct px_error *err)
+{
+	char known[256];
+
+	snprintf(buf, len, "%s", workload_trainer.name);
+	if (!v)
+		return PX_OK;
+	if (!json_is_string(v))
+		return px_errorf(err, PX_EINVAL, "%s: workload: must be a "
+				 "string", name);
+	if (!workload_of(json_string_value(v))) {
+		char safe[PX_TERM_SAFE_LEN(64)];
+
+		px_term_safe(json_string_value(v), safe, sizeof safe);
+		workload_names(known, sizeof known);
+		return px_errorf(err, PX_EINVAL, "%s: workload: unknown "
+				 "workload '%s' (known: %s)", name, safe,
+				 known);
+	}
+	snprintf(buf, len, "%s", json_string_value(v));
+	return PX_OK;
+}
+
 /* "policy": one of the policies simulate knows; default bidbrain. */
 static enum px_err parse_policy(json_t *v, const char *name, char *buf,
 				size_t len, struct px_error *err)
@@ -532,7 +558,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err)
 {
 	json_error_t je;
-	json_t *root, *tr, *wo, *po, *nu, *sm, *ex;
+	json_t *root, *tr, *wo, *po, *nu, *sm, *ex, *wl;
 	char *rest = NULL;
 	enum px_err r;
 
@@ -556,6 +582,8 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	nu = json_incref(json_object_get(root, "notify_url"));
 	sm = json_incref(json_object_get(root, "scaling_measured"));
 	ex = json_incref(json_object_get(root, "scaling_explore"));
+	wl = json_incref(json_object_get(root, "workload"));
+	json_object_del(root, "workload");
 	json_object_del(root, "notify_url");
 	json_object_del(root, "scaling_measured");
 	json_object_del(root, "scaling_explore");
@@ -566,6 +594,9 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	if (r == PX_OK)
 		r = parse_policy(po, name, ret->policy, sizeof ret->policy,
 				 err);
+	if (r == PX_OK)
+		r = parse_workload(wl, name, ret->workload,
+				   sizeof ret->workload, err);
 	if (r == PX_OK)
 		r = parse_notify(nu, name, ret->notify_url,
 				 sizeof ret->notify_url, err);
@@ -609,6 +640,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	json_decref(nu);
 	json_decref(sm);
 	json_decref(ex);
+	json_decref(wl);
 	json_decref(root);
 	return r;
 }

@@ -100,6 +100,8 @@ struct job_world {
 struct job_request {
 	struct jobspec spec;
 	char policy[32];            /* "policy": default "bidbrain" */
+	char workload[32];          /* "workload": what runs on its nodes
+				     * (workload.h); default "trainer" */
 	char notify_url[JOBREQ_URL_MAX]; /* "notify_url": where the job's
 					  * events are POSTed; "": none */
 	bool scaling_measured;      /* "scaling_measured" (default true):

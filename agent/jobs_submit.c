@@ -121,6 +121,14 @@ enum px_err job_world(struct job *j, const char *name, struct px_error *err)
 	size_t n = 0;
 	int k;
 
+	/* what runs on its nodes (jobreq_parse knows the name) */
+	j->wlops = workload_of(j->req.workload[0] ? j->req.workload
+						  : workload_trainer.name);
+	if (!j->wlops)
+		return px_errorf(err, PX_EINVAL, "%s: workload: '%s' is not "
+				 "known to this daemon", name,
+				 j->req.workload);
+
 	if (o && o->create) {
 		j->wops = o;
 		/* a world that rents needs its operator's settings first */

@@ -19,8 +19,10 @@
  *                            adopted, start_failed, progress
  *
  * The built-in elastic trainer (workload_trainer.c) is the first; a
- * second is one table and its file, listed in workload_of
- * (jobs_submit.c).  docs/jobs.md, "Workloads", has the contract.
+ * second is one table and its file, known to workload_of (workload.c;
+ * workload_register adds one, as tests/integration/test_workload_own.c
+ * does).  A job names its workload ("workload", default "trainer").
+ * docs/jobs.md, "Workloads", has the contract.
  */
 #ifndef PX_WORKLOAD_H
 #define PX_WORKLOAD_H
@@ -110,5 +112,15 @@ struct workload_ops {
 
 /* The built-in elastic trainer (workload_trainer.c). */
 extern const struct workload_ops workload_trainer;
+
+/* The workload a request names ("workload": default "trainer"); NULL:
+ * none of that name. */
+const struct workload_ops *workload_of(const char *name);
+/* One more workload jobs may name (before the daemon takes jobs: not
+ * thread-safe); PX_EINVAL for an op missing or a name taken. */
+enum px_err workload_register(const struct workload_ops *o,
+			      struct px_error *err);
+/* The names known, ", " between them, into buf. */
+void workload_names(char *buf, size_t len);
 
 #endif
