@@ -402,12 +402,17 @@ static void forward_all(struct ps *p)
 	p->fwd_rounds++;
 }
 
-static void on_sub(struct ps *p)
+/* The coordinator's broadcasts; whether one was taken.  Frames the wire
+ * refused (a restarted coordinator's, at the same address, in a session
+ * this PS never registered with) are skipped and count for nothing. */
+static bool on_sub(struct ps *p)
 {
 	struct px_error err;
 	struct wire_msg m;
+	bool took = false;
 
 	while (net_recv(p->sub, &m, 0, &err) == PX_OK) {
+		took = true;
 		switch (m.hdr.type) {
 		case WIRE_MEMBERSHIP:
 			if (!dist_members_take(&p->mb, &m))
@@ -443,6 +448,7 @@ static void on_sub(struct ps *p)
 		}
 		wire_msg_release(&m);
 	}
+	return took;
 }
 
 static struct pusher *pusher(struct ps *p, struct wire_node n, bool add)
@@ -910,7 +916,7 @@ static void serve_for(struct ps *p, int ms)
 		if (nn_poll(pf, 3, left) <= 0)
 			continue;
 		if (pf[2].revents & NN_POLLIN)
-			on_sub(p);
+			(void)on_sub(p);
 		if (pf[1].revents & NN_POLLIN)
 			on_pull(p);
 		if (pf[0].revents & NN_POLLIN)
@@ -1100,10 +1106,12 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			(void)poll(NULL, 0, dist_ms_until(sub_late, 50));
 		else if (nn_poll(all ? pf : pf + 2, n,
 				 dist_ms_until(next_hb, 50)) > 0) {
-			if (pf[2].revents & NN_POLLIN) {
-				on_sub(p);
+			/* the coordinator heard from, not the socket
+			 * readable: a restarted coordinator's broadcasts
+			 * (refused) kept an unregistered PS up for good,
+			 * its node never registering again */
+			if ((pf[2].revents & NN_POLLIN) && on_sub(p))
 				last_coord = px_now_mono_us();
-			}
 			/* Before serving anything from a stale copy. */
 			if (!p->leaving && self_lost(p)) {
 				e = rejoin(p, err);

@@ -12,7 +12,10 @@
  *    and the node exits 0;
  *  - a node whose role dies stops the others and exits 1 naming it;
  *  - a stub node (`node --stub`) is admitted as a member with no role,
- *    stays one on its heartbeats alone, and leaves when told.
+ *    stays one on its heartbeats alone, and leaves when told;
+ *  - a PS whose coordinator was killed takes another one at its address
+ *    (a session it never registered with: frames refused) for silence,
+ *    and exits 1.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -339,4 +342,43 @@ Test(trainer_agent, the_oldest_absent_names_make_room)
 	trainer_start("stub10000", early);
 	cr_assert(wait_log("coordinator", "node 10000: not a node the agent "
 			   "started (yet)", WAIT_MS));
+}
+
+/* A PS whose coordinator was killed, and another coordinator up at the
+ * same address before the PS's 5 s were out (as proteusd restarted brings
+ * its job's back): the new one's broadcasts are of a session the PS never
+ * registered with, refused, and no sign of life.  The PS counts its
+ * coordinator silent and exits 1, so that its node ends and is started
+ * again, registering with the new one.  A PS kept up by the refused
+ * frames stayed unregistered for good, the new coordinator waiting on it
+ * and the job's nodes never joining (jobs_ec2 kill_9_...). */
+Test(trainer_agent, a_restarted_coordinator_is_not_the_one_a_ps_knew)
+{
+	const char *coord[] = { "proteus-trainer", "coordinator", COMMON,
+				"--node", "0", "--listen", tt.coord,
+				"--workers", "1", "--ps", "1", NULL };
+	char listen[700];
+	const char *ps[] = { "proteus-trainer", "ps", COMMON, "--node", "100",
+			     "--listen", listen, NULL };
+	pid_t c, p;
+	char *log;
+
+	snprintf(listen, sizeof listen, "ipc://%s/n100", tt.tmp);
+	c = trainer_start("coordinator", coord);
+	p = trainer_start("ps100", ps);
+	cr_assert(wait_log("coordinator", "node 100 registered as ps",
+			   WAIT_MS));
+	cr_assert_eq(kill(c, SIGKILL), 0);
+	cr_assert_eq(wait_exit(c, WAIT_MS), 128 + SIGKILL);
+	c = trainer_start("coordinator2", coord);
+	cr_assert(wait_log("coordinator2", "coordinator on ", WAIT_MS),
+		  "the second coordinator did not come up");
+	/* 5 s of silence and a little: well before the wait's end */
+	cr_assert_eq(wait_exit(p, WAIT_MS), 1, "the PS outlived its "
+		     "coordinator (still up, or not as a failure)");
+	log = trainer_log("ps100");
+	cr_assert_not_null(strstr(log, "coordinator silent for 5 s"), "%s",
+			   log);
+	free(log);
+	(void)c;
 }
