@@ -44,7 +44,7 @@
 #include "jobs.h"
 #include "journal.h"
 #include "plan.h"
-#include "world/world.h"
+#include "world.h"
 
 /* Error texts are cut to fit their buffers on purpose; paths are checked
  * for length where it matters (job_start). */

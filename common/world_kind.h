@@ -1,7 +1,7 @@
 /* world_kind.h -- the worlds, one enum for every layer that names one:
  * proteusd's config, job specs (agent/jobreq.h), the store's jobs table
  * (db/store.h: its `world` column holds these names) and the worlds' ops
- * tables (agent/world/world.h).  Here, below all of them, so that the
+ * tables (agent/world.h).  Here, below all of them, so that the
  * store needs nothing of the agent.
  */
 #ifndef PX_WORLD_KIND_H

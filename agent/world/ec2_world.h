@@ -31,7 +31,7 @@
 
 #include "../config.h"
 #include "../../cloudapi/market.h"
-#include "world.h"
+#include "../world.h"
 
 extern const struct world_ops ec2_world_ops;
 

@@ -13,7 +13,7 @@
 #include "../controller.h"
 #include "../evq.h"
 #include "sim.h"
-#include "world.h"
+#include "../world.h"
 
 struct sim_plan {
 	struct sim_setup setup;

@@ -8,7 +8,7 @@
 #include "ec2_world.h"
 #include "local.h"
 #include "sim.h"
-#include "world.h"
+#include "../world.h"
 
 const struct world_ops *world_ops_of(enum world_kind k)
 {

@@ -5,7 +5,7 @@
  * to event over a replayed trace), `local` (process groups on this host,
  * a trace replayed on an accelerated clock) and `ec2` (real instances
  * through the Query API, and the enrollment endpoint that gives their
- * nodes the job's key), each in this folder behind its header (sim.h,
+ * nodes the job's key), each in agent/world/ behind its header (sim.h,
  * local.h, ec2_world.h; ec2's code is one file a concern, ec2_*.c, whose
  * map is in ec2_world_int.h), with what they share in world.c.
  * docs/controller.md has the whole contract; in short:
@@ -26,12 +26,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../bidbrain/policy.h"
-#include "../../cloudapi/market.h"
-#include "../../common/px.h"
+#include "../bidbrain/policy.h"
+#include "../cloudapi/market.h"
+#include "../common/px.h"
 /* enum world_kind, world_kind_name, world_kind_parse: in common/ so that
  * the store, which records a job's world, needs nothing of the agent */
-#include "../../common/world_kind.h"
+#include "../common/world_kind.h"
 
 /* One instance the controller wants.  Strings are borrowed for the call. */
 struct world_req {
