@@ -669,10 +669,10 @@ void jobs_free(struct jobs *js)
 		js->list = j->next;
 		job_free(j);
 	}
-	for (int k = 0; k < WORLD_KIND_MAX; k++) {
-		const struct world_ops *o = world_ops_of((enum world_kind)k);
+	for (size_t k = 0; world_ops_at(k); k++) {
+		const struct world_ops *o = world_ops_at(k);
 
-		if (o && o->host_free)
+		if (o->host_free)
 			o->host_free(&js->host);
 	}
 	notify_free(js->notify);

@@ -20,10 +20,9 @@
  *                   submitter's guard, copied into the job's folder
  *
  * A job reaches its world only through the world's ops (world.h,
- * world_ops_of): no file here includes a world's header or calls a
- * world's own functions.  Two test the job's world kind: jobs_trainer.c
- * (no scaling exploration in sim) and jobs_view.c (enrollments are
- * ec2's).
+ * world_ops_by_name): no file here includes a world's header, calls a
+ * world's own functions or names a world; each per-world rule is a
+ * field of the table (capacity, spec_check, no_explore, enrollments).
  */
 #ifndef PX_JOBS_INT_H
 #define PX_JOBS_INT_H
@@ -109,7 +108,7 @@ struct job {
 	int64_t now_s;           /* the provider's clock when its markets
 				  * were read (ec2) */
 	double speedup;
-	/* the run, on its world (world_ops_of(req.world.kind)) */
+	/* the run, on its world (world_ops_by_name(req.world.name)) */
 	const struct world_ops *wops;
 	struct ctrl *c;
 	void *w;

@@ -691,7 +691,6 @@ static enum px_err ec2w_coordinator(const void *vw, char *buf, size_t len,
 
 const struct world_ops ec2_world_ops = {
 	.name = "ec2",
-	.kind = WORLD_EC2,
 	.acquire = ec2w_acquire,
 	.release = ec2w_release,
 	.timer = ec2w_timer,
@@ -717,6 +716,8 @@ const struct world_ops ec2_world_ops = {
 	.real_clock = true,
 	.load_market = ec2_world_market_history,
 	.check = config_ec2_check,
+	.config_problems = config_ec2_problems,
+	.spec_check = ec2_world_spec_check,
 	.host_start = ec2_world_sweep,
 	.host_free = ec2_world_host_free,
 };

@@ -10,9 +10,12 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../trainer/dist.h"
+#include "../config.h"
 #include "../controller.h"
+#include "../jobreq.h"
 #include "../evq.h"
 #include "local.h"
 #include "../spawnattr.h"
@@ -718,9 +721,40 @@ static enum px_err w_run_due(void *ctx, const struct ctrl_progress *p,
 	return e;
 }
 
+/* The instances (node processes) this host runs at once, all jobs
+ * together: the local_max_instances setting, else 8 per online CPU and
+ * at most one per 256 MiB of memory, at least 2. */
+static int64_t w_capacity(const struct proteusd_config *cfg)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	int64_t n, by_mem;
+
+	if (cfg->local_max_instances > 0)
+		return cfg->local_max_instances;
+	n = 8 * (int64_t)(cpus > 0 ? cpus : 1);
+	if (pages > 0 && psize > 0) {
+		by_mem = (int64_t)((double)pages * (double)psize /
+				   (256.0 * 1024 * 1024));
+		if (by_mem < n)
+			n = by_mem;
+	}
+	return n < 2 ? 2 : n;
+}
+
+/* Only EC2's instance metadata says a rebalance recommendation. */
+static enum px_err w_spec_check(const struct job_world *w, const char *file,
+				struct px_error *err)
+{
+	if (w->rebalance_leave)
+		return px_errorf(err, PX_EINVAL, "%s: world.rebalance: only "
+				 "the ec2 world hears rebalance "
+				 "recommendations", file);
+	return PX_OK;
+}
+
 const struct world_ops lworld_ops = {
 	.name = "local",
-	.kind = WORLD_LOCAL,
 	.acquire = w_acquire_now,
 	.release = w_release,
 	.timer = w_timer,
@@ -742,4 +776,6 @@ const struct world_ops lworld_ops = {
 	.free_world = w_free,
 	.coordinator = w_coordinator,
 	.on_this_host = true,
+	.spec_check = w_spec_check,
+	.capacity = w_capacity,
 };

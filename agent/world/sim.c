@@ -224,10 +224,12 @@ static enum px_err w_timer(void *ctx, int64_t t_s, enum ctrl_timer_kind kind,
  * (sim_run), so the daemon's half is NULL. */
 const struct world_ops sim_world_ops = {
 	.name = "sim",
-	.kind = WORLD_SIM,
 	.acquire = w_acquire,
 	.release = w_release,
 	.timer = w_timer,
+	.no_explore = true,
+	.no_jobs = "is no world for jobs: simulations run with "
+		   "'proteusctl simulate'",
 };
 
 /* A controller call's result, with its message moved to the run's. */

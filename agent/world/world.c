@@ -1,7 +1,9 @@
-/* world.c -- what the worlds share (world.h): which ops a kind has, and
- * when a spot instance gets its eviction notice: the trace's price
- * against its bid, and per-second capacity events per pool. */
+/* world.c -- what the worlds share (world.h): the registry of worlds by
+ * name, the event driver their run_due share, and when a spot instance
+ * gets its eviction notice: the trace's price against its bid, and
+ * per-second capacity events per pool. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,18 +12,82 @@
 #include "sim.h"
 #include "../world.h"
 
-const struct world_ops *world_ops_of(enum world_kind k)
+/* ---- the registry ---- */
+
+/* The one table of worlds: the built-in ones, then the added. */
+static const struct world_ops *const builtin[] = {
+	&sim_world_ops, &lworld_ops, &ec2_world_ops,
+};
+#define N_BUILTIN (sizeof builtin / sizeof builtin[0])
+static const struct world_ops *added[WORLD_REGISTER_MAX];
+static size_t n_added;
+
+const struct world_ops *world_ops_at(size_t i)
 {
-	switch (k) {
-	case WORLD_SIM:
-		return &sim_world_ops;
-	case WORLD_LOCAL:
-		return &lworld_ops;
-	case WORLD_EC2:
-		return &ec2_world_ops;
-	default:
-		return NULL;
+	if (i < N_BUILTIN)
+		return builtin[i];
+	return i - N_BUILTIN < n_added ? added[i - N_BUILTIN] : NULL;
+}
+
+const struct world_ops *world_ops_by_name(const char *name)
+{
+	const struct world_ops *o;
+
+	for (size_t i = 0; name && (o = world_ops_at(i)) != NULL; i++)
+		if (!strcmp(o->name, name))
+			return o;
+	return NULL;
+}
+
+static bool good_name(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n >= WORLD_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_", *s))
+			return false;
+	return true;
+}
+
+enum px_err world_register(const struct world_ops *o, struct px_error *err)
+{
+	if (!o || !good_name(o->name))
+		return px_errorf(err, PX_EINVAL, "world_register: a world's "
+				 "name is 1 to %d of [a-z0-9_]",
+				 WORLD_NAME_MAX - 1);
+	if (world_ops_by_name(o->name))
+		return px_errorf(err, PX_EINVAL, "world_register: '%s' is "
+				 "taken", o->name);
+	if (n_added == WORLD_REGISTER_MAX)
+		return px_errorf(err, PX_ETOOBIG, "world_register: at most %d "
+				 "worlds added", WORLD_REGISTER_MAX);
+	added[n_added++] = o;
+	return PX_OK;
+}
+
+size_t world_daemon_names(char *buf, size_t len, const char *quote,
+			  const char *last)
+{
+	const struct world_ops *o;
+	size_t n = 0, total = 0, at = 0;
+
+	for (size_t i = 0; (o = world_ops_at(i)) != NULL; i++)
+		total += o->create != NULL;
+	if (len)
+		buf[0] = 0;
+	for (size_t i = 0; (o = world_ops_at(i)) != NULL; i++) {
+		if (!o->create)
+			continue;
+		if (at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s%s%s",
+					       !n ? "" : n + 1 == total ?
+					       last : ", ", quote, o->name,
+					       quote);
+		n++;
 	}
+	return n;
 }
 
 /* Buckets of pool events: the mean count per bucket stays at most this,
