@@ -350,6 +350,53 @@ enum px_err world_register(const struct world_ops *o, struct px_error *err);
 size_t world_daemon_names(char *buf, size_t len, const char *quote,
 			  const char *last);
 
+/* ---- the event driver the worlds share (agent/world/world.c) ---- */
+
+struct evq;
+struct evq_ev;
+
+/* A world's queue of its own events (agent/evq.h) and how it hands them
+ * to the controller. */
+struct world_drive {
+	struct ctrl *c;
+	struct evq *q;
+	void *w;                 /* the world, the callbacks' first argument */
+	/* One event (ev->t the instant's): the controller told, the next
+	 * event of its kind queued, its bits (POL_WHY_PRICE, _TICK) set in
+	 * *why. */
+	enum px_err (*handle)(void *w, const struct evq_ev *ev, unsigned *why,
+			      struct px_error *err);
+	/* The progress ctrl_step gets, once the instant's events are handled
+	 * (sim: its work and rate then).  NULL: the caller's. */
+	void (*progress)(void *w, struct ctrl_progress *ret);
+	/* The books at t, after ctrl_step, when the fleet changed or a tick
+	 * was among the events (local, ec2: ctrl_cost; sim: its record). */
+	enum px_err (*books)(void *w, int64_t t, struct px_error *err);
+	int64_t *step_t;         /* set to the instant before ctrl_step (the
+				  * world's last step); may be NULL */
+	bool retime;             /* every event due by the instant is handled
+				  * as at it (ec2: the clock is EC2's, and a
+				  * decision is made now, not at the past
+				  * instant it was due) */
+};
+
+/* One instant t: ctrl_take_changed, then every event at t (retime: due
+ * by t) popped in order to handle, *step_t = t, ctrl_step(t, why, *p)
+ * (p filled by progress first, when set) and books when the fleet
+ * changed or a tick came.  A controller's error is in err with its
+ * message (err may be NULL). */
+enum px_err world_drive_instant(const struct world_drive *d, int64_t t,
+				struct ctrl_progress *p, struct px_error *err);
+
+/* run_due of a daemon world (world_ops): every instant due by now, in
+ * order (retime: one instant, now, or the last step if later), each
+ * through world_drive_instant, then the stop rules (ctrl_stop) at it;
+ * stops at the first that holds.  *ret_t: the last instant (or *ret_t
+ * as the caller set it, none due); *ret_stop: CTRL_RUN or the rule. */
+enum px_err world_drive_due(const struct world_drive *d, int64_t now,
+			    const struct ctrl_progress *p, int64_t *ret_t,
+			    int *ret_stop, struct px_error *err);
+
 /* When a spot instance launched at now with this bid gets its eviction
  * notice (MARKET_NONE: never, in the trace): legacy, the first time the
  * market's price rises above the bid; per-second, also the first capacity

@@ -611,6 +611,22 @@ static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
 	}
 }
 
+/* The events through the shared event driver (world.h). */
+static enum px_err drive_handle(void *w, const struct evq_ev *ev,
+				unsigned *why, struct px_error *err)
+{
+	return handle(w, ev, why, err);
+}
+
+static enum px_err drive_books(void *vw, int64_t t, struct px_error *err)
+{
+	struct lworld *w = vw;
+
+	(void)err;
+	ctrl_cost(w->c, t);
+	return PX_OK;
+}
+
 /* Nodes that died on their own: gone, "lost" (the trainer recovers).  A
  * warned node that ended (its roles left in time) is the provider's
  * until the eviction instant: it stays on the books till then.  A
@@ -687,35 +703,17 @@ static enum px_err w_run_due(void *ctx, const struct ctrl_progress *p,
 {
 	struct lworld *w = ctx;
 	int64_t now = w_now(w);
-	enum px_err e = PX_OK;
+	const struct world_drive d = {
+		.c = w->c, .q = &w->q, .w = w, .handle = drive_handle,
+		.books = drive_books, .step_t = &w->step_t,
+	};
+	enum px_err e;
 
-	*ret_stop = CTRL_RUN;
 	*ret_t = now;
-	while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= now) {
-		int64_t t = evq_top(&w->q)->t;
-		unsigned why = 0;
-
-		ctrl_take_changed(w->c);
-		while (e == PX_OK && w->q.n && evq_top(&w->q)->t == t) {
-			struct evq_ev ev = evq_pop(&w->q);
-
-			e = handle(w, &ev, &why, err);
-		}
-		w->step_t = t;
-		if (e == PX_OK)
-			e = ctrl_err(w, ctrl_step(w->c, t, why, p), err);
-		if (e == PX_OK && (ctrl_take_changed(w->c) ||
-				   (why & POL_WHY_TICK)))
-			ctrl_cost(w->c, t);
-		*ret_t = t;
-		if (e == PX_OK) {
-			*ret_stop = ctrl_stop(w->c, t, p);
-			if (*ret_stop != CTRL_RUN)
-				return PX_OK;
-		}
-	}
-	if (e == PX_OK)
-		e = reap(w, now, err);
+	e = world_drive_due(&d, now, p, ret_t, ret_stop, err);
+	if (e != PX_OK || *ret_stop != CTRL_RUN)
+		return e;
+	e = reap(w, now, err);
 	if (e == PX_OK && !*ret_stop)
 		*ret_stop = ctrl_stop(w->c, *ret_t, p);
 	return e;

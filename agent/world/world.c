@@ -10,6 +10,8 @@
 #include "ec2_world.h"
 #include "local.h"
 #include "sim.h"
+#include "../controller.h"
+#include "../evq.h"
 #include "../world.h"
 
 /* ---- the registry ---- */
@@ -88,6 +90,63 @@ size_t world_daemon_names(char *buf, size_t len, const char *quote,
 		n++;
 	}
 	return n;
+}
+
+/* ---- the event driver ---- */
+
+enum px_err world_drive_instant(const struct world_drive *d, int64_t t,
+				struct ctrl_progress *p, struct px_error *err)
+{
+	enum px_err e = PX_OK;
+	unsigned why = 0;
+
+	ctrl_take_changed(d->c);
+	while (e == PX_OK && d->q->n && (evq_top(d->q)->t == t ||
+					 (d->retime && evq_top(d->q)->t <= t))) {
+		struct evq_ev ev = evq_pop(d->q);
+
+		ev.t = t;
+		e = d->handle(d->w, &ev, &why, err);
+	}
+	if (e != PX_OK)
+		return e;
+	if (d->step_t)
+		*d->step_t = t;
+	if (d->progress)
+		d->progress(d->w, p);
+	e = ctrl_step(d->c, t, why, p);
+	if (e != PX_OK) {
+		if (err)
+			px_errorf(err, e, "%s", ctrl_error(d->c)->msg);
+		return e;
+	}
+	if (ctrl_take_changed(d->c) || (why & POL_WHY_TICK))
+		return d->books(d->w, t, err);
+	return PX_OK;
+}
+
+enum px_err world_drive_due(const struct world_drive *d, int64_t now,
+			    const struct ctrl_progress *p, int64_t *ret_t,
+			    int *ret_stop, struct px_error *err)
+{
+	struct ctrl_progress pg = *p;
+	enum px_err e = PX_OK;
+
+	*ret_stop = CTRL_RUN;
+	while (e == PX_OK && d->q->n && evq_top(d->q)->t <= now) {
+		int64_t t = evq_top(d->q)->t;
+
+		if (d->retime)
+			t = d->step_t && *d->step_t > now ? *d->step_t : now;
+		e = world_drive_instant(d, t, &pg, err);
+		*ret_t = t;
+		if (e == PX_OK) {
+			*ret_stop = ctrl_stop(d->c, t, p);
+			if (*ret_stop != CTRL_RUN)
+				return PX_OK;
+		}
+	}
+	return e;
 }
 
 /* Buckets of pool events: the mean count per bucket stays at most this,
