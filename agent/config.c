@@ -22,21 +22,9 @@
 #include "../common/log.h"
 #include "outbound.h"
 #include "proto.h"
+#include "world.h"
 
 #define CFG(f) offsetof(struct proteusd_config, f)
-
-/* The world of jobs whose spec names none: local or ec2 (whose own keys
- * config_ec2_check checks at start).  sim is refused at load and reload
- * rather than accepted and ignored. */
-static const struct config_choice world_choices[] = {
-	{"local", WORLD_LOCAL, NULL},
-	{"ec2", WORLD_EC2, NULL},
-	{"sim", WORLD_SIM, "is no world for jobs: simulations run with "
-			   "'proteusctl simulate'"},
-	{NULL, 0, NULL},
-};
-/* CONFIG_ENUM fields are ints */
-_Static_assert(sizeof(enum world_kind) == sizeof(int), "world is an int");
 
 static const struct config_choice level_choices[] = {
 	{"err", LOG_LVL_ERR, NULL},       {"warning", LOG_LVL_WARN, NULL},
@@ -73,6 +61,49 @@ static size_t region_prefix(const char *s)
 	if (s[i] != '\0' && s[i] != '-' && !(s[i] >= 'a' && s[i] <= 'z'))
 		return 0;
 	return i;
+}
+
+bool config_zone_in_region(const char *zone, const char *region)
+{
+	size_t r = region_prefix(zone);
+
+	return r == strlen(region) && !strncmp(zone, region, r);
+}
+
+/* The world of jobs whose spec names none: one the registry has that
+ * runs the daemon's jobs (world.h; the world's own keys its check hook
+ * checks at start).  sim is refused at load and reload rather than
+ * accepted and ignored. */
+static bool check_world(const char *val, struct proteusd_config *cfg,
+			char *why, size_t wlen)
+{
+	const struct world_ops *o = world_ops_by_name(val);
+	char names[128];
+
+	(void)cfg;
+	if (o && o->create)
+		return true;
+	if (o && o->no_jobs) {
+		snprintf(why, wlen, "'%s' %s", o->name, o->no_jobs);
+		return false;
+	}
+	world_daemon_names(names, sizeof names, "", ", ");
+	snprintf(why, wlen, "'%.64s' is not one of %s", val, names);
+	return false;
+}
+
+/* The default world: the registry's first that runs the daemon's jobs
+ * (local). */
+static enum px_err default_world(char *buf, size_t len)
+{
+	const struct world_ops *o;
+
+	for (size_t i = 0; (o = world_ops_at(i)) != NULL; i++)
+		if (o->create) {
+			snprintf(buf, len, "%s", o->name);
+			return PX_OK;
+		}
+	return PX_ENOENT;
 }
 
 static bool check_region(const char *val, struct proteusd_config *cfg,
@@ -582,11 +613,12 @@ static const struct config_key config_table[] = {
 	 "$XDG_DATA_HOME/proteus/proteus.db or "
 	 "~/.local/share/proteus/proteus.db)",
 	 NULL, proto_default_db, NULL},
-	{"world", CONFIG_ENUM, CFG(world), 0, 0, "local", CONFIG_IMMUTABLE,
+	{"world", CONFIG_STR, CFG(world), 1, CONFIG_NAME_MAX - 1, NULL,
+	 CONFIG_IMMUTABLE,
 	 "the world of jobs whose spec names none: local (processes here, "
 	 "the market replayed from a trace) or ec2 (instances rented "
 	 "through the EC2 API; the ec2_* keys)",
-	 world_choices, NULL, NULL},
+	 NULL, default_world, check_world},
 	{"region", CONFIG_STR, CFG(region), 1, CONFIG_NAME_MAX - 1,
 	 "us-east-1", CONFIG_IMMUTABLE,
 	 "AWS region (a region name) for markets, on-demand prices and the "
@@ -816,14 +848,6 @@ const struct config_key *config_key_find(const char *name)
 	return NULL;
 }
 
-const char *config_world_name(int world)
-{
-	for (const struct config_choice *c = world_choices; c->name; c++)
-		if (c->value == world)
-			return c->name;
-	return "unknown";
-}
-
 void config_diag_release(struct config_diag *d)
 {
 	if (!d)
@@ -834,9 +858,8 @@ void config_diag_release(struct config_diag *d)
 	*d = (struct config_diag){0};
 }
 
-static void diag_add(struct config_diag *d, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void diag_add(struct config_diag *d, const char *fmt, ...)
+#define diag_add config_diag_add
+void config_diag_add(struct config_diag *d, const char *fmt, ...)
 {
 	va_list ap;
 	char *m = NULL, **nm;
@@ -1225,16 +1248,6 @@ json_t *config_to_json(const struct proteusd_config *cfg)
 	return o;
 }
 
-/* Whether an EC2 endpoint other than AWS's is named: the key, or the
- * environment the client falls back on. */
-static bool endpoint_named(const struct proteusd_config *c)
-{
-	const char *e1 = getenv("AWS_ENDPOINT_URL_EC2");
-	const char *e2 = getenv("AWS_ENDPOINT_URL");
-
-	return c->ec2_endpoint[0] || (e1 && *e1) || (e2 && *e2);
-}
-
 /* Whether a is an address of this host: a TCP socket binds to it (port
  * 0: any).  0, or the errno of the bind. */
 static int bind_probe(const struct sockaddr *a, socklen_t len)
@@ -1299,79 +1312,6 @@ enum px_err config_head_bind(const struct proteusd_config *c, char *buf,
 				 "fit", num);
 	snprintf(buf, len, "%s", num);
 	return PX_OK;
-}
-
-size_t config_ec2_problems(const struct proteusd_config *c,
-			   struct config_diag *d)
-{
-	struct px_error e = {0};
-	struct enroll_cert *cert = NULL;
-	char num[INET6_ADDRSTRLEN];
-	size_t n0 = d->n + d->dropped;
-
-	if (!c->ec2_ami[0])
-		diag_add(d, "ec2_ami is not set: the ec2 world needs the image "
-			 "its instances boot");
-	if (!c->ec2_subnet_count)
-		diag_add(d, "ec2_subnets is not set: the ec2 world needs the "
-			 "subnet of each zone it launches in "
-			 "(ZONE=subnet-ID,...)");
-	for (int i = 0; i < c->ec2_subnet_count; i++) {
-		const char *z = c->ec2_subnet[i].zone;
-		size_t r = region_prefix(z);
-
-		if (r != strlen(c->region) || strncmp(z, c->region, r))
-			diag_add(d, "ec2_subnets: zone '%s' is not in region "
-				 "'%s' (the 'region' key)", z, c->region);
-	}
-	if (!c->ec2_sg_count)
-		diag_add(d, "ec2_security_groups is not set: the ec2 world "
-			 "needs the security groups of its instances "
-			 "(sg-ID,...)");
-	if (!c->ec2_instance_profile[0])
-		diag_add(d, "ec2_instance_profile is not set: the ec2 world "
-			 "needs the IAM instance profile of its instances");
-	if (!c->head_address[0])
-		diag_add(d, "head_address is not set: the ec2 world needs the "
-			 "address its nodes reach this head node at");
-	else if (config_head_bind(c, num, sizeof num, &e) != PX_OK)
-		diag_add(d, "%s", e.msg);
-	if (!c->ec2_identity_cert[0])
-		diag_add(d, "ec2_identity_cert is not set: the ec2 world needs "
-			 "the region's AWS RSA-2048 certificate to check its "
-			 "nodes' identity documents (docs/operations.md)");
-	else if (enroll_cert_load(c->ec2_identity_cert, &cert, &e) != PX_OK)
-		diag_add(d, "ec2_identity_cert: %s", e.msg);
-	enroll_cert_free(cert);
-	if (c->ec2_clock_speedup != 1 && !endpoint_named(c))
-		diag_add(d, "ec2_clock_speedup is %" PRId64 ": a clock "
-			 "speed-up is for a fake EC2 only; set ec2_endpoint "
-			 "(or $AWS_ENDPOINT_URL_EC2) to the fake's URL, or "
-			 "ec2_clock_speedup to 1", c->ec2_clock_speedup);
-	if (c->ec2_clock_origin != 0 && !endpoint_named(c))
-		diag_add(d, "ec2_clock_origin is %" PRId64 ": a clock origin "
-			 "is for a fake EC2 only; set ec2_endpoint (or "
-			 "$AWS_ENDPOINT_URL_EC2) to the fake's URL, or "
-			 "ec2_clock_origin to 0", c->ec2_clock_origin);
-	return d->n + d->dropped - n0;
-}
-
-enum px_err config_ec2_check(const struct proteusd_config *c,
-			     struct px_error *err)
-{
-	struct config_diag d = {0};
-	char all[PX_ERRMSG_MAX] = "";
-	size_t n = config_ec2_problems(c, &d), at = 0;
-
-	if (!n)
-		return PX_OK;
-	for (size_t i = 0; i < d.n && at < sizeof all; i++)
-		at += (size_t)snprintf(all + at, sizeof all - at, "%s%s",
-				       i ? "; " : "", d.msgs[i]);
-	if (!d.n)
-		snprintf(all, sizeof all, "out of memory");
-	config_diag_release(&d);
-	return px_errorf(err, PX_EINVAL, "%s", all);
 }
 
 size_t config_warnings(const struct proteusd_config *c,

@@ -17,7 +17,6 @@
 #include <stdint.h>
 
 #include "../common/px.h"
-#include "../common/world_kind.h"
 
 #define CONFIG_PATH_MAX 4096   /* db path, with its NUL */
 #define CONFIG_SOCKET_MAX 108  /* sizeof(sun_path), with the NUL */
@@ -43,9 +42,10 @@ struct config_subnet {
 /* The whole configuration; plain values, so that it copies by assignment. */
 struct proteusd_config {
 	char db[CONFIG_PATH_MAX];             /* SQLite store path */
-	enum world_kind world;                /* the world of jobs whose
-					       * spec names none: local or
-					       * ec2 */
+	char world[CONFIG_NAME_MAX];          /* the world of jobs whose
+					       * spec names none: a name the
+					       * registry has with create
+					       * (world.h), local or ec2 */
 	char region[CONFIG_NAME_MAX];         /* a region name, us-east-1 */
 	int log_level;                        /* enum log_level (log.h) */
 	char control_socket[CONFIG_SOCKET_MAX]; /* AF_UNIX path */
@@ -207,25 +207,13 @@ bool config_equal(const struct config_key *k, const struct proteusd_config *a,
  * credentials never come from this file). */
 json_t *config_to_json(const struct proteusd_config *cfg);
 
-/* The name of a world ("ec2") or log level ("notice"). */
-const char *config_world_name(int world);
-
-/* Whether the ec2 world can run with c: every key it needs is set and
- * the keys agree (each subnet's zone in the region; a clock speed-up or
- * origin only against an endpoint other than AWS's), head_address is an
- * address of this host or a name that resolves to one
- * (config_head_bind), ec2_identity_cert is a PEM certificate this
- * process reads.  config_ec2_problems adds each problem to d, naming
- * the key and what is wrong ("ec2_ami is not set: the ec2 world needs
- * the image its instances boot"), and returns how many;
- * config_ec2_check is PX_EINVAL with all of them in err, "; " between.
- * The values themselves were checked when the file was read.  proteusd
- * calls it at start when world is ec2 (and --check-config), and for a
- * job that names ec2. */
-size_t config_ec2_problems(const struct proteusd_config *c,
-			   struct config_diag *d);
-enum px_err config_ec2_check(const struct proteusd_config *c,
-			     struct px_error *err);
+/* One problem more in d (printf-style); counted as dropped past
+ * CONFIG_DIAG_MAX or out of memory.  For the checks of the worlds'
+ * keys (agent/world/ec2_config.c). */
+void config_diag_add(struct config_diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Whether zone (us-east-1a) is a zone of region (us-east-1). */
+bool config_zone_in_region(const char *zone, const char *region);
 /* Whether url is one proteusd may send to (ec2_endpoint, notify_url,
  * a job's notify_url): http:// or https://, a host, an optional port, no
  * user or password, no blank, control or non-ASCII byte.  false: why, in

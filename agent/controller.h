@@ -35,7 +35,7 @@
 #include "../bidbrain/policy.h"
 #include "../cloudapi/market.h"
 #include "../common/px.h"
-#include "world/world.h"
+#include "world.h"
 
 enum ctrl_event_kind {
 	CTRL_EV_DECIDE_ACQUIRE = 0, /* the policy asked for instances */

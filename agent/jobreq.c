@@ -286,16 +286,32 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 	return check_mf(name, t, err);
 }
 
+/* world.name: a world the registry has that runs the daemon's jobs. */
+static enum px_err world_name(const char *buf, const char *name,
+			      struct job_world *w, struct px_error *err)
+{
+	const struct world_ops *o = world_ops_by_name(buf);
+	char names[128], what[160];
+
+	if (o && o->create) {
+		snprintf(w->name, sizeof w->name, "%s", o->name);
+		return PX_OK;
+	}
+	world_daemon_names(names, sizeof names, "\"", " or ");
+	snprintf(what, sizeof what, "must be %s", names);
+	return bad(err, name, "world", "name", what);
+}
+
 static enum px_err parse_world(json_t *o, const char *name,
 			       struct job_world *w, struct px_error *err)
 {
+	const struct world_ops *o2;
 	const char *k;
 	json_t *v;
 	enum px_err r = PX_OK;
 	char buf[64];
 
 	memset(w, 0, sizeof *w);
-	w->kind = WORLD_LOCAL;             /* when the spec names none */
 	if (!o)
 		return PX_OK;
 	if (json_is_string(o)) {           /* "world": "local" */
@@ -313,13 +329,8 @@ static enum px_err parse_world(json_t *o, const char *name,
 		if (!strcmp(k, "name")) {
 			w->named = true;
 			r = text(v, name, "world", k, buf, sizeof buf, err);
-			if (r == PX_OK && !strcmp(buf, "local"))
-				w->kind = WORLD_LOCAL;
-			else if (r == PX_OK && !strcmp(buf, "ec2"))
-				w->kind = WORLD_EC2;
-			else if (r == PX_OK)
-				r = bad(err, name, "world", k, "must be "
-					"\"local\" or \"ec2\"");
+			if (r == PX_OK)
+				r = world_name(buf, name, w, err);
 		} else if (!strcmp(k, "speedup")) {
 			r = num(v, name, "world", k, 1, false,
 				JOBREQ_SPEEDUP_MAX, &w->speedup, err);
@@ -360,17 +371,10 @@ static enum px_err parse_world(json_t *o, const char *name,
 		if (r != PX_OK)
 			return r;
 	}
-	/* the ec2 world's market is EC2's, on its clock */
-	if (w->kind == WORLD_EC2 && (w->trace[0] || w->speedup > 0 ||
-				     w->start_s))
-		return bad(err, name, "world", w->trace[0] ? "trace" :
-			   w->speedup > 0 ? "speedup" : "start", "only the "
-			   "local world replays a trace (the ec2 world's "
-			   "market is EC2's, now)");
-	/* only EC2's instance metadata says it */
-	if (w->named && w->kind == WORLD_LOCAL && w->rebalance_leave)
-		return bad(err, name, "world", "rebalance", "only the ec2 "
-			   "world hears rebalance recommendations");
+	/* the rules of the world it names are the world's (world.h) */
+	o2 = w->named ? world_ops_by_name(w->name) : NULL;
+	if (o2 && o2->spec_check)
+		return o2->spec_check(w, name, err);
 	return PX_OK;
 }
 

@@ -17,7 +17,7 @@
 #include "../bidbrain/billing.h"
 #include "../bidbrain/jobspec.h"
 #include "../common/px.h"
-#include "../common/world_kind.h"
+#include "world.h"
 
 #define JOBREQ_PATH_MAX 1024
 
@@ -70,7 +70,10 @@ struct job_trainer {
 struct job_world {
 	bool named;                 /* the spec names its world (else the
 				     * daemon's default, its `world` key) */
-	enum world_kind kind;       /* "local" (default) or "ec2" */
+	char name[WORLD_NAME_MAX];  /* its world ("local", "ec2": one the
+				     * registry has that runs the daemon's
+				     * jobs, world.h); "" when not named,
+				     * until submit sets the daemon's */
 	double speedup;             /* local: market s per real s, 1..1e6;
 				     * 0: the daemon's local_speedup */
 	int64_t start_s;            /* local: where in the trace the job

@@ -23,8 +23,11 @@
  *   jobs_view.c        the JSON of status, jobs, events and /metrics
  *   jobs_model.c       `model`: what the job produced, a chunk at a time
  *
- * A job reaches its world only through the world's ops (world.h), and its
- * nodes' work only through its workload's (workload.h).
+ * A job reaches its world only through the world's ops (world.h,
+ * world_ops_by_name): no file here includes a world's header, calls a
+ * world's own functions or names a world; each per-world rule is a
+ * field of the table (capacity, spec_check, no_explore, enrollments).
+ * Its nodes' work it reaches only through its workload's (workload.h).
  */
 #ifndef PX_JOBS_INT_H
 #define PX_JOBS_INT_H
@@ -44,7 +47,7 @@
 #include "journal.h"
 #include "plan.h"
 #include "workload.h"
-#include "world/world.h"
+#include "world.h"
 
 /* Error texts are cut to fit their buffers on purpose; paths are checked
  * for length where it matters (job_start). */

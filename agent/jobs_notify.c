@@ -40,7 +40,7 @@ void job_notify(struct job *j, const char *event, const char *reason,
 		      "job", (json_int_t)j->id, "event", event, "state",
 		      store_job_state_name(j->run.state), "time", when, "seq",
 		      (json_int_t)job_books_notified(j), "name", j->req.spec.name,
-		      "world", world_kind_name(j->req.world.kind), "cost_usd",
+		      "world", j->req.world.name, "cost_usd",
 		      (double)job_cost_uusd(j) / 1e6);
 	if (o && j->run.t > 0)    /* the market instant, once started */
 		json_object_set_new(o, "market_time", json_integer(j->run.t));

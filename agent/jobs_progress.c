@@ -208,7 +208,7 @@ void job_explore(struct job *j, int n)
 	enum jobspec_explore_ev ev;
 
 	j->pg.scaling.spot_max = -1;
-	if (!j->req.explore.on || j->req.world.kind == WORLD_SIM)
+	if (!j->req.explore.on || (j->wops && j->wops->no_explore))
 		return;
 	x->start = j->req.explore.start;
 	x->growth = j->req.explore.growth;

@@ -97,7 +97,7 @@ static enum px_err rec_job(const struct store_job *sj, void *ctx)
 {
 	struct rec_list *l = ctx;
 
-	const struct world_ops *o = world_ops_of(sj->world);
+	const struct world_ops *o = world_ops_by_name(sj->world);
 
 	/* jobs of every world the daemon runs (not simulate's) */
 	if (!o || !o->create ||
@@ -111,7 +111,7 @@ static enum px_err rec_job(const struct store_job *sj, void *ctx)
 struct rec_spec {
 	char *text;
 	enum store_job_state state;
-	enum world_kind world;
+	char world[STORE_WORLD_MAX];
 };
 
 static enum px_err rec_spec(const struct store_job *sj, void *ctx)
@@ -119,7 +119,7 @@ static enum px_err rec_spec(const struct store_job *sj, void *ctx)
 	struct rec_spec *r = ctx;
 
 	r->state = sj->state;
-	r->world = sj->world;
+	snprintf(r->world, sizeof r->world, "%s", sj->world);
 	r->text = strndup(sj->spec_json, sj->spec_len);
 	return r->text ? PX_OK : PX_ENOMEM;
 }
@@ -148,7 +148,7 @@ static void recover_one(struct jobs *js, int64_t id)
 		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
 	/* the world it ran on is the store's (a spec that names none ran
 	 * on the daemon's default of its day) */
-	j->req.world.kind = rs.world;
+	snprintf(j->req.world.name, sizeof j->req.world.name, "%s", rs.world);
 	if (e == PX_OK)
 		e = job_world(j, name, &err);
 	if (e == PX_OK)
@@ -246,11 +246,11 @@ enum px_err jobs_recover(struct jobs *js, struct px_error *err)
 	free(l);
 	/* then each world the daemon is set up for looks at what it left
 	 * (ec2: instances of jobs that are over are terminated) */
-	for (int k = 0; k < WORLD_KIND_MAX; k++) {
-		const struct world_ops *o = world_ops_of((enum world_kind)k);
+	for (size_t k = 0; world_ops_at(k); k++) {
+		const struct world_ops *o = world_ops_at(k);
 		struct px_error e2 = {0};
 
-		if (!o || !o->host_start || (o->check &&
+		if (!o->host_start || (o->check &&
 		    o->check(js->s.cfg, &e2) != PX_OK))
 			continue;
 		if (o->host_start(&js->host, &e2) != PX_OK)

@@ -26,25 +26,12 @@
 
 /* ---- what this host can run ---- */
 
-/* The local world's capacity: the instances (node processes) this host
- * runs at once, all jobs together: the local_max_instances setting, else
- * 8 per online CPU and at most one per 256 MiB of memory, at least 2. */
-static int64_t local_capacity(const struct proteusd_config *cfg)
+/* This host's capacity for j's world (world.h: local's process count;
+ * INT64_MAX: the provider's). */
+static int64_t capacity(const struct job *j)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	int64_t n, by_mem;
-
-	if (cfg->local_max_instances > 0)
-		return cfg->local_max_instances;
-	n = 8 * (int64_t)(cpus > 0 ? cpus : 1);
-	if (pages > 0 && psize > 0) {
-		by_mem = (int64_t)((double)pages * (double)psize /
-				   (256.0 * 1024 * 1024));
-		if (by_mem < n)
-			n = by_mem;
-	}
-	return n < 2 ? 2 : n;
+	return j->wops->capacity ? j->wops->capacity(j->js->s.cfg) :
+				   INT64_MAX;
 }
 
 /* Nodes of every job that use this host now (local: processes). */
@@ -62,7 +49,7 @@ static int64_t local_in_use(const struct jobs *js)
 bool job_room(void *ctx, char *why, size_t len)
 {
 	struct job *j = ctx;
-	int64_t cap = local_capacity(j->js->s.cfg), used = local_in_use(j->js);
+	int64_t cap = capacity(j), used = local_in_use(j->js);
 
 	if (j->run.fail_now[0]) {    /* ending: nothing more is started */
 		snprintf(why, len, "the job is failing: %s", j->run.fail_now);
@@ -70,9 +57,9 @@ bool job_room(void *ctx, char *why, size_t len)
 	}
 	if (used < cap)
 		return true;
-	snprintf(why, len, "the local world is full: %" PRId64 " node "
+	snprintf(why, len, "the %s world is full: %" PRId64 " node "
 		 "processes run on this host, at most %" PRId64
-		 " (local_max_instances)", used, cap);
+		 " (local_max_instances)", j->wops->name, used, cap);
 	return false;
 }
 
@@ -82,27 +69,27 @@ bool job_room(void *ctx, char *why, size_t len)
 enum px_err job_fit(struct job *j, const char *name, struct px_error *err)
 {
 	struct jobspec *sp = &j->req.spec;
-	int64_t cap = local_capacity(j->js->s.cfg), room;
+	int64_t cap = capacity(j), room;
 
 	j->note[0] = 0;
-	if (!j->wops->on_this_host)     /* the provider's capacity */
+	if (!j->wops->capacity)         /* the provider's capacity */
 		return PX_OK;
 	if (sp->reliable.count + 1 > cap)
 		return px_errorf(err, PX_EINVAL, "%s: reliable.count: %d "
-				 "instances cannot run here: this host's local "
+				 "instances cannot run here: this host's %s "
 				 "world runs at most %" PRId64 " at once "
 				 "(local_max_instances), and a job needs room "
 				 "for one more", name, sp->reliable.count,
-				 cap);
+				 j->wops->name, cap);
 	room = cap - sp->reliable.count;
 	j->note[0] = 0;
 	if (sp->spot.max_instances > room || sp->instances > room) {
 		snprintf(j->note, sizeof j->note, "spot.max_instances %d and "
 			 "instances %d capped at %" PRId64 ": this host's "
-			 "local world runs at most %" PRId64 " instances "
+			 "%s world runs at most %" PRId64 " instances "
 			 "(local_max_instances), %d of them reliable",
-			 sp->spot.max_instances, sp->instances, room, cap,
-			 sp->reliable.count);
+			 sp->spot.max_instances, sp->instances, room,
+			 j->wops->name, cap, sp->reliable.count);
 		if (sp->spot.max_instances > room)
 			sp->spot.max_instances = (int)room;
 		if (sp->instances > room)
@@ -116,10 +103,9 @@ enum px_err job_fit(struct job *j, const char *name, struct px_error *err)
  * for messages. */
 enum px_err job_world(struct job *j, const char *name, struct px_error *err)
 {
-	const struct world_ops *o = world_ops_of(j->req.world.kind);
-	char runs[64] = "";
-	size_t n = 0;
-	int k;
+	const struct world_ops *o = world_ops_by_name(j->req.world.name);
+	char runs[128];
+	size_t n;
 
 	/* what runs on its nodes (jobreq_parse knows the name) */
 	j->wlops = workload_of(j->req.workload[0] ? j->req.workload
@@ -134,16 +120,11 @@ enum px_err job_world(struct job *j, const char *name, struct px_error *err)
 		/* a world that rents needs its operator's settings first */
 		return o->check ? o->check(j->js->s.cfg, err) : PX_OK;
 	}
-	for (k = 0; k < WORLD_KIND_MAX; k++) {
-		o = world_ops_of((enum world_kind)k);
-		if (o && o->create && n < sizeof runs)
-			n += (size_t)snprintf(runs + n, sizeof runs - n,
-					      "%s%s", n ? ", " : "", o->name);
-	}
+	n = world_daemon_names(runs, sizeof runs, "", ", ");
 	return px_errorf(err, PX_EUNSUPP, "%s: world.name: '%s' is not "
 			 "supported by this daemon yet (%s %s)", name,
-			 world_kind_name(j->req.world.kind), runs,
-			 strchr(runs, ',') ? "are" : "is");
+			 j->req.world.name[0] ? j->req.world.name : "unknown",
+			 runs, n > 1 ? "are" : "is");
 }
 
 /* ---- replies ---- */
@@ -203,7 +184,7 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 
 	if (e == PX_OK)
 		e = store_job_add(js->s.st, j->req.spec.name, text,
-				  j->req.world.kind, px_now_wall_us(), &j->id,
+				  j->req.world.name, px_now_wall_us(), &j->id,
 				  err);
 	if (e != PX_OK) {
 		job_free(j);
@@ -402,7 +383,8 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 	e = jobreq_parse(text, strlen(text), name, &j->req, err);
 	/* a spec that names no world runs on the daemon's default */
 	if (e == PX_OK && !j->req.world.named)
-		j->req.world.kind = js->s.cfg->world;
+		snprintf(j->req.world.name, sizeof j->req.world.name, "%s",
+			 js->s.cfg->world);
 	if (e == PX_OK)
 		e = job_world(j, name, err);
 	if (e == PX_OK)
@@ -545,10 +527,10 @@ void jobs_free(struct jobs *js)
 		js->list = j->next;
 		job_free(j);
 	}
-	for (int k = 0; k < WORLD_KIND_MAX; k++) {
-		const struct world_ops *o = world_ops_of((enum world_kind)k);
+	for (size_t k = 0; world_ops_at(k); k++) {
+		const struct world_ops *o = world_ops_at(k);
 
-		if (o && o->host_free)
+		if (o->host_free)
 			o->host_free(&js->host);
 	}
 	notify_free(js->notify);

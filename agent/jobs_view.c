@@ -118,17 +118,19 @@ static void set_error(json_t *o, struct store *st, int64_t id,
 		json_object_set_new(o, "error", json_string("not recorded"));
 }
 
-/* An ec2 job's enrollments: nodes that got the key over the network (in
- * every life: the store's events) and refusals (this life's count, else
- * the ones stored).  Nothing for the other worlds. */
-static bool enrollments(struct store *st, int64_t id, enum world_kind world,
+/* The enrollments of a job whose world has them (its enrollments hook:
+ * ec2): nodes that got the key over the network (in every life: the
+ * store's events) and refusals (this life's count, else the ones
+ * stored).  Nothing for the other worlds. */
+static bool enrollments(struct store *st, int64_t id, const char *world,
 			const struct job *j, int64_t *ok, int64_t *refused)
 {
+	const struct world_ops *o = world_ops_by_name(world);
 	struct px_error err = {0};
 	int64_t ok_now = 0;
 
 	*ok = *refused = 0;
-	if (world != WORLD_EC2)
+	if (!o || !o->enrollments)
 		return false;
 	(void)store_event_count(st, id, "enrolled", ok, &err);
 	(void)store_event_count(st, id, "enroll_refused", refused, &err);
@@ -138,7 +140,7 @@ static bool enrollments(struct store *st, int64_t id, enum world_kind world,
 }
 
 static void set_enrollments(json_t *o, struct store *st, int64_t id,
-			    enum world_kind world, const struct job *j)
+			    const char *world, const struct job *j)
 {
 	int64_t ok, refused;
 
@@ -183,7 +185,7 @@ static json_t *status_live(struct job *j)
 		      "s:o, s:o, s:o, s:I, s:I, s:I, s:i, s:i, s:f, s:s}",
 		      "job", (json_int_t)j->id, "name", j->req.spec.name,
 		      "state", store_job_state_name(j->run.state),
-		      "world", world_kind_name(j->req.world.kind),
+		      "world", j->req.world.name,
 		      "stage", j->run.c ? ctrl_stage(j->run.c) : j->run.final_stage,
 		      "clock", (json_int_t)j->pg.clock,
 		      "clocks_total", (json_int_t)job_clocks_total(j),
@@ -233,7 +235,7 @@ static json_t *status_live(struct job *j)
 		!j->run.closing_us));
 	json_object_set_new(o, "spot_advisor", j->mk.adv_path[0] ?
 			    json_string(j->mk.adv_path) : json_null());
-	set_enrollments(o, j->js->s.st, j->id, j->req.world.kind, j);
+	set_enrollments(o, j->js->s.st, j->id, j->req.world.name, j);
 	set_error(o, j->js->s.st, j->id, j->run.state, j->run.why);
 	return o;
 }
@@ -244,7 +246,7 @@ struct stored {
 	json_t *o;
 	char *spec;              /* as submitted */
 	enum store_job_state state;
-	enum world_kind world;
+	char world[STORE_WORLD_MAX];
 };
 
 static enum px_err stored_job(const struct store_job *sj, void *ctx)
@@ -252,11 +254,11 @@ static enum px_err stored_job(const struct store_job *sj, void *ctx)
 	struct stored *s = ctx;
 
 	s->state = sj->state;
-	s->world = sj->world;
+	snprintf(s->world, sizeof s->world, "%s", sj->world);
 	s->o = json_pack("{s:I, s:s, s:s, s:s}", "job", (json_int_t)sj->id,
 			 "name", sj->name, "state",
 			 store_job_state_name(sj->state), "world",
-			 world_kind_name(sj->world));
+			 sj->world);
 	free(s->spec);
 	s->spec = strndup(sj->spec_json, sj->spec_len);
 	return s->o && s->spec ? PX_OK : PX_ENOMEM;
@@ -485,7 +487,7 @@ static enum px_err list_job(const struct store_job *sj, void *ctx)
 	x = json_pack("{s:I, s:s, s:s, s:s, s:I, s:o, s:o, s:f}",
 		      "job", (json_int_t)sj->id, "name", sj->name, "state",
 		      store_job_state_name(j ? j->run.state : sj->state), "world",
-		      world_kind_name(sj->world), "created_us",
+		      sj->world, "created_us",
 		      (json_int_t)sj->created_us, "cost_usd",
 		      money(usd(cost)), "test_accuracy", num_or_null(acc),
 		      "work_done", frac > 0 && frac <= 1 ? frac : 0.0);
@@ -597,7 +599,7 @@ static void job_figures(struct job *j, struct job_fig *f)
 	f->acc = before ? j->pg.acc_before : j->pg.acc;
 	f->sps = isfinite(j->pg.sps) && j->pg.sps > 0 ? j->pg.sps : 0.0;
 	f->evictions = job_evictions(j);
-	f->ec2 = enrollments(j->js->s.st, j->id, j->req.world.kind, j,
+	f->ec2 = enrollments(j->js->s.st, j->id, j->req.world.name, j,
 			     &f->enrolled, &f->refused);
 	memset(f->inst, 0, sizeof f->inst);
 	for (size_t i = 0; fl && i < fl->n; i++)
@@ -635,7 +637,7 @@ void jobs_metrics(struct jobs *js, struct prom *p)
 		    "world and policy (the value is 1).");
 	EACH_JOB prom_sample(p, "proteus_job_info", 1, "job", f[k].id, "name",
 			     j->req.spec.name, "world",
-			     world_kind_name(j->req.world.kind), "policy",
+			     j->req.world.name, "policy",
 			     j->req.policy, NULL);
 	prom_family(p, "proteus_instances", "gauge", "Instances a job holds "
 		    "now, by market (spot, on-demand) and tier (reliable, "

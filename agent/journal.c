@@ -24,8 +24,11 @@ struct journal {
 enum px_err journal_new(const struct journal_setup *s, struct journal **ret,
 			struct px_error *err)
 {
-	struct journal *j = px_calloc(1, sizeof *j);
+	struct journal *j;
 
+	if (!s->world)
+		return px_errorf(err, PX_EINVAL, "journal: no world");
+	j = px_calloc(1, sizeof *j);
 	if (!j)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	j->s = *s;
@@ -196,8 +199,8 @@ static enum px_err launch(struct journal *j, const struct ctrl_event *ev,
 	if (j->s.cloud_id)
 		j->s.cloud_id(j->s.ctx, ev->instance, cid, sizeof cid);
 	else
-		snprintf(cid, sizeof cid, "%s-%llu", j->s.world ?
-			 j->s.world : "sim", (unsigned long long)ev->instance);
+		snprintf(cid, sizeof cid, "%s-%llu", j->s.world,
+			 (unsigned long long)ev->instance);
 	j->v[ev->instance].launch_s = ev->t_s;
 	return store_instance_add(j->s.st, j->alloc_id, cid,
 				  ev->t_s * PX_USEC_PER_SEC, ev->instance,

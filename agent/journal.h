@@ -33,7 +33,8 @@ struct journal_setup {
 	int64_t job_id;
 	const char *region;       /* of the job's markets */
 	const char *product;      /* e.g. "Linux/UNIX" */
-	const char *world;        /* "sim", "local", "ec2": default ids */
+	const char *world;        /* the world's name (world.h): default
+				   * ids, WORLD-N; required */
 	journal_cloud_id_fn cloud_id;
 	void *ctx;
 };

@@ -94,7 +94,7 @@ static json_t *cmd_status(void *app, json_t *req,
 				      1000000),
 			 "db", d->cfg.db,
 			 "schema_version", store_schema_version(d->st),
-			 "world", config_world_name(d->cfg.world),
+			 "world", d->cfg.world,
 			 "region", d->cfg.region,
 			 "log_level", level,
 			 "socket", d->cfg.control_socket,
@@ -231,7 +231,7 @@ out_fail:
 static void notify_status(struct proteusd *d)
 {
 	(void)sdnotifyf("STATUS=ready: world %s, region %s, socket %s",
-			config_world_name(d->cfg.world), d->cfg.region,
+			d->cfg.world, d->cfg.region,
 			d->cfg.control_socket);
 }
 
@@ -559,6 +559,7 @@ static int setup(struct proteusd *d, int argc, char **argv)
 	};
 	struct config_diag dg = {0};
 	bool check = false, print = false, json = false;
+	const struct world_ops *wo;
 	enum px_err r;
 	size_t n;
 	int o;
@@ -623,18 +624,20 @@ static int setup(struct proteusd *d, int argc, char **argv)
 		print_config(d);
 		return PROTEUSD_EXIT_OK;
 	}
-	/* the ec2 world's keys agree and none it needs is missing: at
-	 * start, not at the first launch (--check-config says so too) */
-	if (d->cfg.world == WORLD_EC2 &&
-	    (n = config_ec2_problems(&d->cfg, &dg)) != 0) {
+	/* the default world's keys agree and none it needs is missing
+	 * (ec2's): at start, not at the first launch (--check-config says
+	 * so too) */
+	wo = world_ops_by_name(d->cfg.world);
+	if (wo && wo->config_problems &&
+	    (n = wo->config_problems(&d->cfg, &dg)) != 0) {
 		/* each problem, not only the first: one round of fixes */
 		for (size_t i = 0; i < dg.n; i++)
-			log_err("bad configuration%s%s: world ec2: %s",
+			log_err("bad configuration%s%s: world %s: %s",
 				d->config_path ? " in " : "",
 				d->config_path ? d->config_path : "",
-				dg.msgs[i]);
+				wo->name, dg.msgs[i]);
 		if (n > 1)
-			log_err("world ec2: %zu problems", n);
+			log_err("world %s: %zu problems", wo->name, n);
 		config_diag_release(&dg);
 		return PROTEUSD_EXIT_CONFIG;
 	}
@@ -704,7 +707,7 @@ int main(int argc, char **argv)
 	 * it (EFBIG: the store reports a full disk), not kill the daemon */
 	signal(SIGXFSZ, SIG_IGN);
 	log_notice("proteusd %s starting: world %s, region %s, db '%s'",
-		   PX_VERSION, config_world_name(d.cfg.world), d.cfg.region,
+		   PX_VERSION, d.cfg.world, d.cfg.region,
 		   d.cfg.db);
 	r = loop_new(&d.loop);
 	if (r != PX_OK) {

@@ -1444,8 +1444,32 @@ static enum px_err insert_step(struct store *st, sqlite3_stmt *s,
 	return r;
 }
 
+/* A world's name as the jobs table holds it: the store knows none. */
+static bool world_name_ok(const char *w)
+{
+	size_t n = w ? strlen(w) : 0;
+
+	if (n == 0 || n >= STORE_WORLD_MAX)
+		return false;
+	for (; *w; w++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_", *w))
+			return false;
+	return true;
+}
+
+/* Column col's world name into buf (STORE_WORLD_MAX), "" when it is
+ * none that store_job_add takes (a database another build wrote). */
+static void world_name_read(sqlite3_stmt *s, int col, char *buf)
+{
+	const char *w = (const char *)sqlite3_column_text(s, col);
+
+	buf[0] = 0;
+	if (world_name_ok(w))
+		snprintf(buf, STORE_WORLD_MAX, "%s", w);
+}
+
 enum px_err store_job_add(struct store *st, const char *name,
-			  const char *spec_json, enum world_kind world,
+			  const char *spec_json, const char *world,
 			  int64_t created_us, int64_t *ret_job_id,
 			  struct px_error *err)
 {
@@ -1461,16 +1485,16 @@ enum px_err store_job_add(struct store *st, const char *name,
 	if (created_us < 0)
 		return px_errorf(err, PX_EINVAL, "%s: negative created_us",
 				 what);
-	if ((unsigned)world >= WORLD_KIND_MAX)
-		return px_errorf(err, PX_EINVAL, "%s: bad world %d", what,
-				 (int)world);
+	if (!world_name_ok(world))
+		return px_errorf(err, PX_EINVAL, "%s: bad world '%.16s'", what,
+				 world ? world : "(null)");
 	s = stmt_get(st, ST_JOB_ADD, err);
 	if (!s)
 		return PX_EDB;
 	bind_text(s, 1, name);
 	bind_text(s, 2, spec_json);
 	sqlite3_bind_int64(s, 3, created_us);
-	bind_text(s, 4, world_kind_name(world));
+	bind_text(s, 4, world);
 	return insert_step(st, s, ret_job_id, what, err);
 }
 
@@ -1884,8 +1908,7 @@ enum px_err store_jobs_each(struct store *st,
 		j.state = (enum store_job_state)i;
 		j.created_us = sqlite3_column_int64(s, 3);
 		j.updated_us = sqlite3_column_int64(s, 4);
-		i = world_kind_parse((const char *)sqlite3_column_text(s, 6));
-		j.world = i >= 0 ? (enum world_kind)i : WORLD_KIND_MAX;
+		world_name_read(s, 6, j.world);
 		r = borrow_text(s, 5, &j.spec_json, &j.spec_len, "job",
 				"spec", j.id, err);
 		if (r == PX_OK)

@@ -29,10 +29,11 @@
 #include <stdint.h>
 
 #include "../common/px.h"
-#include "../common/world_kind.h"
 
 #define STORE_SCHEMA_VERSION 3
 #define STORE_NAME_MAX 64 /* longest region/zone/type/product we accept */
+#define STORE_WORLD_MAX 16 /* a job's world's name, with its NUL (the agent's
+			    * WORLD_NAME_MAX) */
 #define STORE_TEXT_MAX (1024 * 1024) /* longest spec/detail/note/path/source */
 
 struct store;
@@ -211,12 +212,14 @@ const char *store_job_state_name(enum store_job_state s);
 
 /* Add a job in state queued; name is 1 to STORE_NAME_MAX-1 bytes;
  * spec_json is the job spec as submitted (kept verbatim; it must be valid
- * JSON, PX_EINVAL otherwise).
+ * JSON, PX_EINVAL otherwise); world is the name of the job's world
+ * ("local"; the store knows no world: 1 to STORE_WORLD_MAX-1 bytes of
+ * [a-z0-9_], PX_EINVAL otherwise).
  *
  * store_job_set_state: done, failed and cancelled are final: changing the
  * state of such a job is PX_EINVAL; an unknown job is PX_ENOENT. */
 enum px_err store_job_add(struct store *st, const char *name,
-			  const char *spec_json, enum world_kind world,
+			  const char *spec_json, const char *world,
 			  int64_t created_us, int64_t *ret_job_id,
 			  struct px_error *err);
 enum px_err store_job_set_state(struct store *st, int64_t job_id,
@@ -295,8 +298,9 @@ struct store_job {
 	int64_t id;
 	char name[STORE_NAME_MAX];
 	enum store_job_state state;
-	enum world_kind world; /* WORLD_KIND_MAX: a name this build
-				* does not know */
+	char world[STORE_WORLD_MAX]; /* the world's name as stored
+				      * ("local"; "" when it does not fit:
+				      * a world this build does not run) */
 	int64_t created_us;    /* submission time, Unix microseconds */
 	int64_t updated_us;    /* last state change, Unix microseconds */
 	const char *spec_json; /* the spec as submitted (borrowed) */

@@ -818,7 +818,7 @@ static enum px_err db_begin_run(struct db_ctx *c, const struct opts *o,
 	char *params;
 	enum px_err e;
 
-	e = store_job_add(c->st, job->name, job_text, WORLD_SIM, now,
+	e = store_job_add(c->st, job->name, job_text, sim_world_ops.name, now,
 			  &c->job_id,
 			  &c->err);
 	if (e == PX_OK)
@@ -832,7 +832,7 @@ static enum px_err db_begin_run(struct db_ctx *c, const struct opts *o,
 		struct journal_setup js = {
 			.st = c->st, .job_id = c->job_id,
 			.region = job->region, .product = o->product,
-			.world = "sim",
+			.world = sim_world_ops.name,
 		};
 
 		e = journal_new(&js, &c->jn, &c->err);

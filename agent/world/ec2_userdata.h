@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "../../common/px.h"
-#include "world.h"
+#include "../world.h"
 
 #define EC2W_USERDATA_MAX 16384  /* EC2's limit on user data */
 /* In the node's listen address (world_place.listen): the instance's own

@@ -464,12 +464,36 @@ static enum px_err handle(struct ec2w *w, const struct evq_ev *ev,
 	}
 }
 
+/* The events through the shared event driver (world.h). */
+static enum px_err drive_handle(void *w, const struct evq_ev *ev,
+				unsigned *why, struct px_error *err)
+{
+	return handle(w, ev, why, err);
+}
+
+static enum px_err drive_books(void *vw, int64_t t, struct px_error *err)
+{
+	struct ec2w *w = vw;
+
+	(void)err;
+	ctrl_cost(w->c, t);
+	return PX_OK;
+}
+
 static enum px_err ec2w_run_due(void *vw, const struct ctrl_progress *p,
 				int64_t *ret_t, int *ret_stop,
 				struct px_error *err)
 {
 	struct ec2w *w = vw;
 	int64_t now = ec2w_clock(w);
+	/* everything due is decided now, not at the instant it was due:
+	 * the clock is EC2's, and a release decided "at" a past instant
+	 * would close the bill before EC2's does (the loop late under
+	 * load: seconds at the fake's speed-up) */
+	const struct world_drive d = {
+		.c = w->c, .q = &w->q, .w = w, .handle = drive_handle,
+		.books = drive_books, .step_t = &w->step_t, .retime = true,
+	};
 	enum px_err e = PX_OK;
 
 	*ret_stop = CTRL_RUN;
@@ -479,36 +503,10 @@ static enum px_err ec2w_run_due(void *vw, const struct ctrl_progress *p,
 	if (!w->started)
 		return PX_OK;
 	e = bill_ends_at(w, ec2w_tell_t(w), err);
-	while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= now) {
-		/* everything due is decided now, not at the instant it was
-		 * due: the clock is EC2's, and a release decided "at" a past
-		 * instant would close the bill before EC2's does (the loop
-		 * late under load: seconds at the fake's speed-up) */
-		int64_t t = now;
-		unsigned why = 0;
-
-		if (t < w->step_t)
-			t = w->step_t;
-		ctrl_take_changed(w->c);
-		while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= t) {
-			struct evq_ev ev = evq_pop(&w->q);
-
-			ev.t = t;
-			e = handle(w, &ev, &why, err);
-		}
-		w->step_t = t;
-		if (e == PX_OK)
-			e = ctrl_e(w, ctrl_step(w->c, t, why, p), err);
-		if (e == PX_OK && (ctrl_take_changed(w->c) ||
-				   (why & POL_WHY_TICK)))
-			ctrl_cost(w->c, t);
-		*ret_t = t;
-		if (e == PX_OK) {
-			*ret_stop = ctrl_stop(w->c, t, p);
-			if (*ret_stop != CTRL_RUN)
-				return PX_OK;
-		}
-	}
+	if (e == PX_OK)
+		e = world_drive_due(&d, now, p, ret_t, ret_stop, err);
+	if (e == PX_OK && *ret_stop != CTRL_RUN)
+		return PX_OK;
 	if (e == PX_OK && w->fatal[0])
 		e = px_errorf(err, PX_EAWS, "%s", w->fatal);
 	if (e == PX_OK && !*ret_stop)
@@ -691,7 +689,6 @@ static enum px_err ec2w_coordinator(const void *vw, char *buf, size_t len,
 
 const struct world_ops ec2_world_ops = {
 	.name = "ec2",
-	.kind = WORLD_EC2,
 	.acquire = ec2w_acquire,
 	.release = ec2w_release,
 	.timer = ec2w_timer,
@@ -717,6 +714,8 @@ const struct world_ops ec2_world_ops = {
 	.real_clock = true,
 	.load_market = ec2_world_market_history,
 	.check = config_ec2_check,
+	.config_problems = config_ec2_problems,
+	.spec_check = ec2_world_spec_check,
 	.host_start = ec2_world_sweep,
 	.host_free = ec2_world_host_free,
 };

@@ -31,7 +31,7 @@
 
 #include "../config.h"
 #include "../../cloudapi/market.h"
-#include "world.h"
+#include "../world.h"
 
 extern const struct world_ops ec2_world_ops;
 
@@ -59,5 +59,30 @@ enum px_err ec2_world_market_history(const struct proteusd_config *cfg,
 				     const char *const *zones, size_t n_zones,
 				     struct market_set *ms, int64_t *ret_now_s,
 				     int64_t *ret_last_s, struct px_error *err);
+
+struct config_diag;
+
+/* Whether the ec2 world can run with c: every key it needs is set and
+ * the keys agree (each subnet's zone in the region; a clock speed-up or
+ * origin only against an endpoint other than AWS's), head_address is an
+ * address of this host or a name that resolves to one
+ * (config_head_bind), ec2_identity_cert is a PEM certificate this
+ * process reads.  config_ec2_problems adds each problem to d, naming
+ * the key and what is wrong ("ec2_ami is not set: the ec2 world needs
+ * the image its instances boot"), and returns how many;
+ * config_ec2_check is PX_EINVAL with all of them in err, "; " between.
+ * The values themselves were checked when the file was read.  proteusd
+ * calls it at start when world is ec2 (and --check-config: the world's
+ * config_problems hook), and for a job that names ec2 (its check hook). */
+size_t config_ec2_problems(const struct proteusd_config *c,
+			   struct config_diag *d);
+enum px_err config_ec2_check(const struct proteusd_config *c,
+			     struct px_error *err);
+
+/* The ec2 world's rules on a spec that names it (world_ops.spec_check):
+ * its market is EC2's, now, so no trace, speedup or start. */
+struct job_world;
+enum px_err ec2_world_spec_check(const struct job_world *w, const char *file,
+				 struct px_error *err);
 
 #endif

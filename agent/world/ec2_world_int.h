@@ -31,7 +31,7 @@
 #include "../loop.h"
 #include "ec2_world.h"
 #include "enroll_srv.h"
-#include "world.h"
+#include "../world.h"
 
 #define POLL_MS 3000            /* DescribeInstances of a job's tag */
 #define JOIN_S 900              /* market s a running node has to join */

@@ -10,9 +10,12 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../trainer/dist.h"
+#include "../config.h"
 #include "../controller.h"
+#include "../jobreq.h"
 #include "../evq.h"
 #include "local.h"
 #include "../spawnattr.h"
@@ -608,6 +611,22 @@ static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
 	}
 }
 
+/* The events through the shared event driver (world.h). */
+static enum px_err drive_handle(void *w, const struct evq_ev *ev,
+				unsigned *why, struct px_error *err)
+{
+	return handle(w, ev, why, err);
+}
+
+static enum px_err drive_books(void *vw, int64_t t, struct px_error *err)
+{
+	struct lworld *w = vw;
+
+	(void)err;
+	ctrl_cost(w->c, t);
+	return PX_OK;
+}
+
 /* Nodes that died on their own: gone, "lost" (the trainer recovers).  A
  * warned node that ended (its roles left in time) is the provider's
  * until the eviction instant: it stays on the books till then.  A
@@ -684,43 +703,56 @@ static enum px_err w_run_due(void *ctx, const struct ctrl_progress *p,
 {
 	struct lworld *w = ctx;
 	int64_t now = w_now(w);
-	enum px_err e = PX_OK;
+	const struct world_drive d = {
+		.c = w->c, .q = &w->q, .w = w, .handle = drive_handle,
+		.books = drive_books, .step_t = &w->step_t,
+	};
+	enum px_err e;
 
-	*ret_stop = CTRL_RUN;
 	*ret_t = now;
-	while (e == PX_OK && w->q.n && evq_top(&w->q)->t <= now) {
-		int64_t t = evq_top(&w->q)->t;
-		unsigned why = 0;
-
-		ctrl_take_changed(w->c);
-		while (e == PX_OK && w->q.n && evq_top(&w->q)->t == t) {
-			struct evq_ev ev = evq_pop(&w->q);
-
-			e = handle(w, &ev, &why, err);
-		}
-		w->step_t = t;
-		if (e == PX_OK)
-			e = ctrl_err(w, ctrl_step(w->c, t, why, p), err);
-		if (e == PX_OK && (ctrl_take_changed(w->c) ||
-				   (why & POL_WHY_TICK)))
-			ctrl_cost(w->c, t);
-		*ret_t = t;
-		if (e == PX_OK) {
-			*ret_stop = ctrl_stop(w->c, t, p);
-			if (*ret_stop != CTRL_RUN)
-				return PX_OK;
-		}
-	}
-	if (e == PX_OK)
-		e = reap(w, now, err);
+	e = world_drive_due(&d, now, p, ret_t, ret_stop, err);
+	if (e != PX_OK || *ret_stop != CTRL_RUN)
+		return e;
+	e = reap(w, now, err);
 	if (e == PX_OK && !*ret_stop)
 		*ret_stop = ctrl_stop(w->c, *ret_t, p);
 	return e;
 }
 
+/* The instances (node processes) this host runs at once, all jobs
+ * together: the local_max_instances setting, else 8 per online CPU and
+ * at most one per 256 MiB of memory, at least 2. */
+static int64_t w_capacity(const struct proteusd_config *cfg)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	int64_t n, by_mem;
+
+	if (cfg->local_max_instances > 0)
+		return cfg->local_max_instances;
+	n = 8 * (int64_t)(cpus > 0 ? cpus : 1);
+	if (pages > 0 && psize > 0) {
+		by_mem = (int64_t)((double)pages * (double)psize /
+				   (256.0 * 1024 * 1024));
+		if (by_mem < n)
+			n = by_mem;
+	}
+	return n < 2 ? 2 : n;
+}
+
+/* Only EC2's instance metadata says a rebalance recommendation. */
+static enum px_err w_spec_check(const struct job_world *w, const char *file,
+				struct px_error *err)
+{
+	if (w->rebalance_leave)
+		return px_errorf(err, PX_EINVAL, "%s: world.rebalance: only "
+				 "the ec2 world hears rebalance "
+				 "recommendations", file);
+	return PX_OK;
+}
+
 const struct world_ops lworld_ops = {
 	.name = "local",
-	.kind = WORLD_LOCAL,
 	.acquire = w_acquire_now,
 	.release = w_release,
 	.timer = w_timer,
@@ -742,4 +774,6 @@ const struct world_ops lworld_ops = {
 	.free_world = w_free,
 	.coordinator = w_coordinator,
 	.on_this_host = true,
+	.spec_check = w_spec_check,
+	.capacity = w_capacity,
 };

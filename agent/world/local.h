@@ -38,7 +38,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "world.h"
+#include "../world.h"
 
 /* Both halves: create from a world_setup (env, ms sealed, t0/end,
  * speedup >= 1, tick, wants, release_ms, hooks with a command, job_id and

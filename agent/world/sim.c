@@ -13,7 +13,7 @@
 #include "../controller.h"
 #include "../evq.h"
 #include "sim.h"
-#include "world.h"
+#include "../world.h"
 
 struct sim_plan {
 	struct sim_setup setup;
@@ -224,10 +224,12 @@ static enum px_err w_timer(void *ctx, int64_t t_s, enum ctrl_timer_kind kind,
  * (sim_run), so the daemon's half is NULL. */
 const struct world_ops sim_world_ops = {
 	.name = "sim",
-	.kind = WORLD_SIM,
 	.acquire = w_acquire,
 	.release = w_release,
 	.timer = w_timer,
+	.no_explore = true,
+	.no_jobs = "is no world for jobs: simulations run with "
+		   "'proteusctl simulate'",
 };
 
 /* A controller call's result, with its message moved to the run's. */
@@ -418,12 +420,39 @@ static enum px_err finish(struct run *r, enum sim_stop stop)
 	return check_result(res, r->err);
 }
 
+/* The run through the shared event driver (world.h). */
+static enum px_err drive_handle(void *w, const struct evq_ev *ev,
+				unsigned *why, struct px_error *err)
+{
+	(void)err;               /* the run's own, r->err */
+	return handle(w, ev, why);
+}
+
+static void drive_progress(void *w, struct ctrl_progress *ret)
+{
+	const struct run *r = w;
+
+	*ret = (struct ctrl_progress){.work_done_h = r->work,
+				      .rate_h = r->rate};
+}
+
+static enum px_err drive_books(void *w, int64_t t, struct px_error *err)
+{
+	(void)t;                 /* r->now */
+	(void)err;
+	return record(w);
+}
+
 static enum px_err run_loop(struct run *r, unsigned wants)
 {
 	const struct sim_plan *p = r->p;
 	const struct jobspec *j = r->env->job;
 	int64_t end = ctrl_end(r->c);
 	struct ctrl_progress pg;
+	const struct world_drive drive = {
+		.c = r->c, .q = &r->q, .w = r, .handle = drive_handle,
+		.progress = drive_progress, .books = drive_books,
+	};
 	enum px_err e;
 
 	r->now = p->start_s;
@@ -449,7 +478,6 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 	while (e == PX_OK) {
 		int64_t tn = r->q.n ? evq_top(&r->q)->t : INT64_MAX;
 		int64_t lim = tn < end ? tn : end;
-		unsigned why = 0;
 
 		if (r->rate > 0) {
 			double left = j->work_hours - r->work;
@@ -477,18 +505,7 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 		}
 		r->work += r->rate * (double)(tn - r->now) / 3600;
 		r->now = tn;
-		ctrl_take_changed(r->c);
-		while (e == PX_OK && r->q.n && evq_top(&r->q)->t == r->now) {
-			struct evq_ev ev = evq_pop(&r->q);
-			e = handle(r, &ev, &why);
-		}
-		pg = (struct ctrl_progress){.work_done_h = r->work,
-					    .rate_h = r->rate};
-		if (e == PX_OK)
-			e = cc(r, ctrl_step(r->c, r->now, why, &pg));
-		if (e == PX_OK && (ctrl_take_changed(r->c) ||
-				   (why & POL_WHY_TICK)))
-			e = record(r);
+		e = world_drive_instant(&drive, r->now, &pg, r->err);
 		if (e == PX_OK &&
 		    ctrl_stop(r->c, r->now, &pg) == CTRL_STOP_BUDGET)
 			return finish(r, SIM_STOP_BUDGET);

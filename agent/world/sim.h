@@ -24,7 +24,7 @@
 
 /* The simulator reports the controller's events (controller.h). */
 
-/* The sim world's ops (world_ops_of(WORLD_SIM)): the controller's half;
+/* The sim world's ops (world_ops_by_name("sim")): the controller's half;
  * the daemon's half is NULL (simulate drives it: sim_run). */
 extern const struct world_ops sim_world_ops;
 

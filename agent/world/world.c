@@ -1,27 +1,152 @@
-/* world.c -- what the worlds share (world.h): which ops a kind has, and
- * when a spot instance gets its eviction notice: the trace's price
- * against its bid, and per-second capacity events per pool. */
+/* world.c -- what the worlds share (world.h): the registry of worlds by
+ * name, the event driver their run_due share, and when a spot instance
+ * gets its eviction notice: the trace's price against its bid, and
+ * per-second capacity events per pool. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ec2_world.h"
 #include "local.h"
 #include "sim.h"
-#include "world.h"
+#include "../controller.h"
+#include "../evq.h"
+#include "../world.h"
 
-const struct world_ops *world_ops_of(enum world_kind k)
+/* ---- the registry ---- */
+
+/* The one table of worlds: the built-in ones, then the added. */
+static const struct world_ops *const builtin[] = {
+	&sim_world_ops, &lworld_ops, &ec2_world_ops,
+};
+#define N_BUILTIN (sizeof builtin / sizeof builtin[0])
+static const struct world_ops *added[WORLD_REGISTER_MAX];
+static size_t n_added;
+
+const struct world_ops *world_ops_at(size_t i)
 {
-	switch (k) {
-	case WORLD_SIM:
-		return &sim_world_ops;
-	case WORLD_LOCAL:
-		return &lworld_ops;
-	case WORLD_EC2:
-		return &ec2_world_ops;
-	default:
-		return NULL;
+	if (i < N_BUILTIN)
+		return builtin[i];
+	return i - N_BUILTIN < n_added ? added[i - N_BUILTIN] : NULL;
+}
+
+const struct world_ops *world_ops_by_name(const char *name)
+{
+	const struct world_ops *o;
+
+	for (size_t i = 0; name && (o = world_ops_at(i)) != NULL; i++)
+		if (!strcmp(o->name, name))
+			return o;
+	return NULL;
+}
+
+static bool good_name(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n >= WORLD_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_", *s))
+			return false;
+	return true;
+}
+
+enum px_err world_register(const struct world_ops *o, struct px_error *err)
+{
+	if (!o || !good_name(o->name))
+		return px_errorf(err, PX_EINVAL, "world_register: a world's "
+				 "name is 1 to %d of [a-z0-9_]",
+				 WORLD_NAME_MAX - 1);
+	if (world_ops_by_name(o->name))
+		return px_errorf(err, PX_EINVAL, "world_register: '%s' is "
+				 "taken", o->name);
+	if (n_added == WORLD_REGISTER_MAX)
+		return px_errorf(err, PX_ETOOBIG, "world_register: at most %d "
+				 "worlds added", WORLD_REGISTER_MAX);
+	added[n_added++] = o;
+	return PX_OK;
+}
+
+size_t world_daemon_names(char *buf, size_t len, const char *quote,
+			  const char *last)
+{
+	const struct world_ops *o;
+	size_t n = 0, total = 0, at = 0;
+
+	for (size_t i = 0; (o = world_ops_at(i)) != NULL; i++)
+		total += o->create != NULL;
+	if (len)
+		buf[0] = 0;
+	for (size_t i = 0; (o = world_ops_at(i)) != NULL; i++) {
+		if (!o->create)
+			continue;
+		if (at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s%s%s",
+					       !n ? "" : n + 1 == total ?
+					       last : ", ", quote, o->name,
+					       quote);
+		n++;
 	}
+	return n;
+}
+
+/* ---- the event driver ---- */
+
+enum px_err world_drive_instant(const struct world_drive *d, int64_t t,
+				struct ctrl_progress *p, struct px_error *err)
+{
+	enum px_err e = PX_OK;
+	unsigned why = 0;
+
+	ctrl_take_changed(d->c);
+	while (e == PX_OK && d->q->n && (evq_top(d->q)->t == t ||
+					 (d->retime && evq_top(d->q)->t <= t))) {
+		struct evq_ev ev = evq_pop(d->q);
+
+		ev.t = t;
+		e = d->handle(d->w, &ev, &why, err);
+	}
+	if (e != PX_OK)
+		return e;
+	if (d->step_t)
+		*d->step_t = t;
+	if (d->progress)
+		d->progress(d->w, p);
+	e = ctrl_step(d->c, t, why, p);
+	if (e != PX_OK) {
+		if (err)
+			px_errorf(err, e, "%s", ctrl_error(d->c)->msg);
+		return e;
+	}
+	if (ctrl_take_changed(d->c) || (why & POL_WHY_TICK))
+		return d->books(d->w, t, err);
+	return PX_OK;
+}
+
+enum px_err world_drive_due(const struct world_drive *d, int64_t now,
+			    const struct ctrl_progress *p, int64_t *ret_t,
+			    int *ret_stop, struct px_error *err)
+{
+	struct ctrl_progress pg = *p;
+	enum px_err e = PX_OK;
+
+	*ret_stop = CTRL_RUN;
+	while (e == PX_OK && d->q->n && evq_top(d->q)->t <= now) {
+		int64_t t = evq_top(d->q)->t;
+
+		if (d->retime)
+			t = d->step_t && *d->step_t > now ? *d->step_t : now;
+		e = world_drive_instant(d, t, &pg, err);
+		*ret_t = t;
+		if (e == PX_OK) {
+			*ret_stop = ctrl_stop(d->c, t, p);
+			if (*ret_stop != CTRL_RUN)
+				return PX_OK;
+		}
+	}
+	return e;
 }
 
 /* Buckets of pool events: the mean count per bucket stays at most this,

@@ -82,7 +82,7 @@ Test(cli_history, details_once_and_shortest_numbers)
 	char *l;
 
 	ok(store_open(db, &st, &e), &e);
-	ok(store_job_add(st, "j", "{}", WORLD_SIM, US(T0), &job, &e),
+	ok(store_job_add(st, "j", "{}", "sim", US(T0), &job, &e),
 	   &e);
 	ok(store_allocation_add(st, job, 0, "m3.large", STORE_TIER_TRANSIENT,
 				17900, 2, US(T0), &alloc, &e), &e);
@@ -134,7 +134,7 @@ Test(cli_history, daemon_run_shows_policy_billing_start_hours)
 	char *l;
 
 	ok(store_open(db, &st, &e), &e);
-	ok(store_job_add(st, "daemon-job", "{}", WORLD_LOCAL, US(T0),
+	ok(store_job_add(st, "daemon-job", "{}", "local", US(T0),
 			 &done_job, &e), &e);
 	ok(store_job_set_state(st, done_job, STORE_JOB_RUNNING, US(T0), &e),
 	   &e);
@@ -149,7 +149,7 @@ Test(cli_history, daemon_run_shows_policy_billing_start_hours)
 	ok(store_event_add(st, done_job, 0, US(T0 + 3600 + 9000), "done",
 			   "{\"event\":\"done\",\"charge_usd\":1.5}", &e), &e);
 	ok(store_job_set_state(st, done_job, STORE_JOB_DONE, US(T0), &e), &e);
-	ok(store_job_add(st, "daemon-live", "{}", WORLD_LOCAL, US(T0),
+	ok(store_job_add(st, "daemon-live", "{}", "local", US(T0),
 			 &live_job, &e), &e);
 	ok(store_job_set_state(st, live_job, STORE_JOB_RUNNING, US(T0), &e),
 	   &e);

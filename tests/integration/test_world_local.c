@@ -552,24 +552,24 @@ Test(world_local, refuses_a_bad_speedup)
 	cr_assert_eq(OPS->create(&ls, &w, &e), PX_EINVAL);
 }
 
-/* One ops table a kind, with its name; sim has no daemon half. */
-Test(world_local, the_ops_of_each_kind)
+/* One registry of ops tables by name; sim has no daemon half. */
+Test(world_local, the_registry_has_each_world_by_name)
 {
-	cr_assert_eq(world_ops_of(WORLD_LOCAL), &lworld_ops);
-	cr_assert_eq(world_ops_of(WORLD_LOCAL)->kind, WORLD_LOCAL);
-	cr_assert_str_eq(world_ops_of(WORLD_LOCAL)->name, "local");
+	const struct world_ops *o;
+	char names[64];
+	size_t n = 0;
+
+	cr_assert_eq(world_ops_by_name("local"), &lworld_ops);
 	cr_assert_not(lworld_ops.instances_outlive_daemon);
-	cr_assert_not_null(world_ops_of(WORLD_SIM));
-	cr_assert_str_eq(world_ops_of(WORLD_SIM)->name, "sim");
-	cr_assert_null(world_ops_of(WORLD_SIM)->create);
-	cr_assert_null(world_ops_of(WORLD_KIND_MAX));
-	for (int k = 0; k < WORLD_KIND_MAX; k++) {
-		cr_assert_eq(world_kind_parse(world_kind_name(k)), k);
-		if (world_ops_of(k))
-			cr_assert_str_eq(world_ops_of(k)->name,
-					 world_kind_name(k));
-	}
-	cr_assert_eq(world_kind_parse("moon"), -1);
-	cr_assert_eq(world_kind_parse(NULL), -1);
-	cr_assert_str_eq(world_kind_name(WORLD_KIND_MAX), "unknown");
+	cr_assert_not_null(lworld_ops.capacity, "this host's room is local's");
+	cr_assert_not_null(world_ops_by_name("sim"));
+	cr_assert_null(world_ops_by_name("sim")->create);
+	cr_assert_not_null(world_ops_by_name("ec2"));
+	cr_assert_null(world_ops_by_name("moon"));
+	cr_assert_null(world_ops_by_name(NULL));
+	for (; (o = world_ops_at(n)) != NULL; n++)
+		cr_assert_eq(world_ops_by_name(o->name), o);
+	cr_assert_eq(n, 3, "sim, local, ec2 built in");
+	cr_assert_eq(world_daemon_names(names, sizeof names, "\"", " or "), 2);
+	cr_assert_str_eq(names, "\"local\" or \"ec2\"");
 }

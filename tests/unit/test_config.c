@@ -11,6 +11,7 @@
 
 #include "../../agent/config.h"
 #include "../../agent/proto.h"
+#include "../../agent/world/ec2_world.h"
 #include "../../common/log.h"
 #include "../integration/pxrun.h"
 
@@ -86,7 +87,7 @@ Test(config, defaults)
 	setenv("RUNTIME_DIRECTORY", "/run/px-test:/run/other", 1);
 	cr_assert_eq(config_defaults(&c, &d), PX_OK);
 	cr_assert_str_eq(c.db, "/var/lib/px-test/proteus.db");
-	cr_assert_eq(c.world, WORLD_LOCAL);
+	cr_assert_str_eq(c.world, "local");
 	cr_assert_str_eq(c.region, "us-east-1");
 	cr_assert_eq(c.log_level, LOG_LVL_NOTICE);
 	cr_assert_eq(c.control_socket_mode, 0660);
@@ -135,7 +136,7 @@ Test(config, parse_good)
 	dump(&d);
 	cr_assert_eq(r, PX_OK);
 	cr_assert_str_eq(c.db, "/tmp/x y/p.db");
-	cr_assert_eq(c.world, WORLD_LOCAL);
+	cr_assert_str_eq(c.world, "local");
 	cr_assert_str_eq(c.region, "eu-west-1");
 	cr_assert_eq(c.log_level, LOG_LVL_DEBUG);
 	cr_assert_str_eq(c.control_socket, "/tmp/s#1.sock");
@@ -248,9 +249,9 @@ Test(config, world_is_the_default_world_of_jobs)
 	struct config_diag d = {0};
 
 	cr_assert_eq(parse("world local\n", &c, &d), PX_OK);
-	cr_assert_eq(c.world, WORLD_LOCAL);
+	cr_assert_str_eq(c.world, "local");
 	cr_assert_eq(parse("region eu-west-1\nworld ec2\n", &c, &d), PX_OK);
-	cr_assert_eq(c.world, WORLD_EC2);
+	cr_assert_str_eq(c.world, "ec2");
 	cr_assert_eq(parse("world sim\n", &c, &d), PX_EINVAL);
 	cr_assert(has_msg(&d, "t.conf:1: 'world': 'sim' is no world for "
 			      "jobs"));
@@ -260,8 +261,8 @@ Test(config, world_is_the_default_world_of_jobs)
 	cr_assert_str_eq(d.msgs[0], "t.conf:1: 'world': 'mars' is not one of "
 			 "local, ec2", "only what is accepted is listed");
 	config_diag_release(&d);
-	cr_assert_str_eq(config_world_name(WORLD_LOCAL), "local");
-	cr_assert_str_eq(config_world_name(WORLD_EC2), "ec2");
+	cr_assert_eq(parse("region eu-west-1\n", &c, &d), PX_OK);
+	cr_assert_str_eq(c.world, "local", "the registry's first daemon world");
 }
 
 Test(config, reload_applies_reloadable_refuses_immutable)
@@ -528,7 +529,7 @@ Test(config, ec2_keys_good)
 
 	dump(&d);
 	cr_assert_eq(r, PX_OK);
-	cr_assert_eq(c.world, WORLD_EC2);
+	cr_assert_str_eq(c.world, "ec2");
 	cr_assert_str_eq(c.ec2_ami, "ami-0123456789abcdef0");
 	cr_assert_eq(c.ec2_subnet_count, 2);
 	cr_assert_str_eq(c.ec2_subnet[0].zone, "us-east-1a");

@@ -30,7 +30,8 @@ Test(jobreq, defaults_without_sections)
 	cr_assert_str_eq(r.trainer.model, "mlr");
 	cr_assert_eq(r.trainer.epochs, 1);
 	cr_assert_eq(r.trainer.batch, 128);
-	cr_assert_eq(r.world.kind, WORLD_LOCAL);
+	cr_assert_str_empty(r.world.name, "the daemon's default, at submit");
+	cr_assert_not(r.world.named);
 	cr_assert_eq(r.world.speedup, 0, "0: the daemon's default");
 	cr_assert_not(r.world.have_billing);
 	cr_assert_not(r.trainer.adapt, "co-adaptation is asked for");
@@ -138,7 +139,7 @@ Test(jobreq, every_field)
 	/* the world may be just a name */
 	cr_assert_eq(parse("{" BASE ", \"world\": \"ec2\"}", &r, &e), PX_OK,
 		     "%s", e.msg);
-	cr_assert_eq(r.world.kind, WORLD_EC2);
+	cr_assert_str_eq(r.world.name, "ec2");
 	cr_assert_not(r.world.rebalance_leave);
 	cr_assert_eq(parse("{" BASE ", \"world\": {\"name\": \"ec2\", "
 			   "\"rebalance\": \"leave\"}}", &r, &e), PX_OK, "%s",
@@ -423,7 +424,8 @@ Test(jobreq, shipped_local_example)
 	cr_assert_eq(jobreq_parse(buf, n, path, &r, &e), PX_OK, "%s", e.msg);
 	cr_assert_str_eq(r.trainer.model, "mlr");
 	cr_assert_gt(r.trainer.epochs, 0);
-	cr_assert_eq(r.world.kind, WORLD_LOCAL);
+	cr_assert(!r.world.named || !strcmp(r.world.name, "local"), "%s",
+		  r.world.name);
 	free(path);
 }
 

@@ -33,7 +33,7 @@ Test(journal_detail, dollars_exact_at_any_size)
 	};
 
 	cr_assert_eq(store_open(":memory:", &st, &err), PX_OK, "%s", err.msg);
-	cr_assert_eq(store_job_add(st, "j", "{}", WORLD_SIM, 0, &id,
+	cr_assert_eq(store_job_add(st, "j", "{}", "sim", 0, &id,
 				   &err), PX_OK, "%s", err.msg);
 	s.st = st;
 	s.job_id = id;
@@ -93,7 +93,7 @@ Test(journal_detail, a_request_let_go_has_one_line_at_its_late_launch)
 	};
 
 	cr_assert_eq(store_open(":memory:", &st, &err), PX_OK, "%s", err.msg);
-	cr_assert_eq(store_job_add(st, "j", "{}", WORLD_EC2, 0, &id,
+	cr_assert_eq(store_job_add(st, "j", "{}", "ec2", 0, &id,
 				   &err), PX_OK, "%s", err.msg);
 	s.st = st;
 	s.job_id = id;

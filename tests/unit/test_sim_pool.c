@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../../agent/world/sim.h"
-#include "../../agent/world/world.h"
+#include "../../agent/world.h"
 #include "../integration/pxrun.h"
 
 static struct market_set ms;

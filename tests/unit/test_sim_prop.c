@@ -542,7 +542,7 @@ static void run_case(uint64_t seed, const struct market_set *slice,
 			 billing_model_name(b), own ? "random" : "slice",
 			 (long long)start, (long long)end,
 			 (unsigned long long)su.seed, spec);
-		cr_assert_eq(store_job_add(st, "prop", spec, WORLD_SIM,
+		cr_assert_eq(store_job_add(st, "prop", spec, "sim",
 					   1, &js.job_id, &e), PX_OK, "%s",
 			     e.msg);
 		cr_assert_eq(journal_new(&js, &jn, &e), PX_OK, "%s", e.msg);

@@ -763,10 +763,10 @@ Test(store, job_round_trip, .init = db_setup, .fini = db_teardown)
 	int64_t job = 0, job2 = 0, al = 0, al2 = 0, i1 = 0, i2 = 0, cost = -1;
 	char buf[256];
 
-	cr_assert_eq(store_job_add(st, "mlr", "{\"model\": \"mlr\"}", WORLD_SIM, 1000,
+	cr_assert_eq(store_job_add(st, "mlr", "{\"model\": \"mlr\"}", "sim", 1000,
 				   &job, &err),
 		     PX_OK, "%s", err.msg);
-	cr_assert_eq(store_job_add(st, "other", "{}", WORLD_SIM, 1000, &job2, &err),
+	cr_assert_eq(store_job_add(st, "other", "{}", "sim", 1000, &job2, &err),
 		     PX_OK);
 	cr_assert_neq(job, job2);
 	cr_assert_eq(store_job_set_state(st, job, STORE_JOB_RUNNING, 2000,
@@ -898,7 +898,7 @@ Test(store, foreign_keys_enforced)
 	cr_assert(strstr(err.msg, "add event for job 42"), "%s", err.msg);
 	cr_assert(strstr(err.msg, "FOREIGN KEY constraint failed"), "%s",
 		  err.msg);
-	cr_assert_eq(store_job_add(st, "j", "{}", WORLD_SIM, 1, &job,
+	cr_assert_eq(store_job_add(st, "j", "{}", "sim", 1, &job,
 				   NULL), PX_OK);
 	cr_assert_eq(store_event_add(st, job, 77, 1, "join", "", &err),
 		     PX_ENOENT, "missing instance");
@@ -924,13 +924,13 @@ Test(store, job_input_checked)
 	struct px_error err = {0};
 	int64_t job = 0, m = market(st, "us-east-1a", "c4.xlarge"), id;
 
-	cr_assert_eq(store_job_add(st, "j", "{not json", WORLD_SIM, 1, &job, &err),
+	cr_assert_eq(store_job_add(st, "j", "{not json", "sim", 1, &job, &err),
 		     PX_EINVAL);
 	cr_assert(strstr(err.msg, "spec_is_json"), "%s", err.msg);
-	cr_assert_eq(store_job_add(st, "", "{}", WORLD_SIM, 1, &job, &err), PX_EINVAL);
-	cr_assert_eq(store_job_add(st, "j", NULL, WORLD_SIM, 1, &job, &err), PX_EINVAL);
-	cr_assert_eq(store_job_add(st, "j", "{}", WORLD_SIM, -1, &job, &err), PX_EINVAL);
-	cr_assert_eq(store_job_add(st, "j", "{}", WORLD_SIM, 1, &job, &err), PX_OK);
+	cr_assert_eq(store_job_add(st, "", "{}", "sim", 1, &job, &err), PX_EINVAL);
+	cr_assert_eq(store_job_add(st, "j", NULL, "sim", 1, &job, &err), PX_EINVAL);
+	cr_assert_eq(store_job_add(st, "j", "{}", "sim", -1, &job, &err), PX_EINVAL);
+	cr_assert_eq(store_job_add(st, "j", "{}", "sim", 1, &job, &err), PX_OK);
 	cr_assert_eq(store_allocation_add(st, job, m, "m3.large", STORE_TIER_RELIABLE, 0,
 					  0, 1, &id, &err),
 		     PX_EINVAL, "count 0");
@@ -1037,9 +1037,9 @@ Test(store, job_state_changes_enforced, .init = db_setup,
 	struct px_error err = {0};
 	int64_t a, b;
 
-	cr_assert_eq(store_job_add(st, "a", "{}", WORLD_LOCAL, 1, &a,
+	cr_assert_eq(store_job_add(st, "a", "{}", "local", 1, &a,
 				   &err), PX_OK, "%s", err.msg);
-	cr_assert_eq(store_job_add(st, "b", "{}", WORLD_LOCAL, 1, &b,
+	cr_assert_eq(store_job_add(st, "b", "{}", "local", 1, &b,
 				   &err), PX_OK, "%s", err.msg);
 	/* queued cannot be done without running */
 	cr_assert_eq(store_job_set_state(st, a, STORE_JOB_DONE, 2, &err),
@@ -1075,7 +1075,7 @@ Test(store, ondemand_allocation_without_market, .init = db_setup,
 	struct px_error err = {0};
 	int64_t job, al, inst;
 
-	cr_assert_eq(store_job_add(st, "j", "{}", WORLD_LOCAL, 1, &job,
+	cr_assert_eq(store_job_add(st, "j", "{}", "local", 1, &job,
 				   &err), PX_OK, "%s", err.msg);
 	cr_assert_eq(store_allocation_add(st, job, 0, "m3.large",
 					  STORE_TIER_RELIABLE, 0, 1, 5, &al,

@@ -52,7 +52,7 @@ Test(store_counts, empty_then_filled, .init = db_setup, .fini = db_teardown,
 			     PX_OK, "%s", err.msg);
 	/* a duplicate (market, time) is not a new row */
 	cr_assert_eq(store_price_add(st, m1, 1001, 100001, NULL, &err), PX_OK);
-	cr_assert_eq(store_job_add(st, "j", "{}", WORLD_SIM, 1, &job, &err), PX_OK,
+	cr_assert_eq(store_job_add(st, "j", "{}", "sim", 1, &job, &err), PX_OK,
 		     "%s", err.msg);
 	cr_assert_eq(store_counts(st, &c, &err), PX_OK, "%s", err.msg);
 	store_close(st);

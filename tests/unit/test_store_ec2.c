@@ -62,7 +62,7 @@ static int64_t job(struct store *st, const char *name)
 	struct px_error err = {0};
 	int64_t id = 0;
 
-	cr_assert_eq(store_job_add(st, name, "{}", WORLD_EC2, 1, &id,
+	cr_assert_eq(store_job_add(st, name, "{}", "ec2", 1, &id,
 				   &err), PX_OK, "%s", err.msg);
 	return id;
 }

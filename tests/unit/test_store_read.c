@@ -34,7 +34,7 @@ static int64_t job_add(struct store *st, const char *name, const char *spec,
 	struct px_error err = {0};
 	int64_t id = 0;
 
-	cr_assert_eq(store_job_add(st, name, spec, WORLD_SIM, at_us, &id, &err), PX_OK,
+	cr_assert_eq(store_job_add(st, name, spec, "sim", at_us, &id, &err), PX_OK,
 		     "add job '%s': %s", name, err.msg);
 	cr_assert_gt(id, 0);
 	return id;
@@ -569,7 +569,7 @@ Test(store_read, readonly_refuses_writes, .init = db_setup,
 	r[1] = store_price_add(st, m, 1, 1, &ins, NULL);
 	r[2] = store_ondemand_set(st, "r", "t", 1, "", NULL);
 	r[3] = store_import_add(st, &imp, NULL);
-	r[4] = store_job_add(st, "k", "{}", WORLD_SIM, 0, &id, NULL);
+	r[4] = store_job_add(st, "k", "{}", "sim", 0, &id, NULL);
 	r[5] = store_job_set_state(st, job, STORE_JOB_RUNNING, 1, NULL);
 	r[6] = store_allocation_add(st, job, m, "m3.large", STORE_TIER_RELIABLE, 0, 1, 0,
 				    &id, NULL);

@@ -5,7 +5,7 @@
  * to event over a replayed trace), `local` (process groups on this host,
  * a trace replayed on an accelerated clock) and `ec2` (real instances
  * through the Query API, and the enrollment endpoint that gives their
- * nodes the job's key), each in this folder behind its header (sim.h,
+ * nodes the job's key), each in agent/world/ behind its header (sim.h,
  * local.h, ec2_world.h; ec2's code is one file a concern, ec2_*.c, whose
  * map is in ec2_world_int.h), with what they share in world.c.
  * docs/controller.md has the whole contract; in short:
@@ -26,12 +26,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../bidbrain/policy.h"
-#include "../../cloudapi/market.h"
-#include "../../common/px.h"
-/* enum world_kind, world_kind_name, world_kind_parse: in common/ so that
- * the store, which records a job's world, needs nothing of the agent */
-#include "../../common/world_kind.h"
+#include "../bidbrain/policy.h"
+#include "../cloudapi/market.h"
+#include "../common/px.h"
+
+/* A world's name with its NUL ("sim", "local", "ec2"): what the config's
+ * `world` key, a spec's world.name and the store's jobs.world hold. */
+#define WORLD_NAME_MAX 16
 
 /* One instance the controller wants.  Strings are borrowed for the call. */
 struct world_req {
@@ -55,6 +56,8 @@ struct ctrl_progress;
 struct loop;
 struct store;
 struct proteusd_config;
+struct config_diag;
+struct job_world;
 struct world_host;
 
 /* Why a node is told to leave. */
@@ -178,8 +181,8 @@ struct world_host {
 };
 
 struct world_ops {
-	const char *name;        /* "sim", "local", "ec2" */
-	enum world_kind kind;
+	const char *name;        /* "sim", "local", "ec2": 1 to
+				  * WORLD_NAME_MAX-1 bytes of [a-z0-9_] */
 	/* Ask for one instance.  The world answers, now or later, with
 	 * ctrl_launched (billing starts then) or ctrl_rejected.  A world may
 	 * call back into the controller before it returns (sim does).
@@ -197,6 +200,11 @@ struct world_ops {
 			     uint64_t id, struct px_error *err);
 
 	/* ---- the daemon's half (NULL in sim, which simulate drives) ---- */
+
+	/* Why a world without create is none for the daemon's jobs, for
+	 * the config's `world` key ("is no world for jobs: ...").  NULL:
+	 * "is not one of" the worlds that are. */
+	const char *no_jobs;
 
 	/* A world for one job; *ret is freed with free_world. */
 	enum px_err (*create)(const struct world_setup *s, void **ret,
@@ -295,6 +303,26 @@ struct world_ops {
 	 * always. */
 	enum px_err (*check)(const struct proteusd_config *cfg,
 			     struct px_error *err);
+	/* The same, each problem added to d (config_diag_add): proteusd's
+	 * start when this is the daemon's default world (it exits on
+	 * any).  Returns how many.  NULL: none. */
+	size_t (*config_problems)(const struct proteusd_config *cfg,
+				  struct config_diag *d);
+	/* The world's own rules on a spec that names it (jobreq.h), after
+	 * every field of its `world` object was read: PX_EINVAL naming
+	 * "FILE: world.FIELD: why" (ec2: no trace, speedup or start, its
+	 * market is the provider's, now; local: no rebalance).  NULL:
+	 * every field is fine. */
+	enum px_err (*spec_check)(const struct job_world *w,
+				  const char *file, struct px_error *err);
+	/* The instances (node processes) this host runs at once on this
+	 * world, all jobs together (local: local_max_instances, else from
+	 * the CPUs and memory): a job is fitted to it at submit and a node
+	 * started only under it.  NULL: the provider's capacity (ec2). */
+	int64_t (*capacity)(const struct proteusd_config *cfg);
+	/* Whether a job's scaling exploration (its spec's explore) is off
+	 * on this world (sim: simulate plans from the spec alone). */
+	bool no_explore;
 	/* The daemon's start (ec2: the sweep of its tagged instances) and
 	 * exit, for the world_host's state of this kind.  May be NULL. */
 	enum px_err (*host_start)(struct world_host *wh,
@@ -302,8 +330,72 @@ struct world_ops {
 	void (*host_free)(struct world_host *wh);
 };
 
-/* The ops of a kind (NULL: none built in). */
-const struct world_ops *world_ops_of(enum world_kind k);
+/* ---- the registry: every world by its name ---- */
+
+/* The world named name (NULL: none, or name NULL).  The built-in ones
+ * (agent/world/world.c: sim, local, ec2, in that order), then those
+ * world_register added. */
+const struct world_ops *world_ops_by_name(const char *name);
+/* The i-th world of the registry, NULL past the last: for each world
+ * (the daemon's start and exit, messages that list them). */
+const struct world_ops *world_ops_at(size_t i);
+/* Add a world (a test's, or one built outside agent/world/) before the
+ * daemon starts (not thread-safe: at most WORLD_REGISTER_MAX, names
+ * unique).  PX_EINVAL: a bad or taken name; PX_ETOOBIG: full. */
+#define WORLD_REGISTER_MAX 8
+enum px_err world_register(const struct world_ops *o, struct px_error *err);
+/* The worlds that run the daemon's jobs (their ops have create), in
+ * registry order, each in quote, ", " between and last before the last
+ * one: ("\"", " or ") gives "\"local\" or \"ec2\"".  Returns how many. */
+size_t world_daemon_names(char *buf, size_t len, const char *quote,
+			  const char *last);
+
+/* ---- the event driver the worlds share (agent/world/world.c) ---- */
+
+struct evq;
+struct evq_ev;
+
+/* A world's queue of its own events (agent/evq.h) and how it hands them
+ * to the controller. */
+struct world_drive {
+	struct ctrl *c;
+	struct evq *q;
+	void *w;                 /* the world, the callbacks' first argument */
+	/* One event (ev->t the instant's): the controller told, the next
+	 * event of its kind queued, its bits (POL_WHY_PRICE, _TICK) set in
+	 * *why. */
+	enum px_err (*handle)(void *w, const struct evq_ev *ev, unsigned *why,
+			      struct px_error *err);
+	/* The progress ctrl_step gets, once the instant's events are handled
+	 * (sim: its work and rate then).  NULL: the caller's. */
+	void (*progress)(void *w, struct ctrl_progress *ret);
+	/* The books at t, after ctrl_step, when the fleet changed or a tick
+	 * was among the events (local, ec2: ctrl_cost; sim: its record). */
+	enum px_err (*books)(void *w, int64_t t, struct px_error *err);
+	int64_t *step_t;         /* set to the instant before ctrl_step (the
+				  * world's last step); may be NULL */
+	bool retime;             /* every event due by the instant is handled
+				  * as at it (ec2: the clock is EC2's, and a
+				  * decision is made now, not at the past
+				  * instant it was due) */
+};
+
+/* One instant t: ctrl_take_changed, then every event at t (retime: due
+ * by t) popped in order to handle, *step_t = t, ctrl_step(t, why, *p)
+ * (p filled by progress first, when set) and books when the fleet
+ * changed or a tick came.  A controller's error is in err with its
+ * message (err may be NULL). */
+enum px_err world_drive_instant(const struct world_drive *d, int64_t t,
+				struct ctrl_progress *p, struct px_error *err);
+
+/* run_due of a daemon world (world_ops): every instant due by now, in
+ * order (retime: one instant, now, or the last step if later), each
+ * through world_drive_instant, then the stop rules (ctrl_stop) at it;
+ * stops at the first that holds.  *ret_t: the last instant (or *ret_t
+ * as the caller set it, none due); *ret_stop: CTRL_RUN or the rule. */
+enum px_err world_drive_due(const struct world_drive *d, int64_t now,
+			    const struct ctrl_progress *p, int64_t *ret_t,
+			    int *ret_stop, struct px_error *err);
 
 /* When a spot instance launched at now with this bid gets its eviction
  * notice (MARKET_NONE: never, in the trace): legacy, the first time the
