@@ -15,6 +15,7 @@
 #include "../trainer/data_url.h"
 #include "../trainer/dataset.h"
 #include "../trainer/mf.h"
+#include "../trainer/ratings.h"
 #include "../trainer/train_local.h"
 #include "jobs_int.h"
 #include "notify.h"
@@ -258,7 +259,7 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 		mine.max_bytes = 0;
 		px_guard_set(&mine);
 	}
-	if (mf) { /* ratings (trainer/mf.h), their first MF_CHECK_RATINGS */
+	if (mf) { /* ratings (trainer/ratings.h), their first MF_CHECK_RATINGS */
 		e = mf_check_rank(train, j->req.trainer.rank ?
 				  (uint32_t)j->req.trainer.rank :
 				  TRAIN_MF_RANK, err);

@@ -200,7 +200,7 @@ enum px_err data_check(const struct data_spec *spec, bool *ret_whole,
 		       struct px_error *err);
 
 /* A value as the loaders read one: a finite number that a float holds.
- * NULL, or what is wrong with s (the ratings of mf.h use it too). */
+ * NULL, or what is wrong with s (the ratings of ratings.h use it too). */
 const char *data_parse_float(const char *s, float *ret);
 
 /* Whether two preps are the same (labels, width, scaling values). */

@@ -20,6 +20,7 @@
 #include "export.h"
 #include "data.h"
 #include "mf.h"
+#include "ratings.h"
 #include "goodput.h"
 #include "model.h"
 

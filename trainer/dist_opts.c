@@ -13,6 +13,7 @@
 
 #include "data.h"
 #include "mf.h"
+#include "ratings.h"
 
 void dist_opts_default(struct dist_opts *o)
 {

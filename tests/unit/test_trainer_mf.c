@@ -1,6 +1,7 @@
 /* test_trainer_mf.c -- matrix factorization (trainer/mf.h): the ratings
- * reader (a good file in every accepted shape, each kind of bad input
- * refused naming file:line and the field), the model's bounds, the
+ * reader (trainer/ratings.h; a good file in every accepted shape, each
+ * kind of bad input refused naming file:line and the field), the model's
+ * bounds, the
  * prediction of unseen users and items, the sparse minibatch gradient
  * against finite differences, and an update touching only its rows. */
 #include <criterion/criterion.h>
@@ -13,6 +14,7 @@
 #include <zlib.h>
 
 #include "../../trainer/mf.h"
+#include "../../trainer/ratings.h"
 #include "../integration/pxrun.h"
 
 static char *tmp;

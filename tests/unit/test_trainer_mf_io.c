@@ -15,6 +15,7 @@
 
 #include "../../trainer/ckpt.h"
 #include "../../trainer/export.h"
+#include "../../trainer/ratings.h"
 #include "../../trainer/safetensors.h"
 #include "../integration/pxrun.h"
 

@@ -16,6 +16,7 @@
 #include "../export.h"
 #include "../kern.h"
 #include "../mf.h"
+#include "../ratings.h"
 #include "../model.h"
 #include "../train_local.h"
 #include "tcli.h"

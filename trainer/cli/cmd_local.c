@@ -10,6 +10,7 @@
 #include "../data.h"
 #include "../dist.h"
 #include "../mf.h"
+#include "../ratings.h"
 #include "tcli.h"
 
 /* local --model mf: both ratings files read and the model they fix

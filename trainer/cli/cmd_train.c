@@ -14,6 +14,7 @@
 #include "../data.h"
 #include "../dist.h"
 #include "../mf.h"
+#include "../ratings.h"
 #include "../train_local.h"
 #include "../train_mf.h"
 #include "tcli.h"
