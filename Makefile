@@ -57,14 +57,14 @@ LDFLAGS_SAN :=
 # sgd over w and v), so -O2's cheap cost model leaves them scalar; -O3
 # vectorizes them behind a run-time overlap check (same results: no
 # contraction under -std=c11, same order of operations per element).
-$(BUILD)/obj/trainer/kern_cpu.o: CFLAGS_OPT := -O3
+$(BUILD)/obj/trainer/compute/kern_cpu.o: CFLAGS_OPT := -O3
 endif
 
 # CUDA: three cases, decided here and told by `make cuda-note`.
 #  - nvcc, the CUDA headers and libcudart + libcublas found: the CUDA kernels
 #    are built into $(CUDA_SO), the one object linked against cuBLAS and
 #    cudart; the programs (PX_HAVE_CUDA) dlopen it on `--device cuda` only
-#    (trainer/kern_load.c), so no CPU run loads CUDA.  GPU tests run with
+#    (trainer/compute/kern_load.c), so no CPU run loads CUDA.  GPU tests run with
 #    `make test-gpu`.
 #  - nvcc and the headers but not the libraries (a compiler-only install):
 #    the .cu files are still compiled, as a check, but the programs have
@@ -77,7 +77,7 @@ else
 NVCC := $(shell command -v nvcc 2>/dev/null || \
 	  { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 endif
-CU_SRC := $(wildcard trainer/*.cu)
+CU_SRC := $(wildcard trainer/*.cu trainer/*/*.cu)
 CUDA_MODE := none
 CU_OBJ :=
 CU_CHECK_OBJ :=
@@ -166,7 +166,7 @@ $(BUILD)/obj/%.o: %.c
 	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
 # nvcc writes no .d files: the headers a .cu includes, by hand.
-$(BUILD)/obj/%.cu.o: %.cu $(wildcard trainer/*.h) common/px.h
+$(BUILD)/obj/%.cu.o: %.cu $(wildcard trainer/*.h trainer/*/*.h) common/px.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -c -o $@ $<
@@ -268,7 +268,7 @@ bench:
 # says it skips them otherwise.  A crash input is kept as
 # $(BUILD)/fuzz/<fuzzer>-crash-<sha1> and fails the target.
 # the trainer's pure parsers (no nanomsg, no CUDA) for fuzz_ckpt, fuzz_wire
-FUZZ_TRAINER_SRC = trainer/ckpt.c trainer/dataset.c trainer/mf.c trainer/model.c trainer/model_desc.c trainer/kern_cpu.c trainer/kern_rng.c trainer/wire.c
+FUZZ_TRAINER_SRC = trainer/io/ckpt.c trainer/io/dataset.c trainer/compute/mf.c trainer/compute/model.c trainer/compute/model_desc.c trainer/compute/kern_cpu.c trainer/compute/kern_rng.c trainer/dist/wire.c
 FUZZ_LIB_SRC = $(filter-out agent/% trainer/%,$(LIB_SRC)) $(FUZZ_TRAINER_SRC)
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
 FUZZ_BIN = $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))

@@ -7,7 +7,7 @@
 
 #include "../bidbrain/policy.h"
 #include "../cloudapi/fetch.h"
-#include "../trainer/data_url.h"
+#include "../trainer/io/data_url.h"
 #include "config.h"
 #include "jobreq.h"
 #include "workload.h"
@@ -116,7 +116,7 @@ static enum px_err either(json_t *v, const char *name, const char *sec,
 /* trainer.data: {"train": PATH, "test": PATH, "format": ..., "scale":
  * ..., "label_column": N, "train_sha256": HEX, "test_sha256": HEX}; both
  * files absolute paths or URLs (s3://, https://, file://; a URL needs its
- * SHA-256, which the nodes check: trainer/data_url.h). */
+ * SHA-256, which the nodes check: trainer/io/data_url.h). */
 static enum px_err parse_data(json_t *o, const char *name,
 			      struct job_data *d, struct px_error *err)
 {

@@ -49,7 +49,7 @@
  * if stall_seconds is less): the setup of a large model (an MF job's
  * 90M parameters, 360 MB handed to each PS and pulled for the first
  * checkpoint) is work too.  The coordinator's own start bound (its
- * --stall-timeout default, trainer/dist_opts.c). */
+ * --stall-timeout default, trainer/dist/dist_opts.c). */
 #define STALL_FIRST_CLOCK_S 60
 
 static int64_t job_tick(struct loop *l, int64_t id, void *ctx);

@@ -22,8 +22,8 @@
 
 #include "../cloudapi/fetch.h"
 #include "../common/log.h"
-#include "../trainer/data_url.h"
-#include "../trainer/dataset.h"
+#include "../trainer/io/data_url.h"
+#include "../trainer/io/dataset.h"
 #include "jobs_int.h"
 
 #define STAGE_PREFIX ".in-"      /* copies of a job not stored yet */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../cloudapi/market_load.h"
-#include "../trainer/kern_cuda.h"
+#include "../trainer/compute/kern_cuda.h"
 #include "jobs_int.h"
 #include "server.h"
 

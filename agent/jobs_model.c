@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../trainer/ckpt.h"
+#include "../trainer/io/ckpt.h"
 #include "jobs_int.h"
 #include "proto.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "../trainer/goodput.h"
+#include "../trainer/compute/goodput.h"
 #include "jobs_int.h"
 
 #define SCALING_EVENT_MS 30000   /* a "scaling" event at most this often */

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "../common/log.h"
-#include "../trainer/data_url.h"
-#include "../trainer/dataset.h"
-#include "../trainer/mf.h"
-#include "../trainer/ratings.h"
+#include "../trainer/io/data_url.h"
+#include "../trainer/io/dataset.h"
+#include "../trainer/compute/mf.h"
+#include "../trainer/io/ratings.h"
 #include "../trainer/train_local.h"
 #include "jobs_int.h"
 #include "notify.h"
@@ -225,7 +225,7 @@ static json_t *submit_store(struct jobs *js, struct job *j, const char *text,
 
 /* trainer.data, where the job's nodes run on this host (the local
  * world): checked now, with the submitter's rights, so that bad data is
- * refused before any process starts (trainer/dataset.h data_check: at
+ * refused before any process starts (trainer/io/dataset.h data_check: at
  * most DATA_CHECK_BYTES of text a file).  Under the thread's guard, less
  * its bound on a file's size: a data set may be bigger than a trace, and
  * the check reads a bounded part of it. */
@@ -241,7 +241,7 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 	enum px_err e = PX_OK;
 
 	/* a file named by a URL other than file:// is the nodes' to
-	 * fetch, and its SHA-256 theirs to check (trainer/data_url.h); a
+	 * fetch, and its SHA-256 theirs to check (trainer/io/data_url.h); a
 	 * path or a file:// URL is a file of this host, which the
 	 * coordinator reads here in every world */
 	if (!d->train[0] ||
@@ -259,7 +259,7 @@ static enum px_err job_check_data(struct job *j, struct px_error *err)
 		mine.max_bytes = 0;
 		px_guard_set(&mine);
 	}
-	if (mf) { /* ratings (trainer/ratings.h), their first MF_CHECK_RATINGS */
+	if (mf) { /* ratings (trainer/io/ratings.h), their first MF_CHECK_RATINGS */
 		e = mf_check_rank(train, j->req.trainer.rank ?
 				  (uint32_t)j->req.trainer.rank :
 				  TRAIN_MF_RANK, err);

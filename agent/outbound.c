@@ -17,8 +17,8 @@
 #include <curl/curl.h>
 
 #include "../cloudapi/fetch.h"
-#include "../trainer/data_url.h"
-#include "../trainer/dataset.h"
+#include "../trainer/io/data_url.h"
+#include "../trainer/io/dataset.h"
 
 #define ADDRS_MAX 32             /* a name's addresses looked at */
 

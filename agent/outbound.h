@@ -1,7 +1,7 @@
 /* outbound.h -- the requests a job makes the daemon's host send, held to
  * the operator's rules (docs/security.md, "Outbound requests"): a job's
  * own notify_url (agent/notify.h) and its data named by http(s):// or
- * s3:// URL (trainer/data_url.h, fetched by the trainer processes).
+ * s3:// URL (trainer/io/data_url.h, fetched by the trainer processes).
  *
  * An allow-list (notify_url_allow, data_url_allow) is a comma-separated
  * list of origins: "scheme://host[:port]" (the port defaults to the

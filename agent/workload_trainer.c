@@ -1,7 +1,7 @@
 /* workload_trainer.c -- the built-in elastic trainer as a job's workload
  * (workload.h; docs/jobs.md): the coordinator process, the node each
  * instance runs (the world's command hook) and what it is told, the agent
- * channel (trainer/agent_chan.h: commands out, PROGRESS frames in), and
+ * channel (trainer/dist/agent_chan.h: commands out, PROGRESS frames in), and
  * its reports in the job's terms (struct job_report).  Its state is its
  * own (struct trainer, job->wl); the job's parts it only reads. */
 #include <errno.h>
@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "../common/log.h"
-#include "../trainer/agent_chan.h"
-#include "../trainer/data_url.h"
-#include "../trainer/dist.h"
+#include "../trainer/dist/agent_chan.h"
+#include "../trainer/io/data_url.h"
+#include "../trainer/dist/dist.h"
 #include "jobs_int.h"
 #include "spawnattr.h"
 
@@ -613,7 +613,7 @@ static struct seen_node *seen_get(struct job *j, uint32_t node)
 
 /* The median speed the coordinator judges its workers against, from the
  * speeds its report carries, by its rule (judge_speeds in
- * trainer/dist_coord.c): the active workers with a speed, but a reliable
+ * trainer/dist/dist_coord.c): the active workers with a speed, but a reliable
  * node's in stage 3 (which holds no partition); 0 with fewer than two,
  * when none is slow.  A slow worker is below 2/3 of it. */
 static float speed_median(const struct wire_progress *p)

@@ -1,5 +1,5 @@
 /* enroll.h -- how a node on an EC2 instance gets its job's key: the
- * messages and the cryptography that the node (trainer/enroll_node.c)
+ * messages and the cryptography that the node (trainer/dist/enroll_node.c)
  * and proteusd (agent/world/enroll_srv.c) share.  docs/security.md has
  * the scheme and what it defends against; in short:
  *

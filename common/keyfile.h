@@ -1,6 +1,6 @@
 /* keyfile.h -- a 32-byte secret in a file of its own (a job's key), read
  * and written the one careful way that proteusd (agent/jobkey.c) and the
- * trainer (PX_JOB_KEY_FILE, trainer/dist_common.c) share.
+ * trainer (PX_JOB_KEY_FILE, trainer/dist/dist_common.c) share.
  *
  * The file: a regular file owned by this process's effective uid, mode
  * 0600 (or 0400 where the reader allows it), holding exactly 64 hex

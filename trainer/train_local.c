@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt.h"
-#include "export.h"
-#include "dataset.h"
-#include "kern_cuda.h"
+#include "io/ckpt.h"
+#include "io/export.h"
+#include "io/dataset.h"
+#include "compute/kern_cuda.h"
 
 /* Everything one run allocates, so one function can free it. */
 struct run {

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "../common/px.h"
-#include "data.h"
-#include "model.h"
+#include "io/data.h"
+#include "compute/model.h"
 
 enum train_device {
 	TRAIN_DEV_CPU,

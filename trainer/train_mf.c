@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt.h"
-#include "data.h"
-#include "export.h"
+#include "io/ckpt.h"
+#include "io/data.h"
+#include "io/export.h"
 
 static enum px_err check(const struct train_opts *o,
 			 const struct mf_set *train,

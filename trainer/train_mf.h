@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "../common/px.h"
-#include "mf.h"
+#include "compute/mf.h"
 #include "train_local.h"
 
 /* Reported after each epoch. */

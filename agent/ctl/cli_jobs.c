@@ -25,8 +25,8 @@
 #include "../../bidbrain/jobspec.h"
 #include "../../common/jsonout.h"
 #include "../../common/log.h"
-#include "../../trainer/data_url.h"
-#include "../../trainer/goodput.h"
+#include "../../trainer/io/data_url.h"
+#include "../../trainer/compute/goodput.h"
 #include "cli.h"
 #include "../proto.h"
 

@@ -23,9 +23,9 @@
 
 #include "../../common/jsonout.h"
 #include "../../common/log.h"
-#include "../../trainer/ckpt.h"
-#include "../../trainer/export.h"
-#include "../../trainer/safetensors.h"
+#include "../../trainer/io/ckpt.h"
+#include "../../trainer/io/export.h"
+#include "../../trainer/io/safetensors.h"
 #include "../proto.h"
 #include "cli.h"
 

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../trainer/dist.h"
+#include "../../trainer/dist/dist.h"
 #include "../config.h"
 #include "../controller.h"
 #include "../jobreq.h"

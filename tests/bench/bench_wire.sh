@@ -26,7 +26,7 @@ cat > "$tmp/benchlib.h" <<'CEOF'
 #include <string.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
-#include "trainer/net.h"
+#include "trainer/dist/net.h"
 
 static const uint8_t KEY[32] = "bench-job-key-0123456789abcdefgh";
 

@@ -1,5 +1,5 @@
 /* blas_gemm_bench.c -- the SGEMMs of one training step of the MLP
- * 784-256-256-10 at batch B (argv[1], default 256), as trainer/model.c
+ * 784-256-256-10 at batch B (argv[1], default 256), as trainer/compute/model.c
  * issues them (row-major: forward act = in * W, NN; weight gradient
  * dW = in^T * dy, TN; input gradient dx = dy * W^T, NT, not for the first
  * layer; the values stay in [-1, 1] times the sizes: no denormals, no

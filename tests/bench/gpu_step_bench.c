@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trainer/kern_cuda.h"
-#include "../../trainer/model.h"
+#include "../../trainer/compute/kern_cuda.h"
+#include "../../trainer/compute/model.h"
 
 enum mode { MODE_SYNC, MODE_ASYNC, MODE_UPLOAD };
 

@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../trainer/ckpt.h"
+#include "../../trainer/io/ckpt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

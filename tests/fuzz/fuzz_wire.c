@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trainer/wire.h"
+#include "../../trainer/dist/wire.h"
 
 #define MAXP (1u << 20)
 #define NOW 1000000000ull

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trainer/kern_cuda.h"
-#include "../../trainer/model.h"
+#include "../../trainer/compute/kern_cuda.h"
+#include "../../trainer/compute/model.h"
 
 /* In the runner process, after every test: make a run where nothing ran
  * visible without --verbose.  No CUDA call here: the runner forks the

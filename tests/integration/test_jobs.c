@@ -27,7 +27,7 @@
 #include "../../common/px.h"
 #include "jobs_fixture.h"
 #include "pxrun.h"
-#include "../../trainer/kern_cuda.h"
+#include "../../trainer/compute/kern_cuda.h"
 
 extern char **environ;
 

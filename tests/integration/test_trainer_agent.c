@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "../../common/px.h"
-#include "../../trainer/dist.h"
-#include "../../trainer/dist_int.h"
+#include "../../trainer/dist/dist.h"
+#include "../../trainer/dist/dist_int.h"
 #include "trainer_fixture.h"
 
 #define JOB 77

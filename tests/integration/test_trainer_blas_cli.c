@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trainer/blas_pick.h"
+#include "../../trainer/compute/blas_pick.h"
 #include "pxrun.h"
 
 static char *tmp;

@@ -1,5 +1,5 @@
 /* test_trainer_cuda.c -- CUDA is loaded only when `--device cuda` asks
- * for it (trainer/kern_load.c): a CPU run or --help maps no libcublas or
+ * for it (trainer/compute/kern_load.c): a CPU run or --help maps no libcublas or
  * libcudart (the dynamic loader's own LD_DEBUG=libs log says what it
  * loaded), and `--device cuda` without the library, or without a GPU,
  * fails at once with exit 1 and an error naming what was tried.  Runs on
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../trainer/kern_cuda.h"
+#include "../../trainer/compute/kern_cuda.h"
 #include "pxrun.h"
 
 static char *tmp;

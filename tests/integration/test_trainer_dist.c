@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../trainer/dist.h"
-#include "../../trainer/goodput.h"
-#include "../../trainer/wire.h"
+#include "../../trainer/dist/dist.h"
+#include "../../trainer/compute/goodput.h"
+#include "../../trainer/dist/wire.h"
 #include "pxrun.h"
 
 /* A job's clocks: its epochs of 47 minibatches for each of 2 workers
@@ -1181,7 +1181,7 @@ Test(trainer_dist, unauthenticated_frames_dropped, .init = setup,
 }
 
 /* Each co-adaptation decision in the result is the rule's for its
- * workers and noise scale (trainer/goodput.h), its clock's length the
+ * workers and noise scale (trainer/compute/goodput.h), its clock's length the
  * rule's for its batch (kb0: the job's --clock-batches), and the workers
  * trained with it: "worker N: clock C: batch B, lr xS, K minibatches a
  * clock" in their log where it is not the job's own (kb0 0: the clock

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../trainer/dist.h"
+#include "../../trainer/dist/dist.h"
 #include "trainer_fixture.h"
 
 #define KEYHEX TRAINER_KEYHEX

@@ -30,9 +30,9 @@
 #include <unistd.h>
 
 #include "../../common/px.h"
-#include "../../trainer/dist.h"
-#include "../../trainer/dist_int.h"
-#include "../../trainer/dist_node.h"
+#include "../../trainer/dist/dist.h"
+#include "../../trainer/dist/dist_int.h"
+#include "../../trainer/dist/dist_node.h"
 #include "../fake_ec2/fake.h"
 #include "trainer_fixture.h"
 

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "../../common/px.h"
-#include "../../trainer/dist.h"
-#include "../../trainer/dist_int.h"
-#include "../../trainer/net.h"
+#include "../../trainer/dist/dist.h"
+#include "../../trainer/dist/dist_int.h"
+#include "../../trainer/dist/net.h"
 #include "trainer_fixture.h"
 
 extern char **environ;

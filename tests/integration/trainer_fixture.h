@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../trainer/net.h"
-#include "../../trainer/wire.h"
+#include "../../trainer/dist/net.h"
+#include "../../trainer/dist/wire.h"
 #include "pxrun.h"
 
 /* The tests' job key (hex): agent_up's key is these bytes. */

@@ -4,8 +4,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../trainer/dist.h"
-#include "../../trainer/dist_node.h"
+#include "../../trainer/dist/dist.h"
+#include "../../trainer/dist/dist_node.h"
 
 Test(dist_addr, endpoints)
 {

@@ -1,11 +1,11 @@
 /* test_dist_relief.c -- straggler relief's split (dist_relief_split,
- * trainer/dist.h): whole minibatches not begun, each to whoever would end
+ * trainer/dist/dist.h): whole minibatches not begun, each to whoever would end
  * it first while that is before the straggler would; the clock's end is
  * then within one helper minibatch of the continuous ideal. */
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "../../trainer/dist.h"
+#include "../../trainer/dist/dist.h"
 
 /* When the last of them ends: the straggler (what it kept, its minibatch
  * in progress among it) and every helper. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "../../agent/jobs_int.h"
-#include "../../trainer/wire.h"
+#include "../../trainer/dist/wire.h"
 
 static struct job *blank_job(void)
 {

@@ -13,7 +13,7 @@
 #include <nanomsg/nn.h>
 #include <nanomsg/pipeline.h>
 
-#include "../../trainer/net.h"
+#include "../../trainer/dist/net.h"
 
 static const uint8_t KEY[32] = "proteus-test-job-key-0123456789";
 static const uint8_t KEY2[32] = "another-job-key-abcdefghijklmnop";

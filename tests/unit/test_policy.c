@@ -7,7 +7,7 @@
 
 #include "../../agent/plan.h"
 #include "../../bidbrain/risk.h"
-#include "../../trainer/goodput.h"
+#include "../../trainer/compute/goodput.h"
 
 static struct market_set ms;
 static struct jobspec job;

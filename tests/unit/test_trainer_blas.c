@@ -5,8 +5,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../trainer/blas_pick.h"
-#include "../../trainer/kern.h"
+#include "../../trainer/compute/blas_pick.h"
+#include "../../trainer/compute/kern.h"
 
 /* Feature sets of real CPUs. */
 static const struct blas_cpu sse_only = { 0 };

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../trainer/ckpt.h"
+#include "../../trainer/io/ckpt.h"
 #include "../integration/pxrun.h"
 
 static char dir[64];

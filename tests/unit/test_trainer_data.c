@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../trainer/data.h"
+#include "../../trainer/io/data.h"
 
 static char tmpdir[64];
 

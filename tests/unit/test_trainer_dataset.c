@@ -1,4 +1,4 @@
-/* test_trainer_dataset.c -- the user's own data (trainer/dataset.h):
+/* test_trainer_dataset.c -- the user's own data (trainer/io/dataset.h):
  * LIBSVM, CSV and IDX files read right (plain and gzip), labels mapped to
  * classes in sorted order, the scaling, the test set held to the
  * training set, every kind of bad input refused with file:line and the
@@ -14,9 +14,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../trainer/ckpt.h"
-#include "../../trainer/data.h"
-#include "../../trainer/dataset.h"
+#include "../../trainer/io/ckpt.h"
+#include "../../trainer/io/data.h"
+#include "../../trainer/io/dataset.h"
 #include "../integration/pxrun.h"
 
 static char *tmp;

@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../trainer/ckpt.h"
-#include "../../trainer/export.h"
-#include "../../trainer/safetensors.h"
+#include "../../trainer/io/ckpt.h"
+#include "../../trainer/io/export.h"
+#include "../../trainer/io/safetensors.h"
 #include "../integration/pxrun.h"
 
 static char dir[64];

@@ -1,12 +1,12 @@
 /* test_trainer_goodput.c -- the goodput estimate and the co-adaptation
- * rule (trainer/goodput.h): the noise scale recovered from norms of known
+ * rule (trainer/compute/goodput.h): the noise scale recovered from norms of known
  * |G|^2 and tr(Sigma), the efficiency, the rule's batch and lr factor,
  * and the coordinator's state deciding only on a change. */
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "../../trainer/goodput.h"
-#include "../../trainer/kern.h"
+#include "../../trainer/compute/goodput.h"
+#include "../../trainer/compute/kern.h"
 
 /* E|G_b|^2 = |G|^2 + tr / b: the norms a gradient of b examples has on
  * average. */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trainer/kern.h"
+#include "../../trainer/compute/kern.h"
 
 static void fill(float *a, size_t n, uint64_t seed)
 {

@@ -1,5 +1,5 @@
-/* test_trainer_mf.c -- matrix factorization (trainer/mf.h): the ratings
- * reader (trainer/ratings.h; a good file in every accepted shape, each
+/* test_trainer_mf.c -- matrix factorization (trainer/compute/mf.h): the ratings
+ * reader (trainer/io/ratings.h; a good file in every accepted shape, each
  * kind of bad input refused naming file:line and the field), the model's
  * bounds, the
  * prediction of unseen users and items, the sparse minibatch gradient
@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../trainer/mf.h"
-#include "../../trainer/ratings.h"
+#include "../../trainer/compute/mf.h"
+#include "../../trainer/io/ratings.h"
 #include "../integration/pxrun.h"
 
 static char *tmp;

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../trainer/ckpt.h"
-#include "../../trainer/export.h"
-#include "../../trainer/ratings.h"
-#include "../../trainer/safetensors.h"
+#include "../../trainer/io/ckpt.h"
+#include "../../trainer/io/export.h"
+#include "../../trainer/io/ratings.h"
+#include "../../trainer/io/safetensors.h"
 #include "../integration/pxrun.h"
 
 #define NU 6

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../trainer/model.h"
+#include "../../trainer/compute/model.h"
 
 Test(model, mlp_layout_is_flat_and_contiguous)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../trainer/kern_cuda.h"
+#include "../../trainer/compute/kern_cuda.h"
 #include "../../trainer/train_local.h"
 
 static bool have_fmnist(void)

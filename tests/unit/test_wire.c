@@ -8,7 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "../../trainer/wire.h"
+#include "../../trainer/dist/wire.h"
 
 static const uint8_t KEY[32] = "proteus-test-job-key-0123456789";
 static const uint8_t KEY2[32] = "another-job-key-abcdefghijklmnop";

@@ -5,7 +5,7 @@
 
 #include "../../common/log.h"
 #include "../../common/px.h"
-#include "../enroll_node.h"
+#include "../dist/enroll_node.h"
 #include "tcli.h"
 
 /* enroll: the job key into a key file, as a node gets it. */

@@ -7,10 +7,10 @@
 
 #include "../../common/log.h"
 #include "../../common/px.h"
-#include "../data.h"
-#include "../dist.h"
-#include "../mf.h"
-#include "../ratings.h"
+#include "../io/data.h"
+#include "../dist/dist.h"
+#include "../compute/mf.h"
+#include "../io/ratings.h"
 #include "tcli.h"
 
 /* local --model mf: both ratings files read and the model they fix

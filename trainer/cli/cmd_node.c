@@ -9,9 +9,9 @@
 
 #include "../../common/log.h"
 #include "../../common/px.h"
-#include "../dist.h"
-#include "../dist_node.h"
-#include "../enroll_node.h"
+#include "../dist/dist.h"
+#include "../dist/dist_node.h"
+#include "../dist/enroll_node.h"
 #include "tcli.h"
 
 /* node --stub: registers as node N with no role, then heartbeats. */

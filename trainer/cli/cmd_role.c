@@ -10,7 +10,7 @@
 
 #include "../../common/log.h"
 #include "../../common/px.h"
-#include "../dist.h"
+#include "../dist/dist.h"
 #include "tcli.h"
 
 /* coordinator | ps | worker, once the options are checked. */

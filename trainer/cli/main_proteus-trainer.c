@@ -18,9 +18,9 @@
 #include "../../common/enroll.h"
 #include "../../common/log.h"
 #include "../../common/px.h"
-#include "../blas_pick.h"
-#include "../dist.h"
-#include "../kern.h"
+#include "../compute/blas_pick.h"
+#include "../dist/dist.h"
+#include "../compute/kern.h"
 #include "tcli.h"
 
 /* How every role gets the job key (dist_key_from_env). */

@@ -19,10 +19,10 @@
 
 #include "../../common/log.h"
 #include "../../common/px.h"
-#include "../ckpt.h"
-#include "../dist.h"
-#include "../dist_node.h"
-#include "../enroll_node.h"
+#include "../io/ckpt.h"
+#include "../dist/dist.h"
+#include "../dist/dist_node.h"
+#include "../dist/enroll_node.h"
 
 #define PROG "proteus-trainer"
 

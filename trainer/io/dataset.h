@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 #include "data.h"
 
 /* Bounds on what a file may hold (docs/trainer.md, "Bounds"). */

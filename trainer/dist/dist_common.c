@@ -14,7 +14,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "../common/keyfile.h"
+#include "../../common/keyfile.h"
 
 void dist_logf(const struct dist_opts *o, enum log_level level,
 	       const char *fmt, ...)

@@ -20,10 +20,10 @@
 
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 #include "dataset.h"
-#include "mf.h"
-#include "model.h"
+#include "../compute/mf.h"
+#include "../compute/model.h"
 
 #define CKPT_HEADER_MAX 4096
 /* The largest checkpoint: header, parameters and momentum, scaling,

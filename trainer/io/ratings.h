@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../common/px.h"
-#include "mf.h"
+#include "../../common/px.h"
+#include "../compute/mf.h"
 
 /* Read a CSV file of user,item,rating lines (plain or .gz): ids
  * integers in 0..MF_MAX_ID, ratings finite numbers with |r| <=

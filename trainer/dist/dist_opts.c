@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data.h"
-#include "mf.h"
-#include "ratings.h"
+#include "../io/data.h"
+#include "../compute/mf.h"
+#include "../io/ratings.h"
 
 void dist_opts_default(struct dist_opts *o)
 {

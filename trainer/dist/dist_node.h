@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 #include "dist.h"
 
 #define DIST_NODE_MAX_WORKERS 16

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "dataset.h"
-#include "kern.h"
+#include "../compute/kern.h"
 
 enum px_err data_load(const char *images_path, const char *labels_path,
 		      uint32_t n_classes, uint32_t max_n,

@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data.h"
-#include "kern_cuda.h"
-#include "mf.h"
-#include "model.h"
+#include "../io/data.h"
+#include "../compute/kern_cuda.h"
+#include "../compute/mf.h"
+#include "../compute/model.h"
 
 struct worker {
 	const struct dist_opts *o;

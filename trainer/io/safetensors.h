@@ -24,7 +24,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 
 /* The reference reader refuses a header over 100 MB: so do we. */
 #define ST_HEADER_MAX 100000000u

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 
 #define ENROLL_WAIT_MS (10 * 60 * 1000) /* asking again, at most */
 #define ENROLL_TRY_MS 10000              /* one request's answer */

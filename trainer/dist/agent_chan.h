@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 #include "wire.h"
 
 struct agent_chan;

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 
 #define WIRE_MAGIC 0x50575850u          /* "PXWP" as little-endian bytes */
 #define WIRE_VERSION 7

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 #include "dataset.h"
 
 /* Whether s names a file by URL (scheme://), not by path. */

@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../cloudapi/imds.h"
-#include "../common/log.h"
+#include "../../cloudapi/imds.h"
+#include "../../common/log.h"
 
 extern char **environ;
 

@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../cloudapi/imds.h"
-#include "../common/enroll.h"
-#include "../common/keyfile.h"
-#include "../common/log.h"
+#include "../../cloudapi/imds.h"
+#include "../../common/enroll.h"
+#include "../../common/keyfile.h"
+#include "../../common/log.h"
 #include "dist.h"
 
 #define IMDS_SIG "/latest/dynamic/instance-identity/rsa2048"

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/px.h"
-#include "kern.h"
+#include "../../common/px.h"
+#include "../compute/kern.h"
 
 /* Where Debian's dataset-fashion-mnist installs the files. */
 #define DATA_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"

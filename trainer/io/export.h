@@ -29,10 +29,10 @@
 
 #include <jansson.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 #include "dataset.h"
-#include "mf.h"
-#include "model.h"
+#include "../compute/mf.h"
+#include "../compute/model.h"
 
 #define EXPORT_FORMAT "proteus-model"
 #define EXPORT_VERSION 1

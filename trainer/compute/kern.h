@@ -17,7 +17,7 @@
 extern "C" { /* px.h has no guard of its own; kern_cuda.cu is C++ */
 #endif
 
-#include "../common/px.h"
+#include "../../common/px.h"
 
 /* ---- seeded PRNG (splitmix64): deterministic for a seed ---- */
 

@@ -15,14 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/jsonout.h"
-#include "ckpt.h"
-#include "export.h"
-#include "data.h"
-#include "mf.h"
-#include "ratings.h"
-#include "goodput.h"
-#include "model.h"
+#include "../../common/jsonout.h"
+#include "../io/ckpt.h"
+#include "../io/export.h"
+#include "../io/data.h"
+#include "../compute/mf.h"
+#include "../io/ratings.h"
+#include "../compute/goodput.h"
+#include "../compute/model.h"
 
 /* Nodes the agent may name at once (EXPECT), oldest first.  More than the
  * members: a node named is not always a node that comes (its instance was

@@ -17,9 +17,9 @@
  */
 #include "dist_int.h"
 #include "agent_chan.h"
-#include "ckpt.h"
-#include "goodput.h"
-#include "kern_cuda.h"
+#include "../io/ckpt.h"
+#include "../compute/goodput.h"
+#include "../compute/kern_cuda.h"
 
 #include <dirent.h>
 #include <errno.h>

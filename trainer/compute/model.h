@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 #include "kern.h"
 
 #define MODEL_MAX_LAYERS 8

@@ -12,12 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/log.h"
-#include "../common/px.h"
-#include "dataset.h"
-#include "model.h"
+#include "../../common/log.h"
+#include "../../common/px.h"
+#include "../io/dataset.h"
+#include "../compute/model.h"
 #include "net.h"
-#include "train_local.h"
+#include "../train_local.h"
 #include "wire.h"
 
 #define DIST_ADDR_MAX 120        /* a base address, bytes (< WIRE_STR_MAX) */

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mf.h"
-#include "model.h"
+#include "../compute/mf.h"
+#include "../compute/model.h"
 
 struct pshard {
 	bool have;           /* state present (else awaiting a snapshot) */

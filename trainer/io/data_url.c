@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cloudapi/fetch.h"
-#include "../common/log.h"
+#include "../../cloudapi/fetch.h"
+#include "../../common/log.h"
 
 bool data_is_url(const char *s)
 {

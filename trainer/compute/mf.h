@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 #include "model.h"
 
 /* Bounds on a ratings file and a model (docs/trainer.md, "Bounds"). */

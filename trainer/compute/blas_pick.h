@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../common/px.h"
+#include "../../common/px.h"
 
 /* How the kernel set in use was chosen. */
 enum blas_how {
