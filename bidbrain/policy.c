@@ -67,20 +67,6 @@ void pol_actions_release(struct pol_actions *a)
 	a->n = a->cap = 0;
 }
 
-double pol_rate(const struct pol_env *env, const struct pol_scaling *sc,
-		int n, double speed_sum)
-{
-	return jobspec_rate(env->job, sc ? sc->profile : NULL, n, speed_sum);
-}
-
-int pol_spot_max(const struct pol_env *env, const struct pol_scaling *sc)
-{
-	int max = env->job->spot.max_instances;
-
-	return sc && sc->spot_max >= 0 && sc->spot_max < max ? sc->spot_max
-							     : max;
-}
-
 int pol_fleet_spot(const struct pol_fleet *f)
 {
 	int n = 0;

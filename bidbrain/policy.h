@@ -175,13 +175,25 @@ enum px_err policy_lookup(const char *name, const struct policy_ops **ret,
 /* ---- helpers shared by policies ---- */
 
 /* Work per hour of n instances whose speeds sum to speed_sum, by the
- * decision's scaling (sc: its input's; NULL the spec's): jobspec_rate. */
-double pol_rate(const struct pol_env *env, const struct pol_scaling *sc,
-		int n, double speed_sum);
+ * decision's scaling (sc: its input's; NULL the spec's): jobspec_rate.
+ * Inline: BidBrain asks it in its inner loops. */
+static inline double pol_rate(const struct pol_env *env,
+			      const struct pol_scaling *sc, int n,
+			      double speed_sum)
+{
+	return jobspec_rate(env->job, sc ? sc->profile : NULL, n, speed_sum);
+}
 
 /* The spot instances the job may hold now: spot.max_instances, or the
  * scaling's spot_max when it is set and lower. */
-int pol_spot_max(const struct pol_env *env, const struct pol_scaling *sc);
+static inline int pol_spot_max(const struct pol_env *env,
+			       const struct pol_scaling *sc)
+{
+	int max = env->job->spot.max_instances;
+
+	return sc && sc->spot_max >= 0 && sc->spot_max < max ? sc->spot_max
+							     : max;
+}
 
 /* Non-warned spot instances in the fleet. */
 int pol_fleet_spot(const struct pol_fleet *f);
