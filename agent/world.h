@@ -370,7 +370,8 @@ struct world_drive {
 	 * (sim: its work and rate then).  NULL: the caller's. */
 	void (*progress)(void *w, struct ctrl_progress *ret);
 	/* The books at t, after ctrl_step, when the fleet changed or a tick
-	 * was among the events (local, ec2: ctrl_cost; sim: its record). */
+	 * was among the events (sim: its record).  NULL: ctrl_cost(c, t),
+	 * the daemon worlds' (local, ec2). */
 	enum px_err (*books)(void *w, int64_t t, struct px_error *err);
 	int64_t *step_t;         /* set to the instant before ctrl_step (the
 				  * world's last step); may be NULL */

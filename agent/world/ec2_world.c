@@ -440,9 +440,11 @@ static enum px_err answer(struct ec2w *w, struct inst *in, int64_t t,
 	return e;
 }
 
-static enum px_err handle(struct ec2w *w, const struct evq_ev *ev,
-			  unsigned *why, struct px_error *err)
+/* One event, through the shared event driver (world.h). */
+static enum px_err handle(void *vw, const struct evq_ev *ev, unsigned *why,
+			  struct px_error *err)
 {
+	struct ec2w *w = vw;
 	struct inst *in;
 
 	switch (ev->kind) {
@@ -464,22 +466,6 @@ static enum px_err handle(struct ec2w *w, const struct evq_ev *ev,
 	}
 }
 
-/* The events through the shared event driver (world.h). */
-static enum px_err drive_handle(void *w, const struct evq_ev *ev,
-				unsigned *why, struct px_error *err)
-{
-	return handle(w, ev, why, err);
-}
-
-static enum px_err drive_books(void *vw, int64_t t, struct px_error *err)
-{
-	struct ec2w *w = vw;
-
-	(void)err;
-	ctrl_cost(w->c, t);
-	return PX_OK;
-}
-
 static enum px_err ec2w_run_due(void *vw, const struct ctrl_progress *p,
 				int64_t *ret_t, int *ret_stop,
 				struct px_error *err)
@@ -491,8 +477,8 @@ static enum px_err ec2w_run_due(void *vw, const struct ctrl_progress *p,
 	 * would close the bill before EC2's does (the loop late under
 	 * load: seconds at the fake's speed-up) */
 	const struct world_drive d = {
-		.c = w->c, .q = &w->q, .w = w, .handle = drive_handle,
-		.books = drive_books, .step_t = &w->step_t, .retime = true,
+		.c = w->c, .q = &w->q, .w = w, .handle = handle,
+		.step_t = &w->step_t, .retime = true,
 	};
 	enum px_err e = PX_OK;
 

@@ -552,9 +552,11 @@ static enum px_err w_start(void *ctx, const struct ctrl_progress *p,
 	return e;
 }
 
-static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
-			  unsigned *why, struct px_error *err)
+/* One event, through the shared event driver (world.h). */
+static enum px_err handle(void *vw, const struct evq_ev *ev, unsigned *why,
+			  struct px_error *err)
 {
+	struct lworld *w = vw;
 	const struct pol_env *env = w->s.env;
 	int64_t t = ev->t;
 	struct node *nd;
@@ -609,22 +611,6 @@ static enum px_err handle(struct lworld *w, const struct evq_ev *ev,
 	default:
 		return PX_OK;
 	}
-}
-
-/* The events through the shared event driver (world.h). */
-static enum px_err drive_handle(void *w, const struct evq_ev *ev,
-				unsigned *why, struct px_error *err)
-{
-	return handle(w, ev, why, err);
-}
-
-static enum px_err drive_books(void *vw, int64_t t, struct px_error *err)
-{
-	struct lworld *w = vw;
-
-	(void)err;
-	ctrl_cost(w->c, t);
-	return PX_OK;
 }
 
 /* Nodes that died on their own: gone, "lost" (the trainer recovers).  A
@@ -704,8 +690,8 @@ static enum px_err w_run_due(void *ctx, const struct ctrl_progress *p,
 	struct lworld *w = ctx;
 	int64_t now = w_now(w);
 	const struct world_drive d = {
-		.c = w->c, .q = &w->q, .w = w, .handle = drive_handle,
-		.books = drive_books, .step_t = &w->step_t,
+		.c = w->c, .q = &w->q, .w = w, .handle = handle,
+		.step_t = &w->step_t,
 	};
 	enum px_err e;
 

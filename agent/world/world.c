@@ -120,8 +120,11 @@ enum px_err world_drive_instant(const struct world_drive *d, int64_t t,
 			px_errorf(err, e, "%s", ctrl_error(d->c)->msg);
 		return e;
 	}
-	if (ctrl_take_changed(d->c) || (why & POL_WHY_TICK))
+	if (!ctrl_take_changed(d->c) && !(why & POL_WHY_TICK))
+		return PX_OK;
+	if (d->books)
 		return d->books(d->w, t, err);
+	ctrl_cost(d->c, t);
 	return PX_OK;
 }
 
