@@ -34,7 +34,6 @@
 #include "../common/log.h"
 #include "jobkey.h"
 #include "jobs_int.h"
-#include "notify.h"
 
 #define TICK_MS 50               /* the longest a job's timer sleeps */
 #define PROGRESS_EVENT_MS 2000   /* a "progress" event at most this often */
@@ -460,7 +459,6 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 	e = j->wops->start(j->run.w, &pg, err);
 	if (e != PX_OK)
 		return e;
-	j->run.started = true;
 	j->run.timer = loop_timer_add(s->loop, TICK_MS, job_tick, j);
 	if (j->run.timer < 0)
 		return px_errorf(err, PX_ENOMEM, "timer");
@@ -584,7 +582,7 @@ void job_free(struct job *j)
 	job_release_run(j);
 	if (j->wl)
 		j->wlops->free(j);
-	job_market_free(j);
+	job_market_trim(j);
 	job_books_free(j);
 	free(j);
 }

@@ -110,7 +110,6 @@ struct job_run {
 	struct journal *jn;
 	int64_t timer;           /* loop timer id, -1 when none */
 	int64_t t;               /* market time of the last event handled */
-	bool started;
 	bool done;               /* the workload ended the work */
 	char why[640];           /* why it failed */
 	char fail_now[512];      /* set: fail the job at the next tick */
@@ -198,7 +197,6 @@ struct job {
 	char note[320];          /* what was changed to fit this host */
 	char src[256];           /* its file, for messages ("job N" after
 				  * a restart) */
-	bool resumed;            /* taken up by a restarted daemon */
 	const struct world_ops *wops;      /* its world's table */
 	const struct workload_ops *wlops;  /* what runs on its nodes */
 	void *wl;                /* the workload's own state (wlops) */
@@ -278,9 +276,9 @@ enum px_err job_load_market(struct job *j, struct px_error *err);
 /* The market the job's world and controller use: lent to them for the
  * run (ec2's world appends the prices it polls). */
 struct market_set *job_market_lend(struct job *j);
-/* What an ended job no longer needs (free: all of it). */
+/* What an ended job no longer needs, all of it: the set, the on-demand
+ * table, the snapshot and the plan (job_trim, job_free). */
 void job_market_trim(struct job *j);
-void job_market_free(struct job *j);
 
 /* ---- jobs_books.c: the store sink's books and the cost ---- */
 

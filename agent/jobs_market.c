@@ -210,8 +210,3 @@ void job_market_trim(struct job *j)
 		advisor_release(&j->mk.adv);
 	j->mk.have_adv = false;
 }
-
-void job_market_free(struct job *j)
-{
-	job_market_trim(j);
-}

@@ -142,7 +142,6 @@ static void recover_one(struct jobs *js, int64_t id)
 		return;
 	}
 	j->id = id;
-	j->resumed = true;
 	e = store_jobs_each(js->s.st, &f, rec_spec, &rs, &err);
 	if (e == PX_OK)
 		e = jobreq_parse(rs.text, strlen(rs.text), name, &j->req, &err);
