@@ -50,6 +50,7 @@ int64_t job_clocks_total(const struct job *j)
 
 void job_progress_take(struct job *j, const struct job_report *r)
 {
+	const int max_slow = (int)(sizeof j->pg.slow / sizeof j->pg.slow[0]);
 	double f = r->frac;
 
 	j->pg.clock = r->clock;
@@ -63,7 +64,9 @@ void job_progress_take(struct job *j, const struct job_report *r)
 	j->pg.workers = r->workers;
 	j->pg.ps = r->ps;
 	j->pg.speed_median = r->speed_median;
-	j->pg.n_slow = r->n_slow < 0 ? 0 : r->n_slow > 8 ? 8 : r->n_slow;
+	_Static_assert(sizeof j->pg.slow == sizeof r->slow, "one list");
+	j->pg.n_slow = r->n_slow < 0 ? 0 : r->n_slow > max_slow ? max_slow :
+		       r->n_slow;
 	memcpy(j->pg.slow, r->slow, sizeof j->pg.slow);
 	take_goodput(j, r);
 	j->pg.stage = r->stage;
