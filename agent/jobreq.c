@@ -1,5 +1,7 @@
-/* jobreq.c -- the submit request: job spec + trainer + world (jobreq.h). */
+/* jobreq.c -- the submit request: job spec + trainer or program + world
+ * (jobreq.h). */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +60,10 @@ static enum px_err num(json_t *v, const char *name, const char *sec,
 	return PX_OK;
 }
 
-static enum px_err whole(json_t *v, const char *name, const char *sec,
-			 const char *key, long lo, long hi, int *ret,
-			 struct px_error *err)
+/* A whole number in [lo, hi]. */
+static enum px_err whole64(json_t *v, const char *name, const char *sec,
+			   const char *key, long long lo, long long hi,
+			   int64_t *ret, struct px_error *err)
 {
 	char what[128];
 
@@ -68,12 +71,24 @@ static enum px_err whole(json_t *v, const char *name, const char *sec,
 		return bad(err, name, sec, key, "must be a whole number");
 	json_int_t x = json_integer_value(v);
 	if (x < lo || x > hi) {
-		snprintf(what, sizeof what, "%lld is out of range (%ld to %ld)",
-			 (long long)x, lo, hi);
+		snprintf(what, sizeof what, "%lld is out of range (%lld to "
+			 "%lld)", (long long)x, lo, hi);
 		return bad(err, name, sec, key, what);
 	}
-	*ret = (int)x;
+	*ret = x;
 	return PX_OK;
+}
+
+static enum px_err whole(json_t *v, const char *name, const char *sec,
+			 const char *key, long lo, long hi, int *ret,
+			 struct px_error *err)
+{
+	int64_t x = 0;
+	enum px_err r = whole64(v, name, sec, key, lo, hi, &x, err);
+
+	if (r == PX_OK)
+		*ret = (int)x;
+	return r;
 }
 
 /* A string of printable characters that fits len bytes. */
@@ -286,6 +301,381 @@ static enum px_err parse_trainer(json_t *o, const char *name,
 	return check_mf(name, t, err);
 }
 
+/* ---- program: the user's own program (jobreq.h, docs/jobspec.md) ---- */
+
+/* Environment names the program may not set, one table: the node sets
+ * the rendezvous and its own variables for every process it starts
+ * (docs/programs.md), credentials never go in a job spec, and the
+ * loader's variables would change what runs.  PATH and HOME are the
+ * user's. */
+static const struct {
+	const char *name;
+	bool prefix;                /* every name that starts so */
+	const char *why;
+} ENV_RESERVED[] = {
+	{"PROTEUS_", true, "the node sets it"},
+	{"PX_", true, "the node sets it"},
+	{"PET_", true, "torchrun's: the node sets the rendezvous"},
+	{"TORCHELASTIC_", true, "torchrun's: the node sets the rendezvous"},
+	{"MASTER_ADDR", false, "the node sets the rendezvous"},
+	{"MASTER_PORT", false, "the node sets the rendezvous"},
+	{"RANK", false, "the node sets the rendezvous"},
+	{"LOCAL_RANK", false, "the node sets the rendezvous"},
+	{"WORLD_SIZE", false, "the node sets the rendezvous"},
+	{"LOCAL_WORLD_SIZE", false, "the node sets the rendezvous"},
+	{"GROUP_RANK", false, "the node sets the rendezvous"},
+	{"ROLE_RANK", false, "the node sets the rendezvous"},
+	{"ROLE_WORLD_SIZE", false, "the node sets the rendezvous"},
+	{"NODE_RANK", false, "the node sets the rendezvous"},
+	{"AWS_ACCESS_KEY_ID", false, "credentials never go in a job spec"},
+	{"AWS_SECRET_ACCESS_KEY", false, "credentials never go in a job "
+	 "spec"},
+	{"AWS_SESSION_TOKEN", false, "credentials never go in a job spec"},
+	{"LD_PRELOAD", false, "the loader's: it would change what runs"},
+	{"LD_LIBRARY_PATH", false, "the loader's: it would change what "
+	 "runs"},
+};
+
+/* Why name k is reserved, or NULL when the program may set it. */
+static const char *env_reserved(const char *k)
+{
+	for (size_t i = 0; i < sizeof ENV_RESERVED / sizeof *ENV_RESERVED;
+	     i++) {
+		const char *n = ENV_RESERVED[i].name;
+
+		if (ENV_RESERVED[i].prefix ? !strncmp(k, n, strlen(n)) :
+					     !strcmp(k, n))
+			return ENV_RESERVED[i].why;
+	}
+	return NULL;
+}
+
+/* A shell's name: [A-Za-z_][A-Za-z0-9_]*. */
+static bool env_name_ok(const char *k)
+{
+	if (!k[0] || (k[0] >= '0' && k[0] <= '9'))
+		return false;
+	for (const char *c = k; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '_'))
+			return false;
+	return true;
+}
+
+/* n bytes of s and a NUL onto the packed strings at buf (*used of len
+ * taken); false when they do not fit. */
+static bool pack(char *buf, size_t len, size_t *used, const char *s,
+		 size_t n)
+{
+	if (n + 1 > len - *used)
+		return false;
+	memcpy(buf + *used, s, n);
+	buf[*used + n] = '\0';
+	*used += n + 1;
+	return true;
+}
+
+/* program.command: ["ARG0", ...], 1..PROGRAM_ARGS_MAX non-empty strings
+ * without a NUL (an argv cannot hold one), packed into p->cmd. */
+static enum px_err parse_command(json_t *a, const char *name,
+				 struct job_program *p, struct px_error *err)
+{
+	size_t i, used = 0;
+	json_t *v;
+
+	if (!json_is_array(a) || !json_array_size(a) ||
+	    json_array_size(a) > PROGRAM_ARGS_MAX)
+		return px_errorf(err, PX_EINVAL, "%s: program.command: must be "
+				 "an array of 1 to %d strings (the program "
+				 "and its arguments)", name, PROGRAM_ARGS_MAX);
+	json_array_foreach(a, i, v) {
+		const char *s = json_string_value(v);
+		size_t n = json_string_length(v);
+
+		if (!json_is_string(v) || !n || strlen(s) != n)
+			return px_errorf(err, PX_EINVAL, "%s: program.command"
+					 "[%zu]: must be a non-empty string "
+					 "without a NUL", name, i);
+		if (!pack(p->cmd, sizeof p->cmd, &used, s, n))
+			return px_errorf(err, PX_EINVAL, "%s: program.command"
+					 "[%zu]: the command is over %d bytes "
+					 "(each string with its NUL)", name,
+					 i, PROGRAM_CMD_BYTES);
+	}
+	p->argc = (int)json_array_size(a);
+	return PX_OK;
+}
+
+/* One program.env entry k: v, packed as "K=V" into p->env (*used of it
+ * taken). */
+static enum px_err env_entry(const char *k, json_t *v, const char *name,
+			     struct job_program *p, size_t *used,
+			     struct px_error *err)
+{
+	const char *why = env_reserved(k);
+	size_t nk = strlen(k), nv = json_string_length(v);
+	char what[128];
+
+	if (!env_name_ok(k) || nk > PROGRAM_ENV_NAME_MAX) {
+		snprintf(what, sizeof what, "a name is letters, digits and "
+			 "'_', not first a digit, at most %d bytes",
+			 PROGRAM_ENV_NAME_MAX);
+		return bad(err, name, "program.env", k, what);
+	}
+	if (why) {
+		snprintf(what, sizeof what, "reserved (%s)", why);
+		return bad(err, name, "program.env", k, what);
+	}
+	if (!json_is_string(v) || strlen(json_string_value(v)) != nv)
+		return bad(err, name, "program.env", k, "must be a string "
+			   "without a NUL");
+	if (nk + 1 + nv + 1 > sizeof p->env - *used) {
+		snprintf(what, sizeof what, "the environment is over %d bytes "
+			 "(each \"K=V\" with its NUL)", PROGRAM_ENV_BYTES);
+		return bad(err, name, "program.env", k, what);
+	}
+	memcpy(p->env + *used, k, nk);
+	p->env[*used + nk] = '=';
+	memcpy(p->env + *used + nk + 1, json_string_value(v), nv + 1);
+	*used += nk + 1 + nv + 1;
+	p->nenv++;
+	return PX_OK;
+}
+
+/* program.env: {"NAME": "VALUE", ...}, at most PROGRAM_ENV_MAX, in the
+ * spec's order (jansson keeps it). */
+static enum px_err parse_env(json_t *o, const char *name,
+			     struct job_program *p, struct px_error *err)
+{
+	size_t used = 0;
+	const char *k;
+	json_t *v;
+	enum px_err r;
+
+	if (!json_is_object(o))
+		return px_errorf(err, PX_EINVAL, "%s: program.env: must be an "
+				 "object of names and string values", name);
+	if (json_object_size(o) > PROGRAM_ENV_MAX)
+		return px_errorf(err, PX_EINVAL, "%s: program.env: %zu "
+				 "variables, more than the %d it may have",
+				 name, json_object_size(o), PROGRAM_ENV_MAX);
+	json_object_foreach(o, k, v) {
+		r = env_entry(k, v, name, p, &used, err);
+		if (r != PX_OK)
+			return r;
+	}
+	return PX_OK;
+}
+
+/* program.nodes: {"min": A, "max": B}, 1 <= A <= B; the job's bound on
+ * B is checked once the spec is read (check_program).  nodes_max 0:
+ * not given. */
+static enum px_err parse_nodes(json_t *o, const char *name,
+			       struct job_program *p, struct px_error *err)
+{
+	const char *k;
+	json_t *v;
+	enum px_err r;
+
+	if (!json_is_object(o))
+		return px_errorf(err, PX_EINVAL, "%s: program.nodes: must be an "
+				 "object {\"min\", \"max\"}", name);
+	json_object_foreach(o, k, v) {
+		if (!strcmp(k, "min"))
+			r = whole(v, name, "program.nodes", k, 1, INT_MAX,
+				  &p->nodes_min, err);
+		else if (!strcmp(k, "max"))
+			r = whole(v, name, "program.nodes", k, 1, INT_MAX,
+				  &p->nodes_max, err);
+		else
+			r = bad(err, name, "program.nodes", k, "unknown field");
+		if (r != PX_OK)
+			return r;
+	}
+	if (p->nodes_max && p->nodes_min > p->nodes_max) {
+		char what[96];
+
+		snprintf(what, sizeof what, "%d is more than max (%d)",
+			 p->nodes_min, p->nodes_max);
+		return bad(err, name, "program.nodes", "min", what);
+	}
+	return PX_OK;
+}
+
+/* Whether URL u's path (its query and fragment left out) ends in
+ * ".tar.gz" or ".tgz". */
+static bool is_tarball(const char *u)
+{
+	size_t n = strcspn(u, "?#");
+
+	return (n >= 7 && !strncmp(u + n - 7, ".tar.gz", 7)) ||
+	       (n >= 4 && !strncmp(u + n - 4, ".tgz", 4));
+}
+
+/* program.code: an absolute path, or an http://, https:// or s3:// URL
+ * of a .tar.gz; "": none. */
+static enum px_err parse_code(json_t *v, const char *name,
+			      struct job_program *p, struct px_error *err)
+{
+	enum px_err r = text(v, name, "program", "code", p->code,
+			     sizeof p->code, err);
+
+	if (r != PX_OK || !p->code[0] || p->code[0] == '/')
+		return r;
+	if (!data_is_url(p->code))
+		return bad(err, name, "program", "code", "must be an absolute "
+			   "path (proteusctl submit makes a relative one "
+			   "absolute) or a URL");
+	if (strncmp(p->code, "http://", 7) && strncmp(p->code, "https://", 8) &&
+	    strncmp(p->code, "s3://", 5))
+		return bad(err, name, "program", "code", "a URL must be "
+			   "http://, https:// or s3://");
+	if (!is_tarball(p->code))
+		return bad(err, name, "program", "code", "a URL names a "
+			   "tarball: its path ends in .tar.gz or .tgz");
+	return PX_OK;
+}
+
+/* program.code_sha256: 64 hex digits, kept in lower case (as the cache
+ * names files: cloudapi/fetch.h). */
+static enum px_err parse_code_sha(json_t *v, const char *name,
+				  struct job_program *p, struct px_error *err)
+{
+	enum px_err r = text(v, name, "program", "code_sha256",
+			     p->code_sha256, sizeof p->code_sha256, err);
+
+	if (r != PX_OK)
+		return r;
+	if (!fetch_sha256_valid(p->code_sha256))
+		return bad(err, name, "program", "code_sha256", "must be a "
+			   "SHA-256: 64 hex digits");
+	for (char *c = p->code_sha256; *c; c++)
+		if (*c >= 'A' && *c <= 'F')
+			*c = (char)(*c - 'A' + 'a');
+	return PX_OK;
+}
+
+/* program.checkpoint_store: "" (the head node's job folder) or
+ * "s3://BUCKET/PREFIX", the bucket named. */
+static enum px_err parse_store(json_t *v, const char *name,
+			       struct job_program *p, struct px_error *err)
+{
+	char *s = p->checkpoint_store;
+	enum px_err r = text(v, name, "program", "checkpoint_store", s,
+			     sizeof p->checkpoint_store, err);
+
+	if (r == PX_OK && s[0] &&
+	    (strncmp(s, "s3://", 5) || !s[5] || s[5] == '/'))
+		return bad(err, name, "program", "checkpoint_store", "must be "
+			   "\"\" (the head node) or \"s3://BUCKET/PREFIX\"");
+	return r;
+}
+
+/* One of program's whole-number fields k; false: k is none of them.
+ * grace_seconds is never more than the notice allows (its 2 minutes less
+ * the node's own margin). */
+static bool program_number(const char *k, json_t *v, const char *name,
+			   struct job_program *p, enum px_err *r,
+			   struct px_error *err)
+{
+	if (!strcmp(k, "procs_per_node"))
+		*r = whole(v, name, "program", k, 1, PROGRAM_PROCS_MAX,
+			   &p->procs_per_node, err);
+	else if (!strcmp(k, "grace_seconds"))
+		*r = whole(v, name, "program", k, 1, PROGRAM_GRACE_DEFAULT_S,
+			   &p->grace_seconds, err);
+	else if (!strcmp(k, "max_restarts_on_errors"))
+		*r = whole(v, name, "program", k, 0, PROGRAM_RESTARTS_MAX,
+			   &p->max_restarts_on_errors, err);
+	else if (!strcmp(k, "stall_seconds"))
+		*r = whole(v, name, "program", k, 0, 604800,
+			   &p->stall_seconds, err);
+	else if (!strcmp(k, "checkpoint_keep"))
+		*r = whole(v, name, "program", k, 1, PROGRAM_KEEP_MAX,
+			   &p->checkpoint_keep, err);
+	else if (!strcmp(k, "checkpoint_max_mb"))
+		*r = whole64(v, name, "program", k, 1, PROGRAM_CKPT_MB_MAX,
+			     &p->checkpoint_max_mb, err);
+	else if (!strcmp(k, "samples"))
+		*r = whole64(v, name, "program", k, 0, INT64_MAX, &p->samples,
+			     err);
+	else
+		return false;
+	if (*r == PX_OK && !strcmp(k, "stall_seconds") &&
+	    p->stall_seconds && p->stall_seconds < 10)
+		*r = bad(err, name, "program", k, "0 (none) or 10 to 604800");
+	return true;
+}
+
+static enum px_err parse_program(json_t *o, const char *name,
+				 struct job_program *p, struct px_error *err)
+{
+	const char *k;
+	json_t *v;
+	enum px_err r = PX_OK;
+
+	*p = (struct job_program){.on = true, .nodes_min = 1,
+				  .procs_per_node = 1,
+				  .grace_seconds = PROGRAM_GRACE_DEFAULT_S,
+				  .checkpoint_keep = PROGRAM_KEEP_DEFAULT,
+				  .checkpoint_max_mb = PROGRAM_CKPT_MB_DEFAULT};
+	if (!json_is_object(o))
+		return px_errorf(err, PX_EINVAL, "%s: program: must be an "
+				 "object", name);
+	json_object_foreach(o, k, v) {
+		if (!strcmp(k, "command"))
+			r = parse_command(v, name, p, err);
+		else if (!strcmp(k, "code"))
+			r = parse_code(v, name, p, err);
+		else if (!strcmp(k, "code_sha256"))
+			r = parse_code_sha(v, name, p, err);
+		else if (!strcmp(k, "env"))
+			r = parse_env(v, name, p, err);
+		else if (!strcmp(k, "nodes"))
+			r = parse_nodes(v, name, p, err);
+		else if (!strcmp(k, "checkpoint_store"))
+			r = parse_store(v, name, p, err);
+		else if (!program_number(k, v, name, p, &r, err))
+			r = bad(err, name, "program", k, "unknown field");
+		if (r != PX_OK)
+			return r;
+	}
+	if (!p->argc)
+		return bad(err, name, "program", "command", "missing (the "
+			   "program and its arguments, e.g. [\"python3\", "
+			   "\"train.py\"])");
+	if (p->code_sha256[0] && !p->code[0])
+		return bad(err, name, "program", "code_sha256", "only with "
+			   "code (the SHA-256 is the code's)");
+	if (data_is_url(p->code) && !p->code_sha256[0])
+		return bad(err, name, "program", "code_sha256", "missing (code "
+			   "named by URL is checked by its SHA-256)");
+	return PX_OK;
+}
+
+/* program.nodes against the job's fleet, once the spec is read: at most
+ * reliable.count + spot.max_instances, which max is when not given. */
+static enum px_err check_program(struct job_request *ret, const char *name,
+				 struct px_error *err)
+{
+	struct job_program *p = &ret->program;
+	int most = ret->spec.reliable.count + ret->spec.spot.max_instances;
+	bool given = p->nodes_max > 0;
+	int n;
+	char what[160];
+
+	if (!p->on)
+		return PX_OK;
+	if (!given)
+		p->nodes_max = most;
+	n = given ? p->nodes_max : p->nodes_min;
+	if (n <= most)
+		return PX_OK;
+	snprintf(what, sizeof what, "%d is more than the job's %d nodes at "
+		 "most (reliable.count + spot.max_instances)", n, most);
+	return bad(err, name, "program.nodes", given ? "max" : "min", what);
+}
+
 /* world.name: a world the registry has that runs the daemon's jobs. */
 static enum px_err world_name(const char *buf, const char *name,
 			      struct job_world *w, struct px_error *err)
@@ -378,29 +768,63 @@ static enum px_err parse_world(json_t *o, const char *name,
 	return PX_OK;
 }
 
-/* "workload": one of the workloads proteusd knows; default trainer. */
-static enum px_err parse_workload(json_t *v, const char *name, char *buf,
-				  size_t len, struct px_error *err)
+/* "workload": one of the workloads proteusd knows; default trainer.  A
+ * program section implies "program" and a program needs its section:
+ * the name is the section's, known without the registry (the workload
+ * that runs it registers as any other, workload.c). */
+static enum px_err parse_workload(json_t *v, bool program, const char *name,
+				  char *buf, size_t len, struct px_error *err)
 {
-	char known[256];
+	const char *s = json_string_value(v);
+	char known[256], safe[PX_TERM_SAFE_LEN(64)];
 
-	snprintf(buf, len, "%s", workload_trainer.name);
+	snprintf(buf, len, "%s", program ? "program" : workload_trainer.name);
 	if (!v)
 		return PX_OK;
 	if (!json_is_string(v))
 		return px_errorf(err, PX_EINVAL, "%s: workload: must be a "
 				 "string", name);
-	if (!workload_of(json_string_value(v))) {
-		char safe[PX_TERM_SAFE_LEN(64)];
-
-		px_term_safe(json_string_value(v), safe, sizeof safe);
+	px_term_safe(s, safe, sizeof safe);
+	if (program && strcmp(s, "program"))
+		return px_errorf(err, PX_EINVAL, "%s: workload: '%s', but a "
+				 "program section implies workload "
+				 "\"program\"", name, safe);
+	if (program)
+		return PX_OK;
+	if (!strcmp(s, "program"))
+		return px_errorf(err, PX_EINVAL, "%s: program: needed with "
+				 "workload \"program\" (the command the "
+				 "nodes run)", name);
+	if (!workload_of(s)) {
 		workload_names(known, sizeof known);
 		return px_errorf(err, PX_EINVAL, "%s: workload: unknown "
 				 "workload '%s' (known: %s)", name, safe,
 				 known);
 	}
-	snprintf(buf, len, "%s", json_string_value(v));
+	snprintf(buf, len, "%s", s);
 	return PX_OK;
+}
+
+/* What runs on the nodes: the workload and its section, the trainer's or
+ * the program's, one or the other.  With a program the trainer keeps
+ * the defaults parse_trainer(NULL) gives, unused. */
+static enum px_err parse_work(json_t *wl, json_t *tr, json_t *pg,
+			      const char *name, struct job_request *ret,
+			      struct px_error *err)
+{
+	enum px_err r;
+
+	if (tr && pg)
+		return px_errorf(err, PX_EINVAL, "%s: program, trainer: one or "
+				 "the other (a program is a workload of its "
+				 "own, the trainer the built-in one)", name);
+	r = parse_workload(wl, pg != NULL, name, ret->workload,
+			   sizeof ret->workload, err);
+	if (r == PX_OK)
+		r = parse_trainer(tr, name, &ret->trainer, err);
+	if (r == PX_OK && pg)
+		r = parse_program(pg, name, &ret->program, err);
+	return r;
 }
 
 /* "policy": one of the policies simulate knows; default bidbrain. */
@@ -558,11 +982,32 @@ static enum px_err too_big(json_t *root, size_t n, const char *name,
 			 shown_k, most, n, JOBSPEC_FILE_MAX);
 }
 
+/* What a submitted spec holds that simulate's need not: the daemon reads
+ * no file a job names by a relative path (whose folder would it be?),
+ * and keeps no profile outside the job: proteusctl submit inlines the
+ * profile and makes paths absolute.  A program's nodes fit the fleet. */
+static enum px_err check_submitted(struct job_request *ret,
+				   const char *name, struct px_error *err)
+{
+	if (ret->spec.profile_path[0])
+		return px_errorf(err, PX_EINVAL, "%s: scaling_profile: a file "
+				 "name ('%s') is for simulate; a submitted "
+				 "job carries the profile itself (proteusctl "
+				 "submit inlines the file)", name,
+				 ret->spec.profile_path);
+	if (ret->spec.spot_advisor[0] && ret->spec.spot_advisor[0] != '/')
+		return px_errorf(err, PX_EINVAL, "%s: spot_advisor: '%s' must "
+				 "be an absolute path here (proteusctl submit "
+				 "makes it one)", name,
+				 ret->spec.spot_advisor);
+	return check_program(ret, name, err);
+}
+
 enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err)
 {
 	json_error_t je;
-	json_t *root, *tr, *wo, *po, *nu, *sm, *ex, *wl;
+	json_t *root, *tr, *wo, *po, *nu, *sm, *ex, *wl, *pg;
 	char *rest = NULL;
 	enum px_err r;
 
@@ -587,7 +1032,9 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	sm = json_incref(json_object_get(root, "scaling_measured"));
 	ex = json_incref(json_object_get(root, "scaling_explore"));
 	wl = json_incref(json_object_get(root, "workload"));
+	pg = json_incref(json_object_get(root, "program"));
 	json_object_del(root, "workload");
+	json_object_del(root, "program");
 	json_object_del(root, "notify_url");
 	json_object_del(root, "scaling_measured");
 	json_object_del(root, "scaling_explore");
@@ -599,9 +1046,6 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 		r = parse_policy(po, name, ret->policy, sizeof ret->policy,
 				 err);
 	if (r == PX_OK)
-		r = parse_workload(wl, name, ret->workload,
-				   sizeof ret->workload, err);
-	if (r == PX_OK)
 		r = parse_notify(nu, name, ret->notify_url,
 				 sizeof ret->notify_url, err);
 	ret->scaling_measured = !sm || json_is_true(sm);
@@ -611,7 +1055,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	if (r == PX_OK)
 		r = parse_explore(ex, name, ret, err);
 	if (r == PX_OK)
-		r = parse_trainer(tr, name, &ret->trainer, err);
+		r = parse_work(wl, tr, pg, name, ret, err);
 	if (r == PX_OK)
 		r = parse_world(wo, name, &ret->world, err);
 	if (r == PX_OK) {
@@ -623,20 +1067,8 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			    jobspec_parse(rest, strlen(rest), name, &ret->spec,
 					  err);
 	}
-	/* the daemon reads no file a job names by a relative path (whose
-	 * folder would it be?), and keeps no profile outside the job:
-	 * proteusctl submit inlines the profile and makes paths absolute */
-	if (r == PX_OK && ret->spec.profile_path[0])
-		r = px_errorf(err, PX_EINVAL, "%s: scaling_profile: a file "
-			      "name ('%s') is for simulate; a submitted job "
-			      "carries the profile itself (proteusctl submit "
-			      "inlines the file)", name,
-			      ret->spec.profile_path);
-	if (r == PX_OK && ret->spec.spot_advisor[0] &&
-	    ret->spec.spot_advisor[0] != '/')
-		r = px_errorf(err, PX_EINVAL, "%s: spot_advisor: '%s' must be "
-			      "an absolute path here (proteusctl submit makes "
-			      "it one)", name, ret->spec.spot_advisor);
+	if (r == PX_OK)
+		r = check_submitted(ret, name, err);
 	free(rest);
 	json_decref(tr);
 	json_decref(wo);
@@ -645,6 +1077,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	json_decref(sm);
 	json_decref(ex);
 	json_decref(wl);
+	json_decref(pg);
 	json_decref(root);
 	return r;
 }

@@ -67,6 +67,52 @@ struct job_trainer {
 	struct job_data data;       /* trainer.data */
 };
 
+/* program: the user's own program (docs/programs.md), the second
+ * workload ("workload": "program", implied by the section).  Its argv and
+ * environment are packed: each string NUL-ended, one after another. */
+#define PROGRAM_ARGS_MAX 256         /* command: argv entries */
+#define PROGRAM_CMD_BYTES 16384      /* command: all of them, NULs too */
+#define PROGRAM_ENV_MAX 128          /* env: variables */
+#define PROGRAM_ENV_BYTES 32768      /* env: "K=V" each, NULs too */
+#define PROGRAM_ENV_NAME_MAX 128     /* env: a name's bytes */
+#define PROGRAM_PROCS_MAX 64         /* procs_per_node */
+#define PROGRAM_NOTICE_S 120         /* a spot notice's 2 minutes */
+#define PROGRAM_NOTICE_MARGIN_S 10   /* the node's own share of them */
+#define PROGRAM_GRACE_DEFAULT_S (PROGRAM_NOTICE_S - PROGRAM_NOTICE_MARGIN_S)
+#define PROGRAM_RESTARTS_MAX 100     /* max_restarts_on_errors */
+#define PROGRAM_KEEP_DEFAULT 3       /* checkpoint_keep */
+#define PROGRAM_KEEP_MAX 100
+#define PROGRAM_CKPT_MB_DEFAULT 4096 /* checkpoint_max_mb: one checkpoint */
+#define PROGRAM_CKPT_MB_MAX (1024 * 1024)
+
+struct job_program {
+	bool on;                    /* the spec has a "program" section */
+	char cmd[PROGRAM_CMD_BYTES]; /* command: argc strings, packed */
+	int argc;                   /* 1..PROGRAM_ARGS_MAX */
+	char code[JOBREQ_PATH_MAX]; /* code: an absolute folder (proteusctl
+				     * submit makes it so) or an http(s)://
+				     * or s3:// URL of a .tar.gz; "": none
+				     * (the command is on the node) */
+	char code_sha256[65];       /* hex; needed with a URL */
+	char env[PROGRAM_ENV_BYTES]; /* env: nenv "K=V", packed, in the
+				      * spec's order */
+	int nenv;
+	int nodes_min, nodes_max;   /* nodes: 1 <= min <= max <= the
+				     * job's reliable.count +
+				     * spot.max_instances; default 1:that */
+	int procs_per_node;         /* 1..PROGRAM_PROCS_MAX, default 1 */
+	int grace_seconds;          /* 1..PROGRAM_NOTICE_S - margin,
+				     * default PROGRAM_GRACE_DEFAULT_S */
+	int max_restarts_on_errors; /* 0..PROGRAM_RESTARTS_MAX, default 0 */
+	int stall_seconds;          /* 0: none (default); else 10..604800 */
+	int checkpoint_keep;        /* 1..PROGRAM_KEEP_MAX, default 3 */
+	int64_t checkpoint_max_mb;  /* one checkpoint's bound, MiB */
+	char checkpoint_store[JOBREQ_PATH_MAX]; /* "": the head node's job
+				     * folder (default); "s3://BUCKET/PREFIX" */
+	int64_t samples;            /* the job's work in samples (its
+				     * progress' share done); 0: not said */
+};
+
 struct job_world {
 	bool named;                 /* the spec names its world (else the
 				     * daemon's default, its `world` key) */
@@ -124,7 +170,8 @@ struct job_request {
 		int start;               /* 1 .. JOBSPEC_MEASURED_MAX */
 		double growth;           /* JOBREQ_GROWTH_MIN .. _MAX */
 	} explore;
-	struct job_trainer trainer;
+	struct job_trainer trainer;    /* unset with a program */
+	struct job_program program;    /* program.on: the program's */
 	struct job_world world;
 };
 

@@ -253,20 +253,23 @@ static bool abs_member(const char *file, json_t *obj, const char *key)
 }
 
 /* Make the files the job names travel with it: world.trace,
- * world.ondemand_prices, spot_advisor and trainer.data's train and test
- * as absolute paths, a scaling_profile file inlined (the stored job then
- * needs no file of the submitter's).  false with the error logged. */
+ * world.ondemand_prices, spot_advisor, trainer.data's train and test and
+ * program.code (a folder; a URL stays one) as absolute paths, a
+ * scaling_profile file inlined (the stored job then needs no file of the
+ * submitter's).  false with the error logged. */
 static bool resolve_files(const char *file, json_t *spec)
 {
 	json_t *w = json_object_get(spec, "world"), *v;
 	json_t *d = json_object_get(json_object_get(spec, "trainer"), "data");
+	json_t *p = json_object_get(spec, "program");
 	char buf[PATH_MAX + 1];
 	json_error_t je;
 
 	if (!abs_member(file, w, "trace") ||
 	    !abs_member(file, w, "ondemand_prices") ||
 	    !abs_member(file, spec, "spot_advisor") ||
-	    !abs_member(file, d, "train") || !abs_member(file, d, "test"))
+	    !abs_member(file, d, "train") || !abs_member(file, d, "test") ||
+	    !abs_member(file, p, "code"))
 		return false;
 	v = json_object_get(spec, "scaling_profile");
 	if (json_is_string(v)) {

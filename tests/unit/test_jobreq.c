@@ -481,3 +481,410 @@ Test(jobreq, mf_fields)
 			  "'%s'", i, bad[i].want, e.msg);
 	}
 }
+
+/* ---- program: the user's own program ---- */
+
+#define SHA_UP "0123456789ABCDEF0123456789abcdef0123456789ABCDEF0123456789abcdef"
+#define SHA_LO "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* The i-th of the packed strings at s (each NUL-ended). */
+static const char *packed(const char *s, int i)
+{
+	while (i-- > 0)
+		s += strlen(s) + 1;
+	return s;
+}
+
+Test(jobreq, program_every_field)
+{
+	struct job_request r;
+	struct px_error e = {0};
+	const char *js = "{" BASE ", \"workload\": \"program\", \"program\": {"
+		"\"command\": [\"python3\", \"train.py\", \"--lr\", \"0.1\"],"
+		" \"code\": \"https://h.example/c/code.tar.gz?X-Sig=1\","
+		" \"code_sha256\": \"" SHA_UP "\","
+		" \"env\": {\"B_FIRST\": \"1\", \"a2\": \"x=y\", \"PATH\": "
+		"\"/opt/bin:/usr/bin\", \"HOME\": \"\"},"
+		" \"nodes\": {\"min\": 2, \"max\": 5}, \"procs_per_node\": 8,"
+		" \"grace_seconds\": 60, \"max_restarts_on_errors\": 3,"
+		" \"stall_seconds\": 600, \"checkpoint_keep\": 5,"
+		" \"checkpoint_max_mb\": 8192,"
+		" \"checkpoint_store\": \"s3://bkt/runs/a\","
+		" \"samples\": 6000000000}}";
+	const struct job_program *p = &r.program;
+
+	cr_assert_eq(parse(js, &r, &e), PX_OK, "%s", e.msg);
+	cr_assert(p->on);
+	cr_assert_str_eq(r.workload, "program");
+	cr_assert_eq(p->argc, 4);
+	cr_assert_str_eq(packed(p->cmd, 0), "python3");
+	cr_assert_str_eq(packed(p->cmd, 1), "train.py");
+	cr_assert_str_eq(packed(p->cmd, 2), "--lr");
+	cr_assert_str_eq(packed(p->cmd, 3), "0.1");
+	cr_assert_str_eq(p->code, "https://h.example/c/code.tar.gz?X-Sig=1");
+	cr_assert_str_eq(p->code_sha256, SHA_LO, "kept in lower case");
+	/* in the spec's order */
+	cr_assert_eq(p->nenv, 4);
+	cr_assert_str_eq(packed(p->env, 0), "B_FIRST=1");
+	cr_assert_str_eq(packed(p->env, 1), "a2=x=y");
+	cr_assert_str_eq(packed(p->env, 2), "PATH=/opt/bin:/usr/bin");
+	cr_assert_str_eq(packed(p->env, 3), "HOME=");
+	cr_assert_eq(p->nodes_min, 2);
+	cr_assert_eq(p->nodes_max, 5);
+	cr_assert_eq(p->procs_per_node, 8);
+	cr_assert_eq(p->grace_seconds, 60);
+	cr_assert_eq(p->max_restarts_on_errors, 3);
+	cr_assert_eq(p->stall_seconds, 600);
+	cr_assert_eq(p->checkpoint_keep, 5);
+	cr_assert_eq(p->checkpoint_max_mb, 8192);
+	cr_assert_str_eq(p->checkpoint_store, "s3://bkt/runs/a");
+	cr_assert_eq(p->samples, 6000000000LL);
+	/* a path, with a SHA-256 or without; an s3:// .tgz */
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"./run\"],"
+			   " \"code\": \"/home/u/proj\"}}", &r, &e), PX_OK,
+		     "%s", e.msg);
+	cr_assert_str_eq(p->code, "/home/u/proj");
+	cr_assert_str_empty(p->code_sha256);
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"./run\"],"
+			   " \"code\": \"s3://b/k/c.tgz\", \"code_sha256\": \""
+			   SHA_LO "\"}}", &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_str_eq(p->code, "s3://b/k/c.tgz");
+}
+
+/* Only the command is needed; the workload follows from the section. */
+Test(jobreq, program_defaults)
+{
+	struct job_request r;
+	struct px_error e = {0};
+	const struct job_program *p = &r.program;
+
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": "
+			   "[\"/bin/true\"]}}", &r, &e), PX_OK, "%s", e.msg);
+	cr_assert(p->on);
+	cr_assert_str_eq(r.workload, "program");
+	cr_assert_eq(p->argc, 1);
+	cr_assert_str_eq(p->cmd, "/bin/true");
+	cr_assert_str_empty(p->code, "none: the command is on the node");
+	cr_assert_eq(p->nenv, 0);
+	cr_assert_eq(p->nodes_min, 1);
+	cr_assert_eq(p->nodes_max, 5, "reliable.count 1 + max_instances 4");
+	cr_assert_eq(p->procs_per_node, 1);
+	cr_assert_eq(p->grace_seconds, PROGRAM_GRACE_DEFAULT_S);
+	cr_assert_eq(p->grace_seconds, 110);
+	cr_assert_eq(p->max_restarts_on_errors, 0);
+	cr_assert_eq(p->stall_seconds, 0);
+	cr_assert_eq(p->checkpoint_keep, PROGRAM_KEEP_DEFAULT);
+	cr_assert_eq(p->checkpoint_max_mb, PROGRAM_CKPT_MB_DEFAULT);
+	cr_assert_str_empty(p->checkpoint_store, "the head node");
+	cr_assert_eq(p->samples, 0);
+	/* the trainer keeps its defaults, unused */
+	cr_assert_str_eq(r.trainer.model, "mlr");
+	/* without a section: no program, the trainer */
+	cr_assert_eq(parse("{" BASE "}", &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_not(p->on);
+	cr_assert_str_eq(r.workload, "trainer");
+	/* the bounds' ends */
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"x\"], "
+			   "\"nodes\": {\"min\": 5}, \"grace_seconds\": 1, "
+			   "\"stall_seconds\": 10, \"samples\": 0, "
+			   "\"checkpoint_store\": \"\", \"code\": \"\"}}",
+			   &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(p->nodes_min, 5);
+	cr_assert_eq(p->nodes_max, 5);
+	cr_assert_eq(p->stall_seconds, 10);
+}
+
+/* Each bad program field is refused with its path. */
+Test(jobreq, program_errors_name_the_field)
+{
+	static const struct {
+		const char *prog, *want;
+	} cases[] = {
+		{"", "program.command: missing"},
+		{"\"command\": []", "program.command: must be an array of 1"},
+		{"\"command\": \"python3 x.py\"", "program.command: must be"},
+		{"\"command\": [\"a\", \"b\", \"\"]",
+		 "program.command[2]: must be a non-empty string"},
+		{"\"command\": [\"a\", 3]", "program.command[1]: must be"},
+		{"\"command\": [\"x\"], \"cmd\": 1", "program.cmd: unknown "
+		 "field"},
+		{"\"command\": [\"x\"], \"code\": \"proj\"", "program.code: "
+		 "must be an absolute path (proteusctl submit makes"},
+		{"\"command\": [\"x\"], \"code\": \"./proj\"", "program.code: "
+		 "must be an absolute path"},
+		{"\"command\": [\"x\"], \"code\": \"https://h/c.tar.gz\"",
+		 "program.code_sha256: missing"},
+		{"\"command\": [\"x\"], \"code\": \"ftp://h/c.tar.gz\", "
+		 "\"code_sha256\": \"" SHA_LO "\"", "program.code: a URL must "
+		 "be http://, https:// or s3://"},
+		{"\"command\": [\"x\"], \"code\": \"https://h/c.zip?a=.tgz\", "
+		 "\"code_sha256\": \"" SHA_LO "\"", "program.code: a URL names "
+		 "a tarball"},
+		{"\"command\": [\"x\"], \"code\": 7", "program.code: must be a "
+		 "string"},
+		{"\"command\": [\"x\"], \"code\": \"/p\", \"code_sha256\": "
+		 "\"abc\"", "program.code_sha256: must be a SHA-256"},
+		{"\"command\": [\"x\"], \"code_sha256\": \"" SHA_LO "\"",
+		 "program.code_sha256: only with code"},
+		{"\"command\": [\"x\"], \"env\": [\"A=1\"]", "program.env: must "
+		 "be an object"},
+		{"\"command\": [\"x\"], \"env\": {\"1A\": \"x\"}",
+		 "program.env.1A: a name is"},
+		{"\"command\": [\"x\"], \"env\": {\"A-B\": \"x\"}",
+		 "program.env.A-B: a name is"},
+		{"\"command\": [\"x\"], \"env\": {\"\": \"x\"}",
+		 "program.env.: a name is"},
+		{"\"command\": [\"x\"], \"env\": {\"A\": 1}",
+		 "program.env.A: must be a string"},
+		{"\"command\": [\"x\"], \"nodes\": 2", "program.nodes: must be "
+		 "an object"},
+		{"\"command\": [\"x\"], \"nodes\": {\"min\": 0}",
+		 "program.nodes.min: 0 is out of range"},
+		{"\"command\": [\"x\"], \"nodes\": {\"max\": 0}",
+		 "program.nodes.max: 0 is out of range"},
+		{"\"command\": [\"x\"], \"nodes\": {\"min\": 1.5}",
+		 "program.nodes.min: must be a whole number"},
+		{"\"command\": [\"x\"], \"nodes\": {\"min\": 3, \"max\": 2}",
+		 "program.nodes.min: 3 is more than max (2)"},
+		{"\"command\": [\"x\"], \"nodes\": {\"min\": 1, \"most\": 2}",
+		 "program.nodes.most: unknown field"},
+		{"\"command\": [\"x\"], \"procs_per_node\": 0",
+		 "program.procs_per_node: 0 is out of range (1 to 64)"},
+		{"\"command\": [\"x\"], \"procs_per_node\": 65",
+		 "program.procs_per_node"},
+		{"\"command\": [\"x\"], \"grace_seconds\": 0",
+		 "program.grace_seconds: 0 is out of range (1 to 110)"},
+		{"\"command\": [\"x\"], \"grace_seconds\": 111",
+		 "program.grace_seconds: 111 is out of range (1 to 110)"},
+		{"\"command\": [\"x\"], \"max_restarts_on_errors\": -1",
+		 "program.max_restarts_on_errors: -1 is out of range (0 to "
+		 "100)"},
+		{"\"command\": [\"x\"], \"max_restarts_on_errors\": 101",
+		 "program.max_restarts_on_errors"},
+		{"\"command\": [\"x\"], \"stall_seconds\": 9",
+		 "program.stall_seconds: 0 (none) or 10 to 604800"},
+		{"\"command\": [\"x\"], \"stall_seconds\": 604801",
+		 "program.stall_seconds: 604801 is out of range"},
+		{"\"command\": [\"x\"], \"checkpoint_keep\": 0",
+		 "program.checkpoint_keep: 0 is out of range (1 to 100)"},
+		{"\"command\": [\"x\"], \"checkpoint_keep\": 101",
+		 "program.checkpoint_keep"},
+		{"\"command\": [\"x\"], \"checkpoint_max_mb\": 0",
+		 "program.checkpoint_max_mb: 0 is out of range (1 to 1048576)"},
+		{"\"command\": [\"x\"], \"checkpoint_max_mb\": 1048577",
+		 "program.checkpoint_max_mb"},
+		{"\"command\": [\"x\"], \"checkpoint_store\": \"/mnt/ck\"",
+		 "program.checkpoint_store: must be \"\" (the head node) or "
+		 "\"s3://BUCKET/PREFIX\""},
+		{"\"command\": [\"x\"], \"checkpoint_store\": \"s3://\"",
+		 "program.checkpoint_store: must be"},
+		{"\"command\": [\"x\"], \"checkpoint_store\": \"s3:///p\"",
+		 "program.checkpoint_store: must be"},
+		{"\"command\": [\"x\"], \"samples\": -1",
+		 "program.samples: -1 is out of range"},
+		{"\"command\": [\"x\"], \"samples\": 1e6",
+		 "program.samples: must be a whole number"},
+	};
+	struct job_request r;
+	struct px_error e0 = {0};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char js[2048];
+		struct px_error e = {0};
+
+		snprintf(js, sizeof js, "{" BASE ", \"program\": {%s}}",
+			 cases[i].prog);
+		cr_assert_eq(parse(js, &r, &e), PX_EINVAL, "case %zu (%s)",
+			     i, cases[i].prog);
+		cr_assert(strstr(e.msg, cases[i].want), "case %zu: '%s' "
+			  "does not name '%s'", i, e.msg, cases[i].want);
+		cr_assert(strstr(e.msg, "job.json: "), "%s", e.msg);
+	}
+	cr_assert_eq(parse("{" BASE ", \"program\": [\"x\"]}", &r, &e0),
+		     PX_EINVAL);
+	cr_assert(strstr(e0.msg, "job.json: program: must be an object"),
+		  "%s", e0.msg);
+}
+
+/* A NUL in an argument or a value (which no argv or environment can
+ * hold) is refused where the JSON is read, at its line and column
+ * (jansson without JSON_ALLOW_NUL; the fields' own length checks stay
+ * behind it). */
+Test(jobreq, program_nul_refused)
+{
+	static const char *const progs[] = {
+		"\"command\": [\"a\", \"b\\u0000c\"]",
+		"\"command\": [\"\\u0000\"]",
+		"\"command\": [\"x\"], \"env\": {\"A\": \"a\\u0000b\"}",
+	};
+	struct job_request r;
+	struct px_error e = {0};
+	char js[1024];
+
+	for (size_t i = 0; i < sizeof progs / sizeof *progs; i++) {
+		snprintf(js, sizeof js, "{" BASE ", \"program\": {%s}}",
+			 progs[i]);
+		cr_assert_eq(parse(js, &r, &e), PX_EINVAL, "%s", progs[i]);
+		cr_assert(strstr(e.msg, "job.json:1:"), "%s", e.msg);
+		cr_assert(strstr(e.msg, "\\u0000"), "%s", e.msg);
+	}
+}
+
+/* The program and the trainer are one or the other, and the workload
+ * says the same as the section. */
+Test(jobreq, program_workload_and_trainer)
+{
+	struct job_request r;
+	struct px_error e = {0};
+
+	cr_assert_eq(parse("{" BASE ", \"trainer\": {}, \"program\": "
+			   "{\"command\": [\"x\"]}}", &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "job.json: program, trainer: one or the "
+			 "other"), "%s", e.msg);
+	cr_assert_eq(parse("{" BASE ", \"workload\": \"trainer\", \"program\": "
+			   "{\"command\": [\"x\"]}}", &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "job.json: workload: 'trainer', but a "
+			 "program section implies workload \"program\""),
+		  "%s", e.msg);
+	cr_assert_eq(parse("{" BASE ", \"workload\": 1, \"program\": "
+			   "{\"command\": [\"x\"]}}", &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "workload: must be a string"), "%s", e.msg);
+	cr_assert_eq(parse("{" BASE ", \"workload\": \"program\"}", &r, &e),
+		     PX_EINVAL);
+	cr_assert(strstr(e.msg, "job.json: program: needed with workload "
+			 "\"program\""), "%s", e.msg);
+	/* other names still go by the registry */
+	cr_assert_eq(parse("{" BASE ", \"workload\": \"nope\"}", &r, &e),
+		     PX_EINVAL);
+	cr_assert(strstr(e.msg, "workload: unknown workload 'nope'"), "%s",
+		  e.msg);
+	cr_assert_eq(parse("{" BASE ", \"workload\": \"trainer\"}", &r, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert_str_eq(r.workload, "trainer");
+}
+
+/* Names the node sets, and credentials, are refused by name. */
+Test(jobreq, program_env_reserved)
+{
+	static const char *const reserved[] = {
+		"PROTEUS_X", "PET_NNODES", "MASTER_PORT",
+		"AWS_SECRET_ACCESS_KEY", "PX_JOB", "TORCHELASTIC_RUN_ID",
+		"MASTER_ADDR", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+		"LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+		"ROLE_WORLD_SIZE", "NODE_RANK", "AWS_ACCESS_KEY_ID",
+		"AWS_SESSION_TOKEN", "LD_PRELOAD", "LD_LIBRARY_PATH",
+	};
+	struct job_request r;
+	struct px_error e = {0};
+	char js[1024], want[128];
+
+	for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
+		snprintf(js, sizeof js, "{" BASE ", \"program\": {\"command\":"
+			 " [\"x\"], \"env\": {\"OK\": \"1\", \"%s\": \"1\"}}}",
+			 reserved[i]);
+		snprintf(want, sizeof want, "job.json: program.env.%s: "
+			 "reserved (", reserved[i]);
+		cr_assert_eq(parse(js, &r, &e), PX_EINVAL, "%s", reserved[i]);
+		cr_assert(strstr(e.msg, want), "'%s' does not say '%s'",
+			  e.msg, want);
+	}
+	cr_assert(strstr(e.msg, "it would change what runs"), "%s", e.msg);
+	/* a name that only looks like one is the user's */
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"x\"], "
+			   "\"env\": {\"RANKS\": \"1\", \"MY_RANK\": \"2\", "
+			   "\"PROTEUS\": \"3\", \"PATH\": \"/bin\"}}}", &r,
+			   &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(r.program.nenv, 4);
+}
+
+/* A spec of a program with n env entries (or n command entries). */
+static char *program_of(size_t n, bool env, const char *fill)
+{
+	size_t len = n * (strlen(fill) + 32) + 1024, k;
+	char *s = malloc(len), *p = s;
+
+	cr_assert_not_null(s);
+	p += sprintf(p, "{" BASE ", \"program\": {\"command\": [%s",
+		     env ? "\"x\"], \"env\": {" : "");
+	for (k = 0; k < n; k++)
+		p += env ? sprintf(p, "%s\"V%zu\": \"%s\"", k ? ", " : "", k,
+				   fill) :
+			   sprintf(p, "%s\"%s\"", k ? ", " : "", fill);
+	sprintf(p, "%s}}", env ? "}" : "]");
+	cr_assert_lt(strlen(s), len);
+	return s;
+}
+
+/* env and command hold at most their counts and bytes. */
+Test(jobreq, program_env_and_command_bounds)
+{
+	static char big[PROGRAM_ENV_BYTES];
+	char nm[PROGRAM_ENV_NAME_MAX + 2], one[1024];
+	struct job_request r;
+	struct px_error e = {0};
+	char *js;
+
+	js = program_of(PROGRAM_ENV_MAX, true, "v");
+	cr_assert_eq(parse(js, &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(r.program.nenv, PROGRAM_ENV_MAX);
+	cr_assert_str_eq(packed(r.program.env, PROGRAM_ENV_MAX - 1),
+			 "V127=v");
+	free(js);
+	js = program_of(PROGRAM_ENV_MAX + 1, true, "v");
+	cr_assert_eq(parse(js, &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "job.json: program.env: 129 variables, more "
+			 "than the 128"), "%s", e.msg);
+	free(js);
+	/* 128 values of 300 bytes: over the environment's 32768 */
+	memset(big, 'y', 300);
+	js = program_of(PROGRAM_ENV_MAX, true, big);
+	cr_assert_eq(parse(js, &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "program.env.V"), "%s", e.msg);
+	cr_assert(strstr(e.msg, "over 32768 bytes"), "%s", e.msg);
+	free(js);
+	js = program_of(PROGRAM_ARGS_MAX, false, "a");
+	cr_assert_eq(parse(js, &r, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(r.program.argc, PROGRAM_ARGS_MAX);
+	free(js);
+	js = program_of(PROGRAM_ARGS_MAX + 1, false, "a");
+	cr_assert_eq(parse(js, &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "program.command: must be an array of 1 to "
+			 "256"), "%s", e.msg);
+	free(js);
+	/* 200 arguments of 100 bytes: over the command's 16384 */
+	memset(big, 'z', sizeof big);
+	big[100] = '\0';
+	js = program_of(200, false, big);
+	cr_assert_eq(parse(js, &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "job.json: program.command[162]: the command "
+			 "is over 16384 bytes"), "%s", e.msg);
+	free(js);
+	/* a name of 129 bytes */
+	memset(nm, 'N', sizeof nm - 1);
+	nm[sizeof nm - 1] = '\0';
+	snprintf(one, sizeof one, "{" BASE ", \"program\": {\"command\": "
+		 "[\"x\"], \"env\": {\"%s\": \"1\"}}}", nm);
+	cr_assert_eq(parse(one, &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "at most 128 bytes"), "%s", e.msg);
+}
+
+/* nodes.max is held to the job's fleet once the spec is read. */
+Test(jobreq, program_nodes_fit_the_fleet)
+{
+	struct job_request r;
+	struct px_error e = {0};
+
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"x\"], "
+			   "\"nodes\": {\"max\": 6}}}", &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "job.json: program.nodes.max: 6 is more than "
+			 "the job's 5 nodes at most (reliable.count + "
+			 "spot.max_instances)"), "%s", e.msg);
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"x\"], "
+			   "\"nodes\": {\"min\": 6}}}", &r, &e), PX_EINVAL);
+	cr_assert(strstr(e.msg, "job.json: program.nodes.min: 6 is more than "
+			 "the job's 5"), "%s", e.msg);
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"x\"], "
+			   "\"nodes\": {\"min\": 5, \"max\": 5}}}", &r, &e),
+		     PX_OK, "%s", e.msg);
+	cr_assert_eq(r.program.nodes_max, 5);
+}
