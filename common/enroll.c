@@ -61,9 +61,8 @@ bool enroll_unhex(const char *s, uint8_t *b, size_t n)
 	return true;
 }
 
-/* HKDF-SHA256(ikm, salt, info) -> out[n]. */
-static bool hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt,
-		 size_t salt_len, const char *info, uint8_t *out, size_t n)
+bool px_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt,
+	     size_t salt_len, const char *info, uint8_t *out, size_t n)
 {
 	EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
 	size_t got = n;
@@ -87,7 +86,7 @@ static EVP_PKEY *job_keypair(const uint8_t key[ENROLL_KEY_LEN])
 	uint8_t priv[32];
 	EVP_PKEY *k = NULL;
 
-	if (hkdf(key, ENROLL_KEY_LEN, NULL, 0, "proteus enroll x25519 v1",
+	if (px_hkdf(key, ENROLL_KEY_LEN, NULL, 0, "proteus enroll x25519 v1",
 		 priv, sizeof priv))
 		k = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, NULL, priv,
 						 sizeof priv);
@@ -149,7 +148,7 @@ static bool session_keys(EVP_PKEY *mine, const uint8_t peer[ENROLL_PUB_LEN],
 	     EVP_PKEY_derive(c, s, &n) > 0 && n == sizeof s;
 	memcpy(salt, node_pub, ENROLL_PUB_LEN);
 	memcpy(salt + ENROLL_PUB_LEN, job_pub, ENROLL_PUB_LEN);
-	ok = ok && hkdf(s, sizeof s, salt, sizeof salt, "proteus enroll v1",
+	ok = ok && px_hkdf(s, sizeof s, salt, sizeof salt, "proteus enroll v1",
 			out, 64);
 	OPENSSL_cleanse(s, sizeof s);
 	EVP_PKEY_CTX_free(c);
@@ -157,11 +156,9 @@ static bool session_keys(EVP_PKEY *mine, const uint8_t peer[ENROLL_PUB_LEN],
 	return ok;
 }
 
-/* AES-256-GCM of in[n] under key, nonce and aad: out gets n bytes and
- * the tag (seal), or n - TAG_LEN bytes (open: false when the tag fails). */
-static bool gcm(bool seal, const uint8_t key[32],
-		const uint8_t nonce[NONCE_LEN], const uint8_t *aad,
-		size_t aad_len, const uint8_t *in, size_t n, uint8_t *out)
+bool px_gcm(bool seal, const uint8_t key[32], const uint8_t nonce[NONCE_LEN],
+	    const uint8_t *aad, size_t aad_len, const uint8_t *in, size_t n,
+	    uint8_t *out)
 {
 	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
 	size_t body = seal ? n : n - TAG_LEN;
@@ -256,7 +253,7 @@ static enum px_err seal_into(json_t *o, const uint8_t key[32], bool reply,
 	bool ok;
 
 	ok = ct && RAND_bytes(nonce, sizeof nonce) == 1 &&
-	     gcm(true, key, nonce, aad, an, plain, n, ct) &&
+	     px_gcm(true, key, nonce, aad, an, plain, n, ct) &&
 	     (s = b64(ct, n + TAG_LEN));
 	if (ok) {
 		enroll_hex(nonce, sizeof nonce, nh);
@@ -284,7 +281,7 @@ static bool open_from(const json_t *o, const uint8_t key[32], bool reply,
 	    !(ct = unb64(cs, &n)))
 		return false;
 	pt = n >= TAG_LEN ? malloc(n - TAG_LEN + 1) : NULL;
-	if (!pt || !gcm(false, key, nonce, aad, an, ct, n, pt)) {
+	if (!pt || !px_gcm(false, key, nonce, aad, an, ct, n, pt)) {
 		free(pt);
 		free(ct);
 		return false;

@@ -52,6 +52,18 @@ enum px_err enroll_ticket(const uint8_t key[ENROLL_KEY_LEN], int64_t job,
 			  uint64_t inst, uint8_t ticket[ENROLL_TICKET_LEN],
 			  struct px_error *err);
 
+/* ---- the primitives, shared with the program channel (pchan.h) ---- */
+
+/* HKDF-SHA256(ikm, salt, info) -> out[n] (salt_len 0: none). */
+bool px_hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt,
+	     size_t salt_len, const char *info, uint8_t *out, size_t n);
+/* AES-256-GCM of in[n] under key, a 12-byte nonce and aad: out gets n
+ * bytes and the 16-byte tag (seal), or n - 16 bytes (open: false when the
+ * tag fails). */
+bool px_gcm(bool seal, const uint8_t key[32], const uint8_t nonce[12],
+	    const uint8_t *aad, size_t aad_len, const uint8_t *in, size_t n,
+	    uint8_t *out);
+
 /* ---- the node's side ---- */
 
 /* What the node keeps between its request and the reply. */
