@@ -116,6 +116,18 @@ static const struct subcmd subcmds[] = {
 	  "(PX_ENROLL_* in the environment, from the user data, and no "
 	  "job key) the node first enrolls, as `enroll` does.",
 	  tx_cmd_node },
+	{ "program-node", C_PROGRAM, "--hub ADDR --inst N [--log FILE] "
+	  "[--work DIR]",
+	  "a program job's node agent: runs the user's program on this "
+	  "instance under the contract of docs/programs.md (started by "
+	  "proteusd)",
+	  "What it runs (the command, its environment, the user, the code) "
+	  "comes from proteusd over the program channel, sealed under the "
+	  "job key ($" DIST_KEY_ENV ", or $" DIST_KEY_FILE_ENV "), never "
+	  "from the command line.  SIGTERM (sigqueue: the milliseconds "
+	  "left) is passed to the program with the job's grace period as "
+	  "its share of them, then SIGKILL.",
+	  tx_cmd_program },
 	{ "enroll", C_ENROLL, "[OPTIONS]",
 	  "get the job's key from proteusd as a node on an EC2 instance "
 	  "does (from $" ENROLL_ENV_ADDR ", $" ENROLL_ENV_JOB ", $"

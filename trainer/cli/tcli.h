@@ -45,6 +45,7 @@ enum {
 	C_ENROLL = 1 << 5, /* enroll: get the job key as a node would */
 	C_FETCH = 1 << 6,  /* fetch: a file by URL into the cache */
 	C_PREDICT = 1 << 7, /* predict: a model's classes for a data set */
+	C_PROGRAM = 1 << 8, /* program-node: a program job's node agent */
 	C_DIST = C_LOCAL | C_ROLE,
 	C_RUN = C_TRAIN | C_DIST,
 };
@@ -74,6 +75,12 @@ struct tcli {
 	struct {             /* predict's own */
 		bool proba;
 	} p;
+	struct {             /* program-node's own */
+		const char *hub;
+		uint64_t inst;
+		const char *log;
+		const char *work;
+	} g;
 };
 
 /* ---- the option engine (tcli_opts.c) ---- */
@@ -159,5 +166,6 @@ int tx_cmd_local(const struct subcmd *sc, int argc, char **argv);
 /* coordinator, ps and worker */
 int tx_cmd_role(const struct subcmd *sc, int argc, char **argv);
 int tx_cmd_node(const struct subcmd *sc, int argc, char **argv);
+int tx_cmd_program(const struct subcmd *sc, int argc, char **argv);
 
 #endif

@@ -155,6 +155,17 @@ static const struct topt topts[] = {
 	    NULL),
 	OPT("proba", NULL, C_PREDICT, K_FLAG, p.proba, 0, 0, 0,
 	    "the probability of each class too", NULL),
+	/* program-node */
+	OPT("hub", "ADDR", C_PROGRAM, K_STR, g.hub, 0, 0, 0,
+	    "proteusd's endpoint for the job's program channel (ipc:// or "
+	    "tcp://HOST:PORT)", NULL),
+	OPT("inst", "N", C_PROGRAM, K_UINT, g.inst, 1, (double)UINT32_MAX,
+	    F_NORANGE, "this node's instance (the daemon's number)", NULL),
+	OPT("log", "FILE", C_PROGRAM, K_STR, g.log, 0, 0, 0,
+	    "the program's output, rotated at 4 MiB into FILE.1",
+	    "this process's stderr"),
+	OPT("work", "DIR", C_PROGRAM, K_STR, g.work, 0, 0, 0,
+	    "where the node's folder is made", "$TMPDIR, else /tmp"),
 	/* fetch */
 	OPT("sha256", "HEX", C_FETCH, K_STR, f.sha256, 0, 0, 0,
 	    "the file's SHA-256, 64 hex digits; needed for a remote URL",
