@@ -11,13 +11,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../cloudapi/fetch.h"
@@ -263,10 +266,29 @@ static void remove_tree(const char *dir)
 	(void)rmdir(dir);
 }
 
-enum px_err job_inputs_copy(struct job *j, struct px_error *err)
+/* The folder of a job's copies until it is stored (in->stage). */
+static enum px_err stage_make(struct job *j, struct px_error *err)
 {
 	struct job_inputs *in = &j->in;
 	const char *dir = j->js->s.dir;
+
+	if (in->stage[0])
+		return PX_OK;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", dir,
+				 strerror(errno));
+	if (snprintf(in->stage, sizeof in->stage, "%s/" STAGE_PREFIX "XXXXXX",
+		     dir) >= (int)sizeof in->stage || !mkdtemp(in->stage)) {
+		in->stage[0] = '\0';
+		return px_errorf(err, PX_ESYS | errno, "%s: a folder for the "
+				 "job's files: %s", dir, strerror(errno));
+	}
+	return PX_OK;
+}
+
+enum px_err job_inputs_copy(struct job *j, struct px_error *err)
+{
+	struct job_inputs *in = &j->in;
 	enum px_err e = PX_OK;
 	uint64_t room;
 
@@ -293,15 +315,8 @@ enum px_err job_inputs_copy(struct job *j, struct px_error *err)
 	}
 	if (!in->npins)
 		return PX_OK;
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", dir,
-				 strerror(errno));
-	if (snprintf(in->stage, sizeof in->stage, "%s/" STAGE_PREFIX "XXXXXX",
-		     dir) >= (int)sizeof in->stage || !mkdtemp(in->stage)) {
-		in->stage[0] = '\0';
-		return px_errorf(err, PX_ESYS | errno, "%s: a folder for the "
-				 "job's files: %s", dir, strerror(errno));
-	}
+	if ((e = stage_make(j, err)) != PX_OK)
+		return e;
 	room = room_at(in->stage);
 	for (int k = 0; k < JIN_MAX && e == PX_OK; k++) {
 		char sub[JOB_PATH_MAX + 16], to[JOB_PATH_MAX + 600];
@@ -457,4 +472,146 @@ void job_inputs_clean_stale(const char *dir)
 	}
 	if (d)
 		closedir(d);
+}
+
+/* ---- a program's code and owner (docs/programs.md, "Rights") ---- */
+
+#define CODE_MAX_BYTES (UINT64_C(256) << 20)
+
+/* The submitter's identity (the guard's; the daemon's own without one). */
+static void owner_of(const struct px_guard *g, uint32_t *uid, uint32_t *gid,
+		     uint32_t *groups, int *ngroups)
+{
+	*ngroups = 0;
+	if (!g || !g->as_user) {
+		*uid = (uint32_t)getuid();
+		*gid = (uint32_t)getgid();
+		return;
+	}
+	*uid = g->uid;
+	*gid = g->gid;
+	for (int i = 0; i < g->ngroups && i < 64; i++)
+		groups[(*ngroups)++] = g->groups[i];
+}
+
+/* tar(1), as the submitter, packs folder code into fd out: its exit
+ * status, or -1 (the bound or the guard's time passed); its stderr's
+ * first line in msg. */
+static int tar_code(const char *code, const uint32_t *id, const uint32_t *gr,
+		    int ng, int out, char *msg, size_t len)
+{
+	int o[2], e[2], st = -1;
+	uint64_t total = 0;
+	bool killed = false;
+	pid_t pid;
+
+	msg[0] = 0;
+	if (pipe2(o, O_CLOEXEC) || pipe2(e, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		gid_t g[64];
+
+		for (int i = 0; i < ng; i++)
+			g[i] = gr[i];
+		if (setgroups((size_t)ng, g) != 0 && geteuid() == 0)
+			_exit(126);
+		if (setresgid(id[1], id[1], id[1]) || setresuid(id[0], id[0],
+								 id[0]))
+			_exit(126);
+		(void)dup2(o[1], 1);
+		(void)dup2(e[1], 2);
+		(void)close(0);
+		execlp("tar", "tar", "-czf", "-", "--one-file-system", "-C",
+		       code, ".", (char *)NULL);
+		_exit(127);
+	}
+	close(o[1]);
+	close(e[1]);
+	for (bool eof = pid < 0; !eof;) {
+		char b[65536];
+		ssize_t n = read(o[0], b, sizeof b);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		eof = n <= 0;
+		total += n > 0 ? (uint64_t)n : 0;
+		if (n > 0 && (total > CODE_MAX_BYTES || px_guard_expired() ||
+			      write(out, b, (size_t)n) != n)) {
+			kill(pid, SIGKILL);
+			eof = killed = true;
+			snprintf(msg, len, "%s", total > CODE_MAX_BYTES ?
+				 "larger than 256 MiB packed" :
+				 "not read in time");
+		}
+	}
+	if (!killed) {
+		ssize_t n = read(e[0], msg, len - 1);
+
+		msg[n > 0 ? n : 0] = 0;
+		msg[strcspn(msg, "\n")] = 0;
+	}
+	close(o[0]);
+	close(e[0]);
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return pid > 0 && !killed && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+enum px_err job_inputs_program(struct job *j, const struct px_guard *g,
+			       struct px_error *err)
+{
+	const struct job_program *pg = &j->req.program;
+	uint32_t id[2], groups[64];
+	int ng, fd, rc;
+	char dir[JOB_PATH_MAX + 16], path[JOB_PATH_MAX + 32], msg[512];
+	json_t *o, *ga;
+	enum px_err e;
+
+	if (!pg->on)
+		return PX_OK;
+	owner_of(g, &id[0], &id[1], groups, &ng);
+	if (geteuid() != 0 && id[0] != (uint32_t)geteuid())
+		return px_errorf(err, PX_EINVAL, "%s: program: the daemon runs "
+				 "as uid %ld, not as root: it runs the programs "
+				 "of its own user only (this one is uid %lu's)",
+				 j->src, (long)geteuid(), (unsigned long)id[0]);
+	if ((e = stage_make(j, err)) != PX_OK)
+		return e;
+	snprintf(dir, sizeof dir, "%s/program", j->in.stage);
+	if (mkdir(dir, 0700) != 0)
+		return px_errorf(err, PX_ESYS | errno, "mkdir %s: %s", dir,
+				 strerror(errno));
+	ga = json_array();
+	for (int i = 0; i < ng; i++)
+		json_array_append_new(ga, json_integer(groups[i]));
+	o = json_pack("{s:I, s:I, s:o}", "uid", (json_int_t)id[0], "gid",
+		      (json_int_t)id[1], "groups", ga);
+	snprintf(path, sizeof path, "%s/owner", dir);
+	if (!o || json_dump_file(o, path, JSON_COMPACT) != 0) {
+		json_decref(o);
+		return px_errorf(err, PX_EIO, "%s: cannot be written", path);
+	}
+	json_decref(o);
+	if (!pg->code[0] || pg->code[0] != '/')
+		return PX_OK;      /* none, or a URL the nodes fetch */
+	snprintf(path, sizeof path, "%s/code.tar.gz", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return px_errorf(err, PX_ESYS | errno, "%s: %s", path,
+				 strerror(errno));
+	rc = tar_code(pg->code, id, groups, ng, fd, msg, sizeof msg);
+	if (close(fd) != 0 && rc == 0)
+		rc = -1;
+	if (rc != 0) {
+		char safe[PX_TERM_SAFE_LEN(512)];
+
+		px_term_safe(msg, safe, sizeof safe);
+		return px_errorf(err, PX_EINVAL, "%s: program.code: '%s' could "
+				 "not be read as its submitter (uid %lu): %s",
+				 j->src, pg->code, (unsigned long)id[0],
+				 rc == 1 ? "a file changed while it was read" :
+				 safe[0] ? safe : "tar failed");
+	}
+	return PX_OK;
 }

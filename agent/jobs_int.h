@@ -241,6 +241,11 @@ void job_inputs_pin(struct job *j, struct px_guard *g);
 /* The pinned files copied into a folder of their own (the job has no id
  * yet), within the guard's time; errors name the submitter's file. */
 enum px_err job_inputs_copy(struct job *j, struct px_error *err);
+/* A program job's owner (the guard's user: its program runs as it) and
+ * its code folder, packed by tar(1) as that user, into the copies'
+ * program/ (owner, code.tar.gz); within the guard's time. */
+enum px_err job_inputs_program(struct job *j, const struct px_guard *g,
+			       struct px_error *err);
 /* The stored job's copies moved to DIR/ID/in (the loop's thread). */
 enum px_err job_inputs_keep(struct job *j, struct px_error *err);
 /* A restarted daemon's job reads its copies (in.kept), each of which

@@ -319,6 +319,8 @@ static enum px_err job_load(struct job *j, struct px_guard *g,
 		e = job_check_data(j, err);
 	if (e == PX_OK)
 		e = job_inputs_copy(j, err);
+	if (e == PX_OK)
+		e = job_inputs_program(j, g, err);
 	px_guard_set(NULL);
 	g->pins = NULL;
 	g->npins = 0;

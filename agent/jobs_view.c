@@ -235,6 +235,14 @@ static json_t *status_live(struct job *j)
 		!j->run.closing_us));
 	json_object_set_new(o, "spot_advisor", j->mk.adv_path[0] ?
 			    json_string(j->mk.adv_path) : json_null());
+	json_object_set_new(o, "workload", json_string(j->wlops ?
+			    j->wlops->name : workload_trainer.name));
+	if (j->wlops && j->wlops->view && j->wl) {
+		json_t *v = j->wlops->view(j);
+
+		if (v)
+			json_object_set_new(o, j->wlops->name, v);
+	}
 	set_enrollments(o, j->js->s.st, j->id, j->req.world.name, j);
 	set_error(o, j->js->s.st, j->id, j->run.state, j->run.why);
 	return o;

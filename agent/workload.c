@@ -1,5 +1,5 @@
 /* workload.c -- the workloads a job may name (workload.h): the built-in
- * trainer, and any other registered before the daemon takes jobs. */
+ * trainer and the user's program, and any other registered before the daemon takes jobs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,8 +9,9 @@
 
 static const struct workload_ops *known[WORKLOADS_MAX] = {
 	&workload_trainer,
+	&workload_program,
 };
-static size_t n_known = 1;
+static size_t n_known = 2;
 
 const struct workload_ops *workload_of(const char *name)
 {

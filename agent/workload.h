@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 #include <stdint.h>
 
 #include "../common/px.h"
@@ -108,10 +109,15 @@ struct workload_ops {
 	void (*stop)(struct job *j);
 	/* job->wl freed (after stop). */
 	void (*free)(struct job *j);
+	/* What `status` shows of the workload's own, under its name (a new
+	 * object; NULL: nothing).  May be NULL. */
+	json_t *(*view)(const struct job *j);
 };
 
 /* The built-in elastic trainer (workload_trainer.c). */
 extern const struct workload_ops workload_trainer;
+/* The user's own program (workload_program.c, docs/programs.md). */
+extern const struct workload_ops workload_program;
 
 /* The workload a request names ("workload": default "trainer"); NULL:
  * none of that name. */

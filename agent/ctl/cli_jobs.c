@@ -563,6 +563,32 @@ static double work_pct(json_t *r)
 	return floor(100 * (w < 1 ? w : 1) + 1e-9);
 }
 
+/* A program job's own figures (docs/programs.md): its start, samples,
+ * loss and latest checkpoint.  Lines printed. */
+static int print_program(json_t *r)
+{
+	json_t *p = json_object_get(r, "program");
+	json_t *c = json_object_get(p, "checkpoint");
+	double loss = real_of(p, "loss");
+	char ls[48] = "", cs[PX_TERM_SAFE_LEN(220)] = "none yet";
+
+	if (!json_is_object(p))
+		return 0;
+	if (isfinite(loss))
+		snprintf(ls, sizeof ls, ", loss %.4f", nonneg(loss));
+	if (json_is_object(c))
+		snprintf(cs, sizeof cs, "%lld '%s' (%lld bytes)",
+			 int_of(c, "seq"), safe(c, "name"), int_of(c, "bytes"));
+	printf("program  start %lld (%s), %lld samples", int_of(p, "start"),
+	       safe(p, "membership"), int_of(p, "samples"));
+	if (int_of(p, "samples_total") > 0)
+		printf(" of %lld", int_of(p, "samples_total"));
+	printf("%s, %lld restarts on errors\n", ls,
+	       int_of(p, "restarts_on_errors"));
+	printf("ckpt     %s\n", cs);
+	return 2;
+}
+
 static int print_status(json_t *r)
 {
 	int lines = 7;
@@ -590,6 +616,7 @@ static int print_status(json_t *r)
 	       int_of(r, "stage"), int_of(r, "clock"),
 	       int_of(r, "clocks_total"), work_pct(r));
 	printf("accuracy %s\n", accs);
+	lines += print_program(r);
 	printf("fleet    %s; %lld workers, %lld PS, %.0f samples/s\n", fleet,
 	       int_of(r, "workers"), int_of(r, "ps"),
 	       nonneg(real_of(r, "samples_per_s")));

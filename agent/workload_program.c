@@ -1,0 +1,1073 @@
+/* workload_program.c -- the user's own program as a job's workload
+ * (workload.h; docs/programs.md): each instance runs the node agent
+ * (`proteus-trainer program-node`, trainer/dist/prog_node.c), which runs
+ * the program under the contract and speaks for it over the program
+ * channel (common/pchan.h) to the hub here, a REP socket in the job's
+ * folder.  The hub decides which start of the program each node runs
+ * (its ranks, or torchrun's rendezvous), keeps the checkpoint store
+ * (DIR/ID/ckpt: the completed checkpoints, sequence-numbered, the latest
+ * named by LATEST, written whole before it names them), and turns the
+ * nodes' progress lines and ends into the job's reports and end.
+ *
+ * Two ways a program runs (docs/programs.md, "Membership"):
+ *  - elastic (its command is torchrun): one start on every node; the
+ *    survivors' torchrun re-forms the group by itself (min:max) through
+ *    the rendezvous, which a reliable node hosts;
+ *  - fixed (any other command): each start has its nodes and ranks;
+ *    when they change, the group re-forms: a new start on the nodes up,
+ *    from the latest checkpoint (not a failure). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/pchan.h"
+#include "../trainer/dist/dist.h"
+#include "jobs_int.h"
+#include "loop.h"
+#include "spawnattr.h"
+
+#define PNODES_MAX 512           /* instances a job's hub tracks */
+#define SETTLE_US 1500000        /* a fixed group re-forms after this
+				  * long of steady membership */
+#define PROG_HB_LOST_US 5000000  /* a node silent this long is gone */
+#define TORCHRUN_RESTARTS 100    /* PET_MAX_RESTARTS: torchrun's own
+				  * restarts of its workers, which a
+				  * peer's eviction costs one of */
+#define SPS_WINDOW_US 10000000   /* samples per second over this */
+
+struct pnode {
+	uint64_t id;
+	bool reliable;
+	bool hello;              /* its agent said hello */
+	bool leaving;            /* a notice or a release */
+	bool gone;               /* ended */
+	uint64_t session, counter; /* the channel: the last request's */
+	uint64_t seen_us;
+	int64_t start;           /* the start it runs (its beat says) */
+	int rank;                /* in the current fixed start; -1 */
+	/* an upload in progress */
+	int up_fd;
+	int64_t up_off;
+	char up_name[201];
+	EVP_MD_CTX *up_md;
+};
+
+struct prog_ckpt {
+	int64_t seq;
+	char name[201];
+	char sha256[65];
+	int64_t size;
+};
+
+/* The program of one job (job->wl). */
+struct program {
+	struct pchan_key key;
+	char hub[JOB_PATH_MAX + 16];
+	int sock, fd;
+	char store[JOB_PATH_MAX + 8];    /* DIR/ID/ckpt */
+	char log[JOB_PATH_MAX + 16];     /* the agents' own output */
+	char logs[JOB_PATH_MAX + 8];     /* DIR/ID/logs: the programs' */
+	char code[JOB_PATH_MAX + 32];    /* the snapshot; "" none */
+	char keyenv[sizeof(DIST_KEY_ENV) + 65];
+	uint32_t uid, gid, groups[64];
+	int ngroups;
+	bool elastic;
+	struct pnode nodes[PNODES_MAX];
+	size_t n;
+	int64_t start;           /* the current start (0: none yet) */
+	int64_t restarts;        /* after failures */
+	uint64_t changed_us;     /* membership last changed */
+	int master_port, rdzv_port;
+	uint64_t rdzv_host;      /* elastic: the node hosting it */
+	int group_n;             /* fixed: nodes in the current start */
+	struct prog_ckpt latest;
+	/* progress */
+	int64_t samples;
+	double loss;
+	json_t *metrics;
+	int64_t alive;           /* the liveness mark (job_report.clock) */
+	uint64_t sps_us;
+	int64_t sps_samples;
+	double sps;
+	uint64_t quiet_us;       /* last progress or checkpoint */
+	bool done;
+	char why[512];
+};
+
+static struct program *pr(const struct job *j)
+{
+	return j->wl;
+}
+
+/* ---- nodes ---- */
+
+static struct pnode *node_of(struct job *j, uint64_t id, bool add)
+{
+	struct program *p = pr(j);
+
+	for (size_t i = 0; i < p->n; i++)
+		if (p->nodes[i].id == id)
+			return &p->nodes[i];
+	if (!add || p->n == PNODES_MAX)
+		return NULL;
+	p->nodes[p->n] = (struct pnode){ .id = id, .rank = -1, .up_fd = -1 };
+	return &p->nodes[p->n++];
+}
+
+static bool node_up(const struct pnode *nd)
+{
+	return nd->hello && !nd->leaving && !nd->gone;
+}
+
+static void up_drop(struct job *j, struct pnode *nd)
+{
+	char part[JOB_PATH_MAX + 48];
+
+	if (nd->up_fd >= 0)
+		close(nd->up_fd);
+	nd->up_fd = -1;
+	EVP_MD_CTX_free(nd->up_md);
+	nd->up_md = NULL;
+	snprintf(part, sizeof part, "%s/.up-%" PRIu64, pr(j)->store, nd->id);
+	(void)unlink(part);
+}
+
+static void membership_changed(struct job *j)
+{
+	pr(j)->changed_us = px_now_mono_us();
+}
+
+/* ---- the store ---- */
+
+static void latest_path(const struct job *j, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/LATEST", pr(j)->store);
+}
+
+static void load_latest(struct job *j)
+{
+	char path[JOB_PATH_MAX + 16];
+	json_t *o;
+	struct prog_ckpt *c = &pr(j)->latest;
+
+	latest_path(j, path, sizeof path);
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	if (json_is_object(o) &&
+	    json_is_string(json_object_get(o, "name")) &&
+	    json_is_string(json_object_get(o, "sha256"))) {
+		c->seq = json_integer_value(json_object_get(o, "seq"));
+		c->size = json_integer_value(json_object_get(o, "size"));
+		snprintf(c->name, sizeof c->name, "%s",
+			 json_string_value(json_object_get(o, "name")));
+		snprintf(c->sha256, sizeof c->sha256, "%s",
+			 json_string_value(json_object_get(o, "sha256")));
+	}
+	json_decref(o);
+}
+
+/* LATEST written whole (a new file renamed over it), after the
+ * checkpoint it names is. */
+static bool save_latest(struct job *j)
+{
+	char path[JOB_PATH_MAX + 16], tmp[JOB_PATH_MAX + 24];
+	const struct prog_ckpt *c = &pr(j)->latest;
+	json_t *o = json_pack("{s:I, s:s, s:s, s:I}", "seq", (json_int_t)c->seq,
+			      "name", c->name, "sha256", c->sha256, "size",
+			      (json_int_t)c->size);
+	int fd;
+	bool ok;
+
+	latest_path(j, path, sizeof path);
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ok = o && fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0 &&
+	     fsync(fd) == 0;
+	if (fd >= 0)
+		close(fd);
+	json_decref(o);
+	return ok && rename(tmp, path) == 0;
+}
+
+static void ckpt_path(const struct job *j, int64_t seq, char *buf,
+		      size_t len)
+{
+	snprintf(buf, len, "%s/%" PRId64 ".tar", pr(j)->store, seq);
+}
+
+/* The upload of nd complete: checked, kept as the next sequence number,
+ * named by LATEST; the oldest beyond checkpoint_keep removed. */
+static int64_t up_commit(struct job *j, struct pnode *nd, const char *sha)
+{
+	struct program *p = pr(j);
+	uint8_t d[32];
+	unsigned dl = 0;
+	char hex[65], part[JOB_PATH_MAX + 48], to[JOB_PATH_MAX + 40];
+	struct prog_ckpt keep = p->latest;
+	int64_t seq = p->latest.seq + 1;
+
+	(void)EVP_DigestFinal_ex(nd->up_md, d, &dl);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	snprintf(part, sizeof part, "%s/.up-%" PRIu64, p->store, nd->id);
+	ckpt_path(j, seq, to, sizeof to);
+	if (strcmp(hex, sha) || fsync(nd->up_fd) != 0 ||
+	    rename(part, to) != 0) {
+		up_drop(j, nd);
+		return -1;
+	}
+	close(nd->up_fd);
+	nd->up_fd = -1;
+	EVP_MD_CTX_free(nd->up_md);
+	nd->up_md = NULL;
+	p->latest = (struct prog_ckpt){ .seq = seq, .size = nd->up_off };
+	snprintf(p->latest.name, sizeof p->latest.name, "%s", nd->up_name);
+	snprintf(p->latest.sha256, sizeof p->latest.sha256, "%s", hex);
+	if (!save_latest(j)) {
+		p->latest = keep;
+		(void)unlink(to);
+		return -1;
+	}
+	for (int64_t s = seq - j->req.program.checkpoint_keep; s > 0; s--) {
+		ckpt_path(j, s, to, sizeof to);
+		if (unlink(to) != 0)
+			break;
+	}
+	p->quiet_us = px_now_mono_us();
+	p->alive++;
+	job_eventf(j, "checkpoint", "checkpoint %" PRId64 " '%s' (%" PRId64
+		   " bytes) from instance %" PRIu64 " stored", seq,
+		   p->latest.name, p->latest.size, nd->id);
+	return seq;
+}
+
+/* {"op": "ckpt_put", "name", "off", "data" (base64), "last", "sha256",
+ * "abort"}: one chunk of nd's upload. */
+static json_t *on_put(struct job *j, struct pnode *nd, json_t *q)
+{
+	const char *name = json_string_value(json_object_get(q, "name"));
+	const char *data = json_string_value(json_object_get(q, "data"));
+	const char *sha = json_string_value(json_object_get(q, "sha256"));
+	int64_t off = json_integer_value(json_object_get(q, "off"));
+	int64_t max = j->req.program.checkpoint_max_mb << 20;
+	size_t dl = data ? strlen(data) : 0;
+	uint8_t *bin;
+	int n;
+
+	if (!name || !data || strlen(name) > 200 || dl > 4 * (PCHAN_CHUNK / 3) + 4)
+		return json_pack("{s:s}", "error", "a bad checkpoint chunk");
+	if (json_object_get(q, "abort")) {
+		job_eventf(j, "checkpoint", "instance %" PRIu64 ": checkpoint "
+			   "'%s' not stored: %s", nd->id, name,
+			   json_string_value(json_object_get(q, "abort")) ?
+			   json_string_value(json_object_get(q, "abort")) :
+			   "aborted");
+		up_drop(j, nd);
+		return json_pack("{s:I}", "seq", (json_int_t)-1);
+	}
+	if (off == 0) {
+		char part[JOB_PATH_MAX + 48];
+
+		up_drop(j, nd);
+		snprintf(part, sizeof part, "%s/.up-%" PRIu64, pr(j)->store,
+			 nd->id);
+		nd->up_fd = open(part, O_WRONLY | O_CREAT | O_TRUNC |
+				 O_CLOEXEC | O_NOFOLLOW, 0600);
+		nd->up_md = EVP_MD_CTX_new();
+		nd->up_off = 0;
+		snprintf(nd->up_name, sizeof nd->up_name, "%s", name);
+		if (nd->up_fd < 0 || !nd->up_md ||
+		    EVP_DigestInit_ex(nd->up_md, EVP_sha256(), NULL) != 1) {
+			up_drop(j, nd);
+			return json_pack("{s:s}", "error", "the store cannot "
+					 "take a checkpoint now");
+		}
+	}
+	if (nd->up_fd < 0 || off != nd->up_off || strcmp(name, nd->up_name))
+		return json_pack("{s:s}", "error", "a checkpoint chunk out of "
+				 "order");
+	bin = malloc(PCHAN_CHUNK + 8);
+	n = bin ? EVP_DecodeBlock(bin, (const unsigned char *)data, (int)dl) :
+		  -1;
+	for (size_t k = dl; n > 0 && k > 0 && data[k - 1] == '='; k--)
+		n--;
+	if (n < 0 || nd->up_off + n > max ||
+	    write(nd->up_fd, bin, (size_t)n) != n) {
+		free(bin);
+		job_eventf(j, "checkpoint", "instance %" PRIu64 ": checkpoint "
+			   "'%s' not stored: %s", nd->id, name, n < 0 ?
+			   "bad data" : nd->up_off + n > max ?
+			   "larger than checkpoint_max_mb" : strerror(errno));
+		up_drop(j, nd);
+		return json_pack("{s:I}", "seq", (json_int_t)-1);
+	}
+	(void)EVP_DigestUpdate(nd->up_md, bin, (size_t)n);
+	free(bin);
+	nd->up_off += n;
+	if (!json_is_true(json_object_get(q, "last")))
+		return json_object();
+	return json_pack("{s:I}", "seq", (json_int_t)(sha ? up_commit(j, nd, sha)
+							     : -1));
+}
+
+/* {"op": "ckpt_get", "seq", "off"}: a chunk of a stored checkpoint. */
+static json_t *on_get(struct job *j, json_t *q)
+{
+	int64_t seq = json_integer_value(json_object_get(q, "seq"));
+	int64_t off = json_integer_value(json_object_get(q, "off"));
+	char path[JOB_PATH_MAX + 40];
+	uint8_t *bin;
+	char *b64;
+	ssize_t n;
+	int fd;
+	json_t *r;
+
+	ckpt_path(j, seq, path, sizeof path);
+	fd = seq > 0 && off >= 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return json_pack("{s:s}", "error", "no such checkpoint");
+	bin = malloc(PCHAN_CHUNK);
+	b64 = malloc(4 * (PCHAN_CHUNK / 3) + 8);
+	n = bin && b64 ? pread(fd, bin, PCHAN_CHUNK, off) : -1;
+	close(fd);
+	if (n < 0) {
+		free(bin);
+		free(b64);
+		return json_pack("{s:s}", "error", "the store cannot be read");
+	}
+	EVP_EncodeBlock((unsigned char *)b64, bin, (int)n);
+	r = json_pack("{s:s, s:b}", "data", b64, "last", n < PCHAN_CHUNK);
+	free(bin);
+	free(b64);
+	return r;
+}
+
+/* ---- starts ---- */
+
+/* A free TCP port of this host (bound and let go: the node binds it
+ * again at once). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = 0;
+
+	if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(s, (struct sockaddr *)&a, &al) == 0)
+		port = ntohs(a.sin_port);
+	if (s >= 0)
+		close(s);
+	return port;
+}
+
+static bool is_torchrun(const struct job *j)
+{
+	const char *a0 = j->req.program.cmd, *b = strrchr(a0, '/');
+	const char *a1 = j->req.program.argc > 2 ? a0 + strlen(a0) + 1 : "";
+	const char *a2 = j->req.program.argc > 2 ? a1 + strlen(a1) + 1 : "";
+
+	b = b ? b + 1 : a0;
+	return !strcmp(b, "torchrun") ||
+	       (!strncmp(b, "python", 6) && !strcmp(a1, "-m") &&
+		!strcmp(a2, "torch.distributed.run"));
+}
+
+/* A new start on the nodes up: fixed, ranks (reliable first, then by
+ * id) up to nodes.max; elastic, every node up, the rendezvous on a
+ * reliable node (the first up; else the first node). */
+static void new_start(struct job *j, const char *why)
+{
+	struct program *p = pr(j);
+	int rank = 0;
+
+	p->start++;
+	p->master_port = free_port();
+	for (size_t i = 0; i < p->n; i++)
+		p->nodes[i].rank = -1;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < p->n; i++) {
+			struct pnode *nd = &p->nodes[i];
+
+			if (node_up(nd) && nd->reliable == !pass &&
+			    rank < j->req.program.nodes_max)
+				nd->rank = rank++;
+		}
+	p->group_n = rank;
+	if (p->elastic) {
+		p->rdzv_port = free_port();
+		p->rdzv_host = 0;
+		for (size_t i = 0; i < p->n; i++)
+			if (p->nodes[i].rank == 0)
+				p->rdzv_host = p->nodes[i].id;
+	}
+	job_eventf(j, "program", "start %" PRId64 " on %d node%s (%s)%s",
+		   p->start, rank, rank == 1 ? "" : "s", why,
+		   p->latest.seq ? ", from the latest checkpoint" : "");
+}
+
+/* Whether the group must re-form, and why. */
+static const char *want_start(struct job *j)
+{
+	struct program *p = pr(j);
+	int up = 0, in = 0, lost = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct pnode *nd = &p->nodes[i];
+
+		up += node_up(nd);
+		in += node_up(nd) && nd->rank >= 0;
+		lost += nd->rank >= 0 && !node_up(nd);
+	}
+	if (up < j->req.program.nodes_min || p->done || p->why[0])
+		return NULL;
+	if (!p->start)
+		return "the first";
+	if (p->elastic)   /* torchrun re-forms; a new host, a new start */
+		return node_of(j, p->rdzv_host, false) &&
+		       node_up(node_of(j, p->rdzv_host, false)) ? NULL :
+		       "the rendezvous' node left";
+	if (px_now_mono_us() - p->changed_us < SETTLE_US)
+		return NULL;
+	if (lost)
+		return "a node left";
+	if (in < up && p->group_n < j->req.program.nodes_max)
+		return "a node joined";
+	return NULL;
+}
+
+static void put_env(json_t *e, const char *k, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void put_env(json_t *e, const char *k, const char *fmt, ...)
+{
+	char v[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof v, fmt, ap);
+	va_end(ap);
+	json_object_set_new(e, k, json_string(v));
+}
+
+/* What node nd runs now: {"start", "env"}, or null (it waits). */
+static json_t *run_of(struct job *j, const struct pnode *nd)
+{
+	struct program *p = pr(j);
+	const struct job_program *g = &j->req.program;
+	json_t *e = json_object();
+	char addrs[4096] = "";
+	size_t off = 0;
+
+	if (!p->start || !node_up(nd) || (!p->elastic && nd->rank < 0) ||
+	    (p->elastic && !node_up(nd)))
+		return json_null();
+	for (int r = 0; r < p->group_n; r++)
+		off += (size_t)snprintf(addrs + off, off < sizeof addrs ?
+					sizeof addrs - off : 0, "%s127.0.0.1",
+					r ? "," : "");
+	put_env(e, PROG_ENV_RESTART, "%" PRId64, p->start - 1);
+	put_env(e, PROG_ENV_RELIABLE, "%d", nd->reliable);
+	if (!p->elastic) {
+		/* fixed for one start; torchrun's group has its own ranks */
+		put_env(e, PROG_ENV_NODE_RANK, "%d", nd->rank);
+		put_env(e, PROG_ENV_NUM_NODES, "%d", p->group_n);
+		put_env(e, PROG_ENV_NODE_ADDRS, "%s", addrs);
+		put_env(e, "MASTER_ADDR", "127.0.0.1");
+		put_env(e, "MASTER_PORT", "%d", p->master_port);
+	} else {
+		put_env(e, "PET_NNODES", "%d:%d", g->nodes_min, g->nodes_max);
+		put_env(e, "PET_NPROC_PER_NODE", "%d", g->procs_per_node);
+		put_env(e, "PET_RDZV_BACKEND", "c10d");
+		put_env(e, "PET_RDZV_ENDPOINT", "127.0.0.1:%d", p->rdzv_port);
+		put_env(e, "PET_RDZV_ID", "proteus-%" PRId64 "-%" PRId64,
+			j->id, p->start);
+		put_env(e, "PET_RDZV_CONF", "is_host=%d",
+			nd->id == p->rdzv_host);
+		put_env(e, "PET_MAX_RESTARTS", "%d", TORCHRUN_RESTARTS);
+		/* Debian's torch 1.13 on Python 3.11: the default "0"
+		 * crashes (Std.from_str) */
+		put_env(e, "PET_REDIRECTS", "3");
+		put_env(e, "PET_TEE", "3");
+	}
+	return json_pack("{s:I, s:o}", "start", (json_int_t)p->start, "env", e);
+}
+
+/* ---- what the nodes say ---- */
+
+static void take_line(struct job *j, json_t *l)
+{
+	struct program *p = pr(j);
+	json_t *s = json_object_get(l, "samples");
+	json_t *loss = json_object_get(l, "loss");
+	json_t *m = json_object_get(l, "metrics");
+
+	if (json_is_number(s) && isfinite(json_number_value(s)) &&
+	    json_number_value(s) >= 0 && json_number_value(s) < 9e18 &&
+	    (int64_t)json_number_value(s) > p->samples) {
+		p->samples = (int64_t)json_number_value(s);
+		p->quiet_us = px_now_mono_us();
+		p->alive++;
+	}
+	if (json_is_number(loss) && isfinite(json_number_value(loss)))
+		p->loss = json_number_value(loss);
+	if (json_is_object(m) && json_object_size(m) <= 32) {
+		json_decref(p->metrics);
+		p->metrics = json_incref(m);
+	}
+}
+
+/* The end of start S on nd: done, a failure, or nothing (superseded,
+ * told to leave, stopped by us). */
+static void take_exit(struct job *j, struct pnode *nd, json_t *x)
+{
+	struct program *p = pr(j);
+	int64_t s = json_integer_value(json_object_get(x, "start"));
+	int code = (int)json_integer_value(json_object_get(x, "code"));
+	int sig = (int)json_integer_value(json_object_get(x, "signal"));
+	const char *tail = json_string_value(json_object_get(x, "tail"));
+	char safe[PX_TERM_SAFE_LEN(600)], last[600];
+	size_t tl = tail ? strlen(tail) : 0;
+
+	if (s != p->start || p->done || p->why[0])
+		return;
+	if (code == 0 && !sig && (p->elastic || nd->rank == 0)) {
+		p->done = true;
+		job_eventf(j, "program", "the program exited 0 on instance %"
+			   PRIu64 " (start %" PRId64 "): done", nd->id, s);
+		return;
+	}
+	if (code == 0 && !sig)
+		return;
+	if (nd->leaving || json_is_true(json_object_get(x, "stopped")))
+		return;  /* a preemption or our stop: never a failure */
+	/* the last lines of its stderr */
+	snprintf(last, sizeof last, "%s", tl > 500 ? tail + tl - 500 : tail ?
+		 tail : "");
+	px_term_safe(last, safe, sizeof safe);
+	if (p->restarts < j->req.program.max_restarts_on_errors) {
+		p->restarts++;
+		job_eventf(j, "error", "the program failed on instance %" PRIu64
+			   " (%s %d); restart %" PRId64 " of %d from the "
+			   "latest checkpoint: %s", nd->id, sig ? "signal" :
+			   "exit", sig ? sig : code, p->restarts,
+			   j->req.program.max_restarts_on_errors, safe);
+		new_start(j, "after a failure");
+		return;
+	}
+	snprintf(p->why, sizeof p->why, "the program failed on instance %"
+		 PRIu64 " (%s %d) after %" PRId64 " restart%s: %s", nd->id,
+		 sig ? "signal" : "exit", sig ? sig : code, p->restarts,
+		 p->restarts == 1 ? "" : "s", safe);
+}
+
+static json_t *on_beat(struct job *j, struct pnode *nd, json_t *q)
+{
+	struct program *p = pr(j);
+	json_t *l, *x = json_object_get(q, "exit"), *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(q, "lines"), i, l)
+		if (i < PCHAN_LINES_MAX && json_is_object(l))
+			take_line(j, l);
+	nd->start = json_integer_value(json_object_get(q, "start"));
+	if (json_is_object(x))
+		take_exit(j, nd, x);
+	r = json_pack("{s:o, s:b}", "run", run_of(j, nd), "stop",
+		      p->done || p->why[0]);
+	if (p->latest.seq)
+		json_object_set_new(r, "ckpt", json_pack(
+			"{s:I, s:s, s:s, s:I}", "seq", (json_int_t)p->latest.seq,
+			"name", p->latest.name, "sha256", p->latest.sha256,
+			"size", (json_int_t)p->latest.size));
+	return r;
+}
+
+static json_t *on_hello(struct job *j, struct pnode *nd)
+{
+	struct program *p = pr(j);
+	const struct job_program *g = &j->req.program;
+	json_t *cmd = json_array(), *env = json_array(), *gr = json_array();
+	const char *s = g->cmd;
+	struct px_error err;
+
+	for (int i = 0; i < g->argc; i++, s += strlen(s) + 1)
+		json_array_append_new(cmd, json_string(s));
+	s = g->env;
+	for (int i = 0; i < g->nenv; i++, s += strlen(s) + 1)
+		json_array_append_new(env, json_string(s));
+	for (int i = 0; i < p->ngroups; i++)
+		json_array_append_new(gr, json_integer(p->groups[i]));
+	if (!nd->hello) {
+		nd->hello = true;
+		membership_changed(j);
+		if (j->run.w)
+			(void)j->wops->ready(j->run.w, nd->id, &err);
+	}
+	return json_pack("{s:o, s:o, s:I, s:I, s:I, s:o, s:i, s:I, s:s}",
+			 "command", cmd, "env", env, "job", (json_int_t)j->id,
+			 "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
+			 "groups", gr, "grace_s", g->grace_seconds,
+			 "ckpt_max", (json_int_t)(g->checkpoint_max_mb << 20),
+			 "code", p->code);
+}
+
+static json_t *answer(struct job *j, struct pnode *nd, json_t *q)
+{
+	const char *op = json_string_value(json_object_get(q, "op"));
+
+	nd->seen_us = px_now_mono_us();
+	if (op && !strcmp(op, "hello"))
+		return on_hello(j, nd);
+	if (!nd->hello)
+		return json_pack("{s:s}", "error", "hello first");
+	if (op && !strcmp(op, "beat"))
+		return on_beat(j, nd, q);
+	if (op && !strcmp(op, "ckpt_put"))
+		return on_put(j, nd, q);
+	if (op && !strcmp(op, "ckpt_get"))
+		return on_get(j, q);
+	return json_pack("{s:s}", "error", "unknown op");
+}
+
+/* One request off the hub, answered. */
+static bool hub_one(struct job *j)
+{
+	struct program *p = pr(j);
+	void *buf = NULL;
+	int n = nn_recv(p->sock, &buf, NN_MSG, NN_DONTWAIT);
+	struct px_error err = {0};
+	enum pchan_dir dir;
+	uint64_t sess, ctr, id;
+	json_t *q = NULL, *r;
+	struct pnode *nd;
+	uint8_t *out;
+	size_t len;
+
+	if (n < 0)
+		return false;
+	if (pchan_open(&p->key, buf, (size_t)n, &dir, &sess, &ctr, &q,
+		       &err) != PX_OK || dir != PCHAN_REQUEST) {
+		nn_freemsg(buf);
+		json_decref(q);
+		/* a REP must answer to take the next: a sealed refusal no
+		 * one but the key's holder reads */
+		r = json_pack("{s:s}", "error", "refused");
+		sess = ctr = 0;
+		goto reply;
+	}
+	nn_freemsg(buf);
+	id = (uint64_t)json_integer_value(json_object_get(q, "inst"));
+	nd = j->run.w ? node_of(j, id, true) : NULL;
+	if (!nd || (nd->session == sess && ctr <= nd->counter)) {
+		r = json_pack("{s:s}", "error", nd ? "a replayed request" :
+			      "no such instance");
+	} else {
+		nd->session = sess;
+		nd->counter = ctr;
+		r = answer(j, nd, q);
+	}
+	json_decref(q);
+reply:
+	if (pchan_seal(&p->key, PCHAN_REPLY, sess, ctr, r, &out, &len, &err) ==
+	    PX_OK) {
+		(void)nn_send(p->sock, out, len, NN_DONTWAIT);
+		free(out);
+	}
+	json_decref(r);
+	return true;
+}
+
+static void on_hub(struct loop *l, int fd, int mask, void *ctx)
+{
+	struct job *j = ctx;
+
+	(void)l;
+	(void)fd;
+	(void)mask;
+	for (int k = 0; k < 64 && hub_one(j); k++)
+		;
+}
+
+/* ---- the report ---- */
+
+static void report(struct job *j)
+{
+	struct program *p = pr(j);
+	uint64_t now = px_now_mono_us();
+	int running = 0;
+	json_t *acc = json_object_get(p->metrics, "test_accuracy");
+	struct job_report r = {
+		.acc = NAN, .loss = p->loss, .stage = 1,
+		.total_clock = 0,
+	};
+
+	if (!acc)
+		acc = json_object_get(p->metrics, "accuracy");
+	if (json_is_number(acc))
+		r.acc = json_number_value(acc);
+	for (size_t i = 0; i < p->n; i++)
+		running += node_up(&p->nodes[i]) && p->start &&
+			   p->nodes[i].start == p->start;
+	if (!p->sps_us || now - p->sps_us > SPS_WINDOW_US) {
+		if (p->sps_us && p->samples >= p->sps_samples)
+			p->sps = (double)(p->samples - p->sps_samples) /
+				 ((double)(now - p->sps_us) / 1e6);
+		p->sps_us = now;
+		p->sps_samples = p->samples;
+	}
+	/* a program that reports nothing is alive while it runs */
+	if (running && !p->samples)
+		p->alive = (int64_t)(now / 1000000);
+	r.clock = p->alive;
+	r.sps = p->sps;
+	r.workers = running;
+	r.instances = running;
+	/* the work ends when the program does, not at its count */
+	r.frac = j->req.program.samples > 0 ?
+		 fmin(p->done ? 1.0 : 0.999, (double)p->samples /
+		      (double)j->req.program.samples) : 0;
+	job_progress_take(j, &r);
+}
+
+/* ---- the workload's ops ---- */
+
+static void program_poll(struct job *j)
+{
+	struct program *p = pr(j);
+	uint64_t now = px_now_mono_us();
+	const char *why;
+
+	on_hub(NULL, -1, 0, j);
+	for (size_t i = 0; i < p->n; i++) {
+		struct pnode *nd = &p->nodes[i];
+
+		if (nd->hello && !nd->gone &&
+		    now - nd->seen_us > PROG_HB_LOST_US) {
+			nd->gone = true;
+			membership_changed(j);
+			if (!nd->leaving)  /* a leave is no loss */
+				job_eventf(j, "loss", "instance %" PRIu64 ": its node "
+					   "agent has been silent for %d s",
+					   nd->id,
+					   (int)(PROG_HB_LOST_US / 1000000));
+		}
+	}
+	if ((why = want_start(j)))
+		new_start(j, why);
+	if (j->req.program.stall_seconds > 0 && p->start && p->quiet_us &&
+	    now - p->quiet_us > (uint64_t)j->req.program.stall_seconds *
+				1000000 && !p->why[0])
+		snprintf(p->why, sizeof p->why, "stalled: no progress and no "
+			 "checkpoint for %d s (program.stall_seconds)",
+			 j->req.program.stall_seconds);
+	if (p->start && !p->quiet_us)
+		p->quiet_us = now;
+	report(j);
+}
+
+static enum workload_end program_check(struct job *j, char *why, size_t len)
+{
+	if (pr(j)->why[0]) {
+		snprintf(why, len, "%s", pr(j)->why);
+		return WORKLOAD_FAILED;
+	}
+	return pr(j)->done ? WORKLOAD_DONE : WORKLOAD_RUNS;
+}
+
+static bool program_restart_stalled(struct job *j)
+{
+	(void)j;
+	return false;
+}
+
+static void program_stage(struct job *j, int stage)
+{
+	(void)j;
+	(void)stage;
+}
+
+/* An instance runs the node agent, which asks the hub what to run. */
+static enum px_err node_command(void *ctx, const struct world_req *q,
+				const struct world_place *pl,
+				struct world_node *ret, struct px_error *err)
+{
+	struct job *j = ctx;
+	struct program *p = pr(j);
+	struct pnode *nd = node_of(j, q->id, true);
+	char inst[24], log[JOB_PATH_MAX + 48];
+	const char *argv[] = { j->js->s.trainer, "program-node", "--hub",
+			       pl->coord, "--inst", inst, "--log", log, NULL };
+	size_t k;
+
+	if (!nd)
+		return px_errorf(err, PX_ETOOBIG, "more than %d instances",
+				 PNODES_MAX);
+	if (pl->remote)
+		return px_errorf(err, PX_EUNSUPP, "program jobs run in the "
+				 "local world only, for now");
+	nd->reliable = q->reliable;
+	snprintf(inst, sizeof inst, "%" PRIu64, q->id);
+	snprintf(log, sizeof log, "%s/i%" PRIu64 ".log", p->logs, q->id);
+	ret->argv = calloc(sizeof argv / sizeof argv[0], sizeof *ret->argv);
+	ret->env = calloc(2, sizeof *ret->env);
+	for (k = 0; ret->argv && argv[k]; k++)
+		if (!(ret->argv[k] = strdup(argv[k])))
+			break;
+	if (ret->env)
+		ret->env[0] = strdup(p->keyenv);
+	if (!ret->argv || argv[k] || !ret->env || !ret->env[0]) {
+		for (size_t i = 0; ret->argv && ret->argv[i]; i++)
+			free(ret->argv[i]);
+		free(ret->argv);
+		free(ret->env ? ret->env[0] : NULL);
+		free(ret->env);
+		ret->argv = ret->env = NULL;
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	}
+	return PX_OK;
+}
+
+static void node_notice(void *ctx, uint64_t id, int64_t gone_ms,
+			enum world_leave why)
+{
+	struct job *j = ctx;
+	struct pnode *nd = node_of(j, id, false);
+
+	(void)gone_ms;
+	(void)why;
+	if (nd && !nd->leaving) {
+		nd->leaving = true;
+		membership_changed(j);
+	}
+}
+
+static void node_ended(void *ctx, uint64_t id)
+{
+	struct job *j = ctx;
+	struct pnode *nd = node_of(j, id, false);
+
+	if (nd && !nd->gone) {
+		nd->gone = true;
+		up_drop(j, nd);
+		membership_changed(j);
+	}
+}
+
+static void node_start_failed(void *ctx, uint64_t id, const char *how)
+{
+	struct job *j = ctx;
+
+	job_eventf(j, "node_failed", "instance %" PRIu64 ": its node agent "
+		   "failed to start: %s", id, how);
+	node_ended(ctx, id);
+}
+
+static void program_hooks(struct job *j, struct world_hooks *h)
+{
+	h->command = node_command;
+	h->notice = node_notice;
+	h->ended = node_ended;
+	h->start_failed = node_start_failed;
+	h->ctx = j;
+	h->ready_on_report = true;
+	h->log_path = pr(j)->log;
+	h->spawn_env = PX_SPAWN_ENV_TRAINER;
+}
+
+/* The submitter the program runs as (jobs_inputs.c kept it). */
+static enum px_err load_owner(struct job *j, struct px_error *err)
+{
+	struct program *p = pr(j);
+	char path[JOB_PATH_MAX + 32];
+	json_t *o, *g;
+	size_t i;
+
+	snprintf(path, sizeof path, "%s/in/program/owner", j->run.dir);
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_integer(json_object_get(o, "uid")) ||
+	    !json_is_integer(json_object_get(o, "gid"))) {
+		json_decref(o);
+		return px_errorf(err, PX_ENOENT, "%s: the job's owner is not "
+				 "known (%s): submit it again", j->src, path);
+	}
+	p->uid = (uint32_t)json_integer_value(json_object_get(o, "uid"));
+	p->gid = (uint32_t)json_integer_value(json_object_get(o, "gid"));
+	g = json_object_get(o, "groups");
+	p->ngroups = 0;
+	json_array_foreach(g, i, g)
+		if (p->ngroups < 64 && json_is_integer(g))
+			p->groups[p->ngroups++] = (uint32_t)
+				json_integer_value(g);
+	json_decref(o);
+	snprintf(p->code, sizeof p->code, "%s/in/program/code.tar.gz",
+		 j->run.dir);
+	if (access(p->code, R_OK) != 0)
+		p->code[0] = 0;
+	return PX_OK;
+}
+
+static enum px_err program_prepare(struct job *j, struct px_error *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct program *p = j->wl;
+	size_t off;
+
+	if (!p) {
+		if (!(p = calloc(1, sizeof *p)))
+			return px_errorf(err, PX_ENOMEM, "out of memory");
+		p->sock = p->fd = -1;
+		p->loss = NAN;
+		j->wl = p;
+	}
+	snprintf(p->store, sizeof p->store, "%s/ckpt", j->run.dir);
+	snprintf(p->logs, sizeof p->logs, "%s/logs", j->run.dir);
+	snprintf(p->log, sizeof p->log, "%s/program.log", j->run.dir);
+	if ((mkdir(p->store, 0700) != 0 && errno != EEXIST) ||
+	    (mkdir(p->logs, 0700) != 0 && errno != EEXIST))
+		return px_errorf(err, PX_ESYS | errno, "%s: %s", p->store,
+				 strerror(errno));
+	if (pchan_key_from_job(j->run.key, sizeof j->run.key, &p->key, err) !=
+	    PX_OK)
+		return err->code;
+	off = (size_t)snprintf(p->keyenv, sizeof p->keyenv, "%s=",
+			       DIST_KEY_ENV);
+	for (size_t i = 0; i < sizeof j->run.key; i++) {
+		p->keyenv[off++] = hex[j->run.key[i] >> 4];
+		p->keyenv[off++] = hex[j->run.key[i] & 15];
+	}
+	p->keyenv[off] = 0;
+	p->elastic = is_torchrun(j);
+	load_latest(j);
+	job_progress_foresee(j, 0);
+	return load_owner(j, err);
+}
+
+static int program_node_ports(const struct job *j)
+{
+	(void)j;
+	return 2;
+}
+
+static enum px_err program_start(struct job *j, const char *coord,
+				 bool resume, struct px_error *err)
+{
+	struct program *p = pr(j);
+	char path[JOB_PATH_MAX + 16];
+	size_t fl = sizeof p->fd;
+
+	(void)resume;
+	/* a new life: the nodes of the last one are gone */
+	p->n = 0;
+	p->start = 0;
+	p->done = false;
+	/* the hub listens where the world puts a job's driver, which its
+	 * nodes are told (world_place.coord) */
+	snprintf(p->hub, sizeof p->hub, "%s", coord);
+	if (!strncmp(coord, "ipc://", 6)) {
+		snprintf(path, sizeof path, "%s", coord + 6);
+		(void)unlink(path);
+	}
+	p->sock = nn_socket(AF_SP, NN_REP);
+	if (p->sock < 0 || nn_bind(p->sock, p->hub) < 0 ||
+	    nn_getsockopt(p->sock, NN_SOL_SOCKET, NN_RCVFD, &p->fd, &fl) < 0 ||
+	    loop_fd_add(j->js->s.loop, p->fd, LOOP_READABLE, on_hub, j) !=
+		    PX_OK)
+		return px_errorf(err, PX_EIO, "the program's hub (%s): %s",
+				 p->hub, nn_strerror(nn_errno()));
+	{
+		int max = (int)PCHAN_MSG_MAX;
+
+		(void)nn_setsockopt(p->sock, NN_SOL_SOCKET, NN_RCVMAXSIZE,
+				    &max, sizeof max);
+	}
+	return PX_OK;
+}
+
+static void program_stop(struct job *j)
+{
+	struct program *p = pr(j);
+
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		up_drop(j, &p->nodes[i]);
+	if (p->fd >= 0)
+		loop_fd_del(j->js->s.loop, p->fd);
+	p->fd = -1;
+	if (p->sock >= 0)
+		nn_close(p->sock);
+	p->sock = -1;
+}
+
+static void program_free(struct job *j)
+{
+	if (j->wl)
+		json_decref(pr(j)->metrics);
+	free(j->wl);
+	j->wl = NULL;
+}
+
+/* status: the program's own figures. */
+static json_t *program_view(const struct job *j)
+{
+	const struct program *p = pr(j);
+	json_t *nodes = json_array();
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct pnode *nd = &p->nodes[i];
+
+		if (nd->gone)
+			continue;
+		json_array_append_new(nodes, json_pack(
+			"{s:I, s:b, s:s, s:I, s:o}", "instance",
+			(json_int_t)nd->id, "reliable", nd->reliable, "state",
+			nd->leaving ? "leaving" : !nd->hello ? "starting" :
+			nd->start == p->start && p->start ? "running" :
+			"waiting", "start", (json_int_t)nd->start, "rank",
+			nd->rank >= 0 && !p->elastic ? json_integer(nd->rank) :
+			json_null()));
+	}
+	return json_pack("{s:s, s:I, s:I, s:o, s:O*, s:I, s:I, s:o, s:o}",
+			 "membership", p->elastic ? "elastic" : "fixed",
+			 "samples", (json_int_t)p->samples,
+			 "samples_total", (json_int_t)j->req.program.samples,
+			 "loss", isfinite(p->loss) ? json_real(p->loss) :
+			 json_null(), "metrics", p->metrics,
+			 "start", (json_int_t)p->start,
+			 "restarts_on_errors", (json_int_t)p->restarts,
+			 "checkpoint", p->latest.seq ? json_pack(
+				 "{s:I, s:s, s:I}", "seq",
+				 (json_int_t)p->latest.seq, "name",
+				 p->latest.name, "bytes",
+				 (json_int_t)p->latest.size) : json_null(),
+			 "nodes", nodes);
+}
+
+const struct workload_ops workload_program = {
+	.name = "program",
+	.product = "ckpt/LATEST",
+	.release_ms = 5000,
+	.prepare = program_prepare,
+	.node_ports = program_node_ports,
+	.hooks = program_hooks,
+	.start = program_start,
+	.poll = program_poll,
+	.stage = program_stage,
+	.check = program_check,
+	.restart_stalled = program_restart_stalled,
+	.stop = program_stop,
+	.free = program_free,
+	.view = program_view,
+};

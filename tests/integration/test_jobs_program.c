@@ -1,0 +1,277 @@
+/* test_jobs_program.c -- program jobs through a real proteusd in the local
+ * world (docs/programs.md): the user's program (tests/fakes/program_toy.py,
+ * which follows the contract without real work) submitted by `nobody`,
+ * run as nobody from a snapshot of its folder, through evictions with a
+ * notice (a price spike in the test's own trace) to done, its checkpoints
+ * in the store and restored on the nodes that start after; a program that
+ * fails at start fails the job with its stderr; a failure restarts from
+ * the latest checkpoint within max_restarts_on_errors; a program that
+ * ignores the notice's SIGTERM is killed at the grace; a kill -9 of
+ * proteusd mid-job resumes; the books equal the ledger. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/px.h"
+#include "jobs_fixture.h"
+#include "pxrun.h"
+
+TestSuite(jobs_program, .init = jobs_fixture_setup,
+	  .fini = jobs_fixture_teardown, .timeout = 240);
+
+#define NOBODY 65534
+#define T0 1456876800            /* 2016-03-02T00:00:00Z */
+#define SPIKE_AT (T0 + 3600)     /* an hour in: 3 s at 1200x */
+#define SPIKE_END (T0 + 5400)
+
+/* tmp/trace.json: m3.large in us-east-1a at $0.02 every 5 minutes for
+ * two days, but $5 (past any bid) from SPIKE_AT to SPIKE_END: every spot
+ * node is evicted, with a notice, once. */
+static void write_trace(void)
+{
+	char path[700];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/trace.json", jt.tmp);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("{\"SpotPriceHistory\": [", f);
+	for (int64_t t = T0 - 3600, k = 0; t < T0 + 2 * 86400; t += 300, k++)
+		fprintf(f, "%s{\"AvailabilityZone\": \"us-east-1a\", "
+			"\"InstanceType\": \"m3.large\", \"ProductDescription\":"
+			" \"Linux/UNIX\", \"SpotPrice\": \"%s\", \"Timestamp\": "
+			"\"@%lld\"}", k ? ", " : "", t >= SPIKE_AT &&
+			t < SPIKE_END ? "5.000000" : "0.020000", (long long)t);
+	fputs("]}\n", f);
+	fclose(f);
+	cr_assert_eq(chmod(path, 0644), 0);
+}
+
+/* tmp/code/: the toy program, readable by all (nobody reads it). */
+static void write_code(void)
+{
+	char dir[700], cmd[2000];
+	char *src = px_src_path("tests/fakes/program_toy.py");
+
+	snprintf(dir, sizeof dir, "%s/code", jt.tmp);
+	cr_assert_eq(chmod(jt.tmp, 0755), 0);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s/program_toy.py' && chmod 0644 "
+		 "'%s/program_toy.py'", src, dir, dir);
+	cr_assert_eq(system(cmd), 0);
+	free(src);
+}
+
+/* The job: 1 reliable and up to 2 spot m3.large, the toy with env (a JSON
+ * object's members, may be "") and more program fields (may be ""). */
+static void write_program_job(const char *env, const char *more)
+{
+	char text[8192];
+	FILE *f;
+
+	write_trace();
+	write_code();
+	snprintf(text, sizeof text,
+		 "{\"name\": \"toy\", \"region\": \"us-east-1\", "
+		 "\"work_hours\": 2, \"reference_type\": \"m3.large\", "
+		 "\"instances\": 3, \"reliable\": {\"type\": \"m3.large\", "
+		 "\"count\": 1}, \"spot\": {\"types\": [\"m3.large\"], "
+		 "\"zones\": [\"us-east-1a\"], \"max_instances\": 2}, "
+		 "\"scaling_explore\": false, \"startup_seconds\": 60, "
+		 "\"program\": {\"command\": [\"/usr/bin/python3\", "
+		 "\"program_toy.py\"], \"code\": \"%s/code\", \"env\": "
+		 "{\"TOY_SAMPLES\": \"48000\"%s%s}, "
+		 "\"nodes\": {\"min\": 1, \"max\": 3}, \"samples\": 48000%s%s},"
+		 " \"world\": {\"name\": \"local\", \"trace\": "
+		 "\"%s/trace.json\", \"start\": \"2016-03-02T00:00:00Z\", "
+		 "\"speedup\": 1200}}",
+		 jt.tmp, env[0] ? ", " : "", env, more[0] ? ", " : "", more,
+		 jt.tmp);
+	f = fopen(jt.job, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(chmod(jt.job, 0644), 0);
+}
+
+static int64_t submit_as(uid_t uid)
+{
+	struct pxrun r;
+	int64_t id;
+
+	cr_assert_eq(ctl_as(&r, 60, uid, "submit", jt.job, NULL, NULL), 0,
+		     "%s", r.err);
+	id = strtoll(r.out, NULL, 10);
+	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
+	pxrun_free(&r);
+	return id;
+}
+
+/* How many times needle is in the programs' logs of job id (every
+ * node's, rotated ones too). */
+static int logs_count(int64_t id, const char *needle)
+{
+	char dir[4200];
+	DIR *d;
+	struct dirent *e;
+	int k = 0;
+
+	snprintf(dir, sizeof dir, "%s.jobs/%lld/logs", jt.db, (long long)id);
+	d = opendir(dir);
+	while (d && (e = readdir(d))) {
+		char path[4500];
+		char *buf = NULL;
+		size_t n;
+		struct px_error err = {0};
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if (px_read_file(path, 64 << 20, &buf, &n, &err) != PX_OK)
+			continue;
+		for (char *p = buf; (p = strstr(p, needle)); p++)
+			k++;
+		free(buf);
+	}
+	if (d)
+		closedir(d);
+	return k;
+}
+
+static int64_t events_like(int64_t id, const char *kind, const char *like)
+{
+	char q[600];
+
+	snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE job_id = %lld"
+		 " AND kind = '%s' AND detail LIKE '%s'", (long long)id, kind,
+		 like);
+	return sql_int(q);
+}
+
+static void need_root(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run a program as another user");
+}
+
+/* The program's whole run: submitted by nobody, run as nobody, through
+ * the spike's evictions (the toy checkpoints on the notice's SIGTERM), its
+ * checkpoints stored and restored, done, the books the ledger's. */
+Test(jobs_program, a_program_job_runs_as_its_submitter_through_evictions)
+{
+	json_t *st;
+	int64_t id;
+
+	need_root();
+	daemon_up();
+	write_program_job("", "");
+	id = submit_as(NOBODY);
+	/* the snapshot is the job's: an edit after submit changes nothing */
+	{
+		char p[700];
+		FILE *f;
+
+		snprintf(p, sizeof p, "%s/code/program_toy.py", jt.tmp);
+		f = fopen(p, "w");
+		cr_assert_not_null(f);
+		fputs("import sys\nsys.exit(9)\n", f);
+		fclose(f);
+	}
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s\n%s",
+			 json_dumps(st, 0), daemon_said());
+	cr_assert_gt(logs_count(id, "toy: uid=65534 "), 0,
+		     "the program did not run as nobody");
+	cr_assert_eq(logs_count(id, "toy: uid=0 "), 0, "it ran as root");
+	cr_assert_gt(json_integer_value(json_object_get(st, "evictions")), 0,
+		     "the spike evicted nothing: %s", json_dumps(st, 0));
+	cr_assert_gt(logs_count(id, "term: checkpointed"), 0,
+		     "no notice's SIGTERM reached the program");
+	cr_assert_gt(events_like(id, "checkpoint", "%stored"), 0);
+	cr_assert_gt(logs_count(id, "resumed from "), 0,
+		     "no start restored a checkpoint");
+	cr_assert_eq(events_like(id, "error", "%program failed%"), 0,
+		     "a preemption was counted as a failure");
+	check_books(id, st);
+	json_decref(st);
+}
+
+Test(jobs_program, a_program_that_fails_at_start_fails_the_job_with_its_stderr)
+{
+	json_t *st;
+	int64_t id;
+	const char *why;
+
+	need_root();
+	daemon_up();
+	write_program_job("\"TOY_FAIL_AT_START\": \"1\"", "");
+	id = submit_as(NOBODY);
+	st = wait_end(id, 60);
+	cr_assert_str_eq(state_of(st), "failed", "%s", json_dumps(st, 0));
+	why = json_string_value(json_object_get(st, "error"));
+	cr_assert(why && strstr(why, "cannot start: bad config") &&
+		  strstr(why, "exit 3"), "%s", why ? why : "(none)");
+	json_decref(st);
+}
+
+Test(jobs_program, a_failure_restarts_from_the_latest_checkpoint)
+{
+	json_t *st;
+	int64_t id;
+
+	need_root();
+	daemon_up();
+	write_program_job("\"TOY_FAIL_AT_SAMPLES\": \"6000\"",
+			  "\"max_restarts_on_errors\": 1");
+	id = submit_as(NOBODY);
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s", json_dumps(st, 0));
+	cr_assert_eq(events_like(id, "error", "%restart 1 of 1%diverged%"),
+		     1);
+	cr_assert_gt(logs_count(id, "resumed from "), 0);
+	json_decref(st);
+}
+
+Test(jobs_program, a_program_that_ignores_the_notice_is_killed_at_the_grace)
+{
+	json_t *st;
+	int64_t id;
+
+	need_root();
+	daemon_up();
+	write_program_job("\"TOY_ON_TERM\": \"ignore\"", "");
+	id = submit_as(NOBODY);
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s", json_dumps(st, 0));
+	cr_assert_gt(logs_count(id, "term: ignored"), 0);
+	json_decref(st);
+}
+
+Test(jobs_program, a_kill_9_of_proteusd_mid_job_resumes)
+{
+	json_t *st;
+	int64_t id;
+
+	need_root();
+	daemon_up();
+	write_program_job("\"TOY_STEP_MS\": \"40\"", "");
+	id = submit_as(NOBODY);
+	for (int i = 0; i < 300 && !events_like(id, "checkpoint", "%stored");
+	     i++)
+		sleep_ms(50);
+	cr_assert_gt(events_like(id, "checkpoint", "%stored"), 0);
+	stop_daemon(SIGKILL);
+	(void)processes_after(3000);
+	start_daemon();
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s", json_dumps(st, 0));
+	cr_assert_gt(logs_count(id, "resumed from "), 0);
+	check_books(id, st);
+	json_decref(st);
+}
