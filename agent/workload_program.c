@@ -42,11 +42,15 @@
 #define PNODES_MAX 512           /* instances a job's hub tracks */
 #define SETTLE_US 1500000        /* a fixed group re-forms after this
 				  * long of steady membership */
-#define PROG_HB_LOST_US 5000000  /* a node silent this long is gone */
+#define PROG_HB_LOST_US 10000000 /* a node silent this long is gone (a
+				  * node whose process ends, the world
+				  * tells at once) */
 #define TORCHRUN_RESTARTS 100    /* PET_MAX_RESTARTS: torchrun's own
 				  * restarts of its workers, which a
 				  * peer's eviction costs one of */
 #define SPS_WINDOW_US 10000000   /* samples per second over this */
+#define PROG_QUIET_US 300000000  /* a running program's quiet time that
+				  * is not yet a stall (5 minutes) */
 
 struct pnode {
 	uint64_t id;
@@ -493,20 +497,24 @@ static json_t *run_of(struct job *j, const struct pnode *nd)
 		put_env(e, "PET_RDZV_ENDPOINT", "127.0.0.1:%d", p->rdzv_port);
 		put_env(e, "PET_RDZV_ID", "proteus-%" PRId64 "-%" PRId64,
 			j->id, p->start);
-		put_env(e, "PET_RDZV_CONF", "is_host=%d",
+		/* the store on the host's node only; the group closes 2 s
+		 * after its min is there (torch's default is 30) */
+		put_env(e, "PET_RDZV_CONF", "is_host=%d,last_call_timeout=2",
 			nd->id == p->rdzv_host);
 		put_env(e, "PET_MAX_RESTARTS", "%d", TORCHRUN_RESTARTS);
-		/* Debian's torch 1.13 on Python 3.11: the default "0"
-		 * crashes (Std.from_str) */
-		put_env(e, "PET_REDIRECTS", "3");
-		put_env(e, "PET_TEE", "3");
+		/* Debian's torch 1.13 on Python 3.11: Std.from_str knows
+		 * only 1 and 2 (its default "0" crashes torchrun); stderr
+		 * redirected and teed keeps both streams in the node's log,
+		 * each stderr line after "[default<rank>]:" */
+		put_env(e, "PET_REDIRECTS", "2");
+		put_env(e, "PET_TEE", "2");
 	}
 	return json_pack("{s:I, s:o}", "start", (json_int_t)p->start, "env", e);
 }
 
 /* ---- what the nodes say ---- */
 
-static void take_line(struct job *j, json_t *l)
+static void take_line(struct job *j, const struct pnode *nd, json_t *l)
 {
 	struct program *p = pr(j);
 	json_t *s = json_object_get(l, "samples");
@@ -525,6 +533,18 @@ static void take_line(struct job *j, json_t *l)
 	if (json_is_object(m) && json_object_size(m) <= 32) {
 		json_decref(p->metrics);
 		p->metrics = json_incref(m);
+	}
+	/* {"done": true}: the work is over, as an exit 0 would say, without
+	 * torchrun's exit barrier (up to 5 minutes for a peer an eviction
+	 * took at the end); from rank 0 of a fixed group, or any node of
+	 * an elastic one */
+	if (json_is_true(json_object_get(l, "done")) && !p->done &&
+	    !p->why[0] && p->start && nd->start == p->start &&
+	    (p->elastic || nd->rank == 0)) {
+		p->done = true;
+		job_eventf(j, "program", "the program said it is done on "
+			   "instance %" PRIu64 " (start %" PRId64 ")", nd->id,
+			   p->start);
 	}
 }
 
@@ -578,10 +598,10 @@ static json_t *on_beat(struct job *j, struct pnode *nd, json_t *q)
 	json_t *l, *x = json_object_get(q, "exit"), *r;
 	size_t i;
 
+	nd->start = json_integer_value(json_object_get(q, "start"));
 	json_array_foreach(json_object_get(q, "lines"), i, l)
 		if (i < PCHAN_LINES_MAX && json_is_object(l))
-			take_line(j, l);
-	nd->start = json_integer_value(json_object_get(q, "start"));
+			take_line(j, nd, l);
 	if (json_is_object(x))
 		take_exit(j, nd, x);
 	r = json_pack("{s:o, s:b}", "run", run_of(j, nd), "stop",
@@ -682,7 +702,9 @@ static bool hub_one(struct job *j)
 reply:
 	if (pchan_seal(&p->key, PCHAN_REPLY, sess, ctr, r, &out, &len, &err) ==
 	    PX_OK) {
-		(void)nn_send(p->sock, out, len, NN_DONTWAIT);
+		if (nn_send(p->sock, out, len, NN_DONTWAIT) < 0)
+			log_warn("job %" PRId64 ": the program's hub could not "
+				 "answer: %s", j->id, nn_strerror(nn_errno()));
 		free(out);
 	}
 	json_decref(r);
@@ -727,8 +749,11 @@ static void report(struct job *j)
 		p->sps_us = now;
 		p->sps_samples = p->samples;
 	}
-	/* a program that reports nothing is alive while it runs */
-	if (running && !p->samples)
+	/* a program that reports nothing is alive while it runs; one that
+	 * does, for PROG_QUIET_US after its last report too (torchrun's
+	 * group re-forming, a long evaluation): the daemon's stall rule
+	 * counts from then */
+	if (running && (!p->samples || now - p->quiet_us < PROG_QUIET_US))
 		p->alive = (int64_t)(now / 1000000);
 	r.clock = p->alive;
 	r.sps = p->sps;
@@ -746,14 +771,15 @@ static void report(struct job *j)
 static void program_poll(struct job *j)
 {
 	struct program *p = pr(j);
-	uint64_t now = px_now_mono_us();
+	uint64_t now;
 	const char *why;
 
 	on_hub(NULL, -1, 0, j);
+	now = px_now_mono_us();   /* after the answers, which time the nodes */
 	for (size_t i = 0; i < p->n; i++) {
 		struct pnode *nd = &p->nodes[i];
 
-		if (nd->hello && !nd->gone &&
+		if (nd->hello && !nd->gone && now > nd->seen_us &&
 		    now - nd->seen_us > PROG_HB_LOST_US) {
 			nd->gone = true;
 			membership_changed(j);
@@ -761,7 +787,8 @@ static void program_poll(struct job *j)
 				job_eventf(j, "loss", "instance %" PRIu64 ": its node "
 					   "agent has been silent for %d s",
 					   nd->id,
-					   (int)(PROG_HB_LOST_US / 1000000));
+					   (int)(PROG_HB_LOST_US /
+						 1000000));
 		}
 	}
 	if ((why = want_start(j)))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A fast fake "program job" for the daemon's integration tests (stdlib only).
 
-It follows the node-agent contract (docs/examples/programs/README.md) without
+It follows the node-agent contract (docs/programs.md) without
 doing any real work: each step sleeps TOY_STEP_MS (default 20) milliseconds
 and adds TOY_BATCH (default 32) * PROTEUS_NUM_NODES samples to the job's
 count.  Node rank 0 alone writes {"samples", "loss"} lines to PROTEUS_PROGRESS

@@ -28,7 +28,8 @@ TestSuite(jobs_program, .init = jobs_fixture_setup,
 #define NOBODY 65534
 #define T0 1456876800            /* 2016-03-02T00:00:00Z */
 #define SPIKE_AT (T0 + 3600)     /* an hour in: 3 s at 1200x */
-#define SPIKE_END (T0 + 5400)
+#define SPIKE_S 1800
+static int64_t spike_at = SPIKE_AT;
 
 /* tmp/trace.json: m3.large in us-east-1a at $0.02 every 5 minutes for
  * two days, but $5 (past any bid) from SPIKE_AT to SPIKE_END: every spot
@@ -46,8 +47,9 @@ static void write_trace(void)
 		fprintf(f, "%s{\"AvailabilityZone\": \"us-east-1a\", "
 			"\"InstanceType\": \"m3.large\", \"ProductDescription\":"
 			" \"Linux/UNIX\", \"SpotPrice\": \"%s\", \"Timestamp\": "
-			"\"@%lld\"}", k ? ", " : "", t >= SPIKE_AT &&
-			t < SPIKE_END ? "5.000000" : "0.020000", (long long)t);
+			"\"@%lld\"}", k ? ", " : "", t >= spike_at &&
+			t < spike_at + SPIKE_S ? "5.000000" : "0.020000",
+			(long long)t);
 	fputs("]}\n", f);
 	fclose(f);
 	cr_assert_eq(chmod(path, 0644), 0);
@@ -70,7 +72,19 @@ static void write_code(void)
 
 /* The job: 1 reliable and up to 2 spot m3.large, the toy with env (a JSON
  * object's members, may be "") and more program fields (may be ""). */
+static void write_job_cmd(const char *cmd, const char *env,
+			  const char *more, long samples);
+
 static void write_program_job(const char *env, const char *more)
+{
+	write_job_cmd("\"/usr/bin/python3\", \"program_toy.py\"", env, more,
+		      48000);
+}
+
+/* The job with its command (JSON array members) and its samples (the
+ * toy's TOY_SAMPLES too). */
+static void write_job_cmd(const char *cmd, const char *env, const char *more,
+			  long samples)
 {
 	char text[8192];
 	FILE *f;
@@ -84,15 +98,15 @@ static void write_program_job(const char *env, const char *more)
 		 "\"count\": 1}, \"spot\": {\"types\": [\"m3.large\"], "
 		 "\"zones\": [\"us-east-1a\"], \"max_instances\": 2}, "
 		 "\"scaling_explore\": false, \"startup_seconds\": 60, "
-		 "\"program\": {\"command\": [\"/usr/bin/python3\", "
-		 "\"program_toy.py\"], \"code\": \"%s/code\", \"env\": "
-		 "{\"TOY_SAMPLES\": \"48000\"%s%s}, "
-		 "\"nodes\": {\"min\": 1, \"max\": 3}, \"samples\": 48000%s%s},"
+		 "\"program\": {\"command\": [%s], \"code\": \"%s/code\", "
+		 "\"env\": "
+		 "{\"TOY_SAMPLES\": \"%ld\"%s%s}, "
+		 "\"nodes\": {\"min\": 1, \"max\": 3}, \"samples\": %ld%s%s},"
 		 " \"world\": {\"name\": \"local\", \"trace\": "
 		 "\"%s/trace.json\", \"start\": \"2016-03-02T00:00:00Z\", "
 		 "\"speedup\": 1200}}",
-		 jt.tmp, env[0] ? ", " : "", env, more[0] ? ", " : "", more,
-		 jt.tmp);
+		 cmd, jt.tmp, samples, env[0] ? ", " : "", env, samples,
+		 more[0] ? ", " : "", more, jt.tmp);
 	f = fopen(jt.job, "w");
 	cr_assert_not_null(f);
 	fputs(text, f);
@@ -274,4 +288,69 @@ Test(jobs_program, a_kill_9_of_proteusd_mid_job_resumes)
 	cr_assert_gt(logs_count(id, "resumed from "), 0);
 	check_books(id, st);
 	json_decref(st);
+}
+
+/* The accuracy the example reaches alone: one process, no PROTEUS_*
+ * (its checkpoints in a folder of its own), "test accuracy: X". */
+static double alone_accuracy(const char *prog, const char *epochs)
+{
+	char cmd[2000], line[256];
+	double acc = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p alone && cd alone && "
+		 "OMP_NUM_THREADS=1 /usr/bin/python3 '%s' --epochs %s 2>&1",
+		 jt.tmp, prog, epochs);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof line, f))
+		(void)sscanf(line, "test accuracy: %lf", &acc);
+	cr_assert_eq(pclose(f), 0, "the example failed alone");
+	cr_assert_gt(acc, 0.5, "no accuracy from the example alone");
+	return acc;
+}
+
+/* The shipped PyTorch example (docs/examples/programs/fashion_mnist_ddp.py,
+ * DDP over gloo on Fashion-MNIST) under torchrun, elastic over the fleet:
+ * its c10d rendezvous hosted by the reliable node, the group re-formed by
+ * torchrun when the spike evicts the spot nodes (with a notice: their
+ * workers checkpoint) and when the replacements join, its workers resuming
+ * from PROTEUS_CKPT_LATEST; done at the accuracy the program reaches alone,
+ * within a point; the books the ledger's. */
+Test(jobs_program, the_pytorch_example_runs_elastic_through_evictions,
+     .timeout = 400)
+{
+	char *prog = px_src_path("docs/examples/programs/fashion_mnist_ddp.py");
+	char cmd[2000];
+	double alone, acc;
+	json_t *st;
+	int64_t id;
+
+	need_root();
+	if (access("/usr/bin/torchrun", X_OK) != 0)
+		cr_skip_test("no torchrun (python3-torch)");
+	alone = alone_accuracy(prog, "2");
+	daemon_up();
+	/* after torch's start and the group's first forming */
+	spike_at = T0 + 3 * 3600;
+	write_job_cmd("\"/usr/bin/torchrun\", \"fashion_mnist_ddp.py\", "
+		      "\"--epochs\", \"2\"", "\"OMP_NUM_THREADS\": \"1\"",
+		      "\"grace_seconds\": 110", 2 * 60000);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s/code/' && chmod 0644 "
+		 "'%s/code/fashion_mnist_ddp.py'", prog, jt.tmp, jt.tmp);
+	cr_assert_eq(system(cmd), 0);
+	id = submit_as(NOBODY);
+	st = wait_end(id, 360);
+	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
+			 daemon_said());
+	cr_assert_gt(json_integer_value(json_object_get(st, "evictions")), 0);
+	cr_assert_gt(logs_count(id, "resumed from "), 0,
+		     "no worker resumed from the latest checkpoint");
+	acc = json_number_value(json_object_get(st, "test_accuracy"));
+	cr_assert_geq(acc, alone - 0.01, "accuracy %.4f through evictions, "
+		      "%.4f alone", acc, alone);
+	cr_assert_eq(events_like(id, "error", "%program failed%"), 0);
+	check_books(id, st);
+	json_decref(st);
+	free(prog);
 }

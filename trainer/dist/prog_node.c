@@ -74,8 +74,8 @@ struct pn {
 	int grace_s;
 	int64_t ckpt_max;
 	/* the node's folder */
-	char dir[512], code_dir[600], ckpt_dir[600], latest[600],
-	     progress[600], in_tar[600];
+	char dir[512], code_dir[600], ckpt_dir[600], tmp_dir[600],
+	     latest[600], progress[600], in_tar[600];
 	/* the program */
 	pid_t pid;
 	int64_t start;           /* the start it runs (0: none) */
@@ -172,8 +172,12 @@ static json_t *ask(struct pn *p, json_t *req)
 	enum pchan_dir dir;
 	uint64_t sess, ctr;
 	json_t *rep = NULL;
+	char op[16];
 
 	json_object_set_new(req, "inst", json_integer((json_int_t)p->o->inst));
+	snprintf(op, sizeof op, "%s",
+		 json_string_value(json_object_get(req, "op")) ?
+		 json_string_value(json_object_get(req, "op")) : "?");
 	p->counter++;
 	if (pchan_seal(&p->key, PCHAN_REQUEST, p->session, p->counter, req,
 		       &msg, &len, &err) != PX_OK) {
@@ -184,6 +188,8 @@ static json_t *ask(struct pn *p, json_t *req)
 	json_decref(req);
 	if (nn_send(p->sock, msg, len, 0) < 0 ||
 	    (n = nn_recv(p->sock, &buf, NN_MSG, 0)) < 0) {
+		log_warn("program-node %" PRIu64 ": no answer from the daemon "
+			 "(%s): %s", p->o->inst, op, nn_strerror(nn_errno()));
 		free(msg);
 		(void)sock_open(p);
 		return NULL;
@@ -228,36 +234,53 @@ static void become_user(const struct pn *p)
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
-/* tar(1) as the user, its stdin or stdout fd (the other /dev/null);
- * args NULL-ended after "tar".  Waits for it; its exit status, -1. */
-static int tar_as_user(const struct pn *p, int in, int out,
+/* tar(1) as the user, started: its stdin fd in, stdout fd out (-1:
+ * /dev/null); args NULL-ended after "tar".  Its pid, or -1. */
+static pid_t tar_start(const struct pn *p, int in, int out,
 		       const char *const *args)
 {
 	const char *argv[16] = { "tar" };
 	size_t k = 1;
 	pid_t pid;
-	int st;
 
 	for (const char *const *a = args; *a && k < 15; a++)
 		argv[k++] = *a;
 	argv[k] = NULL;
 	pid = fork();
-	if (pid < 0)
-		return -1;
 	if (pid == 0) {
 		int nul = open("/dev/null", O_RDWR);
+		sigset_t none;
 
 		become_user(p);
 		(void)dup2(in >= 0 ? in : nul, 0);
 		(void)dup2(out >= 0 ? out : nul, 1);
 		for (int fd = 3; fd < 1024; fd++)
 			(void)close(fd);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		execvp("tar", (char *const *)argv);
 		_exit(127);
 	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
+	return pid;
+}
+
+/* Its exit status, -1. */
+static int tar_wait(pid_t pid)
+{
+	int st = 0;
+
+	if (pid < 0)
+		return -1;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int tar_as_user(const struct pn *p, int in, int out,
+		       const char *const *args)
+{
+	return tar_wait(tar_start(p, in, out, args));
 }
 
 /* A folder of the node's, made as root and given to the user. */
@@ -337,10 +360,12 @@ static bool make_dir(struct pn *p)
 		return false;
 	snprintf(p->code_dir, sizeof p->code_dir, "%s/code", p->dir);
 	snprintf(p->ckpt_dir, sizeof p->ckpt_dir, "%s/ckpt", p->dir);
+	snprintf(p->tmp_dir, sizeof p->tmp_dir, "%s/tmp", p->dir);
 	snprintf(p->latest, sizeof p->latest, "%s/latest", p->dir);
 	snprintf(p->progress, sizeof p->progress, "%s/progress", p->dir);
 	snprintf(p->in_tar, sizeof p->in_tar, "%s/.in.tar", p->dir);
-	if (!own_dir(p, p->code_dir) || !own_dir(p, p->ckpt_dir))
+	if (!own_dir(p, p->code_dir) || !own_dir(p, p->ckpt_dir) ||
+	    !own_dir(p, p->tmp_dir))
 		return false;
 	fd = open(p->progress, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 || (getuid() == 0 && fchown(fd, p->uid, p->gid) != 0))
@@ -375,8 +400,8 @@ static void remove_dir(struct pn *p)
 	pid = fork();
 	if (pid == 0) {
 		become_user(p);
-		execlp("rm", "rm", "-rf", "--one-file-system", "--",
-		       p->code_dir, p->ckpt_dir, (char *)NULL);
+		execlp("find", "find", p->code_dir, p->ckpt_dir, p->tmp_dir,
+		       "-xdev", "-mindepth", "1", "-delete", (char *)NULL);
 		_exit(127);
 	}
 	if (pid > 0)
@@ -387,7 +412,9 @@ static void remove_dir(struct pn *p)
 	(void)unlink(tmp);
 	(void)rmdir(p->code_dir);
 	(void)rmdir(p->ckpt_dir);
+	(void)rmdir(p->tmp_dir);
 	(void)rmdir(p->dir);
+	p->dir[0] = 0;
 }
 
 /* ---- the log ---- */
@@ -542,12 +569,12 @@ static int64_t put_ckpt(struct pn *p, const char *name)
 
 	if (!ok)
 		goto out;
-	pid = fork();
-	if (pid == 0) {
-		(void)dup2(fds[1], 3);
-		_exit(tar_as_user(p, -1, 3, args) == 0 ? 0 : 1);
-	}
+	pid = tar_start(p, -1, fds[1], args);
 	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		goto out;
+	}
 	(void)EVP_DigestInit_ex(md, EVP_sha256(), NULL);
 	for (;;) {
 		size_t n = 0;
@@ -570,13 +597,13 @@ static int64_t put_ckpt(struct pn *p, const char *name)
 			uint8_t d[32];
 			char hex[65];
 			unsigned dl = 0;
-			int st = 1;
+			int st;
 
 			(void)EVP_DigestFinal_ex(md, d, &dl);
 			hex_of(d, hex);
-			(void)waitpid(pid, &st, 0);
+			st = tar_wait(pid);
 			json_object_set_new(req, "sha256", json_string(hex));
-			if (!WIFEXITED(st) || WEXITSTATUS(st))
+			if (st != 0)
 				json_object_set_new(req, "abort",
 						    json_string("tar failed"));
 		}
@@ -757,11 +784,14 @@ static char **prog_env(struct pn *p, json_t *run)
 	for (size_t i = 0; i < n; i++)
 		if (!env_ours(environ[i]) && strncmp(environ[i], "HOME=", 5) &&
 		    strncmp(environ[i], "USER=", 5) &&
-		    strncmp(environ[i], "LOGNAME=", 8))
+		    strncmp(environ[i], "LOGNAME=", 8) &&
+		    strncmp(environ[i], "TMPDIR=", 7))
 			v[k++] = strdup(environ[i]);
 	env_put(v, &k, max, "HOME", pw ? pw->pw_dir : p->dir);
 	env_put(v, &k, max, "USER", pw ? pw->pw_name : "");
 	env_put(v, &k, max, "LOGNAME", pw ? pw->pw_name : "");
+	/* its temporary files (torchrun's logs) go with the node's folder */
+	env_put(v, &k, max, "TMPDIR", p->tmp_dir);
 	snprintf(num, sizeof num, "%" PRId64, p->job);
 	env_put(v, &k, max, PROG_ENV_JOB_ID, num);
 	env_put(v, &k, max, PROG_ENV_CKPT_DIR, p->ckpt_dir);
@@ -1015,8 +1045,16 @@ static void loop(struct pn *p)
 		uint64_t t = now_us();
 
 		if (t >= next_beat) {
+			if (next_beat && t - next_beat > 2000000)
+				log_warn("program-node %" PRIu64 ": a beat %"
+					 PRIu64 " ms late", p->o->inst,
+					 (t - next_beat) / 1000);
 			beat(p);
-			next_beat = t + BEAT_MS * 1000;
+			next_beat = now_us() + BEAT_MS * 1000;
+			if (next_beat - t > 2000000)
+				log_warn("program-node %" PRIu64 ": a beat took "
+					 "%" PRIu64 " ms", p->o->inst,
+					 (next_beat - t) / 1000 - BEAT_MS);
 		}
 		if (p->kill_at_us && t >= p->kill_at_us && p->pid > 0) {
 			kill_group(SIGKILL);
@@ -1025,6 +1063,15 @@ static void loop(struct pn *p)
 		}
 		if (p->pid <= 0 && !p->exit_info && p->leaving)
 			return;
+		/* the job is over: its folder goes now, the node stays until
+		 * the world ends it */
+		if (p->pid <= 0 && !p->exit_info && p->stop_asked &&
+		    !p->n_pending && p->dir[0]) {
+			if (p->prog_fd >= 0)
+				close(p->prog_fd);
+			p->prog_fd = -1;
+			remove_dir(p);
+		}
 		if (now_us() - p->last_ok_us > PROG_NODE_LOST_MS * 1000ull) {
 			log_err("program-node %" PRIu64 ": the daemon has not "
 				"answered for %d s; stopping", p->o->inst,
