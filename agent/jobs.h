@@ -73,6 +73,8 @@ json_t *jobs_cmd_events(struct jobs *j, json_t *req, struct px_error *err);
 json_t *jobs_cmd_cancel(struct jobs *j, json_t *req, struct px_error *err);
 /* `model`: a chunk of the job's last checkpoint (jobs_model.c). */
 json_t *jobs_cmd_model(struct jobs *j, json_t *req, struct px_error *err);
+/* `logs`: each node's program output, bounded (jobs_logs.c). */
+json_t *jobs_cmd_logs(struct jobs *j, json_t *req, struct px_error *err);
 
 /* Every job this daemon holds, as Prometheus families (prom.h): by
  * state, and each one's fleet, cost, evictions, joins, losses, speed

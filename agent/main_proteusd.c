@@ -161,6 +161,7 @@ JOBS_CMD(jobs)
 JOBS_CMD(events)
 JOBS_CMD(cancel)
 JOBS_CMD(model)
+JOBS_CMD(logs)
 
 static json_t *cmd_job(void *app, json_t *req, struct px_error *err)
 {

@@ -48,7 +48,8 @@
 	X(job, "one job's state, progress, fleet and cost")                 \
 	X(events, "one job's events (after an event id)")                   \
 	X(cancel, "end a job, releasing every instance")                    \
-	X(model, "a chunk of a job's last checkpoint (\"offset\"), base64")
+	X(model, "a chunk of a job's last checkpoint (\"offset\"), base64") \
+	X(logs, "the tail of each node's program output (after \"offset\")")
 
 enum proto_cmd {
 #define PROTO_ENUM(name, summary) PROTO_CMD_##name,

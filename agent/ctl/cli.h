@@ -112,5 +112,7 @@ int cli_job_status(int argc, char **argv);
 int cli_report(int argc, char **argv);
 /* `model ID -o FILE`: the job's last checkpoint exported (cli_model.c). */
 int cli_model(int argc, char **argv);
+/* `logs ID`: each node's program output, prefixed (cli_logs.c). */
+int cli_logs(int argc, char **argv);
 
 #endif

@@ -39,6 +39,8 @@ static const struct cli_cmd cli_cmds[] = {
 	 "evictions"},
 	{"model", cli_model,
 	 "a job's last checkpoint as a safetensors file (-o FILE)"},
+	{"logs", cli_logs,
+	 "each node's program output (--follow: as it comes)"},
 };
 
 static void usage(FILE *f)
