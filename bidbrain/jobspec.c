@@ -592,6 +592,9 @@ static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
 			r = get_int(p, x, k, 0, 3600, &j->warning_seconds);
 		else if (!strcmp(k, "tick_seconds"))
 			r = get_int(p, x, k, 60, 86400, &j->tick_seconds);
+		else if (!strcmp(k, "restart_seconds"))
+			r = get_num(p, x, k, 0, false, JOBSPEC_RESTART_MAX,
+				    &j->restart_seconds);
 		else if (!strcmp(k, "budget_usd"))
 			r = get_num(p, x, k, JOBSPEC_BUDGET_MIN, false, 1e9,
 				    &budget);

@@ -37,6 +37,7 @@
 #define JOBSPEC_EFFICIENCY_MIN 0.5
 #define JOBSPEC_BUDGET_MIN 0.000001
 #define JOBSPEC_PATH_MAX 1024
+#define JOBSPEC_RESTART_MAX 86400.0 /* restart_seconds at most: a day */
 /* The chance that one capacity event of a pool takes a given instance of
  * it, fitted to Bamboo's measured traces (docs/simulate.md,
  * "Interruptions"). */
@@ -97,6 +98,11 @@ struct jobspec {
 			       * without warning */
 	int warning_seconds;  /* eviction notice (120; 0: none) */
 	int tick_seconds;     /* periodic decision tick */
+	/* work lost each time the working fleet changes (a join, a leave):
+	 * the group re-forms and waits this long, in seconds of the fleet's
+	 * rate (docs/simulate.md, "Re-forms"); [0, JOBSPEC_RESTART_MAX],
+	 * 0: none */
+	double restart_seconds;
 	int64_t budget_uusd;  /* -1: none */
 	double deadline_hours; /* 0: none */
 	/* current-era interruptions per instance-hour */

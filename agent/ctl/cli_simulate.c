@@ -56,7 +56,9 @@ static const char simulate_usage[] =
 	"  --trace FILE        trace file; records of the job's region only\n"
 	"  --ondemand-prices FILE\n"
 	"                      {region: {type: usd_per_hour}} (etc/ondemand)\n"
-	"  --job FILE          the job spec\n"
+	"  --job FILE          the job spec, or a daemon job file (its\n"
+	"                      sections, trainer, program, world..., are\n"
+	"                      not simulated)\n"
 	"  --policy LIST       comma-separated (default: bidbrain,\n"
 	"                      standard,ondemand,oracle; per-second adds\n"
 	"                      spread and EC2 Fleet's lowest-price,\n"
@@ -366,7 +368,15 @@ static bool oracle_ratio(const struct sim_result *r,
 	return true;
 }
 
-static json_t *result_json(const struct sim_result *r,
+/* A job with restart_seconds has its re-forms in the results (a job
+ * without has none, and its output stays as it was). */
+static bool shows_reforms(const struct jobspec *job)
+{
+	return job->restart_seconds > 0;
+}
+
+static json_t *result_json(const struct jobspec *job,
+			   const struct sim_result *r,
 			   const struct sim_result *all, size_t n)
 {
 	const struct sim_result *od = find_res(all, n, "ondemand");
@@ -387,7 +397,11 @@ static json_t *result_json(const struct sim_result *r,
 
 	if (!o)
 		return NULL;
-	if (json_object_set_new(o, "savings_vs_ondemand", saving(r, od, &s) ?
+	if ((shows_reforms(job) &&
+	     (json_object_set_new(o, "reforms", json_integer(r->reforms)) ||
+	      json_object_set_new(o, "reform_lost_hours",
+				  jnum(r->reform_lost_hours)))) ||
+	    json_object_set_new(o, "savings_vs_ondemand", saving(r, od, &s) ?
 				json_real(s) : json_null()) ||
 	    json_object_set_new(o, "savings_vs_standard", saving(r, sd, &s) ?
 				json_real(s) : json_null()) ||
@@ -418,7 +432,8 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 	int rc = CLI_EXIT_OK;
 
 	for (size_t i = 0; arr && i < n; i++)
-		if (json_array_append_new(arr, result_json(&res[i], res, n))) {
+		if (json_array_append_new(arr, result_json(job, &res[i], res,
+							   n))) {
 			json_decref(arr);
 			arr = NULL;
 		}
@@ -432,8 +447,11 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 		      px_format_time(sim_plan_end(plan), e, sizeof e),
 		      "work_hours", jnum(job->work_hours), "seed",
 		      (json_int_t)seed, "results", arr);
-	if (o && adv[0] && json_object_set_new(o, "spot_advisor",
-					       json_string(base_name(adv)))) {
+	if (o && ((adv[0] && json_object_set_new(o, "spot_advisor",
+						 json_string(base_name(adv)))) ||
+		  (shows_reforms(job) &&
+		   json_object_set_new(o, "restart_seconds",
+				       jnum(job->restart_seconds))))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -470,7 +488,7 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 	const struct sim_result *od = find_res(res, n, "ondemand");
 	const struct sim_result *sd = find_res(res, n, "standard");
 	const struct sim_result *orc = find_res(res, n, "oracle");
-	char s[32], e[32], so[320], ss[320], f[6][320], ro[32];
+	char s[32], e[32], so[320], ss[320], f[7][320], ro[32], rf[352];
 	int wn = 9;
 	double x;
 
@@ -486,12 +504,15 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 	       (unsigned long long)seed);
 	if (adv[0])
 		printf(", interruptions from %s", base_name(adv));
+	if (shows_reforms(job))
+		printf(", re-forms cost %.6g s", job->restart_seconds);
 	printf("\n\n");
-	printf("%-*s %4s %8s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s\n",
+	printf("%-*s %4s %8s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s%s\n",
 	       wn, "POLICY", "DONE", "STOP", "COST_USD", "HOURS", "WORK_H",
 	       "USD/WORK_H",
 	       "EVICT", "LAUNCH", "INST_H", "FREE_H", "VS_OD", "VS_STD",
-	       orc ? "  X_ORACLE" : "");
+	       orc ? "  X_ORACLE" : "",
+	       shows_reforms(job) ? " REFORMS REFORM_H" : "");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
 		fmt_saving(so, sizeof so, r, od);
@@ -502,8 +523,14 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 			snprintf(ro, sizeof ro, " %9.2fx", x);
 		else
 			snprintf(ro, sizeof ro, " %10s", "-");
+		rf[0] = '\0';
+		if (shows_reforms(job))
+			snprintf(rf, sizeof rf, " %7lld %8s",
+				 (long long)r->reforms,
+				 fmt_num(f[6], sizeof f[6], "%.2f",
+					 r->reform_lost_hours, "-"));
 		printf("%-*s %4s %8s %11s %9s %9s %10s %6lld %6lld %9s %8s "
-		       "%7s %7s%s\n", wn, r->policy,
+		       "%7s %7s%s%s\n", wn, r->policy,
 		       r->completed ? "yes" : "no", sim_stop_name(r->stop),
 		       fmt_num(f[0], sizeof f[0], "%.2f", r->cost_usd, "-"),
 		       fmt_num(f[1], sizeof f[1], "%.2f", r->runtime_hours,
@@ -516,7 +543,7 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		       fmt_num(f[4], sizeof f[4], "%.1f", r->instance_hours,
 			       "-"),
 		       fmt_num(f[5], sizeof f[5], "%.1f", r->free_hours, "-"),
-		       so, ss, ro);
+		       so, ss, ro, rf);
 	}
 	printf("\nVS_OD/VS_STD: saving in cost per work-hour against the "
 	       "ondemand/standard run (positive: cheaper)\n");
@@ -524,6 +551,10 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		printf("X_ORACLE: cost per work-hour as a multiple of the "
 		       "oracle's, a lower bound on any plan's (docs/simulate.md)"
 		       "\n");
+	if (shows_reforms(job))
+		printf("REFORMS/REFORM_H: the fleet's re-forms (a join or a "
+		       "leave) and the work-hours lost waiting restart_seconds "
+		       "after each (docs/simulate.md, \"Re-forms\")\n");
 }
 
 static enum px_err write_csv(const char *path, const struct sim_result *res,
@@ -740,23 +771,94 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return CLI_EXIT_OK;
 }
 
-/* Read the job file (bounded) and parse it; *ret_text is the verbatim
- * text for the database. */
+/* A daemon job file (agent/jobreq.h: what `proteusctl submit` sends) is
+ * simulate's job spec plus these sections and top-level fields, which
+ * simulate does not simulate: they are dropped before the spec is
+ * checked.  A program's group re-forms on every join and leave (torchrun
+ * restarts its workers from the last checkpoint), so a program job
+ * without restart_seconds gets PROGRAM_RESTART_S (docs/simulate.md,
+ * "Re-forms"). */
+static const char *const daemon_keys[] = {
+	"trainer", "program", "world", "policy", "workload", "notify_url",
+	"scaling_measured", "scaling_explore",
+};
+#define PROGRAM_RESTART_S 60.0
+
+struct daemon_part {
+	char names[160];          /* the keys dropped, ", "-separated */
+	bool program;             /* a program section */
+	bool has_restart;         /* the spec gives restart_seconds */
+	char *rest;               /* the spec without them (compact JSON);
+				   * NULL: none was there, parse the file */
+};
+
+/* Drop the daemon's keys from the job file buf (n bytes) into *d.  A
+ * file that is not a JSON object is left to jobspec_parse's errors. */
+static enum px_err drop_daemon_keys(const char *buf, size_t n,
+				    struct daemon_part *d,
+				    struct px_error *err)
+{
+	json_t *root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, NULL);
+	size_t o = 0;
+
+	memset(d, 0, sizeof *d);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return PX_OK;
+	}
+	for (size_t i = 0; i < sizeof daemon_keys / sizeof *daemon_keys; i++) {
+		if (!json_object_get(root, daemon_keys[i]))
+			continue;
+		if (o < sizeof d->names)
+			o += (size_t)snprintf(d->names + o,
+					      sizeof d->names - o, "%s%s",
+					      o ? ", " : "", daemon_keys[i]);
+		d->program |= !strcmp(daemon_keys[i], "program");
+		json_object_del(root, daemon_keys[i]);
+	}
+	d->has_restart = json_object_get(root, "restart_seconds") != NULL;
+	if (d->names[0])
+		d->rest = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	if (d->names[0] && !d->rest)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	return PX_OK;
+}
+
+/* Read the job file (bounded) and parse it, a daemon job file's own keys
+ * dropped (said once on stderr); *ret_text is the verbatim text for the
+ * database. */
 static enum px_err read_job(const char *path, struct jobspec *job,
 			    char **ret_text, struct px_error *err)
 {
-	char *buf;
+	struct daemon_part d;
+	char *buf, pr[128] = "";
 	size_t n;
 	enum px_err e;
 
 	e = px_read_file(path, JOBSPEC_FILE_MAX, &buf, &n, err);
 	if (e != PX_OK)
 		return e;
-	e = jobspec_parse(buf, n, path, job, err);
+	e = drop_daemon_keys(buf, n, &d, err);
+	if (e == PX_OK)
+		e = d.rest ? jobspec_parse(d.rest, strlen(d.rest), path, job,
+					   err)
+			   : jobspec_parse(buf, n, path, job, err);
+	free(d.rest);
 	if (e != PX_OK) {
 		free(buf);
 		return e;
 	}
+	if (d.program && !d.has_restart)
+		job->restart_seconds = PROGRAM_RESTART_S;
+	if (d.program)
+		snprintf(pr, sizeof pr, "; program: re-forms cost "
+			 "restart_seconds %.6g (%s)", job->restart_seconds,
+			 d.has_restart ? "the job's" :
+			 "the default for programs");
+	if (d.names[0])
+		log_notice("simulate: %s: the daemon's sections (%s) are not "
+			   "simulated%s", path, d.names, pr);
 	*ret_text = buf;
 	return PX_OK;
 }
@@ -853,7 +955,7 @@ static enum px_err db_end_run(struct db_ctx *c, const struct sim_result *r,
 			      const struct sim_result *all, size_t n,
 			      const struct sim_plan *plan)
 {
-	json_t *o = result_json(r, all, n);
+	json_t *o = result_json(sim_plan_env(plan)->job, r, all, n);
 	char *s = o ? json_dumps(o, JSON_COMPACT |
 				 JSON_REAL_PRECISION(10)) : NULL;
 	int64_t end_s = sim_plan_start(plan) +

@@ -97,6 +97,15 @@ struct run {
 	int64_t now;
 	double work, rate, s_contrib;
 	int n_contrib;
+	/* re-forms (reform(), docs/simulate.md "Re-forms"): the fleet does no
+	 * work before pause_end; the instant of the last change, whether it
+	 * is the group's first forming and whether it was counted; ending:
+	 * the run's end releases the fleet (no re-form) */
+	double pause_end;
+	int64_t chg_s;
+	bool formed, chg_first, chg_counted, ending;
+	int64_t reforms;
+	double reform_lost;       /* work-hours the pauses cost */
 	struct sim_result *res;
 	struct px_error *err;
 };
@@ -126,6 +135,85 @@ static void update_rate(struct run *r)
 	r->rate = jobspec_fleet_rate(r->env->job, r->n_contrib, r->s_contrib);
 }
 
+/* The working set just changed (an instance joined or left; r->rate is
+ * the rate after it).  A program's group re-forms: every member waits
+ * restart_seconds (the job spec's), then goes on, so the fleet does no
+ * work until restart_seconds after the change, at whatever rate it has
+ * meanwhile.  The rule (docs/simulate.md, "Re-forms"):
+ *  - the changes of one instant are one re-form (a fleet launched
+ *    together joins together), counted once;
+ *  - the group's first forming is its start, not a re-form: the first
+ *    instant at which the working set is non-empty costs nothing more
+ *    than its startup_seconds;
+ *  - a change that leaves no one working costs nothing (no one waits);
+ *    a later join, to a group that formed before, is a re-form;
+ *  - the run's end (the controller releasing everything) is none;
+ *  - overlapping pauses do not stack: a change inside a pause moves its
+ *    end to restart_seconds after the change (the group re-forms again),
+ *    so the fleet is idle over the union of the windows [t, t + R).
+ * So one re-form alone costs exactly restart_seconds x the rate after it.
+ * restart_seconds 0 (the default) changes nothing: this returns first. */
+static void reform(struct run *r)
+{
+	double rs = r->env->job->restart_seconds;
+	double end;
+
+	if (!(rs > 0) || r->ending)
+		return;
+	if (r->now != r->chg_s) {
+		r->chg_s = r->now;
+		r->chg_first = !r->formed;
+		r->chg_counted = false;
+	}
+	if (r->n_contrib == 0)
+		return;
+	r->formed = true;
+	if (r->chg_first)
+		return;
+	if (!r->chg_counted) {
+		r->reforms++;
+		r->chg_counted = true;
+	}
+	end = (double)r->now + rs;
+	if (end > r->pause_end)
+		r->pause_end = end;
+}
+
+/* An instance starts contributing work. */
+static void join(struct run *r, struct winst *w)
+{
+	w->ready = true;
+	r->n_contrib++;
+	r->s_contrib += w->speed;
+	update_rate(r);
+	reform(r);
+}
+
+/* Seconds of [now, t) the fleet is paused by a re-form (0 when none). */
+static double paused_s(const struct run *r, int64_t t)
+{
+	double p = r->pause_end - (double)r->now;
+
+	if (!(p > 0))
+		return 0;
+	return p < (double)(t - r->now) ? p : (double)(t - r->now);
+}
+
+/* The clock moves to t > now: the work at the rate, less the paused
+ * part, which is the re-forms' lost work. */
+static void advance(struct run *r, int64_t t)
+{
+	double p = paused_s(r, t);
+
+	if (p > 0) {
+		r->reform_lost += r->rate * p / 3600;
+		r->work += r->rate * ((double)(t - r->now) - p) / 3600;
+	} else {
+		r->work += r->rate * (double)(t - r->now) / 3600;
+	}
+	r->now = t;
+}
+
 /* The instance stops contributing; lose its unsynced work. */
 static void stop_contrib(struct run *r, struct winst *w, bool lose)
 {
@@ -146,6 +234,7 @@ static void stop_contrib(struct run *r, struct winst *w, bool lose)
 	if (r->n_contrib == 0)
 		r->s_contrib = 0;
 	update_rate(r);
+	reform(r);
 }
 
 /* world op: the instance runs from now.  Its eviction notice comes when
@@ -178,10 +267,7 @@ static enum px_err w_acquire(void *ctx, const struct world_req *q,
 			env->markets[q->market].market], q->type, q->id,
 			r->now, q->bid_uusd);
 	if (w->ready_s <= r->now) {
-		w->ready = true;
-		r->n_contrib++;
-		r->s_contrib += w->speed;
-		update_rate(r);
+		join(r, w);
 	} else if ((e = heap_push(r, w->ready_s, EV_READY, q->id, err)) !=
 		   PX_OK) {
 		return e;
@@ -309,10 +395,7 @@ static enum px_err handle(struct run *r, const struct evq_ev *ev,
 	case EV_READY:
 		if (w->ready || w->warned)
 			return PX_OK;
-		w->ready = true;
-		r->n_contrib++;
-		r->s_contrib += w->speed;
-		update_rate(r);
+		join(r, w);
 		return cc(r, ctrl_ready(r->c, r->now, id));
 	case EV_WARN:
 		if (w->warned || w->warn_s != r->now)
@@ -359,6 +442,7 @@ static enum px_err check_result(const struct sim_result *res,
 		{"cost_per_work_usd", res->cost_per_work_usd},
 		{"instance_hours", res->instance_hours},
 		{"free_hours", res->free_hours},
+		{"reform_lost_hours", res->reform_lost_hours},
 	};
 
 	for (size_t i = 0; i < sizeof f / sizeof *f; i++)
@@ -367,7 +451,7 @@ static enum px_err check_result(const struct sim_result *res,
 					 "range: the job cannot be simulated "
 					 "in this window", f[i].name, f[i].v);
 	if (res->cost_uusd < 0 || res->evictions < 0 ||
-	    res->instances_launched < 0)
+	    res->instances_launched < 0 || res->reforms < 0)
 		return px_errorf(err, PX_EINVAL, "a count or the cost is "
 				 "negative: the job cannot be simulated in "
 				 "this window");
@@ -399,6 +483,7 @@ static enum px_err finish(struct run *r, enum sim_stop stop)
 	int64_t cost;
 	enum px_err e;
 
+	r->ending = true;
 	e = cc(r, ctrl_finish(r->c, r->now, completed, &cost));
 	if (e == PX_OK)
 		e = record(r);
@@ -417,6 +502,8 @@ static enum px_err finish(struct run *r, enum sim_stop stop)
 	res->instance_hours = st->instance_hours;
 	res->free_hours = st->free_hours;
 	res->decisions = st->decisions;
+	res->reforms = r->reforms;
+	res->reform_lost_hours = r->reform_lost;
 	return check_result(res, r->err);
 }
 
@@ -441,6 +528,30 @@ static enum px_err drive_books(void *w, int64_t t, struct px_error *err)
 	(void)t;                 /* r->now */
 	(void)err;
 	return record(w);
+}
+
+/* Whether the work is done at the fleet's rate (after the pause of a
+ * re-form, if one is on) at or before lim, and when (*ret).  The seconds
+ * to finish (tolerance for rounding in the accumulated work) are
+ * compared before they become a time: a rate too slow to finish inside
+ * the window must not overflow the clock. */
+static bool done_at(const struct run *r, int64_t lim, int64_t *ret)
+{
+	double left = r->env->job->work_hours - r->work;
+	double p = paused_s(r, INT64_MAX), ds;
+
+	if (!(r->rate > 0))
+		return false;
+	if (left <= 0) {
+		*ret = r->now;
+		return r->now <= lim;
+	}
+	ds = p > 0 ? ceil(p + left * 3600 / r->rate - 1e-6)
+		   : ceil(left * 3600 / r->rate - 1e-6);
+	if (!(ds <= (double)(lim - r->now)))
+		return false;
+	*ret = r->now + (int64_t)ds;
+	return true;
 }
 
 static enum px_err run_loop(struct run *r, unsigned wants)
@@ -477,34 +588,19 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 		return finish(r, SIM_STOP_BUDGET);
 	while (e == PX_OK) {
 		int64_t tn = r->q.n ? evq_top(&r->q)->t : INT64_MAX;
-		int64_t lim = tn < end ? tn : end;
+		int64_t lim = tn < end ? tn : end, td;
 
-		if (r->rate > 0) {
-			double left = j->work_hours - r->work;
-			/* seconds to finish at this rate (tolerance for
-			 * rounding in the accumulated work), compared before
-			 * it becomes a time: a rate too slow to finish inside
-			 * the window must not overflow the clock */
-			double ds = ceil(left * 3600 / r->rate - 1e-6);
-			int64_t td = INT64_MAX;
-
-			if (left <= 0)
-				td = r->now;
-			else if (ds <= (double)(lim - r->now))
-				td = r->now + (int64_t)ds;
-			if (td <= lim) {
-				r->work = j->work_hours;
-				r->now = td;
-				return finish(r, SIM_STOP_DONE);
-			}
+		if (done_at(r, lim, &td)) {
+			r->reform_lost += r->rate * paused_s(r, td) / 3600;
+			r->work = j->work_hours;
+			r->now = td;
+			return finish(r, SIM_STOP_DONE);
 		}
 		if (tn > end) {
-			r->work += r->rate * (double)(end - r->now) / 3600;
-			r->now = end;
+			advance(r, end);
 			return finish(r, end_stop(p, end));
 		}
-		r->work += r->rate * (double)(tn - r->now) / 3600;
-		r->now = tn;
+		advance(r, tn);
 		e = world_drive_instant(&drive, r->now, &pg, r->err);
 		if (e == PX_OK &&
 		    ctrl_stop(r->c, r->now, &pg) == CTRL_STOP_BUDGET)
@@ -668,6 +764,7 @@ enum px_err sim_run(const struct sim_plan *plan,
 	}
 	r.p = plan;
 	r.env = plan->env;
+	r.chg_s = INT64_MIN;     /* no change yet */
 	r.res = &res;
 	r.err = err;
 	cs.world_ctx = &r;

@@ -100,6 +100,12 @@ struct sim_result {
 	double free_hours;
 	int64_t cost_uusd;
 	int64_t decisions;        /* decide() calls */
+	/* the re-forms of the working set that cost the job restart_seconds
+	 * each (docs/simulate.md, "Re-forms"), and the work-hours the fleet
+	 * did not do while it waited; 0 when restart_seconds is 0, and for
+	 * the oracle rows (which plan for no re-form: still a lower bound) */
+	int64_t reforms;
+	double reform_lost_hours;
 	struct sim_point *series; /* when setup.series */
 	size_t n_series;
 };

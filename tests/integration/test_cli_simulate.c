@@ -1218,3 +1218,146 @@ Test(cli_simulate, budget_is_a_cap_and_is_reported)
 			free(job);
 		}
 }
+
+/* The shipped 7-day job as a daemon job file (agent/jobreq.h): its
+ * fields, then the members of extra (a JSON object: the daemon's
+ * sections), written to the temp folder as <name>.json. */
+static char *daemon_job(const char *name, const char *extra)
+{
+	char *src = px_src_path("docs/examples/job-2016-7d-m3large.json");
+	json_error_t je;
+	json_t *j = json_load_file(src, 0, &je);
+	json_t *p = json_loads(extra, 0, &je);
+	char *path;
+
+	cr_assert_not_null(j, "%s: %s", src, je.text);
+	cr_assert_not_null(p, "bad extra %s: %s", extra, je.text);
+	cr_assert_eq(json_object_update(j, p), 0);
+	cr_assert(asprintf(&path, "%s/%s.json", tmp, name) > 0);
+	cr_assert_eq(json_dump_file(j, path, JSON_INDENT(1)), 0);
+	json_decref(j);
+	json_decref(p);
+	free(src);
+	return path;
+}
+
+static size_t count_of(const char *s, const char *what)
+{
+	size_t n = 0;
+
+	for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/* simulate --job takes a daemon job file: its sections are dropped (said
+ * once on stderr), the rest is checked as before; a program's group
+ * re-forms on the slice's evictions at restart_seconds 60 (the default
+ * for programs) or the job's own, and the job does its work slower than
+ * with none (docs/simulate.md, "Re-forms"). */
+Test(cli_simulate, daemon_job_file_with_a_program_reforms)
+{
+	char *trace = px_src_path(
+		"docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz");
+	char *od = px_src_path("etc/ondemand/us-east-1_2016-02_2016-04.json");
+	char *plain = px_src_path("docs/examples/job-2016-7d-m3large.json");
+	const char *prog = "{\"program\": {\"command\": [\"torchrun\", "
+			   "\"--nproc-per-node=1\", \"train.py\"]}, "
+			   "\"world\": {\"name\": \"local\", \"start\": "
+			   "\"2016-03-02T00:00:00Z\"}, \"policy\": "
+			   "\"bidbrain\", \"notify_url\": "
+			   "\"http://127.0.0.1:9/hook\"}";
+	char *job = daemon_job("prog", prog), *note, *given, *bad, *trn;
+	const char *x[] = {"--json", "--policy", "bidbrain,standard",
+			   "--start", "2016-03-02T00:00:00Z", "--end",
+			   "2016-03-05T00:00:00Z", NULL};
+	const char *tab[] = {"--policy", "bidbrain", "--start",
+			     "2016-03-02T00:00:00Z", "--end",
+			     "2016-03-05T00:00:00Z", NULL};
+	struct pxrun r;
+	json_t *j, *j0, *v, *v0;
+
+	cr_assert_eq(sim(&r, trace, od, job, x), 0, "%s", r.err);
+	cr_assert(asprintf(&note, "simulate: %s: the daemon's sections "
+			   "(program, world, policy, notify_url) are not "
+			   "simulated; program: re-forms cost "
+			   "restart_seconds 60 (the default for programs)",
+			   job) > 0);
+	cr_assert(strstr(r.err, note), "%s", r.err);
+	cr_assert_eq(count_of(r.err, "the daemon's sections"), 1, "%s",
+		     r.err);
+	j = parse(r.out);
+	cr_assert_float_eq(num(j, "restart_seconds"), 60, 0);
+	v = result_of(j, "bidbrain");
+	cr_assert_gt(num(v, "evictions"), 0);
+	cr_assert_gt(num(v, "reforms"), 0, "%s", r.out);
+	cr_assert_gt(num(v, "reform_lost_hours"), 0, "%s", r.out);
+	cr_assert(json_is_true(json_object_get(v, "completed")));
+	json_figures_ok(r.out);
+	pxrun_free(&r);
+
+	/* the plain spec: no note, no re-form fields, a faster bidbrain */
+	cr_assert_eq(sim(&r, trace, od, plain, x), 0, "%s", r.err);
+	cr_assert_str_eq(r.err, "");
+	j0 = parse(r.out);
+	v0 = result_of(j0, "bidbrain");
+	cr_assert_null(json_object_get(v0, "reforms"));
+	cr_assert_null(json_object_get(j0, "restart_seconds"));
+	cr_assert_eq(num(v0, "evictions") > 0, 1);
+	cr_assert_gt(num(v, "runtime_hours"), num(v0, "runtime_hours"));
+	json_decref(j0);
+	pxrun_free(&r);
+	json_decref(j);
+
+	/* the table says it too */
+	cr_assert_eq(sim(&r, trace, od, job, tab), 0, "%s", r.err);
+	cr_assert(strstr(r.out, "re-forms cost 60 s") &&
+		  strstr(r.out, "REFORMS REFORM_H"), "%s", r.out);
+	table_figures_ok(r.out);
+	pxrun_free(&r);
+
+	/* the job's own restart_seconds */
+	given = daemon_job("given", "{\"program\": {\"command\": [\"x\"]}, "
+			   "\"restart_seconds\": 30}");
+	cr_assert_eq(sim(&r, trace, od, given, x), 0, "%s", r.err);
+	cr_assert(strstr(r.err, "the daemon's sections (program) are not "
+			 "simulated; program: re-forms cost restart_seconds "
+			 "30 (the job's)"), "%s", r.err);
+	j = parse(r.out);
+	cr_assert_float_eq(num(j, "restart_seconds"), 30, 0);
+	json_decref(j);
+	pxrun_free(&r);
+
+	/* a trainer job: its sections dropped, no re-form cost */
+	trn = daemon_job("trainer", "{\"trainer\": {\"model\": \"mlr\"}, "
+			 "\"world\": \"local\", \"scaling_measured\": true}");
+	cr_assert_eq(sim(&r, trace, od, trn, x), 0, "%s", r.err);
+	cr_assert(strstr(r.err, "the daemon's sections (trainer, world, "
+			 "scaling_measured) are not simulated") &&
+		  !strstr(r.err, "re-forms"), "%s", r.err);
+	j = parse(r.out);
+	cr_assert_null(json_object_get(result_of(j, "bidbrain"), "reforms"));
+	json_decref(j);
+	pxrun_free(&r);
+
+	/* the rest of the spec is checked as before */
+	bad = daemon_job("bad", "{\"program\": {\"command\": [\"x\"]}, "
+			 "\"restart_seconds\": 86401}");
+	cr_assert_eq(sim(&r, trace, od, bad, x), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "restart_seconds: 86401 is out of range"),
+		  "%s", r.err);
+	pxrun_free(&r);
+	free(bad);
+	bad = daemon_job("bad2", "{\"program\": {}, \"bogus\": 1}");
+	cr_assert_eq(sim(&r, trace, od, bad, x), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "bogus: unknown field"), "%s", r.err);
+	pxrun_free(&r);
+	free(bad);
+	free(note);
+	free(given);
+	free(trn);
+	free(job);
+	free(plain);
+	free(trace);
+	free(od);
+}
