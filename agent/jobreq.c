@@ -607,6 +607,22 @@ static bool program_number(const char *k, json_t *v, const char *name,
 	return true;
 }
 
+/* program.membership: how the group changes (docs/programs.md,
+ * "Membership"). */
+static enum px_err parse_membership(json_t *v, const char *name,
+				    struct job_program *p,
+				    struct px_error *err)
+{
+	enum px_err r = text(v, name, "program", "membership", p->membership,
+			     sizeof p->membership, err);
+
+	if (r == PX_OK && strcmp(p->membership, "auto") &&
+	    strcmp(p->membership, "elastic") && strcmp(p->membership, "fixed"))
+		r = bad(err, name, "program", "membership", "must be "
+			"\"auto\", \"elastic\" or \"fixed\"");
+	return r;
+}
+
 static enum px_err parse_program(json_t *o, const char *name,
 				 struct job_program *p, struct px_error *err)
 {
@@ -615,6 +631,7 @@ static enum px_err parse_program(json_t *o, const char *name,
 	enum px_err r = PX_OK;
 
 	*p = (struct job_program){.on = true, .nodes_min = 1,
+				  .membership = "auto",
 				  .procs_per_node = 1,
 				  .grace_seconds = PROGRAM_GRACE_DEFAULT_S,
 				  .checkpoint_keep = PROGRAM_KEEP_DEFAULT,
@@ -635,6 +652,8 @@ static enum px_err parse_program(json_t *o, const char *name,
 			r = parse_nodes(v, name, p, err);
 		else if (!strcmp(k, "checkpoint_store"))
 			r = parse_store(v, name, p, err);
+		else if (!strcmp(k, "membership"))
+			r = parse_membership(v, name, p, err);
 		else if (!program_number(k, v, name, p, &r, err))
 			r = bad(err, name, "program", k, "unknown field");
 		if (r != PX_OK)

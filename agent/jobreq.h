@@ -111,6 +111,9 @@ struct job_program {
 				     * folder (default); "s3://BUCKET/PREFIX" */
 	int64_t samples;            /* the job's work in samples (its
 				     * progress' share done); 0: not said */
+	char membership[8];         /* "auto" (default: elastic when the
+				     * command is torchrun), "elastic" or
+				     * "fixed" (docs/programs.md) */
 };
 
 struct job_world {

@@ -88,7 +88,8 @@ struct program {
 	char keyenv[sizeof(DIST_KEY_ENV) + 65];
 	uint32_t uid, gid, groups[64];
 	int ngroups;
-	bool elastic;
+	bool elastic;            /* the group re-forms itself */
+	bool torchrun;           /* the command is torchrun's */
 	struct pnode nodes[PNODES_MAX];
 	size_t n;
 	int64_t start;           /* the current start (0: none yet) */
@@ -410,7 +411,7 @@ static void new_start(struct job *j, const char *why)
 				nd->rank = rank++;
 		}
 	p->group_n = rank;
-	if (p->elastic) {
+	if (p->torchrun) {
 		p->rdzv_port = free_port();
 		p->rdzv_host = 0;
 		for (size_t i = 0; i < p->n; i++)
@@ -474,8 +475,7 @@ static json_t *run_of(struct job *j, const struct pnode *nd)
 	char addrs[4096] = "";
 	size_t off = 0;
 
-	if (!p->start || !node_up(nd) || (!p->elastic && nd->rank < 0) ||
-	    (p->elastic && !node_up(nd)))
+	if (!p->start || !node_up(nd) || (!p->elastic && nd->rank < 0))
 		return json_null();
 	for (int r = 0; r < p->group_n; r++)
 		off += (size_t)snprintf(addrs + off, off < sizeof addrs ?
@@ -490,8 +490,15 @@ static json_t *run_of(struct job *j, const struct pnode *nd)
 		put_env(e, PROG_ENV_NODE_ADDRS, "%s", addrs);
 		put_env(e, "MASTER_ADDR", "127.0.0.1");
 		put_env(e, "MASTER_PORT", "%d", p->master_port);
-	} else {
-		put_env(e, "PET_NNODES", "%d:%d", g->nodes_min, g->nodes_max);
+	}
+	if (p->torchrun) {
+		/* elastic: min:max; fixed: this start's nodes, a rendezvous
+		 * of its own, no restart of torchrun's (a change is ours) */
+		if (p->elastic)
+			put_env(e, "PET_NNODES", "%d:%d", g->nodes_min,
+				g->nodes_max);
+		else
+			put_env(e, "PET_NNODES", "%d", p->group_n);
 		put_env(e, "PET_NPROC_PER_NODE", "%d", g->procs_per_node);
 		put_env(e, "PET_RDZV_BACKEND", "c10d");
 		put_env(e, "PET_RDZV_ENDPOINT", "127.0.0.1:%d", p->rdzv_port);
@@ -501,7 +508,8 @@ static json_t *run_of(struct job *j, const struct pnode *nd)
 		 * after its min is there (torch's default is 30) */
 		put_env(e, "PET_RDZV_CONF", "is_host=%d,last_call_timeout=2",
 			nd->id == p->rdzv_host);
-		put_env(e, "PET_MAX_RESTARTS", "%d", TORCHRUN_RESTARTS);
+		put_env(e, "PET_MAX_RESTARTS", "%d", p->elastic ?
+			TORCHRUN_RESTARTS : 0);
 		/* Debian's torch 1.13 on Python 3.11: Std.from_str knows
 		 * only 1 and 2 (its default "0" crashes torchrun); stderr
 		 * redirected and teed keeps both streams in the node's log,
@@ -975,7 +983,12 @@ static enum px_err program_prepare(struct job *j, struct px_error *err)
 		p->keyenv[off++] = hex[j->run.key[i] & 15];
 	}
 	p->keyenv[off] = 0;
-	p->elastic = is_torchrun(j);
+	/* torchrun's own group, unless the spec says fixed (each change
+	 * a new start of every node: what SkyPilot's managed jobs do) */
+	p->torchrun = is_torchrun(j);
+	p->elastic = !strcmp(j->req.program.membership, "elastic") ||
+		     (!strcmp(j->req.program.membership, "auto") &&
+		      p->torchrun);
 	load_latest(j);
 	job_progress_foresee(j, 0);
 	return load_owner(j, err);

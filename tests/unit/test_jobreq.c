@@ -510,6 +510,7 @@ Test(jobreq, program_every_field)
 		" \"stall_seconds\": 600, \"checkpoint_keep\": 5,"
 		" \"checkpoint_max_mb\": 8192,"
 		" \"checkpoint_store\": \"s3://bkt/runs/a\","
+		" \"membership\": \"fixed\","
 		" \"samples\": 6000000000}}";
 	const struct job_program *p = &r.program;
 
@@ -539,6 +540,11 @@ Test(jobreq, program_every_field)
 	cr_assert_eq(p->checkpoint_max_mb, 8192);
 	cr_assert_str_eq(p->checkpoint_store, "s3://bkt/runs/a");
 	cr_assert_eq(p->samples, 6000000000LL);
+	cr_assert_str_eq(p->membership, "fixed");
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"./run\"],"
+			   " \"membership\": \"sometimes\"}}", &r, &e),
+		     PX_EINVAL);
+	cr_assert(strstr(e.msg, "program.membership"), "%s", e.msg);
 	/* a path, with a SHA-256 or without; an s3:// .tgz */
 	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"./run\"],"
 			   " \"code\": \"/home/u/proj\"}}", &r, &e), PX_OK,
