@@ -283,6 +283,15 @@ static enum px_err job_check_remote_urls(const struct job *j,
 	const struct job_data *d = &j->req.trainer.data;
 	const char *const url[] = { d->train, d->test };
 
+	/* a folder is this host's: an instance fetches its code */
+	if (j->req.program.on && j->req.program.code[0] &&
+	    !data_is_url(j->req.program.code))
+		return px_errorf(err, PX_EINVAL, "%s: program.code: '%s' is a "
+				 "folder of this host; the %s world's nodes run "
+				 "elsewhere and fetch their code by URL (a "
+				 ".tar.gz by https:// or s3://, with "
+				 "code_sha256)", j->src, j->req.program.code,
+				 j->wops->name);
 	for (int i = 0; i < 2; i++)
 		if (data_is_url(url[i]) && strchr(url[i], '?'))
 			return px_errorf(err, PX_EINVAL, "%s: trainer.data.%s: "

@@ -412,26 +412,24 @@ static bool has_userinfo(const char *url)
 
 /* trainer.data.<field>, a URL: what the trainer can fetch and the
  * operator allows. */
-static enum px_err check_data_url(const struct job_request *req,
-				  const struct proteusd_config *cfg,
-				  const char *name, const char *field,
-				  const char *url, struct px_error *err)
+static enum px_err check_url(const struct proteusd_config *cfg,
+			     const char *name, const char *field,
+			     const char *url, struct px_error *err)
 {
 	char shown[FETCH_SHOWN_MAX], why[512];
 	struct fetch_url fu;
 	struct px_error pe = {0};
 	struct origin u;
-	enum data_format f;
 	enum px_err e;
 
 	fetch_url_shown(url, shown, sizeof shown);
 	if (has_userinfo(url))
-		return px_errorf(err, PX_EINVAL, "%s: trainer.data.%s: %s: the "
+		return px_errorf(err, PX_EINVAL, "%s: %s: %s: the "
 				 "URL holds a user or password: credentials "
 				 "never go in a job spec", name, field, shown);
 	e = fetch_url_parse(url, &fu, &pe);
 	if (e != PX_OK)
-		return px_errorf(err, e, "%s: trainer.data.%s: %s", name,
+		return px_errorf(err, e, "%s: %s: %s", name,
 				 field, pe.msg);
 	switch (fu.kind) {
 	case FETCH_LOCAL:      /* file://: held to the submitter's rights
@@ -439,7 +437,7 @@ static enum px_err check_data_url(const struct job_request *req,
 		break;
 	case FETCH_S3:
 		if (!cfg->data_s3_allowed)
-			e = px_errorf(err, PX_EINVAL, "%s: trainer.data.%s: %s: "
+			e = px_errorf(err, PX_EINVAL, "%s: %s: %s: "
 				      "s3:// data is fetched with this "
 				      "daemon's AWS credentials, and "
 				      "data_s3_allowed is no on this daemon",
@@ -447,23 +445,40 @@ static enum px_err check_data_url(const struct job_request *req,
 		break;
 	case FETCH_HTTP:
 		if (fu.plain && !fu.loopback)
-			e = px_errorf(err, PX_EINVAL, "%s: trainer.data.%s: %s: "
+			e = px_errorf(err, PX_EINVAL, "%s: %s: %s: "
 				      "http:// only to this host (127.0.0.1, "
 				      "::1, localhost); use https://", name,
 				      field, shown);
 		else if (!url_origin(url, &u))
-			e = px_errorf(err, PX_EINVAL, "%s: trainer.data.%s: %s: "
+			e = px_errorf(err, PX_EINVAL, "%s: %s: %s: "
 				      "not a URL curl can read", name, field,
 				      shown);
 		else if (!origin_ok(cfg, "data_url_allow", cfg->data_url_allow,
 				    &u, true, why, sizeof why))
-			e = px_errorf(err, PX_EINVAL, "%s: trainer.data.%s: %s: "
+			e = px_errorf(err, PX_EINVAL, "%s: %s: %s: "
 				      "%s", name, field, shown, why);
 		break;
 	}
 	fetch_url_release(&fu);
+	return e;
+}
+
+/* A data file by URL: its origin, then its format by its name. */
+static enum px_err check_data_url(const struct job_request *req,
+				  const struct proteusd_config *cfg,
+				  const char *name, const char *field,
+				  const char *url, struct px_error *err)
+{
+	char shown[FETCH_SHOWN_MAX], path[32];
+	struct px_error pe = {0};
+	enum data_format f;
+	enum px_err e;
+
+	snprintf(path, sizeof path, "trainer.data.%s", field);
+	e = check_url(cfg, name, path, url, err);
 	if (e != PX_OK)
 		return e;
+	fetch_url_shown(url, shown, sizeof shown);
 	/* the trainer tells the format by the URL's name: refused now,
 	 * not once the job runs */
 	if (req->trainer.data.format[0]) {
@@ -504,5 +519,10 @@ enum px_err outbound_check_job(const struct job_request *req,
 		e = check_data_url(req, cfg, name, "train", d->train, err);
 	if (e == PX_OK && d->test[0] && data_is_url(d->test))
 		e = check_data_url(req, cfg, name, "test", d->test, err);
+	/* a program's code by URL: each node fetches it, under the same
+	 * rules as data */
+	if (e == PX_OK && req->program.on && data_is_url(req->program.code))
+		e = check_url(cfg, name, "program.code", req->program.code,
+			      err);
 	return e;
 }

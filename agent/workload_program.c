@@ -35,6 +35,7 @@
 #include "../common/log.h"
 #include "../common/pchan.h"
 #include "../trainer/dist/dist.h"
+#include "../trainer/io/data_url.h"
 #include "jobs_int.h"
 #include "loop.h"
 #include "spawnattr.h"
@@ -49,12 +50,18 @@
 				  * restarts of its workers, which a
 				  * peer's eviction costs one of */
 #define SPS_WINDOW_US 10000000   /* samples per second over this */
+#define PROG_REMOTE_USER "nobody" /* the program's user on an instance */
+#define PROG_LOG_ROTATE (4u << 20) /* a node's log, as the agent's */
 #define PROG_QUIET_US 300000000  /* a running program's quiet time that
 				  * is not yet a stall (5 minutes) */
 
 struct pnode {
 	uint64_t id;
 	bool reliable;
+	bool remote;             /* on another machine (ec2) */
+	char addr[64];           /* where its peers reach it (its hello) */
+	int port;                /* its first port; 0: this host's pick */
+	off_t log_size;          /* its log (remote: written here) */
 	bool hello;              /* its agent said hello */
 	bool leaving;            /* a notice or a release */
 	bool gone;               /* ended */
@@ -148,6 +155,13 @@ static void up_drop(struct job *j, struct pnode *nd)
 	nd->up_md = NULL;
 	snprintf(part, sizeof part, "%s/.up-%" PRIu64, pr(j)->store, nd->id);
 	(void)unlink(part);
+}
+
+static bool node_up_id(struct job *j, uint64_t id)
+{
+	const struct pnode *nd = id ? node_of(j, id, false) : NULL;
+
+	return nd && node_up(nd);
 }
 
 static void membership_changed(struct job *j)
@@ -359,6 +373,58 @@ static json_t *on_get(struct job *j, json_t *q)
 	return r;
 }
 
+/* ---- the starts, kept across the daemon's lives ---- */
+
+/* DIR/ID/ckpt/STATE: the current start, its restarts after failures and
+ * its rendezvous (an instance that outlives the daemon, ec2's, goes on
+ * with the same start when the new daemon hears from it). */
+static void save_state(struct job *j)
+{
+	const struct program *p = pr(j);
+	char path[JOB_PATH_MAX + 16], tmp[JOB_PATH_MAX + 24];
+	json_t *o = json_pack("{s:I, s:I, s:I, s:i, s:i}", "start",
+			      (json_int_t)p->start, "restarts",
+			      (json_int_t)p->restarts, "rdzv_host",
+			      (json_int_t)p->rdzv_host, "rdzv_port",
+			      p->rdzv_port, "master_port", p->master_port);
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof path, "%s/STATE", p->store);
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ok = o && fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0;
+	if (fd >= 0)
+		close(fd);
+	json_decref(o);
+	if (ok)
+		(void)rename(tmp, path);
+}
+
+static void load_state(struct job *j)
+{
+	struct program *p = pr(j);
+	char path[JOB_PATH_MAX + 16];
+	json_t *o;
+
+	snprintf(path, sizeof path, "%s/STATE", p->store);
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	if (json_is_object(o)) {
+		p->start = json_integer_value(json_object_get(o, "start"));
+		p->restarts = json_integer_value(json_object_get(o,
+							"restarts"));
+		p->rdzv_host = (uint64_t)json_integer_value(json_object_get(o,
+							"rdzv_host"));
+		p->rdzv_port = (int)json_integer_value(json_object_get(o,
+							"rdzv_port"));
+		p->master_port = (int)json_integer_value(json_object_get(o,
+							"master_port"));
+	}
+	if (p->start < 0 || p->restarts < 0)
+		p->start = p->restarts = 0;
+	json_decref(o);
+}
+
 /* ---- starts ---- */
 
 /* A free TCP port of this host (bound and let go: the node binds it
@@ -418,6 +484,7 @@ static void new_start(struct job *j, const char *why)
 			if (p->nodes[i].rank == 0)
 				p->rdzv_host = p->nodes[i].id;
 	}
+	save_state(j);
 	job_eventf(j, "program", "start %" PRId64 " on %d node%s (%s)%s",
 		   p->start, rank, rank == 1 ? "" : "s", why,
 		   p->latest.seq ? ", from the latest checkpoint" : "");
@@ -427,22 +494,27 @@ static void new_start(struct job *j, const char *why)
 static const char *want_start(struct job *j)
 {
 	struct program *p = pr(j);
-	int up = 0, in = 0, lost = 0;
+	int up = 0, in = 0, lost = 0, reliable = 0;
 
 	for (size_t i = 0; i < p->n; i++) {
 		const struct pnode *nd = &p->nodes[i];
 
 		up += node_up(nd);
+		reliable += node_up(nd) && nd->reliable;
 		in += node_up(nd) && nd->rank >= 0;
 		lost += nd->rank >= 0 && !node_up(nd);
 	}
 	if (up < j->req.program.nodes_min || p->done || p->why[0])
 		return NULL;
+	/* torchrun's rendezvous is hosted by a reliable node: a job that
+	 * has some waits for one (a spot host would take it down) */
+	if (p->torchrun && !reliable && j->req.spec.reliable.count > 0 &&
+	    !node_up_id(j, p->rdzv_host))
+		return NULL;
 	if (!p->start)
 		return "the first";
 	if (p->elastic)   /* torchrun re-forms; a new host, a new start */
-		return node_of(j, p->rdzv_host, false) &&
-		       node_up(node_of(j, p->rdzv_host, false)) ? NULL :
+		return node_up_id(j, p->rdzv_host) ? NULL :
 		       "the rendezvous' node left";
 	if (px_now_mono_us() - p->changed_us < SETTLE_US)
 		return NULL;
@@ -466,6 +538,20 @@ static void put_env(json_t *e, const char *k, const char *fmt, ...)
 	json_object_set_new(e, k, json_string(v));
 }
 
+/* The node of rank r in the current start, NULL. */
+static const struct pnode *rank_node(const struct program *p, int r)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->nodes[i].rank == r && node_up(&p->nodes[i]))
+			return &p->nodes[i];
+	return NULL;
+}
+
+static const char *node_addr(const struct pnode *nd)
+{
+	return nd->addr[0] ? nd->addr : "127.0.0.1";
+}
+
 /* What node nd runs now: {"start", "env"}, or null (it waits). */
 static json_t *run_of(struct job *j, const struct pnode *nd)
 {
@@ -477,10 +563,13 @@ static json_t *run_of(struct job *j, const struct pnode *nd)
 
 	if (!p->start || !node_up(nd) || (!p->elastic && nd->rank < 0))
 		return json_null();
-	for (int r = 0; r < p->group_n; r++)
+	for (int r = 0; r < p->group_n; r++) {
+		const struct pnode *m = rank_node(p, r);
+
 		off += (size_t)snprintf(addrs + off, off < sizeof addrs ?
-					sizeof addrs - off : 0, "%s127.0.0.1",
-					r ? "," : "");
+					sizeof addrs - off : 0, "%s%s",
+					r ? "," : "", m ? node_addr(m) : "");
+	}
 	put_env(e, PROG_ENV_RESTART, "%" PRId64, p->start - 1);
 	put_env(e, PROG_ENV_RELIABLE, "%d", nd->reliable);
 	if (!p->elastic) {
@@ -488,8 +577,11 @@ static json_t *run_of(struct job *j, const struct pnode *nd)
 		put_env(e, PROG_ENV_NODE_RANK, "%d", nd->rank);
 		put_env(e, PROG_ENV_NUM_NODES, "%d", p->group_n);
 		put_env(e, PROG_ENV_NODE_ADDRS, "%s", addrs);
-		put_env(e, "MASTER_ADDR", "127.0.0.1");
-		put_env(e, "MASTER_PORT", "%d", p->master_port);
+		put_env(e, "MASTER_ADDR", "%s", rank_node(p, 0) ?
+			node_addr(rank_node(p, 0)) : "127.0.0.1");
+		put_env(e, "MASTER_PORT", "%d", rank_node(p, 0) &&
+			rank_node(p, 0)->port ? rank_node(p, 0)->port :
+			p->master_port);
 	}
 	if (p->torchrun) {
 		/* elastic: min:max; fixed: this start's nodes, a rendezvous
@@ -501,7 +593,14 @@ static json_t *run_of(struct job *j, const struct pnode *nd)
 			put_env(e, "PET_NNODES", "%d", p->group_n);
 		put_env(e, "PET_NPROC_PER_NODE", "%d", g->procs_per_node);
 		put_env(e, "PET_RDZV_BACKEND", "c10d");
-		put_env(e, "PET_RDZV_ENDPOINT", "127.0.0.1:%d", p->rdzv_port);
+		{
+			const struct pnode *h = node_of(j, p->rdzv_host, false);
+
+			/* the host's second port (its first: MASTER_PORT) */
+			put_env(e, "PET_RDZV_ENDPOINT", "%s:%d", h ?
+				node_addr(h) : "127.0.0.1", h && h->port ?
+				h->port + 1 : p->rdzv_port);
+		}
 		put_env(e, "PET_RDZV_ID", "proteus-%" PRId64 "-%" PRId64,
 			j->id, p->start);
 		/* the store on the host's node only; the group closes 2 s
@@ -600,12 +699,64 @@ static void take_exit(struct job *j, struct pnode *nd, json_t *x)
 		 p->restarts == 1 ? "" : "s", safe);
 }
 
+/* A remote node's output (its beat's "out", text) appended to its log,
+ * DIR/ID/logs/iN.log, rotated to .1 past PROG_LOG_ROTATE as the local
+ * agents do (proteusctl logs reads them). */
+static void log_append(struct job *j, struct pnode *nd, json_t *out,
+		       int64_t lost)
+{
+	char path[JOB_PATH_MAX + 48], old[JOB_PATH_MAX + 56], note[80];
+	const char *t = json_string_value(out);
+	size_t n = t ? json_string_length(out) : 0;
+	int fd;
+
+	if (!n && lost <= 0)
+		return;
+	snprintf(path, sizeof path, "%s/i%" PRIu64 ".log", pr(j)->logs,
+		 nd->id);
+	if (nd->log_size + (off_t)n > (off_t)PROG_LOG_ROTATE) {
+		snprintf(old, sizeof old, "%s.1", path);
+		(void)rename(path, old);
+		nd->log_size = 0;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0)
+		return;
+	if (lost > 0) {
+		int k = snprintf(note, sizeof note, "[%" PRId64 " bytes of "
+				 "output lost]\n", lost);
+
+		if (write(fd, note, (size_t)k) == k)
+			nd->log_size += k;
+	}
+	if (n && write(fd, t, n) == (ssize_t)n)
+		nd->log_size += (off_t)n;
+	close(fd);
+}
+
+/* The node read its instance's own notice (ec2: the metadata): its end
+ * is a leave, which the world hears now. */
+static void node_read_notice(struct job *j, struct pnode *nd, int64_t at_us)
+{
+	if (nd->leaving || at_us <= 0)
+		return;
+	nd->leaving = true;
+	membership_changed(j);
+	if (j->run.w && j->wops->node_warned)
+		j->wops->node_warned(j->run.w, nd->id, at_us, false);
+}
+
 static json_t *on_beat(struct job *j, struct pnode *nd, json_t *q)
 {
 	struct program *p = pr(j);
 	json_t *l, *x = json_object_get(q, "exit"), *r;
 	size_t i;
 
+	log_append(j, nd, json_object_get(q, "out"),
+		   json_integer_value(json_object_get(q, "out_lost")));
+	node_read_notice(j, nd, json_integer_value(json_object_get(q,
+							"notice_us")));
 	nd->start = json_integer_value(json_object_get(q, "start"));
 	json_array_foreach(json_object_get(q, "lines"), i, l)
 		if (i < PCHAN_LINES_MAX && json_is_object(l))
@@ -622,7 +773,7 @@ static json_t *on_beat(struct job *j, struct pnode *nd, json_t *q)
 	return r;
 }
 
-static json_t *on_hello(struct job *j, struct pnode *nd)
+static json_t *on_hello(struct job *j, struct pnode *nd, json_t *q)
 {
 	struct program *p = pr(j);
 	const struct job_program *g = &j->req.program;
@@ -637,18 +788,40 @@ static json_t *on_hello(struct job *j, struct pnode *nd)
 		json_array_append_new(env, json_string(s));
 	for (int i = 0; i < p->ngroups; i++)
 		json_array_append_new(gr, json_integer(p->groups[i]));
+	const char *addr = json_string_value(json_object_get(q, "addr"));
+	json_t *r;
+
 	if (!nd->hello) {
 		nd->hello = true;
 		membership_changed(j);
 		if (j->run.w)
 			(void)j->wops->ready(j->run.w, nd->id, &err);
 	}
-	return json_pack("{s:o, s:o, s:I, s:I, s:I, s:o, s:i, s:I, s:s}",
-			 "command", cmd, "env", env, "job", (json_int_t)j->id,
-			 "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
-			 "groups", gr, "grace_s", g->grace_seconds,
-			 "ckpt_max", (json_int_t)(g->checkpoint_max_mb << 20),
-			 "code", p->code);
+	/* an address of [A-Za-z0-9.:-] only: it goes into the programs'
+	 * environment */
+	if (addr && strlen(addr) < sizeof nd->addr && addr[0] &&
+	    !addr[strspn(addr, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+			 "QRSTUVWXYZ0123456789.:-")])
+		snprintf(nd->addr, sizeof nd->addr, "%s", addr);
+	nd->port = (int)json_integer_value(json_object_get(q, "port"));
+	if (nd->port < 1 || nd->port > 65534)
+		nd->port = 0;
+	r = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o, s:i, s:I, s:s}",
+		      "command", cmd, "env", env, "job", (json_int_t)j->id,
+		      "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
+		      "groups", gr, "grace_s", g->grace_seconds,
+		      "ckpt_max", (json_int_t)(g->checkpoint_max_mb << 20),
+		      "code", nd->remote ? "" : p->code);
+	/* an instance's user is its image's; code by URL is fetched and
+	 * checked by each node */
+	if (r && nd->remote)
+		json_object_set_new(r, "user", json_string(PROG_REMOTE_USER));
+	if (r && data_is_url(g->code)) {
+		json_object_set_new(r, "code_url", json_string(g->code));
+		json_object_set_new(r, "code_sha256",
+				    json_string(g->code_sha256));
+	}
+	return r;
 }
 
 static json_t *answer(struct job *j, struct pnode *nd, json_t *q)
@@ -657,7 +830,7 @@ static json_t *answer(struct job *j, struct pnode *nd, json_t *q)
 
 	nd->seen_us = px_now_mono_us();
 	if (op && !strcmp(op, "hello"))
-		return on_hello(j, nd);
+		return on_hello(j, nd, q);
 	if (!nd->hello)
 		return json_pack("{s:s}", "error", "hello first");
 	if (op && !strcmp(op, "beat"))
@@ -842,17 +1015,20 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 	struct program *p = pr(j);
 	struct pnode *nd = node_of(j, q->id, true);
 	char inst[24], log[JOB_PATH_MAX + 48];
-	const char *argv[] = { j->js->s.trainer, "program-node", "--hub",
-			       pl->coord, "--inst", inst, "--log", log, NULL };
+	/* on an instance: its own trainer, enrolled for the key (the world
+	 * adds what it needs), its output to the daemon over the channel */
+	const char *argv[] = { pl->remote ? j->js->s.cfg->ec2_node_trainer :
+			       j->js->s.trainer, "program-node", "--hub",
+			       pl->coord, "--inst", inst, "--listen",
+			       pl->listen, pl->remote ? NULL : "--log", log,
+			       NULL };
 	size_t k;
 
 	if (!nd)
 		return px_errorf(err, PX_ETOOBIG, "more than %d instances",
 				 PNODES_MAX);
-	if (pl->remote)
-		return px_errorf(err, PX_EUNSUPP, "program jobs run in the "
-				 "local world only, for now");
 	nd->reliable = q->reliable;
+	nd->remote = pl->remote;
 	snprintf(inst, sizeof inst, "%" PRIu64, q->id);
 	snprintf(log, sizeof log, "%s/i%" PRIu64 ".log", p->logs, q->id);
 	ret->argv = calloc(sizeof argv / sizeof argv[0], sizeof *ret->argv);
@@ -860,9 +1036,10 @@ static enum px_err node_command(void *ctx, const struct world_req *q,
 	for (k = 0; ret->argv && argv[k]; k++)
 		if (!(ret->argv[k] = strdup(argv[k])))
 			break;
-	if (ret->env)
+	if (ret->env && !pl->remote)
 		ret->env[0] = strdup(p->keyenv);
-	if (!ret->argv || argv[k] || !ret->env || !ret->env[0]) {
+	if (!ret->argv || argv[k] || !ret->env ||
+	    (!pl->remote && !ret->env[0])) {
 		for (size_t i = 0; ret->argv && ret->argv[i]; i++)
 			free(ret->argv[i]);
 		free(ret->argv);
@@ -990,6 +1167,7 @@ static enum px_err program_prepare(struct job *j, struct px_error *err)
 		     (!strcmp(j->req.program.membership, "auto") &&
 		      p->torchrun);
 	load_latest(j);
+	load_state(j);
 	job_progress_foresee(j, 0);
 	return load_owner(j, err);
 }
@@ -1008,9 +1186,9 @@ static enum px_err program_start(struct job *j, const char *coord,
 	size_t fl = sizeof p->fd;
 
 	(void)resume;
-	/* a new life: the nodes of the last one are gone */
+	/* a new life: its nodes say hello anew (ec2's, which outlived the
+	 * daemon, go on with the start they run) */
 	p->n = 0;
-	p->start = 0;
 	p->done = false;
 	/* the hub listens where the world puts a job's driver, which its
 	 * nodes are told (world_place.coord) */

@@ -1490,3 +1490,107 @@ Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 	unsetenv("AWS_ENDPOINT_URL_S3");
 	fake_stop(&s3);
 }
+
+/* A program job on the fake's instances (docs/programs.md): its code a
+ * .tar.gz in the fake S3, fetched and checked by each node with the
+ * instances' role; the node agents enrolled for the key, their programs
+ * run as nobody, their output in the daemon's logs, their checkpoints
+ * through the store; two interruptions with their notices (read by the
+ * nodes from the instance metadata); done, and the job's cost is what
+ * the fake billed. */
+Test(jobs_ec2, a_program_job_runs_on_instances_with_code_by_url)
+{
+	struct fake s3 = {0};
+	char root[1024], dir[1100], env[160], cmd[3000], sha[65], *tgz;
+	char *toy = px_src_path("tests/fakes/program_toy.py");
+	size_t n = 0;
+	json_t *st, *j;
+	json_error_t je;
+	int64_t id;
+
+	snprintf(root, sizeof root, "%s/s3", jt.tmp);
+	snprintf(dir, sizeof dir, "%s/proteus-data/code", root);
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' '%s/src' && cp '%s' "
+		 "'%s/src/' && tar -czf '%s/toy.tar.gz' -C '%s/src' .", dir,
+		 jt.tmp, toy, jt.tmp, dir, jt.tmp);
+	cr_assert_eq(system(cmd), 0);
+	free(toy);
+	snprintf(cmd, sizeof cmd, "%s/toy.tar.gz", dir);
+	tgz = px_test_read_file(cmd, &n);
+	cr_assert_not_null(tgz);
+	{
+		static const char hex[] = "0123456789abcdef";
+		unsigned char md[EVP_MAX_MD_SIZE];
+		unsigned int mdn = 0;
+
+		cr_assert_eq(EVP_Digest(tgz, n, md, &mdn, EVP_sha256(), NULL),
+			     1);
+		for (unsigned i = 0; i < 32; i++) {
+			sha[2 * i] = hex[md[i] >> 4];
+			sha[2 * i + 1] = hex[md[i] & 15];
+		}
+		sha[64] = 0;
+	}
+	free(tgz);
+	{
+		const char *args[] = { "--root", root, "--key",
+				       FAKE_AKID ":" FAKE_SECRET, "--key",
+				       ROLE_CREDS, "--timeout", "600", NULL };
+
+		fake_start_script(&s3, "tests/fake_s3/fake_s3.py", args);
+	}
+	snprintf(env, sizeof env, "AWS_ENDPOINT_URL_S3=http://127.0.0.1:%d",
+		 s3.port);
+	{
+		const char *extra[] = { "--role-credentials", ROLE_CREDS,
+					"--instance-env", env, NULL };
+
+		fake_up(extra);
+	}
+	setenv("AWS_ENDPOINT_URL_S3", env + strlen("AWS_ENDPOINT_URL_S3="),
+	       1);
+	daemon_ec2();
+	ec2_job(1);
+	j = json_load_file(jt.job, 0, &je);
+	cr_assert_not_null(j, "%s", je.text);
+	json_object_del(j, "trainer");
+	json_object_set_new(j, "program", json_pack(
+		"{s:[s,s], s:s, s:s, s:{s:s, s:s}, s:{s:i, s:i}, s:i}",
+		"command", "/usr/bin/python3", "program_toy.py", "code",
+		"s3://proteus-data/code/toy.tar.gz", "code_sha256", sha, "env",
+		"TOY_SAMPLES", "40000", "TOY_STEP_MS", "40", "nodes", "min", 1,
+		"max", 4, "samples", 40000));
+	cr_assert_eq(json_dump_file(j, jt.job, 0), 0);
+	json_decref(j);
+	id = submit();
+	interrupt_two(id, 0, 25);
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
+			 daemon_said());
+	st = bills_final(id, st);
+	check_books(id, st);
+	check_fake(id, st);
+	{
+		char q[300];
+
+		snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE "
+			 "job_id = %lld AND kind = 'checkpoint' AND detail "
+			 "LIKE '%%stored'", (long long)id);
+		cr_assert_gt(sql_int(q), 0, "no checkpoint reached the store");
+	}
+	{
+		char ids[24];
+		struct pxrun r;
+
+		snprintf(ids, sizeof ids, "%lld", (long long)id);
+		cr_assert_eq(ctl(&r, 10, "logs", ids, NULL, NULL), 0, "%s",
+			     r.err);
+		cr_assert(strstr(r.out, "toy: uid=65534 "), "the programs did "
+			  "not run as nobody: %s", r.out);
+		cr_assert(strstr(r.out, "code s3://") == NULL ||
+			  strstr(r.out, sha) == NULL);
+		pxrun_free(&r);
+	}
+	json_decref(st);
+	fake_stop(&s3);
+}

@@ -80,6 +80,7 @@ struct tcli {
 		uint64_t inst;
 		const char *log;
 		const char *work;
+		const char *listen;
 	} g;
 };
 

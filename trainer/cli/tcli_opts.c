@@ -166,6 +166,10 @@ static const struct topt topts[] = {
 	    "this process's stderr"),
 	OPT("work", "DIR", C_PROGRAM, K_STR, g.work, 0, 0, 0,
 	    "where the node's folder is made", "$TMPDIR, else /tmp"),
+	OPT("listen", "ADDR", C_PROGRAM, K_STR, g.listen, 0, 0, 0,
+	    "this node's own address (tcp://HOST:PORT: HOST is the one its "
+	    "peers reach, PORT and PORT+1 its program's; ipc://: this "
+	    "host's loopback)", "ipc:// (loopback)"),
 	/* fetch */
 	OPT("sha256", "HEX", C_FETCH, K_STR, f.sha256, 0, 0, 0,
 	    "the file's SHA-256, 64 hex digits; needed for a remote URL",
@@ -365,23 +369,23 @@ static const struct topt topts[] = {
 	    "with no role, then only heartbeat, every second (benchmarks "
 	    "of many instances; the coordinator's --hb-timeout must be "
 	    "longer)", NULL),
-	OPT("imds-notices", NULL, C_NODE, K_FLAG, n.imds, 0, 0, F_OWN,
+	OPT("imds-notices", NULL, C_NODE | C_PROGRAM, K_FLAG, n.imds, 0, 0, F_OWN,
 	    "node: poll the instance metadata (IMDSv2) for a spot "
 	    "interruption notice, on which the roles leave by its time, "
 	    "and for a rebalance recommendation", NULL),
-	OPT("imds-poll-ms", "MS", C_NODE, K_UINT, n.imds_poll_ms, 50,
+	OPT("imds-poll-ms", "MS", C_NODE | C_PROGRAM, K_UINT, n.imds_poll_ms, 50,
 	    600000, F_OWN, "node: between two polls",
 	    "5 s of the notices' clock: 5000 / K"),
-	OPT("imds-margin-ms", "MS", C_NODE, K_UINT, n.imds_margin_ms, 0,
+	OPT("imds-margin-ms", "MS", C_NODE | C_PROGRAM, K_UINT, n.imds_margin_ms, 0,
 	    600000, F_OWN, "node: the roles are to be gone this long before "
 	    "the notice's time (at most a quarter of the time left)", NULL),
-	OPT("leave-on-rebalance", NULL, C_NODE, K_FLAG, n.leave_on_rebalance,
+	OPT("leave-on-rebalance", NULL, C_NODE | C_PROGRAM, K_FLAG, n.leave_on_rebalance,
 	    0, 0, F_OWN, "node: a rebalance recommendation is a leave "
 	    "(reason rebalance), not only a log line", NULL),
-	OPT("clock-speedup", "K", C_NODE, K_UINT, n.clock_speedup, 1, 1200,
+	OPT("clock-speedup", "K", C_NODE | C_PROGRAM, K_UINT, n.clock_speedup, 1, 1200,
 	    F_OWN, "node: the notices' times are on a clock K times faster "
 	    "than real time (a fake EC2's; AWS: 1)", NULL),
-	OPT("clock-origin", "T0", C_NODE, K_UINT, n.clock_origin_s, 0,
+	OPT("clock-origin", "T0", C_NODE | C_PROGRAM, K_UINT, n.clock_origin_s, 0,
 	    4102444800.0, F_OWN | F_NORANGE, "node: Unix seconds that clock "
 	    "runs from (T0 + (now - T0) * K); needed with --clock-speedup",
 	    "none"),

@@ -34,9 +34,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../cloudapi/fetch.h"
+#include "../../cloudapi/imds.h"
 #include "../../common/log.h"
 #include "../../common/pchan.h"
 #include "dist.h"
+#include "dist_node.h"
 #include "prog_node.h"
 
 #define BEAT_MS 300
@@ -48,6 +51,9 @@
 #define ARGS_MAX 300
 #define ENVS_MAX 200
 #define NOTICE_MS 120000          /* a spot notice's two minutes */
+#define FWD_MAX (64u << 10)       /* output held for the next beat (no
+				   * --log: the daemon writes the log) */
+#define IMDS_TIMEOUT_US 1000000
 
 extern char **environ;
 
@@ -70,7 +76,7 @@ struct pn {
 	gid_t gid;
 	gid_t groups[64];
 	int ngroups;
-	char code[1024];
+	char code[FETCH_PATH_MAX + 8];
 	int grace_s;
 	int64_t ckpt_max;
 	/* the node's folder */
@@ -96,6 +102,15 @@ struct pn {
 	int n_pending;
 	struct ckpt_info have;   /* the latest checkpoint here */
 	bool leaving;
+	bool rehello;            /* the daemon asks for a hello again */
+	int64_t notice_us;       /* a notice the node read itself (wall
+				  * clock deadline), to report; 0 */
+	struct imds_client *imds;
+	uint64_t imds_next_us;
+	char addr[64];           /* what peers reach it at */
+	int port;                /* its first port (0: this host's pick) */
+	char *fwd;               /* output for the daemon's log */
+	size_t fwd_n, fwd_lost;
 	uint64_t kill_at_us;     /* SIGKILL then (0: none) */
 	bool stop_asked;
 	uint64_t last_ok_us;
@@ -210,6 +225,11 @@ static json_t *ask(struct pn *p, json_t *req)
 	nn_freemsg(buf);
 	p->last_ok_us = now_us();
 	if (json_is_string(json_object_get(rep, "error"))) {
+		/* a daemon restarted (ec2: the instance outlived it) knows
+		 * no node yet: hello again */
+		if (!strcmp(json_string_value(json_object_get(rep, "error")),
+			    "hello first"))
+			p->rehello = true;
 		log_err("program-node: the daemon: %s",
 			json_string_value(json_object_get(rep, "error")));
 		json_decref(rep);
@@ -323,6 +343,45 @@ static void strv_free(char **v)
 	free(v);
 }
 
+/* An instance's program runs as a user of its own image (the daemon
+ * names it: the head node's uids mean nothing there). */
+static bool user_by_name(struct pn *p, const char *name)
+{
+	struct passwd *pw = getpwnam(name);
+	int n = 64;
+
+	if (!pw) {
+		log_err("program-node: no user '%s' here to run the program "
+			"as", name);
+		return false;
+	}
+	p->uid = pw->pw_uid;
+	p->gid = pw->pw_gid;
+	if (getgrouplist(name, pw->pw_gid, p->groups, &n) < 0)
+		n = 0;
+	p->ngroups = n;
+	return true;
+}
+
+/* The code by URL, fetched into this host's cache and checked by its
+ * SHA-256 (cloudapi/fetch.h), as a node fetches data. */
+static bool fetch_code(struct pn *p, const char *url, const char *sha)
+{
+	struct fetch_opts fo = { 0 };
+	struct fetch_result r;
+	struct px_error err = { 0 };
+
+	if (!sha || fetch_file(&fo, url, sha, &r, &err) != PX_OK) {
+		log_err("program-node: the code: %s", err.msg[0] ? err.msg :
+			"no SHA-256");
+		return false;
+	}
+	snprintf(p->code, sizeof p->code, "%s", r.path);
+	log_info("program-node %" PRIu64 ": code %s fetched and checked",
+		 p->o->inst, r.path);
+	return true;
+}
+
 static bool take_hello(struct pn *p, json_t *r)
 {
 	json_t *g = json_object_get(r, "groups");
@@ -340,6 +399,13 @@ static bool take_hello(struct pn *p, json_t *r)
 		p->groups[p->ngroups++] = (gid_t)json_integer_value(
 			json_array_get(g, i));
 	snprintf(p->code, sizeof p->code, "%s", code ? code : "");
+	if (json_is_string(json_object_get(r, "user")) &&
+	    !user_by_name(p, json_string_value(json_object_get(r, "user"))))
+		return false;
+	if (json_is_string(json_object_get(r, "code_url")) &&
+	    !fetch_code(p, json_string_value(json_object_get(r, "code_url")),
+			json_string_value(json_object_get(r, "code_sha256"))))
+		return false;
 	return p->argv && p->argv[0] && p->env && p->job > 0 &&
 	       p->grace_s > 0 && p->ckpt_max > 0;
 }
@@ -419,8 +485,39 @@ static void remove_dir(struct pn *p)
 
 /* ---- the log ---- */
 
+/* Output kept for the next beat, as text (a byte that is not printable
+ * ASCII, a newline or a tab becomes '?'), the oldest dropped past
+ * FWD_MAX. */
+static void fwd_add(struct pn *p, const char *b, size_t n)
+{
+	if (!p->fwd && !(p->fwd = malloc(FWD_MAX)))
+		return;
+	if (n > FWD_MAX) {
+		p->fwd_lost += n - FWD_MAX;
+		b += n - FWD_MAX;
+		n = FWD_MAX;
+	}
+	if (p->fwd_n + n > FWD_MAX) {
+		size_t drop = p->fwd_n + n - FWD_MAX;
+
+		memmove(p->fwd, p->fwd + drop, p->fwd_n - drop);
+		p->fwd_n -= drop;
+		p->fwd_lost += drop;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)b[i];
+
+		p->fwd[p->fwd_n++] = c == '\n' || c == '\t' ||
+				     (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+	}
+}
+
 static void log_write(struct pn *p, const char *b, size_t n)
 {
+	if (!p->o->log) {
+		fwd_add(p, b, n);
+		return;
+	}
 	if (p->log_fd < 0)
 		return;
 	if (p->log_size + (off_t)n > (off_t)LOG_ROTATE_BYTES && p->o->log) {
@@ -960,9 +1057,19 @@ static void beat(struct pn *p)
 			"ckpt_seq", (json_int_t)p->have.seq);
 	if (p->exit_info)
 		json_object_set(req, "exit", p->exit_info);
+	if (p->fwd_n)
+		json_object_set_new(req, "out", json_stringn(p->fwd, p->fwd_n));
+	if (p->fwd_lost)
+		json_object_set_new(req, "out_lost",
+				    json_integer((json_int_t)p->fwd_lost));
+	if (p->notice_us)
+		json_object_set_new(req, "notice_us",
+				    json_integer((json_int_t)p->notice_us));
 	rep = ask(p, req);
 	if (!rep)
 		return;
+	p->fwd_n = p->fwd_lost = 0;
+	p->notice_us = 0;
 	json_array_clear(p->lines);
 	json_decref(p->exit_info);
 	p->exit_info = NULL;
@@ -971,6 +1078,49 @@ static void beat(struct pn *p)
 }
 
 /* ---- signals ---- */
+
+/* The node must be gone in ms: the program gets SIGTERM and the spec's
+ * share of them (grace_seconds of a 2-minute notice), then SIGKILL. */
+static void leave(struct pn *p, int64_t ms)
+{
+	int64_t g = ms * p->grace_s / (NOTICE_MS / 1000);
+
+	p->leaving = true;
+	log_info("program-node %" PRIu64 ": told to leave in %" PRId64 " ms: "
+		 "the program gets SIGTERM and %" PRId64 " ms", p->o->inst, ms,
+		 g);
+	stop_program(p, g);
+}
+
+/* EC2: the instance's own interruption notice, polled (only the
+ * instance can read it); the daemon hears of it with the next beat. */
+static void poll_imds(struct pn *p)
+{
+	struct dist_node dn = {
+		.imds_margin_ms = p->o->imds_margin_ms,
+		.clock_speedup = p->o->clock_speedup,
+		.clock_origin_s = p->o->clock_origin_s,
+	};
+	struct imds_spot_action a;
+	struct px_error err = { 0 };
+	bool has = false;
+	uint32_t every = p->o->imds_poll_ms ? p->o->imds_poll_ms :
+			 (uint32_t)(5000 / (p->o->clock_speedup > 1 ?
+					    p->o->clock_speedup : 1));
+	int64_t ms;
+
+	if (!p->imds || p->leaving || now_us() < p->imds_next_us)
+		return;
+	p->imds_next_us = now_us() + (uint64_t)(every < 50 ? 50 : every) *
+			  1000;
+	if (imds_spot_action(p->imds, &a, &has, &err) != PX_OK || !has)
+		return;
+	ms = dist_node_notice_ms(&dn, a.time_s, (int64_t)px_now_wall_us());
+	log_info("program-node %" PRIu64 ": spot interruption notice: %s at "
+		 "%" PRId64, p->o->inst, a.action, a.time_s);
+	p->notice_us = (int64_t)px_now_wall_us() + ms * 1000;
+	leave(p, ms);
+}
 
 static void on_signal(struct pn *p)
 {
@@ -988,18 +1138,10 @@ static void on_signal(struct pn *p)
 		if (si.ssi_pid == (uint32_t)getpid())
 			continue;        /* our own, to the program */
 		if (si.ssi_signo == SIGTERM && !p->leaving) {
-			/* the world's notice: ms left in the value; the
-			 * program gets the spec's share of it */
-			int64_t ms = si.ssi_code == SI_QUEUE ?
-				     (int64_t)(si.ssi_int & DIST_LEAVE_MS_MASK) :
-				     NOTICE_MS;
-			int64_t g = ms * p->grace_s / (NOTICE_MS / 1000);
-
-			p->leaving = true;
-			log_info("program-node %" PRIu64 ": told to leave in %"
-				 PRId64 " ms: the program gets SIGTERM and %"
-				 PRId64 " ms", p->o->inst, ms, g);
-			stop_program(p, g);
+			/* the world's notice: ms left in the value */
+			leave(p, si.ssi_code == SI_QUEUE ?
+				 (int64_t)(si.ssi_int & DIST_LEAVE_MS_MASK) :
+				 NOTICE_MS);
 		} else if (si.ssi_signo != SIGTERM) {
 			p->leaving = true;
 			stop_program(p, 0);
@@ -1009,13 +1151,18 @@ static void on_signal(struct pn *p)
 
 /* ---- the loop ---- */
 
+static json_t *hello_req(const struct pn *p)
+{
+	return json_pack("{s:s, s:i, s:s, s:i}", "op", "hello", "pid",
+			 (int)getpid(), "addr", p->addr, "port", p->port);
+}
+
 static bool hello(struct pn *p)
 {
 	uint64_t give_up = now_us() + PROG_NODE_LOST_MS * 1000ull;
 
 	while (now_us() < give_up) {
-		json_t *r = ask(p, json_pack("{s:s, s:i}", "op", "hello", "pid",
-					     (int)getpid()));
+		json_t *r = ask(p, hello_req(p));
 
 		if (r) {
 			bool ok = take_hello(p, r);
@@ -1044,6 +1191,13 @@ static void loop(struct pn *p)
 		};
 		uint64_t t = now_us();
 
+		poll_imds(p);
+		if (p->rehello) {
+			/* what to run is the job's, as before: only the new
+			 * daemon learns of this node */
+			p->rehello = false;
+			json_decref(ask(p, hello_req(p)));
+		}
 		if (t >= next_beat) {
 			if (next_beat && t - next_beat > 2000000)
 				log_warn("program-node %" PRIu64 ": a beat %"
@@ -1089,6 +1243,22 @@ static void loop(struct pn *p)
 	}
 }
 
+/* Its address and first port, from --listen (tcp://HOST:PORT); this
+ * host's loopback and no port of its own for ipc://. */
+static void own_address(struct pn *p)
+{
+	const char *l = p->o->listen, *c;
+
+	snprintf(p->addr, sizeof p->addr, "127.0.0.1");
+	if (!l || strncmp(l, "tcp://", 6) || !(c = strrchr(l + 6, ':')))
+		return;
+	if ((size_t)(c - (l + 6)) < sizeof p->addr) {
+		snprintf(p->addr, sizeof p->addr, "%.*s", (int)(c - (l + 6)),
+			 l + 6);
+		p->port = atoi(c + 1);
+	}
+}
+
 int prog_node_run(const struct prog_node_opts *o)
 {
 	struct pn p = { .o = o, .sock = -1, .out_fd = -1, .err_fd = -1,
@@ -1119,6 +1289,11 @@ int prog_node_run(const struct prog_node_opts *o)
 		return 1;
 	}
 	p.last_ok_us = now_us();
+	own_address(&p);
+	if (o->imds && imds_client_new(NULL, IMDS_TIMEOUT_US, &p.imds, &err) !=
+	    PX_OK)
+		log_warn("program-node: no instance metadata: %s (its notices "
+			 "are not read)", err.msg);
 	if (hello(&p) && make_dir(&p)) {
 		log_info("program-node %" PRIu64 ": job %" PRId64 ", in %s, as "
 			 "uid %ld", o->inst, p.job, p.dir, (long)p.uid);
@@ -1138,6 +1313,8 @@ int prog_node_run(const struct prog_node_opts *o)
 	json_decref(p.lines);
 	json_decref(p.run);
 	json_decref(p.exit_info);
+	imds_client_free(p.imds);
+	free(p.fwd);
 	if (p.sock >= 0)
 		nn_close(p.sock);
 	return rc;

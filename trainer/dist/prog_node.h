@@ -27,6 +27,14 @@ struct prog_node_opts {
 				   * this process's stderr) */
 	const char *work;         /* where its folder is made (NULL:
 				   * $TMPDIR or /tmp) */
+	const char *listen;       /* tcp://HOST:PORT: the address its
+				   * peers reach and its ports (PORT,
+				   * PORT+1); NULL or ipc://: loopback */
+	/* EC2: interruption notices from the instance metadata (as
+	 * dist_node.h's imds fields) */
+	bool imds;
+	uint32_t imds_poll_ms, imds_margin_ms, clock_speedup;
+	uint64_t clock_origin_s;
 	uint8_t key[64];          /* the job key */
 	size_t key_len;
 };
