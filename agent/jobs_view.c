@@ -614,6 +614,45 @@ static void job_figures(struct job *j, struct job_fig *f)
 		f->inst[fl->v[i].market < 0][fl->v[i].reliable]++;
 }
 
+/* A program job's own figures (its workload's status view,
+ * docs/programs.md): samples, loss, starts, restarts, the store's latest
+ * checkpoint. */
+static void program_metrics(struct jobs *js, struct prom *p)
+{
+	static const struct {
+		const char *metric, *type, *help, *key;
+	} fam[] = {
+		{ "proteus_job_program_samples_total", "counter", "Samples a "
+		  "program job trained (its progress lines' samples).",
+		  "samples" },
+		{ "proteus_job_program_loss", "gauge", "A program job's last "
+		  "reported loss (absent until reported).", "loss" },
+		{ "proteus_job_program_starts_total", "counter", "Starts of a "
+		  "program job's group (re-forms, restarts, daemon lives).",
+		  "start" },
+		{ "proteus_job_program_restarts_total", "counter", "Restarts "
+		  "of a program job after its program failed.",
+		  "restarts_on_errors" },
+	};
+	char id[24];
+
+	for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+		prom_family(p, fam[f].metric, fam[f].type, fam[f].help);
+		for (struct job *j = js->list; j; j = j->next) {
+			json_t *v = j->wl && j->wlops && j->wlops->view ?
+				    j->wlops->view(j) : NULL;
+			json_t *x = json_object_get(v, fam[f].key);
+
+			snprintf(id, sizeof id, "%" PRId64, j->id);
+			if (json_is_number(x))
+				prom_sample(p, fam[f].metric,
+					    json_number_value(x), "job", id,
+					    NULL);
+			json_decref(v);
+		}
+	}
+}
+
 void jobs_metrics(struct jobs *js, struct prom *p)
 {
 	static const char *const market[2] = { "spot", "on-demand" };
@@ -703,6 +742,7 @@ void jobs_metrics(struct jobs *js, struct prom *p)
 	EACH_JOB if (f[k].ec2)
 		prom_sample(p, "proteus_job_enrollment_refusals_total",
 			    (double)f[k].refused, "job", f[k].id, NULL);
+	program_metrics(js, p);
 #undef EACH_JOB
 	free(f);
 }

@@ -374,8 +374,10 @@ Test(cli, bash_completion)
 	if (access("/bin/bash", X_OK))
 		cr_skip_test("no bash");
 	complete("proteusctl", "proteusctl \"\"", got, sizeof(got));
-	cr_assert_str_eq(got, "cancel events help history jobs market model "
-			 "ping report simulate status submit ");
+	cr_assert_str_eq(got, "cancel events help history jobs logs market "
+			 "model ping report simulate status submit ");
+	complete("proteusctl", "proteusctl logs 3 --fo", got, sizeof(got));
+	cr_assert_str_eq(got, "--follow ");
 	complete("proteusctl", "proteusctl report 3 --pl", got, sizeof(got));
 	cr_assert_str_eq(got, "--plot ");
 	complete("proteusctl", "proteusctl model 3 --o", got, sizeof(got));
