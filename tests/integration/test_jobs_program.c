@@ -30,6 +30,7 @@ TestSuite(jobs_program, .init = jobs_fixture_setup,
 #define SPIKE_AT (T0 + 3600)     /* an hour in: 3 s at 1200x */
 #define SPIKE_S 1800
 static int64_t spike_at = SPIKE_AT;
+static int speedup = 1200;
 
 /* tmp/trace.json: m3.large in us-east-1a at $0.02 every 5 minutes for
  * two days, but $5 (past any bid) from SPIKE_AT to SPIKE_END: every spot
@@ -104,9 +105,9 @@ static void write_job_cmd(const char *cmd, const char *env, const char *more,
 		 "\"nodes\": {\"min\": 1, \"max\": 3}, \"samples\": %ld%s%s},"
 		 " \"world\": {\"name\": \"local\", \"trace\": "
 		 "\"%s/trace.json\", \"start\": \"2016-03-02T00:00:00Z\", "
-		 "\"speedup\": 1200}}",
+		 "\"speedup\": %d}}",
 		 cmd, jt.tmp, samples, env[0] ? ", " : "", env, samples,
-		 more[0] ? ", " : "", more, jt.tmp);
+		 more[0] ? ", " : "", more, jt.tmp, speedup);
 	f = fopen(jt.job, "w");
 	cr_assert_not_null(f);
 	fputs(text, f);
@@ -257,13 +258,31 @@ Test(jobs_program, a_program_that_ignores_the_notice_is_killed_at_the_grace)
 	json_t *st;
 	int64_t id;
 
+	char path[4200];
+	char *log;
+
 	need_root();
 	daemon_up();
-	write_program_job("\"TOY_ON_TERM\": \"ignore\"", "");
+	/* a 1 s notice (120 s at 120x), of which a 30 s grace of 120 is
+	 * 250 ms: the agent's SIGKILL comes well before the world's end of
+	 * the node */
+	speedup = 120;
+	spike_at = T0 + 600;
+	write_program_job("\"TOY_ON_TERM\": \"ignore\"",
+			  "\"grace_seconds\": 30");
 	id = submit_as(NOBODY);
 	st = wait_end(id, 120);
 	cr_assert_str_eq(state_of(st), "done", "%s", json_dumps(st, 0));
 	cr_assert_gt(logs_count(id, "term: ignored"), 0);
+	snprintf(path, sizeof path, "%s.jobs/%lld/program.log", jt.db,
+		 (long long)id);
+	log = px_test_read_file(path, NULL);
+	cr_assert_not_null(log);
+	cr_assert(strstr(log, "the program gets SIGTERM and 250 ms"), "%s",
+		  log);
+	cr_assert(strstr(log, "ended (signal 9)"), "the program that ignored "
+		  "SIGTERM was not killed: %s", log);
+	free(log);
 	json_decref(st);
 }
 
@@ -310,6 +329,46 @@ static double alone_accuracy(const char *prog, const char *epochs)
 	return acc;
 }
 
+/* A node lost without notice: once a replacement (instance 4 or later)
+ * has trained a while, its whole process group (agent, torchrun, workers)
+ * gets SIGKILL, as a crashed instance would.  Its instance id. */
+static int kill_a_replacement(int64_t id)
+{
+	char cmd[4400], line[64];
+
+	snprintf(cmd, sizeof cmd, "pgrep -f 'p.db.jobs/%lld/n0 --inst [4-9] '"
+		 " | head -1", (long long)id);
+	for (int i = 0; i < 1200; i++) {
+		FILE *f = popen(cmd, "r");
+		long pid = 0;
+		char stat[64];
+		int inst = 0;
+
+		if (f && fgets(line, sizeof line, f))
+			pid = strtol(line, NULL, 10);
+		if (f)
+			pclose(f);
+		snprintf(stat, sizeof stat, "/proc/%ld/cmdline", pid);
+		if (pid > 0) {
+			char *c = px_test_read_file(stat, NULL);
+
+			/* argv is NUL-separated: "--inst" then the id */
+			for (char *a = c; c && a && *a; a += strlen(a) + 1)
+				if (!strcmp(a, "--inst"))
+					inst = atoi(a + strlen(a) + 1);
+			free(c);
+		}
+		if (inst > 0) {
+			sleep_ms(4000);  /* torch's start: it trains then */
+			if (kill(-(pid_t)pid, SIGKILL) == 0)
+				return inst;
+		}
+		sleep_ms(100);
+	}
+	cr_assert_fail("no replacement ran");
+	return 0;
+}
+
 /* The shipped PyTorch example (docs/examples/programs/fashion_mnist_ddp.py,
  * DDP over gloo on Fashion-MNIST) under torchrun, elastic over the fleet:
  * its c10d rendezvous hosted by the reliable node, the group re-formed by
@@ -325,6 +384,7 @@ Test(jobs_program, the_pytorch_example_runs_elastic_through_evictions,
 	double alone, acc;
 	json_t *st;
 	int64_t id;
+	int killed;
 
 	need_root();
 	if (access("/usr/bin/torchrun", X_OK) != 0)
@@ -340,10 +400,19 @@ Test(jobs_program, the_pytorch_example_runs_elastic_through_evictions,
 		 "'%s/code/fashion_mnist_ddp.py'", prog, jt.tmp, jt.tmp);
 	cr_assert_eq(system(cmd), 0);
 	id = submit_as(NOBODY);
+	killed = kill_a_replacement(id);
 	st = wait_end(id, 360);
 	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
 			 daemon_said());
 	cr_assert_gt(json_integer_value(json_object_get(st, "evictions")), 0);
+	{
+		char like[64];
+
+		snprintf(like, sizeof like, "%%\"instance\":%d,%%lost%%",
+			 killed);
+		cr_assert_eq(events_like(id, "eviction", like), 1, "instance %d "
+			     "killed without notice", killed);
+	}
 	cr_assert_gt(logs_count(id, "resumed from "), 0,
 		     "no worker resumed from the latest checkpoint");
 	acc = json_number_value(json_object_get(st, "test_accuracy"));
