@@ -429,6 +429,11 @@ json_t *jobs_reply_err(struct px_error *err, enum px_err e, const char *fmt,
  * else *ret_id, and *ret the job this daemon holds (NULL: none). */
 bool jobs_req_job(struct jobs *js, json_t *req, int64_t *ret_id,
 		  struct job **ret, struct px_error *err);
+/* The same, for a job that may be one of the store's only (ended in an
+ * earlier life): false (err set: notfound "no job N") when it is
+ * neither held nor stored. */
+bool jobs_req_known(struct jobs *js, json_t *req, int64_t *ret_id,
+		    struct job **ret, struct px_error *err);
 /* Let submissions still being read end, answering none. */
 void jobs_submit_stop(struct jobs *js);
 

@@ -53,13 +53,6 @@ struct logs {
 	struct px_error *err;
 };
 
-static enum px_err job_seen(const struct store_job *sj, void *ctx)
-{
-	(void)sj;
-	*(bool *)ctx = true;
-	return PX_OK;
-}
-
 /* Whether name is i<digits>.log or i<digits>.log.1 (no leading zero),
  * its instance in *ret. */
 static bool log_name(const char *name, uint64_t *ret)
@@ -458,25 +451,15 @@ out:
 json_t *jobs_cmd_logs(struct jobs *js, json_t *req, struct px_error *err)
 {
 	struct logs c = { .dfd = -1, .err = err };
-	struct store_job_filter f;
 	char dir[JOB_PATH_MAX], path[JOB_PATH_MAX + 8];
 	uint64_t want;
-	bool known = false;
 	struct job *j;
 	json_t *r;
 	int64_t id;
 
-	if (!jobs_req_job(js, req, &id, &j, err) || !logs_args(req, &c, &want))
+	if (!jobs_req_known(js, req, &id, &j, err) ||
+	    !logs_args(req, &c, &want))
 		return NULL;
-	if (!j) {
-		f = (struct store_job_filter){ .id = id };
-		if (store_jobs_each(js->s.st, &f, job_seen, &known, err) !=
-		    PX_OK)
-			return NULL;
-		if (!known)
-			return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64,
-					      id);
-	}
 	/* the folder of a job this daemon runs, else where it was */
 	if (j && j->run.dir[0])
 		snprintf(dir, sizeof dir, "%s", j->run.dir);

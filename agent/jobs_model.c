@@ -32,13 +32,6 @@
 _Static_assert(MODEL_CHUNK / 3 * 4 + 4096 < PROTO_LINE_MAX,
 	       "a chunk's base64 must fit a reply line");
 
-static enum px_err job_seen(const struct store_job *sj, void *ctx)
-{
-	(void)sj;
-	*(bool *)ctx = true;
-	return PX_OK;
-}
-
 /* Up to MODEL_CHUNK bytes of fd from off, base64; NULL with err set. */
 static json_t *chunk(int fd, const char *what, uint64_t off, uint64_t len,
 		     struct px_error *err)
@@ -78,31 +71,20 @@ out:
 json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
 {
 	json_t *vo = json_object_get(req, "offset"), *data, *r;
-	struct store_job_filter f;
 	char path[JOB_PATH_MAX + 64], what[JOB_PATH_MAX + 96];
 	char version[96];
 	uint64_t off = 0, len;
-	bool known = false;
 	struct job *j;
 	struct stat st;
 	int64_t id;
 	int fd;
 
-	if (!jobs_req_job(js, req, &id, &j, err))
+	if (!jobs_req_known(js, req, &id, &j, err))
 		return NULL;
 	if (vo && (!json_is_integer(vo) || json_integer_value(vo) < 0))
 		return jobs_reply_err(err, PX_EINVAL, "'offset': a byte offset "
 				      "(an integer >= 0) is needed");
 	off = vo ? (uint64_t)json_integer_value(vo) : 0;
-	if (!j) {
-		f = (struct store_job_filter){ .id = id };
-		if (store_jobs_each(js->s.st, &f, job_seen, &known, err) !=
-		    PX_OK)
-			return NULL;
-		if (!known)
-			return jobs_reply_err(err, PX_ENOENT, "no job %" PRId64,
-					      id);
-	}
 	/* what the job's workload produces, in its folder (a job this
 	 * daemon does not hold: the built-in trainer's) */
 	snprintf(path, sizeof path, "%s/%" PRId64 "/%s", js->s.dir, id,

@@ -157,6 +157,31 @@ bool jobs_req_job(struct jobs *js, json_t *req, int64_t *ret_id,
 	return true;
 }
 
+static enum px_err job_seen(const struct store_job *sj, void *ctx)
+{
+	(void)sj;
+	*(bool *)ctx = true;
+	return PX_OK;
+}
+
+bool jobs_req_known(struct jobs *js, json_t *req, int64_t *ret_id,
+		    struct job **ret, struct px_error *err)
+{
+	struct store_job_filter f;
+	bool known = false;
+
+	if (!jobs_req_job(js, req, ret_id, ret, err))
+		return false;
+	if (*ret)
+		return true;
+	f = (struct store_job_filter){ .id = *ret_id };
+	if (store_jobs_each(js->s.st, &f, job_seen, &known, err) != PX_OK)
+		return false;
+	if (!known)
+		jobs_reply_err(err, PX_ENOENT, "no job %" PRId64, *ret_id);
+	return known;
+}
+
 /* A submitted job whose trace and prices are read on a thread of its
  * own (a 2-month trace takes most of a second): the loop goes on, and the
  * submitter gets its answer once the job is checked and stored. */

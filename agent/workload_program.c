@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -272,6 +273,22 @@ static int64_t up_commit(struct job *j, struct pnode *nd, const char *sha)
 	return seq;
 }
 
+/* Whether n more bytes leave the store's file system 2% and 256 MiB
+ * free at least (the daemon's database shares it). */
+static bool room_for(const struct job *j, uint64_t n)
+{
+	struct statvfs v;
+	uint64_t free_b, total, keep;
+
+	if (statvfs(pr(j)->store, &v) != 0)
+		return true;     /* unknown: the write itself will say */
+	free_b = (uint64_t)v.f_bavail * v.f_frsize;
+	total = (uint64_t)v.f_blocks * v.f_frsize;
+	keep = total / 50 > (UINT64_C(256) << 20) ? total / 50 :
+	       UINT64_C(256) << 20;
+	return free_b > n && free_b - n >= keep;
+}
+
 /* {"op": "ckpt_put", "name", "off", "data" (base64), "last", "sha256",
  * "abort"}: one chunk of nd's upload. */
 static json_t *on_put(struct job *j, struct pnode *nd, json_t *q)
@@ -322,13 +339,15 @@ static json_t *on_put(struct job *j, struct pnode *nd, json_t *q)
 		  -1;
 	for (size_t k = dl; n > 0 && k > 0 && data[k - 1] == '='; k--)
 		n--;
-	if (n < 0 || nd->up_off + n > max ||
+	if (n < 0 || nd->up_off + n > max || !room_for(j, (uint64_t)n) ||
 	    write(nd->up_fd, bin, (size_t)n) != n) {
 		free(bin);
 		job_eventf(j, "checkpoint", "instance %" PRIu64 ": checkpoint "
 			   "'%s' not stored: %s", nd->id, name, n < 0 ?
 			   "bad data" : nd->up_off + n > max ?
-			   "larger than checkpoint_max_mb" : strerror(errno));
+			   "larger than checkpoint_max_mb" :
+			   !room_for(j, (uint64_t)n) ? "the head node's disk "
+			   "is nearly full" : strerror(errno));
 		up_drop(j, nd);
 		return json_pack("{s:I}", "seq", (json_int_t)-1);
 	}

@@ -1243,6 +1243,30 @@ Test(jobs_ec2, forged_replayed_foreign_and_reused_enrollments_are_refused)
 #define ROLE_CREDS "ASIAFAKEROLE00000001:RoleSecretFixedEXAMPLEKEYxxxxxxxxxxxxx:" \
 	"RoleTokenFixed/EXAMPLE+TOKEN=="
 
+/* The fake S3 on root (the head node's keys and the instances' role),
+ * the fake EC2 whose instances reach it with their role, and the daemon
+ * on it. */
+static void s3_fake_daemon(struct fake *s3, const char *root)
+{
+	const char *args[] = { "--root", root, "--key",
+			       FAKE_AKID ":" FAKE_SECRET, "--key", ROLE_CREDS,
+			       "--timeout", "600", NULL };
+	char env[160];
+
+	fake_start_script(s3, "tests/fake_s3/fake_s3.py", args);
+	snprintf(env, sizeof env, "AWS_ENDPOINT_URL_S3=http://127.0.0.1:%d",
+		 s3->port);
+	{
+		const char *extra[] = { "--role-credentials", ROLE_CREDS,
+					"--instance-env", env, NULL };
+
+		fake_up(extra);
+	}
+	setenv("AWS_ENDPOINT_URL_S3", env + strlen("AWS_ENDPOINT_URL_S3="),
+	       1);
+	daemon_ec2();
+}
+
 /* A LIBSVM set of n rows, 4 features, 2 classes a line tells apart, at
  * dir/name; its SHA-256 (hex) into sha. */
 static void svm_file(const char *dir, const char *name, int n,
@@ -1385,7 +1409,7 @@ Test(jobs_ec2, a_presigned_data_url_is_refused_for_instances)
 Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 {
 	struct fake s3 = {0};
-	char root[1024], dir[1100], env[160], train_sha[65], test_sha[65];
+	char root[1024], dir[1100], train_sha[65], test_sha[65];
 	char bad_sha[65], *log, *reqs;
 	long status = 0;
 	json_t *st;
@@ -1401,24 +1425,7 @@ Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 	}
 	svm_file(dir, "train.svm", 3000, 1, train_sha);
 	svm_file(dir, "test.svm", 500, 2, test_sha);
-	{
-		const char *args[] = { "--root", root, "--key",
-				       FAKE_AKID ":" FAKE_SECRET, "--key",
-				       ROLE_CREDS, "--timeout", "600", NULL };
-
-		fake_start_script(&s3, "tests/fake_s3/fake_s3.py", args);
-	}
-	snprintf(env, sizeof env, "AWS_ENDPOINT_URL_S3=http://127.0.0.1:%d",
-		 s3.port);
-	{
-		const char *extra[] = { "--role-credentials", ROLE_CREDS,
-					"--instance-env", env, NULL };
-
-		fake_up(extra);
-	}
-	setenv("AWS_ENDPOINT_URL_S3", env + strlen("AWS_ENDPOINT_URL_S3="),
-	       1);
-	daemon_ec2();
+	s3_fake_daemon(&s3, root);
 	ec2_job(20);
 	job_data_s3(train_sha, test_sha);
 	id = submit();
@@ -1501,7 +1508,7 @@ Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 Test(jobs_ec2, a_program_job_runs_on_instances_with_code_by_url)
 {
 	struct fake s3 = {0};
-	char root[1024], dir[1100], env[160], cmd[3000], sha[65], *tgz;
+	char root[1024], dir[1100], cmd[3000], sha[65], *tgz;
 	char *toy = px_src_path("tests/fakes/program_toy.py");
 	size_t n = 0;
 	json_t *st, *j;
@@ -1532,24 +1539,7 @@ Test(jobs_ec2, a_program_job_runs_on_instances_with_code_by_url)
 		sha[64] = 0;
 	}
 	free(tgz);
-	{
-		const char *args[] = { "--root", root, "--key",
-				       FAKE_AKID ":" FAKE_SECRET, "--key",
-				       ROLE_CREDS, "--timeout", "600", NULL };
-
-		fake_start_script(&s3, "tests/fake_s3/fake_s3.py", args);
-	}
-	snprintf(env, sizeof env, "AWS_ENDPOINT_URL_S3=http://127.0.0.1:%d",
-		 s3.port);
-	{
-		const char *extra[] = { "--role-credentials", ROLE_CREDS,
-					"--instance-env", env, NULL };
-
-		fake_up(extra);
-	}
-	setenv("AWS_ENDPOINT_URL_S3", env + strlen("AWS_ENDPOINT_URL_S3="),
-	       1);
-	daemon_ec2();
+	s3_fake_daemon(&s3, root);
 	ec2_job(1);
 	j = json_load_file(jt.job, 0, &je);
 	cr_assert_not_null(j, "%s", je.text);

@@ -1253,9 +1253,12 @@ static void own_address(struct pn *p)
 	if (!l || strncmp(l, "tcp://", 6) || !(c = strrchr(l + 6, ':')))
 		return;
 	if ((size_t)(c - (l + 6)) < sizeof p->addr) {
+		char *end;
+		long port = strtol(c + 1, &end, 10);
+
 		snprintf(p->addr, sizeof p->addr, "%.*s", (int)(c - (l + 6)),
 			 l + 6);
-		p->port = atoi(c + 1);
+		p->port = !*end && port > 0 && port < 65535 ? (int)port : 0;
 	}
 }
 
