@@ -17,6 +17,9 @@ Knobs for tests:
   TOY_FAIL_AT_START=1                 exit 3 at once with a config error
   TOY_FAIL_AT_SAMPLES=N               on PROTEUS_RESTART 0, exit 1 once
                                       samples pass N (a restart succeeds)
+  TOY_FAIL_ONCE=PATH                  with it: fail the first time only,
+                                      whatever the start (PATH made then)
+  TOY_FAIL_NODES=K                    ... and only in a group of K nodes
 It starts no child processes.
 """
 import json
@@ -52,6 +55,19 @@ def main():
     pad = int(env("TOY_CKPT_BYTES", "1000"))
     on_term = env("TOY_ON_TERM", "checkpoint")
     fail_at = env("TOY_FAIL_AT_SAMPLES")
+    once = env("TOY_FAIL_ONCE")
+
+    def first_failure():
+        """The first failure of the job: TOY_FAIL_ONCE's file made now
+        (only one process makes it), else PROTEUS_RESTART 0."""
+        if not once:
+            return restart == 0
+        try:
+            os.close(os.open(once, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o644))
+            return True
+        except FileExistsError:
+            return False
     restart = int(env("PROTEUS_RESTART", "0"))
     # a fixed group's ranks, or torchrun's (elastic: no PROTEUS_NODE_*)
     rank = int(env("PROTEUS_NODE_RANK") or env("RANK") or "0")
@@ -116,7 +132,8 @@ def main():
         time.sleep(step_s)
         step += 1
         samples += batch * nodes
-        if fail_at and restart == 0 and samples > int(fail_at):
+        if (fail_at and samples > int(fail_at) and
+                nodes >= int(env("TOY_FAIL_NODES", "1")) and first_failure()):
             log("toy: diverged at samples %d" % samples, sys.stderr)
             return 1
         if rank == 0:

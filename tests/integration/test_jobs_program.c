@@ -242,8 +242,18 @@ Test(jobs_program, a_failure_restarts_from_the_latest_checkpoint)
 
 	need_root();
 	daemon_up();
-	write_program_job("\"TOY_FAIL_AT_SAMPLES\": \"6000\"",
-			  "\"max_restarts_on_errors\": 1");
+	char env[1200], mark[800];
+
+	snprintf(mark, sizeof mark, "%s/marks", jt.tmp);
+	cr_assert_eq(mkdir(mark, 0777), 0);
+	cr_assert_eq(chmod(mark, 0777), 0);
+	/* one failure, once the whole group of 3 runs (no spike: nothing
+	 * re-forms it after), whatever its start */
+	spike_at = T0 + 3 * 86400;
+	snprintf(env, sizeof env, "\"TOY_FAIL_AT_SAMPLES\": \"6000\", "
+		 "\"TOY_FAIL_ONCE\": \"%s/failed\", \"TOY_FAIL_NODES\": "
+		 "\"3\"", mark);
+	write_program_job(env, "\"max_restarts_on_errors\": 1");
 	id = submit_as(NOBODY);
 	st = wait_end(id, 120);
 	cr_assert_str_eq(state_of(st), "done", "%s", json_dumps(st, 0));
