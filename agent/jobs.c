@@ -221,6 +221,9 @@ static void job_release_run(struct job *j)
 	job_stop_trainer(j);
 	if (j->run.w)
 		j->wops->free_world(j->run.w);
+	/* its nodes are gone: what they left on this host goes too */
+	if (j->run.w && j->wl && j->wlops->released)
+		j->wlops->released(j);
 	j->run.w = NULL;
 	ctrl_free(j->run.c);
 	j->run.c = NULL;

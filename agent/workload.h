@@ -109,6 +109,9 @@ struct workload_ops {
 	void (*stop)(struct job *j);
 	/* job->wl freed (after stop). */
 	void (*free)(struct job *j);
+	/* The job's world was freed (its nodes ended): what they left on
+	 * this host may go.  May be NULL. */
+	void (*released)(struct job *j);
 	/* What `status` shows of the workload's own, under its name (a new
 	 * object; NULL: nothing).  May be NULL. */
 	json_t *(*view)(const struct job *j);

@@ -16,8 +16,10 @@
  *  - fixed (any other command): each start has its nodes and ranks;
  *    when they change, the group re-forms: a new start on the nodes up,
  *    from the latest checkpoint (not a failure). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <nanomsg/nn.h>
@@ -31,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -51,6 +54,8 @@
 				  * restarts of its workers, which a
 				  * peer's eviction costs one of */
 #define SPS_WINDOW_US 10000000   /* samples per second over this */
+#define REFORM_WAIT_US 150000000 /* a re-form's barrier waits at most
+				  * this (the grace, then SIGKILL, is less) */
 #define PROG_REMOTE_USER "nobody" /* the program's user on an instance */
 #define PROG_LOG_ROTATE (4u << 20) /* a node's log, as the agent's */
 #define PROG_QUIET_US 300000000  /* a running program's quiet time that
@@ -101,6 +106,10 @@ struct program {
 	struct pnode nodes[PNODES_MAX];
 	size_t n;
 	int64_t start;           /* the current start (0: none yet) */
+	bool reforming;          /* a fixed group re-forms: every node's
+				  * program stops before the next start */
+	char reform_why[64];
+	uint64_t reform_us;
 	int64_t restarts;        /* after failures */
 	uint64_t changed_us;     /* membership last changed */
 	int master_port, rdzv_port;
@@ -504,9 +513,27 @@ static void new_start(struct job *j, const char *why)
 				p->rdzv_host = p->nodes[i].id;
 	}
 	save_state(j);
-	job_eventf(j, "program", "start %" PRId64 " on %d node%s (%s)%s",
-		   p->start, rank, rank == 1 ? "" : "s", why,
-		   p->latest.seq ? ", from the latest checkpoint" : "");
+	if (p->elastic)
+		job_eventf(j, "program", "start %" PRId64 " (%s): torchrun "
+			   "forms the group of %d to %d nodes, %d up now%s",
+			   p->start, why, j->req.program.nodes_min,
+			   j->req.program.nodes_max, rank, p->latest.seq ?
+			   ", from the latest checkpoint" : "");
+	else
+		job_eventf(j, "program", "start %" PRId64 " on %d node%s "
+			   "(%s)%s", p->start, rank, rank == 1 ? "" : "s", why,
+			   p->latest.seq ? ", from the latest checkpoint" : "");
+}
+
+/* Whether no node up still runs its program (a re-form's barrier). */
+static bool all_stopped(struct job *j)
+{
+	const struct program *p = pr(j);
+
+	for (size_t i = 0; i < p->n; i++)
+		if (node_up(&p->nodes[i]) && p->nodes[i].start)
+			return false;
+	return true;
 }
 
 /* Whether the group must re-form, and why. */
@@ -580,7 +607,8 @@ static json_t *run_of(struct job *j, const struct pnode *nd)
 	char addrs[4096] = "";
 	size_t off = 0;
 
-	if (!p->start || !node_up(nd) || (!p->elastic && nd->rank < 0))
+	if (!p->start || !node_up(nd) || (!p->elastic && nd->rank < 0) ||
+	    p->reforming)
 		return json_null();
 	for (int r = 0; r < p->group_n; r++) {
 		const struct pnode *m = rank_node(p, r);
@@ -813,6 +841,8 @@ static json_t *on_hello(struct job *j, struct pnode *nd, json_t *q)
 	if (!nd->hello) {
 		nd->hello = true;
 		membership_changed(j);
+		if (p->start)         /* after the job began: a join */
+			job_progress_join(j);
 		if (j->run.w)
 			(void)j->wops->ready(j->run.w, nd->id, &err);
 	}
@@ -825,10 +855,14 @@ static json_t *on_hello(struct job *j, struct pnode *nd, json_t *q)
 	nd->port = (int)json_integer_value(json_object_get(q, "port"));
 	if (nd->port < 1 || nd->port > 65534)
 		nd->port = 0;
-	r = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o, s:i, s:I, s:s}",
+	r = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o, s:i, s:I, s:I, s:s}",
 		      "command", cmd, "env", env, "job", (json_int_t)j->id,
 		      "uid", (json_int_t)p->uid, "gid", (json_int_t)p->gid,
 		      "groups", gr, "grace_s", g->grace_seconds,
+		      /* a re-form's grace: grace_seconds of the world's clock
+		       * (the local world's is accelerated) */
+		      "stop_ms", (json_int_t)(g->grace_seconds * 1000.0 /
+				(j->mk.speedup >= 1 ? j->mk.speedup : 1)),
 		      "ckpt_max", (json_int_t)(g->checkpoint_max_mb << 20),
 		      "code", nd->remote ? "" : p->code);
 	/* an instance's user is its image's; code by URL is fetched and
@@ -984,6 +1018,8 @@ static void program_poll(struct job *j)
 			nd->gone = true;
 			membership_changed(j);
 			if (!nd->leaving)  /* a leave is no loss */
+				job_progress_loss(j);
+			if (!nd->leaving)
 				job_eventf(j, "loss", "instance %" PRIu64 ": its node "
 					   "agent has been silent for %d s",
 					   nd->id,
@@ -991,8 +1027,26 @@ static void program_poll(struct job *j)
 						 1000000));
 		}
 	}
-	if ((why = want_start(j)))
-		new_start(j, why);
+	if (p->reforming) {
+		if (all_stopped(j) || now - p->reform_us > REFORM_WAIT_US) {
+			p->reforming = false;
+			new_start(j, p->reform_why);
+		}
+	} else if ((why = want_start(j))) {
+		/* the first start, or an elastic one, at once; a fixed group
+		 * once every node's program of the last start has stopped
+		 * (a node that starts the next one alone waits for peers
+		 * still stopping, and torchrun's rendezvous times out) */
+		if (!p->start || p->elastic) {
+			new_start(j, why);
+		} else {
+			p->reforming = true;
+			p->reform_us = now;
+			snprintf(p->reform_why, sizeof p->reform_why, "%s", why);
+			job_eventf(j, "program", "start %" PRId64 " stops: the "
+				   "group re-forms (%s)", p->start, why);
+		}
+	}
 	if (j->req.program.stall_seconds > 0 && p->start && p->quiet_us &&
 	    now - p->quiet_us > (uint64_t)j->req.program.stall_seconds *
 				1000000 && !p->why[0])
@@ -1093,6 +1147,8 @@ static void node_ended(void *ctx, uint64_t id)
 		nd->gone = true;
 		up_drop(j, nd);
 		membership_changed(j);
+		if (nd->hello && !nd->leaving)  /* no notice: a loss */
+			job_progress_loss(j);
 	}
 }
 
@@ -1197,6 +1253,57 @@ static int program_node_ports(const struct job *j)
 	return 2;
 }
 
+/* rm -rf --one-file-system -- path (it follows no link), waited for. */
+static void rm_tree(const char *path)
+{
+	char *const argv[] = { "rm", "-rf", "--one-file-system", "--",
+			       (char *)path, NULL };
+	posix_spawn_file_actions_t fa;
+	char **envp = px_spawn_env(NULL, 0);
+	pid_t pid;
+
+	if (!envp)
+		return;
+	posix_spawn_file_actions_init(&fa);
+	if (px_spawn(&pid, "/bin/rm", &fa, argv, envp) == 0)
+		(void)waitpid(pid, NULL, 0);
+	posix_spawn_file_actions_destroy(&fa);
+	free(envp);
+}
+
+/* What agents of this job left on this host ($TMPDIR/proteus-TAG-iN-*,
+ * the agent's own, root's and 0711: a folder of that name a user made
+ * is not one), when none of them runs (a new life of the local world,
+ * the job's end): an agent the world killed before it could remove its
+ * folder leaves it. */
+static void sweep_node_dirs(struct job *j)
+{
+	const char *base = getenv("TMPDIR");
+	char prefix[48], path[PATH_MAX], tag[PCHAN_TAG_HEX];
+	DIR *d;
+	struct dirent *e;
+
+	if (!j->wops || !j->wops->on_this_host ||
+	    pchan_folder_tag(j->run.key, sizeof j->run.key, tag, NULL) != PX_OK)
+		return;
+	base = base && base[0] ? base : "/tmp";
+	snprintf(prefix, sizeof prefix, "proteus-%s-i", tag);
+	if (!(d = opendir(base)))
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (strncmp(e->d_name, prefix, strlen(prefix)) ||
+		    snprintf(path, sizeof path, "%s/%s", base, e->d_name) >=
+		    (int)sizeof path || lstat(path, &st) != 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+		    (st.st_mode & 07777) != 0711)
+			continue;
+		rm_tree(path);
+	}
+	closedir(d);
+}
+
 static enum px_err program_start(struct job *j, const char *coord,
 				 bool resume, struct px_error *err)
 {
@@ -1205,6 +1312,7 @@ static enum px_err program_start(struct job *j, const char *coord,
 	size_t fl = sizeof p->fd;
 
 	(void)resume;
+	sweep_node_dirs(j);
 	/* a new life: its nodes say hello anew (ec2's, which outlived the
 	 * daemon, go on with the start they run) */
 	p->n = 0;
@@ -1307,4 +1415,5 @@ const struct workload_ops workload_program = {
 	.stop = program_stop,
 	.free = program_free,
 	.view = program_view,
+	.released = sweep_node_dirs,
 };

@@ -1,5 +1,6 @@
 /* pchan.c -- the program channel's sealed messages (pchan.h). */
 #include <openssl/rand.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,21 @@ enum px_err pchan_key_from_job(const uint8_t *key, size_t key_len,
 		     ret->k, sizeof ret->k))
 		return px_errorf(err, PX_EIO, "the program channel's key "
 				 "cannot be drawn from the job key");
+	return PX_OK;
+}
+
+enum px_err pchan_folder_tag(const uint8_t *key, size_t key_len,
+			     char tag[PCHAN_TAG_HEX], struct px_error *err)
+{
+	uint8_t t[8];
+
+	if (!key || key_len < 16 ||
+	    !px_hkdf(key, key_len, NULL, 0, "proteus program folder v1", t,
+		     sizeof t))
+		return px_errorf(err, PX_EIO, "the node folders' name cannot "
+				 "be drawn from the job key");
+	for (int i = 0; i < 8; i++)
+		snprintf(tag + 2 * i, 3, "%02x", t[i]);
 	return PX_OK;
 }
 

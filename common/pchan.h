@@ -54,6 +54,13 @@ struct pchan_key {
 enum px_err pchan_key_from_job(const uint8_t *key, size_t key_len,
 			       struct pchan_key *ret, struct px_error *err);
 
+/* A name for the job's node folders on a host (16 hex digits and the
+ * NUL, drawn from the job key by HKDF: the same for the agents and the
+ * daemon, unique across daemons, and no part of any key). */
+#define PCHAN_TAG_HEX 17
+enum px_err pchan_folder_tag(const uint8_t *key, size_t key_len,
+			     char tag[PCHAN_TAG_HEX], struct px_error *err);
+
 /* Seal msg (compact JSON) as dir from session/counter.  *ret (free())
  * holds *ret_len bytes.  PX_ETOOBIG past PCHAN_MSG_MAX. */
 enum px_err pchan_seal(const struct pchan_key *k, enum pchan_dir dir,

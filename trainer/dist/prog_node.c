@@ -78,6 +78,8 @@ struct pn {
 	int ngroups;
 	char code[FETCH_PATH_MAX + 8];
 	int grace_s;
+	int64_t stop_ms;         /* a re-form's or the end's grace, real ms
+				  * (grace_s on the world's clock) */
 	int64_t ckpt_max;
 	/* the node's folder */
 	char dir[512], code_dir[600], ckpt_dir[600], tmp_dir[600],
@@ -394,6 +396,9 @@ static bool take_hello(struct pn *p, json_t *r)
 	p->gid = (gid_t)json_integer_value(json_object_get(r, "gid"));
 	p->grace_s = (int)json_integer_value(json_object_get(r, "grace_s"));
 	p->ckpt_max = json_integer_value(json_object_get(r, "ckpt_max"));
+	p->stop_ms = json_integer_value(json_object_get(r, "stop_ms"));
+	if (p->stop_ms <= 0)
+		p->stop_ms = (int64_t)p->grace_s * 1000;
 	p->ngroups = 0;
 	for (size_t i = 0; i < json_array_size(g) && i < 64; i++)
 		p->groups[p->ngroups++] = (gid_t)json_integer_value(
@@ -417,9 +422,12 @@ static bool make_dir(struct pn *p)
 	const char *base = p->o->work ? p->o->work : getenv("TMPDIR");
 	int fd;
 
-	snprintf(p->dir, sizeof p->dir, "%s/proteus-%" PRId64 "-i%" PRIu64
-		 "-XXXXXX", base && base[0] ? base : "/tmp", p->job,
-		 p->o->inst);
+	char tag[PCHAN_TAG_HEX];
+
+	if (pchan_folder_tag(p->o->key, p->o->key_len, tag, NULL) != PX_OK)
+		return false;
+	snprintf(p->dir, sizeof p->dir, "%s/proteus-%s-i%" PRIu64 "-XXXXXX",
+		 base && base[0] ? base : "/tmp", tag, p->o->inst);
 	/* the agent's (0711): the user's folders and files in it, which
 	 * the user cannot swap for links (in.tar, latest are the agent's) */
 	if (!mkdtemp(p->dir) || chmod(p->dir, 0711) != 0)
@@ -1019,15 +1027,16 @@ static void take_answer(struct pn *p, json_t *r)
 		 * the world ends it (an agent that ended would be an
 		 * instance lost) */
 		p->stop_asked = true;
-		stop_program(p, (int64_t)p->grace_s * 1000);
+		stop_program(p, p->stop_ms);
 	}
 	if (ckpt_of(r, &c) && c.seq > p->have.seq && !p->n_pending)
 		(void)get_ckpt(p, &c);
 	if (p->leaving || p->stop_asked)
 		return;
 	if (p->pid > 0 && want != p->start) {
-		/* superseded: the group re-forms (not a failure) */
-		stop_program(p, (int64_t)p->grace_s * 1000);
+		/* superseded: the group re-forms (not a failure); the
+		 * grace, on the world's clock */
+		stop_program(p, p->stop_ms);
 		return;
 	}
 	if (p->pid <= 0 && want > 0 && !p->exit_info &&
@@ -1217,9 +1226,11 @@ static void loop(struct pn *p)
 		}
 		if (p->pid <= 0 && !p->exit_info && p->leaving)
 			return;
-		/* the job is over: its folder goes now, the node stays until
-		 * the world ends it */
-		if (p->pid <= 0 && !p->exit_info && p->stop_asked &&
+		/* the program is gone and will not start again (the node
+		 * leaves, or the job is over): its folder goes now, before
+		 * the world ends the node, which may be before the next beat
+		 * (a notice at 1200x is 100 ms) */
+		if (p->pid <= 0 && (p->leaving || p->stop_asked) &&
 		    !p->n_pending && p->dir[0]) {
 			if (p->prog_fd >= 0)
 				close(p->prog_fd);
