@@ -3,6 +3,9 @@
 #   make          build the programs (needs the Debian -dev packages: make deps)
 #   make demo     install what is missing, build, run the demo
 #   make demo-ec2 the same job on the ec2 world, against the fake EC2
+#   make demo-program
+#                 the user's own program as a job: the PyTorch example
+#                 under torchrun on the local world, through evictions
 #   make test     install what is missing, check the style, build, run
 #                 every test
 #   make check-style
@@ -134,7 +137,7 @@ GPU_TEST_BIN := $(BUILD)/px_gpu_tests
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all deps check-pkgs test test-run test-gpu check check-fuzz demo demo-ec2 \
-	bench fuzz fuzz-build fuzz-run check-style \
+	demo-program bench fuzz fuzz-build fuzz-run check-style \
 	install uninstall clean cuda-note print-ldlibs
 
 all: check-pkgs cuda-note $(PROGS) $(CUDA_SO) $(CU_CHECK_OBJ)
@@ -254,6 +257,12 @@ demo-ec2:
 	@scripts/deps.sh build test
 	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@BUILD=$(BUILD) scripts/demo_ec2.sh
+
+# A program job (docs/programs.md): the PyTorch example under torchrun.
+demo-program:
+	@scripts/deps.sh build test
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@BUILD=$(BUILD) scripts/demo_program.sh
 
 bench:
 	@scripts/deps.sh build test bench
