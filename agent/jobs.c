@@ -234,7 +234,7 @@ static void job_release_run(struct job *j)
 static void progress_event(struct job *j, bool force)
 {
 	uint64_t now = px_now_mono_us();
-	char acc[32], loss[32];
+	char acc[32], loss[32], more[48] = "";
 
 	if (!force && now - j->run.last_ev_us < PROGRESS_EVENT_MS * 1000ull)
 		return;
@@ -248,18 +248,28 @@ static void progress_event(struct job *j, bool force)
 		snprintf(loss, sizeof loss, "%.4f", j->pg.loss);
 	else
 		snprintf(loss, sizeof loss, "null");
+	/* a workload's own count of its work (a program's samples) */
+	{
+		json_t *v = j->wl && j->wlops->view ? j->wlops->view(j) : NULL;
+		json_t *n = json_object_get(v, "samples");
+
+		if (json_is_integer(n))
+			snprintf(more, sizeof more, ", \"samples\": %" PRId64,
+				 (int64_t)json_integer_value(n));
+		json_decref(v);
+	}
 	/* the whole job's figures (with the daemon's earlier lives) */
 	job_eventf(j, "progress", "{\"clock\": %" PRId64 ", \"clocks_total\": "
 		   "%" PRId64 ", \"work_done\": %.4f, \"test_accuracy\": %s, "
 		   "\"test_loss\": %s, "
 		   "\"workers\": %d, \"ps\": %d, \"stage\": %d, \"joins\": %"
 		   PRId64 ", \"losses\": %" PRId64 ", \"cost_usd\": %.6f, "
-		   "\"fleet_ondemand_usd\": %.6f}",
+		   "\"fleet_ondemand_usd\": %.6f%s}",
 		   j->pg.clock, job_clocks_total(j), j->pg.frac, acc, loss,
 		   j->pg.workers,
 		   j->pg.ps, ctrl_stage(j->run.c), j->pg.joins, j->pg.losses,
 		   (double)job_cost_uusd(j) / 1e6,
-		   job_od_fleet_usd(j, j->run.t));
+		   job_od_fleet_usd(j, j->run.t), more);
 	job_scaling_event(j, force);
 }
 

@@ -76,6 +76,7 @@ struct report {
 	int64_t prog_us, prog_clock, prog_prev_us, prog_prev_clock;
 	int64_t ledger_uusd, other_uusd; /* other: lines of no instance */
 	double od_fleet_usd;         /* the last progress event's */
+	int64_t samples;             /* a program's (progress' samples) */
 	double progress_cost_usd;    /* NaN: none */
 	double acc;
 	double rmse;                 /* an mf job's test RMSE (its loss) */
@@ -160,6 +161,9 @@ static void take_progress(struct report *r, json_t *d, int64_t at_us)
 		r->prog_us = at_us;
 	}
 	r->prog_clock = r->clock;
+	/* a program job's own count of its work */
+	if (isfinite(num(d, "samples")) && num(d, "samples") > r->samples)
+		r->samples = (int64_t)num(d, "samples");
 	if (isfinite(num(d, "test_accuracy")))
 		r->acc = num(d, "test_accuracy");
 	else if (isfinite(num(d, "test_loss")))  /* mf: no accuracy */
@@ -473,6 +477,8 @@ static json_t *build(struct report *r, const char **ret_cost_from)
 		      "stage_changes", (json_int_t)r->stage_changes,
 		      "stage", r->stage, "starts", (json_int_t)r->starts,
 		      "rejects", json_incref(r->rejects));
+	if (o && r->samples > 0)
+		json_object_set_new(o, "samples", json_integer(r->samples));
 	if (o && isfinite(r->acc))
 		json_object_set_new(o, "test_accuracy", json_real(r->acc));
 	else if (o && isfinite(r->rmse))
@@ -562,6 +568,9 @@ static void print_report(json_t *o, const char *cost_from)
 		printf("rejected  %lld: %s\n",
 		       (long long)json_integer_value(v), why);
 	}
+	if (json_is_integer(json_object_get(o, "samples")))
+		printf("samples   %lld (the program's)\n", (long long)
+		       json_integer_value(json_object_get(o, "samples")));
 	if (isfinite(num(o, "test_accuracy")))
 		printf("accuracy  %.2f%%\n", 100 * num(o, "test_accuracy"));
 	else if (isfinite(num(o, "test_rmse")))

@@ -214,6 +214,23 @@ Test(jobs_program, a_program_job_runs_as_its_submitter_through_evictions)
 	cr_assert_eq(events_like(id, "error", "%program failed%"), 0,
 		     "a preemption was counted as a failure");
 	check_books(id, st);
+	/* the program's own figures in status and in the report */
+	cr_assert_geq(json_integer_value(json_object_get(json_object_get(st,
+		      "program"), "samples")), 48000, "%s", json_dumps(st, 0));
+	{
+		char ids[24];
+		struct pxrun r;
+		json_t *o;
+
+		snprintf(ids, sizeof ids, "%lld", (long long)id);
+		cr_assert_eq(ctl(&r, 30, "report", ids, "--json", NULL), 0,
+			     "%s", r.err);
+		o = json_loads(r.out, 0, NULL);
+		cr_assert_geq(json_integer_value(json_object_get(o,
+			      "samples")), 48000, "%s", r.out);
+		json_decref(o);
+		pxrun_free(&r);
+	}
 	json_decref(st);
 }
 
