@@ -290,7 +290,7 @@ Test(workload_own, an_unknown_workload_is_refused_at_its_field)
 	cr_assert_eq(jobreq_parse(bad, strlen(bad), "x.json", r, &err),
 		     PX_EINVAL);
 	cr_assert_not_null(strstr(err.msg, "x.json: workload: unknown "
-				  "workload 'torchrun' (known: trainer, own)"),
+				  "workload 'torchrun' (known: trainer, program, own)"),
 			   "%s", err.msg);
 	/* and the table is refused twice, or without its ops */
 	cr_assert_eq(workload_register(&own_ops, &err), PX_EINVAL);
