@@ -57,6 +57,9 @@
 #define REFORM_WAIT_US 150000000 /* a re-form's barrier waits at most
 				  * this (the grace, then SIGKILL, is less) */
 #define PROG_REMOTE_USER "nobody" /* the program's user on an instance */
+#define PROG_TASKS_A_PROC 1024   /* tasks (threads) a process of the
+				  * program may have, for its RLIMIT_NPROC:
+				  * torch's pools are tens a process */
 #define PROG_LOG_ROTATE (4u << 20) /* a node's log, as the agent's */
 #define PROG_QUIET_US 300000000  /* a running program's quiet time that
 				  * is not yet a stall (5 minutes) */
@@ -869,6 +872,12 @@ static json_t *on_hello(struct job *j, struct pnode *nd, json_t *q)
 	 * checked by each node */
 	if (r && nd->remote)
 		json_object_set_new(r, "user", json_string(PROG_REMOTE_USER));
+	/* the tasks the program's user may have (RLIMIT_NPROC: its
+	 * processes and threads, counted for the user host-wide) */
+	if (r)
+		json_object_set_new(r, "nproc_max", json_integer(
+			(json_int_t)PROG_TASKS_A_PROC *
+			(g->procs_per_node + 1)));
 	if (r && data_is_url(g->code)) {
 		json_object_set_new(r, "code_url", json_string(g->code));
 		json_object_set_new(r, "code_sha256",

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -78,6 +79,7 @@ struct pn {
 	int ngroups;
 	char code[FETCH_PATH_MAX + 8];
 	int grace_s;
+	int64_t nproc_max;       /* RLIMIT_NPROC of the program (0: ours) */
 	int64_t stop_ms;         /* a re-form's or the end's grace, real ms
 				  * (grace_s on the world's clock) */
 	int64_t ckpt_max;
@@ -397,6 +399,7 @@ static bool take_hello(struct pn *p, json_t *r)
 	p->grace_s = (int)json_integer_value(json_object_get(r, "grace_s"));
 	p->ckpt_max = json_integer_value(json_object_get(r, "ckpt_max"));
 	p->stop_ms = json_integer_value(json_object_get(r, "stop_ms"));
+	p->nproc_max = json_integer_value(json_object_get(r, "nproc_max"));
 	if (p->stop_ms <= 0)
 		p->stop_ms = (int64_t)p->grace_s * 1000;
 	p->ngroups = 0;
@@ -936,9 +939,16 @@ static bool start_program(struct pn *p, json_t *run)
 			_exit(126);
 		{
 			sigset_t none;
+			/* a fork bomb of the program's stops here, not at
+			 * the host's end (the user's tasks, threads too;
+			 * root's are not held by it) */
+			struct rlimit nproc = { (rlim_t)p->nproc_max,
+						(rlim_t)p->nproc_max };
 
 			sigemptyset(&none);
 			sigprocmask(SIG_SETMASK, &none, NULL);
+			if (p->nproc_max > 0)
+				(void)setrlimit(RLIMIT_NPROC, &nproc);
 		}
 		execvpe(p->argv[0], p->argv, envp);
 		fprintf(stderr, "program-node: cannot run '%s': %s\n",
