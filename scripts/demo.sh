@@ -14,14 +14,9 @@
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/demo_lib.sh"
-: "${BUILD:=build}"
-case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
-ctl="$BUILD/proteusctl"
+demo_paths demo
 trace="$here/docs/examples/traces/us-east-1_2016-03-01_7d_linux.json.gz"
 od="$here/etc/ondemand/us-east-1_2016-02_2016-04.json"
-run="$BUILD/demo"
-db="$run/proteus.db"
-sock="$run/proteusd.sock"
 
 rm -rf "$run"
 mkdir -p "$run"

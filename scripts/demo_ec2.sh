@@ -14,12 +14,7 @@
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/demo_lib.sh"
-: "${BUILD:=build}"
-case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
-ctl="$BUILD/proteusctl"
-run="$BUILD/demo-ec2"
-db="$run/proteus.db"
-sock="$run/proteusd.sock"
+demo_paths demo-ec2
 od="$here/etc/ondemand/us-east-1_2021-03_2021-05.json"
 speedup=60
 

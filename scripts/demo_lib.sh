@@ -3,6 +3,18 @@
 # on it, wait for the daemon they started, then submit a job and watch it.
 # Needs $ctl, $sock and $run set ($here and $BUILD for the ec2 ones).
 
+# The demo's paths: $BUILD made absolute (default build), $ctl, and its
+# folder $run = $BUILD/$1 with the daemon's $db and $sock in it.  Needs
+# $here (the checkout).
+demo_paths() {
+	: "${BUILD:=build}"
+	case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
+	ctl="$BUILD/proteusctl"
+	run="$BUILD/$1"
+	db="$run/proteus.db"
+	sock="$run/proteusd.sock"
+}
+
 # Run command "$3"... every 0.1 s until it succeeds (10 s), else print
 # the line $1 and the log file $2 and fail.
 demo_wait_for() {

@@ -18,13 +18,8 @@
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 . "$here/scripts/demo_lib.sh"
-: "${BUILD:=build}"
-case "$BUILD" in /*) ;; *) BUILD="$here/$BUILD" ;; esac
-ctl="$BUILD/proteusctl"
+demo_paths demo-program
 job="$here/docs/examples/programs/job-fashion-mnist-local.json"
-run="$BUILD/demo-program"
-db="$run/proteus.db"
-sock="$run/proteusd.sock"
 
 if [ ! -x /usr/bin/torchrun ]; then
 	echo "demo-program: /usr/bin/torchrun is missing (python3-torch:" \
