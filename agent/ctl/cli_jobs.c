@@ -611,10 +611,17 @@ static int print_status(json_t *r)
 		snprintf(projs, sizeof projs, "$%.4f", nonneg(proj));
 	else
 		snprintf(projs, sizeof projs, "not known yet");
-	printf("job %lld %s: %s, stage %lld, clock %lld of %lld (%.0f%% of the "
-	       "work)\n", int_of(r, "job"), safe(r, "name"), safe(r, "state"),
-	       int_of(r, "stage"), int_of(r, "clock"),
-	       int_of(r, "clocks_total"), work_pct(r));
+	/* a program's clock is a liveness mark: its samples say more */
+	if (json_is_object(json_object_get(r, "program")))
+		printf("job %lld %s: %s, stage %lld (%.0f%% of the work)\n",
+		       int_of(r, "job"), safe(r, "name"), safe(r, "state"),
+		       int_of(r, "stage"), work_pct(r));
+	else
+		printf("job %lld %s: %s, stage %lld, clock %lld of %lld (%.0f%% "
+		       "of the work)\n", int_of(r, "job"), safe(r, "name"),
+		       safe(r, "state"), int_of(r, "stage"),
+		       int_of(r, "clock"), int_of(r, "clocks_total"),
+		       work_pct(r));
 	printf("accuracy %s\n", accs);
 	lines += print_program(r);
 	printf("fleet    %s; %lld workers, %lld PS, %.0f samples/s\n", fleet,
