@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../trainer/dist/dist.h"
 #include "jobkey.h"
 #include "jobs_int.h"
 
@@ -214,6 +215,13 @@ static void job_stop_trainer(struct job *j)
 	j->run.timer = -1;
 	if (j->wl)
 		j->wlops->stop(j);
+}
+
+void job_key_env(const struct job *j, char *buf)
+{
+	_Static_assert(sizeof j->run.key == 32, "JOB_KEYENV_LEN's key");
+	memcpy(buf, DIST_KEY_ENV "=", sizeof DIST_KEY_ENV);
+	px_hex(j->run.key, sizeof j->run.key, buf + sizeof DIST_KEY_ENV);
 }
 
 static void job_release_run(struct job *j)

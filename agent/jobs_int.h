@@ -392,6 +392,11 @@ void job_take_state(struct job *j, enum store_job_state s);
 bool job_set_state(struct job *j, enum store_job_state s);
 /* A restarted daemon's running job: queued again, from market time t. */
 void job_resume_at(struct job *j, int64_t t);
+/* "PX_JOB_KEY=<hex of the job's key>" into buf (JOB_KEYENV_LEN bytes):
+ * the environment entry of a workload's processes on this host (the
+ * trainer's roles, a program's node agents: DIST_KEY_ENV). */
+#define JOB_KEYENV_LEN (sizeof DIST_KEY_ENV "=" + 2 * 32)
+void job_key_env(const struct job *j, char *buf);
 /* Why the job fails (run.why); the fail_soon one fails it at the next
  * tick. */
 void job_set_why(struct job *j, const char *fmt, ...)

@@ -101,7 +101,7 @@ struct program {
 	char log[JOB_PATH_MAX + 16];     /* the agents' own output */
 	char logs[JOB_PATH_MAX + 8];     /* DIR/ID/logs: the programs' */
 	char code[JOB_PATH_MAX + 32];    /* the snapshot; "" none */
-	char keyenv[sizeof(DIST_KEY_ENV) + 65];
+	char keyenv[JOB_KEYENV_LEN];
 	uint32_t uid, gid, groups[64];
 	int ngroups;
 	bool elastic;            /* the group re-forms itself */
@@ -251,8 +251,7 @@ static int64_t up_commit(struct job *j, struct pnode *nd, const char *sha)
 	int64_t seq = p->latest.seq + 1;
 
 	(void)EVP_DigestFinal_ex(nd->up_md, d, &dl);
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	px_hex(d, sizeof d, hex);
 	snprintf(part, sizeof part, "%s/.up-%" PRIu64, p->store, nd->id);
 	ckpt_path(j, seq, to, sizeof to);
 	if (strcmp(hex, sha) || fsync(nd->up_fd) != 0 ||
@@ -347,10 +346,7 @@ static json_t *on_put(struct job *j, struct pnode *nd, json_t *q)
 		return json_pack("{s:s}", "error", "a checkpoint chunk out of "
 				 "order");
 	bin = malloc(PCHAN_CHUNK + 8);
-	n = bin ? EVP_DecodeBlock(bin, (const unsigned char *)data, (int)dl) :
-		  -1;
-	for (size_t k = dl; n > 0 && k > 0 && data[k - 1] == '='; k--)
-		n--;
+	n = bin ? pchan_b64_decode(data, dl, bin) : -1;
 	if (n < 0 || nd->up_off + n > max || !room_for(j, (uint64_t)n) ||
 	    write(nd->up_fd, bin, (size_t)n) != n) {
 		free(bin);
@@ -1216,9 +1212,7 @@ static enum px_err load_owner(struct job *j, struct px_error *err)
 
 static enum px_err program_prepare(struct job *j, struct px_error *err)
 {
-	static const char hex[] = "0123456789abcdef";
 	struct program *p = j->wl;
-	size_t off;
 
 	if (!p) {
 		if (!(p = calloc(1, sizeof *p)))
@@ -1237,13 +1231,7 @@ static enum px_err program_prepare(struct job *j, struct px_error *err)
 	if (pchan_key_from_job(j->run.key, sizeof j->run.key, &p->key, err) !=
 	    PX_OK)
 		return err->code;
-	off = (size_t)snprintf(p->keyenv, sizeof p->keyenv, "%s=",
-			       DIST_KEY_ENV);
-	for (size_t i = 0; i < sizeof j->run.key; i++) {
-		p->keyenv[off++] = hex[j->run.key[i] >> 4];
-		p->keyenv[off++] = hex[j->run.key[i] & 15];
-	}
-	p->keyenv[off] = 0;
+	job_key_env(j, p->keyenv);
 	/* torchrun's own group, unless the spec says fixed (each change
 	 * a new start of every node: what SkyPilot's managed jobs do) */
 	p->torchrun = is_torchrun(j);

@@ -51,7 +51,7 @@ struct seen_node {
 struct trainer {
 	char ckpt[JOB_PATH_MAX + 16];    /* <dir>/model.pxc */
 	char log[JOB_PATH_MAX + 16];     /* the trainer processes' output */
-	char keyenv[sizeof(DIST_KEY_ENV) + 65];
+	char keyenv[JOB_KEYENV_LEN];
 	/* PX_TRAIN_DATA=URL, PX_TEST_DATA=URL for this host's roles: a URL
 	 * with a query, kept out of their argv ("": none) */
 	char data_env[2][JOBREQ_PATH_MAX + 16];
@@ -949,12 +949,10 @@ static void node_start_failed(void *ctx, uint64_t id, const char *how)
 
 static enum px_err trainer_prepare(struct job *j, struct px_error *err)
 {
-	static const char hex[] = "0123456789abcdef";
 	uint32_t n_train = 60000;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdn = 0;
 	struct trainer *t = j->wl;
-	size_t off;
 
 	if (!t) {
 		if (!(t = calloc(1, sizeof *t)))
@@ -974,13 +972,7 @@ static enum px_err trainer_prepare(struct job *j, struct px_error *err)
 		return px_errorf(err, PX_EIO, "SHA-256 failed");
 	memcpy(&t->token, md, sizeof t->token);
 	t->token >>= 1;
-	off = (size_t)snprintf(t->keyenv, sizeof t->keyenv, "%s=",
-			       DIST_KEY_ENV);
-	for (size_t i = 0; i < sizeof j->run.key; i++) {
-		t->keyenv[off++] = hex[j->run.key[i] >> 4];
-		t->keyenv[off++] = hex[j->run.key[i] & 15];
-	}
-	t->keyenv[off] = 0;
+	job_key_env(j, t->keyenv);
 	job_progress_foresee(j, dist_job_clocks(n_train, 1,
 						(uint32_t)j->req.trainer.epochs,
 						(uint32_t)j->req.trainer.batch,

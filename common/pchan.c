@@ -1,4 +1,6 @@
 /* pchan.c -- the program channel's sealed messages (pchan.h). */
+#include <limits.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +47,23 @@ enum px_err pchan_folder_tag(const uint8_t *key, size_t key_len,
 		     sizeof t))
 		return px_errorf(err, PX_EIO, "the node folders' name cannot "
 				 "be drawn from the job key");
-	for (int i = 0; i < 8; i++)
-		snprintf(tag + 2 * i, 3, "%02x", t[i]);
+	px_hex(t, sizeof t, tag);
 	return PX_OK;
+}
+
+int pchan_b64_decode(const char *s, size_t len, uint8_t *out)
+{
+	int n;
+
+	if (!len)
+		return 0;
+	if (len > INT_MAX)
+		return -1;
+	n = EVP_DecodeBlock(out, (const unsigned char *)s, (int)len);
+	/* EVP_DecodeBlock counts the padding's zero bytes too */
+	for (size_t q = len; n > 0 && q > 0 && s[q - 1] == '='; q--)
+		n--;
+	return n;
 }
 
 enum px_err pchan_seal(const struct pchan_key *k, enum pchan_dir dir,

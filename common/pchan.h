@@ -75,6 +75,11 @@ enum px_err pchan_open(const struct pchan_key *k, const uint8_t *buf,
 		       uint64_t *ret_session, uint64_t *ret_counter,
 		       json_t **ret, struct px_error *err);
 
+/* Checkpoint bytes as a message carries them: s[len], base64 (len a
+ * multiple of 4; the caller bounds it: out holds len / 4 * 3 bytes), into
+ * out.  The bytes, the padding's not counted; -1 for what is not base64. */
+int pchan_b64_decode(const char *s, size_t len, uint8_t *out);
+
 /* ---- the contract's names (docs/programs.md) ---- */
 
 #define PROG_ENV_JOB_ID "PROTEUS_JOB_ID"

@@ -399,6 +399,17 @@ int px_hexval(char c)
 	return -1;
 }
 
+void px_hex(const uint8_t *b, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hex[b[i] >> 4];
+		out[2 * i + 1] = hex[b[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
 char *px_strndup(const char *s, size_t n)
 {
 	return strndup(s, n);

@@ -103,6 +103,8 @@ char *px_strndup(const char *s, size_t n);
 
 /* The value of hex digit c (either case), or -1. */
 int px_hexval(char c);
+/* b[n] as 2n lower-case hex digits and a NUL into out (2n + 1 bytes). */
+void px_hex(const uint8_t *b, size_t n, char *out);
 
 /* The median of v[n], sorting v in place: the middle value, the mean of
  * the two middle ones for an even n; 0 when n is 0. */

@@ -642,12 +642,6 @@ static void read_progress(struct pn *p)
 
 /* ---- checkpoints ---- */
 
-static void hex_of(const uint8_t *md, char out[65])
-{
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
-
 /* Point the latest link at ckpt/NAME (a new link renamed over it). */
 static void point_latest(struct pn *p, const char *name)
 {
@@ -708,7 +702,7 @@ static int64_t put_ckpt(struct pn *p, const char *name)
 			int st;
 
 			(void)EVP_DigestFinal_ex(md, d, &dl);
-			hex_of(d, hex);
+			px_hex(d, 32, hex);
 			st = tar_wait(pid);
 			json_object_set_new(req, "sha256", json_string(hex));
 			if (st != 0)
@@ -779,9 +773,8 @@ static bool get_ckpt(struct pn *p, const struct ckpt_info *c)
 					       (json_int_t)off));
 		const char *d = json_string_value(json_object_get(rep, "data"));
 		size_t dl = d ? strlen(d) : 0;
-		int n = dl && dl <= 4 * (PCHAN_CHUNK / 3) + 4 ?
-			EVP_DecodeBlock(bin, (const unsigned char *)d, (int)dl) :
-			0;
+		int n = dl <= 4 * (PCHAN_CHUNK / 3) + 4 ?
+			pchan_b64_decode(d, dl, bin) : 0;
 		bool last = json_is_true(json_object_get(rep, "last"));
 
 		if (!rep || n < 0) {
@@ -789,9 +782,6 @@ static bool get_ckpt(struct pn *p, const struct ckpt_info *c)
 			ok = false;
 			break;
 		}
-		/* EVP_DecodeBlock counts the padding's zero bytes too */
-		for (size_t q = dl; n > 0 && q > 0 && d[q - 1] == '='; q--)
-			n--;
 		ok = write(fd, bin, (size_t)n) == n &&
 		     EVP_DigestUpdate(md, bin, (size_t)n) == 1;
 		off += n;
@@ -805,7 +795,7 @@ static bool get_ckpt(struct pn *p, const struct ckpt_info *c)
 		unsigned dgl = 0;
 
 		(void)EVP_DigestFinal_ex(md, dg, &dgl);
-		hex_of(dg, hex);
+		px_hex(dg, 32, hex);
 		ok = off == c->size && !strcmp(hex, c->sha256);
 		if (!ok)
 			log_warn("program-node %" PRIu64 ": checkpoint %"
