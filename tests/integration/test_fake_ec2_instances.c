@@ -169,6 +169,21 @@ static bool group_gone(pid_t pg)
 	return kill(-pg, 0) == -1 && errno == ESRCH;
 }
 
+/* The process group the fake recorded for id's user data.  The user data
+ * can write its first file before the fake's spawner records the group (the
+ * spawner takes the lock after Popen returns), so wait for it: a pgid of 0
+ * read too early would make kill(-0, 0) probe the test's own group. */
+static pid_t group_of(const char *id)
+{
+	long long pg = 0;
+	int i;
+
+	for (i = 0; i < 1000 && (pg = inst_int(id, "pgid")) <= 1; i++)
+		sleep_ms(20);
+	cr_assert_gt(pg, 1, "%s: the fake recorded no process group", id);
+	return (pid_t)pg;
+}
+
 struct launch {
 	const char *type, *zone, *user_data, *token, *subnet;
 	bool spot;
@@ -357,7 +372,7 @@ Test(fake_ec2_instances, user_data_runs_with_its_own_metadata)
 	cr_assert_str_eq(sget(out, "cwd"), dir);
 	cr_assert_eq(iget(out, "pid"), iget(out, "pgid"));
 	cr_assert_eq(iget(out, "pid"), iget(out, "sid"));
-	cr_assert_eq(iget(out, "pgid"), inst_int(id, "pgid"));
+	cr_assert_eq(iget(out, "pgid"), group_of(id));
 	env = json_object_get(out, "env");
 	cr_assert_eq(json_object_size(env), 4, "%s",
 		     json_dumps(env, JSON_COMPACT));
@@ -435,8 +450,7 @@ Test(fake_ec2_instances, terminate_kills_the_group_and_bills_it)
 	snprintf(path, sizeof path, "%s/up", inst_str(id, "dir", dir,
 						      sizeof dir));
 	WAIT_FOR(exists(path), "the user data did not start");
-	pg = (pid_t)inst_int(id, "pgid");
-	cr_assert_gt(pg, 1);
+	pg = group_of(id);
 	cr_assert_not(group_gone(pg));
 	ctlf("{\"advance\": 600}");
 	/* shutting down: its processes live on (the SIGKILL is 2 s away) */
@@ -698,7 +712,7 @@ Test(fake_ec2_instances, interruption_notice_then_termination)
 	snprintf(path, sizeof path, "%s/up", inst_str(a, "dir", dir,
 						      sizeof dir));
 	WAIT_FOR(exists(path), "a did not start");
-	pg = (pid_t)inst_int(a, "pgid");
+	pg = group_of(a);
 	imds_of(a, &ma);
 	imds_of(b, &mb);
 	cr_assert_eq(imds_spot_action(ma, &act, &present, &err), PX_OK, "%s",
@@ -1073,7 +1087,7 @@ Test(fake_ec2_instances, nothing_outlives_the_fake)
 	cr_assert_not_null(txt, "%s", path);
 	esc = (pid_t)atoi(txt);
 	free(txt);
-	pg = (pid_t)inst_int(id, "pgid");
+	pg = group_of(id);
 	cr_assert_gt(esc, 1);
 	cr_assert_neq(getpgid(esc), pg, "it left its group");
 	cr_assert_not(group_gone(pg));
