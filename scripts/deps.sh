@@ -9,7 +9,7 @@ build="build-essential pkg-config libcurl4-openssl-dev libssl-dev \
 libjansson-dev libsqlite3-dev libnanomsg-dev zlib1g-dev libxml2-dev \
 libyajl-dev libopenblas-dev"
 test="libcriterion-dev python3 python3-botocore python3-cryptography python3-numpy dataset-fashion-mnist curl \
-sqlite3 gnuplot-nox prometheus python3-torch"
+sqlite3 gnuplot-nox prometheus python3-torch iptables"
 bench="jq bc hyperfine time"
 fuzz="clang libclang-rt-14-dev"
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -16,11 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../../common/px.h"
+#include "../../trainer/dist/prog_fence.h"
 #include "../fake_ec2/fake.h"
 #include "jobs_fixture.h"
 #include "pxrun.h"
@@ -99,6 +104,8 @@ static void teardown(void)
 		stop_daemon(SIGTERM);
 	if (fk.pid)
 		fake_stop(&fk);
+	/* the IMDS fences of program nodes the fake SIGKILLed */
+	prog_imds_sweep();
 	jobs_fixture_teardown();
 	if (lock_fd >= 0)
 		close(lock_fd);
@@ -1505,6 +1512,76 @@ Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
  * through the store; two interruptions with their notices (read by the
  * nodes from the instance metadata); done, and the job's cost is what
  * the fake billed. */
+/* Whether uid can open a TCP connection to 127.0.0.1:port (a child
+ * that becomes it; refused, or no answer in a second: no). */
+static bool reaches_as(uid_t uid, int port)
+{
+	pid_t pid = fork();
+	int st = -1;
+
+	if (pid == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons((uint16_t)port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct timeval tv = { 1, 0 };
+		int fd;
+
+		if (setgid(uid) != 0 || setuid(uid) != 0)
+			_exit(2);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		_exit(connect(fd, (struct sockaddr *)&a, sizeof a) == 0 ? 0 :
+		      1);
+	}
+	cr_assert_gt(pid, 0);
+	(void)waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) < 2);
+	return WEXITSTATUS(st) == 0;
+}
+
+/* While a node runs the program: its user (nobody) cannot reach the
+ * instance metadata, where the node's role credentials are; root (the
+ * node agent, reading its notices) still can.  One running node is
+ * checked, the first whose agent says the fence is up. */
+static void check_imds_fenced(int64_t id)
+{
+	for (int k = 0; k < 600 && still_going(id); k++) {
+		json_t *a = fake_instances(), *v;
+		size_t i;
+		int port = 0;
+
+		json_array_foreach(a, i, v) {
+			const char *dir = json_string_value(json_object_get(v,
+							     "dir"));
+			char path[1200], *log;
+
+			if (!dir || strcmp(json_string_value(json_object_get(v,
+					   "state")) ?: "", "running"))
+				continue;
+			snprintf(path, sizeof path, "%s/console.log", dir);
+			log = px_test_read_file(path, NULL);
+			if (log && strstr(log, "is kept off the instance "
+					  "metadata"))
+				port = (int)json_integer_value(json_object_get(
+					v, "imds_port"));
+			free(log);
+			if (port)
+				break;
+		}
+		json_decref(a);
+		if (port) {
+			cr_assert_not(reaches_as(65534, port), "nobody reaches "
+				      "the instance metadata at port %d", port);
+			cr_assert(reaches_as(0, port), "root no longer "
+				  "reaches the instance metadata");
+			return;
+		}
+		sleep_ms(100);
+	}
+	cr_assert_fail("no node said its program's user is kept off the "
+		       "instance metadata; %s", daemon_said());
+}
+
 Test(jobs_ec2, a_program_job_runs_on_instances_with_code_by_url)
 {
 	struct fake s3 = {0};
@@ -1553,6 +1630,7 @@ Test(jobs_ec2, a_program_job_runs_on_instances_with_code_by_url)
 	cr_assert_eq(json_dump_file(j, jt.job, 0), 0);
 	json_decref(j);
 	id = submit();
+	check_imds_fenced(id);
 	interrupt_two(id, 0, 25);
 	st = wait_end(id, 240);
 	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),

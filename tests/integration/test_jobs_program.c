@@ -461,15 +461,41 @@ Test(jobs_program, the_pytorch_example_runs_elastic_through_evictions,
 	free(prog);
 }
 
-/* A program that forks without end is held by RLIMIT_NPROC (its user's
- * tasks: (procs_per_node + 1) x 1024), not by the host's end: it forks
- * until EAGAIN, says how far it got, and the job still ends. */
+/* pid is a task that has not exited (a zombie has). */
+static bool task_alive(int pid)
+{
+	char path[64], *st, *r;
+	bool alive;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	st = px_test_read_file(path, NULL);
+	r = st ? strrchr(st, ')') : NULL;
+	alive = r && r[1] == ' ' && r[2] != 'Z' && r[2] != 'X';
+	free(st);
+	return alive;
+}
+
+/* A program that forks without end is held to (procs_per_node + 1) x
+ * 1024 tasks, not by the host's end: by its pids cgroup where the host
+ * has one (its own tasks), else by RLIMIT_NPROC (its user's, host-wide).
+ * It forks until EAGAIN, says how far it got, and the job still ends; a
+ * daemon it started in a session of its own ends with it (the cgroup
+ * finds what the process group does not). */
 Test(jobs_program, a_fork_bomb_is_held_to_the_programs_bound)
 {
 	static const char prog[] =
 		"import os, signal, sys, time\n"
 		"if os.environ.get('PROTEUS_NODE_RANK') != '0':\n"
 		"    time.sleep(600)\n"
+		"esc = os.fork()\n"
+		"if esc == 0:\n"
+		"    os.setsid()\n"
+		"    fd = os.open(os.devnull, os.O_RDWR)\n"
+		"    for i in (0, 1, 2):\n"
+		"        os.dup2(fd, i)\n"
+		"    time.sleep(600)\n"
+		"    os._exit(0)\n"
+		"print('escapee %d' % esc, flush=True)\n"
 		"kids = []\n"
 		"try:\n"
 		"    for _ in range(100000):\n"
@@ -489,7 +515,8 @@ Test(jobs_program, a_fork_bomb_is_held_to_the_programs_bound)
 	char path[800], cmd[4200], *log;
 	json_t *st;
 	int64_t id;
-	int forked = -1;
+	int forked = -1, esc = -1;
+	bool by_cg;
 	FILE *f;
 
 	need_root();
@@ -514,9 +541,28 @@ Test(jobs_program, a_fork_bomb_is_held_to_the_programs_bound)
 		if (log && strstr(log, "forked "))
 			(void)sscanf(strstr(log, "forked "), "forked %d",
 				     &forked);
+		if (log && strstr(log, "escapee "))
+			(void)sscanf(strstr(log, "escapee "), "escapee %d",
+				     &esc);
 		free(log);
 	}
-	/* below its bound (2048 tasks of nobody's, the host's others
-	 * included), and well past a handful */
-	cr_assert(forked > 100 && forked < 2048, "forked %d", forked);
+	snprintf(cmd, sizeof cmd, "%s.jobs/%lld/program.log", jt.db,
+		 (long long)id);
+	log = px_test_read_file(cmd, NULL);
+	by_cg = log && strstr(log, "are bounded at 2048 by cgroup");
+	free(log);
+	if (!by_cg) {
+		/* below its bound (2048 tasks of nobody's, the host's
+		 * others included), and well past a handful */
+		cr_log_warn("no pids cgroup on this host: RLIMIT_NPROC");
+		cr_assert(forked > 100 && forked < 2048, "forked %d", forked);
+		return;
+	}
+	/* its own 2048 tasks: itself, the escapee and the rest */
+	cr_assert(forked >= 2000 && forked <= 2046, "forked %d", forked);
+	cr_assert_gt(esc, 1);
+	for (int i = 0; i < 250 && task_alive(esc); i++)
+		usleep(20000);
+	cr_assert_not(task_alive(esc), "the escapee %d outlived the job",
+		      esc);
 }

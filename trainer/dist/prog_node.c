@@ -41,6 +41,7 @@
 #include "../../common/pchan.h"
 #include "dist.h"
 #include "dist_node.h"
+#include "prog_fence.h"
 #include "prog_node.h"
 
 #define BEAT_MS 300
@@ -79,7 +80,10 @@ struct pn {
 	int ngroups;
 	char code[FETCH_PATH_MAX + 8];
 	int grace_s;
-	int64_t nproc_max;       /* RLIMIT_NPROC of the program (0: ours) */
+	int64_t nproc_max;       /* the program's tasks at most (0: ours) */
+	struct prog_cg cg;       /* its pids cgroup (kind NONE: RLIMIT_NPROC) */
+	struct prog_imds_fence fence;
+	char fence_why[400];     /* why the program may not run here ("") */
 	int64_t stop_ms;         /* a re-form's or the end's grace, real ms
 				  * (grace_s on the world's clock) */
 	int64_t ckpt_max;
@@ -127,8 +131,9 @@ static uint64_t now_us(void)
 }
 
 /* sig to every process of our group but this one: the program's, which
- * share it (a world's SIGKILL of the group ends them all). */
-static void kill_group(int sig)
+ * share it (a world's SIGKILL of the group ends them all), and to every
+ * task of the program's cgroup (one that made a group of its own). */
+static void kill_group(const struct pn *p, int sig)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -157,6 +162,7 @@ static void kill_group(int sig)
 	}
 	if (d)
 		closedir(d);
+	(void)prog_cg_signal(&p->cg, sig);
 }
 
 /* ---- the channel ---- */
@@ -905,19 +911,52 @@ static char **prog_env(struct pn *p, json_t *run)
 	return v;
 }
 
+/* A start's pids cgroup (prog_fence.h), made before it and removed
+ * with it; the first start says which bound holds the program. */
+static void make_cg(struct pn *p)
+{
+	static bool said;
+	char why[400], name[64];
+
+	prog_cg_remove(&p->cg);
+	if (p->nproc_max <= 0)
+		return;
+	snprintf(name, sizeof name, "proteus-prog-i%" PRIu64 "-%ld",
+		 p->o->inst, (long)getpid());
+	if (prog_cg_make(&p->cg, name, p->nproc_max, why, sizeof why)) {
+		if (!said)
+			log_info("program-node %" PRIu64 ": the program's tasks "
+				 "are bounded at %" PRId64 " by %s %s",
+				 p->o->inst, p->nproc_max,
+				 prog_cg_kind_name(p->cg.kind), p->cg.path);
+	} else if (!said) {
+		log_warn("program-node %" PRIu64 ": no pids cgroup (%s); the "
+			 "program's tasks are bounded by RLIMIT_NPROC, for its "
+			 "user host-wide", p->o->inst, why);
+	}
+	said = true;
+}
+
 static bool start_program(struct pn *p, json_t *run)
 {
 	int out[2], err[2];
 	char **envp = prog_env(p, run);
 	pid_t pid;
 
+	if (p->fence_why[0]) {
+		strv_free(envp);
+		return false;
+	}
 	if (!envp || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
 		strv_free(envp);
 		return false;
 	}
+	make_cg(p);
 	pid = fork();
 	if (pid == 0) {
 		int nul = open("/dev/null", O_RDONLY);
+		/* into its cgroup while still the agent (root) */
+		bool held = prog_cg_enter(&p->cg);
 
 		become_user(p);
 		(void)dup2(nul, 0);
@@ -929,15 +968,16 @@ static bool start_program(struct pn *p, json_t *run)
 			_exit(126);
 		{
 			sigset_t none;
-			/* a fork bomb of the program's stops here, not at
-			 * the host's end (the user's tasks, threads too;
-			 * root's are not held by it) */
+			/* a fork bomb of the program's stops at its
+			 * cgroup's pids.max; without one, at RLIMIT_NPROC
+			 * (the user's tasks host-wide, threads too; root's
+			 * are not held by it) */
 			struct rlimit nproc = { (rlim_t)p->nproc_max,
 						(rlim_t)p->nproc_max };
 
 			sigemptyset(&none);
 			sigprocmask(SIG_SETMASK, &none, NULL);
-			if (p->nproc_max > 0)
+			if (p->nproc_max > 0 && !held)
 				(void)setrlimit(RLIMIT_NPROC, &nproc);
 		}
 		execvpe(p->argv[0], p->argv, envp);
@@ -972,7 +1012,7 @@ static void stop_program(struct pn *p, int64_t ms)
 {
 	if (p->pid <= 0 || p->kill_at_us)
 		return;
-	kill_group(SIGTERM);
+	kill_group(p, SIGTERM);
 	(void)kill(p->pid, SIGTERM);  /* in case it made a group of its own */
 	p->kill_at_us = now_us() + (uint64_t)(ms > 0 ? ms : 1) * 1000;
 }
@@ -989,6 +1029,9 @@ static void reap(struct pn *p, int st)
 		;
 	read_progress(p);
 	put_pending(p);
+	/* what this start left behind (a daemon of its own, out of its
+	 * group) ends with it, and so does its cgroup */
+	prog_cg_remove(&p->cg);
 	memcpy(tail, p->tail, p->tail_n);
 	tail[p->tail_n] = 0;
 	json_decref(p->exit_info);
@@ -1047,9 +1090,10 @@ static void take_answer(struct pn *p, json_t *r)
 			p->exit_info = json_pack("{s:I, s:i, s:i, s:s, s:b}",
 						 "start", (json_int_t)want,
 						 "code", 127, "signal", 0,
-						 "tail", "the agent could not "
-						 "start the program", "stopped",
-						 false);
+						 "tail", p->fence_why[0] ?
+						 p->fence_why : "the agent "
+						 "could not start the program",
+						 "stopped", false);
 	}
 }
 
@@ -1220,7 +1264,7 @@ static void loop(struct pn *p)
 					 (next_beat - t) / 1000 - BEAT_MS);
 		}
 		if (p->kill_at_us && t >= p->kill_at_us && p->pid > 0) {
-			kill_group(SIGKILL);
+			kill_group(p, SIGKILL);
 			(void)kill(p->pid, SIGKILL);
 			p->kill_at_us = UINT64_MAX;
 		}
@@ -1273,10 +1317,33 @@ static void own_address(struct pn *p)
 	}
 }
 
+/* On an instance, the rule that keeps the program's user off the
+ * instance metadata (prog_fence.h); a fence that does not hold keeps the
+ * program from running (the reason is its start's failure, in the job's
+ * status). */
+static void fence(struct pn *p)
+{
+	char why[sizeof p->fence_why];
+
+	if (!p->o->imds)
+		return;
+	if (prog_imds_fence(&p->fence, getenv("AWS_EC2_METADATA_SERVICE_"
+					       "ENDPOINT"), p->uid, p->gid,
+			    why, sizeof why)) {
+		log_info("program-node %" PRIu64 ": uid %ld is kept off the "
+			 "instance metadata at %s", p->o->inst, (long)p->uid,
+			 p->fence.host);
+		return;
+	}
+	snprintf(p->fence_why, sizeof p->fence_why, "program-node: the "
+		 "program was not started: %.340s", why);
+	log_err("program-node %" PRIu64 ": %s", p->o->inst, p->fence_why);
+}
+
 int prog_node_run(const struct prog_node_opts *o)
 {
 	struct pn p = { .o = o, .sock = -1, .out_fd = -1, .err_fd = -1,
-			.log_fd = 2, .prog_fd = -1 };
+			.log_fd = 2, .prog_fd = -1, .cg = { .procs_fd = -1 } };
 	struct px_error err = {0};
 	sigset_t set;
 	int rc = 1;
@@ -1311,6 +1378,7 @@ int prog_node_run(const struct prog_node_opts *o)
 	if (hello(&p) && make_dir(&p)) {
 		log_info("program-node %" PRIu64 ": job %" PRId64 ", in %s, as "
 			 "uid %ld", o->inst, p.job, p.dir, (long)p.uid);
+		fence(&p);
 		loop(&p);
 		rc = 0;
 	} else if (p.argv) {
@@ -1318,9 +1386,11 @@ int prog_node_run(const struct prog_node_opts *o)
 			"made: %s", o->inst, strerror(errno));
 	}
 	if (p.pid > 0) {
-		kill_group(SIGKILL);
+		kill_group(&p, SIGKILL);
 		(void)waitpid(p.pid, NULL, 0);
 	}
+	prog_cg_remove(&p.cg);
+	prog_imds_unfence(&p.fence);
 	remove_dir(&p);
 	strv_free(p.argv);
 	strv_free(p.env);
