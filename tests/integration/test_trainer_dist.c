@@ -304,15 +304,19 @@ Test(trainer_dist, one_worker_is_train, .init = setup, .fini = teardown,
 	pxrun_free(&r);
 }
 
-/* BSP with each worker's pushes sent 10 ms after its CLOCK (a test
- * fault): the PS holds a pull until the other workers' pushes of the
- * previous clock are in, so no read misses them. */
+/* BSP with the pushes in flight when the reads come (a test fault: each
+ * PS holds the pushes it receives until a read waits for pushes, so the
+ * overlap does not hang on timing; 5 s is only its bound, never reached:
+ * a worker's next pull waits for its own push): the PS holds a pull
+ * until the other workers' pushes of the previous clock are in, so no
+ * read misses them.  A PS that served reads at once would wait for
+ * none and land the pushes after the bound. */
 Test(trainer_dist, bsp_reads_wait_for_pushes_in_flight, .init = setup,
      .fini = teardown, .timeout = 60)
 {
 	const char *extra[] = { "--workers", "3", "--ps", "2", "--epochs",
-				"1", "--slack", "0", "--fault-late-push", "40",
-				NULL };
+				"1", "--slack", "0", "--fault-late-push",
+				"5000", NULL };
 	struct pxrun r;
 	json_t *j;
 	int lines;

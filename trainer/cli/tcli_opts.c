@@ -326,8 +326,9 @@ static const struct topt topts[] = {
 	    "behave as machines of their own on a host of fewer cores; "
 	    "--slow-worker-at stretches it too), 0: off", NULL),
 	OPT("fault-late-push", "MS", C_DIST, K_UINT, o.fault_late_push_ms, 0,
-	    90, 0, "test fault: workers send CLOCK first, their pushes MS "
-	    "later, 0: off", NULL),
+	    60000, 0, "test fault: each PS holds the pushes it receives (as "
+	    "still in flight) until a read waits for pushes, MS at most, "
+	    "0: off", NULL),
 	OPT("fault-ps-sub-late", "MS", C_DIST, K_UINT, o.fault_ps_sub_late_ms,
 	    0, 10000, 0, "test fault: each PS reads the coordinator's "
 	    "broadcasts only MS ms after its start (what else comes is read "

@@ -111,9 +111,10 @@ struct dist_opts {
 	bool fault_lose_handoff;   /* PS, tests only: the first shard it
 				      hands over is not sent (a hand-over
 				      lost on the way) */
-	uint32_t fault_late_push_ms; /* worker, tests only: send CLOCK
-				      before the pushes, which follow this
-				      much later (pushes in flight) */
+	uint32_t fault_late_push_ms; /* PS, tests only: hold each push
+				      received (as still in flight) until
+				      a read waits for pushes, this long
+				      at most; 0: off */
 	uint32_t fault_batch_ms;   /* worker, benches: a minibatch takes
 				      at least this long, the rest a wait
 				      (machines of their own on a few

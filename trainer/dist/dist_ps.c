@@ -41,6 +41,7 @@ struct pusher {
 };
 
 #define PS_EARLY_MAX 64   /* PARAMS frames kept for a map to come */
+#define PS_HELD_MAX 64    /* --fault-late-push: pushes held at most */
 #define PS_EARLY_US 3000000 /* ... for at most this long (a map that
 			       gives the shard here comes within a few
 			       heartbeats of its hand-over, or never) */
@@ -65,6 +66,13 @@ struct ps {
 	struct wire_msg early[PS_EARLY_MAX];
 	uint64_t early_us[PS_EARLY_MAX]; /* when each came */
 	uint32_t n_early;
+	/* --fault-late-push (a test fault): workers' PUSH frames taken off
+	 * the socket but not applied, as if still on their way, oldest
+	 * first: they land when a read waits for pushes (wait_reads), or
+	 * the fault's ms after the oldest came at the latest */
+	struct wire_msg held[PS_HELD_MAX];
+	uint64_t held_us;        /* when the oldest came */
+	uint32_t n_held;
 	struct pshard sh[DIST_MAX_SHARDS];
 	uint64_t nparams;        /* the vector's floats */
 	uint32_t row;            /* --model mf: floats a row (rows are
@@ -175,6 +183,7 @@ static void send_state(struct ps *p, struct wire_node to, uint32_t s)
 
 static void fetch_missing(struct ps *p);
 static bool on_range(struct ps *p, const struct wire_msg *m);
+static void land_held(struct ps *p);
 
 /* The state frames that came before this map, in the order they came:
  * applied where it gives their shard here and the shard awaited its
@@ -425,6 +434,7 @@ static bool on_sub(struct ps *p)
 				p->told = true;
 			break;
 		case WIRE_STAGE:
+			land_held(p);  /* pushes of the old map's */
 			on_stage(p, &m);
 			break;
 		case WIRE_CLOCK_MIN:
@@ -616,6 +626,48 @@ static void on_rows(struct ps *p, const struct wire_msg *m)
 		note_push(p, m->hdr.sender, r->shard, r->clock);
 }
 
+/* The pushes held (hold_push) applied, in the order they came. */
+static void land_held(struct ps *p)
+{
+	for (uint32_t i = 0; i < p->n_held; i++)
+		if (!on_range(p, &p->held[i]))
+			wire_msg_release(&p->held[i]);
+	p->n_held = 0;
+}
+
+/* The held pushes dropped unapplied (the shards they were for are gone,
+ * or the PS is). */
+static void drop_held(struct ps *p)
+{
+	for (uint32_t i = 0; i < p->n_held; i++)
+		wire_msg_release(&p->held[i]);
+	p->n_held = 0;
+}
+
+/* --fault-late-push: a worker's PUSH kept as if still in flight (true:
+ * the caller must not release it), so that a read comes while it is:
+ * it lands once a read waits (wait_reads), and no push waits for ever
+ * (the fault's ms at most).  A full queue lands first. */
+static bool hold_push(struct ps *p, const struct wire_msg *m)
+{
+	if (!p->o->fault_late_push_ms || m->hdr.type != WIRE_PUSH)
+		return false;
+	if (p->n_held == PS_HELD_MAX)
+		land_held(p);
+	if (!p->n_held)
+		p->held_us = px_now_mono_us();
+	p->held[p->n_held++] = *m;
+	return true;
+}
+
+/* The held pushes whose time is up landed. */
+static void land_held_due(struct ps *p, uint64_t now)
+{
+	if (p->n_held && now - p->held_us >=
+			 (uint64_t)p->o->fault_late_push_ms * 1000)
+		land_held(p);
+}
+
 static void on_pull(struct ps *p)
 {
 	struct px_error err;
@@ -626,7 +678,7 @@ static void on_pull(struct ps *p)
 	while (net_recv(p->pull, &m, 0, &err) == PX_OK) {
 		if (m.hdr.type == WIRE_ROWS)
 			on_rows(p, &m);
-		else if (on_range(p, &m))
+		else if (hold_push(p, &m) || on_range(p, &m))
 			continue;  /* kept */
 		wire_msg_release(&m);
 	}
@@ -706,6 +758,11 @@ static void wait_reads(struct ps *p, struct wire_node n, uint32_t s,
 					.events = NN_POLLIN };
 
 		waited = true;
+		/* the test fault's pushes in flight arrive while it waits */
+		if (p->n_held) {
+			land_held(p);
+			continue;
+		}
 		if (px_now_mono_us() >= until) {
 			on_pull(p);  /* what arrived while descheduled */
 			if (!reads_ready(p, n, s, own, c))
@@ -921,6 +978,7 @@ static void serve_for(struct ps *p, int ms)
 			on_pull(p);
 		if (pf[0].revents & NN_POLLIN)
 			on_rep(p);
+		land_held_due(p, px_now_mono_us());
 	}
 }
 
@@ -952,6 +1010,7 @@ static enum px_err rejoin(struct ps *p, struct px_error *err)
 	dist_logf(p->o, LOG_LVL_NOTICE, "ps %u: declared lost at clock %" PRId64
 		  ", dropping its shards and registering again", p->o->node.v,
 		  p->clock_min);
+	drop_held(p);
 	for (uint32_t s = 0; s < DIST_MAX_SHARDS; s++)
 		shard_free(&p->sh[s]);
 	memset(p->pushers, 0, sizeof(p->pushers));
@@ -1125,6 +1184,7 @@ enum px_err dist_ps_run(const struct dist_opts *o, struct px_error *err)
 			if (pf[0].revents & NN_POLLIN)
 				on_rep(p);
 		}
+		land_held_due(p, px_now_mono_us());
 		/* The backup's copy after the workers' reads: a FORWARD
 		 * seals a shard, which a PULL waiting should not wait for. */
 		if (p->fwd_due) {
@@ -1204,6 +1264,7 @@ out_free:
 	net_close(p->cpush);
 	for (uint32_t i = 0; i < p->n_early; i++)
 		wire_msg_release(&p->early[i]);
+	drop_held(p);
 	free(p->init);
 	free(p->rbuf);
 	free(p->rids);

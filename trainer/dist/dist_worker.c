@@ -945,7 +945,8 @@ static void make_update(struct worker *w, float *upd)
 }
 
 /* The clock's update (make_update) to each shard's active, then CLOCK
- * (or, with the test fault --fault-late-push, CLOCK first). */
+ * (the test fault --fault-late-push is the PS's: it holds the pushes it
+ * receives until a read waits for them, dist_ps.c). */
 /* How long a push to one PS may block: half the heartbeat timeout (the
  * send comes right after a heartbeat when one is due), at most 1 s. */
 static int push_timeout_ms(const struct dist_opts *o)
@@ -1045,23 +1046,13 @@ static enum px_err push_update(struct worker *w, const float *upd,
 static enum px_err push_all(struct worker *w, uint32_t n,
 			    struct px_error *err)
 {
-	uint32_t late = w->o->fault_late_push_ms;
 	enum px_err e;
 
-	if (late) {
-		uint64_t until = px_now_mono_us() + (uint64_t)late * 1000;
-
-		e = send_clock(w, n, err);
-		if (e != PX_OK)
-			return e;
-		while (px_now_mono_us() < until)
-			pump(w, dist_ms_until(until, late));
-	}
 	make_update(w, w->upd);
 	e = push_update(w, w->upd, w->clock, err);
 	if (e != PX_OK)
 		return e;
-	return late ? PX_OK : send_clock(w, n, err);
+	return send_clock(w, n, err);
 }
 
 /* A straggler's minibatches handed over (HELP h): trained on this
