@@ -25,6 +25,8 @@
 #include "spawnattr.h"
 
 #define COORD_RESTARTS 3         /* coordinator restarts from checkpoint */
+#define TRAINER_FRAC_RUNNING (1.0 - 1e-9) /* the most work a running
+					    coordinator's PROGRESS gives */
 #define CMD_GIVE_UP_MS 5000      /* a command unanswered this long is dropped */
 /* Nodes that fail at start, this many in a row (no node started between
  * them), fail the job: its nodes cannot run here. */
@@ -744,6 +746,14 @@ static void take_progress(struct job *j, const struct wire_progress *p)
 		.frac = p->total_samples ? (double)p->samples /
 					   (double)p->total_samples : 0,
 	};
+
+	/* Not all of it before the coordinator ends well (trainer_check,
+	 * then job_progress_done): its final evaluation and checkpoint come
+	 * after the last samples, and work done in full ends the job
+	 * (ctrl_stop), which would stop the trainer before it wrote them;
+	 * a job that status calls done has the checkpoint `model` reads. */
+	if (r.frac > TRAINER_FRAC_RUNNING)
+		r.frac = TRAINER_FRAC_RUNNING;
 
 	if (r.clock > j->pg.clock)  /* the nodes work: starts succeed */
 		tr(j)->start_failures = 0;
