@@ -12,6 +12,11 @@
  * the loop is never held for long, whatever the model's size; proteusctl
  * checks the checkpoint whole (SHA-256, every field) and writes the
  * safetensors file itself.
+ *
+ * A program job's (docs/programs.md, "Take the checkpoint away") is the
+ * latest complete checkpoint of its store, the tar LATEST names, sent as
+ * it is, with LATEST's name, sequence number and SHA-256 in each answer
+ * (the client checks the bytes against it and writes them verbatim).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +73,35 @@ out:
 	return s;
 }
 
+/* A program job's latest checkpoint: its path from DIR/ID/ckpt/LATEST,
+ * and LATEST's fields in *meta (taken); false when there is none yet. */
+static bool program_latest(const struct jobs *js, int64_t id, char *path,
+			   size_t len, json_t **meta)
+{
+	char lp[JOB_PATH_MAX + 64];
+	json_t *o;
+	json_int_t seq;
+
+	snprintf(lp, sizeof lp, "%s/%" PRId64 "/%s", js->s.dir, id,
+		 workload_program.product);
+	o = json_load_file(lp, JSON_REJECT_DUPLICATES, NULL);
+	seq = json_integer_value(json_object_get(o, "seq"));
+	if (!json_is_object(o) || seq <= 0 ||
+	    !json_is_string(json_object_get(o, "name")) ||
+	    !json_is_string(json_object_get(o, "sha256"))) {
+		json_decref(o);
+		return false;
+	}
+	snprintf(path, len, "%s/%" PRId64 "/ckpt/%" PRId64 ".tar", js->s.dir,
+		 id, (int64_t)seq);
+	*meta = json_pack("{s:s, s:s, s:I, s:O, s:O}", "format", "tar",
+			  "workload", "program", "seq", seq, "name",
+			  json_object_get(o, "name"), "sha256",
+			  json_object_get(o, "sha256"));
+	json_decref(o);
+	return *meta != NULL;
+}
+
 json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
 {
 	json_t *vo = json_object_get(req, "offset"), *data, *r;
@@ -76,6 +110,7 @@ json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
 	uint64_t off = 0, len;
 	struct job *j;
 	struct stat st;
+	json_t *meta = NULL;
 	int64_t id;
 	int fd;
 
@@ -89,24 +124,41 @@ json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
 	 * daemon does not hold: the built-in trainer's) */
 	snprintf(path, sizeof path, "%s/%" PRId64 "/%s", js->s.dir, id,
 		 j ? j->wlops->product : workload_trainer.product);
+	if (j && j->wlops == &workload_program &&
+	    !program_latest(js, id, path, sizeof path, &meta))
+		return jobs_reply_err(err, PX_ENOENT, "job %" PRId64 " has no "
+				      "checkpoint yet (its program has "
+				      "written none the store kept)", id);
 	snprintf(what, sizeof what, "job %" PRId64 "'s checkpoint", id);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT && meta) {
+		/* pruned by a newer one since LATEST was read: the client
+		 * asks again from the start */
+		json_decref(meta);
+		return jobs_reply_err(err, PX_EIO, "job %" PRId64 "'s "
+				      "checkpoint was replaced while it was "
+				      "read: try again", id);
+	}
 	if (fd < 0 && errno == ENOENT)
 		return jobs_reply_err(err, PX_ENOENT, "job %" PRId64 " has no "
 				      "checkpoint yet (the coordinator writes "
 				      "one after each evaluation)", id);
-	if (fd < 0)
+	if (fd < 0) {
+		json_decref(meta);
 		return jobs_reply_err(err, PX_ESYS | errno, "%s: open: %s",
 				      what, strerror(errno));
+	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size > CKPT_MAX_BYTES) {
 		close(fd);
+		json_decref(meta);
 		return jobs_reply_err(err, PX_EINVAL, "%s is not a regular "
 				      "file of at most %" PRIu64 " bytes", what,
 				      (uint64_t)CKPT_MAX_BYTES);
 	}
 	if (off > (uint64_t)st.st_size) {
 		close(fd);
+		json_decref(meta);
 		return jobs_reply_err(err, PX_EINVAL, "'offset' %" PRIu64 " is "
 				      "past the end of %s (%jd bytes)", off,
 				      what, (intmax_t)st.st_size);
@@ -116,8 +168,10 @@ json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
 		len = MODEL_CHUNK;
 	data = chunk(fd, what, off, len, err);
 	close(fd);
-	if (!data)
+	if (!data) {
+		json_decref(meta);
 		return NULL;
+	}
 	snprintf(version, sizeof version, "%ju-%jd.%09ld-%jd",
 		 (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec,
 		 st.st_mtim.tv_nsec, (intmax_t)st.st_size);
@@ -129,6 +183,9 @@ json_t *jobs_cmd_model(struct jobs *js, json_t *req, struct px_error *err)
 		      "offset", (json_int_t)off, "length", (json_int_t)len,
 		      "version", version, "data", data, "clocks_total",
 		      (json_int_t)jobs_clocks_total(js, id));
+	if (r && meta)
+		(void)json_object_update(r, meta);
+	json_decref(meta);
 	if (!r)
 		px_errorf(err, PX_ENOMEM, "%s: out of memory", what);
 	return r;

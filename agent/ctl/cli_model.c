@@ -8,6 +8,11 @@
  * (size, every field, SHA-256) as the trainer would, and export_write
  * (export_mf_write for an mf model) writes FILE atomically.  A download that meets a newer checkpoint
  * (the job wrote one meanwhile) starts again, a few times at most.
+ *
+ * A program job's checkpoint is its program's own (docs/programs.md,
+ * "Take the checkpoint away"): the tar the store keeps, which the daemon
+ * says ("format": "tar", with LATEST's name, seq and SHA-256); it is
+ * checked against that SHA-256 and written as it is.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,6 +47,9 @@ static const char model_usage[] =
 	"of a matrix factorization (model mf): user_factors, item_factors,\n"
 	"user_bias, item_bias and the global mean (docs/trainer.md,\n"
 	"\"Matrix factorization\").\n"
+	"A program job's is its latest complete checkpoint, the tar of what\n"
+	"the program wrote in PROTEUS_CKPT_DIR (docs/programs.md), checked\n"
+	"against the store's SHA-256 and written as it is.\n"
 	"FILE is written whole or not at all (a temporary file beside it,\n"
 	"renamed over it), mode 0644 less the umask.\n"
 	"\n"
@@ -61,6 +69,9 @@ struct margs {
 	int64_t id;
 	int64_t total;       /* the job's total clocks, status's (0: not
 			      * said: the checkpoint's) */
+	bool tar;            /* a program's checkpoint (a tar, as is) */
+	char name[256], sha256[65];
+	int64_t seq;
 };
 
 static int margs_parse(struct margs *a, int argc, char **argv)
@@ -205,6 +216,19 @@ static int download(struct margs *a, int fd, uint64_t *ret)
 		}
 		snprintf(version, sizeof(version), "%s", v);
 		total = (uint64_t)bytes;
+		a->tar = !strcmp(json_string_value(json_object_get(r,
+				"format")) ?: "", "tar");
+		if (a->tar) {
+			const char *sha = json_string_value(json_object_get(r,
+							"sha256"));
+
+			snprintf(a->sha256, sizeof a->sha256, "%s",
+				 sha && strlen(sha) == 64 ? sha : "");
+			snprintf(a->name, sizeof a->name, "%s",
+				 json_string_value(json_object_get(r, "name"))
+				 ?: "");
+			a->seq = json_integer_value(json_object_get(r, "seq"));
+		}
 		if (json_is_integer(json_object_get(r, "clocks_total")))
 			a->total = json_integer_value(json_object_get(r,
 							"clocks_total"));
@@ -265,6 +289,74 @@ static int report(const struct margs *a, const struct ckpt_meta *m)
 	return CLI_EXIT_OK;
 }
 
+/* A program's checkpoint (fd, bytes long): its SHA-256 the store's,
+ * then written to a->out as it is, atomically. */
+static int write_tar(const struct margs *a, int fd, uint64_t bytes)
+{
+	unsigned char d[EVP_MAX_MD_SIZE], buf[1 << 16];
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct px_atomic at;
+	unsigned dl = 0;
+	char hex[65];
+	uint64_t off = 0;
+	bool ok;
+
+	ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+	     px_atomic_open(&at, a->out, 0644) == 0;
+	if (!ok) {
+		EVP_MD_CTX_free(md);
+		log_err("-o: %s: %s", a->out, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	while (ok && off < bytes) {
+		ssize_t n = pread(fd, buf, sizeof buf, (off_t)off);
+
+		ok = n > 0 && EVP_DigestUpdate(md, buf, (size_t)n) == 1 &&
+		     write(at.fd, buf, (size_t)n) == n;
+		off += n > 0 ? (uint64_t)n : 0;
+	}
+	ok = ok && EVP_DigestFinal_ex(md, d, &dl) == 1;
+	EVP_MD_CTX_free(md);
+	if (!ok) {
+		px_atomic_abort(&at);
+		log_err("-o: %s: %s", a->out, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	px_hex(d, 32, hex);
+	if (strcmp(hex, a->sha256)) {
+		px_atomic_abort(&at);
+		log_err("job %" PRId64 "'s checkpoint %" PRId64 " (%" PRIu64
+			" bytes from proteusd): SHA-256 %s, not the store's %s",
+			a->id, a->seq, bytes, hex, a->sha256[0] ? a->sha256 :
+			"(none said)");
+		return CLI_EXIT_DATA;
+	}
+	if (px_atomic_commit(&at, a->out) != 0) {
+		log_err("-o: %s: %s", a->out, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	if (a->json) {
+		json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:s}",
+				      "job", (json_int_t)a->id, "file", a->out,
+				      "format", "tar", "name", a->name, "seq",
+				      (json_int_t)a->seq, "bytes",
+				      (json_int_t)bytes, "sha256", hex);
+		int bad = !o || px_json_dumpf(o, stdout, JSON_COMPACT);
+
+		json_decref(o);
+		if (bad) {
+			log_err("cannot write the output");
+			return CLI_EXIT_FAIL;
+		}
+		putchar('\n');
+		return CLI_EXIT_OK;
+	}
+	printf("job %" PRId64 ": checkpoint %" PRId64 " '%s' (%" PRIu64
+	       " bytes, a tar of what the program wrote) written to %s\n",
+	       a->id, a->seq, a->name, bytes, a->out);
+	return CLI_EXIT_OK;
+}
+
 int cli_model(int argc, char **argv)
 {
 	struct px_error err = {0};
@@ -293,6 +385,10 @@ int cli_model(int argc, char **argv)
 	code = download(&a, fd, &bytes);
 	if (code != CLI_EXIT_OK)
 		goto out;
+	if (a.tar) {
+		code = write_tar(&a, fd, bytes);
+		goto out;
+	}
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	e = ckpt_read(proc, &m, &w, &v, &err);
 	if (e != PX_OK) {

@@ -231,6 +231,40 @@ Test(jobs_program, a_program_job_runs_as_its_submitter_through_evictions)
 		json_decref(o);
 		pxrun_free(&r);
 	}
+	/* its latest checkpoint taken away: the tar of what the program
+	 * wrote, its last state in it */
+	{
+		char ids[24], out[700], cmd[2000], *txt;
+		struct pxrun r;
+		json_t *o, *c;
+
+		snprintf(ids, sizeof ids, "%lld", (long long)id);
+		snprintf(out, sizeof out, "%s/latest.tar", jt.tmp);
+		snprintf(cmd, sizeof cmd, "--output=%s", out);
+		cr_assert_eq(ctl(&r, 30, "model", ids, cmd, "--json"), 0, "%s",
+			     r.err);
+		o = json_loads(r.out, 0, NULL);
+		cr_assert_str_eq(json_string_value(json_object_get(o,
+				 "format")), "tar", "%s", r.out);
+		c = json_object_get(json_object_get(st, "program"),
+				    "checkpoint");
+		cr_assert_str_eq(json_string_value(json_object_get(o, "name")),
+				 json_string_value(json_object_get(c, "name")),
+				 "%s", r.out);
+		snprintf(cmd, sizeof cmd, "tar -xOf '%s' --wildcards '*%s' > "
+			 "'%s.json'", out, json_string_value(json_object_get(
+			 o, "name")), out);
+		cr_assert_eq(system(cmd), 0, "%s", cmd);
+		json_decref(o);
+		pxrun_free(&r);
+		snprintf(cmd, sizeof cmd, "%s.json", out);
+		txt = px_test_read_file(cmd, NULL);
+		o = txt ? json_loads(txt, 0, NULL) : NULL;
+		cr_assert_geq(json_integer_value(json_object_get(o, "samples")),
+			      48000, "%s", txt);
+		json_decref(o);
+		free(txt);
+	}
 	json_decref(st);
 }
 
