@@ -4,6 +4,7 @@
 #include "../../common/px.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
@@ -14,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -249,4 +252,30 @@ out:
 	X509_free(x);
 	EVP_PKEY_free(k);
 	return r;
+}
+
+int px_test_reaches_as(unsigned uid, int port)
+{
+	pid_t pid = fork();
+	int st = -1;
+
+	if (pid == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port = htons((uint16_t)port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct timeval tv = { 1, 0 };
+		int fd;
+
+		if (setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0)
+			_exit(2);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		_exit(connect(fd, (struct sockaddr *)&a, sizeof a) == 0 ? 0 :
+		      1);
+	}
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) > 1)
+		return -1;
+	return WEXITSTATUS(st) == 0;
 }

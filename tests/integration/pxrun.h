@@ -38,4 +38,9 @@ void px_rmtree(const char *dir);
  * world's ec2_identity_cert); 0, or -1. */
 int px_test_cert(const char *path);
 
+/* Whether uid (its gid the same number) can open a TCP connection to
+ * 127.0.0.1:port, from a child that becomes it (refused, or no answer in
+ * a second: false).  -1 when the child could not become uid. */
+int px_test_reaches_as(unsigned uid, int port);
+
 #endif

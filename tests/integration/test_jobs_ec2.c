@@ -1505,38 +1505,12 @@ Test(jobs_ec2, data_from_s3_checked_by_its_sha256)
 	fake_stop(&s3);
 }
 
-/* A program job on the fake's instances (docs/programs.md): its code a
- * .tar.gz in the fake S3, fetched and checked by each node with the
- * instances' role; the node agents enrolled for the key, their programs
- * run as nobody, their output in the daemon's logs, their checkpoints
- * through the store; two interruptions with their notices (read by the
- * nodes from the instance metadata); done, and the job's cost is what
- * the fake billed. */
-/* Whether uid can open a TCP connection to 127.0.0.1:port (a child
- * that becomes it; refused, or no answer in a second: no). */
-static bool reaches_as(uid_t uid, int port)
+static bool reaches_as(unsigned uid, int port)
 {
-	pid_t pid = fork();
-	int st = -1;
+	int r = px_test_reaches_as(uid, port);
 
-	if (pid == 0) {
-		struct sockaddr_in a = { .sin_family = AF_INET,
-					 .sin_port = htons((uint16_t)port),
-					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-		struct timeval tv = { 1, 0 };
-		int fd;
-
-		if (setgid(uid) != 0 || setuid(uid) != 0)
-			_exit(2);
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-		_exit(connect(fd, (struct sockaddr *)&a, sizeof a) == 0 ? 0 :
-		      1);
-	}
-	cr_assert_gt(pid, 0);
-	(void)waitpid(pid, &st, 0);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) < 2);
-	return WEXITSTATUS(st) == 0;
+	cr_assert_geq(r, 0, "a probe could not become uid %u", uid);
+	return r == 1;
 }
 
 /* While a node runs the program: its user (nobody) cannot reach the
@@ -1582,6 +1556,13 @@ static void check_imds_fenced(int64_t id)
 		       "instance metadata; %s", daemon_said());
 }
 
+/* A program job on the fake's instances (docs/programs.md): its code a
+ * .tar.gz in the fake S3, fetched and checked by each node with the
+ * instances' role; the node agents enrolled for the key, their programs
+ * run as nobody, their output in the daemon's logs, their checkpoints
+ * through the store; two interruptions with their notices (read by the
+ * nodes from the instance metadata); done, and the job's cost is what
+ * the fake billed; the program's user kept off the instance metadata. */
 Test(jobs_ec2, a_program_job_runs_on_instances_with_code_by_url)
 {
 	struct fake s3 = {0};

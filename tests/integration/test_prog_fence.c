@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../trainer/dist/prog_fence.h"
+#include "pxrun.h"
 
 #define NOBODY 65534
 
@@ -41,28 +42,12 @@ static int listener(int *port)
 	return fd;
 }
 
-static bool reaches_as(uid_t uid, int port)
+static bool reaches_as(unsigned uid, int port)
 {
-	pid_t pid = fork();
-	int st = -1;
+	int r = px_test_reaches_as(uid, port);
 
-	if (pid == 0) {
-		struct sockaddr_in a = { .sin_family = AF_INET,
-					 .sin_port = htons((uint16_t)port),
-					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-		struct timeval tv = { 1, 0 };
-		int fd;
-
-		if (setgid(uid) != 0 || setuid(uid) != 0)
-			_exit(2);
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-		_exit(connect(fd, (struct sockaddr *)&a, sizeof a) == 0 ? 0 : 1);
-	}
-	cr_assert_gt(pid, 0);
-	(void)waitpid(pid, &st, 0);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) < 2);
-	return WEXITSTATUS(st) == 0;
+	cr_assert_geq(r, 0, "a probe could not become uid %u", uid);
+	return r == 1;
 }
 
 static bool have_iptables(void)
