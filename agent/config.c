@@ -570,6 +570,109 @@ static bool check_allow(const char *val, struct proteusd_config *cfg,
 	return outbound_allow_valid(val, why, wlen);
 }
 
+#define S3_PREFIX_MAX 512       /* an S3 prefix's bytes, s3:// and all */
+
+bool config_s3_prefix_valid(const char *p, char *why, size_t wlen)
+{
+	const char *b = p + 5, *k;
+	size_t bl, n = strlen(p);
+
+	if (strncmp(p, "s3://", 5) || n > S3_PREFIX_MAX) {
+		snprintf(why, wlen, "'%.64s': not s3://BUCKET[/PREFIX] of at "
+			 "most %d bytes", p, S3_PREFIX_MAX);
+		return false;
+	}
+	bl = strcspn(b, "/");
+	if (bl < 3 || bl > 63 || strspn(b, "abcdefghijklmnopqrstuvwxyz"
+					"0123456789.-") < bl ||
+	    !isalnum((unsigned char)b[0]) ||
+	    !isalnum((unsigned char)b[bl - 1])) {
+		snprintf(why, wlen, "'%.64s': the bucket is not 3..63 of a-z "
+			 "0-9 . - (a letter or digit first and last)", p);
+		return false;
+	}
+	for (k = b + bl; *k == '/' && k[1]; ) {
+		size_t sl = strcspn(k + 1, "/");
+
+		if (!sl || (sl == 1 && k[1] == '.') ||
+		    (sl == 2 && k[1] == '.' && k[2] == '.')) {
+			snprintf(why, wlen, "'%.64s': an empty, '.' or '..' "
+				 "segment in the prefix", p);
+			return false;
+		}
+		k += 1 + sl;
+	}
+	for (k = b; *k; k++)
+		if (*k <= ' ' || *k > '~' || *k == '\\' || *k == ',') {
+			snprintf(why, wlen, "'%.64s': a blank, control, "
+				 "non-ASCII, ',' or '\\' byte", p);
+			return false;
+		}
+	return true;
+}
+
+/* p's length without its trailing '/'s (s3://B stays). */
+static size_t s3_trim(const char *p, size_t n)
+{
+	while (n > 5 && p[n - 1] == '/')
+		n--;
+	return n;
+}
+
+bool config_s3_prefix_allows(const char *list, const char *store)
+{
+	size_t sn = s3_trim(store, strlen(store));
+
+	for (const char *e = list; *e; ) {
+		size_t el = strcspn(e, ","), t;
+
+		while (el && *e == ' ') {
+			e++;
+			el--;
+		}
+		t = el;
+		while (t && e[t - 1] == ' ')
+			t--;
+		t = t > 5 ? s3_trim(e, t) : t;
+		if (t > 5 && sn >= t && !strncmp(store, e, t) &&
+		    (sn == t || store[t] == '/'))
+			return true;
+		e += el;
+		if (*e == ',')
+			e++;
+	}
+	return false;
+}
+
+/* checkpoint_s3_prefixes: s3://BUCKET[/PREFIX],... */
+static bool check_s3_prefixes(const char *val, struct proteusd_config *cfg,
+			      char *why, size_t wlen)
+{
+	char one[S3_PREFIX_MAX + 2];
+
+	(void)cfg;
+	for (const char *e = val; *e; ) {
+		size_t el = strcspn(e, ",");
+		size_t a = strspn(e, " "), t = el;
+
+		while (t > a && e[t - 1] == ' ')
+			t--;
+		if (t - a >= sizeof one || t == a) {
+			snprintf(why, wlen, "an empty or over-long entry (s3://"
+				 "BUCKET[/PREFIX],...)");
+			return false;
+		}
+		memcpy(one, e + a, t - a);
+		one[t - a] = '\0';
+		if (!config_s3_prefix_valid(one, why, wlen))
+			return false;
+		e += el;
+		if (*e == ',')
+			e++;
+	}
+	return true;
+}
+
 /* notify_command: an absolute path, run without a shell. */
 static bool check_command(const char *val, struct proteusd_config *cfg,
 			  char *why, size_t wlen)
@@ -702,6 +805,12 @@ static const struct config_key config_table[] = {
 	 "whether a job may name its data as s3:// objects, fetched with "
 	 "this daemon's AWS credentials (yes) or not (no)", yes_no_choices,
 	 NULL, NULL},
+	{"checkpoint_s3_prefixes", CONFIG_STR, CFG(checkpoint_s3_prefixes), 0,
+	 CONFIG_LIST_MAX - 1, "", CONFIG_RELOADABLE,
+	 "where a program job's checkpoint_store may be in S3, which this "
+	 "daemon writes with its own AWS credentials: s3://BUCKET[/PREFIX],"
+	 "... (a job's store must lie under one, on '/' boundaries; empty: "
+	 "none may)", NULL, NULL, check_s3_prefixes},
 	{"max_jobs", CONFIG_INT, CFG(max_jobs), 1, 256, "4",
 	 CONFIG_RELOADABLE,
 	 "jobs running at once; later submissions wait, queued", NULL, NULL,

@@ -72,6 +72,10 @@ struct proteusd_config {
 	char data_url_allow[CONFIG_LIST_MAX];   /* origins of http(s)
 						 * data URLs */
 	int data_s3_allowed;                  /* s3:// data: 0 no, 1 yes */
+	char checkpoint_s3_prefixes[CONFIG_LIST_MAX]; /* where program jobs'
+						 * checkpoint stores may be:
+						 * s3://BUCKET[/PREFIX],...;
+						 * "": nowhere */
 	/* jobs (agent/jobs.c) */
 	int64_t max_jobs;                     /* running at once */
 	int64_t stall_seconds;                /* a standing clock, real s */
@@ -219,6 +223,19 @@ bool config_zone_in_region(const char *zone, const char *region);
  * user or password, no blank, control or non-ASCII byte.  false: why, in
  * why (the URL itself cut to 64 bytes). */
 bool config_url_check(const char *url, char *why, size_t wlen);
+
+/* Whether p is an S3 prefix as checkpoint_s3_prefixes and a program's
+ * checkpoint_store name them: s3://BUCKET[/PREFIX], BUCKET 3..63 of
+ * a-z 0-9 . - (starting and ending with a letter or digit), PREFIX
+ * segments of printable ASCII but '\\', none empty, "." or ".." (a
+ * trailing '/' is allowed), at most 512 bytes in all.  false: why. */
+bool config_s3_prefix_valid(const char *p, char *why, size_t wlen);
+/* Whether store (s3://BUCKET[/PREFIX]) lies under one of list's
+ * prefixes (checkpoint_s3_prefixes, comma-separated), on path-segment
+ * boundaries: s3://b/team allows s3://b/team and s3://b/team/x, never
+ * s3://b/team2; s3://b allows all of bucket b.  Trailing '/'s count
+ * for nothing. */
+bool config_s3_prefix_allows(const char *list, const char *store);
 
 /* Where this host listens for the nodes that reach it at head_address:
  * the address itself, or the IPv4 address a name resolves to (nanomsg

@@ -330,6 +330,34 @@ static enum px_err job_check_remote_urls(const struct job *j,
 	return PX_OK;
 }
 
+/* program.checkpoint_store in S3: the daemon writes there with its own
+ * AWS credentials (a confused deputy otherwise), so only under a prefix
+ * its operator allows (checkpoint_s3_prefixes). */
+static enum px_err job_check_store(const struct job *j, struct px_error *err)
+{
+	const char *s = j->req.program.checkpoint_store;
+	const char *allow = j->js->s.cfg->checkpoint_s3_prefixes;
+	char why[256];
+
+	if (!j->req.program.on || strncmp(s, "s3://", 5))
+		return PX_OK;
+	if (!config_s3_prefix_valid(s, why, sizeof why))
+		return px_errorf(err, PX_EINVAL, "%s: program.checkpoint_"
+				 "store: %s", j->src, why);
+	if (!allow[0])
+		return px_errorf(err, PX_EINVAL, "%s: program.checkpoint_"
+				 "store: '%s': this daemon writes checkpoints "
+				 "to S3 with its own AWS credentials, and "
+				 "checkpoint_s3_prefixes is empty on it", j->src,
+				 s);
+	if (!config_s3_prefix_allows(allow, s))
+		return px_errorf(err, PX_EINVAL, "%s: program.checkpoint_"
+				 "store: '%s' is under none of the S3 prefixes "
+				 "this daemon allows (checkpoint_s3_prefixes)",
+				 j->src, s);
+	return PX_OK;
+}
+
 /* A submission's files, all read on one thread under the submitter's
  * guard g: each opened once and pinned (jobs_inputs.c), the market read
  * and the data checked from those very files, then copied into the
@@ -342,6 +370,8 @@ static enum px_err job_load(struct job *j, struct px_guard *g,
 	/* its URLs under the operator's rules (names resolved here, off
 	 * the loop) */
 	e = outbound_check_job(&j->req, j->js->s.cfg, j->src, err);
+	if (e == PX_OK)
+		e = job_check_store(j, err);
 	if (e == PX_OK && !j->wops->on_this_host)
 		e = job_check_remote_urls(j, err);
 	if (e != PX_OK)

@@ -6,8 +6,11 @@
  * folder.  The hub decides which start of the program each node runs
  * (its ranks, or torchrun's rendezvous), keeps the checkpoint store
  * (DIR/ID/ckpt: the completed checkpoints, sequence-numbered, the latest
- * named by LATEST, written whole before it names them), and turns the
- * nodes' progress lines and ends into the job's reports and end.
+ * named by LATEST, written whole before it names them; for a store in
+ * S3, a copy there that a child of the daemon's own program puts each
+ * checkpoint into and restores a lost folder from: "The checkpoint store
+ * in S3"), and turns the nodes' progress lines and ends into the job's
+ * reports and end.
  *
  * Two ways a program runs (docs/programs.md, "Membership"):
  *  - elastic (its command is torchrun): one start on every node; the
@@ -26,6 +29,7 @@
 #include <nanomsg/reqrep.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +67,10 @@
 #define PROG_LOG_ROTATE (4u << 20) /* a node's log, as the agent's */
 #define PROG_QUIET_US 300000000  /* a running program's quiet time that
 				  * is not yet a stall (5 minutes) */
+#define S3_TRIES 3               /* runs of the S3 child for one
+				  * checkpoint (each retries itself) */
+#define S3_BACKOFF_US 2000000    /* before the second; x4 each after */
+#define S3_OUT_MAX (64u << 10)   /* the child's answer read back */
 
 struct pnode {
 	uint64_t id;
@@ -130,6 +138,23 @@ struct program {
 	uint64_t quiet_us;       /* last progress or checkpoint */
 	bool done;
 	char why[512];
+	/* the store's copy in S3 (program.checkpoint_store; "The
+	 * checkpoint store in S3", docs/programs.md): one child at a time,
+	 * `proteus-trainer ckpt-s3 put|get` with the daemon's credentials */
+	bool s3;                 /* the store is in S3 */
+	pid_t s3_pid;            /* its child; 0: none */
+	bool s3_get;             /* the child restores (else it mirrors) */
+	int64_t s3_seq;          /* the checkpoint the child puts */
+	int64_t s3_prune_to;     /* ... and the seq it deletes up to */
+	int64_t s3_mirrored;     /* the newest checkpoint there */
+	int64_t s3_pruned;       /* every seq up to this deleted there */
+	bool s3_restore;         /* LATEST to get from there first */
+	int s3_tries;            /* failed runs for the current one */
+	int64_t s3_failures;     /* failed runs in all */
+	int64_t s3_gave_up;      /* a checkpoint not mirrored after
+				  * S3_TRIES runs (the next one is) */
+	uint64_t s3_after_us;    /* no run before (the backoff) */
+	char s3_err[400];        /* the last run's failure; "" */
 };
 
 static struct program *pr(const struct job *j)
@@ -398,6 +423,328 @@ static json_t *on_get(struct job *j, json_t *q)
 	free(bin);
 	free(b64);
 	return r;
+}
+
+/* ---- the store's copy in S3 ---- */
+
+/* DIR/ID/ckpt/S3: what the store in S3 holds, {"mirrored", "pruned"}
+ * (written after each mirror, so that a new life of the daemon mirrors
+ * only what the last one did not). */
+static void s3_save(struct job *j)
+{
+	const struct program *p = pr(j);
+	char path[JOB_PATH_MAX + 16], tmp[JOB_PATH_MAX + 24];
+	json_t *o = json_pack("{s:I, s:I}", "mirrored",
+			      (json_int_t)p->s3_mirrored, "pruned",
+			      (json_int_t)p->s3_pruned);
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof path, "%s/S3", p->store);
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ok = o && fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0;
+	if (fd >= 0)
+		close(fd);
+	json_decref(o);
+	if (ok)
+		(void)rename(tmp, path);
+}
+
+static void s3_load(struct job *j)
+{
+	struct program *p = pr(j);
+	char path[JOB_PATH_MAX + 16];
+	json_t *o;
+
+	snprintf(path, sizeof path, "%s/S3", p->store);
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	p->s3_mirrored = json_integer_value(json_object_get(o, "mirrored"));
+	p->s3_pruned = json_integer_value(json_object_get(o, "pruned"));
+	if (p->s3_mirrored < 0 || p->s3_mirrored > p->latest.seq)
+		p->s3_mirrored = 0;
+	if (p->s3_pruned < 0 || p->s3_pruned > p->s3_mirrored)
+		p->s3_pruned = 0;
+	json_decref(o);
+}
+
+/* The child's answer: DIR/ID/ckpt-s3.out, its stdout and stderr. */
+static void s3_out_path(const struct job *j, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/ckpt-s3.out", j->run.dir);
+}
+
+/* Start `proteus-trainer ckpt-s3 ...` (argv after the program) with
+ * in on its stdin (-1: /dev/null), its output in ckpt-s3.out; the
+ * daemon's AWS credentials in its environment, never in argv.  The
+ * child is the daemon's own program, which no submitter controls. */
+static bool s3_spawn(struct job *j, const char *const *args, int in)
+{
+	struct program *p = pr(j);
+	char out[JOB_PATH_MAX + 16];
+	const char *argv[24];
+	posix_spawn_file_actions_t fa;
+	char **envp = px_spawn_env(NULL, PX_SPAWN_ENV_TRAINER |
+				   PX_SPAWN_ENV_DAEMON_AWS);
+	size_t k = 0;
+	pid_t pid;
+	int r;
+
+	argv[k++] = j->js->s.trainer;
+	argv[k++] = "ckpt-s3";
+	while (*args && k < sizeof argv / sizeof argv[0] - 1)
+		argv[k++] = *args++;
+	argv[k] = NULL;
+	if (!envp) {
+		snprintf(p->s3_err, sizeof p->s3_err, "out of memory");
+		return false;
+	}
+	s3_out_path(j, out, sizeof out);
+	posix_spawn_file_actions_init(&fa);
+	if (in >= 0)
+		posix_spawn_file_actions_adddup2(&fa, in, 0);
+	else
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY,
+						 0);
+	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT |
+					 O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	r = px_spawn(&pid, argv[0], &fa, (char *const *)argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	free(envp);
+	if (r != 0) {
+		snprintf(p->s3_err, sizeof p->s3_err, "start '%s': %s",
+			 argv[0], strerror(r));
+		return false;
+	}
+	p->s3_pid = pid;
+	return true;
+}
+
+/* Mirror the newest checkpoint: its tar (the daemon's descriptor on
+ * the child's stdin: a prune meanwhile takes nothing from it), LATEST,
+ * then the ones checkpoint_keep pruned since the last mirror. */
+static bool s3_put(struct job *j)
+{
+	struct program *p = pr(j);
+	const struct prog_ckpt *c = &p->latest;
+	char path[JOB_PATH_MAX + 40], id[24], seq[24], size[24], from[24];
+	char to[24];
+	int64_t upto = c->seq - j->req.program.checkpoint_keep;
+	const char *args[] = { "put", "--store",
+			       j->req.program.checkpoint_store, "--job", id,
+			       "--seq", seq, "--sha256", c->sha256, "--size",
+			       size, "--name", c->name, "--delete-from", from,
+			       "--delete-to", to, NULL };
+	int fd;
+	bool ok;
+
+	if (p->s3_get || p->s3_seq != c->seq)
+		p->s3_tries = 0;      /* a new one: S3_TRIES runs of its own */
+	p->s3_get = false;
+	p->s3_seq = c->seq;
+	ckpt_path(j, c->seq, path, sizeof path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(p->s3_err, sizeof p->s3_err, "'%s': %s", path,
+			 strerror(errno));
+		return false;
+	}
+	snprintf(id, sizeof id, "%" PRId64, j->id);
+	snprintf(seq, sizeof seq, "%" PRId64, c->seq);
+	snprintf(size, sizeof size, "%" PRId64, c->size);
+	snprintf(from, sizeof from, "%" PRId64, p->s3_pruned + 1);
+	snprintf(to, sizeof to, "%" PRId64, upto > p->s3_pruned ? upto : 0);
+	p->s3_prune_to = upto > p->s3_pruned ? upto : p->s3_pruned;
+	ok = s3_spawn(j, args, fd);
+	close(fd);
+	return ok;
+}
+
+/* Restore LATEST and its tar from the store in S3 into the folder. */
+static bool s3_restore(struct job *j)
+{
+	struct program *p = pr(j);
+	char id[24];
+	const char *args[] = { "get", "--store",
+			       j->req.program.checkpoint_store, "--job", id,
+			       "--dir", p->store, NULL };
+
+	snprintf(id, sizeof id, "%" PRId64, j->id);
+	p->s3_get = true;
+	return s3_spawn(j, args, -1);
+}
+
+/* The child's one JSON line (the last line of its output that is one),
+ * or NULL. */
+static json_t *s3_answer(struct job *j)
+{
+	char path[JOB_PATH_MAX + 16], *buf = NULL, *l;
+	struct px_error err = {0};
+	json_t *o = NULL;
+	size_t n;
+
+	s3_out_path(j, path, sizeof path);
+	if (px_read_file(path, S3_OUT_MAX, &buf, &n, &err) != PX_OK)
+		return NULL;
+	for (l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 :
+	     NULL) {
+		json_t *t = l[0] == '{' ? json_loadb(l, strcspn(l, "\n"), 0,
+						      NULL) : NULL;
+
+		if (json_is_object(t)) {
+			json_decref(o);
+			o = t;
+		} else {
+			json_decref(t);
+		}
+	}
+	free(buf);
+	return o;
+}
+
+/* A failed run: its error kept and told, the next after a backoff, at
+ * most S3_TRIES for one checkpoint (or restore). */
+static void s3_failed(struct job *j, const char *what, const char *why)
+{
+	struct program *p = pr(j);
+	char safe[PX_TERM_SAFE_LEN(sizeof p->s3_err)];
+
+	px_term_safe(why, safe, sizeof safe);
+	snprintf(p->s3_err, sizeof p->s3_err, "%s", safe);
+	p->s3_failures++;
+	p->s3_tries++;
+	p->s3_after_us = px_now_mono_us() + ((uint64_t)S3_BACKOFF_US <<
+					     (2 * (p->s3_tries - 1)));
+	job_eventf(j, "checkpoint", "%s %s (try %d of %d): %s", what,
+		   j->req.program.checkpoint_store, p->s3_tries, S3_TRIES,
+		   p->s3_err);
+	if (p->s3_tries < S3_TRIES)
+		return;
+	p->s3_tries = 0;
+	p->s3_after_us = 0;
+	if (p->s3_get) {
+		p->s3_restore = false;
+		snprintf(p->why, sizeof p->why, "the checkpoint store %s "
+			 "cannot be read: %s", j->req.program.checkpoint_store,
+			 p->s3_err);
+	} else {
+		p->s3_gave_up = p->s3_seq;
+	}
+}
+
+/* What the get child brought: a checkpoint, or none there. */
+static void s3_got(struct job *j, json_t *a)
+{
+	struct program *p = pr(j);
+	int64_t seq = json_integer_value(json_object_get(a, "restored"));
+
+	p->s3_restore = false;
+	p->s3_tries = 0;
+	p->s3_err[0] = 0;
+	if (seq > 0) {
+		load_latest(j);
+		p->s3_mirrored = p->latest.seq;
+		p->s3_pruned = p->latest.seq > j->req.program.checkpoint_keep ?
+			       p->latest.seq - j->req.program.checkpoint_keep :
+			       0;
+		s3_save(j);
+		job_eventf(j, "checkpoint", "checkpoint %" PRId64 " '%s' "
+			   "restored from %s", p->latest.seq, p->latest.name,
+			   j->req.program.checkpoint_store);
+	} else {
+		job_eventf(j, "checkpoint", "no checkpoint of this job in %s: "
+			   "the program starts from nothing",
+			   j->req.program.checkpoint_store);
+	}
+}
+
+/* The child ended with status st: what it did. */
+static void s3_ended(struct job *j, int st)
+{
+	struct program *p = pr(j);
+	json_t *a = s3_answer(j);
+	const char *e = json_string_value(json_object_get(a, "error"));
+	char why[160];
+
+	p->s3_pid = 0;
+	if (!a && !e) {
+		snprintf(why, sizeof why, "proteus-trainer ckpt-s3 ended (%s "
+			 "%d) without an answer", WIFSIGNALED(st) ? "signal" :
+			 "exit", WIFSIGNALED(st) ? WTERMSIG(st) :
+			 WEXITSTATUS(st));
+		e = why;
+	}
+	if (p->s3_get && a && (json_object_get(a, "restored") ||
+			       json_is_true(json_object_get(a, "none"))))
+		s3_got(j, a);
+	else if (p->s3_get)
+		s3_failed(j, "restoring from", e ? e : "no answer");
+	else if (json_is_true(json_object_get(a, "mirrored"))) {
+		p->s3_mirrored = p->s3_seq;
+		if (json_is_true(json_object_get(a, "pruned")))
+			p->s3_pruned = p->s3_prune_to;
+		p->s3_tries = 0;
+		p->s3_err[0] = 0;
+		s3_save(j);
+		if (e)     /* mirrored, but a delete failed: the next tries */
+			s3_failed(j, "pruning", e);
+	} else {
+		s3_failed(j, "mirroring to", e ? e : "no answer");
+	}
+	json_decref(a);
+}
+
+/* Whether a checkpoint waits to be mirrored. */
+static bool s3_pending(const struct program *p)
+{
+	return p->s3 && p->latest.seq > p->s3_mirrored &&
+	       p->latest.seq != p->s3_gave_up;
+}
+
+/* Whether the job's work is over: the program is done, and its last
+ * checkpoint is in its store in S3 too (or given up on after S3_TRIES
+ * runs). */
+static bool program_over(const struct program *p)
+{
+	return p->done && p->s3_pid <= 0 && !s3_pending(p);
+}
+
+/* Each turn: the child's end, then the next run (a restore first; then
+ * the newest checkpoint only, whatever came and went meanwhile). */
+static void s3_poll(struct job *j)
+{
+	struct program *p = pr(j);
+	int st = 0;
+
+	if (!p->s3)
+		return;
+	if (p->s3_pid > 0) {
+		pid_t r = waitpid(p->s3_pid, &st, WNOHANG);
+
+		if (r == 0 || (r < 0 && errno == EINTR))
+			return;
+		s3_ended(j, st);
+	}
+	if (p->why[0] || px_now_mono_us() < p->s3_after_us)
+		return;
+	if (p->s3_restore && !s3_restore(j))
+		s3_failed(j, "restoring from", p->s3_err);
+	else if (!p->s3_restore && s3_pending(p) && !s3_put(j))
+		s3_failed(j, "mirroring to", p->s3_err);
+}
+
+/* The child, if one runs, killed (the job stops, or the daemon). */
+static void s3_stop(struct job *j)
+{
+	struct program *p = pr(j);
+
+	if (p->s3_pid <= 0)
+		return;
+	kill(-p->s3_pid, SIGKILL);
+	while (waitpid(p->s3_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	p->s3_pid = 0;
 }
 
 /* ---- the starts, kept across the daemon's lives ---- */
@@ -998,9 +1345,10 @@ static void report(struct job *j)
 	r.sps = p->sps;
 	r.workers = running;
 	r.instances = running;
-	/* the work ends when the program does, not at its count */
+	/* the work ends when the program does, not at its count (and its
+	 * last checkpoint is in its store in S3) */
 	r.frac = j->req.program.samples > 0 ?
-		 fmin(p->done ? 1.0 : 0.999, (double)p->samples /
+		 fmin(program_over(p) ? 1.0 : 0.999, (double)p->samples /
 		      (double)j->req.program.samples) : 0;
 	job_progress_take(j, &r);
 }
@@ -1014,6 +1362,7 @@ static void program_poll(struct job *j)
 	const char *why;
 
 	on_hub(NULL, -1, 0, j);
+	s3_poll(j);
 	now = px_now_mono_us();   /* after the answers, which time the nodes */
 	for (size_t i = 0; i < p->n; i++) {
 		struct pnode *nd = &p->nodes[i];
@@ -1032,7 +1381,9 @@ static void program_poll(struct job *j)
 						 1000000));
 		}
 	}
-	if (p->reforming) {
+	if (p->s3_restore) {
+		/* the first start waits for the store in S3 */
+	} else if (p->reforming) {
 		if (all_stopped(j) || now - p->reform_us > REFORM_WAIT_US) {
 			p->reforming = false;
 			new_start(j, p->reform_why);
@@ -1065,11 +1416,13 @@ static void program_poll(struct job *j)
 
 static enum workload_end program_check(struct job *j, char *why, size_t len)
 {
-	if (pr(j)->why[0]) {
-		snprintf(why, len, "%s", pr(j)->why);
+	const struct program *p = pr(j);
+
+	if (p->why[0]) {
+		snprintf(why, len, "%s", p->why);
 		return WORKLOAD_FAILED;
 	}
-	return pr(j)->done ? WORKLOAD_DONE : WORKLOAD_RUNS;
+	return program_over(p) ? WORKLOAD_DONE : WORKLOAD_RUNS;
 }
 
 static bool program_restart_stalled(struct job *j)
@@ -1240,6 +1593,10 @@ static enum px_err program_prepare(struct job *j, struct px_error *err)
 		      p->torchrun);
 	load_latest(j);
 	load_state(j);
+	/* an S3 store: what it holds (program_start: what it restores) */
+	p->s3 = !strncmp(j->req.program.checkpoint_store, "s3://", 5);
+	if (p->s3 && p->s3_pid <= 0)
+		s3_load(j);
 	job_progress_foresee(j, 0);
 	return load_owner(j, err);
 }
@@ -1308,8 +1665,11 @@ static enum px_err program_start(struct job *j, const char *coord,
 	char path[JOB_PATH_MAX + 16];
 	size_t fl = sizeof p->fd;
 
-	(void)resume;
 	sweep_node_dirs(j);
+	/* a job that resumes (a new life of the daemon, a new head node)
+	 * with no checkpoint here: its store in S3's LATEST first.  Not a
+	 * new job's, whose id another database may have used there. */
+	p->s3_restore = p->s3 && resume && !p->latest.seq && p->s3_pid <= 0;
 	/* a new life: its nodes say hello anew (ec2's, which outlived the
 	 * daemon, go on with the start they run) */
 	p->n = 0;
@@ -1343,6 +1703,7 @@ static void program_stop(struct job *j)
 
 	if (!p)
 		return;
+	s3_stop(j);
 	for (size_t i = 0; i < p->n; i++)
 		up_drop(j, &p->nodes[i]);
 	if (p->fd >= 0)
@@ -1359,6 +1720,26 @@ static void program_free(struct job *j)
 		json_decref(pr(j)->metrics);
 	free(j->wl);
 	j->wl = NULL;
+}
+
+/* status: where the checkpoints are kept; for S3, the newest there,
+ * what the child does now and the last run's failure. */
+static json_t *store_view(const struct job *j)
+{
+	const struct program *p = pr(j);
+
+	if (!p->s3)
+		return json_pack("{s:s}", "where", "head");
+	return json_pack("{s:s, s:s, s:o, s:s, s:I, s:o}", "where", "s3",
+			 "url", j->req.program.checkpoint_store,
+			 "mirrored_seq", p->s3_mirrored ?
+			 json_integer(p->s3_mirrored) : json_null(),
+			 "state", p->s3_pid > 0 ? (p->s3_get ? "restoring" :
+			 "mirroring") : p->s3_restore ? "restoring" :
+			 s3_pending(p) ? "waiting" : "idle",
+			 "failures", (json_int_t)p->s3_failures,
+			 "last_error", p->s3_err[0] ? json_string(p->s3_err) :
+			 json_null());
 }
 
 /* status: the program's own figures. */
@@ -1381,7 +1762,8 @@ static json_t *program_view(const struct job *j)
 			nd->rank >= 0 && !p->elastic ? json_integer(nd->rank) :
 			json_null()));
 	}
-	return json_pack("{s:s, s:I, s:I, s:o, s:O*, s:I, s:I, s:o, s:o}",
+	return json_pack("{s:s, s:I, s:I, s:o, s:O*, s:I, s:I, s:o, s:o, "
+			 "s:o}",
 			 "membership", p->elastic ? "elastic" : "fixed",
 			 "samples", (json_int_t)p->samples,
 			 "samples_total", (json_int_t)j->req.program.samples,
@@ -1394,7 +1776,7 @@ static json_t *program_view(const struct job *j)
 				 (json_int_t)p->latest.seq, "name",
 				 p->latest.name, "bytes",
 				 (json_int_t)p->latest.size) : json_null(),
-			 "nodes", nodes);
+			 "store", store_view(j), "nodes", nodes);
 }
 
 const struct workload_ops workload_program = {

@@ -1,8 +1,9 @@
 /* fetch.c -- a file by URL into a content-addressed cache, checked by
  * SHA-256 (see fetch.h): URL parsing, the local-file check, the cache
- * directory, and one blocking download loop over libcurl's easy
+ * directory, and one blocking request loop over libcurl's easy
  * interface (SigV4 for s3:// by libcurl, the retry rules and the XML
- * helpers of the EC2 client).
+ * helpers of the EC2 client), which the S3 object calls (PUT, DELETE,
+ * a small GET into memory) share with the download.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -549,6 +551,14 @@ struct dl {
 	char *endpoint;        /* S3: path-style endpoint, NULL: AWS's */
 	char refused[160];     /* an address open_socket refused, and why */
 	char errbuf[CURL_ERROR_SIZE];
+	/* S3 calls other than a download (fetch_s3_put, fetch_s3_delete):
+	 * fd is then -1 (a 2xx answer's body is not kept) */
+	const char *method;    /* NULL: GET; "PUT" or "DELETE" */
+	const char *payload;   /* PUT: its SHA-256 (hex), which S3 checks */
+	const unsigned char *up_mem; /* PUT: the body in memory, or */
+	int up_fd;             /* read from this file (pread) */
+	uint64_t up_size, up_off;
+	int read_errno;        /* reading the body failed with this */
 };
 
 static size_t write_cb(char *p, size_t sz, size_t nm, void *ud)
@@ -567,6 +577,8 @@ static size_t write_cb(char *p, size_t sz, size_t nm, void *ud)
 		d->body_len += n;
 		return n;
 	}
+	if (d->fd < 0)
+		return n;        /* a PUT's answer: nothing to keep */
 	if (n > d->max - d->bytes) {
 		d->too_big = true;
 		return 0;
@@ -585,6 +597,45 @@ static size_t write_cb(char *p, size_t sz, size_t nm, void *ud)
 	EVP_DigestUpdate(d->md, p, n);
 	d->bytes += n;
 	return n;
+}
+
+/* A PUT's body, from memory or the file, from up_off on. */
+static size_t read_cb(char *p, size_t sz, size_t nm, void *ud)
+{
+	struct dl *d = ud;
+	size_t n = sz * nm;
+	ssize_t r;
+
+	if (n > d->up_size - d->up_off)
+		n = (size_t)(d->up_size - d->up_off);
+	if (!n)
+		return 0;
+	if (d->up_mem) {
+		memcpy(p, d->up_mem + d->up_off, n);
+		d->up_off += n;
+		return n;
+	}
+	do
+		r = pread(d->up_fd, p, n, (off_t)d->up_off);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {            /* an error, or the file is shorter */
+		d->read_errno = r < 0 ? errno : EIO;
+		return CURL_READFUNC_ABORT;
+	}
+	d->up_off += (uint64_t)r;
+	return (size_t)r;
+}
+
+/* libcurl's rewind of a PUT's body (a retried send on a new
+ * connection). */
+static int seek_cb(void *ud, curl_off_t off, int origin)
+{
+	struct dl *d = ud;
+
+	if (origin != SEEK_SET || off < 0 || (uint64_t)off > d->up_size)
+		return CURL_SEEKFUNC_CANTSEEK;
+	d->up_off = (uint64_t)off;
+	return CURL_SEEKFUNC_OK;
 }
 
 /* Keeps x-amz-bucket-region: S3 names the bucket's region when asked in
@@ -968,7 +1019,7 @@ static enum px_err dl_request(struct dl *d, struct awscred_provider *creds,
 			      const char *region, struct curl_slist **hdrs,
 			      struct px_error *err)
 {
-	char sigv4[64], *url = NULL;
+	char sigv4[FETCH_SHA256_HEX + 32], *url = NULL;
 	struct curl_slist *h;
 	enum px_err rc;
 
@@ -981,10 +1032,24 @@ static enum px_err dl_request(struct dl *d, struct awscred_provider *creds,
 		return rc;
 	curl_easy_setopt(d->easy, CURLOPT_URL, url);
 	free(url);
-	h = curl_slist_append(*hdrs, "x-amz-content-sha256: " EMPTY_SHA256);
+	snprintf(sigv4, sizeof sigv4, "x-amz-content-sha256: %s",
+		 d->payload ? d->payload : EMPTY_SHA256);
+	h = curl_slist_append(*hdrs, sigv4);
 	if (!h)
 		return px_errorf(err, PX_ENOMEM, "request headers");
 	*hdrs = h;
+	if (d->method && !strcmp(d->method, "PUT")) {
+		d->up_off = 0;
+		curl_easy_setopt(d->easy, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(d->easy, CURLOPT_INFILESIZE_LARGE,
+				 (curl_off_t)d->up_size);
+		curl_easy_setopt(d->easy, CURLOPT_READFUNCTION, read_cb);
+		curl_easy_setopt(d->easy, CURLOPT_READDATA, d);
+		curl_easy_setopt(d->easy, CURLOPT_SEEKFUNCTION, seek_cb);
+		curl_easy_setopt(d->easy, CURLOPT_SEEKDATA, d);
+	} else if (d->method) {
+		curl_easy_setopt(d->easy, CURLOPT_CUSTOMREQUEST, d->method);
+	}
 	rc = awscred_curl_sign(creds, d->easy, hdrs, err);
 	if (rc != PX_OK)
 		return rc;
@@ -1004,6 +1069,10 @@ static enum px_err dl_outcome(struct dl *d, CURLcode cc, bool *retry,
 	long st = 0;
 
 	*retry = false;
+	if (d->read_errno)   /* (a read callback's abort) */
+		return px_errorf(err, PX_ESYS | d->read_errno, "%s: reading "
+				 "what is sent: %s", shown,
+				 strerror(d->read_errno));
 	if (cc == CURLE_ABORTED_BY_CALLBACK)
 		return px_errorf(err, PX_ECANCELED, "%s: stopped", shown);
 	if (d->too_big || cc == CURLE_FILESIZE_EXCEEDED)
@@ -1022,7 +1091,7 @@ static enum px_err dl_outcome(struct dl *d, CURLcode cc, bool *retry,
 					      : curl_easy_strerror(cc));
 	}
 	curl_easy_getinfo(d->easy, CURLINFO_RESPONSE_CODE, &st);
-	if (st == 200)
+	if (st == 200 || (st == 204 && d->method))
 		return PX_OK;
 	s3_error(d->body, d->body_len, code, sizeof code, msg, sizeof msg);
 	*retry = ec2_retry_is_retryable(st, code, false);
@@ -1064,9 +1133,10 @@ static enum px_err dl_run(struct dl *d, int *ret_attempts,
 		d->bytes = 0;
 		d->body_len = 0;
 		d->too_big = d->body_full = false;
-		d->write_errno = 0;
+		d->write_errno = d->read_errno = 0;
 		d->bucket_region[0] = d->errbuf[0] = d->refused[0] = '\0';
-		if (ftruncate(d->fd, 0) != 0 || lseek(d->fd, 0, SEEK_SET) != 0 ||
+		if ((d->fd >= 0 && (ftruncate(d->fd, 0) != 0 ||
+				    lseek(d->fd, 0, SEEK_SET) != 0)) ||
 		    EVP_DigestInit_ex(d->md, EVP_sha256(), NULL) != 1) {
 			rc = px_errorf(err, PX_ESYS | errno, "%s: the cache's "
 				       "file: %s", d->u->shown,
@@ -1122,7 +1192,7 @@ static enum px_err fetch_remote(const struct fetch_opts *o,
 	char dirbuf[FETCH_PATH_MAX], final[FETCH_PATH_MAX];
 	char got[FETCH_SHA256_HEX + 1];
 	const char *dir = o->cache_dir;
-	struct dl d = { .o = o, .u = u, .fd = -1 };
+	struct dl d = { .o = o, .u = u, .fd = -1, .up_fd = -1 };
 	struct fetch_result r = { 0 };
 	uint64_t max = o->max_bytes ? o->max_bytes : FETCH_MAX_BYTES_DEFAULT;
 	enum px_err rc;
@@ -1248,4 +1318,126 @@ enum px_err fetch_file(const struct fetch_opts *o, const char *url,
 out_release:
 	fetch_url_release(&u);
 	return rc;
+}
+
+/* ------------------------------------------------------------ S3 objects */
+
+/* One S3 call other than a download (d: its method and body), with the
+ * retries, the region rule and the addresses of fetch_file. */
+static enum px_err s3_call(const struct fetch_opts *o, const char *url,
+			   struct dl *d, struct px_error *err)
+{
+	static const struct fetch_opts defaults = { 0 };
+	struct fetch_url u;
+	enum px_err rc;
+	bool plain = false;
+	int attempts = 0;
+
+	if (!o)
+		o = &defaults;
+	rc = fetch_url_parse(url, &u, err);
+	if (rc != PX_OK)
+		return rc;
+	if (u.kind != FETCH_S3) {
+		rc = px_errorf(err, PX_EINVAL, "%s: not an s3:// url", u.shown);
+		goto out_release;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		rc = px_errorf(err, PX_EHTTP, "curl_global_init failed");
+		goto out_release;
+	}
+	xmlInitParser();
+	d->o = o;
+	d->u = &u;
+	d->max = o->max_bytes ? o->max_bytes : FETCH_MAX_BYTES_DEFAULT;
+	d->md = EVP_MD_CTX_new();
+	d->easy = curl_easy_init();
+	d->body = malloc(ERRBODY_MAX);
+	if (!d->md || !d->easy || !d->body) {
+		rc = px_errorf(err, PX_ENOMEM, "%s", u.shown);
+		goto out_free;
+	}
+	rc = s3_endpoint(o, &d->endpoint, &plain, err);
+	if (rc != PX_OK)
+		goto out_free;
+	dl_setup(d, plain);
+	rc = dl_run(d, &attempts, err);
+out_free:
+	curl_easy_cleanup(d->easy);
+	EVP_MD_CTX_free(d->md);
+	free(d->body);
+	free(d->endpoint);
+	d->easy = NULL;
+	d->md = NULL;
+	d->body = NULL;
+	d->endpoint = NULL;
+out_release:
+	fetch_url_release(&u);
+	return rc;
+}
+
+enum px_err fetch_s3_put(const struct fetch_opts *o, const char *url,
+			 int fd, const void *mem, uint64_t size,
+			 const char *sha256_hex, struct px_error *err)
+{
+	char hex[FETCH_SHA256_HEX + 1];
+	struct dl d = { .fd = -1, .up_fd = fd, .up_mem = mem,
+			.up_size = size, .method = "PUT", .payload = hex };
+
+	if (!fetch_sha256_valid(sha256_hex))
+		return px_errorf(err, PX_EINVAL, "sha256 '%.80s': not 64 hex "
+				 "digits", sha256_hex ? sha256_hex : "");
+	for (int i = 0; i <= FETCH_SHA256_HEX; i++)
+		hex[i] = (char)(sha256_hex[i] >= 'A' && sha256_hex[i] <= 'F'
+				? sha256_hex[i] - 'A' + 'a' : sha256_hex[i]);
+	if (!mem && fd < 0)
+		return px_errorf(err, PX_EINVAL, "no body to send");
+	return s3_call(o, url, &d, err);
+}
+
+enum px_err fetch_s3_delete(const struct fetch_opts *o, const char *url,
+			    struct px_error *err)
+{
+	struct dl d = { .fd = -1, .up_fd = -1, .method = "DELETE" };
+
+	return s3_call(o, url, &d, err);
+}
+
+enum px_err fetch_s3_get(const struct fetch_opts *o, const char *url,
+			 size_t max, char **ret, size_t *ret_len,
+			 struct px_error *err)
+{
+	struct fetch_opts mo = o ? *o : (struct fetch_opts){ 0 };
+	struct dl d = { .up_fd = -1 };
+	enum px_err rc;
+	struct stat st;
+	char *buf;
+
+	mo.max_bytes = max;
+	d.fd = memfd_create("fetch-s3-get", MFD_CLOEXEC);
+	if (d.fd < 0)
+		return px_errorf(err, PX_ESYS | errno, "memfd_create: %s",
+				 strerror(errno));
+	rc = s3_call(&mo, url, &d, err);
+	if (rc == PX_OK && fstat(d.fd, &st) != 0)
+		rc = px_errorf(err, PX_ESYS | errno, "fstat: %s",
+			       strerror(errno));
+	if (rc == PX_OK && (uint64_t)st.st_size > max)
+		rc = px_errorf(err, PX_ETOOBIG, "larger than %zu bytes", max);
+	buf = rc == PX_OK ? malloc((size_t)st.st_size + 1) : NULL;
+	if (rc == PX_OK && !buf)
+		rc = px_errorf(err, PX_ENOMEM, "out of memory");
+	if (rc == PX_OK && pread(d.fd, buf, (size_t)st.st_size, 0) !=
+	    (ssize_t)st.st_size)
+		rc = px_errorf(err, PX_ESYS | errno, "reading it back: %s",
+			       strerror(errno));
+	close(d.fd);
+	if (rc != PX_OK) {
+		free(buf);
+		return rc;
+	}
+	buf[st.st_size] = '\0';
+	*ret = buf;
+	*ret_len = (size_t)st.st_size;
+	return PX_OK;
 }

@@ -162,4 +162,29 @@ enum px_err fetch_file(const struct fetch_opts *o, const char *url,
 		       const char *sha256_hex, struct fetch_result *ret,
 		       struct px_error *err);
 
+/* S3 objects the daemon's own programs write (a program job's checkpoint
+ * store, docs/programs.md): url is s3://BUCKET/KEY, signed, addressed
+ * and retried as fetch_file's (o: its s3 fields, retry fields and stop;
+ * NULL: all defaults).  Blocking, as fetch_file. */
+
+/* PutObject: size bytes, of the regular file fd (pread from offset 0,
+ * so that every try sends it whole; fd stays the caller's) or, with fd
+ * -1, of mem.  sha256_hex: the body's SHA-256, sent as
+ * x-amz-content-sha256, which S3 checks the body against (a mismatch is
+ * PX_EAWS, not retried).  Errors as fetch_file's; PX_ESYS|errno when fd
+ * cannot be read (or is shorter than size). */
+enum px_err fetch_s3_put(const struct fetch_opts *o, const char *url,
+			 int fd, const void *mem, uint64_t size,
+			 const char *sha256_hex, struct px_error *err);
+/* DeleteObject (S3 answers 204 for a key that is not there too). */
+enum px_err fetch_s3_delete(const struct fetch_opts *o, const char *url,
+			    struct px_error *err);
+/* GetObject of a small object into memory: *ret (malloc'd, one NUL
+ * after its *ret_len bytes; the caller frees it), written on success
+ * only.  PX_ENOENT for 404 (no such key or bucket), PX_ETOOBIG past max
+ * bytes; else as fetch_file. */
+enum px_err fetch_s3_get(const struct fetch_opts *o, const char *url,
+			 size_t max, char **ret, size_t *ret_len,
+			 struct px_error *err);
+
 #endif

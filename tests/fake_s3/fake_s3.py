@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""fake_s3.py -- a strict fake of S3's GetObject/HeadObject, for tests.
+"""fake_s3.py -- a strict fake of S3's GetObject/HeadObject/PutObject/DeleteObject, for tests.
 
 Listens on 127.0.0.1 only, on a free port it picks itself, and prints
 "PORT <n>" on stdout.  It exits when its stdin reaches end of file (the
@@ -7,7 +7,11 @@ parent died or closed the pipe), after --timeout real seconds, or on
 SIGTERM/SIGINT.
 
 Objects are files: --root DIR serves DIR/BUCKET/KEY at the path-style
-URL /BUCKET/KEY (the key percent-decoded, as S3 does).  Every request is
+URL /BUCKET/KEY (the key percent-decoded, as S3 does); a PUT writes
+DIR/BUCKET/KEY (its folders made; the file written whole, then renamed
+over any old one) and answers 200 with the body's MD5 as its ETag; a
+DELETE removes it and answers 204, for a key that is not there too (as
+S3 does); the bucket (DIR/BUCKET) must exist for both.  Every request is
 checked as S3 checks it, its SigV4 signature recomputed with botocore
 (Debian's python3-botocore, an implementation independent of libcurl;
 S3's rules: the path decoded and encoded again once, x-amz-content-sha256
@@ -24,13 +28,18 @@ in the signature):
                                -> 400 XAmzContentSHA256Mismatch
   any other signature mismatch -> 403 SignatureDoesNotMatch
   no such bucket / key         -> 404 NoSuchBucket / NoSuchKey
+  a PUT without Content-Length -> 411 MissingContentLength (chunked too)
+  a PUT over --max-put-mb      -> 400 EntityTooLarge (the body unread)
+A PUT that asks "Expect: 100-continue" gets the interim 100 before its
+body is read (past the two checks above), as S3 does.
 
 Faults, for retry tests: --fail-first N answers the first N object
 requests 500 InternalError; POST /_ctl {"fail": N, "status": S, "code": C}
 does the same for the next N; {"truncate": N}: the next N GETs send half
 the body and close; {"nolength": true}: bodies go without Content-Length.
 GET /_ctl?cmd=requests lists every request seen ({"method", "path",
-"status", "code", "signed"}, no secret in it); ?cmd=reset empties it.
+"status", "code", "signed"}, no secret in it; GET, HEAD, PUT and DELETE
+alike); ?cmd=reset empties it.
 """
 
 import argparse
@@ -150,6 +159,52 @@ def check_signature(method, path, headers, body):
     return None
 
 
+def key_path(path):
+    """(bucket root, key bytes, file) of a path-style request path whose
+    bucket exists, or an S3Error; the file may not exist."""
+    p = urlsplit(path).path
+    bucket, _, key = p.lstrip('/').partition('/')
+    broot = os.path.join(CFG['root'], bucket)
+    if not bucket or not os.path.isdir(broot):
+        raise S3Error('NoSuchBucket', 404, 'The specified bucket does not exist', {'BucketName': bucket})
+    kb = unquote_to_bytes(key)
+    if not key:
+        raise S3Error('InvalidRequest', 400, 'A key is needed.')
+    base = os.fsencode(os.path.realpath(broot))
+    f = os.path.normpath(os.path.join(base, kb))
+    if not f.startswith(base + b'/'):
+        raise S3Error('InvalidRequest', 400, 'The fake keeps no key outside its bucket\'s folder.')
+    return base, kb, f
+
+
+def put_object(path, body):
+    """PutObject: the body written whole at the key's file; its ETag."""
+    base, kb, f = key_path(path)
+    d = os.path.dirname(f)
+    real = os.path.realpath(d)
+    if real != base and not real.startswith(base + b'/'):
+        raise S3Error('InvalidRequest', 400, 'The fake keeps no key outside its bucket\'s folder.')
+    try:
+        os.makedirs(d, exist_ok=True)
+        tmp = os.path.join(d, b'.put-%s' % uuid.uuid4().hex.encode())
+        with open(tmp, 'wb') as fh:
+            fh.write(body)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, f)
+    except (NotADirectoryError, IsADirectoryError, FileExistsError):
+        raise S3Error('InvalidRequest', 400, 'The fake cannot keep this key beside a folder of its name.')
+    return '"%s"' % hashlib.md5(body).hexdigest()
+
+
+def delete_object(path):
+    """DeleteObject: the key's file gone (none there is no error)."""
+    base, kb, f = key_path(path)
+    real = os.path.realpath(f)
+    if real.startswith(base + b'/') and os.path.isfile(real):
+        os.unlink(real)
+
+
 def object_path(path):
     """(bucket, file) of a path-style request path, or an S3Error."""
     p = urlsplit(path).path
@@ -211,14 +266,30 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(400, json.dumps({'error': 'unknown command'}), 'application/json')
         return self.send(200, json.dumps(out), 'application/json')
 
+    def read_body(self, headers):
+        """The request's body; a PUT's held to S3's rules first."""
+        n = headers.get('content-length')
+        if self.command == 'PUT':
+            if n is None or not n.isdigit():
+                self.close_connection = True
+                raise S3Error('MissingContentLength', 411, 'You must provide the Content-Length HTTP header.')
+            if int(n) > CFG['max_put']:
+                self.close_connection = True
+                raise S3Error('EntityTooLarge', 400, 'Your proposed upload exceeds the maximum allowed size',
+                              {'ProposedSize': n, 'MaxSizeAllowed': str(CFG['max_put'])})
+            if headers.get('expect', '').lower() == '100-continue':
+                self.wfile.write(b'HTTP/1.1 100 Continue\r\n\r\n')
+                self.wfile.flush()
+        n = int(n) if n and n.isdigit() else 0
+        return self.rfile.read(n) if n else b''
+
     def handle_object(self):
-        n = int(self.headers.get('Content-Length') or 0)
-        body = self.rfile.read(n) if n else b''
-        if urlsplit(self.path).path == '/_ctl':
-            return self.ctl(body)
         headers = {k.lower(): v for k, v in self.headers.items()}
         signed = 'authorization' in headers
+        if urlsplit(self.path).path == '/_ctl':
+            return self.ctl(self.read_body(headers))
         try:
+            body = self.read_body(headers)
             with LOCK:
                 if S['fail'] > 0:
                     S['fail'] -= 1
@@ -228,6 +299,14 @@ class Handler(BaseHTTPRequestHandler):
             if bad is not None and not (bad.code == 'AccessDenied' and not signed and
                                         bucket in CFG['public']):
                 raise bad
+            if self.command == 'PUT':
+                etag = put_object(self.path, body)
+                self.record(200, '', signed)
+                return self.send(200, b'', extra={'ETag': etag})
+            if self.command == 'DELETE':
+                delete_object(self.path)
+                self.record(204, '', signed)
+                return self.send(204, b'')
             bucket, f = object_path(self.path)
         except S3Error as e:
             self.record(e.status, e.code, signed)
@@ -252,11 +331,12 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data[:len(data) // 2] if cut else data)
             self.wfile.flush()
 
-    do_GET = do_HEAD = do_POST = handle_object
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = handle_object
 
 
 def main():
-    ap = argparse.ArgumentParser(description='A strict fake of S3 GetObject (tests).')
+    ap = argparse.ArgumentParser(description='A strict fake of S3 GetObject, HeadObject, PutObject and '
+                                 'DeleteObject (tests).')
     ap.add_argument('--root', required=True, help='objects: ROOT/BUCKET/KEY')
     ap.add_argument('--region', default='us-east-1')
     ap.add_argument('--key', action='append', default=[],
@@ -264,6 +344,7 @@ def main():
     ap.add_argument('--public', action='append', default=[], help='a bucket anyone may GET from')
     ap.add_argument('--fail-first', type=int, default=0, help='answer the first N requests 500')
     ap.add_argument('--timeout', type=float, default=60, help='real seconds before it exits')
+    ap.add_argument('--max-put-mb', type=int, default=64, help='the largest PUT body taken, MiB')
     a = ap.parse_args()
     keys = {}
     for k in a.key or ['AKIDEXAMPLE:wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY']:
@@ -276,7 +357,7 @@ def main():
         sys.stderr.write('fake_s3: --root %s: not a directory\n' % a.root)
         sys.exit(2)
     CFG.update({'root': os.path.realpath(a.root), 'region': a.region, 'keys': keys,
-                'public': set(a.public)})
+                'public': set(a.public), 'max_put': a.max_put_mb << 20})
     S['fail'] = a.fail_first
     srv = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
     srv.daemon_threads = True

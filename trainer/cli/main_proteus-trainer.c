@@ -128,6 +128,21 @@ static const struct subcmd subcmds[] = {
 	  "left) is passed to the program with the job's grace period as "
 	  "its share of them, then SIGKILL.",
 	  tx_cmd_program },
+	{ "ckpt-s3", 0, "put|get --store s3://BUCKET[/PREFIX] --job ID "
+	  "[OPTIONS]",
+	  "a program job's checkpoint store in S3: put one there, or get "
+	  "the latest back (started by proteusd)",
+	  "put --seq N --sha256 HEX --size BYTES --name NAME [--delete-from "
+	  "A --delete-to B] < N.tar: PUTs STORE/ID/N.tar (S3 checks it by "
+	  "its SHA-256), then STORE/ID/LATEST ({seq, name, sha256, size}), "
+	  "then DELETEs STORE/ID/A.tar..B.tar.  get --dir DIR: GETs "
+	  "STORE/ID/LATEST and its tar, checked by its SHA-256, into DIR "
+	  "(the tar, then LATEST); none there (404) is no error.  Signed "
+	  "with the AWS credentials of the environment, the profile or the "
+	  "instance role ($AWS_ENDPOINT_URL_S3 names another endpoint); "
+	  "failures of the network and 5xx answers are retried.  The "
+	  "outcome is one JSON line on stdout.",
+	  tx_cmd_ckpt_s3 },
 	{ "enroll", C_ENROLL, "[OPTIONS]",
 	  "get the job's key from proteusd as a node on an EC2 instance "
 	  "does (from $" ENROLL_ENV_ADDR ", $" ENROLL_ENV_JOB ", $"

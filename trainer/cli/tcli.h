@@ -168,5 +168,6 @@ int tx_cmd_local(const struct subcmd *sc, int argc, char **argv);
 int tx_cmd_role(const struct subcmd *sc, int argc, char **argv);
 int tx_cmd_node(const struct subcmd *sc, int argc, char **argv);
 int tx_cmd_program(const struct subcmd *sc, int argc, char **argv);
+int tx_cmd_ckpt_s3(const struct subcmd *sc, int argc, char **argv);
 
 #endif
