@@ -563,6 +563,26 @@ static double work_pct(json_t *r)
 	return floor(100 * (w < 1 ? w : 1) + 1e-9);
 }
 
+/* The checkpoint store's copy in S3, on the ckpt line: how far it is,
+ * what it does, its last error (docs/programs.md, "The checkpoint store
+ * in S3"). */
+static void print_store(json_t *st)
+{
+	if (!json_is_object(st) || strcmp(json_string_value(json_object_get(
+					   st, "where")) ?: "", "s3"))
+		return;
+	printf("; in %s", safe(st, "url"));
+	if (json_is_integer(json_object_get(st, "mirrored_seq")))
+		printf(" up to %lld", int_of(st, "mirrored_seq"));
+	else
+		printf(" none yet");
+	printf(" (%s", safe(st, "state"));
+	if (int_of(st, "failures") > 0)
+		printf(", %lld failed: %s", int_of(st, "failures"),
+		       safe(st, "last_error"));
+	putchar(')');
+}
+
 /* A program job's own figures (docs/programs.md): its start, samples,
  * loss and latest checkpoint.  Lines printed. */
 static int print_program(json_t *r)
@@ -585,7 +605,9 @@ static int print_program(json_t *r)
 		printf(" of %lld", int_of(p, "samples_total"));
 	printf("%s, %lld restarts on errors\n", ls,
 	       int_of(p, "restarts_on_errors"));
-	printf("ckpt     %s\n", cs);
+	printf("ckpt     %s", cs);
+	print_store(json_object_get(p, "store"));
+	putchar('\n');
 	return 2;
 }
 

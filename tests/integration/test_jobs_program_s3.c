@@ -252,6 +252,18 @@ Test(jobs_program_s3, checkpoints_are_mirrored_to_s3_and_pruned)
 	cr_assert_eq(json_integer_value(json_object_get(store,
 		     "mirrored_seq")), seq, "%s", json_dumps(store, 0));
 	cr_assert(json_is_null(json_object_get(store, "last_error")));
+	{
+		char ids[24], want[300];
+		struct pxrun r;
+
+		snprintf(ids, sizeof ids, "%lld", (long long)id);
+		snprintf(want, sizeof want, "; in %s up to %lld (idle)", STORE,
+			 (long long)seq);
+		cr_assert_eq(ctl(&r, 10, "status", ids, NULL, NULL), 0, "%s",
+			     r.err);
+		cr_assert(strstr(r.out, want), "no '%s' in:\n%s", want, r.out);
+		pxrun_free(&r);
+	}
 	/* the fake's view: a 500 first, retried; every PUT and DELETE
 	 * signed and answered; LATEST after its tar */
 	reqs = fake_get_json(&s3, "cmd=requests");
