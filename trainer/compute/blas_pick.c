@@ -231,6 +231,23 @@ static enum px_err reexec(char **argv, struct px_error *err)
 
 /* How this process came to the kernels it has.  Exec's it again when
  * the CPU's features ask for others; returns when it goes on. */
+/* The test hook's stand-in for the library's own choice (TEST_LIBRARY_
+ * ENV), or NULL. */
+static const char *test_library(void)
+{
+	const char *lib = getenv(TEST_LIBRARY_ENV);
+
+	return lib && *lib ? lib : NULL;
+}
+
+/* Whether core is the hook's stand-in: a fallback under the hook runs it
+ * (OpenBLAS would run its own choice, the machine's, not the one the
+ * test pretends it made). */
+static bool test_own(const char *core)
+{
+	return test_library() && !strcasecmp(core, test_library());
+}
+
 static void choose(char **argv, struct blas_state *st)
 {
 	const char *env = getenv(CORETYPE_ENV), *mark = getenv(BLAS_PICK_ENV);
@@ -248,7 +265,7 @@ static void choose(char **argv, struct blas_state *st)
 			copy_name(st->library, sizeof(st->library), from);
 			return;
 		}
-		if (!strcmp(how, "fallback") && !env) {
+		if (!strcmp(how, "fallback") && (!env || test_own(env))) {
 			st->how = BLAS_BY_LIBRARY;
 			copy_name(st->library, sizeof(st->library), st->core);
 			copy_name(st->rejected, sizeof(st->rejected), core);
@@ -262,8 +279,8 @@ static void choose(char **argv, struct blas_state *st)
 	}
 	/* OpenBLAS's own choice, decided on */
 	st->how = BLAS_BY_LIBRARY;
-	lib = getenv(TEST_LIBRARY_ENV);
-	if (!lib || !*lib)
+	lib = test_library();
+	if (!lib)
 		lib = st->core;
 	copy_name(st->library, sizeof(st->library), lib);
 	blas_cpu_detect(&cpu);
@@ -326,7 +343,8 @@ enum px_err blas_start(char **argv, struct blas_state *st,
 
 		snprintf(val, sizeof(val), "fallback %s %s", st->core,
 			 st->library);
-		if (!unsetenv(CORETYPE_ENV) && !setenv(BLAS_PICK_ENV, val, 1))
+		if (!(test_library() ? setenv(CORETYPE_ENV, test_library(), 1) :
+		      unsetenv(CORETYPE_ENV)) && !setenv(BLAS_PICK_ENV, val, 1))
 			(void)reexec(argv, &xe);
 	}
 	if (st->rejected[0])
