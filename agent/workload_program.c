@@ -235,19 +235,15 @@ static void load_latest(struct job *j)
 	json_decref(o);
 }
 
-/* LATEST written whole (a new file renamed over it), after the
- * checkpoint it names is. */
-static bool save_latest(struct job *j)
+/* The store's file name (LATEST, STATE, S3) written whole: o (taken)
+ * into a new file, fsync'd, renamed over it. */
+static bool store_put(const struct job *j, const char *name, json_t *o)
 {
 	char path[JOB_PATH_MAX + 16], tmp[JOB_PATH_MAX + 24];
-	const struct prog_ckpt *c = &pr(j)->latest;
-	json_t *o = json_pack("{s:I, s:s, s:s, s:I}", "seq", (json_int_t)c->seq,
-			      "name", c->name, "sha256", c->sha256, "size",
-			      (json_int_t)c->size);
 	int fd;
 	bool ok;
 
-	latest_path(j, path, sizeof path);
+	snprintf(path, sizeof path, "%s/%s", pr(j)->store, name);
 	snprintf(tmp, sizeof tmp, "%s.new", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	ok = o && fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0 &&
@@ -256,6 +252,17 @@ static bool save_latest(struct job *j)
 		close(fd);
 	json_decref(o);
 	return ok && rename(tmp, path) == 0;
+}
+
+/* LATEST written whole, after the checkpoint it names is. */
+static bool save_latest(struct job *j)
+{
+	const struct prog_ckpt *c = &pr(j)->latest;
+
+	return store_put(j, "LATEST", json_pack("{s:I, s:s, s:s, s:I}", "seq",
+						(json_int_t)c->seq, "name",
+						c->name, "sha256", c->sha256,
+						"size", (json_int_t)c->size));
 }
 
 static void ckpt_path(const struct job *j, int64_t seq, char *buf,
@@ -433,22 +440,10 @@ static json_t *on_get(struct job *j, json_t *q)
 static void s3_save(struct job *j)
 {
 	const struct program *p = pr(j);
-	char path[JOB_PATH_MAX + 16], tmp[JOB_PATH_MAX + 24];
-	json_t *o = json_pack("{s:I, s:I}", "mirrored",
-			      (json_int_t)p->s3_mirrored, "pruned",
-			      (json_int_t)p->s3_pruned);
-	int fd;
-	bool ok;
 
-	snprintf(path, sizeof path, "%s/S3", p->store);
-	snprintf(tmp, sizeof tmp, "%s.new", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ok = o && fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0;
-	if (fd >= 0)
-		close(fd);
-	json_decref(o);
-	if (ok)
-		(void)rename(tmp, path);
+	(void)store_put(j, "S3", json_pack("{s:I, s:I}", "mirrored",
+					   (json_int_t)p->s3_mirrored,
+					   "pruned", (json_int_t)p->s3_pruned));
 }
 
 static void s3_load(struct job *j)
@@ -755,24 +750,12 @@ static void s3_stop(struct job *j)
 static void save_state(struct job *j)
 {
 	const struct program *p = pr(j);
-	char path[JOB_PATH_MAX + 16], tmp[JOB_PATH_MAX + 24];
-	json_t *o = json_pack("{s:I, s:I, s:I, s:i, s:i}", "start",
-			      (json_int_t)p->start, "restarts",
-			      (json_int_t)p->restarts, "rdzv_host",
-			      (json_int_t)p->rdzv_host, "rdzv_port",
-			      p->rdzv_port, "master_port", p->master_port);
-	int fd;
-	bool ok;
 
-	snprintf(path, sizeof path, "%s/STATE", p->store);
-	snprintf(tmp, sizeof tmp, "%s.new", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ok = o && fd >= 0 && json_dumpfd(o, fd, JSON_COMPACT) == 0;
-	if (fd >= 0)
-		close(fd);
-	json_decref(o);
-	if (ok)
-		(void)rename(tmp, path);
+	(void)store_put(j, "STATE", json_pack(
+		"{s:I, s:I, s:I, s:i, s:i}", "start", (json_int_t)p->start,
+		"restarts", (json_int_t)p->restarts, "rdzv_host",
+		(json_int_t)p->rdzv_host, "rdzv_port", p->rdzv_port,
+		"master_port", p->master_port));
 }
 
 static void load_state(struct job *j)

@@ -247,6 +247,20 @@ static int download(struct margs *a, int fd, uint64_t *ret)
 	return CLI_EXIT_OK;
 }
 
+/* o (taken) on a line of stdout. */
+static int print_json(json_t *o)
+{
+	int bad = !o || px_json_dumpf(o, stdout, JSON_COMPACT);
+
+	json_decref(o);
+	if (bad) {
+		log_err("cannot write the output");
+		return CLI_EXIT_FAIL;
+	}
+	putchar('\n');
+	return CLI_EXIT_OK;
+}
+
 static int report(const struct margs *a, const struct ckpt_meta *m)
 {
 	/* the job's total, as `status` says it (one figure for both);
@@ -272,15 +286,7 @@ static int report(const struct margs *a, const struct ckpt_meta *m)
 							    : "test_accuracy",
 				      isnan(m->test_accuracy) ? json_null()
 					      : json_real(m->test_accuracy));
-		int bad = !o || px_json_dumpf(o, stdout, JSON_COMPACT);
-
-		json_decref(o);
-		if (bad) {
-			log_err("cannot write the output");
-			return CLI_EXIT_FAIL;
-		}
-		putchar('\n');
-		return CLI_EXIT_OK;
+		return print_json(o);
 	}
 	printf("job %" PRId64 ": %s %s (%zu parameters) at clock %" PRId64
 	       " of %" PRId64 " written to %s\n", a->id,
@@ -341,15 +347,7 @@ static int write_tar(const struct margs *a, int fd, uint64_t bytes)
 				      "format", "tar", "name", a->name, "seq",
 				      (json_int_t)a->seq, "bytes",
 				      (json_int_t)bytes, "sha256", hex);
-		int bad = !o || px_json_dumpf(o, stdout, JSON_COMPACT);
-
-		json_decref(o);
-		if (bad) {
-			log_err("cannot write the output");
-			return CLI_EXIT_FAIL;
-		}
-		putchar('\n');
-		return CLI_EXIT_OK;
+		return print_json(o);
 	}
 	printf("job %" PRId64 ": checkpoint %" PRId64 " '%s' (%" PRIu64
 	       " bytes, a tar of what the program wrote) written to %s\n",

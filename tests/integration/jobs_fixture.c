@@ -582,3 +582,47 @@ int ctl_as(struct pxrun *r, int timeout_s, uid_t uid, const char *a1,
 	cr_assert_eq(px_read_file(errp, 1u << 24, &r->err, &n, &e), PX_OK);
 	return r->status;
 }
+
+int64_t submit_as(uid_t uid)
+{
+	struct pxrun r;
+	int64_t id;
+
+	cr_assert_eq(ctl_as(&r, 60, uid, "submit", jt.job, NULL, NULL), 0,
+		     "%s", r.err);
+	id = strtoll(r.out, NULL, 10);
+	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
+	pxrun_free(&r);
+	return id;
+}
+
+int64_t events_like(int64_t id, const char *kind, const char *like)
+{
+	char q[600];
+
+	snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE job_id = %lld"
+		 " AND kind = '%s' AND detail LIKE '%s'", (long long)id, kind,
+		 like);
+	return sql_int(q);
+}
+
+void write_flat_trace(int64_t t0, int64_t spike_at, int64_t spike_s)
+{
+	char path[700];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/trace.json", jt.tmp);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("{\"SpotPriceHistory\": [", f);
+	for (int64_t t = t0 - 3600, k = 0; t < t0 + 2 * 86400; t += 300, k++)
+		fprintf(f, "%s{\"AvailabilityZone\": \"us-east-1a\", "
+			"\"InstanceType\": \"m3.large\", \"ProductDescription\":"
+			" \"Linux/UNIX\", \"SpotPrice\": \"%s\", \"Timestamp\": "
+			"\"@%lld\"}", k ? ", " : "", t >= spike_at &&
+			t < spike_at + spike_s ? "5.000000" : "0.020000",
+			(long long)t);
+	fputs("]}\n", f);
+	fclose(f);
+	cr_assert_eq(chmod(path, 0644), 0);
+}

@@ -61,5 +61,13 @@ int ctl_as(struct pxrun *r, int timeout_s, uid_t uid, const char *a1,
 /* Lines of job id's trainer log (its coordinator's words) holding needle
  * (0 when there is no log). */
 int trainer_log_count(int64_t id, const char *needle);
+/* proteusctl submit <jt.job> as uid; the new job's id. */
+int64_t submit_as(uid_t uid);
+/* Events of job id of kind whose detail is LIKE like (SQL). */
+int64_t events_like(int64_t id, const char *kind, const char *like);
+/* tmp/trace.json: m3.large in us-east-1a at $0.02 every 5 minutes from
+ * t0 - 1 h for two days, $5 (past any bid) in [spike_at, spike_at +
+ * spike_s) (spike_s 0: none). */
+void write_flat_trace(int64_t t0, int64_t spike_at, int64_t spike_s);
 
 #endif

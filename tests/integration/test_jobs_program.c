@@ -32,30 +32,6 @@ TestSuite(jobs_program, .init = jobs_fixture_setup,
 static int64_t spike_at = SPIKE_AT;
 static int speedup = 1200;
 
-/* tmp/trace.json: m3.large in us-east-1a at $0.02 every 5 minutes for
- * two days, but $5 (past any bid) from SPIKE_AT to SPIKE_END: every spot
- * node is evicted, with a notice, once. */
-static void write_trace(void)
-{
-	char path[700];
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/trace.json", jt.tmp);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fputs("{\"SpotPriceHistory\": [", f);
-	for (int64_t t = T0 - 3600, k = 0; t < T0 + 2 * 86400; t += 300, k++)
-		fprintf(f, "%s{\"AvailabilityZone\": \"us-east-1a\", "
-			"\"InstanceType\": \"m3.large\", \"ProductDescription\":"
-			" \"Linux/UNIX\", \"SpotPrice\": \"%s\", \"Timestamp\": "
-			"\"@%lld\"}", k ? ", " : "", t >= spike_at &&
-			t < spike_at + SPIKE_S ? "5.000000" : "0.020000",
-			(long long)t);
-	fputs("]}\n", f);
-	fclose(f);
-	cr_assert_eq(chmod(path, 0644), 0);
-}
-
 /* tmp/code/: the toy program, readable by all (nobody reads it). */
 static void write_code(void)
 {
@@ -90,7 +66,7 @@ static void write_job_cmd(const char *cmd, const char *env, const char *more,
 	char text[8192];
 	FILE *f;
 
-	write_trace();
+	write_flat_trace(T0, spike_at, SPIKE_S);
 	write_code();
 	snprintf(text, sizeof text,
 		 "{\"name\": \"toy\", \"region\": \"us-east-1\", "
@@ -113,19 +89,6 @@ static void write_job_cmd(const char *cmd, const char *env, const char *more,
 	fputs(text, f);
 	fclose(f);
 	cr_assert_eq(chmod(jt.job, 0644), 0);
-}
-
-static int64_t submit_as(uid_t uid)
-{
-	struct pxrun r;
-	int64_t id;
-
-	cr_assert_eq(ctl_as(&r, 60, uid, "submit", jt.job, NULL, NULL), 0,
-		     "%s", r.err);
-	id = strtoll(r.out, NULL, 10);
-	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
-	pxrun_free(&r);
-	return id;
 }
 
 /* How many times needle is in the programs' logs of job id (every
@@ -157,16 +120,6 @@ static int logs_count(int64_t id, const char *needle)
 	if (d)
 		closedir(d);
 	return k;
-}
-
-static int64_t events_like(int64_t id, const char *kind, const char *like)
-{
-	char q[600];
-
-	snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE job_id = %lld"
-		 " AND kind = '%s' AND detail LIKE '%s'", (long long)id, kind,
-		 like);
-	return sql_int(q);
 }
 
 static void need_root(void)

@@ -34,28 +34,6 @@ TestSuite(jobs_program_s3, .init = jobs_fixture_setup,
 
 static struct fake s3;
 
-/* tmp/trace.json: m3.large in us-east-1a at $0.02 for two days. */
-static void write_trace(void)
-{
-	char path[700];
-	FILE *f;
-
-	snprintf(path, sizeof path, "%s/trace.json", jt.tmp);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fputs("{\"SpotPriceHistory\": [", f);
-	for (int64_t t = T0 - 3600, k = 0; t < T0 + 2 * 86400; t += 300, k++)
-		fprintf(f, "%s{\"AvailabilityZone\": \"us-east-1a\", "
-			"\"InstanceType\": \"m3.large\", "
-			"\"ProductDescription\": \"Linux/UNIX\", "
-			"\"SpotPrice\": \"0.020000\", "
-			"\"Timestamp\": \"@%lld\"}", k ? ", " : "",
-			(long long)t);
-	fputs("]}\n", f);
-	fclose(f);
-	cr_assert_eq(chmod(path, 0644), 0);
-}
-
 /* The toy (tests/fakes/program_toy.py) on 1 reliable and up to 2 spot
  * nodes, samples in all, a checkpoint every 10 steps, 2 kept, its
  * store store. */
@@ -65,7 +43,7 @@ static void write_toy_job(const char *store, long samples, int step_ms)
 	char *src = px_src_path("tests/fakes/program_toy.py");
 	FILE *f;
 
-	write_trace();
+	write_flat_trace(T0, 0, 0);
 	snprintf(dir, sizeof dir, "%s/code", jt.tmp);
 	cr_assert_eq(chmod(jt.tmp, 0755), 0);
 	cr_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
@@ -125,29 +103,6 @@ static void s3_daemon(const char *fail)
 	unsetenv("AWS_PROFILE");
 	setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
 	daemon_up_with(ALLOW);
-}
-
-static int64_t submit_nobody(void)
-{
-	struct pxrun r;
-	int64_t id;
-
-	cr_assert_eq(ctl_as(&r, 60, NOBODY, "submit", jt.job, NULL, NULL), 0,
-		     "%s", r.err);
-	id = strtoll(r.out, NULL, 10);
-	cr_assert_gt(id, 0, "submit printed '%s'", r.out);
-	pxrun_free(&r);
-	return id;
-}
-
-static int64_t events_like(int64_t id, const char *kind, const char *like)
-{
-	char q[600];
-
-	snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE job_id = %lld"
-		 " AND kind = '%s' AND detail LIKE '%s'", (long long)id, kind,
-		 like);
-	return sql_int(q);
 }
 
 /* The file's SHA-256, hex. */
@@ -214,7 +169,7 @@ Test(jobs_program_s3, checkpoints_are_mirrored_to_s3_and_pruned)
 	need_root();
 	s3_daemon("1");
 	write_toy_job(STORE, 6000, 20);
-	id = submit_nobody();
+	id = submit_as(NOBODY);
 	st = wait_end(id, 90);
 	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
 			 daemon_said());
@@ -387,7 +342,7 @@ Test(jobs_program_s3, a_lost_head_node_resumes_from_s3)
 	need_root();
 	s3_daemon("0");
 	write_toy_job(STORE, 9000, 40);
-	id = submit_nobody();
+	id = submit_as(NOBODY);
 	for (int i = 0; i < 400; i++) {
 		json_decref(rem);
 		rem = s3_latest(id);
@@ -480,7 +435,7 @@ Test(jobs_program_s3, a_failed_mirror_is_an_event_and_shown_in_status)
 	need_root();
 	s3_daemon("0");
 	write_toy_job("s3://other/x/j", 200000, 20);
-	id = submit_nobody();
+	id = submit_as(NOBODY);
 	for (int i = 0; i < 400 && !events_like(id, "checkpoint",
 						"mirroring to s3://other/x/j "
 						"(try 1 of 3): %NoSuchBucket%");
