@@ -601,6 +601,9 @@ static enum px_err parse_root(struct jp *p, json_t *root, struct jobspec *j)
 		else if (!strcmp(k, "deadline_hours"))
 			r = get_num(p, x, k, JOBSPEC_HOURS_MIN, false, 1e6,
 				    &j->deadline_hours);
+		else if (!strcmp(k, "finish_by_hours"))
+			r = get_num(p, x, k, JOBSPEC_HOURS_MIN, false, 1e6,
+				    &j->finish_by_hours);
 		else if (!strcmp(k, "interruption_rates"))
 			r = get_type_map(p, x, k, 0, 100, j->rate, &j->n_rate,
 					 &j->rate_default);
@@ -694,6 +697,34 @@ double jobspec_speed(const struct jobspec *j, const char *type)
 	if (!t || !ref || ref->vcpus <= 0)
 		return 0;
 	return (double)t->vcpus / ref->vcpus;
+}
+
+double jobspec_ondemand_hours(const struct jobspec *j,
+			      const struct jobspec_profile *p)
+{
+	double rate = jobspec_rate(j, p, j->instances, j->instances *
+				   jobspec_speed(j, j->reference_type));
+
+	if (!(rate > 0))
+		return INFINITY;
+	/* whole seconds, as the simulator's clock counts them */
+	return (j->startup_seconds +
+		ceil(j->work_hours * 3600 / rate - 1e-6)) / 3600;
+}
+
+bool jobspec_finish_feasible(const struct jobspec *j,
+			     const struct jobspec_profile *p,
+			     double *ret_need)
+{
+	double need;
+
+	if (!(j->finish_by_hours > 0))
+		return true;
+	need = jobspec_ondemand_hours(j, p);
+	if (need <= j->finish_by_hours)
+		return true;
+	*ret_need = need;
+	return false;
 }
 
 double jobspec_interrupt_rate(const struct jobspec *j, const char *type)

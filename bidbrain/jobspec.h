@@ -104,7 +104,11 @@ struct jobspec {
 	 * 0: none */
 	double restart_seconds;
 	int64_t budget_uusd;  /* -1: none */
-	double deadline_hours; /* 0: none */
+	double deadline_hours; /* 0: none; the run stops there */
+	/* a goal, not a stop: the job should be done this many hours after
+	 * its start (uniform-progress plans for it; simulate says which
+	 * policy met it); 0: none */
+	double finish_by_hours;
 	/* current-era interruptions per instance-hour */
 	struct jobspec_type_value rate[JOBSPEC_TYPES_MAX];
 	size_t n_rate;
@@ -129,6 +133,21 @@ enum px_err jobspec_parse(const char *buf, size_t len, const char *name,
 /* Read and parse the file at path (at most JOBSPEC_FILE_MAX bytes). */
 enum px_err jobspec_load(const char *path, struct jobspec *ret,
 			 struct px_error *err);
+
+/* Hours the job needs on demand alone: `instances` on-demand instances of
+ * reference_type at the spec's scaling (p: a running job's measured
+ * scaling; NULL the spec's), startup_seconds then work_hours at their
+ * rate, in whole seconds (the `ondemand` baseline's runtime in simulate);
+ * INFINITY when that fleet does no work. */
+double jobspec_ondemand_hours(const struct jobspec *j,
+			      const struct jobspec_profile *p);
+
+/* Whether finish_by_hours (when set) can be met on demand: false with
+ * the hours on demand needs in *ret_need (jobspec_ondemand_hours) when
+ * it cannot; true when it can or the spec has none. */
+bool jobspec_finish_feasible(const struct jobspec *j,
+			     const struct jobspec_profile *p,
+			     double *ret_need);
 
 /* Work rate of one instance of type relative to reference_type: the
  * "speed" entry when there is one, else the ratio of vCPU counts from the

@@ -14,9 +14,19 @@ static const struct policy_ops *const all[] = {
 	&pol_capacity_optimized_ops,
 	&pol_price_capacity_optimized_ops,
 	&pol_diversified_ops,
+	/* from here: only for jobs with the field they need (policy.h) */
+	&pol_uniform_progress_ops,
 };
 
+/* The policies any job can run: all but the last ones. */
+#define N_NEED_FIELD 1
+
 size_t policy_count(void)
+{
+	return sizeof all / sizeof *all - N_NEED_FIELD;
+}
+
+static size_t n_all(void)
 {
 	return sizeof all / sizeof *all;
 }
@@ -32,13 +42,13 @@ enum px_err policy_lookup(const char *name, const struct policy_ops **ret,
 	char known[512];
 	size_t o = 0;
 
-	for (size_t i = 0; i < policy_count(); i++)
+	for (size_t i = 0; i < n_all(); i++)
 		if (!strcmp(all[i]->name, name)) {
 			*ret = all[i];
 			return PX_OK;
 		}
 	known[0] = '\0';
-	for (size_t i = 0; i < policy_count() && o < sizeof known; i++)
+	for (size_t i = 0; i < n_all() && o < sizeof known; i++)
 		o += (size_t)snprintf(known + o, sizeof known - o, "%s%s",
 				      i ? ", " : "", all[i]->name);
 	return px_errorf(err, PX_EINVAL, "unknown policy '%.64s' (known: %s)",

@@ -164,11 +164,18 @@ extern const struct policy_ops pol_lowest_price_ops;
 extern const struct policy_ops pol_capacity_optimized_ops;
 extern const struct policy_ops pol_price_capacity_optimized_ops;
 extern const struct policy_ops pol_diversified_ops;
+/* Can't Be Late's Uniform Progress (pol_uniform.c): needs the job's
+ * finish_by_hours */
+extern const struct policy_ops pol_uniform_progress_ops;
 
-/* The registered policies, in a stable order. */
+/* The registered policies that any job can run, in a stable order (what
+ * the property and budget tests run on every spec).  The policies that
+ * need a field a job may lack (uniform-progress: finish_by_hours) are
+ * registered too, after them, but found only by name. */
 size_t policy_count(void);
 const struct policy_ops *policy_at(size_t i);
-/* Find by name; PX_EINVAL names it and lists the known ones. */
+/* Find by name, among all of them; PX_EINVAL names it and lists the
+ * known ones. */
 enum px_err policy_lookup(const char *name, const struct policy_ops **ret,
 			  struct px_error *err);
 

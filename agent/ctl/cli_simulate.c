@@ -1,6 +1,6 @@
 /* cli_simulate.c -- `proteusctl simulate`: replay spot-price traces and run
  * allocation policies (bidbrain, standard, ondemand, spread, EC2 Fleet's
- * strategies, and the hindsight bounds) on a job spec
+ * strategies, uniform-progress, and the hindsight bounds) on a job spec
  * with the virtual-clock simulator (sim.h), then print a table, JSON, CSV
  * and/or a plot, and optionally store every run in the database so that
  * `proteusctl history` can show it.
@@ -45,7 +45,7 @@ static const char simulate_usage[] =
 	"         [--end TIME] [--seed N] [--spot-advisor FILE]\n"
 	"         [--product P] [--json]\n"
 	"         [--csv FILE] [--plot FILE.png|FILE.svg] [--db PATH]\n"
-	"         [--threads N]\n"
+	"         [--threads N] [--allow-infeasible]\n"
 	"\n"
 	"Replays spot-price traces (the JSON of `aws ec2\n"
 	"describe-spot-price-history`, plain or gzip) and runs each policy on\n"
@@ -63,8 +63,10 @@ static const char simulate_usage[] =
 	"                      standard,ondemand,oracle; per-second adds\n"
 	"                      spread and EC2 Fleet's lowest-price,\n"
 	"                      capacity-optimized, price-capacity-optimized,\n"
-	"                      diversified); oracle is the hindsight bound,\n"
-	"                      oracle-paid the same without waived hours\n"
+	"                      diversified; a job with finish_by_hours\n"
+	"                      adds uniform-progress, which needs it);\n"
+	"                      oracle is the hindsight bound, oracle-paid\n"
+	"                      the same without waived hours\n"
 	"  --billing MODEL     default: legacy-hourly for windows starting\n"
 	"                      before 2017-10-02, per-second after\n"
 	"  --start, --end TIME window (ISO-8601 UTC or @unix-seconds; default\n"
@@ -85,6 +87,11 @@ static const char simulate_usage[] =
 	"                      online CPUs, at most one per policy; with\n"
 	"                      --db one at a time); results do not depend\n"
 	"                      on it\n"
+	"  --allow-infeasible  run a job whose finish_by_hours cannot be met\n"
+	"                      even on demand (refused by default, exit 3)\n"
+	"\n"
+	"For a job with finish_by_hours each policy's line says whether it\n"
+	"met that deadline (DEADLINE, SLACK_H).\n"
 	"\n"
 	"exit: 0 ok, 1 failure, 2 usage, 3 bad input data\n";
 
@@ -291,6 +298,7 @@ struct opts {
 	const char *od_path, *job_path, *policies, *billing, *csv, *plot;
 	const char *db, *product, *advisor;
 	bool have_billing, json;
+	bool allow_infeasible;    /* --allow-infeasible */
 	int64_t start_s, end_s;
 	uint64_t seed;
 	int threads;              /* --threads; 0: the online CPUs */
@@ -375,6 +383,32 @@ static bool shows_reforms(const struct jobspec *job)
 	return job->restart_seconds > 0;
 }
 
+/* A job with finish_by_hours has each run's verdict on it in the results
+ * (a job without has none, and its output stays as it was). */
+static bool shows_deadline(const struct jobspec *job)
+{
+	return job->finish_by_hours > 0;
+}
+
+/* Whether r met the job's finish_by_hours: it completed within that many
+ * hours of its start. */
+static bool deadline_met(const struct jobspec *job,
+			 const struct sim_result *r)
+{
+	return r->completed && r->runtime_hours <= job->finish_by_hours;
+}
+
+/* The hours r finished before finish_by_hours (negative: after);
+ * undefined for a run that did not complete. */
+static bool deadline_slack(const struct jobspec *job,
+			   const struct sim_result *r, double *ret)
+{
+	if (!r->completed || !isfinite(r->runtime_hours))
+		return false;
+	*ret = job->finish_by_hours - r->runtime_hours;
+	return true;
+}
+
 static json_t *result_json(const struct jobspec *job,
 			   const struct sim_result *r,
 			   const struct sim_result *all, size_t n)
@@ -401,6 +435,12 @@ static json_t *result_json(const struct jobspec *job,
 	     (json_object_set_new(o, "reforms", json_integer(r->reforms)) ||
 	      json_object_set_new(o, "reform_lost_hours",
 				  jnum(r->reform_lost_hours)))) ||
+	    (shows_deadline(job) &&
+	     (json_object_set_new(o, "deadline_met",
+				  json_boolean(deadline_met(job, r))) ||
+	      json_object_set_new(o, "deadline_slack_hours",
+				  deadline_slack(job, r, &s) ? jnum(s) :
+				  json_null()))) ||
 	    json_object_set_new(o, "savings_vs_ondemand", saving(r, od, &s) ?
 				json_real(s) : json_null()) ||
 	    json_object_set_new(o, "savings_vs_standard", saving(r, sd, &s) ?
@@ -429,6 +469,7 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 {
 	char s[32], e[32];
 	json_t *arr = json_array(), *o;
+	double odh = jobspec_ondemand_hours(job, NULL);
 	int rc = CLI_EXIT_OK;
 
 	for (size_t i = 0; arr && i < n; i++)
@@ -451,7 +492,11 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 						 json_string(base_name(adv)))) ||
 		  (shows_reforms(job) &&
 		   json_object_set_new(o, "restart_seconds",
-				       jnum(job->restart_seconds))))) {
+				       jnum(job->restart_seconds))) ||
+		  (shows_deadline(job) &&
+		   (json_object_set_new(o, "finish_by_hours",
+					jnum(job->finish_by_hours)) ||
+		    json_object_set_new(o, "ondemand_hours", jnum(odh)))))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -488,7 +533,8 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 	const struct sim_result *od = find_res(res, n, "ondemand");
 	const struct sim_result *sd = find_res(res, n, "standard");
 	const struct sim_result *orc = find_res(res, n, "oracle");
-	char s[32], e[32], so[320], ss[320], f[7][320], ro[32], rf[352];
+	char s[32], e[32], so[320], ss[320], f[8][320], ro[32], rf[352];
+	char dl[352];
 	int wn = 9;
 	double x;
 
@@ -506,13 +552,20 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		printf(", interruptions from %s", base_name(adv));
 	if (shows_reforms(job))
 		printf(", re-forms cost %.6g s", job->restart_seconds);
+	if (shows_deadline(job))
+		printf(", finish by %.6g h (on demand needs %s h)",
+		       job->finish_by_hours,
+		       fmt_num(f[7], sizeof f[7], "%.2f",
+			       jobspec_ondemand_hours(job, NULL), "-"));
 	printf("\n\n");
-	printf("%-*s %4s %8s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s%s\n",
+	printf("%-*s %4s %8s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s%s"
+	       "%s\n",
 	       wn, "POLICY", "DONE", "STOP", "COST_USD", "HOURS", "WORK_H",
 	       "USD/WORK_H",
 	       "EVICT", "LAUNCH", "INST_H", "FREE_H", "VS_OD", "VS_STD",
 	       orc ? "  X_ORACLE" : "",
-	       shows_reforms(job) ? " REFORMS REFORM_H" : "");
+	       shows_reforms(job) ? " REFORMS REFORM_H" : "",
+	       shows_deadline(job) ? " DEADLINE SLACK_H" : "");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
 		fmt_saving(so, sizeof so, r, od);
@@ -529,8 +582,15 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 				 (long long)r->reforms,
 				 fmt_num(f[6], sizeof f[6], "%.2f",
 					 r->reform_lost_hours, "-"));
+		dl[0] = '\0';
+		if (shows_deadline(job))
+			snprintf(dl, sizeof dl, " %8s %7s",
+				 deadline_met(job, r) ? "met" : "missed",
+				 deadline_slack(job, r, &x) ?
+				 fmt_num(f[7], sizeof f[7], "%.2f", x, "-") :
+				 "-");
 		printf("%-*s %4s %8s %11s %9s %9s %10s %6lld %6lld %9s %8s "
-		       "%7s %7s%s%s\n", wn, r->policy,
+		       "%7s %7s%s%s%s\n", wn, r->policy,
 		       r->completed ? "yes" : "no", sim_stop_name(r->stop),
 		       fmt_num(f[0], sizeof f[0], "%.2f", r->cost_usd, "-"),
 		       fmt_num(f[1], sizeof f[1], "%.2f", r->runtime_hours,
@@ -543,7 +603,7 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		       fmt_num(f[4], sizeof f[4], "%.1f", r->instance_hours,
 			       "-"),
 		       fmt_num(f[5], sizeof f[5], "%.1f", r->free_hours, "-"),
-		       so, ss, ro, rf);
+		       so, ss, ro, rf, dl);
 	}
 	printf("\nVS_OD/VS_STD: saving in cost per work-hour against the "
 	       "ondemand/standard run (positive: cheaper)\n");
@@ -555,10 +615,15 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		printf("REFORMS/REFORM_H: the fleet's re-forms (a join or a "
 		       "leave) and the work-hours lost waiting restart_seconds "
 		       "after each (docs/simulate.md, \"Re-forms\")\n");
+	if (shows_deadline(job))
+		printf("DEADLINE/SLACK_H: met when the run completed within "
+		       "finish_by_hours (%.6g h) of its start; the hours to "
+		       "spare (negative: late)\n", job->finish_by_hours);
 }
 
-static enum px_err write_csv(const char *path, const struct sim_result *res,
-			     size_t n, struct px_error *err)
+static enum px_err write_csv(const char *path, const struct jobspec *job,
+			     const struct sim_result *res, size_t n,
+			     struct px_error *err)
 {
 	const struct sim_result *od = find_res(res, n, "ondemand");
 	const struct sim_result *sd = find_res(res, n, "standard");
@@ -573,7 +638,9 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 	fputs("policy,completed,stop,cost_usd,runtime_hours,work_done_hours,"
 	      "cost_per_work_usd,evictions,instances_launched,instance_hours,"
 	      "free_hours,savings_vs_ondemand,savings_vs_standard", f);
-	fputs(orc ? ",ratio_to_oracle\n" : "\n", f);
+	fputs(orc ? ",ratio_to_oracle" : "", f);
+	fputs(shows_deadline(job) ? ",deadline_met,deadline_slack_hours\n" :
+	      "\n", f);
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_result *r = &res[i];
 		fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%s,%s,", r->policy,
@@ -598,6 +665,11 @@ static enum px_err write_csv(const char *path, const struct sim_result *res,
 		if (orc) {
 			fputc(',', f);
 			if (oracle_ratio(r, orc, &s))
+				fprintf(f, "%.6f", s);
+		}
+		if (shows_deadline(job)) {
+			fputs(deadline_met(job, r) ? ",true," : ",false,", f);
+			if (deadline_slack(job, r, &s))
 				fprintf(f, "%.6f", s);
 		}
 		fputc('\n', f);
@@ -675,6 +747,7 @@ static int parse_time_opt(const char *name, const char *s, int64_t *ret)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
+		{"allow-infeasible", no_argument, NULL, 'I'},
 		{"billing", required_argument, NULL, 'b'},
 		{"csv", required_argument, NULL, 'c'},
 		{"db", required_argument, NULL, 'd'},
@@ -710,6 +783,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return rc;
 			break;
 		case 'h': fputs(simulate_usage, stdout); return -1;
+		case 'I': o->allow_infeasible = true; break;
 		case 'J': o->job_path = optarg; break;
 		case 'j': o->json = true; break;
 		case 'o': o->od_path = optarg; break;
@@ -861,6 +935,63 @@ static enum px_err read_job(const char *path, struct jobspec *job,
 			   "simulated%s", path, d.names, pr);
 	*ret_text = buf;
 	return PX_OK;
+}
+
+/* ---- the deadline ---- */
+
+/* What finish_by_hours asks, checked before any trace is read: a policy
+ * named that needs it (uniform-progress) when the job has none, and a
+ * deadline that even the job's fleet on demand cannot meet (unless
+ * --allow-infeasible) are bad input data. */
+static int check_finish_by(const struct opts *o, const struct jobspec *job,
+			   const struct policy_ops *const *pols, size_t n)
+{
+	double need = 0, rate;
+
+	for (size_t i = 0; i < n; i++)
+		if (pols[i] == &pol_uniform_progress_ops &&
+		    !shows_deadline(job)) {
+			log_err("policy '%s': %s: it needs the job's "
+				"finish_by_hours (the deadline it plans for)",
+				pols[i]->name, o->job_path);
+			return CLI_EXIT_DATA;
+		}
+	if (jobspec_finish_feasible(job, NULL, &need))
+		return CLI_EXIT_OK;
+	if (o->allow_infeasible) {
+		log_notice("simulate: %s: finish_by_hours %.6g cannot be met "
+			   "(on demand needs %.2f h): running anyway "
+			   "(--allow-infeasible)", o->job_path,
+			   job->finish_by_hours, need);
+		return CLI_EXIT_OK;
+	}
+	rate = jobspec_fleet_rate(job, job->instances, job->instances *
+				  jobspec_speed(job, job->reference_type));
+	need = ceil(need * 100) / 100;  /* printed rounded up */
+	log_err("%s: finish_by_hours %.6g cannot be met even on demand: "
+		"%d on-demand %s need %.2f h (startup_seconds %d, then "
+		"%.6g work-hours at %.6g an hour); give it %.2f h or more, "
+		"or --allow-infeasible to run anyway", o->job_path,
+		job->finish_by_hours, job->instances, job->reference_type,
+		need, job->startup_seconds, job->work_hours, rate, need);
+	return CLI_EXIT_DATA;
+}
+
+/* The policies --policy did not name: the billing model's default list
+ * (unless it was made before the trace was read), and for a job with
+ * finish_by_hours its peer, uniform-progress. */
+static int default_policies(const struct opts *o, const struct jobspec *job,
+			    bool per_second, const struct policy_ops **pols,
+			    size_t *n)
+{
+	int rc = CLI_EXIT_OK;
+
+	if (!*n)
+		rc = parse_policies(NULL, per_second, pols, n);
+	if (!rc && !o->policies && shows_deadline(job) &&
+	    *n < SIM_POLICIES_MAX)
+		pols[(*n)++] = &pol_uniform_progress_ops;
+	return rc;
 }
 
 /* ---- the per-second interruption model ---- */
@@ -1222,6 +1353,9 @@ int cli_simulate(int argc, char **argv)
 		rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
 		goto out;
 	}
+	rc = check_finish_by(&o, &job, pols, n_pols);
+	if (rc)
+		goto out;
 	lc = (struct load_ctx){
 		.ms = &ms, .region = job.region, .product = o.product,
 		.end_s = o.end_s ? o.end_s : INT64_MAX, .pg = &pg,
@@ -1236,12 +1370,10 @@ int cli_simulate(int argc, char **argv)
 	if (!o.have_billing && !o.start_s)
 		billing = lc.first_s >= PER_SECOND_FROM_S ?
 			  BILLING_PER_SECOND : BILLING_LEGACY_HOURLY;
-	if (!n_pols) {
-		rc = parse_policies(NULL, billing == BILLING_PER_SECOND, pols,
-				    &n_pols);
-		if (rc)
-			goto out;
-	}
+	rc = default_policies(&o, &job, billing == BILLING_PER_SECOND, pols,
+			      &n_pols);
+	if (rc)
+		goto out;
 	/* per-second hazards from a snapshot, unless the job gives every
 	 * rate itself */
 	if (billing == BILLING_PER_SECOND && job.rate_default < 0) {
@@ -1304,7 +1436,8 @@ int cli_simulate(int argc, char **argv)
 	else
 		print_table(&job, billing, plan, o.seed, adv_path, res,
 			    n_pols);
-	if (o.csv && (e = write_csv(o.csv, res, n_pols, &err)) != PX_OK) {
+	if (o.csv && (e = write_csv(o.csv, &job, res, n_pols, &err)) !=
+	    PX_OK) {
 		log_err("%s", err.msg);
 		rc = CLI_EXIT_FAIL;
 	}
