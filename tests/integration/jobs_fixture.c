@@ -606,7 +606,8 @@ int64_t events_like(int64_t id, const char *kind, const char *like)
 	return sql_int(q);
 }
 
-void write_flat_trace(int64_t t0, int64_t spike_at, int64_t spike_s)
+void write_flat_trace(int64_t t0, int days, int64_t spike_at,
+		      int64_t spike_s)
 {
 	char path[700];
 	FILE *f;
@@ -615,7 +616,7 @@ void write_flat_trace(int64_t t0, int64_t spike_at, int64_t spike_s)
 	f = fopen(path, "w");
 	cr_assert_not_null(f);
 	fputs("{\"SpotPriceHistory\": [", f);
-	for (int64_t t = t0 - 3600, k = 0; t < t0 + 2 * 86400; t += 300, k++)
+	for (int64_t t = t0 - 3600, k = 0; t < t0 + days * 86400; t += 300, k++)
 		fprintf(f, "%s{\"AvailabilityZone\": \"us-east-1a\", "
 			"\"InstanceType\": \"m3.large\", \"ProductDescription\":"
 			" \"Linux/UNIX\", \"SpotPrice\": \"%s\", \"Timestamp\": "

@@ -66,8 +66,9 @@ int64_t submit_as(uid_t uid);
 /* Events of job id of kind whose detail is LIKE like (SQL). */
 int64_t events_like(int64_t id, const char *kind, const char *like);
 /* tmp/trace.json: m3.large in us-east-1a at $0.02 every 5 minutes from
- * t0 - 1 h for two days, $5 (past any bid) in [spike_at, spike_at +
+ * t0 - 1 h for days days, $5 (past any bid) in [spike_at, spike_at +
  * spike_s) (spike_s 0: none). */
-void write_flat_trace(int64_t t0, int64_t spike_at, int64_t spike_s);
+void write_flat_trace(int64_t t0, int days, int64_t spike_at,
+		      int64_t spike_s);
 
 #endif

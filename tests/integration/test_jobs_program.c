@@ -31,6 +31,9 @@ TestSuite(jobs_program, .init = jobs_fixture_setup,
 #define SPIKE_S 1800
 static int64_t spike_at = SPIKE_AT;
 static int speedup = 1200;
+/* the market's length: a job slower than it (a loaded host, the real
+ * program) fails when the trace ends, whatever its progress */
+static int trace_days = 2;
 
 /* tmp/code/: the toy program, readable by all (nobody reads it). */
 static void write_code(void)
@@ -66,7 +69,7 @@ static void write_job_cmd(const char *cmd, const char *env, const char *more,
 	char text[8192];
 	FILE *f;
 
-	write_flat_trace(T0, spike_at, SPIKE_S);
+	write_flat_trace(T0, trace_days, spike_at, SPIKE_S);
 	write_code();
 	snprintf(text, sizeof text,
 		 "{\"name\": \"toy\", \"region\": \"us-east-1\", "
@@ -417,6 +420,9 @@ Test(jobs_program, the_pytorch_example_runs_elastic_through_evictions,
 	daemon_up();
 	/* after torch's start and the group's first forming */
 	spike_at = T0 + 3 * 3600;
+	/* 12 real minutes of market at 1200x: the test's own bound is
+	 * wait_end's, not the trace's end on a host that trains slowly */
+	trace_days = 10;
 	write_job_cmd("\"/usr/bin/torchrun\", \"fashion_mnist_ddp.py\", "
 		      "\"--epochs\", \"2\"", "\"OMP_NUM_THREADS\": \"1\"",
 		      "\"grace_seconds\": 110", 2 * 60000);

@@ -43,7 +43,7 @@ static void write_toy_job(const char *store, long samples, int step_ms)
 	char *src = px_src_path("tests/fakes/program_toy.py");
 	FILE *f;
 
-	write_flat_trace(T0, 0, 0);
+	write_flat_trace(T0, 2, 0, 0);
 	snprintf(dir, sizeof dir, "%s/code", jt.tmp);
 	cr_assert_eq(chmod(jt.tmp, 0755), 0);
 	cr_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
