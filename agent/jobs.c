@@ -150,6 +150,44 @@ void job_resume_at(struct job *j, int64_t t)
 	j->run.state = STORE_JOB_QUEUED;
 }
 
+void job_first_start_at(struct job *j, int64_t s)
+{
+	j->run.first_s = s;
+}
+
+double job_finish_by_hours(const struct job *j)
+{
+	return j->run.finish_by_h > 0 ? j->run.finish_by_h :
+	       j->req.spec.finish_by_hours > 0 ? j->req.spec.finish_by_hours :
+	       0;
+}
+
+int64_t job_finish_by_s(const struct job *j)
+{
+	int64_t start = j->run.first_s ? j->run.first_s :
+			j->run.t ? j->run.t : j->mk.start_s;
+
+	return start + llround(job_finish_by_hours(j) * 3600);
+}
+
+/* finish_by_hours counts from the job's first start, in every life of
+ * the daemon: the policy (which counts from its controller's start,
+ * start_s) gets what is left of it then, at least a second, and the
+ * hours as submitted stay in run.finish_by_h. */
+static void finish_by_rebase(struct job *j, int64_t start_s)
+{
+	double used, left;
+
+	if (!(j->run.finish_by_h > 0))
+		j->run.finish_by_h = j->req.spec.finish_by_hours;
+	if (!(j->run.finish_by_h > 0))
+		return;
+	used = j->run.first_s && start_s > j->run.first_s ?
+	       (double)(start_s - j->run.first_s) / 3600 : 0;
+	left = j->run.finish_by_h - used;
+	j->req.spec.finish_by_hours = left > 1.0 / 3600 ? left : 1.0 / 3600;
+}
+
 void job_set_why(struct job *j, const char *fmt, ...)
 {
 	va_list ap;
@@ -471,6 +509,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 		if (j->wops->load_market)
 			cs.start_s = j->run.t = j->wops->now(j->run.w);
 		cs.world_ctx = j->run.w;
+		finish_by_rebase(j, cs.start_s);
 		e = ctrl_new(&cs, &j->run.c, err);
 		if (e != PX_OK)
 			return e;
@@ -645,6 +684,9 @@ static int64_t pump(struct loop *l, int64_t id, void *ctx)
 		}
 		if (!j->run.t)
 			j->run.t = j->mk.start_s;
+		if (!j->run.first_s)    /* the start finish_by_hours counts
+					 * from */
+			j->run.first_s = j->run.t;
 		job_eventf(j, "start", "{\"market_start\": %" PRId64 ", "
 			   "\"speedup\": %.9g, \"billing\": \"%s\", "
 			   "\"policy\": \"%s\", \"resumed\": %s}", j->run.t,

@@ -122,6 +122,13 @@ struct job_run {
 	bool trim_due;           /* job_trim waits for the bills */
 	uint64_t last_ev_us;     /* last "progress" event (monotonic) */
 	int final_stage;         /* once ended: the last stage */
+	/* finish_by_hours (docs/jobspec.md): the market time of the job's
+	 * first start (its first "start" event's, in every life of the
+	 * daemon; 0 until then), and the hours as submitted (req.spec's
+	 * are the policy's: what is left of them from this life's start;
+	 * 0 until the first job_start) */
+	int64_t first_s;
+	double finish_by_h;
 };
 
 /* What the workload reported, and what the job learnt from it: its
@@ -392,6 +399,14 @@ void job_take_state(struct job *j, enum store_job_state s);
 bool job_set_state(struct job *j, enum store_job_state s);
 /* A restarted daemon's running job: queued again, from market time t. */
 void job_resume_at(struct job *j, int64_t t);
+/* A restarted daemon's job: its first start was at market time s (its
+ * first "start" event), which finish_by_hours counts from. */
+void job_first_start_at(struct job *j, int64_t s);
+/* The job's finish_by_hours as submitted (0: none), and the market time
+ * it means (its first start, or the one it would have now, plus those
+ * hours). */
+double job_finish_by_hours(const struct job *j);
+int64_t job_finish_by_s(const struct job *j);
 /* "PX_JOB_KEY=<hex of the job's key>" into buf (JOB_KEYENV_LEN bytes):
  * the environment entry of a workload's processes on this host (the
  * trainer's roles, a program's node agents: DIST_KEY_ENV). */

@@ -14,8 +14,28 @@
 struct recover {
 	struct job *j;
 	int64_t first_us, last_us;
+	int64_t first_start_s;   /* the earliest "start" event's market_start */
 	double spent_uusd;
 };
+
+/* A "start" event: the job's market time when a life of it started
+ * (its market_start, else the event's own time).  The earliest is the
+ * first start, which finish_by_hours counts from in every life: kept,
+ * so that a restarted daemon does not move the goal. */
+static void rec_start(struct recover *r, const struct store_event *ev)
+{
+	json_t *p = json_loadb(ev->detail, ev->detail_len, 0, NULL);
+	json_t *v = json_is_object(p) ? json_object_get(p, "market_start") :
+		    NULL;
+	int64_t s = json_is_integer(v) && json_integer_value(v) > 0 ?
+		    (int64_t)json_integer_value(v) : ev->at_us / 1000000;
+
+	json_decref(p);
+	if (s > 0 && (!r->first_start_s || s < r->first_start_s)) {
+		r->first_start_s = s;
+		job_first_start_at(r->j, s);
+	}
+}
 
 static enum px_err rec_event(const struct store_event *ev, void *ctx)
 {
@@ -34,6 +54,8 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 		json_decref(p);
 	} else if (!strcmp(ev->kind, "eviction")) {
 		job_books_resume_event(r->j, ev->kind, NULL);
+	} else if (!strcmp(ev->kind, "start")) {
+		rec_start(r, ev);
 	}
 	if (!r->first_us || ev->at_us < r->first_us)
 		r->first_us = ev->at_us;

@@ -4,6 +4,7 @@
  * daemon's jobs made and freed (jobs_new, jobs_free): the top of the
  * jobs files, which ends the submissions still being read. */
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,38 @@ enum px_err job_fit(struct job *j, const char *name, struct px_error *err)
 			sp->instances = (int)room;
 	}
 	return PX_OK;
+}
+
+/* finish_by_hours against the fleet the controller would run on demand
+ * (docs/jobspec.md): `instances` of reference_type as job_fit left them
+ * (capped to this host), at the speeds and scaling of the job's plan
+ * (jobspec_speed, the spec's profile), startup_seconds then work_hours at
+ * their rate.  A deadline even that fleet cannot meet is refused, as
+ * simulate refuses it; so is uniform-progress without one.  name: its
+ * file, for messages. */
+static enum px_err job_check_finish_by(const struct job *j, const char *name,
+				       struct px_error *err)
+{
+	const struct jobspec *sp = &j->req.spec;
+	double need = 0, rate;
+
+	if (!strcmp(j->req.policy, pol_uniform_progress_ops.name) &&
+	    !(sp->finish_by_hours > 0))
+		return px_errorf(err, PX_EINVAL, "%s: policy: '%s' needs the "
+				 "job's finish_by_hours (the deadline it plans "
+				 "for)", name, j->req.policy);
+	if (jobspec_finish_feasible(sp, NULL, &need))
+		return PX_OK;
+	rate = jobspec_fleet_rate(sp, sp->instances, sp->instances *
+				  jobspec_speed(sp, sp->reference_type));
+	need = ceil(need * 100) / 100;  /* said rounded up */
+	return px_errorf(err, PX_EINVAL, "%s: finish_by_hours %.6g cannot be "
+			 "met even on demand: %d on-demand %s need %.2f h "
+			 "(startup_seconds %d, then %.6g work-hours at %.6g an "
+			 "hour%s%s); give it %.2f h or more", name,
+			 sp->finish_by_hours, sp->instances, sp->reference_type,
+			 need, sp->startup_seconds, sp->work_hours, rate,
+			 j->note[0] ? "; " : "", j->note, need);
 }
 
 /* The job's world: one this daemon runs jobs on (its ops have the
@@ -456,6 +489,8 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		e = job_world(j, name, err);
 	if (e == PX_OK)
 		e = job_fit(j, name, err);
+	if (e == PX_OK)
+		e = job_check_finish_by(j, name, err);
 	if (e != PX_OK) {
 		free(text);
 		job_free(j);

@@ -170,6 +170,135 @@ static bool tested_before(const struct job *j)
 	return !isfinite(j->pg.acc) && !isfinite(j->pg.loss) && j->pg.have_test_before;
 }
 
+/* A figure in [lo, hi]: NaN (nothing known) is lo. */
+static double clamp(double v, double lo, double hi)
+{
+	return !(v > lo) ? lo : v < hi ? v : hi;
+}
+
+/* Where a job stands against its finish_by_hours. */
+struct dl_in {
+	const struct jobspec *sp;
+	const struct jobspec_profile *prof; /* the policy's scaling (NULL:
+					     * the spec's) */
+	double hours;            /* finish_by_hours as submitted */
+	int64_t start;           /* market time it counts from */
+	bool started;            /* start is the first start, not the one
+				  * the job would have now */
+	int64_t now;             /* market time of the figures */
+	double frac;             /* of the work done */
+	enum store_job_state state;
+};
+
+/* What finish_by_hours asks, where the job stands against it
+ * (docs/proteusctl.md, "status"): the deadline's world time, the hours
+ * left and the hours on demand needs for the work left (`instances` of
+ * reference_type at the scaling the policy uses), the share of the work
+ * Uniform Progress's line t C / D asks for by now and the share done;
+ * its state.  On the world's clock (market time, status's market_time);
+ * an ended job's as of its end.  No figure NaN, infinite or out of its
+ * range. */
+static json_t *deadline_make(const struct dl_in *in)
+{
+	const struct jobspec *sp = in->sp;
+	double d = in->hours, ovh, rate, need, left, line, done;
+	int64_t goal = in->start + llround(d * 3600);
+	bool live = in->state == STORE_JOB_QUEUED ||
+		    in->state == STORE_JOB_RUNNING;
+	const char *state;
+	char at[32];
+
+	rate = jobspec_rate(sp, in->prof, sp->instances, sp->instances *
+			    jobspec_speed(sp, sp->reference_type));
+	done = in->state == STORE_JOB_DONE ? 1 : clamp(in->frac, 0, 1);
+	need = done >= 1 ? 0 : rate > 0 ? (1 - done) * sp->work_hours / rate :
+	       INFINITY;
+	left = clamp((double)(goal - in->now) / 3600, 0, d);
+	line = clamp((double)(in->now - in->start) / 3600 / d, 0, 1);
+	/* a change of fleet costs the new one's boot and the group's
+	 * re-forming (pol_uniform.c's d); two of them, as its safety net */
+	ovh = 2 * (sp->startup_seconds + sp->restart_seconds) / 3600;
+	if (!live)
+		state = in->state == STORE_JOB_DONE && in->now <= goal ?
+			"met" : "missed";
+	else if (left < need)
+		state = "cannot-meet";
+	else if (left < need + ovh)
+		state = "must-go-on-demand";
+	else
+		state = done >= line ? "ahead" : "behind";
+	return json_pack("{s:f, s:s, s:I, s:b, s:f, s:o, s:f, s:f, s:f, s:s}",
+			 "finish_by_hours", d, "finish_by",
+			 px_format_time(goal, at, sizeof at), "finish_by_s",
+			 (json_int_t)goal, "started", in->started,
+			 "hours_left", left, "ondemand_hours_needed",
+			 isfinite(need) ? json_real(need) : json_null(),
+			 "line", line, "progress", done, "ahead", done - line,
+			 "state", state);
+}
+
+/* A job this daemon holds: from its first start, in every life (not
+ * started yet: from the start it would have now); NULL without
+ * finish_by_hours. */
+static json_t *deadline_json(const struct job *j)
+{
+	double d = job_finish_by_hours(j);
+	struct dl_in in = {
+		.sp = &j->req.spec, .prof = j->pg.scaling.profile,
+		.hours = d, .start = job_finish_by_s(j) - llround(d * 3600),
+		.started = j->run.first_s != 0,
+		.now = j->run.t ? j->run.t : j->mk.start_s,
+		.frac = j->pg.frac, .state = j->run.state,
+	};
+
+	return d > 0 ? deadline_make(&in) : NULL;
+}
+
+/* The earliest "start" event's market_start (events come by at_us):
+ * the walk stops there (PX_ECANCELED). */
+static enum px_err first_start(const struct store_event *ev, void *ctx)
+{
+	json_t *p, *v;
+
+	if (strcmp(ev->kind, "start"))
+		return PX_OK;
+	p = json_loadb(ev->detail, ev->detail_len, 0, NULL);
+	v = json_is_object(p) ? json_object_get(p, "market_start") : NULL;
+	*(int64_t *)ctx = json_is_integer(v) ? (int64_t)json_integer_value(v) :
+			  ev->at_us / 1000000;
+	json_decref(p);
+	return PX_ECANCELED;
+}
+
+/* A job of the store alone (it ended in an earlier life): its spec's
+ * finish_by_hours from its first start to its last progress; nothing
+ * for a job without one, or that never started (simulate's). */
+static void stored_deadline(struct jobs *js, int64_t id, const char *spec,
+			    enum store_job_state state, json_t *o)
+{
+	struct job_request *q = calloc(1, sizeof *q);
+	struct px_error err = {0};
+	struct last_ev l;
+	struct dl_in in = { .state = state, .started = true };
+	json_t *dl = NULL;
+
+	if (q && spec && jobreq_parse(spec, strlen(spec), "the stored job", q,
+				      &err) == PX_OK &&
+	    q->spec.finish_by_hours > 0 &&
+	    store_events_each(js->s.st, id, first_start, &in.start, &err) ==
+	    PX_ECANCELED && in.start > 0) {
+		in.sp = &q->spec;
+		in.hours = q->spec.finish_by_hours;
+		in.now = last_event(js->s.st, id, "progress", &l) ?
+			 l.at_us / 1000000 : in.start;
+		in.frac = json_number_value(json_object_get(o, "work_done"));
+		dl = deadline_make(&in);
+	}
+	if (dl)
+		json_object_set_new(o, "deadline", dl);
+	free(q);
+}
+
 static json_t *status_live(struct job *j)
 {
 	int64_t cost = job_cost_uusd(j);
@@ -245,6 +374,12 @@ static json_t *status_live(struct job *j)
 	}
 	set_enrollments(o, j->js->s.st, j->id, j->req.world.name, j);
 	set_error(o, j->js->s.st, j->id, j->run.state, j->run.why);
+	{
+		json_t *dl = deadline_json(j);
+
+		if (dl)
+			json_object_set_new(o, "deadline", dl);
+	}
 	return o;
 }
 
@@ -417,6 +552,8 @@ static json_t *status_stored(struct jobs *js, int64_t id,
 	if (stored_books(js, id, &s, err) != PX_OK) {
 		json_decref(s.o);
 		s.o = NULL;
+	} else {
+		stored_deadline(js, id, s.spec, s.state, s.o);
 	}
 	free(s.spec);
 	return s.o;

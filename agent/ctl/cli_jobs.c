@@ -611,6 +611,39 @@ static int print_program(json_t *r)
 	return 2;
 }
 
+/* A share in whole percent, rounded down (as work_pct). */
+static double pct(double v)
+{
+	v = nonneg(v);
+	return floor(100 * (v < 1 ? v : 1) + 1e-9);
+}
+
+/* The deadline line of a job with finish_by_hours (docs/proteusctl.md,
+ * "status"): when, the hours left, the work done against Uniform
+ * Progress's line, the state.  Lines printed. */
+static int print_deadline(json_t *r)
+{
+	json_t *d = json_object_get(r, "deadline");
+	double left = nonneg(real_of(d, "hours_left"));
+	const char *state = safe(d, "state");
+	char in[48];
+
+	if (!json_is_object(d))
+		return 0;
+	if (!strcmp(state, "met") || !strcmp(state, "missed"))
+		snprintf(in, sizeof in, "%s", "ended");
+	else if (left > 0)
+		snprintf(in, sizeof in, "in %.1f h%s", left,
+			 json_is_true(json_object_get(d, "started")) ? "" :
+			 " once started");
+	else
+		snprintf(in, sizeof in, "passed");
+	printf("deadline finish by %s (%s): %.0f%% done, line %.0f%%: %s\n",
+	       safe(d, "finish_by"), in, pct(real_of(d, "progress")),
+	       pct(real_of(d, "line")), state);
+	return 1;
+}
+
 static int print_status(json_t *r)
 {
 	int lines = 7;
@@ -662,6 +695,7 @@ static int print_status(json_t *r)
 	lines += print_slow(r);
 	printf("market   %s (%s world, policy %s)\n", when, safe(r, "world"),
 	       safe(r, "policy"));
+	lines += print_deadline(r);
 	/* an ec2 job's nodes got the key by enrollment (docs/security.md) */
 	if (json_is_integer(json_object_get(r, "enrolled"))) {
 		printf("enrolled %lld nodes, %lld enrollments refused\n",
