@@ -1022,17 +1022,17 @@ static int64_t run_calls(void)
  * call: its instances outlive it, the next life adopts them (the job's
  * tag, the ClientToken), the job completes; nothing was launched twice
  * (every instance the fake ran is a distinct controller id of the job),
- * nothing is left running, and the books match EC2's bill.  Four kills,
- * two at a RunInstances call and two at random (PX_EC2_KILL9_ROUNDS:
- * more, with PX_EC2_KILL9_EPOCHS for a job long enough; six rounds
- * repeat the same two checks, for 20 s more), about 40 s on 2 cores.
+ * nothing is left running, and the books match EC2's bill.  Two kills,
+ * one at a RunInstances call and one at random (PX_EC2_KILL9_ROUNDS:
+ * more, with PX_EC2_KILL9_EPOCHS for a job long enough; more rounds
+ * repeat the same two checks, about 25 s each on 2 cores).
  * The random moments' seed is printed; PX_EC2_KILL9_SEED replays it. */
 Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
 {
 	const char *n_env = getenv("PX_EC2_KILL9_ROUNDS");
 	const char *e_env = getenv("PX_EC2_KILL9_EPOCHS");
 	const char *s_env = getenv("PX_EC2_KILL9_SEED");
-	int rounds = n_env ? atoi(n_env) : 4;
+	int rounds = n_env ? atoi(n_env) : 2;
 	unsigned seed = s_env ? (unsigned)strtoul(s_env, NULL, 10) :
 			(unsigned)time(NULL);
 	json_t *st, *a, *v;
@@ -1044,7 +1044,8 @@ Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
 	fprintf(stderr, "kill_9 rounds: seed %u\n", seed);
 	fake_up(NULL);
 	daemon_ec2();
-	ec2_job(e_env ? atoi(e_env) : 180); /* 40 epochs a kill, and more */
+	/* 40 epochs a kill, and more */
+	ec2_job(e_env ? atoi(e_env) : 40 * rounds + 30);
 	id = submit();
 	for (int k = 0; k < rounds; k++) {
 		int64_t calls = run_calls();

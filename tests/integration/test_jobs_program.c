@@ -336,12 +336,13 @@ Test(jobs_program, a_kill_9_of_proteusd_mid_job_resumes)
 	json_decref(st);
 }
 
-/* The accuracy the example reaches alone: one process, no PROTEUS_*
- * (its checkpoints in a folder of its own), "test accuracy: X". */
-static double alone_accuracy(const char *prog, const char *epochs)
+/* The example alone: one process, no torchrun, no PROTEUS_* (its
+ * checkpoints in a folder of its own), started; alone_accuracy reads its
+ * "test accuracy: X" once the job is over (it runs beside the job, whose
+ * pace is the market's clock, not the CPU). */
+static FILE *alone_start(const char *prog, const char *epochs)
 {
-	char cmd[2000], line[256];
-	double acc = -1;
+	char cmd[2000];
 	FILE *f;
 
 	snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p alone && cd alone && "
@@ -349,6 +350,14 @@ static double alone_accuracy(const char *prog, const char *epochs)
 		 jt.tmp, prog, epochs);
 	f = popen(cmd, "r");
 	cr_assert_not_null(f);
+	return f;
+}
+
+static double alone_accuracy(FILE *f)
+{
+	char line[256];
+	double acc = -1;
+
 	while (fgets(line, sizeof line, f))
 		(void)sscanf(line, "test accuracy: %lf", &acc);
 	cr_assert_eq(pclose(f), 0, "the example failed alone");
@@ -412,11 +421,12 @@ Test(jobs_program, the_pytorch_example_runs_elastic_through_evictions,
 	json_t *st;
 	int64_t id;
 	int killed;
+	FILE *af;
 
 	need_root();
 	if (access("/usr/bin/torchrun", X_OK) != 0)
 		cr_skip_test("no torchrun (python3-torch)");
-	alone = alone_accuracy(prog, "2");
+	af = alone_start(prog, "2");
 	daemon_up();
 	/* after torch's start and the group's first forming */
 	spike_at = T0 + 3 * 3600;
@@ -432,6 +442,7 @@ Test(jobs_program, the_pytorch_example_runs_elastic_through_evictions,
 	id = submit_as(NOBODY);
 	killed = kill_a_replacement(id);
 	st = wait_end(id, 360);
+	alone = alone_accuracy(af);
 	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
 			 daemon_said());
 	cr_assert_gt(json_integer_value(json_object_get(st, "evictions")), 0);
