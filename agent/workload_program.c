@@ -209,19 +209,21 @@ static void membership_changed(struct job *j)
 
 /* ---- the store ---- */
 
-static void latest_path(const struct job *j, char *buf, size_t len)
+/* The store's file name (LATEST, STATE, S3), parsed; NULL when it is
+ * not there or not JSON. */
+static json_t *store_get(const struct job *j, const char *name)
 {
-	snprintf(buf, len, "%s/LATEST", pr(j)->store);
+	char path[JOB_PATH_MAX + 16];
+
+	snprintf(path, sizeof path, "%s/%s", pr(j)->store, name);
+	return json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 }
 
 static void load_latest(struct job *j)
 {
-	char path[JOB_PATH_MAX + 16];
-	json_t *o;
+	json_t *o = store_get(j, "LATEST");
 	struct prog_ckpt *c = &pr(j)->latest;
 
-	latest_path(j, path, sizeof path);
-	o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 	if (json_is_object(o) &&
 	    json_is_string(json_object_get(o, "name")) &&
 	    json_is_string(json_object_get(o, "sha256"))) {
@@ -449,11 +451,8 @@ static void s3_save(struct job *j)
 static void s3_load(struct job *j)
 {
 	struct program *p = pr(j);
-	char path[JOB_PATH_MAX + 16];
-	json_t *o;
+	json_t *o = store_get(j, "S3");
 
-	snprintf(path, sizeof path, "%s/S3", p->store);
-	o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 	p->s3_mirrored = json_integer_value(json_object_get(o, "mirrored"));
 	p->s3_pruned = json_integer_value(json_object_get(o, "pruned"));
 	if (p->s3_mirrored < 0 || p->s3_mirrored > p->latest.seq)
@@ -761,11 +760,8 @@ static void save_state(struct job *j)
 static void load_state(struct job *j)
 {
 	struct program *p = pr(j);
-	char path[JOB_PATH_MAX + 16];
-	json_t *o;
+	json_t *o = store_get(j, "STATE");
 
-	snprintf(path, sizeof path, "%s/STATE", p->store);
-	o = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
 	if (json_is_object(o)) {
 		p->start = json_integer_value(json_object_get(o, "start"));
 		p->restarts = json_integer_value(json_object_get(o,

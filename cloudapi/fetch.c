@@ -447,17 +447,6 @@ static enum px_err open_regular(const char *path, const char *shown,
 	return PX_OK;
 }
 
-static void hex_of(const unsigned char *d, char *out)
-{
-	static const char hx[] = "0123456789abcdef";
-
-	for (int i = 0; i < 32; i++) {
-		out[2 * i] = hx[d[i] >> 4];
-		out[2 * i + 1] = hx[d[i] & 15];
-	}
-	out[FETCH_SHA256_HEX] = '\0';
-}
-
 /* Finish md into lower-case hex. */
 static enum px_err md_hex(EVP_MD_CTX *md, char *out, struct px_error *err)
 {
@@ -466,7 +455,7 @@ static enum px_err md_hex(EVP_MD_CTX *md, char *out, struct px_error *err)
 
 	if (EVP_DigestFinal_ex(md, d, &n) != 1 || n != 32)
 		return px_errorf(err, PX_EIO, "sha-256 failed");
-	hex_of(d, out);
+	px_hex(d, 32, out);
 	return PX_OK;
 }
 

@@ -36,17 +36,6 @@
 #define CERT_MAX (64 * 1024)
 #define DOC_MAX (8 * 1024)
 
-void enroll_hex(const uint8_t *b, size_t n, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = hex[b[i] >> 4];
-		out[2 * i + 1] = hex[b[i] & 15];
-	}
-	out[2 * n] = 0;
-}
-
 bool enroll_unhex(const char *s, uint8_t *b, size_t n)
 {
 	if (!s || strlen(s) != 2 * n)
@@ -256,7 +245,7 @@ static enum px_err seal_into(json_t *o, const uint8_t key[32], bool reply,
 	     px_gcm(true, key, nonce, aad, an, plain, n, ct) &&
 	     (s = b64(ct, n + TAG_LEN));
 	if (ok) {
-		enroll_hex(nonce, sizeof nonce, nh);
+		px_hex(nonce, sizeof nonce, nh);
 		ok = !json_object_set_new(o, "nonce", json_string(nh)) &&
 		     !json_object_set_new(o, "ct", json_string(s));
 	}
@@ -349,8 +338,8 @@ enum px_err enroll_request_make(int64_t job,
 		goto out;
 	}
 	memcpy(st->k_reply, keys + 32, 32);
-	enroll_hex(ticket, ENROLL_TICKET_LEN, th);
-	enroll_hex(st->pub, ENROLL_PUB_LEN, ph);
+	px_hex(ticket, ENROLL_TICKET_LEN, th);
+	px_hex(st->pub, ENROLL_PUB_LEN, ph);
 	in = json_pack("{s:s, s:s}", "sig", sig_b64, "ticket", th);
 	plain = in ? json_dumps(in, JSON_COMPACT) : NULL;
 	o = json_pack("{s:i, s:I, s:s}", "v", VERSION, "job", (json_int_t)job,

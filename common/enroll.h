@@ -149,8 +149,7 @@ enum px_err enroll_identity_verify(const struct enroll_cert *c,
 				   struct enroll_identity *ret,
 				   struct px_error *err);
 
-/* Hex helpers (lower-case; *_unhex: exactly 2n digits). */
-void enroll_hex(const uint8_t *b, size_t n, char *out);
+/* Exactly 2n hex digits into n bytes (the other way: px_hex). */
 bool enroll_unhex(const char *s, uint8_t *b, size_t n);
 
 #endif

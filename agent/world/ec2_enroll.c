@@ -43,7 +43,7 @@ static void enrolled_keep(struct ec2w *w, struct inst *in)
 
 	/* the controller's id in the detail (the event's instance column
 	 * is the store's row, which the world does not know) */
-	enroll_hex(in->enroll_pub, ENROLL_PUB_LEN, pub);
+	px_hex(in->enroll_pub, ENROLL_PUB_LEN, pub);
 	snprintf(d, sizeof d, "{\"instance\": \"%s\", \"id\": %" PRIu64
 		 ", \"pub\": \"%s\"}", in->iid, in->id, pub);
 	if (store_event_add(w->h->wh->st, w->s.job_id, 0, px_now_wall_us(),
@@ -224,10 +224,10 @@ enum px_err ec2w_enroll_env(const struct ec2w *w, const struct inst *in,
 	v[k++] = strdup(buf);
 	snprintf(buf, sizeof buf, ENROLL_ENV_JOB "=%" PRId64, w->s.job_id);
 	v[k++] = strdup(buf);
-	enroll_hex(pub, sizeof pub, hex);
+	px_hex(pub, sizeof pub, hex);
 	snprintf(buf, sizeof buf, ENROLL_ENV_PUB "=%s", hex);
 	v[k++] = strdup(buf);
-	enroll_hex(t, sizeof t, hex);
+	px_hex(t, sizeof t, hex);
 	snprintf(buf, sizeof buf, ENROLL_ENV_TICKET "=%s", hex);
 	v[k++] = strdup(buf);
 	OPENSSL_cleanse(t, sizeof t);

@@ -89,16 +89,11 @@ static int fail(const char *what, const struct px_error *err)
 
 static void sha256_hex(const void *p, size_t n, char out[65])
 {
-	static const char hx[] = "0123456789abcdef";
 	unsigned char d[EVP_MAX_MD_SIZE];
 	unsigned int dl = 0;
 
 	(void)EVP_Digest(p, n, d, &dl, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < 32; i++) {
-		out[2 * i] = hx[d[i] >> 4];
-		out[2 * i + 1] = hx[d[i] & 15];
-	}
-	out[64] = '\0';
+	px_hex(d, 32, out);
 }
 
 /* The store's LATEST for checkpoint c: what the head node's says. */
