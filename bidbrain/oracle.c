@@ -7,7 +7,9 @@
  * 2. The window cut into slots at every piece boundary; in each slot the
  *    cheapest way to get any work rate w from at most C spot instances is
  *    the lower convex hull of the points (C * speed, C * c) of each type's
- *    cheapest market and the origin: convex and piecewise linear.
+ *    cheapest market and the origin: convex and piecewise linear.  Under
+ *    a flat scaling each hull segment is cut into pieces whose work is
+ *    their speed times the fleet's slope g' at their start (struct scale).
  * 3. Hull segments cheaper per work than the best on-demand type, sorted
  *    by cost per work in a Fenwick tree, inserted slot by slot in time
  *    order: after slot k, the cheapest way F(X) to get X work-hours
@@ -383,7 +385,76 @@ static double tier_cost(const struct pol_env *env, int64_t T)
 	return R * od * (double)T / BILLING_HOUR_S;
 }
 
-static double tier_work(const struct pol_env *env, int64_t T)
+/* The fleet's scaling in the bound (docs/simulate.md, "The oracle", 1):
+ * under a flat scaling_efficiency e the n instances of a fleet whose
+ * speeds sum to S do S e^log2(n).  A fleet holding the tier (R instances,
+ * speed St in all) and spot speed x has at least m(x) = R + x / smax
+ * instances (smax: the fastest type of the job), so its work rate is at
+ * most g(x) = (St + x) e^log2(m(x)), concave in x.  Without a flat
+ * scaling (a profile, or e = 1) the bound keeps linear work. */
+struct scale {
+	bool on;
+	double c;                /* log2(e), in [-1, 0) */
+	double R, St, smax;
+};
+
+static double sc_m(const struct scale *k, double x)
+{
+	double m = k->R + x / k->smax;
+
+	return m > 1 ? m : 1;
+}
+
+static double sc_eff(const struct scale *k, double m)
+{
+	return m > 1 ? pow(m, k->c) : 1;
+}
+
+/* g'(x): the work a unit of spot speed adds at spot speed x. */
+static double sc_slope(const struct scale *k, double x)
+{
+	double m = k->R + x / k->smax;
+
+	if (!k->on)
+		return 1;
+	if (m < 1)
+		return 1;        /* no tier: the first instance alone */
+	return sc_eff(k, m) * (1 + k->c * (k->St + x) / (m * k->smax));
+}
+
+/* The next piece boundary above x: m grows by sqrt 2 a piece, so the
+ * slope at a piece's start (which bounds the piece's work from above,
+ * g being concave) is within ~2.5% of its mean slope at e = 0.9. */
+static double sc_next(const struct scale *k, double x)
+{
+	double m = k->R + x / k->smax;
+
+	if (m < 1)
+		return (1 - k->R) * k->smax;
+	return (sc_m(k, x) * M_SQRT2 - k->R) * k->smax;
+}
+
+static void sc_init(const struct pol_env *env, struct scale *k)
+{
+	const struct jobspec *j = env->job;
+
+	memset(k, 0, sizeof *k);
+	if (j->profile.n > 0 || !(j->scaling_efficiency < 1) ||
+	    !(j->scaling_efficiency > 0))
+		return;
+	k->R = j->reliable.count > 0 ? j->reliable.count : 0;
+	k->St = k->R * env->types[env->reliable_type].speed;
+	for (size_t i = 0; i < env->n_types; i++)
+		if (env->types[i].speed > k->smax)
+			k->smax = env->types[i].speed;
+	if (!(k->smax > 0))
+		return;
+	k->c = log2(j->scaling_efficiency);
+	k->on = k->c < 0 && k->c >= -1;
+}
+
+static double tier_work(const struct pol_env *env, const struct scale *k,
+			int64_t T)
 {
 	int64_t d = T - env->job->startup_seconds;
 
@@ -391,7 +462,7 @@ static double tier_work(const struct pol_env *env, int64_t T)
 		return 0;
 	return env->job->reliable.count *
 	       env->types[env->reliable_type].speed * (double)d /
-	       BILLING_HOUR_S;
+	       BILLING_HOUR_S * (k->on ? sc_eff(k, k->R) : 1);
 }
 
 /* Everything the computation allocates. */
@@ -407,6 +478,7 @@ struct work {
 	double *cmin;            /* per type */
 	double *hx, *hy;         /* the hull */
 	struct fenwick f;
+	struct scale sc;
 };
 
 static void work_release(struct work *w, size_t n_markets)
@@ -487,16 +559,26 @@ static enum px_err slot_segments(const struct oracle_setup *s,
 		nh++;
 	}
 	for (size_t k = 1; k < nh; k++) {
-		double dx = w->hx[k] - w->hx[k - 1];
+		double x0 = w->hx[k - 1], x1 = w->hx[k], dx = x1 - x0;
 		double slope = (w->hy[k] - w->hy[k - 1]) / dx;
 		/* the first segment adds C instances; later ones swap them
 		 * for faster ones */
 		double ih = k == 1 ? C * d : 0;
 
-		if (!(slope < r_od))
-			break;
-		if (seg_push(&w->sg, slope, dx * d, ih) != PX_OK)
-			return PX_ENOMEM;
+		/* under scaling, in pieces each at the work its first unit
+		 * of speed adds (g is concave: never less than it does) */
+		for (double p = x0, q; p < x1; p = q) {
+			double gp = sc_slope(&w->sc, p);
+
+			q = w->sc.on ? sc_next(&w->sc, p) : x1;
+			if (!(q > p) || q > x1)
+				q = x1;
+			if (!(gp > 0) || !(slope / gp < r_od))
+				return PX_OK;
+			if (seg_push(&w->sg, slope / gp, gp * (q - p) * d,
+				     ih * (q - p) / dx) != PX_OK)
+				return PX_ENOMEM;
+		}
 	}
 	return PX_OK;
 }
@@ -522,6 +604,7 @@ enum px_err oracle_bound(const struct oracle_setup *s,
 		return px_errorf(err, PX_EINVAL, "oracle: empty window");
 	memset(&w, 0, sizeof w);
 	memset(&res, 0, sizeof res);
+	sc_init(env, &w.sc);
 	for (size_t i = 0; i < env->n_types; i++) {
 		const struct pol_type *ty = &env->types[i];
 		double rt;
@@ -628,7 +711,7 @@ enum px_err oracle_bound(const struct oracle_setup *s,
 		if (hi <= su)
 			continue;
 		fill_for(&w.f, &w.sg, w.by_rank, n_free,
-			 W - tier_work(env, legacy ? hi : lo + 1), r_od, s_od,
+			 W - tier_work(env, &w.sc, legacy ? hi : lo + 1), r_od, s_od,
 			 &fl);
 		lb = tier_cost(env, lo + 1) + fl.cost;
 		if (lb < best) {
@@ -640,7 +723,7 @@ enum px_err oracle_bound(const struct oracle_setup *s,
 			res.tier_uusd = tier_cost(env, lo + 1);
 			res.spot_uusd = fl.spot_c;
 			res.ondemand_uusd = fl.od_c;
-			res.tier_work_h = tier_work(env, T);
+			res.tier_work_h = tier_work(env, &w.sc, T);
 			if (res.tier_work_h > W)
 				res.tier_work_h = W;
 			res.free_work_h = fl.free_w;

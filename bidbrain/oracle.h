@@ -5,9 +5,11 @@
  * it reads the market past `now`, so no world ever runs it as a policy.
  *
  * The relaxation (docs/simulate.md, "The oracle", has the proof):
- *  - work is linear in instance time: an instance of speed s contributing
- *    for d seconds does at most s * d / 3600 work-hours (the simulator's
- *    fleet does S * e^log2(n) <= S with e <= 1; startup and lost clocks
+ *  - work under the job's flat scaling e: a fleet of the tier (R
+ *    instances, speed St) and spot speed x has at least R + x / smax
+ *    instances, so it does at most (St + x) e^log2(R + x / smax) an hour,
+ *    concave in x, taken in pieces at their first unit's slope; linear
+ *    in instance time under a scaling profile (startup and lost clocks
  *    only take work away);
  *  - each spot instance-second in market m at time t costs at least
  *    c_m(t): 0 where the bill of an instance running then may be waived

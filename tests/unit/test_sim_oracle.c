@@ -218,6 +218,56 @@ Test(sim_oracle, below_every_policy)
 	cr_assert_gt(checked, 20, "only %d completed runs", checked);
 }
 
+/* Under a flat scaling the bound counts it (docs/simulate.md, "The
+ * oracle", 1).  Flat 0.25 spot, the tier one c3.xlarge at 0.50, e = 0.9,
+ * no startup, no interruption: a fleet of 1 + n does (1 + n) 0.9^log2(1+n)
+ * work an hour for 0.50 + 0.25 n, and the cheapest plan is that ratio's
+ * minimum over n held throughout (n = 5 here, 0.3830 per work-hour).
+ * The bound is at most that plan's cost, within the sqrt 2 pieces' slack
+ * of it, well above the linear relaxation's (16 spot at once, 0.2647),
+ * and below what every policy pays. */
+Test(sim_oracle, counts_the_jobs_scaling)
+{
+	static const char *const pols[] = {"bidbrain", "standard", "spread"};
+	double best = INFINITY, W = 30;
+	struct sim_result o;
+
+	add("us-east-1a", "c3.xlarge", 0, 250000);
+	add("us-east-1a", "c3.xlarge", 4 * 86400, 250000);
+	add("us-east-1a", "c3.xlarge", 4 * 86400 + 1, 250001);
+	job_from("\"work_hours\": 30, \"instances\": 4, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 1}, "
+		 "\"interruption_rates\": {\"default\": 0}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], \"max_instances\": 16}");
+	job.scaling_efficiency = 0.9;
+	for (int n = 0; n <= 16; n++) {
+		double f = (0.50 + 0.25 * n) /
+			   ((1 + n) * pow(0.9, log2(1.0 + n)));
+
+		if (f < best)
+			best = f;
+	}
+	cr_assert_float_eq(best, 0.3830, 1e-4);
+	o = run(&sim_oracle_paid_ops, BILLING_PER_SECOND, 0, 0, 1);
+	cr_assert(o.completed);
+	cr_assert_leq(o.cost_uusd, W * best * 1e6 + 1, "bound %lld",
+		      (long long)o.cost_uusd);
+	cr_assert_geq(o.cost_uusd, 0.97 * W * best * 1e6, "bound %lld",
+		      (long long)o.cost_uusd);
+	cr_assert_gt(o.cost_uusd, 1.3 * W * (0.50 + 0.25 * 16) / 17 * 1e6);
+	for (size_t k = 0; k < 3; k++) {
+		struct sim_result r = run_named(pols[k], BILLING_PER_SECOND,
+						0, 0, 1);
+
+		cr_assert(r.completed, "%s", pols[k]);
+		cr_assert_geq(r.cost_uusd + r.instances_launched, o.cost_uusd,
+			      "%s %lld < bound %lld", pols[k],
+			      (long long)r.cost_uusd, (long long)o.cost_uusd);
+		sim_result_release(&r);
+	}
+	sim_result_release(&o);
+}
+
 /* The oracle never runs in a world: its init refuses. */
 Test(sim_oracle, refuses_to_be_a_policy)
 {
