@@ -75,6 +75,10 @@ int cli_market(int argc, char **argv);
 /* `market fetch`: DescribeSpotPriceHistory into the store (cli_market_fetch.c). */
 int cli_market_fetch(int argc, char **argv);
 int cli_simulate(int argc, char **argv);
+/* `plan JOB.json`: the job replayed on the stored prices under BidBrain
+ * at a few deadlines and spot caps, and on demand: the cost-time
+ * frontier (cli_plan.c; simrun.h: what it shares with simulate). */
+int cli_plan(int argc, char **argv);
 int cli_history(int argc, char **argv);
 /* cli_status.c: ask a running proteusd over its control socket. */
 int cli_status(int argc, char **argv);

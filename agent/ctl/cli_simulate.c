@@ -7,13 +7,13 @@
  *
  * Everything is read and checked before the database is opened; all runs
  * are stored in one transaction, so bad input or a failed run leaves the
- * database as it was.
+ * database as it was.  The job reader, the snapshot's path and the runs
+ * side by side are simrun.c's, shared with `plan`.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +28,11 @@
 #include "../journal.h"
 #include "../world/sim.h"
 #include "simplot.h"
+#include "simrun.h"
 
 #define SIM_TRACES_MAX 64
 #define SIM_POLICIES_MAX 16
-#define SIM_THREADS_MAX 64
+#define SIM_THREADS_MAX SIMRUN_THREADS_MAX
 #define SEEN_MAX 16           /* distinct regions/products named in errors */
 #define ZONE_CACHE 64
 /* per-second billing started on 2017-10-02 */
@@ -845,98 +846,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return CLI_EXIT_OK;
 }
 
-/* A daemon job file (agent/jobreq.h: what `proteusctl submit` sends) is
- * simulate's job spec plus these sections and top-level fields, which
- * simulate does not simulate: they are dropped before the spec is
- * checked.  A program's group re-forms on every join and leave (torchrun
- * restarts its workers from the last checkpoint), so a program job
- * without restart_seconds gets PROGRAM_RESTART_S (docs/simulate.md,
- * "Re-forms"). */
-static const char *const daemon_keys[] = {
-	"trainer", "program", "world", "policy", "workload", "notify_url",
-	"scaling_measured", "scaling_explore",
-};
-#define PROGRAM_RESTART_S 60.0
-
-struct daemon_part {
-	char names[160];          /* the keys dropped, ", "-separated */
-	bool program;             /* a program section */
-	bool has_restart;         /* the spec gives restart_seconds */
-	char *rest;               /* the spec without them (compact JSON);
-				   * NULL: none was there, parse the file */
-};
-
-/* Drop the daemon's keys from the job file buf (n bytes) into *d.  A
- * file that is not a JSON object is left to jobspec_parse's errors. */
-static enum px_err drop_daemon_keys(const char *buf, size_t n,
-				    struct daemon_part *d,
-				    struct px_error *err)
-{
-	json_t *root = json_loadb(buf, n, JSON_REJECT_DUPLICATES, NULL);
-	size_t o = 0;
-
-	memset(d, 0, sizeof *d);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return PX_OK;
-	}
-	for (size_t i = 0; i < sizeof daemon_keys / sizeof *daemon_keys; i++) {
-		if (!json_object_get(root, daemon_keys[i]))
-			continue;
-		if (o < sizeof d->names)
-			o += (size_t)snprintf(d->names + o,
-					      sizeof d->names - o, "%s%s",
-					      o ? ", " : "", daemon_keys[i]);
-		d->program |= !strcmp(daemon_keys[i], "program");
-		json_object_del(root, daemon_keys[i]);
-	}
-	d->has_restart = json_object_get(root, "restart_seconds") != NULL;
-	if (d->names[0])
-		d->rest = json_dumps(root, JSON_COMPACT);
-	json_decref(root);
-	if (d->names[0] && !d->rest)
-		return px_errorf(err, PX_ENOMEM, "out of memory");
-	return PX_OK;
-}
-
-/* Read the job file (bounded) and parse it, a daemon job file's own keys
- * dropped (said once on stderr); *ret_text is the verbatim text for the
- * database. */
-static enum px_err read_job(const char *path, struct jobspec *job,
-			    char **ret_text, struct px_error *err)
-{
-	struct daemon_part d;
-	char *buf, pr[128] = "";
-	size_t n;
-	enum px_err e;
-
-	e = px_read_file(path, JOBSPEC_FILE_MAX, &buf, &n, err);
-	if (e != PX_OK)
-		return e;
-	e = drop_daemon_keys(buf, n, &d, err);
-	if (e == PX_OK)
-		e = d.rest ? jobspec_parse(d.rest, strlen(d.rest), path, job,
-					   err)
-			   : jobspec_parse(buf, n, path, job, err);
-	free(d.rest);
-	if (e != PX_OK) {
-		free(buf);
-		return e;
-	}
-	if (d.program && !d.has_restart)
-		job->restart_seconds = PROGRAM_RESTART_S;
-	if (d.program)
-		snprintf(pr, sizeof pr, "; program: re-forms cost "
-			 "restart_seconds %.6g (%s)", job->restart_seconds,
-			 d.has_restart ? "the job's" :
-			 "the default for programs");
-	if (d.names[0])
-		log_notice("simulate: %s: the daemon's sections (%s) are not "
-			   "simulated%s", path, d.names, pr);
-	*ret_text = buf;
-	return PX_OK;
-}
-
 /* ---- the deadline ---- */
 
 /* What finish_by_hours asks, checked before any trace is read: a policy
@@ -992,26 +901,6 @@ static int default_policies(const struct opts *o, const struct jobspec *job,
 	    *n < SIM_POLICIES_MAX)
 		pols[(*n)++] = &pol_uniform_progress_ops;
 	return rc;
-}
-
-/* ---- the per-second interruption model ---- */
-
-/* The snapshot a per-second run uses: --spot-advisor, else the job's
- * spot_advisor (relative to the job file's folder), else the shipped one
- * for the window's start.  Its path in buf. */
-static enum px_err advisor_path(const struct opts *o,
-				const struct jobspec *job, int64_t start_s,
-				char *buf, size_t len, struct px_error *err)
-{
-	if (o->advisor) {
-		snprintf(buf, len, "%s", o->advisor);
-		return PX_OK;
-	}
-	if (job->spot_advisor[0]) {
-		cli_file_relative(o->job_path, job->spot_advisor, buf, len);
-		return PX_OK;
-	}
-	return advisor_shipped(start_s, buf, len, err);
 }
 
 /* ---- storing the runs ---- */
@@ -1123,56 +1012,26 @@ struct run_all {
 	int threads;              /* > 1: runs side by side (no database) */
 };
 
-/* Runs side by side.  They share only what does not change while they
- * run: the plan (markets and their prices, the job, the environment, the
- * on-demand table).  Each has its own controller, market cursors,
- * interruption draws (a hash of the seed and the instance) and policy
- * state, so each result is what the run gives alone; no sink is set (a
- * database stores one run at a time).  Runs are taken in order by
- * ra->threads threads, this one among them. */
-struct par_ctx {
-	struct run_all *ra;
-	pthread_mutex_t mu;
-	size_t next;
-	enum px_err *e;
-	struct px_error *err;
-};
-
-static void *par_worker(void *arg)
-{
-	struct par_ctx *p = arg;
-
-	for (;;) {
-		size_t i;
-
-		pthread_mutex_lock(&p->mu);
-		i = p->next++;
-		pthread_mutex_unlock(&p->mu);
-		if (i >= p->ra->n_pols)
-			return NULL;
-		p->e[i] = sim_run(p->ra->plan, p->ra->pols[i], &p->ra->res[i],
-				  &p->err[i]);
-	}
-}
-
+/* Runs side by side (simrun.h), without a database: each has its own
+ * controller, market cursors, interruption draws (a hash of the seed and
+ * the instance) and policy state, so each result is what the run gives
+ * alone; no sink is set (a database stores one run at a time).  Their
+ * outcomes in e and err, in the policies' order. */
 static void run_side_by_side(struct run_all *ra, enum px_err *e,
 			     struct px_error *err)
 {
-	struct par_ctx p = {.ra = ra, .e = e, .err = err};
-	pthread_t th[SIM_THREADS_MAX];
-	int n = 0;
+	struct simrun v[SIM_POLICIES_MAX];
 
-	pthread_mutex_init(&p.mu, NULL);
 	progress(ra->pg, true, "simulating %zu policies on %d threads",
 		 ra->n_pols, ra->threads);
-	/* a thread that cannot start leaves its share to the others */
-	while (n < ra->threads - 1 &&
-	       pthread_create(&th[n], NULL, par_worker, &p) == 0)
-		n++;
-	par_worker(&p);
-	while (n > 0)
-		pthread_join(th[--n], NULL);
-	pthread_mutex_destroy(&p.mu);
+	for (size_t i = 0; i < ra->n_pols; i++)
+		v[i] = (struct simrun){.plan = ra->plan, .policy = ra->pols[i],
+				       .res = &ra->res[i]};
+	simrun_parallel(v, ra->n_pols, ra->threads);
+	for (size_t i = 0; i < ra->n_pols; i++) {
+		e[i] = v[i].e;
+		err[i] = v[i].err;
+	}
 }
 
 /* Remove the database file at path and its companions: one this command
@@ -1339,13 +1198,7 @@ int cli_simulate(int argc, char **argv)
 			return rc;
 	}
 
-	e = read_job(o.job_path, &job, &job_text, &err);
-	if (e == PX_OK && job.profile_path[0]) {
-		char pp[4096];
-
-		cli_file_relative(o.job_path, job.profile_path, pp, sizeof pp);
-		e = jobspec_profile_load(pp, &job, &err);
-	}
+	e = simrun_read_job("simulate", o.job_path, &job, &job_text, &err);
 	if (e == PX_OK)
 		e = ondemand_table_load(o.od_path, &od, &err);
 	if (e != PX_OK) {
@@ -1377,8 +1230,9 @@ int cli_simulate(int argc, char **argv)
 	/* per-second hazards from a snapshot, unless the job gives every
 	 * rate itself */
 	if (billing == BILLING_PER_SECOND && job.rate_default < 0) {
-		e = advisor_path(&o, &job, o.start_s ? o.start_s : lc.first_s,
-				 adv_path, sizeof adv_path, &err);
+		e = simrun_advisor_path(o.advisor, o.job_path, &job,
+					o.start_s ? o.start_s : lc.first_s,
+					adv_path, sizeof adv_path, &err);
 		if (e == PX_OK)
 			e = advisor_load(adv_path, job.region, &adv, &err);
 		if (e != PX_OK) {
@@ -1400,11 +1254,8 @@ int cli_simulate(int argc, char **argv)
 		/* runs side by side without a database; the progress of one
 		 * run at a time comes through the sink */
 		if (!o.db) {
-			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
 			threads = o.threads ? o.threads :
-				  ncpu > SIM_THREADS_MAX ? SIM_THREADS_MAX :
-				  ncpu > 0 ? (int)ncpu : 1;
+				  simrun_threads(n_pols);
 			if ((size_t)threads > n_pols)
 				threads = (int)n_pols;
 		}

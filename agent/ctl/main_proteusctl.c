@@ -1,5 +1,6 @@
 /* proteusctl -- the command-line client: submit and watch jobs, read the
- * market and cost history, replay a spot-price trace offline.
+ * market and cost history, replay a spot-price trace offline, plan a
+ * job on the stored prices before renting.
  *
  * Each command lives in a cli_*.c named after it or its group (cli.h:
  * cli_jobs.c holds submit, jobs, events and cancel); this file only
@@ -25,6 +26,8 @@ static const struct cli_cmd cli_cmds[] = {
 	 "import or fetch spot prices and on-demand prices; show markets"},
 	{"simulate", cli_simulate,
 	 "replay spot-price traces and compare allocation policies"},
+	{"plan", cli_plan,
+	 "the cost-time frontier of a job on the stored prices"},
 	{"history", cli_history,
 	 "list stored runs; show one run's events and cost"},
 	{"ping", cli_ping, "check that proteusd answers on its socket"},

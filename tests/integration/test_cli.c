@@ -375,7 +375,10 @@ Test(cli, bash_completion)
 		cr_skip_test("no bash");
 	complete("proteusctl", "proteusctl \"\"", got, sizeof(got));
 	cr_assert_str_eq(got, "cancel events help history jobs logs market "
-			 "model ping report simulate status submit ");
+			 "model ping plan report simulate status submit ");
+	complete("proteusctl", "proteusctl plan job.json --dea", got,
+		 sizeof(got));
+	cr_assert_str_eq(got, "--deadlines ");
 	complete("proteusctl", "proteusctl logs 3 --fo", got, sizeof(got));
 	cr_assert_str_eq(got, "--follow ");
 	complete("proteusctl", "proteusctl report 3 --pl", got, sizeof(got));
