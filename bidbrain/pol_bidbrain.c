@@ -138,6 +138,7 @@ struct bb_state {
 	struct bb_cand *cand;    /* per env market */
 	struct bb_memo *memo;    /* per env market */
 	bool *changed;
+	bool for_good;           /* the deadline's safety net fired */
 	struct bb_item *items;   /* decide's scratch: the planned fleet */
 	size_t cap;
 	/* this decision's runtime floor: the baselines' rate, the most per
@@ -883,6 +884,22 @@ static void bb_plan_fleet(struct bb_work *w)
 	}
 }
 
+/* The rate (work-hours an hour) that does the work left by the job's
+ * deadline less k overheads (startup_seconds + restart_seconds: a fleet
+ * change) and a tick (the most a decision can come late); at least a
+ * minute is left for it. */
+static double bb_deadline_rate(const struct bb_work *w, int k)
+{
+	const struct jobspec *job = w->s->env->job;
+	double left = (double)w->in->progress->start_s +
+		      job->finish_by_hours * BILLING_HOUR_S -
+		      (double)w->in->now_s -
+		      k * (job->startup_seconds + job->restart_seconds) -
+		      job->tick_seconds;
+
+	return w->rem * BILLING_HOUR_S / (left > 60 ? left : 60);
+}
+
 /* The runtime floor: the baselines' rate (s->w_min), the cost cap per
  * speed (s->cap_per_speed) and the speed each slot needs (s->need). */
 static void bb_set_floor(struct bb_work *w)
@@ -911,6 +928,10 @@ static void bb_set_floor(struct bb_work *w)
 		if (w_req > w_min)
 			w_min = w_req;
 	}
+	/* with finish_by_hours, at least the rate that ends the job two
+	 * overheads and a tick before it */
+	if (job->finish_by_hours > 0 && bb_deadline_rate(w, 2) > w_min)
+		w_min = bb_deadline_rate(w, 2);
 	s->w_min = w_min;
 	/* ... and never pay more per work than on-demand for that */
 	s->cap_per_speed = (double)env->types[env->ref_type].od_uusd /
@@ -1033,6 +1054,15 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 			again = ch.k - 1;
 		}
 		f1 = ch.f;
+		/* never spot dearer per work than reference_type on demand:
+		 * with an empty fleet any instance lowers the cost to finish
+		 * (from none), and in an outage that was a bid at a price
+		 * above on-demand's (a deadline takes on-demand instead:
+		 * bb_deadline) */
+		if (ch.o.score * BILLING_HOUR_S > s->cap_per_speed ||
+		    (double)s->cand[ch.m].price > s->cap_per_speed *
+		    s->env->types[s->env->markets[ch.m].type].speed)
+			break;
 		/* the floor never adds an instance that does less work per
 		 * dollar than the fleet does (a scaling profile can make the
 		 * last instances nearly useless) */
@@ -1058,6 +1088,104 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		w->spot++;
 	}
 	return PX_OK;
+}
+
+/* On-demand instances beyond the reliable tier. */
+static int bb_extra_od(const struct bb_work *w)
+{
+	const struct pol_fleet *f = w->in->fleet;
+	int n = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		if (f->v[i].market < 0 && !f->v[i].warned)
+			n++;
+	n -= w->s->env->job->reliable.count;
+	return n > 0 ? n : 0;
+}
+
+/* Whether the job runs on demand now for finish_by_hours (docs/
+ * bidbrain.md, "Deadlines"): Uniform Progress's rules (pol_uniform.c)
+ * with BidBrain's spot fleet in place of its lowest-price one.  With the
+ * line t C / D and d = startup_seconds + restart_seconds: on demand for
+ * good once the time left is less than the work left at the on-demand
+ * fleet's rate (the tier and `instances` of reference_type) plus two
+ * overheads and a tick; on demand when no spot is held or to be had at
+ * on-demand's cost per work and the work done is behind the line; back
+ * to spot when there is some and the work done is ahead of the line two
+ * overheads on (hysteresis). */
+static bool bb_on_demand(struct bb_work *w)
+{
+	struct bb_state *s = w->s;
+	const struct pol_env *env = s->env;
+	const struct jobspec *job = env->job;
+	const struct pol_input *in = w->in;
+	double line = job->work_hours / job->finish_by_hours;
+	double d = (job->startup_seconds + job->restart_seconds) /
+		   BILLING_HOUR_S;
+	double t = (double)(in->now_s - in->progress->start_s) /
+		   BILLING_HOUR_S;
+	double cp = in->progress->work_done_h;
+	double r_od = pol_rate(env, s->sc, job->reliable.count +
+			       job->instances, job->reliable.count *
+			       env->types[env->reliable_type].speed +
+			       job->instances *
+			       env->types[env->ref_type].speed);
+	bool avail = w->spot > 0;
+
+	if (!s->for_good)
+		s->for_good = !(r_od > 0) || job->finish_by_hours - t <
+			      w->rem / r_od + 2 * d +
+			      (double)job->tick_seconds / BILLING_HOUR_S;
+	if (s->for_good)
+		return true;
+	for (size_t i = 0; i < env->n_markets && !avail; i++) {
+		const struct pol_type *ty = &env->types[env->markets[i].type];
+		int64_t p;
+
+		avail = market_view_price(in->mv, env->markets[i].market,
+					  &p) && ty->speed > 0 &&
+			(double)p <= s->cap_per_speed * ty->speed;
+	}
+	if (bb_extra_od(w) > 0)
+		return !(avail && cp >= (t + 2 * d) * line);
+	return !avail && cp < t * line;
+}
+
+/* Switch the fleet: on demand (`instances` of reference_type beside the
+ * tier, spot released) or back to spot (the extras released, newest
+ * first; legacy: at their hour ends). */
+static enum px_err bb_switch(struct bb_work *w, bool od, struct px_error *err)
+{
+	const struct pol_env *env = w->s->env;
+	const struct pol_fleet *f = w->in->fleet;
+	int extra = bb_extra_od(w), drop = od ? 0 : extra;
+	bool legacy = env->billing == BILLING_LEGACY_HOURLY;
+	enum px_err r = PX_OK;
+
+	if (od && extra < env->job->instances) {
+		struct pol_action a = {
+			.kind = POL_ACQUIRE, .market = -1,
+			.type = env->ref_type, .reliable = true,
+			.count = env->job->instances - extra,
+		};
+
+		r = push(w->out, &a, err);
+	}
+	for (size_t i = f->n; r == PX_OK && i-- > 0;) {
+		const struct pol_instance *v = &f->v[i];
+		struct pol_action a = {.kind = POL_RELEASE, .instance = v->id};
+
+		if (v->warned || (v->market < 0 && drop <= 0) ||
+		    (v->market >= 0 && !od))
+			continue;
+		if (v->market < 0) {
+			if (legacy && v->period_end_s != w->in->now_s)
+				continue;
+			drop--;
+		}
+		r = push(w->out, &a, err);
+	}
+	return r;
 }
 
 /* The BidBrain decision as the paper's steps in order, each on the same
@@ -1087,13 +1215,22 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	if (w.rem <= 0)
 		return PX_OK;
 	r = bb_grow(s, in->fleet->n + (size_t)job->reliable.count +
-		    (size_t)w.cap + 2, err);
+		    (size_t)w.cap + (size_t)job->instances + 2, err);
 	if (r == PX_OK && in->why & POL_WHY_START && job->reliable.count > 0)
 		r = bb_plan_reliable(&w, err);
 	if (r != PX_OK)
 		return r;
 	bb_plan_fleet(&w);
 	bb_set_floor(&w);
+	if (job->finish_by_hours > 0) {
+		bool od = bb_on_demand(&w);
+
+		if (od || bb_extra_od(&w) > 0) {
+			r = bb_switch(&w, od, err);
+			if (r != PX_OK || od)
+				return r;
+		}
+	}
 	r = bb_releases(&w, err);
 	return r == PX_OK ? bb_acquisitions(&w, err) : r;
 }

@@ -23,8 +23,11 @@
  *     come late), D - t < (C - cp) / r + 2d + tick_seconds, it switches
  *     to on-demand for good.
  * A switch releases the old fleet when it asks for the new one (the
- * paper's model: one fleet at a time; the job's reliable tier is not
- * used, as in `ondemand`).  It refuses a job without finish_by_hours.
+ * paper's model: one fleet at a time).  As every spot policy here (EC2
+ * Fleet's strategies, standard, BidBrain), it keeps the job's reliable
+ * tier from the start to the end, the home of the state an eviction
+ * would lose; the on-demand fleet is `instances` more beside it, and r
+ * is the rate of both.  It refuses a job without finish_by_hours.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -87,10 +90,12 @@ static enum px_err push(struct pol_actions *out, const struct pol_action *a,
 	return PX_OK;
 }
 
-/* Release every instance of the fleet on spot (spot true) or on demand,
- * except spot ones under a notice (the provider ends them). */
+/* Release every instance of the fleet on spot (spot true) or on demand
+ * but the first `keep` of those (the reliable tier), except spot ones
+ * under a notice (the provider ends them). */
 static enum px_err release_all(const struct pol_fleet *f, bool spot,
-			       struct pol_actions *out, struct px_error *err)
+			       int keep, struct pol_actions *out,
+			       struct px_error *err)
 {
 	enum px_err e = PX_OK;
 
@@ -102,6 +107,10 @@ static enum px_err release_all(const struct pol_fleet *f, bool spot,
 
 		if ((v->market >= 0) != spot || v->warned)
 			continue;
+		if (!spot && keep > 0) {
+			keep--;
+			continue;
+		}
 		e = push(out, &a, err);
 	}
 	return e;
@@ -195,7 +204,23 @@ static enum px_err up_decide(void *state, const struct pol_input *in,
 		else if (!f->v[i].warned)
 			n_spot++;
 	}
-	r = pol_rate(env, in->scaling, job->instances,
+	/* the tier, kept throughout (asked again if it is short) */
+	if (n_od < job->reliable.count) {
+		struct pol_action a = {
+			.kind = POL_ACQUIRE, .market = -1,
+			.type = env->reliable_type, .reliable = true,
+			.count = job->reliable.count - n_od,
+		};
+
+		e = push(out, &a, err);
+		if (e != PX_OK)
+			return e;
+		n_od = job->reliable.count;
+	}
+	n_od -= job->reliable.count;
+	r = pol_rate(env, in->scaling, job->reliable.count + job->instances,
+		     job->reliable.count *
+		     env->types[env->reliable_type].speed +
 		     job->instances * env->types[env->ref_type].speed);
 	/* rule 4: the time left against the work left on demand */
 	if (!s->for_good && (!(r > 0) || dh - t < (c - cp) / r + 2 * d +
@@ -210,8 +235,9 @@ static enum px_err up_decide(void *state, const struct pol_input *in,
 	if (to_spot) {
 		e = fill_spot(s, in, out, &asked, err);
 		if (e != PX_OK || asked > 0 || n_spot > 0)
-			return e == PX_OK ? release_all(f, false, out, err)
-					  : e;
+			return e == PX_OK ?
+			       release_all(f, false, job->reliable.count,
+					   out, err) : e;
 		/* none to be had (the scaling's limit): as if no spot */
 	}
 	/* rule 2: idle and ahead of the line, it waits */
@@ -228,7 +254,7 @@ static enum px_err up_decide(void *state, const struct pol_input *in,
 		if (e != PX_OK)
 			return e;
 	}
-	return release_all(f, true, out, err);
+	return release_all(f, true, 0, out, err);
 }
 
 const struct policy_ops pol_uniform_progress_ops = {
