@@ -395,15 +395,16 @@ Test(sim_deadline, meets_a_feasible_deadline_for_less_than_on_demand)
 				     "%lld, %g on-demand instance-h", by[i],
 				     (long long)r.cost_uusd, odh);
 		/* BidBrain plans for it too (the same rules on its own spot
-		 * fleet): met wherever Uniform Progress meets it.  On this
-		 * market its low bids churn more, and it pays up to 2% more
-		 * than Uniform Progress at the tight deadlines (measured:
-		 * 1.6-1.8%; less at 30 h; docs/benchmarks.md) */
+		 * fleet, bids at on-demand's price while the margin is under
+		 * half the time left): met wherever Uniform Progress meets
+		 * it, for no more; at 45 h, no longer tight, its own low
+		 * bids cost 0.18% more on this market */
 		b = run("bidbrain");
 		cr_assert(b.completed && b.runtime_hours <= by[i],
 			  "by %g: bidbrain %s at %g h", by[i],
 			  sim_stop_name(b.stop), b.runtime_hours);
-		cr_assert_leq(b.cost_uusd, r.cost_uusd * 1.02, "by %g: bidbrain "
+		cr_assert_leq(b.cost_uusd, r.cost_uusd * (by[i] < 45 ? 1 :
+						  1.005), "by %g: bidbrain "
 			      "%lld, uniform-progress %lld", by[i],
 			      (long long)b.cost_uusd, (long long)r.cost_uusd);
 		if (i == 0)
