@@ -147,6 +147,7 @@ struct bb_state {
 	 * speed-hour it may cost (reference_type on demand), and the
 	 * effective speed each spot slot needs for that rate at the cap */
 	double w_min, cap_per_speed, need;
+	double w_base;           /* the baselines' rate alone */
 	/* per env market: the candidate as a planned item; the markets
 	 * sorted by its charge (bb_before), each one's place in that
 	 * order, and those on the front (bb_front) */
@@ -932,6 +933,7 @@ static void bb_set_floor(struct bb_work *w)
 	}
 	/* with finish_by_hours, at least the rate that ends the job two
 	 * overheads and a tick before it */
+	s->w_base = w_min;
 	if (job->finish_by_hours > 0 && bb_deadline_rate(w, 2) > w_min)
 		w_min = bb_deadline_rate(w, 2);
 	s->w_min = w_min;
@@ -1145,15 +1147,29 @@ static bool bb_on_demand(struct bb_work *w)
 		s->for_good = !(r_od > 0) || margin < 0;
 	if (s->for_good)
 		return true;
-	/* a margin under half the time left: spot is bid at on-demand's
-	 * price, the max price, as Uniform Progress bids, so that price
-	 * moves do not take it.  (BidBrain's bids at the price lost their
-	 * spot to rises within minutes, each loss an overhead and a clock
-	 * the margin could not spare: on a jittery market with outages it
-	 * paid up to 2.8x Uniform Progress at a barely feasible deadline
-	 * and 13% more at 1.3x; with this rule the same, at every deadline
-	 * from 1.02x to 3x; docs/benchmarks.md) */
-	s->tight = margin < 0.5 * (job->finish_by_hours - t);
+	/* Tight: spot is bid at on-demand's price, the max price, as
+	 * Uniform Progress bids, so that price moves do not take it, when
+	 * the safety net's margin is under half the time left, or when the
+	 * planned fleet (with no spot held: the baselines' rate, which the
+	 * runtime floor keeps) would not end the job two overheads and a
+	 * tick before the deadline.  BidBrain's bids at the price lost
+	 * their spot to rises within minutes, each loss an overhead and a
+	 * clock the margin could not spare: on a jittery market with
+	 * outages it paid 2.8x Uniform Progress at a barely feasible
+	 * deadline, and on the shipped 2016 slice 1.8x at 12-16 h, where
+	 * its own plan was slower than the deadline; docs/benchmarks.md. */
+	{
+		double T = INFINITY;
+
+		if (w->spot > 0)
+			bb_finish(s, s->items, w->n, w->rem, &T);
+		else if (s->w_base > 0)
+			T = w->rem / s->w_base * BILLING_HOUR_S;
+		s->tight = margin < 0.5 * (job->finish_by_hours - t) ||
+			   !(T / BILLING_HOUR_S < job->finish_by_hours - t -
+			     2 * d - (double)job->tick_seconds /
+			     BILLING_HOUR_S);
+	}
 	for (size_t i = 0; i < env->n_markets && !avail; i++) {
 		const struct pol_type *ty = &env->types[env->markets[i].type];
 		int64_t p;
