@@ -436,7 +436,7 @@ Test(sim_deadline, meets_it_on_the_shipped_slice)
 	char *odp = px_src_path("etc/ondemand/us-east-1_2016-02_2016-04.json");
 	struct ondemand_table t = {0};
 	struct px_error e = {0};
-	struct sim_result odr, r;
+	struct sim_result odr, r, b;
 	int64_t start = 1456876800;  /* 2016-03-02: a day of history */
 
 	cr_assert_eq(trace_read_file(path, slice_record, NULL, NULL, &e),
@@ -462,6 +462,18 @@ Test(sim_deadline, meets_it_on_the_shipped_slice)
 		cr_assert_lt(r.cost_uusd, odr.cost_uusd * 3 / 4,
 			     "by %g: %lld against on-demand's %lld", by[i],
 			     (long long)r.cost_uusd, (long long)odr.cost_uusd);
+		/* BidBrain: met too, for no more (measured: the same to a
+		 * micro-dollar fraction at 9.6 and 12 h, 25% less at 40 h;
+		 * 2% is the slack the 7-day slice's other windows need,
+		 * docs/simulate.md, "Deadlines") */
+		b = run_on(&t, "bidbrain", BILLING_LEGACY_HOURLY, start, 0);
+		cr_assert(b.completed && b.runtime_hours <= by[i],
+			  "by %g: bidbrain %s at %g h", by[i],
+			  sim_stop_name(b.stop), b.runtime_hours);
+		cr_assert_leq(b.cost_uusd, r.cost_uusd * 1.02, "by %g: bidbrain "
+			      "%lld, uniform-progress %lld", by[i],
+			      (long long)b.cost_uusd, (long long)r.cost_uusd);
+		sim_result_release(&b);
 		sim_result_release(&r);
 	}
 	sim_result_release(&odr);
