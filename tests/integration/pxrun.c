@@ -3,6 +3,7 @@
 
 #include "../../common/px.h"
 
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <fcntl.h>
@@ -278,4 +279,21 @@ int px_test_reaches_as(unsigned uid, int port)
 	if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) > 1)
 		return -1;
 	return WEXITSTATUS(st) == 0;
+}
+
+json_t *px_json_parse(const char *s)
+{
+	json_error_t je;
+	json_t *j = json_loads(s, 0, &je);
+
+	cr_assert_not_null(j, "bad json: %s\n%s", je.text, s);
+	return j;
+}
+
+double px_json_num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	cr_assert(json_is_number(v), "field %s not a number", k);
+	return json_number_value(v);
 }

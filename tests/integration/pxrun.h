@@ -3,6 +3,7 @@
 #ifndef PX_PXRUN_H
 #define PX_PXRUN_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 struct pxrun {
@@ -42,5 +43,10 @@ int px_test_cert(const char *path);
  * 127.0.0.1:port, from a child that becomes it (refused, or no answer in
  * a second: false).  -1 when the child could not become uid. */
 int px_test_reaches_as(unsigned uid, int port);
+
+/* A command's JSON output parsed (the test fails, naming the text, when
+ * it is not JSON), and a member that must be a number. */
+json_t *px_json_parse(const char *s);
+double px_json_num(json_t *o, const char *k);
 
 #endif

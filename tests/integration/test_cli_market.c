@@ -70,13 +70,6 @@ static json_t *show_json(const char *zone, const char *at)
 	return j;
 }
 
-static double num(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	cr_assert(json_is_number(v), "field %s not a number", k);
-	return json_number_value(v);
-}
-
 TestSuite(cli_market, .init = setup, .fini = teardown, .timeout = 60);
 
 Test(cli_market, import_and_show_time_weighted)
@@ -101,19 +94,19 @@ Test(cli_market, import_and_show_time_weighted)
 	cr_assert_str_eq(json_string_value(json_object_get(m, "type")),
 			 "m3.medium");
 	/* 0.01 for 1 h, 0.02 for 2 h, 0.10 for 1 h, then 0.01 (last) */
-	cr_assert_float_eq(num(m, "price_usd"), 0.10, 1e-9);
+	cr_assert_float_eq(px_json_num(m, "price_usd"), 0.10, 1e-9);
 	cr_assert_str_eq(json_string_value(json_object_get(m, "price_since")),
 			 "2016-03-01T03:00:00Z");
 	/* the price's time and its age at --at */
 	cr_assert_str_eq(json_string_value(json_object_get(m, "price_time")),
 			 "2016-03-01T03:00:00Z");
-	cr_assert_eq(num(m, "price_age_s"), 1800);
-	cr_assert_float_eq(num(m, "min_usd"), 0.01, 1e-9);
-	cr_assert_float_eq(num(m, "median_usd"), 0.02, 1e-9);
-	cr_assert_float_eq(num(m, "max_usd"), 0.10, 1e-9);
-	cr_assert_float_eq(num(m, "ondemand_usd"), 0.067, 1e-9);
-	cr_assert_float_eq(num(m, "above_ondemand_share"), 0.25, 1e-9);
-	cr_assert_eq(num(m, "records"), 4);
+	cr_assert_eq(px_json_num(m, "price_age_s"), 1800);
+	cr_assert_float_eq(px_json_num(m, "min_usd"), 0.01, 1e-9);
+	cr_assert_float_eq(px_json_num(m, "median_usd"), 0.02, 1e-9);
+	cr_assert_float_eq(px_json_num(m, "max_usd"), 0.10, 1e-9);
+	cr_assert_float_eq(px_json_num(m, "ondemand_usd"), 0.067, 1e-9);
+	cr_assert_float_eq(px_json_num(m, "above_ondemand_share"), 0.25, 1e-9);
+	cr_assert_eq(px_json_num(m, "records"), 4);
 	json_decref(j);
 
 	/* before the first record there is no price in force */
@@ -139,8 +132,8 @@ Test(cli_market, newest_first_and_twice_stores_once)
 	cr_assert(strstr(r.out, "2 records, 0 new"), "%s", r.out);
 	pxrun_free(&r);
 	j = show_json("us-east-1b", "--at=2016-03-01T01:00:00Z");
-	cr_assert_eq(num(json_array_get(j, 0), "records"), 2);
-	cr_assert_float_eq(num(json_array_get(j, 0), "price_usd"), 0.012,
+	cr_assert_eq(px_json_num(json_array_get(j, 0), "records"), 2);
+	cr_assert_float_eq(px_json_num(json_array_get(j, 0), "price_usd"), 0.012,
 			   1e-9);
 	cr_assert(json_is_null(json_object_get(json_array_get(j, 0),
 					       "ondemand_usd")));
@@ -168,7 +161,7 @@ Test(cli_market, bad_record_names_it_and_imports_nothing)
 		     4);
 	pxrun_free(&r);
 	j = show_json("us-east-1a", NULL);
-	cr_assert_eq(num(json_array_get(j, 0), "records"), 4);
+	cr_assert_eq(px_json_num(json_array_get(j, 0), "records"), 4);
 	json_decref(j);
 	free(small);
 	free(bad);
@@ -496,7 +489,7 @@ Test(cli_market, conflicting_prices_refused)
 	cr_assert(strstr(r.err, "nothing was imported"), "%s", r.err);
 	pxrun_free(&r);
 	j = show_json("us-east-1a", "--at=2016-03-01T01:00:00Z");
-	cr_assert_float_eq(num(json_array_get(j, 0), "price_usd"), 0.01, 1e-9);
+	cr_assert_float_eq(px_json_num(json_array_get(j, 0), "price_usd"), 0.01, 1e-9);
 	json_decref(j);
 
 	/* on-demand tables: the same in two files is fine; two different
@@ -510,7 +503,7 @@ Test(cli_market, conflicting_prices_refused)
 	cr_assert(strstr(r.err, "o1.json"), "%s", r.err);
 	pxrun_free(&r);
 	j = show_json("us-east-1a", "--at=2016-03-01T01:00:00Z");
-	cr_assert_float_eq(num(json_array_get(j, 0), "ondemand_usd"), 0.067,
+	cr_assert_float_eq(px_json_num(json_array_get(j, 0), "ondemand_usd"), 0.067,
 			   1e-9);
 	json_decref(j);
 	/* a later table replaces an earlier one, and says so */
@@ -604,11 +597,11 @@ Test(cli_market, gap_between_traces_is_not_a_price)
 	j = show_json("us-east-1a", "--at=2021-03-11T00:00:00Z");
 	m = json_array_get(j, 0);
 	/* 0.01 for 1 h, 0.02 for 7 d (then a gap), 0.05 for 10 d */
-	cr_assert_float_eq(num(m, "median_usd"), 0.05, 1e-9);
-	cr_assert_float_eq(num(m, "min_usd"), 0.01, 1e-9);
-	cr_assert_float_eq(num(m, "max_usd"), 0.06, 1e-9);
-	cr_assert_eq(num(m, "gaps"), 1);
-	cr_assert_eq(num(m, "gap_s"), 1614556800 - 1456794000 - 7 * 86400);
+	cr_assert_float_eq(px_json_num(m, "median_usd"), 0.05, 1e-9);
+	cr_assert_float_eq(px_json_num(m, "min_usd"), 0.01, 1e-9);
+	cr_assert_float_eq(px_json_num(m, "max_usd"), 0.06, 1e-9);
+	cr_assert_eq(px_json_num(m, "gaps"), 1);
+	cr_assert_eq(px_json_num(m, "gap_s"), 1614556800 - 1456794000 - 7 * 86400);
 	json_decref(j);
 	cr_assert_eq(ctl(&r, "market", "--zone", "us-east-1a",
 			 "--at=2021-03-11T00:00:00Z", NULL), 0, "%s", r.err);

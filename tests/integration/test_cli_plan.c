@@ -107,23 +107,6 @@ static int plan(struct pxrun *r, const char *job, const char *const *extra)
 	return ctl(r, a);
 }
 
-static json_t *parse(const char *s)
-{
-	json_error_t je;
-	json_t *j = json_loads(s, 0, &je);
-
-	cr_assert_not_null(j, "bad json: %s\n%s", je.text, s);
-	return j;
-}
-
-static double num(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-
-	cr_assert(json_is_number(v), "field %s not a number", k);
-	return json_number_value(v);
-}
-
 static bool flag(json_t *o, const char *k)
 {
 	return json_is_true(json_object_get(o, k));
@@ -164,8 +147,8 @@ static void no_fake_figures(const char *out)
 /* a dominates b: no dearer, no slower, and better in one */
 static bool dominates(json_t *a, json_t *b)
 {
-	double ca = num(a, "cost_usd"), cb = num(b, "cost_usd");
-	double ha = num(a, "runtime_hours"), hb = num(b, "runtime_hours");
+	double ca = px_json_num(a, "cost_usd"), cb = px_json_num(b, "cost_usd");
+	double ha = px_json_num(a, "runtime_hours"), hb = px_json_num(b, "runtime_hours");
 
 	return ca <= cb && ha <= hb && (ca < cb || ha < hb);
 }
@@ -184,9 +167,9 @@ Test(cli_plan, frontier_is_sorted_and_not_dominated)
 	import(SLICE, SLICE_OD);
 	cr_assert_eq(plan(&pr, job, x), 0, "%s", pr.err);
 	no_fake_figures(pr.out);
-	j = parse(pr.out);
+	j = px_json_parse(pr.out);
 	rows = json_object_get(j, "rows");
-	odh = num(j, "ondemand_hours");
+	odh = px_json_num(j, "ondemand_hours");
 	cr_assert_float_eq(odh, 7.44, 0.01);
 	/* the window: 3 days up to the newest stored price of the job's
 	 * markets (r3.large in us-east-1a/c) */
@@ -211,19 +194,19 @@ Test(cli_plan, frontier_is_sorted_and_not_dominated)
 		if (!strcmp(kind, "deadline"))
 			cr_assert_eq(flag(r, "deadline_met"),
 				     flag(r, "completed") &&
-				     num(r, "runtime_hours") <=
-				     num(r, "deadline_hours"));
+				     px_json_num(r, "runtime_hours") <=
+				     px_json_num(r, "deadline_hours"));
 		if (!flag(r, "frontier"))
 			continue;
 		n_front++;
 		cr_assert(flag(r, "completed"));
 		/* the frontier in order: sooner first, each later one
 		 * cheaper (or the same run's figures) */
-		cr_assert_geq(num(r, "runtime_hours"), prev_h);
-		cr_assert_leq(num(r, "cost_usd"), prev_c);
-		prev_h = num(r, "runtime_hours");
-		prev_c = num(r, "cost_usd");
-		cr_assert_geq(num(r, "extra_usd"), 0);
+		cr_assert_geq(px_json_num(r, "runtime_hours"), prev_h);
+		cr_assert_leq(px_json_num(r, "cost_usd"), prev_c);
+		prev_h = px_json_num(r, "runtime_hours");
+		prev_c = px_json_num(r, "cost_usd");
+		cr_assert_geq(px_json_num(r, "extra_usd"), 0);
 		json_array_foreach(rows, k, s)
 			if (flag(s, "completed"))
 				cr_assert(!dominates(s, r), "row %zu beats "
@@ -247,20 +230,20 @@ Test(cli_plan, frontier_is_sorted_and_not_dominated)
 	json_array_foreach(rows, i, r) {
 		if (strcmp(str(r, "row"), "cheapest"))
 			continue;
-		hi = num(r, "runtime_hours");
+		hi = px_json_num(r, "runtime_hours");
 		json_array_foreach(rows, k, s)
 			if (flag(s, "chosen"))
-				cr_assert(num(s, "deadline_hours") >=
+				cr_assert(px_json_num(s, "deadline_hours") >=
 					  lo - 1e-9 &&
-					  num(s, "deadline_hours") < hi,
+					  px_json_num(s, "deadline_hours") < hi,
 					  "deadline %g outside %g..%g",
-					  num(s, "deadline_hours"), lo, hi);
+					  px_json_num(s, "deadline_hours"), lo, hi);
 	}
 	/* the spot caps ran as asked */
 	k = 0;
 	json_array_foreach(rows, i, r)
 		if (!strcmp(str(r, "row"), "spot-cap"))
-			k += (size_t)num(r, "spot_cap");
+			k += (size_t)px_json_num(r, "spot_cap");
 	cr_assert_eq(k, 6);
 	json_decref(j);
 	pxrun_free(&pr);
@@ -289,23 +272,23 @@ Test(cli_plan, infeasible_deadline_is_refused_with_its_reason)
 	pxrun_free(&r);
 
 	cr_assert_eq(plan(&r, job, xj), 0, "%s", r.err);
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	json_array_foreach(json_object_get(j, "rows"), i, v) {
 		if (strcmp(str(v, "row"), "deadline"))
 			continue;
 		n++;
-		if (num(v, "deadline_hours") == 1) {
+		if (px_json_num(v, "deadline_hours") == 1) {
 			cr_assert(flag(v, "infeasible"));
 			cr_assert(!flag(v, "ran"));
-			cr_assert_float_eq(num(v, "ondemand_hours"), 7.44,
+			cr_assert_float_eq(px_json_num(v, "ondemand_hours"), 7.44,
 					   0.01);
 			cr_assert_null(json_object_get(v, "cost_usd"));
 		} else {
-			cr_assert_float_eq(num(v, "deadline_hours"), 30, 0);
+			cr_assert_float_eq(px_json_num(v, "deadline_hours"), 30, 0);
 			cr_assert(flag(v, "ran"));
 			cr_assert_eq(flag(v, "deadline_met"),
 				     flag(v, "completed") &&
-				     num(v, "runtime_hours") <= 30);
+				     px_json_num(v, "runtime_hours") <= 30);
 		}
 	}
 	cr_assert_eq(n, 2);
@@ -369,14 +352,14 @@ Test(cli_plan, not_done_rows_say_the_work_done)
 	no_fake_figures(r.out);
 	pxrun_free(&r);
 	cr_assert_eq(plan(&r, job, x), 0, "%s", r.err);
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	json_array_foreach(json_object_get(j, "rows"), i, v) {
 		json_t *cpw = json_object_get(v, "cost_per_work_usd");
 
 		cr_assert(!flag(v, "completed"));
 		cr_assert(!flag(v, "frontier"));
 		cr_assert(json_is_null(json_object_get(v, "extra_usd")));
-		cr_assert_lt(num(v, "work_done_hours"), 100);
+		cr_assert_lt(px_json_num(v, "work_done_hours"), 100);
 		cr_assert(json_is_null(cpw) || (json_number_value(cpw) >= 0 &&
 						isfinite(json_number_value(cpw))));
 	}
@@ -413,12 +396,12 @@ Test(cli_plan, per_second_hazards_name_the_snapshot)
 			 "linux_2021-02.json: c4.xlarge "), "%s", r.out);
 	pxrun_free(&r);
 	cr_assert_eq(plan(&r, job, x), 0, "%s", r.err);
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	h = json_object_get(j, "hazards");
 	cr_assert_str_eq(str(h, "spot_advisor"), "linux_2021-02.json");
 	rates = json_object_get(h, "per_instance_hour");
-	cr_assert_gt(num(rates, "c4.xlarge"), 0);
-	cr_assert_gt(num(rates, "m5.xlarge"), 0);
+	cr_assert_gt(px_json_num(rates, "c4.xlarge"), 0);
+	cr_assert_gt(px_json_num(rates, "m5.xlarge"), 0);
 	cr_assert_str_eq(str(json_object_get(j, "prices"), "last"),
 			 "2021-05-31T01:45:44Z");
 	json_decref(j);

@@ -77,21 +77,6 @@ static int sim(struct pxrun *r, const char *trace, const char *od,
 	return ctl(r, a);
 }
 
-static json_t *parse(const char *s)
-{
-	json_error_t je;
-	json_t *j = json_loads(s, 0, &je);
-	cr_assert_not_null(j, "bad json: %s\n%s", je.text, s);
-	return j;
-}
-
-static double num(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	cr_assert(json_is_number(v), "field %s not a number", k);
-	return json_number_value(v);
-}
-
 static json_t *result_of(json_t *top, const char *policy)
 {
 	json_t *arr = json_object_get(top, "results"), *v;
@@ -121,7 +106,7 @@ Test(cli_simulate, json_keys_and_hand_computed_costs)
 			 x), 0, "%s", r.err);
 	/* stderr is not a terminal: no progress output */
 	cr_assert_str_eq(r.err, "");
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "job")), "tiny");
 	cr_assert_str_eq(json_string_value(json_object_get(j, "billing")),
 			 "legacy-hourly");
@@ -132,31 +117,31 @@ Test(cli_simulate, json_keys_and_hand_computed_costs)
 			cr_assert_not_null(json_object_get(v, keys[k]),
 					   "missing %s", keys[k]);
 		/* no run is cheaper per work than the bound */
-		cr_assert_geq(num(v, "ratio_to_oracle"), 1 - 1e-9);
+		cr_assert_geq(px_json_num(v, "ratio_to_oracle"), 1 - 1e-9);
 	}
 	/* flat 0.10, 2 spot at most, no tier: 4 work-hours at 0.10 */
 	v = result_of(j, "oracle");
-	cr_assert_float_eq(num(v, "cost_usd"), 0.40, 1e-9);
-	cr_assert_float_eq(num(v, "ratio_to_oracle"), 1, 1e-12);
+	cr_assert_float_eq(px_json_num(v, "cost_usd"), 0.40, 1e-9);
+	cr_assert_float_eq(px_json_num(v, "ratio_to_oracle"), 1, 1e-12);
 	/* 2 on-demand c3.xlarge at 0.50 do 4 work-hours in 2 h */
 	v = result_of(j, "ondemand");
 	cr_assert(json_is_true(json_object_get(v, "completed")));
-	cr_assert_float_eq(num(v, "cost_usd"), 2.0, 1e-9);
-	cr_assert_float_eq(num(v, "runtime_hours"), 2.0, 1e-9);
-	cr_assert_float_eq(num(v, "work_done_hours"), 4.0, 1e-9);
-	cr_assert_float_eq(num(v, "cost_per_work_usd"), 0.5, 1e-9);
-	cr_assert_float_eq(num(v, "instance_hours"), 4.0, 1e-9);
-	cr_assert_eq(num(v, "instances_launched"), 2);
+	cr_assert_float_eq(px_json_num(v, "cost_usd"), 2.0, 1e-9);
+	cr_assert_float_eq(px_json_num(v, "runtime_hours"), 2.0, 1e-9);
+	cr_assert_float_eq(px_json_num(v, "work_done_hours"), 4.0, 1e-9);
+	cr_assert_float_eq(px_json_num(v, "cost_per_work_usd"), 0.5, 1e-9);
+	cr_assert_float_eq(px_json_num(v, "instance_hours"), 4.0, 1e-9);
+	cr_assert_eq(px_json_num(v, "instances_launched"), 2);
 	/* standard: 2 spot bid at 0.50, in zone a (0.10, the cheapest;
 	 * the other region's 0.01 and the Windows 0.01 are not seen) */
 	v = result_of(j, "standard");
-	cr_assert_float_eq(num(v, "cost_usd"), 0.40, 1e-9);
-	cr_assert_float_eq(num(v, "runtime_hours"), 2.0, 1e-9);
-	cr_assert_eq(num(v, "evictions"), 0);
-	cr_assert_float_eq(num(v, "savings_vs_ondemand"), 0.8, 1e-9);
+	cr_assert_float_eq(px_json_num(v, "cost_usd"), 0.40, 1e-9);
+	cr_assert_float_eq(px_json_num(v, "runtime_hours"), 2.0, 1e-9);
+	cr_assert_eq(px_json_num(v, "evictions"), 0);
+	cr_assert_float_eq(px_json_num(v, "savings_vs_ondemand"), 0.8, 1e-9);
 	v = result_of(j, "bidbrain");
 	cr_assert(json_is_true(json_object_get(v, "completed")));
-	cr_assert_float_eq(num(v, "work_done_hours"), 4.0, 1e-9);
+	cr_assert_float_eq(px_json_num(v, "work_done_hours"), 4.0, 1e-9);
 	json_decref(j);
 	pxrun_free(&r);
 }
@@ -436,7 +421,7 @@ static json_t *history(const char *job)
 	json_t *j;
 
 	cr_assert_eq(ctl(&r, a), 0, "history: %s", r.err);
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	pxrun_free(&r);
 	return j;
 }
@@ -454,7 +439,7 @@ Test(cli_simulate, db_and_history_round_trip)
 	x[2] = db;
 	cr_assert_eq(sim(&r, fx("spike.json"), fx("od.json"),
 			 fx("job-long.json"), x), 0, "%s", r.err);
-	s = parse(r.out);
+	s = px_json_parse(r.out);
 	pxrun_free(&r);
 
 	h = history(NULL);
@@ -467,16 +452,16 @@ Test(cli_simulate, db_and_history_round_trip)
 	cr_assert_str_eq(json_string_value(json_object_get(run, "state")),
 			 "done");
 	/* the ledger adds up to the simulated cost */
-	cr_assert_float_eq(num(run, "cost_usd"),
-			   num(result_of(s, "standard"), "cost_usd"), 1e-6);
-	snprintf(id, sizeof id, "%lld", (long long)num(run, "id"));
+	cr_assert_float_eq(px_json_num(run, "cost_usd"),
+			   px_json_num(result_of(s, "standard"), "cost_usd"), 1e-6);
+	snprintf(id, sizeof id, "%lld", (long long)px_json_num(run, "id"));
 	json_decref(h);
 
 	h = history(id);
 	run = json_array_get(json_object_get(h, "runs"), 0);
 	cr_assert_not_null(run);
-	cr_assert_eq(num(json_object_get(run, "result"), "evictions"),
-		     num(result_of(s, "standard"), "evictions"));
+	cr_assert_eq(px_json_num(json_object_get(run, "result"), "evictions"),
+		     px_json_num(result_of(s, "standard"), "evictions"));
 	json_array_foreach(json_object_get(run, "events"), i, ev) {
 		const char *at = json_string_value(json_object_get(ev, "at"));
 		const char *k = json_string_value(json_object_get(ev, "kind"));
@@ -487,7 +472,7 @@ Test(cli_simulate, db_and_history_round_trip)
 		seen_eviction |= !strcmp(k, "eviction");
 	}
 	cr_assert(seen_decision && seen_warning && seen_eviction);
-	cr_assert_gt(num(result_of(s, "standard"), "evictions"), 0);
+	cr_assert_gt(px_json_num(result_of(s, "standard"), "evictions"), 0);
 	json_decref(h);
 
 	/* by name: all three runs, table form */
@@ -574,18 +559,18 @@ Test(cli_simulate, shipped_slice)
 	double rt = 96.0 / (16 * pow(0.9, 4)) + 120.0 / 3600;
 
 	cr_assert_eq(sim(&r, trace, od, job, x), 0, "%s", r.err);
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "start")),
 			 "2016-03-02T00:00:00Z");
 	cr_assert_str_eq(json_string_value(json_object_get(j, "end")),
 			 "2016-03-05T00:00:00Z");
 	v = result_of(j, "ondemand");
-	cr_assert_float_eq(num(v, "runtime_hours"), rt, 1e-3);
-	cr_assert_float_eq(num(v, "cost_usd"), 16 * ceil(rt) * 0.133, 1e-6);
+	cr_assert_float_eq(px_json_num(v, "runtime_hours"), rt, 1e-3);
+	cr_assert_float_eq(px_json_num(v, "cost_usd"), 16 * ceil(rt) * 0.133, 1e-6);
 	v = result_of(j, "bidbrain");
 	cr_assert(json_is_true(json_object_get(v, "completed")));
-	cr_assert_lt(num(v, "cost_per_work_usd"),
-		     num(result_of(j, "ondemand"), "cost_per_work_usd"));
+	cr_assert_lt(px_json_num(v, "cost_per_work_usd"),
+		     px_json_num(result_of(j, "ondemand"), "cost_per_work_usd"));
 	json_decref(j);
 	pxrun_free(&r);
 	free(trace);
@@ -630,12 +615,12 @@ static void json_figures_ok(const char *out)
 		"cost_per_work_usd", "evictions", "instances_launched",
 		"instance_hours", "free_hours", "decisions",
 	};
-	json_t *j = parse(out), *v;
+	json_t *j = px_json_parse(out), *v;
 	size_t i;
 
 	no_inf_nan("--json", out);
 	json_array_foreach(json_object_get(j, "results"), i, v) {
-		double work = num(v, "work_done_hours");
+		double work = px_json_num(v, "work_done_hours");
 
 		for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
 			json_t *x = json_object_get(v, keys[k]);
@@ -654,8 +639,8 @@ static void json_figures_ok(const char *out)
 			cr_assert(json_is_null(json_object_get(
 				v, "cost_per_work_usd")), "%s", out);
 		if (json_is_true(json_object_get(v, "completed")))
-			cr_assert_float_eq(work, num(j, "work_hours"),
-					   1e-9 * num(j, "work_hours"));
+			cr_assert_float_eq(work, px_json_num(j, "work_hours"),
+					   1e-9 * px_json_num(j, "work_hours"));
 	}
 	json_decref(j);
 }
@@ -747,7 +732,7 @@ Test(cli_simulate, no_work_done_has_no_cost_per_work)
 	cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"), job, x), 0, "%s",
 		     r.err);
 	json_figures_ok(r.out);
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	json_array_foreach(json_object_get(j, "results"), i, v) {
 		cr_assert(json_is_null(json_object_get(v,
 						       "cost_per_work_usd")));
@@ -930,15 +915,15 @@ Test(cli_simulate, random_specs_print_finite_figures)
 			     (unsigned long long)(seed + i), patch, r.err);
 		json_figures_ok(r.out);
 		csv_figures_ok(csv);
-		j = parse(r.out);
+		j = px_json_parse(r.out);
 		pxrun_free(&r);
 		/* the ledger of each stored run adds up to its cost */
 		h = history(NULL);
 		json_array_foreach(json_object_get(h, "runs"), k, run) {
 			v = json_array_get(json_object_get(j, "results"), k);
 			cr_assert_not_null(v);
-			cr_assert_float_eq(num(run, "cost_usd"),
-					   num(v, "cost_usd"), 1e-9,
+			cr_assert_float_eq(px_json_num(run, "cost_usd"),
+					   px_json_num(v, "cost_usd"), 1e-9,
 					   "PX_PROP_SEED=%llu: %s",
 					   (unsigned long long)(seed + i),
 					   patch);
@@ -1070,9 +1055,9 @@ Test(cli_simulate, scaling_profile_file)
 	      "\"scaling_profile\": \"prof.json\"}", f);
 	fclose(f);
 	cr_assert_eq(sim(&r, flat, od, jobp, pol), 0, "%s", r.err);
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	/* linear: 4 work-hours in 2 h; this profile: in 4 h */
-	cr_assert_float_eq(num(result_of(j, "ondemand"), "runtime_hours"), 4,
+	cr_assert_float_eq(px_json_num(result_of(j, "ondemand"), "runtime_hours"), 4,
 			   1e-9);
 	json_decref(j);
 	pxrun_free(&r);
@@ -1175,7 +1160,7 @@ Test(cli_simulate, budget_is_a_cap_and_is_reported)
 			job = job_patched("job.json", "budget", patch);
 			cr_assert_eq(sim(&r, fx("flat.json"), fx("od.json"),
 					 job, x), 0, "%s", r.err);
-			j = parse(r.out);
+			j = px_json_parse(r.out);
 			json_array_foreach(json_object_get(j, "results"), k,
 					   v) {
 				const char *pol = json_string_value(
@@ -1184,10 +1169,10 @@ Test(cli_simulate, budget_is_a_cap_and_is_reported)
 					json_object_get(v, "stop"));
 
 				cr_assert_not_null(stop);
-				cr_assert_leq(num(v, "cost_usd"), cap + 1e-12,
+				cr_assert_leq(px_json_num(v, "cost_usd"), cap + 1e-12,
 					      "%s %s budget %s: cost %g", pol,
 					      bill[b], budgets[i],
-					      num(v, "cost_usd"));
+					      px_json_num(v, "cost_usd"));
 				cr_assert_eq(json_is_true(json_object_get(
 					v, "completed")),
 					!strcmp(stop, "done"), "%s: %s", pol,
@@ -1199,8 +1184,8 @@ Test(cli_simulate, budget_is_a_cap_and_is_reported)
 						   b == 0)) {
 					cr_assert_str_eq(stop, "budget", "%s",
 							 pol);
-					cr_assert_eq(num(v, "cost_usd"), 0);
-					cr_assert_eq(num(v, "runtime_hours"),
+					cr_assert_eq(px_json_num(v, "cost_usd"), 0);
+					cr_assert_eq(px_json_num(v, "runtime_hours"),
 						     0);
 				}
 				/* ondemand costs 2.00 to finish */
@@ -1286,12 +1271,12 @@ Test(cli_simulate, daemon_job_file_with_a_program_reforms)
 	cr_assert(strstr(r.err, note), "%s", r.err);
 	cr_assert_eq(count_of(r.err, "the daemon's sections"), 1, "%s",
 		     r.err);
-	j = parse(r.out);
-	cr_assert_float_eq(num(j, "restart_seconds"), 60, 0);
+	j = px_json_parse(r.out);
+	cr_assert_float_eq(px_json_num(j, "restart_seconds"), 60, 0);
 	v = result_of(j, "bidbrain");
-	cr_assert_gt(num(v, "evictions"), 0);
-	cr_assert_gt(num(v, "reforms"), 0, "%s", r.out);
-	cr_assert_gt(num(v, "reform_lost_hours"), 0, "%s", r.out);
+	cr_assert_gt(px_json_num(v, "evictions"), 0);
+	cr_assert_gt(px_json_num(v, "reforms"), 0, "%s", r.out);
+	cr_assert_gt(px_json_num(v, "reform_lost_hours"), 0, "%s", r.out);
 	cr_assert(json_is_true(json_object_get(v, "completed")));
 	json_figures_ok(r.out);
 	pxrun_free(&r);
@@ -1299,12 +1284,12 @@ Test(cli_simulate, daemon_job_file_with_a_program_reforms)
 	/* the plain spec: no note, no re-form fields, a faster bidbrain */
 	cr_assert_eq(sim(&r, trace, od, plain, x), 0, "%s", r.err);
 	cr_assert_str_eq(r.err, "");
-	j0 = parse(r.out);
+	j0 = px_json_parse(r.out);
 	v0 = result_of(j0, "bidbrain");
 	cr_assert_null(json_object_get(v0, "reforms"));
 	cr_assert_null(json_object_get(j0, "restart_seconds"));
-	cr_assert_eq(num(v0, "evictions") > 0, 1);
-	cr_assert_gt(num(v, "runtime_hours"), num(v0, "runtime_hours"));
+	cr_assert_eq(px_json_num(v0, "evictions") > 0, 1);
+	cr_assert_gt(px_json_num(v, "runtime_hours"), px_json_num(v0, "runtime_hours"));
 	json_decref(j0);
 	pxrun_free(&r);
 	json_decref(j);
@@ -1323,8 +1308,8 @@ Test(cli_simulate, daemon_job_file_with_a_program_reforms)
 	cr_assert(strstr(r.err, "the daemon's sections (program) are not "
 			 "simulated; program: re-forms cost restart_seconds "
 			 "30 (the job's)"), "%s", r.err);
-	j = parse(r.out);
-	cr_assert_float_eq(num(j, "restart_seconds"), 30, 0);
+	j = px_json_parse(r.out);
+	cr_assert_float_eq(px_json_num(j, "restart_seconds"), 30, 0);
 	json_decref(j);
 	pxrun_free(&r);
 
@@ -1335,7 +1320,7 @@ Test(cli_simulate, daemon_job_file_with_a_program_reforms)
 	cr_assert(strstr(r.err, "the daemon's sections (trainer, world, "
 			 "scaling_measured) are not simulated") &&
 		  !strstr(r.err, "re-forms"), "%s", r.err);
-	j = parse(r.out);
+	j = px_json_parse(r.out);
 	cr_assert_null(json_object_get(result_of(j, "bidbrain"), "reforms"));
 	json_decref(j);
 	pxrun_free(&r);

@@ -482,6 +482,41 @@ Test(sim_deadline, meets_it_on_the_shipped_slice)
 	free(odp);
 }
 
+/* Spot at 0.1 until 8 h, then above the max price until 9 h, then cheap
+ * again; one instance, 10 h of work due in 10.5 h, startup 120 s. */
+static void outage_at_8h(void)
+{
+	add("us-east-1a", "c3.xlarge", 0, 100000);
+	add("us-east-1a", "c3.xlarge", 8 * H, 900000);
+	add("us-east-1a", "c3.xlarge", 9 * H, 100000);
+	add("us-east-1a", "c3.xlarge", 20 * H, 100000);
+	job_from("\"work_hours\": 10, \"instances\": 1, "
+		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 0}, "
+		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
+		 "\"max_instances\": 1}, "
+		 "\"interruption_rates\": {\"default\": 0}, "
+		 "\"finish_by_hours\": 10.5");
+	job.startup_seconds = 120;
+}
+
+/* The first on-demand launch of the last run (-1: none); no spot launch
+ * after it. */
+static int64_t on_demand_for_good_from(void)
+{
+	int64_t od_from = -1;
+
+	for (size_t i = 0; i < n_evs; i++) {
+		if (evs[i].kind != CTRL_EV_LAUNCH)
+			continue;
+		if (evs[i].od && od_from < 0)
+			od_from = evs[i].t;
+		cr_assert(!(od_from >= 0 && !evs[i].od), "spot at %lld after "
+			  "on-demand for good from %lld", (long long)evs[i].t,
+			  (long long)od_from);
+	}
+	return od_from;
+}
+
 /* Spot at 0.1 until 8 h, then above the max price (0.5, c3.xlarge's
  * on-demand price) until 9 h, then cheap again.  One instance, 10 h of
  * work, due in 10.5 h; d = startup 120 s, restart 0; ticks every 600 s.
@@ -494,29 +529,11 @@ Test(sim_deadline, meets_it_on_the_shipped_slice)
 Test(sim_deadline, on_demand_for_good_when_the_time_left_runs_short)
 {
 	struct sim_result r;
-	int64_t od_from = -1;
+	int64_t od_from;
 
-	add("us-east-1a", "c3.xlarge", 0, 100000);
-	add("us-east-1a", "c3.xlarge", 8 * H, 900000);
-	add("us-east-1a", "c3.xlarge", 9 * H, 100000);
-	add("us-east-1a", "c3.xlarge", 20 * H, 100000);
-	job_from("\"work_hours\": 10, \"instances\": 1, "
-		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 0}, "
-		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
-		 "\"max_instances\": 1}, "
-		 "\"interruption_rates\": {\"default\": 0}, "
-		 "\"finish_by_hours\": 10.5");
-	job.startup_seconds = 120;
+	outage_at_8h();
 	r = run("uniform-progress");
-	for (size_t i = 0; i < n_evs; i++) {
-		if (evs[i].kind != CTRL_EV_LAUNCH)
-			continue;
-		if (evs[i].od && od_from < 0)
-			od_from = evs[i].t;
-		cr_assert(!(od_from >= 0 && !evs[i].od), "spot at %lld after "
-			  "on-demand for good from %lld", (long long)evs[i].t,
-			  (long long)od_from);
-	}
+	od_from = on_demand_for_good_from();
 	cr_assert_eq(od_from, 8 * H + 20 * 60, "on-demand from %lld",
 		     (long long)od_from);
 	/* ahead of the line there: the safety net, not the line, fired */
@@ -537,29 +554,11 @@ Test(sim_deadline, on_demand_for_good_when_the_time_left_runs_short)
 Test(sim_deadline, bidbrain_goes_on_demand_for_good_when_the_time_runs_short)
 {
 	struct sim_result r;
-	int64_t od_from = -1;
+	int64_t od_from;
 
-	add("us-east-1a", "c3.xlarge", 0, 100000);
-	add("us-east-1a", "c3.xlarge", 8 * H, 900000);
-	add("us-east-1a", "c3.xlarge", 9 * H, 100000);
-	add("us-east-1a", "c3.xlarge", 20 * H, 100000);
-	job_from("\"work_hours\": 10, \"instances\": 1, "
-		 "\"reliable\": {\"type\": \"c3.xlarge\", \"count\": 0}, "
-		 "\"spot\": {\"types\": [\"c3.xlarge\"], "
-		 "\"max_instances\": 1}, "
-		 "\"interruption_rates\": {\"default\": 0}, "
-		 "\"finish_by_hours\": 10.5");
-	job.startup_seconds = 120;
+	outage_at_8h();
 	r = run("bidbrain");
-	for (size_t i = 0; i < n_evs; i++) {
-		if (evs[i].kind != CTRL_EV_LAUNCH)
-			continue;
-		if (evs[i].od && od_from < 0)
-			od_from = evs[i].t;
-		cr_assert(!(od_from >= 0 && !evs[i].od), "spot at %lld after "
-			  "on-demand for good from %lld", (long long)evs[i].t,
-			  (long long)od_from);
-	}
+	od_from = on_demand_for_good_from();
 	cr_assert(od_from > 8 * H && od_from <= 8 * H + 20 * 60,
 		  "on-demand from %lld", (long long)od_from);
 	cr_assert(r.completed);
