@@ -65,7 +65,11 @@
  *    worth less than the fleet; in the last END_S the cost to finish
  *    alone decides.
  * Under per-second billing the per-type interruption rate is folded into
- * beta and nothing is prepaid.
+ * beta and nothing is prepaid.  For a program job (restart_seconds R),
+ * every fleet change must also pay for the re-form it causes: the
+ * planned fleet's charge for R (bb_reform).  With a deadline
+ * (finish_by_hours) it follows Uniform Progress's rules on its own
+ * fleet (bb_on_demand, bb_switch).
  */
 #include <math.h>
 #include <stdint.h>
@@ -828,6 +832,9 @@ struct bb_work {
 	double f0, T0;           /* the planned fleet's expected cost to
 				    finish, and its time to */
 	bool fresh;              /* candidates refreshed in this call */
+	/* a release (left) or an acquisition (joined) asked for in this
+	 * decision: the re-form it causes is paid once (bb_reform) */
+	bool left, joined;
 };
 
 /* At the start: the reliable tier acquired, and counted as if it were
@@ -950,6 +957,22 @@ static void bb_set_floor(struct bb_work *w)
 		  INFINITY;
 }
 
+/* What a re-form of a program's group costs the job (restart_seconds,
+ * docs/simulate.md "Re-forms"): every member waits, paid, doing nothing,
+ * so the planned fleet's charge for restart_seconds.  A decision's
+ * releases leave together and its acquisitions join together: each kind
+ * pays it once (already: 0).  0 without restart_seconds. */
+static double bb_reform(const struct bb_work *w, bool already)
+{
+	double rs = w->s->env->job->restart_seconds;
+	struct bb_sums u;
+
+	if (!(rs > 0) || already)
+		return 0;
+	bb_sum(w->s->items, w->n, &u);
+	return u.C * rs / BILLING_HOUR_S;
+}
+
 /* Whether releasing it (its hour ends now; without it the fleet would
  * finish at f1 in T1) pays: it lowers the expected cost to finish
  * without going below the baselines' rate before the end game, or
@@ -962,7 +985,7 @@ static bool bb_release_pays(struct bb_work *w, const struct bb_item *it,
 	struct bb_sums u;
 
 	/* before the end game, not below the baselines' rate */
-	if (f1 < w->f0 && (w->T0 <= END_S ||
+	if (f1 + bb_reform(w, w->left) < w->f0 && (w->T0 <= END_S ||
 			   w->rem / T1 * BILLING_HOUR_S >= s->w_min ||
 			   it->cost > s->cap_per_speed * it->speed))
 		return true;
@@ -976,7 +999,8 @@ static bool bb_release_pays(struct bb_work *w, const struct bb_item *it,
 	bb_sum(s->items, w->n, &u);
 	bb_choose(s, w->n, &u, w->spot - 1, w->rem, w->T0, &ch);
 	return ch.m >= 0 &&
-	       (ch.f < w->f0 - (SWAP_MARGIN - 1) * it->cost *
+	       (ch.f + bb_reform(w, w->left) + bb_reform(w, w->joined) <
+		w->f0 - (SWAP_MARGIN - 1) * it->cost *
 		bb_hours(s->env->billing, w->T0) ||
 		(w->spot >= w->cap && w->T0 > END_S &&
 		 w->rem / w->T0 * BILLING_HOUR_S < s->w_min &&
@@ -1024,6 +1048,7 @@ static enum px_err bb_releases(struct bb_work *w, struct px_error *err)
 			return r;
 		w->f0 = f1;
 		w->spot--;
+		w->left = true;
 	}
 	return PX_OK;
 }
@@ -1072,7 +1097,8 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		 * last instances nearly useless) */
 		dw = pol_rate(s->env, s->sc, u.cnt + 1, u.S + ch.speed) -
 		     rate;
-		if (f1 >= w->f0 && (rate >= s->w_min || w->T0 <= END_S ||
+		if (f1 + bb_reform(w, w->joined) >= w->f0 &&
+		    (rate >= s->w_min || w->T0 <= END_S ||
 		    ch.o.score * BILLING_HOUR_S > s->cap_per_speed ||
 		    (rate > 0 && !(dw > 0 && ch.o.cost / dw <= u.C / rate))))
 			break;
@@ -1094,6 +1120,7 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		w->f0 = f1;
 		bb_finish(s, s->items, w->n, w->rem, &w->T0);
 		w->spot++;
+		w->joined = true;
 	}
 	return PX_OK;
 }
