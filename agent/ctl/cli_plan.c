@@ -629,29 +629,6 @@ static bool mark_frontier(struct plan_ctx *c, double *ret)
 
 /* ---- output ---- */
 
-static const char *fmt_num(char *buf, size_t len, const char *fmt, double x)
-	__attribute__((format(printf, 3, 0)));
-
-static const char *fmt_num(char *buf, size_t len, const char *fmt, double x)
-{
-	if (!isfinite(x))
-		return "-";
-	snprintf(buf, len, fmt, x);
-	return buf;
-}
-
-static json_t *jnum(double x)
-{
-	return isfinite(x) ? json_real(x) : json_null();
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* The cost per work-hour of a run that did some work, else NAN. */
 static double row_cpw(const struct row *r)
 {
@@ -710,7 +687,7 @@ static void print_hazards(const struct plan_ctx *c)
 		return;
 	}
 	printf("interruptions: per-second hazards from %s",
-	       c->have_adv ? base_name(c->adv_path) :
+	       c->have_adv ? simrun_base_name(c->adv_path) :
 	       "the job's interruption_rates");
 	for (size_t i = 0; env && i < env->n_types; i++)
 		printf("%s %s %.4f", i ? "," : ":", env->types[i].name,
@@ -800,17 +777,19 @@ static void print_row(const struct row *r, bool have_min, double min_cost)
 			 r->pol->name, dl, cap,
 			 r->res.completed ? "yes" : "no",
 			 sim_stop_name(r->res.stop),
-			 fmt_num(f[0], sizeof f[0], "%.2f", r->res.cost_usd),
-			 fmt_num(f[1], sizeof f[1], "%.2f",
-				 r->res.runtime_hours),
-			 fmt_num(f[2], sizeof f[2], "%.2f",
-				 r->res.work_done_hours),
-			 fmt_num(f[3], sizeof f[3], "%.5f", row_cpw(r)),
+			 simrun_fmt(f[0], sizeof f[0], "%.2f",
+				    r->res.cost_usd, "-"),
+			 simrun_fmt(f[1], sizeof f[1], "%.2f",
+				    r->res.runtime_hours, "-"),
+			 simrun_fmt(f[2], sizeof f[2], "%.2f",
+				    r->res.work_done_hours, "-"),
+			 simrun_fmt(f[3], sizeof f[3], "%.5f", row_cpw(r),
+				    "-"),
 			 r->kind != ROW_DEADLINE ? "-" :
 			 row_met(r) ? "met" : "missed",
 			 finished(r) && have_min ?
-			 fmt_num(f[4], sizeof f[4], "%.2f",
-				 r->res.cost_usd - min_cost) : "-",
+			 simrun_fmt(f[4], sizeof f[4], "%.2f",
+				    r->res.cost_usd - min_cost, "-") : "-",
 			 r->frontier ? "*" : "");
 	put_line(line);
 }
@@ -885,10 +864,10 @@ static json_t *hazards_json(const struct plan_ctx *c)
 
 	for (size_t i = 0; ps && rates && env && i < env->n_types; i++)
 		json_object_set_new(rates, env->types[i].name,
-				    jnum(env->types[i].interrupt_per_h));
+				    simrun_jnum(env->types[i].interrupt_per_h));
 	return json_pack("{s:s, s:s?, s:o}", "billing",
 			 billing_model_name(c->billing), "spot_advisor",
-			 c->have_adv ? base_name(c->adv_path) : NULL,
+			 c->have_adv ? simrun_base_name(c->adv_path) : NULL,
 			 "per_instance_hour", rates);
 }
 
@@ -896,8 +875,9 @@ static json_t *row_json(const struct row *r, bool have_min, double min_cost)
 {
 	json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:b}", "row", row_name(r),
 			      "policy", r->pol->name, "deadline_hours",
-			      r->kind == ROW_DEADLINE ? jnum(r->deadline_h) :
-			      json_null(), "spot_cap", r->kind == ROW_CAP ?
+			      r->kind == ROW_DEADLINE ?
+			      simrun_jnum(r->deadline_h) : json_null(),
+			      "spot_cap", r->kind == ROW_CAP ?
 			      json_integer(r->cap) : json_null(), "ran",
 			      r->ran);
 
@@ -905,7 +885,8 @@ static json_t *row_json(const struct row *r, bool have_min, double min_cost)
 		return NULL;
 	if (r->infeasible) {
 		json_object_set_new(o, "infeasible", json_true());
-		json_object_set_new(o, "ondemand_hours", jnum(r->need_h));
+		json_object_set_new(o, "ondemand_hours",
+				    simrun_jnum(r->need_h));
 		return o;
 	}
 	if (r->kind == ROW_DEADLINE)
@@ -914,14 +895,16 @@ static json_t *row_json(const struct row *r, bool have_min, double min_cost)
 	json_object_set_new(o, "chosen", json_boolean(r->chosen));
 	json_object_set_new(o, "completed", json_boolean(r->res.completed));
 	json_object_set_new(o, "stop", json_string(sim_stop_name(r->res.stop)));
-	json_object_set_new(o, "cost_usd", jnum(r->res.cost_usd));
-	json_object_set_new(o, "runtime_hours", jnum(r->res.runtime_hours));
+	json_object_set_new(o, "cost_usd", simrun_jnum(r->res.cost_usd));
+	json_object_set_new(o, "runtime_hours",
+			    simrun_jnum(r->res.runtime_hours));
 	json_object_set_new(o, "work_done_hours",
-			    jnum(r->res.work_done_hours));
-	json_object_set_new(o, "cost_per_work_usd", jnum(row_cpw(r)));
+			    simrun_jnum(r->res.work_done_hours));
+	json_object_set_new(o, "cost_per_work_usd", simrun_jnum(row_cpw(r)));
 	json_object_set_new(o, "evictions", json_integer(r->res.evictions));
 	json_object_set_new(o, "extra_usd", finished(r) && have_min ?
-			    jnum(r->res.cost_usd - min_cost) : json_null());
+			    simrun_jnum(r->res.cost_usd - min_cost) :
+			    json_null());
 	json_object_set_new(o, "frontier", json_boolean(r->frontier));
 	return o;
 }
@@ -936,11 +919,11 @@ static int print_json(const struct plan_ctx *c, bool have_min,
 		json_array_append_new(rows, row_json(&c->rows[i], have_min,
 						     min_cost));
 	o = json_pack("{s:s, s:o, s:o, s:I, s:o, s:o, s:o, s:o}", "job",
-		      c->job.name, "work_hours", jnum(c->job.work_hours),
-		      "ondemand_hours", jnum(c->odh), "seed",
+		      c->job.name, "work_hours", simrun_jnum(c->job.work_hours),
+		      "ondemand_hours", simrun_jnum(c->odh), "seed",
 		      (json_int_t)c->o.seed, "prices", prices_json(c),
 		      "hazards", hazards_json(c), "job_finish_by_hours",
-		      c->job_finish_by > 0 ? jnum(c->job_finish_by) :
+		      c->job_finish_by > 0 ? simrun_jnum(c->job_finish_by) :
 		      json_null(), "rows", rows);
 	if (!o) {
 		log_err("out of memory");

@@ -325,26 +325,6 @@ static bool saving(const struct sim_result *a, const struct sim_result *b,
 
 /* A figure for JSON: null when it is not a finite number (sim_run says
  * they all are; this keeps a bad one from failing the whole output). */
-static json_t *jnum(double x)
-{
-	return isfinite(x) ? json_real(x) : json_null();
-}
-
-/* A figure for the table or CSV with printf format fmt ("%.2f"); undef
- * (the table's "-", the CSV's empty field) when it is not finite. */
-static const char *fmt_num(char *buf, size_t len, const char *fmt, double x,
-			   const char *undef)
-	__attribute__((format(printf, 3, 0)));
-
-static const char *fmt_num(char *buf, size_t len, const char *fmt, double x,
-			   const char *undef)
-{
-	if (!isfinite(x))
-		return undef;
-	snprintf(buf, len, fmt, x);
-	return buf;
-}
-
 /* r's cost per work-hour, NAN when it is undefined (no work done). */
 static double cpw(const struct sim_result *r)
 {
@@ -422,25 +402,27 @@ static json_t *result_json(const struct jobspec *job,
 		"{s:s, s:b, s:s, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:I}",
 		"policy", r->policy, "completed", r->completed, "stop",
 		sim_stop_name(r->stop), "cost_usd",
-		jnum(r->cost_usd), "runtime_hours", jnum(r->runtime_hours),
-		"work_done_hours", jnum(r->work_done_hours),
-		"cost_per_work_usd", jnum(cpw(r)),
+		simrun_jnum(r->cost_usd), "runtime_hours",
+		simrun_jnum(r->runtime_hours),
+		"work_done_hours", simrun_jnum(r->work_done_hours),
+		"cost_per_work_usd", simrun_jnum(cpw(r)),
 		"evictions", (json_int_t)r->evictions,
 		"instances_launched", (json_int_t)r->instances_launched,
-		"instance_hours", jnum(r->instance_hours), "free_hours",
-		jnum(r->free_hours), "decisions", (json_int_t)r->decisions);
+		"instance_hours", simrun_jnum(r->instance_hours), "free_hours",
+		simrun_jnum(r->free_hours), "decisions",
+		(json_int_t)r->decisions);
 
 	if (!o)
 		return NULL;
 	if ((shows_reforms(job) &&
 	     (json_object_set_new(o, "reforms", json_integer(r->reforms)) ||
 	      json_object_set_new(o, "reform_lost_hours",
-				  jnum(r->reform_lost_hours)))) ||
+				  simrun_jnum(r->reform_lost_hours)))) ||
 	    (shows_deadline(job) &&
 	     (json_object_set_new(o, "deadline_met",
 				  json_boolean(deadline_met(job, r))) ||
 	      json_object_set_new(o, "deadline_slack_hours",
-				  deadline_slack(job, r, &s) ? jnum(s) :
+				  deadline_slack(job, r, &s) ? simrun_jnum(s) :
 				  json_null()))) ||
 	    json_object_set_new(o, "savings_vs_ondemand", saving(r, od, &s) ?
 				json_real(s) : json_null()) ||
@@ -456,13 +438,6 @@ static json_t *result_json(const struct jobspec *job,
 }
 
 /* The file name of path (the snapshot, named in the output). */
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 static int print_json(const struct jobspec *job, enum billing_model b,
 		      const struct sim_plan *plan, uint64_t seed,
 		      const char *adv, const struct sim_result *res,
@@ -487,17 +462,19 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 		      "billing", billing_model_name(b), "start",
 		      px_format_time(sim_plan_start(plan), s, sizeof s), "end",
 		      px_format_time(sim_plan_end(plan), e, sizeof e),
-		      "work_hours", jnum(job->work_hours), "seed",
+		      "work_hours", simrun_jnum(job->work_hours), "seed",
 		      (json_int_t)seed, "results", arr);
-	if (o && ((adv[0] && json_object_set_new(o, "spot_advisor",
-						 json_string(base_name(adv)))) ||
+	if (o && ((adv[0] &&
+		   json_object_set_new(o, "spot_advisor",
+				       json_string(simrun_base_name(adv)))) ||
 		  (shows_reforms(job) &&
 		   json_object_set_new(o, "restart_seconds",
-				       jnum(job->restart_seconds))) ||
+				       simrun_jnum(job->restart_seconds))) ||
 		  (shows_deadline(job) &&
 		   (json_object_set_new(o, "finish_by_hours",
-					jnum(job->finish_by_hours)) ||
-		    json_object_set_new(o, "ondemand_hours", jnum(odh)))))) {
+					simrun_jnum(job->finish_by_hours)) ||
+		    json_object_set_new(o, "ondemand_hours",
+					simrun_jnum(odh)))))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -550,13 +527,13 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 	       px_format_time(sim_plan_end(plan), e, sizeof e),
 	       (unsigned long long)seed);
 	if (adv[0])
-		printf(", interruptions from %s", base_name(adv));
+		printf(", interruptions from %s", simrun_base_name(adv));
 	if (shows_reforms(job))
 		printf(", re-forms cost %.6g s", job->restart_seconds);
 	if (shows_deadline(job))
 		printf(", finish by %.6g h (on demand needs %s h)",
 		       job->finish_by_hours,
-		       fmt_num(f[7], sizeof f[7], "%.2f",
+		       simrun_fmt(f[7], sizeof f[7], "%.2f",
 			       jobspec_ondemand_hours(job, NULL), "-"));
 	printf("\n\n");
 	printf("%-*s %4s %8s %11s %9s %9s %10s %6s %6s %9s %8s %7s %7s%s%s"
@@ -581,29 +558,30 @@ static void print_table(const struct jobspec *job, enum billing_model b,
 		if (shows_reforms(job))
 			snprintf(rf, sizeof rf, " %7lld %8s",
 				 (long long)r->reforms,
-				 fmt_num(f[6], sizeof f[6], "%.2f",
+				 simrun_fmt(f[6], sizeof f[6], "%.2f",
 					 r->reform_lost_hours, "-"));
 		dl[0] = '\0';
 		if (shows_deadline(job))
 			snprintf(dl, sizeof dl, " %8s %7s",
 				 deadline_met(job, r) ? "met" : "missed",
 				 deadline_slack(job, r, &x) ?
-				 fmt_num(f[7], sizeof f[7], "%.2f", x, "-") :
+				 simrun_fmt(f[7], sizeof f[7], "%.2f", x, "-") :
 				 "-");
 		printf("%-*s %4s %8s %11s %9s %9s %10s %6lld %6lld %9s %8s "
 		       "%7s %7s%s%s%s\n", wn, r->policy,
 		       r->completed ? "yes" : "no", sim_stop_name(r->stop),
-		       fmt_num(f[0], sizeof f[0], "%.2f", r->cost_usd, "-"),
-		       fmt_num(f[1], sizeof f[1], "%.2f", r->runtime_hours,
+		       simrun_fmt(f[0], sizeof f[0], "%.2f", r->cost_usd, "-"),
+		       simrun_fmt(f[1], sizeof f[1], "%.2f", r->runtime_hours,
 			       "-"),
-		       fmt_num(f[2], sizeof f[2], "%.2f", r->work_done_hours,
+		       simrun_fmt(f[2], sizeof f[2], "%.2f", r->work_done_hours,
 			       "-"),
-		       fmt_num(f[3], sizeof f[3], "%.5f", cpw(r), "-"),
+		       simrun_fmt(f[3], sizeof f[3], "%.5f", cpw(r), "-"),
 		       (long long)r->evictions,
 		       (long long)r->instances_launched,
-		       fmt_num(f[4], sizeof f[4], "%.1f", r->instance_hours,
+		       simrun_fmt(f[4], sizeof f[4], "%.1f", r->instance_hours,
 			       "-"),
-		       fmt_num(f[5], sizeof f[5], "%.1f", r->free_hours, "-"),
+		       simrun_fmt(f[5], sizeof f[5], "%.1f", r->free_hours,
+				  "-"),
 		       so, ss, ro, rf, dl);
 	}
 	printf("\nVS_OD/VS_STD: saving in cost per work-hour against the "
@@ -647,17 +625,18 @@ static enum px_err write_csv(const char *path, const struct jobspec *job,
 		fprintf(f, "%s,%s,%s,%s,%s,%s,%s,%lld,%lld,%s,%s,", r->policy,
 			r->completed ? "true" : "false",
 			sim_stop_name(r->stop),
-			fmt_num(v[0], sizeof v[0], "%.6f", r->cost_usd, ""),
-			fmt_num(v[1], sizeof v[1], "%.6f", r->runtime_hours,
+			simrun_fmt(v[0], sizeof v[0], "%.6f", r->cost_usd, ""),
+			simrun_fmt(v[1], sizeof v[1], "%.6f", r->runtime_hours,
 				""),
-			fmt_num(v[2], sizeof v[2], "%.6f", r->work_done_hours,
-				""),
-			fmt_num(v[3], sizeof v[3], "%.8f", cpw(r), ""),
+			simrun_fmt(v[2], sizeof v[2], "%.6f",
+				   r->work_done_hours, ""),
+			simrun_fmt(v[3], sizeof v[3], "%.8f", cpw(r), ""),
 			(long long)r->evictions,
 			(long long)r->instances_launched,
-			fmt_num(v[4], sizeof v[4], "%.6f", r->instance_hours,
+			simrun_fmt(v[4], sizeof v[4], "%.6f", r->instance_hours,
 				""),
-			fmt_num(v[5], sizeof v[5], "%.6f", r->free_hours, ""));
+			simrun_fmt(v[5], sizeof v[5], "%.6f", r->free_hours,
+				   ""));
 		if (saving(r, od, &s))
 			fprintf(f, "%.6f", s);
 		fputc(',', f);

@@ -2,6 +2,7 @@
  * `proteusctl simulate` and `proteusctl plan` share (simrun.h).
  */
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,4 +392,25 @@ enum px_err simrun_store_ondemand(struct store *st, const struct jobspec *job,
 	*ret = t;
 	*ret_from_store = from_store;
 	return PX_OK;
+}
+
+const char *simrun_fmt(char *buf, size_t len, const char *fmt, double x,
+		       const char *undef)
+{
+	if (!isfinite(x))
+		return undef;
+	snprintf(buf, len, fmt, x);
+	return buf;
+}
+
+json_t *simrun_jnum(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+const char *simrun_base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
 }

@@ -7,6 +7,7 @@
 #ifndef PX_SIMRUN_H
 #define PX_SIMRUN_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,15 @@
 #include "../../common/px.h"
 #include "../../db/store.h"
 #include "../world/sim.h"
+
+/* Output helpers of both commands: a figure with printf format fmt
+ * (e.g. "%.2f") in buf, or undef when it is not finite (never a printed
+ * NaN or infinity); a JSON number, null when not finite; the last part of
+ * a path. */
+const char *simrun_fmt(char *buf, size_t len, const char *fmt, double x,
+		       const char *undef) __attribute__((format(printf, 3, 0)));
+json_t *simrun_jnum(double x);
+const char *simrun_base_name(const char *path);
 
 /* Runs side by side, at most this many threads. */
 #define SIMRUN_THREADS_MAX 64
