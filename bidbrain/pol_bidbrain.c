@@ -143,8 +143,6 @@ struct bb_state {
 	struct bb_memo *memo;    /* per env market */
 	bool *changed;
 	bool for_good;           /* the deadline's safety net fired */
-	bool tight;              /* this decision: the deadline's margin is
-				  * less than two evictions cost */
 	struct bb_item *items;   /* decide's scratch: the planned fleet */
 	size_t cap;
 	/* this decision's runtime floor: the baselines' rate, the most per
@@ -835,6 +833,9 @@ struct bb_work {
 	/* a release (left) or an acquisition (joined) asked for in this
 	 * decision: the re-form it causes is paid once (bb_reform) */
 	bool left, joined;
+	/* a deadline near enough that spot is bid at on-demand's price
+	 * (bb_on_demand) */
+	bool tight;
 };
 
 /* At the start: the reliable tier acquired, and counted as if it were
@@ -922,10 +923,7 @@ static void bb_set_floor(struct bb_work *w)
 
 	/* the rate of the baselines' fleet: never plan a slower one, except
 	 * in the last END_S where the cost to finish alone decides */
-	w_min = pol_rate(env, s->sc, job->instances + job->reliable.count,
-			 job->instances * env->types[env->ref_type].speed +
-			 job->reliable.count *
-			 env->types[env->reliable_type].speed);
+	w_min = pol_base_rate(env, s->sc);
 	/* behind the baselines' schedule (their planned runtime, one
 	 * startup included), the rate that still ends the job in it */
 	if (w_min > 0) {
@@ -941,8 +939,12 @@ static void bb_set_floor(struct bb_work *w)
 	/* with finish_by_hours, at least the rate that ends the job two
 	 * overheads and a tick before it */
 	s->w_base = w_min;
-	if (job->finish_by_hours > 0 && bb_deadline_rate(w, 2) > w_min)
-		w_min = bb_deadline_rate(w, 2);
+	if (job->finish_by_hours > 0) {
+		double w_dl = bb_deadline_rate(w, 2);
+
+		if (w_dl > w_min)
+			w_min = w_dl;
+	}
 	s->w_min = w_min;
 	/* ... and never pay more per work than on-demand for that */
 	s->cap_per_speed = (double)env->types[env->ref_type].od_uusd /
@@ -955,6 +957,15 @@ static void bb_set_floor(struct bb_work *w)
 				job->reliable.count *
 				env->types[env->reliable_type].speed) / w->cap :
 		  INFINITY;
+}
+
+/* Whether spot in market m at price p costs no more per work than
+ * reference_type on demand (the cap bb_set_floor set). */
+static bool bb_within_od(const struct bb_state *s, size_t m, int64_t p)
+{
+	double speed = s->env->types[s->env->markets[m].type].speed;
+
+	return speed > 0 && (double)p <= s->cap_per_speed * speed;
 }
 
 /* What a re-form of a program's group costs the job (restart_seconds,
@@ -1083,14 +1094,14 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 			again = ch.k - 1;
 		}
 		f1 = ch.f;
-		/* never spot dearer per work than reference_type on demand:
-		 * with an empty fleet any instance lowers the cost to finish
-		 * (from none), and in an outage that was a bid at a price
-		 * above on-demand's (a deadline takes on-demand instead:
-		 * bb_deadline) */
+		/* never spot dearer per work than reference_type on demand,
+		 * expected or now (the floor took it only up to that, and
+		 * with an empty fleet any instance lowers the cost to finish,
+		 * from none: in an outage that was a bid at a price above
+		 * on-demand's; a deadline takes on-demand instead:
+		 * bb_on_demand) */
 		if (ch.o.score * BILLING_HOUR_S > s->cap_per_speed ||
-		    (double)s->cand[ch.m].price > s->cap_per_speed *
-		    s->env->types[s->env->markets[ch.m].type].speed)
+		    !bb_within_od(s, (size_t)ch.m, s->cand[ch.m].price))
 			break;
 		/* the floor never adds an instance that does less work per
 		 * dollar than the fleet does (a scaling profile can make the
@@ -1099,7 +1110,6 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		     rate;
 		if (f1 + bb_reform(w, w->joined) >= w->f0 &&
 		    (rate >= s->w_min || w->T0 <= END_S ||
-		    ch.o.score * BILLING_HOUR_S > s->cap_per_speed ||
 		    (rate > 0 && !(dw > 0 && ch.o.cost / dw <= u.C / rate))))
 			break;
 		struct pol_action a = {
@@ -1108,7 +1118,7 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		};
 		int64_t od = s->env->types[s->env->markets[ch.m].type].od_uusd;
 
-		if (s->tight && a.bid_uusd < od)
+		if (w->tight && a.bid_uusd < od)
 			a.bid_uusd = od;
 		r = push(w->out, &a, err);
 		if (r != PX_OK)
@@ -1139,7 +1149,7 @@ static int bb_extra_od(const struct bb_work *w)
 }
 
 /* Whether the job runs on demand now for finish_by_hours (docs/
- * bidbrain.md, "Deadlines"): Uniform Progress's rules (pol_uniform.c)
+ * simulate.md, "Deadlines"): Uniform Progress's rules (pol_uniform.c)
  * with BidBrain's spot fleet in place of its lowest-price one.  With the
  * line t C / D and d = startup_seconds + restart_seconds: on demand for
  * good once the time left is less than the work left at the on-demand
@@ -1160,15 +1170,12 @@ static bool bb_on_demand(struct bb_work *w)
 	double t = (double)(in->now_s - in->progress->start_s) /
 		   BILLING_HOUR_S;
 	double cp = in->progress->work_done_h;
-	double r_od = pol_rate(env, s->sc, job->reliable.count +
-			       job->instances, job->reliable.count *
-			       env->types[env->reliable_type].speed +
-			       job->instances *
-			       env->types[env->ref_type].speed);
+	double r_od = pol_base_rate(env, s->sc);
+	double left = job->finish_by_hours - t;
+	double tick = (double)job->tick_seconds / BILLING_HOUR_S;
+	double margin = left - (w->rem / r_od + 2 * d + tick);
+	double T = INFINITY;
 	bool avail = w->spot > 0;
-
-	double margin = job->finish_by_hours - t - (w->rem / r_od + 2 * d +
-			(double)job->tick_seconds / BILLING_HOUR_S);
 
 	if (!s->for_good)
 		s->for_good = !(r_od > 0) || margin < 0;
@@ -1185,25 +1192,17 @@ static bool bb_on_demand(struct bb_work *w)
 	 * outages it paid 2.8x Uniform Progress at a barely feasible
 	 * deadline, and on the shipped 2016 slice 1.8x at 12-16 h, where
 	 * its own plan was slower than the deadline; docs/benchmarks.md. */
-	{
-		double T = INFINITY;
-
-		if (w->spot > 0)
-			bb_finish(s, s->items, w->n, w->rem, &T);
-		else if (s->w_base > 0)
-			T = w->rem / s->w_base * BILLING_HOUR_S;
-		s->tight = margin < 0.5 * (job->finish_by_hours - t) ||
-			   !(T / BILLING_HOUR_S < job->finish_by_hours - t -
-			     2 * d - (double)job->tick_seconds /
-			     BILLING_HOUR_S);
-	}
+	if (w->spot > 0)
+		bb_finish(s, s->items, w->n, w->rem, &T);
+	else if (s->w_base > 0)
+		T = w->rem / s->w_base * BILLING_HOUR_S;
+	w->tight = margin < 0.5 * left ||
+		   !(T / BILLING_HOUR_S < left - 2 * d - tick);
 	for (size_t i = 0; i < env->n_markets && !avail; i++) {
-		const struct pol_type *ty = &env->types[env->markets[i].type];
 		int64_t p;
 
 		avail = market_view_price(in->mv, env->markets[i].market,
-					  &p) && ty->speed > 0 &&
-			(double)p <= s->cap_per_speed * ty->speed;
+					  &p) && bb_within_od(s, i, p);
 	}
 	if (bb_extra_od(w) > 0)
 		return !(avail && cp >= (t + 2 * d) * line);
@@ -1281,7 +1280,6 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 		return r;
 	bb_plan_fleet(&w);
 	bb_set_floor(&w);
-	s->tight = false;
 	if (job->finish_by_hours > 0) {
 		bool od = bb_on_demand(&w);
 

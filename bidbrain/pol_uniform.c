@@ -218,10 +218,7 @@ static enum px_err up_decide(void *state, const struct pol_input *in,
 		n_od = job->reliable.count;
 	}
 	n_od -= job->reliable.count;
-	r = pol_rate(env, in->scaling, job->reliable.count + job->instances,
-		     job->reliable.count *
-		     env->types[env->reliable_type].speed +
-		     job->instances * env->types[env->ref_type].speed);
+	r = pol_base_rate(env, in->scaling);
 	/* rule 4: the time left against the work left on demand */
 	if (!s->for_good && (!(r > 0) || dh - t < (c - cp) / r + 2 * d +
 			     job->tick_seconds / 3600.0))

@@ -191,6 +191,20 @@ static inline double pol_rate(const struct pol_env *env,
 	return jobspec_rate(env->job, sc ? sc->profile : NULL, n, speed_sum);
 }
 
+/* The rate of the baselines' fleet: the reliable tier and `instances`
+ * of reference_type (BidBrain's runtime floor; Uniform Progress's and
+ * BidBrain's on-demand fleet for a deadline). */
+static inline double pol_base_rate(const struct pol_env *env,
+				   const struct pol_scaling *sc)
+{
+	const struct jobspec *job = env->job;
+
+	return pol_rate(env, sc, job->instances + job->reliable.count,
+			job->instances * env->types[env->ref_type].speed +
+			job->reliable.count *
+			env->types[env->reliable_type].speed);
+}
+
 /* The spot instances the job may hold now: spot.max_instances, or the
  * scaling's spot_max when it is set and lower. */
 static inline int pol_spot_max(const struct pol_env *env,
