@@ -14,6 +14,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sim_windows  # noqa: E402  (its run: one simulate --json)
+
 FLEET = ["lowest-price", "capacity-optimized", "price-capacity-optimized",
          "diversified"]
 # held-out per-second windows (the benchmark windows of bench_simulate
@@ -41,19 +44,8 @@ JOBS = [job("8 small types, e 0.93", TYPES8, 900, 48, 0.93),
 
 
 def sim(ctl, trace, od, spec, start, seed, pols, billing="per-second"):
-    with tempfile.NamedTemporaryFile("w", suffix=".json",
-                                     delete=False) as f:
-        json.dump(spec, f)
-        path = f.name
-    try:
-        out = subprocess.run(
-            [ctl, "simulate", "--trace", trace, "--ondemand-prices", od,
-             "--job", path, "--start", start, "--seed", seed,
-             "--billing", billing, "--policy", pols, "--json"],
-            check=True, capture_output=True, text=True).stdout
-    finally:
-        os.unlink(path)
-    return {r["policy"]: r for r in json.loads(out)["results"]}
+    return sim_windows.run(ctl, trace, od, spec, billing, pols, start,
+                           ("--seed", seed))
 
 
 def cpw(r):
