@@ -1,0 +1,342 @@
+/* arbiter.c -- dividing the pool among jobs (see arbiter.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter.h"
+
+static const char *const names[ARB_KINDS] = {
+	[ARB_FIFO] = "fifo", [ARB_MAX_MIN] = "max-min",
+	[ARB_FINISH_TIME] = "finish-time", [ARB_GOODPUT] = "goodput",
+};
+
+const char *arb_name(enum arb_kind k)
+{
+	return (unsigned)k < ARB_KINDS ? names[k] : "?";
+}
+
+enum px_err arb_lookup(const char *name, enum arb_kind *ret,
+		       struct px_error *err)
+{
+	for (int k = 0; k < ARB_KINDS; k++)
+		if (name && strcmp(name, names[k]) == 0) {
+			*ret = (enum arb_kind)k;
+			return PX_OK;
+		}
+	return px_errorf(err, PX_EINVAL, "unknown arbiter '%s' (fifo, "
+			 "max-min, finish-time, goodput)", name ? name : "");
+}
+
+double arb_alone_hours(const struct arb_job *j, double n_jobs, int alone_max)
+{
+	int fair = n_jobs >= 1 ? (int)floor(alone_max / n_jobs + 1e-9)
+			       : alone_max;
+
+	if (fair < 1)
+		fair = 1;
+	if (fair > j->max)
+		fair = j->max;
+	return j->rate[fair] > 0 ? j->work_total_h / j->rate[fair] : 0;
+}
+
+double arb_rho(const struct arb_job *j, int n, double now_h, size_t n_jobs,
+	       int alone_max)
+{
+	double alone = arb_alone_hours(j, (double)n_jobs, alone_max);
+	double since = now_h - j->arrival_h;
+
+	if (n < 0 || n > j->max || !(j->rate[n] > 0))
+		return HUGE_VAL;
+	if (!(alone > 0))
+		return 0;
+	if (since < 0)
+		since = 0;
+	return (since + (n != j->share ? j->restart_h : 0) +
+		j->work_left_h / j->rate[n]) / alone;
+}
+
+struct arb {
+	const struct arb_setup *s;
+	struct arb_job *v;
+	size_t n, n_in;           /* jobs; admitted ones */
+	int *held;                /* the share each held (the lease ending) */
+	int *alone;               /* its instances alone in the pool */
+	size_t *order;            /* by arrival */
+	struct pool_use use;
+};
+
+static bool unit_fits(const struct arb *a, const struct arb_job *j)
+{
+	return pool_fits(a->s->limits, &a->use, j->group, true, j->unit_vcpus,
+			 j->unit_uusd, NULL);
+}
+
+static void unit_add(struct arb *a, struct arb_job *j, int sign)
+{
+	pool_use_add(&a->use, j->group, true, j->unit_vcpus, j->unit_uusd,
+		     sign);
+	j->share += sign;
+}
+
+/* Whether one more unit helps j at all. */
+static bool can_grow(const struct arb *a, const struct arb_job *j)
+{
+	return j->admit && j->share < j->want &&
+	       j->rate[j->share + 1] > j->rate[j->share] && unit_fits(a, j);
+}
+
+static void outside_use(const struct arb *a, struct pool_use *u)
+{
+	if (a->s->outside)
+		*u = *a->s->outside;
+	else
+		memset(u, 0, sizeof *u);
+}
+
+int arb_alone_max(const struct pool_limits *l, const struct pool_use *outside,
+		  const struct arb_job *j)
+{
+	struct pool_use u;
+	int k = 0;
+
+	if (outside)
+		u = *outside;
+	else
+		memset(&u, 0, sizeof u);
+	pool_use_add(&u, j->tier_group, false, j->tier_vcpus, j->tier_uusd,
+		     1);
+	while (k < j->max && pool_fits(l, &u, j->group, true, j->unit_vcpus,
+				       j->unit_uusd, NULL)) {
+		pool_use_add(&u, j->group, true, j->unit_vcpus, j->unit_uusd,
+			     1);
+		k++;
+	}
+	return k;
+}
+
+static int by_arrival(const void *x, const void *y, void *ctx)
+{
+	const struct arb_job *v = ctx;
+	size_t i = *(const size_t *)x, k = *(const size_t *)y;
+
+	if (v[i].arrival_h != v[k].arrival_h)
+		return v[i].arrival_h < v[k].arrival_h ? -1 : 1;
+	return i < k ? -1 : i > k;
+}
+
+/* Gang admission: the tiers admitted before stay; then, in arrival
+ * order, a job whose whole tier fits, and that can do work with it
+ * (its tier works, or one spot instance fits beside it). */
+static void admit(struct arb *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		struct arb_job *j = &a->v[i];
+
+		j->admit = j->admitted;
+		if (j->admit)
+			pool_use_add(&a->use, j->tier_group, false,
+				     j->tier_vcpus, j->tier_uusd, 1);
+	}
+	for (size_t o = 0; o < a->n; o++) {
+		struct arb_job *j = &a->v[a->order[o]];
+		struct pool_use u = a->use;
+
+		if (j->admit)
+			continue;
+		if (j->tier_vcpus > 0 &&
+		    !pool_fits(a->s->limits, &u, j->tier_group, false,
+			       j->tier_vcpus, j->tier_uusd, NULL))
+			continue;
+		pool_use_add(&u, j->tier_group, false, j->tier_vcpus,
+			     j->tier_uusd, 1);
+		if (!(j->rate[0] > 0) && !(j->max > 0 &&
+		    pool_fits(a->s->limits, &u, j->group, true,
+			      j->unit_vcpus, j->unit_uusd, NULL)))
+			continue;
+		a->use = u;
+		j->admit = true;
+	}
+	for (size_t i = 0; i < a->n; i++)
+		a->n_in += a->v[i].admit;
+}
+
+/* The job that gets the next unit among those with flag set (NULL: all),
+ * or -1: the one of greatest priority, ties to the earlier arrival. */
+static double priority(const struct arb *a, const struct arb_job *j)
+{
+	switch (a->s->kind) {
+	case ARB_MAX_MIN:
+		return -(double)(j->share * j->unit_vcpus) / j->weight;
+	case ARB_GOODPUT:
+		return (j->rate[j->share + 1] - j->rate[j->share]) /
+		       (double)j->unit_vcpus * j->weight;
+	case ARB_FINISH_TIME: {
+		size_t i = (size_t)(j - a->v);
+		double r = arb_rho(j, j->share, a->s->now_h, a->n_in,
+				   a->alone[i]);
+
+		/* no progress at all first, the fewest units first */
+		return isinf(r) ? 1e300 - j->share : r * j->weight;
+	}
+	default:
+		return 0;
+	}
+}
+
+static long pick(const struct arb *a, const bool *flag)
+{
+	long best = -1;
+	double bp = 0;
+
+	for (size_t o = 0; o < a->n; o++) {
+		size_t i = a->order[o];
+		const struct arb_job *j = &a->v[i];
+		double p;
+
+		if ((flag && !flag[i]) || !can_grow(a, j))
+			continue;
+		p = priority(a, j);
+		if (best < 0 || p > bp) {
+			best = (long)i;
+			bp = p;
+		}
+	}
+	return best;
+}
+
+static void fill(struct arb *a, const bool *flag)
+{
+	long i;
+
+	while ((i = pick(a, flag)) >= 0)
+		unit_add(a, &a->v[i], 1);
+}
+
+static int by_rho_desc(const void *x, const void *y, void *ctx)
+{
+	const double *r = ctx;
+	size_t i = *(const size_t *)x, k = *(const size_t *)y;
+
+	if (r[i] != r[k])
+		return r[i] > r[k] ? -1 : 1;
+	return i < k ? -1 : i > k;
+}
+
+/* Themis's round: the worst `fairness` of the admitted jobs (by their
+ * weighted rho at the share they held) are re-decided; the others keep
+ * their shares as far as they still fit. */
+static enum px_err finish_time(struct arb *a, struct px_error *err)
+{
+	size_t *ids = px_calloc(a->n ? a->n : 1, sizeof *ids), m = 0, take;
+	double *r = px_calloc(a->n ? a->n : 1, sizeof *r);
+	bool *part = px_calloc(a->n ? a->n : 1, sizeof *part);
+	enum px_err e = PX_OK;
+
+	if (!ids || !r || !part) {
+		e = px_errorf(err, PX_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		struct arb_job *j = &a->v[i];
+
+		if (!j->admit)
+			continue;
+		r[i] = arb_rho(j, a->held[i], a->s->now_h, a->n_in,
+			       a->alone[i]);
+		r[i] = isinf(r[i]) ? HUGE_VAL : r[i] * j->weight;
+		ids[m++] = i;
+	}
+	qsort_r(ids, m, sizeof *ids, by_rho_desc, r);
+	take = (size_t)ceil(a->s->fairness * (double)m - 1e-9);
+	if (take < 1 && m)
+		take = 1;
+	for (size_t k = 0; k < m; k++)
+		part[ids[k]] = k < take;
+	/* the others keep what they held, as far as it fits */
+	for (size_t k = take; k < m; k++) {
+		struct arb_job *j = &a->v[ids[k]];
+		int keep = a->held[ids[k]] < j->want ? a->held[ids[k]]
+						     : j->want;
+
+		while (j->share < keep && unit_fits(a, j))
+			unit_add(a, j, 1);
+	}
+	fill(a, part);
+out:
+	free(ids);
+	free(r);
+	free(part);
+	return e;
+}
+
+enum px_err arb_decide(const struct arb_setup *s, struct arb_job *jobs,
+		       size_t n, struct px_error *err)
+{
+	struct arb a = {.s = s, .v = jobs, .n = n};
+	enum px_err e = PX_OK;
+	size_t sz = n ? n : 1;
+
+	for (size_t i = 0; i < n; i++) {
+		struct arb_job *j = &jobs[i];
+
+		if (!j->rate || j->max < 0 || !(j->weight > 0) ||
+		    j->unit_vcpus < 0 || j->tier_vcpus < 0)
+			return px_errorf(err, PX_EINVAL, "job %zu: no rate, "
+					 "a weight not above 0 or a negative "
+					 "size", i);
+		if (j->want > j->max)
+			j->want = j->max;
+		if (j->want < 0)
+			j->want = 0;
+	}
+	a.held = px_calloc(sz, sizeof *a.held);
+	a.alone = px_calloc(sz, sizeof *a.alone);
+	a.order = px_calloc(sz, sizeof *a.order);
+	if (!a.held || !a.alone || !a.order) {
+		e = px_errorf(err, PX_ENOMEM, "out of memory");
+		goto out;
+	}
+	outside_use(&a, &a.use);
+	for (size_t i = 0; i < n; i++) {
+		a.order[i] = i;
+		a.held[i] = jobs[i].share;
+		a.alone[i] = arb_alone_max(s->limits, s->outside, &jobs[i]);
+		jobs[i].share = 0;
+	}
+	qsort_r(a.order, n, sizeof *a.order, by_arrival, jobs);
+	admit(&a);
+	switch (s->kind) {
+	case ARB_FIFO:
+		for (size_t o = 0; o < n; o++) {
+			struct arb_job *j = &jobs[a.order[o]];
+
+			while (can_grow(&a, j))
+				unit_add(&a, j, 1);
+		}
+		break;
+	case ARB_FINISH_TIME:
+		e = finish_time(&a, err);
+		break;
+	default:
+		fill(&a, NULL);
+		break;
+	}
+	/* what is left goes by the same rule to every admitted job */
+	if (e == PX_OK)
+		fill(&a, NULL);
+	for (size_t i = 0; e == PX_OK && i < n; i++) {
+		struct arb_job *j = &jobs[i];
+		int sh = j->share;
+
+		/* rho at the new share: a change costs the re-form */
+		j->share = a.held[i];
+		j->rho = arb_rho(j, sh, s->now_h, a.n_in ? a.n_in : 1,
+				 a.alone[i]);
+		j->share = sh;
+	}
+out:
+	free(a.held);
+	free(a.alone);
+	free(a.order);
+	return e;
+}
