@@ -38,6 +38,8 @@ struct ctrl {
 				      * again at the next step */
 	int reliable_owed_type;
 	int64_t reliable_owed_at;    /* not asked again before this */
+	int spot_max;                /* the last decision's scaling's (-1:
+				      * none): the pool's share when gated */
 	/* the policy decides again at wake_at (0: none asked; ctrl_wake),
 	 * besides its own triggers: after a refused request of its, not
 	 * at its next tick (tick_seconds, 10 market minutes by default);
@@ -339,6 +341,9 @@ static enum px_err restage(struct ctrl *c, int64_t now, struct px_error *err)
  * policies see, and the simulator's results depend on it). */
 static void drop_slot(struct ctrl *c, size_t slot)
 {
+	if (c->s.gate)
+		c->s.gate->hold(c->s.gate->ctx, c->pub[slot].type,
+				c->pub[slot].market, -1);
 	c->n--;
 	if (slot != c->n) {
 		c->pub[slot] = c->pub[c->n];
@@ -491,6 +496,17 @@ static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
 		return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, "budget", 0,
 			    err);
 	}
+	if (c->s.gate) {
+		int64_t p = env->types[type].od_uusd;
+		const char *why;
+
+		if (market >= 0)
+			market_price_at(mkt(c, market), now, &p);
+		why = c->s.gate->admit(c->s.gate->ctx, now, type, market, p);
+		if (why)
+			return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, why, 0,
+				    err);
+	}
 	if (!(v = new_slot(c, err)))
 		return err->code;
 	v->id = ++c->next_id;
@@ -503,6 +519,8 @@ static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
 	v->period_end_s = now + BILLING_HOUR_S;
 	c->priv[c->n].reserve_uusd = forced;
 	c->n++;
+	if (c->s.gate)
+		c->s.gate->hold(c->s.gate->ctx, type, market, 1);
 	c->budget_dirty = true;
 	req = (struct world_req){
 		.id = v->id, .market = market, .type = type,
@@ -613,6 +631,8 @@ enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 	if (!(v = new_slot(c, err)))
 		return err->code;
 	s = c->n++;
+	if (c->s.gate)
+		c->s.gate->hold(c->s.gate->ctx, req->type, req->market, 1);
 	in = &c->priv[s];
 	v->id = req->id;
 	ctrl_ids_past(c, req->id);
@@ -650,6 +670,19 @@ static enum px_err wake(struct ctrl *c, int64_t at, struct px_error *err)
 	c->wake_at = at;
 	return c->s.world->timer(c->s.world_ctx, at, CTRL_TIMER_HOUR,
 				 CTRL_WAKE_TIMER_ID, err);
+}
+
+enum px_err ctrl_shed(struct ctrl *c, int64_t now, uint64_t id,
+		      const char *why)
+{
+	long s = find_slot(c, id);
+	enum px_err e;
+
+	if (s < 0)
+		return PX_OK;
+	e = end_inst(c, now, (size_t)s, false, why, &c->err);
+	return e == PX_OK ? c->s.world->release(c->s.world_ctx, id, &c->err)
+			  : e;
 }
 
 enum px_err ctrl_wake(struct ctrl *c, int64_t at)
@@ -880,6 +913,9 @@ static enum px_err apply(struct ctrl *c, int64_t now, unsigned why,
 		  j->spot.max_instances : j->instances;
 	enum px_err e = PX_OK;
 
+	/* under a pool, its share (the decision's spot_max) is a cap too */
+	if (c->s.gate && c->spot_max >= 0 && c->spot_max < cap)
+		cap = c->spot_max;
 	for (size_t i = 0; i < c->acts.n && e == PX_OK; i++) {
 		const struct pol_action *a = &c->acts.v[i];
 
@@ -919,8 +955,10 @@ static enum px_err apply(struct ctrl *c, int64_t now, unsigned why,
 			if ((size_t)a->market >= env->n_markets)
 				e = reject(c, now, "no such market", err);
 			else if (live_spot(c) >= cap)
-				e = reject(c, now, "spot.max_instances "
-					   "reached", err);
+				e = reject(c, now, cap < j->spot.max_instances
+					   ? "the pool's share reached"
+					   : "spot.max_instances reached",
+					   err);
 			else if (!market_price_at(mkt(c, a->market), now,
 						  &p) || p > a->bid_uusd)
 				e = reject(c, now, "bid below the market "
@@ -1089,6 +1127,7 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 
 		uint64_t t0 = px_now_mono_us();
 
+		c->spot_max = p->scaling ? p->scaling->spot_max : -1;
 		c->acts.n = 0;
 		c->st.decisions++;
 		e = c->s.policy->decide(c->pstate, &in, &c->acts, err);
@@ -1326,6 +1365,7 @@ enum px_err ctrl_new(const struct ctrl_setup *s, struct ctrl **ret,
 	if (!c)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	c->s = *s;
+	c->spot_max = -1;
 	c->env = s->env;
 	c->cursor = px_calloc(s->ms->n ? s->ms->n : 1, sizeof *c->cursor);
 	if (!c->cursor) {

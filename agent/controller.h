@@ -100,6 +100,22 @@ struct ctrl_tiers {
 int ctrl_stage_for(const struct ctrl_tiers *t, int reliable, int transient,
 		   int current);
 
+/* A gate above the policy on what the job rents: the pool that several
+ * jobs share (simulate --workload; docs/pool.md).  Every instance the
+ * controller asks of the world is asked of the gate first, and the gate
+ * hears of every instance the fleet table gains or loses. */
+struct ctrl_gate {
+	/* Whether one more instance of env type `type` in env market
+	 * `market` (-1: on demand) at hour_uusd an hour may be rented at
+	 * now: NULL when it may, else why not (the reject's reason). */
+	const char *(*admit)(void *ctx, int64_t now, int type, int market,
+			     int64_t hour_uusd);
+	/* One instance more (sign 1: asked of the world or adopted) or
+	 * less (-1: ended, refused or released) in the fleet table. */
+	void (*hold)(void *ctx, int type, int market, int sign);
+	void *ctx;
+};
+
 struct ctrl_setup {
 	const struct pol_env *env;        /* borrowed for the run */
 	const struct market_set *ms;      /* sealed; prices for bills */
@@ -115,6 +131,7 @@ struct ctrl_setup {
 	bool replace_reliable;
 	ctrl_sink_fn sink;                /* may be NULL */
 	void *sink_ctx;
+	const struct ctrl_gate *gate;     /* NULL: none */
 };
 
 /* What the world knows of the job's progress (sim: its work model; local
@@ -219,6 +236,12 @@ enum px_err ctrl_failed(struct ctrl *c, int64_t now, uint64_t id,
 enum px_err ctrl_adopt(struct ctrl *c, int64_t now,
 		       const struct world_req *req, int64_t launched_s,
 		       bool ready);
+/* Release instance id now, outside the policy's decision: the pool took
+ * its share back (docs/pool.md).  Ended as the user's end with reason
+ * why, given back to the world; the policy sees the fleet without it at
+ * its next decision.  An unknown id does nothing. */
+enum px_err ctrl_shed(struct ctrl *c, int64_t now, uint64_t id,
+		      const char *why);
 /* Env market `market` rests until until_s (the world found it out of
  * capacity): the policy does not see it (market_view's hide_until) and
  * an acquire in it is rejected, so that the next decision chooses
