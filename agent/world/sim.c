@@ -104,6 +104,10 @@ struct run {
 	double pause_end;
 	int64_t chg_s;
 	bool formed, chg_first, chg_counted, ending;
+	bool finished;            /* finish() ran */
+	/* the pool's share (sim_job_share): the decision's spot_max */
+	bool shared;
+	struct pol_scaling share;
 	int64_t reforms;
 	double reform_lost;       /* work-hours the pauses cost */
 	struct sim_result *res;
@@ -484,6 +488,7 @@ static enum px_err finish(struct run *r, enum sim_stop stop)
 	enum px_err e;
 
 	r->ending = true;
+	r->finished = true;
 	e = cc(r, ctrl_finish(r->c, r->now, completed, &cost));
 	if (e == PX_OK)
 		e = record(r);
@@ -520,7 +525,8 @@ static void drive_progress(void *w, struct ctrl_progress *ret)
 	const struct run *r = w;
 
 	*ret = (struct ctrl_progress){.work_done_h = r->work,
-				      .rate_h = r->rate};
+				      .rate_h = r->rate,
+				      .scaling = r->shared ? &r->share : NULL};
 }
 
 static enum px_err drive_books(void *w, int64_t t, struct px_error *err)
@@ -554,16 +560,12 @@ static bool done_at(const struct run *r, int64_t lim, int64_t *ret)
 	return true;
 }
 
-static enum px_err run_loop(struct run *r, unsigned wants)
+/* The run's first decision, at the plan's start. */
+static enum px_err run_begin(struct run *r, unsigned wants)
 {
 	const struct sim_plan *p = r->p;
 	const struct jobspec *j = r->env->job;
-	int64_t end = ctrl_end(r->c);
 	struct ctrl_progress pg;
-	const struct world_drive drive = {
-		.c = r->c, .q = &r->q, .w = r, .handle = drive_handle,
-		.progress = drive_progress, .books = drive_books,
-	};
 	enum px_err e;
 
 	r->now = p->start_s;
@@ -577,8 +579,7 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 			return e;
 	}
 	e = heap_push(r, r->now + j->tick_seconds, EV_TICK, 0, r->err);
-	pg = (struct ctrl_progress){.work_done_h = r->work,
-				    .rate_h = r->rate};
+	drive_progress(r, &pg);
 	if (e == PX_OK)
 		e = cc(r, ctrl_step(r->c, r->now, POL_WHY_START, &pg));
 	if (e == PX_OK)
@@ -586,26 +587,59 @@ static enum px_err run_loop(struct run *r, unsigned wants)
 	/* a budget that pays for no instance ends the run at its start */
 	if (e == PX_OK && ctrl_stop(r->c, r->now, &pg) == CTRL_STOP_BUDGET)
 		return finish(r, SIM_STOP_BUDGET);
-	while (e == PX_OK) {
-		int64_t tn = r->q.n ? evq_top(&r->q)->t : INT64_MAX;
-		int64_t lim = tn < end ? tn : end, td;
+	return e;
+}
 
-		if (done_at(r, lim, &td)) {
-			r->reform_lost += r->rate * paused_s(r, td) / 3600;
-			r->work = j->work_hours;
-			r->now = td;
-			return finish(r, SIM_STOP_DONE);
-		}
-		if (tn > end) {
-			advance(r, end);
-			return finish(r, end_stop(p, end));
-		}
-		advance(r, tn);
-		e = world_drive_instant(&drive, r->now, &pg, r->err);
-		if (e == PX_OK &&
-		    ctrl_stop(r->c, r->now, &pg) == CTRL_STOP_BUDGET)
-			return finish(r, SIM_STOP_BUDGET);
+/* The instant of the run's next step: its next event, its end, or when
+ * its work is done before either; INT64_MAX once it finished. */
+static int64_t run_next(const struct run *r)
+{
+	int64_t tn = r->q.n ? evq_top(&r->q)->t : INT64_MAX;
+	int64_t end = ctrl_end(r->c), lim = tn < end ? tn : end, td;
+
+	if (r->finished)
+		return INT64_MAX;
+	if (done_at(r, lim, &td))
+		return td;
+	return tn > end ? end : tn;
+}
+
+/* The run's next step (at run_next). */
+static enum px_err run_instant(struct run *r)
+{
+	const struct jobspec *j = r->env->job;
+	int64_t tn = r->q.n ? evq_top(&r->q)->t : INT64_MAX;
+	int64_t end = ctrl_end(r->c), lim = tn < end ? tn : end, td;
+	const struct world_drive drive = {
+		.c = r->c, .q = &r->q, .w = r, .handle = drive_handle,
+		.progress = drive_progress, .books = drive_books,
+	};
+	struct ctrl_progress pg;
+	enum px_err e;
+
+	if (done_at(r, lim, &td)) {
+		r->reform_lost += r->rate * paused_s(r, td) / 3600;
+		r->work = j->work_hours;
+		r->now = td;
+		return finish(r, SIM_STOP_DONE);
 	}
+	if (tn > end) {
+		advance(r, end);
+		return finish(r, end_stop(r->p, end));
+	}
+	advance(r, tn);
+	e = world_drive_instant(&drive, r->now, &pg, r->err);
+	if (e == PX_OK && ctrl_stop(r->c, r->now, &pg) == CTRL_STOP_BUDGET)
+		return finish(r, SIM_STOP_BUDGET);
+	return e;
+}
+
+static enum px_err run_loop(struct run *r, unsigned wants)
+{
+	enum px_err e = run_begin(r, wants);
+
+	while (e == PX_OK && !r->finished)
+		e = run_instant(r);
 	return e;
 }
 
@@ -735,24 +769,51 @@ static enum px_err run_oracle(const struct sim_plan *p, bool paid_only,
 	return check_result(res, err);
 }
 
+/* The run of policy over plan, its controller built (gate may be NULL). */
+static enum px_err run_init(struct run *r, const struct sim_plan *plan,
+			    const struct policy_ops *policy,
+			    const struct ctrl_gate *gate,
+			    struct sim_result *res, struct px_error *err)
+{
+	struct ctrl_setup cs = {
+		.env = plan->env, .ms = plan->setup.ms, .policy = policy,
+		.world = &sim_world_ops, .start_s = plan->start_s,
+		.window_end_s = plan->end_s,
+		.sink = plan->setup.sink, .sink_ctx = plan->setup.sink_ctx,
+		.gate = gate,
+	};
+
+	memset(r, 0, sizeof *r);
+	memset(res, 0, sizeof *res);
+	snprintf(res->policy, sizeof res->policy, "%s", policy->name);
+	r->p = plan;
+	r->env = plan->env;
+	r->chg_s = INT64_MIN;     /* no change yet */
+	r->res = res;
+	r->err = err;
+	r->share.spot_max = -1;
+	cs.world_ctx = r;
+	return ctrl_new(&cs, &r->c, err);
+}
+
+static void run_release(struct run *r)
+{
+	ctrl_free(r->c);
+	free(r->v);
+	evq_release(&r->q);
+}
+
 enum px_err sim_run(const struct sim_plan *plan,
 		    const struct policy_ops *policy, struct sim_result *ret,
 		    struct px_error *err)
 {
 	struct run r;
 	struct sim_result res;
-	struct ctrl_setup cs = {
-		.env = plan->env, .ms = plan->setup.ms, .policy = policy,
-		.world = &sim_world_ops, .start_s = plan->start_s,
-		.window_end_s = plan->end_s,
-		.sink = plan->setup.sink, .sink_ctx = plan->setup.sink_ctx,
-	};
 	enum px_err e;
 
-	memset(&r, 0, sizeof r);
-	memset(&res, 0, sizeof res);
-	snprintf(res.policy, sizeof res.policy, "%s", policy->name);
 	if (policy == &sim_oracle_ops || policy == &sim_oracle_paid_ops) {
+		memset(&res, 0, sizeof res);
+		snprintf(res.policy, sizeof res.policy, "%s", policy->name);
 		e = run_oracle(plan, policy == &sim_oracle_paid_ops, &res,
 			       err);
 		if (e != PX_OK) {
@@ -762,25 +823,130 @@ enum px_err sim_run(const struct sim_plan *plan,
 		*ret = res;
 		return PX_OK;
 	}
-	r.p = plan;
-	r.env = plan->env;
-	r.chg_s = INT64_MIN;     /* no change yet */
-	r.res = &res;
-	r.err = err;
-	cs.world_ctx = &r;
-	e = ctrl_new(&cs, &r.c, err);
+	e = run_init(&r, plan, policy, NULL, &res, err);
 	if (e != PX_OK)
 		return e;
 	e = run_loop(&r, policy->wants);
-	ctrl_free(r.c);
-	free(r.v);
-	evq_release(&r.q);
+	run_release(&r);
 	if (e != PX_OK) {
 		sim_result_release(&res);
 		return e;
 	}
 	*ret = res;
 	return PX_OK;
+}
+
+/* ---- one job of several on one clock ---- */
+
+struct sim_job {
+	struct run r;
+	struct sim_result res;
+	const struct policy_ops *policy;
+	bool started;
+	struct px_error err;
+};
+
+/* The job's error (its run's), copied to the caller's. */
+static enum px_err job_err(struct sim_job *j, enum px_err e,
+			   struct px_error *err)
+{
+	if (e != PX_OK && err)
+		*err = j->err;
+	return e;
+}
+
+enum px_err sim_job_new(const struct sim_plan *plan,
+			const struct policy_ops *policy,
+			const struct ctrl_gate *gate, struct sim_job **ret,
+			struct px_error *err)
+{
+	struct sim_job *j;
+	enum px_err e;
+
+	if (policy == &sim_oracle_ops || policy == &sim_oracle_paid_ops)
+		return px_errorf(err, PX_EINVAL, "%s reads the future: it "
+				 "runs alone, not in a pool", policy->name);
+	if (!(j = px_calloc(1, sizeof *j)))
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	j->policy = policy;
+	e = run_init(&j->r, plan, policy, gate, &j->res, &j->err);
+	if (e != PX_OK) {
+		*err = j->err;
+		free(j);
+		return e;
+	}
+	*ret = j;
+	return PX_OK;
+}
+
+enum px_err sim_job_start(struct sim_job *j, struct px_error *err)
+{
+	j->started = true;
+	return job_err(j, run_begin(&j->r, j->policy->wants), err);
+}
+
+int64_t sim_job_next(const struct sim_job *j)
+{
+	return run_next(&j->r);
+}
+
+enum px_err sim_job_step(struct sim_job *j, struct px_error *err)
+{
+	if (j->r.finished)
+		return PX_OK;
+	return job_err(j, run_instant(&j->r), err);
+}
+
+void sim_job_advance(struct sim_job *j, int64_t t)
+{
+	if (!j->r.finished && t > j->r.now)
+		advance(&j->r, t);
+}
+
+enum px_err sim_job_share(struct sim_job *j, int spot_max,
+			  struct px_error *err)
+{
+	if (j->r.finished)
+		return PX_OK;
+	j->r.shared = true;
+	j->r.share.spot_max = spot_max;
+	if (!j->started)
+		return PX_OK;     /* its first decision sees it */
+	return job_err(j, cc(&j->r, ctrl_wake(j->r.c, j->r.now)), err);
+}
+
+struct ctrl *sim_job_ctrl(struct sim_job *j)
+{
+	return j->r.c;
+}
+
+const struct pol_env *sim_job_env(const struct sim_job *j)
+{
+	return j->r.env;
+}
+
+double sim_job_work(const struct sim_job *j)
+{
+	return j->r.work;
+}
+
+double sim_job_rate(const struct sim_job *j)
+{
+	return j->r.rate;
+}
+
+const struct sim_result *sim_job_result(const struct sim_job *j)
+{
+	return j->r.finished ? &j->res : NULL;
+}
+
+void sim_job_free(struct sim_job *j)
+{
+	if (!j)
+		return;
+	run_release(&j->r);
+	sim_result_release(&j->res);
+	free(j);
 }
 
 void sim_result_release(struct sim_result *r)

@@ -133,6 +133,38 @@ enum px_err sim_run(const struct sim_plan *plan,
 		    struct px_error *err);
 void sim_result_release(struct sim_result *r);
 
+/* ---- one job of several on one clock (simulate --workload,
+ * sim_workload.h): the run of sim_run, a step at a time, its controller
+ * gated by the pool and its spot instances capped by its share ---- */
+struct sim_job;
+
+/* Build it (gate may be NULL); nothing runs yet.  The oracles refused. */
+enum px_err sim_job_new(const struct sim_plan *plan,
+			const struct policy_ops *policy,
+			const struct ctrl_gate *gate, struct sim_job **ret,
+			struct px_error *err);
+/* The first decision, at the plan's start. */
+enum px_err sim_job_start(struct sim_job *j, struct px_error *err);
+/* The instant of its next step (an event, its end, its work done);
+ * INT64_MAX once it finished. */
+int64_t sim_job_next(const struct sim_job *j);
+/* Its next step, at sim_job_next. */
+enum px_err sim_job_step(struct sim_job *j, struct px_error *err);
+/* Its clock to t (<= sim_job_next): the work the fleet does till then. */
+void sim_job_advance(struct sim_job *j, int64_t t);
+/* The spot instances it may hold from its now (the pool's share; -1: no
+ * cap): its policy decides again at once (once started; before, its
+ * first decision sees it). */
+enum px_err sim_job_share(struct sim_job *j, int spot_max,
+			  struct px_error *err);
+struct ctrl *sim_job_ctrl(struct sim_job *j);
+const struct pol_env *sim_job_env(const struct sim_job *j);
+double sim_job_work(const struct sim_job *j);
+double sim_job_rate(const struct sim_job *j);
+/* Its result once it finished, else NULL. */
+const struct sim_result *sim_job_result(const struct sim_job *j);
+void sim_job_free(struct sim_job *j);
+
 /* Whether r's cost per work-hour is defined (some work was done), and its
  * value in *ret.  Printers show an undefined one as '-' (JSON null, an
  * empty CSV field), never as 0, inf or nan. */
