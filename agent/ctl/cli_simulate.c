@@ -29,6 +29,7 @@
 #include "../world/sim.h"
 #include "simplot.h"
 #include "simrun.h"
+#include "workload.h"
 
 #define SIM_TRACES_MAX 64
 #define SIM_POLICIES_MAX 16
@@ -47,6 +48,10 @@ static const char simulate_usage[] =
 	"         [--product P] [--json]\n"
 	"         [--csv FILE] [--plot FILE.png|FILE.svg] [--db PATH]\n"
 	"         [--threads N] [--allow-infeasible]\n"
+	"       proteusctl simulate --trace FILE... --ondemand-prices FILE\n"
+	"         --workload FILE [--arbiter fifo,max-min,finish-time,goodput]\n"
+	"         [--policy P] [--billing M] [--start T] [--end T] [--seed N]\n"
+	"         [--spot-advisor FILE] [--product P] [--json] [--plot FILE]\n"
 	"\n"
 	"Replays spot-price traces (the JSON of `aws ec2\n"
 	"describe-spot-price-history`, plain or gzip) and runs each policy on\n"
@@ -90,6 +95,11 @@ static const char simulate_usage[] =
 	"                      on it\n"
 	"  --allow-infeasible  run a job whose finish_by_hours cannot be met\n"
 	"                      even on demand (refused by default, exit 3)\n"
+	"  --workload FILE     several jobs arriving over time in one pool\n"
+	"                      (docs/pool.md): {\"pool\": {...}, \"jobs\":\n"
+	"                      [...]}; in place of --job\n"
+	"  --arbiter LIST      with --workload: how the pool is divided\n"
+	"                      (default: all four; finish-time is Themis's)\n"
 	"\n"
 	"For a job with finish_by_hours each policy's line says whether it\n"
 	"met that deadline (DEADLINE, SLACK_H).\n"
@@ -298,6 +308,7 @@ struct opts {
 	size_t n_traces;
 	const char *od_path, *job_path, *policies, *billing, *csv, *plot;
 	const char *db, *product, *advisor;
+	const char *workload, *arbiters;
 	bool have_billing, json;
 	bool allow_infeasible;    /* --allow-infeasible */
 	int64_t start_s, end_s;
@@ -728,6 +739,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
 		{"allow-infeasible", no_argument, NULL, 'I'},
+		{"arbiter", required_argument, NULL, 'a'},
 		{"billing", required_argument, NULL, 'b'},
 		{"csv", required_argument, NULL, 'c'},
 		{"db", required_argument, NULL, 'd'},
@@ -744,6 +756,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"start", required_argument, NULL, 'S'},
 		{"threads", required_argument, NULL, 'T'},
 		{"trace", required_argument, NULL, 't'},
+		{"workload", required_argument, NULL, 'W'},
 		{0},
 	};
 	char *end;
@@ -755,6 +768,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, ":", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'A': o->advisor = optarg; break;
+		case 'a': o->arbiters = optarg; break;
+		case 'W': o->workload = optarg; break;
 		case 'b': o->billing = optarg; o->have_billing = true; break;
 		case 'c': o->csv = optarg; break;
 		case 'd': o->db = optarg; break;
@@ -813,9 +828,21 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		return cli_usage("simulate", "unexpected argument '%s'",
 				 argv[optind]);
-	if (!o->n_traces || !o->od_path || !o->job_path) {
-		log_err("simulate: --trace, --ondemand-prices and --job are "
-			"required (see 'proteusctl simulate --help')");
+	if (o->workload && (o->job_path || o->db || o->csv ||
+			    o->allow_infeasible || o->threads)) {
+		log_err("simulate: --workload takes the place of --job, and "
+			"--db, --csv, --threads and --allow-infeasible are for "
+			"one job");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->arbiters && !o->workload) {
+		log_err("simulate: --arbiter is for --workload");
+		return CLI_EXIT_USAGE;
+	}
+	if (!o->n_traces || !o->od_path || (!o->job_path && !o->workload)) {
+		log_err("simulate: --trace, --ondemand-prices and --job (or "
+			"--workload) are required (see 'proteusctl simulate "
+			"--help')");
 		return CLI_EXIT_USAGE;
 	}
 	if (o->start_s && o->end_s && o->start_s >= o->end_s) {
@@ -1126,6 +1153,157 @@ out:
 	return rc;
 }
 
+/* ---- several jobs, one pool (--workload) ---- */
+
+static int parse_arbiters(const char *list, enum arb_kind *v, size_t *ret_n)
+{
+	const char *p = list ? list : "fifo,max-min,finish-time,goodput";
+	struct px_error err = {0};
+	size_t n = 0;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		char name[32];
+
+		if (len == 0 || len >= sizeof name || n == ARB_KINDS) {
+			log_err("--arbiter: bad list '%s' (want e.g. "
+				"fifo,finish-time)", list);
+			return CLI_EXIT_USAGE;
+		}
+		memcpy(name, p, len);
+		name[len] = 0;
+		if (arb_lookup(name, &v[n], &err) != PX_OK) {
+			log_err("--arbiter: %s", err.msg);
+			return CLI_EXIT_USAGE;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (v[i] == v[n]) {
+				log_err("--arbiter: '%s' named twice", name);
+				return CLI_EXIT_USAGE;
+			}
+		n++;
+		p += len + (p[len] == ',');
+	}
+	*ret_n = n;
+	return n ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+}
+
+/* Every job of the workload under one policy (BidBrain unless --policy
+ * names one), each arbiter in turn on the same market and seeds. */
+static int simulate_workload(const struct opts *o)
+{
+	struct progress pg = {.on = isatty(STDERR_FILENO) == 1};
+	struct workload w = {0};
+	struct ondemand_table od = {0};
+	struct market_set ms;
+	struct load_ctx lc = {0};
+	struct advisor adv = {0};
+	bool have_adv = false;
+	char adv_path[4096] = "";
+	enum arb_kind arbs[ARB_KINDS];
+	struct wl_result res[ARB_KINDS];
+	enum billing_model billing = BILLING_LEGACY_HOURLY;
+	enum simplot_format pf = SIMPLOT_PNG;
+	const struct policy_ops *pol = &pol_bidbrain_ops;
+	struct px_error err = {0};
+	size_t n_arbs = 0, n_done = 0;
+	struct wl_setup su;
+	enum px_err e;
+	int rc;
+
+	memset(res, 0, sizeof res);
+	market_set_init(&ms);
+	rc = parse_arbiters(o->arbiters, arbs, &n_arbs);
+	if (rc)
+		return rc;
+	if (o->policies && (policy_lookup(o->policies, &pol, &err) != PX_OK ||
+			    !strcmp(o->policies, "uniform-progress"))) {
+		log_err("--policy: with --workload one policy of the "
+			"registry for every job: %s", err.msg[0] ? err.msg :
+			"uniform-progress needs every job's finish_by_hours");
+		return CLI_EXIT_USAGE;
+	}
+	if (o->have_billing &&
+	    billing_model_parse(o->billing, &billing, &err) != PX_OK) {
+		log_err("--billing: %s", err.msg);
+		return CLI_EXIT_USAGE;
+	}
+	if (o->plot && simplot_format_of(o->plot, &pf, &err) != PX_OK) {
+		log_err("--plot: %s", err.msg);
+		return CLI_EXIT_USAGE;
+	}
+	e = workload_load(o->workload, &w, &err);
+	if (e == PX_OK)
+		e = ondemand_table_load(o->od_path, &od, &err);
+	if (e == PX_OK) {
+		lc = (struct load_ctx){
+			.ms = &ms, .region = w.region, .product = o->product,
+			.end_s = o->end_s ? o->end_s : INT64_MAX, .pg = &pg,
+		};
+		e = load_traces(&lc, o->traces, o->n_traces, &err);
+		progress_clear(&pg);
+	}
+	if (e != PX_OK)
+		goto fail;
+	if (!o->have_billing)
+		billing = (o->start_s ? o->start_s : lc.first_s) >=
+			  PER_SECOND_FROM_S ? BILLING_PER_SECOND
+					    : BILLING_LEGACY_HOURLY;
+	if (billing == BILLING_PER_SECOND) {
+		e = simrun_advisor_path(o->advisor, o->workload, &w.specs[0],
+					o->start_s ? o->start_s : lc.first_s,
+					adv_path, sizeof adv_path, &err);
+		if (e == PX_OK)
+			e = advisor_load(adv_path, w.region, &adv, &err);
+		if (e != PX_OK)
+			goto fail;
+		have_adv = true;
+	}
+	su = (struct wl_setup){
+		.ms = &ms, .od = &od, .billing = billing,
+		.start_s = o->start_s ? o->start_s : lc.first_s,
+		.end_s = o->end_s ? o->end_s : lc.last_s,
+		.trace_first_s = lc.first_s, .trace_last_s = lc.last_s,
+		.seed = o->seed, .advisor = have_adv ? &adv : NULL,
+		.policy = pol, .limits = w.limits, .lease_s = w.lease_s,
+		.fairness = w.fairness, .jobs = w.jobs, .n_jobs = w.n,
+	};
+	for (; n_done < n_arbs; n_done++) {
+		progress(&pg, true, "simulating the workload under %s",
+			 arb_name(arbs[n_done]));
+		e = wl_run(&su, arbs[n_done], &res[n_done], &err);
+		if (e != PX_OK) {
+			progress_clear(&pg);
+			log_err("arbiter %s: %s", arb_name(arbs[n_done]),
+				err.msg);
+			rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
+			goto out;
+		}
+	}
+	progress_clear(&pg);
+	if (o->json)
+		rc = workload_print_json(o->workload, &w, &su, res, n_arbs);
+	else
+		workload_print(o->workload, &w, &su, res, n_arbs);
+	if (o->plot && (e = workload_plot(o->plot, pf, o->workload, res,
+					  n_arbs, &err)) != PX_OK) {
+		log_err("%s", err.msg);
+		rc = CLI_EXIT_FAIL;
+	}
+	goto out;
+fail:
+	log_err("%s", err.msg);
+	rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
+out:
+	for (size_t i = 0; i < n_done; i++)
+		wl_result_release(&res[i]);
+	advisor_release(&adv);
+	ondemand_table_release(&od);
+	market_set_release(&ms);
+	workload_release(&w);
+	return rc;
+}
+
 int cli_simulate(int argc, char **argv)
 {
 	struct opts o = {.product = "Linux/UNIX", .seed = 1};
@@ -1156,6 +1334,8 @@ int cli_simulate(int argc, char **argv)
 	rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
+	if (o.workload)
+		return simulate_workload(&o);
 	if (o.have_billing &&
 	    billing_model_parse(o.billing, &billing, &err) != PX_OK) {
 		log_err("--billing: %s", err.msg);
