@@ -42,8 +42,11 @@ enum pool_group pool_group_of(const char *type)
 		     isdigit((unsigned char)type[n])))
 			return families[i].g;
 	}
-	/* one letter, then the generation's digit */
-	if (!isdigit((unsigned char)type[1]))
+	/* the family's letters, then the generation's digit; the group is
+	 * the first letter's (im4gn and is4gen are I's, gr6 is G's, u7i-
+	 * is U's as u- is) */
+	n = strspn(type, "abcdefghijklmnopqrstuvwxyz");
+	if (!n || !isdigit((unsigned char)type[n]))
 		return POOL_G_OTHER;
 	switch (type[0]) {
 	case 'a': case 'c': case 'd': case 'h': case 'i': case 'm':
@@ -55,7 +58,7 @@ enum pool_group pool_group_of(const char *type)
 		return POOL_G_G;
 	case 'p':
 		return POOL_G_P;
-	case 'x':
+	case 'x': case 'u':
 		return POOL_G_X;
 	default:
 		return POOL_G_OTHER;
@@ -112,6 +115,11 @@ enum px_err pool_limit_parse(const char *field, const char *text,
 		size_t n = strcspn(p, ","), k = strcspn(p, "=");
 		int64_t v;
 
+		/* else "64," would be refused as two totals */
+		if (n == 0)
+			return px_errorf(err, PX_EINVAL, "%s: an empty element "
+					 "(a comma at an end, or two in a "
+					 "row)", field);
 		if (k < n) {
 			int g = 0;
 
@@ -216,6 +224,19 @@ bool pool_limits_any(const struct pool_limits *l)
 	       l->uusd_per_hour >= 0;
 }
 
+/* What pool_fits names when a group's limit is the one in the way. */
+#define WHY(key) {                                                      \
+	[POOL_G_STANDARD] = key " standard", [POOL_G_F] = key " f",     \
+	[POOL_G_G] = key " g", [POOL_G_INF] = key " inf",               \
+	[POOL_G_P] = key " p", [POOL_G_X] = key " x",                   \
+	[POOL_G_DL] = key " dl", [POOL_G_TRN] = key " trn",             \
+	[POOL_G_OTHER] = key " other",                                  \
+}
+static const char *const spot_why[POOL_GROUPS] = WHY("pool_spot_vcpus");
+static const char *const ondemand_why[POOL_GROUPS] =
+	WHY("pool_ondemand_vcpus");
+#undef WHY
+
 bool pool_fits(const struct pool_limits *l, const struct pool_use *u,
 	       enum pool_group g, bool spot, int64_t vcpus,
 	       int64_t hour_uusd, const char **why)
@@ -226,8 +247,7 @@ bool pool_fits(const struct pool_limits *l, const struct pool_use *u,
 	const char *w = NULL;
 
 	if (lim->group[g] >= 0 && used + vcpus > lim->group[g])
-		w = spot ? "pool_spot_vcpus (its group)"
-			 : "pool_ondemand_vcpus (its group)";
+		w = spot ? spot_why[g] : ondemand_why[g];
 	else if (lim->total >= 0 && total + vcpus > lim->total)
 		w = spot ? "pool_spot_vcpus" : "pool_ondemand_vcpus";
 	else if (l->uusd_per_hour >= 0 &&
