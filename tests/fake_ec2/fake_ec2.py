@@ -52,6 +52,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -93,6 +94,15 @@ MSG_SPOT_TERM = ('Server.SpotInstanceTermination: The instance was terminated be
                  'of Spot requests with a maximum price equal to or higher than the Spot price '
                  'exceeded available capacity or because of an increase in the Spot price.')
 MSG_USER_TERM = 'Client.UserInitiatedShutdown: User initiated shutdown'
+MSG_SPOT_QUOTA = 'Max spot instance count exceeded'
+MSG_VCPU_QUOTA = ('You have requested more vCPU capacity than your current vCPU limit of %d allows for the '
+                  'instance bucket that the specified instance type belongs to. Please visit '
+                  'http://aws.amazon.com/contact-us/ec2-request to request an adjustment to this limit.')
+# AWS's vCPU quota groups ("Running On-Demand Standard (A, C, D, H, I, M, R,
+# T, Z) instances", "All G and VT Spot Instance Requests", ...), and "other"
+# for the families no group names (hpc, mac): bidbrain/pool.h's names
+QUOTA_GROUPS = ('standard', 'f', 'g', 'inf', 'p', 'x', 'dl', 'trn', 'other')
+NO_LIMIT = {'total': None, 'groups': {}}
 
 LOCK = threading.RLock()
 S = {}       # state: cleared by {"reset": true}
@@ -128,6 +138,8 @@ def reset(region):
         'trace': {},        # instance type -> list of future prices (spot_tick)
         'capacity': [],     # injected InsufficientInstanceCapacity
         'limits': {'spot': CFG.get('spot_limit'), 'on_demand': CFG.get('ondemand_limit')},
+        'vcpu_limits': {'spot': CFG.get('spot_vcpus', NO_LIMIT),  # parse_vcpu_limit's
+                        'on_demand': CFG.get('ondemand_vcpus', NO_LIMIT)},
         'seq': 0,
         'fault_rng': random.Random(CFG.get('seed', 1)),
         'rng': random.Random(CFG.get('seed', 1)),
@@ -1106,24 +1118,170 @@ def take_capacity(itype, zone, market):
                                'request or choosing %s.' % (itype, zone, itype, others))
 
 
-def launch_count(p, spot):
-    """How many to launch (MinCount..MaxCount within the account's limit)."""
+# ------------------------------------------------------------ vCPU quotas
+# vCPUs by size; burstable t3, t3a and t4g have 2 from nano to large.
+SIZE_VCPUS = {'nano': 1, 'micro': 1, 'small': 1, 'medium': 1, 'large': 2, 'xlarge': 4}
+BURST2 = ('t3', 't3a', 't4g')
+# AWS's published specifications (EC2 User Guide, "Instance types",
+# "Previous generation instances") where the size's rule (Nxlarge and
+# metal-Nxl: 4N) does not hold: old generations, hpc, mac; and the bare
+# .metal size of each family that has one.
+VCPUS_EXCEPT = {
+    'c1.medium': 2, 'c1.xlarge': 8, 'c4.8xlarge': 36, 'cc2.8xlarge': 32, 'd2.8xlarge': 36,
+    'hs1.8xlarge': 16, 'm2.xlarge': 2, 'm2.2xlarge': 4, 'm2.4xlarge': 8, 't2.medium': 2,
+    'hpc6a.48xlarge': 96, 'hpc6id.32xlarge': 64, 'hpc7a.12xlarge': 24, 'hpc7a.24xlarge': 48,
+    'hpc7a.48xlarge': 96, 'hpc7a.96xlarge': 192, 'hpc7g.4xlarge': 16, 'hpc7g.8xlarge': 32,
+    'hpc7g.16xlarge': 64, 'mac1.metal': 12, 'mac2.metal': 8,
+}
+METAL_VCPUS = {
+    'a1': 16, 'c5': 96, 'c5d': 96, 'c5n': 72, 'c6a': 192, 'c6g': 64, 'c6gd': 64, 'c6i': 128,
+    'c6id': 128, 'c6in': 128, 'c7g': 64, 'c7gd': 64, 'c7gn': 64, 'g4dn': 96, 'g5g': 64,
+    'i3': 72, 'i3en': 96, 'i4i': 128, 'm5': 96, 'm5d': 96, 'm5dn': 96, 'm5n': 96, 'm5zn': 48,
+    'm6a': 192, 'm6g': 64, 'm6gd': 64, 'm6i': 128, 'm6id': 128, 'm6idn': 128, 'm6in': 128,
+    'm7g': 64, 'm7gd': 64, 'r5': 96, 'r5b': 96, 'r5d': 96, 'r5dn': 96, 'r5n': 96, 'r6a': 192,
+    'r6g': 64, 'r6gd': 64, 'r6i': 128, 'r6id': 128, 'r6idn': 128, 'r6in': 128, 'r7g': 64,
+    'r7gd': 64, 'x2gd': 64, 'x2idn': 128, 'x2iedn': 128, 'x2iezn': 48, 'z1d': 48,
+    'u-6tb1': 448, 'u-9tb1': 448, 'u-12tb1': 448, 'u-18tb1': 448, 'u-24tb1': 448,
+}
+
+
+def vcpus_of(itype):
+    """The vCPUs of an instance type, or None for a name that is no type."""
+    if itype in VCPUS_EXCEPT:
+        return VCPUS_EXCEPT[itype]
+    fam, _, size = itype.partition('.')
+    if not fam or not re.match(r'^(u-|[a-z]+[0-9])', fam):
+        return None
+    if size == 'metal':
+        return METAL_VCPUS.get(fam)
+    m = re.match(r'^([1-9][0-9]*)xlarge$|^metal-([1-9][0-9]*)xl$', size)
+    if m:
+        return 4 * int(m.group(1) or m.group(2))
+    if size not in SIZE_VCPUS:
+        return None
+    if fam.split('-')[0] in BURST2 and size in ('nano', 'micro', 'small', 'medium'):
+        return 2
+    return SIZE_VCPUS[size]
+
+
+def quota_group(itype):
+    """The vCPU quota group of an instance type, by its family's letters."""
+    fam = itype.partition('.')[0]
+    if fam.startswith('u-') or re.match(r'^u[0-9]', fam):
+        return 'x'  # the high-memory U instances
+    letters = re.match(r'^[a-z]*', fam).group(0)
+    for prefix, g in (('inf', 'inf'), ('trn', 'trn'), ('dl', 'dl'), ('vt', 'g'), ('cg', 'g'),
+                      ('hpc', 'other'), ('mac', 'other')):
+        if letters.startswith(prefix):
+            return g
+    if not letters:
+        return 'other'
+    if letters[0] in 'acdhimrtz':
+        return 'standard'
+    return {'f': 'f', 'g': 'g', 'p': 'p', 'x': 'x'}.get(letters[0], 'other')
+
+
+def parse_vcpu_limit(text, what):
+    """A vCPU limit in pool_spot_vcpus's syntax (bidbrain/pool.h): "64" (a
+    total over every group), "standard=64,g=16,p=0" (per group) or both;
+    "none" or "" is none.  A JSON number is a total, null none."""
+    if text is None:
+        return {'total': None, 'groups': {}}
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise ValueError('%s: %r is not a vCPU limit' % (what, text))
+    text = str(text)
+    out = {'total': None, 'groups': {}}
+    if text in ('', 'none'):
+        return out
+    for part in text.split(','):
+        g, eq, n = part.partition('=')
+        if not eq:
+            g, n = None, part
+        if g is not None and g not in QUOTA_GROUPS:
+            raise ValueError("%s: unknown quota group '%s' (%s)" % (what, g, ', '.join(QUOTA_GROUPS)))
+        if not re.match(r'^[0-9]{1,10}$', n) or int(n) > 10 ** 9:
+            raise ValueError("%s: '%s' is not a count of vCPUs (0 to 1000000000)%s"
+                             % (what, n, '' if g else ' nor GROUP=COUNT'))
+        if g is None:
+            if out['total'] is not None:
+                raise ValueError('%s: two totals' % what)
+            out['total'] = int(n)
+        else:
+            if g in out['groups']:
+                raise ValueError("%s: group '%s' given twice" % (what, g))
+            out['groups'][g] = int(n)
+    return out
+
+
+def vcpu_limit_str(lim):
+    parts = ([] if lim['total'] is None else ['%d' % lim['total']]) + [
+        '%s=%d' % (g, lim['groups'][g]) for g in QUOTA_GROUPS if g in lim['groups']]
+    return ','.join(parts) or 'none'
+
+
+def vcpus_in_use(spot):
+    """vCPUs that count against the market's quotas, by group: pending and
+    running instances, and (spot) the open requests not fulfilled yet."""
+    use = {}
+    for i in S['active']:
+        inst = S['instances'][i]
+        if inst['spot'] == spot and inst['state'] in ('pending', 'running'):
+            g = quota_group(inst['type'])
+            use[g] = use.get(g, 0) + (vcpus_of(inst['type']) or 0)
+    if spot:
+        for sid in S['spot_order']:
+            r = S['spot'][sid]
+            if r['state'] == 'open' and r['instance'] is None:
+                g = quota_group(r['type'])
+                use[g] = use.get(g, 0) + (vcpus_of(r['type']) or 0)
+    return use
+
+
+def vcpu_fit(itype, spot, lo):
+    """How many more instances of itype the market's vCPU quotas hold
+    (LAUNCH_MAX: no quota applies); MaxSpotInstanceCountExceeded or
+    VcpuLimitExceeded (400) when fewer than lo."""
+    lim = S['vcpu_limits']['spot' if spot else 'on_demand']
+    g = quota_group(itype)
+    if g not in lim['groups'] and lim['total'] is None:
+        return LAUNCH_MAX
+    v = vcpus_of(itype)
+    if v is None:
+        raise AwsError('InvalidParameterValue', 400, "Invalid value '%s' for InstanceType." % itype)
+    use = vcpus_in_use(spot)
+    rooms = []  # (vCPUs left, the quota)
+    if g in lim['groups']:
+        rooms.append((lim['groups'][g] - use.get(g, 0), lim['groups'][g]))
+    if lim['total'] is not None:
+        rooms.append((lim['total'] - sum(use.values()), lim['total']))
+    room, cap = min(rooms)
+    fit = max(room, 0) // v
+    if fit < lo:
+        if spot:
+            raise AwsError('MaxSpotInstanceCountExceeded', 400, MSG_SPOT_QUOTA)
+        raise AwsError('VcpuLimitExceeded', 400, MSG_VCPU_QUOTA % cap)
+    return fit
+
+
+def launch_count(p, spot, itype):
+    """How many to launch (MinCount..MaxCount within the account's limits:
+    the instance count, then the vCPU quota)."""
     lo, hi = int_param(p, 'MinCount'), int_param(p, 'MaxCount')
     if lo < 1 or hi < lo or hi > LAUNCH_MAX:
         raise AwsError('InvalidParameterValue', 400, 'bad MinCount/MaxCount')
     limit = S['limits']['spot' if spot else 'on_demand']
-    if limit is None:
-        return hi
-    used = sum(1 for i in S['active'] if S['instances'][i]['state'] in ACTIVE
-               and S['instances'][i]['spot'] == spot)
-    if used + lo > limit:
-        if spot:
-            raise AwsError('MaxSpotInstanceCountExceeded', 400, 'Max spot instance count exceeded')
-        raise AwsError('InstanceLimitExceeded', 400,
-                       'You have requested more instances (%d) than your current instance limit of %d allows '
-                       'for the specified instance type. Please visit http://aws.amazon.com/contact-us/ec2-request '
-                       'to request an adjustment to this limit.' % (used + lo, limit))
-    return min(hi, limit - used)
+    if limit is not None:
+        used = sum(1 for i in S['active'] if S['instances'][i]['state'] in ACTIVE
+                   and S['instances'][i]['spot'] == spot)
+        if used + lo > limit:
+            if spot:
+                raise AwsError('MaxSpotInstanceCountExceeded', 400, MSG_SPOT_QUOTA)
+            raise AwsError('InstanceLimitExceeded', 400,
+                           'You have requested more instances (%d) than your current instance limit of %d allows '
+                           'for the specified instance type. Please visit http://aws.amazon.com/contact-us/ec2-request '
+                           'to request an adjustment to this limit.' % (used + lo, limit))
+        hi = min(hi, limit - used)
+    return min(hi, vcpu_fit(itype, spot, lo))
 
 
 def op_run_instances(p):
@@ -1145,7 +1303,7 @@ def op_run_instances(p):
         if spot and p.get('InstanceMarketOptions.SpotOptions.MaxPrice'):
             bid = price_param(p['InstanceMarketOptions.SpotOptions.MaxPrice'])
         zone = choose_zone(p, itype, spot)
-        n = launch_count(p, spot)
+        n = launch_count(p, spot, itype)
         if spot:
             cur = price_at(itype, zone, fnow_s())
             if (bid if bid is not None else od_price(itype)) < cur:
@@ -1263,6 +1421,7 @@ def op_request_spot_instances(p):
         bid = price_param(p['SpotPrice']) if p.get('SpotPrice') else od_price(itype)
         zone = choose_zone(p, itype, False, 'LaunchSpecification.')
         tags = tag_specs(p, 'spot-instances-request')
+        vcpu_fit(itype, True, n)  # every request of the call, or none
         ids = []
         for _ in range(n):
             sid = next_id('sir')
@@ -1521,6 +1680,9 @@ def ctl(cmd):
         for k in ('spot', 'on_demand'):
             if k in cmd['limits']:
                 S['limits'][k] = cmd['limits'][k]
+        for k, m in (('spot_vcpus', 'spot'), ('ondemand_vcpus', 'on_demand')):
+            if k in cmd['limits']:
+                S['vcpu_limits'][m] = parse_vcpu_limit(cmd['limits'][k], k)
     for _ in range(int(cmd.get('spot_tick', 0))):
         spot_tick()
     if 'interrupt' in cmd:
@@ -1556,7 +1718,10 @@ def state():
                           for i in S['order']],
             'spot': [{k: S['spot'][i][k] for k in ('id', 'state', 'code', 'instance', 'bid', 'tags')}
                      for i in S['spot_order']],
-            'capacity': S['capacity'], 'limits': S['limits'],
+            'capacity': S['capacity'],
+            'limits': dict(S['limits'], spot_vcpus=vcpu_limit_str(S['vcpu_limits']['spot']),
+                           ondemand_vcpus=vcpu_limit_str(S['vcpu_limits']['on_demand'])),
+            'vcpus': {'spot': vcpus_in_use(True), 'on_demand': vcpus_in_use(False)},
             'last_headers': S['last_headers'], 'imds': {k: v for k, v in S['imds'].items() if k != 'tokens'}}
 
 
@@ -1896,6 +2061,11 @@ def main():
     ap.add_argument('--bill-from', choices=('running', 'launch'), default='running')
     ap.add_argument('--spot-limit', type=int, default=None, help='MaxSpotInstanceCountExceeded past it')
     ap.add_argument('--ondemand-limit', type=int, default=None, help='InstanceLimitExceeded past it')
+    ap.add_argument('--spot-vcpus', default='none', metavar='LIMIT',
+                    help='spot vCPU quota: N (a total), GROUP=N,... (standard, f, g, inf, p, x, dl, trn, '
+                         'other) or both; MaxSpotInstanceCountExceeded past it')
+    ap.add_argument('--ondemand-vcpus', default='none', metavar='LIMIT',
+                    help='on-demand vCPU quota, the same syntax; VcpuLimitExceeded past it')
     ap.add_argument('--warning-seconds', type=float, default=120.0, help='notice -> interruption (fake s)')
     ap.add_argument('--interrupt-rate', type=float, default=0.0, help='interruptions per spot instance-hour')
     ap.add_argument('--interrupt-rebalance', action='store_true',
@@ -1947,6 +2117,8 @@ def main():
             'ondemand': load_ondemand(a.ondemand, a.region) if a.ondemand else {},
             'ondemand_strict': bool(a.ondemand), 'billing': a.billing, 'bill_from': a.bill_from,
             'spot_limit': a.spot_limit, 'ondemand_limit': a.ondemand_limit,
+            'spot_vcpus': parse_vcpu_limit(a.spot_vcpus, '--spot-vcpus'),
+            'ondemand_vcpus': parse_vcpu_limit(a.ondemand_vcpus, '--ondemand-vcpus'),
             'interrupt_rate': a.interrupt_rate, 'interrupt_rebalance': a.interrupt_rebalance,
             'seed': a.seed, 'exec': not a.no_exec, 'record': a.record,
             'instance_env': dict(kv.split('=', 1) for kv in a.instance_env),
