@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../bidbrain/arbiter.h"
+#include "../bidbrain/pool.h"
 #include "../common/enroll.h"
 #include "../common/log.h"
 #include "outbound.h"
@@ -34,6 +36,15 @@ static const struct config_choice level_choices[] = {
 
 static const struct config_choice yes_no_choices[] = {
 	{"no", 0, NULL}, {"yes", 1, NULL}, {NULL, 0, NULL},
+};
+
+/* arb_name()'s names (test_config.c holds them to it) */
+static const struct config_choice arbiter_choices[] = {
+	{"fifo", ARB_FIFO, NULL},
+	{"max-min", ARB_MAX_MIN, NULL},
+	{"finish-time", ARB_FINISH_TIME, NULL},
+	{"goodput", ARB_GOODPUT, NULL},
+	{NULL, 0, NULL},
 };
 
 /* ---- what a string key's value must look like ---- */
@@ -705,6 +716,94 @@ static bool check_node_trainer(const char *val, struct proteusd_config *cfg,
 	return true;
 }
 
+/* ---- the pool all jobs share (bidbrain/pool.h, docs/pool.md) ---- */
+
+/* A vCPU limit in pool.h's syntax, into *ret; why quotes the value, then
+ * pool_limit_parse's reason. */
+static bool check_limit(const char *val, struct pool_limit *ret, char *why,
+			size_t wlen)
+{
+	struct px_error err = {0};
+	char field[72];
+
+	snprintf(field, sizeof field, "'%.64s'", val);
+	if (pool_limit_parse(field, val, ret, &err) == PX_OK)
+		return true;
+	snprintf(why, wlen, "%s", err.msg);
+	return false;
+}
+
+static bool check_pool_spot(const char *val, struct proteusd_config *cfg,
+			    char *why, size_t wlen)
+{
+	return check_limit(val, &cfg->pool_limits.spot, why, wlen);
+}
+
+static bool check_pool_ondemand(const char *val, struct proteusd_config *cfg,
+				char *why, size_t wlen)
+{
+	return check_limit(val, &cfg->pool_limits.ondemand, why, wlen);
+}
+
+#define POOL_USD_MAX 1000000    /* the workload file's bound too */
+
+/* US dollars an hour, exactly, into micro-USD: DIGITS[.DIGITS], at most
+ * six decimals (a micro-dollar is the unit: nothing is rounded away, and
+ * no strtod to take "1e3", "inf" or a locale's comma); "none" or "": -1.
+ */
+static bool check_pool_usd(const char *val, struct proteusd_config *cfg,
+			   char *why, size_t wlen)
+{
+	size_t d = strspn(val, "0123456789"), f = 0;
+	int64_t v = 0;
+
+	if (!*val || !strcmp(val, "none")) {
+		cfg->pool_limits.uusd_per_hour = -1;
+		return true;
+	}
+	if (val[d] == '.')
+		f = strspn(val + d + 1, "0123456789");
+	if (!d || d > 7 || (val[d] == '.' && (!f || f > 6)) ||
+	    val[d + (val[d] == '.' ? 1 + f : 0)])
+		goto bad;
+	for (size_t i = 0; i < d; i++)
+		v = v * 10 + (val[i] - '0');
+	for (size_t i = 0; i < 6; i++)
+		v = v * 10 + (i < f ? val[d + 1 + i] - '0' : 0);
+	if (v > POOL_USD_MAX * PX_UUSD_PER_USD)
+		goto bad;
+	cfg->pool_limits.uusd_per_hour = v;
+	return true;
+bad:
+	snprintf(why, wlen, "'%.64s' is not US dollars an hour, 0 to %d with "
+		 "at most 6 decimals (such as 12.5), nor none", val,
+		 POOL_USD_MAX);
+	return false;
+}
+
+/* Themis's f: DIGITS[.DIGITS] (or .DIGITS) above 0, at most 1. */
+static bool check_pool_fairness(const char *val, struct proteusd_config *cfg,
+				char *why, size_t wlen)
+{
+	size_t d = strspn(val, "0123456789"), f = 0;
+	double x;
+
+	if (val[d] == '.')
+		f = strspn(val + d + 1, "0123456789");
+	if ((!d && !f) || d + f > 16 || (val[d] == '.' && !f) ||
+	    val[d + (val[d] == '.' ? 1 + f : 0)])
+		goto bad;
+	x = strtod(val, NULL);
+	if (!(x > 0 && x <= 1))
+		goto bad;
+	cfg->pool_fairness_f = x;
+	return true;
+bad:
+	snprintf(why, wlen, "'%.64s' is not a share of the jobs above 0 and "
+		 "at most 1 (a decimal such as 0.8)", val);
+	return false;
+}
+
 /* The one table.  Keep docs/proteusd.md, proteusd(8) and
  * etc/proteusd.conf in step with it. */
 static const struct config_key config_table[] = {
@@ -871,6 +970,38 @@ static const struct config_key config_table[] = {
 	 "120", CONFIG_RELOADABLE,
 	 "reliability tiers: a spot instance counts towards a higher stage "
 	 "once it has been ready this many market seconds", NULL, NULL, NULL},
+	{"pool_spot_vcpus", CONFIG_STR, CFG(pool_spot_vcpus), 0,
+	 CONFIG_POOL_LIMIT_MAX - 1, "none", CONFIG_RELOADABLE,
+	 "the pool all jobs share: the spot vCPUs they may hold at once, in "
+	 "total (64), per AWS quota group (standard=64,g=16,p=0; groups "
+	 "standard, f, g, inf, p, x, dl, trn, other) or both "
+	 "(128,standard=64); none: no limit (see docs/pool.md)", NULL, NULL,
+	 check_pool_spot},
+	{"pool_ondemand_vcpus", CONFIG_STR, CFG(pool_ondemand_vcpus), 0,
+	 CONFIG_POOL_LIMIT_MAX - 1, "none", CONFIG_RELOADABLE,
+	 "the pool all jobs share: the on-demand vCPUs (reliable tiers) they "
+	 "may hold at once, as pool_spot_vcpus (see docs/pool.md)", NULL,
+	 NULL, check_pool_ondemand},
+	{"pool_usd_per_hour", CONFIG_STR, CFG(pool_usd_per_hour), 0,
+	 CONFIG_NAME_MAX - 1, "none", CONFIG_RELOADABLE,
+	 "the pool all jobs share: US dollars an hour their instances may "
+	 "cost at once, at the prices now (0 to 1000000, at most 6 decimals; "
+	 "none: no budget) (see docs/pool.md)", NULL, NULL, check_pool_usd},
+	{"pool_lease_seconds", CONFIG_INT, CFG(pool_lease_seconds), 60, 86400,
+	 "3600", CONFIG_RELOADABLE,
+	 "the pool all jobs share: seconds a job's share of it holds before "
+	 "the arbiter decides again (see docs/pool.md)", NULL, NULL, NULL},
+	{"pool_fairness", CONFIG_STR, CFG(pool_fairness), 1,
+	 CONFIG_NAME_MAX - 1, "0.8", CONFIG_RELOADABLE,
+	 "the pool all jobs share, finish-time arbiter: the share of the jobs "
+	 "(above 0, at most 1) with the worst finish-time fairness whose "
+	 "shares each round decides again, Themis's f (see docs/pool.md)",
+	 NULL, NULL, check_pool_fairness},
+	{"pool_arbiter", CONFIG_ENUM, CFG(pool_arbiter), 0, 0, "finish-time",
+	 CONFIG_RELOADABLE,
+	 "the pool all jobs share: how it is divided when their wants do not "
+	 "fit, fifo, max-min, finish-time or goodput (see docs/pool.md)",
+	 arbiter_choices, NULL, NULL},
 	{"ec2_ami", CONFIG_STR, CFG(ec2_ami), 0, CONFIG_NAME_MAX - 1, "",
 	 CONFIG_IMMUTABLE,
 	 "ec2 world: the image (ami-...) every instance boots; it has "

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../bidbrain/pool.h"
 #include "../common/px.h"
 
 #define CONFIG_PATH_MAX 4096   /* db path, with its NUL */
@@ -31,6 +32,8 @@
 #define CONFIG_URL_MAX 1024    /* an endpoint URL */
 #define CONFIG_EC2_SUBNETS_MAX 16 /* zones with a subnet */
 #define CONFIG_EC2_SGS_MAX 8   /* security groups */
+#define CONFIG_POOL_LIMIT_MAX 256 /* a pool vCPU limit as written (every
+				   * group and a total: under 160) */
 
 /* One zone's subnet (ec2_subnets). */
 struct config_subnet {
@@ -91,6 +94,18 @@ struct proteusd_config {
 	int64_t stage3_ratio_pct;
 	int64_t stage_up_after_s;             /* market s a transient lasts
 					       * before it moves a stage up */
+	/* the pool all jobs share (bidbrain/pool.h, docs/pool.md): the
+	 * limits kept as written and parsed beside, into pool_limits */
+	char pool_spot_vcpus[CONFIG_POOL_LIMIT_MAX]; /* "none", "64",
+						      * "standard=64,g=16" */
+	char pool_ondemand_vcpus[CONFIG_POOL_LIMIT_MAX]; /* the same */
+	char pool_usd_per_hour[CONFIG_NAME_MAX]; /* "none", "12.5" */
+	struct pool_limits pool_limits;       /* parsed: .spot, .ondemand,
+					       * .uusd_per_hour (-1: none) */
+	int64_t pool_lease_seconds;           /* how long a share holds */
+	char pool_fairness[CONFIG_NAME_MAX];  /* "0.8" */
+	double pool_fairness_f;               /* parsed: Themis's f, (0, 1] */
+	int pool_arbiter;                     /* enum arb_kind (arbiter.h) */
 	/* the ec2 world (config_ec2_check says whether it can run).  A
 	 * list is kept as written (for --print-config, equality and
 	 * reload) and parsed beside it, in the same struct. */

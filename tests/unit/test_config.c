@@ -12,6 +12,7 @@
 #include "../../agent/config.h"
 #include "../../agent/proto.h"
 #include "../../agent/world/ec2_world.h"
+#include "../../bidbrain/arbiter.h"
 #include "../../common/log.h"
 #include "../integration/pxrun.h"
 
@@ -1067,4 +1068,282 @@ Test(config, metrics_listen)
 			  bad[i]);
 		config_diag_release(&d);
 	}
+}
+
+/* The pool's keys (docs/pool.md): no limits by default, the arbiter's
+ * own defaults; the limits parsed beside their text into pool_limits. */
+Test(config, pool_keys_defaults)
+{
+	struct proteusd_config c;
+	struct config_diag d = {0};
+	const struct config_key *k;
+
+	cr_assert_eq(config_defaults(&c, &d), PX_OK);
+	cr_assert_str_eq(c.pool_spot_vcpus, "none");
+	cr_assert_str_eq(c.pool_ondemand_vcpus, "none");
+	cr_assert_str_eq(c.pool_usd_per_hour, "none");
+	cr_assert_not(pool_limits_any(&c.pool_limits));
+	cr_assert_eq(c.pool_limits.uusd_per_hour, -1);
+	cr_assert_eq(c.pool_lease_seconds, 3600);
+	cr_assert_str_eq(c.pool_fairness, "0.8");
+	cr_assert_eq(c.pool_fairness_f, ARB_FAIRNESS_DEFAULT);
+	cr_assert_eq(c.pool_arbiter, ARB_FINISH_TIME);
+	/* the choices are the arbiter's own names, every one of them */
+	k = config_key_find("pool_arbiter");
+	cr_assert_not_null(k);
+	for (int i = 0; i < ARB_KINDS; i++) {
+		cr_assert_str_eq(k->choices[i].name, arb_name(i));
+		cr_assert_eq(k->choices[i].value, i);
+	}
+	cr_assert_null(k->choices[ARB_KINDS].name);
+#define FIELD_FITS(key, f)                                                \
+	cr_assert_eq(config_key_find(key)->max + 1, (int64_t)sizeof(c.f), key)
+	FIELD_FITS("pool_spot_vcpus", pool_spot_vcpus);
+	FIELD_FITS("pool_ondemand_vcpus", pool_ondemand_vcpus);
+	FIELD_FITS("pool_usd_per_hour", pool_usd_per_hour);
+	FIELD_FITS("pool_fairness", pool_fairness);
+#undef FIELD_FITS
+	/* every help says where the rest is */
+	for (const char *const *n = (const char *const[]){
+		     "pool_spot_vcpus", "pool_ondemand_vcpus",
+		     "pool_usd_per_hour", "pool_lease_seconds",
+		     "pool_fairness", "pool_arbiter", NULL}; *n; n++)
+		cr_assert(strstr(config_key_find(*n)->help,
+				 "(see docs/pool.md)"), "%s", *n);
+}
+
+Test(config, pool_keys_good)
+{
+	struct proteusd_config c;
+	struct config_diag d = {0};
+	char buf[CONFIG_POOL_LIMIT_MAX];
+	enum px_err r;
+
+	r = parse("pool_spot_vcpus 128,standard=64,g=16\n"
+		  "pool_ondemand_vcpus p=0\n"
+		  "pool_usd_per_hour 12.5\n"
+		  "pool_lease_seconds 600\n"
+		  "pool_fairness 0.5\n"
+		  "pool_arbiter max-min\n", &c, &d);
+	dump(&d);
+	cr_assert_eq(r, PX_OK);
+	cr_assert_str_eq(c.pool_spot_vcpus, "128,standard=64,g=16");
+	cr_assert_eq(c.pool_limits.spot.total, 128);
+	cr_assert_eq(c.pool_limits.spot.group[POOL_G_STANDARD], 64);
+	cr_assert_eq(c.pool_limits.spot.group[POOL_G_G], 16);
+	cr_assert_eq(c.pool_limits.spot.group[POOL_G_P], -1);
+	cr_assert_eq(c.pool_limits.ondemand.total, -1);
+	cr_assert_eq(c.pool_limits.ondemand.group[POOL_G_P], 0);
+	cr_assert_eq(c.pool_limits.uusd_per_hour, 12500000);
+	cr_assert_eq(c.pool_lease_seconds, 600);
+	cr_assert_eq(c.pool_fairness_f, 0.5);
+	cr_assert_eq(c.pool_arbiter, ARB_MAX_MIN);
+	pool_limit_format(&c.pool_limits.spot, buf, sizeof buf);
+	cr_assert_str_eq(buf, "128,standard=64,g=16");
+
+	/* one key at a time, over the defaults: what it parses into */
+	static const struct {
+		const char *line;
+		int64_t uusd;
+		double f;
+	} one[] = {
+		{"pool_usd_per_hour 0\n", 0, 0.8},
+		{"pool_usd_per_hour 0.000001\n", 1, 0.8},
+		{"pool_usd_per_hour 1000000\n", INT64_C(1000000000000), 0.8},
+		{"pool_usd_per_hour 1000000.000000\n", INT64_C(1000000000000),
+		 0.8},
+		{"pool_usd_per_hour 007.25\n", 7250000, 0.8},
+		{"pool_usd_per_hour none\n", -1, 0.8},
+		{"pool_usd_per_hour \"\"\n", -1, 0.8},
+		{"pool_fairness 1\n", -1, 1},
+		{"pool_fairness 1.000\n", -1, 1},
+		{"pool_fairness .25\n", -1, 0.25},
+		{"pool_fairness 0.001\n", -1, 0.001},
+		{"pool_spot_vcpus \"\"\n", -1, 0.8},
+		{"pool_spot_vcpus 0\n", -1, 0.8},
+		{"pool_spot_vcpus other=1000000000\n", -1, 0.8},
+		{"pool_ondemand_vcpus none\n", -1, 0.8},
+		{"pool_lease_seconds 60\n", -1, 0.8},
+		{"pool_lease_seconds 86400\n", -1, 0.8},
+		{"pool_arbiter fifo\n", -1, 0.8},
+		{"pool_arbiter goodput\n", -1, 0.8},
+		{"pool_arbiter finish-time\n", -1, 0.8},
+	};
+	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+		r = parse(one[i].line, &c, &d);
+		dump(&d);
+		cr_assert_eq(r, PX_OK, "%s", one[i].line);
+		cr_assert_eq(c.pool_limits.uusd_per_hour, one[i].uusd, "%s",
+			     one[i].line);
+		cr_assert_eq(c.pool_fairness_f, one[i].f, "%s", one[i].line);
+		config_diag_release(&d);
+	}
+	cr_assert_eq(parse("pool_spot_vcpus 0\n", &c, &d), PX_OK);
+	cr_assert(pool_limit_any(&c.pool_limits.spot), "0 is a limit");
+	cr_assert_eq(parse("pool_spot_vcpus \"\"\n", &c, &d), PX_OK);
+	cr_assert_not(pool_limit_any(&c.pool_limits.spot), "\"\" is none");
+}
+
+/* Each bad value: refused at load, naming the file, the line, the key
+ * and the bad part; the configuration is not written. */
+Test(config, pool_keys_bad)
+{
+	static const struct {
+		const char *line, *says;
+	} bad[] = {
+		{"pool_spot_vcpus gpu=4", "t.conf:1: 'pool_spot_vcpus': "
+		 "'gpu=4': unknown quota group 'gpu' (standard, f, g, inf, p, "
+		 "x, dl, trn, other)"},
+		{"pool_spot_vcpus g=1,g=2", "t.conf:1: 'pool_spot_vcpus': "
+		 "'g=1,g=2': group 'g' given twice"},
+		{"pool_spot_vcpus 64,128", "t.conf:1: 'pool_spot_vcpus': "
+		 "'64,128': two totals"},
+		{"pool_spot_vcpus 12x", "t.conf:1: 'pool_spot_vcpus': '12x': "
+		 "'12x' is not a count of vCPUs (0 to 1000000000) nor "
+		 "GROUP=COUNT"},
+		{"pool_spot_vcpus -1", "'pool_spot_vcpus': '-1': '-1' is not "
+		 "a count of vCPUs"},
+		{"pool_spot_vcpus standard=2000000000", "'pool_spot_vcpus': "
+		 "'standard=2000000000': '2000000000' is not a count"},
+		{"pool_spot_vcpus standard=", "'pool_spot_vcpus': "
+		 "'standard=': '' is not a count"},
+		{"pool_spot_vcpus 64,", "'pool_spot_vcpus': '64,': an empty "
+		 "element"},
+		{"pool_spot_vcpus ,,", "'pool_spot_vcpus': ',,': an empty "
+		 "element"},
+		{"pool_spot_vcpus standard=64, g=16", "'pool_spot_vcpus': "
+		 "'standard=64, g=16': unknown quota group ' g'"},
+		{"pool_ondemand_vcpus p=x", "t.conf:1: 'pool_ondemand_vcpus': "
+		 "'p=x': 'x' is not a count"},
+		{"pool_usd_per_hour -1", "t.conf:1: 'pool_usd_per_hour': '-1' "
+		 "is not US dollars an hour, 0 to 1000000 with at most 6 "
+		 "decimals (such as 12.5), nor none"},
+		{"pool_usd_per_hour 1000000.000001", "'pool_usd_per_hour': "
+		 "'1000000.000001' is not US dollars"},
+		{"pool_usd_per_hour 0.0000001", "'pool_usd_per_hour': "
+		 "'0.0000001' is not US dollars"},
+		{"pool_usd_per_hour 1e3", "'pool_usd_per_hour': '1e3' is not"},
+		{"pool_usd_per_hour 12.", "'pool_usd_per_hour': '12.' is not"},
+		{"pool_usd_per_hour .5", "'pool_usd_per_hour': '.5' is not"},
+		{"pool_usd_per_hour 1,5", "'pool_usd_per_hour': '1,5' is not"},
+		{"pool_usd_per_hour $12", "'pool_usd_per_hour': '$12' is not"},
+		{"pool_usd_per_hour inf", "'pool_usd_per_hour': 'inf' is not"},
+		{"pool_lease_seconds 59", "t.conf:1: 'pool_lease_seconds': 59 "
+		 "is outside 60..86400"},
+		{"pool_lease_seconds 86401", "'pool_lease_seconds': 86401 is "
+		 "outside 60..86400"},
+		{"pool_lease_seconds 1h", "'pool_lease_seconds': '1h' is not "
+		 "an integer"},
+		{"pool_fairness 0", "t.conf:1: 'pool_fairness': '0' is not a "
+		 "share of the jobs above 0 and at most 1 (a decimal such as "
+		 "0.8)"},
+		{"pool_fairness 0.0", "'pool_fairness': '0.0' is not a share"},
+		{"pool_fairness 1.01", "'pool_fairness': '1.01' is not"},
+		{"pool_fairness -0.5", "'pool_fairness': '-0.5' is not"},
+		{"pool_fairness 80%", "'pool_fairness': '80%' is not"},
+		{"pool_fairness 1e-1", "'pool_fairness': '1e-1' is not"},
+		{"pool_fairness nan", "'pool_fairness': 'nan' is not"},
+		{"pool_fairness .", "'pool_fairness': '.' is not"},
+		{"pool_fairness \"\"", "'pool_fairness': length 0 is outside"},
+		{"pool_arbiter themis", "t.conf:1: 'pool_arbiter': 'themis' is "
+		 "not one of fifo, max-min, finish-time, goodput"},
+		{"pool_arbiter", "t.conf:1: 'pool_arbiter': no value"},
+	};
+	struct proteusd_config c;
+	struct config_diag d = {0};
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memset(&c, 0x5a, sizeof c);
+		cr_assert_eq(parse(bad[i].line, &c, &d), PX_EINVAL, "%s",
+			     bad[i].line);
+		if (!has_msg(&d, bad[i].says))
+			dump(&d);
+		cr_expect(has_msg(&d, bad[i].says), "%s", bad[i].line);
+		cr_assert_eq(d.n, 1, "%s", bad[i].line);
+		cr_assert_eq(((unsigned char *)&c)[0], 0x5a);
+		config_diag_release(&d);
+	}
+	/* every one at once: one message each */
+	cr_assert_eq(parse("pool_spot_vcpus y=1\npool_ondemand_vcpus 1,2\n"
+			   "pool_usd_per_hour -1\npool_lease_seconds 0\n"
+			   "pool_fairness 2\npool_arbiter x\n", &c, &d),
+		     PX_EINVAL);
+	if (d.n != 6)
+		dump(&d);
+	cr_assert_eq(d.n, 6);
+	for (int i = 1; i <= 6; i++) {
+		char at[32];
+
+		snprintf(at, sizeof at, "t.conf:%d: 'pool_", i);
+		cr_assert(has_msg(&d, at), "%s", at);
+	}
+	config_diag_release(&d);
+}
+
+/* SIGHUP applies them all; what a limit parses into comes along. */
+Test(config, pool_keys_reload)
+{
+	struct proteusd_config cur, next;
+	struct config_diag d = {0};
+
+	cr_assert_eq(parse("pool_spot_vcpus 64\n", &cur, &d), PX_OK);
+	cr_assert_eq(parse("pool_spot_vcpus standard=32\n"
+			   "pool_ondemand_vcpus 16\n"
+			   "pool_usd_per_hour 3\npool_lease_seconds 120\n"
+			   "pool_fairness 1\npool_arbiter goodput\n", &next,
+			   &d), PX_OK);
+	cr_assert_eq(config_reload(&cur, &next, &d), 6);
+	cr_assert_eq(d.n, 0);
+	cr_assert_str_eq(cur.pool_spot_vcpus, "standard=32");
+	cr_assert_eq(cur.pool_limits.spot.total, -1);
+	cr_assert_eq(cur.pool_limits.spot.group[POOL_G_STANDARD], 32);
+	cr_assert_eq(cur.pool_limits.ondemand.total, 16);
+	cr_assert_eq(cur.pool_limits.uusd_per_hour, 3000000);
+	cr_assert_eq(cur.pool_lease_seconds, 120);
+	cr_assert_eq(cur.pool_fairness_f, 1);
+	cr_assert_eq(cur.pool_arbiter, ARB_GOODPUT);
+	/* back to the defaults */
+	cr_assert_eq(parse("", &next, &d), PX_OK);
+	cr_assert_eq(config_reload(&cur, &next, &d), 6);
+	cr_assert_not(pool_limits_any(&cur.pool_limits));
+	cr_assert_eq(cur.pool_fairness_f, 0.8);
+}
+
+/* --print-config's form reads back the same, parsed parts and all. */
+Test(config, pool_keys_format_round_trip)
+{
+	struct proteusd_config a, b;
+	struct config_diag d = {0};
+	size_t n;
+	const struct config_key *k = config_keys(&n);
+	char text[16384], val[CONFIG_PATH_MAX];
+	size_t len = 0;
+	json_t *j;
+
+	cr_assert_eq(parse("pool_spot_vcpus g=16,128\n"
+			   "pool_usd_per_hour 0.5\npool_fairness .5\n"
+			   "pool_arbiter fifo\n", &a, &d), PX_OK);
+	for (size_t i = 0; i < n; i++) {
+		config_format(&k[i], &a, val, sizeof(val));
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					"%s %s\n", k[i].name, val);
+	}
+	cr_assert(strstr(text, "\npool_spot_vcpus g=16,128\n"), "%s", text);
+	cr_assert(strstr(text, "\npool_ondemand_vcpus none\n"), "%s", text);
+	cr_assert(strstr(text, "\npool_arbiter fifo\n"), "%s", text);
+	cr_assert_eq(config_parse("fmt", text, len, &b, &d), PX_OK);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(config_equal(&k[i], &a, &b), "'%s' differs",
+			  k[i].name);
+	cr_assert(!memcmp(&a.pool_limits, &b.pool_limits,
+			  sizeof a.pool_limits));
+	cr_assert_eq(b.pool_fairness_f, 0.5);
+	j = config_to_json(&a);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 j, "pool_usd_per_hour")), "0.5");
+	cr_assert_eq(json_integer_value(json_object_get(
+			     j, "pool_lease_seconds")), 3600);
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 j, "pool_arbiter")), "fifo");
+	json_decref(j);
 }
