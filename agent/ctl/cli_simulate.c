@@ -735,6 +735,8 @@ static int parse_time_opt(const char *name, const char *s, int64_t *ret)
 	return CLI_EXIT_USAGE;
 }
 
+static int check_args(const struct opts *o);
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
@@ -828,6 +830,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (optind < argc)
 		return cli_usage("simulate", "unexpected argument '%s'",
 				 argv[optind]);
+	return check_args(o);
+}
+
+/* What the options ask together. */
+static int check_args(const struct opts *o)
+{
 	if (o->workload && (o->job_path || o->db || o->csv ||
 			    o->allow_infeasible || o->threads)) {
 		log_err("simulate: --workload takes the place of --job, and "
@@ -1188,21 +1196,67 @@ static int parse_arbiters(const char *list, enum arb_kind *v, size_t *ret_n)
 	return n ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 }
 
+/* What a workload's runs read: the file, the prices, the snapshot. */
+struct wl_input {
+	struct workload w;
+	struct ondemand_table od;
+	struct market_set ms;
+	struct load_ctx lc;
+	struct advisor adv;
+	bool have_adv;
+	char adv_path[4096];
+	enum billing_model billing;
+};
+
+static enum px_err wl_input_load(const struct opts *o, struct progress *pg,
+				 struct wl_input *in, struct px_error *err)
+{
+	enum px_err e = workload_load(o->workload, &in->w, err);
+
+	if (e == PX_OK)
+		e = ondemand_table_load(o->od_path, &in->od, err);
+	if (e == PX_OK) {
+		in->lc = (struct load_ctx){
+			.ms = &in->ms, .region = in->w.region,
+			.product = o->product,
+			.end_s = o->end_s ? o->end_s : INT64_MAX, .pg = pg,
+		};
+		e = load_traces(&in->lc, o->traces, o->n_traces, err);
+		progress_clear(pg);
+	}
+	if (e != PX_OK)
+		return e;
+	if (!o->have_billing)
+		in->billing = (o->start_s ? o->start_s : in->lc.first_s) >=
+			      PER_SECOND_FROM_S ? BILLING_PER_SECOND
+						: BILLING_LEGACY_HOURLY;
+	if (in->billing != BILLING_PER_SECOND)
+		return PX_OK;
+	e = simrun_advisor_path(o->advisor, o->workload, &in->w.specs[0],
+				o->start_s ? o->start_s : in->lc.first_s,
+				in->adv_path, sizeof in->adv_path, err);
+	if (e == PX_OK)
+		e = advisor_load(in->adv_path, in->w.region, &in->adv, err);
+	in->have_adv = e == PX_OK;
+	return e;
+}
+
+static void wl_input_release(struct wl_input *in)
+{
+	advisor_release(&in->adv);
+	ondemand_table_release(&in->od);
+	market_set_release(&in->ms);
+	workload_release(&in->w);
+}
+
 /* Every job of the workload under one policy (BidBrain unless --policy
  * names one), each arbiter in turn on the same market and seeds. */
 static int simulate_workload(const struct opts *o)
 {
 	struct progress pg = {.on = isatty(STDERR_FILENO) == 1};
-	struct workload w = {0};
-	struct ondemand_table od = {0};
-	struct market_set ms;
-	struct load_ctx lc = {0};
-	struct advisor adv = {0};
-	bool have_adv = false;
-	char adv_path[4096] = "";
+	struct wl_input in = {.billing = BILLING_LEGACY_HOURLY};
 	enum arb_kind arbs[ARB_KINDS];
 	struct wl_result res[ARB_KINDS];
-	enum billing_model billing = BILLING_LEGACY_HOURLY;
 	enum simplot_format pf = SIMPLOT_PNG;
 	const struct policy_ops *pol = &pol_bidbrain_ops;
 	struct px_error err = {0};
@@ -1212,7 +1266,7 @@ static int simulate_workload(const struct opts *o)
 	int rc;
 
 	memset(res, 0, sizeof res);
-	market_set_init(&ms);
+	market_set_init(&in.ms);
 	rc = parse_arbiters(o->arbiters, arbs, &n_arbs);
 	if (rc)
 		return rc;
@@ -1224,7 +1278,7 @@ static int simulate_workload(const struct opts *o)
 		return CLI_EXIT_USAGE;
 	}
 	if (o->have_billing &&
-	    billing_model_parse(o->billing, &billing, &err) != PX_OK) {
+	    billing_model_parse(o->billing, &in.billing, &err) != PX_OK) {
 		log_err("--billing: %s", err.msg);
 		return CLI_EXIT_USAGE;
 	}
@@ -1232,41 +1286,20 @@ static int simulate_workload(const struct opts *o)
 		log_err("--plot: %s", err.msg);
 		return CLI_EXIT_USAGE;
 	}
-	e = workload_load(o->workload, &w, &err);
-	if (e == PX_OK)
-		e = ondemand_table_load(o->od_path, &od, &err);
-	if (e == PX_OK) {
-		lc = (struct load_ctx){
-			.ms = &ms, .region = w.region, .product = o->product,
-			.end_s = o->end_s ? o->end_s : INT64_MAX, .pg = &pg,
-		};
-		e = load_traces(&lc, o->traces, o->n_traces, &err);
-		progress_clear(&pg);
-	}
-	if (e != PX_OK)
-		goto fail;
-	if (!o->have_billing)
-		billing = (o->start_s ? o->start_s : lc.first_s) >=
-			  PER_SECOND_FROM_S ? BILLING_PER_SECOND
-					    : BILLING_LEGACY_HOURLY;
-	if (billing == BILLING_PER_SECOND) {
-		e = simrun_advisor_path(o->advisor, o->workload, &w.specs[0],
-					o->start_s ? o->start_s : lc.first_s,
-					adv_path, sizeof adv_path, &err);
-		if (e == PX_OK)
-			e = advisor_load(adv_path, w.region, &adv, &err);
-		if (e != PX_OK)
-			goto fail;
-		have_adv = true;
+	e = wl_input_load(o, &pg, &in, &err);
+	if (e != PX_OK) {
+		log_err("%s", err.msg);
+		rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
+		goto out;
 	}
 	su = (struct wl_setup){
-		.ms = &ms, .od = &od, .billing = billing,
-		.start_s = o->start_s ? o->start_s : lc.first_s,
-		.end_s = o->end_s ? o->end_s : lc.last_s,
-		.trace_first_s = lc.first_s, .trace_last_s = lc.last_s,
-		.seed = o->seed, .advisor = have_adv ? &adv : NULL,
-		.policy = pol, .limits = w.limits, .lease_s = w.lease_s,
-		.fairness = w.fairness, .jobs = w.jobs, .n_jobs = w.n,
+		.ms = &in.ms, .od = &in.od, .billing = in.billing,
+		.start_s = o->start_s ? o->start_s : in.lc.first_s,
+		.end_s = o->end_s ? o->end_s : in.lc.last_s,
+		.trace_first_s = in.lc.first_s, .trace_last_s = in.lc.last_s,
+		.seed = o->seed, .advisor = in.have_adv ? &in.adv : NULL,
+		.policy = pol, .limits = in.w.limits, .lease_s = in.w.lease_s,
+		.fairness = in.w.fairness, .jobs = in.w.jobs, .n_jobs = in.w.n,
 	};
 	for (; n_done < n_arbs; n_done++) {
 		progress(&pg, true, "simulating the workload under %s",
@@ -1282,25 +1315,18 @@ static int simulate_workload(const struct opts *o)
 	}
 	progress_clear(&pg);
 	if (o->json)
-		rc = workload_print_json(o->workload, &w, &su, res, n_arbs);
+		rc = workload_print_json(o->workload, &in.w, &su, res, n_arbs);
 	else
-		workload_print(o->workload, &w, &su, res, n_arbs);
+		workload_print(o->workload, &in.w, &su, res, n_arbs);
 	if (o->plot && (e = workload_plot(o->plot, pf, o->workload, res,
 					  n_arbs, &err)) != PX_OK) {
 		log_err("%s", err.msg);
 		rc = CLI_EXIT_FAIL;
 	}
-	goto out;
-fail:
-	log_err("%s", err.msg);
-	rc = e == PX_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_DATA;
 out:
 	for (size_t i = 0; i < n_done; i++)
 		wl_result_release(&res[i]);
-	advisor_release(&adv);
-	ondemand_table_release(&od);
-	market_set_release(&ms);
-	workload_release(&w);
+	wl_input_release(&in);
 	return rc;
 }
 
