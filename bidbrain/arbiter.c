@@ -39,8 +39,9 @@ double arb_alone_hours(const struct arb_job *j, double n_jobs, int alone_max)
 	return j->rate[fair] > 0 ? j->work_total_h / j->rate[fair] : 0;
 }
 
-double arb_rho(const struct arb_job *j, int n, double now_h, size_t n_jobs,
-	       int alone_max)
+/* arb_rho with the share held given. */
+static double rho_held(const struct arb_job *j, int n, int held, double now_h,
+		       size_t n_jobs, int alone_max)
 {
 	double alone = arb_alone_hours(j, (double)n_jobs, alone_max);
 	double since = now_h - j->arrival_h;
@@ -51,9 +52,20 @@ double arb_rho(const struct arb_job *j, int n, double now_h, size_t n_jobs,
 		return 0;
 	if (since < 0)
 		since = 0;
-	return (since + (n != j->share ? j->restart_h : 0) +
+	return (since + (n != held ? j->restart_h : 0) +
 		j->work_left_h / j->rate[n]) / alone;
 }
+
+double arb_rho(const struct arb_job *j, int n, double now_h, size_t n_jobs,
+	       int alone_max)
+{
+	return rho_held(j, n, j->share, now_h, n_jobs, alone_max);
+}
+
+/* How much more a unit a job holds counts in finish-time's auction. */
+#ifndef ARB_KEEP
+#define ARB_KEEP 0.1
+#endif
 
 struct arb {
 	const struct arb_setup *s;
@@ -172,11 +184,17 @@ static double priority(const struct arb *a, const struct arb_job *j)
 		       (double)j->unit_vcpus * j->weight;
 	case ARB_FINISH_TIME: {
 		size_t i = (size_t)(j - a->v);
-		double r = arb_rho(j, j->share, a->s->now_h, a->n_in,
-				   a->alone[i]);
+		double r = rho_held(j, j->share, a->held[i], a->s->now_h,
+				    a->n_in, a->alone[i]);
 
-		/* no progress at all first, the fewest units first */
-		return isinf(r) ? 1e300 - j->share : r * j->weight;
+		/* no progress at all first, the fewest units first; a unit
+		 * it holds already counts ARB_KEEP more (a share moves only
+		 * for a real gain in fairness: each move sheds instances,
+		 * a part-paid hour or a program's re-form) */
+		if (isinf(r))
+			return 1e300 - j->share;
+		return r * j->weight * (j->share < a->held[i] ? 1 + ARB_KEEP
+							       : 1);
 	}
 	default:
 		return 0;
@@ -223,8 +241,9 @@ static int by_rho_desc(const void *x, const void *y, void *ctx)
 }
 
 /* Themis's round: the worst `fairness` of the admitted jobs (by their
- * weighted rho at the share they held) are re-decided; the others keep
- * their shares as far as they still fit. */
+ * weighted rho at the share they held) take part in the auction; the
+ * others keep their share up to 1/N of the pool, and have what is left
+ * after the auction (fill, below). */
 static enum px_err finish_time(struct arb *a, struct px_error *err)
 {
 	size_t *ids = px_calloc(a->n ? a->n : 1, sizeof *ids), m = 0, take;
@@ -241,8 +260,8 @@ static enum px_err finish_time(struct arb *a, struct px_error *err)
 
 		if (!j->admit)
 			continue;
-		r[i] = arb_rho(j, a->held[i], a->s->now_h, a->n_in,
-			       a->alone[i]);
+		r[i] = rho_held(j, a->held[i], a->held[i], a->s->now_h,
+				a->n_in, a->alone[i]);
 		r[i] = isinf(r[i]) ? HUGE_VAL : r[i] * j->weight;
 		ids[m++] = i;
 	}
@@ -252,12 +271,19 @@ static enum px_err finish_time(struct arb *a, struct px_error *err)
 		take = 1;
 	for (size_t k = 0; k < m; k++)
 		part[ids[k]] = k < take;
-	/* the others keep what they held, as far as it fits */
+	/* the others keep what they held up to their 1/N of the pool (a
+	 * lease of Themis's that has not ended: with one lease clock for
+	 * all, a job left out of the auction would otherwise lose it all,
+	 * and be the worst at the next round); the rest of theirs is in
+	 * the auction */
 	for (size_t k = take; k < m; k++) {
 		struct arb_job *j = &a->v[ids[k]];
 		int keep = a->held[ids[k]] < j->want ? a->held[ids[k]]
 						     : j->want;
+		int fair = a->alone[ids[k]] / (int)a->n_in;
 
+		if (keep > fair)
+			keep = fair > 0 ? fair : 0;
 		while (j->share < keep && unit_fits(a, j))
 			unit_add(a, j, 1);
 	}
@@ -326,13 +352,11 @@ enum px_err arb_decide(const struct arb_setup *s, struct arb_job *jobs,
 		fill(&a, NULL);
 	for (size_t i = 0; e == PX_OK && i < n; i++) {
 		struct arb_job *j = &jobs[i];
-		int sh = j->share;
+		const int sh = j->share;
 
 		/* rho at the new share: a change costs the re-form */
-		j->share = a.held[i];
-		j->rho = arb_rho(j, sh, s->now_h, a.n_in ? a.n_in : 1,
-				 a.alone[i]);
-		j->share = sh;
+		j->rho = rho_held(j, sh, a.held[i], s->now_h,
+				  a.n_in ? a.n_in : 1, a.alone[i]);
 	}
 out:
 	free(a.held);

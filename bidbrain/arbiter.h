@@ -15,10 +15,10 @@
  *    time its remaining work takes at the share, plus a re-form when the
  *    share changes) over its finish time alone on 1/N of the pool (N the
  *    jobs present).  Each round the fraction `fairness` of the jobs with
- *    the worst rho take part: their shares are re-decided from nothing,
- *    one instance at a time to the one whose weighted rho is worst (so
- *    the largest rho is as low as the pool allows), while the others
- *    keep theirs; what is left goes the same way to every job.
+ *    the worst rho take part: the pool goes to them one instance at a
+ *    time, to the one whose weighted rho is worst (so the largest rho is
+ *    as low as the pool allows), while the others keep their shares up
+ *    to 1/N of the pool; what is left goes the same way to every job.
  * Shares hold for a lease; the caller re-decides at lease ends, arrivals
  * and completions.  A job's reliable tier is admitted whole or the job
  * waits (gang), in arrival order; an admitted tier is never taken back.

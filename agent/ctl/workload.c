@@ -126,9 +126,12 @@ static enum px_err job_of(const char *path, size_t i, json_t *o,
 				  sizeof file);
 		e = simrun_read_job("simulate", file, sp, &text, err);
 		free(text);
-		if (e != PX_OK)
-			return px_errorf(err, e, "%s.job: %s", where,
-					 err->msg);
+		if (e != PX_OK) {
+			char msg[sizeof err->msg];
+
+			snprintf(msg, sizeof msg, "%s", err->msg);
+			return px_errorf(err, e, "%s.job: %s", where, msg);
+		}
 	} else if (json_is_object(spec)) {
 		char *text = json_dumps(spec, JSON_COMPACT);
 

@@ -33,6 +33,13 @@ struct wjob {
 	int64_t spot_vcpus, peak; /* spot vCPUs held; most in the lease */
 	double present_s;         /* the jobs present, integrated over its
 				   * life (for its 1/N ideal) */
+	/* measured throughput (round_): its rates as the arbiter sees them,
+	 * rate x calib, calib its work done in the last lease over what
+	 * rate[] says of the spot it held meanwhile */
+	double *seen, calib, lease_work, held_s;
+	int64_t lease_t;
+	int64_t usd_cap;          /* its spot's USD an hour at its share
+				   * (pool_usd_per_hour only; -1: none) */
 	int64_t sheds, refused;
 };
 
@@ -98,6 +105,24 @@ static struct pool_use use_now(const struct wl *w, int64_t now)
 	return u;
 }
 
+/* What j's spot instances cost an hour at now. */
+static int64_t job_spot_uusd(const struct wjob *j, int64_t now)
+{
+	const struct pol_env *env = sim_job_env(j->sj);
+	const struct pol_fleet *f = ctrl_fleet(sim_job_ctrl(j->sj));
+	int64_t sum = 0;
+
+	for (size_t k = 0; k < f->n; k++) {
+		int64_t p;
+
+		if (f->v[k].market >= 0 &&
+		    market_price_at(env_market(j, env, f->v[k].market), now,
+				    &p))
+			sum += p;
+	}
+	return sum;
+}
+
 /* ---- the gate (controller.h): every job's requests, one pool ---- */
 
 static const char *g_admit(void *ctx, int64_t now, int type, int market,
@@ -112,6 +137,9 @@ static const char *g_admit(void *ctx, int64_t now, int type, int market,
 	if (market >= 0 && j->shared &&
 	    j->spot_vcpus + type_vcpus(name) > j->share * j->unit_vcpus)
 		why = "the pool's share";
+	else if (market >= 0 && j->usd_cap >= 0 &&
+		 job_spot_uusd(j, now) + hour_uusd > j->usd_cap)
+		why = "the pool's share (pool_usd_per_hour)";
 	else if (pool_fits(&j->w->s->limits, &u, pool_group_of(name),
 			   market >= 0, type_vcpus(name), hour_uusd, &why))
 		return NULL;
@@ -146,15 +174,22 @@ static enum px_err job_plan(struct wl *w, struct wjob *j, int64_t start,
 		.trace_last_s = s->trace_last_s, .seed = s->seed + j->idx,
 		.advisor = s->advisor,
 	};
-	enum px_err e;
-
 	sim_plan_free(j->plan);
 	j->plan = NULL;
-	e = sim_plan_new(&ss, &j->plan, err);
-	if (e != PX_OK)
-		return px_errorf(err, e, "job %zu '%s': %s", j->idx + 1,
-				 j->in->name, err->msg);
-	return PX_OK;
+	return sim_plan_new(&ss, &j->plan, err);
+}
+
+/* err's message, led by the job's name. */
+static enum px_err named(const struct wjob *j, enum px_err e,
+			 struct px_error *err)
+{
+	char msg[sizeof err->msg];
+
+	if (e == PX_OK)
+		return e;
+	snprintf(msg, sizeof msg, "%s", err->msg);
+	return px_errorf(err, e, "job %zu '%s': %s", j->idx + 1, j->in->name,
+			 msg);
 }
 
 /* The job arrived: its plan (checked now), its sizes and rates. */
@@ -167,7 +202,7 @@ static enum px_err arrive(struct wl *w, struct wjob *j, struct px_error *err)
 	enum px_err e = job_plan(w, j, j->arrival_s, err);
 
 	if (e != PX_OK)
-		return e;
+		return named(j, e, err);
 	env = sim_plan_env(j->plan);
 	j->unit_vcpus = type_vcpus(env->types[env->ref_type].name);
 	j->group = pool_group_of(env->types[env->ref_type].name);
@@ -184,7 +219,10 @@ static enum px_err arrive(struct wl *w, struct wjob *j, struct px_error *err)
 	j->tier_uusd = r * env->types[env->reliable_type].od_uusd;
 	s_tier = r * env->types[env->reliable_type].speed;
 	j->rate = px_calloc((size_t)max + 1, sizeof *j->rate);
-	if (!j->rate)
+	j->seen = px_calloc((size_t)max + 1, sizeof *j->seen);
+	j->calib = 1;
+	j->usd_cap = -1;
+	if (!j->rate || !j->seen)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	for (int n = 0; n <= max; n++)
 		j->rate[n] = r + n > 0 ? jobspec_rate(job, NULL, r + n,
@@ -222,24 +260,28 @@ static enum px_err start(struct wl *w, struct wjob *j, struct px_error *err)
 	j->admit_s = w->now;
 	if (e == PX_OK)
 		e = sim_job_start(j->sj, err);
-	if (e != PX_OK)
-		return px_errorf(err, e, "job %zu '%s': %s", j->idx + 1,
-				 j->in->name, err->msg);
-	return PX_OK;
+	return named(j, e, err);
 }
 
-/* The newest spot instance of j not leaving, or NULL. */
-static const struct pol_instance *newest_spot(struct wjob *j)
+/* The spot instance of j (not leaving) to give back first: under
+ * legacy-hourly billing the one whose paid hour ends soonest (what it
+ * wastes is the least), else the newest; NULL when none. */
+static const struct pol_instance *shed_first(struct wjob *j)
 {
 	const struct pol_fleet *f = ctrl_fleet(sim_job_ctrl(j->sj));
 	const struct pol_instance *best = NULL;
+	bool legacy = j->w->s->billing == BILLING_LEGACY_HOURLY;
 
 	for (size_t k = 0; k < f->n; k++) {
 		const struct pol_instance *v = &f->v[k];
 
-		if (v->market >= 0 && !v->warned &&
-		    (!best || v->launch_s > best->launch_s ||
-		     (v->launch_s == best->launch_s && v->id > best->id)))
+		if (v->market < 0 || v->warned)
+			continue;
+		if (!best || (legacy ? v->period_end_s < best->period_end_s
+				     : v->launch_s > best->launch_s) ||
+		    ((legacy ? v->period_end_s == best->period_end_s
+			     : v->launch_s == best->launch_s) &&
+		     v->id > best->id))
 			best = v;
 	}
 	return best;
@@ -250,10 +292,10 @@ static enum px_err shed(struct wl *w, struct wjob *j, uint64_t id,
 {
 	enum px_err e = ctrl_shed(sim_job_ctrl(j->sj), w->now, id, why);
 
-	if (e != PX_OK)
-		return px_errorf(err, e, "job %zu '%s': %s", j->idx + 1,
-				 j->in->name,
-				 ctrl_error(sim_job_ctrl(j->sj))->msg);
+	if (e != PX_OK) {
+		px_errorf(err, e, "%s", ctrl_error(sim_job_ctrl(j->sj))->msg);
+		return named(j, e, err);
+	}
 	j->sheds++;
 	return ctrl_wake(sim_job_ctrl(j->sj), w->now);
 }
@@ -265,7 +307,7 @@ static enum px_err trim(struct wl *w, struct wjob *j, struct px_error *err)
 	enum px_err e = PX_OK;
 
 	while (e == PX_OK && j->spot_vcpus > j->share * j->unit_vcpus) {
-		const struct pol_instance *v = newest_spot(j);
+		const struct pol_instance *v = shed_first(j);
 
 		if (!v)
 			break;
@@ -289,28 +331,67 @@ static int want(const struct wjob *j)
 	return peak + more < max ? peak + more : max;
 }
 
+/* What one unit of j's spot costs an hour now: what its spot instances
+ * cost per unit of vCPUs when it holds some, else the median of its
+ * markets' prices per unit (the arbiter divides pool_usd_per_hour by it). */
+static int64_t unit_price(const struct wl *w, struct wjob *j)
+{
+	const struct pol_env *env = sim_plan_env(j->plan);
+	int64_t v[JOBSPEC_TYPES_MAX * JOBSPEC_ZONES_MAX];
+	double sum = 0, vc = 0;
+	size_t n = 0;
+
+	if (j->sj && j->spot_vcpus > 0) {
+		const struct pol_fleet *f = ctrl_fleet(sim_job_ctrl(j->sj));
+
+		env = sim_job_env(j->sj);
+		for (size_t k = 0; k < f->n; k++) {
+			int64_t p;
+
+			if (f->v[k].market < 0 ||
+			    !market_price_at(env_market(j, env,
+							f->v[k].market),
+					     w->now, &p))
+				continue;
+			sum += (double)p;
+			vc += (double)type_vcpus(env->types[f->v[k].type].name);
+		}
+		if (vc > 0)
+			return llround(sum / vc * (double)j->unit_vcpus);
+	}
+	for (size_t m = 0; m < env->n_markets && n < sizeof v / sizeof *v;
+	     m++) {
+		int64_t p;
+
+		if (market_price_at(env_market(j, env, (int)m), w->now, &p))
+			v[n++] = p * j->unit_vcpus / type_vcpus(
+				env->types[env->markets[m].type].name);
+	}
+	if (!n)
+		return 0;
+	for (size_t a = 1; a < n; a++)      /* insertion sort: n is small */
+		for (size_t b = a; b > 0 && v[b - 1] > v[b]; b--) {
+			int64_t t = v[b];
+
+			v[b] = v[b - 1];
+			v[b - 1] = t;
+		}
+	return v[n / 2];
+}
+
 static void fill_arb(const struct wl *w, struct wjob *j, struct arb_job *a)
 {
 	const struct jobspec *job = j->in->job;
-	const struct pol_env *env = sim_plan_env(j->plan);
-	int64_t unit = INT64_MAX;
 
-	for (size_t m = 0; m < env->n_markets; m++) {
-		int64_t p;
-
-		if (market_price_at(env_market(j, env, (int)m), w->now, &p) &&
-		    p < unit)
-			unit = p;
-	}
 	*a = (struct arb_job){
 		.weight = j->in->weight,
 		.arrival_h = (double)(j->arrival_s - w->s->start_s) / 3600,
 		.group = j->group, .unit_vcpus = j->unit_vcpus,
-		.unit_uusd = unit == INT64_MAX ? 0 : unit,
+		.unit_uusd = unit_price(w, j),
 		.tier_group = j->tier_group, .tier_vcpus = j->tier_vcpus,
 		.tier_uusd = j->tier_uusd,
 		.want = want(j), .max = job->spot.max_instances,
-		.rate = j->rate,
+		.rate = j->seen,
 		.work_left_h = job->work_hours -
 			       (j->sj ? sim_job_work(j->sj) : 0),
 		.work_total_h = job->work_hours,
@@ -319,6 +400,44 @@ static void fill_arb(const struct wl *w, struct wjob *j, struct arb_job *a)
 	};
 	if (a->work_left_h < 0)
 		a->work_left_h = 0;
+}
+
+/* j's rates as the arbiter is to see them: the spec's (rate), times
+ * what the last lease measured of them, when it ran long enough to
+ * tell (a tenth of an hour): the work it did over what rate[] says of
+ * the spot it held meanwhile (evictions, startups, re-forms and the
+ * types it chose all show there), clamped to [0.2, 1.2] and smoothed
+ * over leases.  Then the lease's counters start again. */
+static void measure(const struct wl *w, struct wjob *j)
+{
+	const int max = j->in->job->spot.max_instances;
+	double dt = (double)(w->now - j->lease_t);
+
+	if (j->sj && dt >= 360) {
+		double held = j->held_s / dt / (double)j->unit_vcpus, f, p;
+		int k = (int)floor(held);
+		double done = sim_job_work(j->sj) - j->lease_work;
+
+		if (k >= max) {
+			k = max;
+			f = 0;
+		} else {
+			f = held - k;
+		}
+		p = j->rate[k] + (k < max ? f * (j->rate[k + 1] -
+						 j->rate[k]) : 0);
+		if (p > 0 && done >= 0) {
+			double c = done / (p * dt / 3600);
+
+			c = c < 0.2 ? 0.2 : c > 1.2 ? 1.2 : c;
+			j->calib = 0.5 * j->calib + 0.5 * c;
+		}
+	}
+	for (int n = 0; n <= max; n++)
+		j->seen[n] = j->rate[n] * j->calib;
+	j->lease_t = w->now;
+	j->lease_work = j->sj ? sim_job_work(j->sj) : 0;
+	j->held_s = 0;
 }
 
 /* The arbiter's decision at now, carried out. */
@@ -339,6 +458,7 @@ static enum px_err round_(struct wl *w, struct px_error *err)
 			continue;
 		if (j->sj)
 			sim_job_advance(j->sj, w->now);
+		measure(w, j);
 		fill_arb(w, j, &w->aj[m++]);
 	}
 	if (!m)
@@ -355,6 +475,8 @@ static enum px_err round_(struct wl *w, struct px_error *err)
 		j->share = a->share;
 		j->shared = true;
 		j->peak = j->spot_vcpus;
+		j->usd_cap = w->s->limits.uusd_per_hour >= 0 ?
+			     j->share * a->unit_uusd * 5 / 4 : -1;
 		if (j->st == WJ_WAITING) {
 			if (a->admit)
 				e = start(w, j, err);
@@ -447,9 +569,12 @@ static void pass(struct wl *w, int64_t t)
 			   w->v[i].st == WJ_RUNNING;
 	if (!present)
 		return;
-	for (size_t i = 0; i < w->n; i++)
+	for (size_t i = 0; i < w->n; i++) {
 		if (w->v[i].st == WJ_WAITING || w->v[i].st == WJ_RUNNING)
 			w->v[i].present_s += (double)present * dt;
+		if (w->v[i].st == WJ_RUNNING)
+			w->v[i].held_s += (double)w->v[i].spot_vcpus * dt;
+	}
 	struct pool_use u = use_now(w, w->now);
 	w->util_s += tightest(w, &u) * dt;
 }
@@ -513,9 +638,7 @@ static enum px_err loop(struct wl *w, struct px_error *err)
 		if (j && tj == w->now) {
 			e = sim_job_step(j->sj, err);
 			if (e != PX_OK)
-				return px_errorf(err, e, "job %zu '%s': %s",
-						 j->idx + 1, j->in->name,
-						 err->msg);
+				return named(j, e, err);
 			if (sim_job_result(j->sj)) {
 				j->st = WJ_DONE;
 				j->end_s = w->now;
@@ -597,6 +720,7 @@ static enum px_err results(struct wl *w, struct px_error *err)
 		jr->refused = j->refused;
 		if (j->plan && j->rate) {
 			fill_arb(w, j, &a);
+			a.rate = j->rate;   /* the ideal is the spec's */
 			alone = arb_alone_max(&w->s->limits, NULL, &a);
 			jr->alone_hours = arb_alone_hours(&a, life > 0 ?
 				j->present_s / life : 1, alone);
@@ -687,6 +811,7 @@ out:
 		sim_job_free(w.v[i].sj);
 		sim_plan_free(w.v[i].plan);
 		free(w.v[i].rate);
+		free(w.v[i].seen);
 	}
 	free(w.v);
 	free(w.aj);
