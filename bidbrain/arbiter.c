@@ -155,8 +155,7 @@ static void admit(struct arb *a)
 
 		if (j->admit)
 			continue;
-		if (j->tier_vcpus > 0 &&
-		    !pool_fits(a->s->limits, &u, j->tier_group, false,
+		if (!pool_fits(a->s->limits, &u, j->tier_group, false,
 			       j->tier_vcpus, j->tier_uusd, NULL))
 			continue;
 		pool_use_add(&u, j->tier_group, false, j->tier_vcpus,
