@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bidbrain/instances.h"
 #include "plan.h"
 
 #define LIST_MAX 40   /* names listed in an error message */
@@ -113,6 +114,8 @@ static enum px_err add_type(struct plan *p, const char *name,
 	t->name = name;
 	t->speed = jobspec_speed(j, name);
 	t->od_uusd = e->uusd_per_hour;
+	t->vcpus = inst_find(name) && inst_find(name)->vcpus > 0 ?
+		   inst_find(name)->vcpus : 1;
 	*ret_idx = (int)p->env.n_types++;
 	return PX_OK;
 }

@@ -138,6 +138,10 @@ struct bb_memo {
 
 struct bb_state {
 	const struct pol_env *env;
+	/* the spot vCPUs the fleet may still take (the pool's share,
+	 * pol_spot_vcpus_room): candidates bigger than that are passed
+	 * over; INT64_MAX: no limit */
+	int64_t vroom;
 	struct risk *risk;
 	struct bb_cand *cand;    /* per env market */
 	struct bb_memo *memo;    /* per env market */
@@ -618,6 +622,14 @@ static double bb_fill(const struct bb_state *s, struct bb_item *v, size_t n,
  * a cheap one that adds an hour.  Only the markets on the front
  * (bb_front) can win.  u is bb_sum of v[0..n).  -1 when none is valid.
  * Uses v[n..n+slots) as scratch. */
+/* Whether one instance of market i fits in the vCPUs the fleet may
+ * still take. */
+static bool bb_fits(const struct bb_state *s, size_t i)
+{
+	return s->vroom == INT64_MAX ||
+	       s->env->types[s->env->markets[i].type].vcpus <= s->vroom;
+}
+
 static int bb_pick(struct bb_state *s, size_t n, const struct bb_sums *u,
 		   int slots, double rem_h, int *ret_k)
 {
@@ -631,6 +643,9 @@ static int bb_pick(struct bb_state *s, size_t n, const struct bb_sums *u,
 		s->eff[j] = pol_rate(s->env, s->sc, u->cnt + j, 1.0);
 	for (size_t j = 0; j < s->n_front; j++) {
 		int i = s->front[j];
+
+		if (!bb_fits(s, (size_t)i))
+			continue;
 		double key = bb_fill(s, v, n, u, s->eff, &s->pick[i], slots,
 				     rem_h, &s->kfill[i]);
 		if (key < best_key || (key == best_key && i < best)) {
@@ -721,7 +736,7 @@ static int bb_pick_rate(const struct bb_state *s, double need,
 	for (size_t i = 0; i < env->n_markets; i++) {
 		const struct bb_cand *c = &s->cand[i];
 
-		if (!c->valid)
+		if (!c->valid || !bb_fits(s, i))
 			continue;
 		for (int f = 0; f < 2; f++) {
 			const struct bb_opt *o = f ? &c->fast : &c->best;
@@ -1112,11 +1127,23 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		    (rate >= s->w_min || w->T0 <= END_S ||
 		    (rate > 0 && !(dw > 0 && ch.o.cost / dw <= u.C / rate))))
 			break;
+		if (!bb_fits(s, (size_t)ch.m)) {
+			/* its copies no longer fit: choose again */
+			if (again > 0) {
+				again = 0;
+				continue;
+			}
+			break;
+		}
 		struct pol_action a = {
 			.kind = POL_ACQUIRE, .market = ch.m, .count = 1,
 			.bid_uusd = ch.o.bid,
 		};
 		int64_t od = s->env->types[s->env->markets[ch.m].type].od_uusd;
+
+		if (s->vroom != INT64_MAX)
+			s->vroom -= s->env->types[s->env->markets[ch.m].type]
+					.vcpus;
 
 		if (w->tight && a.bid_uusd < od)
 			a.bid_uusd = od;
@@ -1264,6 +1291,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 	enum px_err r;
 
 	s->sc = in->scaling;
+	s->vroom = pol_spot_vcpus_room(s->env, in->scaling, in->fleet);
 	/* Only prices moved and the fleet is full: releases happen at hour
 	 * ends and acquisitions need room, so nothing can change.  Skipping
 	 * is exact: the estimator catches up on its samples at the next call

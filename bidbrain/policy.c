@@ -93,3 +93,18 @@ double pol_loss_s(const struct pol_env *env)
 		return 0;
 	return env->job->clock_seconds;
 }
+
+int64_t pol_spot_vcpus_room(const struct pol_env *env,
+			    const struct pol_scaling *sc,
+			    const struct pol_fleet *f)
+{
+	int64_t room;
+
+	if (!sc || !sc->spot_vcpus_set)
+		return INT64_MAX;
+	room = sc->spot_vcpus;
+	for (size_t i = 0; i < f->n; i++)
+		if (f->v[i].market >= 0 && !f->v[i].warned)
+			room -= env->types[f->v[i].type].vcpus;
+	return room > 0 ? room : 0;
+}

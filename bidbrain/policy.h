@@ -29,6 +29,8 @@ struct pol_type {
 	double speed;            /* work rate relative to reference_type */
 	int64_t od_uusd;         /* on-demand price, micro-USD per hour */
 	double interrupt_per_h;  /* current-era interruptions/instance-hour */
+	int vcpus;               /* its vCPUs (the instance table's; 1 when
+				  * it does not know it) */
 };
 
 /* One spot market the job may use. */
@@ -106,6 +108,10 @@ struct pol_scaling {
 	int spot_max;            /* the spot instances the job may hold now
 				  * (>= 0; the exploration's limit); -1:
 				  * spot.max_instances */
+	/* the spot vCPUs the job may hold now (the pool's share,
+	 * docs/pool.md); <= 0 with spot_vcpus_set false: no limit */
+	bool spot_vcpus_set;
+	int64_t spot_vcpus;
 };
 
 struct pol_input {
@@ -218,6 +224,12 @@ static inline int pol_spot_max(const struct pol_env *env,
 
 /* Non-warned spot instances in the fleet. */
 int pol_fleet_spot(const struct pol_fleet *f);
+/* The spot vCPUs the job may still add to its fleet f under the
+ * scaling's limit (spot_vcpus less those of its non-warned spot
+ * instances, at least 0); INT64_MAX when there is none. */
+int64_t pol_spot_vcpus_room(const struct pol_env *env,
+			    const struct pol_scaling *sc,
+			    const struct pol_fleet *f);
 
 /* Work (reference-instance seconds) an instance loses when it vanishes:
  * clock_seconds, unless the notice is long enough to finish the clock. */
