@@ -904,12 +904,14 @@ void sim_job_advance(struct sim_job *j, int64_t t)
 }
 
 enum px_err sim_job_share(struct sim_job *j, int spot_max,
-			  struct px_error *err)
+			  int64_t spot_vcpus, struct px_error *err)
 {
 	if (j->r.finished)
 		return PX_OK;
 	j->r.shared = true;
 	j->r.share.spot_max = spot_max;
+	j->r.share.spot_vcpus_set = spot_vcpus >= 0;
+	j->r.share.spot_vcpus = spot_vcpus;
 	if (!j->started)
 		return PX_OK;     /* its first decision sees it */
 	return job_err(j, cc(&j->r, ctrl_wake(j->r.c, j->r.now)), err);

@@ -152,11 +152,11 @@ int64_t sim_job_next(const struct sim_job *j);
 enum px_err sim_job_step(struct sim_job *j, struct px_error *err);
 /* Its clock to t (<= sim_job_next): the work the fleet does till then. */
 void sim_job_advance(struct sim_job *j, int64_t t);
-/* The spot instances it may hold from its now (the pool's share; -1: no
- * cap): its policy decides again at once (once started; before, its
- * first decision sees it). */
+/* The spot instances and vCPUs it may hold from its now (the pool's
+ * share; -1: no cap): its policy decides again at once (once started;
+ * before, its first decision sees it). */
 enum px_err sim_job_share(struct sim_job *j, int spot_max,
-			  struct px_error *err);
+			  int64_t spot_vcpus, struct px_error *err);
 struct ctrl *sim_job_ctrl(struct sim_job *j);
 const struct pol_env *sim_job_env(const struct sim_job *j);
 double sim_job_work(const struct sim_job *j);

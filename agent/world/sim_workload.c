@@ -41,6 +41,8 @@ struct wjob {
 	int64_t usd_cap;          /* its spot's USD an hour at its share
 				   * (pool_usd_per_hour only; -1: none) */
 	int64_t sheds, refused;
+	int64_t lease_refused;    /* spot requests the pool refused in the
+				   * lease */
 };
 
 struct wl {
@@ -144,6 +146,8 @@ static const char *g_admit(void *ctx, int64_t now, int type, int market,
 			   market >= 0, type_vcpus(name), hour_uusd, &why))
 		return NULL;
 	j->refused++;
+	if (market >= 0)
+		j->lease_refused++;
 	return why;
 }
 
@@ -158,6 +162,7 @@ static void g_hold(void *ctx, int type, int market, int sign)
 		j->spot_vcpus += sign * type_vcpus(name);
 		if (j->spot_vcpus > j->peak)
 			j->peak = j->spot_vcpus;
+		j->lease_refused = 0;
 	}
 }
 
@@ -255,7 +260,8 @@ static enum px_err start(struct wl *w, struct wjob *j, struct px_error *err)
 	if (e == PX_OK)
 		e = sim_job_new(j->plan, w->s->policy, &j->gate, &j->sj, err);
 	if (e == PX_OK)
-		e = sim_job_share(j->sj, spot_cap(j), err);
+		e = sim_job_share(j->sj, spot_cap(j),
+				  j->share * j->unit_vcpus, err);
 	j->st = WJ_RUNNING;
 	j->admit_s = w->now;
 	if (e == PX_OK)
@@ -317,15 +323,16 @@ static enum px_err trim(struct wl *w, struct wjob *j, struct px_error *err)
 }
 
 /* What j would rent: all it may (spot.max_instances) at first and after
- * a lease in which it reached its share; after one in which its policy
- * chose to hold fewer, a quarter more than the most it held (at least
- * two more), so that what it leaves goes to others and it can grow. */
+ * a lease in which it reached its share or the pool refused it some;
+ * after one in which its policy chose to hold fewer, a quarter more than
+ * the most it held (at least two more), so that what it leaves goes to
+ * others and it can grow. */
 static int want(const struct wjob *j)
 {
 	int max = j->in->job->spot.max_instances, more;
 	int peak = (int)((j->peak + j->unit_vcpus - 1) / j->unit_vcpus);
 
-	if (!j->shared || peak >= j->share)
+	if (!j->shared || peak >= j->share || j->lease_refused)
 		return max;
 	more = peak / 4 > 2 ? peak / 4 : 2;
 	return peak + more < max ? peak + more : max;
@@ -449,6 +456,7 @@ static enum px_err round_(struct wl *w, struct px_error *err)
 		.limits = &w->s->limits,
 	};
 	size_t m = 0;
+	int64_t spare, own;
 	enum px_err e;
 
 	for (size_t i = 0; i < w->n; i++) {
@@ -464,6 +472,16 @@ static enum px_err round_(struct wl *w, struct px_error *err)
 	if (!m)
 		return PX_OK;
 	e = arb_decide(&as, w->aj, m, err);
+	/* the budget an hour the shares leave: each job may spend its
+	 * share's and that beside it (a quarter of its share's at least),
+	 * so that a job alone is not held to prices of the round's instant */
+	spare = w->s->limits.uusd_per_hour;
+	for (size_t k = 0; spare >= 0 && k < m; k++)
+		if (w->aj[k].admit)
+			spare -= w->aj[k].tier_uusd +
+				 w->aj[k].share * w->aj[k].unit_uusd;
+	if (spare < 0)
+		spare = 0;
 	m = 0;
 	for (size_t i = 0; e == PX_OK && i < w->n; i++) {
 		struct wjob *j = &w->v[i];
@@ -475,14 +493,16 @@ static enum px_err round_(struct wl *w, struct px_error *err)
 		j->share = a->share;
 		j->shared = true;
 		j->peak = j->spot_vcpus;
-		j->usd_cap = w->s->limits.uusd_per_hour >= 0 ?
-			     j->share * a->unit_uusd * 5 / 4 : -1;
+		own = j->share * a->unit_uusd;
+		j->usd_cap = w->s->limits.uusd_per_hour < 0 ? -1 :
+			     own + (spare > own / 4 ? spare : own / 4);
 		if (j->st == WJ_WAITING) {
 			if (a->admit)
 				e = start(w, j, err);
 			continue;
 		}
-		e = sim_job_share(j->sj, spot_cap(j), err);
+		e = sim_job_share(j->sj, spot_cap(j),
+				  j->share * j->unit_vcpus, err);
 		if (e == PX_OK)
 			e = trim(w, j, err);
 	}
