@@ -62,6 +62,11 @@ double arb_rho(const struct arb_job *j, int n, double now_h, size_t n_jobs,
 	return rho_held(j, n, j->share, now_h, n_jobs, alone_max);
 }
 
+/* How far above the auction's worst rho finish-time lets a job's rho go
+ * to end other jobs sooner (efficient). */
+#ifndef ARB_SLACK
+#define ARB_SLACK 0.02
+#endif
 /* How much more a unit a job holds counts in finish-time's auction. */
 #ifndef ARB_KEEP
 #define ARB_KEEP 0.1
@@ -74,6 +79,7 @@ struct arb {
 	int *held;                /* the share each held (the lease ending) */
 	int *alone;               /* its instances alone in the pool */
 	size_t *order;            /* by arrival */
+	bool srpt;                /* fill: shortest remaining time first */
 	struct pool_use use;
 };
 
@@ -175,6 +181,8 @@ static void admit(struct arb *a)
  * or -1: the one of greatest priority, ties to the earlier arrival. */
 static double priority(const struct arb *a, const struct arb_job *j)
 {
+	if (a->srpt)
+		return -j->work_left_h / j->rate[j->share];
 	switch (a->s->kind) {
 	case ARB_MAX_MIN:
 		return -(double)(j->share * j->unit_vcpus) / j->weight;
@@ -239,6 +247,47 @@ static int by_rho_desc(const void *x, const void *y, void *ctx)
 	return i < k ? -1 : i > k;
 }
 
+/* The weighted rho of j at its share now. */
+static double rho_now(const struct arb *a, const struct arb_job *j)
+{
+	size_t i = (size_t)(j - a->v);
+
+	return rho_held(j, j->share, a->held[i], a->s->now_h, a->n_in,
+			a->alone[i]) * j->weight;
+}
+
+/* After the auction: the worst rho it reached, R, is what fairness asks;
+ * every job keeps the fewest units that hold it within ARB_SLACK of R
+ * (never more than the auction gave it), and the units this frees go to
+ * the jobs that end soonest (shortest remaining time first: what lowers
+ * the mean completion), so the mean gains and the worst rho does not
+ * move by more than ARB_SLACK. */
+static void efficient(struct arb *a)
+{
+	double worst = 0;
+
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].admit && rho_now(a, &a->v[i]) > worst)
+			worst = rho_now(a, &a->v[i]);
+	if (isinf(worst) || !(worst > 0))
+		return;
+	for (size_t i = 0; i < a->n; i++) {
+		struct arb_job *j = &a->v[i];
+		int got = j->share;
+
+		if (!j->admit)
+			continue;
+		while (j->share > 0)
+			unit_add(a, j, -1);
+		while (j->share < got &&
+		       !(rho_now(a, j) <= worst * (1 + ARB_SLACK)))
+			unit_add(a, j, 1);
+	}
+	a->srpt = true;
+	fill(a, NULL);
+	a->srpt = false;
+}
+
 /* Themis's round: the worst `fairness` of the admitted jobs (by their
  * weighted rho at the share they held) take part in the auction; the
  * others keep their share up to 1/N of the pool, and have what is left
@@ -287,6 +336,7 @@ static enum px_err finish_time(struct arb *a, struct px_error *err)
 			unit_add(a, j, 1);
 	}
 	fill(a, part);
+	efficient(a);
 out:
 	free(ids);
 	free(r);
