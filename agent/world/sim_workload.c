@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../bidbrain/instances.h"
+#include "../pool_member.h"
 #include "sim_workload.h"
 
 enum wj_state { WJ_PENDING = 0, WJ_WAITING, WJ_RUNNING, WJ_DONE };
@@ -22,27 +22,10 @@ struct wjob {
 	struct sim_plan *plan;
 	struct sim_job *sj;
 	struct ctrl_gate gate;
-	/* what the arbiter is told (arbiter.h) */
-	double *rate;             /* spot.max_instances + 1 */
-	enum pool_group group, tier_group;
-	/* a unit of share: the vCPUs of its reference_type; its smallest
-	 * spot type's */
-	int64_t unit_vcpus, min_vcpus, tier_vcpus, tier_uusd;
-	int share;                /* its units of spot for the lease */
-	bool shared;              /* it had a share before */
-	int64_t spot_vcpus, peak; /* spot vCPUs held; most in the lease */
+	struct pool_member pm;    /* what the arbiter is told; its share */
+	bool sized;               /* pm is (arrive) */
 	double present_s;         /* the jobs present, integrated over its
 				   * life (for its 1/N ideal) */
-	/* measured throughput (round_): its rates as the arbiter sees them,
-	 * rate x calib, calib its work done in the last lease over what
-	 * rate[] says of the spot it held meanwhile */
-	double *seen, calib, lease_work, held_s;
-	int64_t lease_t;
-	int64_t usd_cap;          /* its spot's USD an hour at its share
-				   * (pool_usd_per_hour only; -1: none) */
-	int64_t sheds, refused;
-	int64_t lease_refused;    /* spot requests the pool refused in the
-				   * lease */
 };
 
 struct wl {
@@ -58,44 +41,16 @@ struct wl {
 	struct px_error *err;
 };
 
-static int64_t type_vcpus(const char *name)
-{
-	const struct inst_type *t = inst_find(name);
-
-	return t && t->vcpus > 0 ? t->vcpus : 1;
-}
-
-static const struct market *env_market(const struct wjob *j,
-				       const struct pol_env *env, int m)
-{
-	return &j->w->s->ms->v[env->markets[m].market];
-}
-
-/* What the held instances of every running job cost an hour at now:
- * spot at its market's price, on demand at its type's. */
+/* What the held instances of every running job cost an hour at now. */
 static int64_t pool_rate(const struct wl *w, int64_t now)
 {
 	int64_t sum = 0;
 
-	for (size_t i = 0; i < w->n; i++) {
-		const struct wjob *j = &w->v[i];
-		const struct pol_env *env;
-		const struct pol_fleet *f;
-
-		if (j->st != WJ_RUNNING)
-			continue;
-		env = sim_job_env(j->sj);
-		f = ctrl_fleet(sim_job_ctrl(j->sj));
-		for (size_t k = 0; k < f->n; k++) {
-			int64_t p = env->types[f->v[k].type].od_uusd;
-
-			if (f->v[k].market >= 0)
-				market_price_at(env_market(j, env,
-							   f->v[k].market),
-						now, &p);
-			sum += p;
-		}
-	}
+	for (size_t i = 0; i < w->n; i++)
+		if (w->v[i].st == WJ_RUNNING)
+			sum += pm_fleet_uusd(sim_job_env(w->v[i].sj),
+					     ctrl_fleet(sim_job_ctrl(w->v[i].sj)),
+					     w->s->ms, now, false);
 	return sum;
 }
 
@@ -107,24 +62,6 @@ static struct pool_use use_now(const struct wl *w, int64_t now)
 	return u;
 }
 
-/* What j's spot instances cost an hour at now. */
-static int64_t job_spot_uusd(const struct wjob *j, int64_t now)
-{
-	const struct pol_env *env = sim_job_env(j->sj);
-	const struct pol_fleet *f = ctrl_fleet(sim_job_ctrl(j->sj));
-	int64_t sum = 0;
-
-	for (size_t k = 0; k < f->n; k++) {
-		int64_t p;
-
-		if (f->v[k].market >= 0 &&
-		    market_price_at(env_market(j, env, f->v[k].market), now,
-				    &p))
-			sum += p;
-	}
-	return sum;
-}
-
 /* ---- the gate (controller.h): every job's requests, one pool ---- */
 
 static const char *g_admit(void *ctx, int64_t now, int type, int market,
@@ -132,38 +69,20 @@ static const char *g_admit(void *ctx, int64_t now, int type, int market,
 {
 	struct wjob *j = ctx;
 	const struct pol_env *env = sim_job_env(j->sj);
-	const char *name = env->types[type].name;
 	struct pool_use u = use_now(j->w, now);
-	const char *why = NULL;
 
-	if (market >= 0 && j->shared &&
-	    j->spot_vcpus + type_vcpus(name) > j->share * j->unit_vcpus)
-		why = "the pool's share";
-	else if (market >= 0 && j->usd_cap >= 0 &&
-		 job_spot_uusd(j, now) + hour_uusd > j->usd_cap)
-		why = "the pool's share (pool_usd_per_hour)";
-	else if (pool_fits(&j->w->s->limits, &u, pool_group_of(name),
-			   market >= 0, type_vcpus(name), hour_uusd, &why))
-		return NULL;
-	j->refused++;
-	if (market >= 0)
-		j->lease_refused++;
-	return why;
+	return pm_admit(&j->pm, &j->w->s->limits, &u, env->types[type].name,
+			market >= 0, hour_uusd,
+			pm_fleet_uusd(env, ctrl_fleet(sim_job_ctrl(j->sj)),
+				      j->w->s->ms, now, true));
 }
 
 static void g_hold(void *ctx, int type, int market, int sign)
 {
 	struct wjob *j = ctx;
-	const char *name = sim_job_env(j->sj)->types[type].name;
 
-	pool_use_add(&j->w->use, pool_group_of(name), market >= 0,
-		     type_vcpus(name), 0, sign);
-	if (market >= 0) {
-		j->spot_vcpus += sign * type_vcpus(name);
-		if (j->spot_vcpus > j->peak)
-			j->peak = j->spot_vcpus;
-		j->lease_refused = 0;
-	}
+	pm_hold(&j->pm, &j->w->use, sim_job_env(j->sj)->types[type].name,
+		market >= 0, sign);
 }
 
 /* ---- jobs ---- */
@@ -200,52 +119,16 @@ static enum px_err named(const struct wjob *j, enum px_err e,
 /* The job arrived: its plan (checked now), its sizes and rates. */
 static enum px_err arrive(struct wl *w, struct wjob *j, struct px_error *err)
 {
-	const struct jobspec *job = j->in->job;
-	const struct pol_env *env;
-	double s_spot = 0, s_tier;
-	int max = job->spot.max_instances, r = job->reliable.count;
 	enum px_err e = job_plan(w, j, j->arrival_s, err);
 
+	if (e == PX_OK)
+		e = pm_init(&j->pm, sim_plan_env(j->plan), NULL, j->in->weight,
+			    err);
 	if (e != PX_OK)
 		return named(j, e, err);
-	env = sim_plan_env(j->plan);
-	j->unit_vcpus = type_vcpus(env->types[env->ref_type].name);
-	j->group = pool_group_of(env->types[env->ref_type].name);
-	j->min_vcpus = j->unit_vcpus;
-	for (size_t m = 0; m < env->n_markets; m++) {
-		int64_t v = type_vcpus(env->types[env->markets[m].type].name);
-
-		if (v < j->min_vcpus)
-			j->min_vcpus = v;
-	}
-	s_spot = env->types[env->ref_type].speed;
-	j->tier_group = pool_group_of(env->types[env->reliable_type].name);
-	j->tier_vcpus = r * type_vcpus(env->types[env->reliable_type].name);
-	j->tier_uusd = r * env->types[env->reliable_type].od_uusd;
-	s_tier = r * env->types[env->reliable_type].speed;
-	j->rate = px_calloc((size_t)max + 1, sizeof *j->rate);
-	j->seen = px_calloc((size_t)max + 1, sizeof *j->seen);
-	j->calib = 1;
-	j->usd_cap = -1;
-	if (!j->rate || !j->seen)
-		return px_errorf(err, PX_ENOMEM, "out of memory");
-	for (int n = 0; n <= max; n++)
-		j->rate[n] = r + n > 0 ? jobspec_rate(job, NULL, r + n,
-						      s_tier + n * s_spot)
-				       : 0;
+	j->sized = true;
 	j->st = WJ_WAITING;
 	return PX_OK;
-}
-
-/* The spot instances its policy may hold at its share: as many as fit
- * in the share's vCPUs with its smallest type (the gate holds it to the
- * vCPUs). */
-static int spot_cap(const struct wjob *j)
-{
-	int64_t n = j->share * j->unit_vcpus / j->min_vcpus;
-	int max = j->in->job->spot.max_instances;
-
-	return n < max ? (int)n : max;
 }
 
 /* Its tier was admitted at now: its run starts here, at its share. */
@@ -260,37 +143,13 @@ static enum px_err start(struct wl *w, struct wjob *j, struct px_error *err)
 	if (e == PX_OK)
 		e = sim_job_new(j->plan, w->s->policy, &j->gate, &j->sj, err);
 	if (e == PX_OK)
-		e = sim_job_share(j->sj, spot_cap(j),
-				  j->share * j->unit_vcpus, err);
+		e = sim_job_share(j->sj, pm_spot_cap(&j->pm),
+				  j->pm.share * j->pm.unit_vcpus, err);
 	j->st = WJ_RUNNING;
 	j->admit_s = w->now;
 	if (e == PX_OK)
 		e = sim_job_start(j->sj, err);
 	return named(j, e, err);
-}
-
-/* The spot instance of j (not leaving) to give back first: under
- * legacy-hourly billing the one whose paid hour ends soonest (what it
- * wastes is the least), else the newest; NULL when none. */
-static const struct pol_instance *shed_first(struct wjob *j)
-{
-	const struct pol_fleet *f = ctrl_fleet(sim_job_ctrl(j->sj));
-	const struct pol_instance *best = NULL;
-	bool legacy = j->w->s->billing == BILLING_LEGACY_HOURLY;
-
-	for (size_t k = 0; k < f->n; k++) {
-		const struct pol_instance *v = &f->v[k];
-
-		if (v->market < 0 || v->warned)
-			continue;
-		if (!best || (legacy ? v->period_end_s < best->period_end_s
-				     : v->launch_s > best->launch_s) ||
-		    ((legacy ? v->period_end_s == best->period_end_s
-			     : v->launch_s == best->launch_s) &&
-		     v->id > best->id))
-			best = v;
-	}
-	return best;
 }
 
 static enum px_err shed(struct wl *w, struct wjob *j, uint64_t id,
@@ -302,7 +161,7 @@ static enum px_err shed(struct wl *w, struct wjob *j, uint64_t id,
 		px_errorf(err, e, "%s", ctrl_error(sim_job_ctrl(j->sj))->msg);
 		return named(j, e, err);
 	}
-	j->sheds++;
+	j->pm.sheds++;
 	return ctrl_wake(sim_job_ctrl(j->sj), w->now);
 }
 
@@ -312,8 +171,10 @@ static enum px_err trim(struct wl *w, struct wjob *j, struct px_error *err)
 {
 	enum px_err e = PX_OK;
 
-	while (e == PX_OK && j->spot_vcpus > j->share * j->unit_vcpus) {
-		const struct pol_instance *v = shed_first(j);
+	while (e == PX_OK &&
+	       j->pm.spot_vcpus > j->pm.share * j->pm.unit_vcpus) {
+		const struct pol_instance *v = pm_shed_first(
+			ctrl_fleet(sim_job_ctrl(j->sj)), w->s->billing);
 
 		if (!v)
 			break;
@@ -322,129 +183,16 @@ static enum px_err trim(struct wl *w, struct wjob *j, struct px_error *err)
 	return e;
 }
 
-/* What j would rent: all it may (spot.max_instances) at first and after
- * a lease in which it reached its share or the pool refused it some;
- * after one in which its policy chose to hold fewer, a quarter more than
- * the most it held (at least two more), so that what it leaves goes to
- * others and it can grow. */
-static int want(const struct wjob *j)
-{
-	int max = j->in->job->spot.max_instances, more;
-	int peak = (int)((j->peak + j->unit_vcpus - 1) / j->unit_vcpus);
-
-	if (!j->shared || peak >= j->share || j->lease_refused)
-		return max;
-	more = peak / 4 > 2 ? peak / 4 : 2;
-	return peak + more < max ? peak + more : max;
-}
-
-/* What one unit of j's spot costs an hour now: what its spot instances
- * cost per unit of vCPUs when it holds some, else the median of its
- * markets' prices per unit (the arbiter divides pool_usd_per_hour by it). */
-static int64_t unit_price(const struct wl *w, struct wjob *j)
-{
-	const struct pol_env *env = sim_plan_env(j->plan);
-	int64_t v[JOBSPEC_TYPES_MAX * JOBSPEC_ZONES_MAX];
-	double sum = 0, vc = 0;
-	size_t n = 0;
-
-	if (j->sj && j->spot_vcpus > 0) {
-		const struct pol_fleet *f = ctrl_fleet(sim_job_ctrl(j->sj));
-
-		env = sim_job_env(j->sj);
-		for (size_t k = 0; k < f->n; k++) {
-			int64_t p;
-
-			if (f->v[k].market < 0 ||
-			    !market_price_at(env_market(j, env,
-							f->v[k].market),
-					     w->now, &p))
-				continue;
-			sum += (double)p;
-			vc += (double)type_vcpus(env->types[f->v[k].type].name);
-		}
-		if (vc > 0)
-			return llround(sum / vc * (double)j->unit_vcpus);
-	}
-	for (size_t m = 0; m < env->n_markets && n < sizeof v / sizeof *v;
-	     m++) {
-		int64_t p;
-
-		if (market_price_at(env_market(j, env, (int)m), w->now, &p))
-			v[n++] = p * j->unit_vcpus / type_vcpus(
-				env->types[env->markets[m].type].name);
-	}
-	if (!n)
-		return 0;
-	for (size_t a = 1; a < n; a++)      /* insertion sort: n is small */
-		for (size_t b = a; b > 0 && v[b - 1] > v[b]; b--) {
-			int64_t t = v[b];
-
-			v[b] = v[b - 1];
-			v[b - 1] = t;
-		}
-	return v[n / 2];
-}
-
 static void fill_arb(const struct wl *w, struct wjob *j, struct arb_job *a)
 {
-	const struct jobspec *job = j->in->job;
+	const struct pol_env *env = j->sj ? sim_job_env(j->sj)
+					  : sim_plan_env(j->plan);
 
-	*a = (struct arb_job){
-		.weight = j->in->weight,
-		.arrival_h = (double)(j->arrival_s - w->s->start_s) / 3600,
-		.group = j->group, .unit_vcpus = j->unit_vcpus,
-		.unit_uusd = unit_price(w, j),
-		.tier_group = j->tier_group, .tier_vcpus = j->tier_vcpus,
-		.tier_uusd = j->tier_uusd,
-		.want = want(j), .max = job->spot.max_instances,
-		.rate = j->seen,
-		.work_left_h = job->work_hours -
-			       (j->sj ? sim_job_work(j->sj) : 0),
-		.work_total_h = job->work_hours,
-		.restart_h = job->restart_seconds / 3600,
-		.admitted = j->st == WJ_RUNNING, .share = j->share,
-	};
-	if (a->work_left_h < 0)
-		a->work_left_h = 0;
-}
-
-/* j's rates as the arbiter is to see them: the spec's (rate), times
- * what the last lease measured of them, when it ran long enough to
- * tell (a tenth of an hour): the work it did over what rate[] says of
- * the spot it held meanwhile (evictions, startups, re-forms and the
- * types it chose all show there), clamped to [0.2, 1.2] and smoothed
- * over leases.  Then the lease's counters start again. */
-static void measure(const struct wl *w, struct wjob *j)
-{
-	const int max = j->in->job->spot.max_instances;
-	double dt = (double)(w->now - j->lease_t);
-
-	if (j->sj && dt >= 360) {
-		double held = j->held_s / dt / (double)j->unit_vcpus, f, p;
-		int k = (int)floor(held);
-		double done = sim_job_work(j->sj) - j->lease_work;
-
-		if (k >= max) {
-			k = max;
-			f = 0;
-		} else {
-			f = held - k;
-		}
-		p = j->rate[k] + (k < max ? f * (j->rate[k + 1] -
-						 j->rate[k]) : 0);
-		if (p > 0 && done >= 0) {
-			double c = done / (p * dt / 3600);
-
-			c = c < 0.2 ? 0.2 : c > 1.2 ? 1.2 : c;
-			j->calib = 0.5 * j->calib + 0.5 * c;
-		}
-	}
-	for (int n = 0; n <= max; n++)
-		j->seen[n] = j->rate[n] * j->calib;
-	j->lease_t = w->now;
-	j->lease_work = j->sj ? sim_job_work(j->sj) : 0;
-	j->held_s = 0;
+	pm_arb(&j->pm, (double)(j->arrival_s - w->s->start_s) / 3600,
+	       j->sj ? sim_job_work(j->sj) : 0, j->st == WJ_RUNNING,
+	       pm_unit_price(&j->pm, env,
+			     j->sj ? ctrl_fleet(sim_job_ctrl(j->sj)) : NULL,
+			     w->s->ms, w->now), a);
 }
 
 /* The arbiter's decision at now, carried out. */
@@ -456,7 +204,7 @@ static enum px_err round_(struct wl *w, struct px_error *err)
 		.limits = &w->s->limits,
 	};
 	size_t m = 0;
-	int64_t spare, own;
+	int64_t spare;
 	enum px_err e;
 
 	for (size_t i = 0; i < w->n; i++) {
@@ -466,22 +214,14 @@ static enum px_err round_(struct wl *w, struct px_error *err)
 			continue;
 		if (j->sj)
 			sim_job_advance(j->sj, w->now);
-		measure(w, j);
+		pm_measure(&j->pm, w->now, j->sj ? sim_job_work(j->sj) : 0,
+			   j->sj != NULL);
 		fill_arb(w, j, &w->aj[m++]);
 	}
 	if (!m)
 		return PX_OK;
 	e = arb_decide(&as, w->aj, m, err);
-	/* the budget an hour the shares leave: each job may spend its
-	 * share's and that beside it (a quarter of its share's at least),
-	 * so that a job alone is not held to prices of the round's instant */
-	spare = w->s->limits.uusd_per_hour;
-	for (size_t k = 0; spare >= 0 && k < m; k++)
-		if (w->aj[k].admit)
-			spare -= w->aj[k].tier_uusd +
-				 w->aj[k].share * w->aj[k].unit_uusd;
-	if (spare < 0)
-		spare = 0;
+	spare = pm_spare(&w->s->limits, w->aj, m);
 	m = 0;
 	for (size_t i = 0; e == PX_OK && i < w->n; i++) {
 		struct wjob *j = &w->v[i];
@@ -490,19 +230,14 @@ static enum px_err round_(struct wl *w, struct px_error *err)
 		if (j->st != WJ_WAITING && j->st != WJ_RUNNING)
 			continue;
 		a = &w->aj[m++];
-		j->share = a->share;
-		j->shared = true;
-		j->peak = j->spot_vcpus;
-		own = j->share * a->unit_uusd;
-		j->usd_cap = w->s->limits.uusd_per_hour < 0 ? -1 :
-			     own + (spare > own / 4 ? spare : own / 4);
+		pm_take(&j->pm, &w->s->limits, a, spare);
 		if (j->st == WJ_WAITING) {
 			if (a->admit)
 				e = start(w, j, err);
 			continue;
 		}
-		e = sim_job_share(j->sj, spot_cap(j),
-				  j->share * j->unit_vcpus, err);
+		e = sim_job_share(j->sj, pm_spot_cap(&j->pm),
+				  j->pm.share * j->pm.unit_vcpus, err);
 		if (e == PX_OK)
 			e = trim(w, j, err);
 	}
@@ -526,24 +261,16 @@ static enum px_err enforce(struct wl *w, struct px_error *err)
 
 		for (size_t i = 0; i < w->n; i++) {
 			struct wjob *j = &w->v[i];
-			const struct pol_env *env;
-			const struct pol_fleet *f;
+			const struct pol_instance *v;
 
 			if (j->st != WJ_RUNNING)
 				continue;
-			env = sim_job_env(j->sj);
-			f = ctrl_fleet(sim_job_ctrl(j->sj));
-			for (size_t k = 0; k < f->n; k++) {
-				int64_t p;
-
-				if (f->v[k].market < 0 ||
-				    !market_price_at(env_market(j, env,
-						     f->v[k].market), w->now,
-						     &p) || p <= bp)
-					continue;
-				bp = p;
+			v = pm_priciest(sim_job_env(j->sj),
+					ctrl_fleet(sim_job_ctrl(j->sj)),
+					w->s->ms, w->now, &bp);
+			if (v) {
 				bj = j;
-				bid = f->v[k].id;
+				bid = v->id;
 			}
 		}
 		if (!bj)
@@ -593,7 +320,7 @@ static void pass(struct wl *w, int64_t t)
 		if (w->v[i].st == WJ_WAITING || w->v[i].st == WJ_RUNNING)
 			w->v[i].present_s += (double)present * dt;
 		if (w->v[i].st == WJ_RUNNING)
-			w->v[i].held_s += (double)w->v[i].spot_vcpus * dt;
+			pm_pass(&w->v[i].pm, dt);
 	}
 	struct pool_use u = use_now(w, w->now);
 	w->util_s += tightest(w, &u) * dt;
@@ -736,11 +463,11 @@ static enum px_err results(struct wl *w, struct px_error *err)
 			jr->cost_usd = sr->cost_usd;
 			jr->work_done_hours = sr->work_done_hours;
 		}
-		jr->sheds = j->sheds;
-		jr->refused = j->refused;
-		if (j->plan && j->rate) {
+		jr->sheds = j->pm.sheds;
+		jr->refused = j->pm.refused;
+		if (j->plan && j->sized) {
 			fill_arb(w, j, &a);
-			a.rate = j->rate;   /* the ideal is the spec's */
+			a.rate = j->pm.rate;   /* the ideal is the spec's */
 			alone = arb_alone_max(&w->s->limits, NULL, &a);
 			jr->alone_hours = arb_alone_hours(&a, life > 0 ?
 				j->present_s / life : 1, alone);
@@ -830,8 +557,7 @@ out:
 	for (size_t i = 0; w.v && i < w.n; i++) {
 		sim_job_free(w.v[i].sj);
 		sim_plan_free(w.v[i].plan);
-		free(w.v[i].rate);
-		free(w.v[i].seen);
+		pm_free(&w.v[i].pm);
 	}
 	free(w.v);
 	free(w.aj);
