@@ -1127,7 +1127,11 @@ enum px_err ctrl_step(struct ctrl *c, int64_t now, unsigned why,
 
 		uint64_t t0 = px_now_mono_us();
 
-		c->spot_max = p->scaling ? p->scaling->spot_max : -1;
+		/* a share of a pool (the scaling's spot vCPUs set) caps
+		 * the fleet; the exploration's limit alone is the
+		 * policy's to keep */
+		c->spot_max = p->scaling && p->scaling->spot_vcpus_set ?
+			      p->scaling->spot_max : -1;
 		c->acts.n = 0;
 		c->st.decisions++;
 		e = c->s.policy->decide(c->pstate, &in, &c->acts, err);

@@ -1022,11 +1022,30 @@ static enum px_err check_submitted(struct job_request *ret,
 	return check_program(ret, name, err);
 }
 
+/* "weight": a number above 0 and at most JOBREQ_WEIGHT_MAX; 1 when
+ * absent. */
+static enum px_err parse_weight(json_t *v, const char *name, double *ret,
+				struct px_error *err)
+{
+	double w = json_number_value(v);
+
+	*ret = 1;
+	if (!v)
+		return PX_OK;
+	if (!json_is_number(v) || !(w > 0) || w > JOBREQ_WEIGHT_MAX)
+		return px_errorf(err, PX_EINVAL, "%s: weight: must be a number "
+				 "above 0 and at most %g (the job's share of "
+				 "the pool scales with it)", name,
+				 JOBREQ_WEIGHT_MAX);
+	*ret = w;
+	return PX_OK;
+}
+
 enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 			 struct job_request *ret, struct px_error *err)
 {
 	json_error_t je;
-	json_t *root, *tr, *wo, *po, *nu, *sm, *ex, *wl, *pg;
+	json_t *root, *tr, *wo, *po, *nu, *sm, *ex, *wl, *pg, *wt;
 	char *rest = NULL;
 	enum px_err r;
 
@@ -1052,6 +1071,8 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	ex = json_incref(json_object_get(root, "scaling_explore"));
 	wl = json_incref(json_object_get(root, "workload"));
 	pg = json_incref(json_object_get(root, "program"));
+	wt = json_incref(json_object_get(root, "weight"));
+	json_object_del(root, "weight");
 	json_object_del(root, "workload");
 	json_object_del(root, "program");
 	json_object_del(root, "notify_url");
@@ -1071,6 +1092,8 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	if (r == PX_OK && sm && !json_is_boolean(sm))
 		r = px_errorf(err, PX_EINVAL, "%s: scaling_measured: must be "
 			      "true or false", name);
+	if (r == PX_OK)
+		r = parse_weight(wt, name, &ret->weight, err);
 	if (r == PX_OK)
 		r = parse_explore(ex, name, ret, err);
 	if (r == PX_OK)
@@ -1097,6 +1120,7 @@ enum px_err jobreq_parse(const char *buf, size_t len, const char *name,
 	json_decref(ex);
 	json_decref(wl);
 	json_decref(pg);
+	json_decref(wt);
 	json_decref(root);
 	return r;
 }

@@ -156,6 +156,10 @@ struct job_request {
 				     * (workload.h); default "trainer" */
 	char notify_url[JOBREQ_URL_MAX]; /* "notify_url": where the job's
 					  * events are POSTed; "": none */
+	double weight;              /* "weight" (default 1, above 0 and
+				     * at most JOBREQ_WEIGHT_MAX): its
+				     * share of the pool scales with it
+				     * (docs/pool.md) */
 	bool scaling_measured;      /* "scaling_measured" (default true):
 				     * BidBrain plans with the scaling the
 				     * job measures once it has two points
@@ -178,6 +182,7 @@ struct job_request {
 	struct job_world world;
 };
 
+#define JOBREQ_WEIGHT_MAX 1000.0
 #define JOBREQ_EXPLORE_START 1
 #define JOBREQ_EXPLORE_GROWTH 2.0  /* Pollux's rule */
 #define JOBREQ_GROWTH_MIN 1.0

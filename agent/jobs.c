@@ -72,6 +72,7 @@ struct job *job_new(struct jobs *js, const char *src)
 	job_inputs_init(j);
 	job_market_init(j, js->s.cfg->spot_advisor);
 	job_progress_init(j);
+	job_pool_init(j);
 	snprintf(j->src, sizeof j->src, "%s", src);
 	return j;
 }
@@ -225,6 +226,9 @@ static enum px_err job_dispatch(const struct ctrl_event *ev, void *ctx)
 		log_err("job %" PRId64 ": %s", j->id, j->run.why);
 	}
 	switch (ev->kind) {
+	case CTRL_EV_REJECT:
+		job_pool_refused(j, ev);
+		break;
 	case CTRL_EV_WARNING:
 		job_notify_instance(j, "eviction_notice", ev);
 		break;
@@ -353,6 +357,7 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 	/* nothing reads the job's copies of its files any more */
 	job_inputs_remove(j);
 	job_set_state(j, s);
+	job_pool_leave(j);      /* its share goes to the others */
 	pump_soon(j->js);       /* a queued job may start now */
 	log_notice("job %" PRId64 " %s%s%s (cost $%.6f)", j->id,
 		   store_job_state_name(s), why && *why ? ": " : "",
@@ -490,6 +495,7 @@ static enum px_err job_start(struct job *j, bool resume, struct px_error *err)
 				0.25, s->cfg->stage_up_after_s },
 			.replace_reliable = true,
 			.sink = job_dispatch, .sink_ctx = j,
+			.gate = job_pool_gate(j),
 		};
 		j->wlops->hooks(j, &ws.hooks);
 		ws.hooks.room = job_room;
@@ -572,6 +578,8 @@ static int64_t job_tick(struct loop *l, int64_t id, void *ctx)
 
 	(void)l;
 	(void)id;
+	if (job_pool_tick(j))
+		pump_soon(j->js);
 	j->wlops->poll(j);
 	switch (j->wlops->check(j, j->run.why, sizeof j->run.why)) {
 	case WORKLOAD_FAILED:
@@ -644,6 +652,7 @@ void job_free(struct job *j)
 		j->wlops->free(j);
 	job_market_trim(j);
 	job_books_free(j);
+	job_pool_free(j);
 	free(j);
 }
 
@@ -678,6 +687,9 @@ static int64_t pump(struct loop *l, int64_t id, void *ctx)
 			continue;
 		if ((int64_t)jobs_running(js) >= js->s.cfg->max_jobs)
 			break;
+		/* its reliable tier whole in the pool, or it waits */
+		if (!job_pool_may_start(j))
+			continue;
 		if (!job_set_state(j, STORE_JOB_RUNNING)) {
 			j->run.state = STORE_JOB_QUEUED;
 			break;          /* the store failed: try later */

@@ -75,6 +75,10 @@ json_t *jobs_cmd_cancel(struct jobs *j, json_t *req, struct px_error *err);
 json_t *jobs_cmd_model(struct jobs *j, json_t *req, struct px_error *err);
 /* `logs`: each node's program output, bounded (jobs_logs.c). */
 json_t *jobs_cmd_logs(struct jobs *j, json_t *req, struct px_error *err);
+/* `pool`: the pool the jobs share (docs/pool.md): its limits as
+ * configured, learned and in force, what is used, each job's share and
+ * rho (jobs_pool.c). */
+json_t *jobs_cmd_pool(struct jobs *j, json_t *req, struct px_error *err);
 
 /* Every job this daemon holds, as Prometheus families (prom.h): by
  * state, and each one's fleet, cost, evictions, joins, losses, speed
@@ -82,6 +86,8 @@ json_t *jobs_cmd_logs(struct jobs *j, json_t *req, struct px_error *err);
  * "Metrics"). */
 struct prom;
 void jobs_metrics(struct jobs *js, struct prom *p);
+/* The pool's families: its use and limits, each job's rho and share. */
+void jobs_pool_metrics(struct jobs *js, struct prom *p);
 
 /* Jobs running now. */
 size_t jobs_running(const struct jobs *j);

@@ -10,6 +10,9 @@
  *                      a guard (the submitter's rights, bounds)
  *   jobs_books.c       the controller's events into the store, the
  *                      on-demand shadow bill, the cost
+ *   jobs_pool.c        the pool all jobs share (docs/pool.md): its
+ *                      limits, the gate on every job's requests, the
+ *                      arbiter's rounds in leases, the shares
  *   jobs_progress.c    what the workload reports, the measured scaling
  *                      and its exploration, what the controller sees
  *   jobs_notify.c      the notifications of a job's events (notify.h)
@@ -46,6 +49,7 @@
 #include "jobs.h"
 #include "journal.h"
 #include "plan.h"
+#include "pool_member.h"
 #include "workload.h"
 #include "world.h"
 
@@ -161,6 +165,8 @@ struct job_progress {
 	 * the measured profile once measured_on, the exploration's limit */
 	struct jobspec_profile profile;
 	struct pol_scaling scaling;
+	struct pol_scaling seen; /* scaling held to the pool's share: what
+				  * the policy gets (job_ctrl_progress) */
 	double frac;             /* of the work, 0..1 */
 	double work_h, rate_h;
 	int64_t rate_t;          /* market time of the last rate sample */
@@ -196,6 +202,24 @@ struct job_books {
 				  * jobs_notify.c asks job_books_notified) */
 };
 
+/* The pool's view of the job and its share (owner: jobs_pool.c). */
+struct job_share {
+	bool member;             /* sized (pm): the pool counts it */
+	bool admitted;           /* its reliable tier is in: it may start */
+	struct pool_member pm;   /* its sizes, rates, share and holds */
+	struct pool_use held;    /* what its fleet holds (the gate's) */
+	struct ctrl_gate gate;
+	double rho;              /* at its share, the last round's; NaN */
+	int64_t came_us;         /* when it came (submitted), Unix us */
+	char wait[200];          /* why it waits; "" when it does not */
+	int64_t round;           /* the round that last changed its share */
+	int resume_share;        /* the share an earlier life gave it (its
+				  * last "lease" event); -1: none */
+	char gone_type[32];      /* the last instance the gate saw go (a
+				  * refusal's: the quota it hit) */
+	bool gone_spot;
+};
+
 struct job {
 	struct jobs *js;
 	struct job *next;
@@ -212,6 +236,7 @@ struct job {
 	struct job_run run;
 	struct job_progress pg;
 	struct job_books bk;
+	struct job_share sh;
 };
 
 struct jobs {
@@ -220,6 +245,7 @@ struct jobs {
 	struct job *list;
 	struct loading *loading; /* submissions being read (jobs_submit.c) */
 	struct notify *notify;   /* the job events' notifications */
+	struct jobs_pool *pool;  /* the pool they share (jobs_pool.c) */
 };
 
 /* The functions of each file, lowest first: a file calls those of the
@@ -319,6 +345,40 @@ int64_t jobs_req_ref_od_uusd(struct jobs *js, const struct job_request *q);
 int64_t job_ref_od_uusd(struct job *j);
 int64_t job_cost_uusd(struct job *j);
 int64_t job_evictions(struct job *j);
+
+/* ---- jobs_pool.c: the pool all jobs share ---- */
+
+/* The daemon's pool (jobs_new) and its end (jobs_free). */
+enum px_err jobs_pool_new(struct jobs *js, struct px_error *err);
+void jobs_pool_free(struct jobs *js);
+/* The share part made ready (job_new): no share, no rho, came now. */
+void job_pool_init(struct job *j);
+/* A restarted daemon's job: it came at came_us (its submission); an
+ * event of its earlier lives ("lease": its share; "quota": a limit the
+ * pool learnt). */
+void job_pool_came(struct job *j, int64_t came_us);
+void job_pool_resume_event(struct job *j, const char *kind, json_t *o);
+/* Whether queued job j may start: its reliable tier fits the pool
+ * beside the running jobs' (gang; a round decides, in submission
+ * order); else sh.wait says why. */
+bool job_pool_may_start(struct job *j);
+/* The gate of j's controller (controller.h): every instance it asks
+ * for, under the pool's limits and its share. */
+const struct ctrl_gate *job_pool_gate(struct job *j);
+/* The scaling j's policy gets (sc: the job's own), held to its share. */
+void job_pool_scaling(const struct job *j, struct pol_scaling *sc);
+/* A refusal of j's controller (a REJECT event): a quota error of EC2
+ * lowers the learned limit. */
+void job_pool_refused(struct job *j, const struct ctrl_event *ev);
+/* j's tick: prices that took the pool past pool_usd_per_hour; whether a
+ * queued job was admitted (the queue's pump is due). */
+bool job_pool_tick(struct job *j);
+/* j ended: it leaves the pool, whose shares are decided again. */
+void job_pool_leave(struct job *j);
+/* What j's share part holds, freed (job_free). */
+void job_pool_free(struct job *j);
+/* j's part of `status` ("pool"; NULL when out of memory). */
+json_t *job_pool_json(const struct job *j);
 
 /* ---- jobs_progress.c: what the workload reports, the scaling ---- */
 

@@ -399,5 +399,7 @@ void job_ctrl_progress(struct job *j, int64_t t, struct ctrl_progress *p)
 	j->pg.work_h = w;
 	p->work_done_h = w;
 	p->rate_h = j->pg.rate_h > 0 ? j->pg.rate_h : 0;
-	p->scaling = &j->pg.scaling;
+	j->pg.seen = j->pg.scaling;
+	job_pool_scaling(j, &j->pg.seen);
+	p->scaling = &j->pg.seen;
 }

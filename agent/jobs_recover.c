@@ -56,6 +56,13 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 		job_books_resume_event(r->j, ev->kind, NULL);
 	} else if (!strcmp(ev->kind, "start")) {
 		rec_start(r, ev);
+	} else if (!strcmp(ev->kind, "lease") || !strcmp(ev->kind, "quota")) {
+		json_t *p = json_loads(ev->detail, 0, NULL);
+
+		/* the pool's: the job's share, a limit learnt */
+		if (p)
+			job_pool_resume_event(r->j, ev->kind, p);
+		json_decref(p);
 	}
 	if (!r->first_us || ev->at_us < r->first_us)
 		r->first_us = ev->at_us;
@@ -134,6 +141,7 @@ struct rec_spec {
 	char *text;
 	enum store_job_state state;
 	char world[STORE_WORLD_MAX];
+	int64_t created_us;
 };
 
 static enum px_err rec_spec(const struct store_job *sj, void *ctx)
@@ -141,6 +149,7 @@ static enum px_err rec_spec(const struct store_job *sj, void *ctx)
 	struct rec_spec *r = ctx;
 
 	r->state = sj->state;
+	r->created_us = sj->created_us;
 	snprintf(r->world, sizeof r->world, "%s", sj->world);
 	r->text = strndup(sj->spec_json, sj->spec_len);
 	return r->text ? PX_OK : PX_ENOMEM;
@@ -170,6 +179,7 @@ static void recover_one(struct jobs *js, int64_t id)
 	/* the world it ran on is the store's (a spec that names none ran
 	 * on the daemon's default of its day) */
 	snprintf(j->req.world.name, sizeof j->req.world.name, "%s", rs.world);
+	job_pool_came(j, rs.created_us);
 	if (e == PX_OK)
 		e = job_world(j, name, &err);
 	if (e == PX_OK)

@@ -612,6 +612,11 @@ enum px_err jobs_new(const struct jobs_setup *s, struct jobs **ret,
 		free(js);
 		return err->code;
 	}
+	if (jobs_pool_new(js, err) != PX_OK) {
+		notify_free(js->notify);
+		free(js);
+		return err->code;
+	}
 	/* copies of submissions a killed daemon never stored */
 	job_inputs_clean_stale(s->dir);
 	*ret = js;
@@ -635,6 +640,7 @@ void jobs_free(struct jobs *js)
 		if (o->host_free)
 			o->host_free(&js->host);
 	}
+	jobs_pool_free(js);
 	notify_free(js->notify);
 	free(js);
 }

@@ -374,6 +374,11 @@ static json_t *status_live(struct job *j)
 	}
 	set_enrollments(o, j->js->s.st, j->id, j->req.world.name, j);
 	set_error(o, j->js->s.st, j->id, j->run.state, j->run.why);
+	/* its share of the pool and its rho (docs/pool.md), while it is
+	 * queued or runs */
+	if (j->run.state == STORE_JOB_QUEUED ||
+	    j->run.state == STORE_JOB_RUNNING)
+		json_object_set_new(o, "pool", job_pool_json(j));
 	{
 		json_t *dl = deadline_json(j);
 
@@ -880,6 +885,7 @@ void jobs_metrics(struct jobs *js, struct prom *p)
 		prom_sample(p, "proteus_job_enrollment_refusals_total",
 			    (double)f[k].refused, "job", f[k].id, NULL);
 	program_metrics(js, p);
+	jobs_pool_metrics(js, p);
 #undef EACH_JOB
 	free(f);
 }

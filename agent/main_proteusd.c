@@ -162,6 +162,7 @@ JOBS_CMD(events)
 JOBS_CMD(cancel)
 JOBS_CMD(model)
 JOBS_CMD(logs)
+JOBS_CMD(pool)
 
 static json_t *cmd_job(void *app, json_t *req, struct px_error *err)
 {

@@ -49,7 +49,8 @@
 	X(events, "one job's events (after an event id)")                   \
 	X(cancel, "end a job, releasing every instance")                    \
 	X(model, "a chunk of a job's last checkpoint (\"offset\"), base64") \
-	X(logs, "the tail of each node's program output (after \"offset\")")
+	X(logs, "the tail of each node's program output (after \"offset\")") \
+	X(pool, "the pool the jobs share: limits, use, shares, rho")
 
 enum proto_cmd {
 #define PROTO_ENUM(name, summary) PROTO_CMD_##name,

@@ -82,6 +82,8 @@ int cli_plan(int argc, char **argv);
 int cli_history(int argc, char **argv);
 /* cli_status.c: ask a running proteusd over its control socket. */
 int cli_status(int argc, char **argv);
+/* `pool`: the pool the jobs share, its limits, use and shares. */
+int cli_pool(int argc, char **argv);
 int cli_ping(int argc, char **argv);
 
 /* How long a command waits for proteusd's answer. */

@@ -644,6 +644,31 @@ static int print_deadline(json_t *r)
 	return 1;
 }
 
+/* The pool line of a job that shares a pool (docs/pool.md): its share,
+ * what it holds, its rho, why it waits.  Lines printed. */
+static int print_pool(json_t *r)
+{
+	json_t *p = json_object_get(r, "pool");
+	json_t *sv = json_object_get(p, "share_vcpus");
+	double rho = real_of(p, "rho");
+	char shs[48] = "no limit", rhos[24] = "-";
+
+	if (!json_is_object(p))
+		return 0;
+	if (json_is_integer(sv))
+		snprintf(shs, sizeof shs, "%lld spot vCPUs",
+			 (long long)json_integer_value(sv));
+	if (isfinite(rho))
+		snprintf(rhos, sizeof rhos, "%.3f", nonneg(rho));
+	printf("pool     share %s; holds %lld spot, %lld on-demand vCPUs; "
+	       "rho %s\n", shs, int_of(p, "spot_vcpus"),
+	       int_of(p, "ondemand_vcpus"), rhos);
+	if (!json_is_string(json_object_get(p, "waiting")))
+		return 1;
+	printf("         waits: %s\n", safe(p, "waiting"));
+	return 2;
+}
+
 static int print_status(json_t *r)
 {
 	int lines = 7;
@@ -696,6 +721,7 @@ static int print_status(json_t *r)
 	printf("market   %s (%s world, policy %s)\n", when, safe(r, "world"),
 	       safe(r, "policy"));
 	lines += print_deadline(r);
+	lines += print_pool(r);
 	/* an ec2 job's nodes got the key by enrollment (docs/security.md) */
 	if (json_is_integer(json_object_get(r, "enrolled"))) {
 		printf("enrolled %lld nodes, %lld enrollments refused\n",

@@ -1,9 +1,12 @@
-/* cli_status.c -- `proteusctl status` and `proteusctl ping`: ask a running
- * proteusd over its control socket (protocol in proto.h).
+/* cli_status.c -- `proteusctl status`, `proteusctl ping` and `proteusctl
+ * pool`: ask a running proteusd over its control socket (protocol in
+ * proto.h).
  *
  *   proteusctl status [--socket PATH] [--json]
  *   proteusctl ping [--socket PATH] [--json]
+ *   proteusctl pool [--socket PATH] [--json]
  */
+#include <math.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -36,6 +39,21 @@ static const char daemon_usage[] =
 	"exit: 0 ok, 1 the daemon is not running or answered an error, "
 	"2 usage\n";
 
+static const char pool_usage[] =
+	"usage: proteusctl pool [--socket PATH] [--json]\n"
+	"\n"
+	"The pool proteusd's jobs share (docs/pool.md): its limits as\n"
+	"configured (pool_spot_vcpus, pool_ondemand_vcpus, pool_usd_per_hour),\n"
+	"as learned from EC2's quota errors and in force; what the jobs hold;\n"
+	"the arbiter and its rounds; each queued or running job's share, what\n"
+	"it holds, its finish-time fairness (rho) and why it waits.\n"
+	"\n"
+	"  --socket PATH  control socket (as for status)\n"
+	"  --json         print the daemon's reply as JSON\n"
+	"\n"
+	"exit: 0 ok, 1 the daemon is not running or answered an error, "
+	"2 usage\n";
+
 /* Parse [--socket PATH] [--json] into buf; -1 to go on, else exit code. */
 static int daemon_args(const char *cmd, int argc, char **argv, char *buf,
 		       size_t len, bool *ret_json)
@@ -54,7 +72,8 @@ static int daemon_args(const char *cmd, int argc, char **argv, char *buf,
 	while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'h':
-			fputs(daemon_usage, stdout);
+			fputs(strcmp(cmd, "pool") ? daemon_usage : pool_usage,
+			      stdout);
 			return CLI_EXIT_OK;
 		case 'j':
 			*ret_json = true;
@@ -206,6 +225,122 @@ int cli_ping(int argc, char **argv)
 		printf("proteusd at '%s' answers: pid %lld, version %s, "
 		       "%.1f ms\n",
 		       sock, (long long)num(r, "pid"), str(r, "version"), ms);
+	}
+	json_decref(r);
+	return CLI_EXIT_OK;
+}
+
+/* ---- pool ---- */
+
+/* A string from the daemon, terminal-safe, in one of four rotating
+ * buffers (enough for one printf). */
+static const char *safe_str(json_t *o, const char *k)
+{
+	static char buf[4][PX_TERM_SAFE_LEN(256)];
+	static int slot;
+	const char *s = json_string_value(json_object_get(o, k));
+
+	slot = (slot + 1) % 4;
+	return px_term_safe(s ? s : "-", buf[slot], sizeof buf[slot]);
+}
+
+/* "12 (standard 8, g 4)" of a {"total": N, GROUP: N} object. */
+static void fmt_use(json_t *o, char *buf, size_t len)
+{
+	const char *k;
+	json_t *v;
+	size_t n;
+	bool first = true;
+
+	n = (size_t)snprintf(buf, len, "%lld",
+			     (long long)json_integer_value(
+				     json_object_get(o, "total")));
+	json_object_foreach(o, k, v) {
+		if (!strcmp(k, "total") || n >= len)
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s %lld",
+				      first ? " (" : ", ", k,
+				      (long long)json_integer_value(v));
+		first = false;
+	}
+	if (!first && n < len)
+		snprintf(buf + n, len - n, ")");
+}
+
+static void print_pool(json_t *r)
+{
+	json_t *c = json_object_get(r, "configured");
+	json_t *l = json_object_get(r, "learned");
+	json_t *f = json_object_get(r, "in_force");
+	json_t *u = json_object_get(r, "used"), *x;
+	json_t *next = json_object_get(r, "next_round_s");
+	json_t *usd = json_object_get(c, "usd_per_hour");
+	char sp[160], od[160];
+	size_t i;
+
+	printf("arbiter   %s (fairness %.2f), leases of %lld s, %lld "
+	       "round%s", safe_str(r, "arbiter"),
+	       json_number_value(json_object_get(r, "fairness")),
+	       (long long)num(r, "lease_seconds"),
+	       (long long)num(r, "rounds"), num(r, "rounds") == 1 ? "" : "s");
+	if (json_is_number(next))
+		printf(", the next in %.0f s", json_number_value(next));
+	printf("\n%-9s %-22s %-22s %s\n", "limits", "configured", "learned",
+	       "in force");
+	printf("%-9s %-22s %-22s %s\n", "spot", safe_str(c, "spot_vcpus"),
+	       safe_str(l, "spot_vcpus"), safe_str(f, "spot_vcpus"));
+	printf("%-9s %-22s %-22s %s\n", "on-demand",
+	       safe_str(c, "ondemand_vcpus"), safe_str(l, "ondemand_vcpus"),
+	       safe_str(f, "ondemand_vcpus"));
+	if (json_is_number(usd))
+		printf("%-9s $%.2f an hour\n", "budget", json_number_value(usd));
+	fmt_use(json_object_get(u, "spot_vcpus"), sp, sizeof sp);
+	fmt_use(json_object_get(u, "ondemand_vcpus"), od, sizeof od);
+	printf("used      spot %s vCPUs; on demand %s vCPUs; $%.4f an hour\n",
+	       sp, od, json_number_value(json_object_get(u, "usd_per_hour")));
+	printf("%-6s %-20s %-8s %11s %5s %9s %7s %6s\n", "JOB", "NAME",
+	       "STATE", "SHARE_VCPUS", "SPOT", "ON_DEMAND", "RHO", "WEIGHT");
+	json_array_foreach(json_object_get(r, "jobs"), i, x) {
+		json_t *sv = json_object_get(x, "share_vcpus");
+		json_t *rho = json_object_get(x, "rho");
+		char shs[24] = "-", rhos[24] = "-";
+
+		if (json_is_integer(sv))
+			snprintf(shs, sizeof shs, "%lld",
+				 (long long)json_integer_value(sv));
+		if (json_is_number(rho) && isfinite(json_number_value(rho)))
+			snprintf(rhos, sizeof rhos, "%.3f",
+				 json_number_value(rho));
+		printf("%-6lld %-20.20s %-8s %11s %5lld %9lld %7s %6.3g\n",
+		       (long long)num(x, "job"), safe_str(x, "name"),
+		       safe_str(x, "state"), shs,
+		       (long long)num(x, "spot_vcpus"),
+		       (long long)num(x, "ondemand_vcpus"), rhos,
+		       json_number_value(json_object_get(x, "weight")));
+		if (json_is_string(json_object_get(x, "waiting")))
+			printf("       waits: %s\n", safe_str(x, "waiting"));
+	}
+}
+
+int cli_pool(int argc, char **argv)
+{
+	char sock[CLI_SOCKET_MAX];
+	json_t *r = NULL;
+	bool json;
+	int code = daemon_args("pool", argc, argv, sock, sizeof(sock), &json);
+
+	if (code >= 0)
+		return code;
+	code = daemon_call(sock, PROTO_CMD_pool, &r);
+	if (code != CLI_EXIT_OK)
+		return code;
+	if (json) {
+		json_object_del(r, "v");
+		json_object_del(r, "ok");
+		(void)px_json_dumpf(r, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		print_pool(r);
 	}
 	json_decref(r);
 	return CLI_EXIT_OK;

@@ -34,6 +34,8 @@ static const struct cli_cmd cli_cmds[] = {
 	{"status", cli_status,
 	 "proteusd's pid, uptime, store counts; with a job id, the job's"},
 	{"submit", cli_submit, "queue a job on proteusd; prints its id"},
+	{"pool", cli_pool,
+	 "the pool proteusd's jobs share: limits, use, shares, rho"},
 	{"jobs", cli_jobs, "proteusd's jobs, their states and costs"},
 	{"events", cli_events, "a job's events (--follow: as they come)"},
 	{"cancel", cli_cancel, "end a job, releasing its instances"},

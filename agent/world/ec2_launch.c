@@ -73,6 +73,7 @@ static bool capacity_code(const char *code)
 	return !strcmp(code, "InsufficientInstanceCapacity") ||
 	       !strcmp(code, "SpotMaxPriceTooLow") ||
 	       !strcmp(code, "MaxSpotInstanceCountExceeded") ||
+	       !strcmp(code, "VcpuLimitExceeded") ||
 	       !strcmp(code, "InstanceLimitExceeded") ||
 	       !strcmp(code, "Unsupported") ||
 	       !strcmp(code, "InsufficientCapacity");

@@ -1644,3 +1644,57 @@ Test(jobs_ec2, a_program_job_runs_on_instances_with_code_by_url)
 	json_decref(st);
 	fake_stop(&s3);
 }
+
+/* An account with no spot quota in the standard group (a new account's
+ * can be that small; docs/pool.md, "Learned limits"): EC2 answers the
+ * job's spot requests MaxSpotInstanceCountExceeded; the pool learns the
+ * limit from what it held (none), asks no more past it, and the job
+ * trains on its reliable tier, done.  (A quota of one instance's vCPUs
+ * learns the same way, but whether BidBrain asks for a second spot
+ * instance before such a short job ends is its choice.) */
+Test(jobs_ec2, quota_errors_lower_the_learned_limit_and_fail_no_job)
+{
+	const char *const quota[] = {"--spot-vcpus", "standard=0", NULL};
+	json_t *st, *p, *l;
+	struct pxrun r;
+	json_error_t je;
+	int64_t id, refused;
+
+	fake_up(quota);
+	daemon_ec2();
+	ec2_job(30);
+	id = submit();
+	st = wait_end(id, 240);
+	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
+	st = bills_final(id, st);
+	check_books(id, st);
+	cr_assert_gt(events_like(id, "quota", "%\"market\": \"spot\"%"), 0,
+		     "%s", daemon_said());
+	/* the pool stops asking once it knows: a few refusals, not one at
+	 * every decision */
+	refused = events_like(id, "reject", "%MaxSpotInstanceCountExceeded%");
+	cr_assert_geq(refused, 1);
+	cr_assert_leq(refused, 4, "%lld quota refusals", (long long)refused);
+	cr_assert_eq(ctl(&r, 10, "pool", "--json", NULL, NULL), 0, "%s",
+		     r.err);
+	p = json_loads(r.out, 0, &je);
+	cr_assert_not_null(p, "%s", je.text);
+	l = json_object_get(p, "learned");
+	cr_assert_str_eq(json_string_value(json_object_get(l, "spot_vcpus")),
+			 "standard=0", "%s", r.out);
+	cr_assert_str_eq(json_string_value(json_object_get(l,
+							   "ondemand_vcpus")),
+			 "none");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
+		p, "configured"), "spot_vcpus")), "none");
+	{
+		char *log = daemon_log();
+
+		cr_assert(strstr(log, "learned pool_spot_vcpus is now "
+				 "standard=0"), "%s", log);
+		free(log);
+	}
+	pxrun_free(&r);
+	json_decref(p);
+	json_decref(st);
+}

@@ -1,0 +1,759 @@
+/* jobs_pool.c -- the pool all of proteusd's jobs share (docs/pool.md):
+ * the limits (pool_spot_vcpus, pool_ondemand_vcpus, pool_usd_per_hour;
+ * lower ones learnt from EC2's quota errors), the gate every job's
+ * controller asks before it rents, and the arbiter's rounds: at each
+ * lease's end, each job's submission and each job's end, the jobs
+ * running and those queued that could start are given their shares
+ * (arbiter.h, pool_arbiter); a job's reliable tier is admitted whole or
+ * it stays queued; a job above its new share gives its newest spot
+ * instances back at once (the trainer drops them, no restart).
+ *
+ * The arbiter's clock is each job's own market time (a job of the local
+ * world at speedup S lives S market seconds a second): its age, its
+ * rates (work-hours a market hour) and its work left are in its hours.
+ * A lease is pool_lease_seconds of market time of the fastest job
+ * running.  With no limit configured or learned, the pool gates nothing
+ * and gives no shares; the rounds still say each job's rho.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "jobs_int.h"
+#include "prom.h"
+
+struct jobs_pool {
+	struct pool_limit learned_spot, learned_od; /* from quota errors */
+	int64_t rounds;
+	int64_t timer;            /* the lease's end (loop timer); -1 */
+	int64_t soon;             /* a round on the loop's next turn; -1 */
+	uint64_t next_us;         /* when the lease ends (monotonic) */
+	int64_t learned_n;        /* quota errors that lowered a limit */
+	bool in_round;
+};
+
+static void round_(struct jobs *js, const char *why);
+
+enum px_err jobs_pool_new(struct jobs *js, struct px_error *err)
+{
+	struct jobs_pool *p = calloc(1, sizeof *p);
+
+	if (!p)
+		return px_errorf(err, PX_ENOMEM, "out of memory");
+	pool_limit_none(&p->learned_spot);
+	pool_limit_none(&p->learned_od);
+	p->timer = p->soon = -1;
+	js->pool = p;
+	return PX_OK;
+}
+
+void jobs_pool_free(struct jobs *js)
+{
+	if (!js->pool)
+		return;
+	if (js->pool->timer > 0)
+		(void)loop_timer_del(js->s.loop, js->pool->timer);
+	if (js->pool->soon > 0)
+		(void)loop_timer_del(js->s.loop, js->pool->soon);
+	free(js->pool);
+	js->pool = NULL;
+}
+
+void job_pool_init(struct job *j)
+{
+	j->sh.rho = NAN;
+	j->sh.came_us = px_now_wall_us();
+	j->sh.resume_share = -1;
+}
+
+void job_pool_came(struct job *j, int64_t came_us)
+{
+	if (came_us > 0)
+		j->sh.came_us = came_us;
+}
+
+/* The limits in force: the configured ones, and the learned where they
+ * are tighter. */
+static void limits(const struct jobs *js, struct pool_limits *l)
+{
+	const struct proteusd_config *cfg = js->s.cfg;
+
+	*l = cfg->pool_limits;
+	pool_limit_min(&l->spot, &cfg->pool_limits.spot,
+		       &js->pool->learned_spot);
+	pool_limit_min(&l->ondemand, &cfg->pool_limits.ondemand,
+		       &js->pool->learned_od);
+}
+
+static bool running(const struct job *j)
+{
+	return j->run.state == STORE_JOB_RUNNING && j->run.c;
+}
+
+/* Its market time now: its last event's while it runs. */
+static int64_t job_now(const struct job *j)
+{
+	return running(j) ? j->run.t : j->mk.start_s;
+}
+
+/* What the pool holds: every member's fleet, priced at its own now. */
+static struct pool_use use_now(const struct jobs *js)
+{
+	struct pool_use u;
+
+	memset(&u, 0, sizeof u);
+	for (const struct job *j = js->list; j; j = j->next) {
+		if (!j->sh.member)
+			continue;
+		for (int g = 0; g < POOL_GROUPS; g++) {
+			u.spot[g] += j->sh.held.spot[g];
+			u.ondemand[g] += j->sh.held.ondemand[g];
+		}
+		u.spot_total += j->sh.held.spot_total;
+		u.ondemand_total += j->sh.held.ondemand_total;
+		if (running(j) && j->mk.plan)
+			u.uusd_per_hour += pm_fleet_uusd(
+				plan_env(j->mk.plan), ctrl_fleet(j->run.c),
+				&j->mk.ms, job_now(j), false);
+	}
+	return u;
+}
+
+/* j counted by the pool: its sizes from its plan (false: none yet). */
+static bool member(struct job *j)
+{
+	struct px_error err = {0};
+
+	if (j->sh.member)
+		return true;
+	if (!j->mk.plan)
+		return false;
+	if (pm_init(&j->sh.pm, plan_env(j->mk.plan), NULL,
+		    j->req.weight > 0 ? j->req.weight : 1, &err) != PX_OK) {
+		log_err("job %" PRId64 ": the pool: %s", j->id, err.msg);
+		return false;
+	}
+	memset(&j->sh.held, 0, sizeof j->sh.held);
+	j->sh.member = true;
+	if (j->sh.resume_share >= 0 &&
+	    pool_limits_any(&j->js->s.cfg->pool_limits)) {
+		/* the share an earlier life gave it holds until the
+		 * first round */
+		j->sh.pm.share = j->sh.resume_share;
+		j->sh.pm.shared = true;
+	}
+	return true;
+}
+
+/* ---- the gate (controller.h) ---- */
+
+static const char *g_admit(void *ctx, int64_t now, int type, int market,
+			   int64_t hour_uusd)
+{
+	struct job *j = ctx;
+	const struct pol_env *env = plan_env(j->mk.plan);
+	struct pool_limits l;
+	struct pool_use u;
+
+	limits(j->js, &l);
+	if (!j->sh.member || (!pool_limits_any(&l) && !j->sh.pm.shared))
+		return NULL;
+	u = use_now(j->js);
+	return pm_admit(&j->sh.pm, &l, &u, env->types[type].name, market >= 0,
+			hour_uusd, pm_fleet_uusd(env, ctrl_fleet(j->run.c),
+						 &j->mk.ms, now, true));
+}
+
+static void g_hold(void *ctx, int type, int market, int sign)
+{
+	struct job *j = ctx;
+	const char *name = plan_env(j->mk.plan)->types[type].name;
+
+	if (!j->sh.member)
+		return;
+	pm_hold(&j->sh.pm, &j->sh.held, name, market >= 0, sign);
+	if (sign < 0) {
+		snprintf(j->sh.gone_type, sizeof j->sh.gone_type, "%s", name);
+		j->sh.gone_spot = market >= 0;
+	}
+}
+
+const struct ctrl_gate *job_pool_gate(struct job *j)
+{
+	(void)member(j);
+	memset(&j->sh.held, 0, sizeof j->sh.held);
+	j->sh.pm.spot_vcpus = j->sh.pm.peak = 0;
+	j->sh.gate = (struct ctrl_gate){.admit = g_admit, .hold = g_hold,
+					.ctx = j};
+	return &j->sh.gate;
+}
+
+void job_pool_scaling(const struct job *j, struct pol_scaling *sc)
+{
+	int cap;
+
+	if (!j->sh.member || !j->sh.pm.shared)
+		return;
+	cap = pm_spot_cap(&j->sh.pm);
+	if (sc->spot_max < 0 || sc->spot_max > cap)
+		sc->spot_max = cap;
+	sc->spot_vcpus_set = true;
+	sc->spot_vcpus = j->sh.pm.share * j->sh.pm.unit_vcpus;
+}
+
+/* ---- the rounds ---- */
+
+static int64_t soon_fire(struct loop *l, int64_t id, void *ctx)
+{
+	struct jobs *js = ctx;
+
+	(void)l;
+	(void)id;
+	js->pool->soon = -1;
+	round_(js, "an arrival or an end");
+	return LOOP_NOMORE;
+}
+
+static void round_soon(struct jobs *js)
+{
+	if (js->pool->soon < 0)
+		js->pool->soon = loop_timer_add(js->s.loop, 0, soon_fire, js);
+}
+
+static int64_t lease_ms(const struct jobs *js)
+{
+	double speed = 1;
+
+	for (const struct job *j = js->list; j; j = j->next)
+		if (running(j) && j->mk.speedup > speed)
+			speed = j->mk.speedup;
+	return llround((double)js->s.cfg->pool_lease_seconds * 1000 / speed);
+}
+
+static int64_t lease_fire(struct loop *l, int64_t id, void *ctx)
+{
+	struct jobs *js = ctx;
+
+	(void)l;
+	(void)id;
+	js->pool->timer = -1;
+	round_(js, "the lease's end");
+	return LOOP_NOMORE;
+}
+
+/* The jobs of a round: the running ones, and the queued ones (with
+ * their market read) that max_jobs would let start, in submission
+ * order; sized.  Into v (js's jobs at most); their count. */
+static size_t round_jobs(struct jobs *js, struct job **v, size_t cap)
+{
+	size_t n = 0;
+	int64_t slots = js->s.cfg->max_jobs;
+
+	for (struct job *j = js->list; j && n < cap; j = j->next)
+		if (running(j) && member(j)) {
+			v[n++] = j;
+			slots--;
+		}
+	for (struct job *j = js->list; j && n < cap && slots > 0; j = j->next)
+		if (j->run.state == STORE_JOB_QUEUED && member(j)) {
+			v[n++] = j;
+			slots--;
+		}
+	return n;
+}
+
+/* What the arbiter is told of j. */
+static void arb_of(struct job *j, struct arb_job *a)
+{
+	const struct pol_env *env = plan_env(j->mk.plan);
+	struct pool_member *m = &j->sh.pm;
+	double age_h = (double)(px_now_wall_us() - j->sh.came_us) / 3.6e9 *
+		       (j->mk.speedup > 0 ? j->mk.speedup : 1);
+
+	if (running(j)) {
+		if (j->pg.measured_on)
+			pm_rates(m, env, &j->pg.profile);
+		pm_measure(m, j->run.t, j->pg.work_h, true);
+	} else {
+		pm_measure(m, job_now(j), 0, false);
+	}
+	pm_arb(m, age_h > 0 ? -age_h : 0, running(j) ? j->pg.work_h : 0,
+	       running(j),
+	       pm_unit_price(m, env, running(j) ? ctrl_fleet(j->run.c) : NULL,
+			     &j->mk.ms, job_now(j)), a);
+}
+
+/* Spot vCPUs j holds above its share go back, the newest first (under
+ * legacy-hourly billing, the paid hour that ends soonest). */
+static void trim(struct job *j)
+{
+	const struct pool_member *m = &j->sh.pm;
+	size_t guard = ctrl_fleet(j->run.c)->n;
+
+	while (m->spot_vcpus > m->share * m->unit_vcpus && guard--) {
+		const struct pol_instance *v = pm_shed_first(
+			ctrl_fleet(j->run.c), j->mk.billing);
+
+		if (!v || ctrl_shed(j->run.c, j->run.t, v->id,
+				    "the pool's share") != PX_OK)
+			break;
+		j->sh.pm.sheds++;
+	}
+	(void)ctrl_wake(j->run.c, j->run.t);
+}
+
+/* Why a job the round did not admit waits. */
+static void waits(struct job *j, const struct pool_limits *l,
+		  const struct pool_use *u)
+{
+	const struct pool_member *m = &j->sh.pm;
+	const char *why = NULL;
+
+	if (pool_fits(l, u, m->tier_group, false, m->tier_vcpus,
+		      m->tier_uusd, &why))
+		why = "the jobs before it";
+	snprintf(j->sh.wait, sizeof j->sh.wait, "its reliable tier (%" PRId64
+		 " %s vCPUs on demand) waits for room in the pool (%s)",
+		 m->tier_vcpus, pool_group_name(m->tier_group), why);
+}
+
+/* j takes its round's decision a (the pool limited: active). */
+static void take(struct job *j, const struct arb_job *a, bool active,
+		 const struct pool_limits *l, const struct pool_use *u,
+		 int64_t spare, int64_t round)
+{
+	struct pool_member *m = &j->sh.pm;
+	int before = m->shared ? m->share : -1;
+	bool was = j->sh.admitted;
+
+	j->sh.rho = a->rho;
+	if (!active) {
+		m->shared = false;
+		m->usd_cap = -1;
+		j->sh.admitted = true;
+		j->sh.wait[0] = '\0';
+		return;
+	}
+	pm_take(m, l, a, spare);
+	j->sh.admitted = a->admit || running(j);
+	if (j->sh.admitted)
+		j->sh.wait[0] = '\0';
+	else
+		waits(j, l, u);
+	if (running(j))
+		trim(j);
+	if (before == m->share && was == j->sh.admitted)
+		return;
+	j->sh.round = round;
+	{
+		char rho[32] = "null";   /* it cannot progress at the share */
+
+		if (isfinite(a->rho))
+			snprintf(rho, sizeof rho, "%.6g", a->rho);
+		job_eventf(j, "lease", "{\"round\": %" PRId64 ", \"share\": "
+			   "%d, \"share_vcpus\": %" PRId64 ", \"admitted\": "
+			   "%s, \"rho\": %s, \"arbiter\": \"%s\"}", round,
+			   m->share, m->share * m->unit_vcpus,
+			   j->sh.admitted ? "true" : "false", rho,
+			   arb_name((enum arb_kind)j->js->s.cfg->pool_arbiter));
+	}
+}
+
+static void round_(struct jobs *js, const char *why)
+{
+	struct jobs_pool *p = js->pool;
+	const struct proteusd_config *cfg = js->s.cfg;
+	size_t cap = 0, n = 0;
+	struct job **v;
+	struct arb_job *aj;
+	struct pool_limits l;
+	struct pool_use u;
+	struct px_error err = {0};
+	bool active;
+
+	if (p->in_round)
+		return;
+	for (struct job *j = js->list; j; j = j->next)
+		cap++;
+	v = calloc(cap ? cap : 1, sizeof *v);
+	aj = calloc(cap ? cap : 1, sizeof *aj);
+	if (!v || !aj) {
+		log_err("the pool's round: out of memory");
+		goto out;
+	}
+	p->in_round = true;
+	n = round_jobs(js, v, cap);
+	limits(js, &l);
+	active = pool_limits_any(&l);
+	for (size_t k = 0; k < n; k++)
+		arb_of(v[k], &aj[k]);
+	{
+		struct arb_setup as = {
+			.kind = (enum arb_kind)cfg->pool_arbiter,
+			.fairness = cfg->pool_fairness_f, .now_h = 0,
+			.limits = &l,
+		};
+
+		if (n && arb_decide(&as, aj, n, &err) != PX_OK) {
+			log_err("the pool's round: %s", err.msg);
+			goto out;
+		}
+	}
+	p->rounds++;
+	u = use_now(js);
+	for (size_t k = 0; k < n; k++)
+		take(v[k], &aj[k], active, &l, &u, pm_spare(&l, aj, n),
+		     p->rounds);
+	if (n)
+		log_debug("the pool's round %" PRId64 " (%s): %zu job%s",
+			  p->rounds, why, n, n == 1 ? "" : "s");
+out:
+	p->in_round = false;
+	if (p->timer > 0)
+		(void)loop_timer_del(js->s.loop, p->timer);
+	p->timer = -1;
+	if (v && n) {
+		p->timer = loop_timer_add(js->s.loop, lease_ms(js), lease_fire,
+					  js);
+		p->next_us = px_now_mono_us() + (uint64_t)lease_ms(js) * 1000;
+	}
+	free(v);
+	free(aj);
+}
+
+bool job_pool_may_start(struct job *j)
+{
+	struct pool_limits l;
+
+	limits(j->js, &l);
+	if (!pool_limits_any(&l)) {
+		j->sh.admitted = true;
+		j->sh.wait[0] = '\0';
+		return true;
+	}
+	if (!j->sh.admitted)
+		round_(j->js, "a job that could start");
+	return j->sh.admitted;
+}
+
+/* ---- what EC2 says of the account's quotas ---- */
+
+void job_pool_refused(struct job *j, const struct ctrl_event *ev)
+{
+	struct jobs_pool *p = j->js->pool;
+	const char *d = ev->detail ? ev->detail : "";
+	bool spot = strstr(d, "MaxSpotInstanceCountExceeded") != NULL;
+	struct pool_limit *learned = spot ? &p->learned_spot : &p->learned_od;
+	struct pool_use u;
+	enum pool_group g;
+	int64_t held;
+	char text[CONFIG_POOL_LIMIT_MAX];
+
+	if (!spot && !strstr(d, "VcpuLimitExceeded"))
+		return;
+	if (!j->sh.gone_type[0] || j->sh.gone_spot != spot)
+		return;      /* not the instance the gate saw go */
+	g = pool_group_of(j->sh.gone_type);
+	u = use_now(j->js);
+	held = spot ? u.spot[g] : u.ondemand[g];
+	if (!pool_learn(learned, g, held))
+		return;
+	p->learned_n++;
+	pool_limit_format(learned, text, sizeof text);
+	log_warn("job %" PRId64 ": EC2 refused a %s %s instance for the "
+		 "account's quota (%s): the pool's learned "
+		 "pool_%s_vcpus is now %s (%" PRId64 " vCPUs of group %s "
+		 "held)", j->id, spot ? "spot" : "on-demand",
+		 j->sh.gone_type, spot ? "MaxSpotInstanceCountExceeded" :
+		 "VcpuLimitExceeded", spot ? "spot" : "ondemand", text, held,
+		 pool_group_name(g));
+	job_eventf(j, "quota", "{\"market\": \"%s\", \"group\": \"%s\", "
+		   "\"learned_vcpus\": %" PRId64 ", \"learned\": \"%s\"}",
+		   spot ? "spot" : "on-demand", pool_group_name(g), held,
+		   text);
+	round_soon(j->js);
+}
+
+void job_pool_resume_event(struct job *j, const char *kind, json_t *o)
+{
+	struct jobs_pool *p = j->js->pool;
+
+	if (!strcmp(kind, "lease")) {
+		json_t *sh = json_object_get(o, "share");
+
+		if (json_is_integer(sh) && json_integer_value(sh) >= 0 &&
+		    json_integer_value(sh) <= INT32_MAX)
+			j->sh.resume_share = (int)json_integer_value(sh);
+	} else if (!strcmp(kind, "quota")) {
+		const char *m = json_string_value(json_object_get(o,
+								  "market"));
+		const char *g = json_string_value(json_object_get(o, "group"));
+		json_t *v = json_object_get(o, "learned_vcpus");
+
+		for (int k = 0; m && g && json_is_integer(v) &&
+				k < POOL_GROUPS; k++)
+			if (!strcmp(g, pool_group_name((enum pool_group)k)))
+				(void)pool_learn(!strcmp(m, "spot") ?
+						 &p->learned_spot :
+						 &p->learned_od,
+						 (enum pool_group)k,
+						 json_integer_value(v));
+	}
+}
+
+/* ---- ticks and ends ---- */
+
+bool job_pool_tick(struct job *j)
+{
+	struct jobs *js = j->js;
+	struct pool_limits l;
+	bool waiting = false;
+	int guard = 64;
+
+	limits(js, &l);
+	for (const struct job *k = js->list; k; k = k->next)
+		waiting |= k->run.state == STORE_JOB_QUEUED &&
+			   k->sh.admitted;
+	/* a price rise took the held instances past pool_usd_per_hour:
+	 * the spot instance that costs the most an hour goes */
+	while (l.uusd_per_hour >= 0 && guard-- &&
+	       use_now(js).uusd_per_hour > l.uusd_per_hour) {
+		struct job *bj = NULL;
+		uint64_t bid = 0;
+		int64_t bp = -1;
+
+		for (struct job *k = js->list; k; k = k->next) {
+			const struct pol_instance *v;
+
+			if (!running(k) || !k->sh.member)
+				continue;
+			v = pm_priciest(plan_env(k->mk.plan),
+					ctrl_fleet(k->run.c), &k->mk.ms,
+					job_now(k), &bp);
+			if (v) {
+				bj = k;
+				bid = v->id;
+			}
+		}
+		if (!bj || ctrl_shed(bj->run.c, bj->run.t, bid,
+				     "pool_usd_per_hour") != PX_OK)
+			break;      /* on demand alone is past it */
+		bj->sh.pm.sheds++;
+		(void)ctrl_wake(bj->run.c, bj->run.t);
+	}
+	return waiting;
+}
+
+void job_pool_free(struct job *j)
+{
+	pm_free(&j->sh.pm);
+	j->sh.member = false;
+}
+
+void job_pool_leave(struct job *j)
+{
+	if (!j->sh.member)
+		return;
+	j->sh.member = false;
+	j->sh.admitted = false;
+	pm_free(&j->sh.pm);
+	memset(&j->sh.held, 0, sizeof j->sh.held);
+	round_soon(j->js);
+}
+
+/* ---- what a user sees: status, `pool`, /metrics ---- */
+
+/* A figure, or null where there is none (NaN, infinite, a share not
+ * given). */
+static json_t *num_or_null(double v, bool have)
+{
+	return have && isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *job_pool_json(const struct job *j)
+{
+	const struct job_share *sh = &j->sh;
+	const struct pool_member *m = &sh->pm;
+	bool shared = sh->member && m->shared;
+
+	return json_pack("{s:o, s:o, s:I, s:I, s:o, s:f, s:b, s:o, s:I, s:I}",
+		"share_spot", shared ? json_integer(m->share) : json_null(),
+		"share_vcpus", shared ? json_integer(m->share * m->unit_vcpus)
+				      : json_null(),
+		"spot_vcpus", (json_int_t)sh->held.spot_total,
+		"ondemand_vcpus", (json_int_t)sh->held.ondemand_total,
+		"rho", num_or_null(sh->rho, sh->member),
+		"weight", j->req.weight > 0 ? j->req.weight : 1.0,
+		"admitted", sh->admitted || running(j),
+		"waiting", sh->wait[0] ? json_string(sh->wait) : json_null(),
+		"sheds", (json_int_t)(sh->member ? m->sheds : 0),
+		"refused", (json_int_t)(sh->member ? m->refused : 0));
+}
+
+/* {"total": N, GROUP: N...} of the groups in use or limited. */
+static json_t *by_group(const int64_t *v, int64_t total,
+			const struct pool_limit *lim, bool limits_only)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	if (!limits_only || lim->total >= 0)
+		json_object_set_new(o, "total", json_integer(total));
+	for (int g = 0; g < POOL_GROUPS; g++)
+		if (limits_only ? lim->group[g] >= 0 : v[g] != 0)
+			json_object_set_new(o, pool_group_name(
+				(enum pool_group)g), json_integer(v[g]));
+	return o;
+}
+
+static json_t *limit_json(const struct pool_limit *l)
+{
+	char text[CONFIG_POOL_LIMIT_MAX];
+
+	pool_limit_format(l, text, sizeof text);
+	return json_string(text);
+}
+
+json_t *jobs_cmd_pool(struct jobs *js, json_t *req, struct px_error *err)
+{
+	const struct proteusd_config *cfg = js->s.cfg;
+	struct jobs_pool *p = js->pool;
+	struct pool_limits l;
+	struct pool_use u = use_now(js);
+	uint64_t now = px_now_mono_us();
+	json_t *a = json_array(), *o;
+
+	(void)req;
+	limits(js, &l);
+	for (struct job *j = js->list; a && j; j = j->next) {
+		json_t *x;
+
+		if (j->run.state != STORE_JOB_RUNNING &&
+		    j->run.state != STORE_JOB_QUEUED)
+			continue;
+		x = job_pool_json(j);
+		if (!x)
+			continue;
+		json_object_set_new(x, "job", json_integer(j->id));
+		json_object_set_new(x, "name", json_string(j->req.spec.name));
+		json_object_set_new(x, "state", json_string(
+			store_job_state_name(j->run.state)));
+		json_array_append_new(a, x);
+	}
+	o = json_pack("{s:s, s:f, s:I, s:I, s:o, s:I, s:b, s:{s:o, s:o, s:o}, "
+		      "s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:f}, s:o}",
+		"arbiter", arb_name((enum arb_kind)cfg->pool_arbiter),
+		"fairness", cfg->pool_fairness_f,
+		"lease_seconds", (json_int_t)cfg->pool_lease_seconds,
+		"rounds", (json_int_t)p->rounds,
+		"next_round_s", p->timer > 0 && p->next_us > now ?
+			json_real((double)(p->next_us - now) / 1e6) :
+			json_null(),
+		"quota_errors", (json_int_t)p->learned_n,
+		"limited", pool_limits_any(&l),
+		"configured",
+		"spot_vcpus", limit_json(&cfg->pool_limits.spot),
+		"ondemand_vcpus", limit_json(&cfg->pool_limits.ondemand),
+		"usd_per_hour", cfg->pool_limits.uusd_per_hour < 0 ?
+			json_null() : json_real((double)cfg->pool_limits.
+					       uusd_per_hour / PX_UUSD_PER_USD),
+		"learned",
+		"spot_vcpus", limit_json(&p->learned_spot),
+		"ondemand_vcpus", limit_json(&p->learned_od),
+		"in_force",
+		"spot_vcpus", limit_json(&l.spot),
+		"ondemand_vcpus", limit_json(&l.ondemand),
+		"used",
+		"spot_vcpus", by_group(u.spot, u.spot_total, &l.spot, false),
+		"ondemand_vcpus", by_group(u.ondemand, u.ondemand_total,
+					   &l.ondemand, false),
+		"usd_per_hour", (double)u.uusd_per_hour / PX_UUSD_PER_USD,
+		"jobs", a ? a : json_null());
+	if (!o)
+		px_errorf(err, PX_ENOMEM, "out of memory");
+	return o;
+}
+
+/* One market's use and limits by group, as samples. */
+static void metrics_market(struct prom *pr, const char *market,
+			   const int64_t *used, int64_t total,
+			   const struct pool_limit *lim)
+{
+	const char *pu = "proteus_pool_vcpus_used";
+
+	prom_sample(pr, pu, (double)total, "market", market, "group", "all",
+		    NULL);
+	for (int g = 0; g < POOL_GROUPS; g++)
+		if (used[g] || lim->group[g] >= 0)
+			prom_sample(pr, pu, (double)used[g], "market", market,
+				    "group",
+				    pool_group_name((enum pool_group)g), NULL);
+}
+
+static void metrics_limits(struct prom *pr, const char *market,
+			   const struct pool_limit *lim)
+{
+	const char *pl = "proteus_pool_vcpus_limit";
+
+	if (lim->total >= 0)
+		prom_sample(pr, pl, (double)lim->total, "market", market,
+			    "group", "all", NULL);
+	for (int g = 0; g < POOL_GROUPS; g++)
+		if (lim->group[g] >= 0)
+			prom_sample(pr, pl, (double)lim->group[g], "market",
+				    market, "group",
+				    pool_group_name((enum pool_group)g), NULL);
+}
+
+void jobs_pool_metrics(struct jobs *js, struct prom *pr)
+{
+	struct pool_limits l;
+	struct pool_use u = use_now(js);
+	char id[24];
+
+	limits(js, &l);
+	prom_family(pr, "proteus_pool_vcpus_used", "gauge", "vCPUs the "
+		    "jobs hold in the pool, by market (spot, on-demand) and "
+		    "quota group (all: the total).");
+	metrics_market(pr, "spot", u.spot, u.spot_total, &l.spot);
+	metrics_market(pr, "on-demand", u.ondemand, u.ondemand_total,
+		       &l.ondemand);
+	prom_family(pr, "proteus_pool_vcpus_limit", "gauge", "The pool's "
+		    "limits in force (configured, or learned from EC2's quota "
+		    "errors where lower), by market and group; absent where "
+		    "none.");
+	metrics_limits(pr, "spot", &l.spot);
+	metrics_limits(pr, "on-demand", &l.ondemand);
+	prom_family(pr, "proteus_pool_usd_per_hour", "gauge", "What the "
+		    "pool's instances cost an hour at their prices now.");
+	prom_sample(pr, "proteus_pool_usd_per_hour",
+		    (double)u.uusd_per_hour / PX_UUSD_PER_USD, NULL);
+	prom_family(pr, "proteus_pool_quota_errors_total", "counter",
+		    "EC2 quota errors that lowered a learned limit.");
+	prom_sample(pr, "proteus_pool_quota_errors_total",
+		    (double)js->pool->learned_n, NULL);
+	prom_family(pr, "proteus_job_rho", "gauge", "A job's finish-time "
+		    "fairness at its share, the last round's (absent until "
+		    "one, or where it cannot progress).");
+	for (struct job *j = js->list; j; j = j->next) {
+		snprintf(id, sizeof id, "%" PRId64, j->id);
+		if (j->sh.member && isfinite(j->sh.rho))
+			prom_sample(pr, "proteus_job_rho", j->sh.rho, "job",
+				    id, NULL);
+	}
+	prom_family(pr, "proteus_job_pool_share_vcpus", "gauge", "The spot "
+		    "vCPUs a job's share of the pool lets it hold (absent "
+		    "without a limit).");
+	for (struct job *j = js->list; j; j = j->next) {
+		snprintf(id, sizeof id, "%" PRId64, j->id);
+		if (j->sh.member && j->sh.pm.shared)
+			prom_sample(pr, "proteus_job_pool_share_vcpus",
+				    (double)(j->sh.pm.share *
+					     j->sh.pm.unit_vcpus), "job", id,
+				    NULL);
+	}
+}

@@ -1,0 +1,343 @@
+/* test_jobs_pool.c -- several jobs, one pool, in a real proteusd
+ * (docs/pool.md): on the local world under a small pool of vCPUs the
+ * limits are never past, a job that comes late gets its share within a
+ * lease, a reliable tier that does not fit waits whole, all finish with
+ * books equal to the ledger, `pool`, `status` and /metrics say the
+ * shares, and a kill -9 keeps the pool straight. */
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "../../common/px.h"
+#include "jobs_fixture.h"
+
+static void setup(void)
+{
+	jobs_fixture_setup();
+}
+
+static void teardown(void)
+{
+	stop_daemon(SIGTERM);
+	jobs_fixture_teardown();
+}
+
+TestSuite(jobs_pool, .init = setup, .fini = teardown, .timeout = 240);
+
+/* The pool in these tests: 8 spot and `od` on-demand vCPUs of the
+ * standard group (m3.large, m1.large, r3.large: 2 vCPUs; m3.medium 1),
+ * leases of 600 market s (2.5 s at the jobs' speedup 240). */
+#define SPOT_VCPUS 8
+
+static void pool_daemon(int od, int metrics_port)
+{
+	char more[512];
+
+	snprintf(more, sizeof more, "pool_spot_vcpus standard=%d\n"
+		 "pool_ondemand_vcpus standard=%d\npool_lease_seconds 600\n"
+		 "max_jobs 4\n%s%d\n", SPOT_VCPUS, od,
+		 metrics_port ? "metrics_listen 127.0.0.1:" : "# ",
+		 metrics_port);
+	daemon_up_with(more);
+}
+
+/* A job of the shipped example's, named, its epochs and most spot
+ * instances set. */
+static int64_t submit_job(const char *name, int epochs, int max_spot)
+{
+	char extra[256];
+
+	snprintf(extra, sizeof extra, "{\"name\": \"%s\", \"spot\": "
+		 "{\"types\": [\"m1.large\", \"m3.large\", \"m3.medium\", "
+		 "\"r3.large\"], \"zones\": [\"us-east-1a\", \"us-east-1b\", "
+		 "\"us-east-1c\"], \"max_instances\": %d}}", name, max_spot);
+	write_job(epochs, extra);
+	return submit();
+}
+
+static json_t *pool_json(void)
+{
+	struct pxrun r;
+	json_error_t je;
+	json_t *o;
+
+	cr_assert_eq(ctl(&r, 10, "pool", "--json", NULL, NULL), 0, "%s",
+		     r.err);
+	o = json_loads(r.out, 0, &je);
+	cr_assert_not_null(o, "pool --json: %s: %s", je.text, r.out);
+	pxrun_free(&r);
+	return o;
+}
+
+static int64_t used(json_t *p, const char *market)
+{
+	return json_integer_value(json_object_get(json_object_get(
+		json_object_get(p, "used"), market), "total"));
+}
+
+/* The job of the pool's list with id, or NULL. */
+static json_t *pool_job(json_t *p, int64_t id)
+{
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(json_object_get(p, "jobs"), i, x)
+		if (json_integer_value(json_object_get(x, "job")) == id)
+			return x;
+	return NULL;
+}
+
+/* One look at the pool: nothing past its limits, by the pool's count
+ * and by the jobs' own; the pool's reply (the caller's). */
+static json_t *look(int od)
+{
+	json_t *p = pool_json(), *x;
+	int64_t spot = 0, ond = 0;
+	size_t i;
+
+	cr_assert_leq(used(p, "spot_vcpus"), SPOT_VCPUS, "spot past the "
+		      "pool: %s", json_dumps(p, 0));
+	cr_assert_leq(used(p, "ondemand_vcpus"), od, "on demand past the "
+		      "pool: %s", json_dumps(p, 0));
+	json_array_foreach(json_object_get(p, "jobs"), i, x) {
+		spot += json_integer_value(json_object_get(x, "spot_vcpus"));
+		ond += json_integer_value(json_object_get(x,
+							  "ondemand_vcpus"));
+		cr_assert(json_is_number(json_object_get(x, "weight")));
+	}
+	cr_assert_eq(spot, used(p, "spot_vcpus"));
+	cr_assert_eq(ond, used(p, "ondemand_vcpus"));
+	return p;
+}
+
+static bool ended(int64_t id)
+{
+	json_t *o = status(id);
+	bool e = strcmp(state_of(o), "queued") && strcmp(state_of(o),
+							  "running");
+
+	json_decref(o);
+	return e;
+}
+
+/* Watch the pool until every job of ids[0..n) ended (timeout_s): never
+ * past its limits. */
+static void watch_until_ended(const int64_t *ids, size_t n, int od,
+			      int timeout_s)
+{
+	for (int t = 0; t < timeout_s * 5; t++) {
+		size_t left = 0;
+
+		json_decref(look(od));
+		for (size_t k = 0; k < n; k++)
+			left += !ended(ids[k]);
+		if (!left)
+			return;
+		sleep_ms(200);
+	}
+	cr_assert_fail("the jobs did not end in %d s", timeout_s);
+}
+
+static void done_with_books(int64_t id)
+{
+	json_t *st = wait_end(id, 60);
+
+	cr_assert_str_eq(state_of(st), "done", "job %lld: %s", (long long)id,
+			 json_dumps(st, 0));
+	check_books(id, st);
+	json_decref(st);
+}
+
+static size_t body(char *p, size_t sz, size_t n, void *ctx)
+{
+	FILE *f = ctx;
+
+	return fwrite(p, sz, n, f);
+}
+
+/* GET http://127.0.0.1:port/metrics (malloc'd). */
+static char *scrape(int port)
+{
+	char url[64], *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	CURL *h = curl_easy_init();
+	long code = 0;
+
+	cr_assert(f && h);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, f);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+	cr_assert_eq(curl_easy_perform(h), CURLE_OK);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(h);
+	fclose(f);
+	cr_assert_eq(code, 200);
+	return text;
+}
+
+Test(jobs_pool, three_jobs_share_a_small_pool_and_a_late_one_gets_its_share)
+{
+	int port = free_port();
+	int64_t id[3];
+	json_t *p, *x;
+	char *m, needle[96];
+	bool shared = false;
+
+	pool_daemon(6, port);
+	id[0] = submit_job("big", 60, 6);
+	id[1] = submit_job("medium", 45, 4);
+	/* the two take the pool between them */
+	for (int t = 0; t < 100 && used(p = look(6), "spot_vcpus") <
+	     SPOT_VCPUS - 2; t++) {
+		json_decref(p);
+		sleep_ms(100);
+	}
+	json_decref(p);
+	id[2] = submit_job("small", 30, 6);
+	/* its share within one lease (2.5 s), and the others' made room */
+	for (int t = 0; t < 30 && !shared; t++) {
+		p = look(6);
+		x = pool_job(p, id[2]);
+		shared = x && json_integer_value(json_object_get(
+			x, "share_vcpus")) > 0 &&
+			json_integer_value(json_object_get(x, "spot_vcpus")) > 0;
+		json_decref(p);
+		if (!shared)
+			sleep_ms(100);
+	}
+	cr_assert(shared, "the late job got no share of the pool in a lease");
+	p = status(id[2]);
+	x = json_object_get(p, "pool");
+	cr_assert(json_is_integer(json_object_get(x, "share_vcpus")));
+	cr_assert(json_number_value(json_object_get(x, "rho")) > 0);
+	json_decref(p);
+	/* /metrics' text is rebuilt once a second */
+	snprintf(needle, sizeof needle, "proteus_job_rho{job=\"%lld\"}",
+		 (long long)id[2]);
+	m = scrape(port);
+	for (int t = 0; t < 30 && !strstr(m, needle); t++) {
+		free(m);
+		sleep_ms(100);
+		m = scrape(port);
+	}
+	cr_assert(strstr(m, "proteus_pool_vcpus_used{market=\"spot\","
+			    "group=\"all\"}"), "%s", m);
+	cr_assert(strstr(m, "proteus_pool_vcpus_limit{market=\"spot\","
+			    "group=\"standard\"} 8"), "%s", m);
+	snprintf(needle, sizeof needle, "proteus_job_rho{job=\"%lld\"}",
+		 (long long)id[2]);
+	cr_assert(strstr(m, needle), "%s", m);
+	snprintf(needle, sizeof needle, "proteus_job_pool_share_vcpus{job="
+		 "\"%lld\"}", (long long)id[2]);
+	cr_assert(strstr(m, needle), "%s", m);
+	free(m);
+	watch_until_ended(id, 3, 6, 180);
+	for (int k = 0; k < 3; k++)
+		done_with_books(id[k]);
+	/* each round's decisions are the jobs' lease events */
+	for (int k = 0; k < 3; k++)
+		cr_assert_gt(events_like(id[k], "lease", "%\"share\"%"), 0);
+	/* the big job gave instances back when the late one came */
+	cr_assert_gt(events_like(id[0], "release", "%pool%") +
+		     events_like(id[1], "release", "%pool%"), 0);
+}
+
+Test(jobs_pool, a_reliable_tier_that_does_not_fit_waits_whole)
+{
+	int64_t a, b;
+	json_t *p, *x;
+	bool waited = false;
+
+	/* room for one reliable m3.large only */
+	pool_daemon(2, 0);
+	a = submit_job("first", 30, 4);
+	b = submit_job("second", 30, 4);
+	for (int t = 0; t < 30; t++) {
+		p = look(2);
+		x = pool_job(p, b);
+		if (x && !strcmp(json_string_value(json_object_get(x, "state")),
+				 "queued") &&
+		    json_is_string(json_object_get(x, "waiting")) &&
+		    !json_is_true(json_object_get(x, "admitted")))
+			waited = true;
+		json_decref(p);
+		sleep_ms(100);
+	}
+	cr_assert(waited, "the second job's tier did not wait for room");
+	{
+		struct pxrun r;
+		char ids[24];
+
+		snprintf(ids, sizeof ids, "%lld", (long long)b);
+		cr_assert_eq(ctl(&r, 10, "status", ids, NULL, NULL), 0);
+		cr_assert(strstr(r.out, "waits: its reliable tier"), "%s",
+			  r.out);
+		pxrun_free(&r);
+		cr_assert_eq(ctl(&r, 10, "pool", NULL, NULL, NULL), 0);
+		cr_assert(strstr(r.out, "standard=2"), "%s", r.out);
+		cr_assert(strstr(r.out, "waits:"), "%s", r.out);
+		pxrun_free(&r);
+	}
+	watch_until_ended((int64_t[]){a, b}, 2, 2, 180);
+	done_with_books(a);
+	done_with_books(b);
+}
+
+Test(jobs_pool, kill_9_keeps_the_pool_straight)
+{
+	int64_t a, b;
+	json_t *p, *x;
+	int64_t share = -1;
+
+	pool_daemon(6, 0);
+	a = submit_job("one", 60, 6);
+	b = submit_job("two", 60, 6);
+	for (int t = 0; t < 100 && share <= 0; t++) {
+		p = look(6);
+		x = pool_job(p, b);
+		share = x ? json_integer_value(json_object_get(
+			x, "share_vcpus")) : -1;
+		json_decref(p);
+		sleep_ms(100);
+	}
+	cr_assert_gt(share, 0);
+	stop_daemon(SIGKILL);
+	start_daemon();
+	p = look(6);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
+		p, "in_force"), "spot_vcpus")), "standard=8");
+	cr_assert_not_null(pool_job(p, a));
+	cr_assert_not_null(pool_job(p, b));
+	json_decref(p);
+	watch_until_ended((int64_t[]){a, b}, 2, 6, 200);
+	done_with_books(a);
+	done_with_books(b);
+}
+
+Test(jobs_pool, without_limits_nothing_is_gated_and_the_pool_says_so)
+{
+	int64_t id;
+	json_t *p, *x;
+
+	daemon_up();
+	id = submit_job("alone", 20, 6);
+	p = pool_json();
+	cr_assert(json_is_false(json_object_get(p, "limited")));
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
+		p, "configured"), "spot_vcpus")), "none");
+	x = pool_job(p, id);
+	cr_assert_not_null(x);
+	cr_assert(json_is_null(json_object_get(x, "share_vcpus")));
+	json_decref(p);
+	done_with_books(id);
+	cr_assert_eq(events_like(id, "lease", "%"), 0);
+}
