@@ -32,6 +32,11 @@ struct jobs_pool {
 	int64_t soon;             /* a round on the loop's next turn; -1 */
 	uint64_t next_us;         /* when the lease ends (monotonic) */
 	int64_t learned_n;        /* quota errors that lowered a limit */
+	/* the configured limits the learned ones were learnt under: an
+	 * operator who changes them (a quota raised, SIGHUP) starts the
+	 * learning again */
+	char under_spot[CONFIG_POOL_LIMIT_MAX];
+	char under_od[CONFIG_POOL_LIMIT_MAX];
 	bool in_round;
 };
 
@@ -46,6 +51,10 @@ enum px_err jobs_pool_new(struct jobs *js, struct px_error *err)
 	pool_limit_none(&p->learned_spot);
 	pool_limit_none(&p->learned_od);
 	p->timer = p->soon = -1;
+	snprintf(p->under_spot, sizeof p->under_spot, "%s",
+		 js->s.cfg->pool_spot_vcpus);
+	snprintf(p->under_od, sizeof p->under_od, "%s",
+		 js->s.cfg->pool_ondemand_vcpus);
 	js->pool = p;
 	return PX_OK;
 }
@@ -80,7 +89,22 @@ void job_pool_came(struct job *j, int64_t came_us)
 static void limits(const struct jobs *js, struct pool_limits *l)
 {
 	const struct proteusd_config *cfg = js->s.cfg;
+	struct jobs_pool *p = js->pool;
 
+	if (strcmp(p->under_spot, cfg->pool_spot_vcpus) ||
+	    strcmp(p->under_od, cfg->pool_ondemand_vcpus)) {
+		if (pool_limit_any(&p->learned_spot) ||
+		    pool_limit_any(&p->learned_od))
+			log_notice("the pool's configured limits changed: the "
+				   "limits learnt from EC2's quota errors are "
+				   "forgotten");
+		pool_limit_none(&p->learned_spot);
+		pool_limit_none(&p->learned_od);
+		snprintf(p->under_spot, sizeof p->under_spot, "%s",
+			 cfg->pool_spot_vcpus);
+		snprintf(p->under_od, sizeof p->under_od, "%s",
+			 cfg->pool_ondemand_vcpus);
+	}
 	*l = cfg->pool_limits;
 	pool_limit_min(&l->spot, &cfg->pool_limits.spot,
 		       &js->pool->learned_spot);

@@ -1301,6 +1301,16 @@ static int simulate_workload(const struct opts *o)
 		.policy = pol, .limits = in.w.limits, .lease_s = in.w.lease_s,
 		.fairness = in.w.fairness, .jobs = in.w.jobs, .n_jobs = in.w.n,
 	};
+	for (size_t k = 0; k < in.w.n; k++)
+		if (su.start_s + (int64_t)llround(in.w.jobs[k].arrival_hours *
+						  3600) >= su.end_s) {
+			log_err("%s: jobs[%zu].arrival_hours: %g is not within "
+				"the window (%.1f hours from its start)",
+				o->workload, k, in.w.jobs[k].arrival_hours,
+				(double)(su.end_s - su.start_s) / 3600);
+			rc = CLI_EXIT_DATA;
+			goto out;
+		}
 	for (; n_done < n_arbs; n_done++) {
 		progress(&pg, true, "simulating the workload under %s",
 			 arb_name(arbs[n_done]));

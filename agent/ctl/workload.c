@@ -159,6 +159,12 @@ static enum px_err job_of(const char *path, size_t i, json_t *o,
 				 "characters", where, sizeof j->name - 1);
 	snprintf(j->name, sizeof j->name, "%s",
 		 nm ? json_string_value(nm) : sp->name);
+	for (size_t k = 0; k < i; k++)
+		if (!strcmp(w->jobs[k].name, j->name))
+			return px_errorf(err, PX_EINVAL, "%s.name: '%s' is "
+					 "jobs[%zu]'s too; each job needs a "
+					 "name of its own (\"name\")", where,
+					 j->name, k);
 	if (i == 0)
 		snprintf(w->region, sizeof w->region, "%s", sp->region);
 	else if (strcmp(w->region, sp->region))

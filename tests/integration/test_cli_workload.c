@@ -609,8 +609,8 @@ Test(cli_workload, workload_with_one_job_options_is_usage)
 	pxrun_free(&r);
 }
 
-/* A job's arrival past the window's end is bad input too (the run names
- * the job, not the file: the check is the simulator's). */
+/* A job's arrival past the window's end is bad input too, named by the
+ * file and the field; so is a name two jobs share. */
 Test(cli_workload, arrival_past_the_window)
 {
 	json_t *jobs = json_pack("[o, o]",
@@ -621,9 +621,17 @@ Test(cli_workload, arrival_past_the_window)
 
 	/* the flat trace: 48 hours */
 	cr_assert_eq(wl(&r, path, NULL), 3, "%s", r.err);
-	cr_assert(strstr(r.err, "job 2 'b'"), "%s", r.err);
+	cr_assert(strstr(r.err, path), "%s", r.err);
+	cr_assert(strstr(r.err, "jobs[1].arrival_hours"), "%s", r.err);
 	cr_assert(strstr(r.err, "within the window"), "%s", r.err);
 	cr_assert_str_eq(r.out, "");
+	pxrun_free(&r);
+	jobs = json_pack("[o, o]", entry("a", 0, 0, spec("a", 4, 0, 2)),
+			 entry("a", 1, 0, spec("a", 4, 0, 2)));
+	path = workload("twins.json", NULL, jobs);
+	cr_assert_eq(wl(&r, path, NULL), 3, "%s", r.err);
+	cr_assert(strstr(r.err, "jobs[1].name"), "%s", r.err);
+	cr_assert(strstr(r.err, "jobs[0]'s too"), "%s", r.err);
 	pxrun_free(&r);
 }
 
