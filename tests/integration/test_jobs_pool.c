@@ -193,8 +193,8 @@ Test(jobs_pool, three_jobs_share_a_small_pool_and_a_late_one_gets_its_share)
 	bool shared = false;
 
 	pool_daemon(6, port);
-	id[0] = submit_job("big", 60, 6);
-	id[1] = submit_job("medium", 45, 4);
+	id[0] = submit_job("big", 40, 6);
+	id[1] = submit_job("medium", 30, 4);
 	/* the two take the pool between them */
 	for (int t = 0; t < 100 && used(p = look(6), "spot_vcpus") <
 	     SPOT_VCPUS - 2; t++) {
@@ -202,7 +202,7 @@ Test(jobs_pool, three_jobs_share_a_small_pool_and_a_late_one_gets_its_share)
 		sleep_ms(100);
 	}
 	json_decref(p);
-	id[2] = submit_job("small", 30, 6);
+	id[2] = submit_job("small", 20, 6);
 	/* its share within one lease (2.5 s), and the others' made room */
 	for (int t = 0; t < 30 && !shared; t++) {
 		p = look(6);
@@ -259,8 +259,8 @@ Test(jobs_pool, a_reliable_tier_that_does_not_fit_waits_whole)
 
 	/* room for one reliable m3.large only */
 	pool_daemon(2, 0);
-	a = submit_job("first", 30, 4);
-	b = submit_job("second", 30, 4);
+	a = submit_job("first", 20, 4);
+	b = submit_job("second", 20, 4);
 	for (int t = 0; t < 30; t++) {
 		p = look(2);
 		x = pool_job(p, b);
@@ -299,8 +299,8 @@ Test(jobs_pool, kill_9_keeps_the_pool_straight)
 	int64_t share = -1;
 
 	pool_daemon(6, 0);
-	a = submit_job("one", 60, 6);
-	b = submit_job("two", 60, 6);
+	a = submit_job("one", 40, 6);
+	b = submit_job("two", 40, 6);
 	for (int t = 0; t < 100 && share <= 0; t++) {
 		p = look(6);
 		x = pool_job(p, b);
