@@ -25,6 +25,8 @@
 #include "jobs_int.h"
 #include "prom.h"
 
+#define PROGRAM_RESTART_S 60.0
+
 struct jobs_pool {
 	struct pool_limit learned_spot, learned_od; /* from quota errors */
 	int64_t rounds;
@@ -160,6 +162,11 @@ static bool member(struct job *j)
 		log_err("job %" PRId64 ": the pool: %s", j->id, err.msg);
 		return false;
 	}
+	/* a program's group re-forms when its share changes: the
+	 * arbiter counts it (Pollux's restart penalty), 60 s unless the
+	 * spec says (as simulate models a program) */
+	if (j->req.program.on && !(j->sh.pm.restart_h > 0))
+		j->sh.pm.restart_h = PROGRAM_RESTART_S / 3600;
 	memset(&j->sh.held, 0, sizeof j->sh.held);
 	j->sh.member = true;
 	if (j->sh.resume_share >= 0 &&

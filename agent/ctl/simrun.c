@@ -24,7 +24,7 @@
  * "Re-forms"). */
 static const char *const daemon_keys[] = {
 	"trainer", "program", "world", "policy", "workload", "notify_url",
-	"scaling_measured", "scaling_explore",
+	"scaling_measured", "scaling_explore", "weight",
 };
 #define PROGRAM_RESTART_S 60.0
 
