@@ -514,6 +514,12 @@ void job_pool_resume_event(struct job *j, const char *kind, json_t *o)
 
 	if (!strcmp(kind, "lease")) {
 		json_t *sh = json_object_get(o, "share");
+		json_t *rd = json_object_get(o, "round");
+
+		/* the rounds count on from the earlier lives' */
+		if (json_is_integer(rd) && json_integer_value(rd) > p->rounds &&
+		    json_integer_value(rd) < INT64_MAX / 2)
+			p->rounds = json_integer_value(rd);
 
 		if (json_is_integer(sh) && json_integer_value(sh) >= 0 &&
 		    json_integer_value(sh) <= INT32_MAX)

@@ -296,7 +296,7 @@ Test(jobs_pool, kill_9_keeps_the_pool_straight)
 {
 	int64_t a, b;
 	json_t *p, *x;
-	int64_t share = -1;
+	int64_t share = -1, rounds;
 
 	pool_daemon(6, 0);
 	a = submit_job("one", 40, 6);
@@ -311,8 +311,14 @@ Test(jobs_pool, kill_9_keeps_the_pool_straight)
 	}
 	cr_assert_gt(share, 0);
 	stop_daemon(SIGKILL);
+	rounds = sql_int("SELECT max(json_extract(detail, '$.round')) FROM "
+			 "events WHERE kind = 'lease'");
+	cr_assert_gt(rounds, 0);
 	start_daemon();
 	p = look(6);
+	/* the rounds count on from the stored lease events, not from 0 */
+	cr_assert_gt(json_integer_value(json_object_get(p, "rounds")), rounds,
+		     "%s", json_dumps(p, 0));
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
 		p, "in_force"), "spot_vcpus")), "standard=8");
 	cr_assert_not_null(pool_job(p, a));
