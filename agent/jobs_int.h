@@ -358,6 +358,10 @@ void job_pool_init(struct job *j);
  * pool learnt). */
 void job_pool_came(struct job *j, int64_t came_us);
 void job_pool_resume_event(struct job *j, const char *kind, json_t *o);
+/* A submitted job whose reliable tier could never fit the pool, even
+ * alone in it: PX_EINVAL naming the field (name: its file). */
+enum px_err job_pool_check(struct job *j, const char *name,
+			   struct px_error *err);
 /* Whether queued job j may start: its reliable tier fits the pool
  * beside the running jobs' (gang; a round decides, in submission
  * order); else sh.wait says why. */

@@ -455,6 +455,31 @@ out:
 	free(aj);
 }
 
+enum px_err job_pool_check(struct job *j, const char *name,
+			   struct px_error *err)
+{
+	const struct jobspec *sp = &j->req.spec;
+	struct pool_limits l;
+	struct pool_use none;
+	const char *why = NULL;
+	enum pool_group g = pool_group_of(sp->reliable.type);
+	int64_t v = sp->reliable.count * pm_type_vcpus(sp->reliable.type);
+	char text[CONFIG_POOL_LIMIT_MAX];
+
+	limits(j->js, &l);
+	memset(&none, 0, sizeof none);
+	if (sp->reliable.count <= 0 ||
+	    pool_fits(&l, &none, g, false, v, 0, &why))
+		return PX_OK;
+	pool_limit_format(&l.ondemand, text, sizeof text);
+	return px_errorf(err, PX_EINVAL, "%s: reliable: its tier (%d %s, %"
+			 PRId64 " vCPUs of group %s on demand) can never fit "
+			 "the pool (%s: pool_ondemand_vcpus %s in force): it "
+			 "would wait for ever", name, sp->reliable.count,
+			 sp->reliable.type, v, pool_group_name(g),
+			 why ? why : "a limit", text);
+}
+
 bool job_pool_may_start(struct job *j)
 {
 	struct pool_limits l;

@@ -491,6 +491,8 @@ json_t *jobs_cmd_submit(struct jobs *js, json_t *req, struct px_error *err)
 		e = job_fit(j, name, err);
 	if (e == PX_OK)
 		e = job_check_finish_by(j, name, err);
+	if (e == PX_OK)
+		e = job_pool_check(j, name, err);
 	if (e != PX_OK) {
 		free(text);
 		job_free(j);

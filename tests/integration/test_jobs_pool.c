@@ -290,6 +290,19 @@ Test(jobs_pool, a_reliable_tier_that_does_not_fit_waits_whole)
 	watch_until_ended((int64_t[]){a, b}, 2, 2, 180);
 	done_with_books(a);
 	done_with_books(b);
+	/* a tier that could never fit, even alone: refused at submit */
+	{
+		struct pxrun r;
+
+		write_job(20, "{\"reliable\": {\"type\": \"m3.large\", "
+			  "\"count\": 2}}");
+		cr_assert_eq(ctl(&r, 10, "submit", jt.job, NULL, NULL), 3,
+			     "%s", r.err);
+		cr_assert(strstr(r.err, "reliable: its tier (2 m3.large, 4 "
+				 "vCPUs of group standard on demand) can "
+				 "never fit the pool"), "%s", r.err);
+		pxrun_free(&r);
+	}
 }
 
 Test(jobs_pool, kill_9_keeps_the_pool_straight)
