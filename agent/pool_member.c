@@ -108,13 +108,16 @@ const char *pm_admit(struct pool_member *m, const struct pool_limits *l,
 {
 	const char *why = NULL;
 	int64_t v = pm_type_vcpus(name);
+	struct pool_limits lt = *l;
 
+	if (!spot && m->od_vcpus + v <= m->tier_vcpus)
+		lt.uusd_per_hour = -1;   /* its tier, admitted whole */
 	if (spot && m->shared &&
 	    m->spot_vcpus + v > m->share * m->unit_vcpus)
 		why = "the pool's share";
 	else if (spot && m->usd_cap >= 0 && spot_uusd + hour_uusd > m->usd_cap)
 		why = "the pool's share (pool_usd_per_hour)";
-	else if (pool_fits(l, u, pool_group_of(name), spot, v, hour_uusd,
+	else if (pool_fits(&lt, u, pool_group_of(name), spot, v, hour_uusd,
 			   &why))
 		return NULL;
 	m->refused++;
@@ -129,8 +132,10 @@ void pm_hold(struct pool_member *m, struct pool_use *u, const char *name,
 	int64_t v = pm_type_vcpus(name);
 
 	pool_use_add(u, pool_group_of(name), spot, v, 0, sign);
-	if (!spot)
+	if (!spot) {
+		m->od_vcpus += sign * v;
 		return;
+	}
 	m->spot_vcpus += sign * v;
 	if (m->spot_vcpus > m->peak)
 		m->peak = m->spot_vcpus;

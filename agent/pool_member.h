@@ -35,6 +35,7 @@ struct pool_member {
 	int share;                /* its units of spot for the lease */
 	bool shared;              /* it had a share before */
 	int64_t spot_vcpus, peak; /* spot vCPUs held; most in the lease */
+	int64_t od_vcpus;         /* on-demand vCPUs held */
 	/* measured throughput (pm_measure): calib is its work done in the
 	 * last lease over what rate[] says of the spot it held meanwhile */
 	double calib, lease_work, held_s;
@@ -70,7 +71,10 @@ int64_t pm_fleet_uusd(const struct pol_env *env, const struct pol_fleet *f,
 /* The gate's rule for one more instance of type `name` (spot: in a
  * spot market) at hour_uusd an hour, the pool at use u under limits l,
  * m's spot costing spot_uusd an hour now: NULL when it may be rented,
- * else why not (m's refusals counted). */
+ * else why not (m's refusals counted).  An on-demand instance that
+ * fills m's reliable tier (its on-demand vCPUs within the tier's) is held
+ * to the vCPU limits only: the tier was admitted whole, its cost counted
+ * then, and a price rise since is the spot's to give back. */
 const char *pm_admit(struct pool_member *m, const struct pool_limits *l,
 		     const struct pool_use *u, const char *name, bool spot,
 		     int64_t hour_uusd, int64_t spot_uusd);
