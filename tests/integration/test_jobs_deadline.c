@@ -5,7 +5,9 @@
  * the deadline (its world time, the line, the progress, the state) and
  * the text form's line, sane before, during and after the run; and a
  * kill -9 of the daemon and a restart keep the deadline where it was
- * (it counts from the job's first start). */
+ * (it counts from the job's first start); a BidBrain job whose spot is
+ * priced past on demand for a stretch rents on demand for its deadline
+ * and meets it, and without one rents none beyond its reliable tier. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -269,4 +271,126 @@ Test(jobs_deadline, a_restart_keeps_the_deadline)
 			   (double)(goal - t) / 3600, 1e-9);
 	json_decref(st);
 	cancel_job(id, 30);
+}
+
+/* A stretch with no spot: the job's own market (m3.large in us-east-1a
+ * at $0.02, on demand $0.133) at $5, past any bid and past on demand,
+ * from five market minutes in (its first record after the start) for
+ * 12 h, longer than the job.  BidBrain takes spot at the start; the spike
+ * warns it at SPIKE_AT, half a real second in at SPIKE_SPEEDUP, before
+ * the trainer's first clock. */
+#define SPIKE_AT (WORLD_START_S + 300)
+#define SPIKE_S (12 * 3600)
+#define SPIKE_SPEEDUP 600
+
+/* The shipped example on that market: spot m3.large in us-east-1a only,
+ * 6 epochs (5-10 s here), more fields in extra (may be ""). */
+static void write_spiked_job(const char *extra)
+{
+	char j[1024];
+
+	write_flat_trace(WORLD_START_S, 2, SPIKE_AT, SPIKE_S);
+	snprintf(j, sizeof j, "{%s%s\"spot\": {\"types\": [\"m3.large\"], "
+		 "\"zones\": [\"us-east-1a\"], \"max_instances\": 6}, "
+		 "\"world\": {\"name\": \"local\", \"trace\": "
+		 "\"%s/trace.json\", \"start\": \"2016-03-02T00:00:00Z\", "
+		 "\"speedup\": %d}}", extra, extra[0] ? ", " : "", jt.tmp,
+		 SPIKE_SPEEDUP);
+	write_job(6, j);
+}
+
+/* Job id's decisions to acquire on market ("spot", "on-demand") from
+ * market instant from_s on: the instances they asked for (count). */
+static int64_t asked(int64_t id, const char *market, int64_t from_s)
+{
+	char q[512];
+
+	snprintf(q, sizeof q, "SELECT coalesce(sum(json_extract(detail, "
+		 "'$.count')), 0) FROM events WHERE job_id = %lld AND kind = "
+		 "'decision' AND json_extract(detail, '$.action') = 'acquire' "
+		 "AND json_extract(detail, '$.market') = '%s' AND at_us >= "
+		 "%lld", (long long)id, market, (long long)from_s * 1000000);
+	return sql_int(q);
+}
+
+/* The spike took the spot BidBrain had at the start: evicted. */
+static void check_spot_lost(int64_t id)
+{
+	cr_assert_gt(asked(id, "spot", WORLD_START_S), 0, "no spot at the "
+		     "start");
+	cr_assert_gt(events_like(id, "eviction", "%\"market\":\"spot\"%"),
+		     0, "the spike evicted no spot instance");
+	cr_assert_eq(asked(id, "spot", SPIKE_AT), 0, "spot asked for at $5");
+}
+
+/* Finish by 8 h: by BidBrain's rates, the tier alone (one m3.large, at
+ * most 1 work-hour an hour) cannot do the 8 work-hours in time; with the
+ * spot gone and the work behind the line (none done yet), Uniform
+ * Progress's rule takes on demand: `instances` (4) m3.large beside the
+ * tier, kept to the end (no spot comes back), the deadline met.  The
+ * store has their request (an on-demand allocation of 4, made in the
+ * spike) and its 4 instances, each billed once. */
+Test(jobs_deadline, no_spot_for_a_stretch_rents_on_demand_and_meets_it)
+{
+	char q[512];
+	json_t *st, *d;
+	int64_t id;
+
+	daemon_up();
+	write_spiked_job("\"finish_by_hours\": 8");
+	id = submit();
+	st = wait_end(id, 90);
+	cr_assert_str_eq(state_of(st), "done", "%s; %s",
+			 json_string_value(json_object_get(st, "error")),
+			 daemon_said());
+	d = deadline_of(st);
+	check_sane(d, 8);
+	cr_assert_str_eq(json_string_value(json_object_get(d, "state")), "met",
+			 "ended at %lld s", (long long)(json_integer_value(
+			 json_object_get(st, "market_time")) - WORLD_START_S));
+	cr_assert_float_eq(num(d, "progress"), 1, 1e-12);
+	check_spot_lost(id);
+	/* the tier's one at the start, then the 4 in the spike */
+	cr_assert_eq(asked(id, "on-demand", WORLD_START_S), 5, "%lld",
+		     (long long)asked(id, "on-demand", WORLD_START_S));
+	cr_assert_eq(asked(id, "on-demand", SPIKE_AT), 4, "%lld in the "
+		     "spike", (long long)asked(id, "on-demand", SPIKE_AT));
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
+		 "AND a.market_id IS NULL AND a.tier = 'reliable' AND a.count "
+		 "= 4 AND a.at_us >= %lld AND a.at_us < %lld", (long long)id,
+		 (long long)SPIKE_AT * 1000000,
+		 (long long)(SPIKE_AT + SPIKE_S) * 1000000);
+	cr_assert_eq(sql_int(q), 4, "on-demand instances beyond the tier");
+	check_books(id, st);
+	json_decref(st);
+}
+
+/* The same job without finish_by_hours: BidBrain never rents spot dearer
+ * than on demand, nor on demand beyond the tier: after the spike the
+ * tier alone does the work (no deadline to keep), nothing else asked
+ * for.  (A lost reliable instance's replacement is no decision: its own
+ * allocation of 1.) */
+Test(jobs_deadline, without_one_no_spot_rents_no_more_on_demand)
+{
+	char q[512];
+	json_t *st;
+	int64_t id;
+
+	daemon_up();
+	write_spiked_job("");
+	id = submit();
+	st = wait_end(id, 90);
+	cr_assert_str_eq(state_of(st), "done", "%s; %s",
+			 json_string_value(json_object_get(st, "error")),
+			 daemon_said());
+	cr_assert_null(json_object_get(st, "deadline"));
+	check_spot_lost(id);
+	cr_assert_eq(asked(id, "on-demand", WORLD_START_S), 1, "%lld",
+		     (long long)asked(id, "on-demand", WORLD_START_S));
+	snprintf(q, sizeof q, "SELECT count(*) FROM allocations WHERE job_id "
+		 "= %lld AND market_id IS NULL AND count > 1", (long long)id);
+	cr_assert_eq(sql_int(q), 0, "on demand beyond the tier");
+	check_books(id, st);
+	json_decref(st);
 }
