@@ -1193,6 +1193,9 @@ static int parse_arbiters(const char *list, enum arb_kind *v, size_t *ret_n)
 		p += len + (p[len] == ',');
 	}
 	*ret_n = n;
+	if (!n)
+		log_err("--arbiter: an empty list (want one or more of fifo, "
+			"max-min, finish-time, goodput, comma-separated)");
 	return n ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 }
 

@@ -375,7 +375,7 @@ Test(cli, bash_completion)
 		cr_skip_test("no bash");
 	complete("proteusctl", "proteusctl \"\"", got, sizeof(got));
 	cr_assert_str_eq(got, "cancel events help history jobs logs market "
-			 "model ping plan report simulate status submit ");
+			 "model ping plan pool report simulate status submit ");
 	complete("proteusctl", "proteusctl plan job.json --dea", got,
 		 sizeof(got));
 	cr_assert_str_eq(got, "--deadlines ");
