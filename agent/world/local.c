@@ -38,7 +38,14 @@ struct node {
 	int64_t kill_ns;         /* released: monotonic instant its group is
 				  * killed if still running (a released
 				  * node's pid is > 0 until it is reaped) */
+	/* it exited with status 0 on its own (pid 0 then): its work ended,
+	 * and the job's end is near (the owner reads the last report
+	 * after the exit): it is called lost only DONE_GRACE_NS later */
+	int64_t done_ns;
+	int done_status;
 };
+
+#define DONE_GRACE_NS (3 * (int64_t)1000000000)
 
 struct lworld {
 	struct world_setup s;    /* its pointers borrowed (world.h) */
@@ -613,11 +620,44 @@ static enum px_err handle(void *vw, const struct evq_ev *ev, unsigned *why,
 	}
 }
 
+/* Node i (its process reaped with status st) is gone: "lost" once it
+ * worked, else its own failure to start. */
+static enum px_err gone(struct lworld *w, size_t i, int st, int64_t t,
+			struct px_error *err)
+{
+	uint64_t id = w->v[i].id;
+	/* it worked once the job moved on after its start */
+	bool ready = w->s.hooks.progress ?
+		     w->s.hooks.progress(w->s.hooks.ctx) > w->v[i].mark0 :
+		     w->v[i].ready;
+	char how[64], why[96];
+
+	w->v[i] = w->v[--w->n];
+	if (ready) {
+		if (w->s.hooks.ended)
+			w->s.hooks.ended(w->s.hooks.ctx, id);
+		return ctrl_err(w, ctrl_gone(w->c, t, id, "lost"), err);
+	}
+	/* it never started: its own failure, not the market's; the owner
+	 * counts it */
+	ended_how(st, how, sizeof how);
+	snprintf(why, sizeof why, "failed to start: %s", how);
+	if (w->s.hooks.start_failed)
+		w->s.hooks.start_failed(w->s.hooks.ctx, id, how);
+	return ctrl_err(w, ctrl_failed(w->c, t, id, why), err);
+}
+
 /* Nodes that died on their own: gone, "lost" (the trainer recovers).  A
  * warned node that ended (its roles left in time) is the provider's
  * until the eviction instant: it stays on the books till then.  A
  * released node that ended, or whose time to leave is up, is forgotten
- * (its group killed): the controller is done with it. */
+ * (its group killed): the controller is done with it.
+ *
+ * One that exited with status 0 ended its work: the job's end is near
+ * (its last report may be read after the exit), so it stays on the books
+ * for DONE_GRACE_NS, and is called lost only if the job goes on: else
+ * every node of a job that ended was "lost" an instant before, and a
+ * reliable one replaced, and billed, for nothing. */
 static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 {
 	int64_t now = mono_ns();
@@ -626,6 +666,7 @@ static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 		int st;
 		pid_t p = w->v[i].pid > 0 ? waitpid(w->v[i].pid, &st, WNOHANG)
 					  : 0;
+		enum px_err e;
 
 		if (w->v[i].released && (p == w->v[i].pid ||
 					 now >= w->v[i].kill_ns)) {
@@ -636,41 +677,35 @@ static enum px_err reap(struct lworld *w, int64_t t, struct px_error *err)
 			kill_node(w, &w->v[i]);
 			continue;
 		}
+		if (w->v[i].done_ns && !w->v[i].released) {
+			/* its work ended, and the job did not */
+			if (now - w->v[i].done_ns < DONE_GRACE_NS) {
+				i++;
+				continue;
+			}
+			e = gone(w, i, w->v[i].done_status, t, err);
+			if (e != PX_OK)
+				return e;
+			continue;
+		}
 		if (p <= 0 || p != w->v[i].pid) {
 			i++;
 			continue;
 		}
-		uint64_t id = w->v[i].id;
-
 		kill(-w->v[i].pid, SIGKILL);  /* what it left in its group */
 		if (w->v[i].warned) {
 			w->v[i].pid = 0;
 			i++;
 			continue;
 		}
-		/* it worked once the job moved on after its start */
-		bool ready = w->s.hooks.progress ?
-			     w->s.hooks.progress(w->s.hooks.ctx) >
-			     w->v[i].mark0 : w->v[i].ready;
-		enum px_err e;
-
-		w->v[i] = w->v[--w->n];
-		if (ready) {
-			if (w->s.hooks.ended)
-				w->s.hooks.ended(w->s.hooks.ctx, id);
-			e = ctrl_err(w, ctrl_gone(w->c, t, id, "lost"), err);
-		} else {
-			/* it never started: its own failure, not the
-			 * market's; the owner counts it */
-			char how[64], why[96];
-
-			ended_how(st, how, sizeof how);
-			snprintf(why, sizeof why, "failed to start: %s", how);
-			if (w->s.hooks.start_failed)
-				w->s.hooks.start_failed(w->s.hooks.ctx, id,
-							how);
-			e = ctrl_err(w, ctrl_failed(w->c, t, id, why), err);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+			w->v[i].pid = 0;
+			w->v[i].done_ns = now ? now : 1;
+			w->v[i].done_status = st;
+			i++;
+			continue;
 		}
+		e = gone(w, i, st, t, err);
 		if (e != PX_OK)
 			return e;
 	}

@@ -323,6 +323,25 @@ static void check_spot_lost(int64_t id)
 	cr_assert_eq(asked(id, "spot", SPIKE_AT), 0, "spot asked for at $5");
 }
 
+/* Job id's on-demand instances: n in all, each released by the daemon
+ * (none "lost" as the job ended: the nodes whose work ended exit before
+ * the daemon reads the last report; the local world gives them a grace,
+ * else a reliable one was replaced, and billed, for nothing). */
+static void check_ondemand_released(int64_t id, int64_t n)
+{
+	char q[512];
+
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
+		 "AND a.market_id IS NULL", (long long)id);
+	cr_assert_eq(sql_int(q), n, "on-demand instances");
+	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
+		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
+		 "AND a.market_id IS NULL AND i.end_reason != 'released'",
+		 (long long)id);
+	cr_assert_eq(sql_int(q), 0, "on-demand instances not released");
+}
+
 /* Finish by 8 h: by BidBrain's rates, the tier alone (one m3.large, at
  * most 1 work-hour an hour) cannot do the 8 work-hours in time; with the
  * spot gone and the work behind the line (none done yet), Uniform
@@ -362,6 +381,7 @@ Test(jobs_deadline, no_spot_for_a_stretch_rents_on_demand_and_meets_it)
 		 (long long)SPIKE_AT * 1000000,
 		 (long long)(SPIKE_AT + SPIKE_S) * 1000000);
 	cr_assert_eq(sql_int(q), 4, "on-demand instances beyond the tier");
+	check_ondemand_released(id, 5);
 	check_books(id, st);
 	json_decref(st);
 }
@@ -391,6 +411,7 @@ Test(jobs_deadline, without_one_no_spot_rents_no_more_on_demand)
 	snprintf(q, sizeof q, "SELECT count(*) FROM allocations WHERE job_id "
 		 "= %lld AND market_id IS NULL AND count > 1", (long long)id);
 	cr_assert_eq(sql_int(q), 0, "on demand beyond the tier");
+	check_ondemand_released(id, 1);
 	check_books(id, st);
 	json_decref(st);
 }
