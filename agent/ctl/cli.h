@@ -70,6 +70,10 @@ void cli_file_relative(const char *file, const char *name, char *buf,
  * global --socket, else proto_default_socket() ($PROTEUS_SOCKET, ...).
  * -1 to go on, else an exit code (already reported). */
 int cli_socket_path(char *buf, size_t len);
+/* String member k of o from the daemon, terminal-safe (none when it is
+ * not a string), in one of four rotating buffers: enough for one
+ * printf. */
+const char *cli_term_str(json_t *o, const char *k, const char *none);
 
 int cli_market(int argc, char **argv);
 /* `market fetch`: DescribeSpotPriceHistory into the store (cli_market_fetch.c). */

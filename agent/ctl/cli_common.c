@@ -230,3 +230,13 @@ void cli_file_relative(const char *file, const char *name, char *buf,
 	else
 		snprintf(buf, len, "%.*s/%s", (int)(slash - file), file, name);
 }
+
+const char *cli_term_str(json_t *o, const char *k, const char *none)
+{
+	static char buf[4][PX_TERM_SAFE_LEN(256)];
+	static int slot;
+	const char *s = json_string_value(json_object_get(o, k));
+
+	slot = (slot + 1) % 4;
+	return px_term_safe(s ? s : none, buf[slot], sizeof buf[slot]);
+}

@@ -189,12 +189,7 @@ static int print_json(json_t *o, size_t flags)
  * buffers (enough for one printf). */
 static const char *safe(json_t *o, const char *k)
 {
-	static char buf[4][PX_TERM_SAFE_LEN(256)];
-	static int slot;
-	const char *s = json_string_value(json_object_get(o, k));
-
-	slot = (slot + 1) % 4;
-	return px_term_safe(s ? s : "?", buf[slot], sizeof buf[slot]);
+	return cli_term_str(o, k, "?");
 }
 
 static double real_of(json_t *o, const char *k)

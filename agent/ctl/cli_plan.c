@@ -913,7 +913,6 @@ static int print_json(const struct plan_ctx *c, bool have_min,
 		      double min_cost)
 {
 	json_t *rows = json_array(), *o;
-	int rc = CLI_EXIT_OK;
 
 	for (size_t i = 0; rows && i < c->n_rows; i++)
 		json_array_append_new(rows, row_json(&c->rows[i], have_min,
@@ -925,18 +924,7 @@ static int print_json(const struct plan_ctx *c, bool have_min,
 		      "hazards", hazards_json(c), "job_finish_by_hours",
 		      c->job_finish_by > 0 ? simrun_jnum(c->job_finish_by) :
 		      json_null(), "rows", rows);
-	if (!o) {
-		log_err("out of memory");
-		return CLI_EXIT_FAIL;
-	}
-	if (json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
-		log_err("writing the plan: %s", strerror(errno));
-		rc = CLI_EXIT_FAIL;
-	} else {
-		putchar('\n');
-	}
-	json_decref(o);
-	return rc;
+	return simrun_json_out(o, "the plan");
 }
 
 /* cost against hours: every finished row a point, the frontier a line */

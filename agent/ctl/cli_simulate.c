@@ -457,7 +457,6 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 	char s[32], e[32];
 	json_t *arr = json_array(), *o;
 	double odh = jobspec_ondemand_hours(job, NULL);
-	int rc = CLI_EXIT_OK;
 
 	for (size_t i = 0; arr && i < n; i++)
 		if (json_array_append_new(arr, result_json(job, &res[i], res,
@@ -489,18 +488,7 @@ static int print_json(const struct jobspec *job, enum billing_model b,
 		json_decref(o);
 		o = NULL;
 	}
-	if (!o) {
-		log_err("out of memory");
-		rc = CLI_EXIT_FAIL;
-	} else if (json_dumpf(o, stdout, JSON_INDENT(2) |
-			      JSON_REAL_PRECISION(10))) {
-		log_err("writing the results: %s", strerror(errno));
-		rc = CLI_EXIT_FAIL;
-	} else {
-		putchar('\n');
-	}
-	json_decref(o);
-	return rc;
+	return simrun_json_out(o, "the results");
 }
 
 static void fmt_saving(char *buf, size_t len, const struct sim_result *r,

@@ -115,6 +115,15 @@ static int daemon_call(const char *sock, enum proto_cmd cmd, json_t **ret)
 	return code;
 }
 
+/* A daemon's reply as JSON, without the protocol's own fields. */
+static void print_reply(json_t *r)
+{
+	json_object_del(r, "v");
+	json_object_del(r, "ok");
+	(void)px_json_dumpf(r, stdout, JSON_INDENT(2));
+	putchar('\n');
+}
+
 static json_int_t num(json_t *o, const char *k)
 {
 	return json_integer_value(json_object_get(o, k));
@@ -164,10 +173,7 @@ int cli_status(int argc, char **argv)
 	if (code != CLI_EXIT_OK)
 		return code;
 	if (json) {
-		json_object_del(r, "v");
-		json_object_del(r, "ok");
-		(void)px_json_dumpf(r, stdout, JSON_INDENT(2));
-		putchar('\n');
+		print_reply(r);
 	} else {
 		up = num(r, "uptime_s");
 		printf("proteusd %s, pid %lld, up %lldd %02lld:%02lld:%02lld\n"
@@ -232,16 +238,9 @@ int cli_ping(int argc, char **argv)
 
 /* ---- pool ---- */
 
-/* A string from the daemon, terminal-safe, in one of four rotating
- * buffers (enough for one printf). */
 static const char *safe_str(json_t *o, const char *k)
 {
-	static char buf[4][PX_TERM_SAFE_LEN(256)];
-	static int slot;
-	const char *s = json_string_value(json_object_get(o, k));
-
-	slot = (slot + 1) % 4;
-	return px_term_safe(s ? s : "-", buf[slot], sizeof buf[slot]);
+	return cli_term_str(o, k, "-");
 }
 
 /* "12 (standard 8, g 4)" of a {"total": N, GROUP: N} object. */
@@ -334,14 +333,10 @@ int cli_pool(int argc, char **argv)
 	code = daemon_call(sock, PROTO_CMD_pool, &r);
 	if (code != CLI_EXIT_OK)
 		return code;
-	if (json) {
-		json_object_del(r, "v");
-		json_object_del(r, "ok");
-		(void)px_json_dumpf(r, stdout, JSON_INDENT(2));
-		putchar('\n');
-	} else {
+	if (json)
+		print_reply(r);
+	else
 		print_pool(r);
-	}
 	json_decref(r);
 	return CLI_EXIT_OK;
 }

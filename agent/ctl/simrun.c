@@ -1,6 +1,7 @@
 /* simrun.c -- the job, snapshot, side-by-side runs and stored prices that
  * `proteusctl simulate` and `proteusctl plan` share (simrun.h).
  */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -406,6 +407,24 @@ const char *simrun_fmt(char *buf, size_t len, const char *fmt, double x,
 json_t *simrun_jnum(double x)
 {
 	return isfinite(x) ? json_real(x) : json_null();
+}
+
+int simrun_json_out(json_t *o, const char *what)
+{
+	int rc = CLI_EXIT_OK;
+
+	if (!o) {
+		log_err("out of memory");
+		return CLI_EXIT_FAIL;
+	}
+	if (json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+		log_err("writing %s: %s", what, strerror(errno));
+		rc = CLI_EXIT_FAIL;
+	} else {
+		putchar('\n');
+	}
+	json_decref(o);
+	return rc;
 }
 
 const char *simrun_base_name(const char *path)

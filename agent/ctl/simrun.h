@@ -25,6 +25,9 @@
 const char *simrun_fmt(char *buf, size_t len, const char *fmt, double x,
 		       const char *undef) __attribute__((format(printf, 3, 0)));
 json_t *simrun_jnum(double x);
+/* o (taken; NULL: out of memory) printed to stdout, indented, reals to
+ * 10 digits; what: for the error ("the results").  The exit code. */
+int simrun_json_out(json_t *o, const char *what);
 const char *simrun_base_name(const char *path);
 
 /* Runs side by side, at most this many threads. */

@@ -377,7 +377,6 @@ int workload_print_json(const char *path, const struct workload *w,
 {
 	char a[32], b[32];
 	json_t *arr = json_array(), *o = NULL;
-	int rc = CLI_EXIT_OK;
 
 	for (size_t i = 0; arr && i < n; i++)
 		if (json_array_append_new(arr, result_json(&r[i]))) {
@@ -405,18 +404,7 @@ int workload_print_json(const char *path, const struct workload *w,
 			      "pool_lease_seconds", (json_int_t)s->lease_s,
 			      "pool_fairness", simrun_jnum(s->fairness),
 			      "results", arr);
-	if (!o) {
-		log_err("out of memory");
-		return CLI_EXIT_FAIL;
-	}
-	if (json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
-		log_err("writing the results: %s", strerror(errno));
-		rc = CLI_EXIT_FAIL;
-	} else {
-		putchar('\n');
-	}
-	json_decref(o);
-	return rc;
+	return simrun_json_out(o, "the results");
 }
 
 struct plot_ctx {
