@@ -215,6 +215,8 @@ struct job_share {
 	int64_t round;           /* the round that last changed its share */
 	int resume_share;        /* the share an earlier life gave it (its
 				  * last "lease" event); -1: none */
+	int64_t pass_t;          /* market time of the last tick's pm_pass
+				  * (0: none yet in this run) */
 	char gone_type[32];      /* the last instance the gate saw go (a
 				  * refusal's: the quota it hit) */
 	bool gone_spot;

@@ -216,7 +216,10 @@ const struct ctrl_gate *job_pool_gate(struct job *j)
 {
 	(void)member(j);
 	memset(&j->sh.held, 0, sizeof j->sh.held);
-	j->sh.pm.spot_vcpus = j->sh.pm.peak = 0;
+	j->sh.pm.spot_vcpus = j->sh.pm.peak = j->sh.pm.od_vcpus = 0;
+	/* its measurements start with this life's run */
+	j->sh.pm.lease_t = 0;
+	j->sh.pass_t = 0;
 	j->sh.gate = (struct ctrl_gate){.admit = g_admit, .hold = g_hold,
 					.ctx = j};
 	return &j->sh.gate;
@@ -307,7 +310,8 @@ static void arb_of(struct job *j, struct arb_job *a)
 	if (running(j)) {
 		if (j->pg.measured_on)
 			pm_rates(m, env, &j->pg.profile);
-		pm_measure(m, j->run.t, j->pg.work_h, true);
+		/* the first round of a run only starts the counters */
+		pm_measure(m, j->run.t, j->pg.work_h, m->lease_t != 0);
 	} else {
 		pm_measure(m, job_now(j), 0, false);
 	}
@@ -574,6 +578,11 @@ bool job_pool_tick(struct job *j)
 	struct pool_limits l;
 	bool waiting = false;
 	int guard = 64;
+
+	/* the spot it held since the last tick, for the lease's measure */
+	if (j->sh.member && j->sh.pass_t && j->run.t > j->sh.pass_t)
+		pm_pass(&j->sh.pm, (double)(j->run.t - j->sh.pass_t));
+	j->sh.pass_t = j->run.t;
 
 	limits(js, &l);
 	for (const struct job *k = js->list; k; k = k->next)
