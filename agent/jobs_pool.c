@@ -407,6 +407,7 @@ static void round_(struct jobs *js, const char *why)
 	struct pool_limits l;
 	struct pool_use u;
 	struct px_error err = {0};
+	int64_t spare, ms;
 	bool active;
 
 	if (p->in_round)
@@ -439,9 +440,9 @@ static void round_(struct jobs *js, const char *why)
 	}
 	p->rounds++;
 	u = use_now(js);
+	spare = pm_spare(&l, aj, n);
 	for (size_t k = 0; k < n; k++)
-		take(v[k], &aj[k], active, &l, &u, pm_spare(&l, aj, n),
-		     p->rounds);
+		take(v[k], &aj[k], active, &l, &u, spare, p->rounds);
 	if (n)
 		log_debug("the pool's round %" PRId64 " (%s): %zu job%s",
 			  p->rounds, why, n, n == 1 ? "" : "s");
@@ -451,9 +452,9 @@ out:
 		(void)loop_timer_del(js->s.loop, p->timer);
 	p->timer = -1;
 	if (v && n) {
-		p->timer = loop_timer_add(js->s.loop, lease_ms(js), lease_fire,
-					  js);
-		p->next_us = px_now_mono_us() + (uint64_t)lease_ms(js) * 1000;
+		ms = lease_ms(js);
+		p->timer = loop_timer_add(js->s.loop, ms, lease_fire, js);
+		p->next_us = px_now_mono_us() + (uint64_t)ms * 1000;
 	}
 	free(v);
 	free(aj);

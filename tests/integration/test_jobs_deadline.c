@@ -323,6 +323,22 @@ static void check_spot_lost(int64_t id)
 	cr_assert_eq(asked(id, "spot", SPIKE_AT), 0, "spot asked for at $5");
 }
 
+/* The spiked job (extra: its more fields) on a fresh daemon, run to its
+ * end, which must be done: its status; its id in *ret_id. */
+static json_t *run_spiked(const char *extra, int64_t *ret_id)
+{
+	json_t *st;
+
+	daemon_up();
+	write_spiked_job(extra);
+	*ret_id = submit();
+	st = wait_end(*ret_id, 90);
+	cr_assert_str_eq(state_of(st), "done", "%s; %s",
+			 json_string_value(json_object_get(st, "error")),
+			 daemon_said());
+	return st;
+}
+
 /* Job id's on-demand instances: n in all, each released by the daemon
  * (none "lost" as the job ended: the nodes whose work ended exit before
  * the daemon reads the last report; the local world gives them a grace,
@@ -355,13 +371,7 @@ Test(jobs_deadline, no_spot_for_a_stretch_rents_on_demand_and_meets_it)
 	json_t *st, *d;
 	int64_t id;
 
-	daemon_up();
-	write_spiked_job("\"finish_by_hours\": 8");
-	id = submit();
-	st = wait_end(id, 90);
-	cr_assert_str_eq(state_of(st), "done", "%s; %s",
-			 json_string_value(json_object_get(st, "error")),
-			 daemon_said());
+	st = run_spiked("\"finish_by_hours\": 8", &id);
 	d = deadline_of(st);
 	check_sane(d, 8);
 	cr_assert_str_eq(json_string_value(json_object_get(d, "state")), "met",
@@ -397,13 +407,7 @@ Test(jobs_deadline, without_one_no_spot_rents_no_more_on_demand)
 	json_t *st;
 	int64_t id;
 
-	daemon_up();
-	write_spiked_job("");
-	id = submit();
-	st = wait_end(id, 90);
-	cr_assert_str_eq(state_of(st), "done", "%s; %s",
-			 json_string_value(json_object_get(st, "error")),
-			 daemon_said());
+	st = run_spiked("", &id);
 	cr_assert_null(json_object_get(st, "deadline"));
 	check_spot_lost(id);
 	cr_assert_eq(asked(id, "on-demand", WORLD_START_S), 1, "%lld",
