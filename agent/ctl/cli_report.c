@@ -52,8 +52,8 @@ struct inst {
 	bool spot, reliable;
 	int64_t start_us, ready_us, end_us; /* 0: not (yet) */
 	/* the last progress event before its ready one, and the clock it
-	 * gave (0: none) */
-	int64_t before_us, before_clock;
+	 * gave (0: none); and the last one before the clock last moved */
+	int64_t before_us, before_clock, step_us, step_clock;
 	bool evicted, warned;
 	int64_t cost_uusd;           /* its ledger lines */
 };
@@ -72,8 +72,10 @@ struct report {
 	struct inst *in;
 	size_t n_in, cap_in;
 	int64_t first_us, last_us;   /* the job's events */
-	/* the last two instants of progress events, and their clocks */
+	/* the last two instants of progress events, and their clocks; the
+	 * last progress event before the clock last moved, and its clock */
 	int64_t prog_us, prog_clock, prog_prev_us, prog_prev_clock;
+	int64_t step_us, step_clock;
 	int64_t ledger_uusd, other_uusd; /* other: lines of no instance */
 	double od_fleet_usd;         /* the last progress event's */
 	int64_t samples;             /* a program's (progress' samples) */
@@ -153,6 +155,11 @@ static void take_progress(struct report *r, json_t *d, int64_t at_us)
 	if (isfinite(clock)) {
 		if ((int64_t)clock < r->clock)   /* a checkpoint's rollback */
 			r->clocks_lost += r->clock - (int64_t)clock;
+		if ((int64_t)clock != r->clock && r->prog_us &&
+		    r->prog_us < at_us) {
+			r->step_us = r->prog_us;
+			r->step_clock = r->clock;
+		}
 		r->clock = (int64_t)clock;
 	}
 	if (at_us > r->prog_us) {
@@ -202,6 +209,8 @@ static void take_instance(struct report *r, const struct store_event *ev,
 		in->ready_us = ev->at_us;
 		in->before_us = last ? r->prog_us : r->prog_prev_us;
 		in->before_clock = last ? r->prog_clock : r->prog_prev_clock;
+		in->step_us = r->step_us;
+		in->step_clock = r->step_clock;
 	} else if (!strcmp(ev->kind, "warning")) {
 		in->warned = true;
 	} else if (!strcmp(ev->kind, "eviction") ||
@@ -309,15 +318,24 @@ static double hours(int64_t from, int64_t to)
  * heard only at its end (a job whose work fit between two reports: the
  * ready comes with done) while the job's clock moved on since the last
  * progress event before, worked since that event (or its launch, if
- * later): not "0 hours of work" for a job that did it all. */
+ * later): not "0 hours of work" for a job that did it all.  Where the
+ * clock stood still since that event (a loaded host: the work was all
+ * done by the report before the last), since the report before the
+ * clock last moved. */
 static int64_t work_from(const struct report *r, const struct inst *in,
 			 int64_t end)
 {
-	if (in->ready_us && in->ready_us >= end && in->before_us &&
-	    r->clock > in->before_clock)
-		return in->before_us > in->start_us ? in->before_us :
-		       in->start_us;
-	return in->ready_us;
+	int64_t from = 0;
+
+	if (!in->ready_us || in->ready_us < end)
+		return in->ready_us;
+	if (in->before_us && r->clock > in->before_clock)
+		from = in->before_us;
+	else if (in->step_us && r->clock > in->step_clock)
+		from = in->step_us;
+	if (!from)
+		return in->ready_us;
+	return from > in->start_us ? from : in->start_us;
 }
 
 /* {key: {cost_usd, instances, hours}} for one grouping of the fleet. */

@@ -59,24 +59,41 @@ static bool have_gnuplot(void)
 	       access("/usr/local/bin/gnuplot", X_OK) == 0;
 }
 
+/* The report of done job id counts some hours of work. */
+static void worked_some(int64_t id)
+{
+	json_t *o = report(id), *h = json_object_get(o, "hours");
+
+	cr_assert_gt(num(h, "worked"), 0, "0 hours of work for a done job");
+	cr_assert_leq(num(h, "worked"), num(h, "rented"));
+	json_decref(o);
+}
+
 /* The daemon hears an instance is ready from the trainer's report that
  * names it first; a job whose work fits between two reports has its
  * ready events at the instant of done.  The report still counts the work
- * those instances did (since the last progress event before), not 0. */
+ * those instances did (since the last progress event before), not 0;
+ * also where that event already had the final clock. */
 static void ready_at_done(int64_t id)
 {
-	char q[256];
-	json_t *o, *h;
+	char q[512];
 
 	snprintf(q, sizeof q, "UPDATE events SET at_us = (SELECT max(at_us) "
 		 "FROM events WHERE job_id = %lld) WHERE job_id = %lld AND "
 		 "kind = 'ready'", (long long)id, (long long)id);
 	sql_exec(q);
-	o = report(id);
-	h = json_object_get(o, "hours");
-	cr_assert_gt(num(h, "worked"), 0, "0 hours of work for a done job");
-	cr_assert_leq(num(h, "worked"), num(h, "rented"));
-	json_decref(o);
+	worked_some(id);
+	/* and on a loaded host, the report before the last already had the
+	 * final clock: the work was done between two reports before it */
+	snprintf(q, sizeof q, "UPDATE events SET detail = json_set(detail, "
+		 "'$.clock', (SELECT max(json_extract(detail, '$.clock')) FROM "
+		 "events WHERE job_id = %lld AND kind = 'progress')) WHERE id = "
+		 "(SELECT max(id) FROM events WHERE job_id = %lld AND kind = "
+		 "'progress' AND at_us < (SELECT max(at_us) FROM events WHERE "
+		 "job_id = %lld))", (long long)id, (long long)id,
+		 (long long)id);
+	sql_exec(q);
+	worked_some(id);
 }
 
 /* proteusctl with PATH set to path alone (the teardown needs ours) */
