@@ -220,6 +220,13 @@ struct job_share {
 	char gone_type[32];      /* the last instance the gate saw go (a
 				  * refusal's: the quota it hit) */
 	bool gone_spot;
+	/* the jobs present (queued or running) over its ticks, in jobs x
+	 * market hours, and those hours: its 1/N of the pool; and the work
+	 * its rates (pm.rate) say the spot it held then does */
+	double present_jh, ticked_h, ideal_wh;
+	/* done: its realized rho (completion over its time alone on 1/N of
+	 * the pool), those two times and N; NaN: none */
+	double rho_done, completion_h, alone_h, n_present;
 };
 
 struct job {
@@ -353,11 +360,14 @@ int64_t job_evictions(struct job *j);
 /* The daemon's pool (jobs_new) and its end (jobs_free). */
 enum px_err jobs_pool_new(struct jobs *js, struct px_error *err);
 void jobs_pool_free(struct jobs *js);
+/* A restarted daemon's pool: the limits it had learnt (its last "quota"
+ * event about no job), unless the configured limits they were learnt
+ * under changed; its rounds go on from the last one's count. */
+void jobs_pool_recover(struct jobs *js);
 /* The share part made ready (job_new): no share, no rho, came now. */
 void job_pool_init(struct job *j);
 /* A restarted daemon's job: it came at came_us (its submission); an
- * event of its earlier lives ("lease": its share; "quota": a limit the
- * pool learnt). */
+ * event of its earlier lives ("lease": its share). */
 void job_pool_came(struct job *j, int64_t came_us);
 void job_pool_resume_event(struct job *j, const char *kind, json_t *o);
 /* A submitted job whose reliable tier could never fit the pool, even
@@ -383,7 +393,8 @@ bool job_pool_tick(struct job *j);
 void job_pool_leave(struct job *j);
 /* What j's share part holds, freed (job_free). */
 void job_pool_free(struct job *j);
-/* j's part of `status` ("pool"; NULL when out of memory). */
+/* j's part of `status` ("pool"; NULL when out of memory, or for a job
+ * that ended with no realized rho). */
 json_t *job_pool_json(const struct job *j);
 
 /* ---- jobs_progress.c: what the workload reports, the scaling ---- */

@@ -43,6 +43,8 @@ struct jobs_pool {
 };
 
 static void round_(struct jobs *js, const char *why);
+static json_t *num_or_null(double v, bool have);
+static json_t *limit_json(const struct pool_limit *l);
 
 enum px_err jobs_pool_new(struct jobs *js, struct px_error *err)
 {
@@ -78,12 +80,114 @@ void job_pool_init(struct job *j)
 	j->sh.rho = NAN;
 	j->sh.came_us = px_now_wall_us();
 	j->sh.resume_share = -1;
+	j->sh.rho_done = j->sh.completion_h = j->sh.alone_h = NAN;
+	j->sh.n_present = NAN;
 }
 
 void job_pool_came(struct job *j, int64_t came_us)
 {
 	if (came_us > 0)
 		j->sh.came_us = came_us;
+}
+
+/* ---- the pool's own events (about no job): what it learnt, its rounds
+ * ---- */
+
+static void pool_event(const struct jobs *js, const char *kind, json_t *o)
+{
+	struct px_error err = {0};
+	char *d = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (!d)
+		log_warn("the pool's '%s' event: out of memory", kind);
+	else if (store_event_add(js->s.st, 0, 0, px_now_wall_us(), kind, d,
+				 &err) != PX_OK)
+		log_warn("the pool's '%s' event not stored: %s", kind,
+			 err.msg);
+	free(d);
+	json_decref(o);
+}
+
+/* The learned limits as they stand now, with the configured ones they
+ * were learnt under ("none" and "none": forgotten): the last such event
+ * is what a restarted daemon starts from. */
+static void learned_event(const struct jobs *js)
+{
+	struct jobs_pool *p = js->pool;
+	char sp[CONFIG_POOL_LIMIT_MAX], od[CONFIG_POOL_LIMIT_MAX];
+
+	pool_limit_format(&p->learned_spot, sp, sizeof sp);
+	pool_limit_format(&p->learned_od, od, sizeof od);
+	pool_event(js, "quota", json_pack("{s:s, s:s, s:s, s:s}",
+		   "spot_vcpus", sp, "ondemand_vcpus", od,
+		   "under_spot_vcpus", p->under_spot,
+		   "under_ondemand_vcpus", p->under_od));
+}
+
+static enum px_err last_learned(const struct store_event *ev, void *ctx)
+{
+	struct jobs *js = ctx;
+	struct jobs_pool *p = js->pool;
+	json_t *o = json_loads(ev->detail, 0, NULL);
+	const char *us = json_string_value(json_object_get(o,
+						"under_spot_vcpus"));
+	const char *uo = json_string_value(json_object_get(o,
+						"under_ondemand_vcpus"));
+	struct pool_limit sp, od;
+	struct px_error err = {0};
+
+	/* learnt under other configured limits (changed while the daemon
+	 * was down): forgotten, as a SIGHUP's change forgets them */
+	if (!us || !uo || strcmp(us, p->under_spot) ||
+	    strcmp(uo, p->under_od)) {
+		json_decref(o);
+		return PX_OK;
+	}
+	if (pool_limit_parse("spot_vcpus", json_string_value(
+			json_object_get(o, "spot_vcpus")), &sp, &err) != PX_OK ||
+	    pool_limit_parse("ondemand_vcpus", json_string_value(
+			json_object_get(o, "ondemand_vcpus")), &od, &err) !=
+	    PX_OK) {
+		log_warn("the pool's last quota event (%" PRId64 "): %s: its "
+			 "learned limits are not taken up", ev->id, err.msg);
+	} else {
+		p->learned_spot = sp;
+		p->learned_od = od;
+	}
+	json_decref(o);
+	return PX_OK;
+}
+
+static enum px_err last_round(const struct store_event *ev, void *ctx)
+{
+	struct jobs_pool *p = ctx;
+	json_t *o = json_loads(ev->detail, 0, NULL);
+	json_t *rd = json_object_get(o, "round");
+
+	if (json_is_integer(rd) && json_integer_value(rd) > p->rounds &&
+	    json_integer_value(rd) < INT64_MAX / 2)
+		p->rounds = json_integer_value(rd);
+	json_decref(o);
+	return PX_OK;
+}
+
+void jobs_pool_recover(struct jobs *js)
+{
+	struct px_error err = {0};
+	char sp[CONFIG_POOL_LIMIT_MAX], od[CONFIG_POOL_LIMIT_MAX];
+
+	if (store_event_last(js->s.st, 0, "quota", last_learned, js,
+			     &err) != PX_OK ||
+	    store_event_last(js->s.st, 0, "round", last_round, js->pool,
+			     &err) != PX_OK)
+		log_warn("the pool's state before the restart: %s", err.msg);
+	if (!pool_limit_any(&js->pool->learned_spot) &&
+	    !pool_limit_any(&js->pool->learned_od))
+		return;
+	pool_limit_format(&js->pool->learned_spot, sp, sizeof sp);
+	pool_limit_format(&js->pool->learned_od, od, sizeof od);
+	log_notice("the pool's limits learnt from EC2's quota errors before "
+		   "the restart hold: spot %s, on demand %s", sp, od);
 }
 
 /* The limits in force: the configured ones, and the learned where they
@@ -95,17 +199,21 @@ static void limits(const struct jobs *js, struct pool_limits *l)
 
 	if (strcmp(p->under_spot, cfg->pool_spot_vcpus) ||
 	    strcmp(p->under_od, cfg->pool_ondemand_vcpus)) {
-		if (pool_limit_any(&p->learned_spot) ||
-		    pool_limit_any(&p->learned_od))
-			log_notice("the pool's configured limits changed: the "
-				   "limits learnt from EC2's quota errors are "
-				   "forgotten");
+		bool had = pool_limit_any(&p->learned_spot) ||
+			   pool_limit_any(&p->learned_od);
+
 		pool_limit_none(&p->learned_spot);
 		pool_limit_none(&p->learned_od);
 		snprintf(p->under_spot, sizeof p->under_spot, "%s",
 			 cfg->pool_spot_vcpus);
 		snprintf(p->under_od, sizeof p->under_od, "%s",
 			 cfg->pool_ondemand_vcpus);
+		if (had) {
+			log_notice("the pool's configured limits changed: the "
+				   "limits learnt from EC2's quota errors are "
+				   "forgotten");
+			learned_event(js);
+		}
 	}
 	*l = cfg->pool_limits;
 	pool_limit_min(&l->spot, &cfg->pool_limits.spot,
@@ -397,6 +505,36 @@ static void take(struct job *j, const struct arb_job *a, bool active,
 	}
 }
 
+/* The round's decision, as a "round" event about no job: its count,
+ * why it came, the limits in force and each job's share, admission and
+ * rho (docs/pool.md, "In the daemon"). */
+static void round_event(struct jobs *js, const char *why, struct job **v,
+			size_t n)
+{
+	struct pool_limits l;
+	json_t *a = json_array();
+
+	limits(js, &l);
+	for (size_t k = 0; a && k < n; k++) {
+		const struct pool_member *m = &v[k]->sh.pm;
+
+		json_array_append_new(a, json_pack("{s:I, s:o, s:o, s:b, s:o}",
+			"job", (json_int_t)v[k]->id,
+			"share", m->shared ? json_integer(m->share) :
+					     json_null(),
+			"share_vcpus", m->shared ? json_integer(m->share *
+					m->unit_vcpus) : json_null(),
+			"admitted", v[k]->sh.admitted,
+			"rho", num_or_null(v[k]->sh.rho, true)));
+	}
+	pool_event(js, "round", json_pack("{s:I, s:s, s:s, s:o, s:o, s:o}",
+		   "round", (json_int_t)js->pool->rounds, "why", why,
+		   "arbiter", arb_name((enum arb_kind)js->s.cfg->pool_arbiter),
+		   "spot_vcpus", limit_json(&l.spot),
+		   "ondemand_vcpus", limit_json(&l.ondemand),
+		   "jobs", a ? a : json_null()));
+}
+
 static void round_(struct jobs *js, const char *why)
 {
 	struct jobs_pool *p = js->pool;
@@ -443,6 +581,8 @@ static void round_(struct jobs *js, const char *why)
 	spare = pm_spare(&l, aj, n);
 	for (size_t k = 0; k < n; k++)
 		take(v[k], &aj[k], active, &l, &u, spare, p->rounds);
+	if (n && active)
+		round_event(js, why, v, n);
 	if (n)
 		log_debug("the pool's round %" PRId64 " (%s): %zu job%s",
 			  p->rounds, why, n, n == 1 ? "" : "s");
@@ -535,6 +675,7 @@ void job_pool_refused(struct job *j, const struct ctrl_event *ev)
 		   "\"learned_vcpus\": %" PRId64 ", \"learned\": \"%s\"}",
 		   spot ? "spot" : "on-demand", pool_group_name(g), held,
 		   text);
+	learned_event(j->js);
 	round_soon(j->js);
 }
 
@@ -554,20 +695,6 @@ void job_pool_resume_event(struct job *j, const char *kind, json_t *o)
 		if (json_is_integer(sh) && json_integer_value(sh) >= 0 &&
 		    json_integer_value(sh) <= INT32_MAX)
 			j->sh.resume_share = (int)json_integer_value(sh);
-	} else if (!strcmp(kind, "quota")) {
-		const char *m = json_string_value(json_object_get(o,
-								  "market"));
-		const char *g = json_string_value(json_object_get(o, "group"));
-		json_t *v = json_object_get(o, "learned_vcpus");
-
-		for (int k = 0; m && g && json_is_integer(v) &&
-				k < POOL_GROUPS; k++)
-			if (!strcmp(g, pool_group_name((enum pool_group)k)))
-				(void)pool_learn(!strcmp(m, "spot") ?
-						 &p->learned_spot :
-						 &p->learned_od,
-						 (enum pool_group)k,
-						 json_integer_value(v));
 	}
 }
 
@@ -580,9 +707,22 @@ bool job_pool_tick(struct job *j)
 	bool waiting = false;
 	int guard = 64;
 
-	/* the spot it held since the last tick, for the lease's measure */
-	if (j->sh.member && j->sh.pass_t && j->run.t > j->sh.pass_t)
-		pm_pass(&j->sh.pm, (double)(j->run.t - j->sh.pass_t));
+	/* the spot it held since the last tick, for the lease's measure;
+	 * the jobs present meanwhile, for its realized rho */
+	if (j->sh.member && j->sh.pass_t && j->run.t > j->sh.pass_t) {
+		double dt = (double)(j->run.t - j->sh.pass_t);
+		int present = 0;
+
+		pm_pass(&j->sh.pm, dt);
+		for (const struct job *k = js->list; k; k = k->next)
+			present += k->run.state == STORE_JOB_QUEUED ||
+				   k->run.state == STORE_JOB_RUNNING;
+		j->sh.present_jh += dt / 3600 * present;
+		j->sh.ticked_h += dt / 3600;
+		j->sh.ideal_wh += dt / 3600 * pm_rate_at(&j->sh.pm,
+			(double)j->sh.pm.spot_vcpus /
+			(double)j->sh.pm.unit_vcpus);
+	}
 	j->sh.pass_t = j->run.t;
 
 	limits(js, &l);
@@ -625,10 +765,47 @@ void job_pool_free(struct job *j)
 	j->sh.member = false;
 }
 
+/* Done job j's realized rho: its completion time (market hours since it
+ * came) over its time alone on 1/N of the pool (Themis' rho, as
+ * simulate --workload reports it); a "pool_end" event says it.  N is the
+ * jobs present over its run on average.  Its time alone is in the units
+ * its run measured: the work its rates say of what it held, over their
+ * rate at its 1/N (so a host that runs the model at half its rates
+ * counts half for both). */
+static void realized(struct job *j)
+{
+	struct job_share *sh = &j->sh;
+	struct pool_limits l;
+	struct arb_job a;
+	double age_h = (double)(px_now_wall_us() - sh->came_us) / 3.6e9 *
+		       (j->mk.speedup > 0 ? j->mk.speedup : 1);
+	double n = sh->ticked_h > 0 ? sh->present_jh / sh->ticked_h : 1;
+	double alone;
+
+	if (j->run.state != STORE_JOB_DONE || !(age_h > 0))
+		return;
+	limits(j->js, &l);
+	pm_arb(&sh->pm, 0, sh->pm.work_total_h, false, 0, &a);
+	a.rate = sh->pm.rate;
+	a.work_total_h = sh->ideal_wh;
+	alone = arb_alone_hours(&a, n < 1 ? 1 : n,
+				arb_alone_max(&l, NULL, &a));
+	if (!(alone > 0) || !isfinite(alone))
+		return;
+	sh->completion_h = age_h;
+	sh->alone_h = alone;
+	sh->n_present = n < 1 ? 1 : n;
+	sh->rho_done = age_h / alone;
+	job_eventf(j, "pool_end", "{\"rho\": %.6g, \"completion_hours\": "
+		   "%.6g, \"alone_hours\": %.6g, \"jobs_present\": %.4g}",
+		   sh->rho_done, sh->completion_h, sh->alone_h, sh->n_present);
+}
+
 void job_pool_leave(struct job *j)
 {
 	if (!j->sh.member)
 		return;
+	realized(j);
 	j->sh.member = false;
 	j->sh.admitted = false;
 	pm_free(&j->sh.pm);
@@ -650,6 +827,13 @@ json_t *job_pool_json(const struct job *j)
 	const struct job_share *sh = &j->sh;
 	const struct pool_member *m = &sh->pm;
 	bool shared = sh->member && m->shared;
+
+	if (j->run.state != STORE_JOB_QUEUED &&
+	    j->run.state != STORE_JOB_RUNNING)
+		return isfinite(sh->rho_done) ? json_pack("{s:f, s:f, s:f, "
+			"s:f}", "rho_realized", sh->rho_done,
+			"completion_hours", sh->completion_h, "alone_hours",
+			sh->alone_h, "jobs_present", sh->n_present) : NULL;
 
 	return json_pack("{s:o, s:o, s:I, s:I, s:o, s:f, s:b, s:o, s:I, s:I}",
 		"share_spot", shared ? json_integer(m->share) : json_null(),

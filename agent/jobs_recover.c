@@ -56,10 +56,11 @@ static enum px_err rec_event(const struct store_event *ev, void *ctx)
 		job_books_resume_event(r->j, ev->kind, NULL);
 	} else if (!strcmp(ev->kind, "start")) {
 		rec_start(r, ev);
-	} else if (!strcmp(ev->kind, "lease") || !strcmp(ev->kind, "quota")) {
+	} else if (!strcmp(ev->kind, "lease")) {
 		json_t *p = json_loads(ev->detail, 0, NULL);
 
-		/* the pool's: the job's share, a limit learnt */
+		/* the pool's: the job's share (what the pool learnt is
+		 * its own event's, jobs_pool_recover) */
 		if (p)
 			job_pool_resume_event(r->j, ev->kind, p);
 		json_decref(p);
@@ -268,6 +269,7 @@ enum px_err jobs_recover(struct jobs *js, struct px_error *err)
 
 	if (!l)
 		return px_errorf(err, PX_ENOMEM, "out of memory");
+	jobs_pool_recover(js);
 	if (store_jobs_each(js->s.st, NULL, rec_job, l, err) != PX_OK) {
 		free(l);
 		return err->code;

@@ -374,11 +374,14 @@ static json_t *status_live(struct job *j)
 	}
 	set_enrollments(o, j->js->s.st, j->id, j->req.world.name, j);
 	set_error(o, j->js->s.st, j->id, j->run.state, j->run.why);
-	/* its share of the pool and its rho (docs/pool.md), while it is
-	 * queued or runs */
-	if (j->run.state == STORE_JOB_QUEUED ||
-	    j->run.state == STORE_JOB_RUNNING)
-		json_object_set_new(o, "pool", job_pool_json(j));
+	/* its share of the pool and its rho (docs/pool.md) while it is
+	 * queued or runs; done, its realized rho */
+	{
+		json_t *pl = job_pool_json(j);
+
+		if (pl)
+			json_object_set_new(o, "pool", pl);
+	}
 	{
 		json_t *dl = deadline_json(j);
 

@@ -216,24 +216,31 @@ int64_t pm_unit_price(const struct pool_member *m, const struct pol_env *env,
  * what rate[] says of the spot it held meanwhile (evictions, startups,
  * re-forms and the types it chose all show there), clamped to [0.2,
  * 1.2] and smoothed over leases. */
+double pm_rate_at(const struct pool_member *m, double units)
+{
+	int k = units > 0 ? (int)floor(units) : 0;
+	double f;
+
+	if (k >= m->max) {
+		k = m->max;
+		f = 0;
+	} else {
+		f = units > 0 ? units - k : 0;
+	}
+	return m->rate[k] + (k < m->max ? f * (m->rate[k + 1] - m->rate[k]) :
+			     0);
+}
+
 void pm_measure(struct pool_member *m, int64_t now, double work_h,
 		bool running)
 {
 	double dt = (double)(now - m->lease_t);
 
 	if (running && dt >= 360) {
-		double held = m->held_s / dt / (double)m->unit_vcpus, f, p;
-		int k = (int)floor(held);
+		double p = pm_rate_at(m, m->held_s / dt /
+				      (double)m->unit_vcpus);
 		double done = work_h - m->lease_work;
 
-		if (k >= m->max) {
-			k = m->max;
-			f = 0;
-		} else {
-			f = held - k;
-		}
-		p = m->rate[k] + (k < m->max ? f * (m->rate[k + 1] -
-						    m->rate[k]) : 0);
 		if (p > 0 && done >= 0) {
 			double c = done / (p * dt / 3600);
 

@@ -95,6 +95,9 @@ int pm_want(const struct pool_member *m);
 int64_t pm_unit_price(const struct pool_member *m, const struct pol_env *env,
 		      const struct pol_fleet *f,
 		      const struct market_set *ms, int64_t now);
+/* Its rate (rate[], work-hours an hour) with units of spot held, on
+ * average (between two counts: in between). */
+double pm_rate_at(const struct pool_member *m, double units);
 /* The lease ends at market time now with work_h of its work done
  * (running: it has run in the lease): its rates as the arbiter is to
  * see them, and the lease's counters start again. */

@@ -243,9 +243,27 @@ Test(jobs_pool, three_jobs_share_a_small_pool_and_a_late_one_gets_its_share)
 	watch_until_ended(id, 3, 6, 180);
 	for (int k = 0; k < 3; k++)
 		done_with_books(id[k]);
-	/* each round's decisions are the jobs' lease events */
-	for (int k = 0; k < 3; k++)
+	/* each round's decisions are the jobs' lease events, where a
+	 * share changed, and the pool's round events, each within the
+	 * limit; each done job has its realized rho */
+	for (int k = 0; k < 3; k++) {
 		cr_assert_gt(events_like(id[k], "lease", "%\"share\"%"), 0);
+		cr_assert_eq(events_like(id[k], "pool_end", "%\"rho\"%"), 1);
+		p = status(id[k]);
+		x = json_object_get(json_object_get(p, "pool"),
+				    "rho_realized");
+		cr_assert(json_is_number(x) && json_number_value(x) > 0 &&
+			  isfinite(json_number_value(x)), "%s",
+			  json_dumps(p, 0));
+		json_decref(p);
+	}
+	cr_assert_gt(sql_int("SELECT count(*) FROM events WHERE job_id IS "
+			     "NULL AND kind = 'round'"), 2);
+	cr_assert_eq(sql_int("SELECT count(*) FROM events e WHERE job_id IS "
+			     "NULL AND kind = 'round' AND (SELECT coalesce("
+			     "sum(json_extract(j.value, '$.share_vcpus')), 0) "
+			     "FROM json_each(e.detail, '$.jobs') j) > 8"), 0,
+		     "a round gave more than the pool");
 	/* the big job gave instances back when the late one came */
 	cr_assert_gt(events_like(id[0], "release", "%pool%") +
 		     events_like(id[1], "release", "%pool%"), 0);
@@ -325,7 +343,7 @@ Test(jobs_pool, kill_9_keeps_the_pool_straight)
 	cr_assert_gt(share, 0);
 	stop_daemon(SIGKILL);
 	rounds = sql_int("SELECT max(json_extract(detail, '$.round')) FROM "
-			 "events WHERE kind = 'lease'");
+			 "events WHERE kind IN ('lease', 'round')");
 	cr_assert_gt(rounds, 0);
 	start_daemon();
 	p = look(6);
@@ -359,4 +377,106 @@ Test(jobs_pool, without_limits_nothing_is_gated_and_the_pool_says_so)
 	json_decref(p);
 	done_with_books(id);
 	cr_assert_eq(events_like(id, "lease", "%"), 0);
+}
+
+/* A learned limit of the pool ("quota" about no job, the last one) that
+ * holds the pool's limits learnt under configured pool_spot_vcpus and
+ * pool_ondemand_vcpus. */
+static void learned_before(const char *spot, const char *under_spot,
+			   const char *under_od)
+{
+	char q[512];
+
+	snprintf(q, sizeof q, "INSERT INTO events (job_id, instance_id, "
+		 "at_us, kind, detail) VALUES (NULL, NULL, 1, 'quota', "
+		 "'{\"spot_vcpus\": \"%s\", \"ondemand_vcpus\": \"none\", "
+		 "\"under_spot_vcpus\": \"%s\", \"under_ondemand_vcpus\": "
+		 "\"%s\"}')", spot, under_spot, under_od);
+	sql_exec(q);
+}
+
+static const char *learned_spot(void)
+{
+	static char text[64];
+	json_t *p = pool_json();
+
+	snprintf(text, sizeof text, "%s", json_string_value(json_object_get(
+		json_object_get(p, "learned"), "spot_vcpus")));
+	json_decref(p);
+	return text;
+}
+
+/* The running daemon's pool_spot_vcpus changed to standard=spot (the
+ * file, then SIGHUP), once `pool` says so. */
+static void pool_daemon_reload(int od, int spot)
+{
+	char want[32];
+	FILE *f = fopen(jt.conf, "w");
+	bool now = false;
+
+	cr_assert_not_null(f);
+	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n"
+		"pool_spot_vcpus standard=%d\npool_ondemand_vcpus standard=%d\n"
+		"pool_lease_seconds 600\nmax_jobs 4\n", jt.db, jt.sock, spot,
+		od);
+	fclose(f);
+	cr_assert_eq(kill(jt.pid, SIGHUP), 0);
+	snprintf(want, sizeof want, "standard=%d", spot);
+	for (int t = 0; t < 50 && !now; t++) {
+		json_t *p = pool_json();
+
+		now = !strcmp(json_string_value(json_object_get(json_object_get(
+			p, "configured"), "spot_vcpus")), want);
+		json_decref(p);
+		if (!now)
+			sleep_ms(100);
+	}
+	cr_assert(now, "the reload did not take");
+}
+
+/* What the pool learnt from EC2's quota errors outlives a restart, even
+ * with no job running then, under the same configured limits; changed
+ * ones (in the file while it was down, or by SIGHUP) forget it, and the
+ * forgetting is stored too. */
+Test(jobs_pool, learned_limits_outlive_a_restart_unless_the_limits_change)
+{
+	pool_daemon(6, 0);
+	stop_daemon(SIGTERM);
+	learned_before("standard=4", "standard=8", "standard=6");
+	start_daemon();
+	cr_assert_str_eq(learned_spot(), "standard=4");
+	{
+		json_t *p = pool_json();
+
+		cr_assert_str_eq(json_string_value(json_object_get(
+			json_object_get(p, "in_force"), "spot_vcpus")),
+			"standard=4");
+		json_decref(p);
+	}
+	{
+		char *log = daemon_log();
+
+		cr_assert(strstr(log, "learnt from EC2's quota errors before "
+				 "the restart hold"), "%s", log);
+		free(log);
+	}
+	/* learnt under other limits than today's: not taken up */
+	stop_daemon(SIGTERM);
+	learned_before("standard=2", "standard=16", "standard=6");
+	start_daemon();
+	cr_assert_str_eq(learned_spot(), "none");
+	/* under today's again, then the operator changes them: forgotten,
+	 * and a restart does not bring it back */
+	stop_daemon(SIGTERM);
+	learned_before("standard=4", "standard=8", "standard=6");
+	start_daemon();
+	cr_assert_str_eq(learned_spot(), "standard=4");
+	pool_daemon_reload(6, 12);
+	cr_assert_str_eq(learned_spot(), "none");
+	cr_assert_eq(sql_int("SELECT count(*) FROM events WHERE job_id IS "
+			     "NULL AND kind = 'quota' AND detail LIKE "
+			     "'%\"spot_vcpus\":\"none\"%'"), 1);
+	stop_daemon(SIGTERM);
+	pool_daemon(6, 0);
+	cr_assert_str_eq(learned_spot(), "none");
 }
