@@ -81,6 +81,12 @@ struct arb {
 	size_t *order;            /* by arrival */
 	bool srpt;                /* fill: shortest remaining time first */
 	struct pool_use use;
+	/* finish-time's reservation (reserve): the job that waits for it,
+	 * its run once in (at its 1/N) and its time alone; the admitted
+	 * jobs whose ends make its room (NULL: none) */
+	long res;
+	double res_run_h, res_alone_h;
+	bool *blocker;
 };
 
 static bool unit_fits(const struct arb *a, const struct arb_job *j)
@@ -142,11 +148,132 @@ static int by_arrival(const void *x, const void *y, void *ctx)
 	return i < k ? -1 : i > k;
 }
 
+/* When admitted job i ends at a share of n (HUGE_VAL: it cannot
+ * progress at it). */
+static double end_at(const struct arb *a, size_t i, int n)
+{
+	const struct arb_job *j = &a->v[i];
+
+	if (n > j->max)
+		n = j->max;
+	if (n < 0)
+		n = 0;
+	return j->rate[n] > 0 ? a->s->now_h + j->work_left_h / j->rate[n]
+			      : HUGE_VAL;
+}
+
+static double ends_h(const struct arb *a, size_t i)
+{
+	return end_at(a, i, a->held[i]);
+}
+
+struct reserve {
+	bool on;
+	double at_h;              /* when the blocked job's tier fits */
+	struct pool_use then;     /* the pool's tiers then, its in */
+};
+
+static int by_end(const void *x, const void *y, void *ctx)
+{
+	const double *e = ctx;
+	size_t i = *(const size_t *)x, k = *(const size_t *)y;
+
+	if (e[i] != e[k])
+		return e[i] < e[k] ? -1 : 1;
+	return i < k ? -1 : i > k;
+}
+
+/* finish-time's reservation for the first job in arrival order whose
+ * tier does not fit (EASY backfilling): when the admitted jobs, ending
+ * at their held shares in turn, leave room for it, and the tiers then
+ * with its own in.  Without one, a big tier waits while small ones that
+ * come later take each room as it frees, and its rho grows without
+ * bound.  Not made where it would never fit, or out of memory. */
+static void reserve(struct arb *a, const struct arb_job *b,
+		    struct reserve *r)
+{
+	size_t bi = (size_t)(b - a->v);
+	size_t *ids = px_calloc(a->n ? a->n : 1, sizeof *ids), m = 0;
+	double *end = px_calloc(a->n ? a->n : 1, sizeof *end);
+	struct pool_use u = a->use;
+
+	r->on = false;
+	for (size_t i = 0; ids && end && i < a->n; i++)
+		if (a->v[i].admit) {
+			end[i] = ends_h(a, i);
+			ids[m++] = i;
+		}
+	if (ids && end)
+		qsort_r(ids, m, sizeof *ids, by_end, end);
+	for (size_t k = 0; ids && end && k < m && isfinite(end[ids[k]]);
+	     k++) {
+		const struct arb_job *j = &a->v[ids[k]];
+
+		pool_use_add(&u, j->tier_group, false, j->tier_vcpus,
+			     j->tier_uusd, -1);
+		if (a->blocker)
+			a->blocker[ids[k]] = true;
+		if (pool_fits(a->s->limits, &u, b->tier_group, false,
+			      b->tier_vcpus, b->tier_uusd, NULL)) {
+			pool_use_add(&u, b->tier_group, false, b->tier_vcpus,
+				     b->tier_uusd, 1);
+			r->on = true;
+			r->at_h = end[ids[k]];
+			r->then = u;
+			break;
+		}
+	}
+	if (r->on && a->blocker) {
+		int fair = a->alone[bi] / (int)(a->n_in + 1);
+
+		fair = fair < 1 ? 1 : fair > b->max ? b->max : fair;
+		a->res = (long)bi;
+		a->res_run_h = b->rate[fair] > 0 ? b->work_left_h /
+			       b->rate[fair] : HUGE_VAL;
+		a->res_alone_h = arb_alone_hours(b, (double)(a->n_in + 1),
+						 a->alone[bi]);
+	} else if (a->blocker) {
+		memset(a->blocker, 0, a->n * sizeof *a->blocker);
+	}
+	free(ids);
+	free(end);
+}
+
+/* Whether j, whose tier fits now, may start past the reservation r: it
+ * ends (at its 1/N of the pool) before r's job starts, or its tier fits
+ * beside r's then (and is counted there). */
+static bool backfill(struct arb *a, size_t i, struct reserve *r)
+{
+	const struct arb_job *j = &a->v[i];
+	int fair = a->alone[i] / (int)(a->n_in + 1);
+
+	if (!r->on)
+		return true;
+	if (fair < 1)
+		fair = 1;
+	if (fair > j->max)
+		fair = j->max;
+	if (j->rate[fair] > 0 &&
+	    a->s->now_h + j->work_left_h / j->rate[fair] <= r->at_h)
+		return true;
+	if (!pool_fits(a->s->limits, &r->then, j->tier_group, false,
+		       j->tier_vcpus, j->tier_uusd, NULL))
+		return false;
+	pool_use_add(&r->then, j->tier_group, false, j->tier_vcpus,
+		     j->tier_uusd, 1);
+	return true;
+}
+
 /* Gang admission: the tiers admitted before stay; then, in arrival
  * order, a job whose whole tier fits, and that can do work with it
- * (its tier works, or one spot instance fits beside it). */
+ * (its tier works, or one spot instance fits beside it); under
+ * finish-time, one that does not delay the first that waits (reserve,
+ * backfill). */
 static void admit(struct arb *a)
 {
+	struct reserve r = {.on = false};
+	bool blocked = false;
+
 	for (size_t i = 0; i < a->n; i++) {
 		struct arb_job *j = &a->v[i];
 
@@ -154,6 +281,7 @@ static void admit(struct arb *a)
 		if (j->admit)
 			pool_use_add(&a->use, j->tier_group, false,
 				     j->tier_vcpus, j->tier_uusd, 1);
+		a->n_in += j->admit;
 	}
 	for (size_t o = 0; o < a->n; o++) {
 		struct arb_job *j = &a->v[a->order[o]];
@@ -162,19 +290,51 @@ static void admit(struct arb *a)
 		if (j->admit)
 			continue;
 		if (!pool_fits(a->s->limits, &u, j->tier_group, false,
-			       j->tier_vcpus, j->tier_uusd, NULL))
+			       j->tier_vcpus, j->tier_uusd, NULL)) {
+			if (!blocked && a->s->kind == ARB_FINISH_TIME)
+				reserve(a, j, &r);
+			blocked = true;
 			continue;
+		}
 		pool_use_add(&u, j->tier_group, false, j->tier_vcpus,
 			     j->tier_uusd, 1);
 		if (!(j->rate[0] > 0) && !(j->max > 0 &&
 		    pool_fits(a->s->limits, &u, j->group, true,
 			      j->unit_vcpus, j->unit_uusd, NULL)))
 			continue;
+		if (!backfill(a, a->order[o], &r))
+			continue;
 		a->use = u;
 		j->admit = true;
+		a->n_in++;
 	}
+	a->n_in = 0;
 	for (size_t i = 0; i < a->n; i++)
 		a->n_in += a->v[i].admit;
+}
+
+/* finish-time's rho of admitted job i at a share of n: its own, or,
+ * where it is the blocker whose end makes the reservation's room last,
+ * the waiting job's rho (weighted) if it starts then, when that is
+ * worse: units to it end the wait sooner. */
+static double rho_of(const struct arb *a, size_t i, int n)
+{
+	const struct arb_job *j = &a->v[i];
+	double r = rho_held(j, n, a->held[i], a->s->now_h, a->n_in,
+			    a->alone[i]), e, w;
+	const struct arb_job *b;
+
+	if (a->res < 0 || !a->blocker[i] || !(a->res_alone_h > 0))
+		return r;
+	e = end_at(a, i, n);
+	for (size_t k = 0; k < a->n; k++)
+		if (k != i && a->blocker[k] &&
+		    end_at(a, k, a->v[k].share) > e)
+			return r;      /* another ends later */
+	b = &a->v[a->res];
+	w = (e - (a->s->now_h > b->arrival_h ? b->arrival_h : a->s->now_h) +
+	     a->res_run_h) / a->res_alone_h * b->weight / j->weight;
+	return w > r ? w : r;
 }
 
 /* The job that gets the next unit among those with flag set (NULL: all),
@@ -191,8 +351,7 @@ static double priority(const struct arb *a, const struct arb_job *j)
 		       (double)j->unit_vcpus * j->weight;
 	case ARB_FINISH_TIME: {
 		size_t i = (size_t)(j - a->v);
-		double r = rho_held(j, j->share, a->held[i], a->s->now_h,
-				    a->n_in, a->alone[i]);
+		double r = rho_of(a, i, j->share);
 
 		/* no progress at all first, the fewest units first; a unit
 		 * it holds already counts ARB_KEEP more (a share moves only
@@ -252,8 +411,7 @@ static double rho_now(const struct arb *a, const struct arb_job *j)
 {
 	size_t i = (size_t)(j - a->v);
 
-	return rho_held(j, j->share, a->held[i], a->s->now_h, a->n_in,
-			a->alone[i]) * j->weight;
+	return rho_of(a, i, j->share) * j->weight;
 }
 
 /* After the auction: the worst rho it reached, R, is what fairness asks;
@@ -308,8 +466,7 @@ static enum px_err finish_time(struct arb *a, struct px_error *err)
 
 		if (!j->admit)
 			continue;
-		r[i] = rho_held(j, a->held[i], a->held[i], a->s->now_h,
-				a->n_in, a->alone[i]);
+		r[i] = rho_of(a, i, a->held[i]);
 		r[i] = isinf(r[i]) ? HUGE_VAL : r[i] * j->weight;
 		ids[m++] = i;
 	}
@@ -347,7 +504,7 @@ out:
 enum px_err arb_decide(const struct arb_setup *s, struct arb_job *jobs,
 		       size_t n, struct px_error *err)
 {
-	struct arb a = {.s = s, .v = jobs, .n = n};
+	struct arb a = {.s = s, .v = jobs, .n = n, .res = -1};
 	enum px_err e = PX_OK;
 	size_t sz = n ? n : 1;
 
@@ -367,7 +524,10 @@ enum px_err arb_decide(const struct arb_setup *s, struct arb_job *jobs,
 	a.held = px_calloc(sz, sizeof *a.held);
 	a.alone = px_calloc(sz, sizeof *a.alone);
 	a.order = px_calloc(sz, sizeof *a.order);
-	if (!a.held || !a.alone || !a.order) {
+	if (s->kind == ARB_FINISH_TIME)
+		a.blocker = px_calloc(sz, sizeof *a.blocker);
+	if (!a.held || !a.alone || !a.order ||
+	    (s->kind == ARB_FINISH_TIME && !a.blocker)) {
 		e = px_errorf(err, PX_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -411,5 +571,6 @@ out:
 	free(a.held);
 	free(a.alone);
 	free(a.order);
+	free(a.blocker);
 	return e;
 }

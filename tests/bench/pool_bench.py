@@ -106,7 +106,10 @@ def main():
               t21, od21, "2021-03-22T00:00:00Z", "per-second")]
     gens = int(os.environ.get("POOL_WORKLOADS", "12"))
     # base 4100: the workloads the arbiter was tuned on; 5100: held out
-    for base in (4100, 5100):
+    # until session 25, which tuned on it too; 6100: held out since
+    bases = [int(b) for b in os.environ.get("POOL_BASES",
+                                            "4100,5100,6100").split(",")]
+    for base in bases:
         for k in range(gens):
             legacy = k % 4 == 3
             rnd = random.Random(base + k)
@@ -118,7 +121,8 @@ def main():
                       "2021-04-25T00:00:00Z"][k % 3] if not legacy
                      else "2016-03-01T00:00:00Z")
             cases.append(("%s %d-%02d (%d jobs%s)" %
-                          ("tuned" if base == 4100 else "held-out", base, k,
+                          ({4100: "tuned", 5100: "tuned2"}.get(
+                              base, "held-out"), base, k,
                            len(doc["jobs"]), ", 2016" if legacy else ""),
                           p, t16 if legacy else t21,
                           od16 if legacy else od21, start,

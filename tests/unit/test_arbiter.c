@@ -176,6 +176,76 @@ Test(arbiter, tiers_are_admitted_whole_in_arrival_order)
 	cr_assert(isinf(v[2].rho) || v[2].rho > 0);
 }
 
+/* finish-time reserves room for the first tier that waits (EASY
+ * backfilling).  On demand 12 vCPUs: A and B run (tiers of 4), C (a tier
+ * of 8, came at 1) waits for A's end; D (a tier of 4, came at 2) fits now.
+ * A ends first (20 work-hours at 3 an hour with one unit: ~7 h) and
+ * frees 4, enough for C beside B.  A long D (500 work-hours) would end
+ * after that and has no room beside C then: it waits, where the other
+ * arbiters let it pass C.  A short D (2 work-hours) ends before A and
+ * starts. */
+Test(arbiter, finish_time_reserves_room_for_the_first_tier_that_waits)
+{
+	struct pool_limits l = spot_only(8);
+
+	l.ondemand.total = 12;
+	for (int k = 0; k < ARB_KINDS; k++)
+		for (int shortd = 0; shortd < 2; shortd++) {
+			struct arb_job v[4] = {mk(0, 2, 0.9, 4, 20),
+					       mk(1, 2, 0.9, 4, 500),
+					       mk(2, 2, 0.9, 4, 50),
+					       mk(3, 2, 0.9, 4, shortd ? 2 :
+						  500)};
+
+			v[0].admitted = v[1].admitted = true;
+			v[0].share = v[1].share = 1;
+			v[2].tier_vcpus = 8;
+			v[2].arrival_h = 1;
+			v[3].arrival_h = 2;
+			decide((enum arb_kind)k, &l, v, 4);
+			cr_assert(v[0].admit && v[1].admit && !v[2].admit);
+			if (k == ARB_FINISH_TIME && !shortd)
+				cr_assert(!v[3].admit, "D passed C");
+			else
+				cr_assert(v[3].admit, "%s: D (short %d) waits",
+					  arb_name((enum arb_kind)k), shortd);
+		}
+}
+
+/* And the job whose end makes that room counts the waiting job's rho:
+ * with C waiting for A's end, A gets more of the spot than it does with
+ * nothing waiting (B and A alike otherwise). */
+Test(arbiter, the_job_a_tier_waits_on_gets_units_to_end_sooner)
+{
+	struct pool_limits l = spot_only(16);
+	int alone_a;
+
+	l.ondemand.total = 8;
+	{
+		struct arb_job v[2] = {mk(0, 1, 0.9, 4, 40),
+				       mk(1, 1, 0.9, 4, 60)};
+
+		v[0].admitted = v[1].admitted = true;
+		v[0].share = v[1].share = 2;
+		decide(ARB_FINISH_TIME, &l, v, 2);
+		alone_a = v[0].share;
+	}
+	{
+		struct arb_job v[3] = {mk(0, 1, 0.9, 4, 40),
+				       mk(1, 1, 0.9, 4, 60),
+				       mk(2, 1, 0.9, 4, 5)};
+
+		v[0].admitted = v[1].admitted = true;
+		v[0].share = v[1].share = 2;
+		v[2].arrival_h = -30;    /* it has waited 30 h */
+		decide(ARB_FINISH_TIME, &l, v, 3);
+		cr_assert(!v[2].admit);
+		cr_assert_gt(v[0].share, alone_a, "A %d, without C %d",
+			     v[0].share, alone_a);
+		cr_assert_eq(v[0].share + v[1].share, 4);
+	}
+}
+
 /* A job whose tier does no work is admitted only with room for one spot
  * unit beside it: else it would pay its tier for nothing. */
 Test(arbiter, a_tier_with_no_room_to_work_waits)
