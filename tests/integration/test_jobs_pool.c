@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../common/px.h"
 #include "jobs_fixture.h"
@@ -479,4 +481,80 @@ Test(jobs_pool, learned_limits_outlive_a_restart_unless_the_limits_change)
 	stop_daemon(SIGTERM);
 	pool_daemon(6, 0);
 	cr_assert_str_eq(learned_spot(), "none");
+}
+
+/* A program job beside a trainer job under one pool: the toy program
+ * (tests/fakes/program_toy.py) on a flat m3.large market, 1 reliable and
+ * up to 2 spot m3.large, run as nobody. */
+static int64_t submit_program(long samples)
+{
+	char *toy = px_src_path("tests/fakes/program_toy.py");
+	char cmd[2400], text[4096];
+	FILE *f;
+
+	write_flat_trace(1456876800, 2, 0, 0);
+	cr_assert_eq(chmod(jt.tmp, 0755), 0);
+	snprintf(cmd, sizeof cmd, "mkdir -m 0755 '%s/code' && cp '%s' "
+		 "'%s/code/' && chmod 0644 '%s/code/program_toy.py'", jt.tmp,
+		 toy, jt.tmp, jt.tmp);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	free(toy);
+	snprintf(text, sizeof text, "{\"name\": \"toy\", \"region\": "
+		 "\"us-east-1\", \"work_hours\": 2, \"reference_type\": "
+		 "\"m3.large\", \"instances\": 3, \"reliable\": {\"type\": "
+		 "\"m3.large\", \"count\": 1}, \"spot\": {\"types\": "
+		 "[\"m3.large\"], \"zones\": [\"us-east-1a\"], "
+		 "\"max_instances\": 2}, \"scaling_explore\": false, "
+		 "\"startup_seconds\": 60, \"program\": {\"command\": "
+		 "[\"/usr/bin/python3\", \"program_toy.py\"], \"code\": "
+		 "\"%s/code\", \"env\": {\"TOY_SAMPLES\": \"%ld\"}, "
+		 "\"nodes\": {\"min\": 1, \"max\": 3}, \"samples\": %ld}, "
+		 "\"world\": {\"name\": \"local\", \"trace\": "
+		 "\"%s/trace.json\", \"start\": \"2016-03-02T00:00:00Z\", "
+		 "\"speedup\": 1200}}", jt.tmp, samples, samples, jt.tmp);
+	f = fopen(jt.job, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(chmod(jt.job, 0644), 0);
+	return submit_as(65534);
+}
+
+/* Both workloads share the pool: the program job takes the whole spot
+ * pool (4 vCPUs: its 2 spot m3.large), a trainer job comes, and the
+ * round takes a unit back: the program's job sheds an instance for the
+ * pool's share and its group re-forms; never past a limit, both done,
+ * the books the ledger's. */
+Test(jobs_pool, a_program_job_gives_back_its_share_and_re_forms)
+{
+	int64_t prog, mlr;
+	json_t *p, *x;
+	int64_t held = 0;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to run a program as another user");
+	daemon_up_with("pool_spot_vcpus standard=4\n"
+		       "pool_ondemand_vcpus standard=4\n"
+		       "pool_lease_seconds 600\nmax_jobs 4\n");
+	prog = submit_program(60000);
+	for (int t = 0; t < 300 && held < 4; t++) {
+		p = look(4);
+		x = pool_job(p, prog);
+		held = x ? json_integer_value(json_object_get(x,
+			"spot_vcpus")) : 0;
+		json_decref(p);
+		if (held < 4)
+			sleep_ms(100);
+	}
+	cr_assert_eq(held, 4, "the program's job never held the pool");
+	cr_assert(!ended(prog), "the program's job ended too soon");
+	mlr = submit_job("mlr", 20, 2);
+	watch_until_ended((int64_t[]){prog, mlr}, 2, 4, 180);
+	done_with_books(prog);
+	done_with_books(mlr);
+	cr_assert_gt(events_like(prog, "release", "%pool%"), 0,
+		     "the program's job gave nothing back");
+	cr_assert_gt(events_like(prog, "program", "%re-forms%"), 0,
+		     "its group did not re-form");
+	cr_assert_gt(events_like(mlr, "lease", "%\"share\"%"), 0);
 }
