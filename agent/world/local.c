@@ -734,6 +734,10 @@ static enum px_err w_run_due(void *ctx, const struct ctrl_progress *p,
 	e = world_drive_due(&d, now, p, ret_t, ret_stop, err);
 	if (e != PX_OK || *ret_stop != CTRL_RUN)
 		return e;
+	/* what the reaped nodes' ends start (a reliable one's replacement)
+	 * happens now, not at the last event's instant */
+	if (now > w->step_t)
+		w->step_t = now;
 	e = reap(w, now, err);
 	if (e == PX_OK && !*ret_stop)
 		*ret_stop = ctrl_stop(w->c, *ret_t, p);

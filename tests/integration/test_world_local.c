@@ -141,11 +141,13 @@ static bool alive(pid_t pgid)
 }
 
 static int64_t events_seen[CTRL_EV_MAX];
+static int64_t events_last_t[CTRL_EV_MAX];   /* the last one's instant */
 
 static enum px_err count(const struct ctrl_event *e, void *ctx)
 {
 	(void)ctx;
 	events_seen[e->kind]++;
+	events_last_t[e->kind] = e->t_s;
 	return PX_OK;
 }
 
@@ -277,6 +279,7 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 	struct px_error e = {0};
 	struct ctrl_progress pg = {0};
 	pid_t g[8];
+	uint64_t ids[2];
 	size_t n;
 	int64_t t;
 	int stop;
@@ -293,6 +296,7 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 	for (size_t i = 0; i < n; i++) {
 		uint64_t id = ctrl_fleet(c)->v[i].id;
 
+		ids[i] = id;
 		g[i] = lworld_pgid(w, id);
 		OPS->cloud_id(w, id, cid, sizeof cid);
 		snprintf(want, sizeof want, "local-7-%llu-pg%d",
@@ -303,6 +307,9 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 	}
 	OPS->cloud_id(w, 999, cid, sizeof cid);
 	cr_assert_str_eq(cid, "", "an instance it does not hold");
+	/* a while after the last event handled: the loss is heard at the
+	 * market's now, later than the world's last step */
+	sleep_ms(1500);
 	kill(-g[0], SIGKILL);
 	for (int i = 0; i < 200 && ctrl_stats(c)->evictions == 0; i++) {
 		sleep_ms(10);
@@ -312,6 +319,19 @@ Test(world_local, a_node_that_dies_is_lost_and_nothing_is_left)
 	cr_assert_eq(ctrl_stats(c)->evictions, 1, "the dead node is gone");
 	cr_assert_eq(ctrl_stats(c)->replaced, 1, "and replaced (reliable)");
 	cr_assert_eq(OPS->nodes(w), 2);
+	/* the replacement starts (and is billed) from the loss, not before */
+	for (size_t i = 0; i < ctrl_fleet(c)->n; i++) {
+		const struct pol_instance *v = &ctrl_fleet(c)->v[i];
+
+		if (v->id == ids[0] || v->id == ids[1])
+			continue;
+		cr_assert_geq(v->launch_s, events_last_t[CTRL_EV_EVICTION],
+			      "the replacement launched at %lld, before the "
+			      "loss at %lld", (long long)v->launch_s,
+			      (long long)events_last_t[CTRL_EV_EVICTION]);
+	}
+	cr_assert_gt(events_last_t[CTRL_EV_EVICTION], T0 + 60,
+		     "the loss came at the market's now");
 	ctrl_free(c);
 	OPS->free_world(w);
 	for (size_t i = 0; i < n; i++)
