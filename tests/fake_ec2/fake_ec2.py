@@ -672,6 +672,18 @@ def identity_doc(inst):
 
 
 IDENT = {}   # the identity documents' signer, and a forger: (key, cert)
+IDENT_ORG = {'signer': 'Fake EC2 instance identity', 'forger': 'Not AWS'}
+IDENT_LOCK = threading.Lock()
+
+
+def ident(which):
+    """The signer's or the forger's (key, cert), made at its first use: an
+    RSA-2048 key is about 0.45 s of CPU, and most of a run's hundred fakes
+    sign nothing (the forger signs for one test)."""
+    with IDENT_LOCK:
+        if which not in IDENT:
+            IDENT[which] = make_signer(IDENT_ORG[which])
+        return IDENT[which]
 
 
 def make_signer(org):
@@ -688,7 +700,7 @@ def identity_sig(doc, forge=False):
     """The rsa2048 signature of document bytes doc: base64 of PKCS#7 signed
     data holding doc, wrapped at 64 columns as IMDS serves it.  forge: signed
     by the forger, its certificate in the message."""
-    key, cert = IDENT['forger' if forge else 'signer']
+    key, cert = ident('forger' if forge else 'signer')
     opts = [pkcs7.PKCS7Options.Binary] + ([] if forge else [pkcs7.PKCS7Options.NoCerts])
     der = pkcs7.PKCS7SignatureBuilder().set_data(doc).add_signer(cert, key, hashes.SHA256()).sign(
         serialization.Encoding.DER, opts)
@@ -2143,12 +2155,10 @@ def main():
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         pass
-    IDENT['signer'] = make_signer('Fake EC2 instance identity')
-    IDENT['forger'] = make_signer('Not AWS')
     if a.identity_cert:
         try:
             with open(a.identity_cert + '.tmp', 'wb') as f:
-                f.write(IDENT['signer'][1].public_bytes(serialization.Encoding.PEM))
+                f.write(ident('signer')[1].public_bytes(serialization.Encoding.PEM))
             os.replace(a.identity_cert + '.tmp', a.identity_cert)
         except OSError as e:
             fail('--identity-cert %s: %s' % (a.identity_cert, e))
