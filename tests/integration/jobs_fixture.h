@@ -39,6 +39,9 @@ void start_daemon(void);
 void daemon_up(void);
 /* daemon_up with more config lines (may be "") */
 void daemon_up_with(const char *more);
+/* "data_dir DIR\n" of the jobs tests' Fashion-MNIST, or "" (the daemon's
+ * default): for a test that writes its own config. */
+const char *data_dir_line(void);
 void write_job(int epochs, const char *extra);
 int64_t submit(void);
 /* status ID --json, parsed (with_: its text to check first, may be NULL) */

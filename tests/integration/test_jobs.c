@@ -303,7 +303,8 @@ Test(jobs, a_full_disk_fails_cleanly)
 		FILE *f = fopen(jt.conf, "w");
 
 		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\n", jt.db, jt.sock);
+		fprintf(f, "db %s\ncontrol_socket %s\n%s", jt.db, jt.sock,
+			data_dir_line());
 		fclose(f);
 	}
 	start_daemon_limited(400 * 1024);
@@ -358,8 +359,8 @@ Test(jobs, a_second_job_waits_for_max_jobs)
 		FILE *f = fopen(jt.conf, "w");
 
 		cr_assert_not_null(f);
-		fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", jt.db,
-			jt.sock);
+		fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n%s", jt.db,
+			jt.sock, data_dir_line());
 		fclose(f);
 	}
 	start_daemon();

@@ -435,7 +435,8 @@ Test(jobs_books, a_resumed_job_still_queued_shows_its_books)
 
 	f = fopen(jt.conf, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 2\n", jt.db, jt.sock);
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 2\n%s", jt.db, jt.sock,
+		data_dir_line());
 	fclose(f);
 	start_daemon();
 	write_job(400, NULL);
@@ -476,7 +477,8 @@ Test(jobs_books, a_resumed_job_still_queued_shows_its_books)
 	cr_assert_eq(processes_after(3000), 0, "nodes outlived the daemon");
 	f = fopen(jt.conf, "w");
 	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n", jt.db, jt.sock);
+	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n%s", jt.db, jt.sock,
+		data_dir_line());
 	fclose(f);
 	start_daemon();
 	for (int k = 0; k < 2 && !queued; k++) {

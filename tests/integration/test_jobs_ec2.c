@@ -200,10 +200,11 @@ static void daemon_ec2_world(bool default_world)
 		"ec2_identity_cert %s/identity.pem\n"
 		"ec2_price_poll_s 60\nec2_call_timeout_s %d\n"
 		"data_s3_allowed yes\ndata_url_allow https://127.0.0.1:9\n"
-		"%s", jt.db,
+		"%s%s", jt.db,
 		jt.sock, fk.url, head, lo, lo + 99,
 		build ? build : "build", SPEEDUP, (long long)origin, jt.tmp,
-		CALL_TIMEOUT_S, default_world ? "world ec2\n" : "");
+		CALL_TIMEOUT_S, default_world ? "world ec2\n" : "",
+		data_dir_line());
 	fclose(f);
 	setenv("AWS_ACCESS_KEY_ID", FAKE_AKID, 1);
 	setenv("AWS_SECRET_ACCESS_KEY", FAKE_SECRET, 1);

@@ -34,8 +34,8 @@ static void daemon_metrics(int timeout_ms)
 	cr_assert_not_null(f);
 	port = free_port();
 	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n"
-		"metrics_listen 127.0.0.1:%d\nmetrics_timeout_ms %d\n", jt.db,
-		jt.sock, port, timeout_ms);
+		"metrics_listen 127.0.0.1:%d\nmetrics_timeout_ms %d\n%s", jt.db,
+		jt.sock, port, timeout_ms, data_dir_line());
 	fclose(f);
 	start_daemon();
 }
@@ -256,7 +256,8 @@ Test(metrics, a_queued_jobs_accuracy_is_absent_not_0)
 	cr_assert_not_null(f);
 	port = free_port();
 	fprintf(f, "db %s\ncontrol_socket %s\nmax_jobs 1\n"
-		"metrics_listen 127.0.0.1:%d\n", jt.db, jt.sock, port);
+		"metrics_listen 127.0.0.1:%d\n%s", jt.db, jt.sock, port,
+		data_dir_line());
 	fclose(f);
 	start_daemon();
 	write_job(40, NULL);
