@@ -44,10 +44,14 @@
  * seconds, not the default's tens. */
 #define CALL_TIMEOUT_S 3
 #define SLOW_S "5"
-/* A job whose events under test all come early: it only has to end
- * well after them (200 epochs: about 30 s alone on 2 cores; 100 leaves
- * the events in its first half, measured). */
-#define SHORT_EPOCHS 100
+/* A job's length is its epochs: about 0.25 s each at the fastest
+ * measured (2 cores, nothing else running: 100 epochs in 26 s), several
+ * times that under load, while most events under test end at a real time
+ * (a retry's 3 s, a notice's 2 s).  A test whose events come early gives
+ * its job the epochs that keep them in its first half at the fastest pace
+ * (each test says when they end, measured from the job's start), and
+ * asserts that they came while it ran: more would only burn the CPU the
+ * other tests run on. */
 
 static struct fake fk;
 static int64_t origin;
@@ -600,11 +604,14 @@ Test(jobs_ec2, storms_capacity_errors_and_interruptions)
 		     "\"delay\": " SLOW_S ", \"count\": 1, \"skip\": 2}]}");
 	json_decref(r);
 	daemon_ec2();
-	/* 200 epochs: the job may end while the storm's faults are in
-	 * flight (an interruption, a slow or lost launch answer), which
-	 * the books must survive too (PX_EC2_STORM_EPOCHS: another length) */
+	/* 140 epochs (35 s at the fastest): the storm lasts 20 s, and the
+	 * first spot instance to interrupt runs 8 s into the job (up to the
+	 * storm's end in the worst case), the second interruption 2.5 s
+	 * after; the job may end while the faults are in flight (an
+	 * interruption, a slow or lost launch answer), which the books must
+	 * survive too (PX_EC2_STORM_EPOCHS: another length) */
 	ec2_job(getenv("PX_EC2_STORM_EPOCHS") ?
-		atoi(getenv("PX_EC2_STORM_EPOCHS")) : 200);
+		atoi(getenv("PX_EC2_STORM_EPOCHS")) : 140);
 	id = submit();
 	/* two interruptions, a few seconds apart, of whatever spot
 	 * instance runs then */
@@ -697,16 +704,23 @@ Test(jobs_ec2, a_launch_whose_answers_are_lost_is_adopted_whole)
 		     "\"status\": 500, \"count\": 9}]}");
 	json_decref(r);
 	daemon_ec2();
-	/* the adoption and every join come in its first fifth */
-	ec2_job(SHORT_EPOCHS);
+	/* 70 epochs (17 s at the fastest): the adoption comes 9 s into the
+	 * job at most (after the nine failed listings), and the adopted
+	 * node joins 1.5 s later (or the job waits for it: the reliable
+	 * node's launch was the lost one) */
+	ec2_job(70);
 	id = submit();
 	st = wait_end(id, 240);
 	cr_assert_str_eq(state_of(st), "done", "%s", daemon_said());
 	st = bills_final(id, st);
 	{
-		char *log = daemon_log();
+		char *log = daemon_log(), done[48];
 
+		snprintf(done, sizeof done, "job %lld done", (long long)id);
 		cr_assert(strstr(log, ") adopted"), "no adoption: %s", log);
+		cr_assert(strstr(log, done) &&
+			  strstr(log, ") adopted") < strstr(log, done),
+			  "adopted after the job's end: %s", log);
 		cr_assert_null(strstr(log, "did not join"), "%s", log);
 		free(log);
 	}
@@ -730,9 +744,9 @@ Test(jobs_ec2, interruption_notices_read_by_the_nodes)
 
 	fake_up(NULL);
 	daemon_ec2();
-	/* both notices come in its first 10 s, the evictions in its first
-	 * quarter (at 200 epochs) */
-	ec2_job(150);
+	/* 80 epochs (20 s at the fastest): the second notice comes 6.5 s
+	 * into the job, its eviction 2 s later */
+	ec2_job(80);
 	id = submit();
 	interrupt_two(id, 2, 30);
 	st = wait_end(id, 240);
@@ -777,8 +791,9 @@ Test(jobs_ec2, a_leave_job_leaves_on_a_rebalance_recommendation)
 
 	fake_up(NULL);
 	daemon_ec2();
-	/* the leave and its replacement come in its first tenth */
-	ec2_job_world(SHORT_EPOCHS, true, "\"rebalance\": \"leave\", ");
+	/* 40 epochs (10 s at the fastest): the leave comes 1 s into the
+	 * job, its replacement enrolls 1 s later */
+	ec2_job_world(40, true, "\"rebalance\": \"leave\", ");
 	id = submit();
 	for (int k = 0; k < 300 && workers_of(id) < 2; k++)
 		sleep_ms(100);
@@ -1045,8 +1060,9 @@ Test(jobs_ec2, kill_9_between_a_launch_and_its_record, .timeout = 400)
 	fprintf(stderr, "kill_9 rounds: seed %u\n", seed);
 	fake_up(NULL);
 	daemon_ec2();
-	/* 40 epochs a kill, and more */
-	ec2_job(e_env ? atoi(e_env) : 40 * rounds + 30);
+	/* 20 epochs a kill (5 s at the fastest; a round takes 2 to 4 s,
+	 * the trainer hardly moves between two), and 30 more */
+	ec2_job(e_env ? atoi(e_env) : 20 * rounds + 30);
 	id = submit();
 	for (int k = 0; k < rounds; k++) {
 		int64_t calls = run_calls();
@@ -1210,8 +1226,10 @@ Test(jobs_ec2, forged_replayed_foreign_and_reused_enrollments_are_refused)
 
 	fake_up(NULL);
 	daemon_ec2();
-	/* the refusals come before its first clock */
-	ec2_job(SHORT_EPOCHS);
+	/* 40 epochs (10 s at the fastest): the refusals come before its
+	 * first clock, or a few seconds after where one is asked to try
+	 * again ("not known yet"), and each names the live job's reason */
+	ec2_job(40);
 	id = submit();
 	for (int k = 0; k < 600 && enrolled_ids(ids, 2) < 2; k++)
 		sleep_ms(100);
