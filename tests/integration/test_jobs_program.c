@@ -320,7 +320,9 @@ Test(jobs_program, a_kill_9_of_proteusd_mid_job_resumes)
 
 	need_root();
 	daemon_up();
-	write_program_job("\"TOY_STEP_MS\": \"40\"", "");
+	/* the toy's 20 ms steps: 10 s of a group of 3, the kill at its
+	 * first stored checkpoint (25 steps, half a second in) */
+	write_program_job("", "");
 	id = submit_as(NOBODY);
 	for (int i = 0; i < 300 && !events_like(id, "checkpoint", "%stored");
 	     i++)
