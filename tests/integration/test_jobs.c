@@ -1106,12 +1106,16 @@ Test(jobs, the_budget_is_a_cap)
 
 	daemon_up();
 	for (int i = 0; i < 2; i++) {
-		char extra[128];
+		char extra[256];
 		json_t *st;
 		int64_t id;
 		double cost;
 
-		snprintf(extra, sizeof extra, "{\"budget_usd\": %s}",
+		/* at the world's fastest speedup: the cap is in market
+		 * time, and $0.4 took 15 s of 7 nodes' training at 240x */
+		snprintf(extra, sizeof extra, "{\"budget_usd\": %s, "
+			 "\"world\": {\"name\": \"local\", \"start\": "
+			 "\"2016-03-02T00:00:00Z\", \"speedup\": 1200}}",
 			 budgets[i]);
 		write_job(200, extra);
 		id = submit();
