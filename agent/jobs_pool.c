@@ -158,15 +158,21 @@ static enum px_err last_learned(const struct store_event *ev, void *ctx)
 	return PX_OK;
 }
 
-static enum px_err last_round(const struct store_event *ev, void *ctx)
+/* The rounds count on from an earlier life's: o's "round", if higher. */
+static void rounds_from(struct jobs_pool *p, json_t *o)
 {
-	struct jobs_pool *p = ctx;
-	json_t *o = json_loads(ev->detail, 0, NULL);
 	json_t *rd = json_object_get(o, "round");
 
 	if (json_is_integer(rd) && json_integer_value(rd) > p->rounds &&
 	    json_integer_value(rd) < INT64_MAX / 2)
 		p->rounds = json_integer_value(rd);
+}
+
+static enum px_err last_round(const struct store_event *ev, void *ctx)
+{
+	json_t *o = json_loads(ev->detail, 0, NULL);
+
+	rounds_from(ctx, o);
 	json_decref(o);
 	return PX_OK;
 }
@@ -509,12 +515,10 @@ static void take(struct job *j, const struct arb_job *a, bool active,
  * why it came, the limits in force and each job's share, admission and
  * rho (docs/pool.md, "In the daemon"). */
 static void round_event(struct jobs *js, const char *why, struct job **v,
-			size_t n)
+			size_t n, const struct pool_limits *l)
 {
-	struct pool_limits l;
 	json_t *a = json_array();
 
-	limits(js, &l);
 	for (size_t k = 0; a && k < n; k++) {
 		const struct pool_member *m = &v[k]->sh.pm;
 
@@ -530,8 +534,8 @@ static void round_event(struct jobs *js, const char *why, struct job **v,
 	pool_event(js, "round", json_pack("{s:I, s:s, s:s, s:o, s:o, s:o}",
 		   "round", (json_int_t)js->pool->rounds, "why", why,
 		   "arbiter", arb_name((enum arb_kind)js->s.cfg->pool_arbiter),
-		   "spot_vcpus", limit_json(&l.spot),
-		   "ondemand_vcpus", limit_json(&l.ondemand),
+		   "spot_vcpus", limit_json(&l->spot),
+		   "ondemand_vcpus", limit_json(&l->ondemand),
 		   "jobs", a ? a : json_null()));
 }
 
@@ -582,7 +586,7 @@ static void round_(struct jobs *js, const char *why)
 	for (size_t k = 0; k < n; k++)
 		take(v[k], &aj[k], active, &l, &u, spare, p->rounds);
 	if (n && active)
-		round_event(js, why, v, n);
+		round_event(js, why, v, n, &l);
 	if (n)
 		log_debug("the pool's round %" PRId64 " (%s): %zu job%s",
 			  p->rounds, why, n, n == 1 ? "" : "s");
@@ -685,13 +689,8 @@ void job_pool_resume_event(struct job *j, const char *kind, json_t *o)
 
 	if (!strcmp(kind, "lease")) {
 		json_t *sh = json_object_get(o, "share");
-		json_t *rd = json_object_get(o, "round");
 
-		/* the rounds count on from the earlier lives' */
-		if (json_is_integer(rd) && json_integer_value(rd) > p->rounds &&
-		    json_integer_value(rd) < INT64_MAX / 2)
-			p->rounds = json_integer_value(rd);
-
+		rounds_from(p, o);
 		if (json_is_integer(sh) && json_integer_value(sh) >= 0 &&
 		    json_integer_value(sh) <= INT32_MAX)
 			j->sh.resume_share = (int)json_integer_value(sh);

@@ -211,11 +211,6 @@ int64_t pm_unit_price(const struct pool_member *m, const struct pol_env *env,
 	return v[n / 2];
 }
 
-/* The spec's rates times what the last lease measured of them, when it
- * ran long enough to tell (a tenth of an hour): the work it did over
- * what rate[] says of the spot it held meanwhile (evictions, startups,
- * re-forms and the types it chose all show there), clamped to [0.2,
- * 1.2] and smoothed over leases. */
 double pm_rate_at(const struct pool_member *m, double units)
 {
 	int k = units > 0 ? (int)floor(units) : 0;
@@ -231,6 +226,11 @@ double pm_rate_at(const struct pool_member *m, double units)
 			     0);
 }
 
+/* The spec's rates times what the last lease measured of them, when it
+ * ran long enough to tell (a tenth of an hour): the work it did over
+ * what rate[] says of the spot it held meanwhile (evictions, startups,
+ * re-forms and the types it chose all show there), clamped to [0.2,
+ * 1.2] and smoothed over leases. */
 void pm_measure(struct pool_member *m, int64_t now, double work_h,
 		bool running)
 {

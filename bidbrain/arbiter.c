@@ -167,6 +167,15 @@ static double ends_h(const struct arb *a, size_t i)
 	return end_at(a, i, a->held[i]);
 }
 
+/* Job i's 1/N of the pool with n_jobs in it: floor(alone / n_jobs)
+ * units, at least 1 and at most its max (as arb_alone_hours counts). */
+static int fair_of(const struct arb *a, size_t i, size_t n_jobs)
+{
+	int fair = a->alone[i] / (int)(n_jobs ? n_jobs : 1);
+
+	return fair < 1 ? 1 : fair > a->v[i].max ? a->v[i].max : fair;
+}
+
 struct reserve {
 	bool on;
 	double at_h;              /* when the blocked job's tier fits */
@@ -188,7 +197,8 @@ static int by_end(const void *x, const void *y, void *ctx)
  * at their held shares in turn, leave room for it, and the tiers then
  * with its own in.  Without one, a big tier waits while small ones that
  * come later take each room as it frees, and its rho grows without
- * bound.  Not made where it would never fit, or out of memory. */
+ * bound.  Not made where it would never fit, or out of memory.  Only
+ * finish-time's (a->blocker is its). */
 static void reserve(struct arb *a, const struct arb_job *b,
 		    struct reserve *r)
 {
@@ -211,8 +221,7 @@ static void reserve(struct arb *a, const struct arb_job *b,
 
 		pool_use_add(&u, j->tier_group, false, j->tier_vcpus,
 			     j->tier_uusd, -1);
-		if (a->blocker)
-			a->blocker[ids[k]] = true;
+		a->blocker[ids[k]] = true;
 		if (pool_fits(a->s->limits, &u, b->tier_group, false,
 			      b->tier_vcpus, b->tier_uusd, NULL)) {
 			pool_use_add(&u, b->tier_group, false, b->tier_vcpus,
@@ -223,16 +232,15 @@ static void reserve(struct arb *a, const struct arb_job *b,
 			break;
 		}
 	}
-	if (r->on && a->blocker) {
-		int fair = a->alone[bi] / (int)(a->n_in + 1);
+	if (r->on) {
+		int fair = fair_of(a, bi, a->n_in + 1);
 
-		fair = fair < 1 ? 1 : fair > b->max ? b->max : fair;
 		a->res = (long)bi;
 		a->res_run_h = b->rate[fair] > 0 ? b->work_left_h /
 			       b->rate[fair] : HUGE_VAL;
 		a->res_alone_h = arb_alone_hours(b, (double)(a->n_in + 1),
 						 a->alone[bi]);
-	} else if (a->blocker) {
+	} else {
 		memset(a->blocker, 0, a->n * sizeof *a->blocker);
 	}
 	free(ids);
@@ -245,14 +253,10 @@ static void reserve(struct arb *a, const struct arb_job *b,
 static bool backfill(struct arb *a, size_t i, struct reserve *r)
 {
 	const struct arb_job *j = &a->v[i];
-	int fair = a->alone[i] / (int)(a->n_in + 1);
+	int fair = fair_of(a, i, a->n_in + 1);
 
 	if (!r->on)
 		return true;
-	if (fair < 1)
-		fair = 1;
-	if (fair > j->max)
-		fair = j->max;
 	if (j->rate[fair] > 0 &&
 	    a->s->now_h + j->work_left_h / j->rate[fair] <= r->at_h)
 		return true;
@@ -308,9 +312,6 @@ static void admit(struct arb *a)
 		j->admit = true;
 		a->n_in++;
 	}
-	a->n_in = 0;
-	for (size_t i = 0; i < a->n; i++)
-		a->n_in += a->v[i].admit;
 }
 
 /* finish-time's rho of admitted job i at a share of n: its own, or,
