@@ -372,7 +372,7 @@ void daemon_up(void)
 	daemon_up_with("");
 }
 
-void daemon_up_with(const char *more)
+void write_conf(const char *more)
 {
 	FILE *f = fopen(jt.conf, "w");
 
@@ -381,6 +381,11 @@ void daemon_up_with(const char *more)
 		jt.sock, strstr(more, "data_dir ") ? "" : data_dir_line(),
 		more);
 	fclose(f);
+}
+
+void daemon_up_with(const char *more)
+{
+	write_conf(more);
 	start_daemon();
 }
 

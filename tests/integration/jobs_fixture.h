@@ -39,6 +39,8 @@ void start_daemon(void);
 void daemon_up(void);
 /* daemon_up with more config lines (may be "") */
 void daemon_up_with(const char *more);
+/* Its config file alone (a reload's: SIGHUP after) */
+void write_conf(const char *more);
 /* "data_dir DIR\n" of the jobs tests' Fashion-MNIST, or "" (the daemon's
  * default): for a test that writes its own config. */
 const char *data_dir_line(void);

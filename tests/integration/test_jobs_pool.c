@@ -37,15 +37,23 @@ TestSuite(jobs_pool, .init = setup, .fini = teardown, .timeout = 240);
  * leases of 600 market s (2.5 s at the jobs' speedup 240). */
 #define SPOT_VCPUS 8
 
+/* The config lines of a pool of spot and od vCPUs (and /metrics on
+ * metrics_port, 0: none) into more. */
+static void pool_conf(char *more, size_t len, int spot, int od,
+		      int metrics_port)
+{
+	snprintf(more, len, "pool_spot_vcpus standard=%d\n"
+		 "pool_ondemand_vcpus standard=%d\npool_lease_seconds 600\n"
+		 "max_jobs 4\n%s%d\n", spot, od,
+		 metrics_port ? "metrics_listen 127.0.0.1:" : "# ",
+		 metrics_port);
+}
+
 static void pool_daemon(int od, int metrics_port)
 {
 	char more[512];
 
-	snprintf(more, sizeof more, "pool_spot_vcpus standard=%d\n"
-		 "pool_ondemand_vcpus standard=%d\npool_lease_seconds 600\n"
-		 "max_jobs 4\n%s%d\n", SPOT_VCPUS, od,
-		 metrics_port ? "metrics_listen 127.0.0.1:" : "# ",
-		 metrics_port);
+	pool_conf(more, sizeof more, SPOT_VCPUS, od, metrics_port);
 	daemon_up_with(more);
 }
 
@@ -412,16 +420,11 @@ static const char *learned_spot(void)
  * file, then SIGHUP), once `pool` says so. */
 static void pool_daemon_reload(int od, int spot)
 {
-	char want[32];
-	FILE *f = fopen(jt.conf, "w");
+	char want[32], more[512];
 	bool now = false;
 
-	cr_assert_not_null(f);
-	fprintf(f, "db %s\ncontrol_socket %s\nlog_level info\n"
-		"pool_spot_vcpus standard=%d\npool_ondemand_vcpus standard=%d\n"
-		"pool_lease_seconds 600\nmax_jobs 4\n", jt.db, jt.sock, spot,
-		od);
-	fclose(f);
+	pool_conf(more, sizeof more, spot, od, 0);
+	write_conf(more);
 	cr_assert_eq(kill(jt.pid, SIGHUP), 0);
 	snprintf(want, sizeof want, "standard=%d", spot);
 	for (int t = 0; t < 50 && !now; t++) {
@@ -530,12 +533,12 @@ Test(jobs_pool, a_program_job_gives_back_its_share_and_re_forms)
 	int64_t prog, mlr;
 	json_t *p, *x;
 	int64_t held = 0;
+	char more[512];
 
 	if (geteuid() != 0)
 		cr_skip_test("needs root to run a program as another user");
-	daemon_up_with("pool_spot_vcpus standard=4\n"
-		       "pool_ondemand_vcpus standard=4\n"
-		       "pool_lease_seconds 600\nmax_jobs 4\n");
+	pool_conf(more, sizeof more, 4, 4, 0);
+	daemon_up_with(more);
 	prog = submit_program(60000);
 	for (int t = 0; t < 300 && held < 4; t++) {
 		p = look(4);
