@@ -239,12 +239,32 @@ static int64_t job_now(const struct job *j)
 	return running(j) ? j->run.t : j->mk.start_s;
 }
 
-/* What the pool holds: every member's fleet, priced at its own now. */
-static struct pool_use use_now(const struct jobs *js)
+static void going_one(void *ctx, const char *type, bool spot)
+{
+	struct pool_use *u = ctx;
+
+	pool_use_add(u, pool_group_of(type), spot, pm_type_vcpus(type), 0, 1);
+}
+
+/* What the jobs let go that the provider still counts (world_ops.
+ * host_going): its vCPUs. */
+static struct pool_use going_now(const struct jobs *js)
 {
 	struct pool_use u;
 
 	memset(&u, 0, sizeof u);
+	for (size_t k = 0; world_ops_at(k); k++)
+		if (world_ops_at(k)->host_going)
+			world_ops_at(k)->host_going(&js->host, going_one, &u);
+	return u;
+}
+
+/* What the pool holds: every member's fleet, priced at its own now, and
+ * what the jobs let go that the provider still counts (going_now). */
+static struct pool_use use_now(const struct jobs *js)
+{
+	struct pool_use u = going_now(js);
+
 	for (const struct job *j = js->list; j; j = j->next) {
 		if (!j->sh.member)
 			continue;
@@ -878,7 +898,7 @@ json_t *jobs_cmd_pool(struct jobs *js, json_t *req, struct px_error *err)
 	const struct proteusd_config *cfg = js->s.cfg;
 	struct jobs_pool *p = js->pool;
 	struct pool_limits l;
-	struct pool_use u = use_now(js);
+	struct pool_use u = use_now(js), g = going_now(js);
 	uint64_t now = px_now_mono_us();
 	json_t *a = json_array(), *o;
 
@@ -900,7 +920,8 @@ json_t *jobs_cmd_pool(struct jobs *js, json_t *req, struct px_error *err)
 		json_array_append_new(a, x);
 	}
 	o = json_pack("{s:s, s:f, s:I, s:I, s:o, s:I, s:b, s:{s:o, s:o, s:o}, "
-		      "s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:f}, s:o}",
+		      "s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:f}, "
+		      "s:{s:I, s:I}, s:o}",
 		"arbiter", arb_name((enum arb_kind)cfg->pool_arbiter),
 		"fairness", cfg->pool_fairness_f,
 		"lease_seconds", (json_int_t)cfg->pool_lease_seconds,
@@ -927,6 +948,9 @@ json_t *jobs_cmd_pool(struct jobs *js, json_t *req, struct px_error *err)
 		"ondemand_vcpus", by_group(u.ondemand, u.ondemand_total,
 					   &l.ondemand, false),
 		"usd_per_hour", (double)u.uusd_per_hour / PX_UUSD_PER_USD,
+		"releasing",
+		"spot_vcpus", (json_int_t)g.spot_total,
+		"ondemand_vcpus", (json_int_t)g.ondemand_total,
 		"jobs", a ? a : json_null());
 	if (!o)
 		px_errorf(err, PX_ENOMEM, "out of memory");
@@ -972,8 +996,9 @@ void jobs_pool_metrics(struct jobs *js, struct prom *pr)
 
 	limits(js, &l);
 	prom_family(pr, "proteus_pool_vcpus_used", "gauge", "vCPUs the "
-		    "jobs hold in the pool, by market (spot, on-demand) and "
-		    "quota group (all: the total).");
+		    "jobs hold in the pool, or let go and the provider has "
+		    "not yet ended, by market (spot, on-demand) and quota "
+		    "group (all: the total).");
 	metrics_market(pr, "spot", u.spot, u.spot_total, &l.spot);
 	metrics_market(pr, "on-demand", u.ondemand, u.ondemand_total,
 		       &l.ondemand);

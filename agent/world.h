@@ -328,6 +328,17 @@ struct world_ops {
 	enum px_err (*host_start)(struct world_host *wh,
 				  struct px_error *err);
 	void (*host_free)(struct world_host *wh);
+	/* Each instance the provider still counts against the account's
+	 * quotas though no job holds it any more (ec2: let go, and EC2
+	 * has not yet confirmed its TerminateInstances; or let go while
+	 * its RunInstances was on the wire), by its type's name and
+	 * market: the pool counts them as used, so that what one job lets
+	 * go is not another's until the provider agrees.  NULL: a world
+	 * whose releases end at once (local, sim). */
+	void (*host_going)(const struct world_host *wh,
+			   void (*each)(void *ctx, const char *type,
+					bool spot),
+			   void *ctx);
 };
 
 /* ---- the registry: every world by its name ---- */

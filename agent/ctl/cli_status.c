@@ -297,6 +297,12 @@ static void print_pool(json_t *r)
 	fmt_use(json_object_get(u, "ondemand_vcpus"), od, sizeof od);
 	printf("used      spot %s vCPUs; on demand %s vCPUs; $%.4f an hour\n",
 	       sp, od, json_number_value(json_object_get(u, "usd_per_hour")));
+	x = json_object_get(r, "releasing");
+	if (num(x, "spot_vcpus") || num(x, "ondemand_vcpus"))
+		printf("          of which let go, not yet ended by the "
+		       "provider: spot %lld, on demand %lld\n",
+		       (long long)num(x, "spot_vcpus"),
+		       (long long)num(x, "ondemand_vcpus"));
 	printf("%-6s %-20s %-8s %11s %5s %9s %7s %6s\n", "JOB", "NAME",
 	       "STATE", "SHARE_VCPUS", "SPOT", "ON_DEMAND", "RHO", "WEIGHT");
 	json_array_foreach(json_object_get(r, "jobs"), i, x) {

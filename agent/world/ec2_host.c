@@ -181,22 +181,45 @@ static void term_done(enum px_err rc, const struct px_error *err,
 	host_term_arm(h);
 }
 
+static struct doomed *doom(struct ec2_host *h, const char *id,
+			   int64_t delay_ms);
+
 /* Terminate instance id delay_ms from now (again and again until EC2
  * confirms).  Asking again for one already doomed brings it forward. */
 void ec2h_terminate(struct ec2_host *h, const char *id,
 		    int64_t delay_ms)
 {
+	(void)doom(h, id, delay_ms);
+}
+
+void ec2h_terminate_let_go(struct ec2_host *h, const char *id,
+			   const char *type, bool spot)
+{
+	struct doomed *d = doom(h, id, 0);
+
+	if (!d)
+		return;
+	snprintf(d->type, sizeof d->type, "%s", type);
+	d->spot = spot;
+}
+
+/* The doomed entry of id (made, or brought forward), the timer armed;
+ * NULL: none (no id, or out of memory). */
+static struct doomed *doom(struct ec2_host *h, const char *id,
+			   int64_t delay_ms)
+{
 	uint64_t due = mono_us() + (uint64_t)(delay_ms > 0 ? delay_ms : 0) *
 				   1000ull;
+	struct doomed *d;
 
 	if (!id[0])
-		return;
+		return NULL;
 	for (size_t i = 0; i < h->dn; i++)
 		if (!strcmp(h->dv[i].id, id)) {
 			if (due < h->dv[i].due_us)
 				h->dv[i].due_us = due;
 			host_term_arm(h);
-			return;
+			return &h->dv[i];
 		}
 	if (h->dn == h->dcap) {
 		size_t cap = h->dcap ? 2 * h->dcap : 16;
@@ -205,15 +228,17 @@ void ec2h_terminate(struct ec2_host *h, const char *id,
 		if (!v) {
 			log_err("ec2: out of memory: instance %s is not "
 				"terminated", id);
-			return;
+			return NULL;
 		}
 		h->dv = v;
 		h->dcap = cap;
 	}
-	memset(&h->dv[h->dn], 0, sizeof h->dv[h->dn]);
-	snprintf(h->dv[h->dn].id, sizeof h->dv[h->dn].id, "%s", id);
-	h->dv[h->dn++].due_us = due;
+	d = &h->dv[h->dn++];
+	memset(d, 0, sizeof *d);
+	snprintf(d->id, sizeof d->id, "%s", id);
+	d->due_us = due;
 	host_term_arm(h);
+	return d;
 }
 
 /* The enrollment endpoint, on trainer_ports' first port (slot 0, kept

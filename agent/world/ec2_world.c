@@ -223,7 +223,7 @@ static enum px_err ec2w_release(void *vw, uint64_t id, struct px_error *err)
 	if (in->st != I_DONE && ms > 0 && w->s.hooks.notice)
 		w->s.hooks.notice(w->s.hooks.ctx, id, ms,
 				  WORLD_LEAVE_RELEASE);
-	ec2h_terminate(w->h, in->iid, 0);
+	ec2h_terminate_let_go(w->h, in->iid, in->type_name, in->market >= 0);
 	ec2w_inst_close(w, in);
 	return PX_OK;
 }
@@ -673,6 +673,27 @@ static enum px_err ec2w_coordinator(const void *vw, char *buf, size_t len,
 	return PX_OK;
 }
 
+/* world_ops.host_going: the let-go instances EC2 has not confirmed ended,
+ * and those let go while their launch was on the wire. */
+static void ec2w_host_going(const struct world_host *wh,
+			    void (*each)(void *ctx, const char *type,
+					 bool spot),
+			    void *ctx)
+{
+	const struct ec2_host *h = wh->ec2;
+
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->dn; i++)
+		if (h->dv[i].type[0])
+			each(ctx, h->dv[i].type, h->dv[i].spot);
+	for (const struct ec2w *w = h->worlds; w; w = w->next_w)
+		for (size_t i = 0; i < w->n; i++)
+			if (w->v[i].released && w->v[i].st == I_ASKED)
+				each(ctx, w->v[i].type_name,
+				     w->v[i].market >= 0);
+}
+
 const struct world_ops ec2_world_ops = {
 	.name = "ec2",
 	.acquire = ec2w_acquire,
@@ -704,4 +725,5 @@ const struct world_ops ec2_world_ops = {
 	.spec_check = ec2_world_spec_check,
 	.host_start = ec2_world_sweep,
 	.host_free = ec2_world_host_free,
+	.host_going = ec2w_host_going,
 };

@@ -52,6 +52,10 @@ struct doomed {
 	char id[EC2_ID_MAX];
 	uint64_t due_us;         /* monotonic */
 	bool in_flight;
+	/* a job's, let go: its type and market, counted by the pool
+	 * until EC2 confirms ("": not a job's instance) */
+	char type[EC2_NAME_MAX];
+	bool spot;
 };
 
 struct ec2_host {
@@ -88,6 +92,10 @@ enum px_err ec2h_get(struct world_host *wh, struct ec2_host **ret,
 /* Terminate instance id delay_ms from now (again and again until EC2
  * confirms).  Asking again for one already doomed brings it forward. */
 void ec2h_terminate(struct ec2_host *h, const char *id, int64_t delay_ms);
+/* The same, now, of an instance a job let go: of type, spot or not, which
+ * the pool counts as used until EC2 confirms (world_ops.host_going). */
+void ec2h_terminate_let_go(struct ec2_host *h, const char *id,
+			   const char *type, bool spot);
 /* n free port slots in a row (-1: none), taken; an adopted node asks
  * for its own (want) back.  Slot k's first port is lo + k * stride. */
 int ec2h_slot_take(struct ec2_host *h, int n, int want);
