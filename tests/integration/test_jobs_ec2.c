@@ -166,7 +166,7 @@ static void fake_up(const char *const *extra)
 }
 
 /* The daemon on the ec2 world, at the fake. */
-static void daemon_ec2_world(bool default_world);
+static void daemon_ec2_world(bool default_world, const char *more);
 static json_t *fake_instances(void);
 static void check_user_data(const char *ud);
 static bool still_going(int64_t id);
@@ -175,12 +175,12 @@ static json_t *bills_final(int64_t id, json_t *st);
 
 static void daemon_ec2(void)
 {
-	daemon_ec2_world(false);
+	daemon_ec2_world(false, "");
 }
 
 /* default_world: `world ec2` in the config (jobs that name none run
- * there). */
-static void daemon_ec2_world(bool default_world)
+ * there); more: further lines of it. */
+static void daemon_ec2_world(bool default_world, const char *more)
 {
 	FILE *f = fopen(jt.conf, "w");
 	const char *build = getenv("PX_BUILD");
@@ -204,11 +204,11 @@ static void daemon_ec2_world(bool default_world)
 		"ec2_identity_cert %s/identity.pem\n"
 		"ec2_price_poll_s 60\nec2_call_timeout_s %d\n"
 		"data_s3_allowed yes\ndata_url_allow https://127.0.0.1:9\n"
-		"%s%s", jt.db,
+		"%s%s%s", jt.db,
 		jt.sock, fk.url, head, lo, lo + 99,
 		build ? build : "build", SPEEDUP, (long long)origin, jt.tmp,
 		CALL_TIMEOUT_S, default_world ? "world ec2\n" : "",
-		data_dir_line());
+		data_dir_line(), more);
 	fclose(f);
 	setenv("AWS_ACCESS_KEY_ID", FAKE_AKID, 1);
 	setenv("AWS_SECRET_ACCESS_KEY", FAKE_SECRET, 1);
@@ -221,6 +221,8 @@ static void daemon_ec2_world(bool default_world)
 /* A small MLR job on up to 3 c4.large / m4.large spot and an m4.large reliable
  * node, per-second. */
 static void ec2_job_world(int epochs, bool named, const char *world);
+static void ec2_job_sized(int epochs, const char *name, int max_spot,
+			  bool named, const char *world);
 
 static void ec2_job(int epochs)
 {
@@ -231,17 +233,24 @@ static void ec2_job(int epochs)
  * more of the world's fields ("\"rebalance\": \"leave\", "). */
 static void ec2_job_world(int epochs, bool named, const char *world)
 {
+	ec2_job_sized(epochs, "mlr-ec2", 3, named, world);
+}
+
+/* The job above, named name, on up to max_spot spot instances. */
+static void ec2_job_sized(int epochs, const char *name, int max_spot,
+			  bool named, const char *world)
+{
 	char *od = px_src_path("etc/ondemand/us-east-1_2021-03_2021-05.json");
 	char extra[1024];
 
-	snprintf(extra, sizeof extra, "{\"name\": \"mlr-ec2\", "
+	snprintf(extra, sizeof extra, "{\"name\": \"%s\", "
 		 "\"reference_type\": \"m4.large\", \"instances\": 2, "
 		 "\"reliable\": {\"type\": \"m4.large\", \"count\": 1}, "
 		 "\"spot\": {\"types\": [\"c4.large\", \"m4.large\"], "
 		 "\"zones\": [\"us-east-1a\", \"us-east-1b\"], "
-		 "\"max_instances\": 3}, \"startup_seconds\": 60, "
-		 "\"world\": {%s%s\"ondemand_prices\": \"%s\"}}",
-		 named ? "\"name\": \"ec2\", " : "", world, od);
+		 "\"max_instances\": %d}, \"startup_seconds\": 60, "
+		 "\"world\": {%s%s\"ondemand_prices\": \"%s\"}}", name,
+		 max_spot, named ? "\"name\": \"ec2\", " : "", world, od);
 	write_job(epochs, extra);
 	free(od);
 }
@@ -283,7 +292,7 @@ Test(jobs_ec2, a_job_rents_trains_and_pays_what_ec2_bills)
 
 	/* the daemon's default world is ec2, and the job names none */
 	fake_up(NULL);
-	daemon_ec2_world(true);
+	daemon_ec2_world(true, "");
 	ec2_job_world(30, false, "");
 	id = submit();
 	/* the key, while the job runs, to look for it everywhere: in every
@@ -1716,4 +1725,169 @@ Test(jobs_ec2, quota_errors_lower_the_learned_limit_and_fail_no_job)
 	pxrun_free(&r);
 	json_decref(p);
 	json_decref(st);
+}
+
+/* vCPUs of the market's ("spot", "on-demand") instances EC2 counts
+ * against its quota now: pending and running (the fake's c4.large and
+ * m4.large have 2 each). */
+static int64_t fake_vcpus(const char *market)
+{
+	json_t *a = fake_instances(), *v;
+	int64_t n = 0;
+	size_t i;
+
+	json_array_foreach(a, i, v) {
+		const char *state = json_string_value(json_object_get(v,
+						       "state"));
+		const char *m = json_string_value(json_object_get(v,
+						   "market"));
+
+		if (state && m && !strcmp(m, market) &&
+		    (!strcmp(state, "pending") || !strcmp(state, "running")))
+			n += 2;
+	}
+	json_decref(a);
+	return n;
+}
+
+static json_t *pool_now(void)
+{
+	struct pxrun r;
+	json_error_t je;
+	json_t *p;
+
+	cr_assert_eq(ctl(&r, 10, "pool", "--json", NULL, NULL), 0, "%s",
+		     r.err);
+	p = json_loads(r.out, 0, &je);
+	cr_assert_not_null(p, "pool --json: %s: %s", je.text, r.out);
+	pxrun_free(&r);
+	return p;
+}
+
+/* The pool's count of a market's vCPUs in use. */
+static int64_t pool_used(json_t *p, const char *market)
+{
+	return json_integer_value(json_object_get(json_object_get(
+		json_object_get(p, "used"), market), "total"));
+}
+
+/* A count of job id's in the pool's list (key: "spot_vcpus",
+ * "share_vcpus"; -1: not in it). */
+static int64_t pool_of(json_t *p, int64_t id, const char *key)
+{
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(json_object_get(p, "jobs"), i, x)
+		if (json_integer_value(json_object_get(x, "job")) == id)
+			return json_integer_value(json_object_get(x, key));
+	return -1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The pool in the ec2 world (docs/pool.md): two jobs under 4 spot and 4
+ * on-demand vCPUs, and EC2's quotas the same, so that one instance
+ * past the pool is refused by EC2 itself.  The first job takes the spot
+ * pool; the second, submitted then, gets its share within a lease (300
+ * market s, 5 s here) and the first gives an instance back.  Neither
+ * the pool's count nor EC2's ever passes a limit, EC2 refuses nothing,
+ * both jobs end done, and EC2's bill is the sum of their books. */
+Test(jobs_ec2, two_jobs_share_a_configured_pool)
+{
+	const char *const quota[] = {"--spot-vcpus", "standard=4",
+		"--ondemand-vcpus", "standard=4", NULL};
+	json_t *p, *st[2], *sum;
+	int64_t id[2], spot2 = 0;
+	double cost = 0, billed, t0, shared_s = -1;
+
+	fake_up(quota);
+	daemon_ec2_world(false, "pool_spot_vcpus standard=4\n"
+			 "pool_ondemand_vcpus standard=4\n"
+			 "pool_lease_seconds 300\nmax_jobs 2\n");
+	ec2_job_sized(80, "first", 3, true, "");
+	id[0] = submit();
+	/* the first job holds the spot pool */
+	for (int t = 0; t < 300; t++) {
+		p = pool_now();
+		spot2 = pool_of(p, id[0], "spot_vcpus");
+		json_decref(p);
+		if (spot2 >= 4)
+			break;
+		cr_assert(still_going(id[0]), "%s", daemon_said());
+		sleep_ms(100);
+	}
+	cr_assert_geq(spot2, 4, "the first job never held the spot pool");
+	ec2_job_sized(30, "second", 2, true, "");
+	id[1] = submit();
+	t0 = now_s();
+	spot2 = 0;
+	for (int t = 0; t < 1800; t++) {
+		int64_t share = pool_of(p = pool_now(), id[1], "share_vcpus");
+
+		cr_assert_leq(pool_used(p, "spot_vcpus"), 4, "%s",
+			      json_dumps(p, 0));
+		cr_assert_leq(pool_used(p, "ondemand_vcpus"), 4, "%s",
+			      json_dumps(p, 0));
+		if (share > 0 && shared_s < 0)
+			shared_s = now_s() - t0;
+		if (pool_of(p, id[1], "spot_vcpus") > spot2)
+			spot2 = pool_of(p, id[1], "spot_vcpus");
+		json_decref(p);
+		cr_assert_leq(fake_vcpus("spot"), 4, "EC2 runs spot past "
+			      "the pool");
+		cr_assert_leq(fake_vcpus("on-demand"), 4, "EC2 runs on-demand "
+			      "past the pool");
+		if (!still_going(id[0]) && !still_going(id[1]))
+			break;
+		sleep_ms(200);
+	}
+	/* its share within a lease (5 s; and 2 s for the looks) */
+	cr_assert(shared_s >= 0 && shared_s <= 7, "the second job's share "
+		  "came after %.1f s", shared_s);
+	cr_assert_gt(spot2, 0, "the second job never held spot: %s",
+		     daemon_said());
+	for (int k = 0; k < 2; k++) {
+		st[k] = bills_final(id[k], wait_end(id[k], 60));
+		cr_assert_str_eq(state_of(st[k]), "done", "job %d: %s", k,
+				 daemon_said());
+		check_books(id[k], st[k]);
+		cost += json_number_value(json_object_get(st[k], "cost_usd"));
+		cr_assert_eq(events_like(id[k], "reject", "%Exceeded%"), 0,
+			     "EC2 refused job %d past a quota: %s", k,
+			     daemon_said());
+		cr_assert_gt(events_like(id[k], "lease", "%\"share\"%"), 0);
+	}
+	/* the first gave back what the second took */
+	cr_assert_gt(events_like(id[0], "release", "%pool%"), 0, "%s",
+		     daemon_said());
+	p = pool_now();
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
+		p, "learned"), "spot_vcpus")), "none", "%s", json_dumps(p, 0));
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
+		p, "configured"), "spot_vcpus")), "standard=4");
+	json_decref(p);
+	sum = fake_get_json(&fk, "cmd=summary");
+	for (int k = 0; k < 100 && json_integer_value(json_object_get(sum,
+			"still_running")); k++) {
+		json_decref(sum);
+		sleep_ms(100);
+		sum = fake_get_json(&fk, "cmd=summary");
+	}
+	cr_assert_eq(json_integer_value(json_object_get(sum, "still_running")),
+		     0, "instances left running");
+	cr_assert_eq(json_integer_value(json_object_get(sum, "bad_signatures")),
+		     0);
+	billed = json_number_value(json_object_get(sum, "billed_usd"));
+	cr_assert(fabs(billed - cost) <= 2 * BILL_SLACK(cost), "the jobs' "
+		  "cost $%.6f, the fake billed $%.6f", cost, billed);
+	json_decref(sum);
+	json_decref(st[0]);
+	json_decref(st[1]);
 }
