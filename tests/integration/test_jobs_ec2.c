@@ -1673,20 +1673,19 @@ Test(jobs_ec2, a_program_job_runs_on_instances_with_code_by_url)
 	fake_stop(&s3);
 }
 
-/* An account with no spot quota in the standard group (a new account's
- * can be that small; docs/pool.md, "Learned limits"): EC2 answers the
- * job's spot requests MaxSpotInstanceCountExceeded; the pool learns the
- * limit from what it held (none), asks no more past it, and the job
- * trains on its reliable tier, done.  (A quota of one instance's vCPUs
- * learns the same way, but whether BidBrain asks for a second spot
- * instance before such a short job ends is its choice.) */
-Test(jobs_ec2, quota_errors_lower_the_learned_limit_and_fail_no_job)
+/* An account whose spot quota in the standard group is spot_quota (a new
+ * account's can be that small; docs/pool.md, "Learned limits"): EC2
+ * answers the job's spot requests past it MaxSpotInstanceCountExceeded;
+ * the pool learns the limit from what it held, asks no more past it, and
+ * the job trains, done. */
+static void quota_errors_case(const char *spot_quota)
 {
-	const char *const quota[] = {"--spot-vcpus", "standard=0", NULL};
+	const char *const quota[] = {"--spot-vcpus", spot_quota, NULL};
 	json_t *st, *p, *l;
 	struct pxrun r;
 	json_error_t je;
 	int64_t id, refused;
+	char said[96];
 
 	fake_up(quota);
 	daemon_ec2();
@@ -1709,22 +1708,37 @@ Test(jobs_ec2, quota_errors_lower_the_learned_limit_and_fail_no_job)
 	cr_assert_not_null(p, "%s", je.text);
 	l = json_object_get(p, "learned");
 	cr_assert_str_eq(json_string_value(json_object_get(l, "spot_vcpus")),
-			 "standard=0", "%s", r.out);
+			 spot_quota, "%s", r.out);
 	cr_assert_str_eq(json_string_value(json_object_get(l,
 							   "ondemand_vcpus")),
 			 "none");
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
 		p, "configured"), "spot_vcpus")), "none");
+	snprintf(said, sizeof said, "learned pool_spot_vcpus is now %s",
+		 spot_quota);
 	{
 		char *log = daemon_log();
 
-		cr_assert(strstr(log, "learned pool_spot_vcpus is now "
-				 "standard=0"), "%s", log);
+		cr_assert(strstr(log, said), "%s", log);
 		free(log);
 	}
 	pxrun_free(&r);
 	json_decref(p);
 	json_decref(st);
+}
+
+/* No spot quota at all: the job trains on its reliable tier. */
+Test(jobs_ec2, quota_errors_lower_the_learned_limit_and_fail_no_job)
+{
+	quota_errors_case("standard=0");
+}
+
+/* A quota of one instance's vCPUs: the job's first decision asks for two
+ * spot instances (its `instances`), EC2 runs one and refuses the other,
+ * and the limit learnt is the one instance the pool held. */
+Test(jobs_ec2, a_quota_of_one_instance_is_learned_from_the_second)
+{
+	quota_errors_case("standard=2");
 }
 
 /* vCPUs of the market's ("spot", "on-demand") instances EC2 counts
