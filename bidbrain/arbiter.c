@@ -129,8 +129,9 @@ int arb_alone_max(const struct pool_limits *l, const struct pool_use *outside,
 		memset(&u, 0, sizeof u);
 	pool_use_add(&u, j->tier_group, false, j->tier_vcpus, j->tier_uusd,
 		     1);
-	while (k < j->max && pool_fits(l, &u, j->group, true, j->unit_vcpus,
-				       j->unit_uusd, NULL)) {
+	while (k < j->max * ARB_ALONE_JOBS &&
+	       pool_fits(l, &u, j->group, true, j->unit_vcpus, j->unit_uusd,
+			 NULL)) {
 		pool_use_add(&u, j->group, true, j->unit_vcpus, j->unit_uusd,
 			     1);
 		k++;
@@ -268,15 +269,47 @@ static bool backfill(struct arb *a, size_t i, struct reserve *r)
 	return true;
 }
 
-/* Gang admission: the tiers admitted before stay; then, in arrival
- * order, a job whose whole tier fits, and that can do work with it
- * (its tier works, or one spot instance fits beside it); under
- * finish-time, one that does not delay the first that waits (reserve,
- * backfill). */
+/* The order in which admit looks at the jobs: arrival; under
+ * finish-time, the worst weighted rho first that each would have if it
+ * started now at its 1/N (a short job's rho grows fastest while it
+ * waits), ties to the earlier arrival.  into: n indices. */
+static void admit_order(const struct arb *a, size_t *into)
+{
+	double *r = a->s->kind == ARB_FINISH_TIME ?
+		    px_calloc(a->n ? a->n : 1, sizeof *r) : NULL;
+
+	memcpy(into, a->order, a->n * sizeof *into);
+	if (!r)
+		return;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct arb_job *j = &a->v[i];
+		int fair = fair_of(a, i, a->n_in + 1);
+
+		r[i] = rho_held(j, fair, 0, a->s->now_h, a->n_in + 1,
+				a->alone[i]) * j->weight;
+		if (isnan(r[i]))
+			r[i] = 0;
+	}
+	for (size_t o = 0; o < a->n; o++)  /* stable: by arrival on ties */
+		for (size_t k = o; k > 0 && r[into[k]] > r[into[k - 1]]; k--) {
+			size_t t = into[k];
+
+			into[k] = into[k - 1];
+			into[k - 1] = t;
+		}
+	free(r);
+}
+
+/* Gang admission: the tiers admitted before stay; then, in admit_order,
+ * a job whose whole tier fits, and that can do work with it (its tier
+ * works, or one spot instance fits beside it); under finish-time, one
+ * that does not delay the first that waits (reserve, backfill). */
 static void admit(struct arb *a)
 {
 	struct reserve r = {.on = false};
 	bool blocked = false;
+	size_t *order = px_calloc(a->n ? a->n : 1, sizeof *order);
+	const size_t *ord = order ? order : a->order;
 
 	for (size_t i = 0; i < a->n; i++) {
 		struct arb_job *j = &a->v[i];
@@ -287,8 +320,10 @@ static void admit(struct arb *a)
 				     j->tier_vcpus, j->tier_uusd, 1);
 		a->n_in += j->admit;
 	}
+	if (order)
+		admit_order(a, order);
 	for (size_t o = 0; o < a->n; o++) {
-		struct arb_job *j = &a->v[a->order[o]];
+		struct arb_job *j = &a->v[ord[o]];
 		struct pool_use u = a->use;
 
 		if (j->admit)
@@ -306,12 +341,13 @@ static void admit(struct arb *a)
 		    pool_fits(a->s->limits, &u, j->group, true,
 			      j->unit_vcpus, j->unit_uusd, NULL)))
 			continue;
-		if (!backfill(a, a->order[o], &r))
+		if (!backfill(a, ord[o], &r))
 			continue;
 		a->use = u;
 		j->admit = true;
 		a->n_in++;
 	}
+	free(order);
 }
 
 /* finish-time's rho of admitted job i at a share of n: its own, or,
@@ -415,19 +451,34 @@ static double rho_now(const struct arb *a, const struct arb_job *j)
 	return rho_of(a, i, j->share) * j->weight;
 }
 
-/* After the auction: the worst rho it reached, R, is what fairness asks;
+/* After the auction: the worst rho it reached among the jobs that more
+ * units would still help (share below want), R, is what fairness asks;
  * every job keeps the fewest units that hold it within ARB_SLACK of R
  * (never more than the auction gave it), and the units this frees go to
  * the jobs that end soonest (shortest remaining time first: what lowers
  * the mean completion), so the mean gains and the worst rho does not
- * move by more than ARB_SLACK. */
+ * move by more than ARB_SLACK.  A job at its want (its policy's, or its
+ * max) that is worse than R is no reason to bring the others up to it:
+ * their rho is an estimate, and the margin below it is what holds when
+ * the estimate proves low.  When every job is at its want, R is the
+ * worst of all. */
 static void efficient(struct arb *a)
 {
-	double worst = 0;
+	double worst = 0, open = 0;
 
-	for (size_t i = 0; i < a->n; i++)
-		if (a->v[i].admit && rho_now(a, &a->v[i]) > worst)
-			worst = rho_now(a, &a->v[i]);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct arb_job *j = &a->v[i];
+
+		if (!j->admit)
+			continue;
+		if (rho_now(a, j) > worst)
+			worst = rho_now(a, j);
+		if (j->share < j->want && j->rate[j->share + 1] >
+		    j->rate[j->share] && rho_now(a, j) > open)
+			open = rho_now(a, j);
+	}
+	if (open > 0)
+		worst = open;
 	if (isinf(worst) || !(worst > 0))
 		return;
 	for (size_t i = 0; i < a->n; i++) {
@@ -489,7 +540,7 @@ static enum px_err finish_time(struct arb *a, struct px_error *err)
 		int fair = a->alone[ids[k]] / (int)a->n_in;
 
 		if (keep > fair)
-			keep = fair > 0 ? fair : 0;
+			keep = fair;
 		while (j->share < keep && unit_fits(a, j))
 			unit_add(a, j, 1);
 	}

@@ -99,7 +99,12 @@ enum px_err arb_decide(const struct arb_setup *s, struct arb_job *jobs,
 		       size_t n, struct px_error *err);
 
 /* How many of j's spot instances the pool holds with j alone in it (its
- * tier in, beside what is held outside: may be NULL), up to j->max. */
+ * tier in, beside what is held outside: may be NULL): the pool in j's
+ * units, whether or not j could use them all (its 1/N of the pool is
+ * counted in them, then held to its max: Themis's and Gavel's "1/N of
+ * the cluster"), up to j->max * ARB_ALONE_JOBS (a pool without a limit:
+ * its 1/N is its max up to that many jobs). */
+#define ARB_ALONE_JOBS 64
 int arb_alone_max(const struct pool_limits *l, const struct pool_use *outside,
 		  const struct arb_job *j);
 /* j's finish time alone on 1/n_jobs of such a pool: work_total over its

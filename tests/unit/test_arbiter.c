@@ -294,6 +294,84 @@ Test(arbiter, left_out_jobs_keep_up_to_their_1_over_n)
 	cr_assert_eq(v[0].share + v[1].share, 8);
 }
 
+/* A job's 1/N is of the pool, then held to what it can use (Themis's
+ * and Gavel's "1/N of the cluster"): 32 spot vCPUs are 8 of its units;
+ * with 2 jobs its 1/N is 4 units, its max.  (Counting the pool only up to
+ * its max first gave floor(4 / 2) = 2: a job of a small max looked twice
+ * as well off as it was.) */
+Test(arbiter, one_over_n_is_of_the_pool_then_held_to_the_max)
+{
+	struct pool_limits l = spot_only(32 + 4);   /* and its tier */
+	struct arb_job j = mk(0, 1, 0.9, 4, 100);
+
+	l.spot.total = 32;
+	cr_assert_eq(arb_alone_max(&l, NULL, &j), 8);
+	cr_assert_float_eq(arb_alone_hours(&j, 2, arb_alone_max(&l, NULL,
+								 &j)),
+			   100 / rates[0][4], 1e-9);
+	/* 4 jobs: 2 units each */
+	cr_assert_float_eq(arb_alone_hours(&j, 4, 8), 100 / rates[0][2],
+			   1e-9);
+	/* no limit at all: its max */
+	pool_limits_none(&l);
+	cr_assert_float_eq(arb_alone_hours(&j, 3, arb_alone_max(&l, NULL,
+								 &j)),
+			   100 / rates[0][4], 1e-9);
+}
+
+/* Two tiers wait and room frees for one: finish-time admits the one
+ * whose rho would be the worse if it started now, a short job that came
+ * an hour after a long one (its rho grows 20 times as fast while it
+ * waits); fifo and max-min admit the first to come. */
+Test(arbiter, finish_time_admits_the_waiting_tier_of_the_worst_rho)
+{
+	struct pool_limits l = spot_only(16);
+
+	l.ondemand.total = 4;
+	for (int k = 0; k < ARB_KINDS; k++) {
+		struct arb_job v[2] = {mk(0, 1, 0.9, 4, 200),
+				       mk(1, 1, 0.9, 4, 10)};
+		struct arb_setup s = {.kind = (enum arb_kind)k, .fairness = 1,
+				      .now_h = 2, .limits = &l};
+		struct px_error err = {0};
+
+		v[1].arrival_h = 1;
+		cr_assert_eq(arb_decide(&s, v, 2, &err), PX_OK, "%s", err.msg);
+		if (k == ARB_FINISH_TIME)
+			cr_assert(v[1].admit && !v[0].admit, "the long one "
+				  "went first");
+		else if (k != ARB_GOODPUT)
+			cr_assert(v[0].admit && !v[1].admit, "%s",
+				  arb_name((enum arb_kind)k));
+	}
+}
+
+/* A job at its want whose rho is the worst (it waited 50 h, and holds
+ * the 2 units it can use) is no reason to bring the others' rho up to
+ * its own: the two that more units would still help keep their even
+ * split of the rest (3 and 3), where trimming both up to that rho and
+ * giving the units to the one that ends sooner left the long one with
+ * almost none. */
+Test(arbiter, a_job_at_its_want_sets_no_ones_rho)
+{
+	struct pool_limits l = spot_only(32);
+	struct arb_job v[3] = {mk(0, 1, 0.9, 2, 100), mk(1, 1, 0.9, 8, 100),
+			       mk(2, 1, 0.9, 8, 20)};
+	struct arb_setup s = {.kind = ARB_FINISH_TIME, .fairness = 1,
+			      .now_h = 50, .limits = &l};
+	struct px_error err = {0};
+
+	v[0].arrival_h = 0;
+	v[1].arrival_h = v[2].arrival_h = 50;
+	for (int k = 0; k < 3; k++)
+		v[k].admitted = true;
+	cr_assert_eq(arb_decide(&s, v, 3, &err), PX_OK, "%s", err.msg);
+	cr_assert_eq(v[0].share, 2);
+	cr_assert_eq(v[1].share + v[2].share, 6);
+	cr_assert_geq(v[1].share, 3, "the long job: %d units", v[1].share);
+	cr_assert_gt(v[0].rho, v[1].rho);
+}
+
 Test(arbiter, bad_jobs_are_refused)
 {
 	struct pool_limits l = spot_only(16);
