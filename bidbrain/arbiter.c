@@ -67,6 +67,11 @@ double arb_rho(const struct arb_job *j, int n, double now_h, size_t n_jobs,
 #ifndef ARB_SLACK
 #define ARB_SLACK 0.02
 #endif
+/* How much lower than under max-min's division the worst estimated rho
+ * must be for finish-time's own to stand (finish_time). */
+#ifndef ARB_GAIN
+#define ARB_GAIN 0.03
+#endif
 /* How much more a unit a job holds counts in finish-time's auction. */
 #ifndef ARB_KEEP
 #define ARB_KEEP 0.1
@@ -80,6 +85,8 @@ struct arb {
 	int *alone;               /* its instances alone in the pool */
 	size_t *order;            /* by arrival */
 	bool srpt;                /* fill: shortest remaining time first */
+	bool mm;                  /* fill: max-min's rule (finish-time's
+				   * yardstick) */
 	struct pool_use use;
 	/* finish-time's reservation (reserve): the job that waits for it,
 	 * its run once in (at its 1/N) and its time alone; the admitted
@@ -380,7 +387,7 @@ static double priority(const struct arb *a, const struct arb_job *j)
 {
 	if (a->srpt)
 		return -j->work_left_h / j->rate[j->share];
-	switch (a->s->kind) {
+	switch (a->mm ? ARB_MAX_MIN : a->s->kind) {
 	case ARB_MAX_MIN:
 		return -(double)(j->share * j->unit_vcpus) / j->weight;
 	case ARB_GOODPUT:
@@ -498,6 +505,33 @@ static void efficient(struct arb *a)
 	a->srpt = false;
 }
 
+/* The worst weighted rho of the admitted jobs at their shares now. */
+static double worst_now(const struct arb *a)
+{
+	double w = 0;
+
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].admit && !(rho_now(a, &a->v[i]) <= w))
+			w = rho_now(a, &a->v[i]);
+	return w;
+}
+
+/* A division: every job's share, and the pool's use with them. */
+static void split_save(const struct arb *a, int *share, struct pool_use *u)
+{
+	for (size_t i = 0; i < a->n; i++)
+		share[i] = a->v[i].share;
+	*u = a->use;
+}
+
+static void split_load(struct arb *a, const int *share,
+		       const struct pool_use *u)
+{
+	for (size_t i = 0; i < a->n; i++)
+		a->v[i].share = share[i];
+	a->use = *u;
+}
+
 /* Themis's round: the worst `fairness` of the admitted jobs (by their
  * weighted rho at the share they held) take part in the auction; the
  * others keep their share up to 1/N of the pool, and have what is left
@@ -505,11 +539,14 @@ static void efficient(struct arb *a)
 static enum px_err finish_time(struct arb *a, struct px_error *err)
 {
 	size_t *ids = px_calloc(a->n ? a->n : 1, sizeof *ids), m = 0, take;
-	double *r = px_calloc(a->n ? a->n : 1, sizeof *r);
+	double *r = px_calloc(a->n ? a->n : 1, sizeof *r), w_mm;
 	bool *part = px_calloc(a->n ? a->n : 1, sizeof *part);
+	int *kept = px_calloc(a->n ? a->n : 1, sizeof *kept);
+	int *mm = px_calloc(a->n ? a->n : 1, sizeof *mm);
+	struct pool_use u_keep, u_mm;
 	enum px_err e = PX_OK;
 
-	if (!ids || !r || !part) {
+	if (!ids || !r || !part || !kept || !mm) {
 		e = px_errorf(err, PX_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -544,12 +581,26 @@ static enum px_err finish_time(struct arb *a, struct px_error *err)
 		while (j->share < keep && unit_fits(a, j))
 			unit_add(a, j, 1);
 	}
+	/* max-min's division of the same units (beside the keeps), the
+	 * yardstick: the auction's stands only where, second phase done,
+	 * it lowers the worst estimated rho by ARB_GAIN at least */
+	split_save(a, kept, &u_keep);
+	a->mm = true;
+	fill(a, NULL);
+	a->mm = false;
+	w_mm = worst_now(a);
+	split_save(a, mm, &u_mm);
+	split_load(a, kept, &u_keep);
 	fill(a, part);
 	efficient(a);
+	if (isfinite(w_mm) && !(worst_now(a) <= w_mm * (1 - ARB_GAIN)))
+		split_load(a, mm, &u_mm);
 out:
 	free(ids);
 	free(r);
 	free(part);
+	free(kept);
+	free(mm);
 	return e;
 }
 

@@ -106,11 +106,12 @@ def main():
               t21, od21, "2021-03-22T00:00:00Z", "per-second")]
     gens = int(os.environ.get("POOL_WORKLOADS", "12"))
     # base 4100: the workloads the arbiter was tuned on; 5100: held out
-    # until session 25, which tuned on it too; 6100, 7100, 8100: each held
-    # out until a session looked at its failures (26, 27, 27); 9100:
-    # unseen until session 27's last arbiter change, then measured once
+    # until session 25, which tuned on it too; 6100 to 9100: each held
+    # out until a session looked at its failures (26, 27, 27, 27);
+    # 10100 and 11100: unseen until session 27's last arbiter change
     bases = [int(b) for b in os.environ.get(
-        "POOL_BASES", "4100,5100,6100,7100,8100,9100").split(",")]
+        "POOL_BASES",
+        "4100,5100,6100,7100,8100,9100,10100,11100").split(",")]
     for base in bases:
         for k in range(gens):
             legacy = k % 4 == 3
@@ -125,7 +126,8 @@ def main():
             cases.append(("%s %d-%02d (%d jobs%s)" %
                           ({4100: "tuned", 5100: "tuned2",
                             6100: "seen-6100", 7100: "seen-7100",
-                            8100: "seen-8100"}.get(base, "held-out"),
+                            8100: "seen-8100", 9100: "seen-9100"}.get(
+                                base, "held-out"),
                            base, k,
                            len(doc["jobs"]), ", 2016" if legacy else ""),
                           p, t16 if legacy else t21,

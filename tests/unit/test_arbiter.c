@@ -372,6 +372,55 @@ Test(arbiter, a_job_at_its_want_sets_no_ones_rho)
 	cr_assert_gt(v[0].rho, v[1].rho);
 }
 
+/* docs/pool.md's worked example, round 1: 4 units of 4 vCPUs; A (60
+ * work-hours, 40 left, held all 4), B (24) and C (12) came at hour 4;
+ * rate[n] = 1 + n.  The auction and its second phase reach (1, 1, 2),
+ * worst rho 1.000; max-min's (2, 1, 1) has the same worst, so
+ * finish-time, whose own must be ARB_GAIN (3%) lower to stand, keeps
+ * max-min's.  With C come 10 hours before (at -6), max-min's split
+ * (1, 1, 2) leaves C at 2.333, and finish-time's own, C taking all 4,
+ * has 2.067 at worst: more than 3% lower, it stands. */
+Test(arbiter, finish_time_keeps_max_min_s_split_unless_its_own_is_better)
+{
+	struct pool_limits l = spot_only(16);
+
+	for (int older = 0; older < 2; older++) {
+		struct arb_job v[2][3];
+		double worst[2];
+
+		for (int k = 0; k < 2; k++) {
+			struct arb_setup s = {.kind = k ? ARB_MAX_MIN :
+					      ARB_FINISH_TIME, .fairness = 0.8,
+					      .now_h = 4, .limits = &l};
+			struct px_error err = {0};
+
+			v[k][0] = mk(0, 1, 1, 4, 60);
+			v[k][1] = mk(1, 1, 1, 4, 24);
+			v[k][2] = mk(2, 1, 1, 4, 12);
+			v[k][0].work_left_h = 40;
+			v[k][0].share = 4;
+			v[k][0].admitted = true;
+			v[k][1].arrival_h = 4;
+			v[k][2].arrival_h = older ? -6 : 4;
+			cr_assert_eq(arb_decide(&s, v[k], 3, &err), PX_OK, "%s",
+				     err.msg);
+			worst[k] = fmax(fmax(v[k][0].rho, v[k][1].rho),
+					v[k][2].rho);
+		}
+		if (!older) {
+			cr_assert_eq(v[0][0].share, 2);
+			cr_assert_eq(v[0][1].share, 1);
+			cr_assert_eq(v[0][2].share, 1);
+			cr_assert_float_eq(worst[0], 1.0, 1e-9);
+		} else {
+			cr_assert_eq(v[0][2].share, 4, "C has %d",
+				     v[0][2].share);
+			cr_assert_float_eq(worst[0], 2.0667, 1e-3);
+			cr_assert_float_eq(worst[1], 2.3333, 1e-3);
+		}
+	}
+}
+
 Test(arbiter, bad_jobs_are_refused)
 {
 	struct pool_limits l = spot_only(16);
