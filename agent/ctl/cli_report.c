@@ -54,6 +54,7 @@ struct inst {
 	/* the last progress event before its ready one, and the clock it
 	 * gave (0: none); and the last one before the clock last moved */
 	int64_t before_us, before_clock, step_us, step_clock;
+	int64_t start_clock;      /* the job's clock at its launch */
 	bool evicted, warned;
 	int64_t cost_uusd;           /* its ledger lines */
 };
@@ -199,8 +200,10 @@ static void take_instance(struct report *r, const struct store_event *ev,
 		snprintf(in->type, sizeof in->type, "%s", type ? type : "?");
 		in->spot = json_is_string(json_object_get(d, "zone"));
 		in->reliable = json_is_true(json_object_get(d, "reliable"));
-		if (!in->start_us)
+		if (!in->start_us) {
 			in->start_us = ev->at_us;
+			in->start_clock = r->clock;
+		}
 		if (!strcmp(ev->kind, "adopt"))
 			in->ready_us = ev->at_us;
 	} else if (!strcmp(ev->kind, "ready") && !in->ready_us) {
@@ -321,7 +324,8 @@ static double hours(int64_t from, int64_t to)
  * later): not "0 hours of work" for a job that did it all.  Where the
  * clock stood still since that event (a loaded host: the work was all
  * done by the report before the last), since the report before the
- * clock last moved. */
+ * clock last moved; where no report had a clock below the last one (a
+ * short job whose first report came at its end), since its launch. */
 static int64_t work_from(const struct report *r, const struct inst *in,
 			 int64_t end)
 {
@@ -333,6 +337,8 @@ static int64_t work_from(const struct report *r, const struct inst *in,
 		from = in->before_us;
 	else if (in->step_us && r->clock > in->step_clock)
 		from = in->step_us;
+	else if (r->clock > in->start_clock)
+		from = in->start_us;    /* every report had the final clock */
 	if (!from)
 		return in->ready_us;
 	return from > in->start_us ? from : in->start_us;
