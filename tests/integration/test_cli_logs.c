@@ -256,6 +256,24 @@ static int wait_exit(pid_t pid, int timeout_s)
 	return -1;
 }
 
+/* Wait (up to 20 s) until the follower's output file holds needle: it
+ * has read what came so far (it asks every 500 ms). */
+static void wait_printed(const char *out, const char *needle)
+{
+	char *text = NULL;
+
+	for (int i = 0; i < 400; i++) {
+		text = px_test_read_file(out, NULL);
+		if (text && strstr(text, needle))
+			break;
+		free(text);
+		text = NULL;
+		sleep_ms(50);
+	}
+	cr_assert_not_null(text, "no '%s' printed in 20 s", needle);
+	free(text);
+}
+
 Test(cli_logs, follow_prints_what_comes_until_the_job_ends)
 {
 	char ids[24], dir[4200], cur[4200], old[4200], out[4200], out2[4200];
@@ -287,11 +305,12 @@ Test(cli_logs, follow_prints_what_comes_until_the_job_ends)
 	snprintf(out, sizeof out, "%s/follow.out", jt.tmp);
 	snprintf(out2, sizeof out2, "%s/follow2.out", jt.tmp);
 	f = start_follow(ids, out);
-	sleep_ms(1200);
+	wait_printed(out, "[i1] a-1\n");
 	put_log(id, "i1.log", "a", "a-2\na-3 par");
-	sleep_ms(1200);
+	/* a-2 printed: the partial line was read too, and held */
+	wait_printed(out, "[i1] a-2\n");
 	put_log(id, "i1.log", "a", "tial\n");
-	sleep_ms(1200);
+	wait_printed(out, "[i1] a-3 partial\n");
 	/* a rotation, the old file's last line unread yet */
 	logs_path(id, "i1.log", cur, sizeof cur);
 	logs_path(id, "i1.log.1", old, sizeof old);
@@ -299,10 +318,11 @@ Test(cli_logs, follow_prints_what_comes_until_the_job_ends)
 	cr_assert_eq(rename(cur, old), 0);
 	put_log(id, "i1.log", "w", "b-1\n");
 	put_log(id, "i2.log", "w", "c-1\n");
-	sleep_ms(1200);
-	/* SIGINT: exit 0 */
+	wait_printed(out, "[i1] b-1\n");
+	wait_printed(out, "[i2] c-1\n");
+	/* SIGINT: exit 0 (once its tail is out) */
 	g = start_follow(ids, out2);
-	sleep_ms(1000);
+	wait_printed(out2, "[i2] c-1\n");
 	cr_assert_eq(kill(g, SIGINT), 0);
 	cr_assert_eq(wait_exit(g, 10), 0);
 	/* the job ends: the follower prints the last lines and returns */
