@@ -34,6 +34,10 @@ static int speedup = 1200;
 /* the market's length: a job slower than it (a loaded host, the real
  * program) fails when the trace ends, whatever its progress */
 static int trace_days = 2;
+/* the toy's target (TOY_SAMPLES): 96 samples a 20 ms step in a group of
+ * 3, so 48000 is 10 s of steps at the most; a test whose events come
+ * early runs a shorter job */
+static long toy_samples = 48000;
 
 /* tmp/code/: the toy program, readable by all (nobody reads it). */
 static void write_code(void)
@@ -58,7 +62,7 @@ static void write_job_cmd(const char *cmd, const char *env,
 static void write_program_job(const char *env, const char *more)
 {
 	write_job_cmd("\"/usr/bin/python3\", \"program_toy.py\"", env, more,
-		      48000);
+		      toy_samples);
 }
 
 /* The job with its command (JSON array members) and its samples (the
@@ -257,6 +261,8 @@ Test(jobs_program, a_failure_restarts_from_the_latest_checkpoint)
 	/* one failure, once the whole group of 3 runs (no spike: nothing
 	 * re-forms it after), whatever its start */
 	spike_at = T0 + 3 * 86400;
+	/* the failure at 6000, a quarter in (its 5 s of steps at the most) */
+	toy_samples = 24000;
 	snprintf(env, sizeof env, "\"TOY_FAIL_AT_SAMPLES\": \"6000\", "
 		 "\"TOY_FAIL_ONCE\": \"%s/failed\", \"TOY_FAIL_NODES\": "
 		 "\"3\"", mark);
@@ -285,6 +291,10 @@ Test(jobs_program, a_program_that_ignores_the_notice_is_killed_at_the_grace)
 	 * the node */
 	speedup = 120;
 	spike_at = T0 + 600;
+	/* the notice 5 s in, when the toy has done 24000 samples at the most
+	 * (its steps are paced by their sleeps: a fast host is no faster);
+	 * the rest on the reliable node alone, 1600 a second */
+	toy_samples = 30000;
 	write_program_job("\"TOY_ON_TERM\": \"ignore\"",
 			  "\"grace_seconds\": 30");
 	id = submit_as(NOBODY);
@@ -320,8 +330,9 @@ Test(jobs_program, a_kill_9_of_proteusd_mid_job_resumes)
 
 	need_root();
 	daemon_up();
-	/* the toy's 20 ms steps: 10 s of a group of 3, the kill at its
+	/* the toy's 20 ms steps: 5 s of a group of 3, the kill at its
 	 * first stored checkpoint (25 steps, half a second in) */
+	toy_samples = 24000;
 	write_program_job("", "");
 	id = submit_as(NOBODY);
 	for (int i = 0; i < 300 && !events_like(id, "checkpoint", "%stored");
