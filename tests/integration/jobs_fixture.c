@@ -729,3 +729,23 @@ void write_flat_trace(int64_t t0, int days, int64_t spike_at,
 	fclose(f);
 	cr_assert_eq(chmod(path, 0644), 0);
 }
+
+json_t *pool_json(void)
+{
+	struct pxrun r;
+	json_error_t je;
+	json_t *o;
+
+	cr_assert_eq(ctl(&r, 10, "pool", "--json", NULL, NULL), 0, "%s",
+		     r.err);
+	o = json_loads(r.out, 0, &je);
+	cr_assert_not_null(o, "pool --json: %s: %s", je.text, r.out);
+	pxrun_free(&r);
+	return o;
+}
+
+int64_t pool_used(json_t *p, const char *market)
+{
+	return json_integer_value(json_object_get(json_object_get(
+		json_object_get(p, "used"), market), "total"));
+}

@@ -70,6 +70,10 @@ int trainer_log_count(int64_t id, const char *needle);
 int64_t submit_as(uid_t uid);
 /* Events of job id of kind whose detail is LIKE like (SQL). */
 int64_t events_like(int64_t id, const char *kind, const char *like);
+/* proteusctl pool --json, parsed (asserted). */
+json_t *pool_json(void);
+/* Its count of a market's ("spot_vcpus", "ondemand_vcpus") vCPUs in use. */
+int64_t pool_used(json_t *p, const char *market);
 /* tmp/trace.json: m3.large in us-east-1a at $0.02 every 5 minutes from
  * t0 - 1 h for days days, $5 (past any bid) in [spike_at, spike_at +
  * spike_s) (spike_s 0: none). */

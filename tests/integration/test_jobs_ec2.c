@@ -482,12 +482,11 @@ static void check_enrolled(json_t *sum, json_t *st)
 		     "enroll_refused")), 0, "%s", daemon_said());
 }
 
-/* nodes: the job ran long enough for nodes to enroll (2 at least). */
-static void check_fake_nodes(int64_t id, json_t *st, bool nodes)
+/* The fake's summary once nothing runs (10 s at most): nothing left
+ * running, no request signed badly (asserted). */
+static json_t *fake_settled(void)
 {
 	json_t *sum = fake_get_json(&fk, "cmd=summary");
-	double cost = json_number_value(json_object_get(st, "cost_usd"));
-	double billed;
 
 	for (int k = 0; k < 100 && json_integer_value(json_object_get(sum,
 			"still_running")); k++) {
@@ -499,6 +498,16 @@ static void check_fake_nodes(int64_t id, json_t *st, bool nodes)
 		     0, "instances left running");
 	cr_assert_eq(json_integer_value(json_object_get(sum, "bad_signatures")),
 		     0);
+	return sum;
+}
+
+/* nodes: the job ran long enough for nodes to enroll (2 at least). */
+static void check_fake_nodes(int64_t id, json_t *st, bool nodes)
+{
+	json_t *sum = fake_settled();
+	double cost = json_number_value(json_object_get(st, "cost_usd"));
+	double billed;
+
 	if (nodes)
 		check_enrolled(sum, st);
 	billed = json_number_value(json_object_get(sum, "billed_usd"));
@@ -1764,27 +1773,6 @@ static int64_t fake_vcpus(const char *market)
 	return n;
 }
 
-static json_t *pool_now(void)
-{
-	struct pxrun r;
-	json_error_t je;
-	json_t *p;
-
-	cr_assert_eq(ctl(&r, 10, "pool", "--json", NULL, NULL), 0, "%s",
-		     r.err);
-	p = json_loads(r.out, 0, &je);
-	cr_assert_not_null(p, "pool --json: %s: %s", je.text, r.out);
-	pxrun_free(&r);
-	return p;
-}
-
-/* The pool's count of a market's vCPUs in use. */
-static int64_t pool_used(json_t *p, const char *market)
-{
-	return json_integer_value(json_object_get(json_object_get(
-		json_object_get(p, "used"), market), "total"));
-}
-
 /* A count of job id's in the pool's list (key: "spot_vcpus",
  * "share_vcpus"; -1: not in it). */
 static int64_t pool_of(json_t *p, int64_t id, const char *key)
@@ -1829,7 +1817,7 @@ Test(jobs_ec2, two_jobs_share_a_configured_pool)
 	id[0] = submit();
 	/* the first job holds the spot pool */
 	for (int t = 0; t < 300; t++) {
-		p = pool_now();
+		p = pool_json();
 		spot2 = pool_of(p, id[0], "spot_vcpus");
 		json_decref(p);
 		if (spot2 >= 4)
@@ -1843,7 +1831,7 @@ Test(jobs_ec2, two_jobs_share_a_configured_pool)
 	t0 = now_s();
 	spot2 = 0;
 	for (int t = 0; t < 1800; t++) {
-		int64_t share = pool_of(p = pool_now(), id[1], "share_vcpus");
+		int64_t share = pool_of(p = pool_json(), id[1], "share_vcpus");
 
 		cr_assert_leq(pool_used(p, "spot_vcpus"), 4, "%s",
 			      json_dumps(p, 0));
@@ -1881,23 +1869,13 @@ Test(jobs_ec2, two_jobs_share_a_configured_pool)
 	/* the first gave back what the second took */
 	cr_assert_gt(events_like(id[0], "release", "%pool%"), 0, "%s",
 		     daemon_said());
-	p = pool_now();
+	p = pool_json();
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
 		p, "learned"), "spot_vcpus")), "none", "%s", json_dumps(p, 0));
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(
 		p, "configured"), "spot_vcpus")), "standard=4");
 	json_decref(p);
-	sum = fake_get_json(&fk, "cmd=summary");
-	for (int k = 0; k < 100 && json_integer_value(json_object_get(sum,
-			"still_running")); k++) {
-		json_decref(sum);
-		sleep_ms(100);
-		sum = fake_get_json(&fk, "cmd=summary");
-	}
-	cr_assert_eq(json_integer_value(json_object_get(sum, "still_running")),
-		     0, "instances left running");
-	cr_assert_eq(json_integer_value(json_object_get(sum, "bad_signatures")),
-		     0);
+	sum = fake_settled();
 	billed = json_number_value(json_object_get(sum, "billed_usd"));
 	cr_assert(fabs(billed - cost) <= 2 * BILL_SLACK(cost), "the jobs' "
 		  "cost $%.6f, the fake billed $%.6f", cost, billed);

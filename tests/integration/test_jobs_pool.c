@@ -71,26 +71,6 @@ static int64_t submit_job(const char *name, int epochs, int max_spot)
 	return submit();
 }
 
-static json_t *pool_json(void)
-{
-	struct pxrun r;
-	json_error_t je;
-	json_t *o;
-
-	cr_assert_eq(ctl(&r, 10, "pool", "--json", NULL, NULL), 0, "%s",
-		     r.err);
-	o = json_loads(r.out, 0, &je);
-	cr_assert_not_null(o, "pool --json: %s: %s", je.text, r.out);
-	pxrun_free(&r);
-	return o;
-}
-
-static int64_t used(json_t *p, const char *market)
-{
-	return json_integer_value(json_object_get(json_object_get(
-		json_object_get(p, "used"), market), "total"));
-}
-
 /* The job of the pool's list with id, or NULL. */
 static json_t *pool_job(json_t *p, int64_t id)
 {
@@ -111,9 +91,9 @@ static json_t *look(int od)
 	int64_t spot = 0, ond = 0;
 	size_t i;
 
-	cr_assert_leq(used(p, "spot_vcpus"), SPOT_VCPUS, "spot past the "
+	cr_assert_leq(pool_used(p, "spot_vcpus"), SPOT_VCPUS, "spot past the "
 		      "pool: %s", json_dumps(p, 0));
-	cr_assert_leq(used(p, "ondemand_vcpus"), od, "on demand past the "
+	cr_assert_leq(pool_used(p, "ondemand_vcpus"), od, "on demand past the "
 		      "pool: %s", json_dumps(p, 0));
 	json_array_foreach(json_object_get(p, "jobs"), i, x) {
 		spot += json_integer_value(json_object_get(x, "spot_vcpus"));
@@ -121,8 +101,8 @@ static json_t *look(int od)
 							  "ondemand_vcpus"));
 		cr_assert(json_is_number(json_object_get(x, "weight")));
 	}
-	cr_assert_eq(spot, used(p, "spot_vcpus"));
-	cr_assert_eq(ond, used(p, "ondemand_vcpus"));
+	cr_assert_eq(spot, pool_used(p, "spot_vcpus"));
+	cr_assert_eq(ond, pool_used(p, "ondemand_vcpus"));
 	return p;
 }
 
@@ -206,7 +186,7 @@ Test(jobs_pool, three_jobs_share_a_small_pool_and_a_late_one_gets_its_share)
 	id[0] = submit_job("big", 40, 6);
 	id[1] = submit_job("medium", 30, 4);
 	/* the two take the pool between them */
-	for (int t = 0; t < 100 && used(p = look(6), "spot_vcpus") <
+	for (int t = 0; t < 100 && pool_used(p = look(6), "spot_vcpus") <
 	     SPOT_VCPUS - 2; t++) {
 		json_decref(p);
 		sleep_ms(100);
