@@ -167,7 +167,9 @@ deps:
 print-ldlibs:
 	@echo '$(LDLIBS_ALL)'
 
-$(BUILD)/obj/%.o: %.c
+# Makefile too: a flag changed here (CFLAGS_OPT of one file, say)
+# rebuilds what it compiles; without it an old object stayed.
+$(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS_ALL) -c -o $@ $<
