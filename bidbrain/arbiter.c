@@ -458,6 +458,17 @@ static double rho_now(const struct arb *a, const struct arb_job *j)
 	return rho_of(a, i, j->share) * j->weight;
 }
 
+/* The worst weighted rho of the admitted jobs at their shares now. */
+static double worst_now(const struct arb *a)
+{
+	double w = 0;
+
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].admit && rho_now(a, &a->v[i]) > w)
+			w = rho_now(a, &a->v[i]);
+	return w;
+}
+
 /* After the auction: the worst rho it reached among the jobs that more
  * units would still help (share below want), R, is what fairness asks;
  * every job keeps the fewest units that hold it within ARB_SLACK of R
@@ -471,17 +482,14 @@ static double rho_now(const struct arb *a, const struct arb_job *j)
  * worst of all. */
 static void efficient(struct arb *a)
 {
-	double worst = 0, open = 0;
+	double worst = worst_now(a), open = 0;
 
 	for (size_t i = 0; i < a->n; i++) {
 		const struct arb_job *j = &a->v[i];
 
-		if (!j->admit)
-			continue;
-		if (rho_now(a, j) > worst)
-			worst = rho_now(a, j);
-		if (j->share < j->want && j->rate[j->share + 1] >
-		    j->rate[j->share] && rho_now(a, j) > open)
+		if (j->admit && j->share < j->want &&
+		    j->rate[j->share + 1] > j->rate[j->share] &&
+		    rho_now(a, j) > open)
 			open = rho_now(a, j);
 	}
 	if (open > 0)
@@ -503,17 +511,6 @@ static void efficient(struct arb *a)
 	a->srpt = true;
 	fill(a, NULL);
 	a->srpt = false;
-}
-
-/* The worst weighted rho of the admitted jobs at their shares now. */
-static double worst_now(const struct arb *a)
-{
-	double w = 0;
-
-	for (size_t i = 0; i < a->n; i++)
-		if (a->v[i].admit && !(rho_now(a, &a->v[i]) <= w))
-			w = rho_now(a, &a->v[i]);
-	return w;
 }
 
 /* A division: every job's share, and the pool's use with them. */
