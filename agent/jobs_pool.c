@@ -259,12 +259,10 @@ static struct pool_use going_now(const struct jobs *js)
 	return u;
 }
 
-/* What the pool holds: every member's fleet, priced at its own now, and
- * what the jobs let go that the provider still counts (going_now). */
-static struct pool_use use_now(const struct jobs *js)
+/* u and what the pool holds: every member's fleet, priced at its own
+ * now. */
+static struct pool_use use_with(const struct jobs *js, struct pool_use u)
 {
-	struct pool_use u = going_now(js);
-
 	for (const struct job *j = js->list; j; j = j->next) {
 		if (!j->sh.member)
 			continue;
@@ -280,6 +278,13 @@ static struct pool_use use_now(const struct jobs *js)
 				&j->mk.ms, job_now(j), false);
 	}
 	return u;
+}
+
+/* What the pool holds, and what the jobs let go that the provider still
+ * counts (going_now). */
+static struct pool_use use_now(const struct jobs *js)
+{
+	return use_with(js, going_now(js));
 }
 
 /* j counted by the pool: its sizes from its plan (false: none yet). */
@@ -898,7 +903,7 @@ json_t *jobs_cmd_pool(struct jobs *js, json_t *req, struct px_error *err)
 	const struct proteusd_config *cfg = js->s.cfg;
 	struct jobs_pool *p = js->pool;
 	struct pool_limits l;
-	struct pool_use u = use_now(js), g = going_now(js);
+	struct pool_use g = going_now(js), u = use_with(js, g);
 	uint64_t now = px_now_mono_us();
 	json_t *a = json_array(), *o;
 

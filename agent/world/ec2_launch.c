@@ -124,12 +124,9 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 			if (in && in->bill_late)
 				ec2w_bill_late_seen(w, in, &l->v[0]);
 			for (size_t i = 0; i < l->n; i++)
-				if (in)
-					ec2h_terminate_let_go(k->h, l->v[i].id,
-							      in->type_name,
-							      in->market >= 0);
-				else
-					ec2h_terminate(k->h, l->v[i].id, 0);
+				ec2h_terminate_let_go(k->h, l->v[i].id,
+						      in ? in->type_name : "",
+						      in && in->market >= 0);
 			if (in)
 				ec2w_inst_close(w, in);
 			ec2w_call_end(k);

@@ -93,7 +93,8 @@ enum px_err ec2h_get(struct world_host *wh, struct ec2_host **ret,
  * confirms).  Asking again for one already doomed brings it forward. */
 void ec2h_terminate(struct ec2_host *h, const char *id, int64_t delay_ms);
 /* The same, now, of an instance a job let go: of type, spot or not, which
- * the pool counts as used until EC2 confirms (world_ops.host_going). */
+ * the pool counts as used until EC2 confirms (world_ops.host_going; type
+ * "": a job's world that is gone, not counted). */
 void ec2h_terminate_let_go(struct ec2_host *h, const char *id,
 			   const char *type, bool spot);
 /* n free port slots in a row (-1: none), taken; an adopted node asks
