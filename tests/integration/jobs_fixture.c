@@ -749,3 +749,14 @@ int64_t pool_used(json_t *p, const char *market)
 	return json_integer_value(json_object_get(json_object_get(
 		json_object_get(p, "used"), market), "total"));
 }
+
+json_t *pool_job(json_t *p, int64_t id)
+{
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(json_object_get(p, "jobs"), i, x)
+		if (json_integer_value(json_object_get(x, "job")) == id)
+			return x;
+	return NULL;
+}

@@ -74,6 +74,8 @@ int64_t events_like(int64_t id, const char *kind, const char *like);
 json_t *pool_json(void);
 /* Its count of a market's ("spot_vcpus", "ondemand_vcpus") vCPUs in use. */
 int64_t pool_used(json_t *p, const char *market);
+/* The job of its list with id (borrowed from p), or NULL. */
+json_t *pool_job(json_t *p, int64_t id);
 /* tmp/trace.json: m3.large in us-east-1a at $0.02 every 5 minutes from
  * t0 - 1 h for days days, $5 (past any bid) in [spike_at, spike_at +
  * spike_s) (spike_s 0: none). */

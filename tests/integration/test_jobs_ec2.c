@@ -1777,21 +1777,9 @@ static int64_t fake_vcpus(const char *market)
  * "share_vcpus"; -1: not in it). */
 static int64_t pool_of(json_t *p, int64_t id, const char *key)
 {
-	size_t i;
-	json_t *x;
+	json_t *x = pool_job(p, id);
 
-	json_array_foreach(json_object_get(p, "jobs"), i, x)
-		if (json_integer_value(json_object_get(x, "job")) == id)
-			return json_integer_value(json_object_get(x, key));
-	return -1;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return x ? json_integer_value(json_object_get(x, key)) : -1;
 }
 
 /* The pool in the ec2 world (docs/pool.md): two jobs under 4 spot and 4
@@ -1828,7 +1816,7 @@ Test(jobs_ec2, two_jobs_share_a_configured_pool)
 	cr_assert_geq(spot2, 4, "the first job never held the spot pool");
 	ec2_job_sized(30, "second", 2, true, "");
 	id[1] = submit();
-	t0 = now_s();
+	t0 = (double)px_now_mono_us() / 1e6;
 	spot2 = 0;
 	for (int t = 0; t < 1800; t++) {
 		int64_t share = pool_of(p = pool_json(), id[1], "share_vcpus");
@@ -1838,7 +1826,7 @@ Test(jobs_ec2, two_jobs_share_a_configured_pool)
 		cr_assert_leq(pool_used(p, "ondemand_vcpus"), 4, "%s",
 			      json_dumps(p, 0));
 		if (share > 0 && shared_s < 0)
-			shared_s = now_s() - t0;
+			shared_s = (double)px_now_mono_us() / 1e6 - t0;
 		if (pool_of(p, id[1], "spot_vcpus") > spot2)
 			spot2 = pool_of(p, id[1], "spot_vcpus");
 		json_decref(p);

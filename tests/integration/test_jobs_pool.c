@@ -71,18 +71,6 @@ static int64_t submit_job(const char *name, int epochs, int max_spot)
 	return submit();
 }
 
-/* The job of the pool's list with id, or NULL. */
-static json_t *pool_job(json_t *p, int64_t id)
-{
-	size_t i;
-	json_t *x;
-
-	json_array_foreach(json_object_get(p, "jobs"), i, x)
-		if (json_integer_value(json_object_get(x, "job")) == id)
-			return x;
-	return NULL;
-}
-
 /* One look at the pool: nothing past its limits, by the pool's count
  * and by the jobs' own; the pool's reply (the caller's). */
 static json_t *look(int od)
