@@ -62,7 +62,7 @@ LDFLAGS_SAN :=
 # contraction under -std=c11, same order of operations per element).
 $(BUILD)/obj/trainer/compute/kern_cpu.o: CFLAGS_OPT := -O3
 # data_gather's byte-to-float loop (every batch of an image set) is the
-# same case: scalar at -O2, a third of a small MLR job's CPU; -O3
+# same case: scalar at -O2, about a quarter of a small MLR job's CPU; -O3
 # vectorizes it (the same float per byte).
 $(BUILD)/obj/trainer/io/data.o: CFLAGS_OPT := -O3
 endif
