@@ -474,6 +474,8 @@ static struct pol_instance *new_slot(struct ctrl *c, struct px_error *err)
 	return &c->pub[c->n];
 }
 
+static enum px_err reask(struct ctrl *c, int64_t now, struct px_error *err);
+
 /* Ask the world for one instance; the world answers with ctrl_launched
  * (sim: before it returns) or ctrl_rejected. */
 static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
@@ -503,9 +505,15 @@ static enum px_err launch(struct ctrl *c, int64_t now, int market, int type,
 		if (market >= 0)
 			market_price_at(mkt(c, market), now, &p);
 		why = c->s.gate->admit(c->s.gate->ctx, now, type, market, p);
-		if (why)
-			return emit(c, now, CTRL_EV_REJECT, SIZE_MAX, why, 0,
-				    err);
+		/* the pool is full now, but what another job let go comes
+		 * back as the provider confirms its end (seconds): decided
+		 * again soon, as after a world's refusal, not at the tick */
+		if (why) {
+			enum px_err e = emit(c, now, CTRL_EV_REJECT, SIZE_MAX,
+					     why, 0, err);
+
+			return e == PX_OK ? reask(c, now, err) : e;
+		}
 	}
 	if (!(v = new_slot(c, err)))
 		return err->code;

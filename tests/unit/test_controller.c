@@ -740,6 +740,73 @@ Test(controller, refused_spot_request_decided_again_soon)
 	ctrl_free(c);
 }
 
+/* A gate (the pool) that refuses spot while `full`. */
+static bool gate_full;
+static int gate_refused;
+
+static const char *tg_admit(void *ctx, int64_t now, int type, int market,
+			    int64_t hour_uusd)
+{
+	(void)ctx, (void)now, (void)type, (void)hour_uusd;
+	if (market >= 0 && gate_full) {
+		gate_refused++;
+		return "pool_spot_vcpus standard";
+	}
+	return NULL;
+}
+
+static void tg_hold(void *ctx, int type, int market, int sign)
+{
+	(void)ctx, (void)type, (void)market, (void)sign;
+}
+
+/* A spot request the pool's gate refuses (another job's release not yet
+ * confirmed by the provider) is decided again REASK_S later, as one the
+ * world refused, not at the tick: the job gets the capacity once it is
+ * back, and a gate that keeps refusing waits longer each time. */
+Test(controller, gate_refusal_decided_again_soon)
+{
+	static const struct ctrl_gate gate = {.admit = tg_admit,
+					      .hold = tg_hold};
+	struct fw f = {0};
+	struct ctrl *c;
+	struct px_error e = {0};
+	int64_t cost;
+	struct ctrl_setup s;
+
+	setup_job(", \"tick_seconds\": 600");
+	s = (struct ctrl_setup){
+		.env = sim_plan_env(plan), .ms = &ms, .policy = &test_pol,
+		.world = &fw_ops, .world_ctx = &f, .start_s = 0,
+		.window_end_s = 36000, .sink = sink, .gate = &gate,
+	};
+	cr_assert_eq(ctrl_new(&s, &c, &e), PX_OK, "%s", e.msg);
+	f.c = c;
+	f.sync = true;
+	want_fleet(2, 200000);
+	want_on_tick = true;
+	gate_full = true;
+	gate_refused = 0;
+	cr_assert_eq(ctrl_step(c, 0, POL_WHY_START, &none), PX_OK);
+	cr_assert_eq(f.acquired, 1, "the reliable one only");
+	cr_assert_eq(gate_refused, 2);
+	cr_assert_eq(f.reask_t, 60, "decided again 60 s on, not at 600");
+	gate_full = false;
+	cr_assert_eq(ctrl_timer(c, 60, CTRL_TIMER_HOUR, CTRL_WAKE_TIMER_ID),
+		     PX_OK);
+	cr_assert_eq(ctrl_step(c, 60, 0, &none), PX_OK);
+	cr_assert_eq(n_ticks, 1);
+	{
+		int spot = 0;
+
+		for (int i = 1; i < f.acquired; i++)
+			spot += !f.reqs[i].reliable && f.reqs[i].market == 0;
+		cr_assert_eq(spot, 2, "the spot ones once the pool has room");
+	}
+	cr_assert_eq(ctrl_finish(c, 100, false, &cost), PX_OK);
+	ctrl_free(c);
+}
+
 /* A provider that bills to its own end of an instance (EC2: the terminate
  * call's arrival, after the decision): with the bills kept, the provider's
  * end time brings each one there (one event, the run's cost); an unknown
