@@ -590,6 +590,9 @@ static bool program_number(const char *k, json_t *v, const char *name,
 	else if (!strcmp(k, "stall_seconds"))
 		*r = whole(v, name, "program", k, 0, 604800,
 			   &p->stall_seconds, err);
+	else if (!strcmp(k, "reform_seconds"))
+		*r = whole(v, name, "program", k, 5, 86400,
+			   &p->reform_seconds, err);
 	else if (!strcmp(k, "checkpoint_keep"))
 		*r = whole(v, name, "program", k, 1, PROGRAM_KEEP_MAX,
 			   &p->checkpoint_keep, err);
@@ -634,6 +637,7 @@ static enum px_err parse_program(json_t *o, const char *name,
 				  .membership = "auto",
 				  .procs_per_node = 1,
 				  .grace_seconds = PROGRAM_GRACE_DEFAULT_S,
+				  .reform_seconds = PROGRAM_REFORM_DEFAULT_S,
 				  .checkpoint_keep = PROGRAM_KEEP_DEFAULT,
 				  .checkpoint_max_mb = PROGRAM_CKPT_MB_DEFAULT};
 	if (!json_is_object(o))

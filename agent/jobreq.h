@@ -79,6 +79,7 @@ struct job_trainer {
 #define PROGRAM_NOTICE_S 120         /* a spot notice's 2 minutes */
 #define PROGRAM_NOTICE_MARGIN_S 10   /* the node's own share of them */
 #define PROGRAM_GRACE_DEFAULT_S (PROGRAM_NOTICE_S - PROGRAM_NOTICE_MARGIN_S)
+#define PROGRAM_REFORM_DEFAULT_S 120 /* program.reform_seconds */
 #define PROGRAM_RESTARTS_MAX 100     /* max_restarts_on_errors */
 #define PROGRAM_KEEP_DEFAULT 3       /* checkpoint_keep */
 #define PROGRAM_KEEP_MAX 100
@@ -105,6 +106,9 @@ struct job_program {
 				     * default PROGRAM_GRACE_DEFAULT_S */
 	int max_restarts_on_errors; /* 0..PROGRAM_RESTARTS_MAX, default 0 */
 	int stall_seconds;          /* 0: none (default); else 10..604800 */
+	int reform_seconds;         /* elastic: no progress this long after
+				     * a peer left, a new start; 5..86400,
+				     * default PROGRAM_REFORM_DEFAULT_S */
 	int checkpoint_keep;        /* 1..PROGRAM_KEEP_MAX, default 3 */
 	int64_t checkpoint_max_mb;  /* one checkpoint's bound, MiB */
 	char checkpoint_store[JOBREQ_PATH_MAX]; /* "": the head node's job

@@ -117,6 +117,15 @@ struct program {
 	struct pnode nodes[PNODES_MAX];
 	size_t n;
 	int64_t start;           /* the current start (0: none yet) */
+	uint64_t start_us;       /* when it began */
+	uint64_t left_us;        /* a node of it last left (a loss or a
+				  * notice) */
+	char owed[64];           /* elastic: a new start is owed (why;
+				  * "" none), made once the nodes allow */
+	uint64_t line_us;        /* the last progress line */
+	uint64_t line_gap_us;    /* the longest gap between two lines of
+				  * one start (or its start and its first)
+				  * with no peer leaving */
 	bool reforming;          /* a fixed group re-forms: every node's
 				  * program stops before the next start */
 	char reform_why[64];
@@ -205,6 +214,17 @@ static bool node_up_id(struct job *j, uint64_t id)
 static void membership_changed(struct job *j)
 {
 	pr(j)->changed_us = px_now_mono_us();
+}
+
+/* nd leaves (a loss, a notice, a release): when it ran the current start,
+ * the start's group has lost a peer (take_exit, program_poll). */
+static void member_left(struct job *j, const struct pnode *nd)
+{
+	struct program *p = pr(j);
+
+	membership_changed(j);
+	if (p->start && nd->start == p->start)
+		p->left_us = px_now_mono_us();
 }
 
 /* ---- the store ---- */
@@ -816,8 +836,14 @@ static void new_start(struct job *j, const char *why)
 {
 	struct program *p = pr(j);
 	int rank = 0;
+	char because[sizeof p->owed];
 
+	snprintf(because, sizeof because, "%s", why);  /* may be p->owed */
+	why = because;
 	p->start++;
+	p->start_us = px_now_mono_us();
+	p->owed[0] = '\0';
+	p->line_us = 0;
 	p->master_port = free_port();
 	for (size_t i = 0; i < p->n; i++)
 		p->nodes[i].rank = -1;
@@ -839,9 +865,10 @@ static void new_start(struct job *j, const char *why)
 	}
 	save_state(j);
 	if (p->elastic)
-		job_eventf(j, "program", "start %" PRId64 " (%s): torchrun "
+		job_eventf(j, "program", "start %" PRId64 " (%s): %s "
 			   "forms the group of %d to %d nodes, %d up now%s",
-			   p->start, why, j->req.program.nodes_min,
+			   p->start, why, p->torchrun ? "torchrun" :
+			   "the program", j->req.program.nodes_min,
 			   j->req.program.nodes_max, rank, p->latest.seq ?
 			   ", from the latest checkpoint" : "");
 	else
@@ -884,8 +911,12 @@ static const char *want_start(struct job *j)
 		return NULL;
 	if (!p->start)
 		return "the first";
-	if (p->elastic)   /* torchrun re-forms; a new host, a new start */
-		return node_up_id(j, p->rdzv_host) ? NULL :
+	if (p->elastic && p->owed[0])
+		return p->owed;
+	/* torchrun re-forms; a new host, a new start (a program elastic
+	 * by itself has no host of ours) */
+	if (p->elastic)
+		return !p->torchrun || node_up_id(j, p->rdzv_host) ? NULL :
 		       "the rendezvous' node left";
 	if (px_now_mono_us() - p->changed_us < SETTLE_US)
 		return NULL;
@@ -1002,6 +1033,19 @@ static void take_line(struct job *j, const struct pnode *nd, json_t *l)
 
 	if (json_is_number(s) && isfinite(json_number_value(s)) &&
 	    json_number_value(s) >= 0 && json_number_value(s) < 9e18 &&
+	    nd->start == p->start) {
+		uint64_t now = px_now_mono_us();
+		uint64_t from = p->line_us ? p->line_us : p->start_us;
+
+		/* the group trains (a resumed one may count below the
+		 * most it said: work a loss took); the gap from the start
+		 * to its first line is the program's own start */
+		if (from && p->left_us < from && now - from > p->line_gap_us)
+			p->line_gap_us = now - from;
+		p->line_us = now;
+	}
+	if (json_is_number(s) && isfinite(json_number_value(s)) &&
+	    json_number_value(s) >= 0 && json_number_value(s) < 9e18 &&
 	    (int64_t)json_number_value(s) > p->samples) {
 		p->samples = (int64_t)json_number_value(s);
 		p->quiet_us = px_now_mono_us();
@@ -1055,6 +1099,20 @@ static void take_exit(struct job *j, struct pnode *nd, json_t *x)
 	snprintf(last, sizeof last, "%s", tl > 500 ? tail + tl - 500 : tail ?
 		 tail : "");
 	px_term_safe(last, safe, sizeof safe);
+	if (p->elastic && p->left_us > p->start_us) {
+		/* torchrun's agent gave up on a group a peer left (its
+		 * barrier or rendezvous timed out): not the program's
+		 * failure, and no restart of max_restarts_on_errors; one
+		 * such new start for each start a peer left */
+		job_eventf(j, "program", "instance %" PRIu64 ": %s exited "
+			   "(%s %d) after a peer of start %" PRId64 " left; "
+			   "the group starts anew: %s", nd->id, p->torchrun ?
+			   "torchrun" : "the program", sig ? "signal" : "exit",
+			   sig ? sig : code, s, safe);
+		snprintf(p->owed, sizeof p->owed, "it gave up after a peer "
+			 "left");
+		return;
+	}
 	if (p->restarts < j->req.program.max_restarts_on_errors) {
 		p->restarts++;
 		job_eventf(j, "error", "the program failed on instance %" PRIu64
@@ -1114,7 +1172,7 @@ static void node_read_notice(struct job *j, struct pnode *nd, int64_t at_us)
 	if (nd->leaving || at_us <= 0)
 		return;
 	nd->leaving = true;
-	membership_changed(j);
+	member_left(j, nd);
 	if (j->run.w && j->wops->node_warned)
 		j->wops->node_warned(j->run.w, nd->id, at_us, false);
 }
@@ -1349,7 +1407,7 @@ static void program_poll(struct job *j)
 		if (nd->hello && !nd->gone && now > nd->seen_us &&
 		    now - nd->seen_us > PROG_HB_LOST_US) {
 			nd->gone = true;
-			membership_changed(j);
+			member_left(j, nd);
 			if (!nd->leaving)  /* a leave is no loss */
 				job_progress_loss(j);
 			if (!nd->leaving)
@@ -1359,6 +1417,22 @@ static void program_poll(struct job *j)
 					   (int)(PROG_HB_LOST_US /
 						 1000000));
 		}
+	}
+	/* elastic: no progress line program.reform_seconds after a peer
+	 * of the start left (and thrice the longest gap between lines
+	 * before): torchrun's re-form is stuck (a barrier on a key the
+	 * lost peer never writes waits 300 s, then exits 1; a silent peer
+	 * holds gloo to its timeout), so the daemon starts it anew */
+	if (p->elastic && p->start && p->left_us > p->start_us &&
+	    !p->owed[0] && p->line_us <= p->left_us &&
+	    now - p->left_us > (uint64_t)j->req.program.reform_seconds *
+			       1000000 &&
+	    now - p->left_us > 3 * p->line_gap_us) {
+		job_eventf(j, "program", "start %" PRId64 ": no progress %d s "
+			   "after a peer left; the group starts anew",
+			   p->start, (int)((now - p->left_us) / 1000000));
+		snprintf(p->owed, sizeof p->owed, "no progress after a peer "
+			 "left");
 	}
 	if (p->s3_restore) {
 		/* the first start waits for the store in S3 */
@@ -1471,7 +1545,7 @@ static void node_notice(void *ctx, uint64_t id, int64_t gone_ms,
 	(void)why;
 	if (nd && !nd->leaving) {
 		nd->leaving = true;
-		membership_changed(j);
+		member_left(j, nd);
 	}
 }
 
@@ -1483,7 +1557,7 @@ static void node_ended(void *ctx, uint64_t id)
 	if (nd && !nd->gone) {
 		nd->gone = true;
 		up_drop(j, nd);
-		membership_changed(j);
+		member_left(j, nd);
 		if (nd->hello && !nd->leaving)  /* no notice: a loss */
 			job_progress_loss(j);
 	}

@@ -20,6 +20,12 @@ Knobs for tests:
   TOY_FAIL_ONCE=PATH                  with it: fail the first time only,
                                       whatever the start (PATH made then)
   TOY_FAIL_NODES=K                    ... and only in a group of K nodes
+  TOY_TERM_MARK=PATH                  on SIGTERM, make PATH (a peer leaves)
+  TOY_ON_MARK=fail|hang               once PATH exists (and TOY_FAIL_ONCE
+                                      says it is the first time): exit 1,
+                                      or train no more until SIGTERM, as
+                                      torchrun's agent does when a peer
+                                      it waits for in a barrier is gone
 It starts no child processes.
 """
 import json
@@ -108,7 +114,12 @@ def main():
 
     termed = []
 
+    mark = env("TOY_TERM_MARK")
+    on_mark = env("TOY_ON_MARK")
+
     def on_sigterm(signum, frame):
+        if mark:
+            os.close(os.open(mark, os.O_WRONLY | os.O_CREAT, 0o666))
         if on_term == "exit":
             os._exit(143)
         termed.append(1)  # acted on between steps
@@ -129,6 +140,15 @@ def main():
                     checkpoint()
                 log("term: checkpointed at %d" % samples)
                 return 143
+        if (on_mark and not termed and os.path.exists(mark) and
+                first_failure()):
+            if on_mark == "fail":
+                log("toy: a peer left; giving up", sys.stderr)
+                return 1
+            log("toy: a peer left; waiting for it")
+            while not termed:
+                time.sleep(0.05)
+            return 143
         time.sleep(step_s)
         step += 1
         samples += batch * nodes

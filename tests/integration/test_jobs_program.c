@@ -28,8 +28,8 @@ TestSuite(jobs_program, .init = jobs_fixture_setup,
 #define NOBODY 65534
 #define T0 1456876800            /* 2016-03-02T00:00:00Z */
 #define SPIKE_AT (T0 + 3600)     /* an hour in: 3 s at 1200x */
-#define SPIKE_S 1800
 static int64_t spike_at = SPIKE_AT;
+static int64_t spike_s = 1800;    /* its length, market seconds */
 static int speedup = 1200;
 /* the market's length: a job slower than it (a loaded host, the real
  * program) fails when the trace ends, whatever its progress */
@@ -73,7 +73,7 @@ static void write_job_cmd(const char *cmd, const char *env, const char *more,
 	char text[8192];
 	FILE *f;
 
-	write_flat_trace(T0, trace_days, spike_at, SPIKE_S);
+	write_flat_trace(T0, trace_days, spike_at, spike_s);
 	write_code();
 	snprintf(text, sizeof text,
 		 "{\"name\": \"toy\", \"region\": \"us-east-1\", "
@@ -276,6 +276,82 @@ Test(jobs_program, a_failure_restarts_from_the_latest_checkpoint)
 	json_decref(st);
 }
 
+/* An elastic group (membership "elastic": the toy stands for torchrun)
+ * whose peers the spike takes with a notice (each toy it stops makes the
+ * mark), on_mark what the reliable node's toy then does: "fail", exit 1,
+ * as torchrun's agent does when its barrier on a key a lost peer never
+ * writes times out; "hang", train no more, as that barrier waits.  The
+ * spike keeps spot away 18 s (21600 market s): no replacement's progress
+ * stands for the group's.  Its id. */
+static int64_t elastic_peer_left(const char *on_mark, const char *more)
+{
+	char env[1200], mark[800];
+
+	snprintf(mark, sizeof mark, "%s/marks", jt.tmp);
+	cr_assert_eq(mkdir(mark, 0777), 0);
+	cr_assert_eq(chmod(mark, 0777), 0);
+	/* 6 s in: every node trains by then; 32000 samples is the
+	 * reliable toy's 20 s alone (each toy counts its own here) */
+	spike_at = T0 + 2 * 3600;
+	spike_s = 6 * 3600;
+	toy_samples = 32000;
+	snprintf(env, sizeof env, "\"TOY_TERM_MARK\": \"%s/left\", "
+		 "\"TOY_ON_MARK\": \"%s\"", mark, on_mark);
+	write_program_job(env, more);
+	return submit_as(NOBODY);
+}
+
+/* The program of an elastic group exits 1 after a peer of its start left
+ * (torchrun giving up on a barrier): not the program's failure, with no
+ * restart of max_restarts_on_errors (0 here) spent; a new start of the
+ * group from the latest checkpoint, done. */
+Test(jobs_program, an_elastic_program_that_gives_up_after_a_peer_left_starts_anew)
+{
+	json_t *st;
+	int64_t id;
+
+	need_root();
+	daemon_up();
+	id = elastic_peer_left("fail", "\"membership\": \"elastic\"");
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
+			 daemon_said());
+	cr_assert_eq(logs_count(id, "toy: a peer left; giving up"), 1);
+	cr_assert_eq(events_like(id, "program", "%the program exited (exit "
+				 "1) after a peer of start 1 left%"), 1, "%s",
+		     daemon_said());
+	cr_assert_eq(events_like(id, "program", "start 2 (it gave up after a "
+				 "peer left)%"), 1);
+	cr_assert_eq(events_like(id, "error", "%program failed%"), 0);
+	cr_assert_gt(logs_count(id, "resumed from "), 0);
+	json_decref(st);
+}
+
+/* An elastic group that stops training after a peer left (torchrun in a
+ * barrier that waits 300 s) is started anew after program.reform_seconds
+ * without progress (5 here), its stuck program stopped: done. */
+Test(jobs_program, an_elastic_group_stuck_after_a_peer_left_starts_anew)
+{
+	json_t *st;
+	int64_t id;
+
+	need_root();
+	daemon_up();
+	id = elastic_peer_left("hang", "\"membership\": \"elastic\", "
+			       "\"reform_seconds\": 5");
+	st = wait_end(id, 120);
+	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
+			 daemon_said());
+	cr_assert_eq(logs_count(id, "toy: a peer left; waiting for it"), 1);
+	cr_assert_eq(events_like(id, "program", "start 1: no progress % s "
+				 "after a peer left%"), 1, "%s",
+		     daemon_said());
+	cr_assert_eq(events_like(id, "program", "start 2 (no progress after a "
+				 "peer left)%"), 1);
+	cr_assert_gt(logs_count(id, "resumed from "), 0);
+	json_decref(st);
+}
+
 Test(jobs_program, a_program_that_ignores_the_notice_is_killed_at_the_grace)
 {
 	json_t *st;
@@ -379,6 +455,28 @@ static double alone_accuracy(FILE *f)
 	return acc;
 }
 
+/* Whether instance inst of job id has its workers in a formed group (its
+ * log says where they start): torch's start on a loaded host is seconds,
+ * and a kill before it is no loss of a peer that trains.  Waits up to
+ * 60 s for it. */
+static bool replacement_trains(int64_t id, int inst)
+{
+	char path[4200];
+
+	snprintf(path, sizeof path, "%s.jobs/%lld/logs/i%d.log", jt.db,
+		 (long long)id, inst);
+	for (int i = 0; i < 600; i++) {
+		char *log = px_test_read_file(path, NULL);
+		bool in = log && strstr(log, ": start at samples ");
+
+		free(log);
+		if (in)
+			return true;
+		sleep_ms(100);
+	}
+	return false;
+}
+
 /* A node lost without notice: once a replacement (instance 4 or later)
  * has trained a while, its whole process group (agent, torchrun, workers)
  * gets SIGKILL, as a crashed instance would.  Its instance id. */
@@ -409,7 +507,9 @@ static int kill_a_replacement(int64_t id)
 			free(c);
 		}
 		if (inst > 0) {
-			sleep_ms(4000);  /* torch's start: it trains then */
+			cr_assert(replacement_trains(id, inst), "replacement %d "
+				  "never trained: %s", inst, daemon_said());
+			sleep_ms(1000);
 			if (kill(-(pid_t)pid, SIGKILL) == 0)
 				return inst;
 		}
@@ -448,8 +548,10 @@ Test(jobs_program, the_pytorch_example_runs_elastic_through_evictions,
 	/* 12 real minutes of market at 1200x: the test's own bound is
 	 * wait_end's, not the trace's end on a host that trains slowly */
 	trace_days = 10;
+	/* a checkpoint every 50 steps: one is there for the loss */
 	write_job_cmd("\"/usr/bin/torchrun\", \"fashion_mnist_ddp.py\", "
-		      "\"--epochs\", \"2\"", "\"OMP_NUM_THREADS\": \"1\"",
+		      "\"--epochs\", \"2\", \"--ckpt-every\", \"50\"",
+		      "\"OMP_NUM_THREADS\": \"1\"",
 		      "\"grace_seconds\": 110", 2 * 60000);
 	snprintf(cmd, sizeof cmd, "cp '%s' '%s/code/' && chmod 0644 "
 		 "'%s/code/fashion_mnist_ddp.py'", prog, jt.tmp, jt.tmp);

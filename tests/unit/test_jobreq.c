@@ -579,6 +579,7 @@ Test(jobreq, program_defaults)
 	cr_assert_eq(p->grace_seconds, 110);
 	cr_assert_eq(p->max_restarts_on_errors, 0);
 	cr_assert_eq(p->stall_seconds, 0);
+	cr_assert_eq(p->reform_seconds, 120);
 	cr_assert_eq(p->checkpoint_keep, PROGRAM_KEEP_DEFAULT);
 	cr_assert_eq(p->checkpoint_max_mb, PROGRAM_CKPT_MB_DEFAULT);
 	cr_assert_str_empty(p->checkpoint_store, "the head node");
@@ -593,11 +594,17 @@ Test(jobreq, program_defaults)
 	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"x\"], "
 			   "\"nodes\": {\"min\": 5}, \"grace_seconds\": 1, "
 			   "\"stall_seconds\": 10, \"samples\": 0, "
+			   "\"reform_seconds\": 5, "
 			   "\"checkpoint_store\": \"\", \"code\": \"\"}}",
 			   &r, &e), PX_OK, "%s", e.msg);
 	cr_assert_eq(p->nodes_min, 5);
 	cr_assert_eq(p->nodes_max, 5);
 	cr_assert_eq(p->stall_seconds, 10);
+	cr_assert_eq(p->reform_seconds, 5);
+	cr_assert_eq(parse("{" BASE ", \"program\": {\"command\": [\"x\"], "
+			   "\"reform_seconds\": 86400}}", &r, &e), PX_OK,
+		     "%s", e.msg);
+	cr_assert_eq(p->reform_seconds, 86400);
 }
 
 /* Each bad program field is refused with its path. */
@@ -671,6 +678,10 @@ Test(jobreq, program_errors_name_the_field)
 		 "program.stall_seconds: 0 (none) or 10 to 604800"},
 		{"\"command\": [\"x\"], \"stall_seconds\": 604801",
 		 "program.stall_seconds: 604801 is out of range"},
+		{"\"command\": [\"x\"], \"reform_seconds\": 4",
+		 "program.reform_seconds: 4 is out of range (5 to 86400)"},
+		{"\"command\": [\"x\"], \"reform_seconds\": 86401",
+		 "program.reform_seconds: 86401 is out of range"},
 		{"\"command\": [\"x\"], \"checkpoint_keep\": 0",
 		 "program.checkpoint_keep: 0 is out of range (1 to 100)"},
 		{"\"command\": [\"x\"], \"checkpoint_keep\": 101",
