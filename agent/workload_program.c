@@ -123,6 +123,7 @@ struct program {
 	char owed[64];           /* elastic: a new start is owed (why;
 				  * "" none), made once the nodes allow */
 	uint64_t line_us;        /* the last progress line */
+	uint64_t formable_us;    /* nodes.min up since (0: fewer now) */
 	uint64_t line_gap_us;    /* the longest gap between two lines of
 				  * one start (or its start and its first)
 				  * with no peer leaving */
@@ -1392,6 +1393,31 @@ static void report(struct job *j)
 
 /* ---- the workload's ops ---- */
 
+/* Elastic: no progress line program.reform_seconds after a peer of the
+ * start left, while enough nodes were up to form the group (and thrice
+ * the longest gap between lines before): torchrun's re-form is stuck (a
+ * barrier on a key the lost peer never writes waits 300 s, then exits 1;
+ * a silent peer holds gloo to its timeout); the daemon starts it anew. */
+static bool reform_stuck(struct job *j, uint64_t now)
+{
+	struct program *p = pr(j);
+	int up = 0;
+	uint64_t from;
+
+	for (size_t i = 0; i < p->n; i++)
+		up += node_up(&p->nodes[i]);
+	if (up < j->req.program.nodes_min)
+		p->formable_us = 0;
+	else if (!p->formable_us)
+		p->formable_us = now;
+	if (!p->elastic || !p->start || p->left_us <= p->start_us ||
+	    p->owed[0] || p->line_us > p->left_us || !p->formable_us)
+		return false;
+	from = p->formable_us > p->left_us ? p->formable_us : p->left_us;
+	return now - from > (uint64_t)j->req.program.reform_seconds * 1000000 &&
+	       now - from > 3 * p->line_gap_us;
+}
+
 static void program_poll(struct job *j)
 {
 	struct program *p = pr(j);
@@ -1418,16 +1444,7 @@ static void program_poll(struct job *j)
 						 1000000));
 		}
 	}
-	/* elastic: no progress line program.reform_seconds after a peer
-	 * of the start left (and thrice the longest gap between lines
-	 * before): torchrun's re-form is stuck (a barrier on a key the
-	 * lost peer never writes waits 300 s, then exits 1; a silent peer
-	 * holds gloo to its timeout), so the daemon starts it anew */
-	if (p->elastic && p->start && p->left_us > p->start_us &&
-	    !p->owed[0] && p->line_us <= p->left_us &&
-	    now - p->left_us > (uint64_t)j->req.program.reform_seconds *
-			       1000000 &&
-	    now - p->left_us > 3 * p->line_gap_us) {
+	if (reform_stuck(j, now)) {
 		job_eventf(j, "program", "start %" PRId64 ": no progress %d s "
 			   "after a peer left; the group starts anew",
 			   p->start, (int)((now - p->left_us) / 1000000));
