@@ -125,8 +125,7 @@ static void run_done(enum px_err rc, struct ec2_instance_list *l,
 				ec2w_bill_late_seen(w, in, &l->v[0]);
 			for (size_t i = 0; i < l->n; i++)
 				ec2h_terminate_let_go(k->h, l->v[i].id,
-						      in ? in->type_name : "",
-						      in && in->market >= 0);
+						      k->type, k->spot);
 			if (in)
 				ec2w_inst_close(w, in);
 			ec2w_call_end(k);
@@ -375,6 +374,8 @@ enum px_err ec2w_acquire(void *vw, const struct world_req *q,
 		return px_errorf(err, PX_ENOMEM, "out of memory");
 	}
 	snprintf(k->token, sizeof k->token, "%s", in->token);
+	snprintf(k->type, sizeof k->type, "%s", q->type_name);
+	k->spot = q->market >= 0;
 	e = ec2_run_instances_start(w->h->c, &rr, run_done, k, err);
 	free(ud);
 	if (e != PX_OK) {

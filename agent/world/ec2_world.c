@@ -41,15 +41,15 @@ struct call *ec2w_call_new(struct ec2w *w, int kind, uint64_t id)
 	return k;
 }
 
-/* Unlist k from its world (if it still has one) and free it. */
+/* Unlist k from its world (or the host's detached ones) and free it. */
 void ec2w_call_end(struct call *k)
 {
-	if (k->w)
-		for (struct call **p = &k->w->calls; *p; p = &(*p)->next)
-			if (*p == k) {
-				*p = k->next;
-				break;
-			}
+	for (struct call **p = k->w ? &k->w->calls : &k->h->detached; *p;
+	     p = &(*p)->next)
+		if (*p == k) {
+			*p = k->next;
+			break;
+		}
 	free(k);
 }
 
@@ -638,8 +638,16 @@ static void ec2w_free(void *vw)
 
 	if (!w)
 		return;
-	for (struct call *k = w->calls; k; k = k->next)
+	/* detached: the host's until they end (a launch among them holds
+	 * the account's quota until its instance is terminated) */
+	while (w->calls) {
+		struct call *k = w->calls;
+
+		w->calls = k->next;
 		k->w = NULL;
+		k->next = w->h->detached;
+		w->h->detached = k;
+	}
 	for (struct ec2w **p = &w->h->worlds; *p; p = &(*p)->next_w)
 		if (*p == w) {
 			*p = w->next_w;
@@ -692,6 +700,9 @@ static void ec2w_host_going(const struct world_host *wh,
 			if (w->v[i].released && w->v[i].st == I_ASKED)
 				each(ctx, w->v[i].type_name,
 				     w->v[i].market >= 0);
+	for (const struct call *k = h->detached; k; k = k->next)
+		if (k->kind == 0 && k->type[0])
+			each(ctx, k->type, k->spot);
 }
 
 const struct world_ops ec2_world_ops = {

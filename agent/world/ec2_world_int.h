@@ -73,6 +73,7 @@ struct ec2_host {
 	int64_t throttled_until; /* market s: every acquire rests */
 	struct enroll_srv *es;   /* nodes enroll here (slot 0's port) */
 	struct ec2w *worlds;     /* the live ones, for enrollment */
+	struct call *detached;   /* in flight, their world gone */
 	/* head_address as this host listens on it: the address a name
 	 * resolved to when the host was made (nanomsg binds addresses
 	 * only); nodes dial head_address itself */
@@ -202,10 +203,13 @@ struct ec2w {
 };
 
 struct call {
-	struct call *next;
+	struct call *next;       /* in its world's list, or the host's
+				  * once the world is gone */
 	struct ec2w *w;          /* NULL: the world is gone */
 	struct ec2_host *h;
 	uint64_t id;             /* the instance, for RunInstances */
+	char type[EC2_NAME_MAX]; /* RunInstances: what it asked for */
+	bool spot;
 	char token[EC2_TOKEN_MAX + 1];
 	int kind;                /* 0 run, 1 describe, 2 prices */
 	uint64_t sent_us;        /* monotonic, when it was started */

@@ -43,6 +43,7 @@
  * faults last SLOW_S, so that an attempt times out and is retried in
  * seconds, not the default's tens. */
 #define CALL_TIMEOUT_S 3
+static int call_timeout_s = CALL_TIMEOUT_S;  /* a test may wait longer */
 #define SLOW_S "5"
 /* A job's length is its epochs: about 0.25 s each at the fastest
  * measured (2 cores, nothing else running: 100 epochs in 26 s), several
@@ -207,7 +208,7 @@ static void daemon_ec2_world(bool default_world, const char *more)
 		"%s%s%s", jt.db,
 		jt.sock, fk.url, head, lo, lo + 99,
 		build ? build : "build", SPEEDUP, (long long)origin, jt.tmp,
-		CALL_TIMEOUT_S, default_world ? "world ec2\n" : "",
+		call_timeout_s, default_world ? "world ec2\n" : "",
 		data_dir_line(), more);
 	fclose(f);
 	setenv("AWS_ACCESS_KEY_ID", FAKE_AKID, 1);
@@ -1028,6 +1029,107 @@ Test(jobs_ec2, a_launch_answered_after_the_jobs_end_is_billed)
 	check_books(id, st);
 	check_fake_nodes(id, st, false);
 	json_decref(st);
+}
+
+/* The fake's instances pending or running, and their vCPUs (every type
+ * here has 2) by market. */
+static int fake_alive(int64_t *spot_vcpus, int64_t *od_vcpus)
+{
+	json_t *a = fake_instances(), *v;
+	size_t i;
+	int n = 0;
+
+	*spot_vcpus = *od_vcpus = 0;
+	json_array_foreach(a, i, v) {
+		const char *s = json_string_value(json_object_get(v, "state"));
+
+		if (!s || (strcmp(s, "pending") && strcmp(s, "running")))
+			continue;
+		n++;
+		*(json_is_true(json_object_get(v, "spot")) ? spot_vcpus :
+		  od_vcpus) += 2;
+	}
+	json_decref(a);
+	return n;
+}
+
+/* A launch on the wire when its job ends (EC2 ran it and holds the
+ * answer; the daemon's call waits for it) holds the account's quota all
+ * the same: the pool counts it as releasing, by its type and market,
+ * while the call is in flight, then as let go until EC2 confirms its
+ * end; then nothing. (Such a launch was not counted: another job could
+ * be refused past a quota, and the pool learn a limit below the
+ * account's.) */
+Test(jobs_ec2, a_launch_on_the_wire_when_its_job_ends_counts_until_ended)
+{
+	json_t *p, *g;
+	int64_t id, spot_v = 0, od_v = 0;
+	int alive = -1;
+
+	fake_up(NULL);
+	json_decref(fake_ctl(&fk, "{\"faults\": [{\"op\": \"RunInstances\", "
+			     "\"kind\": \"hold\", \"count\": 1, "
+			     "\"delay\": 40}]}"));
+	call_timeout_s = 30;
+	daemon_ec2();
+	ec2_job_sized(300, "held", 1, true, "");
+	id = submit();
+	for (int k = 0; k < 600 && !answers_held(); k++)
+		sleep_ms(50);
+	cr_assert_eq(answers_held(), 1, "no launch held; %s", daemon_said());
+	cancel_job(id, 10);
+	/* its books closed: its world is gone, the launch's call the
+	 * host's alone */
+	json_decref(bills_final(id, status(id)));
+	/* once the job's others' ends are confirmed, the pool counts at
+	 * least what EC2 runs (the held launch's instance; more where a
+	 * listing ended it while its call is still on the wire: the call
+	 * counts until it ends, the safe side) */
+	for (int k = 0; k < 50; k++) {
+		bool covers;
+
+		alive = fake_alive(&spot_v, &od_v);
+		p = pool_json();
+		g = json_object_get(p, "releasing");
+		covers = json_integer_value(json_object_get(g, "spot_vcpus")) >=
+			 spot_v && json_integer_value(json_object_get(g,
+			 "ondemand_vcpus")) >= od_v;
+		if (covers || k == 49)
+			break;
+		json_decref(p);
+		sleep_ms(100);
+	}
+	cr_assert_eq(answers_held(), 1, "answered before the check");
+	cr_assert_leq(alive, 1, "the job's others still run: %s",
+		      daemon_said());
+	cr_assert_geq(json_integer_value(json_object_get(g, "spot_vcpus")),
+		      spot_v, "EC2 runs spot %lld, on demand %lld: %s\n%s",
+		      (long long)spot_v, (long long)od_v, json_dumps(p, 0),
+		      daemon_said());
+	cr_assert_geq(json_integer_value(json_object_get(g, "ondemand_vcpus")),
+		      od_v, "EC2 runs spot %lld, on demand %lld: %s",
+		      (long long)spot_v, (long long)od_v, json_dumps(p, 0));
+	json_decref(p);
+	json_decref(fake_ctl(&fk, "{\"release_held\": true}"));
+	for (int k = 0; k < 200; k++) {
+		int64_t n;
+
+		p = pool_json();
+		g = json_object_get(p, "releasing");
+		n = json_integer_value(json_object_get(g, "spot_vcpus")) +
+		    json_integer_value(json_object_get(g, "ondemand_vcpus"));
+		json_decref(p);
+		if (!n && !fake_alive(&spot_v, &od_v))
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_eq(fake_alive(&spot_v, &od_v), 0, "the held instance runs");
+	p = pool_json();
+	g = json_object_get(p, "releasing");
+	cr_assert_eq(json_integer_value(json_object_get(g, "spot_vcpus")) +
+		     json_integer_value(json_object_get(g, "ondemand_vcpus")),
+		     0, "%s", json_dumps(p, 0));
+	json_decref(p);
 }
 
 /* Whether job id is still queued or running. */
