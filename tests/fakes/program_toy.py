@@ -21,8 +21,10 @@ Knobs for tests:
                                       whatever the start (PATH made then)
   TOY_FAIL_NODES=K                    ... and only in a group of K nodes
   TOY_TERM_MARK=PATH                  on SIGTERM, make PATH (a peer leaves)
-  TOY_ON_MARK=fail|hang               once PATH exists (and TOY_FAIL_ONCE
-                                      says it is the first time): exit 1,
+  TOY_ON_MARK=fail|hang               on a reliable node (PROTEUS_RELIABLE
+                                      1), once PATH exists (and
+                                      TOY_FAIL_ONCE says it is the first
+                                      time): exit 1,
                                       or train no more until SIGTERM, as
                                       torchrun's agent does when a peer
                                       it waits for in a barrier is gone
@@ -140,8 +142,8 @@ def main():
                     checkpoint()
                 log("term: checkpointed at %d" % samples)
                 return 143
-        if (on_mark and not termed and os.path.exists(mark) and
-                first_failure()):
+        if (on_mark and env("PROTEUS_RELIABLE") == "1" and not termed and
+                os.path.exists(mark) and first_failure()):
             if on_mark == "fail":
                 log("toy: a peer left; giving up", sys.stderr)
                 return 1
