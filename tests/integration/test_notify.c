@@ -270,7 +270,16 @@ Test(notify, a_receiver_that_is_down_gets_the_retries_and_the_job_goes_on)
 	log = daemon_log();
 	cr_assert_not_null(strstr(log, "try 1 of 20 failed"), "%s", log);
 	free(log);
-	text = metrics(mport);
+	/* the text is made once a second: the job may have ended before
+	 * the text of its first retry */
+	text = NULL;
+	for (int i = 0; i < 30; i++) {
+		free(text);
+		text = metrics(mport);
+		if (sample(text, "proteus_notification_retries_total ") > 0)
+			break;
+		sleep_ms(100);
+	}
 	cr_assert_gt(sample(text, "proteus_notification_retries_total "), 0,
 		     "%s", text);
 	cr_assert_gt(sample(text, "proteus_notifications_pending "), 0, "%s",
