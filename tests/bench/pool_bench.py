@@ -108,10 +108,13 @@ def main():
     # base 4100: the workloads the arbiter was tuned on; 5100: held out
     # until session 25, which tuned on it too; 6100 to 9100: each held
     # out until a session looked at its failures (26, 27, 27, 27);
-    # 10100 and 11100: unseen until session 27's last arbiter change
+    # 10100 and 11100: unseen until session 27's last arbiter change;
+    # 10100 to 13100: what session 29 chose ARB_GAIN on; 14100 to 16100:
+    # unseen until that choice was made
     bases = [int(b) for b in os.environ.get(
         "POOL_BASES",
-        "4100,5100,6100,7100,8100,9100,10100,11100").split(",")]
+        "4100,5100,6100,7100,8100,9100,10100,11100,12100,13100,"
+        "14100,15100,16100").split(",")]
     for base in bases:
         for k in range(gens):
             legacy = k % 4 == 3
@@ -126,7 +129,9 @@ def main():
             cases.append(("%s %d-%02d (%d jobs%s)" %
                           ({4100: "tuned", 5100: "tuned2",
                             6100: "seen-6100", 7100: "seen-7100",
-                            8100: "seen-8100", 9100: "seen-9100"}.get(
+                            8100: "seen-8100", 9100: "seen-9100",
+                            10100: "seen-10100", 11100: "seen-11100",
+                            12100: "seen-12100", 13100: "seen-13100"}.get(
                                 base, "held-out"),
                            base, k,
                            len(doc["jobs"]), ", 2016" if legacy else ""),

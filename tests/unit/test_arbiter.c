@@ -237,7 +237,7 @@ Test(arbiter, the_job_a_tier_waits_on_gets_units_to_end_sooner)
 
 		v[0].admitted = v[1].admitted = true;
 		v[0].share = v[1].share = 2;
-		v[2].arrival_h = -30;    /* it has waited 30 h */
+		v[2].arrival_h = -10;    /* it has waited 10 h */
 		decide(ARB_FINISH_TIME, &l, v, 3);
 		cr_assert(!v[2].admit);
 		cr_assert_gt(v[0].share, alone_a, "A %d, without C %d",
@@ -376,15 +376,20 @@ Test(arbiter, a_job_at_its_want_sets_no_ones_rho)
  * work-hours, 40 left, held all 4), B (24) and C (12) came at hour 4;
  * rate[n] = 1 + n.  The auction and its second phase reach (1, 1, 2),
  * worst rho 1.000; max-min's (2, 1, 1) has the same worst, so
- * finish-time, whose own must be ARB_GAIN (3%) lower to stand, keeps
- * max-min's.  With C come 10 hours before (at -6), max-min's split
- * (1, 1, 2) leaves C at 2.333, and finish-time's own, C taking all 4,
- * has 2.067 at worst: more than 3% lower, it stands. */
+ * finish-time, whose own must be ARB_GAIN (15%) lower to stand, keeps
+ * max-min's.  With C come at hour 0, max-min's (2, 1, 1) leaves C at
+ * 1.667 and finish-time's own (1, 1, 2) has 1.333 at worst: 20% lower,
+ * it stands.  With C come at -6, its own (C taking all 4) has 2.067
+ * against max-min's (1, 1, 2), 2.333: 11% lower, not enough. */
 Test(arbiter, finish_time_keeps_max_min_s_split_unless_its_own_is_better)
 {
+	static const double came[3] = {4, 0, -6};
+	static const int c_share[3] = {1, 2, 2};
+	static const double want[3][2] = {
+		{1.0, 1.0}, {1.3333, 1.6667}, {2.3333, 2.3333}};
 	struct pool_limits l = spot_only(16);
 
-	for (int older = 0; older < 2; older++) {
+	for (int c = 0; c < 3; c++) {
 		struct arb_job v[2][3];
 		double worst[2];
 
@@ -401,23 +406,19 @@ Test(arbiter, finish_time_keeps_max_min_s_split_unless_its_own_is_better)
 			v[k][0].share = 4;
 			v[k][0].admitted = true;
 			v[k][1].arrival_h = 4;
-			v[k][2].arrival_h = older ? -6 : 4;
+			v[k][2].arrival_h = came[c];
 			cr_assert_eq(arb_decide(&s, v[k], 3, &err), PX_OK, "%s",
 				     err.msg);
 			worst[k] = fmax(fmax(v[k][0].rho, v[k][1].rho),
 					v[k][2].rho);
 		}
-		if (!older) {
-			cr_assert_eq(v[0][0].share, 2);
-			cr_assert_eq(v[0][1].share, 1);
-			cr_assert_eq(v[0][2].share, 1);
-			cr_assert_float_eq(worst[0], 1.0, 1e-9);
-		} else {
-			cr_assert_eq(v[0][2].share, 4, "C has %d",
-				     v[0][2].share);
-			cr_assert_float_eq(worst[0], 2.0667, 1e-3);
-			cr_assert_float_eq(worst[1], 2.3333, 1e-3);
-		}
+		cr_assert_eq(v[0][2].share, c_share[c], "C came at %g: %d",
+			     came[c], v[0][2].share);
+		cr_assert_eq(v[0][0].share + v[0][1].share + v[0][2].share, 4);
+		cr_assert_float_eq(worst[0], want[c][0], 1e-3, "C at %g: %f",
+				   came[c], worst[0]);
+		cr_assert_float_eq(worst[1], want[c][1], 1e-3, "C at %g: %f",
+				   came[c], worst[1]);
 	}
 }
 
