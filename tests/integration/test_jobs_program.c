@@ -302,30 +302,43 @@ static int64_t elastic_peer_left(const char *on_mark, const char *more)
 	return submit_as(NOBODY);
 }
 
-/* The program of an elastic group exits 1 after a peer of its start left
- * (torchrun giving up on a barrier): not the program's failure, with no
- * restart of max_restarts_on_errors (0 here) spent; a new start of the
- * group from the latest checkpoint, done. */
-Test(jobs_program, an_elastic_program_that_gives_up_after_a_peer_left_starts_anew)
+/* An elastic group whose peer left (elastic_peer_left's mark and spec),
+ * started anew from the latest checkpoint and done: the program said
+ * `said` once, its first start ended as `ended` and the second began as
+ * `again` (events' LIKE patterns), with no failure of the program. */
+static void peer_left_starts_anew(const char *mark, const char *more,
+				  const char *said, const char *ended,
+				  const char *again)
 {
 	json_t *st;
 	int64_t id;
 
 	need_root();
 	daemon_up();
-	id = elastic_peer_left("fail", "\"membership\": \"elastic\"");
+	id = elastic_peer_left(mark, more);
 	st = wait_end(id, 120);
 	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
 			 daemon_said());
-	cr_assert_eq(logs_count(id, "toy: a peer left; giving up"), 1);
-	cr_assert_eq(events_like(id, "program", "%the program exited (exit "
-				 "1) after a peer of start 1 left%"), 1, "%s",
+	cr_assert_eq(logs_count(id, said), 1);
+	cr_assert_eq(events_like(id, "program", ended), 1, "%s",
 		     daemon_said());
-	cr_assert_eq(events_like(id, "program", "start 2 (it gave up after a "
-				 "peer left)%"), 1);
+	cr_assert_eq(events_like(id, "program", again), 1);
 	cr_assert_eq(events_like(id, "error", "%program failed%"), 0);
 	cr_assert_gt(logs_count(id, "resumed from "), 0);
 	json_decref(st);
+}
+
+/* The program of an elastic group exits 1 after a peer of its start left
+ * (torchrun giving up on a barrier): not the program's failure, with no
+ * restart of max_restarts_on_errors (0 here) spent; a new start of the
+ * group from the latest checkpoint, done. */
+Test(jobs_program, an_elastic_program_that_gives_up_after_a_peer_left_starts_anew)
+{
+	peer_left_starts_anew("fail", "\"membership\": \"elastic\"",
+			      "toy: a peer left; giving up",
+			      "%the program exited (exit 1) after a peer of "
+			      "start 1 left%",
+			      "start 2 (it gave up after a peer left)%");
 }
 
 /* An elastic group that stops training after a peer left (torchrun in a
@@ -333,24 +346,11 @@ Test(jobs_program, an_elastic_program_that_gives_up_after_a_peer_left_starts_ane
  * without progress (5 here), its stuck program stopped: done. */
 Test(jobs_program, an_elastic_group_stuck_after_a_peer_left_starts_anew)
 {
-	json_t *st;
-	int64_t id;
-
-	need_root();
-	daemon_up();
-	id = elastic_peer_left("hang", "\"membership\": \"elastic\", "
-			       "\"reform_seconds\": 5");
-	st = wait_end(id, 120);
-	cr_assert_str_eq(state_of(st), "done", "%s\n%s", json_dumps(st, 0),
-			 daemon_said());
-	cr_assert_eq(logs_count(id, "toy: a peer left; waiting for it"), 1);
-	cr_assert_eq(events_like(id, "program", "start 1: no progress % s "
-				 "after a peer left%"), 1, "%s",
-		     daemon_said());
-	cr_assert_eq(events_like(id, "program", "start 2 (no progress after a "
-				 "peer left)%"), 1);
-	cr_assert_gt(logs_count(id, "resumed from "), 0);
-	json_decref(st);
+	peer_left_starts_anew("hang", "\"membership\": \"elastic\", "
+			      "\"reform_seconds\": 5",
+			      "toy: a peer left; waiting for it",
+			      "start 1: no progress % s after a peer left%",
+			      "start 2 (no progress after a peer left)%");
 }
 
 Test(jobs_program, a_program_that_ignores_the_notice_is_killed_at_the_grace)
