@@ -384,7 +384,7 @@ Test(arbiter, a_job_at_its_want_sets_no_ones_rho)
 Test(arbiter, finish_time_keeps_max_min_s_split_unless_its_own_is_better)
 {
 	static const double came[3] = {4, 0, -6};
-	static const int c_share[3] = {1, 2, 2};
+	static const int split[3][3] = {{2, 1, 1}, {1, 1, 2}, {1, 1, 2}};
 	static const double want[3][2] = {
 		{1.0, 1.0}, {1.3333, 1.6667}, {2.3333, 2.3333}};
 	struct pool_limits l = spot_only(16);
@@ -412,9 +412,10 @@ Test(arbiter, finish_time_keeps_max_min_s_split_unless_its_own_is_better)
 			worst[k] = fmax(fmax(v[k][0].rho, v[k][1].rho),
 					v[k][2].rho);
 		}
-		cr_assert_eq(v[0][2].share, c_share[c], "C came at %g: %d",
-			     came[c], v[0][2].share);
-		cr_assert_eq(v[0][0].share + v[0][1].share + v[0][2].share, 4);
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(v[0][i].share, split[c][i], "C came at "
+				     "%g: job %d has %d", came[c], i,
+				     v[0][i].share);
 		cr_assert_float_eq(worst[0], want[c][0], 1e-3, "C at %g: %f",
 				   came[c], worst[0]);
 		cr_assert_float_eq(worst[1], want[c][1], 1e-3, "C at %g: %f",
