@@ -492,6 +492,24 @@ int64_t sql_int(const char *q)
 	return v;
 }
 
+char *sql_text(const char *q)
+{
+	sqlite3 *db;
+	sqlite3_stmt *s;
+	char *v = NULL;
+
+	cr_assert_eq(sqlite3_open_v2(jt.db, &db, SQLITE_OPEN_READONLY, NULL),
+		     SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK,
+		     "%s: %s", q, sqlite3_errmsg(db));
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+		v = strdup((const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v ? v : strdup("");
+}
+
 /* Run q on the store (the daemon stopped, or between its writes). */
 void sql_exec(const char *q)
 {

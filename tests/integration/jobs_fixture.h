@@ -54,6 +54,9 @@ json_t *status_with(int64_t id, void (*check)(const char *out));
 char *daemon_without_data(void);
 const char *state_of(json_t *o);
 int64_t sql_int(const char *q);
+/* The first column of q's first row as text ("" when none; freed by the
+ * caller). */
+char *sql_text(const char *q);
 void sql_exec(const char *q);
 void check_books(int64_t id, json_t *st);
 json_t *wait_end(int64_t id, int timeout_s);

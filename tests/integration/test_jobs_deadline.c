@@ -313,6 +313,26 @@ static int64_t asked(int64_t id, const char *market, int64_t from_s)
 	return sql_int(q);
 }
 
+/* Job id's decisions and what led to them, one line each (market
+ * seconds from the start, kind, the detail's first 90 characters): for
+ * a failure's message, since which decision came when is timing. */
+static const char *timeline(int64_t id)
+{
+	static char out[6000];
+	char q[640], *t;
+
+	snprintf(q, sizeof q, "SELECT group_concat(line, char(10)) FROM "
+		 "(SELECT (at_us / 1000000 - %lld) || ' ' || kind || ' ' || "
+		 "substr(detail, 1, 90) AS line FROM events WHERE job_id = "
+		 "%lld AND kind IN ('decision', 'warning', 'eviction', "
+		 "'ready', 'progress') ORDER BY rowid LIMIT 50)",
+		 (long long)WORLD_START_S, (long long)id);
+	t = sql_text(q);
+	snprintf(out, sizeof out, "%s", t);
+	free(t);
+	return out;
+}
+
 /* The spike took the spot BidBrain had at the start: evicted. */
 static void check_spot_lost(int64_t id)
 {
@@ -380,10 +400,12 @@ Test(jobs_deadline, no_spot_for_a_stretch_rents_on_demand_and_meets_it)
 	cr_assert_float_eq(num(d, "progress"), 1, 1e-12);
 	check_spot_lost(id);
 	/* the tier's one at the start, then the 4 in the spike */
-	cr_assert_eq(asked(id, "on-demand", WORLD_START_S), 5, "%lld",
-		     (long long)asked(id, "on-demand", WORLD_START_S));
+	cr_assert_eq(asked(id, "on-demand", WORLD_START_S), 5, "%lld; "
+		     "events:\n%s", (long long)asked(id, "on-demand",
+		     WORLD_START_S), timeline(id));
 	cr_assert_eq(asked(id, "on-demand", SPIKE_AT), 4, "%lld in the "
-		     "spike", (long long)asked(id, "on-demand", SPIKE_AT));
+		     "spike; events:\n%s", (long long)asked(id, "on-demand",
+		     SPIKE_AT), timeline(id));
 	snprintf(q, sizeof q, "SELECT count(*) FROM instances i JOIN "
 		 "allocations a ON a.id = i.alloc_id WHERE a.job_id = %lld "
 		 "AND a.market_id IS NULL AND a.tier = 'reliable' AND a.count "
