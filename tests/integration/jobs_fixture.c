@@ -474,39 +474,41 @@ const char *state_of(json_t *o)
 	return json_string_value(json_object_get(o, "state"));
 }
 
-int64_t sql_int(const char *q)
+/* The first column of q's first row on the store, read-only: as an
+ * integer into *iv (-1: no row), or as text into *tv (NULL: none). */
+static void sql_first(const char *q, int64_t *iv, char **tv)
 {
 	sqlite3 *db;
 	sqlite3_stmt *s;
-	int64_t v = -1;
 
 	cr_assert_eq(sqlite3_open_v2(jt.db, &db, SQLITE_OPEN_READONLY, NULL),
 		     SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
 	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK,
 		     "%s: %s", q, sqlite3_errmsg(db));
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		if (iv)
+			*iv = sqlite3_column_int64(s, 0);
+		if (tv && sqlite3_column_text(s, 0))
+			*tv = strdup((const char *)sqlite3_column_text(s, 0));
+	}
 	sqlite3_finalize(s);
 	sqlite3_close(db);
+}
+
+int64_t sql_int(const char *q)
+{
+	int64_t v = -1;
+
+	sql_first(q, &v, NULL);
 	return v;
 }
 
 char *sql_text(const char *q)
 {
-	sqlite3 *db;
-	sqlite3_stmt *s;
 	char *v = NULL;
 
-	cr_assert_eq(sqlite3_open_v2(jt.db, &db, SQLITE_OPEN_READONLY, NULL),
-		     SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK,
-		     "%s: %s", q, sqlite3_errmsg(db));
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-		v = strdup((const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
-	sqlite3_close(db);
+	sql_first(q, NULL, &v);
 	return v ? v : strdup("");
 }
 

@@ -119,23 +119,15 @@ static json_t *wait_spent(int64_t id)
 /* The job's last progress event, as JSON. */
 static json_t *last_progress(int64_t id)
 {
-	sqlite3 *db;
-	sqlite3_stmt *s;
-	json_t *o = NULL;
+	char q[200], *t;
+	json_t *o;
 
-	cr_assert_eq(sqlite3_open_v2(jt.db, &db, SQLITE_OPEN_READONLY, NULL),
-		     SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT detail FROM events WHERE "
-					"job_id = ? AND kind = 'progress' "
-					"ORDER BY at_us DESC, id DESC LIMIT 1",
-					-1, &s, NULL), SQLITE_OK);
-	sqlite3_bind_int64(s, 1, id);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		o = json_loads((const char *)sqlite3_column_text(s, 0), 0,
-			       NULL);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
+	snprintf(q, sizeof q, "SELECT detail FROM events WHERE job_id = %lld "
+		 "AND kind = 'progress' ORDER BY at_us DESC, id DESC LIMIT 1",
+		 (long long)id);
+	t = sql_text(q);
+	o = json_loads(t, 0, NULL);
+	free(t);
 	cr_assert_not_null(o, "no progress event of job %lld", (long long)id);
 	return o;
 }
