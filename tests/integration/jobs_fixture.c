@@ -475,7 +475,9 @@ const char *state_of(json_t *o)
 }
 
 /* The first column of q's first row on the store, read-only: as an
- * integer into *iv (-1: no row), or as text into *tv (NULL: none). */
+ * integer into *iv, as text (a copy) into *tv; either may be NULL.  Left
+ * as they were where there is no row (and *tv where the value is
+ * NULL). */
 static void sql_first(const char *q, int64_t *iv, char **tv)
 {
 	sqlite3 *db;

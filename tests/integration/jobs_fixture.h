@@ -53,6 +53,7 @@ json_t *status_with(int64_t id, void (*check)(const char *out));
  * the caller): every job's trainer fails at start. */
 char *daemon_without_data(void);
 const char *state_of(json_t *o);
+/* The first column of q's first row as an integer (-1 when none). */
 int64_t sql_int(const char *q);
 /* The first column of q's first row as text ("" when none; freed by the
  * caller). */
