@@ -49,20 +49,21 @@
  *    to finish: see bb_pick) while that lowers the cost to finish, up to
  *    spot.max_instances (or the fewer proteusd's exploration of the
  *    job's scaling allows now: pol_spot_max);
- *  - the runtime floor: before the last END_S it keeps the planned rate
- *    at least the baselines' (instances of reference_type plus the
- *    reliable tier; more when the job is behind their schedule, so that
- *    it still ends within their planned runtime) with spot that costs no
- *    more per work than reference_type on demand and whose marginal work
- *    per dollar is at least the fleet's (under a scaling profile the last
- *    instances may add almost nothing).  When a fleet filled to
- *    spot.max_instances with the best candidate would be slower than
- *    that, it takes a candidate whose effective speed is enough (the
- *    cheapest per work of each market's best and least-churning delta),
- *    else the fastest, and at the cap it swaps instances slower than that
- *    for faster ones (bb_choose, bb_pick_rate).  So its runtime is not
- *    longer than standard's by plan, unless that would take instances
- *    worth less than the fleet; in the last END_S the cost to finish
+ *  - the runtime floor: before the last END_S it keeps the planned rate at
+ *    least the baselines' (instances of reference_type plus the reliable
+ *    tier; more when the job is behind their schedule, so that it still
+ *    ends within their planned runtime) with spot that costs no more per
+ *    work than reference_type on demand, also per work-hour it adds to the
+ *    fleet's rate (under a scaling profile the last instances may add
+ *    almost nothing), each the candidate that raises the cost to finish
+ *    least per work-hour it adds (bb_floor_pick).  When a fleet filled to
+ *    spot.max_instances with the best candidate would be slower than that,
+ *    it takes a candidate whose effective speed is enough (the cheapest
+ *    per work of each market's best and least-churning delta), else the
+ *    fastest, and at the cap it swaps instances slower than that for
+ *    faster ones (bb_choose, bb_pick_rate).  So its runtime is not longer
+ *    than standard's by plan, unless that would take instances whose added
+ *    work costs more than on demand; in the last END_S the cost to finish
  *    alone decides.
  * Under per-second billing the per-type interruption rate is folded into
  * beta and nothing is prepaid.  For a program job (restart_seconds R),
@@ -112,6 +113,7 @@ struct bb_cand {
 	int64_t at_s;            /* when computed */
 	struct bb_opt best;      /* the delta with the lowest score */
 	struct bb_opt fast;      /* the most useful seconds (least churn) */
+	bool tight;              /* computed for bids at on-demand's price */
 };
 
 /* One instance of the fleet being planned: expected charge of its next
@@ -147,6 +149,9 @@ struct bb_state {
 	struct bb_memo *memo;    /* per env market */
 	bool *changed;
 	bool for_good;           /* the deadline's safety net fired */
+	/* this decision bids on-demand's price (bb_on_demand): candidates
+	 * are judged at that bid, the one they will get */
+	bool tight;
 	struct bb_item *items;   /* decide's scratch: the planned fleet */
 	size_t cap;
 	/* this decision's runtime floor: the baselines' rate, the most per
@@ -174,6 +179,7 @@ struct bb_choice {
 	double speed;            /* effective: speed x useful_s / hour */
 	double f;                /* expected cost to finish with it */
 	int k;                   /* how many of it bb_pick's fleet adds */
+	bool by_rate;            /* bb_pick_rate's: the cap needs its speed */
 };
 
 static void bb_fini(void *state)
@@ -359,36 +365,67 @@ static double bb_opt_speed(const struct pol_env *env, size_t m,
 	       BILLING_HOUR_S;
 }
 
-/* Recompute the best delta of market i at price p. */
+/* Option o of market i at price p for a bid whose beta and tau are
+ * given; false when it would do no useful work. */
+static bool bb_option(const struct bb_state *s, size_t i, int64_t p,
+		      int64_t bid, double beta, double tau, struct bb_opt *o)
+{
+	const struct pol_env *env = s->env;
+	const struct pol_type *ty = &env->types[env->markets[i].type];
+	struct billing_expect x;
+	double useful;
+
+	billing_expect_hour(env->billing, p, beta, tau, true, &x);
+	useful = x.run_s - beta * pol_loss_s(env) -
+		 env->job->startup_seconds *
+		 (env->billing == BILLING_LEGACY_HOURLY ? beta : 1);
+	if (useful <= 0 || ty->speed <= 0)
+		return false;
+	*o = (struct bb_opt){
+		.bid = bid,
+		.cost = x.cost_uusd * BILLING_HOUR_S / x.run_s,
+		.useful_s = useful * BILLING_HOUR_S / x.run_s,
+		.score = x.cost_uusd / (ty->speed * useful),
+	};
+	return true;
+}
+
+/* Recompute the best delta of market i at price p; in a tight decision
+ * (s->tight) the one bid at on-demand's price, which the acquisition
+ * will place: judged at price + delta it was counted on hours a rise
+ * would take back for free, which at that bid it keeps and pays. */
 static void bb_candidate(struct bb_state *s, size_t i, int64_t p,
 			 int64_t now)
 {
 	const struct pol_env *env = s->env;
-	const struct pol_type *ty = &env->types[env->markets[i].type];
 	struct bb_cand *c = &s->cand[i];
-	double loss = pol_loss_s(env);
 	double beta_k[RISK_DELTAS], tau_k[RISK_DELTAS];
+	int64_t od = env->types[env->markets[i].type].od_uusd;
 
 	c->valid = false;
 	c->price = p;
 	c->at_s = now;
+	c->tight = s->tight;
+	if (s->tight) {
+		struct bb_opt o;
+		double beta, tau;
+
+		if (od < p)
+			return;
+		bb_estimate(s, i, p, od, &beta, &tau);
+		if (bb_option(s, i, p, od, beta, tau, &o)) {
+			c->best = c->fast = o;
+			c->valid = true;
+		}
+		return;
+	}
 	bb_estimate_deltas(s, i, p, beta_k, tau_k);
 	for (int k = 0; k < RISK_DELTAS; k++) {
-		struct billing_expect x;
 		struct bb_opt o;
-		double beta = beta_k[k], tau = tau_k[k], useful;
 
-		billing_expect_hour(env->billing, p, beta, tau, true, &x);
-		useful = x.run_s - beta * loss - env->job->startup_seconds *
-			 (env->billing == BILLING_LEGACY_HOURLY ? beta : 1);
-		if (useful <= 0 || ty->speed <= 0)
+		if (!bb_option(s, i, p, p + risk_delta_uusd(s->risk, i, k),
+			       beta_k[k], tau_k[k], &o))
 			continue;
-		o = (struct bb_opt){
-			.bid = p + risk_delta_uusd(s->risk, i, k),
-			.cost = x.cost_uusd * BILLING_HOUR_S / x.run_s,
-			.useful_s = useful * BILLING_HOUR_S / x.run_s,
-			.score = x.cost_uusd / (ty->speed * useful),
-		};
 		if (!c->valid || o.useful_s > c->fast.useful_s ||
 		    (o.useful_s == c->fast.useful_s &&
 		     o.score < c->fast.score))
@@ -775,6 +812,7 @@ static void bb_choose(struct bb_state *s, size_t n, const struct bb_sums *u,
 	bool fast = false;
 
 	ch->k = 1;
+	ch->by_rate = false;
 	ch->m = bb_pick(s, n, u, pol_spot_max(env, s->sc) - spot, rem_h,
 			&ch->k);
 	if (ch->m < 0)
@@ -790,6 +828,7 @@ static void bb_choose(struct bb_state *s, size_t n, const struct bb_sums *u,
 			ch->k = 1;
 			ch->m = m;
 			ch->o = fast ? s->cand[m].fast : s->cand[m].best;
+			ch->by_rate = true;
 		}
 	}
 	ch->speed = bb_opt_speed(env, (size_t)ch->m, &ch->o);
@@ -819,6 +858,7 @@ static void bb_refresh(struct bb_state *s, const struct pol_input *in)
 			continue;
 		}
 		if (p != s->cand[i].price || !s->cand[i].valid ||
+		    s->cand[i].tight != s->tight ||
 		    s->cand[i].at_s < s->memo[i].at_s) {
 			bb_candidate(s, i, p, in->now_s);
 			bb_reorder(s, i);
@@ -1079,6 +1119,58 @@ static enum px_err bb_releases(struct bb_work *w, struct px_error *err)
 	return PX_OK;
 }
 
+/* The runtime floor's instance, where the cost to finish alone would
+ * add none (it only rises from f0 on): of every market's best delta that
+ * fits and costs no more per work than on demand, the one that raises
+ * the cost to finish least per work-hour it adds to the fleet's rate
+ * (u: bb_sum of v[0..n), rate its rate).  bb_pick's lowest cost to
+ * finish there is the smallest instance, which adds least, and under a
+ * scaling_efficiency below 1 a fleet of small ones pays for the count:
+ * on the 2016 slice a 9.6 h deadline took 4 m1.large before the second
+ * c1.xlarge, 15% dearer than Uniform Progress's 4 c1.xlarge.  Uses v[n];
+ * false when none adds work. */
+static bool bb_floor_pick(struct bb_state *s, size_t n,
+			  const struct bb_sums *u, double rate, double f0,
+			  double rem_h, struct bb_choice *ch)
+{
+	const struct pol_env *env = s->env;
+	double best_key = INFINITY;
+	struct bb_choice c = {.m = -1, .k = 1};
+
+	for (size_t i = 0; i < env->n_markets; i++) {
+		const struct bb_cand *cd = &s->cand[i];
+		double sp, dw, f, key;
+
+		if (!cd->valid || !bb_fits(s, i) ||
+		    !bb_within_od(s, i, cd->price) ||
+		    cd->best.score * BILLING_HOUR_S > s->cap_per_speed)
+			continue;
+		sp = bb_opt_speed(env, i, &cd->best);
+		dw = pol_rate(env, s->sc, u->cnt + 1, u->S + sp) - rate;
+		if (!(dw > 0))
+			continue;
+		s->items[n] = (struct bb_item){
+			.cost = cd->best.cost, .speed = sp, .inst = SIZE_MAX,
+		};
+		f = bb_finish(s, s->items, n + 1, rem_h, NULL);
+		key = (f - f0) / dw;
+		if (key < best_key) {
+			best_key = key;
+			c.m = (int)i;
+			c.o = cd->best;
+			c.speed = sp;
+			c.f = f;
+		}
+	}
+	if (c.m < 0)
+		return false;
+	s->items[n] = (struct bb_item){
+		.cost = c.o.cost, .speed = c.speed, .inst = SIZE_MAX,
+	};
+	*ch = c;
+	return true;
+}
+
 /* Acquisitions while they lower the expected cost to finish, or while
  * the fleet is slower than the baselines'. */
 static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
@@ -1106,6 +1198,13 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 			bb_choose(s, w->n, &u, w->spot, w->rem, w->T0, &ch);
 			if (ch.m < 0)
 				break;
+			/* the floor's own choice where it is the floor that
+			 * adds (bb_pick_rate's already is one) */
+			if (!ch.by_rate && rate > 0 && rate < s->w_min &&
+			    w->T0 > END_S &&
+			    ch.f + bb_reform(w, w->joined) >= w->f0)
+				bb_floor_pick(s, w->n, &u, rate, w->f0, w->rem,
+					      &ch);
 			again = ch.k - 1;
 		}
 		f1 = ch.f;
@@ -1118,14 +1217,24 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 		if (ch.o.score * BILLING_HOUR_S > s->cap_per_speed ||
 		    !bb_within_od(s, (size_t)ch.m, s->cand[ch.m].price))
 			break;
-		/* the floor never adds an instance that does less work per
-		 * dollar than the fleet does (a scaling profile can make the
-		 * last instances nearly useless) */
+		/* the floor pays no more per work-hour that an instance adds
+		 * to the fleet's rate (dw: a scaling profile can make the
+		 * last instances nearly useless) than reference_type on
+		 * demand per work.  (Until session 31 the limit was the
+		 * fleet's own cost per work: a candidate carries its startup
+		 * and a live instance does not, and under e < 1 every
+		 * further instance adds less than the fleet's average, so
+		 * the floor never held for a job without a reliable tier:
+		 * 2-8x lowest-price's runtime on the 2021 trace, and with a
+		 * deadline a fleet that fell behind the line and ran on
+		 * demand, at 1.3-2.8x Uniform Progress's cost;
+		 * docs/benchmarks.md, "Session 31".) */
 		dw = pol_rate(s->env, s->sc, u.cnt + 1, u.S + ch.speed) -
 		     rate;
 		if (f1 + bb_reform(w, w->joined) >= w->f0 &&
 		    (rate >= s->w_min || w->T0 <= END_S ||
-		    (rate > 0 && !(dw > 0 && ch.o.cost / dw <= u.C / rate))))
+		    (rate > 0 && !(dw > 0 &&
+				   ch.o.cost / dw <= s->cap_per_speed))))
 			break;
 		if (!bb_fits(s, (size_t)ch.m)) {
 			/* its copies no longer fit: choose again */
@@ -1225,6 +1334,7 @@ static bool bb_on_demand(struct bb_work *w)
 		T = w->rem / s->w_base * BILLING_HOUR_S;
 	w->tight = margin < 0.5 * left ||
 		   !(T / BILLING_HOUR_S < left - 2 * d - tick);
+	s->tight = w->tight;
 	for (size_t i = 0; i < env->n_markets && !avail; i++) {
 		int64_t p;
 
@@ -1292,6 +1402,7 @@ static enum px_err bb_decide(void *state, const struct pol_input *in,
 
 	s->sc = in->scaling;
 	s->vroom = pol_spot_vcpus_room(s->env, in->scaling, in->fleet);
+	s->tight = false;
 	/* Only prices moved and the fleet is full: releases happen at hour
 	 * ends and acquisitions need room, so nothing can change.  Skipping
 	 * is exact: the estimator catches up on its samples at the next call
