@@ -1075,6 +1075,14 @@ Test(jobs, sigterm_suspends_a_running_job_and_says_so)
 		  "\"checkpoint_budget\": 4096}}");
 	id = submit();
 	wait_progress(id);
+	/* the restart resumes from a checkpoint only if one was written
+	 * first: the first clock can come before it on a loaded host (a
+	 * full run failed here with no "resuming from") */
+	for (int i = 0; i < 200 &&
+	     trainer_log_count(id, "checkpoint at clock") == 0; i++)
+		sleep_ms(50);
+	cr_assert_gt(trainer_log_count(id, "checkpoint at clock"), 0,
+		     "no checkpoint in 10 s");
 	term_daemon();
 	log = daemon_log();
 	cr_assert(strstr(log, "job 1 'mlr-local': suspended at market time"),
