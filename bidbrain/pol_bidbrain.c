@@ -70,7 +70,9 @@
  * every fleet change must also pay for the re-form it causes: the
  * planned fleet's charge for R (bb_reform).  With a deadline
  * (finish_by_hours) it follows Uniform Progress's rules on its own
- * fleet (bb_on_demand, bb_switch).
+ * fleet (bb_on_demand, bb_switch), and where a smaller fleet is cheaper
+ * per work the floor's schedule stretches toward the deadline, by the
+ * share of time spot was there lately (bb_stretch).
  */
 #include <math.h>
 #include <stdint.h>
@@ -92,6 +94,14 @@
  * on windows outside it (docs/benchmarks.md). */
 #ifndef BB_SWAP_MARGIN
 #define BB_SWAP_MARGIN 1.0
+#endif
+/* The share of a deadline (less four overheads and a tick) that the
+ * stretched floor's schedule may take (bb_stretch).  Chosen by hand: 0.75
+ * paid 1.08x Uniform Progress on a market whose spot is gone for hours at
+ * a time, where 0.6 paid 1.005x and no stretch 1.004x; on the shipped 2016
+ * slice 0.6 kept most of 0.75's saving (docs/benchmarks.md, session 31). */
+#ifndef BB_DL_SLACK
+#define BB_DL_SLACK 0.6
 #endif
 #ifndef BB_END_S
 #define BB_END_S ((double)BILLING_HOUR_S)
@@ -159,6 +169,11 @@ struct bb_state {
 	 * effective speed each spot slot needs for that rate at the cap */
 	double w_min, cap_per_speed, need;
 	double w_base;           /* the baselines' rate alone */
+	/* the share of the trailing AVAIL_S in which the job's best market
+	 * had spot within the cost cap (bb_availability), as of avail_at_s;
+	 * 0: not enough history */
+	double avail;
+	int64_t avail_at_s;
 	/* per env market: the candidate as a planned item; the markets
 	 * sorted by its charge (bb_before), each one's place in that
 	 * order, and those on the front (bb_front) */
@@ -966,6 +981,106 @@ static double bb_deadline_rate(const struct bb_work *w, int k)
 	return w->rem * BILLING_HOUR_S / (left > 60 ? left : 60);
 }
 
+/* Whether spot in market m at price p costs no more per work than
+ * reference_type on demand (the cap bb_set_floor set). */
+static bool bb_within_od(const struct bb_state *s, size_t m, int64_t p)
+{
+	double speed = s->env->types[s->env->markets[m].type].speed;
+
+	return speed > 0 && (double)p <= s->cap_per_speed * speed;
+}
+
+/* Whether the baselines' fleet does less work per instance than one
+ * instance alone (scaling_efficiency or the measured profile below 1):
+ * only then is a slower fleet cheaper per work. */
+static bool bb_scaling_loses(const struct pol_env *env,
+			     const struct pol_scaling *sc)
+{
+	const struct jobspec *job = env->job;
+	int n = job->instances + job->reliable.count;
+	double one = pol_rate(env, sc, 1, env->types[env->ref_type].speed);
+
+	return n > 1 && pol_base_rate(env, sc) < 0.99 * n * one;
+}
+
+/* The share of the trailing AVAIL_S in which the best of the job's
+ * markets had spot within the cost cap (bb_within_od), from the prices
+ * seen; 0 where no market has AVAIL_S / 2 of history.  The best market
+ * alone: spot was there at least that often.  Recomputed hourly. */
+#define AVAIL_S (3 * 86400)
+static double bb_availability(struct bb_state *s, const struct pol_input *in)
+{
+	const struct pol_env *env = s->env;
+	int64_t now = in->now_s, lo = now - AVAIL_S;
+	double best = 0;
+
+	if (s->avail_at_s > 0 && now - s->avail_at_s < BILLING_HOUR_S)
+		return s->avail;
+	for (size_t i = 0; i < env->n_markets; i++) {
+		const int64_t *t, *p;
+		size_t n, k = 0, hi;
+		int64_t from, ok = 0;
+
+		if (!market_view_history(in->mv, env->markets[i].market, &t,
+					 &p, &n) || now - t[0] < AVAIL_S / 2)
+			continue;
+		/* the last record at or before lo, by bisection */
+		for (hi = n; k + 1 < hi;) {
+			size_t mid = k + (hi - k) / 2;
+
+			if (t[mid] <= lo)
+				k = mid;
+			else
+				hi = mid;
+		}
+		from = t[0] > lo ? t[0] : lo;
+		for (; k < n; k++) {
+			int64_t a = t[k] > from ? t[k] : from;
+			int64_t b = k + 1 < n && t[k + 1] < now ? t[k + 1] : now;
+
+			if (b > a && bb_within_od(s, i, p[k]))
+				ok += b - a;
+		}
+		if ((double)ok / (double)(now - from) > best)
+			best = (double)ok / (double)(now - from);
+	}
+	s->avail = best;
+	s->avail_at_s = now;
+	return best;
+}
+
+/* With finish_by_hours, where a smaller fleet is cheaper per work, the
+ * floor's schedule (the baselines', left seconds of it to go) stretches
+ * toward the deadline: to BB_DL_SLACK of it less four overheads and a
+ * tick, its rate divided by the share of time spot was there lately
+ * (bb_availability), and never above the baselines' floor w_min.  A
+ * loose deadline buys a slower, cheaper fleet; a market whose spot
+ * comes and goes keeps the fleet fast while spot is there, as Uniform
+ * Progress takes spot whenever it can: a stretch that did not look at
+ * availability ran into the outages late and ended on demand, at up to
+ * 2.9x Uniform Progress's cost (docs/benchmarks.md, "Session 31").
+ * Nothing stretches before AVAIL_S / 2 of prices has been seen. */
+static double bb_stretch(const struct bb_work *w, double w_min, double left)
+{
+	struct bb_state *s = w->s;
+	const struct jobspec *job = s->env->job;
+	const struct pol_input *in = w->in;
+	double sched, a, w_s;
+
+	if (!(job->finish_by_hours > 0) || !bb_scaling_loses(s->env, s->sc))
+		return w_min;
+	sched = BB_DL_SLACK * (job->finish_by_hours * BILLING_HOUR_S -
+			       4 * (job->startup_seconds +
+				    job->restart_seconds) -
+			       job->tick_seconds) -
+		(double)(in->now_s - in->progress->start_s);
+	a = bb_availability(s, in);
+	if (!(sched > left) || !(a > 0))
+		return w_min;
+	w_s = w->rem / sched * BILLING_HOUR_S / a;
+	return w_s < w_min ? w_s : w_min;
+}
+
 /* The runtime floor: the baselines' rate (s->w_min), the cost cap per
  * speed (s->cap_per_speed) and the speed each slot needs (s->need). */
 static void bb_set_floor(struct bb_work *w)
@@ -976,6 +1091,9 @@ static void bb_set_floor(struct bb_work *w)
 	const struct pol_input *in = w->in;
 	double w_min;
 
+	/* never pay more per work than on-demand for the floor */
+	s->cap_per_speed = (double)env->types[env->ref_type].od_uusd /
+			   env->types[env->ref_type].speed;
 	/* the rate of the baselines' fleet: never plan a slower one, except
 	 * in the last END_S where the cost to finish alone decides */
 	w_min = pol_base_rate(env, s->sc);
@@ -990,6 +1108,7 @@ static void bb_set_floor(struct bb_work *w)
 			       INFINITY;
 		if (w_req > w_min)
 			w_min = w_req;
+		w_min = bb_stretch(w, w_min, left);
 	}
 	/* with finish_by_hours, at least the rate that ends the job two
 	 * overheads and a tick before it */
@@ -1001,9 +1120,6 @@ static void bb_set_floor(struct bb_work *w)
 			w_min = w_dl;
 	}
 	s->w_min = w_min;
-	/* ... and never pay more per work than on-demand for that */
-	s->cap_per_speed = (double)env->types[env->ref_type].od_uusd /
-			   env->types[env->ref_type].speed;
 	/* the effective speed each of spot.max_instances needs for that
 	 * rate; below it at the cap, the floor swaps slow (churning)
 	 * instances for faster ones */
@@ -1012,15 +1128,6 @@ static void bb_set_floor(struct bb_work *w)
 				job->reliable.count *
 				env->types[env->reliable_type].speed) / w->cap :
 		  INFINITY;
-}
-
-/* Whether spot in market m at price p costs no more per work than
- * reference_type on demand (the cap bb_set_floor set). */
-static bool bb_within_od(const struct bb_state *s, size_t m, int64_t p)
-{
-	double speed = s->env->types[s->env->markets[m].type].speed;
-
-	return speed > 0 && (double)p <= s->cap_per_speed * speed;
 }
 
 /* What a re-form of a program's group costs the job (restart_seconds,
