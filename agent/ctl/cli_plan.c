@@ -28,6 +28,7 @@
 #define PLAN_AUTO_DEADLINES 4
 /* the least deadline chosen: on demand's hours times this */
 #define PLAN_MIN_FACTOR 1.1
+#define PLAN_MAX_FACTOR 3.0
 #define PLAN_ROWS_MAX (2 + 2 * CLI_LIST_MAX)
 #define DAY_S 86400
 
@@ -129,6 +130,8 @@ struct plan_ctx {
 	bool short_store;         /* less than --days stored */
 	double odh;               /* on demand's hours */
 	double lo_h, hi_h;        /* the range deadlines were chosen in */
+	bool hi_far;              /* hi_h is on demand's x3, not BidBrain's */
+	double own_h;             /* then: BidBrain's hours without one */
 	bool auto_deadlines;
 	struct row *rows;
 	size_t n_rows;
@@ -454,16 +457,26 @@ static void add_deadline(struct plan_ctx *c, const struct policy_ops *bb,
 	r->infeasible = !jobspec_finish_feasible(&r->job, NULL, &r->need_h);
 }
 
-/* The deadlines between on demand's hours x1.1 and the hours of BidBrain
- * without one (the window's, when that did not finish): PLAN_AUTO_DEADLINES
- * evenly spaced from the low end, to the hundredth of an hour. */
+/* The deadlines between on demand's hours x1.1 and the later of the hours
+ * of BidBrain without one (the window's, when that did not finish) and on
+ * demand's x3 (within the window): a deadline looser than BidBrain's own
+ * runtime can buy a slower, cheaper fleet (docs/simulate.md, "Deadlines").
+ * PLAN_AUTO_DEADLINES evenly spaced from the low end, to the hundredth of
+ * an hour. */
 static void choose_deadlines(struct plan_ctx *c, const struct policy_ops *bb)
 {
 	const struct row *cheap = &c->rows[0];
 	double lo = ceil(c->odh * PLAN_MIN_FACTOR * 100 - 1e-9) / 100, hi;
+	double window = (double)(c->end_s - c->start_s) / 3600.0;
+	double far = floor(c->odh * PLAN_MAX_FACTOR * 100 + 1e-9) / 100;
 
-	hi = cheap->res.completed ? cheap->res.runtime_hours :
-	     (double)(c->end_s - c->start_s) / 3600.0;
+	hi = cheap->res.completed ? cheap->res.runtime_hours : window;
+	if (far > window)
+		far = window;
+	c->hi_far = far > hi;
+	c->own_h = hi;
+	if (c->hi_far)
+		hi = far;
 	c->lo_h = lo;
 	c->hi_h = hi;
 	c->auto_deadlines = true;
@@ -735,7 +748,14 @@ static void print_header(const struct plan_ctx *c)
 		       (double)c->od.v[i].uusd_per_hour / 1e6);
 	printf(" USD/h\n");
 	print_hazards(c);
-	if (c->auto_deadlines && c->hi_h > c->lo_h)
+	if (c->auto_deadlines && c->hi_h > c->lo_h && c->hi_far)
+		printf("deadlines: %d from %.2f h (on demand's x%.1f) up to "
+		       "%.2f h (on demand's x%.0f or the replay's end: "
+		       "BidBrain without one takes %.2f h, a looser "
+		       "deadline may buy a slower, cheaper fleet)\n",
+		       PLAN_AUTO_DEADLINES, c->lo_h, PLAN_MIN_FACTOR, c->hi_h,
+		       PLAN_MAX_FACTOR, c->own_h);
+	else if (c->auto_deadlines && c->hi_h > c->lo_h)
 		printf("deadlines: %d from %.2f h (on demand's x%.1f) up to "
 		       "%.2f h (BidBrain without one)\n", PLAN_AUTO_DEADLINES,
 		       c->lo_h, PLAN_MIN_FACTOR, c->hi_h);

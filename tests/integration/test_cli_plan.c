@@ -47,9 +47,9 @@ static const char small_job[] =
 	" \"startup_seconds\": 120, \"clock_seconds\": 60}\n";
 
 /* The same with at most 2 spot instances: below the baselines' 4, so
- * BidBrain without a deadline is slower than on demand (13.6 h) and
- * there are deadlines to choose between (with 8 it keeps the 4's rate,
- * 7.5 h, and none is left between 7.44 x 1.1 and that). */
+ * BidBrain without a deadline is slower than on demand (13.97 h) and the
+ * deadlines chosen run on both sides of its own hours (with 8 it keeps
+ * the 4's rate, 6.11 h, and every chosen deadline is looser than that) */
 static const char capped_job[] =
 	"{\"name\": \"small\", \"region\": \"us-east-1\", \"work_hours\": 24,"
 	" \"reference_type\": \"m3.large\", \"instances\": 4,"
@@ -169,6 +169,7 @@ Test(cli_plan, frontier_is_sorted_and_not_dominated)
 {
 	const char *x[] = {"--days", "3", "--max-instances", "2,4", "--json",
 			   NULL};
+	const char *text[] = {"--days", "3", NULL};
 	char *job = job_file("job.json", capped_job);
 	json_t *j, *rows, *r, *s, *p;
 	double prev_h = -1, prev_c = INFINITY, lo, hi, odh;
@@ -236,13 +237,15 @@ Test(cli_plan, frontier_is_sorted_and_not_dominated)
 			beaten |= flag(s, "frontier") && dominates(s, r);
 		cr_assert(beaten, "row %zu neither on nor beaten", i);
 	}
-	/* 4 deadlines chosen from on demand's hours x1.1 to BidBrain's own */
+	/* 4 deadlines chosen from on demand's hours x1.1 to the later of
+	 * BidBrain's own and on demand's x3 (within the 72 h replayed) */
 	cr_assert_eq(n_chosen, 4);
 	lo = ceil(odh * 1.1 * 100 - 1e-9) / 100;
 	json_array_foreach(rows, i, r) {
 		if (strcmp(str(r, "row"), "cheapest"))
 			continue;
-		hi = px_json_num(r, "runtime_hours");
+		hi = fmax(px_json_num(r, "runtime_hours"),
+			  floor(odh * 3 * 100 + 1e-9) / 100);
 		json_array_foreach(rows, k, s)
 			if (flag(s, "chosen"))
 				cr_assert(px_json_num(s, "deadline_hours") >=
@@ -250,6 +253,19 @@ Test(cli_plan, frontier_is_sorted_and_not_dominated)
 					  px_json_num(s, "deadline_hours") < hi,
 					  "deadline %g outside %g..%g",
 					  px_json_num(s, "deadline_hours"), lo, hi);
+	}
+	/* the header names BidBrain's own hours (the cheapest row's, which
+	 * the frontier's order need not put first) */
+	pxrun_free(&pr);
+	cr_assert_eq(plan(&pr, job, text), 0, "%s", pr.err);
+	json_array_foreach(rows, i, r) {
+		char want[96];
+
+		if (strcmp(str(r, "row"), "cheapest"))
+			continue;
+		snprintf(want, sizeof want, "BidBrain without one takes %.2f h",
+			 px_json_num(r, "runtime_hours"));
+		cr_assert(strstr(pr.out, want), "no '%s' in %s", want, pr.out);
 	}
 	/* the spot caps ran as asked */
 	k = 0;
@@ -330,9 +346,11 @@ Test(cli_plan, short_store_header_names_prices)
 			 "0.5000"), "%s", r.out);
 	cr_assert(strstr(r.out, "interruptions: none modelled"), "%s",
 		  r.out);
-	/* bidbrain on flat prices is as fast as on demand: no deadline to
-	 * try, and the cheap run is the frontier */
-	cr_assert(strstr(r.out, "deadlines: none to try"), "%s", r.out);
+	/* bidbrain on flat prices is as fast as on demand: the deadlines
+	 * go up to on demand's x3 (the looser ones may buy a slower fleet) */
+	cr_assert(strstr(r.out, "deadlines: 4 from 2.20 h (on demand's x1.1) "
+			 "up to 6.00 h (on demand's x3 or the replay's end: "
+			 "BidBrain without one takes 2.00 h"), "%s", r.out);
 	cr_assert(strstr(r.out, "cheapest bidbrain"), "%s", r.out);
 	no_fake_figures(r.out);
 	pxrun_free(&r);
@@ -360,6 +378,10 @@ Test(cli_plan, not_done_rows_say_the_work_done)
 	cr_assert(strstr(r.out, "cheapest bidbrain: not done in the replay: "),
 		  "%s", r.out);
 	cr_assert(strstr(r.out, " of 100 work-hours done (stop: window)"),
+		  "%s", r.out);
+	/* on demand x1.1 (55 h) is past the replay's 24 h */
+	cr_assert(strstr(r.out, "deadlines: none to try: BidBrain without one "
+			 "takes 24.00 h, within on demand's x1.1 (55.00 h)"),
 		  "%s", r.out);
 	no_fake_figures(r.out);
 	pxrun_free(&r);
