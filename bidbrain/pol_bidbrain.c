@@ -159,8 +159,9 @@ struct bb_state {
 	struct bb_memo *memo;    /* per env market */
 	bool *changed;
 	bool for_good;           /* the deadline's safety net fired */
-	/* this decision bids on-demand's price (bb_on_demand): candidates
-	 * are judged at that bid, the one they will get */
+	/* a deadline near enough that this decision bids on-demand's price
+	 * for spot (bb_on_demand): candidates are judged at that bid, the
+	 * one they will get */
 	bool tight;
 	struct bb_item *items;   /* decide's scratch: the planned fleet */
 	size_t cap;
@@ -903,9 +904,6 @@ struct bb_work {
 	/* a release (left) or an acquisition (joined) asked for in this
 	 * decision: the re-form it causes is paid once (bb_reform) */
 	bool left, joined;
-	/* a deadline near enough that spot is bid at on-demand's price
-	 * (bb_on_demand) */
-	bool tight;
 };
 
 /* At the start: the reliable tier acquired, and counted as if it were
@@ -1020,6 +1018,7 @@ static double bb_availability(struct bb_state *s, const struct pol_input *in)
 		const int64_t *t, *p;
 		size_t n, k = 0, hi;
 		int64_t from, ok = 0;
+		double share;
 
 		if (!market_view_history(in->mv, env->markets[i].market, &t,
 					 &p, &n) || now - t[0] < AVAIL_S / 2)
@@ -1041,8 +1040,9 @@ static double bb_availability(struct bb_state *s, const struct pol_input *in)
 			if (b > a && bb_within_od(s, i, p[k]))
 				ok += b - a;
 		}
-		if ((double)ok / (double)(now - from) > best)
-			best = (double)ok / (double)(now - from);
+		share = (double)ok / (double)(now - from);
+		if (share > best)
+			best = share;
 	}
 	s->avail = best;
 	s->avail_at_s = now;
@@ -1074,8 +1074,10 @@ static double bb_stretch(const struct bb_work *w, double w_min, double left)
 				    job->restart_seconds) -
 			       job->tick_seconds) -
 		(double)(in->now_s - in->progress->start_s);
+	if (!(sched > left))
+		return w_min;
 	a = bb_availability(s, in);
-	if (!(sched > left) || !(a > 0))
+	if (!(a > 0))
 		return w_min;
 	w_s = w->rem / sched * BILLING_HOUR_S / a;
 	return w_s < w_min ? w_s : w_min;
@@ -1361,7 +1363,7 @@ static enum px_err bb_acquisitions(struct bb_work *w, struct px_error *err)
 			s->vroom -= s->env->types[s->env->markets[ch.m].type]
 					.vcpus;
 
-		if (w->tight && a.bid_uusd < od)
+		if (s->tight && a.bid_uusd < od)
 			a.bid_uusd = od;
 		r = push(w->out, &a, err);
 		if (r != PX_OK)
@@ -1439,9 +1441,8 @@ static bool bb_on_demand(struct bb_work *w)
 		bb_finish(s, s->items, w->n, w->rem, &T);
 	else if (s->w_base > 0)
 		T = w->rem / s->w_base * BILLING_HOUR_S;
-	w->tight = margin < 0.5 * left ||
+	s->tight = margin < 0.5 * left ||
 		   !(T / BILLING_HOUR_S < left - 2 * d - tick);
-	s->tight = w->tight;
 	for (size_t i = 0; i < env->n_markets && !avail; i++) {
 		int64_t p;
 

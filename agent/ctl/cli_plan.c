@@ -130,8 +130,9 @@ struct plan_ctx {
 	bool short_store;         /* less than --days stored */
 	double odh;               /* on demand's hours */
 	double lo_h, hi_h;        /* the range deadlines were chosen in */
-	bool hi_far;              /* hi_h is on demand's x3, not BidBrain's */
-	double own_h;             /* then: BidBrain's hours without one */
+	double own_h;             /* BidBrain's hours without one (or the
+				     window's); hi_h is past it when on
+				     demand's x3 is later */
 	bool auto_deadlines;
 	struct row *rows;
 	size_t n_rows;
@@ -473,9 +474,8 @@ static void choose_deadlines(struct plan_ctx *c, const struct policy_ops *bb)
 	hi = cheap->res.completed ? cheap->res.runtime_hours : window;
 	if (far > window)
 		far = window;
-	c->hi_far = far > hi;
 	c->own_h = hi;
-	if (c->hi_far)
+	if (far > hi)
 		hi = far;
 	c->lo_h = lo;
 	c->hi_h = hi;
@@ -748,7 +748,7 @@ static void print_header(const struct plan_ctx *c)
 		       (double)c->od.v[i].uusd_per_hour / 1e6);
 	printf(" USD/h\n");
 	print_hazards(c);
-	if (c->auto_deadlines && c->hi_h > c->lo_h && c->hi_far)
+	if (c->auto_deadlines && c->hi_h > c->lo_h && c->hi_h > c->own_h)
 		printf("deadlines: %d from %.2f h (on demand's x%.1f) up to "
 		       "%.2f h (on demand's x%.0f or the replay's end: "
 		       "BidBrain without one takes %.2f h, a looser "

@@ -23,7 +23,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bidbrain_today as bt  # noqa: E402  (its types and job shape)
+import bidbrain_today as bt  # noqa: E402  (its types, job shape, cpw)
 import sim_windows  # noqa: E402  (its run: one simulate --json)
 
 TIERS = [0, 1, 2, 4]
@@ -39,10 +39,6 @@ def spec(tier, inst, cap, eff, wh):
                tier)
     j["instances"] = inst
     return j
-
-
-def cpw(r):
-    return r["cost_usd"] / r["work_done_hours"]
 
 
 def part1(ctls, trace, od, pool):
@@ -69,13 +65,13 @@ def part1(ctls, trace, od, pool):
         cells = []
         for i, f in enumerate(bb):
             b = f.result()["bidbrain"]
-            s = 1 - cpw(b) / cpw(lr)
+            s = 1 - bt.cpw(b) / bt.cpw(lr)
             worst[i] = min(worst[i], s)
             slow[i] = max(slow[i], b["runtime_hours"] / lr["runtime_hours"])
-            cells.append("%.4f | %.1f | %.1f%%" % (cpw(b), b["runtime_hours"],
-                                                   100 * s))
+            cells.append("%.4f | %.1f | %.1f%%" % (
+                bt.cpw(b), b["runtime_hours"], 100 * s))
         print("| %d | %d/%d | %g | %s | %.4f | %.1f | %s |" % (
-            t, inst, cap, e, w, cpw(lr), lr["runtime_hours"],
+            t, inst, cap, e, w, bt.cpw(lr), lr["runtime_hours"],
             " | ".join(cells)))
     print()
     for i, c in enumerate(ctls):
