@@ -38,6 +38,7 @@ struct ctrl {
 				      * again at the next step */
 	int reliable_owed_type;
 	int64_t reliable_owed_at;    /* not asked again before this */
+	int64_t latest_t;            /* the latest instant of an event */
 	int spot_max;                /* the last decision's scaling's (-1:
 				      * none): the pool's share when gated */
 	/* the policy decides again at wake_at (0: none asked; ctrl_wake),
@@ -255,6 +256,8 @@ void ctrl_decide_hist(struct ctrl_decide_hist *ret)
 static enum px_err emit_ev(struct ctrl *c, const struct ctrl_event *e,
 			   struct px_error *err)
 {
+	if (e->t_s > c->latest_t)
+		c->latest_t = e->t_s;
 	if (!c->s.sink || c->s.sink(e, c->s.sink_ctx) == PX_OK)
 		return PX_OK;
 	return px_errorf(err, PX_ECANCELED, "event sink stopped the run at "
@@ -291,6 +294,8 @@ static enum px_err emit(struct ctrl *c, int64_t now, enum ctrl_event_kind k,
 {
 	struct ctrl_event e;
 
+	if (now > c->latest_t)
+		c->latest_t = now;
 	if (!c->s.sink)
 		return PX_OK;
 	ev_of(c, now, k, slot < c->n ? &c->pub[slot] : NULL, detail, amount,
@@ -1243,6 +1248,11 @@ enum px_err ctrl_finish(struct ctrl *c, int64_t now, bool completed,
 	*ret_uusd = c->cost_ended;
 	return emit(c, now, CTRL_EV_DONE, SIZE_MAX, completed ? "completed" :
 		    "not completed", c->cost_ended, err);
+}
+
+int64_t ctrl_latest(const struct ctrl *c)
+{
+	return c->latest_t;
 }
 
 void ctrl_keep_bills(struct ctrl *c)

@@ -198,6 +198,10 @@ size_t ctrl_bills_open(const struct ctrl *c);
 /* Free it; the policy's fini.  Does not release instances (ctrl_finish). */
 void ctrl_free(struct ctrl *c);
 
+/* The latest instant of an event the controller emitted (0: none): a run
+ * cannot end before it. */
+int64_t ctrl_latest(const struct ctrl *c);
+
 /* The instant the run must end by: the window's end or the job's deadline,
  * whichever comes first. */
 int64_t ctrl_end(const struct ctrl *c);

@@ -338,6 +338,11 @@ void job_end(struct job *j, enum store_job_state s, const char *why)
 	if (j->run.w && j->wops->real_clock &&
 	    j->wops->now(j->run.w) > j->run.t)
 		j->run.t = j->wops->now(j->run.w);
+	/* nor before what the world reported at its clock after the last
+	 * event (local: a node's end found by the reap, and what the
+	 * controller started for it) */
+	if (j->run.c && ctrl_latest(j->run.c) > j->run.t)
+		j->run.t = ctrl_latest(j->run.c);
 	if (j->run.c &&
 	    ctrl_finish(j->run.c, j->run.t, completed, &cost) != PX_OK)
 		log_err("job %" PRId64 ": closing the bills: %s", j->id,

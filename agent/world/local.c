@@ -739,6 +739,10 @@ static enum px_err w_run_due(void *ctx, const struct ctrl_progress *p,
 	if (now > w->step_t)
 		w->step_t = now;
 	e = reap(w, now, err);
+	/* the instant of the last event handled is the reap's when it
+	 * reported one */
+	if (ctrl_latest(w->c) > *ret_t)
+		*ret_t = ctrl_latest(w->c);
 	if (e == PX_OK && !*ret_stop)
 		*ret_stop = ctrl_stop(w->c, *ret_t, p);
 	return e;

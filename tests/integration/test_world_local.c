@@ -394,6 +394,41 @@ Test(world_local, a_node_that_ends_before_it_started_failed)
 	OPS->free_world(w);
 }
 
+/* What the reap reports comes after the last event due, at the clock's
+ * instant, and so does what the controller starts for it (a reliable
+ * node's replacement): the run's instant (run_due's *ret_t, where the
+ * owner ends the run) is not behind either.  At speedup 60 the nodes'
+ * readiness (startup 120 s) is due after 2 s; at 2.1 s it is handled at
+ * T0 + 120 s, then the reap finds the nodes ended at T0 + 126 s. */
+Test(world_local, the_runs_instant_is_not_behind_what_the_reap_reported)
+{
+	struct failer f = {0};
+	void *w = NULL;
+	struct ctrl *c = NULL;
+	struct px_error e = {0};
+	struct ctrl_progress pg = {0};
+	int64_t t, latest = 0;
+	int stop;
+
+	ondemand_up((struct world_hooks){.command = cmd_fail, .ctx = &f,
+					 .start_failed = start_failed_hook},
+		    0, true, &w, &c);
+	memset(events_last_t, 0, sizeof events_last_t);
+	sleep_ms(2100);
+	cr_assert_eq(OPS->run_due(w, &pg, &t, &stop, &e), PX_OK, "%s", e.msg);
+	cr_assert_eq(events_last_t[CTRL_EV_READY], T0 + 120);
+	for (int k = 0; k < CTRL_EV_MAX; k++)
+		if (events_last_t[k] > latest)
+			latest = events_last_t[k];
+	cr_assert_gt(events_last_t[CTRL_EV_LAUNCH], T0 + 120,
+		     "the replacement launched at the reap's instant");
+	cr_assert_geq(t, latest, "run instant %lld behind an event at %lld",
+		      (long long)t, (long long)latest);
+	cr_assert_eq(ctrl_latest(c), latest);
+	ctrl_free(c);
+	OPS->free_world(w);
+}
+
 /* A release is a leave: the world tells the node (SIGTERM with the time
  * it has) and the owner (WORLD_LEAVE_RELEASE), the controller hears no
  * more of it, a node that ends by itself is forgotten at once, and one
