@@ -66,7 +66,10 @@
  *    work costs more than on demand; in the last END_S the cost to finish
  *    alone decides.
  * Under per-second billing the per-type interruption rate is folded into
- * beta and nothing is prepaid.  For a program job (restart_seconds R),
+ * beta and nothing is prepaid; where a market's prices hold for hours
+ * (today's), beta is the lower of the estimates by the age of the price
+ * now and by its level (risk_get_age, bb_age_take), and candidates are
+ * judged again every RISK_STEP_S as the price ages.  For a program job (restart_seconds R),
  * every fleet change must also pay for the re-form it causes: the
  * planned fleet's charge for R (bb_reform).  With a deadline
  * (finish_by_hours) it follows Uniform Progress's rules on its own
@@ -282,6 +285,30 @@ static void bb_fold(const struct pol_env *env, size_t i, double *beta,
 	*beta = tot;
 }
 
+/* Under per-second billing, where market i's prices move in levels that
+ * hold for hours (risk_get_age answers): the lower of the two estimates,
+ * by the age of the price now and by its level, folded.  A first-hour
+ * eviction is free, so a high beta makes a new instance look cheap and
+ * an hourly renewal worth its startup; each estimate alone overstated it
+ * where BidBrain chose (docs/benchmarks.md, issue 40, "Session 32"): the
+ * level's, blind to the age, after every rise (7-12% predicted where a
+ * price that has just changed holds for 4.8 h or more), and the age's
+ * alone bought renewals of whole fleets before each expected change, 75
+ * evictions and 426 launches in 10 h on one job, which the waivers did
+ * not pay for.  The lower one counts on a free hour only where both the
+ * age and the level's own history say so. */
+static void bb_age_take(const struct pol_env *env, size_t i,
+			const struct risk_estimate *age,
+			const struct risk_estimate *lev, double *beta,
+			double *tau)
+{
+	const struct risk_estimate *e = lev->beta < age->beta ? lev : age;
+
+	*beta = e->beta;
+	*tau = e->tau_s;
+	bb_fold(env, i, beta, tau);
+}
+
 /* A new memo slot of market i for (bid, price) holding e (NULL: computed
  * now), in place of the oldest when the memo is full. */
 static int bb_memo_put(struct bb_state *s, size_t i, int64_t price,
@@ -312,6 +339,15 @@ static void bb_estimate(struct bb_state *s, size_t i, int64_t price,
 
 	*ret_beta = 1;
 	*ret_tau = 0;
+	if (bid >= price && s->env->billing == BILLING_PER_SECOND) {
+		struct risk_estimate age, lev;
+
+		if (risk_get_age(s->risk, i, price, bid, &age)) {
+			risk_get_level(s->risk, i, price, bid, &lev);
+			bb_age_take(s->env, i, &age, &lev, ret_beta, ret_tau);
+			return;
+		}
+	}
 	if (bid >= price) {
 		for (j = 0; j < mo->n && (mo->bid[j] != bid ||
 					  mo->price[j] != price); j++)
@@ -338,6 +374,16 @@ static void bb_estimate_deltas(struct bb_state *s, size_t i, int64_t price,
 	int64_t bid[RISK_DELTAS];
 	int at[RISK_DELTAS];
 
+	if (s->env->billing == BILLING_PER_SECOND &&
+	    risk_get_age_deltas(s->risk, i, e)) {
+		struct risk_estimate lev[RISK_DELTAS];
+
+		risk_get_level_deltas(s->risk, i, price, lev);
+		for (int k = 0; k < RISK_DELTAS; k++)
+			bb_age_take(s->env, i, &e[k], &lev[k], &beta[k],
+				    &tau[k]);
+		return;
+	}
 	for (int k = 0; k < RISK_DELTAS; k++) {
 		bid[k] = price + risk_delta_uusd(s->risk, i, k);
 		at[k] = -1;
@@ -875,7 +921,9 @@ static void bb_refresh(struct bb_state *s, const struct pol_input *in)
 		}
 		if (p != s->cand[i].price || !s->cand[i].valid ||
 		    s->cand[i].tight != s->tight ||
-		    s->cand[i].at_s < s->memo[i].at_s) {
+		    s->cand[i].at_s < s->memo[i].at_s ||
+		    (s->env->billing == BILLING_PER_SECOND &&
+		     in->now_s - s->cand[i].at_s >= RISK_STEP_S)) {
 			bb_candidate(s, i, p, in->now_s);
 			bb_reorder(s, i);
 			changed = true;

@@ -649,6 +649,112 @@ void risk_get_level_deltas(struct risk *r, size_t i, int64_t price_uusd,
 	}
 }
 
+/* ---- by the age of the price now (risk_get_age) ---- */
+
+/* Completed levels looked at for risk_get_age's check, and the share of
+ * them that must have lasted a horizon or more. */
+#define AGE_CHECK_LEVELS 8
+
+/* The record after level j's last (the next price change), or n. */
+static size_t level_end(const int64_t *p, size_t n, size_t j)
+{
+	size_t q = j + 1;
+
+	while (q < n && p[q] == p[j])
+		q++;
+	return q;
+}
+
+/* Whether market history t, p (n records, the last at or before now)
+ * moves in levels that last a horizon or more: of its last
+ * AGE_CHECK_LEVELS completed levels (at least 2), at least half. */
+static bool levels_last(const int64_t *t, const int64_t *p, size_t c)
+{
+	size_t seen = 0, long_ = 0;
+
+	for (size_t e = c; e > 0 && seen < AGE_CHECK_LEVELS; seen++) {
+		size_t j = e - 1;
+
+		while (j > 0 && p[j - 1] == p[j])
+			j--;
+		long_ += t[e] - t[j] >= RISK_HORIZON_S;
+		e = j;
+	}
+	return seen >= 2 && 2 * long_ >= seen;
+}
+
+/* risk_get_age for the bids price now + d[k], k < nd. */
+static bool age_estimate(const struct risk *r, size_t i, const int64_t *d,
+			 int nd, struct risk_estimate *ret)
+{
+	const int64_t *t, *p;
+	size_t n, c, samples = 0;
+	int64_t now, a, lo;
+	uint32_t ev[RISK_DELTAS] = {0};
+	double tau[RISK_DELTAS] = {0};
+
+	if (!r->mv || nd > RISK_DELTAS ||
+	    !market_view_history(r->mv, r->m[i].idx, &t, &p, &n) || n < 2)
+		return false;
+	now = r->mv->now_s;
+	c = n - 1;
+	while (c > 0 && p[c - 1] == p[c])
+		c--;
+	if (!levels_last(t, p, c))
+		return false;
+	a = now - t[c];
+	lo = now - RISK_WINDOW_S;
+	/* every level of the window that was still the price at age a, and
+	 * whose hour from then is over by now: did a later price rise above
+	 * its own price + d[k] within that hour, and when first */
+	for (size_t e = c; e > 0;) {
+		size_t j = e - 1, end;
+		int64_t x0;
+		bool hit[RISK_DELTAS] = {false};
+
+		while (j > 0 && p[j - 1] == p[j])
+			j--;
+		e = j;
+		if (t[j] < lo)
+			break;
+		end = level_end(p, n, j);
+		x0 = t[j] + a;
+		if (end >= n || t[end] <= x0 || x0 + RISK_HORIZON_S > now)
+			continue;
+		samples++;
+		for (size_t q = end; q < n && t[q] < x0 + RISK_HORIZON_S; q++)
+			for (int k = 0; k < nd; k++)
+				if (!hit[k] && p[q] > p[j] + d[k]) {
+					hit[k] = true;
+					ev[k]++;
+					tau[k] += (double)(t[q] - x0);
+				}
+	}
+	if (!samples)
+		return false;
+	for (int k = 0; k < nd; k++) {
+		ret[k].samples = (uint32_t)samples;
+		ret[k].beta = (ev[k] + RISK_PRIOR_EVICTED) /
+			      (samples + RISK_PRIOR_SAMPLES);
+		ret[k].tau_s = ev[k] ? tau[k] / ev[k] : RISK_HORIZON_S / 2.0;
+	}
+	return true;
+}
+
+bool risk_get_age(const struct risk *r, size_t i, int64_t price_uusd,
+		  int64_t bid_uusd, struct risk_estimate *ret)
+{
+	int64_t d = bid_uusd - price_uusd;
+
+	return d >= 0 && age_estimate(r, i, &d, 1, ret);
+}
+
+bool risk_get_age_deltas(const struct risk *r, size_t i,
+			 struct risk_estimate *ret)
+{
+	return age_estimate(r, i, r->m[i].delta, RISK_DELTAS, ret);
+}
+
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k)
 {
 	return r->m[i].delta[k];

@@ -118,6 +118,32 @@ void risk_get_level(struct risk *r, size_t i, int64_t price_uusd,
 void risk_get_level_deltas(struct risk *r, size_t i, int64_t price_uusd,
 			   struct risk_estimate *ret);
 
+/* The estimate for market i and a bid at bid_uusd >= the price now
+ * (price_uusd), conditioned on how long the price now has held (its age
+ * a) instead of on its level: of the market's price levels in the
+ * window that were still the price at age a, and whose following hour
+ * is over by now, the share in which a later price rose strictly above
+ * that level's price + (bid - price) within that hour, with the prior
+ * above; tau the mean time to that rise.  Today's spot prices (the 2021
+ * trace) move in levels that hold for at least 4.8 hours (median 6.4):
+ * no price rises within an hour of a change, and 30-45% of levels end
+ * in each hour from their fifth to their seventh.  A price that has just
+ * changed is not about to rise: of 837 of BidBrain's decisions at a
+ * price less than an hour old none saw a rise within the hour, and
+ * risk_get_level, blind to the age, predicted 11% for 287 decisions of
+ * which none came true (docs/benchmarks.md, issue 40, "Session 32").
+ * False (use risk_get_level) where the market moves
+ * faster: fewer than half of its last 8 completed levels
+ * (at least 2) held an hour, as on the 2015 and 2016 traces; or where no
+ * level of the window reached age a. */
+bool risk_get_age(const struct risk *r, size_t i, int64_t price_uusd,
+		  int64_t bid_uusd, struct risk_estimate *ret);
+
+/* risk_get_age for the bids price now + d_k of every delta k at once:
+ * ret[RISK_DELTAS]. */
+bool risk_get_age_deltas(const struct risk *r, size_t i,
+			 struct risk_estimate *ret);
+
 /* Delta k of market i in micro-USD. */
 int64_t risk_delta_uusd(const struct risk *r, size_t i, int k);
 

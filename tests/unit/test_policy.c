@@ -663,6 +663,60 @@ Test(policy, risk_at_the_current_price_level)
 	risk_free(r);
 }
 
+/* risk_get_age: a price that holds 6 h per level, rising from 0.10 to
+ * 0.12 and falling back in turn.  Half an hour into a level no level of
+ * the window changed within the next hour: only the prior.  At 5.5 h the
+ * hour holds every level's end: the 27 of the 55 levels of the window at
+ * 0.10 rose (to 0.12, 1800 s later), the 28 at 0.12 fell; a bid 0.05
+ * above the price is above every rise.  risk_get_age_deltas answers each
+ * delta as risk_get_age does; a market whose price moves every 10
+ * minutes gets no answer (risk_get_level's is used). */
+Test(policy, risk_by_the_age_of_the_price_now)
+{
+	struct risk *r = NULL;
+	struct risk_estimate a, all[RISK_DELTAS];
+	struct px_error e = {0};
+	int idx[2] = {0, 1};
+	int64_t odp[2] = {1000000, 1000000};
+	const int64_t day = 86400, lvl = 6 * 3600;
+
+	for (int64_t t = 0, i = 0; t < 20 * day; t += lvl, i++)
+		add("us-east-1a", "c3.xlarge", t, i % 2 ? 120000 : 100000);
+	for (int64_t t = 0, i = 0; t < 20 * day; t += 600, i++)
+		add("us-east-1b", "c3.xlarge", t, i % 2 ? 120000 : 100000);
+	cr_assert_eq(market_set_seal(&ms, &e), PX_OK);
+	cr_assert_eq(market_set_find(&ms, "us-east-1a", "c3.xlarge"), 0);
+	cr_assert_eq(risk_new(2, idx, odp, &r, &e), PX_OK);
+
+	struct market_view mv = {.ms = &ms, .now_s = 15 * day + 1800};
+	risk_update(r, &mv, NULL);
+	cr_assert(risk_get_age(r, 0, 100000, 100000, &a));
+	cr_assert_eq(a.samples, 55, "%u levels", a.samples);
+	cr_assert_float_eq(a.beta, 0.5 / (55 + 12), 1e-12, "%f", a.beta);
+	cr_assert_float_eq(a.tau_s, 1800, 1e-9);
+	cr_assert(!risk_get_age(r, 1, 100000, 100000, &a),
+		  "a price that moves every 10 minutes has no age to speak of");
+
+	mv.now_s = 15 * day + 19800;
+	risk_update(r, &mv, NULL);
+	cr_assert(risk_get_age(r, 0, 100000, 100000, &a));
+	cr_assert_eq(a.samples, 55);
+	cr_assert_float_eq(a.beta, 27.5 / 67, 1e-12, "%f", a.beta);
+	cr_assert_float_eq(a.tau_s, 1800, 1e-9, "%f", a.tau_s);
+	cr_assert(risk_get_age(r, 0, 100000, 150000, &a));
+	cr_assert_float_eq(a.beta, 0.5 / 67, 1e-12, "%f", a.beta);
+	cr_assert(!risk_get_age(r, 0, 100000, 90000, &a), "a bid below");
+	cr_assert(risk_get_age_deltas(r, 0, all));
+	for (int k = 0; k < RISK_DELTAS; k++) {
+		cr_assert(risk_get_age(r, 0, 100000, 100000 +
+				       risk_delta_uusd(r, 0, k), &a));
+		cr_assert_float_eq(all[k].beta, a.beta, 1e-12, "delta %d", k);
+		cr_assert_float_eq(all[k].tau_s, a.tau_s, 1e-9);
+		cr_assert_eq(all[k].samples, a.samples);
+	}
+	risk_free(r);
+}
+
 /* risk_get_level_deltas answers, for every delta at once, exactly what
  * risk_get_level does for price + that delta: at the price now (where the
  * way it came matters), at another seen price, at one never seen; and
