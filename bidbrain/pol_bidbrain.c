@@ -69,9 +69,9 @@
  * beta and nothing is prepaid; where a market's prices hold for hours
  * (today's), beta is the lower of the estimates by the age of the price
  * now and by its level (risk_get_age, bb_age_take), and candidates are
- * judged again every RISK_STEP_S as the price ages.  For a program job (restart_seconds R),
- * every fleet change must also pay for the re-form it causes: the
- * planned fleet's charge for R (bb_reform).  With a deadline
+ * judged again every RISK_STEP_S as the price ages.  For a program job
+ * (restart_seconds R), every fleet change must also pay for the re-form
+ * it causes: the planned fleet's charge for R (bb_reform).  With a deadline
  * (finish_by_hours) it follows Uniform Progress's rules on its own
  * fleet (bb_on_demand, bb_switch), and where a smaller fleet is cheaper
  * per work the floor's schedule stretches toward the deadline, by the

@@ -651,9 +651,17 @@ void risk_get_level_deltas(struct risk *r, size_t i, int64_t price_uusd,
 
 /* ---- by the age of the price now (risk_get_age) ---- */
 
-/* Completed levels looked at for risk_get_age's check, and the share of
- * them that must have lasted a horizon or more. */
+/* Completed levels looked at for risk_get_age's check (half of them must
+ * have lasted a horizon or more). */
 #define AGE_CHECK_LEVELS 8
+
+/* The first record of the level that record j is in. */
+static size_t level_start(const int64_t *p, size_t j)
+{
+	while (j > 0 && p[j - 1] == p[j])
+		j--;
+	return j;
+}
 
 /* The record after level j's last (the next price change), or n. */
 static size_t level_end(const int64_t *p, size_t n, size_t j)
@@ -673,10 +681,8 @@ static bool levels_last(const int64_t *t, const int64_t *p, size_t c)
 	size_t seen = 0, long_ = 0;
 
 	for (size_t e = c; e > 0 && seen < AGE_CHECK_LEVELS; seen++) {
-		size_t j = e - 1;
+		size_t j = level_start(p, e - 1);
 
-		while (j > 0 && p[j - 1] == p[j])
-			j--;
 		long_ += t[e] - t[j] >= RISK_HORIZON_S;
 		e = j;
 	}
@@ -697,9 +703,7 @@ static bool age_estimate(const struct risk *r, size_t i, const int64_t *d,
 	    !market_view_history(r->mv, r->m[i].idx, &t, &p, &n) || n < 2)
 		return false;
 	now = r->mv->now_s;
-	c = n - 1;
-	while (c > 0 && p[c - 1] == p[c])
-		c--;
+	c = level_start(p, n - 1);
 	if (!levels_last(t, p, c))
 		return false;
 	a = now - t[c];
@@ -708,12 +712,10 @@ static bool age_estimate(const struct risk *r, size_t i, const int64_t *d,
 	 * whose hour from then is over by now: did a later price rise above
 	 * its own price + d[k] within that hour, and when first */
 	for (size_t e = c; e > 0;) {
-		size_t j = e - 1, end;
+		size_t j = level_start(p, e - 1), end;
 		int64_t x0;
 		bool hit[RISK_DELTAS] = {false};
 
-		while (j > 0 && p[j - 1] == p[j])
-			j--;
 		e = j;
 		if (t[j] < lo)
 			break;

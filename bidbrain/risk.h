@@ -132,10 +132,10 @@ void risk_get_level_deltas(struct risk *r, size_t i, int64_t price_uusd,
  * price less than an hour old none saw a rise within the hour, and
  * risk_get_level, blind to the age, predicted 11% for 287 decisions of
  * which none came true (docs/benchmarks.md, issue 40, "Session 32").
- * False (use risk_get_level) where the market moves
- * faster: fewer than half of its last 8 completed levels
- * (at least 2) held an hour, as on the 2015 and 2016 traces; or where no
- * level of the window reached age a. */
+ * False (use risk_get_level) where the market moves faster: fewer than
+ * half of its last 8 completed levels (at least 2) held an hour, as on
+ * the 2015 and 2016 traces; or where no level of the window reached age
+ * a. */
 bool risk_get_age(const struct risk *r, size_t i, int64_t price_uusd,
 		  int64_t bid_uusd, struct risk_estimate *ret);
 
